@@ -1,0 +1,162 @@
+"""``python -m core`` — the command line.
+
+Every subcommand prints what a script or a check needs; bad input prints one line naming the
+problem and exits with status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Callable, Sequence
+
+from .ledger import explain
+from .memory import ConfigError, MemoryConfig, Replay
+from .readers import FormatError, read_conversations
+
+EXIT_BAD_INPUT = 2
+
+
+class UsageError(Exception):
+    """Bad input on the command line: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not argparse's usage block
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _positive(name: str, minimum: int = 1) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number, not {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{name} {value} is out of range: it must be at least {minimum}")
+        return value
+    return parse
+
+
+# -- replay -----------------------------------------------------------------------------------------
+
+def _add_memory_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--memory", choices=("dify", "window", "buffer", "off"), default="dify")
+    p.add_argument("--window", type=_positive("--window", 0), default=None,
+                   help="dify: turns (default: no window, 500-turn cap); window: messages (default 10)")
+    p.add_argument("--fidelity", choices=("documented", "code"), default="documented")
+    p.add_argument("--model", default="gpt-4o-mini")
+    p.add_argument("--context-size", type=_positive("--context-size"), default=None)
+    p.add_argument("--max-tokens", type=_positive("--max-tokens", 0), default=0)
+    p.add_argument("--granularity", choices=("query_answer", "all_messages"), default="query_answer")
+    p.add_argument("--scope", choices=("thread", "session", "call"), default="thread")
+
+
+def config_from_args(args: argparse.Namespace) -> MemoryConfig:
+    return MemoryConfig(strategy=args.memory, window=args.window, fidelity=args.fidelity, model=args.model,
+                        context_size=args.context_size, max_tokens=args.max_tokens,
+                        granularity=args.granularity, scope=args.scope).validate()
+
+
+def _short(text: str, width: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _table(replay: Replay, turn_numbers: Sequence[int]) -> str:
+    cfg = replay.config
+    lines = [f"memory: {cfg.label()} · model {cfg.model} · tokens {replay.counter.describe()}"]
+    facts = replay.facts
+    if cfg.context_size or facts.context_size:
+        lines.append(f"context size {cfg.context_size or facts.context_size:,} tokens"
+                     f" ({'set' if cfg.context_size else facts.source})")
+    else:
+        lines.append(f"context size of {cfg.model} unknown")
+    turns = replay.conversation.turns
+    for number in turn_numbers:
+        ledger = replay.ledger(number)
+        position = replay.position_of(number)
+        lines.append("")
+        lines.append(f"Turn {number}: {_short(turns[position].query)!r}")
+        if not ledger.entries:
+            lines.append("  (no earlier messages)")
+        for e in ledger.entries:
+            mark = "✓" if e.kept else "✗"
+            why = "" if e.kept else f"  — {explain(e, ledger.config)}"
+            lines.append(f"  {mark} {e.reason:<15} turn {e.turn:<4} {e.role:<9} {e.tokens:>6} tok  {e.ref}{why}")
+        budget = f"{ledger.budget:,}" if ledger.budget is not None else "none"
+        kept = len(ledger.kept)
+        lines.append(f"  history {ledger.history_tokens:,} tokens / budget {budget}"
+                     f" · prompt {ledger.prompt_tokens:,} tokens · kept {kept} of {len(ledger.entries)}")
+        if ledger.budget_note:
+            lines.append(f"  budget: {ledger.budget_note}")
+        if ledger.exceeds_context:
+            lines.append(f"  warning: the prompt plus max_tokens exceeds the context size of {ledger.context_size:,}")
+    return "\n".join(lines)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    conversations = read_conversations(args.file)
+    if not 0 <= args.index < len(conversations):
+        raise UsageError(f"--index {args.index} is out of range: {args.file} holds {len(conversations)} "
+                         f"conversation{'s' if len(conversations) != 1 else ''} (0..{len(conversations) - 1})")
+    replay = Replay(conversations[args.index], config, system_prompt=args.system)
+    answered = [replay.numbers[p] for p in replay.conversation.answered_turns()]
+    if not answered:
+        raise UsageError(f"{args.file}: the conversation has no user turn to replay")
+    if args.turn is not None:
+        if args.turn not in answered:
+            raise UsageError(f"--turn {args.turn} is out of range: the conversation has turns "
+                             f"{answered[0]}..{answered[-1]}")
+        numbers = [args.turn]
+    else:
+        numbers = answered
+    out = sys.stdout
+    if args.format == "summary":
+        wanted = set(numbers)
+        for s in replay.summaries():
+            if s.turn in wanted:
+                out.write(json.dumps(s.to_json()) + "\n")
+    elif args.format == "json":
+        doc = {"memory": config.strategy, "model": config.model, "encoding": replay.counter.encoding_name,
+               "tokens_exact": replay.counter.exact,
+               "turns": [replay.ledger(n).to_json() for n in numbers]}
+        out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    else:
+        out.write(_table(replay, numbers) + "\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m core", description="MemLens memory core")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sub.required = True
+    p = sub.add_parser("replay", help="replay a conversation under one memory config and print the ledgers")
+    p.add_argument("file")
+    _add_memory_options(p)
+    p.add_argument("--system", default=None, help="system prompt (default: the file's leading system messages)")
+    p.add_argument("--turn", type=_positive("--turn"), default=None)
+    p.add_argument("--index", type=_positive("--index", 0), default=0)
+    p.add_argument("--format", choices=("table", "json", "summary"), default="table")
+    p.set_defaults(func=cmd_replay)
+    for register in _EXTRA_COMMANDS:
+        register(sub)
+    return parser
+
+
+#: Later subcommands register themselves here (each a function taking the subparsers object).
+_EXTRA_COMMANDS: list[Callable] = []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return args.func(args)
+    except (UsageError, FormatError, ConfigError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:  # e.g. piped into head
+        return 0

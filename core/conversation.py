@@ -1,0 +1,261 @@
+"""Conversations as Dify models them: a tree of turns (message records) with parent ids.
+
+A turn is one Dify ``Message`` row: the user's query, whatever the turn produced on the way
+(assistant tool calls, tool results, reasoning) and a final answer. Turns are kept in creation
+order; ``parent_id`` links them into a tree. Which turns form the *thread* that feeds memory
+follows Dify's ``extract_thread_messages`` exactly (spec/dify-memory.md §1.3):
+
+* a NULL or empty parent ends the walk (the turn is a thread root);
+* ``UUID_NIL`` means "legacy/linear": the next older turn is taken, whatever its id;
+* any other parent id is followed; turns in between are on other branches.
+
+Because the walk goes from newer to older rows, a parent that is newer than its child (or
+missing) ends the thread, exactly as the walk would. The walk also stops at *any* row with a
+NULL parent it meets on the way, even one on another branch — a Dify quirk we keep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+UUID_NIL = "00000000-0000-0000-0000-000000000000"
+
+#: Message kinds. ``query`` and ``answer`` are what Dify replays; the rest are intermediate
+#: messages a turn produced, which ``query_answer`` granularity leaves out.
+QUERY = "query"
+ANSWER = "answer"
+TOOL_CALL = "tool_call"
+TOOL_RESULT = "tool_result"
+REASONING = "reasoning"
+INTERMEDIATE = "intermediate"  # an assistant/system message that is neither final nor a tool call
+
+ROLES = ("system", "user", "assistant", "tool")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileRef:
+    """A file attached to a message (Dify ``message_files``): an image, a document, …"""
+
+    type: str
+    url: str = ""
+    id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message as a model would receive it, plus where it came from.
+
+    ``ref`` identifies the message in its source: the 0-based index in an OpenAI message list,
+    or ``"<message id>:query"`` / ``"<message id>:answer"`` for Dify records.
+    """
+
+    role: str
+    content: str
+    kind: str
+    ref: int | str
+    name: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    files: tuple[FileRef, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        # Dify's filter drops a message whose content is empty unless it carries tool calls.
+        return not self.content and not self.tool_calls
+
+    def to_openai(self) -> dict:
+        out: dict = {"role": self.role, "content": self.content}
+        if self.name:
+            out["name"] = self.name
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        if self.tool_call_id:
+            out["tool_call_id"] = self.tool_call_id
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One message record: a query, what the turn produced, and its final answer.
+
+    ``messages`` is in the order the turn produced them. ``query_index`` and ``answer_index``
+    point into it (``None`` when the turn has no query — the assistant's opening before the
+    first user message — or no assistant reply at all).
+    """
+
+    id: str
+    parent_id: str | None
+    messages: tuple[Message, ...]
+    query_index: int | None = 0
+    answer_index: int | None = None
+    status: str = "normal"
+    error: str | None = None
+    created_at: float | None = None
+    answer_tokens: int | None = None
+    meta: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def query(self) -> str:
+        return self.messages[self.query_index].content if self.query_index is not None else ""
+
+    @property
+    def answer(self) -> str:
+        return self.messages[self.answer_index].content if self.answer_index is not None else ""
+
+    @property
+    def query_message(self) -> Message | None:
+        return self.messages[self.query_index] if self.query_index is not None else None
+
+    @property
+    def answer_message(self) -> Message | None:
+        return self.messages[self.answer_index] if self.answer_index is not None else None
+
+
+@dataclass(slots=True)
+class Conversation:
+    """A conversation: its turns in creation order and the node's system prompt.
+
+    ``turns[0]`` may be an *opening* turn without a query (assistant messages before the first
+    user message); it is history for later turns but is never itself answered.
+    """
+
+    id: str
+    turns: list[Turn]
+    system_prompt: str = ""
+    source_format: str = ""
+    name: str = ""
+    meta: dict = field(default_factory=dict)
+    _tree: "ThreadIndex | None" = field(default=None, repr=False)
+
+    @property
+    def tree(self) -> "ThreadIndex":
+        if self._tree is None or self._tree.size != len(self.turns):
+            self._tree = ThreadIndex(self.turns)
+        return self._tree
+
+    def answered_turns(self) -> list[int]:
+        """Positions of the turns that have a query (the ones a model was asked to answer)."""
+        return [i for i, t in enumerate(self.turns) if t.query_index is not None]
+
+    def index_of(self, turn_id: str) -> int:
+        return self.tree.position[turn_id]
+
+
+class ThreadIndex:
+    """The conversation's tree and Dify's thread rule, precomputed.
+
+    ``thread_parent[i]`` is the position of the turn Dify's walk keeps right after turn ``i``
+    (``None`` when the walk stops there). The thread of turn ``i`` is the chain ``i,
+    thread_parent[i], …`` — identical to ``extract_thread_messages`` over turns ``0..i``
+    ordered newest first. That walk checks *every* row it meets for a NULL parent and stops
+    there, even on a row of another branch; so after a newer root the walk cannot reach an
+    older branch's messages. We reproduce that quirk; the tree the user sees (``parent``,
+    ``children``, ``siblings``) follows the stated parent ids instead.
+    """
+
+    def __init__(self, turns: Sequence[Turn]):
+        self.size = len(turns)
+        self.position: dict[str, int] = {}
+        for i, t in enumerate(turns):
+            self.position.setdefault(t.id, i)
+        parent: list[int | None] = []
+        thread_parent: list[int | None] = []
+        depth: list[int] = []
+        last_root = -1  # newest row so far whose parent is NULL or empty
+        for i, t in enumerate(turns):
+            p = t.parent_id
+            if not p:
+                stated = None
+                walk = None
+            elif p == UUID_NIL:
+                stated = walk = i - 1 if i > 0 else None
+            else:
+                j = self.position.get(p)
+                stated = j if j is not None and j < i else None
+                # The walk scans older rows for the parent id but stops at the first NULL-parent row.
+                best = max(last_root, stated if stated is not None else -1)
+                walk = best if best >= 0 else None
+            parent.append(stated)
+            thread_parent.append(walk)
+            depth.append(1 if walk is None else depth[walk] + 1)
+            if not p:
+                last_root = i
+        self.parent = parent
+        self.thread_parent = thread_parent
+        self.depth = depth  # thread length ending at the turn, the turn included (sys.dialogue_count)
+        self.children: list[list[int]] = [[] for _ in turns]
+        self.thread_children: list[list[int]] = [[] for _ in turns]
+        for i in range(self.size):
+            if parent[i] is not None:
+                self.children[parent[i]].append(i)
+            if thread_parent[i] is not None:
+                self.thread_children[thread_parent[i]].append(i)
+
+    def thread(self, i: int) -> list[int]:
+        """Positions of the thread ending at turn ``i``, oldest first (Dify's walk)."""
+        chain: list[int] = []
+        cur: int | None = i
+        while cur is not None:
+            chain.append(cur)
+            cur = self.thread_parent[cur]
+        chain.reverse()
+        return chain
+
+    def path(self, i: int) -> list[int]:
+        """Turn ``i`` and its stated ancestors, oldest first: the branch as the user sees it."""
+        chain: list[int] = []
+        cur: int | None = i
+        while cur is not None:
+            chain.append(cur)
+            cur = self.parent[cur]
+        chain.reverse()
+        return chain
+
+    def active_leaf(self, i: int) -> int:
+        """Newest descendant reached by always following the newest child (Dify web's rule)."""
+        cur = i
+        while self.children[cur]:
+            cur = self.children[cur][-1]
+        return cur
+
+    def thread_through(self, i: int) -> list[int]:
+        """The branch that contains turn ``i`` and continues to its newest descendant."""
+        return self.path(self.active_leaf(i))
+
+    def siblings(self, i: int) -> list[int]:
+        """Turns that share turn ``i``'s parent (roots are siblings of each other)."""
+        p = self.parent[i]
+        if p is None:
+            return [j for j in range(self.size) if self.parent[j] is None]
+        return list(self.children[p])
+
+
+def extract_thread(rows_newest_first: Iterable[Turn]) -> list[Turn]:
+    """Dify's ``extract_thread_messages``, literally: rows newest first in, thread newest first out.
+
+    Kept as the reference the precomputed :class:`ThreadIndex` is tested against.
+    """
+    thread: list[Turn] = []
+    expected: str | None = None
+    for row in rows_newest_first:
+        if not row.parent_id:
+            thread.append(row)
+            break
+        if expected is None:
+            thread.append(row)
+            expected = row.parent_id
+        elif expected == row.id or expected == UUID_NIL:
+            thread.append(row)
+            expected = row.parent_id
+    return thread

@@ -1,0 +1,405 @@
+"""Replaying memory over a conversation: one ledger per turn, for any strategy.
+
+For a turn, the candidates are every message of every earlier turn, in creation order. Those on
+the turn's thread and eligible under the granularity form one sequence, oldest first; the
+strategy places the window on it, the budget cuts it from the front, and every message gets
+the reason of the first removal step that applies (see :mod:`core.ledger`).
+
+Cost: each message is tokenised once (cached per text). Summaries for every turn are computed
+in one depth-first walk of the turn tree with running prefix sums, so a turn costs O(log n) —
+never a re-count of the history (Dify's own loop re-counts the whole list after every pop and
+is quadratic). The full per-message ledger of one turn is built on demand in O(turns).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Callable, Iterator
+
+from .conversation import Conversation, Message
+from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
+                     SCOPE, TRIMMED_EARLIER, Ledger, LedgerEntry, TurnSummary)
+from .strategies import STRATEGIES, get_strategy
+from .strategies.base import Budget, Strategy
+from .strategies.window import MAX_WINDOW
+from .tokens import REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
+
+FIDELITIES = ("documented", "code")
+GRANULARITIES = ("query_answer", "all_messages")
+SCOPES = ("thread", "session", "call")
+
+
+class ConfigError(ValueError):
+    """A memory configuration value is out of range or unknown."""
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """One node's memory settings.
+
+    ``window`` counts turns for ``dify`` (``None`` = window disabled = Dify's 500-row cap; 0 is
+    what Dify also reads as "no limit") and messages for ``window`` (``None`` = 10).
+    ``window_changes`` records later changes of N as ``(from_turn, N)`` pairs, for strategies
+    whose past decisions persist (the Window Memory node's permanent trimming).
+    """
+
+    strategy: str = "dify"
+    window: int | None = None
+    fidelity: str = "documented"
+    model: str = "gpt-4o-mini"
+    context_size: int | None = None
+    max_tokens: int = 0
+    granularity: str = "query_answer"
+    scope: str = "thread"
+    plugin_token_counting: bool = False
+    window_changes: tuple[tuple[int, int], ...] = ()
+
+    def window_at(self, turn_number: int) -> int | None:
+        size = self.window
+        for start, n in sorted(self.window_changes):
+            if start <= turn_number:
+                size = n
+        return size
+
+    def validate(self) -> "MemoryConfig":
+        if self.strategy not in STRATEGIES:
+            raise ConfigError(f"unknown memory strategy {self.strategy!r}; expected one of {', '.join(STRATEGIES)}")
+        if self.fidelity not in FIDELITIES:
+            raise ConfigError(f"unknown fidelity {self.fidelity!r}; expected documented or code")
+        if self.granularity not in GRANULARITIES:
+            raise ConfigError(f"unknown granularity {self.granularity!r}; expected query_answer or all_messages")
+        if self.scope not in SCOPES:
+            raise ConfigError(f"unknown scope {self.scope!r}; expected thread, session or call")
+        sizes = [self.window] + [n for _, n in self.window_changes]
+        for n in sizes:
+            if n is None:
+                continue
+            if self.strategy == "window" and not 1 <= n <= MAX_WINDOW:
+                raise ConfigError(f"window {n} is out of range: the Window Memory node keeps 1..{MAX_WINDOW} messages")
+            if self.strategy != "window" and not 0 <= n <= 500:
+                raise ConfigError(f"window {n} is out of range: Dify windows are 1..500 turns (0 means no limit)")
+        if self.context_size is not None and self.context_size < 1:
+            raise ConfigError(f"context size {self.context_size} is out of range: it must be at least 1")
+        if self.max_tokens < 0:
+            raise ConfigError(f"max_tokens {self.max_tokens} is out of range: it must be 0 or more")
+        return self
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["window_changes"] = [list(x) for x in self.window_changes]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "MemoryConfig":
+        names = {f.name for f in fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise ConfigError(f"unknown memory setting(s): {', '.join(sorted(unknown))}")
+        values = dict(data)
+        if "window_changes" in values:
+            values["window_changes"] = tuple(tuple(x) for x in values["window_changes"])
+        return cls(**values).validate()
+
+    def label(self) -> str:
+        if self.strategy == "off":
+            return "memory off"
+        if self.strategy == "buffer":
+            return "buffer (everything)"
+        if self.strategy == "window":
+            return f"window {self.window or 10} msgs"
+        w = f"window {self.window}" if self.window else "no window"
+        return f"dify {w}" + (" (code)" if self.fidelity == "code" else "")
+
+    def with_(self, **changes) -> "MemoryConfig":
+        return replace(self, **changes)
+
+
+class PathView:
+    """The thread before the current turn, as one message sequence with running sums.
+
+    Pushed and popped turn by turn during the depth-first walk, so every turn sees exactly its
+    own thread without copying.
+    """
+
+    __slots__ = ("positions", "starts", "marks", "prefix", "kept_prefix", "count_prefix", "seq_pos",
+                 "seq_msg", "numbers")
+
+    def __init__(self, numbers: list[int]):
+        self.positions: list[int] = []
+        self.starts: list[int] = []
+        self.marks: list[int] = []
+        self.prefix = [0]        # tokens, empty messages included (what pruning counts)
+        self.kept_prefix = [0]   # tokens of non-empty messages (what is sent)
+        self.count_prefix = [0]  # number of non-empty messages
+        self.seq_pos: list[int] = []
+        self.seq_msg: list[int] = []
+        self.numbers = numbers
+
+    @property
+    def length(self) -> int:
+        return len(self.seq_pos)
+
+    def turn_start(self, i: int) -> int:
+        return self.starts[i] if i < len(self.starts) else len(self.seq_pos)
+
+    def turn_number(self, position: int) -> int:
+        return self.numbers[position]
+
+    def push(self, position: int, mark: int, eligible: list[int], tokens: tuple[int, ...],
+             empty: tuple[bool, ...]) -> None:
+        self.positions.append(position)
+        self.starts.append(len(self.seq_pos))
+        self.marks.append(mark)
+        p, k, c = self.prefix[-1], self.kept_prefix[-1], self.count_prefix[-1]
+        for j in eligible:
+            t = tokens[j]
+            p += t
+            if not empty[j]:
+                k += t
+                c += 1
+            self.prefix.append(p)
+            self.kept_prefix.append(k)
+            self.count_prefix.append(c)
+            self.seq_pos.append(position)
+            self.seq_msg.append(j)
+
+    def pop(self) -> None:
+        self.positions.pop()
+        self.marks.pop()
+        start = self.starts.pop()
+        del self.prefix[start + 1:], self.kept_prefix[start + 1:], self.count_prefix[start + 1:]
+        del self.seq_pos[start:], self.seq_msg[start:]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Where a turn's history sequence is cut: indices into its :class:`PathView`."""
+
+    trimmed_before: int
+    window_start: int
+    budget_cut: int
+    end: int
+    budget: Budget
+    fixed_prompt_tokens: int
+    blocked: str | None = None  # memory_off or scope: nothing from the past is a candidate
+
+
+def turn_numbers(conversation: Conversation) -> list[int]:
+    """1-based turn numbers; an opening turn without a query is turn 0."""
+    turns = conversation.turns
+    offset = 0 if turns and turns[0].query_index is None else 1
+    return [i + offset for i in range(len(turns))]
+
+
+class Replay:
+    """One memory config replayed over a conversation.
+
+    ``prompt_tokens`` may give, per turn position, the tokens of everything in the prompt except
+    the history (system, template, current query, reply priming); by default that is the
+    conversation's system prompt plus the turn's query.
+    """
+
+    def __init__(self, conversation: Conversation, config: MemoryConfig, *,
+                 system_prompt: str | None = None, has_thread: bool = True,
+                 prompt_tokens: Callable[[int], int] | None = None):
+        self.conversation = conversation
+        self.config = config.validate()
+        self.strategy: Strategy = get_strategy(config.strategy)
+        self.counter: TokenCounter = counter_for(config.model)
+        self.facts: ModelFacts = model_facts(config.model)
+        self.system_prompt = conversation.system_prompt if system_prompt is None else system_prompt
+        self.has_thread = has_thread
+        self.numbers = turn_numbers(conversation)
+        self._prompt_tokens = prompt_tokens
+        self._tokens: list[tuple[int, ...] | None] = [None] * len(conversation.turns)
+        self._empty: list[tuple[bool, ...] | None] = [None] * len(conversation.turns)
+        self._eligible: list[list[int] | None] = [None] * len(conversation.turns)
+        self._msg_before: list[int] | None = None
+        self._system_tokens = self.counter.chat("system", self.system_prompt) if self.system_prompt else 0
+        self._summaries: list[TurnSummary] | None = None
+
+    # -- per-turn facts, computed once ------------------------------------------------------------
+    def message_tokens(self, position: int) -> tuple[int, ...]:
+        toks = self._tokens[position]
+        if toks is None:
+            msgs = self.conversation.turns[position].messages
+            toks = tuple(self.counter.message(m) for m in msgs)
+            self._tokens[position] = toks
+            self._empty[position] = tuple(m.is_empty for m in msgs)
+        return toks
+
+    def _empties(self, position: int) -> tuple[bool, ...]:
+        if self._empty[position] is None:
+            self.message_tokens(position)
+        return self._empty[position]  # type: ignore[return-value]
+
+    def eligible(self, position: int) -> list[int]:
+        el = self._eligible[position]
+        if el is None:
+            turn = self.conversation.turns[position]
+            if self.strategy.uses_granularity and self.config.granularity == "query_answer":
+                el = [i for i in (turn.query_index, turn.answer_index) if i is not None]
+                el.sort()
+            else:
+                el = list(range(len(turn.messages)))
+            self._eligible[position] = el
+        return el
+
+    def fixed_prompt_tokens(self, position: int) -> int:
+        if self._prompt_tokens is not None:
+            return self._prompt_tokens(position)
+        q = self.conversation.turns[position].query_message
+        return self._system_tokens + (self.counter.message(q) if q else 0) + REPLY_PRIMING
+
+    def messages_before(self, position: int) -> int:
+        if self._msg_before is None:
+            acc, out = 0, []
+            for t in self.conversation.turns:
+                out.append(acc)
+                acc += len(t.messages)
+            out.append(acc)
+            self._msg_before = out
+        return self._msg_before[position]
+
+    # -- the decision ------------------------------------------------------------------------------
+    def _decide(self, view: PathView, position: int) -> Decision:
+        fixed = self.fixed_prompt_tokens(position)
+        blocked = None
+        if not self.strategy.remembers:
+            blocked = MEMORY_OFF
+        elif self.config.scope != "thread" or not self.has_thread:
+            blocked = SCOPE
+        budget = self.strategy.budget(self.config, self.facts, fixed)
+        end = view.length
+        if blocked:
+            return Decision(end, end, end, end, budget, fixed, blocked)
+        trimmed, start = self.strategy.window(view, position, self.config)
+        cut = start
+        if budget.limit is not None and end > start:
+            cut = bisect_left(view.prefix, view.prefix[end] - budget.limit, start, end - 1)
+        return Decision(trimmed, start, cut, end, budget, fixed)
+
+    def _push(self, view: PathView, position: int, decision: Decision) -> None:
+        mark = self.strategy.mark(decision.trimmed_before, decision.window_start)
+        self.message_tokens(position)
+        view.push(position, mark, self.eligible(position), self._tokens[position], self._empties(position))
+
+    def _summary(self, view: PathView, position: int, d: Decision) -> TurnSummary:
+        kept = view.count_prefix[d.end] - view.count_prefix[d.budget_cut]
+        history = view.kept_prefix[d.end] - view.kept_prefix[d.budget_cut]
+        oldest = None
+        if kept:
+            j = bisect_left(view.count_prefix, view.count_prefix[d.budget_cut] + 1) - 1
+            oldest = self.numbers[view.seq_pos[j]]
+        total = self.messages_before(position)
+        return TurnSummary(turn=self.numbers[position], kept=kept, dropped=total - kept,
+                           history_tokens=history, prompt_tokens=d.fixed_prompt_tokens + history,
+                           budget=d.budget.limit, oldest_kept_turn=oldest)
+
+    def _walk(self) -> Iterator[tuple[int, PathView, Decision]]:
+        """Every turn with its thread's view, depth first, parents before children."""
+        tree = self.conversation.tree
+        view = PathView(self.numbers)
+        roots = [i for i, p in enumerate(tree.thread_parent) if p is None]
+        stack: list[tuple[int, bool]] = [(r, True) for r in reversed(roots)]
+        while stack:
+            position, entering = stack.pop()
+            if not entering:
+                view.pop()
+                continue
+            decision = self._decide(view, position)
+            yield position, view, decision
+            self._push(view, position, decision)
+            stack.append((position, False))
+            for child in reversed(tree.thread_children[position]):
+                stack.append((child, True))
+
+    def summaries(self) -> list[TurnSummary]:
+        """One summary per answered turn, in turn order."""
+        if self._summaries is None:
+            turns = self.conversation.turns
+            by_position: dict[int, TurnSummary] = {}
+            for position, view, decision in self._walk():
+                if turns[position].query_index is not None:
+                    by_position[position] = self._summary(view, position, decision)
+            self._summaries = [by_position[p] for p in sorted(by_position)]
+        return self._summaries
+
+    # -- the full ledger ---------------------------------------------------------------------------
+    def view_for(self, position: int) -> tuple[PathView, Decision]:
+        """The thread view and decision of one turn, built along its thread only."""
+        view = PathView(self.numbers)
+        for p in self.conversation.tree.thread(position)[:-1]:
+            self._push(view, p, self._decide(view, p))
+        return view, self._decide(view, position)
+
+    def position_of(self, turn_number: int) -> int:
+        try:
+            return self.numbers.index(turn_number)
+        except ValueError:
+            raise ConfigError(f"turn {turn_number} does not exist; this conversation has turns "
+                              f"{self.numbers[0]}..{self.numbers[-1]}") from None
+
+    def ledger(self, turn_number: int) -> Ledger:
+        return self.ledger_at(self.position_of(turn_number))
+
+    def ledger_at(self, position: int) -> Ledger:
+        view, d = self.view_for(position)
+        on_thread: dict[int, int] = {}  # (turn position) → index of its first message in the view
+        seq_index: dict[tuple[int, int], int] = {}
+        for i, (p, m) in enumerate(zip(view.seq_pos, view.seq_msg)):
+            seq_index[(p, m)] = i
+        for p in view.positions:
+            on_thread[p] = 1
+        entries: list[LedgerEntry] = []
+        history = 0
+        turns = self.conversation.turns
+        for p in range(position):
+            toks = self.message_tokens(p)
+            number = self.numbers[p]
+            for m, msg in enumerate(turns[p].messages):
+                if d.blocked:
+                    reason = d.blocked
+                elif p not in on_thread:
+                    reason = OTHER_BRANCH
+                else:
+                    i = seq_index.get((p, m))
+                    if i is None:
+                        reason = GRANULARITY
+                    elif i < d.trimmed_before:
+                        reason = TRIMMED_EARLIER
+                    elif i < d.window_start:
+                        reason = OUTSIDE_WINDOW
+                    elif i < d.budget_cut:
+                        reason = OVER_BUDGET
+                    elif msg.is_empty:
+                        reason = EMPTY
+                    else:
+                        reason = KEPT
+                kept = reason == KEPT
+                if kept:
+                    history += toks[m]
+                entries.append(LedgerEntry(ref=msg.ref, turn=number, role=msg.role, tokens=toks[m], kept=kept,
+                                           reason=reason, kind=msg.kind, position=p, index=m))
+        fixed = d.fixed_prompt_tokens
+        context = d.budget.context_size
+        cfg = self.config.to_dict()
+        cfg["budget"] = d.budget.limit
+        return Ledger(turn=self.numbers[position], entries=entries, prompt_tokens=fixed + history,
+                      history_tokens=history, budget=d.budget.limit, budget_note=d.budget.note, config=cfg,
+                      context_size=context,
+                      exceeds_context=bool(context) and fixed + history + self.config.max_tokens > context)
+
+    def history_messages(self, ledger: Ledger) -> list[Message]:
+        """The kept messages of a ledger, in order: the history part of the prompt."""
+        turns = self.conversation.turns
+        return [turns[e.position].messages[e.index] for e in ledger.entries if e.kept]
+
+
+def compute_ledger(conversation: Conversation, position: int, config: MemoryConfig, **kwargs) -> Ledger:
+    """The ledger of the turn at ``position`` — a pure function of history, config and prompt."""
+    return Replay(conversation, config, **kwargs).ledger_at(position)
+
+
+__all__ = ["MemoryConfig", "ConfigError", "Replay", "compute_ledger", "turn_numbers", "PathView", "Decision"]

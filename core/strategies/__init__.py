@@ -1,0 +1,29 @@
+"""Memory strategies: each decides, for one turn, which part of its thread's history is kept.
+
+A strategy only answers two questions about the messages of the current turn's thread, laid
+out oldest first as one sequence (see :mod:`core.memory`):
+
+* ``window`` — where the permanently trimmed part ends and where the window starts;
+* ``budget`` — how many tokens the kept history may use (``None``: no pruning).
+
+Everything else — other branches, granularity, budget pruning, empty messages, the ledger
+itself — is the same machinery for every strategy, so all of them speak one reason vocabulary.
+"""
+
+from __future__ import annotations
+
+from .base import Strategy
+from .buffer import BufferStrategy, OffStrategy
+from .dify import DifyStrategy
+from .window import WindowStrategy
+
+STRATEGIES: dict[str, Strategy] = {
+    s.name: s for s in (DifyStrategy(), WindowStrategy(), BufferStrategy(), OffStrategy())
+}
+
+
+def get_strategy(name: str) -> Strategy:
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise ValueError(f"unknown memory strategy {name!r}; expected one of {', '.join(STRATEGIES)}") from None

@@ -1,0 +1,184 @@
+"""Token counting and model facts, offline.
+
+Counts are exact where an exact tokenizer exists (OpenAI models through tiktoken, with the
+encoding files litellm bundles) and marked *estimated* everywhere else (cl100k_base stands in).
+Chat overhead follows OpenAI's rule: a message costs its content tokens + 3 (+1 with a
+``name``), an assistant message's tool calls add their function names and arguments, and a
+whole prompt adds 3 for the reply priming.
+
+Model facts (context size, max output) come from litellm's bundled model map, read as JSON so
+that ``import litellm`` (about 3 s) never happens on this path.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable
+
+from .conversation import Message
+
+MESSAGE_OVERHEAD = 3
+NAME_OVERHEAD = 1
+REPLY_PRIMING = 3
+#: Dify's budget when a model's context size is unknown (DEFAULT_MEMORY_MAX_TOKEN_LIMIT).
+DEFAULT_HISTORY_BUDGET = 2000
+
+DEMO_MODEL = "memlens/demo"
+#: The demo model is ours: we define its tokenizer (o200k_base), so its counts are exact.
+DEMO_MODEL_FACTS = {"context_size": 16384, "max_output": 1024}
+
+_PROVIDER_PREFIXES = ("openai/", "azure/", "text-completion-openai/", "openai_like/")
+_BUNDLED = ("cl100k_base", "o200k_base", "p50k_base", "p50k_edit", "o200k_harmony")
+
+
+def _litellm_dir() -> str | None:
+    # find_spec on the top-level package locates it without executing litellm/__init__.
+    spec = importlib.util.find_spec("litellm")
+    if spec and spec.submodule_search_locations:
+        return list(spec.submodule_search_locations)[0]
+    return None
+
+
+def _ensure_tiktoken_cache() -> None:
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        return
+    base = _litellm_dir()
+    if base:
+        folder = os.path.join(base, "litellm_core_utils", "tokenizers")
+        if os.path.isdir(folder):
+            os.environ["TIKTOKEN_CACHE_DIR"] = folder
+
+
+@lru_cache(maxsize=None)
+def _encoding(name: str):
+    _ensure_tiktoken_cache()
+    import tiktoken
+
+    return tiktoken.get_encoding(name)
+
+
+def _strip_provider(model: str) -> str:
+    for prefix in _PROVIDER_PREFIXES:
+        if model.startswith(prefix):
+            return model[len(prefix):]
+    return model
+
+
+@lru_cache(maxsize=None)
+def resolve_encoding(model: str) -> tuple[str, bool]:
+    """(encoding name, exact?) for a model name. Unknown or non-OpenAI models → cl100k, estimated."""
+    if model == DEMO_MODEL:
+        return "o200k_base", True
+    if "/" in _strip_provider(model):
+        return "cl100k_base", False
+    _ensure_tiktoken_cache()
+    import tiktoken.model
+
+    try:
+        name = tiktoken.model.encoding_name_for_model(_strip_provider(model))
+    except KeyError:
+        return "cl100k_base", False
+    if name not in _BUNDLED:
+        return "cl100k_base", False
+    return name, True
+
+
+class TokenCounter:
+    """Counts tokens for one model; every distinct text is encoded once and remembered."""
+
+    def __init__(self, model: str = "gpt-4o-mini"):
+        self.model = model
+        self.encoding_name, self.exact = resolve_encoding(model)
+        self._encode = _encoding(self.encoding_name).encode_ordinary
+        self._cache: dict[str, int] = {}
+
+    def text(self, text: str) -> int:
+        n = self._cache.get(text)
+        if n is None:
+            n = len(self._encode(text)) if text else 0
+            self._cache[text] = n
+        return n
+
+    def message(self, message: Message) -> int:
+        n = MESSAGE_OVERHEAD + self.text(message.content)
+        if message.name:
+            n += NAME_OVERHEAD + self.text(message.name)
+        for call in message.tool_calls:
+            n += self.text(call.name) + self.text(call.arguments)
+        return n
+
+    def chat(self, role: str, content: str, name: str | None = None) -> int:
+        n = MESSAGE_OVERHEAD + self.text(content)
+        if name:
+            n += NAME_OVERHEAD + self.text(name)
+        return n
+
+    def prompt(self, messages: Iterable[Message]) -> int:
+        return REPLY_PRIMING + sum(self.message(m) for m in messages)
+
+    def describe(self) -> str:
+        return f"{self.encoding_name}, {'exact' if self.exact else 'estimated'}"
+
+
+@lru_cache(maxsize=None)
+def _counter(model: str) -> TokenCounter:
+    return TokenCounter(model)
+
+
+def counter_for(model: str) -> TokenCounter:
+    """A shared counter per model, so a text is encoded once per process."""
+    return _counter(model)
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    model: str
+    context_size: int | None
+    max_output: int | None
+    known: bool
+    source: str  # "litellm model map", "MemLens demo model" or "unknown"
+
+
+@lru_cache(maxsize=1)
+def _model_map() -> dict:
+    base = _litellm_dir()
+    if not base:
+        return {}
+    path = os.path.join(base, "model_prices_and_context_window_backup.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    data.pop("sample_spec", None)
+    return data
+
+
+def model_facts(model: str) -> ModelFacts:
+    """Context size and max output of a model from litellm's bundled map; unknown → None."""
+    if model == DEMO_MODEL:
+        return ModelFacts(model, DEMO_MODEL_FACTS["context_size"], DEMO_MODEL_FACTS["max_output"], True,
+                          "MemLens demo model")
+    table = _model_map()
+    candidates = [model, _strip_provider(model)]
+    if "/" in model:
+        candidates.append(model.split("/", 1)[1])
+    for name in candidates:
+        entry = table.get(name)
+        if isinstance(entry, dict):
+            context = entry.get("max_input_tokens") or entry.get("max_tokens")
+            output = entry.get("max_output_tokens") or None
+            if context:
+                return ModelFacts(model, int(context), int(output) if output else None, True,
+                                  "litellm model map")
+    return ModelFacts(model, None, None, False, "unknown")
+
+
+def known_models() -> list[str]:
+    """Chat models in the bundled map, for pickers."""
+    return sorted(k for k, v in _model_map().items()
+                  if isinstance(v, dict) and v.get("mode") == "chat")

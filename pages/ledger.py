@@ -1,0 +1,84 @@
+"""Ledger explorer: pick a sample conversation, a turn and a memory config; see what was kept."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.memory import ConfigError, MemoryConfig, Replay
+from core.samples import load_sample, sample_files
+from ui.ledger_table import render_ledger_table
+
+
+@st.cache_resource(show_spinner=False)
+def _conversations(name: str):
+    return load_sample(name)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _replay(name: str, index: int, config: MemoryConfig) -> Replay:
+    return Replay(_conversations(name)[index], config)
+
+
+st.title("Ledger explorer")
+st.caption("For a chosen turn: every earlier message, whether the memory kept it, and why.")
+
+files = [p.name for p in sample_files()]
+with st.sidebar:
+    st.subheader("Conversation")
+    name = st.selectbox("Sample", files, key="ledger_sample")
+    conversations = _conversations(name)
+    index = 0
+    if len(conversations) > 1:
+        index = st.number_input("Conversation in file", 0, len(conversations) - 1, 0, key="ledger_index")
+    st.subheader("Memory")
+    strategy = st.selectbox("Strategy", ["dify", "window", "buffer", "off"], key="ledger_strategy",
+                            help="dify: Dify's LLM-node memory (window in turns + token budget). "
+                                 "window: the Window Memory node (last N messages, permanent trimming).")
+    window = None
+    if strategy == "dify":
+        if st.toggle("Window", value=True, key="ledger_window_on"):
+            window = st.number_input("Window (turns)", 1, 500, 3, key="ledger_window_turns")
+    elif strategy == "window":
+        window = st.number_input("Window (messages)", 1, 200, 10, key="ledger_window_msgs")
+    fidelity = st.radio("Fidelity", ["documented", "code"], horizontal=True, key="ledger_fidelity",
+                        disabled=strategy != "dify",
+                        help="code: what Dify 1.x code does (N gives N−1 turns; no token pruning by default)")
+    model = st.text_input("Model", "gpt-4o-mini", key="ledger_model")
+    context = st.number_input("Context size (0 = from the model)", 0, 10_000_000, 0, step=1000, key="ledger_context")
+    max_tokens = st.number_input("max_tokens", 0, 1_000_000, 0, step=256, key="ledger_max_tokens")
+    granularity = st.radio("Granularity", ["query_answer", "all_messages"], key="ledger_granularity",
+                           disabled=strategy == "window")
+    scope = st.radio("Scope", ["thread", "session", "call"], horizontal=True, key="ledger_scope")
+
+try:
+    config = MemoryConfig(strategy=strategy, window=int(window) if window else None, fidelity=fidelity,
+                          model=model.strip() or "gpt-4o-mini", context_size=int(context) or None,
+                          max_tokens=int(max_tokens), granularity=granularity, scope=scope).validate()
+except ConfigError as e:
+    st.error(str(e))
+    st.stop()
+
+replay = _replay(name, int(index), config)
+conversation = replay.conversation
+summaries = replay.summaries()
+if not summaries:
+    st.warning("This conversation has no user turn.")
+    st.stop()
+
+numbers = [s.turn for s in summaries]
+turn = st.select_slider("Turn", options=numbers, value=numbers[-1], key="ledger_turn")
+ledger = replay.ledger(turn)
+query = conversation.turns[replay.position_of(turn)].query
+
+st.markdown(f"**Turn {turn}** — the user asks:")
+st.text(query)
+cols = st.columns(5)
+cols[0].metric("Kept", len(ledger.kept))
+cols[1].metric("Dropped", len(ledger.dropped))
+cols[2].metric("History tokens", f"{ledger.history_tokens:,}")
+cols[3].metric("Budget", f"{ledger.budget:,}" if ledger.budget is not None else "none")
+cols[4].metric("Prompt tokens", f"{ledger.prompt_tokens:,}")
+st.caption(f"Tokens: {replay.counter.describe()}" + (f" · budget: {ledger.budget_note}" if ledger.budget_note else ""))
+if ledger.exceeds_context:
+    st.warning(f"The prompt plus max_tokens exceeds the model's context size of {ledger.context_size:,} tokens.")
+render_ledger_table(ledger, conversation, key="ledger_table")

@@ -1,0 +1,33 @@
+"""Small constructors for conversations used across tests."""
+
+from __future__ import annotations
+
+import json
+
+from core.conversation import ANSWER, QUERY, Conversation, Message, Turn
+from core.readers import parse_conversations
+
+
+def record(mid: str, parent: str | None, query: str = "", answer: str = "", *, status: str = "normal",
+           answer_tokens: int | None = None) -> Turn:
+    """A Dify message record (query + answer) with a parent id."""
+    return Turn(id=mid, parent_id=parent,
+                messages=(Message("user", query or f"question {mid}", QUERY, f"{mid}:query"),
+                          Message("assistant", answer, ANSWER, f"{mid}:answer")),
+                query_index=0, answer_index=1, status=status, answer_tokens=answer_tokens)
+
+
+def dify(rows, system: str = "") -> Conversation:
+    turns = [r if isinstance(r, Turn) else record(*r) for r in rows]
+    return Conversation(id="c", turns=turns, system_prompt=system, source_format="dify-messages")
+
+
+def linear(n: int, *, answer=lambda i: f"answer number {i}", query=lambda i: f"question number {i}") -> Conversation:
+    rows = []
+    for i in range(1, n + 1):
+        rows.append((str(i), str(i - 1) if i > 1 else None, query(i), answer(i)))
+    return dify(rows)
+
+
+def openai(messages: list[dict]) -> Conversation:
+    return parse_conversations(json.dumps(messages), name="test.json")[0]

@@ -1,0 +1,37 @@
+"""The first page: a sample conversation's ledger for a chosen turn and memory config (AppTest)."""
+
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import ROOT
+
+
+def new_app() -> AppTest:
+    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+
+
+def test_app_starts_on_the_ledger_page_with_a_sample_and_its_ledger():
+    at = new_app().run()
+    assert not at.exception
+    assert at.title[0].value == "Ledger explorer"
+    frame = at.dataframe[0].value
+    assert {"kept", "turn", "role", "tokens", "reason", "why"} <= set(frame.columns)
+    # Default sample (lisbon-trip) with a 3-turn window: turn 12 keeps turns 9–11 and drops the rest.
+    kept = frame[frame["kept"] == "✓"]
+    assert sorted(set(kept["turn"])) == [9, 10, 11]
+    assert set(frame[frame["kept"] == "✗"]["reason"]) == {"outside window"}
+    assert "outside window of 3 turns" in set(frame["why"])
+
+
+def test_switching_memory_off_marks_every_message_memory_off():
+    at = new_app().run()
+    at.selectbox(key="ledger_strategy").set_value("off").run()
+    frame = at.dataframe[0].value
+    assert set(frame["reason"]) == {"memory off"}
+    assert at.metric[0].value == "0"
+
+
+def test_choosing_an_earlier_turn_shows_that_turns_ledger():
+    at = new_app().run()
+    at.select_slider(key="ledger_turn").set_value(2).run()
+    frame = at.dataframe[0].value
+    assert list(frame["turn"]) == [1, 1] and set(frame["kept"]) == {"✓"}

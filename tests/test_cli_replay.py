@@ -1,0 +1,98 @@
+"""``python -m core replay``: the JSON shape, the table, the summary lines and every bad-input case."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import FIXTURES, ROOT
+
+T = FIXTURES / "transcripts"
+REAL = T / "dify-web__realWorldMessages.json"
+TAU = T / "taubench__gpt-4o-airline.sample.jsonl"
+
+
+def run(*args):
+    proc = subprocess.run([sys.executable, "-m", "core", "replay", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_json_output_has_exactly_the_documented_shape():
+    code, out, err = run(REAL, "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert set(doc) == {"memory", "model", "encoding", "tokens_exact", "turns"}
+    assert (doc["memory"], doc["model"], doc["encoding"], doc["tokens_exact"]) == ("dify", "gpt-4o-mini",
+                                                                                  "o200k_base", True)
+    assert [t["turn"] for t in doc["turns"]] == [1, 2, 3, 4, 5, 6, 7]
+    for t in doc["turns"]:
+        assert set(t) == {"turn", "prompt_tokens", "history_tokens", "budget", "ledger"}
+        for e in t["ledger"]:
+            assert set(e) == {"ref", "turn", "role", "tokens", "kept", "reason"}
+    turn6 = doc["turns"][5]
+    assert [e["ref"] for e in turn6["ledger"] if e["kept"]] == [
+        "cd5affb0-7bc2-4a6f-be7e-25e74595c9dd:query", "cd5affb0-7bc2-4a6f-be7e-25e74595c9dd:answer"]
+    assert turn6["history_tokens"] == sum(e["tokens"] for e in turn6["ledger"] if e["kept"])
+
+
+def test_openai_refs_are_message_indexes_and_turns_are_one_based():
+    code, out, _ = run(TAU, "--index", "1", "--turn", "2", "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["turns"][0]["turn"] == 2
+    assert [e["ref"] for e in doc["turns"][0]["ledger"]] == [1, 2]  # message 0 is the system prompt
+
+
+def test_summary_prints_one_object_per_turn():
+    code, out, _ = run(TAU, "--index", "0", "--window", "3", "--format", "summary")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(lines) == 30
+    assert set(lines[0]) == {"turn", "kept", "dropped", "history_tokens", "prompt_tokens", "budget",
+                             "oldest_kept_turn"}
+    assert lines[-1]["oldest_kept_turn"] == 27 and lines[-1]["kept"] == 6
+
+
+def test_table_is_readable_per_turn_with_reasons_and_totals():
+    code, out, _ = run(REAL, "--turn", "6", "--model", "acme/model-x")
+    assert code == 0
+    assert "Turn 6: '3306'" in out
+    assert "other_branch" in out and "on another branch" in out
+    assert "cl100k_base, estimated" in out
+    assert "Dify's default budget of 2,000 tokens" in out
+    assert "kept 2 of 10" in out
+
+
+def test_code_fidelity_and_window_strategy_options_are_applied():
+    code, out, _ = run(TAU, "--memory", "window", "--window", "4", "--format", "json", "--turn", "5")
+    assert code == 0 and json.loads(out)["memory"] == "window"
+    assert sum(e["kept"] for e in json.loads(out)["turns"][0]["ledger"]) == 4
+    code, out, _ = run(TAU, "--fidelity", "code", "--window", "3", "--format", "summary", "--turn", "5")
+    assert code == 0 and json.loads(out)["kept"] == 4 and json.loads(out)["budget"] is None
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["/no/such/file.json"], "no such file"),
+    ([T / "SOURCES.md"], "not JSON or JSON Lines"),
+    ([T / "dify-docs__messages_api_examples.json"], "unknown format"),
+    (["{tmp}/norole.json"], "has no 'role'"),
+    (["{tmp}/badrole.json"], "unknown role 'robot'"),
+    ([REAL, "--window", "-1"], "--window -1 is out of range"),
+    ([REAL, "--window", "600"], "window 600 is out of range"),
+    ([REAL, "--memory", "window", "--window", "201"], "window 201 is out of range"),
+    ([REAL, "--turn", "99"], "--turn 99 is out of range"),
+    ([REAL, "--turn", "0"], "--turn 0 is out of range"),
+    ([TAU, "--index", "6"], "--index 6 is out of range"),
+    ([REAL, "--context-size", "0"], "--context-size 0 is out of range"),
+    ([REAL, "--max-tokens", "x"], "--max-tokens must be a whole number"),
+    ([REAL, "--memory", "magic"], "invalid choice: 'magic'"),
+    ([REAL, "--format", "xml"], "invalid choice: 'xml'"),
+])
+def test_bad_input_prints_one_clear_line_and_exits_2(tmp_path, args, needle):
+    (tmp_path / "norole.json").write_text('[{"role": "user", "content": "a"}, {"content": "b"}]')
+    (tmp_path / "badrole.json").write_text('[{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}]')
+    code, out, err = run(*[str(a).replace("{tmp}", str(tmp_path)) for a in args])
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert needle in err and "Traceback" not in err

@@ -1,0 +1,1 @@
+"""Reusable Streamlit pieces. Pages stay thin: read state, call core, render with these."""

@@ -1,0 +1,42 @@
+"""The ledger as a table: one row per earlier message, kept or not, with the reason in words."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.conversation import Conversation
+from core.ledger import REASON_LABELS, Ledger, explain
+
+
+def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = None) -> list[dict]:
+    rows = []
+    for e in ledger.entries:
+        msg = conversation.turns[e.position].messages[e.index]
+        text = " ".join(msg.content.split())
+        if msg.tool_calls:
+            text = (text + " " if text else "") + " ".join(f"→ {c.name}({c.arguments})" for c in msg.tool_calls)
+        rows.append({
+            "kept": "✓" if e.kept else "✗",
+            "turn": e.turn,
+            "role": e.role,
+            "kind": e.kind,
+            "tokens": e.tokens,
+            "reason": REASON_LABELS.get(e.reason, e.reason),
+            "why": explain(e, ledger.config, node),
+            "message": text[:160] + ("…" if len(text) > 160 else ""),
+        })
+    return rows
+
+
+def render_ledger_table(ledger: Ledger, conversation: Conversation, *, key: str, node: str | None = None) -> None:
+    rows = ledger_rows(ledger, conversation, node)
+    if not rows:
+        st.info("This is the first turn: there is no earlier message for memory to keep or drop.")
+        return
+    frame = pd.DataFrame(rows)
+    # Data frames render cell text as text, never as HTML, so message content is safe here.
+    st.dataframe(frame, key=key, hide_index=True, width="stretch",
+                 column_config={"tokens": st.column_config.NumberColumn(format="%d"),
+                                "message": st.column_config.TextColumn(width="large"),
+                                "why": st.column_config.TextColumn(width="medium")})
