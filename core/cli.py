@@ -11,14 +11,15 @@ import json
 import sys
 from typing import Callable, Sequence
 
+from .errors import MemLensError
 from .ledger import explain
-from .memory import ConfigError, MemoryConfig, Replay
-from .readers import FormatError, read_conversations
+from .memory import MemoryConfig, Replay
+from .readers import read_conversations
 
 EXIT_BAD_INPUT = 2
 
 
-class UsageError(Exception):
+class UsageError(MemLensError):
     """Bad input on the command line: printed as one line, exit status 2."""
 
 
@@ -141,13 +142,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index", type=_positive("--index", 0), default=0)
     p.add_argument("--format", choices=("table", "json", "summary"), default="table")
     p.set_defaults(func=cmd_replay)
-    for register in _EXTRA_COMMANDS:
-        register(sub)
+    for module in _command_modules():
+        module.register(sub)
     return parser
 
 
-#: Later subcommands register themselves here (each a function taking the subparsers object).
-_EXTRA_COMMANDS: list[Callable] = []
+def _command_modules():
+    import importlib
+    import pkgutil
+
+    from . import commands
+
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        yield importlib.import_module(f"{commands.__name__}.{info.name}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -155,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         return args.func(args)
-    except (UsageError, FormatError, ConfigError) as e:
+    except MemLensError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # e.g. piped into head

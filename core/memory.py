@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Callable, Iterator
 
 from .conversation import Conversation, Message
+from .errors import MemLensError
 from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
                      SCOPE, TRIMMED_EARLIER, Ledger, LedgerEntry, TurnSummary)
 from .strategies import STRATEGIES, get_strategy
@@ -30,7 +31,7 @@ GRANULARITIES = ("query_answer", "all_messages")
 SCOPES = ("thread", "session", "call")
 
 
-class ConfigError(ValueError):
+class ConfigError(MemLensError):
     """A memory configuration value is out of range or unknown."""
 
 

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from .conversation import (ANSWER, INTERMEDIATE, QUERY, REASONING, TOOL_CALL, TOOL_RESULT, Conversation, FileRef,
                            Message, ToolCall, Turn)
+from .errors import MemLensError
 
 FORMATS = ("openai", "dify-messages", "dify-web")
 _ROLE_ALIASES = {"developer": "system", "function": "tool", "human": "user", "ai": "assistant"}
@@ -30,7 +31,7 @@ _IMAGE_PARTS = {"image_url", "image", "input_image"}
 _REASONING_PARTS = {"reasoning", "thinking"}
 
 
-class FormatError(ValueError):
+class FormatError(MemLensError):
     """The input is not a conversation in a supported format; the message says what to fix."""
 
 
