@@ -203,11 +203,11 @@ class Replay:
 
     def __init__(self, conversation: Conversation, config: MemoryConfig, *,
                  system_prompt: str | None = None, has_thread: bool = True,
-                 prompt_tokens: Callable[[int], int] | None = None):
+                 prompt_tokens: Callable[[int], int] | None = None, counter: TokenCounter | None = None):
         self.conversation = conversation
         self.config = config.validate()
         self.strategy: Strategy = get_strategy(config.strategy)
-        self.counter: TokenCounter = counter_for(config.model)
+        self.counter: TokenCounter = counter or counter_for(config.model)
         self.facts: ModelFacts = model_facts(config.model)
         self.system_prompt = conversation.system_prompt if system_prompt is None else system_prompt
         self.has_thread = has_thread

@@ -1,0 +1,130 @@
+"""How fast is a full replay compared with simply tokenising the conversation once?
+
+Builds a 10,000-turn conversation (varied message lengths, a tool round every seventh turn) and
+measures, in this one process:
+
+(a) the floor: tiktoken encoding every message's text once;
+(b) a full replay (every turn's kept set, as ``--format summary`` needs) for ``dify`` (window 50,
+    a budget small enough to prune), ``window`` (N=20) and ``buffer``, each with a fresh token
+    counter so it pays its own tokenisation;
+(c) a literal baseline of Dify's loop — recount the whole history after every pop — on the first
+    1,000 turns, against our ``dify`` replay of the same 1,000 turns.
+
+Targets: each full replay within 2× the floor; at least 50× faster than the literal baseline.
+Run: ``.venv/bin/python benchmarks/replay.py`` (``--turns`` and ``--baseline-turns`` to change sizes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn  # noqa: E402
+from core.memory import MemoryConfig, Replay  # noqa: E402
+from core.tokens import TokenCounter, _encoding  # noqa: E402
+
+WORDS = ("memory window token budget turn branch answer query model context node ledger history kept dropped "
+         "reason tool result summary thread user assistant system prompt Lisbon Dana order vegetarian booking "
+         "number 4411 7730 train palace sea coast evening morning ticket reference colour green window").split()
+MODEL = "gpt-4o-mini"
+
+
+def build_conversation(turns: int, seed: int = 7) -> Conversation:
+    rng = random.Random(seed)
+
+    def text(lo: int, hi: int) -> str:
+        n = int(rng.lognormvariate(0, 1) * lo) % hi + 1
+        return " ".join(rng.choice(WORDS) for _ in range(n)) + f" #{rng.random():.6f}"
+
+    out = []
+    for i in range(turns):
+        mid = f"m{i}"
+        msgs = [Message("user", text(12, 120), QUERY, f"{mid}:query")]
+        if i % 7 == 3:
+            call = ToolCall(f"c{i}", "lookup_order", f'{{"order_id": "{rng.randint(1000, 9999)}"}}')
+            msgs.append(Message("assistant", "", TOOL_CALL, f"{mid}:call", tool_calls=(call,)))
+            msgs.append(Message("tool", text(30, 300), TOOL_RESULT, f"{mid}:result", tool_call_id=call.id))
+        msgs.append(Message("assistant", text(25, 400), ANSWER, f"{mid}:answer"))
+        out.append(Turn(id=mid, parent_id=f"m{i - 1}" if i else None, messages=tuple(msgs), query_index=0,
+                        answer_index=len(msgs) - 1))
+    return Conversation(id="bench", turns=out, system_prompt="You are a helpful assistant.")
+
+
+def floor_seconds(conv: Conversation) -> float:
+    encode = _encoding(TokenCounter(MODEL).encoding_name).encode_ordinary
+    texts = [m.content for t in conv.turns for m in t.messages]
+    start = time.perf_counter()
+    for t in texts:
+        encode(t)
+    return time.perf_counter() - start
+
+
+def replay_seconds(conv: Conversation, config: MemoryConfig) -> tuple[float, int]:
+    start = time.perf_counter()
+    summaries = Replay(conv, config, counter=TokenCounter(MODEL)).summaries()
+    return time.perf_counter() - start, sum(s.dropped for s in summaries)
+
+
+def literal_dify_seconds(conv: Conversation, window: int, context: int) -> float:
+    """Dify's TokenBufferMemory loop, literally: recount the whole list after every pop."""
+    encode = _encoding(TokenCounter(MODEL).encoding_name).encode_ordinary
+    system = conv.system_prompt
+    start = time.perf_counter()
+    for k in range(len(conv.turns)):
+        history = []
+        for t in conv.turns[max(0, k - window):k]:
+            history += [t.query, t.answer]
+        rest = context - (len(encode(system)) + 3 + len(encode(conv.turns[k].query)) + 3 + 3)
+
+        def count(msgs):
+            return sum(len(encode(m)) + 3 for m in msgs)
+
+        tokens = count(history)
+        while tokens > rest and len(history) > 1:
+            history.pop(0)
+            tokens = count(history)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--turns", type=int, default=10_000)
+    ap.add_argument("--baseline-turns", type=int, default=1_000)
+    args = ap.parse_args()
+
+    conv = build_conversation(args.turns)
+    _encoding("o200k_base")  # load the encoding outside every measurement
+    n_messages = sum(len(t.messages) for t in conv.turns)
+    dify_cfg = MemoryConfig(strategy="dify", window=50, model=MODEL, context_size=6_000)
+    configs = {"dify (window 50, 6k context)": dify_cfg,
+               "window (N=20)": MemoryConfig(strategy="window", window=20, model=MODEL),
+               "buffer": MemoryConfig(strategy="buffer", model=MODEL)}
+
+    floor = min(floor_seconds(conv) for _ in range(3))
+    print(f"conversation: {args.turns:,} turns, {n_messages:,} messages")
+    print(f"(a) floor — tiktoken encodes every message once: {floor:.3f} s")
+    ok = True
+    for label, cfg in configs.items():
+        seconds, dropped = min(replay_seconds(conv, cfg) for _ in range(3))
+        ratio = seconds / floor
+        ok &= ratio <= 2.0
+        print(f"(b) replay {label}: {seconds:.3f} s = {ratio:.2f}× floor (target ≤ 2×); "
+              f"{dropped:,} drop decisions")
+
+    head = Conversation(id="head", turns=conv.turns[: args.baseline_turns], system_prompt=conv.system_prompt)
+    literal = literal_dify_seconds(head, 50, 6_000)
+    ours, _ = min(replay_seconds(head, dify_cfg) for _ in range(3))
+    speedup = literal / ours
+    ok &= speedup >= 50
+    print(f"(c) first {args.baseline_turns:,} turns, dify window 50: literal loop {literal:.3f} s, "
+          f"ours {ours:.4f} s = {speedup:.0f}× faster (target ≥ 50×)")
+    print("targets met" if ok else "TARGETS MISSED")
+
+
+if __name__ == "__main__":
+    main()
