@@ -7,3 +7,32 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One throwaway PostgreSQL cluster for the whole test session."""
+    from tests.pg_cluster import Cluster
+
+    cluster = Cluster().start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, tmp_path):
+    """A fresh, empty database URL: a SQLite file, then a new database on the PostgreSQL cluster."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'memlens.db'}"
+    return request.getfixturevalue("postgres").create_database()
+
+
+@pytest.fixture
+def db(db_url):
+    from core.store.db import Database
+
+    database = Database(db_url)
+    yield database
+    database.dispose()

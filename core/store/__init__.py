@@ -1,0 +1,1 @@
+"""Persistence: flows with versions, conversations as turn trees, node runs, variables."""

@@ -1,0 +1,123 @@
+"""The one place that owns database engines and sessions.
+
+Embedded default: a SQLite file ``data/memlens.db`` in the project folder (WAL, foreign keys on).
+``MEMLENS_DATABASE_URL`` — or an explicit URL (the CLI's ``--db``) — selects any SQLAlchemy URL;
+PostgreSQL through psycopg 3 (``postgresql+psycopg://user:pass@host/db``) is supported. Opening a
+store brings the schema up to date with the migrations, fresh or existing.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import StaticPool
+
+from ..errors import MemLensError
+
+DATA_DIR = Path(__file__).resolve().parent.parent.parent / "data"
+ENV_URL = "MEMLENS_DATABASE_URL"
+
+
+class StoreError(MemLensError):
+    """A store operation was refused; the message says why and what to do."""
+
+
+def default_url() -> str:
+    return f"sqlite:///{DATA_DIR / 'memlens.db'}"
+
+
+def resolve_url(url: str | None = None) -> str:
+    return url or os.environ.get(ENV_URL) or default_url()
+
+
+def _sqlite_connect(dbapi_conn, _record) -> None:
+    # Let SQLAlchemy's "begin" event start transactions itself (see make_engine).
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def _sqlite_begin(conn) -> None:
+    # A writer takes the lock when its transaction starts, so two processes never deadlock on a
+    # read lock's upgrade; the busy timeout makes the second one wait its turn instead.
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_engine(url: str) -> Engine:
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise StoreError(f"not a database URL: {url!r}; expected e.g. sqlite:///path/memlens.db or "
+                         "postgresql+psycopg://user:password@host/dbname") from None
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        else:
+            engine = create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool)
+        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    if parsed.get_backend_name() == "postgresql":
+        return create_engine(url, pool_pre_ping=True)
+    return create_engine(url)
+
+
+class Database:
+    """An engine, a session factory, and the guarantee that the schema is current."""
+
+    def __init__(self, url: str | None = None, *, migrate: bool = True):
+        self.url = resolve_url(url)
+        self.engine = make_engine(self.url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        if migrate:
+            from .migrate import upgrade
+
+            upgrade(self.engine)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A unit of work: committed at the end of the block, rolled back on any error."""
+        session = self._sessions()
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    @property
+    def backend(self) -> str:
+        return self.engine.dialect.name
+
+
+_open: dict[str, Database] = {}
+_lock = threading.Lock()
+
+
+def open_database(url: str | None = None) -> Database:
+    """The process-wide :class:`Database` for a URL (migrated once)."""
+    key = resolve_url(url)
+    with _lock:
+        db = _open.get(key)
+        if db is None:
+            db = _open[key] = Database(key)
+        return db

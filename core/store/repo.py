@@ -1,0 +1,437 @@
+"""Reading and writing the store: flows and versions, conversations, turns, variables.
+
+Every function takes a :class:`~core.store.db.Database` and does its work in one transaction, so
+each call is all-or-nothing: a turn is written together with all its node runs, a node's variable
+writes together, an import as a whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
+
+from ..conversation import ANSWER, QUERY, Conversation, FileRef, Message, ToolCall, Turn
+from .db import Database, StoreError
+from .models import (ConversationRow, FlowRow, FlowVersionRow, NodeRunRow, SettingRow, TurnRow, VariableChangeRow,
+                     VariableRow)
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def now() -> float:
+    return time.time()
+
+
+def structure_hash(structure: Any) -> str:
+    """A stable hash of a flow's structural signature (node ids, types, order, edges)."""
+    return hashlib.sha256(json.dumps(structure, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:64]
+
+
+# -- flows ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FlowVersion:
+    id: str
+    flow_id: str
+    flow_name: str
+    version: int
+    definition: dict
+    structure: str
+    note: str
+    created_at: float
+
+
+def _flow_version(row: FlowVersionRow, name: str) -> FlowVersion:
+    return FlowVersion(row.id, row.flow_id, name, row.version, row.definition, row.structure, row.note,
+                       row.created_at)
+
+
+def create_flow(db: Database, name: str, definition: dict, structure: str, note: str = "imported") -> FlowVersion:
+    with db.session() as s:
+        flow = FlowRow(id=new_id(), name=name, created_at=now())
+        s.add(flow)
+        s.flush()
+        row = FlowVersionRow(id=new_id(), flow_id=flow.id, version=1, definition=definition, structure=structure,
+                             note=note, created_at=now())
+        s.add(row)
+        s.flush()
+        return _flow_version(row, name)
+
+
+def add_flow_version(db: Database, flow_id: str, definition: dict, structure: str, note: str = "") -> FlowVersion:
+    with db.session() as s:
+        flow = s.get(FlowRow, flow_id)
+        if flow is None:
+            raise StoreError(f"no flow with id {flow_id!r}")
+        latest = s.scalar(select(func.max(FlowVersionRow.version)).where(FlowVersionRow.flow_id == flow_id)) or 0
+        row = FlowVersionRow(id=new_id(), flow_id=flow_id, version=latest + 1, definition=definition,
+                             structure=structure, note=note, created_at=now())
+        s.add(row)
+        s.flush()
+        return _flow_version(row, flow.name)
+
+
+def get_flow_version(db: Database, version_id: str) -> FlowVersion:
+    with db.session() as s:
+        row = s.get(FlowVersionRow, version_id)
+        if row is None:
+            raise StoreError(f"no flow version with id {version_id!r}")
+        return _flow_version(row, row.flow.name)
+
+
+def latest_flow_version(db: Database, flow_id: str) -> FlowVersion:
+    with db.session() as s:
+        flow = s.get(FlowRow, flow_id)
+        if flow is None:
+            raise StoreError(f"no flow with id {flow_id!r}; list flows with `python -m core flows list`")
+        row = s.scalars(select(FlowVersionRow).where(FlowVersionRow.flow_id == flow_id)
+                        .order_by(FlowVersionRow.version.desc()).limit(1)).one()
+        return _flow_version(row, flow.name)
+
+
+def list_flows(db: Database) -> list[FlowVersion]:
+    """The latest version of every flow, newest flow first."""
+    with db.session() as s:
+        latest = (select(FlowVersionRow.flow_id, func.max(FlowVersionRow.version).label("v"))
+                  .group_by(FlowVersionRow.flow_id).subquery())
+        rows = s.execute(select(FlowVersionRow, FlowRow.name)
+                         .join(latest, (FlowVersionRow.flow_id == latest.c.flow_id)
+                               & (FlowVersionRow.version == latest.c.v))
+                         .join(FlowRow, FlowRow.id == FlowVersionRow.flow_id)
+                         .order_by(FlowRow.created_at.desc())).all()
+        return [_flow_version(r, name) for r, name in rows]
+
+
+def find_flow_by_name(db: Database, name: str) -> FlowVersion | None:
+    with db.session() as s:
+        flow_id = s.scalar(select(FlowRow.id).where(FlowRow.name == name).order_by(FlowRow.created_at).limit(1))
+    return latest_flow_version(db, flow_id) if flow_id else None
+
+
+# -- conversations ----------------------------------------------------------------------------------
+
+@dataclass
+class ConversationInfo:
+    id: str
+    flow_version_id: str | None
+    user_id: str
+    name: str
+    source: str
+    inputs: dict
+    active_turn_id: str | None
+    created_at: float
+    updated_at: float
+    turn_count: int = 0
+    meta: dict = field(default_factory=dict)
+
+
+def _info(row: ConversationRow, turn_count: int = 0) -> ConversationInfo:
+    return ConversationInfo(row.id, row.flow_version_id, row.user_id, row.name, row.source, dict(row.inputs or {}),
+                            row.active_turn_id, row.created_at, row.updated_at, turn_count, dict(row.meta or {}))
+
+
+def create_conversation(db: Database, *, flow_version_id: str | None, user_id: str = "user", name: str = "",
+                        source: str = "ui", inputs: dict | None = None, conversation_id: str | None = None,
+                        meta: dict | None = None) -> ConversationInfo:
+    with db.session() as s:
+        t = now()
+        row = ConversationRow(id=conversation_id or new_id(), flow_version_id=flow_version_id, user_id=user_id,
+                              name=name, source=source, inputs=inputs or {}, active_turn_id=None, meta=meta or {},
+                              created_at=t, updated_at=t)
+        s.add(row)
+        s.flush()
+        return _info(row)
+
+
+def get_conversation(db: Database, conversation_id: str) -> ConversationInfo:
+    with db.session() as s:
+        row = s.get(ConversationRow, conversation_id)
+        if row is None:
+            raise StoreError(f"no conversation with id {conversation_id!r}; list them with "
+                             "`python -m core conversations`")
+        count = s.scalar(select(func.count()).select_from(TurnRow).where(TurnRow.conversation_id == row.id))
+        return _info(row, count or 0)
+
+
+def find_conversation(db: Database, conversation_id: str) -> ConversationInfo | None:
+    try:
+        return get_conversation(db, conversation_id)
+    except StoreError:
+        return None
+
+
+def list_conversations(db: Database, *, user_id: str | None = None, source: str | None = None,
+                       flow_id: str | None = None) -> list[ConversationInfo]:
+    """Conversations, most recently updated first, with their turn counts."""
+    with db.session() as s:
+        counts = (select(TurnRow.conversation_id, func.count().label("n"))
+                  .group_by(TurnRow.conversation_id).subquery())
+        q = (select(ConversationRow, func.coalesce(counts.c.n, 0))
+             .outerjoin(counts, counts.c.conversation_id == ConversationRow.id))
+        if user_id is not None:
+            q = q.where(ConversationRow.user_id == user_id)
+        if source is not None:
+            q = q.where(ConversationRow.source == source)
+        if flow_id is not None:
+            q = q.join(FlowVersionRow, FlowVersionRow.id == ConversationRow.flow_version_id) \
+                 .where(FlowVersionRow.flow_id == flow_id)
+        rows = s.execute(q.order_by(ConversationRow.updated_at.desc(), ConversationRow.id)).all()
+        return [_info(r, n) for r, n in rows]
+
+
+def rename_conversation(db: Database, conversation_id: str, name: str) -> None:
+    with db.session() as s:
+        n = s.execute(update(ConversationRow).where(ConversationRow.id == conversation_id)
+                      .values(name=name, updated_at=now())).rowcount
+        if not n:
+            raise StoreError(f"no conversation with id {conversation_id!r}")
+
+
+def set_conversation_fields(db: Database, conversation_id: str, **values) -> None:
+    allowed = {"active_turn_id", "flow_version_id", "name", "meta", "inputs"}
+    if set(values) - allowed:
+        raise ValueError(f"cannot set {sorted(set(values) - allowed)}")
+    with db.session() as s:
+        s.execute(update(ConversationRow).where(ConversationRow.id == conversation_id)
+                  .values(**values, updated_at=now()))
+
+
+def delete_conversation(db: Database, conversation_id: str) -> None:
+    """Delete a conversation and everything that belongs to it — turns, node runs, variables,
+    their history — and nothing else."""
+    with db.session() as s:
+        row = s.get(ConversationRow, conversation_id)
+        if row is None:
+            raise StoreError(f"no conversation with id {conversation_id!r}")
+        turn_ids = select(TurnRow.id).where(TurnRow.conversation_id == conversation_id)
+        # Explicit deletes so the result never depends on the database enforcing cascades.
+        s.execute(delete(NodeRunRow).where(NodeRunRow.turn_id.in_(turn_ids)))
+        s.execute(delete(TurnRow).where(TurnRow.conversation_id == conversation_id))
+        s.execute(delete(VariableChangeRow).where(VariableChangeRow.conversation_id == conversation_id))
+        s.execute(delete(VariableRow).where(VariableRow.conversation_id == conversation_id))
+        s.delete(row)
+
+
+# -- turns ------------------------------------------------------------------------------------------
+
+_TURN_FIELDS = ("id", "parent_id", "query", "answer", "status", "error", "inputs", "dialogue_count",
+                "answer_tokens", "created_at", "flow_version_id")
+_NODE_FIELDS = ("node_id", "type", "title", "emulated", "status", "error", "ledger", "prompt", "reply", "usage",
+                "latency_ms")
+
+
+def _turn_row(conversation_id: str, seq: int, turn: dict) -> TurnRow:
+    meta = {k: v for k, v in turn.items() if k not in _TURN_FIELDS and k not in ("messages", "node_runs")}
+    return TurnRow(id=turn.get("id") or new_id(), conversation_id=conversation_id, seq=seq,
+                   parent_id=turn.get("parent_id"), flow_version_id=turn.get("flow_version_id"),
+                   query=turn.get("query") or "", answer=turn.get("answer") or "",
+                   status=turn.get("status") or "succeeded", error=turn.get("error"),
+                   inputs=turn.get("inputs") or {}, dialogue_count=int(turn.get("dialogue_count") or 1),
+                   answer_tokens=int(turn.get("answer_tokens") or 0), messages=turn.get("messages") or [],
+                   meta=meta, created_at=float(turn.get("created_at") or now()))
+
+
+def _node_row(seq: int, run: dict) -> NodeRunRow:
+    data = {k: v for k, v in run.items() if k not in _NODE_FIELDS}
+    return NodeRunRow(seq=seq, node_id=str(run.get("node_id") or ""), node_type=str(run.get("type") or ""),
+                      title=str(run.get("title") or ""), emulated=bool(run.get("emulated", True)),
+                      status=str(run.get("status") or "succeeded"), error=run.get("error"),
+                      ledger=run.get("ledger"), prompt=run.get("prompt"), reply=run.get("reply"),
+                      usage=run.get("usage"), latency_ms=run.get("latency_ms"), data=data)
+
+
+def node_run_dict(row: NodeRunRow) -> dict:
+    out = dict(row.data or {})
+    out.update(node_id=row.node_id, type=row.node_type, title=row.title, emulated=row.emulated,
+               status=row.status, error=row.error, ledger=row.ledger, prompt=row.prompt, reply=row.reply,
+               usage=row.usage, latency_ms=row.latency_ms)
+    return out
+
+
+def turn_dict(row: TurnRow, *, with_node_runs: bool = True) -> dict:
+    out = dict(row.meta or {})
+    out.update(id=row.id, parent_id=row.parent_id, flow_version_id=row.flow_version_id, query=row.query,
+               answer=row.answer, status=row.status, error=row.error, inputs=row.inputs or {},
+               dialogue_count=row.dialogue_count, answer_tokens=row.answer_tokens, created_at=row.created_at,
+               seq=row.seq)
+    if row.messages:
+        out["messages"] = row.messages
+    if with_node_runs:
+        out["node_runs"] = [node_run_dict(n) for n in row.node_runs]
+    return out
+
+
+def _next_seq(s: Session, conversation_id: str) -> int:
+    return (s.scalar(select(func.max(TurnRow.seq)).where(TurnRow.conversation_id == conversation_id)) or 0) + 1
+
+
+def save_turn(db: Database, conversation_id: str, turn: dict, *, make_active: bool = True) -> str:
+    """Write one turn with all its node runs in one transaction; returns the turn id."""
+    with db.session() as s:
+        conv = s.get(ConversationRow, conversation_id)
+        if conv is None:
+            raise StoreError(f"no conversation with id {conversation_id!r}")
+        row = _turn_row(conversation_id, _next_seq(s, conversation_id), turn)
+        row.node_runs = [_node_row(i, run) for i, run in enumerate(turn.get("node_runs") or [])]
+        s.add(row)
+        conv.updated_at = now()
+        if make_active:
+            conv.active_turn_id = row.id
+        s.flush()
+        return row.id
+
+
+def load_turn_rows(db: Database, conversation_id: str, *, with_node_runs: bool = False) -> list[dict]:
+    with db.session() as s:
+        rows = s.scalars(select(TurnRow).where(TurnRow.conversation_id == conversation_id)
+                         .order_by(TurnRow.seq)).all()
+        return [turn_dict(r, with_node_runs=with_node_runs) for r in rows]
+
+
+def load_node_runs(db: Database, turn_id: str) -> list[dict]:
+    with db.session() as s:
+        rows = s.scalars(select(NodeRunRow).where(NodeRunRow.turn_id == turn_id).order_by(NodeRunRow.seq)).all()
+        return [node_run_dict(r) for r in rows]
+
+
+def _message_from_dict(d: dict) -> Message:
+    calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in d.get("tool_calls") or [])
+    files = tuple(FileRef(f.get("type", "file"), f.get("url", ""), f.get("id", "")) for f in d.get("files") or [])
+    return Message(role=d["role"], content=d.get("content") or "", kind=d.get("kind") or "", ref=d.get("ref", ""),
+                   name=d.get("name"), tool_calls=calls, tool_call_id=d.get("tool_call_id"), files=files)
+
+
+def message_to_dict(m: Message) -> dict:
+    out: dict = {"role": m.role, "content": m.content, "kind": m.kind, "ref": m.ref}
+    if m.name:
+        out["name"] = m.name
+    if m.tool_calls:
+        out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls]
+    if m.tool_call_id:
+        out["tool_call_id"] = m.tool_call_id
+    if m.files:
+        out["files"] = [{"type": f.type, "url": f.url, "id": f.id} for f in m.files]
+    return out
+
+
+def turn_from_dict(d: dict) -> Turn:
+    """A core Turn from a stored turn: query and answer, or the full message list of an import."""
+    tid = d["id"]
+    if d.get("messages"):
+        messages = tuple(_message_from_dict(m) for m in d["messages"])
+        qi = next((i for i, m in enumerate(messages) if m.kind == QUERY), None)
+        ai = max((i for i, m in enumerate(messages) if m.kind == ANSWER), default=None)
+    else:
+        messages = (Message("user", d.get("query") or "", QUERY, f"{tid}:query"),
+                    Message("assistant", d.get("answer") or "", ANSWER, f"{tid}:answer"))
+        qi, ai = 0, 1
+    meta = {k: d[k] for k in ("seq", "dialogue_count", "flow_version_id", "inputs") if k in d}
+    return Turn(id=tid, parent_id=d.get("parent_id"), messages=messages, query_index=qi, answer_index=ai,
+                status=d.get("status") or "succeeded", error=d.get("error"), created_at=d.get("created_at"),
+                answer_tokens=d.get("answer_tokens"), meta=meta)
+
+
+def load_conversation(db: Database, conversation_id: str, *, system_prompt: str = "") -> Conversation:
+    """The stored conversation as a core Conversation (turns in creation order)."""
+    info = get_conversation(db, conversation_id)
+    turns = [turn_from_dict(d) for d in load_turn_rows(db, conversation_id)]
+    return Conversation(id=info.id, turns=turns, system_prompt=system_prompt or info.meta.get("system_prompt", ""),
+                        source_format="memlens", name=info.name, meta={"active_turn_id": info.active_turn_id})
+
+
+# -- variables --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StoredVariable:
+    id: str
+    name: str
+    value_type: str
+    value: Any
+    description: str
+    created_at: float
+    updated_at: float
+
+
+def _var(row: VariableRow) -> StoredVariable:
+    return StoredVariable(row.id, row.name, row.value_type, row.value, row.description, row.created_at,
+                          row.updated_at)
+
+
+def get_variables(db: Database, conversation_id: str) -> list[StoredVariable]:
+    with db.session() as s:
+        rows = s.scalars(select(VariableRow).where(VariableRow.conversation_id == conversation_id)
+                         .order_by(VariableRow.created_at, VariableRow.id)).all()
+        return [_var(r) for r in rows]
+
+
+def ensure_variables(db: Database, conversation_id: str, specs: Iterable[dict]) -> list[StoredVariable]:
+    """Dify's initialisation: create missing variables (by id) with their defaults; keep the rest."""
+    with db.session() as s:
+        have = set(s.scalars(select(VariableRow.id).where(VariableRow.conversation_id == conversation_id)))
+        t = now()
+        for spec in specs:
+            if spec["id"] not in have:
+                s.add(VariableRow(id=spec["id"], conversation_id=conversation_id, name=spec["name"],
+                                  value_type=spec["value_type"], value=spec.get("value"),
+                                  description=spec.get("description", ""), created_at=t, updated_at=t))
+    return get_variables(db, conversation_id)
+
+
+def write_variable_changes(db: Database, conversation_id: str, changes: list[dict], *, turn_id: str | None,
+                           turn_seq: int | None) -> None:
+    """Apply one node's variable writes (or one user edit) and record them, in one transaction.
+
+    Each change: ``{name, new, old, operation, node_id}``; unknown names are a StoreError and
+    nothing is written.
+    """
+    with db.session() as s:
+        rows = {r.name: r for r in s.scalars(select(VariableRow).where(VariableRow.conversation_id == conversation_id))}
+        t = now()
+        for c in changes:
+            row = rows.get(c["name"])
+            if row is None:
+                raise StoreError(f"conversation {conversation_id!r} has no variable named {c['name']!r}")
+            row.value = c["new"]
+            if c.get("value_type"):
+                row.value_type = c["value_type"]
+            row.updated_at = t
+            s.add(VariableChangeRow(conversation_id=conversation_id, turn_id=turn_id, turn_seq=turn_seq,
+                                    node_id=str(c.get("node_id") or "user"), operation=str(c.get("operation") or ""),
+                                    name=c["name"], old=c.get("old"), new=c["new"], created_at=t))
+        conv = s.get(ConversationRow, conversation_id)
+        if conv is not None:
+            conv.updated_at = t
+
+
+def variable_history(db: Database, conversation_id: str) -> list[dict]:
+    with db.session() as s:
+        rows = s.scalars(select(VariableChangeRow).where(VariableChangeRow.conversation_id == conversation_id)
+                         .order_by(VariableChangeRow.id)).all()
+        return [{"turn_id": r.turn_id, "turn_seq": r.turn_seq, "node_id": r.node_id, "operation": r.operation,
+                 "name": r.name, "old": r.old, "new": r.new, "created_at": r.created_at} for r in rows]
+
+
+# -- settings ---------------------------------------------------------------------------------------
+
+def get_setting(db: Database, key: str, default: Any = None) -> Any:
+    with db.session() as s:
+        row = s.get(SettingRow, key)
+        return default if row is None else row.value
+
+
+def set_setting(db: Database, key: str, value: Any) -> None:
+    with db.session() as s:
+        row = s.get(SettingRow, key)
+        if row is None:
+            s.add(SettingRow(key=key, value=value))
+        else:
+            row.value = value
