@@ -1,0 +1,171 @@
+"""Dify template rendering and the variable pool a flow run reads from (spec/dify-memory.md §2.4–§2.6).
+
+A template holds selectors ``{{#node.field#}}`` — ``{{#sys.query#}}``, ``{{#sys.dialogue_count#}}``,
+``{{#conversation.x#}}``, ``{{#<node id>.text#}}`` — which are resolved against the pool the way
+Dify's ``VariablePool.convert_template`` does it:
+
+* a selector needs at least one dot (``{{#histories#}}`` is left as it is);
+* a selector the pool does not hold renders as its bare text (``{{#llm.text#}}`` on a flow where
+  ``llm`` has not run becomes ``llm.text``) — Dify's own behaviour, kept because it is visible in
+  real prompts;
+* ``{{#context#}}`` is not a selector: the LLM node replaces it with the retrieved context before
+  rendering (:func:`render` does that when given ``context``).
+
+Values become text as follows: strings as they are, numbers with ``str``, booleans as
+``true``/``false``, objects and arrays as JSON (non-ASCII kept), a NONE value as empty text, and a
+file list (``sys.files``) as empty text (MemLens does not upload files).
+
+Outputs of a node that ran as a pass-through (a node type MemLens does not emulate) are NONE:
+known to exist but empty, so templates render them as empty text rather than as their selector.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+#: Dify's selector pattern: a node id, then 1..10 dotted names.
+SELECTOR_PATTERN = re.compile(r"\{\{#([a-zA-Z0-9_]{1,50}(?:\.[a-zA-Z_][a-zA-Z0-9_]{0,29}){1,10})#\}\}")
+CONTEXT_PLACEHOLDER = "{{#context#}}"
+
+
+class _Sentinel:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __bool__(self) -> bool:
+        return False
+
+
+#: The pool does not hold the selector at all.
+MISSING: Any = _Sentinel("MISSING")
+#: The pool holds the selector but its value is empty/unknown (Dify's NONE segment).
+NONE: Any = _Sentinel("NONE")
+
+
+class FileList(list):
+    """A list of files (``sys.files``); renders as empty text like Dify's file arrays."""
+
+
+def value_text(value: Any) -> str:
+    """The text a value contributes to a rendered template."""
+    if value is None or value is NONE or value is MISSING or isinstance(value, FileList):
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+class VariablePool:
+    """Everything a node can read during one turn: system, conversation, environment and node outputs.
+
+    ``conversation`` is the live mapping of conversation-variable values for this run (the runtime
+    replaces it as assigners write). Node outputs are added as nodes finish.
+    """
+
+    def __init__(self, system: Mapping[str, Any] | None = None, conversation: Mapping[str, Any] | None = None,
+                 environment: Mapping[str, Any] | None = None):
+        self.system: dict[str, Any] = dict(system or {})
+        self.conversation: dict[str, Any] = dict(conversation or {})
+        self.environment: dict[str, Any] = dict(environment or {})
+        self.outputs: dict[str, dict[str, Any]] = {}
+        self.pass_through: set[str] = set()
+
+    def add_outputs(self, node_id: str, outputs: Mapping[str, Any]) -> None:
+        self.outputs[node_id] = dict(outputs)
+
+    def mark_pass_through(self, node_id: str) -> None:
+        self.pass_through.add(node_id)
+        self.outputs.setdefault(node_id, {})
+
+    def get(self, selector: Sequence[str]) -> Any:
+        """The value at ``selector``; :data:`MISSING` if absent; :data:`NONE` for a pass-through node's output."""
+        if not selector or len(selector) < 2:
+            return MISSING
+        head, name, rest = selector[0], selector[1], list(selector[2:])
+        if head == "sys":
+            scope: Mapping[str, Any] | None = self.system
+        elif head == "conversation":
+            scope = self.conversation
+        elif head == "env":
+            scope = self.environment
+        elif head == "userinput":
+            # Newer Dify exports address the chat input as ``userinput.query`` / ``userinput.files``.
+            scope = self.system
+        else:
+            scope = self.outputs.get(head)
+            if scope is None:
+                return MISSING
+            if head in self.pass_through and name not in scope:
+                return NONE
+        if name not in scope:
+            return MISSING
+        value = scope[name]
+        for key in rest:  # object fields: {{#node.obj.key#}}
+            if isinstance(value, Mapping) and key in value:
+                value = value[key]
+            else:
+                return MISSING
+        return value
+
+
+def selectors_in(template: str) -> list[tuple[str, ...]]:
+    """Every selector a template refers to, in order of appearance."""
+    return [tuple(m.group(1).split(".")) for m in SELECTOR_PATTERN.finditer(template or "")]
+
+
+def refers_to(template: str, head: str) -> bool:
+    """Whether a template reads any selector under ``head`` (``conversation``, ``sys`` or a node id)."""
+    return any(s[0] == head for s in selectors_in(template))
+
+
+def render(template: str, pool: VariablePool, *, context: str | None = None) -> str:
+    """Render a basic (non-Jinja) Dify template.
+
+    ``context`` — when given, ``{{#context#}}`` is replaced by it first (the LLM node's retrieved
+    context; pass ``""`` to remove the placeholder, as Dify does for the memory query template).
+    """
+    text = template or ""
+    if context is not None and CONTEXT_PLACEHOLDER in text:
+        text = text.replace(CONTEXT_PLACEHOLDER, context)
+    parts = SELECTOR_PATTERN.split(text)
+    out: list[str] = []
+    # re.split with one group alternates literal text and captured selectors.
+    for i, part in enumerate(parts):
+        if not part:
+            continue
+        if i % 2 == 0:
+            out.append(part)
+            continue
+        value = pool.get(part.split("."))
+        out.append(part if value is MISSING else value_text(value))
+    return "".join(out)
+
+
+def render_jinja(template: str, variables: Iterable[Mapping[str, Any]], pool: VariablePool) -> str:
+    """Render a Jinja2-edition prompt with its ``jinja2_variables`` (``{variable, value_selector}``)."""
+    from jinja2.sandbox import SandboxedEnvironment
+
+    values: dict[str, Any] = {}
+    for var in variables or ():
+        name = var.get("variable")
+        selector = var.get("value_selector") or []
+        if not name:
+            continue
+        value = pool.get(selector)
+        values[name] = None if value is MISSING or value is NONE else value
+    return SandboxedEnvironment().from_string(template or "").render(**values)
+
+
+__all__ = ["SELECTOR_PATTERN", "CONTEXT_PLACEHOLDER", "MISSING", "NONE", "FileList", "VariablePool", "render",
+           "render_jinja", "selectors_in", "refers_to", "value_text"]
