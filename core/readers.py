@@ -4,117 +4,498 @@
   tool_call_id?}``, an object with a ``messages`` array, or JSON Lines with one such object per
   line (tau-bench style). A turn starts at each ``user`` message; leading ``system`` messages
   are the node's system prompt, not history; a turn's final answer is its last assistant
-  message.
+  message. ``content`` may be a list of typed parts, which also covers LLaMA-Factory's "v1"
+  messages: ``reasoning`` parts become ``reasoning`` messages, ``tool_call`` parts (a JSON
+  string) become tool calls, and a tool result written as a JSON list of ``{tool_call_id, …}``
+  is paired with its call.
+* ``sharegpt`` — ``{conversations: [{from, value}], tools?, system?}`` records. ``human`` is
+  the user, ``gpt`` the assistant, ``function_call`` an assistant tool call (``value`` is JSON
+  ``{name, arguments}`` or a list of them) and ``observation`` its result, which must follow
+  the call.
+* ``oasst`` — OpenAssistant message trees (``{message_tree_id, tree_state, prompt}``, one per
+  line). A turn is a prompter message plus one assistant reply; several replies to one prompt
+  are sibling turns (regenerations), several prompter replies to one answer are sibling turns
+  (edits). See :func:`_oasst_turns` for how the parent ids keep every branch a Dify thread.
+* ``bfcl`` — BFCL memory prerequisite conversations (user-only turns); recall probes, when the
+  file has them, are attached to the conversation that states their answer.
 * ``dify-messages`` — Dify Service API history (``GET /v1/messages``: ``{data: [...]}`` or the
   bare list), grouped by ``conversation_id``.
 * ``dify-web`` — Dify web chat items (``isAnswer`` / ``parentMessageId``); question items
   pair with their answers into message records.
 
-Anything else is a :class:`FormatError` naming what was wrong.
+Import is record by record: a bad record is reported as a :class:`Problem` naming the record
+(counted from 0, like the file's own array), the conversation when known, and the field. By
+default the import is all-or-nothing (any problem raises :class:`FormatError` listing them);
+``skip_bad=True`` returns the good conversations with the problems instead. A conversation is
+either read whole or left out whole, never half. Large inputs are read one record at a time (a
+top-level JSON array element by element, JSON Lines line by line) with a progress callback.
+
+New formats (the MemLens bundle, say) plug in with :func:`register_format`.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 from .conversation import (ANSWER, INTERMEDIATE, QUERY, REASONING, TOOL_CALL, TOOL_RESULT, Conversation, FileRef,
                            Message, ToolCall, Turn)
 from .errors import MemLensError
 
-FORMATS = ("openai", "dify-messages", "dify-web")
 _ROLE_ALIASES = {"developer": "system", "function": "tool", "human": "user", "ai": "assistant"}
 _VALID_ROLES = ("system", "user", "assistant", "tool")
 _TEXT_PARTS = {"text", "input_text", "output_text"}
 _IMAGE_PARTS = {"image_url", "image", "input_image"}
 _REASONING_PARTS = {"reasoning", "thinking"}
 
+#: The size the importer is built and tested for; larger files are refused unless asked for.
+MAX_IMPORT_BYTES = 50 * 1024 * 1024
+#: In all-or-nothing mode, reading stops after this many problems (the error lists the first few).
+MAX_PROBLEMS = 100
+_PROBLEMS_SHOWN = 3
+
 
 class FormatError(MemLensError):
-    """The input is not a conversation in a supported format; the message says what to fix."""
+    """The input is not a conversation in a supported format; the message says what to fix.
+
+    ``problems`` lists every bad record found (empty when the file as a whole is unreadable).
+    """
+
+    def __init__(self, message: str, problems: Iterable["Problem"] = ()):
+        super().__init__(message)
+        self.problems: list[Problem] = list(problems)
 
 
-# -- loading ----------------------------------------------------------------------------------------
+class RecordError(FormatError):
+    """One record is malformed. ``message`` names the field ("message 3 has no 'role'")."""
 
-def load_json_or_jsonl(text: str, name: str = "input") -> tuple[Any, bool]:
-    """Parse a whole JSON document or JSON Lines. Returns (data, is_jsonl)."""
-    stripped = text.strip()
-    if not stripped:
-        raise FormatError(f"{name} is empty; expected a JSON or JSON Lines conversation file")
-    try:
-        return json.loads(stripped), False
-    except json.JSONDecodeError as whole_error:
-        rows = []
-        for n, line in enumerate(stripped.splitlines(), start=1):
+    def __init__(self, message: str, field: str = ""):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A malformed record: where it is and what is wrong with it.
+
+    ``record`` counts from 0 (``None`` when the file is a single record); ``field`` is the
+    part of the record at fault (``"message 3"``, ``"tools"``, ``"line 8"``…); ``message``
+    reads on its own ("message 3: 'observation' must follow a 'function_call'").
+    """
+
+    record: int | None
+    field: str
+    message: str
+    conversation: str = ""
+
+    @property
+    def text(self) -> str:
+        if self.record is None:
+            return self.message
+        where = f"record {self.record}"
+        if self.conversation:
+            where += f" (conversation {self.conversation!r})"
+        return f"{where}{', ' if self.message.startswith('message ') else ': '}{self.message}"
+
+    def to_json(self) -> dict:
+        return {"record": self.record, "field": self.field, "message": self.message,
+                "conversation": self.conversation, "text": self.text}
+
+
+@dataclass
+class ImportResult:
+    """What an import produced: the conversations, the records left out and why, the format."""
+
+    conversations: list[Conversation]
+    problems: list[Problem]
+    format: str
+    name: str = "input"
+    records: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def skipped(self) -> int:
+        """Number of distinct records left out."""
+        return len({p.record for p in self.problems})
+
+    def summary(self) -> str:
+        n = len(self.conversations)
+        text = f"{n} conversation{'s' if n != 1 else ''} from {self.name} ({self.format})"
+        if self.problems:
+            k = self.skipped
+            text += f"; {k} bad record{'s' if k != 1 else ''} left out"
+        return text
+
+
+@dataclass(frozen=True)
+class Format:
+    """A readable format: ``sniff`` says whether the document (or the first record of an array
+    or JSON Lines file) looks like it; ``read`` turns the records into conversations, reporting
+    bad records through the context."""
+
+    name: str
+    description: str
+    sniff: Callable[[Any, str], bool]
+    read: Callable[["Records", "ReadContext"], Iterable[Conversation]]
+
+
+_REGISTRY: dict[str, Format] = {}
+#: Names of every readable format, in detection order (kept up to date by register_format).
+FORMATS: list[str] = []
+
+
+def register_format(fmt: Format, *, before: str | None = None) -> None:
+    """Add (or replace) a format. Detection tries formats in order; a format with a distinctive
+    marker (a bundle header, say) should go ``before`` the generic ones."""
+    items = [(k, v) for k, v in _REGISTRY.items() if k != fmt.name]
+    at = next((i for i, (k, _) in enumerate(items) if k == before), len(items))
+    items.insert(at, (fmt.name, fmt))
+    _REGISTRY.clear()
+    _REGISTRY.update(items)
+    FORMATS[:] = list(_REGISTRY)
+
+
+def formats() -> list[Format]:
+    return list(_REGISTRY.values())
+
+
+# -- the input, record by record --------------------------------------------------------------------
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+@dataclass(frozen=True)
+class Record:
+    index: int | None
+    value: Any
+    error: str = ""  # a JSON Lines line that is not JSON
+
+
+def _line_col(text: str, pos: int) -> tuple[int, int]:
+    return text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
+
+
+class _Progress:
+    """Reports (done_bytes, total_bytes) at most about 200 times, always ending at the total."""
+
+    def __init__(self, callback: Callable[[int, int], None] | None, total_bytes: int, total_chars: int):
+        self.callback = callback
+        self.total = total_bytes
+        self.ratio = total_bytes / total_chars if total_chars else 1.0
+        self.step = max(1, total_bytes // 200)
+        self.last = -1
+
+    def at_char(self, pos: int) -> None:
+        self.at_bytes(int(pos * self.ratio))
+
+    def at_bytes(self, done: int) -> None:
+        if self.callback is None:
+            return
+        done = min(done, self.total)
+        if done >= self.total or self.last < 0 or done - self.last >= self.step:
+            if done != self.last:
+                self.last = done
+                self.callback(done, self.total)
+
+
+class Records:
+    """The records of one input, read lazily.
+
+    ``layout`` is ``document`` (one JSON value), ``array`` (a top-level JSON array, read element
+    by element) or ``lines`` (JSON Lines, read line by line). ``first`` is the document itself
+    or the first record's value, for detection.
+    """
+
+    def __init__(self, text: str, name: str, progress: _Progress):
+        self.text = text
+        self.name = name
+        self.progress = progress
+        if not text.strip():
+            raise FormatError(f"{name} is empty; expected a JSON or JSON Lines conversation file")
+        start = _WS.match(text, 0).end()
+        self._start = start
+        self.first: Any = None
+        if text[start] == "[":
+            self.layout = "array"
+            pos = _WS.match(text, start + 1).end()
+            if pos < len(text) and text[pos] != "]":
+                self.first, _ = self._decode(pos, first=True)
+            return
+        value, end = self._decode(start, first=True)
+        rest = _WS.match(text, end).end()
+        if rest >= len(text):
+            self.layout = "document"
+        elif "\n" not in text[start:end]:
+            self.layout = "lines"
+        else:
+            line, col = _line_col(text, rest)
+            raise FormatError(f"{name} is not JSON or JSON Lines: Extra data at line {line}, column {col}")
+        self.first = value
+
+    def _decode(self, pos: int, first: bool = False) -> tuple[Any, int]:
+        try:
+            return _DECODER.raw_decode(self.text, pos)
+        except json.JSONDecodeError as e:
+            what = "is not JSON or JSON Lines" if first else "is not valid JSON"
+            raise FormatError(f"{self.name} {what}: {e.msg} at line {e.lineno}, column {e.colno}") from None
+        except RecursionError:
+            line, col = _line_col(self.text, pos)
+            raise FormatError(f"{self.name}: the value at line {line}, column {col} is nested too deeply") from None
+
+    def __iter__(self) -> Iterator[Record]:
+        if self.layout == "document":
+            yield Record(None, self.first)
+            self.progress.at_char(len(self.text))
+        elif self.layout == "array":
+            yield from self._array()
+        else:
+            yield from self._lines()
+
+    def _array(self) -> Iterator[Record]:
+        text, n = self.text, len(self.text)
+        pos = _WS.match(text, self._start + 1).end()
+        index = 0
+        if pos < n and text[pos] == "]":
+            end = pos + 1
+        else:
+            while True:
+                value, end = self._decode(pos)
+                yield Record(index, value)
+                self.progress.at_char(end)
+                pos = _WS.match(text, end).end()
+                if pos < n and text[pos] == ",":
+                    pos = _WS.match(text, pos + 1).end()
+                    index += 1
+                    continue
+                if pos < n and text[pos] == "]":
+                    end = pos + 1
+                    break
+                line, col = _line_col(text, pos)
+                raise FormatError(f"{self.name} is not valid JSON: expected ',' or ']' at line {line}, column {col}")
+        rest = _WS.match(text, end).end()
+        if rest < n:
+            line, col = _line_col(text, rest)
+            raise FormatError(f"{self.name} is not valid JSON: Extra data at line {line}, column {col}")
+        self.progress.at_char(n)
+
+    def _lines(self) -> Iterator[Record]:
+        text, n = self.text, len(self.text)
+        pos, lineno, index = 0, 0, 0
+        while pos < n:
+            nl = text.find("\n", pos)
+            if nl < 0:
+                nl = n
+            line = text[pos:nl]
+            lineno += 1
+            pos = nl + 1
             if not line.strip():
                 continue
             try:
-                rows.append(json.loads(line))
+                yield Record(index, json.loads(line))
             except json.JSONDecodeError as e:
-                if n == 1:
-                    raise FormatError(f"{name} is not JSON or JSON Lines: {whole_error.msg} at line "
-                                      f"{whole_error.lineno}, column {whole_error.colno}") from None
-                raise FormatError(f"{name}: line {n} is not valid JSON ({e.msg}, column {e.colno})") from None
-        return rows, True
+                yield Record(index, None, error=f"line {lineno} is not valid JSON ({e.msg}, column {e.colno})")
+            except RecursionError:
+                yield Record(index, None, error=f"line {lineno} is nested too deeply")
+            index += 1
+            self.progress.at_char(pos)
+        self.progress.at_char(n)
+
+    def inner(self, items: list) -> Iterator[Record]:
+        """Records of a list inside a document (``data``, ``prereq_conversations``…)."""
+        total = len(items) or 1
+        for i, item in enumerate(items):
+            yield Record(i, item)
+            self.progress.at_bytes(int(self.progress.total * (i + 1) / total))
 
 
-def read_conversations(path: str | Path, fmt: str | None = None) -> list[Conversation]:
+class ReadContext:
+    """Collects the problems of one import; stops early when the import cannot succeed anyway."""
+
+    def __init__(self, name: str, skip_bad: bool):
+        self.name = name
+        self.stem = Path(name).stem
+        self.skip_bad = skip_bad
+        self.problems: list[Problem] = []
+        self.notes: list[str] = []
+        self.records = 0
+
+    def report(self, problem: Problem) -> None:
+        self.problems.append(problem)
+        if not self.skip_bad and len(self.problems) >= MAX_PROBLEMS:
+            raise _TooManyProblems()
+
+    def each(self, records: Iterable[Record], parse_one: Callable[[Any, int | None], Any],
+             label: Callable[[Any], str] | None = None) -> Iterator[Any]:
+        """``parse_one(value, index)`` for every record; a bad record becomes a problem."""
+        for rec in records:
+            self.records += 1
+            if rec.error:
+                self.report(Problem(rec.index, rec.error.split(" is ")[0], rec.error))
+                continue
+            try:
+                result = parse_one(rec.value, rec.index)
+            except RecordError as e:
+                conv = ""
+                if label is not None:
+                    try:
+                        conv = label(rec.value)
+                    except Exception:  # a label is a courtesy; a record too broken for one has none
+                        conv = ""
+                self.report(Problem(rec.index, e.field, str(e), conv))
+                continue
+            yield result
+
+
+class _TooManyProblems(Exception):
+    pass
+
+
+# -- entry points -----------------------------------------------------------------------------------
+
+def import_file(path: str | Path, fmt: str | None = None, *, skip_bad: bool = False,
+                on_progress: Callable[[int, int], None] | None = None,
+                max_bytes: int | None = MAX_IMPORT_BYTES) -> ImportResult:
+    """Read every conversation in a file. See the module docstring for formats and modes.
+
+    ``on_progress(done_bytes, total_bytes)`` is called as records are read (a few hundred times
+    at most). Files over ``max_bytes`` are refused before reading (``None`` lifts the limit).
+    """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        size = path.stat().st_size
+        if path.is_dir():
+            raise IsADirectoryError
+        if max_bytes is not None and size > max_bytes:
+            raise FormatError(f"{path.name} is {size / 1048576:.1f} MB; MemLens imports files up to "
+                              f"{max_bytes / 1048576:.0f} MB — split it into smaller files")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise FormatError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise FormatError(f"{path} is a directory; expected a conversation file") from None
-    except UnicodeDecodeError:
-        raise FormatError(f"{path} is not UTF-8 text; expected a JSON or JSON Lines conversation file") from None
     except OSError as e:
         raise FormatError(f"{path}: cannot read ({e.strerror})") from None
-    return parse_conversations(text, name=path.name, fmt=fmt)
+    return import_bytes(data, path.name, fmt, skip_bad=skip_bad, on_progress=on_progress, max_bytes=None)
+
+
+def import_bytes(data: bytes, name: str = "input", fmt: str | None = None, *, skip_bad: bool = False,
+                 on_progress: Callable[[int, int], None] | None = None,
+                 max_bytes: int | None = MAX_IMPORT_BYTES) -> ImportResult:
+    """Like :func:`import_file`, for an upload's bytes."""
+    if max_bytes is not None and len(data) > max_bytes:
+        raise FormatError(f"{name} is {len(data) / 1048576:.1f} MB; MemLens imports files up to "
+                          f"{max_bytes / 1048576:.0f} MB — split it into smaller files")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise FormatError(f"{name} is not UTF-8 text; expected a JSON or JSON Lines conversation file") from None
+    total = len(data)
+    del data
+    return _import(text, name, fmt, skip_bad, on_progress, total)
+
+
+def import_text(text: str, name: str = "input", fmt: str | None = None, *, skip_bad: bool = False,
+                on_progress: Callable[[int, int], None] | None = None) -> ImportResult:
+    """Like :func:`import_file`, for text already in memory."""
+    total = len(text.encode("utf-8", "surrogatepass")) if on_progress else len(text)
+    return _import(text.lstrip("\ufeff"), name, fmt, skip_bad, on_progress, total)
+
+
+def _import(text: str, name: str, fmt: str | None, skip_bad: bool,
+            on_progress: Callable[[int, int], None] | None, total_bytes: int) -> ImportResult:
+    if fmt is not None and fmt not in _REGISTRY:
+        raise FormatError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    progress = _Progress(on_progress, total_bytes, len(text))
+    progress.at_bytes(0)
+    records = Records(text, name, progress)
+    fmt = fmt or _detect(records.first, records.layout, name)
+    ctx = ReadContext(name, skip_bad)
+    conversations: list[Conversation] = []
+    try:
+        for conv in _REGISTRY[fmt].read(records, ctx):
+            conversations.append(conv)
+    except _TooManyProblems:
+        pass
+    if ctx.problems and not skip_bad:
+        raise FormatError(_problems_message(name, ctx.problems), ctx.problems)
+    if not conversations and not ctx.problems:
+        raise FormatError(f"{name} holds no conversation")
+    progress.at_bytes(total_bytes)
+    return ImportResult(conversations, ctx.problems, fmt, name, ctx.records, ctx.notes)
+
+
+def _problems_message(name: str, problems: list[Problem]) -> str:
+    shown = "; ".join(p.text for p in problems[:_PROBLEMS_SHOWN])
+    more = len(problems) - _PROBLEMS_SHOWN
+    if more > 0:
+        shown += f"; and {more}{'+' if len(problems) >= MAX_PROBLEMS else ''} more"
+    if any(p.record is not None for p in problems):
+        shown += " — nothing was imported; fix these records or choose to skip bad records"
+    return f"{name}: {shown}"
+
+
+def read_conversations(path: str | Path, fmt: str | None = None) -> list[Conversation]:
+    """Every conversation in a file, all or nothing (raises :class:`FormatError`)."""
+    return import_file(path, fmt, max_bytes=None).conversations
 
 
 def parse_conversations(text: str, name: str = "input", fmt: str | None = None) -> list[Conversation]:
-    data, is_jsonl = load_json_or_jsonl(text, name)
-    fmt = fmt or detect_format(data, is_jsonl, name)
-    if fmt not in _PARSERS:
-        raise FormatError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    conversations = _PARSERS[fmt](data, Path(name).stem)
-    if not conversations:
-        raise FormatError(f"{name} holds no conversation")
-    return conversations
+    """Every conversation in a text, all or nothing (raises :class:`FormatError`)."""
+    return import_text(text, name, fmt).conversations
+
+
+def load_json_or_jsonl(text: str, name: str = "input") -> tuple[Any, bool]:
+    """Parse a whole JSON document or JSON Lines. Returns (data, is_jsonl)."""
+    records = Records(text.lstrip("\ufeff"), name, _Progress(None, 1, 1))
+    if records.layout == "document":
+        return records.first, False
+    rows = []
+    for rec in records:
+        if rec.error:
+            raise FormatError(f"{name}: {rec.error}")
+        rows.append(rec.value)
+    return rows, records.layout == "lines"
 
 
 def detect_format(data: Any, is_jsonl: bool = False, name: str = "input") -> str:
-    items = data
-    if isinstance(data, dict):
-        if isinstance(data.get("data"), list):
-            items = data["data"]
-            if items and all(isinstance(x, dict) and "query" in x and "answer" in x for x in items):
-                return "dify-messages"
-            if not items:
-                return "dify-messages"
-        if isinstance(data.get("messages"), list):
-            return "openai"
-    if isinstance(items, list) and items:
-        first = items[0]
-        if all(isinstance(x, dict) for x in items):
-            if all("isAnswer" in x for x in items):
-                return "dify-web"
-            if all("query" in x and "answer" in x for x in items):
-                return "dify-messages"
-            if "messages" in first:
-                return "openai"
-            if "role" in first or "content" in first:
-                return "openai"
+    """The format of already-parsed data: a document, or the list of records of an array/JSONL."""
+    if isinstance(data, list):
+        return _detect(data[0] if data else None, "lines" if is_jsonl else "array", name)
+    return _detect(data, "document", name)
+
+
+def _detect(first: Any, layout: str, name: str) -> str:
+    for fmt in _REGISTRY.values():
+        if fmt.sniff(first, layout):
+            return fmt.name
     raise FormatError(f"{name}: unknown format; expected one of {', '.join(FORMATS)} "
-                      "(OpenAI chat messages, Dify /v1/messages history, Dify web chat items)")
+                      "(name the format explicitly if the file is one of them)")
+
+
+def _excerpt(text: Any, width: int = 40) -> str:
+    if not isinstance(text, str):
+        return ""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _single_id_to_stem(conversations: list[Conversation], stem: str, named: set[str]) -> list[Conversation]:
+    """A file of one record names its conversation after the file, as it always has."""
+    if len(conversations) == 1 and conversations[0].id not in named:
+        conversations[0].id = stem
+        if conversations[0].name.startswith(f"{stem}#"):
+            conversations[0].name = stem
+    return conversations
 
 
 # -- OpenAI chat messages ---------------------------------------------------------------------------
 
-def _flatten_content(content: Any, where: str) -> tuple[str, list[str], list[ToolCall]]:
-    """(text, reasoning texts, tool calls) of a content value: a string or a list of typed parts."""
+def _flatten_content(content: Any, at: str, message_index: int) -> tuple[str, list[str], list[tuple[ToolCall, bool]]]:
+    """(text, reasoning texts, tool calls with "id was generated") of a content value."""
     if content is None:
         return "", [], []
     if isinstance(content, str):
@@ -122,16 +503,16 @@ def _flatten_content(content: Any, where: str) -> tuple[str, list[str], list[Too
     if isinstance(content, dict):
         content = [content]
     if not isinstance(content, list):
-        raise FormatError(f"{where}: 'content' must be a string or a list of parts, not {type(content).__name__}")
+        raise RecordError(f"{at}: 'content' must be a string or a list of parts, not {type(content).__name__}", at)
     texts: list[str] = []
     reasoning: list[str] = []
-    calls: list[ToolCall] = []
+    calls: list[tuple[ToolCall, bool]] = []
     for k, part in enumerate(content):
         if isinstance(part, str):
             texts.append(part)
             continue
         if not isinstance(part, dict):
-            raise FormatError(f"{where}: content part {k} must be an object or a string")
+            raise RecordError(f"{at}: content part {k} must be an object or a string", at)
         kind = part.get("type", "text")
         value = part.get("text", part.get("value"))
         if kind in _TEXT_PARTS:
@@ -141,7 +522,7 @@ def _flatten_content(content: Any, where: str) -> tuple[str, list[str], list[Too
         elif kind in _REASONING_PARTS:
             reasoning.append(value if isinstance(value, str) else str(part.get("thinking", "")))
         elif kind == "tool_call":
-            calls.append(_tool_call_from_part(value, f"{where}: content part {k}", len(calls)))
+            calls.append(_tool_call_from_part(value, f"{at}: content part {k}", f"call_{message_index}_{len(calls)}"))
         elif isinstance(value, str):
             texts.append(value)
         else:
@@ -149,66 +530,122 @@ def _flatten_content(content: Any, where: str) -> tuple[str, list[str], list[Too
     return "\n".join(texts), reasoning, calls
 
 
-def _tool_call_from_part(value: Any, where: str, n: int) -> ToolCall:
+def _arguments(args: Any) -> str:
+    return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+
+
+def _tool_call_from_part(value: Any, at: str, default_id: str) -> tuple[ToolCall, bool]:
     data = value
     if isinstance(value, str):
         try:
             data = json.loads(value)
         except json.JSONDecodeError:
-            raise FormatError(f"{where}: tool_call is not valid JSON") from None
+            raise RecordError(f"{at}: tool_call is not valid JSON", at.split(":")[0]) from None
     if not isinstance(data, dict) or "name" not in data:
-        raise FormatError(f"{where}: tool_call needs a 'name'")
-    args = data.get("arguments", {})
-    return ToolCall(id=str(data.get("id", f"call_{n}")), name=str(data["name"]),
-                    arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False))
+        raise RecordError(f"{at}: tool_call needs a 'name'", at.split(":")[0])
+    generated = "id" not in data
+    return ToolCall(id=str(data.get("id", default_id)), name=str(data["name"]),
+                    arguments=_arguments(data.get("arguments", {}))), generated
 
 
-def _tool_calls(raw: Any, where: str) -> list[ToolCall]:
+def _tool_calls(raw: Any, at: str, message_index: int) -> list[tuple[ToolCall, bool]]:
     if raw in (None, []):
         return []
     if not isinstance(raw, list):
-        raise FormatError(f"{where}: 'tool_calls' must be a list")
+        raise RecordError(f"{at}: 'tool_calls' must be a list", at)
     calls = []
     for k, call in enumerate(raw):
         if not isinstance(call, dict):
-            raise FormatError(f"{where}: tool call {k} must be an object")
+            raise RecordError(f"{at}: tool call {k} must be an object", at)
         fn = call.get("function", call)
         if not isinstance(fn, dict) or not fn.get("name"):
-            raise FormatError(f"{where}: tool call {k} has no function name")
-        args = fn.get("arguments", "")
-        calls.append(ToolCall(id=str(call.get("id", f"call_{k}")), name=str(fn["name"]),
-                              arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)))
+            raise RecordError(f"{at}: tool call {k} has no function name", at)
+        calls.append((ToolCall(id=str(call.get("id", f"call_{message_index}_{k}")), name=str(fn["name"]),
+                               arguments=_arguments(fn.get("arguments", ""))), "id" not in call))
     return calls
 
 
-def _openai_messages(raw: list, where: str) -> list[Message]:
-    """Validated messages; ``ref`` is the message's 0-based index in the source list."""
+def _result_ids(content: str) -> list[str]:
+    """Tool-call ids a tool result names in its own text (LLaMA-Factory v1 writes
+    ``[{"tool_call_id": …, "name": …, "content": …}]``)."""
+    text = content.lstrip()
+    if not text.startswith(("[", "{")) or "tool_call_id" not in text:
+        return []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return []
+    items = data if isinstance(data, list) else [data]
+    return [str(x["tool_call_id"]) for x in items if isinstance(x, dict) and x.get("tool_call_id")]
+
+
+def _openai_messages(raw: list) -> list[Message]:
+    """Validated messages; ``ref`` is the message's 0-based index in the source list.
+
+    Tool results are paired with their calls: by ``tool_call_id`` when given, by the ids a
+    result names in its text, else with the oldest call still waiting for a result. A call
+    without an id in the source takes the id its result names.
+    """
     out: list[Message] = []
+    pending: list[tuple[int, int, bool]] = []  # (index in out, index in its tool_calls, id generated)
     for i, m in enumerate(raw):
-        at = f"{where}: message {i}"
+        at = f"message {i}"
         if not isinstance(m, dict):
-            raise FormatError(f"{at} is not an object")
+            raise RecordError(f"{at} is not an object", at)
         if "role" not in m:
-            raise FormatError(f"{at} has no 'role'")
+            raise RecordError(f"{at} has no 'role'", at)
         role = m["role"]
         if not isinstance(role, str):
-            raise FormatError(f"{at} has a 'role' that is not a string")
+            raise RecordError(f"{at} has a 'role' that is not a string", at)
         role = _ROLE_ALIASES.get(role, role)
         if role not in _VALID_ROLES:
-            raise FormatError(f"{at} has an unknown role {m['role']!r}; expected one of system, user, assistant, tool")
-        text, reasoning, part_calls = _flatten_content(m.get("content"), at)
-        calls = _tool_calls(m.get("tool_calls"), at) + part_calls
+            raise RecordError(f"{at} has an unknown role {m['role']!r}; expected one of system, user, assistant, tool",
+                              at)
+        text, reasoning, part_calls = _flatten_content(m.get("content"), at, i)
+        calls = _tool_calls(m.get("tool_calls"), at, i) + part_calls
         if isinstance(m.get("function_call"), dict):
-            calls += _tool_calls([{"function": m["function_call"]}], at)
+            calls += _tool_calls([{"function": m["function_call"]}], at, i)
         extra_reasoning = m.get("reasoning_content") or m.get("reasoning")
         if isinstance(extra_reasoning, str) and extra_reasoning:
             reasoning.insert(0, extra_reasoning)
         name = m.get("name") if isinstance(m.get("name"), str) and role != "tool" else None
-        for r in reasoning:
-            out.append(Message(role="assistant", content=r, kind=REASONING, ref=f"{i}:reasoning"))
-        out.append(Message(role=role, content=text, kind="", ref=i, name=name, tool_calls=tuple(calls),
-                           tool_call_id=m.get("tool_call_id") if isinstance(m.get("tool_call_id"), str) else None))
+        for k, r in enumerate(reasoning):
+            out.append(Message(role="assistant", content=r, kind=REASONING,
+                               ref=f"{i}:reasoning" if k == 0 else f"{i}:reasoning{k}"))
+        call_id = m.get("tool_call_id") if isinstance(m.get("tool_call_id"), str) else None
+        if role == "tool":
+            call_id = _pair_result(out, pending, call_id, text)
+        elif role in ("user", "system"):
+            pending.clear()
+        out.append(Message(role=role, content=text, kind="", ref=i, name=name,
+                           tool_calls=tuple(c for c, _ in calls), tool_call_id=call_id))
+        pending.extend((len(out) - 1, k, generated) for k, (_, generated) in enumerate(calls))
     return out
+
+
+def _pair_result(out: list[Message], pending: list[tuple[int, int, bool]], call_id: str | None,
+                 text: str) -> str | None:
+    def call_at(p: tuple[int, int, bool]) -> ToolCall:
+        return out[p[0]].tool_calls[p[1]]
+
+    def rename(p: tuple[int, int, bool], new_id: str) -> None:
+        msg = out[p[0]]
+        calls = list(msg.tool_calls)
+        calls[p[1]] = replace(calls[p[1]], id=new_id)
+        out[p[0]] = replace(msg, tool_calls=tuple(calls))
+
+    wanted = [call_id] if call_id else _result_ids(text)
+    if not wanted:
+        return call_at(pending.pop(0)).id if pending else None
+    for cid in wanted:
+        match = next((p for p in pending if call_at(p).id == cid), None)
+        if match is None:
+            match = next((p for p in pending if p[2]), None)
+            if match is not None:
+                rename(match, cid)
+        if match is not None:
+            pending.remove(match)
+    return wanted[0]
 
 
 def conversation_from_messages(messages: list[Message], conv_id: str, *, source_format: str = "openai",
@@ -255,42 +692,424 @@ def conversation_from_messages(messages: list[Message], conv_id: str, *, source_
                         source_format=source_format, name=name or conv_id, meta=meta or {})
 
 
-def _parse_openai(data: Any, stem: str) -> list[Conversation]:
-    if isinstance(data, dict):
-        records = [data]
-    elif isinstance(data, list) and data and all(isinstance(x, dict) and "messages" in x for x in data):
-        records = data
-    else:
-        records = [{"messages": data}]
-    out = []
-    for n, rec in enumerate(records):
-        raw = rec.get("messages")
-        where = stem if len(records) == 1 else f"{stem} record {n}"
-        if not isinstance(raw, list):
-            raise FormatError(f"{where}: 'messages' must be a list")
-        meta = {k: v for k, v in rec.items() if k != "messages" and isinstance(v, (str, int, float, bool))}
-        conv_id = str(rec.get("id") or (stem if len(records) == 1 else f"{stem}#{n}"))
-        conv = conversation_from_messages(_openai_messages(raw, where), conv_id, meta=meta,
-                                          name=str(rec.get("name") or conv_id))
-        if not conv.turns:
-            raise FormatError(f"{where} has no user or assistant message")
-        out.append(conv)
-    return out
+def _first_user_text(messages: Any, role_key: str = "role", user: tuple[str, ...] = ("user",),
+                     text_key: str = "content") -> str:
+    if not isinstance(messages, list):
+        return ""
+    for m in messages:
+        if isinstance(m, dict) and m.get(role_key) in user:
+            content = m.get(text_key)
+            if isinstance(content, list):
+                content = " ".join(p.get("text") or p.get("value") or "" for p in content if isinstance(p, dict))
+            return _excerpt(content)
+    return ""
+
+
+def _openai_label(rec: Any) -> str:
+    if not isinstance(rec, dict):
+        return ""
+    for key in ("id", "name", "task_id"):
+        if isinstance(rec.get(key), (str, int)) and not isinstance(rec.get(key), bool):
+            return str(rec[key])
+    return _first_user_text(rec.get("messages"))
+
+
+def _openai_conversation(rec: Any, n: int | None, stem: str) -> Conversation:
+    if not isinstance(rec, dict):
+        raise RecordError("the record is not an object with a 'messages' list", "")
+    raw = rec.get("messages")
+    if not isinstance(raw, list):
+        raise RecordError("'messages' must be a list", "messages")
+    meta = {k: v for k, v in rec.items() if k != "messages" and isinstance(v, (str, int, float, bool))}
+    conv_id = str(rec.get("id") or (stem if n is None else f"{stem}#{n}"))
+    conv = conversation_from_messages(_openai_messages(raw), conv_id, meta=meta,
+                                      name=str(rec.get("name") or conv_id))
+    if not conv.turns:
+        raise RecordError("has no user or assistant message" if n is None else
+                          "the conversation has no user or assistant message", "messages")
+    return conv
+
+
+def _sniff_openai(first: Any, layout: str) -> bool:
+    return isinstance(first, dict) and ("messages" in first or "role" in first or "content" in first) \
+        and isinstance(first.get("messages", []), list)
+
+
+def _read_openai(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
+    first = records.first
+    if records.layout == "document" and isinstance(first, dict) and "messages" in first:
+        yield from ctx.each(records, lambda rec, _: _openai_conversation(rec, None, ctx.stem), _openai_label)
+        return
+    if isinstance(first, dict) and "messages" in first:
+        named = set()
+
+        def parse(rec: Any, n: int | None) -> Conversation:
+            conv = _openai_conversation(rec, n, ctx.stem)
+            if rec.get("id"):
+                named.add(conv.id)
+            return conv
+
+        out = list(ctx.each(records, parse, _openai_label))
+        yield from _single_id_to_stem(out, ctx.stem, named) if ctx.records == 1 else out
+        return
+    # A bare list of messages (array or JSON Lines) is one conversation.
+    messages = []
+    for rec in records:
+        ctx.records = 1
+        if rec.error:
+            ctx.report(Problem(None, rec.error.split(" is ")[0], rec.error))
+            return
+        messages.append(rec.value)
+    doc = messages if records.layout != "document" else first
+    yield from ctx.each([Record(None, {"messages": doc} if isinstance(doc, list) else doc)],
+                        lambda rec, _: _openai_conversation(rec, None, ctx.stem))
+
+
+# -- ShareGPT ---------------------------------------------------------------------------------------
+
+_SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
+                   "chatgpt": "assistant", "bard": "assistant", "bing": "assistant", "model": "assistant",
+                   "system": "system", "function_call": "call", "tool_call": "call",
+                   "observation": "result", "tool": "result", "function_response": "result"}
+
+
+def _sharegpt_calls(value: str, at: str, k: int) -> tuple[ToolCall, ...]:
+    try:
+        data = json.loads(value)
+    except json.JSONDecodeError:
+        raise RecordError(f"{at}: a 'function_call' value must be JSON {{\"name\": …, \"arguments\": …}}",
+                          at) from None
+    items = data if isinstance(data, list) else [data]
+    calls = []
+    for j, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+            raise RecordError(f"{at}: a 'function_call' needs a 'name'", at)
+        calls.append(ToolCall(id=f"call_{k}" if len(items) == 1 else f"call_{k}_{j}", name=item["name"],
+                              arguments=_arguments(item.get("arguments", {}))))
+    if not calls:
+        raise RecordError(f"{at}: the 'function_call' names no function", at)
+    return tuple(calls)
+
+
+def _sharegpt_conversation(rec: Any, n: int | None, stem: str) -> Conversation:
+    if not isinstance(rec, dict):
+        raise RecordError("the record is not an object with a 'conversations' list", "")
+    raw = rec.get("conversations")
+    if not isinstance(raw, list):
+        raise RecordError("'conversations' must be a list of {from, value} messages", "conversations")
+    if not raw:
+        raise RecordError("'conversations' is empty", "conversations")
+    meta: dict = {}
+    tools = rec.get("tools")
+    if tools not in (None, ""):
+        if isinstance(tools, str):
+            try:
+                parsed = json.loads(tools)
+            except json.JSONDecodeError as e:
+                raise RecordError(f"'tools' is not valid JSON ({e.msg}, column {e.colno})", "tools") from None
+        else:
+            parsed = tools
+        if not isinstance(parsed, list):
+            raise RecordError("'tools' must be a list of tool definitions (or a JSON string of one)", "tools")
+        meta["tools"] = tools
+    system = rec.get("system")
+    if system is not None and not isinstance(system, str):
+        raise RecordError("'system' must be a string", "system")
+    messages: list[Message] = [Message("system", system, "", "system")] if system else []
+    pending: list[ToolCall] = []
+    previous = None
+    for k, m in enumerate(raw):
+        at = f"message {k}"
+        if not isinstance(m, dict):
+            raise RecordError(f"{at} is not an object", at)
+        tag, value = m.get("from"), m.get("value")
+        if not isinstance(tag, str):
+            raise RecordError(f"{at} has no 'from'", at)
+        if not isinstance(value, str):
+            raise RecordError(f"{at} has no 'value' string", at)
+        role = _SHAREGPT_ROLES.get(tag.lower())
+        if role is None:
+            raise RecordError(f"{at} has an unknown 'from' {tag!r}; expected human, gpt, function_call, "
+                              "observation or system", at)
+        if role == "call":
+            pending = list(_sharegpt_calls(value, at, k))
+            messages.append(Message("assistant", "", "", k, tool_calls=tuple(pending)))
+        elif role == "result":
+            if previous not in ("call", "result") or not pending:
+                raise RecordError(f"{at}: {tag!r} must follow a 'function_call'", at)
+            messages.append(Message("tool", value, "", k, tool_call_id=pending.pop(0).id))
+        else:
+            pending = []
+            messages.append(Message(role, value, "", k))
+        previous = role
+    conv_id = str(rec.get("id") or (stem if n is None else f"{stem}#{n}"))
+    meta.update({key: v for key, v in rec.items()
+                 if key not in ("conversations", "tools", "system") and isinstance(v, (str, int, float, bool))})
+    conv = conversation_from_messages(messages, conv_id, source_format="sharegpt", meta=meta,
+                                      name=str(rec.get("name") or conv_id))
+    if not conv.turns:
+        raise RecordError("the conversation has no human or gpt message", "conversations")
+    return conv
+
+
+def _sharegpt_label(rec: Any) -> str:
+    if isinstance(rec, dict) and isinstance(rec.get("id"), (str, int)):
+        return str(rec["id"])
+    return _first_user_text(rec.get("conversations") if isinstance(rec, dict) else None, "from",
+                            ("human", "user"), "value")
+
+
+def _sniff_sharegpt(first: Any, layout: str) -> bool:
+    return isinstance(first, dict) and isinstance(first.get("conversations"), list)
+
+
+def _read_sharegpt(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
+    named = set()
+
+    def parse(rec: Any, n: int | None) -> Conversation:
+        conv = _sharegpt_conversation(rec, n, ctx.stem)
+        if rec.get("id"):
+            named.add(conv.id)
+        return conv
+
+    out = list(ctx.each(records, parse, _sharegpt_label))
+    yield from _single_id_to_stem(out, ctx.stem, named) if ctx.records == 1 else out
+
+
+# -- OpenAssistant message trees --------------------------------------------------------------------
+
+def _oasst_node(node: Any, role: str, at_parent: str) -> tuple[str, str, list]:
+    if not isinstance(node, dict):
+        raise RecordError(f"a reply of {at_parent} is not an object", at_parent)
+    mid = node.get("message_id")
+    if not isinstance(mid, str) or not mid:
+        raise RecordError(f"a reply of {at_parent} has no 'message_id'", at_parent)
+    at = f"message {mid!r}"
+    if node.get("role") != role:
+        raise RecordError(f"{at} has role {node.get('role')!r} where {role!r} was expected "
+                          "(prompter and assistant messages alternate)", at)
+    text = node.get("text")
+    if not isinstance(text, str):
+        raise RecordError(f"{at} has no 'text' string", at)
+    replies = node.get("replies", [])
+    if not isinstance(replies, list):
+        raise RecordError(f"{at}: 'replies' must be a list", at)
+    return mid, text, replies
+
+
+def _oasst_turns(root: Any) -> tuple[list[Turn], int]:
+    """The tree's turns in depth-first creation order, and how many deleted messages were left out.
+
+    A turn is a prompter message and one assistant reply (id: the reply's message id); a
+    prompter message nobody answered is a turn of its own with no answer. Each turn's parent is
+    the turn of the assistant message its prompter replied to; only the replies to the tree's
+    first prompt have no parent (they are sibling roots, as Dify stores regenerations of a
+    first message). Depth-first order matters: Dify's walk stops at the first parentless row
+    it meets, and in this order every row between a turn and its parent lies in the parent's
+    subtree — so each turn's Dify thread is exactly its path from the root.
+    """
+    left_out = 0
+    turns: list[Turn] = []
+    seen: set[str] = set()
+    # Stack items: ("prompter", node, parent turn id) or ("turn", prompter node, answer node, parent turn id).
+    stack: list[tuple] = [("prompter", root, None)]
+    while stack:
+        item = stack.pop()
+        if item[0] == "prompter":
+            _, node, parent = item
+            pid, text, replies = _oasst_node(node, "prompter", "")
+            if pid in seen:
+                raise RecordError(f"message {pid!r} appears twice in the tree", f"message {pid!r}")
+            seen.add(pid)
+            answers = []
+            for reply in replies:
+                _oasst_node(reply, "assistant", f"message {pid!r}")
+                if reply.get("deleted") is True:
+                    left_out += _oasst_size(reply)
+                else:
+                    answers.append(reply)
+            if not answers:
+                turns.append(Turn(id=pid, parent_id=parent,
+                                  messages=(Message("user", text, QUERY, f"{pid}:query"),),
+                                  query_index=0, answer_index=None,
+                                  meta={"prompter_id": pid, "assistant_id": None}))
+            for answer in reversed(answers):
+                stack.append(("turn", node, answer, parent))
+        else:
+            _, prompter, answer, parent = item
+            aid, answer_text, replies = _oasst_node(answer, "assistant", "")
+            if aid in seen:
+                raise RecordError(f"message {aid!r} appears twice in the tree", f"message {aid!r}")
+            seen.add(aid)
+            pid, text, _ = _oasst_node(prompter, "prompter", "")
+            meta = {"prompter_id": pid, "assistant_id": aid}
+            if isinstance(answer.get("rank"), int):
+                meta["rank"] = answer["rank"]
+            turns.append(Turn(id=aid, parent_id=parent,
+                              messages=(Message("user", text, QUERY, f"{aid}:query"),
+                                        Message("assistant", answer_text, ANSWER, f"{aid}:answer")),
+                              query_index=0, answer_index=1, meta=meta))
+            followups = []
+            for reply in replies:
+                _oasst_node(reply, "prompter", f"message {aid!r}")
+                if reply.get("deleted") is True:
+                    left_out += _oasst_size(reply)
+                else:
+                    followups.append(reply)
+            for reply in reversed(followups):
+                stack.append(("prompter", reply, aid))
+    return turns, left_out
+
+
+def _oasst_size(node: dict) -> int:
+    count, stack = 0, [node]
+    while stack:
+        n = stack.pop()
+        count += 1
+        stack.extend(r for r in n.get("replies") or [] if isinstance(r, dict))
+    return count
+
+
+def _oasst_conversation(rec: Any, n: int | None, stem: str) -> Conversation:
+    if not isinstance(rec, dict):
+        raise RecordError("the record is not an object with a 'prompt'", "")
+    root = rec.get("prompt")
+    if not isinstance(root, dict):
+        raise RecordError("'prompt' must be the tree's first message (an object)", "prompt")
+    if root.get("deleted") is True:
+        raise RecordError("the tree's first message is deleted", "prompt")
+    turns, left_out = _oasst_turns(root)
+    tree_id = str(rec.get("message_tree_id") or root.get("message_id"))
+    meta = {k: rec[k] for k in ("message_tree_id", "tree_state") if isinstance(rec.get(k), str)}
+    if isinstance(root.get("lang"), str):
+        meta["lang"] = root["lang"]
+    if left_out:
+        meta["deleted_messages_left_out"] = left_out
+    return Conversation(id=tree_id, turns=turns, source_format="oasst", name=_excerpt(root.get("text"), 60),
+                        meta=meta)
+
+
+def _oasst_label(rec: Any) -> str:
+    if isinstance(rec, dict):
+        if isinstance(rec.get("message_tree_id"), str):
+            return rec["message_tree_id"]
+        if isinstance(rec.get("prompt"), dict):
+            return _excerpt(rec["prompt"].get("text"))
+    return ""
+
+
+def _sniff_oasst(first: Any, layout: str) -> bool:
+    return isinstance(first, dict) and "prompt" in first and ("message_tree_id" in first or "tree_state" in first)
+
+
+def _read_oasst(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
+    yield from ctx.each(records, lambda rec, n: _oasst_conversation(rec, n, ctx.stem), _oasst_label)
+
+
+# -- BFCL memory conversations ----------------------------------------------------------------------
+
+def _bfcl_conversation(rec: Any, n: int | None, stem: str) -> Conversation:
+    if not isinstance(rec, dict):
+        raise RecordError("the record is not an object with a 'question' list", "")
+    question = rec.get("question")
+    if not isinstance(question, list):
+        raise RecordError("'question' must be a list of turns (each a list of messages)", "question")
+    flat: list = []
+    for t, group in enumerate(question):
+        if isinstance(group, dict):
+            group = [group]
+        if not isinstance(group, list):
+            raise RecordError(f"turn {t} must be a list of messages", f"turn {t}")
+        flat.extend(group)
+    conv_id = str(rec.get("id") or (stem if n is None else f"{stem}#{n}"))
+    meta = {k: v for k, v in rec.items() if k != "question" and isinstance(v, (str, int, float, bool))}
+    conv = conversation_from_messages(_openai_messages(flat), conv_id, source_format="bfcl", meta=meta,
+                                      name=str(rec.get("topic") or conv_id))
+    if not conv.turns:
+        raise RecordError("the conversation has no message", "question")
+    return conv
+
+
+def _normalise(text: str) -> str:
+    text = re.sub(r"\s*([—–-])\s*", r"\1", text.replace("’", "'"))
+    return " ".join(text.split()).casefold()
+
+
+def _probe_text(question: Any) -> str:
+    while isinstance(question, list) and question:
+        question = question[0]
+    if isinstance(question, dict):
+        question = question.get("content")
+    return question if isinstance(question, str) else ""
+
+
+def _attach_probes(conversations: list[Conversation], probes: list, ctx: ReadContext) -> None:
+    """Each probe names the sentence that answers it; attach it to the message stating it."""
+    where = [(c, t.query_message.ref, _normalise(t.query), pos)
+             for c in conversations for pos, t in enumerate(c.turns) if t.query_message is not None]
+    for i, probe in enumerate(probes):
+        if not isinstance(probe, dict) or not isinstance(probe.get("source"), str):
+            ctx.report(Problem(None, f"probe {i}", f"probe {i} has no 'source' sentence"))
+            continue
+        source = _normalise(probe["source"])
+        hits = [w for w in where if source in w[2]]
+        if not hits:
+            m = re.match(r"^([^:]{1,40}):\s*(.+)$", source)
+            if m:
+                hits = [w for w in where if f"{m.group(1)}:" in w[2] and m.group(2) in w[2]]
+        question = _probe_text(probe.get("question"))
+        if not hits:
+            ctx.notes.append(f"probe {probe.get('id', i)}: its source sentence is in no conversation of this file")
+            continue
+        conv, ref, _, pos = hits[0]
+        label = _excerpt(probe["source"], 60)
+        conv.meta.setdefault("probes", []).append(
+            {"id": probe.get("id"), "question": question, "ground_truth": probe.get("ground_truth"),
+             "source": probe["source"], "ref": ref, "position": pos})
+        conv.meta.setdefault("facts", []).append({"ref": ref, "label": label})
+
+
+def _sniff_bfcl(first: Any, layout: str) -> bool:
+    if not isinstance(first, dict):
+        return False
+    if layout == "document" and isinstance(first.get("prereq_conversations"), list):
+        return True
+    q = first.get("question")
+    return isinstance(q, list) and bool(q) and isinstance(q[0], list) and "messages" not in first
+
+
+def _read_bfcl(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
+    doc = records.first
+    parse = lambda rec, n: _bfcl_conversation(rec, n, ctx.stem)  # noqa: E731
+    label = lambda rec: str(rec.get("id", "")) if isinstance(rec, dict) else ""  # noqa: E731
+    if records.layout == "document" and isinstance(doc, dict) and "prereq_conversations" in doc:
+        convs = list(ctx.each(records.inner(doc["prereq_conversations"]), parse, label))
+        probes = doc.get("probes") or []
+        if not isinstance(probes, list):
+            ctx.report(Problem(None, "probes", "'probes' must be a list"))
+        else:
+            _attach_probes(convs, probes, ctx)
+        yield from convs
+        return
+    yield from ctx.each(records, parse, label)
 
 
 # -- Dify Service API history -----------------------------------------------------------------------
 
-def _dify_turn(item: dict, where: str) -> Turn:
+def _dify_turn(item: dict) -> Turn:
     if "id" not in item or not item["id"]:
-        raise FormatError(f"{where} has no 'id'")
+        raise RecordError("the message record has no 'id'", "id")
     mid = str(item["id"])
     for key in ("query", "answer"):
         if key in item and item[key] is not None and not isinstance(item[key], str):
-            raise FormatError(f"{where}: '{key}' must be a string")
-    user_files, assistant_files = _dify_files(item.get("message_files"), where)
+            raise RecordError(f"'{key}' must be a string", key)
+    user_files, assistant_files = _dify_files(item.get("message_files"))
     messages = [Message(role="user", content=item.get("query") or "", kind=QUERY, ref=f"{mid}:query",
                         files=user_files)]
-    for k, thought in enumerate(item.get("agent_thoughts") or []):
+    thoughts = item.get("agent_thoughts") or []
+    if not isinstance(thoughts, list):
+        raise RecordError("'agent_thoughts' must be a list", "agent_thoughts")
+    for k, thought in enumerate(thoughts):
         if not isinstance(thought, dict) or not thought.get("tool"):
             continue
         pos = thought.get("position", k + 1)
@@ -311,52 +1130,90 @@ def _dify_turn(item: dict, where: str) -> Turn:
                 meta={k: item[k] for k in ("inputs", "message_tokens", "feedback") if k in item})
 
 
-def _dify_files(raw: Any, where: str) -> tuple[tuple[FileRef, ...], tuple[FileRef, ...]]:
+def _dify_files(raw: Any) -> tuple[tuple[FileRef, ...], tuple[FileRef, ...]]:
     """User files are those that belong to the user *or to nobody*; assistant files belong to the
     assistant (spec/dify-memory.md §1.5)."""
     if not raw:
         return (), ()
     if not isinstance(raw, list):
-        raise FormatError(f"{where}: 'message_files' must be a list")
+        raise RecordError("'message_files' must be a list", "message_files")
     user, assistant = [], []
     for f in raw:
         if not isinstance(f, dict):
-            raise FormatError(f"{where}: a message file must be an object")
+            raise RecordError("a message file must be an object", "message_files")
         ref = FileRef(type=str(f.get("type") or "file"), url=str(f.get("url") or ""), id=str(f.get("id") or ""))
         (assistant if f.get("belongs_to") == "assistant" else user).append(ref)
     return tuple(user), tuple(assistant)
 
 
-def _parse_dify_messages(data: Any, stem: str) -> list[Conversation]:
-    items = data.get("data") if isinstance(data, dict) else data
-    if not isinstance(items, list):
-        raise FormatError(f"{stem}: 'data' must be a list of message records")
+def _sniff_dify_messages(first: Any, layout: str) -> bool:
+    if layout == "document" and isinstance(first, dict) and isinstance(first.get("data"), list):
+        items = first["data"]
+        return not items or (isinstance(items[0], dict) and "query" in items[0] and "answer" in items[0])
+    return isinstance(first, dict) and "query" in first and "answer" in first
+
+
+def _read_dify_messages(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
+    doc = records.first
+    if records.layout == "document":
+        items = doc.get("data") if isinstance(doc, dict) else doc
+        if not isinstance(items, list):
+            ctx.report(Problem(None, "data", "'data' must be a list of message records"))
+            return
+        source: Iterable[Record] = records.inner(items)
+    else:
+        source = records
     groups: dict[str, list[tuple[int, Turn]]] = {}
-    for n, item in enumerate(items):
-        where = f"{stem}: message record {n}"
+    failed: set[str] = set()
+
+    def conv_of(item: Any) -> str:
+        return str(item.get("conversation_id") or ctx.stem) if isinstance(item, dict) else ctx.stem
+
+    def parse(item: Any, n: int | None) -> None:
         if not isinstance(item, dict):
-            raise FormatError(f"{where} is not an object")
-        turn = _dify_turn(item, where)
-        groups.setdefault(str(item.get("conversation_id") or stem), []).append((n, turn))
-    out = []
+            raise RecordError("the message record is not an object", "")
+        turn = _dify_turn(item)
+        groups.setdefault(conv_of(item), []).append((n or 0, turn))
+
+    for rec in source:
+        before = len(ctx.problems)
+        for _ in ctx.each([rec], parse, conv_of):
+            pass
+        if len(ctx.problems) > before and isinstance(rec.value, dict):
+            failed.add(conv_of(rec.value))
     for conv_id, rows in groups.items():
+        if conv_id in failed:
+            continue  # a conversation with a bad record is left out whole
         # The API pages newest first and lists each page oldest first; creation time decides.
         rows.sort(key=lambda r: (r[1].created_at if r[1].created_at is not None else float("-inf"), r[0]))
-        out.append(Conversation(id=conv_id, turns=[t for _, t in rows], source_format="dify-messages",
-                                name=conv_id))
-    return out
+        yield Conversation(id=conv_id, turns=[t for _, t in rows], source_format="dify-messages", name=conv_id)
 
 
 # -- Dify web chat items ----------------------------------------------------------------------------
 
-def _parse_dify_web(data: Any, stem: str) -> list[Conversation]:
-    if not isinstance(data, list):
-        raise FormatError(f"{stem}: Dify web chat items must be a list")
-    by_id: dict[str, dict] = {}
-    for n, item in enumerate(data):
+def _sniff_dify_web(first: Any, layout: str) -> bool:
+    return layout != "document" and isinstance(first, dict) and "isAnswer" in first
+
+
+def _read_dify_web(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
+    if records.layout == "document":
+        ctx.report(Problem(None, "", "Dify web chat items must be a list"))
+        return
+    data: list[dict] = []
+
+    def check(item: Any, n: int | None) -> dict:
+        if not isinstance(item, dict):
+            raise RecordError("the chat item is not an object", "")
         if "id" not in item:
-            raise FormatError(f"{stem}: chat item {n} has no 'id'")
-        by_id[str(item["id"])] = item
+            raise RecordError(f"chat item {n} has no 'id'", "id")
+        if item.get("content") is not None and not isinstance(item.get("content"), str):
+            raise RecordError(f"chat item {item['id']!r} has a 'content' that is not a string", "content")
+        return item
+
+    data = list(ctx.each(records, check))
+    if ctx.problems:
+        return  # one conversation: read whole or not at all
+    by_id = {str(item["id"]): item for item in data}
     answered: dict[str, dict] = {}
     for item in data:
         if item.get("isAnswer"):
@@ -365,7 +1222,7 @@ def _parse_dify_web(data: Any, stem: str) -> list[Conversation]:
                 answered[str(parent)] = item
     turns: list[Turn] = []
     conv_id = ""
-    for n, item in enumerate(data):
+    for item in data:
         if item.get("isAnswer"):
             parent = item.get("parentMessageId")
             if parent is not None and str(parent) in by_id:
@@ -373,9 +1230,6 @@ def _parse_dify_web(data: Any, stem: str) -> list[Conversation]:
             question, answer = None, item
         else:
             question, answer = item, answered.get(str(item["id"]))
-        for it in (question, answer):
-            if it is not None and it.get("content") is not None and not isinstance(it.get("content"), str):
-                raise FormatError(f"{stem}: chat item {it['id']!r} has a 'content' that is not a string")
         tid = str(answer["id"]) if answer else str(question["id"])
         # The answer's ``input.query`` is the stored message record's query (what memory replays);
         # the question item's ``content`` is only what the chat shows.
@@ -395,11 +1249,20 @@ def _parse_dify_web(data: Any, stem: str) -> list[Conversation]:
         turns.append(Turn(id=tid, parent_id=str(parent) if parent else None, messages=messages, query_index=0,
                           answer_index=1, answer_tokens=None if answer else 0, meta=meta,
                           status="normal" if answer else "running"))
-    return [Conversation(id=conv_id or stem, turns=turns, source_format="dify-web", name=stem)]
+    yield Conversation(id=conv_id or ctx.stem, turns=turns, source_format="dify-web", name=ctx.stem)
 
 
-_PARSERS: dict[str, Callable[[Any, str], list[Conversation]]] = {
-    "openai": _parse_openai,
-    "dify-messages": _parse_dify_messages,
-    "dify-web": _parse_dify_web,
-}
+# Detection order: distinctive shapes first, the generic OpenAI message list last.
+for _fmt in (
+    Format("bfcl", "BFCL memory prerequisite conversations (user-only turns, recall probes)", _sniff_bfcl,
+           _read_bfcl),
+    Format("oasst", "OpenAssistant message trees (siblings become branches)", _sniff_oasst, _read_oasst),
+    Format("sharegpt", "ShareGPT conversations (human / gpt / function_call / observation)", _sniff_sharegpt,
+           _read_sharegpt),
+    Format("dify-web", "Dify web chat items (isAnswer / parentMessageId)", _sniff_dify_web, _read_dify_web),
+    Format("dify-messages", "Dify Service API history (GET /v1/messages)", _sniff_dify_messages,
+           _read_dify_messages),
+    Format("openai", "OpenAI chat messages (JSON, JSON Lines, typed content parts)", _sniff_openai, _read_openai),
+):
+    register_format(_fmt)
+del _fmt
