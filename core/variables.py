@@ -394,7 +394,7 @@ def run_assigner_v2(items: Sequence[Mapping[str, Any]], declarations: Sequence[C
     by_name = {v.name: v for v in declarations}
     working = copy.deepcopy(dict(values))
     result = AssignResult(values=working)
-    for item in items:
+    for position, item in enumerate(items, start=1):
         selector = item.get("variable_selector")
         op = item.get("operation", "over-write")
         input_type = item.get("input_type", "variable")
@@ -415,7 +415,10 @@ def run_assigner_v2(items: Sequence[Mapping[str, Any]], declarations: Sequence[C
             if source is MISSING:
                 raise AssignerError(f"Variable {list(value) if isinstance(value, (list, tuple)) else value} not found")
             if source is NONE or source is None:
-                continue  # Dify skips an item whose source is a NONE segment
+                # Dify skips an item whose source is a NONE segment, silently; the record says so.
+                result.notes.append(f"item {position}: {'.'.join(map(str, value))} is empty; "
+                                    f"conversation.{name} left unchanged")
+                continue
             value = source
         if op == "set" and value_type == "object" and isinstance(value, str):
             try:

@@ -1,0 +1,950 @@
+"""Running one turn of a flow: every node in order, what each LLM node saw, and what changed.
+
+:func:`run_turn` is persistence-agnostic: it takes a :class:`ConversationState` (the conversation's
+message records with their parent ids, and the conversation variables' current values) and
+returns a :class:`TurnRecord`; it never modifies the state. :meth:`ConversationState.apply` gives
+the state after the turn. A store persists records; a server streams :func:`run_turn`'s events.
+
+How a turn runs (spec/dify-memory.md §1–§3):
+
+* The new turn is appended as Dify's placeholder row (answer ``""``, ``answer_tokens`` 0) under its
+  parent — by default the newest turn, or any earlier turn id to branch. ``sys.dialogue_count`` is
+  its position on its thread (first turn 1; failed turns count).
+* Conversation variables not stored yet start at their defaults; values stored for variables the
+  flow no longer declares are kept (§3.2).
+* Nodes run from the start node along the edges. A node runs once all its incoming edges are
+  decided and at least one was taken; an if-else takes the handle of its first true case, or
+  ``false``; branches not taken are skipped. Nodes MemLens does not emulate run as pass-throughs
+  with empty outputs and are recorded ``emulated: false`` (a multi-way pass-through such as a
+  question classifier takes its first branch and says so). Nodes inside an iteration or loop do
+  not run.
+* Each LLM node's memory is the ``dify`` strategy with the node's own window over the
+  conversation's stored answers (§2.8), computed as a ledger; the history sent to the model is
+  exactly the ledger's kept messages. Prompt assembly follows §2.4–§2.7 (chat) and §2.6
+  (completion models with role prefixes).
+* An assigner's writes are applied when the node finishes and reported through
+  ``on_variables_updated``; they stay if a later node fails. A failing node fails the turn: the
+  record keeps status ``failed``, the error and an empty answer.
+* ``on_event`` receives Dify's streaming events in order: ``workflow_started``, ``node_started`` /
+  ``node_finished`` per node, ``message`` (answer text), ``message_end``, ``workflow_finished``;
+  on failure ``workflow_finished`` (status ``failed``) then ``error``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+import uuid
+from collections import deque
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Callable, Mapping, Sequence
+
+from .conversation import ANSWER, QUERY, Conversation, Message, Turn
+from .errors import MemLensError
+from .flow import (OPERATOR_ALIASES, Flow, LLMSettings, Node, if_else_cases, llm_settings)
+from .ledger import Ledger, LedgerEntry
+from .llm import LLMClient, LLMError, default_client, one_line
+from .memory import FIDELITIES, ConfigError, MemoryConfig, Replay, turn_numbers
+from .templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, FileList, VariablePool, refers_to, render, render_jinja,
+                        value_text)
+from .tokens import DEMO_MODEL, REPLY_PRIMING, counter_for
+from .variables import (AssignerError, ConversationVariable, VariableChange, edit_variable, initialize,
+                        run_assigner_v1, run_assigner_v2)
+
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+#: Where a prompt message came from (the context receipt's origin chips).
+ORIGINS = ("system", "template", "conversation variable", "memory history", "current query", "context")
+NO_PROMPT = "No prompt found in the LLM configuration. Please ensure a prompt is properly configured before proceeding."
+ROLE_PREFIX_REQUIRED = "Memory role prefix is required for completion model."
+
+
+class RunError(MemLensError):
+    """Bad input to a run (an unknown parent turn, a missing required input, a bad override); nothing ran."""
+
+
+class _NodeFailed(Exception):
+    def __init__(self, message: str, run: "NodeRun | None" = None):
+        super().__init__(message)
+        self.run = run
+
+
+class _Latest:
+    def __repr__(self) -> str:
+        return "LATEST"
+
+
+#: ``parent_id`` default: the newest turn of the conversation (the end of the thread just answered).
+LATEST: Any = _Latest()
+
+
+# -- records ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PromptMessage:
+    """One message as sent to the model, with where it came from and its tokens."""
+
+    role: str
+    content: str
+    origin: str
+    tokens: int
+
+    def to_dict(self) -> dict:
+        return {"role": self.role, "content": self.content, "origin": self.origin, "tokens": self.tokens}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "PromptMessage":
+        return cls(role=data["role"], content=data["content"], origin=data["origin"], tokens=int(data["tokens"]))
+
+
+def ledger_to_dict(ledger: Ledger) -> dict:
+    """A ledger as JSON, losslessly (every entry field, the budget note, the config)."""
+    return {"turn": ledger.turn, "entries": [asdict(e) for e in ledger.entries], "prompt_tokens": ledger.prompt_tokens,
+            "history_tokens": ledger.history_tokens, "budget": ledger.budget, "budget_note": ledger.budget_note,
+            "config": copy.deepcopy(ledger.config), "context_size": ledger.context_size,
+            "exceeds_context": ledger.exceeds_context}
+
+
+def ledger_from_dict(data: Mapping[str, Any]) -> Ledger:
+    return Ledger(turn=data["turn"], entries=[LedgerEntry(**e) for e in data["entries"]],
+                  prompt_tokens=data["prompt_tokens"], history_tokens=data["history_tokens"], budget=data["budget"],
+                  budget_note=data.get("budget_note", ""), config=copy.deepcopy(data.get("config") or {}),
+                  context_size=data.get("context_size"), exceeds_context=bool(data.get("exceeds_context")))
+
+
+@dataclass
+class NodeRun:
+    """What one node did in one turn. LLM nodes carry their ledger, prompt as sent, reply and usage."""
+
+    node_id: str
+    type: str
+    title: str
+    emulated: bool
+    status: str = SUCCEEDED
+    error: str | None = None
+    ledger: Ledger | None = None
+    prompt: list[PromptMessage] | None = None
+    reply: str | None = None
+    usage: dict | None = None
+    latency_ms: float = 0.0
+    outputs: dict = field(default_factory=dict)
+    memory: dict | None = None  # the MemoryConfig the ledger was computed with (MemoryConfig.to_dict())
+    memory_override: dict | None = None
+    model: str | None = None  # the node's configured model
+    model_called: str | None = None  # the model that answered (memlens/demo when it stood in)
+    branch: str | None = None  # the handle taken by an if-else or a multi-way pass-through
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def fixed_prompt_tokens(self) -> int | None:
+        """Tokens of everything in the prompt except the history (what the budget subtracts)."""
+        if self.ledger is None:
+            return None
+        return self.ledger.prompt_tokens - self.ledger.history_tokens
+
+    def to_dict(self) -> dict:
+        out = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)}
+        out["ledger"] = ledger_to_dict(self.ledger) if self.ledger is not None else None
+        out["prompt"] = [m.to_dict() for m in self.prompt] if self.prompt is not None else None
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "NodeRun":
+        values = {f.name: copy.deepcopy(data[f.name]) for f in fields(cls) if f.name in data}
+        values["ledger"] = ledger_from_dict(data["ledger"]) if data.get("ledger") is not None else None
+        values["prompt"] = [PromptMessage.from_dict(m) for m in data["prompt"]] if data.get("prompt") is not None \
+            else None
+        return cls(**values)
+
+
+@dataclass
+class TurnRecord:
+    """One turn of a flow run: the message record, every node run, every variable change."""
+
+    id: str
+    parent_id: str | None
+    conversation_id: str
+    turn: int  # the turn's number in the conversation (creation order, first turn 1)
+    query: str
+    answer: str
+    status: str
+    error: str | None
+    dialogue_count: int  # the turn's position on its thread: sys.dialogue_count (absent from a Workflow app's pool)
+    created_at: float
+    inputs: dict = field(default_factory=dict)
+    user_id: str = "user"
+    fidelity: str = "documented"
+    node_runs: list[NodeRun] = field(default_factory=list)
+    variable_changes: list[VariableChange] = field(default_factory=list)
+    variables: dict = field(default_factory=dict)  # every conversation variable after the turn
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == SUCCEEDED
+
+    @property
+    def usage(self) -> dict[str, int]:
+        prompt = sum((r.usage or {}).get("prompt_tokens", 0) for r in self.node_runs)
+        completion = sum((r.usage or {}).get("completion_tokens", 0) for r in self.node_runs)
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+    @property
+    def answer_tokens(self) -> int:
+        """Dify stores the run's total completion tokens with the answer; a failed turn stores 0."""
+        return self.usage["completion_tokens"] if self.succeeded else 0
+
+    def node_run(self, node_id: str) -> NodeRun:
+        for r in self.node_runs:
+            if r.node_id == node_id:
+                return r
+        raise KeyError(f"node {node_id!r} did not run in turn {self.turn}")
+
+    def ran(self, node_id: str) -> bool:
+        return any(r.node_id == node_id for r in self.node_runs)
+
+    def to_turn(self) -> Turn:
+        """The stored message record: query, the Answer-node output (what memory replays), status."""
+        messages = (Message("user", self.query, QUERY, f"{self.id}:query"),
+                    Message("assistant", self.answer, ANSWER, f"{self.id}:answer"))
+        fixed = {r.node_id: r.fixed_prompt_tokens for r in self.node_runs if r.fixed_prompt_tokens is not None}
+        return Turn(id=self.id, parent_id=self.parent_id, messages=messages, query_index=0, answer_index=1,
+                    status="normal" if self.succeeded else "error", error=self.error, created_at=self.created_at,
+                    answer_tokens=self.answer_tokens, meta={"prompt_tokens": fixed, "inputs": copy.deepcopy(self.inputs)})
+
+    def to_dict(self) -> dict:
+        out = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)}
+        out["node_runs"] = [r.to_dict() for r in self.node_runs]
+        out["variable_changes"] = [c.to_dict() for c in self.variable_changes]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "TurnRecord":
+        values = {f.name: copy.deepcopy(data[f.name]) for f in fields(cls) if f.name in data}
+        values["node_runs"] = [NodeRun.from_dict(r) for r in data.get("node_runs") or []]
+        values["variable_changes"] = [VariableChange.from_dict(c) for c in data.get("variable_changes") or []]
+        return cls(**values)
+
+
+# -- conversation state -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ConversationState:
+    """A conversation so far: its message records (a tree by parent id) and its variables' values.
+
+    Immutable: :meth:`apply` and :meth:`edit` return new states. ``history`` is every variable
+    change so far, oldest first (node writes and user edits).
+    """
+
+    conversation: Conversation
+    variables: dict = field(default_factory=dict)
+    history: tuple[VariableChange, ...] = ()
+
+    @classmethod
+    def new(cls, flow: Flow | None = None, *, conversation_id: str | None = None) -> "ConversationState":
+        conv = Conversation(id=conversation_id or str(uuid.uuid4()), turns=[], source_format="memlens-run",
+                            name=flow.name if flow else "")
+        return cls(conversation=conv, variables=initialize(flow.variables, {}) if flow else {})
+
+    @property
+    def id(self) -> str:
+        return self.conversation.id
+
+    @property
+    def latest_turn_id(self) -> str | None:
+        turns = self.conversation.turns
+        return turns[-1].id if turns else None
+
+    def apply(self, record: TurnRecord) -> "ConversationState":
+        """The state after ``record``: its turn appended (failed turns too) and its variables."""
+        conv = self.conversation
+        new_conv = Conversation(id=conv.id, turns=list(conv.turns) + [record.to_turn()], system_prompt=conv.system_prompt,
+                                source_format=conv.source_format, name=conv.name, meta=dict(conv.meta))
+        return ConversationState(conversation=new_conv, variables=copy.deepcopy(record.variables),
+                                 history=self.history + tuple(record.variable_changes))
+
+    def edit(self, flow: Flow, name: str, value: Any) -> tuple["ConversationState", VariableChange]:
+        """A live edit from outside the flow, type-checked with Dify's message (see :func:`edit_variable`)."""
+        turns = self.conversation.turns
+        numbers = turn_numbers(self.conversation) if turns else []
+        values = initialize(flow.variables, self.variables)
+        new_values, change = edit_variable(flow.variables, values, name, value,
+                                           turn=numbers[-1] if numbers else 0,
+                                           turn_id=turns[-1].id if turns else None)
+        return ConversationState(self.conversation, new_values, self.history + (change,)), change
+
+
+# -- memory configuration ---------------------------------------------------------------------------
+
+_CONFIG_FIELDS = {f.name for f in fields(MemoryConfig)}
+
+
+def _check_override(node_id: str, override: Mapping[str, Any]) -> dict:
+    if not isinstance(override, Mapping):
+        raise RunError(f"memory override for node {node_id!r} must be a mapping of memory settings")
+    unknown = set(override) - _CONFIG_FIELDS
+    if unknown:
+        raise RunError(f"memory override for node {node_id!r}: unknown setting(s) {', '.join(sorted(unknown))}; "
+                       f"expected some of {', '.join(sorted(_CONFIG_FIELDS))}")
+    return dict(override)
+
+
+def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = "documented",
+                       override: Mapping[str, Any] | None = None) -> MemoryConfig:
+    """The memory config an LLM node runs with: ``dify`` with its window, or ``off`` without a memory block.
+
+    ``model`` is the node's configured model (``memlens/demo`` when none is set): its context size
+    and tokenizer are what Dify would budget with, whichever model stands in to answer.
+    ``max_tokens`` is the node's user-set completion parameter (0 when unset). ``override`` replaces
+    any of these fields for a what-if.
+    """
+    settings = flow.llm(node_id)
+    base = MemoryConfig(strategy="dify" if settings.memory is not None else "off",
+                        window=settings.memory.window if settings.memory is not None else None,
+                        fidelity=fidelity, model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens)
+    try:
+        if override:
+            return base.with_(**_check_override(node_id, override)).validate()
+        return base.validate()
+    except ConfigError as e:
+        raise RunError(f"memory settings for node {node_id!r}: {e}") from None
+    except TypeError as e:
+        raise RunError(f"memory override for node {node_id!r}: {e}") from None
+
+
+# -- if-else (graphon's condition processor, spec §5.2) ---------------------------------------------
+
+def _number_pair(value: Any, expected: Any) -> tuple[Any, Any]:
+    if isinstance(expected, str):
+        try:
+            exp = float(expected)
+        except ValueError:
+            raise _NodeFailed(f"Cannot convert '{expected}' to number") from None
+        if isinstance(value, int) and exp.is_integer():
+            return value, int(exp)
+        return float(value), exp
+    if isinstance(expected, (int, float)):
+        return value, expected
+    raise _NodeFailed(f"Cannot convert {type(expected)} to number")
+
+
+def _equality_expected(value: Any, expected: Any) -> Any:
+    try:
+        if isinstance(value, bool):
+            return bool(expected)
+        if isinstance(value, int):
+            return int(float(expected)) if isinstance(expected, str) else int(expected)
+        if isinstance(value, float):
+            return float(expected)
+    except (TypeError, ValueError):
+        raise _NodeFailed(f"Cannot convert {expected!r} to number") from None
+    raise _NodeFailed("Invalid actual value type: number or boolean")
+
+
+def _compare(op: str, value: Any, expected: Any) -> bool:
+    """One comparison, with Dify's handling of empty and missing values and its error messages."""
+    if op == "contains" or op == "not contains":
+        negate = op == "not contains"
+        if not value:
+            return negate
+        if isinstance(value, str):
+            hit = str(expected) in value
+        elif isinstance(value, list):
+            hit = expected in value
+        else:
+            raise _NodeFailed("Invalid actual value type: string or array")
+        return not hit if negate else hit
+    if op in ("start with", "end with"):
+        if not value:
+            return False
+        if not isinstance(value, str):
+            raise _NodeFailed("Invalid actual value type: string")
+        return value.startswith(str(expected)) if op == "start with" else value.endswith(str(expected))
+    if op in ("is", "is not"):
+        if value is None:
+            return False
+        if not isinstance(value, (str, bool)):
+            raise _NodeFailed("Invalid actual value type: string or boolean")
+        return (value == expected) if op == "is" else (value != expected)
+    if op == "empty":
+        return not value
+    if op == "not empty":
+        return bool(value)
+    if op in ("=", "≠"):
+        if value is None:
+            return False
+        exp = _equality_expected(value, expected)
+        return (value == exp) if op == "=" else (value != exp)
+    if op in (">", "<", "≥", "≤"):
+        if value is None:
+            return False
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _NodeFailed("Invalid actual value type: number")
+        a, b = _number_pair(value, expected)
+        return {">": a > b, "<": a < b, "≥": a >= b, "≤": a <= b}[op]
+    if op in ("null", "not exists"):
+        return value is None
+    if op in ("not null", "exists"):
+        return value is not None
+    if op in ("in", "not in"):
+        if not value:
+            return op == "not in"
+        if not isinstance(expected, list):
+            raise _NodeFailed("Invalid expected value type: array")
+        return (value in expected) if op == "in" else (value not in expected)
+    if op == "all of":
+        if not value or not isinstance(expected, list):
+            return False
+        return isinstance(value, (list, str)) and all(item in value for item in expected)
+    raise _NodeFailed(f"Unsupported operator: {op}")
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return bool(value)
+    if isinstance(value, str):
+        try:
+            loaded = json.loads(value)
+        except ValueError:
+            loaded = None
+        if isinstance(loaded, (bool, int)):
+            return bool(loaded)
+    raise _NodeFailed(f"unexpected value: type={type(value)}, value={value}")
+
+
+def _condition(cond: Mapping[str, Any], pool: VariablePool) -> bool:
+    selector = list(cond.get("variable_selector") or [])
+    op = OPERATOR_ALIASES.get(cond.get("comparison_operator"), cond.get("comparison_operator"))
+    raw = pool.get(selector)
+    if raw is MISSING:
+        raise _NodeFailed(f"Variable {selector} not found")
+    value = None if raw is NONE else raw
+    if isinstance(value, FileList) and op in ("contains", "not contains", "all of"):
+        sub = cond.get("sub_variable_condition")
+        if not sub:
+            raise _NodeFailed("Sub variable is required")
+        # MemLens carries no files, so every per-file check sees an empty list (any → false, all → true).
+        results = [("not" in str(c.get("comparison_operator"))) for c in sub.get("conditions") or []]
+        return all(results) if sub.get("logical_operator", "and") == "and" else any(results)
+    if op in ("empty", "not empty", "null", "not null", "exists", "not exists"):
+        return _compare(op, value, None)
+    expected = cond.get("value")
+    if isinstance(expected, str):
+        expected = render(expected, pool)
+    if isinstance(value, bool) or (isinstance(value, list) and value and all(isinstance(v, bool) for v in value)):
+        if expected is not None:
+            expected = [_to_bool(e) for e in expected] if isinstance(expected, list) else _to_bool(expected)
+    return _compare(op, value, expected)
+
+
+def evaluate_if_else(node: Node, pool: VariablePool) -> str:
+    """The handle an if-else takes: the first true case's id, or ``false`` (the else branch)."""
+    for case in if_else_cases(node):
+        logic = case.get("logical_operator", "and")
+        result = logic == "and"
+        for cond in case.get("conditions") or []:
+            ok = _condition(cond, pool)
+            if logic == "and" and not ok:
+                result = False
+                break
+            if logic == "or" and ok:
+                result = True
+                break
+        else:
+            result = logic == "and"  # Dify: all([]) / any([]) when no condition decided early
+        if result:
+            return str(case.get("case_id") or case.get("id") or "true")
+    return "false"
+
+
+# -- the run ----------------------------------------------------------------------------------------
+
+@dataclass
+class _Context:
+    flow: Flow
+    conversation: Conversation  # with the placeholder turn appended
+    position: int
+    turn_id: str
+    turn_number: int
+    pool: VariablePool
+    variables: dict
+    fidelity: str
+    llm: LLMClient | None
+    overrides: dict
+    on_variables_updated: Callable[[str, list[VariableChange]], None] | None
+    emit: Callable[..., None]
+    changes: list[VariableChange] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)
+
+    def client(self) -> LLMClient:
+        if self.llm is None:
+            self.llm = default_client()
+        return self.llm
+
+
+def _check_inputs(flow: Flow, query: str, inputs: Mapping[str, Any] | None) -> dict:
+    """The start form's inputs, checked as Dify checks them before a run (nothing runs on error)."""
+    given = dict(inputs or {})
+    out: dict[str, Any] = {}
+    declared = flow.start.data.get("variables") or []
+    for var in declared:
+        if not isinstance(var, Mapping) or not var.get("variable"):
+            continue
+        name = str(var["variable"])
+        kind = var.get("type") or "text-input"
+        label = var.get("label") or name
+        if not flow.is_chat and name == "query" and name not in given:
+            given[name] = query  # a Workflow app's form usually carries the question as its `query` input
+        value = given.get(name)
+        if value is None or value == "":
+            if var.get("required"):
+                raise RunError(f"input {name!r} ({label}) is required by the start form; pass it in inputs")
+            default = var.get("default")
+            out[name] = default if default is not None else ("" if kind in ("text-input", "paragraph", "select")
+                                                           else None)
+            continue
+        if kind == "select":
+            options = [str(o) for o in var.get("options") or []]
+            if str(value) not in options:
+                raise RunError(f"input {name!r} must be one of the following: {options}")
+        elif kind == "number":
+            if isinstance(value, str):
+                try:
+                    value = int(value) if value.strip().lstrip("-").isdigit() else float(value)
+                except ValueError:
+                    raise RunError(f"input {name!r} must be a number, not {value!r}") from None
+            elif not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise RunError(f"input {name!r} must be a number")
+        elif kind in ("text-input", "paragraph"):
+            if not isinstance(value, str):
+                raise RunError(f"input {name!r} must be text")
+            limit = var.get("max_length")
+            if isinstance(limit, int) and limit > 0 and len(value) > limit:
+                raise RunError(f"input {name!r} must be less than {limit} characters")
+        out[name] = value
+    return out
+
+
+def _pass_through_branch(node: Node, flow: Flow) -> str | None:
+    handles = [e.handle for e in flow.outgoing(node.id)]
+    if not handles or "source" in handles:
+        return None
+    order = [str(c.get("id")) for c in node.data.get("classes") or [] if isinstance(c, Mapping)]
+    for h in order:
+        if h in handles:
+            return h
+    return handles[0]
+
+
+def _template_origin(item_text: str, role: str, context_used: bool) -> str:
+    if context_used:
+        return "context"
+    if refers_to(item_text, "conversation"):
+        return "conversation variable"
+    return "system" if role == "system" else "template"
+
+
+def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
+    settings: LLMSettings = llm_settings(node)
+    override = ctx.overrides.get(node.id)
+    config = node_memory_config(ctx.flow, node.id, fidelity=ctx.fidelity, override=override)
+    memory_on = config.strategy != "off"
+    block = settings.memory if memory_on else None  # Dify's memory block, as this run sees it
+    run.memory = config.to_dict()
+    run.memory_override = copy.deepcopy(dict(override)) if override else None
+    run.model = settings.model or DEMO_MODEL
+    counter = counter_for(config.model)
+    pool = ctx.pool
+
+    context_text = ""
+    if settings.context_enabled and settings.context_selector:
+        value = pool.get(list(settings.context_selector))
+        context_text = "" if value is MISSING else value_text(value)
+
+    def render_item(item) -> str:
+        if item.edition_type == "jinja2":
+            try:
+                return render_jinja(item.jinja2_text or item.text, settings.jinja2_variables, pool)
+            except Exception as e:  # a broken Jinja template fails the node, as in Dify
+                raise _NodeFailed(f"Jinja2 template error: {one_line(str(e))}") from None
+        return render(item.text, pool, context=context_text)
+
+    raw_query = pool.get(["sys", "query"])
+    raw_query = None if raw_query in (MISSING, NONE) else raw_query
+    if memory_on:
+        qpt = block.query_prompt_template if block is not None else None
+        sys_query = qpt if qpt else raw_query  # empty/absent template → the raw query (§2.5)
+    else:
+        sys_query = None  # no memory block → no automatic query message
+
+    with_history = memory_on and ctx.flow.is_chat
+    fixed: list[PromptMessage] = []
+    history_at = 0
+    completion_text = None
+    if settings.mode == "chat":
+        for item in settings.prompt:
+            text = render_item(item)
+            if text:
+                used_context = bool(context_text) and CONTEXT_PLACEHOLDER in item.text
+                fixed.append(PromptMessage(item.role, text, _template_origin(item.text, item.role, used_context),
+                                           counter.chat(item.role, text)))
+        history_at = len(fixed)
+        if sys_query:
+            text = render(sys_query, pool, context="")
+            if text:
+                fixed.append(PromptMessage("user", text, "current query", counter.chat("user", text)))
+    else:
+        item = settings.prompt[0] if settings.prompt else None
+        completion_text = render_item(item) if item is not None else ""
+        # Dify inserts history text only when the node has memory and a conversation exists.
+        if with_history and (block is None or block.role_prefix is None):
+            raise _NodeFailed(ROLE_PREFIX_REQUIRED)
+        head = (sys_query + "\n") if sys_query else ""
+        # Without history, the message the budget subtracts; §2.6 inserts the history text later.
+        probe = head + (completion_text.replace("#histories#", "") if "#histories#" in completion_text
+                        else ("\n" + completion_text if with_history else completion_text))
+        fixed.append(PromptMessage("user", probe, "template", counter.chat("user", probe)))
+
+    fixed_tokens = REPLY_PRIMING + sum(m.tokens for m in fixed)
+    replay = Replay(ctx.conversation, config, system_prompt="", has_thread=ctx.flow.is_chat,
+                    prompt_tokens=lambda _position: fixed_tokens)
+    ledger = replay.ledger_at(ctx.position)
+    run.ledger = ledger
+    history = replay.history_messages(ledger)
+    if settings.mode == "chat":
+        hist = [PromptMessage(m.role, m.content, "memory history", counter.message(m)) for m in history]
+        prompt = fixed[:history_at] + hist + fixed[history_at:]
+    else:
+        prefix = block.role_prefix if block is not None else None
+        lines = []
+        if with_history and prefix is not None:
+            for m in history:
+                if m.role in ("user", "assistant"):
+                    lines.append(f"{prefix['user'] if m.role == 'user' else prefix['assistant']}: {m.content}")
+        text = completion_text
+        if with_history:
+            histories = "\n".join(lines)
+            text = text.replace("#histories#", histories) if "#histories#" in text else histories + "\n" + text
+        if sys_query:
+            text = sys_query + "\n" + text  # Dify prepends the unrendered query template here (§2.6)
+        prompt = [PromptMessage("user", text, "template", counter.chat("user", text))] if text else []
+    prompt = [m for m in prompt if m.content]
+    run.prompt = prompt
+    if not prompt:
+        raise _NodeFailed(NO_PROMPT)
+    model = config.model if override and "model" in override else settings.model
+    started = time.perf_counter()
+    try:
+        reply = ctx.client().complete(model, [{"role": m.role, "content": m.content} for m in prompt],
+                                      settings.max_tokens or None)
+    except LLMError as e:
+        run.latency_ms = (time.perf_counter() - started) * 1000
+        raise _NodeFailed(str(e)) from None
+    run.latency_ms = (time.perf_counter() - started) * 1000
+    run.reply = reply.text
+    run.usage = reply.usage
+    run.model_called = reply.model
+    if reply.note:
+        run.notes.append(reply.note)
+    run.outputs = {"text": reply.text, "usage": reply.usage, "finish_reason": "stop"}
+
+
+def _run_assigner(node: Node, ctx: _Context, run: NodeRun) -> None:
+    version = str(node.data.get("version") or "1")
+    try:
+        if version == "2":
+            result = run_assigner_v2(node.data.get("items") or [], ctx.flow.variables, ctx.variables, ctx.pool.get)
+        else:
+            result = run_assigner_v1(node.data, ctx.flow.variables, ctx.variables, ctx.pool.get)
+    except AssignerError as e:
+        raise _NodeFailed(str(e)) from None
+    run.notes.extend(result.notes)
+    changes = [VariableChange(turn=ctx.turn_number, node_id=node.id, operation=op, name=name, old=old, new=new,
+                              turn_id=ctx.turn_id) for name, op, old, new in result.changes]
+    # Dify persists an assigner's writes when the node finishes, whatever happens later (§3.2).
+    ctx.variables = result.values
+    ctx.pool.conversation = copy.deepcopy(result.values)
+    ctx.changes.extend(changes)
+    run.outputs = {}
+    if changes and ctx.on_variables_updated is not None:
+        ctx.on_variables_updated(node.id, list(changes))
+
+
+def _run_node(node: Node, ctx: _Context, inputs: dict) -> tuple[NodeRun, str | None]:
+    """Run one node; returns its record and the handle it takes (None: every outgoing edge)."""
+    run = NodeRun(node_id=node.id, type=node.type, title=node.title, emulated=node.emulated)
+    started = time.perf_counter()
+    branch: str | None = None
+    try:
+        if node.type == "start":
+            run.outputs = dict(inputs)
+            ctx.pool.add_outputs(node.id, inputs)
+        elif node.type == "llm":
+            _run_llm(node, ctx, run)
+            ctx.pool.add_outputs(node.id, run.outputs)
+        elif node.type == "answer":
+            text = render(str(node.data.get("answer") or ""), ctx.pool)
+            run.outputs = {"answer": text}
+            ctx.pool.add_outputs(node.id, run.outputs)
+            ctx.answers.append(text)
+            if text:
+                ctx.emit("message", answer=text, from_variable_selector=[node.id, "answer"])
+        elif node.type == "assigner":
+            _run_assigner(node, ctx, run)
+        elif node.type == "if-else":
+            branch = evaluate_if_else(node, ctx.pool)
+            run.outputs = {"result": branch != "false", "selected_case_id": branch}
+            ctx.pool.add_outputs(node.id, run.outputs)
+        elif node.type == "end":
+            outputs = {}
+            for out in node.data.get("outputs") or []:
+                if isinstance(out, Mapping) and out.get("variable"):
+                    value = ctx.pool.get(list(out.get("value_selector") or []))
+                    outputs[str(out["variable"])] = None if value in (MISSING, NONE) else copy.deepcopy(value)
+            run.outputs = outputs
+            ctx.pool.add_outputs(node.id, outputs)
+        else:
+            ctx.pool.mark_pass_through(node.id)
+            branch = _pass_through_branch(node, ctx.flow)
+            note = f"{node.type} is not emulated: ran as a pass-through with empty outputs"
+            if branch is not None:
+                note += f"; took branch {branch!r}"
+            run.notes.append(note)
+    except _NodeFailed as e:
+        run.status = FAILED
+        run.error = str(e)
+    if node.type != "llm":
+        run.latency_ms = (time.perf_counter() - started) * 1000
+    run.branch = branch
+    return run, branch
+
+
+def _event_node_data(run: NodeRun, index: int, execution_id: str) -> dict:
+    return {"id": execution_id, "node_id": run.node_id, "node_type": run.type, "title": run.title, "index": index}
+
+
+def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[str, Any] | None = None, *,
+             parent_id: Any = LATEST, user_id: str = "user", fidelity: str = "documented",
+             llm: LLMClient | None = None, node_memory_overrides: Mapping[str, Mapping[str, Any]] | None = None,
+             on_variables_updated: Callable[[str, list[VariableChange]], None] | None = None,
+             on_event: Callable[[dict], None] | None = None, turn_id: str | None = None,
+             created_at: float | None = None) -> TurnRecord:
+    """Run one turn of ``flow`` on ``state``; returns its record and leaves ``state`` unchanged.
+
+    ``parent_id``: the turn this one answers after — :data:`LATEST` (the newest turn), ``None`` (a
+    new thread root, as Dify's web app sends for a first message), or any earlier turn's id (a
+    branch). ``llm``: the client to call models with (default: :class:`core.llm.LiteLLMClient`).
+    ``node_memory_overrides``: ``{node_id: {MemoryConfig field: value}}`` for a what-if run.
+    Bad input (unknown parent, bad fidelity, missing required inputs, a bad override) raises
+    :class:`RunError` before anything runs.
+    """
+    if fidelity not in FIDELITIES:
+        raise RunError(f"unknown fidelity {fidelity!r}; expected documented or code")
+    if not isinstance(query, str):
+        raise RunError("query must be text")
+    overrides: dict[str, dict] = {}
+    for node_id, override in (node_memory_overrides or {}).items():
+        if not flow.has_node(node_id) or flow.node(node_id).type != "llm":
+            llm_ids = ", ".join(n.id for n in flow.llm_nodes) or "none"
+            raise RunError(f"memory override for {node_id!r}: the flow has no LLM node with that id (LLM nodes: {llm_ids})")
+        overrides[node_id] = _check_override(node_id, override)
+        node_memory_config(flow, node_id, fidelity=fidelity, override=overrides[node_id])
+    conv = state.conversation
+    if parent_id is LATEST:
+        parent_id = state.latest_turn_id
+    elif parent_id is not None and parent_id not in conv.tree.position:
+        raise RunError(f"parent turn {parent_id!r} is not in conversation {conv.id}")
+    checked_inputs = _check_inputs(flow, query, inputs)
+
+    turn_id = turn_id or str(uuid.uuid4())
+    created = time.time() if created_at is None else created_at
+    placeholder = Turn(id=turn_id, parent_id=parent_id,
+                       messages=(Message("user", query, QUERY, f"{turn_id}:query"),
+                                 Message("assistant", "", ANSWER, f"{turn_id}:answer")),
+                       query_index=0, answer_index=1, created_at=created, answer_tokens=0)
+    working = Conversation(id=conv.id, turns=list(conv.turns) + [placeholder], system_prompt="",
+                           source_format=conv.source_format, name=conv.name)
+    position = len(conv.turns)
+    number = turn_numbers(working)[position]
+    dialogue_count = working.tree.depth[position]
+    variables = initialize(flow.variables, state.variables)
+    run_id = str(uuid.uuid4())
+    system: dict[str, Any] = {"files": FileList(), "user_id": user_id, "app_id": flow.name,
+                              "workflow_id": flow.structural_signature()[:32], "workflow_run_id": run_id}
+    if flow.is_chat:
+        system.update(query=query, conversation_id=conv.id, dialogue_count=dialogue_count)
+    pool = VariablePool(system=system, conversation=variables, environment=flow.environment)
+
+    def emit(event: str, **payload: Any) -> None:
+        if on_event is not None:
+            on_event({"event": event, "conversation_id": conv.id, "message_id": turn_id, "task_id": run_id,
+                      "created_at": int(created), **payload})
+
+    ctx = _Context(flow=flow, conversation=working, position=position, turn_id=turn_id, turn_number=number, pool=pool,
+                   variables=variables, fidelity=fidelity, llm=llm, overrides=overrides,
+                   on_variables_updated=on_variables_updated, emit=emit)
+    emit("workflow_started", workflow_run_id=run_id,
+         data={"id": run_id, "workflow_id": system["workflow_id"], "inputs": copy.deepcopy(checked_inputs),
+               "created_at": int(created)})
+    runs, error = _execute(flow, ctx, checked_inputs)
+    failed = error is not None
+    answer = "" if failed else "".join(ctx.answers)
+    record = TurnRecord(id=turn_id, parent_id=parent_id, conversation_id=conv.id, turn=number, query=query,
+                        answer=answer, status=FAILED if failed else SUCCEEDED, error=error,
+                        dialogue_count=dialogue_count, created_at=created, inputs=copy.deepcopy(checked_inputs),
+                        user_id=user_id, fidelity=fidelity, node_runs=runs, variable_changes=list(ctx.changes),
+                        variables=copy.deepcopy(ctx.variables))
+    elapsed = round(sum(r.latency_ms for r in runs) / 1000, 6)
+    if not failed:
+        emit("message_end", id=turn_id, metadata={"usage": record.usage}, files=[])
+    emit("workflow_finished", workflow_run_id=run_id,
+         data={"id": run_id, "workflow_id": system["workflow_id"], "status": record.status,
+               "outputs": {"answer": answer}, "error": error, "elapsed_time": elapsed,
+               "total_tokens": record.usage["total_tokens"], "total_steps": len(runs),
+               "created_at": int(created), "finished_at": int(time.time())})
+    if failed:
+        emit("error", status=400, code="invalid_param", message=f"Run failed: {error}")
+    return record
+
+
+def _execute(flow: Flow, ctx: _Context, inputs: dict) -> tuple[list[NodeRun], str | None]:
+    """Walk the graph from the start node; returns the node runs in order and the failure, if any."""
+    start = flow.start
+    edges = [e for e in flow.edges]
+    reachable = {start.id}
+    frontier = [start.id]
+    while frontier:
+        nid = frontier.pop()
+        for e in edges:
+            if e.source == nid and e.target not in reachable and not flow.node(e.target).container:
+                reachable.add(e.target)
+                frontier.append(e.target)
+    incoming: dict[str, list[int]] = {n: [] for n in reachable}
+    outgoing: dict[str, list[int]] = {n: [] for n in reachable}
+    for i, e in enumerate(edges):
+        if e.source in reachable and e.target in reachable:
+            incoming[e.target].append(i)
+            outgoing[e.source].append(i)
+    decided: dict[int, bool] = {}  # edge index → taken?
+    queue: deque[str] = deque([start.id])
+    queued = {start.id}
+    skipped: set[str] = set()
+    runs: list[NodeRun] = []
+
+    def settle(target: str) -> None:
+        if target in queued or target in skipped:
+            return
+        states = [decided.get(i) for i in incoming[target]]
+        if any(s is None for s in states):
+            return
+        if any(states):
+            queue.append(target)
+            queued.add(target)
+        else:
+            skipped.add(target)
+            for i in outgoing[target]:
+                decided[i] = False
+                settle(edges[i].target)
+
+    while queue:
+        node = flow.node(queue.popleft())
+        execution_id = str(uuid.uuid4())
+        index = len(runs) + 1
+        ctx.emit("node_started", workflow_run_id=ctx.pool.system["workflow_run_id"],
+                 data={"id": execution_id, "node_id": node.id, "node_type": node.type, "title": node.title,
+                       "index": index})
+        run, branch = _run_node(node, ctx, inputs)
+        runs.append(run)
+        data = _event_node_data(run, index, execution_id)
+        data.update(status=run.status, error=run.error, outputs=copy.deepcopy(run.outputs),
+                    elapsed_time=round(run.latency_ms / 1000, 6), emulated=run.emulated,
+                    execution_metadata={"total_tokens": (run.usage or {}).get("total_tokens", 0)})
+        if run.prompt is not None:
+            data["process_data"] = {"prompts": [{"role": m.role, "text": m.content} for m in run.prompt]}
+        ctx.emit("node_finished", workflow_run_id=ctx.pool.system["workflow_run_id"], data=data)
+        if run.status == FAILED:
+            return runs, run.error
+        for i in outgoing[node.id]:
+            decided[i] = branch is None or edges[i].handle == branch
+        for i in outgoing[node.id]:
+            settle(edges[i].target)
+    return runs, None
+
+
+# -- what-if ----------------------------------------------------------------------------------------
+
+def what_if_ledger(flow: Flow, conversation: Conversation, position: int, node_id: str,
+                   override: Mapping[str, Any] | None = None, *, fidelity: str = "documented",
+                   record: TurnRecord | None = None) -> Ledger:
+    """The ledger node ``node_id`` would have had at the turn at ``position`` under other memory settings.
+
+    No model is called: the history is recomputed from the stored conversation. The rest of the
+    prompt (template, query) is taken from ``record``'s run of the node when given, else from the
+    turn's stored prompt size (``Turn.meta["prompt_tokens"]``), else estimated by rendering the
+    node's template with the turn's query.
+    """
+    if not 0 <= position < len(conversation.turns):
+        raise RunError(f"turn position {position} is out of range: the conversation has {len(conversation.turns)} turns")
+    config = node_memory_config(flow, node_id, fidelity=fidelity, override=override)
+    fixed = _fixed_tokens(flow, conversation, position, node_id, config, record)
+    replay = Replay(conversation, config, system_prompt="", has_thread=flow.is_chat,
+                    prompt_tokens=lambda _position: fixed)
+    return replay.ledger_at(position)
+
+
+def _fixed_tokens(flow: Flow, conversation: Conversation, position: int, node_id: str, config: MemoryConfig,
+                  record: TurnRecord | None) -> int:
+    counter = counter_for(config.model)
+    if record is not None and record.ran(node_id):
+        run = record.node_run(node_id)
+        if run.prompt is not None and (run.memory or {}).get("model") == config.model \
+                and run.fixed_prompt_tokens is not None:
+            return run.fixed_prompt_tokens
+        if run.prompt is not None and llm_settings(flow.node(node_id)).mode == "chat":
+            return REPLY_PRIMING + sum(counter.chat(m.role, m.content) for m in run.prompt
+                                       if m.origin != "memory history")
+        if run.fixed_prompt_tokens is not None:
+            return run.fixed_prompt_tokens
+    turn = conversation.turns[position]
+    stored = (turn.meta or {}).get("prompt_tokens", {}).get(node_id)
+    if stored is not None:
+        return int(stored)
+    settings = flow.llm(node_id)
+    pool = VariablePool(system={"query": turn.query, "files": FileList(), "conversation_id": conversation.id,
+                                "dialogue_count": conversation.tree.depth[position]})
+    total = REPLY_PRIMING
+    for item in settings.prompt:
+        text = render(item.text, pool, context="")
+        if text:
+            total += counter.chat(item.role, text)
+    if config.strategy != "off" and turn.query:
+        total += counter.chat("user", turn.query)
+    return total
+
+
+# -- a whole conversation ---------------------------------------------------------------------------
+
+def run_conversation(flow: Flow, queries: Sequence[str | Mapping[str, Any]], *, state: ConversationState | None = None,
+                     **kwargs: Any) -> tuple[ConversationState, list[TurnRecord]]:
+    """Run queries in order as one conversation (each turn after the previous); returns the final state and records.
+
+    A query is a string or ``{"query": str, "inputs": {...}}``. Keyword arguments go to :func:`run_turn`.
+    """
+    state = state or ConversationState.new(flow)
+    records = []
+    for item in queries:
+        if isinstance(item, Mapping):
+            query, inputs = item.get("query", ""), item.get("inputs")
+        else:
+            query, inputs = item, None
+        record = run_turn(flow, state, query, inputs, **kwargs)
+        records.append(record)
+        state = state.apply(record)
+    return state, records
+
+
+__all__ = ["SUCCEEDED", "FAILED", "ORIGINS", "LATEST", "RunError", "PromptMessage", "NodeRun", "TurnRecord",
+           "ConversationState", "run_turn", "run_conversation", "what_if_ledger", "node_memory_config",
+           "evaluate_if_else", "ledger_to_dict", "ledger_from_dict"]
