@@ -388,6 +388,14 @@ def _value_repr(value: Any) -> str:
     return str(value)
 
 
+def _read(selector: Sequence[str], working: Mapping[str, Any], lookup: Lookup) -> Any:
+    # Items run on the node's working copy: a conversation variable written by an earlier item of
+    # the same node is read back with its new value (read-after-write, §3.4).
+    if len(selector) == 2 and selector[0] == "conversation" and selector[1] in working:
+        return working[selector[1]]
+    return lookup(selector)
+
+
 def run_assigner_v2(items: Sequence[Mapping[str, Any]], declarations: Sequence[ConversationVariable],
                     values: Mapping[str, Any], lookup: Lookup) -> AssignResult:
     """Variable Assigner v2; raises :class:`AssignerError` (no update applied) on the first bad item."""
@@ -411,7 +419,7 @@ def run_assigner_v2(items: Sequence[Mapping[str, Any]], declarations: Sequence[C
             raise AssignerError(f"Input type constant is not supported for operation {op}")
         value = item.get("value")
         if input_type == "variable" and op not in _NO_VALUE and value is not None:
-            source = lookup(value if isinstance(value, (list, tuple)) else [])
+            source = _read(value if isinstance(value, (list, tuple)) else [], working, lookup)
             if source is MISSING:
                 raise AssignerError(f"Variable {list(value) if isinstance(value, (list, tuple)) else value} not found")
             if source is NONE or source is None:
