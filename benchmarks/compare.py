@@ -1,0 +1,126 @@
+"""How fast is a six-config comparison of a 2,000-turn conversation?
+
+Builds a 2,000-turn conversation (varied message lengths, a tool round every seventh turn, a
+user fact stated every 40 turns and restated now and then) and measures, in this one process:
+
+(a) the floor: tiktoken encoding every message's text once;
+(b) ``core.compare.compare`` with six configs, cold (token counts not cached yet) and warm:
+    every turn's memory decision for every config (the series, the fact timelines) plus the
+    heatmap window (60 turns × 240 messages) — everything the compare page draws;
+(c) for scale, the naive way to fill that heatmap window: one full ``Replay.ledger_at`` per row;
+(d) the whole 2,000-row matrix of one config through the same walk (``--full``), to show what a
+    window saves.
+
+Everything is printed as a ratio of (a). No target is asserted: the numbers go in the notes.
+Run: ``.venv/bin/python benchmarks/compare.py`` (``--turns N``, ``--full``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core import tokens  # noqa: E402
+from core.compare import compare, heatmap_window, retention_matrix  # noqa: E402
+from core.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn  # noqa: E402
+from core.memory import MemoryConfig, Replay  # noqa: E402
+from core.tokens import TokenCounter, _encoding  # noqa: E402
+
+WORDS = ("memory window token budget turn branch answer query model context node ledger history kept dropped "
+         "reason tool result summary thread user assistant system prompt Lisbon order booking train palace sea "
+         "coast evening morning ticket colour green").split()
+FACTS = ("My name is Dana.", "I'm vegetarian.", "My order number is 4411.", "I live in Porto.",
+         "I'm allergic to peanuts.", "My favourite colour is green.", "I work as a nurse.", "Call me Sam.")
+MODEL = "gpt-4o-mini"
+CONFIGS = [MemoryConfig(window=3, model=MODEL), MemoryConfig(window=10, model=MODEL),
+           MemoryConfig(context_size=6_000, model=MODEL), MemoryConfig(strategy="window", window=20, model=MODEL),
+           MemoryConfig(strategy="buffer", context_size=16_000, model=MODEL), MemoryConfig(strategy="off", model=MODEL)]
+
+
+def build_conversation(turns: int, seed: int = 11) -> Conversation:
+    rng = random.Random(seed)
+
+    def text(lo: int, hi: int) -> str:
+        n = int(rng.lognormvariate(0, 1) * lo) % hi + 1
+        return " ".join(rng.choice(WORDS) for _ in range(n)) + f" #{rng.random():.6f}"
+
+    out = []
+    for i in range(turns):
+        mid = f"m{i}"
+        query = text(12, 120)
+        if i % 40 == 0:
+            query = f"{FACTS[(i // 40) % len(FACTS)]} {query}"
+        msgs = [Message("user", query, QUERY, f"{mid}:query")]
+        if i % 7 == 3:
+            call = ToolCall(f"c{i}", "lookup_order", f'{{"order_id": "{rng.randint(1000, 9999)}"}}')
+            msgs.append(Message("assistant", "", TOOL_CALL, f"{mid}:call", tool_calls=(call,)))
+            msgs.append(Message("tool", text(30, 300), TOOL_RESULT, f"{mid}:result", tool_call_id=call.id))
+        msgs.append(Message("assistant", text(25, 400), ANSWER, f"{mid}:answer"))
+        out.append(Turn(id=mid, parent_id=f"m{i - 1}" if i else None, messages=tuple(msgs), query_index=0,
+                        answer_index=len(msgs) - 1))
+    return Conversation(id="bench", turns=out, system_prompt="You are a helpful assistant.")
+
+
+def floor_seconds(conv: Conversation) -> float:
+    encode = _encoding(TokenCounter(MODEL).encoding_name).encode_ordinary
+    texts = [m.content for t in conv.turns for m in t.messages]
+    start = time.perf_counter()
+    for t in texts:
+        encode(t)
+    return time.perf_counter() - start
+
+
+def timed(fn):
+    start = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - start, value
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--turns", type=int, default=2_000)
+    ap.add_argument("--full", action="store_true", help="also compute one config's whole matrix")
+    args = ap.parse_args()
+
+    conv = build_conversation(args.turns)
+    _encoding("o200k_base")  # load the encodings outside every measurement
+    n_messages = sum(len(t.messages) for t in conv.turns)
+    floor = min(floor_seconds(conv) for _ in range(3))
+    print(f"conversation: {args.turns:,} turns, {n_messages:,} messages; configs: "
+          + ", ".join(c.label() for c in CONFIGS))
+    print(f"(a) floor — tiktoken encodes every message once: {floor:.3f} s")
+
+    tokens._counter.cache_clear()  # cold: the comparison pays for its own token counts
+    cold, result = timed(lambda: compare(conv, CONFIGS))
+    warm = min(timed(lambda: compare(conv, CONFIGS))[0] for _ in range(2))
+    window = result.window
+    cells = sum(len(r) for m in result.matrices for r in m.cells)
+    print(f"(b) compare, 6 configs: cold {cold:.3f} s = {cold / floor:.1f}× floor; warm {warm:.3f} s = "
+          f"{warm / floor:.1f}× floor")
+    print(f"    {len(result.turns):,} turns of series per config, {len(result.facts)} facts tracked, heatmap window "
+          f"{len(window.rows)} rows × {window.last_column - window.first_column} columns ({cells:,} cells in all)")
+    for sentence in result.sentences[:3]:
+        print(f"    e.g. {sentence}")
+
+    replay = Replay(conv, CONFIGS[0])
+    replay.summaries()
+    naive, _ = timed(lambda: [replay.ledger_at(p) for p in window.rows])
+    fast, _ = timed(lambda: retention_matrix(Replay(conv, CONFIGS[0]), window))
+    print(f"(c) one config's heatmap window: {len(window.rows)} full ledgers {naive:.3f} s = {naive / floor:.1f}× "
+          f"floor; through the walk {fast:.3f} s = {fast / floor:.1f}× floor ({naive / fast:.0f}× faster)")
+
+    if args.full:
+        whole = heatmap_window(conv, max_rows=10**9, max_columns=10**9)
+        seconds, matrix = timed(lambda: retention_matrix(Replay(conv, CONFIGS[0]), whole))
+        n = sum(1 for r in matrix.cells for x in r if x is not None)
+        print(f"(d) one config's whole matrix: {len(whole.rows):,} × {whole.last_column:,}, {n:,} cells: "
+              f"{seconds:.2f} s = {seconds / floor:.0f}× floor")
+
+
+if __name__ == "__main__":
+    main()
