@@ -5,6 +5,12 @@ reason is named by the first step of the removal pipeline that removes it; the o
 
     memory off → scope → other branch → granularity → trimmed earlier → outside window
     → over budget → empty
+
+Strategies that rewrite history instead of only cutting it (summary_buffer, compaction, trim)
+name their own decision in the strategy step: ``summarized`` (folded into a summary) and
+``cleared`` (sent as a placeholder) sit where ``outside window`` does. What they send that no
+earlier turn contains verbatim — a running summary, a cleared tool result's placeholder, the
+kept part of a partially trimmed message — is listed in :attr:`Ledger.synthetic`.
 """
 
 from __future__ import annotations
@@ -62,6 +68,60 @@ class LedgerEntry:
                 "kept": self.kept, "reason": self.reason}
 
 
+#: Origins of synthetic messages.
+SUMMARY = "summary"          # a running summary standing for folded messages
+PLACEHOLDER = "placeholder"  # a cleared tool result, sent with its content replaced
+PARTIAL = "partial"          # the part of a message that fit (trim_messages allow_partial)
+
+
+def format_spans(spans) -> str:
+    """``((1, 3), (5, 5))`` → ``"turns 1–3, 5"``; ``((4, 4),)`` → ``"turn 4"``."""
+    spans = list(spans)
+    if not spans:
+        return "no turns"
+    single = len(spans) == 1 and spans[0][0] == spans[0][1]
+    return ("turn " if single else "turns ") + ", ".join(f"{a}–{b}" if a != b else f"{a}" for a, b in spans)
+
+
+def turn_ranges(turns) -> str:
+    """``[1, 2, 3, 5]`` → ``"turns 1–3, 5"``; ``[4]`` → ``"turn 4"``."""
+    spans: list[list[int]] = []
+    for n in sorted(set(turns)):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return format_spans(spans)
+
+
+@dataclass(frozen=True, slots=True)
+class SyntheticMessage:
+    """A message the memory sends that no earlier turn holds verbatim.
+
+    ``covers`` lists the turns it stands for (a summary: every turn folded into it); ``replaces``
+    is the ``(position, index)`` of the message it is sent instead of (placeholders, partial
+    messages), ``None`` for a summary, which is sent first. ``turn`` is the newest turn covered.
+    """
+
+    role: str
+    content: str
+    tokens: int
+    origin: str
+    turn: int
+    covers: tuple[int, ...] = ()
+    replaces: tuple[int, int] | None = None
+    ref: str = ""
+
+    @property
+    def covers_label(self) -> str:
+        return turn_ranges(self.covers)
+
+    def to_json(self) -> dict:
+        """The shape of a ledger entry, so a JSON ledger stays one list of what was sent and not."""
+        return {"ref": self.ref or self.origin, "turn": self.turn, "role": self.role, "tokens": self.tokens,
+                "kept": True, "reason": KEPT}
+
+
 @dataclass(slots=True)
 class Ledger:
     """The ledger of one LLM call (one turn, one node)."""
@@ -75,6 +135,27 @@ class Ledger:
     config: dict = field(default_factory=dict)
     context_size: int | None = None
     exceeds_context: bool = False
+    #: Messages sent that stand for earlier ones; their tokens are part of history_tokens.
+    synthetic: list[SyntheticMessage] = field(default_factory=list)
+
+    def rows(self) -> list["LedgerEntry | SyntheticMessage"]:
+        """Entries and synthetic messages in order: a summary right before the oldest message
+        sent with it, a placeholder or partial message right after the entry it stands for."""
+        if not self.synthetic:
+            return list(self.entries)
+        after = {s.replaces: s for s in self.synthetic if s.replaces is not None}
+        leading = [s for s in self.synthetic if s.replaces is None]
+        out: list[LedgerEntry | SyntheticMessage] = []
+        for e in self.entries:
+            stand_in = after.get((e.position, e.index))
+            if leading and (e.kept or stand_in is not None):
+                out.extend(leading)
+                leading = []
+            out.append(e)
+            if stand_in is not None:
+                out.append(stand_in)
+        out.extend(leading)
+        return out
 
     @property
     def kept(self) -> list[LedgerEntry]:
@@ -87,7 +168,7 @@ class Ledger:
     def to_json(self) -> dict:
         return {"turn": self.turn, "prompt_tokens": self.prompt_tokens,
                 "history_tokens": self.history_tokens, "budget": self.budget,
-                "ledger": [e.to_json() for e in self.entries]}
+                "ledger": [e.to_json() for e in self.rows()]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +209,8 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
         return "intermediate message (tool call, tool result or reasoning); query_answer keeps only query and answer"
     if r == TRIMMED_EARLIER:
         return "removed permanently from the window memory's store in an earlier turn"
+    if strategy == "trim" and r in (OUTSIDE_WINDOW, OVER_BUDGET):
+        return _explain_trim(r, config)
     if r == OUTSIDE_WINDOW:
         if strategy == "window":
             return f"outside window of {window or 10} messages"
@@ -142,7 +225,24 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
     if r == EMPTY:
         return "empty message, dropped before the call"
     if r == SUMMARIZED:
+        if strategy == "summary_buffer":
+            limit = config.get("max_history_tokens") or 2000
+            return f"folded into the running summary (buffer over {limit:,} tokens)"
         return "folded into a summary"
     if r == CLEARED:
-        return "content replaced by a placeholder"
+        return "content replaced by a placeholder, which is still sent"
     return r
+
+
+def _explain_trim(reason: str, config: dict) -> str:
+    limit = config.get("max_history_tokens") or 2000
+    unit = "messages" if config.get("trim_counter") == "messages" else "tokens"
+    if reason == OVER_BUDGET:
+        side = "newest" if config.get("trim_strategy") == "first" else "oldest"
+        return f"over trim_messages max_tokens ({limit:,} {unit}): {side} dropped"
+    ends = []
+    if config.get("start_on"):
+        ends.append(f"starts on a {config['start_on']} message")
+    if config.get("end_on"):
+        ends.append(f"ends on a {config['end_on']} message")
+    return "dropped so the kept part " + " and ".join(ends) if ends else "dropped by trim_messages"

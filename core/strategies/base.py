@@ -1,12 +1,22 @@
-"""The interface every memory strategy implements."""
+"""The interface every memory strategy implements.
+
+Most strategies only place a window on the thread's message sequence (:meth:`Strategy.window`)
+and name a token budget; the engine does the rest with running sums. Strategies that rewrite
+history — fold it into a summary, clear tool results, trim it with start/end rules — set
+``plans = True`` and return their own per-turn :class:`Plan` instead.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..ledger import KEPT
+
 if TYPE_CHECKING:  # pragma: no cover
-    from ..memory import MemoryConfig, PathView
+    from ..conversation import Message
+    from ..ledger import SyntheticMessage
+    from ..memory import MemoryConfig, PathView, Replay
     from ..tokens import ModelFacts
 
 
@@ -19,12 +29,92 @@ class Budget:
     context_size: int | None = None
 
 
+class Plan:
+    """A strategy's own decision for one turn.
+
+    The numbers a per-turn summary needs come first and must be cheap; the per-message reasons
+    and the synthetic messages are asked for only when a full ledger is built. ``state`` is
+    what the memory holds after this turn's decision; the next turn of the same thread reads it
+    back from ``view.states[-1]``, which is how destructive strategies carry their summary.
+    """
+
+    def __init__(self, budget: Budget, state: object, kept: int, history_tokens: int,
+                 oldest_kept_turn: int | None):
+        self.budget = budget
+        self.state = state
+        self.kept = kept                      # earlier messages sent as they are (non-empty)
+        self.history_tokens = history_tokens  # everything sent from the past, synthetic included
+        self.oldest_kept_turn = oldest_kept_turn
+
+    def reason(self, i: int, message: "Message") -> str:
+        """The reason for the message at index ``i`` of the view's sequence (``kept`` = sent as
+        it is; for a strategy that ``drops_empty`` the engine turns a kept empty one into ``empty``)."""
+        return KEPT
+
+    def synthetic(self, view: "PathView", replay: "Replay") -> list["SyntheticMessage"]:
+        return []
+
+
+def message_at(view: "PathView", replay: "Replay", i: int) -> "Message":
+    """The message at index ``i`` of a view's sequence."""
+    return replay.conversation.turns[view.seq_pos[i]].messages[view.seq_msg[i]]
+
+
+def tokens_between(view: "PathView", lo: int, hi: int) -> int:
+    """Tokens of the messages in ``[lo, hi)`` of the view's sequence."""
+    return view.prefix[hi] - view.prefix[lo] if hi > lo else 0
+
+
+def turn_at(view: "PathView", replay: "Replay", i: int | None) -> int | None:
+    """The turn number of the message at index ``i`` (``None`` for ``None``)."""
+    return None if i is None else replay.numbers[view.seq_pos[i]]
+
+
+Spans = tuple[tuple[int, int], ...]
+
+
+def add_turns(spans: Spans, numbers) -> Spans:
+    """Turn-number spans extended by ``numbers`` (ascending, none older than the spans), so
+    the turns a summary covers cost O(branches), not O(turns), to carry along a thread."""
+    out = list(spans)
+    for n in numbers:
+        if out and out[-1][0] <= n <= out[-1][1]:
+            continue
+        if out and n == out[-1][1] + 1:
+            out[-1] = (out[-1][0], n)
+        else:
+            out.append((n, n))
+    return tuple(out)
+
+
+def span_turns(spans: Spans) -> tuple[int, ...]:
+    return tuple(n for a, b in spans for n in range(a, b + 1))
+
+
 class Strategy:
     name = ""
     #: Whether query_answer granularity applies (dify, buffer) or every message counts (window).
     uses_granularity = True
     #: Whether the strategy sends any history at all.
     remembers = True
+    #: Whether the strategy returns its own per-turn :class:`Plan` (and ignores ``window``).
+    plans = False
+    #: Whether an empty message it keeps is dropped before the call (Dify's filter, ``empty``).
+    drops_empty = True
+
+    def plan(self, view: "PathView", current: int, replay: "Replay") -> Plan:
+        """This turn's decision, from the thread before it (``view``) and the previous state."""
+        raise NotImplementedError
+
+    def new_view(self, replay: "Replay") -> "PathView":
+        """The thread view the engine walks; a strategy may extend it with its own running sums."""
+        from ..memory import PathView
+
+        return PathView(replay.numbers)
+
+    def check(self, config: "MemoryConfig", facts: "ModelFacts") -> str | None:
+        """A problem that makes the config unusable with this model, or ``None``."""
+        return None
 
     def window(self, view: "PathView", current: int, config: "MemoryConfig") -> tuple[int, int]:
         """(trimmed_before, window_start) as indices into ``view``'s message sequence.
