@@ -12,7 +12,7 @@ import sys
 from typing import Callable, Sequence
 
 from .errors import MemLensError
-from .ledger import explain
+from .ledger import SyntheticMessage, explain
 from .memory import MemoryConfig, Replay
 from .readers import read_conversations
 
@@ -42,8 +42,21 @@ def _positive(name: str, minimum: int = 1) -> Callable[[str], int]:
 
 # -- replay -----------------------------------------------------------------------------------------
 
+def _fraction(name: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, not {text!r}") from None
+        if not 0 < value <= 1:
+            raise argparse.ArgumentTypeError(f"{name} {text} is out of range: it must be above 0 and at most 1")
+        return value
+    return parse
+
+
 def _add_memory_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--memory", choices=("dify", "window", "buffer", "off"), default="dify")
+    p.add_argument("--memory", choices=("dify", "window", "buffer", "off", "summary_buffer", "compaction", "trim"),
+                   default="dify")
     p.add_argument("--window", type=_positive("--window", 0), default=None,
                    help="dify: turns (default: no window, 500-turn cap); window: messages (default 10)")
     p.add_argument("--fidelity", choices=("documented", "code"), default="documented")
@@ -52,12 +65,31 @@ def _add_memory_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=_positive("--max-tokens", 0), default=0)
     p.add_argument("--granularity", choices=("query_answer", "all_messages"), default="query_answer")
     p.add_argument("--scope", choices=("thread", "session", "call"), default="thread")
+    p.add_argument("--max-history-tokens", type=_positive("--max-history-tokens"), default=None,
+                   help="summary_buffer: buffer limit; trim: max_tokens (default 2000)")
+    p.add_argument("--trim-strategy", choices=("last", "first"), default="last", help="trim only")
+    p.add_argument("--trim-counter", choices=("tokens", "messages"), default="tokens",
+                   help="trim: count tokens, or messages (token_counter=len)")
+    p.add_argument("--include-system", action="store_true", help="trim: the system prompt counts against max_tokens")
+    p.add_argument("--start-on", choices=("human", "ai", "tool", "system"), default=None, help="trim only")
+    p.add_argument("--end-on", choices=("human", "ai", "tool", "system"), default=None, help="trim only")
+    p.add_argument("--allow-partial", action="store_true", help="trim: keep part of the message that did not fit")
+    p.add_argument("--compaction-trigger", type=_fraction("--compaction-trigger"), default=0.8,
+                   help="compaction: target as a fraction of the context size (default 0.8)")
+    p.add_argument("--compaction-keep-messages", type=_positive("--compaction-keep-messages", 0), default=20)
+    p.add_argument("--compaction-keep-tool-results", type=_positive("--compaction-keep-tool-results", 0), default=3)
 
 
 def config_from_args(args: argparse.Namespace) -> MemoryConfig:
     return MemoryConfig(strategy=args.memory, window=args.window, fidelity=args.fidelity, model=args.model,
                         context_size=args.context_size, max_tokens=args.max_tokens,
-                        granularity=args.granularity, scope=args.scope).validate()
+                        granularity=args.granularity, scope=args.scope,
+                        max_history_tokens=args.max_history_tokens, trim_strategy=args.trim_strategy,
+                        trim_counter=args.trim_counter, include_system=args.include_system,
+                        start_on=args.start_on, end_on=args.end_on, allow_partial=args.allow_partial,
+                        compaction_trigger=args.compaction_trigger,
+                        compaction_keep_messages=args.compaction_keep_messages,
+                        compaction_keep_tool_results=args.compaction_keep_tool_results).validate()
 
 
 def _short(text: str, width: int = 60) -> str:
@@ -82,7 +114,10 @@ def _table(replay: Replay, turn_numbers: Sequence[int]) -> str:
         lines.append(f"Turn {number}: {_short(turns[position].query)!r}")
         if not ledger.entries:
             lines.append("  (no earlier messages)")
-        for e in ledger.entries:
+        for e in ledger.rows():
+            if isinstance(e, SyntheticMessage):  # sent in place of earlier messages
+                lines.append(f"  + {e.origin:<15} {e.covers_label:<9} {e.role:<9} {e.tokens:>6} tok  {_short(e.content)}")
+                continue
             mark = "✓" if e.kept else "✗"
             why = "" if e.kept else f"  — {explain(e, ledger.config)}"
             lines.append(f"  {mark} {e.reason:<15} turn {e.turn:<4} {e.role:<9} {e.tokens:>6} tok  {e.ref}{why}")

@@ -9,6 +9,13 @@ Cost: each message is tokenised once (cached per text). Summaries for every turn
 in one depth-first walk of the turn tree with running prefix sums, so a turn costs O(log n) —
 never a re-count of the history (Dify's own loop re-counts the whole list after every pop and
 is quadratic). The full per-message ledger of one turn is built on demand in O(turns).
+
+Strategies that rewrite history (``summary_buffer``, ``compaction``, ``trim``) return their own
+per-turn plan instead of a window (:class:`core.strategies.base.Plan`). They ride the same
+walk: their state (the running summary, what was cleared) is pushed with each turn and read
+back by the next turn of the thread, so it is computed incrementally, not replayed per turn.
+The synthetic messages they send (summaries, placeholders) are part of the ledger and of its
+token totals.
 """
 
 from __future__ import annotations
@@ -17,18 +24,24 @@ from bisect import bisect_left
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Callable, Iterator
 
-from .conversation import Conversation, Message
+from .conversation import INTERMEDIATE, Conversation, Message
 from .errors import MemLensError
 from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
                      SCOPE, TRIMMED_EARLIER, Ledger, LedgerEntry, TurnSummary)
 from .strategies import STRATEGIES, get_strategy
-from .strategies.base import Budget, Strategy
+from .strategies.base import Budget, Plan, Strategy
+from .strategies.compaction import DEFAULT_KEEP_MESSAGES, DEFAULT_KEEP_TOOL_RESULTS, DEFAULT_TRIGGER
+from .strategies.summary_buffer import DEFAULT_LIMIT as DEFAULT_HISTORY_LIMIT
+from .strategies.trim import MESSAGE_TYPES
 from .strategies.window import MAX_WINDOW
+from .summarize import OFFLINE, Summarizer
 from .tokens import REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
 
 FIDELITIES = ("documented", "code")
 GRANULARITIES = ("query_answer", "all_messages")
 SCOPES = ("thread", "session", "call")
+TRIM_STRATEGIES = ("last", "first")
+TRIM_COUNTERS = ("tokens", "messages")
 
 
 class ConfigError(MemLensError):
@@ -43,6 +56,12 @@ class MemoryConfig:
     what Dify also reads as "no limit") and messages for ``window`` (``None`` = 10).
     ``window_changes`` records later changes of N as ``(from_turn, N)`` pairs, for strategies
     whose past decisions persist (the Window Memory node's permanent trimming).
+
+    ``max_history_tokens`` is the buffer limit of ``summary_buffer`` and the ``max_tokens`` of
+    ``trim`` (``None`` = 2,000; with ``trim_counter="messages"`` it counts messages). The
+    ``trim_*``, ``include_system``, ``start_on``, ``end_on`` and ``allow_partial`` settings are
+    ``trim_messages``'s; the ``compaction_*`` settings are the compaction thresholds (see
+    :mod:`core.strategies.compaction`). Settings a strategy does not use are ignored.
     """
 
     strategy: str = "dify"
@@ -55,6 +74,16 @@ class MemoryConfig:
     scope: str = "thread"
     plugin_token_counting: bool = False
     window_changes: tuple[tuple[int, int], ...] = ()
+    max_history_tokens: int | None = None
+    trim_strategy: str = "last"
+    trim_counter: str = "tokens"
+    include_system: bool = False
+    start_on: str | None = None
+    end_on: str | None = None
+    allow_partial: bool = False
+    compaction_trigger: float = DEFAULT_TRIGGER
+    compaction_keep_messages: int = DEFAULT_KEEP_MESSAGES
+    compaction_keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS
 
     def window_at(self, turn_number: int) -> int | None:
         size = self.window
@@ -84,7 +113,33 @@ class MemoryConfig:
             raise ConfigError(f"context size {self.context_size} is out of range: it must be at least 1")
         if self.max_tokens < 0:
             raise ConfigError(f"max_tokens {self.max_tokens} is out of range: it must be 0 or more")
+        self._validate_rewriting()
         return self
+
+    def _validate_rewriting(self) -> None:
+        """The settings of the strategies that rewrite history (summary_buffer, compaction, trim)."""
+        if self.max_history_tokens is not None and self.max_history_tokens < 1:
+            raise ConfigError(f"max_history_tokens {self.max_history_tokens} is out of range: it must be at least 1")
+        if self.trim_strategy not in TRIM_STRATEGIES:
+            raise ConfigError(f"unknown trim strategy {self.trim_strategy!r}; expected last or first")
+        if self.trim_counter not in TRIM_COUNTERS:
+            raise ConfigError(f"unknown trim counter {self.trim_counter!r}; expected tokens or messages")
+        for name in ("start_on", "end_on"):
+            value = getattr(self, name)
+            if value is not None and value not in MESSAGE_TYPES:
+                raise ConfigError(f"unknown message type {value!r} for {name}; expected human, ai, tool or system")
+        if self.strategy == "trim" and self.trim_strategy == "first" and (self.start_on or self.include_system):
+            raise ConfigError("start_on and include_system apply only to trim strategy 'last' "
+                              "(trim_messages rejects them with 'first'); remove them or use last")
+        if not 0 < self.compaction_trigger <= 1:
+            raise ConfigError(f"compaction trigger {self.compaction_trigger} is out of range: it is a fraction of "
+                              f"the context size, above 0 and at most 1")
+        if self.compaction_keep_messages < 0:
+            raise ConfigError(f"compaction_keep_messages {self.compaction_keep_messages} is out of range: "
+                              f"it must be 0 or more")
+        if self.compaction_keep_tool_results < 0:
+            raise ConfigError(f"compaction_keep_tool_results {self.compaction_keep_tool_results} is out of range: "
+                              f"it must be 0 or more")
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -109,6 +164,14 @@ class MemoryConfig:
             return "buffer (everything)"
         if self.strategy == "window":
             return f"window {self.window or 10} msgs"
+        limit = self.max_history_tokens or DEFAULT_HISTORY_LIMIT
+        if self.strategy == "summary_buffer":
+            return f"summary buffer {limit:,} tok"
+        if self.strategy == "compaction":
+            return f"compaction at {self.compaction_trigger:.0%} of context"
+        if self.strategy == "trim":
+            unit = "msgs" if self.trim_counter == "messages" else "tok"
+            return f"trim {self.trim_strategy} {limit:,} {unit}" + (f" from {self.start_on}" if self.start_on else "")
         w = f"window {self.window}" if self.window else "no window"
         return f"dify {w}" + (" (code)" if self.fidelity == "code" else "")
 
@@ -124,7 +187,7 @@ class PathView:
     """
 
     __slots__ = ("positions", "starts", "marks", "prefix", "kept_prefix", "count_prefix", "seq_pos",
-                 "seq_msg", "numbers")
+                 "seq_msg", "numbers", "states")
 
     def __init__(self, numbers: list[int]):
         self.positions: list[int] = []
@@ -136,6 +199,7 @@ class PathView:
         self.seq_pos: list[int] = []
         self.seq_msg: list[int] = []
         self.numbers = numbers
+        self.states: list[object] = []  # a planning strategy's state after each turn's decision
 
     @property
     def length(self) -> int:
@@ -148,10 +212,11 @@ class PathView:
         return self.numbers[position]
 
     def push(self, position: int, mark: int, eligible: list[int], tokens: tuple[int, ...],
-             empty: tuple[bool, ...]) -> None:
+             empty: tuple[bool, ...], state: object = None) -> None:
         self.positions.append(position)
         self.starts.append(len(self.seq_pos))
         self.marks.append(mark)
+        self.states.append(state)
         p, k, c = self.prefix[-1], self.kept_prefix[-1], self.count_prefix[-1]
         for j in eligible:
             t = tokens[j]
@@ -168,6 +233,7 @@ class PathView:
     def pop(self) -> None:
         self.positions.pop()
         self.marks.pop()
+        self.states.pop()
         start = self.starts.pop()
         del self.prefix[start + 1:], self.kept_prefix[start + 1:], self.count_prefix[start + 1:]
         del self.seq_pos[start:], self.seq_msg[start:]
@@ -184,6 +250,7 @@ class Decision:
     budget: Budget
     fixed_prompt_tokens: int
     blocked: str | None = None  # memory_off or scope: nothing from the past is a candidate
+    plan: Plan | None = None    # a planning strategy's own decision (then the indices above are unused)
 
 
 def turn_numbers(conversation: Conversation) -> list[int]:
@@ -198,17 +265,23 @@ class Replay:
 
     ``prompt_tokens`` may give, per turn position, the tokens of everything in the prompt except
     the history (system, template, current query, reply priming); by default that is the
-    conversation's system prompt plus the turn's query.
+    conversation's system prompt plus the turn's query. ``summarizer`` writes the summaries of
+    the summarising strategies (default: the offline :class:`core.summarize.FactSummarizer`).
     """
 
     def __init__(self, conversation: Conversation, config: MemoryConfig, *,
                  system_prompt: str | None = None, has_thread: bool = True,
-                 prompt_tokens: Callable[[int], int] | None = None, counter: TokenCounter | None = None):
+                 prompt_tokens: Callable[[int], int] | None = None, counter: TokenCounter | None = None,
+                 summarizer: Summarizer | None = None):
         self.conversation = conversation
         self.config = config.validate()
         self.strategy: Strategy = get_strategy(config.strategy)
         self.counter: TokenCounter = counter or counter_for(config.model)
         self.facts: ModelFacts = model_facts(config.model)
+        problem = self.strategy.check(self.config, self.facts)
+        if problem:
+            raise ConfigError(problem)
+        self.summarizer: Summarizer = summarizer or OFFLINE
         self.system_prompt = conversation.system_prompt if system_prompt is None else system_prompt
         self.has_thread = has_thread
         self.numbers = turn_numbers(conversation)
@@ -247,6 +320,11 @@ class Replay:
             self._eligible[position] = el
         return el
 
+    @property
+    def system_tokens(self) -> int:
+        """Tokens of the node's system prompt as a message (0 without one)."""
+        return self._system_tokens
+
     def fixed_prompt_tokens(self, position: int) -> int:
         if self._prompt_tokens is not None:
             return self._prompt_tokens(position)
@@ -271,8 +349,11 @@ class Replay:
             blocked = MEMORY_OFF
         elif self.config.scope != "thread" or not self.has_thread:
             blocked = SCOPE
-        budget = self.strategy.budget(self.config, self.facts, fixed)
         end = view.length
+        if self.strategy.plans and not blocked:
+            plan = self.strategy.plan(view, position, self)
+            return Decision(0, 0, 0, end, plan.budget, fixed, None, plan)
+        budget = self.strategy.budget(self.config, self.facts, fixed)
         if blocked:
             return Decision(end, end, end, end, budget, fixed, blocked)
         trimmed, start = self.strategy.window(view, position, self.config)
@@ -284,16 +365,22 @@ class Replay:
     def _push(self, view: PathView, position: int, decision: Decision) -> None:
         mark = self.strategy.mark(decision.trimmed_before, decision.window_start)
         self.message_tokens(position)
-        view.push(position, mark, self.eligible(position), self._tokens[position], self._empties(position))
+        state = decision.plan.state if decision.plan is not None else None
+        view.push(position, mark, self.eligible(position), self._tokens[position], self._empties(position), state)
 
     def _summary(self, view: PathView, position: int, d: Decision) -> TurnSummary:
+        total = self.messages_before(position)
+        if d.plan is not None:
+            p = d.plan
+            return TurnSummary(turn=self.numbers[position], kept=p.kept, dropped=total - p.kept,
+                               history_tokens=p.history_tokens, prompt_tokens=d.fixed_prompt_tokens + p.history_tokens,
+                               budget=p.budget.limit, oldest_kept_turn=p.oldest_kept_turn)
         kept = view.count_prefix[d.end] - view.count_prefix[d.budget_cut]
         history = view.kept_prefix[d.end] - view.kept_prefix[d.budget_cut]
         oldest = None
         if kept:
             j = bisect_left(view.count_prefix, view.count_prefix[d.budget_cut] + 1) - 1
             oldest = self.numbers[view.seq_pos[j]]
-        total = self.messages_before(position)
         return TurnSummary(turn=self.numbers[position], kept=kept, dropped=total - kept,
                            history_tokens=history, prompt_tokens=d.fixed_prompt_tokens + history,
                            budget=d.budget.limit, oldest_kept_turn=oldest)
@@ -301,7 +388,7 @@ class Replay:
     def _walk(self) -> Iterator[tuple[int, PathView, Decision]]:
         """Every turn with its thread's view, depth first, parents before children."""
         tree = self.conversation.tree
-        view = PathView(self.numbers)
+        view = self.strategy.new_view(self)
         roots = [i for i, p in enumerate(tree.thread_parent) if p is None]
         stack: list[tuple[int, bool]] = [(r, True) for r in reversed(roots)]
         while stack:
@@ -330,7 +417,7 @@ class Replay:
     # -- the full ledger ---------------------------------------------------------------------------
     def view_for(self, position: int) -> tuple[PathView, Decision]:
         """The thread view and decision of one turn, built along its thread only."""
-        view = PathView(self.numbers)
+        view = self.strategy.new_view(self)
         for p in self.conversation.tree.thread(position)[:-1]:
             self._push(view, p, self._decide(view, p))
         return view, self._decide(view, position)
@@ -368,6 +455,10 @@ class Replay:
                     i = seq_index.get((p, m))
                     if i is None:
                         reason = GRANULARITY
+                    elif d.plan is not None:
+                        reason = d.plan.reason(i, msg)
+                        if reason == KEPT and msg.is_empty and self.strategy.drops_empty:
+                            reason = EMPTY
                     elif i < d.trimmed_before:
                         reason = TRIMMED_EARLIER
                     elif i < d.window_start:
@@ -383,6 +474,8 @@ class Replay:
                     history += toks[m]
                 entries.append(LedgerEntry(ref=msg.ref, turn=number, role=msg.role, tokens=toks[m], kept=kept,
                                            reason=reason, kind=msg.kind, position=p, index=m))
+        synthetic = d.plan.synthetic(view, self) if d.plan is not None else []
+        history += sum(s.tokens for s in synthetic)
         fixed = d.fixed_prompt_tokens
         context = d.budget.context_size
         cfg = self.config.to_dict()
@@ -390,12 +483,24 @@ class Replay:
         return Ledger(turn=self.numbers[position], entries=entries, prompt_tokens=fixed + history,
                       history_tokens=history, budget=d.budget.limit, budget_note=d.budget.note, config=cfg,
                       context_size=context,
-                      exceeds_context=bool(context) and fixed + history + self.config.max_tokens > context)
+                      exceeds_context=bool(context) and fixed + history + self.config.max_tokens > context,
+                      synthetic=synthetic)
 
     def history_messages(self, ledger: Ledger) -> list[Message]:
-        """The kept messages of a ledger, in order: the history part of the prompt."""
+        """The history part of the prompt, in the order it is sent: a summary first (as a system
+        message), then the kept messages, each cleared or partially kept one replaced by what was
+        sent instead of it."""
         turns = self.conversation.turns
-        return [turns[e.position].messages[e.index] for e in ledger.entries if e.kept]
+        out: list[Message] = [Message(s.role, s.content, INTERMEDIATE, s.ref or s.origin)
+                              for s in ledger.synthetic if s.replaces is None]
+        stand_ins = {s.replaces: s for s in ledger.synthetic if s.replaces is not None}
+        for e in ledger.entries:
+            stand_in = stand_ins.get((e.position, e.index))
+            if stand_in is not None:
+                out.append(replace(turns[e.position].messages[e.index], content=stand_in.content))
+            elif e.kept:
+                out.append(turns[e.position].messages[e.index])
+        return out
 
 
 def compute_ledger(conversation: Conversation, position: int, config: MemoryConfig, **kwargs) -> Ledger:

@@ -8,17 +8,23 @@ out oldest first as one sequence (see :mod:`core.memory`):
 
 Everything else — other branches, granularity, budget pruning, empty messages, the ledger
 itself — is the same machinery for every strategy, so all of them speak one reason vocabulary.
+Strategies that rewrite history (summary_buffer, compaction, trim) answer with a per-turn plan
+instead (:class:`core.strategies.base.Plan`) and still share the rest of the machinery.
 """
 
 from __future__ import annotations
 
 from .base import Strategy
 from .buffer import BufferStrategy, OffStrategy
+from .compaction import CompactionStrategy
 from .dify import DifyStrategy
+from .summary_buffer import SummaryBufferStrategy
+from .trim import TrimStrategy
 from .window import WindowStrategy
 
 STRATEGIES: dict[str, Strategy] = {
-    s.name: s for s in (DifyStrategy(), WindowStrategy(), BufferStrategy(), OffStrategy())
+    s.name: s for s in (DifyStrategy(), WindowStrategy(), BufferStrategy(), OffStrategy(), SummaryBufferStrategy(),
+                        CompactionStrategy(), TrimStrategy())
 }
 
 

@@ -1,0 +1,264 @@
+"""Dify 1.17's agent history compaction (the Dify Agent history layer; spec/dify-memory.md §6
+says Dify main had none before it; spec/memory-models.md §G for the conflicts it sides with).
+
+Before each model request the whole prompt is estimated against a target of
+``floor(context × 0.8)`` — ``min(that, context − max_tokens)`` when ``max_tokens`` is set. Over
+the target, old tool results are cleared first: every tool result but the latest three keeps its
+place and its call, with its content replaced by ``[tool result cleared]``. Still over, older
+history is folded into one summary, keeping the latest twenty messages and the first user
+message; the compacted history is what the conversation stores, so it carries to later turns.
+
+Thresholds (``MemoryConfig`` fields, pinned by tests):
+
+* ``compaction_trigger`` 0.8 — the target as a fraction of the model's context window
+  (``context_size`` or the model map); a target of 0 or less rejects the config, as Dify
+  rejects the run; an unknown context window means no compaction, as Dify only compacts when
+  the model's window is known;
+* ``compaction_keep_tool_results`` 3 — the newest tool results never cleared;
+* ``compaction_keep_messages`` 20 — the newest messages never summarised.
+
+Decisions pinned here:
+
+* the estimate is MemLens's exact count of the prompt as sent (system prompt, history with the
+  summary and placeholders, current query, reply priming), checked once per turn, before the
+  turn's first request; compaction inside a turn's own tool loop is not replayed;
+* every message of a turn counts (tool calls and results too): an agent replays its full
+  history as stored, so granularity does not apply and an empty message is sent too (an empty
+  tool result still answers its call);
+* a tool result is cleared, not paired: calls keep their arguments, so pairs stay valid;
+* the cut before the kept messages never lands on a tool result (it moves to older messages
+  until it does not), so a tool call is never separated from its results;
+* the summary is a system message ``"Summary of previous conversation (turns 1–9):\\n\\n…"``,
+  sent first, then the first user message, then the kept messages; a later compaction updates
+  it from the previous summary text and the newly folded messages. The first user message is
+  given to the summariser once, when it is first kept apart: given again, its old facts would
+  overwrite newer ones in the offline summary.
+
+A turn's state — where the kept part starts, which tool results are cleared, the summary — is
+carried along the thread, with running sums over tool results, so a turn costs O(log n) plus
+one summariser call when something is folded.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from ..ledger import CLEARED, KEPT, PLACEHOLDER, SUMMARIZED, SUMMARY, SyntheticMessage, format_spans
+from .base import Budget, Plan, Spans, Strategy, add_turns, message_at, span_turns, tokens_between, turn_at
+
+DEFAULT_TRIGGER = 0.8
+DEFAULT_KEEP_MESSAGES = 20
+DEFAULT_KEEP_TOOL_RESULTS = 3
+TOOL_PLACEHOLDER = "[tool result cleared]"
+
+
+def compaction_target(context: int, max_tokens: int, trigger: float = DEFAULT_TRIGGER) -> int:
+    """Dify's compaction target for a context window (may be 0 or less: then nothing can run)."""
+    target = int(context * trigger)
+    return min(target, context - max_tokens) if max_tokens > 0 else target
+
+
+@dataclass(frozen=True)
+class CompactionState:
+    """The stored history after a turn's request: ``[summary] + [pinned] + thread[start:]``,
+    with the tool results in ``[start, clear_before)`` sent as placeholders."""
+
+    start: int = 0
+    pinned: int | None = None    # the first user message, kept although older than ``start``
+    clear_before: int = 0
+    text: str = ""
+    covers: Spans = ()
+    content: str = ""
+    tokens: int = 0
+
+
+def summary_content(covers: Spans, text: str) -> str:
+    return f"Summary of previous conversation ({format_spans(covers)}):\n\n{text}"
+
+
+class ToolView:
+    """Running sums over the tool results of a thread view, kept in step with it."""
+
+    def __init__(self, view, replay):
+        self.view = view
+        self.replay = replay
+        self.at: list[int] = []          # view indices of tool results
+        self.tokens = [0]                # their tokens, cumulative
+        self.placeholder_tokens = [0]    # tokens of their placeholders, cumulative
+        self.marks: list[int] = []
+
+    def push(self, position, eligible, tokens, empty):
+        self.marks.append(len(self.at))
+        base = self.view.length - len(eligible)
+        messages = self.replay.conversation.turns[position].messages
+        for k, j in enumerate(eligible):
+            msg = messages[j]
+            if msg.role != "tool":
+                continue
+            self.at.append(base + k)
+            self.tokens.append(self.tokens[-1] + tokens[j])
+            self.placeholder_tokens.append(self.placeholder_tokens[-1] + placeholder_tokens(self.replay, msg))
+
+    def pop(self):
+        keep = self.marks.pop()
+        del self.at[keep:], self.tokens[keep + 1:], self.placeholder_tokens[keep + 1:]
+
+    def cleared(self, lo: int, hi: int) -> tuple[int, int, int]:
+        """(count, tokens, placeholder tokens) of the tool results in [lo, hi)."""
+        if hi <= lo:
+            return 0, 0, 0
+        a, b = bisect_left(self.at, lo), bisect_left(self.at, hi)
+        return b - a, self.tokens[b] - self.tokens[a], self.placeholder_tokens[b] - self.placeholder_tokens[a]
+
+
+def placeholder_tokens(replay, message) -> int:
+    return replay.counter.message(replace(message, content=TOOL_PLACEHOLDER))
+
+
+@lru_cache(maxsize=1)
+def _view_class():
+    from ..memory import PathView  # the engine imports the strategies, so not at import time
+
+    class CompactionView(PathView):
+        """A thread view that also tracks tool results and the thread's first user message."""
+
+        __slots__ = ("tools", "first_user", "replay")
+
+        def __init__(self, replay):
+            super().__init__(replay.numbers)
+            self.replay = replay
+            self.tools = ToolView(self, replay)
+            self.first_user: list[int | None] = []
+
+        def push(self, position, mark, eligible, tokens, empty, state=None):
+            super().push(position, mark, eligible, tokens, empty, state)
+            self.tools.push(position, eligible, tokens, empty)
+            first = self.first_user[-1] if self.first_user else None
+            if first is None:
+                messages = self.replay.conversation.turns[position].messages
+                base = self.length - len(eligible)
+                first = next((base + k for k, j in enumerate(eligible) if messages[j].role == "user"), None)
+            self.first_user.append(first)
+
+        def pop(self):
+            super().pop()
+            self.tools.pop()
+            self.first_user.pop()
+
+    return CompactionView
+
+
+class CompactionPlan(Plan):
+    def __init__(self, budget, state: CompactionState, view, replay):
+        end = view.length
+        n_cleared, cleared_tokens, placeholders = view.tools.cleared(state.start, min(state.clear_before, end))
+        kept = end - state.start - n_cleared
+        history = tokens_between(view, state.start, end) - cleared_tokens + placeholders + state.tokens
+        oldest = state.pinned
+        if oldest is not None:
+            kept += 1
+            history += tokens_between(view, oldest, oldest + 1)
+        else:
+            oldest = state.start
+            while oldest < min(state.clear_before, end) and message_at(view, replay, oldest).role == "tool":
+                oldest += 1  # a cleared tool result is not kept; runs of them are short
+            if oldest >= end:
+                oldest = None
+        super().__init__(budget, state, kept, history, turn_at(view, replay, oldest))
+
+    def reason(self, i, message):
+        s = self.state
+        if i < s.start and i != s.pinned:
+            return SUMMARIZED
+        if i < s.clear_before and i >= s.start and message.role == "tool":
+            return CLEARED
+        return KEPT
+
+    def synthetic(self, view, replay):
+        s = self.state
+        out = []
+        if s.content:
+            out.append(SyntheticMessage(role="system", content=s.content, tokens=s.tokens, origin=SUMMARY,
+                                        turn=s.covers[-1][1], covers=span_turns(s.covers), ref="summary"))
+        for k in range(bisect_left(view.tools.at, s.start), bisect_left(view.tools.at, s.clear_before)):
+            i = view.tools.at[k]
+            msg = message_at(view, replay, i)
+            number = replay.numbers[view.seq_pos[i]]
+            out.append(SyntheticMessage(role="tool", content=TOOL_PLACEHOLDER, tokens=placeholder_tokens(replay, msg),
+                                        origin=PLACEHOLDER, turn=number, covers=(number,),
+                                        replaces=(view.seq_pos[i], view.seq_msg[i]), ref=f"cleared:{msg.ref}"))
+        return out
+
+
+class CompactionStrategy(Strategy):
+    name = "compaction"
+    plans = True
+    uses_granularity = False
+    drops_empty = False
+
+    def new_view(self, replay):
+        return _view_class()(replay)
+
+    def check(self, config, facts):
+        context = config.context_size or facts.context_size
+        if context and compaction_target(context, config.max_tokens, config.compaction_trigger) <= 0:
+            return (f"compaction target is {compaction_target(context, config.max_tokens, config.compaction_trigger):,} "
+                    f"tokens: {config.compaction_trigger:.0%} of the {context:,}-token context minus max_tokens "
+                    f"{config.max_tokens:,} leaves no room; lower max_tokens or raise the context size")
+        return None
+
+    def plan(self, view, current, replay):
+        cfg = replay.config
+        context = cfg.context_size or replay.facts.context_size
+        previous: CompactionState = (view.states[-1] if view.states else None) or CompactionState()
+        fixed = replay.fixed_prompt_tokens(current)
+        if not context:
+            budget = Budget(None, f"context size of {cfg.model} unknown: Dify compacts only when the model's "
+                                  f"context window is known", None)
+            return CompactionPlan(budget, previous, view, replay)
+        target = compaction_target(context, cfg.max_tokens, cfg.compaction_trigger)
+        limit = max(target - fixed, 0)
+        budget = Budget(limit, f"compaction target {target:,} ({cfg.compaction_trigger:.0%} of {context:,}"
+                               + (f", at most context − {cfg.max_tokens:,} max_tokens" if cfg.max_tokens else "")
+                               + f") − {fixed:,} prompt", context)
+        state = previous
+        plan = CompactionPlan(budget, state, view, replay)
+        if plan.history_tokens <= limit:
+            return plan
+        # Tier 1: clear every tool result but the newest few.
+        tools = view.tools.at
+        keep_tools = cfg.compaction_keep_tool_results
+        if len(tools) > keep_tools:
+            boundary = tools[len(tools) - keep_tools] if keep_tools else view.length
+            if boundary > state.clear_before:
+                state = replace(state, clear_before=boundary)
+                plan = CompactionPlan(budget, state, view, replay)
+                if plan.history_tokens <= limit:
+                    return plan
+        # Tier 2: fold everything but the newest messages (and the first user message) into the summary.
+        end = view.length
+        cut = end - cfg.compaction_keep_messages
+        while state.start < cut < end and message_at(view, replay, cut).role == "tool":
+            cut -= 1
+        first_user = view.first_user[-1] if view.first_user else None
+        pinned = state.pinned
+        if pinned is None and first_user is not None and first_user < cut:
+            pinned = first_user
+        if cut > state.start and any(i != pinned for i in range(state.start, cut)):
+            folded_at = range(state.start, cut)
+            folded = []
+            for i in folded_at:
+                msg = message_at(view, replay, i)
+                if msg.role == "tool" and i < state.clear_before:
+                    msg = replace(msg, content=TOOL_PLACEHOLDER)
+                folded.append(msg)
+            covers = add_turns(state.covers, (replay.numbers[view.seq_pos[i]] for i in range(state.start, cut)
+                                              if i != pinned))
+            text = replay.summarizer.summarize(folded, state.text)
+            content = summary_content(covers, text)
+            state = replace(state, start=cut, pinned=pinned, text=text, covers=covers, content=content,
+                            tokens=replay.counter.chat("system", content))
+            plan = CompactionPlan(budget, state, view, replay)
+        return plan
