@@ -149,12 +149,28 @@ FORMATS: list[str] = []
 
 def register_format(fmt: Format, *, before: str | None = None) -> None:
     """Add (or replace) a format. Detection tries formats in order; a format with a distinctive
-    marker (a bundle header, say) should go ``before`` the generic ones."""
+    marker (a bundle header, say) should go ``before`` the generic ones::
+
+        register_format(Format("memlens-bundle", "MemLens JSON bundle",
+                               sniff=lambda first, layout: layout == "document" and isinstance(first, dict)
+                               and "memlens_bundle" in first,
+                               read=read_bundle), before=FORMATS[0])
+
+    ``read(records, ctx)`` yields conversations; it reads records with ``ctx.each(records,
+    parse_one, label)``, where ``parse_one(value, index)`` raises :class:`RecordError` for a bad
+    record, so bad records are reported and skipped like in every other format.
+    """
     items = [(k, v) for k, v in _REGISTRY.items() if k != fmt.name]
     at = next((i for i, (k, _) in enumerate(items) if k == before), len(items))
     items.insert(at, (fmt.name, fmt))
     _REGISTRY.clear()
     _REGISTRY.update(items)
+    FORMATS[:] = list(_REGISTRY)
+
+
+def unregister_format(name: str) -> None:
+    """Remove a format (a plugin being unloaded, a test cleaning up)."""
+    _REGISTRY.pop(name, None)
     FORMATS[:] = list(_REGISTRY)
 
 
@@ -755,8 +771,8 @@ def _read_openai(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
     # A bare list of messages (array or JSON Lines) is one conversation.
     messages = []
     for rec in records:
-        ctx.records = 1
         if rec.error:
+            ctx.records = 1
             ctx.report(Problem(None, rec.error.split(" is ")[0], rec.error))
             return
         messages.append(rec.value)

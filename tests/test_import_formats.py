@@ -296,3 +296,36 @@ def test_detection_follows_the_first_record():
     assert detect_format({"prereq_conversations": [], "probes": []}) == "bfcl"
     with pytest.raises(FormatError, match="unknown format"):
         detect_format({"hello": "world"})
+
+
+def test_a_registered_format_is_detected_before_the_generic_ones_and_reports_bad_records():
+    from core.conversation import Conversation
+    from core.readers import Format, RecordError, register_format, unregister_format
+
+    def parse(value, n):
+        if not isinstance(value.get("title"), str):
+            raise RecordError("'title' must be a string", "title")
+        return Conversation(id=value["title"], turns=[], source_format="toy")
+
+    def read(records, ctx):
+        doc = records.first
+        yield from ctx.each(records.inner(doc["toy_bundle"]), parse, lambda v: str(v.get("title", "")))
+
+    register_format(Format("toy", "a toy bundle", lambda first, layout: isinstance(first, dict)
+                           and "toy_bundle" in first, read), before=FORMATS[0])
+    try:
+        assert FORMATS[0] == "toy"
+        text = json.dumps({"toy_bundle": [{"title": "a"}, {"title": 3}], "messages": []})
+        result = import_text(text, name="t.json", skip_bad=True)
+        assert result.format == "toy" and [c.id for c in result.conversations] == ["a"]
+        assert result.problems[0].text == "record 1 (conversation '3'): 'title' must be a string"
+    finally:
+        unregister_format("toy")
+    assert "toy" not in FORMATS
+    assert import_text(json.dumps({"messages": [{"role": "user", "content": "x"}]}), name="t.json").format == "openai"
+
+
+def test_a_bare_message_list_counts_as_one_record():
+    text = json.dumps([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])
+    result = import_text(text, name="m.json")
+    assert result.records == 1 and len(result.conversations) == 1 and result.conversations[0].id == "m"
