@@ -1,0 +1,207 @@
+"""trim: LangChain-core trim_messages semantics (spec/memory-models.md §D.1, the §D.4 vectors), as a
+pure function and as a strategy over a turn's history."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.conversation import TOOL_CALL, TOOL_RESULT, Message, ToolCall
+from core.ledger import KEPT, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, explain
+from core.memory import MemoryConfig, Replay
+from core.strategies.trim import TrimError, message_type, split_lines, trim_messages
+from tests.builders import linear, openai
+from tests.test_ledger_pipeline import conversations
+
+S = Message("system", "You are helpful.", "intermediate", "S")
+H1, A1 = Message("user", "hi", "query", "H1"), Message("assistant", "hello", "answer", "A1")
+H2, A2 = Message("user", "how are you", "query", "H2"), Message("assistant", "fine", "answer", "A2")
+H = Message("user", "look it up", "query", "H")
+AITC = Message("assistant", "", TOOL_CALL, "AItc", tool_calls=(ToolCall("c1", "lookup", "{}"),))
+T = Message("tool", "42", TOOL_RESULT, "T", tool_call_id="c1")
+A = Message("assistant", "It is 42.", "answer", "A")
+
+
+def refs(messages):
+    return [m.ref for m in messages]
+
+
+# -- the §D.4 one-liners, token_counter=len ------------------------------------------------------------
+
+def test_last_with_include_system_keeps_the_system_message_and_the_newest_that_fit():
+    kept = trim_messages([S, H1, A1, H2, A2], max_tokens=3, token_counter=len, strategy="last", include_system=True)
+    assert refs(kept) == ["S", "H2", "A2"]
+
+
+def test_start_on_human_with_three_keeps_the_last_exchange():
+    kept = trim_messages([S, H1, A1, H2, A2], max_tokens=3, token_counter=len, strategy="last",
+                         include_system=True, start_on="human")
+    assert refs(kept) == ["S", "H2", "A2"]
+
+
+def test_start_on_human_with_two_keeps_only_the_system_message():
+    # Budget 1 after the system message keeps only A2, which start_on then drops.
+    kept = trim_messages([S, H1, A1, H2, A2], max_tokens=2, token_counter=len, strategy="last",
+                         include_system=True, start_on="human")
+    assert refs(kept) == ["S"]
+
+
+def test_last_without_start_on_breaks_a_tool_pair():
+    assert refs(trim_messages([H, AITC, T, A], max_tokens=2, token_counter=len, strategy="last")) == ["T", "A"]
+
+
+def test_first_with_include_system_is_a_value_error():
+    with pytest.raises(ValueError):
+        trim_messages([S, H1, A1], max_tokens=2, token_counter=len, strategy="first", include_system=True)
+    with pytest.raises(TrimError, match="only to trim strategy 'last'"):
+        trim_messages([S, H1, A1], max_tokens=2, token_counter=len, strategy="first", start_on="human")
+
+
+# -- more of §D.1 ------------------------------------------------------------------------------------
+
+def test_first_keeps_the_longest_prefix_then_end_on_drops_from_its_end():
+    assert refs(trim_messages([H1, A1, H2, A2], max_tokens=3, token_counter=len, strategy="first")) == \
+        ["H1", "A1", "H2"]
+    assert refs(trim_messages([H1, A1, H2, A2], max_tokens=3, token_counter=len, strategy="first",
+                              end_on="ai")) == ["H1", "A1"]
+
+
+def test_end_on_applies_even_when_everything_fits():
+    assert refs(trim_messages([H1, A1, H2], max_tokens=10, token_counter=len, strategy="first", end_on="ai")) == \
+        ["H1", "A1"]
+    assert refs(trim_messages([H1, A1, H2], max_tokens=10, token_counter=len, end_on="ai")) == ["H1", "A1"]
+
+
+def test_the_system_message_is_kept_even_if_it_alone_exceeds_the_budget():
+    big = Message("system", "rules " * 50, "intermediate", "S")
+    count = lambda ms: sum(len(m.content) for m in ms)  # noqa: E731 - a per-character counter
+    assert refs(trim_messages([big, H1, A1], max_tokens=5, token_counter=count, include_system=True)) == ["S"]
+
+
+def test_no_start_on_message_in_the_window_gives_an_empty_result():
+    assert trim_messages([H, AITC, T, A], max_tokens=2, token_counter=len, start_on="human") == []
+
+
+def test_allow_partial_keeps_the_last_lines_of_the_message_that_did_not_fit():
+    long = Message("assistant", "line one\nline two\nline three", "answer", "L")
+    count = lambda ms: sum(len(m.content) for m in ms)  # noqa: E731
+    kept = trim_messages([H1, long, H2], max_tokens=len("how are you") + len("line three"), token_counter=count,
+                         allow_partial=True)
+    assert [m.content for m in kept] == ["line three", "how are you"]
+    first = trim_messages([long, H2], max_tokens=len("line one\nline two\n"), token_counter=count,
+                          strategy="first", allow_partial=True)
+    assert [m.content for m in first] == ["line one\nline two\n"]
+
+
+def test_split_lines_keeps_the_newlines_like_langchains_default_splitter():
+    assert split_lines("a\nb\n\nc") == ["a\n", "b\n", "\n", "c"]
+
+
+def test_message_types_are_langchains():
+    assert [message_type(m) for m in (S, H1, A1, T)] == ["system", "human", "ai", "tool"]
+
+
+# -- the strategy: trim_messages over a turn's history ---------------------------------------------------
+
+def trim(**kw):
+    return MemoryConfig(strategy="trim", **kw)
+
+
+def chat(*pairs, system="You are helpful."):
+    msgs = [{"role": "system", "content": system}] if system else []
+    for q, a in pairs:
+        msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+    msgs.append({"role": "user", "content": "and now?"})
+    return openai(msgs)
+
+
+def test_the_strategy_reproduces_the_d4_vectors_when_counting_messages():
+    conv = chat(("hi", "hello"), ("how are you", "fine"))
+    ledger = Replay(conv, trim(max_history_tokens=3, trim_counter="messages", include_system=True)).ledger(3)
+    assert [e.ref for e in ledger.kept] == [3, 4]  # H2, A2; the system prompt is sent apart and took one slot
+    assert ledger.budget == 2
+    ledger = Replay(conv, trim(max_history_tokens=2, trim_counter="messages", include_system=True,
+                               start_on="human")).ledger(3)
+    assert ledger.kept == []
+    assert {e.ref: e.reason for e in ledger.entries} == {1: OVER_BUDGET, 2: OVER_BUDGET, 3: OVER_BUDGET,
+                                                         4: OUTSIDE_WINDOW}
+
+
+def test_the_strategy_keeps_a_tool_result_first_unless_start_on_human():
+    conv = openai([{"role": "user", "content": "look it up"},
+                   {"role": "assistant", "content": "", "tool_calls": [
+                       {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]},
+                   {"role": "tool", "tool_call_id": "c1", "content": "42"},
+                   {"role": "assistant", "content": "It is 42."},
+                   {"role": "user", "content": "thanks"}])
+    config = trim(max_history_tokens=2, trim_counter="messages", granularity="all_messages")
+    ledger = Replay(conv, config).ledger(2)
+    assert [e.role for e in ledger.kept] == ["tool", "assistant"]
+    assert Replay(conv, config.with_(start_on="human")).ledger(2).kept == []
+
+
+def test_last_drops_the_oldest_over_the_token_budget_and_first_the_newest():
+    conv = linear(6)
+    replay = Replay(conv, trim(max_history_tokens=30))
+    ledger = replay.ledger(6)
+    assert sum(e.tokens for e in ledger.kept) <= 30 < sum(e.tokens for e in ledger.entries)
+    assert [e.reason for e in ledger.entries] == sorted((e.reason for e in ledger.entries), key=[OVER_BUDGET,
+                                                                                                  KEPT].index)
+    first = Replay(conv, trim(max_history_tokens=30, trim_strategy="first")).ledger(6)
+    assert first.kept[0].ref == "1:query"
+    assert [e.reason for e in first.entries] == sorted((e.reason for e in first.entries), key=[KEPT,
+                                                                                                OVER_BUDGET].index)
+    e = first.entries[-1]
+    assert explain(e, first.config) == "over trim_messages max_tokens (30 tokens): newest dropped"
+
+
+def test_include_system_takes_the_system_prompts_tokens_off_the_budget():
+    conv = chat(("hi", "hello"), ("how are you", "fine"))
+    with_system = Replay(conv, trim(max_history_tokens=40, include_system=True))
+    assert with_system.ledger(3).budget == 40 - with_system.system_tokens
+    assert Replay(conv, trim(max_history_tokens=40)).ledger(3).budget == 40
+
+
+def test_start_on_and_end_on_drops_are_outside_the_window_and_say_why():
+    conv = linear(5)
+    ledger = Replay(conv, trim(max_history_tokens=3, trim_counter="messages", start_on="human",
+                               end_on="human")).ledger(5)
+    # end_on pops 4:answer; the last 3 are 3:query, 3:answer, 4:query; start_on keeps them.
+    reasons = {e.ref: e.reason for e in ledger.entries}
+    assert reasons["4:answer"] == OUTSIDE_WINDOW and [e.ref for e in ledger.kept] == ["3:query", "3:answer",
+                                                                                       "4:query"]
+    assert explain(next(e for e in ledger.entries if e.ref == "4:answer"), ledger.config) == \
+        "dropped so the kept part starts on a human message and ends on a human message"
+
+
+def test_a_partial_message_is_over_budget_and_what_was_sent_of_it_stands_in_its_place():
+    long_answer = "first line of the answer\nsecond line of it\nthird and last line"
+    conv = chat(("tell me", long_answer), ("ok", "good"), system="")
+    replay = Replay(conv, trim(allow_partial=True, max_history_tokens=1))
+    tail_tokens = replay.counter.message(Message("assistant", "third and last line", "answer", 1))
+    budget = replay.counter.message(conv.turns[1].messages[0]) + replay.counter.message(
+        conv.turns[1].messages[1]) + tail_tokens
+    ledger = Replay(conv, trim(allow_partial=True, max_history_tokens=budget)).ledger(3)
+    assert {e.ref: e.reason for e in ledger.entries} == {0: OVER_BUDGET, 1: OVER_BUDGET, 2: KEPT, 3: KEPT}
+    [part] = ledger.synthetic
+    assert (part.origin, part.content, part.replaces, part.ref) == (PARTIAL, "third and last line", (0, 1),
+                                                                     "partial:1")
+    sent = Replay(conv, trim(allow_partial=True, max_history_tokens=budget)).history_messages(ledger)
+    assert [m.content for m in sent] == ["third and last line", "ok", "good"]
+    assert ledger.history_tokens == budget
+
+
+def test_counting_messages_never_keeps_a_message_partially():
+    conv = chat(("tell me", "a\nb\nc"), ("ok", "good"))
+    ledger = Replay(conv, trim(allow_partial=True, max_history_tokens=3, trim_counter="messages")).ledger(3)
+    assert ledger.synthetic == [] and len(ledger.kept) == 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(conversations(), st.integers(1, 12), st.sampled_from(["tokens", "messages"]), st.booleans())
+def test_with_start_on_human_the_kept_history_never_starts_on_a_tool_result(conv, limit, counter, partial):
+    config = trim(max_history_tokens=limit, trim_counter=counter, start_on="human", granularity="all_messages",
+                  allow_partial=partial)
+    replay = Replay(conv, config)
+    for s in replay.summaries():
+        sent = replay.history_messages(replay.ledger(s.turn))
+        assert not sent or sent[0].role == "user"
