@@ -894,12 +894,13 @@ def _read_sharegpt(records: Records, ctx: ReadContext) -> Iterator[Conversation]
 
 # -- OpenAssistant message trees --------------------------------------------------------------------
 
-def _oasst_node(node: Any, role: str, at_parent: str) -> tuple[str, str, list]:
+def _oasst_node(node: Any, role: str, where: str) -> tuple[str, str, list]:
+    """(id, text, replies) of a checked node; ``where`` names it while its id is unknown."""
     if not isinstance(node, dict):
-        raise RecordError(f"a reply of {at_parent} is not an object", at_parent)
+        raise RecordError(f"{where} is not an object", where)
     mid = node.get("message_id")
     if not isinstance(mid, str) or not mid:
-        raise RecordError(f"a reply of {at_parent} has no 'message_id'", at_parent)
+        raise RecordError(f"{where} has no 'message_id'", where)
     at = f"message {mid!r}"
     if node.get("role") != role:
         raise RecordError(f"{at} has role {node.get('role')!r} where {role!r} was expected "
@@ -933,13 +934,14 @@ def _oasst_turns(root: Any) -> tuple[list[Turn], int]:
         item = stack.pop()
         if item[0] == "prompter":
             _, node, parent = item
-            pid, text, replies = _oasst_node(node, "prompter", "")
+            pid, text, replies = _oasst_node(node, "prompter", "the tree's first message" if parent is None
+                                             else f"a reply of message {parent!r}")
             if pid in seen:
                 raise RecordError(f"message {pid!r} appears twice in the tree", f"message {pid!r}")
             seen.add(pid)
             answers = []
             for reply in replies:
-                _oasst_node(reply, "assistant", f"message {pid!r}")
+                _oasst_node(reply, "assistant", f"a reply of message {pid!r}")
                 if reply.get("deleted") is True:
                     left_out += _oasst_size(reply)
                 else:
@@ -953,11 +955,11 @@ def _oasst_turns(root: Any) -> tuple[list[Turn], int]:
                 stack.append(("turn", node, answer, parent))
         else:
             _, prompter, answer, parent = item
-            aid, answer_text, replies = _oasst_node(answer, "assistant", "")
+            aid, answer_text, replies = _oasst_node(answer, "assistant", "an answer")  # checked above
             if aid in seen:
                 raise RecordError(f"message {aid!r} appears twice in the tree", f"message {aid!r}")
             seen.add(aid)
-            pid, text, _ = _oasst_node(prompter, "prompter", "")
+            pid, text, _ = _oasst_node(prompter, "prompter", "a prompt")  # checked above
             meta = {"prompter_id": pid, "assistant_id": aid}
             if isinstance(answer.get("rank"), int):
                 meta["rank"] = answer["rank"]
@@ -967,7 +969,7 @@ def _oasst_turns(root: Any) -> tuple[list[Turn], int]:
                               query_index=0, answer_index=1, meta=meta))
             followups = []
             for reply in replies:
-                _oasst_node(reply, "prompter", f"message {aid!r}")
+                _oasst_node(reply, "prompter", f"a reply of message {aid!r}")
                 if reply.get("deleted") is True:
                     left_out += _oasst_size(reply)
                 else:

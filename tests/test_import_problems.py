@@ -81,6 +81,10 @@ def node(mid, role, *replies, **extra):
     (node("p", "prompter", node("a", "assistant", text=None)), "message 'a' has no 'text' string"),
     (node("p", "prompter", node("p", "assistant")), "message 'p' appears twice in the tree"),
     (node("p", "prompter", deleted=True), "the tree's first message is deleted"),
+    ({"role": "prompter", "text": "x", "replies": []}, "the tree's first message has no 'message_id'"),
+    (node("p", "prompter", node("a", "assistant", {"role": "prompter", "text": "?"})),
+     "a reply of message 'a' has no 'message_id'"),
+    (node("p", "prompter", "just text"), "a reply of message 'p' is not an object"),
 ])
 def test_each_malformed_oasst_tree_gives_its_message(root, message):
     if message.endswith("'text' string"):
