@@ -282,6 +282,8 @@ def save_turn(db: Database, conversation_id: str, turn: dict, *, make_active: bo
             raise StoreError(f"no conversation with id {conversation_id!r}")
         row = _turn_row(conversation_id, _next_seq(s, conversation_id), turn)
         row.node_runs = [_node_row(i, run) for i, run in enumerate(turn.get("node_runs") or [])]
+        # Written with the runs in the same transaction: lets a check prove no run went missing.
+        row.meta = {**row.meta, "node_count": len(row.node_runs)}
         s.add(row)
         conv.updated_at = now()
         if make_active:
@@ -334,7 +336,7 @@ def turn_from_dict(d: dict) -> Turn:
         messages = (Message("user", d.get("query") or "", QUERY, f"{tid}:query"),
                     Message("assistant", d.get("answer") or "", ANSWER, f"{tid}:answer"))
         qi, ai = 0, 1
-    meta = {k: d[k] for k in ("seq", "dialogue_count", "flow_version_id", "inputs") if k in d}
+    meta = {k: d[k] for k in ("seq", "dialogue_count", "flow_version_id", "inputs", "prompt_tokens") if k in d}
     return Turn(id=tid, parent_id=d.get("parent_id"), messages=messages, query_index=qi, answer_index=ai,
                 status=d.get("status") or "succeeded", error=d.get("error"), created_at=d.get("created_at"),
                 answer_tokens=d.get("answer_tokens"), meta=meta)

@@ -1,0 +1,480 @@
+"""Conversations that survive restarts: the flow runtime on top of the store, with branches.
+
+:class:`ConversationService` is what the UI, the command line and the HTTP API call. It loads a
+stored conversation, runs a turn through the flow version the conversation is pinned to, writes
+each assigner's variable changes as that node finishes (Dify keeps them even if a later node
+fails) and then the whole turn with its node runs in one transaction.
+
+Branches follow Dify's message tree: regenerating an answer adds a sibling turn with the same
+parent; editing an earlier query adds a sibling of that turn; both become the active thread and
+leave the old one intact. Memory for the next turn follows the active thread because the next
+turn's parent is the active thread's last turn (Dify's thread walk, spec/dify-memory.md §1.3).
+
+Flow versions: editing a flow's values creates a new version; a conversation stays pinned to the
+version it started on (as Dify 1.17.1 does). Continuing on the newest version is explicit and
+creates a new branch; it is refused when the flow's structure changed (nodes added, removed or
+reordered), with Dify's ``agent_session_configuration_changed`` message.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from .conversation import UUID_NIL, Conversation
+from .flow import Flow, FlowError, classify_change, load_flow
+from .llm import LLMClient
+from .runtime import ConversationState, RunError, TurnRecord, run_turn
+from .store import repo
+from .store.db import Database, StoreError
+from .variables import VariableChange, defaults, edit_variable
+
+SESSION_CHANGED = ("The Agent configuration changed after this conversation started. "
+                   "Start a new conversation to continue.")
+_ACTIVE = object()
+FORMAT = "memlens-conversation"
+FORMAT_VERSION = 1
+
+
+class SessionChangedError(StoreError):
+    """Dify's ``agent_session_configuration_changed`` (HTTP 409)."""
+
+    code = "agent_session_configuration_changed"
+    status = 409
+
+
+@dataclass(frozen=True)
+class Siblings:
+    index: int  # 1-based position among the siblings, as the pager shows "n of m"
+    count: int
+    ids: tuple[str, ...]
+
+
+class ConversationService:
+    def __init__(self, db: Database, llm: LLMClient | None = None):
+        self.db = db
+        self.llm = llm
+        self._flows: dict[str, Flow] = {}
+
+    # -- flows ---------------------------------------------------------------------------------------
+    def import_flow(self, source: Flow | str | Path, name: str | None = None) -> repo.FlowVersion:
+        flow = source if isinstance(source, Flow) else load_flow(source)
+        return repo.create_flow(self.db, name or flow.name, flow.to_dict(), flow.structural_signature(),
+                                note="imported")
+
+    def flow(self, version_id: str) -> Flow:
+        flow = self._flows.get(version_id)
+        if flow is None:
+            version = repo.get_flow_version(self.db, version_id)
+            flow = self._flows[version_id] = Flow.from_dict(version.definition, name=version.flow_name)
+        return flow
+
+    def update_flow(self, flow_id: str, flow: Flow, note: str = "") -> repo.FlowVersion:
+        """Save an edited flow as a new version (conversations stay on the version they started on)."""
+        latest = repo.latest_flow_version(self.db, flow_id)
+        change = classify_change(self.flow(latest.id), flow)
+        if change == "same":
+            return latest
+        return repo.add_flow_version(self.db, flow_id, flow.to_dict(), flow.structural_signature(),
+                                     note or ("structure changed" if change == "structure" else "values changed"))
+
+    # -- conversations -------------------------------------------------------------------------------
+    def start(self, flow_id: str, *, user_id: str = "user", name: str = "", source: str = "ui",
+              inputs: Mapping[str, Any] | None = None, conversation_id: str | None = None,
+              fidelity: str = "documented") -> repo.ConversationInfo:
+        version = repo.latest_flow_version(self.db, flow_id)
+        info = repo.create_conversation(self.db, flow_version_id=version.id, user_id=user_id, name=name,
+                                        source=source, inputs=dict(inputs or {}), conversation_id=conversation_id,
+                                        meta={"fidelity": fidelity})
+        repo.ensure_variables(self.db, info.id, [v.to_dict() for v in self.flow(version.id).variables])
+        return info
+
+    def info(self, conversation_id: str) -> repo.ConversationInfo:
+        return repo.get_conversation(self.db, conversation_id)
+
+    def conversation(self, conversation_id: str) -> Conversation:
+        return repo.load_conversation(self.db, conversation_id)
+
+    def state(self, conversation_id: str) -> tuple[Flow, ConversationState, repo.ConversationInfo]:
+        info = self.info(conversation_id)
+        if info.flow_version_id is None:
+            raise StoreError(f"conversation {conversation_id!r} was imported without a flow; it can be inspected "
+                             "and replayed but not continued")
+        flow = self.flow(info.flow_version_id)
+        stored = repo.ensure_variables(self.db, conversation_id, [v.to_dict() for v in flow.variables])
+        conv = repo.load_conversation(self.db, conversation_id)
+        return flow, ConversationState(conversation=conv, variables={v.name: v.value for v in stored}), info
+
+    def active_thread(self, conversation_id: str, conversation: Conversation | None = None) -> list[str]:
+        """Turn ids of the active thread, oldest first (what the chat shows)."""
+        conv = conversation or self.conversation(conversation_id)
+        active = self.info(conversation_id).active_turn_id if conversation is None \
+            else conv.meta.get("active_turn_id")
+        if not conv.turns:
+            return []
+        position = conv.tree.position.get(active, len(conv.turns) - 1) if active else len(conv.turns) - 1
+        return [conv.turns[i].id for i in conv.tree.path(position)]
+
+    def siblings(self, conversation: Conversation, turn_id: str) -> Siblings:
+        tree = conversation.tree
+        ids = tuple(conversation.turns[i].id for i in tree.siblings(tree.position[turn_id]))
+        return Siblings(ids.index(turn_id) + 1, len(ids), ids)
+
+    def switch(self, conversation_id: str, turn_id: str) -> str:
+        """Make the thread through ``turn_id`` active (continuing to its newest descendant)."""
+        conv = self.conversation(conversation_id)
+        if turn_id not in conv.tree.position:
+            raise StoreError(f"turn {turn_id!r} is not in conversation {conversation_id!r}")
+        leaf = conv.turns[conv.tree.active_leaf(conv.tree.position[turn_id])].id
+        repo.set_conversation_fields(self.db, conversation_id, active_turn_id=leaf)
+        return leaf
+
+    def rename(self, conversation_id: str, name: str) -> None:
+        repo.rename_conversation(self.db, conversation_id, name)
+
+    def delete(self, conversation_id: str) -> None:
+        repo.delete_conversation(self.db, conversation_id)
+
+    def set_memory_overrides(self, conversation_id: str, overrides: Mapping[str, Mapping[str, Any]]) -> None:
+        """Per-node memory settings this conversation runs with from now on (the switchboard)."""
+        info = self.info(conversation_id)
+        meta = dict(info.meta)
+        meta["memory_overrides"] = {k: dict(v) for k, v in overrides.items() if v}
+        repo.set_conversation_fields(self.db, conversation_id, meta=meta)
+
+    # -- turns ---------------------------------------------------------------------------------------
+    def send(self, conversation_id: str, query: str, inputs: Mapping[str, Any] | None = None, *,
+             parent_id: Any = _ACTIVE, flow_version_id: str | None = None,
+             overrides: Mapping[str, Mapping[str, Any]] | None = None,
+             on_event: Callable[[dict], None] | None = None, llm: LLMClient | None = None) -> TurnRecord:
+        """Run one turn after ``parent_id`` (default: the active thread's last turn) and store it."""
+        flow, state, info = self.state(conversation_id)
+        if flow_version_id is not None:
+            flow = self.flow(flow_version_id)
+        version_id = flow_version_id or info.flow_version_id
+        if parent_id is _ACTIVE:
+            parent_id = info.active_turn_id
+        if overrides is None:
+            overrides = info.meta.get("memory_overrides") or {}
+        seq = len(state.conversation.turns) + 1
+
+        def persist_variables(node_id: str, changes: list[VariableChange]) -> None:
+            repo.write_variable_changes(self.db, conversation_id, [_change_row(c) for c in changes],
+                                        turn_id=changes[0].turn_id if changes else None, turn_seq=seq)
+
+        merged_inputs = {**info.inputs, **dict(inputs or {})}
+        record = run_turn(flow, state, query, merged_inputs, parent_id=parent_id, user_id=info.user_id,
+                          fidelity=info.meta.get("fidelity", "documented"), llm=llm or self.llm,
+                          node_memory_overrides=overrides or None, on_variables_updated=persist_variables,
+                          on_event=on_event)
+        repo.save_turn(self.db, conversation_id, turn_from_record(record, version_id))
+        return record
+
+    def regenerate(self, conversation_id: str, turn_id: str, **kwargs) -> TurnRecord:
+        """A new answer to the same query: a sibling turn with the same parent."""
+        conv = self.conversation(conversation_id)
+        turn = _turn(conv, turn_id)
+        inputs = (turn.meta or {}).get("inputs") or {}
+        return self.send(conversation_id, turn.query, inputs, parent_id=turn.parent_id, **kwargs)
+
+    def edit(self, conversation_id: str, turn_id: str, query: str, **kwargs) -> TurnRecord:
+        """An edited query: a sibling of ``turn_id`` asking ``query`` instead."""
+        conv = self.conversation(conversation_id)
+        turn = _turn(conv, turn_id)
+        return self.send(conversation_id, query, (turn.meta or {}).get("inputs") or {}, parent_id=turn.parent_id,
+                         **kwargs)
+
+    def rerun_from(self, conversation_id: str, turn_id: str, overrides: Mapping[str, Mapping[str, Any]],
+                   **kwargs) -> TurnRecord:
+        """Re-run a turn's query with other memory settings, as a branch; the settings stay on."""
+        self.set_memory_overrides(conversation_id, overrides)
+        return self.regenerate(conversation_id, turn_id, overrides=overrides, **kwargs)
+
+    def continue_on_latest(self, conversation_id: str, from_turn_id: str | None = None, **kwargs) -> TurnRecord:
+        """Continue on the flow's newest version as a new branch (the turn re-run as a sibling).
+
+        Refused, with Dify's ``agent_session_configuration_changed``, when the structure changed.
+        """
+        info = self.info(conversation_id)
+        pinned = repo.get_flow_version(self.db, info.flow_version_id)
+        latest = repo.latest_flow_version(self.db, pinned.flow_id)
+        if latest.id == pinned.id:
+            raise StoreError(f"conversation {conversation_id!r} already runs on the newest version "
+                             f"(v{pinned.version}) of {pinned.flow_name!r}")
+        if latest.structure != pinned.structure and info.turn_count:
+            raise SessionChangedError(
+                f"{SESSION_CHANGED} (flow {pinned.flow_name!r} v{latest.version} adds, removes or reorders nodes "
+                f"compared with v{pinned.version}; start a new conversation on v{latest.version}, or keep this "
+                f"one on v{pinned.version})")
+        conv = self.conversation(conversation_id)
+        from_turn_id = from_turn_id or info.active_turn_id
+        repo.set_conversation_fields(self.db, conversation_id, flow_version_id=latest.id)
+        if from_turn_id is None:
+            return None  # type: ignore[return-value]  # nothing to re-run yet: new turns use the new version
+        return self.regenerate(conversation_id, _turn(conv, from_turn_id).id, **kwargs)
+
+    # -- variables -----------------------------------------------------------------------------------
+    def edit_variable(self, conversation_id: str, name: str, value: Any) -> VariableChange:
+        """A live edit, type-checked with Dify's message; a mismatch changes nothing."""
+        flow, state, info = self.state(conversation_id)
+        turns = state.conversation.turns
+        _, change = edit_variable(flow.variables, state.variables, name, value, turn=len(turns),
+                                  turn_id=info.active_turn_id)
+        repo.write_variable_changes(self.db, conversation_id, [_change_row(change)], turn_id=change.turn_id,
+                                    turn_seq=len(turns) or None)
+        return change
+
+    def revert_variable(self, conversation_id: str, name: str) -> VariableChange | None:
+        """Undo the latest user edit of a variable (back to the value it replaced)."""
+        last = next((h for h in reversed(repo.variable_history(self.db, conversation_id))
+                     if h["name"] == name and h["node_id"] == "user"), None)
+        if last is None:
+            return None
+        return self.edit_variable(conversation_id, name, copy.deepcopy(last["old"]))
+
+    def reset_variables(self, conversation_id: str) -> list[VariableChange]:
+        """Every variable back to its declared default (recorded as user edits)."""
+        flow, state, _ = self.state(conversation_id)
+        changes = []
+        for name, value in defaults(flow.variables).items():
+            if state.variables.get(name) != value:
+                changes.append(self.edit_variable(conversation_id, name, value))
+        return changes
+
+    def variables_at(self, conversation_id: str, turn_id: str | None) -> dict[str, Any]:
+        """Every variable's value as it was right after ``turn_id`` (None: before the first turn)."""
+        flow, state, _ = self.state(conversation_id)
+        conv = state.conversation
+        values = defaults(flow.variables)
+        if turn_id is None:
+            return values
+        limit = (conv.turns[conv.tree.position[turn_id]].meta or {}).get("seq")
+        for h in repo.variable_history(self.db, conversation_id):
+            if h["turn_seq"] is not None and limit is not None and h["turn_seq"] <= limit:
+                values[h["name"]] = copy.deepcopy(h["new"])
+        return values
+
+    # -- export / import ---------------------------------------------------------------------------
+    def export(self, conversation_id: str) -> dict:
+        return export_conversation(self.db, conversation_id)
+
+    def import_(self, bundle: Mapping[str, Any]) -> str:
+        return import_conversation(self.db, bundle)
+
+
+def _turn(conv: Conversation, turn_id: str):
+    position = conv.tree.position.get(turn_id)
+    if position is None:
+        raise StoreError(f"turn {turn_id!r} is not in conversation {conv.id!r}")
+    return conv.turns[position]
+
+
+def _change_row(change: VariableChange) -> dict:
+    return {"name": change.name, "old": change.old, "new": change.new, "operation": change.operation,
+            "node_id": change.node_id}
+
+
+def turn_from_record(record: TurnRecord, flow_version_id: str | None) -> dict:
+    """The stored form of a turn record (every node run included; variables live in their tables)."""
+    data = record.to_dict()
+    data.pop("variable_changes", None)
+    data.pop("variables", None)
+    data.pop("conversation_id", None)
+    data["flow_version_id"] = flow_version_id
+    data["answer_tokens"] = record.answer_tokens
+    data["prompt_tokens"] = record.to_turn().meta.get("prompt_tokens", {})
+    return data
+
+
+def record_from_stored(turn: Mapping[str, Any], conversation_id: str) -> TurnRecord:
+    data = {k: v for k, v in turn.items() if k not in ("seq", "flow_version_id", "answer_tokens", "prompt_tokens",
+                                                       "messages")}
+    data["conversation_id"] = conversation_id
+    data.setdefault("turn", turn.get("seq", 0))
+    return TurnRecord.from_dict(data)
+
+
+# -- export / import --------------------------------------------------------------------------------
+
+def export_conversation(db: Database, conversation_id: str) -> dict:
+    """A conversation with its tree, node runs, variables and their history, as one JSON document."""
+    info = repo.get_conversation(db, conversation_id)
+    flow = None
+    if info.flow_version_id:
+        v = repo.get_flow_version(db, info.flow_version_id)
+        flow = {"flow_id": v.flow_id, "name": v.flow_name, "version_id": v.id, "version": v.version,
+                "definition": v.definition, "structure": v.structure, "note": v.note, "created_at": v.created_at}
+    return {
+        "format": FORMAT, "version": FORMAT_VERSION,
+        "conversation": {"id": info.id, "user_id": info.user_id, "name": info.name, "source": info.source,
+                         "inputs": info.inputs, "active_turn_id": info.active_turn_id, "meta": info.meta,
+                         "created_at": info.created_at, "updated_at": info.updated_at},
+        "flow": flow,
+        "turns": repo.load_turn_rows(db, conversation_id, with_node_runs=True),
+        "variables": [{"id": v.id, "name": v.name, "value_type": v.value_type, "value": v.value,
+                       "description": v.description, "created_at": v.created_at, "updated_at": v.updated_at}
+                      for v in repo.get_variables(db, conversation_id)],
+        "variable_history": repo.variable_history(db, conversation_id),
+    }
+
+
+def _require(cond: bool, message: str) -> None:
+    if not cond:
+        raise StoreError(f"not a MemLens conversation export: {message}")
+
+
+def validate_bundle(bundle: Any) -> None:
+    """Check an export document completely before anything is written."""
+    _require(isinstance(bundle, Mapping), "expected a JSON object")
+    _require(bundle.get("format") == FORMAT, f"'format' must be {FORMAT!r}")
+    _require(bundle.get("version") == FORMAT_VERSION, f"unsupported version {bundle.get('version')!r} "
+                                                      f"(this MemLens reads version {FORMAT_VERSION})")
+    conv = bundle.get("conversation")
+    _require(isinstance(conv, Mapping) and isinstance(conv.get("id"), str) and conv["id"],
+             "'conversation.id' is missing")
+    for key in ("user_id", "name", "source"):
+        _require(isinstance(conv.get(key), str), f"'conversation.{key}' must be a string")
+    for key in ("created_at", "updated_at"):
+        _require(isinstance(conv.get(key), (int, float)), f"'conversation.{key}' must be a number")
+    flow = bundle.get("flow")
+    if flow is not None:
+        _require(isinstance(flow, Mapping) and isinstance(flow.get("definition"), Mapping),
+                 "'flow.definition' must be an object")
+        try:
+            Flow.from_dict(flow["definition"], name=str(flow.get("name") or "flow"))
+        except FlowError as e:
+            raise StoreError(f"not a MemLens conversation export: its flow is invalid: {e}") from None
+    turns = bundle.get("turns")
+    _require(isinstance(turns, list), "'turns' must be a list")
+    ids = set()
+    for i, t in enumerate(turns):
+        _require(isinstance(t, Mapping), f"turn {i} is not an object")
+        _require(isinstance(t.get("id"), str) and t["id"] not in ids, f"turn {i} has a missing or repeated 'id'")
+        ids.add(t["id"])
+        _require(isinstance(t.get("query"), str) and isinstance(t.get("answer", ""), str),
+                 f"turn {i}: 'query' and 'answer' must be strings")
+        _require(t.get("parent_id") is None or isinstance(t.get("parent_id"), str),
+                 f"turn {i}: 'parent_id' must be a string or null")
+        _require(isinstance(t.get("node_runs", []), list), f"turn {i}: 'node_runs' must be a list")
+    _require(isinstance(bundle.get("variables"), list), "'variables' must be a list")
+    for i, v in enumerate(bundle["variables"]):
+        _require(isinstance(v, Mapping) and all(isinstance(v.get(k), str) for k in ("id", "name", "value_type")),
+                 f"variable {i} needs 'id', 'name' and 'value_type'")
+    _require(isinstance(bundle.get("variable_history"), list), "'variable_history' must be a list")
+    for i, h in enumerate(bundle["variable_history"]):
+        _require(isinstance(h, Mapping) and isinstance(h.get("name"), str) and isinstance(h.get("node_id"), str),
+                 f"variable change {i} needs 'name' and 'node_id'")
+
+
+def import_conversation(db: Database, bundle: Mapping[str, Any]) -> str:
+    """Store an exported conversation under its own ids, all or nothing."""
+    from sqlalchemy import select
+
+    from .store.models import (ConversationRow, FlowRow, FlowVersionRow, NodeRunRow, VariableChangeRow,
+                               VariableRow)
+
+    validate_bundle(bundle)
+    conv = bundle["conversation"]
+    with db.session() as s:
+        if s.get(ConversationRow, conv["id"]) is not None:
+            raise StoreError(f"conversation {conv['id']!r} already exists in this database; delete it first "
+                             "(or import into another database with --db)")
+        flow = bundle.get("flow")
+        version_id = None
+        if flow is not None:
+            version_id = flow.get("version_id")
+            existing = s.get(FlowVersionRow, version_id) if version_id else None
+            if existing is None:
+                flow_id = flow.get("flow_id") or repo.new_id()
+                if s.get(FlowRow, flow_id) is None:
+                    s.add(FlowRow(id=flow_id, name=str(flow.get("name") or "flow"),
+                                  created_at=float(flow.get("created_at") or repo.now())))
+                    s.flush()
+                taken = set(s.scalars(select(FlowVersionRow.version).where(FlowVersionRow.flow_id == flow_id)))
+                number = int(flow.get("version") or 1)
+                while number in taken:
+                    number += 1
+                version_id = version_id or repo.new_id()
+                s.add(FlowVersionRow(id=version_id, flow_id=flow_id, version=number, definition=flow["definition"],
+                                     structure=str(flow.get("structure") or ""), note=str(flow.get("note") or ""),
+                                     created_at=float(flow.get("created_at") or repo.now())))
+                s.flush()
+        s.add(ConversationRow(id=conv["id"], flow_version_id=version_id, user_id=conv["user_id"], name=conv["name"],
+                              source=conv["source"], inputs=conv.get("inputs") or {},
+                              active_turn_id=conv.get("active_turn_id"), meta=conv.get("meta") or {},
+                              created_at=float(conv["created_at"]), updated_at=float(conv["updated_at"])))
+        s.flush()
+        for i, t in enumerate(bundle["turns"]):
+            row = repo._turn_row(conv["id"], int(t.get("seq") or i + 1), {k: v for k, v in t.items() if k != "seq"})
+            row.node_runs = [repo._node_row(j, run) for j, run in enumerate(t.get("node_runs") or [])]
+            s.add(row)
+        for v in bundle["variables"]:
+            s.add(VariableRow(id=v["id"], conversation_id=conv["id"], name=v["name"], value_type=v["value_type"],
+                              value=v.get("value"), description=v.get("description") or "",
+                              created_at=float(v.get("created_at") or 0), updated_at=float(v.get("updated_at") or 0)))
+        for h in bundle["variable_history"]:
+            s.add(VariableChangeRow(conversation_id=conv["id"], turn_id=h.get("turn_id"), turn_seq=h.get("turn_seq"),
+                                    node_id=h["node_id"], operation=str(h.get("operation") or ""), name=h["name"],
+                                    old=h.get("old"), new=h.get("new"), created_at=float(h.get("created_at") or 0)))
+    return conv["id"]
+
+
+def store_conversations(db: Database, conversations: list[Conversation], *, user_id: str = "user",
+                        source: str = "import") -> list[str]:
+    """Store imported conversations (no flow: they can be inspected, replayed and compared) in one
+    transaction. Turn ids are made unique; the source's ids stay in each turn's ``source_id``."""
+    from .store.models import ConversationRow, TurnRow
+
+    ids: list[str] = []
+    with db.session() as s:
+        for conv in conversations:
+            conv_id = repo.new_id()
+            t = repo.now()
+            mapping = {turn.id: repo.new_id() for turn in conv.turns}
+            last = None
+            for i, turn in enumerate(conv.turns):
+                parent = turn.parent_id
+                if parent and parent in mapping:
+                    parent = mapping[parent]
+                elif parent and parent != UUID_NIL:
+                    parent = None  # a parent outside the file ends the thread, as the walk would
+                last = mapping[turn.id]
+                s.add(TurnRow(id=last, conversation_id=conv_id, seq=i + 1, parent_id=parent, flow_version_id=None,
+                              query=turn.query, answer=turn.answer, status=turn.status or "succeeded",
+                              error=turn.error, inputs={}, dialogue_count=conv.tree.depth[i],
+                              answer_tokens=int(turn.answer_tokens or 0),
+                              messages=[repo.message_to_dict(m) for m in turn.messages],
+                              meta={"source_id": turn.id, "created_at_source": turn.created_at},
+                              created_at=float(turn.created_at or t)))
+            s.add(ConversationRow(id=conv_id, flow_version_id=None, user_id=user_id,
+                                  name=(conv.name or conv.id)[:255], source=source, inputs={}, active_turn_id=last,
+                                  meta={"system_prompt": conv.system_prompt, "source_format": conv.source_format,
+                                        "source_id": conv.id}, created_at=t, updated_at=t))
+            ids.append(conv_id)
+    return ids
+
+
+def is_bundle(data: Any) -> bool:
+    return isinstance(data, Mapping) and data.get("format") == FORMAT
+
+
+def read_bundle(path: str | Path) -> dict:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StoreError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise StoreError(f"{path}: cannot read ({e})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise StoreError(f"{path} is not JSON ({e.msg} at line {e.lineno}); expected a MemLens conversation "
+                         "export") from None
+
+
+__all__ = ["ConversationService", "Siblings", "SessionChangedError", "SESSION_CHANGED", "export_conversation",
+           "import_conversation", "validate_bundle", "read_bundle", "store_conversations", "is_bundle", "turn_from_record", "record_from_stored",
+           "RunError"]
