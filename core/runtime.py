@@ -127,7 +127,7 @@ class NodeRun:
     prompt: list[PromptMessage] | None = None
     reply: str | None = None
     usage: dict | None = None
-    latency_ms: float = 0.0
+    latency_ms: float = 0.0  # LLM nodes: the model call; other nodes: the node's own work
     outputs: dict = field(default_factory=dict)
     memory: dict | None = None  # the MemoryConfig the ledger was computed with (MemoryConfig.to_dict())
     memory_override: dict | None = None
@@ -144,7 +144,7 @@ class NodeRun:
         return self.ledger.prompt_tokens - self.ledger.history_tokens
 
     def to_dict(self) -> dict:
-        out = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)}
+        out = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name not in ("ledger", "prompt")}
         out["ledger"] = ledger_to_dict(self.ledger) if self.ledger is not None else None
         out["prompt"] = [m.to_dict() for m in self.prompt] if self.prompt is not None else None
         return out
@@ -213,7 +213,8 @@ class TurnRecord:
                     answer_tokens=self.answer_tokens, meta={"prompt_tokens": fixed, "inputs": copy.deepcopy(self.inputs)})
 
     def to_dict(self) -> dict:
-        out = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)}
+        out = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)
+               if f.name not in ("node_runs", "variable_changes")}
         out["node_runs"] = [r.to_dict() for r in self.node_runs]
         out["variable_changes"] = [c.to_dict() for c in self.variable_changes]
         return out
