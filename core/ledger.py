@@ -166,6 +166,11 @@ class Ledger:
         return [e for e in self.entries if not e.kept]
 
     def to_json(self) -> dict:
+        """The documented JSON shape. Synthetic messages appear in ``ledger`` as entries of the
+        same shape, placed as in :meth:`rows`, with ``kept: true``, reason ``kept`` and a string
+        ref no source message has (``"summary"``, ``"cleared:<ref>"``, ``"partial:<ref>"``), so
+        ``history_tokens`` is always the sum of the kept entries' tokens. Strategies that send
+        no synthetic message print exactly the entries of the earlier messages, as before."""
         return {"turn": self.turn, "prompt_tokens": self.prompt_tokens,
                 "history_tokens": self.history_tokens, "budget": self.budget,
                 "ledger": [e.to_json() for e in self.rows()]}
