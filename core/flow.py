@@ -50,7 +50,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from .errors import MemLensError
 from .tokens import DEMO_MODEL

@@ -49,7 +49,7 @@ from .memory import FIDELITIES, ConfigError, MemoryConfig, Replay, turn_numbers
 from .templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, FileList, VariablePool, refers_to, render, render_jinja,
                         value_text)
 from .tokens import DEMO_MODEL, REPLY_PRIMING, counter_for
-from .variables import (AssignerError, ConversationVariable, VariableChange, edit_variable, initialize,
+from .variables import (AssignerError, VariableChange, edit_variable, initialize,
                         run_assigner_v1, run_assigner_v2)
 
 SUCCEEDED = "succeeded"

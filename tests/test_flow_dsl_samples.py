@@ -6,7 +6,7 @@ import pytest
 
 from core.flow import import_report, load_flow
 from core.llm import LiteLLMClient
-from core.runtime import ConversationState, run_conversation
+from core.runtime import run_conversation
 from tests.conftest import FIXTURES
 
 DSL_FILES = sorted((FIXTURES / "dify_dsl").glob("*.yml"))
