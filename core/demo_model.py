@@ -221,6 +221,8 @@ def register() -> None:
 
     if _handler is None:
         _handler = _make_handler()
+    elif any(p.get("custom_handler") is _handler for p in (litellm.custom_provider_map or [])):
+        return
     current = [p for p in (litellm.custom_provider_map or []) if p.get("provider") != PROVIDER]
     litellm.custom_provider_map = current + [{"provider": PROVIDER, "custom_handler": _handler}]
     # litellm reads the map into its provider tables on setup; re-run it so the change takes effect.
