@@ -40,7 +40,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Mapping, Sequence
 
-from .conversation import ANSWER, QUERY, Conversation, Message, Turn
+from .conversation import ANSWER, QUERY, UUID_NIL, Conversation, Message, Turn
 from .errors import MemLensError
 from .flow import (OPERATOR_ALIASES, Flow, LLMSettings, Node, if_else_cases, llm_settings)
 from .ledger import Ledger, LedgerEntry
@@ -735,8 +735,9 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     """Run one turn of ``flow`` on ``state``; returns its record and leaves ``state`` unchanged.
 
     ``parent_id``: the turn this one answers after — :data:`LATEST` (the newest turn), ``None`` (a
-    new thread root, as Dify's web app sends for a first message), or any earlier turn's id (a
-    branch). ``llm``: the client to call models with (default: :class:`core.llm.LiteLLMClient`).
+    new thread root, as Dify's web app sends for a first message), ``UUID_NIL`` (linear: the next
+    older turn, as Dify's Service API stores every message), or any earlier turn's id (a branch).
+    ``llm``: the client to call models with (default: :class:`core.llm.LiteLLMClient`).
     ``node_memory_overrides``: ``{node_id: {MemoryConfig field: value}}`` for a what-if run.
     Bad input (unknown parent, bad fidelity, missing required inputs, a bad override) raises
     :class:`RunError` before anything runs.
@@ -755,7 +756,7 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     conv = state.conversation
     if parent_id is LATEST:
         parent_id = state.latest_turn_id
-    elif parent_id is not None and parent_id not in conv.tree.position:
+    elif parent_id is not None and parent_id != UUID_NIL and parent_id not in conv.tree.position:
         raise RunError(f"parent turn {parent_id!r} is not in conversation {conv.id}")
     checked_inputs = _check_inputs(flow, query, inputs)
 
