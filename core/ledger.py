@@ -233,6 +233,8 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
         if strategy == "summary_buffer":
             limit = config.get("max_history_tokens") or 2000
             return f"folded into the running summary (buffer over {limit:,} tokens)"
+        if strategy == "compaction":
+            return "folded into the compaction summary (the prompt was over the compaction target)"
         return "folded into a summary"
     if r == CLEARED:
         return "content replaced by a placeholder, which is still sent"

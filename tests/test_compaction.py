@@ -160,6 +160,8 @@ def test_still_over_after_clearing_older_history_is_summarised_keeping_twenty_me
     assert "Your booking is AB12." in summary.content
     sent = replay.history_messages(ledger)
     assert sent[0].content == summary.content and sent[1].content == FACTS[1]
+    folded = next(e for e in ledger.entries if e.reason == SUMMARIZED)
+    assert explain(folded, ledger.config) == "folded into the compaction summary (the prompt was over the compaction target)"
 
 
 def test_tool_results_are_cleared_before_anything_is_summarised():

@@ -42,7 +42,7 @@ class Plan:
                  oldest_kept_turn: int | None):
         self.budget = budget
         self.state = state
-        self.kept = kept                      # earlier messages sent as they are (non-empty)
+        self.kept = kept                      # earlier messages sent as they are (its kept entries)
         self.history_tokens = history_tokens  # everything sent from the past, synthetic included
         self.oldest_kept_turn = oldest_kept_turn
 
