@@ -30,6 +30,7 @@ from .llm import LLMClient
 from .runtime import ConversationState, RunError, TurnRecord, run_turn
 from .store import repo
 from .store.db import Database, StoreError
+from .store.ledger_codec import pack_node_run, unpack_node_run
 from .variables import VariableChange, defaults, edit_variable
 
 SESSION_CHANGED = ("The Agent configuration changed after this conversation started. "
@@ -122,6 +123,13 @@ class ConversationService:
         tree = conversation.tree
         ids = tuple(conversation.turns[i].id for i in tree.siblings(tree.position[turn_id]))
         return Siblings(ids.index(turn_id) + 1, len(ids), ids)
+
+    def node_runs(self, conversation: Conversation, turn_id: str) -> list[dict]:
+        """The stored node runs of a turn, ledgers as :class:`~core.ledger.Ledger` and prompts in full."""
+        position = conversation.tree.position.get(turn_id)
+        if position is None:
+            raise StoreError(f"turn {turn_id!r} is not in conversation {conversation.id!r}")
+        return [unpack_node_run(r, conversation, position) for r in repo.load_node_runs(self.db, turn_id)]
 
     def switch(self, conversation_id: str, turn_id: str) -> str:
         """Make the thread through ``turn_id`` active (continuing to its newest descendant)."""
@@ -286,6 +294,7 @@ def turn_from_record(record: TurnRecord, flow_version_id: str | None) -> dict:
     data["flow_version_id"] = flow_version_id
     data["answer_tokens"] = record.answer_tokens
     data["prompt_tokens"] = record.to_turn().meta.get("prompt_tokens", {})
+    data["node_runs"] = [pack_node_run(r) for r in data.get("node_runs") or []]
     return data
 
 

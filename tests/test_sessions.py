@@ -49,7 +49,8 @@ def test_turns_survive_a_restart(db_url):
     assert "Dana" in r2.answer
     stored = repo.load_turn_rows(second.db, conv, with_node_runs=True)
     assert [t["id"] for t in stored] == [r1.id, r2.id]
-    assert stored[1]["node_runs"][1]["ledger"]["entries"][0]["ref"] == f"{r1.id}:query"
+    runs = {r["node_id"]: r for r in second.node_runs(second.conversation(conv), r2.id)}
+    assert runs["responder"]["ledger"].entries[0].ref == f"{r1.id}:query"
     second.db.dispose()
 
 
@@ -199,3 +200,21 @@ def test_importing_over_an_existing_conversation_is_refused(chat):
     bundle = service.export(conv)
     with pytest.raises(StoreError, match="already exists"):
         service.import_(bundle)
+
+
+def test_stored_ledgers_are_compact_and_read_back_exactly(chat):
+    service, conv, _ = chat
+    records = [service.send(conv, q) for q in ["Hi, I'm Dana.", "My order number is 4411.", "I'm vegetarian.",
+                                                "Where is it?", "What's my name?"]]
+    tree = service.conversation(conv)
+    last = records[-1]
+    stored = repo.load_node_runs(service.db, last.id)
+    packed = next(r for r in stored if r["node_id"] == "responder")
+    assert packed["ledger"]["runs"] == [["outside_window", 2], ["kept", 6]]
+    assert "entries" not in packed["ledger"]
+    assert all(m["content"] is None for m in packed["prompt"] if m["origin"] == "memory history")
+    for run in service.node_runs(tree, last.id):
+        original = last.node_run(run["node_id"])
+        assert run["ledger"] == original.ledger
+        if original.prompt is not None:
+            assert run["prompt"] == [m.to_dict() for m in original.prompt]

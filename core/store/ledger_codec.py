@@ -1,0 +1,138 @@
+"""Storing ledgers and prompts in space that grows with the decision, not the conversation.
+
+A turn's ledger lists every message of every earlier turn, so storing it verbatim for each turn
+grows with the square of the conversation (2,000 turns ≈ 4 million entries per node). Everything
+an entry holds except its reason is a function of the conversation itself: the candidates are
+exactly the messages of the turns before it, in order, and each one's token count is what the
+recorded model's tokenizer says. So the store keeps, per ledger, its header and the reasons as
+runs (``[["outside_window", 812], ["kept", 6]]``), and rebuilds the entries from the stored
+conversation when they are read. Likewise the prompt's memory-history messages are the ledger's
+kept messages in order; their text is left out and filled back in from the conversation.
+
+Packing is lossless relative to the conversation it was recorded in; :func:`unpack_ledger` checks
+that the conversation still has the entries the ledger counted.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from ..conversation import Conversation
+from ..errors import MemLensError
+from ..ledger import Ledger, LedgerEntry, SyntheticMessage
+from ..memory import turn_numbers
+from ..tokens import counter_for
+
+PACKED = "runs-v1"
+_HEADER = ("turn", "prompt_tokens", "history_tokens", "budget", "budget_note", "config", "context_size",
+           "exceeds_context")
+HISTORY = "memory history"
+
+
+class LedgerMismatchError(MemLensError):
+    """A stored ledger does not fit the conversation it is read with."""
+
+
+def is_packed(data: Any) -> bool:
+    return isinstance(data, Mapping) and data.get("packed") == PACKED
+
+
+def pack_ledger(data: Mapping[str, Any]) -> dict:
+    """A ledger dict (``runtime.ledger_to_dict``) without its per-entry data: reasons as runs."""
+    if is_packed(data):
+        return dict(data)
+    out = {k: data.get(k) for k in _HEADER}
+    runs: list[list] = []
+    for e in data.get("entries") or []:
+        if runs and runs[-1][0] == e["reason"]:
+            runs[-1][1] += 1
+        else:
+            runs.append([e["reason"], 1])
+    entries = data.get("entries") or []
+    out.update(packed=PACKED, count=len(entries), runs=runs,
+               first_ref=entries[0]["ref"] if entries else None, last_ref=entries[-1]["ref"] if entries else None)
+    if data.get("synthetic"):
+        out["synthetic"] = list(data["synthetic"])
+    return out
+
+
+def unpack_entries(data: Mapping[str, Any], conversation: Conversation, position: int) -> list[LedgerEntry]:
+    """The full entries of a packed ledger recorded at the turn at ``position``."""
+    model = (data.get("config") or {}).get("model") or "gpt-4o-mini"
+    counter = counter_for(model)
+    numbers = turn_numbers(conversation)
+    candidates = [(p, i, m) for p in range(position) for i, m in enumerate(conversation.turns[p].messages)]
+    if len(candidates) != data.get("count"):
+        raise LedgerMismatchError(f"stored ledger of turn {data.get('turn')} counts {data.get('count')} earlier "
+                                  f"messages but the conversation has {len(candidates)} before it")
+    if candidates and (candidates[0][2].ref != data.get("first_ref") or candidates[-1][2].ref != data.get("last_ref")):
+        raise LedgerMismatchError(f"stored ledger of turn {data.get('turn')} does not match this conversation's "
+                                  "messages")
+    reasons: list[str] = []
+    for reason, n in data.get("runs") or []:
+        reasons.extend([reason] * int(n))
+    return [LedgerEntry(ref=m.ref, turn=numbers[p], role=m.role, tokens=counter.message(m), kept=r == "kept",
+                        reason=r, kind=m.kind, position=p, index=i)
+            for (p, i, m), r in zip(candidates, reasons)]
+
+
+def unpack_ledger(data: Mapping[str, Any], conversation: Conversation, position: int) -> Ledger:
+    """A :class:`Ledger` from its stored form (packed or full)."""
+    if is_packed(data):
+        entries = unpack_entries(data, conversation, position)
+    else:
+        entries = [LedgerEntry(**e) for e in data.get("entries") or []]
+    synthetic = [SyntheticMessage(**{**s, "covers": tuple(s.get("covers") or ()),
+                                     "replaces": tuple(s["replaces"]) if s.get("replaces") else None})
+                 for s in data.get("synthetic") or []]
+    return Ledger(turn=data["turn"], entries=entries, prompt_tokens=data["prompt_tokens"],
+                  history_tokens=data["history_tokens"], budget=data.get("budget"),
+                  budget_note=data.get("budget_note") or "", config=dict(data.get("config") or {}),
+                  context_size=data.get("context_size"), exceeds_context=bool(data.get("exceeds_context")),
+                  synthetic=synthetic)
+
+
+def pack_prompt(prompt: Sequence[Mapping[str, Any]] | None, ledger: Mapping[str, Any] | None) -> list | None:
+    """The prompt with its memory-history texts left out when they are exactly the kept messages."""
+    if not prompt or not ledger or ledger.get("synthetic"):
+        return list(prompt) if prompt is not None else None
+    kept = [e for e in ledger.get("entries") or [] if e.get("kept")]
+    history = [m for m in prompt if m.get("origin") == HISTORY]
+    if len(history) != len(kept) or any(m["role"] != e["role"] for m, e in zip(history, kept)):
+        return list(prompt)
+    return [{**m, "content": None, "from_ledger": True} if m.get("origin") == HISTORY else dict(m) for m in prompt]
+
+
+def unpack_prompt(prompt: Sequence[Mapping[str, Any]] | None, ledger: Ledger | None,
+                  conversation: Conversation) -> list[dict] | None:
+    if prompt is None:
+        return None
+    if not any(m.get("from_ledger") for m in prompt):
+        return [dict(m) for m in prompt]
+    kept = [e for e in (ledger.entries if ledger else []) if e.kept]
+    texts = iter(conversation.turns[e.position].messages[e.index].content for e in kept)
+    out = []
+    for m in prompt:
+        m = dict(m)
+        if m.pop("from_ledger", False):
+            m["content"] = next(texts, "")
+        out.append(m)
+    return out
+
+
+def pack_node_run(run: Mapping[str, Any]) -> dict:
+    out = dict(run)
+    ledger = run.get("ledger")
+    if ledger and not is_packed(ledger):
+        out["prompt"] = pack_prompt(run.get("prompt"), ledger)
+        out["ledger"] = pack_ledger(ledger)
+    return out
+
+
+def unpack_node_run(run: Mapping[str, Any], conversation: Conversation, position: int) -> dict:
+    """A stored node run with its ledger as a :class:`Ledger` and its prompt's texts filled in."""
+    out = dict(run)
+    ledger = unpack_ledger(run["ledger"], conversation, position) if run.get("ledger") else None
+    out["ledger"] = ledger
+    out["prompt"] = unpack_prompt(run.get("prompt"), ledger, conversation)
+    return out
