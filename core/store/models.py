@@ -139,3 +139,17 @@ class SettingRow(Base):
 
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
     value: Mapped[object] = mapped_column(JSONType, nullable=True)
+
+
+class AppKeyRow(Base):
+    """A Service API key: serves one flow (the app), stored only as a hash, revocable."""
+
+    __tablename__ = "app_keys"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    flow_id: Mapped[str] = mapped_column(ForeignKey("flows.id", ondelete="CASCADE"), index=True)
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True, index=True)  # sha256 of the key, hex
+    hint: Mapped[str] = mapped_column(String(32))  # "app-AbCd…wxyz": recognisable in a list, useless as a key
+    name: Mapped[str] = mapped_column(String(255), default="")
+    created_at: Mapped[float] = mapped_column(Float)
+    revoked_at: Mapped[float | None] = mapped_column(Float, nullable=True)
