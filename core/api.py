@@ -1,0 +1,897 @@
+"""Dify's Service API over the flows in the MemLens store, plus the ledger of every message.
+
+Point a Dify client at ``http://HOST:PORT/v1`` with a MemLens app key and it drives a MemLens flow
+(for example an imported copy of its Dify app) exactly as it drove Dify, while the UI — which reads
+the same database — shows what every LLM node's memory kept and dropped. The contract is
+spec/dify-memory.md §3.6, §3.7 and §4:
+
+* ``POST /v1/chat-messages`` — ``blocking`` (one JSON answer) or ``streaming`` (server-sent events
+  in Dify's order: ``workflow_started``, ``node_started``/``node_finished`` per node, ``message``
+  deltas, ``message_end``, ``workflow_finished``; ``error`` when the run fails; ``event: ping``
+  while nothing else is sent). An empty ``conversation_id`` starts a conversation; an unknown one
+  starts a new conversation too (Dify's advanced-chat rule). Every message is stored with
+  ``parent_message_id = UUID_NIL``, so API conversations are linear, as in Dify.
+* ``GET /v1/messages``, ``GET /v1/conversations``, ``DELETE /v1/conversations/{id}``,
+  ``POST /v1/conversations/{id}/name``, ``GET /v1/conversations/{id}/variables`` and
+  ``PUT /v1/conversations/{id}/variables/{variable_id}`` with Dify's fields, paging, type checks
+  and messages; variable values are strings made with ``str()``, as Dify sends them.
+* ``GET /v1/memlens/messages/{id}/ledger`` — the MemLens extension: each LLM node's ledger of that
+  message (every earlier message, kept or not, with its reason and tokens), its budget and the
+  prompt as sent.
+
+Authentication is ``Authorization: Bearer <app key>`` (:mod:`core.store.keys`). A key serves one
+flow; a conversation belongs to the flow, to the ``user`` that started it and to the API (source
+``api``): anything else answers 404 ``Conversation Not Exists.`` as Dify does. Errors are Dify's
+bodies ``{"code", "message", "status"}``.
+
+Turns run through :class:`core.sessions.ConversationService` — the path the UI uses — so a
+conversation started here is in the store, and visible in the UI, as soon as its turn is saved.
+Strings arriving here lose their NUL characters (Dify strips them from ``query``; PostgreSQL
+cannot store them anywhere).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from fastapi import Body, Depends, FastAPI, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.security import HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import and_, or_, select
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .conversation import UUID_NIL
+from .errors import MemLensError
+from .flow import Flow
+from .ledger import Ledger
+from .llm import LLMClient
+from .runtime import RunError, TurnRecord, ledger_to_dict
+from .sessions import ConversationService
+from .store import keys as app_keys
+from .store import repo
+from .store.db import Database, StoreError
+from .store.models import ConversationRow, FlowVersionRow, TurnRow
+from .variables import VariableError, infer_type, is_valid, normalize_type
+
+log = logging.getLogger("memlens.api")
+
+DEFAULT_USER = "DEFAULT-USER"
+SOURCE = "api"
+MODE = "advanced-chat"
+#: Dify's MAX_VARIABLE_SIZE default: a variable's shallow ``sys.getsizeof`` must not exceed it.
+MAX_VARIABLE_SIZE = 200 * 1024
+SORT_FIELDS = ("created_at", "-created_at", "updated_at", "-updated_at")
+CONVERSATION_NOT_FOUND = "Conversation Not Exists."
+NOT_CHAT_APP = "Please check if your app mode matches the right API route."
+INTERNAL = ("The server encountered an internal error and was unable to complete your request. "
+            "Either the server is overloaded or there is an error in the application.")
+
+
+# -- errors -----------------------------------------------------------------------------------------
+
+class ApiError(Exception):
+    """An answer in Dify's error shape: ``{"code", "message", "status"}`` (+ ``params``)."""
+
+    def __init__(self, status: int, code: str, message: str, params: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.params = params
+
+    def body(self) -> dict:
+        out: dict[str, Any] = {"code": self.code, "message": self.message, "status": self.status}
+        if self.params is not None:
+            out["params"] = self.params
+        return out
+
+
+def invalid(message: str, params: str | None = None) -> ApiError:
+    return ApiError(400, "invalid_param", message, params)
+
+
+def not_found(message: str) -> ApiError:
+    return ApiError(404, "not_found", message)
+
+
+def _error_response(error: ApiError) -> JSONResponse:
+    return JSONResponse(error.body(), status_code=error.status)
+
+
+# -- request and response shapes (they are also the OpenAPI document) -------------------------------
+
+class ErrorBody(BaseModel):
+    code: str = Field(description="snake_case error code, e.g. invalid_param, not_found, unauthorized")
+    message: str
+    status: int
+    params: str | None = Field(default=None, description="the offending field, for invalid_param")
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"required": ["inputs", "query", "user"]})
+
+    inputs: dict[str, Any] | None = Field(default=None, description="values for the start form's variables")
+    query: str | None = Field(default=None, description="the user's message (must not be empty)")
+    response_mode: Literal["blocking", "streaming"] | None = Field(
+        default=None, description="blocking (default): one JSON answer; streaming: server-sent events")
+    conversation_id: str | None = Field(
+        default=None, description="empty or omitted: a new conversation; unknown: a new conversation too")
+    user: str | None = Field(default=None, description="the end user; conversations belong to their user")
+    files: list[dict[str, Any]] | None = Field(default=None, description="accepted and ignored")
+    auto_generate_name: bool | None = Field(default=True, description="the name is the query's first 20 "
+                                                                       "characters either way")
+    workflow_id: str | None = Field(default=None, description="a version id of this app's flow to run")
+
+
+class UserBody(BaseModel):
+    user: str | None = None
+
+
+class RenameRequest(BaseModel):
+    name: str | None = None
+    auto_generate: bool | None = False
+    user: str | None = None
+
+
+class VariableUpdate(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"required": ["value", "user"]})
+
+    value: Any = Field(default=None, description="the new value; its type must match the variable's")
+    user: str | None = None
+
+
+class Usage(BaseModel):
+    prompt_tokens: int
+    prompt_unit_price: str
+    prompt_price_unit: str
+    prompt_price: str
+    completion_tokens: int
+    completion_unit_price: str
+    completion_price_unit: str
+    completion_price: str
+    total_tokens: int
+    total_price: str
+    currency: str
+    latency: float
+
+
+class ChatMetadata(BaseModel):
+    retriever_resources: list[dict[str, Any]]
+    usage: Usage
+
+
+class ChatResponse(BaseModel):
+    event: Literal["message"]
+    task_id: str
+    id: str
+    message_id: str
+    conversation_id: str
+    mode: str
+    answer: str
+    metadata: ChatMetadata
+    created_at: int
+
+
+class MessageItem(BaseModel):
+    id: str
+    conversation_id: str
+    parent_message_id: str | None
+    inputs: dict[str, Any]
+    query: str
+    answer: str
+    message_files: list[dict[str, Any]]
+    feedback: dict[str, Any] | None
+    retriever_resources: list[dict[str, Any]]
+    agent_thoughts: list[dict[str, Any]]
+    created_at: int
+    status: str
+    error: str | None
+    extra_contents: list[dict[str, Any]]
+
+
+class MessageList(BaseModel):
+    limit: int
+    has_more: bool
+    data: list[MessageItem]
+
+
+class ConversationItem(BaseModel):
+    id: str
+    name: str
+    inputs: dict[str, Any]
+    status: str
+    introduction: str
+    created_at: int
+    updated_at: int
+
+
+class ConversationList(BaseModel):
+    limit: int
+    has_more: bool
+    data: list[ConversationItem]
+
+
+class VariableItem(BaseModel):
+    id: str
+    name: str
+    value_type: str
+    value: str = Field(description="str() of the value, as Dify sends it")
+    description: str
+    created_at: int
+    updated_at: int
+
+
+class VariableList(BaseModel):
+    limit: int
+    has_more: bool
+    data: list[VariableItem]
+
+
+class LedgerEntryOut(BaseModel):
+    ref: str | int
+    turn: int
+    role: str
+    tokens: int
+    kept: bool
+    reason: str
+    kind: str
+
+
+class LedgerOut(BaseModel):
+    turn: int
+    entries: list[LedgerEntryOut]
+    budget: int | None
+    budget_note: str
+    prompt_tokens: int
+    history_tokens: int
+    context_size: int | None
+    exceeds_context: bool
+    config: dict[str, Any]
+
+
+class PromptMessageOut(BaseModel):
+    role: str
+    content: str
+    origin: str
+    tokens: int
+
+
+class NodeLedger(BaseModel):
+    node_id: str
+    title: str
+    type: str
+    status: str
+    error: str | None
+    model: str | None
+    ledger: LedgerOut | None
+    prompt: list[PromptMessageOut] | None
+    reply: str | None
+    usage: dict[str, Any] | None
+
+
+class MessageLedger(BaseModel):
+    message_id: str
+    conversation_id: str
+    query: str
+    answer: str
+    status: str
+    dialogue_count: int
+    nodes: list[NodeLedger]
+
+
+def _errors(*codes: int) -> dict:
+    described = {400: "bad input (invalid_param, bad_request, not_chat_app)", 401: "missing, unknown or revoked key",
+                 404: "no such conversation, message or variable for this app and user"}
+    return {c: {"model": ErrorBody, "description": described[c]} for c in codes}
+
+
+# -- input hygiene ----------------------------------------------------------------------------------
+
+def _clean(value: Any, field: str) -> Any:
+    """NUL characters removed, lone surrogates replaced; non-finite numbers are refused."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            value = value.replace("\x00", "")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            value = value.encode("utf-8", "replace").decode("utf-8")
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        raise invalid(f"{field}: numbers must be finite", field)
+    if isinstance(value, dict):
+        return {_clean(k, field): _clean(v, field) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v, field) for v in value]
+    return value
+
+
+def _user(value: str | None, *, required: bool = False) -> str:
+    """Dify's ``user`` argument: required on chat-messages, else ``DEFAULT-USER`` when absent."""
+    user = _clean(value, "user") if value is not None else ""
+    if not user:
+        if required:
+            raise invalid("Arg user must be provided.")
+        return DEFAULT_USER
+    if len(user) > 255:
+        raise invalid("user must be at most 255 characters", "user")
+    return user
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except (ValueError, AttributeError, TypeError):
+        return False
+    return True
+
+
+def _ts(value: float | None) -> int:
+    return int(value or 0)
+
+
+# -- the app a key serves ---------------------------------------------------------------------------
+
+@dataclass
+class Caller:
+    """One authenticated request: the key, the flow it serves, and the service to run turns with."""
+
+    key: app_keys.AppKey
+    service: ConversationService
+    version: repo.FlowVersion
+    flow: Flow
+
+    @property
+    def db(self) -> Database:
+        return self.service.db
+
+    @property
+    def flow_id(self) -> str:
+        return self.key.flow_id
+
+
+_bearer = HTTPBearer(auto_error=False, description="an app key made with `python -m core keys create FLOW_ID`")
+
+
+def _authenticate(request: Request, _credentials: Any = Depends(_bearer)) -> Caller:
+    """Dify's key check, with its messages; then the key's flow must be a chatflow."""
+    header = request.headers.get("authorization")
+    if header is None or " " not in header.strip():
+        raise ApiError(401, "unauthorized", "Authorization header must be provided and start with 'Bearer'")
+    scheme, token = header.strip().split(None, 1)
+    if scheme.lower() != "bearer":
+        raise ApiError(401, "unauthorized", "Authorization scheme must be 'Bearer'")
+    service: ConversationService = request.app.state.service
+    key = app_keys.authenticate(service.db, token.strip())
+    if key is None:
+        raise ApiError(401, "unauthorized", "Access token is invalid")
+    version = repo.latest_flow_version(service.db, key.flow_id)
+    caller = Caller(key=key, service=service, version=version, flow=service.flow(version.id))
+    if not caller.flow.is_chat:
+        raise ApiError(400, "not_chat_app", NOT_CHAT_APP)
+    return caller
+
+
+# -- store queries scoped to the caller -------------------------------------------------------------
+
+def _owned(caller: Caller, conversation_id: str | None, user: str) -> ConversationRow | None:
+    """The conversation if it is this app's, this user's and was started through the API."""
+    if not conversation_id or not _is_uuid(conversation_id):
+        return None
+    with caller.db.session() as s:
+        return s.scalars(select(ConversationRow)
+                         .join(FlowVersionRow, FlowVersionRow.id == ConversationRow.flow_version_id)
+                         .where(ConversationRow.id == conversation_id, ConversationRow.user_id == user,
+                                ConversationRow.source == SOURCE, FlowVersionRow.flow_id == caller.flow_id)).first()
+
+
+def _require_owned(caller: Caller, conversation_id: str, user: str) -> ConversationRow:
+    row = _owned(caller, conversation_id, user)
+    if row is None:
+        raise not_found(CONVERSATION_NOT_FOUND)
+    return row
+
+
+def conversation_name(query: str) -> str:
+    """Dify's name for a new conversation: the query, cut to 20 characters + "…" when longer."""
+    query = query or "New conversation"
+    return (query[:20] + "…") if len(query) > 20 else query
+
+
+# -- chat -------------------------------------------------------------------------------------------
+
+@dataclass
+class ChatArgs:
+    user: str
+    query: str
+    inputs: dict
+    streaming: bool
+    conversation_id: str
+    workflow_id: str | None
+
+
+def _chat_args(body: ChatRequest) -> ChatArgs:
+    user = _user(body.user, required=True)
+    if body.inputs is None:
+        raise invalid("inputs is required", "inputs")
+    query = _clean(body.query, "query") if body.query is not None else ""
+    if not query:
+        raise invalid("query is required", "query")
+    conversation_id = body.conversation_id or ""
+    if conversation_id and not _is_uuid(conversation_id):
+        raise invalid("conversation_id must be a valid UUID", "conversation_id")
+    workflow_id = body.workflow_id or None
+    if workflow_id is not None and not _is_uuid(workflow_id):
+        raise ApiError(400, "bad_request", f"Invalid workflow_id format: '{workflow_id}'.")
+    return ChatArgs(user=user, query=query, inputs=_clean(body.inputs, "inputs"),
+                    streaming=body.response_mode == "streaming", conversation_id=conversation_id,
+                    workflow_id=workflow_id)
+
+
+def _flow_version_for(caller: Caller, workflow_id: str | None) -> str | None:
+    if workflow_id is None:
+        return None
+    try:
+        version = repo.get_flow_version(caller.db, workflow_id)
+    except StoreError:
+        version = None
+    if version is None or version.flow_id != caller.flow_id:
+        raise not_found(f"Workflow not found with id: {workflow_id}")
+    return version.id
+
+
+def _run_chat(caller: Caller, args: ChatArgs, on_event) -> tuple[TurnRecord, str]:
+    """Run one turn (starting a conversation when needed); all-or-nothing on bad input."""
+    flow_version_id = _flow_version_for(caller, args.workflow_id)
+    row = _owned(caller, args.conversation_id, args.user) if args.conversation_id else None
+    created = row is None
+    if created:
+        info = caller.service.start(caller.flow_id, user_id=args.user, name=conversation_name(args.query),
+                                    source=SOURCE, inputs=args.inputs)
+        conversation_id = info.id
+    else:
+        conversation_id = row.id
+    try:
+        record = caller.service.send(conversation_id, args.query, args.inputs, parent_id=UUID_NIL,
+                                     flow_version_id=flow_version_id, on_event=on_event)
+    except RunError as e:
+        if created:
+            caller.service.delete(conversation_id)
+        raise invalid(str(e)) from None
+    return record, conversation_id
+
+
+def dify_usage(usage: dict | None, latency: float) -> dict:
+    """A run's token usage in Dify's shape (MemLens does not price calls: prices are "0")."""
+    usage = usage or {}
+    prompt = int(usage.get("prompt_tokens", 0))
+    completion = int(usage.get("completion_tokens", 0))
+    return {"prompt_tokens": prompt, "prompt_unit_price": "0", "prompt_price_unit": "0", "prompt_price": "0",
+            "completion_tokens": completion, "completion_unit_price": "0", "completion_price_unit": "0",
+            "completion_price": "0", "total_tokens": int(usage.get("total_tokens", prompt + completion)),
+            "total_price": "0", "currency": "USD", "latency": round(latency, 6)}
+
+
+def _sse(event: dict) -> str:
+    return f"data: {json.dumps(event, ensure_ascii=False, default=str)}\n\n"
+
+
+PING = "event: ping\n\n"
+
+
+def _dify_event(event: dict, started: float) -> dict:
+    """A runtime event as Dify streams it (message chunks carry ``id``; usage in Dify's shape)."""
+    name = event.get("event")
+    if name == "message":
+        event = {**event, "id": event.get("message_id")}
+    elif name == "message_end":
+        metadata = dict(event.get("metadata") or {})
+        metadata["usage"] = dify_usage(metadata.get("usage"), time.perf_counter() - started)
+        metadata.setdefault("retriever_resources", [])
+        event = {**event, "metadata": metadata}
+    return event
+
+
+async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float):
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue = asyncio.Queue()
+    started = time.perf_counter()
+
+    def put(item: tuple) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def work() -> None:
+        try:
+            record, _ = _run_chat(caller, args, lambda e: put(("event", _dify_event(e, started))))
+            put(("done", record))
+        except BaseException as e:  # handed to the response: before the first event it is the answer
+            put(("error", e))
+
+    threading.Thread(target=work, name="memlens-chat", daemon=True).start()
+    first = await queue.get()  # the run starts with workflow_started; bad input fails before it
+    if first[0] == "error":
+        error = first[1]
+        if isinstance(error, ApiError):
+            return _error_response(error)
+        if isinstance(error, MemLensError):
+            return _error_response(_from_memlens(error))
+        log.error("chat-messages failed", exc_info=error)
+        return _error_response(ApiError(500, "internal_server_error", INTERNAL))
+
+    async def frames():
+        item = first
+        while True:
+            kind, payload = item
+            if kind == "event":
+                yield _sse(payload)
+            elif kind == "done":
+                return
+            else:  # a failure after the stream started: Dify's error event, then the end
+                log.error("chat-messages failed while streaming", exc_info=payload)
+                error = payload if isinstance(payload, ApiError) else ApiError(500, "internal_server_error", INTERNAL)
+                yield _sse({"event": "error", "status": error.status, "code": error.code, "message": error.message})
+                return
+            while True:
+                try:
+                    item = await asyncio.wait_for(queue.get(), ping_interval)
+                    break
+                except asyncio.TimeoutError:
+                    yield PING
+
+    return StreamingResponse(frames(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def _chat_blocking(caller: Caller, args: ChatArgs) -> dict:
+    started = time.perf_counter()
+    task: dict = {}
+
+    def on_event(event: dict) -> None:
+        if event.get("event") == "workflow_started":
+            task["id"] = event.get("task_id")
+
+    record, conversation_id = _run_chat(caller, args, on_event)
+    if not record.succeeded:
+        raise invalid(f"Run failed: {record.error}")
+    return {"event": "message", "task_id": task.get("id") or record.id, "id": record.id, "message_id": record.id,
+            "conversation_id": conversation_id, "mode": MODE, "answer": record.answer,
+            "metadata": {"retriever_resources": [], "usage": dify_usage(record.usage, time.perf_counter() - started)},
+            "created_at": _ts(record.created_at)}
+
+
+# -- messages and conversations ---------------------------------------------------------------------
+
+_STATUS = {"succeeded": "normal", "failed": "error"}
+
+
+def _message_item(row: TurnRow) -> dict:
+    return {"id": row.id, "conversation_id": row.conversation_id, "parent_message_id": row.parent_id,
+            "inputs": dict(row.inputs or {}), "query": row.query, "answer": row.answer, "message_files": [],
+            "feedback": None, "retriever_resources": [], "agent_thoughts": [], "created_at": _ts(row.created_at),
+            "status": _STATUS.get(row.status, row.status), "error": row.error, "extra_contents": []}
+
+
+def list_messages(caller: Caller, conversation_id: str, user: str, first_id: str | None, limit: int) -> dict:
+    if not conversation_id:
+        return {"limit": limit, "has_more": False, "data": []}
+    row = _require_owned(caller, conversation_id, user)
+    with caller.db.session() as s:
+        q = select(TurnRow).where(TurnRow.conversation_id == row.id)
+        if first_id:
+            first = None if not _is_uuid(first_id) else s.scalars(select(TurnRow.seq).where(TurnRow.conversation_id == row.id,
+                                                        TurnRow.id == first_id)).first()
+            if first is None:
+                raise not_found("First Message Not Exists.")
+            q = q.where(TurnRow.seq < first)
+        rows = s.scalars(q.order_by(TurnRow.seq.desc()).limit(limit + 1)).all()
+        has_more = len(rows) > limit
+        items = [_message_item(r) for r in reversed(rows[:limit])]
+    return {"limit": limit, "has_more": has_more, "data": items}
+
+
+def _conversation_item(row: ConversationRow) -> dict:
+    return {"id": row.id, "name": row.name, "inputs": dict(row.inputs or {}), "status": "normal",
+            "introduction": "", "created_at": _ts(row.created_at), "updated_at": _ts(row.updated_at)}
+
+
+def list_conversations(caller: Caller, user: str, last_id: str | None, limit: int, sort_by: str) -> dict:
+    descending = sort_by.startswith("-")
+    column = getattr(ConversationRow, sort_by.lstrip("-"))
+    scope = (select(ConversationRow)
+             .join(FlowVersionRow, FlowVersionRow.id == ConversationRow.flow_version_id)
+             .where(ConversationRow.user_id == user, ConversationRow.source == SOURCE,
+                    FlowVersionRow.flow_id == caller.flow_id))
+    with caller.db.session() as s:
+        q = scope
+        if last_id:
+            last = s.scalars(scope.where(ConversationRow.id == last_id)).first() if _is_uuid(last_id) else None
+            if last is None:
+                raise not_found("Last Conversation Not Exists.")
+            value = getattr(last, sort_by.lstrip("-"))
+            # Ties are broken by id, so a page never skips a conversation with the same timestamp.
+            if descending:
+                q = q.where(or_(column < value, and_(column == value, ConversationRow.id < last.id)))
+            else:
+                q = q.where(or_(column > value, and_(column == value, ConversationRow.id > last.id)))
+        order = (column.desc(), ConversationRow.id.desc()) if descending else (column.asc(), ConversationRow.id.asc())
+        rows = s.scalars(q.order_by(*order).limit(limit + 1)).all()
+        return {"limit": limit, "has_more": len(rows) > limit, "data": [_conversation_item(r) for r in rows[:limit]]}
+
+
+def rename(caller: Caller, conversation_id: str, body: RenameRequest) -> dict:
+    user = _user(body.user)
+    name = _clean(body.name, "name") if body.name is not None else ""
+    auto = bool(body.auto_generate)
+    if not auto and not name:
+        raise invalid("name is required when auto_generate is false", "name")
+    row = _require_owned(caller, conversation_id, user)
+    if auto:
+        with caller.db.session() as s:
+            first = s.scalars(select(TurnRow.query).where(TurnRow.conversation_id == row.id)
+                              .order_by(TurnRow.seq).limit(1)).first()
+        if first is None:
+            raise not_found("Message Not Exists.")
+        name = conversation_name(first)
+    if len(name) > 255:
+        raise invalid("name must be at most 255 characters", "name")
+    caller.service.rename(row.id, name)
+    renamed = _require_owned(caller, row.id, user)
+    return _conversation_item(renamed)
+
+
+def delete(caller: Caller, conversation_id: str, user: str) -> None:
+    row = _require_owned(caller, conversation_id, user)
+    try:
+        caller.service.delete(row.id)
+    except StoreError:  # deleted by a concurrent request
+        raise not_found(CONVERSATION_NOT_FOUND) from None
+
+
+# -- variables --------------------------------------------------------------------------------------
+
+def _exposed_type(value_type: str) -> str:
+    return "number" if value_type in ("integer", "float") else value_type
+
+
+def _variable_item(v: repo.StoredVariable, updated_at: float | None = None) -> dict:
+    return {"id": v.id, "name": v.name, "value_type": _exposed_type(v.value_type), "value": str(v.value),
+            "description": v.description or "", "created_at": _ts(v.created_at),
+            "updated_at": _ts(updated_at if updated_at is not None else v.updated_at)}
+
+
+def list_variables(caller: Caller, conversation_id: str, user: str, last_id: str | None, limit: int,
+                   variable_name: str | None) -> dict:
+    row = _require_owned(caller, conversation_id, user)
+    stored = repo.get_variables(caller.db, row.id)  # created_at ascending (then id)
+    if variable_name:
+        needle = variable_name.lower()
+        stored = [v for v in stored if needle in v.name.lower()]
+    if last_id:
+        last = next((v for v in stored if v.id == last_id), None)
+        if last is None:
+            raise invalid(f"last_id {last_id!r} is not a variable of this conversation", "last_id")
+        # Dify pages by created_at alone: strictly newer rows (rows created together share it).
+        stored = [v for v in stored if v.created_at > last.created_at]
+    page = stored[: limit]
+    return {"limit": limit, "has_more": len(stored) > limit, "data": [_variable_item(v) for v in page]}
+
+
+def update_variable(caller: Caller, conversation_id: str, variable_id: str, body: VariableUpdate) -> dict:
+    user = _user(body.user)
+    if "value" not in body.model_fields_set:
+        raise invalid("value is required", "value")
+    row = _require_owned(caller, conversation_id, user)
+    stored = next((v for v in repo.get_variables(caller.db, row.id) if v.id == variable_id), None)
+    if stored is None:
+        raise not_found("Conversation Variable Not Exists.")
+    value = _clean(body.value, "value")
+    try:
+        expected = normalize_type(stored.value_type)
+    except VariableError as e:
+        raise invalid(str(e)) from None
+    if not is_valid(expected, value):
+        raise ApiError(400, "bad_request", f"Type mismatch: variable '{stored.name}' expects {expected}, "
+                                           f"but got {infer_type(value)} type")
+    if sys.getsizeof(value) > MAX_VARIABLE_SIZE:
+        raise invalid(f"variable '{stored.name}' is too large: its size exceeds {MAX_VARIABLE_SIZE} bytes", "value")
+    info = caller.service.info(row.id)
+    repo.write_variable_changes(caller.db, row.id, [{"name": stored.name, "old": stored.value, "new": value,
+                                                     "operation": "edit", "node_id": "user"}],
+                                turn_id=info.active_turn_id, turn_seq=info.turn_count or None)
+    updated = next(v for v in repo.get_variables(caller.db, row.id) if v.id == variable_id)
+    return _variable_item(updated, updated_at=time.time())
+
+
+# -- the ledger extension ---------------------------------------------------------------------------
+
+def _ledger_json(ledger: Any) -> dict | None:
+    if ledger is None:
+        return None
+    data = ledger_to_dict(ledger) if isinstance(ledger, Ledger) else dict(ledger)
+    entries = [{"ref": e.get("ref"), "turn": e.get("turn"), "role": e.get("role"), "tokens": e.get("tokens"),
+                "kept": bool(e.get("kept")), "reason": e.get("reason"), "kind": e.get("kind") or ""}
+               for e in data.get("entries") or []]
+    return {"turn": data.get("turn"), "entries": entries, "budget": data.get("budget"),
+            "budget_note": data.get("budget_note") or "", "prompt_tokens": data.get("prompt_tokens") or 0,
+            "history_tokens": data.get("history_tokens") or 0, "context_size": data.get("context_size"),
+            "exceeds_context": bool(data.get("exceeds_context")), "config": dict(data.get("config") or {})}
+
+
+def _prompt_json(prompt: Any) -> list[dict] | None:
+    if prompt is None:
+        return None
+    return [m.to_dict() if hasattr(m, "to_dict") else dict(m) for m in prompt]
+
+
+def _node_runs(caller: Caller, conversation_id: str, turn_id: str) -> list[dict]:
+    reader = getattr(caller.service, "node_runs", None)
+    if reader is not None:  # ledgers rebuilt from the conversation when the store keeps them packed
+        return reader(caller.service.conversation(conversation_id), turn_id)
+    return repo.load_node_runs(caller.db, turn_id)
+
+
+def message_ledger(caller: Caller, message_id: str, user: str) -> dict:
+    if not _is_uuid(message_id):
+        raise not_found("Message Not Exists.")
+    with caller.db.session() as s:
+        turn = s.get(TurnRow, message_id)
+        found = None if turn is None else (turn.conversation_id, turn.query, turn.answer, turn.status,
+                                           turn.dialogue_count)
+    if found is None or _owned(caller, found[0], user) is None:
+        raise not_found("Message Not Exists.")
+    conversation_id, query, answer, status, dialogue_count = found
+    nodes = []
+    for run in _node_runs(caller, conversation_id, message_id):
+        if run.get("type") != "llm":
+            continue
+        nodes.append({"node_id": run.get("node_id"), "title": run.get("title") or "", "type": run.get("type"),
+                      "status": run.get("status") or "", "error": run.get("error"), "model": run.get("model"),
+                      "ledger": _ledger_json(run.get("ledger")), "prompt": _prompt_json(run.get("prompt")),
+                      "reply": run.get("reply"), "usage": run.get("usage")})
+    return {"message_id": message_id, "conversation_id": conversation_id, "query": query, "answer": answer,
+            "status": _STATUS.get(status, status), "dialogue_count": dialogue_count, "nodes": nodes}
+
+
+# -- the application --------------------------------------------------------------------------------
+
+def _from_memlens(error: MemLensError) -> ApiError:
+    if isinstance(error, StoreError) and str(error).startswith("no conversation"):
+        return not_found(CONVERSATION_NOT_FOUND)
+    return invalid(str(error))
+
+
+def _validation_message(error: RequestValidationError) -> ApiError:
+    first = (error.errors() or [{}])[0]
+    if first.get("type") == "json_invalid":
+        return ApiError(400, "bad_request", "The request body is not valid JSON.")
+    loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "header")]
+    field = loc[0] if loc else None
+    message = first.get("msg") or "invalid request"
+    where = ".".join(loc)
+    return invalid(f"{where}: {message}" if where else message, field)
+
+
+def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None,
+               ping_interval: float = 10.0) -> FastAPI:
+    """The Service API over the store at ``db`` (a :class:`Database` or URL; default: the UI's store).
+
+    ``llm``: the model client turns run with (default: the UI's — configured models, the demo model
+    where no key is set). ``ping_interval``: seconds of silence before a stream sends ``event: ping``.
+    """
+    database = db if isinstance(db, Database) else Database(db)
+    app = FastAPI(title="MemLens Service API",
+                  version="1",
+                  description="Dify's Service API for chatflows (chat-messages, messages, conversations, "
+                              "conversation variables) over the flows in the MemLens store, and the "
+                              "MemLens ledger of every message. Authenticate with `Authorization: Bearer "
+                              "<app key>`; errors are `{code, message, status}`.")
+    app.state.service = ConversationService(database, llm)
+    app.state.ping_interval = ping_interval
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_request: Request, error: ApiError):
+        return _error_response(error)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_request: Request, error: RequestValidationError):
+        return _error_response(_validation_message(error))
+
+    @app.exception_handler(MemLensError)
+    async def _memlens_error(_request: Request, error: MemLensError):
+        return _error_response(_from_memlens(error))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, error: StarletteHTTPException):
+        if error.status_code == 404:
+            return _error_response(not_found("The requested URL was not found on the server. If you entered the "
+                                             "URL manually please check your spelling and try again."))
+        if error.status_code == 405:
+            return _error_response(ApiError(405, "method_not_allowed",
+                                            "The method is not allowed for the requested URL."))
+        code = "bad_request" if error.status_code == 400 else "http_error"
+        return _error_response(ApiError(error.status_code, code, str(error.detail)))
+
+    @app.exception_handler(Exception)
+    async def _internal(_request: Request, error: Exception):
+        log.error("request failed", exc_info=error)
+        return _error_response(ApiError(500, "internal_server_error", INTERNAL))
+
+    chat_doc = {200: {"description": "blocking: the answer; streaming: text/event-stream of Dify's events",
+                      "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                **_errors(400, 401, 404)}
+
+    @app.post("/v1/chat-messages", response_model=ChatResponse, responses=chat_doc, tags=["chat"],
+              summary="Send a chat message (blocking or streaming)")
+    async def chat_messages(body: ChatRequest, caller: Caller = Depends(_authenticate)):
+        args = _chat_args(body)
+        if args.streaming:
+            return await _chat_streaming(caller, args, app.state.ping_interval)
+        return await run_in_threadpool(_chat_blocking, caller, args)
+
+    @app.get("/v1/messages", response_model=MessageList, responses=_errors(400, 401, 404), tags=["chat"],
+             summary="A conversation's messages, every branch, oldest first, newest page first")
+    def get_messages(caller: Caller = Depends(_authenticate),
+                     conversation_id: str = Query(default="", description="empty: an empty list"),
+                     user: str | None = Query(default=None), first_id: str | None = Query(default=None),
+                     limit: int = Query(default=20, ge=1, le=100)):
+        return list_messages(caller, conversation_id, _user(user), first_id, limit)
+
+    @app.get("/v1/conversations", response_model=ConversationList, responses=_errors(400, 401, 404),
+             tags=["conversations"], summary="The user's conversations with this app")
+    def get_conversations(caller: Caller = Depends(_authenticate), user: str | None = Query(default=None),
+                          last_id: str | None = Query(default=None), limit: int = Query(default=20, ge=1, le=100),
+                          sort_by: Literal["created_at", "-created_at", "updated_at", "-updated_at"] =
+                          Query(default="-updated_at")):
+        return list_conversations(caller, _user(user), last_id, limit, sort_by)
+
+    @app.delete("/v1/conversations/{conversation_id}", status_code=204, response_class=Response,
+                responses=_errors(400, 401, 404), tags=["conversations"], summary="Delete a conversation")
+    def delete_conversation(conversation_id: str, body: UserBody | None = Body(default=None),
+                            caller: Caller = Depends(_authenticate)):
+        delete(caller, conversation_id, _user(body.user if body else None))
+        return Response(status_code=204)
+
+    @app.post("/v1/conversations/{conversation_id}/name", response_model=ConversationItem,
+              responses=_errors(400, 401, 404), tags=["conversations"], summary="Rename a conversation")
+    def rename_conversation(conversation_id: str, body: RenameRequest, caller: Caller = Depends(_authenticate)):
+        return rename(caller, conversation_id, body)
+
+    @app.get("/v1/conversations/{conversation_id}/variables", response_model=VariableList,
+             responses=_errors(400, 401, 404), tags=["conversations"],
+             summary="A conversation's variables (values as str(), created_at ascending)")
+    def get_variables(conversation_id: str, caller: Caller = Depends(_authenticate),
+                      user: str | None = Query(default=None), last_id: str | None = Query(default=None),
+                      limit: int = Query(default=20, ge=1, le=100),
+                      variable_name: str | None = Query(default=None, min_length=1, max_length=255,
+                                                        pattern=r"^[A-Za-z0-9_.\-]+$")):
+        return list_variables(caller, conversation_id, _user(user), last_id, limit, variable_name)
+
+    @app.put("/v1/conversations/{conversation_id}/variables/{variable_id}", response_model=VariableItem,
+             responses=_errors(400, 401, 404), tags=["conversations"],
+             summary="Set a conversation variable (type-checked as Dify does)")
+    def put_variable(conversation_id: str, variable_id: str, body: VariableUpdate,
+                     caller: Caller = Depends(_authenticate)):
+        return update_variable(caller, conversation_id, variable_id, body)
+
+    @app.get("/v1/memlens/messages/{message_id}/ledger", response_model=MessageLedger,
+             responses=_errors(400, 401, 404), tags=["memlens"],
+             summary="MemLens extension: what each LLM node's memory kept and dropped for this message")
+    def get_ledger(message_id: str, caller: Caller = Depends(_authenticate), user: str | None = Query(default=None)):
+        return message_ledger(caller, message_id, _user(user))
+
+    return app
+
+
+__all__ = ["create_app", "ApiError", "Caller", "conversation_name", "dify_usage", "DEFAULT_USER", "SOURCE"]

@@ -1,0 +1,60 @@
+"""``serve``: Dify's Service API over the flows in the store (see :mod:`core.api`).
+
+``python -m core serve [--host 127.0.0.1] [--port 5001] [--db URL]`` serves ``/v1`` on the database
+the UI uses (``--db``, else ``MEMLENS_DATABASE_URL``, else ``data/memlens.db``), so conversations
+started through the API show up in the UI. Models are called as the UI calls them (configured
+providers, the demo model where no key is set); ``--demo`` answers every LLM node with the offline
+demo model in-process. The OpenAPI document is at ``/openapi.json``.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    from ..cli import UsageError
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port} ({e.strerror}); choose another --port or --host") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def cmd_serve(args) -> int:
+    import uvicorn
+    from sqlalchemy.engine import make_url
+
+    from ..api import create_app
+    from ..llm import DemoClient
+    from ..store.db import Database
+
+    db = Database(args.db)
+    sock = _listen(args.host, args.port)
+    app = create_app(db, llm=DemoClient() if args.demo else None)
+    shown = make_url(db.url).render_as_string(hide_password=True)
+    port = sock.getsockname()[1]
+    print(f"MemLens Service API on http://{args.host}:{port}/v1 — database {shown}"
+          f"{' — demo model' if args.demo else ''}", file=sys.stderr, flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level=args.log_level, access_log=args.log_level == "debug",
+                                           timeout_graceful_shutdown=5))
+    server.run(sockets=[sock])
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("serve", help="serve Dify's Service API (/v1) over the flows in the store")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=5001)
+    p.add_argument("--db", default=None, help="database URL (default: MEMLENS_DATABASE_URL or data/memlens.db)")
+    p.add_argument("--demo", action="store_true", help="answer every LLM node with the offline demo model")
+    p.add_argument("--log-level", choices=("critical", "error", "warning", "info", "debug"), default="warning")
+    p.set_defaults(func=cmd_serve)
