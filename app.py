@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-st.set_page_config(page_title="MemLens", page_icon="🔍", layout="wide")
+st.set_page_config(page_title="MemLens", page_icon=":material/troubleshoot:", layout="wide")
 
 pages = [
-    st.Page("pages/ledger.py", title="Ledger explorer", icon="🧾", default=True),
+    st.Page("pages/debugger.py", title="Debugger", icon=":material/troubleshoot:", default=True),
+    st.Page("pages/ledger.py", title="Ledger explorer", icon=":material/receipt_long:"),
 ]
 st.navigation(pages).run()

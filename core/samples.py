@@ -22,3 +22,40 @@ def load_sample(name: str) -> list[Conversation]:
         if path.name == name:
             return read_conversations(path)
     raise FileNotFoundError(f"no sample named {name!r}")
+
+
+DEMO_FLOW = "support-bot"
+DEMO_NAME = "Demo: support-bot forgets a name"
+_SEEDED = "demo.seeded"
+
+
+def flow_files() -> list[Path]:
+    return sorted((SAMPLE_DIR / "flows").glob("*.yml"))
+
+
+def seed_demo(service) -> str | None:
+    """On a store that has never been seeded: import the sample flows and play the default demo.
+
+    The demo conversation runs support-bot's sample queries with the offline demo model, long
+    enough that the Responder's 3-turn window drops the message where the user gave their name.
+    Returns the demo conversation's id (``None`` when the store was seeded before).
+    """
+    import json
+
+    from .llm import DemoClient
+    from .store import repo
+
+    db = service.db
+    if repo.get_setting(db, _SEEDED):
+        return None
+    versions = {}
+    for path in flow_files():
+        if repo.find_flow_by_name(db, path.stem) is None:
+            versions[path.stem] = service.import_flow(path, name=path.stem)
+    demo = versions.get(DEMO_FLOW) or repo.find_flow_by_name(db, DEMO_FLOW)
+    conv = service.start(demo.flow_id, name=DEMO_NAME, user_id="demo")
+    queries = json.loads((SAMPLE_DIR / "flows" / f"{DEMO_FLOW}.queries.json").read_text(encoding="utf-8"))
+    for q in queries:
+        service.send(conv.id, q, llm=DemoClient())
+    repo.set_setting(db, _SEEDED, True)
+    return conv.id

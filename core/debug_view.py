@@ -1,0 +1,249 @@
+"""What the debugger page shows, computed without Streamlit.
+
+* :func:`transcript` — the active thread's messages, each with one marker per LLM node (kept,
+  dropped or not eligible, and why in plain words) as seen from the selected turn, and the
+  places where each node's window starts;
+* :func:`receipt` — one node's call: the messages sent in order with their origin and tokens, and
+  the budget split by origin with the dropped tokens as overflow;
+* :func:`what_if` — every turn's kept set for one node under other memory settings, without
+  calling a model, and the turns where replies might now differ;
+* :func:`tree_layout` — the turn tree laid out for a small overview with the active path.
+
+The page renders these; tests check them directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .conversation import Conversation
+from .ledger import KEPT, NOT_ELIGIBLE, REASON_LABELS, Ledger, explain
+from .memory import MemoryConfig, Replay, turn_numbers
+
+KEPT_STATE, DROPPED_STATE, NOT_ELIGIBLE_STATE = "kept", "dropped", "not_eligible"
+ORIGIN_ORDER = ("system", "template", "conversation variable", "context", "long-term memory", "memory history",
+                "summary", "current query")
+
+
+def marker_state(reason: str) -> str:
+    if reason == KEPT:
+        return KEPT_STATE
+    return NOT_ELIGIBLE_STATE if reason in NOT_ELIGIBLE else DROPPED_STATE
+
+
+@dataclass(frozen=True)
+class Marker:
+    node_id: str
+    title: str
+    state: str
+    reason: str
+    why: str
+
+
+@dataclass
+class MessageView:
+    turn_id: str
+    position: int
+    index: int
+    role: str
+    kind: str
+    text: str
+    number: int  # the turn's number in the conversation
+    markers: list[Marker] = field(default_factory=list)
+    window_starts: list[str] = field(default_factory=list)  # node titles whose window starts at this message
+    selected: bool = False  # the message belongs to the selected turn
+    later: bool = False  # after the selected turn: not part of its memory yet
+
+
+def transcript(conversation: Conversation, thread: Sequence[int], selected: int | None,
+               ledgers: Mapping[str, Ledger], titles: Mapping[str, str], *,
+               node_filter: str | None = None) -> list[MessageView]:
+    """Messages of the turns in ``thread`` (positions, oldest first) with markers from ``ledgers``.
+
+    ``ledgers`` are the selected turn's ledgers per LLM node; ``node_filter`` keeps one node.
+    """
+    numbers = turn_numbers(conversation)
+    nodes = [n for n in ledgers if node_filter in (None, n)]
+    by_node: dict[str, dict[tuple[int, int], Any]] = {}
+    first_kept: dict[str, tuple[int, int]] = {}
+    for node in nodes:
+        ledger = ledgers[node]
+        by_node[node] = {(e.position, e.index): e for e in ledger.entries}
+        kept = [(e.position, e.index) for e in ledger.entries if e.kept]
+        if kept:
+            first_kept[node] = min(kept)
+    out: list[MessageView] = []
+    for p in thread:
+        turn = conversation.turns[p]
+        for i, m in enumerate(turn.messages):
+            view = MessageView(turn_id=turn.id, position=p, index=i, role=m.role, kind=m.kind, text=m.content,
+                               number=numbers[p], selected=p == selected,
+                               later=selected is not None and p > selected)
+            for node in nodes:
+                entry = by_node[node].get((p, i))
+                if entry is not None:
+                    ledger = ledgers[node]
+                    view.markers.append(Marker(node, titles.get(node, node), marker_state(entry.reason),
+                                               entry.reason, explain(entry, ledger.config, titles.get(node, node))))
+                if first_kept.get(node) == (p, i):
+                    view.window_starts.append(titles.get(node, node))
+            out.append(view)
+    return out
+
+
+# -- the context receipt ------------------------------------------------------------------------------
+
+@dataclass
+class ReceiptRow:
+    role: str
+    origin: str
+    tokens: int
+    content: str
+
+
+@dataclass
+class Receipt:
+    node_id: str
+    title: str
+    rows: list[ReceiptRow]
+    used_by_origin: dict[str, int]
+    dropped_tokens: int
+    dropped_by_reason: dict[str, int]
+    limit: int | None  # the history budget, None when nothing prunes
+    context_size: int | None
+    prompt_tokens: int
+    exact: bool
+    encoding: str
+    budget_note: str
+    reply: str | None
+    model: str | None
+    notes: list[str]
+
+
+def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str) -> Receipt:
+    """The receipt of one stored node run (ledger as a :class:`Ledger`, prompt as dicts)."""
+    ledger: Ledger | None = run.get("ledger")
+    prompt = run.get("prompt") or []
+    rows = [ReceiptRow(m["role"], m["origin"], int(m.get("tokens") or 0), m.get("content") or "") for m in prompt]
+    used: dict[str, int] = {}
+    for r in rows:
+        used[r.origin] = used.get(r.origin, 0) + r.tokens
+    dropped: dict[str, int] = {}
+    if ledger is not None:
+        for e in ledger.entries:
+            if not e.kept and e.reason not in NOT_ELIGIBLE:
+                dropped[e.reason] = dropped.get(e.reason, 0) + e.tokens
+    return Receipt(node_id=run["node_id"], title=title, rows=rows,
+                   used_by_origin={o: used[o] for o in sorted(used, key=_origin_rank)},
+                   dropped_tokens=sum(dropped.values()), dropped_by_reason=dropped,
+                   limit=ledger.budget if ledger else None, context_size=ledger.context_size if ledger else None,
+                   prompt_tokens=ledger.prompt_tokens if ledger else sum(r.tokens for r in rows) + 3,
+                   exact=exact, encoding=encoding, budget_note=ledger.budget_note if ledger else "",
+                   reply=run.get("reply"), model=run.get("model_called") or run.get("model"),
+                   notes=list(run.get("notes") or []))
+
+
+def _origin_rank(origin: str) -> int:
+    return ORIGIN_ORDER.index(origin) if origin in ORIGIN_ORDER else len(ORIGIN_ORDER)
+
+
+# -- what-if ------------------------------------------------------------------------------------------
+
+@dataclass
+class WhatIf:
+    node_id: str
+    config: MemoryConfig
+    baseline: MemoryConfig
+    differs: list[int]  # turn positions whose kept set changes: the reply might differ there
+    kept_before: dict[int, int]
+    kept_after: dict[int, int]
+
+
+def fixed_tokens_of(conversation: Conversation, node_id: str, default: int = 3):
+    """The per-turn prompt size (everything but history) recorded for a node, for a Replay."""
+    def lookup(position: int) -> int:
+        value = ((conversation.turns[position].meta or {}).get("prompt_tokens") or {}).get(node_id)
+        return int(value) if value is not None else default
+    return lookup
+
+
+def what_if(conversation: Conversation, node_id: str, baseline: MemoryConfig, config: MemoryConfig, *,
+            has_thread: bool = True) -> WhatIf:
+    """Compare every turn's kept set under ``baseline`` and ``config`` (fast per-turn summaries)."""
+    tokens = fixed_tokens_of(conversation, node_id)
+    before = Replay(conversation, baseline, system_prompt="", has_thread=has_thread, prompt_tokens=tokens)
+    after = Replay(conversation, config, system_prompt="", has_thread=has_thread, prompt_tokens=tokens)
+    positions = conversation.answered_turns()
+    differs, kb, ka = [], {}, {}
+    for p, a, b in zip(positions, before.summaries(), after.summaries()):
+        kb[p], ka[p] = a.kept, b.kept
+        if (a.kept, a.oldest_kept_turn, a.history_tokens) != (b.kept, b.oldest_kept_turn, b.history_tokens):
+            differs.append(p)
+    return WhatIf(node_id, config, baseline, differs, kb, ka)
+
+
+# -- the tree overview --------------------------------------------------------------------------------
+
+@dataclass
+class TreeNode:
+    turn_id: str
+    position: int
+    x: int  # depth on its branch (dialogue position)
+    y: int  # lane
+    parent: int | None
+    active: bool
+    label: str
+
+
+def tree_layout(conversation: Conversation, active: Sequence[int]) -> list[TreeNode]:
+    """Turns placed by depth (x) and branch lane (y); siblings after the first open new lanes."""
+    tree = conversation.tree
+    active_set = set(active)
+    numbers = turn_numbers(conversation)
+    lanes: dict[int, int] = {}
+    next_lane = 0
+    out: list[TreeNode] = []
+    roots = [i for i in range(tree.size) if tree.parent[i] is None]
+    stack = [(r, 0) for r in reversed(roots)]
+    while stack:
+        p, depth = stack.pop()
+        parent = tree.parent[p]
+        siblings = tree.children[parent] if parent is not None else roots
+        if parent is not None and siblings and siblings[0] == p:
+            lanes[p] = lanes[parent]
+        else:
+            lanes[p] = next_lane
+            next_lane += 1
+        q = conversation.turns[p].query
+        out.append(TreeNode(conversation.turns[p].id, p, depth, lanes[p], parent, p in active_set,
+                            f"turn {numbers[p]}: {q[:40]}"))
+        for c in reversed(tree.children[p]):
+            stack.append((c, depth + 1))
+    return out
+
+
+def reason_label(reason: str) -> str:
+    return REASON_LABELS.get(reason, reason)
+
+
+def what_if_prompt(recorded: Sequence[Mapping[str, Any]], ledger: Ledger, conversation: Conversation,
+                   counter) -> list[dict]:
+    """A recorded prompt with its memory history replaced by a what-if ledger's kept messages."""
+    history = [{"role": m.role, "origin": "memory history", "tokens": counter.message(m), "content": m.content}
+               for m in (conversation.turns[e.position].messages[e.index] for e in ledger.entries if e.kept)]
+    out: list[dict] = []
+    inserted = False
+    for m in recorded:
+        if m.get("origin") == "memory history":
+            if not inserted:
+                out.extend(history)
+                inserted = True
+            continue
+        if not inserted and m.get("origin") == "current query":
+            out.extend(history)
+            inserted = True
+        out.append(dict(m))
+    if not inserted:
+        out.extend(history)
+    return out

@@ -1,0 +1,268 @@
+"""The debugger: chat with a flow and see, per LLM node, which earlier messages its memory kept."""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from core.debug_view import receipt, transcript, tree_layout, what_if_prompt
+from core.errors import MemLensError
+from core.memory import turn_numbers
+from core.store import repo
+from core.store.db import resolve_url
+from core.tokens import counter_for
+from ui import data, html
+from ui.chat_view import TurnActions, render_transcript
+from ui.receipt_view import render_receipt
+from ui.switchboard import render_switchboard
+from ui.tree_view import tree_figure
+from ui.variables_panel import render_variables
+
+PAGE_TURNS = 20
+
+html.inject_css()
+svc = data.service()
+url = resolve_url()
+
+# -- conversations (sidebar) ---------------------------------------------------------------------------
+conversations = repo.list_conversations(svc.db)
+flows = repo.list_flows(svc.db)
+flow_conversations = [c for c in conversations if c.flow_version_id]
+ids = [c.id for c in flow_conversations]
+names = {c.id: f"{c.name or 'Untitled'} · {c.turn_count} turns" for c in flow_conversations}
+if st.session_state.get("conv_id") not in ids:
+    st.session_state["conv_id"] = ids[0] if ids else None
+
+with st.sidebar:
+    st.subheader("Conversations")
+    if ids:
+        st.selectbox("Open", ids, key="conv_id", format_func=lambda i: names.get(i, i), label_visibility="collapsed")
+    with st.popover("New conversation", icon=":material/add:", width="stretch"):
+        flow_names = {f.flow_id: f"{f.flow_name} (v{f.version})" for f in flows}
+        chosen = st.selectbox("Flow", list(flow_names), format_func=flow_names.get, key="new_flow")
+        new_name = st.text_input("Name", key="new_name")
+        if st.button("Start", key="new_start", disabled=not flows):
+            info = svc.start(chosen, name=new_name.strip() or "New conversation")
+            st.session_state["conv_id"] = info.id
+            st.session_state.pop("selected_turn", None)
+            st.rerun()
+
+conv_id = st.session_state.get("conv_id")
+if conv_id is None:
+    st.title("MemLens debugger")
+    st.info("No conversation yet: start one from the sidebar.")
+    st.stop()
+
+info = svc.info(conv_id)
+stamp = data.stamp(info)
+conv = data.conversation(url, conv_id, stamp)
+flow = data.flow(url, info.flow_version_id)
+version = repo.get_flow_version(svc.db, info.flow_version_id)
+latest = repo.latest_flow_version(svc.db, version.flow_id)
+fidelity = info.meta.get("fidelity", "documented")
+stored_overrides = info.meta.get("memory_overrides") or {}
+llm_nodes = flow.llm_nodes
+titles = {n.id: n.title or n.id for n in llm_nodes}
+
+with st.sidebar:
+    st.caption(f"Flow **{version.flow_name}** · version {version.version}"
+               + (" (pinned; newest is v%d)" % latest.version if latest.id != version.id else " (newest)"))
+    if latest.id != version.id and st.button(f"Continue on v{latest.version} as a new branch", key="continue_latest"):
+        try:
+            rec = svc.continue_on_latest(conv_id)
+            if rec is not None:
+                st.session_state["selected_turn"] = rec.id
+            st.rerun()
+        except MemLensError as e:
+            st.error(str(e))
+    with st.popover("Rename or delete", icon=":material/edit:", width="stretch"):
+        new = st.text_input("Name", info.name, key=f"rename-{conv_id}")
+        if st.button("Rename", key="rename_go"):
+            svc.rename(conv_id, new.strip() or info.name)
+            st.rerun()
+        st.divider()
+        confirm = st.checkbox("Delete this conversation and everything recorded in it", key="delete_confirm")
+        if st.button("Delete", key="delete_go", disabled=not confirm, type="primary"):
+            svc.delete(conv_id)
+            st.session_state.pop("conv_id", None)
+            st.session_state.pop("selected_turn", None)
+            st.rerun()
+    st.divider()
+    conversation_only = st.toggle("Conversation only", key="conversation_only",
+                                  help="Hide every debugging detail: a clean chat for demos")
+    node_options = ["all"] + [n.id for n in llm_nodes]
+    node_filter = st.selectbox("Show memory of", node_options, key="node_filter",
+                               format_func=lambda n: "all LLM nodes" if n == "all" else titles[n],
+                               disabled=conversation_only)
+
+# -- the active thread and the selected turn ------------------------------------------------------------
+tree = conv.tree
+thread_ids = svc.active_thread(conv_id, conv) if conv.turns else []
+thread = [tree.position[t] for t in thread_ids]
+numbers = turn_numbers(conv) if conv.turns else []
+selected_id = st.session_state.get("selected_turn")
+if selected_id not in thread_ids:
+    selected_id = thread_ids[-1] if thread_ids else None
+    st.session_state["selected_turn"] = selected_id
+selected = tree.position[selected_id] if selected_id else None
+
+st.title(info.name or "Conversation")
+if not conversation_only:
+    st.caption("Markers beside each message show, for the selected turn, what each LLM node's memory did with it: "
+               "● kept · ○ dropped · ◌ not eligible. Hover a marker for the reason.")
+
+
+def _run(label: str, fn):
+    """Run a turn-producing action with visible progress; select the new turn and refresh."""
+    with st.status(label, expanded=True) as status:
+        def on_event(ev: dict) -> None:
+            if ev.get("event") == "node_started":
+                status.write(f"▶ {ev['data'].get('title') or ev['data'].get('node_id')}")
+            elif ev.get("event") == "node_finished" and ev["data"].get("status") == "failed":
+                status.write(f"✗ {ev['data'].get('title')}: {ev['data'].get('error')}")
+        try:
+            record = fn(on_event)
+        except MemLensError as e:
+            status.update(label=str(e), state="error")
+            return
+        status.update(label="Done", state="complete")
+    st.session_state["selected_turn"] = record.id
+    st.rerun()
+
+
+def _select(turn_id: str) -> None:
+    st.session_state["selected_turn"] = turn_id
+    st.rerun()
+
+
+def _switch(turn_id: str) -> None:
+    leaf = svc.switch(conv_id, turn_id)
+    st.session_state["selected_turn"] = leaf
+    st.rerun()
+
+
+actions = TurnActions(
+    on_select=_select,
+    on_regenerate=lambda tid: _run("Regenerating…", lambda ev: svc.regenerate(conv_id, tid, on_event=ev)),
+    on_edit=lambda tid, text: _run("Running the edited message…", lambda ev: svc.edit(conv_id, tid, text, on_event=ev)),
+    on_switch=_switch,
+)
+
+# -- layout --------------------------------------------------------------------------------------------
+if conversation_only:
+    chat_col, side_col = st.container(), None
+else:
+    chat_col, side_col = st.columns([3, 2], gap="large")
+
+baselines = {n.id: data.memory_config(flow, n.id, fidelity, stored_overrides.get(n.id)) for n in llm_nodes}
+overrides: dict[str, dict] = {}
+receipt_tab = switch_tab = vars_tab = tree_tab = None
+if side_col is not None:
+    with side_col:
+        receipt_tab, switch_tab, vars_tab, tree_tab = st.tabs(["Context receipt", "Switchboard", "Variables",
+                                                                "Branches"])
+    with switch_tab:
+        changed = render_switchboard(flow, baselines, key=f"sb-{conv_id}")
+        # Stored as full override sets (on top of the flow), for what-if ledgers and re-runs.
+        overrides = {nid: {**stored_overrides.get(nid, {}), **c} for nid, c in changed.items()}
+        if changed:
+            c1, c2 = st.columns(2)
+            if selected_id and c1.button("Re-run the selected turn with these settings", key="rerun_from",
+                                         help="A new branch: the selected turn answered again, and these settings kept"):
+                merged = {**stored_overrides, **overrides}
+                _run("Re-running…", lambda ev: svc.rerun_from(conv_id, selected_id, merged, on_event=ev))
+            if c2.button("Keep for new turns", key="keep_settings"):
+                svc.set_memory_overrides(conv_id, {**stored_overrides, **overrides})
+                st.rerun()
+        else:
+            st.caption("No change: ledgers are as recorded.")
+
+# -- ledgers of the selected turn ------------------------------------------------------------------------
+runs = {r["node_id"]: r for r in data.node_runs(url, conv_id, stamp, selected_id)} if selected_id else {}
+ledgers = {nid: r["ledger"] for nid, r in runs.items() if r.get("ledger") is not None}
+if overrides and selected_id:
+    ledgers.update(data.what_if_ledgers(url, conv_id, stamp, info.flow_version_id, selected_id,
+                                        json.dumps(overrides, sort_keys=True), fidelity))
+differs: dict[str, list[str]] = {}
+for nid, ov in overrides.items():
+    wi = data.what_if_turns(url, conv_id, stamp, info.flow_version_id, nid,
+                            json.dumps(stored_overrides.get(nid, {}), sort_keys=True), json.dumps(ov, sort_keys=True),
+                            fidelity)
+    for p in wi.differs:
+        differs.setdefault(conv.turns[p].id, []).append(titles[nid])
+
+# -- the transcript --------------------------------------------------------------------------------------
+with chat_col:
+    if not thread:
+        st.info("No message yet. Say something below — the demo model answers offline.")
+    else:
+        shown = st.session_state.get(f"shown-{conv_id}", PAGE_TURNS)
+        if selected is not None and selected in thread:
+            shown = max(shown, len(thread) - thread.index(selected))
+        visible = thread[-shown:]
+        if len(visible) < len(thread):
+            if st.button(f"Show {min(PAGE_TURNS, len(thread) - len(visible))} earlier turns "
+                         f"({len(thread) - len(visible)} hidden)", key="show_earlier"):
+                st.session_state[f"shown-{conv_id}"] = shown + PAGE_TURNS
+                st.rerun()
+        items = transcript(conv, visible, selected, ledgers, titles,
+                           node_filter=None if node_filter == "all" else node_filter)
+        siblings = {}
+        for p in visible:
+            sib = svc.siblings(conv, conv.turns[p].id)
+            siblings[conv.turns[p].id] = (sib.index, sib.count, sib.ids)
+        failed = {conv.turns[p].id: conv.turns[p].error or "failed" for p in visible
+                  if conv.turns[p].status in ("failed", "error")}
+        render_transcript(items, siblings=siblings, failed=failed, differs=differs,
+                          actions=actions, conversation_only=conversation_only, key=f"tx-{conv_id}")
+
+query = st.chat_input("Message the bot…", key="chat_input")
+if query:
+    _run("Running the turn…", lambda ev: svc.send(conv_id, query, on_event=ev))
+
+# -- the inspector ---------------------------------------------------------------------------------------
+if side_col is not None:
+    with receipt_tab:
+        if selected_id is None:
+            st.info("Send a message: each LLM node's context receipt appears here.")
+        else:
+            st.markdown(f"**Turn {numbers[selected]}** — " + html.muted(conv.turns[selected].query[:80]),
+                        unsafe_allow_html=True)
+            ran = [n for n in llm_nodes if n.id in runs]
+            if not ran:
+                st.info("No LLM node ran in this turn.")
+            else:
+                node_tabs = st.tabs([titles[n.id] for n in ran])
+                for node, tab in zip(ran, node_tabs):
+                    with tab:
+                        run = dict(runs[node.id])
+                        ledger = ledgers.get(node.id)
+                        is_what_if = node.id in overrides
+                        model = (ledger.config.get("model") if ledger else None) or "gpt-4o-mini"
+                        counter = counter_for(model)
+                        if is_what_if and ledger is not None:
+                            run["ledger"] = ledger
+                            run["prompt"] = what_if_prompt(run.get("prompt") or [], ledger, conv, counter)
+                        r = receipt(run, titles[node.id], exact=counter.exact, encoding=counter.encoding_name)
+                        render_receipt(r, ledger, key=f"rc-{selected_id}-{node.id}", what_if=is_what_if)
+    with vars_tab:
+        variables = repo.get_variables(svc.db, conv_id)
+        history = repo.variable_history(svc.db, conv_id)
+        at = svc.variables_at(conv_id, selected_id) if selected_id else None
+        label = f"after turn {numbers[selected]}" if selected is not None else ""
+        turn_no = {t.id: numbers[i] for i, t in enumerate(conv.turns)}
+        render_variables(svc, conv_id, variables, at, label, history, turn_no, key=f"vars-{conv_id}")
+    with tree_tab:
+        if conv.turns:
+            st.plotly_chart(tree_figure(tree_layout(conv, thread)), key="tree", config={"displayModeBar": False})
+            leaves = [i for i in range(len(conv.turns)) if not tree.children[i]]
+            labels = {conv.turns[i].id: f"…turn {numbers[i]}: {conv.turns[i].query[:50]}" for i in leaves}
+            current_leaf = thread_ids[-1]
+            pick = st.selectbox("Switch to the branch ending at", list(labels), format_func=labels.get,
+                                index=list(labels).index(current_leaf) if current_leaf in labels else 0,
+                                key=f"branch-{conv_id}")
+            if pick != current_leaf and st.button("Switch branch", key="switch_branch"):
+                _switch(pick)
+            st.caption(f"{len(conv.turns)} turns, {len(leaves)} branch{'es' if len(leaves) != 1 else ''}; "
+                       "off-branch turns never reach memory.")

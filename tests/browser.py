@@ -1,0 +1,71 @@
+"""Real-browser helpers: the Streamlit server as a subprocess and Debian's Chromium through Playwright."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def streamlit_server(env: dict, log: Path):
+    """Start ``streamlit run app.py`` on a free loopback port; yield its base URL."""
+    port = free_port()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
+             str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+             "--server.fileWatcherType", "none"],
+            cwd=ROOT, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **env}, stdout=out,
+            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited early:\n{log.read_text()}")
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise RuntimeError(f"streamlit did not become healthy:\n{log.read_text()}") from None
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@contextmanager
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    if not os.path.exists(CHROMIUM):
+        raise RuntimeError("Chromium is not installed: run ./scripts/setup.sh --test (it installs Debian's chromium)")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()

@@ -1,0 +1,48 @@
+"""One real-browser run of the debugger: send a message, see the markers, open the context receipt."""
+
+from playwright.sync_api import expect
+
+from tests.browser import chromium, streamlit_server
+
+XSS = "<img src=x onerror=alert(1)>"
+
+
+def test_send_a_message_see_markers_and_the_receipt_in_a_real_browser(tmp_path):
+    env = {"MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}"}
+    with streamlit_server(env, tmp_path / "streamlit.log") as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1500, "height": 2400})
+        dialogs = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(url)
+        messages = page.get_by_test_id("stChatMessage")
+        expect(messages).to_have_count(16, timeout=60_000)  # the demo conversation, 8 turns
+
+        box = page.get_by_test_id("stChatInputTextArea")
+        box.fill(XSS)
+        box.press("Enter")
+        expect(messages).to_have_count(18, timeout=60_000)
+
+        # The message shows as text: no image element, no script ran.
+        sent = messages.nth(16)
+        expect(sent).to_contain_text(XSS)
+        assert sent.locator("img").count() == 0
+        assert dialogs == []
+
+        # Markers: one per LLM node on earlier messages, with the reason on hover.
+        chips = page.locator(".ml-chip")
+        expect(chips.first).to_be_visible()
+        kept = page.locator('.ml-chip[data-node="responder"][data-reason="kept"]')
+        assert kept.count() == 6
+        assert "kept" in kept.first.get_attribute("title")
+        assert page.locator('.ml-chip[data-node="classifier"][data-reason="memory_off"]').count() >= 16
+
+        # The context receipt of the new turn, Responder's tab.
+        page.get_by_role("tab", name="Context receipt").click()
+        page.get_by_role("tab", name="Responder").click()
+        panel = page.get_by_role("tabpanel", name="Responder")
+        expect(panel).to_contain_text("memory history")
+        expect(panel).to_contain_text("current query")
+        expect(panel).to_contain_text("tokens exact (o200k_base)")
+        expect(panel.locator(".js-plotly-plot")).to_be_visible()
+        page.screenshot(path=str(tmp_path / "debugger.png"), full_page=True)
+        assert (tmp_path / "debugger.png").stat().st_size > 10_000

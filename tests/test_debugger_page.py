@@ -1,0 +1,133 @@
+"""The debugger page (AppTest): defaults, a chat turn, the switchboard, branches, variables."""
+
+import re
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core import llm
+from core.store import repo
+from core.store.db import Database
+from tests.conftest import ROOT
+
+
+@pytest.fixture
+def app(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'memlens.db'}"
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", url)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    at.db_url = url
+    return at
+
+
+def chips(at):
+    """(node, reason) of every marker on the page, message by message."""
+    out = []
+    for m in at.chat_message:
+        html = "".join(md.value for md in m.markdown)
+        out.append(re.findall(r'data-node="([^"]+)" data-reason="([^"]+)"', html))
+    return out
+
+
+def db(at):
+    return Database(at.db_url)
+
+
+def test_the_app_opens_on_a_ready_demo_where_memory_drops_something(app):
+    assert app.title[0].value == "Demo: support-bot forgets a name"
+    assert len(app.chat_message) == 16  # 8 turns
+    markers = chips(app)
+    responder = [dict(m).get("responder") for m in markers[:14]]
+    assert responder[:8] == ["outside_window"] * 8 and responder[8:14] == ["kept"] * 6  # window: turns 5–7
+    assert all(dict(m).get("classifier") == "memory_off" for m in markers[:14])
+    page = "".join(md.value for m in app.chat_message for md in m.markdown)
+    assert "Responder&#x27;s window starts here" in "".join(md.value for md in app.markdown) or \
+        "Responder's window starts here" in "".join(md.value for md in app.markdown)
+    assert "I don&#x27;t know your name" in page  # the demo model forgot the name at turn 6
+
+
+def test_a_chat_turn_runs_and_its_ledger_appears(app):
+    app.chat_input(key="chat_input").set_value("Hi again, I'm Dana.").run()
+    assert not app.exception
+    assert len(app.chat_message) == 18
+    last_user = "".join(md.value for md in app.chat_message[-2].markdown)
+    assert "Hi again, I&#x27;m Dana." in last_user and "inspected" in last_user
+    markers = chips(app)
+    assert dict(markers[-3]).get("responder") == "kept"  # turn 8's answer is in the new turn's window
+    assert "Turn 9" in "".join(md.value for md in app.markdown)
+
+
+def test_switching_memory_off_marks_the_node_memory_off_without_calling_a_model(app, monkeypatch):
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was called")
+
+    monkeypatch.setattr(llm.DemoClient, "complete", no_model)
+    monkeypatch.setattr(llm.LiteLLMClient, "complete", no_model)
+    conv_id = app.session_state["conv_id"]
+    turns_before = repo.get_conversation(db(app), conv_id).turn_count
+    app.toggle(key=f"sb-{conv_id}-responder-on").set_value(False).run()
+    assert not app.exception
+    markers = chips(app)
+    assert {dict(m)["responder"] for m in markers[:14]} == {"memory_off"}
+    assert repo.get_conversation(db(app), conv_id).turn_count == turns_before
+    badges = "".join(md.value for m in app.chat_message for md in m.markdown)
+    assert "replies might now differ: Responder" in badges
+
+
+def test_regenerate_creates_a_sibling_and_the_pager_shows_two_of_two(app):
+    conv_id = app.session_state["conv_id"]
+    database = db(app)
+    last = repo.load_turn_rows(database, conv_id)[-1]
+    app.button(key=f"tx-{conv_id}-{last['id']}-1-regen").click().run()
+    assert not app.exception
+    rows = repo.load_turn_rows(database, conv_id)
+    assert len(rows) == 9 and rows[-1]["parent_id"] == last["parent_id"] and rows[-1]["query"] == last["query"]
+    texts = [md.value for md in app.markdown]
+    assert "<span class=\"ml-turn\">2/2</span>" in texts
+    # The pager flips back to the first version.
+    app.button(key=f"tx-{conv_id}-{rows[-1]['id']}-0-prev").click().run()
+    assert "<span class=\"ml-turn\">1/2</span>" in [md.value for md in app.markdown]
+
+
+def _var_input(app, name):
+    conv_id = app.session_state["conv_id"]
+    prefix = f"vars-{conv_id}-{name}-"
+    return next(t for t in app.text_input if t.key and t.key.startswith(prefix) and t.key[len(prefix):].isdigit())
+
+
+def test_a_variable_edit_with_the_wrong_type_shows_difys_error_and_changes_nothing(app):
+    conv_id = app.session_state["conv_id"]
+    before = {v.name: v.value for v in repo.get_variables(db(app), conv_id)}
+    _var_input(app, "turn_count").set_value("many")
+    app.button(key=f"vars-{conv_id}-turn_count-save").click().run()
+    assert [e.value for e in app.error] == ["Type mismatch: variable 'turn_count' expects number, but got string type"]
+    assert {v.name: v.value for v in repo.get_variables(db(app), conv_id)} == before
+
+
+def test_a_variable_edit_with_the_right_type_is_recorded_as_a_user_edit(app):
+    conv_id = app.session_state["conv_id"]
+    _var_input(app, "turn_count").set_value("42")
+    app.button(key=f"vars-{conv_id}-turn_count-save").click().run()
+    assert not app.error
+    values = {v.name: v.value for v in repo.get_variables(db(app), conv_id)}
+    assert values["turn_count"] == 42
+    last = repo.variable_history(db(app), conv_id)[-1]
+    assert (last["node_id"], last["operation"], last["old"], last["new"]) == ("user", "edit", 8, 42)
+    assert any("(edited by user)" in s.value for s in app.success)
+
+
+def test_conversation_only_hides_every_marker(app):
+    app.toggle(key="conversation_only").set_value(True).run()
+    assert chips(app) == [[] for _ in app.chat_message]
+    assert not app.tabs
+
+
+def test_inspecting_an_earlier_turn_moves_the_markers_to_that_turn(app):
+    conv_id = app.session_state["conv_id"]
+    turns = repo.load_turn_rows(db(app), conv_id)
+    app.button(key=f"tx-{conv_id}-{turns[2]['id']}-1-inspect").click().run()
+    markers = chips(app)
+    assert [dict(m).get("responder") for m in markers[:4]] == ["kept"] * 4  # turn 3 saw turns 1–2
+    assert markers[6] == []  # turn 4 is after the inspected turn

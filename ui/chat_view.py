@@ -1,0 +1,76 @@
+"""The transcript: the active thread as chat messages with one memory marker per LLM node.
+
+Markers are relative to the selected turn: for every earlier message, did each node's memory
+send it (● kept), leave it out (○ dropped) or never consider it (◌ not eligible)? Hover a
+marker for the reason in plain words. A dashed divider shows where each node's window starts.
+Under each message: the sibling pager ‹ n/m ›, edit (queries), regenerate and inspect (answers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import streamlit as st
+
+from core.debug_view import MessageView
+from ui import html
+
+
+@dataclass
+class TurnActions:
+    on_select: Callable[[str], None]
+    on_regenerate: Callable[[str], None]
+    on_edit: Callable[[str, str], None]
+    on_switch: Callable[[str], None]
+
+
+def render_transcript(items: list[MessageView], *, siblings: dict[str, tuple[int, int, tuple[str, ...]]],
+                      failed: dict[str, str], differs: dict[str, list[str]], actions: TurnActions | None,
+                      conversation_only: bool, key: str) -> None:
+    """``siblings[turn_id] = (n, m, ids)``; ``failed[turn_id] = error``; ``differs[turn_id] = [node titles]``."""
+    for item in items:
+        if not conversation_only and item.window_starts:
+            st.markdown(html.divider(item.window_starts), unsafe_allow_html=True)
+        role = "user" if item.role == "user" else "assistant"
+        with st.chat_message(role):
+            parts = []
+            if not conversation_only:
+                label = f"turn {item.number}" + (" · inspected" if item.selected else "")
+                parts.append(html.chips(item.markers, lead=html.muted(label)))
+            parts.append(html.text_block(item.text, later=item.later and not conversation_only))
+            if item.kind == "answer" and item.turn_id in failed:
+                parts.append(html.error_line(f"Turn failed: {failed[item.turn_id]}"))
+            if not conversation_only and item.kind == "answer" and differs.get(item.turn_id):
+                parts.append(html.badge("replies might now differ: " + ", ".join(differs[item.turn_id])))
+            st.markdown("".join(parts), unsafe_allow_html=True)
+            if actions is not None and not conversation_only:
+                _controls(item, siblings.get(item.turn_id), actions, key)
+
+
+def _controls(item: MessageView, sib, actions: TurnActions, key: str) -> None:
+    base = f"{key}-{item.turn_id}-{item.index}"
+    row = st.container(horizontal=True, gap="small", vertical_alignment="center")
+    with row:
+        if item.kind == "query":
+            if sib and sib[1] > 1:
+                n, m, ids = sib
+                if st.button("", key=f"{base}-prev", icon=":material/chevron_left:", disabled=n <= 1,
+                             type="tertiary", help="previous version of this message"):
+                    actions.on_switch(ids[n - 2])
+                st.markdown(html.muted(f"{n}/{m}"), unsafe_allow_html=True, width="content")
+                if st.button("", key=f"{base}-next", icon=":material/chevron_right:", disabled=n >= m,
+                             type="tertiary", help="next version of this message"):
+                    actions.on_switch(ids[n])
+            with st.popover("Edit", icon=":material/edit:", type="tertiary",
+                            help="Ask something else here: the edit becomes a new branch"):
+                text = st.text_area("Edited message", item.text, key=f"{base}-edit-text")
+                if st.button("Send as a new branch", key=f"{base}-edit-send"):
+                    actions.on_edit(item.turn_id, text)
+        elif item.kind == "answer":
+            if st.button("Regenerate", key=f"{base}-regen", icon=":material/refresh:", type="tertiary",
+                         help="A new answer to the same message, as a sibling branch"):
+                actions.on_regenerate(item.turn_id)
+            if st.button("Inspect", key=f"{base}-inspect", icon=":material/manage_search:", type="tertiary",
+                         help="Show what each LLM node saw in this turn"):
+                actions.on_select(item.turn_id)

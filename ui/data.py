@@ -1,0 +1,89 @@
+"""Cached access to the store for the pages: one service per database, data keyed by its inputs.
+
+Streamlit reruns the whole page on every click, so everything here is cached by what it depends
+on: a conversation by its id and a stamp that changes whenever it is written (updated time and
+turn count), a turn's node runs by the turn id, what-if ledgers by the settings that produced
+them. Cached objects are shared and treated as read-only.
+"""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from core.conversation import Conversation
+from core.debug_view import WhatIf, what_if
+from core.flow import Flow
+from core.ledger import Ledger
+from core.memory import MemoryConfig
+from core.runtime import node_memory_config, what_if_ledger
+from core.samples import seed_demo
+from core.sessions import ConversationService
+from core.store import repo
+from core.store.db import Database, resolve_url
+
+
+@st.cache_resource(show_spinner=False)
+def _service(url: str) -> ConversationService:
+    service = ConversationService(Database(url))
+    seed_demo(service)
+    return service
+
+
+def service() -> ConversationService:
+    """The service for the configured database (MEMLENS_DATABASE_URL or data/memlens.db)."""
+    return _service(resolve_url())
+
+
+def stamp(info: repo.ConversationInfo) -> tuple:
+    return (info.updated_at, info.turn_count, info.active_turn_id, info.flow_version_id)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def conversation(url: str, conversation_id: str, version: tuple) -> Conversation:
+    return _service(url).conversation(conversation_id)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def flow(url: str, version_id: str) -> Flow:
+    return _service(url).flow(version_id)
+
+
+@st.cache_resource(show_spinner=False, max_entries=512)
+def node_runs(url: str, conversation_id: str, version: tuple, turn_id: str) -> list[dict]:
+    svc = _service(url)
+    return svc.node_runs(conversation(url, conversation_id, version), turn_id)
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def what_if_ledgers(url: str, conversation_id: str, version: tuple, version_id: str, turn_id: str,
+                    overrides_json: str, fidelity: str) -> dict[str, Ledger]:
+    """Each overridden node's ledger at ``turn_id`` under its new settings (no model call)."""
+    conv = conversation(url, conversation_id, version)
+    f = flow(url, version_id)
+    position = conv.tree.position[turn_id]
+    out = {}
+    for node_id, override in json.loads(overrides_json).items():
+        out[node_id] = what_if_ledger(f, conv, position, node_id, override, fidelity=fidelity)
+    return out
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def what_if_turns(url: str, conversation_id: str, version: tuple, version_id: str, node_id: str,
+                  base_json: str, override_json: str, fidelity: str) -> WhatIf:
+    conv = conversation(url, conversation_id, version)
+    f = flow(url, version_id)
+    base = node_memory_config(f, node_id, fidelity=fidelity, override=json.loads(base_json) or None)
+    new = node_memory_config(f, node_id, fidelity=fidelity, override=json.loads(override_json) or None)
+    return what_if(conv, node_id, base, new, has_thread=f.is_chat)
+
+
+def memory_config(f: Flow, node_id: str, fidelity: str, override: dict | None) -> MemoryConfig:
+    return node_memory_config(f, node_id, fidelity=fidelity, override=override or None)
+
+
+def clear_conversation_caches() -> None:
+    """After a write the stamp changes anyway; this also frees memory held by older stamps."""
+    conversation.clear()
+    node_runs.clear()

@@ -1,0 +1,71 @@
+"""Conversation variables: current values as a typed form, their values at a chosen turn, live edits."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from core.errors import MemLensError
+
+
+def parse_input(text: str, value_type: str):
+    """What the user typed, as a value: text for string variables, JSON for the others.
+
+    Text that is not JSON stays text, so typing ``many`` into a number variable is a type
+    mismatch reported with Dify's message, never silently coerced.
+    """
+    if value_type == "string":
+        return text
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def show(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def render_variables(service, conversation_id: str, variables, at_turn: dict | None, at_label: str,
+                     history: list[dict], turn_numbers: dict[str, int], *, key: str) -> None:
+    if not variables:
+        st.info("This flow declares no conversation variables.")
+        return
+    flash = st.session_state.pop(f"{key}-flash", None)
+    if flash:
+        (st.success if flash[0] == "ok" else st.error)(flash[1])
+    for v in variables:
+        with st.container(border=True):
+            st.markdown(f"**{v.name}** · `{v.value_type}`" + (f" — {v.description}" if v.description else ""))
+            if at_turn is not None:
+                st.caption(f"{at_label}: {show(at_turn.get(v.name))}")
+            # The key follows the stored value, so a value changed by a turn shows up in the field.
+            digest = abs(hash(show(v.value))) % 10**8
+            text = st.text_input("Value", show(v.value), key=f"{key}-{v.name}-{digest}",
+                                 help="Text for string variables; JSON for numbers, booleans, objects and arrays.")
+            c1, c2 = st.columns(2)
+            if c1.button("Save", key=f"{key}-{v.name}-save"):
+                try:
+                    change = service.edit_variable(conversation_id, v.name, parse_input(text, v.value_type))
+                    st.session_state[f"{key}-flash"] = ("ok", f"{v.name}: {show(change.old)} → {show(change.new)} "
+                                                              "(edited by user)")
+                except MemLensError as e:
+                    st.session_state[f"{key}-flash"] = ("error", str(e))
+                st.rerun()
+            if c2.button("Revert", key=f"{key}-{v.name}-revert", help="Undo your latest edit of this variable"):
+                change = service.revert_variable(conversation_id, v.name)
+                st.session_state[f"{key}-flash"] = (("ok", f"{v.name} reverted to {show(change.new)}") if change
+                                                     else ("error", f"{v.name} has no user edit to revert"))
+                st.rerun()
+    if st.button("Reset all to defaults", key=f"{key}-reset"):
+        changes = service.reset_variables(conversation_id)
+        st.session_state[f"{key}-flash"] = ("ok", f"{len(changes)} variable(s) reset to their defaults")
+        st.rerun()
+    if history:
+        st.markdown("**Changes**")
+        rows = [{"turn": turn_numbers.get(h["turn_id"] or "", h["turn_seq"]), "variable": h["name"],
+                 "by": "user" if h["node_id"] == "user" else f"node {h['node_id']}", "operation": h["operation"],
+                 "old": show(h["old"]), "new": show(h["new"])} for h in reversed(history)]
+        st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{key}-history", width="stretch")
