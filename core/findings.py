@@ -1,0 +1,843 @@
+"""Findings: memory surprises in plain words, each linked to the turn (and node) where it shows.
+
+A ledger explains one message; a finding explains a pattern across a conversation — the kind of
+thing a builder only notices after a user complains. Every finding names its subject (an LLM
+node of a flow, or a memory config of a comparison) and, wherever one exists, the turn to look
+at. The kinds, and where each is computed from:
+
+``fact_not_seen``
+    A node no longer has — or never had — the turn where a fact or a variable was set, at a
+    turn that needs it: a later question asks for the fact (:func:`core.facts.asked_keys`) and
+    no statement of it, nor its value restated, is in memory; or a variable written by a node
+    at turn T is neither rendered into the node's prompt nor is turn T in its memory. From
+    ledgers (node runs, or a config replayed).
+``foreign_answers``
+    One node's answers in another node's memory. Dify stores one answer per turn — the Answer
+    node's output — and every LLM node with memory replays it as its own past reply
+    (spec/dify-memory.md §7, Dify#4548). Observed from node runs (the stored answer contains
+    text another LLM node produced), or predicted from the flow (an Answer node renders another
+    LLM node's output) when there are no runs.
+``no_conversation``
+    Memory switched on where no conversation exists: an LLM node with a memory block in a
+    Workflow app (Dify ignores it; spec §8 #15). From the flow.
+``window_zero``
+    A window of 0: Dify reads it as no limit (the 500-turn cap), so history is included
+    (Flowise#2920 reports the same surprise). From the flow or a config, linked to the first
+    turn that sends history.
+``silent_pruning``
+    A token budget that pruned messages without saying so (Dify's TokenBufferMemory pops the
+    oldest message while the history is over budget; spec §1.6). From ledgers.
+``dominant_message``
+    One message filling most of a node's kept history (more than :data:`DOMINANT_SHARE` of its
+    tokens, and at least :data:`DOMINANT_MIN_TOKENS`; Dify#36717). From ledgers.
+``trimmed_window``
+    A Window Memory node whose permanent trimming makes a larger window useless: after N grows,
+    the messages trimmed under the old N are gone, so the node keeps fewer than its new window.
+    From a config with growing ``window_changes``, or the what-if :func:`larger_window_what_if`.
+``history_twice``
+    The conversation (or the current question) reaches one node twice: memory on, and the
+    prompt also renders a conversation variable that holds the chat history, or renders
+    ``{{#sys.query#}}`` while memory appends the query message again. From the flow.
+
+What :func:`history_variables` detects statically (and what it cannot): a conversation
+variable holds the chat history when an assigner appends/extends it with text that comes —
+directly or through template, code or aggregator nodes — from ``sys.query`` or an LLM/agent
+node's output, or rewrites it from its own value plus such text (a rolling transcript), or when
+its name says so (``history``, ``chat_log``, ``transcript``, ``messages``, ``dialog``…). History
+assembled outside the flow (an HTTP call, a code node reading a store) is not detected.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from .conversation import ANSWER, Conversation
+from .facts import asked_keys
+from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE,
+                     TRIMMED_EARLIER, Ledger, LedgerEntry, explain)
+from .memory import MemoryConfig, Replay, turn_numbers
+
+FACT_NOT_SEEN = "fact_not_seen"
+FOREIGN_ANSWERS = "foreign_answers"
+NO_CONVERSATION = "no_conversation"
+WINDOW_ZERO = "window_zero"
+SILENT_PRUNING = "silent_pruning"
+DOMINANT_MESSAGE = "dominant_message"
+TRIMMED_WINDOW = "trimmed_window"
+HISTORY_TWICE = "history_twice"
+
+KINDS = (FACT_NOT_SEEN, FOREIGN_ANSWERS, NO_CONVERSATION, WINDOW_ZERO, SILENT_PRUNING, DOMINANT_MESSAGE,
+         TRIMMED_WINDOW, HISTORY_TWICE)
+KIND_TITLES = {
+    FACT_NOT_SEEN: "Never saw where it was set",
+    FOREIGN_ANSWERS: "Another node's answers in memory",
+    NO_CONVERSATION: "Memory without a conversation",
+    WINDOW_ZERO: "Window of 0",
+    SILENT_PRUNING: "Budget pruned silently",
+    DOMINANT_MESSAGE: "One message fills the window",
+    TRIMMED_WINDOW: "Larger window, nothing more kept",
+    HISTORY_TWICE: "Conversation sent twice",
+}
+WARNING = "warning"
+INFO = "info"
+
+#: A message "fills" a node's window when it holds more than this share of the kept history…
+DOMINANT_SHARE = 0.5
+#: …and at least this many tokens (half of a short history is no surprise).
+DOMINANT_MIN_TOKENS = 256
+
+_NOT_CANDIDATES = frozenset({MEMORY_OFF, SCOPE, OTHER_BRANCH, GRANULARITY})
+_HISTORY_NAME = re.compile(r"hist|chat_?log|transcript|dialog|messages|conversation|memory|对话|历史|记忆|聊天",
+                           re.I)
+_SELECTOR = re.compile(r"\{\{#([a-zA-Z0-9_]{1,50}(?:\.[a-zA-Z_][a-zA-Z0-9_]{0,29}){1,10})#\}\}")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One warning in plain words. ``turn`` is the turn number to jump to (``None`` for a
+    flow-wide finding); ``subject`` is the node's title or the config's label; ``node_id`` is the
+    flow node's id when the subject is a node."""
+
+    kind: str
+    text: str
+    subject: str = ""
+    turn: int | None = None
+    node_id: str | None = None
+    severity: str = WARNING
+    detail: str = ""
+    data: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def title(self) -> str:
+        return KIND_TITLES.get(self.kind, self.kind)
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "title": self.title, "text": self.text, "subject": self.subject,
+                "turn": self.turn, "node_id": self.node_id, "severity": self.severity, "detail": self.detail,
+                "data": dict(self.data)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Finding":
+        return cls(kind=str(data.get("kind") or ""), text=str(data.get("text") or ""),
+                   subject=str(data.get("subject") or ""), turn=data.get("turn"), node_id=data.get("node_id"),
+                   severity=str(data.get("severity") or WARNING), detail=str(data.get("detail") or ""),
+                   data=dict(data.get("data") or {}))
+
+
+def findings_at(findings: Iterable[Finding], turn: int) -> list[Finding]:
+    """The findings that link to one turn (a presentation's captions)."""
+    return [f for f in findings if f.turn == turn]
+
+
+def _order(findings: list[Finding]) -> list[Finding]:
+    """Flow-wide findings first, then by turn; warnings before notes on the same turn."""
+    return sorted(findings, key=lambda f: (f.turn is not None, f.turn or 0, f.severity != WARNING,
+                                           KINDS.index(f.kind) if f.kind in KINDS else len(KINDS)))
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n:,} {word if n == 1 else (plural or word + 's')}"
+
+
+def _excerpt(text: str, width: int = 60) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# -- what one node's (or config's) memory did at one turn ----------------------------------------------
+
+@dataclass(frozen=True)
+class MemoryTurn:
+    """The numbers the ledger-based findings need, for one turn of one node or config.
+
+    ``candidates`` counts the thread's messages eligible for this memory (everything but other
+    branches, scope, memory off and granularity); ``in_window`` those at or after the window's
+    start (kept, pruned by the budget, or empty). ``largest`` is the ``(position, index)`` of the
+    largest kept message.
+    """
+
+    turn: int
+    position: int
+    kept: int
+    history_tokens: int
+    budget: int | None
+    pruned: int
+    trimmed: int
+    outside: int
+    candidates: int
+    in_window: int
+    largest_tokens: int = 0
+    largest: tuple[int, int] | None = None
+
+
+def memory_turn(ledger: Ledger, position: int) -> MemoryTurn:
+    """A turn's numbers read from its ledger."""
+    counts: Counter = Counter()
+    largest: LedgerEntry | None = None
+    for e in ledger.entries:
+        counts[e.reason] += 1
+        if e.kept and (largest is None or e.tokens > largest.tokens):
+            largest = e
+    candidates = sum(n for r, n in counts.items() if r not in _NOT_CANDIDATES)
+    return MemoryTurn(turn=ledger.turn, position=position, kept=counts[KEPT], history_tokens=ledger.history_tokens,
+                      budget=ledger.budget, pruned=counts[OVER_BUDGET], trimmed=counts[TRIMMED_EARLIER],
+                      outside=counts[OUTSIDE_WINDOW], candidates=candidates,
+                      in_window=counts[KEPT] + counts[OVER_BUDGET] + counts[EMPTY],
+                      largest_tokens=largest.tokens if largest else 0,
+                      largest=(largest.position, largest.index) if largest else None)
+
+
+class _FlatTokens:
+    """The token count of every message of the walk's current thread view, as one flat list kept
+    in step with the depth-first walk, so the largest kept message of a turn is a C-speed max
+    over a slice instead of a Python loop."""
+
+    def __init__(self) -> None:
+        self.tokens: list[int] = []
+        self.positions: list[int] = []
+
+    def sync(self, view: Any) -> list[int]:
+        k = min(len(self.positions), len(view.positions))
+        # A thread is fixed by its last turn, so equal last turns mean equal prefixes.
+        while k and self.positions[k - 1] != view.positions[k - 1]:
+            k -= 1
+        keep = view.starts[k] if k < len(view.starts) else view.length
+        del self.tokens[keep:]
+        prefix = view.prefix
+        self.tokens.extend(prefix[i + 1] - prefix[i] for i in range(len(self.tokens), view.length))
+        self.positions = list(view.positions)
+        return self.tokens
+
+
+def memory_turns(replay: Replay) -> list[MemoryTurn]:
+    """Every answered turn's numbers for one config, in turn order.
+
+    Read from the engine's walk where it offers one (O(1) a turn for window strategies, plus a
+    slice for the largest kept message); strategies that plan their own decision are read
+    message by message along the thread; without a walk, from each turn's ledger.
+    """
+    conv = replay.conversation
+    turns = conv.turns
+    walk = getattr(replay, "_walk", None)
+    if walk is None:
+        return [memory_turn(replay.ledger_at(p), p) for p in conv.answered_turns()]
+    budgets = {s.turn: s for s in replay.summaries()}
+    flat = _FlatTokens()
+    out: dict[int, MemoryTurn] = {}
+    for p, view, d in walk():
+        if turns[p].query_index is None:
+            continue
+        number = replay.numbers[p]
+        summary = budgets[number]
+        if d.blocked:
+            out[p] = MemoryTurn(number, p, 0, 0, summary.budget, 0, 0, 0, 0, 0)
+            continue
+        if d.plan is not None:
+            counts: Counter = Counter()
+            best, best_at = 0, None
+            for i in range(view.length):
+                q, j = view.seq_pos[i], view.seq_msg[i]
+                msg = turns[q].messages[j]
+                r = d.plan.reason(i, msg)
+                if r == KEPT and msg.is_empty and replay.strategy.drops_empty:
+                    r = EMPTY
+                counts[r] += 1
+                if r == KEPT:
+                    t = view.prefix[i + 1] - view.prefix[i]
+                    if t > best:
+                        best, best_at = t, (q, j)
+            out[p] = MemoryTurn(number, p, summary.kept, summary.history_tokens, summary.budget, counts[OVER_BUDGET],
+                                counts[TRIMMED_EARLIER], counts[OUTSIDE_WINDOW], view.length,
+                                counts[KEPT] + counts[OVER_BUDGET] + counts[EMPTY], best, best_at)
+            continue
+        best, best_at = 0, None
+        if d.end > d.budget_cut:
+            tokens = flat.sync(view)[d.budget_cut:d.end]
+            best = max(tokens)
+            i = d.budget_cut + tokens.index(best)
+            best_at = (view.seq_pos[i], view.seq_msg[i])
+        out[p] = MemoryTurn(number, p, summary.kept, summary.history_tokens, summary.budget,
+                            d.budget_cut - d.window_start, d.trimmed_before, d.window_start - d.trimmed_before,
+                            d.end, d.end - d.window_start, best if summary.kept else 0,
+                            best_at if summary.kept else None)
+    return [out[p] for p in sorted(out)]
+
+
+# -- findings from one subject's turns ------------------------------------------------------------------
+
+def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], node_id: str | None = None,
+                    strategy: str = "dify") -> Finding | None:
+    hit = [t for t in turns if t.pruned]
+    if not hit:
+        return None
+    first = hit[0]
+    worst = max(hit, key=lambda t: t.pruned)
+    budget = f" of {first.budget:,} tokens" if first.budget is not None else ""
+    text = (f"Budget exceeded at turn {first.turn}: {_plural(first.pruned, 'oldest message')} pruned silently "
+            f"by {subject} to fit its token budget{budget}")
+    if len(hit) > 1:
+        text += f"; pruning goes on at {_plural(len(hit) - 1, 'later turn')}"
+        if worst.pruned > first.pruned:
+            text += f", up to {_plural(worst.pruned, 'message')} at turn {worst.turn}"
+    if strategy == "trim":
+        detail = "trim_messages drops what does not fit its max_tokens; check that nothing needed goes first."
+        severity = INFO
+    else:
+        detail = ("Dify pops the oldest message while the history is over its budget (context size − max_tokens "
+                  "− the prompt) and nothing in the run says so. Raise the context size or lower max_tokens, or "
+                  "narrow the window so what is dropped is a choice.")
+        severity = WARNING
+    return Finding(SILENT_PRUNING, text + ".", subject, first.turn, node_id, severity, detail,
+                   {"turns": [t.turn for t in hit], "pruned": [t.pruned for t in hit], "budget": first.budget})
+
+
+def _dominant(subject: str, turns: Sequence[MemoryTurn], conversation: Conversation,
+              node_id: str | None = None) -> list[Finding]:
+    groups: dict[tuple[int, int], list[MemoryTurn]] = {}
+    for t in turns:
+        if t.largest is None or t.kept < 2 or t.history_tokens <= 0:
+            continue
+        if t.largest_tokens < DOMINANT_MIN_TOKENS or t.largest_tokens <= DOMINANT_SHARE * t.history_tokens:
+            continue
+        groups.setdefault(t.largest, []).append(t)
+    numbers = turn_numbers(conversation)
+    out = []
+    for (q, j), hits in groups.items():
+        first = hits[0]
+        msg = conversation.turns[q].messages[j]
+        share = first.largest_tokens / first.history_tokens
+        text = (f"One message fills {share:.0%} of the history {subject} keeps at turn {first.turn}: turn {numbers[q]}'s "
+                f"{msg.role} message ({first.largest_tokens:,} of {first.history_tokens:,} tokens), "
+                f"“{_excerpt(msg.content or msg.kind)}”")
+        if len(hits) > 1:
+            text += f"; it fills most of the history for {_plural(len(hits), 'turn')}"
+        detail = ("A long earlier reply or tool result crowds out everything else the node remembers, and can make "
+                  "later calls fail or return empty output (Dify#36717). Shorten what is stored, or keep it out of "
+                  "memory.")
+        out.append(Finding(DOMINANT_MESSAGE, text + ".", subject, first.turn, node_id, WARNING, detail,
+                           {"message": [q, j], "turns": [t.turn for t in hits], "share": round(share, 4),
+                            "tokens": first.largest_tokens}))
+    return out
+
+
+def _window_zero(subject: str, turns: Sequence[MemoryTurn], node_id: str | None = None) -> Finding:
+    first = next((t for t in turns if t.kept), None)
+    text = f"Window = 0, but history was included: Dify reads a window of 0 as no limit (its 500-turn cap)"
+    if first is not None:
+        text += f", so at turn {first.turn} {subject} still receives {_plural(first.kept, 'earlier message')}"
+    else:
+        text += f", so {subject} will receive every earlier turn"
+    detail = "To switch memory off, turn the memory block off; to keep a few turns, set the window to 1 or more."
+    return Finding(WINDOW_ZERO, text + ".", subject, first.turn if first else None, node_id, WARNING, detail)
+
+
+def _trimmed_window(subject: str, config: MemoryConfig, turns: Sequence[MemoryTurn],
+                    baseline: Mapping[int, MemoryTurn] | None = None) -> Finding | None:
+    from .strategies.window import DEFAULT_WINDOW
+
+    for t in turns:
+        size = config.window_at(t.turn) or DEFAULT_WINDOW
+        would = min(size, t.candidates)
+        if t.trimmed and t.in_window < would:
+            lost = would - t.in_window
+            before = baseline.get(t.turn) if baseline else None
+            if before is not None and before.in_window == t.in_window:
+                gain = "keeps nothing more than before"
+            elif before is not None:
+                gain = f"keeps {t.in_window} instead of {before.in_window}, not {would}"
+            else:
+                gain = f"keeps only {t.in_window}"
+            text = (f"At turn {t.turn} {subject} has a window of {size} messages, but it {gain}: "
+                    f"{_plural(lost, 'message')} trimmed in earlier turns {'is' if lost == 1 else 'are'} gone for good")
+            detail = ("The Window Memory node trims permanently: its store holds only the last N messages of the "
+                      "previous turn plus the new round, so a larger N cannot bring back what a smaller N cut. "
+                      "Start a new conversation, or set the larger window before the history grows.")
+            return Finding(TRIMMED_WINDOW, text + ".", subject, t.turn, None, WARNING, detail,
+                           {"window": size, "in_window": t.in_window, "would_keep": would, "trimmed": t.trimmed})
+    return None
+
+
+def _grows(config: MemoryConfig) -> bool:
+    size = config.window or 10
+    for _, n in sorted(config.window_changes):
+        if n > size:
+            return True
+        size = n
+    return False
+
+
+def larger_window_what_if(conversation: Conversation, config: MemoryConfig, window: int, from_turn: int, *,
+                          system_prompt: str | None = None) -> Finding | None:
+    """What raising a Window Memory node's N to ``window`` at ``from_turn`` would bring: a
+    :data:`TRIMMED_WINDOW` finding when permanent trimming keeps it from keeping ``window``
+    messages, ``None`` when the larger window fills up at once."""
+    if config.strategy != "window":
+        return None
+    changed = config.with_(window_changes=tuple(config.window_changes) + ((from_turn, window),)).validate()
+    base = memory_turns(Replay(conversation, config, system_prompt=system_prompt))
+    after = memory_turns(Replay(conversation, changed, system_prompt=system_prompt))
+    baseline = {t.turn: t for t in base}
+    return _trimmed_window(changed.label() + f" → {window} at turn {from_turn}", changed,
+                           [t for t in after if t.turn >= from_turn], baseline)
+
+
+# -- facts under memory configs -----------------------------------------------------------------------
+
+def _value_kept(ledger: Ledger, conversation: Conversation, value: str) -> bool:
+    """Whether a kept message (or a summary) restates the value, e.g. an answer repeating "4411"."""
+    needle = (value or "").casefold()
+    if not needle:
+        return False
+    turns = conversation.turns
+    for e in ledger.entries:
+        if e.kept and needle in turns[e.position].messages[e.index].content.casefold():
+            return True
+    return any(needle in s.content.casefold() for s in ledger.synthetic)
+
+
+def _newest_statement(ledger: Ledger, messages: Sequence[tuple[int, int]]) -> LedgerEntry | None:
+    where = set(messages)
+    found = [e for e in ledger.entries if (e.position, e.index) in where]
+    return found[-1] if found else None
+
+
+def _fact_findings(conversation: Conversation, comparison: Any, replays: Sequence[Replay]) -> list[Finding]:
+    answered = conversation.answered_turns()
+    numbers = turn_numbers(conversation)
+    out: list[Finding] = []
+    for f, fact in enumerate(comparison.facts):
+        if not fact.messages:
+            continue
+        first_position = fact.messages[0][0]
+        stated = numbers[first_position]
+        asked = []
+        if fact.key:
+            for k, p in enumerate(answered):
+                if p > first_position and fact.key in asked_keys(conversation.turns[p].query):
+                    asked.append(k)
+        for c, fate in enumerate(comparison.fates[f]):
+            replay = replays[c]
+            subject = comparison.configs[c].label
+            for k in asked:
+                if fate.present[k] is not False:
+                    continue
+                p = answered[k]
+                ledger = replay.ledger_at(p)
+                if _value_kept(ledger, conversation, fact.value):
+                    continue
+                entry = _newest_statement(ledger, fact.messages)
+                why = explain(entry, ledger.config) if entry is not None else "not on this branch"
+                seen_before = any(x is True for j, x in enumerate(fate.present[:k]) if answered[j] > first_position)
+                verb = "no longer has" if seen_before else "never saw"
+                text = (f"At turn {numbers[p]} the user asks about {fact.label}, but {subject} {verb} turn "
+                        f"{numbers[entry.position] if entry else stated}, where it was stated ({why})")
+                out.append(Finding(FACT_NOT_SEEN, text + ".", subject, numbers[p], None, WARNING,
+                                   "The model is asked for something its memory does not hold; it will guess or say "
+                                   "it does not know.", {"fact": fact.label, "stated_turn": stated}))
+                break
+            else:
+                if not fact.key and fate.lost_turn is not None:  # a fact the user marked: say when it goes
+                    reason = fate.lost_reason
+                    why = f" ({reason.replace('_', ' ')})" if reason else ""
+                    out.append(Finding(FACT_NOT_SEEN, f"{fact.label} (turn {stated}) leaves {subject}'s memory at "
+                                                      f"turn {fate.lost_turn}{why}.", subject, fate.lost_turn,
+                                       None, INFO, "", {"fact": fact.label, "stated_turn": stated}))
+    return out
+
+
+def config_findings(conversation: Conversation, configs: Iterable[Any], *, comparison: Any = None,
+                    system_prompt: str | None = None) -> list[Finding]:
+    """Findings for memory configs replayed over a plain conversation (the compare page).
+
+    ``configs``: memory configs, labelled configs or dicts, as for :func:`core.compare.compare`;
+    ``comparison``: that comparison, when already computed (its facts are used).
+    """
+    from .compare import named_configs
+
+    named = comparison.configs if comparison is not None else named_configs(configs)
+    replays = [Replay(conversation, c.config, system_prompt=system_prompt) for c in named]
+    out: list[Finding] = []
+    for c, replay in zip(named, replays):
+        turns = memory_turns(replay)
+        config = c.config
+        found = _silent_pruning(c.label, turns, strategy=config.strategy)
+        if found:
+            out.append(found)
+        out.extend(_dominant(c.label, turns, conversation))
+        if config.strategy == "dify" and (config.window == 0 or any(n == 0 for _, n in config.window_changes)):
+            zero = [t for t in turns if config.window_at(t.turn) == 0]
+            out.append(_window_zero(c.label, zero))
+        if config.strategy == "window" and _grows(config):
+            found = _trimmed_window(c.label, config, turns)
+            if found:
+                out.append(found)
+    if comparison is not None:
+        out.extend(_fact_findings(conversation, comparison, replays))
+    return _order(out)
+
+
+# -- flows: static checks ------------------------------------------------------------------------------
+
+def _selectors(value: Any, *, skip: frozenset = frozenset()) -> list[tuple[str, ...]]:
+    """Every variable a node's data reads: ``{{#a.b#}}`` in any text and any ``…selector`` list."""
+    out: list[tuple[str, ...]] = []
+    if isinstance(value, str):
+        out.extend(tuple(m.split(".")) for m in _SELECTOR.findall(value))
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            if k in skip:
+                continue
+            if str(k).endswith("selector") and isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+                out.append(tuple(v))
+            else:
+                out.extend(_selectors(v))
+    elif isinstance(value, list):
+        for v in value:
+            out.extend(_selectors(v))
+    return out
+
+
+_MODEL_NODES = ("llm", "agent")
+_NODE_SKIP = frozenset({"memory", "model", "title", "desc", "type", "selected", "variable_selector",
+                        "assigned_variable_selector", "vision"})
+
+
+def _origins(flow: Any, selector: tuple[str, ...], seen: set[str] | None = None) -> set[str]:
+    """Where a value comes from: ``sys.query``, ``conversation.<name>`` or ``node:<id>`` of the
+    LLM/agent nodes that wrote it, traced through template, code and aggregator nodes."""
+    if not selector:
+        return set()
+    head = selector[0]
+    if head in ("sys", "conversation", "env"):
+        return {f"{head}.{selector[1]}" if len(selector) > 1 else head}
+    if not flow.has_node(head):
+        return set()
+    node = flow.node(head)
+    if node.type in _MODEL_NODES:
+        return {f"node:{head}"}
+    seen = set() if seen is None else seen
+    if head in seen:
+        return set()
+    seen.add(head)
+    out: set[str] = set()
+    for s in _selectors(node.data, skip=_NODE_SKIP):
+        out |= _origins(flow, s, seen)
+    return out
+
+
+def _assigner_writes(node: Any) -> list[tuple[str, str, tuple[str, ...] | None]]:
+    """(target variable, operation, source selector) of an assigner node, v1 or v2."""
+    data = node.data
+    out = []
+    if str(data.get("version") or "1") == "2":
+        for item in data.get("items") or []:
+            if not isinstance(item, Mapping):
+                continue
+            target = item.get("variable_selector") or []
+            if len(target) < 2 or target[0] != "conversation":
+                continue
+            value = item.get("value")
+            source = tuple(value) if item.get("input_type", "variable") == "variable" and isinstance(value, list) \
+                else None
+            out.append((str(target[1]), str(item.get("operation") or "over-write"), source))
+    else:
+        target = data.get("assigned_variable_selector") or []
+        if len(target) >= 2 and target[0] == "conversation":
+            source = data.get("input_variable_selector")
+            out.append((str(target[1]), str(data.get("write_mode") or "over-write"),
+                        tuple(source) if isinstance(source, list) else None))
+    return out
+
+
+def history_variables(flow: Any) -> dict[str, str]:
+    """Conversation variables that hold the chat history, each with why we think so (see the
+    module docstring for what is detected)."""
+    declared = {v.name: v for v in flow.variables}
+    writers: dict[str, list[str]] = {}
+    for node in flow.nodes:
+        if node.type != "assigner":
+            continue
+        for target, op, source in _assigner_writes(node):
+            if source is None:
+                continue
+            origins = _origins(flow, source)
+            said = sorted(o for o in origins if o == "sys.query" or o.startswith("node:"))
+            if not said:
+                continue
+            rolling = f"conversation.{target}" in origins
+            if op in ("append", "extend") or rolling:
+                what = " and ".join("the user's messages" if o == "sys.query"
+                                    else f"{flow.node(o[5:]).label}'s replies" for o in said)
+                how = "appends" if op in ("append", "extend") else "rewrites it with"
+                writers.setdefault(target, []).append(f"{node.label} {how} {what}")
+    out = {name: "; ".join(ways) + " every turn" for name, ways in writers.items()}
+    for name, var in declared.items():
+        if name not in out and _HISTORY_NAME.search(name) and (var.type.startswith("array") or var.type == "string"):
+            out[name] = "its name says it holds the chat history"
+    return out
+
+
+def _memory_block(node: Any) -> Any:
+    from .flow import llm_settings
+
+    return llm_settings(node).memory if node.type == "llm" else None
+
+
+def _query_template_has_query(memory: Any) -> bool:
+    qpt = memory.query_prompt_template
+    return not qpt or "sys.query" in {".".join(s) for s in _selectors(qpt)}
+
+
+def _history_twice(flow: Any, node: Any, memory: Any, histories: Mapping[str, str]) -> list[Finding]:
+    from .flow import llm_settings
+
+    out = []
+    reads = set()
+    for s in _selectors(node.data, skip=_NODE_SKIP):
+        reads |= _origins(flow, s)
+    for name, why in histories.items():
+        if f"conversation.{name}" in reads:
+            text = (f"{node.label} gets the conversation twice: its memory replays the chat history, and its prompt "
+                    f"also renders conversation.{name}, which holds the history ({why})")
+            out.append(Finding(HISTORY_TWICE, text + ".", node.label, None, node.id, WARNING,
+                               "Every earlier turn reaches the model twice: it costs tokens and can confuse the "
+                               "model about what was said when. Keep one source: switch memory off, or stop rendering "
+                               "the variable.", {"variable": name}))
+    settings = llm_settings(node)
+    template_reads = set()
+    for item in settings.prompt:
+        text = item.jinja2_text if item.edition_type == "jinja2" and item.jinja2_text else item.text
+        template_reads |= {".".join(s) for s in _selectors(text)}
+    for v in settings.jinja2_variables:
+        sel = v.get("value_selector")
+        if isinstance(sel, list):
+            template_reads.add(".".join(map(str, sel)))
+    if "sys.query" in template_reads and _query_template_has_query(memory):
+        text = (f"{node.label} receives the current question twice: its prompt renders {{{{#sys.query#}}}} and its "
+                f"memory adds the query again as the last user message")
+        out.append(Finding(HISTORY_TWICE, text + ".", node.label, None, node.id, WARNING,
+                           "With memory on, Dify appends the memory's query template (default {{#sys.query#}}) after "
+                           "the history; remove the query from the prompt template, or change the query template.",
+                           {"variable": "sys.query"}))
+    return out
+
+
+def _answer_producers(flow: Any) -> dict[str, set[str]]:
+    """Answer node id → the LLM/agent nodes whose output it renders."""
+    out = {}
+    for node in flow.nodes:
+        if node.type != "answer":
+            continue
+        origins: set[str] = set()
+        for s in _selectors(node.data.get("answer") or ""):
+            origins |= _origins(flow, s)
+        out[node.id] = {o[5:] for o in origins if o.startswith("node:")}
+    return out
+
+
+def flow_findings(flow: Any) -> list[Finding]:
+    """What the flow file alone says: memory without a conversation, windows of 0, the
+    conversation or the query reaching a node twice, and answers written by one node that
+    another node's memory will replay."""
+    out: list[Finding] = []
+    histories = history_variables(flow)
+    producers = _answer_producers(flow)
+    replaying: dict[tuple[str, ...], list[Any]] = {}
+    for node in flow.llm_nodes:
+        if node.container:
+            continue
+        memory = _memory_block(node)
+        if memory is None:
+            continue
+        if not flow.is_chat:
+            out.append(Finding(NO_CONVERSATION, f"{node.label} has memory switched on ({memory.label()}), but this "
+                                                f"is a Workflow app: there is no conversation, so no history ever "
+                                                f"reaches it.", node.label, None, node.id, WARNING,
+                               "Dify shows the memory setting only in Chatflows and ignores it in a Workflow. Make "
+                               "the app a Chatflow, or pass what the node must know as an input.",
+                               {"window": memory.window_size}))
+            continue
+        if memory.window_enabled and memory.window_size == 0:
+            out.append(_window_zero(node.label, [], node.id))
+        out.extend(_history_twice(flow, node, memory, histories))
+        others = tuple(sorted({a for ids in producers.values() for a in ids} - {node.id}))
+        if others:
+            replaying.setdefault(others, []).append(node)
+    for others, nodes in replaying.items():
+        names = " and ".join(flow.node(a).label for a in others)
+        answers = ", ".join(flow.node(n).label for n, ids in producers.items() if set(others) & ids)
+        readers = ", ".join(n.label for n in nodes)
+        verb = "replays" if len(nodes) == 1 else "replay"
+        out.append(Finding(FOREIGN_ANSWERS, f"The memory of {readers} will {verb if len(nodes) > 1 else 'replay'} "
+                                            f"answers written by {names}: Dify stores the Answer node's output "
+                                            f"({answers}) as each turn's answer, and every node with memory reads it "
+                                            f"as its own past reply.", readers, None, nodes[0].id, INFO,
+                           "Give each node its own history through a conversation variable, or switch memory off "
+                           "for the nodes that should not see it (Dify#4548).",
+                           {"writers": list(others), "nodes": [n.id for n in nodes]}))
+    return _order(out)
+
+
+# -- flows: recorded turns -----------------------------------------------------------------------------
+
+def _reads(flow: Any, node: Any) -> set[str]:
+    reads: set[str] = set()
+    for s in _selectors(node.data, skip=_NODE_SKIP):
+        reads |= _origins(flow, s)
+    return reads
+
+
+def run_findings(flow: Any, conversation: Conversation, records: Sequence[Any]) -> list[Finding]:
+    """Findings from a flow's recorded turns (:class:`core.runtime.TurnRecord`, one per turn of
+    ``conversation``, matched by id) — each node's ledgers, replies and the variables written —
+    plus the flow's static findings, linked to the first turn where they show."""
+    from .compare import detect_facts
+
+    position = {t.id: i for i, t in enumerate(conversation.turns)}
+    numbers = turn_numbers(conversation)
+    recs = sorted((r for r in records if r.id in position), key=lambda r: position[r.id])
+    static = flow_findings(flow)
+    out: list[Finding] = []
+
+    # Per node: its ledgers turn by turn.
+    by_node: dict[str, list[tuple[int, Any, Any]]] = {}  # node id -> [(position, record, run)]
+    for rec in recs:
+        for run in rec.node_runs:
+            if run.type == "llm" and run.ledger is not None:
+                by_node.setdefault(run.node_id, []).append((position[rec.id], rec, run))
+
+    def label(node_id: str) -> str:
+        return flow.node(node_id).label if flow.has_node(node_id) else node_id
+
+    # Static findings, linked to the first turn where they show.
+    for f in static:
+        if f.kind == FOREIGN_ANSWERS:
+            continue  # observed below from the stored answers instead
+        runs = by_node.get(f.node_id or "", [])
+        turn = None
+        if f.kind in (WINDOW_ZERO, HISTORY_TWICE):
+            hit = next((p for p, _, run in runs if run.ledger.kept), None) if f.kind == WINDOW_ZERO \
+                else (runs[0][0] if runs else None)
+            turn = numbers[hit] if hit is not None else None
+        if f.kind == WINDOW_ZERO and turn is not None:
+            mt = next(memory_turn(run.ledger, p) for p, _, run in runs if run.ledger.kept)
+            f = _window_zero(f.subject, [mt], f.node_id)
+        elif turn is not None:
+            f = Finding(f.kind, f.text, f.subject, turn, f.node_id, f.severity, f.detail, f.data)
+        out.append(f)
+
+    memory_on = {nid for nid, runs in by_node.items() if any(
+        (run.memory or {}).get("strategy", "off") != "off" for _, _, run in runs)}
+
+    for node_id, runs in by_node.items():
+        subject = label(node_id)
+        turns = [memory_turn(run.ledger, p) for p, _, run in runs]
+        strategy = (runs[-1][2].memory or {}).get("strategy", "dify")
+        found = _silent_pruning(subject, turns, node_id, strategy)
+        if found:
+            out.append(found)
+        out.extend(_dominant(subject, turns, conversation, node_id))
+
+    # One node's answers in another node's memory.
+    producers: dict[int, set[str]] = {}
+    templates = _answer_producers(flow)
+    for rec in recs:
+        ran = {run.node_id for run in rec.node_runs if run.type in _MODEL_NODES and run.status == "succeeded"}
+        wrote: set[str] = set()
+        for run in rec.node_runs:
+            if run.type == "answer" and (run.outputs or {}).get("answer"):
+                wrote |= templates.get(run.node_id, set()) & ran
+        producers[position[rec.id]] = wrote
+    reported: set[tuple[str, tuple[str, ...]]] = set()
+    for node_id, runs in by_node.items():
+        for p, rec, run in runs:
+            for e in run.ledger.entries:
+                if not e.kept or e.kind != ANSWER:
+                    continue
+                others = tuple(sorted(producers.get(e.position, set()) - {node_id}))
+                if not others or (node_id, others) in reported:
+                    continue
+                reported.add((node_id, others))
+                writers = " and ".join(label(a) for a in others)
+                text = (f"{label(node_id)}'s memory contains replies written by {writers}: at turn {numbers[p]} it "
+                        f"replays turn {numbers[e.position]}'s answer, which {writers} wrote, as its own past reply")
+                out.append(Finding(FOREIGN_ANSWERS, text + ".", label(node_id), numbers[p], node_id, WARNING,
+                                   "Dify stores one answer per turn — the Answer node's output — and every LLM node "
+                                   "with memory replays it (Dify#4548). Give each node its own history through a "
+                                   "conversation variable, or switch memory off for this node.",
+                                   {"writers": list(others), "source_turn": numbers[e.position]}))
+
+    # Variables: a node that does not have the turn where a variable it does not read was set.
+    reported_vars: set[tuple[str, str, int]] = set()
+    latest_set: dict[str, int] = {}  # variable -> position of the turn that last wrote it (by a node)
+    for rec in recs:
+        p = position[rec.id]
+        for node_id, runs in by_node.items():
+            if node_id not in memory_on:
+                continue
+            run = next((r for q, _, r in runs if q == p), None)
+            if run is None or (run.memory or {}).get("strategy", "off") == "off":
+                continue
+            reads = _reads(flow, flow.node(node_id)) if flow.has_node(node_id) else set()
+            kept_turns = {e.position for e in run.ledger.entries if e.kept}
+            for name, q in latest_set.items():
+                if f"conversation.{name}" in reads or q in kept_turns:
+                    continue
+                key = (node_id, name, q)
+                if key in reported_vars:
+                    continue
+                reported_vars.add(key)
+                entry = next((e for e in run.ledger.entries if e.position == q), None)
+                why = explain(entry, run.ledger.config, label(node_id)) if entry else "not in its memory"
+                had = any(any(e.position == q and e.kept for e in r.ledger.entries) for x, _, r in runs if x < p)
+                verb = "no longer has" if had else "never saw"
+                text = (f"{label(node_id)} {verb} turn {numbers[q]}, where `{name}` was set: at turn {numbers[p]} "
+                        f"that turn is out of its memory ({why}), and its prompt does not read the variable")
+                out.append(Finding(FACT_NOT_SEEN, text + ".", label(node_id), numbers[p], node_id, INFO,
+                                   "If the node needs the value, render the variable in its prompt; memory alone "
+                                   "will not carry it.", {"variable": name, "set_turn": numbers[q]}))
+        for change in rec.variable_changes:
+            if change.node_id != "user":
+                latest_set[change.name] = p
+
+    # Facts the user stated, asked for later, not in a node's memory.
+    reported_facts: set[tuple[str, str]] = set()
+    facts = [f for f in detect_facts(conversation) if f.messages and f.key]
+    for rec in recs:
+        p = position[rec.id]
+        asked = asked_keys(rec.query or "")
+        for fact in facts:
+            earlier = [m for m in fact.messages if m[0] < p]
+            if fact.key not in asked or not earlier:
+                continue
+            for node_id, runs in by_node.items():
+                run = next((r for x, _, r in runs if x == p), None)
+                if run is None or (run.memory or {}).get("strategy", "off") == "off" \
+                        or (node_id, fact.label) in reported_facts:
+                    continue
+                where = set(earlier)
+                if any(e.kept and (e.position, e.index) in where for e in run.ledger.entries) or \
+                        _value_kept(run.ledger, conversation, fact.value):
+                    continue
+                reported_facts.add((node_id, fact.label))
+                entry = _newest_statement(run.ledger, earlier)
+                q = earlier[-1][0]
+                why = explain(entry, run.ledger.config, label(node_id)) if entry else "not in its memory"
+                had = any(any(e.kept and (e.position, e.index) in where for e in r.ledger.entries)
+                          for x, _, r in runs if q < x < p)
+                verb = "no longer has" if had else "never saw"
+                text = (f"At turn {numbers[p]} the user asks about {fact.label}, but {label(node_id)} {verb} turn "
+                        f"{numbers[q]}, where it was stated ({why})")
+                out.append(Finding(FACT_NOT_SEEN, text + ".", label(node_id), numbers[p], node_id, WARNING,
+                                   "The model is asked for something its memory does not hold; it will guess or say "
+                                   "it does not know.", {"fact": fact.label, "stated_turn": numbers[q]}))
+    return _order(out)
+
+
+__all__ = ["Finding", "KINDS", "KIND_TITLES", "FACT_NOT_SEEN", "FOREIGN_ANSWERS", "NO_CONVERSATION", "WINDOW_ZERO",
+           "SILENT_PRUNING", "DOMINANT_MESSAGE", "TRIMMED_WINDOW", "HISTORY_TWICE", "WARNING", "INFO",
+           "DOMINANT_SHARE", "DOMINANT_MIN_TOKENS", "MemoryTurn", "memory_turn", "memory_turns", "config_findings",
+           "flow_findings", "run_findings", "history_variables", "larger_window_what_if", "findings_at"]
