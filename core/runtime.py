@@ -43,7 +43,7 @@ from typing import Any, Callable, Mapping, Sequence
 from .conversation import ANSWER, QUERY, UUID_NIL, Conversation, Message, Turn
 from .errors import MemLensError
 from .flow import (OPERATOR_ALIASES, Flow, LLMSettings, Node, if_else_cases, llm_settings)
-from .ledger import Ledger, LedgerEntry
+from .ledger import Ledger, LedgerEntry, SyntheticMessage
 from .llm import LLMClient, LLMError, default_client, one_line
 from .memory import FIDELITIES, ConfigError, MemoryConfig, Replay, turn_numbers
 from .templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, FileList, VariablePool, refers_to, render, render_jinja,
@@ -98,19 +98,30 @@ class PromptMessage:
         return cls(role=data["role"], content=data["content"], origin=data["origin"], tokens=int(data["tokens"]))
 
 
+_ENTRY_FIELDS = ("ref", "turn", "role", "tokens", "kept", "reason", "kind", "position", "index")
+
+
 def ledger_to_dict(ledger: Ledger) -> dict:
-    """A ledger as JSON, losslessly (every entry field, the budget note, the config)."""
-    return {"turn": ledger.turn, "entries": [asdict(e) for e in ledger.entries], "prompt_tokens": ledger.prompt_tokens,
-            "history_tokens": ledger.history_tokens, "budget": ledger.budget, "budget_note": ledger.budget_note,
-            "config": copy.deepcopy(ledger.config), "context_size": ledger.context_size,
-            "exceeds_context": ledger.exceeds_context}
+    """A ledger as JSON, losslessly (every entry field, synthetic messages, the budget note, the config)."""
+    out = {"turn": ledger.turn,
+           "entries": [{f: getattr(e, f) for f in _ENTRY_FIELDS} for e in ledger.entries],
+           "prompt_tokens": ledger.prompt_tokens, "history_tokens": ledger.history_tokens, "budget": ledger.budget,
+           "budget_note": ledger.budget_note, "config": copy.deepcopy(ledger.config),
+           "context_size": ledger.context_size, "exceeds_context": ledger.exceeds_context}
+    if ledger.synthetic:
+        out["synthetic"] = [asdict(m) for m in ledger.synthetic]
+    return out
 
 
 def ledger_from_dict(data: Mapping[str, Any]) -> Ledger:
+    synthetic = [SyntheticMessage(**{**m, "covers": tuple(m.get("covers") or ()),
+                                     "replaces": tuple(m["replaces"]) if m.get("replaces") else None})
+                 for m in data.get("synthetic") or []]
     return Ledger(turn=data["turn"], entries=[LedgerEntry(**e) for e in data["entries"]],
                   prompt_tokens=data["prompt_tokens"], history_tokens=data["history_tokens"], budget=data["budget"],
                   budget_note=data.get("budget_note", ""), config=copy.deepcopy(data.get("config") or {}),
-                  context_size=data.get("context_size"), exceeds_context=bool(data.get("exceeds_context")))
+                  context_size=data.get("context_size"), exceeds_context=bool(data.get("exceeds_context")),
+                  synthetic=synthetic)
 
 
 @dataclass

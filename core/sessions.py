@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -30,7 +30,7 @@ from .llm import LLMClient
 from .runtime import ConversationState, RunError, TurnRecord, run_turn
 from .store import repo
 from .store.db import Database, StoreError
-from .store.ledger_codec import pack_node_run, unpack_node_run
+from .store.ledger_codec import pack_ledger, pack_prompt, unpack_node_run
 from .variables import VariableChange, defaults, edit_variable
 
 SESSION_CHANGED = ("The Agent configuration changed after this conversation started. "
@@ -285,16 +285,26 @@ def _change_row(change: VariableChange) -> dict:
             "node_id": change.node_id}
 
 
+def _stored_run(run) -> dict:
+    """A node run's stored form: its ledger as reason runs, its prompt without history texts."""
+    out = {f.name: copy.deepcopy(getattr(run, f.name)) for f in fields(run) if f.name not in ("ledger", "prompt")}
+    prompt = [m.to_dict() for m in run.prompt] if run.prompt is not None else None
+    if run.ledger is not None:
+        out["prompt"] = pack_prompt(prompt, run.ledger)
+        out["ledger"] = pack_ledger(run.ledger)
+    else:
+        out["prompt"], out["ledger"] = prompt, None
+    return out
+
+
 def turn_from_record(record: TurnRecord, flow_version_id: str | None) -> dict:
     """The stored form of a turn record (every node run included; variables live in their tables)."""
-    data = record.to_dict()
-    data.pop("variable_changes", None)
-    data.pop("variables", None)
-    data.pop("conversation_id", None)
+    data = {f.name: copy.deepcopy(getattr(record, f.name)) for f in fields(record)
+            if f.name not in ("node_runs", "variable_changes", "variables", "conversation_id")}
+    data["node_runs"] = [_stored_run(r) for r in record.node_runs]
     data["flow_version_id"] = flow_version_id
     data["answer_tokens"] = record.answer_tokens
     data["prompt_tokens"] = record.to_turn().meta.get("prompt_tokens", {})
-    data["node_runs"] = [pack_node_run(r) for r in data.get("node_runs") or []]
     return data
 
 

@@ -15,6 +15,7 @@ that the conversation still has the entries the ledger counted.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, Mapping, Sequence
 
 from ..conversation import Conversation
@@ -37,19 +38,33 @@ def is_packed(data: Any) -> bool:
     return isinstance(data, Mapping) and data.get("packed") == PACKED
 
 
-def pack_ledger(data: Mapping[str, Any]) -> dict:
-    """A ledger dict (``runtime.ledger_to_dict``) without its per-entry data: reasons as runs."""
+def _runs(reasons) -> list[list]:
+    runs: list[list] = []
+    for reason in reasons:
+        if runs and runs[-1][0] == reason:
+            runs[-1][1] += 1
+        else:
+            runs.append([reason, 1])
+    return runs
+
+
+def pack_ledger(data: "Mapping[str, Any] | Ledger") -> dict:
+    """A ledger (a :class:`Ledger` or ``runtime.ledger_to_dict``'s dict) without its per-entry
+    data: reasons as runs."""
+    if isinstance(data, Ledger):
+        entries = data.entries
+        out = {k: getattr(data, k) for k in _HEADER}
+        out["config"] = dict(data.config)
+        out.update(packed=PACKED, count=len(entries), runs=_runs(e.reason for e in entries),
+                   first_ref=entries[0].ref if entries else None, last_ref=entries[-1].ref if entries else None)
+        if data.synthetic:
+            out["synthetic"] = [asdict(m) for m in data.synthetic]
+        return out
     if is_packed(data):
         return dict(data)
     out = {k: data.get(k) for k in _HEADER}
-    runs: list[list] = []
-    for e in data.get("entries") or []:
-        if runs and runs[-1][0] == e["reason"]:
-            runs[-1][1] += 1
-        else:
-            runs.append([e["reason"], 1])
     entries = data.get("entries") or []
-    out.update(packed=PACKED, count=len(entries), runs=runs,
+    out.update(packed=PACKED, count=len(entries), runs=_runs(e["reason"] for e in entries),
                first_ref=entries[0]["ref"] if entries else None, last_ref=entries[-1]["ref"] if entries else None)
     if data.get("synthetic"):
         out["synthetic"] = list(data["synthetic"])
@@ -92,13 +107,20 @@ def unpack_ledger(data: Mapping[str, Any], conversation: Conversation, position:
                   synthetic=synthetic)
 
 
-def pack_prompt(prompt: Sequence[Mapping[str, Any]] | None, ledger: Mapping[str, Any] | None) -> list | None:
+def pack_prompt(prompt: Sequence[Mapping[str, Any]] | None, ledger: "Mapping[str, Any] | Ledger | None") -> list | None:
     """The prompt with its memory-history texts left out when they are exactly the kept messages."""
-    if not prompt or not ledger or ledger.get("synthetic"):
+    if not prompt or not ledger:
         return list(prompt) if prompt is not None else None
-    kept = [e for e in ledger.get("entries") or [] if e.get("kept")]
+    if isinstance(ledger, Ledger):
+        if ledger.synthetic:
+            return list(prompt)
+        kept_roles = [e.role for e in ledger.entries if e.kept]
+    else:
+        if ledger.get("synthetic"):
+            return list(prompt)
+        kept_roles = [e["role"] for e in ledger.get("entries") or [] if e.get("kept")]
     history = [m for m in prompt if m.get("origin") == HISTORY]
-    if len(history) != len(kept) or any(m["role"] != e["role"] for m, e in zip(history, kept)):
+    if len(history) != len(kept_roles) or any(m["role"] != r for m, r in zip(history, kept_roles)):
         return list(prompt)
     return [{**m, "content": None, "from_ledger": True} if m.get("origin") == HISTORY else dict(m) for m in prompt]
 

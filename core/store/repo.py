@@ -292,11 +292,30 @@ def save_turn(db: Database, conversation_id: str, turn: dict, *, make_active: bo
         return row.id
 
 
+_TURN_COLUMNS = (TurnRow.id, TurnRow.parent_id, TurnRow.flow_version_id, TurnRow.query, TurnRow.answer,
+                 TurnRow.status, TurnRow.error, TurnRow.inputs, TurnRow.dialogue_count, TurnRow.answer_tokens,
+                 TurnRow.created_at, TurnRow.seq, TurnRow.messages, TurnRow.meta)
+
+
 def load_turn_rows(db: Database, conversation_id: str, *, with_node_runs: bool = False) -> list[dict]:
     with db.session() as s:
-        rows = s.scalars(select(TurnRow).where(TurnRow.conversation_id == conversation_id)
-                         .order_by(TurnRow.seq)).all()
-        return [turn_dict(r, with_node_runs=with_node_runs) for r in rows]
+        if with_node_runs:
+            rows = s.scalars(select(TurnRow).where(TurnRow.conversation_id == conversation_id)
+                             .order_by(TurnRow.seq)).all()
+            return [turn_dict(r, with_node_runs=True) for r in rows]
+        # Plain columns, no ORM objects: this runs on every turn and every page rerun.
+        out = []
+        for (tid, parent, version, query, answer, status, error, inputs, count, answer_tokens, created, seq,
+             messages, meta) in s.execute(select(*_TURN_COLUMNS).where(TurnRow.conversation_id == conversation_id)
+                                          .order_by(TurnRow.seq)):
+            d = dict(meta or {})
+            d.update(id=tid, parent_id=parent, flow_version_id=version, query=query, answer=answer, status=status,
+                     error=error, inputs=inputs or {}, dialogue_count=count, answer_tokens=answer_tokens,
+                     created_at=created, seq=seq)
+            if messages:
+                d["messages"] = messages
+            out.append(d)
+        return out
 
 
 def load_node_runs(db: Database, turn_id: str) -> list[dict]:
