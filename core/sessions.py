@@ -252,10 +252,16 @@ class ConversationService:
                 changes.append(self.edit_variable(conversation_id, name, value))
         return changes
 
-    def variables_at(self, conversation_id: str, turn_id: str | None) -> dict[str, Any]:
-        """Every variable's value as it was right after ``turn_id`` (None: before the first turn)."""
-        flow, state, _ = self.state(conversation_id)
-        conv = state.conversation
+    def variables_at(self, conversation_id: str, turn_id: str | None, *, conversation: Conversation | None = None,
+                     flow: Flow | None = None) -> dict[str, Any]:
+        """Every variable's value as it was right after ``turn_id`` (None: before the first turn).
+
+        Pass the already loaded ``conversation`` and ``flow`` to save reading them again.
+        """
+        if conversation is None or flow is None:
+            flow, state, _ = self.state(conversation_id)
+            conversation = state.conversation
+        conv = conversation
         values = defaults(flow.variables)
         if turn_id is None:
             return values

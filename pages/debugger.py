@@ -20,6 +20,9 @@ from ui.tree_view import tree_figure
 from ui.variables_panel import render_variables
 
 PAGE_TURNS = 20
+AS_CONFIGURED = "as configured in the flow"
+MODEL_CHOICES = [AS_CONFIGURED, "memlens/demo", "gpt-4o-mini", "gpt-4o", "anthropic/claude-sonnet-4-5",
+                 "ollama/llama3.1", "other…"]
 
 html.inject_css()
 svc = data.service()
@@ -88,6 +91,12 @@ with st.sidebar:
             st.session_state.pop("conv_id", None)
             st.session_state.pop("selected_turn", None)
             st.rerun()
+    model_choice = st.selectbox(
+        "Model for new turns", MODEL_CHOICES, key="model_choice",
+        help="The demo model answers offline. A real model needs its provider's key in the environment "
+             "(e.g. OPENAI_API_KEY); without it the demo model stands in and the receipt says so.")
+    if model_choice == "other…":
+        model_choice = st.text_input("Model name (litellm)", key="model_other", placeholder="ollama/llama3.1")
     st.divider()
     conversation_only = st.toggle("Conversation only", key="conversation_only",
                                   help="Hide every debugging detail: a clean chat for demos")
@@ -219,7 +228,10 @@ with chat_col:
 
 query = st.chat_input("Message the bot…", key="chat_input")
 if query:
-    _run("Running the turn…", lambda ev: svc.send(conv_id, query, on_event=ev))
+    send_overrides = None
+    if model_choice and model_choice != AS_CONFIGURED:
+        send_overrides = {n.id: {**stored_overrides.get(n.id, {}), "model": model_choice.strip()} for n in llm_nodes}
+    _run("Running the turn…", lambda ev: svc.send(conv_id, query, overrides=send_overrides, on_event=ev))
 
 # -- the inspector ---------------------------------------------------------------------------------------
 if side_col is not None:
@@ -249,7 +261,7 @@ if side_col is not None:
     with vars_tab:
         variables = repo.get_variables(svc.db, conv_id)
         history = repo.variable_history(svc.db, conv_id)
-        at = svc.variables_at(conv_id, selected_id) if selected_id else None
+        at = svc.variables_at(conv_id, selected_id, conversation=conv, flow=flow) if selected_id else None
         label = f"after turn {numbers[selected]}" if selected is not None else ""
         turn_no = {t.id: numbers[i] for i, t in enumerate(conv.turns)}
         render_variables(svc, conv_id, variables, at, label, history, turn_no, key=f"vars-{conv_id}")

@@ -31,10 +31,29 @@ with st.sidebar:
     if len(conversations) > 1:
         index = st.number_input("Conversation in file", 0, len(conversations) - 1, 0, key="ledger_index")
     st.subheader("Memory")
-    strategy = st.selectbox("Strategy", ["dify", "window", "buffer", "off"], key="ledger_strategy",
+    strategy = st.selectbox("Strategy", ["dify", "window", "buffer", "off", "summary_buffer", "compaction", "trim"],
+                            key="ledger_strategy",
                             help="dify: Dify's LLM-node memory (window in turns + token budget). "
-                                 "window: the Window Memory node (last N messages, permanent trimming).")
+                                 "window: the Window Memory node (last N messages, permanent trimming). "
+                                 "summary_buffer: recent messages within a limit, older ones folded into a summary. "
+                                 "compaction: clear old tool results, then summarise older history. "
+                                 "trim: LangChain's trim_messages.")
     window = None
+    extra: dict = {}
+    if strategy in ("summary_buffer", "trim"):
+        extra["max_history_tokens"] = int(st.number_input("History limit (tokens)", 1, 1_000_000, 500, step=100,
+                                                          key="ledger_history_limit"))
+    if strategy == "trim":
+        extra["trim_strategy"] = st.radio("Keep", ["last", "first"], horizontal=True, key="ledger_trim_strategy")
+        if extra["trim_strategy"] == "last":
+            start = st.selectbox("Start on", ["(any)", "human", "ai"], key="ledger_start_on")
+            extra["start_on"] = None if start == "(any)" else start
+        extra["allow_partial"] = st.toggle("Allow partial messages", key="ledger_allow_partial")
+    if strategy == "compaction":
+        extra["compaction_trigger"] = float(st.slider("Compact at (share of context)", 0.1, 1.0, 0.8, 0.05,
+                                                      key="ledger_compaction_trigger"))
+        extra["compaction_keep_messages"] = int(st.number_input("Keep newest messages", 1, 500, 20,
+                                                                key="ledger_compaction_keep"))
     if strategy == "dify":
         if st.toggle("Window", value=True, key="ledger_window_on"):
             window = st.number_input("Window (turns)", 1, 500, 3, key="ledger_window_turns")
@@ -53,7 +72,7 @@ with st.sidebar:
 try:
     config = MemoryConfig(strategy=strategy, window=int(window) if window else None, fidelity=fidelity,
                           model=model.strip() or "gpt-4o-mini", context_size=int(context) or None,
-                          max_tokens=int(max_tokens), granularity=granularity, scope=scope).validate()
+                          max_tokens=int(max_tokens), granularity=granularity, scope=scope, **extra).validate()
 except ConfigError as e:
     st.error(str(e))
     st.stop()

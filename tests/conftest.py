@@ -11,6 +11,12 @@ if str(ROOT) not in sys.path:
 import pytest  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _isolated_database(tmp_path, monkeypatch):
+    """Every test gets its own default database, so nothing is ever written to the project's data/."""
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", f"sqlite:///{tmp_path / 'default.db'}")
+
+
 @pytest.fixture(scope="session")
 def postgres():
     """One throwaway PostgreSQL cluster for the whole test session."""

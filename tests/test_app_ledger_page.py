@@ -6,7 +6,10 @@ from tests.conftest import ROOT
 
 
 def new_app() -> AppTest:
-    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    """The app opened on the ledger explorer (run once on the default page, then switch)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    return at.switch_page("pages/ledger.py")
 
 
 def test_app_starts_on_the_ledger_page_with_a_sample_and_its_ledger():
@@ -35,3 +38,14 @@ def test_choosing_an_earlier_turn_shows_that_turns_ledger():
     at.select_slider(key="ledger_turn").set_value(2).run()
     frame = at.dataframe[0].value
     assert list(frame["turn"]) == [1, 1] and set(frame["kept"]) == {"✓"}
+
+
+def test_the_summary_buffer_strategy_shows_its_summary_and_folded_messages():
+    at = new_app().run()
+    at.selectbox(key="ledger_strategy").set_value("summary_buffer").run()
+    at.number_input(key="ledger_history_limit").set_value(120).run()
+    assert not at.exception
+    frame = at.dataframe[0].value
+    assert "summarized" in set(frame["reason"])
+    summary = frame[frame["kind"] == "summary"]
+    assert len(summary) == 1 and "Your name is Dana." in summary["message"].iloc[0]

@@ -6,12 +6,19 @@ import pandas as pd
 import streamlit as st
 
 from core.conversation import Conversation
-from core.ledger import REASON_LABELS, Ledger, explain
+from core.ledger import REASON_LABELS, Ledger, SyntheticMessage, explain
 
 
 def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = None) -> list[dict]:
     rows = []
-    for e in ledger.entries:
+    for e in ledger.rows():
+        if isinstance(e, SyntheticMessage):
+            text = " ".join(e.content.split())
+            rows.append({"kept": "✓", "turn": e.turn, "role": e.role, "kind": e.origin, "tokens": e.tokens,
+                         "reason": f"sent instead ({e.origin})",
+                         "why": f"{e.origin} standing for {e.covers_label}" if e.covers else e.origin,
+                         "message": text[:160] + ("…" if len(text) > 160 else "")})
+            continue
         msg = conversation.turns[e.position].messages[e.index]
         text = " ".join(msg.content.split())
         if msg.tool_calls:
