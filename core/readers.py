@@ -1284,3 +1284,14 @@ for _fmt in (
 ):
     register_format(_fmt)
 del _fmt
+
+
+def _read_memlens_report(records: Records, ctx: ReadContext) -> Iterable[Conversation]:
+    from .report import read_report_records  # the bundle's shape lives with the report that writes it
+
+    return read_report_records(records, ctx)
+
+
+register_format(Format("memlens-report", "MemLens report bundle (a comparison's conversation, configs and facts)",
+                       lambda first, layout: layout == "document" and isinstance(first, dict)
+                       and first.get("format") == "memlens-report", _read_memlens_report), before=FORMATS[0])
