@@ -35,7 +35,7 @@ from .strategies.summary_buffer import DEFAULT_LIMIT as DEFAULT_HISTORY_LIMIT
 from .strategies.trim import MESSAGE_TYPES
 from .strategies.window import MAX_WINDOW
 from .summarize import OFFLINE, Summarizer
-from .tokens import REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
+from .tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
 
 FIDELITIES = ("documented", "code")
 GRANULARITIES = ("query_answer", "all_messages")
@@ -403,8 +403,85 @@ class Replay:
             for child in reversed(tree.thread_children[position]):
                 stack.append((child, True))
 
+    def _prepare_tokens(self) -> None:
+        """Every message's tokens and emptiness in one pass (each distinct text encoded once)."""
+        counter = self.counter
+        cache = counter._cache
+        encode = counter._encode
+        tokens, empties = self._tokens, self._empty
+        for p, turn in enumerate(self.conversation.turns):
+            if tokens[p] is not None:
+                continue
+            toks, emp = [], []
+            for m in turn.messages:
+                if m.name or m.tool_calls:
+                    toks.append(counter.message(m))
+                else:
+                    text = m.content
+                    n = cache.get(text)
+                    if n is None:
+                        n = len(encode(text)) if text else 0
+                        cache[text] = n
+                    toks.append(MESSAGE_OVERHEAD + n)
+                emp.append(m.is_empty)
+            tokens[p] = tuple(toks)
+            empties[p] = tuple(emp)
+
+    def _fast_summaries(self) -> dict[int, TurnSummary]:
+        """Per-turn summaries for the strategies that cut a suffix of the thread (dify, window,
+        buffer, off): the same decision as :meth:`_decide`, without building Decision objects."""
+        self._prepare_tokens()
+        turns = self.conversation.turns
+        tree = self.conversation.tree
+        strategy, config, facts = self.strategy, self.config, self.facts
+        blocked = not strategy.remembers or config.scope != "thread" or not self.has_thread
+        numbers = self.numbers
+        view = strategy.new_view(self)
+        prefix, kept_prefix, count_prefix, seq_pos = view.prefix, view.kept_prefix, view.count_prefix, view.seq_pos
+        budget_limit, window, mark = strategy.budget_limit, strategy.window, strategy.mark
+        fixed_of = self.fixed_prompt_tokens
+        self.messages_before(0)
+        before = self._msg_before
+        out: dict[int, TurnSummary] = {}
+        roots = [i for i, p in enumerate(tree.thread_parent) if p is None]
+        stack: list[tuple[int, bool]] = [(r, True) for r in reversed(roots)]
+        children = tree.thread_children
+        while stack:
+            position, entering = stack.pop()
+            if not entering:
+                view.pop()
+                continue
+            end = len(seq_pos)
+            fixed = fixed_of(position)
+            limit = budget_limit(config, facts, fixed)
+            if blocked:
+                trimmed = start = cut = end
+            else:
+                trimmed, start = window(view, position, config)
+                cut = start
+                if limit is not None and end > start:
+                    cut = bisect_left(prefix, prefix[end] - limit, start, end - 1)
+            if turns[position].query_index is not None:
+                kept = count_prefix[end] - count_prefix[cut]
+                history = kept_prefix[end] - kept_prefix[cut]
+                oldest = None
+                if kept:
+                    j = bisect_left(count_prefix, count_prefix[cut] + 1) - 1
+                    oldest = numbers[seq_pos[j]]
+                out[position] = TurnSummary(numbers[position], kept, before[position] - kept, history,
+                                            fixed + history, limit, oldest)
+            view.push(position, mark(trimmed, start), self.eligible(position), self._tokens[position],
+                      self._empty[position], None)
+            stack.append((position, False))
+            for child in reversed(children[position]):
+                stack.append((child, True))
+        return out
+
     def summaries(self) -> list[TurnSummary]:
         """One summary per answered turn, in turn order."""
+        if self._summaries is None and not self.strategy.plans:
+            by_position = self._fast_summaries()
+            self._summaries = [by_position[p] for p in sorted(by_position)]
         if self._summaries is None:
             turns = self.conversation.turns
             by_position: dict[int, TurnSummary] = {}

@@ -128,5 +128,9 @@ class Strategy:
         """State remembered for this turn, read back by its thread's later turns."""
         return window_start
 
+    def budget_limit(self, config: "MemoryConfig", facts: "ModelFacts", fixed_prompt_tokens: int) -> int | None:
+        """Just the number :meth:`budget` would give, for the per-turn fast path (no note text)."""
+        return self.budget(config, facts, fixed_prompt_tokens).limit
+
     def budget(self, config: "MemoryConfig", facts: "ModelFacts", fixed_prompt_tokens: int) -> Budget:
         return Budget(None, "", config.context_size or facts.context_size)

@@ -38,6 +38,16 @@ class DifyStrategy(Strategy):
             first = max(0, len(view.positions) - size)
         return 0, view.turn_start(first)
 
+    def budget_limit(self, config, facts, fixed_prompt_tokens):
+        context = config.context_size or facts.context_size
+        if config.fidelity == "code":
+            if not config.plugin_token_counting:
+                return None
+            return max(context - config.max_tokens, 0) if context else DEFAULT_HISTORY_BUDGET
+        if not context:
+            return DEFAULT_HISTORY_BUDGET
+        return max(context - config.max_tokens - fixed_prompt_tokens, 0)
+
     def budget(self, config, facts, fixed_prompt_tokens):
         context = config.context_size or facts.context_size
         code = config.fidelity == "code"
