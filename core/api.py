@@ -119,20 +119,36 @@ class ErrorBody(BaseModel):
     params: str | None = Field(default=None, description="the offending field, for invalid_param")
 
 
+def _documented(**schema: Any):
+    """A field's OpenAPI schema as Dify documents it (the handler does the checking, with Dify's messages)."""
+    def apply(field_schema: dict) -> None:
+        kept = {k: field_schema[k] for k in ("title", "description", "default") if k in field_schema}
+        field_schema.clear()
+        field_schema.update(kept, **schema)
+    return apply
+
+
 class ChatRequest(BaseModel):
     model_config = ConfigDict(json_schema_extra={"required": ["inputs", "query", "user"]})
 
-    inputs: dict[str, Any] | None = Field(default=None, description="values for the start form's variables")
-    query: str | None = Field(default=None, description="the user's message (must not be empty)")
+    inputs: dict[str, Any] | None = Field(default=None, description="values for the start form's variables",
+                                          json_schema_extra=_documented(type="object"))
+    query: str | None = Field(default=None, description="the user's message (must not be empty)",
+                              json_schema_extra=_documented(type="string", minLength=1))
     response_mode: Literal["blocking", "streaming"] | None = Field(
         default=None, description="blocking (default): one JSON answer; streaming: server-sent events")
     conversation_id: str | None = Field(
-        default=None, description="empty or omitted: a new conversation; unknown: a new conversation too")
-    user: str | None = Field(default=None, description="the end user; conversations belong to their user")
+        default=None, description="empty or omitted: a new conversation; unknown: a new conversation too",
+        json_schema_extra=_documented(anyOf=[{"type": "string", "format": "uuid"},
+                                             {"type": "string", "maxLength": 0}, {"type": "null"}]))
+    user: str | None = Field(default=None, description="the end user; conversations belong to their user",
+                             json_schema_extra=_documented(type="string", minLength=1, maxLength=255))
     files: list[dict[str, Any]] | None = Field(default=None, description="accepted and ignored")
     auto_generate_name: bool | None = Field(default=True, description="the name is the query's first 20 "
                                                                        "characters either way")
-    workflow_id: str | None = Field(default=None, description="a version id of this app's flow to run")
+    workflow_id: str | None = Field(default=None, description="a version id of this app's flow to run",
+                                    json_schema_extra=_documented(anyOf=[{"type": "string", "format": "uuid"},
+                                                                         {"type": "null"}]))
 
 
 class UserBody(BaseModel):
@@ -146,7 +162,7 @@ class RenameRequest(BaseModel):
 
 
 class VariableUpdate(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"required": ["value", "user"]})
+    model_config = ConfigDict(json_schema_extra={"required": ["value"]})
 
     value: Any = Field(default=None, description="the new value; its type must match the variable's")
     user: str | None = None
@@ -736,10 +752,8 @@ def _prompt_json(prompt: Any) -> list[dict] | None:
 
 
 def _node_runs(caller: Caller, conversation_id: str, turn_id: str) -> list[dict]:
-    reader = getattr(caller.service, "node_runs", None)
-    if reader is not None:  # ledgers rebuilt from the conversation when the store keeps them packed
-        return reader(caller.service.conversation(conversation_id), turn_id)
-    return repo.load_node_runs(caller.db, turn_id)
+    # The store keeps ledgers packed; the service rebuilds them from the conversation.
+    return caller.service.node_runs(caller.service.conversation(conversation_id), turn_id)
 
 
 def message_ledger(caller: Caller, message_id: str, user: str) -> dict:
@@ -828,8 +842,15 @@ def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None
         log.error("request failed", exc_info=error)
         return _error_response(ApiError(500, "internal_server_error", INTERNAL))
 
-    chat_doc = {200: {"description": "blocking: the answer; streaming: text/event-stream of Dify's events",
-                      "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+    # For text/event-stream, OpenAPI 3.1's schema describes one event as a client parses it.
+    event_schema = {"type": "object", "required": ["event"], "properties": {
+        "event": {"type": "string", "description": "message for data frames; ping for keep-alives"},
+        "data": {"type": "string", "contentMediaType": "application/json",
+                 "description": "one JSON object: {event, conversation_id, message_id, task_id, created_at, …} "
+                                "with event workflow_started, node_started, node_finished, message, "
+                                "message_end, workflow_finished or error"}}}
+    chat_doc = {200: {"description": "blocking: the answer; streaming: Dify's server-sent events",
+                      "content": {"text/event-stream": {"schema": event_schema}}},
                 **_errors(400, 401, 404)}
 
     @app.post("/v1/chat-messages", response_model=ChatResponse, responses=chat_doc, tags=["chat"],
@@ -891,6 +912,22 @@ def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None
     def get_ledger(message_id: str, caller: Caller = Depends(_authenticate), user: str | None = Query(default=None)):
         return message_ledger(caller, message_id, _user(user))
 
+    def openapi() -> dict:
+        # Request errors answer 400 in Dify's shape (documented per route), never FastAPI's 422.
+        if app.openapi_schema is None:
+            from fastapi.openapi.utils import get_openapi
+
+            doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            for path in doc.get("paths", {}).values():
+                for operation in path.values():
+                    operation.get("responses", {}).pop("422", None)
+            schemas = doc.get("components", {}).get("schemas", {})
+            schemas.pop("HTTPValidationError", None)
+            schemas.pop("ValidationError", None)
+            app.openapi_schema = doc
+        return app.openapi_schema
+
+    app.openapi = openapi
     return app
 
 

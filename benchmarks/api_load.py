@@ -1,0 +1,280 @@
+"""Load on the Service API over loopback: concurrent Dify clients, every turn checked afterwards.
+
+Starts ``python -m core serve --demo`` on a free loopback port (its own process, as in use), with
+the sample flow ``support-bot`` and a new app key, then runs ``--clients`` concurrent clients
+(default 20) of ``--turns`` turns each (default 50) on their own conversations — even-numbered
+clients stream, odd-numbered ones block — and reports throughput (turns per second, wall clock)
+and the latency percentiles of one turn.
+
+Afterwards it checks that nothing was lost: every conversation holds exactly its turns, in order,
+every one answered, each stored answer equal to what its client received (for streaming clients:
+the concatenated ``message`` deltas, with ``message_end`` before ``workflow_finished``), and the
+flow's ``turn_count`` variable equals the number of turns.
+
+The run is bounded: each request times out after ``--request-timeout`` seconds and clients stop
+starting turns after ``--deadline`` seconds (what was not done then counts as lost).
+
+Run: ``.venv/bin/python benchmarks/api_load.py [--db URL] [--clients 20] [--turns 50]``
+(default database: a new SQLite file in a temporary folder; ``--db postgresql+psycopg://…`` for
+PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+
+FLOW = ROOT / "sample_data" / "flows" / "support-bot.yml"
+QUERIES = json.loads((ROOT / "sample_data" / "flows" / "support-bot.queries.json").read_text(encoding="utf-8"))
+
+
+# -- a server in its own process --------------------------------------------------------------------
+
+class ServerProcess:
+    """``python -m core serve --demo --port 0`` on a database; the port is read from its banner."""
+
+    def __init__(self, db_url: str, *, demo: bool = True, startup_timeout: float = 60.0):
+        cmd = [sys.executable, "-m", "core", "serve", "--host", "127.0.0.1", "--port", "0", "--db", db_url]
+        if demo:
+            cmd.append("--demo")
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True, encoding="utf-8")
+        self.output: list[str] = []
+        ready = threading.Event()
+        self.port: int | None = None
+
+        def drain() -> None:  # keeps reading so the server never blocks on a full pipe
+            for line in self.proc.stderr:
+                self.output.append(line)
+                if self.port is None and "MemLens Service API on http://" in line:
+                    self.port = int(line.split("http://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=drain, daemon=True).start()
+        if not ready.wait(startup_timeout) or self.port is None:
+            self.stop()
+            raise RuntimeError("the server did not start:\n" + "".join(self.output))
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+    def __enter__(self) -> "ServerProcess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def prepare(db_url: str, flow_path: Path = FLOW) -> tuple[str, str]:
+    """Import the flow and make a key for it: ``(flow_id, key)``."""
+    from core.sessions import ConversationService
+    from core.store.db import Database
+    from core.store.keys import create_key
+
+    db = Database(db_url)
+    try:
+        flow_id = ConversationService(db).import_flow(flow_path).flow_id
+        _, key = create_key(db, flow_id, name="load")
+    finally:
+        db.dispose()
+    return flow_id, key
+
+
+# -- clients ----------------------------------------------------------------------------------------
+
+def parse_sse(text: str) -> list[dict]:
+    """Dify's stream: ``data: {json}`` frames (and ``event: ping``), each ended by a blank line."""
+    events = []
+    for frame in text.split("\n\n"):
+        frame = frame.strip("\n")
+        if not frame:
+            continue
+        if frame == "event: ping":
+            events.append({"event": "ping"})
+        elif frame.startswith("data: "):
+            events.append(json.loads(frame[len("data: "):]))
+        else:
+            raise ValueError(f"not a server-sent event frame: {frame[:80]!r}")
+    return events
+
+
+@dataclass
+class ClientRun:
+    index: int
+    streaming: bool
+    conversation_id: str | None = None
+    answers: list[tuple[str, str]] = field(default_factory=list)  # (message_id, answer as received)
+    latencies: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _turn(client: httpx.Client, run: ClientRun, user: str, query: str) -> None:
+    body = {"inputs": {}, "query": query, "user": user, "conversation_id": run.conversation_id or "",
+            "response_mode": "streaming" if run.streaming else "blocking"}
+    started = time.perf_counter()
+    if run.streaming:
+        with client.stream("POST", "/chat-messages", json=body) as response:
+            text = "".join(response.iter_text())
+        if response.status_code != 200:
+            raise RuntimeError(f"HTTP {response.status_code}: {text[:200]}")
+        events = [e for e in parse_sse(text) if e["event"] != "ping"]
+        names = [e["event"] for e in events]
+        if "error" in names or "message_end" not in names or names[-1] != "workflow_finished" \
+                or names.index("message_end") > names.index("workflow_finished"):
+            raise RuntimeError(f"unexpected event order {names}")
+        message_id = events[0]["message_id"]
+        conversation_id = events[0]["conversation_id"]
+        answer = "".join(e["answer"] for e in events if e["event"] == "message")
+    else:
+        response = client.post("/chat-messages", json=body)
+        if response.status_code != 200:
+            raise RuntimeError(f"HTTP {response.status_code}: {response.text[:200]}")
+        data = response.json()
+        message_id, conversation_id, answer = data["message_id"], data["conversation_id"], data["answer"]
+    run.latencies.append(time.perf_counter() - started)
+    if run.conversation_id is None:
+        run.conversation_id = conversation_id
+    elif conversation_id != run.conversation_id:
+        raise RuntimeError(f"turn answered in conversation {conversation_id}, not {run.conversation_id}")
+    run.answers.append((message_id, answer))
+
+
+def _client(base_url: str, key: str, run: ClientRun, turns: int, deadline: float, timeout: float) -> None:
+    user = f"load-user-{run.index}"
+    headers = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=base_url, headers=headers, timeout=timeout) as client:
+        for t in range(turns):
+            if time.monotonic() > deadline:
+                run.errors.append(f"client {run.index}: deadline reached after {t} turns")
+                return
+            query = QUERIES[t % len(QUERIES)]
+            try:
+                _turn(client, run, user, query)
+            except Exception as e:  # recorded and reported: a load run counts failures, it does not stop
+                run.errors.append(f"client {run.index} turn {t + 1}: {type(e).__name__}: {e}")
+
+
+@dataclass
+class LoadResult:
+    clients: int
+    turns: int
+    seconds: float
+    latencies: list[float]
+    errors: list[str]
+    lost: list[str]
+
+    @property
+    def completed(self) -> int:
+        return len(self.latencies)
+
+    @property
+    def throughput(self) -> float:
+        return self.completed / self.seconds if self.seconds else 0.0
+
+    def percentile(self, p: float) -> float:
+        if not self.latencies:
+            return float("nan")
+        ordered = sorted(self.latencies)  # nearest rank
+        return ordered[min(len(ordered) - 1, max(0, math.ceil(p / 100 * len(ordered)) - 1))]
+
+    def summary(self) -> str:
+        return (f"{self.clients} clients × {self.turns} turns: {self.completed} turns in {self.seconds:.1f} s — "
+                f"{self.throughput:.1f} turns/s; latency p50 {self.percentile(50) * 1000:.0f} ms, "
+                f"p95 {self.percentile(95) * 1000:.0f} ms, max {max(self.latencies, default=0) * 1000:.0f} ms; "
+                f"{len(self.errors)} errors, {len(self.lost)} lost")
+
+
+def _verify(base_url: str, key: str, runs: list[ClientRun], turns: int) -> list[str]:
+    """Every conversation holds exactly its turns, answered as received, with turn_count == turns."""
+    lost: list[str] = []
+    headers = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=base_url, headers=headers, timeout=60) as client:
+        for run in runs:
+            user = f"load-user-{run.index}"
+            if run.conversation_id is None:
+                lost.append(f"client {run.index}: no conversation")
+                continue
+            stored = client.get("/messages", params={"conversation_id": run.conversation_id, "user": user,
+                                                     "limit": 100}).json()["data"]
+            got = [(m["id"], m["answer"]) for m in stored]
+            if got != run.answers or len(got) != turns:
+                lost.append(f"client {run.index}: {len(got)} turns stored, {len(run.answers)} answered, "
+                            f"{turns} sent")
+            bad = [m["id"] for m in stored if m["status"] != "normal" or not m["answer"]]
+            if bad:
+                lost.append(f"client {run.index}: unanswered turns {bad}")
+            variables = client.get(f"/conversations/{run.conversation_id}/variables", params={"user": user}).json()
+            count = next((v["value"] for v in variables["data"] if v["name"] == "turn_count"), None)
+            if count != str(turns):
+                lost.append(f"client {run.index}: turn_count is {count}, expected {turns}")
+    return lost
+
+
+def run_load(base_url: str, key: str, *, clients: int = 20, turns: int = 50, deadline: float = 600.0,
+             request_timeout: float = 120.0) -> LoadResult:
+    runs = [ClientRun(index=i, streaming=i % 2 == 0) for i in range(clients)]
+    stop_at = time.monotonic() + deadline
+    threads = [threading.Thread(target=_client, args=(base_url, key, run, turns, stop_at, request_timeout),
+                                daemon=True) for run in runs]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(deadline + request_timeout + 5)
+    seconds = time.perf_counter() - started
+    errors = [e for run in runs for e in run.errors]
+    lost = _verify(base_url, key, runs, turns)
+    return LoadResult(clients=clients, turns=turns, seconds=seconds,
+                      latencies=[x for run in runs for x in run.latencies], errors=errors, lost=lost)
+
+
+def measure(db_url: str, *, clients: int = 20, turns: int = 50, deadline: float = 600.0) -> LoadResult:
+    _, key = prepare(db_url)
+    with ServerProcess(db_url) as server:
+        return run_load(server.base_url, key, clients=clients, turns=turns, deadline=deadline)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", default=None, help="database URL (default: a new SQLite file)")
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--turns", type=int, default=50)
+    parser.add_argument("--deadline", type=float, default=600.0, help="seconds before clients stop")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        url = args.db or f"sqlite:///{os.path.join(tmp, 'memlens.db')}"
+        result = measure(url, clients=args.clients, turns=args.turns, deadline=args.deadline)
+    backend = url.split(":", 1)[0].split("+", 1)[0]
+    print(f"{backend}: {result.summary()}")
+    for line in (result.errors + result.lost)[:20]:
+        print("  " + line)
+    return 0 if not result.errors and not result.lost else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
