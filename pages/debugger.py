@@ -14,6 +14,7 @@ from core.store.db import resolve_url
 from core.tokens import counter_for
 from ui import data, html
 from ui.chat_view import TurnActions, render_transcript
+from ui.ledger_table import render_ledger_table
 from ui.receipt_view import render_receipt
 from ui.switchboard import render_switchboard
 from ui.tree_view import tree_figure
@@ -258,6 +259,10 @@ if side_col is not None:
                             run["prompt"] = what_if_prompt(run.get("prompt") or [], ledger, conv, counter)
                         r = receipt(run, titles[node.id], exact=counter.exact, encoding=counter.encoding_name)
                         render_receipt(r, ledger, key=f"rc-{selected_id}-{node.id}", what_if=is_what_if)
+                        if ledger is not None and ledger.entries and st.toggle(
+                                f"Show every earlier message ({len(ledger.entries):,}), kept or not",
+                                key=f"lt-on-{node.id}"):
+                            render_ledger_table(ledger, conv, key=f"lt-{selected_id}-{node.id}", node=titles[node.id])
     with vars_tab:
         variables = repo.get_variables(svc.db, conv_id)
         history = repo.variable_history(svc.db, conv_id)
