@@ -1,0 +1,893 @@
+"""An agent with tools and a per-run state, as the Haystack 3.x Agent keeps it (spec/memory-models.md §A).
+
+**State** (§A.1). A schema maps each key to ``{"type": <type>, "handler": <callable or None>}``.
+``messages`` is added as ``list[Message]`` with :func:`merge_lists` when the schema lacks it. The
+default handler is :func:`merge_lists` for list types and :func:`replace_values` for everything
+else; any ``f(current, new) -> merged`` is a custom handler (:func:`dedup_append` is one).
+``set`` merges through the handler (an override wins), ``get`` returns a deep copy, and data given
+to the constructor is stored as it is. Schema errors raise :class:`StateError`, a ``ValueError``.
+
+**Tools** (§A.2). ``inputs_from_state = {state_key: param}`` fills a parameter the model did not
+supply from the state (a deep copy); model arguments always win, and since 3.0 a parameter is
+never filled just because a state key has its name (``version=2`` restores 2.x's implicit
+matching). ``outputs_to_state = {state_key: {"source": out_key, "handler": f}}`` merges a dict
+result's ``out_key`` (the whole dict without ``source``) into the state; a result that is not a
+dict writes nothing, and a missing ``source`` key is skipped (2.x merged ``None``).
+
+**A run** (§A.3). Every run starts from a fresh state whose ``messages`` are the system prompt,
+the history replayed from earlier turns, and the user's query. Each step appends the model's
+reply, then the tool results; the run ends on a reply with text and no tool calls (exit condition
+``text``), after a tool named in ``exit_conditions`` ran without error, or after
+``max_agent_steps`` (default 100). The state is then discarded — nothing carries over to the next
+run except what the conversation stores: the turn's tool calls and results become its
+intermediate messages (kinds ``tool_call`` and ``tool_result``), and the final text its answer.
+
+**Tool choice.** Offline, a deterministic :class:`DemoPlanner` picks tools from the query
+("what is 12*7" → ``calculator``, "note: X" → ``note``, "look up X" → ``lookup``, "list my notes"
+→ ``list_notes``) and, once results are in, words a reply from them; a query that asks for no
+tool is answered by the demo model from the prompt. With a real model, :class:`ModelPlanner` asks
+the model through litellm tool calling (:meth:`core.llm.LiteLLMClient.complete_tools`).
+
+**History granularity** (§A.6, this project's own rule): ``query_answer`` (default) replays only
+each earlier turn's query and answer, ``all_messages`` also its tool calls and results. The value
+is resolved as: explicit value on the request → the flow's ``history.granularity`` → the default;
+:func:`resolve_granularity` also says which of the three decided it.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+import json
+import operator
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
+
+from .conversation import ANSWER, INTERMEDIATE, QUERY, TOOL_CALL, TOOL_RESULT, Message, ToolCall
+from .errors import MemLensError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .flow import Node
+    from .llm import LLMClient
+
+GRANULARITIES = ("query_answer", "all_messages")
+DEFAULT_GRANULARITY = "query_answer"
+#: Which setting decided the granularity of a run.
+FROM_REQUEST, FROM_FLOW, FROM_DEFAULT = "request", "flow", "default"
+DEFAULT_MAX_STEPS = 100
+#: Keys the Agent keeps for itself (Haystack 3.x) and the node's own outputs: no schema may declare them.
+RESERVED_KEYS = ("continue_run", "stop_run", "tools", "hook_context", "context_tokens")
+NODE_OUTPUTS = ("text", "last_message", "step_count", "exit_reason", "tool_call_counts", "usage")
+
+
+class StateError(MemLensError, ValueError):
+    """A state schema or a state write is invalid (Haystack raises ``ValueError`` here too)."""
+
+
+class ToolError(MemLensError):
+    """A tool could not do what it was asked (bad expression, unknown argument…); reported to the model."""
+
+
+# -- merge handlers ---------------------------------------------------------------------------------
+
+def merge_lists(current: Any, new: Any) -> list:
+    """``None`` counts as ``[]``; a non-list value is wrapped in a list; the result is ``current + new``."""
+    cur = [] if current is None else (list(current) if isinstance(current, list) else [current])
+    add = list(new) if isinstance(new, list) else [new]
+    return cur + add
+
+
+def replace_values(current: Any, new: Any) -> Any:
+    return new
+
+
+def dedup_append(current: Any, new: Any) -> list:
+    """A custom handler (the Haystack docs' example): append the items not already present."""
+    out = merge_lists(current, [])
+    for item in (new if isinstance(new, list) else [new]):
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def add_numbers(current: Any, new: Any) -> Any:
+    """A custom handler: a running total (``None`` counts as 0)."""
+    return (current or 0) + new
+
+
+HANDLERS: dict[str, Callable[[Any, Any], Any]] = {"merge_lists": merge_lists, "replace_values": replace_values,
+                                                  "dedup_append": dedup_append, "add_numbers": add_numbers}
+
+
+def handler_name(handler: Callable) -> str:
+    for name, h in HANDLERS.items():
+        if h is handler:
+            return name
+    return getattr(handler, "__name__", repr(handler))
+
+
+# -- types ------------------------------------------------------------------------------------------
+
+_TYPE_NAMES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "dict": dict, "list": list,
+                               "None": type(None), "Message": Message, "ChatMessage": Message, "Any": Any}
+
+
+def _is_union(t: Any) -> bool:
+    return isinstance(t, types.UnionType) or typing.get_origin(t) is typing.Union
+
+
+def _check_type(key: str, t: Any) -> None:
+    if t is typing.Union:
+        raise StateError(f"state key {key!r}: a bare Union is not a type; write e.g. str | None")
+    if t is Any or isinstance(t, type) or _is_union(t) or typing.get_origin(t) is not None:
+        return
+    raise StateError(f"state key {key!r}: {t!r} is not a type; use a class (str), a generic (list[str]) "
+                     "or a union (str | None)")
+
+
+def _is_list_type(t: Any) -> bool:
+    return t is list or typing.get_origin(t) is list
+
+
+def parse_type(text: str) -> Any:
+    """A type written in a flow file: ``str``, ``list[str]``, ``int | None``, ``list[Message]``…"""
+    if not isinstance(text, str) or not text.strip():
+        raise StateError(f"{text!r} is not a type name")
+    parts = [p.strip() for p in _split_top(text, "|")]
+    if len(parts) > 1:
+        out = parse_type(parts[0])
+        for p in parts[1:]:
+            out = out | parse_type(p)
+        return out
+    m = re.fullmatch(r"(list|dict)\[(.+)\]", text.strip())
+    if m:
+        inner = [parse_type(p) for p in _split_top(m.group(2), ",")]
+        return list[inner[0]] if m.group(1) == "list" else dict[inner[0], inner[1] if len(inner) > 1 else Any]
+    t = _TYPE_NAMES.get(text.strip())
+    if t is None:
+        raise StateError(f"unknown type {text!r}; use str, int, float, bool, dict, list, list[...] or a union with |")
+    return t
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == sep and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur)
+    return out
+
+
+def type_name(t: Any) -> str:
+    if t is type(None):
+        return "None"
+    if isinstance(t, type) and typing.get_origin(t) is None:
+        return t.__name__
+    return str(t).replace("typing.", "").replace("core.conversation.", "")
+
+
+# -- state ------------------------------------------------------------------------------------------
+
+class State:
+    """A run's state: a schema and the data written through its merge handlers (see the module docstring)."""
+
+    def __init__(self, schema: Mapping[str, Mapping[str, Any]], data: Mapping[str, Any] | None = None):
+        self.schema: dict[str, dict[str, Any]] = {}
+        for key, spec in schema.items():
+            if not isinstance(spec, Mapping) or "type" not in spec:
+                raise StateError(f"state key {key!r} needs a 'type'")
+            t = spec["type"]
+            _check_type(key, t)
+            handler = spec.get("handler")
+            if handler is not None and not callable(handler):
+                raise StateError(f"state key {key!r}: handler {handler!r} is not callable")
+            if handler is None:
+                handler = merge_lists if _is_list_type(t) else replace_values
+            self.schema[key] = {"type": t, "handler": handler}
+        if "messages" in self.schema:
+            t = self.schema["messages"]["type"]
+            args = typing.get_args(t)
+            if not (_is_list_type(t) and args and isinstance(args[0], type) and issubclass(args[0], Message)):
+                raise StateError("state key 'messages' must be a list of messages (list[Message]), "
+                                 f"not {type_name(t)}")
+        else:
+            self.schema["messages"] = {"type": list[Message], "handler": merge_lists}
+        self._data: dict[str, Any] = dict(data or {})  # stored as given: handlers are not applied
+
+    def set(self, key: str, value: Any, handler_override: Callable[[Any, Any], Any] | None = None) -> None:
+        if key not in self.schema:
+            raise StateError(f"state key {key!r} is not in the schema; declared keys: {', '.join(self.schema)}")
+        handler = handler_override or self.schema[key]["handler"]
+        self._data[key] = handler(self._data.get(key), value)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return copy.deepcopy(self._data.get(key, default))
+
+    def has(self, key: str) -> bool:
+        return key in self._data
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self._data
+
+    def snapshot(self) -> dict[str, Any]:
+        """The state as JSON-friendly data: every key but ``messages`` (which the record counts)."""
+        out = {}
+        for key, value in self._data.items():
+            if key == "messages":
+                continue
+            try:
+                json.dumps(value)
+            except (TypeError, ValueError):
+                value = repr(value)  # a non-serialisable field is shown, not dropped from the record
+            out[key] = copy.deepcopy(value)
+        return out
+
+    def to_dict(self) -> dict:
+        """Schema (types and handlers by name) and data; non-serialisable fields are dropped one by one."""
+        data = {}
+        for key, value in self._data.items():
+            if key == "messages":
+                data[key] = [message_dict(m) if isinstance(m, Message) else m for m in value or []]
+                continue
+            try:
+                json.dumps(value)
+            except (TypeError, ValueError):
+                continue
+            data[key] = copy.deepcopy(value)
+        return {"schema": {k: {"type": type_name(v["type"]), "handler": handler_name(v["handler"])}
+                           for k, v in self.schema.items()}, "data": data}
+
+
+def message_dict(m: Message) -> dict:
+    out: dict[str, Any] = {"role": m.role, "content": m.content, "kind": m.kind, "ref": m.ref}
+    if m.tool_calls:
+        out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls]
+    if m.tool_call_id:
+        out["tool_call_id"] = m.tool_call_id
+    if m.name:
+        out["name"] = m.name
+    return out
+
+
+def message_from_dict(d: Mapping[str, Any]) -> Message:
+    calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in d.get("tool_calls") or [])
+    return Message(role=d["role"], content=d.get("content") or "", kind=d.get("kind") or "", ref=d.get("ref", ""),
+                   name=d.get("name"), tool_calls=calls, tool_call_id=d.get("tool_call_id"))
+
+
+# -- tools ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool the agent can call: a function, its JSON-schema parameters and its state mappings."""
+
+    name: str
+    description: str
+    parameters: dict
+    function: Callable[..., Any]
+    inputs_from_state: Mapping[str, str] = field(default_factory=dict)
+    outputs_to_state: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def llm_schema(self) -> dict:
+        """The OpenAI tool schema; parameters filled from the state are not shown to the model."""
+        mapped = set(self.inputs_from_state.values())
+        props = {k: v for k, v in (self.parameters.get("properties") or {}).items() if k not in mapped}
+        required = [r for r in self.parameters.get("required") or [] if r not in mapped]
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": {"type": "object", "properties": props,
+                                                                "required": required}}}
+
+    def with_mappings(self, inputs_from_state: Mapping[str, str] | None = None,
+                      outputs_to_state: Mapping[str, Mapping[str, Any]] | None = None) -> "Tool":
+        return Tool(self.name, self.description, self.parameters, self.function,
+                    dict(self.inputs_from_state if inputs_from_state is None else inputs_from_state),
+                    dict(self.outputs_to_state if outputs_to_state is None else outputs_to_state))
+
+
+def invoke_tool(tool: Tool, arguments: Mapping[str, Any], state: State, *, version: int = 3) -> Any:
+    """Call ``tool`` with the model's ``arguments`` and the state mappings; returns the raw result.
+
+    ``version`` 3 (default) is Haystack 3.x; 2 reproduces 2.x (implicit name matching, and a
+    missing ``source`` merging ``None``).
+    """
+    args = dict(arguments)
+    params = inspect.signature(tool.function).parameters
+    for state_key, param in tool.inputs_from_state.items():
+        if param not in args and state.has(state_key):
+            args[param] = state.get(state_key)
+    if version < 3 and not tool.inputs_from_state:
+        for name in params:
+            if name not in args and state.has(name):
+                args[name] = state.get(name)
+    for name, p in params.items():
+        if p.annotation in (State, "State", State | None, "State | None"):
+            args[name] = state
+    unknown = [a for a in args if a not in params and not any(p.kind == p.VAR_KEYWORD for p in params.values())]
+    if unknown:
+        raise ToolError(f"{tool.name} has no parameter {unknown[0]!r}; its parameters are {', '.join(params)}")
+    missing = [n for n, p in params.items() if p.default is p.empty and n not in args
+               and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    if missing:
+        raise ToolError(f"{tool.name} needs {missing[0]!r}")
+    result = tool.function(**args)
+    if not isinstance(result, Mapping):
+        return result
+    for state_key, mapping in tool.outputs_to_state.items():
+        mapping = mapping or {}
+        source = mapping.get("source")
+        if source is None:
+            value = dict(result)
+        elif source in result:
+            value = result[source]
+        elif version < 3:
+            value = None
+        else:
+            continue
+        state.set(state_key, value, handler_override=mapping.get("handler"))
+    return result
+
+
+# -- the demo tools ---------------------------------------------------------------------------------
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+
+
+def _evaluate(node: ast.AST) -> float | int:
+    if isinstance(node, ast.Expression):
+        return _evaluate(node.body)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _evaluate(node.left), _evaluate(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > 100:
+            raise ToolError("exponent too large")
+        try:
+            return _BINARY[type(node.op)](left, right)
+        except ZeroDivisionError:
+            raise ToolError("division by zero") from None
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_evaluate(node.operand))
+    raise ToolError("only numbers, + - * / // % ** and parentheses are allowed")
+
+
+def calculate(expression: str) -> dict:
+    """The calculator tool: arithmetic on numbers, nothing else is evaluated."""
+    text = str(expression).replace("×", "*").replace("÷", "/").replace("^", "**").strip()
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # thousands separators
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        raise ToolError(f"{expression!r} is not an arithmetic expression") from None
+    value = _evaluate(tree)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return {"expression": str(expression), "result": value}
+
+
+def save_note(text: str) -> dict:
+    """The note tool: the note is written to the run's state (``notes``)."""
+    return {"note": str(text).strip(), "saved": True}
+
+
+def list_notes(notes: list | None = None) -> dict:
+    """Lists the notes; ``notes`` comes from the state (``inputs_from_state``), not from the model."""
+    notes = list(notes or [])
+    return {"notes": notes, "count": len(notes)}
+
+
+#: The lookup tool's default table (a node can give its own ``lookup_table``).
+DEMO_LOOKUP = {
+    "flight AA100": "on time, departs 09:40 from gate B12",
+    "flight BA249": "delayed 35 minutes, departs 11:15 from gate C3",
+    "order 4411": "shipped on Monday, arriving Thursday",
+    "order 5120": "being packed",
+    "refund policy": "full refund within 30 days of delivery",
+    "opening hours": "Monday to Friday, 9:00 to 17:00",
+}
+
+
+def make_lookup(table: Mapping[str, Any]) -> Callable[[str], dict]:
+    index = {" ".join(str(k).lower().split()): (str(k), v) for k, v in table.items()}
+
+    def lookup(key: str) -> dict:
+        wanted = " ".join(str(key).lower().strip(" ?.!").split())
+        hit = index.get(wanted)
+        if hit is None:
+            hit = next((v for k, v in index.items() if wanted and (wanted in k or k in wanted)), None)
+        if hit is None:
+            return {"key": str(key), "found": False, "value": None}
+        return {"key": hit[0], "found": True, "value": hit[1]}
+    return lookup
+
+
+def demo_tools(lookup_table: Mapping[str, Any] | None = None) -> dict[str, Tool]:
+    """The offline demo tools with their default state mappings."""
+    text = {"type": "string"}
+    return {
+        "calculator": Tool("calculator", "Evaluate an arithmetic expression such as 12*7 or (3+4)/2.",
+                           {"type": "object", "properties": {"expression": text}, "required": ["expression"]},
+                           calculate, outputs_to_state={"last_result": {"source": "result"}}),
+        "note": Tool("note", "Save a short note for later in this run.",
+                     {"type": "object", "properties": {"text": text}, "required": ["text"]},
+                     save_note, outputs_to_state={"notes": {"source": "note"}}),
+        "list_notes": Tool("list_notes", "List the notes saved so far in this run.",
+                           {"type": "object", "properties": {"notes": {"type": "array", "items": text}}},
+                           list_notes, inputs_from_state={"notes": "notes"}),
+        "lookup": Tool("lookup", "Look up a key (a flight, an order, a policy) in the reference table.",
+                       {"type": "object", "properties": {"key": text}, "required": ["key"]},
+                       make_lookup(DEMO_LOOKUP if lookup_table is None else lookup_table),
+                       outputs_to_state={"lookups": {}}),
+    }
+
+
+#: The state the demo tools write: notes (list merge), the last calculator result (replace),
+#: every lookup result (list merge of whole result dicts).
+DEMO_SCHEMA: dict[str, dict[str, Any]] = {"notes": {"type": list[str]}, "last_result": {"type": float | int | None},
+                                          "lookups": {"type": list[dict]}}
+
+
+# -- planners ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ToolRequest:
+    id: str
+    name: str
+    arguments: dict
+
+
+@dataclass(frozen=True)
+class PlannerReply:
+    """One model step: text and/or tool calls, with usage."""
+
+    text: str
+    tool_calls: tuple[ToolRequest, ...] = ()
+    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
+    model: str = ""
+    note: str = ""
+
+
+class Planner(Protocol):
+    def step(self, messages: Sequence[Message], tools: Sequence[Tool], call_id: Callable[[], str]) -> PlannerReply:
+        ...
+
+
+_EXPRESSION = re.compile(r"[-+(]*\s*\d[\d.,]*(?:\s*(?:\*\*|//|[-+*/%^×÷x])\s*[-+(]*\s*\d[\d.,]*\)*)+\)*")
+_MATH_CUE = re.compile(r"\b(?:what(?:'s| is)|calculate|compute|how much is|evaluate|solve)\b", re.I)
+_NOTE = re.compile(r"\b(?:take a note|make a note|note(?: down)?)\s*(?::|that)\s*(.+?)\s*(?=$|[.;!?](?:\s|$)|"
+                   r"(?:\band\s+)?(?:take a note|make a note|note|what is|what's|calculate|compute|look up|lookup|"
+                   r"list my notes)\b)", re.I)
+_LOOKUP = re.compile(r"\b(?:look up|lookup|find info(?:rmation)? (?:on|about))\s+(?:the\s+)?(.+?)\s*"
+                     r"(?=$|[?!]|\.(?:\s|$)|\band\b)", re.I)
+_LIST_NOTES = re.compile(r"\b(?:list|show|read)(?: me)? (?:my |the |all )*notes\b|\bwhat (?:are|were) my notes\b", re.I)
+
+
+def plan_tools(query: str) -> list[tuple[str, dict]]:
+    """The demo planner's tool choice for a query, in the order the query asks: ``(tool, args)``.
+
+    An expression goes to the calculator when it has an operator other than ``-`` or follows a
+    cue such as "what is" or "calculate" (so a date like 2024-05-15 is not arithmetic); numbers
+    inside a note's text stay in the note.
+    """
+    found: list[tuple[int, str, dict]] = []
+    spans: list[tuple[int, int]] = []
+    for m in _NOTE.finditer(query):
+        text = m.group(1).strip().rstrip(".!?,; ")
+        if text:
+            found.append((m.start(), "note", {"text": text}))
+            spans.append(m.span(1))
+    for m in _LOOKUP.finditer(query):
+        if not any(a <= m.start() < b for a, b in spans):
+            found.append((m.start(), "lookup", {"key": m.group(1).strip()}))
+            spans.append(m.span(1))
+    listing = _LIST_NOTES.search(query)
+    if listing:
+        found.append((listing.start(), "list_notes", {}))
+    cue = bool(_MATH_CUE.search(query))
+    for m in _EXPRESSION.finditer(query):
+        if any(a <= m.start() < b for a, b in spans):
+            continue
+        expr = m.group(0).strip().rstrip(".,")
+        operators = set(re.sub(r"[\d.,\s()]", "", expr))
+        if not (operators - {"-"} or (cue and operators)):
+            continue
+        found.append((m.start(), "calculator", {"expression": re.sub(r"(?<=\d)\s*x\s*(?=\d)", "*", expr)}))
+    found.sort(key=lambda x: x[0])
+    return [(name, args) for _, name, args in found]
+
+
+def _describe(name: str, result: Any, error: str | None) -> str:
+    if error:
+        return f"The {name} tool failed: {error}."
+    if not isinstance(result, Mapping):
+        return f"{name} returned {result}."
+    if name == "calculator":
+        return f"{result.get('expression')} = {result.get('result')}."
+    if name == "note":
+        return f"Noted: {result.get('note')}."
+    if name == "list_notes":
+        notes = result.get("notes") or []
+        return ("Your notes: " + "; ".join(str(n) for n in notes) + ".") if notes else "You have no notes in this run."
+    if name == "lookup":
+        if result.get("found"):
+            return f"{result.get('key')}: {result.get('value')}."
+        return f"I found nothing for {result.get('key')!r} in the table."
+    return f"{name}: {json.dumps(result, ensure_ascii=False)}."
+
+
+class DemoPlanner:
+    """Deterministic tool choice offline (see the module docstring); plain questions go to the demo model."""
+
+    def __init__(self, client: "LLMClient | None" = None, model: str = ""):
+        self.client = client
+        self.model = model
+
+    def step(self, messages, tools, call_id) -> PlannerReply:
+        last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+        after = list(messages[last_user + 1:]) if last_user is not None else []
+        if not any(m.role == "tool" for m in after):
+            query = messages[last_user].content if last_user is not None else ""
+            names = {t.name for t in tools}
+            calls = tuple(ToolRequest(call_id(), name, args) for name, args in plan_tools(query) if name in names)
+            if calls:
+                return PlannerReply("", calls, model="memlens/demo")
+            return self._answer(messages)
+        calls = {c.id: c.name for m in after for c in m.tool_calls}
+        lines = []
+        for m in after:
+            if m.role == "tool":
+                payload = json.loads(m.content) if m.content.startswith("{") else {"error": m.content}
+                lines.append(_describe(calls.get(m.tool_call_id or "", m.name or "tool"), payload.get("result"),
+                                       payload.get("error")))
+        return PlannerReply(" ".join(lines), model="memlens/demo")
+
+    def _answer(self, messages) -> PlannerReply:
+        from .llm import DemoClient
+
+        client = self.client or DemoClient()
+        reply = client.complete(self.model, [m.to_openai() for m in messages])
+        return PlannerReply(reply.text, usage=reply.usage, model=reply.model, note=reply.note)
+
+
+class ModelPlanner:
+    """Tool calls chosen by a real model through litellm tool calling."""
+
+    def __init__(self, client: Any, model: str, max_tokens: int | None = None):
+        self.client = client
+        self.model = model
+        self.max_tokens = max_tokens
+
+    def step(self, messages, tools, call_id) -> PlannerReply:
+        reply = self.client.complete_tools(self.model, [m.to_openai() for m in messages],
+                                           [t.llm_schema() for t in tools], self.max_tokens)
+        calls = []
+        for c in reply.tool_calls:
+            try:
+                args = json.loads(c.arguments or "{}")
+            except ValueError:
+                args = {"__invalid__": c.arguments}
+            calls.append(ToolRequest(c.id or call_id(), c.name, args if isinstance(args, dict) else {}))
+        return PlannerReply(reply.text, tuple(calls), reply.usage, reply.model, reply.note)
+
+
+def planner_for(client: "LLMClient | None", model: str, max_tokens: int | None = None) -> Planner:
+    """:class:`ModelPlanner` when ``model`` is a real model the client can call with tools, else the demo planner."""
+    route = getattr(client, "route", None)
+    if client is not None and route is not None and hasattr(client, "complete_tools"):
+        target, _ = route(model)
+        if not target.startswith("memlens/"):
+            return ModelPlanner(client, model, max_tokens)
+    return DemoPlanner(client, model)
+
+
+# -- a run ------------------------------------------------------------------------------------------
+
+@dataclass
+class AgentStep:
+    """One tool call: which tool, its arguments as called (state-filled ones included), its
+    result or error, and the state right after it."""
+
+    step: int
+    tool: str
+    call_id: str
+    args: dict
+    result: Any
+    error: str | None
+    state: dict
+    messages: int  # messages in the state after the call
+
+    def to_dict(self) -> dict:
+        return {"step": self.step, "tool": self.tool, "call_id": self.call_id, "args": copy.deepcopy(self.args),
+                "result": copy.deepcopy(self.result), "error": self.error, "state": copy.deepcopy(self.state),
+                "messages": self.messages}
+
+
+@dataclass
+class AgentResult:
+    text: str
+    messages: list[Message]        # the state's messages at the end: system, history, query, new ones
+    new_messages: list[Message]    # what the run added after the query
+    steps: list[AgentStep]
+    outputs: dict                  # public state keys + last_message
+    exit_reason: str
+    step_count: int
+    tool_call_counts: dict[str, int]
+    usage: dict[str, int]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def intermediate(self) -> list[Message]:
+        """Tool calls and results: the messages the turn stores between its query and its answer."""
+        return [m for m in self.new_messages if m.kind in (TOOL_CALL, TOOL_RESULT)]
+
+
+def _result_text(result: Any, error: str | None) -> str:
+    payload = {"error": error} if error else {"result": result}
+    return json.dumps(payload, ensure_ascii=False, default=str)
+
+
+def run_agent(query: str, *, tools: Sequence[Tool], planner: Planner, schema: Mapping[str, Mapping] | None = None,
+              system_prompt: str = "", history: Sequence[Message] = (), state_inputs: Mapping[str, Any] | None = None,
+              max_agent_steps: int = DEFAULT_MAX_STEPS, exit_conditions: Sequence[str] = ("text",),
+              ref_prefix: str = "agent", version: int = 3) -> AgentResult:
+    """One agent run on a fresh state (see the module docstring); the state is discarded at the end."""
+    for key in (schema or {}):
+        if key in RESERVED_KEYS:
+            raise StateError(f"state key {key!r} is reserved by the agent; choose another name")
+    state = State(schema or {})
+    by_name = {t.name: t for t in tools}
+    counter = {"n": 0}
+
+    def ref() -> str:
+        counter["n"] += 1
+        return f"{ref_prefix}:{counter['n']}"
+
+    calls = {"n": 0}
+
+    def call_id() -> str:
+        calls["n"] += 1
+        return f"call_{ref_prefix.replace(':', '_')}_{calls['n']}"
+
+    initial: list[Message] = []
+    if system_prompt:
+        initial.append(Message("system", system_prompt, INTERMEDIATE, ref()))
+    initial.extend(history)
+    initial.append(Message("user", query, QUERY, ref()))
+    state.set("messages", initial)
+    for key, value in (state_inputs or {}).items():
+        if value is not None:
+            state.set(key, value)
+    steps: list[AgentStep] = []
+    counts: dict[str, int] = {}
+    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    notes: list[str] = []
+    text, exit_reason, step_count = "", "max_agent_steps", 0
+    while step_count < max_agent_steps:
+        step_count += 1
+        reply = planner.step(state.get("messages"), list(tools), call_id)
+        for k in usage:
+            usage[k] += int(reply.usage.get(k, 0))
+        if reply.note and reply.note not in notes:
+            notes.append(reply.note)
+        if not reply.tool_calls:
+            state.set("messages", [Message("assistant", reply.text, ANSWER, ref())])
+            if reply.text and "text" in exit_conditions:
+                text, exit_reason = reply.text, "text"
+                break
+            continue
+        state.set("messages", [Message("assistant", reply.text, TOOL_CALL, ref(),
+                                       tool_calls=tuple(ToolCall(c.id, c.name, json.dumps(c.arguments, ensure_ascii=False))
+                                                        for c in reply.tool_calls))])
+        exit_tool = None
+        for c in reply.tool_calls:
+            tool = by_name.get(c.name)
+            result, error, args = None, None, dict(c.arguments)
+            if tool is None:
+                error = f"no tool named {c.name!r}; tools: {', '.join(by_name) or 'none'}"
+            else:
+                args.update({p: state.get(k) for k, p in tool.inputs_from_state.items()
+                             if p not in c.arguments and state.has(k)})
+                try:
+                    result = invoke_tool(tool, c.arguments, state, version=version)
+                except ToolError as e:
+                    error = str(e)
+                except StateError:
+                    raise
+                except Exception as e:  # a tool's own failure is reported to the model, not raised
+                    error = f"{type(e).__name__}: {e}"
+            counts[c.name] = counts.get(c.name, 0) + 1
+            state.set("messages", [Message("tool", _result_text(result, error), TOOL_RESULT, ref(), name=c.name,
+                                           tool_call_id=c.id)])
+            steps.append(AgentStep(step_count, c.name, c.id, args, result, error, state.snapshot(),
+                                   len(state.data["messages"])))
+            if error is None and c.name in exit_conditions and exit_tool is None:
+                exit_tool = c.name
+        if exit_tool is not None:
+            exit_reason = exit_tool
+            text = state.data["messages"][-1].content
+            break
+    messages = list(state.data["messages"])
+    new = messages[len(initial):]
+    outputs = {k: copy.deepcopy(v) for k, v in state.data.items() if k != "messages"}
+    outputs["last_message"] = message_dict(messages[-1]) if messages else None
+    return AgentResult(text=text, messages=messages, new_messages=new, steps=steps, outputs=outputs,
+                       exit_reason=exit_reason, step_count=step_count, tool_call_counts=counts, usage=usage,
+                       notes=notes)
+
+
+# -- granularity ------------------------------------------------------------------------------------
+
+class GranularityError(MemLensError):
+    """A history granularity other than query_answer or all_messages."""
+
+
+def check_granularity(value: Any, where: str) -> str:
+    if value not in GRANULARITIES:
+        raise GranularityError(f"{where}: granularity {value!r} is unknown; expected query_answer or all_messages")
+    return value
+
+
+def resolve_granularity(request: str | None, flow: str | None) -> tuple[str, str]:
+    """``(granularity, source)``: the request's value, else the flow's ``history.granularity``, else
+    ``query_answer``; ``source`` is ``request``, ``flow`` or ``default``."""
+    if request is not None:
+        return check_granularity(request, "request"), FROM_REQUEST
+    if flow is not None:
+        return check_granularity(flow, "flow history"), FROM_FLOW
+    return DEFAULT_GRANULARITY, FROM_DEFAULT
+
+
+# -- the flow node ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """A ``tool-agent`` node's settings (see :func:`agent_settings`)."""
+
+    model: str
+    system_prompt: str
+    tools: tuple[Tool, ...]
+    schema: dict
+    memory: dict  # MemoryConfig fields for replaying earlier turns (granularity excluded)
+    max_agent_steps: int
+    exit_conditions: tuple[str, ...]
+    memory_node: str | None = None
+
+
+def _node_error(node: "Node", message: str):
+    from .flow import FlowError
+
+    return FlowError(f"node {node.id!r} ({node.type}): {message}")
+
+
+def agent_settings(node: "Node") -> AgentSettings:
+    """Read a ``tool-agent`` node::
+
+        - id: agent
+          type: tool-agent
+          model: memlens/demo
+          system_prompt: You are a helpful agent.      # a template ({{#retrieve.text#}} works)
+          tools: [calculator, note, list_notes, lookup]  # or {name, inputs_from_state, outputs_to_state}
+          state_schema: {visits: {type: int, handler: add_numbers}}  # added to the demo tools' keys
+          lookup_table: {flight AA100: on time}
+          memory: {strategy: buffer}                   # how earlier turns are replayed; `off` for none
+          max_agent_steps: 10
+          exit_conditions: [text]
+    """
+    data = node.data
+    model = data.get("model") or "memlens/demo"
+    if isinstance(model, Mapping):
+        from .flow import litellm_model
+
+        model = litellm_model(str(model.get("provider") or ""), str(model.get("name") or "")) or "memlens/demo"
+    if not isinstance(model, str):
+        raise _node_error(node, "'model' must be a model name such as memlens/demo or openai/gpt-4o-mini")
+    prompt = data.get("system_prompt", "")
+    if not isinstance(prompt, str):
+        raise _node_error(node, "'system_prompt' must be text")
+    table = data.get("lookup_table")
+    if table is not None and not isinstance(table, Mapping):
+        raise _node_error(node, "'lookup_table' must be a mapping of keys to values")
+    available = demo_tools(table)
+    raw_tools = data.get("tools", list(available))
+    if not isinstance(raw_tools, list):
+        raise _node_error(node, "'tools' must be a list of tool names or {name, inputs_from_state, outputs_to_state}")
+    schema: dict[str, dict[str, Any]] = {k: dict(v) for k, v in DEMO_SCHEMA.items()}
+    raw_schema = data.get("state_schema") or {}
+    if not isinstance(raw_schema, Mapping):
+        raise _node_error(node, "'state_schema' must map state keys to {type, handler}")
+    for key, spec in raw_schema.items():
+        if key in RESERVED_KEYS or key in NODE_OUTPUTS:
+            raise _node_error(node, f"state key {key!r} is reserved; choose another name")
+        if not isinstance(spec, Mapping) or "type" not in spec:
+            raise _node_error(node, f"state key {key!r} needs {{type: ...}} (e.g. list[str], int, str | None)")
+        try:
+            t = parse_type(str(spec["type"]))
+        except StateError as e:
+            raise _node_error(node, f"state key {key!r}: {e}") from None
+        handler = spec.get("handler")
+        if handler is not None and handler not in HANDLERS:
+            raise _node_error(node, f"state key {key!r}: handler {handler!r} is unknown; expected one of "
+                                    f"{', '.join(HANDLERS)}")
+        schema[str(key)] = {"type": t, "handler": HANDLERS[handler] if handler else None}
+    try:
+        State(schema)
+    except StateError as e:
+        raise _node_error(node, str(e)) from None
+    tools = []
+    for item in raw_tools:
+        spec = {"name": item} if isinstance(item, str) else item
+        if not isinstance(spec, Mapping) or spec.get("name") not in available:
+            name = spec.get("name") if isinstance(spec, Mapping) else spec
+            raise _node_error(node, f"unknown tool {name!r}; the demo tools are {', '.join(available)}")
+        tool = available[spec["name"]]
+        ins = spec.get("inputs_from_state")
+        outs = spec.get("outputs_to_state")
+        if ins is not None and not isinstance(ins, Mapping):
+            raise _node_error(node, f"tool {tool.name}: inputs_from_state must map state keys to parameter names")
+        if outs is not None:
+            if not isinstance(outs, Mapping) or not all(isinstance(v, Mapping) or v is None for v in outs.values()):
+                raise _node_error(node, f"tool {tool.name}: outputs_to_state must map state keys to {{source, handler}}")
+            for v in outs.values():
+                if (v or {}).get("handler") is not None and (v or {})["handler"] not in HANDLERS:
+                    raise _node_error(node, f"tool {tool.name}: handler {v['handler']!r} is unknown; expected one "
+                                            f"of {', '.join(HANDLERS)}")
+            outs = {k: {kk: (HANDLERS[vv] if kk == "handler" and vv is not None else vv) for kk, vv in (v or {}).items()}
+                    for k, v in outs.items()}
+        tool = tool.with_mappings(ins, outs)
+        for key in list(tool.inputs_from_state) + list(tool.outputs_to_state):
+            if key not in schema and key != "messages":
+                raise _node_error(node, f"tool {tool.name} maps state key {key!r}, which the state schema does not "
+                                        f"declare; add it to state_schema")
+        tools.append(tool)
+    memory = data.get("memory", {"strategy": "buffer"})
+    if memory in (None, False, "off", "none"):
+        memory = {"strategy": "off"}
+    if not isinstance(memory, Mapping):
+        raise _node_error(node, "'memory' must be {strategy: buffer|dify|window|…, window: N} or off")
+    memory = dict(memory)
+    if "granularity" in memory:
+        raise _node_error(node, "granularity is set on the flow (history: {granularity: …}) or on the request, "
+                                "not on the node")
+    memory.setdefault("strategy", "buffer")
+    from .memory import ConfigError, MemoryConfig
+
+    try:
+        MemoryConfig.from_dict({**memory, "model": memory.get("model", model)})
+    except (ConfigError, TypeError) as e:
+        raise _node_error(node, f"memory: {e}") from None
+    steps = data.get("max_agent_steps", DEFAULT_MAX_STEPS)
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise _node_error(node, f"max_agent_steps {steps!r} must be a whole number, 1 or more")
+    exits = data.get("exit_conditions", ["text"])
+    if not isinstance(exits, list) or not exits or not all(isinstance(x, str) for x in exits):
+        raise _node_error(node, "exit_conditions must be a list such as [text] or [text, calculator]")
+    unknown = [x for x in exits if x != "text" and x not in {t.name for t in tools}]
+    if unknown:
+        raise _node_error(node, f"exit condition {unknown[0]!r} is neither 'text' nor one of the node's tools")
+    memory_node = data.get("memory_node")
+    if memory_node is not None and not isinstance(memory_node, str):
+        raise _node_error(node, "'memory_node' must be the id of a window-memory node")
+    return AgentSettings(model=model, system_prompt=prompt, tools=tuple(tools), schema=schema, memory=memory,
+                         max_agent_steps=steps, exit_conditions=tuple(exits), memory_node=memory_node)
+
+
+__all__ = ["StateError", "ToolError", "State", "merge_lists", "replace_values", "dedup_append", "add_numbers",
+           "HANDLERS", "parse_type", "Tool", "invoke_tool", "calculate", "save_note", "list_notes", "make_lookup",
+           "demo_tools", "DEMO_SCHEMA", "DEMO_LOOKUP", "ToolRequest", "PlannerReply", "Planner", "plan_tools",
+           "DemoPlanner", "ModelPlanner", "planner_for", "AgentStep", "AgentResult", "run_agent", "message_dict",
+           "message_from_dict", "GRANULARITIES", "DEFAULT_GRANULARITY", "FROM_REQUEST", "FROM_FLOW", "FROM_DEFAULT",
+           "GranularityError", "check_granularity", "resolve_granularity", "AgentSettings", "agent_settings",
+           "RESERVED_KEYS"]
