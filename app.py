@@ -7,5 +7,6 @@ st.set_page_config(page_title="MemLens", page_icon=":material/troubleshoot:", la
 pages = [
     st.Page("pages/debugger.py", title="Debugger", icon=":material/troubleshoot:", default=True),
     st.Page("pages/ledger.py", title="Ledger explorer", icon=":material/receipt_long:"),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
 ]
 st.navigation(pages).run()

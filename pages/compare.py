@@ -1,0 +1,278 @@
+"""Compare memory configs side by side on one conversation: what each keeps, turn by turn, and why."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+
+import pandas as pd
+import streamlit as st
+
+from core.compare import compare, heatmap_window, replay_replies, turn_diff
+from core.errors import MemLensError
+from core.findings import config_findings, flow_findings, run_findings
+from core.ledger import REASON_LABELS
+from core.llm import DemoClient, LiteLLMClient
+from core.memory import Replay, turn_numbers
+from core.report import DEFAULT_CONFIGS, REPORT_COLUMNS, REPORT_ROWS, build_report, bundle_json, report_html
+from ui.compare_charts import render_series
+from ui.compare_configs import edit_configs, load_configs, saved_sets
+from ui.compare_findings import render_findings
+from ui.compare_source import database, pick_source
+from ui.heatmap import render_heatmaps
+
+P = "cmp"
+FACT_MODES = {"detected": "Detected in what the user says", "marked": "Messages I mark", "none": "None"}
+REPLY_MODELS = {"demo": "Demo model (no key)", "configured": "Each config's model (keys from the environment)"}
+state = st.session_state
+
+
+# -- cached computations, keyed by what they depend on --------------------------------------------------------
+
+@st.cache_resource(show_spinner="Comparing…", max_entries=32)
+def _comparison(key: str, configs_json: str, facts_json: str, last_turn: int | None, _conv):
+    window = heatmap_window(_conv, last_turn=last_turn, max_rows=REPORT_ROWS, max_columns=REPORT_COLUMNS)
+    facts = json.loads(facts_json)
+    if isinstance(facts, list):
+        facts = [(tuple(m), label) for m, label in facts]
+    return compare(_conv, json.loads(configs_json), facts=facts, window=window)
+
+
+@st.cache_resource(show_spinner="Looking for surprises…", max_entries=32)
+def _findings(key: str, configs_json: str, facts_json: str, last_turn: int | None, _source):
+    comparison = _comparison(key, configs_json, facts_json, last_turn, _source.conversation)
+    found = list(config_findings(_source.conversation, comparison.configs, comparison=comparison))
+    if _source.flow is not None:
+        found += run_findings(_source.flow, _source.conversation, _source.records) if _source.records \
+            else flow_findings(_source.flow)
+    return sorted(found, key=lambda f: (f.turn is not None, f.turn or 0))
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _replay(key: str, config_json: str, _conv) -> Replay:
+    from core.compare import NamedConfig
+
+    return Replay(_conv, NamedConfig.from_dict(json.loads(config_json)).config)
+
+
+@st.cache_resource(show_spinner="Asking every query again under each config…", max_entries=16)
+def _replies(key: str, configs_json: str, model: str, _conv):
+    client = DemoClient() if model == "demo" else LiteLLMClient(fallback_to_demo=True)
+    return replay_replies(_conv, json.loads(configs_json), client=client)
+
+
+def _select_turn(turn: int) -> None:
+    state[f"{P}_turn"] = turn
+    if f"{P}_last" in state and turn not in state.get(f"{P}_rows", []):
+        state[f"{P}_last"] = turn
+
+
+# -- the conversation and the configs -------------------------------------------------------------------
+
+st.title("Compare memory configs")
+st.caption("One conversation, 2–6 memory configs side by side: which earlier messages each one keeps at every "
+           "turn, and why the others are left out. Nothing here calls a model unless you ask for replies.")
+
+with st.sidebar:
+    st.subheader("Conversation")
+    picked = pick_source(P)
+if picked is None:
+    st.stop()
+source = picked.source
+conv = source.conversation
+if not conv.answered_turns():
+    st.warning("This conversation has no user turn to compare.")
+    st.stop()
+
+if f"{P}_n" not in state:
+    load_configs(P, list(DEFAULT_CONFIGS))
+if source.configs and state.get(f"{P}_applied") != picked.key:  # a report bundle: back to its view
+    load_configs(P, source.configs)
+    state[f"{P}_applied"] = picked.key
+    state[f"{P}_facts"] = source.facts_mode if source.facts_mode in FACT_MODES else "detected"
+    state[f"{P}_marks"] = [f"{m[0]}:{m[1]}" for m, _ in (source.facts or [])]
+    state[f"{P}_mark_labels"] = {f"{m[0]}:{m[1]}": label for m, label in (source.facts or [])}
+    if source.view.get("selected_turn"):
+        state[f"{P}_turn"] = source.view["selected_turn"]
+    if source.view.get("replies"):
+        state[f"{P}_replies"] = True
+
+with st.sidebar:
+    st.caption(f"{source.origin} · {len(conv.turns)} turns"
+               + (f" · recorded from flow {source.flow.name}" if source.flow is not None else ""))
+
+with st.expander("Memory configs", expanded=True):
+    configs = edit_configs(P)
+    saved_sets(P, database(), configs)
+if len(configs) < 2:
+    st.warning("Compare needs at least two valid configs: fix the one marked in red.")
+    st.stop()
+configs_json = json.dumps([c.to_dict() for c in configs], sort_keys=True)
+
+# -- facts to follow ------------------------------------------------------------------------------------
+
+with st.sidebar:
+    st.subheader("Facts to follow")
+    mode = st.radio("Facts", list(FACT_MODES), key=f"{P}_facts", format_func=FACT_MODES.get,
+                    label_visibility="collapsed")
+    facts_arg: object = None
+    if mode == "marked":
+        options, names = [], {}
+        numbers = turn_numbers(conv)
+        for p, t in enumerate(conv.turns):
+            for j, m in enumerate(t.messages):
+                key = f"{p}:{j}"
+                options.append(key)
+                text = " ".join(m.content.split())
+                names[key] = f"turn {numbers[p]} · {m.role}: {text[:60] + ('…' if len(text) > 60 else '')}"
+        options.sort(key=lambda k: conv.turns[int(k.split(':')[0])].messages[int(k.split(':')[1])].role != "user")
+        state.setdefault(f"{P}_marks", [])
+        state[f"{P}_marks"] = [k for k in state[f"{P}_marks"] if k in names]
+        marks = st.multiselect("Messages that state a fact", options, key=f"{P}_marks", format_func=names.get)
+        labels = state.get(f"{P}_mark_labels") or {}
+        facts_arg = [[[int(x) for x in k.split(":")], labels.get(k) or names[k].split(": ", 1)[-1] or names[k]]
+                     for k in marks]
+    elif mode == "none":
+        facts_arg = []
+facts_json = json.dumps(facts_arg)
+
+# -- compute ------------------------------------------------------------------------------------------------
+
+numbers = turn_numbers(conv)
+turns_all = [numbers[p] for p in conv.answered_turns()]
+whole = heatmap_window(conv, max_rows=REPORT_ROWS, max_columns=REPORT_COLUMNS).whole
+last_turn = None
+if not whole:
+    state.setdefault(f"{P}_last", turns_all[-1])
+    if state[f"{P}_last"] not in turns_all:
+        state[f"{P}_last"] = turns_all[-1]
+    last_turn = state[f"{P}_last"]
+try:
+    comparison = _comparison(picked.key, configs_json, facts_json, last_turn, conv)
+    findings = _findings(picked.key, configs_json, facts_json, last_turn, source)
+except MemLensError as e:
+    st.error(str(e))
+    st.stop()
+state[f"{P}_rows"] = comparison.matrices[0].rows if comparison.matrices else []
+
+turns = comparison.turns
+if state.get(f"{P}_turn") not in turns:
+    state[f"{P}_turn"] = turns[-1]
+turn = st.select_slider("Selected turn", options=turns, key=f"{P}_turn",
+                        help="The heatmaps mark it and the turn diff shows what changed at it")
+
+# -- findings ------------------------------------------------------------------------------------------------
+
+st.subheader("Findings")
+render_findings(findings, key=f"{P}-finding", on_turn=_select_turn)
+
+# -- heatmaps ------------------------------------------------------------------------------------------------
+
+st.subheader("Retention heatmaps")
+st.caption("Rows are turns, columns the messages written before them (oldest → newest); hover a cell for the "
+           "message, its tokens and the reason.")
+if not whole:
+    st.select_slider("Heatmap window ends at turn", options=turns_all, key=f"{P}_last",
+                     help=f"A long conversation is shown {REPORT_ROWS} turns × {REPORT_COLUMNS} messages at a time")
+render_heatmaps(comparison, selected_turn=turn, key=f"{P}-heatmap")
+
+st.subheader("Turn by turn")
+render_series(comparison, key=f"{P}-series")
+
+# -- facts ---------------------------------------------------------------------------------------------------
+
+st.subheader("Facts")
+if not comparison.facts:
+    st.caption("No fact followed: choose “Messages I mark” in the sidebar to follow messages that matter.")
+else:
+    st.markdown("<ul>" + "".join(f"<li>{escape(s)}</li>" for s in comparison.sentences) + "</ul>",
+                unsafe_allow_html=True)
+    rows = []
+    for fact, fates in zip(comparison.facts, comparison.fates):
+        row = {"fact": fact.label, "stated at turn": fates[0].stated_turn if fates else None}
+        for fate in fates:
+            row[fate.label] = "kept" if fate.lost_turn is None else \
+                f"lost at turn {fate.lost_turn} ({REASON_LABELS.get(fate.lost_reason or '', fate.lost_reason)})"
+        rows.append(row)
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{P}-facts", width="stretch")
+
+# -- turn diff -----------------------------------------------------------------------------------------------
+
+st.subheader("Turn diff")
+labels = [c.label for c in configs]
+if state.get(f"{P}_diff") not in labels:
+    state[f"{P}_diff"] = labels[0]
+chosen = st.selectbox("Config", labels, key=f"{P}_diff")
+named = configs[labels.index(chosen)]
+diff = turn_diff(_replay(picked.key, json.dumps(named.to_dict(), sort_keys=True), conv), turn, label=named.label)
+c1, c2, c3, c4 = st.columns(4)
+c1.metric("Entered", len(diff.entered))
+c2.metric("Left", len(diff.left))
+c3.metric("Stayed", diff.stayed)
+c4.metric("Token delta", f"{diff.token_delta:+,}", help=f"history tokens {diff.previous_history_tokens:,} → "
+                                                       f"{diff.history_tokens:,}")
+st.caption(f"Turn {turn} against turn {diff.previous_turn} of its thread." if diff.previous_turn else
+           f"Turn {turn} is the first of its thread: nothing earlier to compare with.")
+left, right = st.columns(2)
+with left:
+    st.markdown("**+ entered**")
+    if diff.entered:
+        st.dataframe(pd.DataFrame([{"turn": x.turn, "role": x.role, "tokens": x.tokens, "message": x.text}
+                                   for x in diff.entered]), hide_index=True, key=f"{P}-entered", width="stretch")
+    else:
+        st.caption("Nothing entered.")
+with right:
+    st.markdown("**− left**")
+    if diff.left:
+        st.dataframe(pd.DataFrame([{"turn": x.turn, "role": x.role, "tokens": x.tokens,
+                                    "why": REASON_LABELS.get(x.reason, x.reason), "message": x.text}
+                                   for x in diff.left]), hide_index=True, key=f"{P}-left", width="stretch")
+    else:
+        st.caption("Nothing left.")
+
+# -- replies -------------------------------------------------------------------------------------------------
+
+st.subheader("Replies")
+want = st.toggle("Re-ask every query under each config", key=f"{P}_replies",
+                 help="For a plain conversation the flow is one LLM node with that memory config: its prompt is "
+                      "the system prompt, the kept history and the query")
+grid = None
+if want:
+    model = st.radio("Answered by", list(REPLY_MODELS), key=f"{P}_reply_model", format_func=REPLY_MODELS.get,
+                     horizontal=True)
+    grid = _replies(picked.key, configs_json, model, conv)
+    only = st.toggle("Only rows where replies differ", key=f"{P}_only_differ")
+    differ = set(grid.differing())
+    rows = []
+    for r, (t, q, replies) in enumerate(zip(grid.turns, grid.queries, grid.replies)):
+        if only and r not in differ:
+            continue
+        rows.append({"turn": t, "query": q, **dict(zip(grid.labels, replies)), "differ": r in differ})
+    st.caption(f"{len(differ)} of {len(grid.turns)} rows differ · answered by {', '.join(sorted(set(grid.models)))}"
+               + (f" · the first {grid.skipped} turns were not re-asked" if grid.skipped else ""))
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{P}-replies", width="stretch")
+    else:
+        st.caption("Every config gives the same replies.")
+
+# -- export --------------------------------------------------------------------------------------------------
+
+st.subheader("Export")
+st.caption("One HTML file that opens anywhere without a server or network, and its JSON bundle, which loads back "
+           "into this view (Conversation from → File).")
+export_key = (picked.key, configs_json, facts_json, turn, bool(want))
+if st.button("Prepare the report", key=f"{P}_export"):
+    report = build_report(source, configs, facts_mode=mode,
+                          marks=[(tuple(m), label) for m, label in facts_arg] if mode == "marked" else None,
+                          replies=bool(want), selected_turn=turn,
+                          window=heatmap_window(conv, last_turn=last_turn, max_rows=REPORT_ROWS,
+                                                max_columns=REPORT_COLUMNS))
+    state[f"{P}_report"] = (export_key, report_html(report), bundle_json(report))
+prepared = state.get(f"{P}_report")
+if prepared and prepared[0] == export_key:
+    stem = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in (conv.name or conv.id))[:60] or "report"
+    a, b = st.columns(2)
+    a.download_button("Download HTML report", prepared[1], file_name=f"{stem}.memlens.html", mime="text/html",
+                      key=f"{P}_download_html")
+    b.download_button("Download JSON bundle", prepared[2], file_name=f"{stem}.memlens-report.json",
+                      mime="application/json", key=f"{P}_download_json")

@@ -1,0 +1,213 @@
+"""The compare page (AppTest): three configs on a sample, heatmaps equal to the ledgers, facts lost
+at the right turns, findings that jump to their turn, saved config sets, replies, turn diff, the
+report bundle loading back into the same view, and a stored flow conversation's node findings."""
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.compare import NamedConfig, compare
+from core.llm import DemoClient
+from core.memory import MemoryConfig, Replay
+from core.report import CONFIG_SETS_KEY, REASON_ORDER, Source, build_report, bundle_json
+from core.samples import load_sample
+from core.sessions import ConversationService
+from core.store import repo
+from core.store.db import Database
+from tests.conftest import ROOT
+
+DEFAULT = [MemoryConfig(window=3), MemoryConfig(window=10), MemoryConfig(strategy="window", window=6)]
+
+
+@pytest.fixture
+def page(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'memlens.db'}"
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", url)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception, at.exception
+    at.db_url = url
+    return at
+
+
+def figures(at):
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def heatmaps(at):
+    return [f for f in figures(at) if f["data"] and f["data"][0]["type"] == "heatmap"]
+
+
+def decoded(fig):
+    reasons = fig["layout"]["meta"]["reasons"]
+    return [[reasons[int(z)] if z is not None else None for z in row] for row in fig["data"][0]["z"]]
+
+
+def table(at, *columns):
+    """The first data frame on the page that has these columns."""
+    for frame in at.dataframe:
+        value = frame.value
+        if set(columns) <= set(value.columns):
+            return value
+    raise AssertionError(f"no table with columns {columns}")
+
+
+def page_html(at):
+    return "".join(m.value for m in at.markdown)
+
+
+def test_three_configs_on_a_sample_draw_one_heatmap_each_on_the_same_axes(page):
+    assert page.title[0].value == "Compare memory configs"
+    maps = heatmaps(page)
+    assert [f["layout"]["meta"]["label"] for f in maps] == ["dify window 3", "dify window 10", "window 6 msgs"]
+    assert len({json.dumps(f["data"][0]["x"]) for f in maps}) == 1  # same columns
+    assert len({json.dumps(f["data"][0]["y"]) for f in maps}) == 1  # same rows
+    assert maps[0]["data"][0]["y"] == [f"turn {n}" for n in range(1, 13)]
+    assert len(figures(page)) == 3 + 3  # three heatmaps, three line charts
+
+
+def test_heatmap_figures_hold_exactly_the_core_ledgers(page):
+    conv = load_sample("lisbon-trip.json")[0]
+    for fig, config in zip(heatmaps(page), DEFAULT):
+        replay = Replay(conv, config)
+        cells = decoded(fig)
+        for r, p in enumerate(conv.answered_turns()):
+            reasons = [e.reason for e in replay.ledger_at(p).entries]
+            assert cells[r][:len(reasons)] == reasons
+            assert all(x is None for x in cells[r][len(reasons):])
+        hover = fig["data"][0]["customdata"]
+        r, c = 4, 0  # turn 5, turn 1's query
+        assert cells[r][c] == ("outside_window" if config.strategy == "dify" and config.window == 3 else cells[r][c])
+        entry = replay.ledger_at(4).entries[0]
+        assert hover[r][c].startswith(f"{entry.tokens:,} tokens — ")
+    assert set(REASON_ORDER) >= {x for f in heatmaps(page) for row in decoded(f) for x in row if x}
+
+
+def test_changing_a_config_redraws_its_heatmap(page):
+    page.selectbox(key="cmp_c1_strategy").set_value("off").run()
+    maps = heatmaps(page)
+    assert maps[1]["layout"]["meta"]["label"] == "memory off"
+    assert {x for row in decoded(maps[1]) for x in row if x} == {"memory_off"}
+
+
+def test_facts_are_reported_lost_at_the_turns_the_core_computes(page):
+    frame = table(page, "fact", "stated at turn")
+    conv = load_sample("lisbon-trip.json")[0]
+    result = compare(conv, DEFAULT)
+    assert list(frame["fact"]) == [f.label for f in result.facts] == ["your name", "your diet", "your booking number"]
+    assert list(frame["dify window 3"]) == ["lost at turn 5 (outside window)", "lost at turn 6 (outside window)",
+                                            "lost at turn 7 (outside window)"]
+    assert list(frame["dify window 10"]) == ["lost at turn 12 (outside window)", "kept", "kept"]
+    for f, fates in enumerate(result.fates):
+        for fate in fates:
+            cell = frame[fate.label][f]
+            assert cell == "kept" if fate.lost_turn is None else cell.startswith(f"lost at turn {fate.lost_turn} ")
+    assert "your name is lost at turn 5 with dify window 3" in page_html(page)
+
+
+def test_facts_marked_by_hand_are_followed_instead(page):
+    page.radio(key="cmp_facts").set_value("marked").run()
+    page.multiselect(key="cmp_marks").set_value(["4:0"]).run()  # turn 5's question about tram 28
+    frame = table(page, "fact", "stated at turn")
+    assert list(frame["fact"]) == ["Is the tram 28 worth it?"]
+    assert list(frame["stated at turn"]) == [5]
+    assert list(frame["dify window 3"]) == ["lost at turn 9 (outside window)"]
+    assert list(frame["dify window 10"]) == ["kept"]
+
+
+def test_findings_are_shown_and_jump_to_their_turn(page):
+    html = page_html(page)
+    assert 'data-kind="fact_not_seen"' in html
+    assert "At turn 11 the user asks about your name, but dify window 3 no longer has turn 1" in html
+    assert page.select_slider(key="cmp_turn").value == 12
+    page.button(key="cmp-finding-0").click().run()
+    assert page.select_slider(key="cmp_turn").value == 11
+    shapes = heatmaps(page)[0]["layout"]["shapes"]
+    assert shapes and shapes[0]["y0"] == 10 - 0.5  # row of turn 11 framed
+    assert page.metric[0].label == "Entered"
+
+
+def test_a_budget_config_shows_its_silent_pruning_finding(page):
+    page.number_input(key="cmp_c1_context").set_value(300).run()
+    assert 'data-kind="silent_pruning"' in page_html(page)
+
+
+def test_turn_diff_shows_what_entered_and_left(page):
+    page.select_slider(key="cmp_turn").set_value(6).run()
+    entered = table(page, "turn", "role", "tokens", "message")
+    left = table(page, "turn", "why", "message")
+    assert list(entered["turn"]) == [5, 5] and list(left["turn"]) == [2, 2]
+    assert set(left["why"]) == {"outside window"}
+    replay = Replay(load_sample("lisbon-trip.json")[0], MemoryConfig(window=3))
+    delta = replay.ledger(6).history_tokens - replay.ledger(5).history_tokens
+    assert page.metric[3].value == f"{delta:+,}"
+
+
+def test_replies_grid_re_asks_each_query_and_filters_rows_that_differ(page):
+    page.toggle(key="cmp_replies").set_value(True).run()
+    grid = table(page, "query", "differ")
+    assert list(grid["turn"]) == list(range(1, 13))
+    row = grid[grid["turn"] == 11].iloc[0]
+    assert "I don't know your name" in row["dify window 3"] and "Your name is Dana" in row["dify window 10"]
+    page.toggle(key="cmp_only_differ").set_value(True).run()
+    differ = table(page, "query", "differ")
+    assert all(differ["differ"]) and 1 not in set(differ["turn"]) and 11 in set(differ["turn"])
+
+
+def test_configs_are_saved_to_the_store_and_loaded_back(page):
+    page.number_input(key="cmp_c0_window_turns").set_value(2).run()
+    page.text_input(key="cmp_set_name").set_value("tight").run()
+    page.button(key="cmp_set_save").click().run()
+    db = Database(page.db_url)
+    saved = repo.get_setting(db, CONFIG_SETS_KEY)
+    assert [c["window"] for c in saved["tight"]] == [2, 10, 6]
+    page.number_input(key="cmp_c0_window_turns").set_value(7).run()
+    page.selectbox(key="cmp_set").set_value("tight")
+    page.button(key="cmp_set_load").click().run()
+    assert page.number_input(key="cmp_c0_window_turns").value == 2
+    assert heatmaps(page)[0]["layout"]["meta"]["label"] == "dify window 2"
+
+
+def test_a_report_bundle_loads_back_into_the_same_view(page):
+    conv = load_sample("order-support.json")[0]
+    configs = [NamedConfig("tools too", MemoryConfig(granularity="all_messages", window=2)),
+               NamedConfig("answers only", MemoryConfig(window=2))]
+    report = build_report(Source(conv), configs, selected_turn=4)
+    page.radio(key="cmp_from").set_value("File").run()
+    page.file_uploader(key="cmp_upload").set_value(("order.report.json", bundle_json(report).encode(),
+                                                    "application/json")).run()
+    assert not page.exception, page.exception
+    assert [f["layout"]["meta"]["label"] for f in heatmaps(page)] == ["tools too", "answers only"]
+    assert page.select_slider(key="cmp_turn").value == 4
+    assert decoded(heatmaps(page)[0]) == report.comparison.matrices[0].cells
+
+
+def test_a_stored_flow_conversation_shows_its_node_findings(page):
+    db = Database(page.db_url)
+    service = ConversationService(db, llm=DemoClient())
+    version = service.import_flow(ROOT / "sample_data" / "flows" / "support-bot.yml")
+    conv = service.start(version.flow_id, name="support").id
+    for q in json.loads((ROOT / "sample_data" / "flows" / "support-bot.queries.json").read_text()):
+        service.send(conv, q)
+    page.radio(key="cmp_from").set_value("Stored").run()
+    assert not page.exception, page.exception
+    html = page_html(page)
+    assert "At turn 6 the user asks about your name, but Responder no longer has turn 1" in html
+
+
+def test_a_malformed_upload_says_what_is_wrong(page):
+    page.radio(key="cmp_from").set_value("File").run()
+    page.file_uploader(key="cmp_upload").set_value(("bad.json", b'{"conversations": [{"from": "robot"}]}',
+                                                    "application/json")).run()
+    assert not page.exception
+    assert page.error and "bad.json" in page.error[0].value
+
+
+def test_the_report_can_be_prepared_for_download(page):
+    page.button(key="cmp_export").click().run()
+    key, html, bundle = page.session_state["cmp_report"]
+    assert html.startswith("<!DOCTYPE html>") and "dify window 10" in html
+    assert json.loads(bundle)["format"] == "memlens-report"
+    assert len(page.get("download_button")) == 2

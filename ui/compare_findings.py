@@ -1,0 +1,41 @@
+"""Findings as a list: each in plain words, with a button that jumps to its turn."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Callable, Sequence
+
+import streamlit as st
+
+from core.findings import WARNING, Finding
+
+_ICON = {WARNING: "⚠️", "info": "ℹ️"}
+
+
+def finding_html(f: Finding, *, detail: bool = True) -> str:
+    """One finding as escaped HTML (its text quotes the conversation, so nothing in it is markup)."""
+    head = f"<b>{escape(f.title)}</b> · {escape(f.subject)}" if f.subject else f"<b>{escape(f.title)}</b>"
+    body = escape(f.text).replace("\n", "<br>")
+    more = f'<br><span style="color:#6b7280;font-size:.85rem">{escape(f.detail)}</span>' if detail and f.detail \
+        else ""
+    return f'<div data-kind="{escape(f.kind)}">{_ICON.get(f.severity, "")} {head}<br>{body}{more}</div>'
+
+
+def render_findings(findings: Sequence[Finding], *, key: str, on_turn: Callable[[int], None] | None = None,
+                    empty: str = "No findings: nothing surprising in how these configs remember this conversation.",
+                    limit: int = 50) -> None:
+    """The list; a finding that links to a turn gets a "Go to turn N" button calling ``on_turn``."""
+    if not findings:
+        st.success(empty)
+        return
+    warnings = sum(1 for f in findings if f.severity == WARNING)
+    st.caption(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}, {warnings} warning"
+               f"{'s' if warnings != 1 else ''}.")
+    for n, f in enumerate(findings[:limit]):
+        text, go = st.columns([6, 1], vertical_alignment="center")
+        text.markdown(finding_html(f), unsafe_allow_html=True)
+        if f.turn is not None and on_turn is not None:
+            go.button(f"Turn {f.turn}", key=f"{key}-{n}", on_click=on_turn, args=(f.turn,),
+                      help="Select this turn: the heatmaps mark it and the turn diff shows it")
+    if len(findings) > limit:
+        st.caption(f"…and {len(findings) - limit} more (all of them are in the exported report).")

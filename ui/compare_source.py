@@ -1,0 +1,105 @@
+"""Picking the conversation to compare or present: a sample, a stored conversation, or a file.
+
+A file may be any transcript MemLens imports, a MemLens conversation export, or a report bundle
+(which brings back its configs, facts and view). Loaded sources are cached by what identifies
+them — the sample's name, the stored conversation's id and write stamp, the upload's digest — so
+a rerun never reads or parses twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import streamlit as st
+
+from core.errors import MemLensError
+from core.report import Source, load_stored, read_sources, source_of
+from core.samples import load_sample, sample_files
+from core.store import repo
+from core.store.db import open_database, resolve_url
+
+SAMPLE, STORED, FILE = "Sample", "Stored", "File"
+
+
+@dataclass(frozen=True)
+class Picked:
+    source: Source
+    key: str  # identifies the conversation for caches (changes when it changes)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _sample(name: str) -> list[Source]:
+    return [source_of(c, f"sample {name}") for c in load_sample(name)]
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _stored(url: str, conversation_id: str, stamp: tuple) -> Source:
+    return load_stored(open_database(url), conversation_id)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _uploaded(digest: str, name: str, _data: bytes) -> list[Source]:
+    return read_sources(_data, name)
+
+
+def database():
+    """The configured store (MEMLENS_DATABASE_URL or data/memlens.db)."""
+    return open_database(resolve_url())
+
+
+def pick_source(prefix: str, *, default: str = "lisbon-trip.json") -> Picked | None:
+    """The source chooser; ``prefix`` namespaces the widget keys (one chooser per page)."""
+    kind = st.radio("Conversation from", [SAMPLE, STORED, FILE], key=f"{prefix}_from", horizontal=True)
+    if kind == SAMPLE:
+        names = [p.name for p in sample_files()]
+        if st.session_state.get(f"{prefix}_sample") not in names:
+            st.session_state[f"{prefix}_sample"] = default if default in names else names[0]
+        name = st.selectbox("Sample", names, key=f"{prefix}_sample")
+        sources = _sample(name)
+        index = _index(prefix, sources)
+        return Picked(sources[index], f"sample:{name}:{index}")
+    if kind == STORED:
+        db = database()
+        rows = repo.list_conversations(db)
+        if not rows:
+            st.info("No stored conversation yet: import a file on the Import page, or chat on the Debugger page.")
+            return None
+        names = {c.id: f"{c.name or 'Untitled'} · {c.turn_count} turns · {c.source}" for c in rows}
+        ids = list(names)
+        if st.session_state.get(f"{prefix}_stored") not in ids:
+            st.session_state[f"{prefix}_stored"] = ids[0]
+        conv_id = st.selectbox("Stored conversation", ids, key=f"{prefix}_stored", format_func=names.get)
+        info = next(c for c in rows if c.id == conv_id)
+        stamp = (info.updated_at, info.turn_count, info.active_turn_id)
+        try:
+            source = _stored(resolve_url(), conv_id, stamp)
+        except MemLensError as e:
+            st.error(str(e))
+            return None
+        return Picked(source, f"stored:{conv_id}:{stamp}")
+    upload = st.file_uploader("Conversation file (any supported transcript, an export or a report bundle)",
+                              type=["json", "jsonl"], key=f"{prefix}_upload")
+    if upload is None:
+        st.info("Upload a file: OpenAI JSON/JSONL, ShareGPT, OpenAssistant, Dify messages or web items, BFCL, a "
+                "MemLens export, or a MemLens report bundle (which brings back its configs).")
+        return None
+    data = upload.getvalue()
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        sources = _uploaded(digest, upload.name, data)
+    except MemLensError as e:
+        st.error(str(e))
+        return None
+    index = _index(prefix, sources)
+    return Picked(sources[index], f"upload:{digest}:{index}")
+
+
+def _index(prefix: str, sources: list[Source]) -> int:
+    if len(sources) <= 1:
+        return 0
+    labels = {i: f"{i}: {s.conversation.name or s.conversation.id} · {len(s.conversation.turns)} turns"
+              for i, s in enumerate(sources)}
+    if st.session_state.get(f"{prefix}_index") not in labels:
+        st.session_state[f"{prefix}_index"] = 0
+    return st.selectbox("Conversation in the file", list(labels), key=f"{prefix}_index", format_func=labels.get)

@@ -1,0 +1,94 @@
+"""Retention heatmaps: one plotly heatmap per memory config, side by side on the same axes.
+
+Rows are turns, columns every message written before them (oldest → newest); a cell's colour is
+the ledger's reason — kept, or why it was left out — and hovering it names the message, its
+tokens and the reason in plain words. A cell's value is the reason's index in
+:data:`core.report.REASON_ORDER` (``layout.meta.reasons`` says so in the figure itself), so the
+figure's data can be read back and checked against the ledgers.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.compare import Comparison, RetentionMatrix
+from core.ledger import REASON_LABELS, LedgerEntry, explain
+from core.report import REASON_COLOURS, REASON_ORDER
+
+_CODES = {r: i for i, r in enumerate(REASON_ORDER)}
+
+
+def _colorscale() -> list:
+    n = len(REASON_ORDER)
+    scale = []
+    for i, reason in enumerate(REASON_ORDER):
+        scale.append([i / n, REASON_COLOURS[reason]])
+        scale.append([(i + 1) / n, REASON_COLOURS[reason]])
+    return scale
+
+
+def column_labels(matrix: RetentionMatrix) -> list[str]:
+    """One unique label per column: its number, turn, role and first words (escaped for hovers)."""
+    return [escape(f"#{c.column + 1} · turn {c.turn} · {c.role}: {c.text}") for c in matrix.columns]
+
+
+def _why(matrix: RetentionMatrix, r: int, c: int) -> str:
+    reason = matrix.cells[r][c]
+    col = matrix.columns[c]
+    entry = LedgerEntry(ref=col.ref, turn=col.turn, role=col.role, tokens=matrix.tokens[c], kept=reason == "kept",
+                        reason=reason, kind=col.kind, position=col.position, index=col.index)
+    return escape(f"{matrix.tokens[c]:,} tokens — {REASON_LABELS.get(reason, reason)}: "
+                  f"{explain(entry, {**matrix.config, 'budget': matrix.budgets[r]})}")
+
+
+def heatmap_figure(matrix: RetentionMatrix, *, selected_turn: int | None = None) -> go.Figure:
+    """One config's retention heatmap (see the module docstring)."""
+    z = [[_CODES[x] if x is not None else None for x in row] for row in matrix.cells]
+    why = [[_why(matrix, r, c) if x is not None else "" for c, x in enumerate(row)]
+           for r, row in enumerate(matrix.cells)]
+    x = column_labels(matrix)
+    y = [f"turn {t}" for t in matrix.rows]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=x, y=y, customdata=why, colorscale=_colorscale(), zmin=-0.5, zmax=len(REASON_ORDER) - 0.5,
+        showscale=False, xgap=1, ygap=1, hoverongaps=False, name=escape(matrix.label),
+        hovertemplate="%{y} · %{x}<br>%{customdata}<extra>" + escape(matrix.label) + "</extra>"))
+    if selected_turn in matrix.rows:
+        r = matrix.rows.index(selected_turn)
+        fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y", y0=r - 0.5, y1=r + 0.5,
+                      line=dict(color="#111827", width=2), fillcolor="rgba(0,0,0,0)")
+    fig.update_layout(
+        title=dict(text=escape(matrix.label), font=dict(size=14)), height=min(900, max(240, 70 + 16 * len(y))),
+        margin=dict(l=10, r=10, t=36, b=30), meta={"reasons": list(REASON_ORDER), "label": matrix.label,
+                                                   "rows": matrix.rows, "hidden_kept": matrix.hidden_kept},
+        xaxis=dict(showticklabels=False, title=dict(text="earlier messages, oldest → newest", font=dict(size=11)),
+                   type="category"),
+        yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=10)))
+    return fig
+
+
+def legend_html(comparison: Comparison) -> str:
+    """Coloured chips for the reasons that appear (fixed words only: nothing from the conversation)."""
+    present = {x for m in comparison.matrices for row in m.cells for x in row if x is not None}
+    chips = [f'<span style="display:inline-block;margin:0 .8rem .2rem 0;font-size:.8rem">'
+             f'<span style="display:inline-block;width:.8rem;height:.8rem;border-radius:2px;margin-right:.25rem;'
+             f'vertical-align:-.1rem;background:{REASON_COLOURS[r]}"></span>{escape(REASON_LABELS.get(r, r))}</span>'
+             for r in REASON_ORDER if r in present]
+    return "<div>" + "".join(chips) + "</div>"
+
+
+def render_heatmaps(comparison: Comparison, *, selected_turn: int | None, key: str, per_row: int = 3) -> None:
+    """Every config's heatmap, side by side (``per_row`` to a row), with one shared legend."""
+    st.markdown(legend_html(comparison), unsafe_allow_html=True)
+    matrices = comparison.matrices
+    for start in range(0, len(matrices), per_row):
+        cols = st.columns(per_row)
+        for col, (i, matrix) in zip(cols, list(enumerate(matrices))[start:start + per_row]):
+            with col:
+                st.plotly_chart(heatmap_figure(matrix, selected_turn=selected_turn), key=f"{key}-{i}",
+                                config={"displayModeBar": False})
+                hidden = max(matrix.hidden_kept) if matrix.hidden_kept else 0
+                if hidden:
+                    st.caption(f"Up to {hidden:,} kept messages lie before the first column shown.")
