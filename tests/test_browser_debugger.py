@@ -11,16 +11,18 @@ def test_send_a_message_see_markers_and_the_receipt_in_a_real_browser(tmp_path):
     env = {"MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}"}
     with streamlit_server(env, tmp_path / "streamlit.log") as url, chromium() as browser:
         page = browser.new_page(viewport={"width": 1500, "height": 2400})
+        page.set_default_timeout(90_000)  # a shared machine can be slow; every wait below is for an element
         dialogs = []
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         page.goto(url)
         messages = page.get_by_test_id("stChatMessage")
-        expect(messages).to_have_count(16, timeout=60_000)  # the demo conversation, 8 turns
+        expect(messages).to_have_count(16, timeout=90_000)  # the demo conversation, 8 turns
 
         box = page.get_by_test_id("stChatInputTextArea")
+        expect(box).to_be_editable(timeout=90_000)
         box.fill(XSS)
         box.press("Enter")
-        expect(messages).to_have_count(18, timeout=60_000)
+        expect(messages).to_have_count(18, timeout=90_000)
 
         # The message shows as text: no image element, no script ran.
         sent = messages.nth(16)
