@@ -688,9 +688,8 @@ def run_agent(query: str, *, tools: Sequence[Tool], planner: Planner, schema: Ma
                 text, exit_reason = reply.text, "text"
                 break
             continue
-        state.set("messages", [Message("assistant", reply.text, TOOL_CALL, ref(),
-                                       tool_calls=tuple(ToolCall(c.id, c.name, json.dumps(c.arguments, ensure_ascii=False))
-                                                        for c in reply.tool_calls))])
+        asked = tuple(ToolCall(c.id, c.name, json.dumps(c.arguments, ensure_ascii=False)) for c in reply.tool_calls)
+        state.set("messages", [Message("assistant", reply.text, TOOL_CALL, ref(), tool_calls=asked)])
         exit_tool = None
         for c in reply.tool_calls:
             tool = by_name.get(c.name)
@@ -839,13 +838,14 @@ def agent_settings(node: "Node") -> AgentSettings:
             raise _node_error(node, f"tool {tool.name}: inputs_from_state must map state keys to parameter names")
         if outs is not None:
             if not isinstance(outs, Mapping) or not all(isinstance(v, Mapping) or v is None for v in outs.values()):
-                raise _node_error(node, f"tool {tool.name}: outputs_to_state must map state keys to {{source, handler}}")
+                raise _node_error(node, f"tool {tool.name}: outputs_to_state must map state keys to "
+                                        "{source, handler}")
             for v in outs.values():
                 if (v or {}).get("handler") is not None and (v or {})["handler"] not in HANDLERS:
                     raise _node_error(node, f"tool {tool.name}: handler {v['handler']!r} is unknown; expected one "
                                             f"of {', '.join(HANDLERS)}")
-            outs = {k: {kk: (HANDLERS[vv] if kk == "handler" and vv is not None else vv) for kk, vv in (v or {}).items()}
-                    for k, v in outs.items()}
+            outs = {k: {kk: (HANDLERS[vv] if kk == "handler" and vv is not None else vv)
+                        for kk, vv in (v or {}).items()} for k, v in outs.items()}
         tool = tool.with_mappings(ins, outs)
         for key in list(tool.inputs_from_state) + list(tool.outputs_to_state):
             if key not in schema and key != "messages":

@@ -38,8 +38,11 @@ values (prompts, windows, memory on/off, defaults), so a store can tell a value-
 structural change (:func:`classify_change`).
 
 Node types MemLens runs: ``start``, ``llm``, ``answer``, ``assigner`` (v1 and v2), ``if-else`` and
-``end``. Every other type loads, runs as a pass-through with empty outputs and is reported as not
-emulated (:func:`import_report`).
+``end``, and MemLens's own ``memory-retrieve`` / ``memory-store`` (long-term memory, core/long_term.py),
+``window-memory`` (core/window_node.py) and ``tool-agent`` (core/agent.py; Dify's plugin-based ``agent``
+node is not it). Every other type loads, runs as a pass-through with empty outputs and is reported as
+not emulated (:func:`import_report`). A MemLens flow may also say ``history: {granularity:
+query_answer | all_messages}``: how agent nodes replay earlier turns unless a request says otherwise.
 """
 
 from __future__ import annotations
@@ -61,7 +64,11 @@ FLOW_FORMAT_VERSION = 1
 #: The newest Dify DSL version MemLens reads (api/constants/dsl_version.py at the spec's snapshot).
 DSL_VERSION = "0.6.0"
 MODES = ("advanced-chat", "workflow")
-EMULATED_TYPES = ("start", "llm", "answer", "assigner", "if-else", "end")
+EMULATED_TYPES = ("start", "llm", "answer", "assigner", "if-else", "end", "memory-retrieve", "memory-store",
+                  "window-memory", "tool-agent")
+#: MemLens's own node types (core.long_term, core.window_node, core.agent) → their settings readers.
+_OWN_TYPES = {"memory-retrieve": ("long_term", "retrieve_settings"), "memory-store": ("long_term", "store_settings"),
+              "window-memory": ("window_node", "window_settings"), "tool-agent": ("agent", "agent_settings")}
 COMPARISON_OPERATORS = ("contains", "not contains", "start with", "end with", "is", "is not", "empty", "not empty",
                         "in", "not in", "all of", "=", "≠", ">", "<", "≥", "≤", "null", "not null", "exists",
                         "not exists")
@@ -318,6 +325,7 @@ class Flow:
     environment: dict[str, Any] = field(default_factory=dict)
     source: dict[str, Any] = field(default_factory=dict)  # {format, dsl_version, file}
     warnings: list[str] = field(default_factory=list)
+    history: dict[str, Any] = field(default_factory=dict)  # {granularity}: agent nodes' replay of earlier turns
 
     def __post_init__(self) -> None:
         self._by_id = {n.id: n for n in self.nodes}
@@ -367,6 +375,8 @@ class Flow:
         out["variables"] = [v.to_dict() for v in self.variables]
         if self.environment:
             out["environment"] = copy.deepcopy(self.environment)
+        if self.history:
+            out["history"] = copy.deepcopy(self.history)
         out["nodes"] = [n.to_dict() for n in self.nodes]
         out["edges"] = [e.to_dict() for e in self.edges]
         if self.source:
@@ -627,9 +637,16 @@ def _read_memlens(data: Mapping[str, Any], name: str) -> Flow:
     if not isinstance(environment, Mapping):
         raise FlowError(f"{name}: 'environment' must be a mapping of names to values")
     source = dict(data.get("source") or {"format": FLOW_FORMAT})
+    history = data.get("history") or {}
+    if not isinstance(history, Mapping) or set(history) - {"granularity"}:
+        raise FlowError(f"{name}: 'history' must be {{granularity: query_answer | all_messages}}")
+    if history.get("granularity") not in (None, "query_answer", "all_messages"):
+        raise FlowError(f"{name}: history granularity {history.get('granularity')!r} is unknown; expected "
+                        "query_answer or all_messages")
     return _finish(Flow(name=flow_name, nodes=nodes, edges=edges, variables=variables, mode=mode,
                         description=str(data.get("description") or ""), environment=dict(environment),
-                        source=source, warnings=list(data.get("warnings") or [])), name)
+                        source=source, warnings=list(data.get("warnings") or []),
+                        history={k: v for k, v in history.items() if v is not None}), name)
 
 
 def _finish(flow: Flow, file: str) -> Flow:
@@ -655,6 +672,11 @@ def _finish(flow: Flow, file: str) -> Flow:
                 check_assigner_data(n.data)
             elif n.type == "if-else":
                 _check_if_else(n)
+            elif n.type in _OWN_TYPES and not n.container:
+                import importlib
+
+                module, reader = _OWN_TYPES[n.type]
+                getattr(importlib.import_module(f"{__package__}.{module}"), reader)(n)
         except VariableError as e:
             raise FlowError(f"{file}: node {n.id!r} (assigner): {e}") from None
         except FlowError as e:

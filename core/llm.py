@@ -144,6 +144,48 @@ class LiteLLMClient:
         completion = int(getattr(usage, "completion_tokens", 0) or 0)
         return LLMReply(text=text, prompt_tokens=prompt, completion_tokens=completion, model=target, note=note)
 
+    def complete_tools(self, model: str, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
+                       max_tokens: int | None = None) -> "ToolReply":
+        """One model step with tools offered (litellm tool calling); the agent runs the tools itself."""
+        target, note = self.route(model)
+        litellm = _litellm()
+        kwargs: dict[str, Any] = {"model": target, "messages": [dict(m) for m in messages], "timeout": self.timeout,
+                                  "tools": [dict(t) for t in tools]}
+        if max_tokens:
+            kwargs["max_tokens"] = max_tokens
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                response = litellm.completion(**kwargs)
+        except Exception as e:
+            raise LLMError(_describe_failure(target, e)) from None
+        try:
+            message = response.choices[0].message
+        except (AttributeError, IndexError):
+            raise LLMError(f"{target}: the provider returned no message") from None
+        calls = tuple(ToolCallRequest(str(getattr(c, "id", "") or ""), str(c.function.name or ""),
+                                      str(c.function.arguments or "{}"))
+                      for c in getattr(message, "tool_calls", None) or [])
+        usage = getattr(response, "usage", None)
+        return ToolReply(text=message.content or "", prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0), model=target, note=note,
+                         tool_calls=calls)
+
+
+@dataclass(frozen=True)
+class ToolCallRequest:
+    """A tool call a model asked for (OpenAI's ``tool_calls`` item); ``arguments`` is JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ToolReply(LLMReply):
+    """A reply that may ask for tool calls instead of (or with) text."""
+
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+
 
 def _describe_failure(model: str, error: Exception) -> str:
     kind = type(error).__name__
@@ -166,4 +208,4 @@ def default_client() -> LiteLLMClient:
 
 
 __all__ = ["LLMClient", "LLMReply", "LLMError", "LiteLLMClient", "DemoClient", "default_client", "KEYLESS_PROVIDERS",
-           "one_line"]
+           "one_line", "ToolCallRequest", "ToolReply"]

@@ -697,8 +697,9 @@ def retrieve_settings(node: "Node") -> RetrieveSettings:
     for key in ("query", "user"):
         if key in data and not isinstance(data[key], str):
             raise _flow_error(node, f"'{key}' must be a template text such as {{{{#sys.{key}#}}}}")
-    return RetrieveSettings(query=data.get("query", RetrieveSettings.query), user=data.get("user", RetrieveSettings.user),
-                            top_k=top_k, threshold=float(threshold) if threshold is not None else None)
+    return RetrieveSettings(query=data.get("query", RetrieveSettings.query),
+                            user=data.get("user", RetrieveSettings.user), top_k=top_k,
+                            threshold=float(threshold) if threshold is not None else None)
 
 
 def store_settings(node: "Node") -> StoreSettings:

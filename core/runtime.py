@@ -47,15 +47,23 @@ from .ledger import Ledger, LedgerEntry, SyntheticMessage
 from .llm import LLMClient, LLMError, default_client, one_line
 from .memory import FIDELITIES, ConfigError, MemoryConfig, Replay, turn_numbers
 from .templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, FileList, VariablePool, refers_to, render, render_jinja,
-                        value_text)
+                        selectors_in, value_text)
 from .tokens import DEMO_MODEL, REPLY_PRIMING, counter_for
 from .variables import (AssignerError, VariableChange, edit_variable, initialize,
                         run_assigner_v1, run_assigner_v2)
+from .agent import (DemoPlanner, GranularityError, agent_settings, check_granularity, message_from_dict, planner_for,
+                    resolve_granularity, run_agent)
+from .agent import message_dict as message_dict_full
+from .long_term import (LLMExtractor, LongTermMemoryError, Source, memories_text, retrieve_settings,
+                        store_settings)
+from .window_node import FAIL_BRANCH, META_KEY as WINDOW_META, WindowInputError, message_dict, parse_overwrite, \
+    window_call, window_settings
 
 SUCCEEDED = "succeeded"
 FAILED = "failed"
 #: Where a prompt message came from (the context receipt's origin chips).
-ORIGINS = ("system", "template", "conversation variable", "memory history", "current query", "context")
+ORIGINS = ("system", "template", "conversation variable", "memory history", "current query", "context",
+           "long-term memory")
 NO_PROMPT = "No prompt found in the LLM configuration. Please ensure a prompt is properly configured before proceeding."
 ROLE_PREFIX_REQUIRED = "Memory role prefix is required for completion model."
 
@@ -146,6 +154,10 @@ class NodeRun:
     model_called: str | None = None  # the model that answered (memlens/demo when it stood in)
     branch: str | None = None  # the handle taken by an if-else or a multi-way pass-through
     notes: list[str] = field(default_factory=list)
+    steps: list[dict] | None = None  # agent nodes: every tool call with its args, result and the state after it
+    granularity: str | None = None  # agent nodes: the history granularity the run replayed earlier turns with
+    granularity_source: str | None = None  # which setting decided it: request, flow or default
+    recalled: list[dict] | None = None  # long-term memories in the prompt: node_id, id, memory, score, tokens
 
     @property
     def fixed_prompt_tokens(self) -> int | None:
@@ -189,6 +201,8 @@ class TurnRecord:
     node_runs: list[NodeRun] = field(default_factory=list)
     variable_changes: list[VariableChange] = field(default_factory=list)
     variables: dict = field(default_factory=dict)  # every conversation variable after the turn
+    intermediate: list[dict] = field(default_factory=list)  # tool calls and results agent nodes produced
+    window_overwrites: dict = field(default_factory=dict)  # window-memory node id → history set from its input
 
     @property
     def succeeded(self) -> bool:
@@ -216,12 +230,16 @@ class TurnRecord:
 
     def to_turn(self) -> Turn:
         """The stored message record: query, the Answer-node output (what memory replays), status."""
-        messages = (Message("user", self.query, QUERY, f"{self.id}:query"),
+        middle = tuple(message_from_dict(m) for m in self.intermediate)
+        messages = (Message("user", self.query, QUERY, f"{self.id}:query"), *middle,
                     Message("assistant", self.answer, ANSWER, f"{self.id}:answer"))
         fixed = {r.node_id: r.fixed_prompt_tokens for r in self.node_runs if r.fixed_prompt_tokens is not None}
-        return Turn(id=self.id, parent_id=self.parent_id, messages=messages, query_index=0, answer_index=1,
-                    status="normal" if self.succeeded else "error", error=self.error, created_at=self.created_at,
-                    answer_tokens=self.answer_tokens, meta={"prompt_tokens": fixed, "inputs": copy.deepcopy(self.inputs)})
+        meta = {"prompt_tokens": fixed, "inputs": copy.deepcopy(self.inputs)}
+        if self.window_overwrites:
+            meta[WINDOW_META] = copy.deepcopy(self.window_overwrites)
+        return Turn(id=self.id, parent_id=self.parent_id, messages=messages, query_index=0,
+                    answer_index=len(messages) - 1, status="normal" if self.succeeded else "error", error=self.error,
+                    created_at=self.created_at, answer_tokens=self.answer_tokens, meta=meta)
 
     def to_dict(self) -> dict:
         out = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)
@@ -489,6 +507,12 @@ class _Context:
     emit: Callable[..., None]
     changes: list[VariableChange] = field(default_factory=list)
     answers: list[str] = field(default_factory=list)
+    long_term: Any = None  # a core.long_term.LongTermMemory, or None when no store is connected
+    granularity: str | None = None  # the request's history granularity (None: the flow's, else the default)
+    recalled: dict = field(default_factory=dict)  # memory-retrieve node id → its results (dicts)
+    window_calls: dict = field(default_factory=dict)  # window-memory node id → (config, overwrite or None)
+    window_overwrites: dict = field(default_factory=dict)  # persisted inputs (thread scope)
+    intermediate: list = field(default_factory=list)  # Messages agent nodes added to the turn
 
     def client(self) -> LLMClient:
         if self.llm is None:
@@ -562,6 +586,9 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
     settings: LLMSettings = llm_settings(node)
     override = ctx.overrides.get(node.id)
     config = node_memory_config(ctx.flow, node.id, fidelity=ctx.fidelity, override=override)
+    window = None if override else _window_memory(node, ctx)  # a what-if override replays as usual
+    if window is not None:
+        config = window[1].with_(model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens)
     memory_on = config.strategy != "off"
     block = settings.memory if memory_on else None  # Dify's memory block, as this run sees it
     run.memory = config.to_dict()
@@ -600,7 +627,9 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
             text = render_item(item)
             if text:
                 used_context = bool(context_text) and CONTEXT_PLACEHOLDER in item.text
-                fixed.append(PromptMessage(item.role, text, _template_origin(item.text, item.role, used_context),
+                origin = "long-term memory" if _recall_sources(item, settings, ctx) else \
+                    _template_origin(item.text, item.role, used_context)
+                fixed.append(PromptMessage(item.role, text, origin,
                                            counter.chat(item.role, text)))
         history_at = len(fixed)
         if sys_query:
@@ -620,11 +649,18 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
         fixed.append(PromptMessage("user", probe, "template", counter.chat("user", probe)))
 
     fixed_tokens = REPLY_PRIMING + sum(m.tokens for m in fixed)
-    replay = Replay(ctx.conversation, config, system_prompt="", has_thread=ctx.flow.is_chat,
-                    prompt_tokens=lambda _position: fixed_tokens)
-    ledger = replay.ledger_at(ctx.position)
+    if window is not None:
+        call = window_call(ctx.conversation, ctx.position, window[0], config, overwrite=window[2],
+                           has_thread=ctx.flow.is_chat, prompt_tokens=fixed_tokens)
+        ledger, history = call.ledger, call.messages
+    else:
+        replay = Replay(ctx.conversation, config, system_prompt="", has_thread=ctx.flow.is_chat,
+                        prompt_tokens=lambda _position: fixed_tokens)
+        ledger = replay.ledger_at(ctx.position)
+        history = replay.history_messages(ledger)
     run.ledger = ledger
-    history = replay.history_messages(ledger)
+    run.memory = config.to_dict()
+    run.recalled = _recalled(settings.prompt, settings, ctx, counter) or None
     if settings.mode == "chat":
         hist = [PromptMessage(m.role, m.content, "memory history", counter.message(m)) for m in history]
         prompt = fixed[:history_at] + hist + fixed[history_at:]
@@ -661,6 +697,191 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
     if reply.note:
         run.notes.append(reply.note)
     run.outputs = {"text": reply.text, "usage": reply.usage, "finish_reason": "stop"}
+
+
+# -- long-term memory, window memory and agent nodes (logic in core.long_term, core.window_node, core.agent) --
+
+def _recall_sources(item, settings: LLMSettings, ctx: _Context) -> list[str]:
+    """The memory-retrieve nodes a prompt item reads (its template or its Jinja2 variables)."""
+    heads = {s[0] for s in selectors_in(item.text or "")}
+    if item.edition_type == "jinja2":
+        heads |= {str((v.get("value_selector") or [""])[0]) for v in settings.jinja2_variables}
+    return [h for h in heads if h in ctx.recalled]
+
+
+def _recalled(items, settings: LLMSettings, ctx: _Context, counter) -> list[dict]:
+    """The retrieved memories a node's prompt carries, each with its tokens and score (for the receipt)."""
+    out = []
+    for source in sorted({h for item in items for h in _recall_sources(item, settings, ctx)}):
+        for row in ctx.recalled[source]:
+            out.append({"node_id": source, "id": row["id"], "memory": row["memory"], "score": row["score"],
+                        "tokens": counter.text(row["memory"])})
+    return out
+
+
+def _window_memory(node: Node, ctx: _Context) -> tuple[str, MemoryConfig, Any] | None:
+    """``(window node id, its config, this call's overwrite)`` when the node reads a window-memory node."""
+    source = node.data.get("memory_node")
+    if not source:
+        return None
+    if source not in ctx.window_calls:
+        if not ctx.flow.has_node(source) or ctx.flow.node(source).type != "window-memory":
+            raise _NodeFailed(f"memory_node {source!r} is not a window-memory node of this flow")
+        raise _NodeFailed(f"window memory {source!r} has not run before {node.id!r} in this turn; connect it "
+                          f"before {node.id!r}")
+    config, overwrite = ctx.window_calls[source]
+    return source, config, overwrite
+
+
+def _run_window_memory(node: Node, ctx: _Context, run: NodeRun) -> str | None:
+    settings = window_settings(node)
+    config = settings.config()
+    run.memory = config.to_dict()
+    overwrite = None
+    try:
+        if settings.overwrite_from_input:
+            raw = ctx.pool.get(list(settings.overwrite_from_input))
+            if raw not in (MISSING, NONE, None, ""):  # an empty form field is no input
+                overwrite, notes = parse_overwrite(raw)
+                run.notes.extend(notes)
+    except WindowInputError as e:
+        if not settings.expose_error_output:
+            raise _NodeFailed(str(e)) from None
+        run.status, run.error = "exception", str(e)
+        run.outputs = {"error_message": str(e), "error_type": type(e).__name__, "history_set": False}
+        return FAIL_BRANCH
+    call = window_call(ctx.conversation, ctx.position, node.id, config, overwrite=overwrite,
+                       has_thread=ctx.flow.is_chat)
+    ctx.window_calls[node.id] = (config, overwrite)
+    if overwrite is not None and config.scope == "thread" and ctx.flow.is_chat:
+        ctx.window_overwrites[node.id] = [message_dict(m) for m in overwrite]
+    run.ledger = call.ledger
+    run.notes.extend(call.notes)
+    run.outputs = {"history_set": call.history_set, "count": len(call.messages)}
+    if settings.expose_messages_output:
+        run.outputs["messages"] = [message_dict(m) for m in call.messages]
+    return "source" if settings.expose_error_output else None
+
+
+def _run_memory_retrieve(node: Node, ctx: _Context, run: NodeRun) -> None:
+    settings = retrieve_settings(node)
+    user = render(settings.user, ctx.pool).strip()
+    query = render(settings.query, ctx.pool)
+    results = []
+    if ctx.long_term is None:
+        run.notes.append("no long-term memory store is connected: nothing to retrieve")
+    else:
+        try:
+            results = ctx.long_term.retrieve(user, query, settings.top_k, threshold=settings.threshold)
+        except LongTermMemoryError as e:
+            raise _NodeFailed(str(e)) from None
+    rows = [r.to_dict() for r in results]
+    ctx.recalled[node.id] = rows
+    run.outputs = {"text": memories_text(results), "memories": rows, "count": len(rows), "user_id": user,
+                   "query": query}
+
+
+def _run_memory_store(node: Node, ctx: _Context, run: NodeRun) -> None:
+    settings = store_settings(node)
+    user = render(settings.user, ctx.pool).strip()
+    messages = [{"role": "user", "content": render(settings.query, ctx.pool)}]
+    answer = render(settings.answer, ctx.pool) if settings.answer else ""
+    if answer:
+        messages.append({"role": "assistant", "content": answer})
+    if ctx.long_term is None:
+        run.notes.append("no long-term memory store is connected: nothing stored")
+        run.outputs = {"events": [], "added": 0, "updated": 0, "deleted": 0, "unchanged": [], "user_id": user}
+        return
+    extractor = None
+    if settings.extractor == "llm":
+        client = ctx.client()
+        route = getattr(client, "route", None)
+        target = route(settings.model)[0] if route is not None else settings.model
+        if target.startswith("memlens/"):
+            run.notes.append(f"{settings.model} runs on the demo model, which extracts no JSON: "
+                             "facts extracted offline")
+        else:
+            extractor = LLMExtractor(client, settings.model)
+    source = Source(conversation_id=ctx.conversation.id, turn_id=ctx.turn_id, flow=ctx.flow.name, turn=ctx.turn_number)
+    try:
+        # Written at once, like Dify's plugin call: the change stays even if a later node fails.
+        result = ctx.long_term.store(user, messages, source=source, extractor=extractor)
+    except (LongTermMemoryError, LLMError) as e:
+        raise _NodeFailed(str(e)) from None
+    counts = result.counts()
+    run.outputs = {"events": [{"memory_id": e.memory_id, "event": e.event, "memory": e.new_memory,
+                               "previous_memory": e.old_memory} for e in result.events],
+                   "added": counts["ADD"], "updated": counts["UPDATE"], "deleted": counts["DELETE"],
+                   "unchanged": list(result.unchanged), "user_id": user}
+
+
+def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
+    settings = agent_settings(node)
+    try:
+        granularity, source = resolve_granularity(ctx.granularity, ctx.flow.history.get("granularity"))
+    except GranularityError as e:
+        raise _NodeFailed(str(e)) from None
+    run.granularity, run.granularity_source = granularity, source
+    run.model = settings.model
+    window = _window_memory(node, ctx) if settings.memory_node else None
+    if window is not None:
+        config = window[1].with_(model=settings.model)
+    else:
+        config = MemoryConfig.from_dict({**settings.memory, "model": settings.memory.get("model", settings.model),
+                                         "granularity": granularity})
+    run.memory = config.to_dict()
+    counter = counter_for(config.model)
+    system_text = render(settings.system_prompt, ctx.pool) if settings.system_prompt else ""
+    raw_query = ctx.pool.get(["sys", "query"])
+    query = "" if raw_query in (MISSING, NONE) else str(raw_query)
+    fixed: list[PromptMessage] = []
+    if system_text:
+        origin = "long-term memory" if any(s[0] in ctx.recalled for s in selectors_in(settings.system_prompt)) \
+            else "system"
+        fixed.append(PromptMessage("system", system_text, origin, counter.chat("system", system_text)))
+    fixed_tokens = REPLY_PRIMING + sum(m.tokens for m in fixed) + counter.chat("user", query)
+    if window is not None:
+        call = window_call(ctx.conversation, ctx.position, window[0], config, overwrite=window[2],
+                           has_thread=ctx.flow.is_chat, prompt_tokens=fixed_tokens)
+        ledger, history = call.ledger, call.messages
+    else:
+        replay = Replay(ctx.conversation, config, system_prompt="", has_thread=ctx.flow.is_chat,
+                        prompt_tokens=lambda _position: fixed_tokens)
+        ledger = replay.ledger_at(ctx.position)
+        history = replay.history_messages(ledger)
+    run.ledger = ledger
+    run.prompt = fixed + [PromptMessage(m.role, m.content, "memory history", counter.message(m)) for m in history] \
+        + [PromptMessage("user", query, "current query", counter.chat("user", query))]
+    if any(s[0] in ctx.recalled for s in selectors_in(settings.system_prompt)):
+        run.recalled = [{"node_id": h, "id": r["id"], "memory": r["memory"], "score": r["score"],
+                         "tokens": counter.text(r["memory"])}
+                        for h in sorted({s[0] for s in selectors_in(settings.system_prompt)} & set(ctx.recalled))
+                        for r in ctx.recalled[h]]
+    planner = planner_for(ctx.client(), settings.model)
+    started = time.perf_counter()
+    try:
+        result = run_agent(query, tools=settings.tools, planner=planner, schema=settings.schema,
+                           system_prompt=system_text, history=history, max_agent_steps=settings.max_agent_steps,
+                           exit_conditions=settings.exit_conditions, ref_prefix=f"{ctx.turn_id}:{node.id}")
+    except LLMError as e:
+        raise _NodeFailed(str(e)) from None
+    finally:
+        run.latency_ms = (time.perf_counter() - started) * 1000
+    run.steps = [s.to_dict() for s in result.steps]
+    run.reply = result.text
+    run.usage = result.usage
+    run.model_called = "memlens/demo" if isinstance(planner, DemoPlanner) else settings.model
+    run.notes.extend(result.notes)
+    ctx.intermediate.extend(result.intermediate)
+    # The state is gone after the run; its public keys are the node's outputs (Haystack's output dict).
+    run.outputs = {**result.outputs, "text": result.text, "step_count": result.step_count,
+                   "exit_reason": result.exit_reason, "tool_call_counts": result.tool_call_counts,
+                   "usage": result.usage}
+
+
+_MEMORY_NODES: dict[str, Callable[[Node, _Context, NodeRun], str | None]] = {
+    "memory-retrieve": _run_memory_retrieve, "memory-store": _run_memory_store,
+    "window-memory": _run_window_memory, "tool-agent": _run_tool_agent}
 
 
 def _run_assigner(node: Node, ctx: _Context, run: NodeRun) -> None:
@@ -709,6 +930,9 @@ def _run_node(node: Node, ctx: _Context, inputs: dict) -> tuple[NodeRun, str | N
             branch = evaluate_if_else(node, ctx.pool)
             run.outputs = {"result": branch != "false", "selected_case_id": branch}
             ctx.pool.add_outputs(node.id, run.outputs)
+        elif node.type in ("memory-retrieve", "memory-store", "window-memory", "tool-agent"):
+            branch = _MEMORY_NODES[node.type](node, ctx, run)
+            ctx.pool.add_outputs(node.id, run.outputs)
         elif node.type == "end":
             outputs = {}
             for out in node.data.get("outputs") or []:
@@ -727,7 +951,7 @@ def _run_node(node: Node, ctx: _Context, inputs: dict) -> tuple[NodeRun, str | N
     except _NodeFailed as e:
         run.status = FAILED
         run.error = str(e)
-    if node.type != "llm":
+    if node.type not in ("llm", "tool-agent"):
         run.latency_ms = (time.perf_counter() - started) * 1000
     run.branch = branch
     return run, branch
@@ -742,7 +966,7 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
              llm: LLMClient | None = None, node_memory_overrides: Mapping[str, Mapping[str, Any]] | None = None,
              on_variables_updated: Callable[[str, list[VariableChange]], None] | None = None,
              on_event: Callable[[dict], None] | None = None, turn_id: str | None = None,
-             created_at: float | None = None) -> TurnRecord:
+             created_at: float | None = None, long_term: Any = None, granularity: str | None = None) -> TurnRecord:
     """Run one turn of ``flow`` on ``state``; returns its record and leaves ``state`` unchanged.
 
     ``parent_id``: the turn this one answers after — :data:`LATEST` (the newest turn), ``None`` (a
@@ -750,6 +974,10 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     older turn, as Dify's Service API stores every message), or any earlier turn's id (a branch).
     ``llm``: the client to call models with (default: :class:`core.llm.LiteLLMClient`).
     ``node_memory_overrides``: ``{node_id: {MemoryConfig field: value}}`` for a what-if run.
+    ``long_term``: the long-term memory (:class:`core.long_term.LongTermMemory`) memory-retrieve and
+    memory-store nodes use, keyed by ``user_id``; ``None`` leaves them with nothing to read or write.
+    ``granularity``: the request's history granularity for agent nodes (``None``: the flow's
+    ``history.granularity``, else ``query_answer``).
     Bad input (unknown parent, bad fidelity, missing required inputs, a bad override) raises
     :class:`RunError` before anything runs.
     """
@@ -757,6 +985,11 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
         raise RunError(f"unknown fidelity {fidelity!r}; expected documented or code")
     if not isinstance(query, str):
         raise RunError("query must be text")
+    if granularity is not None:
+        try:
+            check_granularity(granularity, "request")
+        except GranularityError as e:
+            raise RunError(str(e)) from None
     overrides: dict[str, dict] = {}
     for node_id, override in (node_memory_overrides or {}).items():
         if not flow.has_node(node_id) or flow.node(node_id).type != "llm":
@@ -797,7 +1030,8 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
 
     ctx = _Context(flow=flow, conversation=working, position=position, turn_id=turn_id, turn_number=number, pool=pool,
                    variables=variables, fidelity=fidelity, llm=llm, overrides=overrides,
-                   on_variables_updated=on_variables_updated, emit=emit)
+                   on_variables_updated=on_variables_updated, emit=emit, long_term=long_term,
+                   granularity=granularity)
     emit("workflow_started", workflow_run_id=run_id,
          data={"id": run_id, "workflow_id": system["workflow_id"], "inputs": copy.deepcopy(checked_inputs),
                "created_at": int(created)})
@@ -808,7 +1042,9 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
                         answer=answer, status=FAILED if failed else SUCCEEDED, error=error,
                         dialogue_count=dialogue_count, created_at=created, inputs=copy.deepcopy(checked_inputs),
                         user_id=user_id, fidelity=fidelity, node_runs=runs, variable_changes=list(ctx.changes),
-                        variables=copy.deepcopy(ctx.variables))
+                        variables=copy.deepcopy(ctx.variables),
+                        intermediate=[message_dict_full(m) for m in ctx.intermediate],
+                        window_overwrites=copy.deepcopy(ctx.window_overwrites))
     elapsed = round(sum(r.latency_ms for r in runs) / 1000, 6)
     if not failed:
         emit("message_end", id=turn_id, metadata={"usage": record.usage}, files=[])
@@ -946,6 +1182,10 @@ def run_conversation(flow: Flow, queries: Sequence[str | Mapping[str, Any]], *, 
     A query is a string or ``{"query": str, "inputs": {...}}``. Keyword arguments go to :func:`run_turn`.
     """
     state = state or ConversationState.new(flow)
+    if kwargs.get("long_term") is None and any(n.type in ("memory-retrieve", "memory-store") for n in flow.nodes):
+        from .long_term import LongTermMemory
+
+        kwargs["long_term"] = LongTermMemory()  # one conversation's worth, in memory
     records = []
     for item in queries:
         if isinstance(item, Mapping):

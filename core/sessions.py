@@ -31,6 +31,7 @@ from .runtime import ConversationState, RunError, TurnRecord, run_turn
 from .store import repo
 from .store.db import Database, StoreError
 from .store.ledger_codec import pack_ledger, pack_prompt, unpack_node_run
+from .store.memories import long_term_store
 from .variables import VariableChange, defaults, edit_variable
 
 SESSION_CHANGED = ("The Agent configuration changed after this conversation started. "
@@ -59,6 +60,9 @@ class ConversationService:
         self.db = db
         self.llm = llm
         self._flows: dict[str, Flow] = {}
+        # Long-term memories live in the same database, keyed by user id: every flow and conversation
+        # on this store sees the same memories for a user.
+        self.long_term = long_term_store(db)
 
     # -- flows ---------------------------------------------------------------------------------------
     def import_flow(self, source: Flow | str | Path, name: str | None = None) -> repo.FlowVersion:
@@ -157,8 +161,12 @@ class ConversationService:
     def send(self, conversation_id: str, query: str, inputs: Mapping[str, Any] | None = None, *,
              parent_id: Any = _ACTIVE, flow_version_id: str | None = None,
              overrides: Mapping[str, Mapping[str, Any]] | None = None,
-             on_event: Callable[[dict], None] | None = None, llm: LLMClient | None = None) -> TurnRecord:
-        """Run one turn after ``parent_id`` (default: the active thread's last turn) and store it."""
+             on_event: Callable[[dict], None] | None = None, llm: LLMClient | None = None,
+             granularity: str | None = None) -> TurnRecord:
+        """Run one turn after ``parent_id`` (default: the active thread's last turn) and store it.
+
+        ``granularity`` is the request's history granularity for agent nodes (None: the flow's, else
+        ``query_answer``)."""
         flow, state, info = self.state(conversation_id)
         if flow_version_id is not None:
             flow = self.flow(flow_version_id)
@@ -177,7 +185,7 @@ class ConversationService:
         record = run_turn(flow, state, query, merged_inputs, parent_id=parent_id, user_id=info.user_id,
                           fidelity=info.meta.get("fidelity", "documented"), llm=llm or self.llm,
                           node_memory_overrides=overrides or None, on_variables_updated=persist_variables,
-                          on_event=on_event)
+                          on_event=on_event, long_term=self.long_term, granularity=granularity)
         repo.save_turn(self.db, conversation_id, turn_from_record(record, version_id))
         return record
 
@@ -311,6 +319,8 @@ def turn_from_record(record: TurnRecord, flow_version_id: str | None) -> dict:
     data["flow_version_id"] = flow_version_id
     data["answer_tokens"] = record.answer_tokens
     data["prompt_tokens"] = record.to_turn().meta.get("prompt_tokens", {})
+    if data.pop("intermediate", None):  # tool calls and results: the turn's full message list is stored
+        data["messages"] = [repo.message_to_dict(m) for m in record.to_turn().messages]
     return data
 
 
@@ -319,6 +329,7 @@ def record_from_stored(turn: Mapping[str, Any], conversation_id: str) -> TurnRec
                                                        "messages")}
     data["conversation_id"] = conversation_id
     data.setdefault("turn", turn.get("seq", 0))
+    data["intermediate"] = [m for m in turn.get("messages") or [] if m.get("kind") not in ("query", "answer")]
     return TurnRecord.from_dict(data)
 
 

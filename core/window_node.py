@@ -37,9 +37,10 @@ Decisions where the node's documentation is ambiguous (C.1's list), each pinned 
    history this call sees — windowed like any stored list, so only its last N are seen and the
    rest is trimmed permanently; after the call the store is ``last_N(input) + round``. An input
    that is absent, null or empty text (an unfilled form field) means "not provided" (the store is
-   untouched, ``history_set`` false); an empty list is provided and clears the history. With scope ``session`` or ``call`` the
-   input is this call's history and nothing persists; with ``thread`` it persists for the
-   thread's later turns (recorded in the turn, ``Turn.meta["window_overwrites"]``).
+   untouched, ``history_set`` false); an empty list is provided and clears the history. With
+   scope ``session`` or ``call`` the input is this call's history and nothing persists; with
+   ``thread`` it persists for the thread's later turns (recorded in the turn,
+   ``Turn.meta["window_overwrites"]``).
 6. **Error output.** Only the node's own failures (a malformed overwrite input) take the error
    path; with ``expose_error_output`` off they fail the turn, as any failing node does.
 

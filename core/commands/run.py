@@ -35,6 +35,7 @@ from ..conversation import QUERY
 from ..flow import Flow, load_flow
 from ..ledger import Ledger, explain
 from ..llm import LiteLLMClient
+from ..long_term import LongTermMemory
 from ..runtime import ConversationState, NodeRun, TurnRecord, run_turn
 
 
@@ -163,10 +164,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     queries = read_queries(args.queries)
     client = LiteLLMClient(demo_only=True)
     state = ConversationState.new(flow)
+    long_term = LongTermMemory()  # memory-retrieve/memory-store nodes: this run's own, in memory
     records: list[TurnRecord] = []
     for item in queries:
         record = run_turn(flow, state, item["query"], item["inputs"], user_id=args.user, fidelity=args.fidelity,
-                          llm=client)
+                          llm=client, long_term=long_term)
         records.append(record)
         state = state.apply(record)
     if args.format == "json":
