@@ -8,6 +8,7 @@ pages = [
     st.Page("pages/debugger.py", title="Debugger", icon=":material/troubleshoot:", default=True),
     st.Page("pages/ledger.py", title="Ledger explorer", icon=":material/receipt_long:"),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
+    st.Page("pages/present.py", title="Present", icon=":material/slideshow:"),
     st.Page("pages/import.py", title="Import", icon=":material/upload_file:"),
 ]
 st.navigation(pages).run()

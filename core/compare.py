@@ -694,6 +694,19 @@ class ReplyGrid:
                    [list(r) for r in data["replies"]], list(data.get("models") or []), int(data.get("skipped") or 0))
 
 
+def reply_at(replay: Replay, position: int, client: Any = None) -> Any:
+    """The reply to the query at ``position`` when the prompt is the system prompt, the history
+    this replay's ledger keeps there, and the query (an :class:`core.llm.LLMReply`)."""
+    from .llm import DemoClient
+
+    conversation = replay.conversation
+    history = replay.history_messages(replay.ledger_at(position))
+    system = replay.system_prompt
+    messages = ([{"role": "system", "content": system}] if system else []) + \
+        [m.to_openai() for m in history] + [conversation.turns[position].query_message.to_openai()]
+    return (client or DemoClient()).complete(replay.config.model, messages, replay.config.max_tokens or None)
+
+
 def replay_replies(conversation: Conversation, configs: Iterable[MemoryConfig | NamedConfig | dict], *,
                    client: Any = None, max_turns: int | None = 200, system_prompt: str | None = None) -> ReplyGrid:
     """Ask every answered turn's query again under each config (the last ``max_turns`` turns;
@@ -711,13 +724,9 @@ def replay_replies(conversation: Conversation, configs: Iterable[MemoryConfig | 
     models = []
     for c in named:
         replay = Replay(conversation, c.config, system_prompt=system_prompt)
-        system = replay.system_prompt
         answered_by = ""
         for r, p in enumerate(rows):
-            history = replay.history_messages(replay.ledger_at(p))
-            messages = ([{"role": "system", "content": system}] if system else []) + \
-                [m.to_openai() for m in history] + [conversation.turns[p].query_message.to_openai()]
-            reply = client.complete(c.config.model, messages, c.config.max_tokens or None)
+            reply = reply_at(replay, p, client)
             replies[r].append(reply.text)
             answered_by = reply.model
         models.append(answered_by or c.config.model)
@@ -787,5 +796,5 @@ def compare(conversation: Conversation, configs: Iterable[MemoryConfig | NamedCo
 __all__ = ["CompareError", "NamedConfig", "named_configs", "Column", "message_columns", "HeatmapWindow",
            "heatmap_window", "RetentionMatrix", "retention_matrix", "TrackedFact", "detect_facts", "track_facts",
            "FactFate", "fact_sentence", "Series", "turn_series", "DiffItem", "TurnDiff", "turn_diff", "Comparison",
-           "ReplyGrid", "replay_replies",
+           "ReplyGrid", "replay_replies", "reply_at",
            "compare", "REASON_LABELS", "HEATMAP_ROWS", "HEATMAP_COLUMNS", "MIN_CONFIGS", "MAX_CONFIGS"]

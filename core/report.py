@@ -833,6 +833,56 @@ def report_html(report: Report) -> str:
             "compare page (Import).</p></footer></main></body></html>\n")
 
 
+# -- what one memory holds at one turn (the presentation) -----------------------------------------------
+
+@dataclass(frozen=True)
+class Remembered:
+    """What one node's (or config's) memory holds at a turn, in a sentence's worth of numbers:
+    the turns it still has a message of, the earlier turns of the thread it has none of, and
+    what a summary stands for."""
+
+    kept: int
+    history_tokens: int
+    budget: int | None
+    kept_turns: tuple[int, ...]
+    forgotten_turns: tuple[int, ...]
+    summarized_turns: tuple[int, ...] = ()
+    off: bool = False
+
+    def sentence(self) -> str:
+        from .ledger import turn_ranges
+
+        if self.off:
+            return "memory off: remembers nothing from earlier turns"
+        if not self.kept_turns and not self.summarized_turns and not self.forgotten_turns:
+            return "first turn: nothing earlier to remember"
+        parts = []
+        if self.kept_turns:
+            budget = f" of a {self.budget:,} budget" if self.budget is not None else ""
+            parts.append(f"remembers {turn_ranges(self.kept_turns)} ({self.kept} messages, "
+                         f"{self.history_tokens:,} tokens{budget})")
+        else:
+            parts.append("remembers no earlier message")
+        if self.summarized_turns:
+            parts.append(f"has a summary of {turn_ranges(self.summarized_turns)}")
+        if self.forgotten_turns:
+            parts.append(f"forgot {turn_ranges(self.forgotten_turns)}")
+        return "; ".join(parts)
+
+
+def remembered(ledger: Any) -> Remembered:
+    """A ledger as a :class:`Remembered`."""
+    entries = ledger.entries
+    if entries and all(e.reason == MEMORY_OFF for e in entries):
+        return Remembered(0, 0, ledger.budget, (), (), (), True)
+    kept = sorted({e.turn for e in entries if e.kept})
+    summarized = sorted({t for s in ledger.synthetic for t in s.covers})
+    on_thread = {e.turn for e in entries if e.reason not in (OTHER_BRANCH, SCOPE, MEMORY_OFF)}
+    forgotten = sorted(on_thread - set(kept) - set(summarized))
+    return Remembered(sum(1 for e in entries if e.kept), ledger.history_tokens, ledger.budget, tuple(kept),
+                      tuple(forgotten), tuple(summarized))
+
+
 # -- storing uploads and saved configs ------------------------------------------------------------------
 
 @dataclass
@@ -928,7 +978,7 @@ DEFAULT_CONFIGS = (NamedConfig("dify window 3", MemoryConfig(window=3)),
 
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "CONFIG_SETS_KEY", "REASON_COLOURS", "REASON_ORDER", "CONFIG_COLOURS",
-           "FACT_MODES", "DEFAULT_CONFIGS", "ReportError", "Source", "Report", "ImportOutcome", "source_of",
+           "FACT_MODES", "DEFAULT_CONFIGS", "ReportError", "Source", "Report", "ImportOutcome", "Remembered", "remembered", "source_of",
            "load_stored", "records_from_rows", "source_from_export", "read_sources", "read_source_file", "build_report", "report_bundle",
            "bundle_json", "read_report", "read_report_records", "report_html", "heatmap_svg", "line_chart_svg",
            "conversation_to_json", "conversation_from_json", "message_to_json", "import_upload", "saved_config_sets",

@@ -1,0 +1,149 @@
+"""Present: step through a conversation turn by turn and show what each memory holds — no key needed."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import streamlit as st
+
+from core.compare import NamedConfig, compare, reply_at
+from core.errors import MemLensError
+from core.findings import config_findings, findings_at, flow_findings, run_findings
+from core.llm import DemoClient
+from core.memory import Replay, turn_numbers
+from core.report import DEFAULT_CONFIGS, remembered, saved_config_sets
+from ui.compare_source import database, pick_source
+from ui.present_view import Card, render_captions, render_cards, render_chat
+
+P = "pre"
+NODES, CONFIGS = "nodes", "configs"
+state = st.session_state
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _replays(key: str, configs_json: str, _conv) -> list[Replay]:
+    return [Replay(_conv, NamedConfig.from_dict(c).config) for c in json.loads(configs_json)]
+
+
+@st.cache_resource(show_spinner="Looking for surprises…", max_entries=32)
+def _findings(key: str, configs_json: str, subject: str, _source):
+    conv = _source.conversation
+    if subject == NODES:
+        return run_findings(_source.flow, conv, _source.records)
+    configs = json.loads(configs_json)
+    out = config_findings(conv, configs, comparison=compare(conv, configs))
+    if _source.flow is not None:
+        out = out + flow_findings(_source.flow)
+    return out
+
+
+@st.cache_resource(show_spinner=False, max_entries=512)
+def _reply(key: str, configs_json: str, index: int, position: int, _replay: Replay) -> str:
+    return reply_at(_replay, position, DemoClient()).text
+
+
+def _step(delta: int | None = None, to: int | None = None) -> None:
+    count = state.get(f"{P}_count", 1)
+    i = state.get(f"{P}_i", 0)
+    i = to if to is not None else i + (delta or 0)
+    state[f"{P}_i"] = max(0, min(count - 1, i))
+    state[f"{P}_last_step"] = time.monotonic()
+
+
+st.title("Present")
+st.caption("Step through a conversation turn by turn: the chat on the left, what each memory holds on the right, "
+           "and the surprises as captions. Everything runs offline on the demo model — no API key needed.")
+
+with st.sidebar:
+    st.subheader("Conversation")
+    picked = pick_source(P)
+if picked is None:
+    st.stop()
+source = picked.source
+conv = source.conversation
+answered = conv.answered_turns()
+if not answered:
+    st.warning("This conversation has no user turn to present.")
+    st.stop()
+
+with st.sidebar:
+    st.subheader("Memories to show")
+    options = ([NODES] if source.flow is not None and source.records else []) + [CONFIGS]
+    labels = {NODES: f"the nodes of {source.flow.name if source.flow else 'the flow'} (as recorded)",
+              CONFIGS: "memory configs (replayed)"}
+    if state.get(f"{P}_subject") not in options or state.get(f"{P}_key") != picked.key:
+        state[f"{P}_subject"] = options[0]  # a recorded flow shows its own nodes first
+    subject = st.radio("Show", options, key=f"{P}_subject", format_func=labels.get, label_visibility="collapsed")
+    configs = list(source.configs or DEFAULT_CONFIGS)
+    if subject == CONFIGS:
+        sets = {"the defaults" if not source.configs else "the file's own": configs, **saved_config_sets(database())}
+        names = list(sets)
+        if state.get(f"{P}_set") not in names:
+            state[f"{P}_set"] = names[0]
+        chosen = st.selectbox("Config set", names, key=f"{P}_set",
+                              help="Save sets on the Compare page")
+        configs = list(sets[chosen])
+    st.subheader("Autoplay")
+    playing = st.toggle("Play", key=f"{P}_play")
+    every = st.slider("Seconds per turn", 1, 10, 3, key=f"{P}_every")
+
+configs_json = json.dumps([c.to_dict() for c in configs], sort_keys=True)
+try:
+    findings = _findings(picked.key, configs_json, subject, source)
+except MemLensError as e:
+    st.error(str(e))
+    st.stop()
+numbers = turn_numbers(conv)
+state[f"{P}_count"] = len(answered)
+if state.get(f"{P}_key") != picked.key:  # another conversation: back to its first turn
+    state[f"{P}_key"] = picked.key
+    state[f"{P}_i"] = 0
+
+
+@st.fragment(run_every=every if playing else None)
+def stage() -> None:
+    count = len(answered)
+    # Autoplay advances one turn per interval and stays on the last turn at the end.
+    if playing and time.monotonic() - state.get(f"{P}_last_step", 0.0) >= every \
+            and state.get(f"{P}_i", 0) < count - 1:
+        _step(1)
+    i = max(0, min(count - 1, state.get(f"{P}_i", 0)))
+    position = answered[i]
+    turn = numbers[position]
+    a, b, c, d, e = st.columns([1, 1, 3, 1, 1], vertical_alignment="center")
+    a.button("First", icon=":material/first_page:", key=f"{P}_first", on_click=_step, kwargs={"to": 0}, disabled=i == 0, width="stretch")
+    b.button("Previous", icon=":material/chevron_left:", key=f"{P}_prev", on_click=_step, kwargs={"delta": -1}, disabled=i == 0, width="stretch")
+    c.markdown(f"<div style='text-align:center;font-size:1.2rem'><b>Turn {turn}</b> · {i + 1} of {count}</div>",
+               unsafe_allow_html=True)
+    d.button("Next", icon=":material/chevron_right:", key=f"{P}_next", on_click=_step, kwargs={"delta": 1}, disabled=i == count - 1,
+             width="stretch")
+    e.button("Last", icon=":material/last_page:", key=f"{P}_last", on_click=_step, kwargs={"to": count - 1}, disabled=i == count - 1,
+             width="stretch")
+    render_captions(findings_at(findings, turn))
+    left, right = st.columns([3, 2])
+    with left:
+        render_chat(conv, conv.tree.thread(position), position)
+    with right:
+        cards = []
+        if subject == NODES:
+            record = next((r for r in source.records if r.id == conv.turns[position].id), None)
+            for run in (record.node_runs if record else []):
+                if run.type != "llm" or run.ledger is None:
+                    continue
+                held = remembered(run.ledger)
+                title = source.flow.node(run.node_id).label if source.flow.has_node(run.node_id) else run.node_id
+                cards.append(Card(title, held.sentence(), run.reply, "replied", bool(held.forgotten_turns) or held.off))
+            if not cards:
+                st.caption("No LLM node ran at this turn.")
+        else:
+            replays = _replays(picked.key, configs_json, conv)
+            for k, (named, replay) in enumerate(zip(configs, replays)):
+                held = remembered(replay.ledger_at(position))
+                reply = _reply(picked.key, configs_json, k, position, replay)
+                cards.append(Card(named.label, held.sentence(), reply, "the demo model answers",
+                                  bool(held.forgotten_turns) or held.off))
+        render_cards(cards)
+
+
+stage()

@@ -1,0 +1,120 @@
+"""The presentation page (AppTest): it steps through a conversation turn by turn, shows what each
+memory holds and what the demo model answers with it (no API key), puts findings on their turn,
+plays by itself, and shows a recorded flow's nodes."""
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.llm import DemoClient
+from core.sessions import ConversationService
+from core.store.db import Database
+from tests.conftest import ROOT
+
+KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "AZURE_API_KEY", "MISTRAL_API_KEY")
+
+
+@pytest.fixture
+def page(tmp_path, monkeypatch):
+    for key in KEYS:
+        monkeypatch.delenv(key, raising=False)
+    url = f"sqlite:///{tmp_path / 'memlens.db'}"
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", url)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/present.py").run()
+    assert not at.exception, at.exception
+    at.db_url = url
+    return at
+
+
+def heading(at):
+    return next(m.value for m in at.markdown if "<b>Turn " in m.value)
+
+
+def cards(at):
+    """(title, sentence, reply) of every memory card, in order."""
+    values = [m.value for m in at.markdown]
+    out = []
+    for i, v in enumerate(values):
+        if v.startswith("**") and v.endswith("**"):
+            out.append((v.strip("*"), values[i + 1], values[i + 2] if i + 2 < len(values) else ""))
+    return out
+
+
+def captions(at):
+    return [m.value for m in at.markdown if "border-left:3px solid #f59e0b" in m.value]
+
+
+def go_to(at, index):
+    at.session_state["pre_i"] = index
+    return at.run()
+
+
+def test_it_steps_through_the_conversation_turn_by_turn(page):
+    assert "<b>Turn 1</b> · 1 of 12" in heading(page)
+    assert page.button(key="pre_prev").disabled
+    page.button(key="pre_next").click().run()
+    assert "<b>Turn 2</b> · 2 of 12" in heading(page)
+    page.button(key="pre_next").click().run()
+    page.button(key="pre_prev").click().run()
+    assert "<b>Turn 2</b>" in heading(page)
+    page.button(key="pre_last").click().run()
+    assert "<b>Turn 12</b> · 12 of 12" in heading(page) and page.button(key="pre_next").disabled
+    page.button(key="pre_first").click().run()
+    assert "<b>Turn 1</b>" in heading(page)
+
+
+def test_each_memory_shows_what_it_holds_and_how_the_demo_model_answers_with_it(page):
+    go_to(page, 10)  # turn 11: "Remind me, what's my name and my booking reference?"
+    shown = cards(page)
+    assert [c[0] for c in shown] == ["dify window 3", "dify window 10", "window 6 msgs"]
+    assert "remembers turns 8–10" in shown[0][1] and "forgot turns 1–7" in shown[0][1]
+    assert "remembers turns 1–10" in shown[1][1] and "forgot" not in shown[1][1]
+    assert "I don&#x27;t know your name" in shown[0][2]
+    assert "Your name is Dana" in shown[1][2]
+    chat = [m.value for m in page.markdown if "Remind me, what&#x27;s my name" in m.value]
+    assert chat  # the chat shows the current turn
+
+
+def test_findings_are_captions_on_their_turn(page):
+    assert captions(page) == []
+    go_to(page, 10)
+    shown = captions(page)
+    assert len(shown) == 4  # name and booking number, for dify window 3 and window 6 msgs
+    assert all('data-kind="fact_not_seen"' in c for c in shown)
+    assert "At turn 11 the user asks about your name, but dify window 3 no longer has turn 1" in shown[0]
+
+
+def test_autoplay_moves_one_turn_per_interval_and_stops_at_the_end(page):
+    page.toggle(key="pre_play").set_value(True).run()
+    assert "<b>Turn 2</b>" in heading(page)  # the first step is due at once
+    page.run()
+    assert "<b>Turn 2</b>" in heading(page)  # the interval has not passed yet
+    page.session_state["pre_last_step"] = 0.0  # as if the interval had passed
+    page.run()
+    assert "<b>Turn 3</b>" in heading(page)
+    go_to(page, 11)
+    page.session_state["pre_last_step"] = 0.0
+    page.run()
+    assert "<b>Turn 12</b> · 12 of 12" in heading(page)
+
+
+def test_a_recorded_flow_shows_each_node_with_its_recorded_reply(page):
+    db = Database(page.db_url)
+    service = ConversationService(db, llm=DemoClient())
+    version = service.import_flow(ROOT / "sample_data" / "flows" / "support-bot.yml")
+    conv = service.start(version.flow_id, name="support").id
+    for q in json.loads((ROOT / "sample_data" / "flows" / "support-bot.queries.json").read_text()):
+        service.send(conv, q)
+    page.radio(key="pre_from").set_value("Stored").run()
+    page.selectbox(key="pre_stored").set_value(conv).run()
+    assert page.radio(key="pre_subject").value == "nodes"
+    go_to(page, 5)  # turn 6: "What's my name?"
+    shown = dict((title, (sentence, reply)) for title, sentence, reply in cards(page))
+    assert list(shown) == ["Classifier", "Responder"]
+    assert "memory off" in shown["Classifier"][0]
+    assert "remembers turns 3–5" in shown["Responder"][0] and "forgot turns 1–2" in shown["Responder"][0]
+    assert "I don&#x27;t know your name" in shown["Responder"][1]
+    assert any("Responder no longer has turn 1" in c for c in captions(page))
