@@ -10,5 +10,6 @@ pages = [
     st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
     st.Page("pages/present.py", title="Present", icon=":material/slideshow:"),
     st.Page("pages/import.py", title="Import", icon=":material/upload_file:"),
+    st.Page("pages/memories.py", title="Long-term memory", icon=":material/psychology:"),
 ]
 st.navigation(pages).run()

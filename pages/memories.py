@@ -1,0 +1,80 @@
+"""Long-term memory: browse, search, edit and delete a user's memories, each with its history."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.errors import MemLensError
+from ui import data
+from ui.memories_panel import memory_frame, render_history, render_recall_preview
+
+svc = data.service()
+store = svc.long_term
+
+st.title("Long-term memory")
+st.caption("Facts remembered per user, across conversations and flows, by memory-store steps (or by hand). "
+           "Every change — added, updated, deleted — stays in the memory's history with the turn it came from.")
+
+flash = st.session_state.pop("mem_flash", None)
+if flash:
+    (st.success if flash[0] == "ok" else st.error)(flash[1])
+
+users = [u.user_id for u in store.users()]
+with st.sidebar:
+    st.subheader("User")
+    picked = st.selectbox("User", users, key="mem_user", label_visibility="collapsed") if users else None
+    typed = st.text_input("Another user id", key="mem_user_other", placeholder="any user id")
+user = typed.strip() or picked
+if not user:
+    st.info("No long-term memories yet. Run a flow with a memory-store step (sample: long-term-memory), or type a "
+            "user id in the sidebar to add one by hand.")
+    st.stop()
+
+search = st.text_input("Search", key="mem_search", placeholder="a word in the memory or its key")
+items = store.memories(user, search)
+total = len(store.memories(user))
+st.subheader(f"Memories of {user}")
+st.caption(f"{len(items)} of {total} shown" if search.strip() else f"{total} memories")
+if items:
+    st.dataframe(memory_frame(items), hide_index=True, key="mem_table", width="stretch")
+elif search.strip():
+    st.info("No memory of this user contains that text.")
+
+
+def _act(action, ok: str) -> None:
+    try:
+        action()
+    except MemLensError as e:
+        st.session_state["mem_flash"] = ("error", str(e))
+    else:
+        st.session_state["mem_flash"] = ("ok", ok)
+    st.rerun()
+
+
+for item in items:
+    with st.expander(item.memory, expanded=False):
+        text = st.text_area("Text", item.memory, key=f"mem_text_{item.id}")
+        save, delete = st.columns(2)
+        if save.button("Save", key=f"mem_save_{item.id}", icon=":material/save:"):
+            _act(lambda: store.update(item.id, text), "Memory updated.")
+        if delete.button("Delete", key=f"mem_delete_{item.id}", icon=":material/delete:"):
+            _act(lambda: store.delete(item.id), "Memory deleted; its history is kept.")
+        st.caption(f"History · key {item.key or '—'} · id {item.id}")
+        render_history(store.history(item.id), key=f"mem_history_{item.id}")
+
+with st.expander("Remember something by hand"):
+    new = st.text_input("Memory", key="mem_new", placeholder="e.g. Your preferred seat is by the window.")
+    if st.button("Remember", key="mem_add", icon=":material/add:"):
+        _act(lambda: store.add(user, new), "Remembered.")
+
+deleted = store.deleted(user)
+if deleted:
+    with st.expander(f"Deleted memories ({len(deleted)})"):
+        for event in deleted:
+            st.text(event.old_memory or "(empty)")
+            render_history(store.history(event.memory_id), key=f"mem_deleted_{event.memory_id}")
+
+st.subheader("What a new conversation recalls")
+query = st.text_input("First message of a new conversation", key="mem_query",
+                      placeholder="leave empty to see the most recent memories")
+render_recall_preview(store, user, query or None, key="mem_recall")
