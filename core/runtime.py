@@ -321,7 +321,8 @@ def _check_override(node_id: str, override: Mapping[str, Any]) -> dict:
 
 def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = "documented",
                        override: Mapping[str, Any] | None = None) -> MemoryConfig:
-    """The memory config an LLM node runs with: ``dify`` with its window, or ``off`` without a memory block.
+    """The memory config an LLM node runs with: ``dify`` with its window, ``off`` without a memory block, or
+    the ``window`` of the window-memory node it reads (``memory_node``).
 
     ``model`` is the node's configured model (``memlens/demo`` when none is set): its context size
     and tokenizer are what Dify would budget with, whichever model stands in to answer.
@@ -332,6 +333,10 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = "documented"
     base = MemoryConfig(strategy="dify" if settings.memory is not None else "off",
                         window=settings.memory.window if settings.memory is not None else None,
                         fidelity=fidelity, model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens)
+    source = flow.node(node_id).data.get("memory_node")
+    if source and flow.has_node(source) and flow.node(source).type == "window-memory":
+        # The node reads a Window Memory store: its window and scope (an overwrite input is not replayed here).
+        base = window_settings(flow.node(source)).config(base.model).with_(max_tokens=base.max_tokens)
     try:
         if override:
             return base.with_(**_check_override(node_id, override)).validate()

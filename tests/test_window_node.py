@@ -323,3 +323,17 @@ def test_a_node_reading_a_window_memory_that_did_not_run_fails_with_a_clear_mess
     record = run_turn(flow, ConversationState.new(flow), "hi", llm=DemoClient())
     assert record.error == "window memory 'memory' has not run before 'responder' in this turn; connect it before " \
                            "'responder'"
+
+
+def test_a_what_if_on_a_node_reading_window_memory_starts_from_that_nodes_window():
+    from core.runtime import node_memory_config, what_if_ledger
+
+    flow = flow_with(window=3)
+    state, records = run_conversation(flow, ["one", "two", "three", "four"], llm=DemoClient())
+    assert node_memory_config(flow, "responder").to_dict() | {"model": "memlens/demo"} == \
+        records[-1].node_run("responder").memory | {"model": "memlens/demo"}
+    position = len(state.conversation.turns) - 1
+    same = what_if_ledger(flow, state.conversation, position, "responder", record=records[-1])
+    assert same.entries == records[-1].node_run("responder").ledger.entries
+    wider = what_if_ledger(flow, state.conversation, position, "responder", {"window": 6})
+    assert sum(e.kept for e in wider.entries) == 6 > sum(e.kept for e in same.entries) == 3
