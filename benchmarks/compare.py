@@ -9,7 +9,10 @@ user fact stated every 40 turns and restated now and then) and measures, in this
     heatmap window (60 turns × 240 messages) — everything the compare page draws;
 (c) for scale, the naive way to fill that heatmap window: one full ``Replay.ledger_at`` per row;
 (d) the whole 2,000-row matrix of one config through the same walk (``--full``), to show what a
-    window saves.
+    window saves;
+(e) everything the compare page draws, as the page does it: the comparison over the page's heatmap
+    window (40 turns × 160 messages), the findings of all six configs, the six plotly heatmaps and
+    the three line charts (figure data only, no browser) — and the one-file HTML report.
 
 Everything is printed as a ratio of (a). No target is asserted: the numbers go in the notes.
 Run: ``.venv/bin/python benchmarks/compare.py`` (``--turns N``, ``--full``).
@@ -114,12 +117,34 @@ def main() -> None:
     print(f"(c) one config's heatmap window: {len(window.rows)} full ledgers {naive:.3f} s = {naive / floor:.1f}× "
           f"floor; through the walk {fast:.3f} s = {fast / floor:.1f}× floor ({naive / fast:.0f}× faster)")
 
+    page_figures(conv, floor)
+
     if args.full:
         whole = heatmap_window(conv, max_rows=10**9, max_columns=10**9)
         seconds, matrix = timed(lambda: retention_matrix(Replay(conv, CONFIGS[0]), whole))
         n = sum(1 for r in matrix.cells for x in r if x is not None)
         print(f"(d) one config's whole matrix: {len(whole.rows):,} × {whole.last_column:,}, {n:,} cells: "
               f"{seconds:.2f} s = {seconds / floor:.0f}× floor")
+
+
+def page_figures(conv: Conversation, floor: float) -> None:
+    from core.findings import config_findings
+    from core.report import REPORT_COLUMNS, REPORT_ROWS, Source, build_report, report_html
+    from ui.compare_charts import kept_figure, oldest_figure, tokens_figure
+    from ui.heatmap import heatmap_figure
+
+    window = heatmap_window(conv, max_rows=REPORT_ROWS, max_columns=REPORT_COLUMNS)
+    seconds, result = timed(lambda: compare(conv, CONFIGS, window=window))
+    found_s, found = timed(lambda: config_findings(conv, CONFIGS, comparison=result))
+    figs_s, figs = timed(lambda: [heatmap_figure(m) for m in result.matrices]
+                         + [f(result) for f in (kept_figure, tokens_figure, oldest_figure)])
+    size = sum(len(f.to_json()) for f in figs)
+    total = seconds + found_s + figs_s
+    print(f"(e) the compare page: comparison {seconds:.3f} s + findings {found_s:.3f} s ({len(found)} found) + "
+          f"{len(figs)} figures {figs_s:.3f} s = {total:.3f} s = {total / floor:.1f}× floor; figure JSON "
+          f"{size / 1e6:.1f} MB")
+    report_s, html = timed(lambda: report_html(build_report(Source(conv, "bench"), CONFIGS, window=window)))
+    print(f"    the HTML report: {report_s:.3f} s = {report_s / floor:.1f}× floor, {len(html) / 1e6:.1f} MB")
 
 
 if __name__ == "__main__":

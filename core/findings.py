@@ -408,16 +408,17 @@ def _fact_findings(conversation: Conversation, comparison: Any, replays: Sequenc
     answered = conversation.answered_turns()
     numbers = turn_numbers(conversation)
     out: list[Finding] = []
+    questions: dict[str, list[int]] = {}  # fact key -> indices of the answered turns that ask for it
+    if any(f.key for f in comparison.facts):
+        for k, p in enumerate(answered):
+            for key in asked_keys(conversation.turns[p].query):
+                questions.setdefault(key, []).append(k)
     for f, fact in enumerate(comparison.facts):
         if not fact.messages:
             continue
         first_position = fact.messages[0][0]
         stated = numbers[first_position]
-        asked = []
-        if fact.key:
-            for k, p in enumerate(answered):
-                if p > first_position and fact.key in asked_keys(conversation.turns[p].query):
-                    asked.append(k)
+        asked = [k for k in questions.get(fact.key, []) if answered[k] > first_position] if fact.key else []
         for c, fate in enumerate(comparison.fates[f]):
             replay = replays[c]
             subject = comparison.configs[c].label

@@ -47,8 +47,10 @@ CONFIG_SETS_KEY = "compare.configs"
 #: A report's heatmap window: smaller than the page's, so a long conversation's file stays small.
 REPORT_ROWS = 40
 REPORT_COLUMNS = 160
-#: Turns whose full ledgers a report lists (short conversations list every turn).
+#: Conversations up to this many answered turns list every turn's ledger in a report; longer ones
+#: list :data:`LEDGER_TURNS_LONG` turns: the last, the selected one and the first findings' turns.
 LEDGER_TURNS = 30
+LEDGER_TURNS_LONG = 8
 
 #: One colour per reason, shared by the page's heatmaps and the report's.
 REASON_COLOURS = {
@@ -543,13 +545,15 @@ def heatmap_svg(matrix: RetentionMatrix, *, cell: int = 10, selected_turn: int |
         y = top + r * ch
         if r % step == 0 or turn == selected_turn:
             out.append(f'<text x="{left - 4}" y="{y + ch - 2}" text-anchor="end">turn {turn}</text>')
+        # One group per row keeps each cell small: a long conversation's report has tens of thousands.
+        out.append(f'<g class="row" data-turn="{turn}" transform="translate(0 {y})">')
         for c, reason in enumerate(matrix.cells[r]):
             if reason is None:
                 continue
-            colour = REASON_COLOURS.get(reason, "#000000")
-            out.append(f'<rect class="cell" data-turn="{turn}" data-reason="{_e(reason)}" x="{left + c * cw}" '
-                       f'y="{y}" width="{cw}" height="{ch}" fill="{colour}"><title>{_e(_cell_title(matrix, r, c))}'
+            out.append(f'<rect data-reason="{reason}" x="{left + c * cw}" width="{cw}" height="{ch}" '
+                       f'fill="{REASON_COLOURS.get(reason, "#000000")}"><title>{_e(_cell_title(matrix, r, c))}'
                        f'</title></rect>')
+        out.append("</g>")
         if turn == selected_turn:
             out.append(f'<rect x="{left}" y="{y}" width="{cols * cw}" height="{ch}" fill="none" stroke="#111827" '
                        f'stroke-width="1.5"/>')
@@ -715,10 +719,14 @@ def _ledger_turns(report: Report) -> list[int]:
     answered = [numbers[p] for p in report.conversation.answered_turns()]
     if len(answered) <= LEDGER_TURNS:
         return answered
-    wanted = {answered[-1]} | {f.turn for f in report.findings if f.turn is not None}
-    if report.selected_turn:
-        wanted.add(report.selected_turn)
-    return sorted(t for t in wanted if t in set(answered))[:LEDGER_TURNS]
+    have = set(answered)
+    wanted = [answered[-1]] + ([report.selected_turn] if report.selected_turn in have else [])
+    for f in report.findings:
+        if len(set(wanted)) >= LEDGER_TURNS_LONG:
+            break
+        if f.turn in have:
+            wanted.append(f.turn)
+    return sorted(set(wanted))
 
 
 def _ledgers_html(report: Report, columns: int = REPORT_COLUMNS) -> str:

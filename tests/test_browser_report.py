@@ -46,11 +46,11 @@ def test_the_report_renders_offline_and_requests_nothing_but_itself(tmp_path):
         for i in range(3):
             box = heatmaps.nth(i).bounding_box()
             assert box and box["width"] > 100 and box["height"] > 50
-        cells = page.locator("svg.heatmap rect.cell")
+        cells = page.locator("svg.heatmap rect[data-reason]")
         assert cells.count() == sum(1 for m in report.comparison.matrices for row in m.cells for x in row
                                     if x is not None)
         # A kept cell is drawn in the kept colour and carries its hover text.
-        kept = page.locator('svg.heatmap rect.cell[data-reason="kept"]').first
+        kept = page.locator('svg.heatmap rect[data-reason="kept"]').first
         assert kept.get_attribute("fill") == "#10b981"
         assert "sent to the model" in kept.locator("title").text_content()
         assert page.locator("svg.chart polyline").count() >= 3

@@ -49,12 +49,15 @@ class Page(HTMLParser):
         self.close()
 
     figure = None  # the data-config of the figure being read
+    row = None  # the turn of the heatmap row being read
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         if tag == "figure":
             self.figure = attrs.get("data-config")
-        self.tags.append((tag, {**attrs, "_figure": self.figure} if tag == "rect" else attrs))
+        if tag == "g" and "data-turn" in attrs:
+            self.row = int(attrs["data-turn"])
+        self.tags.append((tag, {**attrs, "_figure": self.figure, "_turn": self.row} if tag == "rect" else attrs))
         if tag not in self.VOID:
             self.stack.append(tag)
 
@@ -133,7 +136,7 @@ def test_heatmap_cells_in_the_report_are_the_ledgers():
     page = Page(report_html(report))
     for named in report.configs:
         replay = Replay(conv, named.config)
-        cells = [(int(a["data-turn"]), a["data-reason"], a["fill"]) for a in page.all("rect", _figure=named.label)
+        cells = [(a["_turn"], a["data-reason"], a["fill"]) for a in page.all("rect", _figure=named.label)
                  if "data-reason" in a]
         expected = []
         for p in conv.answered_turns():
@@ -385,3 +388,19 @@ def _ref(url, conv_id):
         return repo.load_conversation(db, conv_id).turns[0].messages[0].ref
     finally:
         db.dispose()
+
+
+def test_what_a_memory_holds_reads_as_one_sentence():
+    from core.report import remembered
+
+    conv = lisbon()
+    window = Replay(conv, MemoryConfig(window=3))
+    assert remembered(window.ledger(1)).sentence() == "first turn: nothing earlier to remember"
+    held = remembered(window.ledger(8))
+    assert (held.kept_turns, held.forgotten_turns, held.kept) == ((5, 6, 7), (1, 2, 3, 4), 6)
+    assert held.sentence().startswith("remembers turns 5–7 (6 messages, ") and held.sentence().endswith(
+        "; forgot turns 1–4")
+    assert remembered(Replay(conv, MemoryConfig(strategy="off")).ledger(8)).sentence() == \
+        "memory off: remembers nothing from earlier turns"
+    summary = remembered(Replay(conv, MemoryConfig(strategy="summary_buffer", max_history_tokens=100)).ledger(8))
+    assert summary.summarized_turns and "has a summary of turns 1–" in summary.sentence()
