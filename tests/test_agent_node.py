@@ -169,3 +169,17 @@ def test_with_a_real_model_the_tool_calls_come_from_the_model():
     list_notes = next(t for t in client.seen[0][1] if t["function"]["name"] == "list_notes")
     assert list_notes["function"]["parameters"]["properties"] == {}  # filled from the state, not by the model
     assert agent.usage == {"prompt_tokens": 10, "completion_tokens": 6, "total_tokens": 16}
+
+
+def test_the_panel_shows_the_state_after_each_call_and_which_setting_decided_the_granularity():
+    from ui.memories_panel import granularity_line, steps_frame
+
+    flow = load_flow(FLOW)
+    record = run_turn(flow, ConversationState.new(flow), "note: buy milk. What is 2*3?", llm=DemoClient(),
+                      granularity="all_messages")
+    run = record.node_run("agent").to_dict()
+    frame = steps_frame(run["steps"])
+    assert list(frame["tool"]) == ["note", "calculator"]
+    assert [json.loads(s) for s in frame["state after"]] == [{"notes": ["buy milk"]},
+                                                             {"notes": ["buy milk"], "last_result": 6}]
+    assert granularity_line(run) == "history granularity all_messages — set on the request"

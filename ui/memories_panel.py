@@ -8,16 +8,23 @@ Use in the debugger (a new conversation, before its first turn)::
     from ui.memories_panel import render_recall_preview
     render_recall_preview(svc.long_term, info.user_id, draft_query_or_None, key="dbg-recall")
 
-and next to a node's receipt, the memories its prompt carried (``NodeRun.recalled``)::
+next to a node's receipt, the memories its prompt carried (``NodeRun.recalled``)::
 
     from ui.memories_panel import render_recalled
     render_recalled(run.get("recalled"), key=f"recalled-{run['node_id']}")
+
+and for a ``tool-agent`` node run, which setting decided its history granularity and the state
+after each tool call (``NodeRun.granularity_source`` and ``NodeRun.steps``)::
+
+    from ui.memories_panel import render_agent_run
+    render_agent_run(run, key=f"agent-{run['node_id']}")
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Sequence
+import json
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 import streamlit as st
@@ -82,3 +89,44 @@ def render_recalled(recalled: Sequence[dict[str, Any]] | None, *, key: str) -> N
                            "from": r.get("node_id", "")} for r in recalled],
                          columns=["memory", "score", "tokens", "from"])
     st.dataframe(frame, hide_index=True, key=key, width="stretch")
+
+
+GRANULARITY_SOURCES = {"request": "set on the request", "flow": "the flow's history.granularity",
+                       "default": "the default"}
+
+
+def granularity_line(run: Mapping[str, Any]) -> str:
+    """``history granularity all_messages — set on the request`` (empty for nodes without one)."""
+    if not run.get("granularity"):
+        return ""
+    source = GRANULARITY_SOURCES.get(run.get("granularity_source") or "", run.get("granularity_source") or "")
+    return f"history granularity {run['granularity']} — {source}"
+
+
+def _short(value: Any, width: int = 120) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def steps_frame(steps: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per tool call: the tool, its arguments, its result or error, the state right after it."""
+    return pd.DataFrame([{"step": s.get("step"), "tool": s.get("tool"), "args": _short(s.get("args") or {}),
+                          "result": f"error: {s['error']}" if s.get("error") else _short(s.get("result")),
+                          "state after": _short(s.get("state") or {}), "messages": s.get("messages")}
+                         for s in steps], columns=["step", "tool", "args", "result", "state after", "messages"])
+
+
+def render_agent_run(run: Mapping[str, Any], *, key: str) -> None:
+    """A tool-agent run: which setting decided its granularity, and the state after each tool call."""
+    line = granularity_line(run)
+    if line:
+        st.caption(line)
+    steps = run.get("steps")
+    if steps is None:
+        return
+    if not steps:
+        st.caption("No tool was called; the state is discarded at the end of the run.")
+        return
+    st.caption(f"{len(steps)} tool call{'s' if len(steps) != 1 else ''} · the state is discarded at the end of "
+               "the run")
+    st.dataframe(steps_frame(steps), hide_index=True, key=key, width="stretch")
