@@ -22,6 +22,12 @@ How a turn runs (spec/dify-memory.md §1–§3):
   conversation's stored answers (§2.8), computed as a ledger; the history sent to the model is
   exactly the ledger's kept messages. Prompt assembly follows §2.4–§2.7 (chat) and §2.6
   (completion models with role prefixes).
+* MemLens's own nodes: ``memory-retrieve`` / ``memory-store`` read and write the long-term memory
+  passed in as ``long_term`` (keyed by ``sys.user_id``; :mod:`core.long_term`), and a prompt message
+  that reads a retrieve node's output has origin ``long-term memory``; ``window-memory`` holds a
+  Window Memory store that LLM and agent nodes read through ``memory_node`` (:mod:`core.window_node`);
+  ``tool-agent`` runs tools on a per-run state and adds its tool calls and results to the turn
+  (:mod:`core.agent`).
 * An assigner's writes are applied when the node finishes and reported through
   ``on_variables_updated``; they stay if a later node fails. A failing node fails the turn: the
   record keeps status ``failed``, the error and an empty answer.
