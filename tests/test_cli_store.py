@@ -77,3 +77,35 @@ def test_importing_transcripts_stores_conversations_that_replay_identically(tmp_
 def test_export_of_an_unknown_conversation_is_a_clear_error(tmp_path):
     code, out, err = cli("export", "no-such-id", "--db", f"sqlite:///{tmp_path / 'x.db'}")
     assert code == 2 and out == "" and "no conversation with id 'no-such-id'" in err
+
+
+def test_run_stores_a_conversation_and_continues_it_on_its_active_thread(tmp_path):
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    flow = ROOT / "sample_data" / "flows" / "support-bot.yml"
+    (tmp_path / "q1.json").write_text(json.dumps(["Hi, I'm Dana.", "My order number is 4411."]))
+    (tmp_path / "q2.json").write_text(json.dumps(["What's my name?"]))
+    code, out, err = cli("run", flow, "--queries", tmp_path / "q1.json", "--db", url, "--format", "json")
+    assert code == 0, err
+    first = json.loads(out)
+    conv_id = first["conversation_id"]
+    code, out, err = cli("run", flow, "--queries", tmp_path / "q2.json", "--db", url, "--conversation", conv_id,
+                         "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    (turn,) = doc["turns"]
+    assert doc["conversation_id"] == conv_id and turn["turn"] == 3 and turn["dialogue_count"] == 3
+    responder = next(n for n in turn["nodes"] if n["id"] == "responder")
+    assert [e["kept"] for e in responder["ledger"]] == [True] * 4
+    assert "Dana" in turn["answer"]
+    assert len(repo.load_turn_rows(Database(url), conv_id)) == 3
+
+
+def test_run_refuses_to_continue_a_conversation_with_a_structurally_different_flow(tmp_path):
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    (tmp_path / "q.json").write_text(json.dumps(["hello"]))
+    code, out, _ = cli("run", ROOT / "sample_data" / "flows" / "support-bot.yml", "--queries", tmp_path / "q.json",
+                       "--db", url, "--format", "json")
+    conv_id = json.loads(out)["conversation_id"]
+    code, out, err = cli("run", ROOT / "sample_data" / "flows" / "minimal-chat.yml", "--queries", tmp_path / "q.json",
+                         "--db", url, "--conversation", conv_id)
+    assert code == 2 and "differs from it in structure" in err and out == ""

@@ -138,8 +138,8 @@ def _node_line(run: NodeRun) -> list[str]:
     return lines
 
 
-def _table(flow: Flow, state: ConversationState, records: list[TurnRecord]) -> str:
-    lines = [f"flow {flow.name} ({flow.source.get('format', '')}) · conversation {state.id}"]
+def _table(flow: Flow, conversation_id: str, records: list[TurnRecord]) -> str:
+    lines = [f"flow {flow.name} ({flow.source.get('format', '')}) · conversation {conversation_id}"]
     for r in records:
         lines.append("")
         lines.append(f"Turn {r.turn} · dialogue_count {r.dialogue_count} · {r.status}")
@@ -159,9 +159,40 @@ def _table(flow: Flow, state: ConversationState, records: list[TurnRecord]) -> s
     return "\n".join(lines)
 
 
+def _run_stored(args: argparse.Namespace, flow: Flow, queries: list[dict]) -> tuple[str, list[TurnRecord], Flow]:
+    """Run the queries in a stored conversation (``--conversation``) or a new stored one (``--db``)."""
+    from ..flow import classify_change
+    from ..sessions import ConversationService
+    from ..store import repo
+    from ..store.db import Database
+
+    service = ConversationService(Database(args.db), llm=LiteLLMClient(demo_only=True))
+    if args.conversation:
+        pinned = service.flow(service.info(args.conversation).flow_version_id)
+        if classify_change(pinned, flow) == "structure":
+            version = repo.get_flow_version(service.db, service.info(args.conversation).flow_version_id)
+            raise UsageError(f"conversation {args.conversation} runs on flow {version.flow_name!r} v{version.version}, "
+                             f"and {args.flow} differs from it in structure; start a new conversation instead")
+        conv_id, flow = args.conversation, pinned
+    else:
+        version = service.import_flow(flow)
+        conv_id = service.start(version.flow_id, user_id=args.user, name=f"{flow.name} (command line)",
+                                source="cli", fidelity=args.fidelity).id
+    records = [service.send(conv_id, item["query"], item["inputs"]) for item in queries]
+    return conv_id, records, flow
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     flow = load_flow(args.flow)
     queries = read_queries(args.queries)
+    if args.conversation or args.db:
+        conv_id, records, flow = _run_stored(args, flow, queries)
+        if args.format == "json":
+            doc = {"conversation_id": conv_id, "turns": [turn_json(r) for r in records]}
+            sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        else:
+            sys.stdout.write(_table(flow, conv_id, records) + "\n")
+        return 0
     client = LiteLLMClient(demo_only=True)
     state = ConversationState.new(flow)
     long_term = LongTermMemory()  # memory-retrieve/memory-store nodes: this run's own, in memory
@@ -175,7 +206,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         doc = {"conversation_id": state.id, "turns": [turn_json(r) for r in records]}
         sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(_table(flow, state, records) + "\n")
+        sys.stdout.write(_table(flow, state.id, records) + "\n")
     return 0
 
 
@@ -189,4 +220,8 @@ def register(subparsers) -> None:
     p.add_argument("--fidelity", choices=("documented", "code"), default="documented",
                    help="Dify memory as documented (default) or as Dify 1.x code behaves")
     p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--db", default=None, help="store the run in this database (default with --conversation: "
+                                              "MEMLENS_DATABASE_URL or data/memlens.db)")
+    p.add_argument("--conversation", default=None,
+                   help="continue this stored conversation: new turns append to its active thread")
     p.set_defaults(func=cmd_run)
