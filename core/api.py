@@ -72,7 +72,6 @@ SOURCE = "api"
 MODE = "advanced-chat"
 #: Dify's MAX_VARIABLE_SIZE default: a variable's shallow ``sys.getsizeof`` must not exceed it.
 MAX_VARIABLE_SIZE = 200 * 1024
-SORT_FIELDS = ("created_at", "-created_at", "updated_at", "-updated_at")
 CONVERSATION_NOT_FOUND = "Conversation Not Exists."
 NOT_CHAT_APP = "Please check if your app mode matches the right API route."
 INTERNAL = ("The server encountered an internal error and was unable to complete your request. "

@@ -257,6 +257,75 @@ def test_dify_documented_client_drives_an_imported_flow_and_the_second_turn_keep
     assert ledger["dialogue_count"] == 2
 
 
+def test_flows_and_keys_commands_import_list_create_and_revoke(tmp_path, capsys):
+    from core.cli import main
+
+    url = f"sqlite:///{tmp_path / 'memlens.db'}"
+    assert main(["flows", "import", str(MINIMAL_CHAT), "--db", url]) == 0
+    flow_id = capsys.readouterr().out.strip()
+    assert main(["flows", "list", "--db", url]) == 0
+    listed = capsys.readouterr().out
+    assert flow_id in listed and "minimal-chat" in listed
+    assert main(["keys", "create", flow_id, "--name", "ci", "--db", url]) == 0
+    created = capsys.readouterr()
+    key = created.out.strip()
+    key_id = created.err.split()[1]
+    assert key.startswith("app-") and "not shown again" in created.err
+    db = Database(url)
+    try:
+        assert app_keys.authenticate(db, key).id == key_id
+        assert main(["keys", "list", "--format", "json", "--db", url]) == 0
+        out = capsys.readouterr().out
+        assert key not in out
+        (row,) = json.loads(out)
+        assert (row["id"], row["flow_id"], row["name"], row["revoked_at"]) == (key_id, flow_id, "ci", None)
+        assert main(["keys", "revoke", key_id, "--db", url]) == 0
+        assert key_id in capsys.readouterr().out
+        assert app_keys.authenticate(db, key) is None
+        assert main(["keys", "list", "--db", url]) == 0
+        assert "revoked" in capsys.readouterr().out
+    finally:
+        db.dispose()
+
+
+def test_commands_refuse_bad_input_with_one_line(tmp_path, capsys):
+    from core.cli import main
+
+    url = f"sqlite:///{tmp_path / 'memlens.db'}"
+    cases = [(["keys", "create", str(uuid.uuid4()), "--db", url], "no flow with id"),
+             (["keys", "revoke", "no-such-key", "--db", url], "no API key with id"),
+             (["flows", "import", str(tmp_path / "missing.yml"), "--db", url], "no such file")]
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        cases.append((["serve", "--port", str(busy.getsockname()[1]), "--db", url], "cannot listen"))
+        for argv, message in cases:
+            assert main(argv) == 2, argv
+            err = capsys.readouterr().err
+            assert message in err and err.count("\n") == 1, err
+
+
+def test_a_conversation_stays_on_its_flow_version_and_new_ones_start_on_the_newest(api):
+    from core.flow import load_flow
+
+    flow_id = api.service.import_flow(MINIMAL_CHAT, name="pinned").flow_id
+    _, key = app_keys.create_key(api.db, flow_id)
+    v1 = repo.latest_flow_version(api.db, flow_id)
+    old_id, _ = api.new_conversation(key=key, queries=("Hi, I'm Dana.",))
+    edited = load_flow(MINIMAL_CHAT)
+    edited.description = "an edited copy"
+    v2 = api.service.update_flow(flow_id, edited)
+    assert v2.id != v1.id
+    assert api.chat("What's my name?", conversation_id=old_id, key=key).json()["conversation_id"] == old_id
+    new_id, _ = api.new_conversation(key=key, queries=("Hello",))
+
+    def versions(conversation_id):
+        return [t["flow_version_id"] for t in repo.load_turn_rows(api.db, conversation_id)]
+
+    assert versions(old_id) == [v1.id, v1.id]
+    assert versions(new_id) == [v2.id]
+
+
 # -- chat-messages ------------------------------------------------------------------------------
 
 def test_blocking_answer_has_difys_fields_and_messages_are_stored_linear(api):
@@ -377,6 +446,8 @@ def test_a_missing_required_input_is_refused_and_leaves_no_conversation(api):
     r = api.chat("Hello", key=api.prefs_key)
     body = _error(r, 400, "invalid_param")
     assert "region" in body["message"] and "required" in body["message"]
+    streamed = api.chat("Hello", key=api.prefs_key, response_mode="streaming")
+    assert _error(streamed, 400, "invalid_param") == body  # refused before the stream starts
     assert len(repo.list_conversations(api.db)) == before
     ok = api.chat("Hello", key=api.prefs_key, inputs={"region": "EU"})
     assert ok.status_code == 200 and ok.json()["answer"] == "Region EU"
