@@ -50,7 +50,7 @@ from .conversation import ANSWER, QUERY, UUID_NIL, Conversation, Message, Turn
 from .errors import MemLensError
 from .flow import (OPERATOR_ALIASES, Flow, LLMSettings, Node, if_else_cases, llm_settings)
 from .ledger import Ledger, LedgerEntry, SyntheticMessage
-from .llm import LLMClient, LLMError, default_client, one_line
+from .llm import DemoClient, LLMClient, LLMError, default_client, one_line
 from .memory import FIDELITIES, ConfigError, MemoryConfig, Replay, turn_numbers
 from .templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, FileList, VariablePool, refers_to, render, render_jinja,
                         selectors_in, value_text)
@@ -807,7 +807,10 @@ def _run_memory_store(node: Node, ctx: _Context, run: NodeRun) -> None:
     if settings.extractor == "llm":
         client = ctx.client()
         route = getattr(client, "route", None)
-        target = route(settings.model)[0] if route is not None else settings.model
+        if route is not None:
+            target = route(settings.model)[0]
+        else:
+            target = DEMO_MODEL if isinstance(client, DemoClient) else settings.model
         if target.startswith("memlens/"):
             run.notes.append(f"{settings.model} runs on the demo model, which extracts no JSON: "
                              "facts extracted offline")

@@ -345,3 +345,51 @@ def test_run_conversation_gives_a_flow_with_memory_nodes_one_store_for_the_run()
     # The 2-turn window lost turn 1, the long-term memory did not.
     assert records[-1].node_run("responder").ledger.entries[0].reason == "outside_window"
     assert records[-1].answer == "Your name is Dana."
+
+
+def llm_extracting_flow() -> Flow:
+    data = load_flow(FLOW).to_dict()
+    for node in data["nodes"]:
+        if node["id"] == "remember":
+            node.update(extractor="llm", model="openai/gpt-4o-mini")
+    return Flow.from_dict(data)
+
+
+def test_a_store_step_configured_with_a_model_extracts_with_it_and_falls_back_offline_on_the_demo():
+    from core.runtime import ConversationState, run_turn
+
+    class RealModel(Scripted):
+        def route(self, model):
+            return model, ""
+
+    flow = llm_extracting_flow()
+    client = RealModel('{"facts": [{"key": "pet", "text": "You have a cat named Miso."}]}')
+    store = LongTermMemory()
+    record = run_turn(flow, ConversationState.new(flow), "My cat Miso says hi.", llm=client, long_term=store,
+                      user_id="dana")
+    assert record.node_run("remember").outputs["added"] == 1
+    assert [m.memory for m in store.memories("dana")] == ["You have a cat named Miso."]
+    assert store.history(store.memories("dana")[0].id)[0].actor == "extractor:llm"
+
+    offline = LongTermMemory()
+    record = run_turn(flow, ConversationState.new(flow), "I'm Dana.", llm=DemoClient(), long_term=offline,
+                      user_id="dana")
+    assert "facts extracted offline" in record.node_run("remember").notes[0]
+    assert [m.memory for m in offline.memories("dana")] == ["Your name is Dana."]
+
+
+def test_a_memory_node_with_bad_settings_is_refused_when_the_flow_loads():
+    from core.flow import FlowError
+
+    data = load_flow(FLOW).to_dict()
+    for node in data["nodes"]:
+        if node["id"] == "recall":
+            node["top_k"] = 0
+    with pytest.raises(FlowError, match="top_k 0 must be a whole number of memories, 1 or more"):
+        Flow.from_dict(data)
+    data = load_flow(FLOW).to_dict()
+    for node in data["nodes"]:
+        if node["id"] == "remember":
+            node["extractor"] = "llm"
+    with pytest.raises(FlowError, match="extractor llm needs a 'model'"):
+        Flow.from_dict(data)
