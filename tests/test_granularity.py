@@ -8,7 +8,7 @@ from core.agent import (DEFAULT_GRANULARITY, FROM_DEFAULT, FROM_FLOW, FROM_REQUE
                         resolve_granularity)
 from core.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT
 from core.flow import Flow, FlowError, load_flow
-from core.ledger import GRANULARITY, KEPT
+from core.ledger import GRANULARITY
 from core.llm import DemoClient
 from core.readers import read_conversations
 from core.runtime import ConversationState, RunError, run_turn

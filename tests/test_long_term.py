@@ -8,7 +8,7 @@ import pytest
 
 from core.flow import Flow, load_flow
 from core.llm import DemoClient, LLMReply
-from core.long_term import (ADD, DEFAULT_TOP_K, DELETE, UPDATE, EmbeddingRetriever, InMemoryBackend, LLMExtractor,
+from core.long_term import (ADD, DEFAULT_TOP_K, DELETE, UPDATE, EmbeddingRetriever, LLMExtractor,
                             LongTermMemory, LongTermMemoryError, MemoryNotFound, Source, memory_hash, recall_preview)
 from core.runtime import run_conversation
 from core.sessions import ConversationService
