@@ -17,7 +17,7 @@ from core.memory import Replay, turn_numbers
 from core.report import DEFAULT_CONFIGS, REPORT_COLUMNS, REPORT_ROWS, build_report, bundle_json, report_html
 from ui.compare_charts import render_series
 from ui.compare_configs import edit_configs, load_configs, saved_sets
-from ui.compare_findings import render_findings
+from ui.compare_findings import plain, render_findings
 from ui.compare_source import database, pick_source
 from ui.heatmap import render_heatmaps
 
@@ -98,8 +98,8 @@ if source.configs and state.get(f"{P}_applied") != picked.key:  # a report bundl
         state[f"{P}_replies"] = True
 
 with st.sidebar:
-    st.caption(f"{source.origin} · {len(conv.turns)} turns"
-               + (f" · recorded from flow {source.flow.name}" if source.flow is not None else ""))
+    st.caption(plain(f"{source.origin} · {len(conv.turns)} turns"
+                     + (f" · recorded from flow {source.flow.name}" if source.flow is not None else "")))
 
 with st.expander("Memory configs", expanded=True):
     configs = edit_configs(P)
@@ -151,7 +151,7 @@ try:
     comparison = _comparison(picked.key, configs_json, facts_json, last_turn, conv)
     findings = _findings(picked.key, configs_json, facts_json, last_turn, source)
 except MemLensError as e:
-    st.error(str(e))
+    st.error(plain(e))
     st.stop()
 state[f"{P}_rows"] = comparison.matrices[0].rows if comparison.matrices else []
 
@@ -248,8 +248,9 @@ if want:
         if only and r not in differ:
             continue
         rows.append({"turn": t, "query": q, **dict(zip(grid.labels, replies)), "differ": r in differ})
-    st.caption(f"{len(differ)} of {len(grid.turns)} rows differ · answered by {', '.join(sorted(set(grid.models)))}"
-               + (f" · the first {grid.skipped} turns were not re-asked" if grid.skipped else ""))
+    st.caption(plain(f"{len(differ)} of {len(grid.turns)} rows differ · answered by "
+                     f"{', '.join(sorted(set(grid.models)))}"
+                     + (f" · the first {grid.skipped} turns were not re-asked" if grid.skipped else "")))
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{P}-replies", width="stretch")
     else:

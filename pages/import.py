@@ -9,6 +9,7 @@ from core.errors import MemLensError
 from core.readers import FORMATS, MAX_IMPORT_BYTES, FormatError, formats
 from core.report import import_upload
 from core.store import repo
+from ui.compare_findings import plain
 from ui.compare_source import database
 
 P = "imp"
@@ -69,15 +70,15 @@ elif st.button("Import", key=f"{P}_go", type="primary"):
 result = state.get(f"{P}_result")
 if result and upload is not None and result["file"] == upload.name:
     if not result["ok"]:
-        st.error(result["message"])
+        st.error(plain(result["message"]))
         st.warning("Nothing was stored.")
         if result["problems"]:
             st.markdown("**Problems, by record and field**")
             st.dataframe(_problems_frame(result["problems"]), hide_index=True, width="stretch")
     else:
-        st.success(f"Imported {result['summary']}.")
+        st.success(plain(f"Imported {result['summary']}."))
         if result["saved"]:
-            st.info(f"Its configs are saved as the config set “{result['saved']}” on the Compare page.")
+            st.info(plain(f"Its configs are saved as the config set “{result['saved']}” on the Compare page."))
         if result["problems"]:
             st.markdown(f"**Left out: {len({p['record'] for p in result['problems']})} bad record(s)**")
             st.dataframe(_problems_frame(result["problems"]), hide_index=True, width="stretch")

@@ -13,6 +13,7 @@ from core.findings import config_findings, findings_at, flow_findings, run_findi
 from core.llm import DemoClient
 from core.memory import Replay, turn_numbers
 from core.report import DEFAULT_CONFIGS, remembered, saved_config_sets
+from ui.compare_findings import plain
 from ui.compare_source import database, pick_source
 from ui.present_view import Card, render_captions, render_cards, render_chat
 
@@ -92,7 +93,7 @@ configs_json = json.dumps([c.to_dict() for c in configs], sort_keys=True)
 try:
     findings = _findings(picked.key, configs_json, subject, source)
 except MemLensError as e:
-    st.error(str(e))
+    st.error(plain(e))
     st.stop()
 numbers = turn_numbers(conv)
 state[f"{P}_count"] = len(answered)

@@ -3,6 +3,7 @@ and branches; a malformed file stores nothing and names its bad records by recor
 skipping bad records stores the rest; exports and report bundles are stored too."""
 
 import json
+import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -38,6 +39,11 @@ def sample_file(fmt):
         body = doc["GET /messages"]["response_example"]["conversationHistory"]["value"]
         return "dify-messages.json", json.dumps(body).encode()
     return path.name, path.read_bytes()
+
+
+def text(element):
+    """What a message element shows (markdown escapes removed)."""
+    return re.sub(r"\\(.)", r"\1", element.value)
 
 
 def imported(at):
@@ -76,8 +82,8 @@ def test_every_transcript_format_uploads_and_is_stored_with_its_turns_and_branch
     expected = import_bytes(data, name)
     assert expected.format == fmt.split(" ")[0]
     upload(page, name, data)
-    assert page.success and page.success[0].value.startswith(f"Imported {len(expected.conversations)} conversation")
-    assert f"({expected.format})" in page.success[0].value
+    assert page.success and text(page.success[0]).startswith(f"Imported {len(expected.conversations)} conversation")
+    assert f"({expected.format})" in text(page.success[0])
     stored = imported(page)
     assert len(stored) == len(expected.conversations)
     by_source = {}
@@ -92,8 +98,8 @@ def test_every_transcript_format_uploads_and_is_stored_with_its_turns_and_branch
 def test_a_malformed_file_stores_nothing_and_names_records_and_fields(page):
     path = T / "llamafactory__glaive_toolcall_zh_demo.subset.json"
     upload(page, path.name, path.read_bytes())
-    assert page.error and "record 7" in page.error[0].value and "nothing was imported" in page.error[0].value
-    assert page.warning[0].value == "Nothing was stored."
+    assert page.error and "record 7" in text(page.error[0]) and "nothing was imported" in text(page.error[0])
+    assert text(page.warning[0]) == "Nothing was stored."
     problems = page.dataframe[-1].value
     assert list(problems.columns) == ["record", "conversation", "field", "problem"]
     assert len(problems) == 2 and all(problems["field"]) and all(problems["problem"])
@@ -104,7 +110,7 @@ def test_skipping_bad_records_stores_the_rest_and_lists_what_was_left_out(page):
     path = T / "llamafactory__glaive_toolcall_zh_demo.subset.json"
     expected = import_file(path, skip_bad=True)
     upload(page, path.name, path.read_bytes(), mode="skip")
-    assert page.success and "2 bad records left out" in page.success[0].value
+    assert page.success and "2 bad records left out" in text(page.success[0])
     problems = next(d.value for d in page.dataframe if "problem" in d.value.columns)
     assert list(problems["record"]) == [p.record for p in expected.problems]
     assert len(imported(page)) == len(expected.conversations)
@@ -117,7 +123,7 @@ def test_skipping_bad_records_stores_the_rest_and_lists_what_was_left_out(page):
 ])
 def test_a_file_that_is_not_a_conversation_stores_nothing(page, name, data, message):
     upload(page, name, data)
-    assert page.error and message in page.error[0].value
+    assert page.error and message in text(page.error[0])
     assert imported(page) == []
 
 
@@ -132,7 +138,7 @@ def test_a_report_bundle_is_stored_and_its_configs_saved(page):
     configs = [NamedConfig("short", MemoryConfig(window=2)), NamedConfig("long", MemoryConfig(window=9))]
     report = build_report(Source(load_sample("lisbon-trip.json")[0]), configs)
     upload(page, "lisbon.report.json", bundle_json(report).encode())
-    assert page.info and "“from lisbon.report.json”" in page.info[0].value
+    assert page.info and "“from lisbon.report.json”" in text(page.info[0])
     assert list(repo.get_setting(page.db, CONFIG_SETS_KEY)) == ["from lisbon.report.json"]
     assert [c.turn_count for c in imported(page)] == [12]
 
@@ -144,7 +150,7 @@ def test_a_conversation_export_is_stored_with_its_node_runs(page, tmp_path):
     conv = service.start(version.flow_id, name="support").id
     service.send(conv, "Hi, I'm Dana.")
     upload(page, "export.json", json.dumps(export_conversation(src, conv)).encode())
-    assert page.success and "MemLens export" in page.success[0].value
+    assert page.success and "MemLens export" in text(page.success[0])
     rows = repo.load_turn_rows(page.db, conv, with_node_runs=True)
     assert len(rows) == 1 and rows[0]["node_runs"]
 
@@ -157,3 +163,11 @@ def test_an_imported_conversation_opens_on_the_compare_page(page):
     assert page.title[0].value == "Compare memory configs"
     assert page.radio(key="cmp_from").value == "Stored"
     assert len([c for c in page.get("plotly_chart")]) >= 3
+
+
+def test_file_names_and_contents_in_messages_never_become_markup(page):
+    name = "![x](http://example.invalid/p.png).json"
+    upload(page, name, b'[{"conversations": [{"from": "robot", "value": "**hi** <img src=x>"}]}]')
+    raw = page.error[0].value
+    assert "![x](" not in raw and "\\!\\[x\\]\\(http\\:" in raw
+    assert text(page.error[0]).startswith(name)

@@ -38,8 +38,9 @@ def cards(at):
     values = [m.value for m in at.markdown]
     out = []
     for i, v in enumerate(values):
-        if v.startswith("**") and v.endswith("**"):
-            out.append((v.strip("*"), values[i + 1], values[i + 2] if i + 2 < len(values) else ""))
+        if v.startswith('<div style="font-weight:600">'):
+            title = v[len('<div style="font-weight:600">'):-len("</div>")]
+            out.append((title, values[i + 1], values[i + 2] if i + 2 < len(values) else ""))
     return out
 
 

@@ -14,6 +14,7 @@ from core.compare import MAX_CONFIGS, MIN_CONFIGS, NamedConfig
 from core.errors import MemLensError
 from core.memory import MemoryConfig
 from core.report import delete_config_set, save_config_set, saved_config_sets
+from ui.compare_findings import plain
 
 STRATEGIES = ["dify", "window", "buffer", "off", "summary_buffer", "compaction", "trim"]
 STRATEGY_HELP = ("dify: Dify's LLM-node memory (window in turns + token budget) · window: the Window Memory node "
@@ -119,7 +120,7 @@ def edit_configs(prefix: str) -> list[NamedConfig]:
             st.markdown(f"**Config {i + 1}**")
             config, error = _form(prefix, i)
             if error:
-                st.error(error)
+                st.error(plain(error))
             else:
                 out.append(config)
     return out
@@ -144,6 +145,6 @@ def saved_sets(prefix: str, db, current: list[NamedConfig]) -> None:
         if st.button("Save", key=f"{prefix}_set_save", disabled=not new.strip()):
             try:
                 save_config_set(db, new, current)
-                st.success(f"Saved {len(current)} configs as “{new.strip()}”.")
+                st.success(plain(f"Saved {len(current)} configs as “{new.strip()}”."))
             except MemLensError as e:
-                st.error(str(e))
+                st.error(plain(e))

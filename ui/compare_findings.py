@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Callable, Sequence
 
@@ -10,6 +11,13 @@ import streamlit as st
 from core.findings import WARNING, Finding
 
 _ICON = {WARNING: "⚠️", "info": "ℹ️"}
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def plain(text: object) -> str:
+    """Text for Streamlit's markdown-rendering calls (errors, captions…) shown exactly as written:
+    file names and file contents never become links, images or formatting."""
+    return _MARKDOWN.sub(r"\\\1", str(text))
 
 
 def finding_html(f: Finding, *, detail: bool = True) -> str:

@@ -18,6 +18,7 @@ from core.report import Source, load_stored, read_sources, source_of
 from core.samples import load_sample, sample_files
 from core.store import repo
 from core.store.db import open_database, resolve_url
+from ui.compare_findings import plain
 
 SAMPLE, STORED, FILE = "Sample", "Stored", "File"
 
@@ -75,7 +76,7 @@ def pick_source(prefix: str, *, default: str = "lisbon-trip.json") -> Picked | N
         try:
             source = _stored(resolve_url(), conv_id, stamp)
         except MemLensError as e:
-            st.error(str(e))
+            st.error(plain(e))
             return None
         return Picked(source, f"stored:{conv_id}:{stamp}")
     upload = st.file_uploader("Conversation file (any supported transcript, an export or a report bundle)",
@@ -89,7 +90,7 @@ def pick_source(prefix: str, *, default: str = "lisbon-trip.json") -> Picked | N
     try:
         sources = _uploaded(digest, upload.name, data)
     except MemLensError as e:
-        st.error(str(e))
+        st.error(plain(e))
         return None
     index = _index(prefix, sources)
     return Picked(sources[index], f"upload:{digest}:{index}")

@@ -62,7 +62,7 @@ def render_chat(conversation: Conversation, thread: Sequence[int], current: int,
 def render_cards(cards: Sequence[Card]) -> None:
     for card in cards:
         with st.container(border=True):
-            st.markdown(f"**{escape(card.title)}**", unsafe_allow_html=True)
+            st.markdown(f'<div style="font-weight:600">{escape(card.title)}</div>', unsafe_allow_html=True)
             colour = "#b91c1c" if card.warning else "#374151"
             st.markdown(f'<div style="color:{colour}">{escape(card.sentence)}</div>', unsafe_allow_html=True)
             if card.reply is not None:
