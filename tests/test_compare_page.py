@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from core.compare import NamedConfig, compare
 from core.llm import DemoClient
 from core.memory import MemoryConfig, Replay
+from core.readers import parse_conversations
 from core.report import CONFIG_SETS_KEY, REASON_ORDER, Source, build_report, bundle_json
 from core.samples import load_sample
 from core.sessions import ConversationService
@@ -211,3 +212,24 @@ def test_the_report_can_be_prepared_for_download(page):
     assert html.startswith("<!DOCTYPE html>") and "dify window 10" in html
     assert json.loads(bundle)["format"] == "memlens-report"
     assert len(page.get("download_button")) == 2
+
+
+def test_a_long_conversation_shows_a_movable_window_of_the_heatmap(page):
+    messages = []
+    for i in range(1, 61):
+        messages += [{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i}"}]
+    page.radio(key="cmp_from").set_value("File").run()
+    page.file_uploader(key="cmp_upload").set_value(("long.json", json.dumps(messages).encode(),
+                                                    "application/json")).run()
+    assert not page.exception, page.exception
+    fig = heatmaps(page)[0]
+    assert fig["layout"]["meta"]["rows"] == list(range(21, 61))  # the last 40 turns
+    page.select_slider(key="cmp_last").set_value(30).run()
+    fig = heatmaps(page)[0]
+    rows = fig["layout"]["meta"]["rows"]
+    assert rows == list(range(1, 31))
+    replay = Replay(parse_conversations(json.dumps(messages), "long.json")[0], MemoryConfig(window=3))
+    cells = decoded(fig)
+    for r, turn in enumerate(rows):
+        reasons = [e.reason for e in replay.ledger(turn).entries]
+        assert cells[r][:len(reasons)] == reasons
