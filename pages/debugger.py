@@ -15,6 +15,7 @@ from core.tokens import counter_for
 from ui import data, html
 from ui.chat_view import TurnActions, render_transcript
 from ui.ledger_table import render_ledger_table
+from ui.memories_panel import render_agent_run, render_recall_preview, render_recalled
 from ui.receipt_view import render_receipt
 from ui.switchboard import render_switchboard
 from ui.tree_view import tree_figure
@@ -239,14 +240,19 @@ if side_col is not None:
     with receipt_tab:
         if selected_id is None:
             st.info("Send a message: each LLM node's context receipt appears here.")
+            render_recall_preview(svc.long_term, info.user_id, None, key=f"recall-{conv_id}")
         else:
             st.markdown(f"**Turn {numbers[selected]}** — " + html.muted(conv.turns[selected].query[:80]),
                         unsafe_allow_html=True)
             ran = [n for n in llm_nodes if n.id in runs]
-            if not ran:
+            agents = [r for r in runs.values() if r.get("type") == "tool-agent"]
+            if not ran and not agents:
                 st.info("No LLM node ran in this turn.")
             else:
-                node_tabs = st.tabs([titles[n.id] for n in ran])
+                node_tabs = st.tabs([titles[n.id] for n in ran] + [r.get("title") or r["node_id"] for r in agents])
+                for run, tab in zip(agents, node_tabs[len(ran):]):
+                    with tab:
+                        render_agent_run(run, key=f"agent-{selected_id}-{run['node_id']}")
                 for node, tab in zip(ran, node_tabs):
                     with tab:
                         run = dict(runs[node.id])
@@ -259,6 +265,8 @@ if side_col is not None:
                             run["prompt"] = what_if_prompt(run.get("prompt") or [], ledger, conv, counter)
                         r = receipt(run, titles[node.id], exact=counter.exact, encoding=counter.encoding_name)
                         render_receipt(r, ledger, key=f"rc-{selected_id}-{node.id}", what_if=is_what_if)
+                        if run.get("recalled"):
+                            render_recalled(run.get("recalled"), key=f"recalled-{selected_id}-{node.id}")
                         if ledger is not None and ledger.entries and st.toggle(
                                 f"Show every earlier message ({len(ledger.entries):,}), kept or not",
                                 key=f"lt-on-{node.id}"):

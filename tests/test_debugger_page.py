@@ -131,3 +131,20 @@ def test_inspecting_an_earlier_turn_moves_the_markers_to_that_turn(app):
     markers = chips(app)
     assert [dict(m).get("responder") for m in markers[:4]] == ["kept"] * 4  # turn 3 saw turns 1–2
     assert markers[6] == []  # turn 4 is after the inspected turn
+
+
+def test_a_new_conversation_shows_what_the_bot_recalls_from_earlier_ones(app):
+    from core.llm import DemoClient
+    from core.sessions import ConversationService
+
+    service = ConversationService(db(app), llm=DemoClient())
+    flow = repo.find_flow_by_name(service.db, "long-term-memory")
+    first = service.start(flow.flow_id, user_id="user").id
+    service.send(first, "Hi, I'm Dana and I'm vegetarian.")
+    fresh = service.start(flow.flow_id, user_id="user", name="Fresh start").id
+    app.run()  # the sidebar now lists the new conversations
+    app.selectbox(key="conv_id").set_value(fresh).run()
+    assert not app.exception
+    frames = [df.value for df in app.dataframe]
+    recalled = next(f for f in frames if "memory" in f.columns)
+    assert "Your name is Dana." in set(recalled["memory"])
