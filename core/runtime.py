@@ -593,6 +593,18 @@ def _template_origin(item_text: str, role: str, context_used: bool) -> str:
     return "system" if role == "system" else "template"
 
 
+def _history(ctx: "_Context", config: MemoryConfig, window, fixed_tokens: int) -> tuple[Ledger, list[Message]]:
+    """The node's ledger and the history it sends: from a Window Memory node it reads, or its own memory."""
+    if window is not None:
+        call = window_call(ctx.conversation, ctx.position, window[0], config, overwrite=window[2],
+                           has_thread=ctx.flow.is_chat, prompt_tokens=fixed_tokens)
+        return call.ledger, call.messages
+    replay = Replay(ctx.conversation, config, system_prompt="", has_thread=ctx.flow.is_chat,
+                    prompt_tokens=lambda _position: fixed_tokens)
+    ledger = replay.ledger_at(ctx.position)
+    return ledger, replay.history_messages(ledger)
+
+
 def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
     settings: LLMSettings = llm_settings(node)
     override = ctx.overrides.get(node.id)
@@ -660,15 +672,7 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
         fixed.append(PromptMessage("user", probe, "template", counter.chat("user", probe)))
 
     fixed_tokens = REPLY_PRIMING + sum(m.tokens for m in fixed)
-    if window is not None:
-        call = window_call(ctx.conversation, ctx.position, window[0], config, overwrite=window[2],
-                           has_thread=ctx.flow.is_chat, prompt_tokens=fixed_tokens)
-        ledger, history = call.ledger, call.messages
-    else:
-        replay = Replay(ctx.conversation, config, system_prompt="", has_thread=ctx.flow.is_chat,
-                        prompt_tokens=lambda _position: fixed_tokens)
-        ledger = replay.ledger_at(ctx.position)
-        history = replay.history_messages(ledger)
+    ledger, history = _history(ctx, config, window, fixed_tokens)
     run.ledger = ledger
     run.memory = config.to_dict()
     run.recalled = _recalled(settings.prompt, settings, ctx, counter) or None
@@ -854,15 +858,7 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
             else "system"
         fixed.append(PromptMessage("system", system_text, origin, counter.chat("system", system_text)))
     fixed_tokens = REPLY_PRIMING + sum(m.tokens for m in fixed) + counter.chat("user", query)
-    if window is not None:
-        call = window_call(ctx.conversation, ctx.position, window[0], config, overwrite=window[2],
-                           has_thread=ctx.flow.is_chat, prompt_tokens=fixed_tokens)
-        ledger, history = call.ledger, call.messages
-    else:
-        replay = Replay(ctx.conversation, config, system_prompt="", has_thread=ctx.flow.is_chat,
-                        prompt_tokens=lambda _position: fixed_tokens)
-        ledger = replay.ledger_at(ctx.position)
-        history = replay.history_messages(ledger)
+    ledger, history = _history(ctx, config, window, fixed_tokens)
     run.ledger = ledger
     run.prompt = fixed + [PromptMessage(m.role, m.content, "memory history", counter.message(m)) for m in history] \
         + [PromptMessage("user", query, "current query", counter.chat("user", query))]
