@@ -32,12 +32,12 @@ from html import escape
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .compare import (Comparison, HeatmapWindow, NamedConfig, ReplyGrid, RetentionMatrix, compare, heatmap_window,
-                      named_configs, replay_replies, track_facts)
+                      named_configs, replay_replies)
 from .conversation import ROLES, Conversation, FileRef, Message, ToolCall, Turn
 from .errors import MemLensError
 from .findings import Finding, config_findings, flow_findings, run_findings
 from .ledger import (CLEARED, EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
-                     REASON_LABELS, SCOPE, SUMMARIZED, TRIMMED_EARLIER, LedgerEntry, explain)
+                     REASON_LABELS, SCOPE, SUMMARIZED, TRIMMED_EARLIER, explain)
 from .memory import MemoryConfig, Replay, turn_numbers
 
 FORMAT = "memlens-report"

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from core.compare import compare
-from core.conversation import ANSWER, QUERY, Conversation, Message, Turn
+from core.conversation import Conversation
 from core.findings import (DOMINANT_MESSAGE, DOMINANT_MIN_TOKENS, FACT_NOT_SEEN, FOREIGN_ANSWERS, HISTORY_TWICE,
                            INFO, NO_CONVERSATION, SILENT_PRUNING, TRIMMED_WINDOW, WARNING, WINDOW_ZERO, Finding,
                            config_findings, findings_at, flow_findings, history_variables, larger_window_what_if,

@@ -10,8 +10,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from core.compare import NamedConfig, compare, replay_replies
-from core.conversation import ANSWER, QUERY, Conversation, Message, Turn
+from core.compare import NamedConfig, replay_replies
+from core.conversation import Conversation
 from core.errors import MemLensError
 from core.llm import DemoClient
 from core.memory import MemoryConfig, Replay
@@ -24,7 +24,7 @@ from core.samples import load_sample
 from core.sessions import ConversationService, export_conversation
 from core.store import repo
 from core.store.db import Database
-from tests.builders import dify, linear
+from tests.builders import linear
 from tests.conftest import FIXTURES, ROOT
 
 T = FIXTURES / "transcripts"
