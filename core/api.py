@@ -405,7 +405,7 @@ def _owned(caller: Caller, conversation_id: str | None, user: str) -> Conversati
     """The conversation if it is this app's, this user's and was started through the API."""
     if not conversation_id or not _is_uuid(conversation_id):
         return None
-    with caller.db.session() as s:
+    with caller.db.session(write=False) as s:
         return s.scalars(select(ConversationRow)
                          .join(FlowVersionRow, FlowVersionRow.id == ConversationRow.flow_version_id)
                          .where(ConversationRow.id == conversation_id, ConversationRow.user_id == user,
@@ -602,7 +602,7 @@ def list_messages(caller: Caller, conversation_id: str, user: str, first_id: str
     if not conversation_id:
         return {"limit": limit, "has_more": False, "data": []}
     row = _require_owned(caller, conversation_id, user)
-    with caller.db.session() as s:
+    with caller.db.session(write=False) as s:
         q = select(TurnRow).where(TurnRow.conversation_id == row.id)
         if first_id:
             first = None if not _is_uuid(first_id) else s.scalars(select(TurnRow.seq).where(TurnRow.conversation_id == row.id,
@@ -628,7 +628,7 @@ def list_conversations(caller: Caller, user: str, last_id: str | None, limit: in
              .join(FlowVersionRow, FlowVersionRow.id == ConversationRow.flow_version_id)
              .where(ConversationRow.user_id == user, ConversationRow.source == SOURCE,
                     FlowVersionRow.flow_id == caller.flow_id))
-    with caller.db.session() as s:
+    with caller.db.session(write=False) as s:
         q = scope
         if last_id:
             last = s.scalars(scope.where(ConversationRow.id == last_id)).first() if _is_uuid(last_id) else None
@@ -758,7 +758,7 @@ def _node_runs(caller: Caller, conversation_id: str, turn_id: str) -> list[dict]
 def message_ledger(caller: Caller, message_id: str, user: str) -> dict:
     if not _is_uuid(message_id):
         raise not_found("Message Not Exists.")
-    with caller.db.session() as s:
+    with caller.db.session(write=False) as s:
         turn = s.get(TurnRow, message_id)
         found = None if turn is None else (turn.conversation_id, turn.query, turn.answer, turn.status,
                                            turn.dialogue_count)

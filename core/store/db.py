@@ -51,8 +51,12 @@ def _sqlite_connect(dbapi_conn, _record) -> None:
 
 def _sqlite_begin(conn) -> None:
     # A writer takes the lock when its transaction starts, so two processes never deadlock on a
-    # read lock's upgrade; the busy timeout makes the second one wait its turn instead.
-    conn.exec_driver_sql("BEGIN IMMEDIATE")
+    # read lock's upgrade; the busy timeout makes the second one wait its turn instead. Readers
+    # (sessions opened with write=False) begin deferred and, under WAL, never wait for a writer.
+    if conn.get_execution_options().get("memlens_read_only"):
+        conn.exec_driver_sql("BEGIN")
+    else:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def make_engine(url: str) -> Engine:
@@ -83,15 +87,21 @@ class Database:
         self.url = resolve_url(url)
         self.engine = make_engine(self.url)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._read_sessions = sessionmaker(self.engine.execution_options(memlens_read_only=True),
+                                           expire_on_commit=False)
         if migrate:
             from .migrate import upgrade
 
             upgrade(self.engine)
 
     @contextmanager
-    def session(self) -> Iterator[Session]:
-        """A unit of work: committed at the end of the block, rolled back on any error."""
-        session = self._sessions()
+    def session(self, *, write: bool = True) -> Iterator[Session]:
+        """A unit of work: committed at the end of the block, rolled back on any error.
+
+        ``write=False`` declares the block read-only, which on SQLite lets it run alongside a
+        writer instead of queueing for the write lock.
+        """
+        session = (self._sessions if write else self._read_sessions)()
         try:
             yield session
             session.commit()

@@ -65,12 +65,12 @@ class SqlMemoryBackend:
         self.db = db
 
     def memories(self, user_id: str) -> list[MemoryItem]:
-        with self.db.session() as s:
+        with self.db.session(write=False) as s:
             rows = s.scalars(select(LongTermMemoryRow).where(LongTermMemoryRow.user_id == user_id)).all()
             return [_item(r) for r in rows]
 
     def get(self, memory_id: str) -> MemoryItem | None:
-        with self.db.session() as s:
+        with self.db.session(write=False) as s:
             row = s.get(LongTermMemoryRow, memory_id)
             return _item(row) if row is not None else None
 
@@ -93,19 +93,19 @@ class SqlMemoryBackend:
                                              source=e.source.to_dict(), created_at=e.created_at))
 
     def history(self, memory_id: str) -> list[MemoryEvent]:
-        with self.db.session() as s:
+        with self.db.session(write=False) as s:
             rows = s.scalars(select(LongTermMemoryEventRow).where(LongTermMemoryEventRow.memory_id == memory_id)
                              .order_by(LongTermMemoryEventRow.created_at, LongTermMemoryEventRow.id)).all()
             return [_event(r) for r in rows]
 
     def user_history(self, user_id: str) -> list[MemoryEvent]:
-        with self.db.session() as s:
+        with self.db.session(write=False) as s:
             rows = s.scalars(select(LongTermMemoryEventRow).where(LongTermMemoryEventRow.user_id == user_id)
                              .order_by(LongTermMemoryEventRow.created_at, LongTermMemoryEventRow.id)).all()
             return [_event(r) for r in rows]
 
     def users(self) -> list[UserSummary]:
-        with self.db.session() as s:
+        with self.db.session(write=False) as s:
             rows = s.execute(select(LongTermMemoryRow.user_id, func.count(), func.max(LongTermMemoryRow.updated_at))
                              .group_by(LongTermMemoryRow.user_id).order_by(LongTermMemoryRow.user_id)).all()
             return [UserSummary(u, int(n), float(t)) for u, n, t in rows]

@@ -81,7 +81,7 @@ def add_flow_version(db: Database, flow_id: str, definition: dict, structure: st
 
 
 def get_flow_version(db: Database, version_id: str) -> FlowVersion:
-    with db.session() as s:
+    with db.session(write=False) as s:
         row = s.get(FlowVersionRow, version_id)
         if row is None:
             raise StoreError(f"no flow version with id {version_id!r}")
@@ -89,7 +89,7 @@ def get_flow_version(db: Database, version_id: str) -> FlowVersion:
 
 
 def latest_flow_version(db: Database, flow_id: str) -> FlowVersion:
-    with db.session() as s:
+    with db.session(write=False) as s:
         flow = s.get(FlowRow, flow_id)
         if flow is None:
             raise StoreError(f"no flow with id {flow_id!r}; list flows with `python -m core flows list`")
@@ -100,7 +100,7 @@ def latest_flow_version(db: Database, flow_id: str) -> FlowVersion:
 
 def list_flows(db: Database) -> list[FlowVersion]:
     """The latest version of every flow, newest flow first."""
-    with db.session() as s:
+    with db.session(write=False) as s:
         latest = (select(FlowVersionRow.flow_id, func.max(FlowVersionRow.version).label("v"))
                   .group_by(FlowVersionRow.flow_id).subquery())
         rows = s.execute(select(FlowVersionRow, FlowRow.name)
@@ -112,7 +112,7 @@ def list_flows(db: Database) -> list[FlowVersion]:
 
 
 def find_flow_by_name(db: Database, name: str) -> FlowVersion | None:
-    with db.session() as s:
+    with db.session(write=False) as s:
         flow_id = s.scalar(select(FlowRow.id).where(FlowRow.name == name).order_by(FlowRow.created_at).limit(1))
     return latest_flow_version(db, flow_id) if flow_id else None
 
@@ -153,7 +153,7 @@ def create_conversation(db: Database, *, flow_version_id: str | None, user_id: s
 
 
 def get_conversation(db: Database, conversation_id: str) -> ConversationInfo:
-    with db.session() as s:
+    with db.session(write=False) as s:
         row = s.get(ConversationRow, conversation_id)
         if row is None:
             raise StoreError(f"no conversation with id {conversation_id!r}; list them with "
@@ -172,7 +172,7 @@ def find_conversation(db: Database, conversation_id: str) -> ConversationInfo | 
 def list_conversations(db: Database, *, user_id: str | None = None, source: str | None = None,
                        flow_id: str | None = None) -> list[ConversationInfo]:
     """Conversations, most recently updated first, with their turn counts."""
-    with db.session() as s:
+    with db.session(write=False) as s:
         counts = (select(TurnRow.conversation_id, func.count().label("n"))
                   .group_by(TurnRow.conversation_id).subquery())
         q = (select(ConversationRow, func.coalesce(counts.c.n, 0))
@@ -298,7 +298,7 @@ _TURN_COLUMNS = (TurnRow.id, TurnRow.parent_id, TurnRow.flow_version_id, TurnRow
 
 
 def load_turn_rows(db: Database, conversation_id: str, *, with_node_runs: bool = False) -> list[dict]:
-    with db.session() as s:
+    with db.session(write=False) as s:
         if with_node_runs:
             rows = s.scalars(select(TurnRow).where(TurnRow.conversation_id == conversation_id)
                              .order_by(TurnRow.seq)).all()
@@ -319,7 +319,7 @@ def load_turn_rows(db: Database, conversation_id: str, *, with_node_runs: bool =
 
 
 def load_node_runs(db: Database, turn_id: str) -> list[dict]:
-    with db.session() as s:
+    with db.session(write=False) as s:
         rows = s.scalars(select(NodeRunRow).where(NodeRunRow.turn_id == turn_id).order_by(NodeRunRow.seq)).all()
         return [node_run_dict(r) for r in rows]
 
@@ -389,7 +389,7 @@ def _var(row: VariableRow) -> StoredVariable:
 
 
 def get_variables(db: Database, conversation_id: str) -> list[StoredVariable]:
-    with db.session() as s:
+    with db.session(write=False) as s:
         rows = s.scalars(select(VariableRow).where(VariableRow.conversation_id == conversation_id)
                          .order_by(VariableRow.created_at, VariableRow.id)).all()
         return [_var(r) for r in rows]
@@ -435,7 +435,7 @@ def write_variable_changes(db: Database, conversation_id: str, changes: list[dic
 
 
 def variable_history(db: Database, conversation_id: str) -> list[dict]:
-    with db.session() as s:
+    with db.session(write=False) as s:
         rows = s.scalars(select(VariableChangeRow).where(VariableChangeRow.conversation_id == conversation_id)
                          .order_by(VariableChangeRow.id)).all()
         return [{"turn_id": r.turn_id, "turn_seq": r.turn_seq, "node_id": r.node_id, "operation": r.operation,
@@ -445,7 +445,7 @@ def variable_history(db: Database, conversation_id: str) -> list[dict]:
 # -- settings ---------------------------------------------------------------------------------------
 
 def get_setting(db: Database, key: str, default: Any = None) -> Any:
-    with db.session() as s:
+    with db.session(write=False) as s:
         row = s.get(SettingRow, key)
         return default if row is None else row.value
 
