@@ -324,15 +324,6 @@ def turn_from_record(record: TurnRecord, flow_version_id: str | None) -> dict:
     return data
 
 
-def record_from_stored(turn: Mapping[str, Any], conversation_id: str) -> TurnRecord:
-    data = {k: v for k, v in turn.items() if k not in ("seq", "flow_version_id", "answer_tokens", "prompt_tokens",
-                                                       "messages")}
-    data["conversation_id"] = conversation_id
-    data.setdefault("turn", turn.get("seq", 0))
-    data["intermediate"] = [m for m in turn.get("messages") or [] if m.get("kind") not in ("query", "answer")]
-    return TurnRecord.from_dict(data)
-
-
 # -- export / import --------------------------------------------------------------------------------
 
 def export_conversation(db: Database, conversation_id: str) -> dict:
@@ -512,5 +503,5 @@ def read_bundle(path: str | Path) -> dict:
 
 
 __all__ = ["ConversationService", "Siblings", "SessionChangedError", "SESSION_CHANGED", "export_conversation",
-           "import_conversation", "validate_bundle", "read_bundle", "store_conversations", "is_bundle", "turn_from_record", "record_from_stored",
+           "import_conversation", "validate_bundle", "read_bundle", "store_conversations", "is_bundle", "turn_from_record",
            "RunError"]
