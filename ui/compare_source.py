@@ -17,7 +17,7 @@ from core.errors import MemLensError
 from core.report import Source, load_stored, read_sources, source_of
 from core.samples import load_sample, sample_files
 from core.store import repo
-from core.store.db import open_database, resolve_url
+from core.store.db import resolve_url
 from ui.compare_findings import plain
 
 SAMPLE, STORED, FILE = "Sample", "Stored", "File"
@@ -36,7 +36,7 @@ def _sample(name: str) -> list[Source]:
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _stored(url: str, conversation_id: str, stamp: tuple) -> Source:
-    return load_stored(open_database(url), conversation_id)
+    return load_stored(database(), conversation_id)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -45,8 +45,11 @@ def _uploaded(digest: str, name: str, _data: bytes) -> list[Source]:
 
 
 def database():
-    """The configured store (MEMLENS_DATABASE_URL or data/memlens.db)."""
-    return open_database(resolve_url())
+    """The configured store (MEMLENS_DATABASE_URL or data/memlens.db), the same one every page uses
+    (seeded with the demo conversation on first use)."""
+    from ui.data import service
+
+    return service().db
 
 
 def pick_source(prefix: str, *, default: str = "lisbon-trip.json") -> Picked | None:
