@@ -71,6 +71,28 @@ class Message:
         # Dify's filter drops a message whose content is empty unless it carries tool calls.
         return not self.content and not self.tool_calls
 
+    def to_dict(self) -> dict:
+        """The message as stored and exported (every field; absent ones left out)."""
+        out: dict = {"role": self.role, "content": self.content, "kind": self.kind, "ref": self.ref}
+        if self.name:
+            out["name"] = self.name
+        if self.tool_calls:
+            out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls]
+        if self.tool_call_id:
+            out["tool_call_id"] = self.tool_call_id
+        if self.files:
+            out["files"] = [{"type": f.type, "url": f.url, "id": f.id} for f in self.files]
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Message":
+        """The inverse of :meth:`to_dict` (the input is trusted: validate untrusted documents first)."""
+        calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in d.get("tool_calls") or [])
+        files = tuple(FileRef(str(f.get("type") or "file"), str(f.get("url") or ""), str(f.get("id") or ""))
+                      for f in d.get("files") or [])
+        return cls(role=d["role"], content=d.get("content") or "", kind=d.get("kind") or "", ref=d.get("ref", ""),
+                   name=d.get("name"), tool_calls=calls, tool_call_id=d.get("tool_call_id"), files=files)
+
     def to_openai(self) -> dict:
         out: dict = {"role": self.role, "content": self.content}
         if self.name:

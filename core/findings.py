@@ -325,7 +325,7 @@ def _dominant(subject: str, turns: Sequence[MemoryTurn], conversation: Conversat
 
 def _window_zero(subject: str, turns: Sequence[MemoryTurn], node_id: str | None = None) -> Finding:
     first = next((t for t in turns if t.kept), None)
-    text = f"Window = 0, but history was included: Dify reads a window of 0 as no limit (its 500-turn cap)"
+    text = "Window = 0, but history was included: Dify reads a window of 0 as no limit (its 500-turn cap)"
     if first is not None:
         text += f", so at turn {first.turn} {subject} still receives {_plural(first.kept, 'earlier message')}"
     else:

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .compare import (Comparison, HeatmapWindow, NamedConfig, ReplyGrid, RetentionMatrix, compare, heatmap_window,
                       named_configs, replay_replies)
-from .conversation import ROLES, Conversation, FileRef, Message, ToolCall, Turn
+from .conversation import ROLES, Conversation, Message, Turn
 from .errors import MemLensError
 from .findings import Finding, config_findings, flow_findings, run_findings
 from .ledger import (CLEARED, EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
@@ -72,16 +72,7 @@ class ReportError(MemLensError):
 # -- conversations as JSON ------------------------------------------------------------------------------
 
 def message_to_json(m: Message) -> dict:
-    out: dict = {"role": m.role, "content": m.content, "kind": m.kind, "ref": m.ref}
-    if m.name:
-        out["name"] = m.name
-    if m.tool_calls:
-        out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls]
-    if m.tool_call_id:
-        out["tool_call_id"] = m.tool_call_id
-    if m.files:
-        out["files"] = [{"type": f.type, "url": f.url, "id": f.id} for f in m.files]
-    return out
+    return m.to_dict()
 
 
 def conversation_to_json(conv: Conversation) -> dict:
@@ -112,18 +103,12 @@ def _message_from_json(d: Any, where: str) -> Message:
     _need(isinstance(d.get("kind", ""), str), f"{where}.kind", "must be text")
     _need(isinstance(d.get("ref", ""), (int, str)) and not isinstance(d.get("ref"), bool), f"{where}.ref",
           "must be a number or text")
-    calls = []
     for k, c in enumerate(d.get("tool_calls") or []):
         _need(isinstance(c, Mapping) and all(isinstance(c.get(x), str) for x in ("id", "name", "arguments")),
               f"{where}.tool_calls[{k}]", "needs text 'id', 'name' and 'arguments'")
-        calls.append(ToolCall(c["id"], c["name"], c["arguments"]))
-    files = []
     for k, f in enumerate(d.get("files") or []):
         _need(isinstance(f, Mapping), f"{where}.files[{k}]", "must be an object")
-        files.append(FileRef(str(f.get("type") or "file"), str(f.get("url") or ""), str(f.get("id") or "")))
-    return Message(role=d["role"], content=d.get("content") or "", kind=d.get("kind") or "", ref=d.get("ref", ""),
-                   name=d.get("name"), tool_calls=tuple(calls), tool_call_id=d.get("tool_call_id"),
-                   files=tuple(files))
+    return Message.from_dict(d)
 
 
 def conversation_from_json(d: Any, where: str = "conversation") -> Conversation:

@@ -400,7 +400,7 @@ def import_conversation(db: Database, bundle: Mapping[str, Any]) -> str:
     """Store an exported conversation under its own ids, all or nothing."""
     from sqlalchemy import select
 
-    from .store.models import (ConversationRow, FlowRow, FlowVersionRow, NodeRunRow, VariableChangeRow,
+    from .store.models import (ConversationRow, FlowRow, FlowVersionRow, VariableChangeRow,
                                VariableRow)
 
     validate_bundle(bundle)

@@ -88,7 +88,7 @@ def test_every_flow_and_conversation_of_a_user_shares_the_memories_and_no_other_
     for user, flow_id in plan:
         name, city = users[user]
         conv = service.start(flow_id, user_id=user)
-        for query in (f"What's my name? Do you know where I live?", f"I am {name} and I live in {city}."):
+        for query in ("What's my name? Do you know where I live?", f"I am {name} and I live in {city}."):
             record = service.send(conv.id, query)
             recalled = record.node_run("recall").outputs["memories"]
             for row in recalled:

@@ -13,7 +13,7 @@ from core.conversation import Message
 from core.ledger import EMPTY, KEPT, SUMMARIZED, SUMMARY, explain
 from core.memory import ConfigError, MemoryConfig, Replay
 from core.summarize import NO_FACTS, OFFLINE, FactSummarizer, Summarizer
-from tests.builders import dify, linear, openai, record
+from tests.builders import dify, linear, record
 from tests.conftest import FIXTURES, ROOT
 from tests.test_ledger_pipeline import conversations, tool_turn
 

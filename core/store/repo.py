@@ -17,7 +17,7 @@ from typing import Any, Iterable
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from ..conversation import ANSWER, QUERY, Conversation, FileRef, Message, ToolCall, Turn
+from ..conversation import ANSWER, QUERY, Conversation, Message, Turn
 from .db import Database, StoreError
 from .models import (ConversationRow, FlowRow, FlowVersionRow, NodeRunRow, SettingRow, TurnRow, VariableChangeRow,
                      VariableRow)
@@ -324,31 +324,15 @@ def load_node_runs(db: Database, turn_id: str) -> list[dict]:
         return [node_run_dict(r) for r in rows]
 
 
-def _message_from_dict(d: dict) -> Message:
-    calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in d.get("tool_calls") or [])
-    files = tuple(FileRef(f.get("type", "file"), f.get("url", ""), f.get("id", "")) for f in d.get("files") or [])
-    return Message(role=d["role"], content=d.get("content") or "", kind=d.get("kind") or "", ref=d.get("ref", ""),
-                   name=d.get("name"), tool_calls=calls, tool_call_id=d.get("tool_call_id"), files=files)
-
-
 def message_to_dict(m: Message) -> dict:
-    out: dict = {"role": m.role, "content": m.content, "kind": m.kind, "ref": m.ref}
-    if m.name:
-        out["name"] = m.name
-    if m.tool_calls:
-        out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls]
-    if m.tool_call_id:
-        out["tool_call_id"] = m.tool_call_id
-    if m.files:
-        out["files"] = [{"type": f.type, "url": f.url, "id": f.id} for f in m.files]
-    return out
+    return m.to_dict()
 
 
 def turn_from_dict(d: dict) -> Turn:
     """A core Turn from a stored turn: query and answer, or the full message list of an import."""
     tid = d["id"]
     if d.get("messages"):
-        messages = tuple(_message_from_dict(m) for m in d["messages"])
+        messages = tuple(Message.from_dict(m) for m in d["messages"])
         qi = next((i for i, m in enumerate(messages) if m.kind == QUERY), None)
         ai = max((i for i, m in enumerate(messages) if m.kind == ANSWER), default=None)
     else:
