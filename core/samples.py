@@ -27,6 +27,11 @@ def load_sample(name: str) -> list[Conversation]:
 DEMO_FLOW = "support-bot"
 DEMO_NAME = "Demo: support-bot forgets a name"
 _SEEDED = "demo.seeded"
+MEMORY_FLOW = "long-term-memory"
+MEMORY_DEMO = (
+    ("Demo: long-term memory, first visit", ["Hi, I'm Dana. I live in Porto.", "I'm vegetarian, by the way."]),
+    ("Demo: long-term memory, a week later", ["Hello again! What's my name, and where do I live?"]),
+)
 
 
 def flow_files() -> list[Path]:
@@ -52,6 +57,14 @@ def seed_demo(service) -> str | None:
     for path in flow_files():
         if repo.find_flow_by_name(db, path.stem) is None:
             versions[path.stem] = service.import_flow(path, name=path.stem)
+    # Long-term memory: a first visit states facts, a later conversation of the same user recalls them.
+    memory = versions.get(MEMORY_FLOW) or repo.find_flow_by_name(db, MEMORY_FLOW)
+    if memory is not None:
+        for name, queries in MEMORY_DEMO:
+            first = service.start(memory.flow_id, name=name, user_id="demo")
+            for q in queries:
+                service.send(first.id, q, llm=DemoClient())
+    # The support-bot demo goes last: the debugger opens the most recently updated conversation.
     demo = versions.get(DEMO_FLOW) or repo.find_flow_by_name(db, DEMO_FLOW)
     conv = service.start(demo.flow_id, name=DEMO_NAME, user_id="demo")
     queries = json.loads((SAMPLE_DIR / "flows" / f"{DEMO_FLOW}.queries.json").read_text(encoding="utf-8"))

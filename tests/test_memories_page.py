@@ -55,7 +55,8 @@ def test_the_page_lists_the_chosen_users_memories_and_only_theirs(seeded):
     at = open_page()
     assert not at.exception
     assert at.title[0].value == "Long-term memory"
-    assert at.selectbox(key="mem_user").options == ["dana", "eve"]
+    # "demo" is the seeded demo's user (the app plays a long-term memory demo on first open).
+    assert at.selectbox(key="mem_user").options == ["dana", "demo", "eve"]
     assert set(table(at)["memory"]) == {"Your name is Dana.", "Your order is 4411.", "You like green tea."}
     assert set(table(at)["source"]) == {"long-term-memory · turn 1 · conversation conv-1"}
     at.selectbox(key="mem_user").set_value("eve").run()
@@ -120,8 +121,20 @@ def test_memories_can_be_added_by_hand_and_the_recall_preview_ranks_them(seeded)
     assert len(recall) == 4
 
 
-def test_a_user_without_memories_is_told_so(tmp_path, monkeypatch):
-    monkeypatch.setenv("MEMLENS_DATABASE_URL", f"sqlite:///{tmp_path / 'empty.db'}")
-    at = open_page()
+def test_a_store_without_memories_says_so(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", url)
+    from core.store import repo
+
+    repo.set_setting(Database(url), "demo.seeded", True)  # a store that was seeded once and then emptied
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    at.switch_page("pages/memories.py").run()
     assert not at.exception
     assert "No long-term memories yet" in at.info[0].value
+
+
+def test_the_first_open_shows_the_demo_users_memories(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", f"sqlite:///{tmp_path / 'fresh.db'}")
+    at = open_page()
+    assert at.selectbox(key="mem_user").value == "demo"
+    assert {"Your name is Dana.", "You live in Porto.", "You are vegetarian."} <= set(table(at)["memory"])
