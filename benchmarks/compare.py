@@ -21,7 +21,6 @@ Run: ``.venv/bin/python benchmarks/compare.py`` (``--turns N``, ``--full``).
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import time
 from pathlib import Path
@@ -30,52 +29,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core import tokens  # noqa: E402
 from core.compare import compare, heatmap_window, retention_matrix  # noqa: E402
-from core.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn  # noqa: E402
+from benchmarks.workload import build_conversation, floor_seconds  # noqa: E402
+from core.conversation import Conversation  # noqa: E402
 from core.memory import MemoryConfig, Replay  # noqa: E402
-from core.tokens import TokenCounter, _encoding  # noqa: E402
+from core.tokens import _encoding  # noqa: E402
 
-WORDS = ("memory window token budget turn branch answer query model context node ledger history kept dropped "
-         "reason tool result summary thread user assistant system prompt Lisbon order booking train palace sea "
-         "coast evening morning ticket colour green").split()
 FACTS = ("My name is Dana.", "I'm vegetarian.", "My order number is 4411.", "I live in Porto.",
          "I'm allergic to peanuts.", "My favourite colour is green.", "I work as a nurse.", "Call me Sam.")
 MODEL = "gpt-4o-mini"
 CONFIGS = [MemoryConfig(window=3, model=MODEL), MemoryConfig(window=10, model=MODEL),
            MemoryConfig(context_size=6_000, model=MODEL), MemoryConfig(strategy="window", window=20, model=MODEL),
            MemoryConfig(strategy="buffer", context_size=16_000, model=MODEL), MemoryConfig(strategy="off", model=MODEL)]
-
-
-def build_conversation(turns: int, seed: int = 11) -> Conversation:
-    rng = random.Random(seed)
-
-    def text(lo: int, hi: int) -> str:
-        n = int(rng.lognormvariate(0, 1) * lo) % hi + 1
-        return " ".join(rng.choice(WORDS) for _ in range(n)) + f" #{rng.random():.6f}"
-
-    out = []
-    for i in range(turns):
-        mid = f"m{i}"
-        query = text(12, 120)
-        if i % 40 == 0:
-            query = f"{FACTS[(i // 40) % len(FACTS)]} {query}"
-        msgs = [Message("user", query, QUERY, f"{mid}:query")]
-        if i % 7 == 3:
-            call = ToolCall(f"c{i}", "lookup_order", f'{{"order_id": "{rng.randint(1000, 9999)}"}}')
-            msgs.append(Message("assistant", "", TOOL_CALL, f"{mid}:call", tool_calls=(call,)))
-            msgs.append(Message("tool", text(30, 300), TOOL_RESULT, f"{mid}:result", tool_call_id=call.id))
-        msgs.append(Message("assistant", text(25, 400), ANSWER, f"{mid}:answer"))
-        out.append(Turn(id=mid, parent_id=f"m{i - 1}" if i else None, messages=tuple(msgs), query_index=0,
-                        answer_index=len(msgs) - 1))
-    return Conversation(id="bench", turns=out, system_prompt="You are a helpful assistant.")
-
-
-def floor_seconds(conv: Conversation) -> float:
-    encode = _encoding(TokenCounter(MODEL).encoding_name).encode_ordinary
-    texts = [m.content for t in conv.turns for m in t.messages]
-    start = time.perf_counter()
-    for t in texts:
-        encode(t)
-    return time.perf_counter() - start
 
 
 def timed(fn):
@@ -90,10 +54,10 @@ def main() -> None:
     ap.add_argument("--full", action="store_true", help="also compute one config's whole matrix")
     args = ap.parse_args()
 
-    conv = build_conversation(args.turns)
+    conv = build_conversation(args.turns, seed=11, facts=FACTS)
     _encoding("o200k_base")  # load the encodings outside every measurement
     n_messages = sum(len(t.messages) for t in conv.turns)
-    floor = min(floor_seconds(conv) for _ in range(3))
+    floor = min(floor_seconds(conv, MODEL) for _ in range(3))
     print(f"conversation: {args.turns:,} turns, {n_messages:,} messages; configs: "
           + ", ".join(c.label() for c in CONFIGS))
     print(f"(a) floor — tiktoken encodes every message once: {floor:.3f} s")

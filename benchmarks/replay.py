@@ -17,53 +17,20 @@ Run: ``.venv/bin/python benchmarks/replay.py`` (``--turns`` and ``--baseline-tur
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn  # noqa: E402
+from benchmarks.workload import build_conversation, floor_seconds  # noqa: E402
+from core.conversation import Conversation  # noqa: E402
 from core.memory import MemoryConfig, Replay  # noqa: E402
 from core.tokens import TokenCounter, _encoding  # noqa: E402
 
-WORDS = ("memory window token budget turn branch answer query model context node ledger history kept dropped "
-         "reason tool result summary thread user assistant system prompt Lisbon Dana order vegetarian booking "
-         "number 4411 7730 train palace sea coast evening morning ticket reference colour green window").split()
 MODEL = "gpt-4o-mini"
 #: Small enough that the budget prunes on most turns (about 1,900 tokens of history are left).
 CONTEXT = 2_000 + 1_000
-
-
-def build_conversation(turns: int, seed: int = 7) -> Conversation:
-    rng = random.Random(seed)
-
-    def text(lo: int, hi: int) -> str:
-        n = int(rng.lognormvariate(0, 1) * lo) % hi + 1
-        return " ".join(rng.choice(WORDS) for _ in range(n)) + f" #{rng.random():.6f}"
-
-    out = []
-    for i in range(turns):
-        mid = f"m{i}"
-        msgs = [Message("user", text(12, 120), QUERY, f"{mid}:query")]
-        if i % 7 == 3:
-            call = ToolCall(f"c{i}", "lookup_order", f'{{"order_id": "{rng.randint(1000, 9999)}"}}')
-            msgs.append(Message("assistant", "", TOOL_CALL, f"{mid}:call", tool_calls=(call,)))
-            msgs.append(Message("tool", text(30, 300), TOOL_RESULT, f"{mid}:result", tool_call_id=call.id))
-        msgs.append(Message("assistant", text(25, 400), ANSWER, f"{mid}:answer"))
-        out.append(Turn(id=mid, parent_id=f"m{i - 1}" if i else None, messages=tuple(msgs), query_index=0,
-                        answer_index=len(msgs) - 1))
-    return Conversation(id="bench", turns=out, system_prompt="You are a helpful assistant.")
-
-
-def floor_seconds(conv: Conversation) -> float:
-    encode = _encoding(TokenCounter(MODEL).encoding_name).encode_ordinary
-    texts = [m.content for t in conv.turns for m in t.messages]
-    start = time.perf_counter()
-    for t in texts:
-        encode(t)
-    return time.perf_counter() - start
 
 
 def replay_seconds(conv: Conversation, config: MemoryConfig) -> tuple[float, int]:
@@ -107,7 +74,7 @@ def main() -> None:
                "window (N=20)": MemoryConfig(strategy="window", window=20, model=MODEL),
                "buffer": MemoryConfig(strategy="buffer", model=MODEL)}
 
-    floor = min(floor_seconds(conv) for _ in range(3))
+    floor = min(floor_seconds(conv, MODEL) for _ in range(3))
     print(f"conversation: {args.turns:,} turns, {n_messages:,} messages")
     print(f"(a) floor — tiktoken encodes every message once: {floor:.3f} s")
     ok = True
