@@ -64,6 +64,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--turns", type=int, default=10_000)
     ap.add_argument("--baseline-turns", type=int, default=1_000)
+    ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
 
     conv = build_conversation(args.turns)
@@ -74,12 +75,21 @@ def main() -> None:
                "window (N=20)": MemoryConfig(strategy="window", window=20, model=MODEL),
                "buffer": MemoryConfig(strategy="buffer", model=MODEL)}
 
-    floor = min(floor_seconds(conv, MODEL) for _ in range(3))
-    print(f"conversation: {args.turns:,} turns, {n_messages:,} messages")
+    # The machine is shared: each figure is the best of several runs, and the floor is measured
+    # between the replays so that both see the same conditions.
+    floors: list[float] = []
+    results: dict[str, tuple[float, int]] = {}
+    for _ in range(args.repeat):
+        for label, cfg in configs.items():
+            floors.append(floor_seconds(conv, MODEL))
+            run = replay_seconds(conv, cfg)
+            results[label] = min(results.get(label, run), run)
+    floor = min(floors)
+    print(f"conversation: {args.turns:,} turns, {n_messages:,} messages; best of {args.repeat} runs each")
     print(f"(a) floor — tiktoken encodes every message once: {floor:.3f} s")
     ok = True
     for label, cfg in configs.items():
-        seconds, dropped = min(replay_seconds(conv, cfg) for _ in range(3))
+        seconds, dropped = results[label]
         ratio = seconds / floor
         ok &= ratio <= 2.0
         print(f"(b) replay {label}: {seconds:.3f} s = {ratio:.2f}× floor (target ≤ 2×); "
@@ -87,7 +97,7 @@ def main() -> None:
 
     head = Conversation(id="head", turns=conv.turns[: args.baseline_turns], system_prompt=conv.system_prompt)
     literal = literal_dify_seconds(head, 50, CONTEXT)
-    ours, _ = min(replay_seconds(head, dify_cfg) for _ in range(3))
+    ours, _ = min(replay_seconds(head, dify_cfg) for _ in range(args.repeat))
     speedup = literal / ours
     ok &= speedup >= 50
     pruned = sum(1 for s in Replay(head, dify_cfg).summaries() if s.budget is not None and s.history_tokens and

@@ -217,18 +217,19 @@ class PathView:
         self.starts.append(len(self.seq_pos))
         self.marks.append(mark)
         self.states.append(state)
-        p, k, c = self.prefix[-1], self.kept_prefix[-1], self.count_prefix[-1]
+        prefix, kept_prefix, count_prefix = self.prefix, self.kept_prefix, self.count_prefix
+        p, k, c = prefix[-1], kept_prefix[-1], count_prefix[-1]
         for j in eligible:
             t = tokens[j]
             p += t
             if not empty[j]:
                 k += t
                 c += 1
-            self.prefix.append(p)
-            self.kept_prefix.append(k)
-            self.count_prefix.append(c)
-            self.seq_pos.append(position)
-            self.seq_msg.append(j)
+            prefix.append(p)
+            kept_prefix.append(k)
+            count_prefix.append(c)
+        self.seq_pos.extend([position] * len(eligible))
+        self.seq_msg.extend(eligible)
 
     def pop(self) -> None:
         self.positions.pop()
@@ -414,16 +415,16 @@ class Replay:
                 continue
             toks, emp = [], []
             for m in turn.messages:
-                if m.name or m.tool_calls:
+                text, calls = m.content, m.tool_calls
+                if m.name or calls:
                     toks.append(counter.message(m))
                 else:
-                    text = m.content
                     n = cache.get(text)
                     if n is None:
                         n = len(encode(text)) if text else 0
                         cache[text] = n
                     toks.append(MESSAGE_OVERHEAD + n)
-                emp.append(m.is_empty)
+                emp.append(not text and not calls)  # Message.is_empty, inlined
             tokens[p] = tuple(toks)
             empties[p] = tuple(emp)
 
@@ -440,6 +441,15 @@ class Replay:
         prefix, kept_prefix, count_prefix, seq_pos = view.prefix, view.kept_prefix, view.count_prefix, view.seq_pos
         budget_limit, window, mark = strategy.budget_limit, strategy.window, strategy.mark
         fixed_of = self.fixed_prompt_tokens
+        if self._prompt_tokens is None:
+            # The default prompt is the system prompt plus the turn's query, whose tokens are known.
+            system = self._system_tokens + REPLY_PRIMING
+            all_tokens = self._tokens
+
+            def fixed_of(position: int) -> int:
+                qi = turns[position].query_index
+                return system + (all_tokens[position][qi] if qi is not None else 0)
+        eligible_of = self.eligible
         self.messages_before(0)
         before = self._msg_before
         out: dict[int, TurnSummary] = {}
@@ -470,7 +480,7 @@ class Replay:
                     oldest = numbers[seq_pos[j]]
                 out[position] = TurnSummary(numbers[position], kept, before[position] - kept, history,
                                             fixed + history, limit, oldest)
-            view.push(position, mark(trimmed, start), self.eligible(position), self._tokens[position],
+            view.push(position, mark(trimmed, start), eligible_of(position), self._tokens[position],
                       self._empty[position], None)
             stack.append((position, False))
             for child in reversed(children[position]):
