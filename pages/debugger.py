@@ -179,8 +179,9 @@ if side_col is not None:
         overrides = {nid: {**stored_overrides.get(nid, {}), **c} for nid, c in changed.items()}
         if changed:
             c1, c2 = st.columns(2)
-            if selected_id and c1.button("Re-run the selected turn with these settings", key="rerun_from",
-                                         help="A new branch: the selected turn answered again, and these settings kept"):
+            if selected_id and c1.button(f"Re-run turn {numbers[selected]} as a branch", key="rerun_from",
+                                         help="The inspected turn answered again with these settings, as a new "
+                                              "branch; the settings stay on for the turns that follow"):
                 merged = {**stored_overrides, **overrides}
                 _run("Re-running…", lambda ev: svc.rerun_from(conv_id, selected_id, merged, on_event=ev))
             if c2.button("Keep for new turns", key="keep_settings"):
@@ -272,7 +273,9 @@ if side_col is not None:
                                 key=f"lt-on-{node.id}"):
                             render_ledger_table(ledger, conv, key=f"lt-{selected_id}-{node.id}", node=titles[node.id])
     with vars_tab:
-        variables = repo.get_variables(svc.db, conv_id)
+        declared = [v.name for v in flow.variables]
+        variables = sorted(repo.get_variables(svc.db, conv_id),
+                           key=lambda v: declared.index(v.name) if v.name in declared else len(declared))
         history = repo.variable_history(svc.db, conv_id)
         at = svc.variables_at(conv_id, selected_id, conversation=conv, flow=flow) if selected_id else None
         label = f"after turn {numbers[selected]}" if selected is not None else ""
