@@ -28,7 +28,7 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def _positive(name: str, minimum: int = 1) -> Callable[[str], int]:
+def whole_number(name: str, minimum: int = 1) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -57,15 +57,15 @@ def _fraction(name: str) -> Callable[[str], float]:
 def _add_memory_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory", choices=("dify", "window", "buffer", "off", "summary_buffer", "compaction", "trim"),
                    default="dify")
-    p.add_argument("--window", type=_positive("--window", 0), default=None,
+    p.add_argument("--window", type=whole_number("--window", 0), default=None,
                    help="dify: turns (default: no window, 500-turn cap); window: messages (default 10)")
     p.add_argument("--fidelity", choices=("documented", "code"), default="documented")
     p.add_argument("--model", default="gpt-4o-mini")
-    p.add_argument("--context-size", type=_positive("--context-size"), default=None)
-    p.add_argument("--max-tokens", type=_positive("--max-tokens", 0), default=0)
+    p.add_argument("--context-size", type=whole_number("--context-size"), default=None)
+    p.add_argument("--max-tokens", type=whole_number("--max-tokens", 0), default=0)
     p.add_argument("--granularity", choices=("query_answer", "all_messages"), default="query_answer")
     p.add_argument("--scope", choices=("thread", "session", "call"), default="thread")
-    p.add_argument("--max-history-tokens", type=_positive("--max-history-tokens"), default=None,
+    p.add_argument("--max-history-tokens", type=whole_number("--max-history-tokens"), default=None,
                    help="summary_buffer: buffer limit; trim: max_tokens (default 2000)")
     p.add_argument("--trim-strategy", choices=("last", "first"), default="last", help="trim only")
     p.add_argument("--trim-counter", choices=("tokens", "messages"), default="tokens",
@@ -76,8 +76,8 @@ def _add_memory_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-partial", action="store_true", help="trim: keep part of the message that did not fit")
     p.add_argument("--compaction-trigger", type=_fraction("--compaction-trigger"), default=0.8,
                    help="compaction: target as a fraction of the context size (default 0.8)")
-    p.add_argument("--compaction-keep-messages", type=_positive("--compaction-keep-messages", 0), default=20)
-    p.add_argument("--compaction-keep-tool-results", type=_positive("--compaction-keep-tool-results", 0), default=3)
+    p.add_argument("--compaction-keep-messages", type=whole_number("--compaction-keep-messages", 0), default=20)
+    p.add_argument("--compaction-keep-tool-results", type=whole_number("--compaction-keep-tool-results", 0), default=3)
 
 
 def config_from_args(args: argparse.Namespace) -> MemoryConfig:
@@ -173,8 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     _add_memory_options(p)
     p.add_argument("--system", default=None, help="system prompt (default: the file's leading system messages)")
-    p.add_argument("--turn", type=_positive("--turn"), default=None)
-    p.add_argument("--index", type=_positive("--index", 0), default=0)
+    p.add_argument("--turn", type=whole_number("--turn"), default=None)
+    p.add_argument("--index", type=whole_number("--index", 0), default=0)
     p.add_argument("--format", choices=("table", "json", "summary"), default="table")
     p.set_defaults(func=cmd_replay)
     for module in _command_modules():

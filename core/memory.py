@@ -440,15 +440,16 @@ class Replay:
         view = strategy.new_view(self)
         prefix, kept_prefix, count_prefix, seq_pos = view.prefix, view.kept_prefix, view.count_prefix, view.seq_pos
         budget_limit, window, mark = strategy.budget_limit, strategy.window, strategy.mark
-        fixed_of = self.fixed_prompt_tokens
+        fixed_of: Callable[[int], int] = self.fixed_prompt_tokens
         if self._prompt_tokens is None:
             # The default prompt is the system prompt plus the turn's query, whose tokens are known.
             system = self._system_tokens + REPLY_PRIMING
             all_tokens = self._tokens
 
-            def fixed_of(position: int) -> int:
+            def default_fixed(position: int) -> int:
                 qi = turns[position].query_index
                 return system + (all_tokens[position][qi] if qi is not None else 0)
+            fixed_of = default_fixed
         eligible_of = self.eligible
         self.messages_before(0)
         before = self._msg_before

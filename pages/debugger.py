@@ -244,7 +244,7 @@ if side_col is not None:
             render_recall_preview(svc.long_term, info.user_id, None, key=f"recall-{conv_id}")
         else:
             st.markdown(f"**Turn {numbers[selected]}** — " + html.muted(conv.turns[selected].query[:80]),
-                        unsafe_allow_html=True)
+                        unsafe_allow_html=True)  # muted() escapes the query
             ran = [n for n in llm_nodes if n.id in runs]
             agents = [r for r in runs.values() if r.get("type") == "tool-agent"]
             if not ran and not agents:

@@ -5,6 +5,8 @@ from playwright.sync_api import expect
 from tests.browser import chromium, streamlit_server
 
 XSS = "<img src=x onerror=alert(1)>"
+# After a blank line, markdown would turn these into an image and bold text; they must stay as typed.
+MARKDOWN = "![pic](http://127.0.0.1:9/pic.png) **not bold**"
 
 
 def test_send_a_message_see_markers_and_the_receipt_in_a_real_browser(tmp_path):
@@ -20,14 +22,15 @@ def test_send_a_message_see_markers_and_the_receipt_in_a_real_browser(tmp_path):
 
         box = page.get_by_test_id("stChatInputTextArea")
         expect(box).to_be_editable(timeout=90_000)
-        box.fill(XSS)
+        box.fill(f"{XSS}\n\n{MARKDOWN}")
         box.press("Enter")
         expect(messages).to_have_count(18, timeout=90_000)
 
         # The message shows as text: no image element, no script ran.
         sent = messages.nth(16)
         expect(sent).to_contain_text(XSS)
-        assert sent.locator("img").count() == 0
+        expect(sent).to_contain_text(MARKDOWN)
+        assert sent.locator("img").count() == 0 and sent.locator("strong").count() == 0
         assert dialogs == []
 
         # Markers: one per LLM node on earlier messages, with the reason on hover.

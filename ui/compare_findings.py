@@ -9,6 +9,7 @@ from typing import Callable, Sequence
 import streamlit as st
 
 from core.findings import WARNING, Finding
+from ui.html import safe_text
 
 _ICON = {WARNING: "⚠️", "info": "ℹ️"}
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
@@ -23,7 +24,7 @@ def plain(text: object) -> str:
 def finding_html(f: Finding, *, detail: bool = True) -> str:
     """One finding as escaped HTML (its text quotes the conversation, so nothing in it is markup)."""
     head = f"<b>{escape(f.title)}</b> · {escape(f.subject)}" if f.subject else f"<b>{escape(f.title)}</b>"
-    body = escape(f.text).replace("\n", "<br>")
+    body = safe_text(f.text)
     more = f'<br><span style="color:#6b7280;font-size:.85rem">{escape(f.detail)}</span>' if detail and f.detail \
         else ""
     return f'<div data-kind="{escape(f.kind)}">{_ICON.get(f.severity, "")} {head}<br>{body}{more}</div>'

@@ -42,9 +42,19 @@ def inject_css() -> None:
     st.markdown(CSS, unsafe_allow_html=True)
 
 
+def safe_text(text: str) -> str:
+    """Text for an HTML block: escaped, and with its line breaks as character references.
+
+    A blank line would end the HTML block and hand the rest to the markdown parser, where
+    ``![x](url)`` becomes an image and ``**x**`` bold; with no raw line break the whole message
+    stays text (``white-space: pre-wrap`` still shows the breaks).
+    """
+    return escape(text).replace("\r\n", "\n").replace("\n", "&#10;")
+
+
 def text_block(text: str, *, later: bool = False) -> str:
     cls = "ml-msg ml-later" if later else "ml-msg"
-    return f'<div class="{cls}">{escape(text) if text else "<i>(empty)</i>"}</div>'
+    return f'<div class="{cls}">{safe_text(text) if text else "<i>(empty)</i>"}</div>'
 
 
 def chip(node_id: str, title: str, state: str, reason: str, why: str) -> str:

@@ -15,6 +15,7 @@ from core.conversation import Conversation
 from core.findings import Finding
 from core.memory import turn_numbers
 from ui.compare_findings import finding_html
+from ui.html import safe_text
 
 _TEXT = '<div style="white-space:pre-wrap;overflow-wrap:anywhere;line-height:1.45">{}</div>'
 
@@ -31,7 +32,7 @@ class Card:
 
 
 def text_html(text: str) -> str:
-    return _TEXT.format(escape(text) if text else "<i>(empty)</i>")
+    return _TEXT.format(safe_text(text) if text else "<i>(empty)</i>")
 
 
 def render_chat(conversation: Conversation, thread: Sequence[int], current: int, *, shown: int = 6) -> None:

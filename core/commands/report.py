@@ -78,15 +78,9 @@ class _Setting(argparse.Action):
 
 
 def _whole(flag: str, minimum: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} must be a whole number, not {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{flag} {value} is out of range: it must be at least {minimum}")
-        return value
-    return parse
+    from ..cli import whole_number
+
+    return whole_number(flag, minimum)
 
 
 def _window_change(text: str) -> list[int]:
