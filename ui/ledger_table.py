@@ -7,6 +7,9 @@ import streamlit as st
 
 from core.conversation import Conversation
 from core.ledger import REASON_LABELS, Ledger, SyntheticMessage, explain
+from ui.paging import page_slice
+
+LEDGER_PAGE = 200  # rows of the table at once
 
 
 def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = None) -> list[dict]:
@@ -41,7 +44,8 @@ def render_ledger_table(ledger: Ledger, conversation: Conversation, *, key: str,
     if not rows:
         st.info("This is the first turn: there is no earlier message for memory to keep or drop.")
         return
-    frame = pd.DataFrame(rows)
+    # One page of rows: a data frame sends every row it holds to the browser.
+    frame = pd.DataFrame(rows[page_slice(len(rows), LEDGER_PAGE, key=f"{key}-page", noun="earlier messages")])
     # Data frames render cell text as text, never as HTML, so message content is safe here.
     st.dataframe(frame, key=key, hide_index=True, width="stretch",
                  column_config={"tokens": st.column_config.NumberColumn(format="%d"),

@@ -9,9 +9,12 @@ import streamlit as st
 
 from core.debug_view import Receipt
 from core.ledger import Ledger
+from core.store.ledger_codec import HISTORY
 from ui.html import ORIGIN_COLOUR, origin_chip, tokens
+from ui.paging import page_slice
 
 DROPPED_COLOUR = "#ef4444"
+RECEIPT_PAGE = 30  # memory-history messages shown at once
 
 
 def budget_figure(r: Receipt) -> go.Figure:
@@ -48,9 +51,19 @@ def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool
         st.caption(f"Budget: {r.budget_note}")
     st.plotly_chart(budget_figure(r), key=f"{key}-budget", config={"displayModeBar": False})
     expand_all = st.toggle("Expand all messages", key=f"{key}-expand")
+    history = [i for i, row in enumerate(r.rows) if row.origin == HISTORY]
+    # A long history shows one page of messages (the newest first); the others are one click away.
+    shown = set(history[page_slice(len(history), RECEIPT_PAGE, key=f"{key}-page", noun="memory-history messages")])
+    skipped = 0
     for i, row in enumerate(r.rows):
+        is_history = row.origin == HISTORY
+        if is_history and i not in shown:
+            skipped += 1
+            continue
+        if skipped:
+            st.caption(f"… {skipped:,} memory-history messages on other pages")
+            skipped = 0
         head = f"{origin_chip(row.origin)} **{row.role}** {tokens(row.tokens, r.exact)}"
-        is_history = row.origin == "memory history"
         newest = i == len(r.rows) - 1
         with st.container(border=True):
             st.markdown(head, unsafe_allow_html=True)
@@ -59,16 +72,25 @@ def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool
                 st.text(first[:140] + ("…" if len(first) > 140 or "\n" in row.content.strip() else ""))
             else:
                 st.text(row.content)
+    if skipped:
+        st.caption(f"… {skipped:,} memory-history messages on other pages")
     if r.reply is not None:
         st.markdown("**Reply**")
         st.text(r.reply)
     for note in r.notes:
         st.caption(note)
-    with st.expander("Raw JSON"):
-        doc = {"prompt": [{"role": x.role, "origin": x.origin, "tokens": x.tokens, "content": x.content}
-                          for x in r.rows]}
-        if ledger is not None:
-            doc["ledger"] = {"turn": ledger.turn, "budget": ledger.budget, "history_tokens": ledger.history_tokens,
-                             "prompt_tokens": ledger.prompt_tokens, "config": ledger.config,
-                             "entries": [e.to_json() for e in ledger.entries]}
-        st.code(json.dumps(doc, ensure_ascii=False, indent=1), language="json")
+    # Built only when clicked: the whole ledger of a long conversation is megabytes of JSON.
+    st.download_button("Raw JSON: the prompt and the full ledger", data=lambda: raw_json(r, ledger),
+                       file_name=f"{key}.json", mime="application/json", key=f"{key}-raw", on_click="ignore",
+                       icon=":material/download:")
+
+
+def raw_json(r: Receipt, ledger: Ledger | None) -> str:
+    """The receipt as JSON: every prompt message and, for a node with memory, its whole ledger."""
+    doc = {"prompt": [{"role": x.role, "origin": x.origin, "tokens": x.tokens, "content": x.content}
+                      for x in r.rows]}
+    if ledger is not None:
+        doc["ledger"] = {"turn": ledger.turn, "budget": ledger.budget, "history_tokens": ledger.history_tokens,
+                         "prompt_tokens": ledger.prompt_tokens, "config": ledger.config,
+                         "entries": [e.to_json() for e in ledger.entries]}
+    return json.dumps(doc, ensure_ascii=False, indent=1)
