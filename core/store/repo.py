@@ -274,16 +274,21 @@ def _next_seq(s: Session, conversation_id: str) -> int:
     return (s.scalar(select(func.max(TurnRow.seq)).where(TurnRow.conversation_id == conversation_id)) or 0) + 1
 
 
+def _turn_with_runs(conversation_id: str, seq: int, turn: dict) -> TurnRow:
+    row = _turn_row(conversation_id, seq, turn)
+    row.node_runs = [_node_row(i, run) for i, run in enumerate(turn.get("node_runs") or [])]
+    # Written with the runs in the same transaction: lets a check prove no run went missing.
+    row.meta = {**row.meta, "node_count": len(row.node_runs)}
+    return row
+
+
 def save_turn(db: Database, conversation_id: str, turn: dict, *, make_active: bool = True) -> str:
     """Write one turn with all its node runs in one transaction; returns the turn id."""
     with db.session() as s:
         conv = s.get(ConversationRow, conversation_id)
         if conv is None:
             raise StoreError(f"no conversation with id {conversation_id!r}")
-        row = _turn_row(conversation_id, _next_seq(s, conversation_id), turn)
-        row.node_runs = [_node_row(i, run) for i, run in enumerate(turn.get("node_runs") or [])]
-        # Written with the runs in the same transaction: lets a check prove no run went missing.
-        row.meta = {**row.meta, "node_count": len(row.node_runs)}
+        row = _turn_with_runs(conversation_id, _next_seq(s, conversation_id), turn)
         s.add(row)
         conv.updated_at = now()
         if make_active:
@@ -402,20 +407,49 @@ def write_variable_changes(db: Database, conversation_id: str, changes: list[dic
     with db.session() as s:
         rows = {r.name: r for r in s.scalars(select(VariableRow).where(VariableRow.conversation_id == conversation_id))}
         t = now()
-        for c in changes:
-            row = rows.get(c["name"])
-            if row is None:
-                raise StoreError(f"conversation {conversation_id!r} has no variable named {c['name']!r}")
-            row.value = c["new"]
-            if c.get("value_type"):
-                row.value_type = c["value_type"]
-            row.updated_at = t
-            s.add(VariableChangeRow(conversation_id=conversation_id, turn_id=turn_id, turn_seq=turn_seq,
-                                    node_id=str(c.get("node_id") or "user"), operation=str(c.get("operation") or ""),
-                                    name=c["name"], old=c.get("old"), new=c["new"], created_at=t))
+        _record_changes(s, conversation_id, rows, changes, turn_id, turn_seq, t)
         conv = s.get(ConversationRow, conversation_id)
         if conv is not None:
             conv.updated_at = t
+
+
+def _record_changes(s: Session, conversation_id: str, rows: dict, changes: list[dict], turn_id: str | None,
+                    turn_seq: int | None, t: float) -> None:
+    for c in changes:
+        row = rows.get(c["name"])
+        if row is None:
+            raise StoreError(f"conversation {conversation_id!r} has no variable named {c['name']!r}")
+        row.value = c["new"]
+        if c.get("value_type"):
+            row.value_type = c["value_type"]
+        row.updated_at = t
+        s.add(VariableChangeRow(conversation_id=conversation_id, turn_id=turn_id, turn_seq=turn_seq,
+                                node_id=str(c.get("node_id") or "user"), operation=str(c.get("operation") or ""),
+                                name=c["name"], old=c.get("old"), new=c["new"], created_at=t))
+
+
+def save_turns(db: Database, conversation_id: str, turns: list[dict], variable_changes: list[list[dict]]) -> None:
+    """Append many turns, each followed by its variable changes, in one transaction.
+
+    The same rows as :func:`save_turn` and :func:`write_variable_changes` one turn at a time, for
+    writing a long conversation at once; the last turn becomes the active one.
+    """
+    if len(variable_changes) != len(turns):
+        raise StoreError("save_turns needs one list of variable changes per turn")
+    with db.session() as s:
+        conv = s.get(ConversationRow, conversation_id)
+        if conv is None:
+            raise StoreError(f"no conversation with id {conversation_id!r}")
+        rows = {r.name: r for r in s.scalars(select(VariableRow).where(VariableRow.conversation_id == conversation_id))}
+        seq = _next_seq(s, conversation_id)
+        t = now()
+        for turn, changes in zip(turns, variable_changes):
+            row = _turn_with_runs(conversation_id, seq, turn)
+            s.add(row)
+            _record_changes(s, conversation_id, rows, changes, row.id, seq, t)
+            conv.active_turn_id = row.id
+            seq += 1
+        conv.updated_at = t
 
 
 def variable_history(db: Database, conversation_id: str) -> list[dict]:
