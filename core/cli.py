@@ -14,7 +14,8 @@ from typing import Callable, Sequence
 from .errors import MemLensError
 from .ledger import SyntheticMessage, explain
 from .memory import MemoryConfig, Replay
-from .readers import read_conversations
+from .conversation import Conversation
+from .readers import FORMATS, read_conversations
 
 EXIT_BAD_INPUT = 2
 
@@ -132,13 +133,27 @@ def _table(replay: Replay, turn_numbers: Sequence[int]) -> str:
     return "\n".join(lines)
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def _first_query(conv: Conversation) -> str:
+    return next((t.query for t in conv.turns if t.query_index is not None), "")
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    conversations = read_conversations(args.file)
+    conversations = read_conversations(args.file, args.format_in)
     if not 0 <= args.index < len(conversations):
-        raise UsageError(f"--index {args.index} is out of range: {args.file} holds {len(conversations)} "
-                         f"conversation{'s' if len(conversations) != 1 else ''} (0..{len(conversations) - 1})")
-    replay = Replay(conversations[args.index], config, system_prompt=args.system)
+        raise UsageError(f"--index {args.index} is out of range: {args.file} holds "
+                         f"{_plural(len(conversations), 'conversation')} (0..{len(conversations) - 1})")
+    chosen = conversations[args.index]
+    if len(conversations) > 1:
+        # Said on stderr so that --format json stays one JSON document on stdout.
+        print(f"{args.file} holds {len(conversations)} conversations; replaying --index {args.index} "
+              f"({_short(chosen.name or chosen.id, 40)!r}, {_plural(len(chosen.turns), 'turn')}). "
+              f"List them with: python -m core ls {args.file}", file=sys.stderr)
+    replay = Replay(chosen, config, system_prompt=args.system)
     answered = [replay.numbers[p] for p in replay.conversation.answered_turns()]
     if not answered:
         raise UsageError(f"{args.file}: the conversation has no user turn to replay")
@@ -165,6 +180,27 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _input_format(text: str) -> str:
+    if text not in FORMATS:
+        raise argparse.ArgumentTypeError(f"unknown format {text!r}; expected one of {', '.join(FORMATS)}")
+    return text
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    conversations = read_conversations(args.file, args.format_in)
+    rows = [{"index": i, "id": c.id, "name": c.name, "format": c.source_format, "turns": len(c.turns),
+             "first_query": _first_query(c)} for i, c in enumerate(conversations)]
+    if args.format == "json":
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+        return 0
+    lines = [f"{'index':>5}  {'turns':>5}  first query"]
+    lines += [f"{r['index']:>5}  {r['turns']:>5}  {_short(r['first_query'])!r}" for r in rows]
+    lines.append(f"{_plural(len(rows), 'conversation')} in {args.file}; replay one with: "
+                 f"python -m core replay {args.file} --index N")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m core", description="MemLens memory core")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
@@ -173,10 +209,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     _add_memory_options(p)
     p.add_argument("--system", default=None, help="system prompt (default: the file's leading system messages)")
-    p.add_argument("--turn", type=whole_number("--turn"), default=None)
-    p.add_argument("--index", type=whole_number("--index", 0), default=0)
-    p.add_argument("--format", choices=("table", "json", "summary"), default="table")
+    p.add_argument("--turn", type=whole_number("--turn"), default=None,
+                   help="replay only this turn (numbered from 1 in file order, an opening without a query is 0; "
+                        "default: every turn)")
+    p.add_argument("--index", type=whole_number("--index", 0), default=0,
+                   help="which conversation of a file with several (from 0; default 0; see `ls`)")
+    p.add_argument("--format-in", default=None, metavar="NAME", type=_input_format,
+                   help=f"the file's format (default: detected): {', '.join(FORMATS)}")
+    p.add_argument("--format", choices=("table", "json", "summary"), default="table", help="output format")
     p.set_defaults(func=cmd_replay)
+    p = sub.add_parser("ls", help="list the conversations in a file: index, turns, first query")
+    p.add_argument("file")
+    p.add_argument("--format-in", default=None, metavar="NAME", type=_input_format,
+                   help=f"the file's format (default: detected): {', '.join(FORMATS)}")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    p.set_defaults(func=cmd_ls)
     for module in _command_modules():
         module.register(sub)
     return parser

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime, timezone
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -488,8 +489,26 @@ def _detect(first: Any, layout: str, name: str) -> str:
     for fmt in _REGISTRY.values():
         if fmt.sniff(first, layout):
             return fmt.name
-    raise FormatError(f"{name}: unknown format; expected one of {', '.join(FORMATS)} "
+    raise FormatError(f"{name}: unknown format ({_describe(first, layout)}); expected one of {', '.join(FORMATS)} "
                       "(name the format explicitly if the file is one of them)")
+
+
+_KEYS_SHOWN = 12
+
+
+def _describe(first: Any, layout: str) -> str:
+    """What the file looks like, for an unknown-format error: its layout and top-level keys."""
+    where = {"array": "a JSON array whose first record is ", "lines": "JSON Lines whose first record is "}.get(
+        layout, "")
+    if isinstance(first, dict):
+        keys = [_excerpt(str(k), 30) for k in list(first)[:_KEYS_SHOWN]]
+        more = f", … ({len(first)} keys)" if len(first) > _KEYS_SHOWN else ""
+        return f"found {where}an object with keys {', '.join(keys) or '(none)'}{more}"
+    if first is None and layout == "array":
+        return "found an empty JSON array"
+    kind = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(
+        type(first), "null")
+    return f"found {where}{kind}"
 
 
 def _excerpt(text: Any, width: int = 40) -> str:
@@ -664,6 +683,34 @@ def _pair_result(out: list[Message], pending: list[tuple[int, int, bool]], call_
     return wanted[0]
 
 
+def _turn_messages(group: list[Message]) -> tuple[tuple[Message, ...], int | None, int | None]:
+    """A turn's messages with their kinds, its query index and its answer index.
+
+    The turn starts with its query when the first message is the user's; its answer is the last
+    assistant message that is not reasoning; the rest keep what they are (reasoning, tool call,
+    tool result) or are intermediate.
+    """
+    has_query = bool(group) and group[0].role == "user"
+    last_assistant = max((k for k, m in enumerate(group) if m.role == "assistant" and m.kind != REASONING),
+                         default=None)
+    msgs = []
+    for k, m in enumerate(group):
+        if k == 0 and has_query:
+            kind = QUERY
+        elif k == last_assistant:
+            kind = ANSWER
+        elif m.kind == REASONING:
+            kind = REASONING
+        elif m.role == "tool":
+            kind = TOOL_RESULT
+        elif m.tool_calls:
+            kind = TOOL_CALL
+        else:
+            kind = INTERMEDIATE
+        msgs.append(replace(m, kind=kind))
+    return tuple(msgs), 0 if has_query else None, last_assistant
+
+
 def conversation_from_messages(messages: list[Message], conv_id: str, *, source_format: str = "openai",
                                name: str = "", meta: dict | None = None) -> Conversation:
     """Split a flat message list into turns: one per user message; leading system → system prompt."""
@@ -681,29 +728,11 @@ def conversation_from_messages(messages: list[Message], conv_id: str, *, source_
     turns: list[Turn] = []
     offset = 0 if groups and groups[0][0].role != "user" else 1  # an opening without a query is turn 0
     for g in groups:
-        has_query = g[0].role == "user"
-        last_assistant = max((k for k, m in enumerate(g) if m.role == "assistant" and m.kind != REASONING),
-                             default=None)
-        msgs = []
-        for k, m in enumerate(g):
-            if k == 0 and has_query:
-                kind = QUERY
-            elif k == last_assistant:
-                kind = ANSWER
-            elif m.kind == REASONING:
-                kind = REASONING
-            elif m.role == "tool":
-                kind = TOOL_RESULT
-            elif m.tool_calls:
-                kind = TOOL_CALL
-            else:
-                kind = INTERMEDIATE
-            msgs.append(Message(role=m.role, content=m.content, kind=kind, ref=m.ref, name=m.name,
-                                tool_calls=m.tool_calls, tool_call_id=m.tool_call_id))
+        msgs, query_index, answer_index = _turn_messages(g)
         turn_id = str(len(turns) + offset)
         parent = turns[-1].id if turns else None
-        turns.append(Turn(id=turn_id, parent_id=parent, messages=tuple(msgs),
-                          query_index=0 if has_query else None, answer_index=last_assistant))
+        turns.append(Turn(id=turn_id, parent_id=parent, messages=msgs, query_index=query_index,
+                          answer_index=answer_index))
     return Conversation(id=conv_id, turns=turns, system_prompt="\n\n".join(s for s in system if s),
                         source_format=source_format, name=name or conv_id, meta=meta or {})
 
@@ -1112,6 +1141,398 @@ def _read_bfcl(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
     yield from ctx.each(records, parse, label)
 
 
+# -- exports with a message tree (ChatGPT, Claude) --------------------------------------------------
+
+@dataclass
+class _Node:
+    """One visible message node of an exported tree: who wrote it and the messages it holds."""
+
+    id: str
+    parent: str | None
+    user: bool
+    messages: tuple[Message, ...]
+    created: float | None = None
+    meta: dict = field(default_factory=dict)
+
+
+def _tree_turns(nodes: list[_Node], active: str | None) -> tuple[list[Turn], str | None]:
+    """Turns of a message tree, and the id of the active path's last turn.
+
+    A turn starts at a user node and runs down through the non-user nodes under it (tool calls,
+    tool results, reasoning, the answer); it ends at a node with no non-user child or with a user
+    child, and takes that node's id. Several answers under one user node (regenerations) are
+    sibling turns; several user nodes under one answer (edits) are sibling turns too, so every
+    branch of the export is a MemLens branch. Non-user nodes above the first user node form an
+    opening turn without a query.
+
+    Turns come out depth first, as for OpenAssistant trees, so every turn's Dify thread is its
+    path from the root; among siblings the one on the active path (the export's current node)
+    comes last, so the active thread is the newest one, as Dify web shows it.
+    """
+    by_id = {n.id: n for n in nodes}
+    children: dict[str | None, list[_Node]] = {}
+    for n in nodes:
+        children.setdefault(n.parent if n.parent in by_id else None, []).append(n)
+    on_path: set[str] = set()
+    cur = active if active in by_id else None
+    while cur is not None and cur not in on_path:
+        on_path.add(cur)
+        cur = by_id[cur].parent if by_id[cur].parent in by_id else None
+    for kids in children.values():
+        kids.sort(key=lambda n: n.id in on_path)  # stable: the active child last, the others as given
+
+    turns: list[Turn] = []
+    active_turn: str | None = None
+    # Stack items: (first node of the segment, node reached, nodes so far, parent turn id).
+    stack: list[tuple[_Node, _Node, list[_Node], str | None]] = [
+        (n, n, [n], None) for n in reversed(children.get(None, []))]
+    while stack:
+        start, node, path, parent = stack.pop()
+        kids = children.get(node.id, [])
+        followers = [k for k in kids if not k.user]
+        replies = [k for k in kids if k.user]
+        pushed: list[tuple[_Node, _Node, list[_Node], str | None]] = []
+        turn_id = parent
+        if not followers or replies:
+            msgs, query_index, answer_index = _turn_messages([m for n in path for m in n.messages])
+            meta = {"source_nodes": [n.id for n in path]}
+            for n in path:
+                meta.update(n.meta)
+            turns.append(Turn(id=node.id, parent_id=parent, messages=msgs, query_index=query_index,
+                              answer_index=answer_index, created_at=node.created, meta=meta))
+            turn_id = node.id
+            if node.id in on_path:
+                active_turn = node.id
+            pushed += [(k, k, [k], turn_id) for k in replies]
+        pushed += [(start, k, path + [k], parent) for k in followers]
+        # Siblings keep their order, the active one last: the first pushed is popped last.
+        pushed.sort(key=lambda item: item[1].id in on_path)
+        stack.extend(reversed(pushed))
+    return turns, active_turn
+
+
+def _visible_parent(mapping: dict, node_id: str, visible: set[str], memo: dict) -> str | None:
+    """The nearest visible ancestor of a node (hidden nodes are see-through); raises on a cycle."""
+    chain: list[str] = []
+    seen: set[str] = set()
+    cur = mapping[node_id].get("parent")
+    while cur is not None and cur in mapping and cur not in visible and cur not in memo:
+        if cur in seen:
+            raise RecordError(f"node {cur!r}: the 'parent' links form a cycle", "mapping")
+        seen.add(cur)
+        chain.append(cur)
+        cur = mapping[cur].get("parent")
+    found = cur if cur in visible else memo.get(cur) if cur in memo else None
+    for c in chain:
+        memo[c] = found
+    return found
+
+
+def _check_acyclic(parents: dict[str, str | None]) -> None:
+    state: dict[str, int] = {}  # 1: on the current walk, 2: known to reach a root
+    for start in parents:
+        walk = []
+        cur: str | None = start
+        while cur is not None and cur in parents and state.get(cur) != 2:
+            if state.get(cur) == 1:
+                raise RecordError(f"node {cur!r}: the 'parent' links form a cycle", "mapping")
+            state[cur] = 1
+            walk.append(cur)
+            cur = parents[cur]
+        for w in walk:
+            state[w] = 2
+
+
+_CHATGPT_REASONING = {"thoughts", "reasoning_recap"}
+
+
+def _chatgpt_text(content: Any, at: str) -> str:
+    """The text of a ChatGPT message ``content`` of any content type."""
+    if content is None:
+        return ""
+    if not isinstance(content, dict):
+        raise RecordError(f"{at}: 'content' must be an object", at)
+    kind = content.get("content_type")
+    if "parts" in content:
+        parts = content["parts"]
+        if not isinstance(parts, list):
+            raise RecordError(f"{at}: 'content.parts' must be a list", at)
+        texts = []
+        for part in parts:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict):
+                text = part.get("text")
+                if isinstance(text, str):
+                    texts.append(text)
+                else:
+                    texts.append("[image]" if "image" in str(part.get("content_type", "")) else
+                                 f"[{part.get('content_type') or 'attachment'}]")
+            elif part is not None:
+                raise RecordError(f"{at}: a content part must be a string or an object", at)
+        return "\n".join(t for t in texts if t)
+    if kind == "thoughts" and isinstance(content.get("thoughts"), list):
+        return "\n\n".join(str(t.get("content") or t.get("summary") or "") for t in content["thoughts"]
+                           if isinstance(t, dict))
+    if kind == "user_editable_context":
+        return "\n\n".join(str(content[k]) for k in ("user_profile", "user_instructions") if content.get(k))
+    for key in ("text", "result", "content", "model_set_context"):
+        if isinstance(content.get(key), str):
+            return content[key]
+    return ""
+
+
+@dataclass(frozen=True)
+class _ChatGPTNode:
+    role: str
+    message: Message | None  # None: the node holds no message (the tree's root)
+    hidden: bool
+    instructions: bool  # a system message or custom instructions: told to the model before the chat
+    created: float | None
+    meta: dict
+
+
+def _chatgpt_node(node_id: str, raw: Any) -> _ChatGPTNode:
+    at = f"node {node_id!r}"
+    if not isinstance(raw, dict):
+        raise RecordError(f"{at} is not an object", "mapping")
+    parent = raw.get("parent")
+    if parent is not None and not isinstance(parent, str):
+        raise RecordError(f"{at}: 'parent' must be a node id or null", at)
+    msg = raw.get("message")
+    if msg is None:
+        return _ChatGPTNode("", None, True, False, None, {})
+    if not isinstance(msg, dict):
+        raise RecordError(f"{at}: 'message' must be an object or null", at)
+    author = msg.get("author")
+    role = author.get("role") if isinstance(author, dict) else None
+    if role not in _VALID_ROLES:
+        raise RecordError(f"{at} has an unknown author.role {role!r}; expected one of system, user, assistant, tool",
+                          at)
+    content = msg.get("content")
+    text = _chatgpt_text(content, at)
+    kind_name = content.get("content_type") if isinstance(content, dict) else None
+    metadata = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+    hidden = bool(metadata.get("is_visually_hidden_from_conversation")) or kind_name == "user_editable_context"
+    created = msg.get("create_time")
+    created = float(created) if isinstance(created, (int, float)) and not isinstance(created, bool) else None
+    meta = {"model": metadata["model_slug"]} if isinstance(metadata.get("model_slug"), str) else {}
+    recipient = msg.get("recipient")
+    name = author.get("name") if isinstance(author.get("name"), str) else None
+    if role == "assistant" and kind_name in _CHATGPT_REASONING:
+        message = Message("assistant", text, REASONING, f"{node_id}:reasoning")
+    elif role == "assistant" and isinstance(recipient, str) and recipient not in ("all", ""):
+        message = Message("assistant", "", TOOL_CALL, node_id,
+                          tool_calls=(ToolCall(id=node_id, name=recipient, arguments=text),))
+    elif role == "tool":
+        message = Message("tool", text, TOOL_RESULT, node_id, name=name)
+    else:
+        message = Message(role, text, "", node_id)
+    return _ChatGPTNode(role, message, hidden, role == "system" or kind_name == "user_editable_context", created,
+                        meta)
+
+
+def _chatgpt_conversation(rec: Any, n: int | None, stem: str) -> Conversation:
+    if not isinstance(rec, dict):
+        raise RecordError("the record is not an object with a 'mapping'", "")
+    mapping = rec.get("mapping")
+    if not isinstance(mapping, dict) or not mapping:
+        raise RecordError("'mapping' must be an object of message nodes", "mapping")
+    _check_acyclic({str(k): v.get("parent") if isinstance(v, dict) else None for k, v in mapping.items()})
+    read = {str(node_id): _chatgpt_node(str(node_id), raw) for node_id, raw in mapping.items()}
+    system: list[str] = []
+    visible: set[str] = set()
+    for node_id, node in read.items():
+        if node.message is None:
+            continue
+        if node.instructions or node.hidden:
+            # System messages and custom instructions are what the model is told before the
+            # conversation (the system prompt); other hidden nodes show nothing.
+            if node.instructions and node.message.content and node.message.content not in system:
+                system.append(node.message.content)
+            continue
+        visible.add(node_id)
+    memo: dict[str, str | None] = {}
+    nodes = []
+    for node_id in mapping:  # the export lists nodes oldest first; siblings keep that order
+        node_id = str(node_id)
+        if node_id not in visible:
+            continue
+        node = read[node_id]
+        nodes.append(_Node(node_id, _visible_parent(mapping, node_id, visible, memo), node.role == "user",
+                           (node.message,), node.created, node.meta))
+    nodes.sort(key=lambda nd: nd.created if nd.created is not None else float("-inf"))
+    nodes = _pair_tool_results(nodes)
+    current = rec.get("current_node")
+    if isinstance(current, str) and current in mapping and current not in visible:
+        current = _visible_parent(mapping, current, visible, memo)
+    turns, active = _tree_turns(nodes, current if isinstance(current, str) else None)
+    if not turns:
+        raise RecordError("the conversation has no user or assistant message", "mapping")
+    conv_id = str(rec.get("conversation_id") or rec.get("id") or (stem if n is None else f"{stem}#{n}"))
+    meta = {k: rec[k] for k in ("title", "create_time", "update_time", "default_model_slug")
+            if isinstance(rec.get(k), (str, int, float)) and not isinstance(rec.get(k), bool)}
+    if active:
+        meta["active_turn_id"] = active
+    return Conversation(id=conv_id, turns=turns, system_prompt="\n\n".join(system), source_format="chatgpt",
+                        name=str(rec.get("title") or conv_id), meta=meta)
+
+
+def _pair_tool_results(nodes: list[_Node]) -> list[_Node]:
+    """A tool node answers the tool call above it: it takes the call's id."""
+    by_id = {nd.id: nd for nd in nodes}
+    out = []
+    for nd in nodes:
+        msg = nd.messages[0]
+        if msg.kind == TOOL_RESULT:
+            cur = by_id.get(nd.parent) if nd.parent else None
+            while cur is not None and not cur.messages[0].tool_calls and not cur.user:
+                cur = by_id.get(cur.parent) if cur.parent else None
+            if cur is not None and cur.messages[0].tool_calls:
+                nd = replace(nd, messages=(replace(msg, tool_call_id=cur.messages[0].tool_calls[0].id),))
+        out.append(nd)
+    return out
+
+
+def _chatgpt_label(rec: Any) -> str:
+    if isinstance(rec, dict):
+        for key in ("title", "conversation_id", "id"):
+            if isinstance(rec.get(key), str) and rec[key]:
+                return rec[key]
+    return ""
+
+
+def _sniff_chatgpt(first: Any, layout: str) -> bool:
+    return isinstance(first, dict) and isinstance(first.get("mapping"), dict)
+
+
+def _read_chatgpt(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
+    yield from ctx.each(records, lambda rec, n: _chatgpt_conversation(rec, n, ctx.stem), _chatgpt_label)
+
+
+def _claude_messages(msg: dict, mid: str, at: str) -> tuple[Message, ...]:
+    """The messages of one Claude chat message: its content blocks (thinking, tool use, tool
+    results, text), or its ``text`` when the export has no blocks."""
+    user = msg.get("sender") == "human"
+    role = "user" if user else "assistant"
+    files = _claude_files(msg, at)
+    content = msg.get("content")
+    if content is None or content == []:
+        text = msg.get("text")
+        if text is not None and not isinstance(text, str):
+            raise RecordError(f"{at}: 'text' must be a string", at)
+        return (Message(role, text or "", "", mid, files=files),)
+    if not isinstance(content, list):
+        raise RecordError(f"{at}: 'content' must be a list of blocks", at)
+    out: list[Message] = []
+    texts: list[str] = []
+    for k, block in enumerate(content):
+        if not isinstance(block, dict):
+            raise RecordError(f"{at}: content block {k} is not an object", at)
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(str(block.get("text") or ""))
+        elif kind == "thinking" and not user:
+            out.append(Message("assistant", str(block.get("thinking") or ""), REASONING, f"{mid}:thinking{k}"))
+        elif kind == "tool_use" and not user:
+            if texts:
+                out.append(Message("assistant", "\n".join(texts), "", f"{mid}:{k}"))
+                texts = []
+            call = ToolCall(id=str(block.get("id") or f"{mid}:{k}"), name=str(block.get("name") or "tool"),
+                            arguments=_arguments(block.get("input", {})))
+            out.append(Message("assistant", "", TOOL_CALL, f"{mid}:{k}", tool_calls=(call,)))
+        elif kind == "tool_result":
+            result = block.get("content")
+            text = result if isinstance(result, str) else "\n".join(
+                str(p.get("text") or "") for p in result or [] if isinstance(p, dict))
+            out.append(Message("tool", text, TOOL_RESULT, f"{mid}:{k}", tool_call_id=str(block.get("tool_use_id") or "")
+                               or None))
+        elif isinstance(block.get("text"), str):
+            texts.append(block["text"])
+    out.append(Message(role, "\n".join(texts), "", mid, files=files))
+    return tuple(out)
+
+
+def _claude_files(msg: dict, at: str) -> tuple[FileRef, ...]:
+    refs = []
+    for key in ("attachments", "files"):
+        items = msg.get(key) or []
+        if not isinstance(items, list):
+            raise RecordError(f"{at}: '{key}' must be a list", at)
+        for f in items:
+            if isinstance(f, dict):
+                refs.append(FileRef(type="image" if str(f.get("file_type", "")).startswith("image") else "document",
+                                    id=str(f.get("file_name") or f.get("file_uuid") or "")))
+    return tuple(refs)
+
+
+def _claude_conversation(rec: Any, n: int | None, stem: str) -> Conversation:
+    if not isinstance(rec, dict):
+        raise RecordError("the record is not an object with 'chat_messages'", "")
+    raw = rec.get("chat_messages")
+    if not isinstance(raw, list):
+        raise RecordError("'chat_messages' must be a list", "chat_messages")
+    ids: list[str] = []
+    for k, msg in enumerate(raw):
+        at = f"message {k}"
+        if not isinstance(msg, dict):
+            raise RecordError(f"{at} is not an object", at)
+        if msg.get("sender") not in ("human", "assistant"):
+            raise RecordError(f"{at} has an unknown 'sender' {msg.get('sender')!r}; expected human or assistant", at)
+        ids.append(str(msg.get("uuid") or k))
+    if len(set(ids)) != len(ids):
+        raise RecordError("two messages share one 'uuid'", "chat_messages")
+    known = set(ids)
+    # Newer exports link each message to its parent (edits and retries are branches); older ones
+    # hold the shown branch only, in order.
+    tree = bool(raw) and all(isinstance(m.get("parent_message_uuid"), str) for m in raw)
+    parents = {mid: (m["parent_message_uuid"] if m["parent_message_uuid"] in known else None) if tree
+               else (ids[k - 1] if k else None) for k, (mid, m) in enumerate(zip(ids, raw))}
+    _check_acyclic(parents)
+    nodes = []
+    for k, (mid, msg) in enumerate(zip(ids, raw)):
+        nodes.append(_Node(mid, parents[mid], msg["sender"] == "human", _claude_messages(msg, mid, f"message {k}"),
+                           _iso_time(msg.get("created_at"))))
+    current = rec.get("current_leaf_message_uuid")
+    turns, active = _tree_turns(nodes, current if current in known else (ids[-1] if ids else None))
+    if not turns:
+        raise RecordError("the conversation has no message", "chat_messages")
+    conv_id = str(rec.get("uuid") or (stem if n is None else f"{stem}#{n}"))
+    meta = {k: rec[k] for k in ("name", "created_at", "updated_at") if isinstance(rec.get(k), str)}
+    if active:
+        meta["active_turn_id"] = active
+    return Conversation(id=conv_id, turns=turns, source_format="claude", name=str(rec.get("name") or conv_id),
+                        meta=meta)
+
+
+def _iso_time(value: Any) -> float | None:
+    """Seconds since the epoch of an ISO 8601 time ("2024-05-01T10:00:00.000000Z"), or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    # A time without a zone is UTC, as the export writes it; the machine's zone must not matter.
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def _claude_label(rec: Any) -> str:
+    if isinstance(rec, dict):
+        for key in ("name", "uuid"):
+            if isinstance(rec.get(key), str) and rec[key]:
+                return rec[key]
+    return ""
+
+
+def _sniff_claude(first: Any, layout: str) -> bool:
+    return isinstance(first, dict) and isinstance(first.get("chat_messages"), list)
+
+
+def _read_claude(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
+    yield from ctx.each(records, lambda rec, n: _claude_conversation(rec, n, ctx.stem), _claude_label)
+
+
 # -- Dify Service API history -----------------------------------------------------------------------
 
 def _dify_turn(item: dict) -> Turn:
@@ -1274,6 +1695,9 @@ def _read_dify_web(records: Records, ctx: ReadContext) -> Iterator[Conversation]
 for _fmt in (
     Format("bfcl", "BFCL memory prerequisite conversations (user-only turns, recall probes)", _sniff_bfcl,
            _read_bfcl),
+    Format("chatgpt", "ChatGPT export conversations.json (the mapping tree; every branch kept)", _sniff_chatgpt,
+           _read_chatgpt),
+    Format("claude", "Claude export conversations.json (chat_messages with sender)", _sniff_claude, _read_claude),
     Format("oasst", "OpenAssistant message trees (siblings become branches)", _sniff_oasst, _read_oasst),
     Format("sharegpt", "ShareGPT conversations (human / gpt / function_call / observation)", _sniff_sharegpt,
            _read_sharegpt),

@@ -476,8 +476,10 @@ def store_conversations(db: Database, conversations: list[Conversation], *, user
                               messages=[repo.message_to_dict(m) for m in turn.messages],
                               meta={"source_id": turn.id, "created_at_source": turn.created_at},
                               created_at=float(turn.created_at or t)))
+            # The export's own active branch (ChatGPT's current node) stays the active thread.
+            active = mapping.get(conv.meta.get("active_turn_id"), last)
             s.add(ConversationRow(id=conv_id, flow_version_id=None, user_id=user_id,
-                                  name=(conv.name or conv.id)[:255], source=source, inputs={}, active_turn_id=last,
+                                  name=(conv.name or conv.id)[:255], source=source, inputs={}, active_turn_id=active,
                                   meta={"system_prompt": conv.system_prompt, "source_format": conv.source_format,
                                         "source_id": conv.id}, created_at=t, updated_at=t))
             ids.append(conv_id)

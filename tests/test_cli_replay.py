@@ -87,6 +87,8 @@ def test_code_fidelity_and_window_strategy_options_are_applied():
     ([REAL, "--max-tokens", "x"], "--max-tokens must be a whole number"),
     ([REAL, "--memory", "magic"], "invalid choice: 'magic'"),
     ([REAL, "--format", "xml"], "invalid choice: 'xml'"),
+    ([REAL, "--format-in", "csv"], "unknown format 'csv'; expected one of"),
+    ([REAL, "--format-in", "sharegpt"], "'conversations' must be a list"),
 ])
 def test_bad_input_prints_one_clear_line_and_exits_2(tmp_path, args, needle):
     (tmp_path / "norole.json").write_text('[{"role": "user", "content": "a"}, {"content": "b"}]')
@@ -96,3 +98,45 @@ def test_bad_input_prints_one_clear_line_and_exits_2(tmp_path, args, needle):
     assert out == ""
     assert len(err.strip().splitlines()) == 1, err
     assert needle in err and "Traceback" not in err
+
+
+CHATGPT = FIXTURES / "exports" / "chatgpt__conversations.json"
+
+
+def test_replay_of_a_file_with_several_conversations_says_how_many_and_which():
+    code, out, err = run(TAU, "--index", "2", "--format", "json")
+    assert code == 0
+    json.loads(out)  # stdout stays one JSON document
+    assert "holds 6 conversations; replaying --index 2" in err and "python -m core ls" in err
+    code, _, err = run(REAL, "--format", "summary")
+    assert code == 0 and err == ""  # one conversation: nothing to say
+
+
+def test_replay_format_in_names_the_input_format():
+    code, out, err = run(CHATGPT, "--format-in", "chatgpt", "--index", "1", "--format", "summary")
+    assert code == 0, err
+    assert [json.loads(line)["turn"] for line in out.splitlines()] == [1, 2]
+    assert "'Powers of two', 2 turns" in err
+
+
+def test_replay_help_explains_index_turn_and_format_in():
+    proc = subprocess.run([sys.executable, "-m", "core", "replay", "--help"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    text = " ".join(proc.stdout.split())
+    assert "which conversation of a file with several" in text
+    assert "replay only this turn" in text
+    assert "the file's format (default: detected)" in text and "chatgpt" in text
+
+
+def test_ls_lists_index_turns_and_first_query():
+    proc = subprocess.run([sys.executable, "-m", "core", "ls", str(CHATGPT)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1].split(None, 2) == ["0", "5", "'Plan three days in Lisbon.'"]
+    assert lines[2].split(None, 2) == ["1", "2", "'What is 2 to the power of 10?'"]
+    assert lines[3].startswith("2 conversations in ")
+    proc = subprocess.run([sys.executable, "-m", "core", "ls", str(TAU), "--format", "json"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    rows = json.loads(proc.stdout)
+    assert [r["index"] for r in rows] == list(range(6)) and all(r["turns"] > 0 for r in rows)
