@@ -64,6 +64,7 @@ from .store import repo
 from .store.db import Database, StoreError
 from .store.models import ConversationRow, FlowVersionRow, TurnRow
 from .variables import VariableError, infer_type, is_valid, normalize_type
+from .why import MAX_PHRASE
 
 log = logging.getLogger("memlens.api")
 
@@ -304,6 +305,14 @@ class MessageLedger(BaseModel):
     status: str
     dialogue_count: int
     nodes: list[NodeLedger]
+
+
+class WhyResult(BaseModel):
+    phrase: str
+    mentions: list[dict]
+    elsewhere: list[dict]
+    losses: list[dict]
+    sentences: list[str]
 
 
 def _errors(*codes: int) -> dict:
@@ -777,6 +786,24 @@ def message_ledger(caller: Caller, message_id: str, user: str) -> dict:
             "status": _STATUS.get(status, status), "dialogue_count": dialogue_count, "nodes": nodes}
 
 
+def where_did_it_go(caller: Caller, conversation_id: str, user: str, phrase: str) -> dict:
+    """:func:`core.why.where_did_it_go` on the conversation's active thread, per LLM node of its flow."""
+    from .why import node_subjects
+    from .why import where_did_it_go as follow
+
+    row = _require_owned(caller, conversation_id, user)
+    service = caller.service
+    info = service.info(row.id)
+    conversation = service.conversation(row.id)
+    if not conversation.turns:
+        raise invalid("the conversation has no message yet", "q")
+    flow = service.flow(info.flow_version_id)
+    thread = [conversation.tree.position[t] for t in service.active_thread(row.id, conversation)]
+    subjects = node_subjects(flow, conversation, fidelity=info.meta.get("fidelity"),
+                             overrides=info.meta.get("memory_overrides") or None)
+    return follow(conversation, phrase, subjects, thread=thread).to_json()
+
+
 # -- the application --------------------------------------------------------------------------------
 
 def _from_memlens(error: MemLensError) -> ApiError:
@@ -910,6 +937,14 @@ def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None
              summary="MemLens extension: what each LLM node's memory kept and dropped for this message")
     def get_ledger(message_id: str, caller: Caller = Depends(_authenticate), user: str | None = Query(default=None)):
         return message_ledger(caller, message_id, _user(user))
+
+    @app.get("/v1/memlens/conversations/{conversation_id}/why", response_model=WhyResult,
+             responses=_errors(400, 401, 404), tags=["memlens"],
+             summary="MemLens extension: where did a word or phrase go — the turn that said it and, per LLM "
+                     "node, the first turn whose context no longer holds it, and why")
+    def get_why(conversation_id: str, caller: Caller = Depends(_authenticate), user: str | None = Query(default=None),
+                q: str = Query(min_length=1, max_length=MAX_PHRASE)):
+        return where_did_it_go(caller, conversation_id, _user(user), q)
 
     def openapi() -> dict:
         # Request errors answer 400 in Dify's shape (documented per route), never FastAPI's 422.

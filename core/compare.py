@@ -481,6 +481,20 @@ def _fact_row(reasons: Any, p: int, query_index: int | None, fact: TrackedFact) 
     return (False, newest_reason) if relevant else (None, None)
 
 
+def fact_presence(replay: Replay, fact: TrackedFact) -> dict[int, tuple[bool | None, str | None]]:
+    """Per answered turn position: whether a statement of ``fact`` is in that turn's memory under
+    ``replay`` (``None`` before it is stated or on a branch that never stated it), and when none is,
+    the reason of the newest statement on the thread. One walk of the replay, the same reasons as
+    its ledgers."""
+    turns = replay.conversation.turns
+    first = fact.messages[0][0] if fact.messages else None
+    out: dict[int, tuple[bool | None, str | None]] = {}
+    for p, reasons in _walk_rows(replay):
+        out[p] = _fact_row(reasons, p, turns[p].query_index, fact) if first is not None and first <= p \
+            else (None, None)
+    return out
+
+
 def fact_sentence(fates: Sequence[FactFate]) -> str:
     """One fact across configs, in plain words: "your name is lost at turn 7 with window 3;
     never with window 10"."""
@@ -795,6 +809,6 @@ def compare(conversation: Conversation, configs: Iterable[MemoryConfig | NamedCo
 
 __all__ = ["CompareError", "NamedConfig", "named_configs", "Column", "message_columns", "HeatmapWindow",
            "heatmap_window", "RetentionMatrix", "retention_matrix", "TrackedFact", "detect_facts", "track_facts",
-           "FactFate", "fact_sentence", "Series", "turn_series", "DiffItem", "TurnDiff", "turn_diff", "Comparison",
+           "FactFate", "fact_presence", "fact_sentence", "Series", "turn_series", "DiffItem", "TurnDiff", "turn_diff", "Comparison",
            "ReplyGrid", "replay_replies", "reply_at",
            "compare", "REASON_LABELS", "HEATMAP_ROWS", "HEATMAP_COLUMNS", "MIN_CONFIGS", "MAX_CONFIGS"]

@@ -281,3 +281,21 @@ def extract_thread(rows_newest_first: Iterable[Turn]) -> list[Turn]:
             thread.append(row)
             expected = row.parent_id
     return thread
+
+
+def turn_label(conversation: Conversation, position: int) -> str:
+    """A turn as a person counts it: its place on its own thread, and which sibling it is.
+
+    ``"turn 6"`` on a linear thread, ``"turn 6 · 2/3"`` for the second of three answers to the same
+    message (regenerated or edited). An opening turn without a query is turn 0, so the first
+    question is turn 1 either way. Creation order never shows: a sibling of turn 6 made after
+    turn 9 is still turn 6.
+    """
+    tree = conversation.tree
+    path = tree.path(position)
+    opening = conversation.turns[path[0]].query_index is None
+    number = len(path) - (1 if opening else 0)
+    siblings = tree.siblings(position)
+    if len(siblings) > 1:
+        return f"turn {number} · {siblings.index(position) + 1}/{len(siblings)}"
+    return f"turn {number}"

@@ -12,6 +12,7 @@ from core.memory import turn_numbers
 from core.store import repo
 from core.store.db import resolve_url
 from core.tokens import counter_for
+from core.why import MAX_PHRASE
 from ui import data, html
 from ui.chat_view import TurnActions, render_transcript
 from ui.ledger_table import render_ledger_table
@@ -20,6 +21,7 @@ from ui.receipt_view import render_receipt
 from ui.switchboard import render_switchboard
 from ui.tree_view import tree_figure
 from ui.variables_panel import render_variables
+from ui.why_panel import render_why
 
 PAGE_TURNS = 20
 AS_CONFIGURED = "as configured in the flow"
@@ -171,6 +173,7 @@ overrides: dict[str, dict] = {}
 receipt_tab = switch_tab = vars_tab = tree_tab = None
 if side_col is not None:
     with side_col:
+        why_box = st.container()
         receipt_tab, switch_tab, vars_tab, tree_tab = st.tabs(["Context receipt", "Switchboard", "Variables",
                                                                 "Branches"])
     with switch_tab:
@@ -189,6 +192,21 @@ if side_col is not None:
                 st.rerun()
         else:
             st.caption("No change: ledgers are as recorded.")
+
+# -- where did X go? --------------------------------------------------------------------------------------
+if side_col is not None and thread:
+    with why_box:
+        phrase = st.text_input("Where did it go?", key=f"why-{conv_id}", max_chars=MAX_PHRASE,
+                               placeholder="Type a name, a number, a phrase… and press Enter",
+                               help="Finds the turn that said it and, for each LLM node, the first turn whose "
+                                    "context no longer holds it, and why. No model is called.")
+        if phrase.strip():
+            try:
+                answer = data.why(url, conv_id, stamp, info.flow_version_id, phrase.strip(), tuple(thread),
+                                  json.dumps({**stored_overrides, **overrides}, sort_keys=True), fidelity)
+                render_why(answer, on_jump=lambda p: _select(conv.turns[p].id), key=f"why-{conv_id}")
+            except MemLensError as e:
+                st.error(str(e))
 
 # -- ledgers of the selected turn ------------------------------------------------------------------------
 runs = {r["node_id"]: r for r in data.node_runs(url, conv_id, stamp, selected_id)} if selected_id else {}

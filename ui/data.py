@@ -87,3 +87,14 @@ def clear_conversation_caches() -> None:
     """After a write the stamp changes anyway; this also frees memory held by older stamps."""
     conversation.clear()
     node_runs.clear()
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def why(url: str, conversation_id: str, version: tuple, version_id: str, phrase: str, thread: tuple[int, ...],
+        overrides_json: str, fidelity: str):
+    """Where ``phrase`` went on ``thread``, per LLM node, under the settings the page shows."""
+    from core.why import node_subjects, where_did_it_go
+
+    conv = conversation(url, conversation_id, version)
+    subjects = node_subjects(flow(url, version_id), conv, fidelity=fidelity, overrides=json.loads(overrides_json))
+    return where_did_it_go(conv, phrase, subjects, thread=list(thread))

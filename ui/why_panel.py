@@ -1,0 +1,25 @@
+"""“Where did X go?” on the debugger: a search box and the answer, with a jump to the turn."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import streamlit as st
+
+from core.why import WhyAnswer
+from ui import html
+
+
+def render_why(answer: WhyAnswer | None, *, on_jump: Callable[[int], None], key: str) -> None:
+    """The answer's sentences (escaped: the phrase and excerpts are user text) and one button per
+    node that lost it, which inspects the turn where it left."""
+    if answer is None:
+        return
+    for sentence in answer.sentences():
+        st.markdown(html.text_block(sentence), unsafe_allow_html=True)
+    # One button per turn (node titles are user text, and button labels render markdown).
+    turns = {x.lost_position: x.lost_turn for x in answer.losses if x.lost_position is not None}
+    for position, label in sorted(turns.items()):
+        if st.button(f"Inspect {label}", key=f"{key}-jump-{position}",
+                     help="Open this turn's context receipt: the ledger there gives the reason"):
+            on_jump(position)
