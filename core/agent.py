@@ -1,26 +1,44 @@
-"""An agent with tools and a per-run state, as the Haystack 3.x Agent keeps it (spec/memory-models.md §A).
+"""An agent with tools and a per-run state, run as Haystack's Agent and tool invoker run it (spec/memory-models.md §A).
 
-**State** (§A.1). A schema maps each key to ``{"type": <type>, "handler": <callable or None>}``.
-``messages`` is added as ``list[Message]`` with :func:`merge_lists` when the schema lacks it. The
-default handler is :func:`merge_lists` for list types and :func:`replace_values` for everything
-else; any ``f(current, new) -> merged`` is a custom handler (:func:`dedup_append` is one).
-``set`` merges through the handler (an override wins), ``get`` returns a deep copy, and data given
-to the constructor is stored as it is. Schema errors raise :class:`StateError`, a ``ValueError``.
+``version`` / the node's ``haystack_version`` picks the rules: ``3`` (default) follows
+haystack-ai 3.4.1, ``2`` the newest 2.x (2.31.0). Where releases up to 2.26 differed it is said.
+
+**State** (§A.1). A schema maps each key to ``{"type": <type>, "handler": <callable or None>}``;
+a type is a class, a parameterised generic or a union — bare ``typing.List``, ``Literal[...]``
+and ``Annotated[...]`` are refused as Haystack refuses them. ``messages`` is added as
+``list[Message]`` with :func:`merge_lists` when the schema lacks it. The default handler is
+:func:`merge_lists` for list types and :func:`replace_values` for everything else; any
+``f(current, new) -> merged`` is a custom handler (:func:`dedup_append` is one). ``set`` merges
+through the handler (an override wins), ``get`` returns a deep copy, and data given to the
+constructor — a run's ``state_inputs`` — is stored as it is (no handler, ``None`` kept).
+``to_dict`` keeps sets, frozensets and tuples; ``from_dict`` gives the same state back. Schema
+errors raise :class:`StateError`, a ``ValueError``; 3.x also refuses its run-metadata and
+internal keys (:data:`RESERVED_KEYS`) in a schema.
 
 **Tools** (§A.2). ``inputs_from_state = {state_key: param}`` fills a parameter the model did not
-supply from the state (a deep copy); model arguments always win, and since 3.0 a parameter is
-never filled just because a state key has its name (``version=2`` restores 2.x's implicit
-matching). ``outputs_to_state = {state_key: {"source": out_key, "handler": f}}`` merges a dict
-result's ``out_key`` (the whole dict without ``source``) into the state; a result that is not a
-dict writes nothing, and a missing ``source`` key is skipped (2.x merged ``None``).
+supply from the state (a deep copy); model arguments always win. A mapping naming a parameter
+the tool lacks is refused when the tool is built (:class:`ToolConfigError`). 3.x fills nothing
+else; 2.x, for a tool that declares no mapping (``None``), also fills every parameter named like
+a state key — an explicit empty mapping ``{}`` turns that off. ``outputs_to_state = {state_key:
+{"source": out_key, "handler": f}}`` merges a dict result's ``out_key`` into the state (the whole
+result when ``source`` is missing or empty); a result that is not a dict writes nothing, and a
+``source`` the result lacks is skipped (3.x, and 2.x from 2.27; up to 2.26 it merged ``None``).
 
 **A run** (§A.3). Every run starts from a fresh state whose ``messages`` are the system prompt,
 the history replayed from earlier turns, and the user's query. Each step appends the model's
-reply, then the tool results; the run ends on a reply with text and no tool calls (exit condition
-``text``), after a tool named in ``exit_conditions`` ran without error, or after
-``max_agent_steps`` (default 100). The state is then discarded — nothing carries over to the next
-run except what the conversation stores: the turn's tool calls and results become its
-intermediate messages (kinds ``tool_call`` and ``tool_result``), and the final text its answer.
+reply, then the tool results. When a reply calls several tools, 3.x runs the ones that write a
+state key before the ones that read it (:func:`schedule_calls`); 2.x prepares every call's
+arguments first, so a reader never sees a writer of the same reply. The result messages list
+calls to unknown tools first, then the others in call order; a result message's text is the
+result itself (:func:`result_text`), a failure's text Haystack's error text. The run ends on a
+reply with text and no tool calls — exit reason ``text`` whatever ``exit_conditions`` says —,
+after a tool named in ``exit_conditions`` ran (unless a call of an exit tool in the same reply
+failed), or after ``max_agent_steps`` (default 100). ``tool_call_counts`` lists every tool (0 for
+an unused one) and counts calls to unknown tools too. The state is then discarded — nothing
+carries over to the next run except what the conversation stores: the turn's tool calls and
+results become its intermediate messages (kinds ``tool_call`` and ``tool_result``), and the final
+text its answer. ``before_model`` is called before every model request (a hook for in-run
+context management).
 
 **Tool choice.** Offline, a deterministic :class:`DemoPlanner` picks tools from the query
 ("what is 12*7" → ``calculator``, "note: X" → ``note``, "look up X" → ``lookup``, "list my notes"
@@ -59,9 +77,16 @@ DEFAULT_GRANULARITY = "query_answer"
 #: Which setting decided the granularity of a run.
 FROM_REQUEST, FROM_FLOW, FROM_DEFAULT = "request", "flow", "default"
 DEFAULT_MAX_STEPS = 100
-#: Keys the Agent keeps for itself (Haystack 3.x) and the node's own outputs: no schema may declare them.
-RESERVED_KEYS = ("continue_run", "stop_run", "tools", "hook_context", "context_tokens")
-NODE_OUTPUTS = ("text", "last_message", "step_count", "exit_reason", "tool_call_counts", "usage")
+#: Keys the Agent keeps for itself (Haystack 3.x ``_INTERNAL_STATE_KEYS``), never outputs.
+INTERNAL_KEYS = ("continue_run", "stop_run", "tools", "hook_context", "context_tokens")
+#: Run metadata the Agent writes into its state and outputs (Haystack 3.x ``_RUN_METADATA_STATE_KEYS``).
+RUN_METADATA_KEYS = ("step_count", "token_usage", "tool_call_counts", "exit_reason")
+#: No state schema may declare these (Haystack raises ValueError for either group).
+RESERVED_KEYS = INTERNAL_KEYS + RUN_METADATA_KEYS
+#: The node's own outputs besides the state's keys.
+NODE_OUTPUTS = ("text", "last_message", "usage") + RUN_METADATA_KEYS
+HAYSTACK_VERSIONS = (3, 2)
+DEFAULT_HAYSTACK_VERSION = 3
 
 
 class StateError(MemLensError, ValueError):
@@ -70,6 +95,10 @@ class StateError(MemLensError, ValueError):
 
 class ToolError(MemLensError):
     """A tool could not do what it was asked (bad expression, unknown argument…); reported to the model."""
+
+
+class ToolConfigError(MemLensError, ValueError):
+    """A tool is built wrongly (a state mapping names a parameter it lacks): refused when the tool is made."""
 
 
 # -- merge handlers ---------------------------------------------------------------------------------
@@ -113,6 +142,7 @@ def handler_name(handler: Callable) -> str:
 # -- types ------------------------------------------------------------------------------------------
 
 _TYPE_NAMES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "dict": dict, "list": list,
+                               "set": set, "frozenset": frozenset, "tuple": tuple, "object": object,
                                "None": type(None), "Message": Message, "ChatMessage": Message, "Any": Any}
 
 
@@ -121,9 +151,16 @@ def _is_union(t: Any) -> bool:
 
 
 def _check_type(key: str, t: Any) -> None:
+    """Haystack's rule: a class, a parameterised generic (``list[str]``, ``typing.List[str]``) or a union.
+
+    Bare ``typing.List``, ``Literal[...]``, ``Annotated[...]`` and ``Callable[...]`` are refused, as Haystack's
+    ``_is_valid_type`` refuses every typing alias but the plain generic one.
+    """
+    if _is_union(t):
+        return
     if t is typing.Union:
         raise StateError(f"state key {key!r}: a bare Union is not a type; write e.g. str | None")
-    if t is Any or isinstance(t, type) or _is_union(t) or typing.get_origin(t) is not None:
+    if inspect.isclass(t) or type(t).__name__ in ("_GenericAlias", "GenericAlias"):
         return
     raise StateError(f"state key {key!r}: {t!r} is not a type; use a class (str), a generic (list[str]) "
                      "or a union (str | None)")
@@ -143,13 +180,16 @@ def parse_type(text: str) -> Any:
         for p in parts[1:]:
             out = out | parse_type(p)
         return out
-    m = re.fullmatch(r"(list|dict)\[(.+)\]", text.strip())
+    m = re.fullmatch(r"(list|set|frozenset|dict)\[(.+)\]", text.strip())
     if m:
         inner = [parse_type(p) for p in _split_top(m.group(2), ",")]
-        return list[inner[0]] if m.group(1) == "list" else dict[inner[0], inner[1] if len(inner) > 1 else Any]
+        if m.group(1) == "dict":
+            return dict[inner[0], inner[1] if len(inner) > 1 else Any]
+        return _TYPE_NAMES[m.group(1)][inner[0]]
     t = _TYPE_NAMES.get(text.strip())
     if t is None:
-        raise StateError(f"unknown type {text!r}; use str, int, float, bool, dict, list, list[...] or a union with |")
+        raise StateError(f"unknown type {text!r}; use str, int, float, bool, dict, list, set, list[...] or a union "
+                         "with |")
     return t
 
 
@@ -235,19 +275,73 @@ class State:
         return out
 
     def to_dict(self) -> dict:
-        """Schema (types and handlers by name) and data; non-serialisable fields are dropped one by one."""
+        """Schema (types and handlers by name) and data as JSON; a field that cannot be encoded is dropped by
+        itself (Haystack's field-level fallback). Sets, frozensets and tuples keep their kind (see
+        :func:`encode_value`), so :meth:`from_dict` gives the same state back."""
         data = {}
         for key, value in self._data.items():
-            if key == "messages":
-                data[key] = [message_dict(m) if isinstance(m, Message) else m for m in value or []]
-                continue
             try:
-                json.dumps(value)
-            except (TypeError, ValueError):
+                data[key] = encode_value(value)
+            except TypeError:
                 continue
-            data[key] = copy.deepcopy(value)
         return {"schema": {k: {"type": type_name(v["type"]), "handler": handler_name(v["handler"])}
                            for k, v in self.schema.items()}, "data": data}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "State":
+        """The inverse of :meth:`to_dict`; handlers are found by name among :data:`HANDLERS`."""
+        schema = {}
+        for key, spec in (data.get("schema") or {}).items():
+            handler = spec.get("handler")
+            if handler is not None and handler not in HANDLERS:
+                raise StateError(f"state key {key!r}: handler {handler!r} is unknown; expected one of "
+                                 f"{', '.join(HANDLERS)}")
+            schema[key] = {"type": parse_type(spec["type"]), "handler": HANDLERS.get(handler)}
+        return cls(schema, {k: decode_value(v) for k, v in (data.get("data") or {}).items()})
+
+
+#: The marker of an encoded set, frozenset, tuple or message (a one-key object: ``{"$set": [...]}``).
+_KINDS = {"$set": set, "$frozenset": frozenset, "$tuple": tuple}
+
+
+def encode_value(value: Any) -> Any:
+    """A state value as JSON data: containers keep their kind, messages become :func:`message_dict`;
+    ``TypeError`` for anything else that JSON cannot hold."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, Message):
+        return {"$message": message_dict(value)}
+    if isinstance(value, list):
+        return [encode_value(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        items = [encode_value(v) for v in value]
+        items.sort(key=lambda v: json.dumps(v, sort_keys=True))  # a set has no order: make the output stable
+        return {"$frozenset" if isinstance(value, frozenset) else "$set": items}
+    if isinstance(value, tuple):
+        return {"$tuple": [encode_value(v) for v in value]}
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise TypeError("only text keys can be encoded")
+        out = {k: encode_value(v) for k, v in value.items()}
+        return {"$dict": out} if len(out) == 1 and next(iter(out)).startswith("$") else out
+    raise TypeError(f"a {type(value).__name__} cannot be encoded")
+
+
+def decode_value(value: Any) -> Any:
+    """The inverse of :func:`encode_value`."""
+    if isinstance(value, list):
+        return [decode_value(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1:
+        (key, inner), = value.items()
+        if key in _KINDS:
+            return _KINDS[key](decode_value(v) for v in inner)
+        if key == "$message":
+            return message_from_dict(inner)
+        if key == "$dict":
+            return {k: decode_value(v) for k, v in inner.items()}
+    return {k: decode_value(v) for k, v in value.items()}
 
 
 def message_dict(m: Message) -> dict:
@@ -271,18 +365,36 @@ def message_from_dict(d: Mapping[str, Any]) -> Message:
 
 @dataclass(frozen=True)
 class Tool:
-    """A tool the agent can call: a function, its JSON-schema parameters and its state mappings."""
+    """A tool the agent can call: a function, its JSON-schema parameters and its state mappings.
+
+    ``inputs_from_state`` is ``None`` when the tool declares no mapping — which in Haystack 2.x means
+    "fill parameters named like state keys", while an explicit ``{}`` turns that off. A mapping that
+    names a parameter neither the function nor the JSON schema has is a :class:`ToolConfigError`
+    here, when the tool is built (Haystack's ``Tool.__post_init__``), not a failure at run time.
+    """
 
     name: str
     description: str
     parameters: dict
     function: Callable[..., Any]
-    inputs_from_state: Mapping[str, str] = field(default_factory=dict)
+    inputs_from_state: Mapping[str, str] | None = None
     outputs_to_state: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.inputs_from_state is None:
+            return
+        valid = set(inspect.signature(self.function).parameters) | set(self.parameters.get("properties") or {})
+        for state_key, param in self.inputs_from_state.items():
+            if not isinstance(param, str):
+                raise ToolConfigError(f"tool {self.name}: inputs_from_state values must be parameter names, not "
+                                      f"{param!r} (state key {state_key!r})")
+            if param not in valid:
+                raise ToolConfigError(f"tool {self.name}: inputs_from_state maps {state_key!r} to {param!r}, which "
+                                      f"is not one of its parameters ({', '.join(sorted(valid)) or 'none'})")
 
     def llm_schema(self) -> dict:
         """The OpenAI tool schema; parameters filled from the state are not shown to the model."""
-        mapped = set(self.inputs_from_state.values())
+        mapped = set((self.inputs_from_state or {}).values())
         props = {k: v for k, v in (self.parameters.get("properties") or {}).items() if k not in mapped}
         required = [r for r in self.parameters.get("required") or [] if r not in mapped]
         return {"type": "function", "function": {"name": self.name, "description": self.description,
@@ -291,52 +403,119 @@ class Tool:
 
     def with_mappings(self, inputs_from_state: Mapping[str, str] | None = None,
                       outputs_to_state: Mapping[str, Mapping[str, Any]] | None = None) -> "Tool":
+        """The same tool with other mappings (``None`` keeps the tool's own)."""
+        ins = self.inputs_from_state if inputs_from_state is None else inputs_from_state
         return Tool(self.name, self.description, self.parameters, self.function,
-                    dict(self.inputs_from_state if inputs_from_state is None else inputs_from_state),
+                    None if ins is None else dict(ins),
                     dict(self.outputs_to_state if outputs_to_state is None else outputs_to_state))
 
+    def takes_state(self) -> list[str]:
+        """The parameters annotated ``State`` (or ``State | None``): they receive the live state."""
+        return [name for name, p in inspect.signature(self.function).parameters.items()
+                if p.annotation in (State, "State", State | None, "State | None", typing.Optional[State])]
 
-def invoke_tool(tool: Tool, arguments: Mapping[str, Any], state: State, *, version: int = 3) -> Any:
-    """Call ``tool`` with the model's ``arguments`` and the state mappings; returns the raw result.
 
-    ``version`` 3 (default) is Haystack 3.x; 2 reproduces 2.x (implicit name matching, and a
-    missing ``source`` merging ``None``).
+def prepare_args(tool: Tool, arguments: Mapping[str, Any], state: State, *, version: int = 3) -> dict:
+    """The arguments a call runs with: the model's, then what the state fills in (model arguments win).
+
+    3.x fills only the parameters ``inputs_from_state`` maps; 2.x also fills every parameter named
+    like a state key when the tool declares no mapping at all (``inputs_from_state is None``).
     """
     args = dict(arguments)
-    params = inspect.signature(tool.function).parameters
-    for state_key, param in tool.inputs_from_state.items():
+    mapping = tool.inputs_from_state
+    if mapping is None and version < 3:
+        mapping = {name: name for name in inspect.signature(tool.function).parameters}
+    for state_key, param in (mapping or {}).items():
         if param not in args and state.has(state_key):
             args[param] = state.get(state_key)
-    if version < 3 and not tool.inputs_from_state:
-        for name in params:
-            if name not in args and state.has(name):
-                args[name] = state.get(name)
-    for name, p in params.items():
-        if p.annotation in (State, "State", State | None, "State | None"):
-            args[name] = state
-    unknown = [a for a in args if a not in params and not any(p.kind == p.VAR_KEYWORD for p in params.values())]
-    if unknown:
-        raise ToolError(f"{tool.name} has no parameter {unknown[0]!r}; its parameters are {', '.join(params)}")
-    missing = [n for n, p in params.items() if p.default is p.empty and n not in args
-               and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
-    if missing:
-        raise ToolError(f"{tool.name} needs {missing[0]!r}")
-    result = tool.function(**args)
+    for name in tool.takes_state():
+        args[name] = state
+    return args
+
+
+def call_tool(tool: Tool, args: Mapping[str, Any]) -> Any:
+    """Run the tool's function; any failure becomes a :class:`ToolError` worded as Haystack's
+    ``ToolInvocationError`` (the text the model then reads)."""
+    try:
+        return tool.function(**args)
+    except Exception as e:  # a tool's own failure is reported to the model, not raised
+        raise ToolError(f"Failed to invoke Tool `{tool.name}` with parameters {dict(args)}. Error: {e}") from e
+
+
+def merge_outputs(tool: Tool, result: Any, state: State) -> None:
+    """Write a dict result into the state through ``outputs_to_state``: ``source`` picks a key (a
+    missing or empty ``source`` takes the whole result; a ``source`` the result lacks is skipped, as
+    in 3.x and 2.27+ — up to 2.26 it merged ``None``); a result that is not a dict writes nothing."""
     if not isinstance(result, Mapping):
-        return result
+        return
     for state_key, mapping in tool.outputs_to_state.items():
         mapping = mapping or {}
         source = mapping.get("source")
-        if source is None:
-            value = dict(result)
-        elif source in result:
-            value = result[source]
-        elif version < 3:
-            value = None
-        else:
+        if source and source not in result:
             continue
-        state.set(state_key, value, handler_override=mapping.get("handler"))
+        state.set(state_key, result[source] if source else dict(result), handler_override=mapping.get("handler"))
+
+
+def invoke_tool(tool: Tool, arguments: Mapping[str, Any], state: State, *, version: int = 3) -> Any:
+    """One call outside a run: prepare the arguments, call, merge the outputs; returns the raw result."""
+    result = call_tool(tool, prepare_args(tool, arguments, state, version=version))
+    merge_outputs(tool, result, state)
     return result
+
+
+def result_text(result: Any, version: int = DEFAULT_HAYSTACK_VERSION) -> str:
+    """A tool result message's text, as Haystack writes it: a string as it is; anything else as JSON
+    (non-ASCII kept, ``str()`` when JSON cannot hold it) in 3.x, and as ``str()`` — Python's
+    notation, ``{'note': 'a', 'saved': True}`` — in 2.x, whose ToolInvoker converts to JSON only
+    with ``convert_result_to_json_string=True``, which the Agent does not set."""
+    if isinstance(result, str) or version < 3:
+        return str(result)
+    try:
+        return json.dumps(result, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(result)
+
+
+def unknown_tool_text(name: str, tools: Sequence[str]) -> str:
+    """Haystack's ``ToolNotFoundException`` text, which the model reads for a call to a missing tool."""
+    return f"Tool '{name}' not found. Available tools: {', '.join(tools)}"
+
+
+def _state_io(tool: Tool, arguments: Mapping[str, Any]) -> tuple[set[str] | None, set[str] | None]:
+    """The state keys a call reads and writes (``None``: every key, for a tool that takes the state)."""
+    if tool.takes_state():
+        return None, None
+    reads = {k for k, p in (tool.inputs_from_state or {}).items() if p not in arguments}
+    return reads, set(tool.outputs_to_state)
+
+
+def _overlap(a: set[str] | None, b: set[str] | None) -> bool:
+    if a is None:
+        return b is None or bool(b)
+    if b is None:
+        return bool(a)
+    return bool(a & b)
+
+
+def schedule_calls(calls: Sequence[tuple[Tool, Mapping[str, Any]]]) -> list[list[int]]:
+    """Haystack 3.x's batches for one reply's calls (indices, in the order they run).
+
+    A call that reads a state key runs in a later batch than every call that writes it, whatever
+    order the model asked for them in; calls in one batch see the state as it was before the batch,
+    and their outputs are merged in call order after it. When no call is ready (a cycle, e.g. a
+    tool that reads and writes one key called twice) the first remaining call runs alone.
+    """
+    io = [_state_io(tool, args) for tool, args in calls]
+    deps = [{i for i in range(len(io)) if i != j and _overlap(io[j][0], io[i][1])} for j in range(len(io))]
+    done: set[int] = set()
+    batches: list[list[int]] = []
+    while len(done) < len(io):
+        ready = [k for k in range(len(io)) if k not in done and deps[k] <= done]
+        if not ready:
+            ready = [min(k for k in range(len(io)) if k not in done)]
+        done.update(ready)
+        batches.append(ready)
+    return batches
 
 
 # -- the demo tools ---------------------------------------------------------------------------------
@@ -511,7 +690,8 @@ def plan_tools(query: str) -> list[tuple[str, dict]]:
 
 def _describe(name: str, result: Any, error: str | None) -> str:
     if error:
-        return f"The {name} tool failed: {error}."
+        # A failed call's text is Haystack's "Failed to invoke Tool `x` with parameters {...}. Error: <cause>".
+        return f"The {name} tool failed: {error.rsplit('Error: ', 1)[-1].rstrip('.')}."
     if not isinstance(result, Mapping):
         return f"{name} returned {result}."
     if name == "calculator":
@@ -526,6 +706,19 @@ def _describe(name: str, result: Any, error: str | None) -> str:
             return f"{result.get('key')}: {result.get('value')}."
         return f"I found nothing for {result.get('key')!r} in the table."
     return f"{name}: {json.dumps(result, ensure_ascii=False)}."
+
+
+def _read_result(text: str) -> Any:
+    if len(text) > 100_000:  # a demo tool's result is small; anything this big is not one
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
 
 
 class DemoPlanner:
@@ -549,9 +742,11 @@ class DemoPlanner:
         lines = []
         for m in after:
             if m.role == "tool":
-                payload = json.loads(m.content) if m.content.startswith("{") else {"error": m.content}
-                lines.append(_describe(calls.get(m.tool_call_id or "", m.name or "tool"), payload.get("result"),
-                                       payload.get("error")))
+                # The demo tools return dicts (JSON in 3.x, Python notation in 2.x), so a result that is
+                # neither is an error text.
+                result = _read_result(m.content)
+                error = None if isinstance(result, dict) else m.content
+                lines.append(_describe(calls.get(m.tool_call_id or "", m.name or "tool"), result, error))
         return PlannerReply(" ".join(lines), model="memlens/demo")
 
     def _answer(self, messages) -> PlannerReply:
@@ -598,7 +793,11 @@ def planner_for(client: "LLMClient | None", model: str, max_tokens: int | None =
 @dataclass
 class AgentStep:
     """One tool call: which tool, its arguments as called (state-filled ones included), its
-    result or error, and the state right after it."""
+    result or error, and the state right after its outputs were merged.
+
+    Steps are listed in the order of the tool messages (unknown tools first, then call order);
+    ``ran`` is the call's place in the order the calls actually ran within the reply (writers of
+    a state key before its readers; 0 for a call to an unknown tool, which does not run)."""
 
     step: int
     tool: str
@@ -607,21 +806,22 @@ class AgentStep:
     result: Any
     error: str | None
     state: dict
-    messages: int  # messages in the state after the call
+    messages: int  # messages in the state once this call's result message is in
+    ran: int = 0
 
     def to_dict(self) -> dict:
         return {"step": self.step, "tool": self.tool, "call_id": self.call_id, "args": copy.deepcopy(self.args),
                 "result": copy.deepcopy(self.result), "error": self.error, "state": copy.deepcopy(self.state),
-                "messages": self.messages}
+                "messages": self.messages, "ran": self.ran}
 
 
 @dataclass
 class AgentResult:
     text: str
     messages: list[Message]        # the state's messages at the end: system, history, query, new ones
-    new_messages: list[Message]    # what the run added after the query
+    new_messages: list[Message]    # what the run added after the query (model replies and tool results)
     steps: list[AgentStep]
-    outputs: dict                  # public state keys + last_message
+    outputs: dict                  # public state keys, the run metadata and last_message
     exit_reason: str
     step_count: int
     tool_call_counts: dict[str, int]
@@ -634,20 +834,31 @@ class AgentResult:
         return [m for m in self.new_messages if m.kind in (TOOL_CALL, TOOL_RESULT)]
 
 
-def _result_text(result: Any, error: str | None) -> str:
-    payload = {"error": error} if error else {"result": result}
-    return json.dumps(payload, ensure_ascii=False, default=str)
+#: ``before_model(state, step)`` runs before every model request of a run (``step`` counts from 1);
+#: it may rewrite ``state`` — e.g. replace ``messages`` — and the model then gets what it left.
+BeforeModel = Callable[[State, int], None]
+
+
+def check_schema(schema: Mapping[str, Any]) -> None:
+    reserved = sorted(set(schema) & set(RESERVED_KEYS))
+    if reserved:
+        raise StateError(f"state key(s) {', '.join(reserved)} are reserved by the agent (run metadata or "
+                         f"internal keys: {', '.join(RESERVED_KEYS)}); choose another name")
 
 
 def run_agent(query: str, *, tools: Sequence[Tool], planner: Planner, schema: Mapping[str, Mapping] | None = None,
               system_prompt: str = "", history: Sequence[Message] = (), state_inputs: Mapping[str, Any] | None = None,
               max_agent_steps: int = DEFAULT_MAX_STEPS, exit_conditions: Sequence[str] = ("text",),
-              ref_prefix: str = "agent", version: int = 3) -> AgentResult:
-    """One agent run on a fresh state (see the module docstring); the state is discarded at the end."""
-    for key in (schema or {}):
-        if key in RESERVED_KEYS:
-            raise StateError(f"state key {key!r} is reserved by the agent; choose another name")
-    state = State(schema or {})
+              ref_prefix: str = "agent", version: int = DEFAULT_HAYSTACK_VERSION,
+              before_model: BeforeModel | None = None) -> AgentResult:
+    """One agent run on a fresh state, step by step as Haystack's ``Agent.run`` (see the module docstring).
+
+    ``state_inputs`` are stored as given (no merge handler, ``None`` kept), keys outside the schema
+    ignored, as the Agent's state keyword inputs are. The state is discarded at the end.
+    """
+    if version >= 3:
+        check_schema(schema or {})  # 2.x reserves no state key
+    state = State(schema or {}, {k: v for k, v in (state_inputs or {}).items() if k in (schema or {})})
     by_name = {t.name: t for t in tools}
     counter = {"n": 0}
 
@@ -667,64 +878,111 @@ def run_agent(query: str, *, tools: Sequence[Tool], planner: Planner, schema: Ma
     initial.extend(history)
     initial.append(Message("user", query, QUERY, ref()))
     state.set("messages", initial)
-    for key, value in (state_inputs or {}).items():
-        if value is not None:
-            state.set(key, value)
+    added: list[Message] = []
+
+    def append(messages: list[Message]) -> None:
+        added.extend(messages)
+        state.set("messages", messages)
+
     steps: list[AgentStep] = []
-    counts: dict[str, int] = {}
+    counts: dict[str, int] = {t.name: 0 for t in tools}
     usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     notes: list[str] = []
+    only_text = list(exit_conditions) == ["text"]
     text, exit_reason, step_count = "", "max_agent_steps", 0
     while step_count < max_agent_steps:
-        step_count += 1
+        if before_model is not None:
+            before_model(state, step_count + 1)
         reply = planner.step(state.get("messages"), list(tools), call_id)
         for k in usage:
             usage[k] += int(reply.usage.get(k, 0))
         if reply.note and reply.note not in notes:
             notes.append(reply.note)
         if not reply.tool_calls:
-            state.set("messages", [Message("assistant", reply.text, ANSWER, ref())])
-            if reply.text and "text" in exit_conditions:
-                text, exit_reason = reply.text, "text"
-                break
-            continue
-        asked = tuple(ToolCall(c.id, c.name, json.dumps(c.arguments, ensure_ascii=False)) for c in reply.tool_calls)
-        state.set("messages", [Message("assistant", reply.text, TOOL_CALL, ref(), tool_calls=asked)])
-        exit_tool = None
-        for c in reply.tool_calls:
-            tool = by_name.get(c.name)
-            result, error, args = None, None, dict(c.arguments)
-            if tool is None:
-                error = f"no tool named {c.name!r}; tools: {', '.join(by_name) or 'none'}"
-            else:
-                args.update({p: state.get(k) for k, p in tool.inputs_from_state.items()
-                             if p not in c.arguments and state.has(k)})
-                try:
-                    result = invoke_tool(tool, c.arguments, state, version=version)
-                except ToolError as e:
-                    error = str(e)
-                except StateError:
-                    raise
-                except Exception as e:  # a tool's own failure is reported to the model, not raised
-                    error = f"{type(e).__name__}: {e}"
-            counts[c.name] = counts.get(c.name, 0) + 1
-            state.set("messages", [Message("tool", _result_text(result, error), TOOL_RESULT, ref(), name=c.name,
-                                           tool_call_id=c.id)])
-            steps.append(AgentStep(step_count, c.name, c.id, args, result, error, state.snapshot(),
-                                   len(state.data["messages"])))
-            if error is None and c.name in exit_conditions and exit_tool is None:
-                exit_tool = c.name
+            append([Message("assistant", reply.text, ANSWER, ref())])
+        else:
+            asked = tuple(ToolCall(c.id, c.name, json.dumps(c.arguments, ensure_ascii=False))
+                          for c in reply.tool_calls)
+            append([Message("assistant", reply.text, TOOL_CALL, ref(), tool_calls=asked)])
+        # A reply without tool calls that has text ends the run whatever exit_conditions says; so does
+        # any reply when the agent has no tools. An empty reply without calls goes round again.
+        if not tools or (not reply.tool_calls and reply.text):
+            step_count += 1
+            text, exit_reason = reply.text, "text"
+            break
+        results = _run_tools(reply.tool_calls, by_name, state, step_count + 1, version)
+        before = len(state.data["messages"])
+        append([Message("tool", step.error if step.error is not None else result_text(step.result, version),
+                        TOOL_RESULT,
+                        ref(), name=step.tool, tool_call_id=step.call_id) for step in results])
+        for i, step in enumerate(results):
+            step.messages = before + i + 1
+            counts[step.tool] = counts.get(step.tool, 0) + 1
+        steps.extend(results)
+        step_count += 1
+        exit_tool = None if only_text else _exit_tool(reply.tool_calls, results, exit_conditions)
         if exit_tool is not None:
             exit_reason = exit_tool
             text = state.data["messages"][-1].content
             break
     messages = list(state.data["messages"])
-    new = messages[len(initial):]
     outputs = {k: copy.deepcopy(v) for k, v in state.data.items() if k != "messages"}
+    if version >= 3:  # 3.x's run metadata outputs; 2.x outputs the state alone
+        outputs.update({"step_count": step_count, "token_usage": dict(usage), "tool_call_counts": dict(counts),
+                        "exit_reason": exit_reason})
     outputs["last_message"] = message_dict(messages[-1]) if messages else None
-    return AgentResult(text=text, messages=messages, new_messages=new, steps=steps, outputs=outputs,
+    return AgentResult(text=text, messages=messages, new_messages=added, steps=steps, outputs=outputs,
                        exit_reason=exit_reason, step_count=step_count, tool_call_counts=counts, usage=usage,
                        notes=notes)
+
+
+def _run_tools(requests: Sequence[ToolRequest], by_name: Mapping[str, Tool], state: State, step: int,
+               version: int) -> list[AgentStep]:
+    """One reply's tool calls, as Haystack's tool invoker runs them; the steps come back in the order of
+    the result messages: calls to unknown tools first, then the others in call order."""
+    unknown = [AgentStep(step, c.name, c.id, dict(c.arguments), None, unknown_tool_text(c.name, list(by_name)), {}, 0)
+               for c in requests if c.name not in by_name]
+    known = [c for c in requests if c.name in by_name]
+    for s in unknown:
+        s.state = state.snapshot()
+    out: list[AgentStep | None] = [None] * len(known)
+    ran = 0
+    # 2.x's ToolInvoker prepares every call's arguments first and runs them all at once: a reader
+    # never sees what a writer of the same reply wrote.
+    batches = (schedule_calls([(by_name[c.name], c.arguments) for c in known]) if version >= 3
+               else [list(range(len(known)))] if known else [])
+    for batch in batches:
+        # Every call of a batch starts from the state as it was before the batch.
+        prepared = {i: prepare_args(by_name[known[i].name], known[i].arguments, state, version=version)
+                    for i in batch}
+        outcomes = {}
+        for i in batch:
+            try:
+                outcomes[i] = (call_tool(by_name[known[i].name], prepared[i]), None)
+            except ToolError as e:
+                outcomes[i] = (None, str(e))
+        for i in batch:
+            result, error = outcomes[i]
+            if error is None:
+                merge_outputs(by_name[known[i].name], result, state)
+            ran += 1
+            args = {k: v for k, v in prepared[i].items() if not isinstance(v, State)}
+            out[i] = AgentStep(step, known[i].name, known[i].id, args, result, error, state.snapshot(), 0, ran)
+    return unknown + [s for s in out if s is not None]
+
+
+def _exit_tool(requests: Sequence[ToolRequest], results: Sequence[AgentStep], exit_conditions: Sequence[str]):
+    """The exit-condition tool the reply called, or ``None``: a call of an exit tool that errored in
+    the same reply cancels the exit, even when another exit tool succeeded (Haystack 3.x)."""
+    errored = {s.tool for s in results if s.error is not None}
+    first = None
+    for c in requests:
+        if c.name not in exit_conditions:
+            continue
+        if c.name in errored:
+            return None
+        first = first or c.name
+    return first
 
 
 # -- granularity ------------------------------------------------------------------------------------
@@ -763,6 +1021,7 @@ class AgentSettings:
     max_agent_steps: int
     exit_conditions: tuple[str, ...]
     memory_node: str | None = None
+    haystack_version: int = DEFAULT_HAYSTACK_VERSION
 
 
 def _node_error(node: "Node", message: str):
@@ -784,6 +1043,7 @@ def agent_settings(node: "Node") -> AgentSettings:
           memory: {strategy: buffer}                   # how earlier turns are replayed; `off` for none
           max_agent_steps: 10
           exit_conditions: [text]
+          haystack_version: 3                          # 2: the newest Haystack 2.x's rules
     """
     data = node.data
     model = data.get("model") or "memlens/demo"
@@ -846,8 +1106,11 @@ def agent_settings(node: "Node") -> AgentSettings:
                                             f"of {', '.join(HANDLERS)}")
             outs = {k: {kk: (HANDLERS[vv] if kk == "handler" and vv is not None else vv)
                         for kk, vv in (v or {}).items()} for k, v in outs.items()}
-        tool = tool.with_mappings(ins, outs)
-        for key in list(tool.inputs_from_state) + list(tool.outputs_to_state):
+        try:
+            tool = tool.with_mappings(ins, outs)
+        except ToolConfigError as e:
+            raise _node_error(node, str(e)) from None
+        for key in list(tool.inputs_from_state or {}) + list(tool.outputs_to_state):
             if key not in schema and key != "messages":
                 raise _node_error(node, f"tool {tool.name} maps state key {key!r}, which the state schema does not "
                                         f"declare; add it to state_schema")
@@ -880,11 +1143,19 @@ def agent_settings(node: "Node") -> AgentSettings:
     memory_node = data.get("memory_node")
     if memory_node is not None and not isinstance(memory_node, str):
         raise _node_error(node, "'memory_node' must be the id of a window-memory node")
+    version = data.get("haystack_version", DEFAULT_HAYSTACK_VERSION)
+    if isinstance(version, str) and version.strip().isdigit():
+        version = int(version)
+    if isinstance(version, bool) or version not in HAYSTACK_VERSIONS:
+        raise _node_error(node, f"haystack_version {version!r} is unknown; expected 3 (default) or 2")
     return AgentSettings(model=model, system_prompt=prompt, tools=tuple(tools), schema=schema, memory=memory,
-                         max_agent_steps=steps, exit_conditions=tuple(exits), memory_node=memory_node)
+                         max_agent_steps=steps, exit_conditions=tuple(exits), memory_node=memory_node,
+                         haystack_version=version)
 
 
-__all__ = ["StateError", "ToolError", "State", "merge_lists", "replace_values", "dedup_append", "add_numbers",
+__all__ = ["StateError", "ToolError", "ToolConfigError", "State", "encode_value", "decode_value", "prepare_args",
+           "call_tool", "merge_outputs", "result_text", "unknown_tool_text", "schedule_calls", "check_schema",
+           "BeforeModel", "HAYSTACK_VERSIONS", "DEFAULT_HAYSTACK_VERSION", "INTERNAL_KEYS", "RUN_METADATA_KEYS", "merge_lists", "replace_values", "dedup_append", "add_numbers",
            "HANDLERS", "parse_type", "Tool", "invoke_tool", "calculate", "save_note", "list_notes", "make_lookup",
            "demo_tools", "DEMO_SCHEMA", "DEMO_LOOKUP", "ToolRequest", "PlannerReply", "Planner", "plan_tools",
            "DemoPlanner", "ModelPlanner", "planner_for", "AgentStep", "AgentResult", "run_agent", "message_dict",

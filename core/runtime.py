@@ -872,7 +872,8 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
     try:
         result = run_agent(query, tools=settings.tools, planner=planner, schema=settings.schema,
                            system_prompt=system_text, history=history, max_agent_steps=settings.max_agent_steps,
-                           exit_conditions=settings.exit_conditions, ref_prefix=f"{ctx.turn_id}:{node.id}")
+                           exit_conditions=settings.exit_conditions, ref_prefix=f"{ctx.turn_id}:{node.id}",
+                           version=settings.haystack_version)
     except LLMError as e:
         raise _NodeFailed(str(e)) from None
     finally:
@@ -884,8 +885,9 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
     run.notes.extend(result.notes)
     ctx.intermediate.extend(result.intermediate)
     # The state is gone after the run; its public keys are the node's outputs (Haystack's output dict).
-    run.outputs = {**result.outputs, "text": result.text, "step_count": result.step_count,
-                   "exit_reason": result.exit_reason, "tool_call_counts": result.tool_call_counts,
+    # Haystack 3.x outputs its run metadata itself; with 2.x MemLens reports the same facts.
+    run.outputs = {"step_count": result.step_count, "exit_reason": result.exit_reason,
+                   "tool_call_counts": result.tool_call_counts, **result.outputs, "text": result.text,
                    "usage": result.usage}
 
 

@@ -51,7 +51,7 @@ def test_the_record_shows_the_state_after_each_tool_call():
     assert [s["messages"] for s in agent.steps] == [4, 5, 6, 7]  # system, query, the call, then one result each
     assert agent.outputs["notes"] == ["buy milk", "call Bob"] and agent.outputs["last_result"] == 84
     assert agent.outputs["exit_reason"] == "text" and agent.outputs["step_count"] == 2
-    assert agent.outputs["tool_call_counts"] == {"note": 2, "calculator": 1, "list_notes": 1}
+    assert agent.outputs["tool_call_counts"] == {"note": 2, "calculator": 1, "list_notes": 1, "lookup": 0}
     assert record.answer == "Noted: buy milk. Noted: call Bob. 12*7 = 84. Your notes: buy milk; call Bob."
 
 
@@ -76,7 +76,7 @@ def test_tool_calls_and_results_are_stored_as_the_turns_intermediate_messages(tm
         ("calculator", {"expression": "6*7"}), ("lookup", {"key": "order 4411"})]
     results = turn.messages[2:4]
     assert [m.tool_call_id for m in results] == [c.id for c in call.tool_calls]
-    assert json.loads(results[0].content) == {"result": {"expression": "6*7", "result": 42}}
+    assert json.loads(results[0].content) == {"expression": "6*7", "result": 42}  # the result itself, as Haystack
     assert turn.answer == record.answer == "6*7 = 42. order 4411: shipped on Monday, arriving Thursday."
     assert len({m.ref for m in turn.messages}) == 5
     stored = next(r for r in service.node_runs(service.conversation(conv.id), turn.id) if r["node_id"] == "agent")
@@ -98,7 +98,7 @@ def test_a_tool_named_in_exit_conditions_ends_the_run_after_it():
     record = run_turn(flow, ConversationState.new(flow), "what is 3*3", llm=DemoClient())
     agent = record.node_run("agent")
     assert agent.outputs["exit_reason"] == "calculator" and agent.outputs["step_count"] == 1
-    assert json.loads(record.answer) == {"result": {"expression": "3*3", "result": 9}}
+    assert json.loads(record.answer) == {"expression": "3*3", "result": 9}
 
 
 def test_a_failing_tool_is_reported_to_the_planner_not_raised():
@@ -106,7 +106,8 @@ def test_a_failing_tool_is_reported_to_the_planner_not_raised():
     record = run_turn(flow, ConversationState.new(flow), "what is 1/0", llm=DemoClient())
     assert record.succeeded
     step = record.node_run("agent").steps[0]
-    assert step["error"] == "division by zero" and step["result"] is None
+    assert step["error"] == ("Failed to invoke Tool `calculator` with parameters {'expression': '1/0'}. "
+                             "Error: division by zero") and step["result"] is None
     assert record.answer == "The calculator tool failed: division by zero."
 
 
@@ -151,7 +152,7 @@ class ToolCallingModel:
     def complete_tools(self, model, messages, tools, max_tokens=None):
         self.seen.append((messages, tools))
         if messages[-1]["role"] == "tool":
-            return ToolReply("The answer is " + json.loads(messages[-1]["content"])["result"]["value"] + ".", 5, 3,
+            return ToolReply("The answer is " + json.loads(messages[-1]["content"])["value"] + ".", 5, 3,
                              model)
         return ToolReply("", 5, 3, model, tool_calls=(ToolCallRequest("call_x", "lookup", '{"key": "refund policy"}'),))
 

@@ -83,17 +83,15 @@ def test_a_tool_result_that_is_not_a_dict_writes_nothing():
     assert result == ["a document"] and not state.has("docs")
 
 
-def test_a_missing_source_key_is_skipped_in_3x_and_merges_none_in_2x():
+def test_a_missing_source_key_is_skipped_in_3x_and_in_2x_since_2_27():
     def search() -> dict:
         return {}
 
     t = tool(search, outputs_to_state={"docs": {"source": "documents"}})
-    state3 = State(schema={"docs": {"type": list}})
-    invoke_tool(t, {}, state3)
-    assert not state3.has("docs")
-    state2 = State(schema={"docs": {"type": list}})
-    invoke_tool(t, {}, state2, version=2)
-    assert state2.get("docs") == [None]
+    for version in (3, 2):
+        state = State(schema={"docs": {"type": list}})
+        invoke_tool(t, {}, state, version=version)
+        assert not state.has("docs")
 
 
 def test_model_arguments_win_over_state_inputs():
