@@ -79,6 +79,9 @@ def _add_memory_options(p: argparse.ArgumentParser) -> None:
                    help="compaction: target as a fraction of the context size (default 0.8)")
     p.add_argument("--compaction-keep-messages", type=whole_number("--compaction-keep-messages", 0), default=20)
     p.add_argument("--compaction-keep-tool-results", type=whole_number("--compaction-keep-tool-results", 0), default=3)
+    p.add_argument("--compaction-profile", choices=("shipped", "exact"), default="shipped",
+                   help="compaction: shipped = Dify 1.17 as shipped (per request, usage-anchored chars/4); "
+                        "exact = MemLens's exact-count estimate, once per turn")
 
 
 def config_from_args(args: argparse.Namespace) -> MemoryConfig:
@@ -90,7 +93,8 @@ def config_from_args(args: argparse.Namespace) -> MemoryConfig:
                         start_on=args.start_on, end_on=args.end_on, allow_partial=args.allow_partial,
                         compaction_trigger=args.compaction_trigger,
                         compaction_keep_messages=args.compaction_keep_messages,
-                        compaction_keep_tool_results=args.compaction_keep_tool_results).validate()
+                        compaction_keep_tool_results=args.compaction_keep_tool_results,
+                        compaction_profile=args.compaction_profile).validate()
 
 
 def _short(text: str, width: int = 60) -> str:

@@ -54,7 +54,9 @@ class Message:
     """One message as a model would receive it, plus where it came from.
 
     ``ref`` identifies the message in its source: the 0-based index in an OpenAI message list,
-    or ``"<message id>:query"`` / ``"<message id>:answer"`` for Dify records.
+    or ``"<message id>:query"`` / ``"<message id>:answer"`` for Dify records. ``usage`` is what
+    the provider reported for a model reply, ``(input, output)`` tokens, when it was recorded
+    (Dify's agent compaction anchors its estimate on it).
     """
 
     role: str
@@ -65,6 +67,7 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     files: tuple[FileRef, ...] = ()
+    usage: tuple[int, int] | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -82,6 +85,8 @@ class Message:
             out["tool_call_id"] = self.tool_call_id
         if self.files:
             out["files"] = [{"type": f.type, "url": f.url, "id": f.id} for f in self.files]
+        if self.usage:
+            out["usage"] = list(self.usage)
         return out
 
     @classmethod
@@ -91,7 +96,8 @@ class Message:
         files = tuple(FileRef(str(f.get("type") or "file"), str(f.get("url") or ""), str(f.get("id") or ""))
                       for f in d.get("files") or [])
         return cls(role=d["role"], content=d.get("content") or "", kind=d.get("kind") or "", ref=d.get("ref", ""),
-                   name=d.get("name"), tool_calls=calls, tool_call_id=d.get("tool_call_id"), files=files)
+                   name=d.get("name"), tool_calls=calls, tool_call_id=d.get("tool_call_id"), files=files,
+                   usage=tuple(d["usage"]) if d.get("usage") else None)
 
     def to_openai(self) -> dict:
         out: dict = {"role": self.role, "content": self.content}

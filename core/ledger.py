@@ -137,6 +137,10 @@ class Ledger:
     exceeds_context: bool = False
     #: Messages sent that stand for earlier ones; their tokens are part of history_tokens.
     synthetic: list[SyntheticMessage] = field(default_factory=list)
+    #: Compaction checks that changed the history during this call's turn (Dify 1.17 as shipped):
+    #: request number (1 = the turn's first; more = inside the tool loop), estimate, which
+    #: estimate decided, tiers fired, results cleared, messages folded, summaries after.
+    compactions: list[dict] = field(default_factory=list)
 
     def rows(self) -> list["LedgerEntry | SyntheticMessage"]:
         """Entries and synthetic messages in order: a summary right before the oldest message

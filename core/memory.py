@@ -30,11 +30,12 @@ from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE
                      SCOPE, TRIMMED_EARLIER, Ledger, LedgerEntry, TurnSummary)
 from .strategies import STRATEGIES, get_strategy
 from .strategies.base import Budget, Plan, Strategy
-from .strategies.compaction import DEFAULT_KEEP_MESSAGES, DEFAULT_KEEP_TOOL_RESULTS, DEFAULT_TRIGGER
+from .strategies.compaction import (COMPACTION_PROFILES, DEFAULT_KEEP_MESSAGES, DEFAULT_KEEP_TOOL_RESULTS,
+                                   DEFAULT_TRIGGER, SHIPPED)
 from .strategies.summary_buffer import DEFAULT_LIMIT as DEFAULT_HISTORY_LIMIT
 from .strategies.trim import MESSAGE_TYPES
 from .strategies.window import MAX_WINDOW
-from .summarize import OFFLINE, Summarizer
+from .summarize import Summarizer
 from .tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
 
 FIDELITIES = ("documented", "code")
@@ -61,7 +62,10 @@ class MemoryConfig:
     ``trim`` (``None`` = 2,000; with ``trim_counter="messages"`` it counts messages). The
     ``trim_*``, ``include_system``, ``start_on``, ``end_on`` and ``allow_partial`` settings are
     ``trim_messages``'s; the ``compaction_*`` settings are the compaction thresholds (see
-    :mod:`core.strategies.compaction`). Settings a strategy does not use are ignored.
+    :mod:`core.strategies.compaction`); ``compaction_profile`` is ``shipped`` (Dify 1.17 as
+    shipped: per-request checks, usage-anchored chars/4 estimate, pydantic-ai's messages) or
+    ``exact`` (MemLens's own exact-count estimate, once per turn). Settings a strategy does not
+    use are ignored.
     """
 
     strategy: str = "dify"
@@ -84,6 +88,7 @@ class MemoryConfig:
     compaction_trigger: float = DEFAULT_TRIGGER
     compaction_keep_messages: int = DEFAULT_KEEP_MESSAGES
     compaction_keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS
+    compaction_profile: str = SHIPPED
 
     def window_at(self, turn_number: int) -> int | None:
         size = self.window
@@ -134,6 +139,9 @@ class MemoryConfig:
         if not 0 < self.compaction_trigger <= 1:
             raise ConfigError(f"compaction trigger {self.compaction_trigger} is out of range: it is a fraction of "
                               f"the context size, above 0 and at most 1")
+        if self.compaction_profile not in COMPACTION_PROFILES:
+            raise ConfigError(f"unknown compaction profile {self.compaction_profile!r}; expected "
+                              f"{' or '.join(COMPACTION_PROFILES)}")
         if self.compaction_keep_messages < 0:
             raise ConfigError(f"compaction_keep_messages {self.compaction_keep_messages} is out of range: "
                               f"it must be 0 or more")
@@ -168,7 +176,8 @@ class MemoryConfig:
         if self.strategy == "summary_buffer":
             return f"summary buffer {limit:,} tok"
         if self.strategy == "compaction":
-            return f"compaction at {self.compaction_trigger:.0%} of context"
+            profile = COMPACTION_PROFILES[self.compaction_profile]
+            return f"compaction at {self.compaction_trigger:.0%} of context, {profile}"
         if self.strategy == "trim":
             unit = "msgs" if self.trim_counter == "messages" else "tok"
             return f"trim {self.trim_strategy} {limit:,} {unit}" + (f" from {self.start_on}" if self.start_on else "")
@@ -282,7 +291,7 @@ class Replay:
         problem = self.strategy.check(self.config, self.facts)
         if problem:
             raise ConfigError(problem)
-        self.summarizer: Summarizer = summarizer or OFFLINE
+        self.summarizer: Summarizer = summarizer or self.strategy.default_summarizer(self.config)
         self.system_prompt = conversation.system_prompt if system_prompt is None else system_prompt
         self.has_thread = has_thread
         self.numbers = turn_numbers(conversation)
@@ -572,7 +581,7 @@ class Replay:
                       history_tokens=history, budget=d.budget.limit, budget_note=d.budget.note, config=cfg,
                       context_size=context,
                       exceeds_context=bool(context) and fixed + history + self.config.max_tokens > context,
-                      synthetic=synthetic)
+                      synthetic=synthetic, compactions=list(getattr(d.plan, "compactions", None) or []))
 
     def history_messages(self, ledger: Ledger) -> list[Message]:
         """The history part of the prompt, in the order it is sent: a summary first (as a system

@@ -124,6 +124,8 @@ def ledger_to_dict(ledger: Ledger) -> dict:
            "context_size": ledger.context_size, "exceeds_context": ledger.exceeds_context}
     if ledger.synthetic:
         out["synthetic"] = [asdict(m) for m in ledger.synthetic]
+    if ledger.compactions:
+        out["compactions"] = copy.deepcopy(ledger.compactions)
     return out
 
 
@@ -135,7 +137,7 @@ def ledger_from_dict(data: Mapping[str, Any]) -> Ledger:
                   prompt_tokens=data["prompt_tokens"], history_tokens=data["history_tokens"], budget=data["budget"],
                   budget_note=data.get("budget_note", ""), config=copy.deepcopy(data.get("config") or {}),
                   context_size=data.get("context_size"), exceeds_context=bool(data.get("exceeds_context")),
-                  synthetic=synthetic)
+                  synthetic=synthetic, compactions=copy.deepcopy(list(data.get("compactions") or [])))
 
 
 @dataclass

@@ -13,6 +13,14 @@ being folded — and nothing else, so a summary visibly remembers "Your name is 
 visibly forgets small talk. A model-backed summariser plugs in behind the same protocol
 (``Replay(..., summarizer=...)``); it must be deterministic for a given input if ledgers are to
 be reproducible, and it must not be called for messages that were not folded.
+
+Dify 1.17's agent compaction (``compaction`` as shipped) has the run's own model write a
+structured summary: six sections — intent, key decisions, artifacts, current state, next steps,
+open questions — from a transcript of the folded messages with tool output cut to 500
+characters, updating the previous summary when there is one. :class:`ModelSectionSummarizer`
+asks a real model for that (:func:`section_prompt`, in MemLens's own words);
+:class:`SectionSummarizer` fills the same sections offline from the folded messages, so the
+demo's summaries have the same shape and a comparable size.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from typing import Protocol, Sequence, runtime_checkable
 
 from .conversation import Message
 from .facts import extract_facts
+from .llm import one_line
 
 #: What the offline summary says when the folded messages state no fact it recognises.
 NO_FACTS = "No stated facts."
@@ -81,4 +90,112 @@ class FactSummarizer:
 
 OFFLINE = FactSummarizer()
 
-__all__ = ["Summarizer", "FactSummarizer", "OFFLINE", "NO_FACTS"]
+#: The sections of Dify 1.17's compaction summary, in its order.
+SECTIONS = ("Intent", "Key decisions", "Artifacts", "Current state", "Next steps", "Open questions")
+#: How many items a section of the offline summary keeps (the newest win).
+SECTION_ITEMS = 6
+_SECTION_HEAD = re.compile(r"^## (.+)$")
+
+
+def transcript(messages: Sequence[Message]) -> str:
+    """The folded messages one per line, as the summariser reads them."""
+    from .strategies.shipped_compaction import transcript_lines
+
+    return "\n".join(transcript_lines(messages))
+
+
+def section_prompt(messages: Sequence[Message], previous_summary: str = "") -> str:
+    """What a real model is asked (Dify's structure, MemLens's words)."""
+    heads = "\n".join(f"## {name}" for name in SECTIONS)
+    prompt = ("The conversation below is about to be replaced by your summary, so the summary must hold everything "
+              "needed to carry on. Use these headings in this order and leave out a heading with nothing under it:\n"
+              f"{heads}\n"
+              "Intent is the user's goal and lasting preferences; key decisions are what was settled and why; "
+              "artifacts are the exact names of files, ids, commands and tools used; current state is what is done "
+              "and under way; next steps are what is left; open questions are what is unresolved. Report results "
+              "rather than retelling every action, and answer with the summary alone.\n\n"
+              f"<messages>\n{transcript(messages)}\n</messages>")
+    if previous_summary:
+        prompt += ("\n\nAn earlier summary follows. Bring it up to date with the conversation above: keep what is "
+                   "still true, drop what is outdated, add what is new, and keep its headings.\n\n"
+                   f"<previous-summary>\n{previous_summary}\n</previous-summary>")
+    return prompt
+
+
+class ModelSectionSummarizer:
+    """Dify's structured summary written by a real model (the run's own, as Dify uses)."""
+
+    name = "model"
+
+    def __init__(self, client, model: str):
+        self.client = client
+        self.model = model
+
+    def summarize(self, messages: Sequence[Message], previous_summary: str = "") -> str:
+        reply = self.client.complete(self.model, [
+            {"role": "system", "content": "You summarise conversations so that work can continue from the summary."},
+            {"role": "user", "content": section_prompt(messages, previous_summary)}])
+        return reply.text.strip()
+
+
+def parse_sections(text: str) -> dict[str, list[str]]:
+    """A sectioned summary's items by section (lines under ``## Name``, bullets stripped)."""
+    out: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        head = _SECTION_HEAD.match(line.strip())
+        if head:
+            current = out.setdefault(head.group(1).strip(), [])
+        elif current is not None and line.strip():
+            current.append(line.strip().removeprefix("- "))
+    return out
+
+
+class SectionSummarizer:
+    """The offline stand-in for the model's structured summary: each section filled from the folded
+    messages (and kept from the previous summary), newest items winning when a section is full.
+
+    * intent — the first folded user message and the facts users stated (:mod:`core.facts`);
+    * key decisions — what the assistant said;
+    * artifacts — every tool call, with its arguments;
+    * current state — the last assistant text or tool output folded;
+    * next steps — a user message the assistant had not answered yet;
+    * open questions — the questions users asked.
+    """
+
+    name = "offline sections"
+
+    def summarize(self, messages: Sequence[Message], previous_summary: str = "") -> str:
+        sections = {name: list(items) for name, items in parse_sections(previous_summary).items() if name in SECTIONS}
+        new: dict[str, list[str]] = {name: [] for name in SECTIONS}
+        users = [m for m in messages if m.role == "user" and m.content.strip()]
+        if users and not sections.get("Intent"):
+            new["Intent"].append(one_line(users[0].content, 300))
+        for m in users:
+            new["Intent"].extend(f"Stated: {f.text}" for f in extract_facts(m.content))
+            if m.content.rstrip().endswith("?"):
+                new["Open questions"].append(one_line(m.content, 200))
+        for m in messages:
+            if m.role == "assistant" and m.content.strip():
+                new["Key decisions"].append(one_line(m.content, 200))
+            for c in m.tool_calls:
+                new["Artifacts"].append(one_line(f"{c.name} {c.arguments}", 200))
+        last = next((m for m in reversed(messages) if m.role in ("assistant", "tool") and m.content.strip()), None)
+        if last is not None:
+            new["Current state"] = [one_line(last.content, 300)]
+            sections.pop("Current state", None)
+        if messages and messages[-1].role == "user" and messages[-1].content.strip():
+            new["Next steps"] = [f"Answer: {one_line(messages[-1].content, 200)}"]
+            sections.pop("Next steps", None)
+        out = []
+        for name in SECTIONS:
+            items = list(dict.fromkeys(sections.get(name, []) + new[name]))[-SECTION_ITEMS:]
+            if items:
+                out.append(f"## {name}\n" + "\n".join(f"- {item}" for item in items))
+        return "\n\n".join(out) if out else "## Current state\n- Nothing to carry over."
+
+
+SECTIONS_OFFLINE = SectionSummarizer()
+
+__all__ = ["Summarizer", "FactSummarizer", "OFFLINE", "NO_FACTS", "SECTIONS", "SectionSummarizer", "SECTIONS_OFFLINE",
+           "ModelSectionSummarizer", "section_prompt", "parse_sections", "transcript"]

@@ -6,6 +6,7 @@ import streamlit as st
 
 from core.memory import ConfigError, MemoryConfig, Replay
 from core.samples import load_sample, sample_files
+from core.strategies.compaction import COMPACTION_PROFILES
 from ui.ledger_table import render_ledger_table
 
 
@@ -50,6 +51,12 @@ with st.sidebar:
             extra["start_on"] = None if start == "(any)" else start
         extra["allow_partial"] = st.toggle("Allow partial messages", key="ledger_allow_partial")
     if strategy == "compaction":
+        profiles = list(COMPACTION_PROFILES)
+        extra["compaction_profile"] = st.radio(
+            "Profile", profiles, format_func=COMPACTION_PROFILES.get, key="ledger_compaction_profile",
+            help="Dify 1.17 as shipped: checked before every model request (inside the tool loop too), estimated "
+                 "from the provider's reported usage plus characters/4, summaries pile up on reload. "
+                 "Exact estimate: MemLens's own variant, an exact token count checked once per turn.")
         extra["compaction_trigger"] = float(st.slider("Compact at (share of context)", 0.1, 1.0, 0.8, 0.05,
                                                       key="ledger_compaction_trigger"))
         extra["compaction_keep_messages"] = int(st.number_input("Keep newest messages", 1, 500, 20,

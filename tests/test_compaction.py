@@ -1,5 +1,7 @@
-"""compaction: Dify 1.17's agent compaction — the target, clearing old tool results first, then
-summarising older history, with the newest messages and tool results intact."""
+"""compaction, the "exact estimate" profile (MemLens's own): Dify 1.17's thresholds — the target,
+clearing old tool results first, then summarising older history, with the newest messages and
+tool results intact — on an exact token count checked once per turn. The default profile, Dify
+1.17 as shipped, is tested against pydantic-ai-harness in tests/test_compaction_shipped.py."""
 
 import math
 
@@ -45,7 +47,7 @@ def context_for(target):
 
 
 def compaction(**kw):
-    return MemoryConfig(strategy="compaction", **kw)
+    return MemoryConfig(strategy="compaction", compaction_profile="exact", **kw)
 
 
 def full_history(conv, turn):
@@ -73,6 +75,7 @@ def test_thresholds_are_eighty_percent_three_tool_results_and_twenty_messages():
     config = compaction()
     assert (config.compaction_trigger, config.compaction_keep_tool_results, config.compaction_keep_messages) == \
         (0.8, 3, 20)
+    assert MemoryConfig(strategy="compaction").compaction_profile == "shipped", "the default is what Dify runs"
     assert TOOL_PLACEHOLDER == "[tool result cleared]"
 
 

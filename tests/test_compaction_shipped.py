@@ -7,6 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from core.conversation import ANSWER, QUERY, TOOL_RESULT, Conversation, Message, ToolCall, Turn
+from core.conversation import TOOL_CALL as TOOL_CALL_KIND
+from core.ledger import CLEARED, KEPT, PLACEHOLDER, SUMMARIZED, SUMMARY
+from core.memory import ConfigError, MemoryConfig, Replay
+from core.strategies.shipped_compaction import to_groups
+
 from core.strategies.shipped_compaction import (BY_CHARS, BY_USAGE, REQUEST, RESPONSE, SUMMARY_HEADER, SYSTEM,
                                                 TEXT, TOOL_CALL, TOOL_PLACEHOLDER, TOOL_RETURN, USER, Compactor,
                                                 Group, Part, estimate, reload, target_tokens, transcript_lines)
@@ -31,7 +37,7 @@ def normalise(groups: list[Group]) -> list[dict]:
 
 def simulate(fixture: dict) -> dict:
     """The fixture run through MemLens's compactor, recorded like tests.harness_reference.run_fixture."""
-    steps, summaries, stored_turns = [], [], []
+    steps, summaries, stored_turns, events, replies = [], [], [], [], []
     where = {"turn": 0, "step": 0}
 
     def summarize(messages, previous):
@@ -46,7 +52,9 @@ def simulate(fixture: dict) -> dict:
         where.update(turn=number, step=0)
         history = reload(stored) + [Group(REQUEST, (Part(USER, turn["prompt"]),))]
         for reply in turn["steps"]:
-            history, _ = compactor.before_request(history)
+            history, event = compactor.before_request(history)
+            if event is not None and event.fired:
+                events.append((number, where["step"] + 1, event))
             sent = normalise(reload(history))
             steps.append({"turn": number, "step": where["step"], "messages": sent})
             where["step"] += 1
@@ -57,11 +65,30 @@ def simulate(fixture: dict) -> dict:
             calls = reply.get("calls", [])
             parts += tuple(Part(TOOL_CALL, c["args"], c["id"], c["name"]) for c in calls)
             history = history + [Group(RESPONSE, parts, tuple(usage) if usage else None)]
+            replies.append(tuple(usage) if usage else None)
             if calls:
                 history.append(Group(REQUEST, tuple(Part(TOOL_RETURN, c["result"], c["id"], c["name"]) for c in calls)))
         stored = history
         stored_turns.append(normalise(stored))
-    return {"steps": steps, "summaries": summaries, "stored": stored_turns}
+    return {"steps": steps, "summaries": summaries, "stored": stored_turns, "events": events, "usage": replies}
+
+
+def recorded(fixture: dict, usage: list) -> Conversation:
+    """The fixture's run as MemLens records it: one turn per run, its tool calls and results as
+    intermediate messages, each reply with the usage the provider reported."""
+    turns, replies = [], iter(usage)
+    for number, turn in enumerate(fixture["turns"], 1):
+        msgs = [Message("user", turn["prompt"], QUERY, f"{number}:q")]
+        for k, reply in enumerate(turn["steps"]):
+            calls = tuple(ToolCall(c["id"], c["name"], c["args"]) for c in reply.get("calls", []))
+            kind = TOOL_CALL_KIND if calls else ANSWER
+            msgs.append(Message("assistant", reply.get("text", ""), kind, f"{number}:r{k}", tool_calls=calls,
+                                usage=next(replies)))
+            msgs += [Message("tool", c["result"], TOOL_RESULT, f"{number}:{c['id']}", name=c["name"],
+                             tool_call_id=c["id"]) for c in reply.get("calls", [])]
+        turns.append(Turn(id=str(number), parent_id=str(number - 1) if number > 1 else None, messages=tuple(msgs),
+                          query_index=0, answer_index=len(msgs) - 1))
+    return Conversation(id="fixture", turns=turns, system_prompt=fixture.get("instructions", ""))
 
 
 def summaries_in(messages: list[dict]) -> int:
@@ -104,6 +131,79 @@ def test_memlens_stores_what_the_harness_stores_and_summarises_the_same_messages
     assert [(s["turn"], s["step"], s["previous"]) for s in ours["summaries"]] == \
         [(s["turn"], s["step"], s["previous"]) for s in theirs["summaries"]]
     assert [s["lines"] for s in ours["summaries"]] == [s["lines"] for s in theirs["summaries"]]
+
+
+class FixtureSummarizer:
+    """Answers like the harness side's summariser: the k-th distinct request gets the k-th text (a
+    replay re-plans earlier turns for each ledger, asking the same again — deterministically)."""
+
+    name = "fixture"
+
+    def __init__(self, chars):
+        self.chars, self.calls = chars, {}
+
+    def summarize(self, messages, previous_summary=""):
+        key = (tuple(transcript_lines(messages)), previous_summary)
+        if key not in self.calls:
+            self.calls[key] = summary_text(len(self.calls) + 1, self.chars)
+        return self.calls[key]
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_the_replayed_ledger_sends_what_the_harness_sends_at_each_turns_first_request(name):
+    """The ledger path (a recorded conversation replayed turn by turn) against the harness."""
+    fixture, theirs = FIXTURES[name](), reference(name)
+    ours = simulate(fixture)
+    conversation = recorded(fixture, ours["usage"])
+    summarizer = FixtureSummarizer(fixture.get("summary_chars", 120))
+    replay = Replay(conversation, MemoryConfig(strategy="compaction", context_size=fixture["context_window"],
+                                               max_tokens=fixture.get("max_tokens", 0)), summarizer=summarizer)
+    for number in range(1, len(fixture["turns"]) + 1):
+        ledger = replay.ledger(number)
+        query = conversation.turns[number - 1].messages[0]
+        sent = normalise(reload(to_groups(replay.history_messages(ledger) + [query])))
+        real = next(s for s in theirs["steps"] if s["turn"] == number and s["step"] == 0)["messages"]
+        assert sent == real, f"turn {number}"
+        fired = [(c["turn"], c["request"]) for c in ledger.compactions]
+        assert fired == [(t, r) for t, r, _ in ours["events"] if t == number], f"turn {number}"
+        assert ledger.history_tokens == sum(e.tokens for e in ledger.entries if e.kept) + \
+            sum(s.tokens for s in ledger.synthetic)
+        for e in ledger.entries:
+            assert e.reason in (KEPT, CLEARED, SUMMARIZED)
+    assert sorted(summarizer.calls.values()) == sorted(summary_text(k, summarizer.chars)
+                                                       for k in range(1, len(theirs["summaries"]) + 1))
+
+
+def test_the_ledger_receipt_says_which_estimate_decided_and_records_compaction_inside_the_tool_loop():
+    fixture = FIXTURES["long_tool_run"]()
+    fixture["turns"].append({"prompt": "Thanks, anything else?", "steps": [{"text": "No.", "usage": "auto"}]})
+    ours = simulate(fixture)
+    conversation = recorded(fixture, ours["usage"])
+    replay = Replay(conversation, MemoryConfig(strategy="compaction", context_size=fixture["context_window"]))
+    first = replay.ledger(1)
+    assert first.compactions and all(c["in_tool_loop"] for c in first.compactions)
+    assert first.compactions[0]["tiers"] == ["clear_tool_results"] and first.compactions[0]["estimated_by"] == BY_USAGE
+    assert any("summarize" in c["tiers"] for c in first.compactions)
+    second = replay.ledger(2)
+    assert "usage-anchored" in second.budget_note
+    assert any(s.origin == SUMMARY for s in second.synthetic) and any(s.origin == PLACEHOLDER for s in second.synthetic)
+    without = recorded(fixture, [None] * len(ours["usage"]))
+    assert "chars/4" in Replay(without, MemoryConfig(strategy="compaction",
+                                                     context_size=fixture["context_window"])).ledger(2).budget_note
+
+
+def test_the_shipped_summary_has_dify_sections_offline_and_the_exact_profile_stays_selectable():
+    fixture = FIXTURES["reloads"]()
+    conversation = recorded(fixture, simulate(fixture)["usage"])
+    ledger = Replay(conversation, MemoryConfig(strategy="compaction", context_size=fixture["context_window"])).ledger(14)
+    summary = next(s for s in ledger.synthetic if s.origin == SUMMARY)
+    assert summary.content.startswith("Summary of previous conversation:\n\n## Intent\n- Hi, I'm Dana")
+    assert "Stated: Your name is Dana." in summary.content and "## Artifacts" in summary.content
+    exact = MemoryConfig(strategy="compaction", compaction_profile="exact", context_size=fixture["context_window"])
+    assert exact.label().endswith("exact estimate (MemLens's own)")
+    assert MemoryConfig(strategy="compaction").label().endswith("Dify 1.17 as shipped")
+    with pytest.raises(ConfigError, match="unknown compaction profile 'docs'"):
+        MemoryConfig(strategy="compaction", compaction_profile="docs").validate()
 
 
 def test_the_fixtures_cover_clearing_summarising_in_the_tool_loop_pile_up_and_no_compaction():

@@ -272,7 +272,7 @@ def test_new_settings_round_trip_through_dicts_and_label_the_config():
     assert MemoryConfig.from_dict(config.to_dict()) == config
     assert config.label() == "trim last 300 tok from human"
     assert MemoryConfig(strategy="summary_buffer").label() == "summary buffer 2,000 tok"
-    assert MemoryConfig(strategy="compaction").label() == "compaction at 80% of context"
+    assert MemoryConfig(strategy="compaction").label() == "compaction at 80% of context, Dify 1.17 as shipped"
 
 
 # -- python -m core replay --------------------------------------------------------------------------

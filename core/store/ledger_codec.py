@@ -59,6 +59,8 @@ def pack_ledger(data: "Mapping[str, Any] | Ledger") -> dict:
                    first_ref=entries[0].ref if entries else None, last_ref=entries[-1].ref if entries else None)
         if data.synthetic:
             out["synthetic"] = [asdict(m) for m in data.synthetic]
+        if data.compactions:
+            out["compactions"] = [dict(c) for c in data.compactions]
         return out
     if is_packed(data):
         return dict(data)
@@ -68,6 +70,8 @@ def pack_ledger(data: "Mapping[str, Any] | Ledger") -> dict:
                first_ref=entries[0]["ref"] if entries else None, last_ref=entries[-1]["ref"] if entries else None)
     if data.get("synthetic"):
         out["synthetic"] = list(data["synthetic"])
+    if data.get("compactions"):
+        out["compactions"] = list(data["compactions"])
     return out
 
 
@@ -104,7 +108,7 @@ def unpack_ledger(data: Mapping[str, Any], conversation: Conversation, position:
                   history_tokens=data["history_tokens"], budget=data.get("budget"),
                   budget_note=data.get("budget_note") or "", config=dict(data.get("config") or {}),
                   context_size=data.get("context_size"), exceeds_context=bool(data.get("exceeds_context")),
-                  synthetic=synthetic)
+                  synthetic=synthetic, compactions=[dict(c) for c in data.get("compactions") or []])
 
 
 def pack_prompt(prompt: Sequence[Mapping[str, Any]] | None, ledger: "Mapping[str, Any] | Ledger | None") -> list | None:

@@ -106,6 +106,12 @@ class Strategy:
         """This turn's decision, from the thread before it (``view``) and the previous state."""
         raise NotImplementedError
 
+    def default_summarizer(self, config: "MemoryConfig"):
+        """The summariser a replay uses when none is given (the offline fact summariser)."""
+        from ..summarize import OFFLINE
+
+        return OFFLINE
+
     def new_view(self, replay: "Replay") -> "PathView":
         """The thread view the engine walks; a strategy may extend it with its own running sums."""
         from ..memory import PathView

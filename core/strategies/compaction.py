@@ -1,6 +1,17 @@
 """Dify 1.17's agent history compaction (the Dify Agent history layer; spec/dify-memory.md §6
 says Dify main had none before it; spec/memory-models.md §G for the conflicts it sides with).
 
+Two profiles (``MemoryConfig.compaction_profile``):
+
+* ``shipped`` (default) — Dify 1.17 as shipped: the rules of pydantic-ai-harness 0.20.x as
+  dify-agent 1.17.1 runs them, checked before every model request, on pydantic-ai's messages,
+  with the usage-anchored chars/4 estimate and the summary pile-up on reload. They live in
+  :mod:`core.strategies.shipped_compaction`; a recorded turn is replayed request by request.
+* ``exact`` — MemLens's own variant, described below: the same thresholds with an exact token
+  count of the prompt, checked once per turn, one running summary.
+
+The rest of this docstring describes the ``exact`` profile.
+
 Before each model request the whole prompt is estimated against a target of
 ``floor(context × 0.8)`` — ``min(that, context − max_tokens)`` when ``max_tokens`` is set. Over
 the target, old tool results are cleared first: every tool result but the latest three keeps its
@@ -46,18 +57,19 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..ledger import CLEARED, KEPT, PLACEHOLDER, SUMMARIZED, SUMMARY, SyntheticMessage, format_spans
+from . import shipped_compaction as shipped
 from .base import Budget, Plan, Spans, Strategy, add_turns, message_at, span_turns, tokens_between, turn_at
 
 DEFAULT_TRIGGER = 0.8
 DEFAULT_KEEP_MESSAGES = 20
 DEFAULT_KEEP_TOOL_RESULTS = 3
-TOOL_PLACEHOLDER = "[tool result cleared]"
+TOOL_PLACEHOLDER = shipped.TOOL_PLACEHOLDER
+SHIPPED, EXACT = "shipped", "exact"
+COMPACTION_PROFILES = {SHIPPED: "Dify 1.17 as shipped", EXACT: "exact estimate (MemLens's own)"}
 
 
-def compaction_target(context: int, max_tokens: int, trigger: float = DEFAULT_TRIGGER) -> int:
-    """Dify's compaction target for a context window (may be 0 or less: then nothing can run)."""
-    target = int(context * trigger)
-    return min(target, context - max_tokens) if max_tokens > 0 else target
+#: Dify's compaction target for a context window: one rule for both profiles.
+compaction_target = shipped.target_tokens
 
 
 @dataclass(frozen=True)
@@ -209,7 +221,14 @@ class CompactionStrategy(Strategy):
                     f"{config.max_tokens:,} leaves no room; lower max_tokens or raise the context size")
         return None
 
+    def default_summarizer(self, config):
+        from ..summarize import SECTIONS_OFFLINE
+
+        return SECTIONS_OFFLINE if config.compaction_profile == SHIPPED else super().default_summarizer(config)
+
     def plan(self, view, current, replay):
+        if replay.config.compaction_profile == SHIPPED:
+            return shipped_plan(view, current, replay)
         cfg = replay.config
         context = cfg.context_size or replay.facts.context_size
         previous: CompactionState = (view.states[-1] if view.states else None) or CompactionState()
@@ -262,3 +281,95 @@ class CompactionStrategy(Strategy):
                             tokens=replay.counter.chat("system", content))
             plan = CompactionPlan(budget, state, view, replay)
         return plan
+
+
+# -- the shipped profile ----------------------------------------------------------------------------
+
+class ShippedPlan(Plan):
+    """A turn's first request as Dify 1.17 sends it: which earlier messages are there as they are,
+    which as a cleared result, which only inside a summary — and every check that fired this turn."""
+
+    def __init__(self, budget, state, sent, view, replay, current, compactions):
+        self._view = view
+        self.status: dict[tuple[int, int], str] = {}
+        self.summary_parts: list = []
+        self.placeholder_parts: list = []
+        for g in sent:
+            for p in g.parts:
+                if p.is_summary:
+                    self.summary_parts.append(p)
+                elif isinstance(p.ref, tuple) and p.ref[0] != current:
+                    cleared = p.kind == shipped.TOOL_RETURN and p.content == TOOL_PLACEHOLDER
+                    if cleared and p.ref not in self.status:
+                        self.placeholder_parts.append(p)
+                    self.status.setdefault(p.ref, CLEARED if cleared else KEPT)
+        kept = [ref for ref, reason in self.status.items() if reason == KEPT]
+        history = sum(replay.message_tokens(pos)[idx] for pos, idx in kept)
+        self.covers = state.covers
+        self._synthetic = self._build_synthetic(replay)
+        history += sum(s.tokens for s in self._synthetic)
+        oldest = min((replay.numbers[pos] for pos, _ in kept), default=None)
+        super().__init__(budget, state, len(kept), history, oldest)
+        self.compactions = compactions
+
+    def reason(self, i, message):
+        return SUMMARIZED if self._ref(i) not in self.status else self.status[self._ref(i)]
+
+    def _ref(self, i):
+        return (self._view.seq_pos[i], self._view.seq_msg[i])
+
+    def _build_synthetic(self, replay):
+        out = []
+        for k, p in enumerate(self.summary_parts):
+            covers = tuple(self.covers.get(p.content[len(shipped.SUMMARY_HEADER):], ()))
+            out.append(SyntheticMessage(role="system", content=p.content, tokens=replay.counter.chat("system", p.content),
+                                        origin=SUMMARY, turn=covers[-1] if covers else 0, covers=covers,
+                                        ref=f"summary:{k + 1}"))
+        for p in self.placeholder_parts:
+            pos, idx = p.ref
+            msg = replay.conversation.turns[pos].messages[idx]
+            number = replay.numbers[pos]
+            out.append(SyntheticMessage(role="tool", content=TOOL_PLACEHOLDER, tokens=placeholder_tokens(replay, msg),
+                                        origin=PLACEHOLDER, turn=number, covers=(number,), replaces=(pos, idx),
+                                        ref=f"cleared:{msg.ref}"))
+        return out
+
+    def synthetic(self, view, replay):
+        return list(self._synthetic)
+
+
+def shipped_plan(view, current, replay) -> ShippedPlan:
+    cfg = replay.config
+    context = cfg.context_size or replay.facts.context_size
+    previous = (view.states[-1] if view.states else None) or shipped.ShippedState()
+    turn = replay.conversation.turns[current]
+    number = replay.numbers[current]
+    target = compaction_target(context, cfg.max_tokens, cfg.compaction_trigger) if context else None
+
+    def compactor_for(summarize):
+        return shipped.Compactor(context, cfg.max_tokens, summarize, instructions=replay.system_prompt,
+                                 keep_pairs=cfg.compaction_keep_tool_results, keep_messages=cfg.compaction_keep_messages,
+                                 trigger=cfg.compaction_trigger)
+
+    def summarize(folded, previous_summary):
+        return replay.summarizer.summarize(folded, previous_summary or "")
+
+    sent, first, loop, state = shipped.replay_turn(compactor_for, summarize, previous, turn.messages, current,
+                                                   turn.query_index, replay.numbers)
+    compactions = []
+    for request, event in ([(1, first)] if first is not None and first.fired else []) + loop:
+        compactions.append({"turn": number, "request": request, "in_tool_loop": request > 1, **event.to_dict()})
+    fixed = replay.fixed_prompt_tokens(current)
+    if target is None:
+        budget = Budget(None, f"context size of {cfg.model} unknown: Dify compacts only when the model's "
+                              f"context window is known", None)
+    else:
+        note = (f"Dify 1.17 as shipped: compaction target {target:,} for the whole request "
+                f"({cfg.compaction_trigger:.0%} of {context:,}"
+                + (f", at most context − {cfg.max_tokens:,} max_tokens" if cfg.max_tokens else "") + ")")
+        if first is not None:
+            note += f"; estimated {first.estimate:,} tokens ({first.estimated_by})"
+            if first.fired:
+                note += f", compacted by {' then '.join(first.tiers)} to about {first.final_estimate:,}"
+        budget = Budget(max(target - fixed, 0), note, context)
+    return ShippedPlan(budget, state, sent or [], view, replay, current, compactions)

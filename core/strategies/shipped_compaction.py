@@ -85,8 +85,10 @@ class Group:
         return any(p.kind == kind for p in self.parts)
 
 
-def target_tokens(context: int, max_tokens: int) -> int:
-    target = context * 4 // 5
+def target_tokens(context: int, max_tokens: int, trigger: float = 0.8) -> int:
+    """The target (may be 0 or less: then nothing can run). In integers, as Dify computes it:
+    ``context * 4 // 5`` at the fixed 0.8; another trigger is a what-if."""
+    target = context * round(trigger * 1000) // 1000
     return min(target, context - max_tokens) if max_tokens > 0 else target
 
 
@@ -184,6 +186,10 @@ def previous_summary(groups: Sequence[Group]) -> str | None:
     return None
 
 
+def count_summaries(groups: Sequence[Group]) -> int:
+    return sum(1 for g in groups if g.kind == REQUEST for p in g.parts if p.is_summary)
+
+
 def first_user_message(groups: Sequence[Group]) -> int | None:
     return next((i for i, g in enumerate(groups) if g.kind == REQUEST and g.has(USER)), None)
 
@@ -255,6 +261,7 @@ class CompactionEvent:
     summary: str = ""
     messages_before: int = 0
     messages_after: int = 0
+    summaries: int = 0                                # summaries in the history sent after the check
 
     @property
     def fired(self) -> bool:
@@ -268,7 +275,8 @@ class CompactionEvent:
         return {"estimate": self.estimate, "estimated_by": self.estimated_by, "target": self.target,
                 "tiers": list(self.tiers), "cleared": list(self.cleared), "folded": self.folded,
                 "final_estimate": self.final_estimate, "still_over": self.still_over,
-                "messages_before": self.messages_before, "messages_after": self.messages_after}
+                "messages_before": self.messages_before, "messages_after": self.messages_after,
+                "summaries": self.summaries}
 
 
 SummariseFn = Callable[[list[Message], "str | None"], str]
@@ -282,9 +290,9 @@ class Compactor:
     """
 
     def __init__(self, context: int | None, max_tokens: int, summarize: SummariseFn, instructions: str = "",
-                 keep_pairs: int = KEEP_PAIRS, keep_messages: int = KEEP_MESSAGES):
+                 keep_pairs: int = KEEP_PAIRS, keep_messages: int = KEEP_MESSAGES, trigger: float = 0.8):
         self.context = context
-        self.target = target_tokens(context, max_tokens) if context else None
+        self.target = target_tokens(context, max_tokens, trigger) if context else None
         if self.target is not None and self.target <= 0:
             raise ValueError(f"compaction target is {self.target:,} tokens: 80% of the {context:,}-token context "
                              f"minus max_tokens {max_tokens:,} leaves no room; lower max_tokens or raise the context")
@@ -300,7 +308,7 @@ class Compactor:
             return groups, None
         tokens, by = estimate(groups, self.instructions)
         event = CompactionEvent(tokens, by, self.target, final_estimate=tokens, messages_before=len(groups),
-                                messages_after=len(groups))
+                                messages_after=len(groups), summaries=count_summaries(groups))
         if tokens <= self.target:
             return groups, event
         baseline, heuristic = tokens, heuristic_tokens(groups, self.instructions)
@@ -319,6 +327,7 @@ class Compactor:
             current = max(baseline - (heuristic - heuristic_tokens(out, self.instructions)), 0)
         event.final_estimate = current
         event.messages_after = len(out)
+        event.summaries = count_summaries(out)
         return out, event
 
     def _fold(self, groups: list[Group], event: CompactionEvent) -> list[Group]:
@@ -346,7 +355,8 @@ def to_groups(messages: Sequence[Message], usage: Mapping[object, tuple[int, int
     out: list[Group] = []
     for m in messages:
         if m.role == "assistant":
-            parts = ((Part(TEXT, m.content, ref=m.ref),) if m.content else ()) + tuple(
+            # A reply with neither text nor calls still is one (empty) text part, as pydantic-ai keeps it.
+            parts = ((Part(TEXT, m.content, ref=m.ref),) if m.content or not m.tool_calls else ()) + tuple(
                 Part(TOOL_CALL, c.arguments, c.id, c.name, ref=m.ref) for c in m.tool_calls)
             out.append(Group(RESPONSE, parts, usage.get(m.ref)))
             continue
@@ -363,6 +373,84 @@ def to_groups(messages: Sequence[Message], usage: Mapping[object, tuple[int, int
     return out
 
 
-__all__ = ["Part", "Group", "Compactor", "CompactionEvent", "target_tokens", "estimate", "heuristic_tokens",
+# -- the replayed ledger ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ShippedState:
+    """What the agent stored after a turn: the compacted history, and the turns each summary covers."""
+
+    stored: tuple[Group, ...] = ()
+    covers: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # summary text → turns it folded
+
+
+def turn_requests(messages: Sequence[Message], query_index: int | None):
+    """A recorded turn as an agent run: the messages up to the query make the first request; then
+    each assistant message is one model reply, preceded by a check, and the tool results after it
+    are the next request. Yields ``("request", [messages])`` and ``("reply", message)``."""
+    if query_index is None:
+        if messages:
+            yield "stored", list(messages)
+        return
+    yield "request", list(messages[:query_index + 1])
+    pending: list[Message] = []
+    for m in messages[query_index + 1:]:
+        if m.role == "assistant":
+            if pending:
+                yield "request", pending
+                pending = []
+            yield "reply", m
+        else:
+            pending.append(m)
+    if pending:
+        yield "request", pending
+
+
+def _ref_groups(messages: Sequence[Message], position: int, base: int) -> list[Group]:
+    """Messages as groups whose parts point at ``(turn position, message index)``."""
+    tagged = [replace(m, ref=(position, base + k)) for k, m in enumerate(messages)]
+    return to_groups(tagged, {m.ref: m.usage for m in tagged if m.usage})
+
+
+def replay_turn(compactor_for: Callable[[SummariseFn], Compactor], summarize: SummariseFn, previous: ShippedState,
+                messages: Sequence[Message], position: int, query_index: int | None, numbers: Sequence[int]):
+    """One recorded turn run as the agent runs it: ``(groups sent at its first request, that check,
+    the checks that fired inside the tool loop as (request number, event), the state stored after)``.
+
+    ``compactor_for(summarize)`` builds the turn's compactor around a summariser that also
+    records which turns each summary covers (``numbers`` maps turn positions to turn numbers).
+    """
+    covers = dict(previous.covers)
+
+    def covering(folded: list[Message], prev: str | None) -> str:
+        text = summarize(folded, prev)
+        turns = set(covers.get(prev, ())) if prev is not None else set()
+        turns |= {numbers[m.ref[0]] for m in folded if isinstance(m.ref, tuple)}
+        covers[text] = tuple(sorted(turns))
+        return text
+
+    compactor = compactor_for(covering)
+    history = reload(previous.stored)
+    first, first_event, loop = None, None, []
+    index = request_number = 0
+    for kind, item in turn_requests(messages, query_index):
+        if kind != "reply":
+            history = history + _ref_groups(item, position, index)
+            index += len(item)
+            continue
+        request_number += 1
+        history, event = compactor.before_request(history)
+        if request_number == 1:
+            first, first_event = list(history), event
+        elif event is not None and event.fired:
+            loop.append((request_number, event))
+        history = history + _ref_groups([item], position, index)
+        index += 1
+    if first is None and query_index is not None:  # an unanswered turn: its one request is still checked
+        history, first_event = compactor.before_request(history)
+        first = list(history)
+    return first, first_event, loop, ShippedState(tuple(history), covers)
+
+
+__all__ = ["ShippedState", "replay_turn", "turn_requests", "Part", "Group", "Compactor", "CompactionEvent", "target_tokens", "estimate", "heuristic_tokens",
            "clear_tool_results", "fold_cut", "previous_summary", "folded_messages", "transcript_lines", "reload",
            "to_groups", "SUMMARY_HEADER", "TOOL_PLACEHOLDER", "BY_USAGE", "BY_CHARS", "KEEP_PAIRS", "KEEP_MESSAGES"]
