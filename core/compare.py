@@ -317,16 +317,24 @@ class RetentionMatrix:
     hidden_kept: list[int]              # per row: kept messages before the first column
     budgets: list[int | None]           # per row: the history budget (for hover texts)
 
-    def hover(self, r: int, c: int) -> str:
-        """What a hover shows: the message, its tokens and the reason in plain words."""
-        reason = self.cells[r][c]
+    def message(self, c: int) -> str:
+        """Column ``c``'s message in a line: its turn, role, tokens and first words."""
         col = self.columns[c]
-        head = f"turn {col.turn} · {col.role} · {self.tokens[c]:,} tokens · {col.text}"
+        return f"turn {col.turn} · {col.role} · {self.tokens[c]:,} tokens · {col.text}"
+
+    def why(self, r: int, c: int) -> str:
+        """The reason of cell ``(r, c)`` in plain words (the ledger's :func:`core.ledger.explain`)."""
+        reason = self.cells[r][c]
         if reason is None:
-            return head + " — not yet written at this turn"
+            return "not yet written at this turn"
+        col = self.columns[c]
         entry = LedgerEntry(ref=col.ref, turn=col.turn, role=col.role, tokens=self.tokens[c], kept=reason == KEPT,
                             reason=reason, kind=col.kind, position=col.position, index=col.index)
-        return f"{head} — {explain(entry, {**self.config, 'budget': self.budgets[r]})}"
+        return explain(entry, {**self.config, "budget": self.budgets[r]})
+
+    def hover(self, r: int, c: int) -> str:
+        """What a hover shows: the message, its tokens and the reason in plain words."""
+        return f"{self.message(c)} — {self.why(r, c)}"
 
     def to_json(self) -> dict:
         return {"label": self.label, "config": self.config, "window": self.window.to_json(), "rows": self.rows,

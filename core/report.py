@@ -500,6 +500,8 @@ figcaption{font-weight:600;margin-bottom:.2rem}
 .turn{border-left:3px solid #e5e7eb;padding:.2rem .8rem;margin:.6rem 0}.turn:target{border-color:#2563eb;
 background:#eff6ff}
 .msg{margin:.25rem 0}.role{font-size:.75rem;font-weight:600;text-transform:uppercase;color:#6b7280;margin-right:.4rem}
+.turn p{margin:.25rem 0;white-space:pre-wrap;overflow-wrap:anywhere}.turn p>b{font-size:.75rem;
+text-transform:uppercase;color:#6b7280;margin-right:.4rem}
 .text{white-space:pre-wrap;overflow-wrap:anywhere}
 .kept{color:#047857}.dropped{color:#b91c1c}
 details{margin:.3rem 0}summary{cursor:pointer}
@@ -511,39 +513,83 @@ def _e(value: Any) -> str:
     return escape(str(value), quote=True)
 
 
-def _cell_title(matrix: RetentionMatrix, r: int, c: int) -> str:
-    return f"turn {matrix.rows[r]}: " + matrix.hover(r, c)
+def _t(value: Any) -> str:
+    """Element text (never an attribute): quotes need no escaping there."""
+    return escape(str(value), quote=False)
+
+
+def _run_title(matrix: RetentionMatrix, rows: tuple[int, int], start: int, end: int, why: str) -> str:
+    """The hover of a block of cells with one reason: a single cell names its message; a block
+    names its turns, how many messages it spans and their tokens, and the reason once."""
+    first_row, last_row = matrix.rows[rows[0]], matrix.rows[rows[1]]
+    turn = f"turn {first_row}: " if first_row == last_row else f"turns {first_row}–{last_row}: "
+    if end - start == 1:
+        return f"{turn}{matrix.message(start)} — {why}"
+    first, last = matrix.columns[start], matrix.columns[end - 1]
+    return f"{turn}{end - start} messages of turns {first.turn}–{last.turn}, {sum(matrix.tokens[start:end]):,} tokens — {why}"
+
+
+def _blocks(matrix: RetentionMatrix) -> list[tuple[int, int, int, int, str, str]]:
+    """The matrix as rectangles of one reason and one explanation: ``(first_row, last_row,
+    first_column, end_column, reason, why)``. Neighbouring cells of a row with the same reason
+    are one run, and the same run in consecutive rows is one block (a tool message left out by
+    granularity is one tall block, not a cell per turn)."""
+    done: list[tuple[int, int, int, int, str, str]] = []
+    open_: dict[tuple[int, int, str, str], int] = {}
+    for r, cells in enumerate(matrix.cells):
+        here: list[tuple[int, int, str, str]] = []
+        c = 0
+        while c < len(cells):
+            reason, end = cells[c], c + 1
+            while end < len(cells) and cells[end] == reason:
+                end += 1
+            if reason is not None:
+                here.append((c, end, reason, matrix.why(r, c)))
+            c = end
+        current = set(here)
+        for key in [k for k in open_ if k not in current]:
+            done.append((open_.pop(key), r - 1, *key))
+        for key in here:
+            open_.setdefault(key, r)
+    done += [(first, len(matrix.cells) - 1, *key) for key, first in open_.items()]
+    return sorted(done)
 
 
 def heatmap_svg(matrix: RetentionMatrix, *, cell: int = 10, selected_turn: int | None = None) -> str:
     """One config's retention heatmap as inline SVG: rows = turns, columns = earlier messages,
-    a cell's colour is its reason and its ``<title>`` names the message, its tokens and the reason."""
+    a cell's colour is its reason.
+
+    Size grows with what changes, not with rows × columns: cells with one reason and one
+    explanation form one ``<rect>`` (``data-row``/``data-rows`` and ``data-column``/``data-span``
+    give the cells it covers) whose ``<title>`` gives the reason once, and each message is named
+    once, by the ``<title>`` of its mark in the strip above the grid (turn, role, tokens, first words)."""
     rows, cols = len(matrix.rows), len(matrix.columns)
     cw = max(3, min(cell + 6, 720 // max(cols, 1)))
     ch = cell if rows > 30 else cell + 4
-    left, top = 56, 4
+    strip = 6
+    left, top = 56, 4 + strip + 2
     width, height = max(left + cols * cw + 4, 300), top + rows * ch + 22
     out = [f'<svg class="heatmap" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e("retention heatmap: " + matrix.label)}">']
+    out.append('<g class="messages">' + "".join(
+        f'<rect class="message" x="{left + c * cw}" y="4" width="{cw}" height="{strip}" '
+        f'fill="{"#9ca3af" if col.role == "user" else "#d1d5db"}"><title>{_e(matrix.message(c))}</title></rect>'
+        for c, col in enumerate(matrix.columns)) + "</g>")
     step = max(1, rows // 20)
     for r, turn in enumerate(matrix.rows):
-        y = top + r * ch
         if r % step == 0 or turn == selected_turn:
-            out.append(f'<text x="{left - 4}" y="{y + ch - 2}" text-anchor="end">turn {turn}</text>')
-        # One group per row keeps each cell small: a long conversation's report has tens of thousands.
-        out.append(f'<g class="row" data-turn="{turn}" transform="translate(0 {y})">')
-        for c, reason in enumerate(matrix.cells[r]):
-            if reason is None:
-                continue
-            out.append(f'<rect data-reason="{reason}" x="{left + c * cw}" width="{cw}" height="{ch}" '
-                       f'fill="{REASON_COLOURS.get(reason, "#000000")}"><title>{_e(_cell_title(matrix, r, c))}'
-                       f'</title></rect>')
-        out.append("</g>")
-        if turn == selected_turn:
-            out.append(f'<rect x="{left}" y="{y}" width="{cols * cw}" height="{ch}" fill="none" stroke="#111827" '
-                       f'stroke-width="1.5"/>')
+            out.append(f'<text x="{left - 4}" y="{top + r * ch + ch - 2}" text-anchor="end">turn {turn}</text>')
+    for first, last, c, end, reason, why in _blocks(matrix):
+        out.append(f'<rect data-reason="{reason}" data-row="{first}" data-rows="{last - first + 1}" data-column="{c}" '
+                   f'data-span="{end - c}" x="{left + c * cw}" y="{top + first * ch}" width="{(end - c) * cw}" '
+                   f'height="{(last - first + 1) * ch}" fill="{REASON_COLOURS.get(reason, "#000000")}">'
+                   f'<title>{_e(_run_title(matrix, (first, last), c, end, why))}</title></rect>')
+    if selected_turn in matrix.rows:
+        y = top + matrix.rows.index(selected_turn) * ch
+        out.append(f'<rect x="{left}" y="{y}" width="{cols * cw}" height="{ch}" fill="none" stroke="#111827" '
+                   f'stroke-width="1.5"/>')
     out.append(f'<text x="{left}" y="{height - 6}">earlier messages, oldest → newest '
-               f'({_e(cols)} shown)</text>')
+               f'({_e(cols)} shown; hover the strip above for a message)</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -584,9 +630,10 @@ def line_chart_svg(title: str, x: Sequence[int], series: Sequence[tuple[str, Seq
                     segments.append(segment)
                 segment = []
             else:
-                segment.append(f"{px(t):.1f},{py(v):.1f}")
+                segment.append((round(px(t), 1), round(py(v), 1)))
         if segment:
             segments.append(segment)
+        segments = [[f"{a:g},{b:g}" for a, b in _thin(seg)] for seg in segments]
         dash = ' stroke-dasharray="5 3"' if dashed else ""
         for seg in segments:
             if len(seg) == 1:
@@ -597,6 +644,29 @@ def line_chart_svg(title: str, x: Sequence[int], series: Sequence[tuple[str, Seq
                            f'points="{" ".join(seg)}"><title>{_e(label)}</title></polyline>')
     out.append("</svg>")
     return "".join(out)
+
+
+def _thin(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The points of a line that can be seen: within one pixel column only the first, lowest,
+    highest and last (the line's envelope there), and no middle point of a flat stretch. A
+    2,000-turn series draws the same line from a few hundred points."""
+    columns: list[list[tuple[float, float]]] = []
+    for point in points:
+        if columns and round(columns[-1][0][0]) == round(point[0]):
+            columns[-1].append(point)
+        else:
+            columns.append([point])
+    kept: list[tuple[float, float]] = []
+    for col in columns:
+        low, high = min(col, key=lambda q: q[1]), max(col, key=lambda q: q[1])
+        for q in dict.fromkeys([col[0], *sorted({low, high}, key=col.index), col[-1]]):
+            kept.append(q)
+    out: list[tuple[float, float]] = []
+    for i, q in enumerate(kept):
+        if 0 < i < len(kept) - 1 and kept[i - 1][1] == q[1] == kept[i + 1][1]:
+            continue
+        out.append(q)
+    return out
 
 
 def _legend(reasons: Iterable[str]) -> str:
@@ -673,8 +743,8 @@ def _message_html(m: Message) -> str:
         calls = "; ".join(f"→ {c.name}({c.arguments})" for c in m.tool_calls)
         text = f"{text}\n{calls}" if text else calls
     kind = f" · {m.kind}" if m.kind and m.kind not in ("query", "answer") else ""
-    return (f'<div class="msg"><span class="role">{_e(m.role)}{_e(kind)}</span>'
-            f'<div class="text">{_e(text) if text else "<i>(empty)</i>"}</div></div>')
+    # Terse markup: a long conversation's transcript is most of a report's size.
+    return f'<p><b>{_e(m.role)}{_e(kind)}</b>{_t(text) if text else "<i>(empty)</i>"}</p>' 
 
 
 def _transcript_html(conv: Conversation) -> str:
@@ -726,13 +796,7 @@ def _ledgers_html(report: Report, columns: int = REPORT_COLUMNS) -> str:
             entries = ledger.entries
             hidden = entries[:-columns] if len(entries) > columns else []
             shown = entries[len(hidden):]
-            rows = []
-            for e in shown:
-                msg = conv.turns[e.position].messages[e.index]
-                cls = "kept" if e.kept else "dropped"
-                rows.append(f'<tr><td><a href="#turn-{e.turn}">{e.turn}</a></td><td>{_e(e.role)}</td>'
-                            f'<td>{e.tokens:,}</td><td class="{cls}">{_e(REASON_LABELS.get(e.reason, e.reason))}</td>'
-                            f'<td>{_e(explain(e, ledger.config))}</td><td class="text">{_e(_short(msg))}</td></tr>')
+            rows = [_ledger_rows(run, conv, ledger.config, len(shown) > LEDGER_LIST) for run in _reason_runs(shown)]
             more = ""
             if hidden:
                 kept = sum(1 for e in hidden if e.kept)
@@ -746,6 +810,38 @@ def _ledgers_html(report: Report, columns: int = REPORT_COLUMNS) -> str:
         out.append(f'<details class="ledger" data-config="{_e(c.label)}"><summary><b>{_e(c.label)}</b></summary>'
                    f'{"".join(parts)}</details>')
     return "".join(out)
+
+
+LEDGER_RUN = 3  # this many or more neighbouring messages with one reason are listed as one row…
+LEDGER_LIST = 40  # …kept ones only in a ledger longer than this (a short one lists everything sent)
+
+
+def _reason_runs(entries: Sequence[Any]) -> list[list[Any]]:
+    """Neighbouring entries grouped by reason."""
+    runs: list[list[Any]] = []
+    for e in entries:
+        if runs and runs[-1][-1].reason == e.reason:
+            runs[-1].append(e)
+        else:
+            runs.append([e])
+    return runs
+
+
+def _ledger_rows(run: Sequence[Any], conv: Conversation, config: Mapping[str, Any], long: bool) -> str:
+    """One row per entry; a run of dropped ones (of kept ones too in a ledger of over
+    ``LEDGER_LIST`` rows) as one row that links to the transcript."""
+    first = run[0]
+    cls = "kept" if first.kept else "dropped"
+    label, why = _e(REASON_LABELS.get(first.reason, first.reason)), _e(explain(first, config))
+    if len(run) >= LEDGER_RUN and (not first.kept or long):
+        last = run[-1]
+        return (f'<tr><td><a href="#turn-{first.turn}">{first.turn}</a>–<a href="#turn-{last.turn}">{last.turn}</a>'
+                f'</td><td>{len(run):,} messages</td><td>{sum(e.tokens for e in run):,}</td><td class="{cls}">{label}'
+                f'</td><td>{why}</td><td class="meta">in the transcript</td></tr>')
+    return "".join(f'<tr><td><a href="#turn-{e.turn}">{e.turn}</a></td><td>{_e(e.role)}</td><td>{e.tokens:,}</td>'
+                   f'<td class="{cls}">{label}</td><td>{why}</td>'
+                   f'<td class="text">{_e(_short(conv.turns[e.position].messages[e.index], 80))}</td></tr>'
+                   for e in run)
 
 
 def _short(m: Message, width: int = 160) -> str:

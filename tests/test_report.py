@@ -136,14 +136,37 @@ def test_heatmap_cells_in_the_report_are_the_ledgers():
     page = Page(report_html(report))
     for named in report.configs:
         replay = Replay(conv, named.config)
-        cells = [(a["_turn"], a["data-reason"], a["fill"]) for a in page.all("rect", _figure=named.label)
-                 if "data-reason" in a]
-        expected = []
-        for p in conv.answered_turns():
-            expected += [(replay.numbers[p], e.reason, REASON_COLOURS[e.reason]) for e in replay.ledger_at(p).entries]
+        cells = {}
+        for a in page.all("rect", _figure=named.label):
+            if "data-reason" not in a:
+                continue
+            first, column = int(a["data-row"]), int(a["data-column"])
+            for r in range(first, first + int(a["data-rows"])):
+                for c in range(column, column + int(a["data-span"])):
+                    assert (r, c) not in cells, "blocks overlap"
+                    cells[(r, c)] = (a["data-reason"], a["fill"])
+        expected = {}
+        for r, p in enumerate(conv.answered_turns()):
+            for c, e in enumerate(replay.ledger_at(p).entries):
+                expected[(r, c)] = (e.reason, REASON_COLOURS[e.reason])
         assert cells == expected, named.label
-    titles = re.findall(r"<title>(turn 5: turn 1 · user · [^<]*)</title>", report_html(report))
-    assert titles and "outside window of 3 turns" in titles[0]
+    html = report_html(report)
+    runs = re.findall(r"<title>(turns? 5(?:–\d+)?: \d+ messages of turns 1–[^<]*)</title>", html)
+    assert runs and runs[0].endswith("— outside window of 3 turns")  # the block's reason, once
+    assert re.search(r"<title>turn 1 · user · \d+ tokens · Hi! I&#x27;m Dana", html)  # each message, once
+
+
+def test_a_long_report_stays_small_because_runs_of_equal_cells_share_one_hover():
+    conv = linear(400, query=lambda i: f"question number {i} " + "words " * 20)
+    report = report_of(conv, [MemoryConfig(window=3), MemoryConfig(strategy="buffer")])
+    html = report_html(report)
+    heatmaps = html[html.index('<section id="heatmaps">'):html.index('<section id="series">')]
+    rows = sum(len(m.rows) for m in report.comparison.matrices)
+    columns = len(report.comparison.matrices[0].columns)
+    # window 3: two blocks a row (outside the window, then kept); buffer: one — never one rect per cell
+    assert heatmaps.count("data-reason=") <= 3 * rows < rows * columns // 10
+    assert len(html) < 400_000
+    assert heatmaps.count('class="message"') == columns * len(report.configs)
 
 
 def test_the_bundle_loads_back_into_the_same_view():
