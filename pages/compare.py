@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from html import escape
 
 import pandas as pd
 import streamlit as st
@@ -17,9 +16,10 @@ from core.memory import Replay, turn_numbers
 from core.report import DEFAULT_CONFIGS, REPORT_COLUMNS, REPORT_ROWS, build_report, bundle_json, report_html
 from ui.compare_charts import render_series
 from ui.compare_configs import edit_configs, load_configs, saved_sets
-from ui.compare_findings import plain, render_findings
+from ui.compare_findings import render_findings
 from ui.compare_source import database, pick_source
 from ui.heatmap import render_heatmaps
+from ui.html import plain, safe_text
 
 P = "cmp"
 FACT_MODES = {"detected": "Detected in what the user says", "marked": "Messages I mark", "none": "None"}
@@ -185,7 +185,7 @@ st.subheader("Facts")
 if not comparison.facts:
     st.caption("No fact followed: choose “Messages I mark” in the sidebar to follow messages that matter.")
 else:
-    st.markdown("<ul>" + "".join(f"<li>{escape(s)}</li>" for s in comparison.sentences) + "</ul>",
+    st.markdown("<ul>" + "".join(f"<li>{safe_text(s)}</li>" for s in comparison.sentences) + "</ul>",
                 unsafe_allow_html=True)
     rows = []
     for fact, fates in zip(comparison.facts, comparison.fates):

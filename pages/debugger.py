@@ -73,7 +73,7 @@ llm_nodes = flow.llm_nodes
 titles = {n.id: n.title or n.id for n in llm_nodes}
 
 with st.sidebar:
-    st.caption(f"Flow **{version.flow_name}** · version {version.version}"
+    st.caption(f"Flow **{html.plain(version.flow_name)}** · version {version.version}"
                + (" (pinned; newest is v%d)" % latest.version if latest.id != version.id else " (newest)"))
     if latest.id != version.id and st.button(f"Continue on v{latest.version} as a new branch", key="continue_latest"):
         try:
@@ -82,7 +82,7 @@ with st.sidebar:
                 st.session_state["selected_turn"] = rec.id
             st.rerun()
         except MemLensError as e:
-            st.error(str(e))
+            st.error(html.plain(e))
     with st.popover("Rename or delete", icon=":material/edit:", width="stretch"):
         new = st.text_input("Name", info.name, key=f"rename-{conv_id}")
         if st.button("Rename", key="rename_go"):
@@ -120,7 +120,7 @@ if selected_id not in thread_ids:
     st.session_state["selected_turn"] = selected_id
 selected = tree.position[selected_id] if selected_id else None
 
-st.title(info.name or "Conversation")
+st.title(html.plain(info.name or "Conversation"))
 if not conversation_only:
     st.caption("Markers beside each message show, for the selected turn, what each LLM node's memory did with it: "
                "● kept · ○ dropped · ◌ not eligible. Hover a marker for the reason.")
@@ -131,13 +131,13 @@ def _run(label: str, fn):
     with st.status(label, expanded=True) as status:
         def on_event(ev: dict) -> None:
             if ev.get("event") == "node_started":
-                status.write(f"▶ {ev['data'].get('title') or ev['data'].get('node_id')}")
+                status.write(html.plain(f"▶ {ev['data'].get('title') or ev['data'].get('node_id')}"))
             elif ev.get("event") == "node_finished" and ev["data"].get("status") == "failed":
-                status.write(f"✗ {ev['data'].get('title')}: {ev['data'].get('error')}")
+                status.write(html.plain(f"✗ {ev['data'].get('title')}: {ev['data'].get('error')}"))
         try:
             record = fn(on_event)
         except MemLensError as e:
-            status.update(label=str(e), state="error")
+            status.update(label=html.plain(e), state="error")
             return
         status.update(label="Done", state="complete")
     st.session_state["selected_turn"] = record.id
@@ -262,13 +262,14 @@ if side_col is not None:
             render_recall_preview(svc.long_term, info.user_id, None, key=f"recall-{conv_id}")
         else:
             st.markdown(f"**Turn {numbers[selected]}** — " + html.muted(conv.turns[selected].query[:80]),
-                        unsafe_allow_html=True)  # muted() escapes the query
+                        unsafe_allow_html=True)
             ran = [n for n in llm_nodes if n.id in runs]
             agents = [r for r in runs.values() if r.get("type") == "tool-agent"]
             if not ran and not agents:
                 st.info("No LLM node ran in this turn.")
             else:
-                node_tabs = st.tabs([titles[n.id] for n in ran] + [r.get("title") or r["node_id"] for r in agents])
+                node_tabs = st.tabs([html.plain(titles[n.id]) for n in ran]
+                                    + [html.plain(r.get("title") or r["node_id"]) for r in agents])
                 for run, tab in zip(agents, node_tabs[len(ran):]):
                     with tab:
                         render_agent_run(run, key=f"agent-{selected_id}-{run['node_id']}")

@@ -9,7 +9,7 @@ from core.errors import MemLensError
 from core.readers import FORMATS, MAX_IMPORT_BYTES, FormatError, formats
 from core.report import import_upload
 from core.store import repo
-from ui.compare_findings import plain
+from ui.html import plain
 from ui.compare_source import database
 
 P = "imp"

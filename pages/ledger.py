@@ -7,6 +7,7 @@ import streamlit as st
 from core.memory import ConfigError, MemoryConfig, Replay
 from core.samples import load_sample, sample_files
 from core.strategies.compaction import COMPACTION_PROFILES
+from ui.html import plain
 from ui.ledger_table import render_ledger_table
 
 
@@ -81,7 +82,7 @@ try:
                           model=model.strip() or "gpt-4o-mini", context_size=int(context) or None,
                           max_tokens=int(max_tokens), granularity=granularity, scope=scope, **extra).validate()
 except ConfigError as e:
-    st.error(str(e))
+    st.error(plain(e))
     st.stop()
 
 replay = _replay(name, int(index), config)
@@ -104,7 +105,8 @@ cols[1].metric("Dropped", len(ledger.dropped))
 cols[2].metric("History tokens", f"{ledger.history_tokens:,}")
 cols[3].metric("Budget", f"{ledger.budget:,}" if ledger.budget is not None else "none")
 cols[4].metric("Prompt tokens", f"{ledger.prompt_tokens:,}")
-st.caption(f"Tokens: {replay.counter.describe()}" + (f" · budget: {ledger.budget_note}" if ledger.budget_note else ""))
+st.caption(plain(f"Tokens: {replay.counter.describe()}"
+                 + (f" · budget: {ledger.budget_note}" if ledger.budget_note else "")))
 if ledger.exceeds_context:
     st.warning(f"The prompt plus max_tokens exceeds the model's context size of {ledger.context_size:,} tokens.")
 render_ledger_table(ledger, conversation, key="ledger_table")

@@ -6,6 +6,7 @@ import streamlit as st
 
 from core.errors import MemLensError
 from ui import data
+from ui.html import plain
 from ui.memories_panel import memory_frame, render_history, render_recall_preview
 
 svc = data.service()
@@ -17,7 +18,7 @@ st.caption("Facts remembered per user, across conversations and flows, by memory
 
 flash = st.session_state.pop("mem_flash", None)
 if flash:
-    (st.success if flash[0] == "ok" else st.error)(flash[1])
+    (st.success if flash[0] == "ok" else st.error)(plain(flash[1]))
 
 users = [u.user_id for u in store.users()]
 with st.sidebar:
@@ -33,7 +34,7 @@ if not user:
 search = st.text_input("Search", key="mem_search", placeholder="a word in the memory or its key")
 items = store.memories(user, search)
 total = len(store.memories(user))
-st.subheader(f"Memories of {user}")
+st.subheader(plain(f"Memories of {user}"))
 st.caption(f"{len(items)} of {total} shown" if search.strip() else f"{total} memories")
 if items:
     st.dataframe(memory_frame(items), hide_index=True, key="mem_table", width="stretch")
@@ -52,14 +53,14 @@ def _act(action, ok: str) -> None:
 
 
 for item in items:
-    with st.expander(item.memory, expanded=False):
+    with st.expander(plain(item.memory), expanded=False):
         text = st.text_area("Text", item.memory, key=f"mem_text_{item.id}")
         save, delete = st.columns(2)
         if save.button("Save", key=f"mem_save_{item.id}", icon=":material/save:"):
             _act(lambda: store.update(item.id, text), "Memory updated.")
         if delete.button("Delete", key=f"mem_delete_{item.id}", icon=":material/delete:"):
             _act(lambda: store.delete(item.id), "Memory deleted; its history is kept.")
-        st.caption(f"History · key {item.key or '—'} · id {item.id}")
+        st.caption(plain(f"History · key {item.key or '—'} · id {item.id}"))
         render_history(store.history(item.id), key=f"mem_history_{item.id}")
 
 with st.expander("Remember something by hand"):

@@ -13,7 +13,7 @@ from core.findings import config_findings, findings_at, flow_findings, run_findi
 from core.llm import DemoClient
 from core.memory import Replay, turn_numbers
 from core.report import DEFAULT_CONFIGS, remembered, saved_config_sets
-from ui.compare_findings import plain
+from ui.html import plain
 from ui.compare_source import database, pick_source
 from ui.present_view import Card, render_captions, render_cards, render_chat
 
@@ -71,7 +71,7 @@ if not answered:
 with st.sidebar:
     st.subheader("Memories to show")
     options = ([NODES] if source.flow is not None and source.records else []) + [CONFIGS]
-    labels = {NODES: f"the nodes of {source.flow.name if source.flow else 'the flow'} (as recorded)",
+    labels = {NODES: plain(f"the nodes of {source.flow.name if source.flow else 'the flow'} (as recorded)"),
               CONFIGS: "memory configs (replayed)"}
     if state.get(f"{P}_subject") not in options or state.get(f"{P}_key") != picked.key:
         state[f"{P}_subject"] = options[0]  # a recorded flow shows its own nodes first

@@ -9,6 +9,7 @@ from core import llm
 from core.store import repo
 from core.store.db import Database
 from tests.conftest import ROOT
+from tests.rendered import shown
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ def chips(at):
     """(node, reason) of every marker on the page, message by message."""
     out = []
     for m in at.chat_message:
-        html = "".join(md.value for md in m.markdown)
+        html = shown("".join(md.value for md in m.markdown))
         out.append(re.findall(r'data-node="([^"]+)" data-reason="([^"]+)"', html))
     return out
 
@@ -36,24 +37,23 @@ def db(at):
 
 
 def test_the_app_opens_on_a_ready_demo_where_memory_drops_something(app):
-    assert app.title[0].value == "Demo: support-bot forgets a name"
+    assert shown(app.title[0].value) == "Demo: support-bot forgets a name"
     assert len(app.chat_message) == 16  # 8 turns
     markers = chips(app)
     responder = [dict(m).get("responder") for m in markers[:14]]
     assert responder[:8] == ["outside_window"] * 8 and responder[8:14] == ["kept"] * 6  # window: turns 5–7
     assert all(dict(m).get("classifier") == "memory_off" for m in markers[:14])
-    page = "".join(md.value for m in app.chat_message for md in m.markdown)
-    assert "Responder&#x27;s window starts here" in "".join(md.value for md in app.markdown) or \
-        "Responder's window starts here" in "".join(md.value for md in app.markdown)
-    assert "I don&#x27;t know your name" in page  # the demo model forgot the name at turn 6
+    page = shown("".join(md.value for m in app.chat_message for md in m.markdown))
+    assert "Responder's window starts here" in shown("".join(md.value for md in app.markdown))
+    assert "I don't know your name" in page  # the demo model forgot the name at turn 6
 
 
 def test_a_chat_turn_runs_and_its_ledger_appears(app):
     app.chat_input(key="chat_input").set_value("Hi again, I'm Dana.").run()
     assert not app.exception
     assert len(app.chat_message) == 18
-    last_user = "".join(md.value for md in app.chat_message[-2].markdown)
-    assert "Hi again, I&#x27;m Dana." in last_user and "inspected" in last_user
+    last_user = shown("".join(md.value for md in app.chat_message[-2].markdown))
+    assert "Hi again, I'm Dana." in last_user and "inspected" in last_user
     markers = chips(app)
     assert dict(markers[-3]).get("responder") == "kept"  # turn 8's answer is in the new turn's window
     assert "Turn 9" in "".join(md.value for md in app.markdown)
@@ -72,7 +72,7 @@ def test_switching_memory_off_marks_the_node_memory_off_without_calling_a_model(
     markers = chips(app)
     assert {dict(m)["responder"] for m in markers[:14]} == {"memory_off"}
     assert repo.get_conversation(db(app), conv_id).turn_count == turns_before
-    badges = "".join(md.value for m in app.chat_message for md in m.markdown)
+    badges = shown("".join(md.value for m in app.chat_message for md in m.markdown))
     assert "replies might now differ: Responder" in badges
 
 
@@ -84,11 +84,11 @@ def test_regenerate_creates_a_sibling_and_the_pager_shows_two_of_two(app):
     assert not app.exception
     rows = repo.load_turn_rows(database, conv_id)
     assert len(rows) == 9 and rows[-1]["parent_id"] == last["parent_id"] and rows[-1]["query"] == last["query"]
-    texts = [md.value for md in app.markdown]
+    texts = [shown(md.value) for md in app.markdown]
     assert "<span class=\"ml-turn\">2/2</span>" in texts
     # The pager flips back to the first version.
     app.button(key=f"tx-{conv_id}-{rows[-1]['id']}-0-prev").click().run()
-    assert "<span class=\"ml-turn\">1/2</span>" in [md.value for md in app.markdown]
+    assert "<span class=\"ml-turn\">1/2</span>" in [shown(md.value) for md in app.markdown]
 
 
 def _var_input(app, name):
@@ -102,7 +102,7 @@ def test_a_variable_edit_with_the_wrong_type_shows_difys_error_and_changes_nothi
     before = {v.name: v.value for v in repo.get_variables(db(app), conv_id)}
     _var_input(app, "turn_count").set_value("many")
     app.button(key=f"vars-{conv_id}-turn_count-save").click().run()
-    assert [e.value for e in app.error] == ["Type mismatch: variable 'turn_count' expects number, but got string type"]
+    assert [shown(e.value) for e in app.error] == ["Type mismatch: variable 'turn_count' expects number, but got string type"]
     assert {v.name: v.value for v in repo.get_variables(db(app), conv_id)} == before
 
 
@@ -115,7 +115,7 @@ def test_a_variable_edit_with_the_right_type_is_recorded_as_a_user_edit(app):
     assert values["turn_count"] == 42
     last = repo.variable_history(db(app), conv_id)[-1]
     assert (last["node_id"], last["operation"], last["old"], last["new"]) == ("user", "edit", 8, 42)
-    assert any("(edited by user)" in s.value for s in app.success)
+    assert any("(edited by user)" in shown(s.value) for s in app.success)
 
 
 def test_conversation_only_hides_every_marker(app):

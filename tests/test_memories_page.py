@@ -9,6 +9,7 @@ from core.long_term import Source
 from core.store.db import Database
 from core.store.memories import long_term_store
 from tests.conftest import ROOT
+from tests.rendered import shown
 
 
 @pytest.fixture
@@ -79,7 +80,7 @@ def test_editing_a_memory_rewrites_it_and_its_history_shows_the_update(seeded):
     at.button(key=f"mem_save_{order.id}").click().run()
     assert not at.exception
     assert seeded.get(order.id).memory == "Your order is 5120."
-    assert [s.value for s in at.success] == ["Memory updated."]
+    assert [shown(s.value) for s in at.success] == ["Memory updated."]
     assert "Your order is 5120." in set(table(at)["memory"])
     history = history_of(at, "Your order is 4411.")
     assert list(history["event"]) == ["ADD", "UPDATE"]

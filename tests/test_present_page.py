@@ -11,6 +11,7 @@ from core.llm import DemoClient
 from core.sessions import ConversationService
 from core.store.db import Database
 from tests.conftest import ROOT
+from tests.rendered import shown
 
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "AZURE_API_KEY", "MISTRAL_API_KEY")
 
@@ -30,12 +31,12 @@ def page(tmp_path, monkeypatch):
 
 
 def heading(at):
-    return next(m.value for m in at.markdown if "<b>Turn " in m.value)
+    return shown(next(m.value for m in at.markdown if "<b>Turn " in m.value))
 
 
 def cards(at):
     """(title, sentence, reply) of every memory card, in order."""
-    values = [m.value for m in at.markdown]
+    values = [shown(m.value) for m in at.markdown]
     out = []
     for i, v in enumerate(values):
         if v.startswith('<div style="font-weight:600">'):
@@ -45,7 +46,7 @@ def cards(at):
 
 
 def captions(at):
-    return [m.value for m in at.markdown if "border-left:3px solid #f59e0b" in m.value]
+    return [shown(m.value) for m in at.markdown if "border-left:3px solid #f59e0b" in m.value]
 
 
 def go_to(at, index):
@@ -69,23 +70,23 @@ def test_it_steps_through_the_conversation_turn_by_turn(page):
 
 def test_each_memory_shows_what_it_holds_and_how_the_demo_model_answers_with_it(page):
     go_to(page, 10)  # turn 11: "Remind me, what's my name and my booking reference?"
-    shown = cards(page)
-    assert [c[0] for c in shown] == ["dify window 3", "dify window 10", "window 6 msgs"]
-    assert "remembers turns 8–10" in shown[0][1] and "forgot turns 1–7" in shown[0][1]
-    assert "remembers turns 1–10" in shown[1][1] and "forgot" not in shown[1][1]
-    assert "I don&#x27;t know your name" in shown[0][2]
-    assert "Your name is Dana" in shown[1][2]
-    chat = [m.value for m in page.markdown if "Remind me, what&#x27;s my name" in m.value]
+    seen = cards(page)
+    assert [c[0] for c in seen] == ["dify window 3", "dify window 10", "window 6 msgs"]
+    assert "remembers turns 8–10" in seen[0][1] and "forgot turns 1–7" in seen[0][1]
+    assert "remembers turns 1–10" in seen[1][1] and "forgot" not in seen[1][1]
+    assert "I don't know your name" in seen[0][2]
+    assert "Your name is Dana" in seen[1][2]
+    chat = [m.value for m in page.markdown if "Remind me, what's my name" in shown(m.value)]
     assert chat  # the chat shows the current turn
 
 
 def test_findings_are_captions_on_their_turn(page):
     assert captions(page) == []
     go_to(page, 10)
-    shown = captions(page)
-    assert len(shown) == 4  # name and booking number, for dify window 3 and window 6 msgs
-    assert all('data-kind="fact_not_seen"' in c for c in shown)
-    assert "At turn 11 the user asks about your name, but dify window 3 no longer has turn 1" in shown[0]
+    seen = captions(page)
+    assert len(seen) == 4  # name and booking number, for dify window 3 and window 6 msgs
+    assert all('data-kind="fact_not_seen"' in c for c in seen)
+    assert "At turn 11 the user asks about your name, but dify window 3 no longer has turn 1" in seen[0]
 
 
 def test_autoplay_moves_one_turn_per_interval_and_stops_at_the_end(page):
@@ -113,9 +114,9 @@ def test_a_recorded_flow_shows_each_node_with_its_recorded_reply(page):
     page.selectbox(key="pre_stored").set_value(conv).run()
     assert page.radio(key="pre_subject").value == "nodes"
     go_to(page, 5)  # turn 6: "What's my name?"
-    shown = dict((title, (sentence, reply)) for title, sentence, reply in cards(page))
-    assert list(shown) == ["Classifier", "Responder"]
-    assert "memory off" in shown["Classifier"][0]
-    assert "remembers turns 3–5" in shown["Responder"][0] and "forgot turns 1–2" in shown["Responder"][0]
-    assert "I don&#x27;t know your name" in shown["Responder"][1]
+    seen = dict((title, (sentence, reply)) for title, sentence, reply in cards(page))
+    assert list(seen) == ["Classifier", "Responder"]
+    assert "memory off" in seen["Classifier"][0]
+    assert "remembers turns 3–5" in seen["Responder"][0] and "forgot turns 1–2" in seen["Responder"][0]
+    assert "I don't know your name" in seen["Responder"][1]
     assert any("Responder no longer has turn 1" in c for c in captions(page))

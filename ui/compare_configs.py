@@ -14,7 +14,7 @@ from core.compare import MAX_CONFIGS, MIN_CONFIGS, NamedConfig
 from core.errors import MemLensError
 from core.memory import MemoryConfig
 from core.report import delete_config_set, save_config_set, saved_config_sets
-from ui.compare_findings import plain
+from ui.html import plain
 
 STRATEGIES = ["dify", "window", "buffer", "off", "summary_buffer", "compaction", "trim"]
 STRATEGY_HELP = ("dify: Dify's LLM-node memory (window in turns + token budget) · window: the Window Memory node "

@@ -2,32 +2,23 @@
 
 from __future__ import annotations
 
-import re
-from html import escape
 from typing import Callable, Sequence
 
 import streamlit as st
 
 from core.findings import WARNING, Finding
-from ui.html import safe_text
+from ui.html import plain, safe_text
 
 _ICON = {WARNING: "⚠️", "info": "ℹ️"}
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
-
-
-def plain(text: object) -> str:
-    """Text for Streamlit's markdown-rendering calls (errors, captions…) shown exactly as written:
-    file names and file contents never become links, images or formatting."""
-    return _MARKDOWN.sub(r"\\\1", str(text))
 
 
 def finding_html(f: Finding, *, detail: bool = True) -> str:
     """One finding as escaped HTML (its text quotes the conversation, so nothing in it is markup)."""
-    head = f"<b>{escape(f.title)}</b> · {escape(f.subject)}" if f.subject else f"<b>{escape(f.title)}</b>"
+    head = f"<b>{plain(f.title)}</b> · {plain(f.subject)}" if f.subject else f"<b>{plain(f.title)}</b>"
     body = safe_text(f.text)
-    more = f'<br><span style="color:#6b7280;font-size:.85rem">{escape(f.detail)}</span>' if detail and f.detail \
+    more = f'<br><span style="color:#6b7280;font-size:.85rem">{safe_text(f.detail)}</span>' if detail and f.detail \
         else ""
-    return f'<div data-kind="{escape(f.kind)}">{_ICON.get(f.severity, "")} {head}<br>{body}{more}</div>'
+    return f'<div data-kind="{plain(f.kind)}">{_ICON.get(f.severity, "")} {head}<br>{body}{more}</div>'
 
 
 def render_findings(findings: Sequence[Finding], *, key: str, on_turn: Callable[[int], None] | None = None,

@@ -18,7 +18,7 @@ from core.report import Source, load_stored, read_sources, source_of
 from core.samples import load_sample, sample_files
 from core.store import repo
 from core.store.db import resolve_url
-from ui.compare_findings import plain
+from ui.html import plain
 
 SAMPLE, STORED, FILE = "Sample", "Stored", "File"
 

@@ -1,12 +1,17 @@
-"""Small HTML pieces for the debugger: every text that reaches the page is escaped here.
+"""Small HTML pieces for the debugger, and the one escaping rule for every text the app shows.
 
-Only this module builds HTML for ``unsafe_allow_html``; callers pass raw text and get escaped
-markup back, so a message like ``<img src=x onerror=alert(1)>`` shows as text.
+Every piece of stored, imported, user or model text that reaches a place where Streamlit renders
+markdown or HTML — markdown, captions, titles, headers, tab/expander/widget labels, radio options,
+toasts, status lines, alerts, progress texts — goes through :func:`plain` first, so
+``<img src=x onerror=alert(1)>``, ``![](//host/a)`` or ``www.host.com`` shows as typed and loads
+nothing. Places that never render markup (``st.text``, ``st.code``, dataframes, selectbox and
+multiselect options, input values) take the raw text; plotly's labels know no markdown, only a few
+HTML tags, and are escaped with ``html.escape`` where they are built.
 """
 
 from __future__ import annotations
 
-from html import escape
+import re
 
 import streamlit as st
 
@@ -42,14 +47,41 @@ def inject_css() -> None:
     st.markdown(CSS, unsafe_allow_html=True)
 
 
-def safe_text(text: str) -> str:
-    """Text for an HTML block: escaped, and with its line breaks as character references.
+# Every ASCII punctuation character: each can start markdown (links, images, emphasis, code, math,
+# Streamlit's :colour[...] directives, headings, lists, tables) or HTML (tags, entities).
+_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
+# Auto-links and Streamlit's :emoji: / :material/…: shortcodes are found in the parsed text, after
+# escapes and character references are decoded, so escaping alone cannot stop them: an invisible
+# word joiner after ``:`` and ``@`` and inside ``www.`` breaks the patterns (``http://``,
+# ``mailto:``, ``a@b.com``, ``www.x.com``, ``:smile:``) without changing what the reader sees.
+_LINK_START = re.compile(r"(?i)(?<=www)(?=\.)|(?<=[:@])")
+_INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
+WORD_JOINER = "\u2060"
 
-    A blank line would end the HTML block and hand the rest to the markdown parser, where
-    ``![x](url)`` becomes an image and ``**x**`` bold; with no raw line break the whole message
-    stays text (``white-space: pre-wrap`` still shows the breaks).
+
+def _reference(match: re.Match) -> str:
+    return "".join(f"&#{ord(c)};" for c in match.group())
+
+
+def plain(text: object) -> str:
+    """``text`` for any place that renders markdown or HTML, shown exactly as written.
+
+    Punctuation becomes numeric character references, which markdown and HTML (and plotly's
+    labels) decode back to the same characters but never read as markup; a reference is also not
+    structure, so ``---`` or ``# x`` stay text. Leading indentation is kept as references too, so an
+    indented line never turns into a code block (where references would show undecoded).
     """
-    return escape(text).replace("\r\n", "\n").replace("\n", "&#10;")
+    joined = _LINK_START.sub(WORD_JOINER, str(text))
+    return _INDENT.sub(_reference, _PUNCTUATION.sub(_reference, joined))
+
+
+def safe_text(text: str) -> str:
+    """:func:`plain` with line breaks as character references, for a multi-line text in an HTML block.
+
+    A blank line would end the HTML block; with no raw line break the block holds the whole text
+    (``white-space: pre-wrap`` still shows the breaks).
+    """
+    return plain(str(text).replace("\r\n", "\n")).replace("\n", "&#10;")
 
 
 def text_block(text: str, *, later: bool = False) -> str:
@@ -60,8 +92,8 @@ def text_block(text: str, *, later: bool = False) -> str:
 def chip(node_id: str, title: str, state: str, reason: str, why: str) -> str:
     label = f"{STATE_SYMBOL.get(state, '?')} {title}"
     tip = f"{title}: {STATE_WORD.get(state, state)} — {why}"
-    return (f'<span class="ml-chip {escape(state)}" data-node="{escape(node_id)}" data-reason="{escape(reason)}" '
-            f'title="{escape(tip)}">{escape(label)}</span>')
+    return (f'<span class="ml-chip {plain(state)}" data-node="{plain(node_id)}" data-reason="{plain(reason)}" '
+            f'title="{plain(tip)}">{plain(label)}</span>')
 
 
 def chips(markers, lead: str = "") -> str:
@@ -72,12 +104,12 @@ def chips(markers, lead: str = "") -> str:
 
 
 def divider(titles) -> str:
-    return "".join(f'<div class="ml-divider">{escape(t)}\'s window starts here</div>' for t in titles)
+    return "".join(f'<div class="ml-divider">{plain(t)}\'s window starts here</div>' for t in titles)
 
 
 def origin_chip(origin: str) -> str:
     colour = ORIGIN_COLOUR.get(origin, "#374151")
-    return f'<span class="ml-origin" style="background:{colour}">{escape(origin)}</span>'
+    return f'<span class="ml-origin" style="background:{colour}">{plain(origin)}</span>'
 
 
 def tokens(n: int, exact: bool) -> str:
@@ -85,12 +117,12 @@ def tokens(n: int, exact: bool) -> str:
 
 
 def badge(text: str) -> str:
-    return f'<span class="ml-badge">{escape(text)}</span>'
+    return f'<span class="ml-badge">{plain(text)}</span>'
 
 
 def error_line(text: str) -> str:
-    return f'<div class="ml-error">{escape(text)}</div>'
+    return f'<div class="ml-error">{plain(text)}</div>'
 
 
 def muted(text: str) -> str:
-    return f'<span class="ml-turn">{escape(text)}</span>'
+    return f'<span class="ml-turn">{plain(text)}</span>'

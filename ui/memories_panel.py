@@ -1,7 +1,7 @@
 """Long-term memory pieces: what a new conversation would recall, a node's recalled memories, a memory's history.
 
-Everything is shown with Streamlit's own widgets (tables, captions): no HTML is built here, so
-memory texts written by users or models are never interpreted as markup.
+Everything is shown with Streamlit's own widgets: memory texts written by users or models sit in
+tables (never markup), and captions naming a user go through ``plain``.
 
 Use in the debugger (a new conversation, before its first turn)::
 
@@ -30,6 +30,7 @@ import pandas as pd
 import streamlit as st
 
 from core.long_term import DEFAULT_TOP_K, LongTermMemory, MemoryEvent, MemoryItem, recall_preview
+from ui.html import plain
 
 
 def when(timestamp: float | None) -> str:
@@ -65,14 +66,14 @@ def render_recall_preview(store: LongTermMemory, user_id: str, query: str | None
     """What a memory-retrieve step would give a new conversation of ``user_id`` (top ``k``, with scores)."""
     preview = recall_preview(user_id, query, store=store, k=k)
     if not preview.total:
-        st.info(f"No long-term memories for user {user_id!r} yet: a new conversation starts knowing nothing "
-                "about them.")
+        st.info(plain(f"No long-term memories for user {user_id!r} yet: a new conversation starts knowing "
+                      "nothing about them."))
         return
     shown = len(preview.results)
     if preview.query is None:
-        st.caption(f"{preview.total} memories for {user_id!r}; the {shown} most recent (a query ranks them).")
+        st.caption(plain(f"{preview.total} memories for {user_id!r}; the {shown} most recent (a query ranks them)."))
     else:
-        st.caption(f"{preview.total} memories for {user_id!r}; the top {shown} for this query, best first.")
+        st.caption(plain(f"{preview.total} memories for {user_id!r}; the top {shown} for this query, best first."))
     frame = pd.DataFrame([{"memory": r.memory, "score": None if r.score is None else round(r.score, 3),
                            "key": r.item.key or "", "from": r.item.source.label()} for r in preview.results],
                          columns=["memory", "score", "key", "from"])
@@ -120,7 +121,7 @@ def render_agent_run(run: Mapping[str, Any], *, key: str) -> None:
     """A tool-agent run: which setting decided its granularity, and the state after each tool call."""
     line = granularity_line(run)
     if line:
-        st.caption(line)
+        st.caption(plain(line))
     steps = run.get("steps")
     if steps is None:
         return

@@ -6,7 +6,6 @@ Every text from the conversation is escaped before it reaches the page.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from html import escape
 from typing import Sequence
 
 import streamlit as st
@@ -63,11 +62,11 @@ def render_chat(conversation: Conversation, thread: Sequence[int], current: int,
 def render_cards(cards: Sequence[Card]) -> None:
     for card in cards:
         with st.container(border=True):
-            st.markdown(f'<div style="font-weight:600">{escape(card.title)}</div>', unsafe_allow_html=True)
+            st.markdown(f'<div style="font-weight:600">{safe_text(card.title)}</div>', unsafe_allow_html=True)
             colour = "#b91c1c" if card.warning else "#374151"
-            st.markdown(f'<div style="color:{colour}">{escape(card.sentence)}</div>', unsafe_allow_html=True)
+            st.markdown(f'<div style="color:{colour}">{safe_text(card.sentence)}</div>', unsafe_allow_html=True)
             if card.reply is not None:
-                st.markdown(f'<div style="color:#6b7280;font-size:.8rem;margin-top:.3rem">{escape(card.reply_label)}'
+                st.markdown(f'<div style="color:#6b7280;font-size:.8rem;margin-top:.3rem">{safe_text(card.reply_label)}'
                             f'</div>{text_html(card.reply)}', unsafe_allow_html=True)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from html import escape
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -10,7 +11,7 @@ import streamlit as st
 from core.debug_view import Receipt
 from core.ledger import Ledger
 from core.store.ledger_codec import HISTORY
-from ui.html import ORIGIN_COLOUR, origin_chip, tokens
+from ui.html import ORIGIN_COLOUR, origin_chip, plain, tokens
 from ui.paging import page_slice
 
 DROPPED_COLOUR = "#ef4444"
@@ -21,9 +22,9 @@ def budget_figure(r: Receipt) -> go.Figure:
     """Used tokens per origin as one stacked bar, dropped tokens as overflow, limits as lines."""
     fig = go.Figure()
     for origin, n in r.used_by_origin.items():
-        fig.add_bar(y=["prompt"], x=[n], name=origin, orientation="h",
+        fig.add_bar(y=["prompt"], x=[n], name=escape(origin), orientation="h",
                     marker_color=ORIGIN_COLOUR.get(origin, "#374151"),
-                    hovertemplate=f"{origin}: %{{x:,}} tokens<extra></extra>")
+                    hovertemplate=f"{escape(origin).replace('%', '&#37;')}: %{{x:,}} tokens<extra></extra>")
     if r.dropped_tokens:
         detail = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in r.dropped_by_reason.items())
         fig.add_bar(y=["prompt"], x=[r.dropped_tokens], name="dropped (overflow)", orientation="h",
@@ -43,12 +44,12 @@ def budget_figure(r: Receipt) -> go.Figure:
 
 def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool = False) -> None:
     label = "exact" if r.exact else "estimated"
-    st.caption(f"{len(r.rows)} messages · {r.prompt_tokens:,} prompt tokens · tokens {label} ({r.encoding})"
-               + (f" · model {r.model}" if r.model else ""))
+    st.caption(plain(f"{len(r.rows)} messages · {r.prompt_tokens:,} prompt tokens · tokens {label} ({r.encoding})"
+                     + (f" · model {r.model}" if r.model else "")))
     if what_if:
         st.warning("What-if: history recomputed under the switchboard's settings; the other messages are as recorded.")
     if r.budget_note:
-        st.caption(f"Budget: {r.budget_note}")
+        st.caption(plain(f"Budget: {r.budget_note}"))
     st.plotly_chart(budget_figure(r), key=f"{key}-budget", config={"displayModeBar": False})
     expand_all = st.toggle("Expand all messages", key=f"{key}-expand")
     history = [i for i, row in enumerate(r.rows) if row.origin == HISTORY]
@@ -63,7 +64,7 @@ def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool
         if skipped:
             st.caption(f"… {skipped:,} memory-history messages on other pages")
             skipped = 0
-        head = f"{origin_chip(row.origin)} **{row.role}** {tokens(row.tokens, r.exact)}"
+        head = f"{origin_chip(row.origin)} **{plain(row.role)}** {tokens(row.tokens, r.exact)}"
         newest = i == len(r.rows) - 1
         with st.container(border=True):
             st.markdown(head, unsafe_allow_html=True)
@@ -78,7 +79,7 @@ def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool
         st.markdown("**Reply**")
         st.text(r.reply)
     for note in r.notes:
-        st.caption(note)
+        st.caption(plain(note))
     # Built only when clicked: the whole ledger of a long conversation is megabytes of JSON.
     st.download_button("Raw JSON: the prompt and the full ledger", data=lambda: raw_json(r, ledger),
                        file_name=f"{key}.json", mime="application/json", key=f"{key}-raw", on_click="ignore",

@@ -6,6 +6,7 @@ import streamlit as st
 
 from core.flow import Flow
 from core.memory import MemoryConfig
+from ui.html import plain
 
 OVERRIDES = "switchboard_overrides"
 
@@ -21,7 +22,7 @@ def render_switchboard(flow: Flow, baselines: dict[str, MemoryConfig], *, key: s
     for node in flow.llm_nodes:
         base = baselines[node.id]
         with st.container(border=True):
-            st.markdown(f"**{node.title or node.id}** · `{node.id}`")
+            st.markdown(f"**{plain(node.title or node.id)}** · <code>{plain(node.id)}</code>", unsafe_allow_html=True)
             on = st.toggle("Memory", value=base.strategy != "off", key=f"{key}-{node.id}-on")
             c1, c2 = st.columns(2)
             window_on = c1.toggle("Window", value=bool(base.window), key=f"{key}-{node.id}-win-on",
@@ -46,5 +47,5 @@ def render_switchboard(flow: Flow, baselines: dict[str, MemoryConfig], *, key: s
             changed = _diff(base, values)
             if changed:
                 overrides[node.id] = changed
-                st.markdown(":orange-badge[changed] " + ", ".join(f"{k} → {v}" for k, v in changed.items()))
+                st.markdown(":orange-badge[changed] " + plain(", ".join(f"{k} → {v}" for k, v in changed.items())))
     return overrides

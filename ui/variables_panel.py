@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from core.errors import MemLensError
+from ui.html import plain
 
 
 def parse_input(text: str, value_type: str):
@@ -35,12 +36,13 @@ def render_variables(service, conversation_id: str, variables, at_turn: dict | N
         return
     flash = st.session_state.pop(f"{key}-flash", None)
     if flash:
-        (st.success if flash[0] == "ok" else st.error)(flash[1])
+        (st.success if flash[0] == "ok" else st.error)(plain(flash[1]))
     for v in variables:
         with st.container(border=True):
-            st.markdown(f"**{v.name}** · `{v.value_type}`" + (f" — {v.description}" if v.description else ""))
+            st.markdown(f"**{plain(v.name)}** · <code>{plain(v.value_type)}</code>"
+                        + (f" — {plain(v.description)}" if v.description else ""), unsafe_allow_html=True)
             if at_turn is not None:
-                st.caption(f"{at_label}: {show(at_turn.get(v.name))}")
+                st.caption(plain(f"{at_label}: {show(at_turn.get(v.name))}"))
             # The key follows the stored value, so a value changed by a turn shows up in the field.
             digest = abs(hash(show(v.value))) % 10**8
             text = st.text_input("Value", show(v.value), key=f"{key}-{v.name}-{digest}",
