@@ -206,7 +206,7 @@ if side_col is not None and thread:
                                   json.dumps({**stored_overrides, **overrides}, sort_keys=True), fidelity)
                 render_why(answer, on_jump=lambda p: _select(conv.turns[p].id), key=f"why-{conv_id}")
             except MemLensError as e:
-                st.error(str(e))
+                st.error(html.plain(e))
 
 # -- ledgers of the selected turn ------------------------------------------------------------------------
 runs = {r["node_id"]: r for r in data.node_runs(url, conv_id, stamp, selected_id)} if selected_id else {}

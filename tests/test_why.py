@@ -11,6 +11,7 @@ from core.memory import MemoryConfig, Replay
 from core.why import Subject, WhyError, where_did_it_go
 from tests.builders import dify, linear, record
 from tests.conftest import ROOT
+from tests.rendered import shown
 
 NAME = lambda i: "Hi, I'm Dana." if i == 1 else f"question number {i}"  # noqa: E731
 
@@ -127,13 +128,13 @@ def test_the_debugger_answers_where_the_name_went_and_jumps_to_that_turn(tmp_pat
     box = next(t for t in at.text_input if t.label == "Where did it go?")
     box.set_value("Dana").run()
     assert not at.exception, at.exception
-    said = "".join(md.value for md in at.markdown)
+    said = shown("".join(md.value for md in at.markdown))
     assert "was first said at turn 1" in said
     assert "Classifier: never had it" in said and "memory off for Classifier" in said
     assert "Responder: had it through turn" in said and "outside window of" in said
     jump = next(b for b in at.button if b.label.startswith("Inspect turn"))
-    target = jump.label.removeprefix("Inspect ")
+    target = shown(jump.label).removeprefix("Inspect ")
     jump.click().run()
     assert not at.exception, at.exception
-    assert f"<b>{target.capitalize()}</b>" in "".join(md.value for md in at.markdown) or \
-        f"**{target.capitalize()}**" in "".join(md.value for md in at.markdown)
+    assert f"<b>{target.capitalize()}</b>" in shown("".join(md.value for md in at.markdown)) or \
+        f"**{target.capitalize()}**" in shown("".join(md.value for md in at.markdown))

@@ -63,25 +63,31 @@ def _reference(match: re.Match) -> str:
     return "".join(f"&#{ord(c)};" for c in match.group())
 
 
+def _references(text: str) -> str:
+    return _INDENT.sub(_reference, _PUNCTUATION.sub(_reference, text))
+
+
 def plain(text: object) -> str:
     """``text`` for any place that renders markdown or HTML, shown exactly as written.
 
-    Punctuation becomes numeric character references, which markdown and HTML (and plotly's
-    labels) decode back to the same characters but never read as markup; a reference is also not
-    structure, so ``---`` or ``# x`` stay text. Leading indentation is kept as references too, so an
-    indented line never turns into a code block (where references would show undecoded).
+    Punctuation becomes numeric character references, which markdown and HTML decode back to the
+    same characters but never read as markup; a reference is also not structure, so ``---`` or
+    ``# x`` stay text. Leading indentation is kept as references too, so an indented line never
+    turns into a code block (where references would show undecoded).
     """
-    joined = _LINK_START.sub(WORD_JOINER, str(text))
-    return _INDENT.sub(_reference, _PUNCTUATION.sub(_reference, joined))
+    return _references(_LINK_START.sub(WORD_JOINER, str(text)))
 
 
 def safe_text(text: str) -> str:
-    """:func:`plain` with line breaks as character references, for a multi-line text in an HTML block.
+    """A multi-line text as the whole content of an HTML block, escaped like :func:`plain`.
 
-    A blank line would end the HTML block; with no raw line break the block holds the whole text
-    (``white-space: pre-wrap`` still shows the breaks).
+    Only for a block: markup that opens with a block tag (``<div>``, ``<ul>``…) and has no raw
+    line break, so markdown never runs inside it and auto-links cannot form — the text keeps no
+    invisible word joiner, and a URL copied from a message still works. Line breaks become
+    character references (``white-space: pre-wrap`` shows them), because a blank line would end
+    the block.
     """
-    return plain(str(text).replace("\r\n", "\n")).replace("\n", "&#10;")
+    return _references(str(text).replace("\r\n", "\n")).replace("\n", "&#10;")
 
 
 def text_block(text: str, *, later: bool = False) -> str:

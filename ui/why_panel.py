@@ -20,6 +20,6 @@ def render_why(answer: WhyAnswer | None, *, on_jump: Callable[[int], None], key:
     # One button per turn (node titles are user text, and button labels render markdown).
     turns = {x.lost_position: x.lost_turn for x in answer.losses if x.lost_position is not None}
     for position, label in sorted(turns.items()):
-        if st.button(f"Inspect {label}", key=f"{key}-jump-{position}",
+        if st.button(html.plain(f"Inspect {label}"), key=f"{key}-jump-{position}",
                      help="Open this turn's context receipt: the ledger there gives the reason"):
             on_jump(position)
