@@ -2,7 +2,11 @@
 
 import streamlit as st
 
-st.set_page_config(page_title="MemLens", page_icon=":material/troubleshoot:", layout="wide")
+from pathlib import Path
+
+# A bundled image, not a material icon: the favicon must not need a font from the network.
+st.set_page_config(page_title="MemLens", page_icon=str(Path(__file__).parent / "ui" / "favicon.png"),
+                   layout="wide")
 
 pages = [
     st.Page("pages/debugger.py", title="Debugger", icon=":material/troubleshoot:", default=True),

@@ -6,7 +6,8 @@ from tests.browser import chromium, streamlit_server
 
 XSS = "<img src=x onerror=alert(1)>"
 # After a blank line, markdown would turn these into an image and bold text; they must stay as typed.
-MARKDOWN = "![pic](http://127.0.0.1:9/pic.png) **not bold**"
+PAYLOAD_HOST = "http://127.0.0.1:9/"
+MARKDOWN = f"![pic]({PAYLOAD_HOST}pic.png) **not bold**"
 
 
 def test_send_a_message_see_markers_and_the_receipt_in_a_real_browser(tmp_path):
@@ -16,6 +17,8 @@ def test_send_a_message_see_markers_and_the_receipt_in_a_real_browser(tmp_path):
         page.set_default_timeout(90_000)  # a shared machine can be slow; every wait below is for an element
         dialogs = []
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        requested = []
+        page.on("request", lambda r: requested.append(r.url))
         page.goto(url)
         messages = page.get_by_test_id("stChatMessage")
         expect(messages).to_have_count(16, timeout=90_000)  # the demo conversation, 8 turns
@@ -32,6 +35,10 @@ def test_send_a_message_see_markers_and_the_receipt_in_a_real_browser(tmp_path):
         expect(sent).to_contain_text(MARKDOWN)
         assert sent.locator("img").count() == 0 and sent.locator("strong").count() == 0
         assert dialogs == []
+        # Offline as a whole: the favicon is bundled, nothing is fetched from anywhere but the app.
+        assert requested and [u for u in requested if not u.startswith((url, "data:", PAYLOAD_HOST))] == []
+        assert page.locator('link[rel~="icon"]').first.get_attribute("href").startswith(("./media/", "/media/",
+                                                                                         url))
 
         # Markers: one per LLM node on earlier messages, with the reason on hover.
         chips = page.locator(".ml-chip")
