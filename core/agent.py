@@ -721,6 +721,20 @@ def _read_result(text: str) -> Any:
         return None
 
 
+def _demo_usage(messages: Sequence[Message], reply: str) -> dict:
+    """The usage the demo model reports for a reply (its prompt and reply, counted as it counts them)."""
+    from .demo_model import demo_usage
+
+    return demo_usage([m.to_openai() for m in messages], reply)
+
+
+def reported_usage(usage: Mapping[str, Any]) -> tuple[int, int] | None:
+    """A reply's usage as stored on its message: ``(input, output)``, or ``None`` when the provider
+    reported no input tokens (nothing to anchor an estimate on)."""
+    prompt = int(usage.get("prompt_tokens") or 0)
+    return (prompt, int(usage.get("completion_tokens") or 0)) if prompt else None
+
+
 class DemoPlanner:
     """Deterministic tool choice offline (see the module docstring); plain questions go to the demo model."""
 
@@ -736,7 +750,8 @@ class DemoPlanner:
             names = {t.name for t in tools}
             calls = tuple(ToolRequest(call_id(), name, args) for name, args in plan_tools(query) if name in names)
             if calls:
-                return PlannerReply("", calls, model="memlens/demo")
+                asked = json.dumps([{"name": c.name, "arguments": c.arguments} for c in calls], ensure_ascii=False)
+                return PlannerReply("", calls, _demo_usage(messages, asked), model="memlens/demo")
             return self._answer(messages)
         calls = {c.id: c.name for m in after for c in m.tool_calls}
         lines = []
@@ -747,7 +762,8 @@ class DemoPlanner:
                 result = _read_result(m.content)
                 error = None if isinstance(result, dict) else m.content
                 lines.append(_describe(calls.get(m.tool_call_id or "", m.name or "tool"), result, error))
-        return PlannerReply(" ".join(lines), model="memlens/demo")
+        text = " ".join(lines)
+        return PlannerReply(text, usage=_demo_usage(messages, text), model="memlens/demo")
 
     def _answer(self, messages) -> PlannerReply:
         from .llm import DemoClient
@@ -898,12 +914,13 @@ def run_agent(query: str, *, tools: Sequence[Tool], planner: Planner, schema: Ma
             usage[k] += int(reply.usage.get(k, 0))
         if reply.note and reply.note not in notes:
             notes.append(reply.note)
+        reported = reported_usage(reply.usage)  # kept on the reply: Dify's compaction estimate anchors on it
         if not reply.tool_calls:
-            append([Message("assistant", reply.text, ANSWER, ref())])
+            append([Message("assistant", reply.text, ANSWER, ref(), usage=reported)])
         else:
             asked = tuple(ToolCall(c.id, c.name, json.dumps(c.arguments, ensure_ascii=False))
                           for c in reply.tool_calls)
-            append([Message("assistant", reply.text, TOOL_CALL, ref(), tool_calls=asked)])
+            append([Message("assistant", reply.text, TOOL_CALL, ref(), tool_calls=asked, usage=reported)])
         # A reply without tool calls that has text ends the run whatever exit_conditions says; so does
         # any reply when the agent has no tools. An empty reply without calls goes round again.
         if not tools or (not reply.tool_calls and reply.text):

@@ -34,6 +34,17 @@ at. The kinds, and where each is computed from:
     A Window Memory node whose permanent trimming makes a larger window useless: after N grows,
     the messages trimmed under the old N are gone, so the node keeps fewer than its new window.
     From a config with growing ``window_changes``, or the what-if :func:`larger_window_what_if`.
+``compaction_in_tool_loop``
+    Dify 1.17's agent compaction (as shipped) checks before every model request, so a long tool
+    run compacts its own history mid-run: results cleared, older messages summarised, at step K
+    of a turn. From ledgers (their compaction records).
+``summary_pile_up``
+    A summary of a summary still in the history: after a compaction the stored summary rides
+    along with the first user message on reload, is kept with it at the next compaction, and
+    another summary is put in front — one more per compaction. From ledgers.
+``first_message_resummarised``
+    The first user message is kept *and* sent to the summariser again at every compaction after
+    the first. From ledgers (their compaction records).
 ``history_twice``
     The conversation (or the current question) reaches one node twice: memory on, and the
     prompt also renders a conversation variable that holds the chat history, or renders
@@ -56,7 +67,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .conversation import ANSWER, Conversation
 from .facts import asked_keys
-from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE,
+from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE, SUMMARY,
                      TRIMMED_EARLIER, Ledger, LedgerEntry, explain)
 from .memory import MemoryConfig, Replay, turn_numbers
 
@@ -68,9 +79,12 @@ SILENT_PRUNING = "silent_pruning"
 DOMINANT_MESSAGE = "dominant_message"
 TRIMMED_WINDOW = "trimmed_window"
 HISTORY_TWICE = "history_twice"
+COMPACTION_IN_TOOL_LOOP = "compaction_in_tool_loop"
+SUMMARY_PILE_UP = "summary_pile_up"
+FIRST_MESSAGE_RESUMMARISED = "first_message_resummarised"
 
 KINDS = (FACT_NOT_SEEN, FOREIGN_ANSWERS, NO_CONVERSATION, WINDOW_ZERO, SILENT_PRUNING, DOMINANT_MESSAGE,
-         TRIMMED_WINDOW, HISTORY_TWICE)
+         TRIMMED_WINDOW, HISTORY_TWICE, COMPACTION_IN_TOOL_LOOP, SUMMARY_PILE_UP, FIRST_MESSAGE_RESUMMARISED)
 KIND_TITLES = {
     FACT_NOT_SEEN: "Never saw where it was set",
     FOREIGN_ANSWERS: "Another node's answers in memory",
@@ -80,6 +94,9 @@ KIND_TITLES = {
     DOMINANT_MESSAGE: "One message fills the window",
     TRIMMED_WINDOW: "Larger window, nothing more kept",
     HISTORY_TWICE: "Conversation sent twice",
+    COMPACTION_IN_TOOL_LOOP: "Compacted inside the tool loop",
+    SUMMARY_PILE_UP: "A summary of a summary",
+    FIRST_MESSAGE_RESUMMARISED: "First message summarised again",
 }
 WARNING = "warning"
 INFO = "info"
@@ -267,6 +284,45 @@ def memory_turns(replay: Replay) -> list[MemoryTurn]:
 
 
 # -- findings from one subject's turns ------------------------------------------------------------------
+
+def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | None = None) -> list[Finding]:
+    """The surprises of Dify 1.17's agent compaction, read from a subject's ledgers in turn order."""
+    out: list[Finding] = []
+    events = [c for ledger in ledgers for c in ledger.compactions]
+    loop = [c for c in events if c.get("in_tool_loop")]
+    if loop:
+        first = loop[0]
+        what = " then ".join(t.replace("_", " ") for t in first.get("tiers") or [])
+        text = (f"Compaction fired inside the tool loop at step {first['request']} of turn {first['turn']}: "
+                f"{subject}'s history was estimated at {first['estimate']:,} tokens ({first['estimated_by']}), over "
+                f"its {first['target']:,}-token target, and compacted ({what}) before the model's next request")
+        if len(loop) > 1:
+            text += f"; {_plural(len(loop) - 1, 'more compaction')} inside tool loops follow"
+        out.append(Finding(COMPACTION_IN_TOOL_LOOP, text + ".", subject, first["turn"], node_id, INFO,
+                           "Dify checks before every model request, not once per turn: during a long tool run the "
+                           "agent loses old tool output (and may summarise its own earlier steps) mid-run.",
+                           {"at": [[c["turn"], c["request"]] for c in loop]}))
+    piled = next((ledger for ledger in ledgers
+                  if sum(1 for s in ledger.synthetic if s.origin == SUMMARY) >= 2), None)
+    if piled is not None:
+        n = sum(1 for s in piled.synthetic if s.origin == SUMMARY)
+        out.append(Finding(SUMMARY_PILE_UP, f"A summary of a summary is still in {subject}'s history: at turn "
+                                            f"{piled.turn} it sends {n} summaries, the older ones riding along "
+                                            f"with the first user message.", subject, piled.turn, node_id, INFO,
+                           "On reload the stored summary is merged into the first user message; the next compaction "
+                           "keeps that message whole and puts a new summary in front, so every compaction adds one.",
+                           {"summaries": n}))
+    resent = [c for c in events if c.get("first_user_resent")]
+    if len(resent) > 1:
+        again = resent[1]
+        out.append(Finding(FIRST_MESSAGE_RESUMMARISED,
+                           f"The first user message was re-summarised {_plural(len(resent) - 1, 'time')} by "
+                           f"{subject}: it is kept and also sent to the summariser at every compaction (again at turn "
+                           f"{again['turn']}).", subject, again["turn"], node_id, INFO,
+                           "Its content is counted twice — verbatim and inside each summary — and weighs on every "
+                           "summary written.", {"times": len(resent) - 1, "turns": [c["turn"] for c in resent]}))
+    return out
+
 
 def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], node_id: str | None = None,
                     strategy: str = "dify") -> Finding | None:
@@ -475,6 +531,8 @@ def config_findings(conversation: Conversation, configs: Iterable[Any], *, compa
             found = _trimmed_window(c.label, config, turns)
             if found:
                 out.append(found)
+        if config.strategy == "compaction" and config.compaction_profile == "shipped":
+            out.extend(compaction_findings(c.label, [replay.ledger_at(p) for p in conversation.answered_turns()]))
     if comparison is not None:
         out.extend(_fact_findings(conversation, comparison, replays))
     return _order(out)
@@ -742,6 +800,15 @@ def run_findings(flow: Any, conversation: Conversation, records: Sequence[Any]) 
             out.append(found)
         out.extend(_dominant(subject, turns, conversation, node_id))
 
+    # Agent nodes compacting as Dify 1.17 ships it.
+    agents: dict[str, list[Ledger]] = {}
+    for rec in recs:
+        for run in rec.node_runs:
+            if run.type == "tool-agent" and run.ledger is not None:
+                agents.setdefault(run.node_id, []).append(run.ledger)
+    for node_id, ledgers in agents.items():
+        out.extend(compaction_findings(label(node_id), ledgers, node_id))
+
     # One node's answers in another node's memory.
     producers: dict[int, set[str]] = {}
     templates = _answer_producers(flow)
@@ -839,6 +906,7 @@ def run_findings(flow: Any, conversation: Conversation, records: Sequence[Any]) 
 
 
 __all__ = ["Finding", "KINDS", "KIND_TITLES", "FACT_NOT_SEEN", "FOREIGN_ANSWERS", "NO_CONVERSATION", "WINDOW_ZERO",
-           "SILENT_PRUNING", "DOMINANT_MESSAGE", "TRIMMED_WINDOW", "HISTORY_TWICE", "WARNING", "INFO",
+           "SILENT_PRUNING", "DOMINANT_MESSAGE", "TRIMMED_WINDOW", "HISTORY_TWICE", "COMPACTION_IN_TOOL_LOOP",
+           "SUMMARY_PILE_UP", "FIRST_MESSAGE_RESUMMARISED", "compaction_findings", "WARNING", "INFO",
            "DOMINANT_SHARE", "DOMINANT_MIN_TOKENS", "MemoryTurn", "memory_turn", "memory_turns", "config_findings",
            "flow_findings", "run_findings", "history_variables", "larger_window_what_if", "findings_at"]

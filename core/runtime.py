@@ -52,14 +52,14 @@ from .flow import (OPERATOR_ALIASES, Flow, LLMSettings, Node, if_else_cases, llm
 from .ledger import Ledger, LedgerEntry, SyntheticMessage
 from .llm import DemoClient, LLMClient, LLMError, default_client, one_line
 from .memory import FIDELITIES, ConfigError, MemoryConfig, Replay, turn_numbers
+from .strategies.compaction import SHIPPED, ShippedRunHook
 from .templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, FileList, VariablePool, refers_to, render, render_jinja,
                         selectors_in, value_text)
 from .tokens import DEMO_MODEL, REPLY_PRIMING, counter_for
 from .variables import (AssignerError, VariableChange, edit_variable, initialize,
                         run_assigner_v1, run_assigner_v2)
-from .agent import (DemoPlanner, GranularityError, agent_settings, check_granularity, message_from_dict, planner_for,
+from .agent import (DemoPlanner, GranularityError, agent_settings, check_granularity, planner_for,
                     resolve_granularity, run_agent)
-from .agent import message_dict as message_dict_full
 from .long_term import (LLMExtractor, LongTermMemoryError, Source, memories_text, retrieve_settings,
                         store_settings)
 from .window_node import FAIL_BRANCH, META_KEY as WINDOW_META, WindowInputError, message_dict, parse_overwrite, \
@@ -238,7 +238,7 @@ class TurnRecord:
 
     def to_turn(self) -> Turn:
         """The stored message record: query, the Answer-node output (what memory replays), status."""
-        middle = tuple(message_from_dict(m) for m in self.intermediate)
+        middle = tuple(Message.from_dict(m) for m in self.intermediate)
         messages = (Message("user", self.query, QUERY, f"{self.id}:query"), *middle,
                     Message("assistant", self.answer, ANSWER, f"{self.id}:answer"))
         fixed = {r.node_id: r.fixed_prompt_tokens for r in self.node_runs if r.fixed_prompt_tokens is not None}
@@ -860,7 +860,16 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
             else "system"
         fixed.append(PromptMessage("system", system_text, origin, counter.chat("system", system_text)))
     fixed_tokens = REPLY_PRIMING + sum(m.tokens for m in fixed) + counter.chat("user", query)
-    ledger, history = _history(ctx, config, window, fixed_tokens)
+    compaction_hook = None
+    if window is None and config.strategy == "compaction" and config.compaction_profile == SHIPPED:
+        # Dify 1.17 checks before every model request: the ledger made the first check, the hook makes the rest.
+        replay = Replay(ctx.conversation, config, system_prompt=system_text, has_thread=ctx.flow.is_chat,
+                        prompt_tokens=lambda _position: fixed_tokens)
+        ledger = replay.ledger_at(ctx.position)
+        history = replay.history_messages(ledger)
+        compaction_hook = ShippedRunHook(replay, ctx.position, Message("user", query, QUERY, "query"), system_text)
+    else:
+        ledger, history = _history(ctx, config, window, fixed_tokens)
     run.ledger = ledger
     run.prompt = fixed + [PromptMessage(m.role, m.content, "memory history", counter.message(m)) for m in history] \
         + [PromptMessage("user", query, "current query", counter.chat("user", query))]
@@ -875,12 +884,19 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
         result = run_agent(query, tools=settings.tools, planner=planner, schema=settings.schema,
                            system_prompt=system_text, history=history, max_agent_steps=settings.max_agent_steps,
                            exit_conditions=settings.exit_conditions, ref_prefix=f"{ctx.turn_id}:{node.id}",
-                           version=settings.haystack_version)
+                           version=settings.haystack_version, before_model=compaction_hook)
     except LLMError as e:
         raise _NodeFailed(str(e)) from None
     finally:
         run.latency_ms = (time.perf_counter() - started) * 1000
     run.steps = [s.to_dict() for s in result.steps]
+    if compaction_hook is not None:
+        for request, event in compaction_hook.events:
+            record = {"turn": ctx.turn_number, "request": request, "in_tool_loop": True, **event.to_dict()}
+            ledger.compactions.append(record)
+            for step in run.steps:
+                if step["step"] == request:  # the tool calls of the reply this compacted request got
+                    step["compaction"] = record
     run.reply = result.text
     run.usage = result.usage
     run.model_called = "memlens/demo" if isinstance(planner, DemoPlanner) else settings.model
@@ -1057,7 +1073,7 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
                         dialogue_count=dialogue_count, created_at=created, inputs=copy.deepcopy(checked_inputs),
                         user_id=user_id, fidelity=fidelity, node_runs=runs, variable_changes=list(ctx.changes),
                         variables=copy.deepcopy(ctx.variables),
-                        intermediate=[message_dict_full(m) for m in ctx.intermediate],
+                        intermediate=[m.to_dict() for m in ctx.intermediate],
                         window_overwrites=copy.deepcopy(ctx.window_overwrites))
     elapsed = round(sum(r.latency_ms for r in runs) / 1000, 6)
     if not failed:

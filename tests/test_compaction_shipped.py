@@ -5,6 +5,8 @@ the summariser is given — and the stored history after every turn."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from core.conversation import ANSWER, QUERY, TOOL_RESULT, Conversation, Message, ToolCall, Turn
@@ -271,3 +273,125 @@ def test_a_summary_is_a_system_part_under_the_dify_header_placed_first_with_the_
     assert event.tiers == ["summarize"]
     assert out[0] == Group(REQUEST, (Part(SYSTEM, "Summary of previous conversation:\n\nthe summary"),))
     assert out[1] == history[0] and out[2:] == history[-20:]
+
+
+# -- a live agent run: the check before every model request ------------------------------------------
+
+class LongLookupModel:
+    """A stand-in for a real model: asks for one lookup per request until it has made ``calls``, then
+    answers; reports the tokens it was sent (3 characters a token) as its usage."""
+
+    def __init__(self, calls):
+        self.calls, self.seen = calls, []
+
+    def route(self, model):
+        return model, ""
+
+    def complete(self, model, messages, max_tokens=None):
+        from core.llm import LLMReply
+
+        return LLMReply("plain", 1, 1, model)
+
+    def complete_tools(self, model, messages, tools, max_tokens=None):
+        from core.llm import ToolCallRequest, ToolReply
+
+        self.seen.append(messages)
+        sent = sum(len(str(m.get("content") or "")) for m in messages) // 3
+        n = len(self.seen)
+        if n > self.calls:
+            return ToolReply("All items checked.", sent, 4, model)
+        return ToolReply(f"Checking item {n} now. " * 6, sent, 30, model,
+                         tool_calls=(ToolCallRequest(f"call_{n}", "lookup", json.dumps({"key": f"item {n}"})),))
+
+
+def agent_flow_with_compaction(context):
+    from core.flow import Flow, load_flow
+    from tests.conftest import ROOT
+
+    data = load_flow(ROOT / "sample_data" / "flows" / "agent-tools.yml").to_dict()
+    for n in data["nodes"]:
+        if n["id"] == "agent":
+            n.update(model="openai/gpt-4o-mini", max_agent_steps=40,
+                     lookup_table={f"item {k}": f"shelf {k}: " + "in stock, aisle 4. " * 30 for k in range(1, 40)},
+                     memory={"strategy": "compaction", "context_size": context})
+    return Flow.from_dict(data)
+
+
+def test_a_live_agent_run_compacts_inside_its_tool_loop_and_its_replay_agrees():
+    from core.runtime import ConversationState, run_turn
+
+    flow = agent_flow_with_compaction(2000)
+    client = LongLookupModel(calls=30)
+    state = ConversationState.new(flow)
+    record = run_turn(flow, state, "Please check every item.", llm=client)
+    agent = record.node_run("agent")
+    loop = [c for c in agent.ledger.compactions if c["in_tool_loop"]]
+    assert loop and loop[0]["tiers"][0] == "clear_tool_results" and loop[0]["estimated_by"] == BY_USAGE
+    assert any("summarize" in c["tiers"] for c in loop)
+    k = loop[0]["request"]
+    assert [s["compaction"]["request"] for s in agent.steps if "compaction" in s][0] == k
+    assert "compaction" not in next(s for s in agent.steps if s["step"] == k - 1)
+    # What the model was sent at request k: the older results cleared, only the newest three kept.
+    sent = client.seen[k - 1]
+    results = [m["content"] for m in sent if m["role"] == "tool"]
+    assert results[-3:] == [r for r in results[-3:] if r != TOOL_PLACEHOLDER] and TOOL_PLACEHOLDER in results
+    summarised = client.seen[next(c["request"] for c in loop if "summarize" in c["tiers"]) - 1]
+    assert summarised[1]["role"] == "system" and summarised[1]["content"].startswith(SUMMARY_HEADER)
+    # The stored turn replayed afterwards makes the same checks at the same requests.
+    conversation = record_conversation(state, record)
+    replay = Replay(conversation, MemoryConfig(strategy="compaction", model="openai/gpt-4o-mini", context_size=2000),
+                    system_prompt=flow.node("agent").data["system_prompt"])
+    replayed = replay.ledger(1).compactions
+    assert [(c["request"], c["tiers"], c["cleared"]) for c in replayed] == \
+        [(c["request"], c["tiers"], c["cleared"]) for c in agent.ledger.compactions]
+
+
+def record_conversation(state, record):
+    return state.apply(record).conversation
+
+
+# -- findings -------------------------------------------------------------------------------------------
+
+def test_findings_name_the_pile_up_and_the_re_summarised_first_message_where_the_harness_shows_them():
+    from core.findings import FIRST_MESSAGE_RESUMMARISED, SUMMARY_PILE_UP, compaction_findings
+
+    fixture, theirs = FIXTURES["reloads"](), reference("reloads")
+    conversation = recorded(fixture, simulate(fixture)["usage"])
+    replay = Replay(conversation, MemoryConfig(strategy="compaction", context_size=fixture["context_window"]),
+                    summarizer=FixtureSummarizer(fixture["summary_chars"]))
+    found = {f.kind: f for f in compaction_findings("Agent", [replay.ledger(n) for n in range(1, 15)])}
+    piled_turn = next(s["turn"] for s in theirs["steps"] if s["step"] == 0 and summaries_in(s["messages"]) >= 2)
+    assert found[SUMMARY_PILE_UP].turn == piled_turn
+    assert "A summary of a summary is still in Agent's history" in found[SUMMARY_PILE_UP].text
+    first_user = "User: " + fixture["turns"][0]["prompt"]
+    resent = [s for s in theirs["summaries"] if first_user in s["lines"]]
+    assert len(resent) >= 3
+    assert found[FIRST_MESSAGE_RESUMMARISED].data["times"] == len(resent) - 1
+    assert f"re-summarised {len(resent) - 1} times" in found[FIRST_MESSAGE_RESUMMARISED].text
+    assert found[FIRST_MESSAGE_RESUMMARISED].turn == resent[1]["turn"]
+
+
+def test_the_compare_findings_include_them_for_the_shipped_profile_only():
+    from core.findings import SUMMARY_PILE_UP, config_findings
+
+    fixture = FIXTURES["reloads"]()
+    conversation = recorded(fixture, simulate(fixture)["usage"])
+    shipped = MemoryConfig(strategy="compaction", context_size=fixture["context_window"])
+    kinds = {f.kind for f in config_findings(conversation, [shipped])}
+    assert SUMMARY_PILE_UP in kinds
+    exact = shipped.with_(compaction_profile="exact")
+    assert SUMMARY_PILE_UP not in {f.kind for f in config_findings(conversation, [exact])}
+
+
+def test_a_flow_run_finding_says_compaction_fired_inside_the_tool_loop_at_step_k():
+    from core.findings import COMPACTION_IN_TOOL_LOOP, run_findings
+    from core.runtime import ConversationState, run_turn
+
+    flow = agent_flow_with_compaction(2000)
+    state = ConversationState.new(flow)
+    record = run_turn(flow, state, "Please check every item.", llm=LongLookupModel(calls=30))
+    k = record.node_run("agent").ledger.compactions[0]["request"]
+    found = [f for f in run_findings(flow, state.apply(record).conversation, [record])
+             if f.kind == COMPACTION_IN_TOOL_LOOP]
+    assert len(found) == 1 and found[0].turn == 1 and found[0].node_id == "agent"
+    assert found[0].text.startswith(f"Compaction fired inside the tool loop at step {k} of turn 1:")

@@ -56,6 +56,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from ..conversation import INTERMEDIATE, Message
 from ..ledger import CLEARED, KEPT, PLACEHOLDER, SUMMARIZED, SUMMARY, SyntheticMessage, format_spans
 from . import shipped_compaction as shipped
 from .base import Budget, Plan, Spans, Strategy, add_turns, message_at, span_turns, tokens_between, turn_at
@@ -373,3 +374,68 @@ def shipped_plan(view, current, replay) -> ShippedPlan:
                 note += f", compacted by {' then '.join(first.tiers)} to about {first.final_estimate:,}"
         budget = Budget(max(target - fixed, 0), note, context)
     return ShippedPlan(budget, state, sent or [], view, replay, current, compactions)
+
+
+class ShippedRunHook:
+    """Dify's check before each model request of a live agent run (``run_agent(before_model=...)``).
+
+    The turn's first request was checked by its ledger (the replay that gave the run its
+    history); every later request — inside the tool loop — is checked here, through the same
+    :func:`shipped_compaction.replay_turn` the ledger uses, so a live run and its later replay
+    agree. A check that fires replaces the run's messages with the compacted ones and is kept
+    in :attr:`events` as ``(request number, event)``.
+    """
+
+    def __init__(self, replay, position: int, query: "Message", system_prompt: str = ""):
+        view, _ = replay.view_for(position)
+        self.replay = replay
+        self.position = position
+        self.previous = (view.states[-1] if view.states else None) or shipped.ShippedState()
+        self.turn: list = [query]
+        self.system_prompt = system_prompt
+        self.seen: int | None = None  # messages in the state after the previous check
+        self.events: list[tuple[int, shipped.CompactionEvent]] = []
+
+    def __call__(self, state, step: int) -> None:
+        messages = state.data["messages"]
+        if self.seen is None:
+            self.seen = len(messages)
+            return  # the first request: checked by the turn's ledger
+        self.turn.extend(messages[self.seen:])
+        cfg, replay = self.replay.config, self.replay
+        context = cfg.context_size or replay.facts.context_size
+
+        def compactor_for(summarize):
+            return shipped.Compactor(context, cfg.max_tokens, summarize, instructions=replay.system_prompt,
+                                     keep_pairs=cfg.compaction_keep_tool_results,
+                                     keep_messages=cfg.compaction_keep_messages, trigger=cfg.compaction_trigger)
+
+        _, _, loop, after = shipped.replay_turn(compactor_for, lambda m, p: replay.summarizer.summarize(m, p or ""),
+                                                self.previous, self.turn, self.position, 0, replay.numbers)
+        if loop and loop[-1][0] == step:
+            self.events.append(loop[-1])
+            sent = self._messages(after.stored)
+            if self.system_prompt:
+                sent = [messages[0]] + sent
+            from ..agent import replace_values  # the agent imports the memory engine, so not at import time
+
+            state.set("messages", sent, handler_override=replace_values)  # as Dify stores it: compacted
+        self.seen = len(state.data["messages"])
+
+    def _messages(self, groups) -> list:
+        out, last = [], None
+        for g in groups:
+            for p in g.parts:
+                if p.is_summary:
+                    out.append(Message("system", p.content, INTERMEDIATE, "summary"))
+                    last = None
+                    continue
+                if p.ref == last:
+                    continue  # a reply's text and calls are one message
+                last = p.ref
+                pos, idx = p.ref
+                msg = self.turn[idx] if pos == self.position else self.replay.conversation.turns[pos].messages[idx]
+                if p.kind == shipped.TOOL_RETURN and p.content == TOOL_PLACEHOLDER:
+                    msg = replace(msg, content=TOOL_PLACEHOLDER)
+                out.append(msg)
+        return out

@@ -262,6 +262,7 @@ class CompactionEvent:
     messages_before: int = 0
     messages_after: int = 0
     summaries: int = 0                                # summaries in the history sent after the check
+    first_user_resent: bool = False                   # the first user message went to the summariser
 
     @property
     def fired(self) -> bool:
@@ -276,7 +277,7 @@ class CompactionEvent:
                 "tiers": list(self.tiers), "cleared": list(self.cleared), "folded": self.folded,
                 "final_estimate": self.final_estimate, "still_over": self.still_over,
                 "messages_before": self.messages_before, "messages_after": self.messages_after,
-                "summaries": self.summaries}
+                "summaries": self.summaries, "first_user_resent": self.first_user_resent}
 
 
 SummariseFn = Callable[[list[Message], "str | None"], str]
@@ -341,7 +342,8 @@ class Compactor:
         out = [Group(REQUEST, (Part(SYSTEM, SUMMARY_HEADER + text),))]
         first = first_user_message(groups)
         if first is not None and first < cut:
-            out.append(groups[first])
+            out.append(groups[first])  # kept, and also summarised again (it is among the folded messages)
+            event.first_user_resent = True
         return out + list(groups[cut:])
 
 
@@ -445,9 +447,14 @@ def replay_turn(compactor_for: Callable[[SummariseFn], Compactor], summarize: Su
             loop.append((request_number, event))
         history = history + _ref_groups([item], position, index)
         index += 1
-    if first is None and query_index is not None:  # an unanswered turn: its one request is still checked
-        history, first_event = compactor.before_request(history)
-        first = list(history)
+    if messages and messages[-1].role != "assistant" and query_index is not None:
+        # A request still waiting for its reply (an unanswered turn, or a live run's next request) is checked too.
+        request_number += 1
+        history, event = compactor.before_request(history)
+        if request_number == 1:
+            first, first_event = list(history), event
+        elif event is not None and event.fired:
+            loop.append((request_number, event))
     return first, first_event, loop, ShippedState(tuple(history), covers)
 
 
