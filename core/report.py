@@ -108,6 +108,10 @@ def _message_from_json(d: Any, where: str) -> Message:
               f"{where}.tool_calls[{k}]", "needs text 'id', 'name' and 'arguments'")
     for k, f in enumerate(d.get("files") or []):
         _need(isinstance(f, Mapping), f"{where}.files[{k}]", "must be an object")
+    usage = d.get("usage")
+    _need(usage is None or (isinstance(usage, list) and len(usage) == 2 and all(
+        isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 10**9 for x in usage)), f"{where}.usage",
+        "must be [input tokens, output tokens], two whole numbers")
     return Message.from_dict(d)
 
 

@@ -395,3 +395,79 @@ def test_a_flow_run_finding_says_compaction_fired_inside_the_tool_loop_at_step_k
              if f.kind == COMPACTION_IN_TOOL_LOOP]
     assert len(found) == 1 and found[0].turn == 1 and found[0].node_id == "agent"
     assert found[0].text.startswith(f"Compaction fired inside the tool loop at step {k} of turn 1:")
+
+
+# -- the summarisers ----------------------------------------------------------------------------------
+
+def test_the_summariser_reads_tool_output_cut_to_500_characters_and_no_earlier_summary_text():
+    from core.strategies.shipped_compaction import folded_messages
+
+    groups = [Group(REQUEST, (Part(SYSTEM, SUMMARY_HEADER + "old"), Part(USER, "first"))),
+              Group(RESPONSE, (Part(TOOL_CALL, '{"k": 1}', "c1", "lookup"),)),
+              Group(REQUEST, (Part(TOOL_RETURN, "x" * 501, "c1", "lookup"), Part(TOOL_RETURN, "y" * 500, "c2", "f")))]
+    lines = transcript_lines(folded_messages(groups, skip_summaries=True))
+    assert lines == ["User: first", 'Tool Call [lookup]: {"k": 1}', "Tool [lookup]: " + "x" * 500 + "...",
+                     "Tool [f]: " + "y" * 500]
+    assert transcript_lines(folded_messages(groups, skip_summaries=False))[0] == "System: " + SUMMARY_HEADER + "old"
+
+
+def test_a_real_model_is_asked_for_the_six_sections_and_to_update_the_previous_summary():
+    from core.llm import LLMReply
+    from core.summarize import SECTIONS, ModelSectionSummarizer
+
+    class Client:
+        def __init__(self):
+            self.prompts = []
+
+        def complete(self, model, messages, max_tokens=None):
+            self.prompts.append((model, messages))
+            return LLMReply("  ## Intent\n- ship it  ", 10, 5, model)
+
+    client = Client()
+    folded = [Message("user", "Ship order 7", QUERY, 1), Message("tool", "t" * 600, TOOL_RESULT, 2, name="lookup")]
+    text = ModelSectionSummarizer(client, "openai/gpt-4o-mini").summarize(folded, "## Intent\n- earlier")
+    assert text == "## Intent\n- ship it"
+    model, messages = client.prompts[0]
+    prompt = messages[-1]["content"]
+    assert model == "openai/gpt-4o-mini"
+    assert [prompt.index(f"## {s}") for s in SECTIONS] == sorted(prompt.index(f"## {s}") for s in SECTIONS)
+    assert "User: Ship order 7" in prompt and "t" * 600 in prompt  # the cut is the compactor's, done before
+    assert "<previous-summary>\n## Intent\n- earlier\n</previous-summary>" in prompt
+    first_time = Client()
+    ModelSectionSummarizer(first_time, "m").summarize(folded)
+    assert "<previous-summary>" not in first_time.prompts[0][1][-1]["content"]
+
+
+def test_the_offline_summary_fills_difys_sections_from_the_folded_messages_at_a_models_size():
+    from core.summarize import SECTIONS, SectionSummarizer, parse_sections
+
+    fixture = FIXTURES["reloads"]()
+    conversation = recorded(fixture, simulate(fixture)["usage"])
+    folded = [m for t in conversation.turns[:6] for m in t.messages]
+    text = SectionSummarizer().summarize(folded)
+    sections = parse_sections(text)
+    assert list(sections) == [s for s in SECTIONS if s in sections]
+    assert sections["Intent"][0] == fixture["turns"][0]["prompt"]
+    assert "Stated: Your name is Dana." in sections["Intent"]
+    assert any(item.startswith("lookup ") for item in sections["Artifacts"])
+    assert len(sections["Current state"]) == 1 and sections["Current state"][0].startswith("Order 6 is on its way.")
+    assert 200 <= len(text) <= 4000, "a model's summary is a few hundred to a few thousand characters"
+    updated = SectionSummarizer().summarize([Message("user", "And what about the parcel?", QUERY, 9)], text)
+    again = parse_sections(updated)
+    assert again["Intent"] == sections["Intent"], "the intent stays"
+    assert again["Next steps"] == ["Answer: And what about the parcel?"]
+    assert again["Open questions"][-1] == "And what about the parcel?"
+    assert again["Artifacts"] == sections["Artifacts"], "earlier sections are carried over"
+
+
+def test_reported_usage_survives_the_report_round_trip_and_bad_usage_is_refused_in_one_line():
+    from core.report import ReportError, conversation_from_json, conversation_to_json
+
+    fixture = FIXTURES["parallel_tools"]()
+    conversation = recorded(fixture, simulate(fixture)["usage"])
+    back = conversation_from_json(conversation_to_json(conversation))
+    assert [m.usage for t in back.turns for m in t.messages] == [m.usage for t in conversation.turns for m in t.messages]
+    data = conversation_to_json(conversation)
+    data["turns"][0]["messages"][1]["usage"] = ["many", 3]
+    with pytest.raises(ReportError, match=r"conversation\.turns\[0\]\.messages\[1\]\.usage: must be \[input tokens"):
+        conversation_from_json(data)
