@@ -528,24 +528,45 @@ def _dify_event(event: dict, started: float) -> dict:
     return event
 
 
-async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float):
+async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float, tasks: Any):
+    from .api_app import Task, finish_stopped
+
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
     started = time.perf_counter()
+    task = Task(user=args.user, flow_id=caller.flow_id,
+                wake=lambda: loop.call_soon_threadsafe(queue.put_nowait, ("stop", None)))
+    ids: dict = {}
 
     def put(item: tuple) -> None:
         loop.call_soon_threadsafe(queue.put_nowait, item)
 
+    def on_event(event: dict) -> None:
+        if task.stop.is_set():
+            return  # stopped: nothing more reaches the client
+        event = _dify_event(event, started)
+        if event.get("event") == "workflow_started":
+            ids.update(task_id=event.get("task_id"), message_id=event.get("message_id"),
+                       conversation_id=event.get("conversation_id"), created_at=event.get("created_at"))
+            tasks.add(ids["task_id"], task)
+        put(("event", event))
+
     def work() -> None:
         try:
-            record, _ = _run_chat(caller, args, lambda e: put(("event", _dify_event(e, started))))
+            record, _ = _run_chat(caller, args, on_event)
+            if task.stop.is_set():
+                finish_stopped(caller.db, record.id, task)
             put(("done", record))
         except BaseException as e:  # handed to the response: before the first event it is the answer
             put(("error", e))
+        finally:
+            if ids.get("task_id"):
+                tasks.remove(ids["task_id"])
 
     threading.Thread(target=work, name="memlens-chat", daemon=True).start()
     first = await queue.get()  # the run starts with workflow_started; bad input fails before it
     if first[0] == "error":
+        task.stream_closed.set()
         error = first[1]
         if isinstance(error, ApiError):
             return _error_response(error)
@@ -556,23 +577,37 @@ async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float):
 
     async def frames():
         item = first
-        while True:
-            kind, payload = item
-            if kind == "event":
-                yield _sse(payload)
-            elif kind == "done":
-                return
-            else:  # a failure after the stream started: Dify's error event, then the end
-                log.error("chat-messages failed while streaming", exc_info=payload)
-                error = payload if isinstance(payload, ApiError) else ApiError(500, "internal_server_error", INTERNAL)
-                yield _sse({"event": "error", "status": error.status, "code": error.code, "message": error.message})
-                return
+        try:
             while True:
-                try:
-                    item = await asyncio.wait_for(queue.get(), ping_interval)
-                    break
-                except asyncio.TimeoutError:
-                    yield PING
+                kind, payload = item
+                if kind == "event":
+                    if payload.get("event") == "message":
+                        task.sent.append(str(payload.get("answer") or ""))
+                    yield _sse(payload)
+                elif kind == "stop":  # the client asked to stop: end the answer here
+                    yield _sse({"event": "message_end", "task_id": ids.get("task_id"), "id": ids.get("message_id"),
+                                "message_id": ids.get("message_id"), "conversation_id": ids.get("conversation_id"),
+                                "created_at": ids.get("created_at"), "files": [],
+                                "metadata": {"usage": dify_usage(None, time.perf_counter() - started),
+                                             "retriever_resources": []}})
+                    return
+                elif kind == "done":
+                    return
+                else:  # a failure after the stream started: Dify's error event, then the end
+                    log.error("chat-messages failed while streaming", exc_info=payload)
+                    error = payload if isinstance(payload, ApiError) else \
+                        ApiError(500, "internal_server_error", INTERNAL)
+                    yield _sse({"event": "error", "status": error.status, "code": error.code,
+                                "message": error.message})
+                    return
+                while True:
+                    try:
+                        item = await asyncio.wait_for(queue.get(), ping_interval)
+                        break
+                    except asyncio.TimeoutError:
+                        yield PING
+        finally:
+            task.stream_closed.set()
 
     return StreamingResponse(frames(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
@@ -600,10 +635,10 @@ def _chat_blocking(caller: Caller, args: ChatArgs) -> dict:
 _STATUS = {"succeeded": "normal", "failed": "error"}
 
 
-def _message_item(row: TurnRow) -> dict:
+def _message_item(row: TurnRow, feedback: dict | None = None) -> dict:
     return {"id": row.id, "conversation_id": row.conversation_id, "parent_message_id": row.parent_id,
             "inputs": dict(row.inputs or {}), "query": row.query, "answer": row.answer, "message_files": [],
-            "feedback": None, "retriever_resources": [], "agent_thoughts": [], "created_at": _ts(row.created_at),
+            "feedback": feedback, "retriever_resources": [], "agent_thoughts": [], "created_at": _ts(row.created_at),
             "status": _STATUS.get(row.status, row.status), "error": row.error, "extra_contents": []}
 
 
@@ -611,6 +646,7 @@ def list_messages(caller: Caller, conversation_id: str, user: str, first_id: str
     if not conversation_id:
         return {"limit": limit, "has_more": False, "data": []}
     row = _require_owned(caller, conversation_id, user)
+    ratings = repo.feedbacks(caller.db, row.id)
     with caller.db.session(write=False) as s:
         q = select(TurnRow).where(TurnRow.conversation_id == row.id)
         if first_id:
@@ -621,7 +657,8 @@ def list_messages(caller: Caller, conversation_id: str, user: str, first_id: str
             q = q.where(TurnRow.seq < first)
         rows = s.scalars(q.order_by(TurnRow.seq.desc()).limit(limit + 1)).all()
         has_more = len(rows) > limit
-        items = [_message_item(r) for r in reversed(rows[:limit])]
+        items = [_message_item(r, next(({"rating": f["rating"]} for f in ratings.get(r.id, [])
+                                        if f["user_id"] == user), None)) for r in reversed(rows[:limit])]
     return {"limit": limit, "has_more": has_more, "data": items}
 
 
@@ -884,7 +921,7 @@ def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None
     async def chat_messages(body: ChatRequest, caller: Caller = Depends(_authenticate)):
         args = _chat_args(body)
         if args.streaming:
-            return await _chat_streaming(caller, args, app.state.ping_interval)
+            return await _chat_streaming(caller, args, app.state.ping_interval, app.state.tasks)
         return await run_in_threadpool(_chat_blocking, caller, args)
 
     @app.get("/v1/messages", response_model=MessageList, responses=_errors(400, 401, 404), tags=["chat"],
@@ -931,6 +968,10 @@ def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None
     def put_variable(conversation_id: str, variable_id: str, body: VariableUpdate,
                      caller: Caller = Depends(_authenticate)):
         return update_variable(caller, conversation_id, variable_id, body)
+
+    from . import api_app
+
+    api_app.register(app)
 
     @app.get("/v1/memlens/messages/{message_id}/ledger", response_model=MessageLedger,
              responses=_errors(400, 401, 404), tags=["memlens"],

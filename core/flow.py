@@ -326,6 +326,9 @@ class Flow:
     source: dict[str, Any] = field(default_factory=dict)  # {format, dsl_version, file}
     warnings: list[str] = field(default_factory=list)
     history: dict[str, Any] = field(default_factory=dict)  # {granularity}: agent nodes' replay of earlier turns
+    #: The app's features as Dify exports them (opening statement, suggested questions, file upload…);
+    #: served as-is by ``GET /v1/parameters``, never run.
+    features: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._by_id = {n.id: n for n in self.nodes}
@@ -377,6 +380,8 @@ class Flow:
             out["environment"] = copy.deepcopy(self.environment)
         if self.history:
             out["history"] = copy.deepcopy(self.history)
+        if self.features:
+            out["features"] = copy.deepcopy(self.features)
         out["nodes"] = [n.to_dict() for n in self.nodes]
         out["edges"] = [e.to_dict() for e in self.edges]
         if self.source:
@@ -540,7 +545,7 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
     return _finish(Flow(name=str(app.get("name") or name).strip() or name, nodes=nodes, edges=edges,
                         variables=variables, mode=mode, description=str(app.get("description") or ""),
                         environment=environment, source={"format": "dify-dsl", "dsl_version": version},
-                        warnings=warnings), name)
+                        warnings=warnings, features=_features(workflow.get("features"), name)), name)
 
 
 def _variable(raw: Any, file: str, scope: str) -> ConversationVariable:
@@ -646,7 +651,16 @@ def _read_memlens(data: Mapping[str, Any], name: str) -> Flow:
     return _finish(Flow(name=flow_name, nodes=nodes, edges=edges, variables=variables, mode=mode,
                         description=str(data.get("description") or ""), environment=dict(environment),
                         source=source, warnings=list(data.get("warnings") or []),
-                        history={k: v for k, v in history.items() if v is not None}), name)
+                        history={k: v for k, v in history.items() if v is not None},
+                        features=_features(data.get("features"), name)), name)
+
+
+def _features(raw: Any, name: str) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise FlowError(f"{name}: 'features' must be a mapping (opening_statement, suggested_questions, …)")
+    return copy.deepcopy(dict(raw))
 
 
 def _finish(flow: Flow, file: str) -> Flow:

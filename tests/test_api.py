@@ -827,7 +827,7 @@ def test_property_based_requests_from_the_openapi_document_never_get_a_server_er
     documented = httpx.get(live["base_url"].replace("/v1", "/openapi.json")).json()["paths"]
     assert len(operations) == sum(len(ops) for ops in documented.values())  # every operation is exercised
     real_ids = {"conversation_id": live["conversation_id"], "variable_id": live["variable_id"],
-                "message_id": live["message_id"]}
+                "message_id": live["message_id"], "task_id": live["message_id"]}
     codes: dict[str, list[int]] = {}
     for operation in operations:
         strategies = [operation.as_strategy(mode) for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)]

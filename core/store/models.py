@@ -153,3 +153,20 @@ class AppKeyRow(Base):
     name: Mapped[str] = mapped_column(String(255), default="")
     created_at: Mapped[float] = mapped_column(Float)
     revoked_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class FeedbackRow(Base):
+    """A rating of one answer (Dify's ``message_feedbacks``): ``like`` or ``dislike`` and a comment,
+    one per message and user; revoking a rating deletes the row."""
+
+    __tablename__ = "message_feedbacks"
+    __table_args__ = (UniqueConstraint("message_id", "user_id", name="uq_message_feedbacks_message_user"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    message_id: Mapped[str] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"), index=True)
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[str] = mapped_column(String(255))
+    rating: Mapped[str] = mapped_column(String(16))  # like | dislike
+    content: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)

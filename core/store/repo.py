@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from ..conversation import ANSWER, QUERY, Conversation, Message, Turn
 from .db import Database, StoreError
-from .models import (ConversationRow, FlowRow, FlowVersionRow, NodeRunRow, SettingRow, TurnRow, VariableChangeRow,
+from .models import (ConversationRow, FeedbackRow, FlowRow, FlowVersionRow, NodeRunRow, SettingRow, TurnRow, VariableChangeRow,
                      VariableRow)
 
 
@@ -215,6 +215,7 @@ def delete_conversation(db: Database, conversation_id: str) -> None:
         turn_ids = select(TurnRow.id).where(TurnRow.conversation_id == conversation_id)
         # Explicit deletes so the result never depends on the database enforcing cascades.
         s.execute(delete(NodeRunRow).where(NodeRunRow.turn_id.in_(turn_ids)))
+        s.execute(delete(FeedbackRow).where(FeedbackRow.conversation_id == conversation_id))
         s.execute(delete(TurnRow).where(TurnRow.conversation_id == conversation_id))
         s.execute(delete(VariableChangeRow).where(VariableChangeRow.conversation_id == conversation_id))
         s.execute(delete(VariableRow).where(VariableRow.conversation_id == conversation_id))
@@ -475,3 +476,52 @@ def set_setting(db: Database, key: str, value: Any) -> None:
             s.add(SettingRow(key=key, value=value))
         else:
             row.value = value
+
+
+# -- feedback and stopped answers -------------------------------------------------------------------
+
+FEEDBACK_RATINGS = ("like", "dislike")
+
+
+def set_feedback(db: Database, message_id: str, user_id: str, rating: str | None, content: str | None = None) -> None:
+    """Rate an answer (one rating per message and user); ``rating=None`` revokes it."""
+    if rating is not None and rating not in FEEDBACK_RATINGS:
+        raise StoreError(f"rating {rating!r} is unknown; expected like, dislike or null")
+    with db.session() as s:
+        turn = s.get(TurnRow, message_id)
+        if turn is None:
+            raise StoreError(f"no message with id {message_id!r}")
+        row = s.scalars(select(FeedbackRow).where(FeedbackRow.message_id == message_id,
+                                                  FeedbackRow.user_id == user_id)).first()
+        if rating is None:
+            if row is not None:
+                s.delete(row)
+            return
+        t = now()
+        if row is None:
+            s.add(FeedbackRow(id=new_id(), message_id=message_id, conversation_id=turn.conversation_id,
+                              user_id=user_id, rating=rating, content=content, created_at=t, updated_at=t))
+        else:
+            row.rating, row.content, row.updated_at = rating, content, t
+
+
+def feedbacks(db: Database, conversation_id: str) -> dict[str, list[dict]]:
+    """Every rating in a conversation: ``{message id: [{rating, content, user_id, updated_at}]}``."""
+    out: dict[str, list[dict]] = {}
+    with db.session(write=False) as s:
+        for row in s.scalars(select(FeedbackRow).where(FeedbackRow.conversation_id == conversation_id)
+                             .order_by(FeedbackRow.created_at)):
+            out.setdefault(row.message_id, []).append({"rating": row.rating, "content": row.content,
+                                                       "user_id": row.user_id, "updated_at": row.updated_at})
+    return out
+
+
+def mark_stopped(db: Database, message_id: str, answer: str) -> None:
+    """A streamed answer the client stopped: the turn keeps the answer sent so far, status ``stopped``."""
+    with db.session() as s:
+        turn = s.get(TurnRow, message_id)
+        if turn is None:
+            raise StoreError(f"no message with id {message_id!r}")
+        turn.status = "stopped"
+        turn.answer = answer
+        turn.messages = [dict(m, content=answer) if m.get("kind") == ANSWER else m for m in turn.messages or []]
