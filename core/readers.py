@@ -1535,7 +1535,7 @@ def _read_claude(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
 
 # -- Dify Service API history -----------------------------------------------------------------------
 
-def _dify_turn(item: dict) -> Turn:
+def dify_turn(item: dict) -> Turn:
     if "id" not in item or not item["id"]:
         raise RecordError("the message record has no 'id'", "id")
     mid = str(item["id"])
@@ -1611,7 +1611,7 @@ def _read_dify_messages(records: Records, ctx: ReadContext) -> Iterator[Conversa
     def parse(item: Any, n: int | None) -> None:
         if not isinstance(item, dict):
             raise RecordError("the message record is not an object", "")
-        turn = _dify_turn(item)
+        turn = dify_turn(item)
         groups.setdefault(conv_of(item), []).append((n or 0, turn))
 
     for rec in source:

@@ -449,41 +449,97 @@ def import_conversation(db: Database, bundle: Mapping[str, Any]) -> str:
     return conv["id"]
 
 
+def _imported_turn_rows(conv: Conversation, conv_id: str, t: float) -> tuple[list, str | None]:
+    """The turn rows of an imported conversation under new ids (the source's ids stay in each turn's
+    ``source_id``), and the id of the turn to make active."""
+    from .store.models import TurnRow
+
+    rows = []
+    mapping = {turn.id: repo.new_id() for turn in conv.turns}
+    last = None
+    for i, turn in enumerate(conv.turns):
+        parent = turn.parent_id
+        if parent and parent in mapping:
+            parent = mapping[parent]
+        elif parent and parent != UUID_NIL:
+            parent = None  # a parent outside the file ends the thread, as the walk would
+        last = mapping[turn.id]
+        rows.append(TurnRow(id=last, conversation_id=conv_id, seq=i + 1, parent_id=parent, flow_version_id=None,
+                            query=turn.query, answer=turn.answer, status=turn.status or "succeeded",
+                            error=turn.error, inputs={}, dialogue_count=conv.tree.depth[i],
+                            answer_tokens=int(turn.answer_tokens or 0),
+                            messages=[repo.message_to_dict(m) for m in turn.messages],
+                            meta={"source_id": turn.id, "created_at_source": turn.created_at},
+                            created_at=float(turn.created_at or t)))
+    # The export's own active branch (ChatGPT's current node) stays the active thread.
+    return rows, mapping.get(conv.meta.get("active_turn_id"), last)
+
+
 def store_conversations(db: Database, conversations: list[Conversation], *, user_id: str = "user",
                         source: str = "import") -> list[str]:
     """Store imported conversations (no flow: they can be inspected, replayed and compared) in one
     transaction. Turn ids are made unique; the source's ids stay in each turn's ``source_id``."""
-    from .store.models import ConversationRow, TurnRow
+    from .store.models import ConversationRow
 
     ids: list[str] = []
     with db.session() as s:
         for conv in conversations:
             conv_id = repo.new_id()
             t = repo.now()
-            mapping = {turn.id: repo.new_id() for turn in conv.turns}
-            last = None
-            for i, turn in enumerate(conv.turns):
-                parent = turn.parent_id
-                if parent and parent in mapping:
-                    parent = mapping[parent]
-                elif parent and parent != UUID_NIL:
-                    parent = None  # a parent outside the file ends the thread, as the walk would
-                last = mapping[turn.id]
-                s.add(TurnRow(id=last, conversation_id=conv_id, seq=i + 1, parent_id=parent, flow_version_id=None,
-                              query=turn.query, answer=turn.answer, status=turn.status or "succeeded",
-                              error=turn.error, inputs={}, dialogue_count=conv.tree.depth[i],
-                              answer_tokens=int(turn.answer_tokens or 0),
-                              messages=[repo.message_to_dict(m) for m in turn.messages],
-                              meta={"source_id": turn.id, "created_at_source": turn.created_at},
-                              created_at=float(turn.created_at or t)))
-            # The export's own active branch (ChatGPT's current node) stays the active thread.
-            active = mapping.get(conv.meta.get("active_turn_id"), last)
+            rows, active = _imported_turn_rows(conv, conv_id, t)
+            s.add_all(rows)
             s.add(ConversationRow(id=conv_id, flow_version_id=None, user_id=user_id,
                                   name=(conv.name or conv.id)[:255], source=source, inputs={}, active_turn_id=active,
                                   meta={"system_prompt": conv.system_prompt, "source_format": conv.source_format,
                                         "source_id": conv.id}, created_at=t, updated_at=t))
             ids.append(conv_id)
     return ids
+
+
+def store_pulled(db: Database, conv: Conversation, *, base_url: str, user_id: str, digest: str) -> tuple[str, str]:
+    """Store a conversation pulled from a Dify app, or refresh the one pulled before.
+
+    The conversation is found again by its app (base URL), end user and Dify id. Returns the stored
+    id and ``"created"``, ``"updated"`` (its turns replaced, in one transaction) or ``"unchanged"``.
+    """
+    from sqlalchemy import delete, select
+
+    from .pull import SOURCE
+    from .store.models import ConversationRow, FeedbackRow, NodeRunRow, TurnRow
+
+    with db.session() as s:
+        existing = None
+        for row in s.scalars(select(ConversationRow).where(ConversationRow.source == SOURCE,
+                                                           ConversationRow.user_id == user_id)):
+            meta = row.meta or {}
+            if meta.get("source_id") == conv.id and meta.get("base_url") == base_url:
+                existing = row
+                break
+        if existing is not None and (existing.meta or {}).get("digest") == digest:
+            return existing.id, "unchanged"
+        t = repo.now()
+        first_query = next((turn.query for turn in conv.turns if turn.query), "")
+        name = conv.name if conv.name and conv.name != conv.id else (first_query[:40] or conv.id)
+        meta = {"system_prompt": conv.system_prompt, "source_format": conv.source_format, "source_id": conv.id,
+                "base_url": base_url, "digest": digest, "pulled_at": t}
+        if existing is None:
+            conv_id = repo.new_id()
+            rows, active = _imported_turn_rows(conv, conv_id, t)
+            s.add_all(rows)
+            s.add(ConversationRow(id=conv_id, flow_version_id=None, user_id=user_id, name=name[:255], source=SOURCE,
+                                  inputs={}, active_turn_id=active, meta=meta, created_at=t, updated_at=t))
+            return conv_id, "created"
+        turn_ids = select(TurnRow.id).where(TurnRow.conversation_id == existing.id)
+        s.execute(delete(NodeRunRow).where(NodeRunRow.turn_id.in_(turn_ids)))
+        s.execute(delete(FeedbackRow).where(FeedbackRow.conversation_id == existing.id))
+        s.execute(delete(TurnRow).where(TurnRow.conversation_id == existing.id))
+        s.flush()
+        rows, active = _imported_turn_rows(conv, existing.id, t)
+        s.add_all(rows)
+        existing.meta = {**(existing.meta or {}), **meta}
+        existing.active_turn_id = active
+        existing.updated_at = t
+        return existing.id, "updated"
 
 
 def is_bundle(data: Any) -> bool:
@@ -505,5 +561,5 @@ def read_bundle(path: str | Path) -> dict:
 
 
 __all__ = ["ConversationService", "Siblings", "SessionChangedError", "SESSION_CHANGED", "export_conversation",
-           "import_conversation", "validate_bundle", "read_bundle", "store_conversations", "is_bundle", "turn_from_record",
+           "import_conversation", "validate_bundle", "read_bundle", "store_conversations", "store_pulled", "is_bundle", "turn_from_record",
            "RunError"]

@@ -11,6 +11,7 @@ from core.report import import_upload
 from core.store import repo
 from ui.html import plain
 from ui.compare_source import database
+from ui.pull_form import render_pull_form
 
 P = "imp"
 MODES = {"all": "Import nothing (all or nothing)", "skip": "Skip the bad records and import the rest"}
@@ -31,62 +32,68 @@ st.title("Import conversations")
 st.caption("Replay your own production logs: upload a conversation file and it is stored, whole or not at all, "
            "ready to inspect on the Compare and Present pages. Malformed records are named by record and field.")
 
-with st.expander("Supported formats"):
+file_tab, dify_tab = st.tabs(["From a file", "From a Dify app"])
+
+with file_tab, st.expander("Supported formats"):
     rows = [{"format": f.name, "what": f.description} for f in formats()]
     rows.append({"format": "memlens-conversation", "what": "a MemLens conversation export (with its flow and node "
                                                            "runs), stored under its own ids"})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
-upload = st.file_uploader(f"Conversation file (JSON or JSON Lines, up to {MAX_IMPORT_BYTES // 1048576} MB)",
-                          type=["json", "jsonl"], key=f"{P}_file")
-left, right = st.columns(2)
-fmt = left.selectbox("Format", ["detect"] + FORMATS, key=f"{P}_format",
-                     format_func=lambda f: "detect from the file" if f == "detect" else f)
-user = right.text_input("User id for the imported conversations", "user", key=f"{P}_user")
-mode = st.radio("When a record is malformed", list(MODES), key=f"{P}_mode", format_func=MODES.get, horizontal=True)
+with file_tab:
+    upload = st.file_uploader(f"Conversation file (JSON or JSON Lines, up to {MAX_IMPORT_BYTES // 1048576} MB)",
+                              type=["json", "jsonl"], key=f"{P}_file")
+    left, right = st.columns(2)
+    fmt = left.selectbox("Format", ["detect"] + FORMATS, key=f"{P}_format",
+                         format_func=lambda f: "detect from the file" if f == "detect" else f)
+    user = right.text_input("User id for the imported conversations", "user", key=f"{P}_user")
+    mode = st.radio("When a record is malformed", list(MODES), key=f"{P}_mode", format_func=MODES.get, horizontal=True)
 
-if upload is None:
-    state.pop(f"{P}_result", None)
-elif st.button("Import", key=f"{P}_go", type="primary"):
-    bar = st.progress(0.0, text="Reading…")
+    if upload is None:
+        state.pop(f"{P}_result", None)
+    elif st.button("Import", key=f"{P}_go", type="primary"):
+        bar = st.progress(0.0, text="Reading…")
 
-    def progress(done: int, total: int) -> None:
-        share = done / total if total else 1.0
-        bar.progress(min(1.0, share), text=f"Reading… {done / 1048576:.1f} of {total / 1048576:.1f} MB")
+        def progress(done: int, total: int) -> None:
+            share = done / total if total else 1.0
+            bar.progress(min(1.0, share), text=f"Reading… {done / 1048576:.1f} of {total / 1048576:.1f} MB")
 
-    try:
-        outcome = import_upload(database(), upload.getvalue(), upload.name, fmt=None if fmt == "detect" else fmt,
-                                skip_bad=mode == "skip", on_progress=progress, user_id=user.strip() or "user")
-    except MemLensError as e:
-        bar.progress(1.0, text="Stopped: nothing was stored")
-        problems = [p.to_json() for p in getattr(e, "problems", [])] if isinstance(e, FormatError) else []
-        state[f"{P}_result"] = {"ok": False, "file": upload.name, "message": str(e), "problems": problems}
-    else:
-        bar.progress(1.0, text="Done")
-        state[f"{P}_result"] = {"ok": True, "file": upload.name, "summary": outcome.summary, "ids": outcome.ids,
-                                "format": outcome.format, "saved": outcome.saved_configs,
-                                "problems": [p.to_json() for p in outcome.problems]}
+        try:
+            outcome = import_upload(database(), upload.getvalue(), upload.name, fmt=None if fmt == "detect" else fmt,
+                                    skip_bad=mode == "skip", on_progress=progress, user_id=user.strip() or "user")
+        except MemLensError as e:
+            bar.progress(1.0, text="Stopped: nothing was stored")
+            problems = [p.to_json() for p in getattr(e, "problems", [])] if isinstance(e, FormatError) else []
+            state[f"{P}_result"] = {"ok": False, "file": upload.name, "message": str(e), "problems": problems}
+        else:
+            bar.progress(1.0, text="Done")
+            state[f"{P}_result"] = {"ok": True, "file": upload.name, "summary": outcome.summary, "ids": outcome.ids,
+                                    "format": outcome.format, "saved": outcome.saved_configs,
+                                    "problems": [p.to_json() for p in outcome.problems]}
 
-result = state.get(f"{P}_result")
-if result and upload is not None and result["file"] == upload.name:
-    if not result["ok"]:
-        st.error(plain(result["message"]))
-        st.warning("Nothing was stored.")
-        if result["problems"]:
-            st.markdown("**Problems, by record and field**")
-            st.dataframe(_problems_frame(result["problems"]), hide_index=True, width="stretch")
-    else:
-        st.success(plain(f"Imported {result['summary']}."))
-        if result["saved"]:
-            st.info(plain(f"Its configs are saved as the config set “{result['saved']}” on the Compare page."))
-        if result["problems"]:
-            st.markdown(f"**Left out: {len({p['record'] for p in result['problems']})} bad record(s)**")
-            st.dataframe(_problems_frame(result["problems"]), hide_index=True, width="stretch")
-        db = database()
-        stored = {c.id: c for c in repo.list_conversations(db)}
-        listed = [{"conversation": stored[i].name, "turns": stored[i].turn_count, "id": i}
-                  for i in result["ids"] if i in stored]
-        st.dataframe(pd.DataFrame(listed), hide_index=True, width="stretch")
-        if listed and st.button("Compare the first one", key=f"{P}_compare", on_click=_open_in_compare,
-                                args=(listed[0]["id"],)):
-            st.switch_page("pages/compare.py")
+    result = state.get(f"{P}_result")
+    if result and upload is not None and result["file"] == upload.name:
+        if not result["ok"]:
+            st.error(plain(result["message"]))
+            st.warning("Nothing was stored.")
+            if result["problems"]:
+                st.markdown("**Problems, by record and field**")
+                st.dataframe(_problems_frame(result["problems"]), hide_index=True, width="stretch")
+        else:
+            st.success(plain(f"Imported {result['summary']}."))
+            if result["saved"]:
+                st.info(plain(f"Its configs are saved as the config set “{result['saved']}” on the Compare page."))
+            if result["problems"]:
+                st.markdown(f"**Left out: {len({p['record'] for p in result['problems']})} bad record(s)**")
+                st.dataframe(_problems_frame(result["problems"]), hide_index=True, width="stretch")
+            db = database()
+            stored = {c.id: c for c in repo.list_conversations(db)}
+            listed = [{"conversation": stored[i].name, "turns": stored[i].turn_count, "id": i}
+                      for i in result["ids"] if i in stored]
+            st.dataframe(pd.DataFrame(listed), hide_index=True, width="stretch")
+            if listed and st.button("Compare the first one", key=f"{P}_compare", on_click=_open_in_compare,
+                                    args=(listed[0]["id"],)):
+                st.switch_page("pages/compare.py")
+
+with dify_tab:
+    render_pull_form(database(), key=f"{P}_pull")

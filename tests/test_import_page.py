@@ -28,6 +28,8 @@ FILES = {
     "dify-messages": "dify-docs__messages_api_examples.json",
     "dify-web": "dify-web__realWorldMessages.json",
     "bfcl": "bfcl__memory_notetaker.json",
+    "chatgpt": "../exports/chatgpt__conversations.json",
+    "claude": "../exports/claude__conversations.json",
 }
 
 
@@ -171,3 +173,36 @@ def test_file_names_and_contents_in_messages_never_become_markup(page):
     raw = page.error[0].value
     assert "![x](" not in raw and "http:" not in raw and "<img" not in raw
     assert text(page.error[0]).startswith(name)
+
+
+def test_the_dify_app_tab_pulls_a_served_conversation_and_a_bad_key_stores_nothing(page, tmp_path):
+    from core.api import create_app
+    from core.store import keys as app_keys
+    from tests.test_api import ThreadServer
+
+    served = Database(f"sqlite:///{tmp_path / 'served.db'}")
+    flow_id = ConversationService(served, DemoClient()).import_flow(ROOT / "sample_data" / "flows" /
+                                                                    "support-bot.yml").flow_id
+    _, key = app_keys.create_key(served, flow_id)
+    server = ThreadServer(create_app(served, llm=DemoClient()))
+    try:
+        import httpx
+
+        answer = httpx.post(f"{server.base_url}/chat-messages", headers={"Authorization": f"Bearer {key}"},
+                            json={"inputs": {}, "query": "Hi, I'm Dana.", "user": "dana"}, timeout=60).json()
+        page.text_input(key="imp_pull_base").input(server.base_url)
+        page.text_input(key="imp_pull_key").input("app-wrong")
+        page.text_input(key="imp_pull_user").input("dana").run()
+        page.button(key="imp_pull_go").click().run()
+        assert not page.exception, page.exception
+        assert "refused the key (401" in text(page.error[0]) and text(page.warning[0]) == "Nothing was stored."
+        assert repo.list_conversations(page.db, source="dify-pull") == []
+        page.text_input(key="imp_pull_key").input(key).run()
+        page.button(key="imp_pull_go").click().run()
+        assert text(page.success[0]).startswith(f"Pulled 1 conversation from {server.base_url}: 1 new")
+        (pulled,) = repo.list_conversations(page.db, source="dify-pull")
+        assert repo.load_conversation(page.db, pulled.id).turns[0].answer == answer["answer"]
+        assert key not in json.dumps(pulled.meta)
+    finally:
+        server.stop()
+        served.dispose()
