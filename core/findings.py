@@ -70,6 +70,7 @@ from .facts import asked_keys
 from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE, SUMMARY,
                      TRIMMED_EARLIER, Ledger, LedgerEntry, explain)
 from .memory import MemoryConfig, Replay, turn_numbers
+from .words import plural
 
 FACT_NOT_SEEN = "fact_not_seen"
 FOREIGN_ANSWERS = "foreign_answers"
@@ -153,10 +154,6 @@ def _order(findings: list[Finding]) -> list[Finding]:
     """Flow-wide findings first, then by turn; warnings before notes on the same turn."""
     return sorted(findings, key=lambda f: (f.turn is not None, f.turn or 0, f.severity != WARNING,
                                            KINDS.index(f.kind) if f.kind in KINDS else len(KINDS)))
-
-
-def _plural(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n:,} {word if n == 1 else (plural or word + 's')}"
 
 
 def _excerpt(text: str, width: int = 60) -> str:
@@ -332,12 +329,12 @@ def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], node_id: str | No
     first = hit[0]
     worst = max(hit, key=lambda t: t.pruned)
     budget = f" of {first.budget:,} tokens" if first.budget is not None else ""
-    text = (f"Budget exceeded at turn {first.turn}: {_plural(first.pruned, 'oldest message')} pruned silently "
+    text = (f"Budget exceeded at turn {first.turn}: {plural(first.pruned, 'oldest message')} pruned silently "
             f"by {subject} to fit its token budget{budget}")
     if len(hit) > 1:
-        text += f"; pruning goes on at {_plural(len(hit) - 1, 'later turn')}"
+        text += f"; pruning goes on at {plural(len(hit) - 1, 'later turn')}"
         if worst.pruned > first.pruned:
-            text += f", up to {_plural(worst.pruned, 'message')} at turn {worst.turn}"
+            text += f", up to {plural(worst.pruned, 'message')} at turn {worst.turn}"
     if strategy == "trim":
         detail = "trim_messages drops what does not fit its max_tokens; check that nothing needed goes first."
         severity = INFO
@@ -369,7 +366,7 @@ def _dominant(subject: str, turns: Sequence[MemoryTurn], conversation: Conversat
                 f"{msg.role} message ({first.largest_tokens:,} of {first.history_tokens:,} tokens), "
                 f"“{_excerpt(msg.content or msg.kind)}”")
         if len(hits) > 1:
-            text += f"; it fills most of the history for {_plural(len(hits), 'turn')}"
+            text += f"; it fills most of the history for {plural(len(hits), 'turn')}"
         detail = ("A long earlier reply or tool result crowds out everything else the node remembers, and can make "
                   "later calls fail or return empty output (Dify#36717). Shorten what is stored, or keep it out of "
                   "memory.")
@@ -383,7 +380,7 @@ def _window_zero(subject: str, turns: Sequence[MemoryTurn], node_id: str | None 
     first = next((t for t in turns if t.kept), None)
     text = "Window = 0, but history was included: Dify reads a window of 0 as no limit (its 500-turn cap)"
     if first is not None:
-        text += f", so at turn {first.turn} {subject} still receives {_plural(first.kept, 'earlier message')}"
+        text += f", so at turn {first.turn} {subject} still receives {plural(first.kept, 'earlier message')}"
     else:
         text += f", so {subject} will receive every earlier turn"
     detail = "To switch memory off, turn the memory block off; to keep a few turns, set the window to 1 or more."
@@ -407,7 +404,7 @@ def _trimmed_window(subject: str, config: MemoryConfig, turns: Sequence[MemoryTu
             else:
                 gain = f"keeps only {t.in_window}"
             text = (f"At turn {t.turn} {subject} has a window of {size} messages, but it {gain}: "
-                    f"{_plural(lost, 'message')} trimmed in earlier turns {'is' if lost == 1 else 'are'} gone for good")
+                    f"{plural(lost, 'message')} trimmed in earlier turns {'is' if lost == 1 else 'are'} gone for good")
             detail = ("The Window Memory node trims permanently: its store holds only the last N messages of the "
                       "previous turn plus the new round, so a larger N cannot bring back what a smaller N cut. "
                       "Start a new conversation, or set the larger window before the history grows.")

@@ -14,6 +14,7 @@ from core.ledger import REASON_LABELS
 from core.llm import DemoClient, LiteLLMClient
 from core.memory import Replay, turn_numbers
 from core.report import DEFAULT_CONFIGS, REPORT_COLUMNS, REPORT_ROWS, build_report, bundle_json, report_html
+from core.words import plural
 from ui.compare_charts import render_series
 from ui.compare_configs import edit_configs, load_configs, saved_sets
 from ui.compare_findings import render_findings
@@ -98,7 +99,7 @@ if source.configs and state.get(f"{P}_applied") != picked.key:  # a report bundl
         state[f"{P}_replies"] = True
 
 with st.sidebar:
-    st.caption(plain(f"{source.origin} · {len(conv.turns)} turns"
+    st.caption(plain(f"{source.origin} · {plural(len(conv.turns), 'turn')}"
                      + (f" · recorded from flow {source.flow.name}" if source.flow is not None else "")))
 
 with st.expander("Memory configs", expanded=True):
@@ -250,7 +251,7 @@ if want:
         rows.append({"turn": t, "query": q, **dict(zip(grid.labels, replies)), "differ": r in differ})
     st.caption(plain(f"{len(differ)} of {len(grid.turns)} rows differ · answered by "
                      f"{', '.join(sorted(set(grid.models)))}"
-                     + (f" · the first {grid.skipped} turns were not re-asked" if grid.skipped else "")))
+                     + (f" · the first {plural(grid.skipped, 'turn')} not re-asked" if grid.skipped else "")))
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{P}-replies", width="stretch")
     else:

@@ -13,6 +13,7 @@ from core.store import repo
 from core.store.db import resolve_url
 from core.tokens import counter_for
 from core.why import MAX_PHRASE
+from core.words import conversation_length, plural
 from ui import data, html
 from ui.chat_view import TurnActions, render_transcript
 from ui.ledger_table import render_ledger_table
@@ -37,7 +38,7 @@ conversations = repo.list_conversations(svc.db)
 flows = repo.list_flows(svc.db)
 flow_conversations = [c for c in conversations if c.flow_version_id]
 ids = [c.id for c in flow_conversations]
-names = {c.id: f"{c.name or 'Untitled'} · {c.turn_count} turns" for c in flow_conversations}
+names = {c.id: f"{c.name or 'Untitled'} · {conversation_length(c)}" for c in flow_conversations}
 if st.session_state.get("conv_id") not in ids:
     st.session_state["conv_id"] = ids[0] if ids else None
 
@@ -311,5 +312,5 @@ if side_col is not None:
                                 key=f"branch-{conv_id}")
             if pick != current_leaf and st.button("Switch branch", key="switch_branch"):
                 _switch(pick)
-            st.caption(f"{len(conv.turns)} turns, {len(leaves)} branch{'es' if len(leaves) != 1 else ''}; "
+            st.caption(f"{plural(len(conv.turns), 'turn')} in all, {plural(len(leaves), 'branch', 'branches')}; "
                        "off-branch turns never reach memory.")

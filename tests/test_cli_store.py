@@ -44,7 +44,7 @@ def test_export_then_import_through_the_cli_gives_the_same_json(tmp_path):
     code, again, _ = cli("export", conv, "--db", dst)
     assert json.loads(again) == json.loads(exported)
     code, listing, _ = cli("conversations", "--db", dst)
-    assert conv in listing and "3 turns" in listing and "support-bot v1" in listing
+    assert conv in listing and "1 turn (3 with branches)" in listing and "support-bot v1" in listing
 
 
 def test_a_malformed_export_exits_2_and_writes_nothing(tmp_path):

@@ -18,6 +18,7 @@ from core.report import Source, load_stored, read_sources, source_of
 from core.samples import load_sample, sample_files
 from core.store import repo
 from core.store.db import resolve_url
+from core.words import conversation_length, plural
 from ui.html import plain
 
 SAMPLE, STORED, FILE = "Sample", "Stored", "File"
@@ -69,7 +70,7 @@ def pick_source(prefix: str, *, default: str = "lisbon-trip.json") -> Picked | N
         if not rows:
             st.info("No stored conversation yet: import a file on the Import page, or chat on the Debugger page.")
             return None
-        names = {c.id: f"{c.name or 'Untitled'} · {c.turn_count} turns · {c.source}" for c in rows}
+        names = {c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · {c.source}" for c in rows}
         ids = list(names)
         if st.session_state.get(f"{prefix}_stored") not in ids:
             st.session_state[f"{prefix}_stored"] = ids[0]
@@ -102,7 +103,7 @@ def pick_source(prefix: str, *, default: str = "lisbon-trip.json") -> Picked | N
 def _index(prefix: str, sources: list[Source]) -> int:
     if len(sources) <= 1:
         return 0
-    labels = {i: f"{i}: {s.conversation.name or s.conversation.id} · {len(s.conversation.turns)} turns"
+    labels = {i: f"{i}: {s.conversation.name or s.conversation.id} · {plural(len(s.conversation.turns), 'turn')}"
               for i, s in enumerate(sources)}
     if st.session_state.get(f"{prefix}_index") not in labels:
         st.session_state[f"{prefix}_index"] = 0

@@ -19,12 +19,14 @@ def _db(args):
 def cmd_conversations(args) -> int:
     from ..store import repo
     from ..store.db import StoreError
+    from ..words import conversation_length
 
     db = _db(args)
     rows = repo.list_conversations(db)
     if args.format == "json":
         print(json.dumps([{"id": c.id, "name": c.name, "user_id": c.user_id, "source": c.source,
-                           "turns": c.turn_count, "flow_version_id": c.flow_version_id,
+                           "turns": c.turn_count, "thread_turns": c.thread_turns or c.turn_count,
+                           "flow_version_id": c.flow_version_id,
                            "created_at": c.created_at, "updated_at": c.updated_at} for c in rows], ensure_ascii=False))
         return 0
     if not rows:
@@ -39,7 +41,7 @@ def cmd_conversations(args) -> int:
                 flow = f"{v.flow_name} v{v.version}"
             except StoreError:
                 flow = "?"
-        print(f"{c.id}  {c.turn_count:>4} turns  {when}  {c.source:<6}  {flow:<24}  {c.name}")
+        print(f"{c.id}  {conversation_length(c):<24}  {when}  {c.source:<6}  {flow:<24}  {c.name}")
     return 0
 
 

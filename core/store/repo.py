@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from sqlalchemy import delete, func, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from ..conversation import ANSWER, QUERY, Conversation, Message, Turn
 from .db import Database, StoreError
@@ -130,13 +130,15 @@ class ConversationInfo:
     active_turn_id: str | None
     created_at: float
     updated_at: float
-    turn_count: int = 0
+    turn_count: int = 0  # every stored turn, branches included
     meta: dict = field(default_factory=dict)
+    thread_turns: int = 0  # the turns of the active thread (its newest turn's dialogue count)
 
 
-def _info(row: ConversationRow, turn_count: int = 0) -> ConversationInfo:
+def _info(row: ConversationRow, turn_count: int = 0, thread_turns: int | None = None) -> ConversationInfo:
     return ConversationInfo(row.id, row.flow_version_id, row.user_id, row.name, row.source, dict(row.inputs or {}),
-                            row.active_turn_id, row.created_at, row.updated_at, turn_count, dict(row.meta or {}))
+                            row.active_turn_id, row.created_at, row.updated_at, turn_count, dict(row.meta or {}),
+                            int(thread_turns or 0))
 
 
 def create_conversation(db: Database, *, flow_version_id: str | None, user_id: str = "user", name: str = "",
@@ -159,7 +161,9 @@ def get_conversation(db: Database, conversation_id: str) -> ConversationInfo:
             raise StoreError(f"no conversation with id {conversation_id!r}; list them with "
                              "`python -m core conversations`")
         count = s.scalar(select(func.count()).select_from(TurnRow).where(TurnRow.conversation_id == row.id))
-        return _info(row, count or 0)
+        thread = s.scalar(select(TurnRow.dialogue_count).where(TurnRow.id == row.active_turn_id)) \
+            if row.active_turn_id else 0
+        return _info(row, count or 0, thread)
 
 
 def find_conversation(db: Database, conversation_id: str) -> ConversationInfo | None:
@@ -175,8 +179,10 @@ def list_conversations(db: Database, *, user_id: str | None = None, source: str 
     with db.session(write=False) as s:
         counts = (select(TurnRow.conversation_id, func.count().label("n"))
                   .group_by(TurnRow.conversation_id).subquery())
-        q = (select(ConversationRow, func.coalesce(counts.c.n, 0))
-             .outerjoin(counts, counts.c.conversation_id == ConversationRow.id))
+        active = aliased(TurnRow)
+        q = (select(ConversationRow, func.coalesce(counts.c.n, 0), active.dialogue_count)
+             .outerjoin(counts, counts.c.conversation_id == ConversationRow.id)
+             .outerjoin(active, active.id == ConversationRow.active_turn_id))
         if user_id is not None:
             q = q.where(ConversationRow.user_id == user_id)
         if source is not None:
@@ -185,7 +191,7 @@ def list_conversations(db: Database, *, user_id: str | None = None, source: str 
             q = q.join(FlowVersionRow, FlowVersionRow.id == ConversationRow.flow_version_id) \
                  .where(FlowVersionRow.flow_id == flow_id)
         rows = s.execute(q.order_by(ConversationRow.updated_at.desc(), ConversationRow.id)).all()
-        return [_info(r, n) for r, n in rows]
+        return [_info(r, n, t) for r, n, t in rows]
 
 
 def rename_conversation(db: Database, conversation_id: str, name: str) -> None:

@@ -1,0 +1,23 @@
+"""Counting words for people: "1 turn", "7 turns (12 with branches)"."""
+
+from __future__ import annotations
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``n`` and the word in the right number: ``plural(1, "turn")`` is "1 turn"."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def turns_summary(thread: int, total: int) -> str:
+    """A conversation's length as a person counts it: the turns of its active thread, and the
+    total when branches (regenerated or edited answers) add more."""
+    text = plural(thread, "turn")
+    return text if total <= thread else f"{text} ({total:,} with branches)"
+
+
+def conversation_length(info) -> str:
+    """:func:`turns_summary` of a stored conversation (a ``repo.ConversationInfo``)."""
+    return turns_summary(info.thread_turns or info.turn_count, info.turn_count)
+
+
+__all__ = ["plural", "turns_summary", "conversation_length"]
