@@ -471,3 +471,18 @@ def test_reported_usage_survives_the_report_round_trip_and_bad_usage_is_refused_
     data["turns"][0]["messages"][1]["usage"] = ["many", 3]
     with pytest.raises(ReportError, match=r"conversation\.turns\[0\]\.messages\[1\]\.usage: must be \[input tokens"):
         conversation_from_json(data)
+
+
+def test_the_agent_panel_names_the_compaction_before_the_step_that_followed_it():
+    from core.runtime import ConversationState, run_turn
+    from ui.memories_panel import steps_frame
+
+    flow = agent_flow_with_compaction(2000)
+    record = run_turn(flow, ConversationState.new(flow), "Please check every item.", llm=LongLookupModel(calls=30))
+    run = record.node_run("agent").to_dict()
+    first = run["ledger"]["compactions"][0]
+    frame = steps_frame(run["steps"])
+    row = frame[frame["step"] == first["request"]].iloc[0]
+    assert row["compaction before"] == (f"estimated {first['estimate']:,} > target {first['target']:,} "
+                                        f"(usage-anchored): cleared {len(first['cleared'])} tool result(s)")
+    assert frame[frame["step"] == first["request"] - 1].iloc[0]["compaction before"] == ""

@@ -109,12 +109,28 @@ def _short(value: Any, width: int = 120) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def compaction_text(event: Mapping[str, Any] | None) -> str:
+    """A compaction check that fired before a model request, in a few words (Dify 1.17 as shipped)."""
+    if not event:
+        return ""
+    did = []
+    if "clear_tool_results" in (event.get("tiers") or []):
+        did.append(f"cleared {len(event.get('cleared') or [])} tool result(s)")
+    if "summarize" in (event.get("tiers") or []):
+        did.append(f"summarised {event.get('folded', 0)} message(s)")
+    return (f"estimated {event.get('estimate', 0):,} > target {event.get('target', 0):,} "
+            f"({event.get('estimated_by', '')}): " + ", ".join(did))
+
+
 def steps_frame(steps: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per tool call: the tool, its arguments, its result or error, the state right after it."""
+    """One row per tool call: the tool, its arguments, its result or error, the state right after it, and
+    the compaction that ran before the request that asked for the call (if one did)."""
     return pd.DataFrame([{"step": s.get("step"), "tool": s.get("tool"), "args": _short(s.get("args") or {}),
                           "result": f"error: {s['error']}" if s.get("error") else _short(s.get("result")),
-                          "state after": _short(s.get("state") or {}), "messages": s.get("messages")}
-                         for s in steps], columns=["step", "tool", "args", "result", "state after", "messages"])
+                          "state after": _short(s.get("state") or {}), "messages": s.get("messages"),
+                          "compaction before": compaction_text(s.get("compaction"))}
+                         for s in steps],
+                        columns=["step", "tool", "args", "result", "state after", "messages", "compaction before"])
 
 
 def render_agent_run(run: Mapping[str, Any], *, key: str) -> None:
