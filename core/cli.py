@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 from .errors import MemLensError
 from .ledger import SyntheticMessage, explain
-from .memory import MemoryConfig, Replay
+from .memory import TRIM_COUNTERS, MemoryConfig, Replay
 from .conversation import Conversation
 from .readers import FORMATS, read_conversations
 
@@ -66,11 +66,12 @@ def _add_memory_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=whole_number("--max-tokens", 0), default=0)
     p.add_argument("--granularity", choices=("query_answer", "all_messages"), default="query_answer")
     p.add_argument("--scope", choices=("thread", "session", "call"), default="thread")
-    p.add_argument("--max-history-tokens", type=whole_number("--max-history-tokens"), default=None,
-                   help="summary_buffer: buffer limit; trim: max_tokens (default 2000)")
+    p.add_argument("--max-history-tokens", type=whole_number("--max-history-tokens", 0), default=None,
+                   help="summary_buffer: buffer limit (max_token_limit); trim: max_tokens (default 2000)")
     p.add_argument("--trim-strategy", choices=("last", "first"), default="last", help="trim only")
-    p.add_argument("--trim-counter", choices=("tokens", "messages"), default="tokens",
-                   help="trim: count tokens, or messages (token_counter=len)")
+    p.add_argument("--trim-counter", choices=TRIM_COUNTERS, default="tokens",
+                   help="trim and summary_buffer: LangChain's counter — tokens (the chat model's own, "
+                        "default), messages (token_counter=len) or approximate (count_tokens_approximately)")
     p.add_argument("--include-system", action="store_true", help="trim: the system prompt counts against max_tokens")
     p.add_argument("--start-on", choices=("human", "ai", "tool", "system"), default=None, help="trim only")
     p.add_argument("--end-on", choices=("human", "ai", "tool", "system"), default=None, help="trim only")

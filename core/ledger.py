@@ -235,7 +235,7 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
         return "empty message, dropped before the call"
     if r == SUMMARIZED:
         if strategy == "summary_buffer":
-            limit = config.get("max_history_tokens") or 2000
+            limit = _history_limit(config)
             return f"folded into the running summary (buffer over {limit:,} tokens)"
         if strategy == "compaction":
             return "folded into the compaction summary (the prompt was over the compaction target)"
@@ -245,8 +245,14 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
     return r
 
 
+def _history_limit(config: dict) -> int:
+    """``max_history_tokens`` as the strategies read it: ``None`` is 2,000, 0 is 0."""
+    limit = config.get("max_history_tokens")
+    return 2000 if limit is None else limit
+
+
 def _explain_trim(reason: str, config: dict) -> str:
-    limit = config.get("max_history_tokens") or 2000
+    limit = _history_limit(config)
     unit = "messages" if config.get("trim_counter") == "messages" else "tokens"
     if reason == OVER_BUDGET:
         side = "newest" if config.get("trim_strategy") == "first" else "oldest"

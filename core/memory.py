@@ -42,7 +42,8 @@ FIDELITIES = ("documented", "code")
 GRANULARITIES = ("query_answer", "all_messages")
 SCOPES = ("thread", "session", "call")
 TRIM_STRATEGIES = ("last", "first")
-TRIM_COUNTERS = ("tokens", "messages")
+#: LangChain's counters: the chat model's own, ``len`` and ``count_tokens_approximately``.
+TRIM_COUNTERS = ("tokens", "messages", "approximate")
 
 
 class ConfigError(MemLensError):
@@ -59,7 +60,10 @@ class MemoryConfig:
     whose past decisions persist (the Window Memory node's permanent trimming).
 
     ``max_history_tokens`` is the buffer limit of ``summary_buffer`` and the ``max_tokens`` of
-    ``trim`` (``None`` = 2,000; with ``trim_counter="messages"`` it counts messages). The
+    ``trim`` (``None`` = 2,000; 0 is a limit too). ``trim_counter`` is how both count, as LangChain
+    counts: ``tokens`` with the chat model's own counter (``model``), ``approximate`` with
+    ``count_tokens_approximately``, ``messages`` with ``len`` (see
+    :func:`core.strategies.trim.langchain_counts`). The
     ``trim_*``, ``include_system``, ``start_on``, ``end_on`` and ``allow_partial`` settings are
     ``trim_messages``'s; the ``compaction_*`` settings are the compaction thresholds (see
     :mod:`core.strategies.compaction`); ``compaction_profile`` is ``shipped`` (Dify 1.17 as
@@ -123,12 +127,18 @@ class MemoryConfig:
 
     def _validate_rewriting(self) -> None:
         """The settings of the strategies that rewrite history (summary_buffer, compaction, trim)."""
-        if self.max_history_tokens is not None and self.max_history_tokens < 1:
-            raise ConfigError(f"max_history_tokens {self.max_history_tokens} is out of range: it must be at least 1")
+        if self.max_history_tokens is not None and self.max_history_tokens < 0:
+            raise ConfigError(f"max_history_tokens {self.max_history_tokens} is out of range: it must be 0 or more")
+        if (self.strategy == "summary_buffer" and self.trim_counter == "tokens" and self.max_history_tokens is not None
+                and self.max_history_tokens < REPLY_PRIMING):
+            raise ConfigError(f"max_history_tokens {self.max_history_tokens} cannot be met: the chat model's counter "
+                              f"counts even an empty buffer as {REPLY_PRIMING} tokens (LangChain fails popping from "
+                              f"an empty buffer); use {REPLY_PRIMING} or more, or trim_counter approximate or "
+                              f"messages, with which 0 summarises everything")
         if self.trim_strategy not in TRIM_STRATEGIES:
             raise ConfigError(f"unknown trim strategy {self.trim_strategy!r}; expected last or first")
         if self.trim_counter not in TRIM_COUNTERS:
-            raise ConfigError(f"unknown trim counter {self.trim_counter!r}; expected tokens or messages")
+            raise ConfigError(f"unknown trim counter {self.trim_counter!r}; expected tokens, messages or approximate")
         for name in ("start_on", "end_on"):
             value = getattr(self, name)
             if value is not None and value not in MESSAGE_TYPES:
@@ -172,7 +182,7 @@ class MemoryConfig:
             return "buffer (everything)"
         if self.strategy == "window":
             return f"window {self.window or 10} msgs"
-        limit = self.max_history_tokens or DEFAULT_HISTORY_LIMIT
+        limit = DEFAULT_HISTORY_LIMIT if self.max_history_tokens is None else self.max_history_tokens
         if self.strategy == "summary_buffer":
             return f"summary buffer {limit:,} tok"
         if self.strategy == "compaction":

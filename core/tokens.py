@@ -182,3 +182,43 @@ def known_models() -> list[str]:
     """Chat models in the bundled map, for pickers."""
     return sorted(k for k, v in _model_map().items()
                   if isinstance(v, dict) and v.get("mode") == "chat")
+
+
+# -- LangChain's counters (trim_messages' token_counter, ConversationSummaryBufferMemory's LLM) -------
+
+#: langchain-openai counts a tool result's ``tool_call_id`` as 3 tokens (its own approximation).
+TOOL_CALL_ID_TOKENS = 3
+#: ``count_tokens_approximately``'s defaults: characters per token and tokens added per message.
+APPROX_CHARS_PER_TOKEN = 4
+APPROX_TOKENS_PER_MESSAGE = 3
+
+
+def chat_model_message_tokens(counter: TokenCounter, message: Message) -> int:
+    """One message as langchain-openai's ``ChatOpenAI.get_num_tokens_from_messages`` counts it: OpenAI's
+    recipe (:meth:`TokenCounter.message`) plus :data:`TOOL_CALL_ID_TOKENS` for a tool result. Every
+    list it counts adds :data:`REPLY_PRIMING` once."""
+    n = counter.message(message) + (TOOL_CALL_ID_TOKENS if message.tool_call_id else 0)
+    # The recipe counts the role; add it only where TokenCounter does not count it itself.
+    return n + counter.text(message.role) - (counter.chat(message.role, "") - MESSAGE_OVERHEAD)
+
+
+def approximate_message_tokens(message: Message) -> int:
+    """One message as langchain-core's ``count_tokens_approximately`` counts it (defaults): the
+    characters of its content, role (OpenAI's name for it), name, tool calls (as LangChain prints
+    them) and tool_call_id, 4 to a token rounded up, plus 3. A list is the sum, nothing added."""
+    chars = len(message.content) + len(message.role) + len(message.name or "")
+    if message.tool_calls:
+        calls = [{"name": c.name, "args": _arguments(c.arguments), "id": c.id, "type": "tool_call"}
+                 for c in message.tool_calls]
+        chars += len(repr(calls))
+    if message.tool_call_id:
+        chars += len(message.tool_call_id)
+    return -(-chars // APPROX_CHARS_PER_TOKEN) + APPROX_TOKENS_PER_MESSAGE
+
+
+def _arguments(text: str):
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

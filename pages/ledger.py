@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.memory import ConfigError, MemoryConfig, Replay
+from core.memory import TRIM_COUNTERS, ConfigError, MemoryConfig, Replay
 from core.samples import load_sample, sample_files
 from core.strategies.compaction import COMPACTION_PROFILES
 from ui.html import plain
@@ -43,8 +43,12 @@ with st.sidebar:
     window = None
     extra: dict = {}
     if strategy in ("summary_buffer", "trim"):
-        extra["max_history_tokens"] = int(st.number_input("History limit (tokens)", 1, 1_000_000, 500, step=100,
+        extra["max_history_tokens"] = int(st.number_input("History limit", 0, 1_000_000, 500, step=100,
                                                           key="ledger_history_limit"))
+        extra["trim_counter"] = st.radio("Count with", list(TRIM_COUNTERS), horizontal=True, key="ledger_trim_counter",
+                                         help="LangChain's counters: tokens = the chat model's own "
+                                              "(get_num_tokens_from_messages), messages = len, "
+                                              "approximate = count_tokens_approximately")
     if strategy == "trim":
         extra["trim_strategy"] = st.radio("Keep", ["last", "first"], horizontal=True, key="ledger_trim_strategy")
         if extra["trim_strategy"] == "last":

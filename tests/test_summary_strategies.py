@@ -13,6 +13,7 @@ from core.conversation import Message
 from core.ledger import EMPTY, KEPT, SUMMARIZED, SUMMARY, explain
 from core.memory import ConfigError, MemoryConfig, Replay
 from core.summarize import NO_FACTS, OFFLINE, FactSummarizer, Summarizer
+from core.tokens import REPLY_PRIMING, chat_model_message_tokens
 from tests.builders import dify, linear, record
 from tests.conftest import FIXTURES, ROOT
 from tests.test_ledger_pipeline import conversations, tool_turn
@@ -71,11 +72,12 @@ def test_offline_summary_without_facts_says_so_and_the_summariser_protocol_is_me
 # -- summary_buffer ---------------------------------------------------------------------------------
 
 def langchain_summary_buffer(conv, limit, count):
-    """ConversationSummaryBufferMemory, literally: save a turn, then pop the oldest while over."""
+    """ConversationSummaryBufferMemory, literally: save a turn, then pop the oldest while over (the chat
+    model's counter adds its reply priming to every list it counts)."""
     buffer, folded, after = [], [], []
     for turn in conv.turns:
         buffer += [turn.query_message, turn.answer_message]
-        while sum(count(m) for m in buffer) > limit:
+        while REPLY_PRIMING + sum(count(m) for m in buffer) > limit:
             folded.append(buffer.pop(0))
         after.append(([m.ref for m in buffer], [m.ref for m in folded]))
     return after
@@ -85,7 +87,7 @@ def langchain_summary_buffer(conv, limit, count):
 def test_summary_buffer_keeps_exactly_what_langchains_loop_keeps_at_every_turn(limit):
     conv = fact_conversation(9)
     replay = Replay(conv, summary_buffer(limit))
-    expected = langchain_summary_buffer(conv, limit, replay.counter.message)
+    expected = langchain_summary_buffer(conv, limit, lambda m: chat_model_message_tokens(replay.counter, m))
     for turn in range(2, 10):
         ledger = replay.ledger(turn)
         buffer, folded = expected[turn - 2]
@@ -128,7 +130,8 @@ def test_after_every_save_the_buffer_is_within_the_limit_and_a_summary_is_sent_i
 
 def test_buffer_pops_one_message_at_a_time_so_it_can_start_on_an_assistant_message():
     conv = linear(4, query=lambda i: "q " * 30, answer=lambda i: "a")
-    pair = sum(Replay(conv, summary_buffer(1)).message_tokens(0))
+    counter = Replay(conv, summary_buffer(3)).counter
+    pair = sum(chat_model_message_tokens(counter, m) for m in conv.turns[0].messages) + REPLY_PRIMING
     replay = Replay(conv, summary_buffer(pair - 1))  # a whole turn is one token over the limit
     ledger = replay.ledger(4)
     assert ledger.kept[0].role == "assistant"  # turn 3's query was popped, its answer stays
@@ -215,9 +218,9 @@ rewriting_configs = st.builds(
     max_tokens=st.integers(0, 30),
     granularity=st.sampled_from(["query_answer", "all_messages"]),
     scope=st.sampled_from(["thread", "thread", "call"]),
-    max_history_tokens=st.one_of(st.none(), st.integers(1, 200)),
+    max_history_tokens=st.one_of(st.none(), st.integers(3, 200)),
     trim_strategy=st.sampled_from(["last", "first"]),
-    trim_counter=st.sampled_from(["tokens", "messages"]),
+    trim_counter=st.sampled_from(["tokens", "messages", "approximate"]),
     start_on=st.sampled_from([None, "human", "ai"]),
     end_on=st.sampled_from([None, "human", "ai", "tool"]),
     include_system=st.booleans(),
@@ -249,7 +252,8 @@ def test_summaries_equal_the_full_ledgers_for_the_rewriting_strategies(conv, con
 # -- configuration ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("changes,needle", [
-    ({"strategy": "summary_buffer", "max_history_tokens": 0}, "max_history_tokens 0 is out of range"),
+    ({"strategy": "summary_buffer", "max_history_tokens": -1}, "max_history_tokens -1 is out of range"),
+    ({"strategy": "summary_buffer", "max_history_tokens": 2}, "counts even an empty buffer as 3 tokens"),
     ({"strategy": "trim", "trim_strategy": "middle"}, "unknown trim strategy 'middle'; expected last or first"),
     ({"strategy": "trim", "trim_counter": "words"}, "unknown trim counter 'words'"),
     ({"strategy": "trim", "start_on": "user"}, "unknown message type 'user' for start_on"),
@@ -322,7 +326,8 @@ def test_cli_replays_compaction_and_trim_with_their_options():
     (["--memory", "trim", "--trim-strategy", "first", "--start-on", "human"], "apply only to trim strategy 'last'"),
     (["--memory", "compaction", "--compaction-trigger", "2"], "--compaction-trigger 2 is out of range"),
     (["--memory", "compaction", "--compaction-trigger", "x"], "--compaction-trigger must be a number"),
-    (["--memory", "summary_buffer", "--max-history-tokens", "0"], "--max-history-tokens 0 is out of range"),
+    (["--memory", "summary_buffer", "--max-history-tokens", "-1"], "--max-history-tokens -1 is out of range"),
+    (["--memory", "summary_buffer", "--max-history-tokens", "0"], "counts even an empty buffer as 3 tokens"),
     (["--memory", "trim", "--start-on", "user"], "invalid choice: 'user'"),
     (["--memory", "compaction", "--context-size", "1000", "--max-tokens", "1000"], "compaction target is 0 tokens"),
 ])

@@ -9,6 +9,7 @@ from core.conversation import TOOL_CALL, TOOL_RESULT, Message, ToolCall
 from core.ledger import KEPT, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, explain
 from core.memory import MemoryConfig, Replay
 from core.strategies.trim import TrimError, message_type, split_lines, trim_messages
+from core.tokens import REPLY_PRIMING, chat_model_message_tokens
 from tests.builders import linear, openai
 from tests.test_ledger_pipeline import conversations
 
@@ -157,7 +158,9 @@ def test_last_drops_the_oldest_over_the_token_budget_and_first_the_newest():
 def test_include_system_takes_the_system_prompts_tokens_off_the_budget():
     conv = chat(("hi", "hello"), ("how are you", "fine"))
     with_system = Replay(conv, trim(max_history_tokens=40, include_system=True))
-    assert with_system.ledger(3).budget == 40 - with_system.system_tokens
+    # LangChain counts the system message as a list of its own: its tokens and the reply priming.
+    system = Message("system", conv.system_prompt, "intermediate", "S")
+    assert with_system.ledger(3).budget == 40 - chat_model_message_tokens(with_system.counter, system) - REPLY_PRIMING
     assert Replay(conv, trim(max_history_tokens=40)).ledger(3).budget == 40
 
 
@@ -177,9 +180,10 @@ def test_a_partial_message_is_over_budget_and_what_was_sent_of_it_stands_in_its_
     long_answer = "first line of the answer\nsecond line of it\nthird and last line"
     conv = chat(("tell me", long_answer), ("ok", "good"), system="")
     replay = Replay(conv, trim(allow_partial=True, max_history_tokens=1))
-    tail_tokens = replay.counter.message(Message("assistant", "third and last line", "answer", 1))
-    budget = replay.counter.message(conv.turns[1].messages[0]) + replay.counter.message(
-        conv.turns[1].messages[1]) + tail_tokens
+    tail = Message("assistant", "third and last line", "answer", 1)
+    sent_tokens = sum(replay.counter.message(m) for m in (*conv.turns[1].messages, tail))
+    # The chat model's counter: 3 + role + content a message, and its priming once for the counted list.
+    budget = sum(chat_model_message_tokens(replay.counter, m) for m in (*conv.turns[1].messages, tail)) + REPLY_PRIMING
     ledger = Replay(conv, trim(allow_partial=True, max_history_tokens=budget)).ledger(3)
     assert {e.ref: e.reason for e in ledger.entries} == {0: OVER_BUDGET, 1: OVER_BUDGET, 2: KEPT, 3: KEPT}
     [part] = ledger.synthetic
@@ -187,7 +191,7 @@ def test_a_partial_message_is_over_budget_and_what_was_sent_of_it_stands_in_its_
                                                                      "partial:1")
     sent = Replay(conv, trim(allow_partial=True, max_history_tokens=budget)).history_messages(ledger)
     assert [m.content for m in sent] == ["third and last line", "ok", "good"]
-    assert ledger.history_tokens == budget
+    assert ledger.history_tokens == sent_tokens
 
 
 def test_counting_messages_never_keeps_a_message_partially():

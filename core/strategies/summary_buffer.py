@@ -8,8 +8,12 @@ summariser call, into the running summary; pruning is destructive. A turn's hist
 
 Decisions pinned here:
 
-* tokens are MemLens's per-message counts (content + 3), the same numbers the ledger shows;
-  the summary message is not part of the buffer, so it comes on top of the limit;
+* the buffer is counted as LangChain counts it with the config's ``trim_counter`` (see
+  :func:`core.strategies.trim.langchain_counts`): by default the chat model's own counter, which
+  adds 3 for the list — so an empty buffer counts 3 and a limit below 3 cannot be met (LangChain
+  then pops from an empty buffer and fails; the config refuses it); with ``approximate`` or
+  ``messages`` a limit of 0 folds everything. The summary message is not part of the buffer, so it
+  comes on top of the limit;
 * the summary message is ``"Summary of turns 1–4: <summary text>"`` — the header names every
   turn with a folded message (a split pair's turn is named while its answer is still
   buffered); the text comes from the replay's summariser (:mod:`core.summarize`);
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 
 from ..ledger import KEPT, SUMMARIZED, SUMMARY, SyntheticMessage, format_spans
 from .base import Budget, Plan, Spans, Strategy, add_turns, message_at, span_turns, tokens_between, turn_at
+from .trim import langchain_counts
 
 DEFAULT_LIMIT = 2000
 
@@ -70,13 +75,14 @@ class SummaryBufferStrategy(Strategy):
     drops_empty = False
 
     def plan(self, view, current, replay):
-        limit = replay.config.max_history_tokens or DEFAULT_LIMIT
+        limit = DEFAULT_LIMIT if replay.config.max_history_tokens is None else replay.config.max_history_tokens
         budget = Budget(limit, f"buffer limit {limit:,} tokens (the summary comes on top)",
                         replay.config.context_size or replay.facts.context_size)
         previous: SummaryState = (view.states[-1] if view.states else None) or SummaryState()
         end = view.length
         # Pop from the front while the buffer is over the limit: the first start that fits.
-        start = max(previous.start, bisect_left(view.prefix, view.prefix[end] - limit, previous.start, end))
+        _, prefix, extra = langchain_counts(view, replay)
+        start = max(previous.start, bisect_left(prefix, prefix[end] - limit + extra, previous.start, end))
         state = previous
         if start > previous.start:
             folded = [message_at(view, replay, i) for i in range(previous.start, start)]

@@ -12,8 +12,12 @@ Decisions pinned here (the node's history is the list being trimmed):
   always sent, as with every strategy); with ``include_system`` a non-empty system prompt is
   the list's leading SystemMessage — its tokens come off the budget and it is always sent;
   without it the system prompt is node configuration, sent and not counted;
-* ``max_history_tokens`` is ``max_tokens`` (default 2,000); ``trim_counter="messages"`` counts
-  messages instead of tokens, i.e. ``token_counter=len``;
+* ``max_history_tokens`` is ``max_tokens`` (default 2,000); ``trim_counter`` is the
+  ``token_counter`` (:func:`langchain_counts`): ``tokens`` (default) is the configured chat model's
+  own counter — langchain-openai 1.7.4's ``get_num_tokens_from_messages``: 3 + role + content per
+  message (name, tool calls and a tool result's id as it counts them) and 3 more for every list
+  it counts —, ``approximate`` is langchain-core's ``count_tokens_approximately`` and
+  ``messages`` counts messages (``token_counter=len``);
 * message types are LangChain's: ``human`` (user), ``ai`` (assistant), ``tool``, ``system``;
 * reasons: messages past the budget are ``over_budget``, messages dropped by ``start_on`` or
   ``end_on`` are ``outside_window``;
@@ -36,6 +40,7 @@ from typing import Callable, Sequence
 from ..conversation import Message
 from ..errors import MemLensError
 from ..ledger import KEPT, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, SyntheticMessage
+from ..tokens import REPLY_PRIMING, approximate_message_tokens, chat_model_message_tokens
 from .base import Budget, Plan, Strategy, message_at, tokens_between, turn_at
 
 DEFAULT_MAX_TOKENS = 2000
@@ -201,6 +206,31 @@ def trim_messages(messages: Sequence[Message], *, max_tokens: int, token_counter
     return ([system] if system else []) + kept
 
 
+def langchain_counts(view, replay) -> tuple[Callable[[Message], int], list[int], int]:
+    """LangChain's count under the config's ``trim_counter``: the per-message count, its prefix sums
+    over the view's sequence, and what counting a list adds once (the chat model's reply priming).
+
+    The prefix sums are kept on the replay and only extended: the view is a thread walked depth
+    first, so the part already summed is still valid up to the last message it shares with the
+    view (found by bisection — a message's thread fixes everything before it)."""
+    name = replay.config.trim_counter
+    if name == "messages":
+        per, extra = (lambda m: 1), 0
+    elif name == "approximate":
+        per, extra = approximate_message_tokens, 0
+    else:
+        per, extra = (lambda m: chat_model_message_tokens(replay.counter, m)), REPLY_PRIMING
+    cache = replay.__dict__.setdefault("_langchain_counts", {})
+    keys, prefix = cache.setdefault(name, ([], [0]))
+    same = _largest(0, min(len(keys), view.length),
+                    lambda k: keys[k - 1] == (view.seq_pos[k - 1], view.seq_msg[k - 1]))
+    del keys[same:], prefix[same + 1:]
+    for i in range(same, view.length):
+        keys.append((view.seq_pos[i], view.seq_msg[i]))
+        prefix.append(prefix[-1] + per(message_at(view, replay, i)))
+    return per, prefix, extra
+
+
 class TrimPlan(Plan):
     def __init__(self, budget, selection: Selection, view, replay):
         self.selection = selection
@@ -231,18 +261,19 @@ class TrimStrategy(Strategy):
 
     def plan(self, view, current, replay):
         cfg = replay.config
-        limit = cfg.max_history_tokens or DEFAULT_MAX_TOKENS
+        limit = DEFAULT_MAX_TOKENS if cfg.max_history_tokens is None else cfg.max_history_tokens
         by_messages = cfg.trim_counter == "messages"
         unit = "messages" if by_messages else "tokens"
+        per, prefix, extra = langchain_counts(view, replay)
         budget, note = limit, f"trim_messages max_tokens {limit:,} {unit}, strategy {cfg.trim_strategy}"
-        if cfg.include_system and cfg.trim_strategy == "last" and replay.system_tokens:
-            system = 1 if by_messages else replay.system_tokens
+        if cfg.include_system and cfg.trim_strategy == "last" and replay.system_prompt:
+            system = per(Message("system", replay.system_prompt, "", "system")) + extra
             budget = max(0, limit - system)
             note += f", minus the system message ({system:,})"
         n = view.length
 
         def cost(i: int, j: int) -> int:
-            return j - i if by_messages else view.prefix[j] - view.prefix[i]
+            return prefix[j] - prefix[i] + extra if j > i else 0
 
         def kind(i: int) -> str:
             return message_type(message_at(view, replay, i))
@@ -251,8 +282,11 @@ class TrimStrategy(Strategy):
             msg = message_at(view, replay, i)
             if by_messages or not msg.content:
                 return None
+            # LangChain counts the kept messages with the cut one as one list: the list's own
+            # addition is already in ``room`` unless nothing else is kept (room is the whole budget).
+            alone = extra if room >= budget else 0
             best = _best_split(split_lines(msg.content), keep_tail,
-                               lambda content: replay.counter.message(replace(msg, content=content)) <= room)
+                               lambda content: per(replace(msg, content=content)) + alone <= room)
             return (best, replay.counter.message(replace(msg, content=best))) if best is not None else None
 
         selection = select(n, cost, kind, budget=budget, strategy=cfg.trim_strategy, start_on=_types(cfg.start_on),
