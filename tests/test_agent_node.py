@@ -184,3 +184,28 @@ def test_the_panel_shows_the_state_after_each_call_and_which_setting_decided_the
     assert [json.loads(s) for s in frame["state after"]] == [{"notes": ["buy milk"]},
                                                              {"notes": ["buy milk"], "last_result": 6}]
     assert granularity_line(run) == "history granularity all_messages — set on the request"
+
+
+def test_haystack_version_2_prepares_every_call_before_any_runs_so_a_reader_misses_the_writer():
+    query = "list my notes and note: buy milk"
+    three = agent_flow()
+    record = run_turn(three, ConversationState.new(three), query, llm=DemoClient())
+    agent = record.node_run("agent")
+    assert [(s["tool"], s["ran"]) for s in agent.steps] == [("list_notes", 2), ("note", 1)]  # the writer ran first
+    assert record.answer == "Your notes: buy milk. Noted: buy milk."
+    two = agent_flow(haystack_version=2)
+    record = run_turn(two, ConversationState.new(two), query, llm=DemoClient())
+    agent = record.node_run("agent")
+    assert agent.steps[0]["args"] == {} and record.answer == "You have no notes in this run. Noted: buy milk."
+    results = [m["content"] for m in record.intermediate if m["kind"] == TOOL_RESULT]
+    assert results == ["{'notes': [], 'count': 0}", "{'note': 'buy milk', 'saved': True}"]  # 2.x writes str()
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"haystack_version": 4}, "haystack_version 4 is unknown"),
+    ({"tools": [{"name": "list_notes", "inputs_from_state": {"notes": "nothing"}}]},
+     "inputs_from_state maps 'notes' to 'nothing', which is not one of its parameters"),
+])
+def test_a_bad_haystack_version_or_a_mapping_to_a_missing_parameter_is_refused_when_the_flow_loads(change, message):
+    with pytest.raises(FlowError, match=message):
+        agent_flow(**change)
