@@ -7,6 +7,7 @@ import json
 import streamlit as st
 
 from core.debug_view import receipt, transcript, tree_layout, what_if_prompt
+from core.conversation import turn_label
 from core.errors import MemLensError
 from core.memory import turn_numbers
 from core.store import repo
@@ -169,7 +170,12 @@ if conversation_only:
 else:
     chat_col, side_col = st.columns([3, 2], gap="large")
 
-baselines = {n.id: data.memory_config(flow, n.id, fidelity, stored_overrides.get(n.id)) for n in llm_nodes}
+# The switchboard starts from the settings the inspected turn ran with (recorded with each node run),
+# never from the conversation's current ones: what it shows and what the markers show are one config.
+runs = {r["node_id"]: r for r in data.node_runs(url, conv_id, stamp, selected_id)} if selected_id else {}
+for_new_turns = {n.id: data.memory_config(flow, n.id, fidelity, stored_overrides.get(n.id)) for n in llm_nodes}
+baselines = {n.id: data.recorded_config(runs[n.id]) if (runs.get(n.id) or {}).get("memory") else for_new_turns[n.id]
+             for n in llm_nodes}
 overrides: dict[str, dict] = {}
 receipt_tab = switch_tab = vars_tab = tree_tab = None
 if side_col is not None:
@@ -178,12 +184,19 @@ if side_col is not None:
         receipt_tab, switch_tab, vars_tab, tree_tab = st.tabs(["Context receipt", "Switchboard", "Variables",
                                                                 "Branches"])
     with switch_tab:
-        changed = render_switchboard(flow, baselines, key=f"sb-{conv_id}")
-        # Stored as full override sets (on top of the flow), for what-if ledgers and re-runs.
-        overrides = {nid: {**stored_overrides.get(nid, {}), **c} for nid, c in changed.items()}
+        if selected is not None:
+            st.caption(f"Settings {turn_label(conv, selected)} ran with; a change here is a what-if until you "
+                       "re-run or keep it.")
+        for n in llm_nodes:
+            if for_new_turns[n.id] != baselines[n.id]:
+                st.caption(html.plain(f"{titles[n.id]}: new turns use {for_new_turns[n.id].label()} "
+                                 f"(this turn ran with {baselines[n.id].label()})."))
+        changed = render_switchboard(flow, baselines, key=f"sb-{conv_id}-{selected_id}")
+        # Whole configs (the inspected turn's settings with the changes on top), for what-if ledgers and re-runs.
+        overrides = {nid: {**baselines[nid].to_dict(), **c} for nid, c in changed.items()}
         if changed:
             c1, c2 = st.columns(2)
-            if selected_id and c1.button(f"Re-run turn {numbers[selected]} as a branch", key="rerun_from",
+            if selected_id and c1.button(f"Re-run {turn_label(conv, selected)} as a branch", key="rerun_from",
                                          help="The inspected turn answered again with these settings, as a new "
                                               "branch; the settings stay on for the turns that follow"):
                 merged = {**stored_overrides, **overrides}
@@ -203,14 +216,14 @@ if side_col is not None and thread:
                                     "context no longer holds it, and why. No model is called.")
         if phrase.strip():
             try:
+                shown = {nid: {**config.to_dict(), **overrides.get(nid, {})} for nid, config in baselines.items()}
                 answer = data.why(url, conv_id, stamp, info.flow_version_id, phrase.strip(), tuple(thread),
-                                  json.dumps({**stored_overrides, **overrides}, sort_keys=True), fidelity)
+                                  json.dumps(shown, sort_keys=True), fidelity)
                 render_why(answer, on_jump=lambda p: _select(conv.turns[p].id), key=f"why-{conv_id}")
             except MemLensError as e:
                 st.error(html.plain(e))
 
 # -- ledgers of the selected turn ------------------------------------------------------------------------
-runs = {r["node_id"]: r for r in data.node_runs(url, conv_id, stamp, selected_id)} if selected_id else {}
 ledgers = {nid: r["ledger"] for nid, r in runs.items() if r.get("ledger") is not None}
 if overrides and selected_id:
     ledgers.update(data.what_if_ledgers(url, conv_id, stamp, info.flow_version_id, selected_id,
@@ -218,7 +231,7 @@ if overrides and selected_id:
 differs: dict[str, list[str]] = {}
 for nid, ov in overrides.items():
     wi = data.what_if_turns(url, conv_id, stamp, info.flow_version_id, nid,
-                            json.dumps(stored_overrides.get(nid, {}), sort_keys=True), json.dumps(ov, sort_keys=True),
+                            json.dumps(baselines[nid].to_dict(), sort_keys=True), json.dumps(ov, sort_keys=True),
                             fidelity)
     for p in wi.differs:
         differs.setdefault(conv.turns[p].id, []).append(titles[nid])

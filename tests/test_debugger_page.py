@@ -6,6 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import llm
+from core.sessions import ConversationService
 from core.store import repo
 from core.store.db import Database
 from tests.conftest import ROOT
@@ -67,7 +68,8 @@ def test_switching_memory_off_marks_the_node_memory_off_without_calling_a_model(
     monkeypatch.setattr(llm.LiteLLMClient, "complete", no_model)
     conv_id = app.session_state["conv_id"]
     turns_before = repo.get_conversation(db(app), conv_id).turn_count
-    app.toggle(key=f"sb-{conv_id}-responder-on").set_value(False).run()
+    selected = app.session_state["selected_turn"]
+    app.toggle(key=f"sb-{conv_id}-{selected}-responder-on").set_value(False).run()
     assert not app.exception
     markers = chips(app)
     assert {dict(m)["responder"] for m in markers[:14]} == {"memory_off"}
@@ -148,3 +150,36 @@ def test_a_new_conversation_shows_what_the_bot_recalls_from_earlier_ones(app):
     frames = [df.value for df in app.dataframe]
     recalled = next(f for f in frames if "memory" in f.columns)
     assert "Your name is Dana." in set(recalled["memory"])
+
+
+def test_the_switchboard_shows_what_the_inspected_turn_ran_with_after_a_rerun_and_a_flip_back(app):
+    """Window 6 on turn 6, re-run it as a branch, flip back to the first version: the switchboard
+    shows that version's window again, agrees with its markers, and names the newer setting apart."""
+    conv_id = app.session_state["conv_id"]
+    database = db(app)
+    turn6 = repo.load_turn_rows(database, conv_id)[5]["id"]
+    recorded = ConversationService(database).node_runs(ConversationService(database).conversation(conv_id), turn6)
+    window = next(r for r in recorded if r["node_id"] == "responder")["memory"]["window"]
+    app.button(key=f"tx-{conv_id}-{turn6}-1-inspect").click().run()
+    app.number_input(key=f"sb-{conv_id}-{turn6}-responder-win").set_value(6).run()
+    assert not app.exception
+    app.button(key="rerun_from").click().run()
+    assert not app.exception
+    rerun = app.session_state["selected_turn"]
+    assert rerun != turn6 and repo.load_turn_rows(database, conv_id)[-1]["parent_id"] is not None
+    assert app.number_input(key=f"sb-{conv_id}-{rerun}-responder-win").value == 6  # what the re-run ran with
+
+    app.button(key=f"tx-{conv_id}-{rerun}-0-prev").click().run()  # back to the first version of turn 6
+    assert not app.exception
+    leaf = app.session_state["selected_turn"]  # that branch's newest turn, recorded before the what-if
+    assert leaf == repo.load_turn_rows(database, conv_id)[7]["id"]
+    assert app.number_input(key=f"sb-{conv_id}-{leaf}-responder-win").value == window
+    app.button(key=f"tx-{conv_id}-{turn6}-1-inspect").click().run()
+    assert app.number_input(key=f"sb-{conv_id}-{turn6}-responder-win").value == window
+    captions = " ".join(c.value for c in app.caption)
+    assert "No change: ledgers are as recorded." in captions
+    assert "new turns use dify window 6" in shown(captions)
+    # The markers are turn 6's recorded ledger: the same window the switchboard shows.
+    ledger = next(r for r in recorded if r["node_id"] == "responder")["ledger"]
+    reasons = [dict(m).get("responder") for m in chips(app)[:10]]  # turns 1–5 as turn 6 saw them
+    assert reasons == [e.reason for e in ledger.entries] and "outside_window" in reasons

@@ -79,6 +79,11 @@ def what_if_turns(url: str, conversation_id: str, version: tuple, version_id: st
     return what_if(conv, node_id, base, new, has_thread=f.is_chat)
 
 
+def recorded_config(run: dict) -> MemoryConfig:
+    """The memory settings a node run was recorded with."""
+    return MemoryConfig.from_dict(run["memory"])
+
+
 def memory_config(f: Flow, node_id: str, fidelity: str, override: dict | None) -> MemoryConfig:
     return node_memory_config(f, node_id, fidelity=fidelity, override=override or None)
 
