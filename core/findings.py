@@ -294,7 +294,7 @@ def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | 
                 f"{subject}'s history was estimated at {first['estimate']:,} tokens ({first['estimated_by']}), over "
                 f"its {first['target']:,}-token target, and compacted ({what}) before the model's next request")
         if len(loop) > 1:
-            text += f"; {_plural(len(loop) - 1, 'more compaction')} inside tool loops follow"
+            text += f"; {plural(len(loop) - 1, 'more compaction')} inside tool loops follow"
         out.append(Finding(COMPACTION_IN_TOOL_LOOP, text + ".", subject, first["turn"], node_id, INFO,
                            "Dify checks before every model request, not once per turn: during a long tool run the "
                            "agent loses old tool output (and may summarise its own earlier steps) mid-run.",
@@ -313,7 +313,7 @@ def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | 
     if len(resent) > 1:
         again = resent[1]
         out.append(Finding(FIRST_MESSAGE_RESUMMARISED,
-                           f"The first user message was re-summarised {_plural(len(resent) - 1, 'time')} by "
+                           f"The first user message was re-summarised {plural(len(resent) - 1, 'time')} by "
                            f"{subject}: it is kept and also sent to the summariser at every compaction (again at turn "
                            f"{again['turn']}).", subject, again["turn"], node_id, INFO,
                            "Its content is counted twice — verbatim and inside each summary — and weighs on every "
