@@ -220,6 +220,12 @@ class ThreadIndex:
             if not p:
                 last_root = i
         self.parent = parent
+        # Length of the branch as the user sees it (stated parents), the turn included: its label.
+        self.path_depth = [0] * len(parent)
+        self.path_root = [0] * len(parent)
+        for i, q in enumerate(parent):
+            self.path_depth[i] = 1 if q is None else self.path_depth[q] + 1
+            self.path_root[i] = i if q is None else self.path_root[q]
         self.thread_parent = thread_parent
         self.depth = depth  # thread length ending at the turn, the turn included (sys.dialogue_count)
         self.children: list[list[int]] = [[] for _ in turns]
@@ -298,9 +304,8 @@ def turn_label(conversation: Conversation, position: int) -> str:
     turn 9 is still turn 6.
     """
     tree = conversation.tree
-    path = tree.path(position)
-    opening = conversation.turns[path[0]].query_index is None
-    number = len(path) - (1 if opening else 0)
+    opening = conversation.turns[tree.path_root[position]].query_index is None
+    number = tree.path_depth[position] - (1 if opening else 0)
     siblings = tree.siblings(position)
     if len(siblings) > 1:
         return f"turn {number} · {siblings.index(position) + 1}/{len(siblings)}"

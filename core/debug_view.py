@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from .conversation import Conversation
+from .conversation import Conversation, turn_label
 from .ledger import KEPT, NOT_ELIGIBLE, REASON_LABELS, Ledger, explain
 from .memory import MemoryConfig, Replay, turn_numbers
 
@@ -49,11 +49,12 @@ class MessageView:
     role: str
     kind: str
     text: str
-    number: int  # the turn's number in the conversation
+    number: int  # the turn's number in the conversation (creation order: an address, not shown)
     markers: list[Marker] = field(default_factory=list)
     window_starts: list[str] = field(default_factory=list)  # node titles whose window starts at this message
     selected: bool = False  # the message belongs to the selected turn
     later: bool = False  # after the selected turn: not part of its memory yet
+    label: str = ""  # the turn as a person counts it: "turn 6 · 2/3" (core.conversation.turn_label)
 
 
 def transcript(conversation: Conversation, thread: Sequence[int], selected: int | None,
@@ -78,7 +79,7 @@ def transcript(conversation: Conversation, thread: Sequence[int], selected: int 
         turn = conversation.turns[p]
         for i, m in enumerate(turn.messages):
             view = MessageView(turn_id=turn.id, position=p, index=i, role=m.role, kind=m.kind, text=m.content,
-                               number=numbers[p], selected=p == selected,
+                               number=numbers[p], label=turn_label(conversation, p), selected=p == selected,
                                later=selected is not None and p > selected)
             for node in nodes:
                 entry = by_node[node].get((p, i))
@@ -200,7 +201,6 @@ def tree_layout(conversation: Conversation, active: Sequence[int]) -> list[TreeN
     """Turns placed by depth (x) and branch lane (y); siblings after the first open new lanes."""
     tree = conversation.tree
     active_set = set(active)
-    numbers = turn_numbers(conversation)
     lanes: dict[int, int] = {}
     next_lane = 0
     out: list[TreeNode] = []
@@ -217,7 +217,7 @@ def tree_layout(conversation: Conversation, active: Sequence[int]) -> list[TreeN
             next_lane += 1
         q = conversation.turns[p].query
         out.append(TreeNode(conversation.turns[p].id, p, depth, lanes[p], parent, p in active_set,
-                            f"turn {numbers[p]}: {q[:40]}"))
+                            f"{turn_label(conversation, p)}: {q[:40]}"))
         for c in reversed(tree.children[p]):
             stack.append((c, depth + 1))
     return out

@@ -9,7 +9,6 @@ import streamlit as st
 from core.debug_view import receipt, transcript, tree_layout, what_if_prompt
 from core.conversation import turn_label
 from core.errors import MemLensError
-from core.memory import turn_numbers
 from core.store import repo
 from core.store.db import resolve_url
 from core.tokens import counter_for
@@ -115,7 +114,6 @@ with st.sidebar:
 tree = conv.tree
 thread_ids = svc.active_thread(conv_id, conv) if conv.turns else []
 thread = [tree.position[t] for t in thread_ids]
-numbers = turn_numbers(conv) if conv.turns else []
 selected_id = st.session_state.get("selected_turn")
 if selected_id not in thread_ids:
     selected_id = thread_ids[-1] if thread_ids else None
@@ -275,7 +273,7 @@ if side_col is not None:
             st.info("Send a message: each LLM node's context receipt appears here.")
             render_recall_preview(svc.long_term, info.user_id, None, key=f"recall-{conv_id}")
         else:
-            st.markdown(f"**Turn {numbers[selected]}** — " + html.muted(conv.turns[selected].query[:80]),
+            st.markdown(f"**{turn_label(conv, selected).capitalize()}** — " + html.muted(conv.turns[selected].query[:80]),
                         unsafe_allow_html=True)
             ran = [n for n in llm_nodes if n.id in runs]
             agents = [r for r in runs.values() if r.get("type") == "tool-agent"]
@@ -311,14 +309,14 @@ if side_col is not None:
                            key=lambda v: declared.index(v.name) if v.name in declared else len(declared))
         history = repo.variable_history(svc.db, conv_id)
         at = svc.variables_at(conv_id, selected_id, conversation=conv, flow=flow) if selected_id else None
-        label = f"after turn {numbers[selected]}" if selected is not None else ""
-        turn_no = {t.id: numbers[i] for i, t in enumerate(conv.turns)}
+        label = f"after {turn_label(conv, selected)}" if selected is not None else ""
+        turn_no = {t.id: turn_label(conv, i).removeprefix("turn ") for i, t in enumerate(conv.turns)}
         render_variables(svc, conv_id, variables, at, label, history, turn_no, key=f"vars-{conv_id}")
     with tree_tab:
         if conv.turns:
             st.plotly_chart(tree_figure(tree_layout(conv, thread)), key="tree", config={"displayModeBar": False})
             leaves = [i for i in range(len(conv.turns)) if not tree.children[i]]
-            labels = {conv.turns[i].id: f"…turn {numbers[i]}: {conv.turns[i].query[:50]}" for i in leaves}
+            labels = {conv.turns[i].id: f"…{turn_label(conv, i)}: {conv.turns[i].query[:50]}" for i in leaves}
             current_leaf = thread_ids[-1]
             pick = st.selectbox("Switch to the branch ending at", list(labels), format_func=labels.get,
                                 index=list(labels).index(current_leaf) if current_leaf in labels else 0,

@@ -183,3 +183,16 @@ def test_the_switchboard_shows_what_the_inspected_turn_ran_with_after_a_rerun_an
     ledger = next(r for r in recorded if r["node_id"] == "responder")["ledger"]
     reasons = [dict(m).get("responder") for m in chips(app)[:10]]  # turns 1–5 as turn 6 saw them
     assert reasons == [e.reason for e in ledger.entries] and "outside_window" in reasons
+
+
+def test_a_regenerated_turn_keeps_its_place_on_the_thread_everywhere_it_is_named(app):
+    conv_id = app.session_state["conv_id"]
+    last = repo.load_turn_rows(db(app), conv_id)[-1]
+    app.button(key=f"tx-{conv_id}-{last['id']}-1-regen").click().run()
+    assert not app.exception
+    page = shown(" ".join(md.value for md in app.markdown) + " ".join(c.value for c in app.caption))
+    assert "turn 8 · 2/2" in page  # the chat's turn label: the 8th turn of the thread, the second answer
+    assert "Turn 8 · 2/2" in page  # the receipt header
+    assert "turn 9" not in page and "Turn 9" not in page  # creation order never shows
+    labels = [o for o in app.selectbox(key=f"branch-{conv_id}").options]
+    assert any("turn 8 · 2/2" in o for o in labels) and any("turn 8 · 1/2" in o for o in labels)

@@ -36,7 +36,7 @@ def render_transcript(items: list[MessageView], *, siblings: dict[str, tuple[int
         with st.chat_message(role):
             parts = []
             if not conversation_only:
-                label = f"turn {item.number}" + (" · inspected" if item.selected else "")
+                label = item.label + (" · inspected" if item.selected else "")
                 parts.append(html.chips(item.markers, lead=html.muted(label)))
             parts.append(html.text_block(item.text, later=item.later and not conversation_only))
             if item.kind == "answer" and item.turn_id in failed:

@@ -30,7 +30,7 @@ def show(value) -> str:
 
 
 def render_variables(service, conversation_id: str, variables, at_turn: dict | None, at_label: str,
-                     history: list[dict], turn_numbers: dict[str, int], *, key: str) -> None:
+                     history: list[dict], turn_numbers: dict[str, str], *, key: str) -> None:
     if not variables:
         st.info("This flow declares no conversation variables.")
         return
@@ -67,7 +67,8 @@ def render_variables(service, conversation_id: str, variables, at_turn: dict | N
         st.rerun()
     if history:
         st.markdown("**Changes**")
-        rows = [{"turn": turn_numbers.get(h["turn_id"] or "", h["turn_seq"]), "variable": h["name"],
+        # A turn as labelled on its thread ("6 · 2/2"); a change with no turn was made before the first one.
+        rows = [{"turn": turn_numbers.get(h["turn_id"] or "", "—"), "variable": h["name"],
                  "by": "user" if h["node_id"] == "user" else f"node {h['node_id']}", "operation": h["operation"],
                  "old": show(h["old"]), "new": show(h["new"])} for h in reversed(history)]
         st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{key}-history", width="stretch")
