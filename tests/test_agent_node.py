@@ -180,7 +180,7 @@ def test_the_panel_shows_the_state_after_each_call_and_which_setting_decided_the
                       granularity="all_messages")
     run = record.node_run("agent").to_dict()
     frame = steps_frame(run["steps"])
-    assert list(frame["tool"]) == ["note", "calculator"]
+    assert list(frame["tool"]) == ["note", "calculator"] and list(frame["ran"]) == ["1", "2"]
     assert [json.loads(s) for s in frame["state after"]] == [{"notes": ["buy milk"]},
                                                              {"notes": ["buy milk"], "last_result": 6}]
     assert granularity_line(run) == "history granularity all_messages — set on the request"

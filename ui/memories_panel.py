@@ -123,14 +123,18 @@ def compaction_text(event: Mapping[str, Any] | None) -> str:
 
 
 def steps_frame(steps: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per tool call: the tool, its arguments, its result or error, the state right after it, and
-    the compaction that ran before the request that asked for the call (if one did)."""
-    return pd.DataFrame([{"step": s.get("step"), "tool": s.get("tool"), "args": _short(s.get("args") or {}),
+    """One row per tool call, in the order of its result message: the tool, its place in the order the
+    reply's calls ran (writers of a state key before its readers), its arguments, its result or error,
+    the state right after it, and the compaction that ran before the request that asked for the call."""
+    return pd.DataFrame([{"step": s.get("step"), "tool": s.get("tool"),
+                          "ran": str(s["ran"]) if s.get("ran") else "not run",
+                          "args": _short(s.get("args") or {}),
                           "result": f"error: {s['error']}" if s.get("error") else _short(s.get("result")),
                           "state after": _short(s.get("state") or {}), "messages": s.get("messages"),
                           "compaction before": compaction_text(s.get("compaction"))}
                          for s in steps],
-                        columns=["step", "tool", "args", "result", "state after", "messages", "compaction before"])
+                        columns=["step", "tool", "ran", "args", "result", "state after", "messages",
+                                 "compaction before"])
 
 
 def render_agent_run(run: Mapping[str, Any], *, key: str) -> None:
