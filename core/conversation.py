@@ -295,6 +295,23 @@ def extract_thread(rows_newest_first: Iterable[Turn]) -> list[Turn]:
     return thread
 
 
+def active_thread(conversation: Conversation) -> list[int]:
+    """Positions of the branch a person is looking at, oldest first: the one ending at
+    ``meta["active_turn_id"]`` (the store's active turn, an export's current node), else at the
+    newest turn."""
+    if not conversation.turns:
+        return []
+    tree = conversation.tree
+    active = (conversation.meta or {}).get("active_turn_id")
+    return tree.path(tree.position.get(active, len(conversation.turns) - 1) if active else len(conversation.turns) - 1)
+
+
+def leaves(conversation: Conversation) -> list[int]:
+    """Positions of the turns that end a branch, in creation order."""
+    tree = conversation.tree
+    return [i for i in range(tree.size) if not tree.children[i]]
+
+
 def turn_label(conversation: Conversation, position: int) -> str:
     """A turn as a person counts it: its place on its own thread, and which sibling it is.
 

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .compare import (Comparison, HeatmapWindow, NamedConfig, ReplyGrid, RetentionMatrix, compare, heatmap_window,
                       named_configs, replay_replies)
-from .conversation import ROLES, Conversation, Message, Turn
+from .conversation import ROLES, Conversation, Message, Turn, turn_label
 from .errors import MemLensError
 from .findings import Finding, config_findings, flow_findings, run_findings
 from .ledger import (CLEARED, EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
@@ -761,15 +761,14 @@ def _transcript_html(conv: Conversation) -> str:
         parent = tree.parent[p]
         note = ""
         if p and parent is not None and parent != p - 1:
-            note = f' <span class="meta">(continues turn {numbers[parent]})</span>'
+            note = (f' <span class="meta">(continues <a href="#turn-{numbers[parent]}">'
+                    f'{_e(turn_label(conv, parent))}</a>)</span>')
         elif p and parent is None and t.parent_id is not None:
             note = ' <span class="meta">(starts a new thread)</span>'
-        if len(tree.siblings(p)) > 1:
-            sib = tree.siblings(p)
-            note += f' <span class="meta">(branch {sib.index(p) + 1} of {len(sib)})</span>'
         messages = "".join(_message_html(m) for m in t.messages)
-        out.append(f'<article class="turn" id="turn-{numbers[p]}"><h3>Turn {numbers[p]}{note}</h3>{messages}'
-                   f'</article>')
+        # The anchor is the turn's address (creation order); the heading is its place on its thread.
+        out.append(f'<article class="turn" id="turn-{numbers[p]}"><h3>{_e(turn_label(conv, p).capitalize())}{note}'
+                   f'</h3>{messages}</article>')
     return "".join(out)
 
 

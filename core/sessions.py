@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .conversation import UUID_NIL, Conversation
+from .conversation import UUID_NIL, Conversation, active_thread
 from .flow import Flow, FlowError, classify_change, load_flow
 from .llm import LLMClient
 from .runtime import ConversationState, RunError, TurnRecord, run_turn
@@ -116,12 +116,7 @@ class ConversationService:
     def active_thread(self, conversation_id: str, conversation: Conversation | None = None) -> list[str]:
         """Turn ids of the active thread, oldest first (what the chat shows)."""
         conv = conversation or self.conversation(conversation_id)
-        active = self.info(conversation_id).active_turn_id if conversation is None \
-            else conv.meta.get("active_turn_id")
-        if not conv.turns:
-            return []
-        position = conv.tree.position.get(active, len(conv.turns) - 1) if active else len(conv.turns) - 1
-        return [conv.turns[i].id for i in conv.tree.path(position)]
+        return [conv.turns[i].id for i in active_thread(conv)]
 
     def siblings(self, conversation: Conversation, turn_id: str) -> Siblings:
         tree = conversation.tree

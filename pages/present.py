@@ -8,12 +8,14 @@ import time
 import streamlit as st
 
 from core.compare import NamedConfig, compare, reply_at
+from core.conversation import active_thread, leaves, turn_label
 from core.errors import MemLensError
 from core.findings import config_findings, findings_at, flow_findings, run_findings
 from core.llm import DemoClient
 from core.memory import Replay, turn_numbers
 from core.report import DEFAULT_CONFIGS, remembered, saved_config_sets
 from ui.html import plain
+from ui.compare_configs import current_configs
 from ui.compare_source import database, pick_source
 from ui.present_view import Card, render_captions, render_cards, render_chat
 
@@ -63,8 +65,7 @@ if picked is None:
     st.stop()
 source = picked.source
 conv = source.conversation
-answered = conv.answered_turns()
-if not answered:
+if not conv.answered_turns():
     st.warning("This conversation has no user turn to present.")
     st.stop()
 
@@ -78,13 +79,25 @@ with st.sidebar:
     subject = st.radio("Show", options, key=f"{P}_subject", format_func=labels.get, label_visibility="collapsed")
     configs = list(source.configs or DEFAULT_CONFIGS)
     if subject == CONFIGS:
-        sets = {"the defaults" if not source.configs else "the file's own": configs, **saved_config_sets(database())}
+        # The configs set on the Compare page in this session come first, saved or not.
+        on_compare = current_configs()
+        sets = {**({"the Compare page's": on_compare} if on_compare else {}),
+                "the defaults" if not source.configs else "the file's own": configs, **saved_config_sets(database())}
         names = list(sets)
         if state.get(f"{P}_set") not in names:
             state[f"{P}_set"] = names[0]
         chosen = st.selectbox("Config set", names, key=f"{P}_set",
                               help="Save sets on the Compare page")
         configs = list(sets[chosen])
+    # Present follows one branch, the active one unless another is picked: Previous never jumps branches.
+    ends = leaves(conv)
+    default_leaf = active_thread(conv)[-1]
+    if state.get(f"{P}_leaf") not in ends or state.get(f"{P}_key") != picked.key:
+        state[f"{P}_leaf"] = default_leaf
+    if len(ends) > 1:
+        st.selectbox("Branch", ends, key=f"{P}_leaf",
+                     format_func=lambda p: f"{turn_label(conv, p)}: {conv.turns[p].query[:40]}"
+                                           + (" (active)" if p == default_leaf else ""))
     st.subheader("Autoplay")
     playing = st.toggle("Play", key=f"{P}_play")
     every = st.slider("Seconds per turn", 1, 10, 3, key=f"{P}_every")
@@ -95,6 +108,8 @@ try:
 except MemLensError as e:
     st.error(plain(e))
     st.stop()
+thread = conv.tree.path(state[f"{P}_leaf"])
+answered = [p for p in thread if conv.turns[p].query_index is not None]
 numbers = turn_numbers(conv)
 state[f"{P}_count"] = len(answered)
 if state.get(f"{P}_key") != picked.key:  # another conversation: back to its first turn
@@ -115,8 +130,8 @@ def stage() -> None:
     a, b, c, d, e = st.columns([1, 1, 3, 1, 1], vertical_alignment="center")
     a.button("First", icon=":material/first_page:", key=f"{P}_first", on_click=_step, kwargs={"to": 0}, disabled=i == 0, width="stretch")
     b.button("Previous", icon=":material/chevron_left:", key=f"{P}_prev", on_click=_step, kwargs={"delta": -1}, disabled=i == 0, width="stretch")
-    c.markdown(f"<div style='text-align:center;font-size:1.2rem'><b>Turn {turn}</b> · {i + 1} of {count}</div>",
-               unsafe_allow_html=True)
+    c.markdown(f"<div style='text-align:center;font-size:1.2rem'><b>{turn_label(conv, position).capitalize()}</b>"
+               f" · {i + 1} of {count}</div>", unsafe_allow_html=True)
     d.button("Next", icon=":material/chevron_right:", key=f"{P}_next", on_click=_step, kwargs={"delta": 1}, disabled=i == count - 1,
              width="stretch")
     e.button("Last", icon=":material/last_page:", key=f"{P}_last", on_click=_step, kwargs={"to": count - 1}, disabled=i == count - 1,

@@ -120,3 +120,38 @@ def test_a_recorded_flow_shows_each_node_with_its_recorded_reply(page):
     assert "remembers turns 3–5" in seen["Responder"][0] and "forgot turns 1–2" in seen["Responder"][0]
     assert "I don't know your name" in seen["Responder"][1]
     assert any("Responder no longer has turn 1" in c for c in captions(page))
+
+
+def test_present_follows_the_active_branch_and_another_can_be_picked(page):
+    db = Database(page.db_url)
+    service = ConversationService(db, llm=DemoClient())
+    version = service.import_flow(ROOT / "sample_data" / "flows" / "support-bot.yml")
+    conv = service.start(version.flow_id, name="branched").id
+    first = service.send(conv, "Hi, I'm Dana.")
+    second = service.send(conv, "My order is 4411.")
+    service.send(conv, "Where is it?")
+    service.regenerate(conv, second.id)  # a sibling of turn 2: the active branch is now 2 turns long
+    page.radio(key="pre_from").set_value("Stored").run()
+    page.selectbox(key="pre_stored").set_value(conv).run()
+    assert not page.exception, page.exception
+    assert "1 of 2" in heading(page)
+    go_to(page, 1)
+    assert "<b>Turn 2 · 2/2</b> · 2 of 2" in heading(page)
+    assert page.button(key="pre_next").disabled  # the end of this branch, never a turn of another one
+    branch = page.selectbox(key="pre_leaf")
+    assert [o for o in branch.options] == ["turn 3: Where is it?", "turn 2 · 2/2: My order is 4411. (active)"]
+    branch.set_value(branch.options[0]).run()  # the branch with the first answer to turn 2
+    go_to(page, 2)
+    assert "<b>Turn 3</b> · 3 of 3" in heading(page)
+    go_to(page, 0)
+    assert "<b>Turn 1</b>" in heading(page) and first.query == "Hi, I'm Dana."  # shared by both branches
+
+
+def test_present_starts_from_the_configs_set_on_the_compare_page(page):
+    page.switch_page("pages/compare.py").run()
+    page.number_input(key="cmp_c0_window_turns").set_value(7).run()
+    assert not page.exception, page.exception
+    page.switch_page("pages/present.py").run()
+    page.radio(key="pre_subject").set_value("configs").run()
+    assert page.selectbox(key="pre_set").value == "the Compare page's"
+    assert "dify window 7" in [title for title, _, _ in cards(page)][0]

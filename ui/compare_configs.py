@@ -22,6 +22,16 @@ STRATEGY_HELP = ("dify: Dify's LLM-node memory (window in turns + token budget) 
                  "compaction, trim: strategies that rewrite history")
 
 
+# The configs as the compare page last showed them (dicts), for the present page to start from.
+CURRENT = "compare_configs_current"
+
+
+def current_configs() -> list[NamedConfig] | None:
+    """The compare page's configs in this session, if it has been opened."""
+    saved = st.session_state.get(CURRENT)
+    return [NamedConfig.from_dict(c) for c in saved] if saved else None
+
+
 def _k(prefix: str, i: int, field: str) -> str:
     return f"{prefix}_c{i}_{field}"
 
@@ -123,6 +133,7 @@ def edit_configs(prefix: str) -> list[NamedConfig]:
                 st.error(plain(error))
             else:
                 out.append(config)
+    state[CURRENT] = [c.to_dict() for c in out]
     return out
 
 

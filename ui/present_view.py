@@ -10,9 +10,8 @@ from typing import Sequence
 
 import streamlit as st
 
-from core.conversation import Conversation
+from core.conversation import Conversation, turn_label
 from core.findings import Finding
-from core.memory import turn_numbers
 from ui.compare_findings import finding_html
 from ui.html import safe_text
 
@@ -36,7 +35,6 @@ def text_html(text: str) -> str:
 
 def render_chat(conversation: Conversation, thread: Sequence[int], current: int, *, shown: int = 6) -> None:
     """The thread's turns up to the current one; older turns fold into an expander."""
-    numbers = turn_numbers(conversation)
     upto = [p for p in thread if p <= current]
     older, recent = upto[:-shown], upto[-shown:]
 
@@ -45,7 +43,7 @@ def render_chat(conversation: Conversation, thread: Sequence[int], current: int,
         here = p == current
         if t.query_message is not None:
             with st.chat_message("user"):
-                st.caption(f"turn {numbers[p]}" + (" · now" if here else ""))
+                st.caption(turn_label(conversation, p) + (" · now" if here else ""))
                 st.markdown(text_html(t.query), unsafe_allow_html=True)
         if t.answer_message is not None and (t.answer or not here):
             with st.chat_message("assistant"):
