@@ -13,11 +13,10 @@ from core.conversation import ANSWER, QUERY, TOOL_RESULT, Conversation, Message,
 from core.conversation import TOOL_CALL as TOOL_CALL_KIND
 from core.ledger import CLEARED, KEPT, PLACEHOLDER, SUMMARIZED, SUMMARY
 from core.memory import ConfigError, MemoryConfig, Replay
-from core.strategies.shipped_compaction import to_groups
-
 from core.strategies.shipped_compaction import (BY_CHARS, BY_USAGE, REQUEST, RESPONSE, SUMMARY_HEADER, SYSTEM,
                                                 TEXT, TOOL_CALL, TOOL_PLACEHOLDER, TOOL_RETURN, USER, Compactor,
-                                                Group, Part, estimate, reload, target_tokens, transcript_lines)
+                                                Group, Part, estimate, heuristic_tokens, reload, target_tokens,
+                                                to_groups, transcript_lines)
 from tests.compaction_fixtures import FIXTURES, provider_input_tokens, reply_tokens, summary_text
 from tests.harness_reference import VERSIONS, run_fixture
 
@@ -168,12 +167,34 @@ def test_the_replayed_ledger_sends_what_the_harness_sends_at_each_turns_first_re
         assert sent == real, f"turn {number}"
         fired = [(c["turn"], c["request"]) for c in ledger.compactions]
         assert fired == [(t, r) for t, r, _ in ours["events"] if t == number], f"turn {number}"
+        assert all(c["in_tool_loop"] == (c["request"] > 1) for c in ledger.compactions)
+        # Each earlier message's reason says what the harness did with it.
+        harness_cleared = set(cleared_in(real))
+        harness_results = {p[1] for m in real for p in m["parts"] if p[0] == "tool_return"}
+        tools = [e for e in ledger.entries if e.role == "tool"]
+        call_of = {(e.position, e.index): conversation.turns[e.position].messages[e.index].tool_call_id for e in tools}
+        assert {call_of[(e.position, e.index)] for e in tools if e.reason == CLEARED} == harness_cleared
+        assert {call_of[(e.position, e.index)] for e in tools if e.reason != SUMMARIZED} == harness_results
+        harness_prompts = [p[1] for m in real for p in m["parts"] if p[0] == "user"][:-1]
+        assert [conversation.turns[e.position].messages[e.index].content for e in ledger.entries
+                if e.role == "user" and e.reason == KEPT] == harness_prompts
+        summaries = [s for s in ledger.synthetic if s.origin == SUMMARY]
+        assert [s.content for s in summaries] == [p[1] for m in real for p in m["parts"] if p[0] == "system"]
+        assert all(s.role == "system" and s.replaces is None and s.tokens == replay.counter.chat("system", s.content)
+                   and s.ref == f"summary:{k}" for k, s in enumerate(summaries, 1))
+        assert all(s.covers and s.turn == s.covers[-1] and s.covers[-1] < number for s in summaries)
+        placeholders = [s for s in ledger.synthetic if s.origin == PLACEHOLDER]
+        assert sorted(call_of[s.replaces] for s in placeholders) == sorted(harness_cleared)
+        assert all(s.content == TOOL_PLACEHOLDER and s.role == "tool" and s.turn == s.covers[0] == s.replaces[0] + 1
+                   and s.ref == f"cleared:{conversation.turns[s.replaces[0]].messages[s.replaces[1]].ref}"
+                   for s in placeholders)
         assert ledger.history_tokens == sum(e.tokens for e in ledger.entries if e.kept) + \
             sum(s.tokens for s in ledger.synthetic)
         for e in ledger.entries:
             assert e.reason in (KEPT, CLEARED, SUMMARIZED)
     assert sorted(summarizer.calls.values()) == sorted(summary_text(k, summarizer.chars)
                                                        for k in range(1, len(theirs["summaries"]) + 1))
+    assert set(summarizer.calls) == {(tuple(s["lines"]), s["previous"] or "") for s in theirs["summaries"]}
 
 
 def test_the_ledger_receipt_says_which_estimate_decided_and_records_compaction_inside_the_tool_loop():
@@ -486,3 +507,63 @@ def test_the_agent_panel_names_the_compaction_before_the_step_that_followed_it()
     assert row["compaction before"] == (f"estimated {first['estimate']:,} > target {first['target']:,} "
                                         f"(usage-anchored): cleared {len(first['cleared'])} tool result(s)")
     assert frame[frame["step"] == first["request"] - 1].iloc[0]["compaction before"] == ""
+
+
+def test_a_check_records_every_fact_of_its_decision():
+    history = [Group(REQUEST, (Part(USER, "first question"),))]
+    for k in range(15):
+        history += [Group(RESPONSE, (Part(TEXT, "t" * 200), Part(TOOL_CALL, "{}", f"c{k}", "f"))),
+                    Group(REQUEST, (Part(TOOL_RETURN, "r" * 400, f"c{k}", "f"),))]
+    out, event = Compactor(1000, 0, lambda m, p: "s").before_request(history)
+    assert event.to_dict() == {
+        "estimate": heuristic_tokens(history), "estimated_by": BY_CHARS, "target": 800,
+        "tiers": ["clear_tool_results", "summarize"], "cleared": [f"c{k}" for k in range(12)],
+        "folded": len(history) - 20, "final_estimate": event.final_estimate, "still_over": event.final_estimate > 800,
+        "messages_before": len(history), "messages_after": len(out), "summaries": 1, "first_user_resent": True}
+    assert event.final_estimate == heuristic_tokens(history) - (heuristic_tokens(history) - heuristic_tokens(out))
+    assert len(out) == 22 and event.still_over  # still over the target: nothing more happens
+
+
+def test_the_instructions_count_once_when_no_usage_is_stored_and_not_at_all_under_an_anchor():
+    history = [Group(REQUEST, (Part(USER, "u" * 3000),))]
+    _, quiet = Compactor(1000, 0, lambda m, p: "").before_request(history)
+    assert quiet.estimate == 750 and not quiet.fired
+    _, event = Compactor(1000, 0, lambda m, p: "", instructions="i" * 400).before_request(history)
+    assert event.estimate == (3000 + 400) // 4 and event.estimate > 800
+    anchored = history + [Group(RESPONSE, (Part(TEXT, "ok"),), (100, 1)), Group(REQUEST, (Part(USER, "more"),))]
+    _, event = Compactor(1000, 0, lambda m, p: "", instructions="i" * 4000).before_request(anchored)
+    assert (event.estimate, event.estimated_by) == (101 + 1, BY_USAGE)
+
+
+def test_the_replay_counts_the_system_prompt_as_the_instructions():
+    fixture = FIXTURES["reloads_without_usage"]()
+    conversation = recorded(fixture, [None] * 100)
+    config = MemoryConfig(strategy="compaction", context_size=fixture["context_window"])
+    plain = [len(Replay(conversation, config, system_prompt="").ledger(n).compactions) for n in range(1, 15)]
+    long = [len(Replay(conversation, config, system_prompt="x" * 2000).ledger(n).compactions) for n in range(1, 15)]
+    assert sum(long) > sum(plain)
+
+
+def test_with_no_known_context_window_the_shipped_profile_never_compacts():
+    fixture = FIXTURES["reloads"]()
+    conversation = recorded(fixture, simulate(fixture)["usage"])
+    ledger = Replay(conversation, MemoryConfig(strategy="compaction", model="acme/unknown-model")).ledger(14)
+    assert ledger.budget is None and "unknown" in ledger.budget_note and not ledger.compactions
+    assert all(e.reason == KEPT for e in ledger.entries) and not ledger.synthetic
+
+
+def test_the_receipt_names_the_target_the_estimate_and_the_tiers_of_the_first_request():
+    fixture = FIXTURES["reloads"]()
+    conversation = recorded(fixture, simulate(fixture)["usage"])
+    replay = Replay(conversation, MemoryConfig(strategy="compaction", context_size=1500, max_tokens=400),
+                    summarizer=FixtureSummarizer(240))
+    ledger = next(replay.ledger(n) for n in range(1, 15) if replay.ledger(n).compactions
+                  and replay.ledger(n).compactions[0]["request"] == 1)
+    first = ledger.compactions[0]
+    assert ledger.budget_note == (
+        f"Dify 1.17 as shipped: compaction target 1,100 for the whole request (80% of 1,500, at most context − 400 "
+        f"max_tokens); estimated {first['estimate']:,} tokens (usage-anchored), compacted by "
+        f"{' then '.join(first['tiers'])} to about {first['final_estimate']:,}")
+    assert ledger.budget == 1100 - (ledger.prompt_tokens - ledger.history_tokens)
+    quiet = replay.ledger(1)
+    assert quiet.budget_note.endswith("tokens (chars/4)") and "compacted by" not in quiet.budget_note
