@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from .conversation import Conversation, turn_label
-from .ledger import KEPT, NOT_ELIGIBLE, REASON_LABELS, Ledger, explain
+from .ledger import KEPT, NOT_ELIGIBLE, REASON_LABELS, Ledger, SyntheticMessage, explain
 from .memory import MemoryConfig, Replay, turn_numbers
 
 KEPT_STATE, DROPPED_STATE, NOT_ELIGIBLE_STATE = "kept", "dropped", "not_eligible"
@@ -247,3 +247,57 @@ def what_if_prompt(recorded: Sequence[Mapping[str, Any]], ledger: Ledger, conver
     if not inserted:
         out.extend(history)
     return out
+
+
+# -- conversations without a flow: memory lenses ------------------------------------------------------
+
+@dataclass(frozen=True)
+class Lens:
+    """One memory config a conversation without a flow is replayed under, as if an LLM node had it."""
+
+    id: str
+    title: str
+    config: MemoryConfig
+
+
+def default_lens(window: int | None = None) -> Lens:
+    """Dify's LLM-node memory with the project's default settings; ``window`` in turns when the
+    source says which window the bot ran with."""
+    config = MemoryConfig(window=window)
+    return Lens("lens-default", f"Default · {config.label()}", config)
+
+
+def lens_ledgers(replays: Mapping[str, Replay], position: int) -> dict[str, Ledger]:
+    """Each lens's ledger at the turn at ``position`` (a turn without a query has none)."""
+    out = {}
+    for lens_id, replay in replays.items():
+        if replay.conversation.turns[position].query_index is None:
+            continue
+        out[lens_id] = replay.ledger(replay.numbers[position])
+    return out
+
+
+def replayed_run(conversation: Conversation, position: int, lens_id: str, ledger: Ledger, counter) -> dict:
+    """A lens's call at one turn in the shape a stored node run has (what :func:`receipt` reads):
+    the system prompt, the history as it would be sent (kept messages and what stands for dropped
+    ones), and the current query."""
+    from .conversation import Message
+
+    prompt: list[dict] = []
+    if conversation.system_prompt:
+        prompt.append({"role": "system", "origin": "system", "content": conversation.system_prompt,
+                       "tokens": counter.message(Message("system", conversation.system_prompt, "", "system"))})
+    for row in ledger.rows():
+        if isinstance(row, SyntheticMessage):
+            prompt.append({"role": row.role, "origin": "summary" if row.replaces is None else "memory history",
+                           "content": row.content, "tokens": row.tokens})
+        elif row.kept:
+            message = conversation.turns[row.position].messages[row.index]
+            prompt.append({"role": message.role, "origin": "memory history", "content": message.content,
+                           "tokens": row.tokens})
+    query = conversation.turns[position].query_message
+    if query is not None:
+        prompt.append({"role": "user", "origin": "current query", "content": query.content,
+                       "tokens": counter.message(query)})
+    return {"node_id": lens_id, "ledger": ledger, "prompt": prompt, "model": ledger.config.get("model"),
+            "reply": conversation.turns[position].answer}

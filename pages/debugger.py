@@ -19,6 +19,7 @@ from ui.chat_view import TurnActions, render_transcript
 from ui.ledger_table import render_ledger_table
 from ui.memories_panel import render_agent_run, render_recall_preview, render_recalled
 from ui.receipt_view import render_receipt
+from ui.replay_view import render_replay
 from ui.switchboard import render_switchboard
 from ui.tree_view import tree_figure
 from ui.variables_panel import render_variables
@@ -36,14 +37,33 @@ url = resolve_url()
 # -- conversations (sidebar) ---------------------------------------------------------------------------
 conversations = repo.list_conversations(svc.db)
 flows = repo.list_flows(svc.db)
-flow_conversations = [c for c in conversations if c.flow_version_id]
-ids = [c.id for c in flow_conversations]
-names = {c.id: f"{c.name or 'Untitled'} · {conversation_length(c)}" for c in flow_conversations}
+
+
+def _source(c) -> str:
+    """Where a conversation comes from: a flow (chat, API, CLI), an import format, a Dify pull."""
+    if c.flow_version_id:
+        return "flow"
+    return "dify-pull" if c.source == "dify-pull" else f"import: {c.meta.get('source_format') or c.source}"
+
+
+sources = sorted({_source(c) for c in conversations})
+opened = st.session_state.pop("open_conversation", None)  # set by a view that made a new conversation
+if opened:
+    st.session_state["conv_id"] = opened
+    st.session_state["conv_source"] = "all"
+with st.sidebar:
+    st.subheader("Conversations")
+    source_filter = st.selectbox("Source", ["all"] + sources, key="conv_source",
+                                 format_func=lambda s: "every source" if s == "all" else s)
+listed = [c for c in conversations if source_filter in ("all", _source(c))]
+# Flow conversations first, so the page opens on one that can be continued.
+listed.sort(key=lambda c: c.flow_version_id is None)
+ids = [c.id for c in listed]
+names = {c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · {_source(c)}" for c in listed}
 if st.session_state.get("conv_id") not in ids:
     st.session_state["conv_id"] = ids[0] if ids else None
 
 with st.sidebar:
-    st.subheader("Conversations")
     if ids:
         st.selectbox("Open", ids, key="conv_id", format_func=lambda i: names.get(i, i), label_visibility="collapsed")
     with st.popover("New conversation", icon=":material/add:", width="stretch"):
@@ -63,6 +83,12 @@ if conv_id is None:
     st.stop()
 
 info = svc.info(conv_id)
+if info.flow_version_id is None:  # imported or pulled: no flow to run, a replay view instead
+    with st.sidebar:
+        conversation_only = st.toggle("Conversation only", key="conversation_only",
+                                      help="Hide every debugging detail: a clean chat for demos")
+    render_replay(svc, info, conv_id, conversation_only=conversation_only)
+    st.stop()
 stamp = data.stamp(info)
 conv = data.conversation(url, conv_id, stamp)
 flow = data.flow(url, info.flow_version_id)
@@ -275,6 +301,9 @@ if side_col is not None:
         else:
             st.markdown(f"**{turn_label(conv, selected).capitalize()}** — " + html.muted(conv.turns[selected].query[:80]),
                         unsafe_allow_html=True)
+            for rating in repo.feedbacks(svc.db, conv_id).get(selected_id) or []:
+                st.caption(html.plain(f"Rated {rating['rating']} by {rating['user_id']}"
+                                      + (f": {rating['content']}" if rating["content"] else "")))
             ran = [n for n in llm_nodes if n.id in runs]
             agents = [r for r in runs.values() if r.get("type") == "tool-agent"]
             if not ran and not agents:

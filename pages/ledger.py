@@ -1,4 +1,4 @@
-"""Ledger explorer: pick a sample conversation, a turn and a memory config; see what was kept."""
+"""Ledger explorer: pick a sample or stored conversation, a turn and a memory config; see what was kept."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ import streamlit as st
 
 from core.memory import TRIM_COUNTERS, ConfigError, MemoryConfig, Replay
 from core.samples import load_sample, sample_files
+from core.store import repo
+from core.store.db import resolve_url
 from core.strategies.compaction import COMPACTION_PROFILES
+from ui import data
 from ui.html import plain
 from ui.ledger_table import render_ledger_table
 
@@ -21,17 +24,35 @@ def _replay(name: str, index: int, config: MemoryConfig) -> Replay:
     return Replay(_conversations(name)[index], config)
 
 
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _stored_replay(url: str, conversation_id: str, version: tuple, config: MemoryConfig) -> Replay:
+    conv = data.conversation(url, conversation_id, version)
+    return Replay(conv, config, system_prompt=conv.system_prompt)
+
+
 st.title("Ledger explorer")
 st.caption("For a chosen turn: every earlier message, whether the memory kept it, and why.")
 
 files = [p.name for p in sample_files()]
+stored = repo.list_conversations(data.service().db)
 with st.sidebar:
     st.subheader("Conversation")
-    name = st.selectbox("Sample", files, key="ledger_sample")
-    conversations = _conversations(name)
-    index = 0
-    if len(conversations) > 1:
-        index = st.number_input("Conversation in file", 0, len(conversations) - 1, 0, key="ledger_index")
+    origin = st.radio("From", ["sample", "stored"], horizontal=True, key="ledger_from",
+                      format_func={"sample": "a sample file", "stored": "the store"}.get,
+                      help="The store holds every conversation: played through a flow, imported or pulled")
+    stored_id = None
+    if origin == "stored" and stored:
+        labels = {c.id: f"{c.name or 'Untitled'} · {c.turn_count} turns · {c.meta.get('source_format') or c.source}"
+                  for c in stored}
+        stored_id = st.selectbox("Stored conversation", list(labels), format_func=labels.get, key="ledger_stored")
+    elif origin == "stored":
+        st.caption("Nothing stored yet: import a file on the Import page.")
+    if stored_id is None:
+        name = st.selectbox("Sample", files, key="ledger_sample")
+        conversations = _conversations(name)
+        index = 0
+        if len(conversations) > 1:
+            index = st.number_input("Conversation in file", 0, len(conversations) - 1, 0, key="ledger_index")
     st.subheader("Memory")
     strategy = st.selectbox("Strategy", ["dify", "window", "buffer", "off", "summary_buffer", "compaction", "trim"],
                             key="ledger_strategy",
@@ -89,7 +110,11 @@ except ConfigError as e:
     st.error(plain(e))
     st.stop()
 
-replay = _replay(name, int(index), config)
+if stored_id is not None:
+    replay = _stored_replay(resolve_url(), stored_id, data.stamp(repo.get_conversation(data.service().db, stored_id)),
+                            config)
+else:
+    replay = _replay(name, int(index), config)
 conversation = replay.conversation
 summaries = replay.summaries()
 if not summaries:

@@ -58,3 +58,36 @@ def test_send_a_message_see_markers_and_the_receipt_in_a_real_browser(tmp_path):
         expect(panel.locator(".js-plotly-plot")).to_be_visible()
         page.screenshot(path=str(tmp_path / "debugger.png"), full_page=True)
         assert (tmp_path / "debugger.png").stat().st_size > 10_000
+
+
+def test_an_imported_chatgpt_export_opens_with_markers_and_a_receipt_in_a_real_browser(tmp_path):
+    from core.readers import read_conversations
+    from core.sessions import store_conversations
+    from core.store.db import Database
+    from tests.conftest import FIXTURES
+
+    url_db = f"sqlite:///{tmp_path / 'memlens.db'}"
+    db = Database(url_db)
+    conversations = read_conversations(FIXTURES / "exports" / "chatgpt__conversations.json")
+    store_conversations(db, conversations[:1], source="import")
+    db.dispose()
+    with streamlit_server({"MEMLENS_DATABASE_URL": url_db}, tmp_path / "streamlit.log") as url, \
+            chromium() as browser:
+        page = browser.new_page(viewport={"width": 1500, "height": 2400})
+        page.set_default_timeout(90_000)
+        page.goto(url)
+        expect(page.get_by_test_id("stChatMessage")).to_have_count(16, timeout=90_000)  # the demo first
+        source = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Source")
+        source.click()
+        page.get_by_role("option", name="import: chatgpt").click()
+        expect(page.get_by_role("heading", name="Lisbon trip")).to_be_visible()
+        messages = page.get_by_test_id("stChatMessage")
+        expect(messages).to_have_count(6)  # the active branch: three turns
+        expect(messages.nth(2)).to_contain_text("Add a day trip to Cascais instead.")
+        # Markers of the default lens on the earlier messages of the inspected (last) turn.
+        expect(page.locator('.ml-chip[data-node="lens-default"]')).to_have_count(4)
+        page.get_by_role("tab", name="Context receipt").click()
+        panel = page.get_by_role("tabpanel").filter(has_text="current query").first
+        expect(panel).to_contain_text("memory history")
+        expect(panel).to_contain_text("Which day is the museum one?")
+        page.screenshot(path=str(tmp_path / "imported.png"), full_page=True)

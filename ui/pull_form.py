@@ -6,7 +6,7 @@ import streamlit as st
 
 from core.errors import MemLensError
 from core.pull import pull
-from ui.compare_findings import plain
+from ui.html import plain
 
 
 def render_pull_form(db, *, key: str) -> None:

@@ -1,0 +1,262 @@
+"""The debugger for a conversation without a flow (an import, a Dify pull): a replay view.
+
+The transcript shows the active thread with its branches; each "memory lens" is a memory config
+replayed over the conversation as if an LLM node had it (default: Dify's LLM-node memory with the
+project's default settings), and gives the same markers, receipts (the history as it would be
+sent), switchboard what-if, tree and findings as a flow's LLM node. What needs a flow — re-running
+a turn, variables — says so where it is asked for and offers to attach one: replay the queries
+through an imported flow as a new conversation, or re-score these answers under its LLM nodes'
+memory settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from types import SimpleNamespace
+
+import streamlit as st
+
+from core.compare import NamedConfig
+from core.conversation import turn_label
+from core.debug_view import (Lens, default_lens, lens_ledgers, receipt, replayed_run, transcript, tree_layout,
+                             what_if)
+from core.errors import MemLensError
+from core.findings import config_findings
+from core.memory import MemoryConfig, Replay, turn_numbers
+from core.runtime import node_memory_config
+from core.store import repo
+from core.store.db import resolve_url
+from core.tokens import counter_for
+from ui import data, html
+from ui.chat_view import TurnActions, render_transcript
+from ui.compare_findings import render_findings
+from ui.html import plain
+from ui.ledger_table import render_ledger_table
+from ui.receipt_view import render_receipt
+from ui.switchboard import render_switchboard
+from ui.tree_view import tree_figure
+
+PAGE_TURNS = 20
+#: Turns replayed at most when a flow is attached (each one calls the flow's models).
+MAX_ATTACH_TURNS = 200
+NEEDS_FLOW = ("Re-running a turn needs a flow: this conversation was imported without one. Attach a flow in the "
+              "“Needs a flow” tab to replay its queries through it.")
+
+#: Memory configs a lens can be, besides the default one.
+PRESETS = {
+    "Dify as shipped (code)": MemoryConfig(fidelity="code"),
+    "Dify as documented": MemoryConfig(fidelity="documented"),
+    "Dify, window 10 turns": MemoryConfig(window=10),
+    "Window Memory node, 10 messages": MemoryConfig(strategy="window", window=10),
+    "trim_messages, 2,000 tokens": MemoryConfig(strategy="trim"),
+    "Everything (buffer)": MemoryConfig(strategy="buffer"),
+    "No memory": MemoryConfig(strategy="off"),
+}
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _replay(url: str, conversation_id: str, version: tuple, config: MemoryConfig) -> Replay:
+    conv = data.conversation(url, conversation_id, version)
+    return Replay(conv, config, system_prompt=conv.system_prompt)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _findings(url: str, conversation_id: str, version: tuple, lenses_json: str):
+    conv = data.conversation(url, conversation_id, version)
+    named = [NamedConfig(d["label"], MemoryConfig(**{**d["config"], "window_changes": tuple(
+        tuple(c) for c in d["config"].get("window_changes") or ())})) for d in json.loads(lenses_json)]
+    return config_findings(conv, named, system_prompt=conv.system_prompt)
+
+
+def _flow_lenses(version_id: str, fidelity: str) -> list[Lens]:
+    flow = data.flow(resolve_url(), version_id)
+    return [Lens(f"flow-{n.id}", f"{flow.name} · {n.title or n.id}", node_memory_config(flow, n.id, fidelity=fidelity))
+            for n in flow.llm_nodes]
+
+
+def _lenses(svc, info, conv_id: str) -> list[Lens]:
+    window = info.meta.get("window") if isinstance(info.meta.get("window"), int) else None
+    base = default_lens(window)
+    with st.sidebar:
+        st.subheader("Memory lenses")
+        st.caption("Each lens replays this conversation under one memory config, as if an LLM node had it.")
+        picked = st.multiselect("Also replay under", list(PRESETS), key=f"lenses-{conv_id}",
+                                label_visibility="collapsed", placeholder="Add a lens…")
+    lenses = [base] + [Lens(f"lens-{i}", name, PRESETS[name]) for i, name in enumerate(PRESETS) if name in picked]
+    attached = st.session_state.get(f"rescore-{conv_id}")
+    if attached:
+        try:
+            lenses += _flow_lenses(attached, MemoryConfig().fidelity)
+        except MemLensError:
+            st.session_state.pop(f"rescore-{conv_id}", None)
+    return lenses
+
+
+def _attach_flow(svc, conv_id: str, conv, thread: list[int]) -> None:
+    st.info("Re-running a turn and conversation variables need a flow: this conversation has none. Attach one.")
+    flows = repo.list_flows(svc.db)
+    if not flows:
+        st.caption("No flow yet: import a Dify DSL export or a MemLens flow file first (`python -m core flows import`).")
+        return
+    labels = {f.id: f"{f.flow_name} (v{f.version})" for f in flows}
+    chosen = st.selectbox("Flow", list(labels), format_func=labels.get, key=f"attach-flow-{conv_id}")
+    if st.button("Re-score these answers under its LLM nodes' memory", key=f"attach-rescore-{conv_id}",
+                 help="Adds one lens per LLM node of the flow; nothing is called or stored"):
+        st.session_state[f"rescore-{conv_id}"] = chosen
+        st.rerun()
+    queries = [conv.turns[p] for p in thread if conv.turns[p].query_index is not None][:MAX_ATTACH_TURNS]
+    if st.button(f"Replay the {len(queries)} queries through it as a new conversation",
+                 key=f"attach-replay-{conv_id}", disabled=not queries,
+                 help="Each query of the active thread is sent to the flow in order; its models answer"):
+        version = next(f for f in flows if f.id == chosen)
+        try:
+            with st.status("Replaying…", expanded=False) as status:
+                new = svc.start(version.flow_id, name=f"{conv.name or 'Imported'} · through {version.flow_name}"[:255])
+                for n, turn in enumerate(queries, start=1):
+                    status.update(label=f"Replaying query {n} of {len(queries)}…")
+                    svc.send(new.id, turn.query)
+                status.update(label="Done", state="complete")
+        except MemLensError as e:
+            st.error(plain(str(e)))
+            return
+        st.session_state["open_conversation"] = new.id
+        st.session_state.pop("selected_turn", None)
+        st.rerun()
+
+
+def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
+    url = resolve_url()
+    stamp = data.stamp(info)
+    conv = data.conversation(url, conv_id, stamp)
+    lenses = _lenses(svc, info, conv_id)
+    titles = {lens.id: lens.title for lens in lenses}
+    baselines = {lens.id: lens.config for lens in lenses}
+
+    tree = conv.tree
+    thread_ids = svc.active_thread(conv_id, conv) if conv.turns else []
+    thread = [tree.position[t] for t in thread_ids]
+    numbers = turn_numbers(conv) if conv.turns else []
+    selected_id = st.session_state.get("selected_turn")
+    if selected_id not in thread_ids:
+        answered = [t for t in thread_ids if conv.turns[tree.position[t]].query_index is not None]
+        selected_id = (answered or thread_ids or [None])[-1]
+        st.session_state["selected_turn"] = selected_id
+    selected = tree.position[selected_id] if selected_id else None
+
+    source = info.meta.get("source_format") or info.source
+    st.title(plain(info.name or "Conversation"))
+    st.caption(plain(f"Imported ({source}) without a flow: markers and receipts replay it under the memory lenses "
+                     "in the sidebar. ● kept · ○ dropped · ◌ not eligible."))
+
+    def select(turn_id: str) -> None:
+        st.session_state["selected_turn"] = turn_id
+        st.rerun()
+
+    def switch(turn_id: str) -> None:
+        st.session_state["selected_turn"] = svc.switch(conv_id, turn_id)
+        st.rerun()
+
+    def needs_flow(*_args) -> None:
+        st.session_state[f"needs-flow-{conv_id}"] = True
+        st.rerun()
+
+    actions = TurnActions(on_select=select, on_regenerate=needs_flow, on_edit=needs_flow, on_switch=switch)
+    if conversation_only:
+        chat_col, side_col = st.container(), None
+    else:
+        chat_col, side_col = st.columns([3, 2], gap="large")
+
+    configs = dict(baselines)
+    differs: dict[str, list[str]] = {}
+    tabs = None
+    if side_col is not None:
+        with side_col:
+            tabs = st.tabs(["Context receipt", "Switchboard", "Findings", "Branches", "Needs a flow"])
+        with tabs[1]:
+            holder = SimpleNamespace(llm_nodes=[SimpleNamespace(id=lens.id, title=lens.title) for lens in lenses])
+            changed = render_switchboard(holder, baselines, key=f"rsb-{conv_id}")
+            for lens_id, change in changed.items():
+                try:
+                    configs[lens_id] = dataclasses.replace(baselines[lens_id], **change).validate()
+                except MemLensError as e:
+                    st.error(plain(str(e)))
+                    continue
+                wi = what_if(conv, lens_id, baselines[lens_id], configs[lens_id])
+                for p in wi.differs:
+                    differs.setdefault(conv.turns[p].id, []).append(titles[lens_id])
+            if not changed:
+                st.caption("No change: each lens as picked.")
+
+    replays = {lid: _replay(url, conv_id, stamp, cfg) for lid, cfg in configs.items()}
+    ledgers = lens_ledgers(replays, selected) if selected is not None else {}
+
+    with chat_col:
+        if st.session_state.pop(f"needs-flow-{conv_id}", False):
+            st.warning(NEEDS_FLOW)
+        if not thread:
+            st.info("This conversation has no turn.")
+        else:
+            shown = st.session_state.get(f"shown-{conv_id}", PAGE_TURNS)
+            if selected is not None and selected in thread:
+                shown = max(shown, len(thread) - thread.index(selected))
+            visible = thread[-shown:]
+            if len(visible) < len(thread) and st.button(
+                    f"Show {min(PAGE_TURNS, len(thread) - len(visible))} earlier turns "
+                    f"({len(thread) - len(visible)} hidden)", key="show_earlier"):
+                st.session_state[f"shown-{conv_id}"] = shown + PAGE_TURNS
+                st.rerun()
+            items = transcript(conv, visible, selected, ledgers, titles)
+            siblings = {}
+            for p in visible:
+                sib = svc.siblings(conv, conv.turns[p].id)
+                siblings[conv.turns[p].id] = (sib.index, sib.count, sib.ids)
+            failed = {conv.turns[p].id: conv.turns[p].error or conv.turns[p].status for p in visible
+                      if conv.turns[p].status in ("failed", "error", "stopped")}
+            render_transcript(items, siblings=siblings, failed=failed, differs=differs, actions=actions,
+                              conversation_only=conversation_only, key=f"rtx-{conv_id}")
+
+    if tabs is None:
+        return
+    with tabs[0]:
+        if selected is None or not ledgers:
+            st.info("No turn with a query to inspect yet.")
+        else:
+            st.markdown(f"**{turn_label(conv, selected).capitalize()}** — " + html.muted(conv.turns[selected].query[:80]),
+                        unsafe_allow_html=True)
+            ratings = repo.feedbacks(svc.db, conv_id).get(selected_id) or []
+            for f in ratings:
+                st.caption(plain(f"Rated {f['rating']} by {f['user_id']}" + (f": {f['content']}" if f["content"] else "")))
+            shown_lenses = [lens for lens in lenses if lens.id in ledgers]
+            for lens, tab in zip(shown_lenses, st.tabs([plain(lens.title) for lens in shown_lenses])):
+                with tab:
+                    ledger = ledgers[lens.id]
+                    counter = counter_for(configs[lens.id].model)
+                    run = replayed_run(conv, selected, lens.id, ledger, counter)
+                    r = receipt(run, lens.title, exact=counter.exact, encoding=counter.encoding_name)
+                    render_receipt(r, ledger, key=f"rrc-{selected_id}-{lens.id}", what_if=lens.id in changed)
+                    if ledger.entries and st.toggle(f"Show every earlier message ({len(ledger.entries):,}), kept or not",
+                                                    key=f"rlt-on-{lens.id}"):
+                        render_ledger_table(ledger, conv, key=f"rlt-{selected_id}-{lens.id}", node=lens.title)
+    with tabs[2]:
+        lenses_json = json.dumps([{"label": titles[lid], "config": dataclasses.asdict(cfg)}
+                                  for lid, cfg in configs.items()], sort_keys=True, default=list)
+        by_number = {numbers[p]: conv.turns[p].id for p in thread}
+        render_findings(_findings(url, conv_id, stamp, lenses_json), key=f"rfind-{conv_id}",
+                        on_turn=lambda n: st.session_state.update(selected_turn=by_number.get(n, selected_id)),
+                        empty="No findings: nothing surprising in how these lenses remember this conversation.")
+    with tabs[3]:
+        if conv.turns:
+            st.plotly_chart(tree_figure(tree_layout(conv, thread)), key="rtree", config={"displayModeBar": False})
+            leaves = [i for i in range(len(conv.turns)) if not tree.children[i]]
+            labels = {conv.turns[i].id: f"…turn {numbers[i]}: {conv.turns[i].query[:50]}" for i in leaves}
+            current_leaf = thread_ids[-1]
+            pick = st.selectbox("Switch to the branch ending at", list(labels), format_func=labels.get,
+                                index=list(labels).index(current_leaf) if current_leaf in labels else 0,
+                                key=f"rbranch-{conv_id}")
+            if pick != current_leaf and st.button("Switch branch", key="rswitch_branch"):
+                switch(pick)
+            st.caption(f"{len(conv.turns)} turns, {len(leaves)} branch{'es' if len(leaves) != 1 else ''}; "
+                       "off-branch turns never reach memory.")
+    with tabs[4]:
+        _attach_flow(svc, conv_id, conv, thread)
