@@ -212,7 +212,7 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
                 sib = svc.siblings(conv, conv.turns[p].id)
                 siblings[conv.turns[p].id] = (sib.index, sib.count, sib.ids)
             failed = {conv.turns[p].id: conv.turns[p].error or conv.turns[p].status for p in visible
-                      if conv.turns[p].status in ("failed", "error", "stopped")}
+                      if conv.turns[p].status in ("failed", "error")}
             render_transcript(items, siblings=siblings, failed=failed, differs=differs, actions=actions,
                               conversation_only=conversation_only, key=f"rtx-{conv_id}")
 
