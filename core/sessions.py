@@ -256,10 +256,11 @@ class ConversationService:
         return changes
 
     def variables_at(self, conversation_id: str, turn_id: str | None, *, conversation: Conversation | None = None,
-                     flow: Flow | None = None) -> dict[str, Any]:
+                     flow: Flow | None = None, history: list[dict] | None = None) -> dict[str, Any]:
         """Every variable's value as it was right after ``turn_id`` (None: before the first turn).
 
-        Pass the already loaded ``conversation`` and ``flow`` to save reading them again.
+        Pass the already loaded ``conversation``, ``flow`` and variable ``history`` to save reading
+        them again.
         """
         if conversation is None or flow is None:
             flow, state, _ = self.state(conversation_id)
@@ -269,7 +270,7 @@ class ConversationService:
         if turn_id is None:
             return values
         limit = (conv.turns[conv.tree.position[turn_id]].meta or {}).get("seq")
-        for h in repo.variable_history(self.db, conversation_id):
+        for h in history if history is not None else repo.variable_history(self.db, conversation_id):
             if h["turn_seq"] is not None and limit is not None and h["turn_seq"] <= limit:
                 values[h["name"]] = copy.deepcopy(h["new"])
         return values

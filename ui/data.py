@@ -56,6 +56,20 @@ def node_runs(url: str, conversation_id: str, version: tuple, turn_id: str) -> l
     return svc.node_runs(conversation(url, conversation_id, version), turn_id)
 
 
+@st.cache_resource(show_spinner=False, max_entries=16)
+def variable_history(url: str, conversation_id: str, version: tuple) -> list[dict]:
+    """Every recorded variable change; a variable edit updates the conversation, so the stamp changes."""
+    return repo.variable_history(_service(url).db, conversation_id)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def variables_at(url: str, conversation_id: str, version: tuple, version_id: str, turn_id: str) -> dict:
+    """The variables as they were right after ``turn_id``."""
+    return _service(url).variables_at(conversation_id, turn_id, conversation=conversation(url, conversation_id, version),
+                                      flow=flow(url, version_id),
+                                      history=variable_history(url, conversation_id, version))
+
+
 @st.cache_resource(show_spinner=False, max_entries=256)
 def what_if_ledgers(url: str, conversation_id: str, version: tuple, version_id: str, turn_id: str,
                     overrides_json: str, fidelity: str) -> dict[str, Ledger]:
@@ -92,6 +106,8 @@ def clear_conversation_caches() -> None:
     """After a write the stamp changes anyway; this also frees memory held by older stamps."""
     conversation.clear()
     node_runs.clear()
+    variable_history.clear()
+    variables_at.clear()
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

@@ -1,4 +1,9 @@
-"""A small overview of the turn tree with the active path highlighted."""
+"""A small overview of the turn tree with the active path highlighted.
+
+Long linear runs (turns with one parent and one child) collapse into a dotted edge that says how
+many turns it stands for, so the figure grows with the number of branches, not the conversation's
+length.
+"""
 
 from __future__ import annotations
 
@@ -8,26 +13,57 @@ import plotly.graph_objects as go
 
 from core.debug_view import TreeNode
 
+KEEP_NEWEST = 5  # the newest turns of the active thread stay dots even in a linear run
+
+
+def collapse(nodes: list[TreeNode], *, keep_newest: int = KEEP_NEWEST) -> list[TreeNode]:
+    """The nodes worth a dot: roots, branch points, each branch's first and last turn, and the
+    newest turns of the active thread."""
+    children: dict[int, int] = {}
+    for n in nodes:
+        if n.parent is not None:
+            children[n.parent] = children.get(n.parent, 0) + 1
+    newest = {n.position for n in sorted((n for n in nodes if n.active), key=lambda n: n.x)[-keep_newest:]}
+    return [n for n in nodes
+            if n.parent is None or children.get(n.position, 0) != 1 or children.get(n.parent, 0) != 1
+            or n.position in newest]
+
 
 def tree_figure(nodes: list[TreeNode], *, max_nodes: int = 400) -> go.Figure:
     """Turns as dots by depth (x) and branch (y); edges to parents; the active thread in colour."""
-    if len(nodes) > max_nodes:  # keep the newest part of a very long tree readable
+    all_nodes = {n.position: n for n in nodes}
+    nodes = collapse(nodes)
+    if len(nodes) > max_nodes:  # a very bushy tree: keep its newest part readable
         keep = {n.position for n in sorted(nodes, key=lambda n: n.position)[-max_nodes:]}
         nodes = [n for n in nodes if n.position in keep]
-    by_pos = {n.position: n for n in nodes}
-    ex, ey, ax, ay = [], [], [], []
+    drawn = {n.position for n in nodes}
+    ex, ey, ax, ay, gx, gy, gap_x, gap_y, gap_text = [], [], [], [], [], [], [], [], []
     for n in nodes:
-        parent = by_pos.get(n.parent) if n.parent is not None else None
-        if parent is None:
+        gap, p = 0, all_nodes.get(n.parent) if n.parent is not None else None
+        while p is not None and p.position not in drawn:  # the turns a dotted edge stands for
+            gap += 1
+            p = all_nodes.get(p.parent) if p.parent is not None else None
+        if p is None:
             continue
-        xs, ys = (ax, ay) if (n.active and parent.active) else (ex, ey)
-        xs += [parent.x, n.x, None]
-        ys += [parent.y, n.y, None]
+        if gap:
+            xs, ys = gx, gy
+            gap_x.append((p.x + n.x) / 2)
+            gap_y.append((p.y + n.y) / 2)
+            gap_text.append(f"{gap:,} turns in a row, not drawn")
+        else:
+            xs, ys = (ax, ay) if (n.active and p.active) else (ex, ey)
+        xs += [p.x, n.x, None]
+        ys += [p.y, n.y, None]
     fig = go.Figure()
     fig.add_scatter(x=ex, y=ey, mode="lines", line=dict(color="#d1d5db", width=1), hoverinfo="skip",
                     showlegend=False)
     fig.add_scatter(x=ax, y=ay, mode="lines", line=dict(color="#059669", width=3), hoverinfo="skip",
                     showlegend=False)
+    if gx:
+        fig.add_scatter(x=gx, y=gy, mode="lines", line=dict(color="#9ca3af", width=2, dash="dot"), hoverinfo="skip",
+                        showlegend=False)
+        fig.add_scatter(x=gap_x, y=gap_y, mode="markers", marker=dict(color="#9ca3af", size=6, symbol="line-ns"),
+                        text=gap_text, hovertemplate="%{text}<extra></extra>", name="collapsed run")
     for active, colour, name in ((False, "#9ca3af", "other branches"), (True, "#059669", "active thread")):
         group = [n for n in nodes if n.active == active]
         fig.add_scatter(x=[n.x for n in group], y=[n.y for n in group], mode="markers", name=name,
