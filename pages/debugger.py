@@ -266,12 +266,17 @@ with chat_col:
         st.info("No message yet. Say something below — the demo model answers offline.")
     else:
         shown = st.session_state.get(f"shown-{conv_id}", PAGE_TURNS)
-        if selected is not None and selected in thread:
-            shown = max(shown, len(thread) - thread.index(selected))
-        visible = thread[-shown:]
-        if len(visible) < len(thread):
-            if st.button(f"Show {min(PAGE_TURNS, len(thread) - len(visible))} earlier turns "
-                         f"({len(thread) - len(visible)} hidden)", key="show_earlier"):
+        end = len(thread)
+        if selected is not None and selected in thread and thread.index(selected) < len(thread) - shown:
+            # An older inspected turn: its markers are about the turns before it, so the page ends there.
+            end = thread.index(selected) + 1
+        visible = thread[max(0, end - shown):end]
+        if end < len(thread):
+            if st.button(f"Show the newest turns ({len(thread) - end} later turns hidden)", key="show_newest"):
+                _select(thread_ids[-1])
+        earlier = max(0, end - shown)
+        if earlier:
+            if st.button(f"Show {min(PAGE_TURNS, earlier)} earlier turns ({earlier} hidden)", key="show_earlier"):
                 st.session_state[f"shown-{conv_id}"] = shown + PAGE_TURNS
                 st.rerun()
         items = transcript(conv, visible, selected, ledgers, titles,
@@ -336,8 +341,8 @@ if side_col is not None:
         declared = [v.name for v in flow.variables]
         variables = sorted(repo.get_variables(svc.db, conv_id),
                            key=lambda v: declared.index(v.name) if v.name in declared else len(declared))
-        history = repo.variable_history(svc.db, conv_id)
-        at = svc.variables_at(conv_id, selected_id, conversation=conv, flow=flow) if selected_id else None
+        history = data.variable_history(url, conv_id, stamp)
+        at = data.variables_at(url, conv_id, stamp, info.flow_version_id, selected_id) if selected_id else None
         label = f"after {turn_label(conv, selected)}" if selected is not None else ""
         turn_no = {t.id: turn_label(conv, i).removeprefix("turn ") for i, t in enumerate(conv.turns)}
         render_variables(svc, conv_id, variables, at, label, history, turn_no, key=f"vars-{conv_id}")

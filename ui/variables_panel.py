@@ -9,6 +9,11 @@ import streamlit as st
 
 from core.errors import MemLensError
 from ui.html import plain
+from ui.paging import page_slice
+
+HISTORY_PAGE = 100  # changes shown at once
+LONG_VALUE = 2_000  # characters: longer values are edited on request
+SHORT = 200  # characters of a value shown in a caption or a table cell
 
 
 def parse_input(text: str, value_type: str):
@@ -29,6 +34,10 @@ def show(value) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def short(text: str) -> str:
+    return text if len(text) <= SHORT else f"{text[:SHORT - 1]}… ({len(text):,} characters)"
+
+
 def render_variables(service, conversation_id: str, variables, at_turn: dict | None, at_label: str,
                      history: list[dict], turn_numbers: dict[str, str], *, key: str) -> None:
     if not variables:
@@ -42,10 +51,15 @@ def render_variables(service, conversation_id: str, variables, at_turn: dict | N
             st.markdown(f"**{plain(v.name)}** · <code>{plain(v.value_type)}</code>"
                         + (f" — {plain(v.description)}" if v.description else ""), unsafe_allow_html=True)
             if at_turn is not None:
-                st.caption(plain(f"{at_label}: {show(at_turn.get(v.name))}"))
+                st.caption(plain(f"{at_label}: {short(show(at_turn.get(v.name)))}"))
             # The key follows the stored value, so a value changed by a turn shows up in the field.
-            digest = abs(hash(show(v.value))) % 10**8
-            text = st.text_input("Value", show(v.value), key=f"{key}-{v.name}-{digest}",
+            value = show(v.value)
+            digest = abs(hash(value)) % 10**8
+            if len(value) > LONG_VALUE and not st.toggle(f"Edit the whole value ({len(value):,} characters)",
+                                                         key=f"{key}-{v.name}-long"):
+                st.text(short(value))  # a list appended to every turn grows with the conversation
+                continue
+            text = st.text_input("Value", value, key=f"{key}-{v.name}-{digest}",
                                  help="Text for string variables; JSON for numbers, booleans, objects and arrays.")
             c1, c2 = st.columns(2)
             if c1.button("Save", key=f"{key}-{v.name}-save"):
@@ -67,8 +81,10 @@ def render_variables(service, conversation_id: str, variables, at_turn: dict | N
         st.rerun()
     if history:
         st.markdown("**Changes**")
+        page = list(reversed(history))[page_slice(len(history), HISTORY_PAGE, key=f"{key}-history-page",
+                                                  noun="changes, newest first", newest_last=False)]
         # A turn as labelled on its thread ("6 · 2/2"); a change with no turn was made before the first one.
         rows = [{"turn": turn_numbers.get(h["turn_id"] or "", "—"), "variable": h["name"],
                  "by": "user" if h["node_id"] == "user" else f"node {h['node_id']}", "operation": h["operation"],
-                 "old": show(h["old"]), "new": show(h["new"])} for h in reversed(history)]
+                 "old": short(show(h["old"])), "new": short(show(h["new"]))} for h in page]
         st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{key}-history", width="stretch")
