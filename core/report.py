@@ -160,7 +160,8 @@ class Source:
 
     ``flow`` and ``records`` are set for a conversation recorded from a flow (stored, or a
     MemLens conversation export): its node ledgers give the flow's findings. ``configs``,
-    ``facts`` (``(message, label)`` marks) and ``view`` come from a report bundle.
+    ``facts`` (``(message, label)`` marks) and ``view`` come from a report bundle. ``note``
+    says what was left out of a source too long to load whole.
     """
 
     conversation: Conversation
@@ -172,6 +173,7 @@ class Source:
     facts: list | None = None
     view: dict = field(default_factory=dict)
     title: str = ""
+    note: str = ""
 
 
 def source_of(conversation: Conversation, origin: str = "") -> Source:
@@ -225,6 +227,12 @@ def records_from_rows(rows: Sequence[Mapping[str, Any]], conversation: Conversat
     return out
 
 
+# Every recorded ledger lists every earlier message: rebuilding all of them costs the square of the
+# conversation's length (1,000 turns: 4 million entries, seconds; 10,000 turns: more memory than a
+# machine has). Longer stored conversations come without their recorded runs.
+RECORDED_TURNS_LIMIT = 1_000
+
+
 def load_stored(db: Any, conversation_id: str) -> Source:
     """A stored conversation; one played through a flow comes with its flow and recorded turns."""
     from .flow import Flow
@@ -237,6 +245,11 @@ def load_stored(db: Any, conversation_id: str) -> Source:
         return Source(conv, origin)
     version = repo.get_flow_version(db, info.flow_version_id)
     flow = Flow.from_dict(version.definition, name=version.flow_name)
+    if len(conv.turns) > RECORDED_TURNS_LIMIT:
+        return Source(conv, origin, flow=flow,
+                      note=f"Longer than {RECORDED_TURNS_LIMIT:,} turns: the recorded node runs are not loaded, so "
+                           "findings come from the flow and the memory configs only. The Debugger shows any "
+                           "turn's recorded ledgers.")
     rows = repo.load_turn_rows(db, conversation_id, with_node_runs=True)
     records = records_from_rows(rows, conv, repo.variable_history(db, conversation_id))
     return Source(conv, origin, flow=flow, records=records)

@@ -24,6 +24,7 @@ from ui.html import plain, safe_text
 
 P = "cmp"
 FACT_MODES = {"detected": "Detected in what the user says", "marked": "Messages I mark", "none": "None"}
+SERIES_ON_REQUEST = 1_000  # turns: longer conversations draw the per-turn charts when asked
 REPLY_MODELS = {"demo": "Demo model (no key)", "configured": "Each config's model (keys from the environment)"}
 state = st.session_state
 
@@ -101,6 +102,8 @@ if source.configs and state.get(f"{P}_applied") != picked.key:  # a report bundl
 with st.sidebar:
     st.caption(plain(f"{source.origin} · {plural(len(conv.turns), 'turn')}"
                      + (f" · recorded from flow {source.flow.name}" if source.flow is not None else "")))
+    if source.note:
+        st.caption(source.note)
 
 with st.expander("Memory configs", expanded=True):
     configs = edit_configs(P)
@@ -178,7 +181,10 @@ if not whole:
 render_heatmaps(comparison, selected_turn=turn, key=f"{P}-heatmap")
 
 st.subheader("Turn by turn")
-render_series(comparison, key=f"{P}-series")
+# Three charts with a point per turn and config: megabytes for a long conversation, so drawn on request.
+if len(turns_all) <= SERIES_ON_REQUEST or st.toggle(f"Draw the per-turn charts ({len(turns_all):,} turns)",
+                                                      key=f"{P}_series_on"):
+    render_series(comparison, key=f"{P}-series")
 
 # -- facts ---------------------------------------------------------------------------------------------------
 
