@@ -31,6 +31,7 @@ one window and is shown whole. The page moves the window; it never down-samples 
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -199,6 +200,10 @@ def heatmap_window(conversation: Conversation, *, last_turn: int | None = None, 
 
 # -- reading reasons during one walk ------------------------------------------------------------------
 
+# Reasons given by position alone (the thread's first i messages): every older message shares them.
+_CUT_OFFS = frozenset((TRIMMED_EARLIER, OUTSIDE_WINDOW, OVER_BUDGET))
+
+
 class _RowReasons:
     """Where each earlier message stands at one turn, read from the engine's thread view and
     decision — the same rules, in the same order, as :meth:`Replay.ledger_at`."""
@@ -226,6 +231,11 @@ class _RowReasons:
             table = {m: k for k, m in enumerate(self.replay.eligible(q))}
             self.eligible_at[q] = table
         return table.get(j)
+
+    def drops_all_older(self, reason: str) -> bool:
+        """Whether every message before one left out for ``reason`` on this thread is left out too:
+        so when nothing prunes by a per-message plan and the reason is a cut-off by position."""
+        return bool(self.decision.blocked) or (self.plan is None and reason in _CUT_OFFS)
 
     def reason(self, q: int, j: int) -> str:
         d = self.decision
@@ -266,6 +276,9 @@ class _LedgerReasons:
 
     def reason(self, q: int, j: int) -> str:
         return self.by_key[(q, j)]
+
+    def drops_all_older(self, reason: str) -> bool:
+        return False  # a built ledger makes no promise about order
 
 
 def _engine_walk(replay: Replay) -> Any:
@@ -472,9 +485,9 @@ def _fact_row(reasons: Any, p: int, query_index: int | None, fact: TrackedFact) 
     the newest statement on the thread (the one that left last)."""
     relevant = False
     newest_reason = None
-    for q, j in reversed(fact.messages):  # newest first: the likeliest to be kept
-        if q > p:
-            continue
+    upto = bisect_right(fact.messages, (p, float("inf")))  # statements written after turn p: not yet
+    for k in range(upto - 1, -1, -1):  # newest first: the likeliest to be kept
+        q, j = fact.messages[k]
         if q == p:
             if j == query_index:
                 return True, None  # stated (again) in the turn's own query: the model sees it
@@ -486,6 +499,8 @@ def _fact_row(reasons: Any, p: int, query_index: int | None, fact: TrackedFact) 
             return True, None
         if not relevant:
             relevant, newest_reason = True, r
+        if reasons.drops_all_older(r):
+            break  # a fact restated on every few turns would otherwise cost the square of its statements
     return (False, newest_reason) if relevant else (None, None)
 
 
