@@ -4,8 +4,8 @@ Seeds one temporary SQLite store per size with a recorded support-bot conversati
 and 10,000 turns (``workload.seed_support_conversation``), starts ``streamlit run app.py`` on each,
 and drives Debian's Chromium through Playwright:
 
-* page loads — Debugger, Compare, Present, Ledger explorer (Compare and Present then pick the
-  stored conversation, measured as a step of its own);
+* page loads — Debugger, Compare, Present, Ledger explorer (the last three open on a sample, then
+  pick the stored conversation: a step of its own);
 * steps on the Debugger — inspect an earlier turn, switch the side panel's tab, change a node's
   window on the switchboard.
 
@@ -104,8 +104,12 @@ def new_page(browser):
 PAGES = (("Debugger", ""), ("Compare", "/compare"), ("Present", "/present"), ("Ledger explorer", "/ledger"))
 
 
-def pick_stored(page) -> None:
-    page.get_by_test_id("stSidebar").get_by_text("Stored", exact=True).click()
+# The pages that open on a sample and offer the store in their sidebar, and the option's label.
+PICKS = {"Compare": "Stored", "Present": "Stored", "Ledger explorer": "the store"}
+
+
+def pick_stored(page, label: str) -> None:
+    page.get_by_test_id("stSidebar").get_by_text(label, exact=True).click()
 
 
 def measure_size(browser, url: str, loads: int) -> dict[str, tuple[float, int, int]]:
@@ -118,8 +122,9 @@ def measure_size(browser, url: str, loads: int) -> dict[str, tuple[float, int, i
         for i in range(loads + 1):
             page, meter = new_page(browser)
             figures = {f"{name}: load": meter.measure(lambda: page.goto(url + path))}
-            if name in ("Compare", "Present"):
-                figures[f"{name}: pick the stored conversation"] = meter.measure(lambda: pick_stored(page))
+            if name in PICKS:
+                figures[f"{name}: pick the stored conversation"] = meter.measure(
+                    lambda: pick_stored(page, PICKS[name]))
             if name == "Debugger":
                 figures.update(debugger_steps(page, meter, i))
             page.close()

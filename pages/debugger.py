@@ -15,7 +15,7 @@ from core.tokens import counter_for
 from core.why import MAX_PHRASE
 from core.words import conversation_length, plural
 from ui import data, html
-from ui.chat_view import TurnActions, render_transcript
+from ui.chat_view import TurnActions, render_transcript, thread_page
 from ui.ledger_table import render_ledger_table
 from ui.memories_panel import render_agent_run, render_recall_preview, render_recalled
 from ui.receipt_view import render_receipt
@@ -25,7 +25,6 @@ from ui.tree_view import tree_figure
 from ui.variables_panel import render_variables
 from ui.why_panel import render_why
 
-PAGE_TURNS = 20
 AS_CONFIGURED = "as configured in the flow"
 MODEL_CHOICES = [AS_CONFIGURED, "memlens/demo", "gpt-4o-mini", "gpt-4o", "anthropic/claude-sonnet-4-5",
                  "ollama/llama3.1", "other…"]
@@ -265,20 +264,7 @@ with chat_col:
     if not thread:
         st.info("No message yet. Say something below — the demo model answers offline.")
     else:
-        shown = st.session_state.get(f"shown-{conv_id}", PAGE_TURNS)
-        end = len(thread)
-        if selected is not None and selected in thread and thread.index(selected) < len(thread) - shown:
-            # An older inspected turn: its markers are about the turns before it, so the page ends there.
-            end = thread.index(selected) + 1
-        visible = thread[max(0, end - shown):end]
-        if end < len(thread):
-            if st.button(f"Show the newest turns ({len(thread) - end} later turns hidden)", key="show_newest"):
-                _select(thread_ids[-1])
-        earlier = max(0, end - shown)
-        if earlier:
-            if st.button(f"Show {min(PAGE_TURNS, earlier)} earlier turns ({earlier} hidden)", key="show_earlier"):
-                st.session_state[f"shown-{conv_id}"] = shown + PAGE_TURNS
-                st.rerun()
+        visible = thread_page(thread, selected, key=f"shown-{conv_id}", on_newest=lambda: _select(thread_ids[-1]))
         items = transcript(conv, visible, selected, ledgers, titles,
                            node_filter=None if node_filter == "all" else node_filter)
         siblings = {}

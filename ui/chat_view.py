@@ -17,6 +17,28 @@ from core.debug_view import MessageView
 from ui import html
 
 
+PAGE_TURNS = 20  # turns of the thread shown at once
+
+
+def thread_page(thread: list[int], selected: int | None, *, key: str, on_newest: Callable[[], None],
+                page: int = PAGE_TURNS) -> list[int]:
+    """The part of the thread to show: its newest ``page`` turns (more after *Show earlier turns*)
+    or, when an older turn is inspected, the page that ends at it — its markers are about the turns
+    before it. ``key`` holds how many turns are shown."""
+    shown = st.session_state.get(key, page)
+    end = len(thread)
+    if selected is not None and selected in thread and thread.index(selected) < len(thread) - shown:
+        end = thread.index(selected) + 1
+    if end < len(thread) and st.button(f"Show the newest turns ({len(thread) - end} later turns hidden)",
+                                       key="show_newest"):
+        on_newest()
+    earlier = max(0, end - shown)
+    if earlier and st.button(f"Show {min(page, earlier)} earlier turns ({earlier} hidden)", key="show_earlier"):
+        st.session_state[key] = shown + page
+        st.rerun()
+    return thread[max(0, end - shown):end]
+
+
 @dataclass
 class TurnActions:
     on_select: Callable[[str], None]

@@ -29,7 +29,7 @@ from core.store import repo
 from core.store.db import resolve_url
 from core.tokens import counter_for
 from ui import data, html
-from ui.chat_view import TurnActions, render_transcript
+from ui.chat_view import TurnActions, render_transcript, thread_page
 from ui.compare_findings import render_findings
 from ui.html import plain
 from ui.ledger_table import render_ledger_table
@@ -37,7 +37,6 @@ from ui.receipt_view import render_receipt
 from ui.switchboard import render_switchboard
 from ui.tree_view import tree_figure
 
-PAGE_TURNS = 20
 #: Turns replayed at most when a flow is attached (each one calls the flow's models).
 MAX_ATTACH_TURNS = 200
 NEEDS_FLOW = ("Re-running a turn needs a flow: this conversation was imported without one. Attach a flow in the "
@@ -197,15 +196,7 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
         if not thread:
             st.info("This conversation has no turn.")
         else:
-            shown = st.session_state.get(f"shown-{conv_id}", PAGE_TURNS)
-            if selected is not None and selected in thread:
-                shown = max(shown, len(thread) - thread.index(selected))
-            visible = thread[-shown:]
-            if len(visible) < len(thread) and st.button(
-                    f"Show {min(PAGE_TURNS, len(thread) - len(visible))} earlier turns "
-                    f"({len(thread) - len(visible)} hidden)", key="show_earlier"):
-                st.session_state[f"shown-{conv_id}"] = shown + PAGE_TURNS
-                st.rerun()
+            visible = thread_page(thread, selected, key=f"shown-{conv_id}", on_newest=lambda: select(thread_ids[-1]))
             items = transcript(conv, visible, selected, ledgers, titles)
             siblings = {}
             for p in visible:
