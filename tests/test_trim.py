@@ -9,7 +9,7 @@ from core.conversation import TOOL_CALL, TOOL_RESULT, Message, ToolCall
 from core.ledger import KEPT, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, explain
 from core.memory import MemoryConfig, Replay
 from core.strategies.trim import TrimError, message_type, split_lines, trim_messages
-from core.tokens import REPLY_PRIMING, chat_model_message_tokens
+from core.tokens import REPLY_PRIMING, chat_model_message_tokens, counter_for
 from tests.builders import linear, openai
 from tests.test_ledger_pipeline import conversations
 
@@ -209,3 +209,35 @@ def test_with_start_on_human_the_kept_history_never_starts_on_a_tool_result(conv
     for s in replay.summaries():
         sent = replay.history_messages(replay.ledger(s.turn))
         assert not sent or sent[0].role == "user"
+
+
+def test_a_partial_turns_summary_counts_the_part_sent_and_names_the_oldest_turn_kept():
+    long_answer = "first line of the answer\nsecond line of it\nthird and last line"
+    conv = chat(("tell me", long_answer), ("ok", "good"), system="")
+    tail = Message("assistant", "third and last line", "answer", 1)
+    budget = sum(chat_model_message_tokens(counter_for("gpt-4o-mini"), m)
+                 for m in (*conv.turns[1].messages, tail)) + REPLY_PRIMING
+    replay = Replay(conv, trim(allow_partial=True, max_history_tokens=budget))
+    ledger = replay.ledger(3)
+    [part] = ledger.synthetic
+    assert part.turn == 1 and part.covers == (1,)  # the partly sent answer is turn 1's
+    summary = next(s for s in replay.summaries() if s.turn == 3)
+    assert (summary.kept, summary.history_tokens, summary.oldest_kept_turn) == (2, ledger.history_tokens, 2)
+    assert ledger.history_tokens == sum(e.tokens for e in ledger.kept) + part.tokens
+
+
+def test_the_pure_trim_keeps_no_part_unless_asked_and_a_kept_tail_stays_in_order():
+    long = Message("assistant", "one\ntwo\nthree", "answer", "L")
+    last = Message("user", "go", "query", "U")
+
+    def count(msgs):
+        return sum(len(m.content) for m in msgs)
+
+    assert refs(trim_messages([long, last], max_tokens=10, token_counter=count)) == ["U"]
+    assert refs(trim_messages([long, last], max_tokens=4, token_counter=count, allow_partial=True)) == ["U"]
+    kept = trim_messages([long, last], max_tokens=10, token_counter=count, allow_partial=True)
+    assert [m.content for m in kept] == ["three", "go"]
+    kept = trim_messages([long, last], max_tokens=12, token_counter=count, allow_partial=True)
+    assert [m.content for m in kept] == ["two\nthree", "go"]
+    first = trim_messages([long, last], max_tokens=6, token_counter=count, strategy="first", allow_partial=True)
+    assert [m.content for m in first] == ["one\n"]
