@@ -209,3 +209,11 @@ def test_haystack_version_2_prepares_every_call_before_any_runs_so_a_reader_miss
 def test_a_bad_haystack_version_or_a_mapping_to_a_missing_parameter_is_refused_when_the_flow_loads(change, message):
     with pytest.raises(FlowError, match=message):
         agent_flow(**change)
+
+
+def test_a_text_reply_ends_the_run_even_when_exit_conditions_name_only_tools():
+    flow = agent_flow(exit_conditions=["calculator"])
+    record = run_turn(flow, ConversationState.new(flow), "hello there", llm=DemoClient())
+    agent = record.node_run("agent")
+    assert agent.outputs["exit_reason"] == "text" and agent.outputs["step_count"] == 1
+    assert record.answer and record.answer == agent.outputs["text"]
