@@ -37,7 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--python", required=True, help="the Python of an environment with haystack-ai installed")
     args = parser.parse_args(argv)
-    done = subprocess.run([args.python, "-c", _RUN], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    try:
+        done = subprocess.run([args.python, "-c", _RUN], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print(f"error: could not run {args.python}: {e}; give the Python of an environment with haystack-ai "
+              "installed", file=sys.stderr)
+        return 1
     if done.returncode != 0:
         print(f"error: the reference run failed:\n{done.stderr.strip()[-2000:]}", file=sys.stderr)
         return 1
