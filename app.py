@@ -8,6 +8,20 @@ from pathlib import Path
 st.set_page_config(page_title="MemLens", page_icon=str(Path(__file__).parent / "ui" / "favicon.png"),
                    layout="wide")
 
+
+def login_required() -> bool:
+    """An ``[auth]`` section in ``.streamlit/secrets.toml`` turns on Streamlit's OIDC login for every page."""
+    return st.secrets.load_if_toml_exists() and "auth" in st.secrets
+
+
+if login_required():
+    if not st.user.get("is_logged_in"):
+        st.title("MemLens")
+        st.caption("Log in to open the debugger: this MemLens is shared, and its conversations are private.")
+        st.button("Log in", key="login", on_click=st.login, icon=":material/login:", type="primary")
+        st.stop()
+    st.sidebar.button("Log out", key="logout", on_click=st.logout, icon=":material/logout:")
+
 pages = [
     st.Page("pages/debugger.py", title="Debugger", icon=":material/troubleshoot:", default=True),
     st.Page("pages/ledger.py", title="Ledger explorer", icon=":material/receipt_long:"),

@@ -26,14 +26,18 @@ def free_port() -> int:
 
 
 @contextmanager
-def streamlit_server(env: dict, log: Path):
-    """Start ``streamlit run app.py`` on a free loopback port; yield its base URL."""
+def streamlit_server(env: dict, log: Path, *, config_file_only: bool = False):
+    """Start ``streamlit run app.py`` on a free loopback port; yield its base URL.
+
+    ``config_file_only``: give only the port, as a user would, so ``.streamlit/config.toml``
+    decides the address, the file watcher and usage statistics.
+    """
     port = free_port()
+    safe = [] if config_file_only else ["--server.headless", "true", "--server.address", "127.0.0.1",
+                                        "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
-             str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none"],
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), *safe],
             cwd=ROOT, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **env}, stdout=out,
             stderr=subprocess.STDOUT, start_new_session=True)
     try:

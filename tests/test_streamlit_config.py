@@ -1,0 +1,74 @@
+"""`.streamlit/config.toml`: the app started the README's way listens on loopback only, with no file
+watcher and no usage statistics."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.browser import streamlit_server
+from tests.conftest import ROOT
+
+
+def listening_addresses(port: int) -> set[str]:
+    """Local addresses with a socket listening on ``port`` (IPv4 and IPv6), read from /proc."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.rsplit(":", 1)
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.add(address)
+    return found
+
+
+def test_the_app_listens_on_loopback_only_when_started_without_flags(tmp_path):
+    env = {"MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}"}
+    with streamlit_server(env, tmp_path / "streamlit.log", config_file_only=True) as url:
+        port = int(url.rsplit(":", 1)[1])
+        # 127.0.0.1 in /proc's little-endian hex; no 0.0.0.0 or :: (every interface).
+        assert listening_addresses(port) == {"0100007F"}
+
+
+def test_the_config_turns_the_file_watcher_and_usage_statistics_off():
+    code = ("from streamlit import config; config.get_config_options(force_reparse=True); "
+            "print(config.get_option('server.address'), config.get_option('server.fileWatcherType'), "
+            "config.get_option('browser.gatherUsageStats'), config.get_option('server.headless'))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["127.0.0.1", "none", "False", "True"]
+
+
+def test_the_readme_names_the_address_the_app_listens_on():
+    readme = (ROOT / "README.md").read_text()
+    assert "http://127.0.0.1:8501" in readme
+    assert not re.search(r"listens on http://(localhost|0\.0\.0\.0)", readme)
+
+
+AUTH = {"redirect_uri": "http://127.0.0.1:8501/oauth2callback", "cookie_secret": "a-long-random-secret",
+        "client_id": "memlens", "client_secret": "client-secret",
+        "server_metadata_url": "https://idp.invalid/.well-known/openid-configuration"}
+
+
+def _app(tmp_path, monkeypatch, user=None):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", f"sqlite:///{tmp_path / 'memlens.db'}")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.secrets["auth"] = AUTH
+    if user is not None:
+        at.user = user
+    return at.run()
+
+
+def test_with_an_auth_section_nobody_sees_a_page_before_logging_in(tmp_path, monkeypatch):
+    at = _app(tmp_path, monkeypatch)
+    assert not at.exception, at.exception
+    assert [b.label for b in at.button] == ["Log in"]
+    assert len(at.chat_message) == 0 and not at.dataframe and not at.sidebar.selectbox
+
+
+def test_a_logged_in_user_gets_the_debugger_and_a_log_out_button(tmp_path, monkeypatch):
+    at = _app(tmp_path, monkeypatch, user={"is_logged_in": True, "email": "dana@example.com"})
+    assert not at.exception, at.exception
+    assert len(at.chat_message) == 16  # the demo conversation
+    assert "Log out" in [b.label for b in at.sidebar.button]
