@@ -53,7 +53,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .errors import MemLensError
 from .tokens import DEMO_MODEL
@@ -61,6 +61,18 @@ from .variables import ConversationVariable, VariableError, check_assigner_data
 
 FLOW_FORMAT = "memlens-flow"
 FLOW_FORMAT_VERSION = 1
+
+# Dify's DSL export writes a ``secret`` environment variable with an empty value (Workflow.to_dict
+# without include_secret). MemLens does the same the moment a flow is read, so a secret's value
+# never reaches the store, an export, a run's output, a page or a log: nodes reading it get "".
+SECRET_VALUE = ""
+SECRET_WARNING = ("secret environment variable(s) {names}: the value is not kept, as Dify's DSL export leaves it "
+                  "empty; nodes reading it get an empty string")
+
+
+def without_secrets(environment: Mapping[str, Any], secrets: Sequence[str]) -> dict[str, Any]:
+    """``environment`` with every secret's value replaced by :data:`SECRET_VALUE`."""
+    return {**environment, **{name: SECRET_VALUE for name in secrets}}
 #: The newest Dify DSL version MemLens reads (api/constants/dsl_version.py at the spec's snapshot).
 DSL_VERSION = "0.6.0"
 MODES = ("advanced-chat", "workflow")
@@ -329,9 +341,12 @@ class Flow:
     #: The app's features as Dify exports them (opening statement, suggested questions, file upload…);
     #: served as-is by ``GET /v1/parameters``, never run.
     features: dict[str, Any] = field(default_factory=dict)
+    # Names of ``secret`` environment variables. Their values are never kept (see ``without_secrets``).
+    secrets: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._by_id = {n.id: n for n in self.nodes}
+        self.environment = without_secrets(self.environment, self.secrets)
 
     # -- lookup
     def node(self, node_id: str) -> Node:
@@ -378,6 +393,8 @@ class Flow:
         out["variables"] = [v.to_dict() for v in self.variables]
         if self.environment:
             out["environment"] = copy.deepcopy(self.environment)
+        if self.secrets:
+            out["secrets"] = list(self.secrets)
         if self.history:
             out["history"] = copy.deepcopy(self.history)
         if self.features:
@@ -538,13 +555,18 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
         warnings.append(f"{notes} note node{'s' if notes != 1 else ''} ignored, as Dify ignores them")
     edges = [_edge_from(e, name, i) for i, e in enumerate(graph.get("edges") or [], start=1)]
     variables = [_variable(v, name, app.get("name") or name) for v in workflow.get("conversation_variables") or []]
-    environment = {}
+    environment, secrets = {}, []
     for env in workflow.get("environment_variables") or []:
         if isinstance(env, Mapping) and env.get("name"):
             environment[str(env["name"])] = env.get("value")
+            if env.get("value_type") == "secret":
+                secrets.append(str(env["name"]))
+    if secrets:
+        warnings.append(SECRET_WARNING.format(names=", ".join(secrets)))
     return _finish(Flow(name=str(app.get("name") or name).strip() or name, nodes=nodes, edges=edges,
                         variables=variables, mode=mode, description=str(app.get("description") or ""),
-                        environment=environment, source={"format": "dify-dsl", "dsl_version": version},
+                        environment=environment, secrets=secrets,
+                        source={"format": "dify-dsl", "dsl_version": version},
                         warnings=warnings, features=_features(workflow.get("features"), name)), name)
 
 
@@ -641,6 +663,9 @@ def _read_memlens(data: Mapping[str, Any], name: str) -> Flow:
     environment = data.get("environment") or {}
     if not isinstance(environment, Mapping):
         raise FlowError(f"{name}: 'environment' must be a mapping of names to values")
+    secrets = data.get("secrets") or []
+    if not isinstance(secrets, list) or not all(isinstance(s, str) and s for s in secrets):
+        raise FlowError(f"{name}: 'secrets' must be a list of environment variable names")
     source = dict(data.get("source") or {"format": FLOW_FORMAT})
     history = data.get("history") or {}
     if not isinstance(history, Mapping) or set(history) - {"granularity"}:
@@ -650,6 +675,7 @@ def _read_memlens(data: Mapping[str, Any], name: str) -> Flow:
                         "query_answer or all_messages")
     return _finish(Flow(name=flow_name, nodes=nodes, edges=edges, variables=variables, mode=mode,
                         description=str(data.get("description") or ""), environment=dict(environment),
+                        secrets=list(dict.fromkeys(secrets)),
                         source=source, warnings=list(data.get("warnings") or []),
                         history={k: v for k, v in history.items() if v is not None},
                         features=_features(data.get("features"), name)), name)
