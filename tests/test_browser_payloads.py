@@ -157,6 +157,9 @@ def test_payloads_seeded_through_the_api_and_the_importers_stay_text_on_every_pa
             expect(page.get_by_test_id("stChatMessage")).to_have_count(4, timeout=WAIT)
             title = page.get_by_role("main").get_by_role("heading", level=1).first
             expect(title).to_contain_text("![i](//127.0.0.2", timeout=WAIT)  # the name is the query's start
+            page.wait_for_timeout(1500)
+            no_payload_markup(page, host)
+            assert [u for u in requests if host in u] == [] and trap.hits == []
             text = visible_text(page)
             for tag in ("query1", "query2", "flowname"):
                 assert f"{tag}.png" in text, tag
