@@ -103,7 +103,7 @@ with st.sidebar:
     st.caption(plain(f"{source.origin} · {plural(len(conv.turns), 'turn')}"
                      + (f" · recorded from flow {source.flow.name}" if source.flow is not None else "")))
     if source.note:
-        st.caption(source.note)
+        st.caption(plain(source.note))
 
 with st.expander("Memory configs", expanded=True):
     configs = edit_configs(P)

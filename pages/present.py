@@ -71,7 +71,7 @@ if not conv.answered_turns():
 
 with st.sidebar:
     if source.note:
-        st.caption(source.note)
+        st.caption(plain(source.note))
     st.subheader("Memories to show")
     options = ([NODES] if source.flow is not None and source.records else []) + [CONFIGS]
     labels = {NODES: plain(f"the nodes of {source.flow.name if source.flow else 'the flow'} (as recorded)"),
