@@ -466,6 +466,24 @@ def load_flow(path: str | Path) -> Flow:
     return flow
 
 
+#: The largest flow file an upload may be (the biggest real Dify DSL export we know is ~100 KB).
+MAX_FLOW_BYTES = 5 * 1024 * 1024
+
+
+def parse_flow_upload(data: bytes, name: str) -> Flow:
+    """A flow from an uploaded file's bytes: size-checked and UTF-8, else one clear :class:`FlowError`."""
+    if len(data) > MAX_FLOW_BYTES:
+        raise FlowError(f"{name} is {len(data) / 1048576:.1f} MB; flow files are at most "
+                        f"{MAX_FLOW_BYTES // 1048576} MB")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise FlowError(f"{name} is not UTF-8 text; expected a flow file (MemLens flow or Dify DSL YAML)") from None
+    flow = parse_flow(text, name=name)
+    flow.source["file"] = name
+    return flow
+
+
 def parse_flow(text: str, name: str = "flow") -> Flow:
     import yaml
 

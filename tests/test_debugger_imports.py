@@ -220,3 +220,24 @@ def test_the_ledger_explorer_opens_a_stored_imported_conversation(page):
     replay = Replay(conv, MemoryConfig(window=3, fidelity=fidelity), system_prompt=conv.system_prompt)
     last = replay.ledger(replay.numbers[-1])
     assert [m.value for m in page.metric][:2] == [str(len(last.kept)), str(len(last.dropped))]
+
+
+def test_a_dify_dsl_file_can_be_attached_from_the_replay_view(page):
+    conv_id = page.stored["chatgpt"][0]
+    page.session_state["conv_id"] = conv_id
+    page.run()
+    flows_before = len(repo.list_flows(page.db))
+    page.file_uploader(key=f"attach-dsl-{conv_id}").set_value(("broken.yml", b"app: [unclosed", "text/yaml")).run()
+    page.button(key=f"attach-dsl-go-{conv_id}").click().run()
+    assert any("broken.yml is not valid YAML" in shown(e.value) for e in page.error)
+    assert len(repo.list_flows(page.db)) == flows_before
+    dsl = FIXTURES / "dify_dsl" / "svcvit__Artifact.yml"
+    page.file_uploader(key=f"attach-dsl-{conv_id}").set_value((dsl.name, dsl.read_bytes(), "text/yaml")).run()
+    page.button(key=f"attach-dsl-go-{conv_id}").click().run()
+    assert not page.exception, page.exception
+    flows = repo.list_flows(page.db)
+    assert len(flows) == flows_before + 1
+    new = next(f for f in flows if f.definition.get("source", {}).get("file") == dsl.name)
+    assert page.selectbox(key=f"attach-flow-{conv_id}").value == new.id
+    page.button(key=f"attach-rescore-{conv_id}").click().run()
+    assert any(node.startswith("flow-") for node, _ in _markers(page))

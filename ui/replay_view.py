@@ -23,6 +23,7 @@ from core.debug_view import (Lens, default_lens, lens_ledgers, receipt, replayed
                              what_if)
 from core.errors import MemLensError
 from core.findings import config_findings
+from core.flow import parse_flow_upload
 from core.memory import MemoryConfig, Replay, turn_numbers
 from core.runtime import node_memory_config
 from core.store import repo
@@ -94,6 +95,16 @@ def _lenses(svc, info, conv_id: str) -> list[Lens]:
 
 def _attach_flow(svc, conv_id: str, conv, thread: list[int]) -> None:
     st.info("Re-running a turn and conversation variables need a flow: this conversation has none. Attach one.")
+    dsl = st.file_uploader("Import a Dify DSL export or a MemLens flow file", type=["yml", "yaml", "json"],
+                           key=f"attach-dsl-{conv_id}")
+    if dsl is not None and st.button("Import this flow", key=f"attach-dsl-go-{conv_id}"):
+        try:
+            version = svc.import_flow(parse_flow_upload(dsl.getvalue(), dsl.name))
+        except MemLensError as e:
+            st.error(plain(str(e)))
+        else:
+            st.session_state[f"attach-flow-{conv_id}"] = version.id
+            st.rerun()
     flows = repo.list_flows(svc.db)
     if not flows:
         st.caption("No flow yet: import a Dify DSL export or a MemLens flow file first (`python -m core flows import`).")
