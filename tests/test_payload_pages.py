@@ -76,3 +76,29 @@ def test_every_long_term_memory_element_carries_user_ids_and_memories_escaped(se
     at.text_input(key="mem_user_other").set_value(seeded).run()
     assert not at.exception, at.exception
     assert_literal(markdown_sources(at), "userid", "memorytext")
+
+
+def test_every_replay_view_element_carries_imported_text_escaped(seeded, tmp_path):
+    """An imported conversation (no flow) named, asked and answered in payloads, under a lens made
+    from the payload flow's LLM node: the replay view's every tab."""
+    import os
+
+    from core.conversation import Message
+    from core.readers import conversation_from_messages
+    from core.sessions import store_conversations
+    from core.store import repo
+
+    db = Database(os.environ["MEMLENS_DATABASE_URL"])
+    messages = [Message("system", payload(HOST, "system"), "", 0), Message("user", payload(HOST, "imq1"), "", 1),
+                Message("assistant", payload(HOST, "ima1"), "", 2), Message("user", payload(HOST, "imq2"), "", 3),
+                Message("assistant", payload(HOST, "ima2"), "", 4)]
+    conv = conversation_from_messages(messages, "x", name=payload(HOST, "imname"))
+    (conv_id,) = store_conversations(db, [conv], source="import")
+    repo.set_feedback(db, repo.load_conversation(db, conv_id).turns[-1].id, "u", "like", payload(HOST, "rating"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at.session_state["conv_id"] = conv_id
+    at.run()
+    at.button(key=f"attach-rescore-{conv_id}").click().run()
+    assert not at.exception, at.exception
+    assert_literal(markdown_sources(at), "imname", "imq2", "rating", "nodetitle", "flowname")
+    db.dispose()
