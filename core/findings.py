@@ -307,7 +307,8 @@ def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | 
                                             f"{piled.turn} it sends {n} summaries, the older ones riding along "
                                             f"with the first user message.", subject, piled.turn, node_id, INFO,
                            "On reload the stored summary is merged into the first user message; the next compaction "
-                           "keeps that message whole and puts a new summary in front, so every compaction adds one.",
+                           "keeps that message whole and puts a new summary in front, so every compaction adds one — "
+                           "and the summariser is handed the oldest summary to update, not the newest.",
                            {"summaries": n}))
     resent = [c for c in events if c.get("first_user_resent")]
     if len(resent) > 1:

@@ -183,6 +183,9 @@ def test_the_replayed_ledger_sends_what_the_harness_sends_at_each_turns_first_re
         assert all(s.role == "system" and s.replaces is None and s.tokens == replay.counter.chat("system", s.content)
                    and s.ref == f"summary:{k}" for k, s in enumerate(summaries, 1))
         assert all(s.covers and s.turn == s.covers[-1] and s.covers[-1] < number for s in summaries)
+        # Once summaries pile up, the summariser is always handed the *oldest* one to update (it is the first
+        # met reading the merged first message backwards), so every summary covers what the oldest covered.
+        assert all(set(s.covers) >= set(summaries[-1].covers) and s.covers[0] == 1 for s in summaries)
         placeholders = [s for s in ledger.synthetic if s.origin == PLACEHOLDER]
         assert sorted(call_of[s.replaces] for s in placeholders) == sorted(harness_cleared)
         assert all(s.content == TOOL_PLACEHOLDER and s.role == "tool" and s.turn == s.covers[0] == s.replaces[0] + 1
@@ -195,6 +198,11 @@ def test_the_replayed_ledger_sends_what_the_harness_sends_at_each_turns_first_re
     assert sorted(summarizer.calls.values()) == sorted(summary_text(k, summarizer.chars)
                                                        for k in range(1, len(theirs["summaries"]) + 1))
     assert set(summarizer.calls) == {(tuple(s["lines"]), s["previous"] or "") for s in theirs["summaries"]}
+    first_turn = theirs["summaries"][0]["turn"] if theirs["summaries"] else None
+    after_reload = [s for s in theirs["summaries"] if s["turn"] > first_turn]
+    if after_reload:  # the first summary rides along in the first user message from then on
+        assert {s["previous"] for s in after_reload} == {summary_text(1, summarizer.chars)}, \
+            "the oldest summary is always the one updated"
 
 
 def test_the_ledger_receipt_says_which_estimate_decided_and_records_compaction_inside_the_tool_loop():

@@ -387,24 +387,24 @@ class ShippedState:
 
 def turn_requests(messages: Sequence[Message], query_index: int | None):
     """A recorded turn as an agent run: the messages up to the query make the first request; then
-    each assistant message is one model reply, preceded by a check, and the tool results after it
-    are the next request. Yields ``("request", [messages])`` and ``("reply", message)``."""
-    if query_index is None:
+    each assistant message is one model reply (a check runs before it), and the tool results after
+    it make the next request. Yields lists of request messages and single reply messages."""
+    if query_index is None:  # an opening turn: stored history, no request
         if messages:
-            yield "stored", list(messages)
+            yield list(messages)
         return
-    yield "request", list(messages[:query_index + 1])
+    yield list(messages[:query_index + 1])
     pending: list[Message] = []
     for m in messages[query_index + 1:]:
         if m.role == "assistant":
             if pending:
-                yield "request", pending
+                yield pending
                 pending = []
-            yield "reply", m
+            yield m
         else:
             pending.append(m)
     if pending:
-        yield "request", pending
+        yield pending
 
 
 def _ref_groups(messages: Sequence[Message], position: int, base: int) -> list[Group]:
@@ -434,8 +434,8 @@ def replay_turn(compactor_for: Callable[[SummariseFn], Compactor], summarize: Su
     history = reload(previous.stored)
     first, first_event, loop = None, None, []
     index = request_number = 0
-    for kind, item in turn_requests(messages, query_index):
-        if kind != "reply":
+    for item in turn_requests(messages, query_index):
+        if isinstance(item, list):
             history = history + _ref_groups(item, position, index)
             index += len(item)
             continue
