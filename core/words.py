@@ -20,4 +20,12 @@ def conversation_length(info) -> str:
     return turns_summary(info.thread_turns or info.turn_count, info.turn_count)
 
 
-__all__ = ["plural", "turns_summary", "conversation_length"]
+def file_stem(name: str, fallback: str = "report", width: int = 60) -> str:
+    """A file name from a title: letters and digits kept (any script), every run of anything
+    else one dash, none at either end — "Demo: support-bot forgets a name" → "Demo-support-bot-forgets-a-name"."""
+    words = "".join(ch if ch.isalnum() or ch in "_" else " " for ch in name).split()
+    stem = "-".join(words)[:width].strip("-")
+    return stem or fallback
+
+
+__all__ = ["plural", "turns_summary", "conversation_length", "file_stem"]

@@ -14,7 +14,7 @@ from core.ledger import REASON_LABELS
 from core.llm import DemoClient, LiteLLMClient
 from core.memory import Replay, turn_numbers
 from core.report import DEFAULT_CONFIGS, REPORT_COLUMNS, REPORT_ROWS, build_report, bundle_json, report_html
-from core.words import plural
+from core.words import file_stem, plural
 from ui.compare_charts import render_series
 from ui.compare_configs import edit_configs, load_configs, saved_sets
 from ui.compare_findings import render_findings
@@ -278,7 +278,7 @@ if st.button("Prepare the report", key=f"{P}_export"):
     state[f"{P}_report"] = (export_key, report_html(report), bundle_json(report))
 prepared = state.get(f"{P}_report")
 if prepared and prepared[0] == export_key:
-    stem = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in (conv.name or conv.id))[:60] or "report"
+    stem = file_stem(conv.name or conv.id)
     a, b = st.columns(2)
     a.download_button("Download HTML report", prepared[1], file_name=f"{stem}.memlens.html", mime="text/html",
                       key=f"{P}_download_html")

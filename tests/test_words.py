@@ -3,7 +3,7 @@
 from core.sessions import ConversationService
 from core.store import repo
 from core.store.db import Database
-from core.words import conversation_length, plural, turns_summary
+from core.words import conversation_length, file_stem, plural, turns_summary
 from tests.conftest import ROOT
 
 
@@ -28,3 +28,9 @@ def test_a_regenerated_answer_makes_a_branch_not_a_longer_conversation(tmp_path)
     assert (listed.turn_count, listed.thread_turns) == (3, 1)
     assert conversation_length(listed) == "1 turn (3 with branches)"
     assert conversation_length(svc.info(info.id)) == "1 turn (3 with branches)"
+
+
+def test_report_file_names_have_no_stray_dashes():
+    assert file_stem("Demo: support-bot forgets a name") == "Demo-support-bot-forgets-a-name"
+    assert file_stem("  ¿Qué tal? — día 1 ") == "Qué-tal-día-1"
+    assert file_stem("???") == "report" and file_stem("a" * 80) == "a" * 60
