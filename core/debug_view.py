@@ -184,6 +184,24 @@ def what_if(conversation: Conversation, node_id: str, baseline: MemoryConfig, co
     return WhatIf(node_id, config, baseline, differs, kb, ka)
 
 
+def focus_node(now: Mapping[str, Ledger], before: Mapping[str, Ledger], order: Sequence[str]) -> str | None:
+    """The node a person should see first at a turn: the one whose memory lost the most messages
+    since the previous turn of the thread (then: gained the most; then the first in ``order``)."""
+    best, best_key = None, None
+    for node in order:
+        ledger = now.get(node)
+        if ledger is None:
+            continue
+        kept = {(e.position, e.index) for e in ledger.entries if e.kept}
+        prev = before.get(node)
+        kept_before = {(e.position, e.index) for e in prev.entries if e.kept} if prev is not None else set()
+        dropped_now = sum(1 for e in ledger.entries if not e.kept and e.reason not in NOT_ELIGIBLE)
+        key = (len(kept_before - kept), dropped_now > 0, len(kept - kept_before))
+        if best_key is None or key > best_key:
+            best, best_key = node, key
+    return best
+
+
 # -- the tree overview --------------------------------------------------------------------------------
 
 @dataclass

@@ -6,7 +6,7 @@ import json
 
 import streamlit as st
 
-from core.debug_view import receipt, transcript, tree_layout, what_if_prompt
+from core.debug_view import focus_node, receipt, transcript, tree_layout, what_if_prompt
 from core.conversation import turn_label
 from core.errors import MemLensError
 from core.store import repo
@@ -25,6 +25,7 @@ from ui.tree_view import tree_figure
 from ui.variables_panel import render_variables
 from ui.why_panel import render_why
 
+TRANSCRIPT_HEIGHT = 480  # px: the chat box beside the inspector; with the title and the input it fits 1280×800
 AS_CONFIGURED = "as configured in the flow"
 MODEL_CHOICES = [AS_CONFIGURED, "memlens/demo", "gpt-4o-mini", "gpt-4o", "anthropic/claude-sonnet-4-5",
                  "ollama/llama3.1", "other…"]
@@ -202,7 +203,7 @@ baselines = {n.id: data.recorded_config(runs[n.id]) if (runs.get(n.id) or {}).ge
 overrides: dict[str, dict] = {}
 receipt_tab = switch_tab = vars_tab = tree_tab = None
 if side_col is not None:
-    with side_col:
+    with side_col, st.container(key="ml-side"):
         why_box = st.container()
         receipt_tab, switch_tab, vars_tab, tree_tab = st.tabs(["Context receipt", "Switchboard", "Variables",
                                                                 "Branches"])
@@ -260,7 +261,12 @@ for nid, ov in overrides.items():
         differs.setdefault(conv.turns[p].id, []).append(titles[nid])
 
 # -- the transcript --------------------------------------------------------------------------------------
+# The transcript scrolls in its own box, so the page opens at the top (title, receipt in view) and the
+# box shows the newest turn; the inspector column stays in view beside it (html.CSS: .st-key-ml-side).
 with chat_col:
+    transcript_box = st.container(height=TRANSCRIPT_HEIGHT, key="ml-transcript") if side_col is not None \
+        else st.container()
+with transcript_box:
     if not thread:
         st.info("No message yet. Say something below — the demo model answers offline.")
     else:
@@ -276,7 +282,10 @@ with chat_col:
         render_transcript(items, siblings=siblings, failed=failed, differs=differs,
                           actions=actions, conversation_only=conversation_only, key=f"tx-{conv_id}")
 
-query = st.chat_input("Message the bot…", key="chat_input")
+# Inside the chat column, under the transcript box: a chat input at the page's root would pin itself to
+# the bottom and scroll the whole page down on every load, away from the title and the receipt.
+with chat_col:
+    query = st.chat_input("Message the bot…", key="chat_input")
 if query:
     send_overrides = None
     if model_choice and model_choice != AS_CONFIGURED:
@@ -300,8 +309,21 @@ if side_col is not None:
             if not ran and not agents:
                 st.info("No LLM node ran in this turn.")
             else:
-                node_tabs = st.tabs([html.plain(titles[n.id]) for n in ran]
-                                    + [html.plain(r.get("title") or r["node_id"]) for r in agents])
+                labels = [html.plain(titles[n.id]) for n in ran] + [html.plain(r.get("title") or r["node_id"])
+                                                                      for r in agents]
+                # Open on the node whose memory changed most at this turn, not simply the first one.
+                position_in_thread = thread.index(selected) if selected in thread else 0
+                previous_id = conv.turns[thread[position_in_thread - 1]].id if position_in_thread > 0 else None
+                before = {}
+                if previous_id is not None:
+                    before = {r["node_id"]: r["ledger"] for r in data.node_runs(url, conv_id, stamp, previous_id)
+                              if r.get("ledger") is not None}
+                    if overrides:
+                        before.update(data.what_if_ledgers(url, conv_id, stamp, info.flow_version_id, previous_id,
+                                                           json.dumps(overrides, sort_keys=True), fidelity))
+                focus = focus_node(ledgers, before, [n.id for n in ran])
+                default_tab = labels[[n.id for n in ran].index(focus)] if focus is not None else None
+                node_tabs = st.tabs(labels, default=default_tab)
                 for run, tab in zip(agents, node_tabs[len(ran):]):
                     with tab:
                         render_agent_run(run, key=f"agent-{selected_id}-{run['node_id']}")

@@ -196,3 +196,18 @@ def test_a_regenerated_turn_keeps_its_place_on_the_thread_everywhere_it_is_named
     assert "turn 9" not in page and "Turn 9" not in page  # creation order never shows
     labels = [o for o in app.selectbox(key=f"branch-{conv_id}").options]
     assert any("turn 8 · 2/2" in o for o in labels) and any("turn 8 · 1/2" in o for o in labels)
+
+
+def test_focus_goes_to_the_node_whose_memory_lost_the_most_at_the_turn():
+    from core.debug_view import focus_node
+    from core.memory import MemoryConfig, Replay
+    from tests.builders import linear
+
+    conv = linear(6)
+    window, off, buffer = (Replay(conv, MemoryConfig(**c)) for c in
+                           ({"window": 2, "fidelity": "documented"}, {"strategy": "off"}, {"strategy": "buffer"}))
+    now = {"w": window.ledger_at(4), "off": off.ledger_at(4), "all": buffer.ledger_at(4)}
+    before = {"w": window.ledger_at(3), "off": off.ledger_at(3), "all": buffer.ledger_at(3)}
+    assert focus_node(now, before, ["off", "all", "w"]) == "w"  # turn 1 left the window at turn 5
+    assert focus_node({"off": now["off"], "all": now["all"]}, before, ["off", "all"]) == "all"  # gained most
+    assert focus_node({}, {}, ["off"]) is None

@@ -24,6 +24,8 @@ ORIGIN_COLOUR = {
 
 CSS = """
 <style>
+div[data-testid="stColumn"]:has(.st-key-ml-side) {position: sticky; top: 3.75rem; align-self: flex-start;
+  max-height: calc(100vh - 4.5rem); overflow-y: auto;}
 .ml-msg {white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.45;}
 .ml-later {opacity: .55;}
 .ml-chips {margin: 0 0 .25rem 0; display: flex; flex-wrap: wrap; gap: .25rem; align-items: center;}

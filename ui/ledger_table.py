@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.conversation import Conversation
+from core.conversation import Conversation, turn_label
 from core.ledger import REASON_LABELS, Ledger, SyntheticMessage, explain
 from ui.paging import page_slice
 
@@ -17,7 +17,7 @@ def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = N
     for e in ledger.rows():
         if isinstance(e, SyntheticMessage):
             text = " ".join(e.content.split())
-            rows.append({"kept": "✓", "turn": e.turn, "role": e.role, "kind": e.origin, "tokens": e.tokens,
+            rows.append({"kept": "✓", "turn": str(e.turn), "role": e.role, "kind": e.origin, "tokens": e.tokens,
                          "reason": f"sent instead ({e.origin})",
                          "why": f"{e.origin} standing for {e.covers_label}" if e.covers else e.origin,
                          "message": text[:160] + ("…" if len(text) > 160 else "")})
@@ -28,7 +28,7 @@ def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = N
             text = (text + " " if text else "") + " ".join(f"→ {c.name}({c.arguments})" for c in msg.tool_calls)
         rows.append({
             "kept": "✓" if e.kept else "✗",
-            "turn": e.turn,
+            "turn": turn_label(conversation, e.position).removeprefix("turn "),
             "role": e.role,
             "kind": e.kind,
             "tokens": e.tokens,
@@ -44,10 +44,33 @@ def render_ledger_table(ledger: Ledger, conversation: Conversation, *, key: str,
     if not rows:
         st.info("This is the first turn: there is no earlier message for memory to keep or drop.")
         return
+    c1, c2 = st.columns([2, 3])
+    show = c1.segmented_control("Show", ["all", "dropped", "kept"], default="all", key=f"{key}-show",
+                                required=True)
+    reasons = sorted({r["reason"] for r in rows})
+    picked = c2.multiselect("Reasons", reasons, key=f"{key}-reasons", placeholder="every reason")
+    rows = filter_rows(rows, show, picked)
+    if not rows:
+        st.caption("No earlier message matches these filters.")
+        return
     # One page of rows: a data frame sends every row it holds to the browser.
     frame = pd.DataFrame(rows[page_slice(len(rows), LEDGER_PAGE, key=f"{key}-page", noun="earlier messages")])
     # Data frames render cell text as text, never as HTML, so message content is safe here.
     st.dataframe(frame, key=key, hide_index=True, width="stretch",
-                 column_config={"tokens": st.column_config.NumberColumn(format="%d"),
+                 column_config={"kept": st.column_config.TextColumn(width="small"),
+                                "turn": st.column_config.TextColumn(width="small"),
+                                "tokens": st.column_config.NumberColumn(format="%d", width="small"),
                                 "message": st.column_config.TextColumn(width="large"),
-                                "why": st.column_config.TextColumn(width="medium")})
+                                "why": st.column_config.TextColumn(width="large")})
+
+
+def filter_rows(rows: list[dict], show: str | None, reasons: list[str] | None) -> list[dict]:
+    """Rows kept or dropped only (``show``), and of the given reasons (none given: every reason)."""
+    if show == "dropped":
+        rows = [r for r in rows if r["kept"] != "✓"]
+    elif show == "kept":
+        rows = [r for r in rows if r["kept"] == "✓"]
+    if reasons:
+        wanted = set(reasons)
+        rows = [r for r in rows if r["reason"] in wanted]
+    return rows

@@ -19,7 +19,12 @@ RECEIPT_PAGE = 30  # memory-history messages shown at once
 
 
 def budget_figure(r: Receipt) -> go.Figure:
-    """Used tokens per origin as one stacked bar, dropped tokens as overflow, limits as lines."""
+    """Used tokens per origin as one stacked bar, dropped tokens as overflow, the history budget as a line.
+
+    The scale is what the budget is about — the prompt, the overflow and the budget line — not the
+    whole context window, where a prompt of a few hundred tokens would be a sliver; the context is
+    summarised in words under the bar (:func:`context_summary`) unless it is on the scale anyway.
+    The legend sits under the axis, outside the plot, and the two labels sit on opposite sides."""
     fig = go.Figure()
     for origin, n in r.used_by_origin.items():
         fig.add_bar(y=["prompt"], x=[n], name=escape(origin), orientation="h",
@@ -31,15 +36,28 @@ def budget_figure(r: Receipt) -> go.Figure:
                     marker_color=DROPPED_COLOUR, marker_pattern_shape="/", opacity=0.55,
                     hovertemplate=f"dropped: %{{x:,}} tokens ({detail})<extra></extra>")
     fixed = r.prompt_tokens - r.used_by_origin.get("memory history", 0) - r.used_by_origin.get("summary", 0)
-    if r.limit is not None:
-        fig.add_vline(x=fixed + r.limit, line_dash="dash", line_color="#b45309",
-                      annotation_text=f"history budget {r.limit:,}", annotation_position="top")
-    if r.context_size:
+    budget_end = fixed + r.limit if r.limit is not None else None
+    scale = max(sum(r.used_by_origin.values()) + r.dropped_tokens, budget_end or 0, 1) * 1.1
+    if budget_end is not None:
+        fig.add_vline(x=budget_end, line_dash="dash", line_color="#b45309",
+                      annotation_text=f"history budget {r.limit:,}", annotation_position="top left")
+    if r.context_size and r.context_size <= scale:
         fig.add_vline(x=r.context_size, line_dash="dot", line_color="#374151",
-                      annotation_text=f"context {r.context_size:,}", annotation_position="bottom")
-    fig.update_layout(barmode="stack", height=170, margin=dict(l=10, r=10, t=30, b=10), showlegend=True,
-                      legend=dict(orientation="h", y=-0.35), xaxis_title=None, yaxis_visible=False)
+                      annotation_text=f"context {r.context_size:,}", annotation_position="bottom right")
+    fig.update_layout(barmode="stack", height=190, margin=dict(l=10, r=10, t=28, b=10), showlegend=True,
+                      legend=dict(orientation="h", yanchor="top", y=-0.45, xanchor="left", x=0),
+                      xaxis=dict(range=[0, scale], title=None, tickformat=",d"), yaxis_visible=False)
     return fig
+
+
+def context_summary(r: Receipt) -> str:
+    """The context window in words, for when it is far off the bar's scale."""
+    if not r.context_size:
+        return "Context size unknown."
+    free = max(r.context_size - r.prompt_tokens, 0)
+    share = r.prompt_tokens / r.context_size
+    return (f"Context {r.context_size:,} tokens: this call used {r.prompt_tokens:,} "
+            f"({share:.0%}), {free:,} were left.")
 
 
 def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool = False) -> None:
@@ -51,6 +69,8 @@ def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool
     if r.budget_note:
         st.caption(plain(f"Budget: {r.budget_note}"))
     st.plotly_chart(budget_figure(r), key=f"{key}-budget", config={"displayModeBar": False})
+    st.caption(plain(context_summary(r)) + ("" if r.limit is not None else " No history budget: nothing is "
+                                                                          "pruned by tokens."))
     expand_all = st.toggle("Expand all messages", key=f"{key}-expand")
     history = [i for i, row in enumerate(r.rows) if row.origin == HISTORY]
     # A long history shows one page of messages (the newest first); the others are one click away.

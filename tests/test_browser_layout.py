@@ -1,0 +1,40 @@
+"""The debugger's layout in a real browser: at 1280 and 1920 wide the page opens at the top with the
+title, the newest turn and its receipt in view, and the receipt stays in view beside the transcript."""
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser import chromium, streamlit_server
+
+
+def in_view(page, locator) -> bool:
+    box = locator.bounding_box()
+    size = page.viewport_size
+    return bool(box) and box["y"] >= 0 and box["y"] + min(box["height"], 40) <= size["height"] \
+        and box["x"] >= 0 and box["x"] + 40 <= size["width"]
+
+
+@pytest.mark.parametrize("width,height", [(1280, 800), (1920, 1080)])
+def test_the_receipt_and_the_newest_turn_are_in_view_when_the_debugger_opens(tmp_path, width, height):
+    env = {"MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}"}
+    with streamlit_server(env, tmp_path / "streamlit.log") as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": width, "height": height})
+        page.set_default_timeout(90_000)
+        page.goto(url)
+        messages = page.get_by_test_id("stChatMessage")
+        expect(messages).to_have_count(16, timeout=90_000)
+        receipt = page.get_by_text("Turn 8", exact=False).first
+        expect(receipt).to_be_visible(timeout=90_000)
+        page.wait_for_timeout(1500)  # let the transcript box settle on its newest message
+        page.screenshot(path=str(tmp_path / f"debugger-{width}.png"))
+        assert page.evaluate("window.scrollY") == 0  # opened at the top
+        assert in_view(page, page.locator("h1").first)
+        assert in_view(page, receipt)
+        assert in_view(page, messages.last)  # the newest turn, scrolled to inside its box
+
+        # Inspect an earlier turn: the receipt moves to it and stays in view.
+        messages.nth(4).hover()
+        page.locator('button:has-text("Inspect")').first.click()
+        header = page.get_by_text("Turn 1 —", exact=False).first
+        expect(header).to_be_visible(timeout=90_000)
+        assert in_view(page, header)
