@@ -15,6 +15,9 @@ spec/dify-memory.md §3.6, §3.7 and §4:
   ``POST /v1/conversations/{id}/name``, ``GET /v1/conversations/{id}/variables`` and
   ``PUT /v1/conversations/{id}/variables/{variable_id}`` with Dify's fields, paging, type checks
   and messages; variable values are strings made with ``str()``, as Dify sends them.
+* ``GET /v1/parameters``, ``/v1/meta``, ``/v1/info``, ``POST /v1/messages/{id}/feedbacks``,
+  ``GET /v1/messages/{id}/suggested``, ``POST /v1/chat-messages/{task_id}/stop`` and
+  ``POST /v1/files/upload`` — what Dify's client SDKs call besides chat (:mod:`core.api_app`).
 * ``GET /v1/memlens/messages/{id}/ledger`` — the MemLens extension: each LLM node's ledger of that
   message (every earlier message, kept or not, with its reason and tokens), its budget and the
   prompt as sent.
