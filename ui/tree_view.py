@@ -12,6 +12,7 @@ from html import escape
 import plotly.graph_objects as go
 
 from core.debug_view import TreeNode
+from core.words import plural
 
 KEEP_NEWEST = 5  # the newest turns of the active thread stay dots even in a linear run
 
@@ -49,7 +50,7 @@ def tree_figure(nodes: list[TreeNode], *, max_nodes: int = 400) -> go.Figure:
             xs, ys = gx, gy
             gap_x.append((p.x + n.x) / 2)
             gap_y.append((p.y + n.y) / 2)
-            gap_text.append(f"{gap:,} turns in a row, not drawn")
+            gap_text.append(f"{plural(gap, 'turn')} in a row, not drawn")
         else:
             xs, ys = (ax, ay) if (n.active and p.active) else (ex, ey)
         xs += [p.x, n.x, None]
