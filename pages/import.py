@@ -23,6 +23,10 @@ def _problems_frame(problems: list[dict]) -> pd.DataFrame:
                           "field": p.get("field") or "", "problem": p.get("message") or ""} for p in problems])
 
 
+def _open_in_debugger(conversation_id: str) -> None:
+    state["open_conversation"] = conversation_id  # the debugger opens it, whatever its source filter
+
+
 def _open_in_compare(conversation_id: str) -> None:
     state["cmp_from"] = "Stored"
     state["cmp_stored"] = conversation_id
@@ -30,7 +34,8 @@ def _open_in_compare(conversation_id: str) -> None:
 
 st.title("Import conversations")
 st.caption("Replay your own production logs: upload a conversation file and it is stored, whole or not at all, "
-           "ready to inspect on the Compare and Present pages. Malformed records are named by record and field.")
+           "ready to inspect in the Debugger and on the Compare and Present pages. Malformed records are named by "
+           "record and field.")
 
 file_tab, dify_tab = st.tabs(["From a file", "From a Dify app"])
 
@@ -91,6 +96,9 @@ with file_tab:
             listed = [{"conversation": stored[i].name, "turns": stored[i].turn_count, "id": i}
                       for i in result["ids"] if i in stored]
             st.dataframe(pd.DataFrame(listed), hide_index=True, width="stretch")
+            if listed and st.button("Open the first one in the debugger", key=f"{P}_debug", on_click=_open_in_debugger,
+                                    args=(listed[0]["id"],)):
+                st.switch_page("pages/debugger.py")
             if listed and st.button("Compare the first one", key=f"{P}_compare", on_click=_open_in_compare,
                                     args=(listed[0]["id"],)):
                 st.switch_page("pages/compare.py")

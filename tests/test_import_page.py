@@ -167,6 +167,17 @@ def test_an_imported_conversation_opens_on_the_compare_page(page):
     assert len([c for c in page.get("plotly_chart")]) >= 3
 
 
+def test_an_imported_chatgpt_export_opens_in_the_debugger_on_its_active_branch(page):
+    path = FIXTURES / "exports" / "chatgpt__conversations.json"
+    upload(page, path.name, path.read_bytes())
+    page.button(key="imp_debug").click().run()
+    assert not page.exception, page.exception
+    assert shown(page.title[0].value) == "Lisbon trip"
+    queries = [shown(m.markdown[0].value) for m in page.chat_message if m.name == "user"]
+    assert [q for q in queries if "Cascais" in q or "museum" in q]  # the current node's branch
+    assert not [q for q in queries if "Sintra" in q]
+
+
 def test_file_names_and_contents_in_messages_never_become_markup(page):
     name = "![x](http://example.invalid/p.png).json"
     upload(page, name, b'[{"conversations": [{"from": "robot", "value": "**hi** <img src=x>"}]}]')
