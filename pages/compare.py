@@ -18,6 +18,7 @@ from core.words import file_stem, plural
 from ui.compare_charts import render_series
 from ui.compare_configs import edit_configs, load_configs, saved_sets
 from ui.compare_findings import render_findings
+from ui.compare_replies import render_reply_grid
 from ui.compare_source import database, pick_source
 from ui.heatmap import render_heatmaps
 from ui.html import plain, safe_text
@@ -250,16 +251,12 @@ if want:
     grid = _replies(picked.key, configs_json, model, conv)
     only = st.toggle("Only rows where replies differ", key=f"{P}_only_differ")
     differ = set(grid.differing())
-    rows = []
-    for r, (t, q, replies) in enumerate(zip(grid.turns, grid.queries, grid.replies)):
-        if only and r not in differ:
-            continue
-        rows.append({"turn": t, "query": q, **dict(zip(grid.labels, replies)), "differ": r in differ})
+    rows = [r for r in range(len(grid.turns)) if not only or r in differ]
     st.caption(plain(f"{len(differ)} of {len(grid.turns)} rows differ · answered by "
                      f"{', '.join(sorted(set(grid.models)))}"
                      + (f" · the first {plural(grid.skipped, 'turn')} not re-asked" if grid.skipped else "")))
     if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{P}-replies", width="stretch")
+        render_reply_grid(grid, rows, key=f"{P}-replies")
     else:
         st.caption("Every config gives the same replies.")
 

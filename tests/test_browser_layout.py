@@ -38,3 +38,22 @@ def test_the_receipt_and_the_newest_turn_are_in_view_when_the_debugger_opens(tmp
         header = page.get_by_text("Turn 1 —", exact=False).first
         expect(header).to_be_visible(timeout=90_000)
         assert in_view(page, header)
+
+
+@pytest.mark.parametrize("width,height", [(1280, 800), (1920, 1080)])
+def test_compare_charts_keep_their_legends_outside_and_replies_side_by_side(tmp_path, width, height):
+    env = {"MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}"}
+    with streamlit_server(env, tmp_path / "streamlit.log") as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": width, "height": height})
+        page.set_default_timeout(90_000)
+        page.goto(url + "/compare")
+        charts = page.locator(".js-plotly-plot")
+        expect(charts.nth(5)).to_be_visible(timeout=90_000)  # three heatmaps and three line charts
+        assert page.locator(".js-plotly-plot .legend").count() == 0  # no legend inside any plot
+        page.get_by_text("Re-ask every query under each config").click()
+        cards = page.locator(".ml-reply")
+        expect(cards.first).to_be_visible(timeout=90_000)
+        first_row = [cards.nth(i).bounding_box() for i in range(3)]
+        assert len({round(b["y"]) for b in first_row}) == 1  # one row: the three configs side by side
+        assert all(b["x"] + b["width"] <= width for b in first_row)  # wrapped, nothing runs off the page
+        page.screenshot(path=str(tmp_path / f"compare-{width}.png"), full_page=True)

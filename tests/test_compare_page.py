@@ -3,6 +3,7 @@ at the right turns, findings that jump to their turn, saved config sets, replies
 report bundle loading back into the same view, and a stored flow conversation's node findings."""
 
 import json
+import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -147,15 +148,31 @@ def test_turn_diff_shows_what_entered_and_left(page):
     assert page.metric[3].value == f"{delta:+,}"
 
 
-def test_replies_grid_re_asks_each_query_and_filters_rows_that_differ(page):
+def replies(page) -> dict[tuple[int, str], str]:
+    """(turn, config) → reply text of every reply card on the page."""
+    import html as _html
+
+    out = {}
+    for m in page.markdown:
+        found = re.match(r'<div class="ml-reply" data-turn="(\d+)" data-config="([^"]*)"[^>]*><div[^>]*>.*?</div>(.*)</div>$',
+                         m.value, re.S)
+        if found:
+            out[(int(found[1]), _html.unescape(found[2]))] = _html.unescape(shown(found[3]))
+    return out
+
+
+def test_replies_grid_re_asks_each_query_side_by_side_and_filters_rows_that_differ(page):
     page.toggle(key="cmp_replies").set_value(True).run()
-    grid = table(page, "query", "differ")
-    assert list(grid["turn"]) == list(range(1, 13))
-    row = grid[grid["turn"] == 11].iloc[0]
-    assert "I don't know your name" in row["dify window 3"] and "Your name is Dana" in row["dify window 10"]
+    grid = replies(page)
+    assert sorted({t for t, _ in grid}) == list(range(1, 11))  # the first page: ten queries
+    assert "I don't know your name" not in grid[(1, "dify window 3")]
+    page.number_input(key="cmp-replies-page").set_value(2).run()
+    grid = replies(page)
+    assert "I don't know your name" in grid[(11, "dify window 3")] and "Your name is Dana" in grid[(11, "dify window 10")]
     page.toggle(key="cmp_only_differ").set_value(True).run()
-    differ = table(page, "query", "differ")
-    assert all(differ["differ"]) and 1 not in set(differ["turn"]) and 11 in set(differ["turn"])
+    differ = replies(page)
+    assert 1 not in {t for t, _ in differ} and 11 in {t for t, _ in differ}
+    assert all(len({text for (t2, _), text in differ.items() if t2 == t}) > 1 for t, _ in differ)
 
 
 def test_configs_are_saved_to_the_store_and_loaded_back(page):

@@ -9,6 +9,7 @@ figure's data can be read back and checked against the ledgers.
 
 from __future__ import annotations
 
+import textwrap
 from html import escape
 
 import plotly.graph_objects as go
@@ -30,9 +31,17 @@ def _colorscale() -> list:
     return scale
 
 
+HOVER_WIDTH = 48  # characters per hover line: a long message must not run out of the chart
+
+
+def wrap(text: str, width: int = HOVER_WIDTH) -> str:
+    """Escaped text in lines of at most ``width`` characters (at spaces), joined with ``<br>``."""
+    return "<br>".join(escape(line) for line in textwrap.wrap(text, width, break_long_words=True) or [""])
+
+
 def column_labels(matrix: RetentionMatrix) -> list[str]:
     """One unique label per column: its number, turn, role and first words (escaped for hovers)."""
-    return [escape(f"#{c.column + 1} · turn {c.turn} · {c.role}: {c.text}") for c in matrix.columns]
+    return [wrap(f"#{c.column + 1} · turn {c.turn} · {c.role}: {c.text}") for c in matrix.columns]
 
 
 def _why(matrix: RetentionMatrix, r: int, c: int) -> str:
@@ -40,8 +49,8 @@ def _why(matrix: RetentionMatrix, r: int, c: int) -> str:
     col = matrix.columns[c]
     entry = LedgerEntry(ref=col.ref, turn=col.turn, role=col.role, tokens=matrix.tokens[c], kept=reason == "kept",
                         reason=reason, kind=col.kind, position=col.position, index=col.index)
-    return escape(f"{matrix.tokens[c]:,} tokens — {REASON_LABELS.get(reason, reason)}: "
-                  f"{explain(entry, {**matrix.config, 'budget': matrix.budgets[r]})}")
+    return wrap(f"{matrix.tokens[c]:,} tokens — {REASON_LABELS.get(reason, reason)}: "
+                f"{explain(entry, {**matrix.config, 'budget': matrix.budgets[r]})}")
 
 
 def heatmap_figure(matrix: RetentionMatrix, *, selected_turn: int | None = None) -> go.Figure:
