@@ -24,12 +24,16 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
 from .errors import MemLensError
 from .tokens import DEMO_MODEL
+
+log = logging.getLogger("memlens.llm")
 
 KEYLESS_PROVIDERS = ("ollama", "ollama_chat", "lm_studio", "hosted_vllm", "llamafile")
 
@@ -83,6 +87,30 @@ def _litellm():
 
     register()
     return litellm
+
+
+_warming: "threading.Thread | None" = None
+
+
+def warm_up() -> None:
+    """Import litellm and make one offline demo call in a background thread.
+
+    ``import litellm`` takes seconds (far more on a busy machine) and the first completion more
+    still; an app calls this when it starts, so the first turn a person runs — a re-run, a new
+    message — does not wait for it. A call that needs litellm before the warm-up is done simply
+    waits for the import already under way (Python's import lock)."""
+    global _warming
+    if _warming is not None:
+        return
+
+    def work() -> None:
+        try:
+            LiteLLMClient().complete(DEMO_MODEL, [{"role": "user", "content": "hello"}])
+        except Exception:  # a failed warm-up only means the first real call pays the cost
+            log.debug("litellm warm-up failed", exc_info=True)
+
+    _warming = threading.Thread(target=work, name="memlens-litellm-warm-up", daemon=True)
+    _warming.start()
 
 
 class LiteLLMClient:

@@ -15,6 +15,7 @@ import streamlit as st
 from core.conversation import Conversation
 from core.debug_view import WhatIf, what_if
 from core.flow import Flow
+from core.llm import warm_up
 from core.ledger import Ledger
 from core.memory import MemoryConfig
 from core.runtime import node_memory_config, what_if_ledger
@@ -24,10 +25,11 @@ from core.store import repo
 from core.store.db import Database, resolve_url
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner="Preparing the demo conversations (first start only)…")
 def _service(url: str) -> ConversationService:
     service = ConversationService(Database(url))
     seed_demo(service)
+    warm_up()  # litellm loads in the background: the first turn a person runs does not wait for it
     return service
 
 
