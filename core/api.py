@@ -59,6 +59,7 @@ from .conversation import UUID_NIL
 from .errors import MemLensError
 from .flow import Flow
 from .ledger import Ledger
+from .limits import MAX_REQUEST_BYTES, LimitError, check_query, check_value, limit, too_deep
 from .llm import LLMClient
 from .runtime import RunError, TurnRecord, ledger_to_dict
 from .sessions import ConversationService
@@ -327,7 +328,16 @@ def _errors(*codes: int) -> dict:
 # -- input hygiene ----------------------------------------------------------------------------------
 
 def _clean(value: Any, field: str) -> Any:
-    """NUL characters removed, lone surrogates replaced; non-finite numbers are refused."""
+    """NUL characters removed, lone surrogates replaced; values nested past the depth limit and
+    non-finite numbers are refused."""
+    try:
+        check_value(value, field, finite=False)
+    except LimitError as e:
+        raise invalid(str(e), field) from None
+    return _scrub(value, field)
+
+
+def _scrub(value: Any, field: str) -> Any:
     if isinstance(value, str):
         if "\x00" in value:
             value = value.replace("\x00", "")
@@ -339,9 +349,9 @@ def _clean(value: Any, field: str) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         raise invalid(f"{field}: numbers must be finite", field)
     if isinstance(value, dict):
-        return {_clean(k, field): _clean(v, field) for k, v in value.items()}
+        return {_scrub(k, field): _scrub(v, field) for k, v in value.items()}
     if isinstance(value, list):
-        return [_clean(v, field) for v in value]
+        return [_scrub(v, field) for v in value]
     return value
 
 
@@ -456,6 +466,10 @@ def _chat_args(body: ChatRequest) -> ChatArgs:
     query = _clean(body.query, "query") if body.query is not None else ""
     if not query:
         raise invalid("query is required", "query")
+    try:
+        check_query(query)
+    except LimitError as e:
+        raise invalid(str(e), "query") from None
     conversation_id = body.conversation_id or ""
     if conversation_id and not _is_uuid(conversation_id):
         raise invalid("conversation_id must be a valid UUID", "conversation_id")
@@ -852,6 +866,40 @@ def _from_memlens(error: MemLensError) -> ApiError:
     return invalid(str(error))
 
 
+class _BodyLimit:
+    """Refuses a request body over the size limit with 413 before the app parses it: at once when
+    ``Content-Length`` says so, else as soon as the chunks received pass the limit."""
+
+    def __init__(self, app, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    def _error(self) -> ApiError:
+        return ApiError(413, "request_entity_too_large",
+                        f"The request body is larger than {self.max_bytes:,} bytes, the server's limit "
+                        f"(set by {limit('request_size').env}).")
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or ()).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            return await _error_response(self._error())(scope, receive, send)
+        received = 0
+
+        async def limited_receive():
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body") or b"")
+                if received > self.max_bytes:
+                    # FastAPI re-raises HTTP exceptions met while reading a body as they are.
+                    raise StarletteHTTPException(413, self._error().message)
+            return message
+
+        await self.app(scope, limited_receive, send)
+
+
 def _validation_message(error: RequestValidationError) -> ApiError:
     first = (error.errors() or [{}])[0]
     if first.get("type") == "json_invalid":
@@ -864,11 +912,12 @@ def _validation_message(error: RequestValidationError) -> ApiError:
 
 
 def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None,
-               ping_interval: float = 10.0) -> FastAPI:
+               ping_interval: float = 10.0, max_body_bytes: int | None = None) -> FastAPI:
     """The Service API over the store at ``db`` (a :class:`Database` or URL; default: the UI's store).
 
     ``llm``: the model client turns run with (default: the UI's — configured models, the demo model
     where no key is set). ``ping_interval``: seconds of silence before a stream sends ``event: ping``.
+    ``max_body_bytes``: the request size limit (default: ``core.limits.MAX_REQUEST_BYTES``).
     """
     database = db if isinstance(db, Database) else Database(db)
     app = FastAPI(title="MemLens Service API",
@@ -879,6 +928,7 @@ def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None
                               "<app key>`; errors are `{code, message, status}`.")
     app.state.service = ConversationService(database, llm)
     app.state.ping_interval = ping_interval
+    app.add_middleware(_BodyLimit, max_bytes=MAX_REQUEST_BYTES if max_body_bytes is None else max_body_bytes)
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, error: ApiError):
@@ -900,7 +950,9 @@ def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None
         if error.status_code == 405:
             return _error_response(ApiError(405, "method_not_allowed",
                                             "The method is not allowed for the requested URL."))
-        code = "bad_request" if error.status_code == 400 else "http_error"
+        if isinstance(error.__cause__, RecursionError):  # a body too deep for the JSON parser itself
+            return _error_response(invalid(too_deep("The request body")))
+        code = {400: "bad_request", 413: "request_entity_too_large"}.get(error.status_code, "http_error")
         return _error_response(ApiError(error.status_code, code, str(error.detail)))
 
     @app.exception_handler(Exception)

@@ -487,8 +487,10 @@ def parse_flow_upload(data: bytes, name: str) -> Flow:
 def parse_flow(text: str, name: str = "flow") -> Flow:
     import yaml
 
+    from .limits import load_yaml
+
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text, name)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -44,6 +44,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from .conversation import (ANSWER, INTERMEDIATE, QUERY, REASONING, TOOL_CALL, TOOL_RESULT, Conversation, FileRef,
                            Message, ToolCall, Turn)
+from . import limits
 from .errors import MemLensError
 
 _ROLE_ALIASES = {"developer": "system", "function": "tool", "human": "user", "ai": "assistant"}
@@ -52,8 +53,8 @@ _TEXT_PARTS = {"text", "input_text", "output_text"}
 _IMAGE_PARTS = {"image_url", "image", "input_image"}
 _REASONING_PARTS = {"reasoning", "thinking"}
 
-#: The size the importer is built and tested for; larger files are refused unless asked for.
-MAX_IMPORT_BYTES = 50 * 1024 * 1024
+#: The size the importer is built and tested for (``core.limits``); larger files are refused unless asked for.
+MAX_IMPORT_BYTES = limits.MAX_IMPORT_BYTES
 #: In all-or-nothing mode, reading stops after this many problems (the error lists the first few).
 MAX_PROBLEMS = 100
 _PROBLEMS_SHOWN = 3
@@ -354,6 +355,11 @@ class ReadContext:
                 self.report(Problem(rec.index, rec.error.split(" is ")[0], rec.error))
                 continue
             try:
+                limits.check_value(rec.value, "the record", finite=False)
+            except limits.LimitError as e:
+                self.report(Problem(rec.index, "", str(e)))
+                continue
+            try:
                 result = parse_one(rec.value, rec.index)
             except RecordError as e:
                 conv = ""
@@ -386,9 +392,8 @@ def import_file(path: str | Path, fmt: str | None = None, *, skip_bad: bool = Fa
         size = path.stat().st_size
         if path.is_dir():
             raise IsADirectoryError
-        if max_bytes is not None and size > max_bytes:
-            raise FormatError(f"{path.name} is {size / 1048576:.1f} MB; MemLens imports files up to "
-                              f"{max_bytes / 1048576:.0f} MB — split it into smaller files")
+        if max_bytes is not None:
+            _check_size(size, path.name, max_bytes)
         data = path.read_bytes()
     except FileNotFoundError:
         raise FormatError(f"{path}: no such file") from None
@@ -403,9 +408,8 @@ def import_bytes(data: bytes, name: str = "input", fmt: str | None = None, *, sk
                  on_progress: Callable[[int, int], None] | None = None,
                  max_bytes: int | None = MAX_IMPORT_BYTES) -> ImportResult:
     """Like :func:`import_file`, for an upload's bytes."""
-    if max_bytes is not None and len(data) > max_bytes:
-        raise FormatError(f"{name} is {len(data) / 1048576:.1f} MB; MemLens imports files up to "
-                          f"{max_bytes / 1048576:.0f} MB — split it into smaller files")
+    if max_bytes is not None:
+        _check_size(len(data), name, max_bytes)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -413,6 +417,13 @@ def import_bytes(data: bytes, name: str = "input", fmt: str | None = None, *, sk
     total = len(data)
     del data
     return _import(text, name, fmt, skip_bad, on_progress, total)
+
+
+def _check_size(size: int, name: str, max_bytes: int) -> None:
+    try:
+        limits.check_file_size(size, name, max_bytes)
+    except limits.LimitError as e:
+        raise FormatError(str(e)) from None
 
 
 def import_text(text: str, name: str = "input", fmt: str | None = None, *, skip_bad: bool = False,

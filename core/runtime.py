@@ -50,6 +50,7 @@ from .conversation import ANSWER, QUERY, UUID_NIL, Conversation, Message, Turn
 from .errors import MemLensError
 from .flow import (OPERATOR_ALIASES, Flow, LLMSettings, Node, if_else_cases, llm_settings)
 from .ledger import Ledger, LedgerEntry, SyntheticMessage
+from .limits import LimitError, check_query
 from .llm import DemoClient, LLMClient, LLMError, default_client, one_line
 from .memory import FIDELITIES, ConfigError, MemoryConfig, Replay, turn_numbers
 from .strategies.compaction import SHIPPED, ShippedRunHook
@@ -1015,6 +1016,10 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
         raise RunError(f"unknown fidelity {fidelity!r}; expected documented or code")
     if not isinstance(query, str):
         raise RunError("query must be text")
+    try:
+        check_query(query)
+    except LimitError as e:
+        raise RunError(str(e)) from None
     if granularity is not None:
         try:
             check_granularity(granularity, "request")

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from core.errors import MemLensError
+from core.limits import check_file_size
 from core.readers import FORMATS, MAX_IMPORT_BYTES, FormatError, formats
 from core.report import import_upload
 from core.store import repo
@@ -64,6 +65,7 @@ with file_tab:
             bar.progress(min(1.0, share), text=f"Reading… {done / 1048576:.1f} of {total / 1048576:.1f} MB")
 
         try:
+            check_file_size(upload.size, upload.name)  # before the bytes are read, let alone parsed
             outcome = import_upload(database(), upload.getvalue(), upload.name, fmt=None if fmt == "detect" else fmt,
                                     skip_bad=mode == "skip", on_progress=progress, user_id=user.strip() or "user")
         except MemLensError as e:

@@ -217,3 +217,14 @@ def test_the_dify_app_tab_pulls_a_served_conversation_and_a_bad_key_stores_nothi
     finally:
         server.stop()
         served.dispose()
+
+
+def test_an_upload_over_the_size_limit_is_refused_before_it_is_read(page, monkeypatch):
+    import core.limits
+
+    monkeypatch.setattr(core.limits, "MAX_IMPORT_BYTES", 1000)
+    name, data = sample_file("openai")
+    assert len(data) > 1000
+    upload(page, name, data)
+    assert page.error and "MemLens imports files up to 1,000 bytes" in text(page.error[0])
+    assert imported(page) == []

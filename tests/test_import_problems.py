@@ -181,7 +181,7 @@ def test_unknown_format_name_and_forced_format_mismatch_are_clear():
 def test_files_over_the_limit_are_refused_before_reading(tmp_path):
     path = tmp_path / "big.jsonl"
     path.write_text(json.dumps({"messages": [{"role": "user", "content": "x" * 3000}]}) + "\n")
-    with pytest.raises(FormatError, match=r"big.jsonl is 0.0 MB; MemLens imports files up to 0 MB"):
+    with pytest.raises(FormatError, match=r"big.jsonl is 3,048 bytes; MemLens imports files up to 1,000 bytes"):
         import_file(path, max_bytes=1000)
     with pytest.raises(FormatError, match="imports files up to"):
         import_bytes(path.read_bytes(), "big.jsonl", max_bytes=1000)

@@ -34,6 +34,7 @@ from ..cli import UsageError
 from ..conversation import QUERY
 from ..flow import Flow, load_flow
 from ..ledger import Ledger, explain
+from ..limits import MAX_DEPTH, check_file_size, check_value
 from ..llm import LiteLLMClient
 from ..long_term import LongTermMemory
 from ..runtime import ConversationState, NodeRun, TurnRecord, run_turn
@@ -43,6 +44,7 @@ def read_queries(path: str) -> list[dict[str, Any]]:
     """The queries file as ``[{"query": str, "inputs": dict}]``; anything else is a :class:`UsageError`."""
     p = Path(path)
     try:
+        check_file_size(p.stat().st_size, path)
         text = p.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
@@ -54,6 +56,9 @@ def read_queries(path: str) -> list[dict[str, Any]]:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise UsageError(f"{path} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    except RecursionError:
+        raise UsageError(f"{path} is nested more than {MAX_DEPTH} levels deep") from None
+    check_value(data, path)
     shape = 'a JSON array of queries (strings or {"query": str, "inputs": {...}})'
     if not isinstance(data, list):
         raise UsageError(f"{path} must be {shape}, not a JSON {type(data).__name__.replace('dict', 'object')}")

@@ -1,0 +1,220 @@
+"""Every size and depth limit MemLens enforces, in one place.
+
+Each limit has a default sized for real use and an environment variable that changes it (read
+when the process starts). Input over a limit is refused before any work is done on it: the CLI
+exits with status 2, the API answers 400 or 413 with a Dify error body, a page shows one line.
+
+The helpers here are the only code that applies the limits, so every entry point (CLI, API,
+Import page, flow files) refuses the same input with the same words.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from yaml.events import AliasEvent
+from yaml.nodes import MappingNode, SequenceNode
+
+from .errors import MemLensError
+
+MB = 1024 * 1024
+
+
+class LimitError(MemLensError):
+    """Input over one of the limits below; the message names the limit and how to raise it."""
+
+    #: The HTTP status the API answers with (413 for sizes, 400 for shapes).
+    status = 400
+
+
+class TooLargeError(LimitError):
+    status = 413
+
+
+@dataclass(frozen=True)
+class Limit:
+    name: str
+    env: str
+    default: int
+    unit: str
+    what: str
+
+    def read(self) -> int:
+        raw = os.environ.get(self.env, "").strip()
+        if not raw:
+            return self.default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise MemLensError(f"{self.env}={raw!r} is not a whole number; unset it to use the default "
+                               f"({self.default} {self.unit})") from None
+        if value < 1:
+            raise MemLensError(f"{self.env}={value} is out of range: it must be at least 1")
+        return value
+
+
+#: The documented list (README "Limits" is written from it).
+LIMITS = (
+    Limit("import_size", "MEMLENS_MAX_IMPORT_MB", 50, "MB",
+          "size of a file to import or read (transcripts, MemLens exports, report bundles, uploads)"),
+    Limit("request_size", "MEMLENS_MAX_REQUEST_BYTES", MB, "bytes", "body of one API request"),
+    Limit("query_length", "MEMLENS_MAX_QUERY_CHARS", 100_000, "characters", "one query sent to a flow"),
+    Limit("depth", "MEMLENS_MAX_DEPTH", 100, "levels",
+          "nesting of JSON and YAML values (files, API bodies, inputs, variable values)"),
+    Limit("yaml_nodes", "MEMLENS_MAX_YAML_NODES", 1_000_000, "nodes",
+          "size of a YAML document once its aliases are expanded (flow files, Dify DSL)"),
+)
+_BY_NAME = {limit.name: limit for limit in LIMITS}
+
+
+def limit(name: str) -> Limit:
+    return _BY_NAME[name]
+
+
+MAX_IMPORT_BYTES = limit("import_size").read() * MB
+MAX_REQUEST_BYTES = limit("request_size").read()
+MAX_QUERY_CHARS = limit("query_length").read()
+MAX_DEPTH = limit("depth").read()
+MAX_YAML_NODES = limit("yaml_nodes").read()
+
+
+def _size(n: int) -> str:
+    if n < MB // 10:
+        return f"{n:,} bytes"
+    return f"{n // MB} MB" if n % MB == 0 else f"{n / MB:.1f} MB"
+
+
+def check_file_size(size: int, name: str, max_bytes: int | None = None) -> None:
+    """Refuse a file (or upload) over the import size, before it is read or parsed."""
+    cap = MAX_IMPORT_BYTES if max_bytes is None else max_bytes
+    if size > cap:
+        raise TooLargeError(f"{name} is {_size(size)}; MemLens imports files up to {_size(cap)} — split it "
+                            f"into smaller files (or raise {limit('import_size').env})")
+
+
+def check_query(query: str) -> None:
+    if len(query) > MAX_QUERY_CHARS:
+        raise TooLargeError(f"the query is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,} "
+                            f"(raise {limit('query_length').env} to allow longer ones)")
+
+
+def check_value(value: Any, where: str, max_depth: int | None = None, *, finite: bool = True) -> None:
+    """Refuse a JSON-like value nested deeper than the depth limit or (``finite``) holding a number
+    that is not finite: NaN and infinities are not JSON, and PostgreSQL refuses them. The message
+    names the place inside the value (``where: 'turns[3].inputs.x'``)."""
+    cap = MAX_DEPTH if max_depth is None else max_depth
+    # Iterative, so a value nested thousands of levels deep is measured, not a RecursionError;
+    # each entry's path is a (parent path, key) link, spelled out only for the message.
+    stack: list[tuple[Any, int, Any]] = [(value, 1, None)]
+    while stack:
+        item, depth, path = stack.pop()
+        if isinstance(item, dict):
+            children = item.items()
+        elif isinstance(item, (list, tuple)):
+            children = enumerate(item)
+        elif finite and isinstance(item, float) and not math.isfinite(item):
+            raise LimitError(f"{where}{_spell(path)} holds {item!r}, which is not a number JSON can carry")
+        else:
+            continue
+        if depth > cap:
+            raise LimitError(too_deep(f"{where}{_spell(path)}", cap))
+        stack.extend((child, depth + 1, (path, key)) for key, child in children)
+
+
+def _spell(path: Any) -> str:
+    keys = []
+    while path is not None:
+        path, key = path
+        keys.append(key)
+    if not keys:
+        return ""
+    out = ""
+    for key in reversed(keys):
+        out += f"[{key}]" if isinstance(key, int) else (f".{key}" if out else str(key))
+    return f": '{out}'"
+
+
+def load_json(text: str | bytes, name: str = "input") -> Any:
+    """Parse one JSON document nested at most the depth limit. Raises :class:`LimitError` (or
+    :class:`MemLensError` for text that is not JSON)."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise MemLensError(f"{name} is not UTF-8 text; expected JSON") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise MemLensError(f"{name} is not JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    except RecursionError:
+        raise LimitError(too_deep(name)) from None
+    # Non-finite numbers are let through here so the importer's field checks can name them.
+    check_value(value, name, finite=False)
+    return value
+
+
+def load_yaml(text: str, name: str = "input") -> Any:
+    """Parse one YAML document with the safe loader, refusing documents nested deeper than the
+    depth limit or larger than the node limit once aliases are expanded (a "billion laughs"
+    file is refused after composing a few hundred nodes, not after exhausting memory).
+    Malformed YAML raises ``yaml.YAMLError`` as ``yaml.safe_load`` does."""
+    loader = _LimitedLoader(text, name)
+    try:
+        return loader.get_single_data()
+    except RecursionError:
+        raise LimitError(too_deep(name)) from None
+    finally:
+        loader.dispose()
+
+
+def too_deep(name: str, cap: int | None = None) -> str:
+    return f"{name} is nested more than {cap or MAX_DEPTH} levels deep (raise {limit('depth').env} if it really needs to be)"
+
+
+class _LimitedLoader(yaml.SafeLoader):
+    """The safe loader, with the depth and expanded size of every node counted as it is composed.
+    An alias counts the full size of what it points at, so an expansion is paid for here, before
+    the constructor (or anything walking the result) could multiply it."""
+
+    def __init__(self, stream: str, name: str):
+        super().__init__(stream)
+        self._name = name
+        self._depth = 0
+        self._sizes: dict[int, int] = {}
+
+    def compose_node(self, parent, index):
+        alias = self.check_event(AliasEvent)
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise LimitError(too_deep(self._name))
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        if not alias:
+            size = 1
+            if isinstance(node, SequenceNode):
+                size += sum(self._sizes.get(id(child), 1) for child in node.value)
+            elif isinstance(node, MappingNode):
+                size += sum(self._sizes.get(id(k), 1) + self._sizes.get(id(v), 1) for k, v in node.value)
+            if size > MAX_YAML_NODES:
+                raise LimitError(f"{self._name} expands to more than {MAX_YAML_NODES:,} values through its "
+                                 f"aliases (a YAML bomb?); raise {limit('yaml_nodes').env} if it is genuine")
+            self._sizes[id(node)] = size
+        return node
+
+
+def describe() -> list[dict]:
+    """The limits in force, for the README and ``--help`` texts."""
+    return [{"name": lim.name, "env": lim.env, "default": lim.default, "unit": lim.unit, "what": lim.what,
+             "value": lim.read()} for lim in LIMITS]
+
+
+__all__ = ["LimitError", "TooLargeError", "Limit", "LIMITS", "limit", "MAX_IMPORT_BYTES", "MAX_REQUEST_BYTES",
+           "MAX_QUERY_CHARS", "MAX_DEPTH", "MAX_YAML_NODES", "check_file_size", "check_query", "check_value",
+           "load_json", "load_yaml", "too_deep", "describe"]
