@@ -319,3 +319,24 @@ def replayed_run(conversation: Conversation, position: int, lens_id: str, ledger
                        "tokens": counter.message(query)})
     return {"node_id": lens_id, "ledger": ledger, "prompt": prompt, "model": ledger.config.get("model"),
             "reply": conversation.turns[position].answer}
+
+
+def damage_note(conversation_fields: Sequence[str], conversation: Conversation,
+                runs: Sequence[Mapping[str, Any]] = (), titles: Mapping[str, str] | None = None) -> str | None:
+    """One line saying which stored values of a conversation could not be read (and are shown with
+    defaults), or ``None``: the conversation's own fields, its turns' (``meta["damaged"]``) and the
+    node runs on screen (their ``damaged``)."""
+    parts = [f"conversation {', '.join(conversation_fields)}"] if conversation_fields else []
+    for position, turn in enumerate(conversation.turns):
+        fields = (turn.meta or {}).get("damaged")
+        if fields:
+            parts.append(f"{turn_label(conversation, position)} {', '.join(fields)}")
+    for run in runs:
+        if run.get("damaged"):
+            name = (titles or {}).get(run.get("node_id"), run.get("node_id") or "a node")
+            parts.append(f"{name}'s {', '.join(run['damaged'])}")
+    if not parts:
+        return None
+    return ("Some stored values are damaged (written outside MemLens or by an older version) and are shown "
+            "with defaults: " + "; ".join(parts) + ".")
+

@@ -174,6 +174,8 @@ class Source:
     view: dict = field(default_factory=dict)
     title: str = ""
     note: str = ""
+    #: For a stored conversation with values no reader could use: one line naming them.
+    damage: str | None = None
 
 
 def source_of(conversation: Conversation, origin: str = "") -> Source:
@@ -189,10 +191,11 @@ def source_of(conversation: Conversation, origin: str = "") -> Source:
 
 
 def records_from_rows(rows: Sequence[Mapping[str, Any]], conversation: Conversation,
-                      history: Sequence[Mapping[str, Any]] = ()) -> list:
+                      history: Sequence[Mapping[str, Any]] = (), damaged: list | None = None) -> list:
     """Turn records rebuilt from stored turn rows (``repo.load_turn_rows(..., with_node_runs=True)``
     or an export's ``turns``): node runs with their ledgers unpacked against the conversation,
-    and the variable changes each turn made (from the variable history)."""
+    and the variable changes each turn made (from the variable history). Node runs with values
+    that could not be read are appended to ``damaged`` when it is given."""
     from dataclasses import fields
 
     from .runtime import NodeRun, TurnRecord
@@ -214,6 +217,8 @@ def records_from_rows(rows: Sequence[Mapping[str, Any]], conversation: Conversat
         runs = []
         for raw in row.get("node_runs") or []:
             run = unpack_node_run(raw, conversation, p)
+            if run.get("damaged") and damaged is not None:
+                damaged.append(run)
             runs.append(NodeRun(**{k: v for k, v in run.items() if k in run_fields}))
         changes = [VariableChange(turn=numbers[p], node_id=str(h.get("node_id") or ""),
                                   operation=str(h.get("operation") or ""), name=str(h.get("name") or ""),
@@ -238,27 +243,32 @@ def load_stored(db: Any, conversation_id: str) -> Source:
     from .flow import Flow
     from .store import repo
 
+    from .debug_view import damage_note
+
     info = repo.get_conversation(db, conversation_id)
     conv = repo.load_conversation(db, conversation_id)
     origin = f"stored conversation {info.name or info.id}"
     if not info.flow_version_id:
-        return Source(conv, origin)
+        return Source(conv, origin, damage=damage_note(info.damaged, conv))
     version = repo.get_flow_version(db, info.flow_version_id)
     flow = Flow.from_dict(version.definition, name=version.flow_name)
     if len(conv.turns) > RECORDED_TURNS_LIMIT:
-        return Source(conv, origin, flow=flow,
+        return Source(conv, origin, flow=flow, damage=damage_note(info.damaged, conv),
                       note=f"Longer than {RECORDED_TURNS_LIMIT:,} turns: the recorded node runs are not loaded, so "
                            "findings come from the flow and the memory configs only. The Debugger shows any "
                            "turn's recorded ledgers.")
     rows = repo.load_turn_rows(db, conversation_id, with_node_runs=True)
-    records = records_from_rows(rows, conv, repo.variable_history(db, conversation_id))
-    return Source(conv, origin, flow=flow, records=records)
+    damaged: list = []
+    records = records_from_rows(rows, conv, repo.variable_history(db, conversation_id), damaged)
+    titles = {n.id: n.title or n.id for n in flow.nodes}
+    return Source(conv, origin, flow=flow, records=records,
+                  damage=damage_note(info.damaged, conv, damaged, titles))
 
 
 def source_from_export(bundle: Mapping[str, Any]) -> Source:
     """A MemLens conversation export (``format: memlens-conversation``) as a source, with its flow."""
     from .flow import Flow
-    from .sessions import validate_bundle
+    from .bundle import validate_bundle
     from .store.repo import turn_from_dict
 
     validate_bundle(bundle)
@@ -274,24 +284,17 @@ def source_from_export(bundle: Mapping[str, Any]) -> Source:
     return Source(conv, f"export {info.get('name') or info['id']}", flow=flow, records=records)
 
 
-def _is_export(head: str) -> bool:
-    return '"memlens-conversation"' in head
-
-
 def read_sources(data: bytes, name: str, *, fmt: str | None = None, skip_bad: bool = False,
                  on_progress: Callable[[int, int], None] | None = None) -> list[Source]:
     """Every conversation of an uploaded or local file, as sources: a transcript in any
     supported format, a report bundle (with its configs and view) or a conversation export."""
     from .readers import import_bytes
 
-    head = data[:4096].decode("utf-8", "ignore")
-    if fmt is None and _is_export(head):
-        try:
-            bundle = json.loads(data.decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ReportError(f"{name} is not JSON ({e}); expected a MemLens conversation export") from None
-        from .sessions import is_bundle
+    from .bundle import is_bundle, looks_like_bundle, parse_bundle
 
+    head = data[:4096].decode("utf-8", "ignore")
+    if fmt is None and looks_like_bundle(head):
+        bundle = parse_bundle(data, name)
         if is_bundle(bundle):
             return [source_from_export(bundle)]
     result = import_bytes(data, name, fmt, skip_bad=skip_bad, on_progress=on_progress)
@@ -302,16 +305,14 @@ def read_source_file(path: Any, *, index: int = 0, fmt: str | None = None) -> tu
     """One conversation of a file (``index`` counts from 0) and how many the file holds."""
     from pathlib import Path
 
-    from .readers import MAX_IMPORT_BYTES
+    from .limits import check_file_size
 
     path = Path(path)
     try:
         size = path.stat().st_size
         if path.is_dir():
             raise IsADirectoryError
-        if size > MAX_IMPORT_BYTES:
-            raise ReportError(f"{path.name} is {size / 1048576:.1f} MB; MemLens reads files up to "
-                              f"{MAX_IMPORT_BYTES / 1048576:.0f} MB")
+        check_file_size(size, path.name)
         data = path.read_bytes()
     except FileNotFoundError:
         raise ReportError(f"{path}: no such file") from None
@@ -1007,14 +1008,12 @@ def import_upload(db: Any, data: bytes, name: str, *, fmt: str | None = None, sk
     transcript (any format) as conversations without a flow, a report bundle as its conversation
     with its configs saved as a config set. On any error nothing is stored."""
     from .readers import FormatError, import_bytes
-    from .sessions import import_conversation, is_bundle, store_conversations
+    from .bundle import is_bundle, looks_like_bundle, parse_bundle
+    from .sessions import import_conversation, store_conversations
 
     head = data[:4096].decode("utf-8", "ignore")
-    if fmt is None and _is_export(head):
-        try:
-            bundle = json.loads(data.decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ReportError(f"{name} is not JSON ({e}); expected a MemLens conversation export") from None
+    if fmt is None and looks_like_bundle(head):
+        bundle = parse_bundle(data, name)
         if is_bundle(bundle):
             if on_progress:
                 on_progress(len(data), len(data))

@@ -24,8 +24,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from .bundle import FORMAT, FORMAT_VERSION, is_bundle, parse_bundle, validate_bundle
 from .conversation import UUID_NIL, Conversation, active_thread
-from .flow import Flow, FlowError, classify_change, load_flow
+from .flow import Flow, classify_change, load_flow
+from .limits import check_file_size
 from .llm import LLMClient
 from .runtime import ConversationState, RunError, TurnRecord, run_turn
 from .store import repo
@@ -37,8 +39,6 @@ from .variables import VariableChange, defaults, edit_variable
 SESSION_CHANGED = ("The Agent configuration changed after this conversation started. "
                    "Start a new conversation to continue.")
 _ACTIVE = object()
-FORMAT = "memlens-conversation"
-FORMAT_VERSION = 1
 
 
 class SessionChangedError(StoreError):
@@ -330,7 +330,7 @@ def export_conversation(db: Database, conversation_id: str) -> dict:
         v = repo.get_flow_version(db, info.flow_version_id)
         flow = {"flow_id": v.flow_id, "name": v.flow_name, "version_id": v.id, "version": v.version,
                 "definition": v.definition, "structure": v.structure, "note": v.note, "created_at": v.created_at}
-    return {
+    doc = {
         "format": FORMAT, "version": FORMAT_VERSION,
         "conversation": {"id": info.id, "user_id": info.user_id, "name": info.name, "source": info.source,
                          "inputs": info.inputs, "active_turn_id": info.active_turn_id, "meta": info.meta,
@@ -342,54 +342,23 @@ def export_conversation(db: Database, conversation_id: str) -> dict:
                       for v in repo.get_variables(db, conversation_id)],
         "variable_history": repo.variable_history(db, conversation_id),
     }
+    damaged = damaged_fields(info, doc["turns"], doc["variable_history"])
+    if damaged:
+        doc["damaged"] = damaged
+    return doc
 
 
-def _require(cond: bool, message: str) -> None:
-    if not cond:
-        raise StoreError(f"not a MemLens conversation export: {message}")
-
-
-def validate_bundle(bundle: Any) -> None:
-    """Check an export document completely before anything is written."""
-    _require(isinstance(bundle, Mapping), "expected a JSON object")
-    _require(bundle.get("format") == FORMAT, f"'format' must be {FORMAT!r}")
-    _require(bundle.get("version") == FORMAT_VERSION, f"unsupported version {bundle.get('version')!r} "
-                                                      f"(this MemLens reads version {FORMAT_VERSION})")
-    conv = bundle.get("conversation")
-    _require(isinstance(conv, Mapping) and isinstance(conv.get("id"), str) and conv["id"],
-             "'conversation.id' is missing")
-    for key in ("user_id", "name", "source"):
-        _require(isinstance(conv.get(key), str), f"'conversation.{key}' must be a string")
-    for key in ("created_at", "updated_at"):
-        _require(isinstance(conv.get(key), (int, float)), f"'conversation.{key}' must be a number")
-    flow = bundle.get("flow")
-    if flow is not None:
-        _require(isinstance(flow, Mapping) and isinstance(flow.get("definition"), Mapping),
-                 "'flow.definition' must be an object")
-        try:
-            Flow.from_dict(flow["definition"], name=str(flow.get("name") or "flow"))
-        except FlowError as e:
-            raise StoreError(f"not a MemLens conversation export: its flow is invalid: {e}") from None
-    turns = bundle.get("turns")
-    _require(isinstance(turns, list), "'turns' must be a list")
-    ids = set()
+def damaged_fields(info: repo.ConversationInfo, turns: list[dict], history: list[dict] = ()) -> list[str]:
+    """Where a stored conversation holds values no reader could use (shown with defaults instead),
+    as ``"turn 3: seq"``; each record's own ``damaged`` mark is taken off as it is listed."""
+    out = [f"conversation: {f}" for f in info.damaged]
     for i, t in enumerate(turns):
-        _require(isinstance(t, Mapping), f"turn {i} is not an object")
-        _require(isinstance(t.get("id"), str) and t["id"] not in ids, f"turn {i} has a missing or repeated 'id'")
-        ids.add(t["id"])
-        _require(isinstance(t.get("query"), str) and isinstance(t.get("answer", ""), str),
-                 f"turn {i}: 'query' and 'answer' must be strings")
-        _require(t.get("parent_id") is None or isinstance(t.get("parent_id"), str),
-                 f"turn {i}: 'parent_id' must be a string or null")
-        _require(isinstance(t.get("node_runs", []), list), f"turn {i}: 'node_runs' must be a list")
-    _require(isinstance(bundle.get("variables"), list), "'variables' must be a list")
-    for i, v in enumerate(bundle["variables"]):
-        _require(isinstance(v, Mapping) and all(isinstance(v.get(k), str) for k in ("id", "name", "value_type")),
-                 f"variable {i} needs 'id', 'name' and 'value_type'")
-    _require(isinstance(bundle.get("variable_history"), list), "'variable_history' must be a list")
-    for i, h in enumerate(bundle["variable_history"]):
-        _require(isinstance(h, Mapping) and isinstance(h.get("name"), str) and isinstance(h.get("node_id"), str),
-                 f"variable change {i} needs 'name' and 'node_id'")
+        out += [f"turn {i}: {f}" for f in t.pop("damaged", ())]
+        for j, run in enumerate(t.get("node_runs") or ()):
+            out += [f"turn {i} node run {j}: {f}" for f in run.pop("damaged", ())]
+    for i, h in enumerate(history):
+        out += [f"variable change {i}: {f}" for f in h.pop("damaged", ())]
+    return out
 
 
 def import_conversation(db: Database, bundle: Mapping[str, Any]) -> str:
@@ -475,8 +444,10 @@ def store_conversations(db: Database, conversations: list[Conversation], *, user
                         source: str = "import") -> list[str]:
     """Store imported conversations (no flow: they can be inspected, replayed and compared) in one
     transaction. Turn ids are made unique; the source's ids stay in each turn's ``source_id``."""
+    from .store.checks import check_conversations
     from .store.models import ConversationRow
 
+    check_conversations(conversations)
     ids: list[str] = []
     with db.session() as s:
         for conv in conversations:
@@ -501,8 +472,10 @@ def store_pulled(db: Database, conv: Conversation, *, base_url: str, user_id: st
     from sqlalchemy import delete, select
 
     from .pull import SOURCE
+    from .store.checks import check_conversations
     from .store.models import ConversationRow, FeedbackRow, NodeRunRow, TurnRow
 
+    check_conversations([conv], base_url)
     with db.session() as s:
         existing = None
         for row in s.scalars(select(ConversationRow).where(ConversationRow.source == SOURCE,
@@ -538,24 +511,20 @@ def store_pulled(db: Database, conv: Conversation, *, base_url: str, user_id: st
         return existing.id, "updated"
 
 
-def is_bundle(data: Any) -> bool:
-    return isinstance(data, Mapping) and data.get("format") == FORMAT
-
-
 def read_bundle(path: str | Path) -> dict:
+    """An export file's document, refused over the size limit before it is read."""
+    path = Path(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        check_file_size(path.stat().st_size, path.name)
+        data = path.read_bytes()
     except FileNotFoundError:
         raise StoreError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise StoreError(f"{path}: cannot read ({e})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise StoreError(f"{path} is not JSON ({e.msg} at line {e.lineno}); expected a MemLens conversation "
-                         "export") from None
+    except OSError as e:
+        raise StoreError(f"{path}: cannot read ({e.strerror or e})") from None
+    return parse_bundle(data, path.name)
 
 
 __all__ = ["ConversationService", "Siblings", "SessionChangedError", "SESSION_CHANGED", "export_conversation",
-           "import_conversation", "validate_bundle", "read_bundle", "store_conversations", "store_pulled", "is_bundle", "turn_from_record",
+           "import_conversation", "damaged_fields", "validate_bundle", "read_bundle", "store_conversations",
+           "store_pulled", "is_bundle", "turn_from_record",
            "RunError"]

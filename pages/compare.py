@@ -100,6 +100,9 @@ if source.configs and state.get(f"{P}_applied") != picked.key:  # a report bundl
     if source.view.get("replies"):
         state[f"{P}_replies"] = True
 
+if source.damage:
+    st.warning(plain(source.damage))
+
 with st.sidebar:
     st.caption(plain(f"{source.origin} · {plural(len(conv.turns), 'turn')}"
                      + (f" · recorded from flow {source.flow.name}" if source.flow is not None else "")))

@@ -6,7 +6,7 @@ import json
 
 import streamlit as st
 
-from core.debug_view import focus_node, receipt, transcript, tree_layout, what_if_prompt
+from core.debug_view import damage_note, focus_node, receipt, transcript, tree_layout, what_if_prompt
 from core.conversation import turn_label
 from core.errors import MemLensError
 from core.store import repo
@@ -147,6 +147,7 @@ if selected_id not in thread_ids:
 selected = tree.position[selected_id] if selected_id else None
 
 st.title(html.plain(info.name or "Conversation"))
+damage_slot = st.empty()  # filled once the selected turn's node runs are read
 if not conversation_only:
     st.caption("Markers beside each message show, for the selected turn, what each LLM node's memory did with it: "
                "● kept · ○ dropped · ◌ not eligible. Hover a marker for the reason.")
@@ -197,6 +198,9 @@ else:
 # The switchboard starts from the settings the inspected turn ran with (recorded with each node run),
 # never from the conversation's current ones: what it shows and what the markers show are one config.
 runs = {r["node_id"]: r for r in data.node_runs(url, conv_id, stamp, selected_id)} if selected_id else {}
+damage = damage_note(info.damaged, conv, list(runs.values()), titles)
+if damage:
+    damage_slot.warning(html.plain(damage))
 for_new_turns = {n.id: data.memory_config(flow, n.id, fidelity, stored_overrides.get(n.id)) for n in llm_nodes}
 baselines = {n.id: data.recorded_config(runs[n.id]) if (runs.get(n.id) or {}).get("memory") else for_new_turns[n.id]
              for n in llm_nodes}

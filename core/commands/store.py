@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from datetime import datetime, timezone
 
@@ -26,14 +27,18 @@ def cmd_conversations(args) -> int:
     if args.format == "json":
         print(json.dumps([{"id": c.id, "name": c.name, "user_id": c.user_id, "source": c.source,
                            "turns": c.turn_count, "thread_turns": c.thread_turns or c.turn_count,
-                           "flow_version_id": c.flow_version_id,
-                           "created_at": c.created_at, "updated_at": c.updated_at} for c in rows], ensure_ascii=False))
+                           "flow_version_id": c.flow_version_id, "created_at": c.created_at,
+                           "updated_at": c.updated_at, "damaged": list(c.damaged)} for c in rows],
+                         ensure_ascii=False))
         return 0
     if not rows:
         print("no conversations yet")
         return 0
     for c in rows:
-        when = datetime.fromtimestamp(c.updated_at, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+        try:
+            when = datetime.fromtimestamp(c.updated_at, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+        except (OverflowError, ValueError, OSError):  # a timestamp no calendar holds
+            when = "?"
         flow = ""
         if c.flow_version_id:
             try:
@@ -41,7 +46,8 @@ def cmd_conversations(args) -> int:
                 flow = f"{v.flow_name} v{v.version}"
             except StoreError:
                 flow = "?"
-        print(f"{c.id}  {conversation_length(c):<24}  {when}  {c.source:<6}  {flow:<24}  {c.name}")
+        damaged = f"  [damaged: {', '.join(c.damaged)}]" if c.damaged else ""
+        print(f"{c.id}  {conversation_length(c):<24}  {when}  {c.source:<6}  {flow:<24}  {c.name}{damaged}")
     return 0
 
 
@@ -49,6 +55,9 @@ def cmd_export(args) -> int:
     from ..sessions import export_conversation
 
     doc = export_conversation(_db(args), args.conversation_id)
+    if doc.get("damaged"):
+        print(f"warning: {args.conversation_id} has damaged stored values, exported with defaults in their place: "
+              f"{'; '.join(doc['damaged'])}", file=sys.stderr)
     sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1 if args.pretty else None) + "\n")
     return 0
 
@@ -56,7 +65,9 @@ def cmd_export(args) -> int:
 def cmd_import(args) -> int:
     from ..cli import UsageError
     from ..readers import FormatError, import_file
-    from ..sessions import import_conversation, is_bundle, store_conversations
+    from ..bundle import looks_like_bundle
+    from ..limits import check_file_size
+    from ..sessions import import_conversation, is_bundle, read_bundle, store_conversations
 
     db_holder = []
 
@@ -66,18 +77,16 @@ def cmd_import(args) -> int:
         return db_holder[0]
 
     try:
+        # Every kind of file is held to the import size before a byte of it is parsed.
+        check_file_size(os.stat(args.file).st_size, args.file)
         with open(args.file, encoding="utf-8") as fh:
             head = fh.read(4096)
     except FileNotFoundError:
         raise UsageError(f"{args.file}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"{args.file}: cannot read ({e})") from None
-    if '"memlens-conversation"' in head:
-        with open(args.file, encoding="utf-8") as fh:
-            try:
-                data = json.load(fh)
-            except json.JSONDecodeError as e:
-                raise UsageError(f"{args.file} is not JSON ({e.msg} at line {e.lineno})") from None
+    if looks_like_bundle(head):
+        data = read_bundle(args.file)
         if is_bundle(data):
             conv_id = import_conversation(db(), data)
             print(conv_id)

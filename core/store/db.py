@@ -8,6 +8,7 @@ store brings the schema up to date with the migrations, fresh or existing.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from contextlib import contextmanager
@@ -16,7 +17,7 @@ from typing import Iterator
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
@@ -59,6 +60,34 @@ def _sqlite_begin(conn) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+class Unreadable(str):
+    """The text of a JSON column that does not parse as JSON (SQLite keeps whatever it is given)."""
+
+
+def lenient_json(text: str | bytes):
+    """The JSON columns' reader on SQLite: text that is not JSON becomes :class:`Unreadable`, which
+    readers treat as a damaged value (``core.store.checks``) instead of failing the whole query."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return Unreadable(text if isinstance(text, str) else text.decode("utf-8", "replace"))
+
+
+def shown_url(url: str) -> str:
+    """The URL with its password masked, for messages and logs."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(not a URL)"
+
+
+def database_problem(error: DBAPIError) -> str:
+    """The driver's own first line (``connection refused``, ``no password supplied``…), no SQL."""
+    text = str(getattr(error, "orig", None) or error).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
 def make_engine(url: str) -> Engine:
     try:
         parsed = make_url(url)
@@ -67,11 +96,13 @@ def make_engine(url: str) -> Engine:
                          "postgresql+psycopg://user:password@host/dbname") from None
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
+        # SQLite keeps any text in a JSON column; a row edited by hand must not stop every reader.
+        lenient = {"json_deserializer": lenient_json}
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
-            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **lenient)
         else:
-            engine = create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool)
+            engine = create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool, **lenient)
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
@@ -85,14 +116,26 @@ class Database:
 
     def __init__(self, url: str | None = None, *, migrate: bool = True):
         self.url = resolve_url(url)
-        self.engine = make_engine(self.url)
+        try:
+            self.engine = make_engine(self.url)
+        except OSError as e:  # the SQLite file's folder cannot be made
+            raise StoreError(f"cannot open the database {shown_url(self.url)}: {e.strerror or e} "
+                             f"({e.filename or 'its folder'}); pass another --db or set {ENV_URL}") from None
+        except ModuleNotFoundError as e:
+            raise StoreError(f"cannot open the database {shown_url(self.url)}: its driver {e.name!r} is not "
+                             "installed; MemLens supports sqlite:/// and postgresql+psycopg:// URLs") from None
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._read_sessions = sessionmaker(self.engine.execution_options(memlens_read_only=True),
                                            expire_on_commit=False)
         if migrate:
             from .migrate import upgrade
 
-            upgrade(self.engine)
+            try:
+                upgrade(self.engine)
+            except DBAPIError as e:  # unreachable server, refused password, read-only file, …
+                self.engine.dispose()
+                raise StoreError(f"cannot open the database {shown_url(self.url)}: {database_problem(e)}; "
+                                 f"check the URL (--db or {ENV_URL}) and that the server is running") from None
 
     @contextmanager
     def session(self, *, write: bool = True) -> Iterator[Session]:

@@ -158,7 +158,14 @@ def pack_node_run(run: Mapping[str, Any]) -> dict:
 def unpack_node_run(run: Mapping[str, Any], conversation: Conversation, position: int) -> dict:
     """A stored node run with its ledger as a :class:`Ledger` and its prompt's texts filled in."""
     out = dict(run)
-    ledger = unpack_ledger(run["ledger"], conversation, position) if run.get("ledger") else None
+    try:
+        ledger = unpack_ledger(run["ledger"], conversation, position) if run.get("ledger") else None
+        prompt = unpack_prompt(run.get("prompt"), ledger, conversation)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        # A ledger or prompt the codec cannot read, or one that does not fit its conversation
+        # (LedgerMismatchError is a ValueError): shown as damaged, not as a crash.
+        out["damaged"] = [*(run.get("damaged") or []), "ledger"]
+        ledger = prompt = None
     out["ledger"] = ledger
-    out["prompt"] = unpack_prompt(run.get("prompt"), ledger, conversation)
+    out["prompt"] = prompt
     return out

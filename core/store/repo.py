@@ -18,6 +18,7 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session, aliased
 
 from ..conversation import ANSWER, QUERY, Conversation, Message, Turn
+from . import checks
 from .db import Database, StoreError
 from .models import (ConversationRow, FeedbackRow, FlowRow, FlowVersionRow, NodeRunRow, SettingRow, TurnRow, VariableChangeRow,
                      VariableRow)
@@ -133,12 +134,20 @@ class ConversationInfo:
     turn_count: int = 0  # every stored turn, branches included
     meta: dict = field(default_factory=dict)
     thread_turns: int = 0  # the turns of the active thread (its newest turn's dialogue count)
+    #: Columns whose stored value was unusable (shown with their default instead).
+    damaged: tuple[str, ...] = ()
 
 
 def _info(row: ConversationRow, turn_count: int = 0, thread_turns: int | None = None) -> ConversationInfo:
-    return ConversationInfo(row.id, row.flow_version_id, row.user_id, row.name, row.source, dict(row.inputs or {}),
-                            row.active_turn_id, row.created_at, row.updated_at, turn_count, dict(row.meta or {}),
-                            int(thread_turns or 0))
+    bad: list[str] = []
+    return ConversationInfo(
+        row.id, checks.as_optional_text(row.flow_version_id, "flow_version_id", bad),
+        checks.as_text(row.user_id, "user_id", bad), checks.as_text(row.name, "name", bad),
+        checks.as_text(row.source, "source", bad), dict(checks.as_object(row.inputs, "inputs", bad)),
+        checks.as_optional_text(row.active_turn_id, "active_turn_id", bad),
+        checks.as_number(row.created_at, "created_at", bad), checks.as_number(row.updated_at, "updated_at", bad),
+        turn_count, dict(checks.as_object(row.meta, "meta", bad)),
+        checks.as_whole(thread_turns or 0, "dialogue_count", [], 0), tuple(bad))
 
 
 def create_conversation(db: Database, *, flow_version_id: str | None, user_id: str = "user", name: str = "",
@@ -257,21 +266,52 @@ def _node_row(seq: int, run: dict) -> NodeRunRow:
 
 
 def node_run_dict(row: NodeRunRow) -> dict:
-    out = dict(row.data or {})
-    out.update(node_id=row.node_id, type=row.node_type, title=row.title, emulated=row.emulated,
-               status=row.status, error=row.error, ledger=row.ledger, prompt=row.prompt, reply=row.reply,
-               usage=row.usage, latency_ms=row.latency_ms)
+    bad: list[str] = []
+    out = dict(checks.as_object(row.data, "data", bad))
+    out.update(node_id=checks.as_text(row.node_id, "node_id", bad), type=checks.as_text(row.node_type, "type", bad),
+               title=checks.as_text(row.title, "title", bad),
+               emulated=row.emulated if isinstance(row.emulated, bool) else bool(row.emulated),
+               status=checks.as_text(row.status, "status", bad, "succeeded"),
+               error=checks.as_optional_text(row.error, "error", bad),
+               ledger=checks.as_object(row.ledger, "ledger", bad, nullable=True),
+               prompt=checks.as_items(row.prompt, "prompt", bad, nullable=True),
+               reply=checks.as_optional_text(row.reply, "reply", bad),
+               usage=checks.as_object(row.usage, "usage", bad, nullable=True),
+               latency_ms=checks.as_optional_number(row.latency_ms, "latency_ms", bad))
+    if bad:
+        out["damaged"] = bad
     return out
 
 
+def _turn_columns(tid, parent, version, query, answer, status, error, inputs, count, answer_tokens, created, seq,
+                  messages, meta) -> dict:
+    """A stored turn as a dict, every column read leniently (see :mod:`core.store.checks`)."""
+    bad: list[str] = []
+    d = dict(checks.as_object(meta, "meta", bad))
+    d.pop("damaged", None)
+    d.update(id=tid, parent_id=checks.as_optional_text(parent, "parent_id", bad),
+             flow_version_id=checks.as_optional_text(version, "flow_version_id", bad),
+             query=checks.as_text(query, "query", bad), answer=checks.as_text(answer, "answer", bad),
+             status=checks.as_text(status, "status", bad, "succeeded"),
+             error=checks.as_optional_text(error, "error", bad), inputs=checks.as_object(inputs, "inputs", bad),
+             dialogue_count=checks.as_whole(count, "dialogue_count", bad, 1),
+             answer_tokens=checks.as_whole(answer_tokens, "answer_tokens", bad),
+             created_at=checks.as_number(created, "created_at", bad), seq=checks.as_whole(seq, "seq", bad))
+    messages = checks.as_items(messages, "messages", bad)
+    if messages:
+        if all(isinstance(m, dict) for m in messages):
+            d["messages"] = messages
+        else:
+            bad.append("messages")
+    if bad:
+        d["damaged"] = bad
+    return d
+
+
 def turn_dict(row: TurnRow, *, with_node_runs: bool = True) -> dict:
-    out = dict(row.meta or {})
-    out.update(id=row.id, parent_id=row.parent_id, flow_version_id=row.flow_version_id, query=row.query,
-               answer=row.answer, status=row.status, error=row.error, inputs=row.inputs or {},
-               dialogue_count=row.dialogue_count, answer_tokens=row.answer_tokens, created_at=row.created_at,
-               seq=row.seq)
-    if row.messages:
-        out["messages"] = row.messages
+    out = _turn_columns(row.id, row.parent_id, row.flow_version_id, row.query, row.answer, row.status, row.error,
+                        row.inputs, row.dialogue_count, row.answer_tokens, row.created_at, row.seq, row.messages,
+                        row.meta)
     if with_node_runs:
         out["node_runs"] = [node_run_dict(n) for n in row.node_runs]
     return out
@@ -316,18 +356,8 @@ def load_turn_rows(db: Database, conversation_id: str, *, with_node_runs: bool =
                              .order_by(TurnRow.seq)).all()
             return [turn_dict(r, with_node_runs=True) for r in rows]
         # Plain columns, no ORM objects: this runs on every turn and every page rerun.
-        out = []
-        for (tid, parent, version, query, answer, status, error, inputs, count, answer_tokens, created, seq,
-             messages, meta) in s.execute(select(*_TURN_COLUMNS).where(TurnRow.conversation_id == conversation_id)
-                                          .order_by(TurnRow.seq)):
-            d = dict(meta or {})
-            d.update(id=tid, parent_id=parent, flow_version_id=version, query=query, answer=answer, status=status,
-                     error=error, inputs=inputs or {}, dialogue_count=count, answer_tokens=answer_tokens,
-                     created_at=created, seq=seq)
-            if messages:
-                d["messages"] = messages
-            out.append(d)
-        return out
+        return [_turn_columns(*row) for row in s.execute(
+            select(*_TURN_COLUMNS).where(TurnRow.conversation_id == conversation_id).order_by(TurnRow.seq))]
 
 
 def load_node_runs(db: Database, turn_id: str) -> list[dict]:
@@ -343,8 +373,15 @@ def message_to_dict(m: Message) -> dict:
 def turn_from_dict(d: dict) -> Turn:
     """A core Turn from a stored turn: query and answer, or the full message list of an import."""
     tid = d["id"]
+    messages = None
     if d.get("messages"):
-        messages = tuple(Message.from_dict(m) for m in d["messages"])
+        try:
+            messages = tuple(Message.from_dict(m) for m in d["messages"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            # A stored message list no reader can use: the turn falls back to its query and answer.
+            d = {**d, "damaged": [*(d.get("damaged") or []), "messages"]}
+            messages = None
+    if messages is not None:
         qi = next((i for i, m in enumerate(messages) if m.kind == QUERY), None)
         ai = max((i for i, m in enumerate(messages) if m.kind == ANSWER), default=None)
     else:
@@ -352,7 +389,7 @@ def turn_from_dict(d: dict) -> Turn:
                     Message("assistant", d.get("answer") or "", ANSWER, f"{tid}:answer"))
         qi, ai = 0, 1
     meta = {k: d[k] for k in ("seq", "dialogue_count", "flow_version_id", "inputs", "prompt_tokens",
-                              "window_overwrites") if k in d}
+                              "window_overwrites", "damaged") if k in d}
     return Turn(id=tid, parent_id=d.get("parent_id"), messages=messages, query_index=qi, answer_index=ai,
                 status=d.get("status") or "succeeded", error=d.get("error"), created_at=d.get("created_at"),
                 answer_tokens=d.get("answer_tokens"), meta=meta)
@@ -380,8 +417,12 @@ class StoredVariable:
 
 
 def _var(row: VariableRow) -> StoredVariable:
-    return StoredVariable(row.id, row.name, row.value_type, row.value, row.description, row.created_at,
-                          row.updated_at)
+    bad: list[str] = []
+    value = None if isinstance(row.value, checks.Unreadable) else row.value
+    return StoredVariable(row.id, checks.as_text(row.name, "name", bad), checks.as_text(row.value_type, "value_type", bad),
+                          value, checks.as_text(row.description, "description", bad),
+                          checks.as_number(row.created_at, "created_at", bad),
+                          checks.as_number(row.updated_at, "updated_at", bad))
 
 
 def get_variables(db: Database, conversation_id: str) -> list[StoredVariable]:
@@ -463,8 +504,20 @@ def variable_history(db: Database, conversation_id: str) -> list[dict]:
     with db.session(write=False) as s:
         rows = s.scalars(select(VariableChangeRow).where(VariableChangeRow.conversation_id == conversation_id)
                          .order_by(VariableChangeRow.id)).all()
-        return [{"turn_id": r.turn_id, "turn_seq": r.turn_seq, "node_id": r.node_id, "operation": r.operation,
-                 "name": r.name, "old": r.old, "new": r.new, "created_at": r.created_at} for r in rows]
+        out = []
+        for r in rows:
+            bad: list[str] = []
+            item = {"turn_id": checks.as_optional_text(r.turn_id, "turn_id", bad),
+                    "turn_seq": None if r.turn_seq is None else checks.as_whole(r.turn_seq, "turn_seq", bad, None),
+                    "node_id": checks.as_text(r.node_id, "node_id", bad),
+                    "operation": checks.as_text(r.operation, "operation", bad), "name": checks.as_text(r.name, "name", bad),
+                    "old": None if isinstance(r.old, checks.Unreadable) else r.old,
+                    "new": None if isinstance(r.new, checks.Unreadable) else r.new,
+                    "created_at": checks.as_number(r.created_at, "created_at", bad)}
+            if bad:
+                item["damaged"] = bad
+            out.append(item)
+        return out
 
 
 # -- settings ---------------------------------------------------------------------------------------
