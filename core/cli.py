@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Callable, Sequence
 
@@ -18,6 +19,8 @@ from .conversation import Conversation
 from .readers import FORMATS, read_conversations
 
 EXIT_BAD_INPUT = 2
+#: Set to show the traceback of an unexpected failure instead of its one-line summary.
+DEBUG_ENV = "MEMLENS_DEBUG"
 
 
 class UsageError(MemLensError):
@@ -254,3 +257,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # e.g. piped into head
         return 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # a bug, or the environment failing mid-command: still one line
+        if os.environ.get(DEBUG_ENV):
+            raise
+        detail = " ".join(str(e).split())[:300]
+        print(f"error: {type(e).__name__}: {detail} (set {DEBUG_ENV}=1 to see the traceback)", file=sys.stderr)
+        return EXIT_BAD_INPUT

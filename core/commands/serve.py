@@ -21,12 +21,24 @@ def _listen(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
-    except OSError as e:
+    except (OSError, OverflowError) as e:
         sock.close()
         raise UsageError(f"cannot listen on {host}:{port} ({e.strerror}); choose another --port or --host") from None
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock
+
+
+def _port(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--port must be a whole number, not {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"--port {value} is out of range: ports are 0..65535")
+    return value
 
 
 def cmd_serve(args) -> int:
@@ -53,7 +65,7 @@ def cmd_serve(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("serve", help="serve Dify's Service API (/v1) over the flows in the store")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=5001)
+    p.add_argument("--port", type=_port, default=5001, help="0..65535 (0: any free port)")
     p.add_argument("--db", default=None, help="database URL (default: MEMLENS_DATABASE_URL or data/memlens.db)")
     p.add_argument("--demo", action="store_true", help="answer every LLM node with the offline demo model")
     p.add_argument("--log-level", choices=("critical", "error", "warning", "info", "debug"), default="warning")
