@@ -11,6 +11,7 @@ Import page, flow files) refuses the same input with the same words.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 from dataclasses import dataclass
@@ -28,12 +29,9 @@ MB = 1024 * 1024
 class LimitError(MemLensError):
     """Input over one of the limits below; the message names the limit and how to raise it."""
 
-    #: The HTTP status the API answers with (413 for sizes, 400 for shapes).
-    status = 400
-
 
 class TooLargeError(LimitError):
-    status = 413
+    """Input over a size limit (rather than a shape limit)."""
 
 
 @dataclass(frozen=True)
@@ -45,20 +43,24 @@ class Limit:
     what: str
 
     def read(self) -> int:
+        """The value in force. A setting that is not a whole number of at least 1 is reported in the
+        log and the default is used: limits are read on import, before any command could say so."""
         raw = os.environ.get(self.env, "").strip()
         if not raw:
             return self.default
         try:
             value = int(raw)
         except ValueError:
-            raise MemLensError(f"{self.env}={raw!r} is not a whole number; unset it to use the default "
-                               f"({self.default} {self.unit})") from None
+            value = 0
         if value < 1:
-            raise MemLensError(f"{self.env}={value} is out of range: it must be at least 1")
+            logging.getLogger("memlens.limits").warning(
+                "%s=%r is not a whole number of at least 1; using the default, %s %s",
+                self.env, raw, self.default, self.unit)
+            return self.default
         return value
 
 
-#: The documented list (README "Limits" is written from it).
+#: Every limit (the README's "Limits" table lists each one's variable).
 LIMITS = (
     Limit("import_size", "MEMLENS_MAX_IMPORT_MB", 50, "MB",
           "size of a file to import or read (transcripts, MemLens exports, report bundles, uploads)"),
@@ -209,12 +211,6 @@ class _LimitedLoader(yaml.SafeLoader):
         return node
 
 
-def describe() -> list[dict]:
-    """The limits in force, for the README and ``--help`` texts."""
-    return [{"name": lim.name, "env": lim.env, "default": lim.default, "unit": lim.unit, "what": lim.what,
-             "value": lim.read()} for lim in LIMITS]
-
-
 __all__ = ["LimitError", "TooLargeError", "Limit", "LIMITS", "limit", "MAX_IMPORT_BYTES", "MAX_REQUEST_BYTES",
            "MAX_QUERY_CHARS", "MAX_DEPTH", "MAX_YAML_NODES", "check_file_size", "check_query", "check_value",
-           "load_json", "load_yaml", "too_deep", "describe"]
+           "load_json", "load_yaml", "too_deep"]

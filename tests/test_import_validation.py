@@ -200,3 +200,39 @@ def test_a_transcript_record_nested_past_the_limit_is_a_bad_record_naming_where(
     err = capsys.readouterr().err
     assert code == 2 and "record 1" in err and "'messages[0].extra" in err and "nested more than 100" in err, err
     assert repo.list_conversations(Database(url)) == []
+
+
+def test_every_limit_is_documented_in_the_readme_and_set_by_its_variable(tmp_path):
+    import subprocess
+    import sys
+
+    from core.limits import LIMITS
+
+    readme = (ROOT / "README.md").read_text()
+    for lim in LIMITS:
+        assert f"`{lim.env}`" in readme, lim.env
+    # A lower depth set in the environment refuses what the default accepts; a bad value keeps the default.
+    code = "import core.limits as l; l.check_value([[1]], 'x'); print('ok'); l.check_value([[[[1]]]], 'x')"
+    env = {"PATH": "/usr/bin:/bin", "MEMLENS_MAX_DEPTH": "3"}
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert p.returncode == 1 and "nested more than 3 levels" in p.stderr and p.stdout == "ok\n"
+    env["MEMLENS_MAX_DEPTH"] = "lots"
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert p.returncode == 0 and "MEMLENS_MAX_DEPTH='lots'" in p.stderr
+
+
+@pytest.mark.parametrize("shape", ["NaN created_at", "id too long for its column", "string turn_seq in variable history"])
+def test_shapes_a_postgresql_store_would_choke_on_are_refused_on_both_backends(shape, export, db_url, tmp_path,
+                                                                             capsys):
+    mutate, where = MALFORMED[shape]
+    bundle = copy.deepcopy(export)
+    mutate(bundle)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bundle))
+    code = main(["import", str(path), "--db", db_url])
+    err = capsys.readouterr().err
+    assert code == 2 and where in err and len(err.strip().splitlines()) == 1
+    assert repo.list_conversations(Database(db_url)) == []
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(export))
+    assert main(["import", str(good), "--db", db_url]) == 0
