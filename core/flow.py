@@ -451,6 +451,8 @@ def classify_change(old: Flow, new: Flow) -> str:
 def load_flow(path: str | Path) -> Flow:
     """Read a MemLens flow file or a Dify DSL export (YAML or JSON)."""
     path = Path(path)
+    if path.is_file():
+        _check_size(path.stat().st_size, path.name)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -466,15 +468,9 @@ def load_flow(path: str | Path) -> Flow:
     return flow
 
 
-#: The largest flow file an upload may be (the biggest real Dify DSL export we know is ~100 KB).
-MAX_FLOW_BYTES = 5 * 1024 * 1024
-
-
 def parse_flow_upload(data: bytes, name: str) -> Flow:
     """A flow from an uploaded file's bytes: size-checked and UTF-8, else one clear :class:`FlowError`."""
-    if len(data) > MAX_FLOW_BYTES:
-        raise FlowError(f"{name} is {len(data) / 1048576:.1f} MB; flow files are at most "
-                        f"{MAX_FLOW_BYTES // 1048576} MB")
+    _check_size(len(data), name)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -482,6 +478,15 @@ def parse_flow_upload(data: bytes, name: str) -> Flow:
     flow = parse_flow(text, name=name)
     flow.source["file"] = name
     return flow
+
+
+def _check_size(size: int, name: str) -> None:
+    from .limits import LimitError, check_flow_size
+
+    try:
+        check_flow_size(size, name)
+    except LimitError as e:
+        raise FlowError(str(e)) from None
 
 
 def parse_flow(text: str, name: str = "flow") -> Flow:

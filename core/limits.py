@@ -70,6 +70,8 @@ LIMITS = (
           "nesting of JSON and YAML values (files, API bodies, inputs, variable values)"),
     Limit("yaml_nodes", "MEMLENS_MAX_YAML_NODES", 1_000_000, "nodes",
           "size of a YAML document once its aliases are expanded (flow files, Dify DSL)"),
+    # The biggest real Dify DSL export we know is ~100 KB.
+    Limit("flow_size", "MEMLENS_MAX_FLOW_MB", 5, "MB", "size of a flow file (MemLens flow or Dify DSL)"),
 )
 _BY_NAME = {limit.name: limit for limit in LIMITS}
 
@@ -83,6 +85,7 @@ MAX_REQUEST_BYTES = limit("request_size").read()
 MAX_QUERY_CHARS = limit("query_length").read()
 MAX_DEPTH = limit("depth").read()
 MAX_YAML_NODES = limit("yaml_nodes").read()
+MAX_FLOW_BYTES = limit("flow_size").read() * MB
 
 
 def _size(n: int) -> str:
@@ -97,6 +100,13 @@ def check_file_size(size: int, name: str, max_bytes: int | None = None) -> None:
     if size > cap:
         raise TooLargeError(f"{name} is {_size(size)}; MemLens imports files up to {_size(cap)} — split it "
                             f"into smaller files (or raise {limit('import_size').env})")
+
+
+def check_flow_size(size: int, name: str) -> None:
+    """Refuse a flow file over the flow size, before it is read or parsed."""
+    if size > MAX_FLOW_BYTES:
+        raise TooLargeError(f"{name} is {_size(size)}; flow files are at most {_size(MAX_FLOW_BYTES)} "
+                            f"(raise {limit('flow_size').env} if it is genuine)")
 
 
 def check_query(query: str) -> None:
@@ -212,5 +222,6 @@ class _LimitedLoader(yaml.SafeLoader):
 
 
 __all__ = ["LimitError", "TooLargeError", "Limit", "LIMITS", "limit", "MAX_IMPORT_BYTES", "MAX_REQUEST_BYTES",
-           "MAX_QUERY_CHARS", "MAX_DEPTH", "MAX_YAML_NODES", "check_file_size", "check_query", "check_value",
+           "MAX_QUERY_CHARS", "MAX_DEPTH", "MAX_YAML_NODES", "MAX_FLOW_BYTES", "check_file_size", "check_flow_size",
+           "check_query", "check_value",
            "load_json", "load_yaml", "too_deep"]

@@ -236,3 +236,14 @@ def test_shapes_a_postgresql_store_would_choke_on_are_refused_on_both_backends(s
     good = tmp_path / "good.json"
     good.write_text(json.dumps(export))
     assert main(["import", str(good), "--db", db_url]) == 0
+
+
+def test_a_flow_file_over_the_flow_size_is_refused_before_it_is_read(tmp_path, capsys, monkeypatch):
+    import core.limits
+
+    monkeypatch.setattr(core.limits, "MAX_FLOW_BYTES", 200)
+    big = tmp_path / "big.yml"
+    big.write_text((ROOT / "sample_data" / "flows" / "support-bot.yml").read_text())
+    code = main(["flows", "import", str(big), "--db", f"sqlite:///{tmp_path / 'x.db'}"])
+    err = capsys.readouterr().err
+    assert code == 2 and "big.yml is" in err and "flow files are at most 200 bytes" in err
