@@ -25,7 +25,7 @@ from ui.html import plain, safe_text
 
 P = "cmp"
 FACT_MODES = {"detected": "Detected in what the user says", "marked": "Messages I mark", "none": "None"}
-SERIES_ON_REQUEST = 1_000  # turns: longer conversations draw the per-turn charts when asked
+SERIES_ON_REQUEST = 200  # turns: longer conversations draw the per-turn charts when asked
 REPLY_MODELS = {"demo": "Demo model (no key)", "configured": "Each config's model (keys from the environment)"}
 state = st.session_state
 
