@@ -66,6 +66,7 @@ from .sessions import ConversationService
 from .store import keys as app_keys
 from .store import repo
 from .store.db import Database, StoreError
+from .store.locks import ConversationBusyError
 from .store.models import ConversationRow, FlowVersionRow, TurnRow
 from .variables import VariableError, infer_type, is_valid, normalize_type
 from .why import MAX_PHRASE
@@ -649,7 +650,9 @@ def _chat_blocking(caller: Caller, args: ChatArgs) -> dict:
 
 # -- messages and conversations ---------------------------------------------------------------------
 
-_STATUS = {"succeeded": "normal", "failed": "error"}
+# Dify's message statuses. A running turn is "normal" with an empty answer, as Dify's message row
+# is while its workflow runs; a turn whose process was killed is an "error" saying so.
+_STATUS = {repo.SUCCEEDED: "normal", repo.FAILED: "error", repo.RUNNING: "normal", repo.INTERRUPTED: "error"}
 
 
 def _message_item(row: TurnRow, feedback: dict | None = None) -> dict:
@@ -663,6 +666,7 @@ def list_messages(caller: Caller, conversation_id: str, user: str, first_id: str
     if not conversation_id:
         return {"limit": limit, "has_more": False, "data": []}
     row = _require_owned(caller, conversation_id, user)
+    repo.settle_interrupted(caller.db, row.id)
     ratings = repo.feedbacks(caller.db, row.id)
     with caller.db.session(write=False) as s:
         q = select(TurnRow).where(TurnRow.conversation_id == row.id)
@@ -784,10 +788,12 @@ def update_variable(caller: Caller, conversation_id: str, variable_id: str, body
                                            f"but got {infer_type(value)} type")
     if sys.getsizeof(value) > MAX_VARIABLE_SIZE:
         raise invalid(f"variable '{stored.name}' is too large: its size exceeds {MAX_VARIABLE_SIZE} bytes", "value")
-    info = caller.service.info(row.id)
-    repo.write_variable_changes(caller.db, row.id, [{"name": stored.name, "old": stored.value, "new": value,
-                                                     "operation": "edit", "node_id": "user"}],
-                                turn_id=info.active_turn_id, turn_seq=info.turn_count or None)
+    with caller.db.conversation_lock(row.id):  # after a turn running on the conversation, never under it
+        stored = next((v for v in repo.get_variables(caller.db, row.id) if v.id == variable_id), stored)
+        info = caller.service.info(row.id)
+        repo.write_variable_changes(caller.db, row.id, [{"name": stored.name, "old": stored.value, "new": value,
+                                                         "operation": "edit", "node_id": "user"}],
+                                    turn_id=info.active_turn_id, turn_seq=info.turn_count or None)
     updated = next(v for v in repo.get_variables(caller.db, row.id) if v.id == variable_id)
     return _variable_item(updated, updated_at=time.time())
 
@@ -821,12 +827,17 @@ def _node_runs(caller: Caller, conversation_id: str, turn_id: str) -> list[dict]
 def message_ledger(caller: Caller, message_id: str, user: str) -> dict:
     if not _is_uuid(message_id):
         raise not_found("Message Not Exists.")
-    with caller.db.session(write=False) as s:
-        turn = s.get(TurnRow, message_id)
-        found = None if turn is None else (turn.conversation_id, turn.query, turn.answer, turn.status,
-                                           turn.dialogue_count)
+    def find() -> tuple | None:
+        with caller.db.session(write=False) as s:
+            turn = s.get(TurnRow, message_id)
+            return None if turn is None else (turn.conversation_id, turn.query, turn.answer, turn.status,
+                                              turn.dialogue_count)
+
+    found = find()
     if found is None or _owned(caller, found[0], user) is None:
         raise not_found("Message Not Exists.")
+    if found[3] == repo.RUNNING and repo.settle_interrupted(caller.db, found[0]):
+        found = find()
     conversation_id, query, answer, status, dialogue_count = found
     nodes = []
     for run in _node_runs(caller, conversation_id, message_id):
@@ -861,6 +872,8 @@ def where_did_it_go(caller: Caller, conversation_id: str, user: str, phrase: str
 # -- the application --------------------------------------------------------------------------------
 
 def _from_memlens(error: MemLensError) -> ApiError:
+    if isinstance(error, ConversationBusyError):
+        return ApiError(error.status, error.code, str(error))
     if isinstance(error, StoreError) and str(error).startswith("no conversation"):
         return not_found(CONVERSATION_NOT_FOUND)
     return invalid(str(error))

@@ -1,9 +1,13 @@
 """Conversations that survive restarts: the flow runtime on top of the store, with branches.
 
 :class:`ConversationService` is what the UI, the command line and the HTTP API call. It loads a
-stored conversation, runs a turn through the flow version the conversation is pinned to, writes
-each assigner's variable changes as that node finishes (Dify keeps them even if a later node
-fails) and then the whole turn with its node runs in one transaction.
+stored conversation, runs a turn through the flow version the conversation is pinned to, and
+writes it as Dify does: the turn's row when the run starts (status ``running``), each assigner's
+variable changes as that node finishes (Dify keeps them even if a later node fails), then the
+turn's end with all its node runs in one transaction. Turns on one conversation run one at a
+time, across processes too (:mod:`core.store.locks`): a second request waits for the first and
+continues after it, so no variable update is lost and no branch appears that nobody asked for.
+A turn whose process was killed is shown as ``interrupted``.
 
 Branches follow Dify's message tree: regenerating an answer adds a sibling turn with the same
 parent; editing an earlier query adds a sibling of that turn; both become the active thread and
@@ -25,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .bundle import FORMAT, FORMAT_VERSION, is_bundle, parse_bundle, validate_bundle
-from .conversation import UUID_NIL, Conversation, active_thread
+from .conversation import QUERY, UUID_NIL, Conversation, Message, Turn, active_thread
 from .flow import Flow, classify_change, load_flow
 from .limits import check_file_size
 from .llm import LLMClient
@@ -143,7 +147,8 @@ class ConversationService:
         repo.rename_conversation(self.db, conversation_id, name)
 
     def delete(self, conversation_id: str) -> None:
-        repo.delete_conversation(self.db, conversation_id)
+        with self.db.conversation_lock(conversation_id):  # not under a running turn's feet
+            repo.delete_conversation(self.db, conversation_id)
 
     def set_memory_overrides(self, conversation_id: str, overrides: Mapping[str, Mapping[str, Any]]) -> None:
         """Per-node memory settings this conversation runs with from now on (the switchboard)."""
@@ -160,8 +165,23 @@ class ConversationService:
              granularity: str | None = None) -> TurnRecord:
         """Run one turn after ``parent_id`` (default: the active thread's last turn) and store it.
 
+        Turns on one conversation run one at a time, also across processes: this waits for a
+        turn already running on the conversation, then reads the state it left. The turn's row
+        is written when the run starts (status ``running``), its variable changes as each
+        assigner finishes, and its end with every node run last.
+
         ``granularity`` is the request's history granularity for agent nodes (None: the flow's, else
         ``query_answer``)."""
+        with self.db.conversation_lock(conversation_id):
+            repo.settle_interrupted(self.db, conversation_id, locked=True)
+            return self._send_locked(conversation_id, query, inputs, parent_id=parent_id,
+                                     flow_version_id=flow_version_id, overrides=overrides, on_event=on_event,
+                                     llm=llm, granularity=granularity)
+
+    def _send_locked(self, conversation_id: str, query: str, inputs: Mapping[str, Any] | None, *, parent_id: Any,
+                     flow_version_id: str | None, overrides: Mapping[str, Mapping[str, Any]] | None,
+                     on_event: Callable[[dict], None] | None, llm: LLMClient | None,
+                     granularity: str | None) -> TurnRecord:
         flow, state, info = self.state(conversation_id)
         if flow_version_id is not None:
             flow = self.flow(flow_version_id)
@@ -170,18 +190,39 @@ class ConversationService:
             parent_id = info.active_turn_id
         if overrides is None:
             overrides = info.meta.get("memory_overrides") or {}
-        seq = len(state.conversation.turns) + 1
+        merged_inputs = {**info.inputs, **dict(inputs or {})}
+        turn_id, created = repo.new_id(), repo.now()
+        started: dict[str, int] = {}
+
+        def events(event: dict) -> None:
+            # The run emits workflow_started once its input is checked and before any node runs:
+            # the turn's row is written then, so everything the nodes write can point at it.
+            if event.get("event") == "workflow_started" and not started:
+                started["seq"] = repo.begin_turn(self.db, conversation_id, {
+                    "id": turn_id, "parent_id": parent_id, "flow_version_id": version_id, "query": query,
+                    "inputs": event.get("data", {}).get("inputs") or {}, "created_at": created,
+                    "dialogue_count": _dialogue_count(state.conversation, turn_id, parent_id, query)})
+            if on_event is not None:
+                on_event(event)
 
         def persist_variables(node_id: str, changes: list[VariableChange]) -> None:
             repo.write_variable_changes(self.db, conversation_id, [_change_row(c) for c in changes],
-                                        turn_id=changes[0].turn_id if changes else None, turn_seq=seq)
+                                        turn_id=turn_id, turn_seq=started["seq"])
 
-        merged_inputs = {**info.inputs, **dict(inputs or {})}
-        record = run_turn(flow, state, query, merged_inputs, parent_id=parent_id, user_id=info.user_id,
-                          fidelity=info.meta.get("fidelity", "documented"), llm=llm or self.llm,
-                          node_memory_overrides=overrides or None, on_variables_updated=persist_variables,
-                          on_event=on_event, long_term=self.long_term, granularity=granularity)
-        repo.save_turn(self.db, conversation_id, turn_from_record(record, version_id))
+        try:
+            record = run_turn(flow, state, query, merged_inputs, parent_id=parent_id, user_id=info.user_id,
+                              fidelity=info.meta.get("fidelity", "documented"), llm=llm or self.llm,
+                              node_memory_overrides=overrides or None, on_variables_updated=persist_variables,
+                              on_event=events, long_term=self.long_term, granularity=granularity, turn_id=turn_id,
+                              created_at=created)
+            repo.finish_turn(self.db, conversation_id, turn_from_record(record, version_id))
+        except BaseException:
+            if started:  # stopped half-way (an error, Ctrl-C): the turn shows as interrupted, not as a hole
+                try:
+                    repo.settle_interrupted(self.db, conversation_id, locked=True)
+                except Exception:  # the store is unreachable: the next reader settles it
+                    pass
+            raise
         return record
 
     def regenerate(self, conversation_id: str, turn_id: str, **kwargs) -> TurnRecord:
@@ -229,13 +270,16 @@ class ConversationService:
 
     # -- variables -----------------------------------------------------------------------------------
     def edit_variable(self, conversation_id: str, name: str, value: Any) -> VariableChange:
-        """A live edit, type-checked with Dify's message; a mismatch changes nothing."""
-        flow, state, info = self.state(conversation_id)
-        turns = state.conversation.turns
-        _, change = edit_variable(flow.variables, state.variables, name, value, turn=len(turns),
-                                  turn_id=info.active_turn_id)
-        repo.write_variable_changes(self.db, conversation_id, [_change_row(change)], turn_id=change.turn_id,
-                                    turn_seq=len(turns) or None)
+        """A live edit, type-checked with Dify's message; a mismatch changes nothing.
+
+        Waits for a turn running on the conversation, so the turn's own writes cannot undo it."""
+        with self.db.conversation_lock(conversation_id):
+            flow, state, info = self.state(conversation_id)
+            turns = state.conversation.turns
+            _, change = edit_variable(flow.variables, state.variables, name, value, turn=len(turns),
+                                      turn_id=info.active_turn_id)
+            repo.write_variable_changes(self.db, conversation_id, [_change_row(change)], turn_id=change.turn_id,
+                                        turn_seq=len(turns) or None)
         return change
 
     def revert_variable(self, conversation_id: str, name: str) -> VariableChange | None:
@@ -288,6 +332,15 @@ def _turn(conv: Conversation, turn_id: str):
     if position is None:
         raise StoreError(f"turn {turn_id!r} is not in conversation {conv.id!r}")
     return conv.turns[position]
+
+
+def _dialogue_count(conversation: Conversation, turn_id: str, parent_id: Any, query: str) -> int:
+    """``sys.dialogue_count`` of a turn about to run: its position on its thread, counted the way
+    the run counts it (the conversation with the turn's placeholder appended)."""
+    placeholder = Turn(id=turn_id, parent_id=parent_id, messages=(Message("user", query, QUERY, f"{turn_id}:query"),),
+                       query_index=0, answer_index=None)
+    working = Conversation(id=conversation.id, turns=[*conversation.turns, placeholder], system_prompt="")
+    return working.tree.depth[len(conversation.turns)]
 
 
 def _change_row(change: VariableChange) -> dict:

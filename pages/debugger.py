@@ -15,7 +15,7 @@ from core.tokens import counter_for
 from core.why import MAX_PHRASE
 from core.words import conversation_length, plural
 from ui import data, html
-from ui.chat_view import TurnActions, render_transcript, thread_page
+from ui.chat_view import TurnActions, render_transcript, thread_page, turn_problem
 from ui.ledger_table import render_ledger_table
 from ui.memories_panel import render_agent_run, render_recall_preview, render_recalled
 from ui.receipt_view import render_receipt
@@ -281,8 +281,7 @@ with transcript_box:
         for p in visible:
             sib = svc.siblings(conv, conv.turns[p].id)
             siblings[conv.turns[p].id] = (sib.index, sib.count, sib.ids)
-        failed = {conv.turns[p].id: conv.turns[p].error or "failed" for p in visible
-                  if conv.turns[p].status in ("failed", "error")}
+        failed = {conv.turns[p].id: turn_problem(conv.turns[p]) for p in visible if turn_problem(conv.turns[p])}
         render_transcript(items, siblings=siblings, failed=failed, differs=differs,
                           actions=actions, conversation_only=conversation_only, key=f"tx-{conv_id}")
 

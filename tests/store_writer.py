@@ -1,22 +1,51 @@
 """A process that appends demo-model turns to one stored conversation, reporting each commit.
 
-Used by the crash-safety and concurrency tests: ``python -m tests.store_writer URL CONVERSATION N``
-prints ``committed <turn id>`` (flushed) after each turn is written.
+Used by the crash-safety and concurrency tests:
+
+* ``python -m tests.store_writer URL CONVERSATION N`` prints ``committed <turn id> <pid>``
+  (flushed) after each of its N turns is written.
+* ``python -m tests.store_writer --fork URL CONVERSATION`` imports everything once, then for each
+  line read on stdin forks a writer of endless turns and prints ``writer <pid>``; the writer
+  prints ``committed <turn id>`` as above. A test kills writers many times without paying a
+  Python start-up for each.
 """
 
+import os
+import signal
 import sys
 
 from core.llm import DemoClient
 from core.sessions import ConversationService
+from core.store import migrate  # noqa: F401  (imported before forking, like everything a writer needs)
 from core.store.db import Database
 
 
-def main() -> None:
-    url, conversation_id, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def write(url: str, conversation_id: str, count: int | None) -> None:
     service = ConversationService(Database(url), llm=DemoClient())
-    for i in range(count):
+    i = 0
+    while count is None or i < count:
         record = service.send(conversation_id, f"Message {i}: my order number is {1000 + i}.")
-        print(f"committed {record.id}", flush=True)
+        print(f"committed {record.id} {os.getpid()}", flush=True)
+        i += 1
+
+
+def fork_writers(url: str, conversation_id: str) -> None:
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # writers are reaped as they die
+    for _ in sys.stdin:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                write(url, conversation_id, None)
+            finally:
+                os._exit(1)
+        print(f"writer {pid}", flush=True)
+
+
+def main() -> None:
+    if sys.argv[1] == "--fork":
+        fork_writers(sys.argv[2], sys.argv[3])
+    else:
+        write(sys.argv[1], sys.argv[2], int(sys.argv[3]))
 
 
 if __name__ == "__main__":

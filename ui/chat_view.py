@@ -47,10 +47,22 @@ class TurnActions:
     on_switch: Callable[[str], None]
 
 
+def turn_problem(turn) -> str | None:
+    """The line shown under a turn that did not end normally (None for one that did)."""
+    if turn.status in ("failed", "error"):
+        return f"Turn failed: {turn.error or 'failed'}"
+    if turn.status == "interrupted":
+        return f"Turn interrupted: {turn.error or 'its process stopped before the turn finished'}"
+    if turn.status == "running":
+        return "Still running: another window or process is answering this turn"
+    return None
+
+
 def render_transcript(items: list[MessageView], *, siblings: dict[str, tuple[int, int, tuple[str, ...]]],
                       failed: dict[str, str], differs: dict[str, list[str]], actions: TurnActions | None,
                       conversation_only: bool, key: str) -> None:
-    """``siblings[turn_id] = (n, m, ids)``; ``failed[turn_id] = error``; ``differs[turn_id] = [node titles]``."""
+    """``siblings[turn_id] = (n, m, ids)``; ``failed[turn_id] = the line shown under its answer``
+    (:func:`turn_problem`); ``differs[turn_id] = [node titles]``."""
     for item in items:
         if not conversation_only and item.window_starts:
             st.markdown(html.divider(item.window_starts), unsafe_allow_html=True)
@@ -62,7 +74,7 @@ def render_transcript(items: list[MessageView], *, siblings: dict[str, tuple[int
                 parts.append(html.chips(item.markers, lead=html.muted(label)))
             parts.append(html.text_block(item.text, later=item.later and not conversation_only))
             if item.kind == "answer" and item.turn_id in failed:
-                parts.append(html.error_line(f"Turn failed: {failed[item.turn_id]}"))
+                parts.append(html.error_line(failed[item.turn_id]))
             if not conversation_only and item.kind == "answer" and differs.get(item.turn_id):
                 parts.append(html.badge("replies might now differ: " + ", ".join(differs[item.turn_id])))
             st.markdown("".join(parts), unsafe_allow_html=True)

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from ..errors import MemLensError
+from .locks import TURN_WAIT_SECONDS, TurnLocks
 
 DATA_DIR = Path(__file__).resolve().parent.parent.parent / "data"
 ENV_URL = "MEMLENS_DATABASE_URL"
@@ -127,6 +128,7 @@ class Database:
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._read_sessions = sessionmaker(self.engine.execution_options(memlens_read_only=True),
                                            expire_on_commit=False)
+        self._turn_locks = TurnLocks(self.engine)
         if migrate:
             from .migrate import upgrade
 
@@ -154,7 +156,15 @@ class Database:
         finally:
             session.close()
 
+    def conversation_lock(self, conversation_id: str, *, timeout: float = TURN_WAIT_SECONDS):
+        """Hold a conversation's turn lock for a ``with`` block: one turn (or variable edit) at a
+        time per conversation, across processes; released also when the holder is killed
+        (:mod:`core.store.locks`). Waits at most ``timeout`` seconds (0: not at all), else
+        :class:`~core.store.locks.ConversationBusyError`."""
+        return self._turn_locks.hold(conversation_id, timeout)
+
     def dispose(self) -> None:
+        self._turn_locks.dispose()
         self.engine.dispose()
 
     @property

@@ -1,14 +1,16 @@
 """The store's tables (SQLAlchemy 2). Schema changes go through migrations in ``migrations/``.
 
 Conversations are message trees: a turn row is one Dify message record (query, answer, status,
-error) with its parent id, written in one transaction together with every node run it made.
+error) with its parent id. Like Dify's, it is written when the turn starts (status ``running``,
+empty answer, ``answer_tokens`` 0) and completed in one transaction with every node run it made
+(``succeeded`` or ``failed``); a turn whose process was killed is marked ``interrupted``.
 Conversation variables keep their current value per conversation plus a change history that
 says which node and operation (or a user edit) changed what, at which turn.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -61,7 +63,9 @@ class ConversationRow(Base):
 
 class TurnRow(Base):
     __tablename__ = "turns"
-    __table_args__ = (Index("ix_turns_conversation_seq", "conversation_id", "seq"),)
+    __table_args__ = (Index("ix_turns_conversation_seq", "conversation_id", "seq"),
+                      Index("ix_turns_running", "conversation_id", sqlite_where=text("status = 'running'"),
+                            postgresql_where=text("status = 'running'")))
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
@@ -70,7 +74,7 @@ class TurnRow(Base):
     flow_version_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     query: Mapped[str] = mapped_column(Text)
     answer: Mapped[str] = mapped_column(Text, default="")
-    status: Mapped[str] = mapped_column(String(16), default="succeeded")
+    status: Mapped[str] = mapped_column(String(16), default="succeeded")  # one of repo.TURN_STATUSES
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     inputs: Mapped[dict] = mapped_column(JSONType, default=dict)
     dialogue_count: Mapped[int] = mapped_column(Integer, default=1)
@@ -122,8 +126,9 @@ class VariableChangeRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"), index=True)
-    # No foreign key: a change persisted by a node is kept even when its turn later fails or is
-    # never written (Dify persists assigner writes at node completion).
+    # Points at a turn row written before the turn ran (Dify persists assigner writes at node
+    # completion, so a change outlives its turn's failure or its process's death). No foreign key:
+    # imported histories may name turns their file does not hold.
     turn_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     turn_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
     node_id: Mapped[str] = mapped_column(String(255))  # "user" for a live edit

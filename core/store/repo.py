@@ -1,8 +1,8 @@
 """Reading and writing the store: flows and versions, conversations, turns, variables.
 
 Every function takes a :class:`~core.store.db.Database` and does its work in one transaction, so
-each call is all-or-nothing: a turn is written together with all its node runs, a node's variable
-writes together, an import as a whole.
+each call is all-or-nothing: a turn's row when it starts, then its end together with all its node
+runs, a node's variable writes together, an import as a whole.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, aliased
 from ..conversation import ANSWER, QUERY, Conversation, Message, Turn
 from . import checks
 from .db import Database, StoreError
+from .locks import ConversationBusyError
 from .models import (ConversationRow, FeedbackRow, FlowRow, FlowVersionRow, NodeRunRow, SettingRow, TurnRow, VariableChangeRow,
                      VariableRow)
 
@@ -164,6 +165,7 @@ def create_conversation(db: Database, *, flow_version_id: str | None, user_id: s
 
 
 def get_conversation(db: Database, conversation_id: str) -> ConversationInfo:
+    settle_interrupted(db, conversation_id)  # its active turn may move to a turn a killed process left
     with db.session(write=False) as s:
         row = s.get(ConversationRow, conversation_id)
         if row is None:
@@ -329,6 +331,97 @@ def _turn_with_runs(conversation_id: str, seq: int, turn: dict) -> TurnRow:
     return row
 
 
+#: A turn's status: written ``running`` when it starts, ``succeeded`` or ``failed`` when it ends
+#: (Dify's ``normal`` and ``error``); ``interrupted`` when its process stopped before the end.
+RUNNING, SUCCEEDED, FAILED, INTERRUPTED = "running", "succeeded", "failed", "interrupted"
+TURN_STATUSES = (RUNNING, SUCCEEDED, FAILED, INTERRUPTED)
+INTERRUPTED_ERROR = ("the process running this turn stopped before the turn finished, so it has no answer; "
+                     "variable changes it made before that are kept")
+
+
+def begin_turn(db: Database, conversation_id: str, turn: dict) -> int:
+    """Write a turn's row as it starts, as Dify writes its message row before the workflow runs:
+    status ``running``, empty answer, ``answer_tokens`` 0. Returns its ``seq``.
+
+    The caller holds the conversation's lock (:meth:`Database.conversation_lock`) until
+    :func:`finish_turn`, so no other turn takes the same place in the conversation."""
+    with db.session() as s:
+        conv = s.get(ConversationRow, conversation_id)
+        if conv is None:
+            raise StoreError(f"no conversation with id {conversation_id!r}")
+        row = _turn_row(conversation_id, _next_seq(s, conversation_id),
+                        {**turn, "status": RUNNING, "answer": "", "answer_tokens": 0, "error": None})
+        # Where the conversation stood: an interrupted turn takes the active place it was going to take.
+        row.meta = {**row.meta, "node_count": 0, "active_before": conv.active_turn_id}
+        s.add(row)
+        conv.updated_at = now()
+        s.flush()
+        return row.seq
+
+
+def finish_turn(db: Database, conversation_id: str, turn: dict, *, make_active: bool = True) -> str:
+    """Complete a turn written by :func:`begin_turn` with its answer, status and every node run,
+    in one transaction; returns the turn id."""
+    with db.session() as s:
+        conv = s.get(ConversationRow, conversation_id)
+        row = s.get(TurnRow, turn["id"])
+        if conv is None or row is None or row.conversation_id != conversation_id:
+            raise StoreError(f"turn {turn['id']!r} of conversation {conversation_id!r} is gone: the conversation was "
+                             "deleted while the turn ran")
+        done = _turn_row(conversation_id, row.seq, turn)
+        for column in ("parent_id", "flow_version_id", "query", "answer", "status", "error", "inputs",
+                       "dialogue_count", "answer_tokens", "messages", "created_at"):
+            setattr(row, column, getattr(done, column))
+        row.node_runs = [_node_row(i, run) for i, run in enumerate(turn.get("node_runs") or [])]
+        row.meta = {**done.meta, "node_count": len(row.node_runs)}
+        conv.updated_at = now()
+        if make_active:
+            conv.active_turn_id = row.id
+        return row.id
+
+
+def _has_running(db: Database, conversation_id: str) -> bool:
+    with db.session(write=False) as s:
+        return s.scalar(select(TurnRow.id).where(TurnRow.conversation_id == conversation_id,
+                                                 TurnRow.status == RUNNING).limit(1)) is not None
+
+
+def settle_interrupted(db: Database, conversation_id: str, *, locked: bool = False) -> int:
+    """Mark the conversation's turns left ``running`` by a stopped process as ``interrupted``;
+    returns how many. A turn whose process is alive holds the conversation's lock, so it is left
+    alone (``locked``: the caller holds the lock, so every running turn is a stopped one's).
+
+    An interrupted turn stays in the conversation like a failed one (its query, an empty answer),
+    and becomes the active turn if it was about to: the next turn continues after it instead of
+    branching beside it."""
+    if not _has_running(db, conversation_id):
+        return 0
+    if locked:
+        return _mark_interrupted(db, conversation_id)
+    try:
+        with db.conversation_lock(conversation_id, timeout=0):
+            return _mark_interrupted(db, conversation_id)
+    except ConversationBusyError:
+        return 0  # a turn is running right now
+
+
+def _mark_interrupted(db: Database, conversation_id: str) -> int:
+    with db.session() as s:
+        rows = s.scalars(select(TurnRow).where(TurnRow.conversation_id == conversation_id, TurnRow.status == RUNNING)
+                         .order_by(TurnRow.seq)).all()
+        conv = s.get(ConversationRow, conversation_id)
+        for row in rows:
+            meta = dict(row.meta or {})
+            before = meta.pop("active_before", None)
+            row.meta = meta
+            row.status, row.error, row.answer, row.answer_tokens = INTERRUPTED, INTERRUPTED_ERROR, "", 0
+            if conv is not None and conv.active_turn_id == before:
+                conv.active_turn_id = row.id
+        if conv is not None and rows:
+            conv.updated_at = now()
+        return len(rows)
+
+
 def save_turn(db: Database, conversation_id: str, turn: dict, *, make_active: bool = True) -> str:
     """Write one turn with all its node runs in one transaction; returns the turn id."""
     with db.session() as s:
@@ -350,6 +443,9 @@ _TURN_COLUMNS = (TurnRow.id, TurnRow.parent_id, TurnRow.flow_version_id, TurnRow
 
 
 def load_turn_rows(db: Database, conversation_id: str, *, with_node_runs: bool = False) -> list[dict]:
+    """The conversation's turns in creation order; one left running by a killed process is
+    marked interrupted first (:func:`settle_interrupted`)."""
+    settle_interrupted(db, conversation_id)
     with db.session(write=False) as s:
         if with_node_runs:
             rows = s.scalars(select(TurnRow).where(TurnRow.conversation_id == conversation_id)
