@@ -13,11 +13,13 @@ Used by the crash-safety and concurrency tests:
 import os
 import signal
 import sys
+from pathlib import Path
 
 from core.llm import DemoClient
 from core.sessions import ConversationService
-from core.store import migrate  # noqa: F401  (imported before forking, like everything a writer needs)
 from core.store.db import Database
+
+FLOW = Path(__file__).resolve().parent.parent / "sample_data" / "flows" / "support-bot.yml"
 
 
 def write(url: str, conversation_id: str, count: int | None) -> None:
@@ -29,7 +31,16 @@ def write(url: str, conversation_id: str, count: int | None) -> None:
         i += 1
 
 
+def _warm_up() -> None:
+    """One turn on a throwaway in-memory store: tokenizers, migrations and the runtime are loaded
+    once here instead of in every forked writer."""
+    service = ConversationService(Database("sqlite://"), llm=DemoClient())
+    flow_id = service.import_flow(FLOW).flow_id
+    service.send(service.start(flow_id).id, "Hello")
+
+
 def fork_writers(url: str, conversation_id: str) -> None:
+    _warm_up()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # writers are reaped as they die
     for _ in sys.stdin:
         pid = os.fork()

@@ -61,7 +61,7 @@ def _gone(pid: int) -> bool:
     return False
 
 
-KILLS = 24
+KILLS = 20
 
 
 def test_writers_killed_at_random_moments_leave_no_variable_change_without_its_turn(db_url):
