@@ -2,8 +2,8 @@
 
 Used by the crash-safety and concurrency tests:
 
-* ``python -m tests.store_writer URL CONVERSATION N`` prints ``committed <turn id> <pid>``
-  (flushed) after each of its N turns is written.
+* ``python -m tests.store_writer URL CONVERSATION N`` prints ``started <turn id> <pid>`` (flushed)
+  when each of its N turns starts running and ``committed <turn id> <pid>`` once it is written.
 * ``python -m tests.store_writer --fork URL CONVERSATION`` imports everything once, then for each
   line read on stdin forks a writer of endless turns and prints ``writer <pid>``; the writer
   prints ``committed <turn id>`` as above. A test kills writers many times without paying a
@@ -22,11 +22,16 @@ from core.store.db import Database
 FLOW = Path(__file__).resolve().parent.parent / "sample_data" / "flows" / "support-bot.yml"
 
 
+def _started(event: dict) -> None:
+    if event["event"] == "workflow_started":  # the turn's row is written by now
+        print(f"started {event['message_id']} {os.getpid()}", flush=True)
+
+
 def write(url: str, conversation_id: str, count: int | None) -> None:
     service = ConversationService(Database(url), llm=DemoClient())
     i = 0
     while count is None or i < count:
-        record = service.send(conversation_id, f"Message {i}: my order number is {1000 + i}.")
+        record = service.send(conversation_id, f"Message {i}: my order number is {1000 + i}.", on_event=_started)
         print(f"committed {record.id} {os.getpid()}", flush=True)
         i += 1
 

@@ -211,3 +211,18 @@ def test_focus_goes_to_the_node_whose_memory_lost_the_most_at_the_turn():
     assert focus_node(now, before, ["off", "all", "w"]) == "w"  # turn 1 left the window at turn 5
     assert focus_node({"off": now["off"], "all": now["all"]}, before, ["off", "all"]) == "all"  # gained most
     assert focus_node({}, {}, ["off"]) is None
+
+
+def test_a_turn_whose_process_was_killed_shows_as_interrupted_on_the_thread(app):
+    conv_id = app.session_state["conv_id"]
+    database = db(app)
+    last = repo.load_turn_rows(database, conv_id)[-1]
+    # What a killed process leaves: the turn's row written at its start, never finished.
+    repo.begin_turn(database, conv_id, {"id": "killed-turn", "parent_id": last["id"], "query": "Are you still there?",
+                                        "dialogue_count": last["dialogue_count"] + 1})
+    app.run()
+    assert not app.exception
+    assert len(app.chat_message) == 18  # on the thread, not a hole
+    answer = "".join(md.value for md in app.chat_message[-1].markdown)
+    assert "Turn interrupted" in answer and "stopped before the turn finished" in answer
+    assert "Are you still there?" in "".join(md.value for md in app.chat_message[-2].markdown)

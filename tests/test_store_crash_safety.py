@@ -79,10 +79,18 @@ def test_writers_killed_at_random_moments_leave_no_variable_change_without_its_t
             writers.stdin.write("start\n")
             writers.stdin.flush()
             pid = int(_read_until(writers.stdout, "writer ", lines).split()[1])
-            # Once this writer has committed a turn, kill it at a random moment of the ones after.
+            # Once this writer has committed a turn, kill it at a random moment of the ones after:
+            # any moment, or one soon after a turn started running (so some kills land mid-turn).
             while not any(line.split()[2:] == [str(pid)] for line in lines if line.startswith("committed ")):
                 lines.append(_read_until(writers.stdout, "committed ", lines))
-            time.sleep(rng.uniform(0.0, 0.3))
+            if rng.random() < 0.5:
+                time.sleep(rng.uniform(0.0, 0.3))
+            else:
+                while True:
+                    line = _read_until(writers.stdout, "started ", lines)
+                    if line.split()[2:] == [str(pid)]:
+                        break
+                time.sleep(rng.uniform(0.0, 0.05))
             os.kill(pid, signal.SIGKILL)
             deadline = time.monotonic() + 30
             while not _gone(pid):

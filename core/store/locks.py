@@ -12,7 +12,7 @@ so that nothing else (renaming the conversation, other conversations' turns) wai
 call. It is released when its holder ends, also when the holder's process is killed:
 
 * PostgreSQL: a session advisory lock (``pg_advisory_lock``) keyed by the conversation id, on a
-  connection of its own (not from the pool, so waiting turns never starve the pool the running
+  connection of its own (from a separate pool, so waiting turns never starve the pool the running
   turn needs). A killed process's connection closes and the server drops the lock. A row lock on
   the conversation would not do: it would block the turn's own update of the conversation row,
   written on another connection.
@@ -37,7 +37,6 @@ from typing import Iterator
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.pool import NullPool
 
 from ..errors import MemLensError
 
@@ -92,7 +91,10 @@ class TurnLocks:
     @contextmanager
     def _postgres(self, conversation_id: str, timeout: float) -> Iterator[None]:
         if self._lock_engine is None:
-            self._lock_engine = create_engine(self._engine.url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+            # A pool of its own: connections are reused from turn to turn, and turns waiting for
+            # a lock never hold the connections a running turn needs for its writes.
+            self._lock_engine = create_engine(self._engine.url, pool_size=2, max_overflow=-1, pool_pre_ping=True,
+                                              isolation_level="AUTOCOMMIT")
         key = int.from_bytes(_digest(conversation_id)[:4], "big", signed=True)
         with self._lock_engine.connect() as conn:
             if timeout <= 0:
@@ -110,7 +112,11 @@ class TurnLocks:
             try:
                 yield
             finally:
-                conn.execute(text("SELECT pg_advisory_unlock(:ns, :key)"), {"ns": _PG_NAMESPACE, "key": key})
+                try:
+                    conn.execute(text("SELECT pg_advisory_unlock(:ns, :key)"), {"ns": _PG_NAMESPACE, "key": key})
+                except BaseException:
+                    conn.invalidate()  # closed, not pooled: a connection still holding the lock must not be reused
+                    raise
 
     @contextmanager
     def _file(self, conversation_id: str, timeout: float) -> Iterator[None]:
