@@ -128,19 +128,22 @@ def test_two_command_line_writers_on_one_conversation_keep_one_thread(db_url, tm
     db = Database(db_url)
     service = ConversationService(db)
     conversation_id = service.start(service.import_flow(FLOW).flow_id, source="cli").id
-    turns = 12
-    queries = tmp_path / "queries.json"
-    queries.write_text(json.dumps([f"Message {i}: my order number is {1000 + i}." for i in range(turns)]))
-    command = [sys.executable, "-m", "core", "run", str(FLOW), "--queries", str(queries), "--db", db_url,
-               "--conversation", conversation_id, "--format", "json"]
-    procs = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    turns = 20
+    procs = []
+    for writer in "AB":
+        queries = tmp_path / f"{writer}.json"
+        queries.write_text(json.dumps([f"{writer}{i}: my order number is {1000 + i}." for i in range(turns)]))
+        procs.append(subprocess.Popen([sys.executable, "-m", "core", "run", str(FLOW), "--queries", str(queries),
+                                       "--db", db_url, "--conversation", conversation_id, "--format", "json"],
+                                      cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outputs = [p.communicate(timeout=300) for p in procs]
     for p, (_, err) in zip(procs, outputs):
         assert p.returncode == 0, err
     rows = repo.load_turn_rows(db, conversation_id)
     assert len(rows) == 2 * turns
     assert {r["status"] for r in rows} == {"succeeded"}
+    writers = [r["query"][0] for r in rows]
+    assert sum(a != b for a, b in zip(writers, writers[1:])) >= 2, "the two writers never ran at the same time"
     _one_thread(rows)
     _counter_exact(db, conversation_id, rows)
     # Each process printed the counts its turns really had: between them, every place once.

@@ -18,7 +18,8 @@ call. It is released when its holder ends, also when the holder's process is kil
   written on another connection.
 * SQLite (a file): an exclusive ``flock`` on a lock file next to the database, one of 256 chosen
   by the conversation id (two conversations sharing one only wait for each other, which is
-  harmless). The kernel drops it when the process dies. SQLite's own write lock does not do: held
+  harmless), taken through a gate file so that waiters get their turn. The kernel drops both when
+  the process dies. SQLite's own write lock does not do: held
   through a model call it would stop every other write to the database.
 * SQLite in memory, other databases: a lock in this process (an in-memory database has no other
   process).
@@ -62,6 +63,27 @@ def _busy(conversation_id: str, timeout: float) -> ConversationBusyError:
 
 def _digest(conversation_id: str) -> bytes:
     return hashlib.sha256(conversation_id.encode("utf-8")).digest()
+
+
+def _flock(fd: int, deadline: float, conversation_id: str, timeout: float) -> None:
+    import fcntl
+
+    pause = 0.002
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise _busy(conversation_id, timeout) from None
+            time.sleep(pause)
+            pause = min(pause * 1.5, 0.02)
+
+
+def _unlock(fd: int) -> None:
+    import fcntl
+
+    fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 class TurnLocks:
@@ -120,29 +142,27 @@ class TurnLocks:
 
     @contextmanager
     def _file(self, conversation_id: str, timeout: float) -> Iterator[None]:
-        import fcntl
-
+        # Two locks make the wait fair: a waiter first takes the bucket's gate, then its lock, then
+        # lets go of the gate. The turn that just ended must pass the gate again, which the next
+        # waiter holds, so it cannot take the lock straight back and starve the others.
         self._folder.mkdir(parents=True, exist_ok=True)
         bucket = _digest(conversation_id)[0] % _SQLITE_BUCKETS
-        fd = os.open(self._folder / f"{bucket:02x}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        gate = os.open(self._folder / f"{bucket:02x}.gate", os.O_RDWR | os.O_CREAT, 0o600)
+        lock = os.open(self._folder / f"{bucket:02x}.lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             deadline = time.monotonic() + timeout
-            pause = 0.005
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise _busy(conversation_id, timeout) from None
-                    time.sleep(pause)
-                    pause = min(pause * 1.5, 0.05)
+            _flock(gate, deadline, conversation_id, timeout)
+            try:
+                _flock(lock, deadline, conversation_id, timeout)
+            finally:
+                _unlock(gate)
             try:
                 yield
             finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+                _unlock(lock)
         finally:
-            os.close(fd)
+            os.close(lock)
+            os.close(gate)
 
     @contextmanager
     def _in_process(self, conversation_id: str, timeout: float) -> Iterator[None]:
