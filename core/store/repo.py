@@ -332,9 +332,10 @@ def _turn_with_runs(conversation_id: str, seq: int, turn: dict) -> TurnRow:
 
 
 #: A turn's status: written ``running`` when it starts, ``succeeded`` or ``failed`` when it ends
-#: (Dify's ``normal`` and ``error``); ``interrupted`` when its process stopped before the end.
-RUNNING, SUCCEEDED, FAILED, INTERRUPTED = "running", "succeeded", "failed", "interrupted"
-TURN_STATUSES = (RUNNING, SUCCEEDED, FAILED, INTERRUPTED)
+#: (Dify's ``normal`` and ``error``), ``stopped`` when an API client stopped its answer;
+#: ``interrupted`` when its process stopped before the end.
+RUNNING, SUCCEEDED, FAILED, STOPPED, INTERRUPTED = "running", "succeeded", "failed", "stopped", "interrupted"
+TURN_STATUSES = (RUNNING, SUCCEEDED, FAILED, STOPPED, INTERRUPTED)
 INTERRUPTED_ERROR = ("the process running this turn stopped before the turn finished, so it has no answer; "
                      "variable changes it made before that are kept")
 
@@ -677,6 +678,6 @@ def mark_stopped(db: Database, message_id: str, answer: str) -> None:
         turn = s.get(TurnRow, message_id)
         if turn is None:
             raise StoreError(f"no message with id {message_id!r}")
-        turn.status = "stopped"
+        turn.status = STOPPED
         turn.answer = answer
         turn.messages = [dict(m, content=answer) if m.get("kind") == ANSWER else m for m in turn.messages or []]
