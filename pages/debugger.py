@@ -171,8 +171,12 @@ def _run(label: str, fn):
     st.rerun()
 
 
-def _select(turn_id: str) -> None:
+def _inspect(turn_id: str) -> None:
     st.session_state["selected_turn"] = turn_id
+
+
+def _select(turn_id: str) -> None:
+    _inspect(turn_id)
     st.rerun()
 
 
@@ -183,7 +187,7 @@ def _switch(turn_id: str) -> None:
 
 
 actions = TurnActions(
-    on_select=_select,
+    on_select=_inspect,
     on_regenerate=lambda tid: _run("Regenerating…", lambda ev: svc.regenerate(conv_id, tid, on_event=ev)),
     on_edit=lambda tid, text: _run("Running the edited message…", lambda ev: svc.edit(conv_id, tid, text, on_event=ev)),
     on_switch=_switch,

@@ -41,6 +41,8 @@ def thread_page(thread: list[int], selected: int | None, *, key: str, on_newest:
 
 @dataclass
 class TurnActions:
+    # Called as the Inspect button's on_click callback, before the page reruns: it only sets state
+    # (an st.rerun there would be a second run of the whole page for one click).
     on_select: Callable[[str], None]
     on_regenerate: Callable[[str], None]
     on_edit: Callable[[str, str], None]
@@ -105,6 +107,6 @@ def _controls(item: MessageView, sib, actions: TurnActions, key: str) -> None:
             if st.button("Regenerate", key=f"{base}-regen", icon=":material/refresh:", type="tertiary",
                          help="A new answer to the same message, as a sibling branch"):
                 actions.on_regenerate(item.turn_id)
-            if st.button("Inspect", key=f"{base}-inspect", icon=":material/manage_search:", type="tertiary",
-                         help="Show what each LLM node saw in this turn"):
-                actions.on_select(item.turn_id)
+            st.button("Inspect", key=f"{base}-inspect", icon=":material/manage_search:", type="tertiary",
+                      help="Show what each LLM node saw in this turn", on_click=actions.on_select,
+                      args=(item.turn_id,))

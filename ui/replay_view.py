@@ -159,9 +159,8 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
     st.caption(plain(f"Imported ({source}) without a flow: markers and receipts replay it under the memory lenses "
                      "in the sidebar. ● kept · ○ dropped · ◌ not eligible."))
 
-    def select(turn_id: str) -> None:
+    def select(turn_id: str) -> None:  # an on_click callback (TurnActions.on_select): state only
         st.session_state["selected_turn"] = turn_id
-        st.rerun()
 
     def switch(turn_id: str) -> None:
         st.session_state["selected_turn"] = svc.switch(conv_id, turn_id)
@@ -207,7 +206,7 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
         if not thread:
             st.info("This conversation has no turn.")
         else:
-            visible = thread_page(thread, selected, key=f"shown-{conv_id}", on_newest=lambda: select(thread_ids[-1]))
+            visible = thread_page(thread, selected, key=f"shown-{conv_id}", on_newest=lambda: (select(thread_ids[-1]), st.rerun()))
             items = transcript(conv, visible, selected, ledgers, titles)
             siblings = {}
             for p in visible:
