@@ -55,7 +55,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import and_, or_, select
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .conversation import UUID_NIL
+from .conversation import UUID_NIL, turn_label
 from .errors import MemLensError
 from .flow import Flow
 from .ledger import Ledger
@@ -263,6 +263,7 @@ class VariableList(BaseModel):
 class LedgerEntryOut(BaseModel):
     ref: str | int
     turn: int
+    turn_label: str = ""  # the turn's place on its thread, and its sibling: "turn 6 · 2/3"
     role: str
     tokens: int
     kept: bool
@@ -304,6 +305,7 @@ class NodeLedger(BaseModel):
 
 class MessageLedger(BaseModel):
     message_id: str
+    turn_label: str = ""
     conversation_id: str
     query: str
     answer: str
@@ -800,13 +802,19 @@ def update_variable(caller: Caller, conversation_id: str, variable_id: str, body
 
 # -- the ledger extension ---------------------------------------------------------------------------
 
-def _ledger_json(ledger: Any) -> dict | None:
+def _ledger_json(ledger: Any, conversation: Any = None) -> dict | None:
     if ledger is None:
         return None
     data = ledger_to_dict(ledger) if isinstance(ledger, Ledger) else dict(ledger)
-    entries = [{"ref": e.get("ref"), "turn": e.get("turn"), "role": e.get("role"), "tokens": e.get("tokens"),
+    labels = {}
+    if isinstance(ledger, Ledger) and conversation is not None:
+        labels = {(e.position, e.index): turn_label(conversation, e.position) for e in ledger.entries}
+    positions = [(e.position, e.index) for e in ledger.entries] if isinstance(ledger, Ledger) else []
+    entries = [{"ref": e.get("ref"), "turn": e.get("turn"),
+                "turn_label": labels.get(positions[i], "") if i < len(positions) else "",
+                "role": e.get("role"), "tokens": e.get("tokens"),
                 "kept": bool(e.get("kept")), "reason": e.get("reason"), "kind": e.get("kind") or ""}
-               for e in data.get("entries") or []]
+               for i, e in enumerate(data.get("entries") or [])]
     return {"turn": data.get("turn"), "entries": entries, "budget": data.get("budget"),
             "budget_note": data.get("budget_note") or "", "prompt_tokens": data.get("prompt_tokens") or 0,
             "history_tokens": data.get("history_tokens") or 0, "context_size": data.get("context_size"),
@@ -817,11 +825,6 @@ def _prompt_json(prompt: Any) -> list[dict] | None:
     if prompt is None:
         return None
     return [m.to_dict() if hasattr(m, "to_dict") else dict(m) for m in prompt]
-
-
-def _node_runs(caller: Caller, conversation_id: str, turn_id: str) -> list[dict]:
-    # The store keeps ledgers packed; the service rebuilds them from the conversation.
-    return caller.service.node_runs(caller.service.conversation(conversation_id), turn_id)
 
 
 def message_ledger(caller: Caller, message_id: str, user: str) -> dict:
@@ -839,15 +842,18 @@ def message_ledger(caller: Caller, message_id: str, user: str) -> dict:
     if found[3] == repo.RUNNING and repo.settle_interrupted(caller.db, found[0]):
         found = find()
     conversation_id, query, answer, status, dialogue_count = found
+    conversation = caller.service.conversation(conversation_id)
     nodes = []
-    for run in _node_runs(caller, conversation_id, message_id):
+    for run in caller.service.node_runs(conversation, message_id):
         if run.get("type") != "llm":
             continue
         nodes.append({"node_id": run.get("node_id"), "title": run.get("title") or "", "type": run.get("type"),
                       "status": run.get("status") or "", "error": run.get("error"), "model": run.get("model"),
-                      "ledger": _ledger_json(run.get("ledger")), "prompt": _prompt_json(run.get("prompt")),
+                      "ledger": _ledger_json(run.get("ledger"), conversation), "prompt": _prompt_json(run.get("prompt")),
                       "reply": run.get("reply"), "usage": run.get("usage")})
-    return {"message_id": message_id, "conversation_id": conversation_id, "query": query, "answer": answer,
+    position = conversation.tree.position.get(message_id)
+    return {"message_id": message_id, "turn_label": turn_label(conversation, position) if position is not None else "",
+            "conversation_id": conversation_id, "query": query, "answer": answer,
             "status": _STATUS.get(status, status), "dialogue_count": dialogue_count, "nodes": nodes}
 
 

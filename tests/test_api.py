@@ -745,6 +745,8 @@ def test_ledger_extension_shows_each_llm_nodes_entries_budget_and_prompt(api):
     kept = {(e["turn"], e["role"]): e["reason"] for e in responder["ledger"]["entries"]}
     assert len(kept) == 8  # every message of the four earlier turns
     assert kept[(1, "user")] == "outside_window" and kept[(4, "assistant")] == "kept"
+    assert ledger["turn_label"] == "turn 5"
+    assert [e["turn_label"] for e in responder["ledger"]["entries"]][:2] == ["turn 1", "turn 1"]
     assert responder["ledger"]["budget"] is not None
     assert responder["prompt"][-1]["content"] == "What's my name?"
     _error(api.request("GET", f"/memlens/messages/{uuid.uuid4()}/ledger", params={"user": "abc-123"}),
