@@ -54,12 +54,13 @@ from .limits import LimitError, check_query
 from .llm import DemoClient, LLMClient, LLMError, default_client, one_line
 from .memory import FIDELITIES, ConfigError, MemoryConfig, Replay, turn_numbers
 from .strategies.compaction import SHIPPED, ShippedRunHook
+from .summarize import ModelSectionSummarizer
 from .templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, FileList, VariablePool, refers_to, render, render_jinja,
                         selectors_in, value_text)
 from .tokens import DEMO_MODEL, REPLY_PRIMING, counter_for
 from .variables import (AssignerError, VariableChange, edit_variable, initialize,
                         run_assigner_v1, run_assigner_v2)
-from .agent import (DemoPlanner, GranularityError, agent_settings, check_granularity, planner_for,
+from .agent import (DemoPlanner, GranularityError, ModelPlanner, agent_settings, check_granularity, planner_for,
                     resolve_granularity, run_agent)
 from .long_term import (LLMExtractor, LongTermMemoryError, Source, memories_text, retrieve_settings,
                         store_settings)
@@ -862,10 +863,14 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
         fixed.append(PromptMessage("system", system_text, origin, counter.chat("system", system_text)))
     fixed_tokens = REPLY_PRIMING + sum(m.tokens for m in fixed) + counter.chat("user", query)
     compaction_hook = None
+    planner = planner_for(ctx.client(), settings.model)
     if window is None and config.strategy == "compaction" and config.compaction_profile == SHIPPED:
         # Dify 1.17 checks before every model request: the ledger made the first check, the hook makes the rest.
+        # A real model writes the summaries itself, as Dify's runtime has the run's model do.
+        summarizer = ModelSectionSummarizer(planner.client, settings.model) if isinstance(planner, ModelPlanner) \
+            else None
         replay = Replay(ctx.conversation, config, system_prompt=system_text, has_thread=ctx.flow.is_chat,
-                        prompt_tokens=lambda _position: fixed_tokens)
+                        prompt_tokens=lambda _position: fixed_tokens, summarizer=summarizer)
         ledger = replay.ledger_at(ctx.position)
         history = replay.history_messages(ledger)
         compaction_hook = ShippedRunHook(replay, ctx.position, Message("user", query, QUERY, "query"), system_text)
@@ -879,7 +884,6 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
                          "tokens": counter.text(r["memory"])}
                         for h in sorted({s[0] for s in selectors_in(settings.system_prompt)} & set(ctx.recalled))
                         for r in ctx.recalled[h]]
-    planner = planner_for(ctx.client(), settings.model)
     started = time.perf_counter()
     try:
         result = run_agent(query, tools=settings.tools, planner=planner, schema=settings.schema,

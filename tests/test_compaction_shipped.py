@@ -13,6 +13,7 @@ from core.conversation import ANSWER, QUERY, TOOL_RESULT, Conversation, Message,
 from core.conversation import TOOL_CALL as TOOL_CALL_KIND
 from core.ledger import CLEARED, KEPT, PLACEHOLDER, SUMMARIZED, SUMMARY
 from core.memory import ConfigError, MemoryConfig, Replay
+from core.summarize import ModelSectionSummarizer
 from core.strategies.shipped_compaction import (BY_CHARS, BY_USAGE, REQUEST, RESPONSE, SUMMARY_HEADER, SYSTEM,
                                                 TEXT, TOOL_CALL, TOOL_PLACEHOLDER, TOOL_RETURN, USER, Compactor,
                                                 Group, Part, estimate, heuristic_tokens, reload, target_tokens,
@@ -311,7 +312,7 @@ class LongLookupModel:
     answers; reports the tokens it was sent (3 characters a token) as its usage."""
 
     def __init__(self, calls):
-        self.calls, self.seen = calls, []
+        self.calls, self.seen, self.summary_prompts = calls, [], []
 
     def route(self, model):
         return model, ""
@@ -319,6 +320,7 @@ class LongLookupModel:
     def complete(self, model, messages, max_tokens=None):
         from core.llm import LLMReply
 
+        self.summary_prompts.append(messages[-1]["content"])
         return LLMReply("plain", 1, 1, model)
 
     def complete_tools(self, model, messages, tools, max_tokens=None):
@@ -366,13 +368,19 @@ def test_a_live_agent_run_compacts_inside_its_tool_loop_and_its_replay_agrees():
     assert results[-3:] == [r for r in results[-3:] if r != TOOL_PLACEHOLDER] and TOOL_PLACEHOLDER in results
     summarised = client.seen[next(c["request"] for c in loop if "summarize" in c["tiers"]) - 1]
     assert summarised[1]["role"] == "system" and summarised[1]["content"].startswith(SUMMARY_HEADER)
-    # The stored turn replayed afterwards makes the same checks at the same requests.
+    # The run's own model wrote the summary, asked for Dify's sections.
+    assert summarised[1]["content"] == SUMMARY_HEADER + "plain"
+    assert client.summary_prompts and all("## Intent" in p for p in client.summary_prompts)
+    # The stored turn replayed afterwards makes the same checks at the same requests, without asking again.
+    asked = len(client.summary_prompts)
     conversation = record_conversation(state, record)
     replay = Replay(conversation, MemoryConfig(strategy="compaction", model="openai/gpt-4o-mini", context_size=2000),
-                    system_prompt=flow.node("agent").data["system_prompt"])
+                    system_prompt=flow.node("agent").data["system_prompt"],
+                    summarizer=ModelSectionSummarizer(client, "openai/gpt-4o-mini"))
     replayed = replay.ledger(1).compactions
     assert [(c["request"], c["tiers"], c["cleared"]) for c in replayed] == \
         [(c["request"], c["tiers"], c["cleared"]) for c in agent.ledger.compactions]
+    assert len(client.summary_prompts) == asked
 
 
 def record_conversation(state, record):
