@@ -36,7 +36,7 @@ from .strategies.summary_buffer import DEFAULT_LIMIT as DEFAULT_HISTORY_LIMIT
 from .strategies.trim import MESSAGE_TYPES
 from .strategies.window import MAX_WINDOW
 from .summarize import Summarizer
-from .tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
+from .tokens import REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
 
 FIDELITIES = ("documented", "code")
 GRANULARITIES = ("query_answer", "all_messages")
@@ -424,28 +424,19 @@ class Replay:
                 stack.append((child, True))
 
     def _prepare_tokens(self) -> None:
-        """Every message's tokens and emptiness in one pass (each distinct text encoded once)."""
+        """Every message's tokens and emptiness in one pass: the texts not counted yet are
+        tokenised in one batch across the cores first, so the per-message counts below are lookups."""
         counter = self.counter
-        cache = counter._cache
-        encode = counter._encode
         tokens, empties = self._tokens, self._empty
+        todo = [turn for p, turn in enumerate(self.conversation.turns) if tokens[p] is None]
+        counter.prepare(m for turn in todo for m in turn.messages)
+        count = counter.messages
         for p, turn in enumerate(self.conversation.turns):
             if tokens[p] is not None:
                 continue
-            toks, emp = [], []
-            for m in turn.messages:
-                text, calls = m.content, m.tool_calls
-                if m.name or calls:
-                    toks.append(counter.message(m))
-                else:
-                    n = cache.get(text)
-                    if n is None:
-                        n = len(encode(text)) if text else 0
-                        cache[text] = n
-                    toks.append(MESSAGE_OVERHEAD + n)
-                emp.append(not text and not calls)  # Message.is_empty, inlined
-            tokens[p] = tuple(toks)
-            empties[p] = tuple(emp)
+            msgs = turn.messages
+            tokens[p] = count(msgs)
+            empties[p] = tuple([not m.content and not m.tool_calls for m in msgs])  # Message.is_empty
 
     def _fast_summaries(self) -> dict[int, TurnSummary]:
         """Per-turn summaries for the strategies that cut a suffix of the thread (dify, window,
@@ -476,11 +467,15 @@ class Replay:
         roots = [i for i, p in enumerate(tree.thread_parent) if p is None]
         stack: list[tuple[int, bool]] = [(r, True) for r in reversed(roots)]
         children = tree.thread_children
+        to_enter = len(roots)
         while stack:
             position, entering = stack.pop()
             if not entering:
+                if not to_enter:
+                    break  # only leaving is left: unwinding the view would decide nothing
                 view.pop()
                 continue
+            to_enter -= 1
             end = len(seq_pos)
             fixed = fixed_of(position)
             limit = budget_limit(config, facts, fixed)
@@ -503,7 +498,9 @@ class Replay:
             view.push(position, mark(trimmed, start), eligible_of(position), self._tokens[position],
                       self._empty[position], None)
             stack.append((position, False))
-            for child in reversed(children[position]):
+            kids = children[position]
+            to_enter += len(kids)
+            for child in reversed(kids):
                 stack.append((child, True))
         return out
 
