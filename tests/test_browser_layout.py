@@ -57,3 +57,47 @@ def test_compare_charts_keep_their_legends_outside_and_replies_side_by_side(tmp_
         assert len({round(b["y"]) for b in first_row}) == 1  # one row: the three configs side by side
         assert all(b["x"] + b["width"] <= width for b in first_row)  # wrapped, nothing runs off the page
         page.screenshot(path=str(tmp_path / f"compare-{width}.png"), full_page=True)
+
+
+def test_rerun_a_turn_as_a_branch_then_flip_back_and_the_switchboard_agrees_with_the_markers(tmp_path):
+    """The sequence that once left the switchboard at window 6 over markers of window 3."""
+    env = {"MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}"}
+    with streamlit_server(env, tmp_path / "streamlit.log") as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        page.set_default_timeout(90_000)
+        page.goto(url)
+        messages = page.get_by_test_id("stChatMessage")
+        expect(messages).to_have_count(16, timeout=90_000)
+        box = page.locator(".st-key-ml-transcript")
+
+        def inspect(answer_index: int) -> None:
+            answer = messages.nth(answer_index)
+            answer.scroll_into_view_if_needed()
+            answer.get_by_role("button", name="Inspect").click()
+            expect(answer).to_contain_text("inspected", timeout=90_000)
+
+        inspect(11)  # turn 6's answer
+        page.get_by_role("tab", name="Switchboard").click()
+        windows = page.get_by_label("Window (turns)")  # one per LLM node, in flow order: Classifier, Responder
+        window = windows.nth(1)
+        recorded = window.input_value()
+        window.fill("6")
+        window.press("Enter")
+        expect(page.get_by_text("replies might now differ").first).to_be_visible(timeout=90_000)
+        page.get_by_role("button", name="Re-run turn 6 as a branch").click()
+        expect(box.get_by_text("turn 6 · 2/2").first).to_be_visible(timeout=90_000)
+        page.get_by_role("tab", name="Switchboard").click()
+        expect(windows.nth(1)).to_have_value("6")  # what the re-run ran with
+
+        # Flip turn 6 back to its first version: the thread of the recorded turns, window as recorded.
+        query6 = messages.filter(has_text="turn 6 · 2/2").first
+        query6.get_by_role("button").first.click()  # ‹ previous version
+        expect(box.get_by_text("turn 6 · 1/2").first).to_be_visible(timeout=90_000)
+        page.get_by_role("tab", name="Switchboard").click()
+        expect(windows.nth(1)).to_have_value(recorded)
+        expect(page.get_by_text("No change: ledgers are as recorded.")).to_be_visible()
+        assert page.get_by_text("new turns use dify window 6", exact=False).count() >= 1
+        # Markers of the inspected (newest) turn: turn 1 is outside the recorded window, never kept.
+        first = messages.nth(0).locator('.ml-chip[data-node="responder"]')
+        assert first.get_attribute("data-reason") == "outside_window"
+        page.screenshot(path=str(tmp_path / "flip.png"))
