@@ -1,7 +1,12 @@
 """Long-term memory: facts about a user that follow them into new conversations (spec/memory-models.md §B).
 
-A memory store keyed by **user id** — never by conversation id, so every conversation and every
-flow connected to the same store sees the same memories for a user, and no other user's.
+A memory store keyed by **user id** — never by conversation id, so every conversation sees the
+same memories for a user, and no other user's — within a **namespace**. Mem0 scopes memories by
+user (and optionally agent or app); Dify keeps apps apart. So a flow's memory nodes use the app's
+own namespace by default (:func:`app_namespace`, what :class:`core.sessions.ConversationService`
+gives each turn): one app key never recalls what another app's conversations stored. Nodes that
+set ``namespace: NAME`` share that namespace with every flow naming it. Memories written before
+namespaces existed are in :data:`SHARED` (``""``).
 
 Storing follows Mem0's v1 ("classic") algorithm, because it is the one that records updates and
 deletions (v2 is ADD-only, §B.1): facts are extracted from a turn, then each fact is decided
@@ -66,6 +71,14 @@ MULTI_VALUED = frozenset({"like", "dislike", "allergy", "diet", "remember"})
 CONTRADICTS = {"like": "dislike", "dislike": "like"}
 #: Who made a change, as recorded in the history.
 USER_EDIT = "user"
+#: The namespace shared by every flow that asks for it (and the one memories written before
+#: namespaces existed are in).
+SHARED = ""
+
+
+def app_namespace(flow_id: str) -> str:
+    """The default namespace of a flow's memory nodes: the app's own, as Dify isolates apps."""
+    return f"app:{flow_id}"
 
 
 class LongTermMemoryError(MemLensError):
@@ -119,10 +132,12 @@ class MemoryItem:
     created_at: float
     updated_at: float
     source: Source = field(default_factory=Source)
+    namespace: str = SHARED
 
     def to_dict(self) -> dict:
         return {"id": self.id, "user_id": self.user_id, "memory": self.memory, "hash": self.hash, "key": self.key,
-                "created_at": self.created_at, "updated_at": self.updated_at, "source": self.source.to_dict()}
+                "created_at": self.created_at, "updated_at": self.updated_at, "source": self.source.to_dict(),
+                "namespace": self.namespace}
 
 
 @dataclass(frozen=True)
@@ -161,6 +176,7 @@ class MemoryEvent:
     actor: str
     source: Source = field(default_factory=Source)
     id: int | None = None
+    namespace: str = SHARED
 
     @property
     def is_deleted(self) -> bool:
@@ -177,6 +193,7 @@ class UserSummary:
     user_id: str
     memories: int
     updated_at: float
+    namespace: str = SHARED
 
 
 # -- facts ------------------------------------------------------------------------------------------
@@ -373,8 +390,8 @@ class EmbeddingRetriever:
 class MemoryBackend(Protocol):
     """Where memories and their history live. ``write`` is all-or-nothing."""
 
-    def memories(self, user_id: str) -> list[MemoryItem]:
-        """The user's live memories (any order)."""
+    def memories(self, user_id: str, namespace: str = SHARED) -> list[MemoryItem]:
+        """The user's live memories in one namespace (any order)."""
         ...
 
     def get(self, memory_id: str) -> MemoryItem | None:
@@ -387,8 +404,8 @@ class MemoryBackend(Protocol):
         """History rows of one memory, oldest first (kept after the memory is deleted)."""
         ...
 
-    def user_history(self, user_id: str) -> list[MemoryEvent]:
-        """Every history row of one user, oldest first."""
+    def user_history(self, user_id: str, namespace: str = SHARED) -> list[MemoryEvent]:
+        """Every history row of one user in one namespace, oldest first."""
         ...
 
     def users(self) -> list[UserSummary]:
@@ -402,8 +419,8 @@ class InMemoryBackend:
         self._items: dict[str, MemoryItem] = {}
         self._events: list[MemoryEvent] = []
 
-    def memories(self, user_id: str) -> list[MemoryItem]:
-        return [m for m in self._items.values() if m.user_id == user_id]
+    def memories(self, user_id: str, namespace: str = SHARED) -> list[MemoryItem]:
+        return [m for m in self._items.values() if m.user_id == user_id and m.namespace == namespace]
 
     def get(self, memory_id: str) -> MemoryItem | None:
         return self._items.get(memory_id)
@@ -419,16 +436,16 @@ class InMemoryBackend:
     def history(self, memory_id: str) -> list[MemoryEvent]:
         return [e for e in self._events if e.memory_id == memory_id]
 
-    def user_history(self, user_id: str) -> list[MemoryEvent]:
-        return [e for e in self._events if e.user_id == user_id]
+    def user_history(self, user_id: str, namespace: str = SHARED) -> list[MemoryEvent]:
+        return [e for e in self._events if e.user_id == user_id and e.namespace == namespace]
 
     def users(self) -> list[UserSummary]:
-        out: dict[str, UserSummary] = {}
+        out: dict[tuple[str, str], UserSummary] = {}
         for m in self._items.values():
-            s = out.get(m.user_id)
-            out[m.user_id] = UserSummary(m.user_id, (s.memories if s else 0) + 1,
-                                         max(m.updated_at, s.updated_at if s else 0.0))
-        return sorted(out.values(), key=lambda s: s.user_id)
+            s = out.get((m.namespace, m.user_id))
+            out[(m.namespace, m.user_id)] = UserSummary(m.user_id, (s.memories if s else 0) + 1,
+                                                        max(m.updated_at, s.updated_at if s else 0.0), m.namespace)
+        return sorted(out.values(), key=lambda s: (s.namespace, s.user_id))
 
 
 # -- the memory -------------------------------------------------------------------------------------
@@ -452,6 +469,12 @@ def _user(user_id: Any) -> str:
     return user_id
 
 
+def _namespace(namespace: Any) -> str:
+    if not isinstance(namespace, str) or len(namespace) > 255:
+        raise LongTermMemoryError(f"a memory namespace is a text of at most 255 characters, not {namespace!r}")
+    return namespace.strip()
+
+
 def _messages(messages: Any) -> list[dict]:
     """Mem0's accepted shapes: a string (one user message), a dict, or a list of dicts."""
     if isinstance(messages, str):
@@ -470,13 +493,19 @@ def _messages(messages: Any) -> list[dict]:
 
 
 class LongTermMemory:
-    """A per-user memory store with Mem0 v1 semantics (see the module docstring)."""
+    """A per-user memory store with Mem0 v1 semantics (see the module docstring), seen through one
+    ``namespace``: what is stored here is recalled only through the same namespace."""
 
     def __init__(self, backend: MemoryBackend | None = None, *, extractor: FactExtractor | None = None,
-                 retriever: Retriever | None = None):
+                 retriever: Retriever | None = None, namespace: str = SHARED):
         self.backend: MemoryBackend = backend if backend is not None else InMemoryBackend()
         self.extractor: FactExtractor = extractor or OfflineExtractor()
         self.retriever: Retriever = retriever or BM25Retriever()
+        self.namespace = _namespace(namespace)
+
+    def in_namespace(self, namespace: str) -> "LongTermMemory":
+        """The same store seen through another namespace."""
+        return LongTermMemory(self.backend, extractor=self.extractor, retriever=self.retriever, namespace=namespace)
 
     # -- writing
     def store(self, user_id: str, messages: Any, *, source: Source | None = None,
@@ -496,7 +525,8 @@ class LongTermMemory:
         return self._apply(user_id, [ExtractedFact(text=text.strip(), key=key)], source or Source(), USER_EDIT)
 
     def _apply(self, user_id: str, facts: Sequence[ExtractedFact], source: Source, actor: str) -> StoreResult:
-        live = {m.id: m for m in self.backend.memories(user_id)}
+        ns = self.namespace
+        live = {m.id: m for m in self.backend.memories(user_id, ns)}
         upserts: dict[str, MemoryItem] = {}
         deletes: list[str] = []
         events: list[MemoryEvent] = []
@@ -514,7 +544,8 @@ class LongTermMemory:
                         del live[m.id]
                         upserts.pop(m.id, None)
                         deletes.append(m.id)
-                        events.append(MemoryEvent(m.id, user_id, DELETE, m.memory, None, stamp, actor, source))
+                        events.append(MemoryEvent(m.id, user_id, DELETE, m.memory, None, stamp, actor, source,
+                                                  namespace=ns))
             target = None
             if fact.key and fact.key not in MULTI_VALUED:
                 target = next((m for m in sorted(live.values(), key=lambda m: m.created_at) if m.key == fact.key),
@@ -523,12 +554,13 @@ class LongTermMemory:
                 updated = replace(target, memory=fact.text, hash=h, updated_at=max(stamp, target.updated_at + 1e-6),
                                   source=source)
                 live[target.id] = upserts[target.id] = updated
-                events.append(MemoryEvent(target.id, user_id, UPDATE, target.memory, fact.text, stamp, actor, source))
+                events.append(MemoryEvent(target.id, user_id, UPDATE, target.memory, fact.text, stamp, actor, source,
+                                          namespace=ns))
             else:
                 item = MemoryItem(id=str(uuid.uuid4()), user_id=user_id, memory=fact.text, hash=h, key=fact.key,
-                                  created_at=stamp, updated_at=stamp, source=source)
+                                  created_at=stamp, updated_at=stamp, source=source, namespace=ns)
                 live[item.id] = upserts[item.id] = item
-                events.append(MemoryEvent(item.id, user_id, ADD, None, fact.text, stamp, actor, source))
+                events.append(MemoryEvent(item.id, user_id, ADD, None, fact.text, stamp, actor, source, namespace=ns))
         if events:
             self.backend.write([m for m in upserts.values() if m.id not in deletes], deletes, events)
         return StoreResult(events=events, unchanged=unchanged, facts=list(facts))
@@ -542,14 +574,16 @@ class LongTermMemory:
         stamp = _clock()
         updated = replace(item, memory=text, hash=memory_hash(text), updated_at=max(stamp, item.updated_at + 1e-6),
                           source=source or Source())
-        event = MemoryEvent(item.id, item.user_id, UPDATE, item.memory, text, stamp, actor, source or Source())
+        event = MemoryEvent(item.id, item.user_id, UPDATE, item.memory, text, stamp, actor, source or Source(),
+                            namespace=item.namespace)
         self.backend.write([updated], [], [event])
         return event
 
     def delete(self, memory_id: str, *, actor: str = USER_EDIT, source: Source | None = None) -> MemoryEvent:
         """Remove one memory (Mem0 ``delete``); its history stays, ending with a DELETE row."""
         item = self.get(memory_id)
-        event = MemoryEvent(item.id, item.user_id, DELETE, item.memory, None, _clock(), actor, source or Source())
+        event = MemoryEvent(item.id, item.user_id, DELETE, item.memory, None, _clock(), actor, source or Source(),
+                            namespace=item.namespace)
         self.backend.write([], [item.id], [event])
         return event
 
@@ -567,7 +601,7 @@ class LongTermMemory:
     def memories(self, user_id: str, search: str | None = None) -> list[MemoryItem]:
         """The user's memories, most recently changed first; ``search`` keeps those containing it
         (case-insensitive)."""
-        items = self.backend.memories(_user(user_id))
+        items = self.backend.memories(_user(user_id), self.namespace)
         if search and search.strip():
             needle = search.strip().lower()
             items = [m for m in items if needle in m.memory.lower() or needle in (m.key or "").lower()]
@@ -581,7 +615,7 @@ class LongTermMemory:
             raise LongTermMemoryError(f"k must be a whole number of memories, 0 or more (not {k!r})")
         if not isinstance(query, str):
             raise LongTermMemoryError("the query must be text")
-        items = self.backend.memories(user_id)
+        items = self.backend.memories(user_id, self.namespace)
         scores = self.retriever.scores(query, [m.memory for m in items])
         ranked = sorted(zip(items, scores), key=lambda x: (-x[1], -x[0].updated_at, x[0].id))
         out = [ScoredMemory(m, s) for m, s in ranked if threshold is None or s >= threshold]
@@ -596,11 +630,12 @@ class LongTermMemory:
 
     def deleted(self, user_id: str) -> list[MemoryEvent]:
         """The DELETE rows of the user's memories that are gone (newest first)."""
-        gone = [e for e in self.backend.user_history(_user(user_id)) if e.event == DELETE]
-        live = {m.id for m in self.backend.memories(user_id)}
+        gone = [e for e in self.backend.user_history(_user(user_id), self.namespace) if e.event == DELETE]
+        live = {m.id for m in self.backend.memories(user_id, self.namespace)}
         return sorted([e for e in gone if e.memory_id not in live], key=lambda e: -e.created_at)
 
     def users(self) -> list[UserSummary]:
+        """Every (namespace, user) with memories, across namespaces."""
         return self.backend.users()
 
 
@@ -666,6 +701,7 @@ class RetrieveSettings:
     user: str = "{{#sys.user_id#}}"
     top_k: int = DEFAULT_TOP_K
     threshold: float | None = None
+    namespace: str | None = None  # None: the app's own namespace; a text (template): that namespace
 
 
 @dataclass(frozen=True)
@@ -678,6 +714,7 @@ class StoreSettings:
     user: str = "{{#sys.user_id#}}"
     extractor: str = "offline"
     model: str = ""
+    namespace: str | None = None
 
 
 def _flow_error(node: "Node", message: str):
@@ -699,7 +736,8 @@ def retrieve_settings(node: "Node") -> RetrieveSettings:
             raise _flow_error(node, f"'{key}' must be a template text such as {{{{#sys.{key}#}}}}")
     return RetrieveSettings(query=data.get("query", RetrieveSettings.query),
                             user=data.get("user", RetrieveSettings.user), top_k=top_k,
-                            threshold=float(threshold) if threshold is not None else None)
+                            threshold=float(threshold) if threshold is not None else None,
+                            namespace=_namespace_setting(node))
 
 
 def store_settings(node: "Node") -> StoreSettings:
@@ -714,7 +752,20 @@ def store_settings(node: "Node") -> StoreSettings:
     if extractor == "llm" and not model:
         raise _flow_error(node, "extractor llm needs a 'model' to extract facts with")
     return StoreSettings(query=data.get("query", StoreSettings.query), answer=data.get("answer", ""),
-                         user=data.get("user", StoreSettings.user), extractor=extractor, model=model)
+                         user=data.get("user", StoreSettings.user), extractor=extractor, model=model,
+                         namespace=_namespace_setting(node))
+
+
+def _namespace_setting(node: "Node") -> str | None:
+    """A memory node's ``namespace``: absent for the app's own, or the name of a namespace that
+    flows share by naming it (a template, so ``{{#sys.app_id#}}``-style values work)."""
+    value = node.data.get("namespace")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > 255:
+        raise _flow_error(node, f"namespace {value!r} must be a non-empty text of at most 255 characters "
+                                "(leave it out for the app's own memories)")
+    return value
 
 
 __all__ = ["ADD", "UPDATE", "DELETE", "NONE", "DEFAULT_TOP_K", "MULTI_VALUED", "LongTermMemoryError",
@@ -722,4 +773,4 @@ __all__ = ["ADD", "UPDATE", "DELETE", "NONE", "DEFAULT_TOP_K", "MULTI_VALUED", "
            "FactExtractor", "OfflineExtractor", "LLMExtractor", "parse_extraction", "normalise", "memory_hash",
            "terms", "Retriever", "BM25Retriever", "EmbeddingBackend", "EmbeddingRetriever", "MemoryBackend",
            "InMemoryBackend", "StoreResult", "LongTermMemory", "memories_text", "RecallPreview", "recall_preview",
-           "RetrieveSettings", "StoreSettings", "retrieve_settings", "store_settings"]
+           "RetrieveSettings", "StoreSettings", "retrieve_settings", "store_settings", "SHARED", "app_namespace"]

@@ -787,17 +787,29 @@ def _run_memory_retrieve(node: Node, ctx: _Context, run: NodeRun) -> None:
     user = render(settings.user, ctx.pool).strip()
     query = render(settings.query, ctx.pool)
     results = []
-    if ctx.long_term is None:
+    store = _memory_in_namespace(ctx, settings.namespace)
+    if store is None:
         run.notes.append("no long-term memory store is connected: nothing to retrieve")
     else:
         try:
-            results = ctx.long_term.retrieve(user, query, settings.top_k, threshold=settings.threshold)
+            results = store.retrieve(user, query, settings.top_k, threshold=settings.threshold)
         except LongTermMemoryError as e:
             raise _NodeFailed(str(e)) from None
     rows = [r.to_dict() for r in results]
     ctx.recalled[node.id] = rows
     run.outputs = {"text": memories_text(results), "memories": rows, "count": len(rows), "user_id": user,
-                   "query": query}
+                   "query": query, "namespace": store.namespace if store is not None else None}
+
+
+def _memory_in_namespace(ctx: _Context, setting: str | None):
+    """The long-term memory a node reads and writes: the one the caller connected (scoped to the
+    app's namespace), or the namespace the node names."""
+    if ctx.long_term is None or setting is None:
+        return ctx.long_term
+    try:
+        return ctx.long_term.in_namespace(render(setting, ctx.pool).strip())
+    except LongTermMemoryError as e:
+        raise _NodeFailed(str(e)) from None
 
 
 def _run_memory_store(node: Node, ctx: _Context, run: NodeRun) -> None:
@@ -807,7 +819,8 @@ def _run_memory_store(node: Node, ctx: _Context, run: NodeRun) -> None:
     answer = render(settings.answer, ctx.pool) if settings.answer else ""
     if answer:
         messages.append({"role": "assistant", "content": answer})
-    if ctx.long_term is None:
+    store = _memory_in_namespace(ctx, settings.namespace)
+    if store is None:
         run.notes.append("no long-term memory store is connected: nothing stored")
         run.outputs = {"events": [], "added": 0, "updated": 0, "deleted": 0, "unchanged": [], "user_id": user}
         return
@@ -827,14 +840,14 @@ def _run_memory_store(node: Node, ctx: _Context, run: NodeRun) -> None:
     source = Source(conversation_id=ctx.conversation.id, turn_id=ctx.turn_id, flow=ctx.flow.name, turn=ctx.turn_number)
     try:
         # Written at once, like Dify's plugin call: the change stays even if a later node fails.
-        result = ctx.long_term.store(user, messages, source=source, extractor=extractor)
+        result = store.store(user, messages, source=source, extractor=extractor)
     except (LongTermMemoryError, LLMError) as e:
         raise _NodeFailed(str(e)) from None
     counts = result.counts()
     run.outputs = {"events": [{"memory_id": e.memory_id, "event": e.event, "memory": e.new_memory,
                                "previous_memory": e.old_memory} for e in result.events],
                    "added": counts["ADD"], "updated": counts["UPDATE"], "deleted": counts["DELETE"],
-                   "unchanged": list(result.unchanged), "user_id": user}
+                   "unchanged": list(result.unchanged), "user_id": user, "namespace": store.namespace}
 
 
 def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:

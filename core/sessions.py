@@ -33,6 +33,7 @@ from .conversation import QUERY, UUID_NIL, Conversation, Message, Turn, active_t
 from .flow import Flow, classify_change, load_flow
 from .limits import check_file_size
 from .llm import LLMClient
+from .long_term import app_namespace
 from .runtime import ConversationState, RunError, TurnRecord, run_turn
 from .store import repo
 from .store.db import Database, StoreError
@@ -64,9 +65,10 @@ class ConversationService:
         self.db = db
         self.llm = llm
         self._flows: dict[str, Flow] = {}
-        # Long-term memories live in the same database, keyed by user id: every flow and conversation
-        # on this store sees the same memories for a user.
+        # Long-term memories live in the same database, keyed by namespace and user id. A turn sees
+        # its app's namespace (as Dify keeps apps apart); memory nodes that name a namespace share it.
         self.long_term = long_term_store(db)
+        self._flow_ids: dict[str, str] = {}
 
     # -- flows ---------------------------------------------------------------------------------------
     def import_flow(self, source: Flow | str | Path, name: str | None = None) -> repo.FlowVersion:
@@ -80,6 +82,13 @@ class ConversationService:
             version = repo.get_flow_version(self.db, version_id)
             flow = self._flows[version_id] = Flow.from_dict(version.definition, name=version.flow_name)
         return flow
+
+    def memory_of(self, version_id: str):
+        """The long-term memory a flow version's turns use: its app's namespace."""
+        flow_id = self._flow_ids.get(version_id)
+        if flow_id is None:
+            flow_id = self._flow_ids[version_id] = repo.get_flow_version(self.db, version_id).flow_id
+        return self.long_term.in_namespace(app_namespace(flow_id))
 
     def update_flow(self, flow_id: str, flow: Flow, note: str = "") -> repo.FlowVersion:
         """Save an edited flow as a new version (conversations stay on the version they started on)."""
@@ -213,8 +222,8 @@ class ConversationService:
             record = run_turn(flow, state, query, merged_inputs, parent_id=parent_id, user_id=info.user_id,
                               fidelity=info.meta.get("fidelity", "documented"), llm=llm or self.llm,
                               node_memory_overrides=overrides or None, on_variables_updated=persist_variables,
-                              on_event=events, long_term=self.long_term, granularity=granularity, turn_id=turn_id,
-                              created_at=created)
+                              on_event=events, long_term=self.memory_of(version_id), granularity=granularity,
+                              turn_id=turn_id, created_at=created)
             repo.finish_turn(self.db, conversation_id, turn_from_record(record, version_id))
         except BaseException:
             if started:  # stopped half-way (an error, Ctrl-C): the turn shows as interrupted, not as a hole

@@ -304,7 +304,7 @@ if side_col is not None:
     with receipt_tab:
         if selected_id is None:
             st.info("Send a message: each LLM node's context receipt appears here.")
-            render_recall_preview(svc.long_term, info.user_id, None, key=f"recall-{conv_id}")
+            render_recall_preview(svc.memory_of(info.flow_version_id), info.user_id, None, key=f"recall-{conv_id}")
         else:
             st.markdown(f"**{turn_label(conv, selected).capitalize()}** — " + html.muted(conv.turns[selected].query[:80]),
                         unsafe_allow_html=True)

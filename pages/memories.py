@@ -5,12 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from core.errors import MemLensError
+from core.long_term import SHARED
 from ui import data
 from ui.html import plain
-from ui.memories_panel import memory_frame, render_history, render_recall_preview
+from ui.memories_panel import memory_frame, namespace_label, render_history, render_recall_preview
 
 svc = data.service()
-store = svc.long_term
+summaries = svc.long_term.users()
 
 st.title("Long-term memory")
 st.caption("Facts remembered per user, across conversations and flows, by memory-store steps (or by hand). "
@@ -20,7 +21,19 @@ flash = st.session_state.pop("mem_flash", None)
 if flash:
     (st.success if flash[0] == "ok" else st.error)(plain(flash[1]))
 
-users = [u.user_id for u in store.users()]
+with st.sidebar:
+    st.subheader("Namespace")
+    namespaces = sorted({u.namespace for u in summaries} | {SHARED})
+    # Memories from before namespaces (or added here by hand) first; else the latest app's.
+    first = SHARED if not summaries or any(u.namespace == SHARED for u in summaries) \
+        else max(summaries, key=lambda u: u.updated_at).namespace
+    namespace = st.selectbox("Namespace", namespaces, index=namespaces.index(first), key="mem_namespace",
+                             label_visibility="collapsed",
+                             format_func=lambda ns: namespace_label(ns, svc.db),
+                             help="Each app (flow) keeps its own memories; memory steps that name a namespace "
+                                  "share it with every flow that names the same one.")
+store = svc.long_term.in_namespace(namespace)
+users = [u.user_id for u in summaries if u.namespace == namespace]
 with st.sidebar:
     st.subheader("User")
     picked = st.selectbox("User", users, key="mem_user", label_visibility="collapsed") if users else None

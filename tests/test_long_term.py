@@ -73,12 +73,19 @@ def test_randomised_users_never_get_each_others_memories_through_the_api(store):
         assert all(owner[m.id] == user for m in store.memories(user))
 
 
-def test_every_flow_and_conversation_of_a_user_shares_the_memories_and_no_other_user_sees_them(tmp_path):
-    """Many users, two flows, several conversations each, in random order, on one store."""
+def _in_namespace(flow: Flow, namespace: str, name: str) -> Flow:
+    data = flow.to_dict()
+    data["nodes"] = [{**n, "namespace": namespace} if n.get("type") in ("memory-retrieve", "memory-store") else n
+                     for n in data["nodes"]]
+    return Flow.from_dict({**data, "name": name})
+
+
+def test_flows_naming_one_namespace_share_a_users_memories_and_no_other_user_sees_them(tmp_path):
+    """Many users, two flows sharing a namespace, several conversations each, in random order, on one store."""
     db = Database(f"sqlite:///{tmp_path / 'memlens.db'}")
     service = ConversationService(db, llm=DemoClient())
-    base = load_flow(FLOW)
-    variant = Flow.from_dict({**base.to_dict(), "name": "long-term-memory-b"})
+    base = _in_namespace(load_flow(FLOW), "support-team", "long-term-memory")
+    variant = _in_namespace(load_flow(FLOW), "support-team", "long-term-memory-b")
     flows = [service.import_flow(base, name="a").flow_id, service.import_flow(variant, name="b").flow_id]
     rnd = random.Random(11)
     users = {f"u{i}": (NAMES[i], CITIES[i]) for i in range(6)}
@@ -101,10 +108,66 @@ def test_every_flow_and_conversation_of_a_user_shares_the_memories_and_no_other_
             elif query.startswith("What"):
                 assert "I don't know your name" in reply
         told[user] = True
+    shared = service.long_term.in_namespace("support-team")
     for user, (name, city) in users.items():
-        texts = {m.memory for m in service.long_term.memories(user)}
+        texts = {m.memory for m in shared.memories(user)}
         assert texts == {f"Your name is {name}.", f"You live in {city}."}
+        assert service.long_term.memories(user) == []  # nothing leaked into the shared default
     db.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_by_default_each_app_keeps_its_own_memories_of_a_user(backend, tmp_path, request):
+    url = f"sqlite:///{tmp_path / 'memlens.db'}" if backend == "sqlite" else \
+        request.getfixturevalue("postgres").create_database()
+    db = Database(url)
+    service = ConversationService(db, llm=DemoClient())
+    app_a = service.import_flow(load_flow(FLOW), name="shop").flow_id
+    app_b = service.import_flow(load_flow(FLOW), name="bank").flow_id
+    first = service.start(app_a, user_id="dana")
+    service.send(first.id, "My order number is 4411.")
+    again = service.send(service.start(app_a, user_id="dana").id, "What is my order number?")
+    assert again.answer == "Your order is 4411."
+    assert again.node_run("recall").outputs["namespace"] == f"app:{app_a}"
+    other_app = service.send(service.start(app_b, user_id="dana").id, "What is my order number?")
+    assert other_app.node_run("recall").outputs["memories"] == []
+    assert "I don't know your order number" in other_app.answer
+    db.dispose()
+
+
+def test_a_memory_written_through_one_app_key_is_not_recalled_through_another(tmp_path):
+    import httpx
+
+    from core.api import create_app
+    from core.store import keys as app_keys
+    from tests.test_api import ThreadServer
+
+    db = Database(f"sqlite:///{tmp_path / 'memlens.db'}")
+    service = ConversationService(db, llm=DemoClient())
+    apps = [service.import_flow(load_flow(FLOW), name=n).flow_id for n in ("shop", "bank")]
+    keys = [app_keys.create_key(db, a)[1] for a in apps]
+    server = ThreadServer(create_app(db, llm=DemoClient()))
+    try:
+        with httpx.Client(base_url=server.base_url, timeout=60) as http:
+            def ask(key, query):
+                r = http.post("/chat-messages", headers={"Authorization": f"Bearer {key}"},
+                              json={"inputs": {}, "query": query, "user": "dana", "response_mode": "blocking"})
+                assert r.status_code == 200, r.text
+                return r.json()["answer"]
+
+            ask(keys[0], "My order number is 4411.")
+            assert ask(keys[0], "What is my order number?") == "Your order is 4411."
+            assert "I don't know your order number" in ask(keys[1], "What is my order number?")
+    finally:
+        server.stop()
+        db.dispose()
+
+
+def test_a_memory_node_refuses_an_empty_namespace_when_the_flow_loads():
+    from core.flow import FlowError
+
+    with pytest.raises(FlowError, match="namespace"):
+        _in_namespace(load_flow(FLOW), "  ", "blank")
 
 
 def test_store_and_retrieve_refuse_a_missing_user_id_and_malformed_messages(store):
@@ -264,6 +327,8 @@ def test_the_long_term_memory_migration_follows_the_app_keys_one():
     migration = import_module("core.store.migrations.versions.0003_long_term_memory")
     assert migration.revision == "0003" and migration.down_revision == "0002"
     assert head_revision() >= "0003"
+    namespaces = import_module("core.store.migrations.versions.0006_memory_namespaces")
+    assert namespaces.revision == "0006" and namespaces.down_revision == "0005"
 
 
 # -- an LLM extractor -------------------------------------------------------------------------------

@@ -57,11 +57,17 @@ def test_the_page_lists_the_chosen_users_memories_and_only_theirs(seeded):
     assert not at.exception
     assert at.title[0].value == "Long-term memory"
     # "demo" is the seeded demo's user (the app plays a long-term memory demo on first open).
-    assert at.selectbox(key="mem_user").options == ["dana", "demo", "eve"]
+    # Memories stored without a namespace come first; the demo's are in its app's namespace.
+    assert at.selectbox(key="mem_namespace").value == ""
+    assert at.selectbox(key="mem_user").options == ["dana", "eve"]
     assert set(table(at)["memory"]) == {"Your name is Dana.", "Your order is 4411.", "You like green tea."}
     assert set(table(at)["source"]) == {"long-term-memory · turn 1 · conversation conv-1"}
     at.selectbox(key="mem_user").set_value("eve").run()
     assert set(table(at)["memory"]) == {"Your name is Eve.", "You live in Oslo."}
+    [app] = [u.namespace for u in seeded.users() if u.user_id == "demo"]
+    assert app.startswith("app:") and "app long-term-memory" in at.selectbox(key="mem_namespace").options
+    at.selectbox(key="mem_namespace").set_value(app).run()
+    assert at.selectbox(key="mem_user").options == ["demo"]
 
 
 def test_search_keeps_the_memories_containing_the_text(seeded):
