@@ -6,7 +6,7 @@ tables (never markup), and captions naming a user go through ``plain``.
 Use in the debugger (a new conversation, before its first turn)::
 
     from ui.memories_panel import render_recall_preview
-    render_recall_preview(svc.long_term, info.user_id, draft_query_or_None, key="dbg-recall")
+    render_recall_preview(svc.memory_of(info.flow_version_id), info.user_id, draft_query_or_None, key="dbg-recall")
 
 next to a node's receipt, the memories its prompt carried (``NodeRun.recalled``)::
 
