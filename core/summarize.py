@@ -143,7 +143,7 @@ class ModelSectionSummarizer:
         key = (id(self.client), self.model, prompt)
         if key not in _WRITTEN:
             reply = self.client.complete(self.model, [
-                {"role": "system", "content": "You summarise conversations so that work can continue from the summary."},
+                {"role": "system", "content": "You summarise conversations so that work can go on from the summary."},
                 {"role": "user", "content": prompt}])
             if len(_WRITTEN) >= _WRITTEN_MAX:
                 _WRITTEN.pop(next(iter(_WRITTEN)))

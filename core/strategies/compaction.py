@@ -323,9 +323,9 @@ class ShippedPlan(Plan):
         out = []
         for k, p in enumerate(self.summary_parts):
             covers = tuple(self.covers.get(p.content[len(shipped.SUMMARY_HEADER):], ()))
-            out.append(SyntheticMessage(role="system", content=p.content, tokens=replay.counter.chat("system", p.content),
-                                        origin=SUMMARY, turn=covers[-1] if covers else 0, covers=covers,
-                                        ref=f"summary:{k + 1}"))
+            tokens = replay.counter.chat("system", p.content)
+            out.append(SyntheticMessage(role="system", content=p.content, tokens=tokens, origin=SUMMARY,
+                                        turn=covers[-1] if covers else 0, covers=covers, ref=f"summary:{k + 1}"))
         for p in self.placeholder_parts:
             pos, idx = p.ref
             msg = replay.conversation.turns[pos].messages[idx]
@@ -349,8 +349,8 @@ def shipped_plan(view, current, replay) -> ShippedPlan:
 
     def compactor_for(summarize):
         return shipped.Compactor(context, cfg.max_tokens, summarize, instructions=replay.system_prompt,
-                                 keep_pairs=cfg.compaction_keep_tool_results, keep_messages=cfg.compaction_keep_messages,
-                                 trigger=cfg.compaction_trigger)
+                                 keep_pairs=cfg.compaction_keep_tool_results,
+                                 keep_messages=cfg.compaction_keep_messages, trigger=cfg.compaction_trigger)
 
     def summarize(folded, previous_summary):
         return replay.summarizer.summarize(folded, previous_summary or "")

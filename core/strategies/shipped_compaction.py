@@ -458,6 +458,7 @@ def replay_turn(compactor_for: Callable[[SummariseFn], Compactor], summarize: Su
     return first, first_event, loop, ShippedState(tuple(history), covers)
 
 
-__all__ = ["ShippedState", "replay_turn", "turn_requests", "Part", "Group", "Compactor", "CompactionEvent", "target_tokens", "estimate", "heuristic_tokens",
+__all__ = ["ShippedState", "replay_turn", "turn_requests", "Part", "Group", "Compactor", "CompactionEvent",
+           "target_tokens", "estimate", "heuristic_tokens",
            "clear_tool_results", "fold_cut", "previous_summary", "folded_messages", "transcript_lines", "reload",
            "to_groups", "SUMMARY_HEADER", "TOOL_PLACEHOLDER", "BY_USAGE", "BY_CHARS", "KEEP_PAIRS", "KEEP_MESSAGES"]
