@@ -47,8 +47,9 @@ QUERIES = json.loads((ROOT / "sample_data" / "flows" / "support-bot.queries.json
 class ServerProcess:
     """``python -m core serve --demo --port 0`` on a database; the port is read from its banner."""
 
-    def __init__(self, db_url: str, *, demo: bool = True, startup_timeout: float = 60.0):
-        cmd = [sys.executable, "-m", "core", "serve", "--host", "127.0.0.1", "--port", "0", "--db", db_url]
+    def __init__(self, db_url: str, *, demo: bool = True, workers: int = 1, startup_timeout: float = 60.0):
+        cmd = [sys.executable, "-m", "core", "serve", "--host", "127.0.0.1", "--port", "0", "--db", db_url,
+               "--workers", str(workers)]
         if demo:
             cmd.append("--demo")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
