@@ -889,21 +889,29 @@ class _BodyLimit:
     """Refuses a request body over the size limit with 413 before the app parses it: at once when
     ``Content-Length`` says so, else as soon as the chunks received pass the limit."""
 
-    def __init__(self, app, max_bytes: int):
+    def __init__(self, app, max_bytes: int, per_path: dict | None = None):
         self.app = app
         self.max_bytes = max_bytes
+        # Routes with a cap of their own (a callable, read per request): file uploads are held to
+        # Dify's per-type file limits by their handler, not to the JSON body limit.
+        self.per_path = per_path or {}
 
-    def _error(self) -> ApiError:
+    def _cap(self, scope) -> int:
+        own = self.per_path.get(scope.get("path", ""))
+        return own() if own is not None else self.max_bytes
+
+    def _error(self, cap: int) -> ApiError:
         return ApiError(413, "request_entity_too_large",
-                        f"The request body is larger than {self.max_bytes:,} bytes, the server's limit "
+                        f"The request body is larger than {cap:,} bytes, the server's limit "
                         f"(set by {limit('request_size').env}).")
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        cap = self._cap(scope)
         declared = dict(scope.get("headers") or ()).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            return await _error_response(self._error())(scope, receive, send)
+        if declared is not None and declared.isdigit() and int(declared) > cap:
+            return await _error_response(self._error(cap))(scope, receive, send)
         received = 0
 
         async def limited_receive():
@@ -911,9 +919,9 @@ class _BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body") or b"")
-                if received > self.max_bytes:
+                if received > cap:
                     # FastAPI re-raises HTTP exceptions met while reading a body as they are.
-                    raise StarletteHTTPException(413, self._error().message)
+                    raise StarletteHTTPException(413, self._error(cap).message)
             return message
 
         await self.app(scope, limited_receive, send)
@@ -947,7 +955,10 @@ def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None
                               "<app key>`; errors are `{code, message, status}`.")
     app.state.service = ConversationService(database, llm)
     app.state.ping_interval = ping_interval
-    app.add_middleware(_BodyLimit, max_bytes=MAX_REQUEST_BYTES if max_body_bytes is None else max_body_bytes)
+    from .api_app import UPLOAD_PATH, upload_body_limit
+
+    app.add_middleware(_BodyLimit, max_bytes=MAX_REQUEST_BYTES if max_body_bytes is None else max_body_bytes,
+                       per_path={UPLOAD_PATH: upload_body_limit})
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, error: ApiError):

@@ -53,6 +53,15 @@ SYSTEM_PARAMETERS = {"image_file_size_limit": SIZE_LIMIT_MB["image"], "video_fil
 _DISABLED = {"enabled": False}
 _DEFAULT_FILE_UPLOAD = {"image": {"enabled": False, "number_limits": 3, "detail": "high",
                                   "transfer_methods": ["remote_url", "local_file"]}}
+UPLOAD_PATH = "/v1/files/upload"
+
+
+def upload_body_limit() -> int:
+    """The request size an upload may have: the largest file limit, plus room for the form around it
+    (the handler then holds each file to its own type's limit)."""
+    return max(SIZE_LIMIT_MB.values()) * 1024 * 1024 + 64 * 1024
+
+
 #: Uploads kept per server (metadata only); the oldest are forgotten past this.
 MAX_UPLOADS = 10_000
 _CHUNK = 1024 * 1024
@@ -343,7 +352,7 @@ def register(app: FastAPI) -> None:
                      413: {"model": ErrorBody, "description": "file_too_large"},
                      415: {"model": ErrorBody, "description": "unsupported_file_type"}}
 
-    @app.post("/v1/files/upload", response_model=UploadedFile, status_code=201, responses=upload_errors,
+    @app.post(UPLOAD_PATH, response_model=UploadedFile, status_code=201, responses=upload_errors,
               tags=["files"], summary="Upload one file for a later message")
     async def post_upload(caller: Caller = Depends(_authenticate), file: list[UploadFile] = File(default=[]),
                           user: str | None = Form(default=None)):

@@ -333,6 +333,12 @@ def test_upload_checks_type_size_and_count(app, monkeypatch):
     assert r.status_code == 413 and r.json()["code"] == "file_too_large"
     r = post([("file", ("fits.png", b"0" * (1024 * 1024), "image/png"))])
     assert r.status_code == 201
+    # A file may be larger than the JSON body limit (1 MB): it is held to its type's own limit.
+    r = post([("file", ("report.pdf", b"%PDF" + b"0" * (3 * 1024 * 1024), "application/pdf"))])
+    assert r.status_code == 201, r.text
+    r = app.http.post("/chat-messages", content=b"{" + b" " * (2 * 1024 * 1024) + b"}",
+                      headers={"Content-Type": "application/json"})
+    assert r.status_code == 413 and r.json()["code"] == "request_entity_too_large"
 
 
 def test_dify_dsl_features_are_kept_with_the_flow_and_survive_storage():
