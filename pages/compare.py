@@ -25,6 +25,9 @@ from ui.html import plain, safe_text
 
 P = "cmp"
 FACT_MODES = {"detected": "Detected in what the user says", "marked": "Messages I mark", "none": "None"}
+# The heatmaps' window on the page: every cell carries its hover text, so three configs at the
+# report's 40 × 160 were 1.5 MB per rerun; the exported report keeps its own, larger window.
+PAGE_ROWS, PAGE_COLUMNS = 30, 100
 SERIES_ON_REQUEST = 200  # turns: longer conversations draw the per-turn charts when asked
 REPLY_MODELS = {"demo": "Demo model (no key)", "configured": "Each config's model (keys from the environment)"}
 state = st.session_state
@@ -34,7 +37,7 @@ state = st.session_state
 
 @st.cache_resource(show_spinner="Comparing…", max_entries=32)
 def _comparison(key: str, configs_json: str, facts_json: str, last_turn: int | None, _conv):
-    window = heatmap_window(_conv, last_turn=last_turn, max_rows=REPORT_ROWS, max_columns=REPORT_COLUMNS)
+    window = heatmap_window(_conv, last_turn=last_turn, max_rows=PAGE_ROWS, max_columns=PAGE_COLUMNS)
     facts = json.loads(facts_json)
     if isinstance(facts, list):
         facts = [(tuple(m), label) for m, label in facts]
@@ -148,7 +151,7 @@ facts_json = json.dumps(facts_arg)
 
 numbers = turn_numbers(conv)
 turns_all = [numbers[p] for p in conv.answered_turns()]
-whole = heatmap_window(conv, max_rows=REPORT_ROWS, max_columns=REPORT_COLUMNS).whole
+whole = heatmap_window(conv, max_rows=PAGE_ROWS, max_columns=PAGE_COLUMNS).whole
 last_turn = None
 if not whole:
     state.setdefault(f"{P}_last", turns_all[-1])
@@ -181,7 +184,7 @@ st.caption("Rows are turns, columns the messages written before them (oldest →
            "message, its tokens and the reason.")
 if not whole:
     st.select_slider("Heatmap window ends at turn", options=turns_all, key=f"{P}_last",
-                     help=f"A long conversation is shown {REPORT_ROWS} turns × {REPORT_COLUMNS} messages at a time")
+                     help=f"A long conversation is shown {PAGE_ROWS} turns × {PAGE_COLUMNS} messages at a time")
 render_heatmaps(comparison, selected_turn=turn, key=f"{P}-heatmap")
 
 st.subheader("Turn by turn")

@@ -241,7 +241,7 @@ def test_a_long_conversation_shows_a_movable_window_of_the_heatmap(page):
                                                     "application/json")).run()
     assert not page.exception, page.exception
     fig = heatmaps(page)[0]
-    assert fig["layout"]["meta"]["rows"] == list(range(21, 61))  # the last 40 turns
+    assert fig["layout"]["meta"]["rows"] == list(range(31, 61))  # the last 30 turns
     page.select_slider(key="cmp_last").set_value(30).run()
     fig = heatmaps(page)[0]
     rows = fig["layout"]["meta"]["rows"]
