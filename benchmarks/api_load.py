@@ -14,9 +14,14 @@ flow's ``turn_count`` variable equals the number of turns.
 The run is bounded: each request times out after ``--request-timeout`` seconds and clients stop
 starting turns after ``--deadline`` seconds (what was not done then counts as lost).
 
-Run: ``.venv/bin/python benchmarks/api_load.py [--db URL] [--clients 20] [--turns 50]``
+Run: ``.venv/bin/python benchmarks/api_load.py [--db URL] [--clients 20] [--turns 50] [--workers N]``
 (default database: a new SQLite file in a temporary folder; ``--db postgresql+psycopg://…`` for
 PostgreSQL).
+
+``--targets`` runs the three loads the targets are about, each on a new database, and prints each
+figure against its target: SQLite with one worker (0 errors, 0 lost or forked turns, p95 under
+1 s), then a throwaway PostgreSQL cluster with one worker and with two (0 errors and 0 lost, and
+two workers at least 2× the turns per second of one, measured in the same run).
 """
 
 from __future__ import annotations
@@ -254,10 +259,53 @@ def run_load(base_url: str, key: str, *, clients: int = 20, turns: int = 50, dea
                       latencies=[x for run in runs for x in run.latencies], errors=errors, lost=lost)
 
 
-def measure(db_url: str, *, clients: int = 20, turns: int = 50, deadline: float = 600.0) -> LoadResult:
+def measure(db_url: str, *, clients: int = 20, turns: int = 50, deadline: float = 600.0,
+            workers: int = 1) -> LoadResult:
     _, key = prepare(db_url)
-    with ServerProcess(db_url) as server:
+    with ServerProcess(db_url, workers=workers) as server:
         return run_load(server.base_url, key, clients=clients, turns=turns, deadline=deadline)
+
+
+#: The targets --targets prints against.
+P95_TARGET_S = 1.0
+SCALE_TARGET = 2.0
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def targets(clients: int, turns: int, deadline: float) -> bool:
+    from tests.pg_cluster import Cluster
+
+    clean = lambda r: not r.errors and not r.lost and r.completed == clients * turns  # noqa: E731
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        lite = measure(f"sqlite:///{os.path.join(tmp, 'memlens.db')}", clients=clients, turns=turns,
+                       deadline=deadline)
+    p95 = lite.percentile(95)
+    ok &= clean(lite) and p95 < P95_TARGET_S
+    print(f"sqlite, 1 worker: {lite.summary()}")
+    print(f"  errors + lost or forked turns: {len(lite.errors) + len(lite.lost)} (target 0) {_verdict(clean(lite))}; "
+          f"p95 {p95:.2f} s = {p95 / P95_TARGET_S:.2f}× the {P95_TARGET_S:g} s target {_verdict(p95 < P95_TARGET_S)}")
+    cluster = Cluster().start()
+    try:
+        one = measure(cluster.create_database(), clients=clients, turns=turns, deadline=deadline)
+        two = measure(cluster.create_database(), clients=clients, turns=turns, deadline=deadline, workers=2)
+    finally:
+        cluster.stop()
+    for label, r in (("postgresql, 1 worker", one), ("postgresql, 2 workers", two)):
+        ok &= clean(r)
+        print(f"{label}: {r.summary()}")
+        print(f"  errors + lost or forked turns: {len(r.errors) + len(r.lost)} (target 0) {_verdict(clean(r))}")
+    scale = two.throughput / one.throughput if one.throughput else 0.0
+    ok &= scale >= SCALE_TARGET
+    print(f"postgresql, 2 workers against 1: {two.throughput:.1f} / {one.throughput:.1f} turns/s = {scale:.2f}× "
+          f"(target ≥ {SCALE_TARGET:g}×) {_verdict(scale >= SCALE_TARGET)}")
+    for line in (lite.errors + lite.lost + one.errors + one.lost + two.errors + two.lost)[:20]:
+        print("  " + line)
+    print("targets met" if ok else "TARGETS MISSED")
+    return ok
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,10 +314,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--deadline", type=float, default=600.0, help="seconds before clients stop")
+    parser.add_argument("--workers", type=int, default=1, help="server processes (more than 1: PostgreSQL)")
+    parser.add_argument("--targets", action="store_true",
+                        help="SQLite, then PostgreSQL with 1 and 2 workers, against the targets")
     args = parser.parse_args(argv)
+    if args.targets:
+        return 0 if targets(args.clients, args.turns, args.deadline) else 1
     with tempfile.TemporaryDirectory() as tmp:
         url = args.db or f"sqlite:///{os.path.join(tmp, 'memlens.db')}"
-        result = measure(url, clients=args.clients, turns=args.turns, deadline=args.deadline)
+        result = measure(url, clients=args.clients, turns=args.turns, deadline=args.deadline,
+                         workers=args.workers)
     backend = url.split(":", 1)[0].split("+", 1)[0]
     print(f"{backend}: {result.summary()}")
     for line in (result.errors + result.lost)[:20]:
