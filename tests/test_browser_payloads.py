@@ -3,8 +3,8 @@
 Markdown and HTML payloads are seeded where users, clients and files put text — a flow file's
 name, node titles and variable description and value (the flow importer); a query that names the
 conversation, a user id and a rename (the Service API); a memory text; a transcript and a report
-bundle with a config label (the conversation importer) — then every page and every debugger tab is
-opened. Every payload points at a trap server on 127.0.0.2: no request may reach it, no request for
+bundle with a config label (the conversation importer), a config set saved under a payload name —
+then every page and every debugger tab is opened, for a flow conversation and an imported one. Every payload points at a trap server on 127.0.0.2: no request may reach it, no request for
 it may leave the browser, no link to it or to ``javascript:`` may exist, and no dialog may open.
 """
 
@@ -112,7 +112,7 @@ def seed(tmp_path, url: str, host: str) -> str:
         server.stop()
     service.long_term.add(user, payload(host, "memorytext"))
     transcript = tmp_path / "transcript.json"
-    transcript.write_text(json.dumps({"messages": [
+    transcript.write_text(json.dumps({"name": payload(host, "importname"), "messages": [
         {"role": "user", "content": payload(host, "importq")},
         {"role": "assistant", "content": payload(host, "importa")},
         {"role": "user", "content": "My name is Dana. " + payload(host, "importq2")},
@@ -190,6 +190,36 @@ def test_payloads_seeded_through_the_api_and_the_importers_stay_text_on_every_pa
             other.press("Enter")
             expect(page.get_by_test_id("stHeading").filter(has_text="userid.png")).to_be_visible(timeout=WAIT)
             assert "memorytext.png" in visible_text(page)
+            no_payload_markup(page, host)
+
+            # The imported transcript in the debugger's replay view, every tab of it.
+            page.goto(base)
+            page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").nth(1).click()  # "Open"
+            page.get_by_role("option", name=re.compile("importname")).click()
+            expect(page.get_by_role("main").get_by_role("heading", level=1).first).to_contain_text(
+                "importname.png", timeout=WAIT)
+            expect(page.get_by_test_id("stChatMessage")).to_have_count(4, timeout=WAIT)
+            no_payload_markup(page, host)
+            assert "importq.png" in visible_text(page) and "importa2.png" in visible_text(page)
+            for tab in ("Context receipt", "Switchboard", "Findings", "Branches", "Needs a flow"):
+                page.get_by_role("tab", name=tab).click()
+                page.wait_for_timeout(1000)
+                no_payload_markup(page, host)
+
+            # Compare: a config labelled with a payload, saved as a set under a payload name.
+            page.goto(f"{base}/compare")
+            label_box = page.get_by_role("textbox", name="Label (blank: automatic)").first
+            expect(label_box).to_be_visible(timeout=WAIT)
+            label_box.fill(payload(host, "cfglabel"))
+            label_box.press("Enter")
+            expect(page.get_by_text(re.compile(r"cfglabel\.png")).first).to_be_attached(timeout=WAIT)
+            page.wait_for_timeout(3000)
+            no_payload_markup(page, host)
+            name_box = page.get_by_test_id("stTextInput").filter(has_text="Save these configs as").locator("input")
+            name_box.fill(payload(host, "setname"))
+            name_box.press("Enter")
+            page.get_by_role("button", name="Save", exact=True).click()
+            expect(page.get_by_test_id("stAlert").filter(has_text="setname.png")).to_be_visible(timeout=WAIT)
             no_payload_markup(page, host)
 
             # Compare and Present on the stored conversations; Ledger and Import pages as they open.
