@@ -75,5 +75,6 @@ def test_no_store_export_run_output_or_log_holds_the_secret(dsl, tmp_path, caplo
                caplog.text]
     assert not [o for o in outputs if SECRET in o]
     # The database files themselves, byte for byte.
-    for f in tmp_path.glob("memlens.db*"):
-        assert SECRET.encode() not in f.read_bytes(), f.name
+    for f in tmp_path.rglob("memlens.db*"):
+        if f.is_file():
+            assert SECRET.encode() not in f.read_bytes(), f.name
