@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 from .errors import MemLensError
 from .ledger import SyntheticMessage, explain
-from .memory import TRIM_COUNTERS, MemoryConfig, Replay
+from .memory import DEFAULT_FIDELITY, FIDELITIES, TRIM_COUNTERS, MemoryConfig, Replay
 from .conversation import Conversation
 from .readers import FORMATS, read_conversations
 
@@ -63,7 +63,11 @@ def _add_memory_options(p: argparse.ArgumentParser) -> None:
                    default="dify")
     p.add_argument("--window", type=whole_number("--window", 0), default=None,
                    help="dify: turns (default: no window, 500-turn cap); window: messages (default 10)")
-    p.add_argument("--fidelity", choices=("documented", "code"), default="documented")
+    p.add_argument("--fidelity", choices=FIDELITIES, default=DEFAULT_FIDELITY,
+                   help="dify: code = Dify 1.x as shipped (default); documented = as Dify's docs describe")
+    p.add_argument("--plugin-token-counting", action="store_true",
+                   help="dify: Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off by default, as Dify ships it): "
+                        "with it on, history is pruned by tokens")
     p.add_argument("--model", default="gpt-4o-mini")
     p.add_argument("--context-size", type=whole_number("--context-size"), default=None)
     p.add_argument("--max-tokens", type=whole_number("--max-tokens", 0), default=0)
@@ -89,7 +93,8 @@ def _add_memory_options(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> MemoryConfig:
-    return MemoryConfig(strategy=args.memory, window=args.window, fidelity=args.fidelity, model=args.model,
+    return MemoryConfig(strategy=args.memory, window=args.window, fidelity=args.fidelity,
+                        plugin_token_counting=args.plugin_token_counting, model=args.model,
                         context_size=args.context_size, max_tokens=args.max_tokens,
                         granularity=args.granularity, scope=args.scope,
                         max_history_tokens=args.max_history_tokens, trim_strategy=args.trim_strategy,

@@ -19,7 +19,8 @@ from typing import Any, Mapping, Sequence
 
 from .conversation import Conversation, turn_label
 from .ledger import KEPT, NOT_ELIGIBLE, REASON_LABELS, Ledger, SyntheticMessage, explain
-from .memory import MemoryConfig, Replay, turn_numbers
+from .memory import DEFAULT_FIDELITY, FIDELITY_LABELS, MemoryConfig, Replay, turn_numbers
+from .strategies.dify import window_note
 
 KEPT_STATE, DROPPED_STATE, NOT_ELIGIBLE_STATE = "kept", "dropped", "not_eligible"
 ORIGIN_ORDER = ("system", "template", "conversation variable", "context", "long-term memory", "memory history",
@@ -120,10 +121,43 @@ class Receipt:
     reply: str | None
     model: str | None
     notes: list[str]
+    #: Which Dify rules decided (e.g. "Dify 1.x as shipped · plugin token counting off"); "" for other memories.
+    profile: str = ""
+    #: How Dify's docs would differ from Dify 1.x here, in plain words ("" when they agree or were not compared).
+    docs_vs_code: str = ""
+    #: The messages the two profiles treat differently: (turn, role, "docs: kept · code: dropped (why)").
+    both: list[tuple[int, str, str]] = field(default_factory=list)
 
 
-def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str) -> Receipt:
-    """The receipt of one stored node run (ledger as a :class:`Ledger`, prompt as dicts)."""
+def dify_profile(config: Mapping[str, Any]) -> str:
+    """The Dify rules a ledger's config ran under, in words ("" for memories that are not Dify's)."""
+    if config.get("strategy") != "dify":
+        return ""
+    fidelity = config.get("fidelity") or DEFAULT_FIDELITY
+    out = FIDELITY_LABELS.get(fidelity, fidelity)
+    if fidelity == "code":
+        out += " · plugin token counting " + ("on" if config.get("plugin_token_counting") else "off")
+    note = window_note(config.get("window"))
+    return out + (f" · {note}" if note else "")
+
+
+def _both(code: Ledger, docs: Ledger) -> list[tuple[int, str, str]]:
+    from .findings import both_decisions
+
+    entries = {(e.position, e.index): e for e in code.entries}
+    out = []
+    for key, (d, c) in sorted(both_decisions(code, docs).items()):
+        e = entries[key]
+        out.append((e.turn, e.role, f"docs: {REASON_LABELS.get(d, d)} · code: {REASON_LABELS.get(c, c)}"))
+    return out
+
+
+def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str, other: Ledger | None = None,
+            position: int | None = None) -> Receipt:
+    """The receipt of one stored node run (ledger as a :class:`Ledger`, prompt as dicts).
+
+    ``other`` is the same node's ledger at the same turn under the other Dify profile (docs or
+    code) and ``position`` the turn's position: the receipt then says how the two differ."""
     ledger: Ledger | None = run.get("ledger")
     prompt = run.get("prompt") or []
     rows = [ReceiptRow(m["role"], m["origin"], int(m.get("tokens") or 0), m.get("content") or "") for m in prompt]
@@ -135,7 +169,17 @@ def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str) -
         for e in ledger.entries:
             if not e.kept and e.reason not in NOT_ELIGIBLE:
                 dropped[e.reason] = dropped.get(e.reason, 0) + e.tokens
-    return Receipt(node_id=run["node_id"], title=title, rows=rows,
+    profile = dify_profile(ledger.config) if ledger is not None else ""
+    difference, both = "", []
+    if ledger is not None and other is not None and position is not None and profile:
+        from .findings import ledger_difference
+
+        code, docs = (ledger, other) if ledger.config.get("fidelity") == "code" else (other, ledger)
+        diff = ledger_difference(code, docs, position)
+        if diff is not None:
+            difference, both = diff.text, _both(code, docs)
+    return Receipt(node_id=run["node_id"], title=title, rows=rows, profile=profile, docs_vs_code=difference,
+                   both=both,
                    used_by_origin={o: used[o] for o in sorted(used, key=_origin_rank)},
                    dropped_tokens=sum(dropped.values()), dropped_by_reason=dropped,
                    limit=ledger.budget if ledger else None, context_size=ledger.context_size if ledger else None,

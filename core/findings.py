@@ -45,6 +45,13 @@ at. The kinds, and where each is computed from:
 ``first_message_resummarised``
     The first user message is kept *and* sent to the summariser again at every compaction after
     the first. From ledgers (their compaction records).
+``docs_vs_code``
+    Dify's docs and Dify 1.x's code send a node different history at a turn, with the cause in
+    plain words: the current turn's placeholder row taking a window slot, regenerated replies on
+    other branches using window rows, token pruning the docs promise and the shipped code does
+    not do (plugin token counting off), or a different budget. From the two profiles' decisions
+    (:func:`docs_vs_code`, per turn) or from a pair of ledgers (:func:`ledger_difference`, the
+    debugger's receipt).
 ``history_twice``
     The conversation (or the current question) reaches one node twice: memory on, and the
     prompt also renders a conversation variable that holds the chat history, or renders
@@ -68,7 +75,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from .conversation import ANSWER, Conversation
 from .facts import asked_keys
 from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE, SUMMARY,
-                     TRIMMED_EARLIER, Ledger, LedgerEntry, explain)
+                     TRIMMED_EARLIER, Ledger, LedgerEntry, explain, turn_ranges)
 from .memory import MemoryConfig, Replay, turn_numbers
 from .words import plural
 
@@ -83,9 +90,11 @@ HISTORY_TWICE = "history_twice"
 COMPACTION_IN_TOOL_LOOP = "compaction_in_tool_loop"
 SUMMARY_PILE_UP = "summary_pile_up"
 FIRST_MESSAGE_RESUMMARISED = "first_message_resummarised"
+DOCS_VS_CODE = "docs_vs_code"
 
 KINDS = (FACT_NOT_SEEN, FOREIGN_ANSWERS, NO_CONVERSATION, WINDOW_ZERO, SILENT_PRUNING, DOMINANT_MESSAGE,
-         TRIMMED_WINDOW, HISTORY_TWICE, COMPACTION_IN_TOOL_LOOP, SUMMARY_PILE_UP, FIRST_MESSAGE_RESUMMARISED)
+         TRIMMED_WINDOW, HISTORY_TWICE, COMPACTION_IN_TOOL_LOOP, SUMMARY_PILE_UP, FIRST_MESSAGE_RESUMMARISED,
+         DOCS_VS_CODE)
 KIND_TITLES = {
     FACT_NOT_SEEN: "Never saw where it was set",
     FOREIGN_ANSWERS: "Another node's answers in memory",
@@ -98,6 +107,7 @@ KIND_TITLES = {
     COMPACTION_IN_TOOL_LOOP: "Compacted inside the tool loop",
     SUMMARY_PILE_UP: "A summary of a summary",
     FIRST_MESSAGE_RESUMMARISED: "First message summarised again",
+    DOCS_VS_CODE: "Dify's docs and code disagree",
 }
 WARNING = "warning"
 INFO = "info"
@@ -438,6 +448,187 @@ def larger_window_what_if(conversation: Conversation, config: MemoryConfig, wind
                            [t for t in after if t.turn >= from_turn], baseline)
 
 
+# -- Dify's docs versus Dify's code ----------------------------------------------------------------------
+
+#: Causes of a docs-vs-code difference, in the order they are named.
+CAUSE_PLACEHOLDER = "placeholder_row"
+CAUSE_SIBLINGS = "other_branch_rows"
+CAUSE_NOT_COUNTED = "tokens_not_counted"
+CAUSE_BUDGET = "different_budget"
+
+
+@dataclass(frozen=True)
+class ProfileCut:
+    """What one profile did at one turn: the earlier thread turns inside its window, the
+    messages it pruned by tokens, its budget, and the turns it sent."""
+
+    window_turns: int
+    pruned: int
+    budget: int | None
+    kept_turns: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Difference:
+    """How Dify's docs and Dify 1.x differ for one node at one turn, and why."""
+
+    turn: int
+    causes: tuple[str, ...]
+    text: str
+    docs: ProfileCut
+    code: ProfileCut
+    only_docs: tuple[int, ...]  # turns the docs would send and the code does not
+    only_code: tuple[int, ...]
+
+    def to_json(self) -> dict:
+        return {"turn": self.turn, "causes": list(self.causes), "text": self.text,
+                "docs_kept_turns": list(self.docs.kept_turns), "code_kept_turns": list(self.code.kept_turns),
+                "only_docs": list(self.only_docs), "only_code": list(self.only_code)}
+
+
+def _explain_difference(turn: int, window: int | None, docs: ProfileCut, code: ProfileCut, siblings: int,
+                        counting: bool, fixed_prompt_tokens: int | None) -> tuple[tuple[str, ...], str]:
+    """The causes of a difference and the sentence that names them (one rule for every caller)."""
+    from .strategies.dify import EMPTY_LIST_TOKENS, row_limit
+
+    causes: list[str] = []
+    parts: list[str] = []
+    if code.window_turns != docs.window_turns:
+        n = row_limit(window)
+        causes.append(CAUSE_PLACEHOLDER)
+        text = (f"Dify's docs say the window holds {_plural(n, 'turn')}, so {_plural(docs.window_turns, 'earlier turn')} "
+                f"would be sent; Dify 1.x sends {code.window_turns} — the current turn's row is one of the {n} fetched")
+        if siblings:
+            causes.append(CAUSE_SIBLINGS)
+            text += (f", and {_plural(siblings, 'regenerated reply', 'regenerated replies')} on another branch "
+                     f"used {'a window row' if siblings == 1 else f'{siblings} window rows'}")
+        parts.append(text)
+    if docs.pruned and not counting:
+        causes.append(CAUSE_NOT_COUNTED)
+        budget = f"{docs.budget:,} tokens" if docs.budget is not None else "the budget"
+        parts.append(f"the docs say older messages are pruned to fit {budget} ({_plural(docs.pruned, 'message')} "
+                     f"here); Dify as shipped does not count tokens (plugin token counting is off), so nothing "
+                     f"was pruned")
+    elif counting and (docs.pruned or code.pruned) and (docs.pruned != code.pruned or docs.budget != code.budget):
+        causes.append(CAUSE_BUDGET)
+        prompt = f"the prompt ({fixed_prompt_tokens:,} tokens)" if fixed_prompt_tokens is not None else "the prompt"
+        parts.append(f"the docs' budget subtracts {prompt} and is {docs.budget:,} tokens, pruning "
+                     f"{_plural(docs.pruned, 'message')}; Dify 1.x subtracts only {EMPTY_LIST_TOKENS} (it counts an "
+                     f"empty list) and compares the history counted as a list with {code.budget:,} tokens, pruning "
+                     f"{_plural(code.pruned, 'message')}")
+    if not parts:
+        parts.append("Dify's docs and Dify 1.x send different history")
+    sentence = "; ".join(parts)
+    return tuple(causes), sentence[0].upper() + sentence[1:] + "."
+
+
+def _difference(turn: int, window: int | None, docs: ProfileCut, code: ProfileCut, siblings: int, counting: bool,
+                fixed_prompt_tokens: int | None) -> Difference:
+    causes, text = _explain_difference(turn, window, docs, code, siblings, counting, fixed_prompt_tokens)
+    d, c = set(docs.kept_turns), set(code.kept_turns)
+    return Difference(turn, causes, text, docs, code, tuple(sorted(d - c)), tuple(sorted(c - d)))
+
+
+def _cut_from_ledger(ledger: Ledger) -> ProfileCut:
+    in_window = {e.turn for e in ledger.entries if e.reason in (KEPT, OVER_BUDGET, EMPTY)}
+    pruned = sum(1 for e in ledger.entries if e.reason == OVER_BUDGET)
+    kept = tuple(sorted({e.turn for e in ledger.entries if e.kept}))
+    return ProfileCut(len(in_window), pruned, ledger.budget, kept)
+
+
+def ledger_difference(code: Ledger, docs: Ledger, position: int) -> Difference | None:
+    """How the two profiles' ledgers of one node at one turn differ (``None``: they agree).
+
+    ``position`` is the turn's position in the conversation: the rows of other branches among
+    the newest window rows are the entries ``other_branch`` from there on."""
+    if [(e.position, e.index, e.kept) for e in code.entries] == [(e.position, e.index, e.kept) for e in docs.entries]:
+        return None
+    from .strategies.dify import row_limit
+
+    window = code.config.get("window")
+    first_row = position - row_limit(window) + 1
+    siblings = len({e.position for e in code.entries if e.reason == OTHER_BRANCH and e.position >= first_row})
+    fixed = docs.prompt_tokens - docs.history_tokens
+    return _difference(code.turn, window, _cut_from_ledger(docs), _cut_from_ledger(code), siblings,
+                       bool(code.config.get("plugin_token_counting")), fixed)
+
+
+def both_decisions(code: Ledger, docs: Ledger) -> dict[tuple[int, int], tuple[str, str]]:
+    """``{(position, index): (docs reason, code reason)}`` for the messages the two profiles treat
+    differently — what the UI shows as "docs: kept · code: dropped"."""
+    theirs = {(e.position, e.index): e.reason for e in docs.entries}
+    return {(e.position, e.index): (theirs[(e.position, e.index)], e.reason) for e in code.entries
+            if (e.position, e.index) in theirs and theirs[(e.position, e.index)] != e.reason
+            and (theirs[(e.position, e.index)] == KEPT) != e.kept}
+
+
+def _profiles(config: MemoryConfig) -> tuple[MemoryConfig, MemoryConfig]:
+    return config.with_(fidelity="code"), config.with_(fidelity="documented")
+
+
+def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_prompt: str | None = None,
+                 has_thread: bool = True, prompt_tokens: Any = None) -> list[Difference]:
+    """Every answered turn where Dify's docs and Dify 1.x send different history under ``config``
+    (a ``dify`` config; any other strategy has no such difference), in turn order.
+
+    Read from the two replays' walks, so a whole conversation costs two walks, not a ledger per turn."""
+    if config.strategy != "dify":
+        return []
+    code_cfg, docs_cfg = _profiles(config)
+    kwargs = {"system_prompt": system_prompt, "has_thread": has_thread, "prompt_tokens": prompt_tokens}
+    code_replay, docs_replay = Replay(conversation, code_cfg, **kwargs), Replay(conversation, docs_cfg, **kwargs)
+    turns = conversation.turns
+    numbers = code_replay.numbers
+    from bisect import bisect_left, bisect_right
+
+    from .strategies.dify import row_limit
+
+    n = row_limit(config.window)
+    out: list[Difference] = []
+    for (p, view_c, c), (_, view_d, d) in zip(code_replay._walk(), docs_replay._walk()):
+        if turns[p].query_index is None or c.blocked or d.blocked:
+            continue
+        if c.budget_cut == d.budget_cut:
+            continue
+        kept_c = view_c.count_prefix[c.end] - view_c.count_prefix[c.budget_cut]
+        kept_d = view_d.count_prefix[d.end] - view_d.count_prefix[d.budget_cut]
+        if kept_c == kept_d and view_c.kept_prefix[c.budget_cut] == view_d.kept_prefix[d.budget_cut]:
+            continue  # only empty messages moved across the cut: the same history is sent
+
+        def cut(view, dec) -> ProfileCut:
+            first = bisect_left(view.starts, dec.window_start)
+            kept_from = bisect_right(view.starts, dec.budget_cut) - 1 if dec.budget_cut < dec.end else len(view.starts)
+            kept_turns = tuple(numbers[q] for q in view.positions[kept_from:])
+            return ProfileCut(len(view.positions) - first, dec.budget_cut - dec.window_start, dec.budget.limit,
+                              kept_turns)
+
+        first_row = p - n + 1
+        on_thread_rows = len(view_c.positions) - bisect_left(view_c.positions, max(first_row, 0))
+        siblings = (p - max(first_row, 0)) - on_thread_rows
+        out.append(_difference(numbers[p], config.window, cut(view_d, d), cut(view_c, c), siblings,
+                               config.plugin_token_counting, d.fixed_prompt_tokens))
+    return out
+
+
+def _docs_vs_code_findings(subject: str, differences: Sequence[Difference], node_id: str | None = None) -> list[Finding]:
+    """One finding per set of causes, linked to the first turn it shows at, listing the others."""
+    groups: dict[tuple[str, ...], list[Difference]] = {}
+    for diff in differences:
+        groups.setdefault(diff.causes, []).append(diff)
+    out = []
+    for causes, diffs in groups.items():
+        first = diffs[0]
+        text = f"At turn {first.turn}" + (f", {subject}" if subject else "") + f": {first.text}"
+        if len(diffs) > 1:
+            text = text[:-1] + f"; the same happens at {_plural(len(diffs) - 1, 'later turn')} "                                f"({turn_ranges(d.turn for d in diffs[1:])})."
+        detail = ("MemLens follows Dify 1.x as shipped by default; Dify's docs describe a simpler memory. "
+                  "Switch the Dify memory rules to \"as Dify's docs describe\" to see the docs' version.")
+        out.append(Finding(DOCS_VS_CODE, text, subject, first.turn, node_id, INFO, detail,
+                           {"causes": list(causes), "turns": [d.turn for d in diffs],
+                            "differences": [d.to_json() for d in diffs[:50]]}))
+    return out
+
+
 # -- facts under memory configs -----------------------------------------------------------------------
 
 def _value_kept(ledger: Ledger, conversation: Conversation, value: str) -> bool:
@@ -531,6 +722,9 @@ def config_findings(conversation: Conversation, configs: Iterable[Any], *, compa
                 out.append(found)
         if config.strategy == "compaction" and config.compaction_profile == "shipped":
             out.extend(compaction_findings(c.label, [replay.ledger_at(p) for p in conversation.answered_turns()]))
+        if config.strategy == "dify":
+            out.extend(_docs_vs_code_findings(c.label, docs_vs_code(conversation, config,
+                                                                    system_prompt=system_prompt)))
     if comparison is not None:
         out.extend(_fact_findings(conversation, comparison, replays))
     return _order(out)
@@ -906,5 +1100,6 @@ def run_findings(flow: Any, conversation: Conversation, records: Sequence[Any]) 
 __all__ = ["Finding", "KINDS", "KIND_TITLES", "FACT_NOT_SEEN", "FOREIGN_ANSWERS", "NO_CONVERSATION", "WINDOW_ZERO",
            "SILENT_PRUNING", "DOMINANT_MESSAGE", "TRIMMED_WINDOW", "HISTORY_TWICE", "COMPACTION_IN_TOOL_LOOP",
            "SUMMARY_PILE_UP", "FIRST_MESSAGE_RESUMMARISED", "compaction_findings", "WARNING", "INFO",
-           "DOMINANT_SHARE", "DOMINANT_MIN_TOKENS", "MemoryTurn", "memory_turn", "memory_turns", "config_findings",
+           "DOMINANT_SHARE", "DOMINANT_MIN_TOKENS", "DOCS_VS_CODE", "Difference", "ProfileCut", "docs_vs_code",
+           "ledger_difference", "both_decisions", "MemoryTurn", "memory_turn", "memory_turns", "config_findings",
            "flow_findings", "run_findings", "history_variables", "larger_window_what_if", "findings_at"]

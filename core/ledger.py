@@ -223,11 +223,13 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
     if r == OUTSIDE_WINDOW:
         if strategy == "window":
             return f"outside window of {window or 10} messages"
-        if not window:
-            return "outside Dify's 500-turn cap"
-        if config.get("fidelity") == "code":
-            return f"outside window of {window} message records (Dify code: N gives N−1 turns)"
-        return f"outside window of {window} turns"
+        code = config.get("fidelity", "code") == "code"
+        if not window or window < 0 or window > 500:
+            return "outside Dify's 500-row cap" if code else "outside Dify's 500-turn cap"
+        if code:
+            return (f"outside the window: Dify fetches the newest {window} message rows, and the current turn's "
+                    f"row is one of them (N gives N−1 earlier turns; rows of other branches count too)")
+        return f"outside window of {window} turns (as Dify's docs describe)"
     if r == OVER_BUDGET:
         budget = config.get("budget")
         return f"token budget {budget:,}: oldest pruned" if isinstance(budget, int) else "token budget: oldest pruned"

@@ -38,12 +38,19 @@ from .strategies.window import MAX_WINDOW
 from .summarize import Summarizer
 from .tokens import REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
 
-FIDELITIES = ("documented", "code")
+#: Dify's memory, as its 1.x code runs it (the default) or as its docs describe it.
+FIDELITIES = ("code", "documented")
+DEFAULT_FIDELITY = "code"
+FIDELITY_LABELS = {"code": "Dify 1.x as shipped", "documented": "as Dify's docs describe"}
 GRANULARITIES = ("query_answer", "all_messages")
 SCOPES = ("thread", "session", "call")
 TRIM_STRATEGIES = ("last", "first")
 #: LangChain's counters: the chat model's own, ``len`` and ``count_tokens_approximately``.
 TRIM_COUNTERS = ("tokens", "messages", "approximate")
+
+
+#: The largest window size accepted as input (Dify runs anything over 500 as 500).
+MAX_DIFY_WINDOW = 1_000_000
 
 
 class ConfigError(MemLensError):
@@ -74,7 +81,7 @@ class MemoryConfig:
 
     strategy: str = "dify"
     window: int | None = None
-    fidelity: str = "documented"
+    fidelity: str = DEFAULT_FIDELITY
     model: str = "gpt-4o-mini"
     context_size: int | None = None
     max_tokens: int = 0
@@ -105,7 +112,8 @@ class MemoryConfig:
         if self.strategy not in STRATEGIES:
             raise ConfigError(f"unknown memory strategy {self.strategy!r}; expected one of {', '.join(STRATEGIES)}")
         if self.fidelity not in FIDELITIES:
-            raise ConfigError(f"unknown fidelity {self.fidelity!r}; expected documented or code")
+            raise ConfigError(f"unknown fidelity {self.fidelity!r}; expected code (Dify 1.x as shipped) or "
+                              f"documented (as Dify's docs describe)")
         if self.granularity not in GRANULARITIES:
             raise ConfigError(f"unknown granularity {self.granularity!r}; expected query_answer or all_messages")
         if self.scope not in SCOPES:
@@ -116,8 +124,9 @@ class MemoryConfig:
                 continue
             if self.strategy == "window" and not 1 <= n <= MAX_WINDOW:
                 raise ConfigError(f"window {n} is out of range: the Window Memory node keeps 1..{MAX_WINDOW} messages")
-            if self.strategy != "window" and not 0 <= n <= 500:
-                raise ConfigError(f"window {n} is out of range: Dify windows are 1..500 turns (0 means no limit)")
+            if self.strategy != "window" and not -MAX_DIFY_WINDOW <= n <= MAX_DIFY_WINDOW:
+                raise ConfigError(f"window {n} is out of range: Dify windows are 1..500 turns (larger ones run as "
+                                  f"500, 0 or less means no limit); give at most {MAX_DIFY_WINDOW:,}")
         if self.context_size is not None and self.context_size < 1:
             raise ConfigError(f"context size {self.context_size} is out of range: it must be at least 1")
         if self.max_tokens < 0:
@@ -192,7 +201,10 @@ class MemoryConfig:
             unit = "msgs" if self.trim_counter == "messages" else "tok"
             return f"trim {self.trim_strategy} {limit:,} {unit}" + (f" from {self.start_on}" if self.start_on else "")
         w = f"window {self.window}" if self.window else "no window"
-        return f"dify {w}" + (" (code)" if self.fidelity == "code" else "")
+        out = f"dify {w}" + (" (docs)" if self.fidelity == "documented" else "")
+        if self.fidelity == "code" and self.plugin_token_counting:
+            out += " + token counting"
+        return out
 
     def with_(self, **changes) -> "MemoryConfig":
         return replace(self, **changes)
@@ -379,7 +391,7 @@ class Replay:
         trimmed, start = self.strategy.window(view, position, self.config)
         cut = start
         if budget.limit is not None and end > start:
-            cut = bisect_left(view.prefix, view.prefix[end] - budget.limit, start, end - 1)
+            cut = bisect_left(view.prefix, view.prefix[end] - (budget.limit - budget.overhead), start, end - 1)
         return Decision(trimmed, start, cut, end, budget, fixed)
 
     def _push(self, view: PathView, position: int, decision: Decision) -> None:
@@ -478,14 +490,14 @@ class Replay:
             to_enter -= 1
             end = len(seq_pos)
             fixed = fixed_of(position)
-            limit = budget_limit(config, facts, fixed)
+            limit, overhead = budget_limit(config, facts, fixed)
             if blocked:
                 trimmed = start = cut = end
             else:
                 trimmed, start = window(view, position, config)
                 cut = start
                 if limit is not None and end > start:
-                    cut = bisect_left(prefix, prefix[end] - limit, start, end - 1)
+                    cut = bisect_left(prefix, prefix[end] - (limit - overhead), start, end - 1)
             if turns[position].query_index is not None:
                 kept = count_prefix[end] - count_prefix[cut]
                 history = kept_prefix[end] - kept_prefix[cut]

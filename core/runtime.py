@@ -52,7 +52,7 @@ from .flow import (OPERATOR_ALIASES, Flow, LLMSettings, Node, if_else_cases, llm
 from .ledger import Ledger, LedgerEntry, SyntheticMessage
 from .limits import LimitError, check_query
 from .llm import DemoClient, LLMClient, LLMError, default_client, one_line
-from .memory import FIDELITIES, ConfigError, MemoryConfig, Replay, turn_numbers
+from .memory import DEFAULT_FIDELITY, FIDELITIES, ConfigError, MemoryConfig, Replay, turn_numbers
 from .strategies.compaction import SHIPPED, ShippedRunHook
 from .summarize import ModelSectionSummarizer
 from .templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, FileList, VariablePool, refers_to, render, render_jinja,
@@ -207,7 +207,8 @@ class TurnRecord:
     created_at: float
     inputs: dict = field(default_factory=dict)
     user_id: str = "user"
-    fidelity: str = "documented"
+    fidelity: str = DEFAULT_FIDELITY
+    plugin_token_counting: bool = False  # Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED for this turn's nodes
     node_runs: list[NodeRun] = field(default_factory=list)
     variable_changes: list[VariableChange] = field(default_factory=list)
     variables: dict = field(default_factory=dict)  # every conversation variable after the turn
@@ -329,20 +330,23 @@ def _check_override(node_id: str, override: Mapping[str, Any]) -> dict:
     return dict(override)
 
 
-def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = "documented",
+def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDELITY,
+                       plugin_token_counting: bool = False,
                        override: Mapping[str, Any] | None = None) -> MemoryConfig:
     """The memory config an LLM node runs with: ``dify`` with its window, ``off`` without a memory block, or
     the ``window`` of the window-memory node it reads (``memory_node``).
 
     ``model`` is the node's configured model (``memlens/demo`` when none is set): its context size
     and tokenizer are what Dify would budget with, whichever model stands in to answer.
-    ``max_tokens`` is the node's user-set completion parameter (0 when unset). ``override`` replaces
-    any of these fields for a what-if.
+    ``max_tokens`` is the node's user-set completion parameter (0 when unset). ``fidelity`` and
+    ``plugin_token_counting`` are the conversation's Dify profile (shipped code by default, token
+    counting off as Dify ships it). ``override`` replaces any of these fields for a what-if.
     """
     settings = flow.llm(node_id)
     base = MemoryConfig(strategy="dify" if settings.memory is not None else "off",
                         window=settings.memory.window if settings.memory is not None else None,
-                        fidelity=fidelity, model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens)
+                        fidelity=fidelity, plugin_token_counting=plugin_token_counting,
+                        model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens)
     source = flow.node(node_id).data.get("memory_node")
     if source and flow.has_node(source) and flow.node(source).type == "window-memory":
         # The node reads a Window Memory store: its window and scope (an overwrite input is not replayed here).
@@ -528,6 +532,7 @@ class _Context:
     window_calls: dict = field(default_factory=dict)  # window-memory node id → (config, overwrite or None)
     window_overwrites: dict = field(default_factory=dict)  # persisted inputs (thread scope)
     intermediate: list = field(default_factory=list)  # Messages agent nodes added to the turn
+    plugin_token_counting: bool = False
 
     def client(self) -> LLMClient:
         if self.llm is None:
@@ -612,7 +617,8 @@ def _history(ctx: "_Context", config: MemoryConfig, window, fixed_tokens: int) -
 def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
     settings: LLMSettings = llm_settings(node)
     override = ctx.overrides.get(node.id)
-    config = node_memory_config(ctx.flow, node.id, fidelity=ctx.fidelity, override=override)
+    config = node_memory_config(ctx.flow, node.id, fidelity=ctx.fidelity,
+                                plugin_token_counting=ctx.plugin_token_counting, override=override)
     window = None if override else _window_memory(node, ctx)  # a what-if override replays as usual
     if window is not None:
         config = window[1].with_(model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens)
@@ -1010,7 +1016,8 @@ def _event_node_data(run: NodeRun, index: int, execution_id: str) -> dict:
 
 
 def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[str, Any] | None = None, *,
-             parent_id: Any = LATEST, user_id: str = "user", fidelity: str = "documented",
+             parent_id: Any = LATEST, user_id: str = "user", fidelity: str = DEFAULT_FIDELITY,
+             plugin_token_counting: bool = False,
              llm: LLMClient | None = None, node_memory_overrides: Mapping[str, Mapping[str, Any]] | None = None,
              on_variables_updated: Callable[[str, list[VariableChange]], None] | None = None,
              on_event: Callable[[dict], None] | None = None, turn_id: str | None = None,
@@ -1024,13 +1031,17 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     ``node_memory_overrides``: ``{node_id: {MemoryConfig field: value}}`` for a what-if run.
     ``long_term``: the long-term memory (:class:`core.long_term.LongTermMemory`) memory-retrieve and
     memory-store nodes use, keyed by ``user_id``; ``None`` leaves them with nothing to read or write.
+    ``fidelity``: Dify's memory rules — ``code`` (Dify 1.x as shipped, the default) or ``documented``
+    (as Dify's docs describe); ``plugin_token_counting``: Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED
+    (off by default, as Dify ships it), which makes the shipped rules prune history by tokens.
     ``granularity``: the request's history granularity for agent nodes (``None``: the flow's
     ``history.granularity``, else ``query_answer``).
     Bad input (unknown parent, bad fidelity, missing required inputs, a bad override) raises
     :class:`RunError` before anything runs.
     """
     if fidelity not in FIDELITIES:
-        raise RunError(f"unknown fidelity {fidelity!r}; expected documented or code")
+        raise RunError(f"unknown fidelity {fidelity!r}; expected code (Dify 1.x as shipped) or documented "
+                       f"(as Dify's docs describe)")
     if not isinstance(query, str):
         raise RunError("query must be text")
     try:
@@ -1048,7 +1059,8 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
             llm_ids = ", ".join(n.id for n in flow.llm_nodes) or "none"
             raise RunError(f"memory override for {node_id!r}: the flow has no LLM node with that id (LLM nodes: {llm_ids})")
         overrides[node_id] = _check_override(node_id, override)
-        node_memory_config(flow, node_id, fidelity=fidelity, override=overrides[node_id])
+        node_memory_config(flow, node_id, fidelity=fidelity, plugin_token_counting=plugin_token_counting,
+                           override=overrides[node_id])
     conv = state.conversation
     if parent_id is LATEST:
         parent_id = state.latest_turn_id
@@ -1083,7 +1095,7 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     ctx = _Context(flow=flow, conversation=working, position=position, turn_id=turn_id, turn_number=number, pool=pool,
                    variables=variables, fidelity=fidelity, llm=llm, overrides=overrides,
                    on_variables_updated=on_variables_updated, emit=emit, long_term=long_term,
-                   granularity=granularity)
+                   granularity=granularity, plugin_token_counting=bool(plugin_token_counting))
     emit("workflow_started", workflow_run_id=run_id,
          data={"id": run_id, "workflow_id": system["workflow_id"], "inputs": copy.deepcopy(checked_inputs),
                "created_at": int(created)})
@@ -1093,7 +1105,8 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     record = TurnRecord(id=turn_id, parent_id=parent_id, conversation_id=conv.id, turn=number, query=query,
                         answer=answer, status=FAILED if failed else SUCCEEDED, error=error,
                         dialogue_count=dialogue_count, created_at=created, inputs=copy.deepcopy(checked_inputs),
-                        user_id=user_id, fidelity=fidelity, node_runs=runs, variable_changes=list(ctx.changes),
+                        user_id=user_id, fidelity=fidelity, plugin_token_counting=bool(plugin_token_counting),
+                        node_runs=runs, variable_changes=list(ctx.changes),
                         variables=copy.deepcopy(ctx.variables),
                         intermediate=[m.to_dict() for m in ctx.intermediate],
                         window_overwrites=copy.deepcopy(ctx.window_overwrites))
@@ -1177,8 +1190,8 @@ def _execute(flow: Flow, ctx: _Context, inputs: dict) -> tuple[list[NodeRun], st
 # -- what-if ----------------------------------------------------------------------------------------
 
 def what_if_ledger(flow: Flow, conversation: Conversation, position: int, node_id: str,
-                   override: Mapping[str, Any] | None = None, *, fidelity: str = "documented",
-                   record: TurnRecord | None = None) -> Ledger:
+                   override: Mapping[str, Any] | None = None, *, fidelity: str = DEFAULT_FIDELITY,
+                   plugin_token_counting: bool = False, record: TurnRecord | None = None) -> Ledger:
     """The ledger node ``node_id`` would have had at the turn at ``position`` under other memory settings.
 
     No model is called: the history is recomputed from the stored conversation. The rest of the
@@ -1188,7 +1201,8 @@ def what_if_ledger(flow: Flow, conversation: Conversation, position: int, node_i
     """
     if not 0 <= position < len(conversation.turns):
         raise RunError(f"turn position {position} is out of range: the conversation has {len(conversation.turns)} turns")
-    config = node_memory_config(flow, node_id, fidelity=fidelity, override=override)
+    config = node_memory_config(flow, node_id, fidelity=fidelity, plugin_token_counting=plugin_token_counting,
+                                override=override)
     fixed = _fixed_tokens(flow, conversation, position, node_id, config, record)
     replay = Replay(conversation, config, system_prompt="", has_thread=flow.is_chat,
                     prompt_tokens=lambda _position: fixed)

@@ -34,6 +34,7 @@ from .flow import Flow, classify_change, load_flow
 from .limits import check_file_size
 from .llm import LLMClient
 from .long_term import app_namespace
+from .memory import DEFAULT_FIDELITY
 from .runtime import ConversationState, RunError, TurnRecord, run_turn
 from .store import repo
 from .store.db import Database, StoreError
@@ -102,11 +103,14 @@ class ConversationService:
     # -- conversations -------------------------------------------------------------------------------
     def start(self, flow_id: str, *, user_id: str = "user", name: str = "", source: str = "ui",
               inputs: Mapping[str, Any] | None = None, conversation_id: str | None = None,
-              fidelity: str = "documented") -> repo.ConversationInfo:
+              fidelity: str = DEFAULT_FIDELITY, plugin_token_counting: bool = False) -> repo.ConversationInfo:
+        """A new conversation on the flow's newest version. ``fidelity`` and ``plugin_token_counting``
+        are its Dify profile (Dify 1.x as shipped, token counting off, by default), kept for every turn."""
         version = repo.latest_flow_version(self.db, flow_id)
         info = repo.create_conversation(self.db, flow_version_id=version.id, user_id=user_id, name=name,
                                         source=source, inputs=dict(inputs or {}), conversation_id=conversation_id,
-                                        meta={"fidelity": fidelity})
+                                        meta={"fidelity": fidelity,
+                                              "plugin_token_counting": bool(plugin_token_counting)})
         repo.ensure_variables(self.db, info.id, [v.to_dict() for v in self.flow(version.id).variables])
         return info
 
@@ -220,7 +224,8 @@ class ConversationService:
 
         try:
             record = run_turn(flow, state, query, merged_inputs, parent_id=parent_id, user_id=info.user_id,
-                              fidelity=info.meta.get("fidelity", "documented"), llm=llm or self.llm,
+                              fidelity=info.meta.get("fidelity", DEFAULT_FIDELITY),
+                              plugin_token_counting=bool(info.meta.get("plugin_token_counting")), llm=llm or self.llm,
                               node_memory_overrides=overrides or None, on_variables_updated=persist_variables,
                               on_event=events, long_term=self.memory_of(version_id), granularity=granularity,
                               turn_id=turn_id, created_at=created)

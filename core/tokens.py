@@ -2,9 +2,10 @@
 
 Counts are exact where an exact tokenizer exists (OpenAI models through tiktoken, with the
 encoding files litellm bundles) and marked *estimated* everywhere else (cl100k_base stands in).
-Chat overhead follows OpenAI's rule: a message costs its content tokens + 3 (+1 with a
+Chat overhead follows OpenAI's published recipe, which Dify's OpenAI plugin also counts with: a
+message costs 3 + its role's tokens + its content's tokens (+ the name's tokens + 1 with a
 ``name``), an assistant message's tool calls add their function names and arguments, and a
-whole prompt adds 3 for the reply priming.
+whole prompt (or any list counted as one) adds 3 for the reply priming.
 
 Model facts (context size, max output) come from litellm's bundled model map, read as JSON so
 that ``import litellm`` (about 3 s) never happens on this path.
@@ -214,7 +215,7 @@ class TokenCounter:
         self.counts.count_all(texts, self.threads if threads is None else threads)
 
     def message(self, message: Message) -> int:
-        n = MESSAGE_OVERHEAD + self.text(message.content)
+        n = MESSAGE_OVERHEAD + self.text(message.role) + self.text(message.content)
         if message.name:
             n += NAME_OVERHEAD + self.text(message.name)
         for call in message.tool_calls:
@@ -226,7 +227,7 @@ class TokenCounter:
         return tuple(map(self.message, messages))
 
     def chat(self, role: str, content: str, name: str | None = None) -> int:
-        n = MESSAGE_OVERHEAD + self.text(content)
+        n = MESSAGE_OVERHEAD + self.text(role) + self.text(content)
         if name:
             n += NAME_OVERHEAD + self.text(name)
         return n

@@ -9,6 +9,7 @@ import streamlit as st
 from core.debug_view import damage_note, focus_node, receipt, transcript, tree_layout, what_if_prompt
 from core.conversation import turn_label
 from core.errors import MemLensError
+from core.memory import DEFAULT_FIDELITY
 from core.store import repo
 from core.store.db import resolve_url
 from core.tokens import counter_for
@@ -94,7 +95,8 @@ conv = data.conversation(url, conv_id, stamp)
 flow = data.flow(url, info.flow_version_id)
 version = repo.get_flow_version(svc.db, info.flow_version_id)
 latest = repo.latest_flow_version(svc.db, version.flow_id)
-fidelity = info.meta.get("fidelity", "documented")
+fidelity = info.meta.get("fidelity", DEFAULT_FIDELITY)
+counting = bool(info.meta.get("plugin_token_counting"))
 stored_overrides = info.meta.get("memory_overrides") or {}
 llm_nodes = flow.llm_nodes
 titles = {n.id: n.title or n.id for n in llm_nodes}
@@ -205,7 +207,8 @@ runs = {r["node_id"]: r for r in data.node_runs(url, conv_id, stamp, selected_id
 damage = damage_note(info.damaged, conv, list(runs.values()), titles)
 if damage:
     damage_slot.warning(html.plain(damage))
-for_new_turns = {n.id: data.memory_config(flow, n.id, fidelity, stored_overrides.get(n.id)) for n in llm_nodes}
+for_new_turns = {n.id: data.memory_config(flow, n.id, fidelity, stored_overrides.get(n.id), counting)
+                 for n in llm_nodes}
 baselines = {n.id: data.recorded_config(runs[n.id]) if (runs.get(n.id) or {}).get("memory") else for_new_turns[n.id]
              for n in llm_nodes}
 overrides: dict[str, dict] = {}
@@ -259,12 +262,12 @@ if side_col is not None and thread:
 ledgers = {nid: r["ledger"] for nid, r in runs.items() if r.get("ledger") is not None}
 if overrides and selected_id:
     ledgers.update(data.what_if_ledgers(url, conv_id, stamp, info.flow_version_id, selected_id,
-                                        json.dumps(overrides, sort_keys=True), fidelity))
+                                        json.dumps(overrides, sort_keys=True), fidelity, counting))
 differs: dict[str, list[str]] = {}
 for nid, ov in overrides.items():
     wi = data.what_if_turns(url, conv_id, stamp, info.flow_version_id, nid,
                             json.dumps(baselines[nid].to_dict(), sort_keys=True), json.dumps(ov, sort_keys=True),
-                            fidelity)
+                            fidelity, counting)
     for p in wi.differs:
         differs.setdefault(conv.turns[p].id, []).append(titles[nid])
 
@@ -344,7 +347,13 @@ if side_col is not None:
                         if is_what_if and ledger is not None:
                             run["ledger"] = ledger
                             run["prompt"] = what_if_prompt(run.get("prompt") or [], ledger, conv, counter)
-                        r = receipt(run, titles[node.id], exact=counter.exact, encoding=counter.encoding_name)
+                        other = data.other_profile_ledger(url, conv_id, stamp, info.flow_version_id, selected_id,
+                                                          node.id, json.dumps(overrides.get(node.id) or
+                                                                              stored_overrides.get(node.id) or {},
+                                                                              sort_keys=True), fidelity, counting) \
+                            if ledger is not None and ledger.config.get("strategy") == "dify" else None
+                        r = receipt(run, titles[node.id], exact=counter.exact, encoding=counter.encoding_name,
+                                    other=other, position=selected)
                         render_receipt(r, ledger, key=f"rc-{selected_id}-{node.id}", what_if=is_what_if)
                         if run.get("recalled"):
                             render_recalled(run.get("recalled"), key=f"recalled-{selected_id}-{node.id}")

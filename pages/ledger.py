@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.memory import TRIM_COUNTERS, ConfigError, MemoryConfig, Replay
+from core.memory import FIDELITIES, FIDELITY_LABELS, TRIM_COUNTERS, ConfigError, MemoryConfig, Replay
 from core.samples import load_sample, sample_files
 from core.store import repo
 from core.store.db import resolve_url
@@ -92,9 +92,13 @@ with st.sidebar:
             window = st.number_input("Window (turns)", 1, 500, 3, key="ledger_window_turns")
     elif strategy == "window":
         window = st.number_input("Window (messages)", 1, 200, 10, key="ledger_window_msgs")
-    fidelity = st.radio("Fidelity", ["documented", "code"], horizontal=True, key="ledger_fidelity",
-                        disabled=strategy != "dify",
-                        help="code: what Dify 1.x code does (N gives N−1 turns; no token pruning by default)")
+    fidelity = st.radio("Dify memory rules", FIDELITIES, horizontal=True, key="ledger_fidelity",
+                        format_func=FIDELITY_LABELS.get, disabled=strategy != "dify",
+                        help="Dify 1.x as shipped: what Dify's code runs (N gives N−1 earlier turns; no token "
+                             "pruning unless plugin token counting is on). As Dify's docs describe: N earlier "
+                             "turns, always pruned by tokens.")
+    counting = st.toggle("Plugin token counting", key="ledger_counting", disabled=strategy != "dify" or fidelity != "code",
+                         help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED, off as Dify ships it.")
     model = st.text_input("Model", "gpt-4o-mini", key="ledger_model")
     context = st.number_input("Context size (0 = from the model)", 0, 10_000_000, 0, step=1000, key="ledger_context")
     max_tokens = st.number_input("max_tokens", 0, 1_000_000, 0, step=256, key="ledger_max_tokens")
@@ -104,6 +108,7 @@ with st.sidebar:
 
 try:
     config = MemoryConfig(strategy=strategy, window=int(window) if window else None, fidelity=fidelity,
+                          plugin_token_counting=bool(counting),
                           model=model.strip() or "gpt-4o-mini", context_size=int(context) or None,
                           max_tokens=int(max_tokens), granularity=granularity, scope=scope, **extra).validate()
 except ConfigError as e:

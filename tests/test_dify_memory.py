@@ -13,7 +13,7 @@ from core.readers import parse_conversations
 from core.tokens import counter_for
 from tests.builders import dify, linear, record
 
-DOC = MemoryConfig()
+DOC = MemoryConfig(fidelity="documented")
 CODE = MemoryConfig(fidelity="code")
 
 

@@ -12,7 +12,7 @@ import streamlit as st
 
 from core.compare import MAX_CONFIGS, MIN_CONFIGS, NamedConfig
 from core.errors import MemLensError
-from core.memory import MemoryConfig
+from core.memory import DEFAULT_FIDELITY, FIDELITIES, FIDELITY_LABELS, MemoryConfig
 from core.report import delete_config_set, save_config_set, saved_config_sets
 from ui.html import plain
 
@@ -53,6 +53,7 @@ def load_configs(prefix: str, configs: list[NamedConfig]) -> None:
         else:
             state[_k(prefix, i, "window_turns")] = int(c.window) if c.window is not None else -1
         state[_k(prefix, i, "fidelity")] = c.fidelity
+        state[_k(prefix, i, "counting")] = c.plugin_token_counting
         state[_k(prefix, i, "model")] = c.model
         state[_k(prefix, i, "context")] = int(c.context_size or 0)
         state[_k(prefix, i, "max_tokens")] = int(c.max_tokens)
@@ -77,10 +78,17 @@ def _form(prefix: str, i: int) -> tuple[NamedConfig | None, str | None]:
         n = st.number_input("Window (turns; −1 = no window)", -1, 500, key=_k(prefix, i, "window_turns"),
                             help="0 is what Dify also reads as no limit (its 500-turn cap)")
         values["window"] = None if n < 0 else int(n)
-        default("fidelity", "documented")
-        values["fidelity"] = st.radio("Fidelity", ["documented", "code"], key=_k(prefix, i, "fidelity"),
-                                      horizontal=True, help="code: what Dify 1.x code does (N gives N−1 turns; "
-                                                            "no token pruning by default)")
+        default("fidelity", DEFAULT_FIDELITY)
+        values["fidelity"] = st.radio("Dify memory rules", FIDELITIES, key=_k(prefix, i, "fidelity"),
+                                      format_func=FIDELITY_LABELS.get, horizontal=True,
+                                      help="Dify 1.x as shipped: what Dify's code runs (N gives N−1 earlier turns; "
+                                           "no token pruning unless plugin token counting is on). As Dify's docs "
+                                           "describe: N earlier turns, always pruned by tokens.")
+        default("counting", False)
+        values["plugin_token_counting"] = st.toggle(
+            "Plugin token counting", key=_k(prefix, i, "counting"), disabled=values["fidelity"] != "code",
+            help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: prune the oldest message while "
+                 "the history is over context size − max_tokens − 3.")
     elif strategy == "window":
         default("window_msgs", 10)
         values["window"] = int(st.number_input("Window (messages)", 1, 200, key=_k(prefix, i, "window_msgs")))

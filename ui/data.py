@@ -74,24 +74,27 @@ def variables_at(url: str, conversation_id: str, version: tuple, version_id: str
 
 @st.cache_resource(show_spinner=False, max_entries=256)
 def what_if_ledgers(url: str, conversation_id: str, version: tuple, version_id: str, turn_id: str,
-                    overrides_json: str, fidelity: str) -> dict[str, Ledger]:
+                    overrides_json: str, fidelity: str, counting: bool = False) -> dict[str, Ledger]:
     """Each overridden node's ledger at ``turn_id`` under its new settings (no model call)."""
     conv = conversation(url, conversation_id, version)
     f = flow(url, version_id)
     position = conv.tree.position[turn_id]
     out = {}
     for node_id, override in json.loads(overrides_json).items():
-        out[node_id] = what_if_ledger(f, conv, position, node_id, override, fidelity=fidelity)
+        out[node_id] = what_if_ledger(f, conv, position, node_id, override, fidelity=fidelity,
+                                      plugin_token_counting=counting)
     return out
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def what_if_turns(url: str, conversation_id: str, version: tuple, version_id: str, node_id: str,
-                  base_json: str, override_json: str, fidelity: str) -> WhatIf:
+                  base_json: str, override_json: str, fidelity: str, counting: bool = False) -> WhatIf:
     conv = conversation(url, conversation_id, version)
     f = flow(url, version_id)
-    base = node_memory_config(f, node_id, fidelity=fidelity, override=json.loads(base_json) or None)
-    new = node_memory_config(f, node_id, fidelity=fidelity, override=json.loads(override_json) or None)
+    base = node_memory_config(f, node_id, fidelity=fidelity, plugin_token_counting=counting,
+                              override=json.loads(base_json) or None)
+    new = node_memory_config(f, node_id, fidelity=fidelity, plugin_token_counting=counting,
+                             override=json.loads(override_json) or None)
     return what_if(conv, node_id, base, new, has_thread=f.is_chat)
 
 
@@ -100,8 +103,22 @@ def recorded_config(run: dict) -> MemoryConfig:
     return MemoryConfig.from_dict(run["memory"])
 
 
-def memory_config(f: Flow, node_id: str, fidelity: str, override: dict | None) -> MemoryConfig:
-    return node_memory_config(f, node_id, fidelity=fidelity, override=override or None)
+@st.cache_resource(show_spinner=False, max_entries=256)
+def other_profile_ledger(url: str, conversation_id: str, version: tuple, version_id: str, turn_id: str, node_id: str,
+                         override_json: str, fidelity: str, counting: bool = False) -> Ledger:
+    """A node's ledger at ``turn_id`` under the other Dify profile (docs ↔ shipped code), for the
+    receipt's docs-vs-code finding (no model call)."""
+    conv = conversation(url, conversation_id, version)
+    f = flow(url, version_id)
+    override = dict(json.loads(override_json) or {})
+    current = override.get("fidelity", fidelity)
+    override["fidelity"] = "documented" if current == "code" else "code"
+    return what_if_ledger(f, conv, conv.tree.position[turn_id], node_id, override, fidelity=fidelity,
+                          plugin_token_counting=counting)
+
+
+def memory_config(f: Flow, node_id: str, fidelity: str, override: dict | None, counting: bool = False) -> MemoryConfig:
+    return node_memory_config(f, node_id, fidelity=fidelity, plugin_token_counting=counting, override=override or None)
 
 
 def clear_conversation_caches() -> None:

@@ -11,7 +11,7 @@ import streamlit as st
 from core.debug_view import Receipt
 from core.ledger import Ledger
 from core.store.ledger_codec import HISTORY
-from ui.html import ORIGIN_COLOUR, origin_chip, plain, tokens
+from ui.html import ORIGIN_COLOUR, origin_chip, plain, safe_text, tokens
 from ui.paging import page_slice
 
 DROPPED_COLOUR = "#ef4444"
@@ -66,8 +66,15 @@ def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool
                      + (f" · model {r.model}" if r.model else "")))
     if what_if:
         st.warning("What-if: history recomputed under the switchboard's settings; the other messages are as recorded.")
+    if r.profile:
+        st.caption(plain(f"Dify memory rules: {r.profile}"))
     if r.budget_note:
         st.caption(plain(f"Budget: {r.budget_note}"))
+    if r.docs_vs_code:
+        st.markdown(f'<div data-kind="docs_vs_code">ℹ️ <b>Dify\'s docs and code disagree</b><br>'
+                    f'{safe_text(r.docs_vs_code)}</div>', unsafe_allow_html=True)
+        for turn, role, decisions in r.both:
+            st.caption(plain(f"turn {turn} {role}: {decisions}"))
     st.plotly_chart(budget_figure(r), key=f"{key}-budget", config={"displayModeBar": False})
     st.caption(plain(context_summary(r)) + ("" if r.limit is not None else " No history budget: nothing is "
                                                                           "pruned by tokens."))

@@ -1,7 +1,7 @@
 """``report``: compare memory configs on one conversation and write a one-file HTML report.
 
 One config per flag group: every ``--memory STRATEGY`` starts a new config, and the settings
-after it (``--window``, ``--fidelity``, ``--model``, ``--context-size``, ``--max-tokens``,
+after it (``--window``, ``--fidelity``, ``--plugin-token-counting``, ``--model``, ``--context-size``, ``--max-tokens``,
 ``--granularity``, ``--scope``, ``--label``, ``--window-change``, ``--max-history-tokens``)
 belong to that config until the next ``--memory``::
 
@@ -23,13 +23,14 @@ _SETTINGS = {
     "--window": "window", "--fidelity": "fidelity", "--model": "model", "--context-size": "context_size",
     "--max-tokens": "max_tokens", "--granularity": "granularity", "--scope": "scope", "--label": "label",
     "--window-change": "window_changes", "--max-history-tokens": "max_history_tokens",
+    "--plugin-token-counting": "plugin_token_counting",
 }
 
 EPILOG = """\
 one config per flag group:
-  every --memory STRATEGY starts a new config; --window, --fidelity, --model, --context-size,
-  --max-tokens, --granularity, --scope, --label, --window-change TURN:N and --max-history-tokens
-  after it apply to that config, until the next --memory. Compare 2 to 6 configs, e.g.
+  every --memory STRATEGY starts a new config; --window, --fidelity, --plugin-token-counting,
+  --model, --context-size, --max-tokens, --granularity, --scope, --label, --window-change TURN:N
+  and --max-history-tokens after it apply to that config, until the next --memory. Compare 2 to 6 configs, e.g.
     --memory dify --window 3 --memory dify --window 10 --memory window --window 6
   Without --memory: the configs saved in a report bundle, else dify window 3, dify window 10 and
   window 6 msgs.
@@ -67,6 +68,8 @@ class _Setting(argparse.Action):
             raise UsageError(f"{option_string} {value} comes before any --memory: start each config with "
                              f"--memory STRATEGY, then its settings (one config per flag group)")
         field = _SETTINGS[option_string]
+        if self.nargs == 0:  # a switch: present means on
+            value = True
         current = configs[-1]
         if field == "window_changes":
             current.setdefault("window_changes", []).append(value)
@@ -169,7 +172,10 @@ def register(sub) -> None:
                    help=f"start a new config with this strategy ({', '.join(_STRATEGIES)})")
     g.add_argument("--window", action=_Setting, type=_whole("--window", 0),
                    help="dify: turns (0 = no limit); window: messages")
-    g.add_argument("--fidelity", action=_Setting, choices=("documented", "code"))
+    g.add_argument("--fidelity", action=_Setting, choices=("code", "documented"),
+                   help="dify: code = Dify 1.x as shipped (default); documented = as Dify's docs describe")
+    g.add_argument("--plugin-token-counting", action=_Setting, nargs=0,
+                   help="dify: switch Dify's plugin token counting on for this config (off by default)")
     g.add_argument("--model", action=_Setting, help="model (tokenizer and context size), default gpt-4o-mini")
     g.add_argument("--context-size", action=_Setting, type=_whole("--context-size", 1))
     g.add_argument("--max-tokens", action=_Setting, type=_whole("--max-tokens", 0))

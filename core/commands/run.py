@@ -36,6 +36,7 @@ from ..flow import Flow, load_flow
 from ..ledger import Ledger, explain
 from ..limits import MAX_DEPTH, check_file_size, check_value
 from ..llm import LiteLLMClient
+from ..memory import DEFAULT_FIDELITY, FIDELITIES
 from ..long_term import LongTermMemory
 from ..runtime import ConversationState, NodeRun, TurnRecord, run_turn
 
@@ -182,7 +183,8 @@ def _run_stored(args: argparse.Namespace, flow: Flow, queries: list[dict]) -> tu
     else:
         version = service.import_flow(flow)
         conv_id = service.start(version.flow_id, user_id=args.user, name=f"{flow.name} (command line)",
-                                source="cli", fidelity=args.fidelity).id
+                                source="cli", fidelity=args.fidelity,
+                                plugin_token_counting=args.plugin_token_counting).id
     records = [service.send(conv_id, item["query"], item["inputs"]) for item in queries]
     return conv_id, records, flow
 
@@ -204,7 +206,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     records: list[TurnRecord] = []
     for item in queries:
         record = run_turn(flow, state, item["query"], item["inputs"], user_id=args.user, fidelity=args.fidelity,
-                          llm=client, long_term=long_term)
+                          plugin_token_counting=args.plugin_token_counting, llm=client, long_term=long_term)
         records.append(record)
         state = state.apply(record)
     if args.format == "json":
@@ -222,8 +224,12 @@ def register(subparsers) -> None:
     p.add_argument("--queries", required=True,
                    help='a JSON array of queries: strings, or {"query": str, "inputs": {...}}')
     p.add_argument("--user", default="user", help="the end user's id (sys.user_id)")
-    p.add_argument("--fidelity", choices=("documented", "code"), default="documented",
-                   help="Dify memory as documented (default) or as Dify 1.x code behaves")
+    p.add_argument("--fidelity", choices=FIDELITIES, default=DEFAULT_FIDELITY,
+                   help="Dify's memory rules: code = Dify 1.x as shipped (default), documented = as Dify's docs "
+                        "describe")
+    p.add_argument("--plugin-token-counting", action="store_true",
+                   help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off by default, as Dify ships it): with it on, "
+                        "history is pruned by tokens")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--db", default=None, help="store the run in this database (default with --conversation: "
                                               "MEMLENS_DATABASE_URL or data/memlens.db)")

@@ -22,11 +22,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass(frozen=True)
 class Budget:
-    """The token budget for history: ``limit`` None means no pruning applies."""
+    """The token budget for history: ``limit`` None means no pruning applies.
+
+    ``overhead`` is what the pruning count adds to the history's own tokens: Dify counts the
+    history as one list, with the list's +3 reply priming (code profile with token counting on).
+    """
 
     limit: int | None
     note: str = ""
     context_size: int | None = None
+    overhead: int = 0
 
 
 class Plan:
@@ -134,9 +139,12 @@ class Strategy:
         """State remembered for this turn, read back by its thread's later turns."""
         return window_start
 
-    def budget_limit(self, config: "MemoryConfig", facts: "ModelFacts", fixed_prompt_tokens: int) -> int | None:
-        """Just the number :meth:`budget` would give, for the per-turn fast path (no note text)."""
-        return self.budget(config, facts, fixed_prompt_tokens).limit
+    def budget_limit(self, config: "MemoryConfig", facts: "ModelFacts",
+                     fixed_prompt_tokens: int) -> tuple[int | None, int]:
+        """Just the numbers :meth:`budget` would give — ``(limit, overhead)`` — for the per-turn
+        fast path (no note text)."""
+        b = self.budget(config, facts, fixed_prompt_tokens)
+        return b.limit, b.overhead
 
     def budget(self, config: "MemoryConfig", facts: "ModelFacts", fixed_prompt_tokens: int) -> Budget:
         return Budget(None, "", config.context_size or facts.context_size)
