@@ -76,6 +76,18 @@ GRANULARITIES = ("query_answer", "all_messages")
 DEFAULT_GRANULARITY = "query_answer"
 #: Which setting decided the granularity of a run.
 FROM_REQUEST, FROM_FLOW, FROM_DEFAULT = "request", "flow", "default"
+GRANULARITY_SOURCES = {FROM_REQUEST: "set on the request", FROM_FLOW: "the flow's history.granularity",
+                       FROM_DEFAULT: "the default"}
+
+
+def granularity_line(run: Any) -> str:
+    """``history granularity all_messages — set on the request`` for a node run (a mapping or a
+    :class:`core.runtime.NodeRun`); empty for nodes without one."""
+    get = run.get if isinstance(run, dict) else (lambda k: getattr(run, k, None))
+    if not get("granularity"):
+        return ""
+    source = get("granularity_source") or ""
+    return f"history granularity {get('granularity')} — {GRANULARITY_SOURCES.get(source, source)}"
 DEFAULT_MAX_STEPS = 100
 #: Keys the Agent keeps for itself (Haystack 3.x ``_INTERNAL_STATE_KEYS``), never outputs.
 INTERNAL_KEYS = ("continue_run", "stop_run", "tools", "hook_context", "context_tokens")
@@ -1009,6 +1021,10 @@ class GranularityError(MemLensError):
 
 
 def check_granularity(value: Any, where: str) -> str:
+    """The granularity named by ``value``, case-insensitively (Dify's request spells the modes
+    ``QUERY_ANSWER`` / ``ALL_MESSAGES``)."""
+    if isinstance(value, str) and value.lower() in GRANULARITIES:
+        return value.lower()
     if value not in GRANULARITIES:
         raise GranularityError(f"{where}: granularity {value!r} is unknown; expected query_answer or all_messages")
     return value

@@ -44,7 +44,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 from fastapi import Body, Depends, FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -55,6 +55,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import and_, or_, select
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from .agent import GranularityError, check_granularity
 from .conversation import UUID_NIL, turn_label
 from .errors import MemLensError
 from .flow import Flow
@@ -68,6 +69,7 @@ from .store import repo
 from .store.db import Database, StoreError
 from .store.locks import ConversationBusyError
 from .store.models import ConversationRow, FlowVersionRow, TurnRow
+from .uploads import FileInputError, parse_files
 from .variables import VariableError, infer_type, is_valid, normalize_type
 from .why import MAX_PHRASE
 
@@ -148,9 +150,19 @@ class ChatRequest(BaseModel):
                                              {"type": "string", "maxLength": 0}, {"type": "null"}]))
     user: str | None = Field(default=None, description="the end user; conversations belong to their user",
                              json_schema_extra=_documented(type="string", minLength=1, maxLength=255))
-    files: list[dict[str, Any]] | None = Field(default=None, description="accepted and ignored")
+    files: list[dict[str, Any]] | None = Field(
+        default=None, description="files sent with the query: {type: document|image|audio|video|custom, "
+                                  "transfer_method: remote_url|local_file, url | upload_file_id}; they stay with "
+                                  "the message, and later turns' history carries them when the flow has file "
+                                  "upload on")
     auto_generate_name: bool | None = Field(default=True, description="the name is the query's first 20 "
                                                                        "characters either way")
+    chat_history_granularity: str | None = Field(
+        default=None, description="history granularity for agent nodes: QUERY_ANSWER (query and final answer "
+                                  "of each earlier turn) or ALL_MESSAGES (tool calls and results too); any case; "
+                                  "omitted: the flow's setting, else QUERY_ANSWER",
+        json_schema_extra=_documented(anyOf=[{"type": "string", "enum": ["QUERY_ANSWER", "ALL_MESSAGES"]},
+                                             {"type": "null"}]))
     workflow_id: str | None = Field(default=None, description="a version id of this app's flow to run",
                                     json_schema_extra=_documented(anyOf=[{"type": "string", "format": "uuid"},
                                                                          {"type": "null"}]))
@@ -460,9 +472,11 @@ class ChatArgs:
     streaming: bool
     conversation_id: str
     workflow_id: str | None
+    granularity: str | None = None
+    files: tuple = ()
 
 
-def _chat_args(body: ChatRequest) -> ChatArgs:
+def _chat_args(body: ChatRequest, uploads: Mapping[str, Any] | None = None, flow_id: str | None = None) -> ChatArgs:
     user = _user(body.user, required=True)
     if body.inputs is None:
         raise invalid("inputs is required", "inputs")
@@ -479,9 +493,20 @@ def _chat_args(body: ChatRequest) -> ChatArgs:
     workflow_id = body.workflow_id or None
     if workflow_id is not None and not _is_uuid(workflow_id):
         raise ApiError(400, "bad_request", f"Invalid workflow_id format: '{workflow_id}'.")
+    granularity = None
+    if body.chat_history_granularity is not None:
+        try:
+            granularity = check_granularity(body.chat_history_granularity, "chat_history_granularity")
+        except GranularityError:
+            raise invalid("chat_history_granularity must be QUERY_ANSWER or ALL_MESSAGES",
+                          "chat_history_granularity") from None
+    try:
+        files = parse_files(body.files, uploads, flow_id)
+    except FileInputError as e:
+        raise invalid(str(e), "files") from None
     return ChatArgs(user=user, query=query, inputs=_clean(body.inputs, "inputs"),
                     streaming=body.response_mode == "streaming", conversation_id=conversation_id,
-                    workflow_id=workflow_id)
+                    workflow_id=workflow_id, granularity=granularity, files=files)
 
 
 def _flow_version_for(caller: Caller, workflow_id: str | None) -> str | None:
@@ -509,7 +534,8 @@ def _run_chat(caller: Caller, args: ChatArgs, on_event) -> tuple[TurnRecord, str
         conversation_id = row.id
     try:
         record = caller.service.send(conversation_id, args.query, args.inputs, parent_id=UUID_NIL,
-                                     flow_version_id=flow_version_id, on_event=on_event)
+                                     flow_version_id=flow_version_id, on_event=on_event,
+                                     granularity=args.granularity, files=args.files)
     except RunError as e:
         if created:
             caller.service.delete(conversation_id)
@@ -1004,7 +1030,7 @@ def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None
     @app.post("/v1/chat-messages", response_model=ChatResponse, responses=chat_doc, tags=["chat"],
               summary="Send a chat message (blocking or streaming)")
     async def chat_messages(body: ChatRequest, caller: Caller = Depends(_authenticate)):
-        args = _chat_args(body)
+        args = _chat_args(body, app.state.uploads, caller.flow_id)
         if args.streaming:
             return await _chat_streaming(caller, args, app.state.ping_interval, app.state.tasks)
         return await run_in_threadpool(_chat_blocking, caller, args)

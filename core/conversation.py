@@ -47,6 +47,18 @@ class FileRef:
     type: str
     url: str = ""
     id: str = ""
+    name: str = ""  # the file's name, when known (an upload's original name)
+
+    def to_dict(self) -> dict:
+        out = {"type": self.type, "url": self.url, "id": self.id}
+        if self.name:
+            out["name"] = self.name
+        return out
+
+    @classmethod
+    def from_dict(cls, d, default_type: str = "file") -> "FileRef":
+        return cls(str(d.get("type") or default_type), str(d.get("url") or ""), str(d.get("id") or ""),
+                   str(d.get("name") or ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +96,7 @@ class Message:
         if self.tool_call_id:
             out["tool_call_id"] = self.tool_call_id
         if self.files:
-            out["files"] = [{"type": f.type, "url": f.url, "id": f.id} for f in self.files]
+            out["files"] = [f.to_dict() for f in self.files]
         if self.usage:
             out["usage"] = list(self.usage)
         return out
@@ -93,8 +105,7 @@ class Message:
     def from_dict(cls, d: dict) -> "Message":
         """The inverse of :meth:`to_dict` (the input is trusted: validate untrusted documents first)."""
         calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in d.get("tool_calls") or [])
-        files = tuple(FileRef(str(f.get("type") or "file"), str(f.get("url") or ""), str(f.get("id") or ""))
-                      for f in d.get("files") or [])
+        files = tuple(FileRef.from_dict(f) for f in d.get("files") or [])
         return cls(role=d["role"], content=d.get("content") or "", kind=d.get("kind") or "", ref=d.get("ref", ""),
                    name=d.get("name"), tool_calls=calls, tool_call_id=d.get("tool_call_id"), files=files,
                    usage=tuple(d["usage"]) if d.get("usage") else None)

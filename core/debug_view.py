@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 from .conversation import Conversation, turn_label
 from .ledger import KEPT, NOT_ELIGIBLE, REASON_LABELS, Ledger, SyntheticMessage, explain
 from .memory import DEFAULT_FIDELITY, FIDELITY_LABELS, MemoryConfig, Replay, turn_numbers
+from .prompt import history_messages, splice_history
 from .strategies.dify import window_note
 
 KEPT_STATE, DROPPED_STATE, NOT_ELIGIBLE_STATE = "kept", "dropped", "not_eligible"
@@ -102,6 +103,8 @@ class ReceiptRow:
     origin: str
     tokens: int
     content: str
+    #: Content parts when the message carries files: ``{type, name, tokens, estimated}`` each.
+    parts: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -160,7 +163,8 @@ def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str, o
     code) and ``position`` the turn's position: the receipt then says how the two differ."""
     ledger: Ledger | None = run.get("ledger")
     prompt = run.get("prompt") or []
-    rows = [ReceiptRow(m["role"], m["origin"], int(m.get("tokens") or 0), m.get("content") or "") for m in prompt]
+    rows = [ReceiptRow(m["role"], m["origin"], int(m.get("tokens") or 0), m.get("content") or "",
+                       [dict(p) for p in m.get("parts") or []]) for m in prompt]
     used: dict[str, int] = {}
     for r in rows:
         used[r.origin] = used.get(r.origin, 0) + r.tokens
@@ -290,25 +294,11 @@ def reason_label(reason: str) -> str:
 
 
 def what_if_prompt(recorded: Sequence[Mapping[str, Any]], ledger: Ledger, conversation: Conversation,
-                   counter) -> list[dict]:
-    """A recorded prompt with its memory history replaced by a what-if ledger's kept messages."""
-    history = [{"role": m.role, "origin": "memory history", "tokens": counter.message(m), "content": m.content}
-               for m in (conversation.turns[e.position].messages[e.index] for e in ledger.entries if e.kept)]
-    out: list[dict] = []
-    inserted = False
-    for m in recorded:
-        if m.get("origin") == "memory history":
-            if not inserted:
-                out.extend(history)
-                inserted = True
-            continue
-        if not inserted and m.get("origin") == "current query":
-            out.extend(history)
-            inserted = True
-        out.append(dict(m))
-    if not inserted:
-        out.extend(history)
-    return out
+                   counter, *, file_upload: bool = False, vision: bool = False) -> list[dict]:
+    """A recorded prompt with its memory history replaced by a what-if ledger's kept messages, built
+    by the same prompt builder a run uses (files as parts when the flow has file upload on)."""
+    kept = (conversation.turns[e.position].messages[e.index] for e in ledger.entries if e.kept)
+    return splice_history(recorded, history_messages(kept, counter, file_upload=file_upload, vision=vision))
 
 
 # -- conversations without a flow: memory lenses ------------------------------------------------------

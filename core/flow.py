@@ -344,6 +344,12 @@ class Flow:
     # Names of ``secret`` environment variables. Their values are never kept (see ``without_secrets``).
     secrets: list[str] = field(default_factory=list)
 
+    @property
+    def file_upload(self) -> bool:
+        """Whether the app's file upload feature is on: history messages then carry their files (§1.5)."""
+        upload = self.features.get("file_upload")
+        return isinstance(upload, Mapping) and upload.get("enabled") is True
+
     def __post_init__(self) -> None:
         self._by_id = {n.id: n for n in self.nodes}
         self.environment = without_secrets(self.environment, self.secrets)

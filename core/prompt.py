@@ -1,23 +1,85 @@
-"""Messages in the shape a chat model receives them (OpenAI wire format).
+"""The one prompt builder: what an LLM node sends, as runs, receipts, estimates and what-ifs see it.
 
-History messages carry their files as content parts, files first and then the text, as Dify's
-``_build_prompt_message_with_files`` does; when the producing workflow has file upload switched
-off the files are ignored and the message is plain text; image detail defaults to ``high``
-(spec/dify-memory.md §1.5).
+A run assembles its prompt here (:func:`chat_prompt`, :func:`completion_prompt`); the size of
+everything but the history — what Dify's documented budget subtracts and what a what-if reuses —
+is :func:`fixed_tokens` of the same messages; a what-if puts another ledger's history into a
+recorded prompt with :func:`splice_history`. History messages are built by
+:func:`history_messages` for all of them.
+
+Files (spec/dify-memory.md §1.5, §2.7): when the flow has file upload switched on, a history
+message carries its files as content parts, files first and then the text, as Dify's
+``_build_prompt_message_with_files`` does (image detail ``high`` unless set); with file upload off
+the files are ignored. Before the call Dify drops the parts the model does not support — a model
+without vision gets text only — and a list left with one text part becomes a plain string.
+Image parts are counted with an estimate (the image's size is not known here), labelled so.
 """
 
 from __future__ import annotations
 
-from .conversation import Message
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from .conversation import FileRef, Message
+from .tokens import REPLY_PRIMING
+
+HISTORY = "memory history"
+#: OpenAI's cost of a high-detail image of unknown size (a 1024×1024 image: 85 + 4 tiles × 170).
+IMAGE_TOKENS_HIGH = 765
+#: …and of any image sent with detail ``low``.
+IMAGE_TOKENS_LOW = 85
 
 
-def file_part(file, image_detail: str = "high") -> dict:
+@dataclass(frozen=True)
+class PromptMessage:
+    """One message as sent to the model, with where it came from and its tokens.
+
+    ``parts`` are its content parts when it carries files (files first, then the text), each
+    ``{type, name, tokens, estimated}`` plus the part's own fields; ``()`` for a plain message."""
+
+    role: str
+    content: str
+    origin: str
+    tokens: int
+    parts: tuple[dict, ...] = field(default=(), compare=False)
+
+    @property
+    def estimated(self) -> bool:
+        return any(p.get("estimated") for p in self.parts)
+
+    def to_dict(self) -> dict:
+        out = {"role": self.role, "content": self.content, "origin": self.origin, "tokens": self.tokens}
+        if self.parts:
+            out["parts"] = [dict(p) for p in self.parts]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "PromptMessage":
+        return cls(role=data["role"], content=data["content"], origin=data["origin"], tokens=int(data["tokens"]),
+                   parts=tuple(dict(p) for p in data.get("parts") or ()))
+
+    def wire(self) -> dict:
+        """The message in OpenAI's wire format: content parts when it has files, else a string."""
+        if not self.parts:
+            return {"role": self.role, "content": self.content}
+        return {"role": self.role, "content": [_wire_part(p) for p in self.parts]}
+
+
+def _wire_part(part: Mapping[str, Any]) -> dict:
+    if part["type"] == "text":
+        return {"type": "text", "text": part["text"]}
+    if part["type"] == "image_url":
+        return {"type": "image_url", "image_url": {"url": part["url"], "detail": part.get("detail", "high")}}
+    return {"type": "file", "file": {"url": part["url"], "file_type": part.get("file_type", "document")}}
+
+
+def file_part(file: FileRef, image_detail: str = "high") -> dict:
     if file.type == "image":
         return {"type": "image_url", "image_url": {"url": file.url, "detail": image_detail}}
     return {"type": "file", "file": {"url": file.url, "file_type": file.type}}
 
 
 def to_prompt_message(message: Message, *, file_upload: bool = True, image_detail: str = "high") -> dict:
+    """A history message in OpenAI's wire format, files first when file upload is on."""
     out = message.to_openai()
     if message.files and file_upload:
         out["content"] = [file_part(f, image_detail) for f in message.files] + \
@@ -27,3 +89,116 @@ def to_prompt_message(message: Message, *, file_upload: bool = True, image_detai
 
 def to_prompt_messages(messages, *, file_upload: bool = True, image_detail: str = "high") -> list[dict]:
     return [to_prompt_message(m, file_upload=file_upload, image_detail=image_detail) for m in messages]
+
+
+def _file_name(file: FileRef) -> str:
+    return file.name or file.url.rsplit("/", 1)[-1] or file.id or file.type
+
+
+def content_parts(message: Message, counter, *, file_upload: bool, vision: bool,
+                  image_detail: str = "high") -> tuple[dict, ...]:
+    """The parts a history message is sent with, after Dify's filter: ``()`` when it goes as a
+    plain string (no files, file upload off, or nothing but its text left for this model)."""
+    if not message.files or not file_upload:
+        return ()
+    parts = []
+    for f in message.files:
+        if f.type == "image":
+            if not vision:
+                continue  # the model does not take images: Dify's filter drops the part
+            tokens = IMAGE_TOKENS_LOW if image_detail == "low" else IMAGE_TOKENS_HIGH
+            parts.append({"type": "image_url", "name": _file_name(f), "url": f.url, "detail": image_detail,
+                          "tokens": tokens, "estimated": True})
+        elif vision:
+            # A document's content is not here to count: its tokens are unknown (0, estimated).
+            parts.append({"type": "file", "name": _file_name(f), "url": f.url, "file_type": f.type,
+                          "tokens": 0, "estimated": True})
+    if not parts:
+        return ()
+    parts.append({"type": "text", "name": "text", "text": message.content, "tokens": counter.text(message.content),
+                  "estimated": not counter.exact})
+    return tuple(parts)
+
+
+def history_messages(messages: Iterable[Message], counter, *, file_upload: bool = False, vision: bool = False,
+                     origin: str = HISTORY) -> list[PromptMessage]:
+    """Memory's messages as they are sent: OpenAI's per-message count, plus the file parts' estimates."""
+    out = []
+    for m in messages:
+        parts = content_parts(m, counter, file_upload=file_upload, vision=vision)
+        extra = sum(p["tokens"] for p in parts if p["type"] != "text")
+        out.append(PromptMessage(m.role, m.content, origin, counter.message(m) + extra, parts))
+    return out
+
+
+def message(role: str, text: str, origin: str, counter) -> PromptMessage:
+    """A template or query message (plain text)."""
+    return PromptMessage(role, text, origin, counter.chat(role, text))
+
+
+def fixed_tokens(messages: Iterable[PromptMessage]) -> int:
+    """What everything but the history costs: the messages plus the reply priming."""
+    return REPLY_PRIMING + sum(m.tokens for m in messages)
+
+
+def sendable(messages: Iterable[PromptMessage]) -> list[PromptMessage]:
+    """Dify's last filter: a message whose content ended up empty (and has no parts) is not sent."""
+    return [m for m in messages if m.content or m.parts]
+
+
+def chat_prompt(before: Sequence[PromptMessage], history: Sequence[PromptMessage],
+                after: Sequence[PromptMessage]) -> list[PromptMessage]:
+    """Chat-model order (§2.4): the template's messages, the history, then the query message."""
+    return sendable([*before, *history, *after])
+
+
+def completion_history_text(history: Iterable[Message], role_prefix: Mapping[str, str] | None, *,
+                            file_upload: bool = False) -> str:
+    """History as a completion model gets it: ``"{prefix}: {text}"`` lines (with file upload on,
+    each image as an ``[image]`` line before the text)."""
+    if role_prefix is None:
+        return ""
+    lines = []
+    for m in history:
+        if m.role not in ("user", "assistant"):
+            continue
+        images = "".join("[image]\n" for f in m.files if f.type == "image") if file_upload else ""
+        text = (images + m.content).strip() if images else m.content
+        lines.append(f"{role_prefix['user'] if m.role == 'user' else role_prefix['assistant']}: {text}")
+    return "\n".join(lines)
+
+
+def completion_text(template: str, histories: str, sys_query: str | None) -> str:
+    """Completion-model assembly (§2.6): the history text replaces ``#histories#`` or goes first
+    with a newline — merged even when it is empty, so memory off still yields the leading
+    ``"\\n"`` — and the (unrendered) query template goes before everything, with a newline."""
+    text = template.replace("#histories#", histories) if "#histories#" in template else histories + "\n" + template
+    if sys_query:
+        text = sys_query + "\n" + text
+    return text
+
+
+def splice_history(recorded: Sequence[Mapping[str, Any]], history: Sequence[PromptMessage]) -> list[dict]:
+    """A recorded prompt (dicts) with its memory history replaced by ``history`` — placed where the
+    recorded history was, else before the current query, else at the end."""
+    new = [m.to_dict() for m in history]
+    out: list[dict] = []
+    inserted = False
+    for m in recorded:
+        if m.get("origin") == HISTORY:
+            if not inserted:
+                out.extend(new)
+                inserted = True
+            continue
+        if not inserted and m.get("origin") == "current query":
+            out.extend(new)
+            inserted = True
+        out.append(dict(m))
+    if not inserted:
+        out.extend(new)
+    return out
+
+
+__all__ = ["HISTORY", "IMAGE_TOKENS_HIGH", "IMAGE_TOKENS_LOW", "PromptMessage", "file_part", "to_prompt_message",
+           "to_prompt_messages", "content_parts", "history_messages", "message", "fixed_tokens", "sendable",
+           "chat_prompt", "completion_history_text", "completion_text", "splice_history"]

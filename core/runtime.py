@@ -46,7 +46,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Mapping, Sequence
 
-from .conversation import ANSWER, QUERY, UUID_NIL, Conversation, Message, Turn
+from .conversation import ANSWER, QUERY, UUID_NIL, Conversation, FileRef, Message, Turn
 from .errors import MemLensError
 from .flow import (OPERATOR_ALIASES, Flow, LLMSettings, Node, if_else_cases, llm_settings)
 from .ledger import Ledger, LedgerEntry, SyntheticMessage
@@ -57,8 +57,10 @@ from .strategies.compaction import SHIPPED, ShippedRunHook
 from .summarize import ModelSectionSummarizer
 from .templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, FileList, VariablePool, refers_to, render, render_jinja,
                         selectors_in, value_text)
-from .tokens import DEMO_MODEL, REPLY_PRIMING, counter_for
-from .variables import (AssignerError, VariableChange, edit_variable, initialize,
+from .prompt import (HISTORY, PromptMessage, chat_prompt, completion_history_text, completion_text, fixed_tokens,
+                     history_messages, message)
+from .tokens import DEMO_MODEL, counter_for, model_supports_vision
+from .variables import (AssignerError, VariableChange, check_sizes, edit_variable, initialize,
                         run_assigner_v1, run_assigner_v2)
 from .agent import (DemoPlanner, GranularityError, ModelPlanner, agent_settings, check_granularity, planner_for,
                     resolve_granularity, run_agent)
@@ -96,23 +98,6 @@ LATEST: Any = _Latest()
 
 
 # -- records ----------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class PromptMessage:
-    """One message as sent to the model, with where it came from and its tokens."""
-
-    role: str
-    content: str
-    origin: str
-    tokens: int
-
-    def to_dict(self) -> dict:
-        return {"role": self.role, "content": self.content, "origin": self.origin, "tokens": self.tokens}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "PromptMessage":
-        return cls(role=data["role"], content=data["content"], origin=data["origin"], tokens=int(data["tokens"]))
-
 
 _ENTRY_FIELDS = ("ref", "turn", "role", "tokens", "kept", "reason", "kind", "position", "index")
 
@@ -214,6 +199,7 @@ class TurnRecord:
     variables: dict = field(default_factory=dict)  # every conversation variable after the turn
     intermediate: list[dict] = field(default_factory=list)  # tool calls and results agent nodes produced
     window_overwrites: dict = field(default_factory=dict)  # window-memory node id → history set from its input
+    files: list = field(default_factory=list)  # the user's files: {type, url, id} (sys.files)
 
     @property
     def succeeded(self) -> bool:
@@ -242,7 +228,8 @@ class TurnRecord:
     def to_turn(self) -> Turn:
         """The stored message record: query, the Answer-node output (what memory replays), status."""
         middle = tuple(Message.from_dict(m) for m in self.intermediate)
-        messages = (Message("user", self.query, QUERY, f"{self.id}:query"), *middle,
+        files = tuple(FileRef.from_dict(f, "document") for f in self.files)
+        messages = (Message("user", self.query, QUERY, f"{self.id}:query", files=files), *middle,
                     Message("assistant", self.answer, ANSWER, f"{self.id}:answer"))
         fixed = {r.node_id: r.fixed_prompt_tokens for r in self.node_runs if r.fixed_prompt_tokens is not None}
         meta = {"prompt_tokens": fixed, "inputs": copy.deepcopy(self.inputs)}
@@ -614,6 +601,39 @@ def _history(ctx: "_Context", config: MemoryConfig, window, fixed_tokens: int) -
     return ledger, replay.history_messages(ledger)
 
 
+def _completion_template(settings: LLMSettings, render_item) -> str:
+    item = settings.prompt[0] if settings.prompt else None
+    return render_item(item) if item is not None else ""
+
+
+def template_messages(settings: LLMSettings, render_item, counter, sys_query: str | None, pool: VariablePool, *,
+                      ctx: "_Context | None" = None, context_used: bool = False
+                      ) -> tuple[list[PromptMessage], list[PromptMessage]]:
+    """Everything an LLM node sends besides its history: ``(before, after)`` the history.
+
+    Chat models: the rendered template messages (empty ones left out), then the memory's query
+    message. Completion models: the one message without its history text (what a budget
+    subtracts; :func:`core.prompt.completion_text` puts the history in). Runs and the what-if
+    estimate both build it here."""
+    if settings.mode != "chat":
+        probe = completion_text(_completion_template(settings, render_item), "", sys_query)
+        return [message("user", probe, "template", counter)], []
+    before = []
+    for item in settings.prompt:
+        text = render_item(item)
+        if text:
+            used_context = context_used and CONTEXT_PLACEHOLDER in item.text
+            origin = "long-term memory" if ctx is not None and _recall_sources(item, settings, ctx) else \
+                _template_origin(item.text, item.role, used_context)
+            before.append(message(item.role, text, origin, counter))
+    after = []
+    if sys_query:
+        text = render(sys_query, pool, context="")
+        if text:
+            after.append(message("user", text, "current query", counter))
+    return before, after
+
+
 def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
     settings: LLMSettings = llm_settings(node)
     override = ctx.overrides.get(node.id)
@@ -652,65 +672,30 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
         sys_query = None  # no memory block → no automatic query message
 
     with_history = memory_on and ctx.flow.is_chat
-    fixed: list[PromptMessage] = []
-    history_at = 0
-    completion_text = None
-    if settings.mode == "chat":
-        for item in settings.prompt:
-            text = render_item(item)
-            if text:
-                used_context = bool(context_text) and CONTEXT_PLACEHOLDER in item.text
-                origin = "long-term memory" if _recall_sources(item, settings, ctx) else \
-                    _template_origin(item.text, item.role, used_context)
-                fixed.append(PromptMessage(item.role, text, origin,
-                                           counter.chat(item.role, text)))
-        history_at = len(fixed)
-        if sys_query:
-            text = render(sys_query, pool, context="")
-            if text:
-                fixed.append(PromptMessage("user", text, "current query", counter.chat("user", text)))
-    else:
-        item = settings.prompt[0] if settings.prompt else None
-        completion_text = render_item(item) if item is not None else ""
-        # Dify inserts history text only when the node has memory and a conversation exists.
-        if with_history and (block is None or block.role_prefix is None):
-            raise _NodeFailed(ROLE_PREFIX_REQUIRED)
-        head = (sys_query + "\n") if sys_query else ""
-        # Without history, the message the budget subtracts; §2.6 inserts the history text later.
-        probe = head + (completion_text.replace("#histories#", "") if "#histories#" in completion_text
-                        else ("\n" + completion_text if with_history else completion_text))
-        fixed.append(PromptMessage("user", probe, "template", counter.chat("user", probe)))
-
-    fixed_tokens = REPLY_PRIMING + sum(m.tokens for m in fixed)
-    ledger, history = _history(ctx, config, window, fixed_tokens)
+    if settings.mode != "chat" and with_history and (block is None or block.role_prefix is None):
+        raise _NodeFailed(ROLE_PREFIX_REQUIRED)
+    before, after = template_messages(settings, render_item, counter, sys_query, pool, ctx=ctx,
+                                      context_used=bool(context_text))
+    ledger, history = _history(ctx, config, window, fixed_tokens(before + after))
     run.ledger = ledger
     run.memory = config.to_dict()
     run.recalled = _recalled(settings.prompt, settings, ctx, counter) or None
     if settings.mode == "chat":
-        hist = [PromptMessage(m.role, m.content, "memory history", counter.message(m)) for m in history]
-        prompt = fixed[:history_at] + hist + fixed[history_at:]
+        sent = history_messages(history, counter, file_upload=ctx.flow.file_upload,
+                                vision=model_supports_vision(config.model))
+        prompt = chat_prompt(before, sent, after)
     else:
-        prefix = block.role_prefix if block is not None else None
-        lines = []
-        if with_history and prefix is not None:
-            for m in history:
-                if m.role in ("user", "assistant"):
-                    lines.append(f"{prefix['user'] if m.role == 'user' else prefix['assistant']}: {m.content}")
-        text = completion_text
-        if with_history:
-            histories = "\n".join(lines)
-            text = text.replace("#histories#", histories) if "#histories#" in text else histories + "\n" + text
-        if sys_query:
-            text = sys_query + "\n" + text  # Dify prepends the unrendered query template here (§2.6)
-        prompt = [PromptMessage("user", text, "template", counter.chat("user", text))] if text else []
-    prompt = [m for m in prompt if m.content]
+        histories = completion_history_text(history, block.role_prefix if block is not None else None,
+                                            file_upload=ctx.flow.file_upload) if with_history else ""
+        text = completion_text(_completion_template(settings, render_item), histories, sys_query)
+        prompt = chat_prompt([message("user", text, "template", counter)], [], [])
     run.prompt = prompt
     if not prompt:
         raise _NodeFailed(NO_PROMPT)
     model = config.model if override and "model" in override else settings.model
     started = time.perf_counter()
     try:
-        reply = ctx.client().complete(model, [{"role": m.role, "content": m.content} for m in prompt],
+        reply = ctx.client().complete(model, [m.wire() for m in prompt],
                                       settings.max_tokens or None)
     except LLMError as e:
         run.latency_ms = (time.perf_counter() - started) * 1000
@@ -879,8 +864,9 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
     if system_text:
         origin = "long-term memory" if any(s[0] in ctx.recalled for s in selectors_in(settings.system_prompt)) \
             else "system"
-        fixed.append(PromptMessage("system", system_text, origin, counter.chat("system", system_text)))
-    fixed_tokens = REPLY_PRIMING + sum(m.tokens for m in fixed) + counter.chat("user", query)
+        fixed.append(message("system", system_text, origin, counter))
+    query_message = message("user", query, "current query", counter)
+    fixed_total = fixed_tokens([*fixed, query_message])
     compaction_hook = None
     planner = planner_for(ctx.client(), settings.model)
     if window is None and config.strategy == "compaction" and config.compaction_profile == SHIPPED:
@@ -889,15 +875,15 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
         summarizer = ModelSectionSummarizer(planner.client, settings.model) if isinstance(planner, ModelPlanner) \
             else None
         replay = Replay(ctx.conversation, config, system_prompt=system_text, has_thread=ctx.flow.is_chat,
-                        prompt_tokens=lambda _position: fixed_tokens, summarizer=summarizer)
+                        prompt_tokens=lambda _position: fixed_total, summarizer=summarizer)
         ledger = replay.ledger_at(ctx.position)
         history = replay.history_messages(ledger)
         compaction_hook = ShippedRunHook(replay, ctx.position, Message("user", query, QUERY, "query"), system_text)
     else:
-        ledger, history = _history(ctx, config, window, fixed_tokens)
+        ledger, history = _history(ctx, config, window, fixed_total)
     run.ledger = ledger
-    run.prompt = fixed + [PromptMessage(m.role, m.content, "memory history", counter.message(m)) for m in history] \
-        + [PromptMessage("user", query, "current query", counter.chat("user", query))]
+    run.prompt = [*fixed, *history_messages(history, counter, file_upload=ctx.flow.file_upload,
+                                            vision=model_supports_vision(config.model)), query_message]
     if any(s[0] in ctx.recalled for s in selectors_in(settings.system_prompt)):
         run.recalled = [{"node_id": h, "id": r["id"], "memory": r["memory"], "score": r["score"],
                          "tokens": counter.text(r["memory"])}
@@ -1021,7 +1007,8 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
              llm: LLMClient | None = None, node_memory_overrides: Mapping[str, Mapping[str, Any]] | None = None,
              on_variables_updated: Callable[[str, list[VariableChange]], None] | None = None,
              on_event: Callable[[dict], None] | None = None, turn_id: str | None = None,
-             created_at: float | None = None, long_term: Any = None, granularity: str | None = None) -> TurnRecord:
+             created_at: float | None = None, long_term: Any = None, granularity: str | None = None,
+             files: Sequence[FileRef] = ()) -> TurnRecord:
     """Run one turn of ``flow`` on ``state``; returns its record and leaves ``state`` unchanged.
 
     ``parent_id``: the turn this one answers after — :data:`LATEST` (the newest turn), ``None`` (a
@@ -1034,6 +1021,8 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     ``fidelity``: Dify's memory rules — ``code`` (Dify 1.x as shipped, the default) or ``documented``
     (as Dify's docs describe); ``plugin_token_counting``: Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED
     (off by default, as Dify ships it), which makes the shipped rules prune history by tokens.
+    ``files``: the files the user sent with the query (``sys.files``); they stay with the turn's
+    query, so later turns' history carries them when the flow has file upload on.
     ``granularity``: the request's history granularity for agent nodes (``None``: the flow's
     ``history.granularity``, else ``query_answer``).
     Bad input (unknown parent, bad fidelity, missing required inputs, a bad override) raises
@@ -1050,7 +1039,7 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
         raise RunError(str(e)) from None
     if granularity is not None:
         try:
-            check_granularity(granularity, "request")
+            granularity = check_granularity(granularity, "request")
         except GranularityError as e:
             raise RunError(str(e)) from None
     overrides: dict[str, dict] = {}
@@ -1070,8 +1059,9 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
 
     turn_id = turn_id or str(uuid.uuid4())
     created = time.time() if created_at is None else created_at
+    files = tuple(files)
     placeholder = Turn(id=turn_id, parent_id=parent_id,
-                       messages=(Message("user", query, QUERY, f"{turn_id}:query"),
+                       messages=(Message("user", query, QUERY, f"{turn_id}:query", files=files),
                                  Message("assistant", "", ANSWER, f"{turn_id}:answer")),
                        query_index=0, answer_index=1, created_at=created, answer_tokens=0)
     working = Conversation(id=conv.id, turns=list(conv.turns) + [placeholder], system_prompt="",
@@ -1081,7 +1071,8 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     dialogue_count = working.tree.depth[position]
     variables = initialize(flow.variables, state.variables)
     run_id = str(uuid.uuid4())
-    system: dict[str, Any] = {"files": FileList(), "user_id": user_id, "app_id": flow.name,
+    system: dict[str, Any] = {"files": FileList(f.to_dict() for f in files),
+                              "user_id": user_id, "app_id": flow.name,
                               "workflow_id": flow.structural_signature()[:32], "workflow_run_id": run_id}
     if flow.is_chat:
         system.update(query=query, conversation_id=conv.id, dialogue_count=dialogue_count)
@@ -1099,7 +1090,10 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     emit("workflow_started", workflow_run_id=run_id,
          data={"id": run_id, "workflow_id": system["workflow_id"], "inputs": copy.deepcopy(checked_inputs),
                "created_at": int(created)})
-    runs, error = _execute(flow, ctx, checked_inputs)
+    # Dify checks a variable's size when the run loads it, not when a node wrote it: a value that
+    # grew too big in an earlier turn fails this one before any node runs.
+    too_big = check_sizes(variables)
+    runs, error = ([], too_big) if too_big else _execute(flow, ctx, checked_inputs)
     failed = error is not None
     answer = "" if failed else "".join(ctx.answers)
     record = TurnRecord(id=turn_id, parent_id=parent_id, conversation_id=conv.id, turn=number, query=query,
@@ -1109,7 +1103,8 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
                         node_runs=runs, variable_changes=list(ctx.changes),
                         variables=copy.deepcopy(ctx.variables),
                         intermediate=[m.to_dict() for m in ctx.intermediate],
-                        window_overwrites=copy.deepcopy(ctx.window_overwrites))
+                        window_overwrites=copy.deepcopy(ctx.window_overwrites),
+                        files=[f.to_dict() for f in files])
     elapsed = round(sum(r.latency_ms for r in runs) / 1000, 6)
     if not failed:
         emit("message_end", id=turn_id, metadata={"usage": record.usage}, files=[])
@@ -1218,8 +1213,8 @@ def _fixed_tokens(flow: Flow, conversation: Conversation, position: int, node_id
                 and run.fixed_prompt_tokens is not None:
             return run.fixed_prompt_tokens
         if run.prompt is not None and llm_settings(flow.node(node_id)).mode == "chat":
-            return REPLY_PRIMING + sum(counter.chat(m.role, m.content) for m in run.prompt
-                                       if m.origin != "memory history")
+            return fixed_tokens(message(m.role, m.content, m.origin, counter) for m in run.prompt
+                                if m.origin != HISTORY)
         if run.fixed_prompt_tokens is not None:
             return run.fixed_prompt_tokens
     turn = conversation.turns[position]
@@ -1229,14 +1224,13 @@ def _fixed_tokens(flow: Flow, conversation: Conversation, position: int, node_id
     settings = flow.llm(node_id)
     pool = VariablePool(system={"query": turn.query, "files": FileList(), "conversation_id": conversation.id,
                                 "dialogue_count": conversation.tree.depth[position]})
-    total = REPLY_PRIMING
-    for item in settings.prompt:
-        text = render(item.text, pool, context="")
-        if text:
-            total += counter.chat(item.role, text)
-    if config.strategy != "off" and turn.query:
-        total += counter.chat("user", turn.query)
-    return total
+    sys_query = None
+    if config.strategy != "off":
+        qpt = settings.memory.query_prompt_template if settings.memory is not None else None
+        sys_query = qpt or turn.query
+    before, after = template_messages(settings, lambda item: render(item.text, pool, context=""), counter,
+                                      sys_query, pool)
+    return fixed_tokens(before + after)
 
 
 # -- a whole conversation ---------------------------------------------------------------------------

@@ -42,7 +42,8 @@ def seed_demo(service) -> str | None:
     """On a store that has never been seeded: import the sample flows and play the default demo.
 
     The demo conversation runs support-bot's sample queries with the offline demo model, long
-    enough that the Responder's 3-turn window drops the message where the user gave their name.
+    enough that the Responder's window (4 rows: the last 3 turns under Dify 1.x) drops the message
+    where the user gave their name.
     Returns the demo conversation's id (``None`` when the store was seeded before).
     """
     import json

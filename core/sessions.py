@@ -26,7 +26,7 @@ import copy
 import json
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from .bundle import FORMAT, FORMAT_VERSION, is_bundle, parse_bundle, validate_bundle
 from .conversation import QUERY, UUID_NIL, Conversation, Message, Turn, active_thread
@@ -175,7 +175,7 @@ class ConversationService:
              parent_id: Any = _ACTIVE, flow_version_id: str | None = None,
              overrides: Mapping[str, Mapping[str, Any]] | None = None,
              on_event: Callable[[dict], None] | None = None, llm: LLMClient | None = None,
-             granularity: str | None = None) -> TurnRecord:
+             granularity: str | None = None, files: Sequence[Any] = ()) -> TurnRecord:
         """Run one turn after ``parent_id`` (default: the active thread's last turn) and store it.
 
         Turns on one conversation run one at a time, also across processes: this waits for a
@@ -228,7 +228,7 @@ class ConversationService:
                               plugin_token_counting=bool(info.meta.get("plugin_token_counting")), llm=llm or self.llm,
                               node_memory_overrides=overrides or None, on_variables_updated=persist_variables,
                               on_event=events, long_term=self.memory_of(version_id), granularity=granularity,
-                              turn_id=turn_id, created_at=created)
+                              files=files, turn_id=turn_id, created_at=created)
             repo.finish_turn(self.db, conversation_id, turn_from_record(record, version_id))
         except BaseException:
             if started:  # stopped half-way (an error, Ctrl-C): the turn shows as interrupted, not as a hole
@@ -382,7 +382,9 @@ def turn_from_record(record: TurnRecord, flow_version_id: str | None) -> dict:
     data["flow_version_id"] = flow_version_id
     data["answer_tokens"] = record.answer_tokens
     data["prompt_tokens"] = record.to_turn().meta.get("prompt_tokens", {})
-    if data.pop("intermediate", None):  # tool calls and results: the turn's full message list is stored
+    intermediate, files = data.pop("intermediate", None), data.pop("files", None)
+    if intermediate or files:
+        # tool calls and results, or the user's files: the turn's full message list is stored
         data["messages"] = [repo.message_to_dict(m) for m in record.to_turn().messages]
     return data
 

@@ -13,7 +13,7 @@ Dify's ``VariablePool.convert_template`` does it:
 
 Values become text as follows: strings as they are, numbers with ``str``, booleans as
 ``true``/``false``, objects and arrays as JSON (non-ASCII kept), a NONE value as empty text, and a
-file list (``sys.files``) as empty text (MemLens does not upload files).
+file list (``sys.files``) as empty text, as Dify renders file arrays.
 
 Outputs of a node that ran as a pass-through (a node type MemLens does not emulate) are NONE:
 known to exist but empty, so templates render them as empty text rather than as their selector.

@@ -293,6 +293,19 @@ def model_facts(model: str) -> ModelFacts:
     return ModelFacts(model, None, None, False, "unknown")
 
 
+def model_supports_vision(model: str) -> bool:
+    """Whether a model takes images, from litellm's bundled map (unknown models and the demo
+    model: no — Dify's filter then sends them text only)."""
+    if model == DEMO_MODEL:
+        return False
+    table = _model_map()
+    for name in (model, _strip_provider(model), model.split("/", 1)[-1]):
+        entry = table.get(name)
+        if isinstance(entry, dict):
+            return bool(entry.get("supports_vision"))
+    return False
+
+
 def known_models() -> list[str]:
     """Chat models in the bundled map, for pickers."""
     return sorted(k for k, v in _model_map().items()

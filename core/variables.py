@@ -18,8 +18,14 @@ same way: an int value is ``integer``, a float ``float``.
 
 Decisions where Dify's behaviour is a bug (§3.5): a ``/=`` that turns an integer into a float keeps
 the variable a ``number`` (Dify would store a value its next turn cannot load); we do not emulate
-that crash. A v1 assigner whose source is an output of a node MemLens does not emulate leaves the
-variable unchanged and says so (Dify would copy whatever the real node produced).
+that crash. Error messages still name the type Dify stored the variable with: a variable created
+from an int stays ``integer`` after arithmetic (updates copy the segment without re-typing it).
+
+As Dify 1.x ships: a v1 ``over-write`` copies its source even when it resolves to nothing, so the
+variable becomes ``null`` (a source from a node MemLens does not emulate counts as nothing, and the
+note says so). Writes are not size-checked; a value over :data:`MAX_VARIABLE_SIZE` bytes makes the
+*next* turn fail when it loads the variable (:func:`check_sizes`). A live edit's mismatch message
+names the value's type as Dify infers it (``integer``, ``float``, ``array[number]`` for ``[]``).
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ V2_OPERATIONS = ("over-write", "clear", "set", "+=", "-=", "*=", "/=", "append",
 INPUT_TYPES = ("variable", "constant")
 _NO_VALUE = ("clear", "remove-first", "remove-last")
 _ARITHMETIC = ("+=", "-=", "*=", "/=")
+#: Dify's MAX_VARIABLE_SIZE (bytes): a loaded variable bigger than this fails the run.
+MAX_VARIABLE_SIZE = 204_800
 #: The MemLens change-log name for an edit made from outside the flow.
 USER = "user"
 #: Namespace for the ids of variables declared without one (stable per flow and name).
@@ -99,28 +107,52 @@ def is_valid(value_type: str, value: Any) -> bool:
     return isinstance(value, list) and all(is_valid(_ELEMENT[t], v) for v in value)
 
 
-def infer_type(value: Any) -> str:
-    """The type Dify infers for a value, as its mismatch message names it.
+_NUMERIC = frozenset({"integer", "float"})
 
-    Numbers are reported as ``number`` (Dify's exposed type for ``integer``/``float``); a list of
-    mixed element types is ``array[any]``; ``None`` is ``none``.
-    """
+
+def infer_type(value: Any) -> str:
+    """The type Dify infers for a value (graphon's segment-type inference), as its mismatch
+    message names it: an int is ``integer``, a float ``float``; a list whose elements are all
+    numbers — an empty list too — is ``array[number]``; one of a single other kind is
+    ``array[string]``/``array[boolean]``/``array[object]``; a mixed list is ``array[any]``;
+    ``None`` is ``none``."""
     if value is None or value is NONE:
         return "none"
     if isinstance(value, bool):
         return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "float"
     if isinstance(value, str):
         return "string"
     if isinstance(value, dict):
         return "object"
     if isinstance(value, list):
         kinds = {infer_type(v) for v in value}
-        if len(kinds) == 1 and (k := kinds.pop()) in ("string", "number", "boolean", "object"):
+        if kinds <= _NUMERIC:
+            return "array[number]"
+        if len(kinds) == 1 and (k := kinds.pop()) in ("string", "boolean", "object"):
             return f"array[{k}]"
         return "array[any]"
     return type(value).__name__
+
+
+def variable_size(value: Any) -> int:
+    """Dify's size of a loaded variable: the shallow ``sys.getsizeof`` of its value as read back
+    from the stored JSON."""
+    import sys
+
+    return sys.getsizeof(json.loads(json.dumps(value)))
+
+
+def check_sizes(values: Mapping[str, Any]) -> str | None:
+    """Dify's message for the first variable over :data:`MAX_VARIABLE_SIZE`, or ``None``."""
+    for value in values.values():
+        size = variable_size(value)
+        if size > MAX_VARIABLE_SIZE:
+            return f"variable size {size} exceeds limit {MAX_VARIABLE_SIZE}"
+    return None
 
 
 def segment_type(value_type: str, value: Any) -> str:
@@ -300,7 +332,15 @@ def run_assigner_v1(data: Mapping[str, Any], declarations: Sequence[Conversation
         source = lookup(data.get("input_variable_selector") or [])
         if source is MISSING:
             raise AssignerError("input value not found")
-        if _from_pass_through(source):
+        empty = source is None or _from_pass_through(source)
+        if empty and mode == "over-write":
+            # Dify copies the NONE segment's value: the variable becomes null.
+            where = '.'.join(map(str, data.get('input_variable_selector') or []))
+            why = "comes from a node MemLens does not emulate" if _from_pass_through(source) else "is empty"
+            result.notes.append(f"{where} {why}; over-write copied nothing, so conversation.{name} is now null "
+                                f"(as Dify's v1 assigner does)")
+            source = None
+        elif _from_pass_through(source):
             result.notes.append(f"{'.'.join(map(str, data.get('input_variable_selector') or []))} comes from a node "
                                 f"MemLens does not emulate; conversation.{name} left unchanged")
             return result
@@ -317,7 +357,7 @@ def run_assigner_v1(data: Mapping[str, Any], declarations: Sequence[Conversation
 
 
 def _infer_declared(value: Any) -> str:
-    t = infer_type(value)
+    t = _TYPE_ALIASES.get(infer_type(value), infer_type(value))
     return t if t in VARIABLE_TYPES else "string"
 
 
@@ -412,7 +452,9 @@ def run_assigner_v2(items: Sequence[Mapping[str, Any]], declarations: Sequence[C
         old = working[name]
         value_type = _type_of(name, old, by_name)
         if not _operation_supported(value_type, op):
-            raise AssignerError(f"Operation {op} is not supported for type {segment_type(value_type, old)}")
+            # Dify names the type the variable was stored with, which arithmetic never changes.
+            stored = by_name[name].default if name in by_name else old
+            raise AssignerError(f"Operation {op} is not supported for type {segment_type(value_type, stored)}")
         if input_type == "variable" and op in ("set", *_ARITHMETIC):
             raise AssignerError(f"Input type variable is not supported for operation {op}")
         if input_type == "constant" and not _constant_supported(value_type, op):
@@ -475,5 +517,5 @@ def check_assigner_data(data: Mapping[str, Any]) -> str:
 
 __all__ = ["VARIABLE_TYPES", "V1_MODES", "V2_OPERATIONS", "USER", "VariableError", "TypeMismatchError",
            "AssignerError", "ConversationVariable", "VariableChange", "AssignResult", "normalize_type", "zero_value",
-           "is_valid", "infer_type", "segment_type", "defaults", "initialize", "edit_variable", "run_assigner_v1",
+           "is_valid", "infer_type", "segment_type", "MAX_VARIABLE_SIZE", "variable_size", "check_sizes", "defaults", "initialize", "edit_variable", "run_assigner_v1",
            "run_assigner_v2", "check_assigner_data"]

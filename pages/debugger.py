@@ -12,7 +12,7 @@ from core.errors import MemLensError
 from core.memory import DEFAULT_FIDELITY
 from core.store import repo
 from core.store.db import resolve_url
-from core.tokens import counter_for
+from core.tokens import counter_for, model_supports_vision
 from core.why import MAX_PHRASE
 from core.words import conversation_length, plural
 from ui import data, html
@@ -346,7 +346,9 @@ if side_col is not None:
                         counter = counter_for(model)
                         if is_what_if and ledger is not None:
                             run["ledger"] = ledger
-                            run["prompt"] = what_if_prompt(run.get("prompt") or [], ledger, conv, counter)
+                            run["prompt"] = what_if_prompt(run.get("prompt") or [], ledger, conv, counter,
+                                                           file_upload=flow.file_upload,
+                                                           vision=model_supports_vision(model))
                         other = data.other_profile_ledger(url, conv_id, stamp, info.flow_version_id, selected_id,
                                                           node.id, json.dumps(overrides.get(node.id) or
                                                                               stored_overrides.get(node.id) or {},

@@ -29,6 +29,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 import streamlit as st
 
+from core.agent import GRANULARITY_SOURCES, granularity_line  # noqa: F401  (one wording for UI and CLI)
 from core.long_term import DEFAULT_TOP_K, LongTermMemory, MemoryEvent, MemoryItem, recall_preview
 from ui.html import plain
 
@@ -92,16 +93,6 @@ def render_recalled(recalled: Sequence[dict[str, Any]] | None, *, key: str) -> N
     st.dataframe(frame, hide_index=True, key=key, width="stretch")
 
 
-GRANULARITY_SOURCES = {"request": "set on the request", "flow": "the flow's history.granularity",
-                       "default": "the default"}
-
-
-def granularity_line(run: Mapping[str, Any]) -> str:
-    """``history granularity all_messages — set on the request`` (empty for nodes without one)."""
-    if not run.get("granularity"):
-        return ""
-    source = GRANULARITY_SOURCES.get(run.get("granularity_source") or "", run.get("granularity_source") or "")
-    return f"history granularity {run['granularity']} — {source}"
 
 
 def _short(value: Any, width: int = 120) -> str:

@@ -100,6 +100,10 @@ def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool
                 st.text(first[:140] + ("…" if len(first) > 140 or "\n" in row.content.strip() else ""))
             else:
                 st.text(row.content)
+            for part in row.parts:
+                how = "estimated" if part.get("estimated") else "exact"
+                st.caption(plain(f"{part.get('type')} · {part.get('name') or ''} · {part.get('tokens', 0):,} "
+                                 f"tokens ({how})"))
     if skipped:
         st.caption(f"… {skipped:,} memory-history messages on other pages")
     if r.reply is not None:

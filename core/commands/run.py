@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from ..cli import UsageError
+from ..agent import granularity_line
 from ..conversation import QUERY
+from ..debug_view import dify_profile
 from ..flow import Flow, load_flow
 from ..ledger import Ledger, explain
 from ..limits import MAX_DEPTH, check_file_size, check_value
@@ -119,8 +121,9 @@ def _node_line(run: NodeRun) -> list[str]:
         ledger = run.ledger
         memory = run.memory or {}
         label = "memory off" if memory.get("strategy") == "off" else \
-            (f"window {memory.get('window')} turns" if memory.get("window") else "no window")
-        detail = f" {label}"
+            (f"window {memory.get('window')}" if memory.get("window") else "no window")
+        rules = dify_profile(memory)
+        detail = f" {label}" + (f" ({rules})" if rules else "")
         if ledger is not None:
             detail += f" · kept {len(ledger.kept)} of {len(ledger.entries)} earlier · prompt {ledger.prompt_tokens} tok"
         lines.append(head + detail)
@@ -137,6 +140,8 @@ def _node_line(run: NodeRun) -> list[str]:
         lines.append(head + f" → {run.branch}")
     else:
         lines.append(head)
+        if granularity_line(run):
+            lines.append(f"      {granularity_line(run)}")
         for note in run.notes:
             lines.append(f"      note: {note}")
     if run.error:
@@ -185,7 +190,7 @@ def _run_stored(args: argparse.Namespace, flow: Flow, queries: list[dict]) -> tu
         conv_id = service.start(version.flow_id, user_id=args.user, name=f"{flow.name} (command line)",
                                 source="cli", fidelity=args.fidelity,
                                 plugin_token_counting=args.plugin_token_counting).id
-    records = [service.send(conv_id, item["query"], item["inputs"]) for item in queries]
+    records = [service.send(conv_id, item["query"], item["inputs"], granularity=args.granularity) for item in queries]
     return conv_id, records, flow
 
 
@@ -206,7 +211,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     records: list[TurnRecord] = []
     for item in queries:
         record = run_turn(flow, state, item["query"], item["inputs"], user_id=args.user, fidelity=args.fidelity,
-                          plugin_token_counting=args.plugin_token_counting, llm=client, long_term=long_term)
+                          plugin_token_counting=args.plugin_token_counting, llm=client, long_term=long_term,
+                          granularity=args.granularity)
         records.append(record)
         state = state.apply(record)
     if args.format == "json":
@@ -215,6 +221,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(_table(flow, state.id, records) + "\n")
     return 0
+
+
+def _granularity(text: str) -> str:
+    import argparse
+
+    from ..agent import GranularityError, check_granularity
+
+    try:
+        return check_granularity(text, "--granularity")
+    except GranularityError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def register(subparsers) -> None:
@@ -230,6 +247,9 @@ def register(subparsers) -> None:
     p.add_argument("--plugin-token-counting", action="store_true",
                    help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off by default, as Dify ships it): with it on, "
                         "history is pruned by tokens")
+    p.add_argument("--granularity", default=None, type=_granularity,
+                   help="history granularity for agent nodes: query_answer or all_messages (any case; default: "
+                        "the flow's history.granularity, else query_answer)")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--db", default=None, help="store the run in this database (default with --conversation: "
                                               "MEMLENS_DATABASE_URL or data/memlens.db)")
