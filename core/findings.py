@@ -350,9 +350,10 @@ def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], node_id: str | No
         detail = "trim_messages drops what does not fit its max_tokens; check that nothing needed goes first."
         severity = INFO
     else:
-        detail = ("Dify pops the oldest message while the history is over its budget (context size − max_tokens "
-                  "− the prompt) and nothing in the run says so. Raise the context size or lower max_tokens, or "
-                  "narrow the window so what is dropped is a choice.")
+        detail = ("Dify pops the oldest message while the history is over its budget (Dify 1.x, with plugin token "
+                  "counting on: context size − max_tokens − 3; as its docs describe: − the prompt) and nothing in "
+                  "the run says so. Raise the context size or lower max_tokens, or narrow the window so what is "
+                  "dropped is a choice.")
         severity = WARNING
     return Finding(SILENT_PRUNING, text + ".", subject, first.turn, node_id, severity, detail,
                    {"turns": [t.turn for t in hit], "pruned": [t.pruned for t in hit], "budget": first.budget})

@@ -227,8 +227,7 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
         if not window or window < 0 or window > 500:
             return "outside Dify's 500-row cap" if code else "outside Dify's 500-turn cap"
         if code:
-            return (f"outside the window: Dify fetches the newest {window} message rows, and the current turn's "
-                    f"row is one of them (N gives N−1 earlier turns; rows of other branches count too)")
+            return f"outside window of {window} rows: the current turn's row is one of them"
         return f"outside window of {window} turns (as Dify's docs describe)"
     if r == OVER_BUDGET:
         budget = config.get("budget")

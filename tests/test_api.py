@@ -747,7 +747,7 @@ def test_ledger_extension_shows_each_llm_nodes_entries_budget_and_prompt(api):
     assert kept[(1, "user")] == "outside_window" and kept[(4, "assistant")] == "kept"
     assert ledger["turn_label"] == "turn 5"
     assert [e["turn_label"] for e in responder["ledger"]["entries"]][:2] == ["turn 1", "turn 1"]
-    assert responder["ledger"]["budget"] is not None
+    assert responder["ledger"]["budget"] is None  # Dify 1.x: no token counting, no budget
     assert responder["prompt"][-1]["content"] == "What's my name?"
     _error(api.request("GET", f"/memlens/messages/{uuid.uuid4()}/ledger", params={"user": "abc-123"}),
            404, "not_found", "Message Not Exists.")
@@ -855,3 +855,38 @@ def test_property_based_requests_from_the_openapi_document_never_get_a_server_er
     assert all(code < 500 for code in everything)
     assert 200 in codes["POST /v1/chat-messages"]
     assert any(400 <= code < 500 for code in everything)
+
+
+# -- Dify 1.x request fields: history granularity and files ------------------------------------------
+
+def test_chat_history_granularity_is_accepted_in_any_case_and_a_bad_value_is_refused(api):
+    for value in ("ALL_MESSAGES", "query_answer", "Query_Answer"):
+        assert api.chat("Hello", chat_history_granularity=value).status_code == 200, value
+    before = len(repo.list_conversations(api.db))
+    _error(api.chat("Hello", chat_history_granularity="everything"), 400, "invalid_param",
+           "chat_history_granularity must be QUERY_ANSWER or ALL_MESSAGES")
+    assert len(repo.list_conversations(api.db)) == before
+
+
+def test_files_stay_with_their_message_and_bad_files_are_refused(api):
+    from core.conversation import FileRef
+
+    app = api.server.server.config.app
+    upload_id = app.state.uploads.add("document", "https://files.example/manual.pdf")
+    files = [{"type": "image", "transfer_method": "remote_url", "url": "https://example.com/a.png"},
+             {"type": "document", "transfer_method": "local_file", "upload_file_id": upload_id}]
+    r = api.chat("Look at these", files=files)
+    assert r.status_code == 200, r.text
+    turn = repo.load_conversation(api.db, r.json()["conversation_id"]).turns[0]
+    assert turn.query_message.files == (FileRef("image", "https://example.com/a.png", ""),
+                                        FileRef("document", "https://files.example/manual.pdf", upload_id))
+    before = len(repo.list_conversations(api.db))
+    for bad, needle in [
+        ([{"type": "image", "transfer_method": "ftp", "url": "x"}], "transfer_method 'ftp' is unknown"),
+        ([{"type": "image", "transfer_method": "local_file", "upload_file_id": "nope"}], "is not a file uploaded"),
+        ([{"type": "image", "transfer_method": "remote_url", "url": "file:///etc/passwd"}], "remote_url needs a url"),
+        ([{"type": "spreadsheet", "transfer_method": "remote_url", "url": "https://e.x/a"}], "type 'spreadsheet'"),
+    ]:
+        body = _error(api.chat("Look", files=bad), 400, "invalid_param")
+        assert needle in body["message"], body
+    assert len(repo.list_conversations(api.db)) == before

@@ -22,7 +22,7 @@ FLOW = {
          "variables": [{"variable": "plan", "label": "Plan", "type": "select", "options": ["free", "pro"],
                         "required": False}]},
         {"id": "llm", "type": "llm", "model": "openai/gpt-4o-mini",
-         "prompt_template": [{"role": "system", "text": "Turn {{#sys.dialogue_count#}}."}], "memory": {"window": 2}},
+         "prompt_template": [{"role": "system", "text": "Turn {{#sys.dialogue_count#}}."}], "memory": {"window": 3}},
         {"id": "count", "type": "assigner", "version": "2",
          "items": [{"variable_selector": ["conversation", "turns"], "input_type": "constant", "operation": "+=",
                     "value": 1},
@@ -77,7 +77,8 @@ def test_json_output_has_exactly_the_documented_shape_with_variables_and_if_else
                 assert all(set(m) == {"role", "content"} for m in n["prompt"])
             else:
                 assert (n["ledger"], n["prompt"], n["reply"]) == (None, None, None)
-    # The demo model answered from its window of 2 turns (the node names an OpenAI model: it stood in).
+    # The demo model answered from the 2 turns its window of 3 rows holds in Dify 1.x (the node names
+    # an OpenAI model: the demo model stood in).
     assert turns[1]["answer"] == "Your name is Dana."
     assert [n["id"] for n in turns[0]["nodes"]] == ["start", "llm", "count", "save_plan", "quota", "answer"]
     assert [n["id"] for n in turns[3]["nodes"]][-1] == "answer_over"
@@ -100,17 +101,28 @@ def test_the_default_table_shows_turns_nodes_ledgers_and_variable_changes(files,
     code, out, err = run_cli(capsys, flow, "--queries", queries)
     assert code == 0, err
     assert "Turn 3 · dialogue_count 3 · succeeded" in out
-    assert "✗ 1:query" in out and "outside window of 2 turns" in out
+    assert "✗ 1:query" in out and "outside window of 3 rows: the current turn's row is one of them" in out
+    assert "window 3 (Dify 1.x as shipped · plugin token counting off)" in out
     assert "variable turns: 2 → 3 (+= by count)" in out
     assert "quota            if-else        → over" in out
 
 
-def test_fidelity_code_gives_one_turn_fewer(files, capsys):
+def test_fidelity_documented_gives_one_turn_more(files, capsys):
     flow, queries = files
-    code, out, _ = run_cli(capsys, flow, "--queries", queries, "--format", "json", "--fidelity", "code")
+    code, out, _ = run_cli(capsys, flow, "--queries", queries, "--format", "json", "--fidelity", "documented")
     assert code == 0
     llm3 = [n for n in json.loads(out)["turns"][3]["nodes"] if n["id"] == "llm"][0]
-    assert [e["ref"] for e in llm3["ledger"] if e["kept"]] == ["3:query", "3:answer"]
+    assert [e["ref"] for e in llm3["ledger"] if e["kept"]] == ["1:query", "1:answer", "2:query", "2:answer",
+                                                               "3:query", "3:answer"]
+
+
+def test_plugin_token_counting_and_granularity_are_run_options(files, capsys):
+    flow, queries = files
+    code, out, _ = run_cli(capsys, flow, "--queries", queries, "--plugin-token-counting", "--granularity",
+                           "ALL_MESSAGES")
+    assert code == 0 and "window 3 (Dify 1.x as shipped · plugin token counting on)" in out
+    code, _, err = run_cli(capsys, flow, "--queries", queries, "--granularity", "everything")
+    assert code == 2 and "granularity 'everything' is unknown" in err
 
 
 def test_a_dify_dsl_export_runs_too(capsys, tmp_path):

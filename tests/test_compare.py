@@ -92,8 +92,9 @@ def test_a_windowed_heatmap_shows_the_last_rows_and_latest_columns_and_counts_wh
         shown = [e.reason for e in entries[168:]]
         assert matrix.cells[r] == shown + [None] * (30 - len(shown))
         assert matrix.hidden_kept[r] == sum(1 for e in entries[:168] if e.kept)
-    # Turn 91 keeps turns 79–90 (24 messages); columns start at turn 85, so 12 are off-screen.
-    assert matrix.hidden_kept[0] == 12 and matrix.hidden_kept[-1] == 0
+    # Dify 1.x: 12 rows are turn 91 and the 11 before it, 80–90 (22 messages); columns start at
+    # turn 85, so turns 80–84 (10 messages) are off-screen.
+    assert matrix.hidden_kept[0] == 10 and matrix.hidden_kept[-1] == 0
 
 
 def test_a_window_can_end_at_any_answered_turn():
@@ -131,7 +132,7 @@ def test_hover_names_the_message_its_tokens_and_the_reason():
     assert matrix.cells[r][c] == OUTSIDE_WINDOW
     text = matrix.hover(r, c)
     assert text.startswith(f"turn 1 · user · {matrix.tokens[c]:,} tokens · question number 1")
-    assert "outside window of 2 turns" in text
+    assert "outside window of 2 rows: the current turn's row is one of them" in text
     assert "not yet written" in matrix.hover(0, c + 2)
 
 
@@ -152,7 +153,8 @@ def test_series_follow_the_summaries_of_each_config():
 
 def test_oldest_turn_remembered_moves_with_the_window():
     series = turn_series(Replay(linear(8), MemoryConfig(window=3)))
-    assert series.oldest_kept_turn == [None, 1, 1, 1, 2, 3, 4, 5]
+    # Dify 1.x: 3 rows are the current turn and the 2 before it.
+    assert series.oldest_kept_turn == [None, 1, 1, 2, 3, 4, 5, 6]
 
 
 # -- facts ------------------------------------------------------------------------------------------
@@ -204,15 +206,16 @@ def test_fact_timelines_equal_what_the_ledgers_keep(make, config):
         assert fate.lost_turn == first_lost
 
 
-def test_lisbon_name_is_lost_at_turn_5_with_window_3_and_never_with_buffer():
+def test_lisbon_name_is_lost_at_turn_4_with_window_3_and_never_with_buffer():
     result = compare(lisbon(), [MemoryConfig(window=3), MemoryConfig(strategy="buffer")])
     labels = [f.label for f in result.facts]
     assert labels == ["your name", "your diet", "your booking number"]
     name = result.fates[0]
-    assert (name[0].stated_turn, name[0].lost_turn, name[0].lost_reason) == (1, 5, OUTSIDE_WINDOW)
+    # Dify 1.x: window 3 sends the 2 turns before the current one, so turn 4 no longer has turn 1.
+    assert (name[0].stated_turn, name[0].lost_turn, name[0].lost_reason) == (1, 4, OUTSIDE_WINDOW)
     assert name[1].lost_turn is None
-    assert result.sentences[0] == "your name is lost at turn 5 with dify window 3; never with buffer (everything)"
-    assert result.sentences[2].startswith("your booking number is lost at turn 7 with dify window 3")
+    assert result.sentences[0] == "your name is lost at turn 4 with dify window 3; never with buffer (everything)"
+    assert result.sentences[2].startswith("your booking number is lost at turn 6 with dify window 3")
 
 
 def test_a_restated_fact_counts_as_remembered_while_any_statement_is_kept():
@@ -220,16 +223,17 @@ def test_a_restated_fact_counts_as_remembered_while_any_statement_is_kept():
     fact = detect_facts(conv)[0]
     assert fact.messages == ((0, 0), (5, 0))
     fate = compare(conv, [MemoryConfig(window=3), MemoryConfig(window=1)], facts=[fact]).fates[0][0]
-    #             turn: 1     2     3     4     5      6     7     8     9     10     11     12
-    assert fate.present == [True, True, True, True, False, True, True, True, True, False, False, False]
-    assert fate.lost_turn == 5
+    # Dify 1.x, window 3: each turn sees the 2 before it.
+    #             turn: 1     2     3     4      5      6     7     8     9      10     11     12
+    assert fate.present == [True, True, True, False, False, True, True, True, False, False, False, False]
+    assert fate.lost_turn == 4
 
 
 def test_memory_off_loses_a_fact_at_the_next_turn_and_says_so():
     result = compare(lisbon(), [MemoryConfig(strategy="off"), MemoryConfig(window=10)],
                      facts=[((0, 0), "your name")])
     assert result.fates[0][0].lost_turn == 2 and result.fates[0][0].lost_reason == MEMORY_OFF
-    assert result.sentences == ["your name is lost at turn 2 with memory off and at turn 12 with dify window 10"]
+    assert result.sentences == ["your name is lost at turn 2 with memory off and at turn 11 with dify window 10"]
 
 
 def test_a_fact_on_one_branch_is_not_lost_on_another():
@@ -259,7 +263,7 @@ def test_bfcl_probes_are_the_facts_to_follow():
     assert [f.label for f in result.facts] == list(dict.fromkeys(f["label"] for f in conv.meta["facts"]))
     first = result.facts[0]
     assert first.label.startswith("Monday: Need to finalize Q1 budget report")
-    assert result.fates[0][0].lost_turn == 4 and result.fates[0][1].lost_turn is None
+    assert result.fates[0][0].lost_turn == 3 and result.fates[0][1].lost_turn is None
 
 
 def test_fact_sentence_names_summaries_and_groups_configs():
@@ -281,11 +285,11 @@ def test_fact_sentence_names_summaries_and_groups_configs():
 
 def test_turn_diff_shows_the_previous_round_entering_and_the_oldest_leaving():
     replay = Replay(linear(6), MemoryConfig(window=2))
-    diff = turn_diff(replay, 4)
+    diff = turn_diff(replay, 4)  # Dify 1.x: a window of 2 rows is the current turn and the one before
     assert diff.previous_turn == 3
     assert [x.ref for x in diff.entered] == ["3:query", "3:answer"]
-    assert [(x.ref, x.reason) for x in diff.left] == [("1:query", OUTSIDE_WINDOW), ("1:answer", OUTSIDE_WINDOW)]
-    assert diff.stayed == 2
+    assert [(x.ref, x.reason) for x in diff.left] == [("2:query", OUTSIDE_WINDOW), ("2:answer", OUTSIDE_WINDOW)]
+    assert diff.stayed == 0
     assert diff.token_delta == replay.ledger(4).history_tokens - replay.ledger(3).history_tokens
     first = turn_diff(replay, 1)
     assert first.previous_turn is None and first.entered == [] and first.left == [] and first.token_delta == 0
@@ -325,8 +329,8 @@ def test_named_configs_round_trip_and_get_distinct_labels():
         assert NamedConfig.from_dict(json.loads(json.dumps(c.to_dict()))) == c
     with pytest.raises(ConfigError, match="unknown memory setting"):
         NamedConfig.from_dict({"label": "x", "windw": 3})
-    with pytest.raises(ConfigError, match="window 900 is out of range"):
-        named_configs([{"window": 900}])
+    with pytest.raises(ConfigError, match="window 9000000 is out of range"):
+        named_configs([{"window": 9_000_000}])
 
 
 def test_compare_needs_two_to_six_configs():
@@ -361,7 +365,7 @@ def test_user_facts_override_the_detected_ones():
     assert [f.label for f in result.facts] == ["Baixa advice"]
     fate = result.fates[0][0]
     assert fate.stated_turn == 5 and fate.present[:5] == [None] * 5  # an answer is there from the next turn
-    assert fate.lost_turn == 9
+    assert fate.lost_turn == 8
     assert compare(lisbon(), [MemoryConfig(), MemoryConfig(window=1)], facts=[]).facts == []
 
 

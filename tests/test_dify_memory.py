@@ -187,14 +187,15 @@ def test_item13_code_fidelity_never_prunes_without_plugin_token_counting():
     assert ledger.budget is None
     assert len(ledger.kept) == 8
     counting = Replay(conv, CODE.with_(context_size=100, plugin_token_counting=True)).ledger(5)
-    assert counting.budget == 100 and len(counting.kept) == 1
+    assert counting.budget == 100 - 3 and len(counting.kept) == 1
 
 
-# 14. rest = max(context − max_tokens − 0, 0) in Dify's code; 2000 when the context size is unknown.
+# 14. rest = max(context − max_tokens − count([]), 0) in Dify's code (an empty list counts its +3
+# priming); 2000 when the context size is unknown.
 def test_item14_rest_tokens_in_code_do_not_subtract_the_prompt():
     conv = linear(2)
     code = Replay(conv, CODE.with_(plugin_token_counting=True, max_tokens=1000)).ledger(2)
-    assert code.budget == 128_000 - 1000
+    assert code.budget == 128_000 - 1000 - 3
     documented = Replay(conv, DOC.with_(max_tokens=1000)).ledger(2)
     assert documented.budget == 128_000 - 1000 - Replay(conv, DOC).fixed_prompt_tokens(1)
     assert Replay(conv, CODE.with_(plugin_token_counting=True, max_tokens=500_000)).ledger(2).budget == 0

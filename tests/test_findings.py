@@ -81,11 +81,15 @@ def test_a_question_about_a_fact_the_window_dropped_links_to_the_turn_that_asks(
     configs = [MemoryConfig(window=3), MemoryConfig(window=10)]
     found = kinds(config_findings(conv, configs, comparison=compare(conv, configs)), FACT_NOT_SEEN)
     # Turn 11 asks for the name (turn 1) and the booking number (turn 3); turn 12 for the diet (turn 2).
+    # Dify 1.x: a window of 10 rows holds the 9 turns before the current one, so it loses turn 1 at
+    # turn 11 and turn 2 at turn 12 too.
     assert [(f.turn, f.subject, f.data["fact"]) for f in found] == [
-        (11, "dify window 3", "your name"), (11, "dify window 3", "your booking number"),
-        (12, "dify window 3", "your diet")]
+        (11, "dify window 3", "your name"), (11, "dify window 10", "your name"),
+        (11, "dify window 3", "your booking number"), (12, "dify window 3", "your diet"),
+        (12, "dify window 10", "your diet")]
     assert found[0].text == ("At turn 11 the user asks about your name, but dify window 3 no longer has turn 1, "
-                             "where it was stated (outside window of 3 turns).")
+                             "where it was stated (outside window of 3 rows: the current turn's row is one of "
+                             "them).")
     assert all(f.severity == WARNING for f in found)
 
 
@@ -102,8 +106,8 @@ def test_a_marked_fact_that_leaves_memory_is_a_note_at_the_turn_it_goes():
     configs = [MemoryConfig(window=2), MemoryConfig(strategy="buffer")]
     comparison = compare(conv, configs, facts=[((4, 0), "the tram question")])
     found = kinds(config_findings(conv, configs, comparison=comparison), FACT_NOT_SEEN)
-    assert [(f.turn, f.severity) for f in found] == [(8, INFO)]
-    assert found[0].text == "the tram question (turn 5) leaves dify window 2's memory at turn 8 (outside window)."
+    assert [(f.turn, f.severity) for f in found] == [(7, INFO)]  # Dify 1.x: 2 rows = the turn before only
+    assert found[0].text == "the tram question (turn 5) leaves dify window 2's memory at turn 7 (outside window)."
 
 
 def test_a_node_that_lost_the_turn_with_a_fact_is_reported_but_a_restated_value_counts_as_known():
@@ -111,11 +115,13 @@ def test_a_node_that_lost_the_turn_with_a_fact_is_reported_but_a_restated_value_
     queries = json.loads((ROOT / "sample_data" / "flows" / "support-bot.queries.json").read_text())
     state, records = run_conversation(flow, queries, llm=DemoClient())
     found = kinds(run_findings(flow, state.conversation, records), FACT_NOT_SEEN)
-    # Turn 6 asks the name (turn 1, out of the 3-turn window). Turn 7 asks the order number: turn 1
-    # is out of the window too, but turn 4's answer restated it and is still kept.
+    # Turn 6 asks the name (turn 1, out of the window: 4 rows, the current turn's and 3 before it).
+    # Turn 7 asks the order number: turn 1 is out of the window too, but turn 4's answer restated it
+    # and is still kept.
     assert [(f.turn, f.node_id, f.data["fact"]) for f in found] == [(6, "responder", "your name")]
     assert found[0].text == ("At turn 6 the user asks about your name, but Responder no longer has turn 1, "
-                             "where it was stated (outside window of 3 turns).")
+                             "where it was stated (outside window of 4 rows: the current turn's row is one of "
+                             "them).")
     assert "4411" in records[3].answer  # the restatement that keeps the order number known
 
 
@@ -143,10 +149,11 @@ def test_a_node_that_no_longer_has_the_turn_where_a_variable_was_set():
     flow, conv, records = run(_order_flow(None), ["A-7731", "how long?", "and then?", "ok", "thanks"])
     assert records[0].variable_changes and records[0].variable_changes[0].name == "order_id"
     found = kinds(run_findings(flow, conv, records), FACT_NOT_SEEN)
-    # A 2-turn window at turn 4 holds turns 2–3: turn 1, where order_id was set, is gone.
-    assert [(f.turn, f.node_id, f.data) for f in found] == [(4, "summarizer", {"variable": "order_id", "set_turn": 1})]
-    assert found[0].text.startswith("Summarizer no longer has turn 1, where `order_id` was set: at turn 4 that turn "
-                                    "is out of its memory (outside window of 2 turns)")
+    # Dify 1.x: a window of 2 rows at turn 3 holds turn 2 only: turn 1, where order_id was set, is gone.
+    assert [(f.turn, f.node_id, f.data) for f in found] == [(3, "summarizer", {"variable": "order_id", "set_turn": 1})]
+    assert found[0].text.startswith("Summarizer no longer has turn 1, where `order_id` was set: at turn 3 that turn "
+                                    "is out of its memory (outside window of 2 rows: the current turn's row is one "
+                                    "of them)")
 
 
 def test_a_node_that_renders_the_variable_needs_no_memory_of_its_turn():
@@ -238,17 +245,17 @@ def test_a_flow_node_with_a_window_of_zero_is_found_and_linked_to_its_first_hist
 
 def test_a_budget_that_pruned_messages_is_found_at_the_first_turn_the_ledger_prunes():
     conv = lisbon()
-    config = MemoryConfig(context_size=300)
+    config = MemoryConfig(context_size=300, plugin_token_counting=True)  # Dify 1.x prunes only with counting on
     replay = Replay(conv, config)
     pruned = {replay.numbers[p]: sum(e.reason == OVER_BUDGET for e in replay.ledger_at(p).entries)
               for p in conv.answered_turns()}
     first = min(t for t, n in pruned.items() if n)
     found = kinds(config_findings(conv, [config, MemoryConfig(strategy="buffer")]), SILENT_PRUNING)
-    assert [(f.turn, f.subject) for f in found] == [(first, "dify no window")]
+    assert [(f.turn, f.subject) for f in found] == [(first, "dify no window + token counting")]
     assert found[0].data["turns"] == [t for t, n in sorted(pruned.items()) if n]
     assert found[0].data["pruned"] == [n for t, n in sorted(pruned.items()) if n]
     assert found[0].text.startswith(f"Budget exceeded at turn {first}: {pruned[first]} oldest message")
-    assert "pruned silently by dify no window to fit its token budget of" in found[0].text
+    assert "pruned silently by dify no window + token counting to fit its token budget of" in found[0].text
 
 
 def test_no_budget_finding_when_the_history_fits():
@@ -271,9 +278,10 @@ def test_one_message_filling_most_of_the_window_is_found_while_it_stays():
     config = MemoryConfig(window=3)
     found = kinds(config_findings(conv, [config, MemoryConfig(strategy="off")]), DOMINANT_MESSAGE)
     replay = Replay(conv, config)
-    # Turn 2's answer is in the 3-turn window at turns 3, 4 and 5.
+    # Dify 1.x: a window of 3 rows holds the 2 turns before the current one, so turn 2's answer is
+    # in memory at turns 3 and 4.
     assert [(f.turn, f.subject, f.data["turns"], f.data["message"]) for f in found] == \
-        [(3, "dify window 3", [3, 4, 5], [1, 1])]
+        [(3, "dify window 3", [3, 4], [1, 1])]
     ledger = replay.ledger(3)
     big = max(ledger.kept, key=lambda e: e.tokens)
     assert big.ref == "2:answer" and found[0].data["tokens"] == big.tokens >= DOMINANT_MIN_TOKENS

@@ -196,4 +196,4 @@ def test_sample_flows_load_and_describe_themselves():
     support = load_flow(ROOT / "sample_data" / "flows" / "support-bot.yml")
     memory = import_report(support).llm_memory
     assert memory["classifier"]["memory"] == "off"
-    assert memory["responder"]["window_size"] == 3
+    assert memory["responder"]["window_size"] == 4

@@ -9,7 +9,7 @@ from core.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUT
 from core.memory import MemoryConfig, Replay
 from tests.builders import dify, linear, openai, record
 
-DIFY = MemoryConfig()
+DIFY = MemoryConfig(fidelity="documented")  # the docs' profile: it always prunes to the budget
 
 
 def tool_turn(mid, parent, query="q", answer="a"):
@@ -64,7 +64,8 @@ def test_outside_window_comes_before_over_budget_and_over_budget_before_empty():
                  record("4", "3", "q4", "a4"), record("5", "4", "now", "")])
     fixed = Replay(conv, DIFY).fixed_prompt_tokens(4)
     # Budget for 3 small messages: the empty answer of turn 2 is pruned before it could be "empty".
-    replay = Replay(conv, DIFY.with_(window=3, context_size=fixed + 3 + 5 + 6 + 4))
+    # (each message costs 3 + 1 for its role + its content)
+    replay = Replay(conv, DIFY.with_(window=3, context_size=fixed + 3 + 5 + 6 + 4 + 3))
     r = reasons(replay.ledger(5))
     assert r["1:query"] == OUTSIDE_WINDOW and r["1:answer"] == OUTSIDE_WINDOW
     assert r["2:query"] == OVER_BUDGET and r["2:answer"] == OVER_BUDGET

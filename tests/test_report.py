@@ -152,7 +152,7 @@ def test_heatmap_cells_in_the_report_are_the_ledgers():
         assert cells == expected, named.label
     html = report_html(report)
     runs = re.findall(r"<title>(turns? 5(?:–\d+)?: \d+ messages of turns 1–[^<]*)</title>", html)
-    assert runs and runs[0].endswith("— outside window of 3 turns")  # the block's reason, once
+    assert runs and runs[0].endswith("— outside window of 3 rows: the current turn&#x27;s row is one of them")  # the block's reason, once
     assert re.search(r"<title>turn 1 · user · \d+ tokens · Hi! I&#x27;m Dana", html)  # each message, once
 
 
@@ -200,7 +200,7 @@ def test_a_conversation_survives_the_json_round_trip_with_branches_and_tools():
 
 @pytest.mark.parametrize("change, field", [
     (lambda d: d.update(version=9), "version"),
-    (lambda d: d["configs"][1].update(window=-1), "configs[1]"),
+    (lambda d: d["configs"][1].update(window=9_000_000), "configs[1]"),
     (lambda d: d["conversation"]["turns"][2]["messages"][0].update(role="robot"),
      "conversation.turns[2].messages[0].role"),
     (lambda d: d["conversation"]["turns"][1].update(query_index=7), "conversation.turns[1].query_index"),
@@ -340,8 +340,8 @@ def test_config_sets_are_saved_listed_replaced_and_deleted(tmp_path):
         save_config_set(db, " ", [MemoryConfig(), MemoryConfig()])
     with pytest.raises(ReportError, match="2 to 6 configs"):
         save_config_set(db, "one", [MemoryConfig()])
-    with pytest.raises(MemLensError, match="window 900 is out of range"):
-        save_config_set(db, "bad", [MemoryConfig(), {"window": 900}])
+    with pytest.raises(MemLensError, match="window 9000000 is out of range"):
+        save_config_set(db, "bad", [MemoryConfig(), {"window": 9_000_000}])
     assert list(saved_config_sets(db)) == ["budget"]
 
 
@@ -417,7 +417,7 @@ def test_what_a_memory_holds_reads_as_one_sentence():
     from core.report import remembered
 
     conv = lisbon()
-    window = Replay(conv, MemoryConfig(window=3))
+    window = Replay(conv, MemoryConfig(window=4))  # Dify 1.x: the current turn's row and the 3 before it
     assert remembered(window.ledger(1)).sentence() == "first turn: nothing earlier to remember"
     held = remembered(window.ledger(8))
     assert (held.kept_turns, held.forgotten_turns, held.kept) == ((5, 6, 7), (1, 2, 3, 4), 6)

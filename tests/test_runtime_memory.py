@@ -17,13 +17,14 @@ LONG = "Here is everything about our refund policy. " * 60
 
 
 def two_node_flow() -> Flow:
-    """Node A remembers 2 turns, node B has memory off; the Answer node stores A's reply."""
+    """Node A remembers 2 turns (a window of 3 rows in Dify 1.x: the current turn's row is one of
+    them), node B has memory off; the Answer node stores A's reply."""
     return Flow.from_dict({
         "format": "memlens-flow", "version": 1, "name": "two-nodes",
         "nodes": [
             {"id": "start", "type": "start"},
             {"id": "a", "type": "llm", "title": "Responder", "model": "memlens/demo",
-             "prompt_template": [{"role": "system", "text": "You are A."}], "memory": {"window": 2}},
+             "prompt_template": [{"role": "system", "text": "You are A."}], "memory": {"window": 3}},
             {"id": "b", "type": "llm", "title": "Summarizer", "model": "memlens/demo",
              "prompt_template": [{"role": "system", "text": "You are B."}, {"role": "user", "text": "{{#sys.query#}}"}]},
             {"id": "answer", "type": "answer", "answer": "{{#a.text#}}"},
@@ -43,7 +44,7 @@ def test_two_nodes_ledgers_show_exactly_what_each_saw_turn_by_turn():
     flow = two_node_flow()
     client = ScriptedClient({"You are A.": ["short one", LONG, "short three", "short four", "short five"]})
     _, records = run_conversation(flow, [f"question {i}" for i in range(1, 6)], llm=client)
-    # Node A: a window of 2 turns (documented fidelity) over the stored answers.
+    # Node A: the 2 turns before the current one (a window of 3 rows), over the stored answers.
     assert [kept_refs(r, "a") for r in records] == [
         [],
         [(1, "user"), (1, "assistant")],
@@ -66,16 +67,16 @@ def test_two_nodes_ledgers_show_exactly_what_each_saw_turn_by_turn():
         assert [(m.role, m.content) for m in r.node_run("b").prompt] == [("system", "You are B."),
                                                                           ("user", f"question {i}")]
     assert records[2].node_run("b").memory["strategy"] == "off"
-    assert records[2].node_run("a").memory["window"] == 2
+    assert records[2].node_run("a").memory["window"] == 3
 
 
 def test_a_long_answer_over_the_token_budget_is_pruned_oldest_message_first():
     flow = two_node_flow()
     client = ScriptedClient({"You are A.": ["short", LONG, "short", "short"]})
-    override = {"a": {"context_size": 300, "window": 3}}
+    override = {"a": {"context_size": 300, "window": 4, "plugin_token_counting": True}}
     _, records = run_conversation(flow, ["q1", "q2", "q3"], llm=client, node_memory_overrides=override)
     led = records[2].node_run("a").ledger
-    assert led.budget == 300 - led.prompt_tokens + led.history_tokens  # context − max_tokens (0) − the rest
+    assert led.budget == 300 - 0 - 3  # Dify 1.x with token counting: context − max_tokens − count([])
     # Dify pops single messages while over budget, but always keeps the last one, however long.
     assert [(e.turn, e.role, e.reason) for e in led.entries] == [
         (1, "user", "over_budget"), (1, "assistant", "over_budget"), (2, "user", "over_budget"),
@@ -83,11 +84,15 @@ def test_a_long_answer_over_the_token_budget_is_pruned_oldest_message_first():
     assert led.history_tokens > led.budget
 
 
-def test_code_fidelity_gives_one_turn_fewer_than_the_window():
+def test_the_documented_profile_gives_the_window_one_turn_more_than_dify_as_shipped():
     flow = two_node_flow()
-    _, records = run_conversation(flow, ["q1", "q2", "q3"], llm=ScriptedClient(), fidelity="code")
-    assert kept_refs(records[2], "a") == [(2, "user"), (2, "assistant")]
-    assert records[2].node_run("a").memory["fidelity"] == "code"
+    queries = ["q1", "q2", "q3", "q4"]
+    _, shipped = run_conversation(flow, queries, llm=ScriptedClient())
+    _, documented = run_conversation(flow, queries, llm=ScriptedClient(), fidelity="documented")
+    assert kept_refs(shipped[3], "a") == [(2, "user"), (2, "assistant"), (3, "user"), (3, "assistant")]
+    assert kept_refs(documented[3], "a") == [(1, "user"), (1, "assistant")] + kept_refs(shipped[3], "a")
+    assert shipped[3].node_run("a").memory["fidelity"] == "code" and shipped[3].fidelity == "code"
+    assert documented[3].node_run("a").memory["fidelity"] == "documented"
 
 
 def failing_flow(fail_on: str = "llm") -> Flow:
@@ -190,9 +195,13 @@ def test_a_turn_can_branch_from_any_earlier_turn_and_memory_follows_its_thread()
     state, (t1, t2, t3) = run_conversation(flow, ["q1", "q2", "q3"], llm=client)
     branch = run_turn(flow, state, "q2 edited", parent_id=t1.id, llm=client)
     assert branch.parent_id == t1.id and branch.dialogue_count == 2
-    assert reasons(branch, "a") == [(1, "user", "kept"), (1, "assistant", "kept"),
+    # Dify 1.x fetches the 3 newest rows — the branch's own, then turns 3 and 2 of the other branch —
+    # before it walks the thread, so turn 1 is outside the window although it is the branch's parent.
+    assert reasons(branch, "a") == [(1, "user", "outside_window"), (1, "assistant", "outside_window"),
                                     (2, "user", "other_branch"), (2, "assistant", "other_branch"),
                                     (3, "user", "other_branch"), (3, "assistant", "other_branch")]
+    documented = run_turn(flow, state, "q2 edited", parent_id=t1.id, llm=client, fidelity="documented")
+    assert kept_refs(documented, "a") == [(1, "user"), (1, "assistant")]
     root = run_turn(flow, state, "fresh start", parent_id=None, llm=client)
     assert root.dialogue_count == 1 and kept_refs(root, "a") == []
     latest = run_turn(flow, state, "q4", llm=client)
@@ -207,7 +216,7 @@ def test_a_node_memory_override_changes_one_node_for_one_run():
     off = run_turn(flow, state, "q4", llm=ScriptedClient(), node_memory_overrides={"a": {"strategy": "off"}})
     assert {e.reason for e in off.node_run("a").ledger.entries} == {"memory_off"}
     assert off.node_run("a").memory_override == {"strategy": "off"}
-    on = run_turn(flow, state, "q4", llm=ScriptedClient(), node_memory_overrides={"b": {"strategy": "dify", "window": 1}})
+    on = run_turn(flow, state, "q4", llm=ScriptedClient(), node_memory_overrides={"b": {"strategy": "dify", "window": 2}})
     assert kept_refs(on, "b") == [(3, "user"), (3, "assistant")]
     assert [m.origin for m in on.node_run("b").prompt][-1] == "current query"
     with pytest.raises(RunError, match="no LLM node with that id"):
@@ -215,7 +224,7 @@ def test_a_node_memory_override_changes_one_node_for_one_run():
     with pytest.raises(RunError, match="unknown setting"):
         run_turn(flow, state, "q4", node_memory_overrides={"a": {"windw": 1}})
     with pytest.raises(RunError, match="out of range"):
-        run_turn(flow, state, "q4", node_memory_overrides={"a": {"window": 900}})
+        run_turn(flow, state, "q4", node_memory_overrides={"a": {"window": 9_000_000}})
 
 
 def test_what_if_recomputes_a_recorded_turns_ledger_without_calling_a_model():
@@ -225,7 +234,7 @@ def test_what_if_recomputes_a_recorded_turns_ledger_without_calling_a_model():
     recorded = records[4].node_run("a").ledger
     assert what_if_ledger(flow, conv, 4, "a", record=records[4]).entries == recorded.entries
     assert what_if_ledger(flow, conv, 4, "a").prompt_tokens == recorded.prompt_tokens  # from the stored turn
-    wider = what_if_ledger(flow, conv, 4, "a", {"window": 4})
+    wider = what_if_ledger(flow, conv, 4, "a", {"window": 5})
     assert [e.turn for e in wider.entries if e.kept] == [1, 1, 2, 2, 3, 3, 4, 4]
     off = what_if_ledger(flow, conv, 4, "a", {"strategy": "off"})
     assert {e.reason for e in off.entries} == {"memory_off"}

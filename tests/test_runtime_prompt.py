@@ -194,7 +194,27 @@ def test_completion_mode_with_memory_but_no_role_prefix_fails_with_difys_error()
     assert r1.answer == ""
 
 
-def test_completion_mode_without_memory_sends_only_the_rendered_template():
+def test_completion_mode_without_memory_still_merges_the_empty_history_with_its_newline():
+    # Dify merges the history text whatever it is: with memory off it is "", so "" + "\n" + template.
     flow = completion_flow("Say {{#sys.query#}}", None)
-    _, (r1, r2) = run_conversation(flow, ["a", "b"], llm=ScriptedClient())
-    assert prompt_of(r2) == [("user", "Say b")]
+    client = ScriptedClient()
+    _, (r1, r2) = run_conversation(flow, ["a", "b"], llm=client)
+    assert prompt_of(r2) == [("user", "\nSay b")]
+    assert client.calls[-1][1] == [{"role": "user", "content": "\nSay b"}]
+    marked = completion_flow("Start #histories# end {{#sys.query#}}", None)
+    _, (r3,) = run_conversation(marked, ["c"], llm=ScriptedClient())
+    assert prompt_of(r3) == [("user", "Start  end c")]
+
+
+def test_completion_and_chat_assemble_the_same_history_differently():
+    prefix = {"user": "Human", "assistant": "Assistant"}
+    completion = completion_flow("Header", {"window": {"enabled": True, "size": 3}, "role_prefix": prefix})
+    chat = chat_flow({"prompt_template": [{"role": "system", "text": "Header"}], "memory": {"window": 3}})
+    queries = ["one", "two", "three"]
+    _, c_records = run_conversation(completion, queries, llm=ScriptedClient(["A1", "A2", "A3"]))
+    _, h_records = run_conversation(chat, queries, llm=ScriptedClient(["A1", "A2", "A3"]))
+    # Dify 1.x: a window of 3 rows is the current turn plus the 2 before it.
+    assert prompt_of(c_records[-1]) == [("user", "three\nHuman: one\nAssistant: A1\nHuman: two\nAssistant: A2\n"
+                                                 "Header")]
+    assert prompt_of(h_records[-1]) == [("system", "Header"), ("user", "one"), ("assistant", "A1"), ("user", "two"),
+                                        ("assistant", "A2"), ("user", "three")]

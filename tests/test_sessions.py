@@ -102,7 +102,7 @@ def test_flow_edit_makes_a_new_version_and_conversations_stay_pinned(chat):
     v2 = service.update_flow(v1.flow_id, flow, "window 1")
     assert v2.version == 2 and v2.structure == v1.structure
     r = service.send(conv, "What's my name?")
-    assert r.node_run("responder").memory["window"] == 3  # still on v1
+    assert r.node_run("responder").memory["window"] == 4  # still on v1
     continued = service.continue_on_latest(conv)
     assert continued.node_run("responder").memory["window"] == 1
     assert service.info(conv).flow_version_id == v2.id

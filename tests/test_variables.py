@@ -152,10 +152,12 @@ def test_v2_operation_not_supported_for_the_type(t, op, message):
     assert str(err.value) == message
 
 
-def test_v2_a_float_number_is_named_float_in_the_message():
-    vals = dict(values(), number=1.5)
+def test_v2_a_number_created_from_a_float_is_named_float_in_the_message():
+    decls = [ConversationVariable(name="f", type="number", default=1.5)]
+    append = {"variable_selector": ["conversation", "f"], "operation": "append", "input_type": "variable",
+              "value": ["sys", "query"]}
     with pytest.raises(AssignerError, match="^Operation append is not supported for type float$"):
-        v2([item("number", "append", "variable", ["sys", "query"])], vals=vals)
+        run_assigner_v2([append], decls, {"f": 1.5}, pool().get)
 
 
 @pytest.mark.parametrize("op", ["set", "+=", "-=", "*=", "/="])
@@ -288,7 +290,7 @@ def test_live_edit_with_the_wrong_type_is_rejected_with_difys_message_and_change
     assert vals == {"x": 3}
 
 
-@pytest.mark.parametrize("t,value,got", [("string", 5, "number"), ("boolean", "yes", "string"),
+@pytest.mark.parametrize("t,value,got", [("string", 5, "integer"), ("boolean", "yes", "string"),
                                          ("array[string]", ["a", 1], "array[any]"), ("object", None, "none"),
                                          ("array[number]", [True, "x"], "array[any]")])
 def test_live_edit_mismatch_names_the_inferred_type(t, value, got):
@@ -312,4 +314,50 @@ def test_live_edit_of_an_unknown_variable_names_the_declared_ones():
 
 def test_inferred_types():
     assert [infer_type(v) for v in ("s", 1, 1.5, True, {}, ["a"], [1, 2.0], [], None)] == \
-        ["string", "number", "number", "boolean", "object", "array[string]", "array[number]", "array[any]", "none"]
+        ["string", "integer", "float", "boolean", "object", "array[string]", "array[number]", "array[number]", "none"]
+
+
+# -- Dify 1.x as shipped: the small divergences ------------------------------------------------------
+
+def test_v1_over_write_from_a_source_that_resolves_to_nothing_writes_null():
+    p = pool(src={"v": None})
+    result = v1("over-write", "string", p=p)
+    assert result.values["string"] is None
+    assert result.changes == [("string", "over-write", "hello", None)]
+    passed = pool()
+    passed.add_outputs("code", {})
+    passed.mark_pass_through("code")
+    result = v1("over-write", "number", source=("code", "result"), p=passed)
+    assert result.values["number"] is None and "is now null" in result.notes[0]
+
+
+def test_an_integer_variable_stays_integer_in_error_messages_after_arithmetic():
+    vals = v2([item("number", "/=", "constant", 4)]).values
+    assert vals["number"] == 2.5  # 10 / 4: a float value…
+    with pytest.raises(AssignerError, match="^Operation append is not supported for type integer$"):
+        v2([item("number", "append", "variable", ["src", "v"])], vals=vals, p=pool(src={"v": 1}))
+
+
+@pytest.mark.parametrize("value, inferred", [(5, "integer"), (2.5, "float"), ([], "array[number]"),
+                                             ([1, 2.5], "array[number]"), (["a"], "array[string]"),
+                                             ([1, "a"], "array[any]"), (True, "boolean"), (None, "none")])
+def test_live_edit_mismatch_uses_difys_inferred_type_names(value, inferred):
+    decls = [ConversationVariable(name="x", type="string", default="")]
+    with pytest.raises(TypeMismatchError) as err:
+        edit_variable(decls, {"x": ""}, "x", value)
+    assert str(err.value) == f"Type mismatch: variable 'x' expects string, but got {inferred} type"
+
+
+def test_variable_size_is_difys_shallow_size_of_the_loaded_value():
+    import json
+    import sys
+
+    from core.variables import MAX_VARIABLE_SIZE, check_sizes, variable_size
+
+    small = ["x"] * 100
+    assert variable_size(small) == sys.getsizeof(json.loads(json.dumps(small)))
+    assert check_sizes({"log": small}) is None
+    n = next(k for k in range(20_000, 30_000) if sys.getsizeof(json.loads(json.dumps([0] * k))) > MAX_VARIABLE_SIZE)
+    big = [0] * n
+    assert check_sizes({"log": big}) == f"variable size {variable_size(big)} exceeds limit 204800"
+    assert check_sizes({"log": [0] * (n - 1)}) is None
