@@ -497,26 +497,26 @@ def _explain_difference(turn: int, window: int | None, docs: ProfileCut, code: P
     if code.window_turns != docs.window_turns:
         n = row_limit(window)
         causes.append(CAUSE_PLACEHOLDER)
-        text = (f"Dify's docs say the window holds {_plural(n, 'turn')}, so {_plural(docs.window_turns, 'earlier turn')} "
+        text = (f"Dify's docs say the window holds {plural(n, 'turn')}, so {plural(docs.window_turns, 'earlier turn')} "
                 f"would be sent; Dify 1.x sends {code.window_turns} — the current turn's row is one of the {n} fetched")
         if siblings:
             causes.append(CAUSE_SIBLINGS)
-            text += (f", and {_plural(siblings, 'regenerated reply', 'regenerated replies')} on another branch "
+            text += (f", and {plural(siblings, 'regenerated reply', 'regenerated replies')} on another branch "
                      f"used {'a window row' if siblings == 1 else f'{siblings} window rows'}")
         parts.append(text)
     if docs.pruned and not counting:
         causes.append(CAUSE_NOT_COUNTED)
         budget = f"{docs.budget:,} tokens" if docs.budget is not None else "the budget"
-        parts.append(f"the docs say older messages are pruned to fit {budget} ({_plural(docs.pruned, 'message')} "
+        parts.append(f"the docs say older messages are pruned to fit {budget} ({plural(docs.pruned, 'message')} "
                      f"here); Dify as shipped does not count tokens (plugin token counting is off), so nothing "
                      f"was pruned")
     elif counting and (docs.pruned or code.pruned) and (docs.pruned != code.pruned or docs.budget != code.budget):
         causes.append(CAUSE_BUDGET)
         prompt = f"the prompt ({fixed_prompt_tokens:,} tokens)" if fixed_prompt_tokens is not None else "the prompt"
         parts.append(f"the docs' budget subtracts {prompt} and is {docs.budget:,} tokens, pruning "
-                     f"{_plural(docs.pruned, 'message')}; Dify 1.x subtracts only {EMPTY_LIST_TOKENS} (it counts an "
+                     f"{plural(docs.pruned, 'message')}; Dify 1.x subtracts only {EMPTY_LIST_TOKENS} (it counts an "
                      f"empty list) and compares the history counted as a list with {code.budget:,} tokens, pruning "
-                     f"{_plural(code.pruned, 'message')}")
+                     f"{plural(code.pruned, 'message')}")
     if not parts:
         parts.append("Dify's docs and Dify 1.x send different history")
     sentence = "; ".join(parts)
@@ -621,7 +621,7 @@ def _docs_vs_code_findings(subject: str, differences: Sequence[Difference], node
         first = diffs[0]
         text = f"At turn {first.turn}" + (f", {subject}" if subject else "") + f": {first.text}"
         if len(diffs) > 1:
-            text = text[:-1] + f"; the same happens at {_plural(len(diffs) - 1, 'later turn')} "                                f"({turn_ranges(d.turn for d in diffs[1:])})."
+            text = text[:-1] + f"; the same happens at {plural(len(diffs) - 1, 'later turn')} "                                f"({turn_ranges(d.turn for d in diffs[1:])})."
         detail = ("MemLens follows Dify 1.x as shipped by default; Dify's docs describe a simpler memory. "
                   "Switch the Dify memory rules to \"as Dify's docs describe\" to see the docs' version.")
         out.append(Finding(DOCS_VS_CODE, text, subject, first.turn, node_id, INFO, detail,

@@ -42,7 +42,7 @@ def test_an_array_grown_past_200_kib_fails_the_next_turn_not_the_write():
 
 def file_flow(file_upload: bool, model: str) -> Flow:
     flow = chat_flow({"model": model, "memory": {"window": 5}})
-    return Flow.from_dict({**flow.to_dict(), "file_upload": file_upload})
+    return Flow.from_dict({**flow.to_dict(), "features": {"file_upload": {"enabled": file_upload}}})
 
 
 def test_history_files_are_content_parts_files_first_for_a_vision_model():
