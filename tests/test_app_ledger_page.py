@@ -18,11 +18,12 @@ def test_app_starts_on_the_ledger_page_with_a_sample_and_its_ledger():
     assert at.title[0].value == "Ledger explorer"
     frame = at.dataframe[0].value
     assert {"kept", "turn", "role", "tokens", "reason", "why"} <= set(frame.columns)
-    # Default sample (lisbon-trip) with a 3-turn window: turn 12 keeps turns 9–11 and drops the rest.
+    # Default sample (lisbon-trip) with a window of 3: Dify 1.x fetches 3 rows, turn 12's own among
+    # them, so turn 12 keeps turns 10–11 and drops the rest.
     kept = frame[frame["kept"] == "✓"]
-    assert sorted(set(kept["turn"])) == [9, 10, 11]
+    assert sorted(set(kept["turn"])) == [10, 11]
     assert set(frame[frame["kept"] == "✗"]["reason"]) == {"outside window"}
-    assert "outside window of 3 turns" in set(frame["why"])
+    assert "outside window of 3 rows: the current turn's row is one of them" in set(frame["why"])
 
 
 def test_switching_memory_off_marks_every_message_memory_off():

@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.compare import NamedConfig, compare
+from core.findings import config_findings
 from core.llm import DemoClient
 from core.memory import MemoryConfig, Replay
 from core.readers import parse_conversations
@@ -100,14 +101,16 @@ def test_facts_are_reported_lost_at_the_turns_the_core_computes(page):
     conv = load_sample("lisbon-trip.json")[0]
     result = compare(conv, DEFAULT)
     assert list(frame["fact"]) == [f.label for f in result.facts] == ["your name", "your diet", "your booking number"]
-    assert list(frame["dify window 3"]) == ["lost at turn 5 (outside window)", "lost at turn 6 (outside window)",
-                                            "lost at turn 7 (outside window)"]
-    assert list(frame["dify window 10"]) == ["lost at turn 12 (outside window)", "kept", "kept"]
+    # Dify 1.x: a window of N rows holds the N − 1 turns before the current one.
+    assert list(frame["dify window 3"]) == ["lost at turn 4 (outside window)", "lost at turn 5 (outside window)",
+                                            "lost at turn 6 (outside window)"]
+    assert list(frame["dify window 10"]) == ["lost at turn 11 (outside window)", "lost at turn 12 (outside window)",
+                                             "kept"]
     for f, fates in enumerate(result.fates):
         for fate in fates:
             cell = frame[fate.label][f]
             assert cell == "kept" if fate.lost_turn is None else cell.startswith(f"lost at turn {fate.lost_turn} ")
-    assert "your name is lost at turn 5 with dify window 3" in page_html(page)
+    assert "your name is lost at turn 4 with dify window 3" in page_html(page)
 
 
 def test_facts_marked_by_hand_are_followed_instead(page):
@@ -116,7 +119,7 @@ def test_facts_marked_by_hand_are_followed_instead(page):
     frame = table(page, "fact", "stated at turn")
     assert list(frame["fact"]) == ["Is the tram 28 worth it?"]
     assert list(frame["stated at turn"]) == [5]
-    assert list(frame["dify window 3"]) == ["lost at turn 9 (outside window)"]
+    assert list(frame["dify window 3"]) == ["lost at turn 8 (outside window)"]
     assert list(frame["dify window 10"]) == ["kept"]
 
 
@@ -124,16 +127,23 @@ def test_findings_are_shown_and_jump_to_their_turn(page):
     html = page_html(page)
     assert 'data-kind="fact_not_seen"' in html
     assert "At turn 11 the user asks about your name, but dify window 3 no longer has turn 1" in html
+    assert 'data-kind="docs_vs_code"' in html
+    assert ("At turn 4, dify window 3: Dify&#x27;s docs say the window holds 3 turns" in html
+            or "At turn 4, dify window 3: Dify's docs say the window holds 3 turns" in html)
     assert page.select_slider(key="cmp_turn").value == 12
+    first = config_findings(load_sample("lisbon-trip.json")[0], DEFAULT,
+                            comparison=compare(load_sample("lisbon-trip.json")[0], DEFAULT))[0]
     page.button(key="cmp-finding-0").click().run()
-    assert page.select_slider(key="cmp_turn").value == 11
+    assert page.select_slider(key="cmp_turn").value == first.turn
     shapes = heatmaps(page)[0]["layout"]["shapes"]
-    assert shapes and shapes[0]["y0"] == 10 - 0.5  # row of turn 11 framed
+    assert shapes and shapes[0]["y0"] == first.turn - 1 - 0.5  # the finding's row framed
     assert page.metric[0].label == "Entered"
 
 
 def test_a_budget_config_shows_its_silent_pruning_finding(page):
     page.number_input(key="cmp_c1_context").set_value(300).run()
+    assert 'data-kind="silent_pruning"' not in page_html(page)  # Dify 1.x does not count tokens…
+    page.toggle(key="cmp_c1_counting").set_value(True).run()  # …unless plugin token counting is on
     assert 'data-kind="silent_pruning"' in page_html(page)
 
 
@@ -141,7 +151,7 @@ def test_turn_diff_shows_what_entered_and_left(page):
     page.select_slider(key="cmp_turn").set_value(6).run()
     entered = table(page, "turn", "role", "tokens", "message")
     left = table(page, "turn", "why", "message")
-    assert list(entered["turn"]) == [5, 5] and list(left["turn"]) == [2, 2]
+    assert list(entered["turn"]) == [5, 5] and list(left["turn"]) == [3, 3]  # Dify 1.x: turns 4–5 at turn 6
     assert set(left["why"]) == {"outside window"}
     replay = Replay(load_sample("lisbon-trip.json")[0], MemoryConfig(window=3))
     delta = replay.ledger(6).history_tokens - replay.ledger(5).history_tokens
@@ -168,7 +178,9 @@ def test_replies_grid_re_asks_each_query_side_by_side_and_filters_rows_that_diff
     assert "I don't know your name" not in grid[(1, "dify window 3")]
     page.number_input(key="cmp-replies-page").set_value(2).run()
     grid = replies(page)
-    assert "I don't know your name" in grid[(11, "dify window 3")] and "Your name is Dana" in grid[(11, "dify window 10")]
+    # Dify 1.x at turn 11: window 3 holds turns 9–10, window 10 holds turns 2–10 (the booking, not the name).
+    assert "I don't know your booking number" in grid[(11, "dify window 3")]
+    assert "Your booking is 4411" in grid[(11, "dify window 10")] and "I don't know your name" in grid[(11, "dify window 10")]
     page.toggle(key="cmp_only_differ").set_value(True).run()
     differ = replies(page)
     assert 1 not in {t for t, _ in differ} and 11 in {t for t, _ in differ}

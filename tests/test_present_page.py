@@ -72,10 +72,11 @@ def test_each_memory_shows_what_it_holds_and_how_the_demo_model_answers_with_it(
     go_to(page, 10)  # turn 11: "Remind me, what's my name and my booking reference?"
     seen = cards(page)
     assert [c[0] for c in seen] == ["dify window 3", "dify window 10", "window 6 msgs"]
-    assert "remembers turns 8–10" in seen[0][1] and "forgot turns 1–7" in seen[0][1]
-    assert "remembers turns 1–10" in seen[1][1] and "forgot" not in seen[1][1]
-    assert "I don't know your name" in seen[0][2]
-    assert "Your name is Dana" in seen[1][2]
+    # Dify 1.x: a window of N rows holds the N − 1 turns before the current one.
+    assert "remembers turns 9–10" in seen[0][1] and "forgot turns 1–8" in seen[0][1]
+    assert "remembers turns 2–10" in seen[1][1] and "forgot turn 1" in seen[1][1]
+    assert "I don't know your name" in seen[0][2] and "I don't know your booking number" in seen[0][2]
+    assert "I don't know your name" in seen[1][2] and "Your booking is 4411" in seen[1][2]
     chat = [m.value for m in page.markdown if "Remind me, what's my name" in shown(m.value)]
     assert chat  # the chat shows the current turn
 
@@ -84,8 +85,11 @@ def test_findings_are_captions_on_their_turn(page):
     assert captions(page) == []
     go_to(page, 10)
     seen = captions(page)
-    assert len(seen) == 4  # name and booking number, for dify window 3 and window 6 msgs
-    assert all('data-kind="fact_not_seen"' in c for c in seen)
+    # name and booking number for dify window 3 and window 6 msgs, the name for dify window 10, and
+    # where dify window 10's docs and Dify 1.x first disagree
+    assert len(seen) == 6
+    assert sum('data-kind="fact_not_seen"' in c for c in seen) == 5
+    assert sum('data-kind="docs_vs_code"' in c for c in seen) == 1
     assert "At turn 11 the user asks about your name, but dify window 3 no longer has turn 1" in seen[0]
 
 
