@@ -228,7 +228,7 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
             return "outside Dify's 500-row cap" if code else "outside Dify's 500-turn cap"
         if code:
             return f"outside window of {window} rows: the current turn's row is one of them"
-        return f"outside window of {window} turns (as Dify's docs describe)"
+        return f"outside window of {window} turns"
     if r == OVER_BUDGET:
         budget = config.get("budget")
         return f"token budget {budget:,}: oldest pruned" if isinstance(budget, int) else "token budget: oldest pruned"

@@ -226,3 +226,14 @@ def test_a_turn_whose_process_was_killed_shows_as_interrupted_on_the_thread(app)
     answer = "".join(md.value for md in app.chat_message[-1].markdown)
     assert "Turn interrupted" in answer and "stopped before the turn finished" in answer
     assert "Are you still there" in "".join(md.value for md in app.chat_message[-2].markdown)
+
+
+def test_the_receipt_says_which_dify_rules_decided_and_where_the_docs_disagree(app):
+    text = shown("".join(md.value for md in app.markdown))
+    captions = shown(" ".join(c.value for c in app.caption))
+    assert "Dify memory rules: Dify 1.x as shipped · plugin token counting off" in captions
+    # The Responder's window of 4 rows holds turns 5–7 at turn 8; Dify's docs would send turn 4 too.
+    assert 'data-kind="docs_vs_code"' in text
+    assert ("Dify's docs say the window holds 4 turns, so 4 earlier turns would be sent; Dify 1.x sends 3 — "
+            "the current turn's row is one of the 4 fetched") in text
+    assert "turn 4 user: docs: kept · code: outside window" in captions

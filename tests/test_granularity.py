@@ -135,8 +135,10 @@ def test_a_request_through_the_service_overrides_the_flow_and_is_stored_with_the
 def test_unknown_granularities_are_refused_in_flows_and_requests():
     with pytest.raises(FlowError, match="history granularity 'all' is unknown"):
         flow_with("all")
+    # The request names the modes as Dify does (QUERY_ANSWER / ALL_MESSAGES), in any case.
+    assert resolve_granularity("QUERY_ANSWER", None) == ("query_answer", "request")
     with pytest.raises(GranularityError):
-        resolve_granularity("QUERY_ANSWER", None)
+        resolve_granularity("everything", None)
     flow = flow_with(None)
     with pytest.raises(RunError, match="expected query_answer or all_messages"):
-        run_turn(flow, ConversationState.new(flow), "hi", llm=DemoClient(), granularity="ALL_MESSAGES")
+        run_turn(flow, ConversationState.new(flow), "hi", llm=DemoClient(), granularity="ALL")

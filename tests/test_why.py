@@ -28,7 +28,8 @@ def test_a_window_of_three_turns_loses_the_name_at_turn_five_and_says_why():
     loss, = answer.losses
     assert (loss.last_kept_turn, loss.lost_turn, loss.reason) == ("turn 4", "turn 5", "outside_window")
     assert loss.why == "outside window of 3 turns"
-    assert answer.sentences()[1] == "dify window 3: had it through turn 4; gone from turn 5 — outside window of 3 turns."
+    assert answer.sentences()[1] == ("dify window 3 (docs): had it through turn 4; gone from turn 5 — outside window "
+                                     "of 3 turns.")
 
 
 def test_dify_as_shipped_loses_it_one_turn_earlier_than_the_docs():
@@ -89,7 +90,8 @@ def test_the_cli_answers_in_words_and_in_json():
     sample = ROOT / "sample_data" / "conversations" / "lisbon-trip.json"
     code, out, err = run(sample, "Dana", "--window", "3", "--fidelity", "documented")
     assert code == 0, err
-    assert out.splitlines()[1] == "dify window 3: had it through turn 4; gone from turn 5 — outside window of 3 turns."
+    assert out.splitlines()[1] == ("dify window 3 (docs): had it through turn 4; gone from turn 5 — outside window "
+                                   "of 3 turns.")
     code, out, err = run(sample, "Dana", "--window", "3", "--fidelity", "documented", "--format", "json")
     doc = json.loads(out)
     assert doc["losses"][0]["lost_turn"] == "turn 5" and doc["losses"][0]["reason"] == "outside_window"
