@@ -6,7 +6,7 @@ from __future__ import annotations
 from core.conversation import FileRef
 from core.flow import Flow
 from core.prompt import IMAGE_TOKENS_HIGH
-from core.runtime import ConversationState, run_conversation, run_turn
+from core.runtime import ConversationState, run_turn
 from core.tokens import counter_for
 from core.variables import MAX_VARIABLE_SIZE, variable_size
 from tests.test_runtime_prompt import ScriptedClient, chat_flow
