@@ -237,3 +237,16 @@ def test_the_receipt_says_which_dify_rules_decided_and_where_the_docs_disagree(a
     assert ("Dify's docs say the window holds 4 turns, so 4 earlier turns would be sent; Dify 1.x sends 3 — "
             "the current turn's row is one of the 4 fetched") in text
     assert "turn 4 user: docs: kept · code: outside window" in captions
+
+
+def test_switchboard_plugin_token_counting_prunes_as_dify_does(app):
+    conv_id = app.session_state["conv_id"]
+    app.number_input(key=f"sb-{conv_id}-responder-ctx").set_value(120).run()
+    assert "over_budget" not in {dict(m).get("responder") for m in chips(app)}  # counting off: nothing pruned
+    app.toggle(key=f"sb-{conv_id}-responder-counting").set_value(True).run()
+    assert not app.exception
+    reasons = [dict(m).get("responder") for m in chips(app)[:14]]
+    # rest = 120 − 0 − 3; the oldest messages in the window go first, single messages at a time.
+    assert "over_budget" in reasons and reasons[-1] == "kept"
+    first_kept = reasons.index("kept")
+    assert all(r == "over_budget" for r in reasons[8:first_kept])
