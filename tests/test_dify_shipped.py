@@ -275,3 +275,17 @@ def test_replay_plugin_token_counting_prunes_on_the_command_line():
     on = _replay("--context-size", "60", "--plugin-token-counting")
     assert OVER_BUDGET not in {e["reason"] for e in off}
     assert OVER_BUDGET in {e["reason"] for e in on}
+
+
+def test_report_takes_plugin_token_counting_per_config():
+    from core.cli import build_parser
+    from core.compare import named_configs
+
+    args = build_parser().parse_args(["report", "chat.json", "--memory", "dify", "--window", "3",
+                                      "--plugin-token-counting", "--context-size", "500", "--memory", "dify",
+                                      "--window", "3", "-o", "out.html"])
+    assert args.configs == [{"strategy": "dify", "window": 3, "plugin_token_counting": True, "context_size": 500},
+                            {"strategy": "dify", "window": 3}]
+    counted, plain = (c.config for c in named_configs(args.configs))
+    assert counted.plugin_token_counting and not plain.plugin_token_counting
+    assert counted.label() == "dify window 3 + token counting" and plain.label() == "dify window 3"
