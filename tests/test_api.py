@@ -871,15 +871,17 @@ def test_chat_history_granularity_is_accepted_in_any_case_and_a_bad_value_is_ref
 def test_files_stay_with_their_message_and_bad_files_are_refused(api):
     from core.conversation import FileRef
 
-    app = api.server.server.config.app
-    upload_id = app.state.uploads.add("document", "https://files.example/manual.pdf")
+    uploaded = api.request("POST", "/files/upload", files={"file": ("manual.pdf", b"%PDF-1.4 tiny", "application/pdf")},
+                           data={"user": "abc-123"})
+    assert uploaded.status_code == 201, uploaded.text
+    upload_id = uploaded.json()["id"]
     files = [{"type": "image", "transfer_method": "remote_url", "url": "https://example.com/a.png"},
              {"type": "document", "transfer_method": "local_file", "upload_file_id": upload_id}]
     r = api.chat("Look at these", files=files)
     assert r.status_code == 200, r.text
     turn = repo.load_conversation(api.db, r.json()["conversation_id"]).turns[0]
     assert turn.query_message.files == (FileRef("image", "https://example.com/a.png", ""),
-                                        FileRef("document", "https://files.example/manual.pdf", upload_id))
+                                        FileRef("document", "", upload_id, "manual.pdf"))
     before = len(repo.list_conversations(api.db))
     for bad, needle in [
         ([{"type": "image", "transfer_method": "ftp", "url": "x"}], "transfer_method 'ftp' is unknown"),
