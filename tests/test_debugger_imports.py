@@ -82,7 +82,7 @@ def test_every_turn_of_every_imported_conversation_has_markers_and_a_receipt(tmp
 def test_the_receipt_sends_the_kept_history_in_order_after_the_system_prompt():
     conv = import_bytes((FIXTURES / "exports" / "chatgpt__conversations.json").read_bytes(),
                         "c.json").conversations[0]
-    lens = default_lens(1)
+    lens = default_lens(2)  # Dify 1.x: 2 rows are the current turn's and the one before it
     replays = {lens.id: Replay(conv, lens.config, system_prompt=conv.system_prompt)}
     p = conv.index_of("a3")
     run = replayed_run(conv, p, lens.id, lens_ledgers(replays, p)[lens.id], counter_for("gpt-4o-mini"))

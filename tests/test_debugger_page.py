@@ -241,9 +241,10 @@ def test_the_receipt_says_which_dify_rules_decided_and_where_the_docs_disagree(a
 
 def test_switchboard_plugin_token_counting_prunes_as_dify_does(app):
     conv_id = app.session_state["conv_id"]
-    app.number_input(key=f"sb-{conv_id}-responder-ctx").set_value(120).run()
+    key = f"sb-{conv_id}-{app.session_state['selected_turn']}-responder"
+    app.number_input(key=f"{key}-ctx").set_value(120).run()
     assert "over_budget" not in {dict(m).get("responder") for m in chips(app)}  # counting off: nothing pruned
-    app.toggle(key=f"sb-{conv_id}-responder-counting").set_value(True).run()
+    app.toggle(key=f"{key}-counting").set_value(True).run()
     assert not app.exception
     reasons = [dict(m).get("responder") for m in chips(app)[:14]]
     # rest = 120 − 0 − 3; the oldest messages in the window go first, single messages at a time.
