@@ -180,7 +180,8 @@ def test_replies_grid_re_asks_each_query_side_by_side_and_filters_rows_that_diff
     grid = replies(page)
     # Dify 1.x at turn 11: window 3 holds turns 9–10, window 10 holds turns 2–10 (the booking, not the name).
     assert "I don't know your booking number" in grid[(11, "dify window 3")]
-    assert "Your booking is 4411" in grid[(11, "dify window 10")] and "I don't know your name" in grid[(11, "dify window 10")]
+    wide = grid[(11, "dify window 10")]
+    assert "Your booking is 4411" in wide and "I don't know your name" in wide
     page.toggle(key="cmp_only_differ").set_value(True).run()
     differ = replies(page)
     assert 1 not in {t for t, _ in differ} and 11 in {t for t, _ in differ}
