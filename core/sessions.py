@@ -189,12 +189,12 @@ class ConversationService:
             repo.settle_interrupted(self.db, conversation_id, locked=True)
             return self._send_locked(conversation_id, query, inputs, parent_id=parent_id,
                                      flow_version_id=flow_version_id, overrides=overrides, on_event=on_event,
-                                     llm=llm, granularity=granularity)
+                                     llm=llm, granularity=granularity, files=files)
 
     def _send_locked(self, conversation_id: str, query: str, inputs: Mapping[str, Any] | None, *, parent_id: Any,
                      flow_version_id: str | None, overrides: Mapping[str, Mapping[str, Any]] | None,
                      on_event: Callable[[dict], None] | None, llm: LLMClient | None,
-                     granularity: str | None) -> TurnRecord:
+                     granularity: str | None, files: Sequence[Any] = ()) -> TurnRecord:
         flow, state, info = self.state(conversation_id)
         if flow_version_id is not None:
             flow = self.flow(flow_version_id)
