@@ -87,6 +87,7 @@ def unpack_entries(data: Mapping[str, Any], conversation: Conversation, position
     if candidates and (candidates[0][2].ref != data.get("first_ref") or candidates[-1][2].ref != data.get("last_ref")):
         raise LedgerMismatchError(f"stored ledger of turn {data.get('turn')} does not match this conversation's "
                                   "messages")
+    counter.prepare(m for _, _, m in candidates)  # a long history: one batch across the cores
     reasons: list[str] = []
     for reason, n in data.get("runs") or []:
         reasons.extend([reason] * int(n))
