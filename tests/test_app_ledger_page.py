@@ -38,7 +38,7 @@ def test_choosing_an_earlier_turn_shows_that_turns_ledger():
     at = new_app().run()
     at.select_slider(key="ledger_turn").set_value(2).run()
     frame = at.dataframe[0].value
-    assert list(frame["turn"]) == [1, 1] and set(frame["kept"]) == {"✓"}
+    assert list(frame["turn"]) == ["1", "1"] and set(frame["kept"]) == {"✓"}
 
 
 def test_the_summary_buffer_strategy_shows_its_summary_and_folded_messages():
