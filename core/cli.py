@@ -13,6 +13,7 @@ import sys
 from typing import Callable, Sequence
 
 from .errors import MemLensError
+from .words import plural
 from .ledger import SyntheticMessage, explain
 from .memory import DEFAULT_FIDELITY, FIDELITIES, TRIM_COUNTERS, MemoryConfig, Replay
 from .conversation import Conversation
@@ -146,10 +147,6 @@ def _table(replay: Replay, turn_numbers: Sequence[int]) -> str:
     return "\n".join(lines)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
-
-
 def _first_query(conv: Conversation) -> str:
     return next((t.query for t in conv.turns if t.query_index is not None), "")
 
@@ -159,13 +156,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     conversations = read_conversations(args.file, args.format_in)
     if not 0 <= args.index < len(conversations):
         raise UsageError(f"--index {args.index} is out of range: {args.file} holds "
-                         f"{_plural(len(conversations), 'conversation')} (0..{len(conversations) - 1})")
+                         f"{plural(len(conversations), 'conversation')} (0..{len(conversations) - 1})")
     chosen = conversations[args.index]
-    if len(conversations) > 1:
-        # Said on stderr so that --format json stays one JSON document on stdout.
-        print(f"{args.file} holds {len(conversations)} conversations; replaying --index {args.index} "
-              f"({_short(chosen.name or chosen.id, 40)!r}, {_plural(len(chosen.turns), 'turn')}). "
-              f"List them with: python -m core ls {args.file}", file=sys.stderr)
     replay = Replay(chosen, config, system_prompt=args.system)
     answered = [replay.numbers[p] for p in replay.conversation.answered_turns()]
     if not answered:
@@ -177,6 +169,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
         numbers = [args.turn]
     else:
         numbers = answered
+    if len(conversations) > 1:
+        # Said on stderr (so that --format json stays one JSON document on stdout), and only once the
+        # input is known to be good: a refusal stays one line.
+        print(f"{args.file} holds {len(conversations)} conversations; replaying --index {args.index} "
+              f"({_short(chosen.name or chosen.id, 40)!r}, {plural(len(chosen.turns), 'turn')}). "
+              f"List them with: python -m core ls {args.file}", file=sys.stderr)
     out = sys.stdout
     if args.format == "summary":
         wanted = set(numbers)
@@ -208,7 +206,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         return 0
     lines = [f"{'index':>5}  {'turns':>5}  first query"]
     lines += [f"{r['index']:>5}  {r['turns']:>5}  {_short(r['first_query'])!r}" for r in rows]
-    lines.append(f"{_plural(len(rows), 'conversation')} in {args.file}; replay one with: "
+    lines.append(f"{plural(len(rows), 'conversation')} in {args.file}; replay one with: "
                  f"python -m core replay {args.file} --index N")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
