@@ -241,3 +241,31 @@ def test_the_pure_trim_keeps_no_part_unless_asked_and_a_kept_tail_stays_in_order
     assert [m.content for m in kept] == ["two\nthree", "go"]
     first = trim_messages([long, last], max_tokens=6, token_counter=count, strategy="first", allow_partial=True)
     assert [m.content for m in first] == ["one\n"]
+
+
+@pytest.mark.parametrize("strategy", ["trim", "summary_buffer"])
+@pytest.mark.parametrize("counter", ["tokens", "approximate", "messages"])
+def test_a_branch_is_counted_as_its_own_thread_whatever_was_counted_on_the_branch_before(strategy, counter):
+    from tests.builders import dify
+
+    long, short = "a long answer " * 6, "ok"
+    rows = [("1", None, "q1", long), ("2", "1", "q2", short), ("3", "2", "q3", long), ("4", "3", "q4", long),
+            ("5", "2", "q5 on a branch", short), ("6", "5", "q6", long), ("7", "6", "q7", short)]
+    tree = dify(rows)
+    alone = dify([r for r in rows if r[0] in ("1", "2", "5", "6", "7")])
+    # The smallest limit that keeps the branch's whole history at its last turn: one token less of
+    # room (or counts borrowed from the other branch, whose messages are longer) would drop some.
+    limit = next(n for n in range(3, 400) if Replay(alone, MemoryConfig(
+        strategy=strategy, max_history_tokens=n, trim_counter=counter)).summaries()[-1].kept == 8)
+    config = MemoryConfig(strategy=strategy, max_history_tokens=limit, trim_counter=counter)
+    on_tree = Replay(tree, config).summaries()
+    by_itself = Replay(alone, config).summaries()
+    # The branch (positions 5-7 of the tree, 3-5 by itself) is walked after the first thread; it must not
+    # reuse that thread's counts. ("dropped" also counts the other branch on the tree, and turns are
+    # numbered by their place in the file, so those differ.)
+    for t, s in zip(on_tree[4:], by_itself[2:]):
+        assert (t.kept, t.history_tokens) == (s.kept, s.history_tokens)
+    # A ledger asked for on its own, right after one of the other branch.
+    replay = Replay(tree, config)
+    replay.ledger(4)
+    assert [e.ref for e in replay.ledger(7).kept] == [e.ref for e in Replay(alone, config).ledger(5).kept]
