@@ -201,18 +201,23 @@ class TokenCounter:
 
     def prepare(self, messages: Iterable[Message], threads: int | None = None) -> None:
         """Counts every text of these messages ahead of :meth:`message`, in one batch across
-        the cores (for long conversations: replays, imports)."""
-        texts: list[str] = []
-        add = texts.append
+        the cores (for long conversations: replays, imports). Texts already counted are skipped
+        here, so a warm cache costs one look-up per message."""
+        counts = self._counts
+        missing: list[str] = []
+        add = missing.append
         for m in messages:
-            add(m.role)
-            add(m.content)
+            if m.content not in counts:
+                add(m.content)
+            if m.role not in counts:
+                add(m.role)
             if m.name:
                 add(m.name)
             for call in m.tool_calls:
                 add(call.name)
                 add(call.arguments)
-        self.counts.count_all(texts, self.threads if threads is None else threads)
+        if missing:
+            self.counts.count_all(missing, self.threads if threads is None else threads)
 
     def message(self, message: Message) -> int:
         n = MESSAGE_OVERHEAD + self.text(message.role) + self.text(message.content)
