@@ -9,7 +9,7 @@ from core.conversation import TOOL_CALL, TOOL_RESULT, Message, ToolCall
 from core.ledger import KEPT, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, explain
 from core.memory import MemoryConfig, Replay
 from core.strategies.trim import TrimError, message_type, split_lines, trim_messages
-from core.tokens import REPLY_PRIMING, chat_model_message_tokens, counter_for
+from core.tokens import REPLY_PRIMING, approximate_message_tokens, chat_model_message_tokens, counter_for
 from tests.builders import linear, openai
 from tests.test_ledger_pipeline import conversations
 
@@ -269,3 +269,17 @@ def test_a_branch_is_counted_as_its_own_thread_whatever_was_counted_on_the_branc
     replay = Replay(tree, config)
     replay.ledger(4)
     assert [e.ref for e in replay.ledger(7).kept] == [e.ref for e in Replay(alone, config).ledger(5).kept]
+
+
+@pytest.mark.parametrize("counter, unit", [("tokens", "tokens"), ("approximate", "tokens"), ("messages", "messages")])
+def test_the_budget_note_names_the_limit_its_unit_and_the_system_messages_share(counter, unit):
+    conv = chat(("hi", "hello"), ("how are you", "fine"))
+    ledger = Replay(conv, trim(max_history_tokens=40, trim_counter=counter, include_system=True)).ledger(3)
+    system = 40 - ledger.budget
+    prompt = Message("system", conv.system_prompt, "intermediate", "S")
+    assert system == {"messages": 1, "approximate": approximate_message_tokens(prompt),
+                      "tokens": chat_model_message_tokens(counter_for("gpt-4o-mini"), prompt) + REPLY_PRIMING}[counter]
+    assert ledger.budget_note == f"trim_messages max_tokens 40 {unit}, strategy last, minus the system message ({system})"
+    assert ledger.context_size == 128000
+    assert Replay(conv, trim(max_history_tokens=40, trim_counter=counter, context_size=5000)).ledger(3).context_size \
+        == 5000
