@@ -157,10 +157,10 @@ class CountCache:
     def _remember(self, found: dict[str, int]) -> None:
         with self._lock:
             counts = self.counts
-            for text, n in found.items():
-                if text not in counts:
-                    counts[text] = n
-                    self._chars += len(text)
+            counts.update(found)
+            # A text two threads both counted is tallied twice: the tally only ever runs ahead of
+            # what is held, so the cache lets go a little early, never late.
+            self._chars += sum(map(len, found))
             if self._chars > self.limit_chars:
                 # Oldest first (dicts keep insertion order), down to half the limit.
                 for text in list(counts):
@@ -168,6 +168,8 @@ class CountCache:
                         break
                     self._chars -= len(text)
                     del counts[text]
+                if not counts:
+                    self._chars = 0
 
 
 _caches: dict[str, CountCache] = {}
