@@ -34,33 +34,17 @@ def _fail(message: str) -> None:
     raise BundleError(f"not a MemLens conversation export: {message}")
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    return type(value).__name__
-
-
 class _Record:
     """One object of the document (``turn 3``, ``variable 0``…) and checks of its fields."""
 
     def __init__(self, where: str, value: Any):
         if not isinstance(value, Mapping):
-            _fail(f"{where} must be an object, not {_kind(value)}")
+            _fail(f"{where} must be an object, not {checks.kind_of(value)}")
         self.where = where
         self.value = value
 
     def _bad(self, key: str, expected: str) -> None:
-        _fail(f"{self.where}: '{key}' must be {expected}, not {_kind(self.value.get(key))}")
+        _fail(f"{self.where}: '{key}' must be {expected}, not {checks.kind_of(self.value.get(key))}")
 
     def text(self, key: str, *, max_len: int | None = None, required: bool = True, nullable: bool = False,
              nonempty: bool = False) -> str | None:
@@ -144,7 +128,7 @@ def _check_conversation(bundle: Mapping) -> _Record:
     overrides = m.obj("memory_overrides", nullable=True) or {}
     for node, settings in overrides.items():
         if not isinstance(settings, Mapping):
-            _fail(f"conversation.meta.memory_overrides: node {node!r} must map to an object, not {_kind(settings)}")
+            _fail(f"conversation.meta.memory_overrides: node {node!r} must map to an object, not {checks.kind_of(settings)}")
     return conv
 
 
@@ -205,7 +189,7 @@ def _check_node_run(where: str, raw: Any) -> None:
 def _check_turns(bundle: Mapping) -> list:
     turns = bundle.get("turns")
     if not isinstance(turns, list):
-        _fail(f"'turns' must be a list, not {_kind(turns)}")
+        _fail(f"'turns' must be a list, not {checks.kind_of(turns)}")
     ids: set[str] = set()
     seqs: set[int] = set()
     for i, raw in enumerate(turns):
@@ -248,7 +232,7 @@ def _check_variables(bundle: Mapping) -> None:
 
     variables = bundle.get("variables")
     if not isinstance(variables, list):
-        _fail(f"'variables' must be a list, not {_kind(variables)}")
+        _fail(f"'variables' must be a list, not {checks.kind_of(variables)}")
     seen: set[str] = set()
     for i, raw in enumerate(variables):
         where = f"variable {i}"
@@ -269,10 +253,10 @@ def _check_variables(bundle: Mapping) -> None:
         except VariableError as e:
             _fail(f"{where}: {e}")
         if not fits:
-            _fail(f"{where}: 'value' is {_kind(raw['value'])}, which does not fit its type {raw['value_type']!r}")
+            _fail(f"{where}: 'value' is {checks.kind_of(raw['value'])}, which does not fit its type {raw['value_type']!r}")
     history = bundle.get("variable_history")
     if not isinstance(history, list):
-        _fail(f"'variable_history' must be a list, not {_kind(history)}")
+        _fail(f"'variable_history' must be a list, not {checks.kind_of(history)}")
     for i, raw in enumerate(history):
         where = f"variable change {i}"
         if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str) \

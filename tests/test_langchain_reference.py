@@ -39,7 +39,7 @@ def langchain_counter(name: str):
     if name == "approximate":
         return count_tokens_approximately
     counter_for(MODEL)  # points tiktoken at the encodings bundled with litellm (offline)
-    return ChatOpenAI(model=MODEL, api_key="not-used-counting-is-offline")
+    return ChatOpenAI(model=MODEL, api_key="offline")  # counting only: no request is made
 
 
 def to_langchain(m):

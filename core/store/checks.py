@@ -9,7 +9,7 @@ turn and field named, and nothing is written — instead of failing half-way in 
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from ..conversation import Conversation
 from .db import StoreError, Unreadable
@@ -32,7 +32,8 @@ class ImportCheckError(StoreError):
     """An imported conversation holds a value the store cannot keep."""
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
+    """A value's JSON kind for an error message: "null", "a boolean", "the number 3", "a string"…"""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -41,14 +42,16 @@ def _kind(value: Any) -> str:
         return f"the number {value!r}"
     if isinstance(value, str):
         return "a string"
-    return "an object" if isinstance(value, dict) else "a list" if isinstance(value, list) else type(value).__name__
+    if isinstance(value, Mapping):
+        return "an object"
+    return "a list" if isinstance(value, list) else type(value).__name__
 
 
 def _text(value: Any, where: str, key: str, *, width: int | None = None, nullable: bool = False) -> None:
     if value is None and nullable:
         return
     if not isinstance(value, str):
-        raise ImportCheckError(f"{where}: '{key}' must be a string{' or null' if nullable else ''}, not {_kind(value)}")
+        raise ImportCheckError(f"{where}: '{key}' must be a string{' or null' if nullable else ''}, not {kind_of(value)}")
     if width is not None and len(value) > width:
         raise ImportCheckError(f"{where}: '{key}' is {len(value)} characters; at most {width} fit")
 
@@ -67,12 +70,12 @@ def check_conversation(conv: Conversation, name: str = "input") -> None:
         if turn.created_at is not None and (isinstance(turn.created_at, bool)
                                             or not isinstance(turn.created_at, (int, float))
                                             or not math.isfinite(turn.created_at)):
-            raise ImportCheckError(f"{where}: 'created_at' must be a finite number, not {_kind(turn.created_at)}")
+            raise ImportCheckError(f"{where}: 'created_at' must be a finite number, not {kind_of(turn.created_at)}")
         tokens = turn.answer_tokens
         if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)
                                    or not 0 <= tokens <= MAX_INT):
             raise ImportCheckError(f"{where}: 'answer_tokens' must be a whole number from 0 to {MAX_INT}, "
-                                   f"not {_kind(tokens)}")
+                                   f"not {kind_of(tokens)}")
         for k, m in enumerate(turn.messages):
             at = f"{where} message {k}"
             _text(m.role, at, "role")
