@@ -6,7 +6,7 @@ import json
 
 import streamlit as st
 
-from core.debug_view import damage_note, focus_node, receipt, transcript, tree_layout, what_if_prompt
+from core.debug_view import damage_note, focus_node, receipt, transcript, what_if_prompt
 from core.conversation import turn_label
 from core.errors import MemLensError
 from core.memory import DEFAULT_FIDELITY
@@ -14,7 +14,7 @@ from core.store import repo
 from core.store.db import resolve_url
 from core.tokens import counter_for, model_supports_vision
 from core.why import MAX_PHRASE
-from core.words import conversation_length, plural
+from core.words import conversation_length
 from ui import data, html
 from ui.chat_view import TurnActions, render_transcript, thread_page, turn_problem
 from ui.ledger_table import render_ledger_table
@@ -22,7 +22,7 @@ from ui.memories_panel import render_agent_run, render_recall_preview, render_re
 from ui.receipt_view import render_receipt
 from ui.replay_view import render_replay
 from ui.switchboard import render_switchboard
-from ui.tree_view import tree_figure
+from ui.tree_view import render_branches
 from ui.variables_panel import render_variables
 from ui.why_panel import render_why
 
@@ -373,15 +373,4 @@ if side_col is not None:
         turn_no = {t.id: turn_label(conv, i).removeprefix("turn ") for i, t in enumerate(conv.turns)}
         render_variables(svc, conv_id, variables, at, label, history, turn_no, key=f"vars-{conv_id}")
     with tree_tab:
-        if conv.turns:
-            st.plotly_chart(tree_figure(tree_layout(conv, thread)), key="tree", config={"displayModeBar": False})
-            leaves = [i for i in range(len(conv.turns)) if not tree.children[i]]
-            labels = {conv.turns[i].id: f"…{turn_label(conv, i)}: {conv.turns[i].query[:50]}" for i in leaves}
-            current_leaf = thread_ids[-1]
-            pick = st.selectbox("Switch to the branch ending at", list(labels), format_func=labels.get,
-                                index=list(labels).index(current_leaf) if current_leaf in labels else 0,
-                                key=f"branch-{conv_id}")
-            if pick != current_leaf and st.button("Switch branch", key="switch_branch"):
-                _switch(pick)
-            st.caption(f"{plural(len(conv.turns), 'turn')} in all, {plural(len(leaves), 'branch', 'branches')}; "
-                       "off-branch turns never reach memory.")
+        render_branches(conv, thread, on_switch=_switch, keys=("tree", f"branch-{conv_id}", "switch_branch"))

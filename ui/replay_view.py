@@ -19,7 +19,7 @@ import streamlit as st
 
 from core.compare import NamedConfig
 from core.conversation import turn_label
-from core.debug_view import (Lens, default_lens, lens_ledgers, receipt, replayed_run, transcript, tree_layout,
+from core.debug_view import (Lens, default_lens, lens_ledgers, receipt, replayed_run, transcript,
                              what_if)
 from core.errors import MemLensError
 from core.findings import config_findings
@@ -36,7 +36,7 @@ from ui.html import plain
 from ui.ledger_table import render_ledger_table
 from ui.receipt_view import render_receipt
 from ui.switchboard import render_switchboard
-from ui.tree_view import tree_figure
+from ui.tree_view import render_branches
 
 #: Turns replayed at most when a flow is attached (each one calls the flow's models).
 MAX_ATTACH_TURNS = 200
@@ -247,17 +247,6 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
                         on_turn=lambda n: st.session_state.update(selected_turn=by_number.get(n, selected_id)),
                         empty="No findings: nothing surprising in how these lenses remember this conversation.")
     with tabs[3]:
-        if conv.turns:
-            st.plotly_chart(tree_figure(tree_layout(conv, thread)), key="rtree", config={"displayModeBar": False})
-            leaves = [i for i in range(len(conv.turns)) if not tree.children[i]]
-            labels = {conv.turns[i].id: f"…turn {numbers[i]}: {conv.turns[i].query[:50]}" for i in leaves}
-            current_leaf = thread_ids[-1]
-            pick = st.selectbox("Switch to the branch ending at", list(labels), format_func=labels.get,
-                                index=list(labels).index(current_leaf) if current_leaf in labels else 0,
-                                key=f"rbranch-{conv_id}")
-            if pick != current_leaf and st.button("Switch branch", key="rswitch_branch"):
-                switch(pick)
-            st.caption(f"{len(conv.turns)} turns, {len(leaves)} branch{'es' if len(leaves) != 1 else ''}; "
-                       "off-branch turns never reach memory.")
+        render_branches(conv, thread, on_switch=switch, keys=("rtree", f"rbranch-{conv_id}", "rswitch_branch"))
     with tabs[4]:
         _attach_flow(svc, conv_id, conv, thread)

@@ -74,3 +74,27 @@ def tree_figure(nodes: list[TreeNode], *, max_nodes: int = 400) -> go.Figure:
     fig.update_layout(height=220, margin=dict(l=10, r=10, t=10, b=10), xaxis_title="turn on its thread",
                       yaxis=dict(visible=False, autorange="reversed"), legend=dict(orientation="h", y=-0.3))
     return fig
+
+
+def render_branches(conversation, thread: list[int], *, on_switch, keys: tuple[str, str, str]) -> None:
+    """The Branches tab: the tree, a picker of the branch to follow and the counts. ``keys`` are the
+    chart's, the picker's and the button's widget keys; ``on_switch(turn_id)`` follows another branch."""
+    import streamlit as st
+
+    from core.conversation import leaves as branch_ends, turn_label
+    from core.debug_view import tree_layout
+
+    if not conversation.turns:
+        return
+    chart_key, picker_key, button_key = keys
+    st.plotly_chart(tree_figure(tree_layout(conversation, thread)), key=chart_key, config={"displayModeBar": False})
+    ends = branch_ends(conversation)
+    turns = conversation.turns
+    labels = {turns[i].id: f"…{turn_label(conversation, i)}: {turns[i].query[:50]}" for i in ends}
+    current = turns[thread[-1]].id
+    pick = st.selectbox("Switch to the branch ending at", list(labels), format_func=labels.get,
+                        index=list(labels).index(current) if current in labels else 0, key=picker_key)
+    if pick != current and st.button("Switch branch", key=button_key):
+        on_switch(pick)
+    st.caption(f"{plural(len(turns), 'turn')} in all, {plural(len(ends), 'branch', 'branches')}; "
+               "off-branch turns never reach memory.")
