@@ -263,6 +263,10 @@ class State:
         handler = handler_override or self.schema[key]["handler"]
         self._data[key] = handler(self._data.get(key), value)
 
+    def replace(self, key: str, value: Any) -> None:
+        """Store ``value`` as the key's new value, whatever its merge handler (``replace_values``)."""
+        self.set(key, value, handler_override=replace_values)
+
     def get(self, key: str, default: Any = None) -> Any:
         return copy.deepcopy(self._data.get(key, default))
 

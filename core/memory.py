@@ -29,7 +29,7 @@ from .errors import MemLensError
 from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
                      SCOPE, TRIMMED_EARLIER, Ledger, LedgerEntry, TurnSummary)
 from .strategies import STRATEGIES, get_strategy
-from .strategies.base import Budget, Plan, Strategy
+from .strategies.base import Budget, PathView, Plan, Strategy
 from .strategies.compaction import (COMPACTION_PROFILES, DEFAULT_KEEP_MESSAGES, DEFAULT_KEEP_TOOL_RESULTS,
                                    DEFAULT_TRIGGER, SHIPPED)
 from .strategies.summary_buffer import DEFAULT_LIMIT as DEFAULT_HISTORY_LIMIT
@@ -208,67 +208,6 @@ class MemoryConfig:
 
     def with_(self, **changes) -> "MemoryConfig":
         return replace(self, **changes)
-
-
-class PathView:
-    """The thread before the current turn, as one message sequence with running sums.
-
-    Pushed and popped turn by turn during the depth-first walk, so every turn sees exactly its
-    own thread without copying.
-    """
-
-    __slots__ = ("positions", "starts", "marks", "prefix", "kept_prefix", "count_prefix", "seq_pos",
-                 "seq_msg", "numbers", "states")
-
-    def __init__(self, numbers: list[int]):
-        self.positions: list[int] = []
-        self.starts: list[int] = []
-        self.marks: list[int] = []
-        self.prefix = [0]        # tokens, empty messages included (what pruning counts)
-        self.kept_prefix = [0]   # tokens of non-empty messages (what is sent)
-        self.count_prefix = [0]  # number of non-empty messages
-        self.seq_pos: list[int] = []
-        self.seq_msg: list[int] = []
-        self.numbers = numbers
-        self.states: list[object] = []  # a planning strategy's state after each turn's decision
-
-    @property
-    def length(self) -> int:
-        return len(self.seq_pos)
-
-    def turn_start(self, i: int) -> int:
-        return self.starts[i] if i < len(self.starts) else len(self.seq_pos)
-
-    def turn_number(self, position: int) -> int:
-        return self.numbers[position]
-
-    def push(self, position: int, mark: int, eligible: list[int], tokens: tuple[int, ...],
-             empty: tuple[bool, ...], state: object = None) -> None:
-        self.positions.append(position)
-        self.starts.append(len(self.seq_pos))
-        self.marks.append(mark)
-        self.states.append(state)
-        prefix, kept_prefix, count_prefix = self.prefix, self.kept_prefix, self.count_prefix
-        p, k, c = prefix[-1], kept_prefix[-1], count_prefix[-1]
-        for j in eligible:
-            t = tokens[j]
-            p += t
-            if not empty[j]:
-                k += t
-                c += 1
-            prefix.append(p)
-            kept_prefix.append(k)
-            count_prefix.append(c)
-        self.seq_pos.extend([position] * len(eligible))
-        self.seq_msg.extend(eligible)
-
-    def pop(self) -> None:
-        self.positions.pop()
-        self.marks.pop()
-        self.states.pop()
-        start = self.starts.pop()
-        del self.prefix[start + 1:], self.kept_prefix[start + 1:], self.count_prefix[start + 1:]
-        del self.seq_pos[start:], self.seq_msg[start:]
 
 
 @dataclass(frozen=True)

@@ -97,10 +97,21 @@ SECTION_ITEMS = 6
 _SECTION_HEAD = re.compile(r"^## (.+)$")
 
 
+def transcript_lines(messages: Sequence[Message]) -> list[str]:
+    """The folded messages as the summariser prompt lists them, one line each."""
+    lines = []
+    for m in messages:
+        if m.role == "assistant" and m.tool_calls:
+            lines.extend(f"Tool Call [{c.name}]: {c.arguments}" for c in m.tool_calls)
+        elif m.role == "tool":
+            lines.append(f"Tool [{m.name or 'tool'}]: {m.content}")
+        else:
+            lines.append(f"{m.role.capitalize()}: {m.content}")
+    return lines
+
+
 def transcript(messages: Sequence[Message]) -> str:
     """The folded messages one per line, as the summariser reads them."""
-    from .strategies.shipped_compaction import transcript_lines
-
     return "\n".join(transcript_lines(messages))
 
 
@@ -211,4 +222,5 @@ class SectionSummarizer:
 SECTIONS_OFFLINE = SectionSummarizer()
 
 __all__ = ["Summarizer", "FactSummarizer", "OFFLINE", "NO_FACTS", "SECTIONS", "SectionSummarizer", "SECTIONS_OFFLINE",
-           "ModelSectionSummarizer", "section_prompt", "parse_sections", "transcript"]
+           "ModelSectionSummarizer", "section_prompt", "parse_sections", "transcript",
+           "transcript_lines"]

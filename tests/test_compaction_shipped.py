@@ -13,11 +13,11 @@ from core.conversation import ANSWER, QUERY, TOOL_RESULT, Conversation, Message,
 from core.conversation import TOOL_CALL as TOOL_CALL_KIND
 from core.ledger import CLEARED, KEPT, PLACEHOLDER, SUMMARIZED, SUMMARY
 from core.memory import ConfigError, MemoryConfig, Replay
-from core.summarize import ModelSectionSummarizer
+from core.summarize import ModelSectionSummarizer, transcript_lines
 from core.strategies.shipped_compaction import (BY_CHARS, BY_USAGE, REQUEST, RESPONSE, SUMMARY_HEADER, SYSTEM,
                                                 TEXT, TOOL_CALL, TOOL_PLACEHOLDER, TOOL_RETURN, USER, Compactor,
                                                 Group, Part, estimate, heuristic_tokens, reload, target_tokens,
-                                                to_groups, transcript_lines)
+                                                to_groups)
 from tests.compaction_fixtures import FIXTURES, provider_input_tokens, reply_tokens, summary_text
 from tests.harness_reference import VERSIONS, run_fixture
 

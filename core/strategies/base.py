@@ -1,4 +1,4 @@
-"""The interface every memory strategy implements.
+"""The interface every memory strategy implements, and the thread view (:class:`PathView`) it reads.
 
 Most strategies only place a window on the thread's message sequence (:meth:`Strategy.window`)
 and name a token budget; the engine does the rest with running sums. Strategies that rewrite
@@ -12,12 +12,74 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..ledger import KEPT
+from ..summarize import OFFLINE
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..conversation import Message
     from ..ledger import SyntheticMessage
-    from ..memory import MemoryConfig, PathView, Replay
+    from ..memory import MemoryConfig, Replay
     from ..tokens import ModelFacts
+
+
+class PathView:
+    """The thread before the current turn, as one message sequence with running sums.
+
+    Pushed and popped turn by turn during the depth-first walk, so every turn sees exactly its
+    own thread without copying.
+    """
+
+    __slots__ = ("positions", "starts", "marks", "prefix", "kept_prefix", "count_prefix", "seq_pos",
+                 "seq_msg", "numbers", "states")
+
+    def __init__(self, numbers: list[int]):
+        self.positions: list[int] = []
+        self.starts: list[int] = []
+        self.marks: list[int] = []
+        self.prefix = [0]        # tokens, empty messages included (what pruning counts)
+        self.kept_prefix = [0]   # tokens of non-empty messages (what is sent)
+        self.count_prefix = [0]  # number of non-empty messages
+        self.seq_pos: list[int] = []
+        self.seq_msg: list[int] = []
+        self.numbers = numbers
+        self.states: list[object] = []  # a planning strategy's state after each turn's decision
+
+    @property
+    def length(self) -> int:
+        return len(self.seq_pos)
+
+    def turn_start(self, i: int) -> int:
+        return self.starts[i] if i < len(self.starts) else len(self.seq_pos)
+
+    def turn_number(self, position: int) -> int:
+        return self.numbers[position]
+
+    def push(self, position: int, mark: int, eligible: list[int], tokens: tuple[int, ...],
+             empty: tuple[bool, ...], state: object = None) -> None:
+        self.positions.append(position)
+        self.starts.append(len(self.seq_pos))
+        self.marks.append(mark)
+        self.states.append(state)
+        prefix, kept_prefix, count_prefix = self.prefix, self.kept_prefix, self.count_prefix
+        p, k, c = prefix[-1], kept_prefix[-1], count_prefix[-1]
+        for j in eligible:
+            t = tokens[j]
+            p += t
+            if not empty[j]:
+                k += t
+                c += 1
+            prefix.append(p)
+            kept_prefix.append(k)
+            count_prefix.append(c)
+        self.seq_pos.extend([position] * len(eligible))
+        self.seq_msg.extend(eligible)
+
+    def pop(self) -> None:
+        self.positions.pop()
+        self.marks.pop()
+        self.states.pop()
+        start = self.starts.pop()
+        del self.prefix[start + 1:], self.kept_prefix[start + 1:], self.count_prefix[start + 1:]
+        del self.seq_pos[start:], self.seq_msg[start:]
 
 
 @dataclass(frozen=True)
@@ -56,21 +118,21 @@ class Plan:
         it is; for a strategy that ``drops_empty`` the engine turns a kept empty one into ``empty``)."""
         return KEPT
 
-    def synthetic(self, view: "PathView", replay: "Replay") -> list["SyntheticMessage"]:
+    def synthetic(self, view: PathView, replay: "Replay") -> list["SyntheticMessage"]:
         return []
 
 
-def message_at(view: "PathView", replay: "Replay", i: int) -> "Message":
+def message_at(view: PathView, replay: "Replay", i: int) -> "Message":
     """The message at index ``i`` of a view's sequence."""
     return replay.conversation.turns[view.seq_pos[i]].messages[view.seq_msg[i]]
 
 
-def tokens_between(view: "PathView", lo: int, hi: int) -> int:
+def tokens_between(view: PathView, lo: int, hi: int) -> int:
     """Tokens of the messages in ``[lo, hi)`` of the view's sequence."""
     return view.prefix[hi] - view.prefix[lo] if hi > lo else 0
 
 
-def turn_at(view: "PathView", replay: "Replay", i: int | None) -> int | None:
+def turn_at(view: PathView, replay: "Replay", i: int | None) -> int | None:
     """The turn number of the message at index ``i`` (``None`` for ``None``)."""
     return None if i is None else replay.numbers[view.seq_pos[i]]
 
@@ -107,27 +169,23 @@ class Strategy:
     #: Whether an empty message it keeps is dropped before the call (Dify's filter, ``empty``).
     drops_empty = True
 
-    def plan(self, view: "PathView", current: int, replay: "Replay") -> Plan:
+    def plan(self, view: PathView, current: int, replay: "Replay") -> Plan:
         """This turn's decision, from the thread before it (``view``) and the previous state."""
         raise NotImplementedError
 
     def default_summarizer(self, config: "MemoryConfig"):
         """The summariser a replay uses when none is given (the offline fact summariser)."""
-        from ..summarize import OFFLINE
-
         return OFFLINE
 
-    def new_view(self, replay: "Replay") -> "PathView":
+    def new_view(self, replay: "Replay") -> PathView:
         """The thread view the engine walks; a strategy may extend it with its own running sums."""
-        from ..memory import PathView
-
         return PathView(replay.numbers)
 
     def check(self, config: "MemoryConfig", facts: "ModelFacts") -> str | None:
         """A problem that makes the config unusable with this model, or ``None``."""
         return None
 
-    def window(self, view: "PathView", current: int, config: "MemoryConfig") -> tuple[int, int]:
+    def window(self, view: PathView, current: int, config: "MemoryConfig") -> tuple[int, int]:
         """(trimmed_before, window_start) as indices into ``view``'s message sequence.
 
         Messages before ``trimmed_before`` were removed permanently in earlier turns; those

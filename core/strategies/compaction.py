@@ -54,12 +54,12 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 from ..conversation import INTERMEDIATE, Message
 from ..ledger import CLEARED, KEPT, PLACEHOLDER, SUMMARIZED, SUMMARY, SyntheticMessage, format_spans
+from ..summarize import SECTIONS_OFFLINE
 from . import shipped_compaction as shipped
-from .base import Budget, Plan, Spans, Strategy, add_turns, message_at, span_turns, tokens_between, turn_at
+from .base import Budget, PathView, Plan, Spans, Strategy, add_turns, message_at, span_turns, tokens_between, turn_at
 
 DEFAULT_TRIGGER = 0.8
 DEFAULT_KEEP_MESSAGES = 20
@@ -130,37 +130,31 @@ def placeholder_tokens(replay, message) -> int:
     return replay.counter.message(replace(message, content=TOOL_PLACEHOLDER))
 
 
-@lru_cache(maxsize=1)
-def _view_class():
-    from ..memory import PathView  # the engine imports the strategies, so not at import time
+class CompactionView(PathView):
+    """A thread view that also tracks tool results and the thread's first user message."""
 
-    class CompactionView(PathView):
-        """A thread view that also tracks tool results and the thread's first user message."""
+    __slots__ = ("tools", "first_user", "replay")
 
-        __slots__ = ("tools", "first_user", "replay")
+    def __init__(self, replay):
+        super().__init__(replay.numbers)
+        self.replay = replay
+        self.tools = ToolView(self, replay)
+        self.first_user: list[int | None] = []
 
-        def __init__(self, replay):
-            super().__init__(replay.numbers)
-            self.replay = replay
-            self.tools = ToolView(self, replay)
-            self.first_user: list[int | None] = []
+    def push(self, position, mark, eligible, tokens, empty, state=None):
+        super().push(position, mark, eligible, tokens, empty, state)
+        self.tools.push(position, eligible, tokens, empty)
+        first = self.first_user[-1] if self.first_user else None
+        if first is None:
+            messages = self.replay.conversation.turns[position].messages
+            base = self.length - len(eligible)
+            first = next((base + k for k, j in enumerate(eligible) if messages[j].role == "user"), None)
+        self.first_user.append(first)
 
-        def push(self, position, mark, eligible, tokens, empty, state=None):
-            super().push(position, mark, eligible, tokens, empty, state)
-            self.tools.push(position, eligible, tokens, empty)
-            first = self.first_user[-1] if self.first_user else None
-            if first is None:
-                messages = self.replay.conversation.turns[position].messages
-                base = self.length - len(eligible)
-                first = next((base + k for k, j in enumerate(eligible) if messages[j].role == "user"), None)
-            self.first_user.append(first)
-
-        def pop(self):
-            super().pop()
-            self.tools.pop()
-            self.first_user.pop()
-
-    return CompactionView
+    def pop(self):
+        super().pop()
+        self.tools.pop()
+        self.first_user.pop()
 
 
 class CompactionPlan(Plan):
@@ -212,7 +206,7 @@ class CompactionStrategy(Strategy):
     drops_empty = False
 
     def new_view(self, replay):
-        return _view_class()(replay)
+        return CompactionView(replay)
 
     def check(self, config, facts):
         context = config.context_size or facts.context_size
@@ -223,8 +217,6 @@ class CompactionStrategy(Strategy):
         return None
 
     def default_summarizer(self, config):
-        from ..summarize import SECTIONS_OFFLINE
-
         return SECTIONS_OFFLINE if config.compaction_profile == SHIPPED else super().default_summarizer(config)
 
     def plan(self, view, current, replay):
@@ -417,9 +409,7 @@ class ShippedRunHook:
             sent = self._messages(after.stored)
             if self.system_prompt:
                 sent = [messages[0]] + sent
-            from ..agent import replace_values  # the agent imports the memory engine, so not at import time
-
-            state.set("messages", sent, handler_override=replace_values)  # as Dify stores it: compacted
+            state.replace("messages", sent)  # as Dify stores it: compacted
         self.seen = len(state.data["messages"])
 
     def _messages(self, groups) -> list:

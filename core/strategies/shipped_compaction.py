@@ -216,19 +216,6 @@ def folded_messages(groups: Sequence[Group], skip_summaries: bool) -> list[Messa
     return out
 
 
-def transcript_lines(messages: Sequence[Message]) -> list[str]:
-    """The folded messages as the summariser prompt lists them, one line each."""
-    lines = []
-    for m in messages:
-        if m.role == "assistant" and m.tool_calls:
-            lines.extend(f"Tool Call [{c.name}]: {c.arguments}" for c in m.tool_calls)
-        elif m.role == "tool":
-            lines.append(f"Tool [{m.name or 'tool'}]: {m.content}")
-        else:
-            lines.append(f"{m.role.capitalize()}: {m.content}")
-    return lines
-
-
 # -- reload ---------------------------------------------------------------------------------------
 
 def reload(groups: Sequence[Group]) -> list[Group]:
@@ -460,5 +447,5 @@ def replay_turn(compactor_for: Callable[[SummariseFn], Compactor], summarize: Su
 
 __all__ = ["ShippedState", "replay_turn", "turn_requests", "Part", "Group", "Compactor", "CompactionEvent",
            "target_tokens", "estimate", "heuristic_tokens",
-           "clear_tool_results", "fold_cut", "previous_summary", "folded_messages", "transcript_lines", "reload",
+           "clear_tool_results", "fold_cut", "previous_summary", "folded_messages", "reload",
            "to_groups", "SUMMARY_HEADER", "TOOL_PLACEHOLDER", "BY_USAGE", "BY_CHARS", "KEEP_PAIRS", "KEEP_MESSAGES"]
