@@ -25,8 +25,8 @@ import httpx
 from .conversation import Conversation
 from .errors import MemLensError
 from .readers import RecordError, dify_turn
+from .sessions import store_pulled
 
-SOURCE = "dify-pull"
 PAGE = 100  # Dify's largest page
 #: Limits of one pull: more than this is refused rather than read.
 MAX_CONVERSATIONS = 10_000
@@ -170,8 +170,6 @@ def pull(db, base_url: str, key: str, user: str, *, conversation_id: str | None 
 
     Everything is read before anything is written, so a failure stores nothing.
     """
-    from .sessions import store_pulled
-
     if bool(conversation_id) == bool(everything):
         raise PullError("name one conversation with --conversation ID, or pull every one with --all")
     if not user:

@@ -45,6 +45,8 @@ from .variables import VariableChange, defaults, edit_variable
 SESSION_CHANGED = ("The Agent configuration changed after this conversation started. "
                    "Start a new conversation to continue.")
 _ACTIVE = object()
+#: The ``source`` of a conversation pulled from a Dify app (``python -m core pull``).
+PULLED_SOURCE = "dify-pull"
 
 
 class SessionChangedError(StoreError):
@@ -540,14 +542,13 @@ def store_pulled(db: Database, conv: Conversation, *, base_url: str, user_id: st
     """
     from sqlalchemy import delete, select
 
-    from .pull import SOURCE
     from .store.checks import check_conversations
     from .store.models import ConversationRow, FeedbackRow, NodeRunRow, TurnRow
 
     check_conversations([conv], base_url)
     with db.session() as s:
         existing = None
-        for row in s.scalars(select(ConversationRow).where(ConversationRow.source == SOURCE,
+        for row in s.scalars(select(ConversationRow).where(ConversationRow.source == PULLED_SOURCE,
                                                            ConversationRow.user_id == user_id)):
             meta = row.meta or {}
             if meta.get("source_id") == conv.id and meta.get("base_url") == base_url:
@@ -564,7 +565,7 @@ def store_pulled(db: Database, conv: Conversation, *, base_url: str, user_id: st
             conv_id = repo.new_id()
             rows, active = _imported_turn_rows(conv, conv_id, t)
             s.add_all(rows)
-            s.add(ConversationRow(id=conv_id, flow_version_id=None, user_id=user_id, name=name[:255], source=SOURCE,
+            s.add(ConversationRow(id=conv_id, flow_version_id=None, user_id=user_id, name=name[:255], source=PULLED_SOURCE,
                                   inputs={}, active_turn_id=active, meta=meta, created_at=t, updated_at=t))
             return conv_id, "created"
         turn_ids = select(TurnRow.id).where(TurnRow.conversation_id == existing.id)
@@ -595,5 +596,5 @@ def read_bundle(path: str | Path) -> dict:
 
 __all__ = ["ConversationService", "Siblings", "SessionChangedError", "SESSION_CHANGED", "export_conversation",
            "import_conversation", "damaged_fields", "validate_bundle", "read_bundle", "store_conversations",
-           "store_pulled", "is_bundle", "turn_from_record",
+           "store_pulled", "PULLED_SOURCE", "is_bundle", "turn_from_record",
            "RunError"]

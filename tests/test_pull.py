@@ -15,8 +15,8 @@ import pytest
 from benchmarks.api_load import ServerProcess
 from core.conversation import UUID_NIL
 from core.llm import DemoClient
-from core.pull import SOURCE, PullError, pull
-from core.sessions import ConversationService
+from core.pull import PullError, pull
+from core.sessions import PULLED_SOURCE, ConversationService
 from core.store import keys as app_keys
 from core.store import repo
 from core.store.db import Database
@@ -68,7 +68,7 @@ def test_pull_all_pages_through_conversations_and_messages(store):
     assert ("/v1/messages", {"conversation_id": C2, "user": "abc-123", "limit": "100",
                              "first_id": "b0000000-0000-4000-8000-000000000003"}) in calls
     info = repo.get_conversation(store, result.ids[C2])
-    assert info.source == SOURCE and info.name == "Porto day"
+    assert info.source == PULLED_SOURCE and info.name == "Porto day"
     assert info.meta["base_url"] == BASE and info.meta["source_id"] == C2
 
 
