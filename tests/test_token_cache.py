@@ -135,3 +135,41 @@ def test_the_fast_walk_agrees_with_every_ledger_on_a_branched_conversation():
         for s in summaries:
             ledger = replay.ledger(s.turn)
             assert (s.kept, s.history_tokens) == (len(ledger.kept), ledger.history_tokens), (config.label(), s.turn)
+
+
+def test_a_batch_with_text_the_compiled_encoder_refuses_counts_as_tiktoken_repairs_it():
+    # A lone surrogate (from a broken import) makes tiktoken's compiled encoder refuse the text;
+    # its Python wrapper repairs such text, and the batch must count it the same way.
+    texts = ["plain words", "half a pair \ud83d here", "more words"]
+    cache = CountCache("o200k_base")
+    cache.count_all(texts, threads=1)
+    encode = _encoding("o200k_base").encode_ordinary
+    assert cache.counts == {t: len(encode(t)) for t in texts}
+
+
+def test_a_replay_leaves_the_cycle_collector_as_it_found_it():
+    import gc
+
+    conversation = build_conversation(50)
+    config = MemoryConfig(strategy="dify", window=5, model=MODEL)
+    assert gc.isenabled()
+    Replay(conversation, config).summaries()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        Replay(conversation, config).summaries()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_message_with_a_name_or_tool_calls_counts_the_same_alone_and_in_a_turn():
+    from core.conversation import Message, ToolCall
+
+    counter = TokenCounter(MODEL, shared=False)
+    msgs = [Message("user", "hello there", "query", "a", name="dana"),
+            Message("assistant", "", "tool_call", "b", tool_calls=(ToolCall("c1", "lookup", '{"id": 4}'),)),
+            Message("assistant", "plain answer", "answer", "c")]
+    counter.prepare(msgs)
+    assert counter.messages(msgs) == tuple(counter.message(m) for m in msgs)
+    assert counter.messages(msgs)[0] > counter.chat("user", "hello there")

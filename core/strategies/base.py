@@ -53,7 +53,7 @@ class PathView:
     def turn_number(self, position: int) -> int:
         return self.numbers[position]
 
-    def push(self, position: int, mark: int, eligible: list[int], tokens: tuple[int, ...],
+    def push(self, position: int, mark: int, eligible: tuple[int, ...], tokens: tuple[int, ...],
              empty: tuple[bool, ...], state: object = None) -> None:
         self.positions.append(position)
         self.starts.append(len(self.seq_pos))
