@@ -35,7 +35,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
-from .conversation import Conversation, Message
+from .conversation import Conversation, Message, turn_label
 from .errors import MemLensError
 from .facts import extract_facts
 from .ledger import EMPTY, GRANULARITY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, REASON_LABELS, \
@@ -111,10 +111,11 @@ class Column:
     kind: str
     ref: int | str
     text: str       # the first words, for labels and hovers
+    label: str = ""  # its turn as a person counts it (core.conversation.turn_label): "turn 6 · 2/3"
 
     def to_json(self) -> dict:
         return {"column": self.column, "turn": self.turn, "role": self.role, "kind": self.kind, "ref": self.ref,
-                "text": self.text}
+                "text": self.text, "turn_label": self.label}
 
 
 def _short(text: str, width: int = _TEXT_WIDTH) -> str:
@@ -135,8 +136,9 @@ def message_columns(conversation: Conversation) -> list[Column]:
     numbers = turn_numbers(conversation)
     out: list[Column] = []
     for p, t in enumerate(conversation.turns):
+        label = turn_label(conversation, p)
         for j, m in enumerate(t.messages):
-            out.append(Column(len(out), p, j, numbers[p], m.role, m.kind, m.ref, _message_text(m)))
+            out.append(Column(len(out), p, j, numbers[p], m.role, m.kind, m.ref, _message_text(m), label))
     return out
 
 
@@ -333,7 +335,7 @@ class RetentionMatrix:
     def message(self, c: int) -> str:
         """Column ``c``'s message in a line: its turn, role, tokens and first words."""
         col = self.columns[c]
-        return f"turn {col.turn} · {col.role} · {self.tokens[c]:,} tokens · {col.text}"
+        return f"{col.label or f'turn {col.turn}'} · {col.role} · {self.tokens[c]:,} tokens · {col.text}"
 
     def why(self, r: int, c: int) -> str:
         """The reason of cell ``(r, c)`` in plain words (the ledger's :func:`core.ledger.explain`)."""
@@ -474,10 +476,13 @@ class FactFate:
     present: list[bool | None]
     lost_turn: int | None            # first turn with no statement in memory; None: never
     lost_reason: str | None          # the newest statement's reason at that turn
+    stated_label: str = ""           # those two turns as a person counts them (core.conversation.turn_label)
+    lost_label: str | None = None
 
     def to_json(self) -> dict:
         return {"fact": self.fact.label, "config": self.label, "stated_turn": self.stated_turn,
-                "lost_turn": self.lost_turn, "lost_reason": self.lost_reason, "present": self.present}
+                "lost_turn": self.lost_turn, "lost_reason": self.lost_reason, "present": self.present,
+                "stated_label": self.stated_label, "lost_label": self.lost_label}
 
 
 def _fact_row(reasons: Any, p: int, query_index: int | None, fact: TrackedFact) -> tuple[bool | None, str | None]:
@@ -531,7 +536,7 @@ def fact_sentence(fates: Sequence[FactFate]) -> str:
     groups: list[tuple[str, list[str]]] = []  # consecutive configs that lose it the same way
     for f in lost:
         verb = "folded into a summary" if f.lost_reason == SUMMARIZED else "lost"
-        where = f"at turn {f.lost_turn} with {f.label}"
+        where = f"at {f.lost_label or f'turn {f.lost_turn}'} with {f.label}"
         if groups and groups[-1][0] == verb:
             groups[-1][1].append(where)
         else:
@@ -614,13 +619,16 @@ class _Pass:
                                       list(window.rows), visible, tokens, cells, hidden, budgets)
         self.fates: list[FactFate] = []
         for f, fact in enumerate(facts):
-            lost_turn = lost_reason = None
+            lost_turn = lost_reason = lost_label = None
             for k, value in enumerate(present[f]):
                 if value is False:
                     lost_turn, lost_reason = numbers[answered[k]], first_reasons[f][k]
+                    lost_label = turn_label(conv, answered[k])
                     break
             stated = numbers[fact.messages[0][0]] if fact.messages else 0
-            self.fates.append(FactFate(fact, label, stated, present[f], lost_turn, lost_reason))
+            stated_label = turn_label(conv, fact.messages[0][0]) if fact.messages else ""
+            self.fates.append(FactFate(fact, label, stated, present[f], lost_turn, lost_reason, stated_label,
+                                       lost_label))
 
 
 # -- the turn diff --------------------------------------------------------------------------------------

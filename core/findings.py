@@ -70,9 +70,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .conversation import ANSWER, Conversation
+from .conversation import ANSWER, Conversation, turn_label
 from .facts import asked_keys
 from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE, SUMMARY,
                      TRIMMED_EARLIER, Ledger, LedgerEntry, explain, turn_ranges)
@@ -164,6 +164,47 @@ def _order(findings: list[Finding]) -> list[Finding]:
     """Flow-wide findings first, then by turn; warnings before notes on the same turn."""
     return sorted(findings, key=lambda f: (f.turn is not None, f.turn or 0, f.severity != WARNING,
                                            KINDS.index(f.kind) if f.kind in KINDS else len(KINDS)))
+
+
+#: Names a turn number (what a finding and a ledger link to) the way the text shows it.
+TurnNamer = Callable[[int], str]
+
+
+def turn_namer(conversation: Conversation) -> TurnNamer:
+    """A finding's turns named as a person counts them (:func:`core.conversation.turn_label`):
+    its place on its own thread and its sibling, so a regenerated answer to turn 6 reads
+    "turn 6 · 2/2", not the creation-order number the finding links to."""
+    numbers = turn_numbers(conversation)
+    offset = numbers[0] if numbers else 0
+    names: dict[int, str] = {}
+
+    def name(number: int) -> str:
+        if number not in names:
+            p = number - offset
+            names[number] = turn_label(conversation, p) if 0 <= p < len(numbers) else f"turn {number}"
+        return names[number]
+    return name
+
+
+_LABEL = re.compile(r"turn (\d+)(?: · (\d+)/\d+)?")
+
+
+def _named_ranges(name: TurnNamer, turns: Iterable[int]) -> str:
+    """Several turns in words, by their place on their threads: "turns 4–10, 11 · 1/2, 12".
+    Plain turns in a row make a range; a turn with siblings stands alone; a place reached on
+    two branches is named once."""
+    labels = {name(n) for n in turns}
+    keyed = sorted((int(m[1]), int(m[2] or 0), x) for x in labels if (m := _LABEL.fullmatch(x)))
+    parts: list[list] = []  # [first, last] of plain turns in a row, or [label]
+    for number, sibling, label in keyed:
+        if not sibling and parts and len(parts[-1]) == 2 and parts[-1][1] == number - 1:
+            parts[-1][1] = number
+        else:
+            parts.append([number, number] if not sibling else [label.removeprefix("turn ")])
+    words = [str(p[0]) if len(p) == 1 or p[0] == p[1] else f"{p[0]}–{p[1]}" for p in parts]
+    words += sorted(x for x in labels if not _LABEL.fullmatch(x))
+    single = len(parts) == 1 and (len(parts[0]) == 1 or parts[0][0] == parts[0][1])
+    return ("turn " if single else "turns ") + ", ".join(words)
 
 
 def _excerpt(text: str, width: int = 60) -> str:
@@ -292,15 +333,17 @@ def memory_turns(replay: Replay) -> list[MemoryTurn]:
 
 # -- findings from one subject's turns ------------------------------------------------------------------
 
-def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | None = None) -> list[Finding]:
-    """The surprises of Dify 1.17's agent compaction, read from a subject's ledgers in turn order."""
+def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | None = None, *,
+                        name: TurnNamer) -> list[Finding]:
+    """The surprises of Dify 1.17's agent compaction, read from a subject's ledgers in turn order
+    (``name``: :func:`turn_namer` of their conversation)."""
     out: list[Finding] = []
     events = [c for ledger in ledgers for c in ledger.compactions]
     loop = [c for c in events if c.get("in_tool_loop")]
     if loop:
         first = loop[0]
         what = " then ".join(t.replace("_", " ") for t in first.get("tiers") or [])
-        text = (f"Compaction fired inside the tool loop at step {first['request']} of turn {first['turn']}: "
+        text = (f"Compaction fired inside the tool loop at step {first['request']} of {name(first['turn'])}: "
                 f"{subject}'s history was estimated at {first['estimate']:,} tokens ({first['estimated_by']}), over "
                 f"its {first['target']:,}-token target, and compacted ({what}) before the model's next request")
         if len(loop) > 1:
@@ -313,8 +356,8 @@ def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | 
                   if sum(1 for s in ledger.synthetic if s.origin == SUMMARY) >= 2), None)
     if piled is not None:
         n = sum(1 for s in piled.synthetic if s.origin == SUMMARY)
-        out.append(Finding(SUMMARY_PILE_UP, f"A summary of a summary is still in {subject}'s history: at turn "
-                                            f"{piled.turn} it sends {n} summaries, the older ones riding along "
+        out.append(Finding(SUMMARY_PILE_UP, f"A summary of a summary is still in {subject}'s history: at "
+                                            f"{name(piled.turn)} it sends {n} summaries, the older ones riding along "
                                             f"with the first user message.", subject, piled.turn, node_id, INFO,
                            "On reload the stored summary is merged into the first user message; the next compaction "
                            "keeps that message whole and puts a new summary in front, so every compaction adds one — "
@@ -325,14 +368,14 @@ def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | 
         again = resent[1]
         out.append(Finding(FIRST_MESSAGE_RESUMMARISED,
                            f"The first user message was re-summarised {plural(len(resent) - 1, 'time')} by "
-                           f"{subject}: it is kept and also sent to the summariser at every compaction (again at turn "
-                           f"{again['turn']}).", subject, again["turn"], node_id, INFO,
+                           f"{subject}: it is kept and also sent to the summariser at every compaction (again at "
+                           f"{name(again['turn'])}).", subject, again["turn"], node_id, INFO,
                            "Its content is counted twice — verbatim and inside each summary — and weighs on every "
                            "summary written.", {"times": len(resent) - 1, "turns": [c["turn"] for c in resent]}))
     return out
 
 
-def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], node_id: str | None = None,
+def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, node_id: str | None = None,
                     strategy: str = "dify") -> Finding | None:
     hit = [t for t in turns if t.pruned]
     if not hit:
@@ -340,12 +383,12 @@ def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], node_id: str | No
     first = hit[0]
     worst = max(hit, key=lambda t: t.pruned)
     budget = f" of {first.budget:,} tokens" if first.budget is not None else ""
-    text = (f"Budget exceeded at turn {first.turn}: {plural(first.pruned, 'oldest message')} pruned silently "
+    text = (f"Budget exceeded at {name(first.turn)}: {plural(first.pruned, 'oldest message')} pruned silently "
             f"by {subject} to fit its token budget{budget}")
     if len(hit) > 1:
         text += f"; pruning goes on at {plural(len(hit) - 1, 'later turn')}"
         if worst.pruned > first.pruned:
-            text += f", up to {plural(worst.pruned, 'message')} at turn {worst.turn}"
+            text += f", up to {plural(worst.pruned, 'message')} at {name(worst.turn)}"
     if strategy == "trim":
         detail = "trim_messages drops what does not fit its max_tokens; check that nothing needed goes first."
         severity = INFO
@@ -368,13 +411,14 @@ def _dominant(subject: str, turns: Sequence[MemoryTurn], conversation: Conversat
         if t.largest_tokens < DOMINANT_MIN_TOKENS or t.largest_tokens <= DOMINANT_SHARE * t.history_tokens:
             continue
         groups.setdefault(t.largest, []).append(t)
+    name = turn_namer(conversation)
     numbers = turn_numbers(conversation)
     out = []
     for (q, j), hits in groups.items():
         first = hits[0]
         msg = conversation.turns[q].messages[j]
         share = first.largest_tokens / first.history_tokens
-        text = (f"One message fills {share:.0%} of the history {subject} keeps at turn {first.turn}: turn {numbers[q]}'s "
+        text = (f"One message fills {share:.0%} of the history {subject} keeps at {name(first.turn)}: {name(numbers[q])}'s "
                 f"{msg.role} message ({first.largest_tokens:,} of {first.history_tokens:,} tokens), "
                 f"“{_excerpt(msg.content or msg.kind)}”")
         if len(hits) > 1:
@@ -388,18 +432,18 @@ def _dominant(subject: str, turns: Sequence[MemoryTurn], conversation: Conversat
     return out
 
 
-def _window_zero(subject: str, turns: Sequence[MemoryTurn], node_id: str | None = None) -> Finding:
+def _window_zero(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, node_id: str | None = None) -> Finding:
     first = next((t for t in turns if t.kept), None)
     text = "Window = 0, but history was included: Dify reads a window of 0 as no limit (its 500-turn cap)"
     if first is not None:
-        text += f", so at turn {first.turn} {subject} still receives {plural(first.kept, 'earlier message')}"
+        text += f", so at {name(first.turn)} {subject} still receives {plural(first.kept, 'earlier message')}"
     else:
         text += f", so {subject} will receive every earlier turn"
     detail = "To switch memory off, turn the memory block off; to keep a few turns, set the window to 1 or more."
     return Finding(WINDOW_ZERO, text + ".", subject, first.turn if first else None, node_id, WARNING, detail)
 
 
-def _trimmed_window(subject: str, config: MemoryConfig, turns: Sequence[MemoryTurn],
+def _trimmed_window(subject: str, config: MemoryConfig, turns: Sequence[MemoryTurn], name: TurnNamer,
                     baseline: Mapping[int, MemoryTurn] | None = None) -> Finding | None:
     from .strategies.window import DEFAULT_WINDOW
 
@@ -415,7 +459,7 @@ def _trimmed_window(subject: str, config: MemoryConfig, turns: Sequence[MemoryTu
                 gain = f"keeps {t.in_window} instead of {before.in_window}, not {would}"
             else:
                 gain = f"keeps only {t.in_window}"
-            text = (f"At turn {t.turn} {subject} has a window of {size} messages, but it {gain}: "
+            text = (f"At {name(t.turn)} {subject} has a window of {size} messages, but it {gain}: "
                     f"{plural(lost, 'message')} trimmed in earlier turns {'is' if lost == 1 else 'are'} gone for good")
             detail = ("The Window Memory node trims permanently: its store holds only the last N messages of the "
                       "previous turn plus the new round, so a larger N cannot bring back what a smaller N cut. "
@@ -445,8 +489,9 @@ def larger_window_what_if(conversation: Conversation, config: MemoryConfig, wind
     base = memory_turns(Replay(conversation, config, system_prompt=system_prompt))
     after = memory_turns(Replay(conversation, changed, system_prompt=system_prompt))
     baseline = {t.turn: t for t in base}
-    return _trimmed_window(changed.label() + f" → {window} at turn {from_turn}", changed,
-                           [t for t in after if t.turn >= from_turn], baseline)
+    name = turn_namer(conversation)
+    return _trimmed_window(changed.label() + f" → {window} at {name(from_turn)}", changed,
+                           [t for t in after if t.turn >= from_turn], name, baseline)
 
 
 # -- Dify's docs versus Dify's code ----------------------------------------------------------------------
@@ -611,7 +656,8 @@ def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_pro
     return out
 
 
-def _docs_vs_code_findings(subject: str, differences: Sequence[Difference], node_id: str | None = None) -> list[Finding]:
+def _docs_vs_code_findings(subject: str, differences: Sequence[Difference], name: TurnNamer,
+                           node_id: str | None = None) -> list[Finding]:
     """One finding per set of causes, linked to the first turn it shows at, listing the others."""
     groups: dict[tuple[str, ...], list[Difference]] = {}
     for diff in differences:
@@ -619,9 +665,9 @@ def _docs_vs_code_findings(subject: str, differences: Sequence[Difference], node
     out = []
     for causes, diffs in groups.items():
         first = diffs[0]
-        text = f"At turn {first.turn}" + (f", {subject}" if subject else "") + f": {first.text}"
+        text = f"At {name(first.turn)}" + (f", {subject}" if subject else "") + f": {first.text}"
         if len(diffs) > 1:
-            text = text[:-1] + f"; the same happens at {plural(len(diffs) - 1, 'later turn')} "                                f"({turn_ranges(d.turn for d in diffs[1:])})."
+            text = text[:-1] + f"; the same happens at {plural(len(diffs) - 1, 'later turn')} "                                f"({_named_ranges(name, (d.turn for d in diffs[1:]))})."
         detail = ("MemLens follows Dify 1.x as shipped by default; Dify's docs describe a simpler memory. "
                   "Switch the Dify memory rules to \"as Dify's docs describe\" to see the docs' version.")
         out.append(Finding(DOCS_VS_CODE, text, subject, first.turn, node_id, INFO, detail,
@@ -653,6 +699,7 @@ def _newest_statement(ledger: Ledger, messages: Sequence[tuple[int, int]]) -> Le
 def _fact_findings(conversation: Conversation, comparison: Any, replays: Sequence[Replay]) -> list[Finding]:
     answered = conversation.answered_turns()
     numbers = turn_numbers(conversation)
+    name = turn_namer(conversation)
     out: list[Finding] = []
     questions: dict[str, list[int]] = {}  # fact key -> indices of the answered turns that ask for it
     if any(f.key for f in comparison.facts):
@@ -679,8 +726,8 @@ def _fact_findings(conversation: Conversation, comparison: Any, replays: Sequenc
                 why = explain(entry, ledger.config) if entry is not None else "not on this branch"
                 seen_before = any(x is True for j, x in enumerate(fate.present[:k]) if answered[j] > first_position)
                 verb = "no longer has" if seen_before else "never saw"
-                text = (f"At turn {numbers[p]} the user asks about {fact.label}, but {subject} {verb} turn "
-                        f"{numbers[entry.position] if entry else stated}, where it was stated ({why})")
+                text = (f"At {name(numbers[p])} the user asks about {fact.label}, but {subject} {verb} "
+                        f"{name(numbers[entry.position] if entry else stated)}, where it was stated ({why})")
                 out.append(Finding(FACT_NOT_SEEN, text + ".", subject, numbers[p], None, WARNING,
                                    "The model is asked for something its memory does not hold; it will guess or say "
                                    "it does not know.", {"fact": fact.label, "stated_turn": stated}))
@@ -689,8 +736,8 @@ def _fact_findings(conversation: Conversation, comparison: Any, replays: Sequenc
                 if not fact.key and fate.lost_turn is not None:  # a fact the user marked: say when it goes
                     reason = fate.lost_reason
                     why = f" ({reason.replace('_', ' ')})" if reason else ""
-                    out.append(Finding(FACT_NOT_SEEN, f"{fact.label} (turn {stated}) leaves {subject}'s memory at "
-                                                      f"turn {fate.lost_turn}{why}.", subject, fate.lost_turn,
+                    out.append(Finding(FACT_NOT_SEEN, f"{fact.label} ({name(stated)}) leaves {subject}'s memory at "
+                                                      f"{name(fate.lost_turn)}{why}.", subject, fate.lost_turn,
                                        None, INFO, "", {"fact": fact.label, "stated_turn": stated}))
     return out
 
@@ -706,26 +753,28 @@ def config_findings(conversation: Conversation, configs: Iterable[Any], *, compa
 
     named = comparison.configs if comparison is not None else named_configs(configs)
     replays = [Replay(conversation, c.config, system_prompt=system_prompt) for c in named]
+    name = turn_namer(conversation)
     out: list[Finding] = []
     for c, replay in zip(named, replays):
         turns = memory_turns(replay)
         config = c.config
-        found = _silent_pruning(c.label, turns, strategy=config.strategy)
+        found = _silent_pruning(c.label, turns, name, strategy=config.strategy)
         if found:
             out.append(found)
         out.extend(_dominant(c.label, turns, conversation))
         if config.strategy == "dify" and (config.window == 0 or any(n == 0 for _, n in config.window_changes)):
             zero = [t for t in turns if config.window_at(t.turn) == 0]
-            out.append(_window_zero(c.label, zero))
+            out.append(_window_zero(c.label, zero, name))
         if config.strategy == "window" and _grows(config):
-            found = _trimmed_window(c.label, config, turns)
+            found = _trimmed_window(c.label, config, turns, name)
             if found:
                 out.append(found)
         if config.strategy == "compaction" and config.compaction_profile == "shipped":
-            out.extend(compaction_findings(c.label, [replay.ledger_at(p) for p in conversation.answered_turns()]))
+            out.extend(compaction_findings(c.label, [replay.ledger_at(p) for p in conversation.answered_turns()],
+                                           name=name))
         if config.strategy == "dify":
             out.extend(_docs_vs_code_findings(c.label, docs_vs_code(conversation, config,
-                                                                    system_prompt=system_prompt)))
+                                                                    system_prompt=system_prompt), name))
     if comparison is not None:
         out.extend(_fact_findings(conversation, comparison, replays))
     return _order(out)
@@ -913,7 +962,7 @@ def flow_findings(flow: Any) -> list[Finding]:
                                {"window": memory.window_size}))
             continue
         if memory.window_enabled and memory.window_size == 0:
-            out.append(_window_zero(node.label, [], node.id))
+            out.append(_window_zero(node.label, [], str, node.id))  # no turns to name: a flow alone has none
         out.extend(_history_twice(flow, node, memory, histories))
         others = tuple(sorted({a for ids in producers.values() for a in ids} - {node.id}))
         if others:
@@ -950,6 +999,7 @@ def run_findings(flow: Any, conversation: Conversation, records: Sequence[Any]) 
 
     position = {t.id: i for i, t in enumerate(conversation.turns)}
     numbers = turn_numbers(conversation)
+    name = turn_namer(conversation)
     recs = sorted((r for r in records if r.id in position), key=lambda r: position[r.id])
     static = flow_findings(flow)
     out: list[Finding] = []
@@ -976,7 +1026,7 @@ def run_findings(flow: Any, conversation: Conversation, records: Sequence[Any]) 
             turn = numbers[hit] if hit is not None else None
         if f.kind == WINDOW_ZERO and turn is not None:
             mt = next(memory_turn(run.ledger, p) for p, _, run in runs if run.ledger.kept)
-            f = _window_zero(f.subject, [mt], f.node_id)
+            f = _window_zero(f.subject, [mt], name, f.node_id)
         elif turn is not None:
             f = Finding(f.kind, f.text, f.subject, turn, f.node_id, f.severity, f.detail, f.data)
         out.append(f)
@@ -988,7 +1038,7 @@ def run_findings(flow: Any, conversation: Conversation, records: Sequence[Any]) 
         subject = label(node_id)
         turns = [memory_turn(run.ledger, p) for p, _, run in runs]
         strategy = (runs[-1][2].memory or {}).get("strategy", "dify")
-        found = _silent_pruning(subject, turns, node_id, strategy)
+        found = _silent_pruning(subject, turns, name, node_id, strategy)
         if found:
             out.append(found)
         out.extend(_dominant(subject, turns, conversation, node_id))
@@ -1000,7 +1050,7 @@ def run_findings(flow: Any, conversation: Conversation, records: Sequence[Any]) 
             if run.type == "tool-agent" and run.ledger is not None:
                 agents.setdefault(run.node_id, []).append(run.ledger)
     for node_id, ledgers in agents.items():
-        out.extend(compaction_findings(label(node_id), ledgers, node_id))
+        out.extend(compaction_findings(label(node_id), ledgers, node_id, name=name))
 
     # One node's answers in another node's memory.
     producers: dict[int, set[str]] = {}
@@ -1023,8 +1073,8 @@ def run_findings(flow: Any, conversation: Conversation, records: Sequence[Any]) 
                     continue
                 reported.add((node_id, others))
                 writers = " and ".join(label(a) for a in others)
-                text = (f"{label(node_id)}'s memory contains replies written by {writers}: at turn {numbers[p]} it "
-                        f"replays turn {numbers[e.position]}'s answer, which {writers} wrote, as its own past reply")
+                text = (f"{label(node_id)}'s memory contains replies written by {writers}: at {name(numbers[p])} it "
+                        f"replays {name(numbers[e.position])}'s answer, which {writers} wrote, as its own past reply")
                 out.append(Finding(FOREIGN_ANSWERS, text + ".", label(node_id), numbers[p], node_id, WARNING,
                                    "Dify stores one answer per turn — the Answer node's output — and every LLM node "
                                    "with memory replays it (Dify#4548). Give each node its own history through a "
@@ -1044,10 +1094,10 @@ def run_findings(flow: Any, conversation: Conversation, records: Sequence[Any]) 
                 continue
             reads = _reads(flow, flow.node(node_id)) if flow.has_node(node_id) else set()
             kept_turns = {e.position for e in run.ledger.entries if e.kept}
-            for name, q in latest_set.items():
-                if f"conversation.{name}" in reads or q in kept_turns:
+            for var, q in latest_set.items():
+                if f"conversation.{var}" in reads or q in kept_turns:
                     continue
-                key = (node_id, name, q)
+                key = (node_id, var, q)
                 if key in reported_vars:
                     continue
                 reported_vars.add(key)
@@ -1055,11 +1105,11 @@ def run_findings(flow: Any, conversation: Conversation, records: Sequence[Any]) 
                 why = explain(entry, run.ledger.config, label(node_id)) if entry else "not in its memory"
                 had = any(any(e.position == q and e.kept for e in r.ledger.entries) for x, _, r in runs if x < p)
                 verb = "no longer has" if had else "never saw"
-                text = (f"{label(node_id)} {verb} turn {numbers[q]}, where `{name}` was set: at turn {numbers[p]} "
+                text = (f"{label(node_id)} {verb} {name(numbers[q])}, where `{var}` was set: at {name(numbers[p])} "
                         f"that turn is out of its memory ({why}), and its prompt does not read the variable")
                 out.append(Finding(FACT_NOT_SEEN, text + ".", label(node_id), numbers[p], node_id, INFO,
                                    "If the node needs the value, render the variable in its prompt; memory alone "
-                                   "will not carry it.", {"variable": name, "set_turn": numbers[q]}))
+                                   "will not carry it.", {"variable": var, "set_turn": numbers[q]}))
         for change in rec.variable_changes:
             if change.node_id != "user":
                 latest_set[change.name] = p
@@ -1090,8 +1140,8 @@ def run_findings(flow: Any, conversation: Conversation, records: Sequence[Any]) 
                 had = any(any(e.kept and (e.position, e.index) in where for e in r.ledger.entries)
                           for x, _, r in runs if q < x < p)
                 verb = "no longer has" if had else "never saw"
-                text = (f"At turn {numbers[p]} the user asks about {fact.label}, but {label(node_id)} {verb} turn "
-                        f"{numbers[q]}, where it was stated ({why})")
+                text = (f"At {name(numbers[p])} the user asks about {fact.label}, but {label(node_id)} {verb} "
+                        f"{name(numbers[q])}, where it was stated ({why})")
                 out.append(Finding(FACT_NOT_SEEN, text + ".", label(node_id), numbers[p], node_id, WARNING,
                                    "The model is asked for something its memory does not hold; it will guess or say "
                                    "it does not know.", {"fact": fact.label, "stated_turn": numbers[q]}))
@@ -1102,5 +1152,5 @@ __all__ = ["Finding", "KINDS", "KIND_TITLES", "FACT_NOT_SEEN", "FOREIGN_ANSWERS"
            "SILENT_PRUNING", "DOMINANT_MESSAGE", "TRIMMED_WINDOW", "HISTORY_TWICE", "COMPACTION_IN_TOOL_LOOP",
            "SUMMARY_PILE_UP", "FIRST_MESSAGE_RESUMMARISED", "compaction_findings", "WARNING", "INFO",
            "DOMINANT_SHARE", "DOMINANT_MIN_TOKENS", "DOCS_VS_CODE", "Difference", "ProfileCut", "docs_vs_code",
-           "ledger_difference", "both_decisions", "MemoryTurn", "memory_turn", "memory_turns", "config_findings",
+           "ledger_difference", "both_decisions", "turn_namer", "TurnNamer", "MemoryTurn", "memory_turn", "memory_turns", "config_findings",
            "flow_findings", "run_findings", "history_variables", "larger_window_what_if", "findings_at"]

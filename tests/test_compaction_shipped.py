@@ -390,13 +390,14 @@ def record_conversation(state, record):
 # -- findings -------------------------------------------------------------------------------------------
 
 def test_findings_name_the_pile_up_and_the_re_summarised_first_message_where_the_harness_shows_them():
-    from core.findings import FIRST_MESSAGE_RESUMMARISED, SUMMARY_PILE_UP, compaction_findings
+    from core.findings import FIRST_MESSAGE_RESUMMARISED, SUMMARY_PILE_UP, compaction_findings, turn_namer
 
     fixture, theirs = FIXTURES["reloads"](), reference("reloads")
     conversation = recorded(fixture, simulate(fixture)["usage"])
     replay = Replay(conversation, MemoryConfig(strategy="compaction", context_size=fixture["context_window"]),
                     summarizer=FixtureSummarizer(fixture["summary_chars"]))
-    found = {f.kind: f for f in compaction_findings("Agent", [replay.ledger(n) for n in range(1, 15)])}
+    found = {f.kind: f for f in compaction_findings("Agent", [replay.ledger(n) for n in range(1, 15)],
+                                                        name=turn_namer(conversation))}
     piled_turn = next(s["turn"] for s in theirs["steps"] if s["step"] == 0 and summaries_in(s["messages"]) >= 2)
     assert found[SUMMARY_PILE_UP].turn == piled_turn
     assert "A summary of a summary is still in Agent's history" in found[SUMMARY_PILE_UP].text

@@ -2,19 +2,21 @@
 right turn and node, and nothing is reported where nothing is wrong."""
 
 import json
+import re
+from dataclasses import replace
 
 import pytest
 
 from core.compare import compare
-from core.conversation import Conversation
-from core.findings import (DOMINANT_MESSAGE, DOMINANT_MIN_TOKENS, FACT_NOT_SEEN, FOREIGN_ANSWERS, HISTORY_TWICE,
+from core.conversation import ANSWER, QUERY, Conversation, Message, Turn, turn_label
+from core.findings import (DOCS_VS_CODE, DOMINANT_MESSAGE, DOMINANT_MIN_TOKENS, FACT_NOT_SEEN, FOREIGN_ANSWERS, HISTORY_TWICE,
                            INFO, NO_CONVERSATION, SILENT_PRUNING, TRIMMED_WINDOW, WARNING, WINDOW_ZERO, Finding,
                            config_findings, findings_at, flow_findings, history_variables, larger_window_what_if,
                            memory_turn, memory_turns, run_findings)
 from core.flow import flow_from_data, load_flow
 from core.ledger import OVER_BUDGET
 from core.llm import DemoClient
-from core.memory import MemoryConfig, Replay
+from core.memory import MemoryConfig, Replay, turn_numbers
 from core.readers import read_conversations
 from core.runtime import run_conversation
 from core.samples import load_sample
@@ -396,3 +398,82 @@ def test_a_sensible_config_on_a_plain_conversation_has_no_findings():
     conv = lisbon()
     configs = [MemoryConfig(window=20), MemoryConfig(strategy="buffer")]
     assert config_findings(conv, configs, comparison=compare(conv, configs)) == []
+
+
+# -- turns named by their place on their thread, not by creation order ------------------------------------
+
+_LABEL_IN_TEXT = re.compile(r"turn \d+(?: · \d+/\d+)?")
+
+
+def _branched_lisbon() -> Conversation:
+    """The Lisbon trip with turn 11 regenerated (continued by a turn 12) and turn 3 edited (continued
+    by a turn 4): creation order puts them at 13–16."""
+    conv = lisbon()
+
+    def turn(mid, parent, query, answer):
+        return Turn(id=mid, parent_id=parent, messages=(Message("user", query, QUERY, f"{mid}:q"),
+                                                        Message("assistant", answer, ANSWER, f"{mid}:a")),
+                    query_index=0, answer_index=1)
+
+    turns = list(conv.turns) + [
+        turn("13", "10", conv.turns[10].query, "You are Dana; your booking is 4411."),
+        turn("14", "13", "And what kind of food do I eat?", "Vegetarian."),
+        turn("15", "2", "My booking reference is 7788, sorry.", "Noted."),
+        turn("16", "15", "Remind me, what's my name and my booking reference?", "Dana, 7788."),
+    ]
+    return replace(conv, turns=turns)
+
+
+def _assert_turns_named_by_label(conv, found):
+    labels = {turn_label(conv, p) for p in range(len(conv.turns))}
+    numbers = turn_numbers(conv)
+    for f in found:
+        named = _LABEL_IN_TEXT.findall(f.text)
+        assert set(named) <= labels, f.text
+        if f.turn is not None:
+            assert turn_label(conv, numbers.index(f.turn)) in named, f.text
+
+
+def test_config_findings_on_a_regenerated_and_an_edited_branch_name_turns_by_their_thread_labels():
+    conv = _branched_lisbon()
+    configs = [MemoryConfig(window=2), MemoryConfig(window=3)]
+    found = config_findings(conv, configs, comparison=compare(conv, configs))
+    texts = [f.text for f in found]
+    assert ("At turn 11 · 1/2 the user asks about your booking number (4411), but dify window 2 no longer has "
+            "turn 3 · 1/2, where it was stated (outside window of 2 rows: the current turn's row is one of them).") \
+        in texts
+    # The regenerated turn 11 (created 13th) and the edited turn 3 (created 15th) keep their places.
+    regenerated = next(f for f in found if f.kind == DOCS_VS_CODE and f.turn == 13 and f.subject == "dify window 2")
+    assert regenerated.text.startswith("At turn 11 · 2/2, dify window 2: ")
+    assert regenerated.text.endswith("the same happens at 1 later turn (turn 3 · 2/2).")
+    ranges = next(f for f in found if f.kind == DOCS_VS_CODE and f.turn == 4)
+    assert ranges.text.endswith("(turns 5–10, 11 · 1/2, 12).")
+    assert not any(re.search(r"turn 1[3-6]\b", t) for t in texts)  # creation-order numbers never show
+    _assert_turns_named_by_label(conv, found)
+
+
+def test_run_findings_after_regenerate_and_edit_name_turns_by_their_thread_labels(tmp_path):
+    from core.report import load_stored
+    from core.sessions import ConversationService
+    from core.store.db import Database
+
+    db = Database(f"sqlite:///{tmp_path / 'branches.db'}")
+    service = ConversationService(db, llm=DemoClient())
+    conv_id = service.start(service.import_flow(ROOT / "sample_data" / "flows" / "support-bot.yml").flow_id).id
+    queries = json.loads((ROOT / "sample_data" / "flows" / "support-bot.queries.json").read_text())
+    sent = [service.send(conv_id, q) for q in queries[:5]]
+    service.regenerate(conv_id, sent[4].id)           # turn 5 · 2/2, created 6th
+    service.send(conv_id, "What's my name?")          # turn 6, created 7th
+    service.send(conv_id, "What is my order number?")  # turn 7, created 8th
+    service.edit(conv_id, sent[2].id, "I eat anything.")  # turn 3 · 2/2, created 9th
+    source = load_stored(db, conv_id)
+    db.dispose()
+    found = run_findings(source.flow, source.conversation, source.records)
+    texts = [f.text for f in found]
+    assert ("At turn 6 the user asks about your name, but Responder no longer has turn 1, where it was stated "
+            "(outside window of 4 rows: the current turn's row is one of them).") in texts
+    assert any(t.startswith("At turn 7 the user asks about your order number") for t in texts)
+    assert any("at turn 5 · 2/2 that turn is out of its memory" in t for t in texts)
+    assert any("at turn 3 · 2/2 that turn is out of its memory" in t for t in texts)
+    assert not any(re.search(r"turn (8|9)\b", t) for t in texts)
+    _assert_turns_named_by_label(source.conversation, found)

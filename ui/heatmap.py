@@ -41,7 +41,7 @@ def wrap(text: str, width: int = HOVER_WIDTH) -> str:
 
 def column_labels(matrix: RetentionMatrix) -> list[str]:
     """One unique label per column: its number, turn, role and first words (escaped for hovers)."""
-    return [wrap(f"#{c.column + 1} · turn {c.turn} · {c.role}: {c.text}") for c in matrix.columns]
+    return [wrap(f"#{c.column + 1} · {c.label or f'turn {c.turn}'} · {c.role}: {c.text}") for c in matrix.columns]
 
 
 def _why(matrix: RetentionMatrix, r: int, c: int) -> str:
