@@ -732,10 +732,10 @@ def _facts_html(comparison: Comparison) -> str:
                 cells.append('<td class="kept">kept</td>')
             else:
                 why = REASON_LABELS.get(fate.lost_reason or "", fate.lost_reason or "")
-                cells.append(f'<td class="dropped">lost at <a href="#turn-{fate.lost_turn}">turn {fate.lost_turn}</a>'
+                cells.append(f'<td class="dropped">lost at <a href="#turn-{fate.lost_turn}">{_e(fate.lost_label)}</a>'
                              f'{" (" + _e(why) + ")" if why else ""}</td>')
-        stated = fates[0].stated_turn if fates else ""
-        rows.append(f"<tr><td>{_e(fact.label)}</td><td>turn {_e(stated)}</td>{''.join(cells)}</tr>")
+        stated = fates[0].stated_label if fates else ""
+        rows.append(f"<tr><td>{_e(fact.label)}</td><td>{_e(stated)}</td>{''.join(cells)}</tr>")
     return f"<ul>{sentences}</ul><table><tr>{head}</tr>{''.join(rows)}</table>"
 
 

@@ -17,6 +17,7 @@ from core.report import DEFAULT_CONFIGS, REPORT_COLUMNS, REPORT_ROWS, build_repo
 from core.words import file_stem, plural
 from ui.compare_charts import render_series
 from ui.compare_configs import edit_configs, load_configs, saved_sets
+from ui.compare_facts import render_facts_table
 from ui.compare_findings import render_findings
 from ui.compare_replies import render_reply_grid
 from ui.compare_source import database, pick_source
@@ -201,14 +202,7 @@ if not comparison.facts:
 else:
     st.markdown("<ul>" + "".join(f"<li>{safe_text(s)}</li>" for s in comparison.sentences) + "</ul>",
                 unsafe_allow_html=True)
-    rows = []
-    for fact, fates in zip(comparison.facts, comparison.fates):
-        row = {"fact": fact.label, "stated at turn": fates[0].stated_turn if fates else None}
-        for fate in fates:
-            row[fate.label] = "kept" if fate.lost_turn is None else \
-                f"lost at turn {fate.lost_turn} ({REASON_LABELS.get(fate.lost_reason or '', fate.lost_reason)})"
-        rows.append(row)
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{P}-facts", width="stretch")
+    render_facts_table(comparison)
 
 # -- turn diff -----------------------------------------------------------------------------------------------
 

@@ -11,3 +11,42 @@ from ui.html import WORD_JOINER
 
 def shown(markup: str) -> str:
     return unescape(markup).replace(WORD_JOINER, "")
+
+
+def table_columns(markup: str, css_class: str) -> dict[str, list[str]]:
+    """The first HTML ``<table class=css_class>`` in ``markup``, as ``{header: [cell, …]}`` of the
+    texts a browser shows."""
+    from html.parser import HTMLParser
+
+    class Reader(HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.inside = self.done = False
+            self.rows: list[list[str]] = []
+            self.cell: list[str] | None = None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "table" and not self.done and css_class in (dict(attrs).get("class") or "").split():
+                self.inside = True
+            elif self.inside and tag == "tr":
+                self.rows.append([])
+            elif self.inside and tag in ("td", "th"):
+                self.cell = []
+
+        def handle_endtag(self, tag):
+            if self.inside and tag in ("td", "th") and self.cell is not None:
+                self.rows[-1].append("".join(self.cell).replace(WORD_JOINER, ""))
+                self.cell = None
+            elif tag == "table" and self.inside:
+                self.inside, self.done = False, True
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell.append(data)
+
+    reader = Reader()
+    reader.feed(markup)
+    if not reader.rows:
+        raise AssertionError(f"no table of class {css_class}")
+    head, *body = reader.rows
+    return {h: [row[i] for row in body] for i, h in enumerate(head)}

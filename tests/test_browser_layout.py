@@ -59,6 +59,28 @@ def test_compare_charts_keep_their_legends_outside_and_replies_side_by_side(tmp_
         page.screenshot(path=str(tmp_path / f"compare-{width}.png"), full_page=True)
 
 
+def test_the_facts_table_of_six_configs_fits_a_1280_page_without_scrolling_sideways(tmp_path):
+    env = {"MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}"}
+    with streamlit_server(env, tmp_path / "streamlit.log") as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.set_default_timeout(90_000)
+        page.goto(url + "/compare")
+        expect(page.locator("table.ml-facts")).to_be_visible(timeout=90_000)
+        how_many = page.get_by_label("How many configs")
+        how_many.fill("6")
+        how_many.press("Enter")
+        table = page.locator("table.ml-facts")
+        expect(table.locator("thead th")).to_have_count(8, timeout=90_000)  # fact, stated at, six configs
+        table.scroll_into_view_if_needed()
+        page.screenshot(path=str(tmp_path / "facts-1280.png"), full_page=True)
+        sizes = table.evaluate("""t => [t, t.parentElement, ...t.querySelectorAll('td, th')].map(
+            e => [e.scrollWidth, e.clientWidth])""")
+        assert all(scroll <= client for scroll, client in sizes), sizes
+        box = table.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 1280
+        assert "lost at turn" in table.inner_text()
+
+
 def test_rerun_a_turn_as_a_branch_then_flip_back_and_the_switchboard_agrees_with_the_markers(tmp_path):
     """The sequence that once left the switchboard at window 6 over markers of window 3."""
     env = {"MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}"}

@@ -19,7 +19,7 @@ from core.sessions import ConversationService
 from core.store import repo
 from core.store.db import Database
 from tests.conftest import ROOT
-from tests.rendered import shown
+from tests.rendered import shown, table_columns
 
 DEFAULT = [MemoryConfig(window=3), MemoryConfig(window=10), MemoryConfig(strategy="window", window=6)]
 
@@ -96,8 +96,12 @@ def test_changing_a_config_redraws_its_heatmap(page):
     assert {x for row in decoded(maps[1]) for x in row if x} == {"memory_off"}
 
 
+def facts_table(at):
+    return table_columns("".join(m.value for m in at.markdown), "ml-facts")
+
+
 def test_facts_are_reported_lost_at_the_turns_the_core_computes(page):
-    frame = table(page, "fact", "stated at turn")
+    frame = facts_table(page)
     conv = load_sample("lisbon-trip.json")[0]
     result = compare(conv, DEFAULT)
     assert list(frame["fact"]) == [f.label for f in result.facts] == ["your name", "your diet", "your booking number"]
@@ -116,9 +120,9 @@ def test_facts_are_reported_lost_at_the_turns_the_core_computes(page):
 def test_facts_marked_by_hand_are_followed_instead(page):
     page.radio(key="cmp_facts").set_value("marked").run()
     page.multiselect(key="cmp_marks").set_value(["4:0"]).run()  # turn 5's question about tram 28
-    frame = table(page, "fact", "stated at turn")
+    frame = facts_table(page)
     assert list(frame["fact"]) == ["Is the tram 28 worth it?"]
-    assert list(frame["stated at turn"]) == [5]
+    assert list(frame["stated at"]) == ["turn 5"]
     assert list(frame["dify window 3"]) == ["lost at turn 8 (outside window)"]
     assert list(frame["dify window 10"]) == ["kept"]
 
