@@ -24,6 +24,7 @@ FORMAT_VERSION = 1
 _ID, _NAME, _SOURCE, _STATUS = checks.ID_WIDTH, checks.NAME_WIDTH, checks.SOURCE_WIDTH, checks.STATUS_WIDTH
 _NODE_TYPE, _VARIABLE_ID, _VALUE_TYPE = checks.NODE_TYPE_WIDTH, checks.VARIABLE_ID_WIDTH, checks.VALUE_TYPE_WIDTH
 _OPERATION, _STRUCTURE = checks.OPERATION_WIDTH, checks.STRUCTURE_WIDTH
+_SUMMARY_KEY = 64  # a sha256 digest in hex
 
 
 class BundleError(StoreError):
@@ -184,6 +185,18 @@ def _check_node_run(where: str, raw: Any) -> None:
     run.text("reply", required=False, nullable=True)
     run.obj("usage", nullable=True)
     run.number("latency_ms", required=False, nullable=True)
+    for k, summary in enumerate(run.items("summaries", nullable=True) or []):
+        _check_summary(f"{where} compaction summary {k}", summary)
+
+
+def _check_summary(where: str, raw: Any) -> None:
+    """A compaction summary stored with its turn: what it was written from (a digest), its text, its writer."""
+    if not isinstance(raw, Mapping):
+        _fail(f"{where} is not an object")
+    summary = _Record(where, raw)
+    summary.text("key", max_len=_SUMMARY_KEY, nonempty=True)
+    summary.text("summary")
+    summary.text("written_by", max_len=_NAME, required=False, nullable=True)
 
 
 def _check_turns(bundle: Mapping) -> list:
@@ -217,6 +230,8 @@ def _check_turns(bundle: Mapping) -> list:
                 _fail(f"{where}: 'seq' {seq} is repeated")
             seqs.add(seq)
         t.obj("prompt_tokens", nullable=True)
+        for k, summary in enumerate(t.items("compaction_summaries", nullable=True) or []):
+            _check_summary(f"{where} compaction summary {k}", summary)
         for k, message in enumerate(t.items("messages", nullable=True) or []):
             _check_message(f"{where} message {k}", message)
         for j, run in enumerate(t.items("node_runs", nullable=True) or []):

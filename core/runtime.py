@@ -53,7 +53,7 @@ from .ledger import Ledger, LedgerEntry, SyntheticMessage
 from .limits import LimitError, check_query
 from .llm import DemoClient, LLMClient, LLMError, default_client, one_line
 from .memory import DEFAULT_FIDELITY, FIDELITIES, ConfigError, MemoryConfig, Replay, turn_numbers
-from .strategies.compaction import SHIPPED, ShippedRunHook
+from .strategies.compaction import SHIPPED, SUMMARIES_META, ShippedRunHook, recorded_summaries
 from .summarize import ModelSectionSummarizer
 from .templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, FileList, VariablePool, refers_to, render, render_jinja,
                         selectors_in, value_text)
@@ -153,6 +153,7 @@ class NodeRun:
     granularity: str | None = None  # agent nodes: the history granularity the run replayed earlier turns with
     granularity_source: str | None = None  # which setting decided it: request, flow or default
     recalled: list[dict] | None = None  # long-term memories in the prompt: node_id, id, memory, score, tokens
+    summaries: list[dict] | None = None  # compaction summaries the run wrote: key (their input), summary, written_by
 
     @property
     def fixed_prompt_tokens(self) -> int | None:
@@ -235,6 +236,9 @@ class TurnRecord:
         meta = {"prompt_tokens": fixed, "inputs": copy.deepcopy(self.inputs)}
         if self.window_overwrites:
             meta[WINDOW_META] = copy.deepcopy(self.window_overwrites)
+        summaries = [copy.deepcopy(e) for r in self.node_runs for e in r.summaries or ()]
+        if summaries:
+            meta[SUMMARIES_META] = summaries  # what the turn's later replays give back instead of writing again
         return Turn(id=self.id, parent_id=self.parent_id, messages=messages, query_index=0,
                     answer_index=len(messages) - 1, status="normal" if self.succeeded else "error", error=self.error,
                     created_at=self.created_at, answer_tokens=self.answer_tokens, meta=meta)
@@ -899,6 +903,8 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
         raise _NodeFailed(str(e)) from None
     finally:
         run.latency_ms = (time.perf_counter() - started) * 1000
+        if compaction_hook is not None:  # written before a failure too: they were sent
+            run.summaries = copy.deepcopy(recorded_summaries(replay).written) or None
     run.steps = [s.to_dict() for s in result.steps]
     if compaction_hook is not None:
         for request, event in compaction_hook.events:

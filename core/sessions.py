@@ -40,6 +40,7 @@ from .store import repo
 from .store.db import Database, StoreError
 from .store.ledger_codec import pack_ledger, pack_prompt, unpack_node_run
 from .store.memories import long_term_store
+from .strategies.compaction import SUMMARIES_META
 from .variables import VariableChange, defaults, edit_variable
 
 SESSION_CHANGED = ("The Agent configuration changed after this conversation started. "
@@ -383,7 +384,10 @@ def turn_from_record(record: TurnRecord, flow_version_id: str | None) -> dict:
     data["node_runs"] = [_stored_run(r) for r in record.node_runs]
     data["flow_version_id"] = flow_version_id
     data["answer_tokens"] = record.answer_tokens
-    data["prompt_tokens"] = record.to_turn().meta.get("prompt_tokens", {})
+    meta = record.to_turn().meta
+    data["prompt_tokens"] = meta.get("prompt_tokens", {})
+    if SUMMARIES_META in meta:
+        data[SUMMARIES_META] = meta[SUMMARIES_META]
     intermediate, files = data.pop("intermediate", None), data.pop("files", None)
     if intermediate or files:
         # tool calls and results, or the user's files: the turn's full message list is stored

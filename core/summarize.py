@@ -133,13 +133,6 @@ def section_prompt(messages: Sequence[Message], previous_summary: str = "") -> s
     return prompt
 
 
-#: Summaries a real model wrote, by (client, model, prompt): a ledger replays every earlier compaction
-#: of its thread, and the model is asked once per process for each, so replays agree with what was
-#: sent. The entry holds its client, so the client's id is not reused while the entry lives.
-_WRITTEN: dict[tuple[int, str, str], tuple[object, str]] = {}
-_WRITTEN_MAX = 2048
-
-
 class ModelSectionSummarizer:
     """Dify's structured summary written by a real model (the run's own, as Dify uses)."""
 
@@ -150,16 +143,12 @@ class ModelSectionSummarizer:
         self.model = model
 
     def summarize(self, messages: Sequence[Message], previous_summary: str = "") -> str:
-        prompt = section_prompt(messages, previous_summary)
-        key = (id(self.client), self.model, prompt)
-        if key not in _WRITTEN:
-            reply = self.client.complete(self.model, [
-                {"role": "system", "content": "You summarise conversations so that work can go on from the summary."},
-                {"role": "user", "content": prompt}])
-            if len(_WRITTEN) >= _WRITTEN_MAX:
-                _WRITTEN.pop(next(iter(_WRITTEN)))
-            _WRITTEN[key] = (self.client, reply.text.strip())
-        return _WRITTEN[key][1]
+        # Asked once per compaction: the summary is stored with its turn and given back from there on
+        # (core.strategies.compaction.RecordedSummaries), as Dify keeps the history it compacted.
+        reply = self.client.complete(self.model, [
+            {"role": "system", "content": "You summarise conversations so that work can go on from the summary."},
+            {"role": "user", "content": section_prompt(messages, previous_summary)}])
+        return reply.text.strip()
 
 
 def parse_sections(text: str) -> dict[str, list[str]]:

@@ -536,7 +536,8 @@ def test_a_check_records_every_fact_of_its_decision():
         "estimate": heuristic_tokens(history), "estimated_by": BY_CHARS, "target": 800,
         "tiers": ["clear_tool_results", "summarize"], "cleared": [f"c{k}" for k in range(12)],
         "folded": len(history) - 20, "final_estimate": event.final_estimate, "still_over": event.final_estimate > 800,
-        "messages_before": len(history), "messages_after": len(out), "summaries": 1, "first_user_resent": True}
+        "messages_before": len(history), "messages_after": len(out), "summaries": 1, "first_user_resent": True,
+        "summary": "s"}
     assert event.final_estimate == heuristic_tokens(history) - (heuristic_tokens(history) - heuristic_tokens(out))
     assert len(out) == 22 and event.still_over  # still over the target: nothing more happens
 

@@ -486,7 +486,7 @@ def turn_from_dict(d: dict) -> Turn:
                     Message("assistant", d.get("answer") or "", ANSWER, f"{tid}:answer"))
         qi, ai = 0, 1
     meta = {k: d[k] for k in ("seq", "dialogue_count", "flow_version_id", "inputs", "prompt_tokens",
-                              "window_overwrites", "damaged") if k in d}
+                              "window_overwrites", "compaction_summaries", "damaged") if k in d}
     return Turn(id=tid, parent_id=d.get("parent_id"), messages=messages, query_index=qi, answer_index=ai,
                 status=d.get("status") or "succeeded", error=d.get("error"), created_at=d.get("created_at"),
                 answer_tokens=d.get("answer_tokens"), meta=meta)

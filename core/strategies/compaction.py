@@ -52,12 +52,15 @@ one summariser call when something is folded.
 
 from __future__ import annotations
 
+import hashlib
 from bisect import bisect_left
 from dataclasses import dataclass, replace
+from typing import Mapping, Sequence
+from weakref import WeakKeyDictionary
 
 from ..conversation import INTERMEDIATE, Message
 from ..ledger import CLEARED, KEPT, PLACEHOLDER, SUMMARIZED, SUMMARY, SyntheticMessage, format_spans
-from ..summarize import SECTIONS_OFFLINE
+from ..summarize import SECTIONS_OFFLINE, section_prompt
 from . import shipped_compaction as shipped
 from .base import Budget, PathView, Plan, Spans, Strategy, add_turns, message_at, span_turns, tokens_between, turn_at
 
@@ -71,6 +74,8 @@ COMPACTION_PROFILES = {SHIPPED: "Dify 1.17 as shipped", EXACT: "exact estimate (
 
 #: Dify's compaction target for a context window: one rule for both profiles.
 compaction_target = shipped.target_tokens
+#: Where a turn keeps the compaction summaries its run wrote (``Turn.meta`` and the stored turn).
+SUMMARIES_META = "compaction_summaries"
 
 
 @dataclass(frozen=True)
@@ -278,6 +283,62 @@ class CompactionStrategy(Strategy):
 
 # -- the shipped profile ----------------------------------------------------------------------------
 
+def summary_key(model: str, messages: Sequence[Message], previous_summary: str) -> str:
+    """What a summary was written from — the run's model and the summariser's whole prompt — as a digest."""
+    return hashlib.sha256(f"{model}\n{section_prompt(messages, previous_summary)}".encode()).hexdigest()
+
+
+def stored_summaries(meta: Mapping | None) -> list[dict]:
+    """The summaries a stored turn holds; an entry a reader cannot use (a damaged or hand-edited row)
+    is left out, so that compaction writes that summary again rather than failing."""
+    entries = (meta or {}).get(SUMMARIES_META)
+    if not isinstance(entries, list):
+        return []
+    return [e for e in entries if isinstance(e, Mapping) and isinstance(e.get("key"), str)
+            and isinstance(e.get("summary"), str)]
+
+
+class RecordedSummaries:
+    """The shipped profile's summaries for one replay: a summary written before from the same input —
+    stored with an earlier turn, or written earlier in this replay — is given back as it was written;
+    any other is written by the replay's summariser and kept in :attr:`written`, so a run stores it
+    with its turn. Reopening, replaying and what-if with the run's settings thus show the summary the
+    run's model wrote, not one written again."""
+
+    def __init__(self, replay):
+        self.replay = replay
+        self.known: dict[str, dict] = {}
+        self.scanned = 0
+        self.written: list[dict] = []
+
+    def summarize(self, messages: Sequence[Message], previous_summary: str | None) -> str:
+        turns = self.replay.conversation.turns
+        for turn in turns[self.scanned:]:  # turns recorded since the last call too
+            for entry in stored_summaries(turn.meta):
+                self.known.setdefault(entry["key"], entry)
+        self.scanned = len(turns)
+        previous = previous_summary or ""
+        key = summary_key(self.replay.config.model, messages, previous)
+        if key not in self.known:
+            summarizer = self.replay.summarizer
+            entry = {"key": key, "summary": summarizer.summarize(messages, previous),
+                     "written_by": getattr(summarizer, "model", None) or summarizer.name}
+            self.known[key] = entry
+            self.written.append(entry)
+        return self.known[key]["summary"]
+
+
+_RECORDED: "WeakKeyDictionary[object, RecordedSummaries]" = WeakKeyDictionary()
+
+
+def recorded_summaries(replay) -> RecordedSummaries:
+    """The one :class:`RecordedSummaries` of ``replay`` (its ledgers and a live run's checks share it)."""
+    found = _RECORDED.get(replay)
+    if found is None:
+        found = _RECORDED[replay] = RecordedSummaries(replay)
+    return found
+
+
 class ShippedPlan(Plan):
     """A turn's first request as Dify 1.17 sends it: which earlier messages are there as they are,
     which as a cleared result, which only inside a summary — and every check that fired this turn."""
@@ -331,6 +392,19 @@ class ShippedPlan(Plan):
         return list(self._synthetic)
 
 
+def _compactor_for(replay):
+    """How a turn's compactor is built from the replay's settings (the ledger's and a live run's checks)."""
+    cfg = replay.config
+    context = cfg.context_size or replay.facts.context_size
+
+    def build(summarize):
+        return shipped.Compactor(context, cfg.max_tokens, summarize, instructions=replay.system_prompt,
+                                 keep_pairs=cfg.compaction_keep_tool_results,
+                                 keep_messages=cfg.compaction_keep_messages, trigger=cfg.compaction_trigger)
+
+    return build
+
+
 def shipped_plan(view, current, replay) -> ShippedPlan:
     cfg = replay.config
     context = cfg.context_size or replay.facts.context_size
@@ -338,17 +412,8 @@ def shipped_plan(view, current, replay) -> ShippedPlan:
     turn = replay.conversation.turns[current]
     number = replay.numbers[current]
     target = compaction_target(context, cfg.max_tokens, cfg.compaction_trigger) if context else None
-
-    def compactor_for(summarize):
-        return shipped.Compactor(context, cfg.max_tokens, summarize, instructions=replay.system_prompt,
-                                 keep_pairs=cfg.compaction_keep_tool_results,
-                                 keep_messages=cfg.compaction_keep_messages, trigger=cfg.compaction_trigger)
-
-    def summarize(folded, previous_summary):
-        return replay.summarizer.summarize(folded, previous_summary or "")
-
-    sent, first, loop, state = shipped.replay_turn(compactor_for, summarize, previous, turn.messages, current,
-                                                   turn.query_index, replay.numbers)
+    sent, first, loop, state = shipped.replay_turn(_compactor_for(replay), recorded_summaries(replay).summarize,
+                                                   previous, turn.messages, current, turn.query_index, replay.numbers)
     compactions = []
     for request, event in ([(1, first)] if first is not None and first.fired else []) + loop:
         compactions.append({"turn": number, "request": request, "in_tool_loop": request > 1, **event.to_dict()})
@@ -394,15 +459,8 @@ class ShippedRunHook:
             self.seen = len(messages)
             return  # the first request: checked by the turn's ledger
         self.turn.extend(messages[self.seen:])
-        cfg, replay = self.replay.config, self.replay
-        context = cfg.context_size or replay.facts.context_size
-
-        def compactor_for(summarize):
-            return shipped.Compactor(context, cfg.max_tokens, summarize, instructions=replay.system_prompt,
-                                     keep_pairs=cfg.compaction_keep_tool_results,
-                                     keep_messages=cfg.compaction_keep_messages, trigger=cfg.compaction_trigger)
-
-        _, _, loop, after = shipped.replay_turn(compactor_for, lambda m, p: replay.summarizer.summarize(m, p or ""),
+        replay = self.replay
+        _, _, loop, after = shipped.replay_turn(_compactor_for(replay), recorded_summaries(replay).summarize,
                                                 self.previous, self.turn, self.position, 0, replay.numbers)
         if loop and loop[-1][0] == step:
             self.events.append(loop[-1])

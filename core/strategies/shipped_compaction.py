@@ -264,7 +264,7 @@ class CompactionEvent:
                 "tiers": list(self.tiers), "cleared": list(self.cleared), "folded": self.folded,
                 "final_estimate": self.final_estimate, "still_over": self.still_over,
                 "messages_before": self.messages_before, "messages_after": self.messages_after,
-                "summaries": self.summaries, "first_user_resent": self.first_user_resent}
+                "summaries": self.summaries, "first_user_resent": self.first_user_resent, "summary": self.summary}
 
 
 SummariseFn = Callable[[list[Message], "str | None"], str]
