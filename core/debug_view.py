@@ -218,11 +218,14 @@ def fixed_tokens_of(conversation: Conversation, node_id: str, default: int = 3):
 
 
 def what_if(conversation: Conversation, node_id: str, baseline: MemoryConfig, config: MemoryConfig, *,
-            has_thread: bool = True) -> WhatIf:
-    """Compare every turn's kept set under ``baseline`` and ``config`` (fast per-turn summaries)."""
+            has_thread: bool = True, history_inputs=None) -> WhatIf:
+    """Compare every turn's kept set under ``baseline`` and ``config`` (fast per-turn summaries);
+    ``history_inputs`` as :class:`Replay` takes them (a Window Memory node's recorded overwrites)."""
     tokens = fixed_tokens_of(conversation, node_id)
-    before = Replay(conversation, baseline, system_prompt="", has_thread=has_thread, prompt_tokens=tokens)
-    after = Replay(conversation, config, system_prompt="", has_thread=has_thread, prompt_tokens=tokens)
+    before = Replay(conversation, baseline, system_prompt="", has_thread=has_thread, prompt_tokens=tokens,
+                    history_inputs=history_inputs)
+    after = Replay(conversation, config, system_prompt="", has_thread=has_thread, prompt_tokens=tokens,
+                   history_inputs=history_inputs)
     positions = conversation.answered_turns()
     differs, kb, ka = [], {}, {}
     for p, a, b in zip(positions, before.summaries(), after.summaries()):

@@ -24,7 +24,7 @@ import gc
 from bisect import bisect_left
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from .conversation import INTERMEDIATE, Conversation, Message
 from .errors import MemLensError
@@ -245,6 +245,10 @@ def _without_cycle_collection() -> Iterator[None]:
         gc.enable()
 
 
+def _no_inputs(_position: int) -> None:
+    return None
+
+
 def turn_numbers(conversation: Conversation) -> list[int]:
     """1-based turn numbers; an opening turn without a query is turn 0."""
     turns = conversation.turns
@@ -259,12 +263,16 @@ class Replay:
     the history (system, template, current query, reply priming); by default that is the
     conversation's system prompt plus the turn's query. ``summarizer`` writes the summaries of
     the summarising strategies (default: the offline :class:`core.summarize.FactSummarizer`).
+    ``history_inputs`` may give, per turn position, the messages an input wrote over the memory's
+    history before that turn's call (the Window Memory node's ``overwrite_from_input``), ``None``
+    where there was none; strategies without such an input ignore it.
     """
 
     def __init__(self, conversation: Conversation, config: MemoryConfig, *,
                  system_prompt: str | None = None, has_thread: bool = True,
                  prompt_tokens: Callable[[int], int] | None = None, counter: TokenCounter | None = None,
-                 summarizer: Summarizer | None = None):
+                 summarizer: Summarizer | None = None,
+                 history_inputs: Callable[[int], Sequence[Message] | None] | None = None):
         self.conversation = conversation
         self.config = config.validate()
         self.strategy: Strategy = get_strategy(config.strategy)
@@ -276,6 +284,7 @@ class Replay:
         self.summarizer: Summarizer = summarizer or self.strategy.default_summarizer(self.config)
         self.system_prompt = conversation.system_prompt if system_prompt is None else system_prompt
         self.has_thread = has_thread
+        self.history_inputs: Callable[[int], Sequence[Message] | None] = history_inputs or _no_inputs
         self.numbers = turn_numbers(conversation)
         self._prompt_tokens = prompt_tokens
         self._tokens: list[tuple[int, ...] | None] = [None] * len(conversation.turns)
@@ -348,9 +357,9 @@ class Replay:
         elif self.config.scope != "thread" or not self.has_thread:
             blocked = SCOPE
         end = view.length
-        if self.strategy.plans and not blocked:
+        if self.strategy.plans and (not blocked or blocked == SCOPE and self.strategy.plans_without_thread):
             plan = self.strategy.plan(view, position, self)
-            return Decision(0, 0, 0, end, plan.budget, fixed, None, plan)
+            return Decision(0, 0, 0, end, plan.budget, fixed, blocked, plan)
         budget = self.strategy.budget(self.config, self.facts, fixed)
         if blocked:
             return Decision(end, end, end, end, budget, fixed, blocked)

@@ -66,8 +66,8 @@ from .agent import (DemoPlanner, GranularityError, ModelPlanner, agent_settings,
                     resolve_granularity, run_agent)
 from .long_term import (LLMExtractor, LongTermMemoryError, Source, memories_text, retrieve_settings,
                         store_settings)
-from .window_node import FAIL_BRANCH, META_KEY as WINDOW_META, WindowInputError, message_dict, parse_overwrite, \
-    window_call, window_settings
+from .window_node import FAIL_BRANCH, META_KEY as WINDOW_META, WindowInputError, history_inputs, message_dict, \
+    parse_overwrite, window_call, window_settings
 
 SUCCEEDED = "succeeded"
 FAILED = "failed"
@@ -350,6 +350,24 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
         raise RunError(f"memory settings for node {node_id!r}: {e}") from None
     except TypeError as e:
         raise RunError(f"memory override for node {node_id!r}: {e}") from None
+
+
+def node_history_inputs(flow: Flow, conversation: Conversation, node_id: str):
+    """For an LLM or agent node that reads a Window Memory node: what inputs wrote over that store
+    before each turn's call, as recorded with the turns (for :class:`Replay`'s ``history_inputs``);
+    ``None`` for a node with its own memory."""
+    source = flow.node(node_id).data.get("memory_node")
+    if source and flow.has_node(source) and flow.node(source).type == "window-memory":
+        return history_inputs(conversation, source)
+    return None
+
+
+def node_replay(flow: Flow, conversation: Conversation, node_id: str, config: MemoryConfig,
+                prompt_tokens: Callable[[int], int]) -> Replay:
+    """An LLM node's memory replayed over a recorded conversation under ``config``, as its runs
+    decided it: its flow's thread mode, the prompt sizes and any inputs written over its store."""
+    return Replay(conversation, config, system_prompt="", has_thread=flow.is_chat, prompt_tokens=prompt_tokens,
+                  history_inputs=node_history_inputs(flow, conversation, node_id))
 
 
 # -- if-else (graphon's condition processor, spec §5.2) ---------------------------------------------
@@ -1205,9 +1223,7 @@ def what_if_ledger(flow: Flow, conversation: Conversation, position: int, node_i
     config = node_memory_config(flow, node_id, fidelity=fidelity, plugin_token_counting=plugin_token_counting,
                                 override=override)
     fixed = _fixed_tokens(flow, conversation, position, node_id, config, record)
-    replay = Replay(conversation, config, system_prompt="", has_thread=flow.is_chat,
-                    prompt_tokens=lambda _position: fixed)
-    return replay.ledger_at(position)
+    return node_replay(flow, conversation, node_id, config, lambda _position: fixed).ledger_at(position)
 
 
 def _fixed_tokens(flow: Flow, conversation: Conversation, position: int, node_id: str, config: MemoryConfig,
@@ -1266,4 +1282,4 @@ def run_conversation(flow: Flow, queries: Sequence[str | Mapping[str, Any]], *, 
 
 __all__ = ["SUCCEEDED", "FAILED", "ORIGINS", "LATEST", "RunError", "PromptMessage", "NodeRun", "TurnRecord",
            "ConversationState", "run_turn", "run_conversation", "what_if_ledger", "node_memory_config",
-           "evaluate_if_else", "ledger_to_dict", "ledger_from_dict"]
+           "evaluate_if_else", "ledger_to_dict", "ledger_from_dict", "node_replay", "node_history_inputs"]

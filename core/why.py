@@ -180,14 +180,13 @@ def node_subjects(flow, conversation: Conversation, *, fidelity: str | None = No
     """One subject per LLM node of ``flow``, replayed with the memory settings it runs with (and
     ``overrides`` per node id, as the switchboard's what-if) — the engine of :func:`core.runtime.what_if_ledger`."""
     from .debug_view import fixed_tokens_of
-    from .runtime import node_memory_config
+    from .runtime import node_memory_config, node_replay
 
     out = []
     for node in flow.llm_nodes:
         extra = {} if fidelity is None else {"fidelity": fidelity}
         config = node_memory_config(flow, node.id, override=(overrides or {}).get(node.id) or None, **extra)
-        replay = Replay(conversation, config, system_prompt="", has_thread=flow.is_chat,
-                        prompt_tokens=fixed_tokens_of(conversation, node.id))
+        replay = node_replay(flow, conversation, node.id, config, fixed_tokens_of(conversation, node.id))
         out.append(Subject(node.label, replay, node.id))
     return out
 

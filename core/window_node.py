@@ -44,31 +44,32 @@ Decisions where the node's documentation is ambiguous (C.1's list), each pinned 
 6. **Error output.** Only the node's own failures (a malformed overwrite input) take the error
    path; with ``expose_error_output`` off they fail the turn, as any failing node does.
 
-In the ledger, messages that were written over by an input are ``trimmed_earlier`` (gone from
-the store for good) and the input's messages still in the window are synthetic messages of
-origin ``history set``. Without any overwrite the ledger is exactly the core window strategy's.
+Which messages a call keeps, and why, is decided by the core ``window`` strategy alone
+(:mod:`core.strategies.window`): :func:`window_call` replays it with the inputs as
+``Replay(history_inputs=…)``, so a recorded run and a what-if of it are one computation. This
+module holds the node's settings, its input parsing and its outputs. In the ledger, messages
+that were written over by an input are ``trimmed_earlier`` (gone from the store for good) and the
+input's messages still in the window are synthetic messages of origin ``history set``.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .conversation import INTERMEDIATE, Conversation, Message, ToolCall
 from .errors import MemLensError
-from .ledger import (EMPTY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, SCOPE, TRIMMED_EARLIER, Ledger, LedgerEntry,
-                     SyntheticMessage)
-from .memory import MemoryConfig, turn_numbers
-from .strategies.window import DEFAULT_WINDOW, MAX_WINDOW
-from .tokens import DEMO_MODEL, counter_for, model_facts
+from .ledger import Ledger
+from .memory import MemoryConfig, Replay
+from .strategies.window import DEFAULT_WINDOW, HISTORY_SET, MAX_WINDOW
+from .tokens import DEMO_MODEL
 
 if TYPE_CHECKING:  # pragma: no cover
     from .flow import Node
 
 SCOPES = ("thread", "session", "call")
 FAIL_BRANCH = "fail-branch"  # Dify's handle for a node's error path
-HISTORY_SET = "history set"  # origin of synthetic messages written by an overwrite input
 META_KEY = "window_overwrites"
 
 
@@ -191,92 +192,41 @@ class WindowCall:
     notes: list[str] = field(default_factory=list)
 
 
+def history_inputs(conversation: Conversation, node_id: str, *, position: int | None = None,
+                   overwrite: Sequence[Message] | None = None) -> Callable[[int], Sequence[Message] | None]:
+    """What an input wrote over the node's store before each turn's call: earlier turns' inputs
+    from their ``Turn.meta``, and at ``position`` the call's own ``overwrite`` (``None``: not provided)."""
+    turns = conversation.turns
+
+    def at(p: int) -> Sequence[Message] | None:
+        if p == position:
+            return overwrite
+        return overwrites_of(turns[p].meta, node_id)
+    return at
+
+
 def window_call(conversation: Conversation, position: int, node_id: str, config: MemoryConfig, *,
                 overwrite: Sequence[Message] | None = None, has_thread: bool = True,
                 prompt_tokens: int = 0) -> WindowCall:
-    """The store as the call at ``position`` sees it (see the module docstring for the rules).
+    """The store as the call at ``position`` sees it (see the module docstring for the rules),
+    decided by the core ``window`` strategy, as every replay of the node is.
 
     ``overwrite`` is this call's input (``None``: not provided); earlier turns' inputs are read
     from their ``Turn.meta``. ``prompt_tokens`` is the rest of the reading node's prompt.
     """
-    config = config.validate()
+    replay = Replay(conversation, config, system_prompt="", has_thread=has_thread,
+                    prompt_tokens=lambda _position: prompt_tokens,
+                    history_inputs=history_inputs(conversation, node_id, position=position, overwrite=overwrite))
+    _, decision = replay.view_for(position)
+    ledger = replay.ledger_at(position)
+    # The reading node receives the input's messages as they came (tool calls and names included),
+    # then the stored messages, in store order.
     turns = conversation.turns
-    numbers = turn_numbers(conversation)
-    counter = counter_for(config.model)
-    blocked = config.scope != "thread" or not has_thread
-    thread = conversation.tree.thread(position)[:-1] if position < len(turns) else []
-    on_thread = set(thread)
-    # A store item is ("real", position, index) or ("input", position, index, message).
-    store: list[tuple] = []
-    gone_by_input: set[tuple[int, int]] = set()
-    notes: list[str] = []
-    if not blocked:
-        for p in thread:
-            earlier = overwrites_of(turns[p].meta, node_id)
-            if earlier is not None:
-                gone_by_input.update((it[1], it[2]) for it in store if it[0] == "real")
-                store = [("input", p, j, m) for j, m in enumerate(earlier)]
-            size = config.window_at(numbers[p]) or DEFAULT_WINDOW
-            store = store[-size:] + [("real", p, i) for i in range(len(turns[p].messages))]
-    if overwrite is not None:
-        gone_by_input.update((it[1], it[2]) for it in store if it[0] == "real")
-        store = [("input", position, j, m) for j, m in enumerate(overwrite)]
-        notes.append(f"history set from the input: {len(store)} message{'s' if len(store) != 1 else ''}")
-    size = config.window_at(numbers[position]) if position < len(numbers) else config.window
-    size = size or DEFAULT_WINDOW
-    visible = store[-size:]
-    outside = {(it[1], it[2]) for it in store[:-size] if it[0] == "real"} if len(store) > size else set()
-    kept_real = {(it[1], it[2]) for it in visible if it[0] == "real"}
-    entries: list[LedgerEntry] = []
-    history = 0
-    for p in range(min(position, len(turns))):
-        for i, m in enumerate(turns[p].messages):
-            if blocked:
-                reason = SCOPE
-            elif p not in on_thread:
-                reason = OTHER_BRANCH
-            elif (p, i) in kept_real:
-                reason = EMPTY if m.is_empty else KEPT
-            elif (p, i) in outside:
-                reason = OUTSIDE_WINDOW
-            else:
-                reason = TRIMMED_EARLIER
-            tokens = counter.message(m)
-            if reason == KEPT:
-                history += tokens
-            entries.append(LedgerEntry(ref=m.ref, turn=numbers[p], role=m.role, tokens=tokens, kept=reason == KEPT,
-                                       reason=reason, kind=m.kind, position=p, index=i))
-    messages: list[Message] = []
-    synthetic: list[SyntheticMessage] = []
-    for it in visible:
-        if it[0] == "input":
-            m = it[3]
-            if m.is_empty:
-                continue
-            tokens = counter.message(m)
-            history += tokens
-            turn = numbers[it[1]] if it[1] < len(numbers) else numbers[-1] + 1 if numbers else 1
-            synthetic.append(SyntheticMessage(role=m.role, content=m.content, tokens=tokens, origin=HISTORY_SET,
-                                              turn=turn, ref=f"history-set:{turn}:{it[2] + 1}"))
-            messages.append(m)
-        else:
-            m = turns[it[1]].messages[it[2]]
-            if not m.is_empty:
-                messages.append(m)
-    if gone_by_input:
-        notes.append(f"{len(gone_by_input)} earlier message{'s' if len(gone_by_input) != 1 else ''} written over "
-                     "by an input")
-    facts = model_facts(config.model)
-    context = config.context_size or facts.context_size
-    cfg = config.to_dict()
-    cfg["budget"] = None
-    ledger = Ledger(turn=numbers[position] if position < len(numbers) else (numbers[-1] + 1 if numbers else 1),
-                    entries=entries, prompt_tokens=prompt_tokens + history, history_tokens=history, budget=None,
-                    budget_note="; ".join(notes), config=cfg, context_size=context,
-                    exceeds_context=bool(context) and prompt_tokens + history + config.max_tokens > context,
-                    synthetic=synthetic)
-    return WindowCall(ledger=ledger, messages=messages, history_set=overwrite is not None, notes=notes)
+    messages = [m for _, _, m in decision.plan.inputs] + \
+        [turns[e.position].messages[e.index] for e in ledger.entries if e.kept]
+    return WindowCall(ledger=ledger, messages=messages, history_set=overwrite is not None,
+                      notes=list(decision.plan.notes))
 
 
 __all__ = ["WindowSettings", "WindowInputError", "window_settings", "parse_overwrite", "window_call", "WindowCall",
-           "overwrites_of", "message_dict", "FAIL_BRANCH", "HISTORY_SET", "META_KEY", "SCOPES"]
+           "overwrites_of", "history_inputs", "message_dict", "FAIL_BRANCH", "HISTORY_SET", "META_KEY", "SCOPES"]

@@ -96,18 +96,70 @@ def random_conversation(seed: int) -> Conversation:
     return Conversation("c", turns)
 
 
-def test_without_an_overwrite_the_node_keeps_exactly_what_the_core_window_strategy_keeps():
-    for seed in range(150):
+def listed_store(conversation: Conversation, position: int, n: int, inputs: dict, blocked: bool):
+    """The node's rule written as the plain list its documentation describes: per call of the
+    thread, an input replaces the store, the call sees its last ``n``, the store becomes those
+    plus the call's round. Returns (refs the call sees, refs written over, refs outside its window)."""
+    store: list[tuple[str, Message]] = []
+    written_over: list[str] = []
+    thread = [] if blocked else conversation.tree.thread(position)[:-1]
+    for p in [*thread, position]:
+        if p in inputs:
+            written_over += [ref for ref, _ in store if not ref.startswith("input")]
+            store = [(f"input:{p}:{j}", m) for j, m in enumerate(inputs[p])]
+        if p == position:
+            break
+        store = store[-n:] + [(m.ref, m) for m in conversation.turns[p].messages]
+    seen = [ref for ref, m in store[-n:] if not m.is_empty]
+    outside = [ref for ref, _ in store[:-n] if not ref.startswith("input")] if len(store) > n else []
+    return seen, written_over, outside
+
+
+def test_the_node_keeps_what_its_documented_list_rule_keeps_with_and_without_inputs():
+    """The strategy's two-index bookkeeping against the rule written as a list, on random threads
+    with inputs written over the store now and then (the current call's and earlier turns')."""
+    for seed in range(300):
+        rnd = random.Random(seed)
+        conversation = random_conversation(seed)
+        n, scope = rnd.randint(1, 6), rnd.choice(["thread", "thread", "session", "call"])
+        has_thread = rnd.random() > 0.2
+        blocked = scope != "thread" or not has_thread
+        inputs = {p: [msg(rnd.choice(["user", "assistant"]), rnd.choice(["", f"i{p}.{j}"]), "intermediate",
+                          f"input:{p}:{j}") for j in range(rnd.randint(0, 4))]
+                  for p in range(len(conversation.turns)) if rnd.random() < 0.3}
+        turns = [t if p not in inputs or blocked else
+                 Turn(t.id, t.parent_id, t.messages, t.query_index, t.answer_index,
+                      meta={"window_overwrites": {"memory": [m.to_openai() for m in inputs[p]]}})
+                 for p, t in enumerate(conversation.turns)]
+        conversation = Conversation("c", turns)
+        for position in range(len(conversation.turns)):
+            call = window_call(conversation, position, "memory", window(n, scope), overwrite=inputs.get(position),
+                               has_thread=has_thread, prompt_tokens=11)
+            seen, written_over, outside = listed_store(conversation, position, n, inputs, blocked)
+            assert [m.content if m.ref.startswith("input") else m.ref for m in call.messages] == \
+                [r if not r.startswith("input") else inputs[int(r.split(":")[1])][int(r.split(":")[2])].content
+                 for r in seen]
+            reasons = {e.ref: e.reason for e in call.ledger.entries}
+            assert [r for r in reasons if reasons[r] == OUTSIDE_WINDOW] == outside
+            assert {reasons[r] for r in written_over} <= {TRIMMED_EARLIER}
+            assert call.ledger.history_tokens == sum(e.tokens for e in call.ledger.entries if e.kept) + \
+                sum(s.tokens for s in call.ledger.synthetic)
+            assert call.ledger.prompt_tokens == 11 + call.ledger.history_tokens
+            if written_over:
+                assert f"{len(written_over)} earlier message" in call.ledger.budget_note
+
+
+def test_a_call_sees_exactly_what_replaying_its_strategy_with_the_recorded_inputs_gives():
+    """One engine: the node's call and a replay of the ``window`` strategy agree (what-if == recorded)."""
+    for seed in range(100):
         rnd = random.Random(seed)
         conversation = random_conversation(seed)
         config = window(rnd.randint(1, 6), rnd.choice(["thread", "thread", "session", "call"]))
         has_thread = rnd.random() > 0.2
         replay = Replay(conversation, config, system_prompt="", has_thread=has_thread, prompt_tokens=lambda _: 11)
         for position in range(len(conversation.turns)):
-            core = replay.ledger_at(position)
             node = window_call(conversation, position, "memory", config, has_thread=has_thread, prompt_tokens=11).ledger
-            assert node.entries == core.entries
-            assert (node.history_tokens, node.prompt_tokens) == (core.history_tokens, core.prompt_tokens)
+            assert node == replay.ledger_at(position)
 
 
 # -- scopes -------------------------------------------------------------------------------------------
@@ -337,3 +389,29 @@ def test_a_what_if_on_a_node_reading_window_memory_starts_from_that_nodes_window
     assert same.entries == records[-1].node_run("responder").ledger.entries
     wider = what_if_ledger(flow, state.conversation, position, "responder", {"window": 6})
     assert sum(e.kept for e in wider.entries) == 6 > sum(e.kept for e in same.entries) == 3
+
+
+def test_a_what_if_of_a_node_reading_window_memory_replays_the_inputs_written_over_its_store():
+    from core.debug_view import what_if
+    from core.runtime import node_history_inputs, node_memory_config, what_if_ledger
+
+    flow = flow_with(window=3)
+    state = ConversationState.new(flow)
+    records = []
+    for query, inputs in (("Hi, I'm Dana.", None), ("hello", {"history": history(("user", "I'm Bob."),
+                                                                                 ("assistant", "Hi Bob."))}),
+                          ("What's my name?", None), ("again", None)):
+        records.append(run_turn(flow, state, query, inputs, llm=DemoClient()))
+        state = state.apply(records[-1])
+    conversation = state.conversation
+    for position, record in enumerate(records):
+        recorded = record.node_run("responder").ledger
+        assert what_if_ledger(flow, conversation, position, "responder", record=record) == recorded
+    assert [s.content for s in records[2].node_run("responder").ledger.synthetic] == ["Hi Bob."]
+    config = node_memory_config(flow, "responder")
+    unchanged = what_if(conversation, "responder", config, config,
+                        history_inputs=node_history_inputs(flow, conversation, "responder"))
+    assert unchanged.differs == []
+    without_inputs = what_if(conversation, "responder", config, config.with_(window=4),
+                             history_inputs=node_history_inputs(flow, conversation, "responder"))
+    assert without_inputs.kept_after[3] == without_inputs.kept_before[3] + 1

@@ -18,7 +18,7 @@ from core.flow import Flow
 from core.llm import warm_up
 from core.ledger import Ledger
 from core.memory import MemoryConfig
-from core.runtime import node_memory_config, what_if_ledger
+from core.runtime import node_history_inputs, node_memory_config, what_if_ledger
 from core.samples import seed_demo
 from core.sessions import ConversationService
 from core.store import repo
@@ -95,7 +95,8 @@ def what_if_turns(url: str, conversation_id: str, version: tuple, version_id: st
                               override=json.loads(base_json) or None)
     new = node_memory_config(f, node_id, fidelity=fidelity, plugin_token_counting=counting,
                              override=json.loads(override_json) or None)
-    return what_if(conv, node_id, base, new, has_thread=f.is_chat)
+    return what_if(conv, node_id, base, new, has_thread=f.is_chat,
+                   history_inputs=node_history_inputs(f, conv, node_id))
 
 
 def recorded_config(run: dict) -> MemoryConfig:

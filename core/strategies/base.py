@@ -168,6 +168,9 @@ class Strategy:
     plans = False
     #: Whether an empty message it keeps is dropped before the call (Dify's filter, ``empty``).
     drops_empty = True
+    #: Whether a planning strategy still plans when scope leaves it no thread (every earlier message
+    #: is then ``scope``): its plan may send what an input gave this call (``Replay.history_inputs``).
+    plans_without_thread = False
 
     def plan(self, view: PathView, current: int, replay: "Replay") -> Plan:
         """This turn's decision, from the thread before it (``view``) and the previous state."""

@@ -16,26 +16,106 @@ Scopes: ``thread`` keeps history per chat thread across turns; ``session`` lives
 execution and ``call`` for one call, so across turns both see nothing; without a thread the
 node behaves like ``session``.
 
-Because the store is always a suffix of the thread's messages, a turn's state is two indices:
-where the store starts (everything before was trimmed earlier) and where the window starts.
+History written over by an input (the node's ``overwrite_from_input``; the replay's
+``history_inputs``) replaces the store before the call: every stored message of the thread is
+then ``trimmed_earlier`` and the input's messages are the store, windowed like any stored list
+— those in the window are sent as synthetic messages of origin ``history set``. Without a
+thread, an input is still this call's history (nothing of it persists).
+
+Because the store is always a suffix of the latest input followed by a suffix of the thread's
+messages, a turn's state is that input suffix and two indices: where the stored messages start
+(everything before was trimmed earlier) and where the window starts.
 """
 
 from __future__ import annotations
 
-from .base import Strategy
+from bisect import bisect_left
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..ledger import KEPT, OUTSIDE_WINDOW, TRIMMED_EARLIER, SyntheticMessage
+from .base import Budget, Plan, Strategy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..conversation import Message
 
 DEFAULT_WINDOW = 10
 MAX_WINDOW = 200
+HISTORY_SET = "history set"  # origin of the synthetic messages an input wrote into the store
+
+
+@dataclass(frozen=True)
+class WindowStore:
+    """What one call of the memory saw: ``inputs`` (``(turn position, index in its input,
+    message)``, oldest first) and the thread's messages from ``window_start`` on; those from
+    ``stored_from`` up to ``window_start`` were stored but outside the window.
+    ``written_over`` counts the thread's messages an input has replaced so far."""
+
+    inputs: tuple[tuple[int, int, "Message"], ...] = ()
+    stored_from: int = 0
+    window_start: int = 0
+    written_over: int = 0
+
+
+class WindowPlan(Plan):
+    def __init__(self, budget: Budget, store: WindowStore, view, replay, notes: tuple[str, ...]):
+        end = view.length
+        self.notes = notes
+        self.inputs = [(p, j, m) for p, j, m in store.inputs if not m.is_empty]  # an empty one is not sent
+        self.input_tokens = [replay.counter.message(m) for _, _, m in self.inputs]
+        start = store.window_start
+        counts = view.count_prefix
+        kept = counts[end] - counts[start]
+        # The oldest turn with a stored message sent (an empty message takes a place but is not sent).
+        oldest = replay.numbers[view.seq_pos[bisect_left(counts, counts[start] + 1) - 1]] if kept else None
+        super().__init__(budget, store, kept,
+                         view.kept_prefix[end] - view.kept_prefix[start] + sum(self.input_tokens), oldest)
+
+    def reason(self, i, message):
+        if i >= self.state.window_start:
+            return KEPT
+        return OUTSIDE_WINDOW if i >= self.state.stored_from else TRIMMED_EARLIER
+
+    def synthetic(self, view, replay):
+        return [SyntheticMessage(role=m.role, content=m.content, tokens=tokens, origin=HISTORY_SET,
+                                 turn=replay.numbers[p], ref=f"history-set:{replay.numbers[p]}:{j + 1}")
+                for (p, j, m), tokens in zip(self.inputs, self.input_tokens)]
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
 
 
 class WindowStrategy(Strategy):
     name = "window"
     uses_granularity = False
+    plans = True
+    plans_without_thread = True  # an input is the call's history even when nothing persists
 
-    def window(self, view, current, config):
-        if not view.positions:
-            return 0, 0
-        # The store the current call sees: the previous call's window plus that call's round.
-        trimmed_before = view.marks[-1]
-        size = config.window_at(view.turn_number(current)) or DEFAULT_WINDOW
-        return trimmed_before, max(trimmed_before, view.length - size)
+    def plan(self, view, current, replay):
+        config = replay.config
+        blocked = config.scope != "thread" or not replay.has_thread
+        end = view.length
+        before = view.states[-1] if view.positions and not blocked else None
+        if before is None:
+            # Nothing stored yet, or nothing persists: the thread's messages are not this call's store.
+            inputs, stored_from, written_over = (), end, 0
+        else:
+            # The store this call finds: the previous call's window plus that call's round.
+            inputs, stored_from, written_over = before.inputs, before.window_start, before.written_over
+        notes = []
+        written = replay.history_inputs(current)
+        if written is not None:
+            written_over += end - stored_from
+            inputs, stored_from = tuple((current, j, m) for j, m in enumerate(written)), end
+            notes.append(f"history set from the input: {_plural(len(inputs), 'message')}")
+        size = config.window_at(replay.numbers[current]) or DEFAULT_WINDOW
+        stored = end - stored_from
+        if stored >= size:
+            store = WindowStore((), stored_from, end - size, written_over)
+        else:
+            store = WindowStore(inputs[stored - size:], stored_from, stored_from, written_over)
+        if written_over:
+            notes.append(f"{_plural(written_over, 'earlier message')} written over by an input")
+        budget = Budget(None, "; ".join(notes), config.context_size or replay.facts.context_size)
+        return WindowPlan(budget, store, view, replay, tuple(notes))
