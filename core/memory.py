@@ -245,10 +245,6 @@ def _without_cycle_collection() -> Iterator[None]:
         gc.enable()
 
 
-def _no_inputs(_position: int) -> None:
-    return None
-
-
 def turn_numbers(conversation: Conversation) -> list[int]:
     """1-based turn numbers; an opening turn without a query is turn 0."""
     turns = conversation.turns
@@ -284,7 +280,8 @@ class Replay:
         self.summarizer: Summarizer = summarizer or self.strategy.default_summarizer(self.config)
         self.system_prompt = conversation.system_prompt if system_prompt is None else system_prompt
         self.has_thread = has_thread
-        self.history_inputs: Callable[[int], Sequence[Message] | None] = history_inputs or _no_inputs
+        self.history_inputs = history_inputs
+        self.plans = self.strategy.plans_for(self)  # else the strategy's window and budget decide
         self.numbers = turn_numbers(conversation)
         self._prompt_tokens = prompt_tokens
         self._tokens: list[tuple[int, ...] | None] = [None] * len(conversation.turns)
@@ -357,7 +354,7 @@ class Replay:
         elif self.config.scope != "thread" or not self.has_thread:
             blocked = SCOPE
         end = view.length
-        if self.strategy.plans and (not blocked or blocked == SCOPE and self.strategy.plans_without_thread):
+        if self.plans and (not blocked or blocked == SCOPE and self.strategy.plans_without_thread):
             plan = self.strategy.plan(view, position, self)
             return Decision(0, 0, 0, end, plan.budget, fixed, blocked, plan)
         budget = self.strategy.budget(self.config, self.facts, fixed)
@@ -496,7 +493,7 @@ class Replay:
         """One summary per answered turn, in turn order."""
         if self._summaries is not None:
             return self._summaries
-        if not self.strategy.plans:
+        if not self.plans:
             with _without_cycle_collection():
                 by_position = self._fast_summaries()
         else:

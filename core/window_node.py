@@ -193,10 +193,14 @@ class WindowCall:
 
 
 def history_inputs(conversation: Conversation, node_id: str, *, position: int | None = None,
-                   overwrite: Sequence[Message] | None = None) -> Callable[[int], Sequence[Message] | None]:
+                   overwrite: Sequence[Message] | None = None) -> Callable[[int], Sequence[Message] | None] | None:
     """What an input wrote over the node's store before each turn's call: earlier turns' inputs
-    from their ``Turn.meta``, and at ``position`` the call's own ``overwrite`` (``None``: not provided)."""
+    from their ``Turn.meta``, and at ``position`` the call's own ``overwrite`` (``None``: not
+    provided); ``None`` when no input ever did (the replay then needs no inputs)."""
     turns = conversation.turns
+    if overwrite is None and not any(((t.meta or {}).get(META_KEY) or {}).get(node_id) is not None
+                                     for p, t in enumerate(turns) if p != position):
+        return None
 
     def at(p: int) -> Sequence[Message] | None:
         if p == position:
@@ -222,10 +226,10 @@ def window_call(conversation: Conversation, position: int, node_id: str, config:
     # The reading node receives the input's messages as they came (tool calls and names included),
     # then the stored messages, in store order.
     turns = conversation.turns
-    messages = [m for _, _, m in decision.plan.inputs] + \
+    messages = [m for _, _, m in (decision.plan.inputs if decision.plan is not None else ())] + \
         [turns[e.position].messages[e.index] for e in ledger.entries if e.kept]
     return WindowCall(ledger=ledger, messages=messages, history_set=overwrite is not None,
-                      notes=list(decision.plan.notes))
+                      notes=list(decision.plan.notes) if decision.plan is not None else [])
 
 
 __all__ = ["WindowSettings", "WindowInputError", "window_settings", "parse_overwrite", "window_call", "WindowCall",

@@ -415,3 +415,20 @@ def test_a_what_if_of_a_node_reading_window_memory_replays_the_inputs_written_ov
     without_inputs = what_if(conversation, "responder", config, config.with_(window=4),
                              history_inputs=node_history_inputs(flow, conversation, "responder"))
     assert without_inputs.kept_after[3] == without_inputs.kept_before[3] + 1
+
+
+def test_the_fast_path_without_inputs_and_the_input_aware_plan_decide_alike():
+    """Without inputs the window strategy runs on the engine's two-index fast path; with an input
+    source that gives none it plans: ledgers and per-turn summaries must not tell them apart."""
+    for seed in range(120):
+        rnd = random.Random(seed)
+        conversation = random_conversation(seed)
+        changes = tuple(sorted({(rnd.randint(1, 10), rnd.randint(1, 6)) for _ in range(rnd.choice([0, 1, 2]))}))
+        config = window(rnd.randint(1, 6), rnd.choice(["thread", "thread", "session"])).with_(window_changes=changes)
+        has_thread = rnd.random() > 0.2
+        fast = Replay(conversation, config, system_prompt="", has_thread=has_thread)
+        planned = Replay(conversation, config, system_prompt="", has_thread=has_thread, history_inputs=lambda _: None)
+        assert not fast.plans and planned.plans
+        assert fast.summaries() == planned.summaries()
+        for position in range(len(conversation.turns)):
+            assert fast.ledger_at(position) == planned.ledger_at(position)

@@ -172,6 +172,10 @@ class Strategy:
     #: is then ``scope``): its plan may send what an input gave this call (``Replay.history_inputs``).
     plans_without_thread = False
 
+    def plans_for(self, replay: "Replay") -> bool:
+        """Whether this replay asks :meth:`plan` (else :meth:`window` and :meth:`budget`)."""
+        return self.plans
+
     def plan(self, view: PathView, current: int, replay: "Replay") -> Plan:
         """This turn's decision, from the thread before it (``view``) and the previous state."""
         raise NotImplementedError

@@ -24,7 +24,10 @@ thread, an input is still this call's history (nothing of it persists).
 
 Because the store is always a suffix of the latest input followed by a suffix of the thread's
 messages, a turn's state is that input suffix and two indices: where the stored messages start
-(everything before was trimmed earlier) and where the window starts.
+(everything before was trimmed earlier) and where the window starts. A replay without inputs
+needs only the indices (:meth:`WindowStrategy.window`, on the engine's per-turn fast path); with
+inputs the strategy plans (:meth:`WindowStrategy.plan`); both place the window with
+:func:`_window_start`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..ledger import KEPT, OUTSIDE_WINDOW, TRIMMED_EARLIER, SyntheticMessage
+from ..words import plural
 from .base import Budget, Plan, Strategy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -82,8 +86,14 @@ class WindowPlan(Plan):
                 for (p, j, m), tokens in zip(self.inputs, self.input_tokens)]
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
+def _window_start(stored_from: int, end: int, size: int) -> int:
+    """Where the call's window starts in a store of the thread's messages ``[stored_from, end)``
+    (after any input's messages): the last ``size`` messages, counted one by one."""
+    return max(stored_from, end - size)
+
+
+def _size(config, turn_number: int) -> int:
+    return config.window_at(turn_number) or DEFAULT_WINDOW
 
 
 class WindowStrategy(Strategy):
@@ -91,6 +101,15 @@ class WindowStrategy(Strategy):
     uses_granularity = False
     plans = True
     plans_without_thread = True  # an input is the call's history even when nothing persists
+
+    def plans_for(self, replay) -> bool:
+        # Without inputs the store is a suffix of the thread, so two indices carry the whole
+        # decision and the engine's per-turn fast path applies (:meth:`window`).
+        return replay.history_inputs is not None
+
+    def window(self, view, current, config):
+        stored_from = view.marks[-1] if view.positions else 0  # the previous call's window start
+        return stored_from, _window_start(stored_from, view.length, _size(config, view.turn_number(current)))
 
     def plan(self, view, current, replay):
         config = replay.config
@@ -108,14 +127,12 @@ class WindowStrategy(Strategy):
         if written is not None:
             written_over += end - stored_from
             inputs, stored_from = tuple((current, j, m) for j, m in enumerate(written)), end
-            notes.append(f"history set from the input: {_plural(len(inputs), 'message')}")
-        size = config.window_at(replay.numbers[current]) or DEFAULT_WINDOW
-        stored = end - stored_from
-        if stored >= size:
-            store = WindowStore((), stored_from, end - size, written_over)
-        else:
-            store = WindowStore(inputs[stored - size:], stored_from, stored_from, written_over)
+            notes.append(f"history set from the input: {plural(len(inputs), 'message')}")
+        size = _size(config, replay.numbers[current])
+        room = size - (end - stored_from)  # places left in the window for the input's messages
+        store = WindowStore(inputs[-room:] if room > 0 else (), stored_from, _window_start(stored_from, end, size),
+                            written_over)
         if written_over:
-            notes.append(f"{_plural(written_over, 'earlier message')} written over by an input")
+            notes.append(f"{plural(written_over, 'earlier message')} written over by an input")
         budget = Budget(None, "; ".join(notes), config.context_size or replay.facts.context_size)
         return WindowPlan(budget, store, view, replay, tuple(notes))
