@@ -93,7 +93,9 @@ def main() -> None:
 
 def page_figures(conv: Conversation, floor: float) -> None:
     from core.findings import config_findings
-    from core.report import REPORT_COLUMNS, REPORT_ROWS, Source, build_report, report_html
+    from core.report import REPORT_COLUMNS, REPORT_ROWS, build_report
+    from core.report_html import report_html
+    from core.sources import Source
     from ui.compare_charts import kept_figure, oldest_figure, tokens_figure
     from ui.heatmap import heatmap_figure
 

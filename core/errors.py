@@ -9,3 +9,8 @@ line (``MEMLENS_DEBUG=1`` shows the traceback) and the API answers 500 and logs 
 
 class MemLensError(ValueError):
     """Bad input: the message names the problem and, where it helps, the way forward."""
+
+
+class ReportError(MemLensError):
+    """A report, a report bundle, a source file or a saved config set cannot be made or read; the
+    message says what to change."""

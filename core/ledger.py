@@ -264,3 +264,51 @@ def _explain_trim(reason: str, config: dict) -> str:
     if config.get("end_on"):
         ends.append(f"ends on a {config['end_on']} message")
     return "dropped so the kept part " + " and ".join(ends) if ends else "dropped by trim_messages"
+
+
+# -- what one memory holds at one turn, in a sentence -----------------------------------------------
+
+@dataclass(frozen=True)
+class Remembered:
+    """What one node's (or config's) memory holds at a turn, in a sentence's worth of numbers:
+    the turns it still has a message of, the earlier turns of the thread it has none of, and
+    what a summary stands for."""
+
+    kept: int
+    history_tokens: int
+    budget: int | None
+    kept_turns: tuple[int, ...]
+    forgotten_turns: tuple[int, ...]
+    summarized_turns: tuple[int, ...] = ()
+    off: bool = False
+
+    def sentence(self) -> str:
+        if self.off:
+            return "memory off: remembers nothing from earlier turns"
+        if not self.kept_turns and not self.summarized_turns and not self.forgotten_turns:
+            return "first turn: nothing earlier to remember"
+        parts = []
+        if self.kept_turns:
+            budget = f" of a {self.budget:,} budget" if self.budget is not None else ""
+            parts.append(f"remembers {turn_ranges(self.kept_turns)} ({self.kept} messages, "
+                         f"{self.history_tokens:,} tokens{budget})")
+        else:
+            parts.append("remembers no earlier message")
+        if self.summarized_turns:
+            parts.append(f"has a summary of {turn_ranges(self.summarized_turns)}")
+        if self.forgotten_turns:
+            parts.append(f"forgot {turn_ranges(self.forgotten_turns)}")
+        return "; ".join(parts)
+
+
+def remembered(ledger: Ledger) -> Remembered:
+    """A ledger as a :class:`Remembered`."""
+    entries = ledger.entries
+    if entries and all(e.reason == MEMORY_OFF for e in entries):
+        return Remembered(0, 0, ledger.budget, (), (), (), True)
+    kept = sorted({e.turn for e in entries if e.kept})
+    summarized = sorted({t for s in ledger.synthetic for t in s.covers})
+    on_thread = {e.turn for e in entries if e.reason not in (OTHER_BRANCH, SCOPE, MEMORY_OFF)}
+    forgotten = sorted(on_thread - set(kept) - set(summarized))
+    return Remembered(sum(1 for e in entries if e.kept), ledger.history_tokens, ledger.budget, tuple(kept),
+                      tuple(forgotten), tuple(summarized))

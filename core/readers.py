@@ -46,6 +46,7 @@ from .conversation import (ANSWER, INTERMEDIATE, QUERY, REASONING, TOOL_CALL, TO
                            Message, ToolCall, Turn)
 from . import limits
 from .errors import MemLensError
+from .report_bundle import FORMAT as REPORT_FORMAT, BundleFieldError, parse_report
 
 _ROLE_ALIASES = {"developer": "system", "function": "tool", "human": "user", "ai": "assistant"}
 _VALID_ROLES = ("system", "user", "assistant", "tool")
@@ -1722,11 +1723,15 @@ del _fmt
 
 
 def _read_memlens_report(records: Records, ctx: ReadContext) -> Iterable[Conversation]:
-    from .report import read_report_records  # the bundle's shape lives with the report that writes it
+    def parse(value: Any, index: int | None) -> Conversation:
+        try:
+            return parse_report(value)
+        except BundleFieldError as e:
+            raise RecordError(str(e), e.field) from None
 
-    return read_report_records(records, ctx)
+    return ctx.each(records, parse)
 
 
-register_format(Format("memlens-report", "MemLens report bundle (a comparison's conversation, configs and facts)",
+register_format(Format(REPORT_FORMAT, "MemLens report bundle (a comparison's conversation, configs and facts)",
                        lambda first, layout: layout == "document" and isinstance(first, dict)
-                       and first.get("format") == "memlens-report", _read_memlens_report), before=FORMATS[0])
+                       and first.get("format") == REPORT_FORMAT, _read_memlens_report), before=FORMATS[0])

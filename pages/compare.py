@@ -13,7 +13,9 @@ from core.findings import config_findings, flow_findings, run_findings
 from core.ledger import REASON_LABELS
 from core.llm import DemoClient, LiteLLMClient
 from core.memory import Replay, turn_numbers
-from core.report import DEFAULT_CONFIGS, REPORT_COLUMNS, REPORT_ROWS, build_report, bundle_json, report_html
+from core.report import DEFAULT_CONFIGS, REPORT_COLUMNS, REPORT_ROWS, build_report
+from core.report_bundle import bundle_json
+from core.report_html import report_html
 from core.words import file_stem, plural
 from ui.compare_charts import render_series
 from ui.compare_configs import edit_configs, load_configs, saved_sets

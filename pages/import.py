@@ -8,7 +8,7 @@ import streamlit as st
 from core.errors import MemLensError
 from core.limits import check_file_size
 from core.readers import FORMATS, MAX_IMPORT_BYTES, FormatError, formats
-from core.report import import_upload
+from core.imports import import_upload
 from core.store import repo
 from ui.html import plain
 from ui.compare_source import database

@@ -13,7 +13,9 @@ from core.errors import MemLensError
 from core.findings import config_findings, findings_at, flow_findings, run_findings
 from core.llm import DemoClient
 from core.memory import Replay, turn_numbers
-from core.report import DEFAULT_CONFIGS, remembered, saved_config_sets
+from core.config_sets import saved_config_sets
+from core.ledger import remembered
+from core.report import DEFAULT_CONFIGS
 from ui.html import plain
 from ui.compare_configs import current_configs
 from ui.compare_source import database, pick_source

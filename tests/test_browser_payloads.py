@@ -24,7 +24,9 @@ from core.cli import main
 from core.compare import NamedConfig
 from core.llm import DemoClient
 from core.memory import MemoryConfig
-from core.report import Source, build_report, bundle_json
+from core.report import build_report
+from core.report_bundle import bundle_json
+from core.sources import Source
 from core.samples import load_sample, seed_demo
 from core.sessions import ConversationService
 from core.store import keys as app_keys

@@ -5,7 +5,9 @@ from dataclasses import replace
 
 from core.compare import NamedConfig
 from core.memory import MemoryConfig
-from core.report import Source, build_report, report_html
+from core.report import build_report
+from core.report_html import report_html
+from core.sources import Source
 from core.samples import load_sample
 from tests.browser import chromium
 

@@ -13,7 +13,11 @@ from core.findings import config_findings
 from core.llm import DemoClient
 from core.memory import MemoryConfig, Replay
 from core.readers import parse_conversations
-from core.report import CONFIG_SETS_KEY, REASON_ORDER, Source, build_report, bundle_json
+from core.config_sets import CONFIG_SETS_KEY
+from core.report import build_report
+from core.report_bundle import bundle_json
+from core.report_html import REASON_ORDER
+from core.sources import Source
 from core.samples import load_sample
 from core.sessions import ConversationService
 from core.store import repo

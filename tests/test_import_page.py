@@ -11,7 +11,10 @@ from core.compare import NamedConfig
 from core.llm import DemoClient
 from core.memory import MemoryConfig
 from core.readers import import_bytes, import_file
-from core.report import CONFIG_SETS_KEY, Source, build_report, bundle_json
+from core.config_sets import CONFIG_SETS_KEY
+from core.report import build_report
+from core.report_bundle import bundle_json
+from core.sources import Source
 from core.samples import load_sample
 from core.sessions import ConversationService, export_conversation
 from core.store import repo

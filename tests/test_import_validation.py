@@ -8,7 +8,7 @@ import pytest
 
 from core.cli import main
 from core.llm import DemoClient
-from core.report import import_upload
+from core.imports import import_upload
 from core.sessions import ConversationService, store_conversations
 from core.store import repo
 from core.store.checks import ImportCheckError

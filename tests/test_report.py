@@ -16,10 +16,13 @@ from core.errors import MemLensError
 from core.llm import DemoClient
 from core.memory import MemoryConfig, Replay
 from core.readers import FormatError, import_text
-from core.report import (CONFIG_SETS_KEY, DEFAULT_CONFIGS, REASON_COLOURS, ReportError, Source, build_report,
-                         bundle_json, conversation_from_json, conversation_to_json, delete_config_set, import_upload,
-                         read_report, read_source_file, read_sources, report_bundle, report_html, save_config_set,
-                         saved_config_sets, source_of)
+from core.config_sets import CONFIG_SETS_KEY, delete_config_set, save_config_set, saved_config_sets
+from core.errors import ReportError
+from core.imports import import_upload
+from core.report import DEFAULT_CONFIGS, build_report
+from core.report_bundle import bundle_json, conversation_from_json, conversation_to_json, read_report, report_bundle
+from core.report_html import REASON_COLOURS, report_html
+from core.sources import Source, read_source_file, read_sources, source_of
 from core.samples import load_sample
 from core.sessions import ConversationService, export_conversation
 from core.store import repo
@@ -263,7 +266,7 @@ def _flow_conversation(db):
 def test_a_stored_flow_conversation_brings_its_node_findings(tmp_path):
     db = _db(tmp_path)
     conv_id = _flow_conversation(db)
-    from core.report import load_stored
+    from core.sources import load_stored
 
     source = load_stored(db, conv_id)
     assert source.flow.name == "support-bot" and len(source.records) == 8
@@ -414,7 +417,7 @@ def _ref(url, conv_id):
 
 
 def test_what_a_memory_holds_reads_as_one_sentence():
-    from core.report import remembered
+    from core.ledger import remembered
 
     conv = lisbon()
     window = Replay(conv, MemoryConfig(window=4))  # Dify 1.x: the current turn's row and the 3 before it

@@ -3,7 +3,7 @@
 Each config's settings live in session state under ``{prefix}_c{i}_{field}``; :func:`load_configs`
 writes a list of configs into those keys (before the widgets are drawn, or from a button's
 callback), and :func:`edit_configs` draws the forms and returns the configs as they stand.
-Saved sets are kept in the store's settings (:data:`core.report.CONFIG_SETS_KEY`).
+Saved sets are kept in the store's settings (:data:`core.config_sets.CONFIG_SETS_KEY`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import streamlit as st
 from core.compare import MAX_CONFIGS, MIN_CONFIGS, NamedConfig
 from core.errors import MemLensError
 from core.memory import DEFAULT_FIDELITY, FIDELITIES, FIDELITY_LABELS, MemoryConfig
-from core.report import delete_config_set, save_config_set, saved_config_sets
+from core.config_sets import delete_config_set, save_config_set, saved_config_sets
 from ui.html import plain
 
 STRATEGIES = ["dify", "window", "buffer", "off", "summary_buffer", "compaction", "trim"]

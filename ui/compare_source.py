@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from core.errors import MemLensError
-from core.report import Source, load_stored, read_sources, source_of
+from core.sources import Source, load_stored, read_sources, source_of
 from core.samples import load_sample, sample_files
 from core.store import repo
 from core.store.db import resolve_url

@@ -107,7 +107,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ..cli import UsageError
     from ..compare import named_configs
     from ..errors import MemLensError
-    from ..report import DEFAULT_CONFIGS, build_report, bundle_json, load_stored, read_source_file, report_html
+    from ..report import DEFAULT_CONFIGS, build_report
+    from ..report_bundle import bundle_json
+    from ..report_html import report_html
+    from ..sources import load_stored, read_source_file
 
     if bool(args.file) == bool(args.conversation):
         raise UsageError("give a conversation FILE or --conversation ID (one of them)")

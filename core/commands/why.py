@@ -20,7 +20,7 @@ def cmd_why(args: argparse.Namespace) -> int:
     if bool(args.file) == bool(args.conversation):
         raise UsageError("give a conversation FILE or --conversation ID (one of them)")
     if args.conversation:
-        from ..report import load_stored
+        from ..sources import load_stored
         from ..store.db import Database
 
         source = load_stored(Database(args.db), args.conversation)
@@ -31,7 +31,7 @@ def cmd_why(args: argparse.Namespace) -> int:
             config = config_from_args(args)
             subjects = [Subject(config.label(), Replay(conversation, config))]
     else:
-        from ..report import read_source_file
+        from ..sources import read_source_file
 
         source, count = read_source_file(args.file, index=args.index)
         conversation = source.conversation
