@@ -29,7 +29,7 @@ from typing import Any, Literal
 from fastapi import Depends, FastAPI, File, Form, Query, UploadFile
 from pydantic import BaseModel, Field
 
-from .api import MODE, ApiError, Caller, ErrorBody, _authenticate, _clean, _errors, _owned, _ts, _user, not_found
+from .api_base import MODE, ApiError, Caller, ErrorBody, _authenticate, _clean, _errors, _owned, _ts, _user, not_found
 from .llm import LiteLLMClient, LLMError
 from .store import repo
 from .store.db import StoreError
