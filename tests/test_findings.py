@@ -453,7 +453,7 @@ def test_config_findings_on_a_regenerated_and_an_edited_branch_name_turns_by_the
 
 
 def test_run_findings_after_regenerate_and_edit_name_turns_by_their_thread_labels(tmp_path):
-    from core.report import load_stored
+    from core.sources import load_stored
     from core.sessions import ConversationService
     from core.store.db import Database
 
