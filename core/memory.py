@@ -423,7 +423,7 @@ class Replay:
             empty = tuple([not m.content and not m.tool_calls for m in msgs])  # Message.is_empty
             empties[p] = shapes.setdefault(empty, empty)
 
-    def _fast_summaries(self) -> dict[int, TurnSummary]:
+    def _fast_summaries(self) -> list[TurnSummary | None]:
         """Per-turn summaries for the strategies that cut a suffix of the thread (dify, window,
         buffer, off): the same decision as :meth:`_decide`, without building Decision objects."""
         self._prepare_tokens()
@@ -448,7 +448,7 @@ class Replay:
         eligible_of = self.eligible
         self.messages_before(0)
         before = self._msg_before
-        out: dict[int, TurnSummary] = {}
+        out: list[TurnSummary | None] = [None] * len(turns)  # by position (a list: a tenth of a dict's size)
         roots = [i for i, p in enumerate(tree.thread_parent) if p is None]
         stack: list[tuple[int, bool]] = [(r, True) for r in reversed(roots)]
         children = tree.thread_children
@@ -499,11 +499,11 @@ class Replay:
         else:
             # Not paused here: a planning strategy may call a summarising model on the way.
             turns = self.conversation.turns
-            by_position = {}
+            by_position: list[TurnSummary | None] = [None] * len(turns)
             for position, view, decision in self._walk():
                 if turns[position].query_index is not None:
                     by_position[position] = self._summary(view, position, decision)
-        self._summaries = [by_position[p] for p in sorted(by_position)]
+        self._summaries = [s for s in by_position if s is not None]
         return self._summaries
 
     # -- the full ledger ---------------------------------------------------------------------------

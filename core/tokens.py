@@ -24,7 +24,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from .conversation import Message
 
@@ -123,7 +123,7 @@ class CountCache:
         n = self.counts.get(text)
         if n is None:
             n = len(_encoding(self.encoding_name).encode_ordinary(text)) if text else 0
-            self._remember({text: n})
+            self._remember((text,), (n,))
         return n
 
     def count_all(self, texts: Iterable[str], threads: int | None = None) -> None:
@@ -136,7 +136,7 @@ class CountCache:
         threads = _cores() if threads is None else max(1, threads)
         chars = sum(map(len, missing))
         if threads == 1 or chars < PARALLEL_MIN_CHARS:
-            self._remember(dict(zip(missing, self._lengths(missing))))
+            self._remember(missing, self._lengths(missing))
             return
         # One contiguous chunk per thread, of about equal text: tiktoken's encode_ordinary_batch
         # submits one task per text, and on short chat messages that bookkeeping costs more than
@@ -151,7 +151,7 @@ class CountCache:
         chunks.append(chunk)
         with ThreadPoolExecutor(len(chunks)) as pool:
             for chunk, lengths in zip(chunks, pool.map(self._lengths, chunks)):
-                self._remember(dict(zip(chunk, lengths)))
+                self._remember(chunk, lengths)
 
     def _lengths(self, texts: list[str]) -> list[int]:
         """Token counts of ``texts``, in one loop that never enters Python per text: tiktoken's
@@ -167,13 +167,15 @@ class CountCache:
                 pass
         return list(map(len, map(encoding.encode_ordinary, texts)))
 
-    def _remember(self, found: dict[str, int]) -> None:
+    def _remember(self, texts: Sequence[str], lengths: Sequence[int]) -> None:
+        """Stores ``lengths[i]`` as the count of ``texts[i]`` (straight from the two lists: a
+        dictionary in between would double a long batch's memory for a moment)."""
         with self._lock:
             counts = self.counts
-            counts.update(found)
+            counts.update(zip(texts, lengths))
             # A text two threads both counted is tallied twice: the tally only ever runs ahead of
             # what is held, so the cache lets go a little early, never late.
-            self._chars += sum(map(len, found))
+            self._chars += sum(map(len, texts))
             if self._chars > self.limit_chars:
                 # Oldest first (dicts keep insertion order), down to half the limit.
                 for text in list(counts):
