@@ -75,7 +75,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from .conversation import ANSWER, Conversation, turn_label
 from .facts import asked_keys
 from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE, SUMMARY,
-                     TRIMMED_EARLIER, Ledger, LedgerEntry, explain, turn_ranges)
+                     TRIMMED_EARLIER, Ledger, LedgerEntry, explain)
 from .memory import MemoryConfig, Replay, turn_numbers
 from .words import plural
 
@@ -780,6 +780,27 @@ def config_findings(conversation: Conversation, configs: Iterable[Any], *, compa
     return _order(out)
 
 
+# -- every finding of a source ---------------------------------------------------------------------------
+
+def findings_for(source: Any, configs: Iterable[Any] = (), *, comparison: Any = None,
+                 system_prompt: str | None = None) -> list[Finding]:
+    """Every finding about a source (:class:`core.report.Source`, anything with its
+    ``conversation``, ``flow`` and ``records``, or a bare :class:`Conversation`): its memory configs replayed over the conversation
+    (:func:`config_findings`; none when ``configs`` is empty and no ``comparison`` is given), and
+    for a conversation recorded from a flow the flow's own — from its recorded turns
+    (:func:`run_findings`), or from the flow alone (:func:`flow_findings`) when they are not
+    loaded. One call for every page and the report, so they never disagree on what they list."""
+    conversation = source if isinstance(source, Conversation) else source.conversation
+    out: list[Finding] = []
+    if comparison is not None or configs:
+        out += config_findings(conversation, configs, comparison=comparison, system_prompt=system_prompt)
+    flow = getattr(source, "flow", None)
+    if flow is not None:
+        records = getattr(source, "records", None)
+        out += run_findings(flow, conversation, records) if records else flow_findings(flow)
+    return _order(out)
+
+
 # -- flows: static checks ------------------------------------------------------------------------------
 
 def _selectors(value: Any, *, skip: frozenset = frozenset()) -> list[tuple[str, ...]]:
@@ -1153,4 +1174,4 @@ __all__ = ["Finding", "KINDS", "KIND_TITLES", "FACT_NOT_SEEN", "FOREIGN_ANSWERS"
            "SUMMARY_PILE_UP", "FIRST_MESSAGE_RESUMMARISED", "compaction_findings", "WARNING", "INFO",
            "DOMINANT_SHARE", "DOMINANT_MIN_TOKENS", "DOCS_VS_CODE", "Difference", "ProfileCut", "docs_vs_code",
            "ledger_difference", "both_decisions", "turn_namer", "TurnNamer", "MemoryTurn", "memory_turn", "memory_turns", "config_findings",
-           "flow_findings", "run_findings", "history_variables", "larger_window_what_if", "findings_at"]
+           "flow_findings", "run_findings", "findings_for", "history_variables", "larger_window_what_if", "findings_at"]

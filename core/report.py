@@ -17,7 +17,7 @@ from .compare import (Comparison, HeatmapWindow, NamedConfig, ReplyGrid, compare
                       replay_replies)
 from .conversation import Conversation
 from .errors import MemLensError, ReportError
-from .findings import Finding, config_findings, flow_findings, run_findings
+from .findings import Finding, findings_for
 from .memory import MemoryConfig
 from .report_bundle import FACT_MODES
 from .sources import Source
@@ -87,10 +87,7 @@ def build_report(source: Source, configs: Iterable[Any] | None = None, *, facts_
         except MemLensError:
             window = heatmap_window(conv, max_rows=REPORT_ROWS, max_columns=REPORT_COLUMNS)
     comparison = compare(conv, named, facts=facts, window=window)
-    found = list(config_findings(conv, named, comparison=comparison))
-    if source.flow is not None:
-        found += run_findings(source.flow, conv, source.records) if source.records else flow_findings(source.flow)
-    found.sort(key=lambda f: (f.turn is not None, f.turn or 0))
+    found = findings_for(source, named, comparison=comparison)
     grid = replay_replies(conv, named, client=client, max_turns=max_reply_turns) if replies else None
     name = title or source.title or conv.name or conv.id
     if selected_turn is None:

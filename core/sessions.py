@@ -120,6 +120,30 @@ class ConversationService:
     def info(self, conversation_id: str) -> repo.ConversationInfo:
         return repo.get_conversation(self.db, conversation_id)
 
+    # Reads the pages need: they go through the service, never to the repository themselves.
+    def conversations(self) -> list[repo.ConversationInfo]:
+        return repo.list_conversations(self.db)
+
+    def flows(self) -> list[repo.FlowVersion]:
+        return repo.list_flows(self.db)
+
+    def flow_version(self, version_id: str) -> repo.FlowVersion:
+        return repo.get_flow_version(self.db, version_id)
+
+    def latest_version(self, flow_id: str) -> repo.FlowVersion:
+        return repo.latest_flow_version(self.db, flow_id)
+
+    def feedbacks(self, conversation_id: str) -> dict[str, list[dict]]:
+        """A conversation's ratings, by message (turn) id."""
+        return repo.feedbacks(self.db, conversation_id)
+
+    def variables(self, conversation_id: str) -> list[repo.StoredVariable]:
+        """The conversation variables as they stand now."""
+        return repo.get_variables(self.db, conversation_id)
+
+    def variable_history(self, conversation_id: str) -> list[dict]:
+        return repo.variable_history(self.db, conversation_id)
+
     def conversation(self, conversation_id: str) -> Conversation:
         return repo.load_conversation(self.db, conversation_id)
 

@@ -9,7 +9,7 @@ import streamlit as st
 
 from core.compare import compare, heatmap_window, replay_replies, turn_diff
 from core.errors import MemLensError
-from core.findings import config_findings, flow_findings, run_findings
+from core.findings import findings_for
 from core.ledger import REASON_LABELS
 from core.llm import DemoClient, LiteLLMClient
 from core.memory import Replay, turn_numbers
@@ -22,11 +22,12 @@ from ui.compare_configs import edit_configs, load_configs, saved_sets
 from ui.compare_facts import render_facts_table
 from ui.compare_findings import render_findings
 from ui.compare_replies import render_reply_grid
-from ui.compare_source import database, pick_source
+from ui.compare_source import STORED, database, pick_source
 from ui.heatmap import render_heatmaps
 from ui.html import plain, safe_text
+from ui import state as keys
 
-P = "cmp"
+P = keys.COMPARE
 FACT_MODES = {"detected": "Detected in what the user says", "marked": "Messages I mark", "none": "None"}
 # The heatmaps' window on the page: every cell carries its hover text, so three configs at the
 # report's 40 × 160 were 1.5 MB per rerun; the exported report keeps its own, larger window.
@@ -49,12 +50,7 @@ def _comparison(key: str, configs_json: str, facts_json: str, last_turn: int | N
 
 @st.cache_resource(show_spinner="Looking for surprises…", max_entries=32)
 def _findings(key: str, configs_json: str, facts_json: str, last_turn: int | None, _source):
-    comparison = _comparison(key, configs_json, facts_json, last_turn, _source.conversation)
-    found = list(config_findings(_source.conversation, comparison.configs, comparison=comparison))
-    if _source.flow is not None:
-        found += run_findings(_source.flow, _source.conversation, _source.records) if _source.records \
-            else flow_findings(_source.flow)
-    return sorted(found, key=lambda f: (f.turn is not None, f.turn or 0))
+    return findings_for(_source, comparison=_comparison(key, configs_json, facts_json, last_turn, _source.conversation))
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -82,6 +78,9 @@ st.title("Compare memory configs")
 st.caption("One conversation, 2–6 memory configs side by side: which earlier messages each one keeps at every "
            "turn, and why the others are left out. Nothing here calls a model unless you ask for replies.")
 
+opened = state.pop(keys.OPEN_IN_COMPARE, None)  # a conversation the Import page asked Compare to open
+if opened:
+    state[keys.key(P, "from")], state[keys.key(P, "stored")] = STORED, opened
 with st.sidebar:
     st.subheader("Conversation")
     picked = pick_source(P)

@@ -10,7 +10,6 @@ from core.debug_view import damage_note, focus_node, receipt, transcript, what_i
 from core.conversation import turn_label
 from core.errors import MemLensError
 from core.memory import DEFAULT_FIDELITY
-from core.store import repo
 from core.store.db import resolve_url
 from core.tokens import counter_for, model_supports_vision
 from core.why import MAX_PHRASE
@@ -25,6 +24,7 @@ from ui.switchboard import render_switchboard
 from ui.tree_view import render_branches
 from ui.variables_panel import render_variables
 from ui.why_panel import render_why
+from ui import state as keys
 
 TRANSCRIPT_HEIGHT = 480  # px: the chat box beside the inspector; with the title and the input it fits 1280×800
 AS_CONFIGURED = "as configured in the flow"
@@ -36,8 +36,8 @@ svc = data.service()
 url = resolve_url()
 
 # -- conversations (sidebar) ---------------------------------------------------------------------------
-conversations = repo.list_conversations(svc.db)
-flows = repo.list_flows(svc.db)
+conversations = svc.conversations()
+flows = svc.flows()
 
 
 def _source(c) -> str:
@@ -48,36 +48,36 @@ def _source(c) -> str:
 
 
 sources = sorted({_source(c) for c in conversations})
-opened = st.session_state.pop("open_conversation", None)  # set by a view that made a new conversation
+opened = st.session_state.pop(keys.OPEN_IN_DEBUGGER, None)  # set by a view that made a new conversation
 if opened:
-    st.session_state["conv_id"] = opened
-    st.session_state["conv_source"] = "all"
+    st.session_state[keys.CONVERSATION] = opened
+    st.session_state[keys.CONVERSATION_SOURCE] = "all"
 with st.sidebar:
     st.subheader("Conversations")
-    source_filter = st.selectbox("Source", ["all"] + sources, key="conv_source",
+    source_filter = st.selectbox("Source", ["all"] + sources, key=keys.CONVERSATION_SOURCE,
                                  format_func=lambda s: "every source" if s == "all" else s)
 listed = [c for c in conversations if source_filter in ("all", _source(c))]
 # Flow conversations first, so the page opens on one that can be continued.
 listed.sort(key=lambda c: c.flow_version_id is None)
 ids = [c.id for c in listed]
 names = {c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · {_source(c)}" for c in listed}
-if st.session_state.get("conv_id") not in ids:
-    st.session_state["conv_id"] = ids[0] if ids else None
+if st.session_state.get(keys.CONVERSATION) not in ids:
+    st.session_state[keys.CONVERSATION] = ids[0] if ids else None
 
 with st.sidebar:
     if ids:
-        st.selectbox("Open", ids, key="conv_id", format_func=lambda i: names.get(i, i), label_visibility="collapsed")
+        st.selectbox("Open", ids, key=keys.CONVERSATION, format_func=lambda i: names.get(i, i), label_visibility="collapsed")
     with st.popover("New conversation", icon=":material/add:", width="stretch"):
         flow_names = {f.flow_id: f"{f.flow_name} (v{f.version})" for f in flows}
-        chosen = st.selectbox("Flow", list(flow_names), format_func=flow_names.get, key="new_flow")
-        new_name = st.text_input("Name", key="new_name")
-        if st.button("Start", key="new_start", disabled=not flows):
+        chosen = st.selectbox("Flow", list(flow_names), format_func=flow_names.get, key=keys.NEW_FLOW)
+        new_name = st.text_input("Name", key=keys.NEW_NAME)
+        if st.button("Start", key=keys.NEW_START, disabled=not flows):
             info = svc.start(chosen, name=new_name.strip() or "New conversation")
-            st.session_state["conv_id"] = info.id
-            st.session_state.pop("selected_turn", None)
+            st.session_state[keys.CONVERSATION] = info.id
+            st.session_state.pop(keys.SELECTED_TURN, None)
             st.rerun()
 
-conv_id = st.session_state.get("conv_id")
+conv_id = st.session_state.get(keys.CONVERSATION)
 if conv_id is None:
     st.title("MemLens debugger")
     st.info("No conversation yet: start one from the sidebar.")
@@ -93,8 +93,8 @@ if info.flow_version_id is None:  # imported or pulled: no flow to run, a replay
 stamp = data.stamp(info)
 conv = data.conversation(url, conv_id, stamp)
 flow = data.flow(url, info.flow_version_id)
-version = repo.get_flow_version(svc.db, info.flow_version_id)
-latest = repo.latest_flow_version(svc.db, version.flow_id)
+version = svc.flow_version(info.flow_version_id)
+latest = svc.latest_version(version.flow_id)
 fidelity = info.meta.get("fidelity", DEFAULT_FIDELITY)
 counting = bool(info.meta.get("plugin_token_counting"))
 stored_overrides = info.meta.get("memory_overrides") or {}
@@ -108,7 +108,7 @@ with st.sidebar:
         try:
             rec = svc.continue_on_latest(conv_id)
             if rec is not None:
-                st.session_state["selected_turn"] = rec.id
+                st.session_state[keys.SELECTED_TURN] = rec.id
             st.rerun()
         except MemLensError as e:
             st.error(html.plain(e))
@@ -121,8 +121,8 @@ with st.sidebar:
         confirm = st.checkbox("Delete this conversation and everything recorded in it", key="delete_confirm")
         if st.button("Delete", key="delete_go", disabled=not confirm, type="primary"):
             svc.delete(conv_id)
-            st.session_state.pop("conv_id", None)
-            st.session_state.pop("selected_turn", None)
+            st.session_state.pop(keys.CONVERSATION, None)
+            st.session_state.pop(keys.SELECTED_TURN, None)
             st.rerun()
     model_choice = st.selectbox(
         "Model for new turns", MODEL_CHOICES, key="model_choice",
@@ -142,10 +142,10 @@ with st.sidebar:
 tree = conv.tree
 thread_ids = svc.active_thread(conv_id, conv) if conv.turns else []
 thread = [tree.position[t] for t in thread_ids]
-selected_id = st.session_state.get("selected_turn")
+selected_id = st.session_state.get(keys.SELECTED_TURN)
 if selected_id not in thread_ids:
     selected_id = thread_ids[-1] if thread_ids else None
-    st.session_state["selected_turn"] = selected_id
+    st.session_state[keys.SELECTED_TURN] = selected_id
 selected = tree.position[selected_id] if selected_id else None
 
 st.title(html.plain(info.name or "Conversation"))
@@ -169,12 +169,12 @@ def _run(label: str, fn):
             status.update(label=html.plain(e), state="error")
             return
         status.update(label="Done", state="complete")
-    st.session_state["selected_turn"] = record.id
+    st.session_state[keys.SELECTED_TURN] = record.id
     st.rerun()
 
 
 def _inspect(turn_id: str) -> None:
-    st.session_state["selected_turn"] = turn_id
+    st.session_state[keys.SELECTED_TURN] = turn_id
 
 
 def _select(turn_id: str) -> None:
@@ -184,7 +184,7 @@ def _select(turn_id: str) -> None:
 
 def _switch(turn_id: str) -> None:
     leaf = svc.switch(conv_id, turn_id)
-    st.session_state["selected_turn"] = leaf
+    st.session_state[keys.SELECTED_TURN] = leaf
     st.rerun()
 
 
@@ -311,7 +311,7 @@ if side_col is not None:
         else:
             st.markdown(f"**{turn_label(conv, selected).capitalize()}** — " + html.muted(conv.turns[selected].query[:80]),
                         unsafe_allow_html=True)
-            for rating in repo.feedbacks(svc.db, conv_id).get(selected_id) or []:
+            for rating in svc.feedbacks(conv_id).get(selected_id) or []:
                 st.caption(html.plain(f"Rated {rating['rating']} by {rating['user_id']}"
                                       + (f": {rating['content']}" if rating["content"] else "")))
             ran = [n for n in llm_nodes if n.id in runs]
@@ -365,7 +365,7 @@ if side_col is not None:
                             render_ledger_table(ledger, conv, key=f"lt-{selected_id}-{node.id}", node=titles[node.id])
     with vars_tab:
         declared = [v.name for v in flow.variables]
-        variables = sorted(repo.get_variables(svc.db, conv_id),
+        variables = sorted(svc.variables(conv_id),
                            key=lambda v: declared.index(v.name) if v.name in declared else len(declared))
         history = data.variable_history(url, conv_id, stamp)
         at = data.variables_at(url, conv_id, stamp, info.flow_version_id, selected_id) if selected_id else None

@@ -9,12 +9,13 @@ from core.errors import MemLensError
 from core.limits import check_file_size
 from core.readers import FORMATS, MAX_IMPORT_BYTES, FormatError, formats
 from core.imports import import_upload
-from core.store import repo
 from ui.html import plain
 from ui.compare_source import database
+from ui.data import service
 from ui.pull_form import render_pull_form
+from ui import state as keys
 
-P = "imp"
+P = keys.IMPORT
 MODES = {"all": "Import nothing (all or nothing)", "skip": "Skip the bad records and import the rest"}
 state = st.session_state
 
@@ -25,12 +26,11 @@ def _problems_frame(problems: list[dict]) -> pd.DataFrame:
 
 
 def _open_in_debugger(conversation_id: str) -> None:
-    state["open_conversation"] = conversation_id  # the debugger opens it, whatever its source filter
+    state[keys.OPEN_IN_DEBUGGER] = conversation_id  # the debugger opens it, whatever its source filter
 
 
 def _open_in_compare(conversation_id: str) -> None:
-    state["cmp_from"] = "Stored"
-    state["cmp_stored"] = conversation_id
+    state[keys.OPEN_IN_COMPARE] = conversation_id  # Compare opens it (it owns its widgets)
 
 
 st.title("Import conversations")
@@ -56,7 +56,7 @@ with file_tab:
     mode = st.radio("When a record is malformed", list(MODES), key=f"{P}_mode", format_func=MODES.get, horizontal=True)
 
     if upload is None:
-        state.pop(f"{P}_result", None)
+        state.pop(keys.result(P), None)
     elif st.button("Import", key=f"{P}_go", type="primary"):
         bar = st.progress(0.0, text="Reading…")
 
@@ -71,14 +71,14 @@ with file_tab:
         except MemLensError as e:
             bar.progress(1.0, text="Stopped: nothing was stored")
             problems = [p.to_json() for p in getattr(e, "problems", [])] if isinstance(e, FormatError) else []
-            state[f"{P}_result"] = {"ok": False, "file": upload.name, "message": str(e), "problems": problems}
+            state[keys.result(P)] = {"ok": False, "file": upload.name, "message": str(e), "problems": problems}
         else:
             bar.progress(1.0, text="Done")
-            state[f"{P}_result"] = {"ok": True, "file": upload.name, "summary": outcome.summary, "ids": outcome.ids,
+            state[keys.result(P)] = {"ok": True, "file": upload.name, "summary": outcome.summary, "ids": outcome.ids,
                                     "format": outcome.format, "saved": outcome.saved_configs,
                                     "problems": [p.to_json() for p in outcome.problems]}
 
-    result = state.get(f"{P}_result")
+    result = state.get(keys.result(P))
     if result and upload is not None and result["file"] == upload.name:
         if not result["ok"]:
             st.error(plain(result["message"]))
@@ -93,8 +93,7 @@ with file_tab:
             if result["problems"]:
                 st.markdown(f"**Left out: {len({p['record'] for p in result['problems']})} bad record(s)**")
                 st.dataframe(_problems_frame(result["problems"]), hide_index=True, width="stretch")
-            db = database()
-            stored = {c.id: c for c in repo.list_conversations(db)}
+            stored = {c.id: c for c in service().conversations()}
             listed = [{"conversation": stored[i].name, "turns": stored[i].turn_count, "id": i}
                       for i in result["ids"] if i in stored]
             st.dataframe(pd.DataFrame(listed), hide_index=True, width="stretch")

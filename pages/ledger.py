@@ -6,7 +6,6 @@ import streamlit as st
 
 from core.memory import FIDELITIES, FIDELITY_LABELS, TRIM_COUNTERS, ConfigError, MemoryConfig, Replay
 from core.samples import load_sample, sample_files
-from core.store import repo
 from core.store.db import resolve_url
 from core.strategies.compaction import COMPACTION_PROFILES
 from ui import data
@@ -34,7 +33,7 @@ st.title("Ledger explorer")
 st.caption("For a chosen turn: every earlier message, whether the memory kept it, and why.")
 
 files = [p.name for p in sample_files()]
-stored = repo.list_conversations(data.service().db)
+stored = data.service().conversations()
 with st.sidebar:
     st.subheader("Conversation")
     origin = st.radio("From", ["sample", "stored"], horizontal=True, key="ledger_from",
@@ -116,7 +115,7 @@ except ConfigError as e:
     st.stop()
 
 if stored_id is not None:
-    replay = _stored_replay(resolve_url(), stored_id, data.stamp(repo.get_conversation(data.service().db, stored_id)),
+    replay = _stored_replay(resolve_url(), stored_id, data.stamp(data.service().info(stored_id)),
                             config)
 else:
     replay = _replay(name, int(index), config)

@@ -7,6 +7,7 @@ import streamlit as st
 from core.errors import MemLensError
 from core.long_term import SHARED
 from ui import data
+from ui import state as keys
 from ui.html import plain
 from ui.memories_panel import memory_frame, namespace_label, render_history, render_recall_preview
 
@@ -17,7 +18,7 @@ st.title("Long-term memory")
 st.caption("Facts remembered per user, across conversations and flows, by memory-store steps (or by hand). "
            "Every change — added, updated, deleted — stays in the memory's history with the turn it came from.")
 
-flash = st.session_state.pop("mem_flash", None)
+flash = st.session_state.pop(keys.MEMORIES_FLASH, None)
 if flash:
     (st.success if flash[0] == "ok" else st.error)(plain(flash[1]))
 
@@ -29,7 +30,7 @@ with st.sidebar:
         else max(summaries, key=lambda u: u.updated_at).namespace
     namespace = st.selectbox("Namespace", namespaces, index=namespaces.index(first), key="mem_namespace",
                              label_visibility="collapsed",
-                             format_func=lambda ns: namespace_label(ns, svc.db),
+                             format_func=lambda ns: namespace_label(ns, svc),
                              help="Each app (flow) keeps its own memories; memory steps that name a namespace "
                                   "share it with every flow that names the same one.")
 store = svc.long_term.in_namespace(namespace)
@@ -59,9 +60,9 @@ def _act(action, ok: str) -> None:
     try:
         action()
     except MemLensError as e:
-        st.session_state["mem_flash"] = ("error", str(e))
+        st.session_state[keys.MEMORIES_FLASH] = ("error", str(e))
     else:
-        st.session_state["mem_flash"] = ("ok", ok)
+        st.session_state[keys.MEMORIES_FLASH] = ("ok", ok)
     st.rerun()
 
 

@@ -10,7 +10,7 @@ import streamlit as st
 from core.compare import NamedConfig, compare, reply_at
 from core.conversation import active_thread, leaves, turn_label
 from core.errors import MemLensError
-from core.findings import config_findings, findings_at, flow_findings, run_findings
+from core.findings import findings_at, findings_for
 from core.llm import DemoClient
 from core.memory import Replay, turn_numbers
 from core.config_sets import saved_config_sets
@@ -20,8 +20,9 @@ from ui.html import plain
 from ui.compare_configs import current_configs
 from ui.compare_source import database, pick_source
 from ui.present_view import Card, render_captions, render_cards, render_chat
+from ui import state as keys
 
-P = "pre"
+P = keys.PRESENT
 NODES, CONFIGS = "nodes", "configs"
 state = st.session_state
 
@@ -33,14 +34,10 @@ def _replays(key: str, configs_json: str, _conv) -> list[Replay]:
 
 @st.cache_resource(show_spinner="Looking for surprises…", max_entries=32)
 def _findings(key: str, configs_json: str, subject: str, _source):
-    conv = _source.conversation
     if subject == NODES:
-        return run_findings(_source.flow, conv, _source.records)
+        return findings_for(_source)
     configs = json.loads(configs_json)
-    out = config_findings(conv, configs, comparison=compare(conv, configs))
-    if _source.flow is not None:
-        out = out + flow_findings(_source.flow)
-    return out
+    return findings_for(_source, comparison=compare(_source.conversation, configs))
 
 
 @st.cache_resource(show_spinner=False, max_entries=512)

@@ -167,6 +167,7 @@ def test_an_imported_conversation_opens_on_the_compare_page(page):
     assert not page.exception, page.exception
     assert page.title[0].value == "Compare memory configs"
     assert page.radio(key="cmp_from").value == "Stored"
+    assert page.selectbox(key="cmp_stored").value == imported(page)[0].id  # the one just imported
     assert len([c for c in page.get("plotly_chart")]) >= 3
 
 

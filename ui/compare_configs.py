@@ -14,6 +14,7 @@ from core.compare import MAX_CONFIGS, MIN_CONFIGS, NamedConfig
 from core.errors import MemLensError
 from core.memory import DEFAULT_FIDELITY, FIDELITIES, FIDELITY_LABELS, MemoryConfig
 from core.config_sets import delete_config_set, save_config_set, saved_config_sets
+from ui import state as keys
 from ui.html import plain
 
 STRATEGIES = ["dify", "window", "buffer", "off", "summary_buffer", "compaction", "trim"]
@@ -22,13 +23,11 @@ STRATEGY_HELP = ("dify: Dify's LLM-node memory (window in turns + token budget) 
                  "compaction, trim: strategies that rewrite history")
 
 
-# The configs as the compare page last showed them (dicts), for the present page to start from.
-CURRENT = "compare_configs_current"
 
 
 def current_configs() -> list[NamedConfig] | None:
     """The compare page's configs in this session, if it has been opened."""
-    saved = st.session_state.get(CURRENT)
+    saved = st.session_state.get(keys.COMPARE_CONFIGS)
     return [NamedConfig.from_dict(c) for c in saved] if saved else None
 
 
@@ -141,7 +140,7 @@ def edit_configs(prefix: str) -> list[NamedConfig]:
                 st.error(plain(error))
             else:
                 out.append(config)
-    state[CURRENT] = [c.to_dict() for c in out]
+    state[keys.COMPARE_CONFIGS] = [c.to_dict() for c in out]
     return out
 
 

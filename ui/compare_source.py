@@ -16,7 +16,6 @@ import streamlit as st
 from core.errors import MemLensError
 from core.sources import Source, load_stored, read_sources, source_of
 from core.samples import load_sample, sample_files
-from core.store import repo
 from core.store.db import resolve_url
 from core.words import conversation_length, plural
 from ui.html import plain
@@ -65,8 +64,9 @@ def pick_source(prefix: str, *, default: str = "lisbon-trip.json") -> Picked | N
         index = _index(prefix, sources)
         return Picked(sources[index], f"sample:{name}:{index}")
     if kind == STORED:
-        db = database()
-        rows = repo.list_conversations(db)
+        from ui.data import service
+
+        rows = service().conversations()
         if not rows:
             st.info("No stored conversation yet: import a file on the Import page, or chat on the Debugger page.")
             return None

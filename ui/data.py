@@ -21,8 +21,8 @@ from core.memory import MemoryConfig
 from core.runtime import node_history_inputs, node_memory_config, what_if_ledger
 from core.samples import seed_demo
 from core.sessions import ConversationService
-from core.store import repo
 from core.store.db import Database, resolve_url
+from core.store.repo import ConversationInfo
 
 
 @st.cache_resource(show_spinner="Preparing the demo conversations (first start only)…")
@@ -38,7 +38,7 @@ def service() -> ConversationService:
     return _service(resolve_url())
 
 
-def stamp(info: repo.ConversationInfo) -> tuple:
+def stamp(info: ConversationInfo) -> tuple:
     return (info.updated_at, info.turn_count, info.active_turn_id, info.flow_version_id)
 
 
@@ -61,7 +61,7 @@ def node_runs(url: str, conversation_id: str, version: tuple, turn_id: str) -> l
 @st.cache_resource(show_spinner=False, max_entries=16)
 def variable_history(url: str, conversation_id: str, version: tuple) -> list[dict]:
     """Every recorded variable change; a variable edit updates the conversation, so the stamp changes."""
-    return repo.variable_history(_service(url).db, conversation_id)
+    return _service(url).variable_history(conversation_id)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)

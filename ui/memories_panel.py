@@ -144,17 +144,16 @@ def render_agent_run(run: Mapping[str, Any], *, key: str) -> None:
     st.dataframe(steps_frame(steps), hide_index=True, key=key, width="stretch")
 
 
-def namespace_label(namespace: str, db: Any) -> str:
+def namespace_label(namespace: str, service: Any) -> str:
     """A namespace as people know it: the app's flow name, the name flows share, or "(none)"."""
     from core.long_term import SHARED
-    from core.store import repo
     from core.store.db import StoreError
 
     if namespace == SHARED:
         return "(none) — memories stored before namespaces"
     if namespace.startswith("app:"):
         try:
-            return f"app {repo.latest_flow_version(db, namespace[4:]).flow_name}"
+            return f"app {service.latest_version(namespace[4:]).flow_name}"
         except StoreError:
             return f"{namespace} (flow deleted)"
     return namespace

@@ -6,6 +6,7 @@ import streamlit as st
 
 from core.errors import MemLensError
 from core.pull import pull
+from ui import state as keys
 from ui.html import plain
 
 
@@ -24,10 +25,10 @@ def render_pull_form(db, *, key: str) -> None:
                 result = pull(db, base_url.strip(), api_key.strip(), user.strip(),
                               conversation_id=conversation.strip() or None, everything=not conversation.strip())
         except MemLensError as e:
-            st.session_state[f"{key}_result"] = {"ok": False, "message": str(e)}
+            st.session_state[keys.result(key)] = {"ok": False, "message": str(e)}
         else:
-            st.session_state[f"{key}_result"] = {"ok": True, "message": f"Pulled {result.summary()}."}
-    outcome = st.session_state.get(f"{key}_result")
+            st.session_state[keys.result(key)] = {"ok": True, "message": f"Pulled {result.summary()}."}
+    outcome = st.session_state.get(keys.result(key))
     if outcome:
         (st.success if outcome["ok"] else st.error)(plain(outcome["message"]))
         if not outcome["ok"]:

@@ -22,11 +22,10 @@ from core.conversation import turn_label
 from core.debug_view import (Lens, default_lens, lens_ledgers, receipt, replayed_run, transcript,
                              what_if)
 from core.errors import MemLensError
-from core.findings import config_findings
+from core.findings import findings_for
 from core.flow import parse_flow_upload
 from core.memory import MemoryConfig, Replay, turn_numbers
 from core.runtime import node_memory_config
-from core.store import repo
 from core.store.db import resolve_url
 from core.tokens import counter_for
 from ui import data, html
@@ -37,6 +36,7 @@ from ui.ledger_table import render_ledger_table
 from ui.receipt_view import render_receipt
 from ui.switchboard import render_switchboard
 from ui.tree_view import render_branches
+from ui import state as keys
 
 #: Turns replayed at most when a flow is attached (each one calls the flow's models).
 MAX_ATTACH_TURNS = 200
@@ -66,7 +66,7 @@ def _findings(url: str, conversation_id: str, version: tuple, lenses_json: str):
     conv = data.conversation(url, conversation_id, version)
     named = [NamedConfig(d["label"], MemoryConfig(**{**d["config"], "window_changes": tuple(
         tuple(c) for c in d["config"].get("window_changes") or ())})) for d in json.loads(lenses_json)]
-    return config_findings(conv, named, system_prompt=conv.system_prompt)
+    return findings_for(conv, named, system_prompt=conv.system_prompt)
 
 
 def _flow_lenses(version_id: str, fidelity: str) -> list[Lens]:
@@ -84,12 +84,12 @@ def _lenses(svc, info, conv_id: str) -> list[Lens]:
         picked = st.multiselect("Also replay under", list(PRESETS), key=f"lenses-{conv_id}",
                                 label_visibility="collapsed", placeholder="Add a lens…")
     lenses = [base] + [Lens(f"lens-{i}", name, PRESETS[name]) for i, name in enumerate(PRESETS) if name in picked]
-    attached = st.session_state.get(f"rescore-{conv_id}")
+    attached = st.session_state.get(keys.rescore_flow(conv_id))
     if attached:
         try:
             lenses += _flow_lenses(attached, MemoryConfig().fidelity)
         except MemLensError:
-            st.session_state.pop(f"rescore-{conv_id}", None)
+            st.session_state.pop(keys.rescore_flow(conv_id), None)
     return lenses
 
 
@@ -103,17 +103,17 @@ def _attach_flow(svc, conv_id: str, conv, thread: list[int]) -> None:
         except MemLensError as e:
             st.error(plain(str(e)))
         else:
-            st.session_state[f"attach-flow-{conv_id}"] = version.id
+            st.session_state[keys.attach_flow(conv_id)] = version.id
             st.rerun()
-    flows = repo.list_flows(svc.db)
+    flows = svc.flows()
     if not flows:
         st.caption("No flow yet: import a Dify DSL export or a MemLens flow file first (`python -m core flows import`).")
         return
     labels = {f.id: f"{f.flow_name} (v{f.version})" for f in flows}
-    chosen = st.selectbox("Flow", list(labels), format_func=labels.get, key=f"attach-flow-{conv_id}")
+    chosen = st.selectbox("Flow", list(labels), format_func=labels.get, key=keys.attach_flow(conv_id))
     if st.button("Re-score these answers under its LLM nodes' memory", key=f"attach-rescore-{conv_id}",
                  help="Adds one lens per LLM node of the flow; nothing is called or stored"):
-        st.session_state[f"rescore-{conv_id}"] = chosen
+        st.session_state[keys.rescore_flow(conv_id)] = chosen
         st.rerun()
     queries = [conv.turns[p] for p in thread if conv.turns[p].query_index is not None][:MAX_ATTACH_TURNS]
     if st.button(f"Replay the {len(queries)} queries through it as a new conversation",
@@ -130,8 +130,8 @@ def _attach_flow(svc, conv_id: str, conv, thread: list[int]) -> None:
         except MemLensError as e:
             st.error(plain(str(e)))
             return
-        st.session_state["open_conversation"] = new.id
-        st.session_state.pop("selected_turn", None)
+        st.session_state[keys.OPEN_IN_DEBUGGER] = new.id
+        st.session_state.pop(keys.SELECTED_TURN, None)
         st.rerun()
 
 
@@ -147,11 +147,11 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
     thread_ids = svc.active_thread(conv_id, conv) if conv.turns else []
     thread = [tree.position[t] for t in thread_ids]
     numbers = turn_numbers(conv) if conv.turns else []
-    selected_id = st.session_state.get("selected_turn")
+    selected_id = st.session_state.get(keys.SELECTED_TURN)
     if selected_id not in thread_ids:
         answered = [t for t in thread_ids if conv.turns[tree.position[t]].query_index is not None]
         selected_id = (answered or thread_ids or [None])[-1]
-        st.session_state["selected_turn"] = selected_id
+        st.session_state[keys.SELECTED_TURN] = selected_id
     selected = tree.position[selected_id] if selected_id else None
 
     source = info.meta.get("source_format") or info.source
@@ -160,14 +160,14 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
                      "in the sidebar. ● kept · ○ dropped · ◌ not eligible."))
 
     def select(turn_id: str) -> None:  # an on_click callback (TurnActions.on_select): state only
-        st.session_state["selected_turn"] = turn_id
+        st.session_state[keys.SELECTED_TURN] = turn_id
 
     def switch(turn_id: str) -> None:
-        st.session_state["selected_turn"] = svc.switch(conv_id, turn_id)
+        st.session_state[keys.SELECTED_TURN] = svc.switch(conv_id, turn_id)
         st.rerun()
 
     def needs_flow(*_args) -> None:
-        st.session_state[f"needs-flow-{conv_id}"] = True
+        st.session_state[keys.needs_flow(conv_id)] = True
         st.rerun()
 
     actions = TurnActions(on_select=select, on_regenerate=needs_flow, on_edit=needs_flow, on_switch=switch)
@@ -201,7 +201,7 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
     ledgers = lens_ledgers(replays, selected) if selected is not None else {}
 
     with chat_col:
-        if st.session_state.pop(f"needs-flow-{conv_id}", False):
+        if st.session_state.pop(keys.needs_flow(conv_id), False):
             st.warning(NEEDS_FLOW)
         if not thread:
             st.info("This conversation has no turn.")
@@ -225,7 +225,7 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
         else:
             st.markdown(f"**{turn_label(conv, selected).capitalize()}** — " + html.muted(conv.turns[selected].query[:80]),
                         unsafe_allow_html=True)
-            ratings = repo.feedbacks(svc.db, conv_id).get(selected_id) or []
+            ratings = svc.feedbacks(conv_id).get(selected_id) or []
             for f in ratings:
                 st.caption(plain(f"Rated {f['rating']} by {f['user_id']}" + (f": {f['content']}" if f["content"] else "")))
             shown_lenses = [lens for lens in lenses if lens.id in ledgers]

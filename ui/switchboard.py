@@ -8,8 +8,6 @@ from core.flow import Flow
 from core.memory import FIDELITIES, FIDELITY_LABELS, MemoryConfig
 from ui.html import plain
 
-OVERRIDES = "switchboard_overrides"
-
 
 def _diff(base: MemoryConfig, values: dict) -> dict:
     return {k: v for k, v in values.items() if getattr(base, k) != v}

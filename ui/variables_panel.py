@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from core.errors import MemLensError
+from ui import state as keys
 from ui.html import plain
 from ui.paging import page_slice
 
@@ -43,7 +44,7 @@ def render_variables(service, conversation_id: str, variables, at_turn: dict | N
     if not variables:
         st.info("This flow declares no conversation variables.")
         return
-    flash = st.session_state.pop(f"{key}-flash", None)
+    flash = st.session_state.pop(keys.flash(key), None)
     if flash:
         (st.success if flash[0] == "ok" else st.error)(plain(flash[1]))
     for v in variables:
@@ -65,19 +66,19 @@ def render_variables(service, conversation_id: str, variables, at_turn: dict | N
             if c1.button("Save", key=f"{key}-{v.name}-save"):
                 try:
                     change = service.edit_variable(conversation_id, v.name, parse_input(text, v.value_type))
-                    st.session_state[f"{key}-flash"] = ("ok", f"{v.name}: {show(change.old)} → {show(change.new)} "
+                    st.session_state[keys.flash(key)] = ("ok", f"{v.name}: {show(change.old)} → {show(change.new)} "
                                                               "(edited by user)")
                 except MemLensError as e:
-                    st.session_state[f"{key}-flash"] = ("error", str(e))
+                    st.session_state[keys.flash(key)] = ("error", str(e))
                 st.rerun()
             if c2.button("Revert", key=f"{key}-{v.name}-revert", help="Undo your latest edit of this variable"):
                 change = service.revert_variable(conversation_id, v.name)
-                st.session_state[f"{key}-flash"] = (("ok", f"{v.name} reverted to {show(change.new)}") if change
+                st.session_state[keys.flash(key)] = (("ok", f"{v.name} reverted to {show(change.new)}") if change
                                                      else ("error", f"{v.name} has no user edit to revert"))
                 st.rerun()
     if st.button("Reset all to defaults", key=f"{key}-reset"):
         changes = service.reset_variables(conversation_id)
-        st.session_state[f"{key}-flash"] = ("ok", f"{len(changes)} variable(s) reset to their defaults")
+        st.session_state[keys.flash(key)] = ("ok", f"{len(changes)} variable(s) reset to their defaults")
         st.rerun()
     if history:
         st.markdown("**Changes**")

@@ -1,0 +1,61 @@
+"""Every ``st.session_state`` key the app uses, named once.
+
+A page writes only its own keys: the widget keys under its prefix (:func:`key`) and the keys
+below that it owns. To hand something to another page it sets a hand-off key, which that page
+reads and clears (``pop``) before drawing its widgets — so no page writes another page's widgets.
+"""
+
+from __future__ import annotations
+
+# -- widget-key prefixes, one per page (a widget's key is ``key(prefix, name)``) ----------------------
+COMPARE = "cmp"
+PRESENT = "pre"
+IMPORT = "imp"
+LEDGER = "ledger"
+MEMORIES = "mem"
+
+
+def key(prefix: str, name: str) -> str:
+    """A widget's key on the page (or component) with this prefix: ``cmp_turn``."""
+    return f"{prefix}_{name}"
+
+
+# -- the debugger (pages/debugger.py and the replay view of an imported conversation) -----------------
+CONVERSATION = "conv_id"              # the open conversation's id (the sidebar's selectbox)
+CONVERSATION_SOURCE = "conv_source"   # the sidebar's source filter
+SELECTED_TURN = "selected_turn"       # the inspected turn's id
+NEW_FLOW, NEW_NAME, NEW_START = "new_flow", "new_name", "new_start"  # the "New conversation" popover
+
+
+def rescore_flow(conversation_id: str) -> str:
+    """The flow an imported conversation is re-scored with (the replay view)."""
+    return f"rescore-{conversation_id}"
+
+
+def attach_flow(conversation_id: str) -> str:
+    """The flow version just attached to an imported conversation."""
+    return f"attach-flow-{conversation_id}"
+
+
+def needs_flow(conversation_id: str) -> str:
+    """Set when an action needs a flow the imported conversation does not have yet."""
+    return f"needs-flow-{conversation_id}"
+
+
+# -- hand-offs between pages: set by one page, read and cleared by the page named -----------------------
+OPEN_IN_DEBUGGER = "open_conversation"  # a conversation id the Debugger opens, whatever its source filter
+OPEN_IN_COMPARE = "open_in_compare"     # a stored conversation id Compare opens
+COMPARE_CONFIGS = "compare_configs_current"  # Compare's configs as last shown (dicts), Present's default
+
+# -- flashes: a message shown once after a rerun ---------------------------------------------------------
+MEMORIES_FLASH = key(MEMORIES, "flash")
+
+
+def flash(component_key: str) -> str:
+    """A component's one-time message (the variables panel)."""
+    return f"{component_key}-flash"
+
+
+def result(component_key: str) -> str:
+    """A form's last outcome, shown until the next submit (import, pull)."""
+    return f"{component_key}_result"
