@@ -100,8 +100,9 @@ def test_rerun_a_turn_as_a_branch_then_flip_back_and_the_switchboard_agrees_with
 
         inspect(11)  # turn 6's answer
         page.get_by_role("tab", name="Switchboard").click()
-        windows = page.get_by_label("Window (turns)")  # one per LLM node, in flow order: Classifier, Responder
-        window = windows.nth(1)
+        # The Responder's window (the memory-config editor's key ends in <node>_window_turns).
+        responder_window = '[class*="-responder_window_turns"] input'
+        window = page.locator(responder_window)
         recorded = window.input_value()
         window.fill("6")
         window.press("Enter")
@@ -109,14 +110,14 @@ def test_rerun_a_turn_as_a_branch_then_flip_back_and_the_switchboard_agrees_with
         page.get_by_role("button", name="Re-run turn 6 as a branch").click()
         expect(box.get_by_text("turn 6 · 2/2").first).to_be_visible(timeout=90_000)
         page.get_by_role("tab", name="Switchboard").click()
-        expect(windows.nth(1)).to_have_value("6")  # what the re-run ran with
+        expect(page.locator(responder_window)).to_have_value("6")  # what the re-run ran with
 
         # Flip turn 6 back to its first version: the thread of the recorded turns, window as recorded.
         query6 = messages.filter(has_text="turn 6 · 2/2").first
         query6.get_by_role("button").first.click()  # ‹ previous version
         expect(box.get_by_text("turn 6 · 1/2").first).to_be_visible(timeout=90_000)
         page.get_by_role("tab", name="Switchboard").click()
-        expect(windows.nth(1)).to_have_value(recorded)
+        expect(page.locator(responder_window)).to_have_value(recorded)
         expect(page.get_by_text("No change: ledgers are as recorded.")).to_be_visible()
         assert page.get_by_text("new turns use dify window 6", exact=False).count() >= 1
         # Markers of the inspected (newest) turn: turn 1 is outside the recorded window, never kept.

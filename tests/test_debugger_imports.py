@@ -169,8 +169,8 @@ def test_lenses_switchboard_and_regenerate_say_what_they_do_without_a_flow(page)
     page.multiselect(key=f"lenses-{conv_id}").set_value(["Window Memory node, 10 messages"]).run()
     assert not page.exception, page.exception
     assert {node for node, _ in _markers(page)} == {"lens-default", "lens-3"}
-    page.toggle(key=f"rsb-{conv_id}-lens-default-win-on").set_value(True).run()
-    page.number_input(key=f"rsb-{conv_id}-lens-default-win").set_value(1).run()
+    page.toggle(key=f"rsb-{conv_id}-lens-default_window_on").set_value(True).run()
+    page.number_input(key=f"rsb-{conv_id}-lens-default_window_turns").set_value(1).run()
     assert not page.exception, page.exception
     assert any("What-if" in shown(w.value) for w in page.warning)
     regenerate = next(b for b in page.button if b.key and b.key.endswith("-regen"))

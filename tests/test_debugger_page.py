@@ -69,7 +69,7 @@ def test_switching_memory_off_marks_the_node_memory_off_without_calling_a_model(
     conv_id = app.session_state["conv_id"]
     turns_before = repo.get_conversation(db(app), conv_id).turn_count
     selected = app.session_state["selected_turn"]
-    app.toggle(key=f"sb-{conv_id}-{selected}-responder-on").set_value(False).run()
+    app.selectbox(key=f"sb-{conv_id}-{selected}-responder_strategy").set_value("off").run()
     assert not app.exception
     markers = chips(app)
     assert {dict(m)["responder"] for m in markers[:14]} == {"memory_off"}
@@ -161,21 +161,21 @@ def test_the_switchboard_shows_what_the_inspected_turn_ran_with_after_a_rerun_an
     recorded = ConversationService(database).node_runs(ConversationService(database).conversation(conv_id), turn6)
     window = next(r for r in recorded if r["node_id"] == "responder")["memory"]["window"]
     app.button(key=f"tx-{conv_id}-{turn6}-1-inspect").click().run()
-    app.number_input(key=f"sb-{conv_id}-{turn6}-responder-win").set_value(6).run()
+    app.number_input(key=f"sb-{conv_id}-{turn6}-responder_window_turns").set_value(6).run()
     assert not app.exception
     app.button(key="rerun_from").click().run()
     assert not app.exception
     rerun = app.session_state["selected_turn"]
     assert rerun != turn6 and repo.load_turn_rows(database, conv_id)[-1]["parent_id"] is not None
-    assert app.number_input(key=f"sb-{conv_id}-{rerun}-responder-win").value == 6  # what the re-run ran with
+    assert app.number_input(key=f"sb-{conv_id}-{rerun}-responder_window_turns").value == 6  # what the re-run ran with
 
     app.button(key=f"tx-{conv_id}-{rerun}-0-prev").click().run()  # back to the first version of turn 6
     assert not app.exception
     leaf = app.session_state["selected_turn"]  # that branch's newest turn, recorded before the what-if
     assert leaf == repo.load_turn_rows(database, conv_id)[7]["id"]
-    assert app.number_input(key=f"sb-{conv_id}-{leaf}-responder-win").value == window
+    assert app.number_input(key=f"sb-{conv_id}-{leaf}-responder_window_turns").value == window
     app.button(key=f"tx-{conv_id}-{turn6}-1-inspect").click().run()
-    assert app.number_input(key=f"sb-{conv_id}-{turn6}-responder-win").value == window
+    assert app.number_input(key=f"sb-{conv_id}-{turn6}-responder_window_turns").value == window
     captions = " ".join(c.value for c in app.caption)
     assert "No change: ledgers are as recorded." in captions
     assert "new turns use dify window 6" in shown(captions)
@@ -242,9 +242,9 @@ def test_the_receipt_says_which_dify_rules_decided_and_where_the_docs_disagree(a
 def test_switchboard_plugin_token_counting_prunes_as_dify_does(app):
     conv_id = app.session_state["conv_id"]
     key = f"sb-{conv_id}-{app.session_state['selected_turn']}-responder"
-    app.number_input(key=f"{key}-ctx").set_value(120).run()
+    app.number_input(key=f"{key}_context").set_value(120).run()
     assert "over_budget" not in {dict(m).get("responder") for m in chips(app)}  # counting off: nothing pruned
-    app.toggle(key=f"{key}-counting").set_value(True).run()
+    app.toggle(key=f"{key}_counting").set_value(True).run()
     assert not app.exception
     reasons = [dict(m).get("responder") for m in chips(app)[:14]]
     # rest = 120 − 0 − 3; the oldest messages in the window go first, single messages at a time.
