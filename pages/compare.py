@@ -22,7 +22,7 @@ from ui.compare_configs import edit_configs, load_configs, saved_sets
 from ui.compare_facts import render_facts_table
 from ui.compare_findings import render_findings
 from ui.compare_replies import render_reply_grid
-from ui.compare_source import STORED, database, pick_source
+from ui.compare_source import STORED, database, pick_answered_source
 from ui.heatmap import render_heatmaps
 from ui.html import plain, safe_text
 from ui import state as keys
@@ -81,16 +81,9 @@ st.caption("One conversation, 2–6 memory configs side by side: which earlier m
 opened = state.pop(keys.OPEN_IN_COMPARE, None)  # a conversation the Import page asked Compare to open
 if opened:
     state[keys.key(P, "from")], state[keys.key(P, "stored")] = STORED, opened
-with st.sidebar:
-    st.subheader("Conversation")
-    picked = pick_source(P)
-if picked is None:
-    st.stop()
+picked = pick_answered_source(P, purpose="compare")
 source = picked.source
 conv = source.conversation
-if not conv.answered_turns():
-    st.warning("This conversation has no user turn to compare.")
-    st.stop()
 
 if f"{P}_n" not in state:
     load_configs(P, list(DEFAULT_CONFIGS))

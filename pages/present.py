@@ -18,7 +18,7 @@ from core.ledger import remembered
 from core.report import DEFAULT_CONFIGS
 from ui.html import plain
 from ui.compare_configs import current_configs
-from ui.compare_source import database, pick_source
+from ui.compare_source import database, pick_answered_source
 from ui.present_view import Card, render_captions, render_cards, render_chat
 from ui import state as keys
 
@@ -57,16 +57,9 @@ st.title("Present")
 st.caption("Step through a conversation turn by turn: the chat on the left, what each memory holds on the right, "
            "and the surprises as captions. Everything runs offline on the demo model — no API key needed.")
 
-with st.sidebar:
-    st.subheader("Conversation")
-    picked = pick_source(P)
-if picked is None:
-    st.stop()
+picked = pick_answered_source(P, purpose="present")
 source = picked.source
 conv = source.conversation
-if not conv.answered_turns():
-    st.warning("This conversation has no user turn to present.")
-    st.stop()
 
 with st.sidebar:
     if source.note:

@@ -108,3 +108,17 @@ def _index(prefix: str, sources: list[Source]) -> int:
     if st.session_state.get(f"{prefix}_index") not in labels:
         st.session_state[f"{prefix}_index"] = 0
     return st.selectbox("Conversation in the file", list(labels), key=f"{prefix}_index", format_func=labels.get)
+
+
+def pick_answered_source(prefix: str, *, purpose: str) -> Picked:
+    """The chooser in the sidebar; stops the page while nothing is picked, or when the conversation
+    has no user turn to ``purpose`` (compare, present)."""
+    with st.sidebar:
+        st.subheader("Conversation")
+        picked = pick_source(prefix)
+    if picked is None:
+        st.stop()
+    if not picked.source.conversation.answered_turns():
+        st.warning(f"This conversation has no user turn to {purpose}.")
+        st.stop()
+    return picked
