@@ -477,3 +477,36 @@ def test_run_findings_after_regenerate_and_edit_name_turns_by_their_thread_label
     assert any("at turn 3 · 2/2 that turn is out of its memory" in t for t in texts)
     assert not any(re.search(r"turn (8|9)\b", t) for t in texts)
     _assert_turns_named_by_label(source.conversation, found)
+
+
+# -- one list of findings for every page and the report -------------------------------------------------
+
+def test_findings_for_a_recorded_source_lists_its_configs_and_its_nodes_as_the_report_does(tmp_path):
+    from dataclasses import replace as with_
+
+    from core.findings import findings_for
+    from core.report import build_report, load_stored
+    from core.sessions import ConversationService
+    from core.store.db import Database
+
+    db = Database(f"sqlite:///{tmp_path / 'recorded.db'}")
+    service = ConversationService(db, llm=DemoClient())
+    conv_id = service.start(service.import_flow(ROOT / "sample_data" / "flows" / "support-bot.yml").flow_id).id
+    for q in json.loads((ROOT / "sample_data" / "flows" / "support-bot.queries.json").read_text()):
+        service.send(conv_id, q)
+    source = load_stored(db, conv_id)
+    db.dispose()
+    conv, configs = source.conversation, [MemoryConfig(window=2), MemoryConfig(strategy="buffer")]
+    comparison = compare(conv, configs)
+
+    found = findings_for(source, comparison=comparison)
+    by_configs = config_findings(conv, configs, comparison=comparison)
+    by_nodes = run_findings(source.flow, conv, source.records)
+    assert by_configs and by_nodes
+    assert sorted(map(repr, found)) == sorted(map(repr, by_configs + by_nodes))
+    assert [f.turn is not None for f in found] == sorted(f.turn is not None for f in found)  # flow-wide first
+    assert build_report(source, configs).findings == found  # the report lists what the pages list
+
+    assert findings_for(with_(source, records=[])) == flow_findings(source.flow)  # runs not loaded: the flow alone
+    assert findings_for(source) == by_nodes  # Present's "the flow's own nodes"
+    assert findings_for(conv) == []  # a bare conversation and no config: nothing to say
