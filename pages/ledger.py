@@ -14,6 +14,8 @@ from ui.config_editor import edit_config
 from ui.html import plain
 from ui.ledger_table import render_ledger_table
 
+page_key = keys.keys_of(keys.LEDGER)  # this page's widget keys
+
 
 #: The explorer opens on Dify's memory with a window of 3 turns, and a 500-token history limit for the
 #: strategies that have one.
@@ -43,22 +45,22 @@ files = [p.name for p in sample_files()]
 stored = data.service().conversations()
 with st.sidebar:
     st.subheader("Conversation")
-    origin = st.radio("From", ["sample", "stored"], horizontal=True, key="ledger_from",
+    origin = st.radio("From", ["sample", "stored"], horizontal=True, key=page_key("from"),
                       format_func={"sample": "a sample file", "stored": "the store"}.get,
                       help="The store holds every conversation: played through a flow, imported or pulled")
     stored_id = None
     if origin == "stored" and stored:
         labels = {c.id: f"{c.name or 'Untitled'} · {plural(c.turn_count, 'turn')} · {c.meta.get('source_format') or c.source}"
                   for c in stored}
-        stored_id = st.selectbox("Stored conversation", list(labels), format_func=labels.get, key="ledger_stored")
+        stored_id = st.selectbox("Stored conversation", list(labels), format_func=labels.get, key=page_key("stored"))
     elif origin == "stored":
         st.caption("Nothing stored yet: import a file on the Import page.")
     if stored_id is None:
-        name = st.selectbox("Sample", files, key="ledger_sample")
+        name = st.selectbox("Sample", files, key=page_key("sample"))
         conversations = _conversations(name)
         index = 0
         if len(conversations) > 1:
-            index = st.number_input("Conversation in file", 0, len(conversations) - 1, 0, key="ledger_index")
+            index = st.number_input("Conversation in file", 0, len(conversations) - 1, 0, key=page_key("index"))
     st.subheader("Memory")
     edited = edit_config(keys.LEDGER, LEDGER_START, hide=frozenset({"label"}))
 if edited.error:
@@ -78,7 +80,7 @@ if not summaries:
     st.stop()
 
 numbers = [s.turn for s in summaries]
-turn = st.select_slider("Turn", options=numbers, value=numbers[-1], key="ledger_turn")
+turn = st.select_slider("Turn", options=numbers, value=numbers[-1], key=page_key("turn"))
 ledger = replay.ledger(turn)
 query = conversation.turns[replay.position_of(turn)].query
 
@@ -94,4 +96,4 @@ st.caption(plain(f"Tokens: {replay.counter.describe()}"
                  + (f" · budget: {ledger.budget_note}" if ledger.budget_note else "")))
 if ledger.exceeds_context:
     st.warning(f"The prompt plus max_tokens exceeds the model's context size of {ledger.context_size:,} tokens.")
-render_ledger_table(ledger, conversation, key="ledger_table")
+render_ledger_table(ledger, conversation, key=page_key("table"))

@@ -7,6 +7,8 @@ reads and clears (``pop``) before drawing its widgets — so no page writes anot
 
 from __future__ import annotations
 
+from typing import Callable
+
 # -- widget-key prefixes, one per page (a widget's key is ``key(prefix, name)``) ----------------------
 COMPARE = "cmp"
 PRESENT = "pre"
@@ -18,6 +20,11 @@ MEMORIES = "mem"
 def key(prefix: str, name: str) -> str:
     """A widget's key on the page (or component) with this prefix: ``cmp_turn``."""
     return f"{prefix}_{name}"
+
+
+def keys_of(prefix: str) -> Callable[[str], str]:
+    """:func:`key` for one page: ``page_key = keys_of(LEDGER)``, then ``page_key("turn")``."""
+    return lambda name: key(prefix, name)
 
 
 # -- the debugger (pages/debugger.py and the replay view of an imported conversation) -----------------
