@@ -485,7 +485,8 @@ def test_findings_for_a_recorded_source_lists_its_configs_and_its_nodes_as_the_r
     from dataclasses import replace as with_
 
     from core.findings import findings_for
-    from core.report import build_report, load_stored
+    from core.report import build_report
+    from core.sources import load_stored
     from core.sessions import ConversationService
     from core.store.db import Database
 
