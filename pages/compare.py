@@ -9,7 +9,7 @@ import streamlit as st
 
 from core.compare import compare, heatmap_window, replay_replies, turn_diff
 from core.errors import MemLensError
-from core.findings import findings_for
+from core.findings import findings_for, turn_namer
 from core.ledger import REASON_LABELS
 from core.llm import DemoClient, LiteLLMClient
 from core.memory import Replay, turn_numbers
@@ -170,7 +170,7 @@ turn = st.select_slider("Selected turn", options=turns, key=f"{P}_turn",
 # -- findings ------------------------------------------------------------------------------------------------
 
 st.subheader("Findings")
-render_findings(findings, key=f"{P}-finding", on_turn=_select_turn)
+render_findings(findings, key=f"{P}-finding", on_turn=_select_turn, name=turn_namer(conv))
 
 # -- heatmaps ------------------------------------------------------------------------------------------------
 

@@ -272,3 +272,19 @@ def test_a_long_conversation_shows_a_movable_window_of_the_heatmap(page):
     for r, turn in enumerate(rows):
         reasons = [e.reason for e in replay.ledger(turn).entries]
         assert cells[r][:len(reasons)] == reasons
+
+
+def test_on_a_regenerated_branch_findings_and_their_buttons_name_turns_by_their_thread_labels(page):
+    db = Database(page.db_url)
+    service = ConversationService(db, llm=DemoClient())
+    conv = service.start(service.import_flow(ROOT / "sample_data" / "flows" / "support-bot.yml").flow_id).id
+    sent = [service.send(conv, q)
+            for q in json.loads((ROOT / "sample_data" / "flows" / "support-bot.queries.json").read_text())[:5]]
+    service.regenerate(conv, sent[4].id)  # turn 5 · 2/2, created 6th
+    service.send(conv, "What's my name?")  # turn 6 on that branch, created 7th
+    db.dispose()
+    page.radio(key="cmp_from").set_value("Stored").run()
+    assert not page.exception, page.exception
+    assert "At turn 6 the user asks about your name, but Responder no longer has turn 1" in page_html(page)
+    buttons = {b.label for b in page.button if (b.key or "").startswith("cmp-finding-")}
+    assert {"Turn 6", "Turn 5 · 2/2"} <= buttons and "Turn 7" not in buttons

@@ -6,7 +6,8 @@ from typing import Callable, Sequence
 
 import streamlit as st
 
-from core.findings import WARNING, Finding
+from core.findings import WARNING, Finding, TurnNamer
+from core.words import plural
 from ui.html import plain, safe_text
 
 _ICON = {WARNING: "⚠️", "info": "ℹ️"}
@@ -22,20 +23,22 @@ def finding_html(f: Finding, *, detail: bool = True) -> str:
 
 
 def render_findings(findings: Sequence[Finding], *, key: str, on_turn: Callable[[int], None] | None = None,
+                    name: TurnNamer | None = None,
                     empty: str = "No findings: nothing surprising in how these configs remember this conversation.",
                     limit: int = 50) -> None:
-    """The list; a finding that links to a turn gets a "Go to turn N" button calling ``on_turn``."""
+    """The list; a finding that links to a turn gets a button calling ``on_turn``, labelled with the
+    turn as ``name`` (:func:`core.findings.turn_namer`) gives it: "Turn 6 · 2/2"."""
     if not findings:
         st.success(empty)
         return
     warnings = sum(1 for f in findings if f.severity == WARNING)
-    st.caption(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}, {warnings} warning"
-               f"{'s' if warnings != 1 else ''}.")
+    st.caption(f"{plural(len(findings), 'finding')}, {plural(warnings, 'warning')}.")
     for n, f in enumerate(findings[:limit]):
         text, go = st.columns([6, 1], vertical_alignment="center")
         text.markdown(finding_html(f), unsafe_allow_html=True)
         if f.turn is not None and on_turn is not None:
-            go.button(f"Turn {f.turn}", key=f"{key}-{n}", on_click=on_turn, args=(f.turn,),
+            label = (name(f.turn) if name else f"turn {f.turn}").capitalize()
+            go.button(label, key=f"{key}-{n}", on_click=on_turn, args=(f.turn,),
                       help="Select this turn: the heatmaps mark it and the turn diff shows it")
     if len(findings) > limit:
         st.caption(f"…and {len(findings) - limit} more (all of them are in the exported report).")

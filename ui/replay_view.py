@@ -22,7 +22,7 @@ from core.conversation import turn_label
 from core.debug_view import (Lens, default_lens, lens_ledgers, receipt, replayed_run, transcript,
                              what_if)
 from core.errors import MemLensError
-from core.findings import findings_for
+from core.findings import findings_for, turn_namer
 from core.flow import parse_flow_upload
 from core.memory import MemoryConfig, Replay, turn_numbers
 from core.runtime import node_memory_config
@@ -244,7 +244,8 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
                                   for lid, cfg in configs.items()], sort_keys=True, default=list)
         by_number = {numbers[p]: conv.turns[p].id for p in thread}
         render_findings(_findings(url, conv_id, stamp, lenses_json), key=f"rfind-{conv_id}",
-                        on_turn=lambda n: st.session_state.update(selected_turn=by_number.get(n, selected_id)),
+                        on_turn=lambda n: st.session_state.update({keys.SELECTED_TURN: by_number.get(n, selected_id)}),
+                        name=turn_namer(conv),
                         empty="No findings: nothing surprising in how these lenses remember this conversation.")
     with tabs[3]:
         render_branches(conv, thread, on_switch=switch, keys=("rtree", f"rbranch-{conv_id}", "rswitch_branch"))
