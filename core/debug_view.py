@@ -20,7 +20,6 @@ from typing import Any, Mapping, Sequence
 from .conversation import Conversation, turn_label
 from .ledger import KEPT, NOT_ELIGIBLE, REASON_LABELS, Ledger, SyntheticMessage, explain
 from .memory import DEFAULT_FIDELITY, FIDELITY_LABELS, MemoryConfig, Replay, turn_numbers
-from .prompt import history_messages, splice_history
 from .strategies.dify import window_note
 
 KEPT_STATE, DROPPED_STATE, NOT_ELIGIBLE_STATE = "kept", "dropped", "not_eligible"
@@ -294,14 +293,6 @@ def tree_layout(conversation: Conversation, active: Sequence[int]) -> list[TreeN
 
 def reason_label(reason: str) -> str:
     return REASON_LABELS.get(reason, reason)
-
-
-def what_if_prompt(recorded: Sequence[Mapping[str, Any]], ledger: Ledger, conversation: Conversation,
-                   counter, *, file_upload: bool = False, vision: bool = False) -> list[dict]:
-    """A recorded prompt with its memory history replaced by a what-if ledger's kept messages, built
-    by the same prompt builder a run uses (files as parts when the flow has file upload on)."""
-    kept = (conversation.turns[e.position].messages[e.index] for e in ledger.entries if e.kept)
-    return splice_history(recorded, history_messages(kept, counter, file_upload=file_upload, vision=vision))
 
 
 # -- conversations without a flow: memory lenses ------------------------------------------------------

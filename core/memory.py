@@ -579,20 +579,25 @@ class Replay:
                       synthetic=synthetic, compactions=list(getattr(d.plan, "compactions", None) or []))
 
     def history_messages(self, ledger: Ledger) -> list[Message]:
-        """The history part of the prompt, in the order it is sent: a summary first (as a system
-        message), then the kept messages, each cleared or partially kept one replaced by what was
-        sent instead of it."""
-        turns = self.conversation.turns
-        out: list[Message] = [Message(s.role, s.content, INTERMEDIATE, s.ref or s.origin)
-                              for s in ledger.synthetic if s.replaces is None]
-        stand_ins = {s.replaces: s for s in ledger.synthetic if s.replaces is not None}
-        for e in ledger.entries:
-            stand_in = stand_ins.get((e.position, e.index))
-            if stand_in is not None:
-                out.append(replace(turns[e.position].messages[e.index], content=stand_in.content))
-            elif e.kept:
-                out.append(turns[e.position].messages[e.index])
-        return out
+        """The history part of the prompt (see :func:`history_of`)."""
+        return history_of(self.conversation, ledger)
+
+
+def history_of(conversation: Conversation, ledger: Ledger) -> list[Message]:
+    """The history a ledger sends, in the order it is sent: a summary or an input's messages first
+    (as synthetic messages), then the kept messages, each cleared or partially kept one replaced by
+    what was sent instead of it."""
+    turns = conversation.turns
+    out: list[Message] = [Message(s.role, s.content, INTERMEDIATE, s.ref or s.origin)
+                          for s in ledger.synthetic if s.replaces is None]
+    stand_ins = {s.replaces: s for s in ledger.synthetic if s.replaces is not None}
+    for e in ledger.entries:
+        stand_in = stand_ins.get((e.position, e.index))
+        if stand_in is not None:
+            out.append(replace(turns[e.position].messages[e.index], content=stand_in.content))
+        elif e.kept:
+            out.append(turns[e.position].messages[e.index])
+    return out
 
 
 def compute_ledger(conversation: Conversation, position: int, config: MemoryConfig, **kwargs) -> Ledger:
@@ -600,4 +605,4 @@ def compute_ledger(conversation: Conversation, position: int, config: MemoryConf
     return Replay(conversation, config, **kwargs).ledger_at(position)
 
 
-__all__ = ["MemoryConfig", "ConfigError", "Replay", "compute_ledger", "turn_numbers", "PathView", "Decision"]
+__all__ = ["MemoryConfig", "ConfigError", "Replay", "compute_ledger", "history_of", "turn_numbers", "PathView", "Decision"]

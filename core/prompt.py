@@ -1,10 +1,13 @@
 """The one prompt builder: what an LLM node sends, as runs, receipts, estimates and what-ifs see it.
 
-A run assembles its prompt here (:func:`chat_prompt`, :func:`completion_prompt`); the size of
-everything but the history — what Dify's documented budget subtracts and what a what-if reuses —
-is :func:`fixed_tokens` of the same messages; a what-if puts another ledger's history into a
-recorded prompt with :func:`splice_history`. History messages are built by
-:func:`history_messages` for all of them.
+A :class:`PromptFrame` is everything a node sends besides its history, and how the history goes
+in: chat models get the template's messages, the history, then the query message (§2.4);
+completion models get one text, the history as role-prefixed lines in the template (§2.6). A run
+builds its frame from its template and sends ``frame.build(history)``; the size of everything but
+the history — what Dify's documented budget subtracts — is ``frame.fixed_tokens()``; a what-if
+rebuilds the frame of a recorded prompt (:meth:`PromptFrame.recorded`) and builds it with another
+ledger's history; an estimate without a recorded prompt builds the frame from the template.
+History messages are built by :func:`history_messages` for all of them.
 
 Files (spec/dify-memory.md §1.5, §2.7): when the flow has file upload switched on, a history
 message carries its files as content parts, files first and then the text, as Dify's
@@ -41,6 +44,8 @@ class PromptMessage:
     origin: str
     tokens: int
     parts: tuple[dict, ...] = field(default=(), compare=False)
+    #: A completion prompt's rendered template, before the history went in (what a what-if rebuilds it from).
+    template: str | None = None
 
     @property
     def estimated(self) -> bool:
@@ -50,12 +55,14 @@ class PromptMessage:
         out = {"role": self.role, "content": self.content, "origin": self.origin, "tokens": self.tokens}
         if self.parts:
             out["parts"] = [dict(p) for p in self.parts]
+        if self.template is not None:
+            out["template"] = self.template
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PromptMessage":
         return cls(role=data["role"], content=data["content"], origin=data["origin"], tokens=int(data["tokens"]),
-                   parts=tuple(dict(p) for p in data.get("parts") or ()))
+                   parts=tuple(dict(p) for p in data.get("parts") or ()), template=data.get("template"))
 
     def wire(self) -> dict:
         """The message in OpenAI's wire format: content parts when it has files, else a string."""
@@ -178,27 +185,75 @@ def completion_text(template: str, histories: str, sys_query: str | None) -> str
     return text
 
 
-def splice_history(recorded: Sequence[Mapping[str, Any]], history: Sequence[PromptMessage]) -> list[dict]:
-    """A recorded prompt (dicts) with its memory history replaced by ``history`` — placed where the
-    recorded history was, else before the current query, else at the end."""
-    new = [m.to_dict() for m in history]
-    out: list[dict] = []
-    inserted = False
-    for m in recorded:
-        if m.get("origin") == HISTORY:
-            if not inserted:
-                out.extend(new)
-                inserted = True
-            continue
-        if not inserted and m.get("origin") == "current query":
-            out.extend(new)
-            inserted = True
-        out.append(dict(m))
-    if not inserted:
-        out.extend(new)
-    return out
+CHAT, COMPLETION = "chat", "completion"
+CURRENT_QUERY = "current query"
 
 
-__all__ = ["HISTORY", "IMAGE_TOKENS_HIGH", "IMAGE_TOKENS_LOW", "PromptMessage", "file_part", "to_prompt_message",
-           "to_prompt_messages", "content_parts", "history_messages", "message", "fixed_tokens", "sendable",
-           "chat_prompt", "completion_history_text", "completion_text", "splice_history"]
+@dataclass(frozen=True)
+class PromptFrame:
+    """Everything an LLM node sends besides its history, and where the history goes.
+
+    Chat models: ``before`` (the template's messages) + the history + ``after`` (the memory's
+    query message). Completion models: ``template`` (rendered, with or without ``#histories#``),
+    ``sys_query`` (the unrendered query template, or ``None``) and ``role_prefix`` (``None``: no
+    history text goes in). ``file_upload`` and ``vision`` decide how history files are sent.
+    """
+
+    mode: str
+    counter: Any
+    before: tuple[PromptMessage, ...] = ()
+    after: tuple[PromptMessage, ...] = ()
+    template: str = ""
+    sys_query: str | None = None
+    role_prefix: Mapping[str, str] | None = None
+    file_upload: bool = False
+    vision: bool = False
+
+    def _completion_message(self, histories: str) -> PromptMessage:
+        text = completion_text(self.template, histories, self.sys_query)
+        # The template travels with the message, so a what-if can put another history into it.
+        return PromptMessage("user", text, "template", self.counter.chat("user", text), template=self.template)
+
+    def fixed_tokens(self) -> int:
+        """What everything but the history costs (a completion prompt: its text without history)."""
+        if self.mode == CHAT:
+            return fixed_tokens([*self.before, *self.after])
+        return fixed_tokens([self._completion_message("")])
+
+    def build(self, history: Sequence[Message]) -> list[PromptMessage]:
+        """The prompt as sent, with ``history`` (memory's messages, oldest first)."""
+        if self.mode == CHAT:
+            sent = history_messages(history, self.counter, file_upload=self.file_upload, vision=self.vision)
+            return chat_prompt(self.before, sent, self.after)
+        histories = completion_history_text(history, self.role_prefix, file_upload=self.file_upload)
+        return chat_prompt([self._completion_message(histories)], [], [])
+
+    @classmethod
+    def recorded(cls, prompt: Sequence[Mapping[str, Any]], mode: str, counter, *, sys_query: str | None = None,
+                 role_prefix: Mapping[str, str] | None = None, file_upload: bool = False,
+                 vision: bool = False) -> "PromptFrame | None":
+        """The frame of a recorded prompt (dicts), its messages counted with ``counter``: chat — the
+        messages before the recorded history (or before the query message) and after it; completion —
+        the recorded template, with ``sys_query`` and ``role_prefix`` as the memory now sets them.
+        ``None`` when the recorded completion prompt does not carry its template."""
+        if mode != CHAT:
+            templates = [m["template"] for m in prompt if m.get("template") is not None]
+            if len(templates) != 1:
+                return None
+            return cls(COMPLETION, counter, template=templates[0], sys_query=sys_query, role_prefix=role_prefix,
+                       file_upload=file_upload, vision=vision)
+        before: list[PromptMessage] = []
+        after: list[PromptMessage] = []
+        side = before
+        for m in prompt:
+            if m.get("origin") == HISTORY or m.get("origin") == CURRENT_QUERY:
+                side = after
+            if m.get("origin") != HISTORY:
+                side.append(message(m["role"], m.get("content") or "", m["origin"], counter))
+        return cls(CHAT, counter, before=tuple(before), after=tuple(after), file_upload=file_upload, vision=vision)
+
+
+__all__ = ["HISTORY", "CHAT", "COMPLETION", "CURRENT_QUERY", "IMAGE_TOKENS_HIGH", "IMAGE_TOKENS_LOW",
+           "PromptMessage", "PromptFrame", "file_part", "to_prompt_message", "to_prompt_messages", "content_parts",
+           "history_messages", "message", "fixed_tokens", "sendable", "chat_prompt", "completion_history_text",
+           "completion_text"]

@@ -52,12 +52,12 @@ from .flow import (OPERATOR_ALIASES, Flow, LLMSettings, Node, if_else_cases, llm
 from .ledger import Ledger, LedgerEntry, SyntheticMessage
 from .limits import LimitError, check_query
 from .llm import DemoClient, LLMClient, LLMError, default_client, one_line
-from .memory import DEFAULT_FIDELITY, FIDELITIES, ConfigError, MemoryConfig, Replay, turn_numbers
+from .memory import DEFAULT_FIDELITY, FIDELITIES, ConfigError, MemoryConfig, Replay, history_of, turn_numbers
 from .strategies.compaction import SHIPPED, SUMMARIES_META, ShippedRunHook, recorded_summaries
 from .summarize import ModelSectionSummarizer
 from .templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, FileList, VariablePool, refers_to, render, render_jinja,
                         selectors_in, value_text)
-from .prompt import (HISTORY, PromptMessage, chat_prompt, completion_history_text, completion_text, fixed_tokens,
+from .prompt import (CHAT, COMPLETION, CURRENT_QUERY, PromptFrame, PromptMessage, fixed_tokens,
                      history_messages, message)
 from .tokens import DEMO_MODEL, counter_for, model_supports_vision
 from .variables import (AssignerError, VariableChange, check_sizes, edit_variable, initialize,
@@ -623,23 +623,21 @@ def _history(ctx: "_Context", config: MemoryConfig, window, fixed_tokens: int) -
     return ledger, replay.history_messages(ledger)
 
 
-def _completion_template(settings: LLMSettings, render_item) -> str:
-    item = settings.prompt[0] if settings.prompt else None
-    return render_item(item) if item is not None else ""
-
-
-def template_messages(settings: LLMSettings, render_item, counter, sys_query: str | None, pool: VariablePool, *,
-                      ctx: "_Context | None" = None, context_used: bool = False
-                      ) -> tuple[list[PromptMessage], list[PromptMessage]]:
-    """Everything an LLM node sends besides its history: ``(before, after)`` the history.
+def node_frame(settings: LLMSettings, render_item, counter, sys_query: str | None, pool: VariablePool, *,
+               ctx: "_Context | None" = None, context_used: bool = False,
+               role_prefix: Mapping[str, str] | None = None, file_upload: bool = False,
+               vision: bool = False) -> PromptFrame:
+    """Everything an LLM node sends besides its history (:class:`core.prompt.PromptFrame`), from
+    its template rendered with ``render_item``: runs and the estimate without a recorded prompt
+    both build it here.
 
     Chat models: the rendered template messages (empty ones left out), then the memory's query
-    message. Completion models: the one message without its history text (what a budget
-    subtracts; :func:`core.prompt.completion_text` puts the history in). Runs and the what-if
-    estimate both build it here."""
+    message. Completion models: the rendered template, the unrendered query template before it
+    and the history as ``role_prefix`` lines."""
     if settings.mode != "chat":
-        probe = completion_text(_completion_template(settings, render_item), "", sys_query)
-        return [message("user", probe, "template", counter)], []
+        template = render_item(settings.prompt[0]) if settings.prompt else ""
+        return PromptFrame(COMPLETION, counter, template=template, sys_query=sys_query, role_prefix=role_prefix,
+                           file_upload=file_upload, vision=vision)
     before = []
     for item in settings.prompt:
         text = render_item(item)
@@ -652,8 +650,9 @@ def template_messages(settings: LLMSettings, render_item, counter, sys_query: st
     if sys_query:
         text = render(sys_query, pool, context="")
         if text:
-            after.append(message("user", text, "current query", counter))
-    return before, after
+            after.append(message("user", text, CURRENT_QUERY, counter))
+    return PromptFrame(CHAT, counter, before=tuple(before), after=tuple(after), file_upload=file_upload,
+                       vision=vision)
 
 
 def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
@@ -696,21 +695,14 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
     with_history = memory_on and ctx.flow.is_chat
     if settings.mode != "chat" and with_history and (block is None or block.role_prefix is None):
         raise _NodeFailed(ROLE_PREFIX_REQUIRED)
-    before, after = template_messages(settings, render_item, counter, sys_query, pool, ctx=ctx,
-                                      context_used=bool(context_text))
-    ledger, history = _history(ctx, config, window, fixed_tokens(before + after))
+    frame = node_frame(settings, render_item, counter, sys_query, pool, ctx=ctx, context_used=bool(context_text),
+                       role_prefix=block.role_prefix if with_history and block is not None else None,
+                       file_upload=ctx.flow.file_upload, vision=model_supports_vision(config.model))
+    ledger, history = _history(ctx, config, window, frame.fixed_tokens())
     run.ledger = ledger
     run.memory = config.to_dict()
     run.recalled = _recalled(settings.prompt, settings, ctx, counter) or None
-    if settings.mode == "chat":
-        sent = history_messages(history, counter, file_upload=ctx.flow.file_upload,
-                                vision=model_supports_vision(config.model))
-        prompt = chat_prompt(before, sent, after)
-    else:
-        histories = completion_history_text(history, block.role_prefix if block is not None else None,
-                                            file_upload=ctx.flow.file_upload) if with_history else ""
-        text = completion_text(_completion_template(settings, render_item), histories, sys_query)
-        prompt = chat_prompt([message("user", text, "template", counter)], [], [])
+    prompt = frame.build(history)
     run.prompt = prompt
     if not prompt:
         raise _NodeFailed(NO_PROMPT)
@@ -1235,24 +1227,56 @@ def _fixed_tokens(flow: Flow, conversation: Conversation, position: int, node_id
                 and run.fixed_prompt_tokens is not None:
             return run.fixed_prompt_tokens
         if run.prompt is not None and llm_settings(flow.node(node_id)).mode == "chat":
-            return fixed_tokens(message(m.role, m.content, m.origin, counter) for m in run.prompt
-                                if m.origin != HISTORY)
+            # Another model counts the recorded messages with its own tokenizer.
+            return PromptFrame.recorded([m.to_dict() for m in run.prompt], CHAT, counter).fixed_tokens()
         if run.fixed_prompt_tokens is not None:
             return run.fixed_prompt_tokens
-    turn = conversation.turns[position]
-    stored = (turn.meta or {}).get("prompt_tokens", {}).get(node_id)
+    stored = (conversation.turns[position].meta or {}).get("prompt_tokens", {}).get(node_id)
     if stored is not None:
         return int(stored)
-    settings = flow.llm(node_id)
-    pool = VariablePool(system={"query": turn.query, "files": FileList(), "conversation_id": conversation.id,
-                                "dialogue_count": conversation.tree.depth[position]})
     sys_query = None
     if config.strategy != "off":
+        settings = flow.llm(node_id)
         qpt = settings.memory.query_prompt_template if settings.memory is not None else None
-        sys_query = qpt or turn.query
-    before, after = template_messages(settings, lambda item: render(item.text, pool, context=""), counter,
-                                      sys_query, pool)
-    return fixed_tokens(before + after)
+        sys_query = qpt or conversation.turns[position].query
+    return _estimated_frame(flow, conversation, position, node_id, counter, sys_query).fixed_tokens()
+
+
+def _estimated_frame(flow: Flow, conversation: Conversation, position: int, node_id: str, counter,
+                     sys_query: str | None, **options: Any) -> PromptFrame:
+    """A node's frame at a turn without its recorded prompt: the template rendered with the turn's
+    query and system variables only (other nodes' outputs and the context are not known here)."""
+    turn = conversation.turns[position]
+    pool = VariablePool(system={"query": turn.query, "files": FileList(), "conversation_id": conversation.id,
+                                "dialogue_count": conversation.tree.depth[position]})
+    return node_frame(flow.llm(node_id), lambda item: render(item.text, pool, context=""), counter, sys_query, pool,
+                      **options)
+
+
+def what_if_prompt(flow: Flow, conversation: Conversation, position: int, node_id: str,
+                   recorded: Sequence[Mapping[str, Any]], ledger: Ledger) -> list[dict]:
+    """The prompt node ``node_id`` would have sent at the turn at ``position`` with ``ledger``'s
+    history (a what-if ledger), built by the builder runs use: the recorded prompt's frame — a chat
+    prompt's messages around its history, a completion prompt's template with the query template and
+    role prefixes the ledger's memory sets — with the what-if history put in. No model is called.
+
+    A completion prompt recorded without its template is rebuilt from the node's template rendered
+    with the turn's query only (as the fixed-token estimate does)."""
+    settings = flow.llm(node_id)
+    model = ledger.config.get("model") or settings.model or DEMO_MODEL
+    counter = counter_for(model)
+    memory_on = ledger.config.get("strategy", "off") != "off"
+    block = settings.memory if memory_on else None
+    sys_query = None
+    if memory_on:
+        query = conversation.turns[position].query if flow.is_chat else None
+        sys_query = (block.query_prompt_template if block is not None else None) or query
+    options = dict(role_prefix=block.role_prefix if block is not None and flow.is_chat else None,
+                   file_upload=flow.file_upload, vision=model_supports_vision(model))
+    frame = PromptFrame.recorded(recorded, settings.mode, counter, sys_query=sys_query, **options)
+    if frame is None:
+        frame = _estimated_frame(flow, conversation, position, node_id, counter, sys_query, **options)
+    return [m.to_dict() for m in frame.build(history_of(conversation, ledger))]
 
 
 # -- a whole conversation ---------------------------------------------------------------------------
@@ -1281,5 +1305,5 @@ def run_conversation(flow: Flow, queries: Sequence[str | Mapping[str, Any]], *, 
 
 
 __all__ = ["SUCCEEDED", "FAILED", "ORIGINS", "LATEST", "RunError", "PromptMessage", "NodeRun", "TurnRecord",
-           "ConversationState", "run_turn", "run_conversation", "what_if_ledger", "node_memory_config",
+           "ConversationState", "run_turn", "run_conversation", "what_if_ledger", "what_if_prompt", "node_memory_config",
            "evaluate_if_else", "ledger_to_dict", "ledger_from_dict", "node_replay", "node_history_inputs"]

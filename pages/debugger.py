@@ -6,12 +6,13 @@ import json
 
 import streamlit as st
 
-from core.debug_view import damage_note, focus_node, receipt, transcript, what_if_prompt
+from core.debug_view import damage_note, focus_node, receipt, transcript
 from core.conversation import turn_label
 from core.errors import MemLensError
 from core.memory import DEFAULT_FIDELITY
+from core.runtime import what_if_prompt
 from core.store.db import resolve_url
-from core.tokens import counter_for, model_supports_vision
+from core.tokens import counter_for
 from core.why import MAX_PHRASE
 from core.words import conversation_length
 from ui import data, html
@@ -346,9 +347,8 @@ if side_col is not None:
                         counter = counter_for(model)
                         if is_what_if and ledger is not None:
                             run["ledger"] = ledger
-                            run["prompt"] = what_if_prompt(run.get("prompt") or [], ledger, conv, counter,
-                                                           file_upload=flow.file_upload,
-                                                           vision=model_supports_vision(model))
+                            run["prompt"] = what_if_prompt(flow, conv, selected, node.id, run.get("prompt") or [],
+                                                           ledger)
                         other = data.other_profile_ledger(url, conv_id, stamp, info.flow_version_id, selected_id,
                                                           node.id, json.dumps(overrides.get(node.id) or
                                                                               stored_overrides.get(node.id) or {},

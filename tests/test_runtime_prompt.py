@@ -218,3 +218,80 @@ def test_completion_and_chat_assemble_the_same_history_differently():
                                                  "Header")]
     assert prompt_of(h_records[-1]) == [("system", "Header"), ("user", "one"), ("assistant", "A1"), ("user", "two"),
                                         ("assistant", "A2"), ("user", "three")]
+
+
+# -- what-if prompts: the run's builder with another history ------------------------------------------
+
+def what_if(flow: Flow, state, records, override, node="llm"):
+    from core.runtime import what_if_ledger, what_if_prompt
+
+    position = len(records) - 1
+    recorded = [m.to_dict() for m in records[-1].node_run(node).prompt]
+    ledger = what_if_ledger(flow, state.conversation, position, node, override, record=records[-1])
+    return recorded, what_if_prompt(flow, state.conversation, position, node, recorded, ledger)
+
+
+PREFIX = {"user": "Human", "assistant": "Assistant"}
+
+
+def test_a_completion_what_if_puts_the_new_history_into_the_one_completion_text():
+    flow = completion_flow("Header\n#histories#\nFooter", {"window": {"enabled": True, "size": 5},
+                                                          "role_prefix": PREFIX})
+    state, records = run_conversation(flow, ["one", "two", "three"], llm=ScriptedClient(["A1", "A2", "A3"]))
+    recorded, unchanged = what_if(flow, state, records, None)
+    assert unchanged == recorded
+    _, narrower = what_if(flow, state, records, {"window": 2})
+    # One message, as a completion model gets it: the window of 2 rows keeps only the turn before.
+    assert [(m["role"], m["origin"], m["content"]) for m in narrower] == [
+        ("user", "template", "three\nHeader\nHuman: two\nAssistant: A2\nFooter")]
+    assert narrower[0]["tokens"] < recorded[0]["tokens"]
+
+
+def test_a_completion_what_if_without_the_histories_marker_puts_the_history_first():
+    flow = completion_flow("Answer well.", {"window": {"enabled": True, "size": 5},
+                                            "query_prompt_template": "Q: {{#sys.query#}}", "role_prefix": PREFIX})
+    state, records = run_conversation(flow, ["first", "second"], llm=ScriptedClient(["one", "two"]))
+    recorded, unchanged = what_if(flow, state, records, None)
+    assert unchanged == recorded
+    _, off = what_if(flow, state, records, {"strategy": "off"})
+    # Memory off: no query template in front and an empty history merged with its newline, as a run sends it.
+    assert [m["content"] for m in off] == ["\nAnswer well."]
+    _, on = what_if(flow, state, records, {"window": 1})
+    assert [m["content"] for m in on] == ["Q: {{#sys.query#}}\n\nAnswer well."]
+
+
+def test_a_completion_what_if_turns_memory_on_as_a_run_with_memory_would_send_it():
+    flow = completion_flow("Header #histories# end", None)
+    state, records = run_conversation(flow, ["one", "two"], llm=ScriptedClient(["A1", "A2"]))
+    recorded, _ = what_if(flow, state, records, None)
+    assert [m["content"] for m in recorded] == ["Header  end"]
+    data = flow.to_dict()
+    for node in data["nodes"]:
+        if node["id"] == "llm":
+            node["memory"] = {"window": {"enabled": True, "size": 5}, "role_prefix": PREFIX}
+    remembering = Flow.from_dict(data)
+    _, with_memory = what_if(remembering, state, records, {"strategy": "dify", "window": 5})
+    _, ran = run_conversation(remembering, ["one", "two"], llm=ScriptedClient(["A1", "A2"]))
+    assert [m["content"] for m in with_memory] == [m.content for m in ran[-1].node_run("llm").prompt] == [
+        "two\nHeader Human: one\nAssistant: A1 end"]
+
+
+def test_a_completion_prompt_recorded_without_its_template_is_rebuilt_from_the_nodes_template():
+    flow = completion_flow("Header\n#histories#", {"window": {"enabled": True, "size": 5}, "role_prefix": PREFIX})
+    state, records = run_conversation(flow, ["one", "two"], llm=ScriptedClient(["A1", "A2"]))
+    from core.runtime import what_if_ledger, what_if_prompt
+
+    older = [{k: v for k, v in m.to_dict().items() if k != "template"} for m in records[-1].node_run("llm").prompt]
+    ledger = what_if_ledger(flow, state.conversation, 1, "llm", {"window": 1}, record=records[-1])
+    assert [m["content"] for m in what_if_prompt(flow, state.conversation, 1, "llm", older, ledger)] == [
+        "two\nHeader\n"]
+
+
+def test_a_chat_what_if_keeps_the_template_and_query_around_the_new_history():
+    flow = chat_flow({"prompt_template": [{"role": "system", "text": "Be brief."}], "memory": {"window": 5}})
+    state, records = run_conversation(flow, ["one", "two", "three"], llm=ScriptedClient(["A1", "A2", "A3"]))
+    recorded, unchanged = what_if(flow, state, records, None)
+    assert unchanged == recorded
+    _, narrower = what_if(flow, state, records, {"window": 2})
+    assert [(m["origin"], m["content"]) for m in narrower] == [
+        ("system", "Be brief."), ("memory history", "two"), ("memory history", "A2"), ("current query", "three")]
