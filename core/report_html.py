@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from .compare import Comparison, NamedConfig, ReplyGrid, RetentionMatrix
 from .conversation import Conversation, Message, turn_label
-from .findings import Finding
+from .findings import Finding, TurnNamer, turn_namer
 from .ledger import (CLEARED, EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
                      REASON_LABELS, SCOPE, SUMMARIZED, TRIMMED_EARLIER, LedgerEntry, explain)
 from .memory import MemoryConfig, Replay, turn_numbers
@@ -246,12 +246,12 @@ def _config_table(configs: Sequence[NamedConfig]) -> str:
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
-def _findings_html(findings: Sequence[Finding]) -> str:
+def _findings_html(findings: Sequence[Finding], name: TurnNamer) -> str:
     if not findings:
         return "<p>No findings: nothing surprising in how these configs remember this conversation.</p>"
     items = []
     for f in findings:
-        link = f' <a href="#turn-{_e(f.turn)}">turn {_e(f.turn)}</a>' if f.turn is not None else ""
+        link = f' <a href="#turn-{_e(f.turn)}">{_e(name(f.turn))}</a>' if f.turn is not None else ""
         detail = f'<br><span class="meta">{_e(f.detail)}</span>' if f.detail else ""
         items.append(f'<li class="{_e(f.severity)}" data-kind="{_e(f.kind)}"><span class="finding-kind">'
                      f'{_e(f.title)}</span> · {_e(f.subject)}{link}<br>{_e(f.text)}{detail}</li>')
@@ -452,7 +452,7 @@ def report_html(report: Report) -> str:
     flow_note = f" · flow {_e(report.source.flow.name)}" if report.source.flow is not None else ""
     sections = [
         ("configs", "Configs compared", _config_table(report.configs)),
-        ("findings", "Findings", _findings_html(report.findings)),
+        ("findings", "Findings", _findings_html(report.findings, turn_namer(report.conversation))),
         ("heatmaps", "Retention heatmaps",
          f'<p class="meta">Rows are turns, columns the messages written before them; hover a cell for the '
          f'message, its tokens and the reason. Showing {_e(scope)}.</p>{_legend(reasons)}'

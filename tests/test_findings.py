@@ -511,3 +511,17 @@ def test_findings_for_a_recorded_source_lists_its_configs_and_its_nodes_as_the_r
     assert findings_for(with_(source, records=[])) == flow_findings(source.flow)  # runs not loaded: the flow alone
     assert findings_for(source) == by_nodes  # Present's "the flow's own nodes"
     assert findings_for(conv) == []  # a bare conversation and no config: nothing to say
+
+
+def test_the_reports_findings_link_to_their_turns_by_thread_label():
+    from core.report import build_report
+    from core.report_html import report_html
+    from core.sources import Source
+
+    conv = _branched_lisbon()
+    html = report_html(build_report(Source(conv), [MemoryConfig(window=2), MemoryConfig(window=3)]))
+    findings = html[html.index('<ol class="findings">'):html.index("</ol>", html.index('<ol class="findings">'))]
+    links = re.findall(r'<a href="#turn-(\d+)">([^<]*)</a>', findings)
+    assert ("13", "turn 11 · 2/2") in links and ("11", "turn 11 · 1/2") in links
+    numbers = turn_numbers(conv)
+    assert all(label == turn_label(conv, numbers.index(int(n))) for n, label in links)
