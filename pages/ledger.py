@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.conversation import turn_label
 from core.memory import MemoryConfig, Replay
 from core.samples import load_sample, sample_files
 from core.words import plural
@@ -80,11 +81,12 @@ if not summaries:
     st.stop()
 
 numbers = [s.turn for s in summaries]
-turn = st.select_slider("Turn", options=numbers, value=numbers[-1], key=page_key("turn"))
+turn = st.select_slider("Turn", options=numbers, value=numbers[-1], key=page_key("turn"),
+                        format_func=lambda n: turn_label(conversation, replay.position_of(n)))
 ledger = replay.ledger(turn)
 query = conversation.turns[replay.position_of(turn)].query
 
-st.markdown(f"**Turn {turn}** — the user asks:")
+st.markdown(f"**{turn_label(conversation, replay.position_of(turn)).capitalize()}** — the user asks:")
 st.text(query)
 cols = st.columns(5)
 cols[0].metric("Kept", len(ledger.kept))

@@ -220,6 +220,9 @@ def test_the_ledger_explorer_opens_a_stored_imported_conversation(page):
     replay = Replay(conv, MemoryConfig(window=3, fidelity=fidelity), system_prompt=conv.system_prompt)
     last = replay.ledger(replay.numbers[-1])
     assert [m.value for m in page.metric][:2] == [str(len(last.kept)), str(len(last.dropped))]
+    # The turn is named by its place on its thread, as everywhere else (a branched export).
+    label = turn_label(conv, replay.position_of(replay.numbers[-1])).capitalize()
+    assert any(shown(m.value).startswith(f"**{label}**") for m in page.markdown), label
 
 
 def test_a_dify_dsl_file_can_be_attached_from_the_replay_view(page):
