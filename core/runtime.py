@@ -43,7 +43,7 @@ import json
 import time
 import uuid
 from collections import deque
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from .conversation import ANSWER, QUERY, UUID_NIL, Conversation, FileRef, Message, Turn
@@ -1276,6 +1276,12 @@ def what_if_prompt(flow: Flow, conversation: Conversation, position: int, node_i
     frame = PromptFrame.recorded(recorded, settings.mode, counter, sys_query=sys_query, **options)
     if frame is None:
         frame = _estimated_frame(flow, conversation, position, node_id, counter, sys_query, **options)
+    elif frame.mode == CHAT and any(m.origin == CURRENT_QUERY for m in frame.after) != bool(sys_query):
+        # Memory switched on or off: the memory's query message comes or goes with it.
+        after = tuple(m for m in frame.after if m.origin != CURRENT_QUERY)
+        if sys_query:
+            after = _estimated_frame(flow, conversation, position, node_id, counter, sys_query).after + after
+        frame = replace(frame, after=after)
     return [m.to_dict() for m in frame.build(history_of(conversation, ledger))]
 
 

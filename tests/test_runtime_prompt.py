@@ -295,3 +295,16 @@ def test_a_chat_what_if_keeps_the_template_and_query_around_the_new_history():
     _, narrower = what_if(flow, state, records, {"window": 2})
     assert [(m["origin"], m["content"]) for m in narrower] == [
         ("system", "Be brief."), ("memory history", "two"), ("memory history", "A2"), ("current query", "three")]
+
+
+def test_a_chat_what_if_that_switches_memory_on_or_off_adds_or_drops_the_query_message_as_a_run_would():
+    forgetful = chat_flow({"prompt_template": [{"role": "system", "text": "Be brief."}]})
+    state, records = run_conversation(forgetful, ["one", "two"], llm=ScriptedClient(["A1", "A2"]))
+    _, turned_on = what_if(forgetful, state, records, {"strategy": "dify", "window": 5})
+    remembering = chat_flow({"prompt_template": [{"role": "system", "text": "Be brief."}], "memory": {"window": 5}})
+    _, ran = run_conversation(remembering, ["one", "two"], llm=ScriptedClient(["A1", "A2"]))
+    assert turned_on == [m.to_dict() for m in ran[-1].node_run("llm").prompt]
+    assert [m["origin"] for m in turned_on] == ["system", "memory history", "memory history", "current query"]
+    state, records = run_conversation(remembering, ["one", "two"], llm=ScriptedClient(["A1", "A2"]))
+    _, turned_off = what_if(remembering, state, records, {"strategy": "off"})
+    assert [(m["origin"], m["content"]) for m in turned_off] == [("system", "Be brief.")]
