@@ -84,12 +84,12 @@ def _lenses(svc, info, conv_id: str) -> list[Lens]:
         picked = st.multiselect("Also replay under", list(PRESETS), key=f"lenses-{conv_id}",
                                 label_visibility="collapsed", placeholder="Add a lens…")
     lenses = [base] + [Lens(f"lens-{i}", name, PRESETS[name]) for i, name in enumerate(PRESETS) if name in picked]
-    attached = st.session_state.get(keys.rescore_flow(conv_id))
+    attached = st.session_state.get(keys.of_conversation(keys.RESCORE_FLOW, conv_id))
     if attached:
         try:
             lenses += _flow_lenses(attached, MemoryConfig().fidelity)
         except MemLensError:
-            st.session_state.pop(keys.rescore_flow(conv_id), None)
+            st.session_state.pop(keys.of_conversation(keys.RESCORE_FLOW, conv_id), None)
     return lenses
 
 
@@ -103,17 +103,18 @@ def _attach_flow(svc, conv_id: str, conv, thread: list[int]) -> None:
         except MemLensError as e:
             st.error(plain(str(e)))
         else:
-            st.session_state[keys.attach_flow(conv_id)] = version.id
+            st.session_state[keys.of_conversation(keys.ATTACH_FLOW, conv_id)] = version.id
             st.rerun()
     flows = svc.flows()
     if not flows:
         st.caption("No flow yet: import a Dify DSL export or a MemLens flow file first (`python -m core flows import`).")
         return
     labels = {f.id: f"{f.flow_name} (v{f.version})" for f in flows}
-    chosen = st.selectbox("Flow", list(labels), format_func=labels.get, key=keys.attach_flow(conv_id))
+    chosen = st.selectbox("Flow", list(labels), format_func=labels.get,
+                          key=keys.of_conversation(keys.ATTACH_FLOW, conv_id))
     if st.button("Re-score these answers under its LLM nodes' memory", key=f"attach-rescore-{conv_id}",
                  help="Adds one lens per LLM node of the flow; nothing is called or stored"):
-        st.session_state[keys.rescore_flow(conv_id)] = chosen
+        st.session_state[keys.of_conversation(keys.RESCORE_FLOW, conv_id)] = chosen
         st.rerun()
     queries = [conv.turns[p] for p in thread if conv.turns[p].query_index is not None][:MAX_ATTACH_TURNS]
     if st.button(f"Replay the {len(queries)} queries through it as a new conversation",
@@ -167,7 +168,7 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
         st.rerun()
 
     def needs_flow(*_args) -> None:
-        st.session_state[keys.needs_flow(conv_id)] = True
+        st.session_state[keys.of_conversation(keys.NEEDS_FLOW, conv_id)] = True
         st.rerun()
 
     actions = TurnActions(on_select=select, on_regenerate=needs_flow, on_edit=needs_flow, on_switch=switch)
@@ -201,7 +202,7 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
     ledgers = lens_ledgers(replays, selected) if selected is not None else {}
 
     with chat_col:
-        if st.session_state.pop(keys.needs_flow(conv_id), False):
+        if st.session_state.pop(keys.of_conversation(keys.NEEDS_FLOW, conv_id), False):
             st.warning(NEEDS_FLOW)
         if not thread:
             st.info("This conversation has no turn.")

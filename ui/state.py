@@ -34,19 +34,15 @@ SELECTED_TURN = "selected_turn"       # the inspected turn's id
 NEW_FLOW, NEW_NAME, NEW_START = "new_flow", "new_name", "new_start"  # the "New conversation" popover
 
 
-def rescore_flow(conversation_id: str) -> str:
-    """The flow an imported conversation is re-scored with (the replay view)."""
-    return f"rescore-{conversation_id}"
+# One imported conversation's replay view keeps these per conversation: ``of_conversation(NAME, id)``.
+RESCORE_FLOW = "rescore"       # the flow its answers are re-scored with
+ATTACH_FLOW = "attach-flow"    # the flow version just attached to it
+NEEDS_FLOW = "needs-flow"      # set when an action needs a flow it does not have yet
 
 
-def attach_flow(conversation_id: str) -> str:
-    """The flow version just attached to an imported conversation."""
-    return f"attach-flow-{conversation_id}"
-
-
-def needs_flow(conversation_id: str) -> str:
-    """Set when an action needs a flow the imported conversation does not have yet."""
-    return f"needs-flow-{conversation_id}"
+def of_conversation(name: str, conversation_id: str) -> str:
+    """A key kept per conversation, so opening another one starts afresh."""
+    return f"{name}-{conversation_id}"
 
 
 # -- hand-offs between pages: set by one page, read and cleared by the page named -----------------------
