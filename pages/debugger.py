@@ -67,7 +67,8 @@ if st.session_state.get(keys.CONVERSATION) not in ids:
 
 with st.sidebar:
     if ids:
-        st.selectbox("Open", ids, key=keys.CONVERSATION, format_func=lambda i: names.get(i, i), label_visibility="collapsed")
+        st.selectbox("Open", ids, key=keys.CONVERSATION, format_func=lambda i: names.get(i, i),
+                     label_visibility="collapsed")
     with st.popover("New conversation", icon=":material/add:", width="stretch"):
         flow_names = {f.flow_id: f"{f.flow_name} (v{f.version})" for f in flows}
         chosen = st.selectbox("Flow", list(flow_names), format_func=flow_names.get, key=keys.NEW_FLOW)
@@ -79,6 +80,13 @@ with st.sidebar:
             st.rerun()
 
 conv_id = st.session_state.get(keys.CONVERSATION)
+
+
+def conv_key(name: str) -> str:
+    """A widget key kept per open conversation."""
+    return keys.of_conversation(name, conv_id)
+
+
 if conv_id is None:
     st.title("MemLens debugger")
     st.info("No conversation yet: start one from the sidebar.")
@@ -87,7 +95,7 @@ if conv_id is None:
 info = svc.info(conv_id)
 if info.flow_version_id is None:  # imported or pulled: no flow to run, a replay view instead
     with st.sidebar:
-        conversation_only = st.toggle("Conversation only", key="conversation_only",
+        conversation_only = st.toggle("Conversation only", key=keys.CONVERSATION_ONLY,
                                       help="Hide every debugging detail: a clean chat for demos")
     render_replay(svc, info, conv_id, conversation_only=conversation_only)
     st.stop()
@@ -105,7 +113,8 @@ titles = {n.id: n.title or n.id for n in llm_nodes}
 with st.sidebar:
     st.caption(f"Flow **{html.plain(version.flow_name)}** · version {version.version}"
                + (" (pinned; newest is v%d)" % latest.version if latest.id != version.id else " (newest)"))
-    if latest.id != version.id and st.button(f"Continue on v{latest.version} as a new branch", key="continue_latest"):
+    if latest.id != version.id and st.button(f"Continue on v{latest.version} as a new branch",
+                                             key=keys.CONTINUE_LATEST):
         try:
             rec = svc.continue_on_latest(conv_id)
             if rec is not None:
@@ -114,28 +123,28 @@ with st.sidebar:
         except MemLensError as e:
             st.error(html.plain(e))
     with st.popover("Rename or delete", icon=":material/edit:", width="stretch"):
-        new = st.text_input("Name", info.name, key=f"rename-{conv_id}")
-        if st.button("Rename", key="rename_go"):
+        new = st.text_input("Name", info.name, key=conv_key(keys.RENAME))
+        if st.button("Rename", key=keys.RENAME_GO):
             svc.rename(conv_id, new.strip() or info.name)
             st.rerun()
         st.divider()
-        confirm = st.checkbox("Delete this conversation and everything recorded in it", key="delete_confirm")
-        if st.button("Delete", key="delete_go", disabled=not confirm, type="primary"):
+        confirm = st.checkbox("Delete this conversation and everything recorded in it", key=keys.DELETE_CONFIRM)
+        if st.button("Delete", key=keys.DELETE_GO, disabled=not confirm, type="primary"):
             svc.delete(conv_id)
             st.session_state.pop(keys.CONVERSATION, None)
             st.session_state.pop(keys.SELECTED_TURN, None)
             st.rerun()
     model_choice = st.selectbox(
-        "Model for new turns", MODEL_CHOICES, key="model_choice",
+        "Model for new turns", MODEL_CHOICES, key=keys.MODEL_CHOICE,
         help="The demo model answers offline. A real model needs its provider's key in the environment "
              "(e.g. OPENAI_API_KEY); without it the demo model stands in and the receipt says so.")
     if model_choice == "other…":
-        model_choice = st.text_input("Model name (litellm)", key="model_other", placeholder="ollama/llama3.1")
+        model_choice = st.text_input("Model name (litellm)", key=keys.MODEL_OTHER, placeholder="ollama/llama3.1")
     st.divider()
-    conversation_only = st.toggle("Conversation only", key="conversation_only",
+    conversation_only = st.toggle("Conversation only", key=keys.CONVERSATION_ONLY,
                                   help="Hide every debugging detail: a clean chat for demos")
     node_options = ["all"] + [n.id for n in llm_nodes]
-    node_filter = st.selectbox("Show memory of", node_options, key="node_filter",
+    node_filter = st.selectbox("Show memory of", node_options, key=keys.NODE_FILTER,
                                format_func=lambda n: "all LLM nodes" if n == "all" else titles[n],
                                disabled=conversation_only)
 
@@ -215,7 +224,7 @@ baselines = {n.id: data.recorded_config(runs[n.id]) if (runs.get(n.id) or {}).ge
 overrides: dict[str, dict] = {}
 receipt_tab = switch_tab = vars_tab = tree_tab = None
 if side_col is not None:
-    with side_col, st.container(key="ml-side"):
+    with side_col, st.container(key=keys.SIDE):
         why_box = st.container()
         receipt_tab, switch_tab, vars_tab, tree_tab = st.tabs(["Context receipt", "Switchboard", "Variables",
                                                                 "Branches"])
@@ -227,17 +236,17 @@ if side_col is not None:
             if for_new_turns[n.id] != baselines[n.id]:
                 st.caption(html.plain(f"{titles[n.id]}: new turns use {for_new_turns[n.id].label()} "
                                  f"(this turn ran with {baselines[n.id].label()})."))
-        changed = render_switchboard(flow, baselines, key=f"sb-{conv_id}-{selected_id}")
+        changed = render_switchboard(flow, baselines, key=conv_key(keys.SWITCHBOARD) + f"-{selected_id}")
         # Whole configs (the inspected turn's settings with the changes on top), for what-if ledgers and re-runs.
         overrides = {nid: {**baselines[nid].to_dict(), **c} for nid, c in changed.items()}
         if changed:
             c1, c2 = st.columns(2)
-            if selected_id and c1.button(f"Re-run {turn_label(conv, selected)} as a branch", key="rerun_from",
+            if selected_id and c1.button(f"Re-run {turn_label(conv, selected)} as a branch", key=keys.RERUN_FROM,
                                          help="The inspected turn answered again with these settings, as a new "
                                               "branch; the settings stay on for the turns that follow"):
                 merged = {**stored_overrides, **overrides}
                 _run("Re-running…", lambda ev: svc.rerun_from(conv_id, selected_id, merged, on_event=ev))
-            if c2.button("Keep for new turns", key="keep_settings"):
+            if c2.button("Keep for new turns", key=keys.KEEP_SETTINGS):
                 svc.set_memory_overrides(conv_id, {**stored_overrides, **overrides})
                 st.rerun()
         else:
@@ -246,7 +255,7 @@ if side_col is not None:
 # -- where did X go? --------------------------------------------------------------------------------------
 if side_col is not None and thread:
     with why_box:
-        phrase = st.text_input("Where did it go?", key=f"why-{conv_id}", max_chars=MAX_PHRASE,
+        phrase = st.text_input("Where did it go?", key=conv_key(keys.WHY), max_chars=MAX_PHRASE,
                                placeholder="Type a name, a number, a phrase… and press Enter",
                                help="Finds the turn that said it and, for each LLM node, the first turn whose "
                                     "context no longer holds it, and why. No model is called.")
@@ -255,7 +264,7 @@ if side_col is not None and thread:
                 shown = {nid: {**config.to_dict(), **overrides.get(nid, {})} for nid, config in baselines.items()}
                 answer = data.why(url, conv_id, stamp, info.flow_version_id, phrase.strip(), tuple(thread),
                                   json.dumps(shown, sort_keys=True), fidelity)
-                render_why(answer, on_jump=lambda p: _select(conv.turns[p].id), key=f"why-{conv_id}")
+                render_why(answer, on_jump=lambda p: _select(conv.turns[p].id), key=conv_key(keys.WHY))
             except MemLensError as e:
                 st.error(html.plain(e))
 
@@ -276,13 +285,13 @@ for nid, ov in overrides.items():
 # The transcript scrolls in its own box, so the page opens at the top (title, receipt in view) and the
 # box shows the newest turn; the inspector column stays in view beside it (html.CSS: .st-key-ml-side).
 with chat_col:
-    transcript_box = st.container(height=TRANSCRIPT_HEIGHT, key="ml-transcript") if side_col is not None \
+    transcript_box = st.container(height=TRANSCRIPT_HEIGHT, key=keys.TRANSCRIPT) if side_col is not None \
         else st.container()
 with transcript_box:
     if not thread:
         st.info("No message yet. Say something below — the demo model answers offline.")
     else:
-        visible = thread_page(thread, selected, key=f"shown-{conv_id}", on_newest=lambda: _select(thread_ids[-1]))
+        visible = thread_page(thread, selected, key=conv_key(keys.SHOWN), on_newest=lambda: _select(thread_ids[-1]))
         items = transcript(conv, visible, selected, ledgers, titles,
                            node_filter=None if node_filter == "all" else node_filter)
         siblings = {}
@@ -291,12 +300,12 @@ with transcript_box:
             siblings[conv.turns[p].id] = (sib.index, sib.count, sib.ids)
         failed = {conv.turns[p].id: turn_problem(conv.turns[p]) for p in visible if turn_problem(conv.turns[p])}
         render_transcript(items, siblings=siblings, failed=failed, differs=differs,
-                          actions=actions, conversation_only=conversation_only, key=f"tx-{conv_id}")
+                          actions=actions, conversation_only=conversation_only, key=conv_key(keys.TRANSCRIPT_TURNS))
 
 # Inside the chat column, under the transcript box: a chat input at the page's root would pin itself to
 # the bottom and scroll the whole page down on every load, away from the title and the receipt.
 with chat_col:
-    query = st.chat_input("Message the bot…", key="chat_input")
+    query = st.chat_input("Message the bot…", key=keys.CHAT_INPUT)
 if query:
     send_overrides = None
     if model_choice and model_choice != AS_CONFIGURED:
@@ -308,7 +317,7 @@ if side_col is not None:
     with receipt_tab:
         if selected_id is None:
             st.info("Send a message: each LLM node's context receipt appears here.")
-            render_recall_preview(svc.memory_of(info.flow_version_id), info.user_id, None, key=f"recall-{conv_id}")
+            render_recall_preview(svc.memory_of(info.flow_version_id), info.user_id, None, key=conv_key(keys.RECALL))
         else:
             st.markdown(f"**{turn_label(conv, selected).capitalize()}** — " + html.muted(conv.turns[selected].query[:80]),
                         unsafe_allow_html=True)
@@ -371,6 +380,6 @@ if side_col is not None:
         at = data.variables_at(url, conv_id, stamp, info.flow_version_id, selected_id) if selected_id else None
         label = f"after {turn_label(conv, selected)}" if selected is not None else ""
         turn_no = {t.id: turn_label(conv, i).removeprefix("turn ") for i, t in enumerate(conv.turns)}
-        render_variables(svc, conv_id, variables, at, label, history, turn_no, key=f"vars-{conv_id}")
+        render_variables(svc, conv_id, variables, at, label, history, turn_no, key=conv_key(keys.VARIABLES))
     with tree_tab:
         render_branches(conv, thread, on_switch=_switch, keys=("tree", f"branch-{conv_id}", "switch_branch"))

@@ -32,6 +32,20 @@ CONVERSATION = "conv_id"              # the open conversation's id (the sidebar'
 CONVERSATION_SOURCE = "conv_source"   # the sidebar's source filter
 SELECTED_TURN = "selected_turn"       # the inspected turn's id
 NEW_FLOW, NEW_NAME, NEW_START = "new_flow", "new_name", "new_start"  # the "New conversation" popover
+CONVERSATION_ONLY = "conversation_only"  # hide every debugging detail
+CONTINUE_LATEST = "continue_latest"
+RENAME_GO, DELETE_CONFIRM, DELETE_GO = "rename_go", "delete_confirm", "delete_go"
+MODEL_CHOICE, MODEL_OTHER = "model_choice", "model_other"  # the model for new turns
+NODE_FILTER = "node_filter"            # whose memory the markers show
+SIDE = "ml-side"                       # the receipt column (ui/html.py's CSS makes it sticky)
+TRANSCRIPT = "ml-transcript"           # the transcript box (scrolled to the inspected turn)
+RERUN_FROM, KEEP_SETTINGS = "rerun_from", "keep_settings"  # the switchboard's two actions
+CHAT_INPUT = "chat_input"
+# Kept per conversation (``of_conversation(NAME, id)``): its name being edited, the "where did it go?"
+# box, how many turns the transcript shows, the transcript, the recall preview, the variables panel,
+# the switchboard (per conversation and inspected turn: ``of_conversation(SWITCHBOARD, id) + f"-{turn}"``).
+RENAME, WHY, SHOWN, TRANSCRIPT_TURNS, RECALL, VARIABLES, SWITCHBOARD = \
+    "rename", "why", "shown", "tx", "recall", "vars", "sb"
 
 
 # One imported conversation's replay view keeps these per conversation: ``of_conversation(NAME, id)``.
