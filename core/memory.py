@@ -291,7 +291,7 @@ class Replay:
         # shape, not one per turn, keeps a long replay's memory near its conversation's.
         # (Two tables: a tuple of bools equals the tuple of ints with the same values.)
         self._shapes: dict[tuple[bool, ...], tuple[bool, ...]] = {}
-        self._index_shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._index_shapes: dict[object, tuple[int, ...]] = {}
         self._msg_before: list[int] | None = None
         self._system_tokens = self.counter.chat("system", self.system_prompt) if self.system_prompt else 0
         self._summaries: list[TurnSummary] | None = None
@@ -317,11 +317,14 @@ class Replay:
         el = self._eligible[position]
         if el is None:
             turn = self.conversation.turns[position]
-            if self.strategy.uses_granularity and self.config.granularity == "query_answer":
-                el = tuple(sorted(i for i in (turn.query_index, turn.answer_index) if i is not None))
-            else:
-                el = tuple(range(len(turn.messages)))
-            el = self._eligible[position] = self._index_shapes.setdefault(el, el)
+            # One tuple per shape of turn (a replay is in one granularity mode throughout).
+            query_answer = self.strategy.uses_granularity and self.config.granularity == "query_answer"
+            key = (turn.query_index, turn.answer_index) if query_answer else len(turn.messages)
+            el = self._index_shapes.get(key)
+            if el is None:
+                el = self._index_shapes[key] = (tuple(sorted(i for i in key if i is not None)) if query_answer
+                                                else tuple(range(key)))
+            self._eligible[position] = el
         return el
 
     @property
