@@ -183,6 +183,13 @@ class Conversation:
             self._tree = ThreadIndex(self.turns)
         return self._tree
 
+    def with_turn(self, turn: Turn, **changes) -> "Conversation":
+        """A new conversation: this one with ``turn`` appended (and ``changes`` to its other
+        fields); its tree is extended, not rebuilt, so a long conversation's next turn stays cheap."""
+        kept = {"id": self.id, "system_prompt": self.system_prompt, "source_format": self.source_format,
+                "name": self.name, "meta": dict(self.meta)}
+        return Conversation(turns=[*self.turns, turn], _tree=self.tree.extended(turn), **{**kept, **changes})
+
     def answered_turns(self) -> list[int]:
         """Positions of the turns that have a query (the ones a model was asked to answer)."""
         return [i for i, t in enumerate(self.turns) if t.query_index is not None]
@@ -204,48 +211,68 @@ class ThreadIndex:
     """
 
     def __init__(self, turns: Sequence[Turn]):
-        self.size = len(turns)
+        self.size = 0
         self.position: dict[str, int] = {}
-        for i, t in enumerate(turns):
-            self.position.setdefault(t.id, i)
-        parent: list[int | None] = []
-        thread_parent: list[int | None] = []
-        depth: list[int] = []
-        last_root = -1  # newest row so far whose parent is NULL or empty
-        for i, t in enumerate(turns):
-            p = t.parent_id
-            if not p:
-                stated = None
-                walk = None
-            elif p == UUID_NIL:
-                stated = walk = i - 1 if i > 0 else None
-            else:
-                j = self.position.get(p)
-                stated = j if j is not None and j < i else None
-                # The walk scans older rows for the parent id but stops at the first NULL-parent row.
-                best = max(last_root, stated if stated is not None else -1)
-                walk = best if best >= 0 else None
-            parent.append(stated)
-            thread_parent.append(walk)
-            depth.append(1 if walk is None else depth[walk] + 1)
-            if not p:
-                last_root = i
-        self.parent = parent
+        self.parent: list[int | None] = []
+        self.thread_parent: list[int | None] = []
+        self.depth: list[int] = []  # thread length ending at the turn, the turn included (sys.dialogue_count)
         # Length of the branch as the user sees it (stated parents), the turn included: its label.
-        self.path_depth = [0] * len(parent)
-        self.path_root = [0] * len(parent)
-        for i, q in enumerate(parent):
-            self.path_depth[i] = 1 if q is None else self.path_depth[q] + 1
-            self.path_root[i] = i if q is None else self.path_root[q]
-        self.thread_parent = thread_parent
-        self.depth = depth  # thread length ending at the turn, the turn included (sys.dialogue_count)
-        self.children: list[list[int]] = [[] for _ in turns]
-        self.thread_children: list[list[int]] = [[] for _ in turns]
-        for i in range(self.size):
-            if parent[i] is not None:
-                self.children[parent[i]].append(i)
-            if thread_parent[i] is not None:
-                self.thread_children[thread_parent[i]].append(i)
+        self.path_depth: list[int] = []
+        self.path_root: list[int] = []
+        self.children: list[list[int]] = []
+        self.thread_children: list[list[int]] = []
+        self._last_root = -1  # newest row so far whose parent is NULL or empty
+        for t in turns:
+            self._add(t)
+
+    def _add(self, t: Turn, *, shared: bool = False) -> None:
+        """Index one more turn (the newest): every rule looks only at older turns, so a turn's
+        entries never change once it is indexed. ``shared``: the child lists are shared with
+        another index, so the ones that change are copied first."""
+        i = self.size
+        self.size += 1
+        self.position.setdefault(t.id, i)
+        p = t.parent_id
+        if not p:
+            stated = walk = None
+        elif p == UUID_NIL:
+            stated = walk = i - 1 if i > 0 else None
+        else:
+            j = self.position.get(p)
+            stated = j if j is not None and j < i else None
+            # The walk scans older rows for the parent id but stops at the first NULL-parent row.
+            best = max(self._last_root, stated if stated is not None else -1)
+            walk = best if best >= 0 else None
+        if not p:
+            self._last_root = i
+        self.parent.append(stated)
+        self.thread_parent.append(walk)
+        self.depth.append(1 if walk is None else self.depth[walk] + 1)
+        self.path_depth.append(1 if stated is None else self.path_depth[stated] + 1)
+        self.path_root.append(i if stated is None else self.path_root[stated])
+        self.children.append([])
+        self.thread_children.append([])
+        if stated is not None:
+            if shared:
+                self.children[stated] = list(self.children[stated])
+            self.children[stated].append(i)
+        if walk is not None:
+            if shared:
+                self.thread_children[walk] = list(self.thread_children[walk])
+            self.thread_children[walk].append(i)
+
+    def extended(self, turn: Turn) -> "ThreadIndex":
+        """This index with ``turn`` appended, leaving this one as it is: a copy of the index's
+        lists (not a walk over the turns), so appending to a long conversation stays cheap."""
+        out = ThreadIndex.__new__(ThreadIndex)
+        out.size, out._last_root = self.size, self._last_root
+        out.position = dict(self.position)
+        for name in ("parent", "thread_parent", "depth", "path_depth", "path_root"):
+            setattr(out, name, list(getattr(self, name)))
+        # Only the new turn's parents' child lists change: those are copied, the others shared.
+        out.children, out.thread_children = list(self.children), list(self.thread_children)
+        out._add(turn, shared=True)
+        return out
 
     def thread(self, i: int) -> list[int]:
         """Positions of the thread ending at turn ``i``, oldest first (Dify's walk)."""

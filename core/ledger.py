@@ -15,7 +15,8 @@ kept part of a partially trimmed message — is listed in :attr:`Ledger.syntheti
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import asdict, dataclass, field, fields
 
 KEPT = "kept"
 MEMORY_OFF = "memory_off"
@@ -178,6 +179,66 @@ class Ledger:
         return {"turn": self.turn, "prompt_tokens": self.prompt_tokens,
                 "history_tokens": self.history_tokens, "budget": self.budget,
                 "ledger": [e.to_json() for e in self.rows()]}
+
+
+def reason_runs(reasons) -> list[list]:
+    """``["kept", "kept", "empty"]`` → ``[["kept", 2], ["empty", 1]]``: a ledger's reasons in order,
+    as runs (what the store keeps, and what :class:`RunLedger` is built from)."""
+    runs: list[list] = []
+    for reason in reasons:
+        if runs and runs[-1][0] == reason:
+            runs[-1][1] += 1
+        else:
+            runs.append([reason, 1])
+    return runs
+
+
+class RunLedger(Ledger):
+    """A ledger recorded as its reasons' runs and its kept entries, its full entries built the
+    first time they are read (``expand(runs)``). Recording a turn of a long conversation needs
+    only the runs (stored) and the kept messages (sent); listing every earlier message is left
+    to whoever displays it. Equal to, and copied as, the plain :class:`Ledger` it stands for."""
+
+    def __init__(self, *, runs: list[list], kept: list[LedgerEntry], count: int, first_ref, last_ref,
+                 expand, **fields):
+        self.runs, self.count, self.first_ref, self.last_ref = runs, count, first_ref, last_ref
+        self._kept, self._expand, self._entries = kept, expand, None
+        super().__init__(entries=None, **fields)
+
+    @property
+    def entries(self) -> list[LedgerEntry]:
+        if self._entries is None:
+            self._entries = self._expand(self.runs)
+            self._expand = None
+        return self._entries
+
+    @entries.setter
+    def entries(self, value) -> None:
+        if value is not None:
+            self._entries = value
+
+    @property
+    def kept(self) -> list[LedgerEntry]:
+        return list(self._kept)
+
+    def plain(self) -> Ledger:
+        return Ledger(**{f.name: getattr(self, f.name) for f in fields(Ledger)})
+
+    def __eq__(self, other):
+        if isinstance(other, Ledger):
+            return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(Ledger) if f.compare)
+        return NotImplemented
+
+    __hash__ = None
+
+    def __copy__(self) -> Ledger:
+        return copy.copy(self.plain())
+
+    def __deepcopy__(self, memo) -> Ledger:
+        return copy.deepcopy(self.plain(), memo)
+
+    def __reduce_ex__(self, protocol):
+        return self.plain().__reduce_ex__(protocol)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from typing import Callable, Iterator, Sequence
 from .conversation import INTERMEDIATE, Conversation, Message
 from .errors import MemLensError
 from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
-                     SCOPE, TRIMMED_EARLIER, Ledger, LedgerEntry, TurnSummary)
+                     SCOPE, TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummary)
 from .strategies import STRATEGIES, get_strategy
 from .strategies.base import Budget, PathView, Plan, Strategy
 from .strategies.compaction import (COMPACTION_PROFILES, DEFAULT_KEEP_MESSAGES, DEFAULT_KEEP_TOOL_RESULTS,
@@ -339,14 +339,16 @@ class Replay:
         return self._system_tokens + (self.counter.message(q) if q else 0) + REPLY_PRIMING
 
     def messages_before(self, position: int) -> int:
-        if self._msg_before is None:
-            acc, out = 0, []
-            for t in self.conversation.turns:
-                out.append(acc)
+        before = self._msg_before
+        if before is None:
+            before = self._msg_before = [0]
+        turns = self.conversation.turns
+        if len(before) <= len(turns):  # extended, not recounted, when the conversation grew
+            acc = before[-1]
+            for t in turns[len(before) - 1:]:
                 acc += len(t.messages)
-            out.append(acc)
-            self._msg_before = out
-        return self._msg_before[position]
+                before.append(acc)
+        return before[position]
 
     # -- the decision ------------------------------------------------------------------------------
     def _decide(self, view: PathView, position: int) -> Decision:
@@ -529,12 +531,12 @@ class Replay:
 
     def ledger_at(self, position: int) -> Ledger:
         view, d = self.view_for(position)
-        on_thread: dict[int, int] = {}  # (turn position) → index of its first message in the view
+        if d.plan is None:
+            return self.cut_ledger(view, d, position).plain()
+        on_thread = set(view.positions)
         seq_index: dict[tuple[int, int], int] = {}
         for i, (p, m) in enumerate(zip(view.seq_pos, view.seq_msg)):
             seq_index[(p, m)] = i
-        for p in view.positions:
-            on_thread[p] = 1
         entries: list[LedgerEntry] = []
         history = 0
         turns = self.conversation.turns
@@ -550,36 +552,103 @@ class Replay:
                     i = seq_index.get((p, m))
                     if i is None:
                         reason = GRANULARITY
-                    elif d.plan is not None:
+                    else:
                         reason = d.plan.reason(i, msg)
                         if reason == KEPT and msg.is_empty and self.strategy.drops_empty:
                             reason = EMPTY
-                    elif i < d.trimmed_before:
-                        reason = TRIMMED_EARLIER
-                    elif i < d.window_start:
-                        reason = OUTSIDE_WINDOW
-                    elif i < d.budget_cut:
-                        reason = OVER_BUDGET
-                    elif msg.is_empty:
-                        reason = EMPTY
-                    else:
-                        reason = KEPT
                 kept = reason == KEPT
                 if kept:
                     history += toks[m]
                 entries.append(LedgerEntry(ref=msg.ref, turn=number, role=msg.role, tokens=toks[m], kept=kept,
                                            reason=reason, kind=msg.kind, position=p, index=m))
-        synthetic = d.plan.synthetic(view, self) if d.plan is not None else []
+        synthetic = d.plan.synthetic(view, self)
         history += sum(s.tokens for s in synthetic)
+        return Ledger(entries=entries, synthetic=synthetic, compactions=list(getattr(d.plan, "compactions", None) or []),
+                      **self._ledger_header(position, d, history))
+
+    def _ledger_header(self, position: int, d: Decision, history: int) -> dict:
         fixed = d.fixed_prompt_tokens
         context = d.budget.context_size
         cfg = self.config.to_dict()
         cfg["budget"] = d.budget.limit
-        return Ledger(turn=self.numbers[position], entries=entries, prompt_tokens=fixed + history,
-                      history_tokens=history, budget=d.budget.limit, budget_note=d.budget.note, config=cfg,
-                      context_size=context,
-                      exceeds_context=bool(context) and fixed + history + self.config.max_tokens > context,
-                      synthetic=synthetic, compactions=list(getattr(d.plan, "compactions", None) or []))
+        return dict(turn=self.numbers[position], prompt_tokens=fixed + history, history_tokens=history,
+                    budget=d.budget.limit, budget_note=d.budget.note, config=cfg, context_size=context,
+                    exceeds_context=bool(context) and fixed + history + self.config.max_tokens > context)
+
+    def cut_ledger(self, view: PathView, d: Decision, position: int, clean: int = 0) -> RunLedger:
+        """The ledger of a strategy that cuts the thread (no plan) as reason runs and kept entries,
+        in time that grows with the thread's turns (or less), not its messages; the full
+        entries are built when first read. ``clean``: how many of the view's first turns are
+        positions ``0, 1, …`` with every message in the sequence and none empty — those are
+        classified as one range."""
+        runs = self._runs(view, d, position, clean)
+        turns, numbers = self.conversation.turns, self.numbers
+        kept: list[LedgerEntry] = []
+        if not d.blocked:
+            for i in range(max(d.trimmed_before, d.window_start, d.budget_cut), d.end):
+                p, m = view.seq_pos[i], view.seq_msg[i]
+                if self._empties(p)[m]:
+                    continue
+                msg = turns[p].messages[m]
+                kept.append(LedgerEntry(ref=msg.ref, turn=numbers[p], role=msg.role, tokens=self._tokens[p][m],
+                                        kept=True, reason=KEPT, kind=msg.kind, position=p, index=m))
+        with_messages = (turns[p].messages for p in range(position) if turns[p].messages)
+        first = next(with_messages, None)
+        last = next((turns[p].messages for p in range(position - 1, -1, -1) if turns[p].messages), None)
+        conversation, tokens = self.conversation, self.message_tokens
+        return RunLedger(runs=runs, kept=kept, count=self.messages_before(position),
+                         first_ref=first[0].ref if first else None, last_ref=last[-1].ref if last else None,
+                         expand=lambda r: expand_runs(conversation, position, r, numbers, tokens),
+                         **self._ledger_header(position, d, sum(e.tokens for e in kept)))
+
+    def _runs(self, view: PathView, d: Decision, position: int, clean: int) -> list[list]:
+        """Every earlier message's reason, as runs: the first removal step that applies."""
+        runs: list[list] = []
+
+        def add(reason: str, n: int) -> None:
+            if n > 0:
+                if runs and runs[-1][0] == reason:
+                    runs[-1][1] += n
+                else:
+                    runs.append([reason, n])
+
+        before = self.messages_before
+        if d.blocked:
+            add(d.blocked, before(position))
+            return runs
+        cuts = ((d.trimmed_before, TRIMMED_EARLIER), (d.window_start, OUTSIDE_WINDOW), (d.budget_cut, OVER_BUDGET))
+
+        def add_range(lo: int, hi: int) -> None:
+            # the sequence indices lo..hi-1, none of them empty
+            for cut, reason in cuts:
+                to = min(max(cut, lo), hi)
+                add(reason, to - lo)
+                lo = to
+            add(KEPT, hi - lo)
+
+        add_range(0, view.turn_start(clean))
+        done = clean  # positions before it are classified
+        turns = self.conversation.turns
+        for k in range(clean, len(view.positions)):
+            p = view.positions[k]
+            add(OTHER_BRANCH, before(p) - before(done))
+            start, eligible, empties = view.starts[k], self.eligible(p), self._empties(p)
+            n = len(turns[p].messages)
+            if len(eligible) == n and not any(empties):
+                add_range(start, start + n)
+            else:
+                where = {m: start + j for j, m in enumerate(eligible)}
+                for m in range(n):
+                    i = where.get(m)
+                    if i is None:
+                        add(GRANULARITY, 1)
+                    elif empties[m] and i >= d.trimmed_before and i >= d.window_start and i >= d.budget_cut:
+                        add(EMPTY, 1)
+                    else:
+                        add_range(i, i + 1)
+            done = p + 1
+        add(OTHER_BRANCH, before(position) - before(done))
+        return runs
 
     def history_messages(self, ledger: Ledger) -> list[Message]:
         """The history part of the prompt (see :func:`history_of`)."""
@@ -591,6 +660,8 @@ def history_of(conversation: Conversation, ledger: Ledger) -> list[Message]:
     (as synthetic messages), then the kept messages, each cleared or partially kept one replaced by
     what was sent instead of it."""
     turns = conversation.turns
+    if not ledger.synthetic:  # no stand-ins: the kept messages (a RunLedger lists only those)
+        return [turns[e.position].messages[e.index] for e in ledger.kept]
     out: list[Message] = [Message(s.role, s.content, INTERMEDIATE, s.ref or s.origin)
                           for s in ledger.synthetic if s.replaces is None]
     stand_ins = {s.replaces: s for s in ledger.synthetic if s.replaces is not None}
@@ -603,9 +674,111 @@ def history_of(conversation: Conversation, ledger: Ledger) -> list[Message]:
     return out
 
 
+class TurnMemory:
+    """One memory config over a conversation that grows a turn at a time: the ledger of each new
+    turn without replaying the conversation.
+
+    The thread view of the previous turn is kept and moved to the new turn's thread — usually one
+    turn pushed; after a branch, popped back to the common ancestor and pushed down the new
+    thread — so a turn costs what its own thread changes, plus a pass over the thread's turns
+    that is skipped for a linear stretch of plain turns. Its ledger is a :class:`RunLedger`:
+    reasons as runs and the kept entries (what is stored and sent), every entry listed only
+    when read. The decision is the one :meth:`Replay.ledger_at` makes, by the same code.
+
+    Only strategies that cut the thread qualify; a planning strategy's state depends on the
+    current turn's prompt, so its ledgers are computed afresh (:meth:`ledger` does that).
+    """
+
+    def __init__(self, config: MemoryConfig, *, has_thread: bool = True):
+        self.config = config
+        self.has_thread = has_thread
+        self._replay: Replay | None = None
+        self._view: PathView | None = None
+        self._index: dict[int, int] = {}  # turn position → its index in the view
+        self._clean = 0  # the view's first turns that are positions 0, 1, … and plain (see cut_ledger)
+        self._stable = 0  # turns before this position are the ones seen last time
+        self._anchor: object = None  # the newest of those turns, to tell this conversation from another
+
+    def ledger(self, conversation: Conversation, position: int, fixed_tokens: int) -> tuple[Ledger, list[Message]]:
+        """The ledger of the turn at ``position`` (the conversation's newest: the turn being
+        run) and the history messages it sends; ``fixed_tokens`` is the rest of its prompt."""
+        replay = self._follow(conversation) if position == len(conversation.turns) - 1 else None
+        if replay is None or replay.plans:
+            replay = Replay(conversation, self.config, system_prompt="", has_thread=self.has_thread,
+                            prompt_tokens=lambda _position: fixed_tokens)
+            ledger = replay.ledger_at(position)
+            return ledger, replay.history_messages(ledger)
+        replay._prompt_tokens = lambda _position: fixed_tokens
+        view = self._view
+        self._move_to(replay, view, conversation.tree.thread_parent[position])
+        ledger = replay.cut_ledger(view, replay._decide(view, position), position, self._clean)
+        self._stable, self._anchor = position, conversation.turns[position - 1] if position else None
+        return ledger, replay.history_messages(ledger)
+
+    def _follow(self, conversation: Conversation) -> Replay:
+        """The replay, moved onto ``conversation``: its first turns are the ones seen before when
+        the newest of them is the same turn; otherwise everything starts again."""
+        stable, replay = self._stable, self._replay
+        turns = conversation.turns
+        if replay is None or len(turns) <= stable or (stable and turns[stable - 1] is not self._anchor):
+            replay = self._replay = Replay(conversation, self.config, system_prompt="", has_thread=self.has_thread)
+            self._view = replay.strategy.new_view(replay)
+            self._index, self._clean = {}, 0
+            return replay
+        n = len(turns)
+        for per_turn in (replay._tokens, replay._empty, replay._eligible):
+            del per_turn[stable:]
+            per_turn.extend([None] * (n - stable))
+        replay.numbers[stable:] = turn_numbers(conversation)[stable:]
+        if replay._msg_before is not None:
+            del replay._msg_before[stable + 1:]
+        replay._summaries = None
+        replay.conversation = conversation
+        return replay
+
+    def _move_to(self, replay: Replay, view: PathView, parent: int | None) -> None:
+        """Make ``view`` the thread ending at ``parent`` (none: an empty thread)."""
+        index, thread_parent = self._index, replay.conversation.tree.thread_parent
+        path: list[int] = []
+        q = parent
+        while q is not None and q not in index:
+            path.append(q)
+            q = thread_parent[q]
+        keep = index[q] + 1 if q is not None else 0
+        while len(view.positions) > keep:
+            del index[view.positions[-1]]
+            view.pop()
+        self._clean = min(self._clean, keep)
+        for p in reversed(path):
+            k = len(view.positions)
+            replay._push(view, p, replay._decide(view, p))
+            index[p] = k
+            if self._clean == k == p and len(replay.eligible(p)) == len(replay.conversation.turns[p].messages) \
+                    and not any(replay._empties(p)):
+                self._clean += 1
+
+
+def expand_runs(conversation: Conversation, position: int, runs, numbers: list[int],
+                tokens: Callable[[int], tuple[int, ...]]) -> list[LedgerEntry]:
+    """The entries of the ledger of the turn at ``position`` from its reasons as runs: the
+    candidates are exactly the messages of the turns before it, in order; ``tokens(p)`` gives
+    the token counts of turn ``p``'s messages and ``numbers`` the turn numbers."""
+    reasons = (reason for reason, n in runs for _ in range(int(n)))
+    turns = conversation.turns
+    entries: list[LedgerEntry] = []
+    for p in range(position):
+        toks, number = tokens(p), numbers[p]
+        for m, msg in enumerate(turns[p].messages):
+            reason = next(reasons)
+            entries.append(LedgerEntry(ref=msg.ref, turn=number, role=msg.role, tokens=toks[m], kept=reason == KEPT,
+                                       reason=reason, kind=msg.kind, position=p, index=m))
+    return entries
+
+
 def compute_ledger(conversation: Conversation, position: int, config: MemoryConfig, **kwargs) -> Ledger:
     """The ledger of the turn at ``position`` — a pure function of history, config and prompt."""
     return Replay(conversation, config, **kwargs).ledger_at(position)
 
 
-__all__ = ["MemoryConfig", "ConfigError", "Replay", "compute_ledger", "history_of", "turn_numbers", "PathView", "Decision"]
+__all__ = ["MemoryConfig", "ConfigError", "Replay", "TurnMemory", "compute_ledger", "expand_runs", "history_of",
+           "turn_numbers", "PathView", "Decision"]

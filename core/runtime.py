@@ -52,7 +52,8 @@ from .flow import (OPERATOR_ALIASES, Flow, LLMSettings, Node, if_else_cases, llm
 from .ledger import Ledger, LedgerEntry, SyntheticMessage
 from .limits import LimitError, check_query
 from .llm import DemoClient, LLMClient, LLMError, default_client, one_line
-from .memory import DEFAULT_FIDELITY, FIDELITIES, ConfigError, MemoryConfig, Replay, history_of, turn_numbers
+from .memory import (DEFAULT_FIDELITY, FIDELITIES, ConfigError, MemoryConfig, Replay, TurnMemory, history_of,
+                     turn_numbers)
 from .strategies.compaction import SHIPPED, SUMMARIES_META, ShippedRunHook, recorded_summaries
 from .summarize import ModelSectionSummarizer
 from .templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, FileList, VariablePool, refers_to, render, render_jinja,
@@ -542,6 +543,7 @@ class _Context:
     window_overwrites: dict = field(default_factory=dict)  # persisted inputs (thread scope)
     intermediate: list = field(default_factory=list)  # Messages agent nodes added to the turn
     plugin_token_counting: bool = False
+    memories: dict | None = None  # the conversation's TurnMemory per memory config, kept between its turns
 
     def client(self) -> LLMClient:
         if self.llm is None:
@@ -617,10 +619,14 @@ def _history(ctx: "_Context", config: MemoryConfig, window, fixed_tokens: int) -
         call = window_call(ctx.conversation, ctx.position, window[0], config, overwrite=window[2],
                            has_thread=ctx.flow.is_chat, prompt_tokens=fixed_tokens)
         return call.ledger, call.messages
-    replay = Replay(ctx.conversation, config, system_prompt="", has_thread=ctx.flow.is_chat,
-                    prompt_tokens=lambda _position: fixed_tokens)
-    ledger = replay.ledger_at(ctx.position)
-    return ledger, replay.history_messages(ledger)
+    if ctx.memories is None:
+        memory = TurnMemory(config, has_thread=ctx.flow.is_chat)
+    else:
+        key = (json.dumps(config.to_dict(), sort_keys=True, default=str), ctx.flow.is_chat)
+        memory = ctx.memories.get(key)
+        if memory is None:
+            memory = ctx.memories[key] = TurnMemory(config, has_thread=ctx.flow.is_chat)
+    return memory.ledger(ctx.conversation, ctx.position, fixed_tokens)
 
 
 def node_frame(settings: LLMSettings, render_item, counter, sys_query: str | None, pool: VariablePool, *,
@@ -1024,7 +1030,7 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
              on_variables_updated: Callable[[str, list[VariableChange]], None] | None = None,
              on_event: Callable[[dict], None] | None = None, turn_id: str | None = None,
              created_at: float | None = None, long_term: Any = None, granularity: str | None = None,
-             files: Sequence[FileRef] = ()) -> TurnRecord:
+             files: Sequence[FileRef] = (), memories: dict | None = None) -> TurnRecord:
     """Run one turn of ``flow`` on ``state``; returns its record and leaves ``state`` unchanged.
 
     ``parent_id``: the turn this one answers after — :data:`LATEST` (the newest turn), ``None`` (a
@@ -1041,6 +1047,10 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     query, so later turns' history carries them when the flow has file upload on.
     ``granularity``: the request's history granularity for agent nodes (``None``: the flow's
     ``history.granularity``, else ``query_answer``).
+    ``memories``: a dict the caller keeps for this conversation between its turns, in which the
+    nodes' memories keep their thread views (:class:`core.memory.TurnMemory`), so a turn of a
+    long conversation is not a replay of it; each checks that it is given the conversation it
+    saw last (else it starts again).
     Bad input (unknown parent, bad fidelity, missing required inputs, a bad override) raises
     :class:`RunError` before anything runs.
     """
@@ -1080,8 +1090,7 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
                        messages=(Message("user", query, QUERY, f"{turn_id}:query", files=files),
                                  Message("assistant", "", ANSWER, f"{turn_id}:answer")),
                        query_index=0, answer_index=1, created_at=created, answer_tokens=0)
-    working = Conversation(id=conv.id, turns=list(conv.turns) + [placeholder], system_prompt="",
-                           source_format=conv.source_format, name=conv.name)
+    working = conv.with_turn(placeholder, system_prompt="", meta={})
     position = len(conv.turns)
     number = turn_numbers(working)[position]
     dialogue_count = working.tree.depth[position]
@@ -1102,7 +1111,7 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     ctx = _Context(flow=flow, conversation=working, position=position, turn_id=turn_id, turn_number=number, pool=pool,
                    variables=variables, fidelity=fidelity, llm=llm, overrides=overrides,
                    on_variables_updated=on_variables_updated, emit=emit, long_term=long_term,
-                   granularity=granularity, plugin_token_counting=bool(plugin_token_counting))
+                   granularity=granularity, plugin_token_counting=bool(plugin_token_counting), memories=memories)
     emit("workflow_started", workflow_run_id=run_id,
          data={"id": run_id, "workflow_id": system["workflow_id"], "inputs": copy.deepcopy(checked_inputs),
                "created_at": int(created)})

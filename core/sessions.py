@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -43,6 +45,8 @@ from .store.memories import long_term_store
 from .strategies.compaction import SUMMARIES_META
 from .variables import VariableChange, defaults, edit_variable
 
+#: How many conversations' working state (turns, thread views) a service keeps between turns.
+WORKING_STATES = 64
 SESSION_CHANGED = ("The Agent configuration changed after this conversation started. "
                    "Start a new conversation to continue.")
 _ACTIVE = object()
@@ -55,6 +59,17 @@ class SessionChangedError(StoreError):
 
     code = "agent_session_configuration_changed"
     status = 409
+
+
+@dataclass
+class _Working:
+    """A conversation as its last turn left it, kept between turns: its turns and the nodes'
+    memories (:class:`core.memory.TurnMemory`). ``stamp`` is what the store said then — the
+    conversation row's ``updated_at`` and turn count — and tells whether anyone wrote since."""
+
+    conversation: Conversation
+    stamp: tuple
+    memories: dict
 
 
 @dataclass(frozen=True)
@@ -73,6 +88,8 @@ class ConversationService:
         # its app's namespace (as Dify keeps apps apart); memory nodes that name a namespace share it.
         self.long_term = long_term_store(db)
         self._flow_ids: dict[str, str] = {}
+        self._working: OrderedDict[str, _Working] = OrderedDict()
+        self._working_lock = threading.Lock()
 
     # -- flows ---------------------------------------------------------------------------------------
     def import_flow(self, source: Flow | str | Path, name: str | None = None) -> repo.FlowVersion:
@@ -148,14 +165,55 @@ class ConversationService:
         return repo.load_conversation(self.db, conversation_id)
 
     def state(self, conversation_id: str) -> tuple[Flow, ConversationState, repo.ConversationInfo]:
+        flow, state, info, _ = self._state(conversation_id, working=False)
+        return flow, state, info
+
+    def _state(self, conversation_id: str, *, working: bool) -> tuple[Flow, ConversationState,
+                                                                      repo.ConversationInfo, _Working | None]:
         info = self.info(conversation_id)
         if info.flow_version_id is None:
             raise StoreError(f"conversation {conversation_id!r} was imported without a flow; it can be inspected "
                              "and replayed but not continued")
         flow = self.flow(info.flow_version_id)
         stored = repo.ensure_variables(self.db, conversation_id, [v.to_dict() for v in flow.variables])
-        conv = repo.load_conversation(self.db, conversation_id)
-        return flow, ConversationState(conversation=conv, variables={v.name: v.value for v in stored}), info
+        kept = self._working_copy(info) if working else None
+        conv = kept.conversation if kept else repo.load_conversation(self.db, conversation_id)
+        return flow, ConversationState(conversation=conv, variables={v.name: v.value for v in stored}), info, kept
+
+    def _working_copy(self, info: repo.ConversationInfo) -> _Working:
+        """The conversation's working state, brought up to date with the store: kept as it was when
+        nobody wrote since, with the turns added since appended (read from the store, not rebuilt),
+        loaded afresh when anything else changed. The caller holds the conversation's lock, so no
+        turn is written meanwhile."""
+        stamp = (info.updated_at, info.turn_count)
+        with self._working_lock:
+            kept = self._working.pop(info.id, None)
+        if kept is not None and kept.stamp != stamp:
+            kept = self._catch_up(kept, info)
+        if kept is None:
+            kept = _Working(repo.load_conversation(self.db, info.id), stamp, {})
+        kept.stamp = stamp
+        kept.conversation.meta["active_turn_id"] = info.active_turn_id
+        with self._working_lock:
+            self._working[info.id] = kept
+            while len(self._working) > WORKING_STATES:
+                self._working.popitem(last=False)
+        return kept
+
+    def _catch_up(self, kept: _Working, info: repo.ConversationInfo) -> _Working | None:
+        """``kept`` with the turns stored after its newest appended, or None when the store holds
+        anything else than those (a turn changed, removed or replaced): then it is reloaded."""
+        conv = kept.conversation
+        if not conv.turns:
+            return None
+        last = conv.turns[-1]
+        rows = repo.load_turn_rows(self.db, info.id, from_seq=last.meta.get("seq"))
+        if not rows or rows[0]["id"] != last.id or len(conv.turns) + len(rows) - 1 != info.turn_count:
+            return None
+        for row in rows[1:]:
+            conv = conv.with_turn(repo.turn_from_dict(row))
+        kept.conversation = conv
+        return kept
 
     def active_thread(self, conversation_id: str, conversation: Conversation | None = None) -> list[str]:
         """Turn ids of the active thread, oldest first (what the chat shows)."""
@@ -222,7 +280,7 @@ class ConversationService:
                      flow_version_id: str | None, overrides: Mapping[str, Mapping[str, Any]] | None,
                      on_event: Callable[[dict], None] | None, llm: LLMClient | None,
                      granularity: str | None, files: Sequence[Any] = ()) -> TurnRecord:
-        flow, state, info = self.state(conversation_id)
+        flow, state, info, working = self._state(conversation_id, working=True)
         if flow_version_id is not None:
             flow = self.flow(flow_version_id)
         version_id = flow_version_id or info.flow_version_id
@@ -255,7 +313,7 @@ class ConversationService:
                               plugin_token_counting=bool(info.meta.get("plugin_token_counting")), llm=llm or self.llm,
                               node_memory_overrides=overrides or None, on_variables_updated=persist_variables,
                               on_event=events, long_term=self.memory_of(version_id), granularity=granularity,
-                              files=files, turn_id=turn_id, created_at=created)
+                              files=files, turn_id=turn_id, created_at=created, memories=working.memories)
             repo.finish_turn(self.db, conversation_id, turn_from_record(record, version_id))
         except BaseException:
             if started:  # stopped half-way (an error, Ctrl-C): the turn shows as interrupted, not as a hole
@@ -380,8 +438,7 @@ def _dialogue_count(conversation: Conversation, turn_id: str, parent_id: Any, qu
     the run counts it (the conversation with the turn's placeholder appended)."""
     placeholder = Turn(id=turn_id, parent_id=parent_id, messages=(Message("user", query, QUERY, f"{turn_id}:query"),),
                        query_index=0, answer_index=None)
-    working = Conversation(id=conversation.id, turns=[*conversation.turns, placeholder], system_prompt="")
-    return working.tree.depth[len(conversation.turns)]
+    return conversation.tree.extended(placeholder).depth[-1]
 
 
 def _change_row(change: VariableChange) -> dict:

@@ -20,8 +20,8 @@ from typing import Any, Mapping, Sequence
 
 from ..conversation import Conversation
 from ..errors import MemLensError
-from ..ledger import Ledger, LedgerEntry, SyntheticMessage
-from ..memory import turn_numbers
+from ..ledger import Ledger, LedgerEntry, RunLedger, SyntheticMessage, reason_runs
+from ..memory import expand_runs, turn_numbers
 from ..tokens import counter_for
 
 PACKED = "runs-v1"
@@ -38,25 +38,21 @@ def is_packed(data: Any) -> bool:
     return isinstance(data, Mapping) and data.get("packed") == PACKED
 
 
-def _runs(reasons) -> list[list]:
-    runs: list[list] = []
-    for reason in reasons:
-        if runs and runs[-1][0] == reason:
-            runs[-1][1] += 1
-        else:
-            runs.append([reason, 1])
-    return runs
-
-
 def pack_ledger(data: "Mapping[str, Any] | Ledger") -> dict:
     """A ledger (a :class:`Ledger` or ``runtime.ledger_to_dict``'s dict) without its per-entry
     data: reasons as runs."""
-    if isinstance(data, Ledger):
+    if isinstance(data, RunLedger):  # recorded as runs: its entries are not listed to be packed
+        out = {k: getattr(data, k) for k in _HEADER}
+        out["config"] = dict(data.config)
+        out.update(packed=PACKED, count=data.count, runs=[list(r) for r in data.runs], first_ref=data.first_ref,
+                   last_ref=data.last_ref)
+    elif isinstance(data, Ledger):
         entries = data.entries
         out = {k: getattr(data, k) for k in _HEADER}
         out["config"] = dict(data.config)
-        out.update(packed=PACKED, count=len(entries), runs=_runs(e.reason for e in entries),
+        out.update(packed=PACKED, count=len(entries), runs=reason_runs(e.reason for e in entries),
                    first_ref=entries[0].ref if entries else None, last_ref=entries[-1].ref if entries else None)
+    if isinstance(data, Ledger):
         if data.synthetic:
             out["synthetic"] = [asdict(m) for m in data.synthetic]
         if data.compactions:
@@ -66,7 +62,7 @@ def pack_ledger(data: "Mapping[str, Any] | Ledger") -> dict:
         return dict(data)
     out = {k: data.get(k) for k in _HEADER}
     entries = data.get("entries") or []
-    out.update(packed=PACKED, count=len(entries), runs=_runs(e["reason"] for e in entries),
+    out.update(packed=PACKED, count=len(entries), runs=reason_runs(e["reason"] for e in entries),
                first_ref=entries[0]["ref"] if entries else None, last_ref=entries[-1]["ref"] if entries else None)
     if data.get("synthetic"):
         out["synthetic"] = list(data["synthetic"])
@@ -79,7 +75,6 @@ def unpack_entries(data: Mapping[str, Any], conversation: Conversation, position
     """The full entries of a packed ledger recorded at the turn at ``position``."""
     model = (data.get("config") or {}).get("model") or "gpt-4o-mini"
     counter = counter_for(model)
-    numbers = turn_numbers(conversation)
     candidates = [(p, i, m) for p in range(position) for i, m in enumerate(conversation.turns[p].messages)]
     if len(candidates) != data.get("count"):
         raise LedgerMismatchError(f"stored ledger of turn {data.get('turn')} counts {data.get('count')} earlier "
@@ -88,12 +83,12 @@ def unpack_entries(data: Mapping[str, Any], conversation: Conversation, position
         raise LedgerMismatchError(f"stored ledger of turn {data.get('turn')} does not match this conversation's "
                                   "messages")
     counter.prepare(m for _, _, m in candidates)  # a long history: one batch across the cores
-    reasons: list[str] = []
-    for reason, n in data.get("runs") or []:
-        reasons.extend([reason] * int(n))
-    return [LedgerEntry(ref=m.ref, turn=numbers[p], role=m.role, tokens=counter.message(m), kept=r == "kept",
-                        reason=r, kind=m.kind, position=p, index=i)
-            for (p, i, m), r in zip(candidates, reasons)]
+    if sum(int(n) for _, n in data.get("runs") or []) != len(candidates):
+        raise LedgerMismatchError(f"stored ledger of turn {data.get('turn')} gives reasons for a different number "
+                                  "of messages than it counts")
+    turns = conversation.turns
+    return expand_runs(conversation, position, data.get("runs") or [], turn_numbers(conversation),
+                       lambda p: counter.messages(turns[p].messages))
 
 
 def unpack_ledger(data: Mapping[str, Any], conversation: Conversation, position: int) -> Ledger:
@@ -119,7 +114,7 @@ def pack_prompt(prompt: Sequence[Mapping[str, Any]] | None, ledger: "Mapping[str
     if isinstance(ledger, Ledger):
         if ledger.synthetic:
             return list(prompt)
-        kept_roles = [e.role for e in ledger.entries if e.kept]
+        kept_roles = [e.role for e in ledger.kept]
     else:
         if ledger.get("synthetic"):
             return list(prompt)

@@ -443,11 +443,17 @@ _TURN_COLUMNS = (TurnRow.id, TurnRow.parent_id, TurnRow.flow_version_id, TurnRow
                  TurnRow.created_at, TurnRow.seq, TurnRow.messages, TurnRow.meta)
 
 
-def load_turn_rows(db: Database, conversation_id: str, *, with_node_runs: bool = False) -> list[dict]:
-    """The conversation's turns in creation order; one left running by a killed process is
-    marked interrupted first (:func:`settle_interrupted`)."""
+def load_turn_rows(db: Database, conversation_id: str, *, with_node_runs: bool = False,
+                   from_seq: int | None = None) -> list[dict]:
+    """The conversation's turns in creation order (``from_seq``: only those from that ``seq``
+    on); one left running by a killed process is marked interrupted first
+    (:func:`settle_interrupted`)."""
     settle_interrupted(db, conversation_id)
     with db.session(write=False) as s:
+        if from_seq is not None:
+            return [_turn_columns(*row) for row in s.execute(
+                select(*_TURN_COLUMNS).where(TurnRow.conversation_id == conversation_id, TurnRow.seq >= from_seq)
+                .order_by(TurnRow.seq))]
         if with_node_runs:
             rows = s.scalars(select(TurnRow).where(TurnRow.conversation_id == conversation_id)
                              .order_by(TurnRow.seq)).all()
