@@ -43,6 +43,7 @@ from .store.db import Database, StoreError
 from .store.ledger_codec import pack_ledger, pack_prompt, unpack_node_run
 from .store.memories import long_term_store
 from .strategies.compaction import SUMMARIES_META
+from .tokens import counter_for
 from .variables import VariableChange, defaults, edit_variable
 
 #: How many conversations' working state (turns, thread views) a service keeps between turns.
@@ -210,8 +211,10 @@ class ConversationService:
         rows = repo.load_turn_rows(self.db, info.id, from_seq=last.meta.get("seq"))
         if not rows or rows[0]["id"] != last.id or len(conv.turns) + len(rows) - 1 != info.turn_count:
             return None
-        for row in rows[1:]:
-            conv = conv.with_turn(repo.turn_from_dict(row))
+        new = [repo.turn_from_dict(row) for row in rows[1:]]
+        repo.remember_token_counts(new)
+        for turn in new:
+            conv = conv.with_turn(turn)
         kept.conversation = conv
         return kept
 
@@ -465,14 +468,20 @@ def turn_from_record(record: TurnRecord, flow_version_id: str | None) -> dict:
     data["node_runs"] = [_stored_run(r) for r in record.node_runs]
     data["flow_version_id"] = flow_version_id
     data["answer_tokens"] = record.answer_tokens
-    meta = record.to_turn().meta
+    turn = record.to_turn()
+    meta = turn.meta
     data["prompt_tokens"] = meta.get("prompt_tokens", {})
     if SUMMARIES_META in meta:
         data[SUMMARIES_META] = meta[SUMMARIES_META]
+    # Counted under every encoding the turn's memory counted with, kept so a reopen does not recount.
+    encodings = {counter_for(r.memory.get("model") or r.model).encoding_name for r in record.node_runs
+                 if r.ledger is not None and r.memory}
+    if encodings:
+        data[repo.TOKEN_COUNTS] = repo.token_counts(turn.messages, encodings)
     intermediate, files = data.pop("intermediate", None), data.pop("files", None)
     if intermediate or files:
         # tool calls and results, or the user's files: the turn's full message list is stored
-        data["messages"] = [repo.message_to_dict(m) for m in record.to_turn().messages]
+        data["messages"] = [repo.message_to_dict(m) for m in turn.messages]
     return data
 
 

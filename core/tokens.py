@@ -153,6 +153,14 @@ class CountCache:
             for chunk, lengths in zip(chunks, pool.map(self._lengths, chunks)):
                 self._remember(chunk, lengths)
 
+    def remember(self, found: dict[str, int]) -> None:
+        """Counts known from elsewhere (stored with the messages): texts not held yet are taken
+        as counted, without encoding them."""
+        counts = self.counts
+        new = [t for t in found if t not in counts]
+        if new:
+            self._remember(new, [found[t] for t in new])
+
     def _lengths(self, texts: list[str]) -> list[int]:
         """Token counts of ``texts``, in one loop that never enters Python per text: tiktoken's
         compiled encoder straight away (its Python wrapper adds about a tenth to the encoding of
@@ -189,6 +197,12 @@ class CountCache:
 
 _caches: dict[str, CountCache] = {}
 _caches_lock = threading.Lock()
+
+
+def remember_counts(encoding_name: str, found: dict[str, int]) -> None:
+    """Take stored counts of texts under an encoding this project counts with (others are ignored)."""
+    if encoding_name in _BUNDLED and found:
+        count_cache(encoding_name).remember(found)
 
 
 def count_cache(encoding_name: str) -> CountCache:

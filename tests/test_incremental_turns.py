@@ -182,3 +182,34 @@ def test_recording_a_turn_packs_the_ledger_without_listing_every_earlier_message
         assert json.loads(json.dumps(packed)) == packed
     finally:
         db.dispose()
+
+
+def test_reopening_a_conversation_takes_the_token_counts_stored_with_its_turns(tmp_path, monkeypatch):
+    from core import tokens
+
+    db = Database(f"sqlite:///{tmp_path / 'counts.db'}")
+    try:
+        service = ConversationService(db, DemoClient())
+        conv = service.start(service.import_flow(ROOT / "sample_data" / "flows" / "minimal-chat.yml").flow_id)
+        for i in range(4):
+            record = service.send(conv.id, f"a question that is only asked here, number {i}")
+        stored = repo.load_turn_rows(db, conv.id)[-1][repo.TOKEN_COUNTS]
+        assert list(stored) == ["o200k_base"]
+        encoding = tokens._encoding("o200k_base")
+        assert stored["o200k_base"] == [len(encoding.encode_ordinary(t)) for t in (record.query, record.answer)]
+        ledger_of = lambda runs: next(r["ledger"] for r in runs if r["ledger"] is not None)  # noqa: E731
+        expected = [e.tokens for e in ledger_of(service.node_runs(service.conversation(conv.id), record.id)).entries]
+        assert len(expected) == 6
+
+        # A new process: nothing counted yet but the roles; any encoding of a message text fails.
+        monkeypatch.setattr(tokens, "_caches", {})
+        for role in ("user", "assistant"):
+            tokens.count_cache("o200k_base").count(role)
+        tokens._counter.cache_clear()
+        monkeypatch.setattr(tokens, "_encoding", lambda name: (_ for _ in ()).throw(AssertionError("recounted")))
+        reopened = ConversationService(db, DemoClient())
+        runs = reopened.node_runs(reopened.conversation(conv.id), record.id)
+        assert [e.tokens for e in ledger_of(runs).entries] == expected
+    finally:
+        tokens._counter.cache_clear()
+        db.dispose()

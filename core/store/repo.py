@@ -492,16 +492,49 @@ def turn_from_dict(d: dict) -> Turn:
                     Message("assistant", d.get("answer") or "", ANSWER, f"{tid}:answer"))
         qi, ai = 0, 1
     meta = {k: d[k] for k in ("seq", "dialogue_count", "flow_version_id", "inputs", "prompt_tokens",
-                              "window_overwrites", "compaction_summaries", "damaged") if k in d}
+                              "window_overwrites", "compaction_summaries", "damaged", TOKEN_COUNTS) if k in d}
     return Turn(id=tid, parent_id=d.get("parent_id"), messages=messages, query_index=qi, answer_index=ai,
                 status=d.get("status") or "succeeded", error=d.get("error"), created_at=d.get("created_at"),
                 answer_tokens=d.get("answer_tokens"), meta=meta)
+
+
+#: A turn's stored token counts: ``{encoding: [tokens of each message's content]}``, written with
+#: the turn so that reopening a conversation does not tokenise it again.
+TOKEN_COUNTS = "token_counts"
+
+
+def token_counts(messages, encodings) -> dict:
+    """:data:`TOKEN_COUNTS` of a turn's messages under ``encodings``."""
+    from ..tokens import count_cache
+
+    return {e: [count_cache(e).count(m.content) for m in messages] for e in sorted(encodings)}
+
+
+def remember_token_counts(turns: Iterable[Turn]) -> None:
+    """Hand the turns' stored counts to the process's token counters (turns stored before the
+    counts were kept, or with counts that do not fit their messages, are counted when needed)."""
+    from ..tokens import remember_counts
+
+    found: dict[str, dict[str, int]] = {}
+    for turn in turns:
+        stored = (turn.meta or {}).get(TOKEN_COUNTS)
+        if not isinstance(stored, dict):
+            continue
+        for encoding, counts in stored.items():
+            if isinstance(counts, list) and len(counts) == len(turn.messages):
+                texts = found.setdefault(str(encoding), {})
+                for m, n in zip(turn.messages, counts):
+                    if type(n) is int and n >= 0 and m.content:
+                        texts[m.content] = n
+    for encoding, texts in found.items():
+        remember_counts(encoding, texts)
 
 
 def load_conversation(db: Database, conversation_id: str, *, system_prompt: str = "") -> Conversation:
     """The stored conversation as a core Conversation (turns in creation order)."""
     info = get_conversation(db, conversation_id)
     turns = [turn_from_dict(d) for d in load_turn_rows(db, conversation_id)]
+    remember_token_counts(turns)
     return Conversation(id=info.id, turns=turns, system_prompt=system_prompt or info.meta.get("system_prompt", ""),
                         source_format="memlens", name=info.name, meta={"active_turn_id": info.active_turn_id})
 
