@@ -23,6 +23,7 @@ reordered), with Dify's ``agent_session_configuration_changed`` message.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import threading
 from collections import OrderedDict
@@ -44,7 +45,7 @@ from .store.ledger_codec import pack_ledger, pack_prompt, unpack_node_run
 from .store.memories import long_term_store
 from .strategies.compaction import SUMMARIES_META
 from .tokens import counter_for
-from .variables import VariableChange, defaults, edit_variable
+from .variables import VariableChange, copy_value, defaults, edit_variable
 
 #: How many conversations' working state (turns, thread views) a service keeps between turns.
 WORKING_STATES = 64
@@ -163,6 +164,15 @@ class ConversationService:
         return repo.variable_history(self.db, conversation_id)
 
     def conversation(self, conversation_id: str) -> Conversation:
+        """The stored conversation: the working state of its last turn here when nobody wrote
+        since (shared: treat it as read-only), else read from the store."""
+        info = self.info(conversation_id)
+        with self._working_lock:
+            kept = self._working.get(conversation_id)
+        if kept is not None and kept.stamp == (info.updated_at, info.turn_count):
+            conv = kept.conversation
+            if conv.meta.get("active_turn_id") == info.active_turn_id:
+                return conv
         return repo.load_conversation(self.db, conversation_id)
 
     def state(self, conversation_id: str) -> tuple[Flow, ConversationState, repo.ConversationInfo]:
@@ -194,7 +204,10 @@ class ConversationService:
         if kept is None:
             kept = _Working(repo.load_conversation(self.db, info.id), stamp, {})
         kept.stamp = stamp
-        kept.conversation.meta["active_turn_id"] = info.active_turn_id
+        if kept.conversation.meta.get("active_turn_id") != info.active_turn_id:
+            # a new object, not an edit: readers may hold the old one (see conversation())
+            kept.conversation = dataclasses.replace(kept.conversation, meta={**kept.conversation.meta,
+                                                                            "active_turn_id": info.active_turn_id})
         with self._working_lock:
             self._working[info.id] = kept
             while len(self._working) > WORKING_STATES:
@@ -318,6 +331,13 @@ class ConversationService:
                               on_event=events, long_term=self.memory_of(version_id), granularity=granularity,
                               files=files, turn_id=turn_id, created_at=created, memories=working.memories)
             repo.finish_turn(self.db, conversation_id, turn_from_record(record, version_id))
+            # Still under the lock: the turn just written joins the working state (one short read),
+            # so the next turn and a reader of the conversation start from it.
+            try:
+                self._working_copy(self.info(conversation_id))
+            except StoreError:  # the turn is stored; the next one reads the conversation afresh
+                with self._working_lock:
+                    self._working.pop(conversation_id, None)
         except BaseException:
             if started:  # stopped half-way (an error, Ctrl-C): the turn shows as interrupted, not as a hole
                 try:
@@ -416,9 +436,16 @@ class ConversationService:
         if turn_id is None:
             return values
         limit = (conv.turns[conv.tree.position[turn_id]].meta or {}).get("seq")
-        for h in history if history is not None else repo.variable_history(self.db, conversation_id):
-            if h["turn_seq"] is not None and limit is not None and h["turn_seq"] <= limit:
-                values[h["name"]] = copy.deepcopy(h["new"])
+        if limit is None:
+            return values
+        if history is None:  # only each variable's last change up to the turn, not the whole history
+            history = repo.variable_changes_until(self.db, conversation_id, limit)
+        last: dict[str, Any] = {}
+        for h in history:
+            if h["turn_seq"] is not None and h["turn_seq"] <= limit:
+                last[h["name"]] = h["new"]
+        # Copied once per variable: a variable that grows every turn made copying every change quadratic.
+        values.update({name: copy_value(new) for name, new in last.items()})
         return values
 
     # -- export / import ---------------------------------------------------------------------------

@@ -138,7 +138,7 @@ def test_a_turn_after_another_writer_continues_from_the_turns_it_wrote(tmp_path)
         # every earlier turn, the other service's included, is history for this one
         assert ledger.turn == 6 and len(ledger.entries) == 10
         assert [e.turn for e in ledger.kept] == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
-        assert first._working[conv.id].conversation.turns[-1].query == "second 1"
+        assert [t.query for t in first._working[conv.id].conversation.turns][-2:] == ["second 1", "first again"]
     finally:
         db.dispose()
 
@@ -160,7 +160,8 @@ def test_a_conversation_replaced_in_the_store_is_reloaded_not_continued_from_mem
         record = service.send(conv.id, "after the import")
         ledger = next(r.ledger for r in record.node_runs if r.ledger is not None)
         assert ledger.turn == 4 and [e.turn for e in ledger.kept] == [1, 1, 2, 2, 3, 3]
-        assert [t.query for t in service._working[conv.id].conversation.turns] == ["turn 0", "turn 1", "turn 2"]
+        assert [t.query for t in service._working[conv.id].conversation.turns] == ["turn 0", "turn 1", "turn 2",
+                                                                                "after the import"]
     finally:
         db.dispose()
 
@@ -212,4 +213,29 @@ def test_reopening_a_conversation_takes_the_token_counts_stored_with_its_turns(t
         assert [e.tokens for e in ledger_of(runs).entries] == expected
     finally:
         tokens._counter.cache_clear()
+        db.dispose()
+
+
+def test_reading_a_conversation_after_its_turn_takes_the_working_state_until_someone_writes(tmp_path):
+    db = Database(f"sqlite:///{tmp_path / 'read.db'}")
+    try:
+        service, other = ConversationService(db, DemoClient()), ConversationService(db, DemoClient())
+        conv = service.start(service.import_flow(ROOT / "sample_data" / "flows" / "support-bot.yml").flow_id)
+        for i in range(4):
+            service.send(conv.id, f"turn {i}")
+        read = service.conversation(conv.id)
+        assert read is service._working[conv.id].conversation  # no reload after its own turn
+        assert [t.answer for t in read.turns] == [t.answer for t in repo.load_conversation(db, conv.id).turns]
+        other.send(conv.id, "written elsewhere")
+        assert [t.query for t in service.conversation(conv.id).turns][-1] == "written elsewhere"
+        first = service.active_thread(conv.id)[0]
+        # the variables after a turn, read without the whole history, as with it
+        history = repo.variable_history(db, conv.id)
+        for turn_id in service.active_thread(conv.id):
+            assert service.variables_at(conv.id, turn_id) == service.variables_at(
+                conv.id, turn_id, conversation=service.conversation(conv.id),
+                flow=service.flow(service.info(conv.id).flow_version_id), history=history)
+        assert service.variables_at(conv.id, first)["turn_count"] == 1
+        assert len(service.variables_at(conv.id, service.active_thread(conv.id)[-1])["topics"]) == 5
+    finally:
         db.dispose()

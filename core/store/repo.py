@@ -640,20 +640,37 @@ def variable_history(db: Database, conversation_id: str) -> list[dict]:
     with db.session(write=False) as s:
         rows = s.scalars(select(VariableChangeRow).where(VariableChangeRow.conversation_id == conversation_id)
                          .order_by(VariableChangeRow.id)).all()
-        out = []
-        for r in rows:
-            bad: list[str] = []
-            item = {"turn_id": checks.as_optional_text(r.turn_id, "turn_id", bad),
-                    "turn_seq": None if r.turn_seq is None else checks.as_whole(r.turn_seq, "turn_seq", bad, None),
-                    "node_id": checks.as_text(r.node_id, "node_id", bad),
-                    "operation": checks.as_text(r.operation, "operation", bad), "name": checks.as_text(r.name, "name", bad),
-                    "old": None if isinstance(r.old, checks.Unreadable) else r.old,
-                    "new": None if isinstance(r.new, checks.Unreadable) else r.new,
-                    "created_at": checks.as_number(r.created_at, "created_at", bad)}
-            if bad:
-                item["damaged"] = bad
-            out.append(item)
-        return out
+        return _changes(rows)
+
+
+def variable_changes_until(db: Database, conversation_id: str, turn_seq: int) -> list[dict]:
+    """Each variable's last recorded change made by a turn up to ``turn_seq`` (in
+    :func:`variable_history`'s shape, oldest first): what its value was after that turn, read
+    without the whole history (a value that grows every turn makes that quadratic)."""
+    with db.session(write=False) as s:
+        last = (select(func.max(VariableChangeRow.id))
+                .where(VariableChangeRow.conversation_id == conversation_id, VariableChangeRow.turn_seq <= turn_seq)
+                .group_by(VariableChangeRow.name))
+        rows = s.scalars(select(VariableChangeRow).where(VariableChangeRow.id.in_(last))
+                         .order_by(VariableChangeRow.id)).all()
+        return _changes(rows)
+
+
+def _changes(rows) -> list[dict]:
+    out = []
+    for r in rows:
+        bad: list[str] = []
+        item = {"turn_id": checks.as_optional_text(r.turn_id, "turn_id", bad),
+                "turn_seq": None if r.turn_seq is None else checks.as_whole(r.turn_seq, "turn_seq", bad, None),
+                "node_id": checks.as_text(r.node_id, "node_id", bad),
+                "operation": checks.as_text(r.operation, "operation", bad), "name": checks.as_text(r.name, "name", bad),
+                "old": None if isinstance(r.old, checks.Unreadable) else r.old,
+                "new": None if isinstance(r.new, checks.Unreadable) else r.new,
+                "created_at": checks.as_number(r.created_at, "created_at", bad)}
+        if bad:
+            item["damaged"] = bad
+        out.append(item)
+    return out
 
 
 # -- settings ---------------------------------------------------------------------------------------
