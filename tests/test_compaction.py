@@ -246,3 +246,68 @@ def test_tau_bench_compaction_keeps_pairs_valid_and_the_newest_messages_intact(i
         pinned = 1 if any(e.reason == SUMMARIZED for e in entries) else 0
         rest = [m for m in sent if m.role != "system"][pinned:]
         assert not rest or rest[0].role != "tool"
+
+
+# -- the summary message and branches ---------------------------------------------------------------
+
+def test_the_summary_message_covers_every_folded_turn_and_is_dated_at_the_newest_of_them():
+    conv, config = summarising_case(turns=10, tools=2)
+    ledger = Replay(conv, config).ledger(11)
+    summary = next(s for s in ledger.synthetic if s.origin == SUMMARY)
+    folded = sorted({e.turn for e in ledger.entries if e.reason == SUMMARIZED})
+    assert summary.covers == tuple(folded) and summary.turn == folded[-1]
+    assert summary.ref == "summary" and summary.role == "system"
+    assert summary.content.startswith(f"Summary of previous conversation (turns {folded[0]}–{folded[-1]}):\n\n")
+
+
+def branched(conv, at):
+    """``conv`` and a second branch: copies of its turns from position ``at`` on, answering the same
+    parent again (a regenerated turn and what followed it), listed after the first branch."""
+    from dataclasses import replace as copy_message, replace as copy_turn
+
+    from core.conversation import Conversation
+
+    turns = [copy_turn(t, messages=tuple(copy_message(m, content=m.content[:40 + 97 * ((p * 7 + k) % 5)])
+                                         if m.role == "tool" else m for k, m in enumerate(t.messages)))
+             for p, t in enumerate(conv.turns)]  # tool results of different sizes, so sums tell them apart
+    ids = {t.id: f"{t.id}-again" for t in turns[at:]}
+    again = [copy_turn(t, id=ids[t.id], parent_id=ids.get(t.parent_id, t.parent_id)) for t in turns[at:]]
+    return Conversation(conv.id, turns + again, conv.system_prompt, conv.source_format)
+
+
+@pytest.mark.parametrize("profile,keep_tools", [("exact", 3), ("exact", 0), ("shipped", 3)])
+def test_every_turns_overview_on_a_branched_conversation_agrees_with_its_own_ledger(profile, keep_tools):
+    conv, config = summarising_case(turns=10, tools=2)
+    conv = branched(conv, 4)
+    config = config.with_(compaction_keep_tool_results=keep_tools)
+    replay = Replay(conv, config.with_(compaction_profile=profile))
+    overview = {s.turn: s for s in replay.summaries()}
+    for position in conv.answered_turns():
+        ledger = Replay(conv, config.with_(compaction_profile=profile)).ledger_at(position)
+        number = replay.numbers[position]
+        assert (overview[number].history_tokens, overview[number].prompt_tokens) == \
+            (ledger.history_tokens, ledger.prompt_tokens), number
+
+
+@pytest.mark.parametrize("keep_tools", [3, 0])
+def test_a_turns_history_is_what_its_kept_messages_placeholders_and_summary_cost_and_the_overview_agrees(keep_tools):
+    conv, config = summarising_case(turns=10, tools=2)
+    config = config.with_(compaction_keep_tool_results=keep_tools)
+    replay = Replay(conv, config)
+    overview = {s.turn: s for s in replay.summaries()}
+    compacted = 0
+    for turn in range(2, 12):
+        ledger = replay.ledger(turn)
+        kept = [e for e in ledger.entries if e.reason == KEPT]
+        assert ledger.history_tokens == sum(e.tokens for e in kept) + sum(s.tokens for s in ledger.synthetic)
+        assert overview[turn].kept == len(kept) and overview[turn].history_tokens == ledger.history_tokens
+        assert overview[turn].oldest_kept_turn == min(e.turn for e in kept)
+        cleared = {(e.position, e.index): e for e in ledger.entries if e.reason == CLEARED}
+        placeholders = [s for s in ledger.synthetic if s.origin == PLACEHOLDER]
+        assert sorted(s.replaces for s in placeholders) == sorted(cleared)
+        for s in placeholders:
+            entry = cleared[s.replaces]
+            assert (s.turn, s.covers, s.ref, s.content) == (entry.turn, (entry.turn,), f"cleared:{entry.ref}",
+                                                              TOOL_PLACEHOLDER)
+        compacted += bool(ledger.synthetic)
+    assert compacted >= 3
