@@ -85,6 +85,12 @@ def test_a_real_models_summary_is_stored_with_the_turn_and_shown_after_reopening
     sent = second.node_run("agent").ledger
     assert [m.content for m in sent.synthetic if m.origin == SUMMARY] == [SUMMARY_HEADER + written[-1]]
     assert not set(later.summary_prompts) & set(live.summary_prompts)
+    # Its checks inside the tool loop started from that stored history too: its replay makes the same ones.
+    loop = [(c["request"], c["tiers"], c["cleared"], c["summary"]) for c in sent.compactions if c["in_tool_loop"]]
+    assert loop and any("summarize" in tiers for _, tiers, _, _ in loop)
+    again = Replay(reopened.conversation(info.id), recorded, system_prompt=system_prompt, summarizer=NeverAsked())
+    assert [(c["request"], c["tiers"], c["cleared"], c["summary"]) for c in again.ledger(2).compactions
+            if c["in_tool_loop"]] == loop
 
 
 def test_with_the_demo_model_the_offline_summary_is_stored_the_same_way():

@@ -443,7 +443,7 @@ class ShippedRunHook:
     in :attr:`events` as ``(request number, event)``.
     """
 
-    def __init__(self, replay, position: int, query: "Message", system_prompt: str = ""):
+    def __init__(self, replay, position: int, query: "Message", system_prompt: str):
         view, _ = replay.view_for(position)
         self.replay = replay
         self.position = position
@@ -471,16 +471,13 @@ class ShippedRunHook:
         self.seen = len(state.data["messages"])
 
     def _messages(self, groups) -> list:
-        out, last = [], None
+        out = []
         for g in groups:
-            for p in g.parts:
+            # A reply's parts (its text and its calls) all come from one message: it is sent once.
+            for p in g.parts if g.kind == shipped.REQUEST else g.parts[:1]:
                 if p.is_summary:
                     out.append(Message("system", p.content, INTERMEDIATE, "summary"))
-                    last = None
                     continue
-                if p.ref == last:
-                    continue  # a reply's text and calls are one message
-                last = p.ref
                 pos, idx = p.ref
                 msg = self.turn[idx] if pos == self.position else self.replay.conversation.turns[pos].messages[idx]
                 if p.kind == shipped.TOOL_RETURN and p.content == TOOL_PLACEHOLDER:
