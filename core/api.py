@@ -56,12 +56,12 @@ from .agent import GranularityError, check_granularity
 from .api_app import UPLOAD_PATH, Task, Tasks, finish_stopped, register as register_app_routes, upload_body_limit
 from .api_base import (CONVERSATION_NOT_FOUND, DEFAULT_USER, MODE, SOURCE, ApiError, Caller, _authenticate, _clean,
                        _errors, _is_uuid, _owned, _require_owned, _ts, _user, invalid, not_found)
-from .conversation import UUID_NIL, turn_label
+from .conversation import UUID_NIL, Conversation, turn_label
 from .errors import MemLensError
 from .ledger import Ledger
 from .limits import MAX_REQUEST_BYTES, LimitError, check_query, limit, too_deep
 from .llm import LLMClient
-from .runtime import RunError, TurnRecord, ledger_to_dict
+from .runtime import RunError, TurnRecord
 from .sessions import ConversationService
 from .store import repo
 from .store.db import Database, StoreError
@@ -663,10 +663,10 @@ def update_variable(caller: Caller, conversation_id: str, variable_id: str, body
 
 # -- the ledger extension ---------------------------------------------------------------------------
 
-def _ledger_json(ledger: Any, conversation: Any = None) -> dict | None:
+def _ledger_json(ledger: Ledger | Mapping[str, Any] | None, conversation: Conversation | None = None) -> dict | None:
     if ledger is None:
         return None
-    data = ledger_to_dict(ledger) if isinstance(ledger, Ledger) else dict(ledger)
+    data = ledger.to_dict() if isinstance(ledger, Ledger) else dict(ledger)
     labels = {}
     if isinstance(ledger, Ledger) and conversation is not None:
         labels = {(e.position, e.index): turn_label(conversation, e.position) for e in ledger.entries}

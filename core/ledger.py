@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
 
 KEPT = "kept"
 MEMORY_OFF = "memory_off"
@@ -122,6 +123,19 @@ class SyntheticMessage:
         return {"ref": self.ref or self.origin, "turn": self.turn, "role": self.role, "tokens": self.tokens,
                 "kept": True, "reason": KEPT}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "SyntheticMessage":
+        """The inverse of ``dataclasses.asdict`` (JSON turns the tuples into lists)."""
+        return cls(**{**data, "covers": tuple(data.get("covers") or ()),
+                      "replaces": tuple(data["replaces"]) if data.get("replaces") else None})
+
+
+#: Every field of a ledger entry, as :meth:`Ledger.to_dict` writes it.
+ENTRY_FIELDS = ("ref", "turn", "role", "tokens", "kept", "reason", "kind", "position", "index")
+#: A ledger's fields besides its entries, synthetic messages and compactions.
+HEADER_FIELDS = ("turn", "prompt_tokens", "history_tokens", "budget", "budget_note", "config", "context_size",
+                 "exceeds_context")
+
 
 @dataclass(slots=True)
 class Ledger:
@@ -169,6 +183,32 @@ class Ledger:
     @property
     def dropped(self) -> list[LedgerEntry]:
         return [e for e in self.entries if not e.kept]
+
+    def to_dict(self) -> dict:
+        """The ledger as data, losslessly: every entry field (:data:`ENTRY_FIELDS`), the header
+        (:data:`HEADER_FIELDS`), and the synthetic messages and compactions when there are any.
+        :meth:`from_dict` reads it back; the store packs it (:mod:`core.store.ledger_codec`)."""
+        out = {"turn": self.turn, "entries": [{f: getattr(e, f) for f in ENTRY_FIELDS} for e in self.entries]}
+        out.update((k, getattr(self, k)) for k in HEADER_FIELDS if k != "turn")
+        out["config"] = copy.deepcopy(self.config)
+        if self.synthetic:
+            out["synthetic"] = [asdict(m) for m in self.synthetic]
+        if self.compactions:
+            out["compactions"] = copy.deepcopy(self.compactions)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], entries: list[LedgerEntry] | None = None) -> "Ledger":
+        """A ledger from :meth:`to_dict`'s shape; ``entries`` given when the caller rebuilt them
+        (a packed ledger stores its entries' reasons only)."""
+        if entries is None:
+            entries = [LedgerEntry(**e) for e in data.get("entries") or []]
+        return cls(turn=data["turn"], entries=entries, prompt_tokens=data["prompt_tokens"],
+                   history_tokens=data["history_tokens"], budget=data.get("budget"),
+                   budget_note=data.get("budget_note") or "", config=dict(data.get("config") or {}),
+                   context_size=data.get("context_size"), exceeds_context=bool(data.get("exceeds_context")),
+                   synthetic=[SyntheticMessage.from_dict(m) for m in data.get("synthetic") or []],
+                   compactions=[dict(c) for c in data.get("compactions") or []])
 
     def to_json(self) -> dict:
         """The documented JSON shape. Synthetic messages appear in ``ledger`` as entries of the

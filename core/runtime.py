@@ -43,13 +43,13 @@ import json
 import time
 import uuid
 from collections import deque
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from .conversation import ANSWER, QUERY, UUID_NIL, Conversation, FileRef, Message, Turn
 from .errors import MemLensError
 from .flow import (OPERATOR_ALIASES, Flow, LLMSettings, Node, if_else_cases, llm_settings)
-from .ledger import Ledger, LedgerEntry, SyntheticMessage
+from .ledger import Ledger
 from .limits import LimitError, check_query
 from .llm import DemoClient, LLMClient, LLMError, default_client, one_line
 from .memory import (DEFAULT_FIDELITY, FIDELITIES, ConfigError, MemoryConfig, Replay, TurnMemory, history_of,
@@ -100,34 +100,6 @@ LATEST: Any = _Latest()
 
 # -- records ----------------------------------------------------------------------------------------
 
-_ENTRY_FIELDS = ("ref", "turn", "role", "tokens", "kept", "reason", "kind", "position", "index")
-
-
-def ledger_to_dict(ledger: Ledger) -> dict:
-    """A ledger as JSON, losslessly (every entry field, synthetic messages, the budget note, the config)."""
-    out = {"turn": ledger.turn,
-           "entries": [{f: getattr(e, f) for f in _ENTRY_FIELDS} for e in ledger.entries],
-           "prompt_tokens": ledger.prompt_tokens, "history_tokens": ledger.history_tokens, "budget": ledger.budget,
-           "budget_note": ledger.budget_note, "config": copy.deepcopy(ledger.config),
-           "context_size": ledger.context_size, "exceeds_context": ledger.exceeds_context}
-    if ledger.synthetic:
-        out["synthetic"] = [asdict(m) for m in ledger.synthetic]
-    if ledger.compactions:
-        out["compactions"] = copy.deepcopy(ledger.compactions)
-    return out
-
-
-def ledger_from_dict(data: Mapping[str, Any]) -> Ledger:
-    synthetic = [SyntheticMessage(**{**m, "covers": tuple(m.get("covers") or ()),
-                                     "replaces": tuple(m["replaces"]) if m.get("replaces") else None})
-                 for m in data.get("synthetic") or []]
-    return Ledger(turn=data["turn"], entries=[LedgerEntry(**e) for e in data["entries"]],
-                  prompt_tokens=data["prompt_tokens"], history_tokens=data["history_tokens"], budget=data["budget"],
-                  budget_note=data.get("budget_note", ""), config=copy.deepcopy(data.get("config") or {}),
-                  context_size=data.get("context_size"), exceeds_context=bool(data.get("exceeds_context")),
-                  synthetic=synthetic, compactions=copy.deepcopy(list(data.get("compactions") or [])))
-
-
 @dataclass
 class NodeRun:
     """What one node did in one turn. LLM nodes carry their ledger, prompt as sent, reply and usage."""
@@ -165,14 +137,14 @@ class NodeRun:
 
     def to_dict(self) -> dict:
         out = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name not in ("ledger", "prompt")}
-        out["ledger"] = ledger_to_dict(self.ledger) if self.ledger is not None else None
+        out["ledger"] = self.ledger.to_dict() if self.ledger is not None else None
         out["prompt"] = [m.to_dict() for m in self.prompt] if self.prompt is not None else None
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "NodeRun":
         values = {f.name: copy.deepcopy(data[f.name]) for f in fields(cls) if f.name in data}
-        values["ledger"] = ledger_from_dict(data["ledger"]) if data.get("ledger") is not None else None
+        values["ledger"] = Ledger.from_dict(data["ledger"]) if data.get("ledger") is not None else None
         values["prompt"] = [PromptMessage.from_dict(m) for m in data["prompt"]] if data.get("prompt") is not None \
             else None
         return cls(**values)
@@ -1321,4 +1293,4 @@ def run_conversation(flow: Flow, queries: Sequence[str | Mapping[str, Any]], *, 
 
 __all__ = ["SUCCEEDED", "FAILED", "ORIGINS", "LATEST", "RunError", "PromptMessage", "NodeRun", "TurnRecord",
            "ConversationState", "run_turn", "run_conversation", "what_if_ledger", "what_if_prompt", "node_memory_config",
-           "evaluate_if_else", "ledger_to_dict", "ledger_from_dict", "node_replay", "node_history_inputs"]
+           "evaluate_if_else", "node_replay", "node_history_inputs"]

@@ -20,13 +20,11 @@ from typing import Any, Mapping, Sequence
 
 from ..conversation import Conversation
 from ..errors import MemLensError
-from ..ledger import Ledger, LedgerEntry, RunLedger, SyntheticMessage, reason_runs
+from ..ledger import HEADER_FIELDS, Ledger, LedgerEntry, RunLedger, reason_runs
 from ..memory import expand_runs, turn_numbers
 from ..tokens import counter_for
 
 PACKED = "runs-v1"
-_HEADER = ("turn", "prompt_tokens", "history_tokens", "budget", "budget_note", "config", "context_size",
-           "exceeds_context")
 HISTORY = "memory history"
 
 
@@ -39,16 +37,16 @@ def is_packed(data: Any) -> bool:
 
 
 def pack_ledger(data: "Mapping[str, Any] | Ledger") -> dict:
-    """A ledger (a :class:`Ledger` or ``runtime.ledger_to_dict``'s dict) without its per-entry
+    """A ledger (a :class:`Ledger` or :meth:`Ledger.to_dict`'s dict) without its per-entry
     data: reasons as runs."""
     if isinstance(data, RunLedger):  # recorded as runs: its entries are not listed to be packed
-        out = {k: getattr(data, k) for k in _HEADER}
+        out = {k: getattr(data, k) for k in HEADER_FIELDS}
         out["config"] = dict(data.config)
         out.update(packed=PACKED, count=data.count, runs=[list(r) for r in data.runs], first_ref=data.first_ref,
                    last_ref=data.last_ref)
     elif isinstance(data, Ledger):
         entries = data.entries
-        out = {k: getattr(data, k) for k in _HEADER}
+        out = {k: getattr(data, k) for k in HEADER_FIELDS}
         out["config"] = dict(data.config)
         out.update(packed=PACKED, count=len(entries), runs=reason_runs(e.reason for e in entries),
                    first_ref=entries[0].ref if entries else None, last_ref=entries[-1].ref if entries else None)
@@ -60,7 +58,7 @@ def pack_ledger(data: "Mapping[str, Any] | Ledger") -> dict:
         return out
     if is_packed(data):
         return dict(data)
-    out = {k: data.get(k) for k in _HEADER}
+    out = {k: data.get(k) for k in HEADER_FIELDS}
     entries = data.get("entries") or []
     out.update(packed=PACKED, count=len(entries), runs=reason_runs(e["reason"] for e in entries),
                first_ref=entries[0]["ref"] if entries else None, last_ref=entries[-1]["ref"] if entries else None)
@@ -93,18 +91,8 @@ def unpack_entries(data: Mapping[str, Any], conversation: Conversation, position
 
 def unpack_ledger(data: Mapping[str, Any], conversation: Conversation, position: int) -> Ledger:
     """A :class:`Ledger` from its stored form (packed or full)."""
-    if is_packed(data):
-        entries = unpack_entries(data, conversation, position)
-    else:
-        entries = [LedgerEntry(**e) for e in data.get("entries") or []]
-    synthetic = [SyntheticMessage(**{**s, "covers": tuple(s.get("covers") or ()),
-                                     "replaces": tuple(s["replaces"]) if s.get("replaces") else None})
-                 for s in data.get("synthetic") or []]
-    return Ledger(turn=data["turn"], entries=entries, prompt_tokens=data["prompt_tokens"],
-                  history_tokens=data["history_tokens"], budget=data.get("budget"),
-                  budget_note=data.get("budget_note") or "", config=dict(data.get("config") or {}),
-                  context_size=data.get("context_size"), exceeds_context=bool(data.get("exceeds_context")),
-                  synthetic=synthetic, compactions=[dict(c) for c in data.get("compactions") or []])
+    entries = unpack_entries(data, conversation, position) if is_packed(data) else None
+    return Ledger.from_dict(data, entries)
 
 
 def pack_prompt(prompt: Sequence[Mapping[str, Any]] | None, ledger: "Mapping[str, Any] | Ledger | None") -> list | None:
