@@ -321,12 +321,12 @@ _KINDS = {"$set": set, "$frozenset": frozenset, "$tuple": tuple}
 
 
 def encode_value(value: Any) -> Any:
-    """A state value as JSON data: containers keep their kind, messages become :func:`message_dict`;
+    """A state value as JSON data: containers keep their kind, messages become :meth:`Message.to_dict` (``exchanged_only``);
     ``TypeError`` for anything else that JSON cannot hold."""
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     if isinstance(value, Message):
-        return {"$message": message_dict(value)}
+        return {"$message": value.to_dict(exchanged_only=True)}
     if isinstance(value, list):
         return [encode_value(v) for v in value]
     if isinstance(value, (set, frozenset)):
@@ -354,27 +354,10 @@ def decode_value(value: Any) -> Any:
         if key in _KINDS:
             return _KINDS[key](decode_value(v) for v in inner)
         if key == "$message":
-            return message_from_dict(inner)
+            return Message.from_dict(inner)
         if key == "$dict":
             return {k: decode_value(v) for k, v in inner.items()}
     return {k: decode_value(v) for k, v in value.items()}
-
-
-def message_dict(m: Message) -> dict:
-    out: dict[str, Any] = {"role": m.role, "content": m.content, "kind": m.kind, "ref": m.ref}
-    if m.tool_calls:
-        out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls]
-    if m.tool_call_id:
-        out["tool_call_id"] = m.tool_call_id
-    if m.name:
-        out["name"] = m.name
-    return out
-
-
-def message_from_dict(d: Mapping[str, Any]) -> Message:
-    calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in d.get("tool_calls") or [])
-    return Message(role=d["role"], content=d.get("content") or "", kind=d.get("kind") or "", ref=d.get("ref", ""),
-                   name=d.get("name"), tool_calls=calls, tool_call_id=d.get("tool_call_id"))
 
 
 # -- tools ------------------------------------------------------------------------------------------
@@ -963,7 +946,7 @@ def run_agent(query: str, *, tools: Sequence[Tool], planner: Planner, schema: Ma
     if version >= 3:  # 3.x's run metadata outputs; 2.x outputs the state alone
         outputs.update({"step_count": step_count, "token_usage": dict(usage), "tool_call_counts": dict(counts),
                         "exit_reason": exit_reason})
-    outputs["last_message"] = message_dict(messages[-1]) if messages else None
+    outputs["last_message"] = messages[-1].to_dict(exchanged_only=True) if messages else None
     return AgentResult(text=text, messages=messages, new_messages=added, steps=steps, outputs=outputs,
                        exit_reason=exit_reason, step_count=step_count, tool_call_counts=counts, usage=usage,
                        notes=notes)
@@ -1195,7 +1178,7 @@ __all__ = ["StateError", "ToolError", "ToolConfigError", "State", "encode_value"
            "BeforeModel", "HAYSTACK_VERSIONS", "DEFAULT_HAYSTACK_VERSION", "INTERNAL_KEYS", "RUN_METADATA_KEYS", "merge_lists", "replace_values", "dedup_append", "add_numbers",
            "HANDLERS", "parse_type", "Tool", "invoke_tool", "calculate", "save_note", "list_notes", "make_lookup",
            "demo_tools", "DEMO_SCHEMA", "DEMO_LOOKUP", "ToolRequest", "PlannerReply", "Planner", "plan_tools",
-           "DemoPlanner", "ModelPlanner", "planner_for", "AgentStep", "AgentResult", "run_agent", "message_dict",
-           "message_from_dict", "GRANULARITIES", "DEFAULT_GRANULARITY", "FROM_REQUEST", "FROM_FLOW", "FROM_DEFAULT",
+           "DemoPlanner", "ModelPlanner", "planner_for", "AgentStep", "AgentResult", "run_agent",
+           "GRANULARITIES", "DEFAULT_GRANULARITY", "FROM_REQUEST", "FROM_FLOW", "FROM_DEFAULT",
            "GranularityError", "check_granularity", "resolve_granularity", "AgentSettings", "agent_settings",
            "RESERVED_KEYS"]

@@ -86,8 +86,11 @@ class Message:
         # Dify's filter drops a message whose content is empty unless it carries tool calls.
         return not self.content and not self.tool_calls
 
-    def to_dict(self) -> dict:
-        """The message as stored and exported (every field; absent ones left out)."""
+    def to_dict(self, *, exchanged_only: bool = False) -> dict:
+        """The message as stored and exported (every field; absent ones left out).
+
+        ``exchanged_only`` leaves out what only a recording holds — the files sent with it and the
+        provider's usage — as an agent's state and outputs do."""
         out: dict = {"role": self.role, "content": self.content, "kind": self.kind, "ref": self.ref}
         if self.name:
             out["name"] = self.name
@@ -95,6 +98,8 @@ class Message:
             out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls]
         if self.tool_call_id:
             out["tool_call_id"] = self.tool_call_id
+        if exchanged_only:
+            return out
         if self.files:
             out["files"] = [f.to_dict() for f in self.files]
         if self.usage:

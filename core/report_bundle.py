@@ -34,10 +34,6 @@ class BundleFieldError(ReportError):
         self.field = field
 
 
-def message_to_json(m: Message) -> dict:
-    return m.to_dict()
-
-
 def conversation_to_json(conv: Conversation) -> dict:
     """A conversation as JSON, losslessly (every turn with its messages, indices and status)."""
     return {"id": conv.id, "name": conv.name, "system_prompt": conv.system_prompt,
@@ -45,7 +41,7 @@ def conversation_to_json(conv: Conversation) -> dict:
             "turns": [{"id": t.id, "parent_id": t.parent_id, "query_index": t.query_index,
                        "answer_index": t.answer_index, "status": t.status, "error": t.error,
                        "created_at": t.created_at, "answer_tokens": t.answer_tokens,
-                       "messages": [message_to_json(m) for m in t.messages]} for t in conv.turns]}
+                       "messages": [m.to_dict() for m in t.messages]} for t in conv.turns]}
 
 
 def _need(cond: bool, where: str, message: str) -> None:
@@ -198,4 +194,4 @@ def parse_report(data: Any) -> Conversation:
 
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "FACT_MODES", "BundleFieldError", "conversation_to_json",
-           "conversation_from_json", "message_to_json", "report_bundle", "bundle_json", "read_report", "parse_report"]
+           "conversation_from_json", "report_bundle", "bundle_json", "read_report", "parse_report"]

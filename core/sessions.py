@@ -508,7 +508,7 @@ def turn_from_record(record: TurnRecord, flow_version_id: str | None) -> dict:
     intermediate, files = data.pop("intermediate", None), data.pop("files", None)
     if intermediate or files:
         # tool calls and results, or the user's files: the turn's full message list is stored
-        data["messages"] = [repo.message_to_dict(m) for m in turn.messages]
+        data["messages"] = [m.to_dict() for m in turn.messages]
     return data
 
 
@@ -625,7 +625,7 @@ def _imported_turn_rows(conv: Conversation, conv_id: str, t: float) -> tuple[lis
                             query=turn.query, answer=turn.answer, status=turn.status or "succeeded",
                             error=turn.error, inputs={}, dialogue_count=conv.tree.depth[i],
                             answer_tokens=int(turn.answer_tokens or 0),
-                            messages=[repo.message_to_dict(m) for m in turn.messages],
+                            messages=[m.to_dict() for m in turn.messages],
                             meta={"source_id": turn.id, "created_at_source": turn.created_at},
                             created_at=float(turn.created_at or t)))
     # The export's own active branch (ChatGPT's current node) stays the active thread.

@@ -469,10 +469,6 @@ def load_node_runs(db: Database, turn_id: str) -> list[dict]:
         return [node_run_dict(r) for r in rows]
 
 
-def message_to_dict(m: Message) -> dict:
-    return m.to_dict()
-
-
 def turn_from_dict(d: dict) -> Turn:
     """A core Turn from a stored turn: query and answer, or the full message list of an import."""
     tid = d["id"]
