@@ -13,6 +13,7 @@ import sys
 from typing import Callable, Sequence
 
 from .errors import MemLensError
+from .limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
 from .words import plural
 from .ledger import SyntheticMessage, explain
 from .memory import DEFAULT_FIDELITY, FIDELITIES, TRIM_COUNTERS, MemoryConfig, Replay
@@ -63,7 +64,8 @@ def _add_memory_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory", choices=("dify", "window", "buffer", "off", "summary_buffer", "compaction", "trim"),
                    default="dify")
     p.add_argument("--window", type=whole_number("--window", 0), default=None,
-                   help="dify: turns (default: no window, 500-turn cap); window: messages (default 10)")
+                   help=f"dify: turns (default: no window, {DIFY_ROW_CAP}-turn cap); window: messages "
+                        f"(default {WINDOW_DEFAULT_MESSAGES})")
     p.add_argument("--fidelity", choices=FIDELITIES, default=DEFAULT_FIDELITY,
                    help="dify: code = Dify 1.x as shipped (default); documented = as Dify's docs describe")
     p.add_argument("--plugin-token-counting", action="store_true",

@@ -76,6 +76,7 @@ from .conversation import ANSWER, Conversation, turn_label
 from .facts import asked_keys
 from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE, SUMMARY,
                      TRIMMED_EARLIER, Ledger, LedgerEntry, explain)
+from .limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
 from .memory import MemoryConfig, Replay, turn_numbers
 from .words import plural
 
@@ -434,7 +435,7 @@ def _dominant(subject: str, turns: Sequence[MemoryTurn], conversation: Conversat
 
 def _window_zero(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, node_id: str | None = None) -> Finding:
     first = next((t for t in turns if t.kept), None)
-    text = "Window = 0, but history was included: Dify reads a window of 0 as no limit (its 500-turn cap)"
+    text = f"Window = 0, but history was included: Dify reads a window of 0 as no limit (its {DIFY_ROW_CAP}-turn cap)"
     if first is not None:
         text += f", so at {name(first.turn)} {subject} still receives {plural(first.kept, 'earlier message')}"
     else:
@@ -445,10 +446,8 @@ def _window_zero(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, nod
 
 def _trimmed_window(subject: str, config: MemoryConfig, turns: Sequence[MemoryTurn], name: TurnNamer,
                     baseline: Mapping[int, MemoryTurn] | None = None) -> Finding | None:
-    from .strategies.window import DEFAULT_WINDOW
-
     for t in turns:
-        size = config.window_at(t.turn) or DEFAULT_WINDOW
+        size = config.window_at(t.turn) or WINDOW_DEFAULT_MESSAGES
         would = min(size, t.candidates)
         if t.trimmed and t.in_window < would:
             lost = would - t.in_window

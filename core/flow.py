@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .errors import MemLensError
+from .limits import DIFY_ROW_CAP
 from .tokens import DEMO_MODEL
 from .variables import ConversationVariable, VariableError, check_assigner_data
 
@@ -161,7 +162,7 @@ class MemorySettings:
     def label(self) -> str:
         if self.window is not None:
             return f"window {self.window} turns"
-        return "no window (500-turn cap)"
+        return f"no window ({DIFY_ROW_CAP}-turn cap)"
 
     def to_report(self) -> dict:
         return {"memory": "on", "window_enabled": self.window_enabled, "window_size": self.window_size,
@@ -243,8 +244,9 @@ def _memory_settings(node: Node, raw: Any) -> MemorySettings | None:
             size = int(size)
         except (TypeError, ValueError):
             raise _node_error(node, f"memory window size {size!r} is not a whole number") from None
-        if size < 0 or size > 500:
-            raise _node_error(node, f"memory window size {size} is out of range: Dify windows are 1..500 turns")
+        if size < 0 or size > DIFY_ROW_CAP:
+            raise _node_error(node, f"memory window size {size} is out of range: Dify windows are 1..{DIFY_ROW_CAP} "
+                                    f"turns")
     qpt = raw.get("query_prompt_template") if "query_prompt_template" in raw else None
     if qpt is not None and not isinstance(qpt, str):
         raise _node_error(node, "'memory.query_prompt_template' must be text")

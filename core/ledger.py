@@ -19,6 +19,8 @@ import copy
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
+from .limits import DEFAULT_HISTORY_TOKENS, DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
+
 KEPT = "kept"
 MEMORY_OFF = "memory_off"
 SCOPE = "scope"
@@ -323,10 +325,10 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
         return _explain_trim(r, config)
     if r == OUTSIDE_WINDOW:
         if strategy == "window":
-            return f"outside window of {window or 10} messages"
+            return f"outside window of {window or WINDOW_DEFAULT_MESSAGES} messages"
         code = config.get("fidelity", "code") == "code"
-        if not window or window < 0 or window > 500:
-            return "outside Dify's 500-row cap" if code else "outside Dify's 500-turn cap"
+        if not window or window < 0 or window > DIFY_ROW_CAP:
+            return f"outside Dify's {DIFY_ROW_CAP}-row cap" if code else f"outside Dify's {DIFY_ROW_CAP}-turn cap"
         if code:
             return f"outside window of {window} rows: the current turn's row is one of them"
         return f"outside window of {window} turns"
@@ -348,9 +350,9 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
 
 
 def _history_limit(config: dict) -> int:
-    """``max_history_tokens`` as the strategies read it: ``None`` is 2,000, 0 is 0."""
+    """``max_history_tokens`` as the strategies read it: ``None`` is the default, 0 is 0."""
     limit = config.get("max_history_tokens")
-    return 2000 if limit is None else limit
+    return DEFAULT_HISTORY_TOKENS if limit is None else limit
 
 
 def _explain_trim(reason: str, config: dict) -> str:

@@ -87,6 +87,20 @@ MAX_DEPTH = limit("depth").read()
 MAX_YAML_NODES = limit("yaml_nodes").read()
 MAX_FLOW_BYTES = limit("flow_size").read() * MB
 
+# -- the memory systems' own numbers ----------------------------------------------------------------
+# Not settings: the systems MemLens reproduces fix them, so no environment variable changes them.
+# They live here, below every other core module, because the rules, the ledger's words and the
+# flow checks all name them.
+
+#: Dify's TokenBufferMemory fetches at most this many message rows, whatever the window says
+#: (spec/dify-memory.md §1), so Dify's windows are 1..500 turns and "no window" means 500.
+DIFY_ROW_CAP = 500
+#: The Window Memory node keeps 1..this many messages, and this many when unset.
+WINDOW_MAX_MESSAGES = 200
+WINDOW_DEFAULT_MESSAGES = 10
+#: ``max_history_tokens`` when unset, for the strategies that read it (summary buffer, trim).
+DEFAULT_HISTORY_TOKENS = 2000
+
 
 def _size(n: int) -> str:
     if n < MB // 10:

@@ -28,6 +28,7 @@ from typing import Callable, Iterator, Sequence
 
 from .conversation import INTERMEDIATE, Conversation, Message
 from .errors import MemLensError
+from .limits import DIFY_ROW_CAP
 from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
                      SCOPE, TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummary)
 from .strategies import STRATEGIES, get_strategy
@@ -127,8 +128,8 @@ class MemoryConfig:
             if self.strategy == "window" and not 1 <= n <= MAX_WINDOW:
                 raise ConfigError(f"window {n} is out of range: the Window Memory node keeps 1..{MAX_WINDOW} messages")
             if self.strategy != "window" and not -MAX_DIFY_WINDOW <= n <= MAX_DIFY_WINDOW:
-                raise ConfigError(f"window {n} is out of range: Dify windows are 1..500 turns (larger ones run as "
-                                  f"500, 0 or less means no limit); give at most {MAX_DIFY_WINDOW:,}")
+                raise ConfigError(f"window {n} is out of range: Dify windows are 1..{DIFY_ROW_CAP} turns (larger ones "
+                                  f"run as {DIFY_ROW_CAP}, 0 or less means no limit); give at most {MAX_DIFY_WINDOW:,}")
         if self.context_size is not None and self.context_size < 1:
             raise ConfigError(f"context size {self.context_size} is out of range: it must be at least 1")
         if self.max_tokens < 0:
@@ -326,11 +327,6 @@ class Replay:
                                                 else tuple(range(key)))
             self._eligible[position] = el
         return el
-
-    @property
-    def system_tokens(self) -> int:
-        """Tokens of the node's system prompt as a message (0 without one)."""
-        return self._system_tokens
 
     def fixed_prompt_tokens(self, position: int) -> int:
         if self._prompt_tokens is not None:

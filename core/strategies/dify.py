@@ -34,11 +34,10 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
+from ..limits import DIFY_ROW_CAP as ROW_CAP
 from ..tokens import DEFAULT_HISTORY_BUDGET, REPLY_PRIMING
 from .base import Budget, Strategy
 
-#: Dify fetches at most this many message rows, whatever the window says.
-ROW_CAP = 500
 CODE = "code"
 DOCUMENTED = "documented"
 #: Dify's count of an empty prompt-message list: the reply priming alone.

@@ -30,11 +30,11 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 
+from ..limits import DEFAULT_HISTORY_TOKENS as DEFAULT_LIMIT
 from ..ledger import KEPT, SUMMARIZED, SUMMARY, SyntheticMessage, format_spans
 from .base import Budget, Plan, Spans, Strategy, add_turns, message_at, span_turns, tokens_between, turn_at
 from .trim import langchain_counts
 
-DEFAULT_LIMIT = 2000
 
 
 @dataclass(frozen=True)

@@ -39,11 +39,11 @@ from typing import Callable, Sequence
 
 from ..conversation import Message
 from ..errors import MemLensError
+from ..limits import DEFAULT_HISTORY_TOKENS as DEFAULT_MAX_TOKENS
 from ..ledger import KEPT, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, SyntheticMessage
 from ..tokens import REPLY_PRIMING, approximate_message_tokens, chat_model_message_tokens
 from .base import Budget, Plan, Strategy, message_at, tokens_between, turn_at
 
-DEFAULT_MAX_TOKENS = 2000
 #: LangChain message types and the chat roles they are.
 MESSAGE_TYPES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 _TYPE_OF_ROLE = {role: kind for kind, role in MESSAGE_TYPES.items()}

@@ -37,14 +37,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..ledger import KEPT, OUTSIDE_WINDOW, TRIMMED_EARLIER, SyntheticMessage
+from ..limits import WINDOW_DEFAULT_MESSAGES as DEFAULT_WINDOW, WINDOW_MAX_MESSAGES as MAX_WINDOW
 from ..words import plural
 from .base import Budget, Plan, Strategy
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..conversation import Message
 
-DEFAULT_WINDOW = 10
-MAX_WINDOW = 200
 HISTORY_SET = "history set"  # origin of the synthetic messages an input wrote into the store
 
 
@@ -136,3 +135,6 @@ class WindowStrategy(Strategy):
             notes.append(f"{plural(written_over, 'earlier message')} written over by an input")
         budget = Budget(None, "; ".join(notes), config.context_size or replay.facts.context_size)
         return WindowPlan(budget, store, view, replay, tuple(notes))
+
+
+__all__ = ["WindowStrategy", "WindowStore", "WindowPlan", "HISTORY_SET", "DEFAULT_WINDOW", "MAX_WINDOW"]
