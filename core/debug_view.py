@@ -291,10 +291,6 @@ def tree_layout(conversation: Conversation, active: Sequence[int]) -> list[TreeN
     return out
 
 
-def reason_label(reason: str) -> str:
-    return REASON_LABELS.get(reason, reason)
-
-
 # -- conversations without a flow: memory lenses ------------------------------------------------------
 
 @dataclass(frozen=True)

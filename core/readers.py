@@ -477,19 +477,6 @@ def parse_conversations(text: str, name: str = "input", fmt: str | None = None) 
     return import_text(text, name, fmt).conversations
 
 
-def load_json_or_jsonl(text: str, name: str = "input") -> tuple[Any, bool]:
-    """Parse a whole JSON document or JSON Lines. Returns (data, is_jsonl)."""
-    records = Records(text.lstrip("\ufeff"), name, _Progress(None, 1, 1))
-    if records.layout == "document":
-        return records.first, False
-    rows = []
-    for rec in records:
-        if rec.error:
-            raise FormatError(f"{name}: {rec.error}")
-        rows.append(rec.value)
-    return rows, records.layout == "lines"
-
-
 def detect_format(data: Any, is_jsonl: bool = False, name: str = "input") -> str:
     """The format of already-parsed data: a document, or the list of records of an array/JSONL."""
     if isinstance(data, list):

@@ -351,12 +351,6 @@ def model_supports_vision(model: str) -> bool:
     return False
 
 
-def known_models() -> list[str]:
-    """Chat models in the bundled map, for pickers."""
-    return sorted(k for k, v in _model_map().items()
-                  if isinstance(v, dict) and v.get("mode") == "chat")
-
-
 # -- LangChain's counters (trim_messages' token_counter, ConversationSummaryBufferMemory's LLM) -------
 
 #: langchain-openai counts a tool result's ``tool_call_id`` as 3 tokens (its own approximation).

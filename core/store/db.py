@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -170,17 +169,3 @@ class Database:
     @property
     def backend(self) -> str:
         return self.engine.dialect.name
-
-
-_open: dict[str, Database] = {}
-_lock = threading.Lock()
-
-
-def open_database(url: str | None = None) -> Database:
-    """The process-wide :class:`Database` for a URL (migrated once)."""
-    key = resolve_url(url)
-    with _lock:
-        db = _open.get(key)
-        if db is None:
-            db = _open[key] = Database(key)
-        return db

@@ -130,15 +130,6 @@ def unpack_prompt(prompt: Sequence[Mapping[str, Any]] | None, ledger: Ledger | N
     return out
 
 
-def pack_node_run(run: Mapping[str, Any]) -> dict:
-    out = dict(run)
-    ledger = run.get("ledger")
-    if ledger and not is_packed(ledger):
-        out["prompt"] = pack_prompt(run.get("prompt"), ledger)
-        out["ledger"] = pack_ledger(ledger)
-    return out
-
-
 def unpack_node_run(run: Mapping[str, Any], conversation: Conversation, position: int) -> dict:
     """A stored node run with its ledger as a :class:`Ledger` and its prompt's texts filled in."""
     out = dict(run)
