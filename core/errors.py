@@ -4,11 +4,51 @@ Every error a user can cause (a malformed file, an out-of-range setting, a type 
 ``MemLensError`` whose message says what was wrong and what to do; the CLI prints it as one line
 and exits with status 2, the UI shows it in place. Anything else is a bug: the CLI still prints one
 line (``MEMLENS_DEBUG=1`` shows the traceback) and the API answers 500 and logs the detail.
+
+The tree (each class lives beside the code that raises it; catch the narrowest that fits)::
+
+    MemLensError (ValueError)
+    ├── ConfigError            a memory config value, or a strategy's own check      core/errors.py
+    ├── ReportError            a report, report bundle, source file or config set    core/errors.py
+    │   └── BundleFieldError   one field of a report bundle                          core/report_bundle.py
+    ├── LimitError             over a size or depth limit                            core/limits.py
+    │   └── TooLargeError      over a size limit                                     core/limits.py
+    ├── FormatError            a file no reader can read                             core/readers.py
+    │   └── RecordError        one bad record in it                                  core/readers.py
+    ├── FlowError              a flow file or Dify DSL export                        core/flow.py
+    ├── RunError               a turn that cannot run                                core/runtime.py
+    ├── WindowInputError       a Window Memory node's input                          core/window_node.py
+    ├── VariableError          a conversation variable                               core/variables.py
+    │   └── TypeMismatchError  a value of the wrong type                             core/variables.py
+    ├── AssignerError          a Variable Assigner operation                         core/variables.py
+    ├── StateError, ToolError, ToolConfigError, GranularityError   the agent node    core/agent.py
+    ├── TrimError              trim_messages' own refusals                           core/strategies/trim.py
+    ├── LongTermMemoryError    long-term memory settings and extraction              core/long_term.py
+    │   └── MemoryNotFound     no memory with that id                                core/long_term.py
+    ├── LLMError               the model call                                        core/llm.py
+    ├── CompareError           a comparison's configs or window                      core/compare.py
+    ├── WhyError               a "where did it go?" question                         core/why.py
+    ├── PullError              pulling from a Dify app                               core/pull.py
+    ├── FileInputError         a chat message's files                                core/uploads.py
+    ├── UsageError             the command line                                      core/cli.py
+    ├── LedgerMismatchError    a stored ledger that does not fit its conversation    core/store/ledger_codec.py
+    ├── ConversationBusyError  a conversation another turn is writing                core/store/locks.py
+    └── StoreError             the store                                             core/store/db.py
+        ├── ImportCheckError   a value an import would store                         core/store/checks.py
+        ├── BundleError        a MemLens conversation export                         core/bundle.py
+        └── SessionChangedError  the flow changed under a conversation               core/sessions.py
+
+``core.api_base.ApiError`` is not part of it: it is an HTTP answer in Dify's error shape, made
+from a ``MemLensError`` at the API's edge.
 """
 
 
 class MemLensError(ValueError):
     """Bad input: the message names the problem and, where it helps, the way forward."""
+
+
+class ConfigError(MemLensError):
+    """A memory configuration value is out of range or unknown, or the strategy cannot run it."""
 
 
 class ReportError(MemLensError):

@@ -98,6 +98,9 @@ DIFY_ROW_CAP = 500
 #: The Window Memory node keeps 1..this many messages, and this many when unset.
 WINDOW_MAX_MESSAGES = 200
 WINDOW_DEFAULT_MESSAGES = 10
+#: The largest window size accepted as input for Dify's memory (it runs anything over
+#: :data:`DIFY_ROW_CAP` as that): a bound on input, not Dify's rule.
+MAX_DIFY_WINDOW = 1_000_000
 #: ``max_history_tokens`` when unset, for the strategies that read it (summary buffer, trim).
 DEFAULT_HISTORY_TOKENS = 2000
 

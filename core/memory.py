@@ -27,8 +27,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Callable, Iterator, Sequence
 
 from .conversation import INTERMEDIATE, Conversation, Message
-from .errors import MemLensError
-from .limits import DIFY_ROW_CAP
+from .errors import ConfigError
 from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
                      SCOPE, TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummary)
 from .strategies import STRATEGIES, get_strategy
@@ -37,7 +36,6 @@ from .strategies.compaction import (COMPACTION_PROFILES, DEFAULT_KEEP_MESSAGES, 
                                    DEFAULT_TRIGGER, SHIPPED)
 from .strategies.summary_buffer import DEFAULT_LIMIT as DEFAULT_HISTORY_LIMIT
 from .strategies.trim import MESSAGE_TYPES
-from .strategies.window import MAX_WINDOW
 from .summarize import Summarizer
 from .tokens import REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
 
@@ -50,14 +48,6 @@ SCOPES = ("thread", "session", "call")
 TRIM_STRATEGIES = ("last", "first")
 #: LangChain's counters: the chat model's own, ``len`` and ``count_tokens_approximately``.
 TRIM_COUNTERS = ("tokens", "messages", "approximate")
-
-
-#: The largest window size accepted as input (Dify runs anything over 500 as 500).
-MAX_DIFY_WINDOW = 1_000_000
-
-
-class ConfigError(MemLensError):
-    """A memory configuration value is out of range or unknown."""
 
 
 @dataclass(frozen=True)
@@ -121,32 +111,23 @@ class MemoryConfig:
             raise ConfigError(f"unknown granularity {self.granularity!r}; expected query_answer or all_messages")
         if self.scope not in SCOPES:
             raise ConfigError(f"unknown scope {self.scope!r}; expected thread, session or call")
-        sizes = [self.window] + [n for _, n in self.window_changes]
-        for n in sizes:
-            if n is None:
-                continue
-            if self.strategy == "window" and not 1 <= n <= MAX_WINDOW:
-                raise ConfigError(f"window {n} is out of range: the Window Memory node keeps 1..{MAX_WINDOW} messages")
-            if self.strategy != "window" and not -MAX_DIFY_WINDOW <= n <= MAX_DIFY_WINDOW:
-                raise ConfigError(f"window {n} is out of range: Dify windows are 1..{DIFY_ROW_CAP} turns (larger ones "
-                                  f"run as {DIFY_ROW_CAP}, 0 or less means no limit); give at most {MAX_DIFY_WINDOW:,}")
         if self.context_size is not None and self.context_size < 1:
             raise ConfigError(f"context size {self.context_size} is out of range: it must be at least 1")
         if self.max_tokens < 0:
             raise ConfigError(f"max_tokens {self.max_tokens} is out of range: it must be 0 or more")
         self._validate_rewriting()
+        get_strategy(self.strategy).validate(self)
         return self
 
+    def window_sizes(self) -> list[int]:
+        """Every window size the config sets: the window and each change's."""
+        return [n for n in [self.window] + [n for _, n in self.window_changes] if n is not None]
+
     def _validate_rewriting(self) -> None:
-        """The settings of the strategies that rewrite history (summary_buffer, compaction, trim)."""
+        """The values of the settings of the strategies that rewrite history (summary_buffer,
+        compaction, trim); whether the chosen strategy can run them is its own check."""
         if self.max_history_tokens is not None and self.max_history_tokens < 0:
             raise ConfigError(f"max_history_tokens {self.max_history_tokens} is out of range: it must be 0 or more")
-        if (self.strategy == "summary_buffer" and self.trim_counter == "tokens" and self.max_history_tokens is not None
-                and self.max_history_tokens < REPLY_PRIMING):
-            raise ConfigError(f"max_history_tokens {self.max_history_tokens} cannot be met: the chat model's counter "
-                              f"counts even an empty buffer as {REPLY_PRIMING} tokens (LangChain fails popping from "
-                              f"an empty buffer); use {REPLY_PRIMING} or more, or trim_counter approximate or "
-                              f"messages, with which 0 summarises everything")
         if self.trim_strategy not in TRIM_STRATEGIES:
             raise ConfigError(f"unknown trim strategy {self.trim_strategy!r}; expected last or first")
         if self.trim_counter not in TRIM_COUNTERS:
@@ -155,9 +136,6 @@ class MemoryConfig:
             value = getattr(self, name)
             if value is not None and value not in MESSAGE_TYPES:
                 raise ConfigError(f"unknown message type {value!r} for {name}; expected human, ai, tool or system")
-        if self.strategy == "trim" and self.trim_strategy == "first" and (self.start_on or self.include_system):
-            raise ConfigError("start_on and include_system apply only to trim strategy 'last' "
-                              "(trim_messages rejects them with 'first'); remove them or use last")
         if not 0 < self.compaction_trigger <= 1:
             raise ConfigError(f"compaction trigger {self.compaction_trigger} is out of range: it is a fraction of "
                               f"the context size, above 0 and at most 1")

@@ -12,7 +12,9 @@ from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..errors import ConfigError
 from ..ledger import KEPT
+from ..limits import DIFY_ROW_CAP, MAX_DIFY_WINDOW
 from ..summarize import OFFLINE
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -189,6 +191,15 @@ class Strategy:
     def new_view(self, replay: "Replay") -> PathView:
         """The thread view the engine walks; a strategy may extend it with its own running sums."""
         return PathView(replay.numbers)
+
+    def validate(self, config: "MemoryConfig") -> None:
+        """Raise :class:`ConfigError` (one line: what is wrong, what to do) when this strategy cannot
+        run ``config``. :meth:`MemoryConfig.validate` calls it after checking each value's range.
+        The default: window sizes are Dify's turns."""
+        for n in config.window_sizes():
+            if not -MAX_DIFY_WINDOW <= n <= MAX_DIFY_WINDOW:
+                raise ConfigError(f"window {n} is out of range: Dify windows are 1..{DIFY_ROW_CAP} turns (larger ones "
+                                  f"run as {DIFY_ROW_CAP}, 0 or less means no limit); give at most {MAX_DIFY_WINDOW:,}")
 
     def check(self, config: "MemoryConfig", facts: "ModelFacts") -> str | None:
         """A problem that makes the config unusable with this model, or ``None``."""

@@ -30,8 +30,10 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from ..limits import DEFAULT_HISTORY_TOKENS as DEFAULT_LIMIT
+from ..errors import ConfigError
 from ..ledger import KEPT, SUMMARIZED, SUMMARY, SyntheticMessage, format_spans
+from ..limits import DEFAULT_HISTORY_TOKENS as DEFAULT_LIMIT
+from ..tokens import REPLY_PRIMING
 from .base import Budget, Plan, Spans, Strategy, add_turns, message_at, span_turns, tokens_between, turn_at
 from .trim import langchain_counts
 
@@ -73,6 +75,15 @@ class SummaryBufferStrategy(Strategy):
     name = "summary_buffer"
     plans = True
     drops_empty = False
+
+    def validate(self, config):
+        super().validate(config)
+        limit = config.max_history_tokens
+        if config.trim_counter == "tokens" and limit is not None and limit < REPLY_PRIMING:
+            raise ConfigError(f"max_history_tokens {limit} cannot be met: the chat model's counter counts even an "
+                              f"empty buffer as {REPLY_PRIMING} tokens (LangChain fails popping from an empty "
+                              f"buffer); use {REPLY_PRIMING} or more, or trim_counter approximate or messages, with "
+                              f"which 0 summarises everything")
 
     def plan(self, view, current, replay):
         limit = DEFAULT_LIMIT if replay.config.max_history_tokens is None else replay.config.max_history_tokens

@@ -38,9 +38,9 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from ..conversation import Message
-from ..errors import MemLensError
-from ..limits import DEFAULT_HISTORY_TOKENS as DEFAULT_MAX_TOKENS
+from ..errors import ConfigError, MemLensError
 from ..ledger import KEPT, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, SyntheticMessage
+from ..limits import DEFAULT_HISTORY_TOKENS as DEFAULT_MAX_TOKENS
 from ..tokens import REPLY_PRIMING, approximate_message_tokens, chat_model_message_tokens
 from .base import Budget, Plan, Strategy, message_at, tokens_between, turn_at
 
@@ -258,6 +258,12 @@ class TrimStrategy(Strategy):
     name = "trim"
     plans = True
     drops_empty = False
+
+    def validate(self, config):
+        super().validate(config)
+        if config.trim_strategy == "first" and (config.start_on or config.include_system):
+            raise ConfigError("start_on and include_system apply only to trim strategy 'last' "
+                              "(trim_messages rejects them with 'first'); remove them or use last")
 
     def plan(self, view, current, replay):
         cfg = replay.config

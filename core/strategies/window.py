@@ -36,6 +36,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..errors import ConfigError
 from ..ledger import KEPT, OUTSIDE_WINDOW, TRIMMED_EARLIER, SyntheticMessage
 from ..limits import WINDOW_DEFAULT_MESSAGES as DEFAULT_WINDOW, WINDOW_MAX_MESSAGES as MAX_WINDOW
 from ..words import plural
@@ -100,6 +101,11 @@ class WindowStrategy(Strategy):
     uses_granularity = False
     plans = True
     plans_without_thread = True  # an input is the call's history even when nothing persists
+
+    def validate(self, config):
+        for n in config.window_sizes():
+            if not 1 <= n <= MAX_WINDOW:
+                raise ConfigError(f"window {n} is out of range: the Window Memory node keeps 1..{MAX_WINDOW} messages")
 
     def plans_for(self, replay) -> bool:
         # Without inputs the store is a suffix of the thread, so two indices carry the whole
