@@ -14,9 +14,8 @@ from .conversation import Conversation
 from .debug_view import damage_note
 from .errors import ReportError
 from .flow import Flow
-from .limits import check_file_size
 from .memory import turn_numbers
-from .readers import import_bytes
+from .readers import import_bytes, read_file
 from .runtime import NodeRun, TurnRecord
 from .store import repo
 from .store.ledger_codec import unpack_node_run
@@ -158,19 +157,7 @@ def read_sources(data: bytes, name: str, *, fmt: str | None = None, skip_bad: bo
 def read_source_file(path: str | Path, *, index: int = 0, fmt: str | None = None) -> tuple[Source, int]:
     """One conversation of a file (``index`` counts from 0) and how many the file holds."""
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if path.is_dir():
-            raise IsADirectoryError
-        check_file_size(size, path.name)
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ReportError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ReportError(f"{path} is a directory; expected a conversation file") from None
-    except OSError as e:
-        raise ReportError(f"{path}: cannot read ({e.strerror})") from None
-    sources = read_sources(data, path.name, fmt=fmt)
+    sources = read_sources(read_file(path), path.name, fmt=fmt)
     if not 0 <= index < len(sources):
         raise ReportError(f"{path.name} holds {len(sources)} conversation{'s' if len(sources) != 1 else ''}; "
                           f"pick one with an index from 0 to {len(sources) - 1}")
