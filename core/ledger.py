@@ -19,7 +19,7 @@ import copy
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
-from .limits import DEFAULT_HISTORY_TOKENS, DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
+from .limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES, history_limit
 
 KEPT = "kept"
 MEMORY_OFF = "memory_off"
@@ -351,8 +351,7 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
 
 def _history_limit(config: dict) -> int:
     """``max_history_tokens`` as the strategies read it: ``None`` is the default, 0 is 0."""
-    limit = config.get("max_history_tokens")
-    return DEFAULT_HISTORY_TOKENS if limit is None else limit
+    return history_limit(config.get("max_history_tokens"))
 
 
 def _explain_trim(reason: str, config: dict) -> str:

@@ -105,6 +105,11 @@ MAX_DIFY_WINDOW = 1_000_000
 DEFAULT_HISTORY_TOKENS = 2000
 
 
+def history_limit(max_history_tokens: int | None) -> int:
+    """``max_history_tokens`` as the strategies read it: unset is :data:`DEFAULT_HISTORY_TOKENS`, 0 is 0."""
+    return DEFAULT_HISTORY_TOKENS if max_history_tokens is None else max_history_tokens
+
+
 def _size(n: int) -> str:
     if n < MB // 10:
         return f"{n:,} bytes"

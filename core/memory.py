@@ -28,13 +28,13 @@ from typing import Callable, Iterator, Sequence
 
 from .conversation import INTERMEDIATE, Conversation, Message
 from .errors import ConfigError
+from .limits import history_limit
 from .ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
                      SCOPE, TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummary)
 from .strategies import STRATEGIES, get_strategy
 from .strategies.base import Budget, PathView, Plan, Strategy
 from .strategies.compaction import (COMPACTION_PROFILES, DEFAULT_KEEP_MESSAGES, DEFAULT_KEEP_TOOL_RESULTS,
                                    DEFAULT_TRIGGER, SHIPPED)
-from .strategies.summary_buffer import DEFAULT_LIMIT as DEFAULT_HISTORY_LIMIT
 from .strategies.trim import MESSAGE_TYPES
 from .summarize import Summarizer
 from .tokens import REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
@@ -172,7 +172,7 @@ class MemoryConfig:
             return "buffer (everything)"
         if self.strategy == "window":
             return f"window {self.window or 10} msgs"
-        limit = DEFAULT_HISTORY_LIMIT if self.max_history_tokens is None else self.max_history_tokens
+        limit = history_limit(self.max_history_tokens)
         if self.strategy == "summary_buffer":
             return f"summary buffer {limit:,} tok"
         if self.strategy == "compaction":

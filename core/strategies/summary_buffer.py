@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..ledger import KEPT, SUMMARIZED, SUMMARY, SyntheticMessage, format_spans
-from ..limits import DEFAULT_HISTORY_TOKENS as DEFAULT_LIMIT
+from ..limits import history_limit
 from ..tokens import REPLY_PRIMING
 from .base import Budget, Plan, Spans, Strategy, add_turns, message_at, span_turns, tokens_between, turn_at
 from .trim import langchain_counts
@@ -86,7 +86,7 @@ class SummaryBufferStrategy(Strategy):
                               f"which 0 summarises everything")
 
     def plan(self, view, current, replay):
-        limit = DEFAULT_LIMIT if replay.config.max_history_tokens is None else replay.config.max_history_tokens
+        limit = history_limit(replay.config.max_history_tokens)
         budget = Budget(limit, f"buffer limit {limit:,} tokens (the summary comes on top)",
                         replay.config.context_size or replay.facts.context_size)
         previous: SummaryState = (view.states[-1] if view.states else None) or SummaryState()

@@ -40,7 +40,7 @@ from typing import Callable, Sequence
 from ..conversation import Message
 from ..errors import ConfigError, MemLensError
 from ..ledger import KEPT, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, SyntheticMessage
-from ..limits import DEFAULT_HISTORY_TOKENS as DEFAULT_MAX_TOKENS
+from ..limits import history_limit
 from ..tokens import REPLY_PRIMING, approximate_message_tokens, chat_model_message_tokens
 from .base import Budget, Plan, Strategy, message_at, tokens_between, turn_at
 
@@ -267,7 +267,7 @@ class TrimStrategy(Strategy):
 
     def plan(self, view, current, replay):
         cfg = replay.config
-        limit = DEFAULT_MAX_TOKENS if cfg.max_history_tokens is None else cfg.max_history_tokens
+        limit = history_limit(cfg.max_history_tokens)
         by_messages = cfg.trim_counter == "messages"
         unit = "messages" if by_messages else "tokens"
         per, prefix, extra = langchain_counts(view, replay)
