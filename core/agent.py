@@ -71,6 +71,7 @@ from .errors import MemLensError
 if TYPE_CHECKING:  # pragma: no cover
     from .flow import Node
     from .llm import LLMClient
+    from .runtime import NodeRun
 
 GRANULARITIES = ("query_answer", "all_messages")
 DEFAULT_GRANULARITY = "query_answer"
@@ -80,7 +81,7 @@ GRANULARITY_SOURCES = {FROM_REQUEST: "set on the request", FROM_FLOW: "the flow'
                        FROM_DEFAULT: "the default"}
 
 
-def granularity_line(run: Any) -> str:
+def granularity_line(run: Mapping[str, Any] | NodeRun) -> str:
     """``history granularity all_messages — set on the request`` for a node run (a mapping or a
     :class:`core.runtime.NodeRun`); empty for nodes without one."""
     get = run.get if isinstance(run, dict) else (lambda k: getattr(run, k, None))
@@ -775,7 +776,7 @@ class DemoPlanner:
 class ModelPlanner:
     """Tool calls chosen by a real model through litellm tool calling."""
 
-    def __init__(self, client: Any, model: str, max_tokens: int | None = None):
+    def __init__(self, client: LLMClient, model: str, max_tokens: int | None = None):
         self.client = client
         self.model = model
         self.max_tokens = max_tokens

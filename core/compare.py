@@ -40,7 +40,8 @@ from .errors import MemLensError
 from .facts import extract_facts
 from .ledger import EMPTY, GRANULARITY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, REASON_LABELS, \
     SUMMARIZED, TRIMMED_EARLIER, Ledger, LedgerEntry, explain
-from .memory import ConfigError, MemoryConfig, Replay, turn_numbers
+from .llm import DemoClient, LLMClient, LLMReply
+from .memory import ConfigError, Decision, MemoryConfig, PathView, Replay, turn_numbers
 
 MIN_CONFIGS = 2
 MAX_CONFIGS = 6
@@ -212,7 +213,7 @@ class _RowReasons:
 
     __slots__ = ("replay", "view", "decision", "plan", "drops_empty", "depth", "turns", "eligible_at")
 
-    def __init__(self, replay: Replay, view: Any, decision: Any, eligible_at: list[dict[int, int] | None]):
+    def __init__(self, replay: Replay, view: PathView, decision: Decision, eligible_at: list[dict[int, int] | None]):
         self.replay = replay
         self.view = view
         self.decision = decision
@@ -739,11 +740,9 @@ class ReplyGrid:
                    [list(r) for r in data["replies"]], list(data.get("models") or []), int(data.get("skipped") or 0))
 
 
-def reply_at(replay: Replay, position: int, client: Any = None) -> Any:
+def reply_at(replay: Replay, position: int, client: LLMClient | None = None) -> LLMReply:
     """The reply to the query at ``position`` when the prompt is the system prompt, the history
     this replay's ledger keeps there, and the query (an :class:`core.llm.LLMReply`)."""
-    from .llm import DemoClient
-
     conversation = replay.conversation
     history = replay.history_messages(replay.ledger_at(position))
     system = replay.system_prompt
@@ -753,13 +752,11 @@ def reply_at(replay: Replay, position: int, client: Any = None) -> Any:
 
 
 def replay_replies(conversation: Conversation, configs: Iterable[MemoryConfig | NamedConfig | dict], *,
-                   client: Any = None, max_turns: int | None = 200, system_prompt: str | None = None) -> ReplyGrid:
+                   client: LLMClient | None = None, max_turns: int | None = 200, system_prompt: str | None = None) -> ReplyGrid:
     """Ask every answered turn's query again under each config (the last ``max_turns`` turns;
     ``None`` for all) and collect the replies. ``client`` is any :class:`core.llm.LLMClient`;
     the default is the offline demo model, so the grid needs no key and is the same every time.
     Each turn's prompt is built from its ledger, so this costs one ledger per turn and config."""
-    from .llm import DemoClient
-
     client = client or DemoClient()
     named = named_configs(configs)
     answered = conversation.answered_turns()

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
 CONFIG_SETS_KEY = "compare.configs"
 
 
-def saved_config_sets(db: Any) -> dict[str, list[NamedConfig]]:
+def saved_config_sets(db: Database) -> dict[str, list[NamedConfig]]:
     """The compare page's saved config sets, by name (sets no longer valid are left out)."""
     raw = repo.get_setting(db, CONFIG_SETS_KEY, {}) or {}
     out: dict[str, list[NamedConfig]] = {}
