@@ -307,7 +307,7 @@ def test_a_turns_history_is_what_its_kept_messages_placeholders_and_summary_cost
         assert sorted(s.replaces for s in placeholders) == sorted(cleared)
         for s in placeholders:
             entry = cleared[s.replaces]
-            assert (s.turn, s.covers, s.ref, s.content) == (entry.turn, (entry.turn,), f"cleared:{entry.ref}",
-                                                              TOOL_PLACEHOLDER)
+            assert (s.role, s.turn, s.covers, s.ref, s.content) == \
+                ("tool", entry.turn, (entry.turn,), f"cleared:{entry.ref}", TOOL_PLACEHOLDER)
         compacted += bool(ledger.synthetic)
     assert compacted >= 3
