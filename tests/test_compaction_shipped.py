@@ -447,6 +447,8 @@ def test_the_summariser_reads_tool_output_cut_to_500_characters_and_no_earlier_s
     assert lines == ["User: first", 'Tool Call [lookup]: {"k": 1}', "Tool [lookup]: " + "x" * 500 + "...",
                      "Tool [f]: " + "y" * 500]
     assert transcript_lines(folded_messages(groups, skip_summaries=False))[0] == "System: " + SUMMARY_HEADER + "old"
+    nameless = to_groups([Message("tool", "done", TOOL_RESULT, 1)])
+    assert transcript_lines(folded_messages(nameless, skip_summaries=True)) == ["Tool [tool]: done"]
 
 
 def test_a_real_model_is_asked_for_the_six_sections_and_to_update_the_previous_summary():

@@ -57,6 +57,13 @@ def test_a_real_models_summary_is_stored_with_the_turn_and_shown_after_reopening
     assert len(written) >= 2, "the fixture compacts more than once inside the tool loop"
     assert [s["summary"] for s in agent.summaries] == written
     assert {s["written_by"] for s in agent.summaries} == {MODEL}
+    # Every compacted request still opens with the agent's instructions, then the summary.
+    system_prompt = flow.node("agent").data["system_prompt"]
+    for c in agent.ledger.compactions:
+        if "summarize" in c["tiers"]:
+            request = live.seen[c["request"] - 1]
+            assert request[0] == {"role": "system", "content": system_prompt}
+            assert request[1]["content"] == SUMMARY_HEADER + c["summary"]
     # The check's record in the ledger and in the step's state record carries the text it wrote.
     assert summaries_of(agent.ledger.compactions) == written
     assert summaries_of([s["compaction"] for s in agent.steps if "compaction" in s]) == written
@@ -70,7 +77,6 @@ def test_a_real_models_summary_is_stored_with_the_turn_and_shown_after_reopening
     assert [s["summary"] for s in stored_run["summaries"]] == written
     # The replay (report, replay view) and what-if with the recorded settings give back the stored texts.
     recorded = MemoryConfig.from_dict(stored_run["memory"])
-    system_prompt = flow.node("agent").data["system_prompt"]
     replayed = Replay(conversation, recorded, system_prompt=system_prompt, summarizer=NeverAsked()).ledger(1)
     assert summaries_of(replayed.compactions) == written
     what_if = Replay(conversation, recorded.with_(compaction_keep_tool_results=3), system_prompt=system_prompt)
@@ -127,6 +133,8 @@ def test_a_summary_is_given_back_only_for_the_same_model_and_the_same_input():
     recorded = RecordedSummaries(Replay(conversation, MemoryConfig(strategy="compaction", model=MODEL),
                                         summarizer=SECTIONS_OFFLINE))
     assert recorded.summarize(folded, None) == "stored" and recorded.written == []
+    assert recorded.summarize(folded, "## Intent\n- earlier") != "stored", "another previous summary is another input"
+    recorded.written.clear()
     other = [Message("user", "Ship order 8", QUERY, 1)]
     fresh = recorded.summarize(other, None)
     assert fresh == SECTIONS_OFFLINE.summarize(other, "")
