@@ -17,6 +17,7 @@ from .limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
 from .words import plural
 from .ledger import SyntheticMessage, explain
 from .memory import DEFAULT_FIDELITY, FIDELITIES, TRIM_COUNTERS, MemoryConfig, Replay
+from .strategies import STRATEGIES
 from .conversation import Conversation
 from .readers import FORMATS, read_conversations
 
@@ -61,7 +62,7 @@ def _fraction(name: str) -> Callable[[str], float]:
 
 
 def _add_memory_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--memory", choices=("dify", "window", "buffer", "off", "summary_buffer", "compaction", "trim"),
+    p.add_argument("--memory", choices=tuple(STRATEGIES),
                    default="dify")
     p.add_argument("--window", type=whole_number("--window", 0), default=None,
                    help=f"dify: turns (default: no window, {DIFY_ROW_CAP}-turn cap); window: messages "

@@ -64,3 +64,11 @@ def test_a_new_import_format_registered_as_the_recipe_says_is_detected_read_and_
         assert "'lines' must be a list of strings" in refused.value.problems[0].message
     finally:
         unregister_format("toy")
+
+
+def test_a_new_strategy_registered_as_the_recipe_says_is_a_cli_choice_with_no_other_change(monkeypatch):
+    from core.cli import build_parser, config_from_args
+
+    monkeypatch.setitem(STRATEGIES, "last_two", LastTwoMessages())
+    args = build_parser().parse_args(["replay", "chat.json", "--memory", "last_two"])
+    assert config_from_args(args).strategy == "last_two"

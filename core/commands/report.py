@@ -17,7 +17,6 @@ import argparse
 import sys
 from pathlib import Path
 
-_STRATEGIES = ("dify", "window", "buffer", "off", "summary_buffer", "compaction", "trim")
 #: Per-config settings: flag → (MemoryConfig field, parser).
 _SETTINGS = {
     "--window": "window", "--fidelity": "fidelity", "--model": "model", "--context-size": "context_size",
@@ -170,9 +169,11 @@ def register(sub) -> None:
     p.add_argument("--db", default=None, help="database URL (default: MEMLENS_DATABASE_URL or data/memlens.db)")
     p.add_argument("--index", type=_whole("--index", 0), default=0, help="which conversation of FILE (from 0)")
     p.add_argument("--format", default=None, help="FILE's transcript format (default: detected)")
+    from ..strategies import STRATEGIES
+
     g = p.add_argument_group("memory configs (one per flag group; see below)")
-    g.add_argument("--memory", action=_NewConfig, choices=_STRATEGIES, metavar="STRATEGY",
-                   help=f"start a new config with this strategy ({', '.join(_STRATEGIES)})")
+    g.add_argument("--memory", action=_NewConfig, choices=tuple(STRATEGIES), metavar="STRATEGY",
+                   help=f"start a new config with this strategy ({', '.join(STRATEGIES)})")
     g.add_argument("--window", action=_Setting, type=_whole("--window", 0),
                    help="dify: turns (0 = no limit); window: messages")
     g.add_argument("--fidelity", action=_Setting, choices=("code", "documented"),
