@@ -16,6 +16,7 @@ from typing import Sequence
 import streamlit as st
 
 from core.errors import MemLensError
+from core.limits import DIFY_ROW_CAP, WINDOW_MAX_MESSAGES
 from core.memory import (FIDELITIES, FIDELITY_LABELS, GRANULARITIES, SCOPES, TRIM_COUNTERS,
                          TRIM_STRATEGIES, MemoryConfig)
 from core.strategies import STRATEGIES as STRATEGY_REGISTRY
@@ -30,7 +31,6 @@ STRATEGY_HELP = ("dify: Dify's LLM-node memory (window in turns + token budget) 
 #: What a caller may leave out: the switchboard edits a node's recorded settings, not its label.
 OPTIONAL = frozenset({"granularity", "scope", "label"})
 ANY_START = "(any)"
-_GRANULAR = ("dify", "buffer", "summary_buffer", "compaction", "trim")
 
 
 @dataclass
@@ -88,8 +88,8 @@ def edit_config(prefix: str, base: MemoryConfig, *, strategies: Sequence[str] = 
     values: dict = {"strategy": strategy}
     if strategy == "dify":
         on = st.toggle("Window", key=k("window_on"),
-                       help="Off: no window (Dify's 500-turn cap); 0 is what Dify also reads as no limit")
-        n = st.number_input("Window (turns)", 0, 500, key=k("window_turns"), disabled=not on)
+                       help=f"Off: no window (Dify's {DIFY_ROW_CAP}-turn cap); 0 is what Dify also reads as no limit")
+        n = st.number_input("Window (turns)", 0, DIFY_ROW_CAP, key=k("window_turns"), disabled=not on)
         values["window"] = int(n) if on else None
         values["fidelity"] = st.radio("Dify memory rules", FIDELITIES, key=k("fidelity"),
                                       format_func=FIDELITY_LABELS.get, horizontal=True,
@@ -101,11 +101,11 @@ def edit_config(prefix: str, base: MemoryConfig, *, strategies: Sequence[str] = 
             help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: prune the oldest message while "
                  "the history is over context size − max_tokens − 3.")
     elif strategy == "window":
-        values["window"] = int(st.number_input("Window (messages)", 1, 200, key=k("window_msgs")))
+        values["window"] = int(st.number_input("Window (messages)", 1, WINDOW_MAX_MESSAGES, key=k("window_msgs")))
         a, b = st.columns(2)
         turn = a.number_input("Grow at turn", 0, 100_000, key=k("grow_turn"),
                               help="0 = never; try a larger window later to see permanent trimming")
-        to = b.number_input("…to (messages)", 0, 200, key=k("grow_to"))
+        to = b.number_input("…to (messages)", 0, WINDOW_MAX_MESSAGES, key=k("grow_to"))
         values["window_changes"] = ((int(turn), int(to)),) if turn and to else ()
     if strategy in ("summary_buffer", "trim"):
         limit = st.number_input("History limit (tokens; 0 = 2,000)", 0, 10_000_000, step=100,
@@ -137,7 +137,7 @@ def edit_config(prefix: str, base: MemoryConfig, *, strategies: Sequence[str] = 
     values["context_size"] = int(st.number_input("Context size (0 = the model's)", 0, 10_000_000, step=1000,
                                                  key=k("context"))) or None
     values["max_tokens"] = int(st.number_input("max_tokens", 0, 1_000_000, step=256, key=k("max_tokens")))
-    if strategy in _GRANULAR and "granularity" not in hide:
+    if strategy != "off" and STRATEGY_REGISTRY[strategy].uses_granularity and "granularity" not in hide:
         values["granularity"] = st.selectbox("Granularity", list(GRANULARITIES), key=k("granularity"))
     if "scope" not in hide:
         values["scope"] = st.selectbox("Scope", list(SCOPES), key=k("scope"))
