@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, fields

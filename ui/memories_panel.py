@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 import streamlit as st
 
-from core.agent import GRANULARITY_SOURCES, granularity_line  # noqa: F401  (one wording for UI and CLI)
+from core.agent import granularity_line  # noqa: F401  (one wording for UI and CLI)
 from core.long_term import DEFAULT_TOP_K, LongTermMemory, MemoryEvent, MemoryItem, recall_preview
 from ui.html import plain
 
