@@ -26,6 +26,7 @@ from ui.compare_source import STORED, database, pick_answered_source
 from ui.heatmap import render_heatmaps
 from ui.html import plain, safe_text
 from ui import state as keys
+from ui.on_request import whole_analysis
 
 P = keys.COMPARE
 FACT_MODES = {"detected": "Detected in what the user says", "marked": "Messages I mark", "none": "None"}
@@ -58,6 +59,12 @@ def _replay(key: str, config_json: str, _conv) -> Replay:
     from core.compare import NamedConfig
 
     return Replay(_conv, NamedConfig.from_dict(json.loads(config_json)).config)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _turn_diff(key: str, config_json: str, turn: int, label: str, _replay: Replay):
+    # Two full ledgers (this turn's and the previous one's): thousands of entries on a long conversation.
+    return turn_diff(_replay, turn, label=label)
 
 
 @st.cache_resource(show_spinner="Asking every query again under each config…", max_entries=16)
@@ -153,6 +160,13 @@ if not whole:
     if state[f"{P}_last"] not in turns_all:
         state[f"{P}_last"] = turns_all[-1]
     last_turn = state[f"{P}_last"]
+if not whole_analysis(("compare", picked.key, configs_json), len(turns_all),
+                      f"Compare the configs over all {len(turns_all):,} turns", key=f"{P}_whole",
+                      help="Replays every config over every turn: the heatmaps, findings, facts and turn diff"):
+    st.info(plain(f"This conversation has {len(turns_all):,} turns: comparing replays each config over every one of "
+                  "them, which takes a while, so it runs when asked. Once computed, it opens at once for anyone "
+                  "comparing these configs on this version of the conversation."))
+    st.stop()
 try:
     comparison = _comparison(picked.key, configs_json, facts_json, last_turn, conv)
     findings = _findings(picked.key, configs_json, facts_json, last_turn, source)
@@ -206,7 +220,8 @@ if state.get(f"{P}_diff") not in labels:
     state[f"{P}_diff"] = labels[0]
 chosen = st.selectbox("Config", labels, key=f"{P}_diff")
 named = configs[labels.index(chosen)]
-diff = turn_diff(_replay(picked.key, json.dumps(named.to_dict(), sort_keys=True), conv), turn, label=named.label)
+named_json = json.dumps(named.to_dict(), sort_keys=True)
+diff = _turn_diff(picked.key, named_json, turn, named.label, _replay(picked.key, named_json, conv))
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Entered", len(diff.entered))
 c2.metric("Left", len(diff.left))

@@ -39,6 +39,12 @@ def _stored_replay(url: str, conversation_id: str, version: tuple, config: Memor
     return Replay(conv, config, system_prompt=conv.system_prompt)
 
 
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _ledger(source: tuple, config: MemoryConfig, turn: int, _replay: Replay):
+    # A ledger lists every earlier message: tens of thousands of entries late in a long conversation.
+    return _replay.ledger(turn)
+
+
 st.title("Ledger explorer")
 st.caption("For a chosen turn: every earlier message, whether the memory kept it, and why.")
 
@@ -70,20 +76,21 @@ if edited.error:
 config = edited.config
 
 if stored_id is not None:
-    replay = _stored_replay(resolve_url(), stored_id, data.stamp(data.service().info(stored_id)),
-                            config)
+    source = (resolve_url(), stored_id, data.stamp(data.service().info(stored_id)))
+    replay = _stored_replay(*source, config)
 else:
+    source = (name, int(index))
     replay = _replay(name, int(index), config)
 conversation = replay.conversation
-summaries = replay.summaries()
-if not summaries:
+# The turns come from the conversation itself: the replay's per-turn summaries would walk every turn.
+numbers = [replay.numbers[p] for p in conversation.answered_turns()]
+if not numbers:
     st.warning("This conversation has no user turn.")
     st.stop()
 
-numbers = [s.turn for s in summaries]
 turn = st.select_slider("Turn", options=numbers, value=numbers[-1], key=page_key("turn"),
                         format_func=lambda n: turn_label(conversation, replay.position_of(n)))
-ledger = replay.ledger(turn)
+ledger = _ledger(source, config, turn, replay)
 query = conversation.turns[replay.position_of(turn)].query
 
 st.markdown(f"**{turn_label(conversation, replay.position_of(turn)).capitalize()}** — the user asks:")

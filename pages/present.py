@@ -19,6 +19,7 @@ from core.report import DEFAULT_CONFIGS
 from ui.html import plain
 from ui.compare_configs import current_configs
 from ui.compare_source import database, pick_answered_source
+from ui.on_request import whole_analysis
 from ui.present_view import Card, render_captions, render_cards, render_chat
 from ui import state as keys
 
@@ -97,11 +98,17 @@ with st.sidebar:
     every = st.slider("Seconds per turn", 1, 10, 3, key=f"{P}_every")
 
 configs_json = json.dumps([c.to_dict() for c in configs], sort_keys=True)
-try:
-    findings = _findings(picked.key, configs_json, subject, source)
-except MemLensError as e:
-    st.error(plain(e))
-    st.stop()
+# The captions come from looking at every turn under every memory: on a long conversation, when asked.
+findings = []
+if whole_analysis(("present", picked.key, configs_json, subject), len(conv.answered_turns()),
+                  f"Look for surprises in all {len(conv.answered_turns()):,} turns", key=f"{P}_whole",
+                  help="Replays every memory over every turn to find what each one forgets; they show as "
+                       "captions at their turns"):
+    try:
+        findings = _findings(picked.key, configs_json, subject, source)
+    except MemLensError as e:
+        st.error(plain(e))
+        st.stop()
 thread = conv.tree.path(state[f"{P}_leaf"])
 answered = [p for p in thread if conv.turns[p].query_index is not None]
 numbers = turn_numbers(conv)

@@ -288,3 +288,44 @@ def test_on_a_regenerated_branch_findings_and_their_buttons_name_turns_by_their_
     assert "At turn 6 the user asks about your name, but Responder no longer has turn 1" in page_html(page)
     buttons = {b.label for b in page.button if (b.key or "").startswith("cmp-finding-")}
     assert {"Turn 6", "Turn 5 · 2/2"} <= buttons and "Turn 7" not in buttons
+
+
+def _upload_turns(at, prefix, turns):
+    messages = [{"role": "user", "content": "Hi, my name is Dana."}, {"role": "assistant", "content": "Hello Dana."}]
+    for i in range(2, turns + 1):
+        messages += [{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i}"}]
+    at.radio(key=f"{prefix}_from").set_value("File").run()
+    at.file_uploader(key=f"{prefix}_upload").set_value((f"long-{turns}.json", json.dumps(messages).encode(),
+                                                        "application/json")).run()
+    assert not at.exception, at.exception
+    return parse_conversations(json.dumps(messages), f"long-{turns}.json")[0]
+
+
+def _asks(at, key):
+    return [b for b in at.button if b.key == key]
+
+
+def test_a_conversation_over_200_turns_is_compared_when_asked_and_then_opens_compared(page):
+    from ui.on_request import LONG_CONVERSATION
+
+    turns = LONG_CONVERSATION + 1
+    _upload_turns(page, "cmp", turns)
+    assert heatmaps(page) == [] and not page.get("metric")  # nothing replayed yet
+    assert any(f"{turns:,} turns" in i.value for i in page.info)
+    page.button(key="cmp_whole").click().run()
+    assert not page.exception, page.exception
+    assert len(heatmaps(page)) == 3 and not _asks(page, "cmp_whole")
+    assert heatmaps(page)[0]["layout"]["meta"]["rows"] == list(range(turns - 29, turns + 1))  # the last 30
+    # Another visitor opening the same conversation with the same configs gets the comparison at once.
+    again = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    again.run()
+    again.switch_page("pages/compare.py").run()
+    _upload_turns(again, "cmp", turns)
+    assert len(heatmaps(again)) == 3 and not _asks(again, "cmp_whole")
+
+
+def test_200_turns_or_fewer_are_compared_on_open(page):
+    from ui.on_request import LONG_CONVERSATION
+
+    _upload_turns(page, "cmp", LONG_CONVERSATION)
+    assert len(heatmaps(page)) == 3 and not _asks(page, "cmp_whole")

@@ -159,3 +159,30 @@ def test_present_starts_from_the_configs_set_on_the_compare_page(page):
     page.radio(key="pre_subject").set_value("configs").run()
     assert page.selectbox(key="pre_set").value == "the Compare page's"
     assert "dify window 7" in [title for title, _, _ in cards(page)][0]
+
+
+def test_on_a_conversation_over_200_turns_surprises_are_looked_for_when_asked(page):
+    from core.compare import compare
+    from core.findings import config_findings
+    from core.readers import parse_conversations
+    from core.report import DEFAULT_CONFIGS
+    from ui.on_request import LONG_CONVERSATION
+
+    messages = [{"role": "user", "content": "Hi, my name is Dana."}, {"role": "assistant", "content": "Hello Dana."}]
+    for i in range(2, LONG_CONVERSATION + 2):
+        messages += [{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i}"}]
+    data = json.dumps(messages)
+    conv = parse_conversations(data, "long.json")[0]
+    found = [f for f in config_findings(conv, list(DEFAULT_CONFIGS), comparison=compare(conv, list(DEFAULT_CONFIGS)))
+             if f.turn is not None]
+    assert found  # a window of 3 turns forgets the name
+    page.radio(key="pre_from").set_value("File").run()
+    page.file_uploader(key="pre_upload").set_value(("long.json", data.encode(), "application/json")).run()
+    assert not page.exception, page.exception
+    index = found[0].turn - 1  # turn n is the n-th answered turn
+    go_to(page, index)
+    assert captions(page) == []
+    assert [b.label for b in page.button if b.key == "pre_whole"] == [f"Look for surprises in all {LONG_CONVERSATION + 1:,} turns"]
+    page.button(key="pre_whole").click().run()
+    assert not page.exception, page.exception
+    assert captions(page) and not [b for b in page.button if b.key == "pre_whole"]
