@@ -432,3 +432,26 @@ def test_the_fast_path_without_inputs_and_the_input_aware_plan_decide_alike():
         assert fast.summaries() == planned.summaries()
         for position in range(len(conversation.turns)):
             assert fast.ledger_at(position) == planned.ledger_at(position)
+
+
+def test_an_inputs_messages_are_sent_as_history_set_messages_and_counted_in_every_summary():
+    from core.ledger import SyntheticMessage
+    from core.tokens import counter_for
+
+    conversation = c6_conversation()
+    written, _ = parse_overwrite([{"role": "user", "content": "I'm Bob."}, {"role": "assistant", "content": ""},
+                                  {"role": "assistant", "content": "Hi Bob."}])
+    call = window_call(conversation, 3, "memory", window(3), overwrite=written)
+    counter = counter_for("memlens/demo")
+    assert call.ledger.synthetic == [
+        SyntheticMessage(role="user", content="I'm Bob.", tokens=counter.message(written[0]), origin=HISTORY_SET,
+                         turn=4, ref="history-set:4:1"),
+        SyntheticMessage(role="assistant", content="Hi Bob.", tokens=counter.message(written[2]), origin=HISTORY_SET,
+                         turn=4, ref="history-set:4:3")]
+    # u1 was trimmed earlier; the store the input replaces is a1, u2, a2, u3, tc3, tr3, a3.
+    assert call.ledger.budget_note == "history set from the input: 3 messages; 7 earlier messages written over by " \
+                                      "an input"
+    replay = Replay(conversation, window(3), system_prompt="", prompt_tokens=lambda _: 5,
+                    history_inputs=lambda p: written if p == 3 else None)
+    summary = replay.summaries()[-1]
+    assert summary.history_tokens == call.ledger.history_tokens == sum(s.tokens for s in call.ledger.synthetic) > 0
