@@ -98,7 +98,7 @@ class ServerProcess:
 
 def prepare(db_url: str, flow_path: Path = FLOW) -> tuple[str, str]:
     """Import the flow and make a key for it: ``(flow_id, key)``."""
-    from core.sessions import ConversationService
+    from core.service.sessions import ConversationService
     from core.store.db import Database
     from core.store.keys import create_key
 

@@ -4,7 +4,7 @@ Builds a 2,000-turn conversation (varied message lengths, a tool round every sev
 user fact stated every 40 turns and restated now and then) and measures, in this one process:
 
 (a) the floor: tiktoken encoding every message's text once;
-(b) ``core.compare.compare`` with six configs, cold (token counts not cached yet) and warm:
+(b) ``core.analysis.compare.compare`` with six configs, cold (token counts not cached yet) and warm:
     every turn's memory decision for every config (the series, the fact timelines) plus the
     heatmap window (60 turns × 240 messages) — everything the compare page draws;
 (c) for scale, the naive way to fill that heatmap window: one full ``Replay.ledger_at`` per row;
@@ -28,12 +28,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core import tokens  # noqa: E402
-from core.compare import compare, heatmap_window, retention_matrix  # noqa: E402
+from core.analysis.compare import compare, heatmap_window, retention_matrix  # noqa: E402
+from core.model import tokens  # noqa: E402
 from benchmarks.workload import build_conversation, floor_seconds  # noqa: E402
-from core.conversation import Conversation  # noqa: E402
-from core.memory import MemoryConfig, Replay  # noqa: E402
-from core.tokens import _encoding  # noqa: E402
+from core.memory.replay import MemoryConfig, Replay  # noqa: E402
+from core.model.conversation import Conversation  # noqa: E402
+from core.model.tokens import _encoding  # noqa: E402
 
 FACTS = ("My name is Dana.", "I'm vegetarian.", "My order number is 4411.", "I live in Porto.",
          "I'm allergic to peanuts.", "My favourite colour is green.", "I work as a nurse.", "Call me Sam.")
@@ -97,10 +97,10 @@ def main() -> None:
 
 
 def page_figures(conv: Conversation, floor: float) -> None:
-    from core.findings import config_findings
-    from core.report import REPORT_COLUMNS, REPORT_ROWS, build_report
-    from core.report_html import report_html
-    from core.sources import Source
+    from core.analysis.findings import config_findings
+    from core.report.build import REPORT_COLUMNS, REPORT_ROWS, build_report
+    from core.report.html import report_html
+    from core.service.sources import Source
     from ui.compare_charts import kept_figure, oldest_figure, tokens_figure
     from ui.heatmap import heatmap_figure
 

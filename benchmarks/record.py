@@ -47,8 +47,8 @@ WARM_TARGET_S = 0.5
 
 def record(db_url: str, turns: int, progress: bool) -> tuple[list[float], str]:
     """Seconds per turn, for turns 1..turns of one new conversation, and its id."""
-    from core.llm import DemoClient
-    from core.sessions import ConversationService
+    from core.llm.client import DemoClient
+    from core.service.sessions import ConversationService
     from core.store.db import Database
 
     db = Database(db_url)
@@ -71,10 +71,10 @@ def record(db_url: str, turns: int, progress: bool) -> tuple[list[float], str]:
 def inspect_newest(service, conversation_id: str) -> int:
     """What the Debugger page computes to show a conversation at its newest turn; returns the
     number of ledger entries it listed (so nothing is left unbuilt)."""
-    from core.debug_view import focus_node, receipt, transcript
-    from core.memory import DEFAULT_FIDELITY
-    from core.runtime import what_if_ledger
-    from core.tokens import counter_for
+    from core.analysis.debug_view import focus_node, receipt, transcript
+    from core.flow.runtime import what_if_ledger
+    from core.memory.replay import DEFAULT_FIDELITY
+    from core.model.tokens import counter_for
 
     info = service.info(conversation_id)
     conv = service.conversation(conversation_id)
@@ -126,8 +126,8 @@ def history_panel(db_url: str, conversation_id: str) -> float:
 def reopen_cold(db_url: str, conversation_id: str) -> float:
     """Seconds to inspect the newest turn in a new process (its imports not counted)."""
     code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from benchmarks.record import inspect_newest; "
-            "from core.sessions import ConversationService; from core.store.db import Database; "
-            "import core.debug_view, core.runtime; "
+            "from core.service.sessions import ConversationService; from core.store.db import Database; "
+            "import core.analysis.debug_view, core.flow.runtime; "
             "t = time.perf_counter(); svc = ConversationService(Database(sys.argv[2])); "
             "inspect_newest(svc, sys.argv[3]); print(time.perf_counter() - t)")
     out = subprocess.run([sys.executable, "-c", code, str(ROOT), db_url, conversation_id], check=True,
@@ -138,8 +138,8 @@ def reopen_cold(db_url: str, conversation_id: str) -> float:
 def reopen_warm(db_url: str, conversation_id: str) -> tuple[float, int]:
     """Seconds to inspect the newest turn again in a process that has done it once, after one
     more turn (best of three), and the ledger entries listed."""
-    from core.llm import DemoClient
-    from core.sessions import ConversationService
+    from core.llm.client import DemoClient
+    from core.service.sessions import ConversationService
     from core.store.db import Database
 
     db = Database(db_url)

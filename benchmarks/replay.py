@@ -34,9 +34,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.workload import build_conversation, floor_seconds  # noqa: E402
-from core.conversation import Conversation  # noqa: E402
-from core.memory import MemoryConfig, Replay  # noqa: E402
-from core.tokens import TokenCounter, _cores, _encoding, model_facts  # noqa: E402
+from core.memory.replay import MemoryConfig, Replay  # noqa: E402
+from core.model.conversation import Conversation  # noqa: E402
+from core.model.tokens import TokenCounter, _cores, _encoding, model_facts  # noqa: E402
 
 MODEL = "gpt-4o-mini"
 #: Small enough that the budget prunes on most turns (about 1,900 tokens of history are left).

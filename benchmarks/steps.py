@@ -47,7 +47,7 @@ def main() -> None:
     baseline = timed(lambda: AppTest.from_string("import streamlit as st\nst.title('x')", default_timeout=60).run(),
                      repeat=5)
 
-    from core.llm import _litellm
+    from core.llm.client import _litellm
     _litellm()  # the app warms litellm up in the background at start; here, up front
 
     results: dict[str, float] = {}
@@ -78,7 +78,7 @@ def main() -> None:
             steps.append(timed(lambda: at.button(key="pre_next").click().run()))
         results["Present step (warm)"] = statistics.median(steps)
 
-        from core.sessions import ConversationService
+        from core.service.sessions import ConversationService
 
         svc = ConversationService(Database(os.environ["MEMLENS_DATABASE_URL"]))
         results["Re-run a turn as a branch"] = timed(

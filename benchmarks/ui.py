@@ -28,10 +28,10 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 
 def build_store(path: Path, turns: int) -> None:
-    from core.flow import load_flow
-    from core.llm import DemoClient
-    from core.runtime import ConversationState, run_turn
-    from core.sessions import ConversationService, turn_from_record
+    from core.flow.graph import load_flow
+    from core.flow.runtime import ConversationState, run_turn
+    from core.llm.client import DemoClient
+    from core.service.sessions import ConversationService, turn_from_record
     from core.store import repo
     from core.store.db import Database
 

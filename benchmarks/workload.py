@@ -9,8 +9,8 @@ from __future__ import annotations
 import random
 import time
 
-from core.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn
-from core.tokens import TokenCounter, _encoding
+from core.model.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn
+from core.model.tokens import TokenCounter, _encoding
 
 WORDS = ("memory window token budget turn branch answer query model context node ledger history kept dropped "
          "reason tool result summary thread user assistant system prompt Lisbon Dana order vegetarian booking "
@@ -74,10 +74,10 @@ def seed_support_conversation(db, turns: int, *, name: str | None = None) -> str
     import uuid
     from pathlib import Path
 
-    from core.flow import load_flow
-    from core.llm import DemoClient
-    from core.runtime import ConversationState, run_turn
-    from core.sessions import ConversationService, turn_from_record
+    from core.flow.graph import load_flow
+    from core.flow.runtime import ConversationState, run_turn
+    from core.llm.client import DemoClient
+    from core.service.sessions import ConversationService, turn_from_record
     from core.store import repo
 
     flow_path = Path(__file__).resolve().parent.parent / "sample_data" / "flows" / "support-bot.yml"

@@ -10,35 +10,35 @@ The tree (each class lives beside the code that raises it; catch the narrowest t
     MemLensError (ValueError)
     ├── ConfigError            a memory config value, or a strategy's own check      core/errors.py
     ├── ReportError            a report, report bundle, source file or config set    core/errors.py
-    │   └── BundleFieldError   one field of a report bundle                          core/report_bundle.py
+    │   └── BundleFieldError   one field of a report bundle                          core/report/bundle.py
     ├── LimitError             over a size or depth limit                            core/limits.py
     │   └── TooLargeError      over a size limit                                     core/limits.py
-    ├── FormatError            a file no reader can read                             core/readers.py
-    │   └── RecordError        one bad record in it                                  core/readers.py
-    ├── FlowError              a flow file or Dify DSL export                        core/flow.py
-    ├── RunError               a turn that cannot run                                core/runtime.py
-    ├── WindowInputError       a Window Memory node's input                          core/window_node.py
-    ├── VariableError          a conversation variable                               core/variables.py
-    │   └── TypeMismatchError  a value of the wrong type                             core/variables.py
-    ├── AssignerError          a Variable Assigner operation                         core/variables.py
-    ├── StateError, ToolError, ToolConfigError, GranularityError   the agent node    core/agent.py
-    ├── TrimError              trim_messages' own refusals                           core/strategies/trim.py
-    ├── LongTermMemoryError    long-term memory settings and extraction              core/long_term.py
-    │   └── MemoryNotFound     no memory with that id                                core/long_term.py
-    ├── LLMError               the model call                                        core/llm.py
-    ├── CompareError           a comparison's configs or window                      core/compare.py
-    ├── WhyError               a "where did it go?" question                         core/why.py
-    ├── PullError              pulling from a Dify app                               core/pull.py
-    ├── FileInputError         a chat message's files                                core/uploads.py
-    ├── UsageError             the command line                                      core/cli.py
+    ├── FormatError            a file no reader can read                             core/io/readers.py
+    │   └── RecordError        one bad record in it                                  core/io/readers.py
+    ├── FlowError              a flow file or Dify DSL export                        core/flow/graph.py
+    ├── RunError               a turn that cannot run                                core/flow/runtime.py
+    ├── WindowInputError       a Window Memory node's input                          core/flow/nodes/window_memory.py
+    ├── VariableError          a conversation variable                               core/flow/variables.py
+    │   └── TypeMismatchError  a value of the wrong type                             core/flow/variables.py
+    ├── AssignerError          a Variable Assigner operation                         core/flow/variables.py
+    ├── StateError, ToolError, ToolConfigError, GranularityError   the agent node    core/flow/nodes/tool_agent.py
+    ├── TrimError              trim_messages' own refusals                           core/memory/strategies/trim.py
+    ├── LongTermMemoryError    long-term memory settings and extraction              core/memory/long_term.py
+    │   └── MemoryNotFound     no memory with that id                                core/memory/long_term.py
+    ├── LLMError               the model call                                        core/llm/client.py
+    ├── CompareError           a comparison's configs or window                      core/analysis/compare.py
+    ├── WhyError               a "where did it go?" question                         core/analysis/why.py
+    ├── PullError              pulling from a Dify app                               core/io/pull.py
+    ├── FileInputError         a chat message's files                                core/api/uploads.py
+    ├── UsageError             the command line                                      core/cli/app.py
     ├── LedgerMismatchError    a stored ledger that does not fit its conversation    core/store/ledger_codec.py
     ├── ConversationBusyError  a conversation another turn is writing                core/store/locks.py
     └── StoreError             the store                                             core/store/db.py
         ├── ImportCheckError   a value an import would store                         core/store/checks.py
-        ├── BundleError        a MemLens conversation export                         core/bundle.py
-        └── SessionChangedError  the flow changed under a conversation               core/sessions.py
+        ├── BundleError        a MemLens conversation export                         core/io/bundle.py
+        └── SessionChangedError  the flow changed under a conversation               core/service/sessions.py
 
-``core.api_base.ApiError`` is not part of it: it is an HTTP answer in Dify's error shape, made
+``core.api.base.ApiError`` is not part of it: it is an HTTP answer in Dify's error shape, made
 from a ``MemLensError`` at the API's edge.
 """
 

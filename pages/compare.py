@@ -7,16 +7,17 @@ import json
 import pandas as pd
 import streamlit as st
 
-from core.compare import compare, heatmap_window, replay_replies, turn_diff
+from core.analysis.compare import compare, heatmap_window, replay_replies, turn_diff
+from core.analysis.findings import findings_for, turn_namer
 from core.errors import MemLensError
-from core.findings import findings_for, turn_namer
-from core.ledger import REASON_LABELS
-from core.llm import DemoClient, LiteLLMClient
-from core.memory import Replay, turn_numbers
-from core.report import DEFAULT_CONFIGS, REPORT_COLUMNS, REPORT_ROWS, build_report
-from core.report_bundle import bundle_json
-from core.report_html import report_html
+from core.llm.client import DemoClient, LiteLLMClient
+from core.memory.replay import Replay, turn_numbers
+from core.model.ledger import REASON_LABELS
+from core.report.build import DEFAULT_CONFIGS, REPORT_COLUMNS, REPORT_ROWS, build_report
+from core.report.bundle import bundle_json
+from core.report.html import report_html
 from core.words import file_stem, plural
+from ui import state as keys
 from ui.compare_charts import render_series
 from ui.compare_configs import edit_configs, load_configs, saved_sets
 from ui.compare_facts import render_facts_table
@@ -25,7 +26,6 @@ from ui.compare_replies import render_reply_grid
 from ui.compare_source import STORED, database, pick_answered_source
 from ui.heatmap import render_heatmaps
 from ui.html import plain, safe_text
-from ui import state as keys
 from ui.on_request import whole_analysis
 
 P = keys.COMPARE
@@ -56,7 +56,7 @@ def _findings(key: str, configs_json: str, facts_json: str, last_turn: int | Non
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _replay(key: str, config_json: str, _conv) -> Replay:
-    from core.compare import NamedConfig
+    from core.analysis.compare import NamedConfig
 
     return Replay(_conv, NamedConfig.from_dict(json.loads(config_json)).config)
 

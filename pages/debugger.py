@@ -6,16 +6,17 @@ import json
 
 import streamlit as st
 
-from core.debug_view import damage_note, focus_node, receipt, transcript
-from core.conversation import turn_label
+from core.analysis.debug_view import damage_note, focus_node, receipt, transcript
+from core.analysis.why import MAX_PHRASE
 from core.errors import MemLensError
-from core.memory import DEFAULT_FIDELITY
-from core.runtime import what_if_prompt
+from core.flow.runtime import what_if_prompt
+from core.memory.replay import DEFAULT_FIDELITY
+from core.model.conversation import turn_label
+from core.model.tokens import counter_for
 from core.store.db import resolve_url
-from core.tokens import counter_for
-from core.why import MAX_PHRASE
 from core.words import conversation_length
 from ui import data, html
+from ui import state as keys
 from ui.chat_view import TurnActions, render_transcript, thread_page, turn_problem
 from ui.ledger_table import render_ledger_table
 from ui.memories_panel import render_agent_run, render_recall_preview, render_recalled
@@ -25,7 +26,6 @@ from ui.switchboard import render_switchboard
 from ui.tree_view import render_branches
 from ui.variables_panel import render_variables
 from ui.why_panel import render_why
-from ui import state as keys
 
 TRANSCRIPT_HEIGHT = 480  # px: the chat box beside the inspector; with the title and the input it fits 1280×800
 AS_CONFIGURED = "as configured in the flow"

@@ -6,14 +6,14 @@ import pandas as pd
 import streamlit as st
 
 from core.errors import MemLensError
+from core.io.readers import FORMATS, MAX_IMPORT_BYTES, FormatError, formats
 from core.limits import check_file_size
-from core.readers import FORMATS, MAX_IMPORT_BYTES, FormatError, formats
-from core.imports import import_upload
-from ui.html import plain
+from core.service.imports import import_upload
+from ui import state as keys
 from ui.compare_source import database
 from ui.data import service
+from ui.html import plain
 from ui.pull_form import render_pull_form
-from ui import state as keys
 
 P = keys.IMPORT
 MODES = {"all": "Import nothing (all or nothing)", "skip": "Skip the bad records and import the rest"}

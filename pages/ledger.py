@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.conversation import turn_label
-from core.memory import MemoryConfig, Replay
-from core.samples import load_sample, sample_files
-from core.words import plural
+from core.memory.replay import MemoryConfig, Replay
+from core.model.conversation import turn_label
+from core.service.samples import load_sample, sample_files
 from core.store.db import resolve_url
+from core.words import plural
 from ui import data
 from ui import state as keys
 from ui.config_editor import edit_config

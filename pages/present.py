@@ -7,21 +7,21 @@ import time
 
 import streamlit as st
 
-from core.compare import NamedConfig, compare, reply_at
-from core.conversation import active_thread, leaves, turn_label
+from core.analysis.compare import NamedConfig, compare, reply_at
+from core.analysis.findings import findings_at, findings_for
 from core.errors import MemLensError
-from core.findings import findings_at, findings_for
-from core.llm import DemoClient
-from core.memory import Replay, turn_numbers
-from core.config_sets import saved_config_sets
-from core.ledger import remembered
-from core.report import DEFAULT_CONFIGS
-from ui.html import plain
+from core.llm.client import DemoClient
+from core.memory.replay import Replay, turn_numbers
+from core.model.conversation import active_thread, leaves, turn_label
+from core.model.ledger import remembered
+from core.report.build import DEFAULT_CONFIGS
+from core.service.config_sets import saved_config_sets
+from ui import state as keys
 from ui.compare_configs import current_configs
 from ui.compare_source import database, pick_answered_source
+from ui.html import plain
 from ui.on_request import whole_analysis
 from ui.present_view import Card, render_captions, render_cards, render_chat
-from ui import state as keys
 
 P = keys.PRESENT
 NODES, CONFIGS = "nodes", "configs"

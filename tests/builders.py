@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from core.conversation import ANSWER, QUERY, Conversation, Message, Turn
-from core.readers import parse_conversations
+from core.io.readers import parse_conversations
+from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
 
 
 def record(mid: str, parent: str | None, query: str = "", answer: str = "", *, status: str = "normal",

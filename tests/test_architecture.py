@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from core.conversation import Message, QUERY
-from core.memory import MemoryConfig, Replay
-from core.readers import Format, FormatError, RecordError, conversation_from_messages, import_text, register_format, \
-    unregister_format
-from core.strategies import STRATEGIES
-from core.strategies.base import Strategy
+from core.io.readers import (Format, FormatError, RecordError, conversation_from_messages, import_text, register_format,
+                             unregister_format)
+from core.memory.replay import MemoryConfig, Replay
+from core.memory.strategies import STRATEGIES
+from core.memory.strategies.base import Strategy
+from core.model.conversation import Message, QUERY
 from tests.builders import linear
 
 
@@ -67,7 +67,7 @@ def test_a_new_import_format_registered_as_the_recipe_says_is_detected_read_and_
 
 
 def test_a_new_strategy_registered_as_the_recipe_says_is_a_cli_choice_with_no_other_change(monkeypatch):
-    from core.cli import build_parser, config_from_args
+    from core.cli.app import build_parser, config_from_args
 
     monkeypatch.setitem(STRATEGIES, "last_two", LastTwoMessages())
     args = build_parser().parse_args(["replay", "chat.json", "--memory", "last_two"])

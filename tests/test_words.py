@@ -1,6 +1,6 @@
 """Counting words: "1 turn", and a conversation's length as its active thread plus its branches."""
 
-from core.sessions import ConversationService
+from core.service.sessions import ConversationService
 from core.store import repo
 from core.store.db import Database
 from core.words import conversation_length, file_stem, plural, turns_summary

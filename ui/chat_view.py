@@ -13,7 +13,7 @@ from typing import Callable
 
 import streamlit as st
 
-from core.debug_view import MessageView
+from core.analysis.debug_view import MessageView
 from ui import html
 
 

@@ -8,8 +8,8 @@ from html import escape
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.compare import Comparison
-from core.report_html import CONFIG_COLOURS
+from core.analysis.compare import Comparison
+from core.report.html import CONFIG_COLOURS
 from ui.html import safe_text
 
 

@@ -3,17 +3,17 @@
 Each config is the memory-config editor (:mod:`ui.config_editor`) under the prefix ``{prefix}_c{i}``;
 :func:`load_configs` writes a list of configs into its widgets (before the widgets are drawn, or from a button's
 callback), and :func:`edit_configs` draws the forms and returns the configs as they stand.
-Saved sets are kept in the store's settings (:data:`core.config_sets.CONFIG_SETS_KEY`).
+Saved sets are kept in the store's settings (:data:`core.service.config_sets.CONFIG_SETS_KEY`).
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from core.compare import MAX_CONFIGS, MIN_CONFIGS, NamedConfig
+from core.analysis.compare import MAX_CONFIGS, MIN_CONFIGS, NamedConfig
 from core.errors import MemLensError
-from core.memory import MemoryConfig
-from core.config_sets import delete_config_set, save_config_set, saved_config_sets
+from core.memory.replay import MemoryConfig
+from core.service.config_sets import delete_config_set, save_config_set, saved_config_sets
 from ui import state as keys
 from ui.config_editor import edit_config, load_config
 from ui.html import plain

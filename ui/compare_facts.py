@@ -7,8 +7,8 @@ from html import escape
 
 import streamlit as st
 
-from core.compare import Comparison
-from core.ledger import REASON_LABELS
+from core.analysis.compare import Comparison
+from core.model.ledger import REASON_LABELS
 from ui.html import safe_text
 
 CSS = ("<style>.ml-facts{width:100%;table-layout:fixed;border-collapse:collapse;font-size:.85rem}"

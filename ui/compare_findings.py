@@ -6,7 +6,7 @@ from typing import Callable, Sequence
 
 import streamlit as st
 
-from core.findings import WARNING, Finding, TurnNamer
+from core.analysis.findings import WARNING, Finding, TurnNamer
 from core.words import plural
 from ui.html import plain, safe_text
 
@@ -27,7 +27,7 @@ def render_findings(findings: Sequence[Finding], *, key: str, on_turn: Callable[
                     empty: str = "No findings: nothing surprising in how these configs remember this conversation.",
                     limit: int = 50) -> None:
     """The list; a finding that links to a turn gets a button calling ``on_turn``, labelled with the
-    turn as ``name`` (:func:`core.findings.turn_namer`) gives it: "Turn 6 · 2/2"."""
+    turn as ``name`` (:func:`core.analysis.findings.turn_namer`) gives it: "Turn 6 · 2/2"."""
     if not findings:
         st.success(empty)
         return

@@ -7,7 +7,7 @@ from html import escape
 
 import streamlit as st
 
-from core.compare import ReplyGrid
+from core.analysis.compare import ReplyGrid
 from ui.html import safe_text
 from ui.paging import page_slice
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from core.errors import MemLensError
-from core.sources import Source, load_stored, read_sources, source_of
-from core.samples import load_sample, sample_files
+from core.service.samples import load_sample, sample_files
+from core.service.sources import Source, load_stored, read_sources, source_of
 from core.store.db import resolve_url
 from core.words import conversation_length, plural
 from ui.html import plain

@@ -1,4 +1,4 @@
-"""The memory-config editor: one set of widgets for a :class:`~core.memory.MemoryConfig`, used by the
+"""The memory-config editor: one set of widgets for a :class:`~core.memory.replay.MemoryConfig`, used by the
 switchboard (per LLM node), Compare (per config) and the Ledger explorer.
 
 Every widget's key is ``{prefix}_{field}`` (the caller's prefix namespaces it); its first value
@@ -17,10 +17,10 @@ import streamlit as st
 
 from core.errors import MemLensError
 from core.limits import DIFY_ROW_CAP, WINDOW_MAX_MESSAGES
-from core.memory import (FIDELITIES, FIDELITY_LABELS, GRANULARITIES, SCOPES, TRIM_COUNTERS,
-                         TRIM_STRATEGIES, MemoryConfig)
-from core.strategies import STRATEGIES as STRATEGY_REGISTRY
-from core.strategies.compaction import COMPACTION_PROFILES
+from core.memory.replay import (FIDELITIES, FIDELITY_LABELS, GRANULARITIES, SCOPES, TRIM_COUNTERS, TRIM_STRATEGIES,
+                                MemoryConfig)
+from core.memory.strategies import STRATEGIES as STRATEGY_REGISTRY
+from core.memory.strategies.compaction import COMPACTION_PROFILES
 
 #: Every registered strategy, in the registry's order (a new strategy shows up here by itself).
 STRATEGIES = tuple(STRATEGY_REGISTRY)

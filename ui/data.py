@@ -12,15 +12,15 @@ import json
 
 import streamlit as st
 
-from core.conversation import Conversation
-from core.debug_view import WhatIf, what_if
-from core.flow import Flow
-from core.llm import warm_up
-from core.ledger import Ledger
-from core.memory import MemoryConfig
-from core.runtime import node_history_inputs, node_memory_config, what_if_ledger
-from core.samples import seed_demo
-from core.sessions import ConversationService
+from core.analysis.debug_view import WhatIf, what_if
+from core.flow.graph import Flow
+from core.flow.runtime import node_history_inputs, node_memory_config, what_if_ledger
+from core.llm.client import warm_up
+from core.memory.replay import MemoryConfig
+from core.model.conversation import Conversation
+from core.model.ledger import Ledger
+from core.service.samples import seed_demo
+from core.service.sessions import ConversationService
 from core.store.db import Database, resolve_url
 from core.store.repo import ConversationInfo
 
@@ -134,7 +134,7 @@ def clear_conversation_caches() -> None:
 def why(url: str, conversation_id: str, version: tuple, version_id: str, phrase: str, thread: tuple[int, ...],
         overrides_json: str, fidelity: str):
     """Where ``phrase`` went on ``thread``, per LLM node, under the settings the page shows."""
-    from core.why import node_subjects, where_did_it_go
+    from core.analysis.why import node_subjects, where_did_it_go
 
     conv = conversation(url, conversation_id, version)
     subjects = node_subjects(flow(url, version_id), conv, fidelity=fidelity, overrides=json.loads(overrides_json))

@@ -3,7 +3,7 @@
 Rows are turns, columns every message written before them (oldest → newest); a cell's colour is
 the ledger's reason — kept, or why it was left out — and hovering it names the message, its
 tokens and the reason in plain words. A cell's value is the reason's index in
-:data:`core.report_html.REASON_ORDER` (``layout.meta.reasons`` says so in the figure itself), so the
+:data:`core.report.html.REASON_ORDER` (``layout.meta.reasons`` says so in the figure itself), so the
 figure's data can be read back and checked against the ledgers.
 """
 
@@ -15,9 +15,9 @@ from html import escape
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.compare import Comparison, RetentionMatrix
-from core.ledger import REASON_LABELS, LedgerEntry, explain
-from core.report_html import REASON_COLOURS, REASON_ORDER
+from core.analysis.compare import Comparison, RetentionMatrix
+from core.model.ledger import REASON_LABELS, LedgerEntry, explain
+from core.report.html import REASON_COLOURS, REASON_ORDER
 
 _CODES = {r: i for i, r in enumerate(REASON_ORDER)}
 

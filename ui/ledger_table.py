@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.conversation import Conversation, turn_label
-from core.ledger import REASON_LABELS, Ledger, SyntheticMessage, explain
+from core.model.conversation import Conversation, turn_label
+from core.model.ledger import REASON_LABELS, Ledger, SyntheticMessage, explain
 from ui.paging import page_slice
 
 LEDGER_PAGE = 200  # rows of the table at once

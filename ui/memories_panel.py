@@ -29,8 +29,8 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 import streamlit as st
 
-from core.agent import granularity_line  # noqa: F401  (one wording for UI and CLI)
-from core.long_term import DEFAULT_TOP_K, LongTermMemory, MemoryEvent, MemoryItem, recall_preview
+from core.flow.nodes.tool_agent import granularity_line  # noqa: F401  (one wording for UI and CLI)
+from core.memory.long_term import DEFAULT_TOP_K, LongTermMemory, MemoryEvent, MemoryItem, recall_preview
 from ui.html import plain
 
 
@@ -146,7 +146,7 @@ def render_agent_run(run: Mapping[str, Any], *, key: str) -> None:
 
 def namespace_label(namespace: str, service: Any) -> str:
     """A namespace as people know it: the app's flow name, the name flows share, or "(none)"."""
-    from core.long_term import SHARED
+    from core.memory.long_term import SHARED
     from core.store.db import StoreError
 
     if namespace == SHARED:

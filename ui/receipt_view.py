@@ -8,8 +8,8 @@ from html import escape
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.debug_view import Receipt
-from core.ledger import Ledger
+from core.analysis.debug_view import Receipt
+from core.model.ledger import Ledger
 from core.store.ledger_codec import HISTORY
 from ui.html import ORIGIN_COLOUR, origin_chip, plain, safe_text, tokens
 from ui.paging import page_slice

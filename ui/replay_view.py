@@ -17,18 +17,18 @@ from types import SimpleNamespace
 
 import streamlit as st
 
-from core.compare import NamedConfig
-from core.conversation import turn_label
-from core.debug_view import (Lens, default_lens, lens_ledgers, receipt, replayed_run, transcript,
-                             what_if)
+from core.analysis.compare import NamedConfig
+from core.analysis.debug_view import (Lens, default_lens, lens_ledgers, receipt, replayed_run, transcript, what_if)
+from core.analysis.findings import findings_for, turn_namer
 from core.errors import MemLensError
-from core.findings import findings_for, turn_namer
-from core.flow import parse_flow_upload
-from core.memory import MemoryConfig, Replay, turn_numbers
-from core.runtime import node_memory_config
+from core.flow.graph import parse_flow_upload
+from core.flow.runtime import node_memory_config
+from core.memory.replay import MemoryConfig, Replay, turn_numbers
+from core.model.conversation import turn_label
+from core.model.tokens import counter_for
 from core.store.db import resolve_url
-from core.tokens import counter_for
 from ui import data, html
+from ui import state as keys
 from ui.chat_view import TurnActions, render_transcript, thread_page
 from ui.compare_findings import render_findings
 from ui.html import plain
@@ -36,7 +36,6 @@ from ui.ledger_table import render_ledger_table
 from ui.receipt_view import render_receipt
 from ui.switchboard import render_switchboard
 from ui.tree_view import render_branches
-from ui import state as keys
 
 #: Turns replayed at most when a flow is attached (each one calls the flow's models).
 MAX_ATTACH_TURNS = 200

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.flow import Flow
-from core.memory import MemoryConfig
+from core.flow.graph import Flow
+from core.memory.replay import MemoryConfig
 from ui.config_editor import OPTIONAL, edit_config
 from ui.html import plain
 

@@ -11,7 +11,7 @@ from html import escape
 
 import plotly.graph_objects as go
 
-from core.debug_view import TreeNode
+from core.analysis.debug_view import TreeNode
 from core.words import plural
 
 KEEP_NEWEST = 5  # the newest turns of the active thread stay dots even in a linear run
@@ -81,8 +81,8 @@ def render_branches(conversation, thread: list[int], *, on_switch, keys: tuple[s
     chart's, the picker's and the button's widget keys; ``on_switch(turn_id)`` follows another branch."""
     import streamlit as st
 
-    from core.conversation import leaves as branch_ends, turn_label
-    from core.debug_view import tree_layout
+    from core.analysis.debug_view import tree_layout
+    from core.model.conversation import leaves as branch_ends, turn_label
 
     if not conversation.turns:
         return

@@ -6,7 +6,7 @@ from typing import Callable
 
 import streamlit as st
 
-from core.why import WhyAnswer
+from core.analysis.why import WhyAnswer
 from ui import html
 
 

@@ -1,1 +1,15 @@
 """Persistence: flows with versions, conversations as turn trees, node runs, variables."""
+
+from core import public_api
+
+__all__, __getattr__ = public_api(__name__, {
+    "checks": ("check_conversations",),
+    "db": ("Database", "StoreError", "resolve_url"),
+    "keys": ("create_key", "list_keys", "revoke_key"),
+    "ledger_codec": ("HISTORY", "pack_ledger", "pack_prompt", "unpack_node_run"),
+    "locks": ("ConversationBusyError",),
+    "memories": ("long_term_store",),
+    "models": ("ConversationRow", "FeedbackRow", "FlowRow", "FlowVersionRow", "NodeRunRow", "TurnRow",
+               "VariableChangeRow", "VariableRow"),
+    "repo": ("ConversationInfo", "turn_from_dict"),
+}, modules=("checks", "keys", "repo"))

@@ -1,6 +1,6 @@
 """What the store accepts: column widths and the check every imported conversation passes.
 
-Readers turn many formats into :class:`~core.conversation.Conversation` objects; this is the
+Readers turn many formats into :class:`~core.model.conversation.Conversation` objects; this is the
 last look before they are written, so a value no reader thought to check (a NaN timestamp, a
 status too long for its column, an error that is an object) is refused with the conversation,
 turn and field named, and nothing is written — instead of failing half-way in the database.
@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Mapping
 
-from ..conversation import Conversation
+from core.model.conversation import Conversation
+
 from .db import StoreError, Unreadable
 
 #: Column widths (``models.py``); PostgreSQL refuses longer values, SQLite would keep them silently.

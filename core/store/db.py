@@ -20,7 +20,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from ..errors import MemLensError
+from core.errors import MemLensError
+
 from .locks import TURN_WAIT_SECONDS, TurnLocks
 
 DATA_DIR = Path(__file__).resolve().parent.parent.parent / "data"

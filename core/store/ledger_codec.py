@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Mapping, Sequence
 
-from ..conversation import Conversation
-from ..errors import MemLensError
-from ..ledger import HEADER_FIELDS, Ledger, LedgerEntry, RunLedger, reason_runs
-from ..memory import expand_runs, turn_numbers
-from ..tokens import counter_for
+from core.errors import MemLensError
+from core.memory.replay import expand_runs, turn_numbers
+from core.model.conversation import Conversation
+from core.model.ledger import HEADER_FIELDS, Ledger, LedgerEntry, RunLedger, reason_runs
+from core.model.tokens import counter_for
 
 PACKED = "runs-v1"
 HISTORY = "memory history"

@@ -39,7 +39,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
-from ..errors import MemLensError
+from core.errors import MemLensError
 
 #: How long a turn waits for the one before it on the same conversation, by default (seconds).
 TURN_WAIT_SECONDS = 300.0

@@ -3,8 +3,8 @@ of their history.
 
 The history table has no foreign key to the memories: like Mem0's history store, a memory's
 rows outlive its deletion, ending with a DELETE row. Both tables are created by migration 0003;
-0006 adds the namespace. :func:`long_term_store` gives the :class:`~core.long_term.LongTermMemory`
-over a database; :meth:`~core.long_term.LongTermMemory.in_namespace` scopes it to one app's (or a
+0006 adds the namespace. :func:`long_term_store` gives the :class:`~core.memory.long_term.LongTermMemory`
+over a database; :meth:`~core.memory.long_term.LongTermMemory.in_namespace` scopes it to one app's (or a
 shared) namespace.
 """
 
@@ -15,8 +15,9 @@ from typing import Sequence
 from sqlalchemy import Float, Index, Integer, String, Text, delete, func, select
 from sqlalchemy.orm import Mapped, mapped_column
 
-from ..long_term import (SHARED, FactExtractor, LongTermMemory, MemoryEvent, MemoryItem, Retriever, Source,
-                         UserSummary)
+from core.memory.long_term import (SHARED, FactExtractor, LongTermMemory, MemoryEvent, MemoryItem, Retriever, Source,
+                                   UserSummary)
+
 from .db import Database
 from .models import Base, JSONType
 
@@ -64,7 +65,7 @@ def _event(row: LongTermMemoryEventRow) -> MemoryEvent:
 
 
 class SqlMemoryBackend:
-    """:class:`~core.long_term.MemoryBackend` over the store; each write is one transaction."""
+    """:class:`~core.memory.long_term.MemoryBackend` over the store; each write is one transaction."""
 
     def __init__(self, db: Database):
         self.db = db

@@ -17,12 +17,13 @@ from typing import Any, Iterable
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session, aliased
 
-from ..conversation import ANSWER, QUERY, Conversation, Message, Turn
+from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
+
 from . import checks
 from .db import Database, StoreError
 from .locks import ConversationBusyError
-from .models import (ConversationRow, FeedbackRow, FlowRow, FlowVersionRow, NodeRunRow, SettingRow, TurnRow, VariableChangeRow,
-                     VariableRow)
+from .models import (ConversationRow, FeedbackRow, FlowRow, FlowVersionRow, NodeRunRow, SettingRow, TurnRow,
+                     VariableChangeRow, VariableRow)
 
 
 def new_id() -> str:
@@ -501,7 +502,7 @@ TOKEN_COUNTS = "token_counts"
 
 def token_counts(messages, encodings) -> dict:
     """:data:`TOKEN_COUNTS` of a turn's messages under ``encodings``."""
-    from ..tokens import count_cache
+    from core.model.tokens import count_cache
 
     return {e: [count_cache(e).count(m.content) for m in messages] for e in sorted(encodings)}
 
@@ -509,7 +510,7 @@ def token_counts(messages, encodings) -> dict:
 def remember_token_counts(turns: Iterable[Turn]) -> None:
     """Hand the turns' stored counts to the process's token counters (turns stored before the
     counts were kept, or with counts that do not fit their messages, are counted when needed)."""
-    from ..tokens import remember_counts
+    from core.model.tokens import remember_counts
 
     found: dict[str, dict[str, int]] = {}
     for turn in turns:

@@ -1,7 +1,7 @@
 """Runs a case of :mod:`tests.reference.haystack_cases` through the installed Haystack Agent.
 
 Works with haystack-ai 2.x and 3.x. The outcome is plain JSON data (see :func:`outcome`), the
-same shape ``tests/test_haystack_reference.py`` builds from a MemLens run.
+same shape ``tests/flow/test_haystack_reference.py`` builds from a MemLens run.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Runs a case of :mod:`tests.reference.haystack_cases` through MemLens's :func:`core.agent.run_agent`,
+"""Runs a case of :mod:`tests.reference.haystack_cases` through MemLens's :func:`core.flow.nodes.tool_agent.run_agent`,
 giving the outcome in the shape :func:`tests.reference.haystack_runner.outcome` gives Haystack's."""
 
 from __future__ import annotations
 
-from core.agent import PlannerReply, State, StateError, Tool, ToolConfigError, ToolRequest, run_agent
+from core.flow.nodes.tool_agent import PlannerReply, State, StateError, Tool, ToolConfigError, ToolRequest, run_agent
 from tests.reference.haystack_runner import USAGE, encode, schema_of, tool_specs
 
 

@@ -1,0 +1,16 @@
+"""What the pages show, computed without Streamlit: memory configs compared (``compare``), findings,
+the debugger's views (``debug_view``) and "where did X go?" (``why``).
+"""
+
+from core import public_api
+
+__all__, __getattr__ = public_api(__name__, {
+    "compare": ("Comparison", "HeatmapWindow", "MAX_CONFIGS", "MIN_CONFIGS", "NamedConfig", "ReplyGrid",
+                "RetentionMatrix", "heatmap_window", "named_configs", "replay_replies", "reply_at",
+                "retention_matrix", "turn_diff"),
+    "debug_view": ("Lens", "MessageView", "Receipt", "TreeNode", "WhatIf", "damage_note", "default_lens",
+                   "dify_profile", "focus_node", "lens_ledgers", "receipt", "replayed_run", "transcript",
+                   "tree_layout", "what_if"),
+    "findings": ("Finding", "TurnNamer", "WARNING", "config_findings", "findings_at", "findings_for", "turn_namer"),
+    "why": ("MAX_PHRASE", "Subject", "WhyAnswer", "node_subjects", "where_did_it_go"),
+})

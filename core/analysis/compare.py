@@ -1,0 +1,842 @@
+"""Comparing memory configs on one conversation: the data behind the compare page.
+
+Given a conversation and 2–6 labelled memory configs, this module computes, per config:
+
+* the **retention matrix** for the heatmap — rows are answered turns, columns every message of
+  the conversation in order, a cell is the ledger's reason for that message at that turn
+  (``kept`` or the drop reason), ``None`` where the message is not earlier than the row's turn;
+* the **per-turn series** — kept messages, history tokens against the budget, the oldest turn
+  still remembered — straight from :meth:`Replay.summaries`;
+* **facts** — for each fact (marked by the user, or detected with :func:`core.model.facts.extract_facts`
+  in user messages), the first turn at which no statement of it is in memory, and a sentence
+  such as "your name is lost at turn 7 with dify window 3; never with dify window 10";
+* the **turn diff** of one config — what entered and left the context from the previous turn
+  of the thread to this one, with the token delta.
+
+Cost. Series come from the summaries (one walk of the turn tree per config). The matrix cells
+and the fact timelines are read during one more walk per config: at each turn the engine's
+thread view and decision say where every message of the thread stands, so a cell costs O(1)
+instead of a full ledger per row (a ledger at turn 2,000 lists ~5,000 messages). Cells are
+computed exactly as :meth:`Replay.ledger_at` computes reasons; the tests check every cell
+against the ledgers.
+
+Heatmap window. A 2,000-turn conversation has ~2,000 rows × ~5,000 columns — ten million
+cells per config, which no heatmap can show or hover. The matrix is therefore computed for a
+window: at most :data:`HEATMAP_ROWS` consecutive answered turns (by default the last ones) and
+the latest :data:`HEATMAP_COLUMNS` messages before the window's last row. Within the window every
+cell is exact; for each row the matrix also says how many kept messages lie before the first
+column (``hidden_kept``), so nothing kept is silently off-screen. A short conversation fits in
+one window and is shown whole. The page moves the window; it never down-samples cells.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Sequence
+
+from core.errors import MemLensError
+from core.llm.client import DemoClient, LLMClient, LLMReply
+from core.memory.replay import ConfigError, Decision, MemoryConfig, PathView, Replay, turn_numbers
+from core.model.conversation import Conversation, Message, turn_label
+from core.model.facts import extract_facts
+from core.model.ledger import (EMPTY, GRANULARITY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, REASON_LABELS,
+                               SUMMARIZED, TRIMMED_EARLIER, Ledger, LedgerEntry, explain)
+
+MIN_CONFIGS = 2
+MAX_CONFIGS = 6
+#: Heatmap window: rows (answered turns) and columns (earlier messages) computed at a time.
+HEATMAP_ROWS = 60
+HEATMAP_COLUMNS = 240
+_TEXT_WIDTH = 48
+
+
+class CompareError(MemLensError):
+    """A comparison was asked for with bad input (too few or too many configs, an unknown turn or
+    message); the message says what to change."""
+
+
+# -- configs ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class NamedConfig:
+    """A memory config with the label the comparison shows for it."""
+
+    label: str
+    config: MemoryConfig
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, **self.config.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "NamedConfig":
+        if not isinstance(data, dict):
+            raise ConfigError("a saved memory config must be an object of settings")
+        values = dict(data)
+        label = values.pop("label", None)
+        config = MemoryConfig.from_dict(values)
+        return cls(str(label) if label else config.label(), config)
+
+
+def named_configs(configs: Iterable[MemoryConfig | NamedConfig | dict]) -> list[NamedConfig]:
+    """Labelled configs, each validated; repeated labels get " (2)", " (3)"… so every column of
+    the comparison has a distinct name."""
+    out: list[NamedConfig] = []
+    seen: dict[str, int] = {}
+    for c in configs:
+        if isinstance(c, dict):
+            c = NamedConfig.from_dict(c)
+        elif isinstance(c, MemoryConfig):
+            c = NamedConfig(c.label(), c)
+        elif not isinstance(c, NamedConfig):
+            raise CompareError(f"expected a memory config, not {type(c).__name__}")
+        c.config.validate()
+        seen[c.label] = seen.get(c.label, 0) + 1
+        if seen[c.label] > 1:
+            c = NamedConfig(f"{c.label} ({seen[c.label]})", c.config)
+        out.append(c)
+    return out
+
+
+# -- columns and the heatmap window ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Column:
+    """One message of the conversation: a heatmap column."""
+
+    column: int     # index among all messages of the conversation, in order
+    position: int   # its turn's position
+    index: int      # its index within the turn
+    turn: int       # its turn's number
+    role: str
+    kind: str
+    ref: int | str
+    text: str       # the first words, for labels and hovers
+    label: str = ""  # its turn as a person counts it (core.model.conversation.turn_label): "turn 6 · 2/3"
+
+    def to_json(self) -> dict:
+        return {"column": self.column, "turn": self.turn, "role": self.role, "kind": self.kind, "ref": self.ref,
+                "text": self.text, "turn_label": self.label}
+
+
+def _short(text: str, width: int = _TEXT_WIDTH) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _message_text(m: Message) -> str:
+    if m.content:
+        return _short(m.content)
+    if m.tool_calls:
+        return _short("→ " + ", ".join(f"{c.name}({c.arguments})" for c in m.tool_calls))
+    return "(empty)"
+
+
+def message_columns(conversation: Conversation) -> list[Column]:
+    """Every message of the conversation in order: the heatmap's columns."""
+    numbers = turn_numbers(conversation)
+    out: list[Column] = []
+    for p, t in enumerate(conversation.turns):
+        label = turn_label(conversation, p)
+        for j, m in enumerate(t.messages):
+            out.append(Column(len(out), p, j, numbers[p], m.role, m.kind, m.ref, _message_text(m), label))
+    return out
+
+
+@dataclass(frozen=True)
+class HeatmapWindow:
+    """Which rows and columns a retention matrix covers.
+
+    ``rows`` are positions of consecutive answered turns; columns ``first_column`` up to (not
+    including) ``last_column`` are shown, ``last_column`` being the number of messages before
+    the last row's turn.
+    """
+
+    rows: tuple[int, ...]
+    first_column: int
+    last_column: int
+    total_rows: int
+    total_columns: int
+
+    @property
+    def whole(self) -> bool:
+        """True when the window shows the whole conversation."""
+        return len(self.rows) == self.total_rows and self.first_column == 0
+
+    def to_json(self) -> dict:
+        return {"rows": list(self.rows), "first_column": self.first_column, "last_column": self.last_column,
+                "total_rows": self.total_rows, "total_columns": self.total_columns, "whole": self.whole}
+
+
+def _messages_before(conversation: Conversation) -> list[int]:
+    acc, out = 0, []
+    for t in conversation.turns:
+        out.append(acc)
+        acc += len(t.messages)
+    out.append(acc)
+    return out
+
+
+def heatmap_window(conversation: Conversation, *, last_turn: int | None = None, max_rows: int = HEATMAP_ROWS,
+                   max_columns: int = HEATMAP_COLUMNS) -> HeatmapWindow:
+    """The window ending at ``last_turn`` (a turn number; default the last answered turn): up to
+    ``max_rows`` answered turns and the latest ``max_columns`` messages before its last row."""
+    if max_rows < 1 or max_columns < 1:
+        raise CompareError("a heatmap window needs at least one row and one column")
+    answered = conversation.answered_turns()
+    before = _messages_before(conversation)
+    if not answered:
+        return HeatmapWindow((), 0, 0, 0, before[-1])
+    numbers = turn_numbers(conversation)
+    if last_turn is None:
+        end = len(answered)
+    else:
+        try:
+            end = [numbers[p] for p in answered].index(last_turn) + 1
+        except ValueError:
+            raise CompareError(f"turn {last_turn} is not an answered turn of this conversation; it has turns "
+                               f"{numbers[answered[0]]}..{numbers[answered[-1]]}") from None
+    rows = tuple(answered[max(0, end - max_rows):end])
+    last_column = before[rows[-1]]
+    return HeatmapWindow(rows, max(0, last_column - max_columns), last_column, len(answered), before[-1])
+
+
+# -- reading reasons during one walk ------------------------------------------------------------------
+
+# Reasons given by position alone (the thread's first i messages): every older message shares them.
+_CUT_OFFS = frozenset((TRIMMED_EARLIER, OUTSIDE_WINDOW, OVER_BUDGET))
+
+
+class _RowReasons:
+    """Where each earlier message stands at one turn, read from the engine's thread view and
+    decision — the same rules, in the same order, as :meth:`Replay.ledger_at`."""
+
+    __slots__ = ("replay", "view", "decision", "plan", "drops_empty", "depth", "turns", "eligible_at")
+
+    def __init__(self, replay: Replay, view: PathView, decision: Decision, eligible_at: list[dict[int, int] | None]):
+        self.replay = replay
+        self.view = view
+        self.decision = decision
+        self.plan = getattr(decision, "plan", None)
+        self.drops_empty = getattr(replay.strategy, "drops_empty", True)
+        self.depth = replay.conversation.tree.depth
+        self.turns = replay.conversation.turns
+        self.eligible_at = eligible_at
+
+    def on_thread(self, q: int) -> bool:
+        k = self.depth[q] - 1
+        positions = self.view.positions
+        return k < len(positions) and positions[k] == q
+
+    def _offset(self, q: int, j: int) -> int | None:
+        table = self.eligible_at[q]
+        if table is None:
+            table = {m: k for k, m in enumerate(self.replay.eligible(q))}
+            self.eligible_at[q] = table
+        return table.get(j)
+
+    def drops_all_older(self, reason: str) -> bool:
+        """Whether every message before one left out for ``reason`` on this thread is left out too:
+        so when nothing prunes by a per-message plan and the reason is a cut-off by position."""
+        return bool(self.decision.blocked) or (self.plan is None and reason in _CUT_OFFS)
+
+    def reason(self, q: int, j: int) -> str:
+        d = self.decision
+        if d.blocked:
+            return d.blocked
+        if not self.on_thread(q):
+            return OTHER_BRANCH
+        offset = self._offset(q, j)
+        if offset is None:
+            return GRANULARITY
+        i = self.view.starts[self.depth[q] - 1] + offset
+        msg = self.turns[q].messages[j]
+        if self.plan is not None:
+            r = self.plan.reason(i, msg)
+            return EMPTY if r == KEPT and msg.is_empty and self.drops_empty else r
+        if i < d.trimmed_before:
+            return TRIMMED_EARLIER
+        if i < d.window_start:
+            return OUTSIDE_WINDOW
+        if i < d.budget_cut:
+            return OVER_BUDGET
+        if msg.is_empty:
+            return EMPTY
+        return KEPT
+
+
+class _LedgerReasons:
+    """The same questions answered from a built ledger (when the engine offers no walk)."""
+
+    def __init__(self, replay: Replay, position: int):
+        self.ledger = replay.ledger_at(position)
+        self.by_key = {(e.position, e.index): e.reason for e in self.ledger.entries}
+        tree = replay.conversation.tree
+        self.thread = set(tree.thread(position)[:-1])
+
+    def on_thread(self, q: int) -> bool:
+        return q in self.thread
+
+    def reason(self, q: int, j: int) -> str:
+        return self.by_key[(q, j)]
+
+    def drops_all_older(self, reason: str) -> bool:
+        return False  # a built ledger makes no promise about order
+
+
+def _engine_walk(replay: Replay) -> Any:
+    """The engine's depth-first walk over (position, thread view, decision), if it offers one.
+
+    It is what makes a cell O(1); without it every row falls back to a full ledger, which is
+    exact but costs O(turns) per row.
+    """
+    return getattr(replay, "_walk", None)
+
+
+def _walk_rows(replay: Replay) -> Iterator[tuple[int, Any]]:
+    """(position, reasons) for every answered turn, in depth-first order of the turn tree.
+
+    The reasons object is valid only until the next item: it reads the walk's live view.
+    """
+    turns = replay.conversation.turns
+    walk = _engine_walk(replay)
+    if walk is None:
+        for p in replay.conversation.answered_turns():
+            yield p, _LedgerReasons(replay, p)
+        return
+    eligible_at: list[dict[int, int] | None] = [None] * len(turns)
+    for p, view, decision in walk():
+        if turns[p].query_index is None:
+            continue
+        plan = getattr(decision, "plan", None)
+        if plan is not None and not hasattr(plan, "reason"):
+            yield p, _LedgerReasons(replay, p)
+        else:
+            yield p, _RowReasons(replay, view, decision, eligible_at)
+
+
+# -- the retention matrix -------------------------------------------------------------------------
+
+@dataclass
+class RetentionMatrix:
+    """One config's heatmap data over a window. ``cells[r][c]`` is the reason for column
+    ``columns[c]`` at row ``rows[r]``; ``None`` where that message is not earlier than the turn."""
+
+    label: str
+    config: dict
+    window: HeatmapWindow
+    rows: list[int]                     # turn numbers
+    row_positions: list[int]
+    columns: list[Column]
+    tokens: list[int]                   # per column, counted for this config's model
+    cells: list[list[str | None]]
+    hidden_kept: list[int]              # per row: kept messages before the first column
+    budgets: list[int | None]           # per row: the history budget (for hover texts)
+
+    def message(self, c: int) -> str:
+        """Column ``c``'s message in a line: its turn, role, tokens and first words."""
+        col = self.columns[c]
+        return f"{col.label or f'turn {col.turn}'} · {col.role} · {self.tokens[c]:,} tokens · {col.text}"
+
+    def why(self, r: int, c: int) -> str:
+        """The reason of cell ``(r, c)`` in plain words (the ledger's :func:`core.model.ledger.explain`)."""
+        reason = self.cells[r][c]
+        if reason is None:
+            return "not yet written at this turn"
+        col = self.columns[c]
+        entry = LedgerEntry(ref=col.ref, turn=col.turn, role=col.role, tokens=self.tokens[c], kept=reason == KEPT,
+                            reason=reason, kind=col.kind, position=col.position, index=col.index)
+        return explain(entry, {**self.config, "budget": self.budgets[r]})
+
+    def hover(self, r: int, c: int) -> str:
+        """What a hover shows: the message, its tokens and the reason in plain words."""
+        return f"{self.message(c)} — {self.why(r, c)}"
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "config": self.config, "window": self.window.to_json(), "rows": self.rows,
+                "columns": [c.to_json() for c in self.columns], "tokens": self.tokens, "cells": self.cells,
+                "hidden_kept": self.hidden_kept, "budgets": self.budgets}
+
+
+def retention_matrix(replay: Replay, window: HeatmapWindow | None = None, *, label: str | None = None,
+                     columns: Sequence[Column] | None = None) -> RetentionMatrix:
+    """The heatmap data of one replay over a window (default: :func:`heatmap_window`)."""
+    return _Pass(replay, window or heatmap_window(replay.conversation), [], label=label, columns=columns).matrix
+
+
+# -- facts ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TrackedFact:
+    """A fact to follow through memory: the messages that state it, as ``(position, index)``,
+    oldest first (a restatement is a later message stating the same fact)."""
+
+    label: str
+    messages: tuple[tuple[int, int], ...]
+    key: str = ""
+    value: str = ""
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "messages": [list(m) for m in self.messages], "key": self.key,
+                "value": self.value}
+
+
+_KEY_LABELS = {"name": "your name", "diet": "your diet", "allergy": "your allergy", "home": "where you live",
+               "job": "your job", "like": "what you like", "dislike": "what you dislike",
+               "remember": "what you asked to remember"}
+
+
+_ID_KEYS = ("order", "booking", "reservation", "ticket", "account", "customer", "invoice", "case", "tracking",
+            "confirmation")
+
+
+def _fact_label(key: str, value: str) -> str:
+    if key in _ID_KEYS:
+        return f"your {key} number"
+    if key in _KEY_LABELS:
+        base = _KEY_LABELS[key]
+        return f"{base} ({value})" if key in ("like", "dislike", "remember") else base
+    return f"your {key}"
+
+
+def detect_facts(conversation: Conversation) -> list[TrackedFact]:
+    """Facts the user states, found by :func:`core.model.facts.extract_facts` in every user message;
+    the same key and value stated again is a restatement of one fact."""
+    found: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    values: dict[tuple[str, str], str] = {}
+    for p, t in enumerate(conversation.turns):
+        for j, m in enumerate(t.messages):
+            if m.role != "user" or not m.content:
+                continue
+            for f in extract_facts(m.content):
+                k = (f.key, f.value.casefold())
+                found.setdefault(k, []).append((p, j))
+                values.setdefault(k, f.value)
+    labels: dict[str, int] = {}
+    for key, _ in found:
+        labels[key] = labels.get(key, 0) + 1
+    out = []
+    for (key, folded), where in found.items():
+        value = values[(key, folded)]
+        label = _fact_label(key, value)
+        if labels[key] > 1 and key not in ("like", "dislike", "remember"):
+            label = f"{label} ({value})"
+        out.append(TrackedFact(label, tuple(dict.fromkeys(where)), key, value))
+    return out
+
+
+def _address(conversation: Conversation, message: Any) -> tuple[int, int]:
+    """A message given as ``(position, index)`` or by its ``ref``."""
+    turns = conversation.turns
+    if isinstance(message, tuple) and len(message) == 2 and all(isinstance(x, int) for x in message):
+        p, j = message
+        if 0 <= p < len(turns) and 0 <= j < len(turns[p].messages):
+            return p, j
+        raise CompareError(f"message {message} does not exist in this conversation")
+    for p, t in enumerate(turns):
+        for j, m in enumerate(t.messages):
+            if m.ref == message:
+                return p, j
+    raise CompareError(f"no message with ref {message!r} in this conversation; mark a fact on one of its messages")
+
+
+def track_facts(conversation: Conversation, marks: Iterable[Any]) -> list[TrackedFact]:
+    """Facts the user marked: each a ``(message, label)`` pair, a :class:`TrackedFact`, or a
+    ``{"ref", "label"}`` dict (as readers store in ``Conversation.meta["facts"]``). ``message`` is a
+    ref or a ``(position, index)`` pair; marks with the same label are one fact stated several times."""
+    grouped: dict[str, list[tuple[int, int]]] = {}
+    ready: list[TrackedFact] = []
+    for mark in marks:
+        if isinstance(mark, TrackedFact):
+            ready.append(mark)
+            continue
+        if isinstance(mark, dict):
+            message, label = mark.get("ref"), mark.get("label")
+        else:
+            try:
+                message, label = mark
+            except (TypeError, ValueError):
+                raise CompareError(f"a fact mark must be (message, label), not {mark!r}") from None
+        if not label:
+            raise CompareError(f"the fact on message {message!r} has no label; name what it states")
+        grouped.setdefault(str(label), []).append(_address(conversation, message))
+    for label, where in grouped.items():
+        ready.append(TrackedFact(label, tuple(sorted(dict.fromkeys(where)))))
+    return ready
+
+
+@dataclass
+class FactFate:
+    """One fact under one config. ``present`` has one entry per answered turn (in turn order):
+    ``True`` when a statement of the fact is in memory (or in the turn's own query), ``False``
+    when none is, ``None`` before the fact is stated or on a branch that never stated it."""
+
+    fact: TrackedFact
+    label: str                       # the config's label
+    stated_turn: int
+    present: list[bool | None]
+    lost_turn: int | None            # first turn with no statement in memory; None: never
+    lost_reason: str | None          # the newest statement's reason at that turn
+    stated_label: str = ""           # those two turns as a person counts them (core.model.conversation.turn_label)
+    lost_label: str | None = None
+
+    def to_json(self) -> dict:
+        return {"fact": self.fact.label, "config": self.label, "stated_turn": self.stated_turn,
+                "lost_turn": self.lost_turn, "lost_reason": self.lost_reason, "present": self.present,
+                "stated_label": self.stated_label, "lost_label": self.lost_label}
+
+
+def _fact_row(reasons: Any, p: int, query_index: int | None, fact: TrackedFact) -> tuple[bool | None, str | None]:
+    """Whether a statement of the fact is in memory at turn ``p``, and if none is, the reason of
+    the newest statement on the thread (the one that left last)."""
+    relevant = False
+    newest_reason = None
+    upto = bisect_right(fact.messages, (p, float("inf")))  # statements written after turn p: not yet
+    for k in range(upto - 1, -1, -1):  # newest first: the likeliest to be kept
+        q, j = fact.messages[k]
+        if q == p:
+            if j == query_index:
+                return True, None  # stated (again) in the turn's own query: the model sees it
+            continue  # written later in this turn: not there yet
+        if not reasons.on_thread(q):
+            continue
+        r = reasons.reason(q, j)
+        if r == KEPT:
+            return True, None
+        if not relevant:
+            relevant, newest_reason = True, r
+        if reasons.drops_all_older(r):
+            break  # a fact restated on every few turns would otherwise cost the square of its statements
+    return (False, newest_reason) if relevant else (None, None)
+
+
+def fact_presence(replay: Replay, fact: TrackedFact) -> dict[int, tuple[bool | None, str | None]]:
+    """Per answered turn position: whether a statement of ``fact`` is in that turn's memory under
+    ``replay`` (``None`` before it is stated or on a branch that never stated it), and when none is,
+    the reason of the newest statement on the thread. One walk of the replay, the same reasons as
+    its ledgers."""
+    turns = replay.conversation.turns
+    first = fact.messages[0][0] if fact.messages else None
+    out: dict[int, tuple[bool | None, str | None]] = {}
+    for p, reasons in _walk_rows(replay):
+        out[p] = _fact_row(reasons, p, turns[p].query_index, fact) if first is not None and first <= p \
+            else (None, None)
+    return out
+
+
+def fact_sentence(fates: Sequence[FactFate]) -> str:
+    """One fact across configs, in plain words: "your name is lost at turn 7 with window 3;
+    never with window 10"."""
+    if not fates:
+        return ""
+    name = fates[0].fact.label
+    lost = sorted((f for f in fates if f.lost_turn is not None), key=lambda f: f.lost_turn)
+    never = [f.label for f in fates if f.lost_turn is None]
+    if not lost:
+        return f"{name} stays in memory with {_join(never, 'and')}"
+    groups: list[tuple[str, list[str]]] = []  # consecutive configs that lose it the same way
+    for f in lost:
+        verb = "folded into a summary" if f.lost_reason == SUMMARIZED else "lost"
+        where = f"at {f.lost_label or f'turn {f.lost_turn}'} with {f.label}"
+        if groups and groups[-1][0] == verb:
+            groups[-1][1].append(where)
+        else:
+            groups.append((verb, [where]))
+    text = f"{name} is " + "; ".join(f"{verb} {_join(wheres, 'and')}" for verb, wheres in groups)
+    if never:
+        text += f"; never with {_join(never, 'or')}"
+    return text
+
+
+def _join(items: list[str], word: str) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {word} " + items[-1]
+
+
+# -- series ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Series:
+    """Per answered turn, for one config: the line charts' data."""
+
+    label: str
+    turns: list[int]
+    kept: list[int]
+    history_tokens: list[int]
+    budget: list[int | None]
+    prompt_tokens: list[int]
+    oldest_kept_turn: list[int | None]
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "turns": self.turns, "kept": self.kept, "history_tokens": self.history_tokens,
+                "budget": self.budget, "prompt_tokens": self.prompt_tokens,
+                "oldest_kept_turn": self.oldest_kept_turn}
+
+
+def turn_series(replay: Replay, label: str | None = None) -> Series:
+    s = replay.summaries()
+    return Series(label or replay.config.label(), [x.turn for x in s], [x.kept for x in s],
+                  [x.history_tokens for x in s], [x.budget for x in s], [x.prompt_tokens for x in s],
+                  [x.oldest_kept_turn for x in s])
+
+
+# -- one pass per config --------------------------------------------------------------------------------
+
+class _Pass:
+    """One walk of one replay that fills the matrix window and every fact's timeline."""
+
+    def __init__(self, replay: Replay, window: HeatmapWindow, facts: Sequence[TrackedFact], *,
+                 label: str | None = None, columns: Sequence[Column] | None = None):
+        conv = replay.conversation
+        self.replay = replay
+        label = label or replay.config.label()
+        all_columns = list(columns) if columns is not None else message_columns(conv)
+        visible = all_columns[window.first_column:window.last_column]
+        summaries = {s.turn: s for s in replay.summaries()}
+        row_index = {p: r for r, p in enumerate(window.rows)}
+        numbers = replay.numbers
+        answered = conv.answered_turns()
+        answered_index = {p: k for k, p in enumerate(answered)}
+        cells: list[list[str | None]] = [[] for _ in window.rows]
+        present: list[list[bool | None]] = [[None] * len(answered) for _ in facts]
+        first_reasons: list[list[str | None]] = [[None] * len(answered) for _ in facts]
+        before = _messages_before(conv)
+        for p, reasons in _walk_rows(replay):
+            r = row_index.get(p)
+            if r is not None:
+                limit = before[p]
+                cells[r] = [reasons.reason(c.position, c.index) if c.column < limit else None for c in visible]
+            k = answered_index[p]
+            for f, fact in enumerate(facts):
+                if fact.messages and fact.messages[0][0] <= p:
+                    present[f][k], first_reasons[f][k] = _fact_row(reasons, p, conv.turns[p].query_index, fact)
+        tokens = [replay.message_tokens(c.position)[c.index] for c in visible]
+        hidden = []
+        budgets = []
+        for r, p in enumerate(window.rows):
+            s = summaries[numbers[p]]
+            hidden.append(s.kept - sum(1 for x in cells[r] if x == KEPT))
+            budgets.append(s.budget)
+        self.matrix = RetentionMatrix(label, replay.config.to_dict(), window, [numbers[p] for p in window.rows],
+                                      list(window.rows), visible, tokens, cells, hidden, budgets)
+        self.fates: list[FactFate] = []
+        for f, fact in enumerate(facts):
+            lost_turn = lost_reason = lost_label = None
+            for k, value in enumerate(present[f]):
+                if value is False:
+                    lost_turn, lost_reason = numbers[answered[k]], first_reasons[f][k]
+                    lost_label = turn_label(conv, answered[k])
+                    break
+            stated = numbers[fact.messages[0][0]] if fact.messages else 0
+            stated_label = turn_label(conv, fact.messages[0][0]) if fact.messages else ""
+            self.fates.append(FactFate(fact, label, stated, present[f], lost_turn, lost_reason, stated_label,
+                                       lost_label))
+
+
+# -- the turn diff --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DiffItem:
+    ref: int | str
+    turn: int
+    role: str
+    tokens: int
+    reason: str    # the reason now (for what left) or "kept" (for what entered)
+    text: str
+
+    def to_json(self) -> dict:
+        return {"ref": self.ref, "turn": self.turn, "role": self.role, "tokens": self.tokens, "reason": self.reason,
+                "text": self.text}
+
+
+@dataclass
+class TurnDiff:
+    """What one config's context gained and lost between the previous turn of the thread and
+    this one. ``token_delta`` is the change of history tokens (summaries included)."""
+
+    label: str
+    turn: int
+    previous_turn: int | None
+    entered: list[DiffItem]
+    left: list[DiffItem]
+    stayed: int
+    history_tokens: int
+    previous_history_tokens: int
+    token_delta: int
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "turn": self.turn, "previous_turn": self.previous_turn,
+                "entered": [x.to_json() for x in self.entered], "left": [x.to_json() for x in self.left],
+                "stayed": self.stayed, "history_tokens": self.history_tokens,
+                "previous_history_tokens": self.previous_history_tokens, "token_delta": self.token_delta}
+
+
+def _sent(ledger: Ledger, replay: Replay) -> dict[tuple, DiffItem]:
+    turns = replay.conversation.turns
+    out: dict[tuple, DiffItem] = {}
+    for e in ledger.entries:
+        if e.kept:
+            out[("message", e.position, e.index)] = DiffItem(e.ref, e.turn, e.role, e.tokens, KEPT,
+                                                             _message_text(turns[e.position].messages[e.index]))
+    for s in getattr(ledger, "synthetic", None) or []:
+        key = ("synthetic", s.origin, s.replaces, s.content)
+        out[key] = DiffItem(s.ref or s.origin, s.turn, s.role, s.tokens, KEPT, _short(s.content))
+    return out
+
+
+def turn_diff(replay: Replay, turn_number: int, *, label: str | None = None) -> TurnDiff:
+    """The context of ``turn_number`` against that of the previous answered turn on its thread
+    (turn N−1 in a linear conversation; on a branch, the turn it continues)."""
+    position = replay.position_of(turn_number)
+    conv = replay.conversation
+    if conv.turns[position].query_index is None:
+        raise CompareError(f"turn {turn_number} has no query; pick an answered turn")
+    thread = [p for p in conv.tree.thread(position)[:-1] if conv.turns[p].query_index is not None]
+    now = replay.ledger_at(position)
+    current = _sent(now, replay)
+    if thread:
+        before = replay.ledger_at(thread[-1])
+        previous = _sent(before, replay)
+        previous_turn, previous_tokens = replay.numbers[thread[-1]], before.history_tokens
+    else:
+        previous, previous_turn, previous_tokens = {}, None, 0
+    reasons = {("message", e.position, e.index): e.reason for e in now.entries}
+    entered = [item for key, item in current.items() if key not in previous]
+    left = []
+    for key, item in previous.items():
+        if key not in current:
+            reason = reasons.get(key, "replaced") if key[0] == "message" else "replaced"
+            left.append(DiffItem(item.ref, item.turn, item.role, item.tokens, reason, item.text))
+    stayed = sum(1 for key in current if key in previous)
+    return TurnDiff(label or replay.config.label(), turn_number, previous_turn, entered, left, stayed,
+                    now.history_tokens, previous_tokens, now.history_tokens - previous_tokens)
+
+
+# -- replies -------------------------------------------------------------------------------------------
+
+@dataclass
+class ReplyGrid:
+    """The conversation's queries re-asked under each config: ``replies[row][config]``. For a
+    plain conversation the "flow" is one LLM node with that config's memory: its prompt is the
+    system prompt, the ledger's history and the query."""
+
+    labels: list[str]
+    turns: list[int]
+    queries: list[str]
+    replies: list[list[str]]
+    models: list[str]                       # per config: the model that answered
+    skipped: int = 0                        # earlier answered turns left out (``max_turns``)
+
+    def differing(self) -> list[int]:
+        """Rows where the configs' replies are not all the same."""
+        return [r for r, row in enumerate(self.replies) if len(set(row)) > 1]
+
+    def to_json(self) -> dict:
+        return {"labels": self.labels, "turns": self.turns, "queries": self.queries, "replies": self.replies,
+                "models": self.models, "skipped": self.skipped}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ReplyGrid":
+        return cls(list(data["labels"]), list(data["turns"]), list(data["queries"]),
+                   [list(r) for r in data["replies"]], list(data.get("models") or []), int(data.get("skipped") or 0))
+
+
+def reply_at(replay: Replay, position: int, client: LLMClient | None = None) -> LLMReply:
+    """The reply to the query at ``position`` when the prompt is the system prompt, the history
+    this replay's ledger keeps there, and the query (an :class:`core.llm.client.LLMReply`)."""
+    conversation = replay.conversation
+    history = replay.history_messages(replay.ledger_at(position))
+    system = replay.system_prompt
+    messages = ([{"role": "system", "content": system}] if system else []) + \
+        [m.to_openai() for m in history] + [conversation.turns[position].query_message.to_openai()]
+    return (client or DemoClient()).complete(replay.config.model, messages, replay.config.max_tokens or None)
+
+
+def replay_replies(conversation: Conversation, configs: Iterable[MemoryConfig | NamedConfig | dict], *,
+                   client: LLMClient | None = None, max_turns: int | None = 200, system_prompt: str | None = None) -> ReplyGrid:
+    """Ask every answered turn's query again under each config (the last ``max_turns`` turns;
+    ``None`` for all) and collect the replies. ``client`` is any :class:`core.llm.client.LLMClient`;
+    the default is the offline demo model, so the grid needs no key and is the same every time.
+    Each turn's prompt is built from its ledger, so this costs one ledger per turn and config."""
+    client = client or DemoClient()
+    named = named_configs(configs)
+    answered = conversation.answered_turns()
+    rows = answered if max_turns is None else answered[-max_turns:] if max_turns > 0 else []
+    numbers = turn_numbers(conversation)
+    replies: list[list[str]] = [[] for _ in rows]
+    models = []
+    for c in named:
+        replay = Replay(conversation, c.config, system_prompt=system_prompt)
+        answered_by = ""
+        for r, p in enumerate(rows):
+            reply = reply_at(replay, p, client)
+            replies[r].append(reply.text)
+            answered_by = reply.model
+        models.append(answered_by or c.config.model)
+    return ReplyGrid([c.label for c in named], [numbers[p] for p in rows],
+                     [conversation.turns[p].query for p in rows], replies, models, len(answered) - len(rows))
+
+
+# -- everything at once ---------------------------------------------------------------------------------
+
+@dataclass
+class Comparison:
+    """Everything the compare page draws, for every config."""
+
+    conversation_id: str
+    configs: list[NamedConfig]
+    columns: list[Column]
+    window: HeatmapWindow
+    matrices: list[RetentionMatrix]
+    series: list[Series]
+    facts: list[TrackedFact]
+    fates: list[list[FactFate]]          # fates[fact][config]
+    sentences: list[str]                 # one per fact
+    turns: list[int] = field(default_factory=list)   # answered turn numbers (the series' x axis)
+
+    def to_json(self) -> dict:
+        return {"conversation": self.conversation_id, "configs": [c.to_dict() for c in self.configs],
+                "turns": self.turns, "window": self.window.to_json(),
+                "matrices": [m.to_json() for m in self.matrices], "series": [s.to_json() for s in self.series],
+                "facts": [f.to_json() for f in self.facts],
+                "fates": [[x.to_json() for x in row] for row in self.fates], "sentences": self.sentences}
+
+
+def compare(conversation: Conversation, configs: Iterable[MemoryConfig | NamedConfig | dict], *,
+            facts: Iterable[Any] | None = None, window: HeatmapWindow | None = None,
+            system_prompt: str | None = None) -> Comparison:
+    """Replay 2–6 configs over one conversation and compute the heatmaps, series and facts.
+
+    ``facts``: ``None`` uses the facts the file came with (``conversation.meta["facts"]``) or,
+    failing that, the facts detected in user messages; otherwise marks as for
+    :func:`track_facts` (an empty list tracks none).
+    """
+    named = named_configs(configs)
+    if not MIN_CONFIGS <= len(named) <= MAX_CONFIGS:
+        raise CompareError(f"compare needs {MIN_CONFIGS} to {MAX_CONFIGS} memory configs; got {len(named)}")
+    if not conversation.answered_turns():
+        raise CompareError("the conversation has no user turn to compare")
+    if facts is None:
+        marks = conversation.meta.get("facts") if isinstance(conversation.meta, dict) else None
+        tracked = track_facts(conversation, marks) if marks else detect_facts(conversation)
+    else:
+        tracked = track_facts(conversation, facts)
+    window = window or heatmap_window(conversation)
+    columns = message_columns(conversation)
+    matrices, series, fates = [], [], []
+    for c in named:
+        replay = Replay(conversation, c.config, system_prompt=system_prompt)
+        run = _Pass(replay, window, tracked, label=c.label, columns=columns)
+        matrices.append(run.matrix)
+        series.append(turn_series(replay, c.label))
+        fates.append(run.fates)
+    by_fact = [[fates[c][f] for c in range(len(named))] for f in range(len(tracked))]
+    numbers = turn_numbers(conversation)
+    return Comparison(conversation.id, named, columns, window, matrices, series, tracked, by_fact,
+                      [fact_sentence(row) for row in by_fact], [numbers[p] for p in conversation.answered_turns()])
+
+
+__all__ = ["CompareError", "NamedConfig", "named_configs", "Column", "message_columns", "HeatmapWindow",
+           "heatmap_window", "RetentionMatrix", "retention_matrix", "TrackedFact", "detect_facts", "track_facts",
+           "FactFate", "fact_presence", "fact_sentence", "Series", "turn_series", "DiffItem", "TurnDiff", "turn_diff", "Comparison",
+           "ReplyGrid", "replay_replies", "reply_at",
+           "compare", "REASON_LABELS", "HEATMAP_ROWS", "HEATMAP_COLUMNS", "MIN_CONFIGS", "MAX_CONFIGS"]

@@ -1,0 +1,366 @@
+"""What the debugger page shows, computed without Streamlit.
+
+* :func:`transcript` — the active thread's messages, each with one marker per LLM node (kept,
+  dropped or not eligible, and why in plain words) as seen from the selected turn, and the
+  places where each node's window starts;
+* :func:`receipt` — one node's call: the messages sent in order with their origin and tokens, and
+  the budget split by origin with the dropped tokens as overflow;
+* :func:`what_if` — every turn's kept set for one node under other memory settings, without
+  calling a model, and the turns where replies might now differ;
+* :func:`tree_layout` — the turn tree laid out for a small overview with the active path.
+
+The page renders these; tests check them directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from core.memory.replay import DEFAULT_FIDELITY, FIDELITY_LABELS, MemoryConfig, Replay, turn_numbers
+from core.memory.strategies.dify import window_note
+from core.model.conversation import Conversation, turn_label
+from core.model.ledger import KEPT, NOT_ELIGIBLE, REASON_LABELS, Ledger, SyntheticMessage, explain
+
+KEPT_STATE, DROPPED_STATE, NOT_ELIGIBLE_STATE = "kept", "dropped", "not_eligible"
+ORIGIN_ORDER = ("system", "template", "conversation variable", "context", "long-term memory", "memory history",
+                "summary", "current query")
+
+
+def marker_state(reason: str) -> str:
+    if reason == KEPT:
+        return KEPT_STATE
+    return NOT_ELIGIBLE_STATE if reason in NOT_ELIGIBLE else DROPPED_STATE
+
+
+@dataclass(frozen=True)
+class Marker:
+    node_id: str
+    title: str
+    state: str
+    reason: str
+    why: str
+
+
+@dataclass
+class MessageView:
+    turn_id: str
+    position: int
+    index: int
+    role: str
+    kind: str
+    text: str
+    number: int  # the turn's number in the conversation (creation order: an address, not shown)
+    markers: list[Marker] = field(default_factory=list)
+    window_starts: list[str] = field(default_factory=list)  # node titles whose window starts at this message
+    selected: bool = False  # the message belongs to the selected turn
+    later: bool = False  # after the selected turn: not part of its memory yet
+    label: str = ""  # the turn as a person counts it: "turn 6 · 2/3" (core.model.conversation.turn_label)
+
+
+def transcript(conversation: Conversation, thread: Sequence[int], selected: int | None,
+               ledgers: Mapping[str, Ledger], titles: Mapping[str, str], *,
+               node_filter: str | None = None) -> list[MessageView]:
+    """Messages of the turns in ``thread`` (positions, oldest first) with markers from ``ledgers``.
+
+    ``ledgers`` are the selected turn's ledgers per LLM node; ``node_filter`` keeps one node.
+    """
+    numbers = turn_numbers(conversation)
+    nodes = [n for n in ledgers if node_filter in (None, n)]
+    by_node: dict[str, dict[tuple[int, int], Any]] = {}
+    first_kept: dict[str, tuple[int, int]] = {}
+    for node in nodes:
+        ledger = ledgers[node]
+        by_node[node] = {(e.position, e.index): e for e in ledger.entries}
+        kept = [(e.position, e.index) for e in ledger.entries if e.kept]
+        if kept:
+            first_kept[node] = min(kept)
+    out: list[MessageView] = []
+    for p in thread:
+        turn = conversation.turns[p]
+        for i, m in enumerate(turn.messages):
+            view = MessageView(turn_id=turn.id, position=p, index=i, role=m.role, kind=m.kind, text=m.content,
+                               number=numbers[p], label=turn_label(conversation, p), selected=p == selected,
+                               later=selected is not None and p > selected)
+            for node in nodes:
+                entry = by_node[node].get((p, i))
+                if entry is not None:
+                    ledger = ledgers[node]
+                    view.markers.append(Marker(node, titles.get(node, node), marker_state(entry.reason),
+                                               entry.reason, explain(entry, ledger.config, titles.get(node, node))))
+                if first_kept.get(node) == (p, i):
+                    view.window_starts.append(titles.get(node, node))
+            out.append(view)
+    return out
+
+
+# -- the context receipt ------------------------------------------------------------------------------
+
+@dataclass
+class ReceiptRow:
+    role: str
+    origin: str
+    tokens: int
+    content: str
+    #: Content parts when the message carries files: ``{type, name, tokens, estimated}`` each.
+    parts: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class Receipt:
+    node_id: str
+    title: str
+    rows: list[ReceiptRow]
+    used_by_origin: dict[str, int]
+    dropped_tokens: int
+    dropped_by_reason: dict[str, int]
+    limit: int | None  # the history budget, None when nothing prunes
+    context_size: int | None
+    prompt_tokens: int
+    exact: bool
+    encoding: str
+    budget_note: str
+    reply: str | None
+    model: str | None
+    notes: list[str]
+    #: Which Dify rules decided (e.g. "Dify 1.x as shipped · plugin token counting off"); "" for other memories.
+    profile: str = ""
+    #: How Dify's docs would differ from Dify 1.x here, in plain words ("" when they agree or were not compared).
+    docs_vs_code: str = ""
+    #: The messages the two profiles treat differently: (turn, role, "docs: kept · code: dropped (why)").
+    both: list[tuple[int, str, str]] = field(default_factory=list)
+
+
+def dify_profile(config: Mapping[str, Any]) -> str:
+    """The Dify rules a ledger's config ran under, in words ("" for memories that are not Dify's)."""
+    if config.get("strategy") != "dify":
+        return ""
+    fidelity = config.get("fidelity") or DEFAULT_FIDELITY
+    out = FIDELITY_LABELS.get(fidelity, fidelity)
+    if fidelity == "code":
+        out += " · plugin token counting " + ("on" if config.get("plugin_token_counting") else "off")
+    note = window_note(config.get("window"))
+    return out + (f" · {note}" if note else "")
+
+
+def _both(code: Ledger, docs: Ledger) -> list[tuple[int, str, str]]:
+    from .findings import both_decisions
+
+    entries = {(e.position, e.index): e for e in code.entries}
+    out = []
+    for key, (d, c) in sorted(both_decisions(code, docs).items()):
+        e = entries[key]
+        out.append((e.turn, e.role, f"docs: {REASON_LABELS.get(d, d)} · code: {REASON_LABELS.get(c, c)}"))
+    return out
+
+
+def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str, other: Ledger | None = None,
+            position: int | None = None) -> Receipt:
+    """The receipt of one stored node run (ledger as a :class:`Ledger`, prompt as dicts).
+
+    ``other`` is the same node's ledger at the same turn under the other Dify profile (docs or
+    code) and ``position`` the turn's position: the receipt then says how the two differ."""
+    ledger: Ledger | None = run.get("ledger")
+    prompt = run.get("prompt") or []
+    rows = [ReceiptRow(m["role"], m["origin"], int(m.get("tokens") or 0), m.get("content") or "",
+                       [dict(p) for p in m.get("parts") or []]) for m in prompt]
+    used: dict[str, int] = {}
+    for r in rows:
+        used[r.origin] = used.get(r.origin, 0) + r.tokens
+    dropped: dict[str, int] = {}
+    if ledger is not None:
+        for e in ledger.entries:
+            if not e.kept and e.reason not in NOT_ELIGIBLE:
+                dropped[e.reason] = dropped.get(e.reason, 0) + e.tokens
+    profile = dify_profile(ledger.config) if ledger is not None else ""
+    difference, both = "", []
+    if ledger is not None and other is not None and position is not None and profile:
+        from .findings import ledger_difference
+
+        code, docs = (ledger, other) if ledger.config.get("fidelity") == "code" else (other, ledger)
+        diff = ledger_difference(code, docs, position)
+        if diff is not None:
+            difference, both = diff.text, _both(code, docs)
+    return Receipt(node_id=run["node_id"], title=title, rows=rows, profile=profile, docs_vs_code=difference,
+                   both=both,
+                   used_by_origin={o: used[o] for o in sorted(used, key=_origin_rank)},
+                   dropped_tokens=sum(dropped.values()), dropped_by_reason=dropped,
+                   limit=ledger.budget if ledger else None, context_size=ledger.context_size if ledger else None,
+                   prompt_tokens=ledger.prompt_tokens if ledger else sum(r.tokens for r in rows) + 3,
+                   exact=exact, encoding=encoding, budget_note=ledger.budget_note if ledger else "",
+                   reply=run.get("reply"), model=run.get("model_called") or run.get("model"),
+                   notes=list(run.get("notes") or []))
+
+
+def _origin_rank(origin: str) -> int:
+    return ORIGIN_ORDER.index(origin) if origin in ORIGIN_ORDER else len(ORIGIN_ORDER)
+
+
+# -- what-if ------------------------------------------------------------------------------------------
+
+@dataclass
+class WhatIf:
+    node_id: str
+    config: MemoryConfig
+    baseline: MemoryConfig
+    differs: list[int]  # turn positions whose kept set changes: the reply might differ there
+    kept_before: dict[int, int]
+    kept_after: dict[int, int]
+
+
+def fixed_tokens_of(conversation: Conversation, node_id: str, default: int = 3):
+    """The per-turn prompt size (everything but history) recorded for a node, for a Replay."""
+    def lookup(position: int) -> int:
+        value = ((conversation.turns[position].meta or {}).get("prompt_tokens") or {}).get(node_id)
+        return int(value) if value is not None else default
+    return lookup
+
+
+def what_if(conversation: Conversation, node_id: str, baseline: MemoryConfig, config: MemoryConfig, *,
+            has_thread: bool = True, history_inputs=None) -> WhatIf:
+    """Compare every turn's kept set under ``baseline`` and ``config`` (fast per-turn summaries);
+    ``history_inputs`` as :class:`Replay` takes them (a Window Memory node's recorded overwrites)."""
+    tokens = fixed_tokens_of(conversation, node_id)
+    before = Replay(conversation, baseline, system_prompt="", has_thread=has_thread, prompt_tokens=tokens,
+                    history_inputs=history_inputs)
+    after = Replay(conversation, config, system_prompt="", has_thread=has_thread, prompt_tokens=tokens,
+                   history_inputs=history_inputs)
+    positions = conversation.answered_turns()
+    differs, kb, ka = [], {}, {}
+    for p, a, b in zip(positions, before.summaries(), after.summaries()):
+        kb[p], ka[p] = a.kept, b.kept
+        if (a.kept, a.oldest_kept_turn, a.history_tokens) != (b.kept, b.oldest_kept_turn, b.history_tokens):
+            differs.append(p)
+    return WhatIf(node_id, config, baseline, differs, kb, ka)
+
+
+def focus_node(now: Mapping[str, Ledger], before: Mapping[str, Ledger], order: Sequence[str]) -> str | None:
+    """The node a person should see first at a turn: the one whose memory lost the most messages
+    since the previous turn of the thread (then: gained the most; then the first in ``order``)."""
+    best, best_key = None, None
+    for node in order:
+        ledger = now.get(node)
+        if ledger is None:
+            continue
+        kept = {(e.position, e.index) for e in ledger.entries if e.kept}
+        prev = before.get(node)
+        kept_before = {(e.position, e.index) for e in prev.entries if e.kept} if prev is not None else set()
+        dropped_now = sum(1 for e in ledger.entries if not e.kept and e.reason not in NOT_ELIGIBLE)
+        key = (len(kept_before - kept), dropped_now > 0, len(kept - kept_before))
+        if best_key is None or key > best_key:
+            best, best_key = node, key
+    return best
+
+
+# -- the tree overview --------------------------------------------------------------------------------
+
+@dataclass
+class TreeNode:
+    turn_id: str
+    position: int
+    x: int  # depth on its branch (dialogue position)
+    y: int  # lane
+    parent: int | None
+    active: bool
+    label: str
+
+
+def tree_layout(conversation: Conversation, active: Sequence[int]) -> list[TreeNode]:
+    """Turns placed by depth (x) and branch lane (y); siblings after the first open new lanes."""
+    tree = conversation.tree
+    active_set = set(active)
+    lanes: dict[int, int] = {}
+    next_lane = 0
+    out: list[TreeNode] = []
+    roots = [i for i in range(tree.size) if tree.parent[i] is None]
+    stack = [(r, 0) for r in reversed(roots)]
+    while stack:
+        p, depth = stack.pop()
+        parent = tree.parent[p]
+        siblings = tree.children[parent] if parent is not None else roots
+        if parent is not None and siblings and siblings[0] == p:
+            lanes[p] = lanes[parent]
+        else:
+            lanes[p] = next_lane
+            next_lane += 1
+        q = conversation.turns[p].query
+        out.append(TreeNode(conversation.turns[p].id, p, depth, lanes[p], parent, p in active_set,
+                            f"{turn_label(conversation, p)}: {q[:40]}"))
+        for c in reversed(tree.children[p]):
+            stack.append((c, depth + 1))
+    return out
+
+
+# -- conversations without a flow: memory lenses ------------------------------------------------------
+
+@dataclass(frozen=True)
+class Lens:
+    """One memory config a conversation without a flow is replayed under, as if an LLM node had it."""
+
+    id: str
+    title: str
+    config: MemoryConfig
+
+
+def default_lens(window: int | None = None) -> Lens:
+    """Dify's LLM-node memory with the project's default settings; ``window`` in turns when the
+    source says which window the bot ran with."""
+    config = MemoryConfig(window=window)
+    return Lens("lens-default", f"Default · {config.label()}", config)
+
+
+def lens_ledgers(replays: Mapping[str, Replay], position: int) -> dict[str, Ledger]:
+    """Each lens's ledger at the turn at ``position`` (a turn without a query has none)."""
+    out = {}
+    for lens_id, replay in replays.items():
+        if replay.conversation.turns[position].query_index is None:
+            continue
+        out[lens_id] = replay.ledger(replay.numbers[position])
+    return out
+
+
+def replayed_run(conversation: Conversation, position: int, lens_id: str, ledger: Ledger, counter) -> dict:
+    """A lens's call at one turn in the shape a stored node run has (what :func:`receipt` reads):
+    the system prompt, the history as it would be sent (kept messages and what stands for dropped
+    ones), and the current query."""
+    from core.model.conversation import Message
+
+    prompt: list[dict] = []
+    if conversation.system_prompt:
+        prompt.append({"role": "system", "origin": "system", "content": conversation.system_prompt,
+                       "tokens": counter.message(Message("system", conversation.system_prompt, "", "system"))})
+    for row in ledger.rows():
+        if isinstance(row, SyntheticMessage):
+            prompt.append({"role": row.role, "origin": "summary" if row.replaces is None else "memory history",
+                           "content": row.content, "tokens": row.tokens})
+        elif row.kept:
+            message = conversation.turns[row.position].messages[row.index]
+            prompt.append({"role": message.role, "origin": "memory history", "content": message.content,
+                           "tokens": row.tokens})
+    query = conversation.turns[position].query_message
+    if query is not None:
+        prompt.append({"role": "user", "origin": "current query", "content": query.content,
+                       "tokens": counter.message(query)})
+    return {"node_id": lens_id, "ledger": ledger, "prompt": prompt, "model": ledger.config.get("model"),
+            "reply": conversation.turns[position].answer}
+
+
+def damage_note(conversation_fields: Sequence[str], conversation: Conversation,
+                runs: Sequence[Mapping[str, Any]] = (), titles: Mapping[str, str] | None = None) -> str | None:
+    """One line saying which stored values of a conversation could not be read (and are shown with
+    defaults), or ``None``: the conversation's own fields, its turns' (``meta["damaged"]``) and the
+    node runs on screen (their ``damaged``)."""
+    parts = [f"conversation {', '.join(conversation_fields)}"] if conversation_fields else []
+    for position, turn in enumerate(conversation.turns):
+        fields = (turn.meta or {}).get("damaged")
+        if fields:
+            parts.append(f"{turn_label(conversation, position)} {', '.join(fields)}")
+    for run in runs:
+        if run.get("damaged"):
+            name = (titles or {}).get(run.get("node_id"), run.get("node_id") or "a node")
+            parts.append(f"{name}'s {', '.join(run['damaged'])}")
+    if not parts:
+        return None
+    return ("Some stored values are damaged (written outside MemLens or by an older version) and are shown "
+            "with defaults: " + "; ".join(parts) + ".")
+

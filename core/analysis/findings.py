@@ -1,0 +1,1176 @@
+"""Findings: memory surprises in plain words, each linked to the turn (and node) where it shows.
+
+A ledger explains one message; a finding explains a pattern across a conversation — the kind of
+thing a builder only notices after a user complains. Every finding names its subject (an LLM
+node of a flow, or a memory config of a comparison) and, wherever one exists, the turn to look
+at. The kinds, and where each is computed from:
+
+``fact_not_seen``
+    A node no longer has — or never had — the turn where a fact or a variable was set, at a
+    turn that needs it: a later question asks for the fact (:func:`core.model.facts.asked_keys`) and
+    no statement of it, nor its value restated, is in memory; or a variable written by a node
+    at turn T is neither rendered into the node's prompt nor is turn T in its memory. From
+    ledgers (node runs, or a config replayed).
+``foreign_answers``
+    One node's answers in another node's memory. Dify stores one answer per turn — the Answer
+    node's output — and every LLM node with memory replays it as its own past reply
+    (spec/dify-memory.md §7, Dify#4548). Observed from node runs (the stored answer contains
+    text another LLM node produced), or predicted from the flow (an Answer node renders another
+    LLM node's output) when there are no runs.
+``no_conversation``
+    Memory switched on where no conversation exists: an LLM node with a memory block in a
+    Workflow app (Dify ignores it; spec §8 #15). From the flow.
+``window_zero``
+    A window of 0: Dify reads it as no limit (the 500-turn cap), so history is included
+    (Flowise#2920 reports the same surprise). From the flow or a config, linked to the first
+    turn that sends history.
+``silent_pruning``
+    A token budget that pruned messages without saying so (Dify's TokenBufferMemory pops the
+    oldest message while the history is over budget; spec §1.6). From ledgers.
+``dominant_message``
+    One message filling most of a node's kept history (more than :data:`DOMINANT_SHARE` of its
+    tokens, and at least :data:`DOMINANT_MIN_TOKENS`; Dify#36717). From ledgers.
+``trimmed_window``
+    A Window Memory node whose permanent trimming makes a larger window useless: after N grows,
+    the messages trimmed under the old N are gone, so the node keeps fewer than its new window.
+    From a config with growing ``window_changes``, or the what-if :func:`larger_window_what_if`.
+``compaction_in_tool_loop``
+    Dify 1.17's agent compaction (as shipped) checks before every model request, so a long tool
+    run compacts its own history mid-run: results cleared, older messages summarised, at step K
+    of a turn. From ledgers (their compaction records).
+``summary_pile_up``
+    A summary of a summary still in the history: after a compaction the stored summary rides
+    along with the first user message on reload, is kept with it at the next compaction, and
+    another summary is put in front — one more per compaction. From ledgers.
+``first_message_resummarised``
+    The first user message is kept *and* sent to the summariser again at every compaction after
+    the first. From ledgers (their compaction records).
+``docs_vs_code``
+    Dify's docs and Dify 1.x's code send a node different history at a turn, with the cause in
+    plain words: the current turn's placeholder row taking a window slot, regenerated replies on
+    other branches using window rows, token pruning the docs promise and the shipped code does
+    not do (plugin token counting off), or a different budget. From the two profiles' decisions
+    (:func:`docs_vs_code`, per turn) or from a pair of ledgers (:func:`ledger_difference`, the
+    debugger's receipt).
+``history_twice``
+    The conversation (or the current question) reaches one node twice: memory on, and the
+    prompt also renders a conversation variable that holds the chat history, or renders
+    ``{{#sys.query#}}`` while memory appends the query message again. From the flow.
+
+What :func:`history_variables` detects statically (and what it cannot): a conversation
+variable holds the chat history when an assigner appends/extends it with text that comes —
+directly or through template, code or aggregator nodes — from ``sys.query`` or an LLM/agent
+node's output, or rewrites it from its own value plus such text (a rolling transcript), or when
+its name says so (``history``, ``chat_log``, ``transcript``, ``messages``, ``dialog``…). History
+assembled outside the flow (an HTTP call, a code node reading a store) is not detected.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
+from core.memory.replay import MemoryConfig, Replay, turn_numbers
+from core.model.conversation import ANSWER, Conversation, turn_label
+from core.model.facts import asked_keys
+from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE,
+                               SUMMARY, TRIMMED_EARLIER, Ledger, LedgerEntry, explain)
+from core.words import plural
+
+FACT_NOT_SEEN = "fact_not_seen"
+FOREIGN_ANSWERS = "foreign_answers"
+NO_CONVERSATION = "no_conversation"
+WINDOW_ZERO = "window_zero"
+SILENT_PRUNING = "silent_pruning"
+DOMINANT_MESSAGE = "dominant_message"
+TRIMMED_WINDOW = "trimmed_window"
+HISTORY_TWICE = "history_twice"
+COMPACTION_IN_TOOL_LOOP = "compaction_in_tool_loop"
+SUMMARY_PILE_UP = "summary_pile_up"
+FIRST_MESSAGE_RESUMMARISED = "first_message_resummarised"
+DOCS_VS_CODE = "docs_vs_code"
+
+KINDS = (FACT_NOT_SEEN, FOREIGN_ANSWERS, NO_CONVERSATION, WINDOW_ZERO, SILENT_PRUNING, DOMINANT_MESSAGE,
+         TRIMMED_WINDOW, HISTORY_TWICE, COMPACTION_IN_TOOL_LOOP, SUMMARY_PILE_UP, FIRST_MESSAGE_RESUMMARISED,
+         DOCS_VS_CODE)
+KIND_TITLES = {
+    FACT_NOT_SEEN: "Never saw where it was set",
+    FOREIGN_ANSWERS: "Another node's answers in memory",
+    NO_CONVERSATION: "Memory without a conversation",
+    WINDOW_ZERO: "Window of 0",
+    SILENT_PRUNING: "Budget pruned silently",
+    DOMINANT_MESSAGE: "One message fills the window",
+    TRIMMED_WINDOW: "Larger window, nothing more kept",
+    HISTORY_TWICE: "Conversation sent twice",
+    COMPACTION_IN_TOOL_LOOP: "Compacted inside the tool loop",
+    SUMMARY_PILE_UP: "A summary of a summary",
+    FIRST_MESSAGE_RESUMMARISED: "First message summarised again",
+    DOCS_VS_CODE: "Dify's docs and code disagree",
+}
+WARNING = "warning"
+INFO = "info"
+
+#: A message "fills" a node's window when it holds more than this share of the kept history…
+DOMINANT_SHARE = 0.5
+#: …and at least this many tokens (half of a short history is no surprise).
+DOMINANT_MIN_TOKENS = 256
+
+_NOT_CANDIDATES = frozenset({MEMORY_OFF, SCOPE, OTHER_BRANCH, GRANULARITY})
+_HISTORY_NAME = re.compile(r"hist|chat_?log|transcript|dialog|messages|conversation|memory|对话|历史|记忆|聊天",
+                           re.I)
+_SELECTOR = re.compile(r"\{\{#([a-zA-Z0-9_]{1,50}(?:\.[a-zA-Z_][a-zA-Z0-9_]{0,29}){1,10})#\}\}")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One warning in plain words. ``turn`` is the turn number to jump to (``None`` for a
+    flow-wide finding); ``subject`` is the node's title or the config's label; ``node_id`` is the
+    flow node's id when the subject is a node."""
+
+    kind: str
+    text: str
+    subject: str = ""
+    turn: int | None = None
+    node_id: str | None = None
+    severity: str = WARNING
+    detail: str = ""
+    data: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def title(self) -> str:
+        return KIND_TITLES.get(self.kind, self.kind)
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "title": self.title, "text": self.text, "subject": self.subject,
+                "turn": self.turn, "node_id": self.node_id, "severity": self.severity, "detail": self.detail,
+                "data": dict(self.data)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Finding":
+        return cls(kind=str(data.get("kind") or ""), text=str(data.get("text") or ""),
+                   subject=str(data.get("subject") or ""), turn=data.get("turn"), node_id=data.get("node_id"),
+                   severity=str(data.get("severity") or WARNING), detail=str(data.get("detail") or ""),
+                   data=dict(data.get("data") or {}))
+
+
+def findings_at(findings: Iterable[Finding], turn: int) -> list[Finding]:
+    """The findings that link to one turn (a presentation's captions)."""
+    return [f for f in findings if f.turn == turn]
+
+
+def _order(findings: list[Finding]) -> list[Finding]:
+    """Flow-wide findings first, then by turn; warnings before notes on the same turn."""
+    return sorted(findings, key=lambda f: (f.turn is not None, f.turn or 0, f.severity != WARNING,
+                                           KINDS.index(f.kind) if f.kind in KINDS else len(KINDS)))
+
+
+#: Names a turn number (what a finding and a ledger link to) the way the text shows it.
+TurnNamer = Callable[[int], str]
+
+
+def turn_namer(conversation: Conversation) -> TurnNamer:
+    """A finding's turns named as a person counts them (:func:`core.model.conversation.turn_label`):
+    its place on its own thread and its sibling, so a regenerated answer to turn 6 reads
+    "turn 6 · 2/2", not the creation-order number the finding links to."""
+    numbers = turn_numbers(conversation)
+    offset = numbers[0] if numbers else 0
+    names: dict[int, str] = {}
+
+    def name(number: int) -> str:
+        if number not in names:
+            p = number - offset
+            names[number] = turn_label(conversation, p) if 0 <= p < len(numbers) else f"turn {number}"
+        return names[number]
+    return name
+
+
+_LABEL = re.compile(r"turn (\d+)(?: · (\d+)/\d+)?")
+
+
+def _named_ranges(name: TurnNamer, turns: Iterable[int]) -> str:
+    """Several turns in words, by their place on their threads: "turns 4–10, 11 · 1/2, 12".
+    Plain turns in a row make a range; a turn with siblings stands alone; a place reached on
+    two branches is named once."""
+    labels = {name(n) for n in turns}
+    keyed = sorted((int(m[1]), int(m[2] or 0), x) for x in labels if (m := _LABEL.fullmatch(x)))
+    parts: list[list] = []  # [first, last] of plain turns in a row, or [label]
+    for number, sibling, label in keyed:
+        if not sibling and parts and len(parts[-1]) == 2 and parts[-1][1] == number - 1:
+            parts[-1][1] = number
+        else:
+            parts.append([number, number] if not sibling else [label.removeprefix("turn ")])
+    words = [str(p[0]) if len(p) == 1 or p[0] == p[1] else f"{p[0]}–{p[1]}" for p in parts]
+    words += sorted(x for x in labels if not _LABEL.fullmatch(x))
+    single = len(parts) == 1 and (len(parts[0]) == 1 or parts[0][0] == parts[0][1])
+    return ("turn " if single else "turns ") + ", ".join(words)
+
+
+def _excerpt(text: str, width: int = 60) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# -- what one node's (or config's) memory did at one turn ----------------------------------------------
+
+@dataclass(frozen=True)
+class MemoryTurn:
+    """The numbers the ledger-based findings need, for one turn of one node or config.
+
+    ``candidates`` counts the thread's messages eligible for this memory (everything but other
+    branches, scope, memory off and granularity); ``in_window`` those at or after the window's
+    start (kept, pruned by the budget, or empty). ``largest`` is the ``(position, index)`` of the
+    largest kept message.
+    """
+
+    turn: int
+    position: int
+    kept: int
+    history_tokens: int
+    budget: int | None
+    pruned: int
+    trimmed: int
+    outside: int
+    candidates: int
+    in_window: int
+    largest_tokens: int = 0
+    largest: tuple[int, int] | None = None
+
+
+def memory_turn(ledger: Ledger, position: int) -> MemoryTurn:
+    """A turn's numbers read from its ledger."""
+    counts: Counter = Counter()
+    largest: LedgerEntry | None = None
+    for e in ledger.entries:
+        counts[e.reason] += 1
+        if e.kept and (largest is None or e.tokens > largest.tokens):
+            largest = e
+    candidates = sum(n for r, n in counts.items() if r not in _NOT_CANDIDATES)
+    return MemoryTurn(turn=ledger.turn, position=position, kept=counts[KEPT], history_tokens=ledger.history_tokens,
+                      budget=ledger.budget, pruned=counts[OVER_BUDGET], trimmed=counts[TRIMMED_EARLIER],
+                      outside=counts[OUTSIDE_WINDOW], candidates=candidates,
+                      in_window=counts[KEPT] + counts[OVER_BUDGET] + counts[EMPTY],
+                      largest_tokens=largest.tokens if largest else 0,
+                      largest=(largest.position, largest.index) if largest else None)
+
+
+class _FlatTokens:
+    """The token count of every message of the walk's current thread view, as one flat list kept
+    in step with the depth-first walk, so the largest kept message of a turn is a C-speed max
+    over a slice instead of a Python loop."""
+
+    def __init__(self) -> None:
+        self.tokens: list[int] = []
+        self.positions: list[int] = []
+
+    def sync(self, view: Any) -> list[int]:
+        k = min(len(self.positions), len(view.positions))
+        # A thread is fixed by its last turn, so equal last turns mean equal prefixes.
+        while k and self.positions[k - 1] != view.positions[k - 1]:
+            k -= 1
+        keep = view.starts[k] if k < len(view.starts) else view.length
+        del self.tokens[keep:]
+        prefix = view.prefix
+        self.tokens.extend(prefix[i + 1] - prefix[i] for i in range(len(self.tokens), view.length))
+        self.positions = list(view.positions)
+        return self.tokens
+
+
+def memory_turns(replay: Replay) -> list[MemoryTurn]:
+    """Every answered turn's numbers for one config, in turn order.
+
+    Read from the engine's walk where it offers one (O(1) a turn for window strategies, plus a
+    slice for the largest kept message); strategies that plan their own decision are read
+    message by message along the thread; without a walk, from each turn's ledger.
+    """
+    conv = replay.conversation
+    turns = conv.turns
+    walk = getattr(replay, "_walk", None)
+    if walk is None:
+        return [memory_turn(replay.ledger_at(p), p) for p in conv.answered_turns()]
+    budgets = {s.turn: s for s in replay.summaries()}
+    flat = _FlatTokens()
+    out: dict[int, MemoryTurn] = {}
+    for p, view, d in walk():
+        if turns[p].query_index is None:
+            continue
+        number = replay.numbers[p]
+        summary = budgets[number]
+        if d.blocked:
+            out[p] = MemoryTurn(number, p, 0, 0, summary.budget, 0, 0, 0, 0, 0)
+            continue
+        if d.plan is not None:
+            counts: Counter = Counter()
+            best, best_at = 0, None
+            for i in range(view.length):
+                q, j = view.seq_pos[i], view.seq_msg[i]
+                msg = turns[q].messages[j]
+                r = d.plan.reason(i, msg)
+                if r == KEPT and msg.is_empty and replay.strategy.drops_empty:
+                    r = EMPTY
+                counts[r] += 1
+                if r == KEPT:
+                    t = view.prefix[i + 1] - view.prefix[i]
+                    if t > best:
+                        best, best_at = t, (q, j)
+            out[p] = MemoryTurn(number, p, summary.kept, summary.history_tokens, summary.budget, counts[OVER_BUDGET],
+                                counts[TRIMMED_EARLIER], counts[OUTSIDE_WINDOW], view.length,
+                                counts[KEPT] + counts[OVER_BUDGET] + counts[EMPTY], best, best_at)
+            continue
+        best, best_at = 0, None
+        if d.end > d.budget_cut:
+            tokens = flat.sync(view)[d.budget_cut:d.end]
+            best = max(tokens)
+            i = d.budget_cut + tokens.index(best)
+            best_at = (view.seq_pos[i], view.seq_msg[i])
+        out[p] = MemoryTurn(number, p, summary.kept, summary.history_tokens, summary.budget,
+                            d.budget_cut - d.window_start, d.trimmed_before, d.window_start - d.trimmed_before,
+                            d.end, d.end - d.window_start, best if summary.kept else 0,
+                            best_at if summary.kept else None)
+    return [out[p] for p in sorted(out)]
+
+
+# -- findings from one subject's turns ------------------------------------------------------------------
+
+def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | None = None, *,
+                        name: TurnNamer) -> list[Finding]:
+    """The surprises of Dify 1.17's agent compaction, read from a subject's ledgers in turn order
+    (``name``: :func:`turn_namer` of their conversation)."""
+    out: list[Finding] = []
+    events = [c for ledger in ledgers for c in ledger.compactions]
+    loop = [c for c in events if c.get("in_tool_loop")]
+    if loop:
+        first = loop[0]
+        what = " then ".join(t.replace("_", " ") for t in first.get("tiers") or [])
+        text = (f"Compaction fired inside the tool loop at step {first['request']} of {name(first['turn'])}: "
+                f"{subject}'s history was estimated at {first['estimate']:,} tokens ({first['estimated_by']}), over "
+                f"its {first['target']:,}-token target, and compacted ({what}) before the model's next request")
+        if len(loop) > 1:
+            text += f"; {plural(len(loop) - 1, 'more compaction')} inside tool loops follow"
+        out.append(Finding(COMPACTION_IN_TOOL_LOOP, text + ".", subject, first["turn"], node_id, INFO,
+                           "Dify checks before every model request, not once per turn: during a long tool run the "
+                           "agent loses old tool output (and may summarise its own earlier steps) mid-run.",
+                           {"at": [[c["turn"], c["request"]] for c in loop]}))
+    piled = next((ledger for ledger in ledgers
+                  if sum(1 for s in ledger.synthetic if s.origin == SUMMARY) >= 2), None)
+    if piled is not None:
+        n = sum(1 for s in piled.synthetic if s.origin == SUMMARY)
+        out.append(Finding(SUMMARY_PILE_UP, f"A summary of a summary is still in {subject}'s history: at "
+                                            f"{name(piled.turn)} it sends {n} summaries, the older ones riding along "
+                                            f"with the first user message.", subject, piled.turn, node_id, INFO,
+                           "On reload the stored summary is merged into the first user message; the next compaction "
+                           "keeps that message whole and puts a new summary in front, so every compaction adds one — "
+                           "and the summariser is handed the oldest summary to update, not the newest.",
+                           {"summaries": n}))
+    resent = [c for c in events if c.get("first_user_resent")]
+    if len(resent) > 1:
+        again = resent[1]
+        out.append(Finding(FIRST_MESSAGE_RESUMMARISED,
+                           f"The first user message was re-summarised {plural(len(resent) - 1, 'time')} by "
+                           f"{subject}: it is kept and also sent to the summariser at every compaction (again at "
+                           f"{name(again['turn'])}).", subject, again["turn"], node_id, INFO,
+                           "Its content is counted twice — verbatim and inside each summary — and weighs on every "
+                           "summary written.", {"times": len(resent) - 1, "turns": [c["turn"] for c in resent]}))
+    return out
+
+
+def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, node_id: str | None = None,
+                    strategy: str = "dify") -> Finding | None:
+    hit = [t for t in turns if t.pruned]
+    if not hit:
+        return None
+    first = hit[0]
+    worst = max(hit, key=lambda t: t.pruned)
+    budget = f" of {first.budget:,} tokens" if first.budget is not None else ""
+    text = (f"Budget exceeded at {name(first.turn)}: {plural(first.pruned, 'oldest message')} pruned silently "
+            f"by {subject} to fit its token budget{budget}")
+    if len(hit) > 1:
+        text += f"; pruning goes on at {plural(len(hit) - 1, 'later turn')}"
+        if worst.pruned > first.pruned:
+            text += f", up to {plural(worst.pruned, 'message')} at {name(worst.turn)}"
+    if strategy == "trim":
+        detail = "trim_messages drops what does not fit its max_tokens; check that nothing needed goes first."
+        severity = INFO
+    else:
+        detail = ("Dify pops the oldest message while the history is over its budget (Dify 1.x, with plugin token "
+                  "counting on: context size − max_tokens − 3; as its docs describe: − the prompt) and nothing in "
+                  "the run says so. Raise the context size or lower max_tokens, or narrow the window so what is "
+                  "dropped is a choice.")
+        severity = WARNING
+    return Finding(SILENT_PRUNING, text + ".", subject, first.turn, node_id, severity, detail,
+                   {"turns": [t.turn for t in hit], "pruned": [t.pruned for t in hit], "budget": first.budget})
+
+
+def _dominant(subject: str, turns: Sequence[MemoryTurn], conversation: Conversation,
+              node_id: str | None = None) -> list[Finding]:
+    groups: dict[tuple[int, int], list[MemoryTurn]] = {}
+    for t in turns:
+        if t.largest is None or t.kept < 2 or t.history_tokens <= 0:
+            continue
+        if t.largest_tokens < DOMINANT_MIN_TOKENS or t.largest_tokens <= DOMINANT_SHARE * t.history_tokens:
+            continue
+        groups.setdefault(t.largest, []).append(t)
+    name = turn_namer(conversation)
+    numbers = turn_numbers(conversation)
+    out = []
+    for (q, j), hits in groups.items():
+        first = hits[0]
+        msg = conversation.turns[q].messages[j]
+        share = first.largest_tokens / first.history_tokens
+        text = (f"One message fills {share:.0%} of the history {subject} keeps at {name(first.turn)}: {name(numbers[q])}'s "
+                f"{msg.role} message ({first.largest_tokens:,} of {first.history_tokens:,} tokens), "
+                f"“{_excerpt(msg.content or msg.kind)}”")
+        if len(hits) > 1:
+            text += f"; it fills most of the history for {plural(len(hits), 'turn')}"
+        detail = ("A long earlier reply or tool result crowds out everything else the node remembers, and can make "
+                  "later calls fail or return empty output (Dify#36717). Shorten what is stored, or keep it out of "
+                  "memory.")
+        out.append(Finding(DOMINANT_MESSAGE, text + ".", subject, first.turn, node_id, WARNING, detail,
+                           {"message": [q, j], "turns": [t.turn for t in hits], "share": round(share, 4),
+                            "tokens": first.largest_tokens}))
+    return out
+
+
+def _window_zero(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, node_id: str | None = None) -> Finding:
+    first = next((t for t in turns if t.kept), None)
+    text = f"Window = 0, but history was included: Dify reads a window of 0 as no limit (its {DIFY_ROW_CAP}-turn cap)"
+    if first is not None:
+        text += f", so at {name(first.turn)} {subject} still receives {plural(first.kept, 'earlier message')}"
+    else:
+        text += f", so {subject} will receive every earlier turn"
+    detail = "To switch memory off, turn the memory block off; to keep a few turns, set the window to 1 or more."
+    return Finding(WINDOW_ZERO, text + ".", subject, first.turn if first else None, node_id, WARNING, detail)
+
+
+def _trimmed_window(subject: str, config: MemoryConfig, turns: Sequence[MemoryTurn], name: TurnNamer,
+                    baseline: Mapping[int, MemoryTurn] | None = None) -> Finding | None:
+    for t in turns:
+        size = config.window_at(t.turn) or WINDOW_DEFAULT_MESSAGES
+        would = min(size, t.candidates)
+        if t.trimmed and t.in_window < would:
+            lost = would - t.in_window
+            before = baseline.get(t.turn) if baseline else None
+            if before is not None and before.in_window == t.in_window:
+                gain = "keeps nothing more than before"
+            elif before is not None:
+                gain = f"keeps {t.in_window} instead of {before.in_window}, not {would}"
+            else:
+                gain = f"keeps only {t.in_window}"
+            text = (f"At {name(t.turn)} {subject} has a window of {size} messages, but it {gain}: "
+                    f"{plural(lost, 'message')} trimmed in earlier turns {'is' if lost == 1 else 'are'} gone for good")
+            detail = ("The Window Memory node trims permanently: its store holds only the last N messages of the "
+                      "previous turn plus the new round, so a larger N cannot bring back what a smaller N cut. "
+                      "Start a new conversation, or set the larger window before the history grows.")
+            return Finding(TRIMMED_WINDOW, text + ".", subject, t.turn, None, WARNING, detail,
+                           {"window": size, "in_window": t.in_window, "would_keep": would, "trimmed": t.trimmed})
+    return None
+
+
+def _grows(config: MemoryConfig) -> bool:
+    size = config.window or 10
+    for _, n in sorted(config.window_changes):
+        if n > size:
+            return True
+        size = n
+    return False
+
+
+def larger_window_what_if(conversation: Conversation, config: MemoryConfig, window: int, from_turn: int, *,
+                          system_prompt: str | None = None) -> Finding | None:
+    """What raising a Window Memory node's N to ``window`` at ``from_turn`` would bring: a
+    :data:`TRIMMED_WINDOW` finding when permanent trimming keeps it from keeping ``window``
+    messages, ``None`` when the larger window fills up at once."""
+    if config.strategy != "window":
+        return None
+    changed = config.with_(window_changes=tuple(config.window_changes) + ((from_turn, window),)).validate()
+    base = memory_turns(Replay(conversation, config, system_prompt=system_prompt))
+    after = memory_turns(Replay(conversation, changed, system_prompt=system_prompt))
+    baseline = {t.turn: t for t in base}
+    name = turn_namer(conversation)
+    return _trimmed_window(changed.label() + f" → {window} at {name(from_turn)}", changed,
+                           [t for t in after if t.turn >= from_turn], name, baseline)
+
+
+# -- Dify's docs versus Dify's code ----------------------------------------------------------------------
+
+#: Causes of a docs-vs-code difference, in the order they are named.
+CAUSE_PLACEHOLDER = "placeholder_row"
+CAUSE_SIBLINGS = "other_branch_rows"
+CAUSE_NOT_COUNTED = "tokens_not_counted"
+CAUSE_BUDGET = "different_budget"
+
+
+@dataclass(frozen=True)
+class ProfileCut:
+    """What one profile did at one turn: the earlier thread turns inside its window, the
+    messages it pruned by tokens, its budget, and the turns it sent."""
+
+    window_turns: int
+    pruned: int
+    budget: int | None
+    kept_turns: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Difference:
+    """How Dify's docs and Dify 1.x differ for one node at one turn, and why."""
+
+    turn: int
+    causes: tuple[str, ...]
+    text: str
+    docs: ProfileCut
+    code: ProfileCut
+    only_docs: tuple[int, ...]  # turns the docs would send and the code does not
+    only_code: tuple[int, ...]
+
+    def to_json(self) -> dict:
+        return {"turn": self.turn, "causes": list(self.causes), "text": self.text,
+                "docs_kept_turns": list(self.docs.kept_turns), "code_kept_turns": list(self.code.kept_turns),
+                "only_docs": list(self.only_docs), "only_code": list(self.only_code)}
+
+
+def _explain_difference(turn: int, window: int | None, docs: ProfileCut, code: ProfileCut, siblings: int,
+                        counting: bool, fixed_prompt_tokens: int | None) -> tuple[tuple[str, ...], str]:
+    """The causes of a difference and the sentence that names them (one rule for every caller)."""
+    from core.memory.strategies.dify import EMPTY_LIST_TOKENS, row_limit
+
+    causes: list[str] = []
+    parts: list[str] = []
+    if code.window_turns != docs.window_turns:
+        n = row_limit(window)
+        causes.append(CAUSE_PLACEHOLDER)
+        text = (f"Dify's docs say the window holds {plural(n, 'turn')}, so {plural(docs.window_turns, 'earlier turn')} "
+                f"would be sent; Dify 1.x sends {code.window_turns} — the current turn's row is one of the {n} fetched")
+        if siblings:
+            causes.append(CAUSE_SIBLINGS)
+            text += (f", and {plural(siblings, 'regenerated reply', 'regenerated replies')} on another branch "
+                     f"used {'a window row' if siblings == 1 else f'{siblings} window rows'}")
+        parts.append(text)
+    if docs.pruned and not counting:
+        causes.append(CAUSE_NOT_COUNTED)
+        budget = f"{docs.budget:,} tokens" if docs.budget is not None else "the budget"
+        parts.append(f"the docs say older messages are pruned to fit {budget} ({plural(docs.pruned, 'message')} "
+                     f"here); Dify as shipped does not count tokens (plugin token counting is off), so nothing "
+                     f"was pruned")
+    elif counting and (docs.pruned or code.pruned) and (docs.pruned != code.pruned or docs.budget != code.budget):
+        causes.append(CAUSE_BUDGET)
+        prompt = f"the prompt ({fixed_prompt_tokens:,} tokens)" if fixed_prompt_tokens is not None else "the prompt"
+        parts.append(f"the docs' budget subtracts {prompt} and is {docs.budget:,} tokens, pruning "
+                     f"{plural(docs.pruned, 'message')}; Dify 1.x subtracts only {EMPTY_LIST_TOKENS} (it counts an "
+                     f"empty list) and compares the history counted as a list with {code.budget:,} tokens, pruning "
+                     f"{plural(code.pruned, 'message')}")
+    if not parts:
+        parts.append("Dify's docs and Dify 1.x send different history")
+    sentence = "; ".join(parts)
+    return tuple(causes), sentence[0].upper() + sentence[1:] + "."
+
+
+def _difference(turn: int, window: int | None, docs: ProfileCut, code: ProfileCut, siblings: int, counting: bool,
+                fixed_prompt_tokens: int | None) -> Difference:
+    causes, text = _explain_difference(turn, window, docs, code, siblings, counting, fixed_prompt_tokens)
+    d, c = set(docs.kept_turns), set(code.kept_turns)
+    return Difference(turn, causes, text, docs, code, tuple(sorted(d - c)), tuple(sorted(c - d)))
+
+
+def _cut_from_ledger(ledger: Ledger) -> ProfileCut:
+    in_window = {e.turn for e in ledger.entries if e.reason in (KEPT, OVER_BUDGET, EMPTY)}
+    pruned = sum(1 for e in ledger.entries if e.reason == OVER_BUDGET)
+    kept = tuple(sorted({e.turn for e in ledger.entries if e.kept}))
+    return ProfileCut(len(in_window), pruned, ledger.budget, kept)
+
+
+def ledger_difference(code: Ledger, docs: Ledger, position: int) -> Difference | None:
+    """How the two profiles' ledgers of one node at one turn differ (``None``: they agree).
+
+    ``position`` is the turn's position in the conversation: the rows of other branches among
+    the newest window rows are the entries ``other_branch`` from there on."""
+    if [(e.position, e.index, e.kept) for e in code.entries] == [(e.position, e.index, e.kept) for e in docs.entries]:
+        return None
+    from core.memory.strategies.dify import row_limit
+
+    window = code.config.get("window")
+    first_row = position - row_limit(window) + 1
+    siblings = len({e.position for e in code.entries if e.reason == OTHER_BRANCH and e.position >= first_row})
+    fixed = docs.prompt_tokens - docs.history_tokens
+    return _difference(code.turn, window, _cut_from_ledger(docs), _cut_from_ledger(code), siblings,
+                       bool(code.config.get("plugin_token_counting")), fixed)
+
+
+def both_decisions(code: Ledger, docs: Ledger) -> dict[tuple[int, int], tuple[str, str]]:
+    """``{(position, index): (docs reason, code reason)}`` for the messages the two profiles treat
+    differently — what the UI shows as "docs: kept · code: dropped"."""
+    theirs = {(e.position, e.index): e.reason for e in docs.entries}
+    return {(e.position, e.index): (theirs[(e.position, e.index)], e.reason) for e in code.entries
+            if (e.position, e.index) in theirs and theirs[(e.position, e.index)] != e.reason
+            and (theirs[(e.position, e.index)] == KEPT) != e.kept}
+
+
+def _profiles(config: MemoryConfig) -> tuple[MemoryConfig, MemoryConfig]:
+    return config.with_(fidelity="code"), config.with_(fidelity="documented")
+
+
+def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_prompt: str | None = None,
+                 has_thread: bool = True, prompt_tokens: Any = None) -> list[Difference]:
+    """Every answered turn where Dify's docs and Dify 1.x send different history under ``config``
+    (a ``dify`` config; any other strategy has no such difference), in turn order.
+
+    Read from the two replays' walks, so a whole conversation costs two walks, not a ledger per turn."""
+    if config.strategy != "dify":
+        return []
+    code_cfg, docs_cfg = _profiles(config)
+    kwargs = {"system_prompt": system_prompt, "has_thread": has_thread, "prompt_tokens": prompt_tokens}
+    code_replay, docs_replay = Replay(conversation, code_cfg, **kwargs), Replay(conversation, docs_cfg, **kwargs)
+    turns = conversation.turns
+    numbers = code_replay.numbers
+    from bisect import bisect_left, bisect_right
+
+    from core.memory.strategies.dify import row_limit
+
+    n = row_limit(config.window)
+    out: list[Difference] = []
+    for (p, view_c, c), (_, view_d, d) in zip(code_replay._walk(), docs_replay._walk()):
+        if turns[p].query_index is None or c.blocked or d.blocked:
+            continue
+        if c.budget_cut == d.budget_cut:
+            continue
+        kept_c = view_c.count_prefix[c.end] - view_c.count_prefix[c.budget_cut]
+        kept_d = view_d.count_prefix[d.end] - view_d.count_prefix[d.budget_cut]
+        if kept_c == kept_d and view_c.kept_prefix[c.budget_cut] == view_d.kept_prefix[d.budget_cut]:
+            continue  # only empty messages moved across the cut: the same history is sent
+
+        def cut(view, dec) -> ProfileCut:
+            first = bisect_left(view.starts, dec.window_start)
+            kept_from = bisect_right(view.starts, dec.budget_cut) - 1 if dec.budget_cut < dec.end else len(view.starts)
+            kept_turns = tuple(numbers[q] for q in view.positions[kept_from:])
+            return ProfileCut(len(view.positions) - first, dec.budget_cut - dec.window_start, dec.budget.limit,
+                              kept_turns)
+
+        first_row = p - n + 1
+        on_thread_rows = len(view_c.positions) - bisect_left(view_c.positions, max(first_row, 0))
+        siblings = (p - max(first_row, 0)) - on_thread_rows
+        out.append(_difference(numbers[p], config.window, cut(view_d, d), cut(view_c, c), siblings,
+                               config.plugin_token_counting, d.fixed_prompt_tokens))
+    return out
+
+
+def _docs_vs_code_findings(subject: str, differences: Sequence[Difference], name: TurnNamer,
+                           node_id: str | None = None) -> list[Finding]:
+    """One finding per set of causes, linked to the first turn it shows at, listing the others."""
+    groups: dict[tuple[str, ...], list[Difference]] = {}
+    for diff in differences:
+        groups.setdefault(diff.causes, []).append(diff)
+    out = []
+    for causes, diffs in groups.items():
+        first = diffs[0]
+        text = f"At {name(first.turn)}" + (f", {subject}" if subject else "") + f": {first.text}"
+        if len(diffs) > 1:
+            text = text[:-1] + f"; the same happens at {plural(len(diffs) - 1, 'later turn')} "                                f"({_named_ranges(name, (d.turn for d in diffs[1:]))})."
+        detail = ("MemLens follows Dify 1.x as shipped by default; Dify's docs describe a simpler memory. "
+                  "Switch the Dify memory rules to \"as Dify's docs describe\" to see the docs' version.")
+        out.append(Finding(DOCS_VS_CODE, text, subject, first.turn, node_id, INFO, detail,
+                           {"causes": list(causes), "turns": [d.turn for d in diffs],
+                            "differences": [d.to_json() for d in diffs[:50]]}))
+    return out
+
+
+# -- facts under memory configs -----------------------------------------------------------------------
+
+def _value_kept(ledger: Ledger, conversation: Conversation, value: str) -> bool:
+    """Whether a kept message (or a summary) restates the value, e.g. an answer repeating "4411"."""
+    needle = (value or "").casefold()
+    if not needle:
+        return False
+    turns = conversation.turns
+    for e in ledger.entries:
+        if e.kept and needle in turns[e.position].messages[e.index].content.casefold():
+            return True
+    return any(needle in s.content.casefold() for s in ledger.synthetic)
+
+
+def _newest_statement(ledger: Ledger, messages: Sequence[tuple[int, int]]) -> LedgerEntry | None:
+    where = set(messages)
+    found = [e for e in ledger.entries if (e.position, e.index) in where]
+    return found[-1] if found else None
+
+
+def _fact_findings(conversation: Conversation, comparison: Any, replays: Sequence[Replay]) -> list[Finding]:
+    answered = conversation.answered_turns()
+    numbers = turn_numbers(conversation)
+    name = turn_namer(conversation)
+    out: list[Finding] = []
+    questions: dict[str, list[int]] = {}  # fact key -> indices of the answered turns that ask for it
+    if any(f.key for f in comparison.facts):
+        for k, p in enumerate(answered):
+            for key in asked_keys(conversation.turns[p].query):
+                questions.setdefault(key, []).append(k)
+    for f, fact in enumerate(comparison.facts):
+        if not fact.messages:
+            continue
+        first_position = fact.messages[0][0]
+        stated = numbers[first_position]
+        asked = [k for k in questions.get(fact.key, []) if answered[k] > first_position] if fact.key else []
+        for c, fate in enumerate(comparison.fates[f]):
+            replay = replays[c]
+            subject = comparison.configs[c].label
+            for k in asked:
+                if fate.present[k] is not False:
+                    continue
+                p = answered[k]
+                ledger = replay.ledger_at(p)
+                if _value_kept(ledger, conversation, fact.value):
+                    continue
+                entry = _newest_statement(ledger, fact.messages)
+                why = explain(entry, ledger.config) if entry is not None else "not on this branch"
+                seen_before = any(x is True for j, x in enumerate(fate.present[:k]) if answered[j] > first_position)
+                verb = "no longer has" if seen_before else "never saw"
+                text = (f"At {name(numbers[p])} the user asks about {fact.label}, but {subject} {verb} "
+                        f"{name(numbers[entry.position] if entry else stated)}, where it was stated ({why})")
+                out.append(Finding(FACT_NOT_SEEN, text + ".", subject, numbers[p], None, WARNING,
+                                   "The model is asked for something its memory does not hold; it will guess or say "
+                                   "it does not know.", {"fact": fact.label, "stated_turn": stated}))
+                break
+            else:
+                if not fact.key and fate.lost_turn is not None:  # a fact the user marked: say when it goes
+                    reason = fate.lost_reason
+                    why = f" ({reason.replace('_', ' ')})" if reason else ""
+                    out.append(Finding(FACT_NOT_SEEN, f"{fact.label} ({name(stated)}) leaves {subject}'s memory at "
+                                                      f"{name(fate.lost_turn)}{why}.", subject, fate.lost_turn,
+                                       None, INFO, "", {"fact": fact.label, "stated_turn": stated}))
+    return out
+
+
+def config_findings(conversation: Conversation, configs: Iterable[Any], *, comparison: Any = None,
+                    system_prompt: str | None = None) -> list[Finding]:
+    """Findings for memory configs replayed over a plain conversation (the compare page).
+
+    ``configs``: memory configs, labelled configs or dicts, as for :func:`core.analysis.compare.compare`;
+    ``comparison``: that comparison, when already computed (its facts are used).
+    """
+    from .compare import named_configs
+
+    named = comparison.configs if comparison is not None else named_configs(configs)
+    replays = [Replay(conversation, c.config, system_prompt=system_prompt) for c in named]
+    name = turn_namer(conversation)
+    out: list[Finding] = []
+    for c, replay in zip(named, replays):
+        turns = memory_turns(replay)
+        config = c.config
+        found = _silent_pruning(c.label, turns, name, strategy=config.strategy)
+        if found:
+            out.append(found)
+        out.extend(_dominant(c.label, turns, conversation))
+        if config.strategy == "dify" and (config.window == 0 or any(n == 0 for _, n in config.window_changes)):
+            zero = [t for t in turns if config.window_at(t.turn) == 0]
+            out.append(_window_zero(c.label, zero, name))
+        if config.strategy == "window" and _grows(config):
+            found = _trimmed_window(c.label, config, turns, name)
+            if found:
+                out.append(found)
+        if config.strategy == "compaction" and config.compaction_profile == "shipped":
+            out.extend(compaction_findings(c.label, [replay.ledger_at(p) for p in conversation.answered_turns()],
+                                           name=name))
+        if config.strategy == "dify":
+            out.extend(_docs_vs_code_findings(c.label, docs_vs_code(conversation, config,
+                                                                    system_prompt=system_prompt), name))
+    if comparison is not None:
+        out.extend(_fact_findings(conversation, comparison, replays))
+    return _order(out)
+
+
+# -- every finding of a source ---------------------------------------------------------------------------
+
+def findings_for(source: Any, configs: Iterable[Any] = (), *, comparison: Any = None,
+                 system_prompt: str | None = None) -> list[Finding]:
+    """Every finding about a source (:class:`core.report.build.Source`, anything with its
+    ``conversation``, ``flow`` and ``records``, or a bare :class:`Conversation`): its memory configs replayed over the conversation
+    (:func:`config_findings`; none when ``configs`` is empty and no ``comparison`` is given), and
+    for a conversation recorded from a flow the flow's own — from its recorded turns
+    (:func:`run_findings`), or from the flow alone (:func:`flow_findings`) when they are not
+    loaded. One call for every page and the report, so they never disagree on what they list."""
+    conversation = source if isinstance(source, Conversation) else source.conversation
+    out: list[Finding] = []
+    if comparison is not None or configs:
+        out += config_findings(conversation, configs, comparison=comparison, system_prompt=system_prompt)
+    flow = getattr(source, "flow", None)
+    if flow is not None:
+        records = getattr(source, "records", None)
+        out += run_findings(flow, conversation, records) if records else flow_findings(flow)
+    return _order(out)
+
+
+# -- flows: static checks ------------------------------------------------------------------------------
+
+def _selectors(value: Any, *, skip: frozenset = frozenset()) -> list[tuple[str, ...]]:
+    """Every variable a node's data reads: ``{{#a.b#}}`` in any text and any ``…selector`` list."""
+    out: list[tuple[str, ...]] = []
+    if isinstance(value, str):
+        out.extend(tuple(m.split(".")) for m in _SELECTOR.findall(value))
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            if k in skip:
+                continue
+            if str(k).endswith("selector") and isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+                out.append(tuple(v))
+            else:
+                out.extend(_selectors(v))
+    elif isinstance(value, list):
+        for v in value:
+            out.extend(_selectors(v))
+    return out
+
+
+_MODEL_NODES = ("llm", "agent")
+_NODE_SKIP = frozenset({"memory", "model", "title", "desc", "type", "selected", "variable_selector",
+                        "assigned_variable_selector", "vision"})
+
+
+def _origins(flow: Any, selector: tuple[str, ...], seen: set[str] | None = None) -> set[str]:
+    """Where a value comes from: ``sys.query``, ``conversation.<name>`` or ``node:<id>`` of the
+    LLM/agent nodes that wrote it, traced through template, code and aggregator nodes."""
+    if not selector:
+        return set()
+    head = selector[0]
+    if head in ("sys", "conversation", "env"):
+        return {f"{head}.{selector[1]}" if len(selector) > 1 else head}
+    if not flow.has_node(head):
+        return set()
+    node = flow.node(head)
+    if node.type in _MODEL_NODES:
+        return {f"node:{head}"}
+    seen = set() if seen is None else seen
+    if head in seen:
+        return set()
+    seen.add(head)
+    out: set[str] = set()
+    for s in _selectors(node.data, skip=_NODE_SKIP):
+        out |= _origins(flow, s, seen)
+    return out
+
+
+def _assigner_writes(node: Any) -> list[tuple[str, str, tuple[str, ...] | None]]:
+    """(target variable, operation, source selector) of an assigner node, v1 or v2."""
+    data = node.data
+    out = []
+    if str(data.get("version") or "1") == "2":
+        for item in data.get("items") or []:
+            if not isinstance(item, Mapping):
+                continue
+            target = item.get("variable_selector") or []
+            if len(target) < 2 or target[0] != "conversation":
+                continue
+            value = item.get("value")
+            source = tuple(value) if item.get("input_type", "variable") == "variable" and isinstance(value, list) \
+                else None
+            out.append((str(target[1]), str(item.get("operation") or "over-write"), source))
+    else:
+        target = data.get("assigned_variable_selector") or []
+        if len(target) >= 2 and target[0] == "conversation":
+            source = data.get("input_variable_selector")
+            out.append((str(target[1]), str(data.get("write_mode") or "over-write"),
+                        tuple(source) if isinstance(source, list) else None))
+    return out
+
+
+def history_variables(flow: Any) -> dict[str, str]:
+    """Conversation variables that hold the chat history, each with why we think so (see the
+    module docstring for what is detected)."""
+    declared = {v.name: v for v in flow.variables}
+    writers: dict[str, list[str]] = {}
+    for node in flow.nodes:
+        if node.type != "assigner":
+            continue
+        for target, op, source in _assigner_writes(node):
+            if source is None:
+                continue
+            origins = _origins(flow, source)
+            said = sorted(o for o in origins if o == "sys.query" or o.startswith("node:"))
+            if not said:
+                continue
+            rolling = f"conversation.{target}" in origins
+            if op in ("append", "extend") or rolling:
+                what = " and ".join("the user's messages" if o == "sys.query"
+                                    else f"{flow.node(o[5:]).label}'s replies" for o in said)
+                how = "appends" if op in ("append", "extend") else "rewrites it with"
+                writers.setdefault(target, []).append(f"{node.label} {how} {what}")
+    out = {name: "; ".join(ways) + " every turn" for name, ways in writers.items()}
+    for name, var in declared.items():
+        if name not in out and _HISTORY_NAME.search(name) and (var.type.startswith("array") or var.type == "string"):
+            out[name] = "its name says it holds the chat history"
+    return out
+
+
+def _memory_block(node: Any) -> Any:
+    from core.flow.graph import llm_settings
+
+    return llm_settings(node).memory if node.type == "llm" else None
+
+
+def _query_template_has_query(memory: Any) -> bool:
+    qpt = memory.query_prompt_template
+    return not qpt or "sys.query" in {".".join(s) for s in _selectors(qpt)}
+
+
+def _history_twice(flow: Any, node: Any, memory: Any, histories: Mapping[str, str]) -> list[Finding]:
+    from core.flow.graph import llm_settings
+
+    out = []
+    reads = set()
+    for s in _selectors(node.data, skip=_NODE_SKIP):
+        reads |= _origins(flow, s)
+    for name, why in histories.items():
+        if f"conversation.{name}" in reads:
+            text = (f"{node.label} gets the conversation twice: its memory replays the chat history, and its prompt "
+                    f"also renders conversation.{name}, which holds the history ({why})")
+            out.append(Finding(HISTORY_TWICE, text + ".", node.label, None, node.id, WARNING,
+                               "Every earlier turn reaches the model twice: it costs tokens and can confuse the "
+                               "model about what was said when. Keep one source: switch memory off, or stop rendering "
+                               "the variable.", {"variable": name}))
+    settings = llm_settings(node)
+    template_reads = set()
+    for item in settings.prompt:
+        text = item.jinja2_text if item.edition_type == "jinja2" and item.jinja2_text else item.text
+        template_reads |= {".".join(s) for s in _selectors(text)}
+    for v in settings.jinja2_variables:
+        sel = v.get("value_selector")
+        if isinstance(sel, list):
+            template_reads.add(".".join(map(str, sel)))
+    if "sys.query" in template_reads and _query_template_has_query(memory):
+        text = (f"{node.label} receives the current question twice: its prompt renders {{{{#sys.query#}}}} and its "
+                f"memory adds the query again as the last user message")
+        out.append(Finding(HISTORY_TWICE, text + ".", node.label, None, node.id, WARNING,
+                           "With memory on, Dify appends the memory's query template (default {{#sys.query#}}) after "
+                           "the history; remove the query from the prompt template, or change the query template.",
+                           {"variable": "sys.query"}))
+    return out
+
+
+def _answer_producers(flow: Any) -> dict[str, set[str]]:
+    """Answer node id → the LLM/agent nodes whose output it renders."""
+    out = {}
+    for node in flow.nodes:
+        if node.type != "answer":
+            continue
+        origins: set[str] = set()
+        for s in _selectors(node.data.get("answer") or ""):
+            origins |= _origins(flow, s)
+        out[node.id] = {o[5:] for o in origins if o.startswith("node:")}
+    return out
+
+
+def flow_findings(flow: Any) -> list[Finding]:
+    """What the flow file alone says: memory without a conversation, windows of 0, the
+    conversation or the query reaching a node twice, and answers written by one node that
+    another node's memory will replay."""
+    out: list[Finding] = []
+    histories = history_variables(flow)
+    producers = _answer_producers(flow)
+    replaying: dict[tuple[str, ...], list[Any]] = {}
+    for node in flow.llm_nodes:
+        if node.container:
+            continue
+        memory = _memory_block(node)
+        if memory is None:
+            continue
+        if not flow.is_chat:
+            out.append(Finding(NO_CONVERSATION, f"{node.label} has memory switched on ({memory.label()}), but this "
+                                                f"is a Workflow app: there is no conversation, so no history ever "
+                                                f"reaches it.", node.label, None, node.id, WARNING,
+                               "Dify shows the memory setting only in Chatflows and ignores it in a Workflow. Make "
+                               "the app a Chatflow, or pass what the node must know as an input.",
+                               {"window": memory.window_size}))
+            continue
+        if memory.window_enabled and memory.window_size == 0:
+            out.append(_window_zero(node.label, [], str, node.id))  # no turns to name: a flow alone has none
+        out.extend(_history_twice(flow, node, memory, histories))
+        others = tuple(sorted({a for ids in producers.values() for a in ids} - {node.id}))
+        if others:
+            replaying.setdefault(others, []).append(node)
+    for others, nodes in replaying.items():
+        names = " and ".join(flow.node(a).label for a in others)
+        answers = ", ".join(flow.node(n).label for n, ids in producers.items() if set(others) & ids)
+        readers = ", ".join(n.label for n in nodes)
+        verb = "replays" if len(nodes) == 1 else "replay"
+        out.append(Finding(FOREIGN_ANSWERS, f"The memory of {readers} will {verb if len(nodes) > 1 else 'replay'} "
+                                            f"answers written by {names}: Dify stores the Answer node's output "
+                                            f"({answers}) as each turn's answer, and every node with memory reads it "
+                                            f"as its own past reply.", readers, None, nodes[0].id, INFO,
+                           "Give each node its own history through a conversation variable, or switch memory off "
+                           "for the nodes that should not see it (Dify#4548).",
+                           {"writers": list(others), "nodes": [n.id for n in nodes]}))
+    return _order(out)
+
+
+# -- flows: recorded turns -----------------------------------------------------------------------------
+
+def _reads(flow: Any, node: Any) -> set[str]:
+    reads: set[str] = set()
+    for s in _selectors(node.data, skip=_NODE_SKIP):
+        reads |= _origins(flow, s)
+    return reads
+
+
+def run_findings(flow: Any, conversation: Conversation, records: Sequence[Any]) -> list[Finding]:
+    """Findings from a flow's recorded turns (:class:`core.flow.runtime.TurnRecord`, one per turn of
+    ``conversation``, matched by id) — each node's ledgers, replies and the variables written —
+    plus the flow's static findings, linked to the first turn where they show."""
+    from .compare import detect_facts
+
+    position = {t.id: i for i, t in enumerate(conversation.turns)}
+    numbers = turn_numbers(conversation)
+    name = turn_namer(conversation)
+    recs = sorted((r for r in records if r.id in position), key=lambda r: position[r.id])
+    static = flow_findings(flow)
+    out: list[Finding] = []
+
+    # Per node: its ledgers turn by turn.
+    by_node: dict[str, list[tuple[int, Any, Any]]] = {}  # node id -> [(position, record, run)]
+    for rec in recs:
+        for run in rec.node_runs:
+            if run.type == "llm" and run.ledger is not None:
+                by_node.setdefault(run.node_id, []).append((position[rec.id], rec, run))
+
+    def label(node_id: str) -> str:
+        return flow.node(node_id).label if flow.has_node(node_id) else node_id
+
+    # Static findings, linked to the first turn where they show.
+    for f in static:
+        if f.kind == FOREIGN_ANSWERS:
+            continue  # observed below from the stored answers instead
+        runs = by_node.get(f.node_id or "", [])
+        turn = None
+        if f.kind in (WINDOW_ZERO, HISTORY_TWICE):
+            hit = next((p for p, _, run in runs if run.ledger.kept), None) if f.kind == WINDOW_ZERO \
+                else (runs[0][0] if runs else None)
+            turn = numbers[hit] if hit is not None else None
+        if f.kind == WINDOW_ZERO and turn is not None:
+            mt = next(memory_turn(run.ledger, p) for p, _, run in runs if run.ledger.kept)
+            f = _window_zero(f.subject, [mt], name, f.node_id)
+        elif turn is not None:
+            f = Finding(f.kind, f.text, f.subject, turn, f.node_id, f.severity, f.detail, f.data)
+        out.append(f)
+
+    memory_on = {nid for nid, runs in by_node.items() if any(
+        (run.memory or {}).get("strategy", "off") != "off" for _, _, run in runs)}
+
+    for node_id, runs in by_node.items():
+        subject = label(node_id)
+        turns = [memory_turn(run.ledger, p) for p, _, run in runs]
+        strategy = (runs[-1][2].memory or {}).get("strategy", "dify")
+        found = _silent_pruning(subject, turns, name, node_id, strategy)
+        if found:
+            out.append(found)
+        out.extend(_dominant(subject, turns, conversation, node_id))
+
+    # Agent nodes compacting as Dify 1.17 ships it.
+    agents: dict[str, list[Ledger]] = {}
+    for rec in recs:
+        for run in rec.node_runs:
+            if run.type == "tool-agent" and run.ledger is not None:
+                agents.setdefault(run.node_id, []).append(run.ledger)
+    for node_id, ledgers in agents.items():
+        out.extend(compaction_findings(label(node_id), ledgers, node_id, name=name))
+
+    # One node's answers in another node's memory.
+    producers: dict[int, set[str]] = {}
+    templates = _answer_producers(flow)
+    for rec in recs:
+        ran = {run.node_id for run in rec.node_runs if run.type in _MODEL_NODES and run.status == "succeeded"}
+        wrote: set[str] = set()
+        for run in rec.node_runs:
+            if run.type == "answer" and (run.outputs or {}).get("answer"):
+                wrote |= templates.get(run.node_id, set()) & ran
+        producers[position[rec.id]] = wrote
+    reported: set[tuple[str, tuple[str, ...]]] = set()
+    for node_id, runs in by_node.items():
+        for p, rec, run in runs:
+            for e in run.ledger.entries:
+                if not e.kept or e.kind != ANSWER:
+                    continue
+                others = tuple(sorted(producers.get(e.position, set()) - {node_id}))
+                if not others or (node_id, others) in reported:
+                    continue
+                reported.add((node_id, others))
+                writers = " and ".join(label(a) for a in others)
+                text = (f"{label(node_id)}'s memory contains replies written by {writers}: at {name(numbers[p])} it "
+                        f"replays {name(numbers[e.position])}'s answer, which {writers} wrote, as its own past reply")
+                out.append(Finding(FOREIGN_ANSWERS, text + ".", label(node_id), numbers[p], node_id, WARNING,
+                                   "Dify stores one answer per turn — the Answer node's output — and every LLM node "
+                                   "with memory replays it (Dify#4548). Give each node its own history through a "
+                                   "conversation variable, or switch memory off for this node.",
+                                   {"writers": list(others), "source_turn": numbers[e.position]}))
+
+    # Variables: a node that does not have the turn where a variable it does not read was set.
+    reported_vars: set[tuple[str, str, int]] = set()
+    latest_set: dict[str, int] = {}  # variable -> position of the turn that last wrote it (by a node)
+    for rec in recs:
+        p = position[rec.id]
+        for node_id, runs in by_node.items():
+            if node_id not in memory_on:
+                continue
+            run = next((r for q, _, r in runs if q == p), None)
+            if run is None or (run.memory or {}).get("strategy", "off") == "off":
+                continue
+            reads = _reads(flow, flow.node(node_id)) if flow.has_node(node_id) else set()
+            kept_turns = {e.position for e in run.ledger.entries if e.kept}
+            for var, q in latest_set.items():
+                if f"conversation.{var}" in reads or q in kept_turns:
+                    continue
+                key = (node_id, var, q)
+                if key in reported_vars:
+                    continue
+                reported_vars.add(key)
+                entry = next((e for e in run.ledger.entries if e.position == q), None)
+                why = explain(entry, run.ledger.config, label(node_id)) if entry else "not in its memory"
+                had = any(any(e.position == q and e.kept for e in r.ledger.entries) for x, _, r in runs if x < p)
+                verb = "no longer has" if had else "never saw"
+                text = (f"{label(node_id)} {verb} {name(numbers[q])}, where `{var}` was set: at {name(numbers[p])} "
+                        f"that turn is out of its memory ({why}), and its prompt does not read the variable")
+                out.append(Finding(FACT_NOT_SEEN, text + ".", label(node_id), numbers[p], node_id, INFO,
+                                   "If the node needs the value, render the variable in its prompt; memory alone "
+                                   "will not carry it.", {"variable": var, "set_turn": numbers[q]}))
+        for change in rec.variable_changes:
+            if change.node_id != "user":
+                latest_set[change.name] = p
+
+    # Facts the user stated, asked for later, not in a node's memory.
+    reported_facts: set[tuple[str, str]] = set()
+    facts = [f for f in detect_facts(conversation) if f.messages and f.key]
+    for rec in recs:
+        p = position[rec.id]
+        asked = asked_keys(rec.query or "")
+        for fact in facts:
+            earlier = [m for m in fact.messages if m[0] < p]
+            if fact.key not in asked or not earlier:
+                continue
+            for node_id, runs in by_node.items():
+                run = next((r for x, _, r in runs if x == p), None)
+                if run is None or (run.memory or {}).get("strategy", "off") == "off" \
+                        or (node_id, fact.label) in reported_facts:
+                    continue
+                where = set(earlier)
+                if any(e.kept and (e.position, e.index) in where for e in run.ledger.entries) or \
+                        _value_kept(run.ledger, conversation, fact.value):
+                    continue
+                reported_facts.add((node_id, fact.label))
+                entry = _newest_statement(run.ledger, earlier)
+                q = earlier[-1][0]
+                why = explain(entry, run.ledger.config, label(node_id)) if entry else "not in its memory"
+                had = any(any(e.kept and (e.position, e.index) in where for e in r.ledger.entries)
+                          for x, _, r in runs if q < x < p)
+                verb = "no longer has" if had else "never saw"
+                text = (f"At {name(numbers[p])} the user asks about {fact.label}, but {label(node_id)} {verb} "
+                        f"{name(numbers[q])}, where it was stated ({why})")
+                out.append(Finding(FACT_NOT_SEEN, text + ".", label(node_id), numbers[p], node_id, WARNING,
+                                   "The model is asked for something its memory does not hold; it will guess or say "
+                                   "it does not know.", {"fact": fact.label, "stated_turn": numbers[q]}))
+    return _order(out)
+
+
+__all__ = ["Finding", "KINDS", "KIND_TITLES", "FACT_NOT_SEEN", "FOREIGN_ANSWERS", "NO_CONVERSATION", "WINDOW_ZERO",
+           "SILENT_PRUNING", "DOMINANT_MESSAGE", "TRIMMED_WINDOW", "HISTORY_TWICE", "COMPACTION_IN_TOOL_LOOP",
+           "SUMMARY_PILE_UP", "FIRST_MESSAGE_RESUMMARISED", "compaction_findings", "WARNING", "INFO",
+           "DOMINANT_SHARE", "DOMINANT_MIN_TOKENS", "DOCS_VS_CODE", "Difference", "ProfileCut", "docs_vs_code",
+           "ledger_difference", "both_decisions", "turn_namer", "TurnNamer", "MemoryTurn", "memory_turn", "memory_turns", "config_findings",
+           "flow_findings", "run_findings", "findings_for", "history_variables", "larger_window_what_if", "findings_at"]

@@ -1,0 +1,273 @@
+"""``python -m core`` — the command line.
+
+Every subcommand prints what a script or a check needs; bad input prints one line naming the
+problem and exits with status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Callable, Sequence
+
+from core.errors import MemLensError
+from core.io.readers import FORMATS, read_conversations
+from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
+from core.memory.replay import DEFAULT_FIDELITY, FIDELITIES, TRIM_COUNTERS, MemoryConfig, Replay
+from core.memory.strategies import STRATEGIES
+from core.model.conversation import Conversation
+from core.model.ledger import SyntheticMessage, explain
+from core.words import plural
+
+EXIT_BAD_INPUT = 2
+#: Set to show the traceback of an unexpected failure instead of its one-line summary.
+DEBUG_ENV = "MEMLENS_DEBUG"
+
+
+class UsageError(MemLensError):
+    """Bad input on the command line: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not argparse's usage block
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def whole_number(name: str, minimum: int = 1) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number, not {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{name} {value} is out of range: it must be at least {minimum}")
+        return value
+    return parse
+
+
+# -- replay -----------------------------------------------------------------------------------------
+
+def _fraction(name: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, not {text!r}") from None
+        if not 0 < value <= 1:
+            raise argparse.ArgumentTypeError(f"{name} {text} is out of range: it must be above 0 and at most 1")
+        return value
+    return parse
+
+
+def _add_memory_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--memory", choices=tuple(STRATEGIES),
+                   default="dify")
+    p.add_argument("--window", type=whole_number("--window", 0), default=None,
+                   help=f"dify: turns (default: no window, {DIFY_ROW_CAP}-turn cap); window: messages "
+                        f"(default {WINDOW_DEFAULT_MESSAGES})")
+    p.add_argument("--fidelity", choices=FIDELITIES, default=DEFAULT_FIDELITY,
+                   help="dify: code = Dify 1.x as shipped (default); documented = as Dify's docs describe")
+    p.add_argument("--plugin-token-counting", action="store_true",
+                   help="dify: Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off by default, as Dify ships it): "
+                        "with it on, history is pruned by tokens")
+    p.add_argument("--model", default="gpt-4o-mini")
+    p.add_argument("--context-size", type=whole_number("--context-size"), default=None)
+    p.add_argument("--max-tokens", type=whole_number("--max-tokens", 0), default=0)
+    p.add_argument("--granularity", choices=("query_answer", "all_messages"), default="query_answer")
+    p.add_argument("--scope", choices=("thread", "session", "call"), default="thread")
+    p.add_argument("--max-history-tokens", type=whole_number("--max-history-tokens", 0), default=None,
+                   help="summary_buffer: buffer limit (max_token_limit); trim: max_tokens (default 2000)")
+    p.add_argument("--trim-strategy", choices=("last", "first"), default="last", help="trim only")
+    p.add_argument("--trim-counter", choices=TRIM_COUNTERS, default="tokens",
+                   help="trim and summary_buffer: LangChain's counter — tokens (the chat model's own, "
+                        "default), messages (token_counter=len) or approximate (count_tokens_approximately)")
+    p.add_argument("--include-system", action="store_true", help="trim: the system prompt counts against max_tokens")
+    p.add_argument("--start-on", choices=("human", "ai", "tool", "system"), default=None, help="trim only")
+    p.add_argument("--end-on", choices=("human", "ai", "tool", "system"), default=None, help="trim only")
+    p.add_argument("--allow-partial", action="store_true", help="trim: keep part of the message that did not fit")
+    p.add_argument("--compaction-trigger", type=_fraction("--compaction-trigger"), default=0.8,
+                   help="compaction: target as a fraction of the context size (default 0.8)")
+    p.add_argument("--compaction-keep-messages", type=whole_number("--compaction-keep-messages", 0), default=20)
+    p.add_argument("--compaction-keep-tool-results", type=whole_number("--compaction-keep-tool-results", 0), default=3)
+    p.add_argument("--compaction-profile", choices=("shipped", "exact"), default="shipped",
+                   help="compaction: shipped = Dify 1.17 as shipped (per request, usage-anchored chars/4); "
+                        "exact = MemLens's exact-count estimate, once per turn")
+
+
+def config_from_args(args: argparse.Namespace) -> MemoryConfig:
+    return MemoryConfig(strategy=args.memory, window=args.window, fidelity=args.fidelity,
+                        plugin_token_counting=args.plugin_token_counting, model=args.model,
+                        context_size=args.context_size, max_tokens=args.max_tokens,
+                        granularity=args.granularity, scope=args.scope,
+                        max_history_tokens=args.max_history_tokens, trim_strategy=args.trim_strategy,
+                        trim_counter=args.trim_counter, include_system=args.include_system,
+                        start_on=args.start_on, end_on=args.end_on, allow_partial=args.allow_partial,
+                        compaction_trigger=args.compaction_trigger,
+                        compaction_keep_messages=args.compaction_keep_messages,
+                        compaction_keep_tool_results=args.compaction_keep_tool_results,
+                        compaction_profile=args.compaction_profile).validate()
+
+
+def _short(text: str, width: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _table(replay: Replay, turn_numbers: Sequence[int]) -> str:
+    cfg = replay.config
+    lines = [f"memory: {cfg.label()} · model {cfg.model} · tokens {replay.counter.describe()}"]
+    facts = replay.facts
+    if cfg.context_size or facts.context_size:
+        lines.append(f"context size {cfg.context_size or facts.context_size:,} tokens"
+                     f" ({'set' if cfg.context_size else facts.source})")
+    else:
+        lines.append(f"context size of {cfg.model} unknown")
+    turns = replay.conversation.turns
+    for number in turn_numbers:
+        ledger = replay.ledger(number)
+        position = replay.position_of(number)
+        lines.append("")
+        lines.append(f"Turn {number}: {_short(turns[position].query)!r}")
+        if not ledger.entries:
+            lines.append("  (no earlier messages)")
+        for e in ledger.rows():
+            if isinstance(e, SyntheticMessage):  # sent in place of earlier messages
+                lines.append(f"  + {e.origin:<15} {e.covers_label:<9} {e.role:<9} {e.tokens:>6} tok  {_short(e.content)}")
+                continue
+            mark = "✓" if e.kept else "✗"
+            why = "" if e.kept else f"  — {explain(e, ledger.config)}"
+            lines.append(f"  {mark} {e.reason:<15} turn {e.turn:<4} {e.role:<9} {e.tokens:>6} tok  {e.ref}{why}")
+        budget = f"{ledger.budget:,}" if ledger.budget is not None else "none"
+        kept = len(ledger.kept)
+        lines.append(f"  history {ledger.history_tokens:,} tokens / budget {budget}"
+                     f" · prompt {ledger.prompt_tokens:,} tokens · kept {kept} of {len(ledger.entries)}")
+        if ledger.budget_note:
+            lines.append(f"  budget: {ledger.budget_note}")
+        if ledger.exceeds_context:
+            lines.append(f"  warning: the prompt plus max_tokens exceeds the context size of {ledger.context_size:,}")
+    return "\n".join(lines)
+
+
+def _first_query(conv: Conversation) -> str:
+    return next((t.query for t in conv.turns if t.query_index is not None), "")
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    conversations = read_conversations(args.file, args.format_in)
+    if not 0 <= args.index < len(conversations):
+        raise UsageError(f"--index {args.index} is out of range: {args.file} holds "
+                         f"{plural(len(conversations), 'conversation')} (0..{len(conversations) - 1})")
+    chosen = conversations[args.index]
+    replay = Replay(chosen, config, system_prompt=args.system)
+    answered = [replay.numbers[p] for p in replay.conversation.answered_turns()]
+    if not answered:
+        raise UsageError(f"{args.file}: the conversation has no user turn to replay")
+    if args.turn is not None:
+        if args.turn not in answered:
+            raise UsageError(f"--turn {args.turn} is out of range: the conversation has turns "
+                             f"{answered[0]}..{answered[-1]}")
+        numbers = [args.turn]
+    else:
+        numbers = answered
+    if len(conversations) > 1:
+        # Said on stderr (so that --format json stays one JSON document on stdout), and only once the
+        # input is known to be good: a refusal stays one line.
+        print(f"{args.file} holds {len(conversations)} conversations; replaying --index {args.index} "
+              f"({_short(chosen.name or chosen.id, 40)!r}, {plural(len(chosen.turns), 'turn')}). "
+              f"List them with: python -m core ls {args.file}", file=sys.stderr)
+    out = sys.stdout
+    if args.format == "summary":
+        wanted = set(numbers)
+        for s in replay.summaries():
+            if s.turn in wanted:
+                out.write(json.dumps(s.to_json()) + "\n")
+    elif args.format == "json":
+        doc = {"memory": config.strategy, "model": config.model, "encoding": replay.counter.encoding_name,
+               "tokens_exact": replay.counter.exact,
+               "turns": [replay.ledger(n).to_json() for n in numbers]}
+        out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    else:
+        out.write(_table(replay, numbers) + "\n")
+    return 0
+
+
+def _input_format(text: str) -> str:
+    if text not in FORMATS:
+        raise argparse.ArgumentTypeError(f"unknown format {text!r}; expected one of {', '.join(FORMATS)}")
+    return text
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    conversations = read_conversations(args.file, args.format_in)
+    rows = [{"index": i, "id": c.id, "name": c.name, "format": c.source_format, "turns": len(c.turns),
+             "first_query": _first_query(c)} for i, c in enumerate(conversations)]
+    if args.format == "json":
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+        return 0
+    lines = [f"{'index':>5}  {'turns':>5}  first query"]
+    lines += [f"{r['index']:>5}  {r['turns']:>5}  {_short(r['first_query'])!r}" for r in rows]
+    lines.append(f"{plural(len(rows), 'conversation')} in {args.file}; replay one with: "
+                 f"python -m core replay {args.file} --index N")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m core", description="MemLens memory core")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sub.required = True
+    p = sub.add_parser("replay", help="replay a conversation under one memory config and print the ledgers")
+    p.add_argument("file")
+    _add_memory_options(p)
+    p.add_argument("--system", default=None, help="system prompt (default: the file's leading system messages)")
+    p.add_argument("--turn", type=whole_number("--turn"), default=None,
+                   help="replay only this turn (numbered from 1 in file order, an opening without a query is 0; "
+                        "default: every turn)")
+    p.add_argument("--index", type=whole_number("--index", 0), default=0,
+                   help="which conversation of a file with several (from 0; default 0; see `ls`)")
+    p.add_argument("--format-in", default=None, metavar="NAME", type=_input_format,
+                   help=f"the file's format (default: detected): {', '.join(FORMATS)}")
+    p.add_argument("--format", choices=("table", "json", "summary"), default="table", help="output format")
+    p.set_defaults(func=cmd_replay)
+    p = sub.add_parser("ls", help="list the conversations in a file: index, turns, first query")
+    p.add_argument("file")
+    p.add_argument("--format-in", default=None, metavar="NAME", type=_input_format,
+                   help=f"the file's format (default: detected): {', '.join(FORMATS)}")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    p.set_defaults(func=cmd_ls)
+    for module in _command_modules():
+        module.register(sub)
+    return parser
+
+
+def _command_modules():
+    import importlib
+    import pkgutil
+
+    from . import commands
+
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        yield importlib.import_module(f"{commands.__name__}.{info.name}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return args.func(args)
+    except MemLensError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:  # e.g. piped into head
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # a bug, or the environment failing mid-command: still one line
+        if os.environ.get(DEBUG_ENV):
+            raise
+        detail = " ".join(str(e).split())[:300]
+        print(f"error: {type(e).__name__}: {detail} (set {DEBUG_ENV}=1 to see the traceback)", file=sys.stderr)
+        return EXIT_BAD_INPUT

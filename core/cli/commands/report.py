@@ -1,0 +1,203 @@
+"""``report``: compare memory configs on one conversation and write a one-file HTML report.
+
+One config per flag group: every ``--memory STRATEGY`` starts a new config, and the settings
+after it (``--window``, ``--fidelity``, ``--plugin-token-counting``, ``--model``, ``--context-size``, ``--max-tokens``,
+``--granularity``, ``--scope``, ``--label``, ``--window-change``, ``--max-history-tokens``)
+belong to that config until the next ``--memory``::
+
+    python -m core report chat.jsonl --memory dify --window 3 --memory dify --window 10 \\
+        --memory window --window 6 --label "Window Memory, 6" -o report.html --bundle report.json
+
+With no ``--memory`` the configs are the file's own (a report bundle) or MemLens's defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+#: Per-config settings: flag → (MemoryConfig field, parser).
+_SETTINGS = {
+    "--window": "window", "--fidelity": "fidelity", "--model": "model", "--context-size": "context_size",
+    "--max-tokens": "max_tokens", "--granularity": "granularity", "--scope": "scope", "--label": "label",
+    "--window-change": "window_changes", "--max-history-tokens": "max_history_tokens",
+    "--plugin-token-counting": "plugin_token_counting",
+}
+
+EPILOG = """\
+one config per flag group:
+  every --memory STRATEGY starts a new config; --window, --fidelity, --plugin-token-counting,
+  --model, --context-size, --max-tokens, --granularity, --scope, --label, --window-change TURN:N
+  and --max-history-tokens after it apply to that config, until the next --memory. Compare 2 to 6 configs, e.g.
+    --memory dify --window 3 --memory dify --window 10 --memory window --window 6
+  Without --memory: the configs saved in a report bundle, else dify window 3, dify window 10 and
+  window 6 msgs.
+
+input:
+  FILE is any conversation MemLens imports (OpenAI JSON/JSONL, ShareGPT, OpenAssistant trees, Dify
+  messages or web items, BFCL, a MemLens conversation export, a report bundle); --index picks one
+  conversation of a file holding several. --conversation ID reads a stored conversation instead
+  (--db URL, default MEMLENS_DATABASE_URL or data/memlens.db); one recorded from a flow adds the
+  flow's findings.
+
+output:
+  -o FILE writes one self-contained HTML file (no server, no network); --bundle FILE writes the
+  JSON bundle that the compare page's Import loads back into the same view.
+"""
+
+
+class _NewConfig(argparse.Action):
+    """``--memory STRATEGY``: start a new config."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        configs = list(getattr(namespace, "configs", None) or [])
+        configs.append({"strategy": value})
+        namespace.configs = configs
+
+
+class _Setting(argparse.Action):
+    """A setting of the config the latest ``--memory`` started."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        from ..app import UsageError
+
+        configs = getattr(namespace, "configs", None) or []
+        if not configs:
+            raise UsageError(f"{option_string} {value} comes before any --memory: start each config with "
+                             f"--memory STRATEGY, then its settings (one config per flag group)")
+        field = _SETTINGS[option_string]
+        if self.nargs == 0:  # a switch: present means on
+            value = True
+        current = configs[-1]
+        if field == "window_changes":
+            current.setdefault("window_changes", []).append(value)
+        elif field in current:
+            raise UsageError(f"{option_string} is given twice for config {len(configs)} "
+                             f"(--memory {current['strategy']}); start another config with --memory")
+        else:
+            current[field] = value
+
+
+def _whole(flag: str, minimum: int):
+    from ..app import whole_number
+
+    return whole_number(flag, minimum)
+
+
+def _window_change(text: str) -> list[int]:
+    try:
+        turn, size = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--window-change must be TURN:N (from turn TURN the window is N), "
+                                         f"not {text!r}") from None
+    return [turn, size]
+
+
+def _fact(text: str) -> tuple[str, str]:
+    ref, sep, label = text.partition("=")
+    if not sep or not ref or not label:
+        raise argparse.ArgumentTypeError(f"--fact must be REF=LABEL (a message's ref, e.g. 1=your name), "
+                                         f"not {text!r}")
+    return ref, label
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from core.analysis.compare import named_configs
+    from core.errors import MemLensError
+    from core.report.build import DEFAULT_CONFIGS, build_report
+    from core.report.bundle import bundle_json
+    from core.report.html import report_html
+    from core.service.sources import load_stored, read_source_file
+    from ..app import UsageError
+
+    if bool(args.file) == bool(args.conversation):
+        raise UsageError("give a conversation FILE or --conversation ID (one of them)")
+    if args.conversation:
+        from core.store.db import Database
+
+        source = load_stored(Database(args.db), args.conversation)
+    else:
+        source, _ = read_source_file(args.file, index=args.index, fmt=args.format)
+    if args.configs:
+        try:
+            configs = named_configs(args.configs)
+        except (MemLensError, TypeError) as e:
+            raise UsageError(f"memory config: {e}") from None
+    else:
+        configs = source.configs or list(DEFAULT_CONFIGS)
+    marks = None
+    mode = args.facts
+    if args.fact:
+        conv = source.conversation
+        refs = {str(m.ref): m.ref for t in conv.turns for m in t.messages}
+        marks = []
+        for ref, label in args.fact:
+            if ref not in refs:
+                raise UsageError(f"--fact {ref}={label}: no message with ref {ref!r} in the conversation")
+            marks.append((refs[ref], label))
+        mode = "marked"
+    window = None
+    if args.rows or args.columns:
+        from core.analysis.compare import heatmap_window
+        from core.report.build import REPORT_COLUMNS, REPORT_ROWS
+
+        window = heatmap_window(source.conversation, max_rows=args.rows or REPORT_ROWS,
+                                max_columns=args.columns or REPORT_COLUMNS)
+    report = build_report(source, configs, facts_mode=mode, marks=marks, replies=args.replies, window=window,
+                          title=args.title)
+    try:
+        Path(args.output).write_text(report_html(report), encoding="utf-8")
+        if args.bundle:
+            Path(args.bundle).write_text(bundle_json(report), encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"cannot write the report: {e.strerror} ({e.filename})") from None
+    turns = len(source.conversation.answered_turns())
+    print(f"report: {turns} turns, {len(report.configs)} configs ({', '.join(c.label for c in report.configs)}), "
+          f"{len(report.findings)} findings → {args.output}" + (f" and {args.bundle}" if args.bundle else ""),
+          file=sys.stderr)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="compare memory configs on a conversation and write a one-file HTML report",
+                       description="Compare 2–6 memory configs on one conversation and write a self-contained "
+                                   "HTML report (and optionally its JSON bundle).",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", nargs="?", help="an importable conversation file (or use --conversation)")
+    p.add_argument("--conversation", default=None, metavar="ID", help="a stored conversation's id instead of FILE")
+    p.add_argument("--db", default=None, help="database URL (default: MEMLENS_DATABASE_URL or data/memlens.db)")
+    p.add_argument("--index", type=_whole("--index", 0), default=0, help="which conversation of FILE (from 0)")
+    p.add_argument("--format", default=None, help="FILE's transcript format (default: detected)")
+    from core.memory.strategies import STRATEGIES
+
+    g = p.add_argument_group("memory configs (one per flag group; see below)")
+    g.add_argument("--memory", action=_NewConfig, choices=tuple(STRATEGIES), metavar="STRATEGY",
+                   help=f"start a new config with this strategy ({', '.join(STRATEGIES)})")
+    g.add_argument("--window", action=_Setting, type=_whole("--window", 0),
+                   help="dify: turns (0 = no limit); window: messages")
+    g.add_argument("--fidelity", action=_Setting, choices=("code", "documented"),
+                   help="dify: code = Dify 1.x as shipped (default); documented = as Dify's docs describe")
+    g.add_argument("--plugin-token-counting", action=_Setting, nargs=0,
+                   help="dify: switch Dify's plugin token counting on for this config (off by default)")
+    g.add_argument("--model", action=_Setting, help="model (tokenizer and context size), default gpt-4o-mini")
+    g.add_argument("--context-size", action=_Setting, type=_whole("--context-size", 1))
+    g.add_argument("--max-tokens", action=_Setting, type=_whole("--max-tokens", 0))
+    g.add_argument("--granularity", action=_Setting, choices=("query_answer", "all_messages"))
+    g.add_argument("--scope", action=_Setting, choices=("thread", "session", "call"))
+    g.add_argument("--label", action=_Setting, help="the config's name in the report")
+    g.add_argument("--window-change", action=_Setting, type=_window_change, metavar="TURN:N",
+                   help="from turn TURN the window is N (repeatable)")
+    g.add_argument("--max-history-tokens", action=_Setting, type=_whole("--max-history-tokens", 1),
+                   help="summary_buffer / trim limit")
+    p.add_argument("--facts", choices=("detected", "none"), default=None,
+                   help="facts to follow: those the user states (default) or none")
+    p.add_argument("--fact", action="append", type=_fact, default=[], metavar="REF=LABEL",
+                   help="follow the message with this ref as a fact named LABEL (repeatable)")
+    p.add_argument("--replies", action="store_true", help="re-ask every query under each config with the demo model")
+    p.add_argument("--rows", type=_whole("--rows", 1), default=None, help="heatmap rows (turns), default 40")
+    p.add_argument("--columns", type=_whole("--columns", 1), default=None, help="heatmap columns, default 160")
+    p.add_argument("--title", default=None)
+    p.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    p.add_argument("--bundle", default=None, help="also write the JSON bundle here")
+    p.set_defaults(func=cmd_report, configs=[])

@@ -1,0 +1,112 @@
+"""``serve``: Dify's Service API over the flows in the store (see :mod:`core.api.server`).
+
+``python -m core serve [--host 127.0.0.1] [--port 5001] [--db URL]`` serves ``/v1`` on the database
+the UI uses (``--db``, else ``MEMLENS_DATABASE_URL``, else ``data/memlens.db``), so conversations
+started through the API show up in the UI. Models are called as the UI calls them (configured
+providers, the demo model where no key is set); ``--demo`` answers every LLM node with the offline
+demo model in-process. The OpenAPI document is at ``/openapi.json``.
+
+``--workers N`` runs N server processes on the one listening socket (uvicorn's supervisor
+restarts a worker that dies). It needs PostgreSQL: turns on one conversation are serialised by
+database locks that hold across the workers, and the workers share one store.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+
+#: What the worker processes read to build their app: they are started afresh (spawned), so
+#: the parent hands them its database URL and model choice through their environment.
+_WORKER_DB = "MEMLENS_SERVE_DATABASE_URL"
+_WORKER_DEMO = "MEMLENS_SERVE_DEMO"
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    from ..app import UsageError
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except (OSError, OverflowError) as e:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port} ({e.strerror}); choose another --port or --host") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _port(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--port must be a whole number, not {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"--port {value} is out of range: ports are 0..65535")
+    return value
+
+
+def worker_app():
+    """The app of one ``--workers`` process (uvicorn's app factory, run in each worker)."""
+    from core.api.server import create_app
+    from core.llm.client import DemoClient
+    from core.store.db import Database
+
+    return create_app(Database(os.environ[_WORKER_DB]), llm=DemoClient() if os.environ.get(_WORKER_DEMO) else None)
+
+
+def cmd_serve(args) -> int:
+    import uvicorn
+    from sqlalchemy.engine import make_url
+
+    from core.api.server import create_app
+    from core.llm.client import DemoClient
+    from core.store.db import Database, resolve_url
+    from ..app import UsageError
+
+    if args.workers < 1:
+        raise UsageError(f"--workers {args.workers} is out of range: give 1 or more")
+    backend = make_url(resolve_url(args.db)).get_backend_name()
+    if args.workers > 1 and backend != "postgresql":
+        # SQLite lets one process write at a time: workers would queue on its write lock instead
+        # of adding throughput, and an in-memory database would be a different store per worker.
+        raise UsageError(f"--workers {args.workers} needs PostgreSQL as the shared store (this is {backend}); "
+                         f"give --db postgresql://… or run one worker")
+    db = Database(args.db)
+    sock = _listen(args.host, args.port)
+    shown = make_url(db.url).render_as_string(hide_password=True)
+    port = sock.getsockname()[1]
+    print(f"MemLens Service API on http://{args.host}:{port}/v1 — database {shown}"
+          f"{' — demo model' if args.demo else ''}"
+          f"{f' — {args.workers} workers' if args.workers > 1 else ''}", file=sys.stderr, flush=True)
+    options = dict(log_level=args.log_level, access_log=args.log_level == "debug", timeout_graceful_shutdown=5)
+    if args.workers == 1:
+        app = create_app(db, llm=DemoClient() if args.demo else None)
+        uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
+        return 0
+    from uvicorn.supervisors import Multiprocess
+
+    db.dispose()  # migrated; each worker opens its own connections
+    os.environ[_WORKER_DB] = db.url
+    if args.demo:
+        os.environ[_WORKER_DEMO] = "1"
+    config = uvicorn.Config(f"{__name__}:worker_app", factory=True, workers=args.workers, **options)
+    Multiprocess(config, sockets=[sock]).run()
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("serve", help="serve Dify's Service API (/v1) over the flows in the store")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=_port, default=5001, help="0..65535 (0: any free port)")
+    p.add_argument("--db", default=None, help="database URL (default: MEMLENS_DATABASE_URL or data/memlens.db)")
+    p.add_argument("--demo", action="store_true", help="answer every LLM node with the offline demo model")
+    p.add_argument("--workers", type=int, default=1,
+                   help="server processes on the one port (more than 1 needs a PostgreSQL --db)")
+    p.add_argument("--log-level", choices=("critical", "error", "warning", "info", "debug"), default="warning")
+    p.set_defaults(func=cmd_serve)

@@ -1,0 +1,124 @@
+"""``conversations``, ``export`` and ``import``: the store from the command line.
+
+``--db URL`` selects the database (default: ``MEMLENS_DATABASE_URL``, else ``data/memlens.db``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import datetime, timezone
+
+
+def _db(args):
+    from core.store.db import Database
+
+    return Database(args.db)
+
+
+def cmd_conversations(args) -> int:
+    from core.store import repo
+    from core.store.db import StoreError
+    from core.words import conversation_length
+
+    db = _db(args)
+    rows = repo.list_conversations(db)
+    if args.format == "json":
+        print(json.dumps([{"id": c.id, "name": c.name, "user_id": c.user_id, "source": c.source,
+                           "turns": c.turn_count, "thread_turns": c.thread_turns or c.turn_count,
+                           "flow_version_id": c.flow_version_id, "created_at": c.created_at,
+                           "updated_at": c.updated_at, "damaged": list(c.damaged)} for c in rows],
+                         ensure_ascii=False))
+        return 0
+    if not rows:
+        print("no conversations yet")
+        return 0
+    for c in rows:
+        try:
+            when = datetime.fromtimestamp(c.updated_at, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+        except (OverflowError, ValueError, OSError):  # a timestamp no calendar holds
+            when = "?"
+        flow = ""
+        if c.flow_version_id:
+            try:
+                v = repo.get_flow_version(db, c.flow_version_id)
+                flow = f"{v.flow_name} v{v.version}"
+            except StoreError:
+                flow = "?"
+        damaged = f"  [damaged: {', '.join(c.damaged)}]" if c.damaged else ""
+        print(f"{c.id}  {conversation_length(c):<24}  {when}  {c.source:<6}  {flow:<24}  {c.name}{damaged}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from core.service.sessions import export_conversation
+
+    doc = export_conversation(_db(args), args.conversation_id)
+    if doc.get("damaged"):
+        print(f"warning: {args.conversation_id} has damaged stored values, exported with defaults in their place: "
+              f"{'; '.join(doc['damaged'])}", file=sys.stderr)
+    sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1 if args.pretty else None) + "\n")
+    return 0
+
+
+def cmd_import(args) -> int:
+    from core.io.bundle import looks_like_bundle
+    from core.io.readers import FormatError, import_file
+    from core.limits import check_file_size
+    from core.service.sessions import import_conversation, is_bundle, read_bundle, store_conversations
+    from ..app import UsageError
+
+    db_holder = []
+
+    def db():
+        if not db_holder:
+            db_holder.append(_db(args))
+        return db_holder[0]
+
+    try:
+        # Every kind of file is held to the import size before a byte of it is parsed.
+        check_file_size(os.stat(args.file).st_size, args.file)
+        with open(args.file, encoding="utf-8") as fh:
+            head = fh.read(4096)
+    except FileNotFoundError:
+        raise UsageError(f"{args.file}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{args.file}: cannot read ({e})") from None
+    if looks_like_bundle(head):
+        data = read_bundle(args.file)
+        if is_bundle(data):
+            conv_id = import_conversation(db(), data)
+            print(conv_id)
+            return 0
+    result = import_file(args.file, args.format, skip_bad=args.skip_bad)
+    if not result.conversations:
+        raise FormatError(f"{args.file}: nothing to import ({result.summary()})")
+    ids = store_conversations(db(), result.conversations, user_id=args.user)
+    for p in result.problems:
+        print(f"skipped: {p.text}", file=sys.stderr)
+    print(f"imported {result.summary()}", file=sys.stderr)
+    for i in ids:
+        print(i)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("conversations", help="list stored conversations")
+    p.add_argument("--db", default=None, help="database URL (default: MEMLENS_DATABASE_URL or data/memlens.db)")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=cmd_conversations)
+
+    p = sub.add_parser("export", help="print a conversation with its tree, node runs and variable history as JSON")
+    p.add_argument("conversation_id")
+    p.add_argument("--db", default=None)
+    p.add_argument("--pretty", action="store_true")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("import", help="store a MemLens export or a transcript file (OpenAI, Dify, ShareGPT, …)")
+    p.add_argument("file")
+    p.add_argument("--db", default=None)
+    p.add_argument("--format", default=None, help="transcript format (default: detected)")
+    p.add_argument("--skip-bad", action="store_true", help="import the good records and report the bad ones")
+    p.add_argument("--user", default="user", help="user id for imported transcripts")
+    p.set_defaults(func=cmd_import)

@@ -1,7 +1,0 @@
-"""Subcommands of ``python -m core`` beyond ``replay``.
-
-Each module here defines ``register(subparsers)`` that adds its subcommand(s) with
-``set_defaults(func=...)``; :mod:`core.cli` discovers them, so adding a command is adding a file.
-A command function takes the parsed arguments and returns the exit status; bad input raises
-``core.cli.UsageError`` (or a ``ValueError`` subclass the CLI knows) to print one line and exit 2.
-"""

@@ -1,0 +1,15 @@
+"""Chatflows: the graph of nodes (``graph``, read from a Dify DSL export or a MemLens flow file),
+conversation variables and templates, the prompt an LLM node sends (``prompt``) and a turn run node
+by node (``runtime``); ``nodes/`` holds the node types with logic of their own.
+"""
+
+from core import public_api
+
+__all__, __getattr__ = public_api(__name__, {
+    "graph": ("Flow", "FlowError", "Node", "classify_change", "import_report", "llm_settings", "load_flow",
+              "parse_flow_upload"),
+    "runtime": ("ConversationState", "NodeRun", "RunError", "TurnRecord", "node_history_inputs", "node_memory_config",
+                "node_replay", "run_turn", "what_if_ledger", "what_if_prompt"),
+    "variables": ("VariableChange", "VariableError", "copy_value", "defaults", "edit_variable", "infer_type",
+                  "is_valid", "normalize_type"),
+})

@@ -1,0 +1,872 @@
+"""Flows: the graph of nodes a chatflow runs, read from a MemLens flow file or a Dify DSL export.
+
+Two input formats, detected from the top-level keys:
+
+* **Dify DSL** (``app`` + ``workflow``; spec/dify-memory.md §5) — an export of a Chatflow
+  (``advanced-chat``) or Workflow app, any DSL version up to 0.6.0. A missing version reads as
+  0.1.0, as Dify does. Note nodes (``custom-note``) are dropped; nodes inside an iteration or loop
+  are kept but never run (the container is not emulated).
+* **MemLens flow** (``format: memlens-flow``) — the same graph written by hand, compactly::
+
+      format: memlens-flow
+      version: 1
+      name: support-bot
+      variables:
+        - {name: turns, type: number, default: 0}
+      nodes:
+        - {id: start, type: start}
+        - id: llm
+          type: llm
+          model: memlens/demo          # or Dify's {provider, name, mode, completion_params}
+          max_tokens: 256              # → completion_params.max_tokens
+          prompt_template:
+            - {role: system, text: "You are a helpful assistant."}
+          memory: {window: 3}          # window of 3 turns; `memory: off` or no key = memory off
+        - {id: answer, type: answer, answer: "{{#llm.text#}}"}
+      edges:
+        - [start, llm]
+        - [llm, answer]
+        - {source: check, target: other, handle: "false"}
+
+  Apart from those shorthands a node's keys are Dify's node ``data`` keys, so anything a Dify
+  export can say, a MemLens flow can say too.
+
+A :class:`Flow` serialises to one canonical dict (:meth:`Flow.to_dict`, the MemLens format with
+the shorthands expanded), which reads back to an equal flow. :meth:`Flow.structure` is the
+structural part — node ids, types and order, edges, variable names and types — as opposed to the
+values (prompts, windows, memory on/off, defaults), so a store can tell a value-only edit from a
+structural change (:func:`classify_change`).
+
+Node types MemLens runs: ``start``, ``llm``, ``answer``, ``assigner`` (v1 and v2), ``if-else`` and
+``end``, and MemLens's own ``memory-retrieve`` / ``memory-store`` (long-term memory, core/memory/long_term.py),
+``window-memory`` (core/flow/nodes/window_memory.py) and ``tool-agent`` (core/flow/nodes/tool_agent.py; Dify's
+plugin-based ``agent`` node is not it). Every other type loads, runs as a pass-through with empty outputs and is
+reported as not emulated (:func:`import_report`). A MemLens flow may also say ``history: {granularity:
+query_answer | all_messages}``: how agent nodes replay earlier turns unless a request says otherwise.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from core.errors import MemLensError
+from core.limits import DIFY_ROW_CAP
+from core.model.tokens import DEMO_MODEL
+
+from .variables import ConversationVariable, VariableError, check_assigner_data
+
+FLOW_FORMAT = "memlens-flow"
+FLOW_FORMAT_VERSION = 1
+
+# Dify's DSL export writes a ``secret`` environment variable with an empty value (Workflow.to_dict
+# without include_secret). MemLens does the same the moment a flow is read, so a secret's value
+# never reaches the store, an export, a run's output, a page or a log: nodes reading it get "".
+SECRET_VALUE = ""
+SECRET_WARNING = ("secret environment variable(s) {names}: the value is not kept, as Dify's DSL export leaves it "
+                  "empty; nodes reading it get an empty string")
+
+
+def without_secrets(environment: Mapping[str, Any], secrets: Sequence[str]) -> dict[str, Any]:
+    """``environment`` with every secret's value replaced by :data:`SECRET_VALUE`."""
+    return {**environment, **{name: SECRET_VALUE for name in secrets}}
+#: The newest Dify DSL version MemLens reads (api/constants/dsl_version.py at the spec's snapshot).
+DSL_VERSION = "0.6.0"
+MODES = ("advanced-chat", "workflow")
+EMULATED_TYPES = ("start", "llm", "answer", "assigner", "if-else", "end", "memory-retrieve", "memory-store",
+                  "window-memory", "tool-agent")
+#: MemLens's own node types (core.memory.long_term, core.flow.nodes.window_memory, core.flow.nodes.tool_agent) → their
+#: settings readers.
+_OWN_TYPES = {"memory-retrieve": ("core.memory.long_term", "retrieve_settings"),
+              "memory-store": ("core.memory.long_term", "store_settings"),
+              "window-memory": ("core.flow.nodes.window_memory", "window_settings"),
+              "tool-agent": ("core.flow.nodes.tool_agent", "agent_settings")}
+COMPARISON_OPERATORS = ("contains", "not contains", "start with", "end with", "is", "is not", "empty", "not empty",
+                        "in", "not in", "all of", "=", "≠", ">", "<", "≥", "≤", "null", "not null", "exists",
+                        "not exists")
+#: ASCII spellings some hand-written flows use for Dify's operators.
+OPERATOR_ALIASES = {"==": "=", "!=": "≠", ">=": "≥", "<=": "≤"}
+#: Dify model-provider names → litellm provider prefixes (the rest are passed through unchanged).
+PROVIDER_ALIASES = {"azure_openai": "azure", "google": "gemini", "tongyi": "dashscope", "volcengine_maas": "volcengine",
+                    "mistralai": "mistral", "zhipuai": "zai", "vertex_ai": "vertex_ai", "openai": "openai"}
+#: Dify's UI default for the memory query template (web/.../memory-config.tsx).
+DEFAULT_QUERY_TEMPLATE = "{{#sys.query#}}"
+
+
+class FlowError(MemLensError):
+    """A flow file cannot be read: the message names the file, the place and what to fix."""
+
+
+# -- the graph --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Node:
+    """One node: its id, type, title and Dify ``data`` (kept whole, so nothing is lost on export)."""
+
+    id: str
+    type: str
+    title: str = ""
+    data: dict = field(default_factory=dict, hash=False)
+    container: str | None = None  # the iteration/loop node that holds this node, if any
+
+    @property
+    def emulated(self) -> bool:
+        return self.type in EMULATED_TYPES
+
+    @property
+    def label(self) -> str:
+        return self.title or self.id
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"id": self.id, "type": self.type}
+        if self.title:
+            out["title"] = self.title
+        if self.container:
+            out["container"] = self.container
+        for key, value in self.data.items():
+            if key not in ("type", "title"):
+                out[key] = copy.deepcopy(value)
+        return out
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str
+    handle: str = "source"  # Dify's sourceHandle: "source", an if-else case id, or "false" (else)
+
+    def to_dict(self) -> dict:
+        out = {"source": self.source, "target": self.target}
+        if self.handle != "source":
+            out["handle"] = self.handle
+        return out
+
+
+# -- LLM node settings ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """An LLM node's ``memory`` block (spec §2.2). Its presence means memory is on."""
+
+    window_enabled: bool
+    window_size: int | None
+    query_prompt_template: str | None  # None: the key is absent (older exports)
+    role_prefix: dict | None  # {"user": ..., "assistant": ...}; needed by completion-mode models
+
+    @property
+    def window(self) -> int | None:
+        """Turns of history for the ``dify`` strategy: the size when enabled, else no window (500 cap)."""
+        return self.window_size if self.window_enabled and self.window_size else None
+
+    def label(self) -> str:
+        if self.window is not None:
+            return f"window {self.window} turns"
+        return f"no window ({DIFY_ROW_CAP}-turn cap)"
+
+    def to_report(self) -> dict:
+        return {"memory": "on", "window_enabled": self.window_enabled, "window_size": self.window_size,
+                "query_prompt_template": self.query_prompt_template, "role_prefix": self.role_prefix,
+                "label": self.label()}
+
+
+@dataclass(frozen=True)
+class PromptItem:
+    role: str
+    text: str
+    edition_type: str = "basic"
+    jinja2_text: str = ""
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """The parts of an LLM node's data that decide what it sends (spec §2.2)."""
+
+    provider: str
+    name: str
+    mode: str  # chat | completion
+    completion_params: dict
+    prompt: tuple[PromptItem, ...]
+    memory: MemorySettings | None
+    context_enabled: bool = False
+    context_selector: tuple[str, ...] = ()
+    jinja2_variables: tuple[dict, ...] = ()
+
+    @property
+    def model(self) -> str:
+        """The model as litellm names it (``openai/gpt-4o-mini``); ``""`` when none is configured."""
+        return litellm_model(self.provider, self.name)
+
+    @property
+    def max_tokens(self) -> int:
+        """The user-set ``max_tokens`` completion parameter; 0 when unset (Dify ignores the rule default)."""
+        value = self.completion_params.get("max_tokens")
+        try:
+            return max(int(value), 0) if value is not None else 0
+        except (TypeError, ValueError):
+            return 0
+
+
+def litellm_model(provider: str, name: str) -> str:
+    """A Dify ``model {provider, name}`` as a litellm model name."""
+    name = (name or "").strip()
+    if not name:
+        return ""
+    provider = (provider or "").strip().strip("/")
+    if "/" in provider:  # plugin ids: langgenius/openai/openai
+        provider = provider.rsplit("/", 1)[-1]
+    if not provider:
+        return name
+    if f"{provider}/{name}" == DEMO_MODEL:
+        return DEMO_MODEL
+    return f"{PROVIDER_ALIASES.get(provider, provider)}/{name}"
+
+
+def _node_error(node: Node, message: str) -> FlowError:
+    return FlowError(f"node {node.id!r} ({node.type}): {message}")
+
+
+def _memory_settings(node: Node, raw: Any) -> MemorySettings | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise _node_error(node, "'memory' must be a mapping with a 'window' block, or absent for memory off")
+    window = raw.get("window")
+    if window is None:
+        # graphon's MemoryConfig requires the window block; exports always carry it.
+        raise _node_error(node, "'memory' needs a 'window' block ({enabled: true|false, size: N})")
+    if not isinstance(window, Mapping):
+        raise _node_error(node, "'memory.window' must be {enabled: true|false, size: N}")
+    enabled = bool(window.get("enabled", False))
+    size = window.get("size")
+    if size is not None:
+        try:
+            size = int(size)
+        except (TypeError, ValueError):
+            raise _node_error(node, f"memory window size {size!r} is not a whole number") from None
+        if size < 0 or size > DIFY_ROW_CAP:
+            raise _node_error(node, f"memory window size {size} is out of range: Dify windows are 1..{DIFY_ROW_CAP} "
+                                    f"turns")
+    qpt = raw.get("query_prompt_template") if "query_prompt_template" in raw else None
+    if qpt is not None and not isinstance(qpt, str):
+        raise _node_error(node, "'memory.query_prompt_template' must be text")
+    prefix = raw.get("role_prefix")
+    if prefix is not None:
+        if not isinstance(prefix, Mapping):
+            raise _node_error(node, "'memory.role_prefix' must be {user: ..., assistant: ...}")
+        prefix = {"user": str(prefix.get("user") or ""), "assistant": str(prefix.get("assistant") or "")}
+    return MemorySettings(window_enabled=enabled, window_size=size, query_prompt_template=qpt, role_prefix=prefix)
+
+
+def llm_settings(node: Node) -> LLMSettings:
+    """Parse an LLM node's data; a malformed node is a :class:`FlowError` naming it."""
+    data = node.data
+    model = data.get("model") or {}
+    if not isinstance(model, Mapping):
+        raise _node_error(node, "'model' must be {provider, name, mode, completion_params} or 'provider/name'")
+    mode = model.get("mode") or "chat"
+    if mode not in ("chat", "completion"):
+        raise _node_error(node, f"model mode {mode!r} is unknown; expected chat or completion")
+    params = model.get("completion_params") or {}
+    if not isinstance(params, Mapping):
+        raise _node_error(node, "'model.completion_params' must be a mapping")
+    raw_prompt = data.get("prompt_template")
+    items: list[PromptItem] = []
+    if raw_prompt is None:
+        raw_prompt = []
+    if isinstance(raw_prompt, Mapping):
+        raw_prompt = [dict(raw_prompt, role=raw_prompt.get("role") or "user")]
+    if not isinstance(raw_prompt, list):
+        raise _node_error(node, "'prompt_template' must be a list of {role, text} messages")
+    for i, item in enumerate(raw_prompt, start=1):
+        if not isinstance(item, Mapping):
+            raise _node_error(node, f"prompt message {i} must be a mapping with 'role' and 'text'")
+        role = item.get("role") or "user"
+        if role not in ("system", "user", "assistant"):
+            raise _node_error(node, f"prompt message {i} has role {role!r}; expected system, user or assistant")
+        edition = item.get("edition_type") or "basic"
+        items.append(PromptItem(role=role, text=str(item.get("text") or ""), edition_type=edition,
+                                jinja2_text=str(item.get("jinja2_text") or "")))
+    if mode == "completion" and len(items) > 1:
+        raise _node_error(node, "a completion-mode model takes one prompt text, not a list of messages")
+    context = data.get("context") or {}
+    jinja_vars = (data.get("prompt_config") or {}).get("jinja2_variables") or ()
+    return LLMSettings(provider=str(model.get("provider") or ""), name=str(model.get("name") or ""), mode=mode,
+                       completion_params=dict(params), prompt=tuple(items),
+                       memory=_memory_settings(node, data.get("memory")),
+                       context_enabled=bool(context.get("enabled")),
+                       context_selector=tuple(context.get("variable_selector") or ()),
+                       jinja2_variables=tuple(dict(v) for v in jinja_vars if isinstance(v, Mapping)))
+
+
+def if_else_cases(node: Node) -> list[dict]:
+    """The cases of an if-else node; old exports keep one condition list at the top (case ``true``)."""
+    cases = node.data.get("cases")
+    if cases is None and node.data.get("conditions") is not None:
+        cases = [{"case_id": "true", "logical_operator": node.data.get("logical_operator") or "and",
+                  "conditions": node.data.get("conditions") or []}]
+    return list(cases or [])
+
+
+def _check_if_else(node: Node) -> None:
+    cases = if_else_cases(node)
+    if not isinstance(cases, list):
+        raise _node_error(node, "'cases' must be a list")
+    for case in cases:
+        if not isinstance(case, Mapping) or not isinstance(case.get("conditions", []), list):
+            raise _node_error(node, "each case needs a 'conditions' list")
+        if case.get("logical_operator", "and") not in ("and", "or"):
+            raise _node_error(node, f"logical operator {case.get('logical_operator')!r} is unknown; expected and/or")
+        for cond in case.get("conditions", []):
+            op = OPERATOR_ALIASES.get(cond.get("comparison_operator"), cond.get("comparison_operator"))
+            if op not in COMPARISON_OPERATORS:
+                raise _node_error(node, f"comparison operator {cond.get('comparison_operator')!r} is unknown; "
+                                        f"expected one of {', '.join(COMPARISON_OPERATORS)}")
+
+
+# -- the flow ---------------------------------------------------------------------------------------
+
+@dataclass
+class Flow:
+    """A chatflow: nodes in file order, edges, conversation variables, environment variables."""
+
+    name: str
+    nodes: list[Node]
+    edges: list[Edge]
+    variables: list[ConversationVariable] = field(default_factory=list)
+    mode: str = "advanced-chat"
+    description: str = ""
+    environment: dict[str, Any] = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)  # {format, dsl_version, file}
+    warnings: list[str] = field(default_factory=list)
+    history: dict[str, Any] = field(default_factory=dict)  # {granularity}: agent nodes' replay of earlier turns
+    #: The app's features as Dify exports them (opening statement, suggested questions, file upload…);
+    #: served as-is by ``GET /v1/parameters``, never run.
+    features: dict[str, Any] = field(default_factory=dict)
+    # Names of ``secret`` environment variables. Their values are never kept (see ``without_secrets``).
+    secrets: list[str] = field(default_factory=list)
+
+    @property
+    def file_upload(self) -> bool:
+        """Whether the app's file upload feature is on: history messages then carry their files (§1.5)."""
+        upload = self.features.get("file_upload")
+        return isinstance(upload, Mapping) and upload.get("enabled") is True
+
+    def __post_init__(self) -> None:
+        self._by_id = {n.id: n for n in self.nodes}
+        self.environment = without_secrets(self.environment, self.secrets)
+
+    # -- lookup
+    def node(self, node_id: str) -> Node:
+        try:
+            return self._by_id[node_id]
+        except KeyError:
+            raise FlowError(f"flow {self.name!r} has no node {node_id!r}; its nodes are "
+                            f"{', '.join(n.id for n in self.nodes)}") from None
+
+    def has_node(self, node_id: str) -> bool:
+        return node_id in self._by_id
+
+    @property
+    def start(self) -> Node:
+        """The root: the first start-type node (Dify's rule)."""
+        for n in self.nodes:
+            if n.type == "start" and not n.container:
+                return n
+        raise FlowError(f"flow {self.name!r} has no start node")
+
+    @property
+    def llm_nodes(self) -> list[Node]:
+        return [n for n in self.nodes if n.type == "llm"]
+
+    def llm(self, node_id: str) -> LLMSettings:
+        node = self.node(node_id)
+        if node.type != "llm":
+            raise FlowError(f"node {node_id!r} is a {node.type} node, not an LLM node")
+        return llm_settings(node)
+
+    def outgoing(self, node_id: str) -> list[Edge]:
+        return [e for e in self.edges if e.source == node_id]
+
+    @property
+    def is_chat(self) -> bool:
+        return self.mode == "advanced-chat"
+
+    # -- serialisation
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"format": FLOW_FORMAT, "version": FLOW_FORMAT_VERSION, "name": self.name,
+                               "mode": self.mode}
+        if self.description:
+            out["description"] = self.description
+        out["variables"] = [v.to_dict() for v in self.variables]
+        if self.environment:
+            out["environment"] = copy.deepcopy(self.environment)
+        if self.secrets:
+            out["secrets"] = list(self.secrets)
+        if self.history:
+            out["history"] = copy.deepcopy(self.history)
+        if self.features:
+            out["features"] = copy.deepcopy(self.features)
+        out["nodes"] = [n.to_dict() for n in self.nodes]
+        out["edges"] = [e.to_dict() for e in self.edges]
+        if self.source:
+            out["source"] = copy.deepcopy(self.source)
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, name: str = "flow") -> "Flow":
+        return _read_memlens(data, name)
+
+    def to_yaml(self) -> str:
+        import yaml
+
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True, width=100)
+
+    # -- signatures
+    def structure(self) -> dict:
+        """What a conversation's record depends on: node ids/types/order, edges, variable names/types."""
+        return {"mode": self.mode,
+                "nodes": [[n.id, n.type, n.container] for n in self.nodes],
+                "edges": [[e.source, e.handle, e.target] for e in self.edges],
+                "variables": [[v.name, v.type] for v in self.variables]}
+
+    def structural_signature(self) -> str:
+        return _digest(self.structure())
+
+    def content_signature(self) -> str:
+        """Changes with any value too (prompts, windows, memory on/off, defaults, titles)."""
+        doc = self.to_dict()
+        doc.pop("source", None)
+        doc.pop("warnings", None)
+        return _digest(doc)
+
+
+def _digest(doc: Any) -> str:
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+
+
+def classify_change(old: Flow, new: Flow) -> str:
+    """``"same"``, ``"values"`` (prompts, windows, memory… changed; the graph did not) or ``"structure"``."""
+    if old.structural_signature() != new.structural_signature():
+        return "structure"
+    return "same" if old.content_signature() == new.content_signature() else "values"
+
+
+# -- reading ----------------------------------------------------------------------------------------
+
+def load_flow(path: str | Path) -> Flow:
+    """Read a MemLens flow file or a Dify DSL export (YAML or JSON)."""
+    path = Path(path)
+    if path.is_file():
+        _check_size(path.stat().st_size, path.name)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise FlowError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise FlowError(f"{path} is a directory; expected a flow file (MemLens flow or Dify DSL YAML)") from None
+    except UnicodeDecodeError:
+        raise FlowError(f"{path} is not UTF-8 text; expected a flow file (MemLens flow or Dify DSL YAML)") from None
+    except OSError as e:
+        raise FlowError(f"{path}: cannot read ({e.strerror})") from None
+    flow = parse_flow(text, name=path.name)
+    flow.source["file"] = path.name
+    return flow
+
+
+def parse_flow_upload(data: bytes, name: str) -> Flow:
+    """A flow from an uploaded file's bytes: size-checked and UTF-8, else one clear :class:`FlowError`."""
+    _check_size(len(data), name)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise FlowError(f"{name} is not UTF-8 text; expected a flow file (MemLens flow or Dify DSL YAML)") from None
+    flow = parse_flow(text, name=name)
+    flow.source["file"] = name
+    return flow
+
+
+def _check_size(size: int, name: str) -> None:
+    from core.limits import LimitError, check_flow_size
+
+    try:
+        check_flow_size(size, name)
+    except LimitError as e:
+        raise FlowError(str(e)) from None
+
+
+def parse_flow(text: str, name: str = "flow") -> Flow:
+    import yaml
+
+    from core.limits import load_yaml
+
+    try:
+        data = load_yaml(text, name)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or "invalid YAML"
+        raise FlowError(f"{name} is not valid YAML{where}: {problem}") from None
+    return flow_from_data(data, name)
+
+
+def flow_from_data(data: Any, name: str = "flow") -> Flow:
+    if not isinstance(data, Mapping):
+        raise FlowError(f"{name}: expected a mapping at the top level (a Dify DSL export or a MemLens flow), "
+                        f"not {type(data).__name__}")
+    if data.get("format") == FLOW_FORMAT:
+        return _read_memlens(data, name)
+    if "workflow" in data or "app" in data:
+        return _read_dify(data, name)
+    raise FlowError(f"{name} is neither a Dify DSL export (top-level 'app' and 'workflow') nor a MemLens flow "
+                    f"('format: {FLOW_FORMAT}')")
+
+
+_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+
+
+def _version_tuple(text: str) -> tuple[int, int, int] | None:
+    m = _VERSION.match(text)
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
+    warnings: list[str] = []
+    raw_version = data.get("version")
+    if raw_version is None:
+        version = "0.1.0"
+        warnings.append("no DSL version: read as 0.1.0, as Dify does")
+    else:
+        version = str(raw_version)
+    parsed = _version_tuple(version)
+    newest = _version_tuple(DSL_VERSION)
+    if parsed is None:
+        raise FlowError(f"{name}: unknown DSL version {version!r}; expected a version like {DSL_VERSION}")
+    if parsed > newest:
+        raise FlowError(f"{name}: DSL version {version} is newer than the newest MemLens reads ({DSL_VERSION}); "
+                        f"export the app from a Dify that writes {DSL_VERSION} or older")
+    if parsed[0] < newest[0]:
+        raise FlowError(f"{name}: DSL version {version} is from an older major version than {DSL_VERSION}")
+    if parsed[:2] < newest[:2]:
+        warnings.append(f"DSL version {version} is older than {DSL_VERSION}: read with Dify's defaults for newer fields")
+    kind = data.get("kind", "app")
+    if kind != "app":
+        raise FlowError(f"{name}: kind {kind!r} is not an app export; MemLens imports Dify app DSL (kind: app)")
+    app = data.get("app")
+    if not isinstance(app, Mapping) or not app.get("mode"):
+        raise FlowError(f"{name}: 'app.mode' is required (advanced-chat for a Chatflow)")
+    mode = app["mode"]
+    if mode not in MODES:
+        raise FlowError(f"{name}: app mode {mode!r} is not a flow; MemLens runs advanced-chat (Chatflow) and "
+                        f"workflow apps")
+    if mode == "workflow":
+        warnings.append("workflow mode: there is no conversation, so LLM memory blocks have no effect")
+    workflow = data.get("workflow")
+    if not isinstance(workflow, Mapping):
+        raise FlowError(f"{name}: 'workflow' must be a mapping with a 'graph'")
+    graph = workflow.get("graph")
+    if not isinstance(graph, Mapping):
+        raise FlowError(f"{name}: 'workflow.graph' must be a mapping with 'nodes' and 'edges'")
+    nodes: list[Node] = []
+    notes = 0
+    for i, raw in enumerate(graph.get("nodes") or [], start=1):
+        if not isinstance(raw, Mapping):
+            raise FlowError(f"{name}: graph node {i} is not a mapping")
+        if raw.get("type") == "custom-note":
+            notes += 1
+            continue
+        node_data = raw.get("data")
+        if not isinstance(node_data, Mapping):
+            raise FlowError(f"{name}: graph node {raw.get('id', i)!r} has no 'data' mapping")
+        container = raw.get("parentId") or node_data.get("iteration_id") or node_data.get("loop_id")
+        if not container and (node_data.get("isInIteration") or node_data.get("isInLoop")):
+            container = "?"
+        nodes.append(_make_node(raw.get("id"), node_data, name, i, container))
+    if notes:
+        warnings.append(f"{notes} note node{'s' if notes != 1 else ''} ignored, as Dify ignores them")
+    edges = [_edge_from(e, name, i) for i, e in enumerate(graph.get("edges") or [], start=1)]
+    variables = [_variable(v, name, app.get("name") or name) for v in workflow.get("conversation_variables") or []]
+    environment, secrets = {}, []
+    for env in workflow.get("environment_variables") or []:
+        if isinstance(env, Mapping) and env.get("name"):
+            environment[str(env["name"])] = env.get("value")
+            if env.get("value_type") == "secret":
+                secrets.append(str(env["name"]))
+    if secrets:
+        warnings.append(SECRET_WARNING.format(names=", ".join(secrets)))
+    return _finish(Flow(name=str(app.get("name") or name).strip() or name, nodes=nodes, edges=edges,
+                        variables=variables, mode=mode, description=str(app.get("description") or ""),
+                        environment=environment, secrets=secrets,
+                        source={"format": "dify-dsl", "dsl_version": version},
+                        warnings=warnings, features=_features(workflow.get("features"), name)), name)
+
+
+def _variable(raw: Any, file: str, scope: str) -> ConversationVariable:
+    try:
+        return ConversationVariable.from_dict(raw, scope=scope)
+    except VariableError as e:
+        raise FlowError(f"{file}: {e}") from None
+
+
+def _make_node(node_id: Any, data: Mapping[str, Any], file: str, index: int, container: Any = None) -> Node:
+    if node_id is None or str(node_id) == "":
+        raise FlowError(f"{file}: node {index} has no id")
+    node_type = data.get("type")
+    if not isinstance(node_type, str) or not node_type:
+        raise FlowError(f"{file}: node {node_id!r} has no type")
+    return Node(id=str(node_id), type=node_type, title=str(data.get("title") or ""), data=copy.deepcopy(dict(data)),
+                container=str(container) if container else None)
+
+
+def _edge_from(raw: Any, file: str, index: int) -> Edge:
+    if isinstance(raw, (list, tuple)):
+        if len(raw) not in (2, 3):
+            raise FlowError(f"{file}: edge {index} must be [source, target] or [source, target, handle]")
+        return Edge(str(raw[0]), str(raw[1]), str(raw[2]) if len(raw) == 3 else "source")
+    if not isinstance(raw, Mapping) or raw.get("source") is None or raw.get("target") is None:
+        raise FlowError(f"{file}: edge {index} needs a 'source' and a 'target'")
+    handle = raw.get("handle", raw.get("sourceHandle")) or "source"
+    return Edge(str(raw["source"]), str(raw["target"]), str(handle))
+
+
+def _expand_shorthands(node: dict) -> dict:
+    """MemLens-flow shorthands → Dify node data (idempotent on data already in Dify's shape)."""
+    data = dict(node)
+    if data.get("type") == "llm":
+        model = data.get("model")
+        if isinstance(model, str) or model is None:
+            provider, _, model_name = (model or DEMO_MODEL).rpartition("/")
+            data["model"] = {"provider": provider, "name": model_name, "mode": "chat", "completion_params": {}}
+        else:
+            data["model"] = dict(model)
+        if "max_tokens" in data:
+            params = dict(data["model"].get("completion_params") or {})
+            params["max_tokens"] = data.pop("max_tokens")
+            data["model"]["completion_params"] = params
+        if "prompt" in data and "prompt_template" not in data:
+            data["prompt_template"] = data.pop("prompt")
+        if isinstance(data.get("prompt_template"), str):
+            data["prompt_template"] = {"text": data["prompt_template"]}
+        memory = data.get("memory", None)
+        if isinstance(memory, int) and not isinstance(memory, bool):
+            data["memory"] = {"window": {"enabled": True, "size": memory}, "query_prompt_template": DEFAULT_QUERY_TEMPLATE}
+        elif memory is True or memory == "on":
+            data["memory"] = {"window": {"enabled": False, "size": 50}, "query_prompt_template": DEFAULT_QUERY_TEMPLATE}
+        elif memory is None or memory is False or memory in ("off", "none"):
+            data.pop("memory", None)
+        elif isinstance(memory, Mapping):
+            mem = dict(memory)
+            if "query_template" in mem:
+                mem["query_prompt_template"] = mem.pop("query_template")
+            window = mem.get("window")
+            shorthand = not isinstance(window, Mapping)
+            if isinstance(window, int) and not isinstance(window, bool):
+                mem["window"] = {"enabled": True, "size": window}
+            elif window is None or window is False:
+                mem["window"] = {"enabled": False, "size": 50}
+            if shorthand and "query_prompt_template" not in mem:
+                # Dify's UI default when memory is switched on; Dify-shaped blocks stay as written.
+                mem["query_prompt_template"] = DEFAULT_QUERY_TEMPLATE
+            data["memory"] = mem
+    return data
+
+
+def _read_memlens(data: Mapping[str, Any], name: str) -> Flow:
+    version = data.get("version", FLOW_FORMAT_VERSION)
+    if version != FLOW_FORMAT_VERSION:
+        raise FlowError(f"{name}: unknown MemLens flow version {version!r}; this MemLens reads version "
+                        f"{FLOW_FORMAT_VERSION}")
+    mode = data.get("mode", "advanced-chat")
+    if mode not in MODES:
+        raise FlowError(f"{name}: mode {mode!r} is unknown; expected advanced-chat or workflow")
+    raw_nodes = data.get("nodes")
+    if not isinstance(raw_nodes, list) or not raw_nodes:
+        raise FlowError(f"{name}: 'nodes' must be a non-empty list")
+    nodes = []
+    for i, raw in enumerate(raw_nodes, start=1):
+        if not isinstance(raw, Mapping):
+            raise FlowError(f"{name}: node {i} is not a mapping")
+        body = {k: v for k, v in raw.items() if k not in ("id", "container")}
+        nodes.append(_make_node(raw.get("id"), _expand_shorthands(body), name, i, raw.get("container")))
+    edges = [_edge_from(e, name, i) for i, e in enumerate(data.get("edges") or [], start=1)]
+    flow_name = str(data.get("name") or name)
+    variables = [_variable(v, name, flow_name) for v in data.get("variables") or []]
+    environment = data.get("environment") or {}
+    if not isinstance(environment, Mapping):
+        raise FlowError(f"{name}: 'environment' must be a mapping of names to values")
+    secrets = data.get("secrets") or []
+    if not isinstance(secrets, list) or not all(isinstance(s, str) and s for s in secrets):
+        raise FlowError(f"{name}: 'secrets' must be a list of environment variable names")
+    source = dict(data.get("source") or {"format": FLOW_FORMAT})
+    history = data.get("history") or {}
+    if not isinstance(history, Mapping) or set(history) - {"granularity"}:
+        raise FlowError(f"{name}: 'history' must be {{granularity: query_answer | all_messages}}")
+    if history.get("granularity") not in (None, "query_answer", "all_messages"):
+        raise FlowError(f"{name}: history granularity {history.get('granularity')!r} is unknown; expected "
+                        "query_answer or all_messages")
+    return _finish(Flow(name=flow_name, nodes=nodes, edges=edges, variables=variables, mode=mode,
+                        description=str(data.get("description") or ""), environment=dict(environment),
+                        secrets=list(dict.fromkeys(secrets)),
+                        source=source, warnings=list(data.get("warnings") or []),
+                        history={k: v for k, v in history.items() if v is not None},
+                        features=_features(data.get("features"), name)), name)
+
+
+def _features(raw: Any, name: str) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise FlowError(f"{name}: 'features' must be a mapping (opening_statement, suggested_questions, …)")
+    return copy.deepcopy(dict(raw))
+
+
+def _finish(flow: Flow, file: str) -> Flow:
+    """Checks shared by both formats: unique ids, a start node, well-formed emulated nodes, known edges."""
+    seen: set[str] = set()
+    for n in flow.nodes:
+        if n.id in seen:
+            raise FlowError(f"{file}: node id {n.id!r} is used twice")
+        seen.add(n.id)
+    names = [v.name for v in flow.variables]
+    dupes = sorted({x for x in names if names.count(x) > 1})
+    if dupes:
+        raise FlowError(f"{file}: conversation variable {dupes[0]!r} is declared twice")
+    try:
+        flow.start
+    except FlowError:
+        raise FlowError(f"{file}: the flow has no start node; add a node of type 'start' as the root") from None
+    for n in flow.nodes:
+        try:
+            if n.type == "llm":
+                llm_settings(n)
+            elif n.type == "assigner":
+                check_assigner_data(n.data)
+            elif n.type == "if-else":
+                _check_if_else(n)
+            elif n.type in _OWN_TYPES and not n.container:
+                import importlib
+
+                module, reader = _OWN_TYPES[n.type]
+                getattr(importlib.import_module(module), reader)(n)
+        except VariableError as e:
+            raise FlowError(f"{file}: node {n.id!r} (assigner): {e}") from None
+        except FlowError as e:
+            raise FlowError(f"{file}: {e}") from None
+    kept = []
+    dropped = 0
+    for e in flow.edges:
+        if e.source in seen and e.target in seen:
+            kept.append(e)
+        else:
+            dropped += 1
+    if dropped:
+        note = f"{dropped} edge{'s' if dropped != 1 else ''} to or from unknown nodes ignored"
+        if note not in flow.warnings:
+            flow.warnings.append(note)
+        flow.edges = kept
+    return flow
+
+
+# -- the import report ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class NodeReport:
+    id: str
+    type: str
+    title: str
+    emulated: bool
+    status: str  # "emulated", "pass-through" or "inside <container>: not run"
+    memory: dict | None = None  # LLM nodes: on/off, window, query template, model
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "type": self.type, "title": self.title, "emulated": self.emulated,
+                "status": self.status, "memory": copy.deepcopy(self.memory)}
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """Per file: which nodes MemLens runs, which pass through, and each LLM node's memory setting."""
+
+    name: str
+    file: str
+    format: str
+    dsl_version: str | None
+    mode: str
+    nodes: tuple[NodeReport, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def emulated(self) -> list[NodeReport]:
+        return [n for n in self.nodes if n.status == "emulated"]
+
+    @property
+    def pass_through(self) -> list[NodeReport]:
+        return [n for n in self.nodes if n.status == "pass-through"]
+
+    @property
+    def llm_memory(self) -> dict[str, dict]:
+        return {n.id: n.memory for n in self.nodes if n.memory is not None}
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "file": self.file, "format": self.format, "dsl_version": self.dsl_version,
+                "mode": self.mode, "nodes": [n.to_dict() for n in self.nodes], "warnings": list(self.warnings)}
+
+    def to_text(self) -> str:
+        lines = [f"{self.file or self.name}: {self.name} ({self.format}"
+                 + (f" {self.dsl_version}" if self.dsl_version else "") + f", {self.mode})",
+                 f"  emulated {len(self.emulated)} · pass-through {len(self.pass_through)}"
+                 f" · not run {len(self.nodes) - len(self.emulated) - len(self.pass_through)}"]
+        for n in self.nodes:
+            line = f"  {n.status:<14} {n.type:<20} {n.id}" + (f" ({n.title})" if n.title else "")
+            if n.memory is not None:
+                m = n.memory
+                line += f" — memory {m['label'] if m['memory'] == 'on' else 'off'}"
+                if m.get("query_prompt_template"):
+                    line += f", query template {json.dumps(m['query_prompt_template'], ensure_ascii=False)}"
+            lines.append(line)
+        for w in self.warnings:
+            lines.append(f"  note: {w}")
+        return "\n".join(lines)
+
+
+def _memory_report(node: Node, mode: str) -> dict:
+    settings = llm_settings(node)
+    if settings.memory is None:
+        out = {"memory": "off", "window_enabled": None, "window_size": None, "query_prompt_template": None,
+               "role_prefix": None, "label": "off"}
+    else:
+        out = settings.memory.to_report()
+        if mode != "advanced-chat":
+            out["label"] += " (no effect: workflow mode has no conversation)"
+    out["model"] = settings.model or DEMO_MODEL
+    out["mode"] = settings.mode
+    return out
+
+
+def import_report(flow: Flow) -> ImportReport:
+    """The import report of a flow: computed from the flow itself, so it is the same for a copy."""
+    reports = []
+    for n in flow.nodes:
+        if n.container:
+            status = f"inside {n.container}: not run"
+        elif n.emulated:
+            status = "emulated"
+        else:
+            status = "pass-through"
+        reports.append(NodeReport(id=n.id, type=n.type, title=n.title, emulated=n.emulated and not n.container,
+                                  status=status, memory=_memory_report(n, flow.mode) if n.type == "llm" else None))
+    return ImportReport(name=flow.name, file=str(flow.source.get("file", "")), format=str(flow.source.get("format", "")),
+                        dsl_version=flow.source.get("dsl_version"), mode=flow.mode, nodes=tuple(reports),
+                        warnings=tuple(flow.warnings))
+
+
+__all__ = ["FLOW_FORMAT", "DSL_VERSION", "EMULATED_TYPES", "COMPARISON_OPERATORS", "FlowError", "Node", "Edge",
+           "MemorySettings", "PromptItem", "LLMSettings", "Flow", "load_flow", "parse_flow", "flow_from_data",
+           "llm_settings", "litellm_model", "if_else_cases", "classify_change", "import_report", "ImportReport",
+           "NodeReport"]

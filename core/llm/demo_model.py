@@ -1,0 +1,237 @@
+"""The offline demo model ``memlens/demo``: deterministic, instant, and honest about its context.
+
+It exists so that memory behaviour is visible with no key and no network: it answers *only* from
+the messages it is given, so when a window is too small it visibly forgets.
+
+What it does with a prompt (the last user message is the question, everything before it is context):
+
+1. **Facts** — it reads the facts users state (``core.model.facts``: "I'm Dana", "I'm vegetarian", "my order
+   is 4411", "remember that …") in every user message of the prompt, and the facts it restated
+   itself in earlier answers ("Your name is Dana."), later statements winning. A fact is known
+   exactly while a message stating it is in the prompt.
+2. **Statements** — a question that states facts is acknowledged: "Noted. Your name is Dana."
+3. **Questions about facts** — "what's my name?" is answered from the known facts ("Your name is
+   Dana.") or, plainly, "I don't know your name — it is not in what I was given."
+4. **"How many messages do you see?"** — it counts the earlier (non-system) messages in its prompt;
+   "what do you know about me?" lists the facts it knows.
+5. **Labels** — when a system message says "Reply with one of: a, b, c", it answers with the first
+   option named in the question, else the last option (a deterministic classifier).
+6. Anything else gets a short receipt that quotes the question and says how many earlier messages
+   it can see.
+
+``max_tokens`` is not applied: replies are a sentence or two. Usage figures are real token counts
+of the prompt and the reply (o200k_base, OpenAI's chat overhead rule; see :mod:`core.model.tokens`).
+
+Registered with litellm as a custom provider (:func:`register`), so ``litellm.completion(model=
+"memlens/demo", …)`` runs it through the same code path as a real model.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any, Iterable, Mapping, Sequence
+
+from core.model.facts import Fact, asked_keys, extract_facts
+from core.model.tokens import DEMO_MODEL, REPLY_PRIMING, counter_for
+
+PROVIDER = "memlens"
+
+_COUNT_QUESTION = re.compile(r"\bhow many (?:earlier |previous |past |prior |old )?messages\b", re.I)
+_ABOUT_ME = re.compile(r"\bwhat do you (?:know|remember) about me\b", re.I)
+_ONE_OF = re.compile(r"\b(?:reply|answer|respond) with (?:exactly )?one of[:\s]+([^\n]+)", re.I)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_QUOTED = re.compile(r"\u201c[^\u201d]*\u201d")
+#: Second-person sentences the demo model writes (core.model.facts ``Fact.text``) → first person, to re-read them.
+_RESTATED = [
+    (re.compile(r"^You asked me to remember:\s*"), "Remember: "),
+    (re.compile(r"^Your\s"), "My "),
+    (re.compile(r"^You are\s"), "I am "),
+    (re.compile(r"^You don't\s"), "I don't "),
+    (re.compile(r"^You\s"), "I "),
+]
+_PHRASES = {"name": "your name", "diet": "your diet", "allergy": "your allergies", "home": "where you live",
+            "job": "your job", "like": "what you like", "dislike": "what you dislike",
+            "remember": "what you asked me to remember"}
+_ID_KEYS = ("order", "booking", "reservation", "ticket", "account", "customer", "invoice", "case", "tracking",
+            "confirmation")
+
+
+def message_text(content: Any) -> str:
+    """The text of a message's content (a string, or a list of parts whose text parts are joined)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") in ("text", "input_text"):
+                parts.append(str(part.get("text") or ""))
+            elif isinstance(part, str):
+                parts.append(part)
+        return "\n".join(parts)
+    return str(content)
+
+
+def _restated_facts(text: str) -> list[Fact]:
+    """Facts the model itself stated in an earlier answer ("Your name is Dana.")."""
+    found: list[Fact] = []
+    text = _QUOTED.sub("", text)  # a quoted question is the user's words, not the model's statement
+    for sentence in _SENTENCE_END.split(text.strip()):
+        for pattern, first_person in _RESTATED:
+            if pattern.match(sentence):
+                found.extend(extract_facts(pattern.sub(first_person, sentence, count=1)))
+                break
+    return found
+
+
+def known_facts(messages: Sequence[Mapping[str, Any]]) -> dict[str, Fact]:
+    """Fact key → the latest fact stated in the prompt (user statements and the model's own restatements)."""
+    facts: dict[str, Fact] = {}
+    for m in messages:
+        role = m.get("role")
+        text = message_text(m.get("content"))
+        if role == "user":
+            found = extract_facts(text)
+        elif role == "assistant":
+            found = _restated_facts(text)
+        else:
+            continue
+        for f in found:
+            facts[f.key] = f
+    return facts
+
+
+def _phrase(key: str) -> str:
+    if key in _PHRASES:
+        return _PHRASES[key]
+    if key in _ID_KEYS:
+        return f"your {key} number"
+    return f"your {key}"
+
+
+def _split_options(text: str) -> list[str]:
+    text = text.strip().rstrip(".")
+    parts = re.split(r",|\||\bor\b", text)
+    return [p.strip().strip("'\"`") for p in parts if p.strip().strip("'\"`")]
+
+
+def _classify(options: list[str], question: str) -> str:
+    for option in options:
+        if re.search(r"\b" + re.escape(option) + r"\b", question, re.I):
+            return option
+    return options[-1]
+
+
+def _short(text: str, width: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def demo_reply(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The demo model's reply to a prompt (OpenAI-style messages). Pure and deterministic."""
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
+    if last_user is None:
+        return "I was given no question."
+    question = message_text(messages[last_user].get("content"))
+    earlier = [m for i, m in enumerate(messages) if i != last_user and m.get("role") in ("user", "assistant", "tool")]
+    for m in messages:
+        if m.get("role") == "system":
+            match = _ONE_OF.search(message_text(m.get("content")))
+            if match:
+                options = _split_options(match.group(1))
+                if options:
+                    return _classify(options, question)
+    facts = known_facts(messages)
+    stated = extract_facts(question)
+    asked = asked_keys(question)
+    parts: list[str] = []
+    if stated:
+        parts.append("Noted. " + " ".join(f.text for f in stated))
+    for key in asked:
+        fact = facts.get(key)
+        if fact is not None:
+            if not any(f.key == key for f in stated):
+                parts.append(fact.text)
+        else:
+            parts.append(f"I don't know {_phrase(key)} — it is not in what I was given.")
+    if _ABOUT_ME.search(question):
+        if facts:
+            parts.append("Here is what I know about you. " + " ".join(f.text for f in facts.values()))
+        else:
+            parts.append("I know nothing about you — nothing in what I was given says.")
+    n = len(earlier)
+    if _COUNT_QUESTION.search(question):
+        users = sum(1 for m in earlier if m.get("role") == "user")
+        parts.append(f"I can see {n} earlier message{'s' if n != 1 else ''} in my context "
+                     f"({users} from you, {n - users} from me or tools).")
+    if not parts:
+        parts.append(f"Got your message (\u201c{_short(question)}\u201d). "
+                     f"I can see {n} earlier message{'s' if n != 1 else ''} in my context.")
+    return " ".join(parts)
+
+
+def demo_usage(messages: Sequence[Mapping[str, Any]], reply: str) -> dict[str, int]:
+    """Real token counts: the prompt by OpenAI's chat rule, the reply's text tokens."""
+    counter = counter_for(DEMO_MODEL)
+    prompt = REPLY_PRIMING + sum(counter.chat(str(m.get("role") or "user"), message_text(m.get("content")),
+                                              m.get("name")) for m in messages)
+    completion = counter.text(reply)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def demo_complete(messages: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, int]]:
+    reply = demo_reply(messages)
+    return reply, demo_usage(messages, reply)
+
+
+# -- litellm registration ---------------------------------------------------------------------------
+
+_handler = None
+
+
+def _make_handler():
+    from litellm import CustomLLM, ModelResponse
+
+    def respond(messages: Iterable[Mapping[str, Any]]):
+        messages = list(messages)
+        reply, usage = demo_complete(messages)
+        return ModelResponse(model=DEMO_MODEL, created=int(time.time()),
+                             choices=[{"index": 0, "finish_reason": "stop",
+                                       "message": {"role": "assistant", "content": reply}}],
+                             usage=usage)
+
+    class DemoLLM(CustomLLM):
+        """litellm's view of the demo model: ``completion``/``acompletion`` for ``memlens/demo``."""
+
+        def completion(self, model, messages, *args, **kwargs):
+            return respond(messages)
+
+        async def acompletion(self, model, messages, *args, **kwargs):
+            return respond(messages)
+
+    return DemoLLM()
+
+
+def register() -> None:
+    """Register ``memlens/demo`` with litellm (idempotent; keeps other custom providers)."""
+    global _handler
+    import litellm
+
+    if _handler is None:
+        _handler = _make_handler()
+    elif any(p.get("custom_handler") is _handler for p in (litellm.custom_provider_map or [])):
+        return
+    current = [p for p in (litellm.custom_provider_map or []) if p.get("provider") != PROVIDER]
+    litellm.custom_provider_map = current + [{"provider": PROVIDER, "custom_handler": _handler}]
+    # litellm reads the map into its provider tables on setup; re-run it so the change takes effect.
+    try:
+        from litellm.utils import custom_llm_setup
+
+        custom_llm_setup()
+    except ImportError:  # older/newer litellm: the map is read at call time
+        pass
+
+
+__all__ = ["PROVIDER", "demo_reply", "demo_usage", "demo_complete", "known_facts", "message_text", "register"]

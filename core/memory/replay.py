@@ -1,0 +1,759 @@
+"""Replaying memory over a conversation: one ledger per turn, for any strategy.
+
+For a turn, the candidates are every message of every earlier turn, in creation order. Those on
+the turn's thread and eligible under the granularity form one sequence, oldest first; the
+strategy places the window on it, the budget cuts it from the front, and every message gets
+the reason of the first removal step that applies (see :mod:`core.model.ledger`).
+
+Cost: each message is tokenised once (cached per text). Summaries for every turn are computed
+in one depth-first walk of the turn tree with running prefix sums, so a turn costs O(log n) —
+never a re-count of the history (Dify's own loop re-counts the whole list after every pop and
+is quadratic). The full per-message ledger of one turn is built on demand in O(turns).
+
+Strategies that rewrite history (``summary_buffer``, ``compaction``, ``trim``) return their own
+per-turn plan instead of a window (:class:`core.memory.strategies.base.Plan`). They ride the same
+walk: their state (the running summary, what was cleared) is pushed with each turn and read
+back by the next turn of the thread, so it is computed incrementally, not replayed per turn.
+The synthetic messages they send (summaries, placeholders) are part of the ledger and of its
+token totals.
+"""
+
+from __future__ import annotations
+
+import gc
+from bisect import bisect_left
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Callable, Iterator, Sequence
+
+from core.errors import ConfigError
+from core.limits import history_limit
+from core.model.conversation import INTERMEDIATE, Conversation, Message
+from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE,
+                               TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummary)
+from core.model.tokens import REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
+
+from .strategies import STRATEGIES, get_strategy
+from .strategies.base import Budget, PathView, Plan, Strategy
+from .strategies.compaction import (COMPACTION_PROFILES, DEFAULT_KEEP_MESSAGES, DEFAULT_KEEP_TOOL_RESULTS,
+                                    DEFAULT_TRIGGER, SHIPPED)
+from .strategies.trim import MESSAGE_TYPES
+from .summarize import Summarizer
+
+#: Dify's memory, as its 1.x code runs it (the default) or as its docs describe it.
+FIDELITIES = ("code", "documented")
+DEFAULT_FIDELITY = "code"
+FIDELITY_LABELS = {"code": "Dify 1.x as shipped", "documented": "as Dify's docs describe"}
+GRANULARITIES = ("query_answer", "all_messages")
+SCOPES = ("thread", "session", "call")
+TRIM_STRATEGIES = ("last", "first")
+#: LangChain's counters: the chat model's own, ``len`` and ``count_tokens_approximately``.
+TRIM_COUNTERS = ("tokens", "messages", "approximate")
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """One node's memory settings.
+
+    ``window`` counts turns for ``dify`` (``None`` = window disabled = Dify's 500-row cap; 0 is
+    what Dify also reads as "no limit") and messages for ``window`` (``None`` = 10).
+    ``window_changes`` records later changes of N as ``(from_turn, N)`` pairs, for strategies
+    whose past decisions persist (the Window Memory node's permanent trimming).
+
+    ``max_history_tokens`` is the buffer limit of ``summary_buffer`` and the ``max_tokens`` of
+    ``trim`` (``None`` = 2,000; 0 is a limit too). ``trim_counter`` is how both count, as LangChain
+    counts: ``tokens`` with the chat model's own counter (``model``), ``approximate`` with
+    ``count_tokens_approximately``, ``messages`` with ``len`` (see
+    :func:`core.memory.strategies.trim.langchain_counts`). The
+    ``trim_*``, ``include_system``, ``start_on``, ``end_on`` and ``allow_partial`` settings are
+    ``trim_messages``'s; the ``compaction_*`` settings are the compaction thresholds (see
+    :mod:`core.memory.strategies.compaction`); ``compaction_profile`` is ``shipped`` (Dify 1.17 as
+    shipped: per-request checks, usage-anchored chars/4 estimate, pydantic-ai's messages) or
+    ``exact`` (MemLens's own exact-count estimate, once per turn). Settings a strategy does not
+    use are ignored.
+    """
+
+    strategy: str = "dify"
+    window: int | None = None
+    fidelity: str = DEFAULT_FIDELITY
+    model: str = "gpt-4o-mini"
+    context_size: int | None = None
+    max_tokens: int = 0
+    granularity: str = "query_answer"
+    scope: str = "thread"
+    plugin_token_counting: bool = False
+    window_changes: tuple[tuple[int, int], ...] = ()
+    max_history_tokens: int | None = None
+    trim_strategy: str = "last"
+    trim_counter: str = "tokens"
+    include_system: bool = False
+    start_on: str | None = None
+    end_on: str | None = None
+    allow_partial: bool = False
+    compaction_trigger: float = DEFAULT_TRIGGER
+    compaction_keep_messages: int = DEFAULT_KEEP_MESSAGES
+    compaction_keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS
+    compaction_profile: str = SHIPPED
+
+    def window_at(self, turn_number: int) -> int | None:
+        size = self.window
+        for start, n in sorted(self.window_changes):
+            if start <= turn_number:
+                size = n
+        return size
+
+    def validate(self) -> "MemoryConfig":
+        if self.strategy not in STRATEGIES:
+            raise ConfigError(f"unknown memory strategy {self.strategy!r}; expected one of {', '.join(STRATEGIES)}")
+        if self.fidelity not in FIDELITIES:
+            raise ConfigError(f"unknown fidelity {self.fidelity!r}; expected code (Dify 1.x as shipped) or "
+                              f"documented (as Dify's docs describe)")
+        if self.granularity not in GRANULARITIES:
+            raise ConfigError(f"unknown granularity {self.granularity!r}; expected query_answer or all_messages")
+        if self.scope not in SCOPES:
+            raise ConfigError(f"unknown scope {self.scope!r}; expected thread, session or call")
+        if self.context_size is not None and self.context_size < 1:
+            raise ConfigError(f"context size {self.context_size} is out of range: it must be at least 1")
+        if self.max_tokens < 0:
+            raise ConfigError(f"max_tokens {self.max_tokens} is out of range: it must be 0 or more")
+        self._validate_rewriting()
+        get_strategy(self.strategy).validate(self)
+        return self
+
+    def window_sizes(self) -> list[int]:
+        """Every window size the config sets: the window and each change's."""
+        return [n for n in [self.window] + [n for _, n in self.window_changes] if n is not None]
+
+    def _validate_rewriting(self) -> None:
+        """The values of the settings of the strategies that rewrite history (summary_buffer,
+        compaction, trim); whether the chosen strategy can run them is its own check."""
+        if self.max_history_tokens is not None and self.max_history_tokens < 0:
+            raise ConfigError(f"max_history_tokens {self.max_history_tokens} is out of range: it must be 0 or more")
+        if self.trim_strategy not in TRIM_STRATEGIES:
+            raise ConfigError(f"unknown trim strategy {self.trim_strategy!r}; expected last or first")
+        if self.trim_counter not in TRIM_COUNTERS:
+            raise ConfigError(f"unknown trim counter {self.trim_counter!r}; expected tokens, messages or approximate")
+        for name in ("start_on", "end_on"):
+            value = getattr(self, name)
+            if value is not None and value not in MESSAGE_TYPES:
+                raise ConfigError(f"unknown message type {value!r} for {name}; expected human, ai, tool or system")
+        if not 0 < self.compaction_trigger <= 1:
+            raise ConfigError(f"compaction trigger {self.compaction_trigger} is out of range: it is a fraction of "
+                              f"the context size, above 0 and at most 1")
+        if self.compaction_profile not in COMPACTION_PROFILES:
+            raise ConfigError(f"unknown compaction profile {self.compaction_profile!r}; expected "
+                              f"{' or '.join(COMPACTION_PROFILES)}")
+        if self.compaction_keep_messages < 0:
+            raise ConfigError(f"compaction_keep_messages {self.compaction_keep_messages} is out of range: "
+                              f"it must be 0 or more")
+        if self.compaction_keep_tool_results < 0:
+            raise ConfigError(f"compaction_keep_tool_results {self.compaction_keep_tool_results} is out of range: "
+                              f"it must be 0 or more")
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["window_changes"] = [list(x) for x in self.window_changes]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "MemoryConfig":
+        names = {f.name for f in fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise ConfigError(f"unknown memory setting(s): {', '.join(sorted(unknown))}")
+        values = dict(data)
+        if "window_changes" in values:
+            values["window_changes"] = tuple(tuple(x) for x in values["window_changes"])
+        return cls(**values).validate()
+
+    def label(self) -> str:
+        if self.strategy == "off":
+            return "memory off"
+        if self.strategy == "buffer":
+            return "buffer (everything)"
+        if self.strategy == "window":
+            return f"window {self.window or 10} msgs"
+        limit = history_limit(self.max_history_tokens)
+        if self.strategy == "summary_buffer":
+            return f"summary buffer {limit:,} tok"
+        if self.strategy == "compaction":
+            profile = COMPACTION_PROFILES[self.compaction_profile]
+            return f"compaction at {self.compaction_trigger:.0%} of context, {profile}"
+        if self.strategy == "trim":
+            unit = "msgs" if self.trim_counter == "messages" else "tok"
+            return f"trim {self.trim_strategy} {limit:,} {unit}" + (f" from {self.start_on}" if self.start_on else "")
+        w = f"window {self.window}" if self.window else "no window"
+        out = f"dify {w}" + (" (docs)" if self.fidelity == "documented" else "")
+        if self.fidelity == "code" and self.plugin_token_counting:
+            out += " + token counting"
+        return out
+
+    def with_(self, **changes) -> "MemoryConfig":
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Where a turn's history sequence is cut: indices into its :class:`PathView`."""
+
+    trimmed_before: int
+    window_start: int
+    budget_cut: int
+    end: int
+    budget: Budget
+    fixed_prompt_tokens: int
+    blocked: str | None = None  # memory_off or scope: nothing from the past is a candidate
+    plan: Plan | None = None    # a planning strategy's own decision (then the indices above are unused)
+
+
+@contextmanager
+def _without_cycle_collection() -> Iterator[None]:
+    """Pauses Python's cycle collector for a block that makes no reference cycles.
+
+    A replay allocates a few objects per turn (counts, summaries); on a long conversation that
+    sets off a full collection, which walks every object of the conversation too (measured on
+    10,000 turns: 70–120 ms, a third of the whole replay) and frees nothing, since the replay
+    leaves no cycles. Reference counting still frees everything as usual meanwhile.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def turn_numbers(conversation: Conversation) -> list[int]:
+    """1-based turn numbers; an opening turn without a query is turn 0."""
+    turns = conversation.turns
+    offset = 0 if turns and turns[0].query_index is None else 1
+    return [i + offset for i in range(len(turns))]
+
+
+class Replay:
+    """One memory config replayed over a conversation.
+
+    ``prompt_tokens`` may give, per turn position, the tokens of everything in the prompt except
+    the history (system, template, current query, reply priming); by default that is the
+    conversation's system prompt plus the turn's query. ``summarizer`` writes the summaries of
+    the summarising strategies (default: the offline :class:`core.memory.summarize.FactSummarizer`).
+    ``history_inputs`` may give, per turn position, the messages an input wrote over the memory's
+    history before that turn's call (the Window Memory node's ``overwrite_from_input``), ``None``
+    where there was none; strategies without such an input ignore it.
+    """
+
+    def __init__(self, conversation: Conversation, config: MemoryConfig, *,
+                 system_prompt: str | None = None, has_thread: bool = True,
+                 prompt_tokens: Callable[[int], int] | None = None, counter: TokenCounter | None = None,
+                 summarizer: Summarizer | None = None,
+                 history_inputs: Callable[[int], Sequence[Message] | None] | None = None):
+        self.conversation = conversation
+        self.config = config.validate()
+        self.strategy: Strategy = get_strategy(config.strategy)
+        self.counter: TokenCounter = counter or counter_for(config.model)
+        self.facts: ModelFacts = model_facts(config.model)
+        problem = self.strategy.check(self.config, self.facts)
+        if problem:
+            raise ConfigError(problem)
+        self.summarizer: Summarizer = summarizer or self.strategy.default_summarizer(self.config)
+        self.system_prompt = conversation.system_prompt if system_prompt is None else system_prompt
+        self.has_thread = has_thread
+        self.history_inputs = history_inputs
+        self.plans = self.strategy.plans_for(self)  # else the strategy's window and budget decide
+        self.numbers = turn_numbers(conversation)
+        self._prompt_tokens = prompt_tokens
+        self._tokens: list[tuple[int, ...] | None] = [None] * len(conversation.turns)
+        self._empty: list[tuple[bool, ...] | None] = [None] * len(conversation.turns)
+        self._eligible: list[tuple[int, ...] | None] = [None] * len(conversation.turns)
+        # Most turns share a few shapes (query and answer; a tool round between): one tuple per
+        # shape, not one per turn, keeps a long replay's memory near its conversation's.
+        # (Two tables: a tuple of bools equals the tuple of ints with the same values.)
+        self._shapes: dict[tuple[bool, ...], tuple[bool, ...]] = {}
+        self._index_shapes: dict[object, tuple[int, ...]] = {}
+        self._msg_before: list[int] | None = None
+        self._system_tokens = self.counter.chat("system", self.system_prompt) if self.system_prompt else 0
+        self._summaries: list[TurnSummary] | None = None
+
+    # -- per-turn facts, computed once ------------------------------------------------------------
+    def message_tokens(self, position: int) -> tuple[int, ...]:
+        toks = self._tokens[position]
+        if toks is None:
+            msgs = self.conversation.turns[position].messages
+            toks = self.counter.messages(msgs)
+            self._tokens[position] = toks
+            empty = tuple([m.is_empty for m in msgs])
+            self._empty[position] = self._shapes.setdefault(empty, empty)
+        return toks
+
+    def _empties(self, position: int) -> tuple[bool, ...]:
+        if self._empty[position] is None:
+            self.message_tokens(position)
+        return self._empty[position]  # type: ignore[return-value]
+
+    def eligible(self, position: int) -> tuple[int, ...]:
+        """Indices of the turn's messages that are candidates under the granularity, ascending."""
+        el = self._eligible[position]
+        if el is None:
+            turn = self.conversation.turns[position]
+            # One tuple per shape of turn (a replay is in one granularity mode throughout).
+            query_answer = self.strategy.uses_granularity and self.config.granularity == "query_answer"
+            key = (turn.query_index, turn.answer_index) if query_answer else len(turn.messages)
+            el = self._index_shapes.get(key)
+            if el is None:
+                el = self._index_shapes[key] = (tuple(sorted(i for i in key if i is not None)) if query_answer
+                                                else tuple(range(key)))
+            self._eligible[position] = el
+        return el
+
+    def fixed_prompt_tokens(self, position: int) -> int:
+        if self._prompt_tokens is not None:
+            return self._prompt_tokens(position)
+        q = self.conversation.turns[position].query_message
+        return self._system_tokens + (self.counter.message(q) if q else 0) + REPLY_PRIMING
+
+    def messages_before(self, position: int) -> int:
+        before = self._msg_before
+        if before is None:
+            before = self._msg_before = [0]
+        turns = self.conversation.turns
+        if len(before) <= len(turns):  # extended, not recounted, when the conversation grew
+            acc = before[-1]
+            for t in turns[len(before) - 1:]:
+                acc += len(t.messages)
+                before.append(acc)
+        return before[position]
+
+    # -- the decision ------------------------------------------------------------------------------
+    def _decide(self, view: PathView, position: int) -> Decision:
+        fixed = self.fixed_prompt_tokens(position)
+        blocked = None
+        if not self.strategy.remembers:
+            blocked = MEMORY_OFF
+        elif self.config.scope != "thread" or not self.has_thread:
+            blocked = SCOPE
+        end = view.length
+        if self.plans and (not blocked or blocked == SCOPE and self.strategy.plans_without_thread):
+            plan = self.strategy.plan(view, position, self)
+            return Decision(0, 0, 0, end, plan.budget, fixed, blocked, plan)
+        budget = self.strategy.budget(self.config, self.facts, fixed)
+        if blocked:
+            return Decision(end, end, end, end, budget, fixed, blocked)
+        trimmed, start = self.strategy.window(view, position, self.config)
+        cut = start
+        if budget.limit is not None and end > start:
+            cut = bisect_left(view.prefix, view.prefix[end] - (budget.limit - budget.overhead), start, end - 1)
+        return Decision(trimmed, start, cut, end, budget, fixed)
+
+    def _push(self, view: PathView, position: int, decision: Decision) -> None:
+        mark = self.strategy.mark(decision.trimmed_before, decision.window_start)
+        self.message_tokens(position)
+        state = decision.plan.state if decision.plan is not None else None
+        view.push(position, mark, self.eligible(position), self._tokens[position], self._empties(position), state)
+
+    def _summary(self, view: PathView, position: int, d: Decision) -> TurnSummary:
+        total = self.messages_before(position)
+        if d.plan is not None:
+            p = d.plan
+            return TurnSummary(turn=self.numbers[position], kept=p.kept, dropped=total - p.kept,
+                               history_tokens=p.history_tokens, prompt_tokens=d.fixed_prompt_tokens + p.history_tokens,
+                               budget=p.budget.limit, oldest_kept_turn=p.oldest_kept_turn)
+        kept = view.count_prefix[d.end] - view.count_prefix[d.budget_cut]
+        history = view.kept_prefix[d.end] - view.kept_prefix[d.budget_cut]
+        oldest = None
+        if kept:
+            j = bisect_left(view.count_prefix, view.count_prefix[d.budget_cut] + 1) - 1
+            oldest = self.numbers[view.seq_pos[j]]
+        return TurnSummary(turn=self.numbers[position], kept=kept, dropped=total - kept,
+                           history_tokens=history, prompt_tokens=d.fixed_prompt_tokens + history,
+                           budget=d.budget.limit, oldest_kept_turn=oldest)
+
+    def _walk(self) -> Iterator[tuple[int, PathView, Decision]]:
+        """Every turn with its thread's view, depth first, parents before children."""
+        tree = self.conversation.tree
+        view = self.strategy.new_view(self)
+        roots = [i for i, p in enumerate(tree.thread_parent) if p is None]
+        stack: list[tuple[int, bool]] = [(r, True) for r in reversed(roots)]
+        while stack:
+            position, entering = stack.pop()
+            if not entering:
+                view.pop()
+                continue
+            decision = self._decide(view, position)
+            yield position, view, decision
+            self._push(view, position, decision)
+            stack.append((position, False))
+            for child in reversed(tree.thread_children[position]):
+                stack.append((child, True))
+
+    def _prepare_tokens(self) -> None:
+        """Every message's tokens and emptiness in one pass: the texts not counted yet are
+        tokenised in one batch across the cores first, so the per-message counts below are lookups."""
+        counter = self.counter
+        tokens, empties, shapes = self._tokens, self._empty, self._shapes
+        todo = [turn for p, turn in enumerate(self.conversation.turns) if tokens[p] is None]
+        counter.prepare(m for turn in todo for m in turn.messages)
+        count = counter.messages
+        for p, turn in enumerate(self.conversation.turns):
+            if tokens[p] is not None:
+                continue
+            msgs = turn.messages
+            tokens[p] = count(msgs)
+            empty = tuple([not m.content and not m.tool_calls for m in msgs])  # Message.is_empty
+            empties[p] = shapes.setdefault(empty, empty)
+
+    def _fast_summaries(self) -> list[TurnSummary | None]:
+        """Per-turn summaries for the strategies that cut a suffix of the thread (dify, window,
+        buffer, off): the same decision as :meth:`_decide`, without building Decision objects."""
+        self._prepare_tokens()
+        turns = self.conversation.turns
+        tree = self.conversation.tree
+        strategy, config, facts = self.strategy, self.config, self.facts
+        blocked = not strategy.remembers or config.scope != "thread" or not self.has_thread
+        numbers = self.numbers
+        view = strategy.new_view(self)
+        prefix, kept_prefix, count_prefix, seq_pos = view.prefix, view.kept_prefix, view.count_prefix, view.seq_pos
+        budget_limit, window, mark = strategy.budget_limit, strategy.window, strategy.mark
+        fixed_of: Callable[[int], int] = self.fixed_prompt_tokens
+        if self._prompt_tokens is None:
+            # The default prompt is the system prompt plus the turn's query, whose tokens are known.
+            system = self._system_tokens + REPLY_PRIMING
+            all_tokens = self._tokens
+
+            def default_fixed(position: int) -> int:
+                qi = turns[position].query_index
+                return system + (all_tokens[position][qi] if qi is not None else 0)
+            fixed_of = default_fixed
+        eligible_of = self.eligible
+        self.messages_before(0)
+        before = self._msg_before
+        out: list[TurnSummary | None] = [None] * len(turns)  # by position (a list: a tenth of a dict's size)
+        roots = [i for i, p in enumerate(tree.thread_parent) if p is None]
+        stack: list[tuple[int, bool]] = [(r, True) for r in reversed(roots)]
+        children = tree.thread_children
+        to_enter = len(roots)
+        while stack:
+            position, entering = stack.pop()
+            if not entering:
+                if not to_enter:
+                    break  # only leaving is left: unwinding the view would decide nothing
+                view.pop()
+                continue
+            to_enter -= 1
+            end = len(seq_pos)
+            fixed = fixed_of(position)
+            limit, overhead = budget_limit(config, facts, fixed)
+            if blocked:
+                trimmed = start = cut = end
+            else:
+                trimmed, start = window(view, position, config)
+                cut = start
+                if limit is not None and end > start:
+                    cut = bisect_left(prefix, prefix[end] - (limit - overhead), start, end - 1)
+            if turns[position].query_index is not None:
+                kept = count_prefix[end] - count_prefix[cut]
+                history = kept_prefix[end] - kept_prefix[cut]
+                oldest = None
+                if kept:
+                    j = bisect_left(count_prefix, count_prefix[cut] + 1) - 1
+                    oldest = numbers[seq_pos[j]]
+                out[position] = TurnSummary(numbers[position], kept, before[position] - kept, history,
+                                            fixed + history, limit, oldest)
+            view.push(position, mark(trimmed, start), eligible_of(position), self._tokens[position],
+                      self._empty[position], None)
+            stack.append((position, False))
+            kids = children[position]
+            to_enter += len(kids)
+            for child in reversed(kids):
+                stack.append((child, True))
+        return out
+
+    def summaries(self) -> list[TurnSummary]:
+        """One summary per answered turn, in turn order."""
+        if self._summaries is not None:
+            return self._summaries
+        if not self.plans:
+            with _without_cycle_collection():
+                by_position = self._fast_summaries()
+        else:
+            # Not paused here: a planning strategy may call a summarising model on the way.
+            turns = self.conversation.turns
+            by_position: list[TurnSummary | None] = [None] * len(turns)
+            for position, view, decision in self._walk():
+                if turns[position].query_index is not None:
+                    by_position[position] = self._summary(view, position, decision)
+        self._summaries = [s for s in by_position if s is not None]
+        return self._summaries
+
+    # -- the full ledger ---------------------------------------------------------------------------
+    def view_for(self, position: int) -> tuple[PathView, Decision]:
+        """The thread view and decision of one turn, built along its thread only."""
+        view = self.strategy.new_view(self)
+        for p in self.conversation.tree.thread(position)[:-1]:
+            self._push(view, p, self._decide(view, p))
+        return view, self._decide(view, position)
+
+    def position_of(self, turn_number: int) -> int:
+        try:
+            return self.numbers.index(turn_number)
+        except ValueError:
+            raise ConfigError(f"turn {turn_number} does not exist; this conversation has turns "
+                              f"{self.numbers[0]}..{self.numbers[-1]}") from None
+
+    def ledger(self, turn_number: int) -> Ledger:
+        return self.ledger_at(self.position_of(turn_number))
+
+    def ledger_at(self, position: int) -> Ledger:
+        view, d = self.view_for(position)
+        if d.plan is None:
+            return self.cut_ledger(view, d, position).plain()
+        on_thread = set(view.positions)
+        seq_index: dict[tuple[int, int], int] = {}
+        for i, (p, m) in enumerate(zip(view.seq_pos, view.seq_msg)):
+            seq_index[(p, m)] = i
+        entries: list[LedgerEntry] = []
+        history = 0
+        turns = self.conversation.turns
+        for p in range(position):
+            toks = self.message_tokens(p)
+            number = self.numbers[p]
+            for m, msg in enumerate(turns[p].messages):
+                if d.blocked:
+                    reason = d.blocked
+                elif p not in on_thread:
+                    reason = OTHER_BRANCH
+                else:
+                    i = seq_index.get((p, m))
+                    if i is None:
+                        reason = GRANULARITY
+                    else:
+                        reason = d.plan.reason(i, msg)
+                        if reason == KEPT and msg.is_empty and self.strategy.drops_empty:
+                            reason = EMPTY
+                kept = reason == KEPT
+                if kept:
+                    history += toks[m]
+                entries.append(LedgerEntry(ref=msg.ref, turn=number, role=msg.role, tokens=toks[m], kept=kept,
+                                           reason=reason, kind=msg.kind, position=p, index=m))
+        synthetic = d.plan.synthetic(view, self)
+        history += sum(s.tokens for s in synthetic)
+        return Ledger(entries=entries, synthetic=synthetic, compactions=list(getattr(d.plan, "compactions", None) or []),
+                      **self._ledger_header(position, d, history))
+
+    def _ledger_header(self, position: int, d: Decision, history: int) -> dict:
+        fixed = d.fixed_prompt_tokens
+        context = d.budget.context_size
+        cfg = self.config.to_dict()
+        cfg["budget"] = d.budget.limit
+        return dict(turn=self.numbers[position], prompt_tokens=fixed + history, history_tokens=history,
+                    budget=d.budget.limit, budget_note=d.budget.note, config=cfg, context_size=context,
+                    exceeds_context=bool(context) and fixed + history + self.config.max_tokens > context)
+
+    def cut_ledger(self, view: PathView, d: Decision, position: int, clean: int = 0) -> RunLedger:
+        """The ledger of a strategy that cuts the thread (no plan) as reason runs and kept entries,
+        in time that grows with the thread's turns (or less), not its messages; the full
+        entries are built when first read. ``clean``: how many of the view's first turns are
+        positions ``0, 1, …`` with every message in the sequence and none empty — those are
+        classified as one range."""
+        runs = self._runs(view, d, position, clean)
+        turns, numbers = self.conversation.turns, self.numbers
+        kept: list[LedgerEntry] = []
+        if not d.blocked:
+            for i in range(max(d.trimmed_before, d.window_start, d.budget_cut), d.end):
+                p, m = view.seq_pos[i], view.seq_msg[i]
+                if self._empties(p)[m]:
+                    continue
+                msg = turns[p].messages[m]
+                kept.append(LedgerEntry(ref=msg.ref, turn=numbers[p], role=msg.role, tokens=self._tokens[p][m],
+                                        kept=True, reason=KEPT, kind=msg.kind, position=p, index=m))
+        with_messages = (turns[p].messages for p in range(position) if turns[p].messages)
+        first = next(with_messages, None)
+        last = next((turns[p].messages for p in range(position - 1, -1, -1) if turns[p].messages), None)
+        conversation, tokens = self.conversation, self.message_tokens
+        return RunLedger(runs=runs, kept=kept, count=self.messages_before(position),
+                         first_ref=first[0].ref if first else None, last_ref=last[-1].ref if last else None,
+                         expand=lambda r: expand_runs(conversation, position, r, numbers, tokens),
+                         **self._ledger_header(position, d, sum(e.tokens for e in kept)))
+
+    def _runs(self, view: PathView, d: Decision, position: int, clean: int) -> list[list]:
+        """Every earlier message's reason, as runs: the first removal step that applies."""
+        runs: list[list] = []
+
+        def add(reason: str, n: int) -> None:
+            if n > 0:
+                if runs and runs[-1][0] == reason:
+                    runs[-1][1] += n
+                else:
+                    runs.append([reason, n])
+
+        before = self.messages_before
+        if d.blocked:
+            add(d.blocked, before(position))
+            return runs
+        cuts = ((d.trimmed_before, TRIMMED_EARLIER), (d.window_start, OUTSIDE_WINDOW), (d.budget_cut, OVER_BUDGET))
+
+        def add_range(lo: int, hi: int) -> None:
+            # the sequence indices lo..hi-1, none of them empty
+            for cut, reason in cuts:
+                to = min(max(cut, lo), hi)
+                add(reason, to - lo)
+                lo = to
+            add(KEPT, hi - lo)
+
+        add_range(0, view.turn_start(clean))
+        done = clean  # positions before it are classified
+        turns = self.conversation.turns
+        for k in range(clean, len(view.positions)):
+            p = view.positions[k]
+            add(OTHER_BRANCH, before(p) - before(done))
+            start, eligible, empties = view.starts[k], self.eligible(p), self._empties(p)
+            n = len(turns[p].messages)
+            if len(eligible) == n and not any(empties):
+                add_range(start, start + n)
+            else:
+                where = {m: start + j for j, m in enumerate(eligible)}
+                for m in range(n):
+                    i = where.get(m)
+                    if i is None:
+                        add(GRANULARITY, 1)
+                    elif empties[m] and i >= d.trimmed_before and i >= d.window_start and i >= d.budget_cut:
+                        add(EMPTY, 1)
+                    else:
+                        add_range(i, i + 1)
+            done = p + 1
+        add(OTHER_BRANCH, before(position) - before(done))
+        return runs
+
+    def history_messages(self, ledger: Ledger) -> list[Message]:
+        """The history part of the prompt (see :func:`history_of`)."""
+        return history_of(self.conversation, ledger)
+
+
+def history_of(conversation: Conversation, ledger: Ledger) -> list[Message]:
+    """The history a ledger sends, in the order it is sent: a summary or an input's messages first
+    (as synthetic messages), then the kept messages, each cleared or partially kept one replaced by
+    what was sent instead of it."""
+    turns = conversation.turns
+    if not ledger.synthetic:  # no stand-ins: the kept messages (a RunLedger lists only those)
+        return [turns[e.position].messages[e.index] for e in ledger.kept]
+    out: list[Message] = [Message(s.role, s.content, INTERMEDIATE, s.ref or s.origin)
+                          for s in ledger.synthetic if s.replaces is None]
+    stand_ins = {s.replaces: s for s in ledger.synthetic if s.replaces is not None}
+    for e in ledger.entries:
+        stand_in = stand_ins.get((e.position, e.index))
+        if stand_in is not None:
+            out.append(replace(turns[e.position].messages[e.index], content=stand_in.content))
+        elif e.kept:
+            out.append(turns[e.position].messages[e.index])
+    return out
+
+
+class TurnMemory:
+    """One memory config over a conversation that grows a turn at a time: the ledger of each new
+    turn without replaying the conversation.
+
+    The thread view of the previous turn is kept and moved to the new turn's thread — usually one
+    turn pushed; after a branch, popped back to the common ancestor and pushed down the new
+    thread — so a turn costs what its own thread changes, plus a pass over the thread's turns
+    that is skipped for a linear stretch of plain turns. Its ledger is a :class:`RunLedger`:
+    reasons as runs and the kept entries (what is stored and sent), every entry listed only
+    when read. The decision is the one :meth:`Replay.ledger_at` makes, by the same code.
+
+    Only strategies that cut the thread qualify; a planning strategy's state depends on the
+    current turn's prompt, so its ledgers are computed afresh (:meth:`ledger` does that).
+    """
+
+    def __init__(self, config: MemoryConfig, *, has_thread: bool = True):
+        self.config = config
+        self.has_thread = has_thread
+        self._replay: Replay | None = None
+        self._view: PathView | None = None
+        self._index: dict[int, int] = {}  # turn position → its index in the view
+        self._clean = 0  # the view's first turns that are positions 0, 1, … and plain (see cut_ledger)
+        self._stable = 0  # turns before this position are the ones seen last time
+        self._anchor: object = None  # the newest of those turns, to tell this conversation from another
+
+    def ledger(self, conversation: Conversation, position: int, fixed_tokens: int) -> tuple[Ledger, list[Message]]:
+        """The ledger of the turn at ``position`` (the conversation's newest: the turn being
+        run) and the history messages it sends; ``fixed_tokens`` is the rest of its prompt."""
+        replay = self._follow(conversation) if position == len(conversation.turns) - 1 else None
+        if replay is None or replay.plans:
+            replay = Replay(conversation, self.config, system_prompt="", has_thread=self.has_thread,
+                            prompt_tokens=lambda _position: fixed_tokens)
+            ledger = replay.ledger_at(position)
+            return ledger, replay.history_messages(ledger)
+        replay._prompt_tokens = lambda _position: fixed_tokens
+        view = self._view
+        self._move_to(replay, view, conversation.tree.thread_parent[position])
+        ledger = replay.cut_ledger(view, replay._decide(view, position), position, self._clean)
+        self._stable, self._anchor = position, conversation.turns[position - 1] if position else None
+        return ledger, replay.history_messages(ledger)
+
+    def _follow(self, conversation: Conversation) -> Replay:
+        """The replay, moved onto ``conversation``: its first turns are the ones seen before when
+        the newest of them is the same turn; otherwise everything starts again."""
+        stable, replay = self._stable, self._replay
+        turns = conversation.turns
+        if replay is None or len(turns) <= stable or (stable and turns[stable - 1] is not self._anchor):
+            replay = self._replay = Replay(conversation, self.config, system_prompt="", has_thread=self.has_thread)
+            self._view = replay.strategy.new_view(replay)
+            self._index, self._clean = {}, 0
+            return replay
+        n = len(turns)
+        for per_turn in (replay._tokens, replay._empty, replay._eligible):
+            del per_turn[stable:]
+            per_turn.extend([None] * (n - stable))
+        replay.numbers[stable:] = turn_numbers(conversation)[stable:]
+        if replay._msg_before is not None:
+            del replay._msg_before[stable + 1:]
+        replay._summaries = None
+        replay.conversation = conversation
+        return replay
+
+    def _move_to(self, replay: Replay, view: PathView, parent: int | None) -> None:
+        """Make ``view`` the thread ending at ``parent`` (none: an empty thread)."""
+        index, thread_parent = self._index, replay.conversation.tree.thread_parent
+        path: list[int] = []
+        q = parent
+        while q is not None and q not in index:
+            path.append(q)
+            q = thread_parent[q]
+        keep = index[q] + 1 if q is not None else 0
+        while len(view.positions) > keep:
+            del index[view.positions[-1]]
+            view.pop()
+        self._clean = min(self._clean, keep)
+        for p in reversed(path):
+            k = len(view.positions)
+            replay._push(view, p, replay._decide(view, p))
+            index[p] = k
+            if self._clean == k == p and len(replay.eligible(p)) == len(replay.conversation.turns[p].messages) \
+                    and not any(replay._empties(p)):
+                self._clean += 1
+
+
+def expand_runs(conversation: Conversation, position: int, runs, numbers: list[int],
+                tokens: Callable[[int], tuple[int, ...]]) -> list[LedgerEntry]:
+    """The entries of the ledger of the turn at ``position`` from its reasons as runs: the
+    candidates are exactly the messages of the turns before it, in order; ``tokens(p)`` gives
+    the token counts of turn ``p``'s messages and ``numbers`` the turn numbers."""
+    reasons = (reason for reason, n in runs for _ in range(int(n)))
+    turns = conversation.turns
+    entries: list[LedgerEntry] = []
+    for p in range(position):
+        toks, number = tokens(p), numbers[p]
+        for m, msg in enumerate(turns[p].messages):
+            reason = next(reasons)
+            entries.append(LedgerEntry(ref=msg.ref, turn=number, role=msg.role, tokens=toks[m], kept=reason == KEPT,
+                                       reason=reason, kind=msg.kind, position=p, index=m))
+    return entries
+
+
+def compute_ledger(conversation: Conversation, position: int, config: MemoryConfig, **kwargs) -> Ledger:
+    """The ledger of the turn at ``position`` — a pure function of history, config and prompt."""
+    return Replay(conversation, config, **kwargs).ledger_at(position)
+
+
+__all__ = ["MemoryConfig", "ConfigError", "Replay", "TurnMemory", "compute_ledger", "expand_runs", "history_of",
+           "turn_numbers", "PathView", "Decision"]

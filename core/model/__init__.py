@@ -1,0 +1,20 @@
+"""The vocabulary every other package speaks: a conversation as Dify models it (``conversation``), the
+ledger and its reasons (``ledger``), token counts (``tokens``) and the facts users state
+(``facts``).
+"""
+
+from core import public_api
+
+__all__, __getattr__ = public_api(__name__, {
+    "conversation": ("ANSWER", "Conversation", "FileRef", "INTERMEDIATE", "Message", "QUERY", "REASONING", "ROLES",
+                     "TOOL_CALL", "TOOL_RESULT", "ToolCall", "Turn", "UUID_NIL", "active_thread", "leaves",
+                     "turn_label"),
+    "facts": ("Fact", "asked_keys", "extract_facts"),
+    "ledger": ("CLEARED", "EMPTY", "GRANULARITY", "HEADER_FIELDS", "KEPT", "Ledger", "LedgerEntry", "MEMORY_OFF",
+               "NOT_ELIGIBLE", "OTHER_BRANCH", "OUTSIDE_WINDOW", "OVER_BUDGET", "PARTIAL", "PLACEHOLDER",
+               "REASON_LABELS", "RunLedger", "SCOPE", "SUMMARIZED", "SUMMARY", "SyntheticMessage",
+               "TRIMMED_EARLIER", "TurnSummary", "explain", "format_spans", "reason_runs", "remembered"),
+    "tokens": ("DEFAULT_HISTORY_BUDGET", "DEMO_MODEL", "ModelFacts", "REPLY_PRIMING", "TokenCounter",
+               "approximate_message_tokens", "chat_model_message_tokens", "count_cache", "counter_for",
+               "model_facts", "model_supports_vision", "remember_counts"),
+}, modules=("tokens",))

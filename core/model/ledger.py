@@ -1,0 +1,416 @@
+"""The ledger: for one LLM call, every candidate message from the past, kept or not, and why.
+
+One reason vocabulary serves the core, the UI, the CLI and the exports (DESIGN.md). A message's
+reason is named by the first step of the removal pipeline that removes it; the order is fixed:
+
+    memory off → scope → other branch → granularity → trimmed earlier → outside window
+    → over budget → empty
+
+Strategies that rewrite history instead of only cutting it (summary_buffer, compaction, trim)
+name their own decision in the strategy step: ``summarized`` (folded into a summary) and
+``cleared`` (sent as a placeholder) sit where ``outside window`` does. What they send that no
+earlier turn contains verbatim — a running summary, a cleared tool result's placeholder, the
+kept part of a partially trimmed message — is listed in :attr:`Ledger.synthetic`.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
+
+from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES, history_limit
+
+KEPT = "kept"
+MEMORY_OFF = "memory_off"
+SCOPE = "scope"
+OTHER_BRANCH = "other_branch"
+GRANULARITY = "granularity"
+TRIMMED_EARLIER = "trimmed_earlier"
+OUTSIDE_WINDOW = "outside_window"
+OVER_BUDGET = "over_budget"
+EMPTY = "empty"
+SUMMARIZED = "summarized"
+CLEARED = "cleared"
+
+#: Removal pipeline order: the first step that removes a message names its reason.
+PIPELINE = (MEMORY_OFF, SCOPE, OTHER_BRANCH, GRANULARITY, TRIMMED_EARLIER, OUTSIDE_WINDOW,
+            OVER_BUDGET, EMPTY)
+REASONS = (KEPT, *PIPELINE, SUMMARIZED, CLEARED)
+#: Reasons for messages that were never candidates for this node's memory at all.
+NOT_ELIGIBLE = frozenset({MEMORY_OFF, SCOPE, OTHER_BRANCH})
+
+REASON_LABELS = {
+    KEPT: "kept",
+    MEMORY_OFF: "memory off",
+    SCOPE: "out of scope",
+    OTHER_BRANCH: "on another branch",
+    GRANULARITY: "intermediate message",
+    TRIMMED_EARLIER: "trimmed earlier",
+    OUTSIDE_WINDOW: "outside window",
+    OVER_BUDGET: "over token budget",
+    EMPTY: "empty",
+    SUMMARIZED: "summarized",
+    CLEARED: "cleared",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    ref: int | str
+    turn: int
+    role: str
+    tokens: int
+    kept: bool
+    reason: str
+    kind: str = ""
+    position: int = 0  # the source turn's position in the conversation
+    index: int = 0     # the message's index within that turn
+
+    def to_json(self) -> dict:
+        return {"ref": self.ref, "turn": self.turn, "role": self.role, "tokens": self.tokens,
+                "kept": self.kept, "reason": self.reason}
+
+
+#: Origins of synthetic messages.
+SUMMARY = "summary"          # a running summary standing for folded messages
+PLACEHOLDER = "placeholder"  # a cleared tool result, sent with its content replaced
+PARTIAL = "partial"          # the part of a message that fit (trim_messages allow_partial)
+
+
+def format_spans(spans) -> str:
+    """``((1, 3), (5, 5))`` → ``"turns 1–3, 5"``; ``((4, 4),)`` → ``"turn 4"``."""
+    spans = list(spans)
+    if not spans:
+        return "no turns"
+    single = len(spans) == 1 and spans[0][0] == spans[0][1]
+    return ("turn " if single else "turns ") + ", ".join(f"{a}–{b}" if a != b else f"{a}" for a, b in spans)
+
+
+def turn_ranges(turns) -> str:
+    """``[1, 2, 3, 5]`` → ``"turns 1–3, 5"``; ``[4]`` → ``"turn 4"``."""
+    spans: list[list[int]] = []
+    for n in sorted(set(turns)):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return format_spans(spans)
+
+
+@dataclass(frozen=True, slots=True)
+class SyntheticMessage:
+    """A message the memory sends that no earlier turn holds verbatim.
+
+    ``covers`` lists the turns it stands for (a summary: every turn folded into it); ``replaces``
+    is the ``(position, index)`` of the message it is sent instead of (placeholders, partial
+    messages), ``None`` for a summary, which is sent first. ``turn`` is the newest turn covered.
+    """
+
+    role: str
+    content: str
+    tokens: int
+    origin: str
+    turn: int
+    covers: tuple[int, ...] = ()
+    replaces: tuple[int, int] | None = None
+    ref: str = ""
+
+    @property
+    def covers_label(self) -> str:
+        return turn_ranges(self.covers)
+
+    def to_json(self) -> dict:
+        """The shape of a ledger entry, so a JSON ledger stays one list of what was sent and not."""
+        return {"ref": self.ref or self.origin, "turn": self.turn, "role": self.role, "tokens": self.tokens,
+                "kept": True, "reason": KEPT}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "SyntheticMessage":
+        """The inverse of ``dataclasses.asdict`` (JSON turns the tuples into lists)."""
+        return cls(**{**data, "covers": tuple(data.get("covers") or ()),
+                      "replaces": tuple(data["replaces"]) if data.get("replaces") else None})
+
+
+#: Every field of a ledger entry, as :meth:`Ledger.to_dict` writes it.
+ENTRY_FIELDS = ("ref", "turn", "role", "tokens", "kept", "reason", "kind", "position", "index")
+#: A ledger's fields besides its entries, synthetic messages and compactions.
+HEADER_FIELDS = ("turn", "prompt_tokens", "history_tokens", "budget", "budget_note", "config", "context_size",
+                 "exceeds_context")
+
+
+@dataclass(slots=True)
+class Ledger:
+    """The ledger of one LLM call (one turn, one node)."""
+
+    turn: int
+    entries: list[LedgerEntry]
+    prompt_tokens: int
+    history_tokens: int
+    budget: int | None
+    budget_note: str = ""
+    config: dict = field(default_factory=dict)
+    context_size: int | None = None
+    exceeds_context: bool = False
+    #: Messages sent that stand for earlier ones; their tokens are part of history_tokens.
+    synthetic: list[SyntheticMessage] = field(default_factory=list)
+    #: Compaction checks that changed the history during this call's turn (Dify 1.17 as shipped):
+    #: request number (1 = the turn's first; more = inside the tool loop), estimate, which
+    #: estimate decided, tiers fired, results cleared, messages folded, summaries after.
+    compactions: list[dict] = field(default_factory=list)
+
+    def rows(self) -> list["LedgerEntry | SyntheticMessage"]:
+        """Entries and synthetic messages in order: a summary right before the oldest message
+        sent with it, a placeholder or partial message right after the entry it stands for."""
+        if not self.synthetic:
+            return list(self.entries)
+        after = {s.replaces: s for s in self.synthetic if s.replaces is not None}
+        leading = [s for s in self.synthetic if s.replaces is None]
+        out: list[LedgerEntry | SyntheticMessage] = []
+        for e in self.entries:
+            stand_in = after.get((e.position, e.index))
+            if leading and (e.kept or stand_in is not None):
+                out.extend(leading)
+                leading = []
+            out.append(e)
+            if stand_in is not None:
+                out.append(stand_in)
+        out.extend(leading)
+        return out
+
+    @property
+    def kept(self) -> list[LedgerEntry]:
+        return [e for e in self.entries if e.kept]
+
+    @property
+    def dropped(self) -> list[LedgerEntry]:
+        return [e for e in self.entries if not e.kept]
+
+    def to_dict(self) -> dict:
+        """The ledger as data, losslessly: every entry field (:data:`ENTRY_FIELDS`), the header
+        (:data:`HEADER_FIELDS`), and the synthetic messages and compactions when there are any.
+        :meth:`from_dict` reads it back; the store packs it (:mod:`core.store.ledger_codec`)."""
+        out = {"turn": self.turn, "entries": [{f: getattr(e, f) for f in ENTRY_FIELDS} for e in self.entries]}
+        out.update((k, getattr(self, k)) for k in HEADER_FIELDS if k != "turn")
+        out["config"] = copy.deepcopy(self.config)
+        if self.synthetic:
+            out["synthetic"] = [asdict(m) for m in self.synthetic]
+        if self.compactions:
+            out["compactions"] = copy.deepcopy(self.compactions)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], entries: list[LedgerEntry] | None = None) -> "Ledger":
+        """A ledger from :meth:`to_dict`'s shape; ``entries`` given when the caller rebuilt them
+        (a packed ledger stores its entries' reasons only)."""
+        if entries is None:
+            entries = [LedgerEntry(**e) for e in data.get("entries") or []]
+        return cls(turn=data["turn"], entries=entries, prompt_tokens=data["prompt_tokens"],
+                   history_tokens=data["history_tokens"], budget=data.get("budget"),
+                   budget_note=data.get("budget_note") or "", config=dict(data.get("config") or {}),
+                   context_size=data.get("context_size"), exceeds_context=bool(data.get("exceeds_context")),
+                   synthetic=[SyntheticMessage.from_dict(m) for m in data.get("synthetic") or []],
+                   compactions=[dict(c) for c in data.get("compactions") or []])
+
+    def to_json(self) -> dict:
+        """The documented JSON shape. Synthetic messages appear in ``ledger`` as entries of the
+        same shape, placed as in :meth:`rows`, with ``kept: true``, reason ``kept`` and a string
+        ref no source message has (``"summary"``, ``"cleared:<ref>"``, ``"partial:<ref>"``), so
+        ``history_tokens`` is always the sum of the kept entries' tokens. Strategies that send
+        no synthetic message print exactly the entries of the earlier messages, as before."""
+        return {"turn": self.turn, "prompt_tokens": self.prompt_tokens,
+                "history_tokens": self.history_tokens, "budget": self.budget,
+                "ledger": [e.to_json() for e in self.rows()]}
+
+
+def reason_runs(reasons) -> list[list]:
+    """``["kept", "kept", "empty"]`` → ``[["kept", 2], ["empty", 1]]``: a ledger's reasons in order,
+    as runs (what the store keeps, and what :class:`RunLedger` is built from)."""
+    runs: list[list] = []
+    for reason in reasons:
+        if runs and runs[-1][0] == reason:
+            runs[-1][1] += 1
+        else:
+            runs.append([reason, 1])
+    return runs
+
+
+class RunLedger(Ledger):
+    """A ledger recorded as its reasons' runs and its kept entries, its full entries built the
+    first time they are read (``expand(runs)``). Recording a turn of a long conversation needs
+    only the runs (stored) and the kept messages (sent); listing every earlier message is left
+    to whoever displays it. Equal to, and copied as, the plain :class:`Ledger` it stands for."""
+
+    def __init__(self, *, runs: list[list], kept: list[LedgerEntry], count: int, first_ref, last_ref,
+                 expand, **fields):
+        self.runs, self.count, self.first_ref, self.last_ref = runs, count, first_ref, last_ref
+        self._kept, self._expand, self._entries = kept, expand, None
+        super().__init__(entries=None, **fields)
+
+    @property
+    def entries(self) -> list[LedgerEntry]:
+        if self._entries is None:
+            self._entries = self._expand(self.runs)
+            self._expand = None
+        return self._entries
+
+    @entries.setter
+    def entries(self, value) -> None:
+        if value is not None:
+            self._entries = value
+
+    @property
+    def kept(self) -> list[LedgerEntry]:
+        return list(self._kept)
+
+    def plain(self) -> Ledger:
+        return Ledger(**{f.name: getattr(self, f.name) for f in fields(Ledger)})
+
+    def __eq__(self, other):
+        if isinstance(other, Ledger):
+            return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(Ledger) if f.compare)
+        return NotImplemented
+
+    __hash__ = None
+
+    def __copy__(self) -> Ledger:
+        return copy.copy(self.plain())
+
+    def __deepcopy__(self, memo) -> Ledger:
+        return copy.deepcopy(self.plain(), memo)
+
+    def __reduce_ex__(self, protocol):
+        return self.plain().__reduce_ex__(protocol)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSummary:
+    """What a turn's memory kept, in numbers — cheap to compute for every turn."""
+
+    turn: int
+    kept: int
+    dropped: int
+    history_tokens: int
+    prompt_tokens: int
+    budget: int | None
+    oldest_kept_turn: int | None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = None) -> str:
+    """The reason for one entry in plain words, for hovers, tables and reports."""
+    config = config or {}
+    strategy = config.get("strategy", "dify")
+    window = config.get("window")
+    r = entry.reason
+    if r == KEPT:
+        return "sent to the model"
+    if r == MEMORY_OFF:
+        return f"memory off for {node}" if node else "memory is off for this node"
+    if r == SCOPE:
+        scope = config.get("scope", "thread")
+        if scope == "call":
+            return "scope 'call': every call starts with an empty memory"
+        return "scope 'session': memory lives for one run only" if scope == "session" else \
+            "no chat thread: memory lives for one run only"
+    if r == OTHER_BRANCH:
+        return "on another branch (regenerated or edited), never sent"
+    if r == GRANULARITY:
+        return "intermediate message (tool call, tool result or reasoning); query_answer keeps only query and answer"
+    if r == TRIMMED_EARLIER:
+        return "removed permanently from the window memory's store in an earlier turn"
+    if strategy == "trim" and r in (OUTSIDE_WINDOW, OVER_BUDGET):
+        return _explain_trim(r, config)
+    if r == OUTSIDE_WINDOW:
+        if strategy == "window":
+            return f"outside window of {window or WINDOW_DEFAULT_MESSAGES} messages"
+        code = config.get("fidelity", "code") == "code"
+        if not window or window < 0 or window > DIFY_ROW_CAP:
+            return f"outside Dify's {DIFY_ROW_CAP}-row cap" if code else f"outside Dify's {DIFY_ROW_CAP}-turn cap"
+        if code:
+            return f"outside window of {window} rows: the current turn's row is one of them"
+        return f"outside window of {window} turns"
+    if r == OVER_BUDGET:
+        budget = config.get("budget")
+        return f"token budget {budget:,}: oldest pruned" if isinstance(budget, int) else "token budget: oldest pruned"
+    if r == EMPTY:
+        return "empty message, dropped before the call"
+    if r == SUMMARIZED:
+        if strategy == "summary_buffer":
+            limit = _history_limit(config)
+            return f"folded into the running summary (buffer over {limit:,} tokens)"
+        if strategy == "compaction":
+            return "folded into the compaction summary (the prompt was over the compaction target)"
+        return "folded into a summary"
+    if r == CLEARED:
+        return "content replaced by a placeholder, which is still sent"
+    return r
+
+
+def _history_limit(config: dict) -> int:
+    """``max_history_tokens`` as the strategies read it: ``None`` is the default, 0 is 0."""
+    return history_limit(config.get("max_history_tokens"))
+
+
+def _explain_trim(reason: str, config: dict) -> str:
+    limit = _history_limit(config)
+    unit = "messages" if config.get("trim_counter") == "messages" else "tokens"
+    if reason == OVER_BUDGET:
+        side = "newest" if config.get("trim_strategy") == "first" else "oldest"
+        return f"over trim_messages max_tokens ({limit:,} {unit}): {side} dropped"
+    ends = []
+    if config.get("start_on"):
+        ends.append(f"starts on a {config['start_on']} message")
+    if config.get("end_on"):
+        ends.append(f"ends on a {config['end_on']} message")
+    return "dropped so the kept part " + " and ".join(ends) if ends else "dropped by trim_messages"
+
+
+# -- what one memory holds at one turn, in a sentence -----------------------------------------------
+
+@dataclass(frozen=True)
+class Remembered:
+    """What one node's (or config's) memory holds at a turn, in a sentence's worth of numbers:
+    the turns it still has a message of, the earlier turns of the thread it has none of, and
+    what a summary stands for."""
+
+    kept: int
+    history_tokens: int
+    budget: int | None
+    kept_turns: tuple[int, ...]
+    forgotten_turns: tuple[int, ...]
+    summarized_turns: tuple[int, ...] = ()
+    off: bool = False
+
+    def sentence(self) -> str:
+        if self.off:
+            return "memory off: remembers nothing from earlier turns"
+        if not self.kept_turns and not self.summarized_turns and not self.forgotten_turns:
+            return "first turn: nothing earlier to remember"
+        parts = []
+        if self.kept_turns:
+            budget = f" of a {self.budget:,} budget" if self.budget is not None else ""
+            parts.append(f"remembers {turn_ranges(self.kept_turns)} ({self.kept} messages, "
+                         f"{self.history_tokens:,} tokens{budget})")
+        else:
+            parts.append("remembers no earlier message")
+        if self.summarized_turns:
+            parts.append(f"has a summary of {turn_ranges(self.summarized_turns)}")
+        if self.forgotten_turns:
+            parts.append(f"forgot {turn_ranges(self.forgotten_turns)}")
+        return "; ".join(parts)
+
+
+def remembered(ledger: Ledger) -> Remembered:
+    """A ledger as a :class:`Remembered`."""
+    entries = ledger.entries
+    if entries and all(e.reason == MEMORY_OFF for e in entries):
+        return Remembered(0, 0, ledger.budget, (), (), (), True)
+    kept = sorted({e.turn for e in entries if e.kept})
+    summarized = sorted({t for s in ledger.synthetic for t in s.covers})
+    on_thread = {e.turn for e in entries if e.reason not in (OTHER_BRANCH, SCOPE, MEMORY_OFF)}
+    forgotten = sorted(on_thread - set(kept) - set(summarized))
+    return Remembered(sum(1 for e in entries if e.kept), ledger.history_tokens, ledger.budget, tuple(kept),
+                      tuple(forgotten), tuple(summarized))

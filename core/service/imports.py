@@ -1,0 +1,58 @@
+"""Storing an uploaded file all-or-nothing, whatever it holds: a MemLens conversation export, a
+transcript in any format the importer reads, or a report bundle (its configs saved as a config set)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Mapping
+
+from core.analysis.compare import NamedConfig
+from core.io.bundle import is_bundle, looks_like_bundle, parse_bundle
+from core.io.readers import FormatError, import_bytes
+
+from .config_sets import save_config_set
+from .sessions import import_conversation, store_conversations
+
+if TYPE_CHECKING:  # pragma: no cover
+    from core.store.db import Database
+
+
+@dataclass
+class ImportOutcome:
+    """What an upload stored: the conversation ids, the import's problems and summary."""
+
+    ids: list[str]
+    summary: str
+    problems: list = field(default_factory=list)
+    format: str = ""
+    saved_configs: str | None = None
+
+
+def import_upload(db: Database, data: bytes, name: str, *, fmt: str | None = None, skip_bad: bool = False,
+                  on_progress: Callable[[int, int], None] | None = None, user_id: str = "user") -> ImportOutcome:
+    """Store an uploaded file all-or-nothing: a MemLens conversation export as it was, a
+    transcript (any format) as conversations without a flow, a report bundle as its conversation
+    with its configs saved as a config set. On any error nothing is stored."""
+    head = data[:4096].decode("utf-8", "ignore")
+    if fmt is None and looks_like_bundle(head):
+        bundle = parse_bundle(data, name)
+        if is_bundle(bundle):
+            if on_progress:
+                on_progress(len(data), len(data))
+            conv_id = import_conversation(db, bundle)
+            return ImportOutcome([conv_id], f"1 conversation from {name} (MemLens export)", [], "memlens-conversation")
+    result = import_bytes(data, name, fmt, skip_bad=skip_bad, on_progress=on_progress)
+    if not result.conversations:
+        raise FormatError(f"{name}: nothing to import — every record was bad ({result.summary()})", result.problems)
+    saved = None
+    reports = [c for c in result.conversations if isinstance(c.meta.get("report"), Mapping)]
+    ids = store_conversations(db, result.conversations, user_id=user_id)
+    if reports:
+        configs = [NamedConfig.from_dict(c) for c in reports[0].meta["report"].get("configs") or []]
+        if configs:
+            saved = f"from {name}"
+            save_config_set(db, saved, configs)
+    return ImportOutcome(ids, result.summary(), list(result.problems), result.format, saved)
+
+
+__all__ = ["ImportOutcome", "import_upload"]

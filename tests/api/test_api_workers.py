@@ -1,0 +1,119 @@
+"""``python -m core serve --workers N``: N server processes on one port over PostgreSQL, turns on one
+conversation still one at a time across them; SQLite is refused in one line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import httpx
+
+from benchmarks.api_load import ServerProcess, parse_sse, prepare
+from core.store import repo
+from core.store.db import Database
+from tests.conftest import ROOT
+from tests.store.test_turn_serialisation import _counter_exact
+
+CONCURRENT = 6
+ROUNDS = 4
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def _database_peers(pid: int, port: int) -> int:
+    """How many TCP connections process ``pid`` holds to ``port`` (its database connections)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[9] in inodes:
+                count += 1
+    return count
+
+
+def test_two_workers_on_postgresql_run_concurrent_turns_on_one_conversation_as_one_thread(postgres):
+    url = postgres.create_database()
+    _, key = prepare(url)
+    headers = {"Authorization": f"Bearer {key}"}
+    with ServerProcess(url, workers=2) as server:
+        with httpx.Client(base_url=server.base_url, timeout=120, headers=headers) as http:
+            first = http.post("/chat-messages", json={"inputs": {}, "query": "Hi, order 4411 is late.",
+                                                      "user": "dana", "response_mode": "blocking"})
+            assert first.status_code == 200, first.text
+        conversation_id = first.json()["conversation_id"]
+        answers = {first.json()["id"]: first.json()["answer"]}
+        failures: list[str] = []
+
+        def ask(i: int) -> None:
+            mode = "streaming" if i % 2 else "blocking"
+            body = {"inputs": {}, "query": f"Question {i}: where is my parcel?", "user": "dana",
+                    "conversation_id": conversation_id, "response_mode": mode}
+            # A client of its own per request: a new connection, which either worker may accept.
+            with httpx.Client(base_url=server.base_url, timeout=120, headers=headers) as c:
+                r = c.post("/chat-messages", json=body)
+            if r.status_code != 200:
+                failures.append(r.text)
+            elif mode == "blocking":
+                answers[r.json()["id"]] = r.json()["answer"]
+            else:
+                events = parse_sse(r.text)
+                message = next(e["message_id"] for e in events if e["event"] == "message_end")
+                answers[message] = "".join(e["answer"] for e in events if e["event"] == "message")
+
+        for round_ in range(ROUNDS):
+            threads = [threading.Thread(target=ask, args=(round_ * CONCURRENT + k,)) for k in range(CONCURRENT)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        workers = _children(server.proc.pid)
+        pg_port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+        serving = [w for w in workers if _database_peers(w, pg_port)]
+    assert failures == []
+    assert len(serving) == 2, f"{len(workers)} worker processes, {len(serving)} of them used the database"
+    db = Database(url)
+    try:
+        rows = repo.load_turn_rows(db, conversation_id)
+        total = 1 + ROUNDS * CONCURRENT
+        assert len(rows) == total
+        assert {r["status"] for r in rows} == {"succeeded"}
+        assert {r["id"]: r["answer"] for r in rows} == answers
+        assert [r["seq"] for r in rows] == list(range(1, total + 1))
+        assert [r["dialogue_count"] for r in rows] == list(range(1, total + 1))
+        _counter_exact(db, conversation_id, rows)
+    finally:
+        db.dispose()
+
+
+def test_more_than_one_worker_on_sqlite_is_refused_in_one_line_and_creates_nothing(tmp_path):
+    path = tmp_path / "memlens.db"
+    proc = subprocess.run([sys.executable, "-m", "core", "serve", "--workers", "2", "--port", "0",
+                           "--db", f"sqlite:///{path}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--workers 2 needs PostgreSQL" in lines[0], proc.stderr
+    assert not path.exists()
+
+
+def test_zero_workers_is_refused(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "core", "serve", "--workers", "0", "--port", "0",
+                           "--db", f"sqlite:///{tmp_path / 'memlens.db'}"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == ["error: --workers 0 is out of range: give 1 or more"], proc.stderr

@@ -1,0 +1,93 @@
+"""One real-browser run of the debugger: send a message, see the markers, open the context receipt."""
+
+from playwright.sync_api import expect
+
+from tests.browser import chromium, streamlit_server
+
+XSS = "<img src=x onerror=alert(1)>"
+# After a blank line, markdown would turn these into an image and bold text; they must stay as typed.
+PAYLOAD_HOST = "http://127.0.0.1:9/"
+MARKDOWN = f"![pic]({PAYLOAD_HOST}pic.png) **not bold**"
+
+
+def test_send_a_message_see_markers_and_the_receipt_in_a_real_browser(tmp_path):
+    env = {"MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}"}
+    with streamlit_server(env, tmp_path / "streamlit.log") as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1500, "height": 2400})
+        page.set_default_timeout(90_000)  # a shared machine can be slow; every wait below is for an element
+        dialogs = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        requested = []
+        page.on("request", lambda r: requested.append(r.url))
+        page.goto(url)
+        messages = page.get_by_test_id("stChatMessage")
+        expect(messages).to_have_count(16, timeout=90_000)  # the demo conversation, 8 turns
+
+        box = page.get_by_test_id("stChatInputTextArea")
+        expect(box).to_be_editable(timeout=90_000)
+        box.fill(f"{XSS}\n\n{MARKDOWN}")
+        box.press("Enter")
+        expect(messages).to_have_count(18, timeout=90_000)
+
+        # The message shows as text: no image element, no script ran.
+        sent = messages.nth(16)
+        expect(sent).to_contain_text(XSS)
+        expect(sent).to_contain_text(MARKDOWN)
+        assert sent.locator("img").count() == 0 and sent.locator("strong").count() == 0
+        assert dialogs == []
+        # Offline as a whole: the favicon is bundled, nothing is fetched from anywhere but the app.
+        assert requested and [u for u in requested if not u.startswith((url, "data:", PAYLOAD_HOST))] == []
+        assert page.locator('link[rel~="icon"]').first.get_attribute("href").startswith(("./media/", "/media/",
+                                                                                         url))
+
+        # Markers: one per LLM node on earlier messages, with the reason on hover.
+        chips = page.locator(".ml-chip")
+        expect(chips.first).to_be_visible()
+        kept = page.locator('.ml-chip[data-node="responder"][data-reason="kept"]')
+        assert kept.count() == 6
+        assert "kept" in kept.first.get_attribute("title")
+        assert page.locator('.ml-chip[data-node="classifier"][data-reason="memory_off"]').count() >= 16
+
+        # The context receipt of the new turn, Responder's tab.
+        page.get_by_role("tab", name="Context receipt").click()
+        page.get_by_role("tab", name="Responder").click()
+        panel = page.get_by_role("tabpanel", name="Responder")
+        expect(panel).to_contain_text("memory history")
+        expect(panel).to_contain_text("current query")
+        expect(panel).to_contain_text("tokens exact (o200k_base)")
+        expect(panel.locator(".js-plotly-plot")).to_be_visible()
+        page.screenshot(path=str(tmp_path / "debugger.png"), full_page=True)
+        assert (tmp_path / "debugger.png").stat().st_size > 10_000
+
+
+def test_an_imported_chatgpt_export_opens_with_markers_and_a_receipt_in_a_real_browser(tmp_path):
+    from core.io.readers import read_conversations
+    from core.service.sessions import store_conversations
+    from core.store.db import Database
+    from tests.conftest import FIXTURES
+
+    url_db = f"sqlite:///{tmp_path / 'memlens.db'}"
+    db = Database(url_db)
+    conversations = read_conversations(FIXTURES / "exports" / "chatgpt__conversations.json")
+    store_conversations(db, conversations[:1], source="import")
+    db.dispose()
+    with streamlit_server({"MEMLENS_DATABASE_URL": url_db}, tmp_path / "streamlit.log") as url, \
+            chromium() as browser:
+        page = browser.new_page(viewport={"width": 1500, "height": 2400})
+        page.set_default_timeout(90_000)
+        page.goto(url)
+        expect(page.get_by_test_id("stChatMessage")).to_have_count(16, timeout=90_000)  # the demo first
+        source = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Source")
+        source.click()
+        page.get_by_role("option", name="import: chatgpt").click()
+        expect(page.get_by_role("heading", name="Lisbon trip")).to_be_visible()
+        messages = page.get_by_test_id("stChatMessage")
+        expect(messages).to_have_count(6)  # the active branch: three turns
+        expect(messages.nth(2)).to_contain_text("Add a day trip to Cascais instead.")
+        # Markers of the default lens on the earlier messages of the inspected (last) turn.
+        expect(page.locator('.ml-chip[data-node="lens-default"]')).to_have_count(4)
+        page.get_by_role("tab", name="Context receipt").click()
+        panel = page.get_by_role("tabpanel").filter(has_text="current query").first
+        expect(panel).to_contain_text("memory history")
+        expect(panel).to_contain_text("Which day is the museum one?")
+        page.screenshot(path=str(tmp_path / "imported.png"), full_page=True)

@@ -1,0 +1,199 @@
+"""Flows: reading MemLens flow files and Dify DSL exports, the import report, serialisation, signatures."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from core.flow.graph import Flow, FlowError, classify_change, import_report, litellm_model, load_flow, parse_flow
+from tests.conftest import FIXTURES, ROOT
+
+DSL = FIXTURES / "dify_dsl"
+DSL_FILES = sorted(DSL.glob("*.yml"))
+
+
+def test_all_fourteen_shared_dsl_samples_are_in_the_fixtures_with_their_licence_notes():
+    assert len(DSL_FILES) == 14
+    notes = (DSL / "SOURCES.md").read_text(encoding="utf-8")
+    for path in DSL_FILES:
+        assert f"`{path.name}`" in notes or path.name.split("__", 1)[1].split(".")[0] in notes
+
+
+@pytest.mark.parametrize("path", DSL_FILES, ids=lambda p: p.name)
+def test_every_dsl_sample_imports_and_round_trips_through_the_canonical_dict_and_yaml(path):
+    flow = load_flow(path)
+    doc = flow.to_dict()
+    assert Flow.from_dict(doc).to_dict() == doc
+    assert Flow.from_dict(yaml.safe_load(flow.to_yaml())).to_dict() == doc
+    assert Flow.from_dict(doc).structural_signature() == flow.structural_signature()
+
+
+def test_import_report_of_the_memory_test_sample_lists_emulated_pass_through_and_memory_settings():
+    report = import_report(load_flow(DSL / "svcvit__记忆测试.yml"))
+    types = {n.type for n in report.pass_through}
+    assert {"code", "tool", "variable-aggregator"} <= types
+    assert {n.type for n in report.emulated} == {"start", "llm", "assigner", "if-else", "answer"}
+    memory = report.llm_memory
+    assert len(memory) == 14
+    windows = sorted((m["window_size"] for m in memory.values() if m["memory"] == "on"))
+    assert windows == [10] * 9 + [20]
+    assert sum(1 for m in memory.values() if m["memory"] == "off") == 4
+    on20 = [m for m in memory.values() if m["window_size"] == 20][0]
+    assert on20["query_prompt_template"] == "{{#sys.query#}}" and on20["label"] == "window 20 turns"
+    assert "note node ignored" in " ".join(report.warnings)
+
+
+def test_import_report_of_a_window_off_block_and_a_template_without_query_template_key():
+    report = import_report(load_flow(DSL / "svcvit__思考助手.yml"))
+    (mem,) = report.llm_memory.values()
+    assert mem["memory"] == "on" and mem["window_enabled"] is False and mem["window_size"] == 10
+    assert mem["query_prompt_template"] is None
+    assert mem["label"] == "no window (500-turn cap)"
+    assert [n.type for n in report.pass_through] == ["knowledge-retrieval"]
+
+
+def test_iteration_children_are_kept_but_reported_as_not_run():
+    report = import_report(load_flow(DSL / "svcvit__搜索大师.yml"))
+    inside = [n for n in report.nodes if n.status.startswith("inside ")]
+    assert {n.type for n in inside} >= {"http-request", "tool"}
+    assert all(not n.emulated for n in inside)
+
+
+def test_a_workflow_mode_app_imports_with_a_warning_that_memory_has_no_effect():
+    flow = load_flow(DSL / "svcvit__根据用户的意图进行回复.yml")
+    assert flow.mode == "workflow"
+    assert any("workflow mode" in w for w in flow.warnings)
+    labels = [m["label"] for m in import_report(flow).llm_memory.values() if m["memory"] == "on"]
+    assert labels == ["window 3 turns (no effect: workflow mode has no conversation)"]
+
+
+def test_a_dsl_without_version_reads_as_010():
+    flow = load_flow(DSL / "dify-templates__Question_Classifier_Knowledge_Chatbot.yml")
+    assert flow.source["dsl_version"] == "0.1.0"
+    assert flow.name == "Question Classifier + Knowledge + Chatbot"
+
+
+def _minimal_dsl(**changes) -> dict:
+    doc = yaml.safe_load((DSL / "svcvit__Artifact.yml").read_text(encoding="utf-8"))
+    doc.update(changes)
+    return doc
+
+
+def test_newer_dsl_version_is_refused_with_the_supported_version():
+    with pytest.raises(FlowError, match="newer than the newest MemLens reads \\(0.6.0\\)"):
+        parse_flow(yaml.safe_dump(_minimal_dsl(version="0.7.0")), "x.yml")
+    with pytest.raises(FlowError, match="unknown DSL version 'abc'"):
+        parse_flow(yaml.safe_dump(_minimal_dsl(version="abc")), "x.yml")
+
+
+def test_non_flow_app_modes_and_non_flow_files_are_refused():
+    doc = _minimal_dsl()
+    doc["app"]["mode"] = "chat"
+    with pytest.raises(FlowError, match="app mode 'chat' is not a flow"):
+        parse_flow(yaml.safe_dump(doc), "x.yml")
+    with pytest.raises(FlowError, match="neither a Dify DSL export"):
+        parse_flow("just: text\n", "x.yml")
+    with pytest.raises(FlowError, match="not valid YAML at line"):
+        parse_flow("a: [1, 2\nb: c\n", "x.yml")
+    with pytest.raises(FlowError, match="no such file"):
+        load_flow(ROOT / "no-such-flow.yml")
+
+
+def test_malformed_nodes_are_refused_at_load_time_naming_the_node():
+    doc = _minimal_dsl()
+    llm = next(n for n in doc["workflow"]["graph"]["nodes"] if n["data"]["type"] == "llm")
+    llm["data"]["memory"]["window"]["size"] = 900
+    with pytest.raises(FlowError, match="node 'llm' \\(llm\\): memory window size 900 is out of range"):
+        parse_flow(yaml.safe_dump(doc), "x.yml")
+
+
+MEMLENS_FLOW = """
+format: memlens-flow
+version: 1
+name: tiny
+variables:
+  - {name: count, type: number, default: 0}
+nodes:
+  - {id: start, type: start}
+  - id: a
+    type: llm
+    model: openai/gpt-4o-mini
+    max_tokens: 100
+    prompt: [{role: system, text: "Be brief."}]
+    memory: {window: 2}
+  - {id: b, type: llm, prompt_template: [{role: user, text: "{{#sys.query#}}"}], memory: off}
+  - id: check
+    type: if-else
+    cases: [{case_id: "true", logical_operator: and, conditions: [{variable_selector: [sys, dialogue_count], comparison_operator: ">", value: "1"}]}]
+  - {id: answer, type: answer, answer: "{{#a.text#}}"}
+edges:
+  - [start, a]
+  - [a, b]
+  - [b, check]
+  - {source: check, target: answer, handle: "false"}
+"""
+
+
+def test_memlens_flow_shorthands_expand_to_difys_node_data():
+    flow = parse_flow(MEMLENS_FLOW, "tiny.yml")
+    a, b = flow.llm("a"), flow.llm("b")
+    assert (a.provider, a.name, a.model, a.max_tokens) == ("openai", "gpt-4o-mini", "openai/gpt-4o-mini", 100)
+    assert a.memory.window == 2 and a.memory.query_prompt_template == "{{#sys.query#}}"
+    assert b.memory is None and b.model == "memlens/demo"
+    assert flow.edges[-1].handle == "false"
+    assert flow.variables[0].id  # ids are generated (stable) when a hand-written flow gives none
+    assert parse_flow(MEMLENS_FLOW, "tiny.yml").variables[0].id == flow.variables[0].id
+
+
+def test_memlens_flow_round_trips_losslessly():
+    flow = parse_flow(MEMLENS_FLOW, "tiny.yml")
+    again = Flow.from_dict(yaml.safe_load(flow.to_yaml()))
+    assert again.to_dict() == flow.to_dict()
+    assert classify_change(flow, again) == "same"
+
+
+def test_value_edits_keep_the_structural_signature_and_structure_edits_change_it():
+    flow = parse_flow(MEMLENS_FLOW, "tiny.yml")
+    doc = flow.to_dict()
+    values = copy.deepcopy(doc)
+    values["nodes"][1]["memory"]["window"]["size"] = 5
+    values["nodes"][1]["prompt_template"][0]["text"] = "Be verbose."
+    values["nodes"][2]["memory"] = {"window": {"enabled": True, "size": 3}}  # memory switched on: a value
+    values["variables"][0]["value"] = 7
+    edited = Flow.from_dict(values)
+    assert edited.structural_signature() == flow.structural_signature()
+    assert classify_change(flow, edited) == "values"
+
+    added = copy.deepcopy(doc)
+    added["nodes"].append({"id": "extra", "type": "answer", "answer": "x"})
+    reordered = copy.deepcopy(doc)
+    reordered["nodes"][1], reordered["nodes"][2] = reordered["nodes"][2], reordered["nodes"][1]
+    rewired = copy.deepcopy(doc)
+    rewired["edges"][-1]["handle"] = "true"
+    for changed in (added, reordered, rewired):
+        assert classify_change(flow, Flow.from_dict(changed)) == "structure"
+
+
+@pytest.mark.parametrize("provider,name,expected", [
+    ("langgenius/openai/openai", "gpt-4o-mini", "openai/gpt-4o-mini"),
+    ("openai", "gpt-3.5-turbo", "openai/gpt-3.5-turbo"),
+    ("google", "gemini-2.0-flash-exp", "gemini/gemini-2.0-flash-exp"),
+    ("tongyi", "qwen-max", "dashscope/qwen-max"),
+    ("", "", ""),
+    ("memlens", "demo", "memlens/demo"),
+])
+def test_dify_model_providers_map_to_litellm_names(provider, name, expected):
+    assert litellm_model(provider, name) == expected
+
+
+def test_sample_flows_load_and_describe_themselves():
+    for path in sorted((ROOT / "sample_data" / "flows").glob("*.yml")):
+        flow = load_flow(path)
+        assert path.read_text(encoding="utf-8").startswith("# ")
+        assert import_report(flow).pass_through == []
+    support = load_flow(ROOT / "sample_data" / "flows" / "support-bot.yml")
+    memory = import_report(support).llm_memory
+    assert memory["classifier"]["memory"] == "off"
+    assert memory["responder"]["window_size"] == 4

@@ -1,0 +1,165 @@
+"""Reason precedence, granularity, buffer/off, and the fast per-turn summaries agreeing with full ledgers."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.memory.replay import MemoryConfig, Replay
+from core.model.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn
+from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
+                               PIPELINE, SCOPE, TRIMMED_EARLIER)
+from tests.builders import dify, linear, openai, record
+
+DIFY = MemoryConfig(fidelity="documented")  # the docs' profile: it always prunes to the budget
+
+
+def tool_turn(mid, parent, query="q", answer="a"):
+    call = ToolCall("c", "lookup", '{"id": 1}')
+    msgs = (Message("user", query, QUERY, f"{mid}:query"),
+            Message("assistant", "", TOOL_CALL, f"{mid}:call", tool_calls=(call,)),
+            Message("tool", "result", TOOL_RESULT, f"{mid}:result", tool_call_id="c"),
+            Message("assistant", answer, ANSWER, f"{mid}:answer"))
+    return Turn(id=mid, parent_id=parent, messages=msgs, query_index=0, answer_index=3)
+
+
+def reasons(ledger):
+    return {e.ref: e.reason for e in ledger.entries}
+
+
+def test_pipeline_order_is_fixed():
+    assert PIPELINE == (MEMORY_OFF, SCOPE, OTHER_BRANCH, GRANULARITY, TRIMMED_EARLIER, OUTSIDE_WINDOW,
+                        OVER_BUDGET, EMPTY)
+
+
+def test_memory_off_comes_before_everything():
+    conv = dify([tool_turn("1", None), tool_turn("2", None), record("3", "1")])
+    ledger = Replay(conv, MemoryConfig(strategy="off")).ledger(3)
+    assert {e.reason for e in ledger.entries} == {MEMORY_OFF}
+
+
+def test_scope_comes_before_other_branch():
+    conv = dify([record("1", None), record("2", None), record("3", "2")])
+    ledger = Replay(conv, DIFY.with_(scope="call")).ledger(3)
+    assert {e.reason for e in ledger.entries} == {SCOPE}
+
+
+def test_other_branch_comes_before_granularity():
+    conv = dify([record("1", None), tool_turn("2", "1"), record("3", "1"), record("4", "3")])
+    r = reasons(Replay(conv, DIFY).ledger(4))
+    assert r["2:call"] == OTHER_BRANCH and r["2:result"] == OTHER_BRANCH
+
+
+def test_granularity_comes_before_outside_window():
+    conv = dify([tool_turn("1", None), record("2", "1"), record("3", "2")])
+    r = reasons(Replay(conv, DIFY.with_(window=1)).ledger(3))
+    assert r["1:call"] == GRANULARITY and r["1:query"] == OUTSIDE_WINDOW
+
+
+def test_trimmed_earlier_comes_before_outside_window():
+    r = reasons(Replay(linear(5), MemoryConfig(strategy="window", window=2)).ledger(5))
+    assert r["1:query"] == TRIMMED_EARLIER and r["3:query"] == OUTSIDE_WINDOW
+
+
+def test_outside_window_comes_before_over_budget_and_over_budget_before_empty():
+    conv = dify([record("1", None, "q1", ""), record("2", "1", "q2", ""), record("3", "2", "q3 " * 40, "a3"),
+                 record("4", "3", "q4", "a4"), record("5", "4", "now", "")])
+    fixed = Replay(conv, DIFY).fixed_prompt_tokens(4)
+    # Budget for 3 small messages: the empty answer of turn 2 is pruned before it could be "empty".
+    # (each message costs 3 + 1 for its role + its content)
+    replay = Replay(conv, DIFY.with_(window=3, context_size=fixed + 3 + 5 + 6 + 4 + 3))
+    r = reasons(replay.ledger(5))
+    assert r["1:query"] == OUTSIDE_WINDOW and r["1:answer"] == OUTSIDE_WINDOW
+    assert r["2:query"] == OVER_BUDGET and r["2:answer"] == OVER_BUDGET
+    assert r["3:query"] == OVER_BUDGET
+    assert r["4:query"] == KEPT
+
+
+def test_empty_is_the_last_step():
+    conv = dify([record("1", None, "q1", ""), record("2", "1", "q2", "a2")])
+    assert reasons(Replay(conv, DIFY).ledger(2))["1:answer"] == EMPTY
+
+
+# -- granularity ---------------------------------------------------------------------------------------
+
+def test_query_answer_keeps_only_query_and_final_answer_of_tool_turns():
+    conv = dify([tool_turn("1", None), record("2", "1")])
+    r = reasons(Replay(conv, DIFY).ledger(2))
+    assert r == {"1:query": KEPT, "1:call": GRANULARITY, "1:result": GRANULARITY, "1:answer": KEPT}
+
+
+def test_all_messages_replays_tool_calls_and_results():
+    conv = dify([tool_turn("1", None), record("2", "1")])
+    ledger = Replay(conv, DIFY.with_(granularity="all_messages")).ledger(2)
+    assert [e.ref for e in ledger.kept] == ["1:query", "1:call", "1:result", "1:answer"]
+
+
+def test_buffer_applies_granularity_and_never_prunes_but_says_when_it_exceeds_the_context():
+    conv = dify([tool_turn("1", None, answer="long " * 300), record("2", "1")])
+    ledger = Replay(conv, MemoryConfig(strategy="buffer", context_size=50)).ledger(2)
+    assert reasons(ledger)["1:call"] == GRANULARITY
+    assert len(ledger.kept) == 2 and ledger.budget is None
+    assert ledger.exceeds_context
+
+
+# -- fast summaries agree with full ledgers ----------------------------------------------------------
+
+WORDS = ["", "ok", "hello there", "a somewhat longer answer with several words in it", "x " * 60]
+
+
+@st.composite
+def conversations(draw):
+    n = draw(st.integers(1, 14))
+    turns = []
+    for i in range(n):
+        mid = str(i)
+        kind = draw(st.sampled_from(["root", "prev", "older", "nil"]))
+        parent = {"root": None, "nil": "00000000-0000-0000-0000-000000000000",
+                  "prev": str(i - 1) if i else None,
+                  "older": str(draw(st.integers(0, i - 1))) if i else None}[kind]
+        q, a = draw(st.sampled_from(WORDS[1:])), draw(st.sampled_from(WORDS))
+        if draw(st.booleans()):
+            turns.append(tool_turn(mid, parent, q, a))
+        else:
+            turns.append(record(mid, parent, q, a))
+    return Conversation(id="h", turns=turns, system_prompt=draw(st.sampled_from(["", "Be brief."])))
+
+
+configs = st.builds(
+    MemoryConfig,
+    strategy=st.sampled_from(["dify", "window", "buffer", "off"]),
+    window=st.one_of(st.none(), st.integers(1, 6)),
+    fidelity=st.sampled_from(["documented", "code"]),
+    context_size=st.one_of(st.none(), st.integers(20, 400)),
+    max_tokens=st.integers(0, 30),
+    granularity=st.sampled_from(["query_answer", "all_messages"]),
+    scope=st.sampled_from(["thread", "thread", "call"]),
+    plugin_token_counting=st.booleans(),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(conversations(), configs)
+def test_summaries_equal_what_the_full_ledgers_say(conv, config):
+    replay = Replay(conv, config)
+    for summary in replay.summaries():
+        ledger = replay.ledger(summary.turn)
+        kept = ledger.kept
+        assert summary.kept == len(kept)
+        assert summary.dropped == len(ledger.entries) - len(kept)
+        assert summary.history_tokens == ledger.history_tokens == sum(e.tokens for e in kept)
+        assert summary.prompt_tokens == ledger.prompt_tokens
+        assert summary.budget == ledger.budget
+        assert summary.oldest_kept_turn == (min(e.turn for e in kept) if kept else None)
+        # The kept history is within the budget unless only one message is left.
+        if ledger.budget is not None and len(kept) > 1:
+            pruned_pool = [e for e in ledger.entries if e.reason in (KEPT, EMPTY)]
+            assert sum(e.tokens for e in pruned_pool) <= ledger.budget
+
+
+def test_openai_turns_number_from_one_and_an_opening_assistant_message_is_turn_zero():
+    conv = openai([{"role": "system", "content": "s"}, {"role": "assistant", "content": "Welcome!"},
+                   {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+                   {"role": "user", "content": "bye"}])
+    replay = Replay(conv, DIFY)
+    assert [s.turn for s in replay.summaries()] == [1, 2]
+    ledger = replay.ledger(2)
+    assert [(e.turn, e.ref) for e in ledger.entries] == [(0, 1), (1, 2), (1, 3)]

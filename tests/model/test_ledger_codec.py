@@ -1,0 +1,58 @@
+"""One codec for a ledger (``Ledger.to_dict`` / ``Ledger.from_dict``) and one for a message
+(``Message.to_dict`` / ``Message.from_dict``): records, the store and the API all go through them."""
+
+import json
+
+from core.flow.runtime import NodeRun
+from core.memory.replay import MemoryConfig, Replay
+from core.model.conversation import ANSWER, FileRef, Message, ToolCall
+from core.model.ledger import ENTRY_FIELDS, HEADER_FIELDS, Ledger
+from core.store.ledger_codec import pack_ledger, unpack_ledger
+from tests.builders import linear
+
+
+def _summarised_ledger() -> tuple:
+    conv = linear(8, answer=lambda i: f"answer number {i} " + "with quite a few words " * 20)
+    replay = Replay(conv, MemoryConfig(strategy="summary_buffer", max_history_tokens=120))
+    ledger = replay.ledger_at(7)
+    assert ledger.synthetic, "the summary buffer should have folded earlier turns into a summary"
+    return conv, ledger
+
+
+def test_a_ledger_with_a_summary_survives_json_and_back():
+    _, ledger = _summarised_ledger()
+    data = json.loads(json.dumps(ledger.to_dict()))
+    assert Ledger.from_dict(data) == ledger
+
+
+def test_the_lossless_form_lists_every_entry_field_and_the_header():
+    _, ledger = _summarised_ledger()
+    data = ledger.to_dict()
+    assert list(data) == ["turn", "entries", *HEADER_FIELDS[1:], "synthetic"]
+    assert all(list(e) == list(ENTRY_FIELDS) for e in data["entries"])
+
+
+def test_the_store_packs_a_ledger_and_its_dict_alike_and_unpacks_the_same_ledger():
+    conv, ledger = _summarised_ledger()
+    packed = pack_ledger(ledger)
+    assert packed == pack_ledger(ledger.to_dict())
+    assert unpack_ledger(json.loads(json.dumps(packed)), conv, 7) == ledger
+    assert unpack_ledger(ledger.to_dict(), conv, 7) == ledger
+
+
+def test_a_node_run_record_carries_its_ledger_through_the_ledger_codec():
+    _, ledger = _summarised_ledger()
+    run = NodeRun(node_id="llm", type="llm", title="LLM", emulated=False, ledger=ledger)
+    assert NodeRun.from_dict(json.loads(json.dumps(run.to_dict()))).ledger == ledger
+
+
+def test_a_message_as_exchanged_leaves_out_the_files_and_usage_only_a_recording_has():
+    m = Message("assistant", "sure", ANSWER, "7:answer", name="bot", tool_calls=(ToolCall("c1", "calc", "{}"),),
+                files=(FileRef("image", "https://example.com/a.png"),), usage=(120, 8))
+    full = m.to_dict()
+    assert full["files"] and full["usage"] == [120, 8]
+    exchanged = m.to_dict(exchanged_only=True)
+    assert {k: v for k, v in full.items() if k not in ("files", "usage")} == exchanged
+    assert Message.from_dict(full) == m
+    assert Message.from_dict(exchanged) == Message("assistant", "sure", ANSWER, "7:answer", name="bot",
+                                                   tool_calls=(ToolCall("c1", "calc", "{}"),))

@@ -1,0 +1,76 @@
+"""The memory-config editor: one set of widgets for the switchboard, Compare and the Ledger explorer
+— a config put into it comes back unchanged, an invalid one comes back with the core's error, and
+no other module draws memory-config widgets of its own."""
+
+import json
+import re
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.memory.replay import MemoryConfig
+from tests.conftest import ROOT
+
+ROUND_TRIP = [
+    MemoryConfig(window=3),
+    MemoryConfig(window=None, fidelity="documented", model="gpt-4o", context_size=8000, max_tokens=512),
+    MemoryConfig(window=0, plugin_token_counting=True, granularity="all_messages", scope="session"),
+    MemoryConfig(strategy="window", window=6, window_changes=((5, 12),)),
+    MemoryConfig(strategy="buffer"),
+    MemoryConfig(strategy="off"),
+    MemoryConfig(strategy="summary_buffer", max_history_tokens=300, trim_counter="approximate"),
+    MemoryConfig(strategy="trim", max_history_tokens=200, trim_strategy="last", start_on="human", allow_partial=True),
+    MemoryConfig(strategy="compaction", compaction_profile="exact", compaction_trigger=0.5,
+                 compaction_keep_messages=8),
+]
+
+
+def _script(config_json: str, label: str):
+    import json
+
+    import streamlit as st
+
+    from core.memory.replay import MemoryConfig
+    from ui.config_editor import edit_config, load_config
+
+    if "loaded" not in st.session_state:
+        load_config("t", MemoryConfig.from_dict(json.loads(config_json)), label)
+        st.session_state["loaded"] = True
+    edited = edit_config("t", MemoryConfig())
+    st.session_state["out"] = (edited.config.to_dict() if edited.config else None, edited.error, edited.label)
+
+
+def editor(config: MemoryConfig, label: str = "") -> AppTest:
+    at = AppTest.from_function(_script, args=(json.dumps(config.to_dict()), label), default_timeout=30)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+@pytest.mark.parametrize("config", ROUND_TRIP, ids=lambda c: c.label())
+def test_a_config_put_into_the_editor_comes_back_unchanged(config):
+    out, error, _ = editor(config).session_state["out"]
+    assert error is None
+    assert MemoryConfig.from_dict(out) == config
+
+
+def test_a_label_that_repeats_the_settings_stays_automatic_and_a_typed_one_is_kept():
+    assert editor(MemoryConfig(window=3), "dify window 3").session_state["out"][2] == ""
+    assert editor(MemoryConfig(window=3), "short").session_state["out"][2] == "short"
+
+
+def test_an_invalid_config_comes_back_with_the_cores_error_and_no_config():
+    at = editor(MemoryConfig(strategy="summary_buffer", max_history_tokens=500))
+    at.number_input(key="t_history_limit").set_value(1).run()
+    config, error, _ = at.session_state["out"]
+    assert config is None and error.startswith("max_history_tokens 1 cannot be met")
+
+
+CALLERS = [ROOT / "ui" / "switchboard.py", ROOT / "ui" / "compare_configs.py", ROOT / "pages" / "ledger.py"]
+
+
+@pytest.mark.parametrize("path", CALLERS, ids=lambda p: p.name)
+def test_the_switchboard_compare_and_the_ledger_explorer_use_the_one_editor(path):
+    source = path.read_text()
+    assert "edit_config(" in source
+    assert not re.search(r"st\.\w+\(\s*\"(Window|Strategy|Dify memory rules|Plugin token counting|max_tokens)", source)

@@ -1,0 +1,246 @@
+"""Imported conversations open in the debugger (replay view): the real transcripts and a ChatGPT
+export, stored as the Import page stores them, show markers and a receipt for every turn, with
+branches, lenses, the switchboard what-if and the offer to attach a flow."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.analysis.debug_view import default_lens, lens_ledgers, receipt, replayed_run, transcript
+from core.io.readers import import_bytes
+from core.memory.replay import MemoryConfig, Replay
+from core.model.conversation import turn_label
+from core.model.tokens import counter_for
+from core.service.sessions import ConversationService, store_conversations
+from core.store import repo
+from core.store.db import Database
+from tests.conftest import FIXTURES, ROOT
+from tests.rendered import shown
+
+T = FIXTURES / "transcripts"
+FILES = {
+    "openai": T / "taubench__gpt-4o-airline.sample.jsonl",
+    "sharegpt": T / "llamafactory__glaive_toolcall_en_demo.subset.json",
+    "oasst": T / "oasst__en_100_tree.subset.jsonl",
+    "dify-web": T / "dify-web__realWorldMessages.json",
+    "chatgpt": FIXTURES / "exports" / "chatgpt__conversations.json",
+    "claude": FIXTURES / "exports" / "claude__conversations.json",
+}
+
+
+def _dify_messages() -> tuple[str, bytes]:
+    doc = json.loads((T / "dify-docs__messages_api_examples.json").read_text())
+    body = doc["GET /messages"]["response_example"]["conversationHistory"]["value"]
+    return "dify-messages.json", json.dumps(body).encode()
+
+
+def _files():
+    for fmt, path in FILES.items():
+        yield fmt, path.name, path.read_bytes()
+    yield ("dify-messages", *_dify_messages())
+
+
+def _store(db) -> dict[str, list[str]]:
+    out = {}
+    for fmt, name, data in _files():
+        result = import_bytes(data, name)
+        assert result.format == fmt
+        out[fmt] = store_conversations(db, result.conversations, source="import")
+    return out
+
+
+def test_every_turn_of_every_imported_conversation_has_markers_and_a_receipt(tmp_path):
+    db = Database(f"sqlite:///{tmp_path / 'x.db'}")
+    stored = _store(db)
+    service = ConversationService(db)
+    lens = default_lens()
+    checked = 0
+    for fmt, ids in stored.items():
+        for conv_id in ids:
+            conv = service.conversation(conv_id)
+            replays = {lens.id: Replay(conv, lens.config, system_prompt=conv.system_prompt)}
+            counter = counter_for(lens.config.model)
+            for p in conv.answered_turns():
+                ledgers = lens_ledgers(replays, p)
+                run = replayed_run(conv, p, lens.id, ledgers[lens.id], counter)
+                r = receipt(run, lens.title, exact=counter.exact, encoding=counter.encoding_name)
+                assert r.rows[-1].origin == "current query" and r.rows[-1].content == conv.turns[p].query
+                kept = [e for e in ledgers[lens.id].entries if e.kept]
+                assert len([x for x in r.rows if x.origin == "memory history"]) == len(kept)
+                items = transcript(conv, conv.tree.thread(p), p, ledgers, {lens.id: lens.title})
+                earlier = [i for i in items if i.position != p]
+                assert all(i.markers for i in earlier if ledgers[lens.id].entries), (fmt, conv_id, p)
+                checked += 1
+    assert checked > 100
+    db.dispose()
+
+
+def test_the_receipt_sends_the_kept_history_in_order_after_the_system_prompt():
+    conv = import_bytes((FIXTURES / "exports" / "chatgpt__conversations.json").read_bytes(),
+                        "c.json").conversations[0]
+    lens = default_lens(2)  # Dify 1.x: 2 rows are the current turn's and the one before it
+    replays = {lens.id: Replay(conv, lens.config, system_prompt=conv.system_prompt)}
+    p = conv.index_of("a3")
+    run = replayed_run(conv, p, lens.id, lens_ledgers(replays, p)[lens.id], counter_for("gpt-4o-mini"))
+    assert [(m["origin"], m["content"]) for m in run["prompt"]] == [
+        ("system", "I live in Porto.\n\nAnswer briefly."),
+        ("memory history", "Add a day trip to Cascais instead."),
+        ("memory history", "Day 3: train along the coast to Cascais, back by sunset."),
+        ("current query", "Which day is the museum one?")]
+
+
+# -- the page -------------------------------------------------------------------------------------
+
+@pytest.fixture
+def page(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'memlens.db'}"
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", url)
+    db = Database(url)
+    stored = _store(db)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    assert not at.exception, at.exception
+    at.db, at.stored = db, stored
+    yield at
+    db.dispose()
+
+
+def _markers(at) -> list[tuple[str, str]]:
+    html = "".join(md.value for m in at.chat_message for md in m.markdown)
+    return [(shown(node), shown(reason)) for node, reason in
+            re.findall(r'data-node="([^"]+)" data-reason="([^"]+)"', html)]
+
+
+def _receipt_captions(at) -> list[str]:
+    return [c.value for c in at.caption if "prompt tokens" in c.value]
+
+
+def test_each_imported_conversation_opens_with_markers_and_a_receipt(page):
+    for fmt, ids in page.stored.items():
+        for conv_id in ids[:2]:
+            page.session_state["conv_id"] = conv_id
+            page.session_state["selected_turn"] = None
+            page.run()
+            assert not page.exception, (fmt, page.exception)
+            conv = repo.load_conversation(page.db, conv_id)
+            assert shown(page.title[0].value) == (repo.get_conversation(page.db, conv_id).name or "Conversation")
+            assert _receipt_captions(page), fmt
+            thread = ConversationService(page.db).active_thread(conv_id)
+            if len([t for t in thread if conv.turns[conv.index_of(t)].query_index is not None]) > 1:
+                assert _markers(page) and {node for node, _ in _markers(page)} == {"lens-default"}, fmt
+
+
+def test_the_conversation_list_shows_every_source_and_filters_by_source(page):
+    options = page.selectbox(key="conv_source").options
+    assert "flow" in options and "import: chatgpt" in options and "import: oasst" in options
+    page.selectbox(key="conv_source").set_value("import: chatgpt").run()
+    opened = page.selectbox(key="conv_id")
+    assert sorted(opened.options) == ["Lisbon trip · 3 turns (5 with branches) · import: chatgpt",
+                                      "Powers of two · 2 turns · import: chatgpt"]
+    assert shown(page.title[0].value) in ("Lisbon trip", "Powers of two")
+    page.selectbox(key="conv_source").set_value("all").run()
+    labels = page.selectbox(key="conv_id").options
+    assert any(label.endswith("· flow") for label in labels) and any("import: claude" in x for x in labels)
+
+
+def test_every_turn_of_a_branched_export_can_be_inspected_in_the_page(page):
+    conv_id = page.stored["chatgpt"][0]
+    page.session_state["conv_id"] = conv_id
+    page.run()
+    conv = repo.load_conversation(page.db, conv_id)
+    for turn_id in ConversationService(page.db).active_thread(conv_id):
+        page.session_state["selected_turn"] = turn_id
+        page.run()
+        assert not page.exception, page.exception
+        assert _receipt_captions(page), turn_id
+        label = turn_label(conv, conv.index_of(turn_id)).capitalize()
+        assert any(shown(m.value).startswith(f"**{label}** — ") for m in page.markdown), label
+    assert len(conv.turns) == 5
+
+
+def test_lenses_switchboard_and_regenerate_say_what_they_do_without_a_flow(page):
+    conv_id = page.stored["chatgpt"][0]
+    page.session_state["conv_id"] = conv_id
+    page.run()
+    page.multiselect(key=f"lenses-{conv_id}").set_value(["Window Memory node, 10 messages"]).run()
+    assert not page.exception, page.exception
+    assert {node for node, _ in _markers(page)} == {"lens-default", "lens-3"}
+    page.toggle(key=f"rsb-{conv_id}-lens-default_window_on").set_value(True).run()
+    page.number_input(key=f"rsb-{conv_id}-lens-default_window_turns").set_value(1).run()
+    assert not page.exception, page.exception
+    assert any("What-if" in shown(w.value) for w in page.warning)
+    regenerate = next(b for b in page.button if b.key and b.key.endswith("-regen"))
+    regenerate.click().run()
+    assert any("needs a flow" in shown(w.value) for w in page.warning)
+    assert any("Attach one" in shown(i.value) for i in page.info)
+
+
+def test_attaching_a_flow_rescores_under_its_nodes_or_replays_the_queries(page):
+    conv_id = page.stored["chatgpt"][0]
+    page.session_state["conv_id"] = conv_id
+    page.run()
+    page.button(key=f"attach-rescore-{conv_id}").click().run()
+    assert not page.exception, page.exception
+    assert any(node.startswith("flow-") for node, _ in _markers(page))
+    before = {c.id for c in repo.list_conversations(page.db)}
+    page.button(key=f"attach-replay-{conv_id}").click().run()
+    assert not page.exception, page.exception
+    (new,) = [c for c in repo.list_conversations(page.db) if c.id not in before]
+    assert new.flow_version_id is not None and new.turn_count == 3  # the active thread's three queries
+    assert page.session_state["conv_id"] == new.id
+
+
+def test_a_rating_sent_through_the_api_shows_on_its_turn(page):
+    demo = page.session_state["conv_id"]  # the page opens on the seeded demo (a flow conversation)
+    service = ConversationService(page.db)
+    last = service.active_thread(demo)[-1]
+    repo.set_feedback(page.db, last, "dana", "dislike", "forgot my name")
+    page.run()
+    assert any(shown(c.value) == "Rated dislike by dana: forgot my name" for c in page.caption)
+    conv_id = page.stored["chatgpt"][0]
+    turn = service.active_thread(conv_id)[-1]
+    repo.set_feedback(page.db, turn, "sam", "like")
+    page.session_state["conv_id"] = conv_id
+    page.run()
+    assert any(shown(c.value) == "Rated like by sam" for c in page.caption)
+
+
+def test_the_ledger_explorer_opens_a_stored_imported_conversation(page):
+    page.switch_page("pages/ledger.py").run()
+    page.radio(key="ledger_from").set_value("stored").run()
+    conv_id = page.stored["chatgpt"][0]
+    page.selectbox(key="ledger_stored").set_value(conv_id).run()
+    assert not page.exception, page.exception
+    conv = repo.load_conversation(page.db, conv_id)
+    fidelity = page.radio(key="ledger_fidelity").value
+    replay = Replay(conv, MemoryConfig(window=3, fidelity=fidelity), system_prompt=conv.system_prompt)
+    last = replay.ledger(replay.numbers[-1])
+    assert [m.value for m in page.metric][:2] == [str(len(last.kept)), str(len(last.dropped))]
+    # The turn is named by its place on its thread, as everywhere else (a branched export).
+    label = turn_label(conv, replay.position_of(replay.numbers[-1])).capitalize()
+    assert any(shown(m.value).startswith(f"**{label}**") for m in page.markdown), label
+
+
+def test_a_dify_dsl_file_can_be_attached_from_the_replay_view(page):
+    conv_id = page.stored["chatgpt"][0]
+    page.session_state["conv_id"] = conv_id
+    page.run()
+    flows_before = len(repo.list_flows(page.db))
+    page.file_uploader(key=f"attach-dsl-{conv_id}").set_value(("broken.yml", b"app: [unclosed", "text/yaml")).run()
+    page.button(key=f"attach-dsl-go-{conv_id}").click().run()
+    assert any("broken.yml is not valid YAML" in shown(e.value) for e in page.error)
+    assert len(repo.list_flows(page.db)) == flows_before
+    dsl = FIXTURES / "dify_dsl" / "svcvit__Artifact.yml"
+    page.file_uploader(key=f"attach-dsl-{conv_id}").set_value((dsl.name, dsl.read_bytes(), "text/yaml")).run()
+    page.button(key=f"attach-dsl-go-{conv_id}").click().run()
+    assert not page.exception, page.exception
+    flows = repo.list_flows(page.db)
+    assert len(flows) == flows_before + 1
+    new = next(f for f in flows if f.definition.get("source", {}).get("file") == dsl.name)
+    assert page.selectbox(key=f"attach-flow-{conv_id}").value == new.id
+    page.button(key=f"attach-rescore-{conv_id}").click().run()
+    assert any(node.startswith("flow-") for node, _ in _markers(page))

@@ -1,0 +1,253 @@
+"""The debugger page (AppTest): defaults, a chat turn, the switchboard, branches, variables."""
+
+import re
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.llm import client as llm
+from core.service.sessions import ConversationService
+from core.store import repo
+from core.store.db import Database
+from tests.conftest import ROOT
+from tests.rendered import shown
+
+
+@pytest.fixture
+def app(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'memlens.db'}"
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", url)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    at.db_url = url
+    return at
+
+
+def chips(at):
+    """(node, reason) of every marker on the page, message by message."""
+    out = []
+    for m in at.chat_message:
+        html = shown("".join(md.value for md in m.markdown))
+        out.append(re.findall(r'data-node="([^"]+)" data-reason="([^"]+)"', html))
+    return out
+
+
+def db(at):
+    return Database(at.db_url)
+
+
+def test_the_app_opens_on_a_ready_demo_where_memory_drops_something(app):
+    assert shown(app.title[0].value) == "Demo: support-bot forgets a name"
+    assert len(app.chat_message) == 16  # 8 turns
+    markers = chips(app)
+    responder = [dict(m).get("responder") for m in markers[:14]]
+    assert responder[:8] == ["outside_window"] * 8 and responder[8:14] == ["kept"] * 6  # window: turns 5–7
+    assert all(dict(m).get("classifier") == "memory_off" for m in markers[:14])
+    page = shown("".join(md.value for m in app.chat_message for md in m.markdown))
+    assert "Responder's window starts here" in shown("".join(md.value for md in app.markdown))
+    assert "I don't know your name" in page  # the demo model forgot the name at turn 6
+
+
+def test_a_chat_turn_runs_and_its_ledger_appears(app):
+    app.chat_input(key="chat_input").set_value("Hi again, I'm Dana.").run()
+    assert not app.exception
+    assert len(app.chat_message) == 18
+    last_user = shown("".join(md.value for md in app.chat_message[-2].markdown))
+    assert "Hi again, I'm Dana." in last_user and "inspected" in last_user
+    markers = chips(app)
+    assert dict(markers[-3]).get("responder") == "kept"  # turn 8's answer is in the new turn's window
+    assert "Turn 9" in "".join(md.value for md in app.markdown)
+
+
+def test_switching_memory_off_marks_the_node_memory_off_without_calling_a_model(app, monkeypatch):
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was called")
+
+    monkeypatch.setattr(llm.DemoClient, "complete", no_model)
+    monkeypatch.setattr(llm.LiteLLMClient, "complete", no_model)
+    conv_id = app.session_state["conv_id"]
+    turns_before = repo.get_conversation(db(app), conv_id).turn_count
+    selected = app.session_state["selected_turn"]
+    app.selectbox(key=f"sb-{conv_id}-{selected}-responder_strategy").set_value("off").run()
+    assert not app.exception
+    markers = chips(app)
+    assert {dict(m)["responder"] for m in markers[:14]} == {"memory_off"}
+    assert repo.get_conversation(db(app), conv_id).turn_count == turns_before
+    badges = shown("".join(md.value for m in app.chat_message for md in m.markdown))
+    assert "replies might now differ: Responder" in badges
+
+
+def test_regenerate_creates_a_sibling_and_the_pager_shows_two_of_two(app):
+    conv_id = app.session_state["conv_id"]
+    database = db(app)
+    last = repo.load_turn_rows(database, conv_id)[-1]
+    app.button(key=f"tx-{conv_id}-{last['id']}-1-regen").click().run()
+    assert not app.exception
+    rows = repo.load_turn_rows(database, conv_id)
+    assert len(rows) == 9 and rows[-1]["parent_id"] == last["parent_id"] and rows[-1]["query"] == last["query"]
+    texts = [shown(md.value) for md in app.markdown]
+    assert "<span class=\"ml-turn\">2/2</span>" in texts
+    # The pager flips back to the first version.
+    app.button(key=f"tx-{conv_id}-{rows[-1]['id']}-0-prev").click().run()
+    assert "<span class=\"ml-turn\">1/2</span>" in [shown(md.value) for md in app.markdown]
+
+
+def _var_input(app, name):
+    conv_id = app.session_state["conv_id"]
+    prefix = f"vars-{conv_id}-{name}-"
+    return next(t for t in app.text_input if t.key and t.key.startswith(prefix) and t.key[len(prefix):].isdigit())
+
+
+def test_a_variable_edit_with_the_wrong_type_shows_difys_error_and_changes_nothing(app):
+    conv_id = app.session_state["conv_id"]
+    before = {v.name: v.value for v in repo.get_variables(db(app), conv_id)}
+    _var_input(app, "turn_count").set_value("many")
+    app.button(key=f"vars-{conv_id}-turn_count-save").click().run()
+    assert [shown(e.value) for e in app.error] == ["Type mismatch: variable 'turn_count' expects number, but got string type"]
+    assert {v.name: v.value for v in repo.get_variables(db(app), conv_id)} == before
+
+
+def test_a_variable_edit_with_the_right_type_is_recorded_as_a_user_edit(app):
+    conv_id = app.session_state["conv_id"]
+    _var_input(app, "turn_count").set_value("42")
+    app.button(key=f"vars-{conv_id}-turn_count-save").click().run()
+    assert not app.error
+    values = {v.name: v.value for v in repo.get_variables(db(app), conv_id)}
+    assert values["turn_count"] == 42
+    last = repo.variable_history(db(app), conv_id)[-1]
+    assert (last["node_id"], last["operation"], last["old"], last["new"]) == ("user", "edit", 8, 42)
+    assert any("(edited by user)" in shown(s.value) for s in app.success)
+
+
+def test_conversation_only_hides_every_marker(app):
+    app.toggle(key="conversation_only").set_value(True).run()
+    assert chips(app) == [[] for _ in app.chat_message]
+    assert not app.tabs
+
+
+def test_inspecting_an_earlier_turn_moves_the_markers_to_that_turn(app):
+    conv_id = app.session_state["conv_id"]
+    turns = repo.load_turn_rows(db(app), conv_id)
+    app.button(key=f"tx-{conv_id}-{turns[2]['id']}-1-inspect").click().run()
+    markers = chips(app)
+    assert [dict(m).get("responder") for m in markers[:4]] == ["kept"] * 4  # turn 3 saw turns 1–2
+    assert markers[6] == []  # turn 4 is after the inspected turn
+
+
+def test_a_new_conversation_shows_what_the_bot_recalls_from_earlier_ones(app):
+    from core.llm.client import DemoClient
+    from core.service.sessions import ConversationService
+
+    service = ConversationService(db(app), llm=DemoClient())
+    flow = repo.find_flow_by_name(service.db, "long-term-memory")
+    first = service.start(flow.flow_id, user_id="user").id
+    service.send(first, "Hi, I'm Dana and I'm vegetarian.")
+    fresh = service.start(flow.flow_id, user_id="user", name="Fresh start").id
+    app.run()  # the sidebar now lists the new conversations
+    app.selectbox(key="conv_id").set_value(fresh).run()
+    assert not app.exception
+    frames = [df.value for df in app.dataframe]
+    recalled = next(f for f in frames if "memory" in f.columns)
+    assert "Your name is Dana." in set(recalled["memory"])
+
+
+def test_the_switchboard_shows_what_the_inspected_turn_ran_with_after_a_rerun_and_a_flip_back(app):
+    """Window 6 on turn 6, re-run it as a branch, flip back to the first version: the switchboard
+    shows that version's window again, agrees with its markers, and names the newer setting apart."""
+    conv_id = app.session_state["conv_id"]
+    database = db(app)
+    turn6 = repo.load_turn_rows(database, conv_id)[5]["id"]
+    recorded = ConversationService(database).node_runs(ConversationService(database).conversation(conv_id), turn6)
+    window = next(r for r in recorded if r["node_id"] == "responder")["memory"]["window"]
+    app.button(key=f"tx-{conv_id}-{turn6}-1-inspect").click().run()
+    app.number_input(key=f"sb-{conv_id}-{turn6}-responder_window_turns").set_value(6).run()
+    assert not app.exception
+    app.button(key="rerun_from").click().run()
+    assert not app.exception
+    rerun = app.session_state["selected_turn"]
+    assert rerun != turn6 and repo.load_turn_rows(database, conv_id)[-1]["parent_id"] is not None
+    assert app.number_input(key=f"sb-{conv_id}-{rerun}-responder_window_turns").value == 6  # what the re-run ran with
+
+    app.button(key=f"tx-{conv_id}-{rerun}-0-prev").click().run()  # back to the first version of turn 6
+    assert not app.exception
+    leaf = app.session_state["selected_turn"]  # that branch's newest turn, recorded before the what-if
+    assert leaf == repo.load_turn_rows(database, conv_id)[7]["id"]
+    assert app.number_input(key=f"sb-{conv_id}-{leaf}-responder_window_turns").value == window
+    app.button(key=f"tx-{conv_id}-{turn6}-1-inspect").click().run()
+    assert app.number_input(key=f"sb-{conv_id}-{turn6}-responder_window_turns").value == window
+    captions = " ".join(c.value for c in app.caption)
+    assert "No change: ledgers are as recorded." in captions
+    assert "new turns use dify window 6" in shown(captions)
+    # The markers are turn 6's recorded ledger: the same window the switchboard shows.
+    ledger = next(r for r in recorded if r["node_id"] == "responder")["ledger"]
+    reasons = [dict(m).get("responder") for m in chips(app)[:10]]  # turns 1–5 as turn 6 saw them
+    assert reasons == [e.reason for e in ledger.entries] and "outside_window" in reasons
+
+
+def test_a_regenerated_turn_keeps_its_place_on_the_thread_everywhere_it_is_named(app):
+    conv_id = app.session_state["conv_id"]
+    last = repo.load_turn_rows(db(app), conv_id)[-1]
+    app.button(key=f"tx-{conv_id}-{last['id']}-1-regen").click().run()
+    assert not app.exception
+    page = shown(" ".join(md.value for md in app.markdown) + " ".join(c.value for c in app.caption))
+    assert "turn 8 · 2/2" in page  # the chat's turn label: the 8th turn of the thread, the second answer
+    assert "Turn 8 · 2/2" in page  # the receipt header
+    assert "turn 9" not in page and "Turn 9" not in page  # creation order never shows
+    labels = [o for o in app.selectbox(key=f"branch-{conv_id}").options]
+    assert any("turn 8 · 2/2" in o for o in labels) and any("turn 8 · 1/2" in o for o in labels)
+
+
+def test_focus_goes_to_the_node_whose_memory_lost_the_most_at_the_turn():
+    from core.analysis.debug_view import focus_node
+    from core.memory.replay import MemoryConfig, Replay
+    from tests.builders import linear
+
+    conv = linear(6)
+    window, off, buffer = (Replay(conv, MemoryConfig(**c)) for c in
+                           ({"window": 2, "fidelity": "documented"}, {"strategy": "off"}, {"strategy": "buffer"}))
+    now = {"w": window.ledger_at(4), "off": off.ledger_at(4), "all": buffer.ledger_at(4)}
+    before = {"w": window.ledger_at(3), "off": off.ledger_at(3), "all": buffer.ledger_at(3)}
+    assert focus_node(now, before, ["off", "all", "w"]) == "w"  # turn 1 left the window at turn 5
+    assert focus_node({"off": now["off"], "all": now["all"]}, before, ["off", "all"]) == "all"  # gained most
+    assert focus_node({}, {}, ["off"]) is None
+
+
+def test_a_turn_whose_process_was_killed_shows_as_interrupted_on_the_thread(app):
+    conv_id = app.session_state["conv_id"]
+    database = db(app)
+    last = repo.load_turn_rows(database, conv_id)[-1]
+    # What a killed process leaves: the turn's row written at its start, never finished.
+    repo.begin_turn(database, conv_id, {"id": "killed-turn", "parent_id": last["id"], "query": "Are you still there?",
+                                        "dialogue_count": last["dialogue_count"] + 1})
+    app.run()
+    assert not app.exception
+    assert len(app.chat_message) == 18  # on the thread, not a hole
+    answer = "".join(md.value for md in app.chat_message[-1].markdown)
+    assert "Turn interrupted" in answer and "stopped before the turn finished" in answer
+    assert "Are you still there" in "".join(md.value for md in app.chat_message[-2].markdown)
+
+
+def test_the_receipt_says_which_dify_rules_decided_and_where_the_docs_disagree(app):
+    text = shown("".join(md.value for md in app.markdown))
+    captions = shown(" ".join(c.value for c in app.caption))
+    assert "Dify memory rules: Dify 1.x as shipped · plugin token counting off" in captions
+    # The Responder's window of 4 rows holds turns 5–7 at turn 8; Dify's docs would send turn 4 too.
+    assert 'data-kind="docs_vs_code"' in text
+    assert ("Dify's docs say the window holds 4 turns, so 4 earlier turns would be sent; Dify 1.x sends 3 — "
+            "the current turn's row is one of the 4 fetched") in text
+    assert "turn 4 user: docs: kept · code: outside window" in captions
+
+
+def test_switchboard_plugin_token_counting_prunes_as_dify_does(app):
+    conv_id = app.session_state["conv_id"]
+    key = f"sb-{conv_id}-{app.session_state['selected_turn']}-responder"
+    app.number_input(key=f"{key}_context").set_value(120).run()
+    assert "over_budget" not in {dict(m).get("responder") for m in chips(app)}  # counting off: nothing pruned
+    app.toggle(key=f"{key}_counting").set_value(True).run()
+    assert not app.exception
+    reasons = [dict(m).get("responder") for m in chips(app)[:14]]
+    # rest = 120 − 0 − 3; the oldest messages in the window go first, single messages at a time.
+    assert "over_budget" in reasons and reasons[-1] == "kept"
+    first_kept = reasons.index("kept")
+    assert all(r == "over_budget" for r in reasons[8:first_kept])

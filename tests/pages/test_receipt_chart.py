@@ -1,0 +1,29 @@
+"""The receipt's budget bar reads at a glance: the budget is the scale, not a far-off context window."""
+
+from core.analysis.debug_view import Receipt
+from ui.receipt_view import budget_figure, context_summary
+
+
+def receipt(**kw) -> Receipt:
+    base = dict(node_id="n", title="N", rows=[], used_by_origin={"system": 26, "memory history": 89, "current query": 40},
+                dropped_tokens=60, dropped_by_reason={"outside_window": 60}, limit=None, context_size=16_384,
+                prompt_tokens=155, exact=True, encoding="o200k_base", budget_note="", reply=None, model=None, notes=[])
+    return Receipt(**{**base, **kw})
+
+
+def test_without_a_budget_the_bar_fills_the_chart_and_the_context_is_said_in_words():
+    fig = budget_figure(receipt())
+    low, high = fig.layout.xaxis.range
+    assert low == 0 and 215 <= high < 300  # prompt + overflow, not 16,384
+    assert not fig.layout.shapes  # no context line far off the scale
+    assert fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top"  # under the axis, outside the plot
+    assert context_summary(receipt()) == "Context 16,384 tokens: this call used 155 (1%), 16,229 were left."
+
+
+def test_a_budget_is_drawn_on_the_scale_and_its_label_does_not_share_a_side_with_the_context():
+    fig = budget_figure(receipt(limit=400, context_size=500))
+    assert fig.layout.xaxis.range[1] >= 66 + 400  # the budget line (fixed prompt + budget) is on the scale
+    lines = sorted(shape.x0 for shape in fig.layout.shapes)
+    assert lines == [466, 500]
+    positions = {a.text: (a.xanchor, a.yanchor) for a in fig.layout.annotations}
+    assert positions["history budget 400"] != positions["context 500"]

@@ -1,0 +1,68 @@
+"""A process that appends demo-model turns to one stored conversation, reporting each commit.
+
+Used by the crash-safety and concurrency tests:
+
+* ``python -m tests.store.writer URL CONVERSATION N`` prints ``started <turn id> <pid>`` (flushed)
+  when each of its N turns starts running and ``committed <turn id> <pid>`` once it is written.
+* ``python -m tests.store.writer --fork URL CONVERSATION`` imports everything once, then for each
+  line read on stdin forks a writer of endless turns and prints ``writer <pid>``; the writer
+  prints ``committed <turn id>`` as above. A test kills writers many times without paying a
+  Python start-up for each.
+"""
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+from core.llm.client import DemoClient
+from core.service.sessions import ConversationService
+from core.store.db import Database
+
+FLOW = Path(__file__).resolve().parent.parent.parent / "sample_data" / "flows" / "support-bot.yml"
+
+
+def _started(event: dict) -> None:
+    if event["event"] == "workflow_started":  # the turn's row is written by now
+        print(f"started {event['message_id']} {os.getpid()}", flush=True)
+
+
+def write(url: str, conversation_id: str, count: int | None) -> None:
+    service = ConversationService(Database(url), llm=DemoClient())
+    i = 0
+    while count is None or i < count:
+        record = service.send(conversation_id, f"Message {i}: my order number is {1000 + i}.", on_event=_started)
+        print(f"committed {record.id} {os.getpid()}", flush=True)
+        i += 1
+
+
+def _warm_up() -> None:
+    """One turn on a throwaway in-memory store: tokenizers, migrations and the runtime are loaded
+    once here instead of in every forked writer."""
+    service = ConversationService(Database("sqlite://"), llm=DemoClient())
+    flow_id = service.import_flow(FLOW).flow_id
+    service.send(service.start(flow_id).id, "Hello")
+
+
+def fork_writers(url: str, conversation_id: str) -> None:
+    _warm_up()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # writers are reaped as they die
+    for _ in sys.stdin:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                write(url, conversation_id, None)
+            finally:
+                os._exit(1)
+        print(f"writer {pid}", flush=True)
+
+
+def main() -> None:
+    if sys.argv[1] == "--fork":
+        fork_writers(sys.argv[2], sys.argv[3])
+    else:
+        write(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+
+
+if __name__ == "__main__":
+    main()
