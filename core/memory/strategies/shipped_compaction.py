@@ -421,27 +421,29 @@ def replay_turn(compactor_for: Callable[[SummariseFn], Compactor], summarize: Su
     history = reload(previous.stored)
     first, first_event, loop = None, None, []
     index = request_number = 0
+
+    def before_request(history: list) -> list:
+        # Dify checks before every model request: the first one is the turn's own, later ones are inside
+        # the tool loop.
+        nonlocal request_number, first, first_event
+        request_number += 1
+        history, event = compactor.before_request(history)
+        if request_number == 1:
+            first, first_event = list(history), event
+        elif event is not None and event.fired:
+            loop.append((request_number, event))
+        return history
+
     for item in turn_requests(messages, query_index):
         if isinstance(item, list):
             history = history + _ref_groups(item, position, index)
             index += len(item)
             continue
-        request_number += 1
-        history, event = compactor.before_request(history)
-        if request_number == 1:
-            first, first_event = list(history), event
-        elif event is not None and event.fired:
-            loop.append((request_number, event))
-        history = history + _ref_groups([item], position, index)
+        history = before_request(history) + _ref_groups([item], position, index)
         index += 1
     if messages and messages[-1].role != "assistant" and query_index is not None:
         # A request still waiting for its reply (an unanswered turn, or a live run's next request) is checked too.
-        request_number += 1
-        history, event = compactor.before_request(history)
-        if request_number == 1:
-            first, first_event = list(history), event
-        elif event is not None and event.fired:
-            loop.append((request_number, event))
+        history = before_request(history)
     return first, first_event, loop, ShippedState(tuple(history), covers)
 
 
