@@ -110,15 +110,17 @@ def test_rerun_a_turn_as_a_branch_then_flip_back_and_the_switchboard_agrees_with
         page.get_by_role("button", name="Re-run turn 6 as a branch").click()
         expect(box.get_by_text("turn 6 · 2/2").first).to_be_visible(timeout=90_000)
         page.get_by_role("tab", name="Switchboard").click()
-        expect(page.locator(responder_window)).to_have_value("6")  # what the re-run ran with
+        # Until the rerun ends, the previous turn's editor can stay in the page beside the new one (its key
+        # names the inspected turn), so wait for the one editor left rather than the first look.
+        expect(page.locator(responder_window)).to_have_value("6", timeout=90_000)  # what the re-run ran with
 
         # Flip turn 6 back to its first version: the thread of the recorded turns, window as recorded.
         query6 = messages.filter(has_text="turn 6 · 2/2").first
         query6.get_by_role("button").first.click()  # ‹ previous version
         expect(box.get_by_text("turn 6 · 1/2").first).to_be_visible(timeout=90_000)
         page.get_by_role("tab", name="Switchboard").click()
-        expect(page.locator(responder_window)).to_have_value(recorded)
-        expect(page.get_by_text("No change: ledgers are as recorded.")).to_be_visible()
+        expect(page.locator(responder_window)).to_have_value(recorded, timeout=90_000)
+        expect(page.get_by_text("No change: ledgers are as recorded.")).to_be_visible(timeout=90_000)
         assert page.get_by_text("new turns use dify window 6", exact=False).count() >= 1
         # Markers of the inspected (newest) turn: turn 1 is outside the recorded window, never kept.
         first = messages.nth(0).locator('.ml-chip[data-node="responder"]')
