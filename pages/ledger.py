@@ -88,7 +88,11 @@ if not numbers:
     st.warning("This conversation has no user turn.")
     st.stop()
 
-turn = st.select_slider("Turn", options=numbers, value=numbers[-1], key=page_key("turn"),
+# Another conversation opens at its newest turn: the slider's value would otherwise carry over to it.
+if st.session_state.get(page_key("turn_of")) != source[:2] or st.session_state.get(page_key("turn")) not in numbers:
+    st.session_state[page_key("turn_of")] = source[:2]
+    st.session_state[page_key("turn")] = numbers[-1]
+turn = st.select_slider("Turn", options=numbers, key=page_key("turn"),
                         format_func=lambda n: turn_label(conversation, replay.position_of(n)))
 ledger = _ledger(source, config, turn, replay)
 query = conversation.turns[replay.position_of(turn)].query

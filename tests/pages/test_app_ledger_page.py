@@ -50,3 +50,17 @@ def test_the_summary_buffer_strategy_shows_its_summary_and_folded_messages():
     assert "summarized" in set(frame["reason"])
     summary = frame[frame["kind"] == "summary"]
     assert len(summary) == 1 and "Your name is Dana." in summary["message"].iloc[0]
+
+
+def test_picking_another_conversation_opens_its_newest_turn():
+    at = new_app().run()
+    at.select_slider(key="ledger_turn").set_value(2).run()  # the sample's turn 2
+    at.radio(key="ledger_from").set_value("stored").run()  # the store: the demo conversations
+    stored = at.selectbox(key="ledger_stored")
+    assert stored.value is not None and " · 8 turns · " in stored.format_func(stored.value)
+    assert at.markdown[0].value == "**Turn 8** — the user asks:"
+    assert at.select_slider(key="ledger_turn").value == 8
+    at.select_slider(key="ledger_turn").set_value(3).run()  # a turn chosen on this conversation stays
+    assert at.markdown[0].value == "**Turn 3** — the user asks:"
+    at.radio(key="ledger_from").set_value("sample").run()
+    assert at.markdown[0].value == "**Turn 12** — the user asks:"
