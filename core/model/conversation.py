@@ -281,23 +281,11 @@ class ThreadIndex:
 
     def thread(self, i: int) -> list[int]:
         """Positions of the thread ending at turn ``i``, oldest first (Dify's walk)."""
-        chain: list[int] = []
-        cur: int | None = i
-        while cur is not None:
-            chain.append(cur)
-            cur = self.thread_parent[cur]
-        chain.reverse()
-        return chain
+        return _ancestry(self.thread_parent, i)
 
     def path(self, i: int) -> list[int]:
         """Turn ``i`` and its stated ancestors, oldest first: the branch as the user sees it."""
-        chain: list[int] = []
-        cur: int | None = i
-        while cur is not None:
-            chain.append(cur)
-            cur = self.parent[cur]
-        chain.reverse()
-        return chain
+        return _ancestry(self.parent, i)
 
     def active_leaf(self, i: int) -> int:
         """Newest descendant reached by always following the newest child (Dify web's rule)."""
@@ -316,6 +304,17 @@ class ThreadIndex:
         if p is None:
             return [j for j in range(self.size) if self.parent[j] is None]
         return list(self.children[p])
+
+
+def _ancestry(parents: list[int | None], i: int) -> list[int]:
+    """Turn ``i`` and the ancestors ``parents`` links it to, oldest first."""
+    chain: list[int] = []
+    cur: int | None = i
+    while cur is not None:
+        chain.append(cur)
+        cur = parents[cur]
+    chain.reverse()
+    return chain
 
 
 def extract_thread(rows_newest_first: Iterable[Turn]) -> list[Turn]:
