@@ -56,7 +56,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from core.errors import MemLensError
-from core.model.facts import extract_facts
+from core.model.facts import extract_facts, fact_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.flow.graph import Node
@@ -540,7 +540,7 @@ class LongTermMemory:
             opposite = CONTRADICTS.get(fact.key or "")
             if opposite and fact.value:
                 for m in list(live.values()):
-                    if m.key == opposite and memory_hash(_value_sentence(opposite, fact.value)) == m.hash:
+                    if m.key == opposite and memory_hash(fact_text(opposite, fact.value)) == m.hash:
                         del live[m.id]
                         upserts.pop(m.id, None)
                         deletes.append(m.id)
@@ -637,10 +637,6 @@ class LongTermMemory:
     def users(self) -> list[UserSummary]:
         """Every (namespace, user) with memories, across namespaces."""
         return self.backend.users()
-
-
-def _value_sentence(key: str, value: str) -> str:
-    return {"like": f"You like {value}.", "dislike": f"You don't like {value}."}[key]
 
 
 _last_clock = 0.0

@@ -27,6 +27,7 @@ _NAME_STOP = {"a", "an", "the", "not", "just", "so", "very", "really", "planning
               "vegan", "pescatarian", "allergic", "from", "in", "at", "on", "interested", "new", "still", "also",
               "afraid", "done", "ready", "hungry", "tired", "curious", "wondering", "thinking", "working",
               "travelling", "traveling", "calling", "writing", "asking", "having", "getting", "staying", "using"}
+_FOODS = ("meat", "fish", "pork", "dairy", "eggs")  # "I don't eat …"
 _DIETS = ("vegetarian", "vegan", "pescatarian", "gluten-free", "lactose intolerant", "halal", "kosher")
 _ID_WORDS = r"(?:order|booking|reservation|ticket|account|customer|invoice|case|tracking|confirmation)"
 
@@ -34,7 +35,7 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("name", re.compile(r"\b(?i:my name is|call me)\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")),
     ("name", re.compile(r"\b(?i:i'm|i am|this is)\s+([A-Z][a-z][\w'-]*(?:\s+[A-Z][a-z][\w'-]*)?)(?=[\s,.!?;]|$)")),
     ("diet", re.compile(r"\b(?:i'm|i am)\s+(?:a\s+)?(" + "|".join(_DIETS) + r")\b", re.I)),
-    ("diet", re.compile(r"\bi (?:don't|do not|never) eat (meat|fish|pork|dairy|eggs)\b", re.I)),
+    ("diet", re.compile(r"\bi (?:don't|do not|never) eat (" + "|".join(_FOODS) + r")\b", re.I)),
     ("allergy", re.compile(r"\b(?:i'm|i am) allergic to ([\w\s-]+?)(?=[,.!?;]|$)", re.I)),
     ("home", re.compile(r"\b(?i:i (?:live|stay) in) ([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")),
     ("home", re.compile(r"\b(?i:i'm|i am) from ([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")),
@@ -62,26 +63,25 @@ class Fact:
         return self.key
 
 
-def _sentence(key: str, value: str) -> str:
-    if key == "name":
-        return f"Your name is {value}."
+#: What a fact says back to the user, by key (``{}`` is the value); any other key is "Your <key> is <value>.".
+_SAYINGS = {
+    "name": "Your name is {}.",
+    "allergy": "You are allergic to {}.",
+    "home": "You live in {}.",
+    "job": "You work as {}.",
+    "like": "You like {}.",
+    "dislike": "You don't like {}.",
+    "remember": "You asked me to remember: {}.",
+}
+
+
+def fact_text(key: str, value: str) -> str:
+    """The fact ``key`` = ``value`` as a sentence about the user (what :attr:`Fact.text` holds)."""
     if key == "diet":
-        if value.lower() in ("meat", "fish", "pork", "dairy", "eggs"):
-            return f"You don't eat {value.lower()}."
-        return f"You are {value.lower()}."
-    if key == "allergy":
-        return f"You are allergic to {value}."
-    if key == "home":
-        return f"You live in {value}."
-    if key == "job":
-        return f"You work as {value}."
-    if key == "like":
-        return f"You like {value}."
-    if key == "dislike":
-        return f"You don't like {value}."
-    if key == "remember":
-        return f"You asked me to remember: {value}."
-    return f"Your {key} is {value}."
+        diet = value.lower()
+        return f"You don't eat {diet}." if diet in _FOODS else f"You are {diet}."
+    saying = _SAYINGS.get(key)
+    return saying.format(value) if saying else f"Your {key} is {value}."
 
 
 def extract_facts(text: str) -> list[Fact]:
@@ -108,7 +108,7 @@ def extract_facts(text: str) -> list[Fact]:
                 key, value = kind, m.group(1).strip()
             if not value:
                 continue
-            found.append((span[0], Fact(key=key, value=value, text=_sentence(key, value))))
+            found.append((span[0], Fact(key=key, value=value, text=fact_text(key, value))))
             taken.append(span)
     found.sort(key=lambda x: x[0])
     out: list[Fact] = []

@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.model.facts import asked_keys, extract_facts
+from core.model.facts import asked_keys, extract_facts, fact_text
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -27,6 +27,22 @@ def test_statements_yield_their_facts(text, expected):
 def test_fact_sentences_speak_to_the_user():
     assert [f.text for f in extract_facts("I'm Dana. I'm vegetarian. My order number is 4411.")] == [
         "Your name is Dana.", "You are vegetarian.", "Your order is 4411."]
+
+
+@pytest.mark.parametrize("text,sentence", [
+    ("I don't eat Pork.", "You don't eat pork."),
+    ("I'm Vegan.", "You are vegan."),
+    ("I'm allergic to peanuts.", "You are allergic to peanuts."),
+    ("I live in Porto.", "You live in Porto."),
+    ("I work as a nurse.", "You work as nurse."),
+    ("I love green tea.", "You like green tea."),
+    ("I hate rain.", "You don't like rain."),
+    ("Remember that the gate code is {4411}.", "You asked me to remember: the gate code is {4411}."),
+    ("My favourite colour is green.", "Your favourite colour is green."),
+])
+def test_each_kind_of_fact_has_its_own_sentence(text, sentence):
+    [fact] = extract_facts(text)
+    assert fact.text == sentence == fact_text(fact.key, fact.value)
 
 
 @pytest.mark.parametrize("question,keys", [
