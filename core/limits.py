@@ -173,9 +173,9 @@ def _spell(path: Any) -> str:
     return f": '{out}'"
 
 
-def load_json(text: str | bytes, name: str = "input") -> Any:
-    """Parse one JSON document nested at most the depth limit. Raises :class:`LimitError` (or
-    :class:`MemLensError` for text that is not JSON)."""
+def load_json(text: str | bytes, name: str = "input", *, finite: bool = False) -> Any:
+    """Parse one JSON document nested at most the depth limit and (``finite``) holding no NaN or
+    infinity. Raises :class:`LimitError` (or :class:`MemLensError` for text that is not JSON)."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8-sig")
@@ -184,11 +184,11 @@ def load_json(text: str | bytes, name: str = "input") -> Any:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
-        raise MemLensError(f"{name} is not JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+        raise MemLensError(f"{name} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
     except RecursionError:
         raise LimitError(too_deep(name)) from None
-    # Non-finite numbers are let through here so the importer's field checks can name them.
-    check_value(value, name, finite=False)
+    # Non-finite numbers are let through by default so the importer's field checks can name them.
+    check_value(value, name, finite=finite)
     return value
 
 

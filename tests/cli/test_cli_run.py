@@ -140,7 +140,9 @@ def test_a_dify_dsl_export_runs_too(capsys, tmp_path):
     ("[]", "holds no queries"),
     ("[1]", "query 1 must be a string or an object"),
     ('[{"query": "x", "extra": 1}]', "unknown key(s) extra"),
-    ("not json", "is not valid JSON"),
+    ("not json", "is not valid JSON: Expecting value at line 1, column 1"),
+    ("[" * 5000 + "]" * 5000, "is nested more than"),
+    ('[{"query": "x", "inputs": {"n": NaN}}]', "[0].inputs.n' holds nan, which is not a number JSON can carry"),
 ])
 def test_a_bad_queries_file_is_one_line_and_exit_status_2(files, capsys, content, message):
     flow, queries = files

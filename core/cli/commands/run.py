@@ -34,7 +34,7 @@ from core.analysis.debug_view import dify_profile
 from core.flow.graph import Flow, load_flow
 from core.flow.nodes.tool_agent import granularity_line
 from core.flow.runtime import ConversationState, NodeRun, TurnRecord, run_turn
-from core.limits import MAX_DEPTH, check_file_size, check_value
+from core.limits import check_file_size, load_json
 from core.llm.client import LiteLLMClient
 from core.memory.long_term import LongTermMemory
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITIES
@@ -56,13 +56,7 @@ def read_queries(path: str) -> list[dict[str, Any]]:
         raise UsageError(f"{path} is not a text file; expected a JSON array of queries") from None
     except OSError as e:
         raise UsageError(f"{path}: cannot read ({e.strerror})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{path} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
-    except RecursionError:
-        raise UsageError(f"{path} is nested more than {MAX_DEPTH} levels deep") from None
-    check_value(data, path)
+    data = load_json(text, path, finite=True)
     shape = 'a JSON array of queries (strings or {"query": str, "inputs": {...}})'
     if not isinstance(data, list):
         raise UsageError(f"{path} must be {shape}, not a JSON {type(data).__name__.replace('dict', 'object')}")
