@@ -15,7 +15,7 @@ The tree (each class lives beside the code that raises it; catch the narrowest t
     │   └── TooLargeError      over a size limit                                     core/limits.py
     ├── FormatError            a file no reader can read                             core/io/readers.py
     │   └── RecordError        one bad record in it                                  core/io/readers.py
-    ├── FlowError              a flow file or Dify DSL export                        core/flow/graph.py
+    ├── FlowError              a flow file or Dify DSL export                        core/flow/errors.py
     ├── RunError               a turn that cannot run                                core/flow/runtime.py
     ├── WindowInputError       a Window Memory node's input                          core/flow/nodes/window_memory.py
     ├── VariableError          a conversation variable                               core/flow/variables.py

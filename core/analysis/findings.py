@@ -902,7 +902,7 @@ def history_variables(flow: Any) -> dict[str, str]:
 
 
 def _memory_block(node: Any) -> Any:
-    from core.flow.graph import llm_settings
+    from core.flow.nodes.llm import llm_settings
 
     return llm_settings(node).memory if node.type == "llm" else None
 
@@ -913,7 +913,7 @@ def _query_template_has_query(memory: Any) -> bool:
 
 
 def _history_twice(flow: Any, node: Any, memory: Any, histories: Mapping[str, str]) -> list[Finding]:
-    from core.flow.graph import llm_settings
+    from core.flow.nodes.llm import llm_settings
 
     out = []
     reads = set()

@@ -6,8 +6,10 @@ by node (``runtime``); ``nodes/`` holds the node types with logic of their own.
 from core import public_api
 
 __all__, __getattr__ = public_api(__name__, {
-    "graph": ("Flow", "FlowError", "Node", "classify_change", "import_report", "llm_settings", "load_flow",
-              "parse_flow_upload"),
+    "errors": ("FlowError",),
+    "graph": ("Flow", "Node", "classify_change", "import_report", "load_flow", "parse_flow_upload"),
+    "node_types": ("NODE_TYPES", "NodeType"),
+    "nodes.llm": ("llm_settings",),
     "runtime": ("ConversationState", "NodeRun", "RunError", "TurnRecord", "node_history_inputs", "node_memory_config",
                 "node_replay", "run_turn", "what_if_ledger", "what_if_prompt"),
     "variables": ("VariableChange", "VariableError", "copy_value", "defaults", "edit_variable", "infer_type",

@@ -37,8 +37,9 @@ structural part — node ids, types and order, edges, variable names and types �
 values (prompts, windows, memory on/off, defaults), so a store can tell a value-only edit from a
 structural change (:func:`classify_change`).
 
-Node types MemLens runs: ``start``, ``llm``, ``answer``, ``assigner`` (v1 and v2), ``if-else`` and
-``end``, and MemLens's own ``memory-retrieve`` / ``memory-store`` (long-term memory, core/memory/long_term.py),
+Node types MemLens runs (the table in core/flow/node_types.py, which also reads each node's settings when
+a flow is read): ``start``, ``llm``, ``answer``, ``assigner`` (v1 and v2), ``if-else`` and ``end``, and
+MemLens's own ``memory-retrieve`` / ``memory-store`` (long-term memory, core/flow/nodes/long_term.py),
 ``window-memory`` (core/flow/nodes/window_memory.py) and ``tool-agent`` (core/flow/nodes/tool_agent.py; Dify's
 plugin-based ``agent`` node is not it). Every other type loads, runs as a pass-through with empty outputs and is
 reported as not emulated (:func:`import_report`). A MemLens flow may also say ``history: {granularity:
@@ -55,11 +56,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from core.errors import MemLensError
-from core.limits import DIFY_ROW_CAP
 from core.model.tokens import DEMO_MODEL
 
-from .variables import ConversationVariable, VariableError, check_assigner_data
+from .errors import FlowError
+from .node_types import NODE_TYPES, read_settings
+from .nodes.llm import LLMSettings, llm_settings
+from .variables import ConversationVariable, VariableError
 
 FLOW_FORMAT = "memlens-flow"
 FLOW_FORMAT_VERSION = 1
@@ -75,31 +77,13 @@ SECRET_WARNING = ("secret environment variable(s) {names}: the value is not kept
 def without_secrets(environment: Mapping[str, Any], secrets: Sequence[str]) -> dict[str, Any]:
     """``environment`` with every secret's value replaced by :data:`SECRET_VALUE`."""
     return {**environment, **{name: SECRET_VALUE for name in secrets}}
+
+
 #: The newest Dify DSL version MemLens reads (api/constants/dsl_version.py at the spec's snapshot).
 DSL_VERSION = "0.6.0"
 MODES = ("advanced-chat", "workflow")
-EMULATED_TYPES = ("start", "llm", "answer", "assigner", "if-else", "end", "memory-retrieve", "memory-store",
-                  "window-memory", "tool-agent")
-#: MemLens's own node types (core.memory.long_term, core.flow.nodes.window_memory, core.flow.nodes.tool_agent) → their
-#: settings readers.
-_OWN_TYPES = {"memory-retrieve": ("core.memory.long_term", "retrieve_settings"),
-              "memory-store": ("core.memory.long_term", "store_settings"),
-              "window-memory": ("core.flow.nodes.window_memory", "window_settings"),
-              "tool-agent": ("core.flow.nodes.tool_agent", "agent_settings")}
-COMPARISON_OPERATORS = ("contains", "not contains", "start with", "end with", "is", "is not", "empty", "not empty",
-                        "in", "not in", "all of", "=", "≠", ">", "<", "≥", "≤", "null", "not null", "exists",
-                        "not exists")
-#: ASCII spellings some hand-written flows use for Dify's operators.
-OPERATOR_ALIASES = {"==": "=", "!=": "≠", ">=": "≥", "<=": "≤"}
-#: Dify model-provider names → litellm provider prefixes (the rest are passed through unchanged).
-PROVIDER_ALIASES = {"azure_openai": "azure", "google": "gemini", "tongyi": "dashscope", "volcengine_maas": "volcengine",
-                    "mistralai": "mistral", "zhipuai": "zai", "vertex_ai": "vertex_ai", "openai": "openai"}
 #: Dify's UI default for the memory query template (web/.../memory-config.tsx).
 DEFAULT_QUERY_TEMPLATE = "{{#sys.query#}}"
-
-
-class FlowError(MemLensError):
-    """A flow file cannot be read: the message names the file, the place and what to fix."""
 
 
 # -- the graph --------------------------------------------------------------------------------------
@@ -116,7 +100,7 @@ class Node:
 
     @property
     def emulated(self) -> bool:
-        return self.type in EMULATED_TYPES
+        return self.type in NODE_TYPES
 
     @property
     def label(self) -> str:
@@ -145,187 +129,6 @@ class Edge:
         if self.handle != "source":
             out["handle"] = self.handle
         return out
-
-
-# -- LLM node settings ------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class MemorySettings:
-    """An LLM node's ``memory`` block (spec §2.2). Its presence means memory is on."""
-
-    window_enabled: bool
-    window_size: int | None
-    query_prompt_template: str | None  # None: the key is absent (older exports)
-    role_prefix: dict | None  # {"user": ..., "assistant": ...}; needed by completion-mode models
-
-    @property
-    def window(self) -> int | None:
-        """Turns of history for the ``dify`` strategy: the size when enabled, else no window (500 cap)."""
-        return self.window_size if self.window_enabled and self.window_size else None
-
-    def label(self) -> str:
-        if self.window is not None:
-            return f"window {self.window} turns"
-        return f"no window ({DIFY_ROW_CAP}-turn cap)"
-
-    def to_report(self) -> dict:
-        return {"memory": "on", "window_enabled": self.window_enabled, "window_size": self.window_size,
-                "query_prompt_template": self.query_prompt_template, "role_prefix": self.role_prefix,
-                "label": self.label()}
-
-
-@dataclass(frozen=True)
-class PromptItem:
-    role: str
-    text: str
-    edition_type: str = "basic"
-    jinja2_text: str = ""
-
-
-@dataclass(frozen=True)
-class LLMSettings:
-    """The parts of an LLM node's data that decide what it sends (spec §2.2)."""
-
-    provider: str
-    name: str
-    mode: str  # chat | completion
-    completion_params: dict
-    prompt: tuple[PromptItem, ...]
-    memory: MemorySettings | None
-    context_enabled: bool = False
-    context_selector: tuple[str, ...] = ()
-    jinja2_variables: tuple[dict, ...] = ()
-
-    @property
-    def model(self) -> str:
-        """The model as litellm names it (``openai/gpt-4o-mini``); ``""`` when none is configured."""
-        return litellm_model(self.provider, self.name)
-
-    @property
-    def max_tokens(self) -> int:
-        """The user-set ``max_tokens`` completion parameter; 0 when unset (Dify ignores the rule default)."""
-        value = self.completion_params.get("max_tokens")
-        try:
-            return max(int(value), 0) if value is not None else 0
-        except (TypeError, ValueError):
-            return 0
-
-
-def litellm_model(provider: str, name: str) -> str:
-    """A Dify ``model {provider, name}`` as a litellm model name."""
-    name = (name or "").strip()
-    if not name:
-        return ""
-    provider = (provider or "").strip().strip("/")
-    if "/" in provider:  # plugin ids: langgenius/openai/openai
-        provider = provider.rsplit("/", 1)[-1]
-    if not provider:
-        return name
-    if f"{provider}/{name}" == DEMO_MODEL:
-        return DEMO_MODEL
-    return f"{PROVIDER_ALIASES.get(provider, provider)}/{name}"
-
-
-def _node_error(node: Node, message: str) -> FlowError:
-    return FlowError(f"node {node.id!r} ({node.type}): {message}")
-
-
-def _memory_settings(node: Node, raw: Any) -> MemorySettings | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping):
-        raise _node_error(node, "'memory' must be a mapping with a 'window' block, or absent for memory off")
-    window = raw.get("window")
-    if window is None:
-        # graphon's MemoryConfig requires the window block; exports always carry it.
-        raise _node_error(node, "'memory' needs a 'window' block ({enabled: true|false, size: N})")
-    if not isinstance(window, Mapping):
-        raise _node_error(node, "'memory.window' must be {enabled: true|false, size: N}")
-    enabled = bool(window.get("enabled", False))
-    size = window.get("size")
-    if size is not None:
-        try:
-            size = int(size)
-        except (TypeError, ValueError):
-            raise _node_error(node, f"memory window size {size!r} is not a whole number") from None
-        if size < 0 or size > DIFY_ROW_CAP:
-            raise _node_error(node, f"memory window size {size} is out of range: Dify windows are 1..{DIFY_ROW_CAP} "
-                                    f"turns")
-    qpt = raw.get("query_prompt_template") if "query_prompt_template" in raw else None
-    if qpt is not None and not isinstance(qpt, str):
-        raise _node_error(node, "'memory.query_prompt_template' must be text")
-    prefix = raw.get("role_prefix")
-    if prefix is not None:
-        if not isinstance(prefix, Mapping):
-            raise _node_error(node, "'memory.role_prefix' must be {user: ..., assistant: ...}")
-        prefix = {"user": str(prefix.get("user") or ""), "assistant": str(prefix.get("assistant") or "")}
-    return MemorySettings(window_enabled=enabled, window_size=size, query_prompt_template=qpt, role_prefix=prefix)
-
-
-def llm_settings(node: Node) -> LLMSettings:
-    """Parse an LLM node's data; a malformed node is a :class:`FlowError` naming it."""
-    data = node.data
-    model = data.get("model") or {}
-    if not isinstance(model, Mapping):
-        raise _node_error(node, "'model' must be {provider, name, mode, completion_params} or 'provider/name'")
-    mode = model.get("mode") or "chat"
-    if mode not in ("chat", "completion"):
-        raise _node_error(node, f"model mode {mode!r} is unknown; expected chat or completion")
-    params = model.get("completion_params") or {}
-    if not isinstance(params, Mapping):
-        raise _node_error(node, "'model.completion_params' must be a mapping")
-    raw_prompt = data.get("prompt_template")
-    items: list[PromptItem] = []
-    if raw_prompt is None:
-        raw_prompt = []
-    if isinstance(raw_prompt, Mapping):
-        raw_prompt = [dict(raw_prompt, role=raw_prompt.get("role") or "user")]
-    if not isinstance(raw_prompt, list):
-        raise _node_error(node, "'prompt_template' must be a list of {role, text} messages")
-    for i, item in enumerate(raw_prompt, start=1):
-        if not isinstance(item, Mapping):
-            raise _node_error(node, f"prompt message {i} must be a mapping with 'role' and 'text'")
-        role = item.get("role") or "user"
-        if role not in ("system", "user", "assistant"):
-            raise _node_error(node, f"prompt message {i} has role {role!r}; expected system, user or assistant")
-        edition = item.get("edition_type") or "basic"
-        items.append(PromptItem(role=role, text=str(item.get("text") or ""), edition_type=edition,
-                                jinja2_text=str(item.get("jinja2_text") or "")))
-    if mode == "completion" and len(items) > 1:
-        raise _node_error(node, "a completion-mode model takes one prompt text, not a list of messages")
-    context = data.get("context") or {}
-    jinja_vars = (data.get("prompt_config") or {}).get("jinja2_variables") or ()
-    return LLMSettings(provider=str(model.get("provider") or ""), name=str(model.get("name") or ""), mode=mode,
-                       completion_params=dict(params), prompt=tuple(items),
-                       memory=_memory_settings(node, data.get("memory")),
-                       context_enabled=bool(context.get("enabled")),
-                       context_selector=tuple(context.get("variable_selector") or ()),
-                       jinja2_variables=tuple(dict(v) for v in jinja_vars if isinstance(v, Mapping)))
-
-
-def if_else_cases(node: Node) -> list[dict]:
-    """The cases of an if-else node; old exports keep one condition list at the top (case ``true``)."""
-    cases = node.data.get("cases")
-    if cases is None and node.data.get("conditions") is not None:
-        cases = [{"case_id": "true", "logical_operator": node.data.get("logical_operator") or "and",
-                  "conditions": node.data.get("conditions") or []}]
-    return list(cases or [])
-
-
-def _check_if_else(node: Node) -> None:
-    cases = if_else_cases(node)
-    if not isinstance(cases, list):
-        raise _node_error(node, "'cases' must be a list")
-    for case in cases:
-        if not isinstance(case, Mapping) or not isinstance(case.get("conditions", []), list):
-            raise _node_error(node, "each case needs a 'conditions' list")
-        if case.get("logical_operator", "and") not in ("and", "or"):
-            raise _node_error(node, f"logical operator {case.get('logical_operator')!r} is unknown; expected and/or")
-        for cond in case.get("conditions", []):
-            op = OPERATOR_ALIASES.get(cond.get("comparison_operator"), cond.get("comparison_operator"))
-            if op not in COMPARISON_OPERATORS:
-                raise _node_error(node, f"comparison operator {cond.get('comparison_operator')!r} is unknown; "
-                                        f"expected one of {', '.join(COMPARISON_OPERATORS)}")
 
 
 # -- the flow ---------------------------------------------------------------------------------------
@@ -743,19 +546,7 @@ def _finish(flow: Flow, file: str) -> Flow:
         raise FlowError(f"{file}: the flow has no start node; add a node of type 'start' as the root") from None
     for n in flow.nodes:
         try:
-            if n.type == "llm":
-                llm_settings(n)
-            elif n.type == "assigner":
-                check_assigner_data(n.data)
-            elif n.type == "if-else":
-                _check_if_else(n)
-            elif n.type in _OWN_TYPES and not n.container:
-                import importlib
-
-                module, reader = _OWN_TYPES[n.type]
-                getattr(importlib.import_module(module), reader)(n)
-        except VariableError as e:
-            raise FlowError(f"{file}: node {n.id!r} (assigner): {e}") from None
+            read_settings(n)
         except FlowError as e:
             raise FlowError(f"{file}: {e}") from None
     kept = []
@@ -866,7 +657,5 @@ def import_report(flow: Flow) -> ImportReport:
                         warnings=tuple(flow.warnings))
 
 
-__all__ = ["FLOW_FORMAT", "DSL_VERSION", "EMULATED_TYPES", "COMPARISON_OPERATORS", "FlowError", "Node", "Edge",
-           "MemorySettings", "PromptItem", "LLMSettings", "Flow", "load_flow", "parse_flow", "flow_from_data",
-           "llm_settings", "litellm_model", "if_else_cases", "classify_change", "import_report", "ImportReport",
-           "NodeReport"]
+__all__ = ["FLOW_FORMAT", "DSL_VERSION", "Node", "Edge", "Flow", "load_flow", "parse_flow", "flow_from_data",
+           "classify_change", "import_report", "ImportReport", "NodeReport"]

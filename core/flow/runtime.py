@@ -49,8 +49,7 @@ from typing import Any, Callable, Mapping, Sequence
 from core.errors import MemLensError
 from core.limits import LimitError, check_query
 from core.llm.client import DemoClient, LLMClient, LLMError, default_client, one_line
-from core.memory.long_term import (LLMExtractor, LongTermMemoryError, Source, memories_text, retrieve_settings,
-                                   store_settings)
+from core.memory.long_term import LLMExtractor, LongTermMemoryError, Source, memories_text
 from core.memory.replay import (DEFAULT_FIDELITY, FIDELITIES, ConfigError, MemoryConfig, Replay, TurnMemory, history_of,
                                 turn_numbers)
 from core.memory.strategies.compaction import SHIPPED, SUMMARIES_META, ShippedRunHook, recorded_summaries
@@ -59,7 +58,10 @@ from core.model.conversation import ANSWER, QUERY, UUID_NIL, Conversation, FileR
 from core.model.ledger import Ledger
 from core.model.tokens import DEMO_MODEL, counter_for, model_supports_vision
 
-from .graph import (OPERATOR_ALIASES, Flow, LLMSettings, Node, if_else_cases, llm_settings)
+from .graph import Flow, Node
+from .nodes.if_else import OPERATOR_ALIASES, if_else_cases
+from .nodes.llm import LLMSettings, llm_settings
+from .nodes.long_term import retrieve_settings, store_settings
 from .nodes.tool_agent import (DemoPlanner, GranularityError, ModelPlanner, agent_settings, check_granularity,
                                planner_for, resolve_granularity, run_agent)
 from .nodes.window_memory import (FAIL_BRANCH, META_KEY as WINDOW_META, WindowInputError, history_inputs, message_dict,
@@ -517,6 +519,7 @@ class _Context:
     intermediate: list = field(default_factory=list)  # Messages agent nodes added to the turn
     plugin_token_counting: bool = False
     memories: dict | None = None  # the conversation's TurnMemory per memory config, kept between its turns
+    inputs: dict = field(default_factory=dict)  # the start node's inputs, as checked
 
     def client(self) -> LLMClient:
         if self.llm is None:
@@ -915,11 +918,6 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
                    "usage": result.usage}
 
 
-_MEMORY_NODES: dict[str, Callable[[Node, _Context, NodeRun], str | None]] = {
-    "memory-retrieve": _run_memory_retrieve, "memory-store": _run_memory_store,
-    "window-memory": _run_window_memory, "tool-agent": _run_tool_agent}
-
-
 def _run_assigner(node: Node, ctx: _Context, run: NodeRun) -> None:
     version = str(node.data.get("version") or "1")
     try:
@@ -941,42 +939,52 @@ def _run_assigner(node: Node, ctx: _Context, run: NodeRun) -> None:
         ctx.on_variables_updated(node.id, list(changes))
 
 
-def _run_node(node: Node, ctx: _Context, inputs: dict) -> tuple[NodeRun, str | None]:
+def _run_start(node: Node, ctx: _Context, run: NodeRun) -> None:
+    run.outputs = dict(ctx.inputs)
+
+
+def _run_answer(node: Node, ctx: _Context, run: NodeRun) -> None:
+    text = render(str(node.data.get("answer") or ""), ctx.pool)
+    run.outputs = {"answer": text}
+    ctx.answers.append(text)
+    if text:
+        ctx.emit("message", answer=text, from_variable_selector=[node.id, "answer"])
+
+
+def _run_if_else(node: Node, ctx: _Context, run: NodeRun) -> str:
+    branch = evaluate_if_else(node, ctx.pool)
+    run.outputs = {"result": branch != "false", "selected_case_id": branch}
+    return branch
+
+
+def _run_end(node: Node, ctx: _Context, run: NodeRun) -> None:
+    outputs = {}
+    for out in node.data.get("outputs") or []:
+        if isinstance(out, Mapping) and out.get("variable"):
+            value = ctx.pool.get(list(out.get("value_selector") or []))
+            outputs[str(out["variable"])] = None if value in (MISSING, NONE) else copy.deepcopy(value)
+    run.outputs = outputs
+
+
+#: How each node type in :data:`core.flow.node_types.NODE_TYPES` runs: it records what it did on its
+#: ``NodeRun`` (``outputs`` are what later nodes read) and returns the handle it takes (None: every
+#: outgoing edge); a failure raises ``_NodeFailed``.
+RUNNERS: dict[str, Callable[[Node, _Context, NodeRun], str | None]] = {
+    "start": _run_start, "llm": _run_llm, "answer": _run_answer, "assigner": _run_assigner,
+    "if-else": _run_if_else, "end": _run_end, "memory-retrieve": _run_memory_retrieve,
+    "memory-store": _run_memory_store, "window-memory": _run_window_memory, "tool-agent": _run_tool_agent}
+
+
+def _run_node(node: Node, ctx: _Context) -> tuple[NodeRun, str | None]:
     """Run one node; returns its record and the handle it takes (None: every outgoing edge)."""
     run = NodeRun(node_id=node.id, type=node.type, title=node.title, emulated=node.emulated)
     started = time.perf_counter()
     branch: str | None = None
     try:
-        if node.type == "start":
-            run.outputs = dict(inputs)
-            ctx.pool.add_outputs(node.id, inputs)
-        elif node.type == "llm":
-            _run_llm(node, ctx, run)
+        runner = RUNNERS.get(node.type)
+        if runner is not None:
+            branch = runner(node, ctx, run)
             ctx.pool.add_outputs(node.id, run.outputs)
-        elif node.type == "answer":
-            text = render(str(node.data.get("answer") or ""), ctx.pool)
-            run.outputs = {"answer": text}
-            ctx.pool.add_outputs(node.id, run.outputs)
-            ctx.answers.append(text)
-            if text:
-                ctx.emit("message", answer=text, from_variable_selector=[node.id, "answer"])
-        elif node.type == "assigner":
-            _run_assigner(node, ctx, run)
-        elif node.type == "if-else":
-            branch = evaluate_if_else(node, ctx.pool)
-            run.outputs = {"result": branch != "false", "selected_case_id": branch}
-            ctx.pool.add_outputs(node.id, run.outputs)
-        elif node.type in ("memory-retrieve", "memory-store", "window-memory", "tool-agent"):
-            branch = _MEMORY_NODES[node.type](node, ctx, run)
-            ctx.pool.add_outputs(node.id, run.outputs)
-        elif node.type == "end":
-            outputs = {}
-            for out in node.data.get("outputs") or []:
-                if isinstance(out, Mapping) and out.get("variable"):
-                    value = ctx.pool.get(list(out.get("value_selector") or []))
-                    outputs[str(out["variable"])] = None if value in (MISSING, NONE) else copy.deepcopy(value)
-            run.outputs = outputs
-            ctx.pool.add_outputs(node.id, outputs)
         else:
             ctx.pool.mark_pass_through(node.id)
             branch = _pass_through_branch(node, ctx.flow)
@@ -987,7 +995,7 @@ def _run_node(node: Node, ctx: _Context, inputs: dict) -> tuple[NodeRun, str | N
     except _NodeFailed as e:
         run.status = FAILED
         run.error = str(e)
-    if node.type not in ("llm", "tool-agent"):
+    if node.type not in ("llm", "tool-agent"):  # those time their model calls themselves
         run.latency_ms = (time.perf_counter() - started) * 1000
     run.branch = branch
     return run, branch
@@ -1085,14 +1093,15 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     ctx = _Context(flow=flow, conversation=working, position=position, turn_id=turn_id, turn_number=number, pool=pool,
                    variables=variables, fidelity=fidelity, llm=llm, overrides=overrides,
                    on_variables_updated=on_variables_updated, emit=emit, long_term=long_term,
-                   granularity=granularity, plugin_token_counting=bool(plugin_token_counting), memories=memories)
+                   granularity=granularity, plugin_token_counting=bool(plugin_token_counting), memories=memories,
+                   inputs=checked_inputs)
     emit("workflow_started", workflow_run_id=run_id,
          data={"id": run_id, "workflow_id": system["workflow_id"], "inputs": copy.deepcopy(checked_inputs),
                "created_at": int(created)})
     # Dify checks a variable's size when the run loads it, not when a node wrote it: a value that
     # grew too big in an earlier turn fails this one before any node runs.
     too_big = check_sizes(variables)
-    runs, error = ([], too_big) if too_big else _execute(flow, ctx, checked_inputs)
+    runs, error = ([], too_big) if too_big else _execute(flow, ctx)
     failed = error is not None
     answer = "" if failed else "".join(ctx.answers)
     record = TurnRecord(id=turn_id, parent_id=parent_id, conversation_id=conv.id, turn=number, query=query,
@@ -1117,7 +1126,7 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     return record
 
 
-def _execute(flow: Flow, ctx: _Context, inputs: dict) -> tuple[list[NodeRun], str | None]:
+def _execute(flow: Flow, ctx: _Context) -> tuple[list[NodeRun], str | None]:
     """Walk the graph from the start node; returns the node runs in order and the failure, if any."""
     start = flow.start
     edges = [e for e in flow.edges]
@@ -1163,7 +1172,7 @@ def _execute(flow: Flow, ctx: _Context, inputs: dict) -> tuple[list[NodeRun], st
         ctx.emit("node_started", workflow_run_id=ctx.pool.system["workflow_run_id"],
                  data={"id": execution_id, "node_id": node.id, "node_type": node.type, "title": node.title,
                        "index": index})
-        run, branch = _run_node(node, ctx, inputs)
+        run, branch = _run_node(node, ctx)
         runs.append(run)
         data = _event_node_data(run, index, execution_id)
         data.update(status=run.status, error=run.error, outputs=copy.deepcopy(run.outputs),

@@ -7,7 +7,9 @@ import copy
 import pytest
 import yaml
 
-from core.flow.graph import Flow, FlowError, classify_change, import_report, litellm_model, load_flow, parse_flow
+from core.flow.errors import FlowError
+from core.flow.graph import Flow, classify_change, import_report, load_flow, parse_flow
+from core.flow.nodes.llm import litellm_model
 from tests.conftest import FIXTURES, ROOT
 
 DSL = FIXTURES / "dify_dsl"

@@ -164,7 +164,7 @@ def test_a_memory_written_through_one_app_key_is_not_recalled_through_another(tm
 
 
 def test_a_memory_node_refuses_an_empty_namespace_when_the_flow_loads():
-    from core.flow.graph import FlowError
+    from core.flow.errors import FlowError
 
     with pytest.raises(FlowError, match="namespace"):
         _in_namespace(load_flow(FLOW), "  ", "blank")
@@ -444,7 +444,7 @@ def test_a_store_step_configured_with_a_model_extracts_with_it_and_falls_back_of
 
 
 def test_a_memory_node_with_bad_settings_is_refused_when_the_flow_loads():
-    from core.flow.graph import FlowError
+    from core.flow.errors import FlowError
 
     data = load_flow(FLOW).to_dict()
     for node in data["nodes"]:

@@ -68,6 +68,9 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 from core.errors import MemLensError
 from core.model.conversation import ANSWER, INTERMEDIATE, QUERY, TOOL_CALL, TOOL_RESULT, Message, ToolCall
 
+from ..errors import node_error
+from .llm import litellm_model
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..graph import Node
     from core.llm.client import LLMClient
@@ -1045,12 +1048,6 @@ class AgentSettings:
     haystack_version: int = DEFAULT_HAYSTACK_VERSION
 
 
-def _node_error(node: "Node", message: str):
-    from ..graph import FlowError
-
-    return FlowError(f"node {node.id!r} ({node.type}): {message}")
-
-
 def agent_settings(node: "Node") -> AgentSettings:
     """Read a ``tool-agent`` node::
 
@@ -1069,106 +1066,104 @@ def agent_settings(node: "Node") -> AgentSettings:
     data = node.data
     model = data.get("model") or "memlens/demo"
     if isinstance(model, Mapping):
-        from ..graph import litellm_model
-
         model = litellm_model(str(model.get("provider") or ""), str(model.get("name") or "")) or "memlens/demo"
     if not isinstance(model, str):
-        raise _node_error(node, "'model' must be a model name such as memlens/demo or openai/gpt-4o-mini")
+        raise node_error(node, "'model' must be a model name such as memlens/demo or openai/gpt-4o-mini")
     prompt = data.get("system_prompt", "")
     if not isinstance(prompt, str):
-        raise _node_error(node, "'system_prompt' must be text")
+        raise node_error(node, "'system_prompt' must be text")
     table = data.get("lookup_table")
     if table is not None and not isinstance(table, Mapping):
-        raise _node_error(node, "'lookup_table' must be a mapping of keys to values")
+        raise node_error(node, "'lookup_table' must be a mapping of keys to values")
     available = demo_tools(table)
     raw_tools = data.get("tools", list(available))
     if not isinstance(raw_tools, list):
-        raise _node_error(node, "'tools' must be a list of tool names or {name, inputs_from_state, outputs_to_state}")
+        raise node_error(node, "'tools' must be a list of tool names or {name, inputs_from_state, outputs_to_state}")
     schema: dict[str, dict[str, Any]] = {k: dict(v) for k, v in DEMO_SCHEMA.items()}
     raw_schema = data.get("state_schema") or {}
     if not isinstance(raw_schema, Mapping):
-        raise _node_error(node, "'state_schema' must map state keys to {type, handler}")
+        raise node_error(node, "'state_schema' must map state keys to {type, handler}")
     for key, spec in raw_schema.items():
         if key in RESERVED_KEYS or key in NODE_OUTPUTS:
-            raise _node_error(node, f"state key {key!r} is reserved; choose another name")
+            raise node_error(node, f"state key {key!r} is reserved; choose another name")
         if not isinstance(spec, Mapping) or "type" not in spec:
-            raise _node_error(node, f"state key {key!r} needs {{type: ...}} (e.g. list[str], int, str | None)")
+            raise node_error(node, f"state key {key!r} needs {{type: ...}} (e.g. list[str], int, str | None)")
         try:
             t = parse_type(str(spec["type"]))
         except StateError as e:
-            raise _node_error(node, f"state key {key!r}: {e}") from None
+            raise node_error(node, f"state key {key!r}: {e}") from None
         handler = spec.get("handler")
         if handler is not None and handler not in HANDLERS:
-            raise _node_error(node, f"state key {key!r}: handler {handler!r} is unknown; expected one of "
-                                    f"{', '.join(HANDLERS)}")
+            raise node_error(node, f"state key {key!r}: handler {handler!r} is unknown; expected one of "
+                                   f"{', '.join(HANDLERS)}")
         schema[str(key)] = {"type": t, "handler": HANDLERS[handler] if handler else None}
     try:
         State(schema)
     except StateError as e:
-        raise _node_error(node, str(e)) from None
+        raise node_error(node, str(e)) from None
     tools = []
     for item in raw_tools:
         spec = {"name": item} if isinstance(item, str) else item
         if not isinstance(spec, Mapping) or spec.get("name") not in available:
             name = spec.get("name") if isinstance(spec, Mapping) else spec
-            raise _node_error(node, f"unknown tool {name!r}; the demo tools are {', '.join(available)}")
+            raise node_error(node, f"unknown tool {name!r}; the demo tools are {', '.join(available)}")
         tool = available[spec["name"]]
         ins = spec.get("inputs_from_state")
         outs = spec.get("outputs_to_state")
         if ins is not None and not isinstance(ins, Mapping):
-            raise _node_error(node, f"tool {tool.name}: inputs_from_state must map state keys to parameter names")
+            raise node_error(node, f"tool {tool.name}: inputs_from_state must map state keys to parameter names")
         if outs is not None:
             if not isinstance(outs, Mapping) or not all(isinstance(v, Mapping) or v is None for v in outs.values()):
-                raise _node_error(node, f"tool {tool.name}: outputs_to_state must map state keys to "
-                                        "{source, handler}")
+                raise node_error(node, f"tool {tool.name}: outputs_to_state must map state keys to "
+                                       "{source, handler}")
             for v in outs.values():
                 if (v or {}).get("handler") is not None and (v or {})["handler"] not in HANDLERS:
-                    raise _node_error(node, f"tool {tool.name}: handler {v['handler']!r} is unknown; expected one "
-                                            f"of {', '.join(HANDLERS)}")
+                    raise node_error(node, f"tool {tool.name}: handler {v['handler']!r} is unknown; expected one "
+                                           f"of {', '.join(HANDLERS)}")
             outs = {k: {kk: (HANDLERS[vv] if kk == "handler" and vv is not None else vv)
                         for kk, vv in (v or {}).items()} for k, v in outs.items()}
         try:
             tool = tool.with_mappings(ins, outs)
         except ToolConfigError as e:
-            raise _node_error(node, str(e)) from None
+            raise node_error(node, str(e)) from None
         for key in list(tool.inputs_from_state or {}) + list(tool.outputs_to_state):
             if key not in schema and key != "messages":
-                raise _node_error(node, f"tool {tool.name} maps state key {key!r}, which the state schema does not "
-                                        f"declare; add it to state_schema")
+                raise node_error(node, f"tool {tool.name} maps state key {key!r}, which the state schema does not "
+                                       f"declare; add it to state_schema")
         tools.append(tool)
     memory = data.get("memory", {"strategy": "buffer"})
     if memory in (None, False, "off", "none"):
         memory = {"strategy": "off"}
     if not isinstance(memory, Mapping):
-        raise _node_error(node, "'memory' must be {strategy: buffer|dify|window|…, window: N} or off")
+        raise node_error(node, "'memory' must be {strategy: buffer|dify|window|…, window: N} or off")
     memory = dict(memory)
     if "granularity" in memory:
-        raise _node_error(node, "granularity is set on the flow (history: {granularity: …}) or on the request, "
-                                "not on the node")
+        raise node_error(node, "granularity is set on the flow (history: {granularity: …}) or on the request, "
+                               "not on the node")
     memory.setdefault("strategy", "buffer")
     from core.memory.replay import ConfigError, MemoryConfig
 
     try:
         MemoryConfig.from_dict({**memory, "model": memory.get("model", model)})
     except (ConfigError, TypeError) as e:
-        raise _node_error(node, f"memory: {e}") from None
+        raise node_error(node, f"memory: {e}") from None
     steps = data.get("max_agent_steps", DEFAULT_MAX_STEPS)
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise _node_error(node, f"max_agent_steps {steps!r} must be a whole number, 1 or more")
+        raise node_error(node, f"max_agent_steps {steps!r} must be a whole number, 1 or more")
     exits = data.get("exit_conditions", ["text"])
     if not isinstance(exits, list) or not exits or not all(isinstance(x, str) for x in exits):
-        raise _node_error(node, "exit_conditions must be a list such as [text] or [text, calculator]")
+        raise node_error(node, "exit_conditions must be a list such as [text] or [text, calculator]")
     unknown = [x for x in exits if x != "text" and x not in {t.name for t in tools}]
     if unknown:
-        raise _node_error(node, f"exit condition {unknown[0]!r} is neither 'text' nor one of the node's tools")
+        raise node_error(node, f"exit condition {unknown[0]!r} is neither 'text' nor one of the node's tools")
     memory_node = data.get("memory_node")
     if memory_node is not None and not isinstance(memory_node, str):
-        raise _node_error(node, "'memory_node' must be the id of a window-memory node")
+        raise node_error(node, "'memory_node' must be the id of a window-memory node")
     version = data.get("haystack_version", DEFAULT_HAYSTACK_VERSION)
     if isinstance(version, str) and version.strip().isdigit():
         version = int(version)
     if isinstance(version, bool) or version not in HAYSTACK_VERSIONS:
-        raise _node_error(node, f"haystack_version {version!r} is unknown; expected 3 (default) or 2")
+        raise node_error(node, f"haystack_version {version!r} is unknown; expected 3 (default) or 2")
     return AgentSettings(model=model, system_prompt=prompt, tools=tuple(tools), schema=schema, memory=memory,
                          max_agent_steps=steps, exit_conditions=tuple(exits), memory_node=memory_node,
                          haystack_version=version)

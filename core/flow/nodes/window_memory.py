@@ -65,6 +65,8 @@ from core.model.conversation import INTERMEDIATE, Conversation, Message, ToolCal
 from core.model.ledger import Ledger
 from core.model.tokens import DEMO_MODEL
 
+from ..errors import node_error
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..graph import Node
 
@@ -90,40 +92,34 @@ class WindowSettings:
         return MemoryConfig(strategy="window", window=self.window, scope=self.scope, model=model or self.model)
 
 
-def _node_error(node: "Node", message: str):
-    from ..graph import FlowError
-
-    return FlowError(f"node {node.id!r} ({node.type}): {message}")
-
-
 def window_settings(node: "Node") -> WindowSettings:
     """Read a ``window-memory`` node (options in the module docstring); bad values are a FlowError."""
     data = node.data
     window = data.get("window", DEFAULT_WINDOW)
     if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= MAX_WINDOW:
-        raise _node_error(node, f"window {window!r} is out of range: the Window Memory node keeps 1..{MAX_WINDOW} "
-                                f"messages (default {DEFAULT_WINDOW})")
+        raise node_error(node, f"window {window!r} is out of range: the Window Memory node keeps 1..{MAX_WINDOW} "
+                               f"messages (default {DEFAULT_WINDOW})")
     scope = data.get("scope", "thread")
     if scope not in SCOPES:
-        raise _node_error(node, f"scope {scope!r} is unknown; expected thread, session or call")
+        raise node_error(node, f"scope {scope!r} is unknown; expected thread, session or call")
     selector = data.get("overwrite_from_input")
     if selector is not None:
         if isinstance(selector, str):
             selector = selector.strip().removeprefix("{{#").removesuffix("#}}").split(".")
         if not isinstance(selector, (list, tuple)) or len(selector) < 2 or not all(isinstance(s, str) and s
                                                                                    for s in selector):
-            raise _node_error(node, "overwrite_from_input must name a variable, e.g. [start, history] or "
-                                    "'{{#start.history#}}'")
+            raise node_error(node, "overwrite_from_input must name a variable, e.g. [start, history] or "
+                                   "'{{#start.history#}}'")
         selector = tuple(selector)
     flags = {}
     for key in ("expose_messages_output", "expose_error_output"):
         value = data.get(key, False)
         if not isinstance(value, bool):
-            raise _node_error(node, f"{key} must be true or false")
+            raise node_error(node, f"{key} must be true or false")
         flags[key] = value
     model = data.get("model", DEMO_MODEL)
     if not isinstance(model, str) or not model:
-        raise _node_error(node, "'model' (the tokenizer its ledger counts with) must be a model name")
+        raise node_error(node, "'model' (the tokenizer its ledger counts with) must be a model name")
     return WindowSettings(window=window, scope=scope, overwrite_from_input=selector, model=model, **flags)
 
 

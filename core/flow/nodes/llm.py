@@ -1,0 +1,171 @@
+"""The LLM node's settings (spec/dify-memory.md §2.2): its model, prompt template, memory block and
+context, read from Dify's node ``data``; a malformed node is a :class:`core.flow.errors.FlowError`
+naming it. It runs in :mod:`core.flow.runtime` (``_run_llm``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+from core.limits import DIFY_ROW_CAP
+from core.model.tokens import DEMO_MODEL
+
+from ..errors import node_error
+
+if TYPE_CHECKING:
+    from ..graph import Node
+
+#: Dify model-provider names → litellm provider prefixes (the rest are passed through unchanged).
+PROVIDER_ALIASES = {"azure_openai": "azure", "google": "gemini", "tongyi": "dashscope", "volcengine_maas": "volcengine",
+                    "mistralai": "mistral", "zhipuai": "zai", "vertex_ai": "vertex_ai", "openai": "openai"}
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """An LLM node's ``memory`` block (spec §2.2). Its presence means memory is on."""
+
+    window_enabled: bool
+    window_size: int | None
+    query_prompt_template: str | None  # None: the key is absent (older exports)
+    role_prefix: dict | None  # {"user": ..., "assistant": ...}; needed by completion-mode models
+
+    @property
+    def window(self) -> int | None:
+        """Turns of history for the ``dify`` strategy: the size when enabled, else no window (500 cap)."""
+        return self.window_size if self.window_enabled and self.window_size else None
+
+    def label(self) -> str:
+        if self.window is not None:
+            return f"window {self.window} turns"
+        return f"no window ({DIFY_ROW_CAP}-turn cap)"
+
+    def to_report(self) -> dict:
+        return {"memory": "on", "window_enabled": self.window_enabled, "window_size": self.window_size,
+                "query_prompt_template": self.query_prompt_template, "role_prefix": self.role_prefix,
+                "label": self.label()}
+
+
+@dataclass(frozen=True)
+class PromptItem:
+    role: str
+    text: str
+    edition_type: str = "basic"
+    jinja2_text: str = ""
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """The parts of an LLM node's data that decide what it sends (spec §2.2)."""
+
+    provider: str
+    name: str
+    mode: str  # chat | completion
+    completion_params: dict
+    prompt: tuple[PromptItem, ...]
+    memory: MemorySettings | None
+    context_enabled: bool = False
+    context_selector: tuple[str, ...] = ()
+    jinja2_variables: tuple[dict, ...] = ()
+
+    @property
+    def model(self) -> str:
+        """The model as litellm names it (``openai/gpt-4o-mini``); ``""`` when none is configured."""
+        return litellm_model(self.provider, self.name)
+
+    @property
+    def max_tokens(self) -> int:
+        """The user-set ``max_tokens`` completion parameter; 0 when unset (Dify ignores the rule default)."""
+        value = self.completion_params.get("max_tokens")
+        try:
+            return max(int(value), 0) if value is not None else 0
+        except (TypeError, ValueError):
+            return 0
+
+
+def litellm_model(provider: str, name: str) -> str:
+    """A Dify ``model {provider, name}`` as a litellm model name."""
+    name = (name or "").strip()
+    if not name:
+        return ""
+    provider = (provider or "").strip().strip("/")
+    if "/" in provider:  # plugin ids: langgenius/openai/openai
+        provider = provider.rsplit("/", 1)[-1]
+    if not provider:
+        return name
+    if f"{provider}/{name}" == DEMO_MODEL:
+        return DEMO_MODEL
+    return f"{PROVIDER_ALIASES.get(provider, provider)}/{name}"
+
+
+def _memory_settings(node: "Node", raw: Any) -> MemorySettings | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise node_error(node, "'memory' must be a mapping with a 'window' block, or absent for memory off")
+    window = raw.get("window")
+    if window is None:
+        # graphon's MemoryConfig requires the window block; exports always carry it.
+        raise node_error(node, "'memory' needs a 'window' block ({enabled: true|false, size: N})")
+    if not isinstance(window, Mapping):
+        raise node_error(node, "'memory.window' must be {enabled: true|false, size: N}")
+    enabled = bool(window.get("enabled", False))
+    size = window.get("size")
+    if size is not None:
+        try:
+            size = int(size)
+        except (TypeError, ValueError):
+            raise node_error(node, f"memory window size {size!r} is not a whole number") from None
+        if size < 0 or size > DIFY_ROW_CAP:
+            raise node_error(node, f"memory window size {size} is out of range: Dify windows are 1..{DIFY_ROW_CAP} "
+                                   f"turns")
+    qpt = raw.get("query_prompt_template") if "query_prompt_template" in raw else None
+    if qpt is not None and not isinstance(qpt, str):
+        raise node_error(node, "'memory.query_prompt_template' must be text")
+    prefix = raw.get("role_prefix")
+    if prefix is not None:
+        if not isinstance(prefix, Mapping):
+            raise node_error(node, "'memory.role_prefix' must be {user: ..., assistant: ...}")
+        prefix = {"user": str(prefix.get("user") or ""), "assistant": str(prefix.get("assistant") or "")}
+    return MemorySettings(window_enabled=enabled, window_size=size, query_prompt_template=qpt, role_prefix=prefix)
+
+
+def llm_settings(node: "Node") -> LLMSettings:
+    """Parse an LLM node's data; a malformed node is a :class:`FlowError` naming it."""
+    data = node.data
+    model = data.get("model") or {}
+    if not isinstance(model, Mapping):
+        raise node_error(node, "'model' must be {provider, name, mode, completion_params} or 'provider/name'")
+    mode = model.get("mode") or "chat"
+    if mode not in ("chat", "completion"):
+        raise node_error(node, f"model mode {mode!r} is unknown; expected chat or completion")
+    params = model.get("completion_params") or {}
+    if not isinstance(params, Mapping):
+        raise node_error(node, "'model.completion_params' must be a mapping")
+    raw_prompt = data.get("prompt_template")
+    items: list[PromptItem] = []
+    if raw_prompt is None:
+        raw_prompt = []
+    if isinstance(raw_prompt, Mapping):
+        raw_prompt = [dict(raw_prompt, role=raw_prompt.get("role") or "user")]
+    if not isinstance(raw_prompt, list):
+        raise node_error(node, "'prompt_template' must be a list of {role, text} messages")
+    for i, item in enumerate(raw_prompt, start=1):
+        if not isinstance(item, Mapping):
+            raise node_error(node, f"prompt message {i} must be a mapping with 'role' and 'text'")
+        role = item.get("role") or "user"
+        if role not in ("system", "user", "assistant"):
+            raise node_error(node, f"prompt message {i} has role {role!r}; expected system, user or assistant")
+        edition = item.get("edition_type") or "basic"
+        items.append(PromptItem(role=role, text=str(item.get("text") or ""), edition_type=edition,
+                                jinja2_text=str(item.get("jinja2_text") or "")))
+    if mode == "completion" and len(items) > 1:
+        raise node_error(node, "a completion-mode model takes one prompt text, not a list of messages")
+    context = data.get("context") or {}
+    jinja_vars = (data.get("prompt_config") or {}).get("jinja2_variables") or ()
+    return LLMSettings(provider=str(model.get("provider") or ""), name=str(model.get("name") or ""), mode=mode,
+                       completion_params=dict(params), prompt=tuple(items),
+                       memory=_memory_settings(node, data.get("memory")),
+                       context_enabled=bool(context.get("enabled")),
+                       context_selector=tuple(context.get("variable_selector") or ()),
+                       jinja2_variables=tuple(dict(v) for v in jinja_vars if isinstance(v, Mapping)))
