@@ -8,7 +8,10 @@ the reason of the first removal step that applies (see :mod:`core.model.ledger`)
 Cost: each message is tokenised once (cached per text). Summaries for every turn are computed
 in one depth-first walk of the turn tree with running prefix sums, so a turn costs O(log n) —
 never a re-count of the history (Dify's own loop re-counts the whole list after every pop and
-is quadratic). The full per-message ledger of one turn is built on demand in O(turns).
+is quadratic). The full per-message ledger of one turn is built on demand in O(turns). A
+strategy whose decision reads only the thread's newest turns (its ``reach``: Dify's window)
+decides one turn — its ledger, or the summaries of a page of turns — from those turns alone,
+so a what-if on a long conversation costs its window, not its length.
 
 Strategies that rewrite history (``summary_buffer``, ``compaction``, ``trim``) return their own
 per-turn plan instead of a window (:class:`core.memory.strategies.base.Plan`). They ride the same
@@ -24,7 +27,7 @@ import gc
 from bisect import bisect_left
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from core.errors import ConfigError
 from core.limits import history_limit
@@ -486,6 +489,26 @@ class Replay:
         self._summaries = [s for s in by_position if s is not None]
         return self._summaries
 
+    def summaries_at(self, positions: Iterable[int]) -> dict[int, TurnSummary]:
+        """The summaries of the answered turns among ``positions``, by position — each what
+        :meth:`summaries` gives for it — built from the turns their decisions read
+        (:meth:`near_view`), not from the whole conversation; a turn that follows the previous
+        one on its thread (a page of the transcript) extends that turn's view by one turn."""
+        turns, parent = self.conversation.turns, self.conversation.tree.thread_parent
+        out: dict[int, TurnSummary] = {}
+        view: PathView | None = None
+        last, last_decision = -1, None
+        for position in sorted(set(positions)):
+            if view is not None and parent[position] == last:
+                self._push(view, last, last_decision)
+                decision = self._decide(view, position)
+            else:
+                view, decision, _ = self.near_view(position)
+            last, last_decision = position, decision
+            if turns[position].query_index is not None:
+                out[position] = self._summary(view, position, decision)
+        return out
+
     # -- the full ledger ---------------------------------------------------------------------------
     def view_for(self, position: int) -> tuple[PathView, Decision]:
         """The thread view and decision of one turn, built along its thread only."""
@@ -493,6 +516,37 @@ class Replay:
         for p in self.conversation.tree.thread(position)[:-1]:
             self._push(view, p, self._decide(view, p))
         return view, self._decide(view, position)
+
+    def reach(self) -> int | None:
+        """How many earlier turns of its thread one turn's decision reads: 0 when no earlier
+        message is a candidate (memory off, no thread kept), the strategy's own bound
+        (:meth:`Strategy.reach`), ``None`` when every earlier turn may matter."""
+        if self.plans:
+            return None
+        if not self.strategy.remembers or self.config.scope != "thread" or not self.has_thread:
+            return 0
+        return self.strategy.reach(self.config)
+
+    def near_view(self, position: int) -> tuple[PathView, Decision, list[int]]:
+        """The view and decision of one turn built from the newest :meth:`reach` turns of its
+        thread (all of them when the reach is unbounded) — the decision :meth:`view_for` makes,
+        at a cost that does not grow with the thread — and the thread's older turns left out
+        (``head``, oldest first: every eligible message of theirs is outside the window)."""
+        reach, parent = self.reach(), self.conversation.tree.thread_parent
+        near: list[int] = []
+        cur = parent[position]
+        while cur is not None and (reach is None or len(near) < reach):
+            near.append(cur)
+            cur = parent[cur]
+        head: list[int] = []
+        while cur is not None:
+            head.append(cur)
+            cur = parent[cur]
+        view = self.strategy.new_view(self)
+        for p in reversed(near):
+            self._push(view, p, self._decide(view, p))
+        head.reverse()
+        return view, self._decide(view, position), head
 
     def position_of(self, turn_number: int) -> int:
         try:
@@ -505,9 +559,9 @@ class Replay:
         return self.ledger_at(self.position_of(turn_number))
 
     def ledger_at(self, position: int) -> Ledger:
-        view, d = self.view_for(position)
+        view, d, head = self.near_view(position)
         if d.plan is None:
-            return self.cut_ledger(view, d, position).plain()
+            return self.cut_ledger(view, d, position, head=head).plain()
         on_thread = set(view.positions)
         seq_index: dict[tuple[int, int], int] = {}
         for i, (p, m) in enumerate(zip(view.seq_pos, view.seq_msg)):
@@ -550,13 +604,15 @@ class Replay:
                     budget=d.budget.limit, budget_note=d.budget.note, config=cfg, context_size=context,
                     exceeds_context=bool(context) and fixed + history + self.config.max_tokens > context)
 
-    def cut_ledger(self, view: PathView, d: Decision, position: int, clean: int = 0) -> RunLedger:
+    def cut_ledger(self, view: PathView, d: Decision, position: int, clean: int = 0,
+                   head: Sequence[int] = ()) -> RunLedger:
         """The ledger of a strategy that cuts the thread (no plan) as reason runs and kept entries,
         in time that grows with the thread's turns (or less), not its messages; the full
         entries are built when first read. ``clean``: how many of the view's first turns are
         positions ``0, 1, …`` with every message in the sequence and none empty — those are
-        classified as one range."""
-        runs = self._runs(view, d, position, clean)
+        classified as one range. ``head``: the thread's turns older than the view's
+        (:meth:`near_view`), their eligible messages outside the window."""
+        runs = self._runs(view, d, position, clean, head)
         turns, numbers = self.conversation.turns, self.numbers
         kept: list[LedgerEntry] = []
         if not d.blocked:
@@ -576,7 +632,7 @@ class Replay:
                          expand=lambda r: expand_runs(conversation, position, r, numbers, tokens),
                          **self._ledger_header(position, d, sum(e.tokens for e in kept)))
 
-    def _runs(self, view: PathView, d: Decision, position: int, clean: int) -> list[list]:
+    def _runs(self, view: PathView, d: Decision, position: int, clean: int, head: Sequence[int] = ()) -> list[list]:
         """Every earlier message's reason, as runs: the first removal step that applies."""
         runs: list[list] = []
 
@@ -604,6 +660,15 @@ class Replay:
         add_range(0, view.turn_start(clean))
         done = clean  # positions before it are classified
         turns = self.conversation.turns
+        for p in head:  # older than the view: before its window (a bounded reach trims nothing for good)
+            add(OTHER_BRANCH, before(p) - before(done))
+            eligible, n = self.eligible(p), len(turns[p].messages)
+            if len(eligible) == n:
+                add(OUTSIDE_WINDOW, n)
+            else:
+                for m in range(n):
+                    add(OUTSIDE_WINDOW if m in eligible else GRANULARITY, 1)
+            done = p + 1
         for k in range(clean, len(view.positions)):
             p = view.positions[k]
             add(OTHER_BRANCH, before(p) - before(done))

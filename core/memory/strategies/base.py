@@ -214,6 +214,16 @@ class Strategy:
         """
         return 0, 0
 
+    def reach(self, config: "MemoryConfig") -> int | None:
+        """How many of the thread's newest turns before the current one a decision reads, when that
+        is bounded; ``None`` when older turns or what was marked or stored with them matter.
+
+        A strategy with a bounded reach never trims permanently (``trimmed_before`` is 0) and
+        reads no marks: every eligible message older than its reach is outside the window. A
+        replay then builds a turn's view from those turns only, so one turn's ledger or summary
+        costs the reach, not the thread (:meth:`core.memory.replay.Replay.near_view`)."""
+        return None
+
     def mark(self, trimmed_before: int, window_start: int) -> int:
         """State remembered for this turn, read back by its thread's later turns."""
         return window_start

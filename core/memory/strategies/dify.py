@@ -81,6 +81,11 @@ class DifyStrategy(Strategy):
             first = max(0, len(view.positions) - size)
         return 0, view.turn_start(first)
 
+    def reach(self, config):
+        # Code: rows of positions current-size+1 .. current-1, so at most size-1 earlier turns of
+        # the thread; documented: the thread's last size turns. The budget cuts inside the window.
+        return row_limit(config.window)
+
     def budget_limit(self, config, facts, fixed_prompt_tokens):
         if not counts_tokens(config):
             return None, 0
