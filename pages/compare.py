@@ -20,7 +20,7 @@ from core.words import file_stem, plural
 from ui import state as keys
 from ui.compare_charts import render_series
 from ui.compare_configs import edit_configs, load_configs, saved_sets
-from ui.compare_facts import render_facts_table
+from ui.compare_facts import message_name, pick_marks, render_facts_table
 from ui.compare_findings import render_findings
 from ui.compare_replies import render_reply_grid
 from ui.compare_source import STORED, database, pick_answered_source
@@ -130,21 +130,13 @@ with st.sidebar:
                     label_visibility="collapsed")
     facts_arg: object = None
     if mode == "marked":
-        options, names = [], {}
         numbers = turn_numbers(conv)
-        for p, t in enumerate(conv.turns):
-            for j, m in enumerate(t.messages):
-                key = f"{p}:{j}"
-                options.append(key)
-                text = " ".join(m.content.split())
-                names[key] = f"turn {numbers[p]} · {m.role}: {text[:60] + ('…' if len(text) > 60 else '')}"
-        options.sort(key=lambda k: conv.turns[int(k.split(':')[0])].messages[int(k.split(':')[1])].role != "user")
-        state.setdefault(f"{P}_marks", [])
-        state[f"{P}_marks"] = [k for k in state[f"{P}_marks"] if k in names]
-        marks = st.multiselect("Messages that state a fact", options, key=f"{P}_marks", format_func=names.get)
+        marks = pick_marks(conv, numbers, key=f"{P}_marks")
         labels = state.get(f"{P}_mark_labels") or {}
-        facts_arg = [[[int(x) for x in k.split(":")], labels.get(k) or names[k].split(": ", 1)[-1] or names[k]]
-                     for k in marks]
+        facts_arg = []
+        for k in marks:
+            name = message_name(conv, numbers, k)
+            facts_arg.append([[int(x) for x in k.split(":")], labels.get(k) or name.split(": ", 1)[-1] or name])
     elif mode == "none":
         facts_arg = []
 facts_json = json.dumps(facts_arg)

@@ -41,3 +41,46 @@ def facts_table_html(comparison: Comparison) -> str:
 
 def render_facts_table(comparison: Comparison) -> None:
     st.markdown(facts_table_html(comparison), unsafe_allow_html=True)
+
+
+def message_name(conversation, numbers: list[int], key: str) -> str:
+    """``"p:j"`` (turn position, message index) as a person reads it: turn, role, the text's start."""
+    p, j = (int(x) for x in key.split(":"))
+    message = conversation.turns[p].messages[j]
+    text = " ".join(message.content.split())
+    return f"turn {numbers[p]} · {message.role}: {text[:60] + ('…' if len(text) > 60 else '')}"
+
+
+def marked_message(conversation, key: object) -> bool:
+    """Whether ``key`` names a message of the conversation as ``"p:j"``."""
+    try:
+        p, j = (int(x) for x in str(key).split(":"))
+    except ValueError:
+        return False
+    return 0 <= p < len(conversation.turns) and 0 <= j < len(conversation.turns[p].messages)
+
+
+def pick_marks(conversation, numbers: list[int], *, key: str) -> list[str]:
+    """The messages a person marks as stating a fact, as ``"p:j"`` keys in ``st.session_state[key]``.
+
+    A turn number, then one of that turn's messages, then *Mark*: the widgets hold one turn's
+    messages, whatever the conversation's length; the marked ones are listed (and removed) below.
+    ``numbers`` are the turns' numbers by position (:func:`core.memory.replay.turn_numbers`)."""
+    state = st.session_state
+    state[key] = [k for k in state.get(key, []) if marked_message(conversation, k)]
+    first = numbers[0]
+    number = st.number_input("Turn", min_value=first, max_value=numbers[-1], value=first, step=1, key=f"{key}_turn",
+                             help="The number of the turn whose message states the fact")
+    position = int(number) - first  # turn numbers count positions from the first turn's number
+    options = [f"{position}:{j}" for j in range(len(conversation.turns[position].messages))]
+    options.sort(key=lambda k: conversation.turns[position].messages[int(k.split(":")[1])].role != "user")
+    pick = st.selectbox("Message", options, key=f"{key}_pick-{position}",
+                        format_func=lambda k: message_name(conversation, numbers, k))
+
+    def mark() -> None:
+        if pick is not None and pick not in state[key]:
+            state[key] = [*state[key], pick]
+    st.button("Mark it", key=f"{key}_add", on_click=mark, disabled=pick is None or pick in state[key])
+    return st.multiselect("Messages that state a fact", list(state[key]), key=key,
+                          format_func=lambda k: message_name(conversation, numbers, k),
+                          placeholder="None marked yet: pick a turn and a message above")

@@ -121,14 +121,51 @@ def test_facts_are_reported_lost_at_the_turns_the_core_computes(page):
     assert "your name is lost at turn 4 with dify window 3" in page_html(page)
 
 
+def mark(at, turn: int, key: str) -> None:
+    """Mark a message with the picker: its turn, then the message, then *Mark it*."""
+    at.number_input(key="cmp_marks_turn").set_value(turn).run()
+    at.selectbox(key=f"cmp_marks_pick-{key.split(':')[0]}").set_value(key).run()
+    at.button(key="cmp_marks_add").click().run()
+    assert not at.exception, at.exception
+
+
 def test_facts_marked_by_hand_are_followed_instead(page):
     page.radio(key="cmp_facts").set_value("marked").run()
-    page.multiselect(key="cmp_marks").set_value(["4:0"]).run()  # turn 5's question about tram 28
+    assert page.multiselect(key="cmp_marks").options == []
+    mark(page, 5, "4:0")  # turn 5's question about tram 28
+    assert page.multiselect(key="cmp_marks").value == ["4:0"]
+    assert page.button(key="cmp_marks_add").disabled  # marked already
     frame = facts_table(page)
     assert list(frame["fact"]) == ["Is the tram 28 worth it?"]
     assert list(frame["stated at"]) == ["turn 5"]
     assert list(frame["dify window 3"]) == ["lost at turn 8 (outside window)"]
     assert list(frame["dify window 10"]) == ["kept"]
+    page.multiselect(key="cmp_marks").set_value([]).run()  # removed from the list: followed no more
+    assert page.multiselect(key="cmp_marks").options == [] and "Is the tram 28" not in page_html(page)
+
+
+def test_the_mark_picker_holds_one_turns_messages_whatever_the_conversations_length(tmp_path, monkeypatch):
+    from benchmarks.workload import seed_support_conversation
+
+    url = f"sqlite:///{tmp_path / 'long.db'}"
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", url)
+    db = Database(url)
+    conv_id = seed_support_conversation(db, 300)
+    repo.set_setting(db, "demo.seeded", True)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.session_state["open_in_compare"] = conv_id
+    at.switch_page("pages/compare.py").run()
+    at.radio(key="cmp_facts").set_value("marked").run()
+    mark(at, 250, "249:0")
+    mark(at, 3, "2:1")
+    picker = at.selectbox(key="cmp_marks_pick-2")
+    assert len(picker.options) == 2  # turn 3's query and answer, of 600 messages
+    assert at.multiselect(key="cmp_marks").value == ["249:0", "2:1"]
+    assert len(at.multiselect(key="cmp_marks").options) == 2
+    assert sum(len(w.options) for w in [*at.sidebar.selectbox, *at.sidebar.multiselect]) < 20
+    at.button(key="cmp_whole").click().run()  # a long conversation is compared when asked
+    assert sorted(facts_table(at)["stated at"]) == ["turn 250", "turn 3"]
 
 
 def test_findings_are_shown_and_jump_to_their_turn(page):
