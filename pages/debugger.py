@@ -273,13 +273,6 @@ ledgers = {nid: r["ledger"] for nid, r in runs.items() if r.get("ledger") is not
 if overrides and selected_id:
     ledgers.update(data.what_if_ledgers(url, conv_id, stamp, info.flow_version_id, selected_id,
                                         json.dumps(overrides, sort_keys=True), fidelity, counting))
-differs: dict[str, list[str]] = {}
-for nid, ov in overrides.items():
-    wi = data.what_if_turns(url, conv_id, stamp, info.flow_version_id, nid,
-                            json.dumps(baselines[nid].to_dict(), sort_keys=True), json.dumps(ov, sort_keys=True),
-                            fidelity, counting)
-    for p in wi.differs:
-        differs.setdefault(conv.turns[p].id, []).append(titles[nid])
 
 # -- the transcript --------------------------------------------------------------------------------------
 # The transcript scrolls in its own box, so the page opens at the top (title, receipt in view) and the
@@ -292,6 +285,14 @@ with transcript_box:
         st.info("No message yet. Say something below — the demo model answers offline.")
     else:
         visible = thread_page(thread, selected, key=conv_key(keys.SHOWN), on_newest=lambda: _select(thread_ids[-1]))
+        # "Replies might now differ" for the turns on this page only: a page costs the same at any length.
+        differs: dict[str, list[str]] = {}
+        for nid, ov in overrides.items():
+            wi = data.what_if_turns(url, conv_id, stamp, info.flow_version_id, nid,
+                                    json.dumps(baselines[nid].to_dict(), sort_keys=True),
+                                    json.dumps(ov, sort_keys=True), fidelity, counting, tuple(visible))
+            for p in wi.differs:
+                differs.setdefault(conv.turns[p].id, []).append(titles[nid])
         items = transcript(conv, visible, selected, ledgers, titles,
                            node_filter=None if node_filter == "all" else node_filter)
         siblings = {}

@@ -88,7 +88,10 @@ def what_if_ledgers(url: str, conversation_id: str, version: tuple, version_id: 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def what_if_turns(url: str, conversation_id: str, version: tuple, version_id: str, node_id: str,
-                  base_json: str, override_json: str, fidelity: str, counting: bool = False) -> WhatIf:
+                  base_json: str, override_json: str, fidelity: str, counting: bool = False,
+                  positions: tuple[int, ...] = ()) -> WhatIf:
+    """Where one node's kept set changes under its new settings, among the turns at ``positions``
+    (the transcript's page: the cost does not grow with the conversation)."""
     conv = conversation(url, conversation_id, version)
     f = flow(url, version_id)
     base = node_memory_config(f, node_id, fidelity=fidelity, plugin_token_counting=counting,
@@ -96,7 +99,7 @@ def what_if_turns(url: str, conversation_id: str, version: tuple, version_id: st
     new = node_memory_config(f, node_id, fidelity=fidelity, plugin_token_counting=counting,
                              override=json.loads(override_json) or None)
     return what_if(conv, node_id, base, new, has_thread=f.is_chat,
-                   history_inputs=node_history_inputs(f, conv, node_id))
+                   history_inputs=node_history_inputs(f, conv, node_id), positions=positions)
 
 
 def recorded_config(run: dict) -> MemoryConfig:

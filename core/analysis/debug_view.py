@@ -15,7 +15,7 @@ The page renders these; tests check them directly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITY_LABELS, MemoryConfig, Replay, turn_numbers
 from core.memory.strategies.dify import window_note
@@ -203,7 +203,7 @@ class WhatIf:
     node_id: str
     config: MemoryConfig
     baseline: MemoryConfig
-    differs: list[int]  # turn positions whose kept set changes: the reply might differ there
+    differs: list[int]  # turn positions (of those compared) whose kept set changes: the reply might differ
     kept_before: dict[int, int]
     kept_after: dict[int, int]
 
@@ -217,17 +217,25 @@ def fixed_tokens_of(conversation: Conversation, node_id: str, default: int = 3):
 
 
 def what_if(conversation: Conversation, node_id: str, baseline: MemoryConfig, config: MemoryConfig, *,
-            has_thread: bool = True, history_inputs=None) -> WhatIf:
-    """Compare every turn's kept set under ``baseline`` and ``config`` (fast per-turn summaries);
-    ``history_inputs`` as :class:`Replay` takes them (a Window Memory node's recorded overwrites)."""
+            has_thread: bool = True, history_inputs=None, positions: Iterable[int] | None = None) -> WhatIf:
+    """Compare the kept sets under ``baseline`` and ``config`` of every answered turn, or of those
+    among ``positions`` (what is on screen: each decided from the turns its memory reads, so a page
+    costs the same at any length); ``history_inputs`` as :class:`Replay` takes them (a Window
+    Memory node's recorded overwrites)."""
     tokens = fixed_tokens_of(conversation, node_id)
     before = Replay(conversation, baseline, system_prompt="", has_thread=has_thread, prompt_tokens=tokens,
                     history_inputs=history_inputs)
     after = Replay(conversation, config, system_prompt="", has_thread=has_thread, prompt_tokens=tokens,
                    history_inputs=history_inputs)
-    positions = conversation.answered_turns()
+    if positions is None:
+        answered = conversation.answered_turns()
+        pairs = zip(answered, before.summaries(), after.summaries())
+    else:
+        shown = sorted(set(positions))
+        a_at, b_at = before.summaries_at(shown), after.summaries_at(shown)
+        pairs = ((p, a_at[p], b_at[p]) for p in shown if p in a_at)
     differs, kb, ka = [], {}, {}
-    for p, a, b in zip(positions, before.summaries(), after.summaries()):
+    for p, a, b in pairs:
         kb[p], ka[p] = a.kept, b.kept
         if (a.kept, a.oldest_kept_turn, a.history_tokens) != (b.kept, b.oldest_kept_turn, b.history_tokens):
             differs.append(p)

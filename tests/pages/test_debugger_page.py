@@ -251,3 +251,33 @@ def test_switchboard_plugin_token_counting_prunes_as_dify_does(app):
     assert "over_budget" in reasons and reasons[-1] == "kept"
     first_kept = reasons.index("kept")
     assert all(r == "over_budget" for r in reasons[8:first_kept])
+
+
+def test_a_switchboard_change_replays_as_many_turns_on_a_long_conversation_as_on_a_short_one(tmp_path, monkeypatch):
+    """The what-if ledgers of the inspected turn and the "replies might now differ" badges of the
+    transcript's page are decided from the turns the memory reads, not from every turn."""
+    from benchmarks.workload import seed_support_conversation
+    from core.memory.replay import Replay
+
+    pushed = []
+    push = Replay._push
+    monkeypatch.setattr(Replay, "_push", lambda self, view, p, d: (pushed.append(p), push(self, view, p, d))[1])
+    work = {}
+    for n in (30, 600):
+        url = f"sqlite:///{tmp_path / f'{n}.db'}"
+        monkeypatch.setenv("MEMLENS_DATABASE_URL", url)
+        db = Database(url)
+        conv_id = seed_support_conversation(db, n)
+        repo.set_setting(db, "demo.seeded", True)
+        at = AppTest.from_file(str(ROOT / "pages" / "debugger.py"), default_timeout=120)
+        at.run()
+        assert not at.exception, at.exception
+        selected = at.session_state["selected_turn"]
+        pushed.clear()
+        at.number_input(key=f"sb-{conv_id}-{selected}-responder_window_turns").set_value(6).run()
+        assert not at.exception, at.exception
+        work[n] = len(pushed)
+        badges = shown("".join(md.value for m in at.chat_message for md in m.markdown))
+        assert "replies might now differ: Responder" in badges
+        assert "What-if" in "".join(w.value for w in at.warning)
+    assert 0 < work[30] == work[600]
