@@ -5,10 +5,11 @@ Every error a user can cause (a malformed file, an out-of-range setting, a type 
 and exits with status 2, the UI shows it in place. Anything else is a bug: the CLI still prints one
 line (``MEMLENS_DEBUG=1`` shows the traceback) and the API answers 500 and logs the detail.
 
-The tree (each class lives beside the code that raises it; catch the narrowest that fits)::
+The tree (a package's exceptions live in its own ``errors.py``, e.g. ``core/flow/errors.py``, each
+deriving from a class here; catch the narrowest that fits)::
 
     MemLensError (ValueError)
-    ├── ConfigError            a memory config value, or a strategy's own check      core/errors.py
+    ├── ConfigError            a memory config value, or a strategy's own check      core/memory/errors.py
     ├── ReportError            a report, report bundle, source file or config set    core/errors.py
     │   └── BundleFieldError   one field of a report bundle                          core/report/bundle.py
     ├── LimitError             over a size or depth limit                            core/limits.py
@@ -16,18 +17,18 @@ The tree (each class lives beside the code that raises it; catch the narrowest t
     ├── FormatError            a file no reader can read                             core/io/readers.py
     │   └── RecordError        one bad record in it                                  core/io/readers.py
     ├── FlowError              a flow file or Dify DSL export                        core/flow/errors.py
-    ├── RunError               a turn that cannot run                                core/flow/runtime.py
-    ├── WindowInputError       a Window Memory node's input                          core/flow/nodes/window_memory.py
-    ├── VariableError          a conversation variable                               core/flow/variables.py
-    │   └── TypeMismatchError  a value of the wrong type                             core/flow/variables.py
-    ├── AssignerError          a Variable Assigner operation                         core/flow/variables.py
-    ├── StateError, ToolError, ToolConfigError, GranularityError   the agent node    core/flow/nodes/tool_agent.py
-    ├── TrimError              trim_messages' own refusals                           core/memory/strategies/trim.py
-    ├── LongTermMemoryError    long-term memory settings and extraction              core/memory/long_term.py
-    │   └── MemoryNotFound     no memory with that id                                core/memory/long_term.py
-    ├── LLMError               the model call                                        core/llm/client.py
-    ├── CompareError           a comparison's configs or window                      core/analysis/compare.py
-    ├── WhyError               a "where did it go?" question                         core/analysis/why.py
+    ├── RunError               a turn that cannot run                                core/flow/errors.py
+    ├── WindowInputError       a Window Memory node's input                          core/flow/errors.py
+    ├── VariableError          a conversation variable                               core/flow/errors.py
+    │   └── TypeMismatchError  a value of the wrong type                             core/flow/errors.py
+    ├── AssignerError          a Variable Assigner operation                         core/flow/errors.py
+    ├── StateError, ToolError, ToolConfigError, GranularityError   the agent node    core/flow/errors.py
+    ├── TrimError              trim_messages' own refusals                           core/memory/errors.py
+    ├── LongTermMemoryError    long-term memory settings and extraction              core/memory/errors.py
+    │   └── MemoryNotFound     no memory with that id                                core/memory/errors.py
+    ├── LLMError               the model call                                        core/llm/errors.py
+    ├── CompareError           a comparison's configs or window                      core/analysis/errors.py
+    ├── WhyError               a "where did it go?" question                         core/analysis/errors.py
     ├── PullError              pulling from a Dify app                               core/io/pull.py
     ├── FileInputError         a chat message's files                                core/api/uploads.py
     ├── UsageError             the command line                                      core/cli/app.py
@@ -39,16 +40,13 @@ The tree (each class lives beside the code that raises it; catch the narrowest t
         └── SessionChangedError  the flow changed under a conversation               core/service/sessions.py
 
 ``core.api.base.ApiError`` is not part of it: it is an HTTP answer in Dify's error shape, made
-from a ``MemLensError`` at the API's edge.
+from a ``MemLensError`` at the API's edge. Nor is ``core.flow.errors.NodeFailed``: a node runner's
+signal that its node failed, which the runtime records on the node's run and never lets out.
 """
 
 
 class MemLensError(ValueError):
     """Bad input: the message names the problem and, where it helps, the way forward."""
-
-
-class ConfigError(MemLensError):
-    """A memory configuration value is out of range or unknown, or the strategy cannot run it."""
 
 
 class ReportError(MemLensError):

@@ -9,11 +9,21 @@ from core import errors
 from core.errors import MemLensError
 
 
-def _core_error_classes() -> set[type]:
+#: The packages that keep every exception class they define in their own ``errors.py``.
+OWN_ERRORS_MODULE = ("analysis", "flow", "llm", "memory", "model")
+
+
+def _core_modules() -> list:
+    modules = []
     for info in pkgutil.walk_packages(core.__path__, "core."):
         if ".migrations" in info.name or info.name == "core.__main__":
             continue
-        importlib.import_module(info.name)
+        modules.append(importlib.import_module(info.name))
+    return modules
+
+
+def _core_error_classes() -> set[type]:
+    _core_modules()
     out, todo = set(), [MemLensError]
     while todo:
         for sub in todo.pop().__subclasses__():
@@ -38,3 +48,21 @@ def test_the_tree_names_each_class_beside_the_module_it_lives_in():
         for name in classes:
             if f" {name} " in f" {line.replace(',', ' ')} ":
                 assert inspect.getsourcefile(classes[name]).endswith(path), (name, path)
+
+
+def test_each_package_defines_its_exceptions_in_its_errors_module_deriving_from_the_common_base():
+    """Walks every module of these packages: any exception class one defines is in ``core/<package>/errors.py``,
+    and every one of them but the runtime's internal signal is a MemLensError (so in the tree above)."""
+    seen = {}
+    for module in _core_modules():
+        parts = module.__name__.split(".")
+        if len(parts) < 3 or parts[1] not in OWN_ERRORS_MODULE:
+            continue
+        for name, obj in vars(module).items():
+            if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == module.__name__:
+                seen[name] = obj
+                assert module.__name__ == f"core.{parts[1]}.errors", f"move {name} to core/{parts[1]}/errors.py"
+    assert {"FlowError", "ConfigError", "LLMError", "CompareError"} <= set(seen)
+    internal = {name for name, cls in seen.items() if not issubclass(cls, MemLensError)}
+    assert internal == {"NodeFailed"}, internal
+    assert "NodeFailed" in errors.__doc__

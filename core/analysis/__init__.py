@@ -11,6 +11,7 @@ __all__, __getattr__ = public_api(__name__, {
     "debug_view": ("Lens", "MessageView", "Receipt", "TreeNode", "WhatIf", "damage_note", "default_lens",
                    "dify_profile", "focus_node", "lens_ledgers", "receipt", "replayed_run", "transcript",
                    "tree_layout", "what_if"),
+    "errors": ("CompareError", "WhyError"),
     "findings": ("Finding", "TurnNamer", "WARNING", "config_findings", "findings_at", "findings_for", "turn_namer"),
     "why": ("MAX_PHRASE", "Subject", "WhyAnswer", "node_subjects", "where_did_it_go"),
 })

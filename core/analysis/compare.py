@@ -35,13 +35,15 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
-from core.errors import MemLensError
 from core.llm.client import DemoClient, LLMClient, LLMReply
-from core.memory.replay import ConfigError, Decision, MemoryConfig, PathView, Replay, turn_numbers
+from core.memory.errors import ConfigError
+from core.memory.replay import Decision, MemoryConfig, PathView, Replay, turn_numbers
 from core.model.conversation import Conversation, Message, turn_label
 from core.model.facts import extract_facts
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, REASON_LABELS,
                                SUMMARIZED, TRIMMED_EARLIER, Ledger, LedgerEntry, explain)
+
+from .errors import CompareError
 
 MIN_CONFIGS = 2
 MAX_CONFIGS = 6
@@ -49,11 +51,6 @@ MAX_CONFIGS = 6
 HEATMAP_ROWS = 60
 HEATMAP_COLUMNS = 240
 _TEXT_WIDTH = 48
-
-
-class CompareError(MemLensError):
-    """A comparison was asked for with bad input (too few or too many configs, an unknown turn or
-    message); the message says what to change."""
 
 
 # -- configs ------------------------------------------------------------------------------------------
@@ -835,8 +832,8 @@ def compare(conversation: Conversation, configs: Iterable[MemoryConfig | NamedCo
                       [fact_sentence(row) for row in by_fact], [numbers[p] for p in conversation.answered_turns()])
 
 
-__all__ = ["CompareError", "NamedConfig", "named_configs", "Column", "message_columns", "HeatmapWindow",
-           "heatmap_window", "RetentionMatrix", "retention_matrix", "TrackedFact", "detect_facts", "track_facts",
-           "FactFate", "fact_presence", "fact_sentence", "Series", "turn_series", "DiffItem", "TurnDiff", "turn_diff", "Comparison",
-           "ReplyGrid", "replay_replies", "reply_at",
-           "compare", "REASON_LABELS", "HEATMAP_ROWS", "HEATMAP_COLUMNS", "MIN_CONFIGS", "MAX_CONFIGS"]
+__all__ = ["NamedConfig", "named_configs", "Column", "message_columns", "HeatmapWindow", "heatmap_window",
+           "RetentionMatrix", "retention_matrix", "TrackedFact", "detect_facts", "track_facts", "FactFate",
+           "fact_presence", "fact_sentence", "Series", "turn_series", "DiffItem", "TurnDiff", "turn_diff", "Comparison",
+           "ReplyGrid", "replay_replies", "reply_at", "compare", "REASON_LABELS", "HEATMAP_ROWS", "HEATMAP_COLUMNS",
+           "MIN_CONFIGS", "MAX_CONFIGS"]

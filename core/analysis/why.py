@@ -13,19 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from core.errors import MemLensError
 from core.memory.replay import Replay
 from core.model.conversation import Conversation, turn_label
 from core.model.ledger import MEMORY_OFF, explain
 
 from .compare import TrackedFact, fact_presence
+from .errors import WhyError
 
 MAX_PHRASE = 200
 _EXCERPT = 80
-
-
-class WhyError(MemLensError):
-    """The question cannot be asked: an empty or too long phrase, or a turn that does not exist."""
 
 
 @dataclass(frozen=True)
@@ -205,4 +201,4 @@ def _reason_at(subject: Subject, fact: TrackedFact, position: int) -> tuple[str,
     return "", "not in the history"
 
 
-__all__ = ["WhyError", "Subject", "Mention", "Loss", "WhyAnswer", "where_did_it_go", "node_subjects", "MAX_PHRASE"]
+__all__ = ["Subject", "Mention", "Loss", "WhyAnswer", "where_did_it_go", "node_subjects", "MAX_PHRASE"]

@@ -6,12 +6,13 @@ by node (``runtime``); ``nodes/`` holds the node types with logic of their own.
 from core import public_api
 
 __all__, __getattr__ = public_api(__name__, {
-    "errors": ("FlowError",),
+    "errors": ("AssignerError", "FlowError", "GranularityError", "RunError", "StateError", "ToolConfigError",
+               "ToolError", "TypeMismatchError", "VariableError", "WindowInputError"),
     "graph": ("Flow", "Node", "classify_change", "import_report", "load_flow", "parse_flow_upload"),
     "node_types": ("NODE_TYPES", "NodeType"),
     "nodes.llm": ("llm_settings",),
-    "runtime": ("ConversationState", "NodeRun", "RunError", "TurnRecord", "node_history_inputs", "node_memory_config",
+    "runtime": ("ConversationState", "NodeRun", "TurnRecord", "node_history_inputs", "node_memory_config",
                 "node_replay", "run_turn", "what_if_ledger", "what_if_prompt"),
-    "variables": ("VariableChange", "VariableError", "copy_value", "defaults", "edit_variable", "infer_type",
+    "variables": ("VariableChange", "copy_value", "defaults", "edit_variable", "infer_type",
                   "is_valid", "normalize_type"),
 })

@@ -58,10 +58,10 @@ from typing import Any, Mapping, Sequence
 
 from core.model.tokens import DEMO_MODEL
 
-from .errors import FlowError
+from .errors import FlowError, VariableError
 from .node_types import NODE_TYPES, read_settings
 from .nodes.llm import LLMSettings, llm_settings
-from .variables import ConversationVariable, VariableError
+from .variables import ConversationVariable
 
 FLOW_FORMAT = "memlens-flow"
 FLOW_FORMAT_VERSION = 1

@@ -16,13 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from .errors import node_error
+from .errors import VariableError, node_error
 from .nodes.if_else import check_if_else
 from .nodes.llm import llm_settings
 from .nodes.long_term import retrieve_settings, store_settings
 from .nodes.tool_agent import agent_settings
 from .nodes.window_memory import window_settings
-from .variables import VariableError, check_assigner_data
+from .variables import check_assigner_data
 
 if TYPE_CHECKING:
     from .graph import Node

@@ -46,32 +46,33 @@ from collections import deque
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from core.errors import MemLensError
 from core.limits import LimitError, check_query
-from core.llm.client import DemoClient, LLMClient, LLMError, default_client, one_line
-from core.memory.long_term import LLMExtractor, LongTermMemoryError, Source, memories_text
-from core.memory.replay import (DEFAULT_FIDELITY, FIDELITIES, ConfigError, MemoryConfig, Replay, TurnMemory, history_of,
-                                turn_numbers)
+from core.llm.client import DemoClient, LLMClient, default_client, one_line
+from core.llm.errors import LLMError
+from core.memory.errors import ConfigError, LongTermMemoryError
+from core.memory.long_term import LLMExtractor, Source, memories_text
+from core.memory.replay import DEFAULT_FIDELITY, FIDELITIES, MemoryConfig, Replay, TurnMemory, history_of, turn_numbers
 from core.memory.strategies.compaction import SHIPPED, SUMMARIES_META, ShippedRunHook, recorded_summaries
 from core.memory.summarize import ModelSectionSummarizer
 from core.model.conversation import ANSWER, QUERY, UUID_NIL, Conversation, FileRef, Message, Turn
 from core.model.ledger import Ledger
 from core.model.tokens import DEMO_MODEL, counter_for, model_supports_vision
 
+from .errors import AssignerError, GranularityError, NodeFailed, RunError, WindowInputError
 from .graph import Flow, Node
 from .nodes.if_else import OPERATOR_ALIASES, if_else_cases
 from .nodes.llm import LLMSettings, llm_settings
 from .nodes.long_term import retrieve_settings, store_settings
-from .nodes.tool_agent import (DemoPlanner, GranularityError, ModelPlanner, agent_settings, check_granularity,
-                               planner_for, resolve_granularity, run_agent)
-from .nodes.window_memory import (FAIL_BRANCH, META_KEY as WINDOW_META, WindowInputError, history_inputs, message_dict,
-                                  parse_overwrite, window_call, window_settings)
+from .nodes.tool_agent import (DemoPlanner, ModelPlanner, agent_settings, check_granularity, planner_for,
+                               resolve_granularity, run_agent)
+from .nodes.window_memory import (FAIL_BRANCH, META_KEY as WINDOW_META, history_inputs, message_dict, parse_overwrite,
+                                  window_call, window_settings)
 from .prompt import (CHAT, COMPLETION, CURRENT_QUERY, PromptFrame, PromptMessage, fixed_tokens, history_messages,
                      message)
 from .templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, FileList, VariablePool, refers_to, render, render_jinja,
                         selectors_in, value_text)
-from .variables import (AssignerError, VariableChange, check_sizes, copy_value, edit_variable, initialize,
-                        run_assigner_v1, run_assigner_v2)
+from .variables import (VariableChange, check_sizes, copy_value, edit_variable, initialize, run_assigner_v1,
+                        run_assigner_v2)
 
 SUCCEEDED = "succeeded"
 FAILED = "failed"
@@ -80,16 +81,6 @@ ORIGINS = ("system", "template", "conversation variable", "memory history", "cur
            "long-term memory")
 NO_PROMPT = "No prompt found in the LLM configuration. Please ensure a prompt is properly configured before proceeding."
 ROLE_PREFIX_REQUIRED = "Memory role prefix is required for completion model."
-
-
-class RunError(MemLensError):
-    """Bad input to a run (an unknown parent turn, a missing required input, a bad override); nothing ran."""
-
-
-class _NodeFailed(Exception):
-    def __init__(self, message: str, run: "NodeRun | None" = None):
-        super().__init__(message)
-        self.run = run
 
 
 class _Latest:
@@ -353,13 +344,13 @@ def _number_pair(value: Any, expected: Any) -> tuple[Any, Any]:
         try:
             exp = float(expected)
         except ValueError:
-            raise _NodeFailed(f"Cannot convert '{expected}' to number") from None
+            raise NodeFailed(f"Cannot convert '{expected}' to number") from None
         if isinstance(value, int) and exp.is_integer():
             return value, int(exp)
         return float(value), exp
     if isinstance(expected, (int, float)):
         return value, expected
-    raise _NodeFailed(f"Cannot convert {type(expected)} to number")
+    raise NodeFailed(f"Cannot convert {type(expected)} to number")
 
 
 def _equality_expected(value: Any, expected: Any) -> Any:
@@ -371,8 +362,8 @@ def _equality_expected(value: Any, expected: Any) -> Any:
         if isinstance(value, float):
             return float(expected)
     except (TypeError, ValueError):
-        raise _NodeFailed(f"Cannot convert {expected!r} to number") from None
-    raise _NodeFailed("Invalid actual value type: number or boolean")
+        raise NodeFailed(f"Cannot convert {expected!r} to number") from None
+    raise NodeFailed("Invalid actual value type: number or boolean")
 
 
 def _compare(op: str, value: Any, expected: Any) -> bool:
@@ -386,19 +377,19 @@ def _compare(op: str, value: Any, expected: Any) -> bool:
         elif isinstance(value, list):
             hit = expected in value
         else:
-            raise _NodeFailed("Invalid actual value type: string or array")
+            raise NodeFailed("Invalid actual value type: string or array")
         return not hit if negate else hit
     if op in ("start with", "end with"):
         if not value:
             return False
         if not isinstance(value, str):
-            raise _NodeFailed("Invalid actual value type: string")
+            raise NodeFailed("Invalid actual value type: string")
         return value.startswith(str(expected)) if op == "start with" else value.endswith(str(expected))
     if op in ("is", "is not"):
         if value is None:
             return False
         if not isinstance(value, (str, bool)):
-            raise _NodeFailed("Invalid actual value type: string or boolean")
+            raise NodeFailed("Invalid actual value type: string or boolean")
         return (value == expected) if op == "is" else (value != expected)
     if op == "empty":
         return not value
@@ -413,7 +404,7 @@ def _compare(op: str, value: Any, expected: Any) -> bool:
         if value is None:
             return False
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _NodeFailed("Invalid actual value type: number")
+            raise NodeFailed("Invalid actual value type: number")
         a, b = _number_pair(value, expected)
         return {">": a > b, "<": a < b, "≥": a >= b, "≤": a <= b}[op]
     if op in ("null", "not exists"):
@@ -424,13 +415,13 @@ def _compare(op: str, value: Any, expected: Any) -> bool:
         if not value:
             return op == "not in"
         if not isinstance(expected, list):
-            raise _NodeFailed("Invalid expected value type: array")
+            raise NodeFailed("Invalid expected value type: array")
         return (value in expected) if op == "in" else (value not in expected)
     if op == "all of":
         if not value or not isinstance(expected, list):
             return False
         return isinstance(value, (list, str)) and all(item in value for item in expected)
-    raise _NodeFailed(f"Unsupported operator: {op}")
+    raise NodeFailed(f"Unsupported operator: {op}")
 
 
 def _to_bool(value: Any) -> bool:
@@ -445,7 +436,7 @@ def _to_bool(value: Any) -> bool:
             loaded = None
         if isinstance(loaded, (bool, int)):
             return bool(loaded)
-    raise _NodeFailed(f"unexpected value: type={type(value)}, value={value}")
+    raise NodeFailed(f"unexpected value: type={type(value)}, value={value}")
 
 
 def _condition(cond: Mapping[str, Any], pool: VariablePool) -> bool:
@@ -453,12 +444,12 @@ def _condition(cond: Mapping[str, Any], pool: VariablePool) -> bool:
     op = OPERATOR_ALIASES.get(cond.get("comparison_operator"), cond.get("comparison_operator"))
     raw = pool.get(selector)
     if raw is MISSING:
-        raise _NodeFailed(f"Variable {selector} not found")
+        raise NodeFailed(f"Variable {selector} not found")
     value = None if raw is NONE else raw
     if isinstance(value, FileList) and op in ("contains", "not contains", "all of"):
         sub = cond.get("sub_variable_condition")
         if not sub:
-            raise _NodeFailed("Sub variable is required")
+            raise NodeFailed("Sub variable is required")
         # MemLens carries no files, so every per-file check sees an empty list (any → false, all → true).
         results = [("not" in str(c.get("comparison_operator"))) for c in sub.get("conditions") or []]
         return all(results) if sub.get("logical_operator", "and") == "and" else any(results)
@@ -663,7 +654,7 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
             try:
                 return render_jinja(item.jinja2_text or item.text, settings.jinja2_variables, pool)
             except Exception as e:  # a broken Jinja template fails the node, as in Dify
-                raise _NodeFailed(f"Jinja2 template error: {one_line(str(e))}") from None
+                raise NodeFailed(f"Jinja2 template error: {one_line(str(e))}") from None
         return render(item.text, pool, context=context_text)
 
     raw_query = pool.get(["sys", "query"])
@@ -676,7 +667,7 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
 
     with_history = memory_on and ctx.flow.is_chat
     if settings.mode != "chat" and with_history and (block is None or block.role_prefix is None):
-        raise _NodeFailed(ROLE_PREFIX_REQUIRED)
+        raise NodeFailed(ROLE_PREFIX_REQUIRED)
     frame = node_frame(settings, render_item, counter, sys_query, pool, ctx=ctx, context_used=bool(context_text),
                        role_prefix=block.role_prefix if with_history and block is not None else None,
                        file_upload=ctx.flow.file_upload, vision=model_supports_vision(config.model))
@@ -687,7 +678,7 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
     prompt = frame.build(history)
     run.prompt = prompt
     if not prompt:
-        raise _NodeFailed(NO_PROMPT)
+        raise NodeFailed(NO_PROMPT)
     model = config.model if override and "model" in override else settings.model
     started = time.perf_counter()
     try:
@@ -695,7 +686,7 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
                                       settings.max_tokens or None)
     except LLMError as e:
         run.latency_ms = (time.perf_counter() - started) * 1000
-        raise _NodeFailed(str(e)) from None
+        raise NodeFailed(str(e)) from None
     run.latency_ms = (time.perf_counter() - started) * 1000
     run.reply = reply.text
     run.usage = reply.usage
@@ -733,8 +724,8 @@ def _window_memory(node: Node, ctx: _Context) -> tuple[str, MemoryConfig, Any] |
         return None
     if source not in ctx.window_calls:
         if not ctx.flow.has_node(source) or ctx.flow.node(source).type != "window-memory":
-            raise _NodeFailed(f"memory_node {source!r} is not a window-memory node of this flow")
-        raise _NodeFailed(f"window memory {source!r} has not run before {node.id!r} in this turn; connect it "
+            raise NodeFailed(f"memory_node {source!r} is not a window-memory node of this flow")
+        raise NodeFailed(f"window memory {source!r} has not run before {node.id!r} in this turn; connect it "
                           f"before {node.id!r}")
     config, overwrite = ctx.window_calls[source]
     return source, config, overwrite
@@ -753,7 +744,7 @@ def _run_window_memory(node: Node, ctx: _Context, run: NodeRun) -> str | None:
                 run.notes.extend(notes)
     except WindowInputError as e:
         if not settings.expose_error_output:
-            raise _NodeFailed(str(e)) from None
+            raise NodeFailed(str(e)) from None
         run.status, run.error = "exception", str(e)
         run.outputs = {"error_message": str(e), "error_type": type(e).__name__, "history_set": False}
         return FAIL_BRANCH
@@ -782,7 +773,7 @@ def _run_memory_retrieve(node: Node, ctx: _Context, run: NodeRun) -> None:
         try:
             results = store.retrieve(user, query, settings.top_k, threshold=settings.threshold)
         except LongTermMemoryError as e:
-            raise _NodeFailed(str(e)) from None
+            raise NodeFailed(str(e)) from None
     rows = [r.to_dict() for r in results]
     ctx.recalled[node.id] = rows
     run.outputs = {"text": memories_text(results), "memories": rows, "count": len(rows), "user_id": user,
@@ -797,7 +788,7 @@ def _memory_in_namespace(ctx: _Context, setting: str | None):
     try:
         return ctx.long_term.in_namespace(render(setting, ctx.pool).strip())
     except LongTermMemoryError as e:
-        raise _NodeFailed(str(e)) from None
+        raise NodeFailed(str(e)) from None
 
 
 def _run_memory_store(node: Node, ctx: _Context, run: NodeRun) -> None:
@@ -830,7 +821,7 @@ def _run_memory_store(node: Node, ctx: _Context, run: NodeRun) -> None:
         # Written at once, like Dify's plugin call: the change stays even if a later node fails.
         result = store.store(user, messages, source=source, extractor=extractor)
     except (LongTermMemoryError, LLMError) as e:
-        raise _NodeFailed(str(e)) from None
+        raise NodeFailed(str(e)) from None
     counts = result.counts()
     run.outputs = {"events": [{"memory_id": e.memory_id, "event": e.event, "memory": e.new_memory,
                                "previous_memory": e.old_memory} for e in result.events],
@@ -843,7 +834,7 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
     try:
         granularity, source = resolve_granularity(ctx.granularity, ctx.flow.history.get("granularity"))
     except GranularityError as e:
-        raise _NodeFailed(str(e)) from None
+        raise NodeFailed(str(e)) from None
     run.granularity, run.granularity_source = granularity, source
     run.model = settings.model
     window = _window_memory(node, ctx) if settings.memory_node else None
@@ -893,7 +884,7 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
                            exit_conditions=settings.exit_conditions, ref_prefix=f"{ctx.turn_id}:{node.id}",
                            version=settings.haystack_version, before_model=compaction_hook)
     except LLMError as e:
-        raise _NodeFailed(str(e)) from None
+        raise NodeFailed(str(e)) from None
     finally:
         run.latency_ms = (time.perf_counter() - started) * 1000
         if compaction_hook is not None:  # written before a failure too: they were sent
@@ -926,7 +917,7 @@ def _run_assigner(node: Node, ctx: _Context, run: NodeRun) -> None:
         else:
             result = run_assigner_v1(node.data, ctx.flow.variables, ctx.variables, ctx.pool.get)
     except AssignerError as e:
-        raise _NodeFailed(str(e)) from None
+        raise NodeFailed(str(e)) from None
     run.notes.extend(result.notes)
     changes = [VariableChange(turn=ctx.turn_number, node_id=node.id, operation=op, name=name, old=old, new=new,
                               turn_id=ctx.turn_id) for name, op, old, new in result.changes]
@@ -968,7 +959,7 @@ def _run_end(node: Node, ctx: _Context, run: NodeRun) -> None:
 
 #: How each node type in :data:`core.flow.node_types.NODE_TYPES` runs: it records what it did on its
 #: ``NodeRun`` (``outputs`` are what later nodes read) and returns the handle it takes (None: every
-#: outgoing edge); a failure raises ``_NodeFailed``.
+#: outgoing edge); a failure raises ``NodeFailed``.
 RUNNERS: dict[str, Callable[[Node, _Context, NodeRun], str | None]] = {
     "start": _run_start, "llm": _run_llm, "answer": _run_answer, "assigner": _run_assigner,
     "if-else": _run_if_else, "end": _run_end, "memory-retrieve": _run_memory_retrieve,
@@ -992,7 +983,7 @@ def _run_node(node: Node, ctx: _Context) -> tuple[NodeRun, str | None]:
             if branch is not None:
                 note += f"; took branch {branch!r}"
             run.notes.append(note)
-    except _NodeFailed as e:
+    except NodeFailed as e:
         run.status = FAILED
         run.error = str(e)
     if node.type not in ("llm", "tool-agent"):  # those time their model calls themselves
@@ -1302,6 +1293,6 @@ def run_conversation(flow: Flow, queries: Sequence[str | Mapping[str, Any]], *, 
     return state, records
 
 
-__all__ = ["SUCCEEDED", "FAILED", "ORIGINS", "LATEST", "RunError", "PromptMessage", "NodeRun", "TurnRecord",
-           "ConversationState", "run_turn", "run_conversation", "what_if_ledger", "what_if_prompt", "node_memory_config",
-           "evaluate_if_else", "node_replay", "node_history_inputs"]
+__all__ = ["SUCCEEDED", "FAILED", "ORIGINS", "LATEST", "PromptMessage", "NodeRun", "TurnRecord", "ConversationState",
+           "run_turn", "run_conversation", "what_if_ledger", "what_if_prompt", "node_memory_config", "evaluate_if_else",
+           "node_replay", "node_history_inputs"]

@@ -36,8 +36,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from core.errors import MemLensError
 
+from .errors import AssignerError, TypeMismatchError, VariableError
 from .templates import MISSING, NONE
 
 
@@ -78,18 +78,6 @@ MAX_VARIABLE_SIZE = 204_800
 USER = "user"
 #: Namespace for the ids of variables declared without one (stable per flow and name).
 _ID_NAMESPACE = uuid.UUID("6f9b1c1e-4c55-4d1a-9a57-3c1bd6f0a0d1")
-
-
-class VariableError(MemLensError):
-    """A conversation variable declaration is invalid, or a variable does not exist."""
-
-
-class TypeMismatchError(VariableError):
-    """A live edit with a value of the wrong type (Dify: HTTP 400 ``bad_request``)."""
-
-
-class AssignerError(MemLensError):
-    """A Variable Assigner item failed; the node fails with this message and writes nothing."""
 
 
 # -- types ------------------------------------------------------------------------------------------
@@ -536,7 +524,7 @@ def check_assigner_data(data: Mapping[str, Any]) -> str:
     return "1"
 
 
-__all__ = ["VARIABLE_TYPES", "V1_MODES", "V2_OPERATIONS", "USER", "VariableError", "TypeMismatchError",
-           "AssignerError", "ConversationVariable", "VariableChange", "AssignResult", "normalize_type", "zero_value",
-           "is_valid", "infer_type", "segment_type", "MAX_VARIABLE_SIZE", "variable_size", "check_sizes", "defaults", "initialize", "edit_variable", "run_assigner_v1",
-           "run_assigner_v2", "check_assigner_data"]
+__all__ = ["VARIABLE_TYPES", "V1_MODES", "V2_OPERATIONS", "USER", "ConversationVariable", "VariableChange",
+           "AssignResult", "normalize_type", "zero_value", "is_valid", "infer_type", "segment_type",
+           "MAX_VARIABLE_SIZE", "variable_size", "check_sizes", "defaults", "initialize", "edit_variable",
+           "run_assigner_v1", "run_assigner_v2", "check_assigner_data"]

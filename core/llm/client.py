@@ -30,16 +30,13 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
-from core.errors import MemLensError
 from core.model.tokens import DEMO_MODEL
+
+from .errors import LLMError
 
 log = logging.getLogger("memlens.llm")
 
 KEYLESS_PROVIDERS = ("ollama", "ollama_chat", "lm_studio", "hosted_vllm", "llamafile")
-
-
-class LLMError(MemLensError):
-    """A model call failed: a missing key, an unreachable provider, a refused request (one line)."""
 
 
 @dataclass(frozen=True)
@@ -235,5 +232,5 @@ def default_client() -> LiteLLMClient:
     return LiteLLMClient()
 
 
-__all__ = ["LLMClient", "LLMReply", "LLMError", "LiteLLMClient", "DemoClient", "default_client", "KEYLESS_PROVIDERS",
-           "one_line", "ToolCallRequest", "ToolReply"]
+__all__ = ["LLMClient", "LLMReply", "LiteLLMClient", "DemoClient", "default_client", "KEYLESS_PROVIDERS", "one_line",
+           "ToolCallRequest", "ToolReply"]

@@ -6,10 +6,10 @@ follow a user across conversations (``long_term``).
 from core import public_api
 
 __all__, __getattr__ = public_api(__name__, {
-    "long_term": ("DEFAULT_TOP_K", "FactExtractor", "LLMExtractor", "LongTermMemory", "LongTermMemoryError",
-                  "MemoryEvent", "MemoryItem", "Retriever", "SHARED", "Source", "UserSummary", "app_namespace",
-                  "memories_text", "recall_preview"),
-    "replay": ("ConfigError", "DEFAULT_FIDELITY", "Decision", "FIDELITIES", "FIDELITY_LABELS", "GRANULARITIES",
+    "errors": ("ConfigError", "LongTermMemoryError", "MemoryNotFound", "TrimError"),
+    "long_term": ("DEFAULT_TOP_K", "FactExtractor", "LLMExtractor", "LongTermMemory", "MemoryEvent", "MemoryItem",
+                  "Retriever", "SHARED", "Source", "UserSummary", "app_namespace", "memories_text", "recall_preview"),
+    "replay": ("DEFAULT_FIDELITY", "Decision", "FIDELITIES", "FIDELITY_LABELS", "GRANULARITIES",
                "MemoryConfig", "PathView", "Replay", "SCOPES", "TRIM_COUNTERS", "TRIM_STRATEGIES", "TurnMemory",
                "expand_runs", "history_of", "turn_numbers"),
     "summarize": ("ModelSectionSummarizer",),

@@ -55,8 +55,9 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, runtime_checkable
 
-from core.errors import MemLensError
 from core.model.facts import extract_facts, fact_text
+
+from .errors import LongTermMemoryError, MemoryNotFound
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.llm.client import LLMClient
@@ -78,14 +79,6 @@ SHARED = ""
 def app_namespace(flow_id: str) -> str:
     """The default namespace of a flow's memory nodes: the app's own, as Dify isolates apps."""
     return f"app:{flow_id}"
-
-
-class LongTermMemoryError(MemLensError):
-    """Bad input to the long-term memory (no user id, a malformed message list, an unknown memory)."""
-
-
-class MemoryNotFound(LongTermMemoryError):
-    """No memory with that id (it never existed or was deleted)."""
 
 
 # -- records ----------------------------------------------------------------------------------------
@@ -686,9 +679,8 @@ def recall_preview(user_id: str, query: str | None = None, *, store: LongTermMem
     return RecallPreview(user_id, query, store.retrieve(user_id, query, k), total)
 
 
-__all__ = ["ADD", "UPDATE", "DELETE", "NONE", "DEFAULT_TOP_K", "MULTI_VALUED", "LongTermMemoryError",
-           "MemoryNotFound", "Source", "MemoryItem", "ScoredMemory", "MemoryEvent", "UserSummary", "ExtractedFact",
-           "FactExtractor", "OfflineExtractor", "LLMExtractor", "parse_extraction", "normalise", "memory_hash",
-           "terms", "Retriever", "BM25Retriever", "EmbeddingBackend", "EmbeddingRetriever", "MemoryBackend",
-           "InMemoryBackend", "StoreResult", "LongTermMemory", "memories_text", "RecallPreview", "recall_preview",
-           "SHARED", "app_namespace"]
+__all__ = ["ADD", "UPDATE", "DELETE", "NONE", "DEFAULT_TOP_K", "MULTI_VALUED", "Source", "MemoryItem", "ScoredMemory",
+           "MemoryEvent", "UserSummary", "ExtractedFact", "FactExtractor", "OfflineExtractor", "LLMExtractor",
+           "parse_extraction", "normalise", "memory_hash", "terms", "Retriever", "BM25Retriever", "EmbeddingBackend",
+           "EmbeddingRetriever", "MemoryBackend", "InMemoryBackend", "StoreResult", "LongTermMemory", "memories_text",
+           "RecallPreview", "recall_preview", "SHARED", "app_namespace"]

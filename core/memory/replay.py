@@ -29,13 +29,13 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Callable, Iterable, Iterator, Sequence
 
-from core.errors import ConfigError
 from core.limits import history_limit
 from core.model.conversation import INTERMEDIATE, Conversation, Message
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE,
                                TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummary)
 from core.model.tokens import REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
 
+from .errors import ConfigError
 from .strategies import STRATEGIES, get_strategy
 from .strategies.base import Budget, PathView, Plan, Strategy
 from .strategies.compaction import (COMPACTION_PROFILES, DEFAULT_KEEP_MESSAGES, DEFAULT_KEEP_TOOL_RESULTS,
@@ -820,5 +820,5 @@ def compute_ledger(conversation: Conversation, position: int, config: MemoryConf
     return Replay(conversation, config, **kwargs).ledger_at(position)
 
 
-__all__ = ["MemoryConfig", "ConfigError", "Replay", "TurnMemory", "compute_ledger", "expand_runs", "history_of",
-           "turn_numbers", "PathView", "Decision"]
+__all__ = ["MemoryConfig", "Replay", "TurnMemory", "compute_ledger", "expand_runs", "history_of", "turn_numbers",
+           "PathView", "Decision"]

@@ -6,11 +6,13 @@ import json
 import pytest
 
 import core.analysis.compare as compare_module
-from core.analysis.compare import (HEATMAP_COLUMNS, CompareError, FactFate, NamedConfig, TrackedFact, compare,
-                                   detect_facts, fact_sentence, heatmap_window, message_columns, named_configs,
-                                   retention_matrix, track_facts, turn_diff, turn_series)
+from core.analysis.compare import (FactFate, HEATMAP_COLUMNS, NamedConfig, TrackedFact, compare, detect_facts,
+                                   fact_sentence, heatmap_window, message_columns, named_configs, retention_matrix,
+                                   track_facts, turn_diff, turn_series)
+from core.analysis.errors import CompareError
 from core.io.readers import read_conversations
-from core.memory.replay import ConfigError, MemoryConfig, Replay
+from core.memory.replay import MemoryConfig, Replay
+from core.memory.errors import ConfigError
 from core.memory.strategies import STRATEGIES
 from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
 from core.model.ledger import KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, SUMMARIZED

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from core.analysis.why import Subject, WhyError, where_did_it_go
+from core.analysis.why import Subject, where_did_it_go
+from core.analysis.errors import WhyError
 from core.memory.replay import MemoryConfig, Replay
 from core.model.conversation import turn_label
 from tests.builders import dify, linear, record

@@ -25,7 +25,8 @@ from hypothesis import HealthCheck, settings
 import schemathesis
 from benchmarks.api_load import ServerProcess, parse_sse
 from core.api.server import create_app
-from core.llm.client import DemoClient, LLMError
+from core.llm.client import DemoClient
+from core.llm.errors import LLMError
 from core.model.conversation import UUID_NIL
 from core.service.sessions import ConversationService
 from core.store import keys as app_keys

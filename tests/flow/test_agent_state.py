@@ -6,8 +6,9 @@ from typing import Union
 
 import pytest
 
-from core.flow.nodes.tool_agent import (DEMO_SCHEMA, DemoPlanner, State, StateError, Tool, dedup_append, demo_tools,
-                                        invoke_tool, merge_lists, parse_type, replace_values, run_agent)
+from core.flow.nodes.tool_agent import (DEMO_SCHEMA, DemoPlanner, State, Tool, dedup_append, demo_tools, invoke_tool,
+                                        merge_lists, parse_type, replace_values, run_agent)
+from core.flow.errors import StateError
 from core.model.conversation import Message
 
 

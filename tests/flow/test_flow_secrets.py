@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from core.cli.app import main
-from core.flow.graph import SECRET_VALUE, Flow, FlowError, load_flow
+from core.flow.graph import Flow, SECRET_VALUE, load_flow
+from core.flow.errors import FlowError
 from tests.conftest import FIXTURES, ROOT
 
 SECRET = "sk-live-7f3a9c2e-do-not-leak"

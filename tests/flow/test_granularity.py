@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from core.flow.graph import Flow, FlowError, load_flow
-from core.flow.nodes.tool_agent import (DEFAULT_GRANULARITY, FROM_DEFAULT, FROM_FLOW, FROM_REQUEST, GranularityError,
-                                        resolve_granularity)
-from core.flow.runtime import ConversationState, RunError, run_turn
+from core.flow.graph import Flow, load_flow
+from core.flow.errors import FlowError
+from core.flow.nodes.tool_agent import DEFAULT_GRANULARITY, FROM_DEFAULT, FROM_FLOW, FROM_REQUEST, resolve_granularity
+from core.flow.errors import GranularityError
+from core.flow.runtime import ConversationState, run_turn
+from core.flow.errors import RunError
 from core.io.readers import read_conversations
 from core.llm.client import DemoClient
 from core.model.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT

@@ -10,7 +10,7 @@ from core.flow import runtime
 from core.flow.errors import FlowError, node_error
 from core.flow.graph import import_report, parse_flow
 from core.flow.node_types import NODE_TYPES, NodeType
-from core.flow.runtime import RUNNERS, _NodeFailed, run_conversation
+from core.flow.runtime import RUNNERS, NodeFailed, run_conversation
 from core.llm.client import DemoClient
 
 FLOW_DIR = Path(runtime.__file__).parent
@@ -43,7 +43,7 @@ def _run_shout(node, ctx, run):
     text, times = _shout_settings(node)
     rendered = runtime.render(text, ctx.pool)
     if not rendered:
-        raise _NodeFailed("nothing to shout")
+        raise NodeFailed("nothing to shout")
     run.outputs = {"text": " ".join([rendered.upper()] * times)}
 
 

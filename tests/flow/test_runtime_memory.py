@@ -7,10 +7,11 @@ import json
 import pytest
 
 from core.flow.graph import Flow
-from core.flow.runtime import (ConversationState, RunError, TurnRecord, evaluate_if_else, run_conversation, run_turn,
+from core.flow.runtime import (ConversationState, TurnRecord, evaluate_if_else, run_conversation, run_turn,
                                what_if_ledger)
+from core.flow.errors import RunError
 from core.flow.templates import VariablePool
-from core.flow.variables import TypeMismatchError
+from core.flow.errors import TypeMismatchError
 from tests.flow.test_runtime_prompt import ScriptedClient, chat_flow
 
 LONG = "Here is everything about our refund policy. " * 60

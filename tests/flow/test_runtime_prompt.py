@@ -6,7 +6,8 @@ from typing import Any, Mapping, Sequence
 
 from core.flow.graph import Flow
 from core.flow.runtime import ConversationState, run_conversation, run_turn
-from core.llm.client import LLMError, LLMReply
+from core.llm.client import LLMReply
+from core.llm.errors import LLMError
 
 
 class ScriptedClient:

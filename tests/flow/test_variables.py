@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from core.flow.templates import VariablePool
-from core.flow.variables import (AssignerError, ConversationVariable, TypeMismatchError, VariableError, edit_variable,
-                                 infer_type, initialize, run_assigner_v1, run_assigner_v2, zero_value)
+from core.flow.variables import (ConversationVariable, edit_variable, infer_type, initialize, run_assigner_v1,
+                                 run_assigner_v2, zero_value)
+from core.flow.errors import AssignerError, TypeMismatchError, VariableError
 
 DEFAULTS = {
     "string": "hello",

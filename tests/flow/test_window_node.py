@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from core.flow.graph import Flow, FlowError, load_flow
+from core.flow.graph import Flow, load_flow
+from core.flow.errors import FlowError
 from core.flow.nodes.window_memory import FAIL_BRANCH, HISTORY_SET, parse_overwrite, window_call
 from core.flow.runtime import ConversationState, run_conversation, run_turn
 from core.llm.client import DemoClient

@@ -6,7 +6,8 @@ import pytest
 
 from core.flow.graph import Flow
 from core.flow.runtime import ConversationState, run_turn
-from core.llm.client import DemoClient, LiteLLMClient, LLMError
+from core.llm.client import DemoClient, LiteLLMClient
+from core.llm.errors import LLMError
 from core.llm.demo_model import demo_reply, demo_usage
 from core.model.tokens import DEMO_MODEL, counter_for, model_facts
 

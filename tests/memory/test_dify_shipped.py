@@ -16,7 +16,8 @@ import pytest
 
 from core.analysis.findings import (CAUSE_NOT_COUNTED, CAUSE_PLACEHOLDER, CAUSE_SIBLINGS, DOCS_VS_CODE, config_findings,
                                     docs_vs_code, ledger_difference)
-from core.memory.replay import DEFAULT_FIDELITY, ConfigError, MemoryConfig, Replay
+from core.memory.replay import DEFAULT_FIDELITY, MemoryConfig, Replay
+from core.memory.errors import ConfigError
 from core.memory.strategies.dify import row_limit
 from core.model.conversation import Message
 from core.model.ledger import EMPTY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET

@@ -9,8 +9,9 @@ import pytest
 from core.flow.graph import Flow, load_flow
 from core.flow.runtime import run_conversation
 from core.llm.client import DemoClient, LLMReply
-from core.memory.long_term import (ADD, DEFAULT_TOP_K, DELETE, UPDATE, EmbeddingRetriever, LLMExtractor, LongTermMemory,
-                                   LongTermMemoryError, MemoryNotFound, Source, memory_hash, recall_preview)
+from core.memory.long_term import (ADD, DEFAULT_TOP_K, DELETE, EmbeddingRetriever, LLMExtractor, LongTermMemory, Source,
+                                   UPDATE, memory_hash, recall_preview)
+from core.memory.errors import LongTermMemoryError, MemoryNotFound
 from core.service.sessions import ConversationService
 from core.store.db import Database
 from core.store.memories import long_term_store

@@ -4,7 +4,8 @@ chosen strategy after each value's own range check. Errors are one line saying w
 
 import pytest
 
-from core.errors import ConfigError, MemLensError
+from core.errors import MemLensError
+from core.memory.errors import ConfigError
 from core.limits import DIFY_ROW_CAP, MAX_DIFY_WINDOW, WINDOW_MAX_MESSAGES
 from core.memory.replay import MemoryConfig
 from core.memory.strategies import STRATEGIES

@@ -2,7 +2,8 @@
 
 import pytest
 
-from core.memory.replay import ConfigError, MemoryConfig, Replay
+from core.memory.replay import MemoryConfig, Replay
+from core.memory.errors import ConfigError
 from core.model.ledger import KEPT, OUTSIDE_WINDOW, SCOPE, TRIMMED_EARLIER
 from tests.builders import linear, openai
 

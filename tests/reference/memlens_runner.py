@@ -3,7 +3,8 @@ giving the outcome in the shape :func:`tests.reference.haystack_runner.outcome` 
 
 from __future__ import annotations
 
-from core.flow.nodes.tool_agent import PlannerReply, State, StateError, Tool, ToolConfigError, ToolRequest, run_agent
+from core.flow.nodes.tool_agent import PlannerReply, State, Tool, ToolRequest, run_agent
+from core.flow.errors import StateError, ToolConfigError
 from tests.reference.haystack_runner import USAGE, encode, schema_of, tool_specs
 
 

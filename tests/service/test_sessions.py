@@ -5,7 +5,7 @@ import json
 import pytest
 
 from core.flow.graph import load_flow
-from core.flow.variables import TypeMismatchError
+from core.flow.errors import TypeMismatchError
 from core.llm.client import DemoClient
 from core.model.ledger import KEPT, OTHER_BRANCH
 from core.service.sessions import SESSION_CHANGED, ConversationService, SessionChangedError, export_conversation

@@ -10,8 +10,8 @@ __all__, __getattr__ = public_api(__name__, {
     "if_else": ("COMPARISON_OPERATORS", "OPERATOR_ALIASES", "if_else_cases"),
     "llm": ("LLMSettings", "MemorySettings", "PromptItem", "litellm_model", "llm_settings"),
     "long_term": ("RetrieveSettings", "StoreSettings", "retrieve_settings", "store_settings"),
-    "tool_agent": ("DemoPlanner", "GranularityError", "ModelPlanner", "agent_settings", "check_granularity",
+    "tool_agent": ("DemoPlanner", "ModelPlanner", "agent_settings", "check_granularity",
                    "granularity_line", "planner_for", "resolve_granularity", "run_agent"),
-    "window_memory": ("FAIL_BRANCH", "META_KEY", "WindowInputError", "history_inputs", "message_dict",
+    "window_memory": ("FAIL_BRANCH", "META_KEY", "history_inputs", "message_dict",
                       "parse_overwrite", "window_call", "window_settings"),
 })

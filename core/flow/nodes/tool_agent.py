@@ -65,10 +65,10 @@ import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
-from core.errors import MemLensError
+from core.memory.errors import ConfigError
 from core.model.conversation import ANSWER, INTERMEDIATE, QUERY, TOOL_CALL, TOOL_RESULT, Message, ToolCall
 
-from ..errors import node_error
+from ..errors import GranularityError, StateError, ToolConfigError, ToolError, node_error
 from .llm import litellm_model
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -103,18 +103,6 @@ RESERVED_KEYS = INTERNAL_KEYS + RUN_METADATA_KEYS
 NODE_OUTPUTS = ("text", "last_message", "usage") + RUN_METADATA_KEYS
 HAYSTACK_VERSIONS = (3, 2)
 DEFAULT_HAYSTACK_VERSION = 3
-
-
-class StateError(MemLensError, ValueError):
-    """A state schema or a state write is invalid (Haystack raises ``ValueError`` here too)."""
-
-
-class ToolError(MemLensError):
-    """A tool could not do what it was asked (bad expression, unknown argument…); reported to the model."""
-
-
-class ToolConfigError(MemLensError, ValueError):
-    """A tool is built wrongly (a state mapping names a parameter it lacks): refused when the tool is made."""
 
 
 # -- merge handlers ---------------------------------------------------------------------------------
@@ -1007,10 +995,6 @@ def _exit_tool(requests: Sequence[ToolRequest], results: Sequence[AgentStep], ex
 
 # -- granularity ------------------------------------------------------------------------------------
 
-class GranularityError(MemLensError):
-    """A history granularity other than query_answer or all_messages."""
-
-
 def check_granularity(value: Any, where: str) -> str:
     """The granularity named by ``value``, case-insensitively (Dify's request spells the modes
     ``QUERY_ANSWER`` / ``ALL_MESSAGES``)."""
@@ -1141,7 +1125,7 @@ def agent_settings(node: "Node") -> AgentSettings:
         raise node_error(node, "granularity is set on the flow (history: {granularity: …}) or on the request, "
                                "not on the node")
     memory.setdefault("strategy", "buffer")
-    from core.memory.replay import ConfigError, MemoryConfig
+    from core.memory.replay import MemoryConfig
 
     try:
         MemoryConfig.from_dict({**memory, "model": memory.get("model", model)})
@@ -1169,12 +1153,11 @@ def agent_settings(node: "Node") -> AgentSettings:
                          haystack_version=version)
 
 
-__all__ = ["StateError", "ToolError", "ToolConfigError", "State", "encode_value", "decode_value", "prepare_args",
-           "call_tool", "merge_outputs", "result_text", "unknown_tool_text", "schedule_calls", "check_schema",
-           "BeforeModel", "HAYSTACK_VERSIONS", "DEFAULT_HAYSTACK_VERSION", "INTERNAL_KEYS", "RUN_METADATA_KEYS", "merge_lists", "replace_values", "dedup_append", "add_numbers",
-           "HANDLERS", "parse_type", "Tool", "invoke_tool", "calculate", "save_note", "list_notes", "make_lookup",
-           "demo_tools", "DEMO_SCHEMA", "DEMO_LOOKUP", "ToolRequest", "PlannerReply", "Planner", "plan_tools",
-           "DemoPlanner", "ModelPlanner", "planner_for", "AgentStep", "AgentResult", "run_agent",
-           "GRANULARITIES", "DEFAULT_GRANULARITY", "FROM_REQUEST", "FROM_FLOW", "FROM_DEFAULT",
-           "GranularityError", "check_granularity", "resolve_granularity", "AgentSettings", "agent_settings",
-           "RESERVED_KEYS"]
+__all__ = ["State", "encode_value", "decode_value", "prepare_args", "call_tool", "merge_outputs", "result_text",
+           "unknown_tool_text", "schedule_calls", "check_schema", "BeforeModel", "HAYSTACK_VERSIONS",
+           "DEFAULT_HAYSTACK_VERSION", "INTERNAL_KEYS", "RUN_METADATA_KEYS", "merge_lists", "replace_values",
+           "dedup_append", "add_numbers", "HANDLERS", "parse_type", "Tool", "invoke_tool", "calculate", "save_note",
+           "list_notes", "make_lookup", "demo_tools", "DEMO_SCHEMA", "DEMO_LOOKUP", "ToolRequest", "PlannerReply",
+           "Planner", "plan_tools", "DemoPlanner", "ModelPlanner", "planner_for", "AgentStep", "AgentResult",
+           "run_agent", "GRANULARITIES", "DEFAULT_GRANULARITY", "FROM_REQUEST", "FROM_FLOW", "FROM_DEFAULT",
+           "check_granularity", "resolve_granularity", "AgentSettings", "agent_settings", "RESERVED_KEYS"]

@@ -58,14 +58,13 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from core.errors import MemLensError
 from core.memory.replay import MemoryConfig, Replay
 from core.memory.strategies.window import DEFAULT_WINDOW, HISTORY_SET, MAX_WINDOW
 from core.model.conversation import INTERMEDIATE, Conversation, Message, ToolCall
 from core.model.ledger import Ledger
 from core.model.tokens import DEMO_MODEL
 
-from ..errors import node_error
+from ..errors import WindowInputError, node_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..graph import Node
@@ -73,10 +72,6 @@ if TYPE_CHECKING:  # pragma: no cover
 SCOPES = ("thread", "session", "call")
 FAIL_BRANCH = "fail-branch"  # Dify's handle for a node's error path
 META_KEY = "window_overwrites"
-
-
-class WindowInputError(MemLensError):
-    """The overwrite input is not a list of messages."""
 
 
 @dataclass(frozen=True)
@@ -228,5 +223,5 @@ def window_call(conversation: Conversation, position: int, node_id: str, config:
                       notes=list(decision.plan.notes) if decision.plan is not None else [])
 
 
-__all__ = ["WindowSettings", "WindowInputError", "window_settings", "parse_overwrite", "window_call", "WindowCall",
-           "overwrites_of", "history_inputs", "message_dict", "FAIL_BRANCH", "HISTORY_SET", "META_KEY", "SCOPES"]
+__all__ = ["WindowSettings", "window_settings", "parse_overwrite", "window_call", "WindowCall", "overwrites_of",
+           "history_inputs", "message_dict", "FAIL_BRANCH", "HISTORY_SET", "META_KEY", "SCOPES"]

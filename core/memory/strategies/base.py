@@ -12,10 +12,10 @@ from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.errors import ConfigError
 from core.limits import DIFY_ROW_CAP, MAX_DIFY_WINDOW
 from core.model.ledger import KEPT
 
+from ..errors import ConfigError
 from ..summarize import OFFLINE
 
 if TYPE_CHECKING:  # pragma: no cover

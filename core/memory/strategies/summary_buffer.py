@@ -30,11 +30,11 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from core.errors import ConfigError
 from core.limits import history_limit
 from core.model.ledger import KEPT, SUMMARIZED, SUMMARY, SyntheticMessage, format_spans
 from core.model.tokens import REPLY_PRIMING
 
+from ..errors import ConfigError
 from .base import Budget, Plan, Spans, Strategy, add_turns, message_at, span_turns, tokens_between, turn_at
 from .trim import langchain_counts
 

@@ -37,21 +37,17 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from core.errors import ConfigError, MemLensError
 from core.limits import history_limit
 from core.model.conversation import Message
 from core.model.ledger import KEPT, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, SyntheticMessage
 from core.model.tokens import REPLY_PRIMING, approximate_message_tokens, chat_model_message_tokens
 
+from ..errors import ConfigError, TrimError
 from .base import Budget, Plan, Strategy, message_at, tokens_between, turn_at
 
 #: LangChain message types and the chat roles they are.
 MESSAGE_TYPES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 _TYPE_OF_ROLE = {role: kind for kind, role in MESSAGE_TYPES.items()}
-
-
-class TrimError(MemLensError, ValueError):
-    """An invalid combination of trim_messages options (LangChain raises ValueError for it)."""
 
 
 def message_type(message: Message) -> str:

@@ -36,11 +36,11 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.errors import ConfigError
 from core.limits import WINDOW_DEFAULT_MESSAGES as DEFAULT_WINDOW, WINDOW_MAX_MESSAGES as MAX_WINDOW
 from core.model.ledger import KEPT, OUTSIDE_WINDOW, TRIMMED_EARLIER, SyntheticMessage
 from core.words import plural
 
+from ..errors import ConfigError
 from .base import Budget, Plan, Strategy
 
 if TYPE_CHECKING:  # pragma: no cover
