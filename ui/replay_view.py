@@ -191,9 +191,6 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
                 except MemLensError as e:
                     st.error(plain(str(e)))
                     continue
-                wi = what_if(conv, lens_id, baselines[lens_id], configs[lens_id])
-                for p in wi.differs:
-                    differs.setdefault(conv.turns[p].id, []).append(titles[lens_id])
             if not changed:
                 st.caption("No change: each lens as picked.")
 
@@ -207,6 +204,11 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
             st.info("This conversation has no turn.")
         else:
             visible = thread_page(thread, selected, key=f"shown-{conv_id}", on_newest=lambda: (select(thread_ids[-1]), st.rerun()))
+            # "Replies might now differ" for the turns on this page only: a page costs the same at any length.
+            for lens_id, config in configs.items():
+                if config != baselines[lens_id]:
+                    for p in what_if(conv, lens_id, baselines[lens_id], config, positions=visible).differs:
+                        differs.setdefault(conv.turns[p].id, []).append(titles[lens_id])
             items = transcript(conv, visible, selected, ledgers, titles)
             siblings = {}
             for p in visible:

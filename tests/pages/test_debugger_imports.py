@@ -173,6 +173,8 @@ def test_lenses_switchboard_and_regenerate_say_what_they_do_without_a_flow(page)
     page.number_input(key=f"rsb-{conv_id}-lens-default_window_turns").set_value(1).run()
     assert not page.exception, page.exception
     assert any("What-if" in shown(w.value) for w in page.warning)
+    # A window of one turn keeps no history: the later turns on the page might now answer differently.
+    assert "replies might now differ" in shown("".join(md.value for m in page.chat_message for md in m.markdown))
     regenerate = next(b for b in page.button if b.key and b.key.endswith("-regen"))
     regenerate.click().run()
     assert any("needs a flow" in shown(w.value) for w in page.warning)
