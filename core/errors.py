@@ -14,8 +14,8 @@ deriving from a class here; catch the narrowest that fits)::
     │   └── BundleFieldError   one field of a report bundle                          core/report/bundle.py
     ├── LimitError             over a size or depth limit                            core/limits.py
     │   └── TooLargeError      over a size limit                                     core/limits.py
-    ├── FormatError            a file no reader can read                             core/io/readers.py
-    │   └── RecordError        one bad record in it                                  core/io/readers.py
+    ├── FormatError            a file no reader can read                             core/io/errors.py
+    │   └── RecordError        one bad record in it                                  core/io/errors.py
     ├── FlowError              a flow file or Dify DSL export                        core/flow/errors.py
     ├── RunError               a turn that cannot run                                core/flow/errors.py
     ├── WindowInputError       a Window Memory node's input                          core/flow/errors.py

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from core.errors import MemLensError
-from core.io.readers import FORMATS, MAX_IMPORT_BYTES, FormatError, formats
+from core.io import FORMATS, MAX_IMPORT_BYTES, FormatError, formats
 from core.limits import check_file_size
 from core.service.imports import import_upload
 from ui import state as keys

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from core.io.readers import parse_conversations
+from core.io import parse_conversations
 from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
 
 

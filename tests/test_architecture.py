@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from core.io.readers import (Format, FormatError, RecordError, conversation_from_messages, import_text, register_format,
-                             unregister_format)
+from core.io import (Format, FormatError, RecordError, conversation_from_messages, import_text, register_format,
+                     unregister_format)
 from core.memory.replay import MemoryConfig, Replay
 from core.memory.strategies import STRATEGIES
 from core.memory.strategies.base import Strategy

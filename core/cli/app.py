@@ -13,7 +13,7 @@ import sys
 from typing import Callable, Sequence
 
 from core.errors import MemLensError
-from core.io.readers import FORMATS, read_conversations
+from core.io.readers.registry import FORMATS, read_conversations
 from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITIES, TRIM_COUNTERS, MemoryConfig, Replay
 from core.memory.strategies import STRATEGIES

@@ -1,12 +1,18 @@
-"""Conversations in and out: every format MemLens reads (``readers``), the MemLens conversation export
-(``bundle``) and pulling from a running Dify app (``pull``).
+"""Conversations in and out: every format MemLens reads (``readers/``, one module per format), the
+MemLens conversation export (``bundle``) and pulling from a running Dify app (``pull``); the package's
+exceptions in ``errors``.
 """
 
 from core import public_api
 
 __all__, __getattr__ = public_api(__name__, {
     "bundle": ("FORMAT", "FORMAT_VERSION", "is_bundle", "looks_like_bundle", "parse_bundle", "validate_bundle"),
+    "errors": ("FormatError", "RecordError"),
     "pull": ("TIMEOUT_SECONDS",),
-    "readers": ("FORMATS", "FormatError", "MAX_IMPORT_BYTES", "formats", "import_bytes", "import_file",
-                "read_conversations", "read_file"),
+    "readers.common": ("conversation_from_messages",),
+    "readers.dify_messages": ("dify_turn",),
+    "readers.records": ("MAX_PROBLEMS", "Problem", "ReadContext", "Record", "Records"),
+    "readers.registry": ("FORMATS", "MAX_IMPORT_BYTES", "Format", "ImportResult", "detect_format", "formats",
+                         "import_bytes", "import_file", "import_text", "parse_conversations", "read_conversations",
+                         "read_file", "register_format", "unregister_format"),
 })

@@ -35,6 +35,9 @@ def _fail(message: str) -> None:
     raise BundleError(f"not a MemLens conversation export: {message}")
 
 
+_ABSENT = object()
+
+
 class _Record:
     """One object of the document (``turn 3``, ``variable 0``…) and checks of its fields."""
 
@@ -44,15 +47,20 @@ class _Record:
         self.where = where
         self.value = value
 
+    def _get(self, key: str, required: bool, nullable: bool) -> Any:
+        """The field's value, or ``_ABSENT`` when it may be left out and is, or may be null and is."""
+        if key not in self.value and not required:
+            return _ABSENT
+        v = self.value.get(key)
+        return _ABSENT if v is None and nullable else v
+
     def _bad(self, key: str, expected: str) -> None:
         _fail(f"{self.where}: '{key}' must be {expected}, not {checks.kind_of(self.value.get(key))}")
 
     def text(self, key: str, *, max_len: int | None = None, required: bool = True, nullable: bool = False,
              nonempty: bool = False) -> str | None:
-        if key not in self.value and not required:
-            return None
-        v = self.value.get(key)
-        if v is None and nullable:
+        v = self._get(key, required, nullable)
+        if v is _ABSENT:
             return None
         expected = "a non-empty string" if nonempty else "a string"
         if nullable:
@@ -64,20 +72,16 @@ class _Record:
         return v
 
     def number(self, key: str, *, required: bool = True, nullable: bool = False) -> float | None:
-        if key not in self.value and not required:
-            return None
-        v = self.value.get(key)
-        if v is None and nullable:
+        v = self._get(key, required, nullable)
+        if v is _ABSENT:
             return None
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             self._bad(key, "a finite number" + (" or null" if nullable else ""))
         return float(v)
 
     def whole(self, key: str, *, minimum: int = 0, required: bool = True, nullable: bool = False) -> int | None:
-        if key not in self.value and not required:
-            return None
-        v = self.value.get(key)
-        if v is None and nullable:
+        v = self._get(key, required, nullable)
+        if v is _ABSENT:
             return None
         if isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= checks.MAX_INT:
             self._bad(key, f"a whole number from {minimum} to {checks.MAX_INT}" + (" or null" if nullable else ""))
@@ -88,23 +92,17 @@ class _Record:
             self._bad(key, "true or false")
 
     def obj(self, key: str, *, required: bool = False, nullable: bool = False) -> Mapping | None:
-        if key not in self.value and not required:
-            return None
-        v = self.value.get(key)
-        if v is None and nullable:
-            return None
-        if not isinstance(v, Mapping):
-            self._bad(key, "an object" + (" or null" if nullable else ""))
-        return v
+        return self._typed(key, Mapping, "an object", required, nullable)
 
     def items(self, key: str, *, required: bool = False, nullable: bool = False) -> list | None:
-        if key not in self.value and not required:
+        return self._typed(key, list, "a list", required, nullable)
+
+    def _typed(self, key: str, kind: type, expected: str, required: bool, nullable: bool) -> Any:
+        v = self._get(key, required, nullable)
+        if v is _ABSENT:
             return None
-        v = self.value.get(key)
-        if v is None and nullable:
-            return None
-        if not isinstance(v, list):
-            self._bad(key, "a list" + (" or null" if nullable else ""))
+        if not isinstance(v, kind):
+            self._bad(key, expected + (" or null" if nullable else ""))
         return v
 
 

@@ -3,7 +3,7 @@
 It pages through the Service API as any Dify client would: ``GET /v1/conversations`` (``last_id``,
 ``limit``, ``has_more``) for ``--all``, and ``GET /v1/messages`` (``first_id``, ``limit``,
 ``has_more``; newest page first) for each conversation. Message records become turns through the
-same reader as an exported ``/v1/messages`` file (:func:`core.io.readers.dify_turn`), so
+same reader as an exported ``/v1/messages`` file (:func:`core.io.readers.dify_messages.dify_turn`), so
 ``parent_message_id`` keeps regenerated branches, ``message_files`` keep their owner, and the thread
 rule is Dify's.
 
@@ -26,7 +26,8 @@ from core.errors import MemLensError
 from core.model.conversation import Conversation
 from core.service.sessions import store_pulled
 
-from .readers import RecordError, dify_turn
+from .errors import RecordError
+from .readers.dify_messages import dify_turn
 
 PAGE = 100  # Dify's largest page
 #: Limits of one pull: more than this is refused rather than read.

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 from core.analysis.compare import NamedConfig
 from core.io.bundle import is_bundle, looks_like_bundle, parse_bundle
-from core.io.readers import FormatError, import_bytes
+from core.io.errors import FormatError
+from core.io.readers.registry import import_bytes
 
 from .config_sets import save_config_set
 from .sessions import import_conversation, store_conversations

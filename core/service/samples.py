@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.io.readers import read_conversations
+from core.io.readers.registry import read_conversations
 from core.model.conversation import Conversation
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent.parent / "sample_data"

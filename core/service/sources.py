@@ -15,7 +15,7 @@ from core.flow.graph import Flow
 from core.flow.runtime import NodeRun, TurnRecord
 from core.flow.variables import VariableChange
 from core.io.bundle import is_bundle, looks_like_bundle, parse_bundle, validate_bundle
-from core.io.readers import import_bytes, read_file
+from core.io.readers.registry import import_bytes, read_file
 from core.memory.replay import turn_numbers
 from core.model.conversation import Conversation
 from core.store import repo

@@ -10,7 +10,7 @@ from core.analysis.compare import (FactFate, HEATMAP_COLUMNS, NamedConfig, Track
                                    fact_sentence, heatmap_window, message_columns, named_configs, retention_matrix,
                                    track_facts, turn_diff, turn_series)
 from core.analysis.errors import CompareError
-from core.io.readers import read_conversations
+from core.io import read_conversations
 from core.memory.replay import MemoryConfig, Replay
 from core.memory.errors import ConfigError
 from core.memory.strategies import STRATEGIES

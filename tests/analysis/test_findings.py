@@ -14,7 +14,7 @@ from core.analysis.findings import (DOCS_VS_CODE, DOMINANT_MESSAGE, DOMINANT_MIN
                                     history_variables, larger_window_what_if, memory_turn, memory_turns, run_findings)
 from core.flow.graph import flow_from_data, load_flow
 from core.flow.runtime import run_conversation
-from core.io.readers import read_conversations
+from core.io import read_conversations
 from core.llm.client import DemoClient
 from core.memory.replay import MemoryConfig, Replay, turn_numbers
 from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn, turn_label

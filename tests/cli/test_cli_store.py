@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-from core.io.readers import read_conversations
+from core.io import read_conversations
 from core.llm.client import DemoClient
 from core.memory.replay import MemoryConfig, Replay
 from core.service.sessions import ConversationService

@@ -10,7 +10,7 @@ from core.flow.nodes.tool_agent import DEFAULT_GRANULARITY, FROM_DEFAULT, FROM_F
 from core.flow.errors import GranularityError
 from core.flow.runtime import ConversationState, run_turn
 from core.flow.errors import RunError
-from core.io.readers import read_conversations
+from core.io import read_conversations
 from core.llm.client import DemoClient
 from core.model.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT
 from core.model.ledger import GRANULARITY

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from core.io.readers import FormatError, import_text, parse_conversations, read_conversations
+from core.io import FormatError, import_text, parse_conversations, read_conversations
 from core.model.conversation import ANSWER, QUERY, REASONING, TOOL_CALL, TOOL_RESULT
 from core.service.sessions import ConversationService, store_conversations
 from core.store.db import Database

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from core.io.readers import FORMATS, FormatError, ImportResult, detect_format, import_file, import_text
+from core.io import FORMATS, FormatError, ImportResult, detect_format, import_file, import_text
 from core.memory.replay import MemoryConfig, Replay
 from core.model.conversation import ANSWER, QUERY, REASONING, TOOL_CALL, TOOL_RESULT
 from core.model.ledger import KEPT, OTHER_BRANCH
@@ -299,7 +299,7 @@ def test_detection_follows_the_first_record():
 
 
 def test_a_registered_format_is_detected_before_the_generic_ones_and_reports_bad_records():
-    from core.io.readers import Format, RecordError, register_format, unregister_format
+    from core.io import Format, RecordError, register_format, unregister_format
     from core.model.conversation import Conversation
 
     def parse(value, n):

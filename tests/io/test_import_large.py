@@ -2,7 +2,7 @@
 
 import json
 
-from core.io.readers import MAX_IMPORT_BYTES, import_bytes, import_file
+from core.io import MAX_IMPORT_BYTES, import_bytes, import_file
 from tests.conftest import FIXTURES
 
 

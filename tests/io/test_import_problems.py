@@ -6,7 +6,7 @@ import json
 import pytest
 
 from core.errors import MemLensError
-from core.io.readers import MAX_PROBLEMS, FormatError, Problem, import_bytes, import_file, import_text
+from core.io import MAX_PROBLEMS, FormatError, Problem, import_bytes, import_file, import_text
 from tests.conftest import FIXTURES
 
 T = FIXTURES / "transcripts"

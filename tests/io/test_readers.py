@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from core.io.readers import FormatError, detect_format, parse_conversations, read_conversations
+from core.io import FormatError, detect_format, parse_conversations, read_conversations
 from tests.conftest import FIXTURES
 
 T = FIXTURES / "transcripts"

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.io.readers import read_conversations
+from core.io import read_conversations
 from core.memory.replay import MemoryConfig, Replay
 from core.memory.errors import ConfigError
 from core.memory.strategies.compaction import (DEFAULT_KEEP_MESSAGES, DEFAULT_KEEP_TOOL_RESULTS, DEFAULT_TRIGGER,

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from core.flow.prompt import to_prompt_messages
-from core.io.readers import parse_conversations
+from core.io import parse_conversations
 from core.memory.replay import MemoryConfig, Replay, compute_ledger
 from core.model.conversation import UUID_NIL, FileRef, Message
 from core.model.ledger import EMPTY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET

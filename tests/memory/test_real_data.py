@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.io.readers import read_conversations
+from core.io import read_conversations
 from core.memory.replay import MemoryConfig, Replay
 from core.model.ledger import GRANULARITY, KEPT
 from tests.conftest import FIXTURES

@@ -5,7 +5,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.io.readers import read_conversations
+from core.io import read_conversations
 from core.model.conversation import UUID_NIL, extract_thread
 from tests.builders import dify, record
 from tests.conftest import FIXTURES

@@ -7,7 +7,7 @@ import pytest
 
 from benchmarks.workload import build_conversation
 from core.analysis.compare import compare
-from core.io.readers import read_conversations
+from core.io import read_conversations
 from core.memory.replay import MemoryConfig, Replay
 from core.model import tokens
 from core.model.tokens import CountCache, TokenCounter, _encoding, count_cache

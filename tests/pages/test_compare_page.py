@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.analysis.compare import NamedConfig, compare
 from core.analysis.findings import config_findings
-from core.io.readers import parse_conversations
+from core.io import parse_conversations
 from core.llm.client import DemoClient
 from core.memory.replay import MemoryConfig, Replay
 from core.report.build import build_report

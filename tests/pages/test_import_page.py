@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.analysis.compare import NamedConfig
-from core.io.readers import import_bytes, import_file
+from core.io import import_bytes, import_file
 from core.llm.client import DemoClient
 from core.memory.replay import MemoryConfig
 from core.report.build import build_report

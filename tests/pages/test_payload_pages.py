@@ -83,7 +83,7 @@ def test_every_replay_view_element_carries_imported_text_escaped(seeded, tmp_pat
     from the payload flow's LLM node: the replay view's every tab."""
     import os
 
-    from core.io.readers import conversation_from_messages
+    from core.io import conversation_from_messages
     from core.model.conversation import Message
     from core.service.sessions import store_conversations
     from core.store import repo

@@ -164,7 +164,7 @@ def test_present_starts_from_the_configs_set_on_the_compare_page(page):
 def test_on_a_conversation_over_200_turns_surprises_are_looked_for_when_asked(page):
     from core.analysis.compare import compare
     from core.analysis.findings import config_findings
-    from core.io.readers import parse_conversations
+    from core.io import parse_conversations
     from core.report.build import DEFAULT_CONFIGS
     from ui.on_request import LONG_CONVERSATION
 

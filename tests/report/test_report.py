@@ -13,7 +13,7 @@ import pytest
 from core.analysis.compare import NamedConfig, replay_replies
 from core.errors import MemLensError
 from core.errors import ReportError
-from core.io.readers import FormatError, import_text
+from core.io import FormatError, import_text
 from core.llm.client import DemoClient
 from core.memory.replay import MemoryConfig, Replay
 from core.model.conversation import Conversation

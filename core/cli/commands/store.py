@@ -64,7 +64,8 @@ def cmd_export(args) -> int:
 
 def cmd_import(args) -> int:
     from core.io.bundle import looks_like_bundle
-    from core.io.readers import FormatError, import_file
+    from core.io.errors import FormatError
+    from core.io.readers.registry import import_file
     from core.limits import check_file_size
     from core.service.sessions import import_conversation, is_bundle, read_bundle, store_conversations
     from ..app import UsageError

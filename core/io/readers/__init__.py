@@ -1,0 +1,45 @@
+"""Reading conversations from real formats, auto-detected; one module per format.
+
+* ``openai`` (:mod:`.openai`) — OpenAI chat messages: an array, an object with ``messages``, or
+  JSON Lines (tau-bench style); typed content parts, LLaMA-Factory "v1" reasoning and tool calls.
+* ``sharegpt`` (:mod:`.sharegpt`) — ``{conversations: [{from, value}], tools?, system?}`` records.
+* ``oasst`` (:mod:`.oasst`) — OpenAssistant message trees; sibling replies become branches.
+* ``bfcl`` (:mod:`.bfcl`) — BFCL memory prerequisite conversations, with their recall probes.
+* ``chatgpt`` (:mod:`.chatgpt`) and ``claude`` (:mod:`.claude`) — the two chat apps' exports, every
+  branch kept (:mod:`.tree`).
+* ``dify-messages`` (:mod:`.dify_messages`) — Dify Service API history (``GET /v1/messages``).
+* ``dify-web`` (:mod:`.dify_web`) — Dify web chat items (``isAnswer`` / ``parentMessageId``).
+* ``memlens-report`` (:mod:`.report`) — a MemLens report bundle.
+
+Import is record by record (:mod:`.records`): a bad record is reported as a :class:`Problem`
+naming the record (counted from 0, like the file's own array), the conversation when known, and
+the field. By default the import is all-or-nothing (any problem raises :class:`FormatError`
+listing them); ``skip_bad=True`` returns the good conversations with the problems instead. A
+conversation is either read whole or left out whole, never half. Large inputs are read one record
+at a time (a top-level JSON array element by element, JSON Lines line by line) with a progress
+callback. What the formats share (ids, labels, turns from a flat message list) is in
+:mod:`.common`; the registry and the entry points in :mod:`.registry`.
+
+Each format module defines its ``FORMAT`` (a :class:`Format`: ``sniff`` and ``read``); this
+package registers them below in detection order. Other formats plug in with :func:`register_format`.
+"""
+
+from core.io.errors import FormatError, RecordError
+
+from . import bfcl, chatgpt, claude, dify_messages, dify_web, oasst, openai, report, sharegpt
+from .common import conversation_from_messages
+from .dify_messages import dify_turn
+from .records import MAX_PROBLEMS, Problem, ReadContext, Record, Records
+from .registry import (FORMATS, MAX_IMPORT_BYTES, Format, ImportResult, detect_format, formats, import_bytes,
+                       import_file, import_text, parse_conversations, read_conversations, read_file, register_format,
+                       unregister_format)
+
+# Detection order: distinctive shapes first (a report bundle's header), the generic OpenAI message list last.
+for _module in (report, bfcl, chatgpt, claude, oasst, sharegpt, dify_web, dify_messages, openai):
+    register_format(_module.FORMAT)
+del _module
+
+__all__ = ["FORMATS", "MAX_IMPORT_BYTES", "MAX_PROBLEMS", "Format", "FormatError", "ImportResult", "Problem",
+           "ReadContext", "Record", "RecordError", "Records", "conversation_from_messages", "detect_format",
+           "dify_turn", "formats", "import_bytes", "import_file", "import_text", "parse_conversations",
+           "read_conversations", "read_file", "register_format", "unregister_format"]

@@ -1,0 +1,221 @@
+"""OpenAI chat messages: a JSON array of ``{role, content, name?, tool_calls?, tool_call_id?}``, an
+object with a ``messages`` array, or JSON Lines with one such object per line (tau-bench style).
+
+A turn starts at each ``user`` message; leading ``system`` messages are the node's system prompt,
+not history; a turn's final answer is its last assistant message. ``content`` may be a list of
+typed parts, which also covers LLaMA-Factory's "v1" messages: ``reasoning`` parts become
+``reasoning`` messages, ``tool_call`` parts (a JSON string) become tool calls, and a tool result
+written as a JSON list of ``{tool_call_id, …}`` is paired with its call.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any, Iterator
+
+from core.io.errors import RecordError
+from core.model.conversation import REASONING, Conversation, Message, ToolCall
+
+from .common import (ROLE_ALIASES, VALID_ROLES, arguments, conversation_from_messages, conversation_id,
+                     first_user_text, label_of, read_named, record_field)
+from .records import Problem, ReadContext, Record, Records
+from .registry import Format
+
+_TEXT_PARTS = {"text", "input_text", "output_text"}
+_IMAGE_PARTS = {"image_url", "image", "input_image"}
+_REASONING_PARTS = {"reasoning", "thinking"}
+
+
+def _flatten_content(content: Any, at: str, message_index: int) -> tuple[str, list[str], list[tuple[ToolCall, bool]]]:
+    """(text, reasoning texts, tool calls with "id was generated") of a content value."""
+    if content is None:
+        return "", [], []
+    if isinstance(content, str):
+        return content, [], []
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        raise RecordError(f"{at}: 'content' must be a string or a list of parts, not {type(content).__name__}", at)
+    texts: list[str] = []
+    reasoning: list[str] = []
+    calls: list[tuple[ToolCall, bool]] = []
+    for k, part in enumerate(content):
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        if not isinstance(part, dict):
+            raise RecordError(f"{at}: content part {k} must be an object or a string", at)
+        kind = part.get("type", "text")
+        value = part.get("text", part.get("value"))
+        if kind in _TEXT_PARTS:
+            texts.append(value if isinstance(value, str) else "")
+        elif kind in _IMAGE_PARTS:
+            texts.append("[image]")
+        elif kind in _REASONING_PARTS:
+            reasoning.append(value if isinstance(value, str) else str(part.get("thinking", "")))
+        elif kind == "tool_call":
+            calls.append(_tool_call_from_part(value, f"{at}: content part {k}", f"call_{message_index}_{len(calls)}"))
+        elif isinstance(value, str):
+            texts.append(value)
+        else:
+            texts.append(f"[{kind}]")
+    return "\n".join(texts), reasoning, calls
+
+
+def _tool_call_from_part(value: Any, at: str, default_id: str) -> tuple[ToolCall, bool]:
+    data = value
+    if isinstance(value, str):
+        try:
+            data = json.loads(value)
+        except json.JSONDecodeError:
+            raise RecordError(f"{at}: tool_call is not valid JSON", at.split(":")[0]) from None
+    if not isinstance(data, dict) or "name" not in data:
+        raise RecordError(f"{at}: tool_call needs a 'name'", at.split(":")[0])
+    generated = "id" not in data
+    return ToolCall(id=str(data.get("id", default_id)), name=str(data["name"]),
+                    arguments=arguments(data.get("arguments", {}))), generated
+
+
+def _tool_calls(raw: Any, at: str, message_index: int) -> list[tuple[ToolCall, bool]]:
+    if raw in (None, []):
+        return []
+    if not isinstance(raw, list):
+        raise RecordError(f"{at}: 'tool_calls' must be a list", at)
+    calls = []
+    for k, call in enumerate(raw):
+        if not isinstance(call, dict):
+            raise RecordError(f"{at}: tool call {k} must be an object", at)
+        fn = call.get("function", call)
+        if not isinstance(fn, dict) or not fn.get("name"):
+            raise RecordError(f"{at}: tool call {k} has no function name", at)
+        calls.append((ToolCall(id=str(call.get("id", f"call_{message_index}_{k}")), name=str(fn["name"]),
+                               arguments=arguments(fn.get("arguments", ""))), "id" not in call))
+    return calls
+
+
+def _result_ids(content: str) -> list[str]:
+    """Tool-call ids a tool result names in its own text (LLaMA-Factory v1 writes
+    ``[{"tool_call_id": …, "name": …, "content": …}]``)."""
+    text = content.lstrip()
+    if not text.startswith(("[", "{")) or "tool_call_id" not in text:
+        return []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return []
+    items = data if isinstance(data, list) else [data]
+    return [str(x["tool_call_id"]) for x in items if isinstance(x, dict) and x.get("tool_call_id")]
+
+
+def openai_messages(raw: list) -> list[Message]:
+    """Validated messages; ``ref`` is the message's 0-based index in the source list.
+
+    Tool results are paired with their calls: by ``tool_call_id`` when given, by the ids a
+    result names in its text, else with the oldest call still waiting for a result. A call
+    without an id in the source takes the id its result names.
+    """
+    out: list[Message] = []
+    pending: list[tuple[int, int, bool]] = []  # (index in out, index in its tool_calls, id generated)
+    for i, m in enumerate(raw):
+        at = f"message {i}"
+        if not isinstance(m, dict):
+            raise RecordError(f"{at} is not an object", at)
+        if "role" not in m:
+            raise RecordError(f"{at} has no 'role'", at)
+        role = m["role"]
+        if not isinstance(role, str):
+            raise RecordError(f"{at} has a 'role' that is not a string", at)
+        role = ROLE_ALIASES.get(role, role)
+        if role not in VALID_ROLES:
+            raise RecordError(f"{at} has an unknown role {m['role']!r}; expected one of system, user, assistant, tool",
+                              at)
+        text, reasoning, part_calls = _flatten_content(m.get("content"), at, i)
+        calls = _tool_calls(m.get("tool_calls"), at, i) + part_calls
+        if isinstance(m.get("function_call"), dict):
+            calls += _tool_calls([{"function": m["function_call"]}], at, i)
+        extra_reasoning = m.get("reasoning_content") or m.get("reasoning")
+        if isinstance(extra_reasoning, str) and extra_reasoning:
+            reasoning.insert(0, extra_reasoning)
+        name = m.get("name") if isinstance(m.get("name"), str) and role != "tool" else None
+        for k, r in enumerate(reasoning):
+            out.append(Message(role="assistant", content=r, kind=REASONING,
+                               ref=f"{i}:reasoning" if k == 0 else f"{i}:reasoning{k}"))
+        call_id = m.get("tool_call_id") if isinstance(m.get("tool_call_id"), str) else None
+        if role == "tool":
+            call_id = _pair_result(out, pending, call_id, text)
+        elif role in ("user", "system"):
+            pending.clear()
+        out.append(Message(role=role, content=text, kind="", ref=i, name=name,
+                           tool_calls=tuple(c for c, _ in calls), tool_call_id=call_id))
+        pending.extend((len(out) - 1, k, generated) for k, (_, generated) in enumerate(calls))
+    return out
+
+
+def _pair_result(out: list[Message], pending: list[tuple[int, int, bool]], call_id: str | None,
+                 text: str) -> str | None:
+    def call_at(p: tuple[int, int, bool]) -> ToolCall:
+        return out[p[0]].tool_calls[p[1]]
+
+    def rename(p: tuple[int, int, bool], new_id: str) -> None:
+        msg = out[p[0]]
+        calls = list(msg.tool_calls)
+        calls[p[1]] = replace(calls[p[1]], id=new_id)
+        out[p[0]] = replace(msg, tool_calls=tuple(calls))
+
+    wanted = [call_id] if call_id else _result_ids(text)
+    if not wanted:
+        return call_at(pending.pop(0)).id if pending else None
+    for cid in wanted:
+        match = next((p for p in pending if call_at(p).id == cid), None)
+        if match is None:
+            match = next((p for p in pending if p[2]), None)
+            if match is not None:
+                rename(match, cid)
+        if match is not None:
+            pending.remove(match)
+    return wanted[0]
+
+
+def _label(rec: Any) -> str:
+    return label_of(rec, "id", "name", "task_id") or first_user_text(rec.get("messages") if isinstance(rec, dict)
+                                                                     else None)
+
+
+def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
+    raw = record_field(rec, "messages", list, "a 'messages' list", "'messages' must be a list")
+    meta = {k: v for k, v in rec.items() if k != "messages" and isinstance(v, (str, int, float, bool))}
+    conv_id = conversation_id(rec, n, stem, "id")
+    conv = conversation_from_messages(openai_messages(raw), conv_id, meta=meta,
+                                      name=str(rec.get("name") or conv_id))
+    if not conv.turns:
+        raise RecordError("has no user or assistant message" if n is None else
+                          "the conversation has no user or assistant message", "messages")
+    return conv
+
+
+def _sniff(first: Any, layout: str) -> bool:
+    return isinstance(first, dict) and ("messages" in first or "role" in first or "content" in first) \
+        and isinstance(first.get("messages", []), list)
+
+
+def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
+    first = records.first
+    if isinstance(first, dict) and "messages" in first:
+        yield from read_named(records, ctx, _conversation, _label)
+        return
+    # A bare list of messages (array or JSON Lines) is one conversation.
+    messages = []
+    for rec in records:
+        if rec.error:
+            ctx.records = 1
+            ctx.report(Problem(None, rec.error.split(" is ")[0], rec.error))
+            return
+        messages.append(rec.value)
+    doc = messages if records.layout != "document" else first
+    yield from ctx.each([Record(None, {"messages": doc} if isinstance(doc, list) else doc)],
+                        lambda rec, _: _conversation(rec, None, ctx.stem))
+
+
+FORMAT = Format("openai", "OpenAI chat messages (JSON, JSON Lines, typed content parts)", _sniff,
+                _read)

@@ -1,0 +1,230 @@
+"""The formats MemLens reads, in detection order (:func:`register_format`), and reading a file, an
+upload or a text with them: detected or named, all-or-nothing or skipping bad records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from core import limits
+from core.io.errors import FormatError
+from core.model.conversation import Conversation
+
+from .common import excerpt
+from .records import MAX_PROBLEMS, Problem, Progress, ReadContext, Records, TooManyProblems
+
+#: The size the importer is built and tested for (``core.limits``); larger files are refused unless asked for.
+MAX_IMPORT_BYTES = limits.MAX_IMPORT_BYTES
+_PROBLEMS_SHOWN = 3
+
+
+@dataclass
+class ImportResult:
+    """What an import produced: the conversations, the records left out and why, the format."""
+
+    conversations: list[Conversation]
+    problems: list[Problem]
+    format: str
+    name: str = "input"
+    records: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def skipped(self) -> int:
+        """Number of distinct records left out."""
+        return len({p.record for p in self.problems})
+
+    def summary(self) -> str:
+        n = len(self.conversations)
+        text = f"{n} conversation{'s' if n != 1 else ''} from {self.name} ({self.format})"
+        if self.problems:
+            k = self.skipped
+            text += f"; {k} bad record{'s' if k != 1 else ''} left out"
+        return text
+
+
+@dataclass(frozen=True)
+class Format:
+    """A readable format: ``sniff`` says whether the document (or the first record of an array
+    or JSON Lines file) looks like it; ``read`` turns the records into conversations, reporting
+    bad records through the context."""
+
+    name: str
+    description: str
+    sniff: Callable[[Any, str], bool]
+    read: Callable[[Records, ReadContext], Iterable[Conversation]]
+
+
+_REGISTRY: dict[str, Format] = {}
+#: Names of every readable format, in detection order (kept up to date by register_format).
+FORMATS: list[str] = []
+
+
+def register_format(fmt: Format, *, before: str | None = None) -> None:
+    """Add (or replace) a format. Detection tries formats in order; a format with a distinctive
+    marker (a bundle header, say) should go ``before`` the generic ones::
+
+        register_format(Format("memlens-bundle", "MemLens JSON bundle",
+                               sniff=lambda first, layout: layout == "document" and isinstance(first, dict)
+                               and "memlens_bundle" in first,
+                               read=read_bundle), before=FORMATS[0])
+
+    ``read(records, ctx)`` yields conversations; it reads records with ``ctx.each(records,
+    parse_one, label)``, where ``parse_one(value, index)`` raises :class:`RecordError` for a bad
+    record, so bad records are reported and skipped like in every other format.
+    """
+    items = [(k, v) for k, v in _REGISTRY.items() if k != fmt.name]
+    at = next((i for i, (k, _) in enumerate(items) if k == before), len(items))
+    items.insert(at, (fmt.name, fmt))
+    _REGISTRY.clear()
+    _REGISTRY.update(items)
+    FORMATS[:] = list(_REGISTRY)
+
+
+def unregister_format(name: str) -> None:
+    """Remove a format (a plugin being unloaded, a test cleaning up)."""
+    _REGISTRY.pop(name, None)
+    FORMATS[:] = list(_REGISTRY)
+
+
+def formats() -> list[Format]:
+    return list(_REGISTRY.values())
+
+
+def import_file(path: str | Path, fmt: str | None = None, *, skip_bad: bool = False,
+                on_progress: Callable[[int, int], None] | None = None,
+                max_bytes: int | None = MAX_IMPORT_BYTES) -> ImportResult:
+    """Read every conversation in a file. See :mod:`core.io.readers` for the formats and the modes.
+
+    ``on_progress(done_bytes, total_bytes)`` is called as records are read (a few hundred times
+    at most). Files over ``max_bytes`` are refused before reading (``None`` lifts the limit).
+    """
+    path = Path(path)
+    data = read_file(path, max_bytes)
+    return import_bytes(data, path.name, fmt, skip_bad=skip_bad, on_progress=on_progress, max_bytes=None)
+
+
+def read_file(path: str | Path, max_bytes: int | None = MAX_IMPORT_BYTES) -> bytes:
+    """A conversation file's bytes, its size checked before it is read; a missing, unreadable or too
+    large file raises :class:`FormatError` saying so (``max_bytes=None`` lifts the limit)."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if path.is_dir():
+            raise IsADirectoryError
+        if max_bytes is not None:
+            _check_size(size, path.name, max_bytes)
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise FormatError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise FormatError(f"{path} is a directory; expected a conversation file") from None
+    except OSError as e:
+        raise FormatError(f"{path}: cannot read ({e.strerror})") from None
+
+
+def import_bytes(data: bytes, name: str = "input", fmt: str | None = None, *, skip_bad: bool = False,
+                 on_progress: Callable[[int, int], None] | None = None,
+                 max_bytes: int | None = MAX_IMPORT_BYTES) -> ImportResult:
+    """Like :func:`import_file`, for an upload's bytes."""
+    if max_bytes is not None:
+        _check_size(len(data), name, max_bytes)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise FormatError(f"{name} is not UTF-8 text; expected a JSON or JSON Lines conversation file") from None
+    total = len(data)
+    del data
+    return _import(text, name, fmt, skip_bad, on_progress, total)
+
+
+def _check_size(size: int, name: str, max_bytes: int) -> None:
+    try:
+        limits.check_file_size(size, name, max_bytes)
+    except limits.LimitError as e:
+        raise FormatError(str(e)) from None
+
+
+def import_text(text: str, name: str = "input", fmt: str | None = None, *, skip_bad: bool = False,
+                on_progress: Callable[[int, int], None] | None = None) -> ImportResult:
+    """Like :func:`import_file`, for text already in memory."""
+    total = len(text.encode("utf-8", "surrogatepass")) if on_progress else len(text)
+    return _import(text.lstrip("\ufeff"), name, fmt, skip_bad, on_progress, total)
+
+
+def _import(text: str, name: str, fmt: str | None, skip_bad: bool,
+            on_progress: Callable[[int, int], None] | None, total_bytes: int) -> ImportResult:
+    if fmt is not None and fmt not in _REGISTRY:
+        raise FormatError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    progress = Progress(on_progress, total_bytes, len(text))
+    progress.at_bytes(0)
+    records = Records(text, name, progress)
+    fmt = fmt or _detect(records.first, records.layout, name)
+    ctx = ReadContext(name, skip_bad)
+    conversations: list[Conversation] = []
+    try:
+        for conv in _REGISTRY[fmt].read(records, ctx):
+            conversations.append(conv)
+    except TooManyProblems:
+        pass
+    if ctx.problems and not skip_bad:
+        raise FormatError(_problems_message(name, ctx.problems), ctx.problems)
+    if not conversations and not ctx.problems:
+        raise FormatError(f"{name} holds no conversation")
+    progress.at_bytes(total_bytes)
+    return ImportResult(conversations, ctx.problems, fmt, name, ctx.records, ctx.notes)
+
+
+def _problems_message(name: str, problems: list[Problem]) -> str:
+    shown = "; ".join(p.text for p in problems[:_PROBLEMS_SHOWN])
+    more = len(problems) - _PROBLEMS_SHOWN
+    if more > 0:
+        shown += f"; and {more}{'+' if len(problems) >= MAX_PROBLEMS else ''} more"
+    if any(p.record is not None for p in problems):
+        shown += " — nothing was imported; fix these records or choose to skip bad records"
+    return f"{name}: {shown}"
+
+
+def read_conversations(path: str | Path, fmt: str | None = None) -> list[Conversation]:
+    """Every conversation in a file, all or nothing (raises :class:`FormatError`)."""
+    return import_file(path, fmt, max_bytes=None).conversations
+
+
+def parse_conversations(text: str, name: str = "input", fmt: str | None = None) -> list[Conversation]:
+    """Every conversation in a text, all or nothing (raises :class:`FormatError`)."""
+    return import_text(text, name, fmt).conversations
+
+
+def detect_format(data: Any, is_jsonl: bool = False, name: str = "input") -> str:
+    """The format of already-parsed data: a document, or the list of records of an array/JSONL."""
+    if isinstance(data, list):
+        return _detect(data[0] if data else None, "lines" if is_jsonl else "array", name)
+    return _detect(data, "document", name)
+
+
+def _detect(first: Any, layout: str, name: str) -> str:
+    for fmt in _REGISTRY.values():
+        if fmt.sniff(first, layout):
+            return fmt.name
+    raise FormatError(f"{name}: unknown format ({_describe(first, layout)}); expected one of {', '.join(FORMATS)} "
+                      "(name the format explicitly if the file is one of them)")
+
+
+_KEYS_SHOWN = 12
+
+
+def _describe(first: Any, layout: str) -> str:
+    """What the file looks like, for an unknown-format error: its layout and top-level keys."""
+    where = {"array": "a JSON array whose first record is ", "lines": "JSON Lines whose first record is "}.get(
+        layout, "")
+    if isinstance(first, dict):
+        keys = [excerpt(str(k), 30) for k in list(first)[:_KEYS_SHOWN]]
+        more = f", … ({len(first)} keys)" if len(first) > _KEYS_SHOWN else ""
+        return f"found {where}an object with keys {', '.join(keys) or '(none)'}{more}"
+    if first is None and layout == "array":
+        return "found an empty JSON array"
+    kind = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(
+        type(first), "null")
+    return f"found {where}{kind}"
+

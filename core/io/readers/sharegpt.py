@@ -1,0 +1,117 @@
+"""ShareGPT: ``{conversations: [{from, value}], tools?, system?}`` records.
+
+``human`` is the user, ``gpt`` the assistant, ``function_call`` an assistant tool call (``value``
+is JSON ``{name, arguments}`` or a list of them) and ``observation`` its result, which must
+follow the call.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+from core.io.errors import RecordError
+from core.model.conversation import Conversation, Message, ToolCall
+
+from .common import (arguments, conversation_from_messages, conversation_id, first_user_text, label_of, read_named,
+                     record_field)
+from .records import ReadContext, Records
+from .registry import Format
+
+_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
+                   "chatgpt": "assistant", "bard": "assistant", "bing": "assistant", "model": "assistant",
+                   "system": "system", "function_call": "call", "tool_call": "call",
+                   "observation": "result", "tool": "result", "function_response": "result"}
+
+
+def _calls(value: str, at: str, k: int) -> tuple[ToolCall, ...]:
+    try:
+        data = json.loads(value)
+    except json.JSONDecodeError:
+        raise RecordError(f"{at}: a 'function_call' value must be JSON {{\"name\": …, \"arguments\": …}}",
+                          at) from None
+    items = data if isinstance(data, list) else [data]
+    calls = []
+    for j, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+            raise RecordError(f"{at}: a 'function_call' needs a 'name'", at)
+        calls.append(ToolCall(id=f"call_{k}" if len(items) == 1 else f"call_{k}_{j}", name=item["name"],
+                              arguments=arguments(item.get("arguments", {}))))
+    if not calls:
+        raise RecordError(f"{at}: the 'function_call' names no function", at)
+    return tuple(calls)
+
+
+def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
+    raw = record_field(rec, "conversations", list, "a 'conversations' list",
+                       "'conversations' must be a list of {from, value} messages")
+    if not raw:
+        raise RecordError("'conversations' is empty", "conversations")
+    meta: dict = {}
+    tools = rec.get("tools")
+    if tools not in (None, ""):
+        if isinstance(tools, str):
+            try:
+                parsed = json.loads(tools)
+            except json.JSONDecodeError as e:
+                raise RecordError(f"'tools' is not valid JSON ({e.msg}, column {e.colno})", "tools") from None
+        else:
+            parsed = tools
+        if not isinstance(parsed, list):
+            raise RecordError("'tools' must be a list of tool definitions (or a JSON string of one)", "tools")
+        meta["tools"] = tools
+    system = rec.get("system")
+    if system is not None and not isinstance(system, str):
+        raise RecordError("'system' must be a string", "system")
+    messages: list[Message] = [Message("system", system, "", "system")] if system else []
+    pending: list[ToolCall] = []
+    previous = None
+    for k, m in enumerate(raw):
+        at = f"message {k}"
+        if not isinstance(m, dict):
+            raise RecordError(f"{at} is not an object", at)
+        tag, value = m.get("from"), m.get("value")
+        if not isinstance(tag, str):
+            raise RecordError(f"{at} has no 'from'", at)
+        if not isinstance(value, str):
+            raise RecordError(f"{at} has no 'value' string", at)
+        role = _ROLES.get(tag.lower())
+        if role is None:
+            raise RecordError(f"{at} has an unknown 'from' {tag!r}; expected human, gpt, function_call, "
+                              "observation or system", at)
+        if role == "call":
+            pending = list(_calls(value, at, k))
+            messages.append(Message("assistant", "", "", k, tool_calls=tuple(pending)))
+        elif role == "result":
+            if previous not in ("call", "result") or not pending:
+                raise RecordError(f"{at}: {tag!r} must follow a 'function_call'", at)
+            messages.append(Message("tool", value, "", k, tool_call_id=pending.pop(0).id))
+        else:
+            pending = []
+            messages.append(Message(role, value, "", k))
+        previous = role
+    conv_id = conversation_id(rec, n, stem, "id")
+    meta.update({key: v for key, v in rec.items()
+                 if key not in ("conversations", "tools", "system") and isinstance(v, (str, int, float, bool))})
+    conv = conversation_from_messages(messages, conv_id, source_format="sharegpt", meta=meta,
+                                      name=str(rec.get("name") or conv_id))
+    if not conv.turns:
+        raise RecordError("the conversation has no human or gpt message", "conversations")
+    return conv
+
+
+def _label(rec: Any) -> str:
+    return label_of(rec, "id") or first_user_text(rec.get("conversations") if isinstance(rec, dict) else None,
+                                                  "from", ("human", "user"), "value")
+
+
+def _sniff(first: Any, layout: str) -> bool:
+    return isinstance(first, dict) and isinstance(first.get("conversations"), list)
+
+
+def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
+    yield from read_named(records, ctx, _conversation, _label)
+
+
+FORMAT = Format("sharegpt", "ShareGPT conversations (human / gpt / function_call / observation)",
+                _sniff, _read)
