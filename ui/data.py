@@ -75,14 +75,15 @@ def variables_at(url: str, conversation_id: str, version: tuple, version_id: str
 @st.cache_resource(show_spinner=False, max_entries=256)
 def what_if_ledgers(url: str, conversation_id: str, version: tuple, version_id: str, turn_id: str,
                     overrides_json: str, fidelity: str, counting: bool = False) -> dict[str, Ledger]:
-    """Each overridden node's ledger at ``turn_id`` under its new settings (no model call)."""
+    """Each overridden node's ledger at ``turn_id`` under its new settings (no model call); every
+    earlier message is listed when a view first reads them (the receipt does, the choice of tab does not)."""
     conv = conversation(url, conversation_id, version)
     f = flow(url, version_id)
     position = conv.tree.position[turn_id]
     out = {}
     for node_id, override in json.loads(overrides_json).items():
         out[node_id] = what_if_ledger(f, conv, position, node_id, override, fidelity=fidelity,
-                                      plugin_token_counting=counting)
+                                      plugin_token_counting=counting, lazy=True)
     return out
 
 

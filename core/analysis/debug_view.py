@@ -250,11 +250,10 @@ def focus_node(now: Mapping[str, Ledger], before: Mapping[str, Ledger], order: S
         ledger = now.get(node)
         if ledger is None:
             continue
-        kept = {(e.position, e.index) for e in ledger.entries if e.kept}
+        kept = {(e.position, e.index) for e in ledger.kept}
         prev = before.get(node)
-        kept_before = {(e.position, e.index) for e in prev.entries if e.kept} if prev is not None else set()
-        dropped_now = sum(1 for e in ledger.entries if not e.kept and e.reason not in NOT_ELIGIBLE)
-        key = (len(kept_before - kept), dropped_now > 0, len(kept - kept_before))
+        kept_before = {(e.position, e.index) for e in prev.kept} if prev is not None else set()
+        key = (len(kept_before - kept), ledger.dropped_count() > 0, len(kept - kept_before))
         if best_key is None or key > best_key:
             best, best_key = node, key
     return best

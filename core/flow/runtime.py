@@ -1185,20 +1185,21 @@ def _execute(flow: Flow, ctx: _Context) -> tuple[list[NodeRun], str | None]:
 
 def what_if_ledger(flow: Flow, conversation: Conversation, position: int, node_id: str,
                    override: Mapping[str, Any] | None = None, *, fidelity: str = DEFAULT_FIDELITY,
-                   plugin_token_counting: bool = False, record: TurnRecord | None = None) -> Ledger:
+                   plugin_token_counting: bool = False, record: TurnRecord | None = None,
+                   lazy: bool = False) -> Ledger:
     """The ledger node ``node_id`` would have had at the turn at ``position`` under other memory settings.
 
     No model is called: the history is recomputed from the stored conversation. The rest of the
     prompt (template, query) is taken from ``record``'s run of the node when given, else from the
     turn's stored prompt size (``Turn.meta["prompt_tokens"]``), else estimated by rendering the
-    node's template with the turn's query.
+    node's template with the turn's query. ``lazy`` as :meth:`Replay.ledger_at` takes it.
     """
     if not 0 <= position < len(conversation.turns):
         raise RunError(f"turn position {position} is out of range: the conversation has {len(conversation.turns)} turns")
     config = node_memory_config(flow, node_id, fidelity=fidelity, plugin_token_counting=plugin_token_counting,
                                 override=override)
     fixed = _fixed_tokens(flow, conversation, position, node_id, config, record)
-    return node_replay(flow, conversation, node_id, config, lambda _position: fixed).ledger_at(position)
+    return node_replay(flow, conversation, node_id, config, lambda _position: fixed).ledger_at(position, lazy=lazy)
 
 
 def _fixed_tokens(flow: Flow, conversation: Conversation, position: int, node_id: str, config: MemoryConfig,

@@ -558,10 +558,14 @@ class Replay:
     def ledger(self, turn_number: int) -> Ledger:
         return self.ledger_at(self.position_of(turn_number))
 
-    def ledger_at(self, position: int) -> Ledger:
+    def ledger_at(self, position: int, *, lazy: bool = False) -> Ledger:
+        """The ledger of the turn at ``position``; ``lazy``: a cutting strategy's as a
+        :class:`RunLedger`, its kept entries and reason counts at hand and every earlier message
+        listed only when first read (a view showing counts of a long conversation's turn)."""
         view, d, head = self.near_view(position)
         if d.plan is None:
-            return self.cut_ledger(view, d, position, head=head).plain()
+            ledger = self.cut_ledger(view, d, position, head=head)
+            return ledger if lazy else ledger.plain()
         on_thread = set(view.positions)
         seq_index: dict[tuple[int, int], int] = {}
         for i, (p, m) in enumerate(zip(view.seq_pos, view.seq_msg)):

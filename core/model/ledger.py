@@ -186,6 +186,10 @@ class Ledger:
     def dropped(self) -> list[LedgerEntry]:
         return [e for e in self.entries if not e.kept]
 
+    def dropped_count(self) -> int:
+        """Earlier messages the memory could have sent and did not (a reason outside :data:`NOT_ELIGIBLE`)."""
+        return sum(1 for e in self.entries if not e.kept and e.reason not in NOT_ELIGIBLE)
+
     def to_dict(self) -> dict:
         """The ledger as data, losslessly: every entry field (:data:`ENTRY_FIELDS`), the header
         (:data:`HEADER_FIELDS`), and the synthetic messages and compactions when there are any.
@@ -262,6 +266,9 @@ class RunLedger(Ledger):
     @property
     def kept(self) -> list[LedgerEntry]:
         return list(self._kept)
+
+    def dropped_count(self) -> int:  # from the runs: no entry listed
+        return sum(n for reason, n in self.runs if reason != KEPT and reason not in NOT_ELIGIBLE)
 
     def plain(self) -> Ledger:
         return Ledger(**{f.name: getattr(self, f.name) for f in fields(Ledger)})

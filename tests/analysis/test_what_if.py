@@ -3,7 +3,7 @@ replay says, at a cost that does not grow with the conversation."""
 
 import pytest
 
-from core.analysis.debug_view import what_if
+from core.analysis.debug_view import focus_node, what_if
 from core.memory.replay import MemoryConfig, Replay
 from tests.builders import dify, linear
 
@@ -43,3 +43,13 @@ def test_a_page_of_turns_costs_as_many_replayed_turns_at_any_length(monkeypatch)
         assert result.differs == list(range(n - 20, n))
         work[n] = len(pushed)
     assert work[30] == work[3000] == 2 * (19 + 5)  # two configs: the first turn's reach, then a turn at a time
+
+
+def test_the_tab_to_open_on_is_chosen_from_what_if_ledgers_without_listing_their_earlier_messages():
+    conv = linear(400)
+    replay = Replay(conv, MemoryConfig(window=3))
+    now, before = replay.ledger_at(399, lazy=True), replay.ledger_at(398, lazy=True)
+    recorded = {"other": Replay(conv, MemoryConfig(strategy="buffer")).ledger_at(399)}
+    assert focus_node({"n": now, **recorded}, {"n": before, **recorded}, ["other", "n"]) == "n"  # it lost turn 396
+    assert now._entries is None and before._entries is None
+    assert focus_node({"n": now.plain()}, {"n": before.plain()}, ["n"]) == "n"

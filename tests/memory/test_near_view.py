@@ -51,7 +51,11 @@ configs = st.builds(
 def test_a_turns_ledger_from_its_reach_is_the_ledger_of_its_whole_thread(conv, config):
     near, whole = Replay(conv, config), WholeThread(conv, config)
     for p in range(len(conv.turns)):
-        assert near.ledger_at(p) == whole.ledger_at(p)
+        ledger = whole.ledger_at(p)
+        assert near.ledger_at(p) == ledger
+        lazy = near.ledger_at(p, lazy=True)
+        assert lazy.dropped_count() == ledger.dropped_count()  # from its runs, before listing its entries
+        assert lazy == ledger
 
 
 @settings(max_examples=200, deadline=None)
