@@ -278,6 +278,7 @@ class Replay:
         self._msg_before: list[int] | None = None
         self._system_tokens = self.counter.chat("system", self.system_prompt) if self.system_prompt else 0
         self._summaries: list[TurnSummary] | None = None
+        self._budgets: dict[int, Budget] = {}  # by the prompt's fixed tokens
 
     # -- per-turn facts, computed once ------------------------------------------------------------
     def message_tokens(self, position: int) -> tuple[int, ...]:
@@ -313,8 +314,8 @@ class Replay:
     def fixed_prompt_tokens(self, position: int) -> int:
         if self._prompt_tokens is not None:
             return self._prompt_tokens(position)
-        q = self.conversation.turns[position].query_message
-        return self._system_tokens + (self.counter.message(q) if q else 0) + REPLY_PRIMING
+        q = self.conversation.turns[position].query_index
+        return self._system_tokens + (self.message_tokens(position)[q] if q is not None else 0) + REPLY_PRIMING
 
     def messages_before(self, position: int) -> int:
         before = self._msg_before
@@ -340,7 +341,9 @@ class Replay:
         if self.plans and (not blocked or blocked == SCOPE and self.strategy.plans_without_thread):
             plan = self.strategy.plan(view, position, self)
             return Decision(0, 0, 0, end, plan.budget, fixed, blocked, plan)
-        budget = self.strategy.budget(self.config, self.facts, fixed)
+        budget = self._budgets.get(fixed)
+        if budget is None:  # a pure function of the fixed tokens here: made once per value, not per turn
+            budget = self._budgets[fixed] = self.strategy.budget(self.config, self.facts, fixed)
         if blocked:
             return Decision(end, end, end, end, budget, fixed, blocked)
         trimmed, start = self.strategy.window(view, position, self.config)
