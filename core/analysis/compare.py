@@ -789,6 +789,19 @@ class Comparison:
     fates: list[list[FactFate]]          # fates[fact][config]
     sentences: list[str]                 # one per fact
     turns: list[int] = field(default_factory=list)   # answered turn numbers (the series' x axis)
+    #: The replays it was computed with (one per config) and the system prompt they count, so
+    #: findings on the same comparison reuse their token counts and summaries; never serialised.
+    replays: list[Replay] = field(default_factory=list, repr=False, compare=False)
+    system_prompt: str | None = field(default=None, repr=False, compare=False)
+
+    def replays_for(self, conversation: Conversation, system_prompt: str | None = None) -> list[Replay]:
+        """One replay per config over ``conversation``: the comparison's own (their counts and
+        summaries already made) when it replayed that conversation with that system prompt, else new ones."""
+        own = self.replays
+        if len(own) == len(self.configs) and self.system_prompt == system_prompt and all(
+                r.conversation is conversation and r.config == c.config for r, c in zip(own, self.configs)):
+            return list(own)
+        return [Replay(conversation, c.config, system_prompt=system_prompt) for c in self.configs]
 
     def to_json(self) -> dict:
         return {"conversation": self.conversation_id, "configs": [c.to_dict() for c in self.configs],
@@ -819,17 +832,19 @@ def compare(conversation: Conversation, configs: Iterable[MemoryConfig | NamedCo
         tracked = track_facts(conversation, facts)
     window = window or heatmap_window(conversation)
     columns = message_columns(conversation)
-    matrices, series, fates = [], [], []
+    matrices, series, fates, replays = [], [], [], []
     for c in named:
         replay = Replay(conversation, c.config, system_prompt=system_prompt)
         run = _Pass(replay, window, tracked, label=c.label, columns=columns)
         matrices.append(run.matrix)
         series.append(turn_series(replay, c.label))
         fates.append(run.fates)
+        replays.append(replay)
     by_fact = [[fates[c][f] for c in range(len(named))] for f in range(len(tracked))]
     numbers = turn_numbers(conversation)
     return Comparison(conversation.id, named, columns, window, matrices, series, tracked, by_fact,
-                      [fact_sentence(row) for row in by_fact], [numbers[p] for p in conversation.answered_turns()])
+                      [fact_sentence(row) for row in by_fact], [numbers[p] for p in conversation.answered_turns()],
+                      replays, system_prompt)
 
 
 __all__ = ["NamedConfig", "named_configs", "Column", "message_columns", "HeatmapWindow", "heatmap_window",

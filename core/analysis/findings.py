@@ -256,14 +256,20 @@ def memory_turn(ledger: Ledger, position: int) -> MemoryTurn:
                       largest=(largest.position, largest.index) if largest else None)
 
 
+#: Tokens per block of :class:`_FlatTokens`' block maxima.
+_BLOCK = 64
+
+
 class _FlatTokens:
     """The token count of every message of the walk's current thread view, as one flat list kept
-    in step with the depth-first walk, so the largest kept message of a turn is a C-speed max
-    over a slice instead of a Python loop."""
+    in step with the depth-first walk, with the maximum of each block of :data:`_BLOCK` counts,
+    so the largest kept message of a turn costs C-speed maxima over the blocks, not over every
+    message of a history that keeps everything."""
 
     def __init__(self) -> None:
         self.tokens: list[int] = []
         self.positions: list[int] = []
+        self.blocks: list[int] = []
 
     def sync(self, view: Any) -> list[int]:
         k = min(len(self.positions), len(view.positions))
@@ -271,11 +277,37 @@ class _FlatTokens:
         while k and self.positions[k - 1] != view.positions[k - 1]:
             k -= 1
         keep = view.starts[k] if k < len(view.starts) else view.length
-        del self.tokens[keep:]
+        tokens = self.tokens
+        del tokens[keep:]
+        first = len(tokens) // _BLOCK  # the blocks from here on changed
         prefix = view.prefix
-        self.tokens.extend(prefix[i + 1] - prefix[i] for i in range(len(self.tokens), view.length))
-        self.positions = list(view.positions)
-        return self.tokens
+        tokens.extend(prefix[i + 1] - prefix[i] for i in range(len(tokens), view.length))
+        del self.positions[k:]
+        self.positions.extend(view.positions[k:])
+        del self.blocks[first:]
+        self.blocks.extend(max(tokens[b * _BLOCK:(b + 1) * _BLOCK]) for b in range(first, -(-len(tokens) // _BLOCK)))
+        return tokens
+
+    def largest(self, lo: int, hi: int) -> tuple[int, int]:
+        """The largest count in ``tokens[lo:hi]`` (not empty) and the index of its first occurrence."""
+        tokens = self.tokens
+        b0, b1 = -(-lo // _BLOCK), hi // _BLOCK  # the whole blocks inside the range
+        if b1 - b0 < 2:
+            best = max(tokens[lo:hi])
+            return best, tokens.index(best, lo, hi)
+        head_end, tail_start = b0 * _BLOCK, b1 * _BLOCK
+        head = max(tokens[lo:head_end], default=-1)
+        middle = max(self.blocks[b0:b1])
+        tail = max(tokens[tail_start:hi], default=-1)
+        best = max(head, middle, tail)
+        if head == best:
+            start, end = lo, head_end
+        elif middle == best:
+            b = self.blocks.index(best, b0, b1)
+            start, end = b * _BLOCK, (b + 1) * _BLOCK
+        else:
+            start, end = tail_start, hi
+        return best, tokens.index(best, start, end)
 
 
 def memory_turns(replay: Replay) -> list[MemoryTurn]:
@@ -321,9 +353,8 @@ def memory_turns(replay: Replay) -> list[MemoryTurn]:
             continue
         best, best_at = 0, None
         if d.end > d.budget_cut:
-            tokens = flat.sync(view)[d.budget_cut:d.end]
-            best = max(tokens)
-            i = d.budget_cut + tokens.index(best)
+            flat.sync(view)
+            best, i = flat.largest(d.budget_cut, d.end)
             best_at = (view.seq_pos[i], view.seq_msg[i])
         out[p] = MemoryTurn(number, p, summary.kept, summary.history_tokens, summary.budget,
                             d.budget_cut - d.window_start, d.trimmed_before, d.window_start - d.trimmed_before,
@@ -612,16 +643,27 @@ def _profiles(config: MemoryConfig) -> tuple[MemoryConfig, MemoryConfig]:
 
 
 def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_prompt: str | None = None,
-                 has_thread: bool = True, prompt_tokens: Any = None) -> list[Difference]:
+                 has_thread: bool = True, prompt_tokens: Any = None, replay: Replay | None = None) -> list[Difference]:
     """Every answered turn where Dify's docs and Dify 1.x send different history under ``config``
     (a ``dify`` config; any other strategy has no such difference), in turn order.
 
-    Read from the two replays' walks, so a whole conversation costs two walks, not a ledger per turn."""
+    Read from the two replays' walks, so a whole conversation costs two walks, not a ledger per turn.
+    ``replay``: a replay of ``config`` made with the same settings, whose counts are reused (it
+    stands for one profile when its config is that profile's)."""
     if config.strategy != "dify":
         return []
     code_cfg, docs_cfg = _profiles(config)
     kwargs = {"system_prompt": system_prompt, "has_thread": has_thread, "prompt_tokens": prompt_tokens}
-    code_replay, docs_replay = Replay(conversation, code_cfg, **kwargs), Replay(conversation, docs_cfg, **kwargs)
+    prompt = conversation.system_prompt if system_prompt is None else system_prompt
+
+    def replay_of(cfg: MemoryConfig) -> Replay:
+        if replay is not None and replay.config == cfg and replay.conversation is conversation \
+                and replay.system_prompt == prompt and replay.has_thread == has_thread \
+                and replay._prompt_tokens is prompt_tokens:
+            return replay
+        return Replay(conversation, cfg, **kwargs)
+
+    code_replay, docs_replay = replay_of(code_cfg), replay_of(docs_cfg)
     turns = conversation.turns
     numbers = code_replay.numbers
     from bisect import bisect_left, bisect_right
@@ -643,7 +685,7 @@ def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_pro
         def cut(view, dec) -> ProfileCut:
             first = bisect_left(view.starts, dec.window_start)
             kept_from = bisect_right(view.starts, dec.budget_cut) - 1 if dec.budget_cut < dec.end else len(view.starts)
-            kept_turns = tuple(numbers[q] for q in view.positions[kept_from:])
+            kept_turns = tuple(map(numbers.__getitem__, view.positions[kept_from:]))
             return ProfileCut(len(view.positions) - first, dec.budget_cut - dec.window_start, dec.budget.limit,
                               kept_turns)
 
@@ -751,7 +793,8 @@ def config_findings(conversation: Conversation, configs: Iterable[Any], *, compa
     from .compare import named_configs
 
     named = comparison.configs if comparison is not None else named_configs(configs)
-    replays = [Replay(conversation, c.config, system_prompt=system_prompt) for c in named]
+    replays = comparison.replays_for(conversation, system_prompt) if comparison is not None else \
+        [Replay(conversation, c.config, system_prompt=system_prompt) for c in named]
     name = turn_namer(conversation)
     out: list[Finding] = []
     for c, replay in zip(named, replays):
@@ -772,8 +815,8 @@ def config_findings(conversation: Conversation, configs: Iterable[Any], *, compa
             out.extend(compaction_findings(c.label, [replay.ledger_at(p) for p in conversation.answered_turns()],
                                            name=name))
         if config.strategy == "dify":
-            out.extend(_docs_vs_code_findings(c.label, docs_vs_code(conversation, config,
-                                                                    system_prompt=system_prompt), name))
+            out.extend(_docs_vs_code_findings(c.label, docs_vs_code(conversation, config, system_prompt=system_prompt,
+                                                                    replay=replay), name))
     if comparison is not None:
         out.extend(_fact_findings(conversation, comparison, replays))
     return _order(out)

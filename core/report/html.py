@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from core.analysis.compare import Comparison, NamedConfig, ReplyGrid, RetentionMatrix
 from core.analysis.findings import Finding, TurnNamer, turn_namer
-from core.memory.replay import MemoryConfig, Replay, turn_numbers
+from core.memory.replay import MemoryConfig, turn_numbers
 from core.model.conversation import Conversation, Message, turn_label
 from core.model.ledger import (CLEARED, EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
                                REASON_LABELS, SCOPE, SUMMARIZED, TRIMMED_EARLIER, LedgerEntry, explain)
@@ -345,8 +345,7 @@ def _ledgers_html(report: Report, columns: int = REPORT_COLUMNS) -> str:
     conv = report.conversation
     turns = _ledger_turns(report)
     out = []
-    for i, c in enumerate(report.configs):
-        replay = Replay(conv, c.config)
+    for c, replay in zip(report.configs, report.comparison.replays_for(conv)):
         parts = []
         for turn in turns:
             ledger = replay.ledger(turn)

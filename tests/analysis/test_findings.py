@@ -76,6 +76,42 @@ def test_per_turn_numbers_from_the_walk_equal_those_from_every_ledger(name, conf
     assert len(fast) == len(slow)
 
 
+def test_the_largest_kept_message_of_a_long_history_is_the_first_of_the_largest():
+    # Hundreds of kept messages (the block maxima's range) with repeated sizes: ties go to the
+    # oldest, as a ledger read oldest first finds them.
+    conv = linear(400, answer=lambda i: "word " * ((i * 37) % 90), query=lambda i: "ask " * (i % 7 + 1))
+    for config in (MemoryConfig(strategy="buffer"), MemoryConfig(context_size=2_000)):
+        replay = Replay(conv, config)
+        fast = memory_turns(replay)
+        for p in (3, 64, 65, 130, 257, 399):
+            slow = memory_turn(replay.ledger_at(p), p)
+            assert (fast[p].largest, fast[p].largest_tokens) == (slow.largest, slow.largest_tokens)
+
+
+def test_block_maxima_find_the_largest_count_of_any_range_and_its_first_place():
+    import random
+
+    from core.analysis.findings import _BLOCK, _FlatTokens
+    from core.memory.strategies.base import PathView
+
+    rng = random.Random(5)
+    flat, view = _FlatTokens(), PathView(list(range(400)))
+    for position in range(400):  # a thread that grows, and sometimes goes back to a branch point
+        if position and rng.random() < 0.1:
+            for _ in range(rng.randint(1, min(5, len(view.positions)))):
+                view.pop()
+        n = rng.randint(1, 4)
+        view.push(position, 0, tuple(range(n)), tuple(rng.randint(0, 30) for _ in range(n)), (False,) * n)
+        tokens = flat.sync(view)
+        assert tokens == [view.prefix[i + 1] - view.prefix[i] for i in range(view.length)]
+        assert flat.blocks == [max(tokens[b:b + _BLOCK]) for b in range(0, len(tokens), _BLOCK)]
+        for _ in range(5):
+            lo = rng.randrange(len(tokens))
+            hi = rng.randint(lo + 1, len(tokens))
+            best = max(tokens[lo:hi])
+            assert flat.largest(lo, hi) == (best, tokens.index(best, lo, hi))
+
+
 # -- a fact or variable set at a turn the node does not have -----------------------------------------
 
 def test_a_question_about_a_fact_the_window_dropped_links_to_the_turn_that_asks():

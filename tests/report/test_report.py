@@ -159,6 +159,30 @@ def test_heatmap_cells_in_the_report_are_the_ledgers():
     assert re.search(r"<title>turn 1 · user · \d+ tokens · Hi! I&#x27;m Dana", html)  # each message, once
 
 
+def test_a_report_reads_the_same_whether_or_not_it_reuses_the_comparisons_replays():
+    # Findings and ledgers reuse the comparison's replays (their counts and summaries); a
+    # comparison without them (as from elsewhere) gives the very same report.
+    from dataclasses import replace
+
+    from core.analysis.findings import findings_for
+
+    path = T / "dify-web__realWorldMessages.json"
+    conv = read_sources(path.read_bytes(), path.name)[0].conversation  # with branches
+    configs = [MemoryConfig(window=3), MemoryConfig(window=4, fidelity="documented", context_size=400),
+               MemoryConfig(context_size=300, plugin_token_counting=True), MemoryConfig(strategy="window", window=4),
+               MemoryConfig(strategy="trim", max_history_tokens=200)]
+    report = report_of(conv, configs, selected_turn=4)
+    own = report.comparison.replays
+    assert [r.config for r in own] == [c.config for c in report.configs]
+    assert all(a is b for a, b in zip(report.comparison.replays_for(conv), own))
+    assert not any(a is b for a, b in zip(report.comparison.replays_for(conv, "another prompt"), own))
+    assert not any(a is b for a, b in zip(report.comparison.replays_for(lisbon()), own))
+    bare = replace(report, comparison=replace(report.comparison, replays=[]))
+    assert findings_for(report.source, comparison=bare.comparison) == report.findings
+    assert report_html(bare) == report_html(report)
+    assert '<details class="ledger"' in report_html(report)
+
+
 def test_a_long_report_stays_small_because_runs_of_equal_cells_share_one_hover():
     conv = linear(400, query=lambda i: f"question number {i} " + "words " * 20)
     report = report_of(conv, [MemoryConfig(window=3), MemoryConfig(strategy="buffer")])
