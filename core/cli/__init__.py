@@ -1,5 +1,6 @@
 """``python -m core``: the parser, the ``replay`` command and the one-line errors (``app``); every
-other subcommand is a module in ``commands/``.
+other subcommand is a module in ``commands/``; ``options`` holds what they share (the ``--db`` option, the
+store it opens, how a stored time prints).
 """
 
 from core import public_api

@@ -109,3 +109,12 @@ def test_run_refuses_to_continue_a_conversation_with_a_structurally_different_fl
     code, out, err = cli("run", ROOT / "sample_data" / "flows" / "minimal-chat.yml", "--queries", tmp_path / "q.json",
                          "--db", url, "--conversation", conv_id)
     assert code == 2 and "differs from it in structure" in err and out == ""
+
+
+def test_every_listing_prints_a_stored_time_one_way():
+    from core.cli.options import when
+
+    assert when(86_400 * 365 + 3_660.5) == "1971-01-01 01:01"
+    assert when(0.0) == "1970-01-01 00:00"
+    assert when(None) == ""
+    assert when(1e20) == "?"  # a damaged row's time no calendar holds

@@ -10,13 +10,8 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
 
-
-def _db(args):
-    from core.store.db import Database
-
-    return Database(args.db)
+from ..options import add_db_option, open_db, when
 
 
 def cmd_flows_import(args) -> int:
@@ -24,7 +19,7 @@ def cmd_flows_import(args) -> int:
     from core.service.sessions import ConversationService
 
     flow = load_flow(args.file)  # a bad file fails here, before the database is touched
-    version = ConversationService(_db(args)).import_flow(flow, name=args.name)
+    version = ConversationService(open_db(args)).import_flow(flow, name=args.name)
     print(import_report(flow).to_text(), file=sys.stderr)
     print(version.flow_id)
     return 0
@@ -34,7 +29,7 @@ def cmd_flows_list(args) -> int:
     from core.flow.graph import Flow
     from core.store import repo
 
-    flows = repo.list_flows(_db(args))
+    flows = repo.list_flows(open_db(args))
     if args.format == "json":
         print(json.dumps([{"id": v.flow_id, "name": v.flow_name, "version": v.version, "version_id": v.id,
                            "mode": v.definition.get("mode"), "created_at": v.created_at} for v in flows],
@@ -44,9 +39,8 @@ def cmd_flows_list(args) -> int:
         print("no flows yet: add one with `python -m core flows import FILE`")
         return 0
     for v in flows:
-        when = datetime.fromtimestamp(v.created_at, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
         mode = Flow.from_dict(v.definition, name=v.flow_name).mode
-        print(f"{v.flow_id}  v{v.version:<3}  {when}  {mode:<13}  {v.flow_name}")
+        print(f"{v.flow_id}  v{v.version:<3}  {when(v.created_at)}  {mode:<13}  {v.flow_name}")
     return 0
 
 
@@ -57,9 +51,9 @@ def register(sub) -> None:
     q = flows.add_parser("import", help="store a Dify DSL export or MemLens flow file; prints the new flow's id")
     q.add_argument("file")
     q.add_argument("--name", default=None, help="the flow's name (default: the file's)")
-    q.add_argument("--db", default=None, help="database URL (default: MEMLENS_DATABASE_URL or data/memlens.db)")
+    add_db_option(q)
     q.set_defaults(func=cmd_flows_import)
     q = flows.add_parser("list", help="every flow's id, newest version and name")
-    q.add_argument("--db", default=None)
+    add_db_option(q)
     q.add_argument("--format", choices=("table", "json"), default="table")
     q.set_defaults(func=cmd_flows_list)

@@ -9,23 +9,14 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
 
-
-def _db(args):
-    from core.store.db import Database
-
-    return Database(args.db)
-
-
-def _when(t: float | None) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%d %H:%M") if t else ""
+from ..options import add_db_option, open_db, when
 
 
 def cmd_keys_create(args) -> int:
     from core.store.keys import create_key
 
-    key, secret = create_key(_db(args), args.flow_id, name=args.name)
+    key, secret = create_key(open_db(args), args.flow_id, name=args.name)
     print(f"key {key.id} for flow {key.flow_name!r}: copy it now, it is not shown again", file=sys.stderr)
     print(secret)
     return 0
@@ -34,7 +25,7 @@ def cmd_keys_create(args) -> int:
 def cmd_keys_revoke(args) -> int:
     from core.store.keys import revoke_key
 
-    key = revoke_key(_db(args), args.key_id)
+    key = revoke_key(open_db(args), args.key_id)
     print(f"revoked {key.id} ({key.hint}, flow {key.flow_name!r})")
     return 0
 
@@ -42,7 +33,7 @@ def cmd_keys_revoke(args) -> int:
 def cmd_keys_list(args) -> int:
     from core.store.keys import list_keys
 
-    rows = list_keys(_db(args), flow_id=args.flow)
+    rows = list_keys(open_db(args), flow_id=args.flow)
     if args.format == "json":
         print(json.dumps([{"id": k.id, "flow_id": k.flow_id, "flow_name": k.flow_name, "hint": k.hint,
                            "name": k.name, "created_at": k.created_at, "revoked_at": k.revoked_at} for k in rows],
@@ -52,8 +43,8 @@ def cmd_keys_list(args) -> int:
         print("no API keys yet: make one with `python -m core keys create FLOW_ID`")
         return 0
     for k in rows:
-        state = f"revoked {_when(k.revoked_at)}" if k.revoked_at else "active"
-        print(f"{k.id}  {k.hint}  {_when(k.created_at)}  {state:<24}  {k.flow_name}  {k.name}".rstrip())
+        state = f"revoked {when(k.revoked_at)}" if k.revoked_at else "active"
+        print(f"{k.id}  {k.hint}  {when(k.created_at)}  {state:<24}  {k.flow_name}  {k.name}".rstrip())
     return 0
 
 
@@ -64,14 +55,14 @@ def register(sub) -> None:
     q = keys.add_parser("create", help="a new key for a flow, printed once")
     q.add_argument("flow_id")
     q.add_argument("--name", default="", help="a label to recognise the key by")
-    q.add_argument("--db", default=None, help="database URL (default: MEMLENS_DATABASE_URL or data/memlens.db)")
+    add_db_option(q)
     q.set_defaults(func=cmd_keys_create)
     q = keys.add_parser("revoke", help="revoke a key at once")
     q.add_argument("key_id")
-    q.add_argument("--db", default=None)
+    add_db_option(q)
     q.set_defaults(func=cmd_keys_revoke)
     q = keys.add_parser("list", help="every key: id, hint, created, active or revoked, flow")
     q.add_argument("--flow", default=None, help="only this flow's keys")
-    q.add_argument("--db", default=None)
+    add_db_option(q)
     q.add_argument("--format", choices=("table", "json"), default="table")
     q.set_defaults(func=cmd_keys_list)

@@ -11,15 +11,16 @@ import json
 import os
 import sys
 
+from ..options import add_db_option, open_db
+
 KEY_ENV = "DIFY_API_KEY"
 
 
 def cmd_pull(args) -> int:
     from core.io.pull import pull
-    from core.store.db import Database
 
     key = args.key or os.environ.get(KEY_ENV, "")
-    result = pull(Database(args.db), args.base_url, key, args.user, conversation_id=args.conversation,
+    result = pull(open_db(args), args.base_url, key, args.user, conversation_id=args.conversation,
                   everything=args.all, timeout=args.timeout)
     outcome = {i: name for name in ("created", "updated", "unchanged") for i in getattr(result, name)}
     if args.format == "json":
@@ -41,7 +42,7 @@ def register(sub) -> None:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--conversation", default=None, metavar="ID", help="one conversation, by its Dify id")
     which.add_argument("--all", action="store_true", help="every conversation of --user")
-    p.add_argument("--db", default=None, help="database URL (default: MEMLENS_DATABASE_URL or data/memlens.db)")
+    add_db_option(p)
     p.add_argument("--timeout", type=float, default=TIMEOUT_SECONDS, help="seconds to wait for each answer")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=cmd_pull)

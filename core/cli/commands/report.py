@@ -17,6 +17,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..options import add_db_option, open_db
+
 #: Per-config settings: flag → (MemoryConfig field, parser).
 _SETTINGS = {
     "--window": "window", "--fidelity": "fidelity", "--model": "model", "--context-size": "context_size",
@@ -114,9 +116,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if bool(args.file) == bool(args.conversation):
         raise UsageError("give a conversation FILE or --conversation ID (one of them)")
     if args.conversation:
-        from core.store.db import Database
-
-        source = load_stored(Database(args.db), args.conversation)
+        source = load_stored(open_db(args), args.conversation)
     else:
         source, _ = read_source_file(args.file, index=args.index, fmt=args.format)
     if args.configs:
@@ -166,7 +166,7 @@ def register(sub) -> None:
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", nargs="?", help="an importable conversation file (or use --conversation)")
     p.add_argument("--conversation", default=None, metavar="ID", help="a stored conversation's id instead of FILE")
-    p.add_argument("--db", default=None, help="database URL (default: MEMLENS_DATABASE_URL or data/memlens.db)")
+    add_db_option(p)
     p.add_argument("--index", type=_whole("--index", 0), default=0, help="which conversation of FILE (from 0)")
     p.add_argument("--format", default=None, help="FILE's transcript format (default: detected)")
     from core.memory.strategies import STRATEGIES

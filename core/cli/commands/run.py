@@ -42,6 +42,7 @@ from core.model.conversation import QUERY
 from core.model.ledger import Ledger, explain
 
 from ..app import UsageError
+from ..options import add_db_option, open_db
 
 
 def read_queries(path: str) -> list[dict[str, Any]]:
@@ -170,9 +171,8 @@ def _run_stored(args: argparse.Namespace, flow: Flow, queries: list[dict]) -> tu
     from core.flow.graph import classify_change
     from core.service.sessions import ConversationService
     from core.store import repo
-    from core.store.db import Database
 
-    service = ConversationService(Database(args.db), llm=LiteLLMClient(demo_only=True))
+    service = ConversationService(open_db(args), llm=LiteLLMClient(demo_only=True))
     if args.conversation:
         pinned = service.flow(service.info(args.conversation).flow_version_id)
         if classify_change(pinned, flow) == "structure":
@@ -246,8 +246,8 @@ def register(subparsers) -> None:
                    help="history granularity for agent nodes: query_answer or all_messages (any case; default: "
                         "the flow's history.granularity, else query_answer)")
     p.add_argument("--format", choices=("table", "json"), default="table")
-    p.add_argument("--db", default=None, help="store the run in this database (default with --conversation: "
-                                              "MEMLENS_DATABASE_URL or data/memlens.db)")
+    add_db_option(p, help="store the run in this database (default with --conversation: "
+                          "MEMLENS_DATABASE_URL or data/memlens.db)")
     p.add_argument("--conversation", default=None,
                    help="continue this stored conversation: new turns append to its active thread")
     p.set_defaults(func=cmd_run)

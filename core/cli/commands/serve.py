@@ -17,6 +17,8 @@ import os
 import socket
 import sys
 
+from ..options import add_db_option
+
 #: What the worker processes read to build their app: they are started afresh (spawned), so
 #: the parent hands them its database URL and model choice through their environment.
 _WORKER_DB = "MEMLENS_SERVE_DATABASE_URL"
@@ -104,7 +106,7 @@ def register(sub) -> None:
     p = sub.add_parser("serve", help="serve Dify's Service API (/v1) over the flows in the store")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=_port, default=5001, help="0..65535 (0: any free port)")
-    p.add_argument("--db", default=None, help="database URL (default: MEMLENS_DATABASE_URL or data/memlens.db)")
+    add_db_option(p)
     p.add_argument("--demo", action="store_true", help="answer every LLM node with the offline demo model")
     p.add_argument("--workers", type=int, default=1,
                    help="server processes on the one port (more than 1 needs a PostgreSQL --db)")

@@ -8,13 +8,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from datetime import datetime, timezone
 
-
-def _db(args):
-    from core.store.db import Database
-
-    return Database(args.db)
+from ..options import add_db_option, open_db, when
 
 
 def cmd_conversations(args) -> int:
@@ -22,7 +17,7 @@ def cmd_conversations(args) -> int:
     from core.store.db import StoreError
     from core.words import conversation_length
 
-    db = _db(args)
+    db = open_db(args)
     rows = repo.list_conversations(db)
     if args.format == "json":
         print(json.dumps([{"id": c.id, "name": c.name, "user_id": c.user_id, "source": c.source,
@@ -35,10 +30,6 @@ def cmd_conversations(args) -> int:
         print("no conversations yet")
         return 0
     for c in rows:
-        try:
-            when = datetime.fromtimestamp(c.updated_at, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
-        except (OverflowError, ValueError, OSError):  # a timestamp no calendar holds
-            when = "?"
         flow = ""
         if c.flow_version_id:
             try:
@@ -47,14 +38,15 @@ def cmd_conversations(args) -> int:
             except StoreError:
                 flow = "?"
         damaged = f"  [damaged: {', '.join(c.damaged)}]" if c.damaged else ""
-        print(f"{c.id}  {conversation_length(c):<24}  {when}  {c.source:<6}  {flow:<24}  {c.name}{damaged}")
+        updated = when(c.updated_at)
+        print(f"{c.id}  {conversation_length(c):<24}  {updated}  {c.source:<6}  {flow:<24}  {c.name}{damaged}")
     return 0
 
 
 def cmd_export(args) -> int:
     from core.service.sessions import export_conversation
 
-    doc = export_conversation(_db(args), args.conversation_id)
+    doc = export_conversation(open_db(args), args.conversation_id)
     if doc.get("damaged"):
         print(f"warning: {args.conversation_id} has damaged stored values, exported with defaults in their place: "
               f"{'; '.join(doc['damaged'])}", file=sys.stderr)
@@ -74,7 +66,7 @@ def cmd_import(args) -> int:
 
     def db():
         if not db_holder:
-            db_holder.append(_db(args))
+            db_holder.append(open_db(args))
         return db_holder[0]
 
     try:
@@ -106,19 +98,19 @@ def cmd_import(args) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("conversations", help="list stored conversations")
-    p.add_argument("--db", default=None, help="database URL (default: MEMLENS_DATABASE_URL or data/memlens.db)")
+    add_db_option(p)
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=cmd_conversations)
 
     p = sub.add_parser("export", help="print a conversation with its tree, node runs and variable history as JSON")
     p.add_argument("conversation_id")
-    p.add_argument("--db", default=None)
+    add_db_option(p)
     p.add_argument("--pretty", action="store_true")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("import", help="store a MemLens export or a transcript file (OpenAI, Dify, ShareGPT, …)")
     p.add_argument("file")
-    p.add_argument("--db", default=None)
+    add_db_option(p)
     p.add_argument("--format", default=None, help="transcript format (default: detected)")
     p.add_argument("--skip-bad", action="store_true", help="import the good records and report the bad ones")
     p.add_argument("--user", default="user", help="user id for imported transcripts")

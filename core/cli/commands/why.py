@@ -11,6 +11,8 @@ import argparse
 import json
 import sys
 
+from ..options import add_db_option, open_db
+
 
 def cmd_why(args: argparse.Namespace) -> int:
     from core.analysis.why import Subject, node_subjects, where_did_it_go
@@ -21,9 +23,7 @@ def cmd_why(args: argparse.Namespace) -> int:
         raise UsageError("give a conversation FILE or --conversation ID (one of them)")
     if args.conversation:
         from core.service.sources import load_stored
-        from core.store.db import Database
-
-        source = load_stored(Database(args.db), args.conversation)
+        source = load_stored(open_db(args), args.conversation)
         conversation = source.conversation
         if source.flow is not None:
             subjects = node_subjects(source.flow, conversation)
@@ -55,7 +55,7 @@ def register(sub) -> None:
     p.add_argument("file", nargs="?", help="an importable conversation file (or use --conversation)")
     p.add_argument("phrase", help="what to look for, e.g. a name or an order number (case-insensitive)")
     p.add_argument("--conversation", default=None, metavar="ID", help="a stored conversation's id instead of FILE")
-    p.add_argument("--db", default=None, help="database URL (default: MEMLENS_DATABASE_URL, else data/memlens.db)")
+    add_db_option(p)
     p.add_argument("--index", type=whole_number("--index", 0), default=0, help="which conversation of FILE (from 0)")
     p.add_argument("--system", default=None, help="system prompt (default: the file's leading system messages)")
     p.add_argument("--format", choices=("text", "json"), default="text")

@@ -1,0 +1,35 @@
+"""What the subcommands share: the ``--db`` option and the store it opens, and how a stored time prints."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.store.db import Database
+
+# The default is core.store.db's (resolve_url); that module is imported only when a command opens
+# the store, so building the parser loads no database driver.
+DB_HELP = "database URL (default: MEMLENS_DATABASE_URL or data/memlens.db)"
+
+
+def add_db_option(parser: argparse.ArgumentParser, help: str = DB_HELP) -> None:
+    parser.add_argument("--db", default=None, help=help)
+
+
+def open_db(args: argparse.Namespace) -> Database:
+    """The store ``--db`` names (else the configured one)."""
+    from core.store.db import Database
+
+    return Database(args.db)
+
+
+def when(t: float | None) -> str:
+    """A stored time as ``YYYY-MM-DD HH:MM`` (UTC): empty when unset, ``?`` for one no calendar holds."""
+    if t is None:
+        return ""
+    try:
+        return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, ValueError, OSError):
+        return "?"
