@@ -117,6 +117,8 @@ class VariableRow(Base):
     value_type: Mapped[str] = mapped_column(String(32))
     value: Mapped[object] = mapped_column(JSONType, nullable=True)
     description: Mapped[str] = mapped_column(Text, default="")
+    # True when ``value`` is what the variable's newest change row leaves (see VariableChangeRow.delta).
+    chained: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[float] = mapped_column(Float)
     updated_at: Mapped[float] = mapped_column(Float)
 
@@ -136,6 +138,9 @@ class VariableChangeRow(Base):
     name: Mapped[str] = mapped_column(String(255))
     old: Mapped[object] = mapped_column(JSONType, nullable=True)
     new: Mapped[object] = mapped_column(JSONType, nullable=True)
+    # None: ``old`` and ``new`` are whole values. "append": ``old`` is empty (it is the value the
+    # variable's previous change row leaves) and ``new`` holds only the items appended to it.
+    delta: Mapped[str | None] = mapped_column(String(16), nullable=True)
     created_at: Mapped[float] = mapped_column(Float)
 
 
