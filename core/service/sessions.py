@@ -504,6 +504,7 @@ def turn_from_record(record: TurnRecord, flow_version_id: str | None) -> dict:
                  if r.ledger is not None and r.memory}
     if encodings:
         data[repo.TOKEN_COUNTS] = repo.token_counts(turn.messages, encodings)
+        data[repo.TEXT_COUNTS] = repo.text_counts(turn.messages, encodings)
     intermediate, files = data.pop("intermediate", None), data.pop("files", None)
     if intermediate or files:
         # tool calls and results, or the user's files: the turn's full message list is stored

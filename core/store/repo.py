@@ -489,7 +489,8 @@ def turn_from_dict(d: dict) -> Turn:
                     Message("assistant", d.get("answer") or "", ANSWER, f"{tid}:answer"))
         qi, ai = 0, 1
     meta = {k: d[k] for k in ("seq", "dialogue_count", "flow_version_id", "inputs", "prompt_tokens",
-                              "window_overwrites", "compaction_summaries", "damaged", TOKEN_COUNTS) if k in d}
+                              "window_overwrites", "compaction_summaries", "damaged", TOKEN_COUNTS, TEXT_COUNTS)
+            if k in d}
     return Turn(id=tid, parent_id=d.get("parent_id"), messages=messages, query_index=qi, answer_index=ai,
                 status=d.get("status") or "succeeded", error=d.get("error"), created_at=d.get("created_at"),
                 answer_tokens=d.get("answer_tokens"), meta=meta)
@@ -500,11 +501,24 @@ def turn_from_dict(d: dict) -> Turn:
 TOKEN_COUNTS = "token_counts"
 
 
+#: The counts of a turn's other short texts, its messages' roles and names: ``{encoding: {text:
+#: tokens}}``. Without them a reopened conversation would load the encoding (seconds) to count "user".
+TEXT_COUNTS = "text_counts"
+
+
 def token_counts(messages, encodings) -> dict:
     """:data:`TOKEN_COUNTS` of a turn's messages under ``encodings``."""
     from core.model.tokens import count_cache
 
     return {e: [count_cache(e).count(m.content) for m in messages] for e in sorted(encodings)}
+
+
+def text_counts(messages, encodings) -> dict:
+    """:data:`TEXT_COUNTS` of a turn's messages under ``encodings``."""
+    from core.model.tokens import count_cache
+
+    texts = dict.fromkeys(t for m in messages for t in (m.role, m.name) if t)
+    return {e: {t: count_cache(e).count(t) for t in texts} for e in sorted(encodings)}
 
 
 def remember_token_counts(turns: Iterable[Turn]) -> None:
@@ -515,14 +529,18 @@ def remember_token_counts(turns: Iterable[Turn]) -> None:
     found: dict[str, dict[str, int]] = {}
     for turn in turns:
         stored = (turn.meta or {}).get(TOKEN_COUNTS)
-        if not isinstance(stored, dict):
-            continue
-        for encoding, counts in stored.items():
+        for encoding, counts in (stored.items() if isinstance(stored, dict) else ()):
             if isinstance(counts, list) and len(counts) == len(turn.messages):
                 texts = found.setdefault(str(encoding), {})
                 for m, n in zip(turn.messages, counts):
                     if type(n) is int and n >= 0 and m.content:
                         texts[m.content] = n
+        others = (turn.meta or {}).get(TEXT_COUNTS)
+        if isinstance(others, dict):
+            for encoding, counts in others.items():
+                if isinstance(counts, dict):
+                    texts = found.setdefault(str(encoding), {})
+                    texts.update((t, n) for t, n in counts.items() if t and type(n) is int and n >= 0)
     for encoding, texts in found.items():
         remember_counts(encoding, texts)
 

@@ -202,10 +202,11 @@ def test_reopening_a_conversation_takes_the_token_counts_stored_with_its_turns(t
         expected = [e.tokens for e in ledger_of(service.node_runs(service.conversation(conv.id), record.id)).entries]
         assert len(expected) == 6
 
-        # A new process: nothing counted yet but the roles; any encoding of a message text fails.
+        assert repo.load_turn_rows(db, conv.id)[-1][repo.TEXT_COUNTS] == {
+            "o200k_base": {role: len(encoding.encode_ordinary(role)) for role in ("user", "assistant")}}
+
+        # A new process: nothing counted yet, not even the roles; loading or using the encoding fails.
         monkeypatch.setattr(tokens, "_caches", {})
-        for role in ("user", "assistant"):
-            tokens.count_cache("o200k_base").count(role)
         tokens._counter.cache_clear()
         monkeypatch.setattr(tokens, "_encoding", lambda name: (_ for _ in ()).throw(AssertionError("recounted")))
         reopened = ConversationService(db, DemoClient())
