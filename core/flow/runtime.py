@@ -51,7 +51,8 @@ from core.llm.client import DemoClient, LLMClient, default_client, one_line
 from core.llm.errors import LLMError
 from core.memory.errors import ConfigError, LongTermMemoryError
 from core.memory.long_term import LLMExtractor, Source, memories_text
-from core.memory.replay import DEFAULT_FIDELITY, FIDELITIES, MemoryConfig, Replay, TurnMemory, history_of, turn_numbers
+from core.memory.replay import (DEFAULT_FIDELITY, FIDELITIES, MemoryConfig, Replay, TurnMemory, history_of,
+                                turn_number, turn_numbers)
 from core.memory.strategies.compaction import SHIPPED, SUMMARIES_META, ShippedRunHook, recorded_summaries
 from core.memory.summarize import ModelSectionSummarizer
 from core.model.conversation import ANSWER, QUERY, UUID_NIL, Conversation, FileRef, Message, Turn
@@ -1065,7 +1066,7 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
                        query_index=0, answer_index=1, created_at=created, answer_tokens=0)
     working = conv.with_turn(placeholder, system_prompt="", meta={})
     position = len(conv.turns)
-    number = turn_numbers(working)[position]
+    number = turn_number(working, position)
     dialogue_count = working.tree.depth[position]
     variables = initialize(flow.variables, state.variables)
     run_id = str(uuid.uuid4())

@@ -11,6 +11,6 @@ __all__, __getattr__ = public_api(__name__, {
                   "Retriever", "SHARED", "Source", "UserSummary", "app_namespace", "memories_text", "recall_preview"),
     "replay": ("DEFAULT_FIDELITY", "Decision", "FIDELITIES", "FIDELITY_LABELS", "GRANULARITIES",
                "MemoryConfig", "PathView", "Replay", "SCOPES", "TRIM_COUNTERS", "TRIM_STRATEGIES", "TurnMemory",
-               "expand_runs", "history_of", "turn_numbers"),
+               "expand_runs", "history_of", "turn_number", "turn_numbers"),
     "summarize": ("ModelSectionSummarizer",),
 })

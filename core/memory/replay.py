@@ -228,11 +228,16 @@ def _without_cycle_collection() -> Iterator[None]:
         gc.enable()
 
 
-def turn_numbers(conversation: Conversation) -> list[int]:
-    """1-based turn numbers; an opening turn without a query is turn 0."""
+def turn_number(conversation: Conversation, position: int) -> int:
+    """The 1-based number of the turn at ``position``; an opening turn without a query is turn 0."""
     turns = conversation.turns
-    offset = 0 if turns and turns[0].query_index is None else 1
-    return [i + offset for i in range(len(turns))]
+    return position + (0 if turns and turns[0].query_index is None else 1)
+
+
+def turn_numbers(conversation: Conversation, start: int = 0) -> list[int]:
+    """:func:`turn_number` of every turn (``start``: of the turns from that position on)."""
+    first = turn_number(conversation, start)
+    return list(range(first, first + max(len(conversation.turns) - start, 0)))
 
 
 class Replay:
@@ -776,7 +781,7 @@ class TurnMemory:
         for per_turn in (replay._tokens, replay._empty, replay._eligible):
             del per_turn[stable:]
             per_turn.extend([None] * (n - stable))
-        replay.numbers[stable:] = turn_numbers(conversation)[stable:]
+        replay.numbers[stable:] = turn_numbers(conversation, stable)
         if replay._msg_before is not None:
             del replay._msg_before[stable + 1:]
         replay._summaries = None
@@ -827,5 +832,5 @@ def compute_ledger(conversation: Conversation, position: int, config: MemoryConf
     return Replay(conversation, config, **kwargs).ledger_at(position)
 
 
-__all__ = ["MemoryConfig", "Replay", "TurnMemory", "compute_ledger", "expand_runs", "history_of", "turn_numbers",
-           "PathView", "Decision"]
+__all__ = ["MemoryConfig", "Replay", "TurnMemory", "compute_ledger", "expand_runs", "history_of", "turn_number",
+           "turn_numbers", "PathView", "Decision"]
