@@ -290,26 +290,34 @@ def _check_override(node_id: str, override: Mapping[str, Any]) -> dict:
 
 
 def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDELITY,
-                       plugin_token_counting: bool = False,
+                       plugin_token_counting: bool = False, granularity: str | None = None,
                        override: Mapping[str, Any] | None = None) -> MemoryConfig:
-    """The memory config an LLM node runs with: ``dify`` with its window, ``off`` without a memory block, or
-    the ``window`` of the window-memory node it reads (``memory_node``).
+    """The memory config an LLM or agent node runs with; ``override`` replaces any of its fields for a
+    what-if (runs, the switchboard and the recorded-run checks all take a node's config from here).
 
-    ``model`` is the node's configured model (``memlens/demo`` when none is set): its context size
-    and tokenizer are what Dify would budget with, whichever model stands in to answer.
-    ``max_tokens`` is the node's user-set completion parameter (0 when unset). ``fidelity`` and
-    ``plugin_token_counting`` are the conversation's Dify profile (shipped code by default, token
-    counting off as Dify ships it). ``override`` replaces any of these fields for a what-if.
+    An LLM node: ``dify`` with its window, ``off`` without a memory block, or the ``window`` of the
+    window-memory node it reads (``memory_node``). ``model`` is the node's configured model
+    (``memlens/demo`` when none is set): its context size and tokenizer are what Dify would budget
+    with, whichever model stands in to answer. ``max_tokens`` is the node's user-set completion
+    parameter (0 when unset). ``fidelity`` and ``plugin_token_counting`` are the conversation's Dify
+    profile (shipped code by default, token counting off as Dify ships it).
+
+    An agent node: its ``memory`` setting with its model, and the history ``granularity`` of the
+    request (``None``: the flow's, else the default), or the window-memory node it reads.
     """
-    settings = flow.llm(node_id)
-    base = MemoryConfig(strategy="dify" if settings.memory is not None else "off",
-                        window=settings.memory.window if settings.memory is not None else None,
-                        fidelity=fidelity, plugin_token_counting=plugin_token_counting,
-                        model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens)
-    source = flow.node(node_id).data.get("memory_node")
-    if source and flow.has_node(source) and flow.node(source).type == "window-memory":
-        # The node reads a Window Memory store: its window and scope (an overwrite input is not replayed here).
-        base = window_settings(flow.node(source)).config(base.model).with_(max_tokens=base.max_tokens)
+    node = flow.node(node_id)
+    if node.type == "tool-agent":
+        base = _agent_memory_config(flow, node, granularity)
+    else:
+        settings = flow.llm(node_id)
+        base = MemoryConfig(strategy="dify" if settings.memory is not None else "off",
+                            window=settings.memory.window if settings.memory is not None else None,
+                            fidelity=fidelity, plugin_token_counting=plugin_token_counting,
+                            model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens)
+        source = node.data.get("memory_node")
+        if source and flow.has_node(source) and flow.node(source).type == "window-memory":
+            # The node reads a Window Memory store: its window and scope (an overwrite input is not replayed here).
+            base = window_settings(flow.node(source)).config(base.model).with_(max_tokens=base.max_tokens)
     try:
         if override:
             return base.with_(**_check_override(node_id, override)).validate()
@@ -318,6 +326,25 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
         raise RunError(f"memory settings for node {node_id!r}: {e}") from None
     except TypeError as e:
         raise RunError(f"memory override for node {node_id!r}: {e}") from None
+
+
+def _agent_memory_config(flow: Flow, node: Node, granularity: str | None) -> MemoryConfig:
+    """An agent node's memory as configured: the window-memory node it reads, or its ``memory``
+    setting with its model and the history granularity (the request's, else the flow's, else the default)."""
+    settings = agent_settings(node)
+    source = settings.memory_node
+    if source and flow.has_node(source) and flow.node(source).type == "window-memory":
+        return window_settings(flow.node(source)).config(settings.model)
+    try:
+        granularity, _ = resolve_granularity(granularity, flow.history.get("granularity"))
+    except GranularityError as e:
+        raise RunError(str(e)) from None
+    return MemoryConfig.from_dict({**settings.memory, "model": settings.memory.get("model", settings.model),
+                                   "granularity": granularity})
+
+
+#: The node types a memory override (a what-if) applies to.
+OVERRIDABLE_TYPES = ("llm", "tool-agent")
 
 
 def node_history_inputs(flow: Flow, conversation: Conversation, node_id: str):
@@ -331,11 +358,18 @@ def node_history_inputs(flow: Flow, conversation: Conversation, node_id: str):
 
 
 def node_replay(flow: Flow, conversation: Conversation, node_id: str, config: MemoryConfig,
-                prompt_tokens: Callable[[int], int]) -> Replay:
-    """An LLM node's memory replayed over a recorded conversation under ``config``, as its runs
-    decided it: its flow's thread mode, the prompt sizes and any inputs written over its store."""
-    return Replay(conversation, config, system_prompt="", has_thread=flow.is_chat, prompt_tokens=prompt_tokens,
-                  history_inputs=node_history_inputs(flow, conversation, node_id))
+                prompt_tokens: Callable[[int], int], *, system_prompt: str = "") -> Replay:
+    """An LLM or agent node's memory replayed over a recorded conversation under ``config``, as its
+    runs decided it: its flow's thread mode, the prompt sizes and any inputs written over its store
+    (``system_prompt``: what an agent's shipped compaction counts besides them, see :func:`_agent_replays_system`)."""
+    return Replay(conversation, config, system_prompt=system_prompt, has_thread=flow.is_chat,
+                  prompt_tokens=prompt_tokens, history_inputs=node_history_inputs(flow, conversation, node_id))
+
+
+def _agent_replays_system(config: MemoryConfig) -> bool:
+    """An agent node under Dify 1.17's shipped compaction checks the whole request, its system prompt
+    included (every other memory counts only the history against the prompt's size)."""
+    return config.strategy == "compaction" and config.compaction_profile == SHIPPED
 
 
 # -- if-else (graphon's condition processor, spec §5.2) ---------------------------------------------
@@ -830,6 +864,23 @@ def _run_memory_store(node: Node, ctx: _Context, run: NodeRun) -> None:
                    "unchanged": list(result.unchanged), "user_id": user, "namespace": store.namespace}
 
 
+def _agent_frame(system_text: str, query: str, counter, *, recalled: bool = False, file_upload: bool = False,
+                 vision: bool = False) -> PromptFrame:
+    """What an agent node sends besides its history: its rendered system prompt (from long-term
+    memory when it reads a memory-retrieve node) and the query message."""
+    before = (message("system", system_text, "long-term memory" if recalled else "system", counter),) \
+        if system_text else ()
+    return PromptFrame(CHAT, counter, before=before, after=(message("user", query, CURRENT_QUERY, counter),),
+                       file_upload=file_upload, vision=vision)
+
+
+def _agent_prompt(frame: PromptFrame, history: Sequence[Message]) -> list[PromptMessage]:
+    """An agent node's first model request: its frame around the history, every message kept (an
+    agent sends an empty query or a tool call's empty text as it is)."""
+    return [*frame.before, *history_messages(history, frame.counter, file_upload=frame.file_upload,
+                                             vision=frame.vision), *frame.after]
+
+
 def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
     settings = agent_settings(node)
     try:
@@ -838,27 +889,26 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
         raise NodeFailed(str(e)) from None
     run.granularity, run.granularity_source = granularity, source
     run.model = settings.model
-    window = _window_memory(node, ctx) if settings.memory_node else None
+    override = ctx.overrides.get(node.id)
+    # A what-if override replays as usual, as an LLM node's does.
+    window = _window_memory(node, ctx) if settings.memory_node and not override else None
     if window is not None:
         config = window[1].with_(model=settings.model)
     else:
-        config = MemoryConfig.from_dict({**settings.memory, "model": settings.memory.get("model", settings.model),
-                                         "granularity": granularity})
+        config = node_memory_config(ctx.flow, node.id, granularity=ctx.granularity, override=override)
     run.memory = config.to_dict()
+    run.memory_override = copy.deepcopy(dict(override)) if override else None
     counter = counter_for(config.model)
     system_text = render(settings.system_prompt, ctx.pool) if settings.system_prompt else ""
     raw_query = ctx.pool.get(["sys", "query"])
     query = "" if raw_query in (MISSING, NONE) else str(raw_query)
-    fixed: list[PromptMessage] = []
-    if system_text:
-        origin = "long-term memory" if any(s[0] in ctx.recalled for s in selectors_in(settings.system_prompt)) \
-            else "system"
-        fixed.append(message("system", system_text, origin, counter))
-    query_message = message("user", query, "current query", counter)
-    fixed_total = fixed_tokens([*fixed, query_message])
+    recalled = any(s[0] in ctx.recalled for s in selectors_in(settings.system_prompt))
+    frame = _agent_frame(system_text, query, counter, recalled=recalled, file_upload=ctx.flow.file_upload,
+                         vision=model_supports_vision(config.model))
+    fixed_total = frame.fixed_tokens()
     compaction_hook = None
     planner = planner_for(ctx.client(), settings.model)
-    if window is None and config.strategy == "compaction" and config.compaction_profile == SHIPPED:
+    if window is None and _agent_replays_system(config):
         # Dify 1.17 checks before every model request: the ledger made the first check, the hook makes the rest.
         # A real model writes the summaries itself, as Dify's runtime has the run's model do.
         summarizer = ModelSectionSummarizer(planner.client, settings.model) if isinstance(planner, ModelPlanner) \
@@ -871,8 +921,7 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
     else:
         ledger, history = _history(ctx, config, window, fixed_total)
     run.ledger = ledger
-    run.prompt = [*fixed, *history_messages(history, counter, file_upload=ctx.flow.file_upload,
-                                            vision=model_supports_vision(config.model)), query_message]
+    run.prompt = _agent_prompt(frame, history)
     if any(s[0] in ctx.recalled for s in selectors_in(settings.system_prompt)):
         run.recalled = [{"node_id": h, "id": r["id"], "memory": r["memory"], "score": r["score"],
                          "tokens": counter.text(r["memory"])}
@@ -1044,12 +1093,13 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
             raise RunError(str(e)) from None
     overrides: dict[str, dict] = {}
     for node_id, override in (node_memory_overrides or {}).items():
-        if not flow.has_node(node_id) or flow.node(node_id).type != "llm":
-            llm_ids = ", ".join(n.id for n in flow.llm_nodes) or "none"
-            raise RunError(f"memory override for {node_id!r}: the flow has no LLM node with that id (LLM nodes: {llm_ids})")
+        if not flow.has_node(node_id) or flow.node(node_id).type not in OVERRIDABLE_TYPES:
+            ids = ", ".join(n.id for n in flow.nodes if n.type in OVERRIDABLE_TYPES) or "none"
+            raise RunError(f"memory override for {node_id!r}: the flow has no LLM or agent node with that id "
+                           f"(LLM and agent nodes: {ids})")
         overrides[node_id] = _check_override(node_id, override)
         node_memory_config(flow, node_id, fidelity=fidelity, plugin_token_counting=plugin_token_counting,
-                           override=overrides[node_id])
+                           granularity=granularity, override=overrides[node_id])
     conv = state.conversation
     if parent_id is LATEST:
         parent_id = state.latest_turn_id
@@ -1197,10 +1247,20 @@ def what_if_ledger(flow: Flow, conversation: Conversation, position: int, node_i
     """
     if not 0 <= position < len(conversation.turns):
         raise RunError(f"turn position {position} is out of range: the conversation has {len(conversation.turns)} turns")
+    ran = record is not None and record.ran(node_id)
     config = node_memory_config(flow, node_id, fidelity=fidelity, plugin_token_counting=plugin_token_counting,
-                                override=override)
+                                granularity=record.node_run(node_id).granularity if ran else None, override=override)
     fixed = _fixed_tokens(flow, conversation, position, node_id, config, record)
-    return node_replay(flow, conversation, node_id, config, lambda _position: fixed).ledger_at(position, lazy=lazy)
+    system_prompt = ""
+    if flow.node(node_id).type == "tool-agent" and _agent_replays_system(config):
+        prompt = record.node_run(node_id).prompt if ran else None
+        if prompt is not None:
+            system_prompt = next((m.content for m in prompt if m.role == "system"), "")
+        else:
+            frame = _estimated_agent_frame(flow, conversation, position, node_id, counter_for(config.model))
+            system_prompt = frame.before[0].content if frame.before else ""
+    return node_replay(flow, conversation, node_id, config, lambda _position: fixed,
+                       system_prompt=system_prompt).ledger_at(position, lazy=lazy)
 
 
 def _fixed_tokens(flow: Flow, conversation: Conversation, position: int, node_id: str, config: MemoryConfig,
@@ -1211,7 +1271,7 @@ def _fixed_tokens(flow: Flow, conversation: Conversation, position: int, node_id
         if run.prompt is not None and (run.memory or {}).get("model") == config.model \
                 and run.fixed_prompt_tokens is not None:
             return run.fixed_prompt_tokens
-        if run.prompt is not None and llm_settings(flow.node(node_id)).mode == "chat":
+        if run.prompt is not None and _node_mode(flow, node_id) == CHAT:
             # Another model counts the recorded messages with its own tokenizer.
             return PromptFrame.recorded([m.to_dict() for m in run.prompt], CHAT, counter).fixed_tokens()
         if run.fixed_prompt_tokens is not None:
@@ -1219,6 +1279,8 @@ def _fixed_tokens(flow: Flow, conversation: Conversation, position: int, node_id
     stored = (conversation.turns[position].meta or {}).get("prompt_tokens", {}).get(node_id)
     if stored is not None:
         return int(stored)
+    if flow.node(node_id).type == "tool-agent":
+        return _estimated_agent_frame(flow, conversation, position, node_id, counter).fixed_tokens()
     sys_query = None
     if config.strategy != "off":
         settings = flow.llm(node_id)
@@ -1227,15 +1289,36 @@ def _fixed_tokens(flow: Flow, conversation: Conversation, position: int, node_id
     return _estimated_frame(flow, conversation, position, node_id, counter, sys_query).fixed_tokens()
 
 
+def _node_mode(flow: Flow, node_id: str) -> str:
+    """How a node's prompt is laid out: an agent always chats; an LLM node as its model's mode says."""
+    return CHAT if flow.node(node_id).type == "tool-agent" else llm_settings(flow.node(node_id)).mode
+
+
+def _turn_pool(conversation: Conversation, position: int) -> VariablePool:
+    """The variables known at a turn without its run: the turn's query and system variables only
+    (other nodes' outputs and the context are not known here)."""
+    turn = conversation.turns[position]
+    return VariablePool(system={"query": turn.query, "files": FileList(), "conversation_id": conversation.id,
+                                "dialogue_count": conversation.tree.depth[position]})
+
+
 def _estimated_frame(flow: Flow, conversation: Conversation, position: int, node_id: str, counter,
                      sys_query: str | None, **options: Any) -> PromptFrame:
-    """A node's frame at a turn without its recorded prompt: the template rendered with the turn's
-    query and system variables only (other nodes' outputs and the context are not known here)."""
-    turn = conversation.turns[position]
-    pool = VariablePool(system={"query": turn.query, "files": FileList(), "conversation_id": conversation.id,
-                                "dialogue_count": conversation.tree.depth[position]})
+    """An LLM node's frame at a turn without its recorded prompt: the template rendered with
+    :func:`_turn_pool`."""
+    pool = _turn_pool(conversation, position)
     return node_frame(flow.llm(node_id), lambda item: render(item.text, pool, context=""), counter, sys_query, pool,
                       **options)
+
+
+def _estimated_agent_frame(flow: Flow, conversation: Conversation, position: int, node_id: str, counter,
+                           **options: Any) -> PromptFrame:
+    """An agent node's frame at a turn without its recorded prompt: its system prompt rendered with
+    :func:`_turn_pool`, and the turn's query."""
+    settings = agent_settings(flow.node(node_id))
+    pool = _turn_pool(conversation, position)
+    system_text = render(settings.system_prompt, pool) if settings.system_prompt else ""
+    return _agent_frame(system_text, conversation.turns[position].query, counter, **options)
 
 
 def what_if_prompt(flow: Flow, conversation: Conversation, position: int, node_id: str,
@@ -1246,7 +1329,15 @@ def what_if_prompt(flow: Flow, conversation: Conversation, position: int, node_i
     role prefixes the ledger's memory sets — with the what-if history put in. No model is called.
 
     A completion prompt recorded without its template is rebuilt from the node's template rendered
-    with the turn's query only (as the fixed-token estimate does)."""
+    with the turn's query only (as the fixed-token estimate does). An agent node's prompt is its
+    recorded system prompt and query around the what-if history, as its run lays them out."""
+    if flow.node(node_id).type == "tool-agent":
+        model = ledger.config.get("model") or agent_settings(flow.node(node_id)).model
+        counter = counter_for(model)
+        options = dict(file_upload=flow.file_upload, vision=model_supports_vision(model))
+        frame = PromptFrame.recorded(recorded, CHAT, counter, **options) if recorded else \
+            _estimated_agent_frame(flow, conversation, position, node_id, counter, **options)
+        return [m.to_dict() for m in _agent_prompt(frame, history_of(conversation, ledger))]
     settings = flow.llm(node_id)
     model = ledger.config.get("model") or settings.model or DEMO_MODEL
     counter = counter_for(model)

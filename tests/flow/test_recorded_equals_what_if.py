@@ -4,8 +4,8 @@ For every sample flow (sample_data/flows and the Dify DSL fixtures) and every me
 LLM node can run with, a short conversation with a branch is recorded on the demo model; then, turn
 by turn and node by node, the what-if ledger (the switchboard's engine, replayed from the stored
 conversation without a model) and the what-if prompt (the recorded prompt rebuilt with that
-ledger's history) must equal the recorded ledger and prompt. Agent nodes, which have no per-node
-override, are checked as configured.
+ledger's history) must equal the recorded ledger and prompt. Agent nodes take the same per-node
+override through the same code path and are checked the same way.
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ import pytest
 
 from core.flow.graph import load_flow
 from core.flow.nodes.window_memory import history_inputs
-from core.flow.runtime import (ConversationState, node_replay, run_turn, what_if_ledger, what_if_prompt)
+from core.flow.runtime import OVERRIDABLE_TYPES, ConversationState, run_turn, what_if_ledger, what_if_prompt
 from core.llm.client import DemoClient
-from core.memory.replay import MemoryConfig
 from tests.conftest import FIXTURES, ROOT
 from tests.flow.test_flow_dsl_samples import required_inputs
 
@@ -59,14 +58,14 @@ def record(flow, overrides):
 
 
 def check_what_ifs(flow, override) -> int:
-    """Records a conversation with ``override`` on every LLM node; checks every node with a memory
-    that ran; returns how many node runs were checked."""
-    overrides = {node.id: override for node in flow.llm_nodes} if override else None
+    """Records a conversation with ``override`` on every LLM and agent node; checks every node with a
+    memory that ran; returns how many node runs were checked."""
+    overrides = {node.id: override for node in flow.nodes if node.type in OVERRIDABLE_TYPES} if override else None
     conversation, records = record(flow, overrides)
     checked = 0
     for position, rec in enumerate(records):
         for run in rec.node_runs:
-            if run.type == "llm" and run.ledger is not None:
+            if run.type in OVERRIDABLE_TYPES and run.ledger is not None:
                 where = f"{run.node_id} at turn {rec.turn}"
                 # The switchboard's what-if: no record, the prompt size stored with the turn.
                 ledger = what_if_ledger(flow, conversation, position, run.node_id, override or None)
@@ -76,11 +75,6 @@ def check_what_ifs(flow, override) -> int:
                 recorded_prompt = [m.to_dict() for m in run.prompt]
                 assert what_if_prompt(flow, conversation, position, run.node_id, recorded_prompt, ledger) == \
                     recorded_prompt, where
-                checked += 1
-            elif run.type == "tool-agent" and run.ledger is not None:
-                replay = node_replay(flow, conversation, run.node_id, MemoryConfig.from_dict(run.memory),
-                                     lambda _position, fixed=run.fixed_prompt_tokens: fixed)
-                assert replay.ledger_at(position) == run.ledger, f"{run.node_id} at turn {rec.turn}"
                 checked += 1
     return checked
 
@@ -94,8 +88,8 @@ def test_a_what_if_with_the_recorded_settings_equals_the_recorded_ledgers_and_pr
         assert path.parent.name == "dify_dsl", f"{path.name}: no node with a memory ran"
         return
     for name, override in STRATEGIES.items():
-        if override and flow.llm_nodes:
-            assert check_what_ifs(flow, override), f"{path.name} with {name}: no LLM node ran"
+        if override and any(n.type in OVERRIDABLE_TYPES for n in flow.nodes):
+            assert check_what_ifs(flow, override), f"{path.name} with {name}: no LLM or agent node ran"
 
 
 def test_a_window_memory_store_written_over_by_an_input_replays_as_recorded():
@@ -156,3 +150,34 @@ def test_what_ifs_read_from_the_store_equal_what_was_recorded(tmp_path):
                 checked += 1
     db.dispose()
     assert checked >= 16  # minimal-chat, long-term-memory, window-memory: 4 each; support-bot: 8
+
+
+def test_an_agent_nodes_what_if_changes_what_it_receives_as_a_run_with_that_override_does():
+    """The agent node's per-node override, as the switchboard makes it: unchanged settings give the
+    recorded ledger and prompt; a shorter window gives a shorter history, exactly what a run of the
+    last turn with that override sends."""
+    flow = load_flow(ROOT / "sample_data" / "flows" / "agent-tools.yml")
+    conversation, records = record(flow, None)
+    position, last = len(records) - 1, records[-1]
+    run = last.node_run("agent")
+    recorded_prompt = [m.to_dict() for m in run.prompt]
+    unchanged = what_if_ledger(flow, conversation, position, "agent", run.memory)
+    assert unchanged == run.ledger
+    assert what_if_prompt(flow, conversation, position, "agent", recorded_prompt, unchanged) == recorded_prompt
+
+    override = {**run.memory, "strategy": "window", "window": 1}
+    changed = what_if_ledger(flow, conversation, position, "agent", override)
+    changed_prompt = what_if_prompt(flow, conversation, position, "agent", recorded_prompt, changed)
+    histories = [[m for m in p if m["origin"] == "memory history"] for p in (recorded_prompt, changed_prompt)]
+    assert len(histories[1]) == 1 < len(histories[0])
+    assert changed.config["strategy"] == "window"
+
+    # The same turn run for real with the override: the agent receives the what-if prompt.
+    state = ConversationState.new(flow)
+    for rec in records[:-1]:
+        state = state.apply(rec)
+    rerun = run_turn(flow, state, QUERIES[-1], required_inputs(flow), llm=DemoClient(), parent_id=last.parent_id,
+                     node_memory_overrides={"agent": override})
+    assert rerun.node_run("agent").memory_override == override
+    assert [m.to_dict() for m in rerun.node_run("agent").prompt] == changed_prompt
+    assert rerun.node_run("agent").ledger.to_dict() == changed.to_dict()

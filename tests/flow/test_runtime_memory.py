@@ -220,7 +220,7 @@ def test_a_node_memory_override_changes_one_node_for_one_run():
     on = run_turn(flow, state, "q4", llm=ScriptedClient(), node_memory_overrides={"b": {"strategy": "dify", "window": 2}})
     assert kept_refs(on, "b") == [(3, "user"), (3, "assistant")]
     assert [m.origin for m in on.node_run("b").prompt][-1] == "current query"
-    with pytest.raises(RunError, match="no LLM node with that id"):
+    with pytest.raises(RunError, match="no LLM or agent node with that id"):
         run_turn(flow, state, "q4", node_memory_overrides={"answer": {"window": 1}})
     with pytest.raises(RunError, match="unknown setting"):
         run_turn(flow, state, "q4", node_memory_overrides={"a": {"windw": 1}})
