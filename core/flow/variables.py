@@ -117,6 +117,8 @@ def is_valid(value_type: str, value: Any) -> bool:
 
 
 _NUMERIC = frozenset({"integer", "float"})
+#: Python types → the names Dify's inference gives them, in order (a bool is an int to Python).
+_SCALAR_KINDS = ((bool, "boolean"), (int, "integer"), (float, "float"), (str, "string"), (dict, "object"))
 
 
 def infer_type(value: Any) -> str:
@@ -127,16 +129,9 @@ def infer_type(value: Any) -> str:
     ``None`` is ``none``."""
     if value is None or value is NONE:
         return "none"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "object"
+    for kind, name in _SCALAR_KINDS:
+        if isinstance(value, kind):
+            return name
     if isinstance(value, list):
         kinds = {infer_type(v) for v in value}
         if kinds <= _NUMERIC:
