@@ -108,7 +108,7 @@ class ToolView:
         self.placeholder_tokens = [0]    # tokens of their placeholders, cumulative
         self.marks: list[int] = []
 
-    def push(self, position, eligible, tokens, empty):
+    def push(self, position, eligible, tokens):
         self.marks.append(len(self.at))
         base = self.view.length - len(eligible)
         messages = self.replay.conversation.turns[position].messages
@@ -149,7 +149,7 @@ class CompactionView(PathView):
 
     def push(self, position, mark, eligible, tokens, empty, state=None):
         super().push(position, mark, eligible, tokens, empty, state)
-        self.tools.push(position, eligible, tokens, empty)
+        self.tools.push(position, eligible, tokens)
         first = self.first_user[-1] if self.first_user else None
         if first is None:
             messages = self.replay.conversation.turns[position].messages
