@@ -36,7 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
-from core.model.conversation import Message, ToolCall
+from core.model.conversation import ANSWER, INTERMEDIATE, QUERY, TOOL_RESULT, Message, ToolCall
+from core.model.conversation import TOOL_CALL as TOOL_CALL_KIND
 
 SYSTEM, USER, TOOL_RETURN, TEXT, TOOL_CALL = "system", "user", "tool_return", "text", "tool_call"
 REQUEST, RESPONSE = "request", "response"
@@ -87,9 +88,10 @@ class Group:
 
 def target_tokens(context: int, max_tokens: int, trigger: float = 0.8) -> int:
     """The target (may be 0 or less: then nothing can run). In integers, as Dify computes it:
-    ``context * 4 // 5`` at the fixed 0.8; another trigger is a what-if."""
-    target = context * round(trigger * 1000) // 1000
-    return min(target, context - max_tokens) if max_tokens > 0 else target
+    ``context * 4 // 5`` at the fixed 0.8; another trigger (at most 1) is a what-if. Dify takes
+    ``context - max_tokens`` only when max_tokens > 0; with max_tokens 0 that is the whole context,
+    never below the target, so one ``min`` says both."""
+    return min(context * round(trigger * 1000) // 1000, context - max_tokens)
 
 
 def _chars(groups: Sequence[Group]) -> int:
@@ -127,9 +129,6 @@ def clear_tool_results(groups: list[Group], keep: int = KEEP_PAIRS) -> tuple[lis
         return groups, ()
     out, cleared = [], []
     for g in groups:
-        if g.kind != REQUEST or not any(p.kind == TOOL_RETURN and p.call_id in clear for p in g.parts):
-            out.append(g)
-            continue
         parts = []
         for p in g.parts:
             if p.kind == TOOL_RETURN and p.call_id in clear and p.content != TOOL_PLACEHOLDER:
@@ -145,8 +144,6 @@ def clear_tool_results(groups: list[Group], keep: int = KEEP_PAIRS) -> tuple[lis
 
 def _safe_cut(groups: Sequence[Group], cut: int) -> bool:
     """No call near the cut (within PAIR_SEARCH messages) has its result on the other side."""
-    if cut >= len(groups):
-        return True
     for i in range(max(0, cut - PAIR_SEARCH), min(len(groups), cut + PAIR_SEARCH)):
         g = groups[i]
         if g.kind != RESPONSE:
@@ -202,16 +199,16 @@ def folded_messages(groups: Sequence[Group], skip_summaries: bool) -> list[Messa
     for g in groups:
         for p in g.parts:
             if p.kind == USER:
-                out.append(Message("user", p.content, "query", p.ref or ""))
+                out.append(Message("user", p.content, QUERY, p.ref or ""))
             elif p.kind == SYSTEM and not (skip_summaries and p.is_summary):
-                out.append(Message("system", p.content, "intermediate", p.ref or ""))
+                out.append(Message("system", p.content, INTERMEDIATE, p.ref or ""))
             elif p.kind == TOOL_RETURN:
                 text = p.content[:SUMMARY_TOOL_CHARS] + ("..." if len(p.content) > SUMMARY_TOOL_CHARS else "")
-                out.append(Message("tool", text, "tool_result", p.ref or "", name=p.name, tool_call_id=p.call_id))
+                out.append(Message("tool", text, TOOL_RESULT, p.ref or "", name=p.name, tool_call_id=p.call_id))
             elif p.kind == TEXT:
-                out.append(Message("assistant", p.content, "answer", p.ref or ""))
+                out.append(Message("assistant", p.content, ANSWER, p.ref or ""))
             elif p.kind == TOOL_CALL:
-                out.append(Message("assistant", "", "tool_call", p.ref or "",
+                out.append(Message("assistant", "", TOOL_CALL_KIND, p.ref or "",
                                    tool_calls=(ToolCall(p.call_id, p.name, p.content),)))
     return out
 
@@ -279,7 +276,6 @@ class Compactor:
 
     def __init__(self, context: int | None, max_tokens: int, summarize: SummariseFn, instructions: str = "",
                  keep_pairs: int = KEEP_PAIRS, keep_messages: int = KEEP_MESSAGES, trigger: float = 0.8):
-        self.context = context
         self.target = target_tokens(context, max_tokens, trigger) if context else None
         if self.target is not None and self.target <= 0:
             raise ValueError(f"compaction target is {self.target:,} tokens: 80% of the {context:,}-token context "
@@ -303,8 +299,6 @@ class Compactor:
         current = tokens
         out = groups
         for tier in ("clear_tool_results", "summarize"):
-            if current <= self.target:
-                break
             before = out
             if tier == "clear_tool_results":
                 out, event.cleared = clear_tool_results(out, self.keep_pairs)
@@ -313,6 +307,8 @@ class Compactor:
             if out != before:  # a tier that found nothing to do is not reported as fired
                 event.tiers.append(tier)
             current = max(baseline - (heuristic - heuristic_tokens(out, self.instructions)), 0)
+            if current <= self.target:
+                break
         event.final_estimate = current
         event.messages_after = len(out)
         event.summaries = count_summaries(out)
@@ -412,7 +408,7 @@ def replay_turn(compactor_for: Callable[[SummariseFn], Compactor], summarize: Su
 
     def covering(folded: list[Message], prev: str | None) -> str:
         text = summarize(folded, prev)
-        turns = set(covers.get(prev, ())) if prev is not None else set()
+        turns = set(covers.get(prev, ()))  # the turns the updated summary covered (none the first time)
         turns |= {numbers[m.ref[0]] for m in folded if isinstance(m.ref, tuple)}
         covers[text] = tuple(sorted(turns))
         return text
