@@ -39,7 +39,7 @@ deriving from a class here; catch the narrowest that fits)::
         ├── BundleError        a MemLens conversation export                         core/io/bundle.py
         └── SessionChangedError  the flow changed under a conversation               core/service/sessions.py
 
-``core.api.base.ApiError`` is not part of it: it is an HTTP answer in Dify's error shape, made
+``core.api.errors.ApiError`` is not part of it: it is an HTTP answer in Dify's error shape, made
 from a ``MemLensError`` at the API's edge. Nor is ``core.flow.errors.NodeFailed``: a node runner's
 signal that its node failed, which the runtime records on the node's run and never lets out.
 """

@@ -1,4 +1,4 @@
-"""The Dify-compatible Service API (core/api/server.py): a real server on a loopback port, driven over HTTP.
+"""The Dify-compatible Service API (core/api/): a real server on a loopback port, driven over HTTP.
 
 Contract: spec/dify-memory.md §3.6, §3.7, §4 and checklist items 25–43. Most tests share one
 server (a uvicorn thread on 127.0.0.1) over a SQLite store; the documented-client test runs the
@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, settings
 
 import schemathesis
 from benchmarks.api_load import ServerProcess, parse_sse
-from core.api.server import create_app
+from core.api.app import create_app
 from core.llm.client import DemoClient
 from core.llm.errors import LLMError
 from core.model.conversation import UUID_NIL

@@ -77,7 +77,7 @@ def test_a_variable_value_nested_deeper_than_the_limit_is_refused_and_the_value_
 
 
 def test_an_unexpected_failure_is_a_500_in_difys_shape_with_the_detail_only_in_the_log(api, monkeypatch, caplog):
-    from core.api import server as api_module
+    from core.api.routes import conversations as api_module
 
     def boom(*_args, **_kwargs):
         raise RuntimeError("secret internal detail")

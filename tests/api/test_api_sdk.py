@@ -13,8 +13,9 @@ import pytest
 from dify_client import ChatClient
 
 from benchmarks.api_load import parse_sse
-from core.api import app_routes as api_app
-from core.api.server import create_app
+from core.api.routes import files as api_files
+from core.api.routes import messages as api_messages
+from core.api.app import create_app
 from core.llm.client import DemoClient, LLMReply
 from core.service.sessions import ConversationService
 from core.store import keys as app_keys
@@ -248,7 +249,7 @@ def test_suggested_questions_are_refused_when_the_flow_disables_them(tmp_path):
     ("", []),
 ])
 def test_suggestions_are_read_from_a_json_array_or_from_lines(reply, questions):
-    assert api_app.parse_questions(reply) == questions
+    assert api_messages.parse_questions(reply) == questions
 
 
 # -- stop -------------------------------------------------------------------------------------------
@@ -328,7 +329,7 @@ def test_upload_checks_type_size_and_count(app, monkeypatch):
     assert r.status_code == 400 and r.json()["code"] == "too_many_files"
     r = app.http.post("/files/upload", data={"user": "kim"})
     assert r.status_code == 400 and r.json()["code"] == "no_file_uploaded"
-    monkeypatch.setitem(api_app.SIZE_LIMIT_MB, "image", 1)
+    monkeypatch.setitem(api_files.SIZE_LIMIT_MB, "image", 1)
     r = post([("file", ("big.png", b"0" * (1024 * 1024 + 1), "image/png"))])
     assert r.status_code == 413 and r.json()["code"] == "file_too_large"
     r = post([("file", ("fits.png", b"0" * (1024 * 1024), "image/png"))])

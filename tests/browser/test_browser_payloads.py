@@ -20,7 +20,7 @@ import yaml
 from playwright.sync_api import expect
 
 from core.analysis.compare import NamedConfig
-from core.api.server import create_app
+from core.api.app import create_app
 from core.cli.app import main
 from core.llm.client import DemoClient
 from core.memory.replay import MemoryConfig

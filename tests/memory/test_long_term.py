@@ -139,7 +139,7 @@ def test_by_default_each_app_keeps_its_own_memories_of_a_user(backend, tmp_path,
 def test_a_memory_written_through_one_app_key_is_not_recalled_through_another(tmp_path):
     import httpx
 
-    from core.api.server import create_app
+    from core.api.app import create_app
     from core.store import keys as app_keys
     from tests.api.test_api import ThreadServer
 

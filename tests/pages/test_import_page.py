@@ -191,7 +191,7 @@ def test_file_names_and_contents_in_messages_never_become_markup(page):
 
 
 def test_the_dify_app_tab_pulls_a_served_conversation_and_a_bad_key_stores_nothing(page, tmp_path):
-    from core.api.server import create_app
+    from core.api.app import create_app
     from core.store import keys as app_keys
     from tests.api.test_api import ThreadServer
 

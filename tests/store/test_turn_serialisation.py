@@ -12,7 +12,7 @@ import threading
 import httpx
 import pytest
 
-from core.api.server import create_app
+from core.api.app import create_app
 from core.llm.client import DemoClient
 from core.service.sessions import ConversationService
 from core.store import keys as app_keys

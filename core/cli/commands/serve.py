@@ -1,4 +1,4 @@
-"""``serve``: Dify's Service API over the flows in the store (see :mod:`core.api.server`).
+"""``serve``: Dify's Service API over the flows in the store (see :mod:`core.api.app`).
 
 ``python -m core serve [--host 127.0.0.1] [--port 5001] [--db URL]`` serves ``/v1`` on the database
 the UI uses (``--db``, else ``MEMLENS_DATABASE_URL``, else ``data/memlens.db``), so conversations
@@ -55,7 +55,7 @@ def _port(text: str) -> int:
 
 def worker_app():
     """The app of one ``--workers`` process (uvicorn's app factory, run in each worker)."""
-    from core.api.server import create_app
+    from core.api.app import create_app
     from core.llm.client import DemoClient
     from core.store.db import Database
 
@@ -66,7 +66,7 @@ def cmd_serve(args) -> int:
     import uvicorn
     from sqlalchemy.engine import make_url
 
-    from core.api.server import create_app
+    from core.api.app import create_app
     from core.llm.client import DemoClient
     from core.store.db import Database, resolve_url
     from ..app import UsageError

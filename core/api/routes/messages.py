@@ -1,0 +1,139 @@
+"""``GET /v1/messages`` (a conversation's messages, newest page first), ``POST
+/v1/messages/{message_id}/feedbacks`` (rate an answer ``like`` / ``dislike``; ``null`` revokes) and
+``GET /v1/messages/{message_id}/suggested`` (three follow-up questions from the app's first LLM node's
+model, when the flow enables ``suggested_questions_after_answer``, else Dify's 400)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from fastapi import Depends, FastAPI, Query
+from sqlalchemy import select
+
+from core.llm.client import LiteLLMClient
+from core.llm.errors import LLMError
+from core.store import repo
+from core.store.db import StoreError
+from core.store.models import TurnRow
+
+from ..caller import Caller, authenticate, owned, require_owned
+from ..errors import MESSAGE_NOT_FOUND, ApiError, not_found
+from ..schemas import (FeedbackRequest, MessageList, ResultBody, Suggested, check_user, clean, error_responses, is_uuid,
+                       ts)
+
+
+# Dify's message statuses. A running turn is "normal" with an empty answer, as Dify's message row
+# is while its workflow runs; a turn whose process was killed is an "error" saying so.
+STATUS = {repo.SUCCEEDED: "normal", repo.FAILED: "error", repo.RUNNING: "normal", repo.INTERRUPTED: "error"}
+
+
+def message_item(row: TurnRow, feedback: dict | None = None) -> dict:
+    return {"id": row.id, "conversation_id": row.conversation_id, "parent_message_id": row.parent_id,
+            "inputs": dict(row.inputs or {}), "query": row.query, "answer": row.answer, "message_files": [],
+            "feedback": feedback, "retriever_resources": [], "agent_thoughts": [], "created_at": ts(row.created_at),
+            "status": STATUS.get(row.status, row.status), "error": row.error, "extra_contents": []}
+
+
+def list_messages(caller: Caller, conversation_id: str, user: str, first_id: str | None, limit: int) -> dict:
+    if not conversation_id:
+        return {"limit": limit, "has_more": False, "data": []}
+    row = require_owned(caller, conversation_id, user)
+    repo.settle_interrupted(caller.db, row.id)
+    ratings = repo.feedbacks(caller.db, row.id)
+    with caller.db.session(write=False) as s:
+        q = select(TurnRow).where(TurnRow.conversation_id == row.id)
+        if first_id:
+            first = None if not is_uuid(first_id) else s.scalars(
+                select(TurnRow.seq).where(TurnRow.conversation_id == row.id, TurnRow.id == first_id)).first()
+            if first is None:
+                raise not_found("First Message Not Exists.")
+            q = q.where(TurnRow.seq < first)
+        rows = s.scalars(q.order_by(TurnRow.seq.desc()).limit(limit + 1)).all()
+        has_more = len(rows) > limit
+        items = [message_item(r, next(({"rating": f["rating"]} for f in ratings.get(r.id, [])
+                                       if f["user_id"] == user), None)) for r in reversed(rows[:limit])]
+    return {"limit": limit, "has_more": has_more, "data": items}
+
+
+def _owned_message(caller: Caller, message_id: str, user: str) -> TurnRow:
+    if not is_uuid(message_id):
+        raise not_found(MESSAGE_NOT_FOUND)
+    with caller.db.session(write=False) as s:
+        row = s.get(TurnRow, message_id)
+        if row is not None:
+            s.expunge(row)
+    if row is None or owned(caller, row.conversation_id, user) is None:
+        raise not_found(MESSAGE_NOT_FOUND)
+    return row
+
+
+def feedback(caller: Caller, message_id: str, body: FeedbackRequest) -> dict:
+    user = check_user(body.user)
+    row = _owned_message(caller, message_id, user)
+    content = clean(body.content, "content") if body.content is not None else None
+    try:
+        repo.set_feedback(caller.db, row.id, user, body.rating, content)
+    except StoreError:  # deleted by a concurrent request
+        raise not_found(MESSAGE_NOT_FOUND) from None
+    return {"result": "success"}
+
+
+SUGGEST_PROMPT = ("Given the conversation below, predict the three questions the user is most likely to ask "
+                  "next. Keep each under 20 words and in the language of the conversation. Reply with a JSON "
+                  "array of three strings and nothing else.")
+
+
+def parse_questions(text: str) -> list[str]:
+    """Up to three questions from a model's reply: a JSON array if there is one, else its lines."""
+    match = re.search(r"\[.*\]", text or "", re.S)
+    if match:
+        try:
+            items = json.loads(match.group(0))
+        except json.JSONDecodeError:
+            items = None
+        if isinstance(items, list):
+            return [str(q).strip() for q in items if str(q).strip()][:3]
+    lines = [re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", line).strip() for line in (text or "").splitlines()]
+    return [line for line in lines if line][:3]
+
+
+def suggested(caller: Caller, message_id: str, user: str) -> dict:
+    row = _owned_message(caller, message_id, user)
+    if not (caller.flow.features.get("suggested_questions_after_answer") or {}).get("enabled"):
+        raise ApiError(400, "bad_request", "Function Suggested questions after answer disabled.")
+    nodes = caller.flow.llm_nodes
+    if not nodes:
+        return {"result": "success", "data": []}
+    conversation = caller.service.conversation(row.conversation_id)
+    path = conversation.tree.thread(conversation.index_of(row.id))
+    history = "\n".join(f"user: {conversation.turns[i].query}\nassistant: {conversation.turns[i].answer}"
+                        for i in path[-3:])
+    model = caller.flow.llm(nodes[0].id).model
+    try:
+        reply = (caller.service.llm or LiteLLMClient()).complete(model, [{"role": "system", "content": SUGGEST_PROMPT},
+                                                    {"role": "user", "content": history}], 256)
+    except LLMError:
+        return {"result": "success", "data": []}  # as Dify: a failed suggestion is no suggestion
+    return {"result": "success", "data": parse_questions(reply.text)}
+
+
+def register(app: FastAPI) -> None:
+    @app.get("/v1/messages", response_model=MessageList, responses=error_responses(400, 401, 404), tags=["chat"],
+             summary="A conversation's messages, every branch, oldest first, newest page first")
+    def get_messages(caller: Caller = Depends(authenticate),
+                     conversation_id: str = Query(default="", description="empty: an empty list"),
+                     user: str | None = Query(default=None), first_id: str | None = Query(default=None),
+                     limit: int = Query(default=20, ge=1, le=100)):
+        return list_messages(caller, conversation_id, check_user(user), first_id, limit)
+
+    @app.post("/v1/messages/{message_id}/feedbacks", response_model=ResultBody,
+              responses=error_responses(400, 401, 404), tags=["chat"], summary="Rate an answer like or dislike (null revokes the rating)")
+    def post_feedback(message_id: str, body: FeedbackRequest, caller: Caller = Depends(authenticate)):
+        return feedback(caller, message_id, body)
+
+    @app.get("/v1/messages/{message_id}/suggested", response_model=Suggested, responses=error_responses(400, 401, 404),
+             tags=["chat"], summary="Follow-up questions after an answer")
+    def get_suggested(message_id: str, caller: Caller = Depends(authenticate),
+                      user: str | None = Query(default=None)):
+        return suggested(caller, message_id, check_user(user))
