@@ -119,7 +119,7 @@ def other_profile_ledger(url: str, conversation_id: str, version: tuple, version
     current = override.get("fidelity", fidelity)
     override["fidelity"] = "documented" if current == "code" else "code"
     return what_if_ledger(f, conv, conv.tree.position[turn_id], node_id, override, fidelity=fidelity,
-                          plugin_token_counting=counting)
+                          plugin_token_counting=counting, lazy=True)
 
 
 def memory_config(f: Flow, node_id: str, fidelity: str, override: dict | None, counting: bool = False) -> MemoryConfig:

@@ -617,7 +617,9 @@ def ledger_difference(code: Ledger, docs: Ledger, position: int) -> Difference |
 
     ``position`` is the turn's position in the conversation: the rows of other branches among
     the newest window rows are the entries ``other_branch`` from there on."""
-    if [(e.position, e.index, e.kept) for e in code.entries] == [(e.position, e.index, e.kept) for e in docs.entries]:
+    # One turn's two ledgers list the same earlier messages: they agree when they keep the same ones
+    # (read from the kept entries, so a ledger kept as runs is not listed whole to find that out).
+    if [(e.position, e.index) for e in code.kept] == [(e.position, e.index) for e in docs.kept]:
         return None
     from core.memory.strategies.dify import row_limit
 

@@ -672,6 +672,11 @@ class Replay:
         add_range(0, view.turn_start(clean))
         done = clean  # positions before it are classified
         turns = self.conversation.turns
+        if head and head[-1] == len(head) - 1 and not done:  # a linear start: positions 0, 1, …
+            eligible = self.eligible
+            if all(len(eligible(p)) == len(turns[p].messages) for p in head):  # and every message a candidate
+                add(OUTSIDE_WINDOW, before(len(head)))
+                done, head = len(head), ()
         for p in head:  # older than the view: before its window (a bounded reach trims nothing for good)
             add(OTHER_BRANCH, before(p) - before(done))
             eligible, n = self.eligible(p), len(turns[p].messages)
@@ -815,15 +820,20 @@ def expand_runs(conversation: Conversation, position: int, runs, numbers: list[i
     """The entries of the ledger of the turn at ``position`` from its reasons as runs: the
     candidates are exactly the messages of the turns before it, in order; ``tokens(p)`` gives
     the token counts of turn ``p``'s messages and ``numbers`` the turn numbers."""
-    reasons = (reason for reason, n in runs for _ in range(int(n)))
+    reasons: list[str] = []
+    for reason, n in runs:
+        reasons += [reason] * int(n)
     turns = conversation.turns
     entries: list[LedgerEntry] = []
+    add, entry, k = entries.append, LedgerEntry, 0
     for p in range(position):
         toks, number = tokens(p), numbers[p]
         for m, msg in enumerate(turns[p].messages):
-            reason = next(reasons)
-            entries.append(LedgerEntry(ref=msg.ref, turn=number, role=msg.role, tokens=toks[m], kept=reason == KEPT,
-                                       reason=reason, kind=msg.kind, position=p, index=m))
+            reason = reasons[k]
+            k += 1
+            # positional: ref, turn, role, tokens, kept, reason, kind, position, index (a long ledger's
+            # listing builds one entry per earlier message)
+            add(entry(msg.ref, number, msg.role, toks[m], reason == KEPT, reason, msg.kind, p, m))
     return entries
 
 
