@@ -108,7 +108,9 @@ fidelity = info.meta.get("fidelity", DEFAULT_FIDELITY)
 counting = bool(info.meta.get("plugin_token_counting"))
 stored_overrides = info.meta.get("memory_overrides") or {}
 llm_nodes = flow.llm_nodes
+memory_nodes = flow.memory_nodes  # LLM and agent nodes: what the switchboard can change, one by one
 titles = {n.id: n.title or n.id for n in llm_nodes}
+node_titles = {n.id: n.title or n.id for n in memory_nodes}
 
 with st.sidebar:
     st.caption(f"Flow **{html.plain(version.flow_name)}** · version {version.version}"
@@ -218,9 +220,9 @@ damage = damage_note(info.damaged, conv, list(runs.values()), titles)
 if damage:
     damage_slot.warning(html.plain(damage))
 for_new_turns = {n.id: data.memory_config(flow, n.id, fidelity, stored_overrides.get(n.id), counting)
-                 for n in llm_nodes}
+                 for n in memory_nodes}
 baselines = {n.id: data.recorded_config(runs[n.id]) if (runs.get(n.id) or {}).get("memory") else for_new_turns[n.id]
-             for n in llm_nodes}
+             for n in memory_nodes}
 overrides: dict[str, dict] = {}
 receipt_tab = switch_tab = vars_tab = tree_tab = None
 if side_col is not None:
@@ -232,11 +234,11 @@ if side_col is not None:
         if selected is not None:
             st.caption(f"Settings {turn_label(conv, selected)} ran with; a change here is a what-if until you "
                        "re-run or keep it.")
-        for n in llm_nodes:
+        for n in memory_nodes:
             if for_new_turns[n.id] != baselines[n.id]:
-                st.caption(html.plain(f"{titles[n.id]}: new turns use {for_new_turns[n.id].label()} "
+                st.caption(html.plain(f"{node_titles[n.id]}: new turns use {for_new_turns[n.id].label()} "
                                  f"(this turn ran with {baselines[n.id].label()})."))
-        changed = render_switchboard(flow, baselines, key=conv_key(keys.SWITCHBOARD) + f"-{selected_id}")
+        changed = render_switchboard(memory_nodes, baselines, key=conv_key(keys.SWITCHBOARD) + f"-{selected_id}")
         # Whole configs (the inspected turn's settings with the changes on top), for what-if ledgers and re-runs.
         overrides = {nid: {**baselines[nid].to_dict(), **c} for nid, c in changed.items()}
         if changed:
@@ -292,7 +294,7 @@ with transcript_box:
                                     json.dumps(baselines[nid].to_dict(), sort_keys=True),
                                     json.dumps(ov, sort_keys=True), fidelity, counting, tuple(visible))
             for p in wi.differs:
-                differs.setdefault(conv.turns[p].id, []).append(titles[nid])
+                differs.setdefault(conv.turns[p].id, []).append(node_titles[nid])
         items = transcript(conv, visible, selected, ledgers, titles,
                            node_filter=None if node_filter == "all" else node_filter)
         siblings = {}
@@ -347,7 +349,17 @@ if side_col is not None:
                 node_tabs = st.tabs(labels, default=default_tab)
                 for run, tab in zip(agents, node_tabs[len(ran):]):
                     with tab:
-                        render_agent_run(run, key=f"agent-{selected_id}-{run['node_id']}")
+                        agent_id = run["node_id"]
+                        if agent_id in overrides and ledgers.get(agent_id) is not None:
+                            # The switchboard's what-if: what the agent's first model request would have held.
+                            ledger = ledgers[agent_id]
+                            counter = counter_for(ledger.config.get("model") or "gpt-4o-mini")
+                            shown = dict(run, ledger=ledger, prompt=what_if_prompt(flow, conv, selected, agent_id,
+                                                                                   run.get("prompt") or [], ledger))
+                            r = receipt(shown, node_titles[agent_id], exact=counter.exact,
+                                        encoding=counter.encoding_name, position=selected)
+                            render_receipt(r, ledger, key=f"rc-{selected_id}-{agent_id}", what_if=True)
+                        render_agent_run(run, key=f"agent-{selected_id}-{agent_id}")
                 for node, tab in zip(ran, node_tabs):
                     with tab:
                         run = dict(runs[node.id])

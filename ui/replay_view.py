@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from types import SimpleNamespace
 
 import streamlit as st
 
@@ -183,8 +182,7 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
         with side_col:
             tabs = st.tabs(["Context receipt", "Switchboard", "Findings", "Branches", "Needs a flow"])
         with tabs[1]:
-            holder = SimpleNamespace(llm_nodes=[SimpleNamespace(id=lens.id, title=lens.title) for lens in lenses])
-            changed = render_switchboard(holder, baselines, key=f"rsb-{conv_id}")
+            changed = render_switchboard(lenses, baselines, key=f"rsb-{conv_id}")
             for lens_id, change in changed.items():
                 try:
                     configs[lens_id] = dataclasses.replace(baselines[lens_id], **change).validate()

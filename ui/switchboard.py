@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import streamlit as st
 
-from core.flow.graph import Flow
 from core.memory.replay import MemoryConfig
 from ui.config_editor import OPTIONAL, edit_config
 from ui.html import plain
@@ -14,13 +15,17 @@ def _diff(base: MemoryConfig, values: dict) -> dict:
     return {k: v for k, v in values.items() if getattr(base, k) != v}
 
 
-def render_switchboard(flow: Flow, baselines: dict[str, MemoryConfig], *, key: str) -> dict[str, dict]:
-    """The memory-config editor for every LLM node, starting from its baseline; returns
-    ``{node_id: changed settings}`` (empty: as recorded). A node keeps its own strategy or goes off."""
+def render_switchboard(nodes: Sequence[Any], baselines: dict[str, MemoryConfig], *, key: str) -> dict[str, dict]:
+    """The memory-config editor for each of ``nodes`` (anything with an ``id`` and a ``title``: a flow's
+    LLM and agent nodes, ``Flow.memory_nodes``, or a replay's lenses) that has a baseline, starting from
+    it; returns ``{node_id: changed settings}`` (empty: as recorded). A node keeps its own strategy or
+    goes off."""
     overrides: dict[str, dict] = {}
     st.caption("Changes recompute every ledger of the conversation at once, without calling a model.")
-    for node in flow.llm_nodes:
-        base = baselines[node.id]
+    for node in nodes:
+        base = baselines.get(node.id)
+        if base is None:
+            continue
         with st.container(border=True):
             st.markdown(f"**{plain(node.title or node.id)}** · <code>{plain(node.id)}</code>", unsafe_allow_html=True)
             own = "dify" if base.strategy == "off" else base.strategy

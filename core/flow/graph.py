@@ -186,6 +186,11 @@ class Flow:
     def llm_nodes(self) -> list[Node]:
         return [n for n in self.nodes if n.type == "llm"]
 
+    @property
+    def memory_nodes(self) -> list[Node]:
+        """The nodes whose memory a what-if can switch, one by one: LLM and agent nodes."""
+        return [n for n in self.nodes if n.type in NODE_TYPES and NODE_TYPES[n.type].memory]
+
     def llm(self, node_id: str) -> LLMSettings:
         node = self.node(node_id)
         if node.type != "llm":

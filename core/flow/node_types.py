@@ -44,11 +44,14 @@ class NodeType:
     read: Callable[["Node"], Any] | None = None
     #: MemLens's own type: inside an iteration or loop (never run) its settings are not checked.
     own: bool = False
+    #: It reads a conversation memory whose settings a what-if can switch per node (the switchboard;
+    #: ``core.flow.runtime.node_memory_config``).
+    memory: bool = False
 
 
 NODE_TYPES: dict[str, NodeType] = {t.name: t for t in (
     NodeType("start"),
-    NodeType("llm", llm_settings),
+    NodeType("llm", llm_settings, memory=True),
     NodeType("answer"),
     NodeType("assigner", _assigner_settings),
     NodeType("if-else", check_if_else),
@@ -56,7 +59,7 @@ NODE_TYPES: dict[str, NodeType] = {t.name: t for t in (
     NodeType("memory-retrieve", retrieve_settings, own=True),
     NodeType("memory-store", store_settings, own=True),
     NodeType("window-memory", window_settings, own=True),
-    NodeType("tool-agent", agent_settings, own=True),
+    NodeType("tool-agent", agent_settings, own=True, memory=True),
 )}
 
 def read_settings(node: "Node") -> None:

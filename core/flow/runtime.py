@@ -61,6 +61,7 @@ from core.model.tokens import DEMO_MODEL, counter_for, model_supports_vision
 
 from .errors import AssignerError, GranularityError, NodeFailed, RunError, WindowInputError
 from .graph import Flow, Node
+from .node_types import NODE_TYPES
 from .nodes.if_else import OPERATOR_ALIASES, if_else_cases
 from .nodes.llm import LLMSettings, llm_settings
 from .nodes.long_term import retrieve_settings, store_settings
@@ -344,7 +345,7 @@ def _agent_memory_config(flow: Flow, node: Node, granularity: str | None) -> Mem
 
 
 #: The node types a memory override (a what-if) applies to.
-OVERRIDABLE_TYPES = ("llm", "tool-agent")
+OVERRIDABLE_TYPES = tuple(name for name, kind in NODE_TYPES.items() if kind.memory)
 
 
 def node_history_inputs(flow: Flow, conversation: Conversation, node_id: str):

@@ -281,3 +281,37 @@ def test_a_switchboard_change_replays_as_many_turns_on_a_long_conversation_as_on
         assert "replies might now differ: Responder" in badges
         assert "What-if" in "".join(w.value for w in at.warning)
     assert 0 < work[30] == work[600]
+
+
+def test_the_switchboard_changes_an_agent_nodes_memory_and_shows_what_it_would_have_received(tmp_path, monkeypatch):
+    """The agent node has a switchboard entry like an LLM node: switching its memory off is a what-if
+    (no model call, nothing stored) whose receipt holds no history, and the transcript says its replies
+    might now differ."""
+    url = f"sqlite:///{tmp_path / 'agent.db'}"
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", url)
+    database = Database(url)
+    repo.set_setting(database, "demo.seeded", True)
+    service = ConversationService(database, llm=llm.DemoClient())
+    version = service.import_flow(ROOT / "sample_data" / "flows" / "agent-tools.yml", name="agent-tools")
+    conv_id = service.start(version.flow_id, name="agent").id
+    for query in ("Hi, I'm Dana.", "what is 12*7", "What's my name?"):
+        service.send(conv_id, query)
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was called")
+
+    monkeypatch.setattr(llm.DemoClient, "complete", no_model)
+    at = AppTest.from_file(str(ROOT / "pages" / "debugger.py"), default_timeout=60)
+    at.session_state["conv_id"] = conv_id
+    at.run()
+    assert not at.exception, at.exception
+    selected = at.session_state["selected_turn"]
+    strategy = at.selectbox(key=f"sb-{conv_id}-{selected}-agent_strategy")
+    assert strategy.value == "buffer"  # what the inspected turn ran with
+    assert "What-if" not in "".join(w.value for w in at.warning)
+    strategy.set_value("off").run()
+    assert not at.exception, at.exception
+    assert "What-if" in "".join(w.value for w in at.warning)
+    badges = shown("".join(md.value for m in at.chat_message for md in m.markdown))
+    assert "replies might now differ: Agent" in badges
+    assert repo.get_conversation(database, conv_id).turn_count == 3
