@@ -233,13 +233,16 @@ def test_the_summariser_is_given_each_folded_part_as_a_memlens_message_pointing_
               Group(RESPONSE, (Part(TEXT, "let me look", ref=(0, 2)), Part(TOOL_CALL, '{"k": 1}', "c1", "lookup",
                                                                                ref=(0, 2)))),
               Group(REQUEST, (Part(TOOL_RETURN, "x" * 501, "c1", "lookup", ref=(0, 3)), Part(USER, "more"))),
-              Group(RESPONSE, (Part(TEXT, "done"),))]
+              Group(RESPONSE, (Part(TEXT, "done"), Part(TOOL_CALL, "{}", "c2", "f"))),
+              Group(REQUEST, (Part(TOOL_RETURN, "ok", "c2", "f"), Part(SYSTEM, "note")))]
     assert folded_messages(groups, skip_summaries=True) == [
         Message("system", "be brief", INTERMEDIATE, (0, 0)), Message("user", "first", QUERY, (0, 1)),
         Message("assistant", "let me look", ANSWER, (0, 2)),
         Message("assistant", "", TOOL_CALL_KIND, (0, 2), tool_calls=(ToolCall("c1", "lookup", '{"k": 1}'),)),
         Message("tool", "x" * 500 + "...", TOOL_RESULT, (0, 3), name="lookup", tool_call_id="c1"),
-        Message("user", "more", QUERY, ""), Message("assistant", "done", ANSWER, "")]
+        Message("user", "more", QUERY, ""), Message("assistant", "done", ANSWER, ""),
+        Message("assistant", "", TOOL_CALL_KIND, "", tool_calls=(ToolCall("c2", "f", "{}"),)),
+        Message("tool", "ok", TOOL_RESULT, "", name="f", tool_call_id="c2"), Message("system", "note", INTERMEDIATE, "")]
 
 
 def test_an_opening_message_before_the_first_query_is_stored_history_and_kept():

@@ -162,12 +162,10 @@ def fold_cut(groups: Sequence[Group], keep: int = KEEP_MESSAGES) -> int:
     """How many of the oldest messages are folded: enough to keep ``keep``, moved older past a pair."""
     if keep == 0:
         return len(groups)
-    if len(groups) <= keep:
-        return 0
-    for cut in range(len(groups) - keep, -1, -1):
+    for cut in range(len(groups) - keep, 0, -1):
         if _safe_cut(groups, cut):
             return cut
-    return 0
+    return 0  # nothing folded: all of it is kept, or no cut short of the start is safe
 
 
 def previous_summary(groups: Sequence[Group]) -> str | None:
@@ -296,7 +294,6 @@ class Compactor:
         if tokens <= self.target:
             return groups, event
         baseline, heuristic = tokens, heuristic_tokens(groups, self.instructions)
-        current = tokens
         out = groups
         for tier in ("clear_tool_results", "summarize"):
             before = out
