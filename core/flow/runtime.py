@@ -616,12 +616,14 @@ def _template_origin(item_text: str, role: str, context_used: bool) -> str:
     return "system" if role == "system" else "template"
 
 
-def _history(ctx: "_Context", config: MemoryConfig, window, fixed_tokens: int) -> tuple[Ledger, list[Message]]:
-    """The node's ledger and the history it sends: from a Window Memory node it reads, or its own memory."""
+def _history(ctx: "_Context", config: MemoryConfig, window,
+             fixed_tokens: int) -> tuple[Ledger, list[Message], Replay | None]:
+    """The node's ledger and the history it sends: from a Window Memory node it reads, or its own memory;
+    and the replay that made it (``None`` for a Window Memory node's)."""
     if window is not None:
         call = window_call(ctx.conversation, ctx.position, window[0], config, overwrite=window[2],
                            has_thread=ctx.flow.is_chat, prompt_tokens=fixed_tokens)
-        return call.ledger, call.messages
+        return call.ledger, call.messages, None
     if ctx.memories is None:
         memory = TurnMemory(config, has_thread=ctx.flow.is_chat)
     else:
@@ -629,7 +631,8 @@ def _history(ctx: "_Context", config: MemoryConfig, window, fixed_tokens: int) -
         memory = ctx.memories.get(key)
         if memory is None:
             memory = ctx.memories[key] = TurnMemory(config, has_thread=ctx.flow.is_chat)
-    return memory.ledger(ctx.conversation, ctx.position, fixed_tokens)
+    ledger, history = memory.ledger(ctx.conversation, ctx.position, fixed_tokens)
+    return ledger, history, memory.replay
 
 
 def node_frame(settings: LLMSettings, render_item, counter, sys_query: str | None, pool: VariablePool, *,
@@ -707,7 +710,11 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
     frame = node_frame(settings, render_item, counter, sys_query, pool, ctx=ctx, context_used=bool(context_text),
                        role_prefix=block.role_prefix if with_history and block is not None else None,
                        file_upload=ctx.flow.file_upload, vision=model_supports_vision(config.model))
-    ledger, history = _history(ctx, config, window, frame.fixed_tokens())
+    ledger, history, planned = _history(ctx, config, window, frame.fixed_tokens())
+    if planned is not None and config.strategy == "compaction" and config.compaction_profile == SHIPPED:
+        # The summaries its compaction wrote, stored with the turn as an agent node's are, so later replays
+        # give them back rather than writing them again.
+        run.summaries = copy.deepcopy(recorded_summaries(planned).written) or None
     run.ledger = ledger
     run.memory = config.to_dict()
     run.recalled = _recalled(settings.prompt, settings, ctx, counter) or None
@@ -920,7 +927,7 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
         history = replay.history_messages(ledger)
         compaction_hook = ShippedRunHook(replay, ctx.position, Message("user", query, QUERY, "query"), system_text)
     else:
-        ledger, history = _history(ctx, config, window, fixed_total)
+        ledger, history, _ = _history(ctx, config, window, fixed_total)
     run.ledger = ledger
     run.prompt = _agent_prompt(frame, history)
     if any(s[0] in ctx.recalled for s in selectors_in(settings.system_prompt)):

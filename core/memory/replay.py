@@ -755,16 +755,18 @@ class TurnMemory:
         self._clean = 0  # the view's first turns that are positions 0, 1, … and plain (see cut_ledger)
         self._stable = 0  # turns before this position are the ones seen last time
         self._anchor: object = None  # the newest of those turns, to tell this conversation from another
+        self.replay: Replay | None = None  # the replay that made the newest ledger (its compaction summaries)
 
     def ledger(self, conversation: Conversation, position: int, fixed_tokens: int) -> tuple[Ledger, list[Message]]:
         """The ledger of the turn at ``position`` (the conversation's newest: the turn being
         run) and the history messages it sends; ``fixed_tokens`` is the rest of its prompt."""
         replay = self._follow(conversation) if position == len(conversation.turns) - 1 else None
         if replay is None or replay.plans:
-            replay = Replay(conversation, self.config, system_prompt="", has_thread=self.has_thread,
-                            prompt_tokens=lambda _position: fixed_tokens)
+            replay = self.replay = Replay(conversation, self.config, system_prompt="", has_thread=self.has_thread,
+                                          prompt_tokens=lambda _position: fixed_tokens)
             ledger = replay.ledger_at(position)
             return ledger, replay.history_messages(ledger)
+        self.replay = replay
         replay._prompt_tokens = lambda _position: fixed_tokens
         view = self._view
         self._move_to(replay, view, conversation.tree.thread_parent[position])

@@ -168,3 +168,26 @@ def test_the_stored_summaries_survive_export_and_import_and_a_bad_one_is_refused
         other.import_(bad)
     with pytest.raises(StoreError, match="no conversation"):
         other.conversation("another")  # nothing of it was stored
+
+
+def test_an_llm_nodes_shipped_compaction_stores_its_summaries_with_the_turn_as_an_agent_does():
+    from core.flow.graph import load_flow
+    from tests.conftest import ROOT
+
+    flow = load_flow(ROOT / "sample_data" / "flows" / "minimal-chat.yml")
+    override = {"llm": {"strategy": "compaction", "context_size": 300, "compaction_keep_messages": 4}}
+    state = ConversationState.new(flow)
+    for k in range(8):
+        record = run_turn(flow, state, f"Turn {k}: my order number is {4400 + k}. " + "Please note this. " * 12,
+                          llm=DemoClient(), node_memory_overrides=override)
+        run = record.node_run("llm")
+        assert [s["summary"] for s in run.summaries or ()] == summaries_of(run.ledger.compactions)
+        state = state.apply(record)
+        assert stored_summaries(state.conversation.turns[-1].meta) == (run.summaries or [])
+    stored = [s for t in state.conversation.turns for s in stored_summaries(t.meta)]
+    assert len(stored) >= 2, "the runs compacted more than once"
+    assert {s["written_by"] for s in stored} == {SECTIONS_OFFLINE.name}
+    config = MemoryConfig.from_dict(record.node_run("llm").memory)
+    replay = Replay(state.conversation, config, system_prompt="", summarizer=NeverAsked())
+    shown = [c["summary"] for n in range(1, 9) for c in replay.ledger(n).compactions if "summarize" in c["tiers"]]
+    assert shown == [s["summary"] for s in stored]
