@@ -69,10 +69,10 @@ def transcript(conversation: Conversation, thread: Sequence[int], selected: int 
     nodes = [n for n in ledgers if node_filter in (None, n)]
     by_node: dict[str, dict[tuple[int, int], Any]] = {}
     first_kept: dict[str, tuple[int, int]] = {}
-    for node in nodes:
+    for node in nodes:  # the shown turns' entries only: a long ledger is not listed whole
         ledger = ledgers[node]
-        by_node[node] = {(e.position, e.index): e for e in ledger.entries}
-        kept = [(e.position, e.index) for e in ledger.entries if e.kept]
+        by_node[node] = {(e.position, e.index): e for e in ledger.entries_at(thread)}
+        kept = [(e.position, e.index) for e in ledger.kept]
         if kept:
             first_kept[node] = min(kept)
     out: list[MessageView] = []

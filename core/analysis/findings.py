@@ -606,9 +606,10 @@ def _difference(turn: int, window: int | None, docs: ProfileCut, code: ProfileCu
 
 
 def _cut_from_ledger(ledger: Ledger) -> ProfileCut:
-    in_window = {e.turn for e in ledger.entries if e.reason in (KEPT, OVER_BUDGET, EMPTY)}
-    pruned = sum(1 for e in ledger.entries if e.reason == OVER_BUDGET)
-    kept = tuple(sorted({e.turn for e in ledger.entries if e.kept}))
+    windowed = ledger.entries_with((KEPT, OVER_BUDGET, EMPTY))  # inside the window: not the whole listing
+    in_window = {e.turn for e in windowed}
+    pruned = sum(1 for e in windowed if e.reason == OVER_BUDGET)
+    kept = tuple(sorted({e.turn for e in ledger.kept}))
     return ProfileCut(len(in_window), pruned, ledger.budget, kept)
 
 
@@ -625,7 +626,7 @@ def ledger_difference(code: Ledger, docs: Ledger, position: int) -> Difference |
 
     window = code.config.get("window")
     first_row = position - row_limit(window) + 1
-    siblings = len({e.position for e in code.entries if e.reason == OTHER_BRANCH and e.position >= first_row})
+    siblings = len({e.position for e in code.entries_at(range(max(first_row, 0), position)) if e.reason == OTHER_BRANCH})
     fixed = docs.prompt_tokens - docs.history_tokens
     return _difference(code.turn, window, _cut_from_ledger(docs), _cut_from_ledger(code), siblings,
                        bool(code.config.get("plugin_token_counting")), fixed)
@@ -634,8 +635,10 @@ def ledger_difference(code: Ledger, docs: Ledger, position: int) -> Difference |
 def both_decisions(code: Ledger, docs: Ledger) -> dict[tuple[int, int], tuple[str, str]]:
     """``{(position, index): (docs reason, code reason)}`` for the messages the two profiles treat
     differently — what the UI shows as "docs: kept · code: dropped"."""
-    theirs = {(e.position, e.index): e.reason for e in docs.entries}
-    return {(e.position, e.index): (theirs[(e.position, e.index)], e.reason) for e in code.entries
+    # Kept by one of them only: the turns of those messages are all that is read of either ledger.
+    turns = {e.position for e in code.kept} | {e.position for e in docs.kept}
+    theirs = {(e.position, e.index): e.reason for e in docs.entries_at(turns)}
+    return {(e.position, e.index): (theirs[(e.position, e.index)], e.reason) for e in code.entries_at(turns)
             if (e.position, e.index) in theirs and theirs[(e.position, e.index)] != e.reason
             and (theirs[(e.position, e.index)] == KEPT) != e.kept}
 

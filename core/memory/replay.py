@@ -24,7 +24,7 @@ token totals.
 from __future__ import annotations
 
 import gc
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Callable, Iterable, Iterator, Sequence
@@ -321,6 +321,11 @@ class Replay:
             return self._prompt_tokens(position)
         q = self.conversation.turns[position].query_index
         return self._system_tokens + (self.message_tokens(position)[q] if q is not None else 0) + REPLY_PRIMING
+
+    def _message_offsets(self) -> list[int]:
+        """``messages_before`` for every position, as one list (for bisecting)."""
+        self.messages_before(0)
+        return self._msg_before  # type: ignore[return-value]
 
     def messages_before(self, position: int) -> int:
         before = self._msg_before
@@ -642,6 +647,9 @@ class Replay:
         return RunLedger(runs=runs, kept=kept, count=self.messages_before(position),
                          first_ref=first[0].ref if first else None, last_ref=last[-1].ref if last else None,
                          expand=lambda r: expand_runs(conversation, position, r, numbers, tokens),
+                         pick=lambda ranges: pick_entries(conversation, runs, ranges, numbers, tokens,
+                                                          self._message_offsets()),
+                         offset=lambda p: self.messages_before(min(p, position)),
                          **self._ledger_header(position, d, sum(e.tokens for e in kept)))
 
     def _runs(self, view: PathView, d: Decision, position: int, clean: int, head: Sequence[int] = ()) -> list[list]:
@@ -837,6 +845,27 @@ def expand_runs(conversation: Conversation, position: int, runs, numbers: list[i
             # listing builds one entry per earlier message)
             add(entry(msg.ref, number, msg.role, toks[m], reason == KEPT, reason, msg.kind, p, m))
     return entries
+
+
+def pick_entries(conversation: Conversation, runs, ranges: Sequence[tuple[int, int]], numbers: list[int],
+                 tokens: Callable[[int], tuple[int, ...]], before: list[int]) -> list[LedgerEntry]:
+    """The entries at the candidates' offsets in ``ranges`` (``[lo, hi)`` pairs, ascending) of a
+    ledger whose reasons are ``runs``: what :func:`expand_runs` lists there, without the rest.
+    ``before[p]`` counts the messages of the turns before ``p``."""
+    starts, at = [], 0
+    for _, n in runs:
+        starts.append(at)
+        at += int(n)
+    turns = conversation.turns
+    out: list[LedgerEntry] = []
+    for lo, hi in ranges:
+        for k in range(lo, hi):
+            p = bisect_right(before, k) - 1  # the turn holding candidate k (a turn without messages holds none)
+            m = k - before[p]
+            reason = runs[bisect_right(starts, k) - 1][0]
+            msg = turns[p].messages[m]
+            out.append(LedgerEntry(msg.ref, numbers[p], msg.role, tokens(p)[m], reason == KEPT, reason, msg.kind, p, m))
+    return out
 
 
 def compute_ledger(conversation: Conversation, position: int, config: MemoryConfig, **kwargs) -> Ledger:

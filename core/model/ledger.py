@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES, history_limit
 
@@ -190,6 +190,16 @@ class Ledger:
         """Earlier messages the memory could have sent and did not (a reason outside :data:`NOT_ELIGIBLE`)."""
         return sum(1 for e in self.entries if not e.kept and e.reason not in NOT_ELIGIBLE)
 
+    def entries_at(self, positions: Iterable[int]) -> list[LedgerEntry]:
+        """The entries of the earlier turns at ``positions`` (turn positions), in order."""
+        wanted = set(positions)
+        return [e for e in self.entries if e.position in wanted]
+
+    def entries_with(self, reasons: Iterable[str]) -> list[LedgerEntry]:
+        """The entries whose reason is one of ``reasons``, in order."""
+        wanted = set(reasons)
+        return [e for e in self.entries if e.reason in wanted]
+
     def to_dict(self) -> dict:
         """The ledger as data, losslessly: every entry field (:data:`ENTRY_FIELDS`), the header
         (:data:`HEADER_FIELDS`), and the synthetic messages and compactions when there are any.
@@ -246,10 +256,36 @@ class RunLedger(Ledger):
     to whoever displays it. Equal to, and copied as, the plain :class:`Ledger` it stands for."""
 
     def __init__(self, *, runs: list[list], kept: list[LedgerEntry], count: int, first_ref, last_ref,
-                 expand, **fields):
+                 expand, pick=None, offset=None, **fields):
         self.runs, self.count, self.first_ref, self.last_ref = runs, count, first_ref, last_ref
         self._kept, self._expand, self._entries = kept, expand, None
+        # Some entries without listing all: ``pick(ranges)`` builds the entries at the candidates'
+        # offsets in ``[lo, hi)`` ranges (ascending); ``offset(p)`` is turn ``p``'s first candidate's.
+        self._pick, self._offset = pick, offset
         super().__init__(entries=None, **fields)
+
+    def entries_at(self, positions: Iterable[int]) -> list[LedgerEntry]:
+        if self._entries is not None or self._pick is None:
+            return super().entries_at(positions)
+        count, offset, ranges = self.count, self._offset, []
+        for p in sorted(p for p in set(positions) if p >= 0):
+            lo = offset(p)
+            if lo >= count:  # this turn and the later ones are not earlier messages
+                break
+            hi = min(offset(p + 1), count)
+            if lo < hi:
+                ranges.append((lo, hi))
+        return self._pick(ranges)
+
+    def entries_with(self, reasons: Iterable[str]) -> list[LedgerEntry]:
+        if self._entries is not None or self._pick is None:
+            return super().entries_with(reasons)
+        wanted, ranges, at = set(reasons), [], 0
+        for reason, n in self.runs:
+            if reason in wanted:
+                ranges.append((at, at + int(n)))
+            at += int(n)
+        return self._pick(ranges)
 
     @property
     def entries(self) -> list[LedgerEntry]:

@@ -53,3 +53,27 @@ def test_the_tab_to_open_on_is_chosen_from_what_if_ledgers_without_listing_their
     assert focus_node({"n": now, **recorded}, {"n": before, **recorded}, ["other", "n"]) == "n"  # it lost turn 396
     assert now._entries is None and before._entries is None
     assert focus_node({"n": now.plain()}, {"n": before.plain()}, ["n"]) == "n"
+
+
+@pytest.mark.parametrize("window", [None, 2, 4, 8])
+def test_docs_vs_code_and_markers_say_the_same_from_ledgers_kept_as_runs(window):
+    from core.analysis.debug_view import transcript
+    from core.analysis.findings import both_decisions, ledger_difference
+
+    rows = [(str(i), str(i - 1) if i > 1 else None, f"question {i}", "answer " * (i % 4 + 1)) for i in range(1, 21)]
+    rows += [("b1", "10", "again?", "yes"), ("b2", "b1", "and?", "")]  # a regenerated branch off turn 11
+    rows += [(str(i), str(i - 1), f"question {i}", "answer") for i in range(21, 26)]  # the main thread goes on
+    conv = dify(rows)
+    code = Replay(conv, MemoryConfig(window=window, plugin_token_counting=True, context_size=90))
+    docs = Replay(conv, MemoryConfig(window=window, fidelity="documented", context_size=90))
+    differed = 0
+    for p in range(len(conv.turns)):
+        plain = code.ledger_at(p), docs.ledger_at(p)
+        lazy = code.ledger_at(p, lazy=True), docs.ledger_at(p, lazy=True)
+        assert ledger_difference(*lazy, p) == ledger_difference(*plain, p)
+        assert both_decisions(*lazy) == both_decisions(*plain)
+        differed += ledger_difference(*plain, p) is not None
+        page = conv.tree.thread(p)[-6:]
+        assert transcript(conv, page, p, {"n": lazy[0]}, {}) == transcript(conv, page, p, {"n": plain[0]}, {})
+        assert lazy[0]._entries is None and lazy[1]._entries is None  # neither listed whole
+    assert differed

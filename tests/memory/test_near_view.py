@@ -103,3 +103,16 @@ def test_an_unbounded_memory_still_reads_the_whole_thread(monkeypatch):
     conv = linear(30)
     ledger = Replay(conv, MemoryConfig(strategy="buffer")).ledger_at(29)
     assert len(pushed) == 29 and len(ledger.kept) == 58
+
+
+@settings(max_examples=200, deadline=None)
+@given(conversations(), configs, st.data())
+def test_some_entries_of_a_ledger_kept_as_runs_are_those_of_its_listing(conv, config, data):
+    position = data.draw(st.integers(0, len(conv.turns) - 1))
+    whole = Replay(conv, config).ledger_at(position)
+    turns = data.draw(st.sets(st.integers(-1, len(conv.turns) + 1)))
+    reasons = data.draw(st.sets(st.sampled_from(sorted({e.reason for e in whole.entries} | {"kept", "over_budget"}))))
+    lazy = Replay(conv, config).ledger_at(position, lazy=True)
+    assert lazy.entries_at(turns) == whole.entries_at(turns) == [e for e in whole.entries if e.position in turns]
+    assert lazy.entries_with(reasons) == whole.entries_with(reasons) == [e for e in whole.entries if e.reason in reasons]
+    assert getattr(lazy, "_entries", None) is None  # nothing listed whole on the way
