@@ -254,3 +254,36 @@ def test_an_opening_message_before_the_first_query_is_stored_history_and_kept():
     ledger = Replay(Conversation("c", turns), MemoryConfig(strategy="compaction", context_size=100_000)).ledger(3)
     kept = [(e.position, e.index) for e in ledger.entries if e.reason == KEPT]
     assert (0, 0) in kept and not ledger.compactions
+
+
+# -- a live agent run with parallel calls ------------------------------------------------------------------
+
+def test_a_live_run_compacted_in_its_tool_loop_sends_every_result_of_a_parallel_step_with_its_call():
+    import json
+
+    from core.flow.runtime import ConversationState, run_turn
+    from core.llm.client import ToolCallRequest, ToolReply
+    from tests.memory.test_compaction_shipped import LongLookupModel, agent_flow_with_compaction
+
+    class ParallelLookups(LongLookupModel):
+        def complete_tools(self, model, messages, tools, max_tokens=None):
+            self.seen.append(messages)
+            sent = sum(len(str(m.get("content") or "")) for m in messages) // 3
+            n = len(self.seen)
+            if n > self.calls:
+                return ToolReply("All items checked.", sent, 4, model)
+            return ToolReply(f"Checking items {2 * n} and {2 * n + 1}. " * 20, sent, 30, model, tool_calls=tuple(
+                ToolCallRequest(f"call_{n}_{k}", "lookup", json.dumps({"key": f"item {2 * n + k}"})) for k in (0, 1)))
+
+    client = ParallelLookups(calls=18)
+    record = run_turn(agent_flow_with_compaction(2000), ConversationState.new(agent_flow_with_compaction(2000)),
+                      "Please check every item.", llm=client)
+    loop = [c for c in record.node_run("agent").ledger.compactions if c["in_tool_loop"]]
+    assert any("summarize" in c["tiers"] for c in loop)
+    for c in loop:
+        sent = client.seen[c["request"] - 1]
+        calls = [t["id"] for m in sent for t in m.get("tool_calls") or ()]
+        results = [m["tool_call_id"] for m in sent if m["role"] == "tool"]
+        assert calls == results and len(results) % 2 == 0, c["request"]
+        if "summarize" in c["tiers"]:
+            assert sent[1] == {"role": "system", "content": SUMMARY_HEADER + c["summary"]}
