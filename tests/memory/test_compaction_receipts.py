@@ -190,3 +190,17 @@ def test_a_branch_walked_after_another_costs_its_own_placeholders():
         assert overview[replay.numbers[position]].history_tokens == ledger.history_tokens, replay.numbers[position]
         cleared += any(e.reason == CLEARED for e in ledger.entries)
     assert cleared > 3
+
+
+def test_when_clearing_brings_the_history_exactly_to_the_budget_nothing_is_summarised():
+    conv, config = summarising_case()
+    unfoldable = Replay(conv, config.with_(compaction_keep_messages=1000))  # only clearing can run
+    fixed = unfoldable.fixed_prompt_tokens(unfoldable.position_of(11))
+    cleared = unfoldable.ledger(11)
+    assert any(e.reason == CLEARED for e in cleared.entries) and cleared.history_tokens > cleared.budget
+    context = 10_000_000
+    for room, folds in ((cleared.history_tokens, False), (cleared.history_tokens - 1, True)):
+        at = Replay(conv, config.with_(context_size=context, max_tokens=context - fixed - room)).ledger(11)
+        assert at.budget == room
+        assert any(e.reason == SUMMARIZED for e in at.entries) == folds, room
+        assert any(e.reason == CLEARED for e in at.entries)
