@@ -204,3 +204,28 @@ def test_when_clearing_brings_the_history_exactly_to_the_budget_nothing_is_summa
         assert at.budget == room
         assert any(e.reason == SUMMARIZED for e in at.entries) == folds, room
         assert any(e.reason == CLEARED for e in at.entries)
+
+
+def test_a_cleared_result_at_the_very_start_is_not_the_oldest_turn_kept():
+    from tests.builders import openai
+    from tests.memory.test_compaction import BIG
+
+    msgs = [{"role": "tool", "tool_call_id": "c0", "content": "result 0: " + BIG}]  # an opening with a stray result
+    for i in range(1, 5):
+        msgs += [{"role": "user", "content": f"please look up item {i}"},
+                 {"role": "assistant", "content": "", "tool_calls": [
+                     {"id": f"c{i}", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]},
+                 {"role": "tool", "tool_call_id": f"c{i}", "content": f"result {i}: {BIG}"},
+                 {"role": "assistant", "content": f"Item {i} is in stock."}]
+    msgs.append({"role": "user", "content": "anything else?"})
+    conv = openai(msgs)
+    last = len(conv.turns) - 1  # the opening is turn 0
+    fixed, full = full_history(conv, last)
+    config = compaction(context_size=int((fixed + full.history_tokens * 2 // 3) / 0.8),
+                        compaction_keep_tool_results=1, compaction_keep_messages=1000)
+    replay = Replay(conv, config)
+    ledger = replay.ledger(last)
+    assert ledger.entries[0].role == "tool" and ledger.entries[0].reason == CLEARED
+    assert not any(e.reason == SUMMARIZED for e in ledger.entries)
+    overview = {s.turn: s for s in replay.summaries()}
+    assert overview[last].oldest_kept_turn == ledger.entries[1].turn != ledger.entries[0].turn
