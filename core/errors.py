@@ -10,8 +10,8 @@ deriving from a class here; catch the narrowest that fits)::
 
     MemLensError (ValueError)
     ├── ConfigError            a memory config value, or a strategy's own check      core/memory/errors.py
-    ├── ReportError            a report, report bundle, source file or config set    core/errors.py
-    │   └── BundleFieldError   one field of a report bundle                          core/report/bundle.py
+    ├── ReportError            a report, report bundle, source file or config set    core/report/errors.py
+    │   └── BundleFieldError   one field of a report bundle                          core/report/errors.py
     ├── LimitError             over a size or depth limit                            core/limits.py
     │   └── TooLargeError      over a size limit                                     core/limits.py
     ├── FormatError            a file no reader can read                             core/io/errors.py
@@ -29,26 +29,23 @@ deriving from a class here; catch the narrowest that fits)::
     ├── LLMError               the model call                                        core/llm/errors.py
     ├── CompareError           a comparison's configs or window                      core/analysis/errors.py
     ├── WhyError               a "where did it go?" question                         core/analysis/errors.py
-    ├── PullError              pulling from a Dify app                               core/io/pull.py
-    ├── FileInputError         a chat message's files                                core/api/uploads.py
-    ├── UsageError             the command line                                      core/cli/app.py
-    ├── LedgerMismatchError    a stored ledger that does not fit its conversation    core/store/ledger_codec.py
-    ├── ConversationBusyError  a conversation another turn is writing                core/store/locks.py
-    └── StoreError             the store                                             core/store/db.py
-        ├── ImportCheckError   a value an import would store                         core/store/checks.py
-        ├── BundleError        a MemLens conversation export                         core/io/bundle.py
-        └── SessionChangedError  the flow changed under a conversation               core/service/sessions.py
+    ├── PullError              pulling from a Dify app                               core/io/errors.py
+    ├── FileInputError         a chat message's files                                core/api/errors.py
+    ├── UsageError             the command line                                      core/cli/errors.py
+    ├── LedgerMismatchError    a stored ledger that does not fit its conversation    core/store/errors.py
+    ├── ConversationBusyError  a conversation another turn is writing                core/store/errors.py
+    └── StoreError             the store                                             core/store/errors.py
+        ├── ImportCheckError   a value an import would store                         core/store/errors.py
+        ├── BundleError        a MemLens conversation export                         core/io/errors.py
+        └── SessionChangedError  the flow changed under a conversation               core/service/errors.py
 
 ``core.api.errors.ApiError`` is not part of it: it is an HTTP answer in Dify's error shape, made
-from a ``MemLensError`` at the API's edge. Nor is ``core.flow.errors.NodeFailed``: a node runner's
-signal that its node failed, which the runtime records on the node's run and never lets out.
+from a ``MemLensError`` at the API's edge. Nor are two signals that never leave their package:
+``core.flow.errors.NodeFailed``, a node runner's sign that its node failed, which the runtime records
+on the node's run, and ``core.io.errors.TooManyProblems``, which stops an all-or-nothing import once
+it cannot succeed.
 """
 
 
 class MemLensError(ValueError):
     """Bad input: the message names the problem and, where it helps, the way forward."""
-
-
-class ReportError(MemLensError):
-    """A report, a report bundle, a source file or a saved config set cannot be made or read; the
-    message says what to change."""

@@ -147,7 +147,7 @@ def render_agent_run(run: Mapping[str, Any], *, key: str) -> None:
 def namespace_label(namespace: str, service: Any) -> str:
     """A namespace as people know it: the app's flow name, the name flows share, or "(none)"."""
     from core.memory.long_term import SHARED
-    from core.store.db import StoreError
+    from core.store.errors import StoreError
 
     if namespace == SHARED:
         return "(none) — memories stored before namespaces"

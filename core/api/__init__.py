@@ -8,5 +8,5 @@ from core import public_api
 
 __all__, __getattr__ = public_api(__name__, {
     "app": ("create_app",),
-    "errors": ("ApiError",),
+    "errors": ("ApiError", "FileInputError"),
 })

@@ -15,8 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from core.errors import MemLensError
 from core.limits import too_deep
-from core.store.db import StoreError
-from core.store.locks import ConversationBusyError
+from core.store.errors import ConversationBusyError, StoreError
 
 log = logging.getLogger("memlens.api")
 
@@ -42,6 +41,10 @@ class ApiError(Exception):
         if self.params is not None:
             out["params"] = self.params
         return out
+
+
+class FileInputError(MemLensError):
+    """A ``files`` entry is malformed or names an upload that does not exist."""
 
 
 def invalid(message: str, params: str | None = None) -> ApiError:

@@ -15,8 +15,8 @@ from core.flow.errors import GranularityError
 from core.flow.nodes.tool_agent import check_granularity
 from core.limits import LimitError, check_query, check_value
 
-from .errors import ApiError, invalid
-from .uploads import FileInputError, parse_files
+from .errors import ApiError, FileInputError, invalid
+from .uploads import parse_files
 
 DEFAULT_USER = "DEFAULT-USER"
 

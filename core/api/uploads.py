@@ -11,18 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from core.errors import MemLensError
 from core.model.conversation import FileRef
+from .errors import FileInputError
 
 FILE_TYPES = ("document", "image", "audio", "video", "custom")
 TRANSFER_METHODS = ("remote_url", "local_file")
 #: At most this many files on one message, and this long a URL.
 MAX_FILES = 10
 MAX_URL = 2048
-
-
-class FileInputError(MemLensError):
-    """A ``files`` entry is malformed or names an upload that does not exist."""
 
 
 def parse_files(items: Any, uploads: Mapping[str, Mapping[str, Any]] | None = None,

@@ -21,13 +21,11 @@ from core.model.conversation import Conversation
 from core.model.ledger import SyntheticMessage, explain
 from core.words import plural
 
+from .errors import UsageError
+
 EXIT_BAD_INPUT = 2
 #: Set to show the traceback of an unexpected failure instead of its one-line summary.
 DEBUG_ENV = "MEMLENS_DEBUG"
-
-
-class UsageError(MemLensError):
-    """Bad input on the command line: printed as one line, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from core.errors import MemLensError
 from core.limits import LimitError, check_file_size, check_value, load_json
 from core.store import checks
-from core.store.db import StoreError
+from .errors import BundleError
 
 FORMAT = "memlens-conversation"
 FORMAT_VERSION = 1
@@ -25,10 +25,6 @@ _ID, _NAME, _SOURCE, _STATUS = checks.ID_WIDTH, checks.NAME_WIDTH, checks.SOURCE
 _NODE_TYPE, _VARIABLE_ID, _VALUE_TYPE = checks.NODE_TYPE_WIDTH, checks.VARIABLE_ID_WIDTH, checks.VALUE_TYPE_WIDTH
 _OPERATION, _STRUCTURE = checks.OPERATION_WIDTH, checks.STRUCTURE_WIDTH
 _SUMMARY_KEY = 64  # a sha256 digest in hex
-
-
-class BundleError(StoreError):
-    """The document is not a MemLens conversation export this version can store."""
 
 
 def _fail(message: str) -> None:

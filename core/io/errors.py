@@ -1,11 +1,13 @@
-"""The exceptions of ``core.io``: a file no reader can read, one bad record in it (see the tree in
-``core/errors.py``)."""
+"""The exceptions of ``core.io`` (see the tree in ``core/errors.py``): a file no reader can read, one bad
+record in it, a conversation export the store cannot take, a Dify app that cannot be pulled; and
+:class:`TooManyProblems`, the readers' own signal to stop reading, which never leaves an import."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
 from core.errors import MemLensError
+from core.store.errors import StoreError
 
 if TYPE_CHECKING:
     from core.io.readers.records import Problem
@@ -28,3 +30,15 @@ class RecordError(FormatError):
     def __init__(self, message: str, field: str = ""):
         super().__init__(message)
         self.field = field
+
+
+class BundleError(StoreError):
+    """The document is not a MemLens conversation export this version can store."""
+
+
+class PullError(MemLensError):
+    """The app could not be read; the message says what went wrong and what to check."""
+
+
+class TooManyProblems(Exception):
+    """Raised inside an all-or-nothing import once it has :data:`MAX_PROBLEMS` problems."""

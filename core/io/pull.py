@@ -22,12 +22,12 @@ from typing import Any, Callable
 
 import httpx
 
-from core.errors import MemLensError
 from core.model.conversation import Conversation
 from core.service.sessions import store_pulled
 
 from .errors import RecordError
 from .readers.dify_messages import dify_turn
+from .errors import PullError
 
 PAGE = 100  # Dify's largest page
 #: Limits of one pull: more than this is refused rather than read.
@@ -35,10 +35,6 @@ MAX_CONVERSATIONS = 10_000
 MAX_MESSAGES = 100_000
 MAX_RESPONSE_BYTES = 20 * 1024 * 1024
 TIMEOUT_SECONDS = 30.0
-
-
-class PullError(MemLensError):
-    """The app could not be read; the message says what went wrong and what to check."""
 
 
 @dataclass

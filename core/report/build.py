@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from core.analysis.compare import (Comparison, HeatmapWindow, NamedConfig, ReplyGrid, compare, heatmap_window,
                                    named_configs, replay_replies)
 from core.analysis.findings import Finding, findings_for
-from core.errors import MemLensError, ReportError
+from core.errors import MemLensError
 from core.memory.replay import MemoryConfig
 from core.model.conversation import Conversation
 from core.service.sources import Source
 
 from .bundle import FACT_MODES
+from .errors import ReportError
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.llm.client import LLMClient

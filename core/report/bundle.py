@@ -14,9 +14,10 @@ import json
 from typing import TYPE_CHECKING, Any, Mapping
 
 from core.analysis.compare import NamedConfig
-from core.errors import MemLensError, ReportError
+from core.errors import MemLensError
 from core.memory.replay import turn_numbers
 from core.model.conversation import ROLES, Conversation, Message, Turn
+from .errors import BundleFieldError, ReportError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .build import Report
@@ -24,14 +25,6 @@ if TYPE_CHECKING:  # pragma: no cover
 FORMAT = "memlens-report"
 FORMAT_VERSION = 1
 FACT_MODES = ("detected", "marked", "none")
-
-
-class BundleFieldError(ReportError):
-    """One field of a bundle is malformed; ``field`` names it (``conversation.turns[2].id``)."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(message)
-        self.field = field
 
 
 def conversation_to_json(conv: Conversation) -> dict:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from core.analysis.compare import MAX_CONFIGS, MIN_CONFIGS, NamedConfig, named_configs
-from core.errors import MemLensError, ReportError
+from core.errors import MemLensError
+from core.report.errors import ReportError
 from core.store import repo
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -42,9 +42,12 @@ from core.memory.strategies.compaction import SUMMARIES_META
 from core.model.conversation import QUERY, UUID_NIL, Conversation, Message, Turn, active_thread
 from core.model.tokens import counter_for
 from core.store import repo
-from core.store.db import Database, StoreError
+from core.store.db import Database
+from core.store.errors import StoreError
 from core.store.ledger_codec import pack_ledger, pack_prompt, unpack_node_run
 from core.store.memories import long_term_store
+
+from .errors import SessionChangedError
 
 #: How many conversations' working state (turns, thread views) a service keeps between turns.
 WORKING_STATES = 64
@@ -53,13 +56,6 @@ SESSION_CHANGED = ("The Agent configuration changed after this conversation star
 _ACTIVE = object()
 #: The ``source`` of a conversation pulled from a Dify app (``python -m core pull``).
 PULLED_SOURCE = "dify-pull"
-
-
-class SessionChangedError(StoreError):
-    """Dify's ``agent_session_configuration_changed`` (HTTP 409)."""
-
-    code = "agent_session_configuration_changed"
-    status = 409
 
 
 @dataclass

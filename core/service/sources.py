@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from core.analysis.compare import NamedConfig
 from core.analysis.debug_view import damage_note
-from core.errors import ReportError
+from core.report.errors import ReportError
 from core.flow.graph import Flow
 from core.flow.runtime import NodeRun, TurnRecord
 from core.flow.variables import VariableChange

@@ -13,7 +13,8 @@ from typing import Any, Iterable, Mapping
 
 from core.model.conversation import Conversation
 
-from .db import StoreError, Unreadable
+from .db import Unreadable
+from .errors import ImportCheckError
 
 #: Column widths (``models.py``); PostgreSQL refuses longer values, SQLite would keep them silently.
 ID_WIDTH = 36
@@ -27,10 +28,6 @@ OPERATION_WIDTH = 32
 STRUCTURE_WIDTH = 64
 #: An INTEGER column on PostgreSQL.
 MAX_INT = 2**31 - 1
-
-
-class ImportCheckError(StoreError):
-    """An imported conversation holds a value the store cannot keep."""
 
 
 def kind_of(value: Any) -> str:
@@ -89,8 +86,6 @@ def check_conversation(conv: Conversation, name: str = "input") -> None:
 def check_conversations(conversations: Iterable[Conversation], name: str = "input") -> None:
     for conv in conversations:
         check_conversation(conv, name)
-
-
 
 
 # -- reading rows back ------------------------------------------------------------------------------

@@ -20,16 +20,11 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from core.errors import MemLensError
-
+from .errors import StoreError
 from .locks import TURN_WAIT_SECONDS, TurnLocks
 
 DATA_DIR = Path(__file__).resolve().parent.parent.parent / "data"
 ENV_URL = "MEMLENS_DATABASE_URL"
-
-
-class StoreError(MemLensError):
-    """A store operation was refused; the message says why and what to do."""
 
 
 def default_url() -> str:
@@ -160,7 +155,7 @@ class Database:
         """Hold a conversation's turn lock for a ``with`` block: one turn (or variable edit) at a
         time per conversation, across processes; released also when the holder is killed
         (:mod:`core.store.locks`). Waits at most ``timeout`` seconds (0: not at all), else
-        :class:`~core.store.locks.ConversationBusyError`."""
+        :class:`~core.store.errors.ConversationBusyError`."""
         return self._turn_locks.hold(conversation_id, timeout)
 
     def dispose(self) -> None:

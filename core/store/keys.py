@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from .db import Database, StoreError
+from .db import Database
+from .errors import StoreError
 from .models import AppKeyRow, FlowRow
 
 PREFIX = "app-"

@@ -18,18 +18,14 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Mapping, Sequence
 
-from core.errors import MemLensError
 from core.memory.replay import expand_runs, turn_numbers
 from core.model.conversation import Conversation
 from core.model.ledger import HEADER_FIELDS, Ledger, LedgerEntry, RunLedger, reason_runs
 from core.model.tokens import counter_for
+from .errors import LedgerMismatchError
 
 PACKED = "runs-v1"
 HISTORY = "memory history"
-
-
-class LedgerMismatchError(MemLensError):
-    """A stored ledger does not fit the conversation it is read with."""
 
 
 def is_packed(data: Any) -> bool:

@@ -39,19 +39,12 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
-from core.errors import MemLensError
+from .errors import ConversationBusyError
 
 #: How long a turn waits for the one before it on the same conversation, by default (seconds).
 TURN_WAIT_SECONDS = 300.0
 _PG_NAMESPACE = 0x4D4C  # advisory locks keyed (namespace, conversation hash): apart from the migration lock
 _SQLITE_BUCKETS = 256
-
-
-class ConversationBusyError(MemLensError):
-    """Another turn on the conversation is still running (and did not finish in time)."""
-
-    code = "conversation_busy"
-    status = 409
 
 
 def _busy(conversation_id: str, timeout: float) -> ConversationBusyError:

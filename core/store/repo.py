@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session, aliased
 from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
 
 from . import checks
-from .db import Database, StoreError
-from .locks import ConversationBusyError
+from .db import Database
+from .errors import ConversationBusyError, StoreError
 from .models import (ConversationRow, FeedbackRow, FlowRow, FlowVersionRow, NodeRunRow, SettingRow, TurnRow,
                      VariableChangeRow, VariableRow)
 

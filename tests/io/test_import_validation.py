@@ -11,7 +11,7 @@ from core.llm.client import DemoClient
 from core.service.imports import import_upload
 from core.service.sessions import ConversationService, store_conversations
 from core.store import repo
-from core.store.checks import ImportCheckError
+from core.store.errors import ImportCheckError
 from core.store.db import Database
 from tests.builders import linear
 from tests.conftest import ROOT

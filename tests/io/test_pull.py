@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 from benchmarks.api_load import ServerProcess
-from core.io.pull import PullError, pull
+from core.io.pull import pull
+from core.io.errors import PullError
 from core.llm.client import DemoClient
 from core.model.conversation import UUID_NIL
 from core.service.sessions import PULLED_SOURCE, ConversationService

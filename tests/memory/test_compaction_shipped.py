@@ -502,7 +502,7 @@ def test_the_offline_summary_fills_difys_sections_from_the_folded_messages_at_a_
 
 
 def test_reported_usage_survives_the_report_round_trip_and_bad_usage_is_refused_in_one_line():
-    from core.errors import ReportError
+    from core.report.errors import ReportError
     from core.report.bundle import conversation_from_json, conversation_to_json
 
     fixture = FIXTURES["parallel_tools"]()

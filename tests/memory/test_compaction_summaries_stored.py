@@ -13,7 +13,8 @@ from core.memory.strategies.shipped_compaction import SUMMARY_HEADER
 from core.memory.summarize import SECTIONS_OFFLINE
 from core.model.ledger import SUMMARY
 from core.service.sessions import ConversationService
-from core.store.db import Database, StoreError
+from core.store.db import Database
+from core.store.errors import StoreError
 from tests.memory.test_compaction_shipped import LongLookupModel, agent_flow_with_compaction
 
 MODEL = "openai/gpt-4o-mini"
@@ -148,7 +149,7 @@ def test_the_stored_summaries_survive_export_and_import_and_a_bad_one_is_refused
 
     import pytest
 
-    from core.io.bundle import BundleError
+    from core.io.errors import BundleError
 
     flow = agent_flow_with_compaction(2000)
     service = ConversationService(Database(f"sqlite:///{tmp_path / 'a.db'}"), llm=SummarisingModel(30, "model's"))

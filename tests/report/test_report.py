@@ -12,7 +12,7 @@ import pytest
 
 from core.analysis.compare import NamedConfig, replay_replies
 from core.errors import MemLensError
-from core.errors import ReportError
+from core.report.errors import ReportError
 from core.io import FormatError, import_text
 from core.llm.client import DemoClient
 from core.memory.replay import MemoryConfig, Replay

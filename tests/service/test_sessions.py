@@ -8,9 +8,11 @@ from core.flow.graph import load_flow
 from core.flow.errors import TypeMismatchError
 from core.llm.client import DemoClient
 from core.model.ledger import KEPT, OTHER_BRANCH
-from core.service.sessions import SESSION_CHANGED, ConversationService, SessionChangedError, export_conversation
+from core.service.sessions import SESSION_CHANGED, ConversationService, export_conversation
+from core.service.errors import SessionChangedError
 from core.store import repo
-from core.store.db import Database, StoreError
+from core.store.db import Database
+from core.store.errors import StoreError
 from tests.conftest import ROOT
 
 FLOWS = ROOT / "sample_data" / "flows"

@@ -4,7 +4,8 @@ import pytest
 from sqlalchemy import inspect, text
 
 from core.store import repo
-from core.store.db import Database, StoreError
+from core.store.db import Database
+from core.store.errors import StoreError
 from core.store.migrate import current_revision, head_revision
 
 

@@ -18,7 +18,7 @@ from core.service.sessions import ConversationService
 from core.store import keys as app_keys
 from core.store import repo
 from core.store.db import Database
-from core.store.locks import ConversationBusyError
+from core.store.errors import ConversationBusyError
 from tests.api.test_api import ThreadServer
 from tests.conftest import ROOT
 

@@ -27,7 +27,7 @@ from core.flow.errors import RunError
 from core.flow.runtime import TurnRecord
 from core.model.conversation import UUID_NIL
 from core.store import repo
-from core.store.db import StoreError
+from core.store.errors import StoreError
 
 from ..caller import MODE, SOURCE, Caller, authenticate, owned
 from ..errors import INTERNAL, ApiError, error_response, from_memlens, invalid, log, not_found

@@ -9,7 +9,7 @@ from fastapi import Body, Depends, FastAPI, Query
 from fastapi.responses import Response
 from sqlalchemy import and_, or_, select
 
-from core.store.db import StoreError
+from core.store.errors import StoreError
 from core.store.models import ConversationRow, FlowVersionRow, TurnRow
 
 from ..caller import SOURCE, Caller, authenticate, require_owned

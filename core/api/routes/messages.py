@@ -14,7 +14,7 @@ from sqlalchemy import select
 from core.llm.client import LiteLLMClient
 from core.llm.errors import LLMError
 from core.store import repo
-from core.store.db import StoreError
+from core.store.errors import StoreError
 from core.store.models import TurnRow
 
 from ..caller import Caller, authenticate, owned, require_owned

@@ -62,7 +62,7 @@ class _Setting(argparse.Action):
     """A setting of the config the latest ``--memory`` started."""
 
     def __call__(self, parser, namespace, value, option_string=None):
-        from ..app import UsageError
+        from ..errors import UsageError
 
         configs = getattr(namespace, "configs", None) or []
         if not configs:
@@ -111,7 +111,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from core.report.bundle import bundle_json
     from core.report.html import report_html
     from core.service.sources import load_stored, read_source_file
-    from ..app import UsageError
+    from ..errors import UsageError
 
     if bool(args.file) == bool(args.conversation):
         raise UsageError("give a conversation FILE or --conversation ID (one of them)")

@@ -41,7 +41,7 @@ from core.memory.replay import DEFAULT_FIDELITY, FIDELITIES
 from core.model.conversation import QUERY
 from core.model.ledger import Ledger, explain
 
-from ..app import UsageError
+from ..errors import UsageError
 from ..options import add_db_option, open_db
 
 

@@ -26,7 +26,7 @@ _WORKER_DEMO = "MEMLENS_SERVE_DEMO"
 
 
 def _listen(host: str, port: int) -> socket.socket:
-    from ..app import UsageError
+    from ..errors import UsageError
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -69,7 +69,7 @@ def cmd_serve(args) -> int:
     from core.api.app import create_app
     from core.llm.client import DemoClient
     from core.store.db import Database, resolve_url
-    from ..app import UsageError
+    from ..errors import UsageError
 
     if args.workers < 1:
         raise UsageError(f"--workers {args.workers} is out of range: give 1 or more")

@@ -14,7 +14,7 @@ from ..options import add_db_option, open_db, when
 
 def cmd_conversations(args) -> int:
     from core.store import repo
-    from core.store.db import StoreError
+    from core.store.errors import StoreError
     from core.words import conversation_length
 
     db = open_db(args)
@@ -60,7 +60,7 @@ def cmd_import(args) -> int:
     from core.io.readers.registry import import_file
     from core.limits import check_file_size
     from core.service.sessions import import_conversation, is_bundle, read_bundle, store_conversations
-    from ..app import UsageError
+    from ..errors import UsageError
 
     db_holder = []
 

@@ -17,7 +17,8 @@ from ..options import add_db_option, open_db
 def cmd_why(args: argparse.Namespace) -> int:
     from core.analysis.why import Subject, node_subjects, where_did_it_go
     from core.memory.replay import Replay
-    from ..app import UsageError, config_from_args
+    from ..app import config_from_args
+    from ..errors import UsageError
 
     if bool(args.file) == bool(args.conversation):
         raise UsageError("give a conversation FILE or --conversation ID (one of them)")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from core import limits
-from core.io.errors import FormatError, RecordError
+from core.io.errors import FormatError, RecordError, TooManyProblems
 
 #: In all-or-nothing mode, reading stops after this many problems (the error lists the first few).
 MAX_PROBLEMS = 100
@@ -233,9 +233,5 @@ class ReadContext:
                 self.report(Problem(rec.index, e.field, str(e), conv))
                 continue
             yield result
-
-
-class TooManyProblems(Exception):
-    """Raised inside an all-or-nothing import once it has :data:`MAX_PROBLEMS` problems."""
 
 

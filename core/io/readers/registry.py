@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from core import limits
-from core.io.errors import FormatError
+from core.io.errors import FormatError, TooManyProblems
 from core.model.conversation import Conversation
 
 from .common import excerpt
-from .records import MAX_PROBLEMS, Problem, Progress, ReadContext, Records, TooManyProblems
+from .records import MAX_PROBLEMS, Problem, Progress, ReadContext, Records
 
 #: The size the importer is built and tested for (``core.limits``); larger files are refused unless asked for.
 MAX_IMPORT_BYTES = limits.MAX_IMPORT_BYTES

@@ -7,7 +7,8 @@ from typing import Any, Iterable
 
 from core.model.conversation import Conversation
 from core.io.errors import RecordError
-from core.report.bundle import FORMAT as REPORT_FORMAT, BundleFieldError, parse_report
+from core.report.bundle import FORMAT as REPORT_FORMAT, parse_report
+from core.report.errors import BundleFieldError
 
 from .records import ReadContext, Records
 from .registry import Format

@@ -1,0 +1,23 @@
+"""The exceptions of ``core.store`` (see the tree in ``core/errors.py``): a store operation refused, a
+value an import would store, a stored ledger that does not fit its conversation, a busy conversation."""
+
+from core.errors import MemLensError
+
+
+class StoreError(MemLensError):
+    """A store operation was refused; the message says why and what to do."""
+
+
+class ImportCheckError(StoreError):
+    """An imported conversation holds a value the store cannot keep."""
+
+
+class LedgerMismatchError(MemLensError):
+    """A stored ledger does not fit the conversation it is read with."""
+
+
+class ConversationBusyError(MemLensError):
+    """Another turn on the conversation is still running (and did not finish in time)."""
+
+    code = "conversation_busy"
+    status = 409
