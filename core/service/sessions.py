@@ -176,7 +176,8 @@ class ConversationService:
 
     def _state(self, conversation_id: str, *, working: bool) -> tuple[Flow, ConversationState,
                                                                       repo.ConversationInfo, _Working | None]:
-        info = self.info(conversation_id)
+        # working: a turn is about to run, under the conversation's lock, settled already (send)
+        info = repo.get_conversation(self.db, conversation_id, settle=not working)
         if info.flow_version_id is None:
             raise StoreError(f"conversation {conversation_id!r} was imported without a flow; it can be inspected "
                              "and replayed but not continued")
@@ -216,7 +217,7 @@ class ConversationService:
         if not conv.turns:
             return None
         last = conv.turns[-1]
-        rows = repo.load_turn_rows(self.db, info.id, from_seq=last.meta.get("seq"))
+        rows = repo.load_turn_rows(self.db, info.id, from_seq=last.meta.get("seq"), settle=False)
         if not rows or rows[0]["id"] != last.id or len(conv.turns) + len(rows) - 1 != info.turn_count:
             return None
         new = [repo.turn_from_dict(row) for row in rows[1:]]
@@ -329,7 +330,7 @@ class ConversationService:
             # Still under the lock: the turn just written joins the working state (one short read),
             # so the next turn and a reader of the conversation start from it.
             try:
-                self._working_copy(self.info(conversation_id))
+                self._working_copy(repo.get_conversation(self.db, conversation_id, settle=False))
             except StoreError:  # the turn is stored; the next one reads the conversation afresh
                 with self._working_lock:
                     self._working.pop(conversation_id, None)

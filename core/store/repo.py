@@ -165,17 +165,21 @@ def create_conversation(db: Database, *, flow_version_id: str | None, user_id: s
         return _info(row)
 
 
-def get_conversation(db: Database, conversation_id: str) -> ConversationInfo:
-    settle_interrupted(db, conversation_id)  # its active turn may move to a turn a killed process left
+def get_conversation(db: Database, conversation_id: str, *, settle: bool = True) -> ConversationInfo:
+    """A conversation with its turn count and its active thread's length, in one query.
+    ``settle=False``: the caller holds the conversation's lock and has settled it already."""
+    if settle:
+        settle_interrupted(db, conversation_id)  # its active turn may move to a turn a killed process left
+    count = (select(func.count()).select_from(TurnRow).where(TurnRow.conversation_id == ConversationRow.id)
+             .scalar_subquery())
+    thread = select(TurnRow.dialogue_count).where(TurnRow.id == ConversationRow.active_turn_id).scalar_subquery()
     with db.session(write=False) as s:
-        row = s.get(ConversationRow, conversation_id)
-        if row is None:
+        found = s.execute(select(ConversationRow, count, thread).where(ConversationRow.id == conversation_id)).first()
+        if found is None:
             raise StoreError(f"no conversation with id {conversation_id!r}; list them with "
                              "`python -m core conversations`")
-        count = s.scalar(select(func.count()).select_from(TurnRow).where(TurnRow.conversation_id == row.id))
-        thread = s.scalar(select(TurnRow.dialogue_count).where(TurnRow.id == row.active_turn_id)) \
-            if row.active_turn_id else 0
-        return _info(row, count or 0, thread)
+        row, n, turns = found
+        return _info(row, n or 0, turns if row.active_turn_id else 0)
 
 
 def find_conversation(db: Database, conversation_id: str) -> ConversationInfo | None:
@@ -374,8 +378,14 @@ def finish_turn(db: Database, conversation_id: str, turn: dict, *, make_active: 
         for column in ("parent_id", "flow_version_id", "query", "answer", "status", "error", "inputs",
                        "dialogue_count", "answer_tokens", "messages", "created_at"):
             setattr(row, column, getattr(done, column))
-        row.node_runs = [_node_row(i, run) for i, run in enumerate(turn.get("node_runs") or [])]
-        row.meta = {**done.meta, "node_count": len(row.node_runs)}
+        runs = [_node_row(i, run) for i, run in enumerate(turn.get("node_runs") or [])]
+        if (row.meta or {}).get("node_count") == 0:  # as begin_turn wrote it: no runs to replace, none to read
+            for run in runs:
+                run.turn_id = row.id
+            s.add_all(runs)
+        else:
+            row.node_runs = runs
+        row.meta = {**done.meta, "node_count": len(runs)}
         conv.updated_at = now()
         if make_active:
             conv.active_turn_id = row.id
@@ -445,11 +455,12 @@ _TURN_COLUMNS = (TurnRow.id, TurnRow.parent_id, TurnRow.flow_version_id, TurnRow
 
 
 def load_turn_rows(db: Database, conversation_id: str, *, with_node_runs: bool = False,
-                   from_seq: int | None = None) -> list[dict]:
+                   from_seq: int | None = None, settle: bool = True) -> list[dict]:
     """The conversation's turns in creation order (``from_seq``: only those from that ``seq``
     on); one left running by a killed process is marked interrupted first
-    (:func:`settle_interrupted`)."""
-    settle_interrupted(db, conversation_id)
+    (:func:`settle_interrupted`; ``settle=False``: the caller holds the lock and did that)."""
+    if settle:
+        settle_interrupted(db, conversation_id)
     with db.session(write=False) as s:
         if from_seq is not None:
             return [_turn_columns(*row) for row in s.execute(
