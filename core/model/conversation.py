@@ -16,6 +16,7 @@ NULL parent it meets on the way, even one on another branch — a Dify quirk we 
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -203,6 +204,45 @@ class Conversation:
         return self.tree.position[turn_id]
 
 
+class ChildLists:
+    """Each turn's children in creation order: ``lists[i]`` is a new list of them each time.
+
+    Most turns have one child or none, so the first child of every turn is one machine integer
+    in an array (-1: none) and only a branch point's other children are listed, in a dict: a
+    list object per turn held a long conversation's tree in more memory than its messages' ids.
+    """
+
+    __slots__ = ("first", "more")
+
+    def __init__(self, first: array | None = None, more: dict[int, list[int]] | None = None):
+        self.first = first if first is not None else array("q")
+        self.more: dict[int, list[int]] = more if more is not None else {}
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+    def __getitem__(self, i: int) -> list[int]:
+        head = self.first[i]
+        if head < 0:
+            return []
+        more = self.more.get(i % len(self.first))
+        return [head, *more] if more else [head]
+
+    def append_turn(self) -> None:
+        self.first.append(-1)
+
+    def add(self, parent: int, child: int) -> None:
+        """``child`` becomes ``parent``'s newest child."""
+        if self.first[parent] < 0:
+            self.first[parent] = child
+        else:
+            self.more.setdefault(parent, []).append(child)
+
+    def copy(self) -> "ChildLists":
+        """A copy whose additions leave this one as it is."""
+        return ChildLists(array("q", self.first), {k: list(v) for k, v in self.more.items()})
+
+
 class ThreadIndex:
     """The conversation's tree and Dify's thread rule, precomputed.
 
@@ -220,20 +260,21 @@ class ThreadIndex:
         self.position: dict[str, int] = {}
         self.parent: list[int | None] = []
         self.thread_parent: list[int | None] = []
-        self.depth: list[int] = []  # thread length ending at the turn, the turn included (sys.dialogue_count)
+        # Machine integers (arrays), not a list of int objects per field: a long conversation's
+        # index would otherwise hold more than its messages' ids.
+        self.depth = array("q")  # thread length ending at the turn, the turn included (sys.dialogue_count)
         # Length of the branch as the user sees it (stated parents), the turn included: its label.
-        self.path_depth: list[int] = []
-        self.path_root: list[int] = []
-        self.children: list[list[int]] = []
-        self.thread_children: list[list[int]] = []
+        self.path_depth = array("q")
+        self.path_root = array("q")
+        self.children = ChildLists()
+        self.thread_children = ChildLists()
         self._last_root = -1  # newest row so far whose parent is NULL or empty
         for t in turns:
             self._add(t)
 
-    def _add(self, t: Turn, *, shared: bool = False) -> None:
+    def _add(self, t: Turn) -> None:
         """Index one more turn (the newest): every rule looks only at older turns, so a turn's
-        entries never change once it is indexed. ``shared``: the child lists are shared with
-        another index, so the ones that change are copied first."""
+        entries never change once it is indexed."""
         i = self.size
         self.size += 1
         self.position.setdefault(t.id, i)
@@ -255,16 +296,12 @@ class ThreadIndex:
         self.depth.append(1 if walk is None else self.depth[walk] + 1)
         self.path_depth.append(1 if stated is None else self.path_depth[stated] + 1)
         self.path_root.append(i if stated is None else self.path_root[stated])
-        self.children.append([])
-        self.thread_children.append([])
+        self.children.append_turn()
+        self.thread_children.append_turn()
         if stated is not None:
-            if shared:
-                self.children[stated] = list(self.children[stated])
-            self.children[stated].append(i)
+            self.children.add(stated, i)
         if walk is not None:
-            if shared:
-                self.thread_children[walk] = list(self.thread_children[walk])
-            self.thread_children[walk].append(i)
+            self.thread_children.add(walk, i)
 
     def extended(self, turn: Turn) -> "ThreadIndex":
         """This index with ``turn`` appended, leaving this one as it is: a copy of the index's
@@ -273,10 +310,9 @@ class ThreadIndex:
         out.size, out._last_root = self.size, self._last_root
         out.position = dict(self.position)
         for name in ("parent", "thread_parent", "depth", "path_depth", "path_root"):
-            setattr(out, name, list(getattr(self, name)))
-        # Only the new turn's parents' child lists change: those are copied, the others shared.
-        out.children, out.thread_children = list(self.children), list(self.thread_children)
-        out._add(turn, shared=True)
+            setattr(out, name, getattr(self, name)[:])
+        out.children, out.thread_children = self.children.copy(), self.thread_children.copy()
+        out._add(turn)
         return out
 
     def thread(self, i: int) -> list[int]:

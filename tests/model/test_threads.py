@@ -147,3 +147,34 @@ def test_a_newer_root_on_another_branch_stops_the_walk_as_in_dify():
     assert _ids(conv, conv.tree.thread(3)) == ["3", "4"]
     # The tree the user sees still links turn 4 under turn 2.
     assert _ids(conv, conv.tree.path(3)) == ["1", "2", "4"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_trees(), st.data())
+def test_each_turns_children_are_the_turns_that_name_or_walk_to_it_in_creation_order(rows, data):
+    from core.model.conversation import ThreadIndex
+
+    conv = dify(rows)
+    tree = conv.tree
+    n = len(rows)
+    assert len(tree.children) == len(tree.thread_children) == n
+    for i in range(n):
+        assert tree.children[i] == [j for j in range(n) if tree.parent[j] == i]
+        assert tree.thread_children[i] == [j for j in range(n) if tree.thread_parent[j] == i]
+        assert tree.children[i - n] == tree.children[i]  # counted from the end too
+        assert list(tree.depth) == [len(tree.thread(j)) for j in range(n)]
+        assert list(tree.path_depth) == [len(tree.path(j)) for j in range(n)]
+        assert list(tree.path_root) == [tree.path(j)[0] for j in range(n)]
+    # Extending an index (a recorded turn) leaves the one it came from as it was.
+    start = data.draw(st.integers(0, n - 1))
+    index = ThreadIndex(conv.turns[:start + 1])
+    before = [(index.children[i], index.thread_children[i]) for i in range(start + 1)]
+    grown = index
+    for t in conv.turns[start + 1:]:
+        was = [(grown.children[i], grown.thread_children[i]) for i in range(grown.size)]
+        older, grown = grown, grown.extended(t)
+        assert [(older.children[i], older.thread_children[i]) for i in range(older.size)] == was
+    assert [(index.children[i], index.thread_children[i]) for i in range(start + 1)] == before
+    for i in range(n):
+        assert (grown.children[i], grown.thread_children[i], grown.depth[i]) == \
+            (tree.children[i], tree.thread_children[i], tree.depth[i])
