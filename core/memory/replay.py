@@ -24,6 +24,7 @@ token totals.
 from __future__ import annotations
 
 import gc
+from array import array
 from bisect import bisect_left, bisect_right
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
@@ -280,7 +281,7 @@ class Replay:
         # (Two tables: a tuple of bools equals the tuple of ints with the same values.)
         self._shapes: dict[tuple[bool, ...], tuple[bool, ...]] = {}
         self._index_shapes: dict[object, tuple[int, ...]] = {}
-        self._msg_before: list[int] | None = None
+        self._msg_before: array | None = None  # machine integers: no int object per turn
         self._system_tokens = self.counter.chat("system", self.system_prompt) if self.system_prompt else 0
         self._summaries: list[TurnSummary] | None = None
         self._budgets: dict[int, Budget] = {}  # by the prompt's fixed tokens
@@ -322,7 +323,7 @@ class Replay:
         q = self.conversation.turns[position].query_index
         return self._system_tokens + (self.message_tokens(position)[q] if q is not None else 0) + REPLY_PRIMING
 
-    def _message_offsets(self) -> list[int]:
+    def _message_offsets(self) -> Sequence[int]:
         """``messages_before`` for every position, as one list (for bisecting)."""
         self.messages_before(0)
         return self._msg_before  # type: ignore[return-value]
@@ -330,7 +331,7 @@ class Replay:
     def messages_before(self, position: int) -> int:
         before = self._msg_before
         if before is None:
-            before = self._msg_before = [0]
+            before = self._msg_before = array("q", (0,))
         turns = self.conversation.turns
         if len(before) <= len(turns):  # extended, not recounted, when the conversation grew
             acc = before[-1]
@@ -445,21 +446,24 @@ class Replay:
         self.messages_before(0)
         before = self._msg_before
         out: list[TurnSummary | None] = [None] * len(turns)  # by position (a list: a tenth of a dict's size)
-        roots = [i for i, p in enumerate(tree.thread_parent) if p is None]
-        stack: list[tuple[int, bool]] = [(r, True) for r in reversed(roots)]
-        children = tree.thread_children
-        to_enter = len(roots)
+        limits: dict[int, tuple[int | None, int]] = {}
+        thread_parent, children, positions = tree.thread_parent, tree.thread_children, view.positions
+        # Only the turns still to enter are stacked: before one is decided, the view is popped
+        # back to its thread parent (a stacked marker per turn to leave by held a list as long
+        # as the conversation for a moment).
+        stack = [i for i, p in enumerate(thread_parent) if p is None]
+        stack.reverse()
         while stack:
-            position, entering = stack.pop()
-            if not entering:
-                if not to_enter:
-                    break  # only leaving is left: unwinding the view would decide nothing
+            position = stack.pop()
+            parent = thread_parent[position]
+            while positions and positions[-1] != parent:
                 view.pop()
-                continue
-            to_enter -= 1
             end = len(seq_pos)
             fixed = fixed_of(position)
-            limit, overhead = budget_limit(config, facts, fixed)
+            limit_overhead = limits.get(fixed)
+            if limit_overhead is None:  # one per prompt size: the summaries share its numbers
+                limit_overhead = limits[fixed] = budget_limit(config, facts, fixed)
+            limit, overhead = limit_overhead
             if blocked:
                 trimmed = start = cut = end
             else:
@@ -478,11 +482,7 @@ class Replay:
                                             fixed + history, limit, oldest)
             view.push(position, mark(trimmed, start), eligible_of(position), self._tokens[position],
                       self._empty[position], None)
-            stack.append((position, False))
-            kids = children[position]
-            to_enter += len(kids)
-            for child in reversed(kids):
-                stack.append((child, True))
+            stack.extend(reversed(children[position]))
         return out
 
     def summaries(self) -> list[TurnSummary]:

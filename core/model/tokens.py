@@ -237,10 +237,12 @@ class TokenCounter:
         counts = self._counts
         missing: list[str] = []
         add = missing.append
+        roles: set[str] = set()  # a role once, not once per message (a long batch's list would double)
         for m in messages:
             if m.content not in counts:
                 add(m.content)
-            if m.role not in counts:
+            if m.role not in counts and m.role not in roles:
+                roles.add(m.role)
                 add(m.role)
             if m.name:
                 add(m.name)
