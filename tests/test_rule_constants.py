@@ -1,4 +1,5 @@
-"""The memory systems' own numbers are written once (core/limits.py) and imported everywhere else.
+"""The memory systems' own numbers are written once (core/limits.py) and imported everywhere else; so are
+the keys a turn's stored meta is written with.
 
 Dify's 500-row cap and the Window Memory node's 1..200 messages used to stand as bare numbers in
 the rules, the ledger's words, the flow checks and the CLI help, where one could change without
@@ -15,6 +16,9 @@ from pathlib import Path
 import pytest
 
 from core import limits
+from core.flow.nodes.window_memory import META_KEY as WINDOW_META
+from core.memory.strategies.compaction import SUMMARIES_META
+from core.store.repo import TEXT_COUNTS, TOKEN_COUNTS
 
 ROOT = Path(__file__).resolve().parent.parent
 #: (the number, what a statement says when the number is that rule's)
@@ -101,3 +105,29 @@ def test_the_check_finds_the_numbers_written_out(source):
 ])
 def test_the_check_leaves_other_numbers_and_docstrings_alone(source):
     assert not bare_rule_numbers(source)
+
+
+#: Keys of a turn's stored meta, each written as text only in the module that defines it.
+META_KEYS = {SUMMARIES_META: "core/memory/strategies/compaction.py", WINDOW_META: "core/flow/nodes/window_memory.py",
+             TOKEN_COUNTS: "core/store/repo.py", TEXT_COUNTS: "core/store/repo.py"}
+
+
+def meta_key_literals(source: str) -> list[tuple[int, str]]:
+    """(line, key) for each string in the source that is one of the meta keys (names and prose mentioning
+    one are not)."""
+    return [(n.lineno, n.value) for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in META_KEYS]
+
+
+def test_a_turn_s_meta_keys_are_written_only_where_they_are_defined():
+    found = [f"{p.relative_to(ROOT)}:{line}: {key!r}" for p in _core_files()
+             for line, key in meta_key_literals(p.read_text(encoding="utf-8"))
+             if p.relative_to(ROOT).as_posix() != META_KEYS[key]]
+    assert not found, "import the key from the module that defines it:\n" + "\n".join(found)
+
+
+def test_the_meta_key_check_finds_a_key_written_out_and_leaves_names_and_prose_alone():
+    assert meta_key_literals('meta = {k: d[k] for k in ("seq", "compaction_summaries") if k in d}\n') == [
+        (1, "compaction_summaries")]
+    assert meta_key_literals('x = turn.meta.get("window_overwrites")\n') == [(1, "window_overwrites")]
+    assert not meta_key_literals('ctx.window_overwrites[node.id] = []\ndoc = "keeps Turn.meta[\'token_counts\']"\n')

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from core.errors import MemLensError
 from core.limits import LimitError, check_file_size, check_value, load_json
+from core.memory.strategies.compaction import SUMMARIES_META
 from core.store import checks
 from .errors import BundleError
 
@@ -224,7 +225,7 @@ def _check_turns(bundle: Mapping) -> list:
                 _fail(f"{where}: 'seq' {seq} is repeated")
             seqs.add(seq)
         t.obj("prompt_tokens", nullable=True)
-        for k, summary in enumerate(t.items("compaction_summaries", nullable=True) or []):
+        for k, summary in enumerate(t.items(SUMMARIES_META, nullable=True) or []):
             _check_summary(f"{where} compaction summary {k}", summary)
         for k, message in enumerate(t.items("messages", nullable=True) or []):
             _check_message(f"{where} message {k}", message)

@@ -17,6 +17,8 @@ from typing import Any, Iterable
 from sqlalchemy import delete, func, null, select, update
 from sqlalchemy.orm import Session, aliased
 
+from core.flow.nodes.window_memory import META_KEY as WINDOW_META
+from core.memory.strategies.compaction import SUMMARIES_META
 from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
 
 from . import checks
@@ -500,7 +502,7 @@ def turn_from_dict(d: dict) -> Turn:
                     Message("assistant", d.get("answer") or "", ANSWER, f"{tid}:answer"))
         qi, ai = 0, 1
     meta = {k: d[k] for k in ("seq", "dialogue_count", "flow_version_id", "inputs", "prompt_tokens",
-                              "window_overwrites", "compaction_summaries", "damaged", TOKEN_COUNTS, TEXT_COUNTS)
+                              WINDOW_META, SUMMARIES_META, "damaged", TOKEN_COUNTS, TEXT_COUNTS)
             if k in d}
     return Turn(id=tid, parent_id=d.get("parent_id"), messages=messages, query_index=qi, answer_index=ai,
                 status=d.get("status") or "succeeded", error=d.get("error"), created_at=d.get("created_at"),
