@@ -70,7 +70,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
 from core.memory.replay import MemoryConfig, Replay, turn_numbers
@@ -79,6 +79,18 @@ from core.model.facts import asked_keys
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE,
                                SUMMARY, TRIMMED_EARLIER, Ledger, LedgerEntry, explain)
 from core.words import plural
+
+if TYPE_CHECKING:
+    from core.flow.graph import Flow, Node
+    from core.flow.nodes.llm import MemorySettings
+    from core.flow.runtime import NodeRun, TurnRecord
+    from core.memory.strategies.base import PathView
+    from core.service.sources import Source
+
+    from .compare import Comparison, NamedConfig
+
+    #: What a compare takes for a memory config (see :func:`core.analysis.compare.named_configs`).
+    ConfigLike = MemoryConfig | NamedConfig | dict
 
 FACT_NOT_SEEN = "fact_not_seen"
 FOREIGN_ANSWERS = "foreign_answers"
@@ -271,7 +283,7 @@ class _FlatTokens:
         self.positions: list[int] = []
         self.blocks: list[int] = []
 
-    def sync(self, view: Any) -> list[int]:
+    def sync(self, view: PathView) -> list[int]:
         k = min(len(self.positions), len(view.positions))
         # A thread is fixed by its last turn, so equal last turns mean equal prefixes.
         while k and self.positions[k - 1] != view.positions[k - 1]:
@@ -648,7 +660,8 @@ def _profiles(config: MemoryConfig) -> tuple[MemoryConfig, MemoryConfig]:
 
 
 def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_prompt: str | None = None,
-                 has_thread: bool = True, prompt_tokens: Any = None, replay: Replay | None = None) -> list[Difference]:
+                 has_thread: bool = True, prompt_tokens: Callable[[int], int] | None = None,
+                 replay: Replay | None = None) -> list[Difference]:
     """Every answered turn where Dify's docs and Dify 1.x send different history under ``config``
     (a ``dify`` config; any other strategy has no such difference), in turn order.
 
@@ -742,7 +755,7 @@ def _newest_statement(ledger: Ledger, messages: Sequence[tuple[int, int]]) -> Le
     return found[-1] if found else None
 
 
-def _fact_findings(conversation: Conversation, comparison: Any, replays: Sequence[Replay]) -> list[Finding]:
+def _fact_findings(conversation: Conversation, comparison: Comparison, replays: Sequence[Replay]) -> list[Finding]:
     answered = conversation.answered_turns()
     numbers = turn_numbers(conversation)
     name = turn_namer(conversation)
@@ -788,7 +801,7 @@ def _fact_findings(conversation: Conversation, comparison: Any, replays: Sequenc
     return out
 
 
-def config_findings(conversation: Conversation, configs: Iterable[Any], *, comparison: Any = None,
+def config_findings(conversation: Conversation, configs: Iterable[ConfigLike], *, comparison: Comparison | None = None,
                     system_prompt: str | None = None) -> list[Finding]:
     """Findings for memory configs replayed over a plain conversation (the compare page).
 
@@ -829,7 +842,8 @@ def config_findings(conversation: Conversation, configs: Iterable[Any], *, compa
 
 # -- every finding of a source ---------------------------------------------------------------------------
 
-def findings_for(source: Any, configs: Iterable[Any] = (), *, comparison: Any = None,
+def findings_for(source: Source | Conversation, configs: Iterable[ConfigLike] = (), *,
+                 comparison: Comparison | None = None,
                  system_prompt: str | None = None) -> list[Finding]:
     """Every finding about a source (:class:`core.report.build.Source`, anything with its
     ``conversation``, ``flow`` and ``records``, or a bare :class:`Conversation`): its memory configs replayed over the conversation
@@ -874,7 +888,7 @@ _NODE_SKIP = frozenset({"memory", "model", "title", "desc", "type", "selected", 
                         "assigned_variable_selector", "vision"})
 
 
-def _origins(flow: Any, selector: tuple[str, ...], seen: set[str] | None = None) -> set[str]:
+def _origins(flow: Flow, selector: tuple[str, ...], seen: set[str] | None = None) -> set[str]:
     """Where a value comes from: ``sys.query``, ``conversation.<name>`` or ``node:<id>`` of the
     LLM/agent nodes that wrote it, traced through template, code and aggregator nodes."""
     if not selector:
@@ -897,7 +911,7 @@ def _origins(flow: Any, selector: tuple[str, ...], seen: set[str] | None = None)
     return out
 
 
-def _assigner_writes(node: Any) -> list[tuple[str, str, tuple[str, ...] | None]]:
+def _assigner_writes(node: Node) -> list[tuple[str, str, tuple[str, ...] | None]]:
     """(target variable, operation, source selector) of an assigner node, v1 or v2."""
     data = node.data
     out = []
@@ -921,7 +935,7 @@ def _assigner_writes(node: Any) -> list[tuple[str, str, tuple[str, ...] | None]]
     return out
 
 
-def history_variables(flow: Any) -> dict[str, str]:
+def history_variables(flow: Flow) -> dict[str, str]:
     """Conversation variables that hold the chat history, each with why we think so (see the
     module docstring for what is detected)."""
     declared = {v.name: v for v in flow.variables}
@@ -949,18 +963,18 @@ def history_variables(flow: Any) -> dict[str, str]:
     return out
 
 
-def _memory_block(node: Any) -> Any:
+def _memory_block(node: Node) -> MemorySettings | None:
     from core.flow.nodes.llm import llm_settings
 
     return llm_settings(node).memory if node.type == "llm" else None
 
 
-def _query_template_has_query(memory: Any) -> bool:
+def _query_template_has_query(memory: MemorySettings) -> bool:
     qpt = memory.query_prompt_template
     return not qpt or "sys.query" in {".".join(s) for s in _selectors(qpt)}
 
 
-def _history_twice(flow: Any, node: Any, memory: Any, histories: Mapping[str, str]) -> list[Finding]:
+def _history_twice(flow: Flow, node: Node, memory: MemorySettings, histories: Mapping[str, str]) -> list[Finding]:
     from core.flow.nodes.llm import llm_settings
 
     out = []
@@ -994,7 +1008,7 @@ def _history_twice(flow: Any, node: Any, memory: Any, histories: Mapping[str, st
     return out
 
 
-def _answer_producers(flow: Any) -> dict[str, set[str]]:
+def _answer_producers(flow: Flow) -> dict[str, set[str]]:
     """Answer node id → the LLM/agent nodes whose output it renders."""
     out = {}
     for node in flow.nodes:
@@ -1007,14 +1021,14 @@ def _answer_producers(flow: Any) -> dict[str, set[str]]:
     return out
 
 
-def flow_findings(flow: Any) -> list[Finding]:
+def flow_findings(flow: Flow) -> list[Finding]:
     """What the flow file alone says: memory without a conversation, windows of 0, the
     conversation or the query reaching a node twice, and answers written by one node that
     another node's memory will replay."""
     out: list[Finding] = []
     histories = history_variables(flow)
     producers = _answer_producers(flow)
-    replaying: dict[tuple[str, ...], list[Any]] = {}
+    replaying: dict[tuple[str, ...], list[Node]] = {}
     for node in flow.llm_nodes:
         if node.container:
             continue
@@ -1052,14 +1066,14 @@ def flow_findings(flow: Any) -> list[Finding]:
 
 # -- flows: recorded turns -----------------------------------------------------------------------------
 
-def _reads(flow: Any, node: Any) -> set[str]:
+def _reads(flow: Flow, node: Node) -> set[str]:
     reads: set[str] = set()
     for s in _selectors(node.data, skip=_NODE_SKIP):
         reads |= _origins(flow, s)
     return reads
 
 
-def run_findings(flow: Any, conversation: Conversation, records: Sequence[Any]) -> list[Finding]:
+def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnRecord]) -> list[Finding]:
     """Findings from a flow's recorded turns (:class:`core.flow.runtime.TurnRecord`, one per turn of
     ``conversation``, matched by id) — each node's ledgers, replies and the variables written —
     plus the flow's static findings, linked to the first turn where they show."""
@@ -1073,7 +1087,7 @@ def run_findings(flow: Any, conversation: Conversation, records: Sequence[Any]) 
     out: list[Finding] = []
 
     # Per node: its ledgers turn by turn.
-    by_node: dict[str, list[tuple[int, Any, Any]]] = {}  # node id -> [(position, record, run)]
+    by_node: dict[str, list[tuple[int, TurnRecord, NodeRun]]] = {}  # node id -> [(position, record, run)]
     for rec in recs:
         for run in rec.node_runs:
             if run.type == "llm" and run.ledger is not None:
