@@ -117,10 +117,13 @@ def test_when_the_cut_falls_on_the_first_query_it_is_kept_once():
     fixed, full = full_history(conversation, 3)
     config = compaction(context_size=int((fixed + full.history_tokens // 2) / 0.8),
                         compaction_keep_messages=4)  # the opening, then query 1 first among the newest 4
-    ledger = Replay(conversation, config).ledger(3)
+    replay = Replay(conversation, config)
+    ledger = replay.ledger(3)
     assert [e.reason for e in ledger.entries] == [SUMMARIZED, KEPT, KEPT, KEPT, KEPT]
     assert ledger.history_tokens == sum(e.tokens for e in ledger.entries if e.kept) + \
         sum(s.tokens for s in ledger.synthetic)
+    overview = {s.turn: s for s in replay.summaries()}[3]
+    assert (overview.kept, overview.history_tokens) == (4, ledger.history_tokens), "the overview counts it once too"
 
 
 # -- the shipped profile's receipt ------------------------------------------------------------------------
@@ -133,6 +136,9 @@ def test_the_shipped_receipt_follows_the_trigger_and_has_no_max_tokens_clause_wi
     assert ledger.budget_note.startswith("Dify 1.17 as shipped: compaction target 1,500 for the whole request "
                                          "(50% of 3,000); estimated ")
     assert ledger.context_size == 3000 and ledger.budget == 1500 - (ledger.prompt_tokens - ledger.history_tokens)
+    half = Replay(conversation, MemoryConfig(strategy="compaction", context_size=2000, compaction_trigger=0.5))
+    checks = [c for n in range(1, 15) for c in half.ledger(n).compactions]
+    assert checks and {c["target"] for c in checks} == {1000}, "every check inside the tool loop too"
 
 
 def test_the_shipped_receipt_names_both_tiers_when_both_ran_before_the_first_request():
@@ -229,3 +235,16 @@ def test_a_cleared_result_at_the_very_start_is_not_the_oldest_turn_kept():
     assert not any(e.reason == SUMMARIZED for e in ledger.entries)
     overview = {s.turn: s for s in replay.summaries()}
     assert overview[last].oldest_kept_turn == ledger.entries[1].turn != ledger.entries[0].turn
+
+
+def test_a_cut_on_a_tool_result_moves_back_just_to_its_call():
+    conv, config = summarising_case(turns=10, tools=1)
+    moved = 0
+    for keep in range(4, 12):
+        entries = Replay(conv, config.with_(compaction_keep_messages=keep)).ledger(11).entries
+        plain = len(entries) - keep
+        expected = plain - 1 if entries[plain].role == "tool" else plain
+        assert next(i for i in range(1, len(entries)) if entries[i].reason != SUMMARIZED) == expected, keep
+        assert entries[expected].role != "tool"
+        moved += expected != plain
+    assert moved == 2
