@@ -15,7 +15,8 @@ import logging
 import math
 import os
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 import yaml
 from yaml.events import AliasEvent
@@ -122,6 +123,25 @@ def check_file_size(size: int, name: str, max_bytes: int | None = None) -> None:
     if size > cap:
         raise TooLargeError(f"{name} is {_size(size)}; MemLens imports files up to {_size(cap)} — split it "
                             f"into smaller files (or raise {limit('import_size').env})")
+
+
+def read_bytes(path: Path, error: Callable[[str], Exception], expected: str,
+               check_size: Callable[[int], None] | None = None) -> bytes:
+    """A file's bytes, its size passed to ``check_size`` before it is read. A missing file, a directory
+    or a file that cannot be read raises ``error(message)`` in one line ("… is a directory; expected
+    {expected}")."""
+    try:
+        if path.is_dir():
+            raise IsADirectoryError
+        if check_size is not None:
+            check_size(path.stat().st_size)
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise error(f"{path} is a directory; expected {expected}") from None
+    except OSError as e:
+        raise error(f"{path}: cannot read ({e.strerror})") from None
 
 
 def check_flow_size(size: int, name: str) -> None:

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from core.limits import read_bytes
 from core.model.tokens import DEMO_MODEL
 
 from .errors import FlowError, VariableError
@@ -268,21 +269,17 @@ def classify_change(old: Flow, new: Flow) -> str:
 
 # -- reading ----------------------------------------------------------------------------------------
 
+_A_FLOW_FILE = "a flow file (MemLens flow or Dify DSL YAML)"
+
+
 def load_flow(path: str | Path) -> Flow:
     """Read a MemLens flow file or a Dify DSL export (YAML or JSON)."""
     path = Path(path)
-    if path.is_file():
-        _check_size(path.stat().st_size, path.name)
+    data = read_bytes(path, FlowError, _A_FLOW_FILE, lambda size: _check_size(size, path.name))
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise FlowError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise FlowError(f"{path} is a directory; expected a flow file (MemLens flow or Dify DSL YAML)") from None
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise FlowError(f"{path} is not UTF-8 text; expected a flow file (MemLens flow or Dify DSL YAML)") from None
-    except OSError as e:
-        raise FlowError(f"{path}: cannot read ({e.strerror})") from None
+        raise FlowError(f"{path} is not UTF-8 text; expected {_A_FLOW_FILE}") from None
     flow = parse_flow(text, name=path.name)
     flow.source["file"] = path.name
     return flow
@@ -294,7 +291,7 @@ def parse_flow_upload(data: bytes, name: str) -> Flow:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise FlowError(f"{name} is not UTF-8 text; expected a flow file (MemLens flow or Dify DSL YAML)") from None
+        raise FlowError(f"{name} is not UTF-8 text; expected {_A_FLOW_FILE}") from None
     flow = parse_flow(text, name=name)
     flow.source["file"] = name
     return flow

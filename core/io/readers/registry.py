@@ -109,19 +109,8 @@ def read_file(path: str | Path, max_bytes: int | None = MAX_IMPORT_BYTES) -> byt
     """A conversation file's bytes, its size checked before it is read; a missing, unreadable or too
     large file raises :class:`FormatError` saying so (``max_bytes=None`` lifts the limit)."""
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if path.is_dir():
-            raise IsADirectoryError
-        if max_bytes is not None:
-            _check_size(size, path.name, max_bytes)
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise FormatError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise FormatError(f"{path} is a directory; expected a conversation file") from None
-    except OSError as e:
-        raise FormatError(f"{path}: cannot read ({e.strerror})") from None
+    return limits.read_bytes(path, FormatError, "a conversation file",
+                             None if max_bytes is None else lambda size: _check_size(size, path.name, max_bytes))
 
 
 def import_bytes(data: bytes, name: str = "input", fmt: str | None = None, *, skip_bad: bool = False,
