@@ -163,3 +163,23 @@ def test_openai_turns_number_from_one_and_an_opening_assistant_message_is_turn_z
     assert [s.turn for s in replay.summaries()] == [1, 2]
     ledger = replay.ledger(2)
     assert [(e.turn, e.ref) for e in ledger.entries] == [(0, 1), (1, 2), (1, 3)]
+
+
+def test_a_replay_makes_a_budget_once_per_prompt_size(monkeypatch):
+    # Two query texts, so two prompt sizes: every turn's budget is one of two, made once each.
+    conv = linear(12, query=lambda i: "same question" if i % 2 else "another, somewhat longer question here")
+    config = MemoryConfig(fidelity="documented", context_size=500)
+    replay = Replay(conv, config)
+    made, limits = [], []
+    budget, budget_limit = replay.strategy.budget, replay.strategy.budget_limit
+    monkeypatch.setattr(replay.strategy, "budget", lambda *a: made.append(a[2]) or budget(*a))
+    monkeypatch.setattr(replay.strategy, "budget_limit", lambda *a: limits.append(a[2]) or budget_limit(*a))
+    ledgers = [replay.ledger_at(p) for p in range(12)]
+    limits.clear()  # a budget reads its limit too
+    summaries = replay.summaries()
+    assert len(made) == len(set(made)) == 2 and len(limits) == len(set(limits)) == 2
+    assert {ledger.budget for ledger in ledgers} == {s.budget for s in summaries} and len({s.budget for s in summaries}) == 2
+    monkeypatch.undo()
+    fresh = Replay(conv, config)
+    assert [fresh.ledger_at(p).to_dict() for p in range(12)] == [ledger.to_dict() for ledger in ledgers]
+    assert fresh.summaries() == summaries

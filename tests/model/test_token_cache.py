@@ -173,3 +173,28 @@ def test_a_message_with_a_name_or_tool_calls_counts_the_same_alone_and_in_a_turn
     counter.prepare(msgs)
     assert counter.messages(msgs) == tuple(counter.message(m) for m in msgs)
     assert counter.messages(msgs)[0] > counter.chat("user", "hello there")
+
+
+def test_preparing_a_batch_counts_every_text_once_and_each_role_once(monkeypatch):
+    from core.model.conversation import Message, ToolCall
+
+    counter = TokenCounter(MODEL, shared=False)
+    msgs = [Message("user", "first question", "query", "a", name="dana"),
+            Message("assistant", "", "tool_call", "b", tool_calls=(ToolCall("c1", "lookup", '{"id": 4}'),)),
+            Message("tool", "result text", "tool_result", "c"),
+            Message("assistant", "an answer", "answer", "d"),
+            Message("user", "second question", "query", "e")]
+    asked: list[list[str]] = []
+    count_all = counter.counts.count_all
+    monkeypatch.setattr(counter.counts, "count_all", lambda texts, threads=None: (asked.append(list(texts)),
+                                                                                 count_all(texts, threads)))
+    counter.prepare(msgs)
+    assert len(asked) == 1
+    assert sorted(x for x in asked[0] if x in ("user", "assistant", "tool")) == ["assistant", "tool", "user"]
+    for text in ("first question", "result text", "an answer", "second question", "user", "assistant", "tool",
+                 "dana", "lookup", '{"id": 4}'):
+        assert text in counter.counts.counts, text
+    held = dict(counter.counts.counts)
+    counter.prepare(msgs)  # everything counted already: no role or text is asked for again
+    assert counter.counts.counts == held
+    assert not {"user", "assistant", "tool", "first question"} & set(asked[-1] if len(asked) > 1 else [])
