@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from sqlalchemy import delete, func, null, select, update
+from sqlalchemy import delete, func, insert, null, select, update
 from sqlalchemy.orm import Session, aliased
 
 from core.flow.nodes.window_memory import META_KEY as WINDOW_META
@@ -265,13 +265,18 @@ def _turn_row(conversation_id: str, seq: int, turn: dict) -> TurnRow:
                    meta=meta, created_at=float(turn.get("created_at") or now()))
 
 
-def _node_row(seq: int, run: dict) -> NodeRunRow:
+def _node_values(seq: int, run: dict) -> dict:
+    """A node run's columns."""
     data = {k: v for k, v in run.items() if k not in _NODE_FIELDS}
-    return NodeRunRow(seq=seq, node_id=str(run.get("node_id") or ""), node_type=str(run.get("type") or ""),
-                      title=str(run.get("title") or ""), emulated=bool(run.get("emulated", True)),
-                      status=str(run.get("status") or "succeeded"), error=run.get("error"),
-                      ledger=run.get("ledger"), prompt=run.get("prompt"), reply=run.get("reply"),
-                      usage=run.get("usage"), latency_ms=run.get("latency_ms"), data=data)
+    return dict(seq=seq, node_id=str(run.get("node_id") or ""), node_type=str(run.get("type") or ""),
+                title=str(run.get("title") or ""), emulated=bool(run.get("emulated", True)),
+                status=str(run.get("status") or "succeeded"), error=run.get("error"),
+                ledger=run.get("ledger"), prompt=run.get("prompt"), reply=run.get("reply"),
+                usage=run.get("usage"), latency_ms=run.get("latency_ms"), data=data)
+
+
+def _node_row(seq: int, run: dict) -> NodeRunRow:
+    return NodeRunRow(**_node_values(seq, run))
 
 
 def node_run_dict(row: NodeRunRow) -> dict:
@@ -369,29 +374,28 @@ def begin_turn(db: Database, conversation_id: str, turn: dict) -> int:
 
 def finish_turn(db: Database, conversation_id: str, turn: dict, *, make_active: bool = True) -> str:
     """Complete a turn written by :func:`begin_turn` with its answer, status and every node run,
-    in one transaction; returns the turn id."""
+    in one transaction; returns the turn id. Plain statements, not ORM objects: this runs on
+    every turn."""
+    tid = turn["id"]
     with db.session() as s:
-        conv = s.get(ConversationRow, conversation_id)
-        row = s.get(TurnRow, turn["id"])
-        if conv is None or row is None or row.conversation_id != conversation_id:
-            raise StoreError(f"turn {turn['id']!r} of conversation {conversation_id!r} is gone: the conversation was "
+        found = s.execute(select(TurnRow.seq, TurnRow.conversation_id, TurnRow.meta).where(TurnRow.id == tid)).first()
+        conv = {"updated_at": now(), **({"active_turn_id": tid} if make_active else {})}
+        touched = s.execute(update(ConversationRow).where(ConversationRow.id == conversation_id).values(**conv))
+        if found is None or found.conversation_id != conversation_id or not touched.rowcount:
+            raise StoreError(f"turn {tid!r} of conversation {conversation_id!r} is gone: the conversation was "
                              "deleted while the turn ran")
-        done = _turn_row(conversation_id, row.seq, turn)
-        for column in ("parent_id", "flow_version_id", "query", "answer", "status", "error", "inputs",
-                       "dialogue_count", "answer_tokens", "messages", "created_at"):
-            setattr(row, column, getattr(done, column))
-        runs = [_node_row(i, run) for i, run in enumerate(turn.get("node_runs") or [])]
-        if (row.meta or {}).get("node_count") == 0:  # as begin_turn wrote it: no runs to replace, none to read
-            for run in runs:
-                run.turn_id = row.id
-            s.add_all(runs)
-        else:
-            row.node_runs = runs
-        row.meta = {**done.meta, "node_count": len(runs)}
-        conv.updated_at = now()
-        if make_active:
-            conv.active_turn_id = row.id
-        return row.id
+        done = _turn_row(conversation_id, found.seq, turn)
+        runs = [_node_values(i, run) for i, run in enumerate(turn.get("node_runs") or [])]
+        if not (isinstance(found.meta, dict) and found.meta.get("node_count") == 0):  # not as begin_turn left it
+            s.execute(delete(NodeRunRow).where(NodeRunRow.turn_id == tid))
+        if runs:
+            s.execute(insert(NodeRunRow), [dict(run, turn_id=tid) for run in runs])
+        s.execute(update(TurnRow).where(TurnRow.id == tid).values(
+            **{column: getattr(done, column) for column in (
+                "parent_id", "flow_version_id", "query", "answer", "status", "error", "inputs", "dialogue_count",
+                "answer_tokens", "messages", "created_at")},
+            meta={**done.meta, "node_count": len(runs)}))
+        return tid
 
 
 def _has_running(db: Database, conversation_id: str) -> bool:
