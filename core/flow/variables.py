@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 import uuid
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
 
@@ -144,10 +146,21 @@ def infer_type(value: Any) -> str:
 
 def variable_size(value: Any) -> int:
     """Dify's size of a loaded variable: the shallow ``sys.getsizeof`` of its value as read back
-    from the stored JSON."""
-    import sys
-
+    from the stored JSON. A list of plain values is not written and read back for it (a list that
+    grows every turn was, whole, on every turn): its shallow size is that of a list the JSON reader
+    fills one item at a time."""
+    if type(value) is list and _ATOMIC.issuperset(map(type, value)):
+        return _filled_list_size(len(value))
     return sys.getsizeof(json.loads(json.dumps(value)))
+
+
+@lru_cache(maxsize=4096)
+def _filled_list_size(n: int) -> int:
+    """``sys.getsizeof`` of a list built by ``n`` appends, as the JSON reader builds one."""
+    items: list = []
+    for _ in range(n):
+        items.append(None)
+    return sys.getsizeof(items)
 
 
 def check_sizes(values: Mapping[str, Any]) -> str | None:

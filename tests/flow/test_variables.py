@@ -349,6 +349,21 @@ def test_live_edit_mismatch_uses_difys_inferred_type_names(value, inferred):
     assert str(err.value) == f"Type mismatch: variable 'x' expects string, but got {inferred} type"
 
 
+def test_a_list_of_plain_values_has_the_size_of_the_list_read_back_from_its_json():
+    import json
+    import sys
+
+    from core.flow.variables import variable_size
+
+    kinds = ["label", 7, 2.5, True, None, "é", 10 ** 30]
+    for n in [*range(0, 300), 999, 1000, 1001, 2000, 2001, 4096, 20_000]:
+        value = [kinds[i % len(kinds)] for i in range(n)]
+        assert variable_size(value) == sys.getsizeof(json.loads(json.dumps(value))), n
+    # Lists holding lists or objects, and tuples, are still measured by writing and reading them.
+    for value in ([[1, 2], {"a": 1}], [("x", 1)], ("x", "y")):
+        assert variable_size(value) == sys.getsizeof(json.loads(json.dumps(value)))
+
+
 def test_variable_size_is_difys_shallow_size_of_the_loaded_value():
     import json
     import sys
