@@ -91,6 +91,10 @@ if opened:
 picked = pick_answered_source(P, purpose="compare")
 source = picked.source
 conv = source.conversation
+if state.get(f"{P}_turn_of") != picked.key:  # another conversation opens at its newest turn, not at the old number
+    state[f"{P}_turn_of"] = picked.key
+    state.pop(f"{P}_turn", None)
+    state.pop(f"{P}_last", None)
 
 if f"{P}_n" not in state:
     load_configs(P, list(DEFAULT_CONFIGS))

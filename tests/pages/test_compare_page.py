@@ -366,3 +366,18 @@ def test_200_turns_or_fewer_are_compared_on_open(page):
 
     _upload_turns(page, "cmp", LONG_CONVERSATION)
     assert len(heatmaps(page)) == 3 and not _asks(page, "cmp_whole")
+
+
+def test_picking_another_conversation_opens_its_newest_turn(page):
+    newest = page.select_slider(key="cmp_turn").value
+    page.select_slider(key="cmp_turn").set_value(2).run()
+    assert page.select_slider(key="cmp_turn").value == 2
+    page.radio(key="cmp_from").set_value("Stored").run()  # the store: the demo conversations
+    assert not page.exception, page.exception
+    stored_turns = page.select_slider(key="cmp_turn").options
+    assert page.select_slider(key="cmp_turn").value == int(stored_turns[-1]) == 8
+    page.select_slider(key="cmp_turn").set_value(3).run()  # a turn chosen on this conversation stays
+    page.run()
+    assert page.select_slider(key="cmp_turn").value == 3
+    page.radio(key="cmp_from").set_value("Sample").run()
+    assert page.select_slider(key="cmp_turn").value == newest
