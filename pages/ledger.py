@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import streamlit as st
 
 from core.memory.replay import MemoryConfig, Replay
@@ -21,6 +23,9 @@ page_key = keys.keys_of(keys.LEDGER)  # this page's widget keys
 #: The explorer opens on Dify's memory with a window of 3 turns, and a 500-token history limit for the
 #: strategies that have one.
 LEDGER_START = MemoryConfig(window=3, max_history_tokens=500)
+# Turns a slider lists by name; a longer conversation gets a number field: a slider sends every
+# turn's label to the browser, 0.16 MB at 10,000 turns.
+SLIDER_TURNS = 200
 
 
 @st.cache_resource(show_spinner=False)
@@ -89,11 +94,20 @@ if not numbers:
     st.stop()
 
 # Another conversation opens at its newest turn: the slider's value would otherwise carry over to it.
-if st.session_state.get(page_key("turn_of")) != source[:2] or st.session_state.get(page_key("turn")) not in numbers:
+asked = st.session_state.get(page_key("turn"))
+if st.session_state.get(page_key("turn_of")) != source[:2] or not isinstance(asked, int) or asked < numbers[0]:
     st.session_state[page_key("turn_of")] = source[:2]
     st.session_state[page_key("turn")] = numbers[-1]
-turn = st.select_slider("Turn", options=numbers, key=page_key("turn"),
-                        format_func=lambda n: turn_label(conversation, replay.position_of(n)))
+elif asked not in numbers:  # a turn without an answer, or past the last: the answered turn at or before it
+    st.session_state[page_key("turn")] = numbers[bisect_right(numbers, asked) - 1]
+if len(numbers) <= SLIDER_TURNS:
+    turn = st.select_slider("Turn", options=numbers, key=page_key("turn"),
+                            format_func=lambda n: turn_label(conversation, replay.position_of(n)))
+else:
+    turn = int(st.number_input("Turn", min_value=numbers[0], max_value=numbers[-1], step=1, key=page_key("turn"),
+                               help=f"{numbers[0]:,} to {numbers[-1]:,}: a turn without an answer opens the answered one before it"))
+    if turn not in numbers:
+        turn = numbers[bisect_right(numbers, turn) - 1]
 ledger = _ledger(source, config, turn, replay)
 query = conversation.turns[replay.position_of(turn)].query
 

@@ -64,3 +64,27 @@ def test_picking_another_conversation_opens_its_newest_turn():
     assert at.markdown[0].value == "**Turn 3** — the user asks:"
     at.radio(key="ledger_from").set_value("sample").run()
     assert at.markdown[0].value == "**Turn 12** — the user asks:"
+
+
+def test_a_long_conversation_picks_its_turn_by_number_not_from_a_slider_of_every_turn(tmp_path, monkeypatch):
+    from benchmarks.workload import seed_support_conversation
+    from core.store import repo
+    from core.store.db import Database
+
+    url = f"sqlite:///{tmp_path / 'long.db'}"
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", url)
+    db = Database(url)
+    conv_id = seed_support_conversation(db, 300)
+    repo.set_setting(db, "demo.seeded", True)
+    at = new_app().run()
+    at.radio(key="ledger_from").set_value("stored").run()
+    at.selectbox(key="ledger_stored").set_value(conv_id).run()
+    assert not at.exception, at.exception
+    assert not at.select_slider  # a slider would send all 300 turns' labels to the browser
+    assert at.number_input(key="ledger_turn").value == 300
+    assert at.markdown[0].value == "**Turn 300** — the user asks:"
+    at.number_input(key="ledger_turn").set_value(150).run()
+    assert at.markdown[0].value == "**Turn 150** — the user asks:"
+    assert set(at.dataframe[0].value["turn"]) <= {str(n) for n in range(1, 150)}  # turn 150's ledger
+    at.radio(key="ledger_from").set_value("sample").run()
+    assert at.select_slider(key="ledger_turn").value == 12  # a short conversation keeps its slider
