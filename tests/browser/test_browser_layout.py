@@ -103,6 +103,8 @@ def test_rerun_a_turn_as_a_branch_then_flip_back_and_the_switchboard_agrees_with
         # The Responder's window (the memory-config editor's key ends in <node>_window_turns).
         responder_window = '[class*="-responder_window_turns"] input'
         window = page.locator(responder_window)
+        # Until the inspect rerun ends, the previous turn's editor can stay beside the new one.
+        expect(window).to_have_count(1, timeout=90_000)
         recorded = window.input_value()
         window.fill("6")
         window.press("Enter")
