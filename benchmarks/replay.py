@@ -12,7 +12,9 @@ measures, in this one process:
     1,000 turns, against our ``dify`` replay of the same 1,000 turns;
 (e) the peak memory of building and replaying the whole conversation, in a child process: what
     Python allocates over the interpreter's baseline with tiktoken and the model map loaded, and
-    how much of it is the conversation itself.
+    how much of it is the conversation itself;
+(f) why (b) gains nothing from a second core here: the count cache tokenising every text on one
+    thread and split across every core, without replaying.
 
 Targets: each replay from cold at most 1.0× the floor on every core and 1.25× on one core; at
 least 50× faster than the literal baseline; peak memory under 3× the conversation's text. On a
@@ -36,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.workload import build_conversation, floor_seconds  # noqa: E402
 from core.memory.replay import MemoryConfig, Replay  # noqa: E402
 from core.model.conversation import Conversation  # noqa: E402
-from core.model.tokens import TokenCounter, _cores, _encoding, model_facts  # noqa: E402
+from core.model.tokens import CountCache, TokenCounter, _cores, _encoding, encoding_threads, model_facts  # noqa: E402
 
 MODEL = "gpt-4o-mini"
 #: Small enough that the budget prunes on most turns (about 1,900 tokens of history are left).
@@ -186,6 +188,21 @@ def main() -> None:
           f"({mem['conversation'] / mem['text']:.2f}× its text: a Python object, ref and id per message) and the "
           f"replay adds at most {(mem['peak'] - mem['conversation']) / mb:.1f} MB "
           f"({(mem['peak'] - mem['conversation']) / mem['text']:.2f}× the text)")
+    if cores > 1:
+        texts = [m.content for t in conv.turns for m in t.messages]
+        split = []
+        for _ in range(args.repeat):
+            timed = []
+            for threads in (1, cores):
+                cache = CountCache(TokenCounter(MODEL).encoding_name)
+                start = time.perf_counter()
+                cache.count_all(texts, threads)
+                timed.append(time.perf_counter() - start)
+            split.append((timed[1] / timed[0], *timed))
+        ratio, one, many = _median(split)
+        print(f"(f) tokenising every text on {cores} threads: {many:.3f} s = {ratio:.2f}× one thread's {one:.3f} s "
+              f"(tiktoken encodes holding the interpreter's lock unless it runs free-threaded; by default a "
+              f"batch goes on {encoding_threads()} thread(s) here)")
     print("targets met" if ok else "TARGETS MISSED")
 
 

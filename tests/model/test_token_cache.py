@@ -3,6 +3,8 @@ compare configs; long batches are tokenised across threads — with the same cou
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from benchmarks.workload import build_conversation
@@ -198,3 +200,25 @@ def test_preparing_a_batch_counts_every_text_once_and_each_role_once(monkeypatch
     counter.prepare(msgs)  # everything counted already: no role or text is asked for again
     assert counter.counts.counts == held
     assert not {"user", "assistant", "tool", "first question"} & set(asked[-1] if len(asked) > 1 else [])
+
+
+def test_a_long_batch_is_split_across_threads_by_default_only_without_the_global_lock(monkeypatch):
+    """tiktoken encodes holding the interpreter's lock: with it, threads only add the splitting."""
+    monkeypatch.setattr(tokens, "_cores", lambda: 4)
+    assert tokens.encoding_threads(gil=True) == 1
+    assert tokens.encoding_threads(gil=False) == 4
+    monkeypatch.setattr(tokens.sys, "_is_gil_enabled", lambda: False, raising=False)
+    assert tokens.encoding_threads() == 4
+    monkeypatch.setattr(tokens.sys, "_is_gil_enabled", lambda: True, raising=False)
+    assert tokens.encoding_threads() == 1
+    monkeypatch.delattr(tokens.sys, "_is_gil_enabled", raising=False)  # before Python 3.13: always locked
+    assert tokens.encoding_threads() == 1
+
+    split: list[int] = []
+    monkeypatch.setattr(tokens, "ThreadPoolExecutor", lambda n: split.append(n) or ThreadPoolExecutor(n))
+    texts = [m.content for t in build_conversation(500).turns for m in t.messages]
+    CountCache("o200k_base").count_all(texts)
+    assert split == []  # one thread on this interpreter
+    monkeypatch.setattr(tokens, "encoding_threads", lambda: 2)
+    CountCache("o200k_base").count_all(texts)
+    assert split == [2]
