@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import contextmanager
+import threading
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator
 
@@ -124,6 +125,13 @@ class Database:
         self._read_sessions = sessionmaker(self.engine.execution_options(memlens_read_only=True),
                                            expire_on_commit=False)
         self._turn_locks = TurnLocks(self.engine)
+        # SQLite has one writer at a time, and a writer that finds the file locked polls for it,
+        # sleeping up to 0.1 s between tries, while newcomers can take it first: under many
+        # concurrent turns a few waited seconds. This process's writers queue on a lock instead
+        # and are woken as soon as the one before them commits (other processes still wait on
+        # SQLite's busy timeout). Re-entrant: a write session opened inside another on the same
+        # thread waits on SQLite as before, never on itself.
+        self._writers = threading.RLock() if self.engine.dialect.name == "sqlite" else None
         if migrate:
             from .migrate import upgrade
 
@@ -141,15 +149,17 @@ class Database:
         ``write=False`` declares the block read-only, which on SQLite lets it run alongside a
         writer instead of queueing for the write lock.
         """
-        session = (self._sessions if write else self._read_sessions)()
-        try:
-            yield session
-            session.commit()
-        except BaseException:
-            session.rollback()
-            raise
-        finally:
-            session.close()
+        queue = self._writers if write and self._writers is not None else nullcontext()
+        with queue:
+            session = (self._sessions if write else self._read_sessions)()
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+            finally:
+                session.close()
 
     def conversation_lock(self, conversation_id: str, *, timeout: float = TURN_WAIT_SECONDS):
         """Hold a conversation's turn lock for a ``with`` block: one turn (or variable edit) at a
