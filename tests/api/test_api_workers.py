@@ -4,9 +4,11 @@ conversation still one at a time across them; SQLite is refused in one line."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -99,6 +101,73 @@ def test_two_workers_on_postgresql_run_concurrent_turns_on_one_conversation_as_o
         _counter_exact(db, conversation_id, rows)
     finally:
         db.dispose()
+
+
+def _accepted(pid: int, port: int) -> int:
+    """How many open client connections process ``pid`` accepted on local ``port``."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            established = fields[3] == "01"
+            if established and int(fields[1].rsplit(":", 1)[1], 16) == port and fields[9] in inodes:
+                count += 1
+    return count
+
+
+def _burst(server: ServerProcess, key: str, n: int = 16) -> list[int]:
+    """``n`` clients at once, each keeping its connection open: how many each child process holds."""
+    clients = [httpx.Client(timeout=120, headers={"Authorization": f"Bearer {key}"}) for _ in range(n)]
+    try:
+        start = threading.Barrier(n)
+        statuses: list[int] = []
+
+        def ask(client: httpx.Client) -> None:
+            start.wait(60)
+            statuses.append(client.get(f"{server.base_url}/parameters").status_code)
+
+        threads = [threading.Thread(target=ask, args=(c,)) for c in clients]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert statuses == [200] * n
+        # (The supervisor's other child, multiprocessing's resource tracker, accepts nothing.)
+        held = {w: _accepted(w, server.port) for w in _children(server.proc.pid)}
+    finally:
+        for c in clients:
+            c.close()
+    assert sum(held.values()) == n, held
+    return held
+
+
+def test_clients_that_keep_their_connections_are_spread_over_the_workers(postgres):
+    """A burst of clients that each keep one connection open (as HTTP client libraries do): on one
+    shared socket the first worker to wake accepted them all and the other idled. A worker that
+    dies is replaced on its own socket, so the spread holds afterwards."""
+    url = postgres.create_database()
+    _, key = prepare(url)
+    with ServerProcess(url, workers=2) as server:
+        held = _burst(server, key)
+        assert len([n for n in held.values() if n]) == 2, f"connections held per child process: {held}"
+
+        dead = max(held, key=held.get)
+        os.kill(dead, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (dead in _children(server.proc.pid) or
+                                               len(_children(server.proc.pid)) < len(held)):
+            time.sleep(0.2)
+        held = _burst(server, key)
+        assert dead not in held
+        assert len([n for n in held.values() if n]) == 2, f"after a worker died: {held}"
 
 
 def test_more_than_one_worker_on_sqlite_is_refused_in_one_line_and_creates_nothing(tmp_path):

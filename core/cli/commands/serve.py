@@ -6,9 +6,13 @@ started through the API show up in the UI. Models are called as the UI calls the
 providers, the demo model where no key is set); ``--demo`` answers every LLM node with the offline
 demo model in-process. The OpenAPI document is at ``/openapi.json``.
 
-``--workers N`` runs N server processes on the one listening socket (uvicorn's supervisor
-restarts a worker that dies). It needs PostgreSQL: turns on one conversation are serialised by
-database locks that hold across the workers, and the workers share one store.
+``--workers N`` runs N server processes on one port (the supervisor here starts a new worker when one
+dies). Each worker listens on a socket of its own, bound to the port with ``SO_REUSEPORT``, so the
+kernel spreads new connections across the workers: on one shared socket, whichever worker woke
+first accepted a whole burst of connections, and clients that keep their connection open (every
+HTTP client library does) then all talked to that one worker while the others idled. It needs
+PostgreSQL: turns on one conversation are serialised by database locks that hold across the
+workers, and the workers share one store.
 """
 
 from __future__ import annotations
@@ -25,12 +29,16 @@ _WORKER_DB = "MEMLENS_SERVE_DATABASE_URL"
 _WORKER_DEMO = "MEMLENS_SERVE_DEMO"
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def _listen(host: str, port: int, *, shared_port: bool = False) -> socket.socket:
+    """A listening socket on ``host:port``; with ``shared_port``, one of several on the same port
+    (``SO_REUSEPORT``: the kernel hands each new connection to one of them)."""
     from ..errors import UsageError
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if shared_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((host, port))
     except (OSError, OverflowError) as e:
@@ -62,6 +70,63 @@ def worker_app():
     return create_app(Database(os.environ[_WORKER_DB]), llm=DemoClient() if os.environ.get(_WORKER_DEMO) else None)
 
 
+def _serve_worker(sock: socket.socket, options: dict) -> None:
+    """One worker process: uvicorn on its own socket, with the app :func:`worker_app` builds."""
+    import uvicorn
+
+    try:
+        uvicorn.Server(uvicorn.Config(f"{__name__}:worker_app", factory=True, **options)).run(sockets=[sock])
+    except KeyboardInterrupt:  # the supervisor is stopping every worker
+        pass
+
+
+def _supervise(sockets: list[socket.socket], options: dict) -> int:
+    """Run one worker process per socket until SIGINT or SIGTERM, starting a new worker on the
+    socket of one that died (its socket stays open here meanwhile, so connections the kernel
+    gave it wait in its queue). A worker that fails while starting stops them all: its app or
+    database is broken and every restart would fail the same way."""
+    import multiprocessing
+    import signal
+    import threading
+
+    from uvicorn.config import STARTUP_FAILURE
+
+    multiprocessing.allow_connection_pickling()  # a socket passed to a spawned process
+    spawn = multiprocessing.get_context("spawn")
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+
+    def start(sock: socket.socket):
+        worker = spawn.Process(target=_serve_worker, args=(sock, options), daemon=False)
+        worker.start()
+        return worker
+
+    workers = [start(sock) for sock in sockets]
+    failed = False
+    while not stop.wait(0.5):
+        for i, worker in enumerate(workers):
+            if worker.is_alive():
+                continue
+            if worker.exitcode == STARTUP_FAILURE:
+                print(f"error: worker {worker.pid} failed to start; stopping", file=sys.stderr, flush=True)
+                failed = True
+                stop.set()
+                break
+            workers[i] = start(sockets[i])
+    for worker in workers:
+        if worker.is_alive():
+            worker.terminate()
+    for worker in workers:
+        worker.join(10)
+        if worker.is_alive():
+            worker.kill()
+            worker.join()
+    for sock in sockets:
+        sock.close()
+    return 1 if failed else 0
+
+
 def cmd_serve(args) -> int:
     import uvicorn
     from sqlalchemy.engine import make_url
@@ -80,26 +145,28 @@ def cmd_serve(args) -> int:
         raise UsageError(f"--workers {args.workers} needs PostgreSQL as the shared store (this is {backend}); "
                          f"give --db postgresql://… or run one worker")
     db = Database(args.db)
-    sock = _listen(args.host, args.port)
+    sockets = [_listen(args.host, args.port, shared_port=args.workers > 1)]
+    port = sockets[0].getsockname()[1]
+    try:
+        sockets += [_listen(args.host, port, shared_port=True) for _ in range(args.workers - 1)]
+    except UsageError:
+        for sock in sockets:
+            sock.close()
+        raise
     shown = make_url(db.url).render_as_string(hide_password=True)
-    port = sock.getsockname()[1]
     print(f"MemLens Service API on http://{args.host}:{port}/v1 — database {shown}"
           f"{' — demo model' if args.demo else ''}"
           f"{f' — {args.workers} workers' if args.workers > 1 else ''}", file=sys.stderr, flush=True)
     options = dict(log_level=args.log_level, access_log=args.log_level == "debug", timeout_graceful_shutdown=5)
     if args.workers == 1:
         app = create_app(db, llm=DemoClient() if args.demo else None)
-        uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
+        uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=sockets)
         return 0
-    from uvicorn.supervisors import Multiprocess
-
     db.dispose()  # migrated; each worker opens its own connections
     os.environ[_WORKER_DB] = db.url
     if args.demo:
         os.environ[_WORKER_DEMO] = "1"
-    config = uvicorn.Config(f"{__name__}:worker_app", factory=True, workers=args.workers, **options)
-    Multiprocess(config, sockets=[sock]).run()
-    return 0
+    return _supervise(sockets, options)
 
 
 def register(sub) -> None:
