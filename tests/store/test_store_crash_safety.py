@@ -8,6 +8,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from sqlalchemy import text
@@ -47,10 +48,17 @@ def _read_until(stream, prefix: str, seen: list[str]) -> str:
     """Lines up to the first starting with ``prefix`` (returned); the others are kept in ``seen``."""
     while True:
         line = stream.readline()
-        assert line, "the writer process ended unexpectedly"
+        assert line, "the writer process ended unexpectedly; its last lines: " + "".join(seen[-5:])
         if line.startswith(prefix):
             return line
         seen.append(line)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _gone(pid: int) -> bool:
@@ -62,6 +70,7 @@ def _gone(pid: int) -> bool:
 
 
 KILLS = 20
+WATCHDOG_SECONDS = 300
 
 
 def test_writers_killed_at_random_moments_leave_no_variable_change_without_its_turn(db_url):
@@ -74,11 +83,18 @@ def test_writers_killed_at_random_moments_leave_no_variable_change_without_its_t
     writers = subprocess.Popen([sys.executable, "-m", "tests.store.writer", "--fork", db_url, conv], cwd=ROOT,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
+    current: list[int] = []  # the writer running now
+    # A step that never comes (a writer that stops reporting, a kill that never lands) ends the
+    # processes instead of waiting forever: the read then fails with what was seen.
+    watchdog = threading.Timer(WATCHDOG_SECONDS, lambda: [_kill(p) for p in (*current, writers.pid)])
+    watchdog.daemon = True
+    watchdog.start()
     try:
         for _ in range(KILLS):
             writers.stdin.write("start\n")
             writers.stdin.flush()
             pid = int(_read_until(writers.stdout, "writer ", lines).split()[1])
+            current[:] = [pid]
             # Once this writer has committed a turn, kill it at a random moment of the ones after:
             # any moment, or one soon after a turn started running (so some kills land mid-turn).
             while not any(line.split()[2:] == [str(pid)] for line in lines if line.startswith("committed ")):
@@ -92,12 +108,16 @@ def test_writers_killed_at_random_moments_leave_no_variable_change_without_its_t
                         break
                 time.sleep(rng.uniform(0.0, 0.05))
             os.kill(pid, signal.SIGKILL)
+            current.clear()
             deadline = time.monotonic() + 30
             while not _gone(pid):
                 assert time.monotonic() < deadline, f"writer {pid} survived SIGKILL"
                 time.sleep(0.01)
             _consistent(db)
     finally:
+        watchdog.cancel()
+        for pid in current:  # still running when a step failed: it would keep the output open
+            _kill(pid)
         writers.stdin.close()  # the forking process ends at the end of its input
         out, err = writers.stdout.read(), writers.stderr.read()
         writers.wait(60)
