@@ -1,0 +1,263 @@
+"""OpenAI's counting recipe as TokenCounter applies it, the process count cache's bookkeeping (what
+it takes, keeps and lets go), how a long batch is split, and the model facts read from litellm's
+bundled map."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from core.model import tokens
+from core.model.conversation import Message, ToolCall
+from core.model.tokens import (MESSAGE_OVERHEAD, NAME_OVERHEAD, REPLY_PRIMING, CountCache, TokenCounter, _encoding,
+                               remember_counts)
+
+MODEL = "gpt-4o-mini"  # o200k_base, exact
+
+
+def enc(text: str) -> int:
+    return len(_encoding("o200k_base").encode_ordinary(text))
+
+
+@pytest.fixture
+def counter() -> TokenCounter:
+    return TokenCounter(MODEL, shared=False)
+
+
+# -- the recipe ------------------------------------------------------------------------------------
+
+def test_a_message_costs_its_overhead_role_and_content(counter):
+    m = Message("user", "Where is my parcel, Dana asks?", "query", 0)
+    assert counter.message(m) == MESSAGE_OVERHEAD + enc("user") + enc(m.content)
+    assert counter.messages([m]) == (counter.message(m),)
+
+
+def test_a_name_adds_its_tokens_and_one_in_a_message_and_in_chat(counter):
+    m = Message("user", "hello there", "query", 0, name="dana_smith")
+    expected = MESSAGE_OVERHEAD + enc("user") + enc("hello there") + NAME_OVERHEAD + enc("dana_smith")
+    assert counter.message(m) == expected
+    assert counter.messages([m]) == (expected,)
+    assert counter.chat("user", "hello there", "dana_smith") == expected
+    assert counter.chat("user", "hello there") == expected - NAME_OVERHEAD - enc("dana_smith")
+
+
+def test_every_tool_call_adds_its_name_and_arguments(counter):
+    calls = (ToolCall("c1", "lookup_order", '{"order_id": "4411"}'), ToolCall("c2", "weather", '{"city": "Lisbon"}'))
+    m = Message("assistant", "", "tool_call", 0, tool_calls=calls)
+    expected = MESSAGE_OVERHEAD + enc("assistant") + sum(enc(c.name) + enc(c.arguments) for c in calls)
+    assert counter.message(m) == expected
+    assert counter.messages([m]) == (expected,)
+
+
+def test_a_prompt_adds_the_reply_priming_once_to_its_messages(counter):
+    msgs = [Message("system", "Be brief.", "system", 0), Message("user", "Hi, I'm Dana.", "query", 1)]
+    assert counter.prompt(msgs) == REPLY_PRIMING + sum(counter.message(m) for m in msgs)
+    assert counter.prompt([]) == REPLY_PRIMING
+
+
+def test_the_quick_path_gives_what_the_full_recipe_gives_whatever_is_counted_already():
+    msgs = [Message("user", "first words", "query", 0), Message("assistant", "second words", "answer", 1),
+            Message("tool", "a result", "tool_result", 2, tool_call_id="c1")]
+    cold = TokenCounter(MODEL, shared=False)
+    expected = tuple(MESSAGE_OVERHEAD + enc(m.role) + enc(m.content) for m in msgs)
+    assert cold.messages(msgs) == expected  # nothing counted yet
+    assert cold.messages(msgs) == expected  # everything counted
+    partly = TokenCounter(MODEL, shared=False)
+    partly.text("first words")  # the content known, not the role
+    assert partly.messages(msgs) == expected
+    roles = TokenCounter(MODEL, shared=False)
+    roles.text("user")  # the role known, not the content
+    assert roles.messages(msgs) == expected
+
+
+def test_text_counts_once_and_then_reads_the_cache(counter):
+    assert counter.text("Lisbon in the evening") == enc("Lisbon in the evening")
+    assert counter.counts.counts["Lisbon in the evening"] == enc("Lisbon in the evening")
+    counter.counts.counts["Lisbon in the evening"] = 999  # what the cache holds is what is returned
+    assert counter.text("Lisbon in the evening") == 999
+    assert counter.text("") == 0
+
+
+def test_describe_says_which_encoding_and_whether_exact():
+    assert TokenCounter(MODEL).describe() == "o200k_base, exact"
+    assert TokenCounter("some-unknown-model").describe().endswith(", estimated")
+
+
+def test_a_counter_keeps_its_model_and_thread_cap():
+    c = TokenCounter(MODEL, shared=False, threads=3)
+    assert (c.model, c.threads) == (MODEL, 3)
+    assert c.counts is not tokens.count_cache(c.encoding_name)
+    assert TokenCounter(MODEL).counts is tokens.count_cache(c.encoding_name)
+
+
+# -- the cache's bookkeeping -------------------------------------------------------------------------
+
+def test_an_empty_text_costs_nothing_and_a_missing_one_is_counted():
+    cache = CountCache("o200k_base")
+    assert cache.count("") == 0
+    assert cache.count("a parcel") == enc("a parcel")
+    assert cache.counts == {"": 0, "a parcel": enc("a parcel")}
+
+
+def test_counts_known_from_the_store_are_taken_without_encoding_and_never_replace_what_is_held():
+    cache = CountCache("o200k_base")
+    cache.count("kept as counted")
+    cache.remember({"kept as counted": 500, "stored only": 7})
+    assert cache.counts == {"kept as counted": enc("kept as counted"), "stored only": 7}
+    assert cache._chars == len("kept as counted") + len("stored only")
+    cache.remember({})
+    assert cache._chars == len("kept as counted") + len("stored only")
+
+
+def test_remember_counts_takes_only_the_encodings_counted_here(monkeypatch):
+    monkeypatch.setattr(tokens, "_caches", {})
+    remember_counts("o200k_base", {"from the store": 4})
+    assert tokens.count_cache("o200k_base").counts == {"from the store": 4}
+    remember_counts("some_other_encoding", {"from elsewhere": 4})
+    assert "some_other_encoding" not in tokens._caches
+    remember_counts("cl100k_base", {})
+    assert "cl100k_base" not in tokens._caches
+
+
+def test_the_cache_lets_its_oldest_texts_go_at_its_limit_down_to_half_of_it():
+    cache = CountCache("o200k_base", limit_chars=100)
+    ten = [f"text {i:05d}" for i in range(10)]  # 10 characters each
+    cache.remember({t: 1 for t in ten})
+    assert list(cache.counts) == ten and cache._chars == 100  # at the limit: nothing let go
+    cache.remember({"one more!!": 1})  # 110 > 100: oldest first, down to 50
+    assert list(cache.counts) == [*ten[6:], "one more!!"]
+    assert cache._chars == 50
+    cache.remember({"x" * 200: 1})  # more than the limit on its own: everything goes
+    assert cache.counts == {} and cache._chars == 0
+    cache.remember({"fresh": 1})
+    assert cache._chars == 5
+
+
+def test_a_cache_starts_empty():
+    cache = CountCache("o200k_base")
+    assert (cache.counts, cache._chars, cache.limit_chars) == ({}, 0, tokens.COUNT_CACHE_CHARS)
+
+
+# -- splitting a long batch --------------------------------------------------------------------------
+
+@pytest.fixture
+def chunks_seen(monkeypatch):
+    """The chunks each count_all hands to _lengths, in order."""
+    seen: list[list[str]] = []
+    real = CountCache._lengths
+
+    def lengths(self, texts):
+        seen.append(list(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(CountCache, "_lengths", lengths)
+    return seen
+
+
+def test_a_batch_below_the_threshold_or_on_one_thread_is_not_split(monkeypatch, chunks_seen):
+    monkeypatch.setattr(tokens, "PARALLEL_MIN_CHARS", 40)
+    texts = [f"word{i:05d}" for i in range(3)]  # 27 characters
+    CountCache("o200k_base").count_all(texts, threads=2)
+    CountCache("o200k_base").count_all([*texts, "x" * 20], threads=1)
+    CountCache("o200k_base").count_all([*texts, "x" * 20], threads=0)  # no fewer than one thread
+    assert [len(c) for c in chunks_seen] == [3, 4, 4]
+
+
+def test_a_batch_at_the_threshold_is_split_into_one_chunk_of_about_equal_text_per_thread(monkeypatch, chunks_seen):
+    monkeypatch.setattr(tokens, "PARALLEL_MIN_CHARS", 40)
+    texts = [f"word{i:06d}" for i in range(4)]  # 10 characters each: exactly the threshold
+    cache = CountCache("o200k_base")
+    cache.count_all(texts, threads=2)
+    assert chunks_seen == [texts[:2], texts[2:]]
+    assert cache.counts == {t: enc(t) for t in texts}
+    chunks_seen.clear()
+    more = [f"word{i:06d}" for i in range(10, 19)]  # 90 characters on 3 threads: 30 each
+    CountCache("o200k_base").count_all(more, threads=3)
+    assert chunks_seen == [more[:3], more[3:6], more[6:]]
+
+
+def test_the_last_thread_takes_whatever_is_left(monkeypatch, chunks_seen):
+    monkeypatch.setattr(tokens, "PARALLEL_MIN_CHARS", 1)
+    texts = ["a" * 30, "b" * 5, "c" * 5, "d" * 5]  # the first text alone is over half
+    CountCache("o200k_base").count_all(texts, threads=2)
+    assert chunks_seen == [texts[:1], texts[1:]]
+
+
+def test_count_all_skips_what_is_counted_and_counts_a_repeated_text_once(chunks_seen):
+    cache = CountCache("o200k_base")
+    cache.count("already")
+    cache.count_all(["already", "new", "new", "", "other"], threads=1)
+    assert chunks_seen == [["new", "other"]]
+    cache.count_all(["already", "new"], threads=1)
+    assert len(chunks_seen) == 1  # nothing left to count: no call at all
+
+
+def test_prepare_passes_its_thread_cap_unless_one_is_given(monkeypatch):
+    asked: list[object] = []
+    c = TokenCounter(MODEL, shared=False, threads=3)
+    monkeypatch.setattr(c.counts, "count_all", lambda texts, threads=None: asked.append(threads))
+    msgs = [Message("user", "some words", "query", 0)]
+    c.prepare(msgs)
+    c.prepare(msgs, threads=1)
+    assert asked == [3, 1]
+
+
+def test_lengths_use_the_compiled_encoder_and_fall_back_on_text_it_refuses(monkeypatch):
+    encoding = _encoding("o200k_base")
+    used: list[str] = []
+
+    class Core:
+        def encode_ordinary(self, text):
+            used.append(text)
+            return encoding._core_bpe.encode_ordinary(text)
+
+    class Wrapped:
+        _core_bpe = Core()
+
+        def encode_ordinary(self, text):
+            used.append("wrapper")
+            return encoding.encode_ordinary(text)
+
+    monkeypatch.setattr(tokens, "_encoding", lambda name: Wrapped())
+    cache = CountCache("o200k_base")
+    assert cache._lengths(["two words", "three more words"]) == [enc("two words"), enc("three more words")]
+    assert used == ["two words", "three more words"]
+    used.clear()
+    lone = "half a pair \ud83d"
+    assert cache._lengths([lone]) == [len(encoding.encode_ordinary(lone))]
+    assert used[-1] == "wrapper"
+
+
+# -- model facts and the bundled files ---------------------------------------------------------------
+
+def test_model_facts_come_from_litellms_bundled_map_by_full_or_bare_name():
+    facts = tokens.model_facts("gpt-4o-mini")
+    assert (facts.known, facts.source) == (True, "litellm model map")
+    assert facts.context_size and facts.context_size >= 128_000 and facts.max_output
+    for name in ("openai/gpt-4o-mini", "azure/gpt-4o-mini"):
+        same = tokens.model_facts(name)
+        assert (same.context_size, same.max_output, same.known) == (facts.context_size, facts.max_output, True)
+    unknown = tokens.model_facts("no-such-model-anywhere")
+    assert (unknown.context_size, unknown.max_output, unknown.known, unknown.source) == (None, None, False, "unknown")
+    demo = tokens.model_facts(tokens.DEMO_MODEL)
+    assert (demo.context_size, demo.max_output, demo.source) == (16384, 1024, "MemLens demo model")
+
+
+def test_vision_support_comes_from_the_map_and_is_no_for_unknown_and_demo_models():
+    assert tokens.model_supports_vision("gpt-4o") is True
+    assert tokens.model_supports_vision("openai/gpt-4o") is True
+    assert tokens.model_supports_vision("gpt-3.5-turbo") is False
+    assert tokens.model_supports_vision("no-such-model-anywhere") is False
+    assert tokens.model_supports_vision(tokens.DEMO_MODEL) is False
+
+
+def test_the_encodings_are_read_from_litellms_bundled_folder(monkeypatch):
+    base = tokens._litellm_dir()
+    assert base and os.path.isdir(os.path.join(base, "litellm_core_utils", "tokenizers"))
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    tokens._ensure_tiktoken_cache()
+    assert os.environ["TIKTOKEN_CACHE_DIR"] == os.path.join(base, "litellm_core_utils", "tokenizers")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "/somewhere/chosen")
+    tokens._ensure_tiktoken_cache()  # a folder the user chose is kept
+    assert os.environ["TIKTOKEN_CACHE_DIR"] == "/somewhere/chosen"
