@@ -225,7 +225,7 @@ def debugger_steps(page, meter: Meter, turns: int, visit: int) -> dict[str, tupl
         variables.get_by_text(re.compile(rf"^after turn {turn}:")), reruns=False)
     switchboard = page.get_by_role("tabpanel", name="Switchboard")
     meter.measure(lambda: page.get_by_role("tab", name="Switchboard").click(), switchboard, reruns=False)
-    window = switchboard.locator('[class*="-responder_window_turns"] input')  # the editor's key names the node
+    window = switchboard.locator('[data-stale="false"][class*="-responder_window_turns"] input')  # its key names the node
 
     def change() -> None:
         window.fill(str(6 + visit))  # the flow sets 4

@@ -101,9 +101,9 @@ def test_rerun_a_turn_as_a_branch_then_flip_back_and_the_switchboard_agrees_with
         inspect(11)  # turn 6's answer
         page.get_by_role("tab", name="Switchboard").click()
         # The Responder's window (the memory-config editor's key ends in <node>_window_turns).
-        responder_window = '[class*="-responder_window_turns"] input'
+        # Not one Streamlit marks stale: until a rerun ends, the previous turn's editor stays beside the new one.
+        responder_window = '[data-stale="false"][class*="-responder_window_turns"] input'
         window = page.locator(responder_window)
-        # Until the inspect rerun ends, the previous turn's editor can stay beside the new one.
         expect(window).to_have_count(1, timeout=90_000)
         recorded = window.input_value()
         window.fill("6")
@@ -114,6 +114,7 @@ def test_rerun_a_turn_as_a_branch_then_flip_back_and_the_switchboard_agrees_with
         page.get_by_role("tab", name="Switchboard").click()
         # Until the rerun ends, the previous turn's editor can stay in the page beside the new one (its key
         # names the inspected turn), so wait for the one editor left rather than the first look.
+        expect(page.locator(responder_window)).to_have_count(1, timeout=90_000)  # (a strict check fails at once)
         expect(page.locator(responder_window)).to_have_value("6", timeout=90_000)  # what the re-run ran with
 
         # Flip turn 6 back to its first version: the thread of the recorded turns, window as recorded.
@@ -121,6 +122,7 @@ def test_rerun_a_turn_as_a_branch_then_flip_back_and_the_switchboard_agrees_with
         query6.get_by_role("button").first.click()  # ‹ previous version
         expect(box.get_by_text("turn 6 · 1/2").first).to_be_visible(timeout=90_000)
         page.get_by_role("tab", name="Switchboard").click()
+        expect(page.locator(responder_window)).to_have_count(1, timeout=90_000)
         expect(page.locator(responder_window)).to_have_value(recorded, timeout=90_000)
         expect(page.get_by_text("No change: ledgers are as recorded.")).to_be_visible(timeout=90_000)
         assert page.get_by_text("new turns use dify window 6", exact=False).count() >= 1
