@@ -261,3 +261,105 @@ def test_the_encodings_are_read_from_litellms_bundled_folder(monkeypatch):
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "/somewhere/chosen")
     tokens._ensure_tiktoken_cache()  # a folder the user chose is kept
     assert os.environ["TIKTOKEN_CACHE_DIR"] == "/somewhere/chosen"
+
+
+# -- what the mutation run showed untested ------------------------------------------------------------
+
+def test_the_core_count_is_the_processs_cpu_affinity_else_the_cpu_count_never_below_one(monkeypatch):
+    monkeypatch.setattr(tokens.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert tokens._cores() == 3
+    monkeypatch.setattr(tokens.os, "sched_getaffinity", lambda pid: set(), raising=False)
+    assert tokens._cores() == 1
+    monkeypatch.delattr(tokens.os, "sched_getaffinity", raising=False)  # not on Linux
+    monkeypatch.setattr(tokens.os, "cpu_count", lambda: 6)
+    assert tokens._cores() == 6
+    monkeypatch.setattr(tokens.os, "cpu_count", lambda: None)
+    assert tokens._cores() == 1
+    monkeypatch.setattr(tokens.os, "cpu_count", lambda: 0)
+    assert tokens._cores() == 1
+
+
+def test_a_counted_text_is_read_from_the_cache_without_encoding(monkeypatch):
+    cache = CountCache("o200k_base")
+    cache.counts["held"] = 42
+    monkeypatch.setattr(tokens, "_encoding", lambda name: pytest.fail("encoded a text the cache holds"))
+    assert cache.count("held") == 42
+    counter = TokenCounter(MODEL, shared=False)
+    counter.counts.counts.update({"held": 42, "user": 1})
+    monkeypatch.setattr(counter.counts, "count", lambda text: pytest.fail("went past the counter's own look-up"))
+    assert counter.text("held") == 42
+    # A plain message whose role and content are both held costs two look-ups, not the full recipe.
+    monkeypatch.setattr(counter, "message", lambda m: pytest.fail("took the full recipe"))
+    assert counter.messages([Message("user", "held", "query", 0)]) == (MESSAGE_OVERHEAD + 1 + 42,)
+
+
+def test_chunk_boundaries_fall_where_a_thread_has_its_share_of_the_text(monkeypatch, chunks_seen):
+    monkeypatch.setattr(tokens, "PARALLEL_MIN_CHARS", 1)
+    two = ["a" * 19, "b", "c" * 20]  # 40 characters, 20 a thread: the second text completes the first share
+    CountCache("o200k_base").count_all(two, threads=2)
+    assert chunks_seen == [two[:2], two[2:]]
+    chunks_seen.clear()
+    three = ["d" * 20, "e" * 19, "f", "g" * 20]  # 60 characters, 20 a thread
+    CountCache("o200k_base").count_all(three, threads=3)
+    assert chunks_seen == [three[:1], three[1:3], three[3:]]
+
+
+def test_a_counter_counts_for_gpt_4o_mini_unless_told_otherwise():
+    c = TokenCounter()
+    assert (c.model, c.encoding_name, c.exact) == ("gpt-4o-mini", "o200k_base", True)
+
+
+def test_model_facts_keep_the_asked_name_and_read_a_context_from_max_tokens_when_no_input_limit(monkeypatch):
+    monkeypatch.setattr(tokens, "_model_map", lambda: {
+        "old-model": {"max_tokens": 8000},
+        "no-output": {"max_input_tokens": 100, "max_output_tokens": 0},
+        "looks": {"max_input_tokens": 100, "supports_vision": True},
+    })
+    facts = tokens.model_facts("old-model")
+    assert (facts.model, facts.context_size, facts.max_output, facts.known) == ("old-model", 8000, None, True)
+    assert tokens.model_facts("no-output").max_output is None
+    proxied = tokens.model_facts("my-proxy/old-model")  # any provider prefix: the bare name is tried
+    assert (proxied.model, proxied.context_size, proxied.known) == ("my-proxy/old-model", 8000, True)
+    assert tokens.model_facts("nothing").model == "nothing"
+    demo = tokens.model_facts(tokens.DEMO_MODEL)
+    assert (demo.model, demo.known) == (tokens.DEMO_MODEL, True)
+    assert tokens.model_supports_vision("my-proxy/looks") is True
+    assert tokens.model_supports_vision("my-proxy/old-model") is False
+
+
+def test_langchains_chat_model_count_adds_three_for_a_tool_results_call_id():
+    counter = TokenCounter(MODEL, shared=False)
+    result = Message("tool", "order 4411 shipped", "tool_result", 0, tool_call_id="call_1")
+    plain = Message("assistant", "order 4411 shipped", "answer", 1)
+    assert tokens.chat_model_message_tokens(counter, result) == counter.message(result) + tokens.TOOL_CALL_ID_TOKENS
+    assert tokens.chat_model_message_tokens(counter, plain) == counter.message(plain)
+
+
+@pytest.mark.parametrize("message", [
+    Message("user", "Hi, I'm Dana.", "query", 0),
+    Message("user", "odd", "query", 0, name="dana"),
+    Message("assistant", "", "tool_call", 0, tool_calls=(ToolCall("call_1", "lookup_order", '{"order_id": "4411"}'),
+                                                          ToolCall("call_2", "weather", ""))),
+    Message("assistant", "checking", "tool_call", 0, tool_calls=(ToolCall("call_3", "lookup", "[1, 2]"),
+                                                                  ToolCall("call_4", "broken", "{not json"))),
+    Message("tool", "order 4411 shipped on Monday", "tool_result", 0, tool_call_id="call_1"),
+])
+def test_the_approximate_count_is_langchains_count_tokens_approximately(message):
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    if message.role == "user":
+        lc = HumanMessage(message.content, name=message.name)
+    elif message.role == "tool":
+        lc = ToolMessage(message.content, tool_call_id=message.tool_call_id)
+    else:
+        calls = [{"name": c.name, "args": tokens._arguments(c.arguments), "id": c.id} for c in message.tool_calls]
+        lc = AIMessage(message.content, tool_calls=calls)
+    assert tokens.approximate_message_tokens(message) == count_tokens_approximately([lc])
+
+
+def test_tool_arguments_that_are_not_a_json_object_read_as_no_arguments():
+    assert tokens._arguments('{"a": 1}') == {"a": 1}
+    assert tokens._arguments("") == {}
+    assert tokens._arguments("[1, 2]") == {}
+    assert tokens._arguments("{not json") == {}
