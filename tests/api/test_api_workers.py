@@ -30,8 +30,9 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _database_peers(pid: int, port: int) -> int:
-    """How many TCP connections process ``pid`` holds to ``port`` (its database connections)."""
+def _tcp_connections(pid: int) -> list[list[str]]:
+    """The rows of /proc/net/tcp{,6} for the sockets process ``pid`` holds (fields as the kernel
+    prints them: [1] local address:port, [2] remote address:port, [3] state, [9] inode)."""
     inodes = set()
     for fd in Path(f"/proc/{pid}/fd").iterdir():
         try:
@@ -40,13 +41,22 @@ def _database_peers(pid: int, port: int) -> int:
             continue
         if target.startswith("socket:["):
             inodes.add(target[8:-1])
-    count = 0
+    rows = []
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         for line in Path(table).read_text().splitlines()[1:]:
             fields = line.split()
-            if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[9] in inodes:
-                count += 1
-    return count
+            if fields[9] in inodes:
+                rows.append(fields)
+    return rows
+
+
+def _port(address: str) -> int:
+    return int(address.rsplit(":", 1)[1], 16)
+
+
+def _database_peers(pid: int, port: int) -> int:
+    """How many TCP connections process ``pid`` holds to ``port`` (its database connections)."""
+    return sum(1 for fields in _tcp_connections(pid) if _port(fields[2]) == port)
 
 
 def test_two_workers_on_postgresql_run_concurrent_turns_on_one_conversation_as_one_thread(postgres):
@@ -105,22 +115,8 @@ def test_two_workers_on_postgresql_run_concurrent_turns_on_one_conversation_as_o
 
 def _accepted(pid: int, port: int) -> int:
     """How many open client connections process ``pid`` accepted on local ``port``."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            established = fields[3] == "01"
-            if established and int(fields[1].rsplit(":", 1)[1], 16) == port and fields[9] in inodes:
-                count += 1
-    return count
+    established = "01"
+    return sum(1 for fields in _tcp_connections(pid) if fields[3] == established and _port(fields[1]) == port)
 
 
 def _burst(server: ServerProcess, key: str, n: int = 16) -> list[int]:
