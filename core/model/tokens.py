@@ -112,15 +112,13 @@ def _cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def encoding_threads(gil: bool | None = None) -> int:
+def encoding_threads() -> int:
     """The threads a long batch is split across by default: one per core where the interpreter
     runs without its global lock, else one (tiktoken encodes holding the lock; measured on
     Python 3.11 with tiktoken 0.14, two threads on two halves of a long batch took as long as one
-    thread on all of it)."""
-    if gil is None:
-        is_enabled = getattr(sys, "_is_gil_enabled", None)
-        gil = True if is_enabled is None else bool(is_enabled())
-    return 1 if gil else _cores()
+    thread on all of it). Before Python 3.13 the lock is always on."""
+    gil_enabled = getattr(sys, "_is_gil_enabled", None)
+    return _cores() if gil_enabled is not None and not gil_enabled() else 1
 
 
 class CountCache:

@@ -36,6 +36,11 @@ def resolve_url(url: str | None = None) -> str:
     return url or os.environ.get(ENV_URL) or default_url()
 
 
+#: How long a SQLite writer waits for the write lock before it gives up ("database is locked"):
+#: SQLite's busy timeout, and the longest a write session queues in this process first.
+SQLITE_BUSY_SECONDS = 30
+
+
 def _sqlite_connect(dbapi_conn, _record) -> None:
     # Let SQLAlchemy's "begin" event start transactions itself (see make_engine).
     dbapi_conn.isolation_level = None
@@ -43,7 +48,7 @@ def _sqlite_connect(dbapi_conn, _record) -> None:
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_SECONDS * 1000}")
     cur.close()
 
 
@@ -97,7 +102,7 @@ def make_engine(url: str) -> Engine:
         lenient = {"json_deserializer": lenient_json}
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
-            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **lenient)
+            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS}, **lenient)
         else:
             engine = create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool, **lenient)
         event.listen(engine, "connect", _sqlite_connect)
@@ -130,7 +135,8 @@ class Database:
         # concurrent turns a few waited seconds. This process's writers queue on a lock instead
         # and are woken as soon as the one before them commits (other processes still wait on
         # SQLite's busy timeout). Re-entrant: a write session opened inside another on the same
-        # thread waits on SQLite as before, never on itself.
+        # thread waits on SQLite as before, never on itself. A writer queued longer than the busy
+        # timeout goes on to SQLite's own wait, so a stuck writer still ends in SQLite's error.
         self._writers = threading.RLock() if self.engine.dialect.name == "sqlite" else None
         if migrate:
             from .migrate import upgrade
@@ -149,8 +155,7 @@ class Database:
         ``write=False`` declares the block read-only, which on SQLite lets it run alongside a
         writer instead of queueing for the write lock.
         """
-        queue = self._writers if write and self._writers is not None else nullcontext()
-        with queue:
+        with self._queued() if write and self._writers is not None else nullcontext():
             session = (self._sessions if write else self._read_sessions)()
             try:
                 yield session
@@ -160,6 +165,17 @@ class Database:
                 raise
             finally:
                 session.close()
+
+    @contextmanager
+    def _queued(self) -> Iterator[None]:
+        """This process's turn to write on SQLite, waited for at most :data:`SQLITE_BUSY_SECONDS`."""
+        assert self._writers is not None
+        queued = self._writers.acquire(timeout=SQLITE_BUSY_SECONDS)
+        try:
+            yield
+        finally:
+            if queued:
+                self._writers.release()
 
     def conversation_lock(self, conversation_id: str, *, timeout: float = TURN_WAIT_SECONDS):
         """Hold a conversation's turn lock for a ``with`` block: one turn (or variable edit) at a

@@ -4,6 +4,7 @@ busy server wait seconds while newer ones went first)."""
 
 import threading
 
+import pytest
 from sqlalchemy import text
 
 from core.store.db import Database
@@ -105,4 +106,34 @@ def test_a_failed_write_session_lets_the_next_one_in(tmp_path):
     assert done.wait(WAIT)
     with db.session(write=False) as s:
         assert s.execute(text("SELECT value FROM settings WHERE key = 'a'")).scalar() == '"2"'
+    db.dispose()
+
+
+def test_a_writer_queued_past_the_busy_timeout_gets_sqlites_locked_error_instead_of_waiting_on(tmp_path, monkeypatch):
+    from sqlalchemy.exc import OperationalError
+
+    from core.store import db as db_module
+
+    monkeypatch.setattr(db_module, "SQLITE_BUSY_SECONDS", 0.3)
+    db = Database(f"sqlite:///{tmp_path / 'memlens.db'}")
+    holding, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with db.session() as s:
+            _setting(s, "a", "1")
+            holding.set()
+            release.wait(WAIT)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    try:
+        assert holding.wait(WAIT)
+        with pytest.raises(OperationalError, match="locked"):
+            with db.session() as s:
+                _setting(s, "b", "2")
+    finally:
+        release.set()
+        t.join(WAIT)
+    with db.session() as s:  # the queue is free again once the holder commits
+        _setting(s, "c", "3")
     db.dispose()
