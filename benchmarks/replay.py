@@ -13,8 +13,8 @@ measures, in this one process:
 (e) the peak memory of building and replaying the whole conversation, in a child process: what
     Python allocates over the interpreter's baseline with tiktoken and the model map loaded, and
     how much of it is the conversation itself;
-(f) why (b) gains nothing from a second core here: the count cache tokenising every text on one
-    thread and split across every core, without replaying.
+(f) what the second core buys: the count cache tokenising every text in this process alone and
+    split across one process per core, without replaying.
 
 Targets: each replay from cold at most 1.0× the floor on every core and 1.25× on one core; at
 least 50× faster than the literal baseline; peak memory under 3× the conversation's text. On a
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.workload import build_conversation, floor_seconds  # noqa: E402
 from core.memory.replay import MemoryConfig, Replay  # noqa: E402
 from core.model.conversation import Conversation  # noqa: E402
-from core.model.tokens import CountCache, TokenCounter, _cores, _encoding, encoding_threads, model_facts  # noqa: E402
+from core.model.tokens import CountCache, TokenCounter, _cores, _encoding, encoding_workers, model_facts  # noqa: E402
 
 MODEL = "gpt-4o-mini"
 #: Small enough that the budget prunes on most turns (about 1,900 tokens of history are left).
@@ -47,10 +47,10 @@ CONTEXT = 2_000 + 1_000
 DIFY = MemoryConfig(strategy="dify", window=50, model=MODEL, context_size=CONTEXT, plugin_token_counting=True)
 
 
-def replay_seconds(conv: Conversation, config: MemoryConfig, threads: int | None = None,
+def replay_seconds(conv: Conversation, config: MemoryConfig, workers: int | None = None,
                    counter: TokenCounter | None = None) -> tuple[float, int]:
     """A full replay; by default with a private, empty count cache, so it pays its own tokenising."""
-    counter = counter or TokenCounter(MODEL, shared=False, threads=threads)
+    counter = counter or TokenCounter(MODEL, shared=False, workers=workers)
     start = time.perf_counter()
     summaries = Replay(conv, config, counter=counter).summaries()
     return time.perf_counter() - start, sum(s.dropped for s in summaries)
@@ -132,11 +132,11 @@ def main() -> None:
     shared: list[tuple[float, float]] = []
     for _ in range(args.repeat):
         for label, cfg in configs.items():
-            for threads in (cores, 1):
+            for workers in (cores, 1):
                 floor = floor_seconds(conv, MODEL)
                 floors.append(floor)
-                seconds, dropped = replay_seconds(conv, cfg, threads)
-                results.setdefault((label, threads), []).append((seconds / floor, seconds, dropped))
+                seconds, dropped = replay_seconds(conv, cfg, workers)
+                results.setdefault((label, workers), []).append((seconds / floor, seconds, dropped))
         floor = floor_seconds(conv, MODEL)
         floors.append(floor)
         counter = TokenCounter(MODEL, shared=False)
@@ -151,14 +151,14 @@ def main() -> None:
           f"over the run (each replay below is divided by the floor pass just before it)")
     ok = True
     for label in configs:
-        for threads, target in ((cores, 1.0), (1, 1.25)):
-            ratio, seconds, dropped = _median(results[label, threads])
+        for workers, target in ((cores, 1.0), (1, 1.25)):
+            ratio, seconds, dropped = _median(results[label, workers])
             met = ratio <= target
             ok &= met
-            print(f"(b) replay {label}, {threads} core(s), from cold: {seconds:.3f} s = {ratio:.2f}× floor "
+            print(f"(b) replay {label}, {workers} core(s), from cold: {seconds:.3f} s = {ratio:.2f}× floor "
                   f"(target ≤ {target}×) {'met' if met else 'NOT met'}"
                   + (f"; {dropped / args.turns:,.0f} earlier messages left out per turn on average"
-                     if threads == 1 else ""))
+                     if workers == 1 else ""))
     ratio, per_config = _median(shared)
     print(f"(c) the {len(configs)} configs sharing one count cache: {per_config:.3f} s per config = "
           f"{ratio:.2f}× floor (target ≤ 1.0×) {'met' if ratio <= 1 else 'NOT met'}")
@@ -193,16 +193,15 @@ def main() -> None:
         split = []
         for _ in range(args.repeat):
             timed = []
-            for threads in (1, cores):
+            for workers in (1, cores):
                 cache = CountCache(TokenCounter(MODEL).encoding_name)
                 start = time.perf_counter()
-                cache.count_all(texts, threads)
+                cache.count_all(texts, workers)
                 timed.append(time.perf_counter() - start)
             split.append((timed[1] / timed[0], *timed))
         ratio, one, many = _median(split)
-        print(f"(f) tokenising every text on {cores} threads: {many:.3f} s = {ratio:.2f}× one thread's {one:.3f} s "
-              f"(tiktoken encodes holding the interpreter's lock unless it runs free-threaded; by default a "
-              f"batch goes on {encoding_threads()} thread(s) here)")
+        print(f"(f) tokenising every text split across {cores} processes: {many:.3f} s = {ratio:.2f}× this "
+              f"process alone, {one:.3f} s (by default a long batch goes to {encoding_workers()} process(es) here)")
     print("targets met" if ok else "TARGETS MISSED")
 
 

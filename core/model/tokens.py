@@ -12,9 +12,10 @@ that ``import litellm`` (about 3 s) never happens on this path.
 
 Counts are remembered per (encoding, text) for the whole process, so replays, compare configs and
 recorded turns on models that share an encoding tokenise each text once; long batches (imports,
-replays of long conversations) are tokenised on every core where tiktoken's encoder runs without
-Python's global lock (a free-threaded interpreter), and on one thread otherwise: tiktoken holds
-the lock while it encodes, so with it two threads take as long as one, plus the splitting.
+replays of long conversations) are split across every core in forked processes. Not threads:
+tiktoken lets go of Python's global lock while it encodes, but a chat message takes it a few
+microseconds, and two threads handing the lock back and forth for every message took as long as
+one thread on all of them (Python 3.11, tiktoken 0.14).
 """
 
 from __future__ import annotations
@@ -22,12 +23,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import select
+import signal
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
+from array import array
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from .conversation import Message
 
@@ -100,9 +104,18 @@ def resolve_encoding(model: str) -> tuple[str, bool]:
 #: The text a process's count cache may hold per encoding before its oldest entries are let go
 #: (the cache holds the texts themselves, so this bounds its memory in a long-running service).
 COUNT_CACHE_CHARS = 64_000_000
-#: A batch is split across threads only when it is at least this long (threads cost more than
-#: they save on a few texts).
-PARALLEL_MIN_CHARS = 200_000
+#: A batch is split across processes only when it is at least this long: a fork costs a few
+#: milliseconds (more in a larger process), the time tiktoken takes on about 200,000 characters,
+#: and only half the batch's time is saved on two cores.
+PARALLEL_MIN_CHARS = 1_000_000
+#: A counting child that has not answered this many times as long as the parent took over its own
+#: share, plus CHILD_GRACE_SECONDS, is taken to be stuck — on a lock another thread of the parent
+#: held mid-use, which fork copies locked — and is killed; the parent then counts that share itself.
+CHILD_PATIENCE = 4
+CHILD_GRACE_SECONDS = 1.0
+#: Whether this process may fork counting children: Linux's fork, not macOS's (whose system
+#: libraries are not safe to use in a forked child) nor Windows, which has none.
+CAN_FORK = sys.platform == "linux" and hasattr(os, "fork")
 
 
 def _cores() -> int:
@@ -112,13 +125,83 @@ def _cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def encoding_threads() -> int:
-    """The threads a long batch is split across by default: one per core where the interpreter
-    runs without its global lock, else one (tiktoken encodes holding the lock; measured on
-    Python 3.11 with tiktoken 0.14, two threads on two halves of a long batch took as long as one
-    thread on all of it). Before Python 3.13 the lock is always on."""
-    gil_enabled = getattr(sys, "_is_gil_enabled", None)
-    return _cores() if gil_enabled is not None and not gil_enabled() else 1
+def encoding_workers() -> int:
+    """The processes a long batch is split across by default: one per core where this process
+    can fork counting children, else one (this process alone)."""
+    return _cores() if CAN_FORK else 1
+
+
+def _shares(texts: list[str], chars: int, workers: int) -> list[list[str]]:
+    """``texts`` (``chars`` characters in all) in at most ``workers`` contiguous shares of about
+    equal text: a share ends on the text that brings it to its part of the whole; the last takes
+    whatever is left."""
+    shares: list[list[str]] = []
+    share: list[str] = []
+    size, target = 0, chars / workers
+    for t in texts:
+        share.append(t)
+        size += len(t)
+        if size >= target and len(shares) < workers - 1:
+            shares.append(share)
+            share, size = [], 0
+    shares.append(share)
+    return shares
+
+
+def _fork_counting(lengths: Callable[[list[str]], list[int]], texts: list[str]) -> tuple[int, int] | None:
+    """Starts a child that counts ``texts`` with ``lengths`` and writes the counts to a pipe, as
+    machine integers; the child shares the parent's memory, so nothing is sent to it. The child's
+    pid and the pipe's reading end, or None when no child could be started."""
+    try:
+        read, write = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        return None
+    if pid == 0:  # the child: count, send, and leave at once, running none of the parent's cleanup
+        status = 1
+        try:
+            os.close(read)
+            data = memoryview(array("q", lengths(texts)).tobytes())
+            while data:
+                data = data[os.write(write, data):]
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write)
+    return pid, read
+
+
+def _collect(child: tuple[int, int], expected: int, deadline: float) -> list[int] | None:
+    """A counting child's counts, or None when it failed, sent the wrong number of counts or was
+    still silent at ``deadline`` (then it is killed). The child is always reaped."""
+    pid, read = child
+    chunks: list[bytes] = []
+    finished = False
+    try:
+        while True:
+            ready, _, _ = select.select([read], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            chunk = os.read(read, 1 << 20)
+            if not chunk:
+                finished = True
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read)
+        if not finished:
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    if not finished or status != 0:
+        return None
+    counts = array("q")
+    counts.frombytes(b"".join(chunks))
+    return counts.tolist() if len(counts) == expected else None
 
 
 class CountCache:
@@ -138,32 +221,27 @@ class CountCache:
             self._remember((text,), (n,))
         return n
 
-    def count_all(self, texts: Iterable[str], threads: int | None = None) -> None:
-        """Counts every text not counted yet, splitting a long batch across ``threads`` threads
-        (default: :func:`encoding_threads`)."""
+    def count_all(self, texts: Iterable[str], workers: int | None = None) -> None:
+        """Counts every text not counted yet, splitting a long batch across ``workers`` processes
+        (default: :func:`encoding_workers`): this one and a forked child per other share."""
         counts = self.counts
         missing = list(dict.fromkeys(t for t in texts if t and t not in counts))
         if not missing:
             return
-        threads = encoding_threads() if threads is None else max(1, threads)
+        workers = encoding_workers() if workers is None else max(1, workers)
         chars = sum(map(len, missing))
-        if threads == 1 or chars < PARALLEL_MIN_CHARS:
+        if workers == 1 or chars < PARALLEL_MIN_CHARS:
             self._remember(missing, self._lengths(missing))
             return
-        # One contiguous chunk per thread, of about equal text: tiktoken's encode_ordinary_batch
-        # submits one task per text, and on short chat messages that bookkeeping costs more than
-        # the second core saves (measured: 2.9x the single-thread time on 23,000 messages).
-        chunks, chunk, size, share = [], [], 0, chars / threads
-        for t in missing:
-            chunk.append(t)
-            size += len(t)
-            if size >= share and len(chunks) < threads - 1:
-                chunks.append(chunk)
-                chunk, size = [], 0
-        chunks.append(chunk)
-        with ThreadPoolExecutor(len(chunks)) as pool:
-            for chunk, lengths in zip(chunks, pool.map(self._lengths, chunks)):
-                self._remember(chunk, lengths)
+        shares = _shares(missing, chars, workers)
+        _encoding(self.encoding_name)  # loaded before forking, so every child has it
+        children = [_fork_counting(self._lengths, s) for s in shares[1:]]
+        start = time.monotonic()
+        self._remember(shares[0], self._lengths(shares[0]))
+        deadline = time.monotonic() + CHILD_PATIENCE * (time.monotonic() - start) + CHILD_GRACE_SECONDS
+        for s, child in zip(shares[1:], children):
+            found = _collect(child, len(s), deadline) if child is not None else None
+            self._remember(s, found if found is not None else self._lengths(s))
 
     def remember(self, found: dict[str, int]) -> None:
         """Counts known from elsewhere (stored with the messages): texts not held yet are taken
@@ -228,12 +306,12 @@ def count_cache(encoding_name: str) -> CountCache:
 
 class TokenCounter:
     """Counts tokens for one model; counts come from the process's cache for its encoding (a
-    private cache with ``shared=False``, for measuring tokenisation from cold). ``threads`` caps
-    the threads a long batch is split across (default: :func:`encoding_threads`)."""
+    private cache with ``shared=False``, for measuring tokenisation from cold). ``workers`` caps
+    the processes a long batch is split across (default: :func:`encoding_workers`)."""
 
-    def __init__(self, model: str = "gpt-4o-mini", *, shared: bool = True, threads: int | None = None):
+    def __init__(self, model: str = "gpt-4o-mini", *, shared: bool = True, workers: int | None = None):
         self.model = model
-        self.threads = threads
+        self.workers = workers
         self.encoding_name, self.exact = resolve_encoding(model)
         self.counts = count_cache(self.encoding_name) if shared else CountCache(self.encoding_name)
         self._counts = self.counts.counts  # looked up on every count
@@ -242,7 +320,7 @@ class TokenCounter:
         n = self._counts.get(text)
         return n if n is not None else self.counts.count(text)
 
-    def prepare(self, messages: Iterable[Message], threads: int | None = None) -> None:
+    def prepare(self, messages: Iterable[Message], workers: int | None = None) -> None:
         """Counts every text of these messages ahead of :meth:`message`, in one batch across
         the cores (for long conversations: replays, imports). Texts already counted are skipped
         here, so a warm cache costs one look-up per message."""
@@ -262,7 +340,7 @@ class TokenCounter:
                 add(call.name)
                 add(call.arguments)
         if missing:
-            self.counts.count_all(missing, self.threads if threads is None else threads)
+            self.counts.count_all(missing, self.workers if workers is None else workers)
 
     def message(self, message: Message) -> int:
         n = MESSAGE_OVERHEAD + self.text(message.role) + self.text(message.content)

@@ -1,9 +1,7 @@
 """Token counts are computed once per (encoding, text) in a process and shared by replays and
-compare configs; long batches are tokenised across threads — with the same counts as one by one."""
+compare configs; long batches are tokenised across processes — with the same counts as one by one."""
 
 from __future__ import annotations
-
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -53,33 +51,23 @@ def fresh_caches(monkeypatch):
 
 def _one_by_one(conversation, config) -> list:
     """Ledgers counted message by message by a counter with nothing cached and no batch."""
-    counter = TokenCounter(MODEL, shared=False, threads=1)
+    counter = TokenCounter(MODEL, shared=False, workers=1)
     replay = Replay(conversation, config, counter=counter)
     return [replay.ledger_at(p) for p in range(len(conversation.turns))], replay.summaries()
 
 
-def test_batched_threaded_and_cached_counts_give_the_same_ledgers_on_every_sample(monkeypatch):
+def test_batched_split_and_cached_counts_give_the_same_ledgers_on_every_sample(monkeypatch):
     monkeypatch.setattr(tokens, "PARALLEL_MIN_CHARS", 1)  # the samples are short: split them anyway
     monkeypatch.setattr(tokens, "_caches", {})
     for conversation in _samples():
         for config in CONFIGS:
             expected_ledgers, expected_summaries = _one_by_one(conversation, config)
-            counter = TokenCounter(MODEL, threads=2)
+            counter = TokenCounter(MODEL, workers=2)
             replay = Replay(conversation, config, counter=counter)
             summaries = replay.summaries()  # the batched pass
             assert summaries == expected_summaries, (conversation.id, config.label())
             ledgers = [replay.ledger_at(p) for p in range(len(conversation.turns))]
             assert ledgers == expected_ledgers, (conversation.id, config.label())
-
-
-def test_the_threaded_batch_counts_each_text_as_tiktoken_does():
-    conv = build_conversation(500)
-    texts = [m.content for t in conv.turns for m in t.messages]
-    cache = CountCache("o200k_base")
-    cache.count_all(texts, threads=2)
-    encode = _encoding("o200k_base").encode_ordinary
-    assert sum(map(len, texts)) >= tokens.PARALLEL_MIN_CHARS  # the split path ran
-    assert {t: len(encode(t)) for t in texts if t} == {t: n for t, n in cache.counts.items()}
 
 
 def test_six_compare_configs_tokenise_each_text_once(fresh_caches):
@@ -104,7 +92,7 @@ def test_models_of_one_encoding_share_their_counts(fresh_caches):
 def test_a_full_cache_lets_its_oldest_texts_go_and_still_counts_right():
     cache = CountCache("o200k_base", limit_chars=1_000)
     texts = [f"message number {i} " * 5 for i in range(200)]
-    cache.count_all(texts, threads=1)
+    cache.count_all(texts, workers=1)
     assert sum(map(len, cache.counts)) <= 1_000
     assert texts[-1] in cache.counts and texts[0] not in cache.counts
     encode = _encoding("o200k_base").encode_ordinary
@@ -131,7 +119,7 @@ def test_the_fast_walk_agrees_with_every_ledger_on_a_branched_conversation():
     # The fast per-turn walk stops once no turn is left to enter; every branch must still be decided.
     conversation = _branched(120)
     for config in CONFIGS[:5]:
-        replay = Replay(conversation, config, counter=TokenCounter(MODEL, threads=2))
+        replay = Replay(conversation, config, counter=TokenCounter(MODEL, workers=2))
         summaries = replay.summaries()
         assert len(summaries) == len(conversation.turns)
         for s in summaries:
@@ -144,7 +132,7 @@ def test_a_batch_with_text_the_compiled_encoder_refuses_counts_as_tiktoken_repai
     # its Python wrapper repairs such text, and the batch must count it the same way.
     texts = ["plain words", "half a pair \ud83d here", "more words"]
     cache = CountCache("o200k_base")
-    cache.count_all(texts, threads=1)
+    cache.count_all(texts, workers=1)
     encode = _encoding("o200k_base").encode_ordinary
     assert cache.counts == {t: len(encode(t)) for t in texts}
 
@@ -188,8 +176,8 @@ def test_preparing_a_batch_counts_every_text_once_and_each_role_once(monkeypatch
             Message("user", "second question", "query", "e")]
     asked: list[list[str]] = []
     count_all = counter.counts.count_all
-    monkeypatch.setattr(counter.counts, "count_all", lambda texts, threads=None: (asked.append(list(texts)),
-                                                                                 count_all(texts, threads)))
+    monkeypatch.setattr(counter.counts, "count_all", lambda texts, workers=None: (asked.append(list(texts)),
+                                                                                 count_all(texts, workers)))
     counter.prepare(msgs)
     assert len(asked) == 1
     assert sorted(x for x in asked[0] if x in ("user", "assistant", "tool")) == ["assistant", "tool", "user"]
@@ -202,21 +190,19 @@ def test_preparing_a_batch_counts_every_text_once_and_each_role_once(monkeypatch
     assert not {"user", "assistant", "tool", "first question"} & set(asked[-1] if len(asked) > 1 else [])
 
 
-def test_a_long_batch_is_split_across_threads_by_default_only_without_the_global_lock(monkeypatch):
-    """tiktoken encodes holding the interpreter's lock: with it, threads only add the splitting."""
-    monkeypatch.setattr(tokens, "_cores", lambda: 4)
-    monkeypatch.setattr(tokens.sys, "_is_gil_enabled", lambda: False, raising=False)
-    assert tokens.encoding_threads() == 4
-    monkeypatch.setattr(tokens.sys, "_is_gil_enabled", lambda: True, raising=False)
-    assert tokens.encoding_threads() == 1
-    monkeypatch.delattr(tokens.sys, "_is_gil_enabled", raising=False)  # before Python 3.13: always locked
-    assert tokens.encoding_threads() == 1
-
-    split: list[int] = []
-    monkeypatch.setattr(tokens, "ThreadPoolExecutor", lambda n: split.append(n) or ThreadPoolExecutor(n))
-    texts = [m.content for t in build_conversation(500).turns for m in t.messages]
+def test_a_long_batch_is_split_across_one_process_per_core_by_default_and_counted_as_tiktoken_does(monkeypatch):
+    forked: list[int] = []
+    real = tokens._fork_counting
+    monkeypatch.setattr(tokens, "_fork_counting",
+                        lambda lengths, texts: forked.append(len(texts)) or real(lengths, texts))
+    texts = [m.content for t in build_conversation(3_000).turns for m in t.messages]
+    assert sum(map(len, texts)) >= tokens.PARALLEL_MIN_CHARS
+    monkeypatch.setattr(tokens, "encoding_workers", lambda: 1)
     CountCache("o200k_base").count_all(texts)
-    assert split == []  # one thread on this interpreter
-    monkeypatch.setattr(tokens, "encoding_threads", lambda: 2)
-    CountCache("o200k_base").count_all(texts)
-    assert split == [2]
+    assert forked == []
+    monkeypatch.setattr(tokens, "encoding_workers", lambda: 3)
+    cache = CountCache("o200k_base")
+    cache.count_all(texts)
+    assert len(forked) == 2 and sum(forked) < len(texts)  # two children; the first share stays here
+    encode = _encoding("o200k_base").encode_ordinary
+    assert cache.counts == {t: len(encode(t)) for t in texts if t}
