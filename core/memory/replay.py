@@ -53,6 +53,10 @@ SCOPES = ("thread", "session", "call")
 TRIM_STRATEGIES = ("last", "first")
 #: LangChain's counters: the chat model's own, ``len`` and ``count_tokens_approximately``.
 TRIM_COUNTERS = ("tokens", "messages", "approximate")
+#: The part of an equal share of a long replay's new text this process tokenises itself when the
+#: work is split across processes: it also decides every turn meanwhile, which takes about half
+#: as long again as tokenising that turn, so the child processes take the larger part.
+OWN_PART = 0.5
 
 
 @dataclass(frozen=True)
@@ -405,25 +409,43 @@ class Replay:
                 stack.append((child, True))
 
     def _prepare_tokens(self) -> None:
-        """Every message's tokens and emptiness in one pass: the texts not counted yet are
-        tokenised in one batch across the cores first, so the per-message counts below are lookups."""
+        """Every message's tokens and emptiness (:meth:`_tokens_in_order`, all of it)."""
+        for _ in self._tokens_in_order():
+            pass
+
+    def _tokens_in_order(self) -> Iterator[int]:
+        """Sets every turn's message tokens and emptiness, in position order, as their texts are
+        counted, yielding how many leading positions are set: the texts not counted yet are
+        tokenised in one batch across the cores, the later turns' by child processes while the
+        first turns are used (this process takes OWN_PART of an equal share, since it also walks
+        every turn meanwhile). The per-message counts below are then look-ups."""
         counter = self.counter
         tokens, empties, shapes = self._tokens, self._empty, self._shapes
-        todo = [turn for p, turn in enumerate(self.conversation.turns) if tokens[p] is None]
-        counter.prepare(m for turn in todo for m in turn.messages)
+        turns = self.conversation.turns
+        todo = array("q", (p for p in range(len(turns)) if tokens[p] is None))  # no int object per turn
         count = counter.messages
-        for p, turn in enumerate(self.conversation.turns):
-            if tokens[p] is not None:
-                continue
-            msgs = turn.messages
-            tokens[p] = count(msgs)
-            empty = tuple([not m.content and not m.tool_calls for m in msgs])  # Message.is_empty
-            empties[p] = shapes.setdefault(empty, empty)
+        done = 0
+        for counted in counter.counted_groups((turns[p].messages for p in todo), own_part=OWN_PART):
+            for p in todo[done:counted]:
+                msgs = turns[p].messages
+                tokens[p] = count(msgs)
+                empty = tuple([not m.content and not m.tool_calls for m in msgs])  # Message.is_empty
+                empties[p] = shapes.setdefault(empty, empty)
+            done = counted
+            yield todo[counted] if counted < len(todo) else len(turns)
 
     def _fast_summaries(self) -> list[TurnSummary | None]:
         """Per-turn summaries for the strategies that cut a suffix of the thread (dify, window,
-        buffer, off): the same decision as :meth:`_decide`, without building Decision objects."""
-        self._prepare_tokens()
+        buffer, off): the same decision as :meth:`_decide`, without building Decision objects.
+        A turn is decided as soon as its texts are counted (:meth:`_tokens_in_order`)."""
+        counting = self._tokens_in_order()
+        try:
+            return self._fast_walk(counting)
+        finally:
+            counting.close()  # a child still counting is stopped if the walk failed
+
+    def _fast_walk(self, counting: Iterator[int]) -> list[TurnSummary | None]:
+        ready = next(counting)
         turns = self.conversation.turns
         tree = self.conversation.tree
         strategy, config, facts = self.strategy, self.config, self.facts
@@ -432,16 +454,11 @@ class Replay:
         view = strategy.new_view(self)
         prefix, kept_prefix, count_prefix, seq_pos = view.prefix, view.kept_prefix, view.count_prefix, view.seq_pos
         budget_limit, window, mark = strategy.budget_limit, strategy.window, strategy.mark
-        fixed_of: Callable[[int], int] = self.fixed_prompt_tokens
-        if self._prompt_tokens is None:
-            # The default prompt is the system prompt plus the turn's query, whose tokens are known.
-            system = self._system_tokens + REPLY_PRIMING
-            all_tokens = self._tokens
-
-            def default_fixed(position: int) -> int:
-                qi = turns[position].query_index
-                return system + (all_tokens[position][qi] if qi is not None else 0)
-            fixed_of = default_fixed
+        # The default prompt is the system prompt plus the turn's query, whose tokens are known
+        # (worked out in the loop: a call per turn costs a tenth of the walk).
+        fixed_of: Callable[[int], int] | None = self.fixed_prompt_tokens if self._prompt_tokens is not None else None
+        system = self._system_tokens + REPLY_PRIMING
+        all_tokens, all_empty = self._tokens, self._empty
         eligible_of = self.eligible
         self.messages_before(0)
         before = self._msg_before
@@ -455,11 +472,17 @@ class Replay:
         stack.reverse()
         while stack:
             position = stack.pop()
+            while position >= ready:
+                ready = next(counting)
             parent = thread_parent[position]
             while positions and positions[-1] != parent:
                 view.pop()
             end = len(seq_pos)
-            fixed = fixed_of(position)
+            qi = turns[position].query_index
+            if fixed_of is None:
+                fixed = system + all_tokens[position][qi] if qi is not None else system
+            else:
+                fixed = fixed_of(position)
             limit_overhead = limits.get(fixed)
             if limit_overhead is None:  # one per prompt size: the summaries share its numbers
                 limit_overhead = limits[fixed] = budget_limit(config, facts, fixed)
@@ -471,7 +494,7 @@ class Replay:
                 cut = start
                 if limit is not None and end > start:
                     cut = bisect_left(prefix, prefix[end] - (limit - overhead), start, end - 1)
-            if turns[position].query_index is not None:
+            if qi is not None:
                 kept = count_prefix[end] - count_prefix[cut]
                 history = kept_prefix[end] - kept_prefix[cut]
                 oldest = None
@@ -480,8 +503,8 @@ class Replay:
                     oldest = numbers[seq_pos[j]]
                 out[position] = TurnSummary(numbers[position], kept, before[position] - kept, history,
                                             fixed + history, limit, oldest)
-            view.push(position, mark(trimmed, start), eligible_of(position), self._tokens[position],
-                      self._empty[position], None)
+            view.push(position, mark(trimmed, start), eligible_of(position), all_tokens[position],
+                      all_empty[position], None)
             stack.extend(reversed(children[position]))
         return out
 

@@ -12,10 +12,11 @@ that ``import litellm`` (about 3 s) never happens on this path.
 
 Counts are remembered per (encoding, text) for the whole process, so replays, compare configs and
 recorded turns on models that share an encoding tokenise each text once; long batches (imports,
-replays of long conversations) are split across every core in forked processes. Not threads:
-tiktoken lets go of Python's global lock while it encodes, but a chat message takes it a few
-microseconds, and two threads handing the lock back and forth for every message took as long as
-one thread on all of them (Python 3.11, tiktoken 0.14).
+replays of long conversations) are split across every core in forked processes, which send their
+counts batch by batch, so a replay decides its first turns while the later ones are counted. Not
+threads: tiktoken lets go of Python's global lock while it encodes, but a chat message takes it a
+few microseconds, and two threads handing the lock back and forth for every message took as long
+as one thread on all of them (Python 3.11, tiktoken 0.14).
 """
 
 from __future__ import annotations
@@ -29,9 +30,12 @@ import sys
 import threading
 import time
 from array import array
+from contextlib import suppress
+from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Iterable, Sequence
+from itertools import accumulate
+from typing import Callable, Iterable, Iterator, Sequence
 
 from .conversation import Message
 
@@ -131,27 +135,39 @@ def encoding_workers() -> int:
     return _cores() if CAN_FORK else 1
 
 
-def _shares(texts: list[str], chars: int, workers: int) -> list[list[str]]:
-    """``texts`` (``chars`` characters in all) in at most ``workers`` contiguous shares of about
-    equal text: a share ends on the text that brings it to its part of the whole; the last takes
-    whatever is left."""
-    shares: list[list[str]] = []
-    share: list[str] = []
-    size, target = 0, chars / workers
-    for t in texts:
-        share.append(t)
-        size += len(t)
-        if size >= target and len(shares) < workers - 1:
-            shares.append(share)
-            share, size = [], 0
-    shares.append(share)
-    return shares
+#: A counting child sends its counts in batches of about this much text (a few milliseconds of
+#: tiktoken's time), so whoever waits for the counts goes on with the first ones while the child
+#: counts the rest.
+STREAM_BATCH_CHARS = 100_000
 
 
-def _fork_counting(lengths: Callable[[list[str]], list[int]], texts: list[str]) -> tuple[int, int] | None:
-    """Starts a child that counts ``texts`` with ``lengths`` and writes the counts to a pipe, as
-    machine integers; the child shares the parent's memory, so nothing is sent to it. The child's
-    pid and the pipe's reading end, or None when no child could be started."""
+def _plan(bounds: Sequence[int], workers: int, own_share: float) -> tuple[int, list[list[int]]]:
+    """How a batch of groups of texts is shared: ``bounds[g]`` is how much text groups ``0..g-1``
+    hold (``bounds[0]`` is 0). This process counts groups ``0..own-1`` — its ``own_share`` of
+    the text, ending on a group's end; the rest goes to ``workers - 1`` children in contiguous
+    shares of about equal text, each as the group numbers its batches end at (a batch holds
+    about STREAM_BATCH_CHARS of text; the last child's last batch ends at the last group).
+    Returns ``own`` and the children's batch ends; a child with no text gets none."""
+    n, total = len(bounds) - 1, bounds[-1]
+    own = min(n, max(1, bisect_left(bounds, own_share * total)))
+    children: list[list[int]] = []
+    start, rest, per_child = own, total - bounds[own], workers - 1
+    for i in range(1, per_child + 1):
+        end = n if i == per_child else max(start, bisect_left(bounds, bounds[own] + i * rest / per_child))
+        batches = []
+        while start < end:
+            start = min(end, max(start + 1, bisect_left(bounds, bounds[start] + STREAM_BATCH_CHARS)))
+            batches.append(start)
+        children.append(batches)
+    return own, children
+
+
+def _fork_counting(lengths: Callable[[list[str]], list[int]], texts: list[str],
+                   spans: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """Starts a child that counts ``texts[lo:hi]`` for each span with ``lengths`` and writes the
+    counts to a pipe, span after span, as machine integers (each span's number of counts first);
+    the child shares the parent's memory, so no text is sent to it. The child's pid and the
+    pipe's reading end, or None when no child could start."""
     try:
         read, write = os.pipe()
     except OSError:
@@ -166,9 +182,11 @@ def _fork_counting(lengths: Callable[[list[str]], list[int]], texts: list[str]) 
         status = 1
         try:
             os.close(read)
-            data = memoryview(array("q", lengths(texts)).tobytes())
-            while data:
-                data = data[os.write(write, data):]
+            for lo, hi in spans:
+                counts = lengths(texts[lo:hi])
+                data = memoryview(array("q", [len(counts), *counts]).tobytes())  # how many, then the counts
+                while data:
+                    data = data[os.write(write, data):]
             status = 0
         finally:
             os._exit(status)
@@ -176,32 +194,34 @@ def _fork_counting(lengths: Callable[[list[str]], list[int]], texts: list[str]) 
     return pid, read
 
 
-def _collect(child: tuple[int, int], expected: int, deadline: float) -> list[int] | None:
-    """A counting child's counts, or None when it failed, sent the wrong number of counts or was
-    still silent at ``deadline`` (then it is killed). The child is always reaped."""
-    pid, read = child
-    chunks: list[bytes] = []
-    finished = False
-    try:
-        while True:
+def _receive(read: int, expected: int, patience: float) -> list[int] | None:
+    """The next batch of counts from a counting child's pipe, or None when it was not ``expected``
+    counts long, the pipe closed first or nothing came for ``patience`` seconds."""
+    deadline = time.monotonic() + patience
+    got = bytearray()
+    for want in (8, 8 * (expected + 1)):  # the batch's number of counts, then the counts
+        while len(got) < want:
             ready, _, _ = select.select([read], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                break
-            chunk = os.read(read, 1 << 20)
+            chunk = os.read(read, want - len(got)) if ready else b""
             if not chunk:
-                finished = True
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(read)
+                return None
+            got += chunk
+        counts = array("q")
+        counts.frombytes(got)
+        if counts[0] != expected:
+            return None
+    return counts.tolist()[1:]
+
+
+def _reap(child: tuple[int, int], finished: bool) -> None:
+    """Closes a counting child's pipe and waits for it, killing it first unless it ``finished``
+    sending its counts."""
+    pid, read = child
+    os.close(read)
+    with suppress(ProcessLookupError, ChildProcessError):  # reaped already (SIGCHLD ignored)
         if not finished:
             os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-    if not finished or status != 0:
-        return None
-    counts = array("q")
-    counts.frombytes(b"".join(chunks))
-    return counts.tolist() if len(counts) == expected else None
+        os.waitpid(pid, 0)
 
 
 class CountCache:
@@ -226,22 +246,71 @@ class CountCache:
         (default: :func:`encoding_workers`): this one and a forked child per other share."""
         counts = self.counts
         missing = list(dict.fromkeys(t for t in texts if t and t not in counts))
-        if not missing:
+        if missing:
+            workers = encoding_workers() if workers is None else max(1, workers)
+            for _ in self.counted(missing, None, workers, 1 / workers):
+                pass
+
+    def counted(self, texts: list[str], ends: Sequence[int] | None, workers: int,
+                own_share: float) -> Iterator[int]:
+        """Counts ``texts`` (none counted yet) in groups — group ``g`` is
+        ``texts[ends[g]:ends[g + 1]]``, ``ends[0]`` is 0; each text a group of its own when
+        ``ends`` is None — yielding, as it goes, how many
+        leading groups are counted, up to all of them. A batch of PARALLEL_MIN_CHARS or more is
+        shared across ``workers`` processes: this one counts its ``own_share`` of the text first,
+        forked children count the rest and send their counts batch by batch, so the caller can use
+        the first groups while the children still count the later ones. A child that fails,
+        miscounts or stays silent CHILD_PATIENCE times as long as this process took over its own
+        share (plus CHILD_GRACE_SECONDS) has its remaining groups counted here; every child is
+        reaped, also when the caller stops early."""
+        # Machine integers: a list of int objects would hold about as much as the batch's texts.
+        sizes = array("q", accumulate(map(len, texts), initial=0))
+        if ends is None:
+            ends, bounds = range(len(texts) + 1), sizes
+        else:
+            bounds = array("q", [sizes[e] for e in ends])
+        n = len(ends) - 1
+        if workers <= 1 or bounds[-1] < PARALLEL_MIN_CHARS or n < 2:
+            self._remember(texts, self._lengths(texts))
+            yield n
             return
-        workers = encoding_workers() if workers is None else max(1, workers)
-        chars = sum(map(len, missing))
-        if workers == 1 or chars < PARALLEL_MIN_CHARS:
-            self._remember(missing, self._lengths(missing))
-            return
-        shares = _shares(missing, chars, workers)
+        own, plans = _plan(bounds, workers, own_share)
+        del sizes, bounds
         _encoding(self.encoding_name)  # loaded before forking, so every child has it
-        children = [_fork_counting(self._lengths, s) for s in shares[1:]]
-        start = time.monotonic()
-        self._remember(shares[0], self._lengths(shares[0]))
-        deadline = time.monotonic() + CHILD_PATIENCE * (time.monotonic() - start) + CHILD_GRACE_SECONDS
-        for s, child in zip(shares[1:], children):
-            found = _collect(child, len(s), deadline) if child is not None else None
-            self._remember(s, found if found is not None else self._lengths(s))
+        children = []  # each child's batches, as (groups counted after it, its first text, its end)
+        lo = own
+        for batch_ends in plans:
+            spans = []
+            for hi in batch_ends:
+                spans.append((hi, ends[lo], ends[hi]))
+                lo = hi
+            child = _fork_counting(self._lengths, texts, [(a, b) for _, a, b in spans]) if spans else None
+            children.append((spans, child))
+        alive = [child for _, child in children if child is not None]
+        try:
+            start = time.monotonic()
+            mine = texts[:ends[own]]
+            self._remember(mine, self._lengths(mine))
+            del mine
+            patience = CHILD_PATIENCE * (time.monotonic() - start) + CHILD_GRACE_SECONDS
+            yield own
+            for spans, child in children:
+                for reached, first, end in spans:
+                    batch = texts[first:end]
+                    found = _receive(child[1], len(batch), patience) if child in alive else None
+                    if found is None and child in alive:
+                        alive.remove(child)
+                        _reap(child, finished=False)
+                    self._remember(batch, found if found is not None else self._lengths(batch))
+                    if reached == n:  # all counted: the batch is let go before the caller goes on
+                        texts = ends = batch = None
+                    yield reached
+                if child in alive:
+                    alive.remove(child)
+                    _reap(child, finished=True)
+        finally:
+            for child in alive:
+                _reap(child, finished=False)
 
     def remember(self, found: dict[str, int]) -> None:
         """Counts known from elsewhere (stored with the messages): texts not held yet are taken
@@ -322,25 +391,52 @@ class TokenCounter:
 
     def prepare(self, messages: Iterable[Message], workers: int | None = None) -> None:
         """Counts every text of these messages ahead of :meth:`message`, in one batch across
-        the cores (for long conversations: replays, imports). Texts already counted are skipped
-        here, so a warm cache costs one look-up per message."""
+        the cores (for long histories: imports, stored ledgers)."""
+        for _ in self.counted_groups(([m] for m in messages), workers):
+            pass
+
+    def counted_groups(self, groups: Iterable[Sequence[Message]], workers: int | None = None,
+                       own_part: float = 1.0) -> Iterator[int]:
+        """Counts every text of these groups of messages (a conversation's turns, say) in one
+        batch across the cores, yielding as it goes how many leading groups are counted
+        (:meth:`CountCache.counted`): a long replay goes on with its first turns while their
+        successors are still counted. This process counts ``own_part`` of an equal share of the
+        text itself (less than 1 when it has other work to do meanwhile); texts already counted
+        are skipped, so a warm cache costs one look-up per text."""
         counts = self._counts
-        missing: list[str] = []
-        add = missing.append
-        roles: set[str] = set()  # a role once, not once per message (a long batch's list would double)
-        for m in messages:
-            if m.content not in counts:
-                add(m.content)
-            if m.role not in counts and m.role not in roles:
-                roles.add(m.role)
-                add(m.role)
-            if m.name:
-                add(m.name)
-            for call in m.tool_calls:
-                add(call.name)
-                add(call.arguments)
-        if missing:
-            self.counts.count_all(missing, self.workers if workers is None else workers)
+        texts: list[str] = []
+        ends = array("q", (0,))  # machine integers: no int object per group
+        # Roles, names and tool fields repeat from message to message: each is taken once. A
+        # content is taken each time it is missing (a set of every content would hold as much
+        # as the batch; a repeated message is rare, and counting it twice costs only that).
+        seen: set[str] = set()
+
+        def add(text: str) -> None:
+            if text and text not in counts and text not in seen:
+                seen.add(text)
+                texts.append(text)
+
+        for msgs in groups:
+            for m in msgs:
+                text = m.content  # inline for content and role, which every message has
+                if text and text not in counts:
+                    texts.append(text)
+                if m.role not in counts and m.role not in seen:
+                    add(m.role)
+                if m.name:
+                    add(m.name)
+                for call in m.tool_calls:
+                    add(call.name)
+                    add(call.arguments)
+            ends.append(len(texts))
+        if not texts:
+            yield len(ends) - 1
+            return
+        workers = self.workers if workers is None else workers
+        workers = encoding_workers() if workers is None else max(1, workers)
+        counting = self.counts.counted(texts, ends, workers, own_part / workers)
+        del texts, ends, seen  # held by the counting alone, which lets them go once all is counted
+        yield from counting
 
     def message(self, message: Message) -> int:
         n = MESSAGE_OVERHEAD + self.text(message.role) + self.text(message.content)

@@ -171,30 +171,32 @@ def test_preparing_a_batch_counts_every_text_once_and_each_role_once(monkeypatch
     counter = TokenCounter(MODEL, shared=False)
     msgs = [Message("user", "first question", "query", "a", name="dana"),
             Message("assistant", "", "tool_call", "b", tool_calls=(ToolCall("c1", "lookup", '{"id": 4}'),)),
-            Message("tool", "result text", "tool_result", "c"),
-            Message("assistant", "an answer", "answer", "d"),
+            Message("tool", "result text", "tool_result", "c", name="dana"),
+            Message("assistant", "an answer", "answer", "d", tool_calls=(ToolCall("c2", "lookup", '{"id": 4}'),)),
             Message("user", "second question", "query", "e")]
-    asked: list[list[str]] = []
-    count_all = counter.counts.count_all
-    monkeypatch.setattr(counter.counts, "count_all", lambda texts, workers=None: (asked.append(list(texts)),
-                                                                                 count_all(texts, workers)))
+    asked: list[tuple[list[str], list[int] | None]] = []
+    real = CountCache.counted
+
+    def counted(self, texts, ends, workers, share):
+        asked.append((list(texts), None if ends is None else list(ends)))
+        yield from real(self, texts, ends, workers, share)
+    monkeypatch.setattr(CountCache, "counted", counted)
     counter.prepare(msgs)
-    assert len(asked) == 1
-    assert sorted(x for x in asked[0] if x in ("user", "assistant", "tool")) == ["assistant", "tool", "user"]
-    for text in ("first question", "result text", "an answer", "second question", "user", "assistant", "tool",
-                 "dana", "lookup", '{"id": 4}'):
-        assert text in counter.counts.counts, text
+    assert asked == [(["first question", "user", "dana", "assistant", "lookup", '{"id": 4}', "result text", "tool",
+                       "an answer", "second question"], [0, 3, 6, 8, 9, 10])]  # each message a group of its own
+    for text, _ in zip(*asked[0]):
+        assert counter.counts.counts[text] == len(_encoding("o200k_base").encode_ordinary(text)), text
     held = dict(counter.counts.counts)
-    counter.prepare(msgs)  # everything counted already: no role or text is asked for again
-    assert counter.counts.counts == held
-    assert not {"user", "assistant", "tool", "first question"} & set(asked[-1] if len(asked) > 1 else [])
+    counter.prepare(msgs)  # everything counted already: nothing is asked for again
+    assert counter.counts.counts == held and len(asked) == 1
 
 
 def test_a_long_batch_is_split_across_one_process_per_core_by_default_and_counted_as_tiktoken_does(monkeypatch):
     forked: list[int] = []
     real = tokens._fork_counting
     monkeypatch.setattr(tokens, "_fork_counting",
-                        lambda lengths, texts: forked.append(len(texts)) or real(lengths, texts))
+                        lambda lengths, texts, spans: forked.append(sum(hi - lo for lo, hi in spans))
+                        or real(lengths, texts, spans))
     texts = [m.content for t in build_conversation(3_000).turns for m in t.messages]
     assert sum(map(len, texts)) >= tokens.PARALLEL_MIN_CHARS
     monkeypatch.setattr(tokens, "encoding_workers", lambda: 1)
@@ -203,6 +205,6 @@ def test_a_long_batch_is_split_across_one_process_per_core_by_default_and_counte
     monkeypatch.setattr(tokens, "encoding_workers", lambda: 3)
     cache = CountCache("o200k_base")
     cache.count_all(texts)
-    assert len(forked) == 2 and sum(forked) < len(texts)  # two children; the first share stays here
+    assert len(forked) == 2 and len(texts) / 3 * 1.5 < sum(forked) < len(texts)  # two children; a third stays here
     encode = _encoding("o200k_base").encode_ordinary
     assert cache.counts == {t: len(encode(t)) for t in texts if t}

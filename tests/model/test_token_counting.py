@@ -156,149 +156,6 @@ def chunks_seen(monkeypatch):
     return seen
 
 
-def test_a_batch_below_the_threshold_or_for_one_worker_is_not_split(monkeypatch, chunks_seen):
-    monkeypatch.setattr(tokens, "PARALLEL_MIN_CHARS", 40)
-    monkeypatch.setattr(tokens, "_fork_counting", lambda *a: pytest.fail("forked a child"))
-    texts = [f"word{i:05d}" for i in range(3)]  # 27 characters
-    CountCache("o200k_base").count_all(texts, workers=2)
-    CountCache("o200k_base").count_all([*texts, "x" * 20], workers=1)
-    CountCache("o200k_base").count_all([*texts, "x" * 20], workers=0)  # no fewer than one worker
-    assert [len(c) for c in chunks_seen] == [3, 4, 4]
-
-
-def test_a_batch_at_the_threshold_is_counted_here_for_the_first_share_and_by_children_for_the_rest(
-        monkeypatch, chunks_seen):
-    monkeypatch.setattr(tokens, "PARALLEL_MIN_CHARS", 40)
-    texts = [f"word{i:06d}" for i in range(4)]  # 10 characters each: exactly the threshold
-    cache = CountCache("o200k_base")
-    cache.count_all(texts, workers=2)
-    assert chunks_seen == [texts[:2]]  # the second share was counted in the child, not here
-    assert cache.counts == {t: enc(t) for t in texts}
-    chunks_seen.clear()
-    more = [f"word{i:06d}" for i in range(10, 19)]  # 90 characters for 3 workers: 30 each
-    cache = CountCache("o200k_base")
-    cache.count_all(more, workers=3)
-    assert chunks_seen == [more[:3]]
-    assert cache.counts == {t: enc(t) for t in more}
-    assert list(cache.counts) == more  # in the batch's order, the children's shares after this one's
-
-
-def test_shares_end_where_a_worker_has_its_part_of_the_text_and_the_last_takes_the_rest():
-    two = ["a" * 19, "b", "c" * 20]  # 40 characters, 20 a worker: the second text completes the first share
-    assert tokens._shares(two, 40, 2) == [two[:2], two[2:]]
-    three = ["d" * 20, "e" * 19, "f", "g" * 20]  # 60 characters, 20 a worker
-    assert tokens._shares(three, 60, 3) == [three[:1], three[1:3], three[3:]]
-    over = ["a" * 30, "b" * 5, "c" * 5, "d" * 5]  # the first text alone is over half
-    assert tokens._shares(over, 45, 2) == [over[:1], over[1:]]
-    assert tokens._shares(over, 45, 1) == [over]
-    few = ["a" * 10, "b" * 10]  # more workers than texts: no empty share in between
-    assert tokens._shares(few, 20, 4) == [few[:1], few[1:], []]
-
-
-@pytest.fixture
-def split_batch(monkeypatch, chunks_seen):
-    """Two workers on any batch, the children each ``_fork_counting`` started, and this process's id
-    (a ``_lengths`` that behaves differently in a child compares against it)."""
-    monkeypatch.setattr(tokens, "PARALLEL_MIN_CHARS", 1)
-    started: list[tuple[int, int] | None] = []
-    real = tokens._fork_counting
-    monkeypatch.setattr(tokens, "_fork_counting", lambda lengths, texts: started.append(real(lengths, texts))
-                        or started[-1])
-    return started, os.getpid()
-
-
-def _in_child(parent: int, child_lengths):
-    """A ``_lengths`` that counts as usual here and calls ``child_lengths`` in a forked child."""
-    real = CountCache._lengths
-
-    def lengths(self, texts):
-        return child_lengths(self, texts) if os.getpid() != parent else real(self, texts)
-    return lengths
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
-@pytest.mark.parametrize("child_lengths", [
-    lambda self, texts: 1 / 0,                      # the child fails: no counts, a non-zero exit
-    lambda self, texts: [7] * (len(texts) - 1),     # the child sends one count too few
-], ids=["fails", "short"])
-def test_a_share_whose_child_fails_or_miscounts_is_counted_here(monkeypatch, split_batch, chunks_seen, child_lengths):
-    started, parent = split_batch
-    monkeypatch.setattr(CountCache, "_lengths", _in_child(parent, child_lengths))
-    texts = ["first share text", "second share", "more"]
-    cache = CountCache("o200k_base")
-    cache.count_all(texts, workers=2)
-    assert cache.counts == {t: enc(t) for t in texts}
-    assert len(started) == 1 and started[0] is not None and _gone(started[0][0])  # reaped
-
-
-def test_a_stuck_child_is_killed_after_the_parents_time_times_its_patience_and_its_share_counted_here(
-        monkeypatch, split_batch):
-    """A child that inherited a lock held mid-use by another thread of the parent never answers."""
-    import time
-
-    started, parent = split_batch
-    monkeypatch.setattr(CountCache, "_lengths", _in_child(parent, lambda self, texts: time.sleep(120)))
-    monkeypatch.setattr(tokens, "CHILD_PATIENCE", 0)
-    monkeypatch.setattr(tokens, "CHILD_GRACE_SECONDS", 0.2)
-    texts = ["first share text", "second share", "more"]
-    cache = CountCache("o200k_base")
-    cache.count_all(texts, workers=2)
-    assert cache.counts == {t: enc(t) for t in texts}
-    assert _gone(started[0][0])  # killed and reaped, not left sleeping
-
-
-def test_a_child_is_waited_for_while_it_is_within_its_time(monkeypatch, split_batch, chunks_seen):
-    import time
-
-    started, parent = split_batch
-    real = CountCache._lengths
-    # The child takes half a second: well inside a grace of 5 s, so its counts are used.
-    monkeypatch.setattr(CountCache, "_lengths", _in_child(parent, lambda self, texts: time.sleep(0.5)
-                                                          or real(self, texts)))
-    monkeypatch.setattr(tokens, "CHILD_GRACE_SECONDS", 5)
-    texts = ["first share text", "second share", "more"]
-    cache = CountCache("o200k_base")
-    cache.count_all(texts, workers=2)
-    assert cache.counts == {t: enc(t) for t in texts}
-    assert chunks_seen == [texts[:1]]
-
-
-@pytest.mark.parametrize("broken", ["pipe", "fork"])
-def test_without_a_pipe_or_a_fork_every_share_is_counted_here(monkeypatch, split_batch, chunks_seen, broken):
-    def refuse(*a):
-        raise OSError("resource temporarily unavailable")
-    opened: list[int] = []
-    pipe = os.pipe
-    monkeypatch.setattr(tokens.os, "pipe", lambda: opened.extend(pipe()) or tuple(opened[-2:]))
-    monkeypatch.setattr(tokens.os, broken, refuse)
-    texts = ["first share text", "second share", "more"]
-    cache = CountCache("o200k_base")
-    cache.count_all(texts, workers=2)
-    assert cache.counts == {t: enc(t) for t in texts}
-    assert chunks_seen == [texts[:1], texts[1:]]
-    assert split_batch[0] == [None]
-    for fd in opened:  # a pipe made for a child that never started is closed again
-        with pytest.raises(OSError):
-            os.fstat(fd)
-
-
-def test_a_batch_goes_to_one_worker_per_core_where_this_process_can_fork(monkeypatch):
-    monkeypatch.setattr(tokens, "_cores", lambda: 4)
-    monkeypatch.setattr(tokens, "CAN_FORK", True)
-    assert tokens.encoding_workers() == 4
-    monkeypatch.setattr(tokens, "CAN_FORK", False)
-    assert tokens.encoding_workers() == 1
-    monkeypatch.undo()
-    assert tokens.CAN_FORK == (sys.platform == "linux")  # Linux forks; macOS and Windows count here
-
-
 def test_count_all_skips_what_is_counted_and_counts_a_repeated_text_once(chunks_seen):
     cache = CountCache("o200k_base")
     cache.count("already")
@@ -310,12 +167,22 @@ def test_count_all_skips_what_is_counted_and_counts_a_repeated_text_once(chunks_
 
 def test_prepare_passes_its_worker_cap_unless_one_is_given(monkeypatch):
     asked: list[object] = []
+    real = CountCache.counted
     c = TokenCounter(MODEL, shared=False, workers=3)
-    monkeypatch.setattr(c.counts, "count_all", lambda texts, workers=None: asked.append(workers))
+
+    def counted(self, texts, ends, workers, share):
+        asked.append((workers, share))
+        yield from real(self, texts, ends, workers, share)
+    monkeypatch.setattr(CountCache, "counted", counted)
     msgs = [Message("user", "some words", "query", 0)]
     c.prepare(msgs)
-    c.prepare(msgs, workers=1)
-    assert asked == [3, 1]
+    c.prepare([Message("user", "other words", "query", 0)], workers=1)
+    c.prepare([Message("user", "more words", "query", 0)], workers=0)  # no fewer than one worker
+    assert asked == [(3, 1 / 3), (1, 1.0), (1, 1.0)]
+    monkeypatch.setattr(tokens, "encoding_workers", lambda: 5)
+    TokenCounter(MODEL, shared=False).prepare(msgs)
+    assert asked[-1] == (5, 1 / 5)
+    assert c.counts.counts["some words"] == enc("some words")
 
 
 def test_lengths_use_the_compiled_encoder_and_fall_back_on_text_it_refuses(monkeypatch):
