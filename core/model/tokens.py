@@ -218,6 +218,8 @@ def _reap(child: tuple[int, int], finished: bool) -> None:
     sending its counts."""
     pid, read = child
     os.close(read)
+    if pid <= 0:  # never a child's pid: 0 or less would signal, or wait for, a whole process group
+        return
     with suppress(ProcessLookupError, ChildProcessError):  # reaped already (SIGCHLD ignored)
         if not finished:
             os.kill(pid, signal.SIGKILL)
@@ -421,8 +423,10 @@ class TokenCounter:
                 text = m.content  # inline for content and role, which every message has
                 if text and text not in counts:
                     texts.append(text)
-                if m.role not in counts and m.role not in seen:
-                    add(m.role)
+                role = m.role
+                if role not in counts and role not in seen:
+                    seen.add(role)
+                    texts.append(role)
                 if m.name:
                     add(m.name)
                 for call in m.tool_calls:

@@ -84,6 +84,14 @@ def test_this_process_takes_its_share_to_a_groups_end_and_the_children_the_rest_
     assert tokens._plan(bounds, 2, 0.5) == (3, [[4, 5, 6]])  # never an empty batch
 
 
+def test_the_last_child_takes_every_group_left_even_empty_ones_and_a_batch_always_moves_on(monkeypatch):
+    monkeypatch.setattr(tokens, "STREAM_BATCH_CHARS", 1_000)
+    assert tokens._plan([0, 10, 20, 20], 2, 0.5) == (1, [[3]])  # the trailing empty group too
+    assert tokens._plan([0, 10, 20, 30, 30], 3, 0.25) == (1, [[2], [4]])
+    monkeypatch.setattr(tokens, "STREAM_BATCH_CHARS", 0)
+    assert tokens._plan([0, 10, 10, 20, 30], 2, 0.25) == (1, [[2, 3, 4]])  # one group a batch, none empty
+
+
 def test_this_process_takes_at_least_one_group_and_a_child_with_nothing_left_gets_no_batch():
     assert tokens._plan([0, 10, 20], 2, 0.0) == (1, [[2]])
     assert tokens._plan([0, 10, 20], 2, 1.0) == (2, [[]])
@@ -102,9 +110,29 @@ def test_a_short_batch_one_worker_or_one_group_is_counted_here_at_once(monkeypat
     assert list(CountCache("o200k_base").counted(long, None, 1, 1.0)) == [2]
     assert list(CountCache("o200k_base").counted(long, [0, 2], 2, 0.5)) == [1]  # one group: nothing to share
     assert seen_here == [short, long, long]
+    monkeypatch.setattr(tokens, "PARALLEL_MIN_CHARS", 61)  # one character short of the threshold
+    assert list(CountCache("o200k_base").counted(long, None, 2, 0.5)) == [2]
     monkeypatch.setattr(tokens, "PARALLEL_MIN_CHARS", 60)  # exactly the threshold: shared
     monkeypatch.setattr(tokens, "_fork_counting", lambda *a: None)
     assert list(CountCache("o200k_base").counted(long, None, 2, 0.5)) == [1, 2]
+
+
+def test_count_all_takes_the_workers_it_is_given_and_by_default_one_per_core(monkeypatch, started, seen_here):
+    monkeypatch.setattr(tokens, "encoding_workers", lambda: 2)
+    CountCache("o200k_base").count_all(TEXTS, workers=1)
+    CountCache("o200k_base").count_all(TEXTS, workers=0)  # no fewer than one
+    assert started == [] and seen_here == [TEXTS, TEXTS]
+    cache = CountCache("o200k_base")
+    cache.count_all(TEXTS)
+    assert len(started) == 1 and seen_here[2:] == [TEXTS[:2]]
+    assert cache.counts == {t: enc(t) for t in TEXTS}
+
+
+def test_a_child_whose_share_is_empty_is_never_started(started, seen_here):
+    texts = ["a" * 10, "b"]
+    cache = CountCache("o200k_base")
+    assert list(cache.counted(texts, None, 2, 0.99)) == [2]  # 10.9 of 11 characters: all of it here
+    assert started == [] and seen_here == [texts]
 
 
 def test_this_process_counts_its_share_first_and_the_children_the_rest_batch_by_batch(monkeypatch, started,
@@ -158,7 +186,7 @@ def test_after_a_childs_first_bad_batch_its_later_batches_are_counted_here_too(m
 def test_a_stuck_child_is_killed_once_its_patience_is_spent_and_its_share_counted_here(monkeypatch, started):
     """A child that inherited a lock held mid-use by another thread of the parent never answers."""
     in_child(monkeypatch, lambda self, texts: time.sleep(120))
-    monkeypatch.setattr(tokens, "CHILD_PATIENCE", 0)
+    monkeypatch.setattr(tokens, "CHILD_PATIENCE", 1)  # times the few milliseconds this process took
     monkeypatch.setattr(tokens, "CHILD_GRACE_SECONDS", 0.3)
     cache = CountCache("o200k_base")
     assert list(cache.counted(TEXTS, None, 2, 0.5)) == [2, 4]
@@ -284,7 +312,7 @@ def test_a_counters_groups_are_its_messages_texts_each_role_name_and_tool_field_
         yield from real(self, texts, ends, workers, share)
     monkeypatch.setattr(CountCache, "counted", counted)
     counter = TokenCounter(MODEL, shared=False, workers=2)
-    counter.counts.counts["held already"] = 2
+    counter.counts.counts.update({"held already": 2, "assistant": 1})
     call = ToolCall("c1", "lookup", '{"id": 4}')
     groups = [[Message("user", "hello", "query", 0, name="dana"), Message("assistant", "", "tool_call", 1,
                                                                           tool_calls=(call,))],
@@ -293,8 +321,8 @@ def test_a_counters_groups_are_its_messages_texts_each_role_name_and_tool_field_
                Message("assistant", "hello", "answer", 3, tool_calls=(call,))]]
     assert list(counter.counted_groups(groups, own_part=0.5)) == [3]
     # A content is taken each time it is missing; roles, names and tool fields once.
-    assert asked == [(["hello", "user", "dana", "assistant", "lookup", '{"id": 4}', "tool", "hello"],
-                      [0, 6, 6, 8], 2, 0.25)]
+    assert asked == [(["hello", "user", "dana", "lookup", '{"id": 4}', "tool", "hello"],
+                      [0, 5, 5, 7], 2, 0.25)]  # "assistant" was counted already
     assert counter.counts.counts["hello"] == enc("hello")
     asked.clear()
     assert list(counter.counted_groups(groups)) == [3]  # all counted: nothing asked
@@ -394,3 +422,38 @@ def test_a_replay_takes_half_an_equal_share_of_the_counting_since_it_also_decide
     Replay(build_conversation(20), MemoryConfig(strategy="buffer", model=MODEL),
            counter=TokenCounter(MODEL, shared=False, workers=2)).summaries()
     assert replay_module.OWN_PART == 0.5 and shares == [(2, 0.25)]
+
+
+def test_reaping_a_child_the_system_reaped_already_is_no_error():
+    """With SIGCHLD ignored the kernel reaps a child itself: it can be neither signalled nor waited for."""
+    import signal
+
+    before = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        for finished in (True, False):
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child
+                os._exit(0)
+            os.close(write)
+            for _ in range(1000):  # until the kernel has reaped it
+                if gone(pid):
+                    break
+                time.sleep(0.01)
+            tokens._reap((pid, read), finished)
+            with pytest.raises(OSError):
+                os.fstat(read)
+    finally:
+        signal.signal(signal.SIGCHLD, before)
+
+
+def test_reaping_never_signals_a_process_group(monkeypatch):
+    """A pid of 0 or less names a process group: a child's pid never is one."""
+    monkeypatch.setattr(tokens.os, "kill", lambda *a: pytest.fail("signalled"))
+    monkeypatch.setattr(tokens.os, "waitpid", lambda *a: pytest.fail("waited"))
+    for pid in (0, -1):
+        read, write = os.pipe()
+        tokens._reap((pid, read), finished=False)
+        os.close(write)
+        with pytest.raises(OSError):
+            os.fstat(read)
