@@ -31,3 +31,12 @@ def linear(n: int, *, answer=lambda i: f"answer number {i}", query=lambda i: f"q
 
 def openai(messages: list[dict]) -> Conversation:
     return parse_conversations(json.dumps(messages), name="test.json")[0]
+
+
+def branched(turns: int) -> Conversation:
+    """Every fifth turn answers the turn three back (a branch), the rest the turn before."""
+    rows = []
+    for i in range(1, turns + 1):
+        parent = None if i == 1 else str(i - 3 if i % 5 == 0 and i > 3 else i - 1)
+        rows.append((str(i), parent, f"question {i} " * (i % 7 + 1), f"answer {i} " * (i % 11 + 1)))
+    return dify(rows)

@@ -408,11 +408,6 @@ class Replay:
             for child in reversed(tree.thread_children[position]):
                 stack.append((child, True))
 
-    def _prepare_tokens(self) -> None:
-        """Every message's tokens and emptiness (:meth:`_tokens_in_order`, all of it)."""
-        for _ in self._tokens_in_order():
-            pass
-
     def _tokens_in_order(self) -> Iterator[int]:
         """Sets every turn's message tokens and emptiness, in position order, as their texts are
         counted, yielding how many leading positions are set: the texts not counted yet are

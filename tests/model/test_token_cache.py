@@ -12,6 +12,7 @@ from core.memory.replay import MemoryConfig, Replay
 from core.model import tokens
 from core.model.tokens import CountCache, TokenCounter, _encoding, count_cache
 from core.service.samples import sample_files
+from tests.builders import branched
 
 MODEL = "gpt-4o-mini"
 CONFIGS = [MemoryConfig(strategy="dify", window=3, model=MODEL),
@@ -104,20 +105,9 @@ def test_a_private_counter_does_not_touch_the_process_cache(fresh_caches):
     assert "only in private" not in count_cache("o200k_base").counts
 
 
-def _branched(turns: int):
-    """Every fifth turn answers the turn three back (a branch), the rest the turn before."""
-    from tests.builders import dify
-
-    rows = []
-    for i in range(1, turns + 1):
-        parent = None if i == 1 else str(i - 3 if i % 5 == 0 and i > 3 else i - 1)
-        rows.append((str(i), parent, f"question {i} " * (i % 7 + 1), f"answer {i} " * (i % 11 + 1)))
-    return dify(rows)
-
-
 def test_the_fast_walk_agrees_with_every_ledger_on_a_branched_conversation():
     # The fast per-turn walk stops once no turn is left to enter; every branch must still be decided.
-    conversation = _branched(120)
+    conversation = branched(120)
     for config in CONFIGS[:5]:
         replay = Replay(conversation, config, counter=TokenCounter(MODEL, workers=2))
         summaries = replay.summaries()

@@ -15,6 +15,8 @@ import pytest
 from core.model import tokens
 from core.model.conversation import Message, ToolCall
 from core.model.tokens import CountCache, TokenCounter, _encoding
+from tests.builders import branched
+from tests.processes import gone
 
 MODEL = "gpt-4o-mini"
 
@@ -55,14 +57,6 @@ def in_child(monkeypatch, child_lengths) -> None:
     real, parent = CountCache._lengths, os.getpid()
     monkeypatch.setattr(CountCache, "_lengths", lambda self, texts: child_lengths(self, texts)
                         if os.getpid() != parent else real(self, texts))
-
-
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 TEXTS = ["first share text", "second share", "third", "more"]
@@ -331,17 +325,6 @@ def test_a_counters_groups_are_its_messages_texts_each_role_name_and_tool_field_
 
 # -- a replay decides its first turns while the later ones are counted -------------------------------
 
-def _branched(turns: int):
-    """Every fifth turn answers the turn three back (a branch), the rest the turn before."""
-    from tests.builders import dify
-
-    rows = []
-    for i in range(1, turns + 1):
-        parent = None if i == 1 else str(i - 3 if i % 5 == 0 and i > 3 else i - 1)
-        rows.append((str(i), parent, f"question {i} " * (i % 7 + 1), f"answer {i} " * (i % 11 + 1)))
-    return dify(rows)
-
-
 def _configs():
     from core.memory.replay import MemoryConfig
 
@@ -358,7 +341,7 @@ def test_summaries_counted_across_processes_batch_by_batch_are_the_summaries_cou
     from benchmarks.workload import build_conversation
     from core.memory.replay import Replay
 
-    conv = build_conversation(300) if conversation == "linear" else _branched(300)
+    conv = build_conversation(300) if conversation == "linear" else branched(300)
     expected = {c.label(): Replay(conv, c, counter=TokenCounter(MODEL, shared=False, workers=1)).summaries()
                 for c in _configs()}
     assert started == []

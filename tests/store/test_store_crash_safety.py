@@ -17,6 +17,7 @@ from core.service.sessions import ConversationService
 from core.store import repo
 from core.store.db import Database
 from tests.conftest import ROOT
+from tests.processes import gone
 
 FLOW = ROOT / "sample_data" / "flows" / "support-bot.yml"
 
@@ -61,14 +62,6 @@ def _kill(pid: int) -> None:
         pass
 
 
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
 KILLS = 20
 WATCHDOG_SECONDS = 300
 
@@ -110,7 +103,7 @@ def test_writers_killed_at_random_moments_leave_no_variable_change_without_its_t
             os.kill(pid, signal.SIGKILL)
             current.clear()
             deadline = time.monotonic() + 30
-            while not _gone(pid):
+            while not gone(pid):
                 assert time.monotonic() < deadline, f"writer {pid} survived SIGKILL"
                 time.sleep(0.01)
             _consistent(db)
