@@ -454,12 +454,15 @@ class Replay:
         fixed_of: Callable[[int], int] | None = self.fixed_prompt_tokens if self._prompt_tokens is not None else None
         system = self._system_tokens + REPLY_PRIMING
         all_tokens, all_empty = self._tokens, self._empty
-        eligible_of = self.eligible
+        eligibles, eligible_of = self._eligible, self.eligible
         self.messages_before(0)
         before = self._msg_before
         out: list[TurnSummary | None] = [None] * len(turns)  # by position (a list: a tenth of a dict's size)
         limits: dict[int, tuple[int | None, int]] = {}
-        thread_parent, children, positions = tree.thread_parent, tree.thread_children, view.positions
+        thread_parent, positions = tree.thread_parent, view.positions
+        # Each turn's children straight from the tree's two tables (ChildLists), without a list
+        # built per turn: most turns have one child, a branch point a few.
+        first_child, more_children = tree.thread_children.first, tree.thread_children.more
         # Only the turns still to enter are stacked: before one is decided, the view is popped
         # back to its thread parent (a stacked marker per turn to leave by held a list as long
         # as the conversation for a moment).
@@ -498,9 +501,14 @@ class Replay:
                     oldest = numbers[seq_pos[j]]
                 out[position] = TurnSummary(numbers[position], kept, before[position] - kept, history,
                                             fixed + history, limit, oldest)
-            view.push(position, mark(trimmed, start), eligible_of(position), all_tokens[position],
-                      all_empty[position], None)
-            stack.extend(reversed(children[position]))
+            view.push(position, mark(trimmed, start), eligibles[position] or eligible_of(position),
+                      all_tokens[position], all_empty[position], None)
+            child = first_child[position]
+            if child >= 0:  # stacked newest first, so the oldest child is entered first
+                later = more_children.get(position)
+                if later:
+                    stack.extend(reversed(later))
+                stack.append(child)
         return out
 
     def summaries(self) -> list[TurnSummary]:

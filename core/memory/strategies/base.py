@@ -60,8 +60,9 @@ class PathView:
 
     def push(self, position: int, mark: int, eligible: tuple[int, ...], tokens: tuple[int, ...],
              empty: tuple[bool, ...], state: object = None) -> None:
+        seq_pos = self.seq_pos
         self.positions.append(position)
-        self.starts.append(len(self.seq_pos))
+        self.starts.append(len(seq_pos))
         self.marks.append(mark)
         self.states.append(state)
         prefix, kept_prefix, count_prefix = self.prefix, self.kept_prefix, self.count_prefix
@@ -75,7 +76,7 @@ class PathView:
             prefix.append(p)
             kept_prefix.append(k)
             count_prefix.append(c)
-        self.seq_pos.extend([position] * len(eligible))
+        seq_pos.extend([position] * len(eligible))
         self.seq_msg.extend(eligible)
 
     def pop(self) -> None:
