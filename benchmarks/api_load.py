@@ -22,6 +22,10 @@ PostgreSQL).
 figure against its target: SQLite with one worker (0 errors, 0 lost or forked turns, p95 under
 1 s), then a throwaway PostgreSQL cluster with one worker and with two (0 errors and 0 lost, and
 two workers at least 2× the turns per second of one, measured in the same run).
+
+Each load also says where the cores went (Linux): how many the server's processes used and the
+CPU each turn cost them, and how busy the whole machine was — clients, database and server share
+it, so a ratio of workers is only as good as the cores left for the second one.
 """
 
 from __future__ import annotations
@@ -80,6 +84,10 @@ class ServerProcess:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the server and its worker processes have used so far (Linux's /proc; None elsewhere)."""
+        return process_tree_cpu(self.proc.pid)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -94,6 +102,36 @@ class ServerProcess:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def process_tree_cpu(pid: int) -> float | None:
+    """User + system CPU seconds of ``pid`` and every process under it, from Linux's /proc (None
+    when /proc cannot tell: another system, or the process is gone)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0, [pid]
+    try:
+        while todo:
+            p = todo.pop()
+            # The fields after the command name (which may hold spaces) start at its closing bracket.
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+    except (OSError, ValueError, IndexError):
+        return None
+    return total / tick
+
+
+def machine_cpu() -> tuple[float, float, float] | None:
+    """Seconds every core of this machine has spent ``(busy, idle, stolen)`` since boot (Linux's
+    /proc/stat; None elsewhere). Stolen time is what the host gave to other machines."""
+    try:
+        user, nice, system, idle, iowait, irq, softirq, steal = (
+            int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9])
+    except (OSError, ValueError):
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / tick, (idle + iowait) / tick, steal / tick
 
 
 def prepare(db_url: str, flow_path: Path = FLOW) -> tuple[str, str]:
@@ -193,6 +231,8 @@ class LoadResult:
     latencies: list[float]
     errors: list[str]
     lost: list[str]
+    server_cpu: float | None = None  # CPU seconds the server's processes used during the load
+    machine: tuple[float, float, float] | None = None  # (busy, idle, stolen) core-seconds meanwhile
 
     @property
     def completed(self) -> int:
@@ -213,6 +253,15 @@ class LoadResult:
                 f"{self.throughput:.1f} turns/s; latency p50 {self.percentile(50) * 1000:.0f} ms, "
                 f"p95 {self.percentile(95) * 1000:.0f} ms, max {max(self.latencies, default=0) * 1000:.0f} ms; "
                 f"{len(self.errors)} errors, {len(self.lost)} lost")
+
+    def cpu_summary(self) -> str:
+        """Where the machine's cores went during the load (empty when /proc could not tell)."""
+        if self.server_cpu is None or self.machine is None or not self.seconds:
+            return ""
+        busy, idle, stolen = (x / self.seconds for x in self.machine)
+        per_turn = f", {self.server_cpu / self.completed * 1000:.0f} ms of its CPU per turn" if self.completed else ""
+        return (f"cores in use: the server {self.server_cpu / self.seconds:.2f}{per_turn}; the whole machine "
+                f"{busy:.2f} busy, {idle:.2f} idle, {stolen:.2f} taken by the host (of {os.cpu_count()})")
 
 
 def _verify(base_url: str, key: str, runs: list[ClientRun], turns: int) -> list[str]:
@@ -242,28 +291,34 @@ def _verify(base_url: str, key: str, runs: list[ClientRun], turns: int) -> list[
 
 
 def run_load(base_url: str, key: str, *, clients: int = 20, turns: int = 50, deadline: float = 600.0,
-             request_timeout: float = 120.0) -> LoadResult:
+             request_timeout: float = 120.0, server: ServerProcess | None = None) -> LoadResult:
     runs = [ClientRun(index=i, streaming=i % 2 == 0) for i in range(clients)]
     stop_at = time.monotonic() + deadline
     threads = [threading.Thread(target=_client, args=(base_url, key, run, turns, stop_at, request_timeout),
                                 daemon=True) for run in runs]
+    cpu_before, machine_before = (server.cpu_seconds() if server else None), machine_cpu()
     started = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join(deadline + request_timeout + 5)
     seconds = time.perf_counter() - started
+    cpu_after, machine_after = (server.cpu_seconds() if server else None), machine_cpu()
+    server_cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
+    machine = (tuple(b - a for a, b in zip(machine_before, machine_after))
+               if machine_before is not None and machine_after is not None else None)
     errors = [e for run in runs for e in run.errors]
     lost = _verify(base_url, key, runs, turns)
     return LoadResult(clients=clients, turns=turns, seconds=seconds,
-                      latencies=[x for run in runs for x in run.latencies], errors=errors, lost=lost)
+                      latencies=[x for run in runs for x in run.latencies], errors=errors, lost=lost,
+                      server_cpu=server_cpu, machine=machine)
 
 
 def measure(db_url: str, *, clients: int = 20, turns: int = 50, deadline: float = 600.0,
             workers: int = 1) -> LoadResult:
     _, key = prepare(db_url)
     with ServerProcess(db_url, workers=workers) as server:
-        return run_load(server.base_url, key, clients=clients, turns=turns, deadline=deadline)
+        return run_load(server.base_url, key, clients=clients, turns=turns, deadline=deadline, server=server)
 
 
 #: The targets --targets prints against.
@@ -286,6 +341,8 @@ def targets(clients: int, turns: int, deadline: float) -> bool:
     p95 = lite.percentile(95)
     ok &= clean(lite) and p95 < P95_TARGET_S
     print(f"sqlite, 1 worker: {lite.summary()}")
+    if lite.cpu_summary():
+        print(f"  {lite.cpu_summary()}")
     print(f"  errors + lost or forked turns: {len(lite.errors) + len(lite.lost)} (target 0) {_verdict(clean(lite))}; "
           f"p95 {p95:.2f} s = {p95 / P95_TARGET_S:.2f}× the {P95_TARGET_S:g} s target {_verdict(p95 < P95_TARGET_S)}")
     cluster = Cluster().start()
@@ -297,9 +354,23 @@ def targets(clients: int, turns: int, deadline: float) -> bool:
     for label, r in (("postgresql, 1 worker", one), ("postgresql, 2 workers", two)):
         ok &= clean(r)
         print(f"{label}: {r.summary()}")
+        if r.cpu_summary():
+            print(f"  {r.cpu_summary()}")
         print(f"  errors + lost or forked turns: {len(r.errors) + len(r.lost)} (target 0) {_verdict(clean(r))}")
     scale = two.throughput / one.throughput if one.throughput else 0.0
     ok &= scale >= SCALE_TARGET
+    if one.server_cpu and two.server_cpu and one.completed and two.completed and two.machine:
+        # Twice the turns per second needs the second worker's CPU on top of the first's, per turn
+        # no dearer; a machine with every core busy, or dearer turns, caps the ratio.
+        dearer = (two.server_cpu / two.completed) / (one.server_cpu / one.completed)
+        # Everything on the machine — clients, database, server — spends its CPU on the turns: with
+        # every core busy, the cores over the machine's CPU per turn is the most any worker count gets.
+        machine_per_turn = two.machine[0] / two.completed
+        ceiling = (os.cpu_count() or 1) / machine_per_turn
+        print(f"  with 2 workers a turn cost {dearer:.2f}× the server CPU it cost with 1; the machine was "
+              f"{two.machine[0] / (two.machine[0] + two.machine[1]):.0%} busy, at {machine_per_turn * 1000:.0f} ms "
+              f"of CPU per turn in all (clients, database and server): {os.cpu_count()} cores carry at most "
+              f"{ceiling:.1f} turns/s = {ceiling / one.throughput:.2f}× one worker")
     print(f"postgresql, 2 workers against 1: {two.throughput:.1f} / {one.throughput:.1f} turns/s = {scale:.2f}× "
           f"(target ≥ {SCALE_TARGET:g}×) {_verdict(scale >= SCALE_TARGET)}")
     for line in (lite.errors + lite.lost + one.errors + one.lost + two.errors + two.lost)[:20]:
@@ -326,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
                          workers=args.workers)
     backend = url.split(":", 1)[0].split("+", 1)[0]
     print(f"{backend}: {result.summary()}")
+    if result.cpu_summary():
+        print(f"  {result.cpu_summary()}")
     for line in (result.errors + result.lost)[:20]:
         print("  " + line)
     return 0 if not result.errors and not result.lost else 1
