@@ -63,7 +63,9 @@ def tree_figure(nodes: list[TreeNode], *, max_nodes: int = 400) -> go.Figure:
     if gx:
         fig.add_scatter(x=gx, y=gy, mode="lines", line=dict(color="#9ca3af", width=2, dash="dot"), hoverinfo="skip",
                         showlegend=False)
-        fig.add_scatter(x=gap_x, y=gap_y, mode="markers", marker=dict(color="#9ca3af", size=6, symbol="line-ns"),
+        # A line-shaped marker is drawn by its outline alone: without one the legend shows nothing.
+        fig.add_scatter(x=gap_x, y=gap_y, mode="markers",
+                        marker=dict(color="#9ca3af", size=8, symbol="line-ns", line=dict(color="#9ca3af", width=2)),
                         text=gap_text, hovertemplate="%{text}<extra></extra>", name="collapsed run")
     for active, colour, name in ((False, "#9ca3af", "other branches"), (True, "#059669", "active thread")):
         group = [n for n in nodes if n.active == active]
@@ -71,8 +73,12 @@ def tree_figure(nodes: list[TreeNode], *, max_nodes: int = 400) -> go.Figure:
                         marker=dict(color=colour, size=10 if active else 8),
                         text=[escape(n.label) for n in group], hovertemplate="%{text}<extra></extra>",
                         customdata=[n.turn_id for n in group])
-    fig.update_layout(height=220, margin=dict(l=10, r=10, t=10, b=10), xaxis_title="turn on its thread",
-                      yaxis=dict(visible=False, autorange="reversed"), legend=dict(orientation="h", y=-0.3))
+    # Turns are counted as their labels count them (the first question is turn 1), in whole numbers;
+    # the legend sits above the plot, clear of the axis title.
+    fig.update_layout(height=240, margin=dict(l=10, r=10, t=30, b=10),
+                      xaxis=dict(title="turn on its thread", tickformat="d"),
+                      yaxis=dict(visible=False, autorange="reversed"),
+                      legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"))
     return fig
 
 

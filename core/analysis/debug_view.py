@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITY_LABELS, MemoryConfig, Replay, turn_numbers
 from core.memory.strategies.dify import window_note
-from core.model.conversation import Conversation, turn_label
+from core.model.conversation import Conversation, thread_number, turn_label
 from core.model.ledger import KEPT, NOT_ELIGIBLE, REASON_LABELS, Ledger, SyntheticMessage, explain
 
 KEPT_STATE, DROPPED_STATE, NOT_ELIGIBLE_STATE = "kept", "dropped", "not_eligible"
@@ -265,7 +265,7 @@ def focus_node(now: Mapping[str, Ledger], before: Mapping[str, Ledger], order: S
 class TreeNode:
     turn_id: str
     position: int
-    x: int  # depth on its branch (dialogue position)
+    x: int  # its place on its thread, as its label numbers it (the first question is 1)
     y: int  # lane
     parent: int | None
     active: bool
@@ -280,9 +280,9 @@ def tree_layout(conversation: Conversation, active: Sequence[int]) -> list[TreeN
     next_lane = 0
     out: list[TreeNode] = []
     roots = [i for i in range(tree.size) if tree.parent[i] is None]
-    stack = [(r, 0) for r in reversed(roots)]
+    stack = list(reversed(roots))
     while stack:
-        p, depth = stack.pop()
+        p = stack.pop()
         parent = tree.parent[p]
         siblings = tree.children[parent] if parent is not None else roots
         if parent is not None and siblings and siblings[0] == p:
@@ -291,10 +291,9 @@ def tree_layout(conversation: Conversation, active: Sequence[int]) -> list[TreeN
             lanes[p] = next_lane
             next_lane += 1
         q = conversation.turns[p].query
-        out.append(TreeNode(conversation.turns[p].id, p, depth, lanes[p], parent, p in active_set,
-                            f"{turn_label(conversation, p)}: {q[:40]}"))
-        for c in reversed(tree.children[p]):
-            stack.append((c, depth + 1))
+        out.append(TreeNode(conversation.turns[p].id, p, thread_number(conversation, p), lanes[p], parent,
+                            p in active_set, f"{turn_label(conversation, p)}: {q[:40]}"))
+        stack.extend(reversed(tree.children[p]))
     return out
 
 

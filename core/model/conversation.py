@@ -390,6 +390,14 @@ def leaves(conversation: Conversation) -> list[int]:
     return [i for i in range(tree.size) if not tree.children[i]]
 
 
+def thread_number(conversation: Conversation, position: int) -> int:
+    """The turn's place on its own thread as :func:`turn_label` says it: 1 for the first question,
+    0 for an opening turn without a query."""
+    tree = conversation.tree
+    opening = conversation.turns[tree.path_root[position]].query_index is None
+    return tree.path_depth[position] - (1 if opening else 0)
+
+
 def turn_label(conversation: Conversation, position: int) -> str:
     """A turn as a person counts it: its place on its own thread, and which sibling it is.
 
@@ -398,10 +406,8 @@ def turn_label(conversation: Conversation, position: int) -> str:
     question is turn 1 either way. Creation order never shows: a sibling of turn 6 made after
     turn 9 is still turn 6.
     """
-    tree = conversation.tree
-    opening = conversation.turns[tree.path_root[position]].query_index is None
-    number = tree.path_depth[position] - (1 if opening else 0)
-    siblings = tree.siblings(position)
+    number = thread_number(conversation, position)
+    siblings = conversation.tree.siblings(position)
     if len(siblings) > 1:
         return f"turn {number} · {siblings.index(position) + 1}/{len(siblings)}"
     return f"turn {number}"

@@ -7,7 +7,7 @@ from core.analysis.compare import compare
 from core.analysis.debug_view import Receipt, ReceiptRow, tree_layout
 from core.memory.replay import Replay
 from core.model.ledger import Ledger, LedgerEntry
-from tests.builders import dify, linear
+from tests.builders import branched, dify, linear
 from ui.receipt_view import raw_json
 from ui.tree_view import collapse, tree_figure
 
@@ -71,3 +71,19 @@ def test_the_raw_json_holds_every_prompt_message_and_every_ledger_entry():
     assert [m["content"] for m in doc["prompt"]] == ["You help.", "Hi"]
     assert len(doc["ledger"]["entries"]) == 2000
     assert [e["reason"] for e in doc["ledger"]["entries"]].count("kept") == 5
+
+
+def test_the_tree_places_each_turn_at_the_number_its_label_gives():
+    from core.model.conversation import turn_label
+
+    conv = branched(30)
+    nodes = tree_layout(conv, list(range(30)))
+    assert {n.x for n in nodes if n.parent is None} == {1}  # the first question is turn 1, as everywhere
+    for n in nodes:
+        assert turn_label(conv, n.position).split(" · ")[0] == f"turn {n.x}"
+    assert tree_figure(nodes).layout.xaxis.tickformat == "d"  # whole turns only
+
+
+def test_the_collapsed_run_has_a_visible_symbol_in_the_legend():
+    run = _figure_data(tree_figure(tree_layout(linear(40), list(range(40)))))["collapsed run"]
+    assert run.marker.symbol == "line-ns" and run.marker.line.width > 0  # a line marker shows only its outline
