@@ -15,6 +15,7 @@ from ui.paging import page_slice
 HISTORY_PAGE = 100  # changes shown at once
 LONG_VALUE = 2_000  # characters: longer values are edited on request
 SHORT = 200  # characters of a value shown in a caption or a table cell
+VALUE_NOW = "Value now (the next turn reads it)"
 
 
 def parse_input(text: str, value_type: str):
@@ -60,7 +61,9 @@ def render_variables(service, conversation_id: str, variables, at_turn: dict | N
                                                          key=f"{key}-{v.name}-long"):
                 st.text(short(value))  # a list appended to every turn grows with the conversation
                 continue
-            text = st.text_input("Value", value, key=f"{key}-{v.name}-{digest}",
+            # The field holds the value now, which the next turn reads; the caption above is the
+            # value at the inspected turn, which may be older.
+            text = st.text_input(VALUE_NOW, value, key=f"{key}-{v.name}-{digest}",
                                  help="Text for string variables; JSON for numbers, booleans, objects and arrays.")
             c1, c2 = st.columns(2)
             if c1.button("Save", key=f"{key}-{v.name}-save"):

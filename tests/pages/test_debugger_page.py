@@ -99,6 +99,16 @@ def _var_input(app, name):
     return next(t for t in app.text_input if t.key and t.key.startswith(prefix) and t.key[len(prefix):].isdigit())
 
 
+def test_the_variable_field_holds_the_value_now_and_says_so(app):
+    from ui.variables_panel import VALUE_NOW
+
+    field = _var_input(app, "turn_count")
+    stored = {v.name: v.value for v in repo.get_variables(db(app), app.session_state["conv_id"])}
+    # The field is what the next turn reads, whichever turn is inspected; its label says so, apart
+    # from the caption with the value at the inspected turn.
+    assert field.label == VALUE_NOW and field.value == str(stored["turn_count"])
+
+
 def test_a_variable_edit_with_the_wrong_type_shows_difys_error_and_changes_nothing(app):
     conv_id = app.session_state["conv_id"]
     before = {v.name: v.value for v in repo.get_variables(db(app), conv_id)}
