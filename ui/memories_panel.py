@@ -75,9 +75,11 @@ def render_recall_preview(store: LongTermMemory, user_id: str, query: str | None
         st.caption(plain(f"{preview.total} memories for {user_id!r}; the {shown} most recent (a query ranks them)."))
     else:
         st.caption(plain(f"{preview.total} memories for {user_id!r}; the top {shown} for this query, best first."))
+    # Without a query nothing is scored: a column of empty scores would only say "None" on every row.
+    columns = ["memory", "key", "from"] if preview.query is None else ["memory", "score", "key", "from"]
     frame = pd.DataFrame([{"memory": r.memory, "score": None if r.score is None else round(r.score, 3),
                            "key": r.item.key or "", "from": r.item.source.label()} for r in preview.results],
-                         columns=["memory", "score", "key", "from"])
+                         columns=columns)
     st.dataframe(frame, hide_index=True, key=key, width="stretch")
 
 

@@ -35,6 +35,7 @@ def open_page() -> AppTest:
 MEMORY_COLUMNS = ["memory", "key", "updated", "created", "source", "id"]
 HISTORY_COLUMNS = ["when", "event", "old", "new", "by", "source", "turn id"]
 RECALL_COLUMNS = ["memory", "score", "key", "from"]
+UNRANKED_COLUMNS = ["memory", "key", "from"]
 
 
 def frames(at: AppTest, columns: list[str]) -> list:
@@ -122,6 +123,9 @@ def test_memories_can_be_added_by_hand_and_the_recall_preview_ranks_them(seeded)
     at.text_input(key="mem_new").set_value("Your seat is by the window.").run()
     at.button(key="mem_add").click().run()
     assert "Your seat is by the window." in set(table(at)["memory"])
+    # Before a query nothing is ranked: the preview has no score column to fill with "None".
+    [recent] = frames(at, UNRANKED_COLUMNS)
+    assert len(recent) == 4 and not frames(at, RECALL_COLUMNS)
     at.text_input(key="mem_query").set_value("which seat do I like?").run()
     [recall] = frames(at, RECALL_COLUMNS)
     assert recall["memory"][0] == "Your seat is by the window." and recall["score"][0] > 0
