@@ -10,6 +10,8 @@ from core.model.ledger import REASON_LABELS, Ledger, SyntheticMessage, explain
 from ui.paging import page_slice
 
 LEDGER_PAGE = 200  # rows of the table at once
+# The "kept" column in words: a ballot cross renders as a bare italic X in the table's font.
+YES, NO = "yes", "no"
 
 
 def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = None) -> list[dict]:
@@ -17,7 +19,7 @@ def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = N
     for e in ledger.rows():
         if isinstance(e, SyntheticMessage):
             text = " ".join(e.content.split())
-            rows.append({"kept": "✓", "turn": str(e.turn), "role": e.role, "kind": e.origin, "tokens": e.tokens,
+            rows.append({"kept": YES, "turn": str(e.turn), "role": e.role, "kind": e.origin, "tokens": e.tokens,
                          "reason": f"sent instead ({e.origin})",
                          "why": f"{e.origin} standing for {e.covers_label}" if e.covers else e.origin,
                          "message": text[:160] + ("…" if len(text) > 160 else "")})
@@ -27,7 +29,7 @@ def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = N
         if msg.tool_calls:
             text = (text + " " if text else "") + " ".join(f"→ {c.name}({c.arguments})" for c in msg.tool_calls)
         rows.append({
-            "kept": "✓" if e.kept else "✗",
+            "kept": YES if e.kept else NO,
             "turn": turn_label(conversation, e.position).removeprefix("turn "),
             "role": e.role,
             "kind": e.kind,
@@ -67,9 +69,9 @@ def render_ledger_table(ledger: Ledger, conversation: Conversation, *, key: str,
 def filter_rows(rows: list[dict], show: str | None, reasons: list[str] | None) -> list[dict]:
     """Rows kept or dropped only (``show``), and of the given reasons (none given: every reason)."""
     if show == "dropped":
-        rows = [r for r in rows if r["kept"] != "✓"]
+        rows = [r for r in rows if r["kept"] != YES]
     elif show == "kept":
-        rows = [r for r in rows if r["kept"] == "✓"]
+        rows = [r for r in rows if r["kept"] == YES]
     if reasons:
         wanted = set(reasons)
         rows = [r for r in rows if r["reason"] in wanted]

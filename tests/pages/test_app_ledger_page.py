@@ -20,9 +20,9 @@ def test_app_starts_on_the_ledger_page_with_a_sample_and_its_ledger():
     assert {"kept", "turn", "role", "tokens", "reason", "why"} <= set(frame.columns)
     # Default sample (lisbon-trip) with a window of 3: Dify 1.x fetches 3 rows, turn 12's own among
     # them, so turn 12 keeps turns 10–11 and drops the rest.
-    kept = frame[frame["kept"] == "✓"]
+    kept = frame[frame["kept"] == "yes"]
     assert sorted(set(kept["turn"]), key=int) == ["10", "11"]  # turns as labelled on the thread
-    assert set(frame[frame["kept"] == "✗"]["reason"]) == {"outside window"}
+    assert set(frame[frame["kept"] == "no"]["reason"]) == {"outside window"}
     assert "outside window of 3 rows: the current turn's row is one of them" in set(frame["why"])
 
 
@@ -38,7 +38,7 @@ def test_choosing_an_earlier_turn_shows_that_turns_ledger():
     at = new_app().run()
     at.select_slider(key="ledger_turn").set_value(2).run()
     frame = at.dataframe[0].value
-    assert list(frame["turn"]) == ["1", "1"] and set(frame["kept"]) == {"✓"}
+    assert list(frame["turn"]) == ["1", "1"] and set(frame["kept"]) == {"yes"}
 
 
 def test_the_summary_buffer_strategy_shows_its_summary_and_folded_messages():
