@@ -129,6 +129,10 @@ def test_a_question_about_a_fact_the_window_dropped_links_to_the_turn_that_asks(
                              "where it was stated (outside window of 3 rows: the current turn's row is one of "
                              "them).")
     assert all(f.severity == WARNING for f in found)
+    # The title heads both kinds of text, "no longer has" (here) and "never saw" (memory off): it
+    # must not say the node never saw a turn it did see.
+    from core.analysis.findings import KIND_TITLES
+    assert "no longer has" in found[0].text and "never" not in KIND_TITLES[FACT_NOT_SEEN].lower()
 
 
 def test_memory_off_never_saw_the_turn_where_the_fact_was_stated():
