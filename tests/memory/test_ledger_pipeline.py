@@ -136,10 +136,19 @@ configs = st.builds(
 )
 
 
+#: A flow node's own prompt size per turn, as its runtime gives it (``prompt_tokens``): a fixed part
+#: and one that varies from turn to turn; None for the default prompt (system prompt and query).
+prompt_sizes = st.one_of(st.none(), st.tuples(st.integers(0, 300), st.integers(0, 40)))
+
+
 @settings(max_examples=400, deadline=None)
-@given(conversations(), configs)
-def test_summaries_equal_what_the_full_ledgers_say(conv, config):
-    replay = Replay(conv, config)
+@given(conversations(), configs, prompt_sizes)
+def test_summaries_equal_what_the_full_ledgers_say(conv, config, prompt_size):
+    prompt_tokens = None
+    if prompt_size is not None:
+        base, step = prompt_size
+        prompt_tokens = lambda position: base + step * (position % 5)  # noqa: E731
+    replay = Replay(conv, config, prompt_tokens=prompt_tokens)
     for summary in replay.summaries():
         ledger = replay.ledger(summary.turn)
         kept = ledger.kept
@@ -147,6 +156,8 @@ def test_summaries_equal_what_the_full_ledgers_say(conv, config):
         assert summary.dropped == len(ledger.entries) - len(kept)
         assert summary.history_tokens == ledger.history_tokens == sum(e.tokens for e in kept)
         assert summary.prompt_tokens == ledger.prompt_tokens
+        if prompt_tokens is not None:  # the node's own prompt, not the default one
+            assert summary.prompt_tokens == prompt_tokens(replay.position_of(summary.turn)) + summary.history_tokens
         assert summary.budget == ledger.budget
         assert summary.oldest_kept_turn == (min(e.turn for e in kept) if kept else None)
         # The kept history is within the budget unless only one message is left.
