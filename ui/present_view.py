@@ -64,8 +64,11 @@ def render_cards(cards: Sequence[Card]) -> None:
             colour = "#b91c1c" if card.warning else "#374151"
             st.markdown(f'<div style="color:{colour}">{safe_text(card.sentence)}</div>', unsafe_allow_html=True)
             if card.reply is not None:
+                # The card's last line of text needs room below it: Streamlit pulls a markdown
+                # element's bottom up to the container's border.
                 st.markdown(f'<div style="color:#6b7280;font-size:.8rem;margin-top:.3rem">{safe_text(card.reply_label)}'
-                            f'</div>{text_html(card.reply)}', unsafe_allow_html=True)
+                            f'</div><div style="padding-bottom:.4rem">{text_html(card.reply)}</div>',
+                            unsafe_allow_html=True)
 
 
 def render_captions(findings: Sequence[Finding]) -> None:
