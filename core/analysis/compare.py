@@ -9,7 +9,7 @@ Given a conversation and 2–6 labelled memory configs, this module computes, pe
   still remembered — straight from :meth:`Replay.summaries`;
 * **facts** — for each fact (marked by the user, or detected with :func:`core.model.facts.extract_facts`
   in user messages), the first turn at which no statement of it is in memory, and a sentence
-  such as "your name is lost at turn 7 with dify window 3; never with dify window 10";
+  such as "the user's name is lost at turn 7 with dify window 3; never with dify window 10";
 * the **turn diff** of one config — what entered and left the context from the previous turn
   of the thread to this one, with the token delta.
 
@@ -378,9 +378,12 @@ class TrackedFact:
                 "value": self.value}
 
 
-_KEY_LABELS = {"name": "your name", "diet": "your diet", "allergy": "your allergy", "home": "where you live",
-               "job": "your job", "like": "what you like", "dislike": "what you dislike",
-               "remember": "what you asked to remember"}
+# In the third person, as MemLens speaks of the conversation: "the question is about the user's
+# name", "the user's name is lost at turn 7 with window 3" (not "your name", which read as the
+# reader's own).
+_KEY_LABELS = {"name": "the user's name", "diet": "the user's diet", "allergy": "the user's allergy",
+               "home": "where the user lives", "job": "the user's job", "like": "what the user likes",
+               "dislike": "what the user dislikes", "remember": "what the user asked to remember"}
 
 
 _ID_KEYS = ("order", "booking", "reservation", "ticket", "account", "customer", "invoice", "case", "tracking",
@@ -389,11 +392,11 @@ _ID_KEYS = ("order", "booking", "reservation", "ticket", "account", "customer", 
 
 def _fact_label(key: str, value: str) -> str:
     if key in _ID_KEYS:
-        return f"your {key} number"
+        return f"the user's {key} number"
     if key in _KEY_LABELS:
         base = _KEY_LABELS[key]
         return f"{base} ({value})" if key in ("like", "dislike", "remember") else base
-    return f"your {key}"
+    return f"the user's {key}"
 
 
 def detect_facts(conversation: Conversation) -> list[TrackedFact]:
@@ -522,7 +525,7 @@ def fact_presence(replay: Replay, fact: TrackedFact) -> dict[int, tuple[bool | N
 
 
 def fact_sentence(fates: Sequence[FactFate]) -> str:
-    """One fact across configs, in plain words: "your name is lost at turn 7 with window 3;
+    """One fact across configs, in plain words: "the user's name is lost at turn 7 with window 3;
     never with window 10"."""
     if not fates:
         return ""

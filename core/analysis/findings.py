@@ -785,7 +785,7 @@ def _fact_findings(conversation: Conversation, comparison: Comparison, replays: 
                 why = explain(entry, ledger.config) if entry is not None else "not on this branch"
                 seen_before = any(x is True for j, x in enumerate(fate.present[:k]) if answered[j] > first_position)
                 verb = "no longer has" if seen_before else "never saw"
-                text = (f"At {name(numbers[p])} the user asks about {fact.label}, but {subject} {verb} "
+                text = (f"At {name(numbers[p])} the question is about {fact.label}, but {subject} {verb} "
                         f"{name(numbers[entry.position] if entry else stated)}, where it was stated ({why})")
                 out.append(Finding(FACT_NOT_SEEN, text + ".", subject, numbers[p], None, WARNING,
                                    "The model is asked for something its memory does not hold; it will guess or say "
@@ -1222,7 +1222,7 @@ def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnR
                 had = any(any(e.kept and (e.position, e.index) in where for e in r.ledger.entries)
                           for x, _, r in runs if q < x < p)
                 verb = "no longer has" if had else "never saw"
-                text = (f"At {name(numbers[p])} the user asks about {fact.label}, but {label(node_id)} {verb} "
+                text = (f"At {name(numbers[p])} the question is about {fact.label}, but {label(node_id)} {verb} "
                         f"{name(numbers[q])}, where it was stated ({why})")
                 out.append(Finding(FACT_NOT_SEEN, text + ".", label(node_id), numbers[p], node_id, WARNING,
                                    "The model is asked for something its memory does not hold; it will guess or say "

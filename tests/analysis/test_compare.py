@@ -211,13 +211,13 @@ def test_fact_timelines_equal_what_the_ledgers_keep(make, config):
 def test_lisbon_name_is_lost_at_turn_4_with_window_3_and_never_with_buffer():
     result = compare(lisbon(), [MemoryConfig(window=3), MemoryConfig(strategy="buffer")])
     labels = [f.label for f in result.facts]
-    assert labels == ["your name", "your diet", "your booking number"]
+    assert labels == ["the user's name", "the user's diet", "the user's booking number"]
     name = result.fates[0]
     # Dify 1.x: window 3 sends the 2 turns before the current one, so turn 4 no longer has turn 1.
     assert (name[0].stated_turn, name[0].lost_turn, name[0].lost_reason) == (1, 4, OUTSIDE_WINDOW)
     assert name[1].lost_turn is None
-    assert result.sentences[0] == "your name is lost at turn 4 with dify window 3; never with buffer (everything)"
-    assert result.sentences[2].startswith("your booking number is lost at turn 6 with dify window 3")
+    assert result.sentences[0] == "the user's name is lost at turn 4 with dify window 3; never with buffer (everything)"
+    assert result.sentences[2].startswith("the user's booking number is lost at turn 6 with dify window 3")
 
 
 def test_a_restated_fact_counts_as_remembered_while_any_statement_is_kept():
@@ -233,9 +233,9 @@ def test_a_restated_fact_counts_as_remembered_while_any_statement_is_kept():
 
 def test_memory_off_loses_a_fact_at_the_next_turn_and_says_so():
     result = compare(lisbon(), [MemoryConfig(strategy="off"), MemoryConfig(window=10)],
-                     facts=[((0, 0), "your name")])
+                     facts=[((0, 0), "the user's name")])
     assert result.fates[0][0].lost_turn == 2 and result.fates[0][0].lost_reason == MEMORY_OFF
-    assert result.sentences == ["your name is lost at turn 2 with memory off and at turn 11 with dify window 10"]
+    assert result.sentences == ["the user's name is lost at turn 2 with memory off and at turn 11 with dify window 10"]
 
 
 def test_a_fact_on_one_branch_is_not_lost_on_another():
@@ -247,8 +247,8 @@ def test_a_fact_on_one_branch_is_not_lost_on_another():
 
 def test_facts_marked_by_ref_group_by_label_and_bad_marks_are_clear():
     conv = lisbon()
-    facts = track_facts(conv, [(1, "your name"), (3, "your diet"), (7, "your name")])
-    assert [(f.label, f.messages) for f in facts] == [("your name", ((0, 0), (3, 0))), ("your diet", ((1, 0),))]
+    facts = track_facts(conv, [(1, "the user's name"), (3, "the user's diet"), (7, "the user's name")])
+    assert [(f.label, f.messages) for f in facts] == [("the user's name", ((0, 0), (3, 0))), ("the user's diet", ((1, 0),))]
     with pytest.raises(CompareError, match="no message with ref 999"):
         track_facts(conv, [(999, "x")])
     with pytest.raises(CompareError, match="has no label"):
@@ -269,18 +269,18 @@ def test_bfcl_probes_are_the_facts_to_follow():
 
 
 def test_fact_sentence_names_summaries_and_groups_configs():
-    fact = TrackedFact("your name", ((0, 0),))
+    fact = TrackedFact("the user's name", ((0, 0),))
 
     def fate(label, turn, reason=OUTSIDE_WINDOW):
         return FactFate(fact, label, 1, [], turn, reason if turn else None)
 
     assert fact_sentence([fate("window 3", 7), fate("window 10", None)]) == \
-        "your name is lost at turn 7 with window 3; never with window 10"
+        "the user's name is lost at turn 7 with window 3; never with window 10"
     assert fact_sentence([fate("w5", 9), fate("w3", 7), fate("sum", 4, SUMMARIZED), fate("a", None),
                           fate("b", None)]) == \
-        "your name is folded into a summary at turn 4 with sum; lost at turn 7 with w3 and at turn 9 with w5; " \
+        "the user's name is folded into a summary at turn 4 with sum; lost at turn 7 with w3 and at turn 9 with w5; " \
         "never with a or b"
-    assert fact_sentence([fate("a", None), fate("b", None)]) == "your name stays in memory with a and b"
+    assert fact_sentence([fate("a", None), fate("b", None)]) == "the user's name stays in memory with a and b"
 
 
 # -- turn diff --------------------------------------------------------------------------------------

@@ -122,10 +122,10 @@ def test_a_question_about_a_fact_the_window_dropped_links_to_the_turn_that_asks(
     # Dify 1.x: a window of 10 rows holds the 9 turns before the current one, so it loses turn 1 at
     # turn 11 and turn 2 at turn 12 too.
     assert [(f.turn, f.subject, f.data["fact"]) for f in found] == [
-        (11, "dify window 3", "your name"), (11, "dify window 10", "your name"),
-        (11, "dify window 3", "your booking number"), (12, "dify window 3", "your diet"),
-        (12, "dify window 10", "your diet")]
-    assert found[0].text == ("At turn 11 the user asks about your name, but dify window 3 no longer has turn 1, "
+        (11, "dify window 3", "the user's name"), (11, "dify window 10", "the user's name"),
+        (11, "dify window 3", "the user's booking number"), (12, "dify window 3", "the user's diet"),
+        (12, "dify window 10", "the user's diet")]
+    assert found[0].text == ("At turn 11 the question is about the user's name, but dify window 3 no longer has turn 1, "
                              "where it was stated (outside window of 3 rows: the current turn's row is one of "
                              "them).")
     assert all(f.severity == WARNING for f in found)
@@ -160,8 +160,8 @@ def test_a_node_that_lost_the_turn_with_a_fact_is_reported_but_a_restated_value_
     # Turn 6 asks the name (turn 1, out of the window: 4 rows, the current turn's and 3 before it).
     # Turn 7 asks the order number: turn 1 is out of the window too, but turn 4's answer restated it
     # and is still kept.
-    assert [(f.turn, f.node_id, f.data["fact"]) for f in found] == [(6, "responder", "your name")]
-    assert found[0].text == ("At turn 6 the user asks about your name, but Responder no longer has turn 1, "
+    assert [(f.turn, f.node_id, f.data["fact"]) for f in found] == [(6, "responder", "the user's name")]
+    assert found[0].text == ("At turn 6 the question is about the user's name, but Responder no longer has turn 1, "
                              "where it was stated (outside window of 4 rows: the current turn's row is one of "
                              "them).")
     assert "4411" in records[3].answer  # the restatement that keeps the order number known
@@ -479,7 +479,7 @@ def test_config_findings_on_a_regenerated_and_an_edited_branch_name_turns_by_the
     configs = [MemoryConfig(window=2), MemoryConfig(window=3)]
     found = config_findings(conv, configs, comparison=compare(conv, configs))
     texts = [f.text for f in found]
-    assert ("At turn 11 · 1/2 the user asks about your booking number (4411), but dify window 2 no longer has "
+    assert ("At turn 11 · 1/2 the question is about the user's booking number (4411), but dify window 2 no longer has "
             "turn 3 · 1/2, where it was stated (outside window of 2 rows: the current turn's row is one of them).") \
         in texts
     # The regenerated turn 11 (created 13th) and the edited turn 3 (created 15th) keep their places.
@@ -510,9 +510,9 @@ def test_run_findings_after_regenerate_and_edit_name_turns_by_their_thread_label
     db.dispose()
     found = run_findings(source.flow, source.conversation, source.records)
     texts = [f.text for f in found]
-    assert ("At turn 6 the user asks about your name, but Responder no longer has turn 1, where it was stated "
+    assert ("At turn 6 the question is about the user's name, but Responder no longer has turn 1, where it was stated "
             "(outside window of 4 rows: the current turn's row is one of them).") in texts
-    assert any(t.startswith("At turn 7 the user asks about your order number") for t in texts)
+    assert any(t.startswith("At turn 7 the question is about the user's order number") for t in texts)
     assert any("at turn 5 · 2/2 that turn is out of its memory" in t for t in texts)
     assert any("at turn 3 · 2/2 that turn is out of its memory" in t for t in texts)
     assert not any(re.search(r"turn (8|9)\b", t) for t in texts)

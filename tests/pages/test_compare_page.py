@@ -108,7 +108,7 @@ def test_facts_are_reported_lost_at_the_turns_the_core_computes(page):
     frame = facts_table(page)
     conv = load_sample("lisbon-trip.json")[0]
     result = compare(conv, DEFAULT)
-    assert list(frame["fact"]) == [f.label for f in result.facts] == ["your name", "your diet", "your booking number"]
+    assert list(frame["fact"]) == [f.label for f in result.facts] == ["the user's name", "the user's diet", "the user's booking number"]
     # Dify 1.x: a window of N rows holds the N − 1 turns before the current one.
     assert list(frame["dify window 3"]) == ["lost at turn 4 (outside window)", "lost at turn 5 (outside window)",
                                             "lost at turn 6 (outside window)"]
@@ -118,7 +118,7 @@ def test_facts_are_reported_lost_at_the_turns_the_core_computes(page):
         for fate in fates:
             cell = frame[fate.label][f]
             assert cell == "kept" if fate.lost_turn is None else cell.startswith(f"lost at turn {fate.lost_turn} ")
-    assert "your name is lost at turn 4 with dify window 3" in page_html(page)
+    assert "the user's name is lost at turn 4 with dify window 3" in page_html(page)
 
 
 def mark(at, turn: int, key: str) -> None:
@@ -171,7 +171,7 @@ def test_the_mark_picker_holds_one_turns_messages_whatever_the_conversations_len
 def test_findings_are_shown_and_jump_to_their_turn(page):
     html = page_html(page)
     assert 'data-kind="fact_not_seen"' in html
-    assert "At turn 11 the user asks about your name, but dify window 3 no longer has turn 1" in html
+    assert "At turn 11 the question is about the user's name, but dify window 3 no longer has turn 1" in html
     assert 'data-kind="docs_vs_code"' in html
     assert ("At turn 4, dify window 3: Dify&#x27;s docs say the window holds 3 turns" in html
             or "At turn 4, dify window 3: Dify's docs say the window holds 3 turns" in html)
@@ -271,7 +271,7 @@ def test_a_stored_flow_conversation_shows_its_node_findings(page):
     page.radio(key="cmp_from").set_value("Stored").run()
     assert not page.exception, page.exception
     html = page_html(page)
-    assert "At turn 6 the user asks about your name, but Responder no longer has turn 1" in html
+    assert "At turn 6 the question is about the user's name, but Responder no longer has turn 1" in html
 
 
 def test_a_malformed_upload_says_what_is_wrong(page):
@@ -322,7 +322,7 @@ def test_on_a_regenerated_branch_findings_and_their_buttons_name_turns_by_their_
     db.dispose()
     page.radio(key="cmp_from").set_value("Stored").run()
     assert not page.exception, page.exception
-    assert "At turn 6 the user asks about your name, but Responder no longer has turn 1" in page_html(page)
+    assert "At turn 6 the question is about the user's name, but Responder no longer has turn 1" in page_html(page)
     buttons = {b.label for b in page.button if (b.key or "").startswith("cmp-finding-")}
     assert {"Turn 6", "Turn 5 · 2/2"} <= buttons and "Turn 7" not in buttons
 

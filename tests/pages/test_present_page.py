@@ -90,7 +90,7 @@ def test_findings_are_captions_on_their_turn(page):
     assert len(seen) == 6
     assert sum('data-kind="fact_not_seen"' in c for c in seen) == 5
     assert sum('data-kind="docs_vs_code"' in c for c in seen) == 1
-    assert "At turn 11 the user asks about your name, but dify window 3 no longer has turn 1" in seen[0]
+    assert "At turn 11 the question is about the user's name, but dify window 3 no longer has turn 1" in seen[0]
 
 
 def test_autoplay_moves_one_turn_per_interval_and_stops_at_the_end(page):

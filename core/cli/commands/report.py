@@ -99,7 +99,7 @@ def _window_change(text: str) -> list[int]:
 def _fact(text: str) -> tuple[str, str]:
     ref, sep, label = text.partition("=")
     if not sep or not ref or not label:
-        raise argparse.ArgumentTypeError(f"--fact must be REF=LABEL (a message's ref, e.g. 1=your name), "
+        raise argparse.ArgumentTypeError(f"--fact must be REF=LABEL (a message's ref, e.g. 1=name), "
                                          f"not {text!r}")
     return ref, label
 
