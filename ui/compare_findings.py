@@ -38,7 +38,8 @@ def render_findings(findings: Sequence[Finding], *, key: str, on_turn: Callable[
         text.markdown(finding_html(f), unsafe_allow_html=True)
         if f.turn is not None and on_turn is not None:
             label = (name(f.turn) if name else f"turn {f.turn}").capitalize()
-            go.button(label, key=f"{key}-{n}", on_click=on_turn, args=(f.turn,),
+            # As wide as their column, so "Turn 4" and "Turn 11 · 2/2" line up as one column.
+            go.button(label, key=f"{key}-{n}", on_click=on_turn, args=(f.turn,), width="stretch",
                       help="Select this turn: the heatmaps mark it and the turn diff shows it")
     if len(findings) > limit:
         st.caption(f"…and {len(findings) - limit} more (all of them are in the exported report).")
