@@ -24,9 +24,12 @@ from ui.compare_facts import message_name, pick_marks, render_facts_table
 from ui.compare_findings import render_findings
 from ui.compare_replies import render_reply_grid
 from ui.compare_source import STORED, database, pick_answered_source
+from ui.entry import through_app
 from ui.heatmap import render_heatmaps
 from ui.html import plain, safe_text
 from ui.on_request import whole_analysis
+
+through_app()  # before anything is shown or read: the login is in app.py
 
 P = keys.COMPARE
 FACT_MODES = {"detected": "Detected in what the user says", "marked": "Messages I mark", "none": "None"}

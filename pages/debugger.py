@@ -18,6 +18,7 @@ from core.words import conversation_length
 from ui import data, html
 from ui import state as keys
 from ui.chat_view import TurnActions, render_transcript, thread_page, turn_problem
+from ui.entry import through_app
 from ui.ledger_table import render_ledger_table
 from ui.memories_panel import render_agent_run, render_recall_preview, render_recalled
 from ui.receipt_view import render_receipt
@@ -26,6 +27,8 @@ from ui.switchboard import render_switchboard
 from ui.tree_view import render_branches
 from ui.variables_panel import render_variables
 from ui.why_panel import render_why
+
+through_app()  # before anything is shown or read: the login is in app.py
 
 TRANSCRIPT_HEIGHT = 480  # px: the chat box beside the inspector; with the title and the input it fits 1280×800
 AS_CONFIGURED = "as configured in the flow"

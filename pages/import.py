@@ -12,8 +12,11 @@ from core.service.imports import import_upload
 from ui import state as keys
 from ui.compare_source import database
 from ui.data import service
+from ui.entry import through_app
 from ui.html import plain
 from ui.pull_form import render_pull_form
+
+through_app()  # before anything is shown or read: the login is in app.py
 
 P = keys.IMPORT
 MODES = {"all": "Import nothing (all or nothing)", "skip": "Skip the bad records and import the rest"}

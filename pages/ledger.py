@@ -14,8 +14,11 @@ from core.words import plural
 from ui import data
 from ui import state as keys
 from ui.config_editor import edit_config
+from ui.entry import through_app
 from ui.html import plain
 from ui.ledger_table import render_ledger_table
+
+through_app()  # before anything is shown or read: the login is in app.py
 
 page_key = keys.keys_of(keys.LEDGER)  # this page's widget keys
 

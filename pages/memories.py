@@ -8,8 +8,11 @@ from core.errors import MemLensError
 from core.memory.long_term import SHARED
 from ui import data
 from ui import state as keys
+from ui.entry import through_app
 from ui.html import plain
 from ui.memories_panel import memory_frame, namespace_label, render_history, render_recall_preview
+
+through_app()  # before anything is shown or read: the login is in app.py
 
 page_key = keys.keys_of(keys.MEMORIES)  # this page's widget keys
 svc = data.service()

@@ -19,9 +19,12 @@ from core.service.config_sets import saved_config_sets
 from ui import state as keys
 from ui.compare_configs import current_configs
 from ui.compare_source import database, pick_answered_source
+from ui.entry import through_app
 from ui.html import plain
 from ui.on_request import whole_analysis
 from ui.present_view import Card, render_captions, render_cards, render_chat
+
+through_app()  # before anything is shown or read: the login is in app.py
 
 P = keys.PRESENT
 NODES, CONFIGS = "nodes", "configs"

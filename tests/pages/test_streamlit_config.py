@@ -72,3 +72,37 @@ def test_a_logged_in_user_gets_the_debugger_and_a_log_out_button(tmp_path, monke
     assert not at.exception, at.exception
     assert len(at.chat_message) == 16  # the demo conversation
     assert "Log out" in [b.label for b in at.sidebar.button]
+
+
+PAGE_FILES = sorted(p.name for p in (ROOT / "pages").glob("*.py"))
+
+
+def test_a_page_opened_by_its_address_first_still_asks_for_the_login(tmp_path, monkeypatch):
+    """Streamlit serves the pages/ folder on its own, each file run without app.py, until a run of
+    app.py has called st.navigation: a fresh server's first visitor opening /compare skipped the
+    login. Each page is opened by its address before anything else, as on a fresh server."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", f"sqlite:///{tmp_path / 'memlens.db'}")
+    assert PAGE_FILES == ["compare.py", "debugger.py", "import.py", "ledger.py", "memories.py", "present.py"]
+    for name in PAGE_FILES:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)  # a fresh server's page registry
+        at.secrets["auth"] = AUTH
+        at.switch_page(f"pages/{name}")  # the address of that page, before app.py ever ran
+        at.run()
+        assert not at.exception, (name, at.exception)
+        assert [b.label for b in at.button] == ["Log in"], name
+        assert not at.dataframe and not at.sidebar.selectbox and not at.chat_message, name
+
+
+def test_without_a_login_a_page_opened_by_its_address_first_opens_that_page(tmp_path, monkeypatch):
+    """The same first visit with no login configured: started again through app.py, it still lands
+    on the page asked for, not on the default one."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", f"sqlite:///{tmp_path / 'memlens.db'}")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page("pages/ledger.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert [t.value for t in at.title] == ["Ledger explorer"]
