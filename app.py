@@ -14,14 +14,6 @@ def login_required() -> bool:
     return st.secrets.load_if_toml_exists() and "auth" in st.secrets
 
 
-if login_required():
-    if not st.user.get("is_logged_in"):
-        st.title("MemLens")
-        st.caption("Log in to open the debugger: this MemLens is shared, and its conversations are private.")
-        st.button("Log in", key="login", on_click=st.login, icon=":material/login:", type="primary")
-        st.stop()
-    st.sidebar.button("Log out", key="logout", on_click=st.logout, icon=":material/logout:")
-
 pages = [
     st.Page("pages/debugger.py", title="Debugger", icon=":material/troubleshoot:", default=True),
     st.Page("pages/ledger.py", title="Ledger explorer", icon=":material/receipt_long:"),
@@ -30,4 +22,15 @@ pages = [
     st.Page("pages/import.py", title="Import", icon=":material/upload_file:"),
     st.Page("pages/memories.py", title="Long-term memory", icon=":material/psychology:"),
 ]
-st.navigation(pages).run()
+locked = login_required() and not st.user.get("is_logged_in")
+# The navigation is set before the login screen, hidden while it shows: a session that started on a
+# page's address (ui.entry) would otherwise keep listing the pages/ folder's file names beside it.
+page = st.navigation(pages, position="hidden" if locked else "sidebar")
+if locked:
+    st.title("MemLens")
+    st.caption("Log in to open the debugger: this MemLens is shared, and its conversations are private.")
+    st.button("Log in", key="login", on_click=st.login, icon=":material/login:", type="primary")
+    st.stop()
+if login_required():
+    st.sidebar.button("Log out", key="logout", on_click=st.logout, icon=":material/logout:")
+page.run()

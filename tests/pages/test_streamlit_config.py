@@ -84,7 +84,7 @@ def test_a_page_opened_by_its_address_first_still_asks_for_the_login(tmp_path, m
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("MEMLENS_DATABASE_URL", f"sqlite:///{tmp_path / 'memlens.db'}")
-    assert PAGE_FILES == ["compare.py", "debugger.py", "import.py", "ledger.py", "memories.py", "present.py"]
+    assert {"compare.py", "debugger.py", "import.py"} <= set(PAGE_FILES)  # every file there is a page
     for name in PAGE_FILES:
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)  # a fresh server's page registry
         at.secrets["auth"] = AUTH
