@@ -1,16 +1,45 @@
-"""Every page runs through app.py, where the login check and the navigation are."""
+"""What every page runs first: the app's page settings and its login check (app.py's preamble)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
+FAVICON = Path(__file__).parent / "favicon.png"  # bundled: the favicon must not need a font from the network
+
+
+def login_required() -> bool:
+    """An ``[auth]`` section in ``.streamlit/secrets.toml`` turns on Streamlit's OIDC login for every page."""
+    return bool(st.secrets.load_if_toml_exists() and "auth" in st.secrets)
+
+
+def locked() -> bool:
+    """Whether this visitor must log in before seeing anything."""
+    return login_required() and not st.user.get("is_logged_in")
+
+
+def page_settings() -> None:
+    st.set_page_config(page_title="MemLens", page_icon=str(FAVICON), layout="wide")
+
+
+def login_screen() -> None:
+    """The login prompt, and nothing after it."""
+    st.title("MemLens")
+    st.caption("Log in to open the debugger: this MemLens is shared, and its conversations are private.")
+    st.button("Log in", key="login", on_click=st.login, icon=":material/login:", type="primary")
+    st.stop()
+
 
 def through_app() -> None:
     """Called first by every page. Streamlit serves a ``pages/`` folder on its own — each file a
-    page, run without the main script — until some run of app.py has called ``st.navigation``.
-    On a fresh server, a page opened by its address would skip app.py and its login check: such
-    a run switches the folder's pages off for good and starts again, through app.py."""
+    page, run without app.py — until some run of app.py has called ``st.navigation``: on a fresh
+    server a page opened by its address would skip app.py's login check. Such a run takes app.py's
+    settings and login check here, and switches the folder's pages off so later runs go through
+    app.py."""
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
-        st.rerun()
+        page_settings()
+        if locked():
+            login_screen()
