@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.analysis.debug_view import Receipt
-from core.model.ledger import Ledger
+from core.model.ledger import REASON_LABELS, REASONS, Ledger
 from core.store.ledger_codec import HISTORY
 from ui.html import ORIGIN_COLOUR, origin_chip, plain, safe_text, tokens
 from ui.paging import page_slice
@@ -19,9 +19,10 @@ RECEIPT_PAGE = 30  # memory-history messages shown at once
 
 
 def budget_figure(r: Receipt) -> go.Figure:
-    """Used tokens per origin as one stacked bar, dropped tokens as overflow, the history budget as a line.
+    """Used tokens per origin as one stacked bar, dropped tokens after them (named by their reasons),
+    the history budget as a line.
 
-    The scale is what the budget is about — the prompt, the overflow and the budget line — not the
+    The scale is what the budget is about — the prompt, the dropped tokens and the budget line — not the
     whole context window, where a prompt of a few hundred tokens would be a sliver; the context is
     summarised in words under the bar (:func:`context_summary`) unless it is on the scale anyway.
     The legend sits under the axis, outside the plot, and the two labels sit on opposite sides."""
@@ -31,10 +32,13 @@ def budget_figure(r: Receipt) -> go.Figure:
                     marker_color=ORIGIN_COLOUR.get(origin, "#374151"),
                     hovertemplate=f"{escape(origin).replace('%', '&#37;')}: %{{x:,}} tokens<extra></extra>")
     if r.dropped_tokens:
-        detail = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in r.dropped_by_reason.items())
-        fig.add_bar(y=["prompt"], x=[r.dropped_tokens], name="dropped (overflow)", orientation="h",
+        # Named by what dropped them (a window or granularity is no overflow), in the pipeline's order.
+        reasons = sorted(r.dropped_by_reason, key=lambda k: REASONS.index(k) if k in REASONS else len(REASONS))
+        words = [REASON_LABELS.get(k, k.replace("_", " ")) for k in reasons]
+        detail = escape(", ".join(f"{w} {r.dropped_by_reason[k]:,}" for k, w in zip(reasons, words)))
+        fig.add_bar(y=["prompt"], x=[r.dropped_tokens], name=escape("dropped: " + ", ".join(words)), orientation="h",
                     marker_color=DROPPED_COLOUR, marker_pattern_shape="/", opacity=0.55,
-                    hovertemplate=f"dropped: %{{x:,}} tokens ({detail})<extra></extra>")
+                    hovertemplate=f"dropped: %{{x:,}} tokens ({detail.replace('%', '&#37;')})<extra></extra>")
     fixed = r.prompt_tokens - r.used_by_origin.get("memory history", 0) - r.used_by_origin.get("summary", 0)
     budget_end = fixed + r.limit if r.limit is not None else None
     scale = max(sum(r.used_by_origin.values()) + r.dropped_tokens, budget_end or 0, 1) * 1.1

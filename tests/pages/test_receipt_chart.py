@@ -27,3 +27,23 @@ def test_a_budget_is_drawn_on_the_scale_and_its_label_does_not_share_a_side_with
     assert lines == [466, 500]
     positions = {a.text: (a.xanchor, a.yanchor) for a in fig.layout.annotations}
     assert positions["history budget 400"] != positions["context 500"]
+
+
+def test_the_dropped_bar_is_named_by_what_dropped_its_messages_not_called_an_overflow():
+    fig = budget_figure(receipt(dropped_tokens=75, dropped_by_reason={"outside_window": 60, "granularity": 15}))
+    dropped = [bar for bar in fig.data if bar.name.startswith("dropped")]
+    assert len(dropped) == 1 and dropped[0].x == (75,)
+    # the pipeline's order (granularity before the window) and the ledger's words for each reason
+    assert dropped[0].name == "dropped: intermediate message, outside window"
+    assert "intermediate message 15, outside window 60" in dropped[0].hovertemplate
+    assert "overflow" not in dropped[0].name
+
+
+def test_a_budget_overflow_is_named_as_such():
+    fig = budget_figure(receipt(dropped_tokens=60, dropped_by_reason={"over_budget": 60}, limit=100))
+    assert [bar.name for bar in fig.data if bar.name.startswith("dropped")] == ["dropped: over token budget"]
+
+
+def test_nothing_dropped_draws_no_dropped_bar():
+    fig = budget_figure(receipt(dropped_tokens=0, dropped_by_reason={}))
+    assert not [bar for bar in fig.data if bar.name.startswith("dropped")]
