@@ -245,7 +245,7 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
         by_number = {numbers[p]: conv.turns[p].id for p in thread}
         render_findings(_findings(url, conv_id, stamp, lenses_json), key=f"rfind-{conv_id}",
                         on_turn=lambda n: st.session_state.update({keys.SELECTED_TURN: by_number.get(n, selected_id)}),
-                        name=turn_namer(conv),
+                        name=turn_namer(conv), narrow=True, jump_help="Inspect this turn",
                         empty="No findings: nothing surprising in how these lenses remember this conversation.")
     with tabs[3]:
         render_branches(conv, thread, on_switch=switch, keys=("rtree", f"rbranch-{conv_id}", "rswitch_branch"))

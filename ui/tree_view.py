@@ -15,6 +15,7 @@ from core.analysis.debug_view import TreeNode
 from core.words import plural
 
 KEEP_NEWEST = 5  # the newest turns of the active thread stay dots even in a linear run
+MAX_TICKS = 12  # a short thread gets a tick per turn; a longer one, Plotly's own (whole) steps
 
 
 def collapse(nodes: list[TreeNode], *, keep_newest: int = KEEP_NEWEST) -> list[TreeNode]:
@@ -73,10 +74,13 @@ def tree_figure(nodes: list[TreeNode], *, max_nodes: int = 400) -> go.Figure:
                         marker=dict(color=colour, size=10 if active else 8),
                         text=[escape(n.label) for n in group], hovertemplate="%{text}<extra></extra>",
                         customdata=[n.turn_id for n in group])
-    # Turns are counted as their labels count them (the first question is turn 1), in whole numbers;
-    # the legend sits above the plot, clear of the axis title.
+    # Turns are counted as their labels count them (the first question is turn 1), in whole numbers:
+    # a tick per turn on a short thread, where Plotly's own ticks fall on halves ("1 2 2 3 3" once
+    # rounded); the legend sits above the plot, clear of the axis title.
+    xs = [n.x for n in nodes]
+    per_turn = bool(xs) and max(xs) - min(xs) <= MAX_TICKS
     fig.update_layout(height=240, margin=dict(l=10, r=10, t=30, b=10),
-                      xaxis=dict(title="turn on its thread", tickformat="d"),
+                      xaxis=dict(title="turn on its thread", tickformat="d", dtick=1 if per_turn else None),
                       yaxis=dict(visible=False, autorange="reversed"),
                       legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"))
     return fig

@@ -87,3 +87,11 @@ def test_the_tree_places_each_turn_at_the_number_its_label_gives():
 def test_the_collapsed_run_has_a_visible_symbol_in_the_legend():
     run = _figure_data(tree_figure(tree_layout(linear(40), list(range(40)))))["collapsed run"]
     assert run.marker.symbol == "line-ns" and run.marker.line.width > 0  # a line marker shows only its outline
+
+
+def test_a_short_thread_gets_a_tick_per_turn_and_a_long_one_whole_steps_of_plotlys_choosing():
+    # Plotly's own ticks on a 3-turn axis fall on halves, which "d" rounds into "1 2 2 3 3".
+    short = tree_figure(tree_layout(branched(6), list(range(3))))
+    assert short.layout.xaxis.dtick == 1 and short.layout.xaxis.tickformat == "d"
+    long = tree_figure(tree_layout(linear(40), list(range(40))))
+    assert long.layout.xaxis.dtick is None  # 40 ticks would crowd the axis; Plotly's steps there are whole

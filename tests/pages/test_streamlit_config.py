@@ -1,5 +1,5 @@
 """`.streamlit/config.toml`: the app started the README's way listens on loopback only, with no file
-watcher and no usage statistics."""
+watcher, no usage statistics and no developer menu ("Deploy")."""
 
 import re
 import subprocess
@@ -30,12 +30,13 @@ def test_the_app_listens_on_loopback_only_when_started_without_flags(tmp_path):
         assert listening_addresses(port) == {"0100007F"}
 
 
-def test_the_config_turns_the_file_watcher_and_usage_statistics_off():
+def test_the_config_turns_the_file_watcher_usage_statistics_and_developer_menu_off():
     code = ("from streamlit import config; config.get_config_options(force_reparse=True); "
             "print(config.get_option('server.address'), config.get_option('server.fileWatcherType'), "
-            "config.get_option('browser.gatherUsageStats'), config.get_option('server.headless'))")
+            "config.get_option('browser.gatherUsageStats'), config.get_option('server.headless'), "
+            "config.get_option('client.toolbarMode'))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["127.0.0.1", "none", "False", "True"]
+    assert out.split() == ["127.0.0.1", "none", "False", "True", "viewer"]
 
 
 def test_the_readme_names_the_address_the_app_listens_on():
