@@ -220,6 +220,12 @@ def _named_ranges(name: TurnNamer, turns: Iterable[int]) -> str:
     return ("turn " if single else "turns ") + ", ".join(words)
 
 
+def quoted(subject: str) -> str:
+    """A subject named inside a finding's sentence — a node's title, a config's or a lens's label —
+    in quotes, so "dify window 3" or "Default · dify no window" reads as one name."""
+    return f"“{subject}”"
+
+
 def _excerpt(text: str, width: int = 60) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -388,7 +394,7 @@ def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | 
         first = loop[0]
         what = " then ".join(t.replace("_", " ") for t in first.get("tiers") or [])
         text = (f"Compaction fired inside the tool loop at step {first['request']} of {name(first['turn'])}: "
-                f"{subject}'s history was estimated at {first['estimate']:,} tokens ({first['estimated_by']}), over "
+                f"{quoted(subject)}'s history was estimated at {first['estimate']:,} tokens ({first['estimated_by']}), over "
                 f"its {first['target']:,}-token target, and compacted ({what}) before the model's next request")
         if len(loop) > 1:
             text += f"; {plural(len(loop) - 1, 'more compaction')} inside tool loops follow"
@@ -400,7 +406,7 @@ def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | 
                   if sum(1 for s in ledger.synthetic if s.origin == SUMMARY) >= 2), None)
     if piled is not None:
         n = sum(1 for s in piled.synthetic if s.origin == SUMMARY)
-        out.append(Finding(SUMMARY_PILE_UP, f"A summary of a summary is still in {subject}'s history: at "
+        out.append(Finding(SUMMARY_PILE_UP, f"A summary of a summary is still in {quoted(subject)}'s history: at "
                                             f"{name(piled.turn)} it sends {n} summaries, the older ones riding along "
                                             f"with the first user message.", subject, piled.turn, node_id, INFO,
                            "On reload the stored summary is merged into the first user message; the next compaction "
@@ -412,7 +418,7 @@ def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | 
         again = resent[1]
         out.append(Finding(FIRST_MESSAGE_RESUMMARISED,
                            f"The first user message was re-summarised {plural(len(resent) - 1, 'time')} by "
-                           f"{subject}: it is kept and also sent to the summariser at every compaction (again at "
+                           f"{quoted(subject)}: it is kept and also sent to the summariser at every compaction (again at "
                            f"{name(again['turn'])}).", subject, again["turn"], node_id, INFO,
                            "Its content is counted twice — verbatim and inside each summary — and weighs on every "
                            "summary written.", {"times": len(resent) - 1, "turns": [c["turn"] for c in resent]}))
@@ -428,7 +434,7 @@ def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, 
     worst = max(hit, key=lambda t: t.pruned)
     budget = f" of {first.budget:,} tokens" if first.budget is not None else ""
     text = (f"Budget exceeded at {name(first.turn)}: {plural(first.pruned, 'oldest message')} pruned silently "
-            f"by {subject} to fit its token budget{budget}")
+            f"by {quoted(subject)} to fit its token budget{budget}")
     if len(hit) > 1:
         text += f"; pruning goes on at {plural(len(hit) - 1, 'later turn')}"
         if worst.pruned > first.pruned:
@@ -462,7 +468,7 @@ def _dominant(subject: str, turns: Sequence[MemoryTurn], conversation: Conversat
         first = hits[0]
         msg = conversation.turns[q].messages[j]
         share = first.largest_tokens / first.history_tokens
-        text = (f"One message fills {share:.0%} of the history {subject} keeps at {name(first.turn)}: {name(numbers[q])}'s "
+        text = (f"One message fills {share:.0%} of the history {quoted(subject)} keeps at {name(first.turn)}: {name(numbers[q])}'s "
                 f"{msg.role} message ({first.largest_tokens:,} of {first.history_tokens:,} tokens), "
                 f"“{_excerpt(msg.content or msg.kind)}”")
         if len(hits) > 1:
@@ -480,9 +486,9 @@ def _window_zero(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, nod
     first = next((t for t in turns if t.kept), None)
     text = f"Window = 0, but history was included: Dify reads a window of 0 as no limit (its {DIFY_ROW_CAP}-turn cap)"
     if first is not None:
-        text += f", so at {name(first.turn)} {subject} still receives {plural(first.kept, 'earlier message')}"
+        text += f", so at {name(first.turn)} {quoted(subject)} still receives {plural(first.kept, 'earlier message')}"
     else:
-        text += f", so {subject} will receive every earlier turn"
+        text += f", so {quoted(subject)} will receive every earlier turn"
     detail = "To switch memory off, turn the memory block off; to keep a few turns, set the window to 1 or more."
     return Finding(WINDOW_ZERO, text + ".", subject, first.turn if first else None, node_id, WARNING, detail)
 
@@ -501,7 +507,7 @@ def _trimmed_window(subject: str, config: MemoryConfig, turns: Sequence[MemoryTu
                 gain = f"keeps {t.in_window} instead of {before.in_window}, not {would}"
             else:
                 gain = f"keeps only {t.in_window}"
-            text = (f"At {name(t.turn)} {subject} has a window of {size} messages, but it {gain}: "
+            text = (f"At {name(t.turn)} {quoted(subject)} has a window of {size} messages, but it {gain}: "
                     f"{plural(lost, 'message')} trimmed in earlier turns {'is' if lost == 1 else 'are'} gone for good")
             detail = ("The Window Memory node trims permanently: its store holds only the last N messages of the "
                       "previous turn plus the new round, so a larger N cannot bring back what a smaller N cut. "
@@ -724,7 +730,7 @@ def _docs_vs_code_findings(subject: str, differences: Sequence[Difference], name
     out = []
     for causes, diffs in groups.items():
         first = diffs[0]
-        text = f"At {name(first.turn)}" + (f", {subject}" if subject else "") + f": {first.text}"
+        text = f"At {name(first.turn)}" + (f", {quoted(subject)}" if subject else "") + f": {first.text}"
         if len(diffs) > 1:
             text = text[:-1] + f"; the same happens at {plural(len(diffs) - 1, 'later turn')} "                                f"({_named_ranges(name, (d.turn for d in diffs[1:]))})."
         detail = ("MemLens follows Dify 1.x as shipped by default; Dify's docs describe a simpler memory. "
@@ -785,7 +791,7 @@ def _fact_findings(conversation: Conversation, comparison: Comparison, replays: 
                 why = explain(entry, ledger.config) if entry is not None else "not on this branch"
                 seen_before = any(x is True for j, x in enumerate(fate.present[:k]) if answered[j] > first_position)
                 verb = "no longer has" if seen_before else "never saw"
-                text = (f"At {name(numbers[p])} the question is about {fact.label}, but {subject} {verb} "
+                text = (f"At {name(numbers[p])} the question is about {fact.label}, but {quoted(subject)} {verb} "
                         f"{name(numbers[entry.position] if entry else stated)}, where it was stated ({why})")
                 out.append(Finding(FACT_NOT_SEEN, text + ".", subject, numbers[p], None, WARNING,
                                    "The model is asked for something its memory does not hold; it will guess or say "
@@ -795,7 +801,7 @@ def _fact_findings(conversation: Conversation, comparison: Comparison, replays: 
                 if not fact.key and fate.lost_turn is not None:  # a fact the user marked: say when it goes
                     reason = fate.lost_reason
                     why = f" ({reason.replace('_', ' ')})" if reason else ""
-                    out.append(Finding(FACT_NOT_SEEN, f"{fact.label} ({name(stated)}) leaves {subject}'s memory at "
+                    out.append(Finding(FACT_NOT_SEEN, f"{fact.label} ({name(stated)}) leaves {quoted(subject)}'s memory at "
                                                       f"{name(fate.lost_turn)}{why}.", subject, fate.lost_turn,
                                        None, INFO, "", {"fact": fact.label, "stated_turn": stated}))
     return out
@@ -953,9 +959,9 @@ def history_variables(flow: Flow) -> dict[str, str]:
             rolling = f"conversation.{target}" in origins
             if op in ("append", "extend") or rolling:
                 what = " and ".join("the user's messages" if o == "sys.query"
-                                    else f"{flow.node(o[5:]).label}'s replies" for o in said)
+                                    else f"{quoted(flow.node(o[5:]).label)}'s replies" for o in said)
                 how = "appends" if op in ("append", "extend") else "rewrites it with"
-                writers.setdefault(target, []).append(f"{node.label} {how} {what}")
+                writers.setdefault(target, []).append(f"{quoted(node.label)} {how} {what}")
     out = {name: "; ".join(ways) + " every turn" for name, ways in writers.items()}
     for name, var in declared.items():
         if name not in out and _HISTORY_NAME.search(name) and (var.type.startswith("array") or var.type == "string"):
@@ -983,7 +989,7 @@ def _history_twice(flow: Flow, node: Node, memory: MemorySettings, histories: Ma
         reads |= _origins(flow, s)
     for name, why in histories.items():
         if f"conversation.{name}" in reads:
-            text = (f"{node.label} gets the conversation twice: its memory replays the chat history, and its prompt "
+            text = (f"{quoted(node.label)} gets the conversation twice: its memory replays the chat history, and its prompt "
                     f"also renders conversation.{name}, which holds the history ({why})")
             out.append(Finding(HISTORY_TWICE, text + ".", node.label, None, node.id, WARNING,
                                "Every earlier turn reaches the model twice: it costs tokens and can confuse the "
@@ -999,7 +1005,7 @@ def _history_twice(flow: Flow, node: Node, memory: MemorySettings, histories: Ma
         if isinstance(sel, list):
             template_reads.add(".".join(map(str, sel)))
     if "sys.query" in template_reads and _query_template_has_query(memory):
-        text = (f"{node.label} receives the current question twice: its prompt renders {{{{#sys.query#}}}} and its "
+        text = (f"{quoted(node.label)} receives the current question twice: its prompt renders {{{{#sys.query#}}}} and its "
                 f"memory adds the query again as the last user message")
         out.append(Finding(HISTORY_TWICE, text + ".", node.label, None, node.id, WARNING,
                            "With memory on, Dify appends the memory's query template (default {{#sys.query#}}) after "
@@ -1036,7 +1042,7 @@ def flow_findings(flow: Flow) -> list[Finding]:
         if memory is None:
             continue
         if not flow.is_chat:
-            out.append(Finding(NO_CONVERSATION, f"{node.label} has memory switched on ({memory.label()}), but this "
+            out.append(Finding(NO_CONVERSATION, f"{quoted(node.label)} has memory switched on ({memory.label()}), but this "
                                                 f"is a Workflow app: there is no conversation, so no history ever "
                                                 f"reaches it.", node.label, None, node.id, WARNING,
                                "Dify shows the memory setting only in Chatflows and ignores it in a Workflow. Make "
@@ -1050,11 +1056,11 @@ def flow_findings(flow: Flow) -> list[Finding]:
         if others:
             replaying.setdefault(others, []).append(node)
     for others, nodes in replaying.items():
-        names = " and ".join(flow.node(a).label for a in others)
-        answers = ", ".join(flow.node(n).label for n, ids in producers.items() if set(others) & ids)
+        names = " and ".join(quoted(flow.node(a).label) for a in others)
+        answers = ", ".join(quoted(flow.node(n).label) for n, ids in producers.items() if set(others) & ids)
         readers = ", ".join(n.label for n in nodes)
         verb = "replays" if len(nodes) == 1 else "replay"
-        out.append(Finding(FOREIGN_ANSWERS, f"The memory of {readers} will {verb if len(nodes) > 1 else 'replay'} "
+        out.append(Finding(FOREIGN_ANSWERS, f"The memory of {', '.join(quoted(n.label) for n in nodes)} will {verb if len(nodes) > 1 else 'replay'} "
                                             f"answers written by {names}: Dify stores the Answer node's output "
                                             f"({answers}) as each turn's answer, and every node with memory reads it "
                                             f"as its own past reply.", readers, None, nodes[0].id, INFO,
@@ -1154,8 +1160,8 @@ def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnR
                 if not others or (node_id, others) in reported:
                     continue
                 reported.add((node_id, others))
-                writers = " and ".join(label(a) for a in others)
-                text = (f"{label(node_id)}'s memory contains replies written by {writers}: at {name(numbers[p])} it "
+                writers = " and ".join(quoted(label(a)) for a in others)
+                text = (f"{quoted(label(node_id))}'s memory contains replies written by {writers}: at {name(numbers[p])} it "
                         f"replays {name(numbers[e.position])}'s answer, which {writers} wrote, as its own past reply")
                 out.append(Finding(FOREIGN_ANSWERS, text + ".", label(node_id), numbers[p], node_id, WARNING,
                                    "Dify stores one answer per turn — the Answer node's output — and every LLM node "
@@ -1187,7 +1193,7 @@ def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnR
                 why = explain(entry, run.ledger.config, label(node_id)) if entry else "not in its memory"
                 had = any(any(e.position == q and e.kept for e in r.ledger.entries) for x, _, r in runs if x < p)
                 verb = "no longer has" if had else "never saw"
-                text = (f"{label(node_id)} {verb} {name(numbers[q])}, where `{var}` was set: at {name(numbers[p])} "
+                text = (f"{quoted(label(node_id))} {verb} {name(numbers[q])}, where `{var}` was set: at {name(numbers[p])} "
                         f"that turn is out of its memory ({why}), and its prompt does not read the variable")
                 out.append(Finding(FACT_NOT_SEEN, text + ".", label(node_id), numbers[p], node_id, INFO,
                                    "If the node needs the value, render the variable in its prompt; memory alone "
@@ -1222,7 +1228,7 @@ def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnR
                 had = any(any(e.kept and (e.position, e.index) in where for e in r.ledger.entries)
                           for x, _, r in runs if q < x < p)
                 verb = "no longer has" if had else "never saw"
-                text = (f"At {name(numbers[p])} the question is about {fact.label}, but {label(node_id)} {verb} "
+                text = (f"At {name(numbers[p])} the question is about {fact.label}, but {quoted(label(node_id))} {verb} "
                         f"{name(numbers[q])}, where it was stated ({why})")
                 out.append(Finding(FACT_NOT_SEEN, text + ".", label(node_id), numbers[p], node_id, WARNING,
                                    "The model is asked for something its memory does not hold; it will guess or say "

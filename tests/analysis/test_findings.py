@@ -125,7 +125,7 @@ def test_a_question_about_a_fact_the_window_dropped_links_to_the_turn_that_asks(
         (11, "dify window 3", "the user's name"), (11, "dify window 10", "the user's name"),
         (11, "dify window 3", "the user's booking number"), (12, "dify window 3", "the user's diet"),
         (12, "dify window 10", "the user's diet")]
-    assert found[0].text == ("At turn 11 the question is about the user's name, but dify window 3 no longer has turn 1, "
+    assert found[0].text == ("At turn 11 the question is about the user's name, but “dify window 3” no longer has turn 1, "
                              "where it was stated (outside window of 3 rows: the current turn's row is one of "
                              "them).")
     assert all(f.severity == WARNING for f in found)
@@ -140,7 +140,7 @@ def test_memory_off_never_saw_the_turn_where_the_fact_was_stated():
     configs = [MemoryConfig(strategy="off"), MemoryConfig(strategy="buffer")]
     found = kinds(config_findings(conv, configs, comparison=compare(conv, configs)), FACT_NOT_SEEN)
     assert {f.subject for f in found} == {"memory off"}
-    assert "memory off never saw turn 1, where it was stated (memory is off for this node)" in found[0].text
+    assert "“memory off” never saw turn 1, where it was stated (memory is off for this node)" in found[0].text
 
 
 def test_a_marked_fact_that_leaves_memory_is_a_note_at_the_turn_it_goes():
@@ -149,7 +149,7 @@ def test_a_marked_fact_that_leaves_memory_is_a_note_at_the_turn_it_goes():
     comparison = compare(conv, configs, facts=[((4, 0), "the tram question")])
     found = kinds(config_findings(conv, configs, comparison=comparison), FACT_NOT_SEEN)
     assert [(f.turn, f.severity) for f in found] == [(7, INFO)]  # Dify 1.x: 2 rows = the turn before only
-    assert found[0].text == "the tram question (turn 5) leaves dify window 2's memory at turn 7 (outside window)."
+    assert found[0].text == "the tram question (turn 5) leaves “dify window 2”'s memory at turn 7 (outside window)."
 
 
 def test_a_node_that_lost_the_turn_with_a_fact_is_reported_but_a_restated_value_counts_as_known():
@@ -161,7 +161,7 @@ def test_a_node_that_lost_the_turn_with_a_fact_is_reported_but_a_restated_value_
     # Turn 7 asks the order number: turn 1 is out of the window too, but turn 4's answer restated it
     # and is still kept.
     assert [(f.turn, f.node_id, f.data["fact"]) for f in found] == [(6, "responder", "the user's name")]
-    assert found[0].text == ("At turn 6 the question is about the user's name, but Responder no longer has turn 1, "
+    assert found[0].text == ("At turn 6 the question is about the user's name, but “Responder” no longer has turn 1, "
                              "where it was stated (outside window of 4 rows: the current turn's row is one of "
                              "them).")
     assert "4411" in records[3].answer  # the restatement that keeps the order number known
@@ -193,7 +193,7 @@ def test_a_node_that_no_longer_has_the_turn_where_a_variable_was_set():
     found = kinds(run_findings(flow, conv, records), FACT_NOT_SEEN)
     # Dify 1.x: a window of 2 rows at turn 3 holds turn 2 only: turn 1, where order_id was set, is gone.
     assert [(f.turn, f.node_id, f.data) for f in found] == [(3, "summarizer", {"variable": "order_id", "set_turn": 1})]
-    assert found[0].text.startswith("Summarizer no longer has turn 1, where `order_id` was set: at turn 3 that turn "
+    assert found[0].text.startswith("“Summarizer” no longer has turn 1, where `order_id` was set: at turn 3 that turn "
                                     "is out of its memory (outside window of 2 rows: the current turn's row is one "
                                     "of them)")
 
@@ -224,7 +224,7 @@ def test_a_node_replaying_answers_another_node_wrote_is_found_at_the_first_turn_
     found = kinds(run_findings(flow, conv, records), FOREIGN_ANSWERS)
     assert [(f.turn, f.node_id, f.data["writers"], f.data["source_turn"]) for f in found] == \
         [(2, "reader", ["writer"], 1)]
-    assert found[0].text.startswith("Reader's memory contains replies written by Writer: at turn 2 it replays turn "
+    assert found[0].text.startswith("“Reader”'s memory contains replies written by “Writer”: at turn 2 it replays turn "
                                     "1's answer")
     # The ledger says the same: Reader keeps turn 1's answer, the Answer node rendered Writer's text.
     ledger = records[1].node_run("reader").ledger
@@ -236,7 +236,7 @@ def test_the_flow_alone_predicts_whose_answers_a_memory_will_replay():
     flow = flow_from_data(_two_writers("writer"), "two-nodes")
     found = kinds(flow_findings(flow), FOREIGN_ANSWERS)
     assert [(f.node_id, f.turn, f.severity) for f in found] == [("reader", None, INFO)]
-    assert "will replay answers written by Writer" in found[0].text
+    assert "will replay answers written by “Writer”" in found[0].text
 
 
 def test_a_node_that_replays_its_own_answers_is_fine():
@@ -264,7 +264,7 @@ def test_a_dify_window_of_zero_still_sends_history_from_the_second_turn():
     conv = linear(4)
     found = kinds(config_findings(conv, [MemoryConfig(window=0), MemoryConfig(window=1)]), WINDOW_ZERO)
     assert [(f.turn, f.subject) for f in found] == [(2, "dify no window")]
-    assert found[0].text.endswith("so at turn 2 dify no window still receives 2 earlier messages.")
+    assert found[0].text.endswith("so at turn 2 “dify no window” still receives 2 earlier messages.")
     assert Replay(conv, MemoryConfig(window=0)).ledger(2).kept  # the ledger agrees: history was included
 
 
@@ -280,7 +280,7 @@ def test_a_flow_node_with_a_window_of_zero_is_found_and_linked_to_its_first_hist
     flow, conv, records = run(data, ["one", "two", "three"])
     found = kinds(run_findings(flow, conv, records), WINDOW_ZERO)
     assert [(f.node_id, f.turn) for f in found] == [("llm", 2)]
-    assert "at turn 2 Chat still receives 2 earlier messages" in found[0].text
+    assert "at turn 2 “Chat” still receives 2 earlier messages" in found[0].text
 
 
 # -- a budget that pruned silently ---------------------------------------------------------------------
@@ -297,7 +297,7 @@ def test_a_budget_that_pruned_messages_is_found_at_the_first_turn_the_ledger_pru
     assert found[0].data["turns"] == [t for t, n in sorted(pruned.items()) if n]
     assert found[0].data["pruned"] == [n for t, n in sorted(pruned.items()) if n]
     assert found[0].text.startswith(f"Budget exceeded at turn {first}: {pruned[first]} oldest message")
-    assert "pruned silently by dify no window + token counting to fit its token budget of" in found[0].text
+    assert "pruned silently by “dify no window + token counting” to fit its token budget of" in found[0].text
 
 
 def test_no_budget_finding_when_the_history_fits():
@@ -329,7 +329,7 @@ def test_one_message_filling_most_of_the_window_is_found_while_it_stays():
     assert big.ref == "2:answer" and found[0].data["tokens"] == big.tokens >= DOMINANT_MIN_TOKENS
     assert found[0].data["share"] == round(big.tokens / ledger.history_tokens, 4) > 0.5
     assert found[0].text.startswith(f"One message fills {big.tokens / ledger.history_tokens:.0%} of the history "
-                                    f"dify window 3 keeps at turn 3: turn 2's assistant message")
+                                    f"“dify window 3” keeps at turn 3: turn 2's assistant message")
 
 
 def test_short_messages_never_fill_the_window():
@@ -346,7 +346,7 @@ def test_window_memory_grown_later_keeps_fewer_than_its_new_window():
     kept = len(ledger.kept)
     assert kept == 6 and any(e.reason == "trimmed_earlier" for e in ledger.entries)
     assert [(f.turn, f.data["in_window"], f.data["would_keep"]) for f in found] == [(6, 6, 10)]
-    assert found[0].text.startswith("At turn 6 window 4 msgs has a window of 12 messages, but it keeps only 6: "
+    assert found[0].text.startswith("At turn 6 “window 4 msgs” has a window of 12 messages, but it keeps only 6: "
                                     "4 messages trimmed in earlier turns are gone for good")
 
 
@@ -373,7 +373,7 @@ def test_the_travel_demo_history_variable_holds_the_chat_history():
     flow = load_flow(DSL / "svcvit__旅行Demo.yml")
     histories = history_variables(flow)
     assert list(histories) == ["History"]
-    assert "appends the user's messages" in histories["History"] and "Agent's replies" in histories["History"]
+    assert "appends the user's messages" in histories["History"] and "“Agent”'s replies" in histories["History"]
     # Its agent node reads the variable but has no memory block: nothing reaches it twice.
     assert kinds(flow_findings(flow), HISTORY_TWICE) == []
 
@@ -390,7 +390,7 @@ def test_memory_and_a_history_variable_feeding_one_node_send_the_conversation_tw
     changed = flow_from_data(data, "travel")
     found = kinds(flow_findings(changed), HISTORY_TWICE)
     assert [(f.node_id, f.data["variable"]) for f in found] == [(agent["id"], "History")]
-    assert found[0].text.startswith("Planner gets the conversation twice: its memory replays the chat history, and "
+    assert found[0].text.startswith("“Planner” gets the conversation twice: its memory replays the chat history, and "
                                     "its prompt also renders conversation.History")
     with_memory_off = dict(data["nodes"][index])
     with_memory_off.pop("memory")
@@ -479,12 +479,12 @@ def test_config_findings_on_a_regenerated_and_an_edited_branch_name_turns_by_the
     configs = [MemoryConfig(window=2), MemoryConfig(window=3)]
     found = config_findings(conv, configs, comparison=compare(conv, configs))
     texts = [f.text for f in found]
-    assert ("At turn 11 · 1/2 the question is about the user's booking number (4411), but dify window 2 no longer has "
+    assert ("At turn 11 · 1/2 the question is about the user's booking number (4411), but “dify window 2” no longer has "
             "turn 3 · 1/2, where it was stated (outside window of 2 rows: the current turn's row is one of them).") \
         in texts
     # The regenerated turn 11 (created 13th) and the edited turn 3 (created 15th) keep their places.
     regenerated = next(f for f in found if f.kind == DOCS_VS_CODE and f.turn == 13 and f.subject == "dify window 2")
-    assert regenerated.text.startswith("At turn 11 · 2/2, dify window 2: ")
+    assert regenerated.text.startswith("At turn 11 · 2/2, “dify window 2”: ")
     assert regenerated.text.endswith("the same happens at 1 later turn (turn 3 · 2/2).")
     ranges = next(f for f in found if f.kind == DOCS_VS_CODE and f.turn == 4)
     assert ranges.text.endswith("(turns 5–10, 11 · 1/2, 12).")
@@ -510,7 +510,7 @@ def test_run_findings_after_regenerate_and_edit_name_turns_by_their_thread_label
     db.dispose()
     found = run_findings(source.flow, source.conversation, source.records)
     texts = [f.text for f in found]
-    assert ("At turn 6 the question is about the user's name, but Responder no longer has turn 1, where it was stated "
+    assert ("At turn 6 the question is about the user's name, but “Responder” no longer has turn 1, where it was stated "
             "(outside window of 4 rows: the current turn's row is one of them).") in texts
     assert any(t.startswith("At turn 7 the question is about the user's order number") for t in texts)
     assert any("at turn 5 · 2/2 that turn is out of its memory" in t for t in texts)

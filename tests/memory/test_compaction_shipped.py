@@ -401,7 +401,7 @@ def test_findings_name_the_pile_up_and_the_re_summarised_first_message_where_the
                                                         name=turn_namer(conversation))}
     piled_turn = next(s["turn"] for s in theirs["steps"] if s["step"] == 0 and summaries_in(s["messages"]) >= 2)
     assert found[SUMMARY_PILE_UP].turn == piled_turn
-    assert "A summary of a summary is still in Agent's history" in found[SUMMARY_PILE_UP].text
+    assert "A summary of a summary is still in “Agent”'s history" in found[SUMMARY_PILE_UP].text
     first_user = "User: " + fixture["turns"][0]["prompt"]
     resent = [s for s in theirs["summaries"] if first_user in s["lines"]]
     assert len(resent) >= 3

@@ -171,10 +171,10 @@ def test_the_mark_picker_holds_one_turns_messages_whatever_the_conversations_len
 def test_findings_are_shown_and_jump_to_their_turn(page):
     html = page_html(page)
     assert 'data-kind="fact_not_seen"' in html
-    assert "At turn 11 the question is about the user's name, but dify window 3 no longer has turn 1" in html
+    assert "At turn 11 the question is about the user's name, but “dify window 3” no longer has turn 1" in html
     assert 'data-kind="docs_vs_code"' in html
-    assert ("At turn 4, dify window 3: Dify&#x27;s docs say the window holds 3 turns" in html
-            or "At turn 4, dify window 3: Dify's docs say the window holds 3 turns" in html)
+    assert ("At turn 4, “dify window 3”: Dify&#x27;s docs say the window holds 3 turns" in html
+            or "At turn 4, “dify window 3”: Dify's docs say the window holds 3 turns" in html)
     assert page.select_slider(key="cmp_turn").value == 12
     first = config_findings(load_sample("lisbon-trip.json")[0], DEFAULT,
                             comparison=compare(load_sample("lisbon-trip.json")[0], DEFAULT))[0]
@@ -271,7 +271,7 @@ def test_a_stored_flow_conversation_shows_its_node_findings(page):
     page.radio(key="cmp_from").set_value("Stored").run()
     assert not page.exception, page.exception
     html = page_html(page)
-    assert "At turn 6 the question is about the user's name, but Responder no longer has turn 1" in html
+    assert "At turn 6 the question is about the user's name, but “Responder” no longer has turn 1" in html
 
 
 def test_a_malformed_upload_says_what_is_wrong(page):
@@ -322,7 +322,7 @@ def test_on_a_regenerated_branch_findings_and_their_buttons_name_turns_by_their_
     db.dispose()
     page.radio(key="cmp_from").set_value("Stored").run()
     assert not page.exception, page.exception
-    assert "At turn 6 the question is about the user's name, but Responder no longer has turn 1" in page_html(page)
+    assert "At turn 6 the question is about the user's name, but “Responder” no longer has turn 1" in page_html(page)
     buttons = {b.label for b in page.button if (b.key or "").startswith("cmp-finding-")}
     assert {"Turn 6", "Turn 5 · 2/2"} <= buttons and "Turn 7" not in buttons
 

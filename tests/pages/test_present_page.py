@@ -90,7 +90,7 @@ def test_findings_are_captions_on_their_turn(page):
     assert len(seen) == 6
     assert sum('data-kind="fact_not_seen"' in c for c in seen) == 5
     assert sum('data-kind="docs_vs_code"' in c for c in seen) == 1
-    assert "At turn 11 the question is about the user's name, but dify window 3 no longer has turn 1" in seen[0]
+    assert "At turn 11 the question is about the user's name, but “dify window 3” no longer has turn 1" in seen[0]
 
 
 def test_autoplay_moves_one_turn_per_interval_and_stops_at_the_end(page):
@@ -123,7 +123,7 @@ def test_a_recorded_flow_shows_each_node_with_its_recorded_reply(page):
     assert "memory off" in seen["Classifier"][0]
     assert "remembers turns 3–5" in seen["Responder"][0] and "forgot turns 1–2" in seen["Responder"][0]
     assert "I don't know your name" in seen["Responder"][1]
-    assert any("Responder no longer has turn 1" in c for c in captions(page))
+    assert any("“Responder” no longer has turn 1" in c for c in captions(page))
 
 
 def test_present_follows_the_active_branch_and_another_can_be_picked(page):
