@@ -12,13 +12,16 @@ from ui import html
 
 def render_why(answer: WhyAnswer | None, *, on_jump: Callable[[int], None], key: str) -> None:
     """The answer's sentences (escaped: the phrase and excerpts are user text) and one button per
-    node that lost it, which inspects the turn where it left."""
+    turn where it left a node's memory (the first time, and the last when it came back between),
+    which inspects that turn."""
     if answer is None:
         return
     for sentence in answer.sentences():
         st.markdown(html.text_block(sentence), unsafe_allow_html=True)
     # One button per turn (node titles are user text, and button labels render markdown).
     turns = {x.lost_position: x.lost_turn for x in answer.losses if x.lost_position is not None}
+    turns.update({x.comeback.gone_position: x.comeback.gone_turn for x in answer.losses  # where it left last
+                  if x.comeback is not None and x.comeback.gone_position is not None})
     for position, label in sorted(turns.items()):
         if st.button(html.plain(f"Inspect {label}"), key=f"{key}-jump-{position}",
                      help="Open this turn's context receipt: the ledger there gives the reason"):

@@ -16,6 +16,7 @@ from typing import Sequence
 from core.memory.replay import Replay
 from core.model.conversation import Conversation, turn_label
 from core.model.ledger import MEMORY_OFF, explain
+from core.words import plural
 
 from .compare import TrackedFact, fact_presence
 from .errors import WhyError
@@ -47,8 +48,27 @@ class Mention:
 
 
 @dataclass(frozen=True)
+class Comeback:
+    """After its first loss the phrase came back into a subject's context (it was said again):
+    ``returns`` times, the first at ``back_turn``. ``gone_*`` is where it left for the last time
+    when the newest turn is without it again; all ``None`` when the newest turn has it."""
+
+    returns: int
+    back_turn: str
+    gone_position: int | None = None
+    gone_turn: str | None = None
+    reason: str | None = None
+    why: str | None = None
+
+    def to_json(self) -> dict:
+        return {"returns": self.returns, "back_turn": self.back_turn, "gone_position": self.gone_position,
+                "gone_turn": self.gone_turn, "reason": self.reason, "why": self.why}
+
+
+@dataclass(frozen=True)
 class Loss:
-    """One subject's answer: where the phrase left its context (``lost_*`` are ``None`` when it never did)."""
+    """One subject's answer: where the phrase left its context (``lost_*`` are ``None`` when it never did)
+    and, when it was said again, whether it came back (:class:`Comeback`)."""
 
     subject: str
     node_id: str | None
@@ -57,23 +77,40 @@ class Loss:
     reason: str | None
     why: str | None
     last_kept_turn: str | None  # the newest turn before the loss whose context still held it
+    comeback: Comeback | None = None
 
     @property
     def never_had_it(self) -> bool:
         return self.lost_position is not None and self.last_kept_turn is None
 
+    @property
+    def has_it_now(self) -> bool:
+        """Whether the newest turn's context holds it."""
+        return self.lost_position is None or (self.comeback is not None and self.comeback.gone_position is None)
+
     def sentence(self, newest_turn: str) -> str:
         if self.lost_position is None:
             return f"{self.subject}: still has it at {newest_turn}, the newest turn."
         if self.never_had_it:
-            return f"{self.subject}: never had it — from {self.lost_turn} on it was not sent ({self.why})."
-        return (f"{self.subject}: had it through {self.last_kept_turn}; gone from {self.lost_turn} "
-                f"— {self.why}.")
+            out = f"{self.subject}: never had it — from {self.lost_turn} on it was not sent ({self.why})"
+        else:
+            out = f"{self.subject}: had it through {self.last_kept_turn}; gone from {self.lost_turn} — {self.why}"
+        back = self.comeback
+        if back is None:
+            return out + "."
+        # Said again, it came back: the first loss alone would read as gone for good.
+        said = "said again" + (f"; back {plural(back.returns, 'time')} in all" if back.returns > 1 else "")
+        if back.gone_position is None:
+            if back.back_turn == newest_turn:
+                return out + f". It is back at {newest_turn}, the newest turn ({said})."
+            return out + f". It came back at {back.back_turn} ({said}) and is still there at {newest_turn}, the newest turn."
+        return out + f". It came back at {back.back_turn} ({said}) and is gone again from {back.gone_turn} — {back.why}."
 
     def to_json(self) -> dict:
         return {"subject": self.subject, "node_id": self.node_id, "lost_position": self.lost_position,
                 "lost_turn": self.lost_turn, "reason": self.reason, "why": self.why,
-                "last_kept_turn": self.last_kept_turn}
+                "last_kept_turn": self.last_kept_turn, "has_it_now": self.has_it_now,
+                "comeback": self.comeback.to_json() if self.comeback else None}
 
 
 @dataclass
@@ -154,21 +191,37 @@ def where_did_it_go(conversation: Conversation, phrase: str, subjects: Sequence[
     answered = [p for p in thread if turns[p].query_index is not None and p > mentions[0].position]
     for subject in subjects:
         presence = fact_presence(subject.replay, fact)
-        lost = last_kept = None
+        lost = last_kept = back = gone = None
+        returns = 0
+        before: bool | None = None  # whether the previous answered turn had it
         for p in answered:
             present, _ = presence.get(p, (None, None))
-            if present is False:
-                lost = p
-                break
+            if present is None:
+                continue
             if present:
-                last_kept = p
+                if lost is None:
+                    last_kept = p
+                elif before is False:  # said again after it left: it is back
+                    returns += 1
+                    back = p if back is None else back
+            elif before is not False:  # it leaves (the first time, or again after coming back)
+                lost = p if lost is None else lost
+                gone = p
+            before = present
         if lost is None:
             answer.losses.append(Loss(subject.label, subject.node_id, None, None, None, None,
                                       turn_label(conversation, last_kept) if last_kept is not None else None))
             continue
         reason, why = _reason_at(subject, fact, lost)
+        comeback = None
+        if back is not None:
+            comeback = Comeback(returns, turn_label(conversation, back))
+            if before is False:  # the newest turn is without it again
+                gone_reason, gone_why = _reason_at(subject, fact, gone)
+                comeback = Comeback(returns, comeback.back_turn, gone, turn_label(conversation, gone), gone_reason,
+                                    gone_why)
         answer.losses.append(Loss(subject.label, subject.node_id, lost, turn_label(conversation, lost), reason, why,
-                                  turn_label(conversation, last_kept) if last_kept is not None else None))
+                                  turn_label(conversation, last_kept) if last_kept is not None else None, comeback))
     return answer
 
 

@@ -55,6 +55,42 @@ def test_a_restatement_keeps_it_in_memory_until_the_restatement_leaves():
     assert loss.lost_turn == "turn 7"  # turn 4's restatement is within 2 turns through turn 6
 
 
+def test_said_again_after_it_left_it_comes_back_and_the_answer_says_where_it_left_last():
+    # Window 2 (docs): turn 1's name is gone at turn 4; turn 6 says it again (its own question), so
+    # turns 6-8 have it; it leaves again at turn 9 and the newest turn, 12, is without it.
+    conv = linear(12, query=lambda i: "I'm Dana" if i in (1, 6) else f"question number {i}")
+    answer = where_did_it_go(conv, "dana", [subject(conv, window=2, fidelity="documented")])
+    loss, = answer.losses
+    assert (loss.last_kept_turn, loss.lost_turn, loss.reason) == ("turn 3", "turn 4", "outside_window")
+    back = loss.comeback
+    assert (back.returns, back.back_turn, back.gone_position, back.gone_turn) == (1, "turn 6", 8, "turn 9")
+    assert back.reason == "outside_window" and back.why == "outside window of 2 turns"
+    assert not loss.has_it_now
+    assert answer.sentences()[1] == ("dify window 2 (docs): had it through turn 3; gone from turn 4 — outside window "
+                                     "of 2 turns. It came back at turn 6 (said again) and is gone again from turn 9 — "
+                                     "outside window of 2 turns.")
+
+
+def test_back_several_times_and_still_there_at_the_newest_turn():
+    conv = linear(12, query=lambda i: "I'm Dana" if i in (1, 5, 9) else f"question number {i}")
+    loss, = where_did_it_go(conv, "dana", [subject(conv, window=2, fidelity="documented")]).losses
+    back = loss.comeback
+    assert (loss.lost_turn, back.returns, back.back_turn) == ("turn 4", 2, "turn 5")
+    assert back.gone_turn == "turn 12" and loss.has_it_now is False  # turn 9 is outside turn 12's two turns
+    conv = linear(10, query=lambda i: "I'm Dana" if i in (1, 5, 9) else f"question number {i}")
+    loss, = where_did_it_go(conv, "dana", [subject(conv, window=2, fidelity="documented")]).losses
+    assert (loss.comeback.returns, loss.comeback.gone_position, loss.has_it_now) == (2, None, True)
+    assert loss.sentence("turn 10").endswith("It came back at turn 5 (said again; back 2 times in all) and is still "
+                                             "there at turn 10, the newest turn.")
+
+
+def test_never_lost_has_no_comeback():
+    conv = linear(6, query=lambda i: "I'm Dana" if i in (1, 3) else f"question number {i}")
+    loss, = where_did_it_go(conv, "dana", [subject(conv, strategy="buffer")]).losses
+    assert loss.lost_position is None and loss.comeback is None and loss.has_it_now
+    assert loss.to_json()["comeback"] is None and loss.to_json()["has_it_now"] is True
+
+
 def test_a_budget_prune_is_named_as_the_reason():
     conv = linear(6, query=lambda i: ("I'm Dana. " if i == 1 else "") + "word " * 40)
     loss, = where_did_it_go(conv, "Dana", [subject(conv, context_size=130, fidelity="documented")]).losses
@@ -91,11 +127,15 @@ def test_the_cli_answers_in_words_and_in_json():
     sample = ROOT / "sample_data" / "conversations" / "lisbon-trip.json"
     code, out, err = run(sample, "Dana", "--window", "3", "--fidelity", "documented")
     assert code == 0, err
+    # Dana is said again in the newest turn's own question, so it is back there.
     assert out.splitlines()[1] == ("dify window 3 (docs): had it through turn 4; gone from turn 5 — outside window "
-                                   "of 3 turns.")
+                                   "of 3 turns. It is back at turn 12, the newest turn (said again).")
     code, out, err = run(sample, "Dana", "--window", "3", "--fidelity", "documented", "--format", "json")
     doc = json.loads(out)
     assert doc["losses"][0]["lost_turn"] == "turn 5" and doc["losses"][0]["reason"] == "outside_window"
+    assert doc["losses"][0]["has_it_now"] is True
+    assert doc["losses"][0]["comeback"] == {"returns": 1, "back_turn": "turn 12", "gone_position": None,
+                                            "gone_turn": None, "reason": None, "why": None}
     assert doc["mentions"][0]["turn"] == "turn 1"
 
 
@@ -141,3 +181,27 @@ def test_the_debugger_answers_where_the_name_went_and_jumps_to_that_turn(tmp_pat
     assert not at.exception, at.exception
     assert f"<b>{target.capitalize()}</b>" in shown("".join(md.value for md in at.markdown)) or \
         f"**{target.capitalize()}**" in shown("".join(md.value for md in at.markdown))
+
+
+def _why_panel_script():
+    import streamlit as st
+
+    from core.analysis.why import Subject, where_did_it_go
+    from core.memory.replay import MemoryConfig, Replay
+    from tests.builders import linear
+    from ui.why_panel import render_why
+
+    conv = linear(12, query=lambda i: "I'm Dana" if i in (1, 6) else f"question number {i}")
+    config = MemoryConfig(window=2, fidelity="documented")
+    answer = where_did_it_go(conv, "dana", [Subject(config.label(), Replay(conv, config))])
+    render_why(answer, on_jump=lambda p: st.session_state.update(jumped=p), key="w")
+
+
+def test_the_panel_offers_the_turn_it_left_first_and_the_turn_it_left_last():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_why_panel_script, default_timeout=30).run()
+    assert not at.exception, at.exception
+    assert [shown(b.label) for b in at.button] == ["Inspect turn 4", "Inspect turn 9"]
+    at.button[1].click().run()
+    assert at.session_state["jumped"] == 8
