@@ -19,8 +19,7 @@ RECEIPT_PAGE = 30  # memory-history messages shown at once
 
 
 def budget_figure(r: Receipt) -> go.Figure:
-    """Used tokens per origin as one stacked bar, dropped tokens after them (named by their reasons),
-    the history budget as a line.
+    """Used tokens per origin as one stacked bar, dropped tokens after them, the history budget as a line.
 
     The scale is what the budget is about — the prompt, the dropped tokens and the budget line — not the
     whole context window, where a prompt of a few hundred tokens would be a sliver; the context is
@@ -32,13 +31,13 @@ def budget_figure(r: Receipt) -> go.Figure:
                     marker_color=ORIGIN_COLOUR.get(origin, "#374151"),
                     hovertemplate=f"{escape(origin).replace('%', '&#37;')}: %{{x:,}} tokens<extra></extra>")
     if r.dropped_tokens:
-        # Named by what dropped them (a window or granularity is no overflow), in the pipeline's order.
-        reasons = sorted(r.dropped_by_reason, key=lambda k: REASONS.index(k) if k in REASONS else len(REASONS))
-        words = [REASON_LABELS.get(k, k.replace("_", " ")) for k in reasons]
-        detail = escape(", ".join(f"{w} {r.dropped_by_reason[k]:,}" for k, w in zip(reasons, words)))
-        fig.add_bar(y=["prompt"], x=[r.dropped_tokens], name=escape("dropped: " + ", ".join(words)), orientation="h",
+        # Named "dropped", not "overflow": a window or granularity drops messages with no budget at
+        # all. Its reasons are in the hover and under the chart (:func:`dropped_summary`): in the
+        # legend they made one item too wide for the side column, and the legend covered the axis.
+        detail = escape(_by_reason(r)).replace("%", "&#37;")
+        fig.add_bar(y=["prompt"], x=[r.dropped_tokens], name="dropped", orientation="h",
                     marker_color=DROPPED_COLOUR, marker_pattern_shape="/", opacity=0.55,
-                    hovertemplate=f"dropped: %{{x:,}} tokens ({detail.replace('%', '&#37;')})<extra></extra>")
+                    hovertemplate=f"dropped: %{{x:,}} tokens ({detail})<extra></extra>")
     fixed = r.prompt_tokens - r.used_by_origin.get("memory history", 0) - r.used_by_origin.get("summary", 0)
     budget_end = fixed + r.limit if r.limit is not None else None
     scale = max(sum(r.used_by_origin.values()) + r.dropped_tokens, budget_end or 0, 1) * 1.1
@@ -52,6 +51,17 @@ def budget_figure(r: Receipt) -> go.Figure:
                       legend=dict(orientation="h", yanchor="top", y=-0.45, xanchor="left", x=0),
                       xaxis=dict(range=[0, scale], title=None, tickformat=",d"), yaxis_visible=False)
     return fig
+
+
+def _by_reason(r: Receipt) -> str:
+    """The dropped tokens per reason, in the pipeline's order and the ledger's words."""
+    reasons = sorted(r.dropped_by_reason, key=lambda k: REASONS.index(k) if k in REASONS else len(REASONS))
+    return ", ".join(f"{REASON_LABELS.get(k, k.replace('_', ' '))} {r.dropped_by_reason[k]:,}" for k in reasons)
+
+
+def dropped_summary(r: Receipt) -> str:
+    """What the dropped bar stands for, in words: "Dropped 812 tokens: intermediate message 700, …"."""
+    return f"Dropped {r.dropped_tokens:,} tokens: {_by_reason(r)}." if r.dropped_tokens else ""
 
 
 def context_summary(r: Receipt) -> str:
@@ -80,8 +90,8 @@ def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool
         for turn, role, decisions in r.both:
             st.caption(plain(f"turn {turn} {role}: {decisions}"))
     st.plotly_chart(budget_figure(r), key=f"{key}-budget", config={"displayModeBar": False})
-    st.caption(plain(context_summary(r)) + ("" if r.limit is not None else " No history budget: nothing is "
-                                                                          "pruned by tokens."))
+    st.caption(plain(" ".join(filter(None, [dropped_summary(r), context_summary(r)]))
+                     + ("" if r.limit is not None else " No history budget: nothing is pruned by tokens.")))
     expand_all = st.toggle("Expand all messages", key=f"{key}-expand")
     history = [i for i, row in enumerate(r.rows) if row.origin == HISTORY]
     # A long history shows one page of messages (the newest first); the others are one click away.

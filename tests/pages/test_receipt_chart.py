@@ -1,7 +1,7 @@
 """The receipt's budget bar reads at a glance: the budget is the scale, not a far-off context window."""
 
 from core.analysis.debug_view import Receipt
-from ui.receipt_view import budget_figure, context_summary
+from ui.receipt_view import budget_figure, context_summary, dropped_summary
 
 
 def receipt(**kw) -> Receipt:
@@ -29,21 +29,18 @@ def test_a_budget_is_drawn_on_the_scale_and_its_label_does_not_share_a_side_with
     assert positions["history budget 400"] != positions["context 500"]
 
 
-def test_the_dropped_bar_is_named_by_what_dropped_its_messages_not_called_an_overflow():
-    fig = budget_figure(receipt(dropped_tokens=75, dropped_by_reason={"outside_window": 60, "granularity": 15}))
-    dropped = [bar for bar in fig.data if bar.name.startswith("dropped")]
-    assert len(dropped) == 1 and dropped[0].x == (75,)
+def test_the_dropped_bar_is_not_called_an_overflow_and_its_reasons_are_said_under_the_chart():
+    r = receipt(dropped_tokens=75, dropped_by_reason={"outside_window": 60, "granularity": 15})
+    dropped = [bar for bar in budget_figure(r).data if bar.name.startswith("dropped")]
+    assert len(dropped) == 1 and dropped[0].x == (75,) and dropped[0].name == "dropped"  # short: one legend row
     # the pipeline's order (granularity before the window) and the ledger's words for each reason
-    assert dropped[0].name == "dropped: intermediate message, outside window"
     assert "intermediate message 15, outside window 60" in dropped[0].hovertemplate
-    assert "overflow" not in dropped[0].name
+    assert dropped_summary(r) == "Dropped 75 tokens: intermediate message 15, outside window 60."
+    assert dropped_summary(receipt(dropped_tokens=60, dropped_by_reason={"over_budget": 60})) == \
+        "Dropped 60 tokens: over token budget 60."
 
 
-def test_a_budget_overflow_is_named_as_such():
-    fig = budget_figure(receipt(dropped_tokens=60, dropped_by_reason={"over_budget": 60}, limit=100))
-    assert [bar.name for bar in fig.data if bar.name.startswith("dropped")] == ["dropped: over token budget"]
-
-
-def test_nothing_dropped_draws_no_dropped_bar():
-    fig = budget_figure(receipt(dropped_tokens=0, dropped_by_reason={}))
-    assert not [bar for bar in fig.data if bar.name.startswith("dropped")]
+def test_nothing_dropped_draws_no_dropped_bar_and_says_nothing():
+    r = receipt(dropped_tokens=0, dropped_by_reason={})
+    assert not [bar for bar in budget_figure(r).data if bar.name.startswith("dropped")]
+    assert dropped_summary(r) == ""
