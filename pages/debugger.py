@@ -26,7 +26,7 @@ from ui.replay_view import render_replay
 from ui.switchboard import render_switchboard
 from ui.tree_view import render_branches
 from ui.variables_panel import render_variables
-from ui.why_panel import render_why
+from ui.why_panel import WHY_HELP, render_why
 
 through_app()  # before anything is shown or read: the login is in app.py
 
@@ -64,7 +64,8 @@ listed = [c for c in conversations if source_filter in ("all", _source(c))]
 # Flow conversations first, so the page opens on one that can be continued.
 listed.sort(key=lambda c: c.flow_version_id is None)
 ids = [c.id for c in listed]
-names = {c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · {_source(c)}" for c in listed}
+names = html.distinct_labels({c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · {_source(c)}"
+                              for c in listed})
 if st.session_state.get(keys.CONVERSATION) not in ids:
     st.session_state[keys.CONVERSATION] = ids[0] if ids else None
 
@@ -73,7 +74,7 @@ with st.sidebar:
         st.selectbox("Open", ids, key=keys.CONVERSATION, format_func=lambda i: names.get(i, i),
                      label_visibility="collapsed")
     with st.popover("New conversation", icon=":material/add:", width="stretch"):
-        flow_names = {f.flow_id: f"{f.flow_name} (v{f.version})" for f in flows}
+        flow_names = html.distinct_labels({f.flow_id: f"{f.flow_name} (v{f.version})" for f in flows})
         chosen = st.selectbox("Flow", list(flow_names), format_func=flow_names.get, key=keys.NEW_FLOW)
         new_name = st.text_input("Name", key=keys.NEW_NAME)
         if st.button("Start", key=keys.NEW_START, disabled=not flows):
@@ -262,8 +263,7 @@ if side_col is not None and thread:
     with why_box:
         phrase = st.text_input("Where did it go?", key=conv_key(keys.WHY), max_chars=MAX_PHRASE,
                                placeholder="Type a name, a number, a phrase… and press Enter",
-                               help="Finds the turn that said it and, for each LLM node, the first turn whose "
-                                    "context no longer holds it, and why. No model is called.")
+                               help=WHY_HELP)
         if phrase.strip():
             try:
                 shown = {nid: {**config.to_dict(), **overrides.get(nid, {})} for nid, config in baselines.items()}

@@ -19,6 +19,7 @@ import streamlit as st
 from core.analysis.compare import NamedConfig
 from core.analysis.debug_view import (Lens, default_lens, lens_ledgers, receipt, replayed_run, transcript, what_if)
 from core.analysis.findings import findings_for, turn_namer
+from core.analysis.why import MAX_PHRASE, Subject, where_did_it_go
 from core.errors import MemLensError
 from core.flow.graph import parse_flow_upload
 from core.flow.runtime import node_memory_config
@@ -35,6 +36,7 @@ from ui.ledger_table import render_ledger_table
 from ui.receipt_view import render_receipt
 from ui.switchboard import render_switchboard
 from ui.tree_view import render_branches
+from ui.why_panel import WHY_HELP, render_why
 
 #: Turns replayed at most when a flow is attached (each one calls the flow's models).
 MAX_ATTACH_TURNS = 200
@@ -59,12 +61,28 @@ def _replay(url: str, conversation_id: str, version: tuple, config: MemoryConfig
     return Replay(conv, config, system_prompt=conv.system_prompt)
 
 
+def _lenses_json(titles: dict[str, str], configs: dict[str, MemoryConfig]) -> str:
+    """The lenses as the page shows them (switchboard changes included), as a cache key."""
+    return json.dumps([{"label": titles[lid], "config": dataclasses.asdict(cfg)} for lid, cfg in configs.items()],
+                      sort_keys=True, default=list)
+
+
+def _named(lenses_json: str) -> list[NamedConfig]:
+    return [NamedConfig(d["label"], MemoryConfig(**{**d["config"], "window_changes": tuple(
+        tuple(c) for c in d["config"].get("window_changes") or ())})) for d in json.loads(lenses_json)]
+
+
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _findings(url: str, conversation_id: str, version: tuple, lenses_json: str):
     conv = data.conversation(url, conversation_id, version)
-    named = [NamedConfig(d["label"], MemoryConfig(**{**d["config"], "window_changes": tuple(
-        tuple(c) for c in d["config"].get("window_changes") or ())})) for d in json.loads(lenses_json)]
-    return findings_for(conv, named, system_prompt=conv.system_prompt)
+    return findings_for(conv, _named(lenses_json), system_prompt=conv.system_prompt)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _why(url: str, conversation_id: str, version: tuple, lenses_json: str, phrase: str, thread: tuple[int, ...]):
+    """Where ``phrase`` went on ``thread``, per lens, under the configs the page shows."""
+    subjects = [Subject(n.label, _replay(url, conversation_id, version, n.config)) for n in _named(lenses_json)]
+    return where_did_it_go(data.conversation(url, conversation_id, version), phrase, subjects, thread=list(thread))
 
 
 def _flow_lenses(version_id: str, fidelity: str) -> list[Lens]:
@@ -107,7 +125,7 @@ def _attach_flow(svc, conv_id: str, conv, thread: list[int]) -> None:
     if not flows:
         st.caption("No flow yet: import a Dify DSL export or a MemLens flow file first (`python -m core flows import`).")
         return
-    labels = {f.id: f"{f.flow_name} (v{f.version})" for f in flows}
+    labels = html.distinct_labels({f.id: f"{f.flow_name} (v{f.version})" for f in flows})
     chosen = st.selectbox("Flow", list(labels), format_func=labels.get,
                           key=keys.of_conversation(keys.ATTACH_FLOW, conv_id))
     if st.button("Re-score these answers under its LLM nodes' memory", key=f"attach-rescore-{conv_id}",
@@ -177,9 +195,10 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
 
     configs = dict(baselines)
     differs: dict[str, list[str]] = {}
-    tabs = None
+    tabs = why_box = None
     if side_col is not None:
         with side_col:
+            why_box = st.container()
             tabs = st.tabs(["Context receipt", "Switchboard", "Findings", "Branches", "Needs a flow"])
         with tabs[1]:
             changed = render_switchboard(lenses, baselines, key=f"rsb-{conv_id}")
@@ -194,6 +213,20 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
 
     replays = {lid: _replay(url, conv_id, stamp, cfg) for lid, cfg in configs.items()}
     ledgers = lens_ledgers(replays, selected) if selected is not None else {}
+    lenses_json = _lenses_json(titles, configs)
+
+    if why_box is not None and thread:
+        with why_box:
+            phrase = st.text_input("Where did it go?", key=f"rwhy-{conv_id}", max_chars=MAX_PHRASE,
+                                   placeholder="Type a name, a number, a phrase… and press Enter", help=WHY_HELP)
+            if phrase.strip():
+                try:
+                    answer = _why(url, conv_id, stamp, lenses_json, phrase.strip(), tuple(thread))
+                except MemLensError as e:
+                    st.error(plain(str(e)))
+                else:
+                    render_why(answer, on_jump=lambda p: (select(conv.turns[p].id), st.rerun()),
+                               key=f"rwhy-{conv_id}")
 
     with chat_col:
         if st.session_state.pop(keys.of_conversation(keys.NEEDS_FLOW, conv_id), False):
@@ -240,8 +273,6 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
                                                     key=f"rlt-on-{lens.id}"):
                         render_ledger_table(ledger, conv, key=f"rlt-{selected_id}-{lens.id}", node=lens.title)
     with tabs[2]:
-        lenses_json = json.dumps([{"label": titles[lid], "config": dataclasses.asdict(cfg)}
-                                  for lid, cfg in configs.items()], sort_keys=True, default=list)
         by_number = {numbers[p]: conv.turns[p].id for p in thread}
         render_findings(_findings(url, conv_id, stamp, lenses_json), key=f"rfind-{conv_id}",
                         on_turn=lambda n: st.session_state.update({keys.SELECTED_TURN: by_number.get(n, selected_id)}),

@@ -92,6 +92,7 @@ def render_branches(conversation, thread: list[int], *, on_switch, keys: tuple[s
     import streamlit as st
 
     from core.analysis.debug_view import tree_layout
+    from ui.html import distinct_labels
     from core.model.conversation import leaves as branch_ends, turn_label
 
     if not conversation.turns:
@@ -100,7 +101,7 @@ def render_branches(conversation, thread: list[int], *, on_switch, keys: tuple[s
     st.plotly_chart(tree_figure(tree_layout(conversation, thread)), key=chart_key, config={"displayModeBar": False})
     ends = branch_ends(conversation)
     turns = conversation.turns
-    labels = {turns[i].id: f"…{turn_label(conversation, i)}: {turns[i].query[:50]}" for i in ends}
+    labels = distinct_labels({turns[i].id: f"…{turn_label(conversation, i)}: {turns[i].query[:50]}" for i in ends})
     current = turns[thread[-1]].id
     pick = st.selectbox("Switch to the branch ending at", list(labels), format_func=labels.get,
                         index=list(labels).index(current) if current in labels else 0, key=picker_key)

@@ -246,3 +246,30 @@ def test_a_dify_dsl_file_can_be_attached_from_the_replay_view(page):
     assert page.selectbox(key=f"attach-flow-{conv_id}").value == new.id
     page.button(key=f"attach-rescore-{conv_id}").click().run()
     assert any(node.startswith("flow-") for node, _ in _markers(page))
+
+
+def test_where_did_it_go_answers_per_lens_on_an_imported_conversation_and_jumps_to_the_turn(page):
+    from core.analysis.why import Subject, where_did_it_go
+
+    conv_id = page.stored["openai"][0]
+    page.session_state["conv_id"] = conv_id
+    page.run()
+    page.multiselect(key=f"lenses-{conv_id}").set_value(["Dify, window 10 turns"]).run()
+    page.text_input(key=f"rwhy-{conv_id}").input("user ID").run()
+    assert not page.exception, page.exception
+    # The same answer as the core gives for the two lenses the page shows (the switchboard unchanged).
+    conv = repo.load_conversation(page.db, conv_id)
+    thread = [conv.index_of(t) for t in ConversationService(page.db).active_thread(conv_id)]
+    configs = {"Default · dify no window": MemoryConfig(), "Dify, window 10 turns": MemoryConfig(window=10)}
+    answer = where_did_it_go(conv, "user ID", [Subject(label, Replay(conv, c, system_prompt=conv.system_prompt))
+                                              for label, c in configs.items()], thread=thread)
+    texts = [shown(m.value) for m in page.markdown]
+    for sentence in answer.sentences():
+        assert any(sentence in t for t in texts), sentence
+    default, window10 = answer.losses
+    assert default.has_it_now and not window10.has_it_now  # no window keeps it; ten turns let it go
+    left = window10.comeback.gone_position if window10.comeback else window10.lost_position
+    jump = next(b for b in page.button if b.key == f"rwhy-{conv_id}-jump-{left}")
+    jump.click().run()
+    assert not page.exception, page.exception
+    assert page.session_state["selected_turn"] == conv.turns[left].id
