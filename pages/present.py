@@ -20,7 +20,7 @@ from ui import state as keys
 from ui.compare_configs import current_configs
 from ui.compare_source import database, pick_answered_source
 from ui.entry import through_app
-from ui.html import plain
+from ui.html import distinct_labels, plain
 from ui.on_request import whole_analysis
 from ui.present_view import Card, render_captions, render_cards, render_chat
 
@@ -93,9 +93,9 @@ with st.sidebar:
     if state.get(f"{P}_leaf") not in ends or state.get(f"{P}_key") != picked.key:
         state[f"{P}_leaf"] = default_leaf
     if len(ends) > 1:
-        st.selectbox("Branch", ends, key=f"{P}_leaf",
-                     format_func=lambda p: f"{turn_label(conv, p)}: {conv.turns[p].query[:40]}"
-                                           + (" (active)" if p == default_leaf else ""))
+        branch_labels = distinct_labels({p: f"{turn_label(conv, p)}: {conv.turns[p].query[:40]}"
+                                            + (" (active)" if p == default_leaf else "") for p in ends})
+        st.selectbox("Branch", ends, key=f"{P}_leaf", format_func=branch_labels.__getitem__)
     st.subheader("Autoplay")
     playing = st.toggle("Play", key=f"{P}_play")
     every = st.slider("Seconds per turn", 1, 10, 3, key=f"{P}_every")

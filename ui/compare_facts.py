@@ -46,9 +46,19 @@ def render_facts_table(comparison: Comparison) -> None:
 def message_name(conversation, numbers: list[int], key: str) -> str:
     """``"p:j"`` (turn position, message index) as a person reads it: turn, role, the text's start."""
     p, j = (int(x) for x in key.split(":"))
-    message = conversation.turns[p].messages[j]
-    text = " ".join(message.content.split())
-    return f"turn {numbers[p]} · {message.role}: {text[:60] + ('…' if len(text) > 60 else '')}"
+    messages = conversation.turns[p].messages
+
+    def name(m) -> str:
+        text = " ".join(m.content.split()) or (f"(calls {', '.join(c.name for c in m.tool_calls)})"
+                                               if m.tool_calls else "(empty)")
+        return f"turn {numbers[p]} · {m.role}: {text[:60] + ('…' if len(text) > 60 else '')}"
+
+    label = name(messages[j])
+    # A select box sends a choice back as its label: a turn's tool calls (no text) would all read
+    # "turn 4 · assistant: ", so a label its turn repeats names the message's place in the turn.
+    if sum(1 for m in messages if name(m) == label) > 1:
+        label += f" (message {j + 1})"
+    return label
 
 
 def marked_message(conversation, key: object) -> bool:

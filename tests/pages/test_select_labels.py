@@ -40,3 +40,24 @@ def test_the_same_file_imported_twice_opens_the_copy_picked_and_keeps_what_is_ty
     assert at.text_input(key=f"rwhy-{second}").value == "user ID"
     assert any("“user ID” was first said" in shown(m.value) for m in at.markdown)
     db.dispose()
+
+
+def test_a_turns_tool_calls_without_text_are_named_apart_and_a_unique_message_keeps_its_plain_name():
+    from tests.builders import openai
+    from ui.compare_facts import message_name
+
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    conv = openai([{"role": "user", "content": "Where is my order?"},
+                   {"role": "assistant", "content": None, "tool_calls": [call]},
+                   {"role": "tool", "tool_call_id": "c1", "content": "in transit"},
+                   {"role": "assistant", "content": None, "tool_calls": [{**call, "id": "c2"}]},
+                   {"role": "tool", "tool_call_id": "c2", "content": "arrives Monday"},
+                   {"role": "assistant", "content": "It arrives Monday."}])
+    numbers = [1]
+    names = [message_name(conv, numbers, f"0:{j}") for j in range(len(conv.turns[0].messages))]
+    assert len(set(names)) == len(names)
+    assert names[0] == "turn 1 · user: Where is my order?"
+    # no text: named by the tool it calls, and by its place when the turn calls that tool twice
+    assert names[1] == "turn 1 · assistant: (calls lookup) (message 2)"
+    assert names[3] == "turn 1 · assistant: (calls lookup) (message 4)"
+    assert names[5] == "turn 1 · assistant: It arrives Monday."
