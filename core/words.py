@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Mapping, TypeVar
+
+K = TypeVar("K")
+
 
 def plural(n: int, word: str, many: str | None = None) -> str:
     """``n`` and the word in the right number: ``plural(1, "turn")`` is "1 turn"."""
@@ -29,3 +33,22 @@ def file_stem(name: str, fallback: str = "report", width: int = 60) -> str:
 
 
 __all__ = ["plural", "turns_summary", "conversation_length", "file_stem"]
+
+
+def distinct(labels: Mapping[K, str]) -> dict[K, str]:
+    """``labels`` (by key, in order) with each repeated one numbered from its second use —
+    "dify window 3 (2)" — never taking a label already in use: every column of a comparison, and
+    every choice of a select box (which sends a choice back as the label it shows), named apart."""
+    used = set(labels.values())
+    seen: set[str] = set()
+    out: dict[K, str] = {}
+    for key, label in labels.items():
+        if label in seen:
+            n = 2
+            while f"{label} ({n})" in used:
+                n += 1
+            label = f"{label} ({n})"
+            used.add(label)
+        seen.add(label)
+        out[key] = label
+    return out

@@ -14,7 +14,7 @@ from core.memory.replay import DEFAULT_FIDELITY
 from core.model.conversation import turn_label
 from core.model.tokens import counter_for
 from core.store.db import resolve_url
-from core.words import conversation_length
+from core.words import conversation_length, distinct
 from ui import data, html
 from ui import state as keys
 from ui.chat_view import TurnActions, render_transcript, thread_page, turn_problem
@@ -64,7 +64,7 @@ listed = [c for c in conversations if source_filter in ("all", _source(c))]
 # Flow conversations first, so the page opens on one that can be continued.
 listed.sort(key=lambda c: c.flow_version_id is None)
 ids = [c.id for c in listed]
-names = html.distinct_labels({c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · {_source(c)}"
+names = distinct({c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · {_source(c)}"
                               for c in listed})
 if st.session_state.get(keys.CONVERSATION) not in ids:
     st.session_state[keys.CONVERSATION] = ids[0] if ids else None
@@ -74,7 +74,7 @@ with st.sidebar:
         st.selectbox("Open", ids, key=keys.CONVERSATION, format_func=lambda i: names.get(i, i),
                      label_visibility="collapsed")
     with st.popover("New conversation", icon=":material/add:", width="stretch"):
-        flow_names = html.distinct_labels({f.flow_id: f"{f.flow_name} (v{f.version})" for f in flows})
+        flow_names = distinct({f.flow_id: f"{f.flow_name} (v{f.version})" for f in flows})
         chosen = st.selectbox("Flow", list(flow_names), format_func=flow_names.get, key=keys.NEW_FLOW)
         new_name = st.text_input("Name", key=keys.NEW_NAME)
         if st.button("Start", key=keys.NEW_START, disabled=not flows):
@@ -150,8 +150,8 @@ with st.sidebar:
     conversation_only = st.toggle("Conversation only", key=keys.CONVERSATION_ONLY,
                                   help="Hide every debugging detail: a clean chat for demos")
     node_options = ["all"] + [n.id for n in llm_nodes]
-    node_filter = st.selectbox("Show memory of", node_options, key=keys.NODE_FILTER,
-                               format_func=lambda n: "all LLM nodes" if n == "all" else titles[n],
+    node_labels = distinct({"all": "all LLM nodes", **titles})  # two nodes may share a title
+    node_filter = st.selectbox("Show memory of", node_options, key=keys.NODE_FILTER, format_func=node_labels.__getitem__,
                                disabled=conversation_only)
 
 # -- the active thread and the selected turn ------------------------------------------------------------

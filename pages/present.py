@@ -16,11 +16,12 @@ from core.model.conversation import active_thread, leaves, turn_label
 from core.model.ledger import remembered
 from core.report.build import DEFAULT_CONFIGS
 from core.service.config_sets import saved_config_sets
+from core.words import distinct
 from ui import state as keys
 from ui.compare_configs import current_configs
 from ui.compare_source import database, pick_answered_source
 from ui.entry import through_app
-from ui.html import distinct_labels, plain
+from ui.html import plain
 from ui.on_request import whole_analysis
 from ui.present_view import Card, render_captions, render_cards, render_chat
 
@@ -93,7 +94,7 @@ with st.sidebar:
     if state.get(f"{P}_leaf") not in ends or state.get(f"{P}_key") != picked.key:
         state[f"{P}_leaf"] = default_leaf
     if len(ends) > 1:
-        branch_labels = distinct_labels({p: f"{turn_label(conv, p)}: {conv.turns[p].query[:40]}"
+        branch_labels = distinct({p: f"{turn_label(conv, p)}: {conv.turns[p].query[:40]}"
                                             + (" (active)" if p == default_leaf else "") for p in ends})
         st.selectbox("Branch", ends, key=f"{P}_leaf", format_func=branch_labels.__getitem__)
     st.subheader("Autoplay")

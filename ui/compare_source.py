@@ -17,8 +17,8 @@ from core.errors import MemLensError
 from core.service.samples import load_sample, sample_files
 from core.service.sources import Source, load_stored, read_sources, source_of
 from core.store.db import resolve_url
-from core.words import conversation_length, plural
-from ui.html import distinct_labels, plain
+from core.words import conversation_length, distinct, plural
+from ui.html import plain
 
 SAMPLE, STORED, FILE = "Sample", "Stored", "File"
 
@@ -70,7 +70,7 @@ def pick_source(prefix: str, *, default: str = "lisbon-trip.json") -> Picked | N
         if not rows:
             st.info("No stored conversation yet: import a file on the Import page, or chat on the Debugger page.")
             return None
-        names = distinct_labels({c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · {c.source}"
+        names = distinct({c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · {c.source}"
                                  for c in rows})
         ids = list(names)
         if st.session_state.get(f"{prefix}_stored") not in ids:

@@ -12,11 +12,8 @@ HTML tags, and are escaped with ``html.escape`` where they are built.
 from __future__ import annotations
 
 import re
-from typing import Mapping, TypeVar
 
 import streamlit as st
-
-K = TypeVar("K")
 
 STATE_SYMBOL = {"kept": "●", "dropped": "○", "not_eligible": "◌"}
 STATE_WORD = {"kept": "kept", "dropped": "dropped", "not_eligible": "not eligible"}
@@ -62,26 +59,6 @@ _PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
 _LINK_START = re.compile(r"(?i)(?<=www)(?=\.)|(?<=[:@])")
 _INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
 WORD_JOINER = "\u2060"
-
-
-def distinct_labels(labels: Mapping[K, str]) -> dict[K, str]:
-    """``labels`` (by value, in order) with each repeated one numbered from its second use
-    ("Lisbon trip · 3 turns · 2"). A select box sends its choice back as the label it shows, so of
-    two equal labels the first would open whichever was picked — an import of the same file twice,
-    two flows of one name."""
-    used = set(labels.values())
-    seen: set[str] = set()
-    out: dict[K, str] = {}
-    for key, label in labels.items():
-        if label in seen:
-            n = 2
-            while f"{label} · {n}" in used:
-                n += 1
-            label = f"{label} · {n}"
-            used.add(label)
-        seen.add(label)
-        out[key] = label
-    return out
 
 
 def _reference(match: re.Match) -> str:

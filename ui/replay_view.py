@@ -27,6 +27,7 @@ from core.memory.replay import MemoryConfig, Replay, turn_numbers
 from core.model.conversation import turn_label
 from core.model.tokens import counter_for
 from core.store.db import resolve_url
+from core.words import distinct
 from ui import data, html
 from ui import state as keys
 from ui.chat_view import TurnActions, render_transcript, thread_page
@@ -125,7 +126,7 @@ def _attach_flow(svc, conv_id: str, conv, thread: list[int]) -> None:
     if not flows:
         st.caption("No flow yet: import a Dify DSL export or a MemLens flow file first (`python -m core flows import`).")
         return
-    labels = html.distinct_labels({f.id: f"{f.flow_name} (v{f.version})" for f in flows})
+    labels = distinct({f.id: f"{f.flow_name} (v{f.version})" for f in flows})
     chosen = st.selectbox("Flow", list(labels), format_func=labels.get,
                           key=keys.of_conversation(keys.ATTACH_FLOW, conv_id))
     if st.button("Re-score these answers under its LLM nodes' memory", key=f"attach-rescore-{conv_id}",

@@ -12,7 +12,7 @@ from html import escape
 import plotly.graph_objects as go
 
 from core.analysis.debug_view import TreeNode
-from core.words import plural
+from core.words import distinct, plural
 
 KEEP_NEWEST = 5  # the newest turns of the active thread stay dots even in a linear run
 MAX_TICKS = 12  # a short thread gets a tick per turn; a longer one, Plotly's own (whole) steps
@@ -92,7 +92,6 @@ def render_branches(conversation, thread: list[int], *, on_switch, keys: tuple[s
     import streamlit as st
 
     from core.analysis.debug_view import tree_layout
-    from ui.html import distinct_labels
     from core.model.conversation import leaves as branch_ends, turn_label
 
     if not conversation.turns:
@@ -101,7 +100,7 @@ def render_branches(conversation, thread: list[int], *, on_switch, keys: tuple[s
     st.plotly_chart(tree_figure(tree_layout(conversation, thread)), key=chart_key, config={"displayModeBar": False})
     ends = branch_ends(conversation)
     turns = conversation.turns
-    labels = distinct_labels({turns[i].id: f"…{turn_label(conversation, i)}: {turns[i].query[:50]}" for i in ends})
+    labels = distinct({turns[i].id: f"…{turn_label(conversation, i)}: {turns[i].query[:50]}" for i in ends})
     current = turns[thread[-1]].id
     pick = st.selectbox("Switch to the branch ending at", list(labels), format_func=labels.get,
                         index=list(labels).index(current) if current in labels else 0, key=picker_key)

@@ -42,6 +42,7 @@ from core.model.conversation import Conversation, Message, turn_label
 from core.model.facts import extract_facts
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, REASON_LABELS,
                                SUMMARIZED, TRIMMED_EARLIER, Ledger, LedgerEntry, explain)
+from core.words import distinct
 
 from .errors import CompareError
 
@@ -77,9 +78,8 @@ class NamedConfig:
 
 def named_configs(configs: Iterable[MemoryConfig | NamedConfig | dict]) -> list[NamedConfig]:
     """Labelled configs, each validated; repeated labels get " (2)", " (3)"… so every column of
-    the comparison has a distinct name."""
+    the comparison has a distinct name (:func:`core.words.distinct`)."""
     out: list[NamedConfig] = []
-    seen: dict[str, int] = {}
     for c in configs:
         if isinstance(c, dict):
             c = NamedConfig.from_dict(c)
@@ -88,11 +88,9 @@ def named_configs(configs: Iterable[MemoryConfig | NamedConfig | dict]) -> list[
         elif not isinstance(c, NamedConfig):
             raise CompareError(f"expected a memory config, not {type(c).__name__}")
         c.config.validate()
-        seen[c.label] = seen.get(c.label, 0) + 1
-        if seen[c.label] > 1:
-            c = NamedConfig(f"{c.label} ({seen[c.label]})", c.config)
         out.append(c)
-    return out
+    labels = distinct(dict(enumerate(c.label for c in out)))
+    return [c if c.label == labels[i] else NamedConfig(labels[i], c.config) for i, c in enumerate(out)]
 
 
 # -- columns and the heatmap window ---------------------------------------------------------------

@@ -323,7 +323,7 @@ def test_turn_diff_rejects_unknown_turns():
 
 # -- configs and the whole comparison -----------------------------------------------------------------
 
-def test_named_configs_round_trip_and_get_distinct_labels():
+def test_named_configs_round_trip_and_get_distinct():
     configs = named_configs([MemoryConfig(window=3), MemoryConfig(window=3, model="gpt-4o"),
                              {"label": "tight", "strategy": "dify", "context_size": 800}])
     assert [c.label for c in configs] == ["dify window 3", "dify window 3 (2)", "tight"]

@@ -1,4 +1,4 @@
-"""Select boxes show each choice under its own label: Streamlit sends the choice back as the label
+"""Select boxes show each choice under its own label (core.words.distinct): Streamlit sends the choice back as the label
 shown, so two equal labels (the same file imported twice, two flows of one name) opened the first
 of them whichever was picked — and the first thing typed on the page was lost with it."""
 
@@ -11,15 +11,15 @@ from core.service.sessions import store_conversations
 from core.store.db import Database
 from tests.conftest import FIXTURES, ROOT
 from tests.rendered import shown
-from ui.html import distinct_labels
+from core.words import distinct
 
 
 def test_a_repeated_label_is_numbered_from_its_second_use_and_never_takes_a_label_in_use():
-    labels = {"a": "Lisbon", "b": "Lisbon", "c": "Porto", "d": "Lisbon", "e": "Lisbon · 2"}
-    out = distinct_labels(labels)
-    assert out == {"a": "Lisbon", "b": "Lisbon · 3", "c": "Porto", "d": "Lisbon · 4", "e": "Lisbon · 2"}
+    labels = {"a": "Lisbon", "b": "Lisbon", "c": "Porto", "d": "Lisbon", "e": "Lisbon (2)"}
+    out = distinct(labels)
+    assert out == {"a": "Lisbon", "b": "Lisbon (3)", "c": "Porto", "d": "Lisbon (4)", "e": "Lisbon (2)"}
     assert len(set(out.values())) == len(out)
-    assert distinct_labels({1: "x", 2: "y"}) == {1: "x", 2: "y"}
+    assert distinct({1: "x", 2: "y"}) == {1: "x", 2: "y"}
 
 
 def test_the_same_file_imported_twice_opens_the_copy_picked_and_keeps_what_is_typed_there(tmp_path, monkeypatch):
