@@ -64,8 +64,7 @@ listed = [c for c in conversations if source_filter in ("all", _source(c))]
 # Flow conversations first, so the page opens on one that can be continued.
 listed.sort(key=lambda c: c.flow_version_id is None)
 ids = [c.id for c in listed]
-names = distinct({c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · {_source(c)}"
-                              for c in listed})
+names = distinct({c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · {_source(c)}" for c in listed})
 if st.session_state.get(keys.CONVERSATION) not in ids:
     st.session_state[keys.CONVERSATION] = ids[0] if ids else None
 
@@ -151,8 +150,8 @@ with st.sidebar:
                                   help="Hide every debugging detail: a clean chat for demos")
     node_options = ["all"] + [n.id for n in llm_nodes]
     node_labels = distinct({"all": "all LLM nodes", **titles})  # two nodes may share a title
-    node_filter = st.selectbox("Show memory of", node_options, key=keys.NODE_FILTER, format_func=node_labels.__getitem__,
-                               disabled=conversation_only)
+    node_filter = st.selectbox("Show memory of", node_options, key=keys.NODE_FILTER,
+                               format_func=node_labels.__getitem__, disabled=conversation_only)
 
 # -- the active thread and the selected turn ------------------------------------------------------------
 tree = conv.tree

@@ -66,7 +66,7 @@ with st.sidebar:
     stored_id = None
     if origin == "stored" and stored:
         labels = distinct({c.id: f"{c.name or 'Untitled'} · {plural(c.turn_count, 'turn')} · "
-                                        f"{c.meta.get('source_format') or c.source}" for c in stored})
+                                 f"{c.meta.get('source_format') or c.source}" for c in stored})
         stored_id = st.selectbox("Stored conversation", list(labels), format_func=labels.get, key=page_key("stored"))
     elif origin == "stored":
         st.caption("Nothing stored yet: import a file on the Import page.")

@@ -95,7 +95,7 @@ with st.sidebar:
         state[f"{P}_leaf"] = default_leaf
     if len(ends) > 1:
         branch_labels = distinct({p: f"{turn_label(conv, p)}: {conv.turns[p].query[:40]}"
-                                            + (" (active)" if p == default_leaf else "") for p in ends})
+                                     + (" (active)" if p == default_leaf else "") for p in ends})
         st.selectbox("Branch", ends, key=f"{P}_leaf", format_func=branch_labels.__getitem__)
     st.subheader("Autoplay")
     playing = st.toggle("Play", key=f"{P}_play")

@@ -70,8 +70,7 @@ def pick_source(prefix: str, *, default: str = "lisbon-trip.json") -> Picked | N
         if not rows:
             st.info("No stored conversation yet: import a file on the Import page, or chat on the Debugger page.")
             return None
-        names = distinct({c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · {c.source}"
-                                 for c in rows})
+        names = distinct({c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · {c.source}" for c in rows})
         ids = list(names)
         if st.session_state.get(f"{prefix}_stored") not in ids:
             st.session_state[f"{prefix}_stored"] = ids[0]

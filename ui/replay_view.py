@@ -64,13 +64,11 @@ def _replay(url: str, conversation_id: str, version: tuple, config: MemoryConfig
 
 def _lenses_json(titles: dict[str, str], configs: dict[str, MemoryConfig]) -> str:
     """The lenses as the page shows them (switchboard changes included), as a cache key."""
-    return json.dumps([{"label": titles[lid], "config": dataclasses.asdict(cfg)} for lid, cfg in configs.items()],
-                      sort_keys=True, default=list)
+    return json.dumps([NamedConfig(titles[lid], cfg).to_dict() for lid, cfg in configs.items()], sort_keys=True)
 
 
 def _named(lenses_json: str) -> list[NamedConfig]:
-    return [NamedConfig(d["label"], MemoryConfig(**{**d["config"], "window_changes": tuple(
-        tuple(c) for c in d["config"].get("window_changes") or ())})) for d in json.loads(lenses_json)]
+    return [NamedConfig.from_dict(d) for d in json.loads(lenses_json)]
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

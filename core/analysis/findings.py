@@ -394,7 +394,8 @@ def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | 
         first = loop[0]
         what = " then ".join(t.replace("_", " ") for t in first.get("tiers") or [])
         text = (f"Compaction fired inside the tool loop at step {first['request']} of {name(first['turn'])}: "
-                f"{quoted(subject)}'s history was estimated at {first['estimate']:,} tokens ({first['estimated_by']}), over "
+                f"{quoted(subject)}'s history was estimated at {first['estimate']:,} tokens "
+                f"({first['estimated_by']}), over "
                 f"its {first['target']:,}-token target, and compacted ({what}) before the model's next request")
         if len(loop) > 1:
             text += f"; {plural(len(loop) - 1, 'more compaction')} inside tool loops follow"
@@ -468,7 +469,8 @@ def _dominant(subject: str, turns: Sequence[MemoryTurn], conversation: Conversat
         first = hits[0]
         msg = conversation.turns[q].messages[j]
         share = first.largest_tokens / first.history_tokens
-        text = (f"One message fills {share:.0%} of the history {quoted(subject)} keeps at {name(first.turn)}: {name(numbers[q])}'s "
+        text = (f"One message fills {share:.0%} of the history {quoted(subject)} keeps at {name(first.turn)}: "
+                f"{name(numbers[q])}'s "
                 f"{msg.role} message ({first.largest_tokens:,} of {first.history_tokens:,} tokens), "
                 f"“{_excerpt(msg.content or msg.kind)}”")
         if len(hits) > 1:
@@ -1058,9 +1060,9 @@ def flow_findings(flow: Flow) -> list[Finding]:
     for others, nodes in replaying.items():
         names = " and ".join(quoted(flow.node(a).label) for a in others)
         answers = ", ".join(quoted(flow.node(n).label) for n, ids in producers.items() if set(others) & ids)
-        readers = ", ".join(n.label for n in nodes)
-        verb = "replays" if len(nodes) == 1 else "replay"
-        out.append(Finding(FOREIGN_ANSWERS, f"The memory of {', '.join(quoted(n.label) for n in nodes)} will {verb if len(nodes) > 1 else 'replay'} "
+        readers = ", ".join(n.label for n in nodes)  # the subject; named in quotes in the sentence
+        quoted_readers = ", ".join(quoted(n.label) for n in nodes)
+        out.append(Finding(FOREIGN_ANSWERS, f"The memory of {quoted_readers} will replay "
                                             f"answers written by {names}: Dify stores the Answer node's output "
                                             f"({answers}) as each turn's answer, and every node with memory reads it "
                                             f"as its own past reply.", readers, None, nodes[0].id, INFO,

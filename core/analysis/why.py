@@ -10,7 +10,7 @@ newest statement, so the answer can never disagree with the markers or the recei
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 from core.memory.replay import Replay
@@ -61,8 +61,7 @@ class Comeback:
     why: str | None = None
 
     def to_json(self) -> dict:
-        return {"returns": self.returns, "back_turn": self.back_turn, "gone_position": self.gone_position,
-                "gone_turn": self.gone_turn, "reason": self.reason, "why": self.why}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -103,8 +102,10 @@ class Loss:
         if back.gone_position is None:
             if back.back_turn == newest_turn:
                 return out + f". It is back at {newest_turn}, the newest turn ({said})."
-            return out + f". It came back at {back.back_turn} ({said}) and is still there at {newest_turn}, the newest turn."
-        return out + f". It came back at {back.back_turn} ({said}) and is gone again from {back.gone_turn} — {back.why}."
+            return out + (f". It came back at {back.back_turn} ({said}) and is still there at {newest_turn}, "
+                          f"the newest turn.")
+        return out + (f". It came back at {back.back_turn} ({said}) and is gone again from {back.gone_turn} "
+                      f"— {back.why}.")
 
     def to_json(self) -> dict:
         return {"subject": self.subject, "node_id": self.node_id, "lost_position": self.lost_position,
@@ -215,11 +216,11 @@ def where_did_it_go(conversation: Conversation, phrase: str, subjects: Sequence[
         reason, why = _reason_at(subject, fact, lost)
         comeback = None
         if back is not None:
-            comeback = Comeback(returns, turn_label(conversation, back))
-            if before is False:  # the newest turn is without it again
-                gone_reason, gone_why = _reason_at(subject, fact, gone)
-                comeback = Comeback(returns, comeback.back_turn, gone, turn_label(conversation, gone), gone_reason,
-                                    gone_why)
+            if before is False:  # the newest turn is without it again: where it left last, and why
+                comeback = Comeback(returns, turn_label(conversation, back), gone, turn_label(conversation, gone),
+                                    *_reason_at(subject, fact, gone))
+            else:
+                comeback = Comeback(returns, turn_label(conversation, back))
         answer.losses.append(Loss(subject.label, subject.node_id, lost, turn_label(conversation, lost), reason, why,
                                   turn_label(conversation, last_kept) if last_kept is not None else None, comeback))
     return answer
