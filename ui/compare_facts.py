@@ -8,20 +8,12 @@ from html import escape
 import streamlit as st
 
 from core.analysis.compare import Comparison
-from core.model.ledger import REASON_LABELS
 from ui.html import safe_text
 
 CSS = ("<style>.ml-facts{width:100%;table-layout:fixed;border-collapse:collapse;font-size:.85rem}"
        ".ml-facts th,.ml-facts td{border:1px solid #e5e7eb;padding:.3rem .45rem;text-align:left;vertical-align:top;"
        "overflow-wrap:anywhere;white-space:normal}.ml-facts th{background:#f9fafb;font-weight:600}"
-       ".ml-facts td.lost{color:#b91c1c}.ml-facts td.kept{color:#047857}</style>")
-
-
-def fate_text(fate) -> str:
-    """A fact under one config in a few words: "kept", or where and why it was lost."""
-    if fate.lost_turn is None:
-        return "kept"
-    return f"lost at {fate.lost_label} ({REASON_LABELS.get(fate.lost_reason or '', fate.lost_reason)})"
+       ".ml-facts td.lost{color:#b91c1c}.ml-facts td.kept{color:#047857}.ml-facts td.back{color:#b45309}</style>")
 
 
 def facts_table_html(comparison: Comparison) -> str:
@@ -31,8 +23,8 @@ def facts_table_html(comparison: Comparison) -> str:
     rows = []
     for fact, fates in zip(comparison.facts, comparison.fates):
         stated = fates[0].stated_label if fates else ""
-        cells = "".join(f'<td class="{"kept" if f.lost_turn is None else "lost"}" '
-                        f'data-config="{escape(f.label, quote=True)}">{safe_text(fate_text(f))}</td>' for f in fates)
+        cells = "".join(f'<td class="{f.state}" '
+                        f'data-config="{escape(f.label, quote=True)}">{safe_text(f.cell_text())}</td>' for f in fates)
         rows.append(f"<tr><td>{safe_text(fact.label)}</td><td>{safe_text(stated)}</td>{cells}</tr>")
     widths = '<col style="width:16%"><col style="width:9%">' + "<col>" * len(labels)
     return (f'{CSS}<table class="ml-facts"><colgroup>{widths}</colgroup><thead><tr>{head}</tr></thead>'

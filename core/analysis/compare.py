@@ -42,7 +42,7 @@ from core.model.conversation import Conversation, Message, turn_label
 from core.model.facts import extract_facts
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, REASON_LABELS,
                                SUMMARIZED, TRIMMED_EARLIER, Ledger, LedgerEntry, explain)
-from core.words import distinct
+from core.words import distinct, plural
 
 from .errors import CompareError
 
@@ -477,11 +477,83 @@ class FactFate:
     lost_reason: str | None          # the newest statement's reason at that turn
     stated_label: str = ""           # those two turns as a person counts them (core.model.conversation.turn_label)
     lost_label: str | None = None
+    # Restated after the loss, the fact came back: ``returns`` times, the first at ``back_label``;
+    # ``gone_label`` / ``gone_reason`` say where it left for the last time when the newest turn it
+    # is followed on is without it again (``None`` when that turn has it).
+    returns: int = 0
+    back_label: str | None = None
+    gone_label: str | None = None
+    gone_reason: str | None = None
+
+    @property
+    def has_it_now(self) -> bool:
+        """Whether the newest turn the fact is followed on has it in memory."""
+        return self.lost_turn is None or (self.returns > 0 and self.gone_label is None)
+
+    @property
+    def state(self) -> str:
+        """At a glance: "kept" throughout, "back" in memory at the newest turn after a loss, or "lost"."""
+        return "kept" if self.lost_turn is None else "back" if self.has_it_now else "lost"
+
+    def comeback_words(self) -> str:
+        """What happened after the first loss, in a clause: "back at turn 6, gone again from turn 9";
+        empty when it never came back (the first loss alone would read as gone for good)."""
+        if not self.returns:
+            return ""
+        back = f"back at {self.back_label}" + (f" and {plural(self.returns - 1, 'more time')}"
+                                                if self.returns > 1 else "")
+        if self.gone_label is None:
+            return f"{back}, still there at the newest turn"
+        return f"{back}, gone again from {self.gone_label}"
+
+    def after_loss(self) -> str:
+        """The comeback for a table cell, reason included: "; back at turn 6, gone again from turn 9
+        (outside window)"; empty when it never came back."""
+        course = self.comeback_words()
+        if not course:
+            return ""
+        return f"; {course}" + (f" ({REASON_LABELS.get(self.gone_reason or '', self.gone_reason)})"
+                                if self.gone_label and self.gone_reason else "")
+
+    def cell_text(self) -> str:
+        """The fact under this config in a few words: "kept", or where and why it was lost, and
+        where it came back when it was restated."""
+        if self.lost_turn is None:
+            return "kept"
+        why = REASON_LABELS.get(self.lost_reason or "", self.lost_reason)
+        return f"lost at {self.lost_label}" + (f" ({why})" if why else "") + self.after_loss()
 
     def to_json(self) -> dict:
         return {"fact": self.fact.label, "config": self.label, "stated_turn": self.stated_turn,
                 "lost_turn": self.lost_turn, "lost_reason": self.lost_reason, "present": self.present,
-                "stated_label": self.stated_label, "lost_label": self.lost_label}
+                "stated_label": self.stated_label, "lost_label": self.lost_label, "returns": self.returns,
+                "back_label": self.back_label, "gone_label": self.gone_label, "gone_reason": self.gone_reason,
+                "has_it_now": self.has_it_now}
+
+
+def fact_course(present: Sequence[bool | None]) -> tuple[int | None, int | None, int | None, int]:
+    """Where a fact's timeline (one entry per answered turn; ``None`` off its branches) first
+    loses it, first gets it back, last loses it again (``None`` when its last entry has it), and
+    how many times it came back: indices into ``present``."""
+    lost = back = gone = None
+    returns = 0
+    had = True
+    for k, value in enumerate(present):
+        if value is None or value == had:
+            continue
+        had = value
+        if not value:
+            if lost is None:
+                lost = k
+            gone = k
+        else:
+            returns += 1
+            back = k if back is None else back
+    if had:
+        gone = None
+    elif returns == 0:
+        gone = None  # never back: the first loss says it all
+    return lost, back, gone, returns
 
 
 def _fact_row(reasons: Any, p: int, query_index: int | None, fact: TrackedFact) -> tuple[bool | None, str | None]:
@@ -536,6 +608,9 @@ def fact_sentence(fates: Sequence[FactFate]) -> str:
     for f in lost:
         verb = "folded into a summary" if f.lost_reason == SUMMARIZED else "lost"
         where = f"at {f.lost_label or f'turn {f.lost_turn}'} with {f.label}"
+        course = f.comeback_words()
+        if course:
+            where += f" ({course})"
         if groups and groups[-1][0] == verb:
             groups[-1][1].append(where)
         else:
@@ -618,16 +693,18 @@ class _Pass:
                                       list(window.rows), visible, tokens, cells, hidden, budgets)
         self.fates: list[FactFate] = []
         for f, fact in enumerate(facts):
-            lost_turn = lost_reason = lost_label = None
-            for k, value in enumerate(present[f]):
-                if value is False:
-                    lost_turn, lost_reason = numbers[answered[k]], first_reasons[f][k]
-                    lost_label = turn_label(conv, answered[k])
-                    break
+            lost, back, gone, returns = fact_course(present[f])
             stated = numbers[fact.messages[0][0]] if fact.messages else 0
             stated_label = turn_label(conv, fact.messages[0][0]) if fact.messages else ""
-            self.fates.append(FactFate(fact, label, stated, present[f], lost_turn, lost_reason, stated_label,
-                                       lost_label))
+            fate = FactFate(fact, label, stated, present[f], None, None, stated_label, returns=returns)
+            if lost is not None:
+                fate.lost_turn, fate.lost_reason = numbers[answered[lost]], first_reasons[f][lost]
+                fate.lost_label = turn_label(conv, answered[lost])
+            if back is not None:
+                fate.back_label = turn_label(conv, answered[back])
+            if gone is not None:
+                fate.gone_label, fate.gone_reason = turn_label(conv, answered[gone]), first_reasons[f][gone]
+            self.fates.append(fate)
 
 
 # -- the turn diff --------------------------------------------------------------------------------------

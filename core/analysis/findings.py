@@ -803,8 +803,10 @@ def _fact_findings(conversation: Conversation, comparison: Comparison, replays: 
                 if not fact.key and fate.lost_turn is not None:  # a fact the user marked: say when it goes
                     reason = fate.lost_reason
                     why = f" ({reason.replace('_', ' ')})" if reason else ""
+                    course = fate.comeback_words()
                     out.append(Finding(FACT_NOT_SEEN, f"{fact.label} ({name(stated)}) leaves {quoted(subject)}'s memory at "
-                                                      f"{name(fate.lost_turn)}{why}.", subject, fate.lost_turn,
+                                                      f"{name(fate.lost_turn)}{why}" + (f"; {course}" if course else "")
+                                       + ".", subject, fate.lost_turn,
                                        None, INFO, "", {"fact": fact.label, "stated_turn": stated}))
     return out
 

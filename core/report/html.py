@@ -61,7 +61,7 @@ background:#eff6ff}
 .turn p{margin:.25rem 0;white-space:pre-wrap;overflow-wrap:anywhere}.turn p>b{font-size:.75rem;
 text-transform:uppercase;color:#6b7280;margin-right:.4rem}
 .text{white-space:pre-wrap;overflow-wrap:anywhere}
-.kept{color:#047857}.dropped{color:#b91c1c}
+.kept{color:#047857}.dropped{color:#b91c1c}.back{color:#b45309}
 details{margin:.3rem 0}summary{cursor:pointer}
 svg text{font:11px system-ui,sans-serif;fill:#374151}
 """
@@ -272,8 +272,9 @@ def _facts_html(comparison: Comparison) -> str:
                 cells.append('<td class="kept">kept</td>')
             else:
                 why = REASON_LABELS.get(fate.lost_reason or "", fate.lost_reason or "")
-                cells.append(f'<td class="dropped">lost at <a href="#turn-{fate.lost_turn}">{_e(fate.lost_label)}</a>'
-                             f'{" (" + _e(why) + ")" if why else ""}</td>')
+                cells.append(f'<td class="{"back" if fate.state == "back" else "dropped"}">lost at '
+                             f'<a href="#turn-{fate.lost_turn}">{_e(fate.lost_label)}</a>'
+                             f'{" (" + _e(why) + ")" if why else ""}{_e(fate.after_loss())}</td>')
         stated = fates[0].stated_label if fates else ""
         rows.append(f"<tr><td>{_e(fact.label)}</td><td>{_e(stated)}</td>{''.join(cells)}</tr>")
     return f"<ul>{sentences}</ul><table><tr>{head}</tr>{''.join(rows)}</table>"

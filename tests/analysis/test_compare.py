@@ -6,7 +6,7 @@ import json
 import pytest
 
 import core.analysis.compare as compare_module
-from core.analysis.compare import (FactFate, HEATMAP_COLUMNS, NamedConfig, TrackedFact, compare, detect_facts,
+from core.analysis.compare import (FactFate, fact_course, HEATMAP_COLUMNS, NamedConfig, TrackedFact, compare, detect_facts,
                                    fact_sentence, heatmap_window, message_columns, named_configs, retention_matrix,
                                    track_facts, turn_diff, turn_series)
 from core.analysis.errors import CompareError
@@ -229,6 +229,45 @@ def test_a_restated_fact_counts_as_remembered_while_any_statement_is_kept():
     #             turn: 1     2     3     4      5      6     7     8     9      10     11     12
     assert fate.present == [True, True, True, False, False, True, True, True, False, False, False, False]
     assert fate.lost_turn == 4
+
+
+def test_a_restated_fact_says_where_it_came_back_and_where_it_left_again():
+    conv = restated()
+    result = compare(conv, [MemoryConfig(window=3), MemoryConfig(strategy="buffer")])
+    w3, buffer = result.fates[0]
+    # Gone at turn 4, restated at turn 6 (its own query has it), gone again from turn 9.
+    assert (w3.lost_label, w3.back_label, w3.gone_label, w3.returns) == ("turn 4", "turn 6", "turn 9", 1)
+    assert w3.gone_reason == OUTSIDE_WINDOW and not w3.has_it_now and w3.state == "lost"
+    assert buffer.state == "kept" and buffer.has_it_now and buffer.comeback_words() == ""
+    assert result.sentences[0] == ("the user's name is lost at turn 4 with dify window 3 (back at turn 6, gone again "
+                                   "from turn 9); never with buffer (everything)")
+    assert w3.cell_text() == "lost at turn 4 (outside window); back at turn 6, gone again from turn 9 (outside window)"
+    assert w3.to_json()["gone_label"] == "turn 9" and w3.to_json()["has_it_now"] is False
+    # Stated again at the newest turn: back, and still there.
+    conv = linear(8, query=lambda i: "my name is Dana" if i in (1, 8) else f"question number {i}")
+    w3 = compare(conv, [MemoryConfig(window=3), MemoryConfig(strategy="buffer")]).fates[0][0]
+    assert (w3.lost_label, w3.back_label, w3.gone_label, w3.gone_reason) == ("turn 4", "turn 8", None, None)
+    assert w3.has_it_now and w3.state == "back"
+    assert w3.cell_text() == "lost at turn 4 (outside window); back at turn 8, still there at the newest turn"
+
+
+@pytest.mark.parametrize("present, course", [
+    ([], (None, None, None, 0)),
+    ([None, True, True], (None, None, None, 0)),
+    ([True, False, False], (1, None, None, 0)),
+    ([True, False, None, True], (1, 3, None, 1)),
+    ([True, False, True, False, True, False, False], (1, 2, 5, 2)),
+    ([False, True, None, False, None], (0, 1, 3, 1)),
+])
+def test_fact_course_reads_the_first_loss_the_first_return_and_the_last_departure(present, course):
+    assert fact_course(present) == course
+
+
+def test_fact_sentence_counts_the_returns():
+    fact = TrackedFact("the user's name", ((0, 0),))
+    fate = FactFate(fact, "w3", 1, [], 4, OUTSIDE_WINDOW, "turn 1", "turn 4", returns=3, back_label="turn 6")
+    assert fact_sentence([fate]) == ("the user's name is lost at turn 4 with w3 (back at turn 6 and 2 more times, "
+                                     "still there at the newest turn)")
 
 
 def test_memory_off_loses_a_fact_at_the_next_turn_and_says_so():

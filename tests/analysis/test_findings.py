@@ -152,6 +152,15 @@ def test_a_marked_fact_that_leaves_memory_is_a_note_at_the_turn_it_goes():
     assert found[0].text == "the tram question (turn 5) leaves “dify window 2”'s memory at turn 7 (outside window)."
 
 
+def test_a_marked_fact_that_comes_back_says_so_in_its_note():
+    conv = linear(12, query=lambda i: "my plan: the tram" if i in (1, 6) else f"question number {i}")
+    configs = [MemoryConfig(window=3), MemoryConfig(strategy="buffer")]
+    comparison = compare(conv, configs, facts=[((0, 0), "the plan"), ((5, 0), "the plan")])
+    found = kinds(config_findings(conv, configs, comparison=comparison), FACT_NOT_SEEN)
+    assert [f.text for f in found] == ["the plan (turn 1) leaves “dify window 3”'s memory at turn 4 (outside window); "
+                                       "back at turn 6, gone again from turn 9."]
+
+
 def test_a_node_that_lost_the_turn_with_a_fact_is_reported_but_a_restated_value_counts_as_known():
     flow = load_flow(ROOT / "sample_data" / "flows" / "support-bot.yml")
     queries = json.loads((ROOT / "sample_data" / "flows" / "support-bot.queries.json").read_text())

@@ -22,6 +22,7 @@ from core.service.sessions import ConversationService
 from core.service.sources import Source
 from core.store import repo
 from core.store.db import Database
+from tests.builders import linear
 from tests.conftest import ROOT
 from tests.rendered import shown, table_columns
 
@@ -119,6 +120,23 @@ def test_facts_are_reported_lost_at_the_turns_the_core_computes(page):
             cell = frame[fate.label][f]
             assert cell == "kept" if fate.lost_turn is None else cell.startswith(f"lost at turn {fate.lost_turn} ")
     assert "the user's name is lost at turn 4 with dify window 3" in page_html(page)
+
+
+def test_the_facts_table_colours_a_fact_back_in_memory_apart_from_one_lost():
+    from ui.compare_facts import facts_table_html
+
+    def table(restated_at: int):
+        conv = linear(12, query=lambda i: "my name is Dana" if i in (1, restated_at) else f"question number {i}")
+        html = facts_table_html(compare(conv, [NamedConfig("w3", MemoryConfig(window=3)),
+                                               NamedConfig("all", MemoryConfig(strategy="buffer"))]))
+        return table_columns(html, "ml-facts"), re.findall(r'<td class="(\w+)" data-config', html)
+
+    frame, classes = table(6)
+    assert frame["w3"] == ["lost at turn 4 (outside window); back at turn 6, gone again from turn 9 (outside window)"]
+    assert classes == ["lost", "kept"]
+    frame, classes = table(12)
+    assert frame["w3"] == ["lost at turn 4 (outside window); back at turn 12, still there at the newest turn"]
+    assert classes == ["back", "kept"]
 
 
 def mark(at, turn: int, key: str) -> None:

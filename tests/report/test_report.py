@@ -243,6 +243,20 @@ def test_a_malformed_bundle_names_its_field_and_imports_nothing(change, field):
         read_report(doc)
 
 
+def test_the_facts_table_says_where_a_restated_fact_came_back():
+    conv = linear(12, query=lambda i: "my name is Dana" if i in (1, 6) else f"question number {i}")
+    configs = [NamedConfig("w3", MemoryConfig(window=3)), NamedConfig("w20", MemoryConfig(window=20))]
+    html = report_html(report_of(conv, configs))
+    assert re.findall(r'<td class="(\w+)">lost at', html) == ["dropped"]  # gone again at the newest turn
+    text = "".join(Page(html).text)
+    assert "lost at turn 4 (outside window); back at turn 6, gone again from turn 9 (outside window)" in text
+    assert "lost at turn 4 with w3 (back at turn 6, gone again from turn 9); never with w20" in text
+    again = linear(8, query=lambda i: "my name is Dana" if i in (1, 8) else f"question number {i}")
+    html = report_html(report_of(again, configs))
+    assert re.findall(r'<td class="(\w+)">lost at', html) == ["back"]  # in memory again at the newest turn
+    assert "back at turn 8, still there at the newest turn" in "".join(Page(html).text)
+
+
 def test_a_report_needs_configs_and_a_known_facts_mode():
     with pytest.raises(ReportError, match="2 to 6 memory configs"):
         build_report(Source(lisbon()))
