@@ -15,6 +15,8 @@ import re
 
 import streamlit as st
 
+from core.analysis.findings import quoted
+
 STATE_SYMBOL = {"kept": "●", "dropped": "○", "not_eligible": "◌"}
 STATE_WORD = {"kept": "kept", "dropped": "dropped", "not_eligible": "not eligible"}
 ORIGIN_COLOUR = {
@@ -112,7 +114,9 @@ def chips(markers, lead: str = "") -> str:
 
 
 def divider(titles) -> str:
-    return "".join(f'<div class="ml-divider">{plain(t)}\'s window starts here</div>' for t in titles)
+    """Above the oldest message a node (or lens) keeps: what it remembers starts here, whether a
+    window, a budget or nothing at all set that place."""
+    return "".join(f'<div class="ml-divider">{plain(quoted(t))} remembers from here on</div>' for t in titles)
 
 
 def origin_chip(origin: str) -> str:

@@ -45,7 +45,7 @@ def test_the_app_opens_on_a_ready_demo_where_memory_drops_something(app):
     assert responder[:8] == ["outside_window"] * 8 and responder[8:14] == ["kept"] * 6  # window: turns 5–7
     assert all(dict(m).get("classifier") == "memory_off" for m in markers[:14])
     page = shown("".join(md.value for m in app.chat_message for md in m.markdown))
-    assert "Responder's window starts here" in shown("".join(md.value for md in app.markdown))
+    assert "“Responder” remembers from here on" in shown("".join(md.value for md in app.markdown))
     assert "I don't know your name" in page  # the demo model forgot the name at turn 6
 
 
