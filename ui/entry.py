@@ -34,12 +34,10 @@ def login_screen() -> None:
 
 def through_app() -> None:
     """Called first by every page. Streamlit serves a ``pages/`` folder on its own — each file a
-    page, run without app.py — until some run of app.py has called ``st.navigation``: on a fresh
-    server a page opened by its address would skip app.py's login check. Such a run takes app.py's
-    settings and login check here, and switches the folder's pages off so later runs go through
-    app.py."""
+    page, run without app.py, its sidebar listing the files' names — until some run of app.py has
+    called ``st.navigation``: on a fresh server a page opened by its address would skip app.py's
+    login check and navigation. Such a run switches the folder's pages off and starts again, so
+    this run and every later one go through app.py, on the page asked for."""
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
-        page_settings()
-        if locked():
-            login_screen()
+        st.rerun()

@@ -40,6 +40,23 @@ def test_the_receipt_and_the_newest_turn_are_in_view_when_the_debugger_opens(tmp
         assert in_view(page, header)
 
 
+def test_a_page_opened_by_its_address_on_a_fresh_server_has_the_apps_navigation(tmp_path):
+    """The first visit of a new server, by a page's address: Streamlit would list the pages folder's
+    file names ("app", "compare", …) in the sidebar for that visitor; the page starts again through
+    app.py and its navigation instead, on the page asked for."""
+    env = {"MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}"}
+    with streamlit_server(env, tmp_path / "streamlit.log") as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.set_default_timeout(90_000)
+        page.goto(url + "/ledger")
+        expect(page.locator("h1").first).to_have_text("Ledger explorer", timeout=90_000)
+        nav = page.get_by_test_id("stSidebarNav")
+        expect(nav).to_contain_text("Long-term memory", timeout=90_000)
+        links = [t.strip() for t in nav.locator("a").all_inner_texts()]
+        assert not {"app", "debugger", "ledger", "import"} & set(links), links
+        assert page.url.endswith("/ledger")
+
+
 @pytest.mark.parametrize("width,height", [(1280, 800), (1920, 1080)])
 def test_compare_charts_keep_their_legends_outside_and_replies_side_by_side(tmp_path, width, height):
     env = {"MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}"}
