@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import VariableError, node_error
+from .nodes.aggregator import aggregator_settings
 from .nodes.if_else import check_if_else
 from .nodes.llm import llm_settings
 from .nodes.long_term import retrieve_settings, store_settings
@@ -60,6 +61,8 @@ NODE_TYPES: dict[str, NodeType] = {t.name: t for t in (
     NodeType("memory-store", store_settings, own=True),
     NodeType("window-memory", window_settings, own=True),
     NodeType("tool-agent", agent_settings, own=True, memory=True),
+    NodeType("variable-aggregator", aggregator_settings),
+    NodeType("variable-assigner", aggregator_settings),  # the aggregator's original name (Dify runs it so)
 )}
 
 def read_settings(node: "Node") -> None:

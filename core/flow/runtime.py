@@ -62,6 +62,7 @@ from core.model.tokens import DEMO_MODEL, counter_for, model_supports_vision
 from .errors import AssignerError, GranularityError, NodeFailed, RunError, WindowInputError
 from .graph import Flow, Node
 from .node_types import NODE_TYPES
+from .nodes.aggregator import aggregate, aggregator_settings
 from .nodes.if_else import OPERATOR_ALIASES, if_else_cases
 from .nodes.llm import LLMSettings, llm_settings
 from .nodes.long_term import retrieve_settings, store_settings
@@ -1006,6 +1007,22 @@ def _run_if_else(node: Node, ctx: _Context, run: NodeRun) -> str:
     return branch
 
 
+def _run_variable_aggregator(node: Node, ctx: _Context, run: NodeRun) -> None:
+    outputs, taken = aggregate(aggregator_settings(node), lambda s: ctx.pool.get(s) is not MISSING, ctx.pool.get)
+    unknown = [k for k, v in outputs.items() if v is NONE or isinstance(v, Mapping) and v.get("output") is NONE]
+    for name in unknown:  # from a node MemLens does not emulate: as unknown here as it was there
+        del outputs[name]
+    if unknown:
+        ctx.pool.mark_pass_through(node.id)
+    run.outputs = outputs
+    titles = {n.id: n.title or n.id for n in ctx.flow.nodes}
+    for selector in taken:
+        run.notes.append(f"took {'.'.join(selector)} ({titles.get(selector[0], selector[0])} ran)"
+                         + (": its value comes from a node MemLens does not emulate" if unknown else ""))
+    if not taken:
+        run.notes.append("none of its variables was set on this run: no output")
+
+
 def _run_end(node: Node, ctx: _Context, run: NodeRun) -> None:
     outputs = {}
     for out in node.data.get("outputs") or []:
@@ -1021,7 +1038,8 @@ def _run_end(node: Node, ctx: _Context, run: NodeRun) -> None:
 RUNNERS: dict[str, Callable[[Node, _Context, NodeRun], str | None]] = {
     "start": _run_start, "llm": _run_llm, "answer": _run_answer, "assigner": _run_assigner,
     "if-else": _run_if_else, "end": _run_end, "memory-retrieve": _run_memory_retrieve,
-    "memory-store": _run_memory_store, "window-memory": _run_window_memory, "tool-agent": _run_tool_agent}
+    "memory-store": _run_memory_store, "window-memory": _run_window_memory, "tool-agent": _run_tool_agent,
+    "variable-aggregator": _run_variable_aggregator, "variable-assigner": _run_variable_aggregator}
 
 
 def _run_node(node: Node, ctx: _Context) -> tuple[NodeRun, str | None]:
