@@ -36,8 +36,14 @@ def through_app() -> None:
     """Called first by every page. Streamlit serves a ``pages/`` folder on its own — each file a
     page, run without app.py, its sidebar listing the files' names — until some run of app.py has
     called ``st.navigation``: on a fresh server a page opened by its address would skip app.py's
-    login check and navigation. Such a run switches the folder's pages off and starts again, so
-    this run and every later one go through app.py, on the page asked for."""
+    login check and navigation. Such a run switches the folder's pages off; a session's first run,
+    which has nothing to lose, starts again so it goes through app.py (its navigation, on the page
+    asked for). A later run — a click, which a new start would drop — takes app.py's settings and
+    login check here."""
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
-        st.rerun()
+        if not st.session_state:
+            st.rerun()
+        page_settings()
+        if locked():
+            login_screen()
