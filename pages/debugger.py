@@ -9,6 +9,7 @@ import streamlit as st
 from core.analysis.debug_view import damage_note, focus_node, receipt, transcript
 from core.analysis.why import MAX_PHRASE
 from core.errors import MemLensError
+from core.flow.graph import parse_flow_upload
 from core.flow.runtime import what_if_prompt
 from core.memory.replay import DEFAULT_FIDELITY
 from core.model.conversation import turn_label
@@ -75,12 +76,26 @@ with st.sidebar:
     with st.popover("New conversation", icon=":material/add:", width="stretch"):
         flow_names = distinct({f.flow_id: f"{f.flow_name} (v{f.version})" for f in flows})
         chosen = st.selectbox("Flow", list(flow_names), format_func=flow_names.get, key=keys.NEW_FLOW)
+        own = st.file_uploader("…or your own: a Dify DSL export or a MemLens flow file", type=["yml", "yaml", "json"],
+                               key=keys.NEW_FLOW_FILE,
+                               help="Export it from Dify (app menu → Export DSL). It is stored as a flow, its LLM "
+                                    "nodes answered by the model chosen under *Model for new turns*.")
         new_name = st.text_input("Name", key=keys.NEW_NAME)
-        if st.button("Start", key=keys.NEW_START, disabled=not flows):
-            info = svc.start(chosen, name=new_name.strip() or "New conversation")
-            st.session_state[keys.CONVERSATION] = info.id
-            st.session_state.pop(keys.SELECTED_TURN, None)
-            st.rerun()
+        if st.button("Start", key=keys.NEW_START, disabled=not flows and own is None):
+            flow_id = chosen
+            if own is not None:
+                try:
+                    flow_id = svc.import_flow(parse_flow_upload(own.getvalue(), own.name)).flow_id
+                except MemLensError as e:
+                    st.error(html.plain(str(e)))
+                    flow_id = None
+            if flow_id is not None:
+                info = svc.start(flow_id, name=new_name.strip() or "New conversation")
+                # Opened on the next run, before the conversation picker exists: a widget's key
+                # cannot be set once the widget is drawn.
+                st.session_state[keys.OPEN_IN_DEBUGGER] = info.id
+                st.session_state.pop(keys.SELECTED_TURN, None)
+                st.rerun()
 
 conv_id = st.session_state.get(keys.CONVERSATION)
 

@@ -49,6 +49,46 @@ def test_the_app_opens_on_a_ready_demo_where_memory_drops_something(app):
     assert "I don't know your name" in page  # the demo model forgot the name at turn 6
 
 
+def test_new_conversation_starts_one_on_a_sample_flow_while_others_are_listed(app):
+    """The conversation picker is drawn before the popover: Start used to set its key after it
+    was drawn, which Streamlit refuses, so every Start beside a listed conversation failed."""
+    flows = {f.flow_id: f.flow_name for f in ConversationService(db(app)).flows()}
+    window = next(i for i, name in flows.items() if name == "window-memory")
+    app.selectbox(key="new_flow").set_value(window)
+    app.text_input(key="new_name").set_value("Trying the window node")
+    app.button(key="new_start").click().run()
+    assert not app.exception, app.exception
+    assert shown(app.title[0].value) == "Trying the window node"
+    app.chat_input(key="chat_input").set_value("Hello there").run()
+    assert not app.exception and len(app.chat_message) == 2
+    assert shown(app.title[0].value) == "Trying the window node"
+    started = [c for c in ConversationService(db(app)).conversations() if c.name == "Trying the window node"]
+    assert len(started) == 1 and ConversationService(db(app)).flow_version(started[0].flow_version_id).flow_id == window
+
+
+def test_new_conversation_runs_the_users_own_dify_export(app):
+    dsl = (ROOT / "tests" / "fixtures" / "dify_dsl" / "svcvit__记忆测试.yml").read_bytes()
+    app.file_uploader(key="new_flow_file").set_value(("memory-test.yml", dsl, "text/yaml"))
+    app.button(key="new_start").click().run()
+    assert not app.exception, app.exception
+    assert shown(app.title[0].value) == "New conversation"
+    assert "记忆测试" in "".join(c.value for c in app.sidebar.caption)
+    app.chat_input(key="chat_input").set_value("Hi, I am Dana").run()
+    assert not app.exception
+    reply = shown("".join(md.value for md in app.chat_message[-1].markdown))
+    assert "Dana" in reply  # answered through the flow's Variable Aggregator, not "(empty)"
+
+
+def test_a_broken_flow_file_is_refused_in_one_line_and_starts_nothing(app):
+    before = len(ConversationService(db(app)).conversations())
+    app.file_uploader(key="new_flow_file").set_value(("broken.yml", b"app: [unclosed", "text/yaml"))
+    app.button(key="new_start").click().run()
+    assert not app.exception
+    assert len(app.error) == 1 and shown(app.error[0].value).startswith("broken.yml is not valid YAML at line 1")
+    assert len(ConversationService(db(app)).conversations()) == before
+    assert shown(app.title[0].value) == "Demo: support-bot forgets a name"
+
+
 def test_a_chat_turn_runs_and_its_ledger_appears(app):
     app.chat_input(key="chat_input").set_value("Hi again, I'm Dana.").run()
     assert not app.exception
