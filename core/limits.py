@@ -102,6 +102,9 @@ WINDOW_DEFAULT_MESSAGES = 10
 #: The largest window size accepted as input for Dify's memory (it runs anything over
 #: :data:`DIFY_ROW_CAP` as that): a bound on input, not Dify's rule.
 MAX_DIFY_WINDOW = 1_000_000
+#: Dify's template-transform node fails a rendering longer than this many characters
+#: (its ``TEMPLATE_TRANSFORM_MAX_LENGTH``, 80,000 by default).
+TEMPLATE_TRANSFORM_MAX_LENGTH = 80_000
 #: ``max_history_tokens`` when unset, for the strategies that read it (summary buffer, trim).
 DEFAULT_HISTORY_TOKENS = 2000
 

@@ -21,6 +21,7 @@ from .nodes.aggregator import aggregator_settings
 from .nodes.if_else import check_if_else
 from .nodes.llm import llm_settings
 from .nodes.long_term import retrieve_settings, store_settings
+from .nodes.template_transform import template_settings
 from .nodes.tool_agent import agent_settings
 from .nodes.window_memory import window_settings
 from .variables import check_assigner_data
@@ -63,6 +64,7 @@ NODE_TYPES: dict[str, NodeType] = {t.name: t for t in (
     NodeType("tool-agent", agent_settings, own=True, memory=True),
     NodeType("variable-aggregator", aggregator_settings),
     NodeType("variable-assigner", aggregator_settings),  # the aggregator's original name (Dify runs it so)
+    NodeType("template-transform", template_settings),
 )}
 
 def read_settings(node: "Node") -> None:

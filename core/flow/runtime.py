@@ -46,7 +46,7 @@ from collections import deque
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from core.limits import LimitError, check_query
+from core.limits import TEMPLATE_TRANSFORM_MAX_LENGTH, LimitError, check_query
 from core.llm.client import DemoClient, LLMClient, default_client, one_line
 from core.llm.errors import LLMError
 from core.memory.errors import ConfigError, LongTermMemoryError
@@ -66,6 +66,7 @@ from .nodes.aggregator import aggregate, aggregator_settings
 from .nodes.if_else import OPERATOR_ALIASES, if_else_cases
 from .nodes.llm import LLMSettings, llm_settings
 from .nodes.long_term import retrieve_settings, store_settings
+from .nodes.template_transform import template_settings
 from .nodes.tool_agent import (DemoPlanner, ModelPlanner, agent_settings, check_granularity, planner_for,
                                resolve_granularity, run_agent)
 from .nodes.window_memory import (FAIL_BRANCH, META_KEY as WINDOW_META, history_inputs, message_dict, parse_overwrite,
@@ -1023,6 +1024,23 @@ def _run_variable_aggregator(node: Node, ctx: _Context, run: NodeRun) -> None:
         run.notes.append("none of its variables was set on this run: no output")
 
 
+def _run_template_transform(node: Node, ctx: _Context, run: NodeRun) -> None:
+    settings = template_settings(node)
+    unknown = [v["variable"] for v in settings.variables if ctx.pool.get(v["value_selector"]) is NONE]
+    if unknown:  # a value from a node MemLens does not emulate: the rendering is as unknown as it is
+        ctx.pool.mark_pass_through(node.id)
+        run.outputs = {}
+        run.notes.append(f"{', '.join(unknown)} come(s) from a node MemLens does not emulate: output unknown")
+        return
+    try:
+        text = render_jinja(settings.template, settings.variables, ctx.pool)
+    except Exception as e:  # noqa: BLE001 — any rendering error fails the node with its message, as in Dify
+        raise NodeFailed(f"{type(e).__name__}: {e}") from None
+    if len(text) > TEMPLATE_TRANSFORM_MAX_LENGTH:
+        raise NodeFailed(f"Output length exceeds {TEMPLATE_TRANSFORM_MAX_LENGTH} characters")
+    run.outputs = {"output": text}
+
+
 def _run_end(node: Node, ctx: _Context, run: NodeRun) -> None:
     outputs = {}
     for out in node.data.get("outputs") or []:
@@ -1039,7 +1057,8 @@ RUNNERS: dict[str, Callable[[Node, _Context, NodeRun], str | None]] = {
     "start": _run_start, "llm": _run_llm, "answer": _run_answer, "assigner": _run_assigner,
     "if-else": _run_if_else, "end": _run_end, "memory-retrieve": _run_memory_retrieve,
     "memory-store": _run_memory_store, "window-memory": _run_window_memory, "tool-agent": _run_tool_agent,
-    "variable-aggregator": _run_variable_aggregator, "variable-assigner": _run_variable_aggregator}
+    "variable-aggregator": _run_variable_aggregator, "variable-assigner": _run_variable_aggregator,
+    "template-transform": _run_template_transform}
 
 
 def _run_node(node: Node, ctx: _Context) -> tuple[NodeRun, str | None]:

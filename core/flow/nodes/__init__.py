@@ -1,6 +1,6 @@
 """Node types with settings of their own, one module each, read through the table in
 :mod:`core.flow.node_types` and run by :mod:`core.flow.runtime`: the LLM node (``llm``), if-else
-(``if_else``), the Variable Aggregator (``aggregator``), the long-term memory nodes (``long_term``), the Window Memory node
+(``if_else``), the Variable Aggregator (``aggregator``), the long-term memory nodes (``long_term``), the Template node (``template_transform``), the Window Memory node
 (``window_memory``) and the tool agent (``tool_agent``). None of them imports the graph.
 """
 
@@ -11,6 +11,7 @@ __all__, __getattr__ = public_api(__name__, {
     "if_else": ("COMPARISON_OPERATORS", "OPERATOR_ALIASES", "if_else_cases"),
     "llm": ("LLMSettings", "MemorySettings", "PromptItem", "litellm_model", "llm_settings"),
     "long_term": ("RetrieveSettings", "StoreSettings", "retrieve_settings", "store_settings"),
+    "template_transform": ("TemplateSettings", "template_settings"),
     "tool_agent": ("DemoPlanner", "ModelPlanner", "agent_settings", "check_granularity",
                    "granularity_line", "planner_for", "resolve_granularity", "run_agent"),
     "window_memory": ("FAIL_BRANCH", "META_KEY", "history_inputs", "message_dict",
