@@ -7,6 +7,7 @@ import json
 import streamlit as st
 
 from core.analysis.debug_view import damage_note, focus_node, receipt, transcript
+from core.analysis.findings import quoted
 from core.analysis.why import MAX_PHRASE
 from core.errors import MemLensError
 from core.flow.graph import parse_flow_upload
@@ -68,6 +69,10 @@ ids = [c.id for c in listed]
 names = distinct({c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · {_source(c)}" for c in listed})
 if st.session_state.get(keys.CONVERSATION) not in ids:
     st.session_state[keys.CONVERSATION] = ids[0] if ids else None
+else:
+    # Set again so the picker shows its choice's label as it is now ("3 turns" after a turn): the
+    # browser otherwise keeps showing the label it was picked under.
+    st.session_state[keys.CONVERSATION] = st.session_state[keys.CONVERSATION]
 
 with st.sidebar:
     if ids:
@@ -346,6 +351,11 @@ if side_col is not None:
                                       + (f": {rating['content']}" if rating["content"] else "")))
             ran = [n for n in llm_nodes if n.id in runs]
             agents = [r for r in runs.values() if r.get("type") == "tool-agent"]
+            passed = [r for r in runs.values() if r.get("emulated") is False]
+            if passed:  # what they would have written is unknown here: an empty answer may come from one
+                st.caption(html.plain("Ran as pass-throughs, their outputs empty (MemLens does not emulate them): "
+                                      + ", ".join(f"{quoted(r.get('title') or r['node_id'])} ({r.get('type')})"
+                                                  for r in passed)))
             if not ran and not agents:
                 st.info("No LLM node ran in this turn.")
             else:

@@ -28,6 +28,9 @@ def test_send_a_message_see_markers_and_the_receipt_in_a_real_browser(tmp_path):
         box.fill(f"{XSS}\n\n{MARKDOWN}")
         box.press("Enter")
         expect(messages).to_have_count(18, timeout=90_000)
+        # The conversation picker shows the conversation as it is now, not as it was picked.
+        picker = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").nth(1).locator("input")
+        expect(picker).to_have_value("Demo: support-bot forgets a name · 9 turns · flow")
 
         # The message shows as text: no image element, no script ran.
         sent = messages.nth(16)

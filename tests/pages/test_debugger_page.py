@@ -79,6 +79,17 @@ def test_new_conversation_runs_the_users_own_dify_export(app):
     assert "Dana" in reply  # answered through the flow's Variable Aggregator, not "(empty)"
 
 
+def test_a_turn_answered_by_a_node_memlens_does_not_emulate_says_so_under_its_receipt(app):
+    dsl = (ROOT / "tests" / "fixtures" / "dify_dsl" / "svcvit__旅行Demo.yml").read_bytes()
+    app.file_uploader(key="new_flow_file").set_value(("travel.yml", dsl, "text/yaml"))
+    app.button(key="new_start").click().run()
+    app.chat_input(key="chat_input").set_value("Plan a trip to Lisbon").run()
+    assert not app.exception
+    captions = [shown(c.value) for c in app.caption]
+    assert "Ran as pass-throughs, their outputs empty (MemLens does not emulate them): “Agent” (agent)" in captions
+    assert [shown(i.value) for i in app.info] == ["No LLM node ran in this turn."]
+
+
 def test_a_broken_flow_file_is_refused_in_one_line_and_starts_nothing(app):
     before = len(ConversationService(db(app)).conversations())
     app.file_uploader(key="new_flow_file").set_value(("broken.yml", b"app: [unclosed", "text/yaml"))
