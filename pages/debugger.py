@@ -57,6 +57,7 @@ sources = sorted({_source(c) for c in conversations})
 opened = st.session_state.pop(keys.OPEN_IN_DEBUGGER, None)  # set by a view that made a new conversation
 if opened:
     st.session_state[keys.CONVERSATION] = opened
+    st.session_state[keys.NEW_POPOVER] = False  # started from it: closed, off the new conversation
     st.session_state[keys.CONVERSATION_SOURCE] = "all"
 with st.sidebar:
     st.subheader("Conversations")
@@ -78,7 +79,8 @@ with st.sidebar:
     if ids:
         st.selectbox("Open", ids, key=keys.CONVERSATION, format_func=lambda i: names.get(i, i),
                      label_visibility="collapsed")
-    with st.popover("New conversation", icon=":material/add:", width="stretch"):
+    with st.popover("New conversation", icon=":material/add:", width="stretch", key=keys.NEW_POPOVER,
+                    on_change="rerun"):
         flow_names = distinct({f.flow_id: f"{f.flow_name} (v{f.version})" for f in flows})
         chosen = st.selectbox("Flow", list(flow_names), format_func=flow_names.get, key=keys.NEW_FLOW)
         own = st.file_uploader("…or your own: a Dify DSL export or a MemLens flow file", type=["yml", "yaml", "json"],

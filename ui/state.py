@@ -33,6 +33,7 @@ CONVERSATION_SOURCE = "conv_source"   # the sidebar's source filter
 SELECTED_TURN = "selected_turn"       # the inspected turn's id
 NEW_FLOW, NEW_NAME, NEW_START = "new_flow", "new_name", "new_start"  # the "New conversation" popover
 NEW_FLOW_FILE = "new_flow_file"  # … and its upload of the user's own flow
+NEW_POPOVER = "new_popover"  # … and whether it is open
 CONVERSATION_ONLY = "conversation_only"  # hide every debugging detail
 CONTINUE_LATEST = "continue_latest"
 RENAME_GO, DELETE_CONFIRM, DELETE_GO = "rename_go", "delete_confirm", "delete_go"

@@ -94,3 +94,30 @@ def test_an_imported_chatgpt_export_opens_with_markers_and_a_receipt_in_a_real_b
         expect(panel).to_contain_text("memory history")
         expect(panel).to_contain_text("Which day is the museum one?")
         page.screenshot(path=str(tmp_path / "imported.png"), full_page=True)
+
+
+def test_a_new_conversation_on_the_users_own_dify_export_in_a_real_browser(tmp_path):
+    """New conversation → upload a Dify DSL export → Start: the popover closes off the new
+    conversation and its chat answers at once (Start used to fail beside any listed conversation)."""
+    from tests.conftest import FIXTURES
+
+    env = {"MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}"}
+    with streamlit_server(env, tmp_path / "streamlit.log") as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(90_000)
+        page.goto(url)
+        expect(page.get_by_test_id("stChatMessage")).to_have_count(16, timeout=90_000)
+        page.get_by_role("button", name="New conversation").click()
+        popover = page.get_by_test_id("stPopoverBody")
+        popover.locator("input[type=file]").set_input_files(str(FIXTURES / "dify_dsl" / "svcvit__记忆测试.yml"))
+        expect(popover).to_contain_text("svcvit__")
+        popover.get_by_role("button", name="Start").click()
+        expect(page.locator("h1").first).to_have_text("New conversation")
+        expect(popover).to_have_count(0)  # closed: the chat input is free
+        box = page.get_by_test_id("stChatInputTextArea")
+        box.fill("Hi, I am Dana")
+        box.press("Enter")
+        messages = page.get_by_test_id("stChatMessage")
+        expect(messages).to_have_count(2)
+        expect(messages.nth(1)).to_contain_text("Dana")  # answered through the flow's aggregator
+        expect(page.get_by_test_id("stSidebar")).to_contain_text("记忆测试")
