@@ -84,7 +84,7 @@ with st.sidebar:
         flow_names = distinct({f.flow_id: f"{f.flow_name} (v{f.version})" for f in flows})
         chosen = st.selectbox("Flow", list(flow_names), format_func=flow_names.get, key=keys.NEW_FLOW)
         own = st.file_uploader("…or your own: a Dify DSL export or a MemLens flow file", type=["yml", "yaml", "json"],
-                               key=keys.NEW_FLOW_FILE,
+                               key=f"{keys.NEW_FLOW_FILE}-{st.session_state.get(keys.NEW_FLOW_FILE_ROUND, 0)}",
                                help="Export it from Dify (app menu → Export DSL). It is stored as a flow, its LLM "
                                     "nodes answered by the model chosen under *Model for new turns*.")
         new_name = st.text_input("Name", key=keys.NEW_NAME)
@@ -102,6 +102,8 @@ with st.sidebar:
                 # cannot be set once the widget is drawn.
                 st.session_state[keys.OPEN_IN_DEBUGGER] = info.id
                 st.session_state.pop(keys.SELECTED_TURN, None)
+                if own is not None:  # an empty uploader for the next one
+                    st.session_state[keys.NEW_FLOW_FILE_ROUND] = st.session_state.get(keys.NEW_FLOW_FILE_ROUND, 0) + 1
                 st.rerun()
 
 conv_id = st.session_state.get(keys.CONVERSATION)

@@ -32,7 +32,9 @@ CONVERSATION = "conv_id"              # the open conversation's id (the sidebar'
 CONVERSATION_SOURCE = "conv_source"   # the sidebar's source filter
 SELECTED_TURN = "selected_turn"       # the inspected turn's id
 NEW_FLOW, NEW_NAME, NEW_START = "new_flow", "new_name", "new_start"  # the "New conversation" popover
-NEW_FLOW_FILE = "new_flow_file"  # … and its upload of the user's own flow
+# … and its upload of the user's own flow: ``f"{NEW_FLOW_FILE}-{n}"``, n = NEW_FLOW_FILE_ROUND, counted up
+# once a conversation has started from it, so the next Start does not import that file again.
+NEW_FLOW_FILE, NEW_FLOW_FILE_ROUND = "new_flow_file", "new_flow_file_round"
 NEW_POPOVER = "new_popover"  # … and whether it is open
 CONVERSATION_ONLY = "conversation_only"  # hide every debugging detail
 CONTINUE_LATEST = "continue_latest"

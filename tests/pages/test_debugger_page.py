@@ -68,7 +68,7 @@ def test_new_conversation_starts_one_on_a_sample_flow_while_others_are_listed(ap
 
 def test_new_conversation_runs_the_users_own_dify_export(app):
     dsl = (ROOT / "tests" / "fixtures" / "dify_dsl" / "svcvit__记忆测试.yml").read_bytes()
-    app.file_uploader(key="new_flow_file").set_value(("memory-test.yml", dsl, "text/yaml"))
+    app.file_uploader(key="new_flow_file-0").set_value(("memory-test.yml", dsl, "text/yaml"))
     app.button(key="new_start").click().run()
     assert not app.exception, app.exception
     assert shown(app.title[0].value) == "New conversation"
@@ -77,11 +77,20 @@ def test_new_conversation_runs_the_users_own_dify_export(app):
     assert not app.exception
     reply = shown("".join(md.value for md in app.chat_message[-1].markdown))
     assert "Dana" in reply  # answered through the flow's Variable Aggregator, not "(empty)"
+    # The next Start is on the chosen sample flow again: the uploader is empty.
+    assert app.file_uploader(key="new_flow_file-1").value is None
+    chosen = app.selectbox(key="new_flow").value
+    app.button(key="new_start").click().run()
+    assert not app.exception
+    flows = {f.flow_id: f for f in repo.list_flows(db(app))}
+    assert "记忆测试" not in flows[chosen].flow_name
+    assert shown("".join(c.value for c in app.sidebar.caption)).startswith(f"Flow **{flows[chosen].flow_name}** ·")
+    assert [f.version for f in flows.values() if f.flow_name == "记忆测试"] == [1]  # not imported twice
 
 
 def test_a_turn_answered_by_a_node_memlens_does_not_emulate_says_so_under_its_receipt(app):
     dsl = (ROOT / "tests" / "fixtures" / "dify_dsl" / "svcvit__旅行Demo.yml").read_bytes()
-    app.file_uploader(key="new_flow_file").set_value(("travel.yml", dsl, "text/yaml"))
+    app.file_uploader(key="new_flow_file-0").set_value(("travel.yml", dsl, "text/yaml"))
     app.button(key="new_start").click().run()
     app.chat_input(key="chat_input").set_value("Plan a trip to Lisbon").run()
     assert not app.exception
@@ -92,7 +101,7 @@ def test_a_turn_answered_by_a_node_memlens_does_not_emulate_says_so_under_its_re
 
 def test_a_broken_flow_file_is_refused_in_one_line_and_starts_nothing(app):
     before = len(ConversationService(db(app)).conversations())
-    app.file_uploader(key="new_flow_file").set_value(("broken.yml", b"app: [unclosed", "text/yaml"))
+    app.file_uploader(key="new_flow_file-0").set_value(("broken.yml", b"app: [unclosed", "text/yaml"))
     app.button(key="new_start").click().run()
     assert not app.exception
     assert len(app.error) == 1 and shown(app.error[0].value).startswith("broken.yml is not valid YAML at line 1")
