@@ -1019,7 +1019,8 @@ def _run_variable_aggregator(node: Node, ctx: _Context, run: NodeRun) -> None:
     titles = {n.id: n.title or n.id for n in ctx.flow.nodes}
     for selector in taken:
         run.notes.append(f"took {'.'.join(selector)} ({titles.get(selector[0], selector[0])} ran)"
-                         + (": its value comes from a node MemLens does not emulate" if unknown else ""))
+                         + (": its value comes from a node MemLens does not emulate"
+                            if ctx.pool.get(selector) is NONE else ""))
     if not taken:
         run.notes.append("none of its variables was set on this run: no output")
 
@@ -1030,7 +1031,8 @@ def _run_template_transform(node: Node, ctx: _Context, run: NodeRun) -> None:
     if unknown:  # a value from a node MemLens does not emulate: the rendering is as unknown as it is
         ctx.pool.mark_pass_through(node.id)
         run.outputs = {}
-        run.notes.append(f"{', '.join(unknown)} come(s) from a node MemLens does not emulate: output unknown")
+        run.notes.append(f"{', '.join(unknown)} {'comes' if len(unknown) == 1 else 'come'} from a node MemLens "
+                         f"does not emulate: output unknown")
         return
     try:
         text = render_jinja(settings.template, settings.variables, ctx.pool)

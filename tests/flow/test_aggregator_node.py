@@ -77,6 +77,16 @@ def test_a_value_from_a_node_memlens_does_not_emulate_stays_unknown_downstream()
     assert run.outputs == {} and "does not emulate" in run.notes[0]
     # The code node is listed first and ran, so Dify took its value, which MemLens cannot know.
     assert (record.status, record.answer) == ("succeeded", "got: ")
+    # With groups, only the group that took the unknown value loses its output.
+    join = {"advanced_settings": {"group_enabled": True, "groups": [
+        {"group_name": "raw", "output_type": "string", "variables": [["tool", "text"]]},
+        {"group_name": "reply", "output_type": "string", "variables": [["early", "text"]]}]}}
+    _, (record,) = run_conversation(routed(join, answer="{{#join.reply.output#}}", code_first=True), ["a"],
+                                    llm=ScriptedClient(CLIENT))
+    run = record.node_run("join")
+    assert run.outputs == {"reply": {"output": "hello from early"}} and record.answer == "hello from early"
+    assert run.notes == ["took tool.text (tool ran): its value comes from a node MemLens does not emulate",
+                         "took early.text (Greeter ran)"]
 
 
 @pytest.mark.parametrize("join, message", [

@@ -1,6 +1,7 @@
 """Node types with settings of their own, one module each, read through the table in
 :mod:`core.flow.node_types` and run by :mod:`core.flow.runtime`: the LLM node (``llm``), if-else
-(``if_else``), the Variable Aggregator (``aggregator``), the long-term memory nodes (``long_term``), the Template node (``template_transform``), the Window Memory node
+(``if_else``), the Variable Aggregator (``aggregator``), the long-term memory nodes
+(``long_term``), the Template node (``template_transform``), the Window Memory node
 (``window_memory``) and the tool agent (``tool_agent``). None of them imports the graph.
 """
 
