@@ -119,6 +119,18 @@ if conv_id is None:
     st.info("No conversation yet: start one from the sidebar.")
     st.stop()
 
+
+
+def _open_in_compare(conversation_id: str) -> None:
+    st.session_state[keys.OPEN_IN_COMPARE] = conversation_id  # Compare opens it (it owns its widgets)
+
+
+with st.sidebar:
+    if st.button("Compare memory configs on it", key=keys.TO_COMPARE, icon=":material/compare:", width="stretch",
+                 on_click=_open_in_compare, args=(conv_id,),
+                 help="Opens this conversation on the Compare page: 2–6 memory configs side by side"):
+        st.switch_page("pages/compare.py")
+
 info = svc.info(conv_id)
 if info.flow_version_id is None:  # imported or pulled: no flow to run, a replay view instead
     with st.sidebar:

@@ -36,6 +36,7 @@ NEW_FLOW, NEW_NAME, NEW_START = "new_flow", "new_name", "new_start"  # the "New 
 # once a conversation has started from it, so the next Start does not import that file again.
 NEW_FLOW_FILE, NEW_FLOW_FILE_ROUND = "new_flow_file", "new_flow_file_round"
 NEW_POPOVER = "new_popover"  # … and whether it is open
+TO_COMPARE = "to_compare"  # opens the open conversation on the Compare page
 CONVERSATION_ONLY = "conversation_only"  # hide every debugging detail
 CONTINUE_LATEST = "continue_latest"
 RENAME_GO, DELETE_CONFIRM, DELETE_GO = "rename_go", "delete_confirm", "delete_go"

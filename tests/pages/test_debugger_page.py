@@ -109,6 +109,15 @@ def test_a_broken_flow_file_is_refused_in_one_line_and_starts_nothing(app):
     assert shown(app.title[0].value) == "Demo: support-bot forgets a name"
 
 
+def test_the_open_conversation_opens_on_the_compare_page(app):
+    conv_id = app.session_state["conv_id"]
+    app.button(key="to_compare").click().run()
+    assert not app.exception, app.exception
+    assert app.title[0].value == "Compare memory configs"
+    assert app.radio(key="cmp_from").value == "Stored"
+    assert app.selectbox(key="cmp_stored").value == conv_id
+
+
 def test_a_chat_turn_runs_and_its_ledger_appears(app):
     app.chat_input(key="chat_input").set_value("Hi again, I'm Dana.").run()
     assert not app.exception
