@@ -23,7 +23,7 @@ from ui.compare_configs import edit_configs, load_configs, saved_sets
 from ui.compare_facts import message_name, pick_marks, render_facts_table
 from ui.compare_findings import render_findings
 from ui.compare_replies import render_reply_grid
-from ui.compare_source import STORED, database, pick_answered_source
+from ui.compare_source import database, pick_answered_source
 from ui.entry import through_app
 from ui.heatmap import render_heatmaps
 from ui.html import plain, safe_text
@@ -88,10 +88,8 @@ st.title("Compare memory configs")
 st.caption("One conversation, 2–6 memory configs side by side: which earlier messages each one keeps at every "
            "turn, and why the others are left out. Nothing here calls a model unless you ask for replies.")
 
-opened = state.pop(keys.OPEN_IN_COMPARE, None)  # a conversation the Import page asked Compare to open
-if opened:
-    state[keys.key(P, "from")], state[keys.key(P, "stored")] = STORED, opened
-picked = pick_answered_source(P, purpose="compare")
+# A conversation the Import page or the Debugger asked Compare to open.
+picked = pick_answered_source(P, purpose="compare", hand_off=keys.OPEN_IN_COMPARE)
 source = picked.source
 conv = source.conversation
 if state.get(f"{P}_turn_of") != picked.key:  # another conversation opens at its newest turn, not at the old number

@@ -121,15 +121,20 @@ if conv_id is None:
 
 
 
-def _open_in_compare(conversation_id: str) -> None:
-    st.session_state[keys.OPEN_IN_COMPARE] = conversation_id  # Compare opens it (it owns its widgets)
+def _hand_off(key: str, conversation_id: str) -> None:
+    st.session_state[key] = conversation_id  # the other page opens it (it owns its widgets)
 
 
 with st.sidebar:
-    if st.button("Compare memory configs on it", key=keys.TO_COMPARE, icon=":material/compare:", width="stretch",
-                 on_click=_open_in_compare, args=(conv_id,),
-                 help="Opens this conversation on the Compare page: 2–6 memory configs side by side"):
+    compare_col, present_col = st.columns(2)
+    if compare_col.button("Compare", key=keys.TO_COMPARE, icon=":material/compare:", width="stretch",
+                          on_click=_hand_off, args=(keys.OPEN_IN_COMPARE, conv_id),
+                          help="Opens this conversation on the Compare page: 2–6 memory configs side by side"):
         st.switch_page("pages/compare.py")
+    if present_col.button("Present", key=keys.TO_PRESENT, icon=":material/slideshow:", width="stretch",
+                          on_click=_hand_off, args=(keys.OPEN_IN_PRESENT, conv_id),
+                          help="Opens this conversation on the Present page: step through it turn by turn"):
+        st.switch_page("pages/present.py")
 
 info = svc.info(conv_id)
 if info.flow_version_id is None:  # imported or pulled: no flow to run, a replay view instead

@@ -62,7 +62,7 @@ st.title("Present")
 st.caption("Step through a conversation turn by turn: the chat on the left, what each memory holds on the right, "
            "and the surprises as captions. Everything runs offline on the demo model — no API key needed.")
 
-picked = pick_answered_source(P, purpose="present")
+picked = pick_answered_source(P, purpose="present", hand_off=keys.OPEN_IN_PRESENT)  # set by the Debugger
 source = picked.source
 conv = source.conversation
 

@@ -110,9 +110,13 @@ def _index(prefix: str, sources: list[Source]) -> int:
     return st.selectbox("Conversation in the file", list(labels), key=f"{prefix}_index", format_func=labels.get)
 
 
-def pick_answered_source(prefix: str, *, purpose: str) -> Picked:
+def pick_answered_source(prefix: str, *, purpose: str, hand_off: str | None = None) -> Picked:
     """The chooser in the sidebar; stops the page while nothing is picked, or when the conversation
-    has no user turn to ``purpose`` (compare, present)."""
+    has no user turn to ``purpose`` (compare, present). ``hand_off`` names the session key another
+    page sets to a stored conversation's id to open it here (read and cleared)."""
+    opened = st.session_state.pop(hand_off, None) if hand_off else None
+    if opened:
+        st.session_state[f"{prefix}_from"], st.session_state[f"{prefix}_stored"] = STORED, opened
     with st.sidebar:
         st.subheader("Conversation")
         picked = pick_source(prefix)

@@ -36,7 +36,7 @@ NEW_FLOW, NEW_NAME, NEW_START = "new_flow", "new_name", "new_start"  # the "New 
 # once a conversation has started from it, so the next Start does not import that file again.
 NEW_FLOW_FILE, NEW_FLOW_FILE_ROUND = "new_flow_file", "new_flow_file_round"
 NEW_POPOVER = "new_popover"  # … and whether it is open
-TO_COMPARE = "to_compare"  # opens the open conversation on the Compare page
+TO_COMPARE, TO_PRESENT = "to_compare", "to_present"  # open the open conversation on Compare / Present
 CONVERSATION_ONLY = "conversation_only"  # hide every debugging detail
 CONTINUE_LATEST = "continue_latest"
 RENAME_GO, DELETE_CONFIRM, DELETE_GO = "rename_go", "delete_confirm", "delete_go"
@@ -67,6 +67,7 @@ def of_conversation(name: str, conversation_id: str) -> str:
 # -- hand-offs between pages: set by one page, read and cleared by the page named -----------------------
 OPEN_IN_DEBUGGER = "open_conversation"  # a conversation id the Debugger opens, whatever its source filter
 OPEN_IN_COMPARE = "open_in_compare"     # a stored conversation id Compare opens
+OPEN_IN_PRESENT = "open_in_present"     # a stored conversation id Present opens
 COMPARE_CONFIGS = "compare_configs_current"  # Compare's configs as last shown (dicts), Present's default
 
 # -- flashes: a message shown once after a rerun ---------------------------------------------------------

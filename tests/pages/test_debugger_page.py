@@ -109,13 +109,16 @@ def test_a_broken_flow_file_is_refused_in_one_line_and_starts_nothing(app):
     assert shown(app.title[0].value) == "Demo: support-bot forgets a name"
 
 
-def test_the_open_conversation_opens_on_the_compare_page(app):
-    conv_id = app.session_state["conv_id"]
-    app.button(key="to_compare").click().run()
+@pytest.mark.parametrize("button, title, prefix", [("to_compare", "Compare memory configs", "cmp"),
+                                                     ("to_present", "Present", "pre")])
+def test_the_open_conversation_opens_on_the_compare_and_present_pages(app, button, title, prefix):
+    other = next(c.id for c in ConversationService(db(app)).conversations() if c.name.startswith("Demo: long-term"))
+    app.selectbox(key="conv_id").set_value(other).run()  # not the first one listed, which they would open anyway
+    app.button(key=button).click().run()
     assert not app.exception, app.exception
-    assert app.title[0].value == "Compare memory configs"
-    assert app.radio(key="cmp_from").value == "Stored"
-    assert app.selectbox(key="cmp_stored").value == conv_id
+    assert app.title[0].value == title
+    assert app.radio(key=f"{prefix}_from").value == "Stored"
+    assert app.selectbox(key=f"{prefix}_stored").value == other
 
 
 def test_a_chat_turn_runs_and_its_ledger_appears(app):
