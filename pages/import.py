@@ -39,7 +39,8 @@ def _open_in_compare(conversation_id: str) -> None:
 st.title("Import conversations")
 st.caption("Replay your own production logs: upload a conversation file and it is stored, whole or not at all, "
            "ready to inspect in the Debugger and on the Compare and Present pages. Malformed records are named by "
-           "record and field.")
+           "record and field. A Dify DSL export (YAML) is a flow, not a conversation: start a conversation on it "
+           "with *New conversation* in the Debugger's sidebar.")
 
 file_tab, dify_tab = st.tabs(["From a file", "From a Dify app"])
 

@@ -232,3 +232,8 @@ def test_an_upload_over_the_size_limit_is_refused_before_it_is_read(page, monkey
     upload(page, name, data)
     assert page.error and "MemLens imports files up to 1,000 bytes" in text(page.error[0])
     assert imported(page) == []
+
+
+def test_the_page_points_a_dify_dsl_export_to_new_conversation(page):
+    assert "A Dify DSL export (YAML) is a flow, not a conversation: start a conversation on it with *New " \
+           "conversation* in the Debugger's sidebar." in shown(page.caption[0].value)
