@@ -120,7 +120,6 @@ if conv_id is None:
     st.stop()
 
 
-
 def _hand_off(key: str, conversation_id: str) -> None:
     st.session_state[key] = conversation_id  # the other page opens it (it owns its widgets)
 
