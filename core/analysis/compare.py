@@ -534,7 +534,8 @@ class FactFate:
 def fact_course(present: Sequence[bool | None]) -> tuple[int | None, int | None, int | None, int]:
     """Where a fact's timeline (one entry per answered turn; ``None`` off its branches) first
     loses it, first gets it back, last loses it again (``None`` when its last entry has it), and
-    how many times it came back: indices into ``present``."""
+    how many times it came back: indices into ``present``. Compare's facts and "where did it go?"
+    (:mod:`core.analysis.why`) both read a course from here."""
     lost = back = gone = None
     returns = 0
     had = True

@@ -18,7 +18,7 @@ from core.model.conversation import Conversation, turn_label
 from core.model.ledger import MEMORY_OFF, explain
 from core.words import plural
 
-from .compare import TrackedFact, fact_presence
+from .compare import TrackedFact, fact_course, fact_presence
 from .errors import WhyError
 
 MAX_PHRASE = 200
@@ -192,35 +192,24 @@ def where_did_it_go(conversation: Conversation, phrase: str, subjects: Sequence[
     answered = [p for p in thread if turns[p].query_index is not None and p > mentions[0].position]
     for subject in subjects:
         presence = fact_presence(subject.replay, fact)
-        lost = last_kept = back = gone = None
-        returns = 0
-        before: bool | None = None  # whether the previous answered turn had it
-        for p in answered:
-            present, _ = presence.get(p, (None, None))
-            if present is None:
-                continue
-            if present:
-                if lost is None:
-                    last_kept = p
-                elif before is False:  # said again after it left: it is back
-                    returns += 1
-                    back = p if back is None else back
-            elif before is not False:  # it leaves (the first time, or again after coming back)
-                lost = p if lost is None else lost
-                gone = p
-            before = present
+        timeline = [presence.get(p, (None, None))[0] for p in answered]
+        lost_k, back_k, gone_k, returns = fact_course(timeline)
+        held = [k for k, present in enumerate(timeline[:lost_k]) if present]  # before the first loss
+        last_kept = answered[held[-1]] if held else None
+        lost = answered[lost_k] if lost_k is not None else None
         if lost is None:
             answer.losses.append(Loss(subject.label, subject.node_id, None, None, None, None,
                                       turn_label(conversation, last_kept) if last_kept is not None else None))
             continue
         reason, why = _reason_at(subject, fact, lost)
         comeback = None
-        if back is not None:
-            if before is False:  # the newest turn is without it again: where it left last, and why
-                comeback = Comeback(returns, turn_label(conversation, back), gone, turn_label(conversation, gone),
-                                    *_reason_at(subject, fact, gone))
+        if back_k is not None:
+            back = turn_label(conversation, answered[back_k])
+            if gone_k is not None:  # the newest turn is without it again: where it left last, and why
+                gone = answered[gone_k]
+                comeback = Comeback(returns, back, gone, turn_label(conversation, gone), *_reason_at(subject, fact, gone))
             else:
-                comeback = Comeback(returns, turn_label(conversation, back))
+                comeback = Comeback(returns, back)
         answer.losses.append(Loss(subject.label, subject.node_id, lost, turn_label(conversation, lost), reason, why,
                                   turn_label(conversation, last_kept) if last_kept is not None else None, comeback))
     return answer
