@@ -71,16 +71,16 @@ class LLMSettings:
     @property
     def model(self) -> str:
         """The model as litellm names it (``openai/gpt-4o-mini``); ``""`` when none is configured."""
-        return litellm_model(self.provider, self.name)
+        return self.block.model
 
     @property
     def max_tokens(self) -> int:
         """The user-set ``max_tokens`` completion parameter; 0 when unset (Dify ignores the rule default)."""
-        value = self.completion_params.get("max_tokens")
-        try:
-            return max(int(value), 0) if value is not None else 0
-        except (TypeError, ValueError):
-            return 0
+        return self.block.max_tokens
+
+    @property
+    def block(self) -> "ModelBlock":
+        return ModelBlock(self.provider, self.name, self.mode, self.completion_params)
 
 
 def litellm_model(provider: str, name: str) -> str:
@@ -130,10 +130,33 @@ def _memory_settings(node: "Node", raw: Any) -> MemorySettings | None:
     return MemorySettings(window_enabled=enabled, window_size=size, query_prompt_template=qpt, role_prefix=prefix)
 
 
-def llm_settings(node: "Node") -> LLMSettings:
-    """Parse an LLM node's data; a malformed node is a :class:`FlowError` naming it."""
-    data = node.data
-    model = data.get("model") or {}
+@dataclass(frozen=True)
+class ModelBlock:
+    """A node's ``model`` block (LLM and Question Classifier nodes): provider, name, mode and parameters."""
+
+    provider: str
+    name: str
+    mode: str  # chat | completion
+    completion_params: dict
+
+    @property
+    def model(self) -> str:
+        """The model as litellm names it (``openai/gpt-4o-mini``); ``""`` when none is configured."""
+        return litellm_model(self.provider, self.name)
+
+    @property
+    def max_tokens(self) -> int:
+        """The user-set ``max_tokens`` completion parameter; 0 when unset (Dify ignores the rule default)."""
+        value = self.completion_params.get("max_tokens")
+        try:
+            return max(int(value), 0) if value is not None else 0
+        except (TypeError, ValueError):
+            return 0
+
+
+def model_block(node: "Node") -> ModelBlock:
+    """Read a node's ``model`` block; a malformed one is a :class:`FlowError` naming the node."""
+    model = node.data.get("model") or {}
     if not isinstance(model, Mapping):
         raise node_error(node, "'model' must be {provider, name, mode, completion_params} or 'provider/name'")
     mode = model.get("mode") or "chat"
@@ -142,6 +165,19 @@ def llm_settings(node: "Node") -> LLMSettings:
     params = model.get("completion_params") or {}
     if not isinstance(params, Mapping):
         raise node_error(node, "'model.completion_params' must be a mapping")
+    return ModelBlock(str(model.get("provider") or ""), str(model.get("name") or ""), mode, dict(params))
+
+
+def memory_settings(node: "Node") -> MemorySettings | None:
+    """Read a node's ``memory`` block (LLM and Question Classifier nodes); ``None``: memory off."""
+    return _memory_settings(node, node.data.get("memory"))
+
+
+def llm_settings(node: "Node") -> LLMSettings:
+    """Parse an LLM node's data; a malformed node is a :class:`FlowError` naming it."""
+    data = node.data
+    block = model_block(node)
+    mode = block.mode
     raw_prompt = data.get("prompt_template")
     items: list[PromptItem] = []
     if raw_prompt is None:
@@ -163,9 +199,9 @@ def llm_settings(node: "Node") -> LLMSettings:
         raise node_error(node, "a completion-mode model takes one prompt text, not a list of messages")
     context = data.get("context") or {}
     jinja_vars = (data.get("prompt_config") or {}).get("jinja2_variables") or ()
-    return LLMSettings(provider=str(model.get("provider") or ""), name=str(model.get("name") or ""), mode=mode,
-                       completion_params=dict(params), prompt=tuple(items),
-                       memory=_memory_settings(node, data.get("memory")),
+    return LLMSettings(provider=block.provider, name=block.name, mode=mode,
+                       completion_params=block.completion_params, prompt=tuple(items),
+                       memory=memory_settings(node),
                        context_enabled=bool(context.get("enabled")),
                        context_selector=tuple(context.get("variable_selector") or ()),
                        jinja2_variables=tuple(dict(v) for v in jinja_vars if isinstance(v, Mapping)))
