@@ -62,6 +62,7 @@ from core.model.tokens import DEMO_MODEL
 from .errors import FlowError, VariableError
 from .node_types import NODE_TYPES, read_settings
 from .nodes.llm import LLMSettings, llm_settings
+from .nodes.question_classifier import classifier_settings
 from .variables import ConversationVariable
 
 FLOW_FORMAT = "memlens-flow"
@@ -188,8 +189,14 @@ class Flow:
         return [n for n in self.nodes if n.type == "llm"]
 
     @property
+    def model_nodes(self) -> list[Node]:
+        """The nodes that call a model with Dify's conversation memory, each run recording its ledger
+        and prompt: LLM and Question Classifier nodes."""
+        return [n for n in self.nodes if n.type in NODE_TYPES and NODE_TYPES[n.type].dify_memory]
+
+    @property
     def memory_nodes(self) -> list[Node]:
-        """The nodes whose memory a what-if can switch, one by one: LLM and agent nodes."""
+        """The nodes whose memory a what-if can switch, one by one: LLM, Question Classifier and agent nodes."""
         return [n for n in self.nodes if n.type in NODE_TYPES and NODE_TYPES[n.type].memory]
 
     def llm(self, node_id: str) -> LLMSettings:
@@ -629,12 +636,15 @@ class ImportReport:
 
 
 def _memory_report(node: Node, mode: str) -> dict:
-    settings = llm_settings(node)
+    classifier = node.type == "question-classifier"
+    settings = classifier_settings(node) if classifier else llm_settings(node)
     if settings.memory is None:
         out = {"memory": "off", "window_enabled": None, "window_size": None, "query_prompt_template": None,
                "role_prefix": None, "label": "off"}
     else:
         out = settings.memory.to_report()
+        if classifier:
+            out["label"] = settings.memory_label()
         if mode != "advanced-chat":
             out["label"] += " (no effect: workflow mode has no conversation)"
     out["model"] = settings.model or DEMO_MODEL
@@ -645,6 +655,7 @@ def _memory_report(node: Node, mode: str) -> dict:
 def import_report(flow: Flow) -> ImportReport:
     """The import report of a flow: computed from the flow itself, so it is the same for a copy."""
     reports = []
+    model_nodes = flow.model_nodes
     for n in flow.nodes:
         if n.container:
             status = f"inside {n.container}: not run"
@@ -653,7 +664,7 @@ def import_report(flow: Flow) -> ImportReport:
         else:
             status = "pass-through"
         reports.append(NodeReport(id=n.id, type=n.type, title=n.title, emulated=n.emulated and not n.container,
-                                  status=status, memory=_memory_report(n, flow.mode) if n.type == "llm" else None))
+                                  status=status, memory=_memory_report(n, flow.mode) if n in model_nodes else None))
     return ImportReport(name=flow.name, file=str(flow.source.get("file", "")), format=str(flow.source.get("format", "")),
                         dsl_version=flow.source.get("dsl_version"), mode=flow.mode, nodes=tuple(reports),
                         warnings=tuple(flow.warnings))

@@ -21,6 +21,7 @@ from .nodes.aggregator import aggregator_settings
 from .nodes.if_else import check_if_else
 from .nodes.llm import llm_settings
 from .nodes.long_term import retrieve_settings, store_settings
+from .nodes.question_classifier import classifier_settings
 from .nodes.template_transform import template_settings
 from .nodes.tool_agent import agent_settings
 from .nodes.window_memory import window_settings
@@ -49,11 +50,15 @@ class NodeType:
     #: It reads a conversation memory whose settings a what-if can switch per node (the switchboard;
     #: ``core.flow.runtime.node_memory_config``).
     memory: bool = False
+    #: It calls a model with Dify's conversation memory (``TokenBufferMemory``): each run records the
+    #: node's ledger and the prompt it sent (``Flow.model_nodes``: the Debugger's receipts).
+    dify_memory: bool = False
 
 
 NODE_TYPES: dict[str, NodeType] = {t.name: t for t in (
     NodeType("start"),
-    NodeType("llm", llm_settings, memory=True),
+    NodeType("llm", llm_settings, memory=True, dify_memory=True),
+    NodeType("question-classifier", classifier_settings, memory=True, dify_memory=True),
     NodeType("answer"),
     NodeType("assigner", _assigner_settings),
     NodeType("if-else", check_if_else),

@@ -2,7 +2,9 @@
 
 A :class:`PromptFrame` is everything a node sends besides its history, and how the history goes
 in: chat models get the template's messages, the history, then the query message (§2.4);
-completion models get one text, the history as role-prefixed lines in the template (§2.6). A run
+completion models get one text, the history as role-prefixed lines in the template (§2.6); the
+Question Classifier puts the history as ``Human:``/``Assistant:`` lines into its own prompt (text
+history, §1.7). A run
 builds its frame from its template and sends ``frame.build(history)``; the size of everything but
 the history — what Dify's documented budget subtracts — is ``frame.fixed_tokens()``; a what-if
 rebuilds the frame of a recorded prompt (:meth:`PromptFrame.recorded`) and builds it with another
@@ -186,7 +188,13 @@ def completion_text(template: str, histories: str, sys_query: str | None) -> str
 
 
 CHAT, COMPLETION = "chat", "completion"
+#: The history as text lines inside one of the prompt's messages (the Question Classifier's layout).
+TEXT_HISTORY = "text history"
 CURRENT_QUERY = "current query"
+#: Where the history's text goes in a template; replaced once, so a later copy of it in user text stays text.
+HISTORY_SLOT = "#histories#"
+#: The prefixes Dify's text form of memory writes (``get_history_prompt_text``'s defaults, §1.7).
+HUMAN_AI = {"user": "Human", "assistant": "Assistant"}
 
 
 @dataclass(frozen=True)
@@ -196,7 +204,9 @@ class PromptFrame:
     Chat models: ``before`` (the template's messages) + the history + ``after`` (the memory's
     query message). Completion models: ``template`` (rendered, with or without ``#histories#``),
     ``sys_query`` (the unrendered query template, or ``None``) and ``role_prefix`` (``None``: no
-    history text goes in). ``file_upload`` and ``vision`` decide how history files are sent.
+    history text goes in). Text history: one ``template_role`` message whose ``template`` has the
+    history's ``role_prefix`` lines put in at its first :data:`HISTORY_SLOT`, then ``after``.
+    ``file_upload`` and ``vision`` decide how history files are sent.
     """
 
     mode: str
@@ -208,17 +218,22 @@ class PromptFrame:
     role_prefix: Mapping[str, str] | None = None
     file_upload: bool = False
     vision: bool = False
+    template_role: str = "user"
 
     def _completion_message(self, histories: str) -> PromptMessage:
-        text = completion_text(self.template, histories, self.sys_query)
+        if self.mode == TEXT_HISTORY:
+            text = self.template.replace(HISTORY_SLOT, histories, 1)
+        else:
+            text = completion_text(self.template, histories, self.sys_query)
         # The template travels with the message, so a what-if can put another history into it.
-        return PromptMessage("user", text, "template", self.counter.chat("user", text), template=self.template)
+        return PromptMessage(self.template_role, text, "template", self.counter.chat(self.template_role, text),
+                             template=self.template)
 
     def fixed_tokens(self) -> int:
         """What everything but the history costs (a completion prompt: its text without history)."""
         if self.mode == CHAT:
             return fixed_tokens([*self.before, *self.after])
-        return fixed_tokens([self._completion_message("")])
+        return fixed_tokens([self._completion_message(""), *self.after])
 
     def build(self, history: Sequence[Message]) -> list[PromptMessage]:
         """The prompt as sent, with ``history`` (memory's messages, oldest first)."""
@@ -226,7 +241,7 @@ class PromptFrame:
             sent = history_messages(history, self.counter, file_upload=self.file_upload, vision=self.vision)
             return chat_prompt(self.before, sent, self.after)
         histories = completion_history_text(history, self.role_prefix, file_upload=self.file_upload)
-        return chat_prompt([self._completion_message(histories)], [], [])
+        return chat_prompt([self._completion_message(histories)], [], self.after)
 
     @classmethod
     def recorded(cls, prompt: Sequence[Mapping[str, Any]], mode: str, counter, *, sys_query: str | None = None,
@@ -235,13 +250,19 @@ class PromptFrame:
         """The frame of a recorded prompt (dicts), its messages counted with ``counter``: chat — the
         messages before the recorded history (or before the query message) and after it; completion —
         the recorded template, with ``sys_query`` and ``role_prefix`` as the memory now sets them.
-        ``None`` when the recorded completion prompt does not carry its template."""
+        ``None`` when the recorded completion prompt does not carry its template. Text history — the
+        recorded template message and the messages after it, the history in ``role_prefix`` lines."""
         if mode != CHAT:
-            templates = [m["template"] for m in prompt if m.get("template") is not None]
-            if len(templates) != 1:
+            at = [k for k, m in enumerate(prompt) if m.get("template") is not None]
+            if len(at) != 1:
                 return None
-            return cls(COMPLETION, counter, template=templates[0], sys_query=sys_query, role_prefix=role_prefix,
-                       file_upload=file_upload, vision=vision)
+            if mode == TEXT_HISTORY:
+                after = tuple(message(m["role"], m.get("content") or "", m["origin"], counter) for m in prompt[at[0] + 1:])
+                return cls(TEXT_HISTORY, counter, template=prompt[at[0]]["template"], after=after,
+                           template_role=prompt[at[0]]["role"], role_prefix=role_prefix, file_upload=file_upload,
+                           vision=vision)
+            return cls(COMPLETION, counter, template=prompt[at[0]]["template"], sys_query=sys_query,
+                       role_prefix=role_prefix, file_upload=file_upload, vision=vision)
         before: list[PromptMessage] = []
         after: list[PromptMessage] = []
         side = before
@@ -253,7 +274,7 @@ class PromptFrame:
         return cls(CHAT, counter, before=tuple(before), after=tuple(after), file_upload=file_upload, vision=vision)
 
 
-__all__ = ["HISTORY", "CHAT", "COMPLETION", "CURRENT_QUERY", "IMAGE_TOKENS_HIGH", "IMAGE_TOKENS_LOW",
+__all__ = ["HISTORY", "CHAT", "COMPLETION", "TEXT_HISTORY", "HISTORY_SLOT", "HUMAN_AI", "CURRENT_QUERY", "IMAGE_TOKENS_HIGH", "IMAGE_TOKENS_LOW",
            "PromptMessage", "PromptFrame", "file_part", "to_prompt_message", "to_prompt_messages", "content_parts",
            "history_messages", "message", "fixed_tokens", "sendable", "chat_prompt", "completion_history_text",
            "completion_text"]

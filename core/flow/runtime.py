@@ -15,13 +15,14 @@ How a turn runs (spec/dify-memory.md §1–§3):
 * Nodes run from the start node along the edges. A node runs once all its incoming edges are
   decided and at least one was taken; an if-else takes the handle of its first true case, or
   ``false``; branches not taken are skipped. Nodes MemLens does not emulate run as pass-throughs
-  with empty outputs and are recorded ``emulated: false`` (a multi-way pass-through such as a
-  question classifier takes its first branch and says so). Nodes inside an iteration or loop do
-  not run.
+  with empty outputs and are recorded ``emulated: false`` (a multi-way pass-through takes its
+  first branch and says so). Nodes inside an iteration or loop do not run.
 * Each LLM node's memory is the ``dify`` strategy with the node's own window over the
   conversation's stored answers (§2.8), computed as a ledger; the history sent to the model is
   exactly the ledger's kept messages. Prompt assembly follows §2.4–§2.7 (chat) and §2.6
-  (completion models with role prefixes).
+  (completion models with role prefixes). A Question Classifier's memory is the same strategy with
+  its own window rule, its history text lines in its prompt; the class its model picks decides the
+  branch (:mod:`core.flow.nodes.question_classifier`).
 * MemLens's own nodes: ``memory-retrieve`` / ``memory-store`` read and write the long-term memory
   passed in as ``long_term`` (keyed by ``sys.user_id``; :mod:`core.memory.long_term`), and a prompt message
   that reads a retrieve node's output has origin ``long-term memory``; ``window-memory`` holds a
@@ -66,13 +67,14 @@ from .nodes.aggregator import aggregate, aggregator_settings
 from .nodes.if_else import OPERATOR_ALIASES, if_else_cases
 from .nodes.llm import LLMSettings, llm_settings
 from .nodes.long_term import retrieve_settings, store_settings
+from .nodes.question_classifier import ReplyError, classifier_frame, classifier_settings, read_reply
 from .nodes.template_transform import template_settings
 from .nodes.tool_agent import (DemoPlanner, ModelPlanner, agent_settings, check_granularity, planner_for,
                                resolve_granularity, run_agent)
 from .nodes.window_memory import (FAIL_BRANCH, META_KEY as WINDOW_META, history_inputs, message_dict, parse_overwrite,
                                   window_call, window_settings)
-from .prompt import (CHAT, COMPLETION, CURRENT_QUERY, PromptFrame, PromptMessage, fixed_tokens, history_messages,
-                     message)
+from .prompt import (CHAT, COMPLETION, CURRENT_QUERY, HISTORY_SLOT, HUMAN_AI, TEXT_HISTORY, PromptFrame, PromptMessage,
+                     fixed_tokens, history_messages, message)
 from .templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, FileList, VariablePool, refers_to, render, render_jinja,
                         selectors_in, value_text)
 from .variables import (VariableChange, check_sizes, copy_value, edit_variable, initialize, run_assigner_v1,
@@ -299,7 +301,8 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
     what-if (runs, the switchboard and the recorded-run checks all take a node's config from here).
 
     An LLM node: ``dify`` with its window, ``off`` without a memory block, or the ``window`` of the
-    window-memory node it reads (``memory_node``). ``model`` is the node's configured model
+    window-memory node it reads (``memory_node``). A Question Classifier: the same, with its own
+    window rule (:meth:`ClassifierSettings.window`). ``model`` is the node's configured model
     (``memlens/demo`` when none is set): its context size and tokenizer are what Dify would budget
     with, whichever model stands in to answer. ``max_tokens`` is the node's user-set completion
     parameter (0 when unset). ``fidelity`` and ``plugin_token_counting`` are the conversation's Dify
@@ -311,6 +314,13 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
     node = flow.node(node_id)
     if node.type == "tool-agent":
         base = _agent_memory_config(flow, node, granularity)
+    elif node.type == "question-classifier":
+        qc = classifier_settings(node)
+        # Its window depends on the Dify profile: an override's profile (docs ↔ code) reads it its way.
+        profile = (override or {}).get("fidelity", fidelity)
+        base = MemoryConfig(strategy="dify" if qc.memory is not None else "off", window=qc.window(profile),
+                            fidelity=fidelity, plugin_token_counting=plugin_token_counting,
+                            model=qc.model or DEMO_MODEL, max_tokens=qc.max_tokens)
     else:
         settings = flow.llm(node_id)
         base = MemoryConfig(strategy="dify" if settings.memory is not None else "off",
@@ -725,10 +735,16 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
     if not prompt:
         raise NodeFailed(NO_PROMPT)
     model = config.model if override and "model" in override else settings.model
+    reply = _complete(ctx, run, model, prompt, settings.max_tokens)
+    run.outputs = {"text": reply.text, "usage": reply.usage, "finish_reason": "stop"}
+
+
+def _complete(ctx: "_Context", run: NodeRun, model: str, prompt: Sequence[PromptMessage], max_tokens: int):
+    """The model call of an LLM or Question Classifier node: timed, its reply, usage and stand-in note
+    recorded on ``run``; a failed call fails the node."""
     started = time.perf_counter()
     try:
-        reply = ctx.client().complete(model, [m.wire() for m in prompt],
-                                      settings.max_tokens or None)
+        reply = ctx.client().complete(model, [m.wire() for m in prompt], max_tokens or None)
     except LLMError as e:
         run.latency_ms = (time.perf_counter() - started) * 1000
         raise NodeFailed(str(e)) from None
@@ -738,7 +754,50 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
     run.model_called = reply.model
     if reply.note:
         run.notes.append(reply.note)
-    run.outputs = {"text": reply.text, "usage": reply.usage, "finish_reason": "stop"}
+    return reply
+
+
+def _categories(node: Node, pool: VariablePool) -> list[dict]:
+    """A Question Classifier's classes as its prompt lists them: ``{category_id, category_name}``, names rendered."""
+    return [{"category_id": c.id, "category_name": render(c.name, pool)} for c in classifier_settings(node).classes]
+
+
+def _classifier_query(node: Node, pool: VariablePool) -> str:
+    selector = classifier_settings(node).query_selector
+    value = pool.get(list(selector)) if selector else MISSING
+    return "" if value is MISSING or value is NONE or value is None else value_text(value)
+
+
+def _run_question_classifier(node: Node, ctx: _Context, run: NodeRun) -> str:
+    """Dify's Question Classifier (:mod:`core.flow.nodes.question_classifier`): its memory's history as
+    text in its prompt, one model call, and the branch of the class the reply picks."""
+    settings = classifier_settings(node)
+    override = ctx.overrides.get(node.id)
+    config = node_memory_config(ctx.flow, node.id, fidelity=ctx.fidelity,
+                                plugin_token_counting=ctx.plugin_token_counting, override=override)
+    run.memory = config.to_dict()
+    run.memory_override = copy.deepcopy(dict(override)) if override else None
+    run.model = settings.model or DEMO_MODEL
+    pool = ctx.pool
+    categories = _categories(node, pool)
+    frame = classifier_frame(categories, render(settings.instruction, pool), _classifier_query(node, pool),
+                             counter_for(config.model), mode=settings.block.mode,
+                             with_history=config.strategy != "off" and ctx.flow.is_chat,
+                             file_upload=ctx.flow.file_upload, vision=model_supports_vision(config.model))
+    run.ledger, history, _ = _history(ctx, config, None, frame.fixed_tokens())
+    run.prompt = frame.build(history)
+    model = config.model if override and "model" in override else settings.model
+    reply = _complete(ctx, run, model, run.prompt, settings.max_tokens)
+    try:
+        index, note = read_reply(reply.text, [c["category_id"] for c in categories])
+    except ReplyError as e:
+        raise NodeFailed(str(e)) from None
+    if note:
+        run.notes.append(note)
+    chosen = settings.classes[index]
+    run.outputs = {"class_name": categories[index]["category_name"], "class_label": chosen.label,
+                   "class_id": chosen.id, "usage": reply.usage}
+    return chosen.id
 
 
 # -- long-term memory, window memory and agent nodes (logic in core.memory.long_term, core.flow.nodes.window_memory,
@@ -1060,7 +1119,10 @@ RUNNERS: dict[str, Callable[[Node, _Context, NodeRun], str | None]] = {
     "if-else": _run_if_else, "end": _run_end, "memory-retrieve": _run_memory_retrieve,
     "memory-store": _run_memory_store, "window-memory": _run_window_memory, "tool-agent": _run_tool_agent,
     "variable-aggregator": _run_variable_aggregator, "variable-assigner": _run_variable_aggregator,
-    "template-transform": _run_template_transform}
+    "template-transform": _run_template_transform, "question-classifier": _run_question_classifier}
+
+#: The node types that time their model calls themselves (:func:`_complete`, the agent's loop).
+_TIMES_ITSELF = ("llm", "tool-agent", "question-classifier")
 
 
 def _run_node(node: Node, ctx: _Context) -> tuple[NodeRun, str | None]:
@@ -1083,7 +1145,7 @@ def _run_node(node: Node, ctx: _Context) -> tuple[NodeRun, str | None]:
     except NodeFailed as e:
         run.status = FAILED
         run.error = str(e)
-    if node.type not in ("llm", "tool-agent"):  # those time their model calls themselves
+    if node.type not in _TIMES_ITSELF:
         run.latency_ms = (time.perf_counter() - started) * 1000
     run.branch = branch
     return run, branch
@@ -1328,6 +1390,9 @@ def _fixed_tokens(flow: Flow, conversation: Conversation, position: int, node_id
         return int(stored)
     if flow.node(node_id).type == "tool-agent":
         return _estimated_agent_frame(flow, conversation, position, node_id, counter).fixed_tokens()
+    if flow.node(node_id).type == "question-classifier":
+        return _estimated_classifier_frame(flow, conversation, position, node_id, counter,
+                                           with_history=config.strategy != "off" and flow.is_chat).fixed_tokens()
     sys_query = None
     if config.strategy != "off":
         settings = flow.llm(node_id)
@@ -1337,8 +1402,12 @@ def _fixed_tokens(flow: Flow, conversation: Conversation, position: int, node_id
 
 
 def _node_mode(flow: Flow, node_id: str) -> str:
-    """How a node's prompt is laid out: an agent always chats; an LLM node as its model's mode says."""
-    return CHAT if flow.node(node_id).type == "tool-agent" else llm_settings(flow.node(node_id)).mode
+    """How a node's prompt is laid out: an agent always chats; a Question Classifier puts its history
+    as text in its prompt; an LLM node as its model's mode says."""
+    node = flow.node(node_id)
+    if node.type == "question-classifier":
+        return TEXT_HISTORY
+    return CHAT if node.type == "tool-agent" else llm_settings(node).mode
 
 
 def _turn_pool(conversation: Conversation, position: int) -> VariablePool:
@@ -1368,6 +1437,18 @@ def _estimated_agent_frame(flow: Flow, conversation: Conversation, position: int
     return _agent_frame(system_text, conversation.turns[position].query, counter, **options)
 
 
+def _estimated_classifier_frame(flow: Flow, conversation: Conversation, position: int, node_id: str, counter, *,
+                                with_history: bool, **options: Any) -> PromptFrame:
+    """A Question Classifier's frame at a turn without its recorded prompt: its instruction and class
+    names rendered with :func:`_turn_pool`; its query read there too, else the turn's query."""
+    node = flow.node(node_id)
+    settings = classifier_settings(node)
+    pool = _turn_pool(conversation, position)
+    query = _classifier_query(node, pool) or conversation.turns[position].query
+    return classifier_frame(_categories(node, pool), render(settings.instruction, pool), query, counter,
+                            mode=settings.block.mode, with_history=with_history, **options)
+
+
 def what_if_prompt(flow: Flow, conversation: Conversation, position: int, node_id: str,
                    recorded: Sequence[Mapping[str, Any]], ledger: Ledger) -> list[dict]:
     """The prompt node ``node_id`` would have sent at the turn at ``position`` with ``ledger``'s
@@ -1385,6 +1466,18 @@ def what_if_prompt(flow: Flow, conversation: Conversation, position: int, node_i
         frame = PromptFrame.recorded(recorded, CHAT, counter, **options) if recorded else \
             _estimated_agent_frame(flow, conversation, position, node_id, counter, **options)
         return [m.to_dict() for m in _agent_prompt(frame, history_of(conversation, ledger))]
+    if flow.node(node_id).type == "question-classifier":
+        model = ledger.config.get("model") or classifier_settings(flow.node(node_id)).model or DEMO_MODEL
+        counter = counter_for(model)
+        options = dict(file_upload=flow.file_upload, vision=model_supports_vision(model))
+        with_history = ledger.config.get("strategy", "off") != "off" and flow.is_chat
+        frame = PromptFrame.recorded(recorded, TEXT_HISTORY, counter, role_prefix=HUMAN_AI, **options) \
+            if recorded else None
+        if frame is None or (HISTORY_SLOT in frame.template) != with_history:
+            # Memory switched on or off: the prompt's history part comes or goes with it.
+            frame = _estimated_classifier_frame(flow, conversation, position, node_id, counter,
+                                                with_history=with_history, **options)
+        return [m.to_dict() for m in frame.build(history_of(conversation, ledger))]
     settings = flow.llm(node_id)
     model = ledger.config.get("model") or settings.model or DEMO_MODEL
     counter = counter_for(model)

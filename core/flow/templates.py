@@ -106,7 +106,10 @@ class VariablePool:
             scope = self.outputs.get(head)
             if scope is None:
                 return MISSING
-            if head in self.pass_through and name not in scope:
+            if name not in scope and name.startswith("sys.") and name[4:] in self.system:
+                # Older exports read system variables through the start node: ``[start id, "sys.query"]``.
+                scope, name = self.system, name[4:]
+            elif head in self.pass_through and name not in scope:
                 return NONE
         if name not in scope:
             return MISSING

@@ -15,7 +15,9 @@ What it does with a prompt (the last user message is the question, everything be
 4. **"How many messages do you see?"** — it counts the earlier (non-system) messages in its prompt;
    "what do you know about me?" lists the facts it knows.
 5. **Labels** — when a system message says "Reply with one of: a, b, c", it answers with the first
-   option named in the question, else the last option (a deterministic classifier).
+   option named in the question, else the last option (a deterministic classifier). When the
+   message also lists ``Categories: [{"category_id": …, "category_name": …}, …]`` (a Question
+   Classifier's prompt), the answer is that category as JSON: ``{"category_id": …, "category_name": …}``.
 6. Anything else gets a short receipt that quotes the question and says how many earlier messages
    it can see.
 
@@ -28,6 +30,7 @@ Registered with litellm as a custom provider (:func:`register`), so ``litellm.co
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from typing import Any, Iterable, Mapping, Sequence
@@ -39,6 +42,7 @@ PROVIDER = "memlens"
 
 _COUNT_QUESTION = re.compile(r"\bhow many (?:earlier |previous |past |prior |old )?messages\b", re.I)
 _ABOUT_ME = re.compile(r"\bwhat do you (?:know|remember) about me\b", re.I)
+_CATEGORIES = re.compile(r"^Categories: (\[.*\])$", re.M)
 _ONE_OF = re.compile(r"\b(?:reply|answer|respond) with (?:exactly )?one of[:\s]+([^\n]+)", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _QUOTED = re.compile(r"\u201c[^\u201d]*\u201d")
@@ -124,6 +128,17 @@ def _classify(options: list[str], question: str) -> str:
     return options[-1]
 
 
+def _categories(system: str) -> dict[str, Any]:
+    """The categories a Question Classifier's prompt lists, name → id (``{}`` when it lists none)."""
+    listed = _CATEGORIES.search(system)
+    try:
+        found = json.loads(listed.group(1)) if listed else []
+    except ValueError:
+        return {}
+    return {str(c["category_name"]): c.get("category_id") for c in found if isinstance(found, list)
+            and isinstance(c, dict) and c.get("category_name")}
+
+
 def _short(text: str, width: int = 80) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -138,8 +153,13 @@ def demo_reply(messages: Sequence[Mapping[str, Any]]) -> str:
     earlier = [m for i, m in enumerate(messages) if i != last_user and m.get("role") in ("user", "assistant", "tool")]
     for m in messages:
         if m.get("role") == "system":
-            match = _ONE_OF.search(message_text(m.get("content")))
+            text = message_text(m.get("content"))
+            match = _ONE_OF.search(text)
             if match:
+                categories = _categories(text)
+                if categories:
+                    picked = _classify(list(categories), question)
+                    return json.dumps({"category_id": categories[picked], "category_name": picked}, ensure_ascii=False)
                 options = _split_options(match.group(1))
                 if options:
                     return _classify(options, question)

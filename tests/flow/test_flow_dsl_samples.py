@@ -70,12 +70,3 @@ def test_a_dsl_chatflow_whose_model_has_no_key_runs_on_the_demo_model_and_says_s
     assert run.model == "volcengine/deepseek-v3-250324"
     assert run.model_called == "memlens/demo"
     assert any("ran on memlens/demo" in n for n in run.notes)
-
-
-def test_question_classifier_pass_through_takes_its_first_class_branch_and_says_so(client):
-    flow = load_flow(FIXTURES / "dify_dsl" / "dify-templates__Question_Classifier_Knowledge_Chatbot.yml")
-    _, records = run_conversation(flow, ["What can you do?"], llm=client)
-    classifier = records[0].node_run("1711528709608")
-    assert classifier.emulated is False and classifier.branch == "1711528736036"
-    assert "took branch '1711528736036'" in classifier.notes[0]
-    assert [r.type for r in records[0].node_runs].count("llm") == 1

@@ -63,6 +63,18 @@ def test_it_labels_with_the_first_named_option_else_the_last():
     assert demo_reply([system, user("Hello")]) == "other"
 
 
+def test_a_classifier_prompt_listing_categories_gets_the_category_as_json():
+    listed = ('Categories: [{"category_id": "7", "category_name": "Orders or returns"}, '
+              '{"category_id": "9", "category_name": "Other"}]')
+    system = {"role": "system", "content": f"{listed}\nReply with one of: Orders or returns, Other"}
+    # A name with "or" in it stays one option: the listed names are the options.
+    assert demo_reply([system, user("Orders or returns: my parcel")]) == \
+        '{"category_id": "7", "category_name": "Orders or returns"}'
+    assert demo_reply([system, user("Hello")]) == '{"category_id": "9", "category_name": "Other"}'
+    broken = {"role": "system", "content": "Categories: [not json\nReply with one of: a, b"}
+    assert demo_reply([broken, user("b please")]) == "b"
+
+
 def test_it_is_deterministic_and_otherwise_gives_a_receipt():
     prompt = [user("a"), assistant("b"), user("Tell me a joke")]
     assert demo_reply(prompt) == demo_reply(list(prompt))

@@ -1,0 +1,190 @@
+"""The Question Classifier node (``question-classifier``): one model call sorts the query into one of
+the node's classes, and the flow goes on down that class's branch. With a ``memory`` block the
+model also reads the conversation's history, as Dify's memory gives it.
+
+Dify's rule, as shipped (graphon ``QuestionClassifierNode``):
+
+* The query is the value at ``query_variable_selector``. The instruction and the class names may
+  hold variable templates; they are rendered first.
+* Memory is the LLM node's (``TokenBufferMemory``: the thread, the row window, token pruning when
+  token counting is on), with one difference: the row limit is the window's ``size`` whether the
+  window is enabled or not (the LLM node reads the size only when it is enabled); without a size,
+  500 rows. The documented behaviour, a window that is off keeping every turn up to 500, is the
+  ``documented`` fidelity (:meth:`ClassifierSettings.window`). The budget is what the model's
+  context leaves after ``max_tokens`` and the prompt without history (2,000 tokens when the
+  context size is unknown), as for the LLM node.
+* The history goes in as text, ``Human: …`` / ``Assistant: …`` lines (``get_history_prompt_text``),
+  inside the prompt, not as messages.
+* The reply must hold a JSON object (:func:`read_reply`). Without one the node fails. A
+  ``category_id`` that is one of the classes picks that class; anything else picks the first.
+  Outputs: ``class_name``, ``class_label`` (the class's label, else ``CLASS n``), ``class_id`` and
+  ``usage``. The branch taken is the class id.
+
+The words around the history are MemLens's own (:func:`classifier_frame`), not Dify's few-shot
+prompt. So the fixed part's token count is close to Dify's, not equal to it. Which turns the
+history keeps does not depend on it while token counting is off, as Dify ships.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+from core.memory.replay import DEFAULT_FIDELITY
+
+from ..errors import node_error
+from ..prompt import CURRENT_QUERY, HISTORY_SLOT, HUMAN_AI, TEXT_HISTORY, PromptFrame, message
+from .llm import MemorySettings, ModelBlock, memory_settings, model_block
+
+if TYPE_CHECKING:
+    from ..graph import Node
+
+
+@dataclass(frozen=True)
+class ClassifierClass:
+    id: str
+    name: str  # may hold variable templates, rendered at run time
+    label: str  # the class's label; ``CLASS n`` (1-based) when it has none, as Dify names it
+
+
+@dataclass(frozen=True)
+class ClassifierSettings:
+    block: ModelBlock
+    memory: MemorySettings | None
+    query_selector: tuple[str, ...]
+    classes: tuple[ClassifierClass, ...]
+    instruction: str
+
+    @property
+    def model(self) -> str:
+        return self.block.model
+
+    @property
+    def max_tokens(self) -> int:
+        return self.block.max_tokens
+
+    @property
+    def mode(self) -> str:
+        return self.block.mode
+
+    def memory_label(self) -> str:
+        """Its memory in a few words, as shipped, with the documented reading when the two differ."""
+        if self.memory is None:
+            return "off"
+        if not self.memory.window_enabled and self.memory.window_size:
+            return (f"window {self.memory.window_size} turns (its window is switched off, but Dify as shipped reads "
+                    f"the size anyway; documented: {self.memory.label()})")
+        return self.memory.label()
+
+    def window(self, fidelity: str = DEFAULT_FIDELITY) -> int | None:
+        """Turns of history its memory reads (``None``: the 500-row cap): as shipped (``code``) the
+        window's size whether it is enabled or not; ``documented``, the size only when enabled."""
+        if self.memory is None:
+            return None
+        if fidelity == DEFAULT_FIDELITY:
+            return self.memory.window_size or None
+        return self.memory.window
+
+
+def classifier_settings(node: "Node") -> ClassifierSettings:
+    """Parse a Question Classifier node's data; a malformed node is a :class:`FlowError` naming it."""
+    data = node.data
+    raw = data.get("classes")
+    if not isinstance(raw, list) or not raw:
+        raise node_error(node, "'classes' must be a list of at least one {id, name} class")
+    classes = []
+    for k, c in enumerate(raw, start=1):
+        if not isinstance(c, Mapping) or c.get("id") in (None, "") or not isinstance(c.get("name", ""), str):
+            raise node_error(node, f"class {k} needs an 'id' and a 'name'")
+        label = c.get("label")
+        classes.append(ClassifierClass(str(c["id"]), c.get("name") or "",
+                                       label if isinstance(label, str) and label else f"CLASS {k}"))
+    selector = data.get("query_variable_selector") or []
+    if not isinstance(selector, list) or not all(isinstance(x, str) for x in selector):
+        raise node_error(node, "'query_variable_selector' must be a selector such as ['sys', 'query']")
+    instruction = data.get("instruction") or ""
+    if not isinstance(instruction, str):
+        raise node_error(node, "'instruction' must be text")
+    return ClassifierSettings(model_block(node), memory_settings(node), tuple(selector), tuple(classes), instruction)
+
+
+def classifier_frame(categories: list[dict], instruction: str, query: str, counter, *, mode: str,
+                     with_history: bool, file_upload: bool = False, vision: bool = False) -> PromptFrame:
+    """What the node sends besides its history: a chat model gets one system message (the history,
+    the categories as JSON, the instruction) and the query as the user's message; a completion model
+    one text with the query at its end. ``categories``: ``{category_id, category_name}`` per class,
+    names rendered. With history, its lines go in under "Earlier conversation"."""
+    lines = ["Earlier conversation:", HISTORY_SLOT, ""] if with_history else []
+    lines += ["Sort the user's latest question into exactly one of these categories.",
+              "Categories: " + json.dumps(categories, ensure_ascii=False)]
+    if instruction:
+        lines += ["Instructions for sorting:", instruction]
+    lines += ["Reply with one of: " + ", ".join(c["category_name"] for c in categories),
+              'Give the answer as JSON only: {"category_id": "…", "category_name": "…"}']
+    text = "\n".join(lines)
+    if mode == "chat":
+        after = (message("user", query, CURRENT_QUERY, counter),) if query else ()
+        return PromptFrame(TEXT_HISTORY, counter, template=text, template_role="system", after=after,
+                           role_prefix=HUMAN_AI, file_upload=file_upload, vision=vision)
+    return PromptFrame(TEXT_HISTORY, counter, template=text + "\nQuestion: " + query, role_prefix=HUMAN_AI,
+                       file_upload=file_upload, vision=vision)
+
+
+_THINK = re.compile(r"<think[^>]*>[\s\S]*?</think>", re.I)
+_STARTS = ("```json", "```", "``", "`", "{", "[")
+_ENDS = ("```", "``", "`", "}", "]")
+
+
+class ReplyError(ValueError):
+    """The reply holds no JSON object the node can read: Dify fails the node with it."""
+
+
+def _json_block(text: str) -> Any:
+    """The JSON Dify's parser finds in a reply: it looks for the first of its start markers that occurs
+    at all (in this order, not by position), then from there for the last of its end markers."""
+    text = text.strip()
+    start = end = -1
+    for marker in _STARTS:
+        start = text.find(marker)
+        if start != -1:
+            if text[start] not in "{[":
+                start += len(marker)
+            break
+    if start != -1:
+        for marker in _ENDS:
+            end = text.rfind(marker, start)
+            if end != -1:
+                if text[end] in "}]":
+                    end += 1
+                break
+    if start == -1 or end == -1 or start >= end:
+        raise ReplyError("the classifier's reply holds no JSON block, so the node fails")
+    try:
+        return json.loads(text[start:end].strip())
+    except json.JSONDecodeError as e:
+        raise ReplyError(f"the classifier's reply is not valid JSON ({e}), so the node fails") from None
+
+
+def read_reply(reply: str, class_ids: list[str]) -> tuple[int, str | None]:
+    """The class a reply picks, as an index into ``class_ids``, and a note when it fell back to the
+    first class. ``<think>`` blocks are left out first. Raises :class:`ReplyError` when the reply
+    holds no JSON object, or a list that is not one object."""
+    found = _json_block(_THINK.sub("", reply))
+    if isinstance(found, list):
+        if len(found) != 1 or not isinstance(found[0], dict):
+            raise ReplyError("the classifier's reply is a JSON list, not one object, so the node fails")
+        found = found[0]
+    if not isinstance(found, dict):
+        raise ReplyError("the classifier's reply is JSON but not an object, so the node fails")
+    if "category_id" not in found or "category_name" not in found:
+        return 0, "the reply's JSON has no category_id and category_name: Dify takes the first class"
+    picked = found["category_id"]
+    if isinstance(picked, str) and picked in class_ids:
+        return class_ids.index(picked), None
+    return 0, f"the reply's category_id {picked!r} is not one of the classes: Dify takes the first class"
+
+
+__all__ = ["ClassifierClass", "ClassifierSettings", "ReplyError", "classifier_frame", "classifier_settings",
+           "read_reply"]
