@@ -150,8 +150,8 @@ latest = svc.latest_version(version.flow_id)
 fidelity = info.meta.get("fidelity", DEFAULT_FIDELITY)
 counting = bool(info.meta.get("plugin_token_counting"))
 stored_overrides = info.meta.get("memory_overrides") or {}
-llm_nodes = flow.llm_nodes
-memory_nodes = flow.memory_nodes  # LLM and agent nodes: what the switchboard can change, one by one
+llm_nodes = flow.model_nodes  # LLM and Question Classifier nodes: each run records its ledger and prompt
+memory_nodes = flow.memory_nodes  # those and agent nodes: what the switchboard can change, one by one
 titles = {n.id: n.title or n.id for n in llm_nodes}
 node_titles = {n.id: n.title or n.id for n in memory_nodes}
 

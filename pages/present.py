@@ -149,12 +149,16 @@ def stage() -> None:
         cards = []
         if subject == NODES:
             record = next((r for r in source.records if r.id == conv.turns[position].id), None)
+            model_nodes = {n.id for n in source.flow.model_nodes}  # LLM and Question Classifier nodes
             for run in (record.node_runs if record else []):
-                if run.type != "llm" or run.ledger is None:
+                if (run.type != "llm" and run.node_id not in model_nodes) or run.ledger is None:
                     continue
                 held = remembered(run.ledger)
                 title = source.flow.node(run.node_id).label if source.flow.has_node(run.node_id) else run.node_id
-                cards.append(Card(title, held.sentence(), run.reply, "replied", bool(held.forgotten_turns) or held.off))
+                sorted_as = run.outputs.get("class_name") if run.type == "question-classifier" else None
+                cards.append(Card(title, held.sentence(), run.reply if sorted_as is None else sorted_as,
+                                  "replied" if sorted_as is None else "sorted the question as",
+                                  bool(held.forgotten_turns) or held.off))
             if not cards:
                 st.caption("No LLM node ran at this turn.")
         else:

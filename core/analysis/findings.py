@@ -551,6 +551,7 @@ CAUSE_PLACEHOLDER = "placeholder_row"
 CAUSE_SIBLINGS = "other_branch_rows"
 CAUSE_NOT_COUNTED = "tokens_not_counted"
 CAUSE_BUDGET = "different_budget"
+CAUSE_WINDOW_SETTING = "window_read_when_off"
 
 
 @dataclass(frozen=True)
@@ -583,13 +584,21 @@ class Difference:
 
 
 def _explain_difference(turn: int, window: int | None, docs: ProfileCut, code: ProfileCut, siblings: int,
-                        counting: bool, fixed_prompt_tokens: int | None) -> tuple[tuple[str, ...], str]:
-    """The causes of a difference and the sentence that names them (one rule for every caller)."""
+                        counting: bool, fixed_prompt_tokens: int | None,
+                        off_in_docs: bool = False) -> tuple[tuple[str, ...], str]:
+    """The causes of a difference and the sentence that names them (one rule for every caller).
+    ``off_in_docs``: the docs read no window where the code reads ``window`` (a Question Classifier
+    whose window is switched off: Dify 1.x reads its size anyway)."""
     from core.memory.strategies.dify import EMPTY_LIST_TOKENS, row_limit
 
     causes: list[str] = []
     parts: list[str] = []
-    if code.window_turns != docs.window_turns:
+    if off_in_docs:
+        causes.append(CAUSE_WINDOW_SETTING)
+        parts.append(f"Dify's docs say this node's window is switched off, so {plural(docs.window_turns, 'earlier turn')} "
+                     f"would be sent; Dify 1.x reads the window's size anyway ({plural(row_limit(window), 'row')}, "
+                     f"the current turn's one of them) and sends {code.window_turns}")
+    elif code.window_turns != docs.window_turns:
         n = row_limit(window)
         causes.append(CAUSE_PLACEHOLDER)
         text = (f"Dify's docs say the window holds {plural(n, 'turn')}, so {plural(docs.window_turns, 'earlier turn')} "
@@ -619,8 +628,8 @@ def _explain_difference(turn: int, window: int | None, docs: ProfileCut, code: P
 
 
 def _difference(turn: int, window: int | None, docs: ProfileCut, code: ProfileCut, siblings: int, counting: bool,
-                fixed_prompt_tokens: int | None) -> Difference:
-    causes, text = _explain_difference(turn, window, docs, code, siblings, counting, fixed_prompt_tokens)
+                fixed_prompt_tokens: int | None, off_in_docs: bool = False) -> Difference:
+    causes, text = _explain_difference(turn, window, docs, code, siblings, counting, fixed_prompt_tokens, off_in_docs)
     d, c = set(docs.kept_turns), set(code.kept_turns)
     return Difference(turn, causes, text, docs, code, tuple(sorted(d - c)), tuple(sorted(c - d)))
 
@@ -649,7 +658,8 @@ def ledger_difference(code: Ledger, docs: Ledger, position: int) -> Difference |
     siblings = len({e.position for e in code.entries_at(range(max(first_row, 0), position)) if e.reason == OTHER_BRANCH})
     fixed = docs.prompt_tokens - docs.history_tokens
     return _difference(code.turn, window, _cut_from_ledger(docs), _cut_from_ledger(code), siblings,
-                       bool(code.config.get("plugin_token_counting")), fixed)
+                       bool(code.config.get("plugin_token_counting")), fixed,
+                       window is not None and docs.config.get("window") is None)
 
 
 def both_decisions(code: Ledger, docs: Ledger) -> dict[tuple[int, int], tuple[str, str]]:
@@ -1087,6 +1097,8 @@ def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnR
     """Findings from a flow's recorded turns (:class:`core.flow.runtime.TurnRecord`, one per turn of
     ``conversation``, matched by id) — each node's ledgers, replies and the variables written —
     plus the flow's static findings, linked to the first turn where they show."""
+    from core.flow.node_types import NODE_TYPES
+
     from .compare import detect_facts
 
     position = {t.id: i for i, t in enumerate(conversation.turns)}
@@ -1095,12 +1107,14 @@ def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnR
     recs = sorted((r for r in records if r.id in position), key=lambda r: position[r.id])
     static = flow_findings(flow)
     out: list[Finding] = []
+    # LLM and Question Classifier runs: each carries its Dify memory's ledger.
+    ledger_types = {name for name, kind in NODE_TYPES.items() if kind.dify_memory}
 
     # Per node: its ledgers turn by turn.
     by_node: dict[str, list[tuple[int, TurnRecord, NodeRun]]] = {}  # node id -> [(position, record, run)]
     for rec in recs:
         for run in rec.node_runs:
-            if run.type == "llm" and run.ledger is not None:
+            if run.type in ledger_types and run.ledger is not None:
                 by_node.setdefault(run.node_id, []).append((position[rec.id], rec, run))
 
     def label(node_id: str) -> str:

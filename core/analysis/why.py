@@ -224,7 +224,7 @@ def node_subjects(flow, conversation: Conversation, *, fidelity: str | None = No
     from .debug_view import fixed_tokens_of
 
     out = []
-    for node in flow.llm_nodes:
+    for node in flow.model_nodes:
         extra = {} if fidelity is None else {"fidelity": fidelity}
         config = node_memory_config(flow, node.id, override=(overrides or {}).get(node.id) or None, **extra)
         replay = node_replay(flow, conversation, node.id, config, fixed_tokens_of(conversation, node.id))

@@ -99,6 +99,34 @@ def test_a_turn_answered_by_a_node_memlens_does_not_emulate_says_so_under_its_re
     assert [shown(i.value) for i in app.info] == ["No LLM node ran in this turn."]
 
 
+def test_a_question_classifiers_memory_and_prompt_show_in_its_own_receipt(app):
+    """Dify's Question Classifier template, its classifier given memory with the window switched off:
+    as shipped it still reads the window's size (2 rows: one earlier turn), as text in its prompt."""
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "tests" / "fixtures" / "dify_dsl" /
+                          "dify-templates__Question_Classifier_Knowledge_Chatbot.yml").read_text(encoding="utf-8"))
+    classifier = next(n for n in doc["workflow"]["graph"]["nodes"] if n["data"]["type"] == "question-classifier")
+    classifier["data"]["memory"] = {"window": {"enabled": False, "size": 2}}
+    app.file_uploader(key="new_flow_file-0").set_value(("classifier.yml", yaml.safe_dump(doc).encode(), "text/yaml"))
+    app.button(key="new_start").click().run()
+    for query in ("Hi, I'm Dana.", "Questions about how to use products: the kettle", "And the toaster?"):
+        app.chat_input(key="chat_input").set_value(query).run()
+        assert not app.exception, app.exception
+    tab = next(t for t in app.tabs if t.label == "Question Classifier")  # the node's receipt
+    texts = [t.value for t in tab.text]
+    assert "Earlier conversation:\nHuman: Questions about how to use products: the kettle\nAssistant: " in texts[0]
+    assert "Dana" not in texts[0]  # turn 1 is outside the two-row window
+    assert texts[1] == "And the toaster?"
+    assert '"category_name": "Other questions"' in texts[-1]  # its reply, in the receipt
+    said = shown("".join(md.value for md in tab.markdown))
+    assert ("Dify's docs say this node's window is switched off, so 2 earlier turns would be sent; Dify 1.x reads "
+            "the window's size anyway (2 rows, the current turn's one of them) and sends 1.") in said
+    # The transcript marks turn 1 as outside the classifier's window, turn 2 as kept.
+    marks = [dict(m).get("1711528709608") for m in chips(app)]
+    assert marks[:4] == ["outside_window", "outside_window", "kept", "kept"]
+
+
 def test_a_broken_flow_file_is_refused_in_one_line_and_starts_nothing(app):
     before = len(ConversationService(db(app)).conversations())
     app.file_uploader(key="new_flow_file-0").set_value(("broken.yml", b"app: [unclosed", "text/yaml"))
