@@ -135,6 +135,17 @@ def test_a_dify_dsl_export_runs_too(capsys, tmp_path):
     assert [n["type"] for n in turns[1]["nodes"]] == ["start", "llm", "answer"]
 
 
+def test_a_question_classifier_shows_its_memory_and_the_class_it_picked(capsys, tmp_path):
+    queries = tmp_path / "q.json"
+    queries.write_text('["Hello", "Questions about how to use products: the kettle"]', encoding="utf-8")
+    code, out, _ = run_cli(capsys, FIXTURES / "dify_dsl" / "dify-templates__Question_Classifier_Knowledge_Chatbot.yml",
+                           "--queries", queries)
+    assert code == 0
+    second = out.split("Turn 2")[1]
+    assert "1711528709608    question-classifier memory off · kept 0 of 2 earlier" in second
+    assert "      → Questions about how to use products (branch 1711528736549)" in second
+
+
 @pytest.mark.parametrize("content,message", [
     ('{"query": "x"}', "must be a JSON array of queries"),
     ("[]", "holds no queries"),

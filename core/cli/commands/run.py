@@ -16,8 +16,9 @@ node's configured model (its context size and tokenizer).
                            "prompt": [{"role": str, "content": str}] | null, "reply": str | null}],
                 "variables": {name: value}}]}
 
-``nodes`` lists the nodes that ran, in order; ``ledger`` and ``prompt`` are set for LLM nodes; a
-ledger entry's ``ref`` is ``"<turn>:query"`` / ``"<turn>:answer"``. The default ``table`` format is
+``nodes`` lists the nodes that ran, in order; ``ledger`` and ``prompt`` are set for LLM and
+Question Classifier nodes; a ledger entry's ``ref`` is ``"<turn>:query"`` / ``"<turn>:answer"``.
+The default ``table`` format is
 the same run for people. Bad input (an unreadable flow, an unknown DSL version, a queries file that
 is not a list) prints one line and exits with status 2.
 """
@@ -32,6 +33,7 @@ from typing import Any
 
 from core.analysis.debug_view import dify_profile
 from core.flow.graph import Flow, load_flow
+from core.flow.node_types import NODE_TYPES
 from core.flow.nodes.tool_agent import granularity_line
 from core.flow.runtime import ConversationState, NodeRun, TurnRecord, run_turn
 from core.limits import check_file_size, load_json
@@ -113,7 +115,7 @@ def _node_line(run: NodeRun) -> list[str]:
     if not run.emulated:
         return [head + " not emulated (pass-through)" + (f", branch {run.branch}" if run.branch else "")]
     lines = []
-    if run.type == "llm":
+    if run.type in NODE_TYPES and NODE_TYPES[run.type].dify_memory:  # LLM and Question Classifier nodes
         ledger = run.ledger
         memory = run.memory or {}
         label = "memory off" if memory.get("strategy") == "off" else \
@@ -130,6 +132,8 @@ def _node_line(run: NodeRun) -> list[str]:
                 lines.append(f"      {mark} {_ref(e):<10} {e.tokens:>5} tok{why}")
         if run.reply is not None:
             lines.append(f"      reply: {_short(run.reply)}")
+        if run.type == "question-classifier" and run.branch is not None:
+            lines.append(f"      → {run.outputs.get('class_name', '')} (branch {run.branch})")
         for note in run.notes:
             lines.append(f"      note: {note}")
     elif run.type == "if-else":
