@@ -8,11 +8,13 @@ import pytest
 from core.analysis.findings import CAUSE_WINDOW_SETTING, ledger_difference
 from core.flow.errors import FlowError
 from core.flow.graph import Flow, import_report, load_flow
-from core.flow.nodes.question_classifier import ReplyError, classifier_settings, read_reply
+from core.flow.nodes.question_classifier import ReplyError, classifier_frame, classifier_settings, read_reply
 from core.flow.runtime import FAILED, run_conversation, what_if_ledger, what_if_prompt
 from core.flow.templates import VariablePool
 from core.llm.client import DemoClient
+from core.model.conversation import QUERY, FileRef, Message
 from core.model.ledger import KEPT
+from core.model.tokens import DEMO_MODEL, counter_for
 from tests.conftest import FIXTURES
 from tests.flow.test_runtime_prompt import ScriptedClient
 
@@ -142,8 +144,55 @@ def test_a_what_if_switches_the_classifiers_memory_and_rebuilds_its_prompt():
     assert without[-1] == {"role": "user", "content": "which?", "origin": "current query", "tokens": without[-1]["tokens"]}
 
 
+def test_the_prompt_as_sent_to_a_chat_model_word_for_word():
+    flow = sorter({"window": {"enabled": True, "size": 3}}, instruction="Parcels are delivery.",
+                  classes=[{"id": "b", "name": "billing"}, {"id": "d", "name": "配送"}])
+    _, records = run_conversation(flow, ["billing", "and now?"], llm=DemoClient())
+    assert [(m.role, m.origin, m.content) for m in records[1].node_run("qc").prompt] == [
+        ("system", "template", "Earlier conversation:\nHuman: billing\nAssistant: billing desk (CLASS 1)\n\n"
+                               "Sort the user's latest question into exactly one of these categories.\n"
+                               'Categories: [{"category_id": "b", "category_name": "billing"}, '
+                               '{"category_id": "d", "category_name": "配送"}]\n'
+                               "Instructions for sorting:\nParcels are delivery.\n"
+                               "Reply with one of: billing, 配送\n"
+                               'Give the answer as JSON only: {"category_id": "…", "category_name": "…"}'),
+        ("user", "current query", "and now?")]
+
+
+def test_a_completion_model_gets_one_text_with_the_question_at_its_end():
+    flow = sorter({"window": {"enabled": True, "size": 3}})
+    data = flow.to_dict()
+    data["nodes"][1]["model"] = {"provider": "memlens", "name": "demo", "mode": "completion", "completion_params": {}}
+    client = ScriptedClient(['{"category_id": "d", "category_name": "delivery"}'] * 2)
+    _, records = run_conversation(Flow.from_dict(data), ["one", "two"], llm=client)
+    prompt = records[1].node_run("qc").prompt
+    assert [(m.role, m.origin) for m in prompt] == [("user", "template")]
+    assert prompt[0].content.startswith("Earlier conversation:\nHuman: one\nAssistant: delivery desk (delivery)\n\n")
+    assert prompt[0].content.endswith('{"category_id": "…", "category_name": "…"}\nQuestion: two')
+    assert "Instructions for sorting" not in prompt[0].content  # no instruction, no heading
+
+
+def test_a_query_that_is_not_there_sends_no_user_message():
+    _, records = run_conversation(sorter(selector=("nowhere", "text")), ["hi"],
+                                  llm=ScriptedClient(['{"category_id": "b", "category_name": "billing"}']))
+    assert [m.role for m in records[0].node_run("qc").prompt] == ["system"]
+
+
+def test_the_frame_sends_history_files_as_the_text_form_does_and_passes_its_options_on():
+    frame = classifier_frame([{"category_id": "b", "category_name": "billing"}], "", "q", counter_for(DEMO_MODEL),
+                             mode="chat", with_history=True, file_upload=True, vision=True)
+    assert (frame.file_upload, frame.vision, frame.role_prefix) == (True, True, {"user": "Human", "assistant": "Assistant"})
+    shot = Message("user", "look", QUERY, "t:query", files=(FileRef("image", "https://x/y.png"),))
+    assert frame.build([shot])[0].content.startswith("Earlier conversation:\nHuman: [image]\nlook\n\nSort")
+    plain = classifier_frame([], "", "q", counter_for(DEMO_MODEL), mode="completion", with_history=False)
+    assert (plain.file_upload, plain.vision, plain.mode) == (False, False, "text history")
+    assert plain.build([shot])[0].content.startswith("Sort the user's")  # no history part at all
+
+
 @pytest.mark.parametrize("reply, picked, note", [
     ('{"category_id": "d", "category_name": "delivery"}', 1, None),
+    ('```json\n[{"category_id": "d", "category_name": "delivery"}]\n```', 1, None),  # a fenced list of one
+    ('{"category_id": "d"}', 0, "the reply's JSON has no category_id and category_name: Dify takes the first class"),
     ('Sure! ```json\n{"category_id": "d", "category_name": "delivery"}\n``` done', 1, None),
     ('[{"category_id": "d", "category_name": "delivery"}]', 1, None),
     ('<think>maybe {"category_id": "b"}</think>{"category_id": "d", "category_name": "delivery"}', 1, None),
@@ -162,6 +211,8 @@ def test_read_reply_picks_a_class_as_dify_parses_the_reply(reply, picked, note):
     # "{" is looked for before "[": two objects in a list are read from the first "{" to the last "}".
     ('[{"category_id": "d"}, {"category_id": "b"}]', "is not valid JSON"),
     ("[1, 2]", "a JSON list, not one object"),
+    ('```\n[{"category_id": "d"}, {"category_id": "b"}]\n```', "a JSON list, not one object"),
+    ("```json```", "holds no JSON block"),  # the fence's end is where the JSON would start
     ("`5`", "JSON but not an object"),
 ])
 def test_read_reply_refuses_what_dify_cannot_parse(reply, error):
@@ -170,23 +221,48 @@ def test_read_reply_refuses_what_dify_cannot_parse(reply, error):
 
 
 @pytest.mark.parametrize("change, error", [
-    ({"classes": []}, "'classes' must be a list of at least one"),
+    ({"classes": []}, "'classes' must be a list of at least one {id, name} class"),
+    ({"classes": "billing"}, "'classes' must be a list of at least one {id, name} class"),
     ({"classes": [{"name": "x"}]}, "class 1 needs an 'id' and a 'name'"),
-    ({"query_variable_selector": "sys.query"}, "'query_variable_selector' must be a selector"),
+    ({"classes": [{"id": "a", "name": "x"}, {"id": "", "name": "y"}]}, "class 2 needs an 'id' and a 'name'"),
+    ({"classes": [{"id": "a", "name": 5}]}, "class 1 needs an 'id' and a 'name'"),
+    ({"classes": ["a"]}, "class 1 needs an 'id' and a 'name'"),
+    ({"query_variable_selector": "sys.query"}, "'query_variable_selector' must be a selector such as ['sys', 'query']"),
+    ({"query_variable_selector": ["sys", 1]}, "'query_variable_selector' must be a selector such as ['sys', 'query']"),
     ({"instruction": 3}, "'instruction' must be text"),
     ({"memory": {"window": {"enabled": True, "size": "many"}}}, "memory window size 'many' is not a whole number"),
 ])
 def test_a_malformed_classifier_is_refused_when_the_flow_is_read(change, error):
     data = sorter().to_dict()
     data["nodes"][1] = {**data["nodes"][1], **change}
-    with pytest.raises(FlowError, match=error):
+    with pytest.raises(FlowError) as refused:
         Flow.from_dict(data)
+    assert str(refused.value) == f"flow: node 'qc' (question-classifier): {error}"
 
 
 def test_the_settings_reader_names_classes_without_a_label_as_dify_does():
-    settings = classifier_settings(sorter().node("qc"))
-    assert [(c.id, c.label) for c in settings.classes] == [("b", "CLASS 1"), ("d", "CLASS 2")]
-    assert settings.window() is None and settings.memory_label() == "off"
+    settings = classifier_settings(sorter(classes=[{"id": "b", "name": "billing"}, {"id": 7, "label": ""},
+                                                   {"id": "x", "name": "x", "label": "Extra"}]).node("qc"))
+    assert [(c.id, c.name, c.label) for c in settings.classes] == [("b", "billing", "CLASS 1"), ("7", "", "CLASS 2"),
+                                                                   ("x", "x", "Extra")]
+    assert settings.window() is None and settings.memory_label() == "off" and settings.instruction == ""
+    data = sorter().to_dict()
+    del data["nodes"][1]["instruction"], data["nodes"][1]["query_variable_selector"]
+    bare = classifier_settings(Flow.from_dict(data).node("qc"))
+    assert (bare.instruction, bare.query_selector) == ("", ())
+
+
+@pytest.mark.parametrize("window, shipped, documented, label", [
+    ({"enabled": True, "size": 3}, 3, 3, "window 3 turns"),
+    ({"enabled": False, "size": 3}, 3, None, "window 3 turns (its window is switched off, but Dify as shipped reads "
+                                             "the size anyway; documented: no window (500-turn cap))"),
+    ({"enabled": False, "size": 0}, None, None, "no window (500-turn cap)"),
+    ({"enabled": True}, None, None, "no window (500-turn cap)"),
+])
+def test_the_window_each_dify_profile_reads(window, shipped, documented, label):
+    settings = classifier_settings(sorter({"window": window}).node("qc"))
+    assert (settings.window("code"), settings.window("documented"), settings.memory_label()) == \
+        (shipped, documented, label)
 
 
 def test_an_older_exports_start_node_selector_reads_system_variables():

@@ -143,23 +143,14 @@ class ReplyError(ValueError):
 
 def _json_block(text: str) -> Any:
     """The JSON Dify's parser finds in a reply: it looks for the first of its start markers that occurs
-    at all (in this order, not by position), then from there for the last of its end markers."""
+    at all (in this order, not by position), then from there for the last of its end markers. A
+    bracket belongs to the JSON; a backtick fence does not."""
     text = text.strip()
-    start = end = -1
-    for marker in _STARTS:
-        start = text.find(marker)
-        if start != -1:
-            if text[start] not in "{[":
-                start += len(marker)
-            break
-    if start != -1:
-        for marker in _ENDS:
-            end = text.rfind(marker, start)
-            if end != -1:
-                if text[end] in "}]":
-                    end += 1
-                break
-    if start == -1 or end == -1 or start >= end:
+    start = next((at + (0 if marker in ("{", "[") else len(marker))
+                  for marker in _STARTS if (at := text.find(marker)) >= 0), None)
+    end = None if start is None else next((at + (1 if marker in ("}", "]") else 0)
+                                           for marker in _ENDS if (at := text.rfind(marker, start)) >= 0), None)
+    if end is None or start >= end:
         raise ReplyError("the classifier's reply holds no JSON block, so the node fails")
     try:
         return json.loads(text[start:end].strip())
