@@ -126,6 +126,27 @@ def test_a_recorded_flow_shows_each_node_with_its_recorded_reply(page):
     assert any("“Responder” no longer has turn 1" in c for c in captions(page))
 
 
+def test_a_question_classifier_shows_what_it_remembers_and_the_class_it_sorted_into(page, tmp_path):
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "tests" / "fixtures" / "dify_dsl" /
+                          "dify-templates__Question_Classifier_Knowledge_Chatbot.yml").read_text(encoding="utf-8"))
+    classifier = next(n for n in doc["workflow"]["graph"]["nodes"] if n["data"]["type"] == "question-classifier")
+    classifier["data"]["memory"] = {"window": {"enabled": True, "size": 2}}
+    (tmp_path / "qc.yml").write_text(yaml.safe_dump(doc), encoding="utf-8")
+    service = ConversationService(Database(page.db_url), llm=DemoClient())
+    conv = service.start(service.import_flow(tmp_path / "qc.yml").flow_id, name="sorting").id
+    for q in ("Hi, I'm Dana.", "Question related to after sales: a refund", "Anything else?"):
+        service.send(conv, q)
+    page.radio(key="pre_from").set_value("Stored").run()
+    page.selectbox(key="pre_stored").set_value(conv).run()
+    go_to(page, 2)
+    seen = {title: (sentence, reply) for title, sentence, reply in cards(page)}
+    assert list(seen) == ["Question Classifier"]  # the "other" branch is a fixed answer: no LLM ran
+    assert "remembers turn 2" in seen["Question Classifier"][0] and "forgot turn 1" in seen["Question Classifier"][0]
+    assert "sorted the question as" in seen["Question Classifier"][1] and "Other questions" in seen["Question Classifier"][1]
+
+
 def test_present_follows_the_active_branch_and_another_can_be_picked(page):
     db = Database(page.db_url)
     service = ConversationService(db, llm=DemoClient())
