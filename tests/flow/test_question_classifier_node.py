@@ -184,9 +184,16 @@ def test_the_frame_sends_history_files_as_the_text_form_does_and_passes_its_opti
     assert (frame.file_upload, frame.vision, frame.role_prefix) == (True, True, {"user": "Human", "assistant": "Assistant"})
     shot = Message("user", "look", QUERY, "t:query", files=(FileRef("image", "https://x/y.png"),))
     assert frame.build([shot])[0].content.startswith("Earlier conversation:\nHuman: [image]\nlook\n\nSort")
+    assert frame.mode == "text history" and [m.content for m in frame.after] == ["q"]
     plain = classifier_frame([], "", "q", counter_for(DEMO_MODEL), mode="completion", with_history=False)
-    assert (plain.file_upload, plain.vision, plain.mode) == (False, False, "text history")
+    assert (plain.file_upload, plain.vision, plain.mode, plain.after) == (False, False, "text history", ())
     assert plain.build([shot])[0].content.startswith("Sort the user's")  # no history part at all
+    both = classifier_frame([], "", "q", counter_for(DEMO_MODEL), mode="completion", with_history=True,
+                            file_upload=True, vision=True)
+    assert (both.file_upload, both.vision) == (True, True)
+    # No query: no user message, and none counted in what the prompt costs besides its history.
+    empty = classifier_frame([], "", "", counter_for(DEMO_MODEL), mode="chat", with_history=False)
+    assert empty.after == ()
 
 
 @pytest.mark.parametrize("reply, picked, note", [
@@ -202,22 +209,30 @@ def test_read_reply_picks_a_class_as_dify_parses_the_reply(reply, picked, note):
     assert read_reply(reply, ["b", "d"]) == (picked, note)
 
 
+NO_BLOCK = "the classifier's reply holds no JSON block, so the node fails"
+NOT_JSON = "the classifier's reply is not valid JSON ("
+A_LIST = "the classifier's reply is a JSON list, not one object, so the node fails"
+
+
 @pytest.mark.parametrize("reply, error", [
-    ("delivery", "holds no JSON block"),
+    ("delivery", NO_BLOCK),
+    ("done }", NO_BLOCK),  # an end marker but no start marker
     # Dify looks for its start markers in a fixed order, not by position: the backtick before the object
     # wins, and what lies between the two backticks is read as the JSON.
-    ('see `x` {"category_id": "d", "category_name": "delivery"}', "is not valid JSON"),
-    ("{category_id: d}", "is not valid JSON"),
+    ('see `x` {"category_id": "d", "category_name": "delivery"}', NOT_JSON),
+    ("{category_id: d}", NOT_JSON),
     # "{" is looked for before "[": two objects in a list are read from the first "{" to the last "}".
-    ('[{"category_id": "d"}, {"category_id": "b"}]', "is not valid JSON"),
-    ("[1, 2]", "a JSON list, not one object"),
-    ('```\n[{"category_id": "d"}, {"category_id": "b"}]\n```', "a JSON list, not one object"),
-    ("```json```", "holds no JSON block"),  # the fence's end is where the JSON would start
-    ("`5`", "JSON but not an object"),
+    ('[{"category_id": "d"}, {"category_id": "b"}]', NOT_JSON),
+    ("[1, 2]", A_LIST),
+    ("} [1, 2]", A_LIST),  # an end marker before the start does not count
+    ('```\n[{"category_id": "d"}, {"category_id": "b"}]\n```', A_LIST),
+    ("```json```", NO_BLOCK),  # the fence's end is where the JSON would start
+    ("`5`", "the classifier's reply is JSON but not an object, so the node fails"),
 ])
 def test_read_reply_refuses_what_dify_cannot_parse(reply, error):
-    with pytest.raises(ReplyError, match=error):
+    with pytest.raises(ReplyError) as refused:
         read_reply(reply, ["b", "d"])
+    assert str(refused.value).startswith(error) if error == NOT_JSON else str(refused.value) == error
 
 
 @pytest.mark.parametrize("change, error", [

@@ -149,7 +149,7 @@ def _json_block(text: str) -> Any:
     start = next((at + (0 if marker in ("{", "[") else len(marker))
                   for marker in _STARTS if (at := text.find(marker)) >= 0), None)
     end = None if start is None else next((at + (1 if marker in ("}", "]") else 0)
-                                           for marker in _ENDS if (at := text.rfind(marker, start)) >= 0), None)
+                                           for marker in _ENDS if (at := text.rfind(marker, start)) != -1), None)
     if end is None or start >= end:
         raise ReplyError("the classifier's reply holds no JSON block, so the node fails")
     try:
