@@ -217,6 +217,7 @@ A_LIST = "the classifier's reply is a JSON list, not one object, so the node fai
 @pytest.mark.parametrize("reply, error", [
     ("delivery", NO_BLOCK),
     ("done }", NO_BLOCK),  # an end marker but no start marker
+    ('{"category_id": "d"', NO_BLOCK),  # a start marker but no end marker
     # Dify looks for its start markers in a fixed order, not by position: the backtick before the object
     # wins, and what lies between the two backticks is read as the JSON.
     ('see `x` {"category_id": "d", "category_name": "delivery"}', NOT_JSON),
