@@ -595,8 +595,8 @@ def _explain_difference(turn: int, window: int | None, docs: ProfileCut, code: P
     parts: list[str] = []
     if off_in_docs:
         causes.append(CAUSE_WINDOW_SETTING)
-        parts.append(f"Dify's docs say this node's window is switched off, so {plural(docs.window_turns, 'earlier turn')} "
-                     f"would be sent; Dify 1.x reads the window's size anyway ({plural(row_limit(window), 'row')}, "
+        parts.append(f"Dify's docs say this node's window is switched off, so "
+                     f"{plural(docs.window_turns, 'earlier turn')} would be sent; Dify 1.x reads the window's size anyway ({plural(row_limit(window), 'row')}, "
                      f"the current turn's one of them) and sends {code.window_turns}")
     elif code.window_turns != docs.window_turns:
         n = row_limit(window)

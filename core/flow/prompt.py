@@ -257,7 +257,8 @@ class PromptFrame:
             if len(at) != 1:
                 return None
             if mode == TEXT_HISTORY:
-                after = tuple(message(m["role"], m.get("content") or "", m["origin"], counter) for m in prompt[at[0] + 1:])
+                after = tuple(message(m["role"], m.get("content") or "", m["origin"], counter)
+                              for m in prompt[at[0] + 1:])
                 return cls(TEXT_HISTORY, counter, template=prompt[at[0]]["template"], after=after,
                            template_role=prompt[at[0]]["role"], role_prefix=role_prefix, file_upload=file_upload,
                            vision=vision)
@@ -274,7 +275,8 @@ class PromptFrame:
         return cls(CHAT, counter, before=tuple(before), after=tuple(after), file_upload=file_upload, vision=vision)
 
 
-__all__ = ["HISTORY", "CHAT", "COMPLETION", "TEXT_HISTORY", "HISTORY_SLOT", "HUMAN_AI", "CURRENT_QUERY", "IMAGE_TOKENS_HIGH", "IMAGE_TOKENS_LOW",
+__all__ = ["HISTORY", "CHAT", "COMPLETION", "TEXT_HISTORY", "HISTORY_SLOT", "HUMAN_AI", "CURRENT_QUERY",
+           "IMAGE_TOKENS_HIGH", "IMAGE_TOKENS_LOW",
            "PromptMessage", "PromptFrame", "file_part", "to_prompt_message", "to_prompt_messages", "content_parts",
            "history_messages", "message", "fixed_tokens", "sendable", "chat_prompt", "completion_history_text",
            "completion_text"]

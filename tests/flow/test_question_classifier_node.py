@@ -3,6 +3,8 @@ its prompt, one model call, and the branch of the class its reply picks."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from core.analysis.findings import CAUSE_WINDOW_SETTING, ledger_difference
@@ -12,7 +14,7 @@ from core.flow.nodes.question_classifier import ReplyError, classifier_frame, cl
 from core.flow.runtime import FAILED, run_conversation, what_if_ledger, what_if_prompt
 from core.flow.templates import VariablePool
 from core.llm.client import DemoClient
-from core.model.conversation import QUERY, FileRef, Message
+from core.model.conversation import QUERY, Conversation, FileRef, Message
 from core.model.ledger import KEPT
 from core.model.tokens import DEMO_MODEL, counter_for
 from tests.conftest import FIXTURES
@@ -194,6 +196,20 @@ def test_the_frame_sends_history_files_as_the_text_form_does_and_passes_its_opti
     # No query: no user message, and none counted in what the prompt costs besides its history.
     empty = classifier_frame([], "", "", counter_for(DEMO_MODEL), mode="chat", with_history=False)
     assert empty.after == ()
+
+
+def test_a_what_if_without_a_recorded_prompt_estimates_the_classifiers_fixed_prompt():
+    """A conversation imported with the flow attached has no recorded prompt sizes: the what-if builds
+    the classifier's prompt from its settings and the turn's query, as a run would have."""
+    flow = sorter({"window": {"enabled": True, "size": 5}})
+    state, _ = run_conversation(flow, ["billing", "and delivery?"], llm=DemoClient())
+    bare = Conversation(id="c", turns=[replace(t, meta={}) for t in state.conversation.turns])
+    ledger = what_if_ledger(flow, bare, 1, "qc")
+    frame = classifier_frame([{"category_id": "b", "category_name": "billing"},
+                              {"category_id": "d", "category_name": "delivery"}], "", "and delivery?",
+                             counter_for(DEMO_MODEL), mode="chat", with_history=True)
+    assert ledger.prompt_tokens - ledger.history_tokens == frame.fixed_tokens()
+    assert [e.turn for e in ledger.entries if e.kept] == [1, 1]
 
 
 @pytest.mark.parametrize("reply, picked, note", [
