@@ -6,8 +6,8 @@ Used by the crash-safety and concurrency tests:
   when each of its N turns starts running and ``committed <turn id> <pid>`` once it is written.
 * ``python -m tests.store.writer --fork URL CONVERSATION`` imports everything once, then for each
   line read on stdin forks a writer of endless turns and prints ``writer <pid>``; the writer
-  prints ``committed <turn id>`` as above. A test kills writers many times without paying a
-  Python start-up for each.
+  prints ``committed <turn id>`` as above, and stops once the forking process is gone. A test
+  kills writers many times without paying a Python start-up for each.
 """
 
 import os
@@ -27,10 +27,13 @@ def _started(event: dict) -> None:
         print(f"started {event['message_id']} {os.getpid()}", flush=True)
 
 
-def write(url: str, conversation_id: str, count: int | None) -> None:
+def write(url: str, conversation_id: str, count: int | None, parent: int | None = None) -> None:
+    """``count`` turns (``None``: until killed); a forked writer also stops before its next turn once
+    ``parent``, the process that forked it, has died: a test that lost track of it (its watchdog killed
+    the forking process before it reported the writer) would otherwise read its output forever."""
     service = ConversationService(Database(url), llm=DemoClient())
     i = 0
-    while count is None or i < count:
+    while (count is None or i < count) and (parent is None or os.getppid() == parent):
         record = service.send(conversation_id, f"Message {i}: my order number is {1000 + i}.", on_event=_started)
         print(f"committed {record.id} {os.getpid()}", flush=True)
         i += 1
@@ -48,10 +51,11 @@ def fork_writers(url: str, conversation_id: str) -> None:
     _warm_up()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # writers are reaped as they die
     for _ in sys.stdin:
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:
             try:
-                write(url, conversation_id, None)
+                write(url, conversation_id, None, parent)
             finally:
                 os._exit(1)
         print(f"writer {pid}", flush=True)
