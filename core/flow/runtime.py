@@ -67,7 +67,7 @@ from .nodes.aggregator import aggregate, aggregator_settings
 from .nodes.if_else import OPERATOR_ALIASES, if_else_cases
 from .nodes.llm import LLMSettings, llm_settings
 from .nodes.long_term import retrieve_settings, store_settings
-from .nodes.question_classifier import ReplyError, classifier_frame, classifier_settings, read_reply
+from .nodes.question_classifier import classifier_frame, classifier_settings, read_reply
 from .nodes.template_transform import template_settings
 from .nodes.tool_agent import (DemoPlanner, ModelPlanner, agent_settings, check_granularity, planner_for,
                                resolve_granularity, run_agent)
@@ -788,10 +788,7 @@ def _run_question_classifier(node: Node, ctx: _Context, run: NodeRun) -> str:
     run.prompt = frame.build(history)
     model = config.model if override and "model" in override else settings.model
     reply = _complete(ctx, run, model, run.prompt, settings.max_tokens)
-    try:
-        index, note = read_reply(reply.text, [c["category_id"] for c in categories])
-    except ReplyError as e:
-        raise NodeFailed(str(e)) from None
+    index, note = read_reply(reply.text, [c["category_id"] for c in categories])  # no JSON: the node fails
     if note:
         run.notes.append(note)
     chosen = settings.classes[index]

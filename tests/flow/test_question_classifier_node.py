@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from core.analysis.findings import CAUSE_WINDOW_SETTING, ledger_difference
-from core.flow.errors import FlowError
+from core.flow.errors import FlowError, NodeFailed
 from core.flow.graph import Flow, import_report, load_flow
-from core.flow.nodes.question_classifier import ReplyError, classifier_frame, classifier_settings, read_reply
+from core.flow.nodes.question_classifier import classifier_frame, classifier_settings, read_reply
 from core.flow.runtime import FAILED, run_conversation, what_if_ledger, what_if_prompt
 from core.flow.templates import VariablePool
 from core.llm.client import DemoClient
@@ -247,7 +247,7 @@ A_LIST = "the classifier's reply is a JSON list, not one object, so the node fai
     ("`5`", "the classifier's reply is JSON but not an object, so the node fails"),
 ])
 def test_read_reply_refuses_what_dify_cannot_parse(reply, error):
-    with pytest.raises(ReplyError) as refused:
+    with pytest.raises(NodeFailed) as refused:
         read_reply(reply, ["b", "d"])
     assert str(refused.value).startswith(error) if error == NOT_JSON else str(refused.value) == error
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from core.memory.replay import DEFAULT_FIDELITY
 
-from ..errors import node_error
+from ..errors import NodeFailed, node_error
 from ..prompt import CURRENT_QUERY, HISTORY_SLOT, HUMAN_AI, TEXT_HISTORY, PromptFrame, message
 from .llm import MemorySettings, ModelBlock, memory_settings, model_block
 
@@ -137,10 +137,6 @@ _STARTS = ("```json", "```", "``", "`", "{", "[")
 _ENDS = ("```", "``", "`", "}", "]")
 
 
-class ReplyError(ValueError):
-    """The reply holds no JSON object the node can read: Dify fails the node with it."""
-
-
 def _json_block(text: str) -> Any:
     """The JSON Dify's parser finds in a reply: it looks for the first of its start markers that occurs
     at all (in this order, not by position), then from there for the last of its end markers. A
@@ -151,24 +147,24 @@ def _json_block(text: str) -> Any:
     end = None if start is None else next((at + (1 if marker in ("}", "]") else 0)
                                            for marker in _ENDS if (at := text.rfind(marker, start)) != -1), None)
     if end is None or start >= end:
-        raise ReplyError("the classifier's reply holds no JSON block, so the node fails")
+        raise NodeFailed("the classifier's reply holds no JSON block, so the node fails")
     try:
         return json.loads(text[start:end].strip())
     except json.JSONDecodeError as e:
-        raise ReplyError(f"the classifier's reply is not valid JSON ({e}), so the node fails") from None
+        raise NodeFailed(f"the classifier's reply is not valid JSON ({e}), so the node fails") from None
 
 
 def read_reply(reply: str, class_ids: list[str]) -> tuple[int, str | None]:
     """The class a reply picks, as an index into ``class_ids``, and a note when it fell back to the
-    first class. ``<think>`` blocks are left out first. Raises :class:`ReplyError` when the reply
-    holds no JSON object, or a list that is not one object."""
+    first class. ``<think>`` blocks are left out first. Raises :class:`NodeFailed` (Dify fails the
+    node) when the reply holds no JSON object, or a list that is not one object."""
     found = _json_block(_THINK.sub("", reply))
     if isinstance(found, list):
         if len(found) != 1 or not isinstance(found[0], dict):
-            raise ReplyError("the classifier's reply is a JSON list, not one object, so the node fails")
+            raise NodeFailed("the classifier's reply is a JSON list, not one object, so the node fails")
         found = found[0]
     if not isinstance(found, dict):
-        raise ReplyError("the classifier's reply is JSON but not an object, so the node fails")
+        raise NodeFailed("the classifier's reply is JSON but not an object, so the node fails")
     if "category_id" not in found or "category_name" not in found:
         return 0, "the reply's JSON has no category_id and category_name: Dify takes the first class"
     picked = found["category_id"]
@@ -177,5 +173,4 @@ def read_reply(reply: str, class_ids: list[str]) -> tuple[int, str | None]:
     return 0, f"the reply's category_id {picked!r} is not one of the classes: Dify takes the first class"
 
 
-__all__ = ["ClassifierClass", "ClassifierSettings", "ReplyError", "classifier_frame", "classifier_settings",
-           "read_reply"]
+__all__ = ["ClassifierClass", "ClassifierSettings", "classifier_frame", "classifier_settings", "read_reply"]
