@@ -213,7 +213,7 @@ class _RowReasons:
         self.view = view
         self.decision = decision
         self.plan = getattr(decision, "plan", None)
-        self.drops_empty = getattr(replay.strategy, "drops_empty", True)
+        self.drops_empty = replay.drops_empty
         self.depth = replay.conversation.tree.depth
         self.turns = replay.conversation.turns
         self.eligible_at = eligible_at
@@ -255,7 +255,7 @@ class _RowReasons:
             return OUTSIDE_WINDOW
         if i < d.budget_cut:
             return OVER_BUDGET
-        if msg.is_empty:
+        if msg.is_empty and self.drops_empty:
             return EMPTY
         return KEPT
 

@@ -358,7 +358,7 @@ def memory_turns(replay: Replay) -> list[MemoryTurn]:
                 q, j = view.seq_pos[i], view.seq_msg[i]
                 msg = turns[q].messages[j]
                 r = d.plan.reason(i, msg)
-                if r == KEPT and msg.is_empty and replay.strategy.drops_empty:
+                if r == KEPT and msg.is_empty and replay.drops_empty:
                     r = EMPTY
                 counts[r] += 1
                 if r == KEPT:

@@ -302,7 +302,9 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
 
     An LLM node: ``dify`` with its window, ``off`` without a memory block, or the ``window`` of the
     window-memory node it reads (``memory_node``). A Question Classifier: the same, with its own
-    window rule (:meth:`ClassifierSettings.window`). ``model`` is the node's configured model
+    window rule (:meth:`ClassifierSettings.window`). Both read their history as text
+    (``history_as_text``) when it goes into their prompt as lines: the classifier always, an LLM node
+    with a completion model. ``model`` is the node's configured model
     (``memlens/demo`` when none is set): its context size and tokenizer are what Dify would budget
     with, whichever model stands in to answer. ``max_tokens`` is the node's user-set completion
     parameter (0 when unset). ``fidelity`` and ``plugin_token_counting`` are the conversation's Dify
@@ -320,13 +322,14 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
         profile = (override or {}).get("fidelity", fidelity)
         base = MemoryConfig(strategy="dify" if qc.memory is not None else "off", window=qc.window(profile),
                             fidelity=fidelity, plugin_token_counting=plugin_token_counting,
-                            model=qc.model or DEMO_MODEL, max_tokens=qc.max_tokens)
+                            model=qc.model or DEMO_MODEL, max_tokens=qc.max_tokens, history_as_text=True)
     else:
         settings = flow.llm(node_id)
         base = MemoryConfig(strategy="dify" if settings.memory is not None else "off",
                             window=settings.memory.window if settings.memory is not None else None,
                             fidelity=fidelity, plugin_token_counting=plugin_token_counting,
-                            model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens)
+                            model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens,
+                            history_as_text=settings.mode != "chat")  # a completion prompt's history is text
         source = node.data.get("memory_node")
         if source and flow.has_node(source) and flow.node(source).type == "window-memory":
             # The node reads a Window Memory store: its window and scope (an overwrite input is not replayed here).

@@ -77,8 +77,10 @@ class MemoryConfig:
     ``trim_messages``'s; the ``compaction_*`` settings are the compaction thresholds (see
     :mod:`core.memory.strategies.compaction`); ``compaction_profile`` is ``shipped`` (Dify 1.17 as
     shipped: per-request checks, usage-anchored chars/4 estimate, pydantic-ai's messages) or
-    ``exact`` (MemLens's own exact-count estimate, once per turn). Settings a strategy does not
-    use are ignored.
+    ``exact`` (MemLens's own exact-count estimate, once per turn). ``history_as_text``: the node
+    reads its history as text lines (a completion model's prompt, §2.6; a Question Classifier's,
+    §1.7), where an empty message is an empty ``Assistant: `` line that is sent, not a message the
+    chat filter drops (§2.7). Settings a strategy does not use are ignored.
     """
 
     strategy: str = "dify"
@@ -102,6 +104,7 @@ class MemoryConfig:
     compaction_keep_messages: int = DEFAULT_KEEP_MESSAGES
     compaction_keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS
     compaction_profile: str = SHIPPED
+    history_as_text: bool = False
 
     def window_at(self, turn_number: int) -> int | None:
         size = self.window
@@ -161,6 +164,8 @@ class MemoryConfig:
     def to_dict(self) -> dict:
         out = asdict(self)
         out["window_changes"] = [list(x) for x in self.window_changes]
+        if not self.history_as_text:  # the chat layout, as every config was stored before the setting
+            del out["history_as_text"]
         return out
 
     @classmethod
@@ -275,6 +280,9 @@ class Replay:
         self.has_thread = has_thread
         self.history_inputs = history_inputs
         self.plans = self.strategy.plans_for(self)  # else the strategy's window and budget decide
+        #: An empty message in the window is left out as ``empty`` (the chat filter) — not when the
+        #: node reads its history as text: there it is a line like any other.
+        self.drops_empty = self.strategy.drops_empty and not config.history_as_text
         self.numbers = turn_numbers(conversation)
         self._prompt_tokens = prompt_tokens
         self._tokens: list[tuple[int, ...] | None] = [None] * len(conversation.turns)
@@ -297,7 +305,7 @@ class Replay:
             msgs = self.conversation.turns[position].messages
             toks = self.counter.messages(msgs)
             self._tokens[position] = toks
-            empty = tuple([m.is_empty for m in msgs])
+            empty = tuple([m.is_empty and not self.config.history_as_text for m in msgs])
             self._empty[position] = self._shapes.setdefault(empty, empty)
         return toks
 
@@ -418,13 +426,14 @@ class Replay:
         tokens, empties, shapes = self._tokens, self._empty, self._shapes
         turns = self.conversation.turns
         todo = array("q", (p for p in range(len(turns)) if tokens[p] is None))  # no int object per turn
+        as_text = self.config.history_as_text
         count = counter.messages
         done = 0
         for counted in counter.counted_groups((turns[p].messages for p in todo), own_part=OWN_PART):
             for p in todo[done:counted]:
                 msgs = turns[p].messages
                 tokens[p] = count(msgs)
-                empty = tuple([not m.content and not m.tool_calls for m in msgs])  # Message.is_empty
+                empty = tuple([not m.content and not m.tool_calls and not as_text for m in msgs])  # as above
                 empties[p] = shapes.setdefault(empty, empty)
             done = counted
             yield todo[counted] if counted < len(todo) else len(turns)
@@ -626,7 +635,7 @@ class Replay:
                         reason = GRANULARITY
                     else:
                         reason = d.plan.reason(i, msg)
-                        if reason == KEPT and msg.is_empty and self.strategy.drops_empty:
+                        if reason == KEPT and msg.is_empty and self.drops_empty:
                             reason = EMPTY
                 kept = reason == KEPT
                 if kept:

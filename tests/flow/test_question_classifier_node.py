@@ -111,6 +111,19 @@ def test_memory_reads_the_window_size_even_with_the_window_switched_off_as_shipp
     assert label.endswith("documented: no window (500-turn cap))")
 
 
+def test_a_failed_turns_empty_answer_is_an_empty_line_of_the_history_text():
+    b = '{"category_id": "b", "category_name": "billing"}'
+    client = ScriptedClient([b, "no json here", b])
+    _, records = run_conversation(sorter({"window": {"enabled": True, "size": 5}}), ["one", "two", "three"],
+                                  llm=client)
+    assert [r.status for r in records] == ["succeeded", FAILED, "succeeded"]
+    run = records[2].node_run("qc")
+    assert run.prompt[0].content.startswith(
+        "Earlier conversation:\nHuman: one\nAssistant: billing desk (CLASS 1)\nHuman: two\nAssistant: \n\nSort")
+    assert [e.reason for e in run.ledger.entries] == [KEPT] * 4
+    assert run.memory["history_as_text"] is True
+
+
 def test_without_memory_the_prompt_has_no_history_and_the_ledger_says_memory_is_off():
     _, records = run_conversation(sorter(), ["billing please", "and delivery?"], llm=DemoClient())
     run = records[1].node_run("qc")

@@ -187,6 +187,37 @@ def test_completion_mode_without_histories_prepends_history_text_and_uses_the_un
     assert prompt_of(r2) == [("user", "Q: {{#sys.query#}}\nUser: first\nBot: one\nAnswer well.")]
 
 
+class FailsOn:
+    """Replies like :class:`ScriptedClient`, but fails the call whose last message starts with ``word``
+    (the turn's query: a chat prompt's last message, the start of a completion prompt's text)."""
+
+    def __init__(self, word: str, replies: Sequence[str]):
+        self.word, self.scripted = word, ScriptedClient(replies)
+
+    def complete(self, model, messages, max_tokens=None):
+        if str(messages[-1]["content"]).startswith(self.word):
+            raise LLMError("the provider is down")
+        return self.scripted.complete(model, messages, max_tokens)
+
+
+def test_completion_mode_sends_a_failed_turns_empty_answer_as_an_empty_line():
+    """The history's text form keeps every message (§1.7): the empty answer of a failed turn is an
+    ``Assistant: `` line, which Dify sends, where a chat prompt's filter drops the empty message."""
+    flow = completion_flow("Header\n#histories#", {"window": {"enabled": True, "size": 5},
+                                                    "role_prefix": {"user": "Human", "assistant": "Assistant"}})
+    _, (r1, r2, r3) = run_conversation(flow, ["one", "two boom", "three"], llm=FailsOn("two", ["A1", "A3"]))
+    assert (r2.status, r2.answer) == ("failed", "")
+    assert prompt_of(r3) == [("user", "three\nHeader\nHuman: one\nAssistant: A1\nHuman: two boom\nAssistant: ")]
+    ledger = r3.node_run("llm").ledger
+    assert [(e.turn, e.role, e.reason) for e in ledger.entries] == [
+        (1, "user", "kept"), (1, "assistant", "kept"), (2, "user", "kept"), (2, "assistant", "kept")]
+    assert r3.node_run("llm").memory["history_as_text"] is True
+    chat = chat_flow({"prompt_template": [{"role": "system", "text": "Header"}], "memory": {"window": 5}})
+    _, (_, _, c3) = run_conversation(chat, ["one", "two boom", "three"], llm=FailsOn("two", ["A1", "A3"]))
+    assert [e.reason for e in c3.node_run("llm").ledger.entries] == ["kept", "kept", "kept", "empty"]
+    assert "history_as_text" not in c3.node_run("llm").memory  # the chat layout, stored as before
+
+
 def test_completion_mode_with_memory_but_no_role_prefix_fails_with_difys_error():
     flow = completion_flow("Prompt", {"window": {"enabled": True, "size": 5}})
     _, (r1,) = run_conversation(flow, ["hi"], llm=ScriptedClient())

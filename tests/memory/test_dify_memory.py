@@ -5,6 +5,7 @@ import random
 
 import pytest
 
+from core.analysis.compare import retention_matrix
 from core.flow.prompt import to_prompt_messages
 from core.io import parse_conversations
 from core.memory.replay import MemoryConfig, Replay, compute_ledger
@@ -96,6 +97,26 @@ def test_item7_the_current_turn_is_never_its_own_history_but_failed_turns_are():
     ledger = Replay(conv, DOC).ledger(3)
     assert [e.ref for e in ledger.entries] == ["1:query", "1:answer", "2:query", "2:answer"]
     assert kept_refs(ledger) == ["1:query", "1:answer", "2:query"]
+
+
+def test_read_as_text_a_failed_turns_empty_answer_is_kept_as_an_empty_line():
+    """A node that reads its history as text lines (completion models, the Question Classifier) sends
+    the empty answer as ``Assistant: ``: the chat filter that drops empty messages does not apply."""
+    conv = dify([record("1", None, "q1", "a1"), record("2", "1", "q2", "", status="error", answer_tokens=0),
+                 record("3", "2", "q3", "a3"), record("4", "3", "q4", "")])
+    text = MemoryConfig(window=10, history_as_text=True)
+    for config, reason, kept in ((text, KEPT, 6), (MemoryConfig(window=10), EMPTY, 5)):
+        replay = Replay(conv, config)
+        ledger = replay.ledger_at(3)
+        assert [e.reason for e in ledger.entries if e.ref == "2:answer"] == [reason]
+        assert len(ledger.kept) == kept == replay.summaries()[-1].kept
+        assert replay.drops_empty is (reason == EMPTY)
+        # The heatmap reads the same rule from the walk (Compare and the report).
+        matrix = retention_matrix(Replay(conv, config))
+        column = next(c for c, col in enumerate(matrix.columns) if col.ref == "2:answer")
+        assert matrix.cells[matrix.rows.index(4)][column] == reason
+    assert text.to_dict()["history_as_text"] is True and MemoryConfig.from_dict(text.to_dict()) == text
+    assert "history_as_text" not in MemoryConfig(window=10).to_dict()
 
 
 # 8. Window size N yields at most N − 1 previous turns in Dify's code.
