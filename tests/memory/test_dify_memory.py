@@ -9,7 +9,7 @@ from core.analysis.compare import retention_matrix
 from core.flow.prompt import to_prompt_messages
 from core.io import parse_conversations
 from core.memory.replay import MemoryConfig, Replay, compute_ledger
-from core.model.conversation import UUID_NIL, FileRef, Message
+from core.model.conversation import ANSWER, QUERY, TOOL_CALL, UUID_NIL, FileRef, Message, ToolCall, Turn
 from core.model.ledger import EMPTY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET
 from core.model.tokens import counter_for
 from tests.builders import dify, linear, record
@@ -105,12 +105,25 @@ def test_read_as_text_a_failed_turns_empty_answer_is_kept_as_an_empty_line():
     conv = dify([record("1", None, "q1", "a1"), record("2", "1", "q2", "", status="error", answer_tokens=0),
                  record("3", "2", "q3", "a3"), record("4", "3", "q4", "")])
     text = MemoryConfig(window=10, history_as_text=True)
+    tool = dify([record("1", None, "q1", "a1"), Turn(id="2", parent_id="1", query_index=0, answer_index=2, messages=(
+        Message("user", "q2", QUERY, "2:query"), Message("assistant", "", TOOL_CALL, "2:call", tool_calls=(
+            ToolCall("c", "lookup", "{}"),)), Message("assistant", "", ANSWER, "2:answer"))), record("3", "2", "q3", "")])
     for config, reason, kept in ((text, KEPT, 6), (MemoryConfig(window=10), EMPTY, 5)):
+        # Summaries first, on a replay of their own: the per-turn walk counts the texts itself.
+        assert Replay(conv, config).summaries()[-1].kept == kept
         replay = Replay(conv, config)
         ledger = replay.ledger_at(3)
         assert [e.reason for e in ledger.entries if e.ref == "2:answer"] == [reason]
         assert len(ledger.kept) == kept == replay.summaries()[-1].kept
         assert replay.drops_empty is (reason == EMPTY)
+        # A tool call without content is not an empty message, read as text or not; the per-turn walk
+        # and the ledger (each on a replay of its own) keep the same messages.
+        all_messages = config.with_(granularity="all_messages")
+        summary = Replay(tool, all_messages).summaries()[-1]
+        kept_entries = Replay(tool, all_messages).ledger_at(2).kept
+        assert [e.ref for e in kept_entries] == ["1:query", "1:answer", "2:query", "2:call"] + \
+            (["2:answer"] if reason == KEPT else [])
+        assert (summary.kept, summary.history_tokens) == (len(kept_entries), sum(e.tokens for e in kept_entries))
         # The heatmap reads the same rule from the walk (Compare and the report).
         matrix = retention_matrix(Replay(conv, config))
         column = next(c for c, col in enumerate(matrix.columns) if col.ref == "2:answer")
