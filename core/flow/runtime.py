@@ -67,7 +67,7 @@ from .nodes.aggregator import aggregate, aggregator_settings
 from .nodes.if_else import OPERATOR_ALIASES, if_else_cases
 from .nodes.llm import LLMSettings, llm_settings
 from .nodes.long_term import retrieve_settings, store_settings
-from .nodes.question_classifier import classifier_frame, classifier_settings, read_reply
+from .nodes.question_classifier import ClassifierSettings, classifier_frame, classifier_settings, read_reply
 from .nodes.template_transform import template_settings
 from .nodes.tool_agent import (DemoPlanner, ModelPlanner, agent_settings, check_granularity, planner_for,
                                resolve_granularity, run_agent)
@@ -760,13 +760,13 @@ def _complete(ctx: "_Context", run: NodeRun, model: str, prompt: Sequence[Prompt
     return reply
 
 
-def _categories(node: Node, pool: VariablePool) -> list[dict]:
+def _categories(settings: ClassifierSettings, pool: VariablePool) -> list[dict]:
     """A Question Classifier's classes as its prompt lists them: ``{category_id, category_name}``, names rendered."""
-    return [{"category_id": c.id, "category_name": render(c.name, pool)} for c in classifier_settings(node).classes]
+    return [{"category_id": c.id, "category_name": render(c.name, pool)} for c in settings.classes]
 
 
-def _classifier_query(node: Node, pool: VariablePool) -> str:
-    selector = classifier_settings(node).query_selector
+def _classifier_query(settings: ClassifierSettings, pool: VariablePool) -> str:
+    selector = settings.query_selector
     value = pool.get(list(selector)) if selector else MISSING
     return "" if value is MISSING or value is NONE or value is None else value_text(value)
 
@@ -782,8 +782,8 @@ def _run_question_classifier(node: Node, ctx: _Context, run: NodeRun) -> str:
     run.memory_override = copy.deepcopy(dict(override)) if override else None
     run.model = settings.model or DEMO_MODEL
     pool = ctx.pool
-    categories = _categories(node, pool)
-    frame = classifier_frame(categories, render(settings.instruction, pool), _classifier_query(node, pool),
+    categories = _categories(settings, pool)
+    frame = classifier_frame(categories, render(settings.instruction, pool), _classifier_query(settings, pool),
                              counter_for(config.model), mode=settings.block.mode,
                              with_history=config.strategy != "off" and ctx.flow.is_chat,
                              file_upload=ctx.flow.file_upload, vision=model_supports_vision(config.model))
@@ -1441,11 +1441,10 @@ def _estimated_classifier_frame(flow: Flow, conversation: Conversation, position
                                 with_history: bool, **options: Any) -> PromptFrame:
     """A Question Classifier's frame at a turn without its recorded prompt: its instruction and class
     names rendered with :func:`_turn_pool`; its query read there too, else the turn's query."""
-    node = flow.node(node_id)
-    settings = classifier_settings(node)
+    settings = classifier_settings(flow.node(node_id))
     pool = _turn_pool(conversation, position)
-    query = _classifier_query(node, pool) or conversation.turns[position].query
-    return classifier_frame(_categories(node, pool), render(settings.instruction, pool), query, counter,
+    query = _classifier_query(settings, pool) or conversation.turns[position].query
+    return classifier_frame(_categories(settings, pool), render(settings.instruction, pool), query, counter,
                             mode=settings.block.mode, with_history=with_history, **options)
 
 
