@@ -87,6 +87,8 @@ with st.sidebar:
                                key=f"{keys.NEW_FLOW_FILE}-{st.session_state.get(keys.NEW_FLOW_FILE_ROUND, 0)}",
                                help="Export it from Dify (app menu → Export DSL). It is stored as a flow, its LLM "
                                     "nodes answered by the model chosen under *Model for new turns*.")
+        if own is not None:  # drawn once the file has reached the app: Start waits for nothing more
+            st.caption(f"Start uses {html.plain(own.name)}, not the flow picked above.")
         new_name = st.text_input("Name", key=keys.NEW_NAME)
         if st.button("Start", key=keys.NEW_START, disabled=not flows and own is None):
             flow_id = chosen
