@@ -114,6 +114,9 @@ def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool
                 st.text(first[:140] + ("…" if len(first) > 140 or "\n" in row.content.strip() else ""))
             else:
                 st.text(row.content)
+            if row.history_tokens:
+                st.caption(f"{row.history_tokens:,} of its tokens are the memory history's lines (counted as "
+                           "memory history in the bar above).")
             for part in row.parts:
                 how = "estimated" if part.get("estimated") else "exact"
                 st.caption(plain(f"{part.get('type')} · {part.get('name') or ''} · {part.get('tokens', 0):,} "

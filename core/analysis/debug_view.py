@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from core.flow.prompt import HISTORY
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITY_LABELS, MemoryConfig, Replay, turn_numbers
 from core.memory.strategies.dify import window_note
 from core.model.conversation import Conversation, thread_number, turn_label
@@ -104,6 +105,8 @@ class ReceiptRow:
     content: str
     #: Content parts when the message carries files: ``{type, name, tokens, estimated}`` each.
     parts: list[dict] = field(default_factory=list)
+    #: Of ``tokens``, the memory history's text lines inside this message (a text-form prompt).
+    history_tokens: int = 0
 
 
 @dataclass
@@ -163,10 +166,13 @@ def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str, o
     ledger: Ledger | None = run.get("ledger")
     prompt = run.get("prompt") or []
     rows = [ReceiptRow(m["role"], m["origin"], int(m.get("tokens") or 0), m.get("content") or "",
-                       [dict(p) for p in m.get("parts") or []]) for m in prompt]
+                       [dict(p) for p in m.get("parts") or []], int(m.get("history_tokens") or 0)) for m in prompt]
     used: dict[str, int] = {}
     for r in rows:
-        used[r.origin] = used.get(r.origin, 0) + r.tokens
+        # A text-form prompt's history lines count as memory history, the rest of their message as its origin.
+        used[r.origin] = used.get(r.origin, 0) + r.tokens - r.history_tokens
+        if r.history_tokens:
+            used[HISTORY] = used.get(HISTORY, 0) + r.history_tokens
     dropped: dict[str, int] = {}
     if ledger is not None:
         for e in ledger.entries:
@@ -337,11 +343,11 @@ def replayed_run(conversation: Conversation, position: int, lens_id: str, ledger
                        "tokens": counter.message(Message("system", conversation.system_prompt, "", "system"))})
     for row in ledger.rows():
         if isinstance(row, SyntheticMessage):
-            prompt.append({"role": row.role, "origin": "summary" if row.replaces is None else "memory history",
+            prompt.append({"role": row.role, "origin": "summary" if row.replaces is None else HISTORY,
                            "content": row.content, "tokens": row.tokens})
         elif row.kept:
             message = conversation.turns[row.position].messages[row.index]
-            prompt.append({"role": message.role, "origin": "memory history", "content": message.content,
+            prompt.append({"role": message.role, "origin": HISTORY, "content": message.content,
                            "tokens": row.tokens})
     query = conversation.turns[position].query_message
     if query is not None:

@@ -48,6 +48,9 @@ class PromptMessage:
     parts: tuple[dict, ...] = field(default=(), compare=False)
     #: A completion prompt's rendered template, before the history went in (what a what-if rebuilds it from).
     template: str | None = None
+    #: Of ``tokens``, what the history's text lines inside the message add (a text-form prompt's
+    #: memory, which a receipt shows as memory history rather than as template).
+    history_tokens: int = field(default=0, compare=False)
 
     @property
     def estimated(self) -> bool:
@@ -59,12 +62,15 @@ class PromptMessage:
             out["parts"] = [dict(p) for p in self.parts]
         if self.template is not None:
             out["template"] = self.template
+        if self.history_tokens:
+            out["history_tokens"] = self.history_tokens
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PromptMessage":
         return cls(role=data["role"], content=data["content"], origin=data["origin"], tokens=int(data["tokens"]),
-                   parts=tuple(dict(p) for p in data.get("parts") or ()), template=data.get("template"))
+                   parts=tuple(dict(p) for p in data.get("parts") or ()), template=data.get("template"),
+                   history_tokens=int(data.get("history_tokens") or 0))
 
     def wire(self) -> dict:
         """The message in OpenAI's wire format: content parts when it has files, else a string."""
@@ -220,14 +226,19 @@ class PromptFrame:
     vision: bool = False
     template_role: str = "user"
 
-    def _completion_message(self, histories: str) -> PromptMessage:
+    def _text(self, histories: str) -> str:
         if self.mode == TEXT_HISTORY:
-            text = self.template.replace(HISTORY_SLOT, histories, 1)
-        else:
-            text = completion_text(self.template, histories, self.sys_query)
+            return self.template.replace(HISTORY_SLOT, histories, 1)
+        return completion_text(self.template, histories, self.sys_query)
+
+    def _completion_message(self, histories: str) -> PromptMessage:
+        role = self.template_role
+        tokens = self.counter.chat(role, self._text(histories))
+        # The history's share: the message's tokens less those of the same message without it.
+        share = tokens - self.counter.chat(role, self._text("")) if histories else 0
         # The template travels with the message, so a what-if can put another history into it.
-        return PromptMessage(self.template_role, text, "template", self.counter.chat(self.template_role, text),
-                             template=self.template)
+        return PromptMessage(role, self._text(histories), "template", tokens, template=self.template,
+                             history_tokens=share)
 
     def fixed_tokens(self) -> int:
         """What everything but the history costs (a completion prompt: its text without history)."""

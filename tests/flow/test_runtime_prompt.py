@@ -262,6 +262,37 @@ def what_if(flow: Flow, state, records, override, node="llm"):
     ledger = what_if_ledger(flow, state.conversation, position, node, override, record=records[-1])
     return recorded, what_if_prompt(flow, state.conversation, position, node, recorded, ledger)
 
+def test_a_completion_prompts_history_lines_count_as_memory_history_on_its_receipt():
+    """The history sits inside the one completion text: the message records how many of its tokens
+    the lines add, and the receipt counts those as memory history, the rest as template (the budget
+    line is drawn after the prompt without its history)."""
+    from core.analysis.debug_view import receipt
+    from core.model.tokens import counter_for
+
+    flow = completion_flow("Header\n#histories#\nFooter", {"window": {"enabled": True, "size": 5},
+                                                          "role_prefix": {"user": "Human", "assistant": "Assistant"}})
+    _, (r1, r2) = run_conversation(flow, ["one", "two"], llm=ScriptedClient(["A1", "A2"]))
+    counter = counter_for("gpt-3.5-turbo-instruct")
+    sent, = r2.node_run("llm").prompt
+    assert sent.content == "two\nHeader\nHuman: one\nAssistant: A1\nFooter"
+    without = counter.chat("user", "two\nHeader\n\nFooter")
+    assert sent.history_tokens == sent.tokens - without > 0
+    assert sent.to_dict()["history_tokens"] == sent.history_tokens
+    assert type(sent).from_dict(sent.to_dict()).history_tokens == sent.history_tokens
+    def run_of(record):  # a stored run's shape, as the Debugger hands it to the receipt
+        nr = record.node_run("llm")
+        return {"node_id": "llm", "prompt": [m.to_dict() for m in nr.prompt], "ledger": nr.ledger}
+
+    r = receipt(run_of(r2), "LLM", exact=True, encoding="cl100k_base")
+    assert r.used_by_origin == {"template": without, "memory history": sent.history_tokens}
+    assert r.rows[0].history_tokens == sent.history_tokens
+    # The first turn has no history: its message has no share and the receipt no memory history.
+    first, = r1.node_run("llm").prompt
+    assert first.history_tokens == 0 and "history_tokens" not in first.to_dict()
+    assert type(first).from_dict(first.to_dict()).history_tokens == 0
+    assert "memory history" not in receipt(run_of(r1), "LLM", exact=True, encoding="cl100k_base").used_by_origin
+
+
 
 PREFIX = {"user": "Human", "assistant": "Assistant"}
 

@@ -119,6 +119,9 @@ def test_a_question_classifiers_memory_and_prompt_show_in_its_own_receipt(app):
     assert "Dana" not in texts[0]  # turn 1 is outside the two-row window
     assert texts[1] == "And the toaster?"
     assert '"category_name": "Other questions"' in texts[-1]  # its reply, in the receipt
+    # The history's lines inside the prompt are counted as memory history, not as template.
+    assert any(c.value.endswith("of its tokens are the memory history's lines (counted as memory history in "
+                                "the bar above).") for c in tab.caption)
     said = shown("".join(md.value for md in tab.markdown))
     assert ("Dify's docs say this node's window is switched off, so 2 earlier turns would be sent; Dify 1.x reads "
             "the window's size anyway (2 rows, the current turn's one of them) and sends 1.") in said

@@ -44,3 +44,18 @@ def test_nothing_dropped_draws_no_dropped_bar_and_says_nothing():
     r = receipt(dropped_tokens=0, dropped_by_reason={})
     assert not [bar for bar in budget_figure(r).data if bar.name.startswith("dropped")]
     assert dropped_summary(r) == ""
+
+
+def test_a_text_form_prompts_history_is_memory_history_and_the_budget_line_is_after_the_rest():
+    """A completion or classifier prompt holds its history inside its template message: the bar
+    shows that share as memory history, and the budget line starts after the prompt without it."""
+    from core.analysis.debug_view import receipt as receipt_of
+
+    run = {"node_id": "n", "prompt": [{"role": "user", "origin": "template", "content": "Q\nHuman: hi\nAssistant: yo",
+                                       "tokens": 30, "template": "Q\n#histories#", "history_tokens": 12}]}
+    r = receipt_of(run, "N", exact=True, encoding="o200k_base")
+    assert r.used_by_origin == {"template": 18, "memory history": 12}
+    r = receipt(used_by_origin=r.used_by_origin, dropped_tokens=0, dropped_by_reason={}, limit=100,
+                prompt_tokens=33, context_size=None)
+    line, = [shape.x0 for shape in budget_figure(r).layout.shapes]
+    assert line == 33 - 12 + 100
