@@ -10,6 +10,7 @@ import streamlit as st
 from core.analysis.compare import NamedConfig, compare, reply_at
 from core.analysis.findings import findings_at, findings_for
 from core.errors import MemLensError
+from core.flow.nodes.parameter_extractor import extracted
 from core.llm.client import DemoClient
 from core.memory.replay import Replay, turn_numbers
 from core.model.conversation import active_thread, leaves, turn_label
@@ -155,10 +156,12 @@ def stage() -> None:
                     continue
                 held = remembered(run.ledger)
                 title = source.flow.node(run.node_id).label if source.flow.has_node(run.node_id) else run.node_id
-                sorted_as = run.outputs.get("class_name") if run.type == "question-classifier" else None
-                cards.append(Card(title, held.sentence(), run.reply if sorted_as is None else sorted_as,
-                                  "replied" if sorted_as is None else "sorted the question as",
-                                  bool(held.forgotten_turns) or held.off))
+                said, verb = run.reply, "replied"
+                if run.type == "question-classifier":
+                    said, verb = run.outputs.get("class_name"), "sorted the question as"
+                elif run.type == "parameter-extractor":
+                    said, verb = extracted(run.outputs), "extracted"
+                cards.append(Card(title, held.sentence(), said, verb, bool(held.forgotten_turns) or held.off))
             if not cards:
                 st.caption("No LLM node ran at this turn.")
         else:

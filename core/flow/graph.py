@@ -38,7 +38,8 @@ values (prompts, windows, memory on/off, defaults), so a store can tell a value-
 structural change (:func:`classify_change`).
 
 Node types MemLens runs (the table in core/flow/node_types.py, which also reads each node's settings when
-a flow is read): ``start``, ``llm``, ``answer``, ``assigner`` (v1 and v2), ``if-else`` and ``end``, and
+a flow is read): ``start``, ``llm``, ``question-classifier``, ``parameter-extractor``, ``answer``,
+``assigner`` (v1 and v2), ``if-else``, ``variable-aggregator``, ``template-transform`` and ``end``, and
 MemLens's own ``memory-retrieve`` / ``memory-store`` (long-term memory, core/flow/nodes/long_term.py),
 ``window-memory`` (core/flow/nodes/window_memory.py) and ``tool-agent`` (core/flow/nodes/tool_agent.py; Dify's
 plugin-based ``agent`` node is not it). Every other type loads, runs as a pass-through with empty outputs and is
@@ -62,7 +63,6 @@ from core.model.tokens import DEMO_MODEL
 from .errors import FlowError, VariableError
 from .node_types import NODE_TYPES, read_settings
 from .nodes.llm import LLMSettings, llm_settings
-from .nodes.question_classifier import classifier_settings
 from .variables import ConversationVariable
 
 FLOW_FORMAT = "memlens-flow"
@@ -191,12 +191,13 @@ class Flow:
     @property
     def model_nodes(self) -> list[Node]:
         """The nodes that call a model with Dify's conversation memory, each run recording its ledger
-        and prompt: LLM and Question Classifier nodes."""
+        and prompt: LLM, Question Classifier and Parameter Extractor nodes."""
         return [n for n in self.nodes if n.type in NODE_TYPES and NODE_TYPES[n.type].dify_memory]
 
     @property
     def memory_nodes(self) -> list[Node]:
-        """The nodes whose memory a what-if can switch, one by one: LLM, Question Classifier and agent nodes."""
+        """The nodes whose memory a what-if can switch, one by one: LLM, Question Classifier, Parameter
+        Extractor and agent nodes."""
         return [n for n in self.nodes if n.type in NODE_TYPES and NODE_TYPES[n.type].memory]
 
     def llm(self, node_id: str) -> LLMSettings:
@@ -636,14 +637,14 @@ class ImportReport:
 
 
 def _memory_report(node: Node, mode: str) -> dict:
-    classifier = node.type == "question-classifier"
-    settings = classifier_settings(node) if classifier else llm_settings(node)
+    text_memory = NODE_TYPES[node.type].text_memory  # Question Classifier, Parameter Extractor
+    settings = NODE_TYPES[node.type].read(node) if text_memory else llm_settings(node)
     if settings.memory is None:
         out = {"memory": "off", "window_enabled": None, "window_size": None, "query_prompt_template": None,
                "role_prefix": None, "label": "off"}
     else:
         out = settings.memory.to_report()
-        if classifier:
+        if text_memory:
             out["label"] = settings.memory_label()
         if mode != "advanced-chat":
             out["label"] += " (no effect: workflow mode has no conversation)"

@@ -21,6 +21,7 @@ from .nodes.aggregator import aggregator_settings
 from .nodes.if_else import check_if_else
 from .nodes.llm import llm_settings
 from .nodes.long_term import retrieve_settings, store_settings
+from .nodes.parameter_extractor import extractor_settings
 from .nodes.question_classifier import classifier_settings
 from .nodes.template_transform import template_settings
 from .nodes.tool_agent import agent_settings
@@ -53,12 +54,16 @@ class NodeType:
     #: It calls a model with Dify's conversation memory (``TokenBufferMemory``): each run records the
     #: node's ledger and the prompt it sent (``Flow.model_nodes``: the Debugger's receipts).
     dify_memory: bool = False
+    #: Its memory goes into its prompt as ``Human:``/``Assistant:`` lines, and ``read`` returns a
+    #: :class:`core.flow.nodes.text_memory.TextMemoryNode` (Question Classifier, Parameter Extractor).
+    text_memory: bool = False
 
 
 NODE_TYPES: dict[str, NodeType] = {t.name: t for t in (
     NodeType("start"),
     NodeType("llm", llm_settings, memory=True, dify_memory=True),
-    NodeType("question-classifier", classifier_settings, memory=True, dify_memory=True),
+    NodeType("question-classifier", classifier_settings, memory=True, dify_memory=True, text_memory=True),
+    NodeType("parameter-extractor", extractor_settings, memory=True, dify_memory=True, text_memory=True),
     NodeType("answer"),
     NodeType("assigner", _assigner_settings),
     NodeType("if-else", check_if_else),

@@ -22,7 +22,8 @@ How a turn runs (spec/dify-memory.md §1–§3):
   exactly the ledger's kept messages. Prompt assembly follows §2.4–§2.7 (chat) and §2.6
   (completion models with role prefixes). A Question Classifier's memory is the same strategy with
   its own window rule, its history text lines in its prompt; the class its model picks decides the
-  branch (:mod:`core.flow.nodes.question_classifier`).
+  branch (:mod:`core.flow.nodes.question_classifier`). A Parameter Extractor's memory is the
+  classifier's; its reply gives typed parameters (:mod:`core.flow.nodes.parameter_extractor`).
 * MemLens's own nodes: ``memory-retrieve`` / ``memory-store`` read and write the long-term memory
   passed in as ``long_term`` (keyed by ``sys.user_id``; :mod:`core.memory.long_term`), and a prompt message
   that reads a retrieve node's output has origin ``long-term memory``; ``window-memory`` holds a
@@ -67,7 +68,10 @@ from .nodes.aggregator import aggregate, aggregator_settings
 from .nodes.if_else import OPERATOR_ALIASES, if_else_cases
 from .nodes.llm import LLMSettings, llm_settings
 from .nodes.long_term import retrieve_settings, store_settings
-from .nodes.question_classifier import ClassifierSettings, classifier_frame, classifier_settings, read_reply
+from .nodes.parameter_extractor import FUNCTION_CALL, FUNCTION_CALL_NOTE, ExtractorSettings, extractor_frame
+from .nodes.parameter_extractor import read_reply as read_parameters
+from .nodes.question_classifier import ClassifierSettings, classifier_frame, read_reply
+from .nodes.text_memory import TextMemoryNode
 from .nodes.template_transform import template_settings
 from .nodes.tool_agent import (DemoPlanner, ModelPlanner, agent_settings, check_granularity, planner_for,
                                resolve_granularity, run_agent)
@@ -301,10 +305,10 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
     what-if (runs, the switchboard and the recorded-run checks all take a node's config from here).
 
     An LLM node: ``dify`` with its window, ``off`` without a memory block, or the ``window`` of the
-    window-memory node it reads (``memory_node``). A Question Classifier: the same, with its own
-    window rule (:meth:`ClassifierSettings.window`). Both read their history as text
-    (``history_as_text``) when it goes into their prompt as lines: the classifier always, an LLM node
-    with a completion model. ``model`` is the node's configured model
+    window-memory node it reads (``memory_node``). A Question Classifier or Parameter Extractor: the
+    same, with their own window rule (:meth:`TextMemoryNode.window`) and budget
+    (``prompt_reserve``). All read their history as text (``history_as_text``) when it goes into their
+    prompt as lines: these two always, an LLM node with a completion model. ``model`` is the node's configured model
     (``memlens/demo`` when none is set): its context size and tokenizer are what Dify would budget
     with, whichever model stands in to answer. ``max_tokens`` is the node's user-set completion
     parameter (0 when unset). ``fidelity`` and ``plugin_token_counting`` are the conversation's Dify
@@ -316,13 +320,14 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
     node = flow.node(node_id)
     if node.type == "tool-agent":
         base = _agent_memory_config(flow, node, granularity)
-    elif node.type == "question-classifier":
-        qc = classifier_settings(node)
+    elif _text_memory(node):
+        tm = _text_settings(node)
         # Its window depends on the Dify profile: an override's profile (docs ↔ code) reads it its way.
         profile = (override or {}).get("fidelity", fidelity)
-        base = MemoryConfig(strategy="dify" if qc.memory is not None else "off", window=qc.window(profile),
+        base = MemoryConfig(strategy="dify" if tm.memory is not None else "off", window=tm.window(profile),
                             fidelity=fidelity, plugin_token_counting=plugin_token_counting,
-                            model=qc.model or DEMO_MODEL, max_tokens=qc.max_tokens, history_as_text=True)
+                            model=tm.model or DEMO_MODEL, max_tokens=tm.max_tokens, history_as_text=True,
+                            prompt_reserve=tm.prompt_reserve)
     else:
         settings = flow.llm(node_id)
         base = MemoryConfig(strategy="dify" if settings.memory is not None else "off",
@@ -760,37 +765,67 @@ def _complete(ctx: "_Context", run: NodeRun, model: str, prompt: Sequence[Prompt
     return reply
 
 
+def _text_memory(node: Node) -> bool:
+    """Whether the node puts its memory into its prompt as text lines (Question Classifier, Parameter Extractor)."""
+    kind = NODE_TYPES.get(node.type)
+    return kind is not None and kind.text_memory
+
+
+def _text_settings(node: Node) -> TextMemoryNode:
+    return NODE_TYPES[node.type].read(node)  # type: ignore[misc]
+
+
 def _categories(settings: ClassifierSettings, pool: VariablePool) -> list[dict]:
     """A Question Classifier's classes as its prompt lists them: ``{category_id, category_name}``, names rendered."""
     return [{"category_id": c.id, "category_name": render(c.name, pool)} for c in settings.classes]
 
 
-def _classifier_query(settings: ClassifierSettings, pool: VariablePool) -> str:
-    selector = settings.query_selector
+def _node_query(settings: TextMemoryNode, pool: VariablePool) -> str:
+    """The text a Question Classifier sorts or a Parameter Extractor reads: the value at its selector, as text."""
+    selector = settings.query_selector  # type: ignore[attr-defined]
     value = pool.get(list(selector)) if selector else MISSING
     return "" if value is MISSING or value is NONE or value is None else value_text(value)
 
 
-def _run_question_classifier(node: Node, ctx: _Context, run: NodeRun) -> str:
-    """Dify's Question Classifier (:mod:`core.flow.nodes.question_classifier`): its memory's history as
-    text in its prompt, one model call, and the branch of the class the reply picks."""
-    settings = classifier_settings(node)
+def _text_frame(settings: TextMemoryNode, pool: VariablePool, counter, *, with_history: bool, query: str = "",
+                **options: Any) -> PromptFrame:
+    """The frame of a Question Classifier's or Parameter Extractor's prompt, its settings rendered with
+    ``pool``; ``query`` stands in when the node's own query reads as nothing (an estimate without its run)."""
+    text = _node_query(settings, pool) or query
+    instruction = render(settings.instruction, pool)  # type: ignore[attr-defined]
+    if isinstance(settings, ClassifierSettings):
+        return classifier_frame(_categories(settings, pool), instruction, text, counter, mode=settings.mode,
+                                with_history=with_history, **options)
+    assert isinstance(settings, ExtractorSettings)
+    return extractor_frame(settings.schema(), instruction, text, counter, mode=settings.mode,
+                           with_history=with_history, **options)
+
+
+def _text_memory_call(node: Node, settings: TextMemoryNode, ctx: _Context, run: NodeRun):
+    """The model call of a node whose memory goes into its prompt as text: its config, ledger and
+    prompt recorded on ``run``, the reply returned (a failed call fails the node)."""
     override = ctx.overrides.get(node.id)
     config = node_memory_config(ctx.flow, node.id, fidelity=ctx.fidelity,
                                 plugin_token_counting=ctx.plugin_token_counting, override=override)
     run.memory = config.to_dict()
     run.memory_override = copy.deepcopy(dict(override)) if override else None
     run.model = settings.model or DEMO_MODEL
-    pool = ctx.pool
-    categories = _categories(settings, pool)
-    frame = classifier_frame(categories, render(settings.instruction, pool), _classifier_query(settings, pool),
-                             counter_for(config.model), mode=settings.block.mode,
-                             with_history=config.strategy != "off" and ctx.flow.is_chat,
-                             file_upload=ctx.flow.file_upload, vision=model_supports_vision(config.model))
+    frame = _text_frame(settings, ctx.pool, counter_for(config.model),
+                        with_history=config.strategy != "off" and ctx.flow.is_chat,
+                        file_upload=ctx.flow.file_upload, vision=model_supports_vision(config.model))
     run.ledger, history, _ = _history(ctx, config, None, frame.fixed_tokens())
     run.prompt = frame.build(history)
     model = config.model if override and "model" in override else settings.model
-    reply = _complete(ctx, run, model, run.prompt, settings.max_tokens)
+    return _complete(ctx, run, model, run.prompt, settings.max_tokens)
+
+
+def _run_question_classifier(node: Node, ctx: _Context, run: NodeRun) -> str:
+    """Dify's Question Classifier (:mod:`core.flow.nodes.question_classifier`): its memory's history as
+    text in its prompt, one model call, and the branch of the class the reply picks."""
+    settings = _text_settings(node)
+    assert isinstance(settings, ClassifierSettings)
+    reply = _text_memory_call(node, settings, ctx, run)
+    categories = _categories(settings, ctx.pool)
     index, note = read_reply(reply.text, [c["category_id"] for c in categories])  # no JSON: the node fails
     if note:
         run.notes.append(note)
@@ -798,6 +833,21 @@ def _run_question_classifier(node: Node, ctx: _Context, run: NodeRun) -> str:
     run.outputs = {"class_name": categories[index]["category_name"], "class_label": chosen.label,
                    "class_id": chosen.id, "usage": reply.usage}
     return chosen.id
+
+
+def _run_parameter_extractor(node: Node, ctx: _Context, run: NodeRun) -> None:
+    """Dify's Parameter Extractor (:mod:`core.flow.nodes.parameter_extractor`): its memory's history as
+    text in its prompt, one model call, and the parameters read from the reply, typed."""
+    settings = _text_settings(node)
+    assert isinstance(settings, ExtractorSettings)
+    if settings.reasoning_mode == FUNCTION_CALL:
+        run.notes.append(FUNCTION_CALL_NOTE)
+    reply = _text_memory_call(node, settings, ctx, run)
+    values, reason = read_parameters(reply.text, settings.parameters)
+    if reason:
+        run.notes.append(f"not a success: {reason}")
+    run.outputs = {"__is_success": 0 if reason else 1, "__reason": reason, "__usage": reply.usage, **values}
+    return None
 
 
 # -- long-term memory, window memory and agent nodes (logic in core.memory.long_term, core.flow.nodes.window_memory,
@@ -1119,10 +1169,11 @@ RUNNERS: dict[str, Callable[[Node, _Context, NodeRun], str | None]] = {
     "if-else": _run_if_else, "end": _run_end, "memory-retrieve": _run_memory_retrieve,
     "memory-store": _run_memory_store, "window-memory": _run_window_memory, "tool-agent": _run_tool_agent,
     "variable-aggregator": _run_variable_aggregator, "variable-assigner": _run_variable_aggregator,
-    "template-transform": _run_template_transform, "question-classifier": _run_question_classifier}
+    "template-transform": _run_template_transform, "question-classifier": _run_question_classifier,
+    "parameter-extractor": _run_parameter_extractor}
 
 #: The node types that time their model calls themselves (:func:`_complete`, the agent's loop).
-_TIMES_ITSELF = ("llm", "tool-agent", "question-classifier")
+_TIMES_ITSELF = ("llm", "tool-agent", "question-classifier", "parameter-extractor")
 
 
 def _run_node(node: Node, ctx: _Context) -> tuple[NodeRun, str | None]:
@@ -1390,9 +1441,9 @@ def _fixed_tokens(flow: Flow, conversation: Conversation, position: int, node_id
         return int(stored)
     if flow.node(node_id).type == "tool-agent":
         return _estimated_agent_frame(flow, conversation, position, node_id, counter).fixed_tokens()
-    if flow.node(node_id).type == "question-classifier":
-        return _estimated_classifier_frame(flow, conversation, position, node_id, counter,
-                                           with_history=config.strategy != "off" and flow.is_chat).fixed_tokens()
+    if _text_memory(flow.node(node_id)):
+        return _estimated_text_frame(flow, conversation, position, node_id, counter,
+                                     with_history=config.strategy != "off" and flow.is_chat).fixed_tokens()
     sys_query = None
     if config.strategy != "off":
         settings = flow.llm(node_id)
@@ -1405,7 +1456,7 @@ def _node_mode(flow: Flow, node_id: str) -> str:
     """How a node's prompt is laid out: an agent always chats; a Question Classifier puts its history
     as text in its prompt; an LLM node as its model's mode says."""
     node = flow.node(node_id)
-    if node.type == "question-classifier":
+    if _text_memory(node):
         return TEXT_HISTORY
     return CHAT if node.type == "tool-agent" else llm_settings(node).mode
 
@@ -1437,15 +1488,12 @@ def _estimated_agent_frame(flow: Flow, conversation: Conversation, position: int
     return _agent_frame(system_text, conversation.turns[position].query, counter, **options)
 
 
-def _estimated_classifier_frame(flow: Flow, conversation: Conversation, position: int, node_id: str, counter, *,
-                                with_history: bool, **options: Any) -> PromptFrame:
-    """A Question Classifier's frame at a turn without its recorded prompt: its instruction and class
-    names rendered with :func:`_turn_pool`; its query read there too, else the turn's query."""
-    settings = classifier_settings(flow.node(node_id))
-    pool = _turn_pool(conversation, position)
-    query = _classifier_query(settings, pool) or conversation.turns[position].query
-    return classifier_frame(_categories(settings, pool), render(settings.instruction, pool), query, counter,
-                            mode=settings.block.mode, with_history=with_history, **options)
+def _estimated_text_frame(flow: Flow, conversation: Conversation, position: int, node_id: str, counter, *,
+                          with_history: bool, **options: Any) -> PromptFrame:
+    """A Question Classifier's or Parameter Extractor's frame at a turn without its recorded prompt:
+    its settings rendered with :func:`_turn_pool`; its query read there too, else the turn's query."""
+    return _text_frame(_text_settings(flow.node(node_id)), _turn_pool(conversation, position), counter,
+                       with_history=with_history, query=conversation.turns[position].query, **options)
 
 
 def what_if_prompt(flow: Flow, conversation: Conversation, position: int, node_id: str,
@@ -1465,8 +1513,8 @@ def what_if_prompt(flow: Flow, conversation: Conversation, position: int, node_i
         frame = PromptFrame.recorded(recorded, CHAT, counter, **options) if recorded else \
             _estimated_agent_frame(flow, conversation, position, node_id, counter, **options)
         return [m.to_dict() for m in _agent_prompt(frame, history_of(conversation, ledger))]
-    if flow.node(node_id).type == "question-classifier":
-        model = ledger.config.get("model") or classifier_settings(flow.node(node_id)).model or DEMO_MODEL
+    if _text_memory(flow.node(node_id)):
+        model = ledger.config.get("model") or _text_settings(flow.node(node_id)).model or DEMO_MODEL
         counter = counter_for(model)
         options = dict(file_upload=flow.file_upload, vision=model_supports_vision(model))
         with_history = ledger.config.get("strategy", "off") != "off" and flow.is_chat
@@ -1474,8 +1522,8 @@ def what_if_prompt(flow: Flow, conversation: Conversation, position: int, node_i
             if recorded else None
         if frame is None or (HISTORY_SLOT in frame.template) != with_history:
             # Memory switched on or off: the prompt's history part comes or goes with it.
-            frame = _estimated_classifier_frame(flow, conversation, position, node_id, counter,
-                                                with_history=with_history, **options)
+            frame = _estimated_text_frame(flow, conversation, position, node_id, counter,
+                                          with_history=with_history, **options)
         return [m.to_dict() for m in frame.build(history_of(conversation, ledger))]
     settings = flow.llm(node_id)
     model = ledger.config.get("model") or settings.model or DEMO_MODEL

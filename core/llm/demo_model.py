@@ -18,7 +18,12 @@ What it does with a prompt (the last user message is the question, everything be
    option named in the question, else the last option (a deterministic classifier). When the
    message also lists ``Categories: [{"category_id": …, "category_name": …}, …]`` (a Question
    Classifier's prompt), the answer is that category as JSON: ``{"category_id": …, "category_name": …}``.
-6. Anything else gets a short receipt that quotes the question and says how many earlier messages
+6. **Parameters** — when a system message gives ``Parameters as a JSON schema: {…}`` (a Parameter
+   Extractor's prompt), the answer is a JSON object with a value for every parameter: a fact the
+   prompt states (its history's ``Human:`` lines and the question) whose key is a word of the
+   parameter's name or description, else a number or option named in the question, else the
+   type's empty value.
+7. Anything else gets a short receipt that quotes the question and says how many earlier messages
    it can see.
 
 ``max_tokens`` is not applied: replies are a sentence or two. Usage figures are real token counts
@@ -43,6 +48,10 @@ PROVIDER = "memlens"
 _COUNT_QUESTION = re.compile(r"\bhow many (?:earlier |previous |past |prior |old )?messages\b", re.I)
 _ABOUT_ME = re.compile(r"\bwhat do you (?:know|remember) about me\b", re.I)
 _CATEGORIES = re.compile(r"^Categories: (\[.*\])$", re.M)
+_SCHEMA = re.compile(r"^Parameters as a JSON schema: (\{.*\})$", re.M)
+_HISTORY_LINE = re.compile(r"^(Human|Assistant): (.*)$", re.M)
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_WORD = re.compile(r"[a-z]+")
 _ONE_OF = re.compile(r"\b(?:reply|answer|respond) with (?:exactly )?one of[:\s]+([^\n]+)", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _QUOTED = re.compile(r"\u201c[^\u201d]*\u201d")
@@ -139,6 +148,56 @@ def _categories(system: str) -> dict[str, Any]:
             and isinstance(c, dict) and c.get("category_name")}
 
 
+def _schema(system: str) -> dict[str, Any] | None:
+    """The parameters a Parameter Extractor's prompt asks for, name → JSON schema (``None``: it asks for none)."""
+    listed = _SCHEMA.search(system)
+    try:
+        found = json.loads(listed.group(1)) if listed else None
+    except ValueError:
+        return None
+    properties = found.get("properties") if isinstance(found, dict) else None
+    return {str(k): v for k, v in properties.items() if isinstance(v, dict)} if isinstance(properties, dict) else None
+
+
+def _typed(kind: str, item: str, text: str) -> Any:
+    """``text`` as a value of JSON-schema type ``kind`` (arrays of ``item``), or None when it is not one."""
+    if kind == "array":
+        one = _typed(item, "", text)
+        return None if one is None else [one]
+    if kind == "number":
+        found = _NUMBER.findall(text)
+        return (float(found[-1]) if "." in found[-1] else int(found[-1])) if found else None
+    if kind == "boolean":
+        return True
+    return text if kind == "string" else None
+
+
+def _extract(properties: dict[str, Any], system: str, question: str) -> str:
+    """The demo model's reply to a Parameter Extractor's prompt: a JSON object, a value per parameter."""
+    said = [{"role": "user" if who == "Human" else "assistant", "content": text}
+            for who, text in _HISTORY_LINE.findall(system)]
+    facts = known_facts([*said, {"role": "user", "content": question}])
+    out: dict[str, Any] = {}
+    for name, spec in properties.items():
+        kind = str(spec.get("type") or "string")
+        item = str((spec.get("items") or {}).get("type") or "string") if isinstance(spec.get("items"), dict) else "string"
+        words = set(_WORD.findall(f"{name} {spec.get('description') or ''}".lower().replace("_", " ")))
+        value = next((v for key, f in facts.items() if set(key.split()) & words
+                      and (v := _typed(kind, item, f.value)) is not None), None)
+        options = [str(o) for o in spec.get("enum") or []]
+        if value is None and options:
+            named = [o for o in options if re.search(r"\b" + re.escape(o) + r"\b", question, re.I)]
+            value = named[0] if named else ""
+        if value is None and kind in ("number", "array") and (item == "number" or kind == "number"):
+            value = _typed(kind, item, question)
+        if options and value not in options:
+            value = ""
+        if value is None:
+            value = {"number": 0, "boolean": False, "array": []}.get(kind, "")
+        out[name] = value
+    return json.dumps(out, ensure_ascii=False)
+
+
 def _short(text: str, width: int = 80) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -154,6 +213,9 @@ def demo_reply(messages: Sequence[Mapping[str, Any]]) -> str:
     for m in messages:
         if m.get("role") == "system":
             text = message_text(m.get("content"))
+            properties = _schema(text)
+            if properties is not None:
+                return _extract(properties, text, question)
             match = _ONE_OF.search(text)
             if match:
                 categories = _categories(text)

@@ -80,7 +80,10 @@ class MemoryConfig:
     ``exact`` (MemLens's own exact-count estimate, once per turn). ``history_as_text``: the node
     reads its history as text lines (a completion model's prompt, §2.6; a Question Classifier's,
     §1.7), where an empty message is an empty ``Assistant: `` line that is sent, not a message the
-    chat filter drops (§2.7). Settings a strategy does not use are ignored.
+    chat filter drops (§2.7). ``prompt_reserve``: how Dify as shipped budgets the history of a node
+    that counts its own prompt (``None``: the LLM node's rule, an empty list counted — the prompt is
+    not subtracted; a number: the prompt without history and that many tokens more are subtracted —
+    the Question Classifier 0, the Parameter Extractor 1,000). Settings a strategy does not use are ignored.
     """
 
     strategy: str = "dify"
@@ -105,6 +108,7 @@ class MemoryConfig:
     compaction_keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS
     compaction_profile: str = SHIPPED
     history_as_text: bool = False
+    prompt_reserve: int | None = None
 
     def window_at(self, turn_number: int) -> int | None:
         size = self.window
@@ -127,6 +131,8 @@ class MemoryConfig:
             raise ConfigError(f"context size {self.context_size} is out of range: it must be at least 1")
         if self.max_tokens < 0:
             raise ConfigError(f"max_tokens {self.max_tokens} is out of range: it must be 0 or more")
+        if self.prompt_reserve is not None and self.prompt_reserve < 0:
+            raise ConfigError(f"prompt_reserve {self.prompt_reserve} is out of range: it must be 0 or more")
         self._validate_rewriting()
         get_strategy(self.strategy).validate(self)
         return self
@@ -166,6 +172,8 @@ class MemoryConfig:
         out["window_changes"] = [list(x) for x in self.window_changes]
         if not self.history_as_text:  # the chat layout, as every config was stored before the setting
             del out["history_as_text"]
+        if self.prompt_reserve is None:  # the LLM node's budget, likewise
+            del out["prompt_reserve"]
         return out
 
     @classmethod

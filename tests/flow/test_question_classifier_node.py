@@ -315,3 +315,16 @@ def test_an_older_exports_start_node_selector_reads_system_variables():
     pool.add_outputs("start", {"name": "x"})
     assert pool.get(["start", "sys.query"]) == "hi"
     assert pool.get(["start", "name"]) == "x"
+
+
+def test_with_token_counting_on_the_classifier_budgets_its_history_after_its_own_prompt():
+    """graphon's classifier counts its prompt without history into the budget (the LLM node passes an
+    empty list): rest = context − max_tokens − that prompt."""
+    _, records = run_conversation(sorter({"window": {"enabled": True, "size": 5}}), ["billing", "delivery"],
+                                  llm=DemoClient(), plugin_token_counting=True)
+    ledger = records[1].node_run("qc").ledger
+    fixed = ledger.prompt_tokens - ledger.history_tokens
+    assert records[1].node_run("qc").memory["prompt_reserve"] == 0
+    assert ledger.context_size and ledger.budget == ledger.context_size - fixed
+    assert ledger.budget_note == (f"{ledger.context_size:,} context − 0 max_tokens − {fixed:,} prompt; the history "
+                                  f"is compared with it counted as a list (+3)")

@@ -132,6 +132,35 @@ def test_read_as_text_a_failed_turns_empty_answer_is_kept_as_an_empty_line():
     assert "history_as_text" not in MemoryConfig(window=10).to_dict()
 
 
+@pytest.mark.parametrize("reserve, budget", [(None, 10_000 - 50 - 3), (0, 10_000 - 50 - 40), (1000, 10_000 - 50 - 1040)])
+def test_the_code_profiles_budget_counts_the_nodes_own_prompt_only_with_a_prompt_reserve(reserve, budget):
+    """The LLM node budgets with an empty list (3); the Question Classifier (reserve 0) and the
+    Parameter Extractor (1,000) with their prompt without history, plus the reserve."""
+    from core.memory.strategies import get_strategy
+    from core.model.tokens import model_facts
+
+    config = MemoryConfig(window=10, context_size=10_000, max_tokens=50, plugin_token_counting=True,
+                          prompt_reserve=reserve)
+    assert get_strategy("dify").budget_limit(config, model_facts("gpt-4o-mini"), 40) == (budget, 3)
+    assert get_strategy("dify").budget(config, model_facts("gpt-4o-mini"), 40).limit == budget
+    # Unknown context: Dify's 2,000 whatever the prompt; the documented profile subtracts the prompt alone.
+    unknown = config.with_(context_size=None, model="nobody/knows")
+    assert get_strategy("dify").budget_limit(unknown, model_facts("nobody/knows"), 40) == (2_000, 3)
+    docs = config.with_(fidelity="documented")
+    assert get_strategy("dify").budget_limit(docs, model_facts("gpt-4o-mini"), 40) == (10_000 - 50 - 40, 0)
+    assert ("prompt_reserve" in config.to_dict()) is (reserve is not None)
+    assert MemoryConfig.from_dict(config.to_dict()) == config
+
+
+def test_a_negative_prompt_reserve_is_refused():
+    from core.memory.errors import ConfigError
+
+    with pytest.raises(ConfigError) as refused:
+        MemoryConfig(prompt_reserve=-1).validate()
+    assert str(refused.value) == "prompt_reserve -1 is out of range: it must be 0 or more"
+    assert MemoryConfig(prompt_reserve=0).validate().prompt_reserve == 0
+
+
 # 8. Window size N yields at most N − 1 previous turns in Dify's code.
 def test_item8_code_fidelity_window_of_n_gives_n_minus_one_turns():
     conv = linear(10)

@@ -34,6 +34,7 @@ from typing import Any
 from core.analysis.debug_view import dify_profile
 from core.flow.graph import Flow, load_flow
 from core.flow.node_types import NODE_TYPES
+from core.flow.nodes.parameter_extractor import extracted
 from core.flow.nodes.tool_agent import granularity_line
 from core.flow.runtime import ConversationState, NodeRun, TurnRecord, run_turn
 from core.limits import check_file_size, load_json
@@ -134,6 +135,8 @@ def _node_line(run: NodeRun) -> list[str]:
             lines.append(f"      reply: {_short(run.reply)}")
         if run.type == "question-classifier" and run.branch is not None:
             lines.append(f"      → {run.outputs.get('class_name', '')} (branch {run.branch})")
+        if run.type == "parameter-extractor" and run.outputs:
+            lines.append(f"      → {_short(extracted(run.outputs))}")
         for note in run.notes:
             lines.append(f"      note: {note}")
     elif run.type == "if-else":

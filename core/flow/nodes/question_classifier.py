@@ -10,7 +10,7 @@ Dify's rule, as shipped (graphon ``QuestionClassifierNode``):
   token counting is on), with one difference: the row limit is the window's ``size`` whether the
   window is enabled or not (the LLM node reads the size only when it is enabled); without a size,
   500 rows. The documented behaviour, a window that is off keeping every turn up to 500, is the
-  ``documented`` fidelity (:meth:`ClassifierSettings.window`). The budget is what the model's
+  ``documented`` fidelity (:meth:`core.flow.nodes.text_memory.TextMemoryNode.window`). The budget is what the model's
   context leaves after ``max_tokens`` and the prompt without history (2,000 tokens when the
   context size is unknown), as for the LLM node.
 * The history goes in as text, ``Human: …`` / ``Assistant: …`` lines (``get_history_prompt_text``),
@@ -32,11 +32,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from core.memory.replay import DEFAULT_FIDELITY
-
 from ..errors import NodeFailed, node_error
 from ..prompt import CURRENT_QUERY, HISTORY_SLOT, HUMAN_AI, TEXT_HISTORY, PromptFrame, message
-from .llm import MemorySettings, ModelBlock, memory_settings, model_block
+from .llm import memory_settings, model_block
+from .text_memory import TextMemoryNode
 
 if TYPE_CHECKING:
     from ..graph import Node
@@ -50,42 +49,10 @@ class ClassifierClass:
 
 
 @dataclass(frozen=True)
-class ClassifierSettings:
-    block: ModelBlock
-    memory: MemorySettings | None
+class ClassifierSettings(TextMemoryNode):
     query_selector: tuple[str, ...]
     classes: tuple[ClassifierClass, ...]
     instruction: str
-
-    @property
-    def model(self) -> str:
-        return self.block.model
-
-    @property
-    def max_tokens(self) -> int:
-        return self.block.max_tokens
-
-    @property
-    def mode(self) -> str:
-        return self.block.mode
-
-    def memory_label(self) -> str:
-        """Its memory in a few words, as shipped, with the documented reading when the two differ."""
-        if self.memory is None:
-            return "off"
-        if not self.memory.window_enabled and self.memory.window_size:
-            return (f"window {self.memory.window_size} turns (its window is switched off, but Dify as shipped reads "
-                    f"the size anyway; documented: {self.memory.label()})")
-        return self.memory.label()
-
-    def window(self, fidelity: str = DEFAULT_FIDELITY) -> int | None:
-        """Turns of history its memory reads (``None``: the 500-row cap): as shipped (``code``) the
-        window's size whether it is enabled or not; ``documented``, the size only when enabled."""
-        if self.memory is None:
-            return None
-        if fidelity == DEFAULT_FIDELITY:
-            return self.memory.window_size or None
-        return self.memory.window
 
 
 def classifier_settings(node: "Node") -> ClassifierSettings:

@@ -18,7 +18,9 @@
 * Budget with counting on (graphon ``nodes/llm/llm_utils.py``, ``calculate_rest_token``):
   ``rest = max(context_size − max_tokens − count([]), 0)``; the node passes an empty list, whose
   count is the list's +3 reply priming (OpenAI's recipe, which Dify's OpenAI plugin counts
-  with); 2,000 when the model has no context size.
+  with); 2,000 when the model has no context size. The Question Classifier and the Parameter
+  Extractor count their own prompt instead: ``rest = max(context_size − max_tokens − count(prompt
+  without history) − reserve, 0)``, the reserve 0 and 1,000 (``MemoryConfig.prompt_reserve``).
 * Pruning (``token_buffer_memory.py``): while the count of the *whole history list* — its
   messages plus the list's +3 — is over ``rest`` and more than one message is left, drop the
   single oldest message and recount; the last message stays even if it alone is over.
@@ -91,8 +93,10 @@ class DifyStrategy(Strategy):
             return None, 0
         context = config.context_size or facts.context_size
         if config.fidelity == CODE:
-            rest = max(context - config.max_tokens - EMPTY_LIST_TOKENS, 0) if context else DEFAULT_HISTORY_BUDGET
-            return rest, EMPTY_LIST_TOKENS
+            if not context:
+                return DEFAULT_HISTORY_BUDGET, EMPTY_LIST_TOKENS
+            prompt = EMPTY_LIST_TOKENS if config.prompt_reserve is None else fixed_prompt_tokens + config.prompt_reserve
+            return max(context - config.max_tokens - prompt, 0), EMPTY_LIST_TOKENS
         if not context:
             return DEFAULT_HISTORY_BUDGET, 0
         return max(context - config.max_tokens - fixed_prompt_tokens, 0), 0
@@ -107,9 +111,14 @@ class DifyStrategy(Strategy):
             how = " counted with the history list's own +3" if overhead else ""
             return Budget(limit, f"context size of {config.model} unknown: Dify's default budget of "
                                  f"{DEFAULT_HISTORY_BUDGET:,} tokens{how}", None, overhead)
-        if config.fidelity == CODE:
+        if config.fidelity == CODE and config.prompt_reserve is None:
             return Budget(limit, f"{context:,} context − {config.max_tokens:,} max_tokens − {EMPTY_LIST_TOKENS} "
                                  f"(Dify counts an empty list: the prompt is not subtracted); the history is "
                                  f"compared with it counted as a list (+{overhead})", context, overhead)
+        if config.fidelity == CODE:
+            reserved = f" − {config.prompt_reserve:,} reserved" if config.prompt_reserve else ""
+            return Budget(limit, f"{context:,} context − {config.max_tokens:,} max_tokens − {fixed_prompt_tokens:,} "
+                                 f"prompt{reserved}; the history is compared with it counted as a list "
+                                 f"(+{overhead})", context, overhead)
         return Budget(limit, f"{context:,} context − {config.max_tokens:,} max_tokens − {fixed_prompt_tokens:,} prompt",
                       context)
