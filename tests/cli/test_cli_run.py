@@ -146,6 +146,16 @@ def test_a_question_classifier_shows_its_memory_and_the_class_it_picked(capsys, 
     assert "      → Questions about how to use products (branch 1711528736549)" in second
 
 
+def test_a_parameter_extractor_shows_its_memory_and_what_it_extracted(capsys):
+    code, out, _ = run_cli(capsys, ROOT / "sample_data" / "flows" / "order-desk.yml", "--queries",
+                           ROOT / "sample_data" / "flows" / "order-desk.queries.json")
+    assert code == 0
+    third, fifth = out.split("Turn 3")[1].split("Turn 4")[0], out.split("Turn 5")[1]
+    assert "slots            parameter-extractor window 3 (Dify 1.x as shipped" in third
+    assert '      → order_number = 4411, name = "Dana"' in third
+    assert '      → order_number = 0, name = ""' in fifth and "A: Which order is it about?" in fifth
+
+
 @pytest.mark.parametrize("content,message", [
     ('{"query": "x"}', "must be a JSON array of queries"),
     ("[]", "holds no queries"),

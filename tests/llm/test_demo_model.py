@@ -182,3 +182,39 @@ def test_the_support_bot_sample_forgets_the_name_at_turn_six():
     assert records[3].answer == "Your order is 4411."
     assert all(r.node_run("classifier").ledger.history_tokens == 0 for r in records)
     assert records[-1].variables["turn_count"] == 8
+
+
+def extractor_prompt(properties: dict, history: str, question: str) -> list[dict]:
+    from core.flow.nodes.parameter_extractor import extractor_frame
+
+    schema = {"type": "object", "properties": properties, "required": []}
+    frame = extractor_frame(schema, "", question, counter_for(DEMO_MODEL), mode="chat", with_history=True)
+    return [m.wire() for m in frame.build([])] if not history else \
+        [{"role": "system", "content": frame.template.replace("#histories#", history)}, user(question)]
+
+
+def test_it_answers_a_parameter_extractor_with_a_value_for_every_parameter():
+    import json
+
+    properties = {"order_number": {"type": "number", "description": "the order"},
+                  "customer": {"type": "string", "description": "the customer's name"},
+                  "tier": {"type": "string", "description": "", "enum": ["gold", "basic"]},
+                  "urgent": {"type": "boolean", "description": ""},
+                  "tags": {"type": "array", "items": {"type": "string"}, "description": ""},
+                  "amounts": {"type": "array", "items": {"type": "number"}, "description": "amounts"}}
+    # Facts from the history's Human lines, matched by a word of the name or description; a number or
+    # option named in the question; else the type's empty value.
+    reply = demo_reply(extractor_prompt(properties, "Human: Hi, I'm Dana.\nAssistant: Hello!\n"
+                                                    "Human: My order number is 4411.", "gold, 12 and 30 please"))
+    assert json.loads(reply) == {"order_number": 4411, "customer": "Dana", "tier": "gold", "urgent": False,
+                                 "tags": [], "amounts": [30]}
+    # Without the history: the order the question states, the question's last number for a number
+    # no fact names, and no name.
+    alone = json.loads(demo_reply(extractor_prompt(properties, "", "order 7730, 2.5 kg")))
+    assert (alone["order_number"], alone["customer"], alone["tier"], alone["amounts"]) == (7730, "", "", [2.5])
+    assert json.loads(demo_reply(extractor_prompt({"n": {"type": "number"}}, "", "about 3 or 4")))["n"] == 4
+    # A fact that is not of the parameter's type or options is passed over.
+    named = json.loads(demo_reply(extractor_prompt({"name": {"type": "number", "description": ""},
+                                                    "diet": {"type": "string", "enum": ["vegan"]}},
+                                                   "Human: I'm Dana. I'm vegetarian.", "hi")))
+    assert named == {"name": 0, "diet": ""}

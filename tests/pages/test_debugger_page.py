@@ -99,6 +99,31 @@ def test_a_turn_answered_by_a_node_memlens_does_not_emulate_says_so_under_its_re
     assert [shown(i.value) for i in app.info] == ["No LLM node ran in this turn."]
 
 
+def test_a_parameter_extractors_memory_and_prompt_show_in_its_own_receipt(app):
+    """The sample order desk: its extractor's window (3 rows) has lost turn 2, where the order number
+    was given, by turn 5; its receipt shows the history lines it still had and what it extracted."""
+    import json
+
+    flows = {f.flow_name: f.flow_id for f in ConversationService(db(app)).flows()}
+    app.selectbox(key="new_flow").set_value(flows["order-desk"])
+    app.button(key="new_start").click().run()
+    for query in json.loads((ROOT / "sample_data" / "flows" / "order-desk.queries.json").read_text()):
+        app.chat_input(key="chat_input").set_value(query).run()
+        assert not app.exception, app.exception
+    assert "Which order is it about?" in shown(app.chat_message[-1].markdown[0].value)
+    tab = next(t for t in app.tabs if t.label == "Order slots")
+    texts = [t.value for t in tab.text]
+    assert texts[0].startswith("Earlier conversation:\nHuman: Where is my parcel?\n")
+    assert "4411" not in texts[0] and "Dana" not in texts[0]
+    assert texts[1] == "Any update on it?"
+    assert texts[-1] == '{"order_number": 0, "name": ""}'  # its reply
+    assert any(c.value.endswith("of its tokens are the memory history's lines (counted as memory history in "
+                                "the bar above).") for c in tab.caption)
+    # The transcript marks turns 1–2 as outside the extractor's window, turns 3–4 as kept.
+    slots = [dict(m).get("slots") for m in chips(app)[:8]]
+    assert slots == ["outside_window"] * 4 + ["kept"] * 4
+
+
 def test_a_question_classifiers_memory_and_prompt_show_in_its_own_receipt(app):
     """Dify's Question Classifier template, its classifier given memory with the window switched off:
     as shipped it still reads the window's size (2 rows: one earlier turn), as text in its prompt."""

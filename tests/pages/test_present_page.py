@@ -147,6 +147,21 @@ def test_a_question_classifier_shows_what_it_remembers_and_the_class_it_sorted_i
     assert "sorted the question as" in seen["Question Classifier"][1] and "Other questions" in seen["Question Classifier"][1]
 
 
+def test_a_parameter_extractor_shows_what_it_remembers_and_what_it_extracted(page):
+    service = ConversationService(Database(page.db_url), llm=DemoClient())
+    conv = service.start(service.import_flow(ROOT / "sample_data" / "flows" / "order-desk.yml").flow_id,
+                         name="orders").id
+    for q in json.loads((ROOT / "sample_data" / "flows" / "order-desk.queries.json").read_text()):
+        service.send(conv, q)
+    page.radio(key="pre_from").set_value("Stored").run()
+    page.selectbox(key="pre_stored").set_value(conv).run()
+    go_to(page, 4)  # turn 5: the order number has left the window
+    seen = {title: (sentence, reply) for title, sentence, reply in cards(page)}
+    assert list(seen) == ["Order slots"]
+    assert "remembers turns 3–4" in seen["Order slots"][0] and "forgot turns 1–2" in seen["Order slots"][0]
+    assert "extracted" in seen["Order slots"][1] and 'order_number = 0, name = ""' in seen["Order slots"][1]
+
+
 def test_present_follows_the_active_branch_and_another_can_be_picked(page):
     db = Database(page.db_url)
     service = ConversationService(db, llm=DemoClient())
