@@ -585,10 +585,11 @@ class Difference:
 
 def _explain_difference(turn: int, window: int | None, docs: ProfileCut, code: ProfileCut, siblings: int,
                         counting: bool, fixed_prompt_tokens: int | None,
-                        off_in_docs: bool = False) -> tuple[tuple[str, ...], str]:
+                        off_in_docs: bool = False, reserve: int | None = None) -> tuple[tuple[str, ...], str]:
     """The causes of a difference and the sentence that names them (one rule for every caller).
     ``off_in_docs``: the docs read no window where the code reads ``window`` (a Question Classifier
-    whose window is switched off: Dify 1.x reads its size anyway)."""
+    whose window is switched off: Dify 1.x reads its size anyway). ``reserve``: the config's
+    ``prompt_reserve`` (a node that budgets after its own prompt; ``None``: the LLM node's rule)."""
     from core.memory.strategies.dify import EMPTY_LIST_TOKENS, row_limit
 
     causes: list[str] = []
@@ -617,10 +618,11 @@ def _explain_difference(turn: int, window: int | None, docs: ProfileCut, code: P
     elif counting and (docs.pruned or code.pruned) and (docs.pruned != code.pruned or docs.budget != code.budget):
         causes.append(CAUSE_BUDGET)
         prompt = f"the prompt ({fixed_prompt_tokens:,} tokens)" if fixed_prompt_tokens is not None else "the prompt"
+        subtracts = (f"subtracts only {EMPTY_LIST_TOKENS} (it counts an empty list) and" if reserve is None else
+                     "subtracts the prompt too" + (f" and {reserve:,} tokens more" if reserve else "") + ", then")
         parts.append(f"the docs' budget subtracts {prompt} and is {docs.budget:,} tokens, pruning "
-                     f"{plural(docs.pruned, 'message')}; Dify 1.x subtracts only {EMPTY_LIST_TOKENS} (it counts an "
-                     f"empty list) and compares the history counted as a list with {code.budget:,} tokens, pruning "
-                     f"{plural(code.pruned, 'message')}")
+                     f"{plural(docs.pruned, 'message')}; Dify 1.x {subtracts} compares the history counted as "
+                     f"a list with {code.budget:,} tokens, pruning {plural(code.pruned, 'message')}")
     if not parts:
         parts.append("Dify's docs and Dify 1.x send different history")
     sentence = "; ".join(parts)
@@ -628,8 +630,9 @@ def _explain_difference(turn: int, window: int | None, docs: ProfileCut, code: P
 
 
 def _difference(turn: int, window: int | None, docs: ProfileCut, code: ProfileCut, siblings: int, counting: bool,
-                fixed_prompt_tokens: int | None, off_in_docs: bool = False) -> Difference:
-    causes, text = _explain_difference(turn, window, docs, code, siblings, counting, fixed_prompt_tokens, off_in_docs)
+                fixed_prompt_tokens: int | None, off_in_docs: bool = False, reserve: int | None = None) -> Difference:
+    causes, text = _explain_difference(turn, window, docs, code, siblings, counting, fixed_prompt_tokens, off_in_docs,
+                                       reserve)
     d, c = set(docs.kept_turns), set(code.kept_turns)
     return Difference(turn, causes, text, docs, code, tuple(sorted(d - c)), tuple(sorted(c - d)))
 
@@ -659,7 +662,7 @@ def ledger_difference(code: Ledger, docs: Ledger, position: int) -> Difference |
     fixed = docs.prompt_tokens - docs.history_tokens
     return _difference(code.turn, window, _cut_from_ledger(docs), _cut_from_ledger(code), siblings,
                        bool(code.config.get("plugin_token_counting")), fixed,
-                       window is not None and docs.config.get("window") is None)
+                       window is not None and docs.config.get("window") is None, code.config.get("prompt_reserve"))
 
 
 def both_decisions(code: Ledger, docs: Ledger) -> dict[tuple[int, int], tuple[str, str]]:
@@ -729,7 +732,7 @@ def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_pro
         on_thread_rows = len(view_c.positions) - bisect_left(view_c.positions, max(first_row, 0))
         siblings = (p - max(first_row, 0)) - on_thread_rows
         out.append(_difference(numbers[p], config.window, cut(view_d, d), cut(view_c, c), siblings,
-                               config.plugin_token_counting, d.fixed_prompt_tokens))
+                               config.plugin_token_counting, d.fixed_prompt_tokens, reserve=config.prompt_reserve))
     return out
 
 

@@ -574,3 +574,20 @@ def test_the_reports_findings_link_to_their_turns_by_thread_label():
     assert ("13", "turn 11 · 2/2") in links and ("11", "turn 11 · 1/2") in links
     numbers = turn_numbers(conv)
     assert all(label == turn_label(conv, numbers.index(int(n))) for n, label in links)
+
+
+@pytest.mark.parametrize("reserve, says", [
+    (None, "Dify 1.x subtracts only 3 (it counts an empty list) and compares"),
+    (0, "Dify 1.x subtracts the prompt too, then compares"),
+    (1000, "Dify 1.x subtracts the prompt too and 1,000 tokens more, then compares"),
+])
+def test_a_budget_difference_says_what_dify_as_shipped_subtracts_for_the_node(reserve, says):
+    """The LLM node budgets after an empty list; the Question Classifier (reserve 0) and the Parameter
+    Extractor (1,000) after their own prompt."""
+    from core.analysis.findings import CAUSE_BUDGET, ProfileCut, _explain_difference
+
+    causes, text = _explain_difference(4, 10, ProfileCut(3, 0, 900), ProfileCut(3, 2, 700), 0, True, 120,
+                                       reserve=reserve)
+    assert causes == (CAUSE_BUDGET,)
+    assert text == (f"The docs' budget subtracts the prompt (120 tokens) and is 900 tokens, pruning 0 messages; "
+                    f"{says} the history counted as a list with 700 tokens, pruning 2 messages.")

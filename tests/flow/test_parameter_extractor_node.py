@@ -318,3 +318,22 @@ def test_extracted_says_the_values_and_why_a_run_is_not_a_success():
         'order = 4411, name = "Dana"'
     assert extracted({"__is_success": 0, "__reason": "Invalid number of parameters", "tags": []}) == \
         "tags = [] (not a success: Invalid number of parameters)"
+
+
+def test_the_receipts_docs_versus_code_sentence_says_the_extractor_subtracts_its_prompt_and_1000_more():
+    from core.analysis.findings import CAUSE_BUDGET, ledger_difference
+
+    flow = extractor({"window": {"enabled": True, "size": 10}}, model=dict(MODEL, name="gpt-4"))
+    words = "word " * 2500
+    state, records = run_conversation(flow, [f"one {words}", f"two {words}", f"three {words}", "four"],
+                                      llm=ScriptedClient(['{"order_number": 1, "name": ""}'] * 4),
+                                      plugin_token_counting=True)
+    code = records[-1].node_run("pe").ledger
+    docs = what_if_ledger(flow, state.conversation, 3, "pe", {"fidelity": "documented"}, record=records[-1],
+                          plugin_token_counting=True)
+    diff = ledger_difference(code, docs, 3)
+    fixed = docs.prompt_tokens - docs.history_tokens
+    assert diff.causes == (CAUSE_BUDGET,)
+    assert diff.text == (f"The docs' budget subtracts the prompt ({fixed:,} tokens) and is {docs.budget:,} tokens, "
+                         f"pruning 0 messages; Dify 1.x subtracts the prompt too and 1,000 tokens more, then compares "
+                         f"the history counted as a list with {code.budget:,} tokens, pruning 1 message.")
