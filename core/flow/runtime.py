@@ -782,7 +782,7 @@ def _categories(settings: ClassifierSettings, pool: VariablePool) -> list[dict]:
 
 def _node_query(settings: TextMemoryNode, pool: VariablePool) -> str:
     """The text a Question Classifier sorts or a Parameter Extractor reads: the value at its selector, as text."""
-    selector = settings.query_selector  # type: ignore[attr-defined]
+    selector = settings.query_selector
     value = pool.get(list(selector)) if selector else MISSING
     return "" if value is MISSING or value is NONE or value is None else value_text(value)
 
@@ -792,7 +792,7 @@ def _text_frame(settings: TextMemoryNode, pool: VariablePool, counter, *, with_h
     """The frame of a Question Classifier's or Parameter Extractor's prompt, its settings rendered with
     ``pool``; ``query`` stands in when the node's own query reads as nothing (an estimate without its run)."""
     text = _node_query(settings, pool) or query
-    instruction = render(settings.instruction, pool)  # type: ignore[attr-defined]
+    instruction = render(settings.instruction, pool)
     if isinstance(settings, ClassifierSettings):
         return classifier_frame(_categories(settings, pool), instruction, text, counter, mode=settings.mode,
                                 with_history=with_history, **options)

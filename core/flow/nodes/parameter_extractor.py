@@ -84,9 +84,7 @@ class ExtractorParameter:
 
 @dataclass(frozen=True)
 class ExtractorSettings(TextMemoryNode):
-    query_selector: tuple[str, ...]
     parameters: tuple[ExtractorParameter, ...]
-    instruction: str
     reasoning_mode: str
     prompt_reserve: ClassVar[int] = PROMPT_RESERVE
 
@@ -136,7 +134,7 @@ def extractor_settings(node: "Node") -> ExtractorSettings:
     mode = data.get("reasoning_mode") or FUNCTION_CALL
     if mode not in (FUNCTION_CALL, PROMPT):
         raise node_error(node, f"reasoning_mode {mode!r} is unknown; expected function_call or prompt")
-    return ExtractorSettings(model_block(node), memory_settings(node), tuple(selector), parameters, instruction, mode)
+    return ExtractorSettings(model_block(node), memory_settings(node), tuple(selector), instruction, parameters, mode)
 
 
 #: The line of the prompt that carries the parameters' schema (the demo model reads it).

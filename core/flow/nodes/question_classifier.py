@@ -50,9 +50,7 @@ class ClassifierClass:
 
 @dataclass(frozen=True)
 class ClassifierSettings(TextMemoryNode):
-    query_selector: tuple[str, ...]
     classes: tuple[ClassifierClass, ...]
-    instruction: str
 
 
 def classifier_settings(node: "Node") -> ClassifierSettings:
@@ -74,7 +72,7 @@ def classifier_settings(node: "Node") -> ClassifierSettings:
     instruction = data.get("instruction") or ""
     if not isinstance(instruction, str):
         raise node_error(node, "'instruction' must be text")
-    return ClassifierSettings(model_block(node), memory_settings(node), tuple(selector), tuple(classes), instruction)
+    return ClassifierSettings(model_block(node), memory_settings(node), tuple(selector), instruction, tuple(classes))
 
 
 def classifier_frame(categories: list[dict], instruction: str, query: str, counter, *, mode: str,

@@ -24,6 +24,8 @@ class TextMemoryNode:
 
     block: ModelBlock
     memory: MemorySettings | None
+    query_selector: tuple[str, ...]  # the text the node reads (its query)
+    instruction: str  # may hold variable templates, rendered at run time
     #: Tokens the history's budget keeps free besides the prompt (``MemoryConfig.prompt_reserve``).
     prompt_reserve: ClassVar[int] = 0
 
