@@ -217,7 +217,9 @@ def test_the_settings_and_the_schema_dify_builds_from_them():
      "array[string], array[number], array[object], array[boolean]"),
     ({"parameters": [dict(ORDER, options="a")]}, "parameter 'order_number': 'options' must be a list of texts"),
     ({"parameters": [dict(ORDER, description=3)]}, "parameter 'order_number': 'description' must be text"),
-    ({"parameters": [ORDER, ORDER]}, "parameter names must differ; 'order_number' is used twice"),
+    ({"parameters": [ORDER, ORDER]}, "parameter names must differ; used more than once: 'order_number'"),
+    ({"parameters": [NAME, ORDER, NAME, ORDER]},
+     "parameter names must differ; used more than once: 'name', 'order_number'"),
     ({"query": "sys.query"}, "'query' must be a selector such as ['sys', 'query']"),
     ({"instruction": 3}, "'instruction' must be text"),
     ({"reasoning_mode": "react"}, "reasoning_mode 'react' is unknown; expected function_call or prompt"),
@@ -273,9 +275,24 @@ GOOD = {"order_number": 5, "name": "Dana", "tier": "gold", "urgent": True, "tags
     (dict(GOOD, tags="a"), "Invalid value for parameter tags: expected array[string], got string ('a')"),
     (dict(GOOD, name={"x": 1}), "Invalid value for parameter name: expected string, got object ({'x': 1})"),
     (dict(GOOD, tier="silver"), "Invalid `select` value for parameter tier"),
+    (dict(GOOD, name=True), "Invalid value for parameter name: expected string, got boolean (True)"),
+    (dict(GOOD, name=[1]), "Invalid value for parameter name: expected string, got array ([1])"),
 ])
 def test_check_gives_the_first_way_a_result_fails_difys_checks(result, reason):
     assert check(P, result) == reason
+
+
+@pytest.mark.parametrize("kind, value, fits", [
+    ("array[number]", [1, 2.5, True], True), ("array[number]", ["1"], False), ("array[boolean]", [True], True),
+    ("array[boolean]", [1], False), ("array[object]", [{"a": 1}], True), ("array[object]", ["a"], False),
+    ("array[string]", [], True), ("number", 0.5, True), ("boolean", False, True),
+])
+def test_each_array_item_is_checked_against_the_item_type(kind, value, fits):
+    parameter = extractor_settings(extractor(parameters=[{"name": "v", "type": kind, "description": "",
+                                                          "required": False}]).node("pe")).parameters
+    reason = check(parameter, {"v": value})
+    assert (reason is None) is fits
+    assert fits or reason.startswith(f"Invalid value for parameter v: expected {kind}, got ")
 
 
 def typed(kind: str, value):
@@ -300,6 +317,11 @@ def test_transform_puts_each_value_into_its_type_as_dify_does(kind, value, out):
     assert result == out and type(result) is type(out)
 
 
+def test_every_parameter_is_typed_whatever_its_place():
+    assert transform((P[4], P[0], P[3]), {"tags": "x", "order_number": "7", "urgent": 1}) == \
+        {"tags": [], "order_number": 7, "urgent": True}
+
+
 def test_a_reply_without_json_gives_the_empty_values_and_a_reason():
     assert read_reply("nothing to see", P[:4]) == (
         {"order_number": 0, "name": "", "tier": "", "urgent": False},
@@ -313,11 +335,27 @@ def test_a_reply_without_json_gives_the_empty_values_and_a_reason():
         "Invalid value for parameter order_number: expected number, got string ('12')")
 
 
+def test_the_frame_passes_its_options_on_and_writes_the_schema_as_it_is():
+    schema = {"type": "object", "properties": {"关键词": {"description": "提取关键词", "type": "string"}},
+              "required": []}
+    counter = counter_for("gpt-4o-mini")
+    for mode in ("chat", "completion"):
+        frame = extractor_frame(schema, "", "q", counter, mode=mode, with_history=False, file_upload=True,
+                                vision=True)
+        assert (frame.mode, frame.file_upload, frame.vision, frame.role_prefix) == \
+            ("text history", True, True, {"user": "Human", "assistant": "Assistant"})
+        assert '{"关键词": {"description": "提取关键词"' in frame.template
+        plain = extractor_frame(schema, "", "q", counter, mode=mode, with_history=False)
+        assert (plain.file_upload, plain.vision) == (False, False)
+    assert extractor_frame(schema, "", "", counter, mode="chat", with_history=True).after == ()
+
+
 def test_extracted_says_the_values_and_why_a_run_is_not_a_success():
     assert extracted({"__is_success": 1, "__reason": None, "__usage": {}, "order": 4411, "name": "Dana"}) == \
         'order = 4411, name = "Dana"'
     assert extracted({"__is_success": 0, "__reason": "Invalid number of parameters", "tags": []}) == \
         "tags = [] (not a success: Invalid number of parameters)"
+    assert extracted({"name": "Zoë"}) == 'name = "Zoë"'  # as written, not escaped
 
 
 def test_the_receipts_docs_versus_code_sentence_says_the_extractor_subtracts_its_prompt_and_1000_more():

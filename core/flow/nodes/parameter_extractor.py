@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from ..errors import node_error
-from ..prompt import CURRENT_QUERY, HISTORY_SLOT, HUMAN_AI, TEXT_HISTORY, PromptFrame, message
+from ..prompt import PromptFrame
 from .llm import memory_settings, model_block
-from .text_memory import TextMemoryNode
+from .text_memory import TextMemoryNode, text_history_frame
 
 if TYPE_CHECKING:
     from ..graph import Node
@@ -124,7 +124,7 @@ def extractor_settings(node: "Node") -> ExtractorSettings:
     names = [p.name for p in parameters]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise node_error(node, f"parameter names must differ; {', '.join(map(repr, twice))} is used twice")
+        raise node_error(node, f"parameter names must differ; used more than once: {', '.join(map(repr, twice))}")
     selector = data.get("query") or []
     if not isinstance(selector, list) or not all(isinstance(x, str) for x in selector):
         raise node_error(node, "'query' must be a selector such as ['sys', 'query']")
@@ -143,25 +143,19 @@ SCHEMA_LEAD = "Parameters as a JSON schema: "
 
 def extractor_frame(schema: dict, instruction: str, query: str, counter, *, mode: str, with_history: bool,
                     file_upload: bool = False, vision: bool = False) -> PromptFrame:
-    """What the node sends besides its history: a chat model gets one system message (the history,
-    the schema, the instruction) and the text as the user's message; a completion model one text
-    with the text at its end. With history, its lines go in under "Earlier conversation"."""
-    lines = ["Earlier conversation:", HISTORY_SLOT, ""] if with_history else []
-    lines += ["Extract the parameters below from the user's text (the earlier conversation may hold some of them).",
-              SCHEMA_LEAD + json.dumps(schema, ensure_ascii=False)]
+    """What the node sends besides its history (:func:`text_history_frame`): the parameters' schema
+    and the instruction; a completion model's text ends with the text to read."""
+    body = ["Extract the parameters below from the user's text (the earlier conversation may hold some of them).",
+            SCHEMA_LEAD + json.dumps(schema, ensure_ascii=False)]
     if instruction:
-        lines += ["Instructions:", instruction]
-    lines += ["Reply with one JSON object holding a value for every parameter, and nothing else."]
-    text = "\n".join(lines)
-    if mode == "chat":
-        after = (message("user", query, CURRENT_QUERY, counter),) if query else ()
-        return PromptFrame(TEXT_HISTORY, counter, template=text, template_role="system", after=after,
-                           role_prefix=HUMAN_AI, file_upload=file_upload, vision=vision)
-    return PromptFrame(TEXT_HISTORY, counter, template=text + "\nText: " + query, role_prefix=HUMAN_AI,
-                       file_upload=file_upload, vision=vision)
+        body += ["Instructions:", instruction]
+    body += ["Reply with one JSON object holding a value for every parameter, and nothing else."]
+    return text_history_frame(body, query, counter, mode=mode, with_history=with_history, query_label="Text",
+                              file_upload=file_upload, vision=vision)
 
 
-_OPEN, _CLOSE = "{[", "}]"
+_OPEN = "{["
+_PAIRS = {"}": "{", "]": "["}  # closing bracket → the opening one it closes
 
 
 def _matches(text: str) -> dict[int, int]:
@@ -173,8 +167,8 @@ def _matches(text: str) -> dict[int, int]:
     for i, c in enumerate(text):
         if c in _OPEN:
             stack.append(i)
-        elif c in _CLOSE:
-            if stack and _OPEN.index(text[stack[-1]]) == _CLOSE.index(c):
+        elif c in _PAIRS:
+            if stack and text[stack[-1]] == _PAIRS[c]:
                 out[stack.pop()] = i
             else:
                 stack.clear()
@@ -205,7 +199,7 @@ def _type_of(value: Any) -> str:
         return "array"
     if isinstance(value, dict):
         return "object"
-    return "nothing" if value is None else type(value).__name__
+    return "nothing"  # JSON's null: a parsed reply holds nothing else
 
 
 def _fits(kind: str, value: Any) -> bool:
@@ -267,8 +261,7 @@ def _as(kind: str, value: Any, *, item: bool = False) -> Any:
 
 
 def _empty(kind: str) -> Any:
-    if kind.startswith("array["):
-        return []
+    """The empty value of a type that is not an array (an array's is ``[]``)."""
     return {"number": 0, "boolean": False}.get(kind, "")
 
 
@@ -276,14 +269,14 @@ def transform(parameters: tuple[ExtractorParameter, ...], result: dict) -> dict:
     """Every parameter's output value: ``result``'s value put into its type, else the type's empty value."""
     out = {}
     for p in parameters:
-        value = result.get(p.name, _MISSING)
+        value = result.get(p.name)  # a missing value reads as null, which no type takes
         if p.type.startswith("array["):
             element = p.type[len("array["):-1]
             kept = [_as(element, v, item=True) for v in value] if isinstance(value, list) else []
             out[p.name] = [v for v in kept if v is not _MISSING]
-            continue
-        value = _as(p.type, value) if value is not _MISSING else _MISSING
-        out[p.name] = _empty(p.type) if value is _MISSING else value
+        else:
+            value = _as(p.type, value)
+            out[p.name] = _empty(p.type) if value is _MISSING else value
     return out
 
 

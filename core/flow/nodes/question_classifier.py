@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import NodeFailed, node_error
-from ..prompt import CURRENT_QUERY, HISTORY_SLOT, HUMAN_AI, TEXT_HISTORY, PromptFrame, message
+from ..prompt import PromptFrame
 from .llm import memory_settings, model_block
-from .text_memory import TextMemoryNode
+from .text_memory import TextMemoryNode, text_history_frame
 
 if TYPE_CHECKING:
     from ..graph import Node
@@ -77,24 +77,17 @@ def classifier_settings(node: "Node") -> ClassifierSettings:
 
 def classifier_frame(categories: list[dict], instruction: str, query: str, counter, *, mode: str,
                      with_history: bool, file_upload: bool = False, vision: bool = False) -> PromptFrame:
-    """What the node sends besides its history: a chat model gets one system message (the history,
-    the categories as JSON, the instruction) and the query as the user's message; a completion model
-    one text with the query at its end. ``categories``: ``{category_id, category_name}`` per class,
-    names rendered. With history, its lines go in under "Earlier conversation"."""
-    lines = ["Earlier conversation:", HISTORY_SLOT, ""] if with_history else []
-    lines += ["Sort the user's latest question into exactly one of these categories.",
-              "Categories: " + json.dumps(categories, ensure_ascii=False)]
+    """What the node sends besides its history (:func:`text_history_frame`): the categories as JSON
+    and the instruction; a completion model's text ends with the question. ``categories``:
+    ``{category_id, category_name}`` per class, names rendered."""
+    body = ["Sort the user's latest question into exactly one of these categories.",
+            "Categories: " + json.dumps(categories, ensure_ascii=False)]
     if instruction:
-        lines += ["Instructions for sorting:", instruction]
-    lines += ["Reply with one of: " + ", ".join(c["category_name"] for c in categories),
-              'Give the answer as JSON only: {"category_id": "…", "category_name": "…"}']
-    text = "\n".join(lines)
-    if mode == "chat":
-        after = (message("user", query, CURRENT_QUERY, counter),) if query else ()
-        return PromptFrame(TEXT_HISTORY, counter, template=text, template_role="system", after=after,
-                           role_prefix=HUMAN_AI, file_upload=file_upload, vision=vision)
-    return PromptFrame(TEXT_HISTORY, counter, template=text + "\nQuestion: " + query, role_prefix=HUMAN_AI,
-                       file_upload=file_upload, vision=vision)
+        body += ["Instructions for sorting:", instruction]
+    body += ["Reply with one of: " + ", ".join(c["category_name"] for c in categories),
+             'Give the answer as JSON only: {"category_id": "…", "category_name": "…"}']
+    return text_history_frame(body, query, counter, mode=mode, with_history=with_history, query_label="Question",
+                              file_upload=file_upload, vision=vision)
 
 
 _THINK = re.compile(r"<think[^>]*>[\s\S]*?</think>", re.I)

@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from core.memory.replay import DEFAULT_FIDELITY
 
+from ..prompt import CURRENT_QUERY, HISTORY_SLOT, HUMAN_AI, TEXT_HISTORY, PromptFrame, message
 from .llm import MemorySettings, ModelBlock
 
 
@@ -60,4 +61,19 @@ class TextMemoryNode:
         return self.memory.window
 
 
-__all__ = ["TextMemoryNode"]
+def text_history_frame(body: list[str], query: str, counter, *, mode: str, with_history: bool, query_label: str,
+                       file_upload: bool = False, vision: bool = False) -> PromptFrame:
+    """The layout both nodes send: a chat model gets one system message — with history, its lines
+    under "Earlier conversation", then ``body`` — and the query as the user's message (none when the
+    query is empty); a completion model one text with ``query_label: query`` at its end."""
+    lines = ["Earlier conversation:", HISTORY_SLOT, ""] if with_history else []
+    text = "\n".join(lines + body)
+    if mode == "chat":
+        after = (message("user", query, CURRENT_QUERY, counter),) if query else ()
+        return PromptFrame(TEXT_HISTORY, counter, template=text, template_role="system", after=after,
+                           role_prefix=HUMAN_AI, file_upload=file_upload, vision=vision)
+    return PromptFrame(TEXT_HISTORY, counter, template=f"{text}\n{query_label}: {query}", role_prefix=HUMAN_AI,
+                       file_upload=file_upload, vision=vision)
+
+
+__all__ = ["TextMemoryNode", "text_history_frame"]
