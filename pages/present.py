@@ -150,7 +150,7 @@ def stage() -> None:
         cards = []
         if subject == NODES:
             record = next((r for r in source.records if r.id == conv.turns[position].id), None)
-            model_nodes = {n.id for n in source.flow.model_nodes}  # LLM and Question Classifier nodes
+            model_nodes = {n.id for n in source.flow.model_nodes}  # LLM, Question Classifier and Parameter Extractor nodes
             for run in (record.node_runs if record else []):
                 if (run.type != "llm" and run.node_id not in model_nodes) or run.ledger is None:
                     continue

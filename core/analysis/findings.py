@@ -427,7 +427,8 @@ def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | 
 
 
 def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, node_id: str | None = None,
-                    strategy: str = "dify") -> Finding | None:
+                    strategy: str = "dify", reserve: int | None = None) -> Finding | None:
+    """``reserve``: the config's ``prompt_reserve`` (a node that budgets after its own prompt)."""
     hit = [t for t in turns if t.pruned]
     if not hit:
         return None
@@ -444,10 +445,11 @@ def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, 
         detail = "trim_messages drops what does not fit its max_tokens; check that nothing needed goes first."
         severity = INFO
     else:
-        detail = ("Dify pops the oldest message while the history is over its budget (Dify 1.x, with plugin token "
-                  "counting on: context size − max_tokens − 3; as its docs describe: − the prompt) and nothing in "
-                  "the run says so. Raise the context size or lower max_tokens, or narrow the window so what is "
-                  "dropped is a choice.")
+        shipped = "− 3; as its docs describe: − the prompt" if reserve is None else \
+            "− the prompt" + (f" − {reserve:,}" if reserve else "")
+        detail = (f"Dify pops the oldest message while the history is over its budget (Dify 1.x, with plugin token "
+                  f"counting on: context size − max_tokens {shipped}) and nothing in the run says so. Raise the "
+                  f"context size or lower max_tokens, or narrow the window so what is dropped is a choice.")
         severity = WARNING
     return Finding(SILENT_PRUNING, text + ".", subject, first.turn, node_id, severity, detail,
                    {"turns": [t.turn for t in hit], "pruned": [t.pruned for t in hit], "budget": first.budget})
@@ -841,7 +843,7 @@ def config_findings(conversation: Conversation, configs: Iterable[ConfigLike], *
     for c, replay in zip(named, replays):
         turns = memory_turns(replay)
         config = c.config
-        found = _silent_pruning(c.label, turns, name, strategy=config.strategy)
+        found = _silent_pruning(c.label, turns, name, strategy=config.strategy, reserve=config.prompt_reserve)
         if found:
             out.append(found)
         out.extend(_dominant(c.label, turns, conversation))
@@ -1110,7 +1112,7 @@ def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnR
     recs = sorted((r for r in records if r.id in position), key=lambda r: position[r.id])
     static = flow_findings(flow)
     out: list[Finding] = []
-    # LLM and Question Classifier runs: each carries its Dify memory's ledger.
+    # LLM, Question Classifier and Parameter Extractor runs: each carries its Dify memory's ledger.
     ledger_types = {name for name, kind in NODE_TYPES.items() if kind.dify_memory}
 
     # Per node: its ledgers turn by turn.
@@ -1146,8 +1148,9 @@ def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnR
     for node_id, runs in by_node.items():
         subject = label(node_id)
         turns = [memory_turn(run.ledger, p) for p, _, run in runs]
-        strategy = (runs[-1][2].memory or {}).get("strategy", "dify")
-        found = _silent_pruning(subject, turns, name, node_id, strategy)
+        memory = runs[-1][2].memory or {}
+        found = _silent_pruning(subject, turns, name, node_id, memory.get("strategy", "dify"),
+                                memory.get("prompt_reserve"))
         if found:
             out.append(found)
         out.extend(_dominant(subject, turns, conversation, node_id))

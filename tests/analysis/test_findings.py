@@ -309,6 +309,17 @@ def test_a_budget_that_pruned_messages_is_found_at_the_first_turn_the_ledger_pru
     assert "pruned silently by “dify no window + token counting” to fit its token budget of" in found[0].text
 
 
+@pytest.mark.parametrize("reserve, says", [
+    (None, "context size − max_tokens − 3; as its docs describe: − the prompt)"),
+    (0, "context size − max_tokens − the prompt)"),
+    (1000, "context size − max_tokens − the prompt − 1,000)"),
+])
+def test_the_budget_findings_detail_says_what_dify_as_shipped_subtracts_for_the_node(reserve, says):
+    config = MemoryConfig(context_size=300, plugin_token_counting=True, prompt_reserve=reserve)
+    found, = kinds(config_findings(lisbon(), [config, MemoryConfig(strategy="buffer")]), SILENT_PRUNING)
+    assert f"(Dify 1.x, with plugin token counting on: {says} and nothing in the run says so." in found.detail
+
+
 def test_no_budget_finding_when_the_history_fits():
     found = config_findings(lisbon(), [MemoryConfig(window=3), MemoryConfig(strategy="buffer")])
     assert kinds(found, SILENT_PRUNING) == []

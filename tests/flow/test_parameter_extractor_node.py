@@ -375,3 +375,16 @@ def test_the_receipts_docs_versus_code_sentence_says_the_extractor_subtracts_its
     assert diff.text == (f"The docs' budget subtracts the prompt ({fixed:,} tokens) and is {docs.budget:,} tokens, "
                          f"pruning 0 messages; Dify 1.x subtracts the prompt too and 1,000 tokens more, then compares "
                          f"the history counted as a list with {code.budget:,} tokens, pruning 1 message.")
+
+
+def test_its_run_findings_say_the_budget_it_pruned_to():
+    from core.analysis.findings import SILENT_PRUNING, run_findings
+
+    flow = extractor({"window": {"enabled": True, "size": 10}}, model=dict(MODEL, name="gpt-4"))
+    words = "word " * 2500
+    state, records = run_conversation(flow, [f"one {words}", f"two {words}", f"three {words}", "four"],
+                                      llm=ScriptedClient(['{"order_number": 1, "name": ""}'] * 4),
+                                      plugin_token_counting=True)
+    found, = [f for f in run_findings(flow, state.conversation, records) if f.kind == SILENT_PRUNING]
+    assert found.subject == "Slots" and found.data["turns"] == [3, 4]
+    assert "context size − max_tokens − the prompt − 1,000)" in found.detail

@@ -116,7 +116,8 @@ def _node_line(run: NodeRun) -> list[str]:
     if not run.emulated:
         return [head + " not emulated (pass-through)" + (f", branch {run.branch}" if run.branch else "")]
     lines = []
-    if run.type in NODE_TYPES and NODE_TYPES[run.type].dify_memory:  # LLM and Question Classifier nodes
+    # LLM, Question Classifier and Parameter Extractor nodes: each run records its ledger.
+    if run.type in NODE_TYPES and NODE_TYPES[run.type].dify_memory:
         ledger = run.ledger
         memory = run.memory or {}
         label = "memory off" if memory.get("strategy") == "off" else \

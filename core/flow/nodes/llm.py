@@ -132,7 +132,8 @@ def _memory_settings(node: "Node", raw: Any) -> MemorySettings | None:
 
 @dataclass(frozen=True)
 class ModelBlock:
-    """A node's ``model`` block (LLM and Question Classifier nodes): provider, name, mode and parameters."""
+    """A node's ``model`` block (LLM, Question Classifier and Parameter Extractor nodes): provider, name,
+    mode and parameters."""
 
     provider: str
     name: str
@@ -169,7 +170,7 @@ def model_block(node: "Node") -> ModelBlock:
 
 
 def memory_settings(node: "Node") -> MemorySettings | None:
-    """Read a node's ``memory`` block (LLM and Question Classifier nodes); ``None``: memory off."""
+    """Read a node's ``memory`` block (LLM, Question Classifier and Parameter Extractor nodes); ``None``: memory off."""
     return _memory_settings(node, node.data.get("memory"))
 
 
