@@ -142,7 +142,8 @@ def test_the_code_profiles_budget_counts_the_nodes_own_prompt_only_with_a_prompt
     config = MemoryConfig(window=10, context_size=10_000, max_tokens=50, plugin_token_counting=True,
                           prompt_reserve=reserve)
     assert get_strategy("dify").budget_limit(config, model_facts("gpt-4o-mini"), 40) == (budget, 3)
-    assert get_strategy("dify").budget(config, model_facts("gpt-4o-mini"), 40).limit == budget
+    made = get_strategy("dify").budget(config, model_facts("gpt-4o-mini"), 40)
+    assert (made.limit, made.overhead, made.context_size) == (budget, 3, 10_000)  # the list's own +3 is compared
     # Unknown context: Dify's 2,000 whatever the prompt; the documented profile subtracts the prompt alone.
     unknown = config.with_(context_size=None, model="nobody/knows")
     assert get_strategy("dify").budget_limit(unknown, model_facts("nobody/knows"), 40) == (2_000, 3)
