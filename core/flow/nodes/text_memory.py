@@ -62,7 +62,7 @@ class TextMemoryNode:
 
 
 def text_history_frame(body: list[str], query: str, counter, *, mode: str, with_history: bool, query_label: str,
-                       file_upload: bool = False, vision: bool = False) -> PromptFrame:
+                       file_upload: bool, vision: bool) -> PromptFrame:
     """The layout both nodes send: a chat model gets one system message — with history, its lines
     under "Earlier conversation", then ``body`` — and the query as the user's message (none when the
     query is empty); a completion model one text with ``query_label: query`` at its end."""
