@@ -121,13 +121,19 @@ def test_with_token_counting_on_the_budget_keeps_the_prompt_and_1000_tokens_free
     assert off[1].node_run("pe").ledger.budget is None
 
 
-def test_a_small_context_prunes_the_oldest_history_first():
-    flow = extractor({"window": {"enabled": True, "size": 10}}, model=dict(MODEL, name="gpt-4"))  # 8,192 tokens
-    # About 7,500 tokens of history: under 8,192 less the prompt, over it less 1,000 more.
+def long_turns():
+    """Three turns of about 2,500 tokens and a short fourth on an 8,192-token model, token counting on:
+    the fourth turn's history (about 7,500 tokens) fits under 8,192 less the prompt, not 1,000 less."""
+    flow = extractor({"window": {"enabled": True, "size": 10}}, model=dict(MODEL, name="gpt-4"))
     words = "word " * 2500
     state, records = run_conversation(flow, [f"one {words}", f"two {words}", f"three {words}", "four"],
                                       llm=ScriptedClient(['{"order_number": 1, "name": ""}'] * 4),
                                       plugin_token_counting=True)
+    return flow, state, records
+
+
+def test_a_small_context_prunes_the_oldest_history_first():
+    flow, state, records = long_turns()
     ledger = records[-1].node_run("pe").ledger
     assert ledger.budget == 8_192 - (ledger.prompt_tokens - ledger.history_tokens) - 1000
     # Dify pops single messages, oldest first: turn 1's query goes, its short answer stays. (The LLM
@@ -361,11 +367,7 @@ def test_extracted_says_the_values_and_why_a_run_is_not_a_success():
 def test_the_receipts_docs_versus_code_sentence_says_the_extractor_subtracts_its_prompt_and_1000_more():
     from core.analysis.findings import CAUSE_BUDGET, ledger_difference
 
-    flow = extractor({"window": {"enabled": True, "size": 10}}, model=dict(MODEL, name="gpt-4"))
-    words = "word " * 2500
-    state, records = run_conversation(flow, [f"one {words}", f"two {words}", f"three {words}", "four"],
-                                      llm=ScriptedClient(['{"order_number": 1, "name": ""}'] * 4),
-                                      plugin_token_counting=True)
+    flow, state, records = long_turns()
     code = records[-1].node_run("pe").ledger
     docs = what_if_ledger(flow, state.conversation, 3, "pe", {"fidelity": "documented"}, record=records[-1],
                           plugin_token_counting=True)
@@ -380,11 +382,7 @@ def test_the_receipts_docs_versus_code_sentence_says_the_extractor_subtracts_its
 def test_its_run_findings_say_the_budget_it_pruned_to():
     from core.analysis.findings import SILENT_PRUNING, run_findings
 
-    flow = extractor({"window": {"enabled": True, "size": 10}}, model=dict(MODEL, name="gpt-4"))
-    words = "word " * 2500
-    state, records = run_conversation(flow, [f"one {words}", f"two {words}", f"three {words}", "four"],
-                                      llm=ScriptedClient(['{"order_number": 1, "name": ""}'] * 4),
-                                      plugin_token_counting=True)
+    flow, state, records = long_turns()
     found, = [f for f in run_findings(flow, state.conversation, records) if f.kind == SILENT_PRUNING]
     assert found.subject == "Slots" and found.data["turns"] == [3, 4]
     assert "context size − max_tokens − the prompt − 1,000)" in found.detail
