@@ -55,6 +55,10 @@ def _source(c) -> str:
 
 sources = sorted({_source(c) for c in conversations})
 opened = st.session_state.pop(keys.OPEN_IN_DEBUGGER, None)  # set by a view that made a new conversation
+picked_flow = st.session_state.pop(keys.NEW_PICK, None)  # a flow just imported from the user's file
+if picked_flow is not None:  # the popover offers it as a stored flow from now on
+    st.session_state[keys.NEW_SOURCE] = "flow"
+    st.session_state[keys.NEW_FLOW] = picked_flow
 if opened:
     st.session_state[keys.CONVERSATION] = opened
     st.session_state[keys.NEW_POPOVER] = False  # started from it: closed, off the new conversation
@@ -81,16 +85,23 @@ with st.sidebar:
                      label_visibility="collapsed")
     with st.popover("New conversation", icon=":material/add:", width="stretch", key=keys.NEW_POPOVER,
                     on_change="rerun"):
-        flow_names = distinct({f.flow_id: f"{f.flow_name} (v{f.version})" for f in flows})
-        chosen = st.selectbox("Flow", list(flow_names), format_func=flow_names.get, key=keys.NEW_FLOW)
-        own = st.file_uploader("…or your own: a Dify DSL export or a MemLens flow file", type=["yml", "yaml", "json"],
-                               key=f"{keys.NEW_FLOW_FILE}-{st.session_state.get(keys.NEW_FLOW_FILE_ROUND, 0)}",
-                               help="Export it from Dify (app menu → Export DSL). It is stored as a flow, its LLM "
-                                    "nodes answered by the model chosen under *Model for new turns*.")
-        if own is not None:  # drawn once the file has reached the app: Start waits for nothing more
-            st.caption(f"Start uses {html.plain(own.name)}, not the flow picked above.")
+        source = st.radio("Start on", ["flow", "file"], key=keys.NEW_SOURCE, horizontal=True,
+                          format_func={"flow": "a stored flow", "file": "your own file"}.get)
+        chosen, own = None, None
+        if source == "flow":
+            flow_names = distinct({f.flow_id: f"{f.flow_name} (v{f.version})" for f in flows})
+            chosen = st.selectbox("Flow", list(flow_names), format_func=flow_names.get, key=keys.NEW_FLOW)
+        else:
+            own = st.file_uploader("A Dify DSL export or a MemLens flow file", type=["yml", "yaml", "json"],
+                                   key=f"{keys.NEW_FLOW_FILE}-{st.session_state.get(keys.NEW_FLOW_FILE_ROUND, 0)}",
+                                   help="Export it from Dify (app menu → Export DSL). It is stored as a flow, its LLM "
+                                        "nodes answered by the model chosen under *Model for new turns*.")
+            # Start is offered once the file has reached the app: a click while it is still on its way
+            # would otherwise start on no file at all.
+            st.caption(f"Start uses {html.plain(own.name)}." if own is not None else
+                       "Start waits for the file to arrive.")
         new_name = st.text_input("Name", key=keys.NEW_NAME)
-        if st.button("Start", key=keys.NEW_START, disabled=not flows and own is None):
+        if st.button("Start", key=keys.NEW_START, disabled=chosen is None and own is None):
             flow_id = chosen
             if own is not None:
                 try:
@@ -104,8 +115,9 @@ with st.sidebar:
                 # cannot be set once the widget is drawn.
                 st.session_state[keys.OPEN_IN_DEBUGGER] = info.id
                 st.session_state.pop(keys.SELECTED_TURN, None)
-                if own is not None:  # an empty uploader for the next one
+                if own is not None:  # an empty uploader for the next one, the imported flow picked
                     st.session_state[keys.NEW_FLOW_FILE_ROUND] = st.session_state.get(keys.NEW_FLOW_FILE_ROUND, 0) + 1
+                    st.session_state[keys.NEW_PICK] = flow_id
                 st.rerun()
 
 conv_id = st.session_state.get(keys.CONVERSATION)

@@ -35,6 +35,9 @@ NEW_FLOW, NEW_NAME, NEW_START = "new_flow", "new_name", "new_start"  # the "New 
 # … and its upload of the user's own flow: ``f"{NEW_FLOW_FILE}-{n}"``, n = NEW_FLOW_FILE_ROUND, counted up
 # once a conversation has started from it, so the next Start does not import that file again.
 NEW_FLOW_FILE, NEW_FLOW_FILE_ROUND = "new_flow_file", "new_flow_file_round"
+# … whether Start uses a stored flow or the user's file (Start waits for the file to arrive), and the
+# stored flow to show picked on the next run (the file's flow once it was imported).
+NEW_SOURCE, NEW_PICK = "new_source", "new_pick"
 NEW_POPOVER = "new_popover"  # … and whether it is open
 TO_COMPARE, TO_PRESENT = "to_compare", "to_present"  # open the open conversation on Compare / Present
 CONVERSATION_ONLY = "conversation_only"  # hide every debugging detail

@@ -97,8 +97,9 @@ def test_an_imported_chatgpt_export_opens_with_markers_and_a_receipt_in_a_real_b
 
 
 def test_a_new_conversation_on_the_users_own_dify_export_in_a_real_browser(tmp_path):
-    """New conversation → upload a Dify DSL export → Start: the popover closes off the new
-    conversation and its chat answers at once (Start used to fail beside any listed conversation)."""
+    """New conversation → your own file → upload a Dify DSL export → Start: Start is offered only once
+    the file has arrived; the popover closes off the new conversation and its chat answers at once
+    (Start used to fail beside any listed conversation)."""
     from tests.conftest import FIXTURES
 
     env = {"MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}"}
@@ -109,10 +110,13 @@ def test_a_new_conversation_on_the_users_own_dify_export_in_a_real_browser(tmp_p
         expect(page.get_by_test_id("stChatMessage")).to_have_count(16, timeout=90_000)
         page.get_by_role("button", name="New conversation").click()
         popover = page.get_by_test_id("stPopoverBody")
+        popover.get_by_text("your own file").click()
+        expect(popover).to_contain_text("Start waits for the file to arrive.")
+        expect(popover.get_by_role("button", name="Start")).to_be_disabled()
         popover.locator("input[type=file]").set_input_files(str(FIXTURES / "dify_dsl" / "svcvit__记忆测试.yml"))
-        # The uploader lists the file as it sends it; the app's own line shows it has arrived
-        # (Start clicked before then starts on the picked flow).
-        expect(popover).to_contain_text("Start uses svcvit__记忆测试.yml, not the flow picked above.")
+        # The uploader lists the file as it sends it; Start is offered once the app has it.
+        expect(popover).to_contain_text("Start uses svcvit__记忆测试.yml.")
+        expect(popover.get_by_role("button", name="Start")).to_be_enabled()
         popover.get_by_role("button", name="Start").click()
         expect(page.locator("h1").first).to_have_text("New conversation")
         expect(popover).to_have_count(0)  # closed: the chat input is free

@@ -66,9 +66,19 @@ def test_new_conversation_starts_one_on_a_sample_flow_while_others_are_listed(ap
     assert len(started) == 1 and ConversationService(db(app)).flow_version(started[0].flow_version_id).flow_id == window
 
 
+def own_file(app, name: str, content: bytes, round_: int = 0):
+    """Choose "your own file" in the New conversation popover and upload ``content`` as ``name``."""
+    app.radio(key="new_source").set_value("file").run()
+    assert app.button(key="new_start").disabled  # nothing to start on until the file has arrived
+    assert "Start waits for the file to arrive." in [shown(c.value) for c in app.caption]
+    app.file_uploader(key=f"new_flow_file-{round_}").set_value((name, content, "text/yaml")).run()
+    assert not app.button(key="new_start").disabled
+
+
 def test_new_conversation_runs_the_users_own_dify_export(app):
     dsl = (ROOT / "tests" / "fixtures" / "dify_dsl" / "svcvit__记忆测试.yml").read_bytes()
-    app.file_uploader(key="new_flow_file-0").set_value(("memory-test.yml", dsl, "text/yaml"))
+    own_file(app, "memory-test.yml", dsl)
+    assert "Start uses memory-test.yml." in [shown(c.value) for c in app.caption]
     app.button(key="new_start").click().run()
     assert not app.exception, app.exception
     assert shown(app.title[0].value) == "New conversation"
@@ -77,20 +87,22 @@ def test_new_conversation_runs_the_users_own_dify_export(app):
     assert not app.exception
     reply = shown("".join(md.value for md in app.chat_message[-1].markdown))
     assert "Dana" in reply  # answered through the flow's Variable Aggregator, not "(empty)"
-    # The next Start is on the chosen sample flow again: the uploader is empty.
-    assert app.file_uploader(key="new_flow_file-1").value is None
+    # The popover is back on stored flows, the imported one picked: the next Start uses it again
+    # without importing the file twice, and the uploader is empty.
+    assert app.radio(key="new_source").value == "flow"
     chosen = app.selectbox(key="new_flow").value
     app.button(key="new_start").click().run()
     assert not app.exception
     flows = {f.flow_id: f for f in repo.list_flows(db(app))}
-    assert "记忆测试" not in flows[chosen].flow_name
-    assert shown("".join(c.value for c in app.sidebar.caption)).startswith(f"Flow **{flows[chosen].flow_name}** ·")
+    assert flows[chosen].flow_name == "记忆测试"
     assert [f.version for f in flows.values() if f.flow_name == "记忆测试"] == [1]  # not imported twice
+    app.radio(key="new_source").set_value("file").run()
+    assert app.file_uploader(key="new_flow_file-1").value is None and app.button(key="new_start").disabled
 
 
 def test_a_turn_answered_by_a_node_memlens_does_not_emulate_says_so_under_its_receipt(app):
     dsl = (ROOT / "tests" / "fixtures" / "dify_dsl" / "svcvit__旅行Demo.yml").read_bytes()
-    app.file_uploader(key="new_flow_file-0").set_value(("travel.yml", dsl, "text/yaml"))
+    own_file(app, "travel.yml", dsl)
     app.button(key="new_start").click().run()
     app.chat_input(key="chat_input").set_value("Plan a trip to Lisbon").run()
     assert not app.exception
@@ -133,7 +145,7 @@ def test_a_question_classifiers_memory_and_prompt_show_in_its_own_receipt(app):
                           "dify-templates__Question_Classifier_Knowledge_Chatbot.yml").read_text(encoding="utf-8"))
     classifier = next(n for n in doc["workflow"]["graph"]["nodes"] if n["data"]["type"] == "question-classifier")
     classifier["data"]["memory"] = {"window": {"enabled": False, "size": 2}}
-    app.file_uploader(key="new_flow_file-0").set_value(("classifier.yml", yaml.safe_dump(doc).encode(), "text/yaml"))
+    own_file(app, "classifier.yml", yaml.safe_dump(doc).encode())
     app.button(key="new_start").click().run()
     for query in ("Hi, I'm Dana.", "Questions about how to use products: the kettle", "And the toaster?"):
         app.chat_input(key="chat_input").set_value(query).run()
@@ -157,7 +169,7 @@ def test_a_question_classifiers_memory_and_prompt_show_in_its_own_receipt(app):
 
 def test_a_broken_flow_file_is_refused_in_one_line_and_starts_nothing(app):
     before = len(ConversationService(db(app)).conversations())
-    app.file_uploader(key="new_flow_file-0").set_value(("broken.yml", b"app: [unclosed", "text/yaml"))
+    own_file(app, "broken.yml", b"app: [unclosed")
     app.button(key="new_start").click().run()
     assert not app.exception
     assert len(app.error) == 1 and shown(app.error[0].value).startswith("broken.yml is not valid YAML at line 1")
