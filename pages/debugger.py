@@ -94,8 +94,9 @@ with st.sidebar:
         else:
             own = st.file_uploader("A Dify DSL export or a MemLens flow file", type=["yml", "yaml", "json"],
                                    key=f"{keys.NEW_FLOW_FILE}-{st.session_state.get(keys.NEW_FLOW_FILE_ROUND, 0)}",
-                                   help="Export it from Dify (app menu → Export DSL). It is stored as a flow, its LLM "
-                                        "nodes answered by the model chosen under *Model for new turns*.")
+                                   help="Export it from Dify (app menu → Export DSL). It is stored as a flow, "
+                                        "its LLM nodes answered by the model chosen under *Model for new "
+                                        "turns*.")
             # Start is offered once the file has reached the app: a click while it is still on its way
             # would otherwise start on no file at all.
             st.caption(f"Start uses {html.plain(own.name)}." if own is not None else
@@ -164,7 +165,8 @@ latest = svc.latest_version(version.flow_id)
 fidelity = info.meta.get("fidelity", DEFAULT_FIDELITY)
 counting = bool(info.meta.get("plugin_token_counting"))
 stored_overrides = info.meta.get("memory_overrides") or {}
-llm_nodes = flow.model_nodes  # LLM, Question Classifier and Parameter Extractor nodes: each run records its ledger and prompt
+# LLM, Question Classifier and Parameter Extractor nodes: each run records its ledger and prompt.
+llm_nodes = flow.model_nodes
 memory_nodes = flow.memory_nodes  # those and agent nodes: what the switchboard can change, one by one
 titles = {n.id: n.title or n.id for n in llm_nodes}
 node_titles = {n.id: n.title or n.id for n in memory_nodes}

@@ -150,9 +150,10 @@ def stage() -> None:
         cards = []
         if subject == NODES:
             record = next((r for r in source.records if r.id == conv.turns[position].id), None)
-            model_nodes = {n.id for n in source.flow.model_nodes}  # LLM, Question Classifier and Parameter Extractor nodes
+            # LLM, Question Classifier and Parameter Extractor nodes: the runs that carry a ledger.
+            model_nodes = {n.id for n in source.flow.model_nodes}
             for run in (record.node_runs if record else []):
-                if (run.type != "llm" and run.node_id not in model_nodes) or run.ledger is None:
+                if run.node_id not in model_nodes or run.ledger is None:
                     continue
                 held = remembered(run.ledger)
                 title = source.flow.node(run.node_id).label if source.flow.has_node(run.node_id) else run.node_id

@@ -232,13 +232,12 @@ class PromptFrame:
         return completion_text(self.template, histories, self.sys_query)
 
     def _completion_message(self, histories: str) -> PromptMessage:
-        role = self.template_role
-        tokens = self.counter.chat(role, self._text(histories))
+        role, text = self.template_role, self._text(histories)
+        tokens = self.counter.chat(role, text)
         # The history's share: the message's tokens less those of the same message without it.
         share = tokens - self.counter.chat(role, self._text("")) if histories else 0
         # The template travels with the message, so a what-if can put another history into it.
-        return PromptMessage(role, self._text(histories), "template", tokens, template=self.template,
-                             history_tokens=share)
+        return PromptMessage(role, text, "template", tokens, template=self.template, history_tokens=share)
 
     def fixed_tokens(self) -> int:
         """What everything but the history costs (a completion prompt: its text without history)."""

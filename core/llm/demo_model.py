@@ -180,7 +180,8 @@ def _extract(properties: dict[str, Any], system: str, question: str) -> str:
     out: dict[str, Any] = {}
     for name, spec in properties.items():
         kind = str(spec.get("type") or "string")
-        item = str((spec.get("items") or {}).get("type") or "string") if isinstance(spec.get("items"), dict) else "string"
+        items = spec.get("items")
+        item = str(items.get("type") or "string") if isinstance(items, dict) else "string"
         words = set(_WORD.findall(f"{name} {spec.get('description') or ''}".lower().replace("_", " ")))
         value = next((v for key, f in facts.items() if set(key.split()) & words
                       and (v := _typed(kind, item, f.value)) is not None), None)
@@ -188,7 +189,7 @@ def _extract(properties: dict[str, Any], system: str, question: str) -> str:
         if value is None and options:
             named = [o for o in options if re.search(r"\b" + re.escape(o) + r"\b", question, re.I)]
             value = named[0] if named else ""
-        if value is None and kind in ("number", "array") and (item == "number" or kind == "number"):
+        if value is None and (kind == "number" or (kind == "array" and item == "number")):
             value = _typed(kind, item, question)
         if options and value not in options:
             value = ""
