@@ -57,6 +57,8 @@ TRIM_COUNTERS = ("tokens", "messages", "approximate")
 #: work is split across processes: it also decides every turn meanwhile, which takes about half
 #: as long again as tokenising that turn, so the child processes take the larger part.
 OWN_PART = 0.5
+#: How many turns' messages a replay sets its token counts for at once (:meth:`Replay._set_counts`).
+COUNT_CHUNK = 1024
 
 
 @dataclass(frozen=True)
@@ -310,16 +312,33 @@ class Replay:
     def message_tokens(self, position: int) -> tuple[int, ...]:
         toks = self._tokens[position]
         if toks is None:
-            msgs = self.conversation.turns[position].messages
-            toks = self.counter.messages(msgs)
-            self._tokens[position] = toks
-            empty = tuple([m.is_empty and not self.config.history_as_text for m in msgs])
-            self._empty[position] = self._shapes.setdefault(empty, empty)
-        return toks
+            self._set_counts((position,))
+            toks = self._tokens[position]
+        return toks  # type: ignore[return-value]
+
+    def _set_counts(self, positions: Sequence[int]) -> None:
+        """Sets the message tokens and emptiness of the turns at ``positions``, all at once: the
+        per-message work runs over one flat list (a replay asks this of every turn, in batches)."""
+        turns = self.conversation.turns
+        tokens, empties, shapes = self._tokens, self._empty, self._shapes
+        lists = [turns[p].messages for p in positions]
+        flat = [m for msgs in lists for m in msgs]
+        counts = self.counter.message_list(flat)
+        # An empty message is Dify's filter's (:attr:`Message.is_empty`), unless the history is text.
+        empty = [False] * len(flat) if self.config.history_as_text else \
+            [not m.content and not m.tool_calls for m in flat]
+        lo = 0
+        for p, msgs in zip(positions, lists):
+            hi = lo + len(msgs)
+            tokens[p] = tuple(counts[lo:hi])
+            # Most turns share a few shapes: one tuple per shape, not per turn.
+            shape = tuple(empty[lo:hi])
+            empties[p] = shapes.setdefault(shape, shape)
+            lo = hi
 
     def _empties(self, position: int) -> tuple[bool, ...]:
         if self._empty[position] is None:
-            self.message_tokens(position)
+            self._set_counts((position,))
         return self._empty[position]  # type: ignore[return-value]
 
     def eligible(self, position: int) -> tuple[int, ...]:
@@ -430,19 +449,13 @@ class Replay:
         tokenised in one batch across the cores, the later turns' by child processes while the
         first turns are used (this process takes OWN_PART of an equal share, since it also walks
         every turn meanwhile). The per-message counts below are then look-ups."""
-        counter = self.counter
-        tokens, empties, shapes = self._tokens, self._empty, self._shapes
+        tokens = self._tokens
         turns = self.conversation.turns
         todo = array("q", (p for p in range(len(turns)) if tokens[p] is None))  # no int object per turn
-        as_text = self.config.history_as_text
-        count = counter.messages
         done = 0
-        for counted in counter.counted_groups((turns[p].messages for p in todo), own_part=OWN_PART):
-            for p in todo[done:counted]:
-                msgs = turns[p].messages
-                tokens[p] = count(msgs)
-                empty = tuple([not m.content and not m.tool_calls and not as_text for m in msgs])  # as above
-                empties[p] = shapes.setdefault(empty, empty)
+        for counted in self.counter.counted_groups((turns[p].messages for p in todo), own_part=OWN_PART):
+            for lo in range(done, counted, COUNT_CHUNK):  # a chunk at a time: its flat lists stay short
+                self._set_counts(todo[lo:min(lo + COUNT_CHUNK, counted)])
             done = counted
             yield todo[counted] if counted < len(todo) else len(turns)
 

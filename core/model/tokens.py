@@ -450,9 +450,14 @@ class TokenCounter:
             n += self.text(call.name) + self.text(call.arguments)
         return n
 
-    def messages(self, messages: Iterable[Message]) -> tuple[int, ...]:
-        """:meth:`message` of each message; a message with neither a name nor tool calls whose
-        role and content are counted already costs two look-ups (a replay asks this of every turn)."""
+    def messages(self, messages: Sequence[Message]) -> tuple[int, ...]:
+        """:meth:`message` of each message."""
+        return tuple(self.message_list(messages))
+
+    def message_list(self, messages: Sequence[Message]) -> list[int]:
+        """:meth:`message` of each message, as a list; a message with neither a name nor tool
+        calls whose role and content are counted already costs two look-ups (a replay asks this
+        of every message of a conversation, in long batches)."""
         counts, message = self._counts, self.message
         out = []
         for m in messages:
@@ -461,7 +466,7 @@ class TokenCounter:
                 out.append(message(m))
             else:
                 out.append(MESSAGE_OVERHEAD + role + content)
-        return tuple(out)
+        return out
 
     def chat(self, role: str, content: str, name: str | None = None) -> int:
         n = MESSAGE_OVERHEAD + self.text(role) + self.text(content)

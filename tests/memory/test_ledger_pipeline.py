@@ -1,12 +1,14 @@
 """Reason precedence, granularity, buffer/off, and the fast per-turn summaries agreeing with full ledgers."""
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.replay import COUNT_CHUNK, MemoryConfig, Replay
 from core.model.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
                                PIPELINE, SCOPE, TRIMMED_EARLIER)
+from core.model.tokens import TokenCounter
 from tests.builders import dify, linear, openai, record
 
 DIFY = MemoryConfig(fidelity="documented")  # the docs' profile: it always prunes to the budget
@@ -164,6 +166,28 @@ def test_summaries_equal_what_the_full_ledgers_say(conv, config, prompt_size):
         if ledger.budget is not None and len(kept) > 1:
             pruned_pool = [e for e in ledger.entries if e.reason in (KEPT, EMPTY)]
             assert sum(e.tokens for e in pruned_pool) <= ledger.budget
+
+
+@pytest.mark.parametrize("config", [DIFY.with_(window=40, context_size=600), MemoryConfig(strategy="buffer")])
+def test_a_conversation_longer_than_a_counting_chunk_is_counted_turn_by_turn_and_decided_alike(config):
+    # More turns than COUNT_CHUNK, twice over and a part: every turn's tokens and emptiness are
+    # set (an answer left empty now and then), and the one-walk summaries of turns in every chunk
+    # equal those built for the turn alone.
+    n = 2 * COUNT_CHUNK + 300
+    conv = dify([tool_turn(str(i), str(i - 1) if i > 1 else None, f"question {i}", "" if i % 9 == 0 else
+                           f"answer {i} " * (i % 5 + 1)) if i % 7 == 0 else
+                 record(str(i), str(i - 1) if i > 1 else None, f"question {i} " * (i % 3 + 1),
+                        "" if i % 11 == 0 else f"answer {i}") for i in range(1, n + 1)])
+    counter = TokenCounter(shared=False)
+    replay = Replay(conv, config, counter=counter)
+    summaries = replay.summaries()
+    assert len(summaries) == n
+    for position, turn in enumerate(conv.turns):
+        assert replay.message_tokens(position) == tuple(counter.message(m) for m in turn.messages)
+        assert replay._empties(position) == tuple(m.is_empty for m in turn.messages)
+    sample = [0, COUNT_CHUNK - 1, COUNT_CHUNK, COUNT_CHUNK + 1, 2 * COUNT_CHUNK + 7, n - 1]
+    alone = Replay(conv, config, counter=TokenCounter(shared=False)).summaries_at(sample)
+    assert {p: summaries[p] for p in sample} == alone
 
 
 def test_openai_turns_number_from_one_and_an_opening_assistant_message_is_turn_zero():
