@@ -205,7 +205,7 @@ with st.sidebar:
     conversation_only = st.toggle("Conversation only", key=keys.CONVERSATION_ONLY,
                                   help="Hide every debugging detail: a clean chat for demos")
     node_options = ["all"] + [n.id for n in llm_nodes]
-    node_labels = distinct({"all": "all LLM nodes", **titles})  # two nodes may share a title
+    node_labels = distinct({"all": "every node that calls a model", **titles})  # two nodes may share a title
     node_filter = st.selectbox("Show memory of", node_options, key=keys.NODE_FILTER,
                                format_func=node_labels.__getitem__, disabled=conversation_only)
 
@@ -222,8 +222,8 @@ selected = tree.position[selected_id] if selected_id else None
 st.title(html.plain(info.name or "Conversation"))
 damage_slot = st.empty()  # filled once the selected turn's node runs are read
 if not conversation_only:
-    st.caption("Markers beside each message show, for the selected turn, what each LLM node's memory did with it: "
-               "● kept · ○ dropped · ◌ not eligible. Hover a marker for the reason.")
+    st.caption("Markers beside each message show, for the selected turn, what the memory of each node that calls a "
+               "model did with it: ● kept · ○ dropped · ◌ not eligible. Hover a marker for the reason.")
 
 
 def _run(label: str, fn):
@@ -377,7 +377,7 @@ if query:
 if side_col is not None:
     with receipt_tab:
         if selected_id is None:
-            st.info("Send a message: each LLM node's context receipt appears here.")
+            st.info("Send a message: the context receipt of each node that calls a model appears here.")
             render_recall_preview(svc.memory_of(info.flow_version_id), info.user_id, None, key=conv_key(keys.RECALL))
         else:
             st.markdown(f"**{turn_label(conv, selected).capitalize()}** — " + html.muted(conv.turns[selected].query[:80]),
@@ -393,7 +393,7 @@ if side_col is not None:
                                       + ", ".join(f"{quoted(r.get('title') or r['node_id'])} ({r.get('type')})"
                                                   for r in passed)))
             if not ran and not agents:
-                st.info("No LLM node ran in this turn.")
+                st.info("No node that calls a model ran in this turn.")
             else:
                 labels = [html.plain(titles[n.id]) for n in ran] + [html.plain(r.get("title") or r["node_id"])
                                                                       for r in agents]

@@ -108,5 +108,5 @@ def _controls(item: MessageView, sib, actions: TurnActions, key: str) -> None:
                          help="A new answer to the same message, as a sibling branch"):
                 actions.on_regenerate(item.turn_id)
             st.button("Inspect", key=f"{base}-inspect", icon=":material/manage_search:", type="tertiary",
-                      help="Show what each LLM node saw in this turn", on_click=actions.on_select,
+                      help="Show what each node that calls a model saw in this turn", on_click=actions.on_select,
                       args=(item.turn_id,))

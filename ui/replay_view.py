@@ -128,7 +128,7 @@ def _attach_flow(svc, conv_id: str, conv, thread: list[int]) -> None:
     chosen = st.selectbox("Flow", list(labels), format_func=labels.get,
                           key=keys.of_conversation(keys.ATTACH_FLOW, conv_id))
     if st.button("Re-score these answers under its LLM nodes' memory", key=f"attach-rescore-{conv_id}",
-                 help="Adds one lens per LLM node of the flow; nothing is called or stored"):
+                 help="Adds one lens per node of the flow that calls a model; nothing is called or stored"):
         st.session_state[keys.of_conversation(keys.RESCORE_FLOW, conv_id)] = chosen
         st.rerun()
     queries = [conv.turns[p] for p in thread if conv.turns[p].query_index is not None][:MAX_ATTACH_TURNS]

@@ -10,8 +10,8 @@ from core.analysis.why import WhyAnswer
 from ui import html
 
 #: The search box's help, on the debugger of a flow (per LLM node) and of an import (per memory lens).
-WHY_HELP = ("Finds the turn that said it and, for each LLM node or memory lens, the first turn whose context no "
-            "longer holds it and why, and where it came back when it was said again. No model is called.")
+WHY_HELP = ("Finds the turn that said it and, for each node that calls a model or memory lens, the first turn whose "
+            "context no longer holds it and why, and where it came back when it was said again. No model is called.")
 
 
 def render_why(answer: WhyAnswer | None, *, on_jump: Callable[[int], None], key: str) -> None:

@@ -108,7 +108,7 @@ def test_a_turn_answered_by_a_node_memlens_does_not_emulate_says_so_under_its_re
     assert not app.exception
     captions = [shown(c.value) for c in app.caption]
     assert "Ran as pass-throughs, their outputs empty (MemLens does not emulate them): “Agent” (agent)" in captions
-    assert [shown(i.value) for i in app.info] == ["No LLM node ran in this turn."]
+    assert [shown(i.value) for i in app.info] == ["No node that calls a model ran in this turn."]
 
 
 def test_a_parameter_extractors_memory_and_prompt_show_in_its_own_receipt(app):
