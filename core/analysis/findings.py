@@ -427,8 +427,9 @@ def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | 
 
 
 def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, node_id: str | None = None,
-                    strategy: str = "dify", reserve: int | None = None) -> Finding | None:
-    """``reserve``: the config's ``prompt_reserve`` (a node that budgets after its own prompt)."""
+                    strategy: str = "dify", reserve: int | None = None, fixed: int | None = None) -> Finding | None:
+    """``reserve``: the config's ``prompt_reserve`` (a node that budgets after its own prompt);
+    ``fixed``: its ``history_budget`` (a node that passes its memory no limit)."""
     hit = [t for t in turns if t.pruned]
     if not hit:
         return None
@@ -445,11 +446,17 @@ def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, 
         detail = "trim_messages drops what does not fit its max_tokens; check that nothing needed goes first."
         severity = INFO
     else:
-        shipped = "− 3; as its docs describe: − the prompt" if reserve is None else \
-            "− the prompt" + (f" − {reserve:,}" if reserve else "")
-        detail = (f"Dify pops the oldest message while the history is over its budget (Dify 1.x, with plugin token "
-                  f"counting on: context size − max_tokens {shipped}) and nothing in the run says so. Raise the "
-                  f"context size or lower max_tokens, or narrow the window so what is dropped is a choice.")
+        if fixed is not None:
+            detail = (f"Dify pops the oldest message while the history is over its budget (with plugin token counting "
+                      f"on: a fixed {fixed:,} tokens, the memory's default, since the node passes it no limit — "
+                      f"whatever the model's context) and nothing in the run says so. Narrow the window so what is "
+                      f"dropped is a choice.")
+        else:
+            shipped = "− 3; as its docs describe: − the prompt" if reserve is None else \
+                "− the prompt" + (f" − {reserve:,}" if reserve else "")
+            detail = (f"Dify pops the oldest message while the history is over its budget (Dify 1.x, with plugin token "
+                      f"counting on: context size − max_tokens {shipped}) and nothing in the run says so. Raise the "
+                      f"context size or lower max_tokens, or narrow the window so what is dropped is a choice.")
         severity = WARNING
     return Finding(SILENT_PRUNING, text + ".", subject, first.turn, node_id, severity, detail,
                    {"turns": [t.turn for t in hit], "pruned": [t.pruned for t in hit], "budget": first.budget})
@@ -587,11 +594,13 @@ class Difference:
 
 def _explain_difference(turn: int, window: int | None, docs: ProfileCut, code: ProfileCut, siblings: int,
                         counting: bool, fixed_prompt_tokens: int | None,
-                        off_in_docs: bool = False, reserve: int | None = None) -> tuple[tuple[str, ...], str]:
+                        off_in_docs: bool = False, reserve: int | None = None,
+                        fixed: int | None = None) -> tuple[tuple[str, ...], str]:
     """The causes of a difference and the sentence that names them (one rule for every caller).
     ``off_in_docs``: the docs read no window where the code reads ``window`` (a Question Classifier
     whose window is switched off: Dify 1.x reads its size anyway). ``reserve``: the config's
-    ``prompt_reserve`` (a node that budgets after its own prompt; ``None``: the LLM node's rule)."""
+    ``prompt_reserve`` (a node that budgets after its own prompt; ``None``: the LLM node's rule);
+    ``fixed``: its ``history_budget`` (a node that passes its memory no limit: both profiles' budget)."""
     from core.memory.strategies.dify import EMPTY_LIST_TOKENS, row_limit
 
     causes: list[str] = []
@@ -617,6 +626,11 @@ def _explain_difference(turn: int, window: int | None, docs: ProfileCut, code: P
         parts.append(f"the docs say older messages are pruned to fit {budget} ({plural(docs.pruned, 'message')} "
                      f"here); Dify as shipped does not count tokens (plugin token counting is off), so nothing "
                      f"was pruned")
+    elif counting and (docs.pruned or code.pruned) and fixed is not None and docs.pruned != code.pruned:
+        causes.append(CAUSE_BUDGET)
+        parts.append(f"both budgets are a fixed {fixed:,} tokens (the node passes its memory no limit); the docs "
+                     f"count the history's messages, pruning {plural(docs.pruned, 'message')}, and Dify 1.x counts "
+                     f"it as a list (+{EMPTY_LIST_TOKENS}), pruning {plural(code.pruned, 'message')}")
     elif counting and (docs.pruned or code.pruned) and (docs.pruned != code.pruned or docs.budget != code.budget):
         causes.append(CAUSE_BUDGET)
         prompt = f"the prompt ({fixed_prompt_tokens:,} tokens)" if fixed_prompt_tokens is not None else "the prompt"
@@ -632,9 +646,10 @@ def _explain_difference(turn: int, window: int | None, docs: ProfileCut, code: P
 
 
 def _difference(turn: int, window: int | None, docs: ProfileCut, code: ProfileCut, siblings: int, counting: bool,
-                fixed_prompt_tokens: int | None, off_in_docs: bool = False, reserve: int | None = None) -> Difference:
+                fixed_prompt_tokens: int | None, off_in_docs: bool = False, reserve: int | None = None,
+                fixed: int | None = None) -> Difference:
     causes, text = _explain_difference(turn, window, docs, code, siblings, counting, fixed_prompt_tokens, off_in_docs,
-                                       reserve)
+                                       reserve, fixed)
     d, c = set(docs.kept_turns), set(code.kept_turns)
     return Difference(turn, causes, text, docs, code, tuple(sorted(d - c)), tuple(sorted(c - d)))
 
@@ -664,7 +679,8 @@ def ledger_difference(code: Ledger, docs: Ledger, position: int) -> Difference |
     fixed = docs.prompt_tokens - docs.history_tokens
     return _difference(code.turn, window, _cut_from_ledger(docs), _cut_from_ledger(code), siblings,
                        bool(code.config.get("plugin_token_counting")), fixed,
-                       window is not None and docs.config.get("window") is None, code.config.get("prompt_reserve"))
+                       window is not None and docs.config.get("window") is None, code.config.get("prompt_reserve"),
+                       code.config.get("history_budget"))
 
 
 def both_decisions(code: Ledger, docs: Ledger) -> dict[tuple[int, int], tuple[str, str]]:
@@ -734,7 +750,8 @@ def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_pro
         on_thread_rows = len(view_c.positions) - bisect_left(view_c.positions, max(first_row, 0))
         siblings = (p - max(first_row, 0)) - on_thread_rows
         out.append(_difference(numbers[p], config.window, cut(view_d, d), cut(view_c, c), siblings,
-                               config.plugin_token_counting, d.fixed_prompt_tokens, reserve=config.prompt_reserve))
+                               config.plugin_token_counting, d.fixed_prompt_tokens, reserve=config.prompt_reserve,
+                               fixed=config.history_budget))
     return out
 
 
@@ -843,7 +860,8 @@ def config_findings(conversation: Conversation, configs: Iterable[ConfigLike], *
     for c, replay in zip(named, replays):
         turns = memory_turns(replay)
         config = c.config
-        found = _silent_pruning(c.label, turns, name, strategy=config.strategy, reserve=config.prompt_reserve)
+        found = _silent_pruning(c.label, turns, name, strategy=config.strategy, reserve=config.prompt_reserve,
+                                fixed=config.history_budget)
         if found:
             out.append(found)
         out.extend(_dominant(c.label, turns, conversation))
@@ -1150,7 +1168,7 @@ def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnR
         turns = [memory_turn(run.ledger, p) for p, _, run in runs]
         memory = runs[-1][2].memory or {}
         found = _silent_pruning(subject, turns, name, node_id, memory.get("strategy", "dify"),
-                                memory.get("prompt_reserve"))
+                                memory.get("prompt_reserve"), memory.get("history_budget"))
         if found:
             out.append(found)
         out.extend(_dominant(subject, turns, conversation, node_id))

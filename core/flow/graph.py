@@ -63,6 +63,7 @@ from core.model.tokens import DEMO_MODEL
 from .errors import FlowError, VariableError
 from .node_types import NODE_TYPES, read_settings
 from .nodes.llm import LLMSettings, llm_settings
+from .nodes.text_memory import ShippedWindowNode
 from .variables import ConversationVariable
 
 FLOW_FORMAT = "memlens-flow"
@@ -191,7 +192,7 @@ class Flow:
     @property
     def model_nodes(self) -> list[Node]:
         """The nodes that call a model with Dify's conversation memory, each run recording its ledger
-        and prompt: LLM, Question Classifier and Parameter Extractor nodes."""
+        and prompt: LLM, Question Classifier, Parameter Extractor and Dify Agent nodes."""
         return [n for n in self.nodes if n.type in NODE_TYPES and NODE_TYPES[n.type].dify_memory]
 
     @property
@@ -637,14 +638,13 @@ class ImportReport:
 
 
 def _memory_report(node: Node, mode: str) -> dict:
-    text_memory = NODE_TYPES[node.type].text_memory  # Question Classifier, Parameter Extractor
-    settings = NODE_TYPES[node.type].read(node) if text_memory else llm_settings(node)
+    settings = NODE_TYPES[node.type].read(node)
     if settings.memory is None:
         out = {"memory": "off", "window_enabled": None, "window_size": None, "query_prompt_template": None,
                "role_prefix": None, "label": "off"}
     else:
         out = settings.memory.to_report()
-        if text_memory:
+        if isinstance(settings, ShippedWindowNode):  # its window's size is read even when it is off
             out["label"] = settings.memory_label()
         if mode != "advanced-chat":
             out["label"] += " (no effect: workflow mode has no conversation)"

@@ -22,6 +22,7 @@ from .nodes.if_else import check_if_else
 from .nodes.llm import llm_settings
 from .nodes.long_term import retrieve_settings, store_settings
 from .nodes.parameter_extractor import extractor_settings
+from .nodes.plugin_agent import plugin_agent_settings
 from .nodes.question_classifier import classifier_settings
 from .nodes.template_transform import template_settings
 from .nodes.tool_agent import agent_settings
@@ -64,6 +65,7 @@ NODE_TYPES: dict[str, NodeType] = {t.name: t for t in (
     NodeType("llm", llm_settings, memory=True, dify_memory=True),
     NodeType("question-classifier", classifier_settings, memory=True, dify_memory=True, text_memory=True),
     NodeType("parameter-extractor", extractor_settings, memory=True, dify_memory=True, text_memory=True),
+    NodeType("agent", plugin_agent_settings, memory=True, dify_memory=True),  # Dify's plugin Agent node
     NodeType("answer"),
     NodeType("assigner", _assigner_settings),
     NodeType("if-else", check_if_else),

@@ -71,7 +71,8 @@ from .nodes.long_term import retrieve_settings, store_settings
 from .nodes.parameter_extractor import FUNCTION_CALL, FUNCTION_CALL_NOTE, ExtractorSettings, extractor_frame
 from .nodes.parameter_extractor import read_reply as read_parameters
 from .nodes.question_classifier import ClassifierSettings, classifier_frame, read_reply
-from .nodes.text_memory import TextMemoryNode
+from .nodes.plugin_agent import VARIABLE, AgentInput, PluginAgentSettings, agent_frame, agent_notes
+from .nodes.text_memory import ShippedWindowNode, TextMemoryNode
 from .nodes.template_transform import template_settings
 from .nodes.tool_agent import (DemoPlanner, ModelPlanner, agent_settings, check_granularity, planner_for,
                                resolve_granularity, run_agent)
@@ -305,29 +306,31 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
     what-if (runs, the switchboard and the recorded-run checks all take a node's config from here).
 
     An LLM node: ``dify`` with its window, ``off`` without a memory block, or the ``window`` of the
-    window-memory node it reads (``memory_node``). A Question Classifier or Parameter Extractor: the
-    same, with their own window rule (:meth:`TextMemoryNode.window`) and budget
-    (``prompt_reserve``). All read their history as text (``history_as_text``) when it goes into their
-    prompt as lines: these two always, an LLM node with a completion model. ``model`` is the node's configured model
+    window-memory node it reads (``memory_node``). A Question Classifier, Parameter Extractor or
+    Dify Agent node: the same, with their own window rule (:meth:`ShippedWindowNode.window`) and
+    budget (``prompt_reserve``, ``history_budget``). All read their history as text
+    (``history_as_text``) when it goes into their prompt as lines: the Question Classifier and the
+    Parameter Extractor always, an LLM node with a completion model. ``model`` is the node's configured model
     (``memlens/demo`` when none is set): its context size and tokenizer are what Dify would budget
     with, whichever model stands in to answer. ``max_tokens`` is the node's user-set completion
     parameter (0 when unset). ``fidelity`` and ``plugin_token_counting`` are the conversation's Dify
     profile (shipped code by default, token counting off as Dify ships it).
 
-    An agent node: its ``memory`` setting with its model, and the history ``granularity`` of the
+    A tool-agent node: its ``memory`` setting with its model, and the history ``granularity`` of the
     request (``None``: the flow's, else the default), or the window-memory node it reads.
     """
     node = flow.node(node_id)
     if node.type == "tool-agent":
         base = _agent_memory_config(flow, node, granularity)
-    elif _text_memory(node):
-        tm = _text_settings(node)
+    elif isinstance(shipped := _shipped_window_settings(node), ShippedWindowNode):
         # Its window depends on the Dify profile: an override's profile (docs ↔ code) reads it its way.
         profile = (override or {}).get("fidelity", fidelity)
-        base = MemoryConfig(strategy="dify" if tm.memory is not None else "off", window=tm.window(profile),
+        base = MemoryConfig(strategy="dify" if shipped.memory is not None else "off",
+                            window=shipped.window(profile),
                             fidelity=fidelity, plugin_token_counting=plugin_token_counting,
-                            model=tm.model or DEMO_MODEL, max_tokens=tm.max_tokens, history_as_text=True,
-                            prompt_reserve=tm.prompt_reserve)
+                            model=shipped.model or DEMO_MODEL, max_tokens=shipped.max_tokens,
+                            history_as_text=shipped.history_as_text, prompt_reserve=shipped.prompt_reserve,
+                            history_budget=shipped.history_budget)
     else:
         settings = flow.llm(node_id)
         base = MemoryConfig(strategy="dify" if settings.memory is not None else "off",
@@ -802,19 +805,28 @@ def _text_frame(settings: TextMemoryNode, pool: VariablePool, counter, *, with_h
 
 
 def _text_memory_call(node: Node, settings: TextMemoryNode, ctx: _Context, run: NodeRun):
-    """The model call of a node whose memory goes into its prompt as text: its config, ledger and
-    prompt recorded on ``run``, the reply returned (a failed call fails the node)."""
+    """The model call of a node whose memory goes into its prompt as text (:func:`_memory_call`)."""
+    return _memory_call(node, settings, ctx, run, lambda counter, with_history, **options: _text_frame(
+        settings, ctx.pool, counter, with_history=with_history, **options))
+
+
+def _memory_call(node: Node, settings: ShippedWindowNode, ctx: _Context, run: NodeRun,
+                 frame_of: Callable[..., PromptFrame]):
+    """The model call of a node with Dify's memory and the window rule of :class:`ShippedWindowNode`: its
+    config, ledger and prompt recorded on ``run``, the reply returned (a failed call fails the node).
+    ``frame_of(counter, with_history, file_upload=…, vision=…)`` builds what it sends besides its history."""
     override = ctx.overrides.get(node.id)
     config = node_memory_config(ctx.flow, node.id, fidelity=ctx.fidelity,
                                 plugin_token_counting=ctx.plugin_token_counting, override=override)
     run.memory = config.to_dict()
     run.memory_override = copy.deepcopy(dict(override)) if override else None
     run.model = settings.model or DEMO_MODEL
-    frame = _text_frame(settings, ctx.pool, counter_for(config.model),
-                        with_history=config.strategy != "off" and ctx.flow.is_chat,
-                        file_upload=ctx.flow.file_upload, vision=model_supports_vision(config.model))
+    frame = frame_of(counter_for(config.model), config.strategy != "off" and ctx.flow.is_chat,
+                     file_upload=ctx.flow.file_upload, vision=model_supports_vision(config.model))
     run.ledger, history, _ = _history(ctx, config, None, frame.fixed_tokens())
     run.prompt = frame.build(history)
+    if not run.prompt:
+        raise NodeFailed("the node has nothing to send to its model: no instruction, no query and no history")
     model = config.model if override and "model" in override else settings.model
     return _complete(ctx, run, model, run.prompt, settings.max_tokens)
 
@@ -847,6 +859,50 @@ def _run_parameter_extractor(node: Node, ctx: _Context, run: NodeRun) -> None:
     if reason:
         run.notes.append(f"not a success: {reason}")
     run.outputs = {"__is_success": 0 if reason else 1, "__reason": reason, "__usage": reply.usage, **values}
+    return None
+
+
+def _shipped_window_settings(node: Node) -> ShippedWindowNode | None:
+    """The settings of a node with the window rule of :class:`ShippedWindowNode`, else ``None``."""
+    kind = NODE_TYPES.get(node.type)
+    settings = kind.read(node) if kind is not None and kind.dify_memory and kind.read is not None else None
+    return settings if isinstance(settings, ShippedWindowNode) else None
+
+
+def _agent_input(value: AgentInput | None, pool: VariablePool, name: str, *, strict: bool = True) -> str:
+    """An Agent node's instruction or query as its strategy gets it: a template rendered, or a
+    variable's value as text. A missing variable fails the node, as in Dify (``strict``; an estimate
+    without the run reads it as nothing)."""
+    if value is None:
+        return ""
+    if value.kind != VARIABLE:
+        return render(value.template, pool)
+    found = pool.get(list(value.selector))
+    if found is MISSING:
+        if strict:
+            raise NodeFailed(f"agent parameter {name!r} reads the variable {'.'.join(value.selector)}, "
+                             f"which does not exist")
+        return ""
+    return "" if found is NONE or found is None else value_text(found)
+
+
+def _plugin_agent_frame(settings: PluginAgentSettings, pool: VariablePool, counter, *, strict: bool = True,
+                        query: str = "", **options: Any) -> PromptFrame:
+    """A Dify Agent node's frame, its inputs read from ``pool``; ``query`` stands in when its own
+    query reads as nothing (an estimate without its run)."""
+    return agent_frame(_agent_input(settings.instruction, pool, "instruction", strict=strict),
+                       _agent_input(settings.query, pool, "query", strict=strict) or query, counter, **options)
+
+
+def _run_plugin_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
+    """Dify's plugin Agent node (:mod:`core.flow.nodes.plugin_agent`): its memory's history handed to
+    its strategy, laid out as ``function_calling`` sends it, and one model call without tools."""
+    settings = NODE_TYPES[node.type].read(node)  # type: ignore[misc]
+    assert isinstance(settings, PluginAgentSettings)
+    run.notes.extend(agent_notes(settings))
+    reply = _memory_call(node, settings, ctx, run, lambda counter, with_history, **options: _plugin_agent_frame(
+        settings, ctx.pool, counter, **options))
+    run.outputs = {"text": reply.text, "usage": reply.usage, "files": [], "json": []}
     return None
 
 
@@ -1170,10 +1226,10 @@ RUNNERS: dict[str, Callable[[Node, _Context, NodeRun], str | None]] = {
     "memory-store": _run_memory_store, "window-memory": _run_window_memory, "tool-agent": _run_tool_agent,
     "variable-aggregator": _run_variable_aggregator, "variable-assigner": _run_variable_aggregator,
     "template-transform": _run_template_transform, "question-classifier": _run_question_classifier,
-    "parameter-extractor": _run_parameter_extractor}
+    "parameter-extractor": _run_parameter_extractor, "agent": _run_plugin_agent}
 
 #: The node types that time their model calls themselves (:func:`_complete`, the agent's loop).
-_TIMES_ITSELF = ("llm", "tool-agent", "question-classifier", "parameter-extractor")
+_TIMES_ITSELF = ("llm", "tool-agent", "question-classifier", "parameter-extractor", "agent")
 
 
 def _run_node(node: Node, ctx: _Context) -> tuple[NodeRun, str | None]:
@@ -1441,6 +1497,8 @@ def _fixed_tokens(flow: Flow, conversation: Conversation, position: int, node_id
         return int(stored)
     if flow.node(node_id).type == "tool-agent":
         return _estimated_agent_frame(flow, conversation, position, node_id, counter).fixed_tokens()
+    if flow.node(node_id).type == "agent":
+        return _estimated_plugin_agent_frame(flow, conversation, position, node_id, counter).fixed_tokens()
     if _text_memory(flow.node(node_id)):
         return _estimated_text_frame(flow, conversation, position, node_id, counter,
                                      with_history=config.strategy != "off" and flow.is_chat).fixed_tokens()
@@ -1458,7 +1516,7 @@ def _node_mode(flow: Flow, node_id: str) -> str:
     node = flow.node(node_id)
     if _text_memory(node):
         return TEXT_HISTORY
-    return CHAT if node.type == "tool-agent" else llm_settings(node).mode
+    return CHAT if node.type in ("tool-agent", "agent") else llm_settings(node).mode
 
 
 def _turn_pool(conversation: Conversation, position: int) -> VariablePool:
@@ -1488,6 +1546,15 @@ def _estimated_agent_frame(flow: Flow, conversation: Conversation, position: int
     return _agent_frame(system_text, conversation.turns[position].query, counter, **options)
 
 
+def _estimated_plugin_agent_frame(flow: Flow, conversation: Conversation, position: int, node_id: str, counter,
+                                  **options: Any) -> PromptFrame:
+    """A Dify Agent node's frame at a turn without its recorded prompt: its inputs read with
+    :func:`_turn_pool` (a variable not known there as nothing); its query there, else the turn's query."""
+    settings = NODE_TYPES["agent"].read(flow.node(node_id))  # type: ignore[misc]
+    return _plugin_agent_frame(settings, _turn_pool(conversation, position), counter, strict=False,
+                               query=conversation.turns[position].query, **options)
+
+
 def _estimated_text_frame(flow: Flow, conversation: Conversation, position: int, node_id: str, counter, *,
                           with_history: bool, **options: Any) -> PromptFrame:
     """A Question Classifier's or Parameter Extractor's frame at a turn without its recorded prompt:
@@ -1513,6 +1580,13 @@ def what_if_prompt(flow: Flow, conversation: Conversation, position: int, node_i
         frame = PromptFrame.recorded(recorded, CHAT, counter, **options) if recorded else \
             _estimated_agent_frame(flow, conversation, position, node_id, counter, **options)
         return [m.to_dict() for m in _agent_prompt(frame, history_of(conversation, ledger))]
+    if flow.node(node_id).type == "agent":
+        model = ledger.config.get("model") or DEMO_MODEL
+        counter = counter_for(model)
+        options = dict(file_upload=flow.file_upload, vision=model_supports_vision(model))
+        frame = PromptFrame.recorded(recorded, CHAT, counter, **options) if recorded else \
+            _estimated_plugin_agent_frame(flow, conversation, position, node_id, counter, **options)
+        return [m.to_dict() for m in frame.build(history_of(conversation, ledger))]
     if _text_memory(flow.node(node_id)):
         model = ledger.config.get("model") or _text_settings(flow.node(node_id)).model or DEMO_MODEL
         counter = counter_for(model)

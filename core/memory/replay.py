@@ -85,7 +85,9 @@ class MemoryConfig:
     chat filter drops (§2.7). ``prompt_reserve``: how Dify as shipped budgets the history of a node
     that counts its own prompt (``None``: the LLM node's rule, an empty list counted — the prompt is
     not subtracted; a number: the prompt without history and that many tokens more are subtracted —
-    the Question Classifier 0, the Parameter Extractor 1,000). Settings a strategy does not use are ignored.
+    the Question Classifier 0, the Parameter Extractor 1,000). ``history_budget``: a node that passes
+    its memory no limit, so Dify's default budget applies whatever the context (the Agent node:
+    ``None`` otherwise). Settings a strategy does not use are ignored.
     """
 
     strategy: str = "dify"
@@ -111,6 +113,7 @@ class MemoryConfig:
     compaction_profile: str = SHIPPED
     history_as_text: bool = False
     prompt_reserve: int | None = None
+    history_budget: int | None = None
 
     def window_at(self, turn_number: int) -> int | None:
         size = self.window
@@ -135,6 +138,8 @@ class MemoryConfig:
             raise ConfigError(f"max_tokens {self.max_tokens} is out of range: it must be 0 or more")
         if self.prompt_reserve is not None and self.prompt_reserve < 0:
             raise ConfigError(f"prompt_reserve {self.prompt_reserve} is out of range: it must be 0 or more")
+        if self.history_budget is not None and self.history_budget < 0:
+            raise ConfigError(f"history_budget {self.history_budget} is out of range: it must be 0 or more")
         self._validate_rewriting()
         get_strategy(self.strategy).validate(self)
         return self
@@ -174,8 +179,9 @@ class MemoryConfig:
         out["window_changes"] = [list(x) for x in self.window_changes]
         if not self.history_as_text:  # the chat layout, as every config was stored before the setting
             del out["history_as_text"]
-        if self.prompt_reserve is None:  # the LLM node's budget, likewise
-            del out["prompt_reserve"]
+        for name in ("prompt_reserve", "history_budget"):  # the LLM node's budget, likewise
+            if out[name] is None:
+                del out[name]
         return out
 
     @classmethod

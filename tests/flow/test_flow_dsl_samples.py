@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.flow.graph import import_report, load_flow
+from core.flow.node_types import NODE_TYPES
 from core.flow.runtime import run_conversation
 from core.llm.client import LiteLLMClient
 from tests.conftest import FIXTURES
@@ -46,7 +47,7 @@ def test_dsl_sample_runs_three_queries_without_error(path, client):
             assert run.emulated == (statuses[run.node_id].status == "emulated")
             if not run.emulated:
                 assert run.outputs == {} and any("not emulated" in n for n in run.notes)
-            if run.type == "llm":
+            if NODE_TYPES.get(run.type) and NODE_TYPES[run.type].dify_memory:  # LLM, classifier, extractor, agent
                 assert run.ledger is not None and run.prompt and run.reply is not None
                 assert run.model_called == "memlens/demo"
                 assert run.usage["prompt_tokens"] > 0

@@ -101,14 +101,32 @@ def test_new_conversation_runs_the_users_own_dify_export(app):
 
 
 def test_a_turn_answered_by_a_node_memlens_does_not_emulate_says_so_under_its_receipt(app):
+    flow = ("format: memlens-flow\nversion: 1\nname: lookup\nmode: advanced-chat\nnodes:\n"
+            "  - {id: start, type: start, title: Start}\n  - {id: lookup, type: http-request, title: Lookup}\n"
+            "  - {id: answer, type: answer, title: Answer, answer: 'Found: {{#lookup.body#}}'}\n"
+            "edges: [[start, lookup], [lookup, answer]]\n")
+    own_file(app, "lookup.yml", flow.encode())
+    app.button(key="new_start").click().run()
+    app.chat_input(key="chat_input").set_value("Where is my parcel?").run()
+    assert not app.exception
+    captions = [shown(c.value) for c in app.caption]
+    assert "Ran as pass-throughs, their outputs empty (MemLens does not emulate them): “Lookup” (http-request)" in captions
+    assert [shown(i.value) for i in app.info] == ["No node that calls a model ran in this turn.",
+                                                  "This flow declares no conversation variables."]
+
+
+def test_a_dify_agent_nodes_prompt_shows_in_its_own_receipt(app):
+    """svcvit's travel demo: its Agent node runs (no memory block; its query is the History variable)."""
     dsl = (ROOT / "tests" / "fixtures" / "dify_dsl" / "svcvit__旅行Demo.yml").read_bytes()
     own_file(app, "travel.yml", dsl)
     app.button(key="new_start").click().run()
     app.chat_input(key="chat_input").set_value("Plan a trip to Lisbon").run()
-    assert not app.exception
-    captions = [shown(c.value) for c in app.caption]
-    assert "Ran as pass-throughs, their outputs empty (MemLens does not emulate them): “Agent” (agent)" in captions
-    assert [shown(i.value) for i in app.info] == ["No node that calls a model ran in this turn."]
+    assert not app.exception, app.exception
+    assert "Ran as pass-throughs" not in " ".join(shown(c.value) for c in app.caption)
+    tab = next(t for t in app.tabs if t.label == "Agent")
+    texts = [t.value for t in tab.text]
+    assert "Plan a trip to Lisbon" in texts[1]  # the query: the History variable, this message appended
+    assert "its 1 tool(s) are not called" in " ".join(shown(c.value) for c in tab.caption)
 
 
 def test_a_parameter_extractors_memory_and_prompt_show_in_its_own_receipt(app):

@@ -86,7 +86,7 @@ class ExtractorParameter:
 class ExtractorSettings(TextMemoryNode):
     parameters: tuple[ExtractorParameter, ...]
     reasoning_mode: str
-    prompt_reserve: ClassVar[int] = PROMPT_RESERVE
+    prompt_reserve: ClassVar[int | None] = PROMPT_RESERVE
 
     def schema(self) -> dict:
         """The parameters as one JSON schema object, as Dify builds it."""

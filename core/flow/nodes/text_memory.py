@@ -1,11 +1,13 @@
 """What the Question Classifier and the Parameter Extractor share: a model block, Dify's memory read
-as text lines into their prompt, and one window rule.
+as text lines into their prompt, and one window rule — which Dify's plugin Agent node follows too
+(:class:`ShippedWindowNode`).
 
-Dify as shipped (graphon ``QuestionClassifierNode``, ``ParameterExtractorNode``) fetches their history
-with the window's ``size`` as the row limit whenever the node has a memory block, whether the window
-is enabled or not; the LLM node reads the size only when the window is enabled. Without a size, 500
-rows. The documented behaviour, a window that is off keeping every turn up to 500, is the
-``documented`` fidelity (:meth:`TextMemoryNode.window`).
+Dify as shipped (graphon ``QuestionClassifierNode``, ``ParameterExtractorNode``; Dify's
+``AgentRuntimeSupport.build_parameters``) fetches their history with the window's ``size`` as the
+row limit whenever the node has a memory block, whether the window is enabled or not; the LLM node
+reads the size only when the window is enabled. Without a size, 500 rows. The documented
+behaviour, a window that is off keeping every turn up to 500, is the ``documented`` fidelity
+(:meth:`ShippedWindowNode.window`).
 """
 
 from __future__ import annotations
@@ -20,15 +22,18 @@ from .llm import MemorySettings, ModelBlock
 
 
 @dataclass(frozen=True)
-class TextMemoryNode:
-    """The settings every node that reads its memory as text has."""
+class ShippedWindowNode:
+    """A node with a model block whose memory window's size is read even when the window is off. Its
+    budget and history layout (``MemoryConfig``'s fields of the same names) are its type's."""
 
     block: ModelBlock
     memory: MemorySettings | None
-    query_selector: tuple[str, ...]  # the text the node reads (its query)
-    instruction: str  # may hold variable templates, rendered at run time
-    #: Tokens the history's budget keeps free besides the prompt (``MemoryConfig.prompt_reserve``).
-    prompt_reserve: ClassVar[int] = 0
+    #: Tokens the history's budget keeps free besides the prompt (``None``: the prompt is not subtracted).
+    prompt_reserve: ClassVar[int | None] = None
+    #: A fixed history budget in place of one worked out from the context (``None``: none).
+    history_budget: ClassVar[int | None] = None
+    #: Whether the history goes into the prompt as text lines.
+    history_as_text: ClassVar[bool] = False
 
     @property
     def model(self) -> str:
@@ -61,6 +66,16 @@ class TextMemoryNode:
         return self.memory.window
 
 
+@dataclass(frozen=True)
+class TextMemoryNode(ShippedWindowNode):
+    """The settings every node that reads its memory as text has."""
+
+    query_selector: tuple[str, ...]  # the text the node reads (its query)
+    instruction: str  # may hold variable templates, rendered at run time
+    prompt_reserve: ClassVar[int | None] = 0
+    history_as_text: ClassVar[bool] = True
+
+
 def text_history_frame(body: list[str], query: str, counter, *, mode: str, with_history: bool, query_label: str,
                        file_upload: bool, vision: bool) -> PromptFrame:
     """The layout both nodes send: a chat model gets one system message — with history, its lines
@@ -76,4 +91,4 @@ def text_history_frame(body: list[str], query: str, counter, *, mode: str, with_
                        file_upload=file_upload, vision=vision)
 
 
-__all__ = ["TextMemoryNode", "text_history_frame"]
+__all__ = ["ShippedWindowNode", "TextMemoryNode", "text_history_frame"]

@@ -21,6 +21,8 @@
   with); 2,000 when the model has no context size. The Question Classifier and the Parameter
   Extractor count their own prompt instead: ``rest = max(context_size − max_tokens − count(prompt
   without history) − reserve, 0)``, the reserve 0 and 1,000 (``MemoryConfig.prompt_reserve``).
+  The plugin Agent node (``api/core/workflow/nodes/agent/runtime_support.py``) passes no limit, so
+  its memory keeps Dify's default of 2,000 whatever the context (``MemoryConfig.history_budget``).
 * Pruning (``token_buffer_memory.py``): while the count of the *whole history list* — its
   messages plus the list's +3 — is over ``rest`` and more than one message is left, drop the
   single oldest message and recount; the last message stays even if it alone is over.
@@ -29,7 +31,8 @@
 
 ``fidelity="documented"`` follows Dify's docs: the window holds the last N turns of the thread,
 and the history is always pruned to fit ``rest = max(context_size − max_tokens − prompt, 0)``
-(2,000 when the context size is unknown), the prompt being the system prompt, template and query.
+(2,000 when the context size is unknown), the prompt being the system prompt, template and query;
+a node that passes its memory no limit (``history_budget``) is pruned to that fixed budget.
 """
 
 from __future__ import annotations
@@ -91,6 +94,8 @@ class DifyStrategy(Strategy):
     def budget_limit(self, config, facts, fixed_prompt_tokens):
         if not counts_tokens(config):
             return None, 0
+        if config.history_budget is not None:  # the node gives its memory no limit: Dify's default
+            return config.history_budget, EMPTY_LIST_TOKENS if config.fidelity == CODE else 0
         context = config.context_size or facts.context_size
         if config.fidelity == CODE:
             if not context:
@@ -107,6 +112,10 @@ class DifyStrategy(Strategy):
         if limit is None:
             return Budget(None, "plugin token counting is off (Dify ships it off), so history is never pruned "
                                 "by tokens", context)
+        if config.history_budget is not None:
+            how = f"; the history is compared with it counted as a list (+{overhead})" if overhead else ""
+            return Budget(limit, f"{limit:,} tokens whatever the context: the node passes its memory no limit, so "
+                                 f"Dify's default applies{how}", context, overhead)
         if not context:
             how = " counted with the history list's own +3" if overhead else ""
             return Budget(limit, f"context size of {config.model} unknown: Dify's default budget of "

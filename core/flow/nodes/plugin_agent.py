@@ -1,0 +1,143 @@
+"""Dify's Agent node (``type: agent``): an agent strategy from a plugin, handed Dify's memory.
+
+Read from Dify's source (``api/core/workflow/nodes/agent/runtime_support.py``,
+``AgentRuntimeSupport.build_parameters``) and the strategies of the ``langgenius/agent`` plugin
+(``agent-strategies/cot_agent/strategies/function_calling.py``):
+
+* The node's ``agent_parameters`` map each strategy parameter to an input: ``constant`` or
+  ``mixed`` is a template rendered with the variable pool, ``variable`` a selector whose value is
+  taken as it is (a missing variable fails the node).
+* Memory: when the node has a ``memory`` block, its model-selector parameter gets
+  ``history_prompt_messages`` from ``TokenBufferMemory.get_history_prompt_messages(message_limit=
+  memory.window.size or None)`` — the window's size is read whether the window is enabled or not,
+  the Question Classifier's rule (:class:`core.flow.nodes.text_memory.ShippedWindowNode`) — and no
+  token limit, so the memory's default of 2,000 tokens is the budget whatever the model's context
+  (``MemoryConfig.history_budget``; counted only with plugin token counting on, as for every node).
+* The ``function_calling`` strategy sends a system message with the instruction, the history, then
+  the query as the user's message, then its own tool rounds (:func:`agent_frame`).
+
+What MemLens does not emulate, and says so on every run (:func:`agent_notes`): tool calls (its
+model client has no tools, so the reply is the model's first answer, without tools), and the
+wording of other strategies' prompts (``ReAct`` turns the same history into its scratchpad format).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+
+from core.model.tokens import DEFAULT_HISTORY_BUDGET
+
+from ..errors import node_error
+from ..prompt import CHAT, CURRENT_QUERY, PromptFrame, message
+from .llm import ModelBlock, memory_settings
+from .text_memory import ShippedWindowNode
+
+if TYPE_CHECKING:
+    from ..graph import Node
+
+#: The strategy whose prompt layout MemLens sends (the ``langgenius/agent`` plugin's default).
+FUNCTION_CALLING = "function_calling"
+#: The budget of the Agent node's memory: it passes no limit, so TokenBufferMemory's default applies.
+AGENT_HISTORY_BUDGET = DEFAULT_HISTORY_BUDGET
+#: How an input reads its value.
+TEMPLATE, VARIABLE = "template", "variable"
+
+
+@dataclass(frozen=True)
+class AgentInput:
+    """One of the node's ``agent_parameters``: a template (``constant``, ``mixed``) or a selector (``variable``)."""
+
+    kind: str
+    template: str = ""
+    selector: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PluginAgentSettings(ShippedWindowNode):
+    """The parts of an Agent node's data that decide what its strategy is handed."""
+
+    strategy: str
+    strategy_provider: str
+    instruction: AgentInput | None
+    query: AgentInput | None
+    tools: tuple[str, ...]  # the enabled tools' names
+    history_budget: ClassVar[int | None] = AGENT_HISTORY_BUDGET
+
+
+def _input(node: "Node", name: str, raw: Any) -> AgentInput:
+    if not isinstance(raw, Mapping):
+        raise node_error(node, f"agent parameter {name!r} must be {{type, value}}")
+    kind = raw.get("type")
+    value = raw.get("value")
+    if kind == "variable":
+        if not isinstance(value, list) or not value or not all(isinstance(x, str) for x in value):
+            raise node_error(node, f"agent parameter {name!r} is a variable, so its value must be a selector "
+                                   f"such as ['sys', 'query']")
+        return AgentInput(VARIABLE, selector=tuple(value))
+    if kind in ("constant", "mixed"):
+        return AgentInput(TEMPLATE, template=value if isinstance(value, str) else "")
+    raise node_error(node, f"agent parameter {name!r} has type {kind!r}; expected constant, mixed or variable")
+
+
+def _model_value(raw: Mapping) -> Mapping | None:
+    value = raw.get("value") if isinstance(raw, Mapping) else None
+    selector = isinstance(value, Mapping) and (value.get("type") == "model-selector" or
+                                               "model" in value and "provider" in value)
+    return value if selector else None
+
+
+def plugin_agent_settings(node: "Node") -> PluginAgentSettings:
+    """Parse an Agent node's data; a malformed node is a :class:`core.flow.errors.FlowError` naming it."""
+    data = node.data
+    params = data.get("agent_parameters") or {}
+    if not isinstance(params, Mapping):
+        raise node_error(node, "'agent_parameters' must be a mapping of parameter name to {type, value}")
+    model: Mapping = {}
+    for raw in params.values():  # the model-selector parameter, whatever the strategy names it
+        found = _model_value(raw)
+        if found is not None:
+            model = found
+            break
+    mode = model.get("mode") or "chat"
+    if mode not in ("chat", "completion"):
+        raise node_error(node, f"model mode {mode!r} is unknown; expected chat or completion")
+    completion = model.get("completion_params") or {}
+    if not isinstance(completion, Mapping):
+        raise node_error(node, "the agent's 'completion_params' must be a mapping")
+    block = ModelBlock(str(model.get("provider") or ""), str(model.get("model") or ""), mode, dict(completion))
+    tools_raw = params.get("tools")
+    tools: tuple[str, ...] = ()
+    if isinstance(tools_raw, Mapping) and isinstance(tools_raw.get("value"), list):
+        tools = tuple(str(t.get("tool_name") or "") for t in tools_raw["value"]
+                      if isinstance(t, Mapping) and t.get("enabled", False))
+    instruction = _input(node, "instruction", params["instruction"]) if "instruction" in params else None
+    query = _input(node, "query", params["query"]) if "query" in params else None
+    return PluginAgentSettings(block, memory_settings(node), str(data.get("agent_strategy_name") or ""),
+                               str(data.get("agent_strategy_provider_name") or ""), instruction, query, tools)
+
+
+def agent_frame(instruction: str, query: str, counter, *, file_upload: bool = False,
+                vision: bool = False) -> PromptFrame:
+    """What ``function_calling`` sends besides its history: the instruction as the system message,
+    the history, then the query as the user's message (an empty message is left out)."""
+    before = (message("system", instruction, "system", counter),) if instruction else ()
+    after = (message("user", query, CURRENT_QUERY, counter),) if query else ()
+    return PromptFrame(CHAT, counter, before=before, after=after, file_upload=file_upload, vision=vision)
+
+
+def agent_notes(settings: PluginAgentSettings) -> list[str]:
+    """What a run of this node does not do as Dify does, one line each."""
+    notes = []
+    if settings.strategy != FUNCTION_CALLING:
+        name = settings.strategy or "unnamed"
+        notes.append(f"its strategy is {name!r}: MemLens sends function_calling's layout (the instruction, the "
+                     f"history, the query); the history is the same, its strategy's own wording is not emulated")
+    if settings.tools:
+        notes.append(f"its {len(settings.tools)} tool(s) are not called: MemLens's model client has no tools, so the "
+                     f"reply is the model's first answer")
+    return notes
+
+
+__all__ = ["AGENT_HISTORY_BUDGET", "FUNCTION_CALLING", "AgentInput", "PluginAgentSettings", "agent_frame",
+           "agent_notes", "plugin_agent_settings"]
