@@ -95,8 +95,8 @@ with st.sidebar:
             own = st.file_uploader("A Dify DSL export or a MemLens flow file", type=["yml", "yaml", "json"],
                                    key=f"{keys.NEW_FLOW_FILE}-{st.session_state.get(keys.NEW_FLOW_FILE_ROUND, 0)}",
                                    help="Export it from Dify (app menu → Export DSL). It is stored as a flow, "
-                                        "its LLM nodes answered by the model chosen under *Model for new "
-                                        "turns*.")
+                                        "each of its nodes that calls a model answered by the model chosen "
+                                        "under *Model for new turns*.")
             # Start is offered once the file has reached the app: a click while it is still on its way
             # would otherwise start on no file at all.
             st.caption(f"Start uses {html.plain(own.name)}." if own is not None else

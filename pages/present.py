@@ -150,7 +150,7 @@ def stage() -> None:
         cards = []
         if subject == NODES:
             record = next((r for r in source.records if r.id == conv.turns[position].id), None)
-            # LLM, Question Classifier and Parameter Extractor nodes: the runs that carry a ledger.
+            # LLM, Question Classifier, Parameter Extractor and Agent nodes: the runs that carry a ledger.
             model_nodes = {n.id for n in source.flow.model_nodes}
             for run in (record.node_runs if record else []):
                 if run.node_id not in model_nodes or run.ledger is None:
@@ -164,7 +164,7 @@ def stage() -> None:
                     said, verb = extracted(run.outputs), "extracted"
                 cards.append(Card(title, held.sentence(), said, verb, bool(held.forgotten_turns) or held.off))
             if not cards:
-                st.caption("No LLM node ran at this turn.")
+                st.caption("No node that calls a model ran at this turn.")
         else:
             replays = _replays(picked.key, configs_json, conv)
             for k, (named, replay) in enumerate(zip(configs, replays)):

@@ -127,7 +127,8 @@ def _attach_flow(svc, conv_id: str, conv, thread: list[int]) -> None:
     labels = distinct({f.id: f"{f.flow_name} (v{f.version})" for f in flows})
     chosen = st.selectbox("Flow", list(labels), format_func=labels.get,
                           key=keys.of_conversation(keys.ATTACH_FLOW, conv_id))
-    if st.button("Re-score these answers under its LLM nodes' memory", key=f"attach-rescore-{conv_id}",
+    if st.button("Re-score these answers under the memory of its nodes that call a model",
+                 key=f"attach-rescore-{conv_id}",
                  help="Adds one lens per node of the flow that calls a model; nothing is called or stored"):
         st.session_state[keys.of_conversation(keys.RESCORE_FLOW, conv_id)] = chosen
         st.rerun()

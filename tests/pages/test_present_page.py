@@ -162,6 +162,21 @@ def test_a_parameter_extractor_shows_what_it_remembers_and_what_it_extracted(pag
     assert "extracted" in seen["Order slots"][1] and 'order_number = 0, name = ""' in seen["Order slots"][1]
 
 
+def test_a_dify_agent_node_shows_what_it_remembers_and_its_reply(page):
+    service = ConversationService(Database(page.db_url), llm=DemoClient())
+    conv = service.start(service.import_flow(ROOT / "sample_data" / "flows" / "trip-agent.yml").flow_id,
+                         name="trip").id
+    for q in json.loads((ROOT / "sample_data" / "flows" / "trip-agent.queries.json").read_text()):
+        service.send(conv, q)
+    page.radio(key="pre_from").set_value("Stored").run()
+    page.selectbox(key="pre_stored").set_value(conv).run()
+    go_to(page, 3)  # turn 4: the destination (turn 1) has left the window
+    seen = {title: (sentence, reply) for title, sentence, reply in cards(page)}
+    assert list(seen) == ["Trip planner"]
+    assert "remembers turns 2–3" in seen["Trip planner"][0] and "forgot turn 1" in seen["Trip planner"][0]
+    assert "replied" in seen["Trip planner"][1] and "I don't know your destination" in seen["Trip planner"][1]
+
+
 def test_present_follows_the_active_branch_and_another_can_be_picked(page):
     db = Database(page.db_url)
     service = ConversationService(db, llm=DemoClient())
