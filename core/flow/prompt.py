@@ -212,7 +212,8 @@ class PromptFrame:
     ``sys_query`` (the unrendered query template, or ``None``) and ``role_prefix`` (``None``: no
     history text goes in). Text history: one ``template_role`` message whose ``template`` has the
     history's ``role_prefix`` lines put in at its first :data:`HISTORY_SLOT`, then ``after``.
-    ``file_upload`` and ``vision`` decide how history files are sent.
+    ``file_upload`` and ``vision`` decide how history files are sent. ``keep_empty``: an empty history
+    message is sent as it is (a chat prompt's history that no filter runs over: Dify's Agent node).
     """
 
     mode: str
@@ -225,6 +226,7 @@ class PromptFrame:
     file_upload: bool = False
     vision: bool = False
     template_role: str = "user"
+    keep_empty: bool = False
 
     def _text(self, histories: str) -> str:
         if self.mode == TEXT_HISTORY:
@@ -249,6 +251,8 @@ class PromptFrame:
         """The prompt as sent, with ``history`` (memory's messages, oldest first)."""
         if self.mode == CHAT:
             sent = history_messages(history, self.counter, file_upload=self.file_upload, vision=self.vision)
+            if self.keep_empty:
+                return [*sendable(self.before), *sent, *sendable(self.after)]
             return chat_prompt(self.before, sent, self.after)
         histories = completion_history_text(history, self.role_prefix, file_upload=self.file_upload)
         return chat_prompt([self._completion_message(histories)], [], self.after)
@@ -256,7 +260,7 @@ class PromptFrame:
     @classmethod
     def recorded(cls, prompt: Sequence[Mapping[str, Any]], mode: str, counter, *, sys_query: str | None = None,
                  role_prefix: Mapping[str, str] | None = None, file_upload: bool = False,
-                 vision: bool = False) -> "PromptFrame | None":
+                 vision: bool = False, keep_empty: bool = False) -> "PromptFrame | None":
         """The frame of a recorded prompt (dicts), its messages counted with ``counter``: chat — the
         messages before the recorded history (or before the query message) and after it; completion —
         the recorded template, with ``sys_query`` and ``role_prefix`` as the memory now sets them.
@@ -282,7 +286,8 @@ class PromptFrame:
                 side = after
             if m.get("origin") != HISTORY:
                 side.append(message(m["role"], m.get("content") or "", m["origin"], counter))
-        return cls(CHAT, counter, before=tuple(before), after=tuple(after), file_upload=file_upload, vision=vision)
+        return cls(CHAT, counter, before=tuple(before), after=tuple(after), file_upload=file_upload, vision=vision,
+                   keep_empty=keep_empty)
 
 
 __all__ = ["HISTORY", "CHAT", "COMPLETION", "TEXT_HISTORY", "HISTORY_SLOT", "HUMAN_AI", "CURRENT_QUERY",

@@ -330,7 +330,7 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
                             fidelity=fidelity, plugin_token_counting=plugin_token_counting,
                             model=shipped.model or DEMO_MODEL, max_tokens=shipped.max_tokens,
                             history_as_text=shipped.history_as_text, prompt_reserve=shipped.prompt_reserve,
-                            history_budget=shipped.history_budget)
+                            history_budget=shipped.history_budget, sends_empty=shipped.sends_empty)
     else:
         settings = flow.llm(node_id)
         base = MemoryConfig(strategy="dify" if settings.memory is not None else "off",
@@ -1584,7 +1584,7 @@ def what_if_prompt(flow: Flow, conversation: Conversation, position: int, node_i
         model = ledger.config.get("model") or DEMO_MODEL
         counter = counter_for(model)
         options = dict(file_upload=flow.file_upload, vision=model_supports_vision(model))
-        frame = PromptFrame.recorded(recorded, CHAT, counter, **options) if recorded else \
+        frame = PromptFrame.recorded(recorded, CHAT, counter, keep_empty=True, **options) if recorded else \
             _estimated_plugin_agent_frame(flow, conversation, position, node_id, counter, **options)
         return [m.to_dict() for m in frame.build(history_of(conversation, ledger))]
     if _text_memory(flow.node(node_id)):

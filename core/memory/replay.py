@@ -87,7 +87,9 @@ class MemoryConfig:
     not subtracted; a number: the prompt without history and that many tokens more are subtracted —
     the Question Classifier 0, the Parameter Extractor 1,000). ``history_budget``: a node that passes
     its memory no limit, so Dify's default budget applies whatever the context (the Agent node:
-    ``None`` otherwise). Settings a strategy does not use are ignored.
+    ``None`` otherwise). ``sends_empty``: the node's history skips the chat filter, so an empty message
+    in the window is sent as it is (the Agent node: its strategy gets the memory's messages
+    unfiltered). Settings a strategy does not use are ignored.
     """
 
     strategy: str = "dify"
@@ -114,6 +116,7 @@ class MemoryConfig:
     history_as_text: bool = False
     prompt_reserve: int | None = None
     history_budget: int | None = None
+    sends_empty: bool = False
 
     def window_at(self, turn_number: int) -> int | None:
         size = self.window
@@ -177,8 +180,9 @@ class MemoryConfig:
     def to_dict(self) -> dict:
         out = asdict(self)
         out["window_changes"] = [list(x) for x in self.window_changes]
-        if not self.history_as_text:  # the chat layout, as every config was stored before the setting
-            del out["history_as_text"]
+        for name in ("history_as_text", "sends_empty"):  # the chat filter, as configs were stored before them
+            if not out[name]:
+                del out[name]
         for name in ("prompt_reserve", "history_budget"):  # the LLM node's budget, likewise
             if out[name] is None:
                 del out[name]
@@ -298,7 +302,7 @@ class Replay:
         self.plans = self.strategy.plans_for(self)  # else the strategy's window and budget decide
         #: An empty message in the window is left out as ``empty`` (the chat filter) — not when the
         #: node reads its history as text: there it is a line like any other.
-        self.drops_empty = self.strategy.drops_empty and not config.history_as_text
+        self.drops_empty = self.strategy.drops_empty and not config.history_as_text and not config.sends_empty
         self.numbers = turn_numbers(conversation)
         self._prompt_tokens = prompt_tokens
         self._tokens: list[tuple[int, ...] | None] = [None] * len(conversation.turns)
@@ -330,8 +334,9 @@ class Replay:
         lists = [turns[p].messages for p in positions]
         flat = [m for msgs in lists for m in msgs]
         counts = self.counter.message_list(flat)
-        # An empty message is Dify's filter's (:attr:`Message.is_empty`), unless the history is text.
-        empty = [False] * len(flat) if self.config.history_as_text else \
+        # An empty message is Dify's filter's (:attr:`Message.is_empty`), unless the history is text or
+        # goes unfiltered: then it is sent like any other.
+        empty = [False] * len(flat) if self.config.history_as_text or self.config.sends_empty else \
             [not m.content and not m.tool_calls for m in flat]
         lo = 0
         for p, msgs in zip(positions, lists):

@@ -102,6 +102,30 @@ def test_an_agent_with_nothing_to_send_fails_and_a_failed_call_fails_the_node():
     assert down[0].status == FAILED and down[0].node_run("ag").error == "the provider is down"
 
 
+def test_a_failed_turns_empty_answer_is_sent_to_the_agent_as_an_empty_message():
+    """No filter runs between Dify's memory and the agent's strategy: the empty answer a failed turn
+    left is in the history it sends (the LLM node's filter drops it: ``empty``)."""
+    flow = agent({"window": {"enabled": True, "size": 5}})
+    state, records = run_conversation(flow, ["one", "boom", "three"], llm=FailsOn("boom", ["A1", "A3"]))
+    assert records[1].status == FAILED
+    run = records[2].node_run("ag")
+    assert [(e.turn, e.role, e.reason) for e in run.ledger.entries] == [
+        (1, "user", KEPT), (1, "assistant", KEPT), (2, "user", KEPT), (2, "assistant", KEPT)]
+    assert run.memory["sends_empty"] is True
+    assert [(m.role, m.content) for m in run.prompt] == [
+        ("system", "You plan trips."), ("user", "one"), ("assistant", "A1"), ("user", "boom"), ("assistant", ""),
+        ("user", "three")]
+    assert run.ledger.history_tokens == sum(m.tokens for m in run.prompt[1:5])
+    # A what-if rebuilds the same prompt, the empty message kept, from the record and without it.
+    conv = state.conversation
+    recorded = [m.to_dict() for m in run.prompt]
+    ledger = what_if_ledger(flow, conv, 2, "ag", record=records[2])
+    assert ledger == run.ledger
+    assert what_if_prompt(flow, conv, 2, "ag", recorded, ledger) == recorded
+    bare = Conversation(id="c", turns=[replace(t, meta={}) for t in conv.turns])
+    assert what_if_prompt(flow, bare, 2, "ag", [], what_if_ledger(flow, bare, 2, "ag")) == recorded
+
+
 def test_its_notes_say_what_is_not_emulated():
     _, records = run_conversation(agent(strategy="ReAct", tools=(SEARCH, dict(SEARCH, tool_name="maps"),
                                                                  dict(SEARCH, tool_name="off", enabled=False))),
@@ -224,7 +248,8 @@ def test_the_switchboard_config_and_an_override():
     flow = agent({"window": {"enabled": True, "size": 4}}, model=dict(MODEL, completion_params={"max_tokens": 64}))
     config = node_memory_config(flow, "ag", plugin_token_counting=True)
     assert (config.strategy, config.window, config.model, config.max_tokens, config.history_budget,
-            config.history_as_text, config.prompt_reserve) == ("dify", 4, "openai/gpt-4o-mini", 64, 2000, False, None)
+            config.history_as_text, config.prompt_reserve, config.sends_empty) == \
+        ("dify", 4, "openai/gpt-4o-mini", 64, 2000, False, None, True)
     assert node_memory_config(flow, "ag", override={"window": 9}).window == 9
     assert node_memory_config(agent(), "ag").strategy == "off"
 

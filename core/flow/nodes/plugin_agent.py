@@ -14,7 +14,9 @@ Read from Dify's source (``api/core/workflow/nodes/agent/runtime_support.py``,
   token limit, so the memory's default of 2,000 tokens is the budget whatever the model's context
   (``MemoryConfig.history_budget``; counted only with plugin token counting on, as for every node).
 * The ``function_calling`` strategy sends a system message with the instruction, the history, then
-  the query as the user's message, then its own tool rounds (:func:`agent_frame`).
+  the query as the user's message, then its own tool rounds (:func:`agent_frame`). Nothing filters
+  the history on the way: a failed turn's empty answer is sent as an empty message, where the LLM
+  node's filter drops it (``MemoryConfig.sends_empty``).
 
 What MemLens does not emulate, and says so on every run (:func:`agent_notes`): tool calls (its
 model client has no tools, so the reply is the model's first answer, without tools), and the
@@ -63,6 +65,7 @@ class PluginAgentSettings(ShippedWindowNode):
     query: AgentInput | None
     tools: tuple[str, ...]  # the enabled tools' names
     history_budget: ClassVar[int | None] = AGENT_HISTORY_BUDGET
+    sends_empty: ClassVar[bool] = True  # the strategy sends the memory's messages as it gets them
 
 
 def _input(node: "Node", name: str, raw: Any) -> AgentInput:
@@ -120,10 +123,13 @@ def plugin_agent_settings(node: "Node") -> PluginAgentSettings:
 def agent_frame(instruction: str, query: str, counter, *, file_upload: bool = False,
                 vision: bool = False) -> PromptFrame:
     """What ``function_calling`` sends besides its history: the instruction as the system message,
-    the history, then the query as the user's message (an empty message is left out)."""
+    the history, then the query as the user's message. An empty instruction or query is left out;
+    an empty history message (a failed turn's answer) is sent as it is: no filter runs between the
+    memory and the strategy."""
     before = (message("system", instruction, "system", counter),) if instruction else ()
     after = (message("user", query, CURRENT_QUERY, counter),) if query else ()
-    return PromptFrame(CHAT, counter, before=before, after=after, file_upload=file_upload, vision=vision)
+    return PromptFrame(CHAT, counter, before=before, after=after, file_upload=file_upload, vision=vision,
+                       keep_empty=True)
 
 
 def agent_notes(settings: PluginAgentSettings) -> list[str]:

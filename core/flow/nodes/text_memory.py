@@ -34,6 +34,8 @@ class ShippedWindowNode:
     history_budget: ClassVar[int | None] = None
     #: Whether the history goes into the prompt as text lines.
     history_as_text: ClassVar[bool] = False
+    #: Whether an empty message of the history is sent as it is (no chat filter).
+    sends_empty: ClassVar[bool] = False
 
     @property
     def model(self) -> str:
