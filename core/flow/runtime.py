@@ -1498,7 +1498,9 @@ def _fixed_tokens(flow: Flow, conversation: Conversation, position: int, node_id
     if flow.node(node_id).type == "tool-agent":
         return _estimated_agent_frame(flow, conversation, position, node_id, counter).fixed_tokens()
     if flow.node(node_id).type == "agent":
-        return _estimated_plugin_agent_frame(flow, conversation, position, node_id, counter).fixed_tokens()
+        return _estimated_plugin_agent_frame(flow, conversation, position, node_id, counter,
+                                             file_upload=flow.file_upload,
+                                             vision=model_supports_vision(config.model)).fixed_tokens()
     if _text_memory(flow.node(node_id)):
         return _estimated_text_frame(flow, conversation, position, node_id, counter,
                                      with_history=config.strategy != "off" and flow.is_chat).fixed_tokens()

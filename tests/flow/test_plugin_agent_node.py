@@ -134,8 +134,12 @@ def test_its_notes_say_what_is_not_emulated():
     assert notes[:2] == [
         "its strategy is 'ReAct': MemLens sends function_calling's layout (the instruction, the history, the query); "
         "the history is the same, its strategy's own wording is not emulated",
-        "its 2 tool(s) are not called: MemLens's model client has no tools, so the reply is the model's first answer"]
+        "its tools are not called (ddgo_search, maps): MemLens's model client has none, so the reply is the "
+        "model's first answer"]
     assert agent_notes(plugin_agent_settings(agent(tools=()).node("ag"))) == []
+    assert agent_notes(plugin_agent_settings(agent(tools=(), strategy="").node("ag"))) == [
+        "its strategy is not named: MemLens sends function_calling's layout (the instruction, the history, the "
+        "query); the history is the same, its strategy's own wording is not emulated"]
 
 
 def test_the_window_is_read_as_the_classifier_reads_it_in_each_profile():
@@ -223,7 +227,8 @@ def test_a_what_if_switches_its_memory_and_rebuilds_its_prompt():
     # Without a recorded prompt the what-if builds it from the settings and the turn's query.
     bare = Conversation(id="c", turns=[replace(t, meta={}) for t in conv.turns])
     estimated = what_if_ledger(flow, bare, 3, "ag")
-    frame = agent_frame("You plan trips.", "What is my destination?", counter_for("gpt-4o-mini"))
+    frame = agent_frame("You plan trips.", "What is my destination?", counter_for("gpt-4o-mini"), file_upload=False,
+                        vision=False)
     assert estimated.prompt_tokens - estimated.history_tokens == frame.fixed_tokens()
     rebuilt = what_if_prompt(flow, bare, 3, "ag", [], estimated)
     # Its own window of 2 rows: one earlier turn.
@@ -239,7 +244,7 @@ def test_an_estimate_reads_a_variable_it_cannot_know_as_nothing_and_takes_the_tu
                  instruction={"type": "variable", "value": ["conversation", "notes"]})
     estimated = what_if_ledger(flow, bare, 1, "ag")
     assert estimated.prompt_tokens - estimated.history_tokens == \
-        agent_frame("", "I travel in May.", counter_for("gpt-4o-mini")).fixed_tokens()
+        agent_frame("", "I travel in May.", counter_for("gpt-4o-mini"), file_upload=False, vision=False).fixed_tokens()
     assert [m["content"] for m in what_if_prompt(flow, bare, 1, "ag", [], estimated)] == [
         "My destination is Lisbon.", bare.turns[0].answer, "I travel in May."]
 
@@ -292,10 +297,14 @@ def test_a_real_exports_agent_runs_on_its_instruction_and_the_variable_it_is_giv
 # -- settings ---------------------------------------------------------------------------------------
 
 def test_the_settings_read_from_a_dify_export():
+    unnamed, no_switch = {k: v for k, v in SEARCH.items() if k != "tool_name"}, \
+        {k: v for k, v in SEARCH.items() if k != "enabled"}
     settings = plugin_agent_settings(agent({"window": {"enabled": True, "size": 4}},
-                                           tools=(SEARCH, dict(SEARCH, enabled=False, tool_name="x"))).node("ag"))
-    assert (settings.model, settings.mode, settings.strategy, settings.strategy_provider, settings.tools) == \
-        ("openai/gpt-4o-mini", "chat", "function_calling", "langgenius/agent/agent", ("ddgo_search",))
+                                           tools=(SEARCH, dict(SEARCH, enabled=False, tool_name="x"), unnamed,
+                                                  no_switch)).node("ag"))
+    # Enabled tools only (a tool without the switch is off, as Dify reads it).
+    assert (settings.model, settings.mode, settings.strategy, settings.tools) == \
+        ("openai/gpt-4o-mini", "chat", "function_calling", ("ddgo_search", "unnamed tool"))
     assert settings.instruction == AgentInput(TEMPLATE, template="You plan trips.")
     assert settings.query == AgentInput(TEMPLATE, template="{{#sys.query#}}")
     assert settings.window() == 4 and settings.memory_label() == "window 4 turns"
@@ -308,7 +317,46 @@ def test_the_settings_read_from_a_dify_export():
     assert plugin_agent_settings(other_node).model == "openai/gpt-4"
     bare = agent()
     bare.node("ag").data["agent_parameters"] = {}
-    assert plugin_agent_settings(bare.node("ag")).model == "" and plugin_agent_settings(bare.node("ag")).query is None
+    empty = plugin_agent_settings(bare.node("ag"))
+    assert (empty.model, empty.mode, empty.query, empty.instruction, empty.tools, empty.strategy) == \
+        ("", "chat", None, None, (), "function_calling")
+    completion = plugin_agent_settings(agent(model={"type": "model-selector", "model": "gpt-4",
+                                                    "mode": "completion"}).node("ag"))
+    assert (completion.model, completion.mode) == ("gpt-4", "completion")  # no provider: the name alone
+
+
+def test_the_model_is_the_parameter_that_holds_one_not_the_first_mapping():
+    # A strategy's other mapping-valued parameter before the model is not taken for it; a model block
+    # without Dify's "model-selector" type is known by its provider and model.
+    flow = agent(model={"provider": "openai", "model": "gpt-4"})
+    node = flow.node("ag")
+    node.data["agent_parameters"] = {"context": {"type": "constant", "value": {"type": "retrieval", "model": "x"}},
+                                     "filters": {"type": "constant", "value": {"provider": "p"}},
+                                     **node.data["agent_parameters"]}
+    assert plugin_agent_settings(node).model == "openai/gpt-4"
+    node.data["agent_parameters"]["model"]["value"] = {"type": "model-selector", "model": "gpt-4o"}
+    assert plugin_agent_settings(node).model == "gpt-4o"
+
+
+def test_an_empty_instruction_or_query_is_not_sent_nor_counted():
+    counter = counter_for("gpt-4o-mini")
+    both = agent_frame("Plan.", "Go", counter, file_upload=False, vision=False)
+    assert both.fixed_tokens() == 3 + counter.chat("system", "Plan.") + counter.chat("user", "Go")
+    assert agent_frame("", "Go", counter, file_upload=False, vision=False).fixed_tokens() == \
+        3 + counter.chat("user", "Go")
+    assert agent_frame("Plan.", "", counter, file_upload=False, vision=False).fixed_tokens() == \
+        3 + counter.chat("system", "Plan.")
+
+
+def test_a_history_image_goes_to_a_vision_model_when_the_flow_takes_files():
+    from core.model.conversation import QUERY, FileRef, Message
+
+    counter = counter_for("gpt-4o-mini")
+    shot = Message("user", "look", QUERY, "t:query", files=(FileRef("image", "https://x/y.png"),))
+    sent = agent_frame("Plan.", "Go", counter, file_upload=True, vision=True).build([shot])
+    assert [p["type"] for p in sent[1].parts] == ["image_url", "text"]
+    assert agent_frame("Plan.", "Go", counter, file_upload=False, vision=True).build([shot])[1].parts == ()
+    assert agent_frame("Plan.", "Go", counter, file_upload=True, vision=False).build([shot])[1].parts == ()
 
 
 @pytest.mark.parametrize("change, error", [
@@ -316,6 +364,12 @@ def test_the_settings_read_from_a_dify_export():
     ({"agent_parameters": {"query": "hi"}}, "agent parameter 'query' must be {type, value}"),
     ({"agent_parameters": {"query": {"type": "variable", "value": "sys.query"}}},
      "agent parameter 'query' is a variable, so its value must be a selector such as ['sys', 'query']"),
+    ({"agent_parameters": {"query": {"type": "variable", "value": []}}},
+     "agent parameter 'query' is a variable, so its value must be a selector such as ['sys', 'query']"),
+    ({"agent_parameters": {"query": {"type": "variable", "value": ["sys", 1]}}},
+     "agent parameter 'query' is a variable, so its value must be a selector such as ['sys', 'query']"),
+    ({"agent_parameters": {"instruction": {"type": "constant", "value": 5}}}, "agent parameter 'instruction' must be text"),
+    ({"agent_parameters": {"query": {"type": "mixed", "value": ["a"]}}}, "agent parameter 'query' must be text"),
     ({"agent_parameters": {"instruction": {"type": "file", "value": "x"}}},
      "agent parameter 'instruction' has type 'file'; expected constant, mixed or variable"),
     ({"agent_parameters": {"model": {"type": "constant", "value": dict(MODEL, mode="edit")}}},

@@ -126,7 +126,7 @@ def test_a_dify_agent_nodes_prompt_shows_in_its_own_receipt(app):
     tab = next(t for t in app.tabs if t.label == "Agent")
     texts = [t.value for t in tab.text]
     assert "Plan a trip to Lisbon" in texts[1]  # the query: the History variable, this message appended
-    assert "its 1 tool(s) are not called" in " ".join(shown(c.value) for c in tab.caption)
+    assert "its tools are not called (ddgo_search)" in " ".join(shown(c.value) for c in tab.caption)
 
 
 def test_a_parameter_extractors_memory_and_prompt_show_in_its_own_receipt(app):

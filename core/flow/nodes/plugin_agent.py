@@ -60,7 +60,6 @@ class PluginAgentSettings(ShippedWindowNode):
     """The parts of an Agent node's data that decide what its strategy is handed."""
 
     strategy: str
-    strategy_provider: str
     instruction: AgentInput | None
     query: AgentInput | None
     tools: tuple[str, ...]  # the enabled tools' names
@@ -79,7 +78,9 @@ def _input(node: "Node", name: str, raw: Any) -> AgentInput:
                                    f"such as ['sys', 'query']")
         return AgentInput(VARIABLE, selector=tuple(value))
     if kind in ("constant", "mixed"):
-        return AgentInput(TEMPLATE, template=value if isinstance(value, str) else "")
+        if not isinstance(value, str):  # the strategy's text parameters (Dify's plugin refuses other values)
+            raise node_error(node, f"agent parameter {name!r} must be text")
+        return AgentInput(TEMPLATE, template=value)
     raise node_error(node, f"agent parameter {name!r} has type {kind!r}; expected constant, mixed or variable")
 
 
@@ -112,16 +113,15 @@ def plugin_agent_settings(node: "Node") -> PluginAgentSettings:
     tools_raw = params.get("tools")
     tools: tuple[str, ...] = ()
     if isinstance(tools_raw, Mapping) and isinstance(tools_raw.get("value"), list):
-        tools = tuple(str(t.get("tool_name") or "") for t in tools_raw["value"]
-                      if isinstance(t, Mapping) and t.get("enabled", False))
+        tools = tuple(str(t.get("tool_name") or "unnamed tool") for t in tools_raw["value"]
+                      if isinstance(t, Mapping) and t.get("enabled", False))  # Dify passes enabled tools only
     instruction = _input(node, "instruction", params["instruction"]) if "instruction" in params else None
     query = _input(node, "query", params["query"]) if "query" in params else None
-    return PluginAgentSettings(block, memory_settings(node), str(data.get("agent_strategy_name") or ""),
-                               str(data.get("agent_strategy_provider_name") or ""), instruction, query, tools)
+    return PluginAgentSettings(block, memory_settings(node), str(data.get("agent_strategy_name") or ""), instruction,
+                               query, tools)
 
 
-def agent_frame(instruction: str, query: str, counter, *, file_upload: bool = False,
-                vision: bool = False) -> PromptFrame:
+def agent_frame(instruction: str, query: str, counter, *, file_upload: bool, vision: bool) -> PromptFrame:
     """What ``function_calling`` sends besides its history: the instruction as the system message,
     the history, then the query as the user's message. An empty instruction or query is left out;
     an empty history message (a failed turn's answer) is sent as it is: no filter runs between the
@@ -136,12 +136,12 @@ def agent_notes(settings: PluginAgentSettings) -> list[str]:
     """What a run of this node does not do as Dify does, one line each."""
     notes = []
     if settings.strategy != FUNCTION_CALLING:
-        name = settings.strategy or "unnamed"
-        notes.append(f"its strategy is {name!r}: MemLens sends function_calling's layout (the instruction, the "
-                     f"history, the query); the history is the same, its strategy's own wording is not emulated")
+        named = f"is {settings.strategy!r}" if settings.strategy else "is not named"
+        notes.append(f"its strategy {named}: MemLens sends function_calling's layout (the instruction, the history, "
+                     f"the query); the history is the same, its strategy's own wording is not emulated")
     if settings.tools:
-        notes.append(f"its {len(settings.tools)} tool(s) are not called: MemLens's model client has no tools, so the "
-                     f"reply is the model's first answer")
+        notes.append(f"its tools are not called ({', '.join(settings.tools)}): MemLens's model client has none, so "
+                     f"the reply is the model's first answer")
     return notes
 
 
