@@ -114,7 +114,7 @@ def plugin_agent_settings(node: "Node") -> PluginAgentSettings:
     tools: tuple[str, ...] = ()
     if isinstance(tools_raw, Mapping) and isinstance(tools_raw.get("value"), list):
         tools = tuple(str(t.get("tool_name") or "unnamed tool") for t in tools_raw["value"]
-                      if isinstance(t, Mapping) and t.get("enabled", False))  # Dify passes enabled tools only
+                      if isinstance(t, Mapping) and t.get("enabled"))  # Dify passes enabled tools only
     instruction = _input(node, "instruction", params["instruction"]) if "instruction" in params else None
     query = _input(node, "query", params["query"]) if "query" in params else None
     return PluginAgentSettings(block, memory_settings(node), str(data.get("agent_strategy_name") or ""), instruction,
