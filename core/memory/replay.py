@@ -302,7 +302,7 @@ class Replay:
         self.plans = self.strategy.plans_for(self)  # else the strategy's window and budget decide
         #: An empty message in the window is left out as ``empty`` (the chat filter) — not when the
         #: node reads its history as text: there it is a line like any other.
-        self.drops_empty = self.strategy.drops_empty and not config.history_as_text
+        self.drops_empty = self.strategy.drops_empty and not config.history_as_text and not config.sends_empty
         self.numbers = turn_numbers(conversation)
         self._prompt_tokens = prompt_tokens
         self._tokens: list[tuple[int, ...] | None] = [None] * len(conversation.turns)

@@ -42,6 +42,7 @@ CONVERSATIONS = {
 CONFIGS = [
     MemoryConfig(window=3),
     MemoryConfig(window=3, fidelity="code"),
+    MemoryConfig(window=3, fidelity="code", sends_empty=True, history_budget=2000, plugin_token_counting=True),
     MemoryConfig(context_size=900),
     MemoryConfig(granularity="all_messages", window=2),
     MemoryConfig(strategy="window", window=4, window_changes=((5, 9),)),

@@ -135,6 +135,8 @@ configs = st.builds(
     granularity=st.sampled_from(["query_answer", "all_messages"]),
     scope=st.sampled_from(["thread", "thread", "call"]),
     plugin_token_counting=st.booleans(),
+    history_budget=st.one_of(st.none(), st.integers(0, 300)),
+    sends_empty=st.booleans(),
 )
 
 
