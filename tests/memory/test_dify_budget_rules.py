@@ -66,3 +66,20 @@ def test_a_set_context_size_wins_over_the_models():
     config = MemoryConfig(fidelity="documented", max_tokens=0, context_size=1_000)
     assert DIFY.budget_limit(config, KNOWN, 10) == (990, 0)
     assert DIFY.budget(config, KNOWN, 10).context_size == 1_000
+
+
+def test_a_node_that_passes_its_memory_no_limit_is_budgeted_a_fixed_2000_whatever_the_context():
+    """Dify's Agent node: TokenBufferMemory's default limit, counted as a list as shipped, with the
+    model's context only shown beside it; without plugin token counting nothing prunes."""
+    shipped = MemoryConfig(fidelity="code", max_tokens=512, plugin_token_counting=True, history_budget=2_000)
+    assert DIFY.budget_limit(shipped, KNOWN, 40) == (2_000, 3)
+    assert DIFY.budget(shipped, KNOWN, 40) == Budget(
+        2_000, "2,000 tokens whatever the context: the node passes its memory no limit, so Dify's default applies; "
+               "the history is compared with it counted as a list (+3)", 16_384, 3)
+    assert DIFY.budget_limit(shipped, UNKNOWN, 40) == (2_000, 3)
+    docs = MemoryConfig(fidelity="documented", max_tokens=512, history_budget=2_000)
+    assert DIFY.budget_limit(docs, KNOWN, 40) == (2_000, 0)
+    assert DIFY.budget(docs, KNOWN, 40) == Budget(
+        2_000, "2,000 tokens whatever the context: the node passes its memory no limit, so Dify's default applies",
+        16_384, 0)
+    assert DIFY.budget_limit(MemoryConfig(fidelity="code", history_budget=2_000), KNOWN, 40) == (None, 0)
