@@ -160,13 +160,20 @@ def model_block(node: "Node") -> ModelBlock:
     model = node.data.get("model") or {}
     if not isinstance(model, Mapping):
         raise node_error(node, "'model' must be {provider, name, mode, completion_params} or 'provider/name'")
+    return read_model_block(node, model)
+
+
+def read_model_block(node: "Node", model: Mapping, *, name_key: str = "name",
+                     params_name: str = "'model.completion_params'") -> ModelBlock:
+    """A :class:`ModelBlock` from a mapping of provider, name (``name_key``), mode and completion
+    parameters — a node's ``model`` block, or a Dify Agent node's model-selector value."""
     mode = model.get("mode") or "chat"
     if mode not in ("chat", "completion"):
         raise node_error(node, f"model mode {mode!r} is unknown; expected chat or completion")
     params = model.get("completion_params") or {}
     if not isinstance(params, Mapping):
-        raise node_error(node, "'model.completion_params' must be a mapping")
-    return ModelBlock(str(model.get("provider") or ""), str(model.get("name") or ""), mode, dict(params))
+        raise node_error(node, f"{params_name} must be a mapping")
+    return ModelBlock(str(model.get("provider") or ""), str(model.get(name_key) or ""), mode, dict(params))
 
 
 def memory_settings(node: "Node") -> MemorySettings | None:

@@ -32,7 +32,7 @@ from core.model.tokens import DEFAULT_HISTORY_BUDGET
 
 from ..errors import node_error
 from ..prompt import CHAT, CURRENT_QUERY, PromptFrame, message
-from .llm import ModelBlock, memory_settings
+from .llm import memory_settings, read_model_block
 from .text_memory import ShippedWindowNode
 
 if TYPE_CHECKING:
@@ -103,13 +103,7 @@ def plugin_agent_settings(node: "Node") -> PluginAgentSettings:
         if found is not None:
             model = found
             break
-    mode = model.get("mode") or "chat"
-    if mode not in ("chat", "completion"):
-        raise node_error(node, f"model mode {mode!r} is unknown; expected chat or completion")
-    completion = model.get("completion_params") or {}
-    if not isinstance(completion, Mapping):
-        raise node_error(node, "the agent's 'completion_params' must be a mapping")
-    block = ModelBlock(str(model.get("provider") or ""), str(model.get("model") or ""), mode, dict(completion))
+    block = read_model_block(node, model, name_key="model", params_name="the agent's 'completion_params'")
     tools_raw = params.get("tools")
     tools: tuple[str, ...] = ()
     if isinstance(tools_raw, Mapping) and isinstance(tools_raw.get("value"), list):
