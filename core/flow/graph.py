@@ -378,7 +378,7 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
     mode = app["mode"]
     if mode not in MODES:
         raise FlowError(f"{name}: app mode {mode!r} is not a flow; MemLens runs advanced-chat (Chatflow) and "
-                        f"workflow apps")
+                        f"workflow apps: switch the app to workflow orchestration in Dify (its menu) and export that")
     if mode == "workflow":
         warnings.append("workflow mode: there is no conversation, so LLM memory blocks have no effect")
     workflow = data.get("workflow")

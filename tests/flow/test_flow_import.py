@@ -93,8 +93,11 @@ def test_newer_dsl_version_is_refused_with_the_supported_version():
 def test_non_flow_app_modes_and_non_flow_files_are_refused():
     doc = _minimal_dsl()
     doc["app"]["mode"] = "chat"
-    with pytest.raises(FlowError, match="app mode 'chat' is not a flow"):
+    with pytest.raises(FlowError) as e:
         parse_flow(yaml.safe_dump(doc), "x.yml")
+    assert str(e.value) == ("x.yml: app mode 'chat' is not a flow; MemLens runs advanced-chat (Chatflow) and "
+                            "workflow apps: switch the app to workflow orchestration in Dify (its menu) and export "
+                            "that")
     with pytest.raises(FlowError, match="neither a Dify DSL export"):
         parse_flow("just: text\n", "x.yml")
     with pytest.raises(FlowError, match="not valid YAML at line"):
