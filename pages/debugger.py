@@ -165,7 +165,7 @@ latest = svc.latest_version(version.flow_id)
 fidelity = info.meta.get("fidelity", DEFAULT_FIDELITY)
 counting = bool(info.meta.get("plugin_token_counting"))
 stored_overrides = info.meta.get("memory_overrides") or {}
-# LLM, Question Classifier and Parameter Extractor nodes: each run records its ledger and prompt.
+# LLM, Question Classifier, Parameter Extractor and Agent nodes: each run records its ledger and prompt.
 llm_nodes = flow.model_nodes
 memory_nodes = flow.memory_nodes  # those and agent nodes: what the switchboard can change, one by one
 titles = {n.id: n.title or n.id for n in llm_nodes}

@@ -322,7 +322,8 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
     node = flow.node(node_id)
     if node.type == "tool-agent":
         base = _agent_memory_config(flow, node, granularity)
-    elif isinstance(shipped := _shipped_window_settings(node), ShippedWindowNode):
+    elif node.type != "llm" and isinstance(shipped := _shipped_window_settings(node), ShippedWindowNode):
+        # (An LLM node's settings are read once, below: they are not a ShippedWindowNode.)
         # Its window depends on the Dify profile: an override's profile (docs ↔ code) reads it its way.
         profile = (override or {}).get("fidelity", fidelity)
         base = MemoryConfig(strategy="dify" if shipped.memory is not None else "off",

@@ -300,9 +300,11 @@ class Replay:
         self.has_thread = has_thread
         self.history_inputs = history_inputs
         self.plans = self.strategy.plans_for(self)  # else the strategy's window and budget decide
-        #: An empty message in the window is left out as ``empty`` (the chat filter) — not when the
-        #: node reads its history as text: there it is a line like any other.
-        self.drops_empty = self.strategy.drops_empty and not config.history_as_text and not config.sends_empty
+        #: Whether an empty message in the window is sent like any other: a text line when the node
+        #: reads its history as text, or a message when no filter runs over its history.
+        self.sends_empty = config.history_as_text or config.sends_empty
+        #: Else it is left out as ``empty`` (the chat filter), by the strategies that send what they keep.
+        self.drops_empty = self.strategy.drops_empty and not self.sends_empty
         self.numbers = turn_numbers(conversation)
         self._prompt_tokens = prompt_tokens
         self._tokens: list[tuple[int, ...] | None] = [None] * len(conversation.turns)
@@ -334,10 +336,8 @@ class Replay:
         lists = [turns[p].messages for p in positions]
         flat = [m for msgs in lists for m in msgs]
         counts = self.counter.message_list(flat)
-        # An empty message is Dify's filter's (:attr:`Message.is_empty`), unless the history is text or
-        # goes unfiltered: then it is sent like any other.
-        empty = [False] * len(flat) if self.config.history_as_text or self.config.sends_empty else \
-            [not m.content and not m.tool_calls for m in flat]
+        # An empty message is Dify's filter's, unless it is sent like any other.
+        empty = [False] * len(flat) if self.sends_empty else [m.is_empty for m in flat]
         lo = 0
         for p, msgs in zip(positions, lists):
             hi = lo + len(msgs)
