@@ -648,9 +648,9 @@ class Series:
 
 def turn_series(replay: Replay, label: str | None = None) -> Series:
     s = replay.summaries()
-    return Series(label or replay.config.label(), [x.turn for x in s], [x.kept for x in s],
-                  [x.history_tokens for x in s], [x.budget for x in s], [x.prompt_tokens for x in s],
-                  [x.oldest_kept_turn for x in s])
+    return Series(label or replay.config.label(), *(s.column(name) for name in
+                                                    ("turn", "kept", "history_tokens", "budget", "prompt_tokens",
+                                                     "oldest_kept_turn")))
 
 
 # -- one pass per config --------------------------------------------------------------------------------

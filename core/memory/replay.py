@@ -33,7 +33,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from core.limits import history_limit
 from core.model.conversation import INTERMEDIATE, Conversation, Message
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE,
-                               TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummary)
+                               TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummaries, TurnSummary)
 from core.model.tokens import REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
 
 from .errors import ConfigError
@@ -305,7 +305,7 @@ class Replay:
         self.sends_empty = config.history_as_text or config.sends_empty
         #: Else it is left out as ``empty`` (the chat filter), by the strategies that send what they keep.
         self.drops_empty = self.strategy.drops_empty and not self.sends_empty
-        self.numbers = turn_numbers(conversation)
+        self.numbers = array("q", turn_numbers(conversation))  # machine integers: no int object per turn
         self._prompt_tokens = prompt_tokens
         self._tokens: list[tuple[int, ...] | None] = [None] * len(conversation.turns)
         self._empty: list[tuple[bool, ...] | None] = [None] * len(conversation.turns)
@@ -317,7 +317,7 @@ class Replay:
         self._index_shapes: dict[object, tuple[int, ...]] = {}
         self._msg_before: array | None = None  # machine integers: no int object per turn
         self._system_tokens = self.counter.chat("system", self.system_prompt) if self.system_prompt else 0
-        self._summaries: list[TurnSummary] | None = None
+        self._summaries: TurnSummaries | None = None
         self._budgets: dict[int, Budget] = {}  # by the prompt's fixed tokens
 
     # -- per-turn facts, computed once ------------------------------------------------------------
@@ -470,7 +470,7 @@ class Replay:
             done = counted
             yield todo[counted] if counted < len(todo) else len(turns)
 
-    def _fast_summaries(self) -> list[TurnSummary | None]:
+    def _fast_summaries(self) -> TurnSummaries:
         """Per-turn summaries for the strategies that cut a suffix of the thread (dify, window,
         buffer, off): the same decision as :meth:`_decide`, without building Decision objects.
         A turn is decided as soon as its texts are counted (:meth:`_tokens_in_order`)."""
@@ -480,7 +480,7 @@ class Replay:
         finally:
             counting.close()  # a child still counting is stopped if the walk failed
 
-    def _fast_walk(self, counting: Iterator[int]) -> list[TurnSummary | None]:
+    def _fast_walk(self, counting: Iterator[int]) -> TurnSummaries:
         ready = next(counting)
         turns = self.conversation.turns
         tree = self.conversation.tree
@@ -498,7 +498,9 @@ class Replay:
         eligibles, eligible_of = self._eligible, self.eligible
         self.messages_before(0)
         before = self._msg_before
-        out: list[TurnSummary | None] = [None] * len(turns)  # by position (a list: a tenth of a dict's size)
+        out = TurnSummaries(len(turns))  # by position, in columns of machine integers
+        turn_of, kept_of, dropped_of, history_of, prompt_of, budget_of, oldest_of = out.columns()
+        none = TurnSummaries.NONE
         limits: dict[int, tuple[int | None, int]] = {}
         thread_parent, positions = tree.thread_parent, view.positions
         # Each turn's children straight from the tree's two tables (ChildLists), without a list
@@ -536,12 +538,15 @@ class Replay:
             if qi is not None:
                 kept = count_prefix[end] - count_prefix[cut]
                 history = kept_prefix[end] - kept_prefix[cut]
-                oldest = None
+                turn_of[position] = numbers[position]
+                kept_of[position] = kept
+                dropped_of[position] = before[position] - kept
+                history_of[position] = history
+                prompt_of[position] = fixed + history
+                budget_of[position] = none if limit is None else limit
+                oldest_of[position] = none  # the oldest kept message's turn, when one is kept
                 if kept:
-                    j = bisect_left(count_prefix, count_prefix[cut] + 1) - 1
-                    oldest = numbers[seq_pos[j]]
-                out[position] = TurnSummary(numbers[position], kept, before[position] - kept, history,
-                                            fixed + history, limit, oldest)
+                    oldest_of[position] = numbers[seq_pos[bisect_left(count_prefix, count_prefix[cut] + 1) - 1]]
             view.push(position, mark(trimmed, start), eligibles[position] or eligible_of(position),
                       all_tokens[position], all_empty[position], None)
             child = first_child[position]
@@ -552,8 +557,8 @@ class Replay:
                 stack.append(child)
         return out
 
-    def summaries(self) -> list[TurnSummary]:
-        """One summary per answered turn, in turn order."""
+    def summaries(self) -> TurnSummaries:
+        """One summary per answered turn, in turn order (a sequence of :class:`TurnSummary`)."""
         if self._summaries is not None:
             return self._summaries
         if not self.plans:
@@ -562,11 +567,11 @@ class Replay:
         else:
             # Not paused here: a planning strategy may call a summarising model on the way.
             turns = self.conversation.turns
-            by_position: list[TurnSummary | None] = [None] * len(turns)
+            by_position = TurnSummaries(len(turns))
             for position, view, decision in self._walk():
                 if turns[position].query_index is not None:
-                    by_position[position] = self._summary(view, position, decision)
-        self._summaries = [s for s in by_position if s is not None]
+                    by_position.put(position, self._summary(view, position, decision))
+        self._summaries = by_position.keep()
         return self._summaries
 
     def summaries_at(self, positions: Iterable[int]) -> dict[int, TurnSummary]:
@@ -863,7 +868,7 @@ class TurnMemory:
         for per_turn in (replay._tokens, replay._empty, replay._eligible):
             del per_turn[stable:]
             per_turn.extend([None] * (n - stable))
-        replay.numbers[stable:] = turn_numbers(conversation, stable)
+        replay.numbers[stable:] = array("q", turn_numbers(conversation, stable))
         if replay._msg_before is not None:
             del replay._msg_before[stable + 1:]
         replay._summaries = None

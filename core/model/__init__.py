@@ -13,7 +13,7 @@ __all__, __getattr__ = public_api(__name__, {
     "ledger": ("CLEARED", "EMPTY", "GRANULARITY", "HEADER_FIELDS", "KEPT", "Ledger", "LedgerEntry", "MEMORY_OFF",
                "NOT_ELIGIBLE", "OTHER_BRANCH", "OUTSIDE_WINDOW", "OVER_BUDGET", "PARTIAL", "PLACEHOLDER",
                "REASON_LABELS", "RunLedger", "SCOPE", "SUMMARIZED", "SUMMARY", "SyntheticMessage",
-               "TRIMMED_EARLIER", "TurnSummary", "explain", "format_spans", "reason_runs", "remembered"),
+               "TRIMMED_EARLIER", "TurnSummaries", "TurnSummary", "explain", "format_spans", "reason_runs", "remembered"),
     "tokens": ("DEFAULT_HISTORY_BUDGET", "DEMO_MODEL", "ModelFacts", "REPLY_PRIMING", "TokenCounter",
                "approximate_message_tokens", "chat_model_message_tokens", "count_cache", "counter_for",
                "model_facts", "model_supports_vision", "remember_counts"),

@@ -16,8 +16,10 @@ kept part of a partially trimmed message — is listed in :attr:`Ledger.syntheti
 from __future__ import annotations
 
 import copy
+from array import array
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES, history_limit
 
@@ -340,6 +342,89 @@ class TurnSummary(NamedTuple):
 
     def to_json(self) -> dict:
         return self._asdict()
+
+
+#: The fields of :class:`TurnSummary` that may be ``None``.
+_OPTIONAL = ("budget", "oldest_kept_turn")
+
+
+class TurnSummaries(Sequence):
+    """The summaries of a replay's answered turns, in turn order, held as columns of machine
+    integers: a 10,000-turn replay holds seven arrays, not 10,000 tuples and their int objects
+    (a fifth of the memory). Reads as a sequence of :class:`TurnSummary`, each made when asked
+    for; equal to any sequence of the same summaries.
+
+    Filled by position (:meth:`columns`, then :meth:`keep`): a replay walks its turns depth first,
+    so a turn's slot is its position in the conversation, and the positions with a summary are
+    kept, ascending, at the end.
+    """
+
+    __slots__ = ("_columns", "_positions")
+    #: How a column holds ``None`` (a budget or a turn number is never negative).
+    NONE = -1
+
+    def __init__(self, size: int):
+        self._columns = tuple(array("q", bytes(8 * size)) for _ in TurnSummary._fields)
+        self._positions = array("q")
+
+    def columns(self) -> tuple[array, ...]:
+        """The writable columns, by position, in :class:`TurnSummary`'s field order; write
+        ``None`` as :attr:`NONE`. A position whose turn stays 0 has no summary."""
+        return self._columns
+
+    def put(self, position: int, summary: TurnSummary) -> None:
+        for column, value in zip(self._columns, summary):
+            column[position] = self.NONE if value is None else value
+
+    def keep(self) -> TurnSummaries:
+        """Fixes the positions that have a summary (those with a turn number), ascending."""
+        self._positions = array("q", (p for p, turn in enumerate(self._columns[0]) if turn))
+        return self
+
+    def column(self, name: str) -> list[int | None]:
+        """One field of every summary, in turn order (``None`` where it is ``None``)."""
+        column = self._columns[TurnSummary._fields.index(name)]
+        values = [column[p] for p in self._positions]
+        if name in _OPTIONAL:
+            return [None if v == self.NONE else v for v in values]
+        return values
+
+    def _at(self, position: int) -> TurnSummary:
+        turn, kept, dropped, history, prompt, budget, oldest = (c[position] for c in self._columns)
+        return TurnSummary(turn, kept, dropped, history, prompt, None if budget == self.NONE else budget,
+                           None if oldest == self.NONE else oldest)
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._at(p) for p in self._positions[i]]
+        return self._at(self._positions[i])
+
+    def __iter__(self) -> Iterator[TurnSummary]:
+        return map(self._at, self._positions)
+
+    def __eq__(self, other):
+        if isinstance(other, (TurnSummaries, list, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"TurnSummaries({list(self)!r})"
+
+    def __reduce__(self):
+        return _summaries_from, (list(self),)
+
+
+def _summaries_from(summaries: list[TurnSummary]) -> TurnSummaries:
+    """A :class:`TurnSummaries` holding ``summaries`` in order (how one is unpickled)."""
+    out = TurnSummaries(len(summaries))
+    for k, s in enumerate(summaries):
+        out.put(k, s)
+    return out.keep()
 
 
 def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = None) -> str:

@@ -9,6 +9,7 @@ history — fold it into a summary, clear tool results, trim it with start/end r
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,7 +36,7 @@ class PathView:
     __slots__ = ("positions", "starts", "marks", "prefix", "kept_prefix", "count_prefix", "seq_pos",
                  "seq_msg", "numbers", "states")
 
-    def __init__(self, numbers: list[int]):
+    def __init__(self, numbers: Sequence[int]):
         self.positions: list[int] = []
         # Machine integers, not lists of int objects: a long thread's sums take a fifth of the memory.
         self.starts = array("q")
