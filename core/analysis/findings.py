@@ -427,9 +427,11 @@ def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | 
 
 
 def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, node_id: str | None = None,
-                    strategy: str = "dify", reserve: int | None = None, fixed: int | None = None) -> Finding | None:
+                    strategy: str = "dify", reserve: int | None = None, fixed: int | None = None,
+                    query_after: bool = False) -> Finding | None:
     """``reserve``: the config's ``prompt_reserve`` (a node that budgets after its own prompt);
-    ``fixed``: its ``history_budget`` (a node that passes its memory no limit)."""
+    ``fixed``: its ``history_budget`` (a node that passes its memory no limit); ``query_after``: its
+    ``query_after_budget`` (a basic Chatbot: the prompt subtracted is its system message)."""
     hit = [t for t in turns if t.pruned]
     if not hit:
         return None
@@ -452,8 +454,9 @@ def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, 
                       f"whatever the model's context) and nothing in the run says so. Narrow the window so what is "
                       f"dropped is a choice.")
         else:
-            shipped = "− 3; as its docs describe: − the prompt" if reserve is None else \
-                "− the prompt" + (f" − {reserve:,}" if reserve else "")
+            prompt = "the system message" if query_after else "the prompt"
+            shipped = f"− 3; as its docs describe: − {prompt}" if reserve is None else \
+                f"− {prompt}" + (f" − {reserve:,}" if reserve else "")
             detail = (f"Dify pops the oldest message while the history is over its budget (Dify 1.x, with plugin token "
                       f"counting on: context size − max_tokens {shipped}) and nothing in the run says so. Raise the "
                       f"context size or lower max_tokens, or narrow the window so what is dropped is a choice.")
@@ -749,8 +752,9 @@ def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_pro
         first_row = p - n + 1
         on_thread_rows = len(view_c.positions) - bisect_left(view_c.positions, max(first_row, 0))
         siblings = (p - max(first_row, 0)) - on_thread_rows
+        counted = docs_replay.budget_prompt_tokens(p, d.fixed_prompt_tokens)  # what the docs' budget subtracts
         out.append(_difference(numbers[p], config.window, cut(view_d, d), cut(view_c, c), siblings,
-                               config.plugin_token_counting, d.fixed_prompt_tokens, reserve=config.prompt_reserve,
+                               config.plugin_token_counting, counted, reserve=config.prompt_reserve,
                                fixed=config.history_budget))
     return out
 
@@ -861,7 +865,7 @@ def config_findings(conversation: Conversation, configs: Iterable[ConfigLike], *
         turns = memory_turns(replay)
         config = c.config
         found = _silent_pruning(c.label, turns, name, strategy=config.strategy, reserve=config.prompt_reserve,
-                                fixed=config.history_budget)
+                                fixed=config.history_budget, query_after=config.query_after_budget)
         if found:
             out.append(found)
         out.extend(_dominant(c.label, turns, conversation))
@@ -1168,7 +1172,8 @@ def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnR
         turns = [memory_turn(run.ledger, p) for p, _, run in runs]
         memory = runs[-1][2].memory or {}
         found = _silent_pruning(subject, turns, name, node_id, memory.get("strategy", "dify"),
-                                memory.get("prompt_reserve"), memory.get("history_budget"))
+                                memory.get("prompt_reserve"), memory.get("history_budget"),
+                                bool(memory.get("query_after_budget")))
         if found:
             out.append(found)
         out.extend(_dominant(subject, turns, conversation, node_id))

@@ -21,7 +21,6 @@ from .errors import CONVERSATION_NOT_FOUND, NOT_CHAT_APP, ApiError, not_found
 from .schemas import is_uuid
 
 SOURCE = "api"
-MODE = "advanced-chat"
 
 
 @dataclass

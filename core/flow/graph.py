@@ -60,6 +60,7 @@ from typing import Any, Mapping, Sequence
 from core.limits import read_bytes
 from core.model.tokens import DEMO_MODEL
 
+from .basic_chat import BASIC_CHAT, read_basic_chat
 from .errors import FlowError, VariableError
 from .node_types import NODE_TYPES, read_settings
 from .nodes.llm import LLMSettings, llm_settings
@@ -213,6 +214,11 @@ class Flow:
     @property
     def is_chat(self) -> bool:
         return self.mode == "advanced-chat"
+
+    @property
+    def app_mode(self) -> str:
+        """The Dify app mode the flow came from: ``chat`` for a basic Chatbot (run as a Chatflow), else its mode."""
+        return self.source.get("app_mode") or self.mode
 
     # -- serialisation
     def to_dict(self) -> dict:
@@ -376,9 +382,12 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
     if not isinstance(app, Mapping) or not app.get("mode"):
         raise FlowError(f"{name}: 'app.mode' is required (advanced-chat for a Chatflow)")
     mode = app["mode"]
+    if mode == BASIC_CHAT:
+        return _read_basic_chat(data, app, name, version, warnings)
     if mode not in MODES:
-        raise FlowError(f"{name}: app mode {mode!r} is not a flow; MemLens runs advanced-chat (Chatflow) and "
-                        f"workflow apps: switch the app to workflow orchestration in Dify (its menu) and export that")
+        raise FlowError(f"{name}: app mode {mode!r} is not a flow; MemLens runs advanced-chat (Chatflow), "
+                        f"workflow and basic Chatbot (chat) apps: switch the app to workflow orchestration in Dify "
+                        f"(its menu) and export that")
     if mode == "workflow":
         warnings.append("workflow mode: there is no conversation, so LLM memory blocks have no effect")
     workflow = data.get("workflow")
@@ -419,6 +428,19 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
                         environment=environment, secrets=secrets,
                         source={"format": "dify-dsl", "dsl_version": version},
                         warnings=warnings, features=_features(workflow.get("features"), name)), name)
+
+
+def _read_basic_chat(data: Mapping[str, Any], app: Mapping[str, Any], name: str, version: str,
+                     warnings: list[str]) -> Flow:
+    """A basic Chatbot export as the Chatflow Dify runs it (:mod:`core.flow.basic_chat`)."""
+    parts = read_basic_chat(data, app, name)
+    nodes = [_make_node(node_id, node_data, name, i) for i, (node_id, node_data) in
+             enumerate(parts["nodes"].items(), start=1)]
+    edges = [Edge(source, target) for source, target in parts["edges"]]
+    return _finish(Flow(name=str(app.get("name") or name).strip() or name, nodes=nodes, edges=edges,
+                        mode="advanced-chat", description=str(app.get("description") or ""),
+                        source={"format": "dify-dsl", "dsl_version": version, "app_mode": BASIC_CHAT},
+                        warnings=parts["warnings"] + warnings, features=parts["features"]), name)
 
 
 def _variable(raw: Any, file: str, scope: str) -> ConversationVariable:

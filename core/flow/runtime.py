@@ -61,6 +61,7 @@ from core.model.conversation import ANSWER, QUERY, UUID_NIL, Conversation, FileR
 from core.model.ledger import Ledger
 from core.model.tokens import DEMO_MODEL, counter_for, model_supports_vision
 
+from .basic_chat import BASIC_CHAT_KEY
 from .errors import AssignerError, GranularityError, NodeFailed, RunError, WindowInputError
 from .graph import Flow, Node
 from .node_types import NODE_TYPES
@@ -81,7 +82,7 @@ from .nodes.window_memory import (FAIL_BRANCH, META_KEY as WINDOW_META, history_
 from .prompt import (CHAT, COMPLETION, CURRENT_QUERY, HISTORY_SLOT, HUMAN_AI, TEXT_HISTORY, PromptFrame, PromptMessage,
                      fixed_tokens, history_messages, message)
 from .templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, FileList, VariablePool, refers_to, render, render_jinja,
-                        selectors_in, value_text)
+                        render_message, selectors_in, value_text)
 from .variables import (VariableChange, check_sizes, copy_value, edit_variable, initialize, run_assigner_v1,
                         run_assigner_v2)
 
@@ -334,11 +335,14 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
                             history_budget=shipped.history_budget, sends_empty=shipped.sends_empty)
     else:
         settings = flow.llm(node_id)
+        # A basic Chatbot's call budgets after its system message, its query added later (basic_chat).
+        basic = node.data.get(BASIC_CHAT_KEY) is True
         base = MemoryConfig(strategy="dify" if settings.memory is not None else "off",
                             window=settings.memory.window if settings.memory is not None else None,
                             fidelity=fidelity, plugin_token_counting=plugin_token_counting,
                             model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens,
-                            history_as_text=settings.mode != "chat")  # a completion prompt's history is text
+                            history_as_text=settings.mode != "chat",  # a completion prompt's history is text
+                            prompt_reserve=0 if basic else None, query_after_budget=basic)
         source = node.data.get("memory_node")
         if source and flow.has_node(source) and flow.node(source).type == "window-memory":
             # The node reads a Window Memory store: its window and scope (an overwrite input is not replayed here).
@@ -718,7 +722,7 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
                 return render_jinja(item.jinja2_text or item.text, settings.jinja2_variables, pool)
             except Exception as e:  # a broken Jinja template fails the node, as in Dify
                 raise NodeFailed(f"Jinja2 template error: {one_line(str(e))}") from None
-        return render(item.text, pool, context=context_text)
+        return render_message(item.text, item.edition_type, pool, context=context_text)
 
     raw_query = pool.get(["sys", "query"])
     raw_query = None if raw_query in (MISSING, NONE) else raw_query
@@ -1535,8 +1539,8 @@ def _estimated_frame(flow: Flow, conversation: Conversation, position: int, node
     """An LLM node's frame at a turn without its recorded prompt: the template rendered with
     :func:`_turn_pool`."""
     pool = _turn_pool(conversation, position)
-    return node_frame(flow.llm(node_id), lambda item: render(item.text, pool, context=""), counter, sys_query, pool,
-                      **options)
+    return node_frame(flow.llm(node_id), lambda item: render_message(item.text, item.edition_type, pool, context=""),
+                      counter, sys_query, pool, **options)
 
 
 def _estimated_agent_frame(flow: Flow, conversation: Conversation, position: int, node_id: str, counter,

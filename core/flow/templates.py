@@ -155,6 +155,37 @@ def render(template: str, pool: VariablePool, *, context: str | None = None) -> 
     return "".join(out)
 
 
+#: A slot of a basic Chatbot's pre-prompt (Dify's PromptTemplateParser, without selectors): an
+#: input's name, or one of the three special slots, which a chat model's system message leaves as written.
+SLOT_PATTERN = re.compile(r"\{\{([a-zA-Z_][a-zA-Z0-9_]{0,29}|#histories#|#query#|#context#)\}\}")
+#: What PromptTemplateParser strips from a whole prompt: a model's special tokens.
+SPECIAL_TOKENS = re.compile(r"<\|.*?\|>")
+
+
+def render_slots(template: str, pool: VariablePool, node: str = "start") -> str:
+    """Render a basic Chatbot's pre-prompt as Dify's PromptTemplateParser does: each ``{{name}}``
+    slot of an input of ``node`` holds its value as text (``str``: a missing optional input with no
+    default is ``None``), any slot in a value is unwrapped to ``{name}``, every other slot stays as
+    written, and ``<|…|>`` tokens are stripped from the result."""
+    def fill(m: re.Match) -> str:
+        value = pool.get([node, m.group(1)])
+        if value is MISSING:
+            return m.group(0)
+        return SLOT_PATTERN.sub(r"{\1}", value) if isinstance(value, str) else str(value)
+
+    return SPECIAL_TOKENS.sub("", SLOT_PATTERN.sub(fill, template or ""))
+
+
+#: The edition of a prompt message written as a basic Chatbot's pre-prompt (rendered by :func:`render_slots`).
+SIMPLE = "simple"
+
+
+def render_message(text: str, edition: str, pool: VariablePool, *, context: str | None = None) -> str:
+    """A prompt message's text rendered by its edition's rule, but Jinja2's (which needs the node's
+    variables): a basic Chatbot's pre-prompt by :func:`render_slots`, else :func:`render`."""
+    return render_slots(text, pool) if edition == SIMPLE else render(text, pool, context=context)
+
+
 def render_jinja(template: str, variables: Iterable[Mapping[str, Any]], pool: VariablePool) -> str:
     """Render a Jinja2-edition prompt with its ``jinja2_variables`` (``{variable, value_selector}``)."""
     from jinja2.sandbox import SandboxedEnvironment
@@ -170,5 +201,6 @@ def render_jinja(template: str, variables: Iterable[Mapping[str, Any]], pool: Va
     return SandboxedEnvironment().from_string(template or "").render(**values)
 
 
-__all__ = ["SELECTOR_PATTERN", "CONTEXT_PLACEHOLDER", "MISSING", "NONE", "FileList", "VariablePool", "render",
-           "render_jinja", "selectors_in", "refers_to", "value_text"]
+__all__ = ["SELECTOR_PATTERN", "SLOT_PATTERN", "CONTEXT_PLACEHOLDER", "MISSING", "NONE", "FileList", "VariablePool",
+           "SIMPLE", "render", "render_jinja", "render_message", "render_slots", "selectors_in", "refers_to",
+           "value_text"]

@@ -89,7 +89,9 @@ class MemoryConfig:
     its memory no limit, so Dify's default budget applies whatever the context (the Agent node:
     ``None`` otherwise). ``sends_empty``: the node's history skips the chat filter, so an empty message
     in the window is sent as it is (the Agent node: its strategy gets the memory's messages
-    unfiltered). Settings a strategy does not use are ignored.
+    unfiltered). ``query_after_budget``: the current query joins the prompt after the history's
+    budget is worked out, so the prompt the budget subtracts leaves it out (a basic Chatbot: its
+    system message alone). Settings a strategy does not use are ignored.
     """
 
     strategy: str = "dify"
@@ -117,6 +119,7 @@ class MemoryConfig:
     prompt_reserve: int | None = None
     history_budget: int | None = None
     sends_empty: bool = False
+    query_after_budget: bool = False
 
     def window_at(self, turn_number: int) -> int | None:
         size = self.window
@@ -180,7 +183,7 @@ class MemoryConfig:
     def to_dict(self) -> dict:
         out = asdict(self)
         out["window_changes"] = [list(x) for x in self.window_changes]
-        for name in ("history_as_text", "sends_empty"):  # the chat filter, as configs were stored before them
+        for name in ("history_as_text", "sends_empty", "query_after_budget"):  # as configs were stored before them
             if not out[name]:
                 del out[name]
         for name in ("prompt_reserve", "history_budget"):  # the LLM node's budget, likewise
@@ -318,7 +321,7 @@ class Replay:
         self._msg_before: array | None = None  # machine integers: no int object per turn
         self._system_tokens = self.counter.chat("system", self.system_prompt) if self.system_prompt else 0
         self._summaries: TurnSummaries | None = None
-        self._budgets: dict[int, Budget] = {}  # by the prompt's fixed tokens
+        self._budgets: dict[int, Budget] = {}  # by the prompt tokens it subtracts (budget_prompt_tokens)
 
     # -- per-turn facts, computed once ------------------------------------------------------------
     def message_tokens(self, position: int) -> tuple[int, ...]:
@@ -391,6 +394,14 @@ class Replay:
         return before[position]
 
     # -- the decision ------------------------------------------------------------------------------
+    def budget_prompt_tokens(self, position: int, fixed: int) -> int:
+        """The prompt a turn's budget subtracts: its fixed tokens, less the current query's message
+        when that joins after the budget (``query_after_budget``)."""
+        if not self.config.query_after_budget:
+            return fixed
+        q = self.conversation.turns[position].query_index
+        return fixed - (self.message_tokens(position)[q] if q is not None else 0)
+
     def _decide(self, view: PathView, position: int) -> Decision:
         fixed = self.fixed_prompt_tokens(position)
         blocked = None
@@ -402,9 +413,10 @@ class Replay:
         if self.plans and (not blocked or blocked == SCOPE and self.strategy.plans_without_thread):
             plan = self.strategy.plan(view, position, self)
             return Decision(0, 0, 0, end, plan.budget, fixed, blocked, plan)
-        budget = self._budgets.get(fixed)
-        if budget is None:  # a pure function of the fixed tokens here: made once per value, not per turn
-            budget = self._budgets[fixed] = self.strategy.budget(self.config, self.facts, fixed)
+        counted = self.budget_prompt_tokens(position, fixed)
+        budget = self._budgets.get(counted)
+        if budget is None:  # a pure function of the prompt it counts: made once per value, not per turn
+            budget = self._budgets[counted] = self.strategy.budget(self.config, self.facts, counted)
         if blocked:
             return Decision(end, end, end, end, budget, fixed, blocked)
         trimmed, start = self.strategy.window(view, position, self.config)
@@ -494,6 +506,7 @@ class Replay:
         # (worked out in the loop: a call per turn costs a tenth of the walk).
         fixed_of: Callable[[int], int] | None = self.fixed_prompt_tokens if self._prompt_tokens is not None else None
         system = self._system_tokens + REPLY_PRIMING
+        after_query = config.query_after_budget  # (budget_prompt_tokens, inline)
         all_tokens, all_empty = self._tokens, self._empty
         eligibles, eligible_of = self._eligible, self.eligible
         self.messages_before(0)
@@ -524,9 +537,10 @@ class Replay:
                 fixed = system + all_tokens[position][qi] if qi is not None else system
             else:
                 fixed = fixed_of(position)
-            limit_overhead = limits.get(fixed)
+            counted = fixed if not after_query or qi is None else fixed - all_tokens[position][qi]
+            limit_overhead = limits.get(counted)
             if limit_overhead is None:  # one per prompt size: the summaries share its numbers
-                limit_overhead = limits[fixed] = budget_limit(config, facts, fixed)
+                limit_overhead = limits[counted] = budget_limit(config, facts, counted)
             limit, overhead = limit_overhead
             if blocked:
                 trimmed = start = cut = end

@@ -36,6 +36,7 @@ from tests.conftest import ROOT
 
 SUPPORT_BOT = ROOT / "sample_data" / "flows" / "support-bot.yml"
 MINIMAL_CHAT = ROOT / "sample_data" / "flows" / "minimal-chat.yml"
+BASIC_CHATBOT = ROOT / "sample_data" / "flows" / "basic-chatbot.yml"
 
 # A chatflow whose start form requires an input, with boolean, object and float variables.
 PREFS_FLOW = """\
@@ -131,10 +132,12 @@ class Api:
         self.other = self.service.import_flow(MINIMAL_CHAT).flow_id
         self.prefs = self.service.import_flow(_flow_file(tmp_path, "prefs", PREFS_FLOW)).flow_id
         self.workflow = self.service.import_flow(_flow_file(tmp_path, "wf", WORKFLOW_FLOW)).flow_id
+        self.basic = self.service.import_flow(BASIC_CHATBOT).flow_id
         self.key = app_keys.create_key(self.db, self.bot)[1]
         self.other_key = app_keys.create_key(self.db, self.other)[1]
         self.prefs_key = app_keys.create_key(self.db, self.prefs)[1]
         self.workflow_key = app_keys.create_key(self.db, self.workflow)[1]
+        self.basic_key = app_keys.create_key(self.db, self.basic)[1]
         self.server = ThreadServer(create_app(self.db, llm=ScriptedClient(), ping_interval=0.1))
         self.http = httpx.Client(base_url=self.server.base_url, timeout=60)
 
@@ -150,10 +153,11 @@ class Api:
                 "response_mode": "blocking", **extra}
         return self.request("POST", "/chat-messages", key, json=body)
 
-    def stream(self, query: str, conversation_id: str = "", user: str = "abc-123", **extra) -> tuple[str, list]:
+    def stream(self, query: str, conversation_id: str = "", user: str = "abc-123", key: str | None = None,
+               **extra) -> tuple[str, list]:
         body = {"inputs": {}, "query": query, "user": user, "conversation_id": conversation_id,
                 "response_mode": "streaming", **extra}
-        response = self.request("POST", "/chat-messages", json=body)
+        response = self.request("POST", "/chat-messages", key, json=body)
         assert response.status_code == 200, response.text
         assert response.headers["content-type"].startswith("text/event-stream")
         return response.text, parse_sse(response.text)
@@ -410,6 +414,25 @@ def test_unknown_conversation_id_starts_a_new_conversation(api):
     assert r.json()["conversation_id"] != unknown
     assert repo.find_conversation(api.db, unknown) is None
     assert api.service.info(r.json()["conversation_id"]).turn_count == 1
+
+
+def test_a_basic_chatbot_answers_as_difys_chat_app_does(api):
+    assert api.request("GET", "/info", api.basic_key).json()["mode"] == "chat"
+    assert api.request("GET", "/info").json()["mode"] == "advanced-chat"
+    conversation_id, (first, second) = api.new_conversation(
+        queries=("Hi, I am Dana. My order number is 4411.", "What is my order number?"), key=api.basic_key)
+    assert first["mode"] == second["mode"] == "chat" and "4411" in second["answer"]
+    # Its stream has no workflow: messages, then their end.
+    _, events = api.stream("Where is my parcel?", conversation_id, key=api.basic_key)
+    names = [e["event"] for e in events if e["event"] != "ping"]
+    assert names[-1] == "message_end" and set(names) == {"message", "message_end"}
+    stored = api.request("GET", "/messages", api.basic_key, params={"conversation_id": conversation_id,
+                                                                    "user": "abc-123"}).json()["data"]
+    assert len(stored) == 3
+    # An unknown conversation is not found, where a Chatflow would start a new one.
+    unknown = str(uuid.uuid4())
+    _error(api.chat("Hello", conversation_id=unknown, key=api.basic_key), 404, "not_found", "Conversation Not Exists.")
+    assert repo.find_conversation(api.db, unknown) is None
 
 
 @pytest.mark.parametrize("body, message", [

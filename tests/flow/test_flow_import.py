@@ -92,12 +92,13 @@ def test_newer_dsl_version_is_refused_with_the_supported_version():
 
 def test_non_flow_app_modes_and_non_flow_files_are_refused():
     doc = _minimal_dsl()
-    doc["app"]["mode"] = "chat"
-    with pytest.raises(FlowError) as e:
-        parse_flow(yaml.safe_dump(doc), "x.yml")
-    assert str(e.value) == ("x.yml: app mode 'chat' is not a flow; MemLens runs advanced-chat (Chatflow) and "
-                            "workflow apps: switch the app to workflow orchestration in Dify (its menu) and export "
-                            "that")
+    for mode in ("agent-chat", "completion"):
+        doc["app"]["mode"] = mode
+        with pytest.raises(FlowError) as e:
+            parse_flow(yaml.safe_dump(doc), "x.yml")
+        assert str(e.value) == (f"x.yml: app mode {mode!r} is not a flow; MemLens runs advanced-chat (Chatflow), "
+                                f"workflow and basic Chatbot (chat) apps: switch the app to workflow orchestration in "
+                                f"Dify (its menu) and export that")
     with pytest.raises(FlowError, match="neither a Dify DSL export"):
         parse_flow("just: text\n", "x.yml")
     with pytest.raises(FlowError, match="not valid YAML at line"):

@@ -2,10 +2,12 @@
 Dify's order: ``workflow_started``, ``node_started``/``node_finished`` per node, ``message`` deltas,
 ``message_end``, ``workflow_finished``; ``error`` when the run fails; ``event: ping`` while nothing
 else is sent) — and ``POST /v1/chat-messages/{task_id}/stop``, which ends a streaming answer with
-``message_end`` and stores the turn as ``stopped`` with the answer sent so far.
+``message_end`` and stores the turn as ``stopped`` with the answer sent so far. A basic Chatbot's
+stream (a flow from an ``app.mode: chat`` export) has no workflow or node events, as in Dify.
 
 An empty ``conversation_id`` starts a conversation; an unknown one starts a new conversation too
-(Dify's advanced-chat rule). Every message is stored with ``parent_message_id = UUID_NIL``, so API
+(Dify's advanced-chat rule), except for a basic Chatbot, where it is 404 ``Conversation Not
+Exists.`` as in Dify. Every message is stored with ``parent_message_id = UUID_NIL``, so API
 conversations are linear, as in Dify.
 """
 
@@ -23,14 +25,16 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from core.errors import MemLensError
+from core.flow.basic_chat import BASIC_CHAT
 from core.flow.errors import RunError
 from core.flow.runtime import TurnRecord
 from core.model.conversation import UUID_NIL
 from core.store import repo
 from core.store.errors import StoreError
 
-from ..caller import MODE, SOURCE, Caller, authenticate, owned
-from ..errors import INTERNAL, ApiError, error_response, from_memlens, invalid, log, not_found
+from ..caller import SOURCE, Caller, authenticate, owned
+from ..errors import (CONVERSATION_NOT_FOUND, INTERNAL, ApiError, error_response, from_memlens, invalid, log,
+                      not_found)
 from ..schemas import ChatArgs, ChatRequest, ChatResponse, ResultBody, StopRequest, chat_args, check_user, \
     error_responses, ts
 from .conversations import conversation_name
@@ -52,6 +56,8 @@ def _run_chat(caller: Caller, args: ChatArgs, on_event) -> tuple[TurnRecord, str
     """Run one turn (starting a conversation when needed); all-or-nothing on bad input."""
     flow_version_id = _flow_version_for(caller, args.workflow_id)
     row = owned(caller, args.conversation_id, args.user) if args.conversation_id else None
+    if row is None and args.conversation_id and caller.flow.app_mode == BASIC_CHAT:
+        raise not_found(CONVERSATION_NOT_FOUND)  # only a Chatflow starts a new one for an unknown id
     created = row is None
     if created:
         info = caller.service.start(caller.flow_id, user_id=args.user, name=conversation_name(args.query),
@@ -86,6 +92,8 @@ def _sse(event: dict) -> str:
 
 
 PING = "event: ping\n\n"
+#: The events of a Chatflow's run that a basic Chatbot's stream does not have.
+WORKFLOW_EVENTS = ("workflow_", "node_")
 
 
 def _dify_event(event: dict, started: float) -> dict:
@@ -108,6 +116,7 @@ async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float, 
     task = Task(user=args.user, flow_id=caller.flow_id,
                 wake=lambda: loop.call_soon_threadsafe(queue.put_nowait, ("stop", None)))
     ids: dict = {}
+    basic = caller.flow.app_mode == BASIC_CHAT
 
     def put(item: tuple) -> None:
         loop.call_soon_threadsafe(queue.put_nowait, item)
@@ -120,6 +129,8 @@ async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float, 
             ids.update(task_id=event.get("task_id"), message_id=event.get("message_id"),
                        conversation_id=event.get("conversation_id"), created_at=event.get("created_at"))
             tasks.add(ids["task_id"], task)
+        if basic and event.get("event", "").startswith(WORKFLOW_EVENTS):
+            return  # a basic Chatbot's stream has no workflow: Dify sends its messages alone
         put(("event", event))
 
     def work() -> None:
@@ -196,7 +207,7 @@ def _chat_blocking(caller: Caller, args: ChatArgs) -> dict:
     if not record.succeeded:
         raise invalid(f"Run failed: {record.error}")
     return {"event": "message", "task_id": task.get("id") or record.id, "id": record.id, "message_id": record.id,
-            "conversation_id": conversation_id, "mode": MODE, "answer": record.answer,
+            "conversation_id": conversation_id, "mode": caller.flow.app_mode, "answer": record.answer,
             "metadata": {"retriever_resources": [], "usage": dify_usage(record.usage, time.perf_counter() - started)},
             "created_at": ts(record.created_at)}
 

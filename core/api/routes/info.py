@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fastapi import Depends, FastAPI, Query
 
-from ..caller import MODE, Caller, authenticate
+from ..caller import Caller, authenticate
 from ..schemas import AppInfo, AppMeta, Parameters, error_responses
 from .files import SYSTEM_PARAMETERS
 
@@ -61,5 +61,5 @@ def register(app: FastAPI) -> None:
     @app.get("/v1/info", response_model=AppInfo, responses=error_responses(400, 401), tags=["app"],
              summary="The app's name, description and mode")
     def get_info(caller: Caller = Depends(authenticate)):
-        return {"name": caller.flow.name, "description": caller.flow.description, "tags": [], "mode": MODE,
+        return {"name": caller.flow.name, "description": caller.flow.description, "tags": [], "mode": caller.flow.app_mode,
                 "author_name": ""}

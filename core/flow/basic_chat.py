@@ -1,0 +1,138 @@
+"""A Dify basic Chatbot export (``app.mode: chat``) read as the one-LLM-node Chatflow Dify runs.
+
+A basic Chatbot has no graph: its ``model_config`` holds a model, a pre-prompt with ``{{name}}``
+slots for the user's inputs, the inputs' form and the app's features. Dify builds its prompt for a
+chat model in ``SimplePromptTransform`` (``api/core/prompt/simple_prompt_transform.py``):
+
+* a system message of the pre-prompt and a newline, the inputs in its slots (none without a
+  pre-prompt); a slot whose name is not an input stays as written;
+* the history: ``TokenBufferMemory`` with no window, so the newest 500 message rows (a basic
+  Chatbot has no window setting, Dify issue #8526); with plugin token counting on, pruned to
+  ``context − max_tokens − count([system message])`` (``prompt_transform.py``): the query is
+  appended after the history, so the budget does not subtract it
+  (``MemoryConfig.query_after_budget``);
+* the query as the user's message.
+
+That is an LLM node whose template is the system message, rendered as Dify renders a pre-prompt
+(edition ``simple``: :func:`core.flow.templates.render_slots`), with memory on and its window
+switched off — the LLM node's query template (``{{#sys.query#}}``) adds the query after the
+history. Its node data carries ``basic_chat: true``, which gives it the budget above. The expert prompt mode
+(``prompt_type: advanced``) and completion models, whose history is text in Dify's own template,
+are refused with a line saying so.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Mapping
+
+from .errors import FlowError
+from .templates import SIMPLE
+
+#: The app mode of a basic Chatbot export.
+BASIC_CHAT = "chat"
+#: The LLM node's data key that marks it as a basic Chatbot's call (its budget rule).
+BASIC_CHAT_KEY = "basic_chat"
+#: The ``model_config`` keys that are the app's features, served by ``GET /v1/parameters``.
+_FEATURES = ("opening_statement", "suggested_questions", "suggested_questions_after_answer", "speech_to_text",
+             "text_to_speech", "retriever_resource", "sensitive_word_avoidance", "file_upload")
+#: The start form's field types (Dify's ``user_input_form`` keys).
+_FORM_TYPES = ("text-input", "paragraph", "select", "number", "checkbox", "file", "file-list", "json_object")
+_WORKFLOW = "switch the app to workflow orchestration in Dify (its menu) and export that"
+
+
+def read_basic_chat(data: Mapping[str, Any], app: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The parts of a :class:`core.flow.graph.Flow` a basic Chatbot export makes: ``nodes`` (raw node
+    data by id), ``edges``, ``features`` and ``warnings``; a :class:`FlowError` when it cannot be run."""
+    config = data.get("model_config")
+    if not isinstance(config, Mapping):
+        raise FlowError(f"{name}: a basic Chatbot export (app.mode chat) needs a 'model_config' mapping")
+    prompt_type = config.get("prompt_type") or "simple"
+    if prompt_type != "simple":
+        raise FlowError(f"{name}: this Chatbot's prompt is in expert mode (prompt_type {prompt_type!r}), which "
+                        f"MemLens does not read; {_WORKFLOW}")
+    model = config.get("model")
+    if not isinstance(model, Mapping) or not model.get("name"):
+        raise FlowError(f"{name}: 'model_config.model' must name the Chatbot's model (provider, name, mode)")
+    if (model.get("mode") or "chat") != "chat":
+        raise FlowError(f"{name}: this Chatbot's model is a completion model, whose history Dify writes into its "
+                        f"own prompt template, which MemLens does not emulate; {_WORKFLOW}")
+    variables, warnings = _form(config.get("user_input_form"), name)
+    pre_prompt = config.get("pre_prompt") or ""
+    if not isinstance(pre_prompt, str):
+        raise FlowError(f"{name}: 'model_config.pre_prompt' must be text")
+    upload = config.get("file_upload")
+    llm = {"type": "llm", "title": "Chatbot", BASIC_CHAT_KEY: True,
+           "model": {"provider": str(model.get("provider") or ""), "name": str(model["name"]), "mode": "chat",
+                     "completion_params": copy.deepcopy(dict(model.get("completion_params") or {}))},
+           # Rendered as Dify renders a pre-prompt (SIMPLE: its {{name}} slots), not as a workflow template.
+           "prompt_template": [{"role": "system", "text": pre_prompt + "\n", "edition_type": SIMPLE}] if pre_prompt
+           else [],
+           "memory": {"window": {"enabled": False, "size": 50}, "query_prompt_template": "{{#sys.query#}}"},
+           "context": {"enabled": False, "variable_selector": []},
+           "vision": {"enabled": _uploads_images(upload)}}
+    nodes = {"start": {"type": "start", "title": "Start", "variables": variables}, "llm": llm,
+             "answer": {"type": "answer", "title": "Answer", "answer": "{{#llm.text#}}"}}
+    warnings.insert(0, "a basic Chatbot: run as its one model call — the pre-prompt as the system message, "
+                       "then the history with no window (Dify fetches up to 500 rows), then the query")
+    datasets = _datasets(config)
+    if datasets:
+        warnings.append(f"its knowledge ({datasets} dataset{'s' if datasets != 1 else ''}) is not retrieved: "
+                        f"the prompt is sent without the context Dify would add")
+    tools = [t for t in (config.get("external_data_tools") or []) if isinstance(t, Mapping) and t.get("enabled")]
+    if tools:
+        warnings.append(f"{len(tools)} external data tool{'s' if len(tools) != 1 else ''} not run: "
+                        f"their inputs stay as the user gave them")
+    features = {k: copy.deepcopy(config[k]) for k in _FEATURES if k in config}
+    return {"nodes": nodes, "edges": [("start", "llm"), ("llm", "answer")], "features": features,
+            "warnings": warnings}
+
+
+def _form(raw: Any, name: str) -> tuple[list[dict], list[str]]:
+    """The start node's variables from ``user_input_form``, and warnings."""
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list):
+        raise FlowError(f"{name}: 'model_config.user_input_form' must be a list of form fields")
+    variables: list[dict] = []
+    warnings: list[str] = []
+    for i, item in enumerate(raw, start=1):
+        if not isinstance(item, Mapping) or len(item) != 1:
+            raise FlowError(f"{name}: form field {i} must be a mapping with one key, its type (text-input, "
+                            f"paragraph, select, number, …)")
+        (kind, field), = item.items()
+        if kind == "external_data_tool":
+            continue  # filled by a tool Dify calls: no form field
+        if kind not in _FORM_TYPES:
+            warnings.append(f"form field {i} has type {kind!r}, which MemLens does not know: left out of the form")
+            continue
+        if not isinstance(field, Mapping) or not field.get("variable"):
+            raise FlowError(f"{name}: form field {i} ({kind}) must be a mapping with a 'variable'")
+        variable = {"variable": str(field["variable"]), "label": str(field.get("label") or field["variable"]),
+                    "type": kind, "required": bool(field.get("required"))}
+        for key in ("max_length", "options", "default"):
+            if field.get(key) not in (None, "", []):
+                variable[key] = copy.deepcopy(field[key])
+        variables.append(variable)
+    return variables, warnings
+
+
+def _uploads_images(upload: Any) -> bool:
+    """Whether the app takes images with a query (either shape Dify has exported)."""
+    if not isinstance(upload, Mapping):
+        return False
+    image = upload.get("image")
+    if isinstance(image, Mapping) and image.get("enabled"):
+        return True
+    return bool(upload.get("enabled")) and "image" in (upload.get("allowed_file_types") or [])
+
+
+def _datasets(config: Mapping[str, Any]) -> int:
+    """How many knowledge datasets the Chatbot retrieves from (either shape Dify has exported)."""
+    found = (config.get("dataset_configs") or {}).get("datasets") or {}
+    listed = found.get("datasets") if isinstance(found, Mapping) else found
+    count = len(listed) if isinstance(listed, list) else 0
+    for tool in ((config.get("agent_mode") or {}).get("tools") or []):
+        if isinstance(tool, Mapping) and "dataset" in tool:
+            count += 1
+    return count

@@ -1,0 +1,227 @@
+"""A Dify basic Chatbot export (``app.mode: chat``) run as Dify's SimplePromptTransform builds its
+prompt: the pre-prompt and a newline as the system message, the history with no window, the query
+last; with plugin token counting on, a budget that subtracts the system message but not the query."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from core.analysis.findings import SILENT_PRUNING, run_findings
+from core.flow.errors import FlowError
+from core.flow.graph import Flow, import_report, load_flow, parse_flow
+from core.flow.runtime import node_memory_config, run_conversation, what_if_ledger
+from core.flow.templates import SIMPLE, VariablePool, render_message, render_slots
+from core.llm.client import DemoClient
+from core.memory.replay import MemoryConfig, Replay
+from core.model.ledger import KEPT, OVER_BUDGET
+from core.model.tokens import REPLY_PRIMING, counter_for, model_facts
+from tests.conftest import ROOT
+
+SAMPLE = ROOT / "sample_data" / "flows" / "basic-chatbot.yml"
+MODEL = {"provider": "openai", "name": "gpt-4o-mini", "mode": "chat", "completion_params": {"max_tokens": 512}}
+
+
+def chatbot(pre_prompt: str = "You help {{name}} plan trips. Answer in a {{tone}} way.", *, model=None, form=None,
+            **config) -> dict:
+    """A basic Chatbot export, as Dify writes one."""
+    form = form if form is not None else [
+        {"text-input": {"label": "Name", "variable": "name", "required": True, "max_length": 48, "default": ""}},
+        {"select": {"label": "Tone", "variable": "tone", "required": False, "options": ["short", "warm"],
+                    "default": "short"}}]
+    return {"app": {"mode": "chat", "name": "Trip helper", "description": "Plans trips"}, "kind": "app",
+            "version": "0.1.5",
+            "model_config": {"model": copy.deepcopy(model or MODEL), "pre_prompt": pre_prompt,
+                             "prompt_type": "simple", "user_input_form": form,
+                             "opening_statement": "Where to?", "suggested_questions": ["Lisbon?"],
+                             "file_upload": {"image": {"enabled": False}},
+                             "dataset_configs": {"datasets": {"datasets": []}}, **config}}
+
+
+def read(doc: dict) -> Flow:
+    return parse_flow(yaml.safe_dump(doc, allow_unicode=True), "bot.yml")
+
+
+def ask(flow: Flow, queries, **kwargs):
+    inputs = {"name": "Dana"}
+    return run_conversation(flow, [{"query": q, "inputs": inputs} for q in queries], llm=DemoClient(), **kwargs)
+
+
+def test_the_export_reads_as_one_model_call_between_start_and_answer():
+    flow = read(chatbot())
+    assert [(n.id, n.type) for n in flow.nodes] == [("start", "start"), ("llm", "llm"), ("answer", "answer")]
+    assert [(e.source, e.target) for e in flow.edges] == [("start", "llm"), ("llm", "answer")]
+    assert flow.name == "Trip helper" and flow.is_chat and flow.source["app_mode"] == "chat"
+    assert flow.features == {"opening_statement": "Where to?", "suggested_questions": ["Lisbon?"],
+                             "file_upload": {"image": {"enabled": False}}}
+    assert flow.warnings == [
+        "a basic Chatbot: run as its one model call — the pre-prompt as the system message, then the history with "
+        "no window (Dify fetches up to 500 rows), then the query",
+        "DSL version 0.1.5 is older than 0.6.0: read with Dify's defaults for newer fields"]
+    assert [(v["variable"], v["type"], v["required"]) for v in flow.start.data["variables"]] == [
+        ("name", "text-input", True), ("tone", "select", False)]
+    memory = import_report(flow).llm_memory["llm"]
+    assert memory["label"] == "no window (500-turn cap)" and memory["model"] == "openai/gpt-4o-mini"
+    # The canonical form keeps the marker, so a stored copy runs the same way.
+    again = Flow.from_dict(flow.to_dict())
+    assert again.to_dict() == flow.to_dict() and again.node("llm").data["basic_chat"] is True
+
+
+def test_the_prompt_is_the_pre_prompt_and_a_newline_then_the_history_then_the_query():
+    flow = read(chatbot("You help {{name}} plan trips. Answer in a {{tone}} way. {{missing}} and {{#sys.x#}}"))
+    _, records = ask(flow, ["I'm going to Lisbon.", "In May.", "Where am I going?"])
+    prompt = records[-1].node_run("llm").prompt
+    assert [(m.role, m.content) for m in prompt] == [
+        # Inputs fill their slots (the select's default too); a slot that is no input stays as written.
+        ("system", "You help Dana plan trips. Answer in a short way. {{missing}} and {{#sys.x#}}\n"),
+        ("user", "I'm going to Lisbon."), ("assistant", records[0].answer),
+        ("user", "In May."), ("assistant", records[1].answer),
+        ("user", "Where am I going?")]
+
+
+def test_without_a_pre_prompt_there_is_no_system_message():
+    _, records = ask(read(chatbot("")), ["Hi.", "Again."])
+    assert [m.role for m in records[-1].node_run("llm").prompt] == ["user", "assistant", "user"]
+
+
+def test_the_history_has_no_window():
+    flow = read(chatbot())
+    config = node_memory_config(flow, "llm")
+    assert (config.strategy, config.window, config.prompt_reserve, config.query_after_budget) == \
+        ("dify", None, 0, True)
+    _, records = ask(flow, [f"fact number {i}" for i in range(1, 13)])
+    ledger = records[-1].node_run("llm").ledger
+    assert len(ledger.entries) == 22 and {e.reason for e in ledger.entries} == {KEPT}
+
+
+@pytest.mark.parametrize("fidelity", ["code", "documented"])
+def test_with_token_counting_the_budget_subtracts_the_system_message_but_not_the_query(fidelity):
+    queries = ["I'm going to Lisbon in May with two friends.", "We like quiet hotels by the sea.",
+               "Which neighbourhood should we stay in, given everything I told you so far?"]
+    context = model_facts("openai/gpt-4o-mini").context_size
+    counter = counter_for("openai/gpt-4o-mini")
+    overhead = REPLY_PRIMING if fidelity == "code" else 0  # Dify 1.x counts the history as a list
+
+    def last_run(max_tokens: int):
+        flow = read(chatbot(model={**MODEL, "completion_params": {"max_tokens": max_tokens}}))
+        state, records = ask(flow, queries, plugin_token_counting=True, fidelity=fidelity)
+        return flow, state, records[-1].node_run("llm")
+
+    _, _, wide = last_run(512)
+    system = counter.chat("system", wide.prompt[0].content)
+    history = sum(e.tokens for e in wide.ledger.entries) + overhead
+    # max_tokens that leaves the budget exactly the history's size: all of it is kept...
+    fit = context - (system + REPLY_PRIMING) - history
+    flow, state, run = last_run(fit)
+    assert run.ledger.budget == history and all(e.kept for e in run.ledger.entries)
+    assert f"− {system + REPLY_PRIMING} system message (the query is added after the history)" in run.ledger.budget_note
+    # ...though with the query subtracted too it would not fit; one token less and the oldest goes.
+    assert history > run.ledger.budget - counter.chat("user", queries[-1])
+    _, _, tight = last_run(fit + 1)
+    assert [e.reason for e in tight.ledger.entries] == [OVER_BUDGET, KEPT, KEPT, KEPT]
+    # A what-if replays the same rule from the stored conversation.
+    again = what_if_ledger(flow, state.conversation, 2, "llm", fidelity=fidelity, plugin_token_counting=True)
+    assert again.budget == history and [e.reason for e in again.entries] == [KEPT] * 4
+
+
+def test_silent_pruning_names_the_system_message_as_what_the_budget_subtracts():
+    flow = read(chatbot(model={**MODEL, "completion_params": {"max_tokens": 127_950}}))
+    state, records = ask(flow, ["I'm going to Lisbon in May with two friends.", "We like quiet hotels by the sea.",
+                                "Where should we stay?"], plugin_token_counting=True)
+    found = [f for f in run_findings(flow, state.conversation, records) if f.kind == SILENT_PRUNING]
+    assert len(found) == 1 and "context size − max_tokens − the system message)" in found[0].detail
+
+
+def test_query_after_budget_leaves_the_query_out_of_the_budget_in_every_replay_path():
+    from tests.builders import linear
+
+    conv = linear(6, query=lambda i: "a question with a good many words in it " * (i % 3 + 1))
+    conv.system_prompt = "You are brief."
+    base = MemoryConfig(fidelity="documented", model="gpt-4o-mini", context_size=90, prompt_reserve=0)
+    after = Replay(conv, base.with_(query_after_budget=True))
+    plain = Replay(conv, base)
+    for position, turn in enumerate(conv.turns):
+        query = after.message_tokens(position)[turn.query_index]
+        assert after.budget_prompt_tokens(position, 50) == 50 - query
+        assert plain.budget_prompt_tokens(position, 50) == 50
+        assert after.ledger_at(position).budget == plain.ledger_at(position).budget + query
+    # The one-walk summaries agree with each turn's ledger.
+    for summary, position in zip(after.summaries(), range(6)):
+        ledger = Replay(conv, after.config).ledger_at(position)
+        assert (summary.budget, summary.kept) == (ledger.budget, len(ledger.kept))
+    assert "query_after_budget" not in base.to_dict()
+    assert MemoryConfig.from_dict(after.config.to_dict()) == after.config
+
+
+def test_knowledge_and_external_tools_are_named_as_not_run():
+    doc = chatbot(dataset_configs={"datasets": {"datasets": [{"dataset": {"enabled": True, "id": "d1"}},
+                                                             {"dataset": {"enabled": True, "id": "d2"}}]}},
+                  external_data_tools=[{"enabled": True, "variable": "weather", "type": "api"}],
+                  user_input_form=[{"external_data_tool": {"variable": "weather"}},
+                                   {"paragraph": {"label": "Notes", "variable": "notes", "required": False}},
+                                   {"rating": {"variable": "stars"}}])
+    flow = read(doc)
+    assert [v["variable"] for v in flow.start.data["variables"]] == ["notes"]
+    assert flow.warnings[1:] == [
+        "form field 3 has type 'rating', which MemLens does not know: left out of the form",
+        "its knowledge (2 datasets) is not retrieved: the prompt is sent without the context Dify would add",
+        "1 external data tool not run: their inputs stay as the user gave them",
+        "DSL version 0.1.5 is older than 0.6.0: read with Dify's defaults for newer fields"]
+
+
+def test_a_chatbot_that_takes_images_sends_them_to_the_model():
+    assert read(chatbot(file_upload={"image": {"enabled": True}})).node("llm").data["vision"] == {"enabled": True}
+    new_shape = {"enabled": True, "allowed_file_types": ["image", "document"]}
+    assert read(chatbot(file_upload=new_shape)).node("llm").data["vision"] == {"enabled": True}
+    assert read(chatbot(file_upload={"enabled": True, "allowed_file_types": ["document"]})).node(
+        "llm").data["vision"] == {"enabled": False}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"prompt_type": "advanced"}, "bot.yml: this Chatbot's prompt is in expert mode (prompt_type 'advanced'), which "
+     "MemLens does not read; switch the app to workflow orchestration in Dify (its menu) and export that"),
+    ({"model": {**MODEL, "mode": "completion"}}, "bot.yml: this Chatbot's model is a completion model, whose history "
+     "Dify writes into its own prompt template, which MemLens does not emulate; switch the app to workflow "
+     "orchestration in Dify (its menu) and export that"),
+    ({"model": {"provider": "openai"}}, "bot.yml: 'model_config.model' must name the Chatbot's model (provider, name, "
+     "mode)"),
+    ({"pre_prompt": ["not", "text"]}, "bot.yml: 'model_config.pre_prompt' must be text"),
+    ({"user_input_form": {"name": "x"}}, "bot.yml: 'model_config.user_input_form' must be a list of form fields"),
+    ({"user_input_form": [{"text-input": {"label": "x"}}]}, "bot.yml: form field 1 (text-input) must be a mapping "
+     "with a 'variable'"),
+    ({"user_input_form": [{"a": {}, "b": {}}]}, "bot.yml: form field 1 must be a mapping with one key, its type "
+     "(text-input, paragraph, select, number, …)"),
+])
+def test_what_cannot_be_run_is_refused_in_one_line(change, message):
+    doc = chatbot()
+    doc["model_config"].update(change)
+    with pytest.raises(FlowError) as e:
+        read(doc)
+    assert str(e.value) == message
+    del doc["model_config"]
+    with pytest.raises(FlowError) as e:
+        read(doc)
+    assert str(e.value) == "bot.yml: a basic Chatbot export (app.mode chat) needs a 'model_config' mapping"
+
+
+def test_the_sample_chatbot_remembers_everything_and_runs_its_queries():
+    flow = load_flow(SAMPLE)
+    assert flow.source["app_mode"] == "chat" and import_report(flow).pass_through == []
+    queries = yaml.safe_load(SAMPLE.with_suffix(".queries.json").read_text(encoding="utf-8"))
+    _, records = run_conversation(flow, queries, llm=DemoClient())
+    assert all(r.succeeded for r in records)
+    assert "4411" in records[-1].answer
+
+
+def test_a_pre_prompt_renders_as_dify_s_prompt_template_parser_does():
+    pool = VariablePool()
+    pool.add_outputs("start", {"name": "Dana {{tone}}", "age": 41, "nick": None, "vip": True})
+    text = ("Hi {{name}}, {{age}}, {{nick}}, {{vip}}; {{tone}} {{#query#}} {{#sys.query#}} {{ name }} "
+            "{{a_name_longer_than_thirty_chars_x}}<|endoftext|>.\n")
+    # A value's own slots are unwrapped; other slots and selectors stay; special tokens go.
+    assert render_slots(text, pool) == ("Hi Dana {tone}, 41, None, True; {{tone}} {{#query#}} {{#sys.query#}} "
+                                        "{{ name }} {{a_name_longer_than_thirty_chars_x}}.\n")
+    assert render_message(text, SIMPLE, pool) == render_slots(text, pool)
+    assert render_message("{{#start.name#}} {{name}}", "basic", pool) == "Dana {{tone}} {{name}}"
