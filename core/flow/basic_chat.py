@@ -83,6 +83,10 @@ def read_basic_chat(data: Mapping[str, Any], app: Mapping[str, Any], name: str) 
     if tools:
         warnings.append(f"{len(tools)} external data tool{'s' if len(tools) != 1 else ''} not run: "
                         f"their inputs stay as the user gave them")
+    for key, what in (("sensitive_word_avoidance", "its moderation is not run: every query reaches the model"),
+                      ("annotation_reply", "its annotation replies are not run: every query reaches the model")):
+        if isinstance(config.get(key), Mapping) and config[key].get("enabled"):
+            warnings.append(what)
     features = {k: copy.deepcopy(config[k]) for k in _FEATURES if k in config}
     return {"nodes": nodes, "edges": [("start", "llm"), ("llm", "answer")], "features": features,
             "warnings": warnings}

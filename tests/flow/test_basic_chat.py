@@ -37,6 +37,7 @@ def chatbot(pre_prompt: str = "You help {{name}} plan trips. Answer in a {{tone}
                              "prompt_type": "simple", "user_input_form": form,
                              "opening_statement": "Where to?", "suggested_questions": ["Lisbon?"],
                              "file_upload": {"image": {"enabled": False}},
+                             "sensitive_word_avoidance": {"enabled": False, "type": "", "configs": []},
                              "dataset_configs": {"datasets": {"datasets": []}}, **config}}
 
 
@@ -55,7 +56,8 @@ def test_the_export_reads_as_one_model_call_between_start_and_answer():
     assert [(e.source, e.target) for e in flow.edges] == [("start", "llm"), ("llm", "answer")]
     assert flow.name == "Trip helper" and flow.is_chat and flow.source["app_mode"] == "chat"
     assert flow.features == {"opening_statement": "Where to?", "suggested_questions": ["Lisbon?"],
-                             "file_upload": {"image": {"enabled": False}}}
+                             "file_upload": {"image": {"enabled": False}},
+                             "sensitive_word_avoidance": {"enabled": False, "type": "", "configs": []}}
     assert flow.warnings == [
         "a basic Chatbot: run as its one model call — the pre-prompt as the system message, then the history with "
         "no window (Dify fetches up to 500 rows), then the query",
@@ -158,7 +160,10 @@ def test_query_after_budget_leaves_the_query_out_of_the_budget_in_every_replay_p
 def test_knowledge_and_external_tools_are_named_as_not_run():
     doc = chatbot(dataset_configs={"datasets": {"datasets": [{"dataset": {"enabled": True, "id": "d1"}},
                                                              {"dataset": {"enabled": True, "id": "d2"}}]}},
+                  agent_mode={"enabled": False, "tools": [{"dataset": {"enabled": True, "id": "d3"}}]},
                   external_data_tools=[{"enabled": True, "variable": "weather", "type": "api"}],
+                  sensitive_word_avoidance={"enabled": True, "type": "keywords"},
+                  annotation_reply={"enabled": True}, more_like_this={"enabled": True},
                   user_input_form=[{"external_data_tool": {"variable": "weather"}},
                                    {"paragraph": {"label": "Notes", "variable": "notes", "required": False}},
                                    {"rating": {"variable": "stars"}}])
@@ -166,8 +171,10 @@ def test_knowledge_and_external_tools_are_named_as_not_run():
     assert [v["variable"] for v in flow.start.data["variables"]] == ["notes"]
     assert flow.warnings[1:] == [
         "form field 3 has type 'rating', which MemLens does not know: left out of the form",
-        "its knowledge (2 datasets) is not retrieved: the prompt is sent without the context Dify would add",
+        "its knowledge (3 datasets) is not retrieved: the prompt is sent without the context Dify would add",
         "1 external data tool not run: their inputs stay as the user gave them",
+        "its moderation is not run: every query reaches the model",
+        "its annotation replies are not run: every query reaches the model",
         "DSL version 0.1.5 is older than 0.6.0: read with Dify's defaults for newer fields"]
 
 
@@ -175,8 +182,9 @@ def test_a_chatbot_that_takes_images_sends_them_to_the_model():
     assert read(chatbot(file_upload={"image": {"enabled": True}})).node("llm").data["vision"] == {"enabled": True}
     new_shape = {"enabled": True, "allowed_file_types": ["image", "document"]}
     assert read(chatbot(file_upload=new_shape)).node("llm").data["vision"] == {"enabled": True}
-    assert read(chatbot(file_upload={"enabled": True, "allowed_file_types": ["document"]})).node(
-        "llm").data["vision"] == {"enabled": False}
+    for off in ({"image": {"enabled": False}}, {"enabled": True, "allowed_file_types": ["document"]},
+                {"enabled": False, "allowed_file_types": ["image"]}, None):
+        assert read(chatbot(file_upload=off)).node("llm").data["vision"] == {"enabled": False}, off
 
 
 @pytest.mark.parametrize("change, message", [
