@@ -689,7 +689,7 @@ def import_report(flow: Flow) -> ImportReport:
         reports.append(NodeReport(id=n.id, type=n.type, title=n.title, emulated=n.emulated and not n.container,
                                   status=status, memory=_memory_report(n, flow.mode) if n in model_nodes else None))
     return ImportReport(name=flow.name, file=str(flow.source.get("file", "")), format=str(flow.source.get("format", "")),
-                        dsl_version=flow.source.get("dsl_version"), mode=flow.mode, nodes=tuple(reports),
+                        dsl_version=flow.source.get("dsl_version"), mode=flow.app_mode, nodes=tuple(reports),
                         warnings=tuple(flow.warnings))
 
 

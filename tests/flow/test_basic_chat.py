@@ -64,7 +64,9 @@ def test_the_export_reads_as_one_model_call_between_start_and_answer():
         "DSL version 0.1.5 is older than 0.6.0: read with Dify's defaults for newer fields"]
     assert [(v["variable"], v["type"], v["required"]) for v in flow.start.data["variables"]] == [
         ("name", "text-input", True), ("tone", "select", False)]
-    memory = import_report(flow).llm_memory["llm"]
+    report = import_report(flow)
+    assert report.mode == "chat" and report.to_text().startswith("Trip helper: Trip helper (dify-dsl 0.1.5, chat)")
+    memory = report.llm_memory["llm"]
     assert memory["label"] == "no window (500-turn cap)" and memory["model"] == "openai/gpt-4o-mini"
     # The canonical form keeps the marker, so a stored copy runs the same way.
     again = Flow.from_dict(flow.to_dict())
