@@ -26,6 +26,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
+from core.limits import DIFY_ROW_CAP
+
 from .errors import FlowError
 from .templates import SIMPLE
 
@@ -73,8 +75,8 @@ def read_basic_chat(data: Mapping[str, Any], app: Mapping[str, Any], name: str) 
            "vision": {"enabled": _uploads_images(upload)}}
     nodes = {"start": {"type": "start", "title": "Start", "variables": variables}, "llm": llm,
              "answer": {"type": "answer", "title": "Answer", "answer": "{{#llm.text#}}"}}
-    warnings.insert(0, "a basic Chatbot: run as its one model call — the pre-prompt as the system message, "
-                       "then the history with no window (Dify fetches up to 500 rows), then the query")
+    warnings.insert(0, f"a basic Chatbot: run as its one model call — the pre-prompt as the system message, "
+                       f"then the history with no window (Dify fetches up to {DIFY_ROW_CAP} rows), then the query")
     datasets = _datasets(config)
     if datasets:
         warnings.append(f"its knowledge ({datasets} dataset{'s' if datasets != 1 else ''}) is not retrieved: "
