@@ -115,6 +115,31 @@ def test_a_turn_answered_by_a_node_memlens_does_not_emulate_says_so_under_its_re
                                                   "This flow declares no conversation variables."]
 
 
+def test_a_basic_chatbot_export_runs_as_its_one_model_call_and_its_import_notes_show(app):
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "sample_data" / "flows" / "basic-chatbot.yml").read_text(encoding="utf-8"))
+    # A form field of a type MemLens does not know, named with markup: its note shows it as written.
+    doc["model_config"]["user_input_form"].append({"[x](http://e.com) **b**": {"variable": "v"}})
+    own_file(app, "shop.yml", yaml.safe_dump(doc, allow_unicode=True).encode())
+    app.button(key="new_start").click().run()
+    for query in ("Hi, I am Dana.", "My order number is 4411.", "What is my order number?"):
+        app.chat_input(key="chat_input").set_value(query).run()
+    assert not app.exception, app.exception
+    assert "4411" in shown("".join(md.value for md in app.chat_message[-1].markdown))
+    tab = next(t for t in app.tabs if t.label == "Chatbot")
+    assert tab.text[0].value.startswith("You are the shop's helper.")  # the pre-prompt: the system message
+    notes = next(e for e in app.sidebar.expander if e.label.startswith("How MemLens runs this flow"))
+    assert notes.label == "How MemLens runs this flow (3 notes)"
+    captions = [c.value for c in notes.caption]
+    assert [shown(c) for c in captions] == [
+        "a basic Chatbot: run as its one model call — the pre-prompt as the system message, then the history "
+        "with no window (Dify fetches up to 500 rows), then the query",
+        "form field 3 has type '[x](http://e.com) **b**', which MemLens does not know: left out of the form",
+        "DSL version 0.1.5 is older than 0.6.0: read with Dify's defaults for newer fields"]
+    assert "](http" not in captions[1] and "**b**" not in captions[1]  # escaped, never a link or bold
+
+
 def test_a_dify_agent_nodes_prompt_shows_in_its_own_receipt(app):
     """svcvit's travel demo: its Agent node runs (no memory block; its query is the History variable)."""
     dsl = (ROOT / "tests" / "fixtures" / "dify_dsl" / "svcvit__旅行Demo.yml").read_bytes()
