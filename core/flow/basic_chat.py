@@ -70,8 +70,7 @@ def read_basic_chat(data: Mapping[str, Any], app: Mapping[str, Any], name: str) 
            # Rendered as Dify renders a pre-prompt (SIMPLE: its {{name}} slots), not as a workflow template.
            "prompt_template": [{"role": "system", "text": pre_prompt + "\n", "edition_type": SIMPLE}] if pre_prompt
            else [],
-           "memory": {"window": {"enabled": False, "size": 50}, "query_prompt_template": "{{#sys.query#}}"},
-           "context": {"enabled": False, "variable_selector": []},
+           "memory": {"window": {"enabled": False}, "query_prompt_template": "{{#sys.query#}}"},
            "vision": {"enabled": _uploads_images(upload)}}
     nodes = {"start": {"type": "start", "title": "Start", "variables": variables}, "llm": llm,
              "answer": {"type": "answer", "title": "Answer", "answer": "{{#llm.text#}}"}}

@@ -62,8 +62,13 @@ def test_the_export_reads_as_one_model_call_between_start_and_answer():
         "a basic Chatbot: run as its one model call — the pre-prompt as the system message, then the history with "
         "no window (Dify fetches up to 500 rows), then the query",
         "DSL version 0.1.5 is older than 0.6.0: read with Dify's defaults for newer fields"]
-    assert [(v["variable"], v["type"], v["required"]) for v in flow.start.data["variables"]] == [
-        ("name", "text-input", True), ("tone", "select", False)]
+    assert flow.start.data["variables"] == [
+        {"variable": "name", "label": "Name", "type": "text-input", "required": True, "max_length": 48},
+        {"variable": "tone", "label": "Tone", "type": "select", "required": False, "options": ["short", "warm"],
+         "default": "short"}]
+    assert [n.title for n in flow.nodes] == ["Start", "Chatbot", "Answer"]
+    assert flow.node("llm").data["model"] == MODEL
+    assert flow.node("answer").data["answer"] == "{{#llm.text#}}"
     report = import_report(flow)
     assert report.mode == "chat" and report.to_text().startswith("Trip helper: Trip helper (dify-dsl 0.1.5, chat)")
     memory = report.llm_memory["llm"]
@@ -83,6 +88,27 @@ def test_the_prompt_is_the_pre_prompt_and_a_newline_then_the_history_then_the_qu
         ("user", "I'm going to Lisbon."), ("assistant", records[0].answer),
         ("user", "In May."), ("assistant", records[1].answer),
         ("user", "Where am I going?")]
+
+
+def test_what_an_older_export_leaves_out_takes_dify_s_defaults():
+    doc = chatbot()
+    config = doc["model_config"]
+    for key in ("prompt_type", "user_input_form"):
+        del config[key]
+    config["model"] = {"name": "gpt-4o-mini"}  # no provider, no mode: a chat model
+    flow = read(doc)
+    assert flow.start.data["variables"] == []
+    assert flow.node("llm").data["model"] == {"provider": "", "name": "gpt-4o-mini", "mode": "chat",
+                                              "completion_params": {}}
+    # A label falls back to the variable's name; empty settings are left out.
+    form = [{"paragraph": {"variable": "notes", "max_length": 0, "options": [], "default": ""}}]
+    assert read(chatbot(user_input_form=form)).start.data["variables"] == [
+        {"variable": "notes", "label": "notes", "type": "paragraph", "required": False, "max_length": 0}]
+
+
+def test_an_answer_is_the_model_s_reply_as_it_is():
+    _, records = ask(read(chatbot()), ["Hi, I am Dana."])
+    assert records[0].answer == records[0].node_run("llm").reply
 
 
 def test_without_a_pre_prompt_there_is_no_system_message():
@@ -167,17 +193,30 @@ def test_knowledge_and_external_tools_are_named_as_not_run():
                   sensitive_word_avoidance={"enabled": True, "type": "keywords"},
                   annotation_reply={"enabled": True}, more_like_this={"enabled": True},
                   user_input_form=[{"external_data_tool": {"variable": "weather"}},
-                                   {"paragraph": {"label": "Notes", "variable": "notes", "required": False}},
-                                   {"rating": {"variable": "stars"}}])
+                                   {"rating": {"variable": "stars"}},
+                                   {"paragraph": {"label": "Notes", "variable": "notes", "required": False}}])
     flow = read(doc)
     assert [v["variable"] for v in flow.start.data["variables"]] == ["notes"]
     assert flow.warnings[1:] == [
-        "form field 3 has type 'rating', which MemLens does not know: left out of the form",
+        "form field 2 has type 'rating', which MemLens does not know: left out of the form",
         "its knowledge (3 datasets) is not retrieved: the prompt is sent without the context Dify would add",
         "1 external data tool not run: their inputs stay as the user gave them",
         "its moderation is not run: every query reaches the model",
         "its annotation replies are not run: every query reaches the model",
         "DSL version 0.1.5 is older than 0.6.0: read with Dify's defaults for newer fields"]
+
+
+@pytest.mark.parametrize("change, note", [
+    ({"dataset_configs": {"datasets": [{"dataset": {"id": "d1"}}]}}, "its knowledge (1 dataset) is not retrieved"),
+    ({"dataset_configs": {"datasets": {"datasets": "d1"}}}, None),
+    ({"agent_mode": {"tools": ["dataset"]}}, None),
+    ({"external_data_tools": [{"enabled": True}, {"enabled": True}, {"enabled": False}, "tool"]},
+     "2 external data tools not run"),
+    ({"external_data_tools": [{"enabled": False}]}, None),
+])
+def test_knowledge_and_tools_are_counted_in_either_shape_dify_exported(change, note):
+    notes = [w for w in read(chatbot(**change)).warnings if "knowledge" in w or "external" in w]
+    assert [n.split(":")[0] for n in notes] == ([note] if note else [])
 
 
 def test_a_chatbot_that_takes_images_sends_them_to_the_model():
