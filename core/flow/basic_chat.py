@@ -15,8 +15,8 @@ chat model in ``SimplePromptTransform`` (``api/core/prompt/simple_prompt_transfo
 
 That is an LLM node whose template is the system message, rendered as Dify renders a pre-prompt
 (edition ``simple``: :func:`core.flow.templates.render_slots`), with memory on and its window
-switched off — the LLM node's query template (``{{#sys.query#}}``) adds the query after the
-history. Its node data carries ``basic_chat: true``, which gives it the budget above. The expert prompt mode
+switched off — the LLM node's memory adds the query after the history (with no query template,
+the query as it is). Its node data carries ``basic_chat: true``, which gives it the budget above. The expert prompt mode
 (``prompt_type: advanced``) and completion models, whose history is text in Dify's own template,
 are refused with a line saying so.
 """
@@ -70,7 +70,7 @@ def read_basic_chat(data: Mapping[str, Any], app: Mapping[str, Any], name: str) 
            # Rendered as Dify renders a pre-prompt (SIMPLE: its {{name}} slots), not as a workflow template.
            "prompt_template": [{"role": "system", "text": pre_prompt + "\n", "edition_type": SIMPLE}] if pre_prompt
            else [],
-           "memory": {"window": {"enabled": False}, "query_prompt_template": "{{#sys.query#}}"},
+           "memory": {"window": {"enabled": False}},  # the query template left unset: the query itself
            "vision": {"enabled": _uploads_images(upload)}}
     nodes = {"start": {"type": "start", "title": "Start", "variables": variables}, "llm": llm,
              "answer": {"type": "answer", "title": "Answer", "answer": "{{#llm.text#}}"}}
