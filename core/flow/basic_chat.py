@@ -16,9 +16,9 @@ chat model in ``SimplePromptTransform`` (``api/core/prompt/simple_prompt_transfo
 That is an LLM node whose template is the system message, rendered as Dify renders a pre-prompt
 (edition ``simple``: :func:`core.flow.templates.render_slots`), with memory on and its window
 switched off — the LLM node's memory adds the query after the history (with no query template,
-the query as it is). Its node data carries ``basic_chat: true``, which gives it the budget above. The expert prompt mode
-(``prompt_type: advanced``) and completion models, whose history is text in Dify's own template,
-are refused with a line saying so.
+the query as it is). Its node data carries ``basic_chat: true``, which gives it the budget above.
+The expert prompt mode (``prompt_type: advanced``) and completion models, whose history is text
+in Dify's own template, are refused with a line saying so.
 """
 
 from __future__ import annotations
