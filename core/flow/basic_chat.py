@@ -43,7 +43,7 @@ _FORM_TYPES = ("text-input", "paragraph", "select", "number", "checkbox", "file"
 _WORKFLOW = "switch the app to workflow orchestration in Dify (its menu) and export that"
 
 
-def read_basic_chat(data: Mapping[str, Any], app: Mapping[str, Any], name: str) -> dict[str, Any]:
+def read_basic_chat(data: Mapping[str, Any], name: str) -> dict[str, Any]:
     """The parts of a :class:`core.flow.graph.Flow` a basic Chatbot export makes: ``nodes`` (raw node
     data by id), ``edges``, ``features`` and ``warnings``; a :class:`FlowError` when it cannot be run."""
     config = data.get("model_config")

@@ -433,12 +433,13 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
 def _read_basic_chat(data: Mapping[str, Any], app: Mapping[str, Any], name: str, version: str,
                      warnings: list[str]) -> Flow:
     """A basic Chatbot export as the Chatflow Dify runs it (:mod:`core.flow.basic_chat`)."""
-    parts = read_basic_chat(data, app, name)
-    nodes = [_make_node(node_id, node_data, name, i) for i, (node_id, node_data) in
-             enumerate(parts["nodes"].items(), start=1)]
+    parts = read_basic_chat(data, name)
+    nodes = [Node(id=node_id, type=node_data["type"], title=node_data["title"], data=node_data)
+             for node_id, node_data in parts["nodes"].items()]
     edges = [Edge(source, target) for source, target in parts["edges"]]
+    # Run as a Chatflow (Flow's default mode); its app mode is kept in its source.
     return _finish(Flow(name=str(app.get("name") or name).strip() or name, nodes=nodes, edges=edges,
-                        mode="advanced-chat", description=str(app.get("description") or ""),
+                        description=str(app.get("description") or ""),
                         source={"format": "dify-dsl", "dsl_version": version, "app_mode": BASIC_CHAT},
                         warnings=parts["warnings"] + warnings, features=parts["features"]), name)
 

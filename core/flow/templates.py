@@ -173,7 +173,7 @@ def render_slots(template: str, pool: VariablePool, node: str = "start") -> str:
             return m.group(0)
         return SLOT_PATTERN.sub(r"{\1}", value) if isinstance(value, str) else str(value)
 
-    return SPECIAL_TOKENS.sub("", SLOT_PATTERN.sub(fill, template or ""))
+    return SPECIAL_TOKENS.sub("", SLOT_PATTERN.sub(fill, template))
 
 
 #: The edition of a prompt message written as a basic Chatbot's pre-prompt (rendered by :func:`render_slots`).

@@ -55,6 +55,7 @@ def test_the_export_reads_as_one_model_call_between_start_and_answer():
     assert [(n.id, n.type) for n in flow.nodes] == [("start", "start"), ("llm", "llm"), ("answer", "answer")]
     assert [(e.source, e.target) for e in flow.edges] == [("start", "llm"), ("llm", "answer")]
     assert flow.name == "Trip helper" and flow.is_chat and flow.source["app_mode"] == "chat"
+    assert flow.description == "Plans trips" and flow.app_mode == "chat"
     assert flow.features == {"opening_statement": "Where to?", "suggested_questions": ["Lisbon?"],
                              "file_upload": {"image": {"enabled": False}},
                              "sensitive_word_avoidance": {"enabled": False, "type": "", "configs": []}}
@@ -96,8 +97,9 @@ def test_what_an_older_export_leaves_out_takes_dify_s_defaults():
     for key in ("prompt_type", "user_input_form"):
         del config[key]
     config["model"] = {"name": "gpt-4o-mini"}  # no provider, no mode: a chat model
+    del doc["app"]["description"]
     flow = read(doc)
-    assert flow.start.data["variables"] == []
+    assert flow.start.data["variables"] == [] and flow.description == ""
     assert flow.node("llm").data["model"] == {"provider": "", "name": "gpt-4o-mini", "mode": "chat",
                                               "completion_params": {}}
     # A label falls back to the variable's name; empty settings are left out.
@@ -274,3 +276,4 @@ def test_a_pre_prompt_renders_as_dify_s_prompt_template_parser_does():
                                         "{{ name }} {{a_name_longer_than_thirty_chars_x}}.\n")
     assert render_message(text, SIMPLE, pool) == render_slots(text, pool)
     assert render_message("{{#start.name#}} {{name}}", "basic", pool) == "Dana {{tone}} {{name}}"
+    assert render_message("{{#context#}} {{name}}", "basic", pool, context="retrieved") == "retrieved {{name}}"
