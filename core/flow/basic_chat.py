@@ -37,7 +37,8 @@ BASIC_CHAT = "chat"
 BASIC_CHAT_KEY = "basic_chat"
 #: The ``model_config`` keys that are the app's features, served by ``GET /v1/parameters``.
 _FEATURES = ("opening_statement", "suggested_questions", "suggested_questions_after_answer", "speech_to_text",
-             "text_to_speech", "retriever_resource", "sensitive_word_avoidance", "file_upload")
+             "text_to_speech", "retriever_resource", "annotation_reply", "more_like_this", "sensitive_word_avoidance",
+             "file_upload")
 #: The start form's field types (Dify's ``user_input_form`` keys).
 _FORM_TYPES = ("text-input", "paragraph", "select", "number", "checkbox", "file", "file-list", "json_object")
 _WORKFLOW = "switch the app to workflow orchestration in Dify (its menu) and export that"
@@ -115,7 +116,8 @@ def _form(raw: Any, name: str) -> tuple[list[dict], list[str]]:
             raise FlowError(f"{name}: form field {i} ({kind}) must be a mapping with a 'variable'")
         variable = {"variable": str(field["variable"]), "label": str(field.get("label") or field["variable"]),
                     "type": kind, "required": bool(field.get("required"))}
-        for key in ("max_length", "options", "default"):
+        for key in ("max_length", "options", "default", "allowed_file_types", "allowed_file_extensions",
+                    "allowed_file_upload_methods"):
             if field.get(key) not in (None, "", []):
                 variable[key] = copy.deepcopy(field[key])
         variables.append(variable)

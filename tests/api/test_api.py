@@ -419,6 +419,10 @@ def test_unknown_conversation_id_starts_a_new_conversation(api):
 def test_a_basic_chatbot_answers_as_difys_chat_app_does(api):
     assert api.request("GET", "/info", api.basic_key).json()["mode"] == "chat"
     assert api.request("GET", "/info").json()["mode"] == "advanced-chat"
+    params = api.request("GET", "/parameters", api.basic_key).json()
+    assert params["opening_statement"] == "Hello! How can I help with your order?"
+    assert [(kind, field["variable"], field["default"]) for item in params["user_input_form"]
+            for kind, field in item.items()] == [("text-input", "name", ""), ("select", "language", "English")]
     conversation_id, (first, second) = api.new_conversation(
         queries=("Hi, I am Dana. My order number is 4411.", "What is my order number?"), key=api.basic_key)
     assert first["mode"] == second["mode"] == "chat" and "4411" in second["answer"]

@@ -103,9 +103,13 @@ def test_what_an_older_export_leaves_out_takes_dify_s_defaults():
     assert flow.node("llm").data["model"] == {"provider": "", "name": "gpt-4o-mini", "mode": "chat",
                                               "completion_params": {}}
     # A label falls back to the variable's name; empty settings are left out.
-    form = [{"paragraph": {"variable": "notes", "max_length": 0, "options": [], "default": ""}}]
+    form = [{"paragraph": {"variable": "notes", "max_length": 0, "options": [], "default": ""}},
+            {"file": {"variable": "cv", "label": "CV", "required": True, "allowed_file_types": ["document"],
+                      "allowed_file_extensions": [".pdf"], "allowed_file_upload_methods": ["local_file"]}}]
     assert read(chatbot(user_input_form=form)).start.data["variables"] == [
-        {"variable": "notes", "label": "notes", "type": "paragraph", "required": False, "max_length": 0}]
+        {"variable": "notes", "label": "notes", "type": "paragraph", "required": False, "max_length": 0},
+        {"variable": "cv", "label": "CV", "type": "file", "required": True, "allowed_file_types": ["document"],
+         "allowed_file_extensions": [".pdf"], "allowed_file_upload_methods": ["local_file"]}]
 
 
 def test_an_answer_is_the_model_s_reply_as_it_is():
@@ -199,6 +203,8 @@ def test_knowledge_and_external_tools_are_named_as_not_run():
                                    {"paragraph": {"label": "Notes", "variable": "notes", "required": False}}])
     flow = read(doc)
     assert [v["variable"] for v in flow.start.data["variables"]] == ["notes"]
+    # Served by GET /v1/parameters as the app's settings, though not run.
+    assert (flow.features["annotation_reply"], flow.features["more_like_this"]) == ({"enabled": True},) * 2
     assert flow.warnings[1:] == [
         "form field 2 has type 'rating', which MemLens does not know: left out of the form",
         "its knowledge (3 datasets) is not retrieved: the prompt is sent without the context Dify would add",
