@@ -506,7 +506,7 @@ class Replay:
         # (worked out in the loop: a call per turn costs a tenth of the walk).
         fixed_of: Callable[[int], int] | None = self.fixed_prompt_tokens if self._prompt_tokens is not None else None
         system = self._system_tokens + REPLY_PRIMING
-        after_query = config.query_after_budget  # (budget_prompt_tokens, inline)
+        after_query, budget_prompt = config.query_after_budget, self.budget_prompt_tokens  # (a call only then)
         all_tokens, all_empty = self._tokens, self._empty
         eligibles, eligible_of = self._eligible, self.eligible
         self.messages_before(0)
@@ -537,7 +537,7 @@ class Replay:
                 fixed = system + all_tokens[position][qi] if qi is not None else system
             else:
                 fixed = fixed_of(position)
-            counted = fixed if not after_query or qi is None else fixed - all_tokens[position][qi]
+            counted = budget_prompt(position, fixed) if after_query else fixed
             limit_overhead = limits.get(counted)
             if limit_overhead is None:  # one per prompt size: the summaries share its numbers
                 limit_overhead = limits[counted] = budget_limit(config, facts, counted)
