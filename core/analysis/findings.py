@@ -431,7 +431,7 @@ def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, 
                     query_after: bool = False) -> Finding | None:
     """``reserve``: the config's ``prompt_reserve`` (a node that budgets after its own prompt);
     ``fixed``: its ``history_budget`` (a node that passes its memory no limit); ``query_after``: its
-    ``query_after_budget`` (a basic Chatbot: the prompt subtracted is its system message)."""
+    ``query_after_budget`` (a basic Chatbot: the prompt subtracted is what comes before its history)."""
     hit = [t for t in turns if t.pruned]
     if not hit:
         return None
@@ -454,7 +454,7 @@ def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, 
                       f"whatever the model's context) and nothing in the run says so. Narrow the window so what is "
                       f"dropped is a choice.")
         else:
-            prompt = "the system message" if query_after else "the prompt"
+            prompt = "the prompt before the history" if query_after else "the prompt"
             shipped = f"− 3; as its docs describe: − {prompt}" if reserve is None else \
                 f"− {prompt}" + (f" − {reserve:,}" if reserve else "")
             detail = (f"Dify pops the oldest message while the history is over its budget (Dify 1.x, with plugin token "

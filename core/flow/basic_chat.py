@@ -16,9 +16,17 @@ chat model in ``SimplePromptTransform`` (``api/core/prompt/simple_prompt_transfo
 That is an LLM node whose template is the system message, rendered as Dify renders a pre-prompt
 (edition ``simple``: :func:`core.flow.templates.render_slots`), with memory on and its window
 switched off — the LLM node's memory adds the query after the history (with no query template,
-the query as it is). Its node data carries ``basic_chat: true``, which gives it the budget above.
-The expert prompt mode (``prompt_type: advanced``) and completion models, whose history is text
-in Dify's own template, are refused with a line saying so.
+the query as it is). Its node data carries ``basic_chat: true``, which gives it the budget above
+and no filter: Dify sends what the transform builds, so a failed turn's empty answer stays in the
+history (``MemoryConfig.sends_empty``; a Chatflow's LLM node drops it) and the query is not read
+as a template.
+
+In expert mode (``prompt_type: advanced``) Dify's ``AppRunner.organize_prompt_messages`` hands the
+``chat_prompt_config`` messages to ``AdvancedPromptTransform`` with the same memory (no window, no
+query template): each message rendered by the prompt parser without making the values text
+(edition ``expert``), an empty system message left out, then the history and the query, with the
+same budget. Completion models, whose history is text in Dify's own template, are refused with a
+line saying so.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from typing import Any, Mapping
 from core.limits import DIFY_ROW_CAP
 
 from .errors import FlowError
-from .templates import SIMPLE
+from .templates import EXPERT, SIMPLE
 
 #: The app mode of a basic Chatbot export.
 BASIC_CHAT = "chat"
@@ -51,9 +59,9 @@ def read_basic_chat(data: Mapping[str, Any], name: str) -> dict[str, Any]:
     if not isinstance(config, Mapping):
         raise FlowError(f"{name}: a basic Chatbot export (app.mode chat) needs a 'model_config' mapping")
     prompt_type = config.get("prompt_type") or "simple"
-    if prompt_type != "simple":
-        raise FlowError(f"{name}: this Chatbot's prompt is in expert mode (prompt_type {prompt_type!r}), which "
-                        f"MemLens does not read; {_WORKFLOW}")
+    if prompt_type not in ("simple", "advanced"):
+        raise FlowError(f"{name}: 'model_config.prompt_type' must be simple or advanced (expert mode), "
+                        f"not {prompt_type!r}")
     model = config.get("model")
     if not isinstance(model, Mapping) or not model.get("name"):
         raise FlowError(f"{name}: 'model_config.model' must name the Chatbot's model (provider, name, mode)")
@@ -61,22 +69,23 @@ def read_basic_chat(data: Mapping[str, Any], name: str) -> dict[str, Any]:
         raise FlowError(f"{name}: this Chatbot's model is a completion model, whose history Dify writes into its "
                         f"own prompt template, which MemLens does not emulate; {_WORKFLOW}")
     variables, warnings = _form(config.get("user_input_form"), name)
-    pre_prompt = config.get("pre_prompt") or ""
-    if not isinstance(pre_prompt, str):
-        raise FlowError(f"{name}: 'model_config.pre_prompt' must be text")
+    if prompt_type == "advanced":
+        template, layout = _expert_prompt(config, name), "its prompt messages"
+    else:
+        template, layout = _pre_prompt(config, name), "the pre-prompt as the system message"
     upload = config.get("file_upload")
     llm = {"type": "llm", "title": "Chatbot", BASIC_CHAT_KEY: True,
            "model": {"provider": str(model.get("provider") or ""), "name": str(model["name"]), "mode": "chat",
                      "completion_params": copy.deepcopy(dict(model.get("completion_params") or {}))},
-           # Rendered as Dify renders a pre-prompt (SIMPLE: its {{name}} slots), not as a workflow template.
-           "prompt_template": [{"role": "system", "text": pre_prompt + "\n", "edition_type": SIMPLE}] if pre_prompt
-           else [],
+           # Rendered as Dify renders a basic Chatbot's prompt (its {{name}} slots), not as a workflow template.
+           "prompt_template": template,
            "memory": {"window": {"enabled": False}},  # the query template left unset: the query itself
            "vision": {"enabled": _uploads_images(upload)}}
     nodes = {"start": {"type": "start", "title": "Start", "variables": variables}, "llm": llm,
              "answer": {"type": "answer", "title": "Answer", "answer": "{{#llm.text#}}"}}
-    warnings.insert(0, f"a basic Chatbot: run as its one model call — the pre-prompt as the system message, "
-                       f"then the history with no window (Dify fetches up to {DIFY_ROW_CAP} rows), then the query")
+    warnings.insert(0, f"a basic Chatbot{' in expert mode' if prompt_type == 'advanced' else ''}: run as its one "
+                       f"model call — {layout}, then the history with no window (Dify fetches up to "
+                       f"{DIFY_ROW_CAP} rows), then the query")
     datasets = _datasets(config)
     if datasets:
         warnings.append(f"its knowledge ({datasets} dataset{'s' if datasets != 1 else ''}) is not retrieved: "
@@ -92,6 +101,36 @@ def read_basic_chat(data: Mapping[str, Any], name: str) -> dict[str, Any]:
     features = {k: copy.deepcopy(config[k]) for k in _FEATURES if k in config}
     return {"nodes": nodes, "edges": [("start", "llm"), ("llm", "answer")], "features": features,
             "warnings": warnings}
+
+
+def _pre_prompt(config: Mapping[str, Any], name: str) -> list[dict]:
+    """The simple mode's one template message: the pre-prompt and a newline as the system message
+    (none without a pre-prompt)."""
+    pre_prompt = config.get("pre_prompt") or ""
+    if not isinstance(pre_prompt, str):
+        raise FlowError(f"{name}: 'model_config.pre_prompt' must be text")
+    return [{"role": "system", "text": pre_prompt + "\n", "edition_type": SIMPLE}] if pre_prompt else []
+
+
+def _expert_prompt(config: Mapping[str, Any], name: str) -> list[dict]:
+    """The expert mode's template messages (``chat_prompt_config.prompt``), each rendered as
+    AdvancedPromptTransform renders them (:data:`EXPERT`)."""
+    block = config.get("chat_prompt_config")
+    messages = block.get("prompt") if isinstance(block, Mapping) else None
+    if messages is None:
+        raise FlowError(f"{name}: this Chatbot's prompt is in expert mode but has no "
+                        f"'model_config.chat_prompt_config.prompt' (Dify fails every call with \"Advanced chat "
+                        f"prompt template is required.\"): write its prompt in Dify and export it again")
+    if not isinstance(messages, list):
+        raise FlowError(f"{name}: 'model_config.chat_prompt_config.prompt' must be a list of {{role, text}} messages")
+    out = []
+    for i, item in enumerate(messages, start=1):
+        text = item.get("text") or "" if isinstance(item, Mapping) else None
+        if not isinstance(text, str) or item.get("role") not in ("system", "user", "assistant"):
+            raise FlowError(f"{name}: expert-mode prompt message {i} must be a mapping with a role (system, user "
+                            f"or assistant) and a text")
+        out.append({"role": item["role"], "text": text, "edition_type": EXPERT})
+    return out
 
 
 def _form(raw: Any, name: str) -> tuple[list[dict], list[str]]:

@@ -212,8 +212,9 @@ class PromptFrame:
     ``sys_query`` (the unrendered query template, or ``None``) and ``role_prefix`` (``None``: no
     history text goes in). Text history: one ``template_role`` message whose ``template`` has the
     history's ``role_prefix`` lines put in at its first :data:`HISTORY_SLOT`, then ``after``.
-    ``file_upload`` and ``vision`` decide how history files are sent. ``keep_empty``: an empty history
-    message is sent as it is (a chat prompt's history that no filter runs over: Dify's Agent node).
+    ``file_upload`` and ``vision`` decide how history files are sent. ``keep_empty``: no filter runs
+    over the prompt, so an empty message is sent as it is (Dify's Agent node, whose frame leaves out an
+    empty instruction or query itself; a basic Chatbot's call, whose frame leaves out an empty system message).
     """
 
     mode: str
@@ -252,7 +253,7 @@ class PromptFrame:
         if self.mode == CHAT:
             sent = history_messages(history, self.counter, file_upload=self.file_upload, vision=self.vision)
             if self.keep_empty:
-                return [*sendable(self.before), *sent, *sendable(self.after)]
+                return [*self.before, *sent, *self.after]
             return chat_prompt(self.before, sent, self.after)
         histories = completion_history_text(history, self.role_prefix, file_upload=self.file_upload)
         return chat_prompt([self._completion_message(histories)], [], self.after)

@@ -335,14 +335,15 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
                             history_budget=shipped.history_budget, sends_empty=shipped.sends_empty)
     else:
         settings = flow.llm(node_id)
-        # A basic Chatbot's call budgets after its system message, its query added later (basic_chat).
+        # A basic Chatbot's call budgets after its system message, its query added later, and no filter
+        # drops an empty history message (basic_chat).
         basic = node.data.get(BASIC_CHAT_KEY) is True
         base = MemoryConfig(strategy="dify" if settings.memory is not None else "off",
                             window=settings.memory.window if settings.memory is not None else None,
                             fidelity=fidelity, plugin_token_counting=plugin_token_counting,
                             model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens,
                             history_as_text=settings.mode != "chat",  # a completion prompt's history is text
-                            prompt_reserve=0 if basic else None, query_after_budget=basic)
+                            prompt_reserve=0 if basic else None, query_after_budget=basic, sends_empty=basic)
         source = node.data.get("memory_node")
         if source and flow.has_node(source) and flow.node(source).type == "window-memory":
             # The node reads a Window Memory store: its window and scope (an overwrite input is not replayed here).
@@ -678,21 +679,22 @@ def node_frame(settings: LLMSettings, render_item, counter, sys_query: str | Non
         template = render_item(settings.prompt[0]) if settings.prompt else ""
         return PromptFrame(COMPLETION, counter, template=template, sys_query=sys_query, role_prefix=role_prefix,
                            file_upload=file_upload, vision=vision)
+    basic = settings.basic_chat  # no filter: only an empty system message is left out, the query goes as typed
     before = []
     for item in settings.prompt:
         text = render_item(item)
-        if text:
+        if text or basic and item.role != "system":
             used_context = context_used and CONTEXT_PLACEHOLDER in item.text
             origin = "long-term memory" if ctx is not None and _recall_sources(item, settings, ctx) else \
                 _template_origin(item.text, item.role, used_context)
             before.append(message(item.role, text, origin, counter))
     after = []
     if sys_query:
-        text = render(sys_query, pool, context="")
+        text = sys_query if basic else render(sys_query, pool, context="")
         if text:
             after.append(message("user", text, CURRENT_QUERY, counter))
     return PromptFrame(CHAT, counter, before=tuple(before), after=tuple(after), file_upload=file_upload,
-                       vision=vision)
+                       vision=vision, keep_empty=basic)
 
 
 def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
@@ -1617,7 +1619,8 @@ def what_if_prompt(flow: Flow, conversation: Conversation, position: int, node_i
         sys_query = (block.query_prompt_template if block is not None else None) or query
     options = dict(role_prefix=block.role_prefix if block is not None and flow.is_chat else None,
                    file_upload=flow.file_upload, vision=model_supports_vision(model))
-    frame = PromptFrame.recorded(recorded, settings.mode, counter, sys_query=sys_query, **options)
+    frame = PromptFrame.recorded(recorded, settings.mode, counter, sys_query=sys_query, keep_empty=settings.basic_chat,
+                                 **options)
     if frame is None:
         frame = _estimated_frame(flow, conversation, position, node_id, counter, sys_query, **options)
     elif frame.mode == CHAT and any(m.origin == CURRENT_QUERY for m in frame.after) != bool(sys_query):

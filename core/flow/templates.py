@@ -25,6 +25,8 @@ import json
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
+from .errors import NodeFailed
+
 #: Dify's selector pattern: a node id, then 1..10 dotted names.
 SELECTOR_PATTERN = re.compile(r"\{\{#([a-zA-Z0-9_]{1,50}(?:\.[a-zA-Z_][a-zA-Z0-9_]{0,29}){1,10})#\}\}")
 CONTEXT_PLACEHOLDER = "{{#context#}}"
@@ -162,28 +164,53 @@ SLOT_PATTERN = re.compile(r"\{\{([a-zA-Z_][a-zA-Z0-9_]{0,29}|#histories#|#query#
 SPECIAL_TOKENS = re.compile(r"<\|.*?\|>")
 
 
-def render_slots(template: str, pool: VariablePool, node: str = "start") -> str:
-    """Render a basic Chatbot's pre-prompt as Dify's PromptTemplateParser does: each ``{{name}}``
-    slot of an input of ``node`` holds its value as text (``str``: a missing optional input with no
-    default is ``None``), any slot in a value is unwrapped to ``{name}``, every other slot stays as
-    written, and ``<|…|>`` tokens are stripped from the result."""
+def render_slots(template: str, pool: VariablePool, node: str = "start", *, expert: bool = False,
+                 context: str | None = None) -> str:
+    """Render a basic Chatbot's prompt text as Dify's PromptTemplateParser does: each ``{{name}}``
+    slot of an input of ``node`` holds its value, any slot in a text value is unwrapped to
+    ``{name}``, every other slot stays as written, and ``<|…|>`` tokens are stripped from the result.
+
+    A pre-prompt (SimplePromptTransform) has every value made text first (``str``: a missing
+    optional input with no default reads ``None``). An ``expert``-mode message
+    (AdvancedPromptTransform) takes the values as they are: a missing one (``None``) fills its slot
+    with nothing, and any other value that is not text fails the call, as the parser's ``re.sub``
+    does in Dify; its ``{{#context#}}`` holds ``context`` (nothing without one)."""
     def fill(m: re.Match) -> str:
-        value = pool.get([node, m.group(1)])
+        key = m.group(1)
+        if expert and key == CONTEXT_SLOT:
+            return context or ""
+        value = pool.get([node, key])
         if value is MISSING:
             return m.group(0)
-        return SLOT_PATTERN.sub(r"{\1}", value) if isinstance(value, str) else str(value)
+        if isinstance(value, str):
+            return SLOT_PATTERN.sub(r"{\1}", value)
+        if not expert:
+            return str(value)
+        if value is None:
+            return ""
+        raise NodeFailed(f"expected str instance, {type(value).__name__} found: input {key!r} fills a slot of the "
+                         f"expert-mode prompt, which Dify renders from text inputs only")
 
     return SPECIAL_TOKENS.sub("", SLOT_PATTERN.sub(fill, template))
 
 
 #: The edition of a prompt message written as a basic Chatbot's pre-prompt (rendered by :func:`render_slots`).
 SIMPLE = "simple"
+#: The edition of a basic Chatbot's expert-mode prompt message (:func:`render_slots` with ``expert``).
+EXPERT = "expert"
+#: The slot an expert-mode message's retrieved context goes in.
+CONTEXT_SLOT = "#context#"
 
 
 def render_message(text: str, edition: str, pool: VariablePool, *, context: str | None = None) -> str:
     """A prompt message's text rendered by its edition's rule, but Jinja2's (which needs the node's
-    variables): a basic Chatbot's pre-prompt by :func:`render_slots`, else :func:`render`."""
-    return render_slots(text, pool) if edition == SIMPLE else render(text, pool, context=context)
+    variables): a basic Chatbot's pre-prompt or expert-mode message by :func:`render_slots`, else
+    :func:`render`."""
+    if edition == SIMPLE:
+        return render_slots(text, pool)
+    if edition == EXPERT:
+        return render_slots(text, pool, expert=True, context=context)
+    return render(text, pool, context=context)
 
 
 def render_jinja(template: str, variables: Iterable[Mapping[str, Any]], pool: VariablePool) -> str:

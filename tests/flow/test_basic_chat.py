@@ -13,12 +13,15 @@ from core.analysis.findings import SILENT_PRUNING, run_findings
 from core.flow.errors import FlowError
 from core.flow.graph import Flow, import_report, load_flow, parse_flow
 from core.flow.runtime import node_memory_config, run_conversation, what_if_ledger
-from core.flow.templates import SIMPLE, VariablePool, render_message, render_slots
+from core.flow.errors import NodeFailed
+from core.flow.runtime import what_if_prompt
+from core.flow.templates import EXPERT, SIMPLE, VariablePool, render_message, render_slots
 from core.llm.client import DemoClient
 from core.memory.replay import MemoryConfig, Replay
 from core.model.ledger import KEPT, OVER_BUDGET
 from core.model.tokens import REPLY_PRIMING, counter_for, model_facts
 from tests.conftest import ROOT
+from tests.flow.test_runtime_prompt import FailsOn
 
 SAMPLE = ROOT / "sample_data" / "flows" / "basic-chatbot.yml"
 MODEL = {"provider": "openai", "name": "gpt-4o-mini", "mode": "chat", "completion_params": {"max_tokens": 512}}
@@ -152,7 +155,8 @@ def test_with_token_counting_the_budget_subtracts_the_system_message_but_not_the
     fit = context - (system + REPLY_PRIMING) - history
     flow, state, run = last_run(fit)
     assert run.ledger.budget == history and all(e.kept for e in run.ledger.entries)
-    assert f"− {system + REPLY_PRIMING} system message (the query is added after the history)" in run.ledger.budget_note
+    assert f"− {system + REPLY_PRIMING} prompt before the history (the query is added after it)" in \
+        run.ledger.budget_note
     # ...though with the query subtracted too it would not fit; one token less and the oldest goes.
     assert history > run.ledger.budget - counter.chat("user", queries[-1])
     _, _, tight = last_run(fit + 1)
@@ -162,12 +166,12 @@ def test_with_token_counting_the_budget_subtracts_the_system_message_but_not_the
     assert again.budget == history and [e.reason for e in again.entries] == [KEPT] * 4
 
 
-def test_silent_pruning_names_the_system_message_as_what_the_budget_subtracts():
+def test_silent_pruning_names_the_prompt_before_the_history_as_what_the_budget_subtracts():
     flow = read(chatbot(model={**MODEL, "completion_params": {"max_tokens": 127_950}}))
     state, records = ask(flow, ["I'm going to Lisbon in May with two friends.", "We like quiet hotels by the sea.",
                                 "Where should we stay?"], plugin_token_counting=True)
     found = [f for f in run_findings(flow, state.conversation, records) if f.kind == SILENT_PRUNING]
-    assert len(found) == 1 and "context size − max_tokens − the system message)" in found[0].detail
+    assert len(found) == 1 and "context size − max_tokens − the prompt before the history)" in found[0].detail
 
 
 def test_query_after_budget_leaves_the_query_out_of_the_budget_in_every_replay_path():
@@ -237,8 +241,26 @@ def test_a_chatbot_that_takes_images_sends_them_to_the_model():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"prompt_type": "advanced"}, "bot.yml: this Chatbot's prompt is in expert mode (prompt_type 'advanced'), which "
-     "MemLens does not read; switch the app to workflow orchestration in Dify (its menu) and export that"),
+    ({"prompt_type": "advanced"}, "bot.yml: this Chatbot's prompt is in expert mode but has no "
+     "'model_config.chat_prompt_config.prompt' (Dify fails every call with \"Advanced chat prompt template is "
+     "required.\"): write its prompt in Dify and export it again"),
+    ({"prompt_type": "advanced", "chat_prompt_config": {}}, "bot.yml: this Chatbot's prompt is in expert mode but has "
+     "no 'model_config.chat_prompt_config.prompt' (Dify fails every call with \"Advanced chat prompt template is "
+     "required.\"): write its prompt in Dify and export it again"),
+    ({"prompt_type": "advanced", "chat_prompt_config": {"prompt": "Be brief."}}, "bot.yml: "
+     "'model_config.chat_prompt_config.prompt' must be a list of {role, text} messages"),
+    ({"prompt_type": "advanced", "chat_prompt_config": {"prompt": [{"role": "system", "text": "a"},
+                                                                   {"role": "tool", "text": "b"}]}},
+     "bot.yml: expert-mode prompt message 2 must be a mapping with a role (system, user or assistant) and a text"),
+    ({"prompt_type": "advanced", "chat_prompt_config": {"prompt": [{"role": "user", "text": ["a"]}]}},
+     "bot.yml: expert-mode prompt message 1 must be a mapping with a role (system, user or assistant) and a text"),
+    ({"prompt_type": "advanced", "chat_prompt_config": {"prompt": ["Be brief."]}},
+     "bot.yml: expert-mode prompt message 1 must be a mapping with a role (system, user or assistant) and a text"),
+    ({"prompt_type": "expert"}, "bot.yml: 'model_config.prompt_type' must be simple or advanced (expert mode), not "
+     "'expert'"),
+    ({"prompt_type": "advanced", "chat_prompt_config": {"prompt": []}, "model": {**MODEL, "mode": "completion"}},
+     "bot.yml: this Chatbot's model is a completion model, whose history Dify writes into its own prompt template, "
+     "which MemLens does not emulate; switch the app to workflow orchestration in Dify (its menu) and export that"),
     ({"model": {**MODEL, "mode": "completion"}}, "bot.yml: this Chatbot's model is a completion model, whose history "
      "Dify writes into its own prompt template, which MemLens does not emulate; switch the app to workflow "
      "orchestration in Dify (its menu) and export that"),
@@ -283,3 +305,88 @@ def test_a_pre_prompt_renders_as_dify_s_prompt_template_parser_does():
     assert render_message(text, SIMPLE, pool) == render_slots(text, pool)
     assert render_message("{{#start.name#}} {{name}}", "basic", pool) == "Dana {{tone}} {{name}}"
     assert render_message("{{#context#}} {{name}}", "basic", pool, context="retrieved") == "retrieved {{name}}"
+
+
+def expert(messages, **config) -> dict:
+    """A basic Chatbot export in expert mode (``prompt_type: advanced``), as Dify writes one."""
+    return chatbot("ignored in expert mode", prompt_type="advanced", chat_prompt_config={"prompt": messages}, **config)
+
+
+def test_an_expert_mode_prompt_is_its_messages_then_the_history_then_the_query():
+    flow = read(expert([{"role": "system", "text": "You help {{name}}, {{tone}}. {{#context#}}|{{#query#}}|"
+                                                   "{{#histories#}}|{{nick}}|{{#sys.query#}}<|im_end|>"},
+                        {"role": "user", "text": "Example question"},
+                        {"role": "assistant", "text": "Example answer"}],
+                       user_input_form=[
+                           {"text-input": {"label": "Name", "variable": "name", "required": True, "default": ""}},
+                           {"select": {"label": "Tone", "variable": "tone", "options": ["short"], "default": "short"}},
+                           {"text-input": {"label": "Nick", "variable": "nick", "required": False}}]))
+    assert flow.warnings[0] == ("a basic Chatbot in expert mode: run as its one model call — its prompt messages, "
+                                "then the history with no window (Dify fetches up to 500 rows), then the query")
+    assert [i["edition_type"] for i in flow.node("llm").data["prompt_template"]] == [EXPERT] * 3
+    _, records = ask(flow, ["I'm going to Lisbon.", "Where am I going?"])
+    assert records[0].node_run("llm").prompt[0].content == records[1].node_run("llm").prompt[0].content
+    assert [(m.role, m.content) for m in records[-1].node_run("llm").prompt] == [
+        # The context slot is emptied (no knowledge retrieved), a missing optional input fills its slot with
+        # nothing, the query and histories slots and a selector stay as written, special tokens go.
+        ("system", "You help Dana, short. |{{#query#}}|{{#histories#}}||{{#sys.query#}}"),
+        ("user", "Example question"), ("assistant", "Example answer"),
+        ("user", "I'm going to Lisbon."), ("assistant", records[0].answer),
+        ("user", "Where am I going?")]
+    config = node_memory_config(flow, "llm")
+    assert (config.window, config.query_after_budget, config.sends_empty) == (None, True, True)
+
+
+def test_an_expert_mode_prompt_leaves_out_an_empty_system_message_only():
+    flow = read(expert([{"role": "system", "text": "{{nick}}"}, {"role": "user", "text": ""},
+                        {"role": "assistant", "text": "{{nick}}"}],
+                       user_input_form=[{"text-input": {"label": "Nick", "variable": "nick"}}]))
+    _, records = ask(flow, ["Hi."])
+    assert [(m.role, m.content) for m in records[0].node_run("llm").prompt] == [
+        ("user", ""), ("assistant", ""), ("user", "Hi.")]
+    # With no prompt messages at all, the call is the history and the query.
+    _, records = ask(read(expert([])), ["Hi.", "Again."])
+    assert [m.role for m in records[-1].node_run("llm").prompt] == ["user", "assistant", "user"]
+
+
+def test_a_number_in_an_expert_mode_prompt_fails_the_call_as_in_dify_but_a_pre_prompt_makes_it_text():
+    form = [{"number": {"label": "Age", "variable": "age", "required": True}}]
+    flow = read(expert([{"role": "system", "text": "The user is {{age}}."}], user_input_form=form))
+    _, (record,) = run_conversation(flow, [{"query": "Hi.", "inputs": {"age": 41}}], llm=DemoClient())
+    assert (record.status, record.answer) == ("failed", "")
+    assert record.error == ("expected str instance, int found: input 'age' fills a slot of the expert-mode prompt, "
+                            "which Dify renders from text inputs only")
+    simple = read(chatbot("The user is {{age}}.", user_input_form=form))
+    _, (record,) = run_conversation(simple, [{"query": "Hi.", "inputs": {"age": 41}}], llm=DemoClient())
+    assert record.succeeded and record.node_run("llm").prompt[0].content == "The user is 41.\n"
+
+
+def test_an_expert_mode_slot_renders_as_dify_s_advanced_prompt_transform_does():
+    pool = VariablePool()
+    pool.add_outputs("start", {"name": "Dana {{tone}}", "nick": None, "vip": True})
+    text = "{{name}} {{nick}}. {{#context#}} {{tone}} {{#query#}}<|endoftext|>"
+    assert render_slots(text, pool, expert=True) == "Dana {tone} .  {{tone}} {{#query#}}"
+    assert render_slots(text, pool, expert=True, context="docs") == "Dana {tone} . docs {{tone}} {{#query#}}"
+    assert render_message(text, EXPERT, pool, context="docs") == "Dana {tone} . docs {{tone}} {{#query#}}"
+    # A pre-prompt leaves the context slot as written and makes every value text.
+    assert render_slots(text, pool, context="docs") == "Dana {tone} None. {{#context#}} {{tone}} {{#query#}}"
+    with pytest.raises(NodeFailed, match="expected str instance, bool found: input 'vip'"):
+        render_slots("{{vip}}", pool, expert=True)
+
+
+def test_no_filter_runs_over_a_basic_chatbot_s_call():
+    """Dify's basic Chatbot sends what SimplePromptTransform builds as it is: a failed turn's empty
+    answer stays in the history (a Chatflow's LLM node filters it out), and the query is not a template."""
+    flow = read(chatbot("Help {{name}}."))
+    state, (r1, r2, r3) = run_conversation(flow, [{"query": q, "inputs": {"name": "Dana"}} for q in
+                                                  ["one", "two boom", "three {{#sys.dialogue_count#}}"]],
+                                           llm=FailsOn("two", ["A1", "A3"]))
+    assert (r2.status, r2.answer) == ("failed", "")
+    run = r3.node_run("llm")
+    assert [(m.role, m.content) for m in run.prompt] == [
+        ("system", "Help Dana.\n"), ("user", "one"), ("assistant", "A1"), ("user", "two boom"), ("assistant", ""),
+        ("user", "three {{#sys.dialogue_count#}}")]
+    assert [e.reason for e in run.ledger.entries] == [KEPT] * 4
+    # A what-if rebuilds the same prompt from the stored turn.
+    what_if = what_if_prompt(flow, state.conversation, 2, "llm", [m.to_dict() for m in run.prompt], run.ledger)
+    assert [(m["role"], m["content"]) for m in what_if] == [(m.role, m.content) for m in run.prompt]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from core.limits import DIFY_ROW_CAP
 from core.model.tokens import DEMO_MODEL
 
+from ..basic_chat import BASIC_CHAT_KEY
 from ..errors import node_error
 
 if TYPE_CHECKING:
@@ -67,6 +68,8 @@ class LLMSettings:
     context_enabled: bool = False
     context_selector: tuple[str, ...] = ()
     jinja2_variables: tuple[dict, ...] = ()
+    #: A basic Chatbot's one call (:mod:`core.flow.basic_chat`): no filter runs over what it sends.
+    basic_chat: bool = False
 
     @property
     def model(self) -> str:
@@ -212,4 +215,5 @@ def llm_settings(node: "Node") -> LLMSettings:
                        memory=memory_settings(node),
                        context_enabled=bool(context.get("enabled")),
                        context_selector=tuple(context.get("variable_selector") or ()),
-                       jinja2_variables=tuple(dict(v) for v in jinja_vars if isinstance(v, Mapping)))
+                       jinja2_variables=tuple(dict(v) for v in jinja_vars if isinstance(v, Mapping)),
+                       basic_chat=data.get(BASIC_CHAT_KEY) is True)

@@ -24,8 +24,9 @@
   The plugin Agent node (``api/core/workflow/nodes/agent/runtime_support.py``) passes no limit, so
   its memory keeps Dify's default of 2,000 whatever the context (``MemoryConfig.history_budget``).
   A basic Chatbot (``api/core/prompt/simple_prompt_transform.py``, ``prompt_transform.py``) counts
-  the prompt built before its history — the system message as a list — and adds the query after
-  (``MemoryConfig.query_after_budget`` with a reserve of 0; the replay leaves the query out).
+  the prompt built before its history — its system message, or its expert-mode messages, as a
+  list — and adds the query after (``MemoryConfig.query_after_budget`` with a reserve of 0; the
+  replay leaves the query out).
 * Pruning (``token_buffer_memory.py``): while the count of the *whole history list* — its
   messages plus the list's +3 — is over ``rest`` and more than one message is left, drop the
   single oldest message and recount; the last message stays even if it alone is over.
@@ -127,8 +128,9 @@ class DifyStrategy(Strategy):
             return Budget(limit, f"{context:,} context − {config.max_tokens:,} max_tokens − {EMPTY_LIST_TOKENS} "
                                  f"(Dify counts an empty list: the prompt is not subtracted); the history is "
                                  f"compared with it counted as a list (+{overhead})", context, overhead)
-        # A basic Chatbot's budget counts the prompt built before its history: the system message.
-        prompt = "system message (the query is added after the history)" if config.query_after_budget else "prompt"
+        # A basic Chatbot's budget counts the prompt built before its history (its system message, or its
+        # expert-mode messages); the query comes after.
+        prompt = "prompt before the history (the query is added after it)" if config.query_after_budget else "prompt"
         if config.fidelity == CODE:
             reserved = f" − {config.prompt_reserve:,} reserved" if config.prompt_reserve else ""
             return Budget(limit, f"{context:,} context − {config.max_tokens:,} max_tokens − {fixed_prompt_tokens:,} "
