@@ -584,7 +584,10 @@ class _Context:
 
 
 def _check_inputs(flow: Flow, query: str, inputs: Mapping[str, Any] | None) -> dict:
-    """The start form's inputs, checked as Dify checks them before a run (nothing runs on error)."""
+    """The start form's inputs, checked and converted as Dify's ``BaseAppGenerator._validate_inputs``
+    does before a run (nothing runs on error): only a missing value (``None``) is "not given" — it
+    takes the field's default, else stays ``None``, and fails a required field; an empty text is
+    a value like any other (an empty number is ``None``); NUL characters are taken out of text."""
     given = dict(inputs or {})
     out: dict[str, Any] = {}
     declared = flow.start.data.get("variables") or []
@@ -597,33 +600,51 @@ def _check_inputs(flow: Flow, query: str, inputs: Mapping[str, Any] | None) -> d
         if not flow.is_chat and name == "query" and name not in given:
             given[name] = query  # a Workflow app's form usually carries the question as its `query` input
         value = given.get(name)
-        if value is None or value == "":
+        if value is None:
             if var.get("required"):
                 raise RunError(f"input {name!r} ({label}) is required by the start form; pass it in inputs")
-            default = var.get("default")
-            out[name] = default if default is not None else ("" if kind in ("text-input", "paragraph", "select")
-                                                           else None)
-            continue
-        if kind == "select":
-            options = [str(o) for o in var.get("options") or []]
-            if str(value) not in options:
-                raise RunError(f"input {name!r} must be one of the following: {options}")
-        elif kind == "number":
-            if isinstance(value, str):
-                try:
-                    value = int(value) if value.strip().lstrip("-").isdigit() else float(value)
-                except ValueError:
-                    raise RunError(f"input {name!r} must be a number, not {value!r}") from None
-            elif not isinstance(value, (int, float)) or isinstance(value, bool):
-                raise RunError(f"input {name!r} must be a number")
-        elif kind in ("text-input", "paragraph"):
-            if not isinstance(value, str):
-                raise RunError(f"input {name!r} must be text")
-            limit = var.get("max_length")
-            if isinstance(limit, int) and limit > 0 and len(value) > limit:
-                raise RunError(f"input {name!r} must be less than {limit} characters")
-        out[name] = value
+            value = var.get("default")
+        out[name] = _input_value(name, kind, var, value)
     return out
+
+
+def _input_value(name: str, kind: str, var: Mapping[str, Any], value: Any) -> Any:
+    """One start-form value as Dify takes it (``_validate_inputs`` and ``_sanitize_value``)."""
+    if value is None:
+        return None
+    if kind in ("file", "file-list") and not var.get("required") and value == "":
+        return None  # the form's empty placeholder for an optional file: no file
+    if kind in ("text-input", "paragraph", "select") and not isinstance(value, str):
+        raise RunError(f"input {name!r} must be text")
+    if kind == "number":
+        if isinstance(value, str):
+            if not value.strip():
+                return None
+            try:
+                return float(value) if "." in value else int(value)
+            except ValueError:
+                raise RunError(f"input {name!r} must be a valid number, not {value!r}") from None
+        if not isinstance(value, (int, float)):
+            raise RunError(f"input {name!r} must be a number")
+        return value
+    if kind == "select":
+        options = var.get("options") or []
+        if value not in options:
+            raise RunError(f"input {name!r} must be one of the following: {list(options)}")
+    elif kind in ("text-input", "paragraph"):
+        limit = var.get("max_length")
+        if isinstance(limit, int) and limit > 0 and len(value) > limit:
+            raise RunError(f"input {name!r} must be less than {limit} characters")
+    elif kind == "checkbox":
+        if isinstance(value, str):
+            value = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False,
+                     "off": False}.get(value.strip().lower(), value)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and value in (0, 1):
+            value = value == 1
+    elif kind == "json_object":
+        if value and not isinstance(value, Mapping):
+            raise RunError(f"input {name!r} must be an object")
+    return value.replace("\x00", "") if isinstance(value, str) else value
 
 
 def _pass_through_branch(node: Node, flow: Flow) -> str | None:

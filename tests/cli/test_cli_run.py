@@ -88,11 +88,12 @@ def test_json_output_has_exactly_the_documented_shape_with_variables_and_if_else
         ("2:query", True, "kept"), ("2:answer", True, "kept"), ("3:query", True, "kept"), ("3:answer", True, "kept")]
     assert llm3["prompt"][0] == {"role": "system", "content": "Turn 4."}
     # Variables after each turn; the if-else on sys.dialogue_count switches the answer from turn 3.
+    # The plan select has no default, so a turn that does not give it writes Dify's None.
     assert [t["variables"] for t in turns] == [
-        {"turns": 1, "queries": ["Hi, I'm Dana."], "plan": ""},
+        {"turns": 1, "queries": ["Hi, I'm Dana."], "plan": None},
         {"turns": 2, "queries": ["Hi, I'm Dana.", "What's my name?"], "plan": "pro"},
-        {"turns": 3, "queries": ["Hi, I'm Dana.", "What's my name?", "And now?"], "plan": ""},
-        {"turns": 4, "queries": ["Hi, I'm Dana.", "What's my name?", "And now?", "Last one"], "plan": ""}]
+        {"turns": 3, "queries": ["Hi, I'm Dana.", "What's my name?", "And now?"], "plan": None},
+        {"turns": 4, "queries": ["Hi, I'm Dana.", "What's my name?", "And now?", "Last one"], "plan": None}]
     assert [t["answer"] for t in turns][2:] == ["Quota reached after 3 turns.", "Quota reached after 4 turns."]
 
 

@@ -390,3 +390,14 @@ def test_no_filter_runs_over_a_basic_chatbot_s_call():
     # A what-if rebuilds the same prompt from the stored turn.
     what_if = what_if_prompt(flow, state.conversation, 2, "llm", [m.to_dict() for m in run.prompt], run.ledger)
     assert [(m["role"], m["content"]) for m in what_if] == [(m.role, m.content) for m in run.prompt]
+
+
+def test_a_missing_optional_input_reads_none_in_a_pre_prompt_and_nothing_in_an_expert_prompt():
+    """Dify makes every value text for a pre-prompt (``str(None)``); the expert mode's parser leaves a
+    None slot empty."""
+    form = [{"text-input": {"label": "Nick", "variable": "nick", "required": False}}]
+    _, (simple,) = run_conversation(read(chatbot("Hi {{nick}}.", user_input_form=form)), ["Hi."], llm=DemoClient())
+    assert simple.node_run("llm").prompt[0].content == "Hi None.\n"
+    _, (advanced,) = run_conversation(read(expert([{"role": "system", "text": "Hi {{nick}}."}], user_input_form=form)),
+                                      ["Hi."], llm=DemoClient())
+    assert advanced.node_run("llm").prompt[0].content == "Hi ."

@@ -268,6 +268,40 @@ def test_required_start_inputs_are_checked_before_anything_runs():
     assert run_turn(flow, state, "hi", {"lang": "fr"}, llm=ScriptedClient()).node_run("start").outputs == {"lang": "fr"}
 
 
+def test_start_inputs_are_taken_as_dify_validates_them():
+    """``BaseAppGenerator._validate_inputs``: only a missing value takes the default (else stays None);
+    an empty text is a value; numbers are parsed, checkboxes read, NUL characters removed."""
+    fields = [{"variable": "greeting", "type": "text-input", "default": "Hello"},
+              {"variable": "nick", "type": "text-input"},
+              {"variable": "name", "type": "text-input", "required": True},
+              {"variable": "age", "type": "number"},
+              {"variable": "vip", "type": "checkbox"},
+              {"variable": "tier", "type": "select", "options": ["a", "b"]},
+              {"variable": "cv", "type": "file"}]
+    flow = chat_flow({"prompt_template": [{"role": "user", "text": "[{{#start.nick#}}] {{#sys.query#}}"}]},
+                     start_variables=fields)
+    state = ConversationState.new(flow)
+
+    def outputs(inputs):
+        return run_turn(flow, state, "hi", inputs, llm=ScriptedClient()).node_run("start").outputs
+
+    assert outputs({"name": ""}) == {"greeting": "Hello", "nick": None, "name": "", "age": None, "vip": None,
+                                     "tier": None, "cv": None}
+    assert outputs({"name": "Dana\x00", "greeting": "", "age": "3.5", "vip": "yes", "tier": "b", "cv": ""}) == \
+        {"greeting": "", "nick": None, "name": "Dana", "age": 3.5, "vip": True, "tier": "b", "cv": None}
+    checked = outputs({"name": "x", "age": "41", "vip": 0})
+    assert (checked["age"], checked["vip"]) == (41, False)
+    assert outputs({"name": "x", "age": " "})["age"] is None
+    record = run_turn(flow, state, "hi", {"name": "x"}, llm=ScriptedClient())
+    assert record.node_run("llm").prompt[0].content == "[] hi"  # a None input renders as nothing
+    for bad, message in (({}, "input 'name' \\(name\\) is required"), ({"name": 5}, "input 'name' must be text"),
+                         ({"name": "x", "age": "1e3"}, "input 'age' must be a valid number, not '1e3'"),
+                         ({"name": "x", "age": [1]}, "input 'age' must be a number"),
+                         ({"name": "x", "tier": ""}, "input 'tier' must be one of the following: \\['a', 'b'\\]")):
+        with pytest.raises(RunError, match=message):
+            run_turn(flow, state, "hi", bad, llm=ScriptedClient())
+
+
 def test_unsupported_nodes_run_as_pass_through_and_reading_their_output_gives_empty_text():
     flow = Flow.from_dict({
         "format": "memlens-flow", "version": 1, "name": "pt",
