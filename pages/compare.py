@@ -25,6 +25,7 @@ from ui.compare_findings import render_findings
 from ui.compare_replies import render_reply_grid
 from ui.compare_source import database, pick_answered_source
 from ui.entry import through_app
+from ui.flow_notes import render_flow_notes
 from ui.heatmap import render_heatmaps
 from ui.html import plain, safe_text
 from ui.on_request import whole_analysis
@@ -118,6 +119,7 @@ with st.sidebar:
                      + (f" · recorded from flow {source.flow.name}" if source.flow is not None else "")))
     if source.note:
         st.caption(plain(source.note))
+    render_flow_notes(source.flow)
 
 with st.expander("Memory configs", expanded=True):
     configs = edit_configs(P)

@@ -16,8 +16,9 @@ from core.memory.replay import DEFAULT_FIDELITY
 from core.model.conversation import turn_label
 from core.model.tokens import counter_for
 from core.store.db import resolve_url
-from core.words import conversation_length, distinct, plural
+from core.words import conversation_length, distinct
 from ui import data, html
+from ui.flow_notes import render_flow_notes
 from ui import state as keys
 from ui.chat_view import TurnActions, render_transcript, thread_page, turn_problem
 from ui.entry import through_app
@@ -174,10 +175,7 @@ node_titles = {n.id: n.title or n.id for n in memory_nodes}
 with st.sidebar:
     st.caption(f"Flow **{html.plain(version.flow_name)}** · version {version.version}"
                + (" (pinned; newest is v%d)" % latest.version if latest.id != version.id else " (newest)"))
-    if flow.warnings:  # what the import said: what MemLens runs differently or not at all
-        with st.expander(f"How MemLens runs this flow ({plural(len(flow.warnings), 'note')})"):
-            for note in flow.warnings:
-                st.caption(html.plain(note))
+    render_flow_notes(flow)  # what the import said: what MemLens runs differently or not at all
     if latest.id != version.id and st.button(f"Continue on v{latest.version} as a new branch",
                                              key=keys.CONTINUE_LATEST):
         try:

@@ -22,6 +22,7 @@ from ui import state as keys
 from ui.compare_configs import current_configs
 from ui.compare_source import database, pick_answered_source
 from ui.entry import through_app
+from ui.flow_notes import render_flow_notes
 from ui.html import plain
 from ui.on_request import whole_analysis
 from ui.present_view import Card, render_captions, render_cards, render_chat
@@ -70,6 +71,7 @@ conv = source.conversation
 with st.sidebar:
     if source.note:
         st.caption(plain(source.note))
+    render_flow_notes(source.flow)
     st.subheader("Memories to show")
     options = ([NODES] if source.flow is not None and source.records else []) + [CONFIGS]
     labels = {NODES: plain(f"the nodes of {source.flow.name if source.flow else 'the flow'} (as recorded)"),

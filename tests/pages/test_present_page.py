@@ -237,3 +237,30 @@ def test_on_a_conversation_over_200_turns_surprises_are_looked_for_when_asked(pa
     page.button(key="pre_whole").click().run()
     assert not page.exception, page.exception
     assert captions(page) and not [b for b in page.button if b.key == "pre_whole"]
+
+
+@pytest.mark.parametrize("target, prefix", [("pages/present.py", "pre"), ("pages/compare.py", "cmp")])
+def test_a_flow_s_import_notes_show_on_present_and_compare_escaped(page, tmp_path, target, prefix):
+    """What the import said about a flow (here a basic Chatbot, with a form field MemLens does not know,
+    named with markup) sits in the sidebar of every page that shows its runs, as written."""
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "sample_data" / "flows" / "basic-chatbot.yml").read_text(encoding="utf-8"))
+    doc["model_config"]["user_input_form"].append({"[x](http://e.com) **b**": {"variable": "v"}})
+    path = tmp_path / "shop.yml"
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+    service = ConversationService(Database(page.db_url), llm=DemoClient())
+    conv = service.start(service.import_flow(path).flow_id, name="shop").id
+    for q in ("Hi, I am Dana.", "What is my name?"):
+        service.send(conv, q)
+    page.switch_page(target).run()
+    page.radio(key=f"{prefix}_from").set_value("Stored").run()
+    page.selectbox(key=f"{prefix}_stored").set_value(conv).run()
+    assert not page.exception, page.exception
+    notes = next(e for e in page.sidebar.expander if e.label.startswith("How MemLens runs this flow"))
+    assert notes.label == "How MemLens runs this flow (3 notes)"
+    captions = [c.value for c in notes.caption]
+    assert shown(captions[0]).startswith("a basic Chatbot: run as its one model call")
+    assert shown(captions[1]) == ("form field 3 has type '[x](http://e.com) **b**', which MemLens does not know: "
+                                  "left out of the form")
+    assert "](http" not in captions[1] and "**b**" not in captions[1]  # escaped, never a link or bold
