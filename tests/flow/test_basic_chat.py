@@ -401,3 +401,20 @@ def test_a_missing_optional_input_reads_none_in_a_pre_prompt_and_nothing_in_an_e
     _, (advanced,) = run_conversation(read(expert([{"role": "system", "text": "Hi {{nick}}."}], user_input_form=form)),
                                       ["Hi."], llm=DemoClient())
     assert advanced.node_run("llm").prompt[0].content == "Hi ."
+
+
+def test_the_expert_mode_sample_sends_its_example_before_the_history():
+    path = ROOT / "sample_data" / "flows" / "expert-chatbot.yml"
+    flow = load_flow(path)
+    assert flow.warnings[0].startswith("a basic Chatbot in expert mode: run as its one model call — its prompt")
+    queries = yaml.safe_load(path.with_suffix(".queries.json").read_text(encoding="utf-8"))
+    _, records = run_conversation(flow, queries, llm=DemoClient())
+    assert all(r.succeeded for r in records)
+    prompt = [(m.role, m.content) for m in records[-1].node_run("llm").prompt]
+    # The restaurant's default fills its slot; the guest's name was never given, so its slot is empty.
+    assert prompt[0] == ("system", "You take table bookings for Casa Lisboa. The guest's name is . Keep every "
+                                   "answer to one sentence.")
+    assert prompt[1:3] == [("user", "Can I book for two tonight?"),
+                           ("assistant", "Certainly — two guests tonight; what time suits you?")]
+    assert prompt[3] == ("user", "Hi, I am Dana.") and prompt[-1] == ("user", queries[-1])
+    assert len(prompt) == 3 + 2 * (len(queries) - 1) + 1
