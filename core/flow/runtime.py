@@ -608,6 +608,11 @@ def _check_inputs(flow: Flow, query: str, inputs: Mapping[str, Any] | None) -> d
     return out
 
 
+#: The texts Dify reads as a checkbox's value (any other text is kept as it is).
+CHECKBOX_WORDS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False,
+                  "off": False}
+
+
 def _input_value(name: str, kind: str, var: Mapping[str, Any], value: Any) -> Any:
     """One start-form value as Dify takes it (``_validate_inputs`` and ``_sanitize_value``)."""
     if value is None:
@@ -637,9 +642,8 @@ def _input_value(name: str, kind: str, var: Mapping[str, Any], value: Any) -> An
             raise RunError(f"input {name!r} must be less than {limit} characters")
     elif kind == "checkbox":
         if isinstance(value, str):
-            value = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False,
-                     "off": False}.get(value.strip().lower(), value)
-        elif isinstance(value, (int, float)) and not isinstance(value, bool) and value in (0, 1):
+            value = CHECKBOX_WORDS.get(value.strip().lower(), value)
+        elif isinstance(value, (int, float)) and value in (0, 1):
             value = value == 1
     elif kind == "json_object":
         if value and not isinstance(value, Mapping):

@@ -302,6 +302,56 @@ def test_start_inputs_are_taken_as_dify_validates_them():
             run_turn(flow, state, "hi", bad, llm=ScriptedClient())
 
 
+@pytest.mark.parametrize("kind, extra, value, expected", [
+    ("text-input", {}, "a\x00b", "ab"), ("paragraph", {}, "", ""), ("select", {"options": ["a"]}, "a", "a"),
+    ("text-input", {"max_length": 3}, "abc", "abc"), ("text-input", {"max_length": 0}, "abcd", "abcd"),
+    ("number", {}, "", None), ("number", {}, " ", None), ("number", {}, "2", 2), ("number", {}, "2.5", 2.5),
+    ("number", {}, 7, 7), ("number", {}, 1.5, 1.5),
+    ("checkbox", {}, " YES ", True), ("checkbox", {}, "true", True), ("checkbox", {}, "1", True),
+    ("checkbox", {}, "on", True), ("checkbox", {}, "False", False), ("checkbox", {}, "0", False),
+    ("checkbox", {}, "no", False), ("checkbox", {}, "off", False), ("checkbox", {}, "maybe", "maybe"),
+    ("checkbox", {}, 1, True), ("checkbox", {}, 0, False), ("checkbox", {}, 1.0, True), ("checkbox", {}, 2, 2),
+    ("checkbox", {}, True, True), ("json_object", {}, {"a": 1}, {"a": 1}), ("json_object", {}, "", ""),
+    ("json_object", {}, {}, {}), ("file", {}, "", None), ("file-list", {}, "", None),
+    ("file", {"required": True}, "", ""), ("file", {}, {"id": "f"}, {"id": "f"}), ("text-input", {}, None, None),
+])
+def test_a_start_value_is_converted_as_dify_converts_it(kind, extra, value, expected):
+    from core.flow.runtime import _input_value
+
+    assert _input_value("x", kind, {"variable": "x", **extra}, value) == expected
+
+
+@pytest.mark.parametrize("kind, extra, value, message", [
+    ("text-input", {}, 5, "input 'x' must be text"), ("paragraph", {}, ["a"], "input 'x' must be text"),
+    ("select", {"options": ["a"]}, 1, "input 'x' must be text"),
+    ("select", {"options": ["a", "b"]}, "c", "input 'x' must be one of the following: ['a', 'b']"),
+    ("select", {}, "c", "input 'x' must be one of the following: []"),
+    ("text-input", {"max_length": 3}, "abcd", "input 'x' must be less than 3 characters"),
+    ("paragraph", {"max_length": 1}, "ab", "input 'x' must be less than 1 characters"),
+    ("number", {}, "x", "input 'x' must be a valid number, not 'x'"), ("number", {}, "1e3", "input 'x' must be a "
+                                                                                           "valid number, not '1e3'"),
+    ("number", {}, {"n": 1}, "input 'x' must be a number"),
+    ("json_object", {}, "text", "input 'x' must be an object"), ("json_object", {}, [1], "input 'x' must be an object"),
+])
+def test_a_start_value_dify_refuses_is_refused_with_what_was_wrong(kind, extra, value, message):
+    from core.flow.runtime import _input_value
+
+    with pytest.raises(RunError) as e:
+        _input_value("x", kind, {"variable": "x", **extra}, value)
+    assert str(e.value) == message
+
+
+def test_the_start_form_skips_a_field_without_a_name_reads_an_untyped_one_as_text_and_leaves_a_chat_query_field():
+    fields = [{"label": "no variable"}, "not a field", {"variable": "a"}, {"variable": "query", "type": "paragraph"}]
+    flow = chat_flow({"prompt_template": [{"role": "user", "text": "{{#sys.query#}}"}]}, start_variables=fields)
+    state = ConversationState.new(flow)
+    record = run_turn(flow, state, "hi", {"a": "x"}, llm=ScriptedClient())
+    # A Chatflow's form field named query is not filled with the chat query (a Workflow app's is).
+    assert record.node_run("start").outputs == {"a": "x", "query": None}
+    with pytest.raises(RunError, match="^input 'a' must be text$"):
+        run_turn(flow, state, "hi", {"a": 5}, llm=ScriptedClient())
+
+
 def test_unsupported_nodes_run_as_pass_through_and_reading_their_output_gives_empty_text():
     flow = Flow.from_dict({
         "format": "memlens-flow", "version": 1, "name": "pt",
