@@ -318,7 +318,8 @@ def test_start_inputs_are_taken_as_dify_validates_them():
 def test_a_start_value_is_converted_as_dify_converts_it(kind, extra, value, expected):
     from core.flow.runtime import _input_value
 
-    assert _input_value("x", kind, {"variable": "x", **extra}, value) == expected
+    result = _input_value("x", kind, {"variable": "x", **extra}, value)
+    assert result == expected and type(result) is type(expected)  # 0 is not False here, nor 1.0 True
 
 
 @pytest.mark.parametrize("kind, extra, value, message", [
