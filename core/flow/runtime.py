@@ -600,11 +600,12 @@ def _check_inputs(flow: Flow, query: str, inputs: Mapping[str, Any] | None) -> d
         if not flow.is_chat and name == "query" and name not in given:
             given[name] = query  # a Workflow app's form usually carries the question as its `query` input
         value = given.get(name)
-        if value is None:
+        defaulted = value is None
+        if defaulted:
             if var.get("required"):
                 raise RunError(f"input {name!r} ({label}) is required by the start form; pass it in inputs")
             value = var.get("default")
-        out[name] = _input_value(name, kind, var, value)
+        out[name] = _input_value(name, kind, var, value, defaulted=defaulted)
     return out
 
 
@@ -613,8 +614,9 @@ CHECKBOX_WORDS = {"true": True, "1": True, "yes": True, "on": True, "false": Fal
                   "off": False}
 
 
-def _input_value(name: str, kind: str, var: Mapping[str, Any], value: Any) -> Any:
-    """One start-form value as Dify takes it (``_validate_inputs`` and ``_sanitize_value``)."""
+def _input_value(name: str, kind: str, var: Mapping[str, Any], value: Any, *, defaulted: bool = False) -> Any:
+    """One start-form value as Dify takes it (``_validate_inputs`` and ``_sanitize_value``);
+    ``defaulted``: the value is the field's default, the input not being given."""
     if value is None:
         return None
     if kind in ("file", "file-list") and not var.get("required") and value == "":
@@ -635,7 +637,10 @@ def _input_value(name: str, kind: str, var: Mapping[str, Any], value: Any) -> An
     if kind == "select":
         options = var.get("options") or []
         if value not in options:
-            raise RunError(f"input {name!r} must be one of the following: {list(options)}")
+            # An optional select left unset whose default is no option (often ''): Dify fails the run
+            # too (langgenius/dify#33069), so the message says where the value came from.
+            why = f" (not given, so its default {value!r}, which Dify refuses too)" if defaulted else ""
+            raise RunError(f"input {name!r} must be one of the following: {list(options)}{why}")
     elif kind in ("text-input", "paragraph"):
         limit = var.get("max_length")
         if isinstance(limit, int) and limit > 0 and len(value) > limit:

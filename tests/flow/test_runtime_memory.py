@@ -342,6 +342,24 @@ def test_a_start_value_dify_refuses_is_refused_with_what_was_wrong(kind, extra, 
     assert str(e.value) == message
 
 
+def test_an_optional_select_left_unset_with_a_default_that_is_no_option_fails_as_in_dify():
+    """langgenius/dify#33069: an optional select whose default is '' fails the run when not given."""
+    fields = [{"variable": "tone", "type": "select", "options": ["short", "warm"], "default": ""},
+              {"variable": "lang", "type": "select", "options": ["en"]}]
+    flow = chat_flow({"prompt_template": [{"role": "user", "text": "{{#sys.query#}}"}]}, start_variables=fields)
+    state = ConversationState.new(flow)
+    with pytest.raises(RunError) as e:
+        run_turn(flow, state, "hi", {}, llm=ScriptedClient())
+    assert str(e.value) == ("input 'tone' must be one of the following: ['short', 'warm'] (not given, so its "
+                            "default '', which Dify refuses too)")
+    with pytest.raises(RunError) as e:
+        run_turn(flow, state, "hi", {"tone": ""}, llm=ScriptedClient())
+    assert str(e.value) == "input 'tone' must be one of the following: ['short', 'warm']"
+    # With no default at all, the unset select is None, and the run goes on.
+    assert run_turn(flow, state, "hi", {"tone": "warm"}, llm=ScriptedClient()).node_run("start").outputs == \
+        {"tone": "warm", "lang": None}
+
+
 def test_the_start_form_skips_a_field_without_a_name_reads_an_untyped_one_as_text_and_leaves_a_chat_query_field():
     fields = [{"label": "no variable"}, "not a field", {"variable": "a"}, {"variable": "query", "type": "paragraph"}]
     flow = chat_flow({"prompt_template": [{"role": "user", "text": "{{#sys.query#}}"}]}, start_variables=fields)
