@@ -61,7 +61,6 @@ from core.model.conversation import ANSWER, QUERY, UUID_NIL, Conversation, FileR
 from core.model.ledger import Ledger
 from core.model.tokens import DEMO_MODEL, counter_for, model_supports_vision
 
-from .basic_chat import BASIC_CHAT_KEY
 from .errors import AssignerError, GranularityError, NodeFailed, RunError, WindowInputError
 from .graph import Flow, Node
 from .node_types import NODE_TYPES
@@ -335,9 +334,9 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
                             history_budget=shipped.history_budget, sends_empty=shipped.sends_empty)
     else:
         settings = flow.llm(node_id)
-        # A basic Chatbot's call budgets after its system message, its query added later, and no filter
+        # A basic Chatbot's call budgets after the prompt before its history, its query added later, and no filter
         # drops an empty history message (basic_chat).
-        basic = node.data.get(BASIC_CHAT_KEY) is True
+        basic = settings.basic_chat
         base = MemoryConfig(strategy="dify" if settings.memory is not None else "off",
                             window=settings.memory.window if settings.memory is not None else None,
                             fidelity=fidelity, plugin_token_counting=plugin_token_counting,
