@@ -6,9 +6,9 @@ ledger and its reasons (``ledger``), token counts (``tokens``) and the facts use
 from core import public_api
 
 __all__, __getattr__ = public_api(__name__, {
-    "conversation": ("ANSWER", "Conversation", "FileRef", "INTERMEDIATE", "Message", "QUERY", "REASONING", "ROLES",
-                     "TOOL_CALL", "TOOL_RESULT", "ToolCall", "Turn", "UUID_NIL", "active_thread", "leaves",
-                     "turn_label"),
+    "conversation": ("AGENT_THOUGHTS", "ANSWER", "Conversation", "FileRef", "INTERMEDIATE", "Message", "QUERY",
+                     "REASONING", "ROLES", "SHOWN_ANSWER", "TOOL_CALL", "TOOL_RESULT", "ToolCall", "Turn", "UUID_NIL", "active_thread",
+                     "leaves", "turn_label"),
     "facts": ("Fact", "asked_keys", "extract_facts"),
     "ledger": ("CLEARED", "EMPTY", "GRANULARITY", "HEADER_FIELDS", "KEPT", "Ledger", "LedgerEntry", "MEMORY_OFF",
                "NOT_ELIGIBLE", "OTHER_BRANCH", "OUTSIDE_WINDOW", "OVER_BUDGET", "PARTIAL", "PLACEHOLDER",

@@ -30,6 +30,12 @@ TOOL_CALL = "tool_call"
 TOOL_RESULT = "tool_result"
 REASONING = "reasoning"
 INTERMEDIATE = "intermediate"  # an assistant/system message that is neither final nor a tool call
+#: ``Turn.meta`` key: how many agent thoughts (a Dify Agent app's steps) a turn's messages came from. A
+#: turn with thoughts replays its final thought even when empty; one without, an empty answer never.
+AGENT_THOUGHTS = "agent_thoughts"
+#: ``Turn.meta`` key: the answer a user was shown, when the turn's messages replay another (an agent's final
+#: thought, not the answer that joins every step's text).
+SHOWN_ANSWER = "shown_answer"
 
 ROLES = ("system", "user", "assistant", "tool")
 
@@ -157,6 +163,11 @@ class Turn:
     @property
     def answer(self) -> str:
         return self.messages[self.answer_index].content if self.answer_index is not None else ""
+
+    @property
+    def shown_answer(self) -> str:
+        """The answer as the user saw it (:data:`SHOWN_ANSWER`, else :attr:`answer`)."""
+        return self.meta.get(SHOWN_ANSWER, self.answer)
 
     @property
     def query_message(self) -> Message | None:

@@ -1,13 +1,30 @@
 """Dify Service API history (``GET /v1/messages``: ``{data: [...]}`` or the bare list), grouped by
-``conversation_id``; :func:`dify_turn` reads one message record (pulling from a Dify app uses it too)."""
+``conversation_id``; :func:`dify_turn` reads one message record (pulling from a Dify app uses it too).
+
+A record's ``agent_thoughts`` (an Agent app's run) become the turn's messages as Dify's agent runner
+replays them to the model (``api/core/agent/base_agent_runner.py``, ``organize_agent_history``), in
+``position`` order (as listed when a position is missing), numbered from 1 in the refs:
+
+* a thought with tools (``tool`` is ``"a;b"``: split on ``;`` as it is) is one assistant message — the
+  thought's text and one call per tool, its arguments ``json.dumps`` of that tool's entry in the
+  thought's ``tool_input`` object (ASCII-escaped, as Dify dumps them; ``{}`` when the input is not
+  an object) — then one tool message per tool: that tool's entry in the ``observation`` object, or
+  the whole observation when it is not one;
+* a thought with no tool is an assistant message of its text; the last one is the turn's answer.
+  Dify replays the thoughts, not the record's ``answer`` (an agent's answer joins every step's
+  text); when they differ, the record's answer is kept as the turn's ``shown_answer``;
+* ``meta["agent_thoughts"]`` counts the thoughts read: a turn with none replays its answer only when
+  it is not empty (``if message.answer``), one with thoughts replays even an empty final thought.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable, Iterator
 
 from core.io.errors import RecordError
-from core.model.conversation import (ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, FileRef, Message, ToolCall,
-                                     Turn)
+from core.model.conversation import (AGENT_THOUGHTS, ANSWER, INTERMEDIATE, QUERY, SHOWN_ANSWER, TOOL_CALL,
+                                     TOOL_RESULT, Conversation, FileRef, Message, ToolCall, Turn)
 
 from .records import Problem, ReadContext, Record, Records
 from .registry import Format
@@ -25,25 +42,72 @@ def dify_turn(item: dict) -> Turn:
     thoughts = item.get("agent_thoughts") or []
     if not isinstance(thoughts, list):
         raise RecordError("'agent_thoughts' must be a list", "agent_thoughts")
-    for k, thought in enumerate(thoughts):
-        if not isinstance(thought, dict) or not thought.get("tool"):
-            continue
-        pos = thought.get("position", k + 1)
-        call = ToolCall(id=str(thought.get("id", f"{mid}-{pos}")), name=str(thought["tool"]),
-                        arguments=str(thought.get("tool_input") or ""))
-        messages.append(Message(role="assistant", content=str(thought.get("thought") or ""), kind=TOOL_CALL,
-                                ref=f"{mid}:thought{pos}", tool_calls=(call,)))
-        messages.append(Message(role="tool", content=str(thought.get("observation") or ""), kind=TOOL_RESULT,
-                                ref=f"{mid}:observation{pos}", tool_call_id=call.id))
-    messages.append(Message(role="assistant", content=item.get("answer") or "", kind=ANSWER, ref=f"{mid}:answer",
-                            files=assistant_files))
+    thoughts = [t for t in thoughts if isinstance(t, dict)]
+    if all(isinstance(t.get("position"), int) for t in thoughts):
+        thoughts.sort(key=lambda t: t["position"])
+    answer = item.get("answer") or ""
+    meta = {k: item[k] for k in ("inputs", "message_tokens", "feedback") if k in item}
+    if thoughts:
+        messages += _thought_messages(mid, thoughts)
+        meta[AGENT_THOUGHTS] = len(thoughts)
+        last = messages[-1]
+        if last.kind == INTERMEDIATE:  # the final thought is the answer Dify replays
+            messages[-1] = Message("assistant", last.content, ANSWER, f"{mid}:answer", files=assistant_files)
+        if last.kind != INTERMEDIATE or last.content != answer:
+            meta[SHOWN_ANSWER] = answer
+    else:
+        messages.append(Message(role="assistant", content=answer, kind=ANSWER, ref=f"{mid}:answer",
+                                files=assistant_files))
+    answer_index = len(messages) - 1 if messages[-1].kind == ANSWER else None
     parent = item.get("parent_message_id")
     created = item.get("created_at")
     return Turn(id=mid, parent_id=str(parent) if parent else None, messages=tuple(messages), query_index=0,
-                answer_index=len(messages) - 1, status=str(item.get("status") or "normal"),
+                answer_index=answer_index, status=str(item.get("status") or "normal"),
                 error=item.get("error"), created_at=float(created) if isinstance(created, (int, float)) else None,
                 answer_tokens=item.get("answer_tokens") if isinstance(item.get("answer_tokens"), int) else None,
-                meta={k: item[k] for k in ("inputs", "message_tokens", "feedback") if k in item})
+                meta=meta)
+
+
+def _thought_messages(mid: str, thoughts: list[dict]) -> list[Message]:
+    """The assistant and tool messages Dify replays for a turn's agent thoughts (module docstring)."""
+    out: list[Message] = []
+    for pos, thought in enumerate(thoughts, 1):
+        text = _text(thought.get("thought"))
+        tools = thought.get("tool")
+        if not tools or not isinstance(tools, str):
+            out.append(Message("assistant", text, INTERMEDIATE, f"{mid}:thought{pos}"))
+            continue
+        names = tools.split(";")
+        inputs = _object(thought.get("tool_input"))
+        raw = thought.get("observation")
+        observations = _object(raw)
+        tid = str(thought.get("id") or f"{mid}-{pos}")
+        calls = tuple(ToolCall(f"{tid}.{j}", name, json.dumps(inputs.get(name, {}) if inputs is not None else {}))
+                      for j, name in enumerate(names, 1))
+        out.append(Message("assistant", text, TOOL_CALL, f"{mid}:thought{pos}", tool_calls=calls))
+        for j, (name, call) in enumerate(zip(names, calls), 1):
+            result = observations.get(name, raw) if observations is not None else raw
+            out.append(Message("tool", _text(result), TOOL_RESULT, f"{mid}:observation{pos}.{j}",
+                               tool_call_id=call.id))
+    return out
+
+
+def _object(raw: Any) -> dict | None:
+    """A thought's ``tool_input`` or ``observation`` read as Dify reads it: the JSON object it holds, or
+    ``None`` when it holds none (Dify then falls back on the whole text)."""
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _text(value: Any) -> str:
+    """A thought's text or a tool's result as the message content: ``None`` is empty, a value that is
+    not text its JSON."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _files(raw: Any) -> tuple[tuple[FileRef, ...], tuple[FileRef, ...]]:
