@@ -218,6 +218,8 @@ class MemoryConfig:
         if self.strategy == "trim":
             unit = "msgs" if self.trim_counter == "messages" else "tok"
             return f"trim {self.trim_strategy} {limit:,} {unit}" + (f" from {self.start_on}" if self.start_on else "")
+        if self.strategy == "dify_agent":
+            return "dify agent app" + (" + token counting" if self.plugin_token_counting else "")
         w = f"window {self.window}" if self.window else "no window"
         out = f"dify {w}" + (" (docs)" if self.fidelity == "documented" else "")
         if self.fidelity == "code" and self.plugin_token_counting:

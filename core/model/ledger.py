@@ -462,8 +462,13 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
         return f"outside window of {window} turns"
     if r == OVER_BUDGET:
         budget = config.get("budget")
+        if strategy == "dify_agent":
+            return (f"token budget {budget:,}: older turns pruned whole" if isinstance(budget, int)
+                    else "token budget: older turns pruned whole")
         return f"token budget {budget:,}: oldest pruned" if isinstance(budget, int) else "token budget: oldest pruned"
     if r == EMPTY:
+        if strategy == "dify_agent":
+            return "empty answer of a run with no agent step: Dify's agent history leaves it out"
         return "empty message, dropped before the call"
     if r == SUMMARIZED:
         if strategy == "summary_buffer":

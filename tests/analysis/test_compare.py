@@ -50,6 +50,7 @@ CONFIGS = [
     MemoryConfig(strategy="buffer", context_size=1200),
     MemoryConfig(strategy="off"),
     MemoryConfig(scope="session"),
+    MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=700),
 ]
 for _name in STRATEGIES:  # every other strategy with its defaults, as long as they are valid
     if _name not in {c.strategy for c in CONFIGS}:

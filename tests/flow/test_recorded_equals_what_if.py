@@ -42,6 +42,7 @@ STRATEGIES = {
     "compaction, exact": {"strategy": "compaction", "context_size": 400, "max_tokens": 0,
                           "compaction_profile": "exact"},
     "trim": {"strategy": "trim", "max_history_tokens": 60},
+    "dify agent app, token counting": {"strategy": "dify_agent", "plugin_token_counting": True, "context_size": 600},
     "trim messages from human": {"strategy": "trim", "max_history_tokens": 3, "trim_counter": "messages",
                                  "start_on": "human"},
 }

@@ -20,13 +20,14 @@ from .base import Strategy
 from .buffer import BufferStrategy, OffStrategy
 from .compaction import CompactionStrategy
 from .dify import DifyStrategy
+from .dify_agent import DifyAgentStrategy
 from .summary_buffer import SummaryBufferStrategy
 from .trim import TrimStrategy
 from .window import WindowStrategy
 
 STRATEGIES: dict[str, Strategy] = {
     s.name: s for s in (DifyStrategy(), WindowStrategy(), BufferStrategy(), OffStrategy(), SummaryBufferStrategy(),
-                        CompactionStrategy(), TrimStrategy())
+                        CompactionStrategy(), TrimStrategy(), DifyAgentStrategy())
 }
 
 
@@ -42,6 +43,7 @@ __all__, __getattr__ = public_api(__name__, {
     "compaction": ("COMPACTION_PROFILES", "DEFAULT_KEEP_MESSAGES", "DEFAULT_KEEP_TOOL_RESULTS", "DEFAULT_TRIGGER",
                    "SHIPPED", "SUMMARIES_META", "ShippedRunHook", "recorded_summaries"),
     "dify": ("EMPTY_LIST_TOKENS", "row_limit", "window_note"),
+    "dify_agent": ("agent_app", "left_out"),
     "trim": ("MESSAGE_TYPES",),
     "window": ("DEFAULT_WINDOW", "HISTORY_SET", "MAX_WINDOW"),
 }, here=("STRATEGIES", "get_strategy"))
