@@ -27,7 +27,8 @@ STRATEGIES = tuple(STRATEGY_REGISTRY)
 STRATEGY_HELP = ("dify: Dify's LLM-node memory (window in turns + token budget) · window: the Window Memory node "
                  "(last N messages, trimmed permanently) · buffer: everything · off: no memory · summary_buffer: "
                  "recent messages within a limit, older ones folded into a summary · compaction: clear old tool "
-                 "results, then summarise older history · trim: LangChain's trim_messages")
+                 "results, then summarise older history · trim: LangChain's trim_messages · dify_agent: a Dify Agent app "
+                 "(agent-chat): the whole thread with its tool calls, cut by whole turns when token counting is on")
 #: What a caller may leave out: the switchboard edits a node's recorded settings, not its label.
 OPTIONAL = frozenset({"granularity", "scope", "label"})
 ANY_START = "(any)"
@@ -100,6 +101,11 @@ def edit_config(prefix: str, base: MemoryConfig, *, strategies: Sequence[str] = 
             "Plugin token counting", key=k("counting"), disabled=values["fidelity"] != "code",
             help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: prune the oldest message while "
                  "the history is over context size − max_tokens − 3.")
+    elif strategy == "dify_agent":
+        values["plugin_token_counting"] = st.toggle(
+            "Plugin token counting", key=k("counting"),
+            help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: keep whole turns, newest first, "
+                 "while the system message and the history fit in context size − max_tokens − the query.")
     elif strategy == "window":
         values["window"] = int(st.number_input("Window (messages)", 1, WINDOW_MAX_MESSAGES, key=k("window_msgs")))
         a, b = st.columns(2)

@@ -24,6 +24,7 @@ from core.errors import MemLensError
 from core.flow.graph import parse_flow_upload
 from core.flow.runtime import node_memory_config
 from core.memory.replay import MemoryConfig, Replay, turn_numbers
+from core.memory.strategies import agent_app
 from core.model.conversation import turn_label
 from core.model.tokens import counter_for
 from core.store.db import resolve_url
@@ -51,6 +52,7 @@ PRESETS = {
     "Dify, window 10 turns": MemoryConfig(window=10),
     "Window Memory node, 10 messages": MemoryConfig(strategy="window", window=10),
     "trim_messages, 2,000 tokens": MemoryConfig(strategy="trim"),
+    "Dify Agent app (agent-chat)": MemoryConfig(strategy="dify_agent"),
     "Everything (buffer)": MemoryConfig(strategy="buffer"),
     "No memory": MemoryConfig(strategy="off"),
 }
@@ -90,9 +92,9 @@ def _flow_lenses(version_id: str, fidelity: str) -> list[Lens]:
             for n in flow.model_nodes]
 
 
-def _lenses(svc, info, conv_id: str) -> list[Lens]:
+def _lenses(svc, info, conv_id: str, conv) -> list[Lens]:
     window = info.meta.get("window") if isinstance(info.meta.get("window"), int) else None
-    base = default_lens(window)
+    base = default_lens(window, agent=agent_app(conv))
     with st.sidebar:
         st.subheader("Memory lenses")
         st.caption("Each lens replays this conversation under one memory config, as if an LLM node had it.")
@@ -156,7 +158,7 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
     url = resolve_url()
     stamp = data.stamp(info)
     conv = data.conversation(url, conv_id, stamp)
-    lenses = _lenses(svc, info, conv_id)
+    lenses = _lenses(svc, info, conv_id, conv)
     titles = {lens.id: lens.title for lens in lenses}
     baselines = {lens.id: lens.config for lens in lenses}
 

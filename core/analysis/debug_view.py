@@ -314,10 +314,11 @@ class Lens:
     config: MemoryConfig
 
 
-def default_lens(window: int | None = None) -> Lens:
+def default_lens(window: int | None = None, *, agent: bool = False) -> Lens:
     """Dify's LLM-node memory with the project's default settings; ``window`` in turns when the
-    source says which window the bot ran with."""
-    config = MemoryConfig(window=window)
+    source says which window the bot ran with. ``agent``: the conversation is a Dify Agent app's
+    (:func:`core.memory.strategies.dify_agent.agent_app`), whose runner builds its own history."""
+    config = MemoryConfig(strategy="dify_agent") if agent else MemoryConfig(window=window)
     return Lens("lens-default", f"Default · {config.label()}", config)
 
 

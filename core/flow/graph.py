@@ -86,6 +86,8 @@ def without_secrets(environment: Mapping[str, Any], secrets: Sequence[str]) -> d
 #: The newest Dify DSL version MemLens reads (api/constants/dsl_version.py at the spec's snapshot).
 DSL_VERSION = "0.6.0"
 MODES = ("advanced-chat", "workflow")
+#: A Dify Agent app: refused as a flow; its conversations replay with the ``dify_agent`` memory strategy.
+AGENT_CHAT = "agent-chat"
 #: Dify's UI default for the memory query template (web/.../memory-config.tsx).
 DEFAULT_QUERY_TEMPLATE = "{{#sys.query#}}"
 
@@ -384,6 +386,10 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
     mode = app["mode"]
     if mode == BASIC_CHAT:
         return _read_basic_chat(data, app, name, version, warnings)
+    if mode == AGENT_CHAT:
+        raise FlowError(f"{name}: app mode 'agent-chat' is a Dify Agent app, which MemLens does not run as a flow: "
+                        f"import its conversations (Dify's GET /v1/messages) and replay them with memory strategy "
+                        f"dify_agent, which sends their history as the agent runner does")
     if mode not in MODES:
         raise FlowError(f"{name}: app mode {mode!r} is not a flow; MemLens runs advanced-chat (Chatflow), "
                         f"workflow and basic Chatbot (chat) apps: switch the app to workflow orchestration in Dify "

@@ -39,7 +39,8 @@ from core.llm.client import LLMClient
 from core.memory.long_term import app_namespace
 from core.memory.replay import DEFAULT_FIDELITY
 from core.memory.strategies.compaction import SUMMARIES_META
-from core.model.conversation import QUERY, UUID_NIL, Conversation, Message, Turn, active_thread
+from core.model.conversation import (AGENT_THOUGHTS, QUERY, SHOWN_ANSWER, UUID_NIL, Conversation, Message, Turn,
+                                     active_thread)
 from core.model.tokens import counter_for
 from core.store import repo
 from core.store.db import Database
@@ -618,11 +619,12 @@ def _imported_turn_rows(conv: Conversation, conv_id: str, t: float) -> tuple[lis
             parent = None  # a parent outside the file ends the thread, as the walk would
         last = mapping[turn.id]
         rows.append(TurnRow(id=last, conversation_id=conv_id, seq=i + 1, parent_id=parent, flow_version_id=None,
-                            query=turn.query, answer=turn.answer, status=turn.status or "succeeded",
+                            query=turn.query, answer=turn.shown_answer, status=turn.status or "succeeded",
                             error=turn.error, inputs={}, dialogue_count=conv.tree.depth[i],
                             answer_tokens=int(turn.answer_tokens or 0),
                             messages=[m.to_dict() for m in turn.messages],
-                            meta={"source_id": turn.id, "created_at_source": turn.created_at},
+                            meta={"source_id": turn.id, "created_at_source": turn.created_at,
+                                  **{k: turn.meta[k] for k in (AGENT_THOUGHTS, SHOWN_ANSWER) if k in turn.meta}},
                             created_at=float(turn.created_at or t)))
     # The export's own active branch (ChatGPT's current node) stays the active thread.
     return rows, mapping.get(conv.meta.get("active_turn_id"), last)

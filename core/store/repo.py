@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, aliased
 
 from core.flow.nodes.window_memory import META_KEY as WINDOW_META
 from core.memory.strategies.compaction import SUMMARIES_META
-from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
+from core.model.conversation import AGENT_THOUGHTS, ANSWER, QUERY, SHOWN_ANSWER, Conversation, Message, Turn
 
 from . import checks
 from .db import Database
@@ -506,7 +506,8 @@ def turn_from_dict(d: dict) -> Turn:
                     Message("assistant", d.get("answer") or "", ANSWER, f"{tid}:answer"))
         qi, ai = 0, 1
     meta = {k: d[k] for k in ("seq", "dialogue_count", "flow_version_id", "inputs", "prompt_tokens",
-                              WINDOW_META, SUMMARIES_META, "damaged", TOKEN_COUNTS, TEXT_COUNTS)
+                              WINDOW_META, SUMMARIES_META, "damaged", TOKEN_COUNTS, TEXT_COUNTS, AGENT_THOUGHTS,
+                              SHOWN_ANSWER)
             if k in d}
     return Turn(id=tid, parent_id=d.get("parent_id"), messages=messages, query_index=qi, answer_index=ai,
                 status=d.get("status") or "succeeded", error=d.get("error"), created_at=d.get("created_at"),

@@ -22,6 +22,8 @@ ROUND_TRIP = [
     MemoryConfig(strategy="trim", max_history_tokens=200, trim_strategy="last", start_on="human", allow_partial=True),
     MemoryConfig(strategy="compaction", compaction_profile="exact", compaction_trigger=0.5,
                  compaction_keep_messages=8),
+    MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=16000, max_tokens=256),
+    MemoryConfig(strategy="dify_agent"),
 ]
 
 
@@ -74,3 +76,13 @@ def test_the_switchboard_compare_and_the_ledger_explorer_use_the_one_editor(path
     source = path.read_text()
     assert "edit_config(" in source
     assert not re.search(r"st\.\w+\(\s*\"(Window|Strategy|Dify memory rules|Plugin token counting|max_tokens)", source)
+
+
+def test_the_agent_app_strategy_shows_its_token_counting_switch_and_no_window():
+    at = editor(MemoryConfig(strategy="dify_agent", plugin_token_counting=True))
+    assert [t.label for t in at.toggle] == ["Plugin token counting"]
+    assert at.toggle[0].value is True
+    assert not [n for n in at.number_input if n.label.startswith("Window")]
+    assert "Granularity" not in [s.label for s in at.selectbox]
+    at.toggle[0].set_value(False).run()
+    assert MemoryConfig.from_dict(at.session_state["out"][0]) == MemoryConfig(strategy="dify_agent")

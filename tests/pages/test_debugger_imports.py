@@ -273,3 +273,25 @@ def test_where_did_it_go_answers_per_lens_on_an_imported_conversation_and_jumps_
     jump.click().run()
     assert not page.exception, page.exception
     assert page.session_state["selected_turn"] == conv.turns[left].id
+
+
+def test_an_agent_apps_log_opens_under_the_agent_apps_history(tmp_path, monkeypatch):
+    """A Dify Agent app's log (its messages carry agent thoughts) opens under the history its agent
+    runner sends: tool calls and results are sent, and the empty answer of a run that failed before
+    its first step is left out, as Dify leaves it out."""
+    from tests.service.test_agent_import import LOG
+
+    url = f"sqlite:///{tmp_path / 'memlens.db'}"
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", url)
+    db = Database(url)
+    [conv_id] = store_conversations(db, import_bytes(json.dumps(LOG).encode(), "log.json").conversations)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.session_state["conv_id"] = conv_id
+    at.run()
+    assert not at.exception, at.exception
+    assert "Default · dify agent app" in [shown(t.label) for t in at.tabs]
+    assert _markers(at) == [("lens-default", "kept")] * 8 + [("lens-default", "empty")]
+    assert any(shown(c.value) == "Budget: plugin token counting is off (Dify ships it off), so the agent's history "
+                                 "is never pruned by tokens" for c in at.caption)
+    db.dispose()
