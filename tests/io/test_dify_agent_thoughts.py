@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from core.io.readers.dify_messages import dify_turn
-from core.model.conversation import AGENT_THOUGHTS, ANSWER, INTERMEDIATE, QUERY, TOOL_CALL, TOOL_RESULT, Message, ToolCall
+from core.model.conversation import (AGENT_THOUGHTS, ANSWER, INTERMEDIATE, QUERY, SHOWN_ANSWER, TOOL_CALL, TOOL_RESULT,
+                                     Message, ToolCall)
 
 
 def record(thoughts, answer="It ships today.", **extra):
@@ -30,7 +31,8 @@ def test_a_step_with_two_tools_is_one_call_message_then_one_result_per_tool():
     )
     assert (turn.query_index, turn.answer_index) == (0, 4)
     # Dify replays the last thought, not the answer that joins every step's text: that is kept aside.
-    assert turn.meta == {AGENT_THOUGHTS: 2, "answer": "Let me check.\nIt ships today."}
+    assert turn.meta == {AGENT_THOUGHTS: 2, SHOWN_ANSWER: "Let me check.\nIt ships today."}
+    assert turn.shown_answer == "Let me check.\nIt ships today." and turn.answer == "It ships today."
 
 
 def test_inputs_and_observations_that_are_not_json_objects_fall_back_as_dify_falls_back():
@@ -55,7 +57,7 @@ def test_inputs_and_observations_that_are_not_json_objects_fall_back_as_dify_fal
     # The run ended on a tool step: Dify replays no final message, so the turn has no answer.
     assert turn.messages[-1].kind == TOOL_RESULT
     assert turn.answer_index is None
-    assert turn.meta == {AGENT_THOUGHTS: 4, "answer": ""}
+    assert turn.meta == {AGENT_THOUGHTS: 4, SHOWN_ANSWER: ""}
 
 
 def test_a_thought_with_no_tool_before_the_last_is_an_intermediate_message_and_order_follows_position():
