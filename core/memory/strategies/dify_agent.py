@@ -84,18 +84,26 @@ class AgentView(PathView):
 
 
 class AgentPlan(Plan):
+    """The turn's cut: messages before ``cut`` are over budget; after it, all but the left-out answers
+    are sent. :meth:`reason` reads the view's list of those as the plan found it, so it is asked before
+    the view moves on (a ledger is built right after its plan)."""
+
     def __init__(self, budget: Budget, cut: int, view: AgentView, replay):
         end = view.length
         self.cut = cut
-        self.left = frozenset(view.left[bisect_left(view.left, cut):])
-        first = next((i for i in range(cut, end) if i not in self.left), None)
+        self.left = view.left
+        # The first message sent: the cut, unless left-out answers follow it (each one index on).
+        first, j = cut, bisect_left(view.left, cut)
+        while j < len(view.left) and view.left[j] == first:
+            first, j = first + 1, j + 1
         super().__init__(budget, None, view.sent_count[end] - view.sent_count[cut], view.sent[end] - view.sent[cut],
-                         turn_at(view, replay, first))
+                         turn_at(view, replay, first if first < end else None))
 
     def reason(self, i, message):
         if i < self.cut:
             return OVER_BUDGET
-        return EMPTY if i in self.left else KEPT
+        j = bisect_left(self.left, i)
+        return EMPTY if j < len(self.left) and self.left[j] == i else KEPT
 
 
 class DifyAgentStrategy(Strategy):
