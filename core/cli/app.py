@@ -68,8 +68,8 @@ def _add_memory_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fidelity", choices=FIDELITIES, default=DEFAULT_FIDELITY,
                    help="dify: code = Dify 1.x as shipped (default); documented = as Dify's docs describe")
     p.add_argument("--plugin-token-counting", action="store_true",
-                   help="dify: Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off by default, as Dify ships it): "
-                        "with it on, history is pruned by tokens")
+                   help="dify, dify_agent: Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off by default, as Dify "
+                        "ships it): with it on, history is pruned by tokens")
     p.add_argument("--model", default="gpt-4o-mini")
     p.add_argument("--context-size", type=whole_number("--context-size"), default=None)
     p.add_argument("--max-tokens", type=whole_number("--max-tokens", 0), default=0)

@@ -264,3 +264,24 @@ def test_an_agent_apps_log_is_known_by_its_thoughts_and_opens_under_this_strateg
     assert default_lens(agent=True).config == MemoryConfig(strategy="dify_agent")
     assert default_lens(agent=True).title == "Default · dify agent app"
     assert default_lens(4).config == MemoryConfig(window=4)
+
+
+def test_the_sample_agent_log_loses_its_first_turn_whole_on_a_small_context():
+    from core.io import read_conversations
+    from core.memory.strategies import agent_app
+    from tests.conftest import ROOT
+
+    [conv] = read_conversations(ROOT / "sample_data" / "conversations" / "shop-agent.json")
+    assert agent_app(conv)
+    config = MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=560, max_tokens=256)
+    ledger = Replay(conv, config).ledger(5)
+    assert {e.turn: e.reason for e in ledger.entries if e.turn == 1} == {1: "over_budget"}
+    assert [e.reason for e in ledger.entries if e.turn == 1] == ["over_budget"] * 4
+    assert [(e.ref, e.reason) for e in ledger.entries if e.turn == 3] == [("msg-3:query", "kept"),
+                                                                          ("msg-3:answer", "empty")]
+    assert sent_refs(ledger) == dify_history(conv, conv.index_of("msg-5"), config)[0]
+    assert "Priya" not in " ".join(conv.turns[p].messages[i].content for p, i in
+                                   ((e.position, e.index) for e in ledger.entries if e.kept))
+    # Dify's LLM-node memory, with queries and answers only, would still send turn 1 and its name.
+    shipped = Replay(conv, MemoryConfig(plugin_token_counting=True, context_size=560, max_tokens=256)).ledger(5)
+    assert [e.ref for e in shipped.entries if e.kept][:2] == ["msg-1:query", "msg-1:answer"]
