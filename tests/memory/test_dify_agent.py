@@ -285,3 +285,40 @@ def test_the_sample_agent_log_loses_its_first_turn_whole_on_a_small_context():
     # Dify's LLM-node memory, with queries and answers only, would still send turn 1 and its name.
     shipped = Replay(conv, MemoryConfig(plugin_token_counting=True, context_size=560, max_tokens=256)).ledger(5)
     assert [e.ref for e in shipped.entries if e.kept][:2] == ["msg-1:query", "msg-1:answer"]
+
+
+def test_turns_with_no_query_and_a_budget_with_no_room():
+    """Turns that are only an empty answer (openers that failed) are left out whole, so the oldest
+    turn sent is the next one; a turn with no query has no query to count; max_tokens over the
+    context leaves a budget of 0 and no history."""
+    def opener(tid, parent):
+        return Turn(tid, parent, (Message("assistant", "", ANSWER, f"{tid}:answer"),), query_index=None,
+                    answer_index=0)
+
+    rows = [opener("1", None), opener("2", "1"), opener("3", "2"),
+            Turn("4", "3", (Message("user", "q4", QUERY, "4:query"), Message("assistant", "a4", ANSWER, "4:answer")),
+                 answer_index=1), opener("5", "4"),
+            Turn("6", "5", (Message("user", "q6", QUERY, "6:query"),), answer_index=None)]
+    conv = Conversation(id="c", turns=rows)
+    config = MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=500)
+    replay = Replay(conv, config)
+    query = COUNTER.message(rows[3].messages[0]) + REPLY_PRIMING
+    assert [tuple(s) for s in replay.summaries()] == [
+        (3, 0, 3, 0, query, 500 - query, None), (5, 2, 4, 12, query + 12, 500 - query, 3)]
+    ledger = replay.ledger(5)
+    assert [(e.ref, e.reason) for e in ledger.entries] == [
+        ("1:answer", "empty"), ("2:answer", "empty"), ("3:answer", "empty"), ("4:query", "kept"), ("4:answer", "kept"),
+        ("5:answer", "empty")]
+    assert ledger.context_size == 500
+    # A turn with no query (an opener's own call) counts no query: only the empty list's +3.
+    assert replay.ledger_at(1).budget == 500 - REPLY_PRIMING
+    tight = Replay(conv, config.with_(max_tokens=900)).ledger(5)
+    assert (tight.budget, sent_refs(tight)) == (0, [])
+    assert tight.budget_note.startswith("500 context − 900 max_tokens − ")
+
+
+def test_the_ledger_knows_the_context_with_counting_off_too():
+    ledger = Replay(linear(2), MemoryConfig(strategy="dify_agent")).ledger(2)
+    assert (ledger.budget, ledger.context_size) == (None, 128_000)
+    ledger = Replay(linear(2), MemoryConfig(strategy="dify_agent", plugin_token_counting=True)).ledger(2)
+    assert ledger.context_size == 128_000

@@ -125,7 +125,6 @@ class DifyAgentStrategy(Strategy):
         query = replay.message_tokens(current)[q] if q is not None else 0
         # The system message (and any prompt before the history) is counted with the history.
         system = replay.fixed_prompt_tokens(current) - query - REPLY_PRIMING
-        overhead = system + REPLY_PRIMING
         if context:
             limit = max(context - cfg.max_tokens - (query + REPLY_PRIMING), 0)
             note = (f"{context:,} context − {cfg.max_tokens:,} max_tokens − {query + REPLY_PRIMING:,} query (counted "
@@ -138,7 +137,7 @@ class DifyAgentStrategy(Strategy):
                     f"and cut by whole turns, newest first")
         end, starts, sent = view.length, view.starts, view.sent
         # The oldest turn from which the rest fits: sent[starts[k]] grows with k.
-        need = sent[end] + overhead - limit
+        need = sent[end] + system + REPLY_PRIMING - limit
         k = bisect_left(range(len(starts)), need, key=lambda t: sent[starts[t]])
         cut = starts[k] if k < len(starts) else end
-        return AgentPlan(Budget(limit, note, context, overhead), cut, view, replay)
+        return AgentPlan(Budget(limit, note, context), cut, view, replay)
