@@ -17,7 +17,7 @@ def test_a_step_with_two_tools_is_one_call_message_then_one_result_per_tool():
     turn = dify_turn(record([
         {"id": "t2", "position": 2, "thought": "It ships today.", "tool": "", "tool_input": "", "observation": ""},
         {"id": "t1", "position": 1, "thought": "Let me check.", "tool": "orders;weather",
-         "tool_input": json.dumps({"orders": {"id": "4411", "city": "Zürich"}, "weather": {}}, ensure_ascii=False),
+         "tool_input": json.dumps({"orders": {"id": "4411", "city": "Zürich"}}, ensure_ascii=False),
          "observation": json.dumps({"orders": "shipped", "weather": "sunny"})},
     ], answer="Let me check.\nIt ships today."))
     assert turn.messages == (
@@ -42,7 +42,7 @@ def test_inputs_and_observations_that_are_not_json_objects_fall_back_as_dify_fal
         {"id": "t2", "position": 2, "thought": "", "tool": "lookup", "tool_input": json.dumps(["a"]),
          "observation": json.dumps({"other": "x"})},
         {"id": "t3", "position": 3, "thought": "done", "tool": "calc", "tool_input": json.dumps({"calc": [1, 2]}),
-         "observation": json.dumps({"calc": {"sum": 3}})},
+         "observation": json.dumps({"calc": {"sum": 3, "unit": "°C"}})},
         {"id": "t4", "position": 4, "thought": "", "tool": "x", "observation": None},
     ], answer=""))
     calls = [m for m in turn.messages if m.kind == TOOL_CALL]
@@ -53,7 +53,7 @@ def test_inputs_and_observations_that_are_not_json_objects_fall_back_as_dify_fal
         ("", [("x", "{}")])]
     assert [(m.content, m.tool_call_id) for m in turn.messages if m.kind == TOOL_RESULT] == [
         ("plain text", "t1.1"), ("plain text", "t1.2"), ("plain text", "t1.3"),
-        ('{"other": "x"}', "t2.1"), ('{"sum": 3}', "t3.1"), ("", "t4.1")]
+        ('{"other": "x"}', "t2.1"), ('{"sum": 3, "unit": "°C"}', "t3.1"), ("", "t4.1")]
     # The run ended on a tool step: Dify replays no final message, so the turn has no answer.
     assert turn.messages[-1].kind == TOOL_RESULT
     assert turn.answer_index is None
@@ -67,10 +67,10 @@ def test_a_thought_with_no_tool_before_the_last_is_an_intermediate_message_and_o
         "not a thought",
         {"id": "c", "position": 2, "thought": "", "tool": "orders", "tool_input": "{}", "observation": "{}"},
     ]))
-    assert [(m.kind, m.ref, m.content) for m in turn.messages] == [
-        (QUERY, "m1:query", "Where is order 4411?"), (INTERMEDIATE, "m1:thought1", "Thinking."),
-        (TOOL_CALL, "m1:thought2", ""), (TOOL_RESULT, "m1:observation2.1", "{}"),
-        (ANSWER, "m1:answer", "It ships today.")]
+    assert [(m.role, m.kind, m.ref, m.content) for m in turn.messages] == [
+        ("user", QUERY, "m1:query", "Where is order 4411?"), ("assistant", INTERMEDIATE, "m1:thought1", "Thinking."),
+        ("assistant", TOOL_CALL, "m1:thought2", ""), ("tool", TOOL_RESULT, "m1:observation2.1", "{}"),
+        ("assistant", ANSWER, "m1:answer", "It ships today.")]
     # The final thought is the answer as shown: nothing is kept aside.
     assert turn.meta == {AGENT_THOUGHTS: 3}
 
@@ -97,3 +97,14 @@ def test_a_record_without_thoughts_is_its_query_and_answer():
     assert turn.answer_index == 1
     assert AGENT_THOUGHTS not in turn.meta
     assert dify_turn(record(["junk"])).meta == {}
+
+
+def test_the_answers_files_stay_with_the_answer_a_run_replays():
+    files = [{"id": "f1", "type": "image", "url": "https://files.example/chart.png", "belongs_to": "assistant"},
+             {"id": "f2", "type": "image", "url": "https://files.example/photo.png", "belongs_to": "user"}]
+    turn = dify_turn(record([{"id": "t1", "position": 1, "thought": "It ships today.", "tool": ""}],
+                            message_files=files))
+    assert [f.id for f in turn.messages[0].files] == ["f2"]
+    assert [f.id for f in turn.messages[-1].files] == ["f1"] and turn.messages[-1].kind == ANSWER
+    plain = dify_turn(record([], message_files=files))
+    assert [f.id for f in plain.messages[-1].files] == ["f1"]
