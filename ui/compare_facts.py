@@ -8,6 +8,7 @@ from html import escape
 import streamlit as st
 
 from core.analysis.compare import Comparison
+from core.model.conversation import message_text
 from ui.html import safe_text
 
 CSS = ("<style>.ml-facts{width:100%;table-layout:fixed;border-collapse:collapse;font-size:.85rem}"
@@ -41,8 +42,7 @@ def message_name(conversation, numbers: list[int], key: str) -> str:
     messages = conversation.turns[p].messages
 
     def name(m) -> str:
-        text = " ".join(m.content.split()) or (f"(calls {', '.join(c.name for c in m.tool_calls)})"
-                                               if m.tool_calls else "(empty)")
+        text = " ".join(message_text(m).split()) or "(empty)"
         return f"turn {numbers[p]} · {m.role}: {text[:60] + ('…' if len(text) > 60 else '')}"
 
     label = name(messages[j])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.model.conversation import Conversation, turn_label
+from core.model.conversation import Conversation, message_text, turn_label
 from core.model.ledger import REASON_LABELS, Ledger, SyntheticMessage, explain
 from ui.paging import page_slice
 
@@ -25,9 +25,7 @@ def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = N
                          "message": text[:160] + ("…" if len(text) > 160 else "")})
             continue
         msg = conversation.turns[e.position].messages[e.index]
-        text = " ".join(msg.content.split())
-        if msg.tool_calls:
-            text = (text + " " if text else "") + " ".join(f"→ {c.name}({c.arguments})" for c in msg.tool_calls)
+        text = " ".join(message_text(msg).split())
         rows.append({
             "kept": YES if e.kept else NO,
             "turn": turn_label(conversation, e.position).removeprefix("turn "),

@@ -38,7 +38,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from core.llm.client import DemoClient, LLMClient, LLMReply
 from core.memory.errors import ConfigError
 from core.memory.replay import Decision, MemoryConfig, PathView, Replay, turn_numbers
-from core.model.conversation import Conversation, Message, turn_label
+from core.model.conversation import Conversation, Message, message_text, turn_label
 from core.model.facts import extract_facts
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, REASON_LABELS,
                                SUMMARIZED, TRIMMED_EARLIER, Ledger, LedgerEntry, explain)
@@ -120,11 +120,7 @@ def _short(text: str, width: int = _TEXT_WIDTH) -> str:
 
 
 def _message_text(m: Message) -> str:
-    if m.content:
-        return _short(m.content)
-    if m.tool_calls:
-        return _short("→ " + ", ".join(f"{c.name}({c.arguments})" for c in m.tool_calls))
-    return "(empty)"
+    return _short(message_text(m)) or "(empty)"
 
 
 def message_columns(conversation: Conversation) -> list[Column]:

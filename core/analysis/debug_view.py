@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from core.flow.prompt import HISTORY
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITY_LABELS, MemoryConfig, Replay, turn_numbers
 from core.memory.strategies.dify import window_note
-from core.model.conversation import Conversation, thread_number, turn_label
+from core.model.conversation import Conversation, message_text, thread_number, turn_label
 from core.model.ledger import KEPT, NOT_ELIGIBLE, REASON_LABELS, Ledger, SyntheticMessage, explain
 
 KEPT_STATE, DROPPED_STATE, NOT_ELIGIBLE_STATE = "kept", "dropped", "not_eligible"
@@ -80,7 +80,7 @@ def transcript(conversation: Conversation, thread: Sequence[int], selected: int 
     for p in thread:
         turn = conversation.turns[p]
         for i, m in enumerate(turn.messages):
-            view = MessageView(turn_id=turn.id, position=p, index=i, role=m.role, kind=m.kind, text=m.content,
+            view = MessageView(turn_id=turn.id, position=p, index=i, role=m.role, kind=m.kind, text=message_text(m),
                                number=numbers[p], label=turn_label(conversation, p), selected=p == selected,
                                later=selected is not None and p > selected)
             for node in nodes:
@@ -348,7 +348,7 @@ def replayed_run(conversation: Conversation, position: int, lens_id: str, ledger
                            "content": row.content, "tokens": row.tokens})
         elif row.kept:
             message = conversation.turns[row.position].messages[row.index]
-            prompt.append({"role": message.role, "origin": HISTORY, "content": message.content,
+            prompt.append({"role": message.role, "origin": HISTORY, "content": message_text(message),
                            "tokens": row.tokens})
     query = conversation.turns[position].query_message
     if query is not None:

@@ -136,6 +136,13 @@ class Message:
         return out
 
 
+def message_text(message: Message) -> str:
+    """A message as a person reads it: its text, then each tool call it makes as ``→ name(arguments)``
+    (a step that only calls a tool has no text, and is not empty)."""
+    calls = " ".join(f"→ {c.name}({c.arguments})" for c in message.tool_calls)
+    return f"{message.content} {calls}" if message.content and calls else message.content or calls
+
+
 @dataclass(frozen=True, slots=True)
 class Turn:
     """One message record: a query, what the turn produced, and its final answer.

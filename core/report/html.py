@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 from core.analysis.compare import Comparison, NamedConfig, ReplyGrid, RetentionMatrix
 from core.analysis.findings import Finding, TurnNamer, turn_namer
 from core.memory.replay import MemoryConfig, turn_numbers
-from core.model.conversation import Conversation, Message, turn_label
+from core.model.conversation import Conversation, Message, message_text, turn_label
 from core.model.ledger import (CLEARED, EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
                                REASON_LABELS, SCOPE, SUMMARIZED, TRIMMED_EARLIER, LedgerEntry, explain)
 
@@ -297,10 +297,7 @@ def _replies_html(grid: ReplyGrid) -> str:
 
 
 def _message_html(m: Message) -> str:
-    text = m.content
-    if m.tool_calls:
-        calls = "; ".join(f"→ {c.name}({c.arguments})" for c in m.tool_calls)
-        text = f"{text}\n{calls}" if text else calls
+    text = message_text(m)
     kind = f" · {m.kind}" if m.kind and m.kind not in ("query", "answer") else ""
     # Terse markup: a long conversation's transcript is most of a report's size.
     return f'<p><b>{_e(m.role)}{_e(kind)}</b>{_t(text) if text else "<i>(empty)</i>"}</p>' 
@@ -402,9 +399,7 @@ def _ledger_rows(run: Sequence[LedgerEntry], conv: Conversation, config: Mapping
 
 
 def _short(m: Message, width: int = 160) -> str:
-    text = " ".join(m.content.split())
-    if m.tool_calls:
-        text = (text + " " if text else "") + " ".join(f"→ {c.name}({c.arguments})" for c in m.tool_calls)
+    text = " ".join(message_text(m).split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

@@ -108,3 +108,19 @@ def test_the_answers_files_stay_with_the_answer_a_run_replays():
     assert [f.id for f in turn.messages[-1].files] == ["f1"] and turn.messages[-1].kind == ANSWER
     plain = dify_turn(record([], message_files=files))
     assert [f.id for f in plain.messages[-1].files] == ["f1"]
+
+
+def test_a_step_that_only_calls_tools_reads_as_its_calls_not_as_empty():
+    from core.analysis.debug_view import transcript
+    from core.model.conversation import Conversation, message_text
+
+    turn = dify_turn(record([
+        {"id": "t1", "position": 1, "thought": "", "tool": "orders;weather", "tool_input": json.dumps({"orders": {"id": 1}}),
+         "observation": "{}"},
+        {"id": "t2", "position": 2, "thought": "Checking.", "tool": "orders", "tool_input": "{}", "observation": "{}"},
+        {"id": "t3", "position": 3, "thought": "It ships today.", "tool": ""}]))
+    assert [message_text(m) for m in turn.messages] == [
+        "Where is order 4411?", '→ orders({"id": 1}) → weather({})', "{}", "{}", "Checking. → orders({})", "{}",
+        "It ships today."]
+    views = transcript(Conversation(id="c", turns=[turn]), [0], 0, {}, {})
+    assert views[1].text == '→ orders({"id": 1}) → weather({})'
