@@ -447,6 +447,12 @@ def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, 
     if strategy == "trim":
         detail = "trim_messages drops what does not fit its max_tokens; check that nothing needed goes first."
         severity = INFO
+    elif strategy == "dify_agent":
+        detail = ("Dify's Agent app drops the oldest whole turns — their tool calls and results too — while the system "
+                  "message and the history are over its budget (with plugin token counting on: context size − "
+                  "max_tokens − the query) and nothing in the run says so. Raise the context size or lower max_tokens, "
+                  "or keep tool results short.")
+        severity = WARNING
     else:
         if fixed is not None:
             detail = (f"Dify pops the oldest message while the history is over its budget (with plugin token counting "

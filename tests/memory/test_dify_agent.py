@@ -322,3 +322,20 @@ def test_the_ledger_knows_the_context_with_counting_off_too():
     assert (ledger.budget, ledger.context_size) == (None, 128_000)
     ledger = Replay(linear(2), MemoryConfig(strategy="dify_agent", plugin_token_counting=True)).ledger(2)
     assert ledger.context_size == 128_000
+
+
+def test_the_finding_for_silent_pruning_says_what_the_agent_app_drops():
+    from core.analysis.compare import NamedConfig
+    from core.analysis.findings import findings_for
+    from core.io import read_conversations
+    from tests.conftest import ROOT
+
+    [conv] = read_conversations(ROOT / "sample_data" / "conversations" / "shop-agent.json")
+    config = MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=560, max_tokens=256)
+    [finding] = findings_for(conv, [NamedConfig(config.label(), config)])
+    assert (finding.kind, finding.severity, finding.turn) == ("silent_pruning", "warning", 3)
+    assert finding.detail == (
+        "Dify's Agent app drops the oldest whole turns — their tool calls and results too — while the system message "
+        "and the history are over its budget (with plugin token counting on: context size − max_tokens − the query) "
+        "and nothing in the run says so. Raise the context size or lower max_tokens, or keep tool results short.")
+    assert findings_for(conv, [NamedConfig("off", config.with_(plugin_token_counting=False))]) == []
