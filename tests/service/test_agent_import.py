@@ -42,3 +42,19 @@ def test_a_stored_agent_log_keeps_its_thoughts_its_shown_answers_and_its_ledgers
     # a1: query, the call with two tools, two results, the final thought; a2: the empty final thought is
     # sent; a3 failed before any thought, so its empty answer is left out.
     assert reasons == ["kept"] * 8 + ["empty"]
+
+
+def test_an_agent_log_exported_and_imported_again_is_still_an_agent_apps_log(db, tmp_path):
+    from core.service.sessions import ConversationService
+    from core.store.db import Database
+
+    [conv_id] = store_conversations(db, parse_conversations(json.dumps(LOG), name="log.json"))
+    bundle = json.loads(json.dumps(ConversationService(db).export(conv_id)))
+    other = Database(f"sqlite:///{tmp_path / 'other.db'}")
+    again = repo.load_conversation(other, ConversationService(other).import_(bundle))
+    assert agent_app(again)
+    assert [t.shown_answer for t in again.turns] == ["Let me check.\nIt ships today.", "", "", "Hi."]
+    config = MemoryConfig(strategy="dify_agent")
+    assert [e.reason for e in Replay(again, config).ledger(4).entries] == [
+        e.reason for e in Replay(repo.load_conversation(db, conv_id), config).ledger(4).entries]
+    other.dispose()
