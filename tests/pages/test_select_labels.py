@@ -57,7 +57,7 @@ def test_a_turns_tool_calls_without_text_are_named_apart_and_a_unique_message_ke
     names = [message_name(conv, numbers, f"0:{j}") for j in range(len(conv.turns[0].messages))]
     assert len(set(names)) == len(names)
     assert names[0] == "turn 1 · user: Where is my order?"
-    # no text: named by the tool it calls, and by its place when the turn calls that tool twice
-    assert names[1] == "turn 1 · assistant: (calls lookup) (message 2)"
-    assert names[3] == "turn 1 · assistant: (calls lookup) (message 4)"
+    # no text: named by the call it makes (as every page words it), and by its place when the turn makes it twice
+    assert names[1] == "turn 1 · assistant: → lookup({}) (message 2)"
+    assert names[3] == "turn 1 · assistant: → lookup({}) (message 4)"
     assert names[5] == "turn 1 · assistant: It arrives Monday."
