@@ -16,7 +16,7 @@ from core.errors import MemLensError
 from core.io.readers.registry import FORMATS, read_conversations
 from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITIES, TRIM_COUNTERS, MemoryConfig, Replay
-from core.memory.strategies import STRATEGIES
+from core.memory.strategies import STRATEGIES, agent_app
 from core.model.conversation import Conversation
 from core.model.ledger import SyntheticMessage, explain
 from core.words import plural
@@ -60,8 +60,8 @@ def _fraction(name: str) -> Callable[[str], float]:
 
 
 def _add_memory_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--memory", choices=tuple(STRATEGIES),
-                   default="dify")
+    p.add_argument("--memory", choices=tuple(STRATEGIES), default=None,
+                   help="default: dify, or dify_agent for a Dify Agent app's log (its messages carry agent thoughts)")
     p.add_argument("--window", type=whole_number("--window", 0), default=None,
                    help=f"dify: turns (default: no window, {DIFY_ROW_CAP}-turn cap); window: messages "
                         f"(default {WINDOW_DEFAULT_MESSAGES})")
@@ -94,8 +94,11 @@ def _add_memory_options(p: argparse.ArgumentParser) -> None:
                         "exact = MemLens's exact-count estimate, once per turn")
 
 
-def config_from_args(args: argparse.Namespace) -> MemoryConfig:
-    return MemoryConfig(strategy=args.memory, window=args.window, fidelity=args.fidelity,
+def config_from_args(args: argparse.Namespace, conversation: Conversation | None = None) -> MemoryConfig:
+    """The memory config the options give; with no ``--memory``, the one that fits ``conversation``:
+    a Dify Agent app's log (:func:`core.memory.strategies.agent_app`) replays as ``dify_agent``."""
+    strategy = args.memory or ("dify_agent" if conversation is not None and agent_app(conversation) else "dify")
+    return MemoryConfig(strategy=strategy, window=args.window, fidelity=args.fidelity,
                         plugin_token_counting=args.plugin_token_counting, model=args.model,
                         context_size=args.context_size, max_tokens=args.max_tokens,
                         granularity=args.granularity, scope=args.scope,
@@ -159,6 +162,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise UsageError(f"--index {args.index} is out of range: {args.file} holds "
                          f"{plural(len(conversations), 'conversation')} (0..{len(conversations) - 1})")
     chosen = conversations[args.index]
+    config = config_from_args(args, chosen)
     replay = Replay(chosen, config, system_prompt=args.system)
     answered = [replay.numbers[p] for p in replay.conversation.answered_turns()]
     if not answered:

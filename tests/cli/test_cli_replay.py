@@ -141,3 +141,28 @@ def test_ls_lists_index_turns_and_first_query():
                           capture_output=True, text=True, timeout=60)
     rows = json.loads(proc.stdout)
     assert [r["index"] for r in rows] == list(range(6)) and all(r["turns"] > 0 for r in rows)
+
+
+def test_an_agent_apps_log_replays_as_its_agent_runner_unless_memory_is_given():
+    agent = ROOT / "sample_data" / "conversations" / "shop-agent.json"
+    code, out, err = run(agent, "--format", "json", "--turn", "5", "--plugin-token-counting", "--context-size", "560",
+                         "--max-tokens", "256")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["memory"] == "dify_agent"
+    assert {e["turn"] for e in doc["turns"][0]["ledger"] if not e["kept"] and e["reason"] == "over_budget"} == {1}
+    code, out, _ = run(agent, "--format", "json", "--turn", "5", "--memory", "dify")
+    assert code == 0 and json.loads(out)["memory"] == "dify"
+    # A log with no agent thoughts keeps the LLM node's memory.
+    code, out, _ = run(REAL, "--format", "json", "--turn", "2")
+    assert code == 0 and json.loads(out)["memory"] == "dify"
+
+
+def test_where_did_it_go_on_an_agent_apps_log_follows_its_agent_runner():
+    agent = ROOT / "sample_data" / "conversations" / "shop-agent.json"
+    proc = subprocess.run([sys.executable, "-m", "core", "why", str(agent), "Priya", "--plugin-token-counting",
+                           "--context-size", "560", "--max-tokens", "256"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert ("dify agent app + token counting: had it through turn 2; gone from turn 3 — token budget 285: older turns "
+            "pruned whole.") in proc.stdout

@@ -29,14 +29,14 @@ def cmd_why(args: argparse.Namespace) -> int:
         if source.flow is not None:
             subjects = node_subjects(source.flow, conversation)
         else:
-            config = config_from_args(args)
+            config = config_from_args(args, conversation)
             subjects = [Subject(config.label(), Replay(conversation, config))]
     else:
         from core.service.sources import read_source_file
 
         source, count = read_source_file(args.file, index=args.index)
         conversation = source.conversation
-        config = config_from_args(args)
+        config = config_from_args(args, conversation)
         subjects = [Subject(config.label(), Replay(conversation, config, system_prompt=args.system))]
     answer = where_did_it_go(conversation, args.phrase, subjects)
     if args.format == "json":
