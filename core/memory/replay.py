@@ -33,7 +33,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from core.limits import history_limit
 from core.model.conversation import INTERMEDIATE, Conversation, Message
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE,
-                               TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummaries, TurnSummary)
+                               SCRATCHPAD, TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummaries, TurnSummary)
 from core.model.tokens import REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
 
 from .errors import ConfigError
@@ -41,6 +41,7 @@ from .strategies import STRATEGIES, get_strategy
 from .strategies.base import Budget, PathView, Plan, Strategy
 from .strategies.compaction import (COMPACTION_PROFILES, DEFAULT_KEEP_MESSAGES, DEFAULT_KEEP_TOOL_RESULTS,
                                     DEFAULT_TRIGGER, SHIPPED)
+from .strategies.dify_agent import FUNCTION_CALL, REACT
 from .strategies.trim import MESSAGE_TYPES
 from .summarize import Summarizer
 
@@ -91,7 +92,9 @@ class MemoryConfig:
     in the window is sent as it is (the Agent node: its strategy gets the memory's messages
     unfiltered). ``query_after_budget``: the current query joins the prompt after the history's
     budget is worked out, so the prompt the budget subtracts leaves it out (a basic Chatbot: its
-    system message alone). Settings a strategy does not use are ignored.
+    system message alone). ``agent_strategy``: how a Dify Agent app's runner (``dify_agent``) sends
+    earlier turns — ``function_call`` as messages, ``react`` as one scratchpad text per turn (see
+    :mod:`core.memory.strategies.dify_agent`). Settings a strategy does not use are ignored.
     """
 
     strategy: str = "dify"
@@ -120,6 +123,7 @@ class MemoryConfig:
     history_budget: int | None = None
     sends_empty: bool = False
     query_after_budget: bool = False
+    agent_strategy: str = FUNCTION_CALL
 
     def window_at(self, turn_number: int) -> int | None:
         size = self.window
@@ -189,6 +193,8 @@ class MemoryConfig:
         for name in ("prompt_reserve", "history_budget"):  # the LLM node's budget, likewise
             if out[name] is None:
                 del out[name]
+        if out["agent_strategy"] == FUNCTION_CALL:  # likewise
+            del out["agent_strategy"]
         return out
 
     @classmethod
@@ -219,7 +225,8 @@ class MemoryConfig:
             unit = "msgs" if self.trim_counter == "messages" else "tok"
             return f"trim {self.trim_strategy} {limit:,} {unit}" + (f" from {self.start_on}" if self.start_on else "")
         if self.strategy == "dify_agent":
-            return "dify agent app" + (" + token counting" if self.plugin_token_counting else "")
+            react = " (ReAct)" if self.agent_strategy == REACT else ""
+            return f"dify agent app{react}" + (" + token counting" if self.plugin_token_counting else "")
         w = f"window {self.window}" if self.window else "no window"
         out = f"dify {w}" + (" (docs)" if self.fidelity == "documented" else "")
         if self.fidelity == "code" and self.plugin_token_counting:
@@ -811,7 +818,8 @@ class Replay:
 def history_of(conversation: Conversation, ledger: Ledger) -> list[Message]:
     """The history a ledger sends, in the order it is sent: a summary or an input's messages first
     (as synthetic messages), then the kept messages, each cleared or partially kept one replaced by
-    what was sent instead of it."""
+    what was sent instead of it (its content; a scratchpad is an assistant text of its own, without
+    the tool calls or files of the message it stands in for)."""
     turns = conversation.turns
     if not ledger.synthetic:  # no stand-ins: the kept messages (a RunLedger lists only those)
         return [turns[e.position].messages[e.index] for e in ledger.kept]
@@ -821,7 +829,9 @@ def history_of(conversation: Conversation, ledger: Ledger) -> list[Message]:
     for e in ledger.entries:
         stand_in = stand_ins.get((e.position, e.index))
         if stand_in is not None:
-            out.append(replace(turns[e.position].messages[e.index], content=stand_in.content))
+            message = turns[e.position].messages[e.index]
+            out.append(Message(stand_in.role, stand_in.content, message.kind, message.ref) if stand_in.origin == SCRATCHPAD
+                       else replace(message, content=stand_in.content))
         elif e.kept:
             out.append(turns[e.position].messages[e.index])
     return out

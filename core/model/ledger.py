@@ -34,11 +34,15 @@ OVER_BUDGET = "over_budget"
 EMPTY = "empty"
 SUMMARIZED = "summarized"
 CLEARED = "cleared"
+#: A Dify ReAct agent sends each earlier turn's steps as one assistant text (its scratchpad): a
+#: message whose words are in it is ``rewritten``; one the scratchpad leaves out is ``omitted``.
+REWRITTEN = "rewritten"
+OMITTED = "omitted"
 
 #: Removal pipeline order: the first step that removes a message names its reason.
 PIPELINE = (MEMORY_OFF, SCOPE, OTHER_BRANCH, GRANULARITY, TRIMMED_EARLIER, OUTSIDE_WINDOW,
             OVER_BUDGET, EMPTY)
-REASONS = (KEPT, *PIPELINE, SUMMARIZED, CLEARED)
+REASONS = (KEPT, *PIPELINE, SUMMARIZED, CLEARED, REWRITTEN, OMITTED)
 #: Reasons for messages that were never candidates for this node's memory at all.
 NOT_ELIGIBLE = frozenset({MEMORY_OFF, SCOPE, OTHER_BRANCH})
 
@@ -54,6 +58,8 @@ REASON_LABELS = {
     EMPTY: "empty",
     SUMMARIZED: "summarized",
     CLEARED: "cleared",
+    REWRITTEN: "rewritten",
+    OMITTED: "omitted",
 }
 
 
@@ -78,6 +84,7 @@ class LedgerEntry:
 SUMMARY = "summary"          # a running summary standing for folded messages
 PLACEHOLDER = "placeholder"  # a cleared tool result, sent with its content replaced
 PARTIAL = "partial"          # the part of a message that fit (trim_messages allow_partial)
+SCRATCHPAD = "scratchpad"    # a ReAct agent's text for an earlier turn's steps, sent instead of its first step
 
 
 def format_spans(spans) -> str:
@@ -479,6 +486,12 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
         return "folded into a summary"
     if r == CLEARED:
         return "content replaced by a placeholder, which is still sent"
+    if r == REWRITTEN:
+        return ("sent inside its turn's ReAct scratchpad (one assistant text: the first step's words, the last tool "
+                "call and the last tool result), not as a message of its own")
+    if r == OMITTED:
+        return ("left out of its turn's ReAct scratchpad, which keeps only the first step's words, the last tool call "
+                "and the last tool result: never sent again")
     return r
 
 

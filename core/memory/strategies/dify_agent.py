@@ -20,19 +20,52 @@ The rules, read from Dify's source:
 * The ledger is the turn's first model call. Each later call of the same run counts the run's own
   tool calls and results with the query, so it may keep fewer turns.
 
-A ReAct agent (``react`` strategy) keeps and drops the same turns, but sends each one as a single
-assistant text (its scratchpad), which this strategy does not render.
+**ReAct** (``agent_strategy="react"``: Dify runs an Agent app this way when its model has no tool
+calling; ``api/core/agent/cot_agent_runner.py``, ``_organize_historic_prompt_messages`` and
+``_format_assistant_message``; ``cot_chat_agent_runner.py``; ``entities.py``): the same history is
+rewritten round by round — a round is a user message and what follows it — into the user message and
+one assistant text, the round's *scratchpad* (:func:`react_turn`):
+
+* its first assistant message gives the words: ``agent_response`` = its text, ``thought`` = its
+  text or "I am thinking about how to help you";
+* every assistant message with tool calls sets the action from its *first* call, when that call's
+  arguments parse as JSON to an object or a string (``Union[dict, str]``); otherwise the action
+  stays as it was;
+* every tool message (after an assistant one) sets the observation: the last one wins;
+* the text is ``Final Answer: {agent_response}`` when there is no action or its name holds "final"
+  and "answer"; else ``Thought: …`` then ``Action: {"action": …, "action_input": …}`` then, when
+  the observation is not empty, ``Observation: …`` (each followed by a blank line).
+
+So a run that called a tool and then answered is remembered as its first thought, its call and the
+tool's result: its final answer is never sent again. The scratchpad is sent instead of the round's
+first assistant message (``rewritten``, like every message whose words it carries); the turn's other
+messages are ``omitted``. The budget counts the system message and the current query as the prompt
+(``max(context_size − max_tokens − count([system, query]), 0)``) and the history alone as a list
+(+3), cut by whole turns the same way. Dify's system message is its ReAct template filled with the
+app's instruction and tools; MemLens counts the conversation's system prompt in its place. A ReAct
+run on a completion model (``CotCompletionAgentRunner``) writes its history as text; it is not
+modelled.
 """
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_left
+from dataclasses import dataclass
 
-from core.model.conversation import AGENT_THOUGHTS, ANSWER, QUERY, Conversation, Turn
-from core.model.ledger import EMPTY, KEPT, OVER_BUDGET
+from core.model.conversation import AGENT_THOUGHTS, ANSWER, QUERY, Conversation, ToolCall, Turn
+from core.model.ledger import EMPTY, KEPT, OMITTED, OVER_BUDGET, REWRITTEN, SCRATCHPAD, SyntheticMessage
 from core.model.tokens import DEFAULT_HISTORY_BUDGET, REPLY_PRIMING
 
+from ..errors import ConfigError
 from .base import Budget, PathView, Plan, Strategy, turn_at
+
+FUNCTION_CALL = "function_call"
+REACT = "react"
+#: The agent runners of an Agent app (Dify's ``agent_mode.strategy`` values), in words.
+AGENT_STRATEGIES = {FUNCTION_CALL: "function calling", REACT: "ReAct"}
+#: The thought of a scratchpad whose first assistant message has no text.
+THINKING = "I am thinking about how to help you"
 
 
 def left_out(turn: Turn, index: int) -> bool:
@@ -49,61 +82,153 @@ def agent_app(conversation: Conversation) -> bool:
     return any(t.meta.get(AGENT_THOUGHTS) for t in conversation.turns)
 
 
-class AgentView(PathView):
-    """A thread view that also sums what the agent's history sends: every message but the left-out
-    answers (:func:`left_out`), whose sequence indices it lists."""
+def _action(call: ToolCall) -> tuple[str, str] | None:
+    """A scratchpad's action for a tool call — its name and its ``Action:`` JSON — or ``None`` when the
+    call's arguments are not JSON of an object or a string (the action input is ``Union[dict, str]``)."""
+    try:
+        value = json.loads(call.arguments)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, (dict, str)):
+        return None
+    return call.name, json.dumps({"action": call.name, "action_input": value})
 
-    __slots__ = ("turns", "sent", "sent_count", "left")
+
+@dataclass(frozen=True, slots=True)
+class AgentTurn:
+    """What the agent's history makes of one turn: a reason per message (``kept``, ``empty``, and under
+    ReAct ``rewritten`` or ``omitted``) and, under ReAct, each scratchpad as the index of the message
+    it is sent instead of and its text."""
+
+    reasons: tuple[str, ...]
+    pads: tuple[tuple[int, str], ...] = ()
+
+
+def function_call_turn(turn: Turn) -> AgentTurn:
+    """A turn as the function-calling runner sends it: every message but a left-out answer."""
+    return AgentTurn(tuple(EMPTY if left_out(turn, j) else KEPT for j in range(len(turn.messages))))
+
+
+def react_turn(turn: Turn) -> AgentTurn:
+    """A turn as the ReAct runner sends it: each user message, and for the messages after it one
+    scratchpad (see the module's docstring). A turn starts with no scratchpad."""
+    reasons: list[str] = []
+    pads: list[tuple[int, str]] = []
+    first = action_at = seen_at = None
+    response = seen = ""
+    action: tuple[str, str] | None = None
+
+    def flush() -> None:
+        if first is None:
+            return
+        name = action[0].lower() if action else ""
+        if action is None or "final" in name and "answer" in name:
+            text = f"Final Answer: {response}"
+        else:
+            text = f"Thought: {response or THINKING}\n\nAction: {action[1]}\n\n"
+            reasons[action_at] = REWRITTEN
+            if seen:
+                text += f"Observation: {seen}\n\n"
+                reasons[seen_at] = REWRITTEN
+        reasons[first] = REWRITTEN
+        pads.append((first, text))
+
+    for j, m in enumerate(turn.messages):
+        if left_out(turn, j):
+            reasons.append(EMPTY)
+        elif m.role == "user":
+            flush()
+            first = action_at = seen_at = action = None
+            response = seen = ""
+            reasons.append(KEPT)
+        else:
+            reasons.append(OMITTED)
+            if m.role == "assistant":
+                if first is None:
+                    first, response = j, m.content
+                found = _action(m.tool_calls[0]) if m.tool_calls else None
+                if found is not None:
+                    action, action_at = found, j
+            elif m.role == "tool" and first is not None:
+                seen, seen_at = m.content, j
+    flush()
+    return AgentTurn(tuple(reasons), tuple(pads))
+
+
+class AgentView(PathView):
+    """A thread view that also sums what the agent's history sends, message by message: a kept
+    message's tokens; a scratchpad's at the message it is sent instead of; nothing for the rest."""
+
+    __slots__ = ("turns", "plans", "react", "counter", "sent", "sent_count")
 
     def __init__(self, replay):
         super().__init__(replay.numbers)
         self.turns = replay.conversation.turns
+        self.react = replay.config.agent_strategy == REACT
+        self.counter = replay.counter
+        self.plans: dict[int, tuple[AgentTurn, dict[int, int]]] = {}  # by position: the turn, its pads' tokens
         self.sent = [0]        # tokens sent, cumulative over the sequence
-        self.sent_count = [0]  # messages sent, cumulative
-        self.left: list[int] = []
+        self.sent_count = [0]  # messages sent as they are, cumulative
+
+    def turn_plan(self, position: int) -> tuple[AgentTurn, dict[int, int]]:
+        found = self.plans.get(position)
+        if found is None:
+            turn = self.turns[position]
+            plan = react_turn(turn) if self.react else function_call_turn(turn)
+            found = self.plans[position] = (plan, {j: self.counter.chat("assistant", text) for j, text in plan.pads})
+        return found
 
     def push(self, position, mark, eligible, tokens, empty, state=None):
-        base = self.length
         super().push(position, mark, eligible, tokens, empty, state)
-        turn = self.turns[position]
+        plan, pad_tokens = self.turn_plan(position)
         sent, count = self.sent, self.sent_count
-        for k, j in enumerate(eligible):
-            if left_out(turn, j):
-                self.left.append(base + k)
-                sent.append(sent[-1])
-                count.append(count[-1])
-            else:
+        for j in eligible:
+            if plan.reasons[j] == KEPT:
                 sent.append(sent[-1] + tokens[j])
                 count.append(count[-1] + 1)
+            else:
+                sent.append(sent[-1] + pad_tokens.get(j, 0))
+                count.append(count[-1])
 
     def pop(self):
         start = self.starts[-1]
         super().pop()
         del self.sent[start + 1:], self.sent_count[start + 1:]
-        del self.left[bisect_left(self.left, start):]
 
 
 class AgentPlan(Plan):
-    """The turn's cut: messages before ``cut`` are over budget; after it, all but the left-out answers
-    are sent. :meth:`reason` reads the view's list of those as the plan found it, so it is asked before
-    the view moves on (a ledger is built right after its plan)."""
+    """The turn's cut: messages before ``cut`` are over budget; after it, each has its turn's reason
+    and each scratchpad is sent. :meth:`reason` and :meth:`synthetic` read the view as the plan found
+    it, so they are asked before the view moves on (a ledger is built right after its plan)."""
 
     def __init__(self, budget: Budget, cut: int, view: AgentView, replay):
         end = view.length
         self.cut = cut
-        self.left = view.left
-        # The first message sent: the cut, unless left-out answers follow it (each one index on).
-        first, j = cut, bisect_left(view.left, cut)
-        while j < len(view.left) and view.left[j] == first:
-            first, j = first + 1, j + 1
-        super().__init__(budget, None, view.sent_count[end] - view.sent_count[cut], view.sent[end] - view.sent[cut],
+        self.view = view
+        sent = view.sent
+        first = cut  # the first message that sends anything (a left-out or omitted one sends nothing)
+        while first < end and sent[first + 1] == sent[first]:
+            first += 1
+        super().__init__(budget, None, view.sent_count[end] - view.sent_count[cut], sent[end] - sent[cut],
                          turn_at(view, replay, first if first < end else None))
 
     def reason(self, i, message):
         if i < self.cut:
             return OVER_BUDGET
-        j = bisect_left(self.left, i)
-        return EMPTY if j < len(self.left) and self.left[j] == i else KEPT
+        view = self.view
+        return view.turn_plan(view.seq_pos[i])[0].reasons[view.seq_msg[i]]
+
+    def synthetic(self, view, replay):
+        out = []
+        for k in range(bisect_left(view.starts, self.cut), len(view.positions)):
+            position = view.positions[k]
+            plan, pad_tokens = view.turn_plan(position)
+            number = replay.numbers[position]
+            for j, text in plan.pads:
+                out.append(SyntheticMessage(role="assistant", content=text, tokens=pad_tokens[j], origin=SCRATCHPAD,
+                                            turn=number, covers=(number,), replaces=(position, j),
+                                            ref=f"{SCRATCHPAD}:{self.view.turns[position].messages[j].ref}"))
+        return out
 
 
 class DifyAgentStrategy(Strategy):
@@ -111,6 +236,12 @@ class DifyAgentStrategy(Strategy):
     plans = True
     uses_granularity = False
     drops_empty = False
+
+    def validate(self, config):
+        super().validate(config)
+        if config.agent_strategy not in AGENT_STRATEGIES:
+            raise ConfigError(f"unknown agent strategy {config.agent_strategy!r}; expected "
+                              f"{' or '.join(AGENT_STRATEGIES)}")
 
     def new_view(self, replay):
         return AgentView(replay)
@@ -121,20 +252,26 @@ class DifyAgentStrategy(Strategy):
         if not cfg.plugin_token_counting:
             return AgentPlan(Budget(None, "plugin token counting is off (Dify ships it off), so the agent's history "
                                           "is never pruned by tokens", context), 0, view, replay)
-        q = replay.conversation.turns[current].query_index
-        query = replay.message_tokens(current)[q] if q is not None else 0
-        # The system message (and any prompt before the history) is counted with the history.
-        system = replay.fixed_prompt_tokens(current) - query - REPLY_PRIMING
+        fixed = replay.fixed_prompt_tokens(current)
+        if cfg.agent_strategy == REACT:
+            # The system message and the query are the prompt; the history is counted on its own.
+            prompt, system = fixed, 0
+            counted = (f"{fixed:,} system message and query (counted as a list); the history is counted as a list "
+                       f"(+{REPLY_PRIMING}) and cut by whole turns, newest first")
+        else:
+            q = replay.conversation.turns[current].query_index
+            query = replay.message_tokens(current)[q] if q is not None else 0
+            # The system message (and any prompt before the history) is counted with the history.
+            prompt, system = query + REPLY_PRIMING, fixed - query - REPLY_PRIMING
+            counted = (f"{prompt:,} query (counted as a list); the system message ({system:,}) and the history are "
+                       f"counted as one list (+{REPLY_PRIMING}) and cut by whole turns, newest first")
         if context:
-            limit = max(context - cfg.max_tokens - (query + REPLY_PRIMING), 0)
-            note = (f"{context:,} context − {cfg.max_tokens:,} max_tokens − {query + REPLY_PRIMING:,} query (counted "
-                    f"as a list); the system message ({system:,}) and the history are counted as one list (+"
-                    f"{REPLY_PRIMING}) and cut by whole turns, newest first")
+            limit = max(context - cfg.max_tokens - prompt, 0)
+            note = f"{context:,} context − {cfg.max_tokens:,} max_tokens − {counted}"
         else:
             limit = DEFAULT_HISTORY_BUDGET
             note = (f"context size of {cfg.model} unknown: Dify's default budget of {DEFAULT_HISTORY_BUDGET:,} "
-                    f"tokens, the system message ({system:,}) and the history counted as one list (+{REPLY_PRIMING}) "
-                    f"and cut by whole turns, newest first")
+                    f"tokens; " + counted.split("; ", 1)[1])
         end, starts, sent = view.length, view.starts, view.sent
         # The oldest turn from which the rest fits: sent[starts[k]] grows with k.
         need = sent[end] + system + REPLY_PRIMING - limit
