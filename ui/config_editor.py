@@ -19,7 +19,7 @@ from core.errors import MemLensError
 from core.limits import DIFY_ROW_CAP, WINDOW_MAX_MESSAGES
 from core.memory.replay import (FIDELITIES, FIDELITY_LABELS, GRANULARITIES, SCOPES, TRIM_COUNTERS, TRIM_STRATEGIES,
                                 MemoryConfig)
-from core.memory.strategies import STRATEGIES as STRATEGY_REGISTRY
+from core.memory.strategies import AGENT_STRATEGIES, STRATEGIES as STRATEGY_REGISTRY
 from core.memory.strategies.compaction import COMPACTION_PROFILES
 
 #: Every registered strategy, in the registry's order (a new strategy shows up here by itself).
@@ -28,7 +28,8 @@ STRATEGY_HELP = ("dify: Dify's LLM-node memory (window in turns + token budget) 
                  "(last N messages, trimmed permanently) · buffer: everything · off: no memory · summary_buffer: "
                  "recent messages within a limit, older ones folded into a summary · compaction: clear old tool "
                  "results, then summarise older history · trim: LangChain's trim_messages · dify_agent: a Dify Agent app "
-                 "(agent-chat): the whole thread with its tool calls, cut by whole turns when token counting is on")
+                 "(agent-chat): the whole thread with its tool calls (a ReAct agent: one scratchpad text per turn), "
+                 "cut by whole turns when token counting is on")
 #: What a caller may leave out: the switchboard edits a node's recorded settings, not its label.
 OPTIONAL = frozenset({"granularity", "scope", "label"})
 ANY_START = "(any)"
@@ -59,7 +60,7 @@ def widget_values(config: MemoryConfig, label: str = "") -> dict:
         "scope": c.scope, "history_limit": int(c.max_history_tokens or 0), "trim_counter": c.trim_counter,
         "trim_strategy": c.trim_strategy, "start_on": c.start_on or ANY_START, "allow_partial": c.allow_partial,
         "compaction_profile": c.compaction_profile, "compaction_trigger": float(c.compaction_trigger),
-        "compaction_keep": int(c.compaction_keep_messages),
+        "compaction_keep": int(c.compaction_keep_messages), "agent_strategy": c.agent_strategy,
         # A label that only repeats the settings stays automatic, so it follows later edits.
         "label": "" if label == c.label() else label,
     }
@@ -102,6 +103,12 @@ def edit_config(prefix: str, base: MemoryConfig, *, strategies: Sequence[str] = 
             help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: prune the oldest message while "
                  "the history is over context size − max_tokens − 3.")
     elif strategy == "dify_agent":
+        values["agent_strategy"] = st.radio(
+            "Agent runner", list(AGENT_STRATEGIES), format_func=AGENT_STRATEGIES.get, key=k("agent_strategy"),
+            horizontal=True,
+            help="Dify runs an Agent app with function calling when its model has tool calls, else with ReAct. "
+                 "ReAct sends each earlier turn as one assistant text: its first step's words, its last tool call "
+                 "and the last tool result (the final answer is not sent again).")
         values["plugin_token_counting"] = st.toggle(
             "Plugin token counting", key=k("counting"),
             help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: keep whole turns, newest first, "

@@ -24,7 +24,7 @@ from core.errors import MemLensError
 from core.flow.graph import parse_flow_upload
 from core.flow.runtime import node_memory_config
 from core.memory.replay import MemoryConfig, Replay, turn_numbers
-from core.memory.strategies import agent_app
+from core.memory.strategies import REACT, agent_app
 from core.model.conversation import turn_label
 from core.model.tokens import counter_for
 from core.store.db import resolve_url
@@ -53,6 +53,7 @@ PRESETS = {
     "Window Memory node, 10 messages": MemoryConfig(strategy="window", window=10),
     "trim_messages, 2,000 tokens": MemoryConfig(strategy="trim"),
     "Dify Agent app (agent-chat)": MemoryConfig(strategy="dify_agent"),
+    "Dify Agent app, ReAct (a model without tool calls)": MemoryConfig(strategy="dify_agent", agent_strategy=REACT),
     "Everything (buffer)": MemoryConfig(strategy="buffer"),
     "No memory": MemoryConfig(strategy="off"),
 }

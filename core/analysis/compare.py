@@ -41,7 +41,7 @@ from core.memory.replay import Decision, MemoryConfig, PathView, Replay, turn_nu
 from core.model.conversation import Conversation, Message, message_text, turn_label
 from core.model.facts import extract_facts
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, REASON_LABELS,
-                               SUMMARIZED, TRIMMED_EARLIER, Ledger, LedgerEntry, explain)
+                               SUMMARIZED, TRIMMED_EARLIER, WORDS_SENT, Ledger, LedgerEntry, explain)
 from core.words import distinct, plural
 
 from .errors import CompareError
@@ -568,7 +568,7 @@ def _fact_row(reasons: Any, p: int, query_index: int | None, fact: TrackedFact) 
         if not reasons.on_thread(q):
             continue
         r = reasons.reason(q, j)
-        if r == KEPT:
+        if r in WORDS_SENT:  # as it is, or inside a scratchpad
             return True, None
         if not relevant:
             relevant, newest_reason = True, r

@@ -16,7 +16,7 @@ from core.errors import MemLensError
 from core.io.readers.registry import FORMATS, read_conversations
 from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITIES, TRIM_COUNTERS, MemoryConfig, Replay
-from core.memory.strategies import STRATEGIES, agent_app
+from core.memory.strategies import AGENT_STRATEGIES, FUNCTION_CALL, STRATEGIES, agent_app
 from core.model.conversation import Conversation
 from core.model.ledger import SyntheticMessage, explain
 from core.words import plural
@@ -70,6 +70,9 @@ def _add_memory_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plugin-token-counting", action="store_true",
                    help="dify, dify_agent: Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off by default, as Dify "
                         "ships it): with it on, history is pruned by tokens")
+    p.add_argument("--agent-strategy", choices=tuple(AGENT_STRATEGIES), default=FUNCTION_CALL,
+                   help="dify_agent: the Agent app's runner — function_call (default; a model with tool calls) or "
+                        "react (a model without: each earlier turn is sent as one scratchpad text)")
     p.add_argument("--model", default="gpt-4o-mini")
     p.add_argument("--context-size", type=whole_number("--context-size"), default=None)
     p.add_argument("--max-tokens", type=whole_number("--max-tokens", 0), default=0)
@@ -108,7 +111,8 @@ def config_from_args(args: argparse.Namespace, conversation: Conversation | None
                         compaction_trigger=args.compaction_trigger,
                         compaction_keep_messages=args.compaction_keep_messages,
                         compaction_keep_tool_results=args.compaction_keep_tool_results,
-                        compaction_profile=args.compaction_profile).validate()
+                        compaction_profile=args.compaction_profile,
+                        agent_strategy=args.agent_strategy).validate()
 
 
 def _short(text: str, width: int = 60) -> str:

@@ -830,7 +830,8 @@ def history_of(conversation: Conversation, ledger: Ledger) -> list[Message]:
         stand_in = stand_ins.get((e.position, e.index))
         if stand_in is not None:
             message = turns[e.position].messages[e.index]
-            out.append(Message(stand_in.role, stand_in.content, message.kind, message.ref) if stand_in.origin == SCRATCHPAD
+            rewrite = stand_in.origin == SCRATCHPAD
+            out.append(Message(stand_in.role, stand_in.content, message.kind, message.ref) if rewrite
                        else replace(message, content=stand_in.content))
         elif e.kept:
             out.append(turns[e.position].messages[e.index])

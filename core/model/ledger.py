@@ -43,6 +43,8 @@ OMITTED = "omitted"
 PIPELINE = (MEMORY_OFF, SCOPE, OTHER_BRANCH, GRANULARITY, TRIMMED_EARLIER, OUTSIDE_WINDOW,
             OVER_BUDGET, EMPTY)
 REASONS = (KEPT, *PIPELINE, SUMMARIZED, CLEARED, REWRITTEN, OMITTED)
+#: Reasons of messages whose text reaches the model: as they are, or inside a scratchpad.
+WORDS_SENT = frozenset({KEPT, REWRITTEN})
 #: Reasons for messages that were never candidates for this node's memory at all.
 NOT_ELIGIBLE = frozenset({MEMORY_OFF, SCOPE, OTHER_BRANCH})
 
@@ -491,7 +493,7 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
                 "call and the last tool result), not as a message of its own")
     if r == OMITTED:
         return ("left out of its turn's ReAct scratchpad, which keeps only the first step's words, the last tool call "
-                "and the last tool result: never sent again")
+                "and the last tool result: its words are never sent again")
     return r
 
 

@@ -166,3 +166,29 @@ def test_where_did_it_go_on_an_agent_apps_log_follows_its_agent_runner():
     assert proc.returncode == 0, proc.stderr
     assert ("dify agent app + token counting: had it through turn 2; gone from turn 3 — token budget 285: older turns "
             "pruned whole.") in proc.stdout
+
+
+def test_a_react_agent_app_remembers_each_run_as_its_scratchpad_and_forgets_the_final_answers():
+    """``--agent-strategy react``: the sample's turn 2 called two tools and then answered with both
+    prices; its scratchpad keeps the first step's words, the first call and the last result, so the
+    pounds it quoted are never sent again, while the warehouse from turn 1's tool result is."""
+    agent = ROOT / "sample_data" / "conversations" / "shop-agent.json"
+    code, out, err = run(agent, "--format", "json", "--turn", "5", "--agent-strategy", "react")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["memory"] == "dify_agent"
+    reasons = {e["ref"]: e["reason"] for e in doc["turns"][0]["ledger"]}
+    assert [reasons[r] for r in ("msg-2:query", "msg-2:thought1", "msg-2:observation1.1", "msg-2:observation1.2",
+                                 "msg-2:answer")] == ["kept", "rewritten", "omitted", "rewritten", "omitted"]
+
+    def why(phrase):
+        proc = subprocess.run([sys.executable, "-m", "core", "why", str(agent), phrase, "--agent-strategy", "react"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.splitlines()[-1]
+
+    assert why("£5.93").startswith("dify agent app (ReAct): never had it — from turn 3 on it was not sent (left out "
+                                   "of its turn's ReAct scratchpad")
+    assert why("Rotterdam") == "dify agent app (ReAct): still has it at turn 6, the newest turn."
+    code, _, err = run(agent, "--agent-strategy", "cot")
+    assert code == 2 and "invalid choice: 'cot'" in err

@@ -24,6 +24,7 @@ ROUND_TRIP = [
                  compaction_keep_messages=8),
     MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=16000, max_tokens=256),
     MemoryConfig(strategy="dify_agent"),
+    MemoryConfig(strategy="dify_agent", agent_strategy="react", plugin_token_counting=True),
 ]
 
 
@@ -86,3 +87,9 @@ def test_the_agent_app_strategy_shows_its_token_counting_switch_and_no_window():
     assert "Granularity" not in [s.label for s in at.selectbox]
     at.toggle[0].set_value(False).run()
     assert MemoryConfig.from_dict(at.session_state["out"][0]) == MemoryConfig(strategy="dify_agent")
+    # The runner: function calling as Dify picks it for a model with tool calls, or ReAct.
+    (runner,) = [r for r in at.radio if r.label == "Agent runner"]
+    assert runner.value == "function_call" and runner.options == ["function calling", "ReAct"]
+    runner.set_value("react").run()
+    assert MemoryConfig.from_dict(at.session_state["out"][0]) == MemoryConfig(strategy="dify_agent",
+                                                                             agent_strategy="react")

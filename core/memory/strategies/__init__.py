@@ -43,7 +43,7 @@ __all__, __getattr__ = public_api(__name__, {
     "compaction": ("COMPACTION_PROFILES", "DEFAULT_KEEP_MESSAGES", "DEFAULT_KEEP_TOOL_RESULTS", "DEFAULT_TRIGGER",
                    "SHIPPED", "SUMMARIES_META", "ShippedRunHook", "recorded_summaries"),
     "dify": ("EMPTY_LIST_TOKENS", "row_limit", "window_note"),
-    "dify_agent": ("agent_app", "left_out"),
+    "dify_agent": ("AGENT_STRATEGIES", "FUNCTION_CALL", "REACT", "agent_app", "left_out"),
     "trim": ("MESSAGE_TYPES",),
     "window": ("DEFAULT_WINDOW", "HISTORY_SET", "MAX_WINDOW"),
 }, here=("STRATEGIES", "get_strategy"))

@@ -111,7 +111,10 @@ def function_call_turn(turn: Turn) -> AgentTurn:
 
 def react_turn(turn: Turn) -> AgentTurn:
     """A turn as the ReAct runner sends it: each user message, and for the messages after it one
-    scratchpad (see the module's docstring). A turn starts with no scratchpad."""
+    scratchpad (see the module's docstring). A message whose text is in the scratchpad is
+    ``rewritten`` (the first assistant message, the observed tool result), as is a step with no text
+    whose call is the action; any other is ``omitted`` — a later step's text too, even when its call
+    is the action. A turn starts with no scratchpad."""
     reasons: list[str] = []
     pads: list[tuple[int, str]] = []
     first = action_at = seen_at = None
@@ -126,7 +129,8 @@ def react_turn(turn: Turn) -> AgentTurn:
             text = f"Final Answer: {response}"
         else:
             text = f"Thought: {response or THINKING}\n\nAction: {action[1]}\n\n"
-            reasons[action_at] = REWRITTEN
+            if not turn.messages[action_at].content:  # a step that only calls: its call is its part
+                reasons[action_at] = REWRITTEN
             if seen:
                 text += f"Observation: {seen}\n\n"
                 reasons[seen_at] = REWRITTEN
