@@ -20,6 +20,7 @@ from core.store import repo
 from core.store.db import Database
 from tests.conftest import FIXTURES, ROOT
 from tests.rendered import shown
+from ui.replay_view import PRESETS
 
 T = FIXTURES / "transcripts"
 FILES = {
@@ -294,4 +295,12 @@ def test_an_agent_apps_log_opens_under_the_agent_apps_history(tmp_path, monkeypa
     assert _markers(at) == [("lens-default", "kept")] * 8 + [("lens-default", "empty")]
     assert any(shown(c.value) == "Budget: plugin token counting is off (Dify ships it off), so the agent's history "
                                  "is never pruned by tokens" for c in at.caption)
+    # Under ReAct (a model without tool calls) each earlier run is one scratchpad: the first step and the
+    # last tool result are rewritten into it, the other result and the final answer left out.
+    react = "Dify Agent app, ReAct (a model without tool calls)"
+    at.multiselect(key=f"lenses-{conv_id}").set_value([react]).run()
+    assert not at.exception, at.exception
+    lens = f"lens-{list(PRESETS).index(react)}"
+    assert [reason for node, reason in _markers(at) if node == lens] == [
+        "kept", "rewritten", "omitted", "rewritten", "omitted", "kept", "rewritten", "kept", "empty"]
     db.dispose()
