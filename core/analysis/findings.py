@@ -74,6 +74,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
 from core.memory.replay import MemoryConfig, Replay, turn_numbers
+from core.memory.strategies import REACT
 from core.model.conversation import ANSWER, Conversation, turn_label
 from core.model.facts import asked_keys
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE,
@@ -428,10 +429,11 @@ def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | 
 
 def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, node_id: str | None = None,
                     strategy: str = "dify", reserve: int | None = None, fixed: int | None = None,
-                    query_after: bool = False) -> Finding | None:
+                    query_after: bool = False, react: bool = False) -> Finding | None:
     """``reserve``: the config's ``prompt_reserve`` (a node that budgets after its own prompt);
     ``fixed``: its ``history_budget`` (a node that passes its memory no limit); ``query_after``: its
-    ``query_after_budget`` (a basic Chatbot: the prompt subtracted is what comes before its history)."""
+    ``query_after_budget`` (a basic Chatbot: the prompt subtracted is what comes before its history);
+    ``react``: an Agent app run with ReAct (``agent_strategy``), whose history is counted apart."""
     hit = [t for t in turns if t.pruned]
     if not hit:
         return None
@@ -448,10 +450,12 @@ def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, 
         detail = "trim_messages drops what does not fit its max_tokens; check that nothing needed goes first."
         severity = INFO
     elif strategy == "dify_agent":
-        detail = ("Dify's Agent app drops the oldest whole turns — their tool calls and results too — while the system "
-                  "message and the history are over its budget (with plugin token counting on: context size − "
-                  "max_tokens − the query) and nothing in the run says so. Raise the context size or lower max_tokens, "
-                  "or keep tool results short.")
+        counted = ("the history is over its budget (with plugin token counting on: context size − max_tokens − the "
+                   "system message and the query)" if react else "the system message and the history are over its "
+                   "budget (with plugin token counting on: context size − max_tokens − the query)")
+        detail = (f"Dify's Agent app drops the oldest whole turns — their tool calls and results too — while {counted} "
+                  f"and nothing in the run says so. Raise the context size or lower max_tokens, or keep tool results "
+                  f"short.")
         severity = WARNING
     else:
         if fixed is not None:
@@ -871,7 +875,8 @@ def config_findings(conversation: Conversation, configs: Iterable[ConfigLike], *
         turns = memory_turns(replay)
         config = c.config
         found = _silent_pruning(c.label, turns, name, strategy=config.strategy, reserve=config.prompt_reserve,
-                                fixed=config.history_budget, query_after=config.query_after_budget)
+                                fixed=config.history_budget, query_after=config.query_after_budget,
+                                react=config.agent_strategy == REACT)
         if found:
             out.append(found)
         out.extend(_dominant(c.label, turns, conversation))

@@ -424,3 +424,20 @@ def test_the_budget_note_says_what_the_react_runner_counts():
     unknown = Replay(conv, react_config(plugin_token_counting=True).with_(model="some/unknown-model")).ledger(2)
     assert unknown.budget == 2000 and unknown.budget_note.startswith(
         "context size of some/unknown-model unknown: Dify's default budget of 2,000 tokens; the history is counted")
+
+
+def test_the_finding_for_silent_pruning_says_what_a_react_agent_counts():
+    from core.analysis.compare import NamedConfig
+    from core.analysis.findings import findings_for
+    from core.io import read_conversations
+    from tests.conftest import ROOT
+
+    [conv] = read_conversations(ROOT / "sample_data" / "conversations" / "shop-agent.json")
+    config = react_config(plugin_token_counting=True, context_size=400, max_tokens=256)
+    [finding] = findings_for(conv, [NamedConfig(config.label(), config)])
+    assert (finding.kind, finding.severity) == ("silent_pruning", "warning")
+    assert finding.detail == (
+        "Dify's Agent app drops the oldest whole turns — their tool calls and results too — while the history is "
+        "over its budget (with plugin token counting on: context size − max_tokens − the system message and the "
+        "query) and nothing in the run says so. Raise the context size or lower max_tokens, or keep tool results "
+        "short.")
