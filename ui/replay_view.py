@@ -53,7 +53,7 @@ PRESETS = {
     "Window Memory node, 10 messages": MemoryConfig(strategy="window", window=10),
     "trim_messages, 2,000 tokens": MemoryConfig(strategy="trim"),
     "Dify Agent app (agent-chat)": MemoryConfig(strategy="dify_agent"),
-    "Dify Agent app, ReAct (a model without tool calls)": MemoryConfig(strategy="dify_agent", agent_strategy=REACT),
+    "Dify Agent app, ReAct (no tool calls)": MemoryConfig(strategy="dify_agent", agent_strategy=REACT),
     "Everything (buffer)": MemoryConfig(strategy="buffer"),
     "No memory": MemoryConfig(strategy="off"),
 }

@@ -297,7 +297,7 @@ def test_an_agent_apps_log_opens_under_the_agent_apps_history(tmp_path, monkeypa
                                  "is never pruned by tokens" for c in at.caption)
     # Under ReAct (a model without tool calls) each earlier run is one scratchpad: the first step and the
     # last tool result are rewritten into it, the other result and the final answer left out.
-    react = "Dify Agent app, ReAct (a model without tool calls)"
+    react = "Dify Agent app, ReAct (no tool calls)"
     at.multiselect(key=f"lenses-{conv_id}").set_value([react]).run()
     assert not at.exception, at.exception
     lens = f"lens-{list(PRESETS).index(react)}"
