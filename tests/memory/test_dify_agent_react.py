@@ -422,8 +422,16 @@ def test_the_budget_note_says_what_the_react_runner_counts():
     assert ledger.budget_note == (f"900 context − 100 max_tokens − {prompt} system message and query (counted as a "
                                   f"list); the history is counted as a list (+3) and cut by whole turns, newest first")
     unknown = Replay(conv, react_config(plugin_token_counting=True).with_(model="some/unknown-model")).ledger(2)
-    assert unknown.budget == 2000 and unknown.budget_note.startswith(
-        "context size of some/unknown-model unknown: Dify's default budget of 2,000 tokens; the history is counted")
+    assert (unknown.budget, unknown.budget_note) == (2000, (
+        "context size of some/unknown-model unknown: Dify's default budget of 2,000 tokens; the history is counted as "
+        "a list (+3) and cut by whole turns, newest first"))
+    # The function-calling runner's note, for contrast: its system message is counted with the history.
+    system = COUNTER.message(Message("system", conv.system_prompt, "", ""))
+    calling = Replay(conv, react_config(plugin_token_counting=True).with_(
+        model="some/unknown-model", agent_strategy="function_call")).ledger(2)
+    assert calling.budget_note == (
+        f"context size of some/unknown-model unknown: Dify's default budget of 2,000 tokens; the system message "
+        f"({system}) and the history are counted as one list (+3) and cut by whole turns, newest first")
 
 
 def test_the_finding_for_silent_pruning_says_what_a_react_agent_counts():
@@ -441,3 +449,52 @@ def test_the_finding_for_silent_pruning_says_what_a_react_agent_counts():
         "over its budget (with plugin token counting on: context size − max_tokens − the system message and the "
         "query) and nothing in the run says so. Raise the context size or lower max_tokens, or keep tool results "
         "short.")
+
+
+def _pad(turn: Turn) -> tuple[list[str], list[tuple[int, str]]]:
+    from core.memory.strategies.dify_agent import react_turn
+
+    found = react_turn(turn)
+    return list(found.reasons), list(found.pads)
+
+
+def test_what_only_a_name_makes_final_and_where_an_observation_comes_from():
+    """The action's name, not its input, decides "final" (it must hold both words); a call with no result
+    after it has no observation; a tool message before any assistant one, and a system message, are
+    left out of the scratchpad."""
+    checked = ("lookup", '{"q": "the final answer"}', "found")
+    turn = run("1", None, "Q", [("Look.", [checked])])
+    assert _pad(turn)[1] == [(1, 'Thought: Look.\n\nAction: {"action": "lookup", "action_input": {"q": "the final '
+                                 'answer"}}\n\nObservation: found\n\n')]
+    for name in ("finalize", "answer_lookup"):
+        assert _pad(run("1", None, "Q", [("Look.", [(name, "{}", "ok")])]))[1][0][1].startswith("Thought: Look.")
+    assert _pad(run("1", None, "Q", [("Look.", [("Final_Answer", "{}", "ok")])]))[1] == [(1, "Final Answer: Look.")]
+    # A call whose result is missing: no observation.
+    call = Message("assistant", "Look.", TOOL_CALL, "1:t", tool_calls=(ToolCall("c", "lookup", "{}"),))
+    no_result = Turn("1", None, (Message("user", "Q", QUERY, "1:q"), call), answer_index=None)
+    assert _pad(no_result) == (["kept", "rewritten"],
+                               [(1, 'Thought: Look.\n\nAction: {"action": "lookup", "action_input": {}}\n\n')])
+    # A tool result before any step, and a system message after one, are not observed.
+    early = Message("tool", "early", TOOL_RESULT, "1:early", tool_call_id="x")
+    note = Message("system", "a note", "", "1:note")
+    odd = Turn("1", None, (Message("user", "Q", QUERY, "1:q"), early, call, note), answer_index=None)
+    assert _pad(odd) == (["kept", "omitted", "rewritten", "omitted"],
+                         [(2, 'Thought: Look.\n\nAction: {"action": "lookup", "action_input": {}}\n\n')])
+
+
+def test_a_turn_with_no_query_and_a_left_out_answer_under_react():
+    """An opening turn with no query is a round of its own (nothing before it to flush); an empty
+    answer of a turn with no thoughts is ``empty``; the oldest turn sent is the first one that sends
+    something, even when the cut falls on a turn that sends nothing."""
+    opener = Turn("0", None, (Message("assistant", "Welcome!", ANSWER, "0:answer"),), query_index=None,
+                  answer_index=0)
+    assert _pad(opener) == (["rewritten"], [(0, "Final Answer: Welcome!")])
+    silent = Turn("0", None, (Message("assistant", "", ANSWER, "0:answer"),), query_index=None, answer_index=0)
+    failed = Turn("1", "0", (Message("user", "Hello?", QUERY, "1:query"),), answer_index=None)
+    conv = Conversation(id="c", turns=[silent, failed, run("2", "1", "Hi, I'm Dana.", final="Hi Dana."),
+                                       asking("3", "2")])
+    replay = Replay(conv, react_config(plugin_token_counting=True, context_size=100_000))
+    ledger = replay.ledger(3)
+    assert [(e.ref, e.reason) for e in ledger.entries] == [
+        ("0:answer", "empty"), ("1:query", "kept"), ("2:query", "kept"), ("2:answer", "rewritten")]
+    assert replay.summaries()[-1].oldest_kept_turn == 1

@@ -94,6 +94,12 @@ def _action(call: ToolCall) -> tuple[str, str] | None:
     return call.name, json.dumps({"action": call.name, "action_input": value})
 
 
+def _final(name: str) -> bool:
+    """Whether an action of this name ends the run: its name holds "final" and "answer"."""
+    name = name.lower()
+    return "final" in name and "answer" in name
+
+
 @dataclass(frozen=True, slots=True)
 class AgentTurn:
     """What the agent's history makes of one turn: a reason per message (``kept``, ``empty``, and under
@@ -117,44 +123,44 @@ def react_turn(turn: Turn) -> AgentTurn:
     is the action. A turn starts with no scratchpad."""
     reasons: list[str] = []
     pads: list[tuple[int, str]] = []
+    messages = turn.messages
+    # The round's first assistant message, the one holding its action, its last tool result (indices).
     first = action_at = seen_at = None
-    response = seen = ""
     action: tuple[str, str] | None = None
 
     def flush() -> None:
         if first is None:
             return
-        name = action[0].lower() if action else ""
-        if action is None or "final" in name and "answer" in name:
+        response = messages[first].content
+        if action is None or _final(action[0]):
             text = f"Final Answer: {response}"
         else:
             text = f"Thought: {response or THINKING}\n\nAction: {action[1]}\n\n"
-            if not turn.messages[action_at].content:  # a step that only calls: its call is its part
+            if not messages[action_at].content:  # a step that only calls: its call is its part
                 reasons[action_at] = REWRITTEN
-            if seen:
-                text += f"Observation: {seen}\n\n"
+            if seen_at is not None and messages[seen_at].content:
+                text += f"Observation: {messages[seen_at].content}\n\n"
                 reasons[seen_at] = REWRITTEN
         reasons[first] = REWRITTEN
         pads.append((first, text))
 
-    for j, m in enumerate(turn.messages):
+    for j, m in enumerate(messages):
         if left_out(turn, j):
             reasons.append(EMPTY)
         elif m.role == "user":
             flush()
             first = action_at = seen_at = action = None
-            response = seen = ""
             reasons.append(KEPT)
         else:
             reasons.append(OMITTED)
             if m.role == "assistant":
                 if first is None:
-                    first, response = j, m.content
+                    first = j
                 found = _action(m.tool_calls[0]) if m.tool_calls else None
                 if found is not None:
                     action, action_at = found, j
             elif m.role == "tool" and first is not None:
-                seen, seen_at = m.content, j
+                seen_at = j
     flush()
     return AgentTurn(tuple(reasons), tuple(pads))
 
@@ -260,22 +266,23 @@ class DifyAgentStrategy(Strategy):
         if cfg.agent_strategy == REACT:
             # The system message and the query are the prompt; the history is counted on its own.
             prompt, system = fixed, 0
-            counted = (f"{fixed:,} system message and query (counted as a list); the history is counted as a list "
-                       f"(+{REPLY_PRIMING}) and cut by whole turns, newest first")
+            what = f"{fixed:,} system message and query (counted as a list)"
+            how = f"the history is counted as a list (+{REPLY_PRIMING}) and cut by whole turns, newest first"
         else:
             q = replay.conversation.turns[current].query_index
             query = replay.message_tokens(current)[q] if q is not None else 0
             # The system message (and any prompt before the history) is counted with the history.
             prompt, system = query + REPLY_PRIMING, fixed - query - REPLY_PRIMING
-            counted = (f"{prompt:,} query (counted as a list); the system message ({system:,}) and the history are "
-                       f"counted as one list (+{REPLY_PRIMING}) and cut by whole turns, newest first")
+            what = f"{prompt:,} query (counted as a list)"
+            how = (f"the system message ({system:,}) and the history are counted as one list (+{REPLY_PRIMING}) and "
+                   f"cut by whole turns, newest first")
         if context:
             limit = max(context - cfg.max_tokens - prompt, 0)
-            note = f"{context:,} context − {cfg.max_tokens:,} max_tokens − {counted}"
+            note = f"{context:,} context − {cfg.max_tokens:,} max_tokens − {what}; {how}"
         else:
             limit = DEFAULT_HISTORY_BUDGET
-            note = (f"context size of {cfg.model} unknown: Dify's default budget of {DEFAULT_HISTORY_BUDGET:,} "
-                    f"tokens; " + counted.split("; ", 1)[1])
+            note = (f"context size of {cfg.model} unknown: Dify's default budget of {DEFAULT_HISTORY_BUDGET:,} tokens; "
+                    f"{how}")
         end, starts, sent = view.length, view.starts, view.sent
         # The oldest turn from which the rest fits: sent[starts[k]] grows with k.
         need = sent[end] + system + REPLY_PRIMING - limit
