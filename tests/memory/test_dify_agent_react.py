@@ -391,7 +391,9 @@ def test_the_scratchpad_stands_in_for_the_first_step_as_a_plain_assistant_text()
     assert pad.tokens == COUNTER.message(Message("assistant", pad.content, "", ""))
     # Sent in place of the step, without its tool calls; the ledger's rows put it right after that step.
     sent = history_of(conv, ledger)
-    assert [(m.role, m.tool_calls, m.ref) for m in sent] == [("user", (), "1:query"), ("assistant", (), "1:thought1")]
+    assert [(m.role, m.kind, m.tool_calls, m.ref) for m in sent] == [("user", "query", (), "1:query"),
+                                                                      ("assistant", "tool_call", (), "1:thought1")]
+    assert sent[1].content == pad.content
     rows = ledger.rows()
     assert rows[rows.index(ledger.entries[1]) + 1] is pad
     # The summary counts the queries as kept as they are and the scratchpad in the history's tokens.
