@@ -8,6 +8,7 @@ from the conversation, the configs or the findings is HTML-escaped.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from datetime import datetime, timezone
 from html import escape
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
@@ -17,7 +18,8 @@ from core.analysis.findings import Finding, TurnNamer, turn_namer
 from core.memory.replay import MemoryConfig, turn_numbers
 from core.model.conversation import Conversation, Message, message_text, turn_label
 from core.model.ledger import (CLEARED, EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
-                               OMITTED, REASON_LABELS, REWRITTEN, SCOPE, SUMMARIZED, TRIMMED_EARLIER, LedgerEntry, explain)
+                               OMITTED, REASON_LABELS, REWRITTEN, SCOPE, SUMMARIZED, TRIMMED_EARLIER, LedgerEntry,
+                               SyntheticMessage, explain)
 
 from .build import REPORT_COLUMNS
 
@@ -236,12 +238,16 @@ def _legend(reasons: Iterable[str]) -> str:
 
 def _config_table(configs: Sequence[NamedConfig]) -> str:
     keys = ["strategy", "window", "fidelity", "model", "context_size", "max_tokens", "granularity", "scope"]
-    extra = sorted({k for c in configs for k, v in c.config.to_dict().items()
-                    if k not in keys and v != MemoryConfig().to_dict()[k]})
+
+    def settings(config: MemoryConfig) -> dict:  # every setting: to_dict leaves out some at their defaults
+        return {**{f.name: getattr(config, f.name) for f in fields(config)}, **config.to_dict()}
+
+    default = settings(MemoryConfig())
+    extra = sorted({k for c in configs for k, v in settings(c.config).items() if k not in keys and v != default[k]})
     head = "".join(f"<th>{_e(k)}</th>" for k in ["config"] + keys + extra)
     rows = []
     for i, c in enumerate(configs):
-        d = c.config.to_dict()
+        d = settings(c.config)
         cells = "".join(f"<td>{_e('—' if d.get(k) is None else d.get(k))}</td>" for k in keys + extra)
         rows.append(f'<tr><td><span style="color:{CONFIG_COLOURS[i % 6]}">■</span> {_e(c.label)}</td>{cells}</tr>')
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
@@ -350,7 +356,12 @@ def _ledgers_html(report: Report, columns: int = REPORT_COLUMNS) -> str:
             entries = ledger.entries
             hidden = entries[:-columns] if len(entries) > columns else []
             shown = entries[len(hidden):]
-            rows = [_ledger_rows(run, conv, ledger.config, len(shown) > LEDGER_LIST) for run in _reason_runs(shown)]
+            stand_ins = {x.replaces: x for x in ledger.synthetic if x.replaces is not None}
+            rows = [_sent_instead(x) for x in ledger.synthetic if x.replaces is None]  # a summary goes first
+            for run in _reason_runs(shown):
+                rows.append(_ledger_rows(run, conv, ledger.config, len(shown) > LEDGER_LIST))
+                rows += [_sent_instead(stand_ins[(e.position, e.index)]) for e in run
+                         if (e.position, e.index) in stand_ins]
             more = ""
             if hidden:
                 kept = sum(1 for e in hidden if e.kept)
@@ -396,6 +407,17 @@ def _ledger_rows(run: Sequence[LedgerEntry], conv: Conversation, config: Mapping
                    f'<td class="{cls}">{label}</td><td>{why}</td>'
                    f'<td class="text">{_e(_short(conv.turns[e.position].messages[e.index], 80))}</td></tr>'
                    for e in run)
+
+
+def _sent_instead(message: SyntheticMessage) -> str:
+    """A row for what the memory sends in place of earlier messages (a summary, a placeholder, a
+    partial message, a scratchpad), with its text, as the page's ledger table lists it."""
+    covers = f" standing for {message.covers_label}" if message.covers else ""
+    text = " ".join(message.content.split())
+    text = text if len(text) <= 80 else text[:79] + "…"
+    return (f'<tr><td><a href="#turn-{message.turn}">{message.turn}</a></td><td>{_e(message.role)}</td>'
+            f'<td>{message.tokens:,}</td><td class="kept">sent instead ({_e(message.origin)})</td>'
+            f'<td>{_e(message.origin + covers)}</td><td class="text">{_e(text)}</td></tr>')
 
 
 def _short(m: Message, width: int = 160) -> str:

@@ -468,3 +468,45 @@ def test_what_a_memory_holds_reads_as_one_sentence():
         "memory off: remembers nothing from earlier turns"
     summary = remembered(Replay(conv, MemoryConfig(strategy="summary_buffer", max_history_tokens=100)).ledger(8))
     assert summary.summarized_turns and "has a summary of turns 1–" in summary.sentence()
+
+
+def test_a_report_compares_an_agent_apps_two_runners_and_names_the_setting_that_differs(tmp_path):
+    """``--agent-strategy`` is a per-config setting; the config table shows it for both configs (the
+    function-calling one leaves it out of its stored form); the ReAct config's scratchpads are escaped
+    text and its reasons are in the legend."""
+    out, bundle = tmp_path / "r.html", tmp_path / "r.json"
+    code, _, err = cli("report", ROOT / "sample_data" / "conversations" / "shop-agent.json", "--memory", "dify_agent",
+                       "--memory", "dify_agent", "--agent-strategy", "react", "-o", out, "--bundle", bundle)
+    assert code == 0, err
+    html = out.read_text()
+    page = Page(html)
+    assert "<th>agent_strategy</th>" in html and "<td>function_call</td>" in html and "<td>react</td>" in html
+    legend = "".join(page.text)
+    assert "rewritten" in legend and "omitted" in legend
+    # Each ledger lists the scratchpad sent in place of a run's first step, right after that step; it quotes
+    # the tool call's JSON: escaped, never markup.
+    assert ('<td class="kept">sent instead (scratchpad)</td><td>scratchpad standing for turn 1</td><td class="text">'
+            'Thought: I am thinking about how to help you Action: {&quot;action&quot;: &quot;order_lookup&quot;') in html
+    configs = json.loads(bundle.read_text())["configs"]
+    assert [c.get("agent_strategy") for c in configs] == [None, "react"]
+
+
+def test_the_config_table_shows_a_setting_left_out_of_the_stored_form_when_only_one_config_sets_it():
+    report = report_of(lisbon(), [NamedConfig("node", MemoryConfig(window=3)),
+                                  NamedConfig("agent", MemoryConfig(window=3, sends_empty=True))])
+    html = report_html(report)
+    assert "<th>sends_empty</th>" in html and "<td>False</td>" in html and "<td>True</td>" in html
+
+
+def test_a_reports_ledgers_list_what_is_sent_in_place_of_dropped_messages():
+    """A summary (first) and any stand-in are rows of the ledger table, with their text escaped."""
+    conv = linear(8, answer=lambda i: HOSTILE if i == 1 else f"answer {i} " * 30)
+    config = MemoryConfig(strategy="summary_buffer", max_history_tokens=120)
+    report = report_of(conv, [NamedConfig("summary", config), NamedConfig("window", MemoryConfig(window=3))])
+    html = report_html(report)
+    ledger = Replay(conv, config).ledger(8)
+    (summary,) = ledger.synthetic
+    rows = re.findall(r'<tr><td><a href="#turn-\d+">\d+</a></td><td>(\w+)</td><td>[\d,]+</td><td class="kept">sent '
+                      r'instead \(summary\)</td><td>summary standing for ([^<]+)</td>', html)
+    assert (summary.role, summary.covers_label) in rows
+    assert "<img" not in html

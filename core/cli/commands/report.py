@@ -1,8 +1,9 @@
 """``report``: compare memory configs on one conversation and write a one-file HTML report.
 
 One config per flag group: every ``--memory STRATEGY`` starts a new config, and the settings
-after it (``--window``, ``--fidelity``, ``--plugin-token-counting``, ``--model``, ``--context-size``, ``--max-tokens``,
-``--granularity``, ``--scope``, ``--label``, ``--window-change``, ``--max-history-tokens``)
+after it (``--window``, ``--fidelity``, ``--plugin-token-counting``, ``--agent-strategy``, ``--model``,
+``--context-size``, ``--max-tokens``, ``--granularity``, ``--scope``, ``--label``, ``--window-change``,
+``--max-history-tokens``)
 belong to that config until the next ``--memory``::
 
     python -m core report chat.jsonl --memory dify --window 3 --memory dify --window 10 \\
@@ -24,13 +25,13 @@ _SETTINGS = {
     "--window": "window", "--fidelity": "fidelity", "--model": "model", "--context-size": "context_size",
     "--max-tokens": "max_tokens", "--granularity": "granularity", "--scope": "scope", "--label": "label",
     "--window-change": "window_changes", "--max-history-tokens": "max_history_tokens",
-    "--plugin-token-counting": "plugin_token_counting",
+    "--plugin-token-counting": "plugin_token_counting", "--agent-strategy": "agent_strategy",
 }
 
 EPILOG = """\
 one config per flag group:
   every --memory STRATEGY starts a new config; --window, --fidelity, --plugin-token-counting,
-  --model, --context-size, --max-tokens, --granularity, --scope, --label, --window-change TURN:N
+  --agent-strategy, --model, --context-size, --max-tokens, --granularity, --scope, --label, --window-change TURN:N
   and --max-history-tokens after it apply to that config, until the next --memory. Compare 2 to 6 configs, e.g.
     --memory dify --window 3 --memory dify --window 10 --memory window --window 6
   Without --memory: the configs saved in a report bundle, else dify window 3, dify window 10 and
@@ -169,7 +170,7 @@ def register(sub) -> None:
     add_db_option(p)
     p.add_argument("--index", type=_whole("--index", 0), default=0, help="which conversation of FILE (from 0)")
     p.add_argument("--format", default=None, help="FILE's transcript format (default: detected)")
-    from core.memory.strategies import STRATEGIES
+    from core.memory.strategies import AGENT_STRATEGIES, STRATEGIES
 
     g = p.add_argument_group("memory configs (one per flag group; see below)")
     g.add_argument("--memory", action=_NewConfig, choices=tuple(STRATEGIES), metavar="STRATEGY",
@@ -179,7 +180,9 @@ def register(sub) -> None:
     g.add_argument("--fidelity", action=_Setting, choices=("code", "documented"),
                    help="dify: code = Dify 1.x as shipped (default); documented = as Dify's docs describe")
     g.add_argument("--plugin-token-counting", action=_Setting, nargs=0,
-                   help="dify: switch Dify's plugin token counting on for this config (off by default)")
+                   help="dify, dify_agent: switch Dify's plugin token counting on for this config (off by default)")
+    g.add_argument("--agent-strategy", action=_Setting, choices=tuple(AGENT_STRATEGIES),
+                   help="dify_agent: the Agent app's runner, function_call (default) or react")
     g.add_argument("--model", action=_Setting, help="model (tokenizer and context size), default gpt-4o-mini")
     g.add_argument("--context-size", action=_Setting, type=_whole("--context-size", 1))
     g.add_argument("--max-tokens", action=_Setting, type=_whole("--max-tokens", 0))
