@@ -500,3 +500,42 @@ def test_a_turn_with_no_query_and_a_left_out_answer_under_react():
     assert [(e.ref, e.reason) for e in ledger.entries] == [
         ("0:answer", "empty"), ("1:query", "kept"), ("2:query", "kept"), ("2:answer", "rewritten")]
     assert replay.summaries()[-1].oldest_kept_turn == 1
+
+
+def _without_some_queries(conv: Conversation, every: int) -> Conversation:
+    """The conversation with the query taken out of every ``every``-th turn (the first included): an
+    opening turn and turns in the middle of a thread that hold no user message."""
+    turns = []
+    for p, t in enumerate(conv.turns):
+        if p % every or t.answer_index is None:
+            turns.append(t)
+            continue
+        turns.append(Turn(t.id, t.parent_id, t.messages[1:], query_index=None, answer_index=t.answer_index - 1,
+                          meta=t.meta))
+    return Conversation(id=conv.id, turns=turns, system_prompt=conv.system_prompt)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_turns_with_no_user_message_go_with_the_round_before_them(seed):
+    """Dify checks the count at each user message, so a turn with no query is kept or dropped with the
+    round before it, and what comes before the first user message is kept whenever the oldest round
+    is (it is never checked). Function calling with such turns anywhere; ReAct with an opening one
+    (in the middle of a thread Dify's fold would go on with the round before it, which MemLens does
+    not render: a Dify log has a query in every message)."""
+    from tests.memory.test_dify_agent import dify_history, sent_refs
+
+    for every, runner in ((4, "function_call"), (1_000, "react")):
+        conv = _without_some_queries(agent_conversation(30, seed), every)
+        assert conv.turns[0].query_index is None and conv.turns[0].messages
+        for context in (300, 500, 800, 1200, 3000):
+            settings = dict(plugin_token_counting=True, context_size=context, max_tokens=100)
+            replay = Replay(conv, react_config(**settings).with_(agent_strategy=runner))
+            for position, turn in enumerate(conv.turns):
+                if turn.query_index is None:
+                    continue
+                ledger = replay.ledger_at(position)
+                if runner == "react":
+                    expected = react_history(conv, position, **settings)[0]
+                    assert [(m.role, m.content) for m in history_of(conv, ledger)] == expected, (context, position)
+                else:
+                    assert sent_refs(ledger) == dify_history(conv, position, replay.config)[0], (context, position)

@@ -17,6 +17,9 @@ The rules, read from Dify's source:
   the system message and the history are counted as one list (+3). When that is over the limit,
   whole turns are kept newest first while the system message and the turns so far fit; the first
   turn that does not fit and every older one are ``over_budget`` — even when that is the newest.
+  (Dify counts at each user message, so the unit is a round — a user message and what follows it:
+  a turn with no query goes with the turn before it, and what comes before the first user message
+  is kept whenever the oldest round is.)
 * The ledger is the turn's first model call. Each later call of the same run counts the run's own
   tool calls and results with the query, so it may keep fewer turns.
 
@@ -120,7 +123,9 @@ def react_turn(turn: Turn) -> AgentTurn:
     scratchpad (see the module's docstring). A message whose text is in the scratchpad is
     ``rewritten`` (the first assistant message, the observed tool result), as is a step with no text
     whose call is the action; any other is ``omitted`` — a later step's text too, even when its call
-    is the action. A turn starts with no scratchpad."""
+    is the action. A turn starts with no scratchpad: in the middle of a thread, a turn with no user
+    message would go on with the round before it in Dify's fold, which is not rendered (a Dify log
+    has a query in every message)."""
     reasons: list[str] = []
     pads: list[tuple[int, str]] = []
     messages = turn.messages
@@ -169,7 +174,7 @@ class AgentView(PathView):
     """A thread view that also sums what the agent's history sends, message by message: a kept
     message's tokens; a scratchpad's at the message it is sent instead of; nothing for the rest."""
 
-    __slots__ = ("turns", "plans", "react", "counter", "sent", "sent_count")
+    __slots__ = ("turns", "plans", "react", "counter", "sent", "sent_count", "rounds")
 
     def __init__(self, replay):
         super().__init__(replay.numbers)
@@ -179,6 +184,7 @@ class AgentView(PathView):
         self.plans: dict[int, tuple[AgentTurn, dict[int, int]]] = {}  # by position: the turn, its pads' tokens
         self.sent = [0]        # tokens sent, cumulative over the sequence
         self.sent_count = [0]  # messages sent as they are, cumulative
+        self.rounds: list[int] = []  # the sequence index of each user message sent: where a round starts
 
     def turn_plan(self, position: int) -> tuple[AgentTurn, dict[int, int]]:
         found = self.plans.get(position)
@@ -189,11 +195,15 @@ class AgentView(PathView):
         return found
 
     def push(self, position, mark, eligible, tokens, empty, state=None):
+        base = self.length
         super().push(position, mark, eligible, tokens, empty, state)
         plan, pad_tokens = self.turn_plan(position)
         sent, count = self.sent, self.sent_count
-        for j in eligible:
+        messages = self.turns[position].messages
+        for k, j in enumerate(eligible):
             if plan.reasons[j] == KEPT:
+                if messages[j].role == "user":
+                    self.rounds.append(base + k)
                 sent.append(sent[-1] + tokens[j])
                 count.append(count[-1] + 1)
             else:
@@ -204,6 +214,7 @@ class AgentView(PathView):
         start = self.starts[-1]
         super().pop()
         del self.sent[start + 1:], self.sent_count[start + 1:]
+        del self.rounds[bisect_left(self.rounds, start):]
 
 
 class AgentPlan(Plan):
@@ -283,9 +294,12 @@ class DifyAgentStrategy(Strategy):
             limit = DEFAULT_HISTORY_BUDGET
             note = (f"context size of {cfg.model} unknown: Dify's default budget of {DEFAULT_HISTORY_BUDGET:,} tokens; "
                     f"{how}")
-        end, starts, sent = view.length, view.starts, view.sent
-        # The oldest turn from which the rest fits: sent[starts[k]] grows with k.
+        end, rounds, sent = view.length, view.rounds, view.sent
+        # Dify walks the history newest first and checks the count at each user message, so it keeps
+        # whole rounds (a user message and what follows it); what comes before the first user message is
+        # never checked, so it goes with the oldest round. The oldest round from which the rest fits:
+        # sent[r] grows with r.
         need = sent[end] + system + REPLY_PRIMING - limit
-        k = bisect_left(range(len(starts)), need, key=lambda t: sent[starts[t]])
-        cut = starts[k] if k < len(starts) else end
+        i = bisect_left(rounds, need, key=lambda r: sent[r])
+        cut = 0 if i == 0 else rounds[i] if i < len(rounds) else end
         return AgentPlan(Budget(limit, note, context), cut, view, replay)
