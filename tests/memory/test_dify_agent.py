@@ -63,16 +63,17 @@ def thread_of(conv: Conversation, position: int) -> list[int]:
 
 
 def dify_history(conv: Conversation, position: int, config: MemoryConfig) -> tuple[list[str], int | None]:
-    """The refs Dify's agent runner sends as history for the turn at ``position``, and its limit."""
-    system = Message("system", conv.system_prompt, "", "system")
-    history = [system]
+    """The refs Dify's agent runner sends as history for the turn at ``position``, and its limit. The
+    system message leads the list when the app has an instruction (``_init_system_message``)."""
+    system = [Message("system", conv.system_prompt, "", "system")] if conv.system_prompt else []
+    history = list(system)
     for p in thread_of(conv, position):
         turn = conv.turns[p]
         for m, msg in enumerate(turn.messages):
             if not left_out(turn, m):
                 history.append(msg)
     if not config.plugin_token_counting:
-        return [m.ref for m in history[1:]], None
+        return [m.ref for m in history[len(system):]], None
 
     def count(msgs):  # 0 with counting off; the OpenAI plugin's list count on
         return sum(COUNTER.message(m) for m in msgs) + REPLY_PRIMING
@@ -81,8 +82,8 @@ def dify_history(conv: Conversation, position: int, config: MemoryConfig) -> tup
     context = config.context_size or model_facts(config.model).context_size
     limit = max(context - config.max_tokens - count([query]), 0) if context else 2000
     if count(history) <= limit:
-        return [m.ref for m in history[1:]], limit
-    kept = [system]
+        return [m.ref for m in history[len(system):]], limit
+    kept = list(system)
     num = 0
     for msg in history[::-1]:
         if msg.role == "system":
@@ -94,7 +95,7 @@ def dify_history(conv: Conversation, position: int, config: MemoryConfig) -> tup
                 kept = kept[:-num]
                 break
             num = 0
-    return [m.ref for m in kept[1:][::-1]], limit
+    return [m.ref for m in kept[len(system):][::-1]], limit
 
 
 def sent_refs(ledger) -> list[str]:

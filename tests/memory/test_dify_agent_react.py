@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import pytest
 
 from core.memory.replay import MemoryConfig, Replay, history_of
-from core.model.conversation import (AGENT_THOUGHTS, ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message,
-                                     ToolCall, Turn)
+from core.model.conversation import (AGENT_THOUGHTS, ANSWER, INTERMEDIATE, QUERY, TOOL_CALL, TOOL_RESULT, Conversation,
+                                     Message, ToolCall, Turn)
 from core.model.tokens import REPLY_PRIMING, model_facts
 from tests.memory.test_dify_agent import COUNTER, agent_conversation, thread_of
 
@@ -539,3 +539,23 @@ def test_turns_with_no_user_message_go_with_the_round_before_them(seed):
                     assert [(m.role, m.content) for m in history_of(conv, ledger)] == expected, (context, position)
                 else:
                     assert sent_refs(ledger) == dify_history(conv, position, replay.config)[0], (context, position)
+
+
+def test_a_user_message_that_is_not_its_turns_first_starts_the_round():
+    """An opening assistant message in the same turn as the first query (some logs hold both) comes
+    before the first user message: never checked, so it is kept with the oldest round even when it
+    overflows the budget."""
+    from tests.memory.test_dify_agent import dify_history, sent_refs
+
+    first = Turn("1", None, (Message("assistant", "Welcome to the shop! " * 20, INTERMEDIATE, "1:greeting"),
+                             Message("user", "Hi, I'm Dana.", QUERY, "1:query"),
+                             Message("assistant", "Hi Dana! " * 10, ANSWER, "1:answer")), query_index=1, answer_index=2)
+    conv = Conversation(id="c", turns=[first, run("2", "1", "Where is order 7?", [("Let me check.", [LOOKUP])]),
+                                       asking("3", "2")])
+    seen = set()
+    for context in range(20, 300, 5):
+        config = MemoryConfig(strategy="dify_agent", model=MODEL, plugin_token_counting=True, context_size=context)
+        expected = dify_history(conv, 2, config)[0]
+        assert sent_refs(Replay(conv, config).ledger(3)) == expected, context
+        seen.add(len(expected))
+    assert seen == {0, 4, 7}  # nothing; the newest turn; both turns, the greeting with them
