@@ -44,7 +44,7 @@ tool's result: its final answer is never sent again. The scratchpad is sent inst
 first assistant message (``rewritten``, like every message whose words it carries); the turn's other
 messages are ``omitted``. The budget counts the system message and the current query as the prompt
 (``max(context_size − max_tokens − count([system, query]), 0)``) and the history alone as a list
-(+3), cut by whole turns the same way. Dify's system message is its ReAct template filled with the
+(+3), cut by whole rounds the same way. Dify's system message is its ReAct template filled with the
 app's instruction and tools; MemLens counts the conversation's system prompt in its place. A ReAct
 run on a completion model (``CotCompletionAgentRunner``) writes its history as text; it is not
 modelled.
