@@ -112,7 +112,8 @@ def edit_config(prefix: str, base: MemoryConfig, *, strategies: Sequence[str] = 
         values["plugin_token_counting"] = st.toggle(
             "Plugin token counting", key=k("counting"),
             help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: keep whole turns, newest first, "
-                 "while the system message and the history fit in context size − max_tokens − the query.")
+                 "while the system message and the history fit in context size − max_tokens − the query "
+                 "(ReAct: the history alone, in context size − max_tokens − the system message and the query).")
     elif strategy == "window":
         values["window"] = int(st.number_input("Window (messages)", 1, WINDOW_MAX_MESSAGES, key=k("window_msgs")))
         a, b = st.columns(2)

@@ -20,8 +20,7 @@ def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = N
         if isinstance(e, SyntheticMessage):
             text = " ".join(e.content.split())
             rows.append({"kept": YES, "turn": str(e.turn), "role": e.role, "kind": e.origin, "tokens": e.tokens,
-                         "reason": f"sent instead ({e.origin})",
-                         "why": f"{e.origin} standing for {e.covers_label}" if e.covers else e.origin,
+                         "reason": e.reason_words, "why": e.why,
                          "message": text[:160] + ("…" if len(text) > 160 else "")})
             continue
         msg = conversation.turns[e.position].messages[e.index]

@@ -131,6 +131,16 @@ class SyntheticMessage:
     def covers_label(self) -> str:
         return turn_ranges(self.covers)
 
+    @property
+    def reason_words(self) -> str:
+        """Its place in a ledger listing, beside the entries' reasons: "sent instead (summary)"."""
+        return f"sent instead ({self.origin})"
+
+    @property
+    def why(self) -> str:
+        """What it stands for, in words: "scratchpad standing for turn 3"."""
+        return f"{self.origin} standing for {self.covers_label}" if self.covers else self.origin
+
     def to_json(self) -> dict:
         """The shape of a ledger entry, so a JSON ledger stays one list of what was sent and not."""
         return {"ref": self.ref or self.origin, "turn": self.turn, "role": self.role, "tokens": self.tokens,

@@ -412,16 +412,18 @@ def _ledger_rows(run: Sequence[LedgerEntry], conv: Conversation, config: Mapping
 def _sent_instead(message: SyntheticMessage) -> str:
     """A row for what the memory sends in place of earlier messages (a summary, a placeholder, a
     partial message, a scratchpad), with its text, as the page's ledger table lists it."""
-    covers = f" standing for {message.covers_label}" if message.covers else ""
-    text = " ".join(message.content.split())
-    text = text if len(text) <= 80 else text[:79] + "…"
     return (f'<tr><td><a href="#turn-{message.turn}">{message.turn}</a></td><td>{_e(message.role)}</td>'
-            f'<td>{message.tokens:,}</td><td class="kept">sent instead ({_e(message.origin)})</td>'
-            f'<td>{_e(message.origin + covers)}</td><td class="text">{_e(text)}</td></tr>')
+            f'<td>{message.tokens:,}</td><td class="kept">{_e(message.reason_words)}</td><td>{_e(message.why)}</td>'
+            f'<td class="text">{_e(_clip(message.content, 80))}</td></tr>')
 
 
 def _short(m: Message, width: int = 160) -> str:
-    text = " ".join(message_text(m).split())
+    return _clip(message_text(m), width)
+
+
+def _clip(text: str, width: int) -> str:
+    """Text on one line, cut to ``width`` characters with an ellipsis."""
+    text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

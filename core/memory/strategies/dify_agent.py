@@ -248,7 +248,7 @@ class AgentPlan(Plan):
             for j, text in plan.pads:
                 out.append(SyntheticMessage(role="assistant", content=text, tokens=pad_tokens[j], origin=SCRATCHPAD,
                                             turn=number, covers=(number,), replaces=(position, j),
-                                            ref=f"{SCRATCHPAD}:{self.view.turns[position].messages[j].ref}"))
+                                            ref=f"{SCRATCHPAD}:{view.turns[position].messages[j].ref}"))
         return out
 
 
