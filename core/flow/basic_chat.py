@@ -68,7 +68,7 @@ def read_basic_chat(data: Mapping[str, Any], name: str) -> dict[str, Any]:
     if (model.get("mode") or "chat") != "chat":
         raise FlowError(f"{name}: this Chatbot's model is a completion model, whose history Dify writes into its "
                         f"own prompt template, which MemLens does not emulate; {_WORKFLOW}")
-    variables, warnings = _form(config.get("user_input_form"), name)
+    variables, warnings = read_form(config.get("user_input_form"), name)
     if prompt_type == "advanced":
         template, layout = _expert_prompt(config, name), "its prompt messages"
     else:
@@ -80,12 +80,26 @@ def read_basic_chat(data: Mapping[str, Any], name: str) -> dict[str, Any]:
            # Rendered as Dify renders a basic Chatbot's prompt (its {{name}} slots), not as a workflow template.
            "prompt_template": template,
            "memory": {"window": {"enabled": False}},  # the query template left unset: the query itself
-           "vision": {"enabled": _uploads_images(upload)}}
+           "vision": {"enabled": uploads_images(upload)}}
     nodes = {"start": {"type": "start", "title": "Start", "variables": variables}, "llm": llm,
              "answer": {"type": "answer", "title": "Answer", "answer": "{{#llm.text#}}"}}
     warnings.insert(0, f"a basic Chatbot{' in expert mode' if prompt_type == 'advanced' else ''}: run as its one "
                        f"model call — {layout}, then the history with no window (Dify fetches up to "
                        f"{DIFY_ROW_CAP} rows), then the query")
+    return {"nodes": nodes, "edges": [("start", "llm"), ("llm", "answer")], "features": app_features(config),
+            "warnings": warnings + not_run(config)}
+
+
+def app_features(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``model_config`` keys of an app without a graph (a basic Chatbot, an Agent app) that are its
+    features, served by ``GET /v1/parameters``."""
+    return {k: copy.deepcopy(config[k]) for k in _FEATURES if k in config}
+
+
+def not_run(config: Mapping[str, Any]) -> list[str]:
+    """Warnings for what such an app's ``model_config`` switches on that MemLens does not run: its
+    knowledge, external data tools, moderation and annotation replies."""
+    warnings = []
     datasets = _datasets(config)
     if datasets:
         warnings.append(f"its knowledge ({datasets} dataset{'s' if datasets != 1 else ''}) is not retrieved: "
@@ -98,9 +112,7 @@ def read_basic_chat(data: Mapping[str, Any], name: str) -> dict[str, Any]:
                       ("annotation_reply", "its annotation replies are not run: every query reaches the model")):
         if isinstance(config.get(key), Mapping) and config[key].get("enabled"):
             warnings.append(what)
-    features = {k: copy.deepcopy(config[k]) for k in _FEATURES if k in config}
-    return {"nodes": nodes, "edges": [("start", "llm"), ("llm", "answer")], "features": features,
-            "warnings": warnings}
+    return warnings
 
 
 def _pre_prompt(config: Mapping[str, Any], name: str) -> list[dict]:
@@ -133,7 +145,7 @@ def _expert_prompt(config: Mapping[str, Any], name: str) -> list[dict]:
     return out
 
 
-def _form(raw: Any, name: str) -> tuple[list[dict], list[str]]:
+def read_form(raw: Any, name: str) -> tuple[list[dict], list[str]]:
     """The start node's variables from ``user_input_form``, and warnings."""
     if raw is None:
         raw = []
@@ -163,7 +175,7 @@ def _form(raw: Any, name: str) -> tuple[list[dict], list[str]]:
     return variables, warnings
 
 
-def _uploads_images(upload: Any) -> bool:
+def uploads_images(upload: Any) -> bool:
     """Whether the app takes images with a query (either shape Dify has exported)."""
     if not isinstance(upload, Mapping):
         return False

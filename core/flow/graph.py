@@ -60,6 +60,7 @@ from typing import Any, Mapping, Sequence
 from core.limits import read_bytes
 from core.model.tokens import DEMO_MODEL
 
+from .agent_chat import AGENT_CHAT, read_agent_chat
 from .basic_chat import BASIC_CHAT, read_basic_chat
 from .errors import FlowError, VariableError
 from .node_types import NODE_TYPES, read_settings
@@ -86,8 +87,6 @@ def without_secrets(environment: Mapping[str, Any], secrets: Sequence[str]) -> d
 #: The newest Dify DSL version MemLens reads (api/constants/dsl_version.py at the spec's snapshot).
 DSL_VERSION = "0.6.0"
 MODES = ("advanced-chat", "workflow")
-#: A Dify Agent app: refused as a flow; its conversations replay with the ``dify_agent`` memory strategy.
-AGENT_CHAT = "agent-chat"
 #: Dify's UI default for the memory query template (web/.../memory-config.tsx).
 DEFAULT_QUERY_TEMPLATE = "{{#sys.query#}}"
 
@@ -384,16 +383,12 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
     if not isinstance(app, Mapping) or not app.get("mode"):
         raise FlowError(f"{name}: 'app.mode' is required (advanced-chat for a Chatflow)")
     mode = app["mode"]
-    if mode == BASIC_CHAT:
-        return _read_basic_chat(data, app, name, version, warnings)
-    if mode == AGENT_CHAT:
-        raise FlowError(f"{name}: app mode 'agent-chat' is a Dify Agent app, which MemLens does not run as a flow: "
-                        f"import its conversations (Dify's GET /v1/messages) and replay them with memory strategy "
-                        f"dify_agent, which sends their history as the agent runner does")
+    if mode in (BASIC_CHAT, AGENT_CHAT):
+        return _read_app(data, app, name, version, warnings)
     if mode not in MODES:
         raise FlowError(f"{name}: app mode {mode!r} is not a flow; MemLens runs advanced-chat (Chatflow), "
-                        f"workflow and basic Chatbot (chat) apps: switch the app to workflow orchestration in Dify "
-                        f"(its menu) and export that")
+                        f"workflow, basic Chatbot (chat) and Agent (agent-chat) apps: switch the app to workflow "
+                        f"orchestration in Dify (its menu) and export that")
     if mode == "workflow":
         warnings.append("workflow mode: there is no conversation, so LLM memory blocks have no effect")
     workflow = data.get("workflow")
@@ -436,17 +431,18 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
                         warnings=warnings, features=_features(workflow.get("features"), name)), name)
 
 
-def _read_basic_chat(data: Mapping[str, Any], app: Mapping[str, Any], name: str, version: str,
-                     warnings: list[str]) -> Flow:
-    """A basic Chatbot export as the Chatflow Dify runs it (:mod:`core.flow.basic_chat`)."""
-    parts = read_basic_chat(data, name)
+def _read_app(data: Mapping[str, Any], app: Mapping[str, Any], name: str, version: str, warnings: list[str]) -> Flow:
+    """An app without a graph — a basic Chatbot or an Agent app — as the Chatflow Dify runs it
+    (:mod:`core.flow.basic_chat`, :mod:`core.flow.agent_chat`)."""
+    mode = app["mode"]
+    parts = (read_basic_chat if mode == BASIC_CHAT else read_agent_chat)(data, name)
     nodes = [Node(id=node_id, type=node_data["type"], title=node_data["title"], data=node_data)
              for node_id, node_data in parts["nodes"].items()]
     edges = [Edge(source, target) for source, target in parts["edges"]]
     # Run as a Chatflow (Flow's default mode); its app mode is kept in its source.
     return _finish(Flow(name=str(app.get("name") or name).strip() or name, nodes=nodes, edges=edges,
                         description=str(app.get("description") or ""),
-                        source={"format": "dify-dsl", "dsl_version": version, "app_mode": BASIC_CHAT},
+                        source={"format": "dify-dsl", "dsl_version": version, "app_mode": mode},
                         warnings=parts["warnings"] + warnings, features=parts["features"]), name)
 
 

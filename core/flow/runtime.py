@@ -55,6 +55,7 @@ from core.memory.errors import ConfigError, LongTermMemoryError
 from core.memory.long_term import LLMExtractor, Source, memories_text
 from core.memory.replay import (DEFAULT_FIDELITY, FIDELITIES, MemoryConfig, Replay, TurnMemory, history_of,
                                 turn_number, turn_numbers)
+from core.memory.strategies import get_strategy
 from core.memory.strategies.compaction import SHIPPED, SUMMARIES_META, ShippedRunHook, recorded_summaries
 from core.memory.summarize import ModelSectionSummarizer
 from core.model.conversation import ANSWER, QUERY, UUID_NIL, Conversation, FileRef, Message, Turn
@@ -321,7 +322,7 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
     """
     node = flow.node(node_id)
     if node.type == "tool-agent":
-        base = _agent_memory_config(flow, node, granularity)
+        base = _agent_memory_config(flow, node, granularity, fidelity, plugin_token_counting)
     elif node.type != "llm" and isinstance(shipped := _shipped_window_settings(node), ShippedWindowNode):
         # (An LLM node's settings are read once, below: they are not a ShippedWindowNode.)
         # Its window depends on the Dify profile: an override's profile (docs ↔ code) reads it its way.
@@ -357,9 +358,17 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
         raise RunError(f"memory override for node {node_id!r}: {e}") from None
 
 
-def _agent_memory_config(flow: Flow, node: Node, granularity: str | None) -> MemoryConfig:
+#: The memory strategies whose budget follows the conversation's Dify profile (fidelity and plugin
+#: token counting) when an agent node's ``memory`` setting does not set it.
+DIFY_PROFILE_STRATEGIES = ("dify", "dify_agent")
+
+
+def _agent_memory_config(flow: Flow, node: Node, granularity: str | None, fidelity: str,
+                         plugin_token_counting: bool) -> MemoryConfig:
     """An agent node's memory as configured: the window-memory node it reads, or its ``memory``
-    setting with its model and the history granularity (the request's, else the flow's, else the default)."""
+    setting with its model and the history granularity (the request's, else the flow's, else the
+    default); a Dify strategy takes the conversation's Dify profile unless the setting gives one
+    (a Dify Agent app's node, :mod:`core.flow.agent_chat`)."""
     settings = agent_settings(node)
     source = settings.memory_node
     if source and flow.has_node(source) and flow.node(source).type == "window-memory":
@@ -368,7 +377,9 @@ def _agent_memory_config(flow: Flow, node: Node, granularity: str | None) -> Mem
         granularity, _ = resolve_granularity(granularity, flow.history.get("granularity"))
     except GranularityError as e:
         raise RunError(str(e)) from None
-    return MemoryConfig.from_dict({**settings.memory, "model": settings.memory.get("model", settings.model),
+    profile = {"fidelity": fidelity, "plugin_token_counting": plugin_token_counting} \
+        if settings.memory.get("strategy") in DIFY_PROFILE_STRATEGIES else {}
+    return MemoryConfig.from_dict({**profile, **settings.memory, "model": settings.memory.get("model", settings.model),
                                    "granularity": granularity})
 
 
@@ -1106,8 +1117,12 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
     if window is not None:
         config = window[1].with_(model=settings.model)
     else:
-        config = node_memory_config(ctx.flow, node.id, granularity=ctx.granularity, override=override)
+        config = node_memory_config(ctx.flow, node.id, granularity=ctx.granularity, fidelity=ctx.fidelity,
+                                    plugin_token_counting=ctx.plugin_token_counting, override=override)
     run.memory = config.to_dict()
+    if not get_strategy(config.strategy).uses_granularity:
+        # Its history sends every message whatever the granularity (a Dify Agent app's, a window's store).
+        run.granularity = run.granularity_source = None
     run.memory_override = copy.deepcopy(dict(override)) if override else None
     counter = counter_for(config.model)
     system_text = render(settings.system_prompt, ctx.pool) if settings.system_prompt else ""

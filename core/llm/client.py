@@ -174,8 +174,9 @@ class LiteLLMClient:
         """One model step with tools offered (litellm tool calling); the agent runs the tools itself."""
         target, note = self.route(model)
         litellm = _litellm()
-        kwargs: dict[str, Any] = {"model": target, "messages": [dict(m) for m in messages], "timeout": self.timeout,
-                                  "tools": [dict(t) for t in tools]}
+        kwargs: dict[str, Any] = {"model": target, "messages": [dict(m) for m in messages], "timeout": self.timeout}
+        if tools:  # OpenAI refuses an empty tool list: an agent without tools asks without one
+            kwargs["tools"] = [dict(t) for t in tools]
         if max_tokens:
             kwargs["max_tokens"] = max_tokens
         try:

@@ -37,6 +37,7 @@ from tests.conftest import ROOT
 SUPPORT_BOT = ROOT / "sample_data" / "flows" / "support-bot.yml"
 MINIMAL_CHAT = ROOT / "sample_data" / "flows" / "minimal-chat.yml"
 BASIC_CHATBOT = ROOT / "sample_data" / "flows" / "basic-chatbot.yml"
+AGENT_APP = ROOT / "sample_data" / "flows" / "agent-app.yml"
 
 # A chatflow whose start form requires an input, with boolean, object and float variables.
 PREFS_FLOW = """\
@@ -133,11 +134,13 @@ class Api:
         self.prefs = self.service.import_flow(_flow_file(tmp_path, "prefs", PREFS_FLOW)).flow_id
         self.workflow = self.service.import_flow(_flow_file(tmp_path, "wf", WORKFLOW_FLOW)).flow_id
         self.basic = self.service.import_flow(BASIC_CHATBOT).flow_id
+        self.agent = self.service.import_flow(AGENT_APP).flow_id
         self.key = app_keys.create_key(self.db, self.bot)[1]
         self.other_key = app_keys.create_key(self.db, self.other)[1]
         self.prefs_key = app_keys.create_key(self.db, self.prefs)[1]
         self.workflow_key = app_keys.create_key(self.db, self.workflow)[1]
         self.basic_key = app_keys.create_key(self.db, self.basic)[1]
+        self.agent_key = app_keys.create_key(self.db, self.agent)[1]
         self.server = ThreadServer(create_app(self.db, llm=ScriptedClient(), ping_interval=0.1))
         self.http = httpx.Client(base_url=self.server.base_url, timeout=60)
 
@@ -436,6 +439,32 @@ def test_a_basic_chatbot_answers_as_difys_chat_app_does(api):
     # An unknown conversation is not found, where a Chatflow would start a new one.
     unknown = str(uuid.uuid4())
     _error(api.chat("Hello", conversation_id=unknown, key=api.basic_key), 404, "not_found", "Conversation Not Exists.")
+    assert repo.find_conversation(api.db, unknown) is None
+
+
+def test_an_agent_app_streams_agent_messages_and_refuses_blocking_as_dify_s_agent_chat_app_does(api):
+    assert api.request("GET", "/info", api.agent_key).json()["mode"] == "agent-chat"
+    assert api.request("GET", "/parameters", api.agent_key).json()["opening_statement"] == \
+        "Hi! Tell me your order number and I will look it up."
+    before = len(repo.list_conversations(api.db))
+    _error(api.chat("Hi, I am Dana.", key=api.agent_key), 400, "invalid_param",
+           "Agent Chat App does not support blocking mode")
+    assert len(repo.list_conversations(api.db)) == before  # refused before anything is stored
+    _, events = api.stream("Hi, I am Dana. My order number is 4411.", key=api.agent_key)
+    names = [e["event"] for e in events if e["event"] != "ping"]
+    assert names[-1] == "message_end" and set(names) == {"agent_message", "message_end"}
+    conversation_id = events[0]["conversation_id"]
+    _, events = api.stream("What is my order number?", conversation_id, key=api.agent_key)
+    answer = "".join(e["answer"] for e in events if e["event"] == "agent_message")
+    assert "4411" in answer
+    stored = api.request("GET", "/messages", api.agent_key, params={"conversation_id": conversation_id,
+                                                                    "user": "abc-123"}).json()["data"]
+    assert [m["answer"] for m in stored][-1] == answer
+    unknown = str(uuid.uuid4())
+    response = api.request("POST", "/chat-messages", api.agent_key,
+                           json={"inputs": {}, "query": "Hello", "user": "abc-123", "conversation_id": unknown,
+                                 "response_mode": "streaming"})
+    _error(response, 404, "not_found", "Conversation Not Exists.")
     assert repo.find_conversation(api.db, unknown) is None
 
 

@@ -157,6 +157,18 @@ def test_a_parameter_extractor_shows_its_memory_and_what_it_extracted(capsys):
     assert '      → order_number = 0, name = ""' in fifth and "A: Which order is it about?" in fifth
 
 
+def test_an_agent_app_shows_its_agent_s_memory_and_ledger_as_an_llm_node_s(capsys):
+    code, out, _ = run_cli(capsys, ROOT / "sample_data" / "flows" / "agent-app.yml", "--queries",
+                           ROOT / "sample_data" / "flows" / "agent-app.queries.json", "--plugin-token-counting")
+    assert code == 0
+    fourth = out.split("Turn 4")[1]
+    assert "  · agent            tool-agent     dify agent app + token counting · kept 6 of 6 earlier · prompt " in fourth
+    assert [line.split()[:2] for line in fourth.splitlines() if " tok" in line and "✓" in line] == \
+        [["✓", f"{t}:{part}"] for t in (1, 2, 3) for part in ("query", "answer")]
+    assert "history granularity" not in fourth  # a Dify agent sends every message: no granularity applies
+    assert "A: Your order is 4411." in fourth
+
+
 @pytest.mark.parametrize("content,message", [
     ('{"query": "x"}', "must be a JSON array of queries"),
     ("[]", "holds no queries"),

@@ -93,12 +93,9 @@ def test_newer_dsl_version_is_refused_with_the_supported_version():
 def test_non_flow_app_modes_and_non_flow_files_are_refused():
     doc = _minimal_dsl()
     refusals = {
-        "completion": "x.yml: app mode 'completion' is not a flow; MemLens runs advanced-chat (Chatflow), workflow and "
-                      "basic Chatbot (chat) apps: switch the app to workflow orchestration in Dify (its menu) and "
-                      "export that",
-        "agent-chat": "x.yml: app mode 'agent-chat' is a Dify Agent app, which MemLens does not run as a flow: import "
-                      "its conversations (Dify's GET /v1/messages) and replay them with memory strategy dify_agent, "
-                      "which sends their history as the agent runner does"}
+        "completion": "x.yml: app mode 'completion' is not a flow; MemLens runs advanced-chat (Chatflow), workflow, "
+                      "basic Chatbot (chat) and Agent (agent-chat) apps: switch the app to workflow orchestration in "
+                      "Dify (its menu) and export that"}
     for mode, message in refusals.items():
         doc["app"]["mode"] = mode
         with pytest.raises(FlowError) as e:

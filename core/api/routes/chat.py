@@ -3,11 +3,13 @@ Dify's order: ``workflow_started``, ``node_started``/``node_finished`` per node,
 ``message_end``, ``workflow_finished``; ``error`` when the run fails; ``event: ping`` while nothing
 else is sent) — and ``POST /v1/chat-messages/{task_id}/stop``, which ends a streaming answer with
 ``message_end`` and stores the turn as ``stopped`` with the answer sent so far. A basic Chatbot's
-stream (a flow from an ``app.mode: chat`` export) has no workflow or node events, as in Dify.
+stream (a flow from an ``app.mode: chat`` export) has no workflow or node events, as in Dify; nor
+has an Agent app's (``agent-chat``), whose answer comes in ``agent_message`` events and which, as
+Dify's, refuses blocking mode (400 ``invalid_param``).
 
 An empty ``conversation_id`` starts a conversation; an unknown one starts a new conversation too
-(Dify's advanced-chat rule), except for a basic Chatbot, where it is 404 ``Conversation Not
-Exists.`` as in Dify. Every message is stored with ``parent_message_id = UUID_NIL``, so API
+(Dify's advanced-chat rule), except for a basic Chatbot or an Agent app, where it is 404
+``Conversation Not Exists.`` as in Dify. Every message is stored with ``parent_message_id = UUID_NIL``, so API
 conversations are linear, as in Dify.
 """
 
@@ -25,6 +27,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from core.errors import MemLensError
+from core.flow.agent_chat import AGENT_CHAT, BLOCKING_REFUSED
 from core.flow.basic_chat import BASIC_CHAT
 from core.flow.errors import RunError
 from core.flow.runtime import TurnRecord
@@ -38,6 +41,9 @@ from ..errors import (CONVERSATION_NOT_FOUND, INTERNAL, ApiError, error_response
 from ..schemas import ChatArgs, ChatRequest, ChatResponse, ResultBody, StopRequest, chat_args, check_user, \
     error_responses, ts
 from .conversations import conversation_name
+
+#: The app modes without a graph: no workflow events, and an unknown conversation id is 404.
+_NO_GRAPH = (BASIC_CHAT, AGENT_CHAT)
 
 
 def _flow_version_for(caller: Caller, workflow_id: str | None) -> str | None:
@@ -56,7 +62,7 @@ def _run_chat(caller: Caller, args: ChatArgs, on_event) -> tuple[TurnRecord, str
     """Run one turn (starting a conversation when needed); all-or-nothing on bad input."""
     flow_version_id = _flow_version_for(caller, args.workflow_id)
     row = owned(caller, args.conversation_id, args.user) if args.conversation_id else None
-    if row is None and args.conversation_id and caller.flow.app_mode == BASIC_CHAT:
+    if row is None and args.conversation_id and caller.flow.app_mode in _NO_GRAPH:
         raise not_found(CONVERSATION_NOT_FOUND)  # only a Chatflow starts a new one for an unknown id
     created = row is None
     if created:
@@ -116,7 +122,8 @@ async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float, 
     task = Task(user=args.user, flow_id=caller.flow_id,
                 wake=lambda: loop.call_soon_threadsafe(queue.put_nowait, ("stop", None)))
     ids: dict = {}
-    basic = caller.flow.app_mode == BASIC_CHAT
+    no_graph = caller.flow.app_mode in _NO_GRAPH
+    agent = caller.flow.app_mode == AGENT_CHAT
 
     def put(item: tuple) -> None:
         loop.call_soon_threadsafe(queue.put_nowait, item)
@@ -129,8 +136,10 @@ async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float, 
             ids.update(task_id=event.get("task_id"), message_id=event.get("message_id"),
                        conversation_id=event.get("conversation_id"), created_at=event.get("created_at"))
             tasks.add(ids["task_id"], task)
-        if basic and event.get("event", "").startswith(WORKFLOW_EVENTS):
-            return  # a basic Chatbot's stream has no workflow: Dify sends its messages alone
+        if no_graph and event.get("event", "").startswith(WORKFLOW_EVENTS):
+            return  # an app without a graph streams no workflow: Dify sends its messages alone
+        if agent and event.get("event") == "message":
+            event = {**event, "event": "agent_message"}  # an Agent app's answer deltas
         put(("event", event))
 
     def work() -> None:
@@ -163,7 +172,7 @@ async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float, 
             while True:
                 kind, payload = item
                 if kind == "event":
-                    if payload.get("event") == "message":
+                    if payload.get("event") in ("message", "agent_message"):
                         task.sent.append(str(payload.get("answer") or ""))
                     yield _sse(payload)
                 elif kind == "stop":  # the client asked to stop: end the answer here
@@ -262,7 +271,8 @@ def register(app: FastAPI) -> None:
         "event": {"type": "string", "description": "message for data frames; ping for keep-alives"},
         "data": {"type": "string", "contentMediaType": "application/json",
                  "description": "one JSON object: {event, conversation_id, message_id, task_id, created_at, …} "
-                                "with event workflow_started, node_started, node_finished, message, "
+                                "with event workflow_started, node_started, node_finished, message (an Agent "
+                                "app: agent_message), "
                                 "message_end, workflow_finished or error"}}}
     chat_doc = {200: {"description": "blocking: the answer; streaming: Dify's server-sent events",
                       "content": {"text/event-stream": {"schema": event_schema}}},
@@ -272,6 +282,8 @@ def register(app: FastAPI) -> None:
               summary="Send a chat message (blocking or streaming)")
     async def chat_messages(body: ChatRequest, caller: Caller = Depends(authenticate)):
         args = chat_args(body, app.state.uploads, caller.flow_id)
+        if not args.streaming and caller.flow.app_mode == AGENT_CHAT:
+            raise invalid(BLOCKING_REFUSED)
         if args.streaming:
             return await _chat_streaming(caller, args, app.state.ping_interval, app.state.tasks)
         return await run_in_threadpool(_chat_blocking, caller, args)

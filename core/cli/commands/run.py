@@ -40,7 +40,7 @@ from core.flow.runtime import ConversationState, NodeRun, TurnRecord, run_turn
 from core.limits import check_file_size, load_json
 from core.llm.client import LiteLLMClient
 from core.memory.long_term import LongTermMemory
-from core.memory.replay import DEFAULT_FIDELITY, FIDELITIES
+from core.memory.replay import DEFAULT_FIDELITY, FIDELITIES, MemoryConfig
 from core.model.conversation import QUERY
 from core.model.ledger import Ledger, explain
 
@@ -111,6 +111,20 @@ def _short(text: str, width: int = 72) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _ledger_head(ledger: Ledger | None) -> str:
+    return "" if ledger is None else \
+        f" · kept {len(ledger.kept)} of {len(ledger.entries)} earlier · prompt {ledger.prompt_tokens} tok"
+
+
+def _ledger_lines(run: NodeRun) -> list[str]:
+    """A line per earlier message of the node's ledger: kept or not, and why not."""
+    ledger = run.ledger
+    if ledger is None:
+        return []
+    return [f"      {'✓' if e.kept else '✗'} {_ref(e):<10} {e.tokens:>5} tok"
+            + ("" if e.kept else f" — {explain(e, ledger.config, run.title or run.node_id)}") for e in ledger.entries]
+
+
 def _node_line(run: NodeRun) -> list[str]:
     head = f"  {'✗' if run.status == 'failed' else '·'} {run.node_id:<16} {run.type:<14}"
     if not run.emulated:
@@ -124,14 +138,8 @@ def _node_line(run: NodeRun) -> list[str]:
             (f"window {memory.get('window')}" if memory.get("window") else "no window")
         rules = dify_profile(memory)
         detail = f" {label}" + (f" ({rules})" if rules else "")
-        if ledger is not None:
-            detail += f" · kept {len(ledger.kept)} of {len(ledger.entries)} earlier · prompt {ledger.prompt_tokens} tok"
-        lines.append(head + detail)
-        if ledger is not None:
-            for e in ledger.entries:
-                mark = "✓" if e.kept else "✗"
-                why = "" if e.kept else f" — {explain(e, ledger.config, run.title or run.node_id)}"
-                lines.append(f"      {mark} {_ref(e):<10} {e.tokens:>5} tok{why}")
+        lines.append(head + detail + _ledger_head(ledger))
+        lines += _ledger_lines(run)
         if run.reply is not None:
             lines.append(f"      reply: {_short(run.reply)}")
         if run.type == "question-classifier" and run.branch is not None:
@@ -143,7 +151,10 @@ def _node_line(run: NodeRun) -> list[str]:
     elif run.type == "if-else":
         lines.append(head + f" → {run.branch}")
     else:
+        if run.ledger is not None:  # an agent's memory: its strategy, then the ledger as an LLM node's
+            head += f" {MemoryConfig.from_dict(run.memory or {}).label()}{_ledger_head(run.ledger)}"
         lines.append(head)
+        lines += _ledger_lines(run)
         if granularity_line(run):
             lines.append(f"      {granularity_line(run)}")
         for note in run.notes:
