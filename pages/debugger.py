@@ -415,15 +415,19 @@ if side_col is not None:
                 for run, tab in zip(agents, node_tabs[len(ran):]):
                     with tab:
                         agent_id = run["node_id"]
-                        if agent_id in overrides and ledgers.get(agent_id) is not None:
-                            # The switchboard's what-if: what the agent's first model request would have held.
-                            ledger = ledgers[agent_id]
+                        ledger = ledgers.get(agent_id)
+                        if ledger is not None:
+                            # What the agent's first model request held — or, under the switchboard's
+                            # what-if, would have held.
+                            is_what_if = agent_id in overrides
                             counter = counter_for(ledger.config.get("model") or "gpt-4o-mini")
-                            shown = dict(run, ledger=ledger, prompt=what_if_prompt(flow, conv, selected, agent_id,
-                                                                                   run.get("prompt") or [], ledger))
+                            shown = dict(run, ledger=ledger)
+                            if is_what_if:
+                                shown["prompt"] = what_if_prompt(flow, conv, selected, agent_id,
+                                                                 run.get("prompt") or [], ledger)
                             r = receipt(shown, node_titles[agent_id], exact=counter.exact,
                                         encoding=counter.encoding_name, position=selected)
-                            render_receipt(r, ledger, key=f"rc-{selected_id}-{agent_id}", what_if=True)
+                            render_receipt(r, ledger, key=f"rc-{selected_id}-{agent_id}", what_if=is_what_if)
                         render_agent_run(run, key=f"agent-{selected_id}-{agent_id}")
                 for node, tab in zip(ran, node_tabs):
                     with tab:

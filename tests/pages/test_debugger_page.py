@@ -140,6 +140,31 @@ def test_a_basic_chatbot_export_runs_as_its_one_model_call_and_its_import_notes_
     assert "](http" not in captions[1] and "**b**" not in captions[1]  # escaped, never a link or bold
 
 
+def test_an_agent_app_export_runs_as_its_agent_and_its_history_shows_in_the_agent_s_receipt(app):
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "sample_data" / "flows" / "agent-app.yml").read_text(encoding="utf-8"))
+    doc["model_config"]["agent_mode"]["tools"][0]["tool_name"] = "[x](http://e.com) **b**"  # imported text
+    own_file(app, "agent.yml", yaml.safe_dump(doc, allow_unicode=True).encode())
+    app.button(key="new_start").click().run()
+    for query in ("Hi, I am Dana.", "My order number is 4411.", "What is my order number?"):
+        app.chat_input(key="chat_input").set_value(query).run()
+    assert not app.exception, app.exception
+    assert "4411" in shown("".join(md.value for md in app.chat_message[-1].markdown))
+    tab = next(t for t in app.tabs if t.label == "Agent")  # its receipt: what its model call held
+    texts = [t.value for t in tab.text]
+    assert texts[0] == "You are the shop's order agent. Answer {{name}} briefly and look orders up before you " \
+                       "answer."  # the instruction as written: function calling fills no slot
+    assert texts[1:5] == ["Hi, I am Dana.", texts[2], "My order number is 4411.", texts[4]]  # the turns, whole
+    assert texts[5] == "What is my order number?" and "4411" in texts[-1]  # the query, then the reply
+    assert any("plugin token counting is off" in shown(c.value) for c in tab.caption)
+    notes = next(e for e in app.sidebar.expander if e.label.startswith("How MemLens runs this flow"))
+    captions = [shown(c.value) for c in notes.caption]
+    assert captions[0].startswith("a Dify Agent app: run as its function-calling agent's first model call")
+    assert "its 1 tool ([x](http://e.com) **b**) not run: the model answers without it" in captions
+    assert not any("](http" in c.value or "**b**" in c.value for c in notes.caption)  # escaped, never a link
+
+
 def test_a_dify_agent_nodes_prompt_shows_in_its_own_receipt(app):
     """svcvit's travel demo: its Agent node runs (no memory block; its query is the History variable)."""
     dsl = (ROOT / "tests" / "fixtures" / "dify_dsl" / "svcvit__旅行Demo.yml").read_bytes()
