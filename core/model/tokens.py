@@ -551,14 +551,15 @@ def model_supports_vision(model: str) -> bool:
 
 def model_supports_tool_calls(model: str) -> bool | None:
     """Whether a model calls tools, from litellm's bundled map (``supports_function_calling``);
-    None when the map does not know the model (the demo model calls none)."""
+    None when the map does not know the model or does not say (the demo model calls none)."""
     if model == DEMO_MODEL:
         return False
     table = _model_map()
     for name in (model, _strip_provider(model), model.split("/", 1)[-1]):
         entry = table.get(name)
         if isinstance(entry, dict):
-            return bool(entry.get("supports_function_calling"))
+            said = entry.get("supports_function_calling")
+            return None if said is None else bool(said)
     return None
 
 # -- LangChain's counters (trim_messages' token_counter, ConversationSummaryBufferMemory's LLM) -------

@@ -21,9 +21,9 @@ from tests.conftest import ROOT
 
 SAMPLE = ROOT / "sample_data" / "flows" / "agent-app.yml"
 QUERIES = ROOT / "sample_data" / "flows" / "agent-app.queries.json"
-#: litellm's map: gpt-4o-mini calls tools, ollama's llama2 does not, acme's thinker-1 is not in it.
+#: litellm's map: gpt-4o-mini calls tools, deepseek-reasoner does not, acme's thinker-1 is not in it.
 TOOLS = {"provider": "openai", "name": "gpt-4o-mini", "mode": "chat", "completion_params": {"max_tokens": 256}}
-NO_TOOLS = {"provider": "ollama", "name": "llama2", "mode": "chat", "completion_params": {"max_tokens": 256}}
+NO_TOOLS = {"provider": "deepseek", "name": "deepseek-reasoner", "mode": "chat", "completion_params": {"max_tokens": 256}}
 UNKNOWN = {"provider": "acme", "name": "thinker-1", "mode": "chat", "completion_params": {"max_tokens": 256}}
 FORM = [{"text-input": {"label": "Name", "variable": "name", "required": False, "max_length": 48, "default": ""}}]
 HEAD_FC = ("a Dify Agent app: run as its function-calling agent's first model call — the instruction as the system "

@@ -234,6 +234,16 @@ def test_vision_support_comes_from_the_map_and_is_no_for_unknown_and_demo_models
     assert tokens.model_supports_vision(tokens.DEMO_MODEL) is False
 
 
+def test_tool_calling_comes_from_the_map_and_is_unknown_where_the_map_does_not_say():
+    assert tokens.model_supports_tool_calls("gpt-4o-mini") is True
+    assert tokens.model_supports_tool_calls("openai/gpt-4o-mini") is True  # a provider prefix the map leaves off
+    assert tokens.model_supports_tool_calls("my-proxy/gpt-4o-mini") is True  # any provider before the map's name
+    assert tokens.model_supports_tool_calls("deepseek/deepseek-reasoner") is False  # the map says no
+    assert tokens.model_supports_tool_calls("ollama/llama2") is None  # listed, but the map does not say
+    assert tokens.model_supports_tool_calls("acme/no-such-model-anywhere") is None
+    assert tokens.model_supports_tool_calls(tokens.DEMO_MODEL) is False
+
+
 def test_the_encodings_are_read_from_litellms_bundled_folder(monkeypatch):
     base = tokens._litellm_dir()
     assert base and os.path.isdir(os.path.join(base, "litellm_core_utils", "tokenizers"))
