@@ -92,7 +92,7 @@ def read_agent_chat(data: Mapping[str, Any], name: str) -> dict[str, Any]:
     if not isinstance(instruction, str):
         raise FlowError(f"{name}: 'model_config.pre_prompt' (the agent's instruction) must be text")
     provider, model_name = str(model.get("provider") or ""), str(model["name"])
-    runner, doubt = runner_of(agent_mode, provider.rsplit("/", 1)[-1], litellm_model(provider, model_name))
+    runner, doubt = runner_of(agent_mode, provider.split("/")[-1], litellm_model(provider, model_name))
     if runner == REACT and (model.get("mode") or "chat") != "chat":
         raise FlowError(f"{name}: this agent runs ReAct on a completion model, whose history Dify writes into its own "
                         f"prompt template, which MemLens does not emulate; choose a chat model for the agent in Dify")
@@ -117,10 +117,10 @@ def read_agent_chat(data: Mapping[str, Any], name: str) -> dict[str, Any]:
     if runner == REACT:
         warnings.append("Dify writes the instruction into its ReAct prompt with the tools' descriptions; that prompt "
                         "is not sent here, so the budget shown is larger than Dify's by its size")
-    tools = [t for t in agent_mode.get("tools") or [] if isinstance(t, Mapping) and t.get("enabled")
-             and "dataset" not in t]
+    # A tool as Dify reads one: four keys or more (an older knowledge entry has one) and enabled.
+    tools = [t for t in agent_mode.get("tools") or [] if isinstance(t, Mapping) and len(t) >= 4 and t.get("enabled")]
     if tools:
-        names = ", ".join(str(t.get("tool_name") or t.get("provider_id") or "?") for t in tools)
+        names = ", ".join(str(t.get("tool_name")) for t in tools)
         warnings.append(f"its {len(tools)} tool{'s' if len(tools) != 1 else ''} ({names}) not run: the model "
                         f"answers without {'them' if len(tools) != 1 else 'it'}")
     return {"nodes": nodes, "edges": [("start", "agent"), ("agent", "answer")], "features": app_features(config),

@@ -46,7 +46,7 @@ def agent_app(pre_prompt: str = "You help {{name}} with orders.", *, model=None,
     return {"app": {"mode": "agent-chat", "name": "Order agent", "description": "Looks orders up"}, "kind": "app",
             "version": "0.1.5",
             "model_config": {"model": copy.deepcopy(model or TOOLS), "pre_prompt": pre_prompt, "prompt_type": "simple",
-                             "user_input_form": FORM, "opening_statement": "Order number?", "agent_mode": mode,
+                             "user_input_form": copy.deepcopy(FORM), "opening_statement": "Order number?", "agent_mode": mode,
                              "dataset_configs": {"datasets": {"datasets": []}}, **config}}
 
 
@@ -76,6 +76,8 @@ def test_the_export_reads_as_one_agent_between_start_and_answer():
         "system_prompt": "You help {{name}} with orders.", "tools": [],
         "memory": {"strategy": "dify_agent", "agent_strategy": "function_call", "max_tokens": 256}}
     assert flow.warnings == [HEAD_FC, "its 1 tool (google_search) not run: the model answers without it", OLD_DSL]
+    assert (flow.start.title, flow.node("answer").title) == ("Start", "Answer")
+    assert flow.node("answer").data["answer"] == "{{#agent.text#}}"
     assert flow.start.data["variables"] == [
         {"variable": "name", "label": "Name", "type": "text-input", "required": False, "max_length": 48}]
     config = node_memory_config(flow, "agent")
@@ -95,6 +97,8 @@ def test_the_export_reads_as_one_agent_between_start_and_answer():
     ("old", {**UNKNOWN, "provider": "langgenius/openai/openai"}, "function_call", False),
     ("old", UNKNOWN, "react", True),
     ("old", NO_TOOLS, "react", False),
+    ("react", {**UNKNOWN, "provider": "openai"}, "react", True),  # the export's ReAct, whoever the provider
+    ("cot", {**UNKNOWN, "provider": "openai"}, "react", True),
 ])
 def test_dify_picks_the_runner_from_the_export_s_strategy_then_the_model(strategy, model, runner, unsure):
     flow = read(agent_app(model=model, strategy=strategy))
@@ -123,6 +127,7 @@ ROUTERLESS = ("agent.yml: 'model_config.agent_mode' needs 'enabled' and a strate
     ({"model": {"provider": "openai"}},
      "agent.yml: 'model_config.model' must name the agent's model (provider, name, mode)"),
     ({"pre_prompt": ["not", "text"]}, "agent.yml: 'model_config.pre_prompt' (the agent's instruction) must be text"),
+    ({"user_input_form": "name"}, "agent.yml: 'model_config.user_input_form' must be a list of form fields"),
 ])
 def test_an_app_dify_could_not_run_or_memlens_does_not_emulate_is_refused_in_one_line(change, message):
     doc = agent_app(strategy="react")
@@ -142,6 +147,26 @@ def test_an_app_without_a_model_config_is_refused_and_a_completion_model_that_ca
         read(doc)
     flow = read(agent_app(model={**TOOLS, "mode": "completion"}, strategy="react"))
     assert node_memory_config(flow, "agent").agent_strategy == "function_call"  # the function-calling runner chats
+
+
+def test_what_an_export_leaves_out_takes_dify_s_defaults():
+    doc = agent_app("", model={"name": "gpt-4o-mini"}, strategy="react")
+    del doc["model_config"]["pre_prompt"]
+    flow = read(doc)
+    config = node_memory_config(flow, "agent")
+    # No provider: the model's own name; no max_tokens: none reserved; no mode: a chat model.
+    assert (config.model, config.max_tokens, config.agent_strategy) == ("gpt-4o-mini", 0, "function_call")
+    _, [record] = ask(flow, ["Hi"])
+    assert [m.role for m in record.node_run("agent").prompt] == ["user"]  # no instruction: no system message
+    react = read(agent_app(model={"provider": "deepseek", "name": "deepseek-reasoner"}, strategy="react"))
+    assert node_memory_config(react, "agent").agent_strategy == "react"  # not refused as a completion model
+
+
+def test_the_app_s_own_line_comes_before_what_its_form_says():
+    doc = agent_app()
+    doc["model_config"]["user_input_form"].append({"signature": {"variable": "sig"}})
+    assert read(doc).warnings == [
+        HEAD_FC, "form field 2 has type 'signature', which MemLens does not know: left out of the form", OLD_DSL]
 
 
 def test_function_calling_sends_the_instruction_as_written_and_react_fills_the_inputs():
@@ -203,10 +228,11 @@ def test_an_agent_node_s_own_counting_setting_wins_and_other_memories_take_no_di
 
 def test_tools_knowledge_and_moderation_are_named_as_not_run():
     doc = agent_app(tools=[tool("google_search"), tool("wikipedia"), tool("off", enabled=False),
-                           {"dataset": {"enabled": True, "id": "d1"}}],
+                           {"dataset": {"enabled": True, "id": "d1"}}, {"enabled": True, "tool_name": "short"},
+                           {"enabled": True, "provider_id": "p", "provider_type": "builtin", "tool_name": "four"}],
                     sensitive_word_avoidance={"enabled": True, "type": "keywords"})
     assert read(doc).warnings[1:] == [
-        "its 2 tools (google_search, wikipedia) not run: the model answers without them",
+        "its 3 tools (google_search, wikipedia, four) not run: the model answers without them",
         "its knowledge (1 dataset) is not retrieved: the prompt is sent without the context Dify would add",
         "its moderation is not run: every query reaches the model", OLD_DSL]
 

@@ -238,6 +238,8 @@ def test_tool_calling_comes_from_the_map_and_is_unknown_where_the_map_does_not_s
     assert tokens.model_supports_tool_calls("gpt-4o-mini") is True
     assert tokens.model_supports_tool_calls("openai/gpt-4o-mini") is True  # a provider prefix the map leaves off
     assert tokens.model_supports_tool_calls("my-proxy/gpt-4o-mini") is True  # any provider before the map's name
+    # ... which may hold a provider of its own (litellm lists this one only with it)
+    assert tokens.model_supports_tool_calls("my-proxy/gemini/deep-research-preview-04-2026") is False
     assert tokens.model_supports_tool_calls("deepseek/deepseek-reasoner") is False  # the map says no
     assert tokens.model_supports_tool_calls("ollama/llama2") is None  # listed, but the map does not say
     assert tokens.model_supports_tool_calls("acme/no-such-model-anywhere") is None
