@@ -370,9 +370,10 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
     if parsed is None:
         raise FlowError(f"{name}: unknown DSL version {version!r}; expected a version like {DSL_VERSION}")
     if parsed > newest:
-        raise FlowError(f"{name}: DSL version {version} is newer than the newest MemLens reads ({DSL_VERSION}); "
-                        f"export the app from a Dify that writes {DSL_VERSION} or older")
-    if parsed[0] < newest[0]:
+        # Dify imports a newer export once the user confirms it (status pending): so does MemLens, saying so.
+        warnings.append(f"DSL version {version} is newer than the newest MemLens reads ({DSL_VERSION}): read as "
+                        f"{DSL_VERSION}, so a field added since is not used; check the flow runs as in Dify")
+    elif parsed[0] < newest[0]:
         raise FlowError(f"{name}: DSL version {version} is from an older major version than {DSL_VERSION}")
     if parsed[:2] < newest[:2]:
         warnings.append(f"DSL version {version} is older than {DSL_VERSION}: read with Dify's defaults for newer fields")

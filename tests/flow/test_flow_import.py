@@ -83,9 +83,17 @@ def _minimal_dsl(**changes) -> dict:
     return doc
 
 
-def test_newer_dsl_version_is_refused_with_the_supported_version():
-    with pytest.raises(FlowError, match="newer than the newest MemLens reads \\(0.6.0\\)"):
-        parse_flow(yaml.safe_dump(_minimal_dsl(version="0.7.0")), "x.yml")
+@pytest.mark.parametrize("version", ["0.6.1", "0.7.0", "1.0.0"])
+def test_a_newer_dsl_version_is_read_as_the_newest_known_one_with_a_note_as_dify_imports_it_once_confirmed(version):
+    same = parse_flow(yaml.safe_dump(_minimal_dsl(version="0.6.0")), "x.yml")
+    flow = parse_flow(yaml.safe_dump(_minimal_dsl(version=version)), "x.yml")
+    assert flow.warnings == [f"DSL version {version} is newer than the newest MemLens reads (0.6.0): read as 0.6.0, "
+                             f"so a field added since is not used; check the flow runs as in Dify"] + same.warnings
+    assert flow.source["dsl_version"] == version
+    assert flow.to_dict()["nodes"] == same.to_dict()["nodes"] and flow.edges == same.edges
+
+
+def test_an_unreadable_dsl_version_is_refused_with_the_supported_version():
     with pytest.raises(FlowError, match="unknown DSL version 'abc'"):
         parse_flow(yaml.safe_dump(_minimal_dsl(version="abc")), "x.yml")
 
