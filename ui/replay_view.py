@@ -90,7 +90,7 @@ def _why(url: str, conversation_id: str, version: tuple, lenses_json: str, phras
 def _flow_lenses(version_id: str, fidelity: str) -> list[Lens]:
     flow = data.flow(resolve_url(), version_id)
     return [Lens(f"flow-{n.id}", f"{flow.name} · {n.title or n.id}", node_memory_config(flow, n.id, fidelity=fidelity))
-            for n in flow.model_nodes]
+            for n in flow.memory_nodes]  # an agent's too: an Agent app's export replays its log as its runner
 
 
 def _lenses(svc, info, conv_id: str, conv) -> list[Lens]:

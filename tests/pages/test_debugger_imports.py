@@ -303,4 +303,12 @@ def test_an_agent_apps_log_opens_under_the_agent_apps_history(tmp_path, monkeypa
     lens = f"lens-{list(PRESETS).index(react)}"
     assert [reason for node, reason in _markers(at) if node == lens] == [
         "kept", "rewritten", "omitted", "rewritten", "omitted", "kept", "rewritten", "kept", "empty"]
+    # The app's own export attached: its agent replays the log with the app's model and runner.
+    dsl = ROOT / "sample_data" / "flows" / "agent-app.yml"
+    at.file_uploader(key=f"attach-dsl-{conv_id}").set_value((dsl.name, dsl.read_bytes(), "text/yaml")).run()
+    at.button(key=f"attach-dsl-go-{conv_id}").click().run()
+    at.button(key=f"attach-rescore-{conv_id}").click().run()
+    assert not at.exception, at.exception
+    assert "Order agent · Agent" in [shown(t.label) for t in at.tabs]
+    assert [reason for node, reason in _markers(at) if node == "flow-agent"] == ["kept"] * 8 + ["empty"]
     db.dispose()
