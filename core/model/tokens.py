@@ -520,47 +520,42 @@ def model_facts(model: str) -> ModelFacts:
     if model == DEMO_MODEL:
         return ModelFacts(model, DEMO_MODEL_FACTS["context_size"], DEMO_MODEL_FACTS["max_output"], True,
                           "MemLens demo model")
+    for entry in _map_entries(model):
+        context = entry.get("max_input_tokens") or entry.get("max_tokens")
+        output = entry.get("max_output_tokens") or None
+        if context:
+            return ModelFacts(model, int(context), int(output) if output else None, True, "litellm model map")
+    return ModelFacts(model, None, None, False, "unknown")
+
+
+def _map_entries(model: str) -> Iterator[dict]:
+    """litellm's bundled map's entries for a model, in the order they are looked up by: its name,
+    without an OpenAI-style prefix, then after its first provider."""
     table = _model_map()
-    candidates = [model, _strip_provider(model)]
-    if "/" in model:
-        candidates.append(model.split("/", 1)[1])
-    for name in candidates:
+    for name in (model, _strip_provider(model), model.split("/", 1)[-1]):
         entry = table.get(name)
         if isinstance(entry, dict):
-            context = entry.get("max_input_tokens") or entry.get("max_tokens")
-            output = entry.get("max_output_tokens") or None
-            if context:
-                return ModelFacts(model, int(context), int(output) if output else None, True,
-                                  "litellm model map")
-    return ModelFacts(model, None, None, False, "unknown")
+            yield entry
+
+
+def _map_says(model: str, feature: str) -> bool | None:
+    """What the map's first entry for a model says of its ``feature`` (a ``supports_…`` key): None when
+    the map does not list the model or does not say."""
+    said = next((entry.get(feature) for entry in _map_entries(model)), None)
+    return None if said is None else bool(said)
 
 
 def model_supports_vision(model: str) -> bool:
     """Whether a model takes images, from litellm's bundled map (unknown models and the demo
     model: no — Dify's filter then sends them text only)."""
-    if model == DEMO_MODEL:
-        return False
-    table = _model_map()
-    for name in (model, _strip_provider(model), model.split("/", 1)[-1]):
-        entry = table.get(name)
-        if isinstance(entry, dict):
-            return bool(entry.get("supports_vision"))
-    return False
-
+    return model != DEMO_MODEL and bool(_map_says(model, "supports_vision"))
 
 
 def model_supports_tool_calls(model: str) -> bool | None:
     """Whether a model calls tools, from litellm's bundled map (``supports_function_calling``);
     None when the map does not know the model or does not say (the demo model calls none)."""
-    if model == DEMO_MODEL:
-        return False
-    table = _model_map()
-    for name in (model, _strip_provider(model), model.split("/", 1)[-1]):
-        entry = table.get(name)
-        if isinstance(entry, dict):
-            said = entry.get("supports_function_calling")
-            return None if said is None else bool(said)
-    return None
+    return False if model == DEMO_MODEL else _map_says(model, "supports_function_calling")
+
 
 # -- LangChain's counters (trim_messages' token_counter, ConversationSummaryBufferMemory's LLM) -------
 

@@ -115,18 +115,25 @@ def test_a_turn_answered_by_a_node_memlens_does_not_emulate_says_so_under_its_re
                                                   "This flow declares no conversation variables."]
 
 
-def test_a_basic_chatbot_export_runs_as_its_one_model_call_and_its_import_notes_show(app):
+def chat_on_export(app, sample: str, change) -> None:
+    """Start a conversation on the sample export ``sample`` (``change`` edits its document first, as
+    ``change(doc)``) uploaded as the user's own file, and tell it an order number, then ask for it."""
     import yaml
 
-    doc = yaml.safe_load((ROOT / "sample_data" / "flows" / "basic-chatbot.yml").read_text(encoding="utf-8"))
-    # A form field of a type MemLens does not know, named with markup: its note shows it as written.
-    doc["model_config"]["user_input_form"].append({"[x](http://e.com) **b**": {"variable": "v"}})
-    own_file(app, "shop.yml", yaml.safe_dump(doc, allow_unicode=True).encode())
+    doc = yaml.safe_load((ROOT / "sample_data" / "flows" / sample).read_text(encoding="utf-8"))
+    change(doc)
+    own_file(app, sample, yaml.safe_dump(doc, allow_unicode=True).encode())
     app.button(key="new_start").click().run()
     for query in ("Hi, I am Dana.", "My order number is 4411.", "What is my order number?"):
         app.chat_input(key="chat_input").set_value(query).run()
     assert not app.exception, app.exception
     assert "4411" in shown("".join(md.value for md in app.chat_message[-1].markdown))
+
+
+def test_a_basic_chatbot_export_runs_as_its_one_model_call_and_its_import_notes_show(app):
+    def odd_form_field(doc):  # a form field of a type MemLens does not know, named with markup
+        doc["model_config"]["user_input_form"].append({"[x](http://e.com) **b**": {"variable": "v"}})
+    chat_on_export(app, "basic-chatbot.yml", odd_form_field)  # its note shows it as written
     tab = next(t for t in app.tabs if t.label == "Chatbot")
     assert tab.text[0].value.startswith("You are the shop's helper.")  # the pre-prompt: the system message
     notes = next(e for e in app.sidebar.expander if e.label.startswith("How MemLens runs this flow"))
@@ -141,16 +148,9 @@ def test_a_basic_chatbot_export_runs_as_its_one_model_call_and_its_import_notes_
 
 
 def test_an_agent_app_export_runs_as_its_agent_and_its_history_shows_in_the_agent_s_receipt(app):
-    import yaml
-
-    doc = yaml.safe_load((ROOT / "sample_data" / "flows" / "agent-app.yml").read_text(encoding="utf-8"))
-    doc["model_config"]["agent_mode"]["tools"][0]["tool_name"] = "[x](http://e.com) **b**"  # imported text
-    own_file(app, "agent.yml", yaml.safe_dump(doc, allow_unicode=True).encode())
-    app.button(key="new_start").click().run()
-    for query in ("Hi, I am Dana.", "My order number is 4411.", "What is my order number?"):
-        app.chat_input(key="chat_input").set_value(query).run()
-    assert not app.exception, app.exception
-    assert "4411" in shown("".join(md.value for md in app.chat_message[-1].markdown))
+    def tool_named_in_markdown(doc):  # imported text
+        doc["model_config"]["agent_mode"]["tools"][0]["tool_name"] = "[x](http://e.com) **b**"
+    chat_on_export(app, "agent-app.yml", tool_named_in_markdown)
     tab = next(t for t in app.tabs if t.label == "Agent")  # its receipt: what its model call held
     texts = [t.value for t in tab.text]
     assert texts[0] == "You are the shop's order agent. Answer {{name}} briefly and look orders up before you " \
