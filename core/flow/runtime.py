@@ -55,7 +55,6 @@ from core.memory.errors import ConfigError, LongTermMemoryError
 from core.memory.long_term import LLMExtractor, Source, memories_text
 from core.memory.replay import (DEFAULT_FIDELITY, FIDELITIES, MemoryConfig, Replay, TurnMemory, history_of,
                                 turn_number, turn_numbers)
-from core.memory.strategies import get_strategy
 from core.memory.strategies.compaction import SHIPPED, SUMMARIES_META, ShippedRunHook, recorded_summaries
 from core.memory.summarize import ModelSectionSummarizer
 from core.model.conversation import ANSWER, QUERY, UUID_NIL, Conversation, FileRef, Message, Turn
@@ -1120,9 +1119,6 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
         config = node_memory_config(ctx.flow, node.id, granularity=ctx.granularity, fidelity=ctx.fidelity,
                                     plugin_token_counting=ctx.plugin_token_counting, override=override)
     run.memory = config.to_dict()
-    if not get_strategy(config.strategy).uses_granularity:
-        # Its history sends every message whatever the granularity (a Dify Agent app's, a window's store).
-        run.granularity = run.granularity_source = None
     run.memory_override = copy.deepcopy(dict(override)) if override else None
     counter = counter_for(config.model)
     system_text = render(settings.system_prompt, ctx.pool) if settings.system_prompt else ""

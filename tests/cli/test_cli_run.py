@@ -126,6 +126,20 @@ def test_plugin_token_counting_and_granularity_are_run_options(files, capsys):
     assert code == 2 and "granularity 'everything' is unknown" in err
 
 
+def test_a_newer_dify_export_runs_and_the_table_lists_what_the_import_noted(capsys, tmp_path, files):
+    _, queries = files
+    newer = yaml.safe_load((FIXTURES / "dify_dsl" / "svcvit__Artifact.yml").read_text(encoding="utf-8"))
+    newer["version"] = "9.0.0"
+    path = tmp_path / "newer.yml"
+    path.write_text(yaml.safe_dump(newer, allow_unicode=True), encoding="utf-8")
+    code, out, err = run_cli(capsys, path, "--queries", queries)
+    assert code == 0, err
+    assert out.splitlines()[1] == ("  note: DSL version 9.0.0 is newer than the newest MemLens reads (0.6.0): read as "
+                                   "0.6.0, so a field added since is not used; check the flow runs as in Dify")
+    code, out, _ = run_cli(capsys, ROOT / "sample_data" / "flows" / "agent-app.yml", "--queries", queries)
+    assert code == 0 and "  note: its 1 tool (webscraper) not run: the model answers without it" in out
+
+
 def test_a_dify_dsl_export_runs_too(capsys, tmp_path):
     queries = tmp_path / "q.json"
     queries.write_text('["one", "two"]', encoding="utf-8")
@@ -191,11 +205,11 @@ def test_an_unreadable_flow_or_unknown_version_is_one_line_and_exit_status_2(fil
     code, _, err = run_cli(capsys, tmp_path / "missing.yml", "--queries", queries)
     assert code == 2 and "no such file" in err and err.count("\n") == 1
     newer = yaml.safe_load((FIXTURES / "dify_dsl" / "svcvit__Artifact.yml").read_text(encoding="utf-8"))
-    newer["version"] = "9.0.0"
+    newer["version"] = "9.0"
     path = tmp_path / "newer.yml"
     path.write_text(yaml.safe_dump(newer, allow_unicode=True), encoding="utf-8")
     code, _, err = run_cli(capsys, path, "--queries", queries)
-    assert code == 2 and "DSL version 9.0.0 is newer" in err and err.count("\n") == 1
+    assert code == 2 and "unknown DSL version '9.0'; expected a version like 0.6.0" in err and err.count("\n") == 1
     code, _, err = run_cli(capsys, FIXTURES / "dify_dsl" / "SOURCES.md", "--queries", queries)
     assert code == 2 and err.count("\n") == 1
 

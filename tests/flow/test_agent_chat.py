@@ -13,6 +13,7 @@ import yaml
 
 from core.flow.errors import FlowError
 from core.flow.graph import Flow, load_flow, parse_flow
+from core.flow.nodes.tool_agent import granularity_line
 from core.flow.runtime import node_memory_config, run_conversation
 from core.llm import client as llm_client
 from core.llm.client import DemoClient, LiteLLMClient
@@ -194,7 +195,7 @@ def test_each_runner_sends_the_history_as_dify_s_runner_does():
                              ("assistant", f"Final Answer: {first.answer}"), ("user", queries[1])]
     assert [e.reason for e in second.node_run("agent").ledger.entries] == [KEPT, REWRITTEN]
     run = second.node_run("agent")
-    assert run.memory["agent_strategy"] == "react" and run.granularity is None  # no granularity applies
+    assert run.memory["agent_strategy"] == "react" and granularity_line(run) == ""  # no granularity applies
 
 
 def test_the_conversation_s_token_counting_sets_the_agent_s_budget():

@@ -166,6 +166,7 @@ def _node_line(run: NodeRun) -> list[str]:
 
 def _table(flow: Flow, conversation_id: str, records: list[TurnRecord]) -> str:
     lines = [f"flow {flow.name} ({flow.source.get('format', '')}) · conversation {conversation_id}"]
+    lines += [f"  note: {w}" for w in flow.warnings]  # what the import noted: what runs otherwise than in Dify
     for r in records:
         lines.append("")
         lines.append(f"Turn {r.turn} · dialogue_count {r.dialogue_count} · {r.status}")

@@ -66,6 +66,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from core.memory.errors import ConfigError
+from core.memory.strategies import STRATEGIES
 from core.model.conversation import ANSWER, INTERMEDIATE, QUERY, TOOL_CALL, TOOL_RESULT, Message, ToolCall
 
 from ..errors import GranularityError, StateError, ToolConfigError, ToolError, node_error
@@ -88,8 +89,9 @@ def granularity_line(run: Mapping[str, Any] | NodeRun) -> str:
     """``history granularity all_messages — set on the request`` for a node run (a mapping or a
     :class:`core.flow.runtime.NodeRun`); empty for nodes without one."""
     get = run.get if isinstance(run, dict) else (lambda k: getattr(run, k, None))
-    if not get("granularity"):
-        return ""
+    strategy = STRATEGIES.get((get("memory") or {}).get("strategy"))
+    if not get("granularity") or strategy is not None and not strategy.uses_granularity:
+        return ""  # none resolved, or a history that sends every message whatever it is (dify_agent, a window)
     source = get("granularity_source") or ""
     return f"history granularity {get('granularity')} — {GRANULARITY_SOURCES.get(source, source)}"
 DEFAULT_MAX_STEPS = 100
