@@ -5,7 +5,7 @@ Used by the crash-safety and concurrency tests:
 * ``python -m tests.store.writer URL CONVERSATION N`` prints ``started <turn id> <pid>`` (flushed)
   when each of its N turns starts running and ``committed <turn id> <pid>`` once it is written.
 * ``python -m tests.store.writer --fork URL CONVERSATION`` imports everything once, then for each
-  line read on stdin forks a writer of endless turns and prints ``writer <pid>``; the writer
+  line read on stdin forks a writer of endless turns, which prints ``writer <pid>`` first; the writer
   prints ``committed <turn id>`` as above, and stops once the forking process is gone. A test
   kills writers many times without paying a Python start-up for each.
 """
@@ -52,13 +52,14 @@ def fork_writers(url: str, conversation_id: str) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # writers are reaped as they die
     for _ in sys.stdin:
         parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:
+        if os.fork() == 0:
             try:
+                # The writer reports itself, before its first turn: a forking process slowed down
+                # between fork and report once left a writer the test never heard of.
+                print(f"writer {os.getpid()}", flush=True)
                 write(url, conversation_id, None, parent)
             finally:
                 os._exit(1)
-        print(f"writer {pid}", flush=True)
 
 
 def main() -> None:
