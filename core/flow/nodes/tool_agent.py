@@ -87,11 +87,12 @@ GRANULARITY_SOURCES = {FROM_REQUEST: "set on the request", FROM_FLOW: "the flow'
 
 def granularity_line(run: Mapping[str, Any] | NodeRun) -> str:
     """``history granularity all_messages — set on the request`` for a node run (a mapping or a
-    :class:`core.flow.runtime.NodeRun`); empty for nodes without one."""
+    :class:`core.flow.runtime.NodeRun`); empty for nodes without one, and for a memory that sends
+    every message whatever the granularity."""
     get = run.get if isinstance(run, dict) else (lambda k: getattr(run, k, None))
     strategy = STRATEGIES.get((get("memory") or {}).get("strategy"))
     if not get("granularity") or strategy is not None and not strategy.uses_granularity:
-        return ""  # none resolved, or a history that sends every message whatever it is (dify_agent, a window)
+        return ""  # dify_agent, a window's store
     source = get("granularity_source") or ""
     return f"history granularity {get('granularity')} — {GRANULARITY_SOURCES.get(source, source)}"
 DEFAULT_MAX_STEPS = 100
