@@ -55,6 +55,7 @@ from core.memory.errors import ConfigError, LongTermMemoryError
 from core.memory.long_term import LLMExtractor, Source, memories_text
 from core.memory.replay import (DEFAULT_FIDELITY, FIDELITIES, MemoryConfig, Replay, TurnMemory, history_of,
                                 turn_number, turn_numbers)
+from core.memory.strategies import get_strategy
 from core.memory.strategies.compaction import SHIPPED, SUMMARIES_META, ShippedRunHook, recorded_summaries
 from core.memory.summarize import ModelSectionSummarizer
 from core.model.conversation import ANSWER, QUERY, UUID_NIL, Conversation, FileRef, Message, Turn
@@ -357,11 +358,6 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
         raise RunError(f"memory override for node {node_id!r}: {e}") from None
 
 
-#: The memory strategies whose budget follows the conversation's Dify profile (fidelity and plugin
-#: token counting) when an agent node's ``memory`` setting does not set it.
-DIFY_PROFILE_STRATEGIES = ("dify", "dify_agent")
-
-
 def _agent_memory_config(flow: Flow, node: Node, granularity: str | None, fidelity: str,
                          plugin_token_counting: bool) -> MemoryConfig:
     """An agent node's memory as configured: the window-memory node it reads, or its ``memory``
@@ -377,7 +373,7 @@ def _agent_memory_config(flow: Flow, node: Node, granularity: str | None, fideli
     except GranularityError as e:
         raise RunError(str(e)) from None
     profile = {"fidelity": fidelity, "plugin_token_counting": plugin_token_counting} \
-        if settings.memory.get("strategy") in DIFY_PROFILE_STRATEGIES else {}
+        if get_strategy(settings.memory["strategy"]).follows_dify_profile else {}
     return MemoryConfig.from_dict({**profile, **settings.memory, "model": settings.memory.get("model", settings.model),
                                    "granularity": granularity})
 

@@ -216,10 +216,14 @@ def test_an_agent_node_s_own_counting_setting_wins_and_other_memories_take_no_di
              {"id": "own", "type": "tool-agent", "tools": [],
               "memory": {"strategy": "dify_agent", "plugin_token_counting": False}},
              {"id": "buffer", "type": "tool-agent", "tools": [], "memory": {"strategy": "buffer"}},
-             {"id": "answer", "type": "answer", "answer": "{{#own.text#}} {{#buffer.text#}}"}]
-    flow = Flow.from_dict({"format": "memlens-flow", "version": 1, "name": "two agents", "mode": "advanced-chat",
-                           "nodes": nodes, "edges": [["start", "own"], ["own", "buffer"], ["buffer", "answer"]]})
+             {"id": "dify", "type": "tool-agent", "tools": [], "memory": {"strategy": "dify", "window": 5}},
+             {"id": "answer", "type": "answer", "answer": "{{#own.text#}} {{#buffer.text#}} {{#dify.text#}}"}]
+    flow = Flow.from_dict({"format": "memlens-flow", "version": 1, "name": "three agents", "mode": "advanced-chat",
+                           "nodes": nodes, "edges": [["start", "own"], ["own", "buffer"], ["buffer", "dify"],
+                                                     ["dify", "answer"]]})
     assert node_memory_config(flow, "own", plugin_token_counting=True).plugin_token_counting is False
+    dify = node_memory_config(flow, "dify", plugin_token_counting=True, fidelity="documented")
+    assert (dify.plugin_token_counting, dify.fidelity) == (True, "documented")  # Dify's LLM-node memory too
     assert node_memory_config(flow, "buffer", plugin_token_counting=True, fidelity="documented").to_dict() == \
         node_memory_config(flow, "buffer").to_dict()
     dify = read(agent_app())

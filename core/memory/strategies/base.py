@@ -178,6 +178,9 @@ class Strategy:
     #: Whether a planning strategy still plans when scope leaves it no thread (every earlier message
     #: is then ``scope``): its plan may send what an input gave this call (``Replay.history_inputs``).
     plans_without_thread = False
+    #: Whether its budget follows a conversation's Dify profile (fidelity, plugin token counting):
+    #: an agent node's memory takes the profile unless its own setting gives one.
+    follows_dify_profile = False
 
     def plans_for(self, replay: "Replay") -> bool:
         """Whether this replay asks :meth:`plan` (else :meth:`window` and :meth:`budget`)."""

@@ -78,6 +78,7 @@ def counts_tokens(config) -> bool:
 
 class DifyStrategy(Strategy):
     name = "dify"
+    follows_dify_profile = True
 
     def window(self, view, current, config):
         size = row_limit(config.window)

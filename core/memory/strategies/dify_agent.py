@@ -257,6 +257,7 @@ class DifyAgentStrategy(Strategy):
     plans = True
     uses_granularity = False
     drops_empty = False
+    follows_dify_profile = True
 
     def validate(self, config):
         super().validate(config)
