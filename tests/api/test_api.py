@@ -27,7 +27,8 @@ from benchmarks.api_load import ServerProcess, parse_sse
 from core.api.app import create_app
 from core.llm.client import DemoClient
 from core.llm.errors import LLMError
-from core.model.conversation import UUID_NIL
+from core.io.readers.dify_messages import dify_turn
+from core.model.conversation import AGENT_THOUGHTS, ANSWER, QUERY, SHOWN_ANSWER, UUID_NIL
 from core.service.sessions import ConversationService
 from core.store import keys as app_keys
 from core.store import repo
@@ -452,14 +453,32 @@ def test_an_agent_app_streams_agent_messages_and_refuses_blocking_as_dify_s_agen
     assert len(repo.list_conversations(api.db)) == before  # refused before anything is stored
     _, events = api.stream("Hi, I am Dana. My order number is 4411.", key=api.agent_key)
     names = [e["event"] for e in events if e["event"] != "ping"]
-    assert names[-1] == "message_end" and set(names) == {"agent_message", "message_end"}
+    # Dify's function-calling runner: the thought announced with the first chunk, sent whole before the end.
+    assert names[0] == "agent_thought" and names[-2:] == ["agent_thought", "message_end"]
+    assert set(names[1:-2]) == {"agent_message"}
     conversation_id = events[0]["conversation_id"]
     _, events = api.stream("What is my order number?", conversation_id, key=api.agent_key)
     answer = "".join(e["answer"] for e in events if e["event"] == "agent_message")
     assert "4411" in answer
+    thoughts = [e for e in events if e["event"] == "agent_thought"]
+    end = next(e for e in events if e["event"] == "message_end")
+    assert [t["thought"] for t in thoughts] == ["", answer]
+    assert {t["id"] for t in thoughts} == {thoughts[0]["id"]} and thoughts[0]["id"] != end["message_id"]
+    for t in thoughts:
+        assert (t["message_id"], t["conversation_id"], t["task_id"], t["position"]) == \
+            (end["message_id"], conversation_id, end["task_id"], 1)
+        assert (t["tool"], t["tool_input"], t["observation"], t["message_files"]) == ("", "", "", [])
     stored = api.request("GET", "/messages", api.agent_key, params={"conversation_id": conversation_id,
                                                                     "user": "abc-123"}).json()["data"]
     assert [m["answer"] for m in stored][-1] == answer
+    # The message lists the thought the stream sent, so a pull reads the turn as an Agent app's run.
+    [listed] = stored[-1]["agent_thoughts"]
+    assert (listed["id"], listed["message_id"], listed["position"], listed["thought"], listed["tool"]) == \
+        (thoughts[0]["id"], end["message_id"], 1, answer, "")
+    assert listed["created_at"] == stored[-1]["created_at"] and listed["files"] == []
+    turn = dify_turn(stored[-1])
+    assert turn.meta[AGENT_THOUGHTS] == 1 and SHOWN_ANSWER not in turn.meta
+    assert [(m.kind, m.content) for m in turn.messages] == [(QUERY, "What is my order number?"), (ANSWER, answer)]
     unknown = str(uuid.uuid4())
     response = api.request("POST", "/chat-messages", api.agent_key,
                            json={"inputs": {}, "query": "Hello", "user": "abc-123", "conversation_id": unknown,
@@ -622,7 +641,7 @@ def test_messages_page_backwards_from_first_id_oldest_first_with_has_more(api):
     assert set(item) == {"id", "conversation_id", "parent_message_id", "inputs", "query", "answer", "feedback",
                          "retriever_resources", "created_at", "agent_thoughts", "message_files", "status", "error",
                          "extra_contents"}
-    assert item["query"] == "Message number 1"
+    assert item["query"] == "Message number 1" and item["agent_thoughts"] == []  # a Chatflow's run has none
 
 
 def test_messages_include_every_branch(api):

@@ -5,7 +5,9 @@ else is sent) — and ``POST /v1/chat-messages/{task_id}/stop``, which ends a st
 ``message_end`` and stores the turn as ``stopped`` with the answer sent so far. A basic Chatbot's
 stream (a flow from an ``app.mode: chat`` export) has no workflow or node events, as in Dify; nor
 has an Agent app's (``agent-chat``), whose answer comes in ``agent_message`` events and which, as
-Dify's, refuses blocking mode (400 ``invalid_param``).
+Dify's, refuses blocking mode (400 ``invalid_param``). Its run's thought comes as Dify's function-calling
+runner sends it: an ``agent_thought`` with no text before the first answer chunk, and the same thought
+with the whole answer before ``message_end``.
 
 An empty ``conversation_id`` starts a conversation; an unknown one starts a new conversation too
 (Dify's advanced-chat rule), except for a basic Chatbot or an Agent app, where it is 404
@@ -41,6 +43,7 @@ from ..errors import (CONVERSATION_NOT_FOUND, INTERNAL, ApiError, error_response
 from ..schemas import ChatArgs, ChatRequest, ChatResponse, ResultBody, StopRequest, chat_args, check_user, \
     error_responses, ts
 from .conversations import conversation_name
+from .messages import agent_thought
 
 #: The app modes without a graph: no workflow events, and an unknown conversation id is 404.
 _NO_GRAPH = (BASIC_CHAT, AGENT_CHAT)
@@ -115,6 +118,27 @@ def _dify_event(event: dict, started: float) -> dict:
     return event
 
 
+def _agent_events(event: dict, thought: list[str], put) -> None:
+    """An Agent app's answer chunk (``message``) or end, as Dify streams them: ``agent_message``
+    chunks, its thought (``agent_thought``) announced with the first one and sent whole before
+    ``message_end`` (announced then when no chunk came). ``thought`` holds the answer so far."""
+    ids = {k: event.get(k) for k in ("task_id", "message_id", "conversation_id", "created_at")}
+
+    def send_thought(text: str) -> None:
+        put(("event", {"event": "agent_thought", **ids, **agent_thought(str(ids["message_id"]), text),
+                       "message_files": []}))
+
+    if event["event"] == "message":
+        if not thought:
+            send_thought("")
+            thought.append("")
+        thought.append(str(event.get("answer") or ""))
+        put(("event", {**event, "event": "agent_message"}))
+        return
+    send_thought("".join(thought))
+    put(("event", event))
+
+
 async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float, tasks: Tasks):
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
@@ -124,6 +148,7 @@ async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float, 
     ids: dict = {}
     no_graph = caller.flow.app_mode in _NO_GRAPH
     agent = caller.flow.app_mode == AGENT_CHAT
+    thought: list[str] = []  # an Agent app's answer so far, once its thought is announced
 
     def put(item: tuple) -> None:
         loop.call_soon_threadsafe(queue.put_nowait, item)
@@ -138,8 +163,9 @@ async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float, 
             tasks.add(ids["task_id"], task)
         if no_graph and event.get("event", "").startswith(WORKFLOW_EVENTS):
             return  # an app without a graph streams no workflow: Dify sends its messages alone
-        if agent and event.get("event") == "message":
-            event = {**event, "event": "agent_message"}  # an Agent app's answer deltas
+        if agent and event.get("event") in ("message", "message_end"):
+            _agent_events(event, thought, put)
+            return
         put(("event", event))
 
     def work() -> None:
@@ -272,7 +298,7 @@ def register(app: FastAPI) -> None:
         "data": {"type": "string", "contentMediaType": "application/json",
                  "description": "one JSON object: {event, conversation_id, message_id, task_id, created_at, …} "
                                 "with event workflow_started, node_started, node_finished, message (an Agent "
-                                "app: agent_message), "
+                                "app: agent_thought and agent_message), "
                                 "message_end, workflow_finished or error"}}}
     chat_doc = {200: {"description": "blocking: the answer; streaming: Dify's server-sent events",
                       "content": {"text/event-stream": {"schema": event_schema}}},

@@ -1,16 +1,22 @@
 """``GET /v1/messages`` (a conversation's messages, newest page first), ``POST
 /v1/messages/{message_id}/feedbacks`` (rate an answer ``like`` / ``dislike``; ``null`` revokes) and
 ``GET /v1/messages/{message_id}/suggested`` (three follow-up questions from the app's first LLM node's
-model, when the flow enables ``suggested_questions_after_answer``, else Dify's 400)."""
+model, when the flow enables ``suggested_questions_after_answer``, else Dify's 400).
+
+An Agent app's message (``agent-chat``) lists its ``agent_thoughts`` as Dify's does: one per model
+request of the run. MemLens asks the app's model once per turn (its tools are not run), so a message
+has one thought, whose text is the answer — what Dify's agent history replays for that turn."""
 
 from __future__ import annotations
 
 import json
 import re
+import uuid
 
 from fastapi import Depends, FastAPI, Query
 from sqlalchemy import select
 
+from core.flow.agent_chat import AGENT_CHAT
 from core.llm.client import LiteLLMClient
 from core.llm.errors import LLMError
 from core.store import repo
@@ -28,11 +34,23 @@ from ..schemas import (FeedbackRequest, MessageList, ResultBody, Suggested, chec
 STATUS = {repo.SUCCEEDED: "normal", repo.FAILED: "error", repo.RUNNING: "normal", repo.INTERRUPTED: "error"}
 
 
-def message_item(row: TurnRow, feedback: dict | None = None) -> dict:
+def agent_thought(message_id: str, thought: str, position: int = 1) -> dict:
+    """The fields an Agent app's thought has both in its stream (``agent_thought`` events) and in
+    ``GET /v1/messages``, for a step that called no tool. Its id is the same wherever it is shown."""
+    return {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"memlens:{message_id}/agent_thought/{position}")),
+            "message_id": message_id, "position": position, "thought": thought, "observation": "", "tool": "",
+            "tool_labels": {}, "tool_input": ""}
+
+
+def message_item(row: TurnRow, feedback: dict | None = None, *, agent: bool = False) -> dict:
+    """One message as ``GET /v1/messages`` lists it; ``agent``: the app is an Agent app."""
+    thoughts = [{**agent_thought(row.id, row.answer), "chain_id": None, "created_at": ts(row.created_at),
+                 "files": []}] if agent else []
     return {"id": row.id, "conversation_id": row.conversation_id, "parent_message_id": row.parent_id,
             "inputs": dict(row.inputs or {}), "query": row.query, "answer": row.answer, "message_files": [],
-            "feedback": feedback, "retriever_resources": [], "agent_thoughts": [], "created_at": ts(row.created_at),
-            "status": STATUS.get(row.status, row.status), "error": row.error, "extra_contents": []}
+            "feedback": feedback, "retriever_resources": [], "agent_thoughts": thoughts,
+            "created_at": ts(row.created_at), "status": STATUS.get(row.status, row.status), "error": row.error,
+            "extra_contents": []}
 
 
 def list_messages(caller: Caller, conversation_id: str, user: str, first_id: str | None, limit: int) -> dict:
@@ -51,8 +69,9 @@ def list_messages(caller: Caller, conversation_id: str, user: str, first_id: str
             q = q.where(TurnRow.seq < first)
         rows = s.scalars(q.order_by(TurnRow.seq.desc()).limit(limit + 1)).all()
         has_more = len(rows) > limit
+        agent = caller.flow.app_mode == AGENT_CHAT
         items = [message_item(r, next(({"rating": f["rating"]} for f in ratings.get(r.id, [])
-                                       if f["user_id"] == user), None)) for r in reversed(rows[:limit])]
+                                       if f["user_id"] == user), None), agent=agent) for r in reversed(rows[:limit])]
     return {"limit": limit, "has_more": has_more, "data": items}
 
 
