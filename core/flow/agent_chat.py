@@ -19,12 +19,14 @@ The runner's first model call is the one MemLens runs (a ``tool-agent`` node wit
 the instruction as the system message, the history as that runner sends it, then the query.
 
 * Function calling (``fc_agent_runner.py``, ``_organize_prompt_messages``): the instruction is sent
-  as written, its ``{{name}}`` slots not filled.
+  as written, its ``{{name}}`` slots not filled (the node's ``system_prompt_fill: none``).
 * ReAct (``cot_agent_runner.py``, ``_fill_in_inputs_from_external_data_tools``): each input's
-  ``{{name}}`` slot is filled with the value's text. Dify then writes the instruction into its ReAct
-  prompt with the tools' descriptions; that prompt is not sent here (a warning says so), so the
-  budget shown is larger than Dify's by its size. A ReAct agent on a completion model writes its
-  history as text in Dify's own template, which MemLens does not emulate: refused.
+  ``{{name}}`` slot is replaced by ``str`` of its value — ``None`` for an optional input given no value
+  and no default — and nothing else is filled (``system_prompt_fill: inputs``). Dify then writes the
+  instruction into its ReAct prompt with the tools' descriptions; that prompt is not sent here (a
+  warning says so), so the budget shown is larger than Dify's by its size. A ReAct agent on a
+  completion model writes its history as text in Dify's own template, which MemLens does not
+  emulate: refused.
 
 The app's tools are Dify's (search engines, plugins, knowledge): none is run, and the model answers
 without them. The Service API serves an Agent app as Dify does: streaming only (blocking is 400
@@ -34,7 +36,6 @@ unknown conversation id 404 (:mod:`core.api.routes.chat`).
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping
 
 from core.memory.strategies.dify_agent import FUNCTION_CALL, REACT
@@ -97,15 +98,11 @@ def read_agent_chat(data: Mapping[str, Any], name: str) -> dict[str, Any]:
         raise FlowError(f"{name}: this agent runs ReAct on a completion model, whose history Dify writes into its own "
                         f"prompt template, which MemLens does not emulate; choose a chat model for the agent in Dify")
     variables, warnings = read_form(config.get("user_input_form"), name)
-    if runner == REACT:
-        # ReAct fills each input's {{name}} slot: here a reference to the start node's variable.
-        names = {v["variable"] for v in variables}
-        instruction = re.sub(r"\{\{([^{}]+)\}\}",
-                             lambda m: f"{{{{#start.{m[1]}#}}}}" if m[1] in names else m[0], instruction)
     max_tokens = (model.get("completion_params") or {}).get("max_tokens") or 0
     agent = {"type": "tool-agent", "title": "Agent",
              "model": {"provider": provider, "name": model_name},
-             "system_prompt": instruction, "tools": [],
+             # Function calling sends the instruction as written; ReAct fills each input's {{name}} slot.
+             "system_prompt": instruction, "system_prompt_fill": "inputs" if runner == REACT else "none", "tools": [],
              "memory": {"strategy": "dify_agent", "agent_strategy": runner, "max_tokens": max_tokens}}
     nodes = {"start": {"type": "start", "title": "Start", "variables": variables}, "agent": agent,
              "answer": {"type": "answer", "title": "Answer", "answer": "{{#agent.text#}}"}}

@@ -76,7 +76,8 @@ from .nodes.plugin_agent import VARIABLE, AgentInput, PluginAgentSettings, agent
 from .nodes.text_memory import ShippedWindowNode, TextMemoryNode
 from .nodes.template_transform import template_settings
 from .nodes.tool_agent import (DemoPlanner, ModelPlanner, agent_settings, check_granularity, planner_for,
-                               resolve_granularity, run_agent)
+                               resolve_granularity, run_agent, template_selectors)
+from .nodes.tool_agent import system_text as agent_system_text
 from .nodes.window_memory import (FAIL_BRANCH, META_KEY as WINDOW_META, history_inputs, message_dict, parse_overwrite,
                                   window_call, window_settings)
 from .prompt import (CHAT, COMPLETION, CURRENT_QUERY, HISTORY_SLOT, HUMAN_AI, TEXT_HISTORY, PromptFrame, PromptMessage,
@@ -1117,10 +1118,11 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
     run.memory = config.to_dict()
     run.memory_override = copy.deepcopy(dict(override)) if override else None
     counter = counter_for(config.model)
-    system_text = render(settings.system_prompt, ctx.pool) if settings.system_prompt else ""
+    system_text = agent_system_text(settings, ctx.pool, ctx.inputs)
     raw_query = ctx.pool.get(["sys", "query"])
     query = "" if raw_query in (MISSING, NONE) else str(raw_query)
-    recalled = any(s[0] in ctx.recalled for s in selectors_in(settings.system_prompt))
+    read = {s[0] for s in template_selectors(settings)}
+    recalled = bool(read & set(ctx.recalled))
     frame = _agent_frame(system_text, query, counter, recalled=recalled, file_upload=ctx.flow.file_upload,
                          vision=model_supports_vision(config.model))
     fixed_total = frame.fixed_tokens()
@@ -1140,10 +1142,10 @@ def _run_tool_agent(node: Node, ctx: _Context, run: NodeRun) -> None:
         ledger, history, _ = _history(ctx, config, window, fixed_total)
     run.ledger = ledger
     run.prompt = _agent_prompt(frame, history)
-    if any(s[0] in ctx.recalled for s in selectors_in(settings.system_prompt)):
+    if recalled:
         run.recalled = [{"node_id": h, "id": r["id"], "memory": r["memory"], "score": r["score"],
                          "tokens": counter.text(r["memory"])}
-                        for h in sorted({s[0] for s in selectors_in(settings.system_prompt)} & set(ctx.recalled))
+                        for h in sorted(read & set(ctx.recalled))
                         for r in ctx.recalled[h]]
     started = time.perf_counter()
     try:
@@ -1583,12 +1585,14 @@ def _estimated_frame(flow: Flow, conversation: Conversation, position: int, node
 
 def _estimated_agent_frame(flow: Flow, conversation: Conversation, position: int, node_id: str, counter,
                            **options: Any) -> PromptFrame:
-    """An agent node's frame at a turn without its recorded prompt: its system prompt rendered with
-    :func:`_turn_pool`, and the turn's query."""
+    """An agent node's frame at a turn without its recorded prompt: its system prompt filled with
+    :func:`_turn_pool` and the inputs the turn was logged with, and the turn's query."""
     settings = agent_settings(flow.node(node_id))
-    pool = _turn_pool(conversation, position)
-    system_text = render(settings.system_prompt, pool) if settings.system_prompt else ""
-    return _agent_frame(system_text, conversation.turns[position].query, counter, **options)
+    turn = conversation.turns[position]
+    inputs = turn.meta.get("inputs")
+    inputs = inputs if isinstance(inputs, Mapping) else {}
+    text = agent_system_text(settings, _turn_pool(conversation, position), inputs)
+    return _agent_frame(text, turn.query, counter, **options)
 
 
 def _estimated_plugin_agent_frame(flow: Flow, conversation: Conversation, position: int, node_id: str, counter,

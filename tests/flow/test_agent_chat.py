@@ -14,9 +14,11 @@ import yaml
 from core.flow.errors import FlowError
 from core.flow.graph import Flow, load_flow, parse_flow
 from core.flow.nodes.tool_agent import granularity_line
-from core.flow.runtime import node_memory_config, run_conversation
+from core.flow.runtime import node_memory_config, run_conversation, what_if_ledger, what_if_prompt
+from core.io.readers.dify_messages import dify_turn
 from core.llm import client as llm_client
 from core.llm.client import DemoClient, LiteLLMClient
+from core.model.conversation import Conversation
 from core.model.ledger import KEPT, OVER_BUDGET, REWRITTEN
 from tests.conftest import ROOT
 
@@ -74,7 +76,7 @@ def test_the_export_reads_as_one_agent_between_start_and_answer():
     assert flow.features == {"opening_statement": "Order number?"}
     assert flow.node("agent").data == {
         "type": "tool-agent", "title": "Agent", "model": {"provider": "openai", "name": "gpt-4o-mini"},
-        "system_prompt": "You help {{name}} with orders.", "tools": [],
+        "system_prompt": "You help {{name}} with orders.", "system_prompt_fill": "none", "tools": [],
         "memory": {"strategy": "dify_agent", "agent_strategy": "function_call", "max_tokens": 256}}
     assert flow.warnings == [HEAD_FC, "its 1 tool (google_search) not run: the model answers without it", OLD_DSL]
     assert (flow.start.title, flow.node("answer").title) == ("Start", "Answer")
@@ -171,12 +173,33 @@ def test_the_app_s_own_line_comes_before_what_its_form_says():
 
 
 def test_function_calling_sends_the_instruction_as_written_and_react_fills_the_inputs():
-    prompt = "You help {{name}} with orders ({{shop}})."
-    (_, [fc]) = ask(read(agent_app(prompt)), ["Hi"])
+    prompt = "You help {{name}} ({{age}}) with orders ({{shop}}) about {{#sys.query#}}."
+    doc = agent_app(prompt)
+    doc["model_config"]["user_input_form"].append({"number": {"label": "Age", "variable": "age", "required": False}})
+    (_, [fc]) = ask(read(doc), ["Hi"])
     assert fc.node_run("agent").prompt[0].to_dict()["content"] == prompt
-    (_, [react]) = ask(read(agent_app(prompt, model=NO_TOOLS, strategy="react")), ["Hi"])
-    # Each input's slot is filled; a slot that is no input stays as written.
-    assert react.node_run("agent").prompt[0].to_dict()["content"] == "You help Dana with orders ({{shop}})."
+    doc = agent_app(prompt, model=NO_TOOLS, strategy="react")
+    doc["model_config"]["user_input_form"].append({"number": {"label": "Age", "variable": "age", "required": False}})
+    (_, [react]) = ask(read(doc), ["Hi"])
+    # Each input's slot holds str() of its value — None for an input given nothing and without a default, as in
+    # Dify; a slot that is no input and a workflow selector stay as written.
+    assert react.node_run("agent").prompt[0].to_dict()["content"] == \
+        "You help Dana (None) with orders ({{shop}}) about {{#sys.query#}}."
+    (_, [given]) = run_conversation(read(doc), [{"query": "Hi", "inputs": {"name": "{{age}}", "age": "7.5"}}],
+                                    llm=DemoClient())
+    # In form order: a name that holds another slot is filled by the inputs after it, as Dify's loop does.
+    assert given.node_run("agent").prompt[0].to_dict()["content"] == \
+        "You help 7.5 (7.5) with orders ({{shop}}) about {{#sys.query#}}."
+
+
+def test_a_logged_turn_re_scored_under_a_react_export_fills_the_instruction_with_the_inputs_it_was_logged_with():
+    flow = read(agent_app("You help {{name}}; {{#sys.query#}} stays.", model=NO_TOOLS, strategy="react"))
+    conv = Conversation(id="c", turns=[
+        dify_turn({"id": f"m{i}", "query": f"question {i}", "answer": f"answer {i}", "inputs": {"name": "Dana"},
+                   "agent_thoughts": [{"position": 1, "thought": f"answer {i}"}]}) for i in range(2)])
+    ledger = what_if_ledger(flow, conv, 1, "agent")
+    system = what_if_prompt(flow, conv, 1, "agent", [], ledger)[0]
+    assert (system["role"], system["content"]) == ("system", "You help Dana; {{#sys.query#}} stays.")
 
 
 def _sent(record) -> list[tuple[str, str]]:

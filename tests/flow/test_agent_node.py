@@ -132,6 +132,7 @@ def test_a_lookup_table_and_custom_mappings_come_from_the_node():
     ({"memory": {"strategy": "telepathy"}}, "unknown memory strategy"),
     ({"max_agent_steps": 0}, "max_agent_steps"),
     ({"exit_conditions": ["text", "teleport"]}, "exit condition 'teleport'"),
+    ({"system_prompt_fill": "jinja"}, "'system_prompt_fill' must be one of template, none, inputs"),
 ])
 def test_a_malformed_agent_node_is_refused_when_the_flow_loads(change, message):
     with pytest.raises(FlowError, match=message):
@@ -218,3 +219,19 @@ def test_a_text_reply_ends_the_run_even_when_exit_conditions_name_only_tools():
     agent = record.node_run("agent")
     assert agent.outputs["exit_reason"] == "text" and agent.outputs["step_count"] == 1
     assert record.answer and record.answer == agent.outputs["text"]
+
+
+@pytest.mark.parametrize("fill, sent", [
+    ("template", "Help look up gate; age {{age}}."),     # a workflow template: selectors rendered
+    ("none", "Help {{#sys.query#}}; age {{age}}."),      # as written
+    ("inputs", "Help {{#sys.query#}}; age None."),       # only the start inputs' {{name}}, as str(value)
+])
+def test_the_system_prompt_is_filled_as_system_prompt_fill_says(fill, sent):
+    flow = agent_flow(system_prompt="Help {{#sys.query#}}; age {{age}}.", system_prompt_fill=fill)
+    data = flow.to_dict()
+    next(n for n in data["nodes"] if n["id"] == "start")["variables"] = [
+        {"variable": "age", "label": "Age", "type": "number", "required": False}]
+    flow = Flow.from_dict(data)
+    record = run_turn(flow, ConversationState.new(flow), "look up gate", llm=DemoClient())
+    first = record.node_run("agent").prompt[0].to_dict()
+    assert (first["role"], first["content"]) == ("system", sent)

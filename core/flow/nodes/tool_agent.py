@@ -70,6 +70,7 @@ from core.memory.strategies import STRATEGIES
 from core.model.conversation import ANSWER, INTERMEDIATE, QUERY, TOOL_CALL, TOOL_RESULT, Message, ToolCall
 
 from ..errors import GranularityError, StateError, ToolConfigError, ToolError, node_error
+from ..templates import VariablePool, render, selectors_in
 from .llm import litellm_model
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -1033,6 +1034,35 @@ class AgentSettings:
     exit_conditions: tuple[str, ...]
     memory_node: str | None = None
     haystack_version: int = DEFAULT_HAYSTACK_VERSION
+    system_prompt_fill: str = "template"  # one of PROMPT_FILLS
+
+
+#: How a ``tool-agent`` node's ``system_prompt`` becomes its system message (``system_prompt_fill``):
+#: ``template`` renders it as a workflow template (``{{#node.var#}}``); ``none`` sends it as written, as a
+#: Dify Agent app's function-calling runner sends its instruction; ``inputs`` replaces each start input's
+#: ``{{name}}``, as that app's ReAct runner does (:func:`system_text`).
+PROMPT_FILLS = ("template", "none", "inputs")
+
+
+def system_text(settings: AgentSettings, pool: VariablePool, inputs: Mapping[str, Any]) -> str:
+    """The system message an agent sends: its ``system_prompt`` filled as ``system_prompt_fill`` says.
+    ``inputs`` is the start form's values as the run took them. For ``inputs`` this is Dify's
+    ``CotAgentRunner._fill_in_inputs_from_external_data_tools``: every input in form order, its
+    ``{{name}}`` replaced by ``str(value)`` — so an optional input not given and without a default
+    reads ``None`` — and nothing else (a ``{{#…#}}`` stays as written)."""
+    prompt = settings.system_prompt
+    if not prompt or settings.system_prompt_fill == "none":
+        return prompt
+    if settings.system_prompt_fill == "inputs":
+        for name, value in inputs.items():
+            prompt = prompt.replace(f"{{{{{name}}}}}", str(value))
+        return prompt
+    return render(prompt, pool)
+
+
+def template_selectors(settings: AgentSettings) -> list[tuple[str, ...]]:
+    """The variables an agent's system prompt reads when rendered (none unless it is a template)."""
+    return selectors_in(settings.system_prompt) if settings.system_prompt_fill == "template" else []
 
 
 def agent_settings(node: "Node") -> AgentSettings:
@@ -1042,6 +1072,7 @@ def agent_settings(node: "Node") -> AgentSettings:
           type: tool-agent
           model: memlens/demo
           system_prompt: You are a helpful agent.      # a template ({{#retrieve.text#}} works)
+          system_prompt_fill: template                 # none: as written; inputs: {{name}} of start inputs
           tools: [calculator, note, list_notes, lookup]  # or {name, inputs_from_state, outputs_to_state}
           state_schema: {visits: {type: int, handler: add_numbers}}  # added to the demo tools' keys
           lookup_table: {flight AA100: on time}
@@ -1059,6 +1090,9 @@ def agent_settings(node: "Node") -> AgentSettings:
     prompt = data.get("system_prompt", "")
     if not isinstance(prompt, str):
         raise node_error(node, "'system_prompt' must be text")
+    fill = data.get("system_prompt_fill", "template")
+    if fill not in PROMPT_FILLS:
+        raise node_error(node, f"'system_prompt_fill' must be one of {', '.join(PROMPT_FILLS)}")
     table = data.get("lookup_table")
     if table is not None and not isinstance(table, Mapping):
         raise node_error(node, "'lookup_table' must be a mapping of keys to values")
@@ -1153,7 +1187,7 @@ def agent_settings(node: "Node") -> AgentSettings:
         raise node_error(node, f"haystack_version {version!r} is unknown; expected 3 (default) or 2")
     return AgentSettings(model=model, system_prompt=prompt, tools=tuple(tools), schema=schema, memory=memory,
                          max_agent_steps=steps, exit_conditions=tuple(exits), memory_node=memory_node,
-                         haystack_version=version)
+                         haystack_version=version, system_prompt_fill=fill)
 
 
 __all__ = ["State", "encode_value", "decode_value", "prepare_args", "call_tool", "merge_outputs", "result_text",
