@@ -367,13 +367,17 @@ def test_a_list_of_plain_values_has_the_size_of_the_list_read_back_from_its_json
 def test_variable_size_is_difys_shallow_size_of_the_loaded_value():
     import json
     import sys
+    from bisect import bisect_left
 
     from core.flow.variables import MAX_VARIABLE_SIZE, check_sizes, variable_size
 
     small = ["x"] * 100
     assert variable_size(small) == sys.getsizeof(json.loads(json.dumps(small)))
     assert check_sizes({"log": small}) is None
-    n = next(k for k in range(20_000, 30_000) if sys.getsizeof(json.loads(json.dumps([0] * k))) > MAX_VARIABLE_SIZE)
+    # The shortest list of zeros over the limit (its loaded size only grows with its length).
+    sizes = range(20_000, 30_000)
+    n = sizes[bisect_left(sizes, True,
+                          key=lambda k: sys.getsizeof(json.loads(json.dumps([0] * k))) > MAX_VARIABLE_SIZE)]
     big = [0] * n
     assert check_sizes({"log": big}) == f"variable size {variable_size(big)} exceeds limit 204800"
     assert check_sizes({"log": [0] * (n - 1)}) is None
