@@ -395,6 +395,27 @@ def test_a_second_conversation_recalls_a_fact_from_the_first_and_another_user_do
     db.dispose()
 
 
+@pytest.mark.parametrize("fill", ["template", "none"])
+def test_an_agent_whose_instruction_reads_recall_records_the_memories_only_when_it_renders_them(tmp_path, fill):
+    data = load_flow(FLOW).to_dict()
+    data["nodes"] = [n for n in data["nodes"] if n["id"] != "responder"] + [
+        {"id": "responder", "type": "tool-agent", "title": "Responder", "tools": [], "memory": {"strategy": "off"},
+         "system_prompt": "You remember: {{#recall.text#}}", "system_prompt_fill": fill}]
+    db = Database(f"sqlite:///{tmp_path / 'memlens.db'}")
+    service = ConversationService(db, llm=DemoClient())
+    flow_id = service.import_flow(Flow.from_dict(data)).flow_id
+    service.send(service.start(flow_id, user_id="dana").id, "My order number is 4411.")
+    record = service.send(service.start(flow_id, user_id="dana").id, "What is my order number?")
+    system = record.node_run("responder").prompt[0]
+    if fill == "template":  # the memories are in the instruction, and the run lists them
+        assert system.origin == "long-term memory" and "Your order is 4411." in system.content
+        assert [r["memory"] for r in record.node_run("responder").recalled] == ["Your order is 4411."]
+    else:  # sent as written: nothing is recalled into it
+        assert (system.origin, system.content) == ("system", "You remember: {{#recall.text#}}")
+        assert not record.node_run("responder").recalled
+    db.dispose()
+
+
 def test_without_a_store_the_memory_nodes_say_so_and_the_turn_still_runs():
     from core.flow.runtime import ConversationState, run_turn
 
