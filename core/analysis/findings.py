@@ -717,9 +717,11 @@ def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_pro
     """Every answered turn where Dify's docs and Dify 1.x send different history under ``config``
     (a ``dify`` config; any other strategy has no such difference), in turn order.
 
-    Read from the two replays' walks, so a whole conversation costs two walks, not a ledger per turn.
-    ``replay``: a replay of ``config`` made with the same settings, whose counts are reused (it
-    stands for one profile when its config is that profile's)."""
+    Read from one walk, not a ledger per turn: the two profiles see the same thread view (the same
+    messages and counts; Dify's window reads no marks, its reach being bounded), so the documented
+    profile decides each turn on the view the shipped one walks. ``replay``: a replay of ``config``
+    made with the same settings, whose counts are reused (it stands for one profile when its config
+    is that profile's)."""
     if config.strategy != "dify":
         return []
     code_cfg, docs_cfg = _profiles(config)
@@ -741,29 +743,32 @@ def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_pro
     from core.memory.strategies.dify import row_limit
 
     n = row_limit(config.window)
+
+    def cut(view, dec) -> ProfileCut:
+        first = bisect_left(view.starts, dec.window_start)
+        kept_from = bisect_right(view.starts, dec.budget_cut) - 1 if dec.budget_cut < dec.end else len(view.starts)
+        kept_turns = tuple(map(numbers.__getitem__, view.positions[kept_from:]))
+        return ProfileCut(len(view.positions) - first, dec.budget_cut - dec.window_start, dec.budget.limit,
+                          kept_turns)
+
     out: list[Difference] = []
-    for (p, view_c, c), (_, view_d, d) in zip(code_replay._walk(), docs_replay._walk()):
-        if turns[p].query_index is None or c.blocked or d.blocked:
+    for _ in docs_replay._tokens_in_order():  # its counts set in batches, as its own walk would
+        pass
+    for p, view, c in code_replay._walk():
+        if turns[p].query_index is None or c.blocked:
             continue
+        d = docs_replay._decide(view, p)  # blocked alike: memory and scope do not depend on the profile
         if c.budget_cut == d.budget_cut:
             continue
-        kept_c = view_c.count_prefix[c.end] - view_c.count_prefix[c.budget_cut]
-        kept_d = view_d.count_prefix[d.end] - view_d.count_prefix[d.budget_cut]
-        if kept_c == kept_d and view_c.kept_prefix[c.budget_cut] == view_d.kept_prefix[d.budget_cut]:
+        kept_c = view.count_prefix[c.end] - view.count_prefix[c.budget_cut]
+        kept_d = view.count_prefix[d.end] - view.count_prefix[d.budget_cut]
+        if kept_c == kept_d and view.kept_prefix[c.budget_cut] == view.kept_prefix[d.budget_cut]:
             continue  # only empty messages moved across the cut: the same history is sent
-
-        def cut(view, dec) -> ProfileCut:
-            first = bisect_left(view.starts, dec.window_start)
-            kept_from = bisect_right(view.starts, dec.budget_cut) - 1 if dec.budget_cut < dec.end else len(view.starts)
-            kept_turns = tuple(map(numbers.__getitem__, view.positions[kept_from:]))
-            return ProfileCut(len(view.positions) - first, dec.budget_cut - dec.window_start, dec.budget.limit,
-                              kept_turns)
-
         first_row = p - n + 1
-        on_thread_rows = len(view_c.positions) - bisect_left(view_c.positions, max(first_row, 0))
+        on_thread_rows = len(view.positions) - bisect_left(view.positions, max(first_row, 0))
         siblings = (p - max(first_row, 0)) - on_thread_rows
         counted = docs_replay.budget_prompt_tokens(p, d.fixed_prompt_tokens)  # what the docs' budget subtracts
-        out.append(_difference(numbers[p], config.window, cut(view_d, d), cut(view_c, c), siblings,
+        out.append(_difference(numbers[p], config.window, cut(view, d), cut(view, c), siblings,
                                config.plugin_token_counting, counted, reserve=config.prompt_reserve,
                                fixed=config.history_budget))
     return out

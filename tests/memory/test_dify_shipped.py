@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
 
 from core.analysis.findings import (CAUSE_NOT_COUNTED, CAUSE_PLACEHOLDER, CAUSE_SIBLINGS, DOCS_VS_CODE, config_findings,
                                     docs_vs_code, ledger_difference)
@@ -24,6 +25,7 @@ from core.model.ledger import EMPTY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BU
 from core.model.tokens import _encoding, counter_for
 from tests.builders import dify, linear, record
 from tests.conftest import ROOT
+from tests.memory.test_ledger_pipeline import configs, conversations
 
 CODE = MemoryConfig()
 DOCS = MemoryConfig(fidelity="documented")
@@ -238,6 +240,28 @@ def test_the_pair_of_ledgers_gives_the_same_difference_as_the_walk():
         docs = Replay(conv, DOCS.with_(window=4)).ledger(turn)
         pair = ledger_difference(code, docs, Replay(conv, CODE).position_of(turn))
         assert pair is not None and (pair.causes, pair.text, pair.only_docs) == (d.causes, d.text, d.only_docs)
+
+
+#: The pipeline test's configs, as Dify's memory (the only one with two profiles).
+dify_configs = configs.map(lambda c: c.with_(strategy="dify"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(conversations(), dify_configs)
+def test_the_walk_finds_every_turn_whose_two_ledgers_differ_and_says_what_they_say(conv, config):
+    # One walk decides both profiles on the shipped profile's thread view: it must name exactly the turns
+    # whose two ledgers keep different messages, each as the pair of ledgers explains it.
+    walk = {d.turn: d for d in docs_vs_code(conv, config)}
+    code, docs = Replay(conv, config.with_(fidelity="code")), Replay(conv, config.with_(fidelity="documented"))
+    pairs = {}
+    for summary in code.summaries():
+        position = code.position_of(summary.turn)
+        pair = ledger_difference(code.ledger_at(position), docs.ledger_at(position), position)
+        if pair is not None:
+            pairs[summary.turn] = pair
+    assert walk.keys() == pairs.keys()
+    for turn, d in walk.items():
+        assert (d.causes, d.text, d.only_docs) == (pairs[turn].causes, pairs[turn].text, pairs[turn].only_docs)
 
 
 def test_the_profiles_agree_where_nothing_differs():
