@@ -58,11 +58,12 @@ from core.memory.replay import (DEFAULT_FIDELITY, FIDELITIES, MemoryConfig, Repl
 from core.memory.strategies import get_strategy
 from core.memory.strategies.compaction import SHIPPED, SUMMARIES_META, ShippedRunHook, recorded_summaries
 from core.memory.summarize import ModelSectionSummarizer
-from core.model.conversation import ANSWER, QUERY, UUID_NIL, Conversation, FileRef, Message, Turn
+from core.model.conversation import AGENT_THOUGHTS, ANSWER, QUERY, UUID_NIL, Conversation, FileRef, Message, Turn
 from core.model.ledger import Ledger
 from core.model.tokens import DEMO_MODEL, counter_for, model_supports_vision
 
 from .errors import AssignerError, GranularityError, NodeFailed, RunError, WindowInputError
+from .agent_chat import AGENT_CHAT
 from .graph import Flow, Node
 from .node_types import NODE_TYPES
 from .nodes.aggregator import aggregate, aggregator_settings
@@ -181,6 +182,8 @@ class TurnRecord:
     intermediate: list[dict] = field(default_factory=list)  # tool calls and results agent nodes produced
     window_overwrites: dict = field(default_factory=dict)  # window-memory node id → history set from its input
     files: list = field(default_factory=list)  # the user's files: {type, url, id} (sys.files)
+    #: A Dify Agent app's turn: its runner's thoughts, one per model request (:func:`agent_thoughts`).
+    agent_thoughts: int = 0
 
     @property
     def succeeded(self) -> bool:
@@ -219,6 +222,8 @@ class TurnRecord:
         summaries = [copy.deepcopy(e) for r in self.node_runs for e in r.summaries or ()]
         if summaries:
             meta[SUMMARIES_META] = summaries  # what the turn's later replays give back instead of writing again
+        if self.agent_thoughts:
+            meta[AGENT_THOUGHTS] = self.agent_thoughts
         return Turn(id=self.id, parent_id=self.parent_id, messages=messages, query_index=0,
                     answer_index=len(messages) - 1, status="normal" if self.succeeded else "error", error=self.error,
                     created_at=self.created_at, answer_tokens=self.answer_tokens, meta=meta)
@@ -228,6 +233,8 @@ class TurnRecord:
                if f.name not in ("node_runs", "variable_changes")}
         out["node_runs"] = [r.to_dict() for r in self.node_runs]
         out["variable_changes"] = [c.to_dict() for c in self.variable_changes]
+        if not self.agent_thoughts:  # only an Agent app's turn has thoughts to store
+            del out["agent_thoughts"]
         return out
 
     @classmethod
@@ -1415,7 +1422,7 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
                         variables=copy_value(ctx.variables),
                         intermediate=[m.to_dict() for m in ctx.intermediate],
                         window_overwrites=copy.deepcopy(ctx.window_overwrites),
-                        files=[f.to_dict() for f in files])
+                        files=[f.to_dict() for f in files], agent_thoughts=agent_thoughts(flow, runs))
     elapsed = round(sum(r.latency_ms for r in runs) / 1000, 6)
     if not failed:
         emit("message_end", id=turn_id, metadata={"usage": record.usage}, files=[])
@@ -1427,6 +1434,17 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     if failed:
         emit("error", status=400, code="invalid_param", message=f"Run failed: {error}")
     return record
+
+
+def agent_thoughts(flow: Flow, runs: Sequence[NodeRun]) -> int:
+    """The thoughts a Dify Agent app's runner records for a turn: one per model request, made before
+    the request is sent (so a failed request has one too). MemLens asks the app's model once a turn
+    (its tools are not run): one when the agent ran. A Chatflow's message records none. Dify's agent
+    history replays a turn's thoughts, an empty one too, and leaves out the empty answer of a turn
+    with none (:func:`core.memory.strategies.dify_agent.left_out`)."""
+    if flow.app_mode != AGENT_CHAT:
+        return 0
+    return sum(1 for r in runs if r.type == "tool-agent")
 
 
 def _execute(flow: Flow, ctx: _Context) -> tuple[list[NodeRun], str | None]:

@@ -488,15 +488,16 @@ def _stored_run(run) -> dict:
 def turn_from_record(record: TurnRecord, flow_version_id: str | None) -> dict:
     """The stored form of a turn record (every node run included; variables live in their tables)."""
     data = {f.name: copy.deepcopy(getattr(record, f.name)) for f in fields(record)
-            if f.name not in ("node_runs", "variable_changes", "variables", "conversation_id")}
+            if f.name not in ("node_runs", "variable_changes", "variables", "conversation_id", AGENT_THOUGHTS)}
     data["node_runs"] = [_stored_run(r) for r in record.node_runs]
     data["flow_version_id"] = flow_version_id
     data["answer_tokens"] = record.answer_tokens
     turn = record.to_turn()
     meta = turn.meta
     data["prompt_tokens"] = meta.get("prompt_tokens", {})
-    if SUMMARIES_META in meta:
-        data[SUMMARIES_META] = meta[SUMMARIES_META]
+    for key in (SUMMARIES_META, AGENT_THOUGHTS):  # what the turn's record holds only when it has it
+        if key in meta:
+            data[key] = meta[key]
     # Counted under every encoding the turn's memory counted with, kept so a reopen does not recount.
     encodings = {counter_for(r.memory.get("model") or r.model).encoding_name for r in record.node_runs
                  if r.ledger is not None and r.memory}

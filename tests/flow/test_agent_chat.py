@@ -21,6 +21,7 @@ from core.llm.client import DemoClient, LiteLLMClient
 from core.model.conversation import Conversation
 from core.model.ledger import KEPT, OVER_BUDGET, REWRITTEN
 from tests.conftest import ROOT
+from tests.flow.test_runtime_prompt import FailsOn
 
 SAMPLE = ROOT / "sample_data" / "flows" / "agent-app.yml"
 QUERIES = ROOT / "sample_data" / "flows" / "agent-app.queries.json"
@@ -219,6 +220,26 @@ def test_each_runner_sends_the_history_as_dify_s_runner_does():
     assert [e.reason for e in second.node_run("agent").ledger.entries] == [KEPT, REWRITTEN]
     run = second.node_run("agent")
     assert run.memory["agent_strategy"] == "react" and granularity_line(run) == ""  # no granularity applies
+
+
+def test_a_failed_turn_s_empty_thought_is_sent_by_both_runners_as_dify_s_runner_replays_it():
+    """Dify's runner records a thought before each model request, so a turn whose request failed has
+    one, empty: its history replays that thought (an empty assistant message; under ReAct an empty
+    final answer) where a turn with no thought would leave its empty answer out."""
+    queries = [{"query": "boom, where is 4411?", "inputs": {"name": "Dana"}}, {"query": "Hello?", "inputs": {}}]
+    for doc, sent_for_failed in ((agent_app(), ""), (agent_app(model=NO_TOOLS, strategy="react"), "Final Answer: ")):
+        flow = read(doc)
+        _, (failed, second) = run_conversation(flow, queries, llm=FailsOn("boom", ["Hi."]))
+        assert (failed.status, failed.answer, failed.agent_thoughts) == ("failed", "", 1)
+        assert second.agent_thoughts == 1 and failed.to_turn().meta["agent_thoughts"] == 1
+        assert _sent(second)[1:] == [("user", queries[0]["query"]), ("assistant", sent_for_failed),
+                                     ("user", "Hello?")]
+        assert len(second.node_run("agent").ledger.entries) == 2  # the empty answer is sent, not left out
+    # A Chatflow's agent node records no thought on the message (its history is the LLM node's).
+    _, (record,) = run_conversation(load_flow(ROOT / "sample_data" / "flows" / "agent-tools.yml"), ["Hi"],
+                                    llm=DemoClient())
+    assert record.ran("agent") and record.agent_thoughts == 0 and "agent_thoughts" not in record.to_dict()
+    assert "agent_thoughts" not in record.to_turn().meta
 
 
 def test_the_conversation_s_token_counting_sets_the_agent_s_budget():

@@ -58,3 +58,23 @@ def test_an_agent_log_exported_and_imported_again_is_still_an_agent_apps_log(db,
     assert [e.reason for e in Replay(again, config).ledger(4).entries] == [
         e.reason for e in Replay(repo.load_conversation(db, conv_id), config).ledger(4).entries]
     other.dispose()
+
+
+def test_a_served_agent_app_s_failed_turn_keeps_its_thought_when_the_conversation_is_reopened(db):
+    """A turn MemLens ran on an Agent app is stored with its thought, so a fresh process reopening the
+    conversation sends the failed turn's empty thought as the running one did."""
+    from core.service.sessions import ConversationService
+    from tests.conftest import ROOT
+    from tests.flow.test_runtime_prompt import FailsOn
+
+    service = ConversationService(db, FailsOn("boom", ["Fine.", "Sure."]))
+    conv = service.start(service.import_flow(ROOT / "sample_data" / "flows" / "agent-app.yml").flow_id)
+    failed = service.send(conv.id, "boom, where is 4411?")
+    assert failed.status == "failed"
+    running = service.send(conv.id, "Hello?")
+    stored = repo.load_conversation(db, conv.id)
+    assert agent_app(stored) and [t.meta.get("agent_thoughts") for t in stored.turns] == [1, 1]
+    reopened = ConversationService(db, FailsOn("boom", ["Again."])).send(conv.id, "Still there?")
+    for record in (running, reopened):
+        sent = [(m.role, m.to_dict()["content"]) for m in record.node_run("agent").prompt]
+        assert ("assistant", "") in sent and sent[1:3] == [("user", "boom, where is 4411?"), ("assistant", "")]
