@@ -212,6 +212,40 @@ def test_oasst_turns_cover_every_message_of_the_tree_once():
         assert len({m.ref for t in conv.turns for m in t.messages}) == sum(len(t.messages) for t in conv.turns)
 
 
+def shape(conv):
+    return (conv.id, conv.meta.get("deleted_messages_left_out"),
+            [(t.id, t.parent_id, t.query_index, t.answer_index, [(m.role, m.content, m.ref) for m in t.messages])
+             for t in conv.turns])
+
+
+def rows_of(node, tree_id, parent=None):
+    """A nested tree as the Hugging Face datasets list it: one message per row, depth first."""
+    row = {k: v for k, v in node.items() if k != "replies"}
+    row.update(parent_id=parent, message_tree_id=tree_id)
+    return [row] + [r for reply in node.get("replies", []) for r in rows_of(reply, tree_id, node["message_id"])]
+
+
+def test_oasst_messages_and_rows_layouts_read_as_the_trees_they_were_written_from():
+    """OpenAssistant publishes its trees three ways: wrapped trees, first messages with their replies
+    nested (``*_message.jsonl``), and one message per row (the Hugging Face datasets). The sample's
+    trees written the other two ways read as the same conversations."""
+    trees = raw_trees()
+    expected = [shape(c) for c in import_file(OASST).conversations]
+    assert all(t["message_tree_id"] == t["prompt"]["message_id"] for t in trees)  # so the ids agree
+    messages = "\n".join(json.dumps(t["prompt"]) for t in trees)
+    rows = [r for t in trees for r in rows_of(t["prompt"], t["message_tree_id"])]
+    assert all("replies" not in r for r in rows) and len(rows) > len(trees)
+    for text in (messages, "\n".join(map(json.dumps, rows)), json.dumps(rows)):
+        result = import_text(text, name="oasst.jsonl")
+        assert result.format == "oasst" and [shape(c) for c in result.conversations] == expected
+    # Rows in any order: a reply may come before the message it answers; every thread is still its path.
+    shuffled = rows[::-1]
+    for conv, raw in zip(import_text("\n".join(map(json.dumps, shuffled)), name="o.jsonl").conversations[::-1], trees):
+        leaves = [i for i in range(len(conv.turns)) if not conv.tree.children[i]]
+        assert sorted(turn_path_texts(conv, conv.tree.thread(i)) for i in leaves) == sorted(
+            raw_leaf_paths(raw["prompt"]))
+
+
 def tree(*replies, role="prompter", mid="p0", text=None):
     return {"message_id": mid, "role": role, "text": text or mid, "replies": list(replies)}
 

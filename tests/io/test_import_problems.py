@@ -98,6 +98,46 @@ def test_each_malformed_oasst_tree_gives_its_message(root, message):
     assert [c.id for c in result.conversations] == ["good"] and result.problems[0].record == 1
 
 
+def row(mid, role, parent=None, tree="t", **extra):
+    return json.dumps({"message_id": mid, "parent_id": parent, "message_tree_id": tree, "role": role,
+                       "text": mid, **extra})
+
+
+@pytest.mark.parametrize("bad,message", [
+    ([row("p", "prompter", tree="bad"), row("a", "assistant", "gone", tree="bad")],
+     "message 'a' replies to 'gone', which is not in tree 'bad'"),
+    ([row("p", "prompter", tree="bad"), row("q", "prompter", tree="bad")],
+     "tree 'bad' has 2 messages without a 'parent_id'"),
+    ([row("p", "prompter", tree="bad"), row("p", "assistant", "p", tree="bad")],
+     "message 'p' appears twice in tree 'bad'"),
+    ([row("p", "prompter", tree="bad"), row("a", "prompter", "p", tree="bad")],
+     "message 'a' has role 'prompter' where 'assistant' was expected"),
+    ([row("p", "prompter", tree="bad"), row("a", "assistant", 7, tree="bad")],
+     "'parent_id' must be a message id or null"),
+    ([row("p", "prompter", tree="bad"), json.dumps({"message_id": "a", "role": "assistant", "text": "a",
+                                                    "parent_id": "p"})], "the message has no 'message_tree_id'"),
+])
+def test_a_bad_oasst_row_leaves_its_whole_tree_out_and_says_why(bad, message):
+    good = [row("g", "prompter", tree="good"), row("h", "assistant", "g", tree="good")]
+    text = "\n".join(good[:1] + bad + good[1:])
+    with pytest.raises(FormatError) as err:
+        import_text(text, name="rows.jsonl")
+    assert message in str(err.value) and "nothing was imported" in str(err.value)
+    result = import_text(text, name="rows.jsonl", skip_bad=True)
+    assert [c.id for c in result.conversations] == ["good"] and len(result.problems) == 1
+    assert [(t.query, t.answer) for t in result.conversations[0].turns] == [("g", "h")]
+
+
+def test_an_oasst_row_that_names_no_tree_is_left_out_and_the_rest_kept_when_asked():
+    # Neither its tree nor a parent to find it by: the row alone is left out (and refused by default).
+    stray = json.dumps({"message_id": "a", "role": "assistant", "text": "a", "parent_id": ["p"]})
+    text = "\n".join([row("g", "prompter", tree="good"), stray, row("h", "assistant", "g", tree="good")])
+    with pytest.raises(FormatError, match="record 1: the message has no 'message_tree_id'"):
+        import_text(text, name="rows.jsonl")
+    result = import_text(text, name="rows.jsonl", skip_bad=True)
+    assert [c.id for c in result.conversations] == ["good"] and [p.record for p in result.problems] == [1]
+
+
 def test_a_json_lines_line_that_is_not_json_is_a_bad_record():
     good = json.dumps({"messages": [{"role": "user", "content": "a"}]})
     text = "\n".join([good, "{oops", good])

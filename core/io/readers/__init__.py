@@ -3,7 +3,8 @@
 * ``openai`` (:mod:`.openai`) — OpenAI chat messages: an array, an object with ``messages``, or
   JSON Lines (tau-bench style); typed content parts, LLaMA-Factory "v1" reasoning and tool calls.
 * ``sharegpt`` (:mod:`.sharegpt`) — ``{conversations: [{from, value}], tools?, system?}`` records.
-* ``oasst`` (:mod:`.oasst`) — OpenAssistant message trees; sibling replies become branches.
+* ``oasst`` (:mod:`.oasst`) — OpenAssistant message trees (wrapped, nested from the first message, or
+  one message per row); sibling replies become branches.
 * ``bfcl`` (:mod:`.bfcl`) — BFCL memory prerequisite conversations, with their recall probes.
 * ``chatgpt`` (:mod:`.chatgpt`) and ``claude`` (:mod:`.claude`) — the two chat apps' exports, every
   branch kept (:mod:`.tree`).
