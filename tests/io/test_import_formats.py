@@ -36,6 +36,24 @@ def test_every_named_format_is_listed_and_detected_from_its_sample():
         assert isinstance(result, ImportResult) and result.format == fmt, path.name
 
 
+def test_tau_bench_s_own_files_read_their_trajectories_from_traj():
+    """tau-bench writes its results and historical trajectories as ``{task_id, reward, info, traj, trial}``
+    (a JSON array); the sample keeps each trajectory under ``messages``. Both read the same."""
+    sample = T / "taubench__gpt-4o-airline.sample.jsonl"
+    records = [json.loads(line) for line in sample.read_text().splitlines() if line.strip()]
+    own = [{"traj" if k == "messages" else k: v for k, v in r.items()} for r in records]
+    expected = import_file(sample).conversations
+    for text in (json.dumps(own), "\n".join(map(json.dumps, own))):
+        result = import_text(text, name="taubench__gpt-4o-airline.sample.jsonl")
+        assert result.format == "openai" and len(result.conversations) == len(records) > 1
+        for conv, want in zip(result.conversations, expected):
+            assert conv.system_prompt == want.system_prompt and conv.meta == want.meta
+            assert [[(m.role, m.kind, m.content, m.tool_calls) for m in t.messages] for t in conv.turns] == [
+                [(m.role, m.kind, m.content, m.tool_calls) for m in t.messages] for t in want.turns]
+    with pytest.raises(FormatError, match="record 1 \\(conversation '2'\\): 'traj' must be a list"):
+        import_text(json.dumps([own[0], {"task_id": 2, "traj": "none"}]), name="r.json")
+
+
 # -- ShareGPT -----------------------------------------------------------------------------------------
 
 def test_glaive_english_sample_has_26_conversations_with_every_message_in_place():

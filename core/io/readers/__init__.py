@@ -1,7 +1,7 @@
 """Reading conversations from real formats, auto-detected; one module per format.
 
-* ``openai`` (:mod:`.openai`) — OpenAI chat messages: an array, an object with ``messages``, or
-  JSON Lines (tau-bench style); typed content parts, LLaMA-Factory "v1" reasoning and tool calls.
+* ``openai`` (:mod:`.openai`) — OpenAI chat messages: an array, an object with ``messages`` (or
+  tau-bench's ``traj``), or JSON Lines; typed content parts, LLaMA-Factory "v1" reasoning and tool calls.
 * ``sharegpt`` (:mod:`.sharegpt`) — ``{conversations: [{from, value}], tools?, system?}`` records.
 * ``oasst`` (:mod:`.oasst`) — OpenAssistant message trees (wrapped, nested from the first message, or
   one message per row); sibling replies become branches.

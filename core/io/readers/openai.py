@@ -1,5 +1,6 @@
 """OpenAI chat messages: a JSON array of ``{role, content, name?, tool_calls?, tool_call_id?}``, an
-object with a ``messages`` array, or JSON Lines with one such object per line (tau-bench style).
+object with a ``messages`` array, or JSON Lines with one such object per line; tau-bench's results
+and trajectories hold the same list under ``traj``.
 
 A turn starts at each ``user`` message; leading ``system`` messages are the node's system prompt,
 not history; a turn's final answer is its last assistant message. ``content`` may be a list of
@@ -177,31 +178,43 @@ def _pair_result(out: list[Message], pending: list[tuple[int, int, bool]], call_
     return wanted[0]
 
 
+#: Where a record keeps its messages: OpenAI's ``messages``, or tau-bench's ``traj``.
+MESSAGE_KEYS = ("messages", "traj")
+
+
+def _key(rec: Any) -> str:
+    """The record's messages key: the first of :data:`MESSAGE_KEYS` it has (``messages`` when none)."""
+    return next((k for k in MESSAGE_KEYS if isinstance(rec, dict) and k in rec), MESSAGE_KEYS[0])
+
+
 def _label(rec: Any) -> str:
-    return label_of(rec, "id", "name", "task_id") or first_user_text(rec.get("messages") if isinstance(rec, dict)
+    return label_of(rec, "id", "name", "task_id") or first_user_text(rec.get(_key(rec)) if isinstance(rec, dict)
                                                                      else None)
 
 
 def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
-    raw = record_field(rec, "messages", list, "a 'messages' list", "'messages' must be a list")
-    meta = {k: v for k, v in rec.items() if k != "messages" and isinstance(v, (str, int, float, bool))}
+    key = _key(rec)
+    raw = record_field(rec, key, list, f"a '{key}' list", f"'{key}' must be a list")
+    meta = {k: v for k, v in rec.items() if k != key and isinstance(v, (str, int, float, bool))}
     conv_id = conversation_id(rec, n, stem, "id")
     conv = conversation_from_messages(openai_messages(raw), conv_id, meta=meta,
                                       name=str(rec.get("name") or conv_id))
     if not conv.turns:
         raise RecordError("has no user or assistant message" if n is None else
-                          "the conversation has no user or assistant message", "messages")
+                          "the conversation has no user or assistant message", key)
     return conv
 
 
 def _sniff(first: Any, layout: str) -> bool:
+    if isinstance(first, dict) and "traj" in first and "messages" not in first:
+        return isinstance(first["traj"], list)
     return isinstance(first, dict) and ("messages" in first or "role" in first or "content" in first) \
         and isinstance(first.get("messages", []), list)
 
 
 def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
     first = records.first
-    if isinstance(first, dict) and "messages" in first:
+    if isinstance(first, dict) and any(k in first for k in MESSAGE_KEYS):
         yield from read_named(records, ctx, _conversation, _label)
         return
     # A bare list of messages (array or JSON Lines) is one conversation.
