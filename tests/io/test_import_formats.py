@@ -85,6 +85,48 @@ def test_sharegpt_observation_is_paired_with_the_call_before_it():
     assert [m.ref for m in turn.messages] == [0, 1, 2, 3]  # index in the record's list
 
 
+def hermes(record):
+    """A ShareGPT record written as Hermes function-calling data writes it: each call inside a ``gpt``
+    message's ``<tool_call>`` tags, each result a ``tool`` message's ``<tool_response>``."""
+    out = []
+    for m in record["conversations"]:
+        if m["from"] == "function_call":
+            out.append({"from": "gpt", "value": f"<tool_call>\n{m['value']}\n</tool_call>"})
+        elif m["from"] == "observation":
+            out.append({"from": "tool", "value": f"<tool_response>\n{m['value']}\n</tool_response>"})
+        else:
+            out.append(m)
+    return {**record, "conversations": out}
+
+
+def test_hermes_tool_calls_in_tags_read_as_the_same_calls_and_results():
+    records = json.loads(GLAIVE_EN.read_text())
+    expected = import_file(GLAIVE_EN).conversations
+    got = import_text(json.dumps([hermes(r) for r in records]), name=GLAIVE_EN.name).conversations
+    assert sum(k == TOOL_CALL for c in got for k in kinds(c)) == 42
+
+    def shape(conv):
+        return [[(m.role, m.kind, m.content, m.tool_calls, m.tool_call_id, m.ref) for m in t.messages]
+                for t in conv.turns]
+    assert [shape(c) for c in got] == [shape(c) for c in expected]
+    # Text beside the tags is the step's content; two calls answered in one tool message are two results.
+    calls = [{"name": "weather", "arguments": {"city": c}} for c in ("Porto", "Lisbon")]
+    text = "Checking both.\n" + "".join(f"<tool_call>{json.dumps(c)}</tool_call>" for c in calls)
+    record = {"conversations": [{"from": "human", "value": "Weather in Porto and Lisbon?"},
+                                {"from": "gpt", "value": text},
+                                {"from": "tool", "value": "<tool_response>sunny</tool_response>\n"
+                                                          "<tool_response>rain</tool_response>"},
+                                {"from": "gpt", "value": "Sunny in Porto, rain in Lisbon."}]}
+    turn = import_text(json.dumps(record), name="h.json").conversations[0].turns[0]
+    assert [(m.kind, m.content, m.ref) for m in turn.messages] == [
+        (QUERY, "Weather in Porto and Lisbon?", 0), (TOOL_CALL, "Checking both.", 1), (TOOL_RESULT, "sunny", 2),
+        (TOOL_RESULT, "rain", "2:response1"), (ANSWER, "Sunny in Porto, rain in Lisbon.", 3)]
+    step = turn.messages[1]
+    assert [(c.name, json.loads(c.arguments)) for c in step.tool_calls] == [("weather", {"city": "Porto"}),
+                                                                           ("weather", {"city": "Lisbon"})]
+    assert [m.tool_call_id for m in turn.messages[2:4]] == [c.id for c in step.tool_calls]
+
+
 def test_sharegpt_counts_of_conversations_with_tools_but_no_call():
     convs = import_file(GLAIVE_EN).conversations
     calls = [sum(k == TOOL_CALL for k in kinds(c)) for c in convs]

@@ -56,6 +56,13 @@ GOOD = sharegpt(("human", "hi"), ("gpt", "hello"))
     ({"conversations": "hi"}, "conversations", "'conversations' must be a list"),
     (sharegpt(("human", "hi"), tools="[{bad json"), "tools", "'tools' is not valid JSON"),
     (sharegpt(("system", "only a system line")), "conversations", "has no human or gpt message"),
+    (sharegpt(("human", "hi"), ("gpt", "sure"), ("tool", "<tool_response>x</tool_response>")), "message 2",
+     "message 2: 'tool' must follow a 'function_call' (or a message with <tool_call> tags)"),
+    (sharegpt(("human", "hi"), ("gpt", "<tool_call>calc(1)</tool_call>")), "message 1",
+     "message 1: a <tool_call> must hold JSON"),
+    (sharegpt(("human", "hi"), ("gpt", '<tool_call>{"name": "a"}</tool_call>'),
+              ("tool", "<tool_response>1</tool_response><tool_response>2</tool_response>")), "message 2",
+     "message 2: 2 <tool_response> blocks answer 1 outstanding tool call(s)"),
 ])
 def test_each_malformed_sharegpt_record_gives_its_message(record, field, message):
     text = json.dumps([GOOD, record, GOOD])

@@ -2,12 +2,16 @@
 
 ``human`` is the user, ``gpt`` the assistant, ``function_call`` an assistant tool call (``value``
 is JSON ``{name, arguments}`` or a list of them) and ``observation`` its result, which must
-follow the call.
+follow the call. Hermes function-calling data writes the calls inside the ``gpt`` message instead,
+each as ``<tool_call>{"name": …, "arguments": …}</tool_call>``, and the ``tool`` message after it
+answers each call in a ``<tool_response>…</tool_response>``: such a message is a tool call step (its
+text outside the tags is its content), and each response a result, in the calls' order.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Iterator
 
 from core.io.errors import RecordError
@@ -24,13 +28,34 @@ _ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "ass
                    "observation": "result", "tool": "result", "function_response": "result"}
 
 
+_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
+_TOOL_RESPONSE = re.compile(r"<tool_response>(.*?)</tool_response>", re.S)
+
+
 def _calls(value: str, at: str, k: int) -> tuple[ToolCall, ...]:
     try:
         data = json.loads(value)
     except json.JSONDecodeError:
         raise RecordError(f"{at}: a 'function_call' value must be JSON {{\"name\": …, \"arguments\": …}}",
                           at) from None
-    items = data if isinstance(data, list) else [data]
+    return _named_calls(data if isinstance(data, list) else [data], at, k)
+
+
+def _tagged_calls(value: str, at: str, k: int) -> tuple[tuple[ToolCall, ...], str]:
+    """A Hermes-style message's ``<tool_call>`` calls and its text outside them (none: ``()``, the value)."""
+    blocks = _TOOL_CALL.findall(value)
+    if not blocks:
+        return (), value
+    items = []
+    for block in blocks:
+        try:
+            items.append(json.loads(block))
+        except json.JSONDecodeError:
+            raise RecordError(f"{at}: a <tool_call> must hold JSON {{\"name\": …, \"arguments\": …}}", at) from None
+    return _named_calls(items, at, k), _TOOL_CALL.sub("", value).strip()
+
+
+def _named_calls(items: list, at: str, k: int) -> tuple[ToolCall, ...]:
     calls = []
     for j, item in enumerate(items):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
@@ -79,13 +104,22 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
         if role is None:
             raise RecordError(f"{at} has an unknown 'from' {tag!r}; expected human, gpt, function_call, "
                               "observation or system", at)
-        if role == "call":
-            pending = list(_calls(value, at, k))
-            messages.append(Message("assistant", "", "", k, tool_calls=tuple(pending)))
+        tagged, text = _tagged_calls(value, at, k) if role == "assistant" else ((), value)
+        if role == "call" or tagged:
+            pending = list(tagged or _calls(value, at, k))
+            messages.append(Message("assistant", text if tagged else "", "", k, tool_calls=tuple(pending)))
+            role = "call"
         elif role == "result":
             if previous not in ("call", "result") or not pending:
-                raise RecordError(f"{at}: {tag!r} must follow a 'function_call'", at)
-            messages.append(Message("tool", value, "", k, tool_call_id=pending.pop(0).id))
+                raise RecordError(f"{at}: {tag!r} must follow a 'function_call' (or a message with <tool_call> "
+                                  "tags)", at)
+            responses = _TOOL_RESPONSE.findall(value)
+            if len(responses) > len(pending):
+                raise RecordError(f"{at}: {len(responses)} <tool_response> blocks answer "
+                                  f"{len(pending)} outstanding tool call(s)", at)
+            for j, response in enumerate(responses or [value]):
+                messages.append(Message("tool", response.strip() if responses else response, "",
+                                        k if j == 0 else f"{k}:response{j}", tool_call_id=pending.pop(0).id))
         else:
             pending = []
             messages.append(Message(role, value, "", k))
