@@ -6,6 +6,7 @@ import json
 import pytest
 
 from core.io import FormatError, import_text, parse_conversations, read_conversations
+from core.memory.replay import MemoryConfig, Replay
 from core.model.conversation import ANSWER, QUERY, REASONING, TOOL_CALL, TOOL_RESULT
 from core.service.sessions import ConversationService, store_conversations
 from core.store.db import Database
@@ -126,6 +127,29 @@ def test_claude_linear_export_is_one_thread_with_files():
         ("How often do I feed a sourdough starter?", None), ("And how much flour?", "m2")]
     assert conv.turns[1].query_message.files[0].id == "starter.jpg"
     assert conv.turns[0].created_at == 1714557610.0  # 2024-05-01T10:00:10Z, the answer's time
+
+
+def test_claude_attachment_text_is_sent_with_its_message_and_counted():
+    """A pasted or uploaded document's ``extracted_content`` reaches the model with its message: its
+    words are in the message after the typed text, and the history counts them."""
+    doc = "Program scope: " + "the pilot covers three clinics in Porto. " * 20
+    chat = {"uuid": "c", "name": "Scope", "chat_messages": [
+        {"uuid": "u1", "sender": "human", "text": "Summarise this.",
+         "content": [{"type": "text", "text": "Summarise this."}],
+         "attachments": [{"file_name": "scope.txt", "file_type": "txt", "extracted_content": doc},
+                         {"file_name": "empty.txt", "file_type": "txt", "extracted_content": ""}], "files": []},
+        {"uuid": "a1", "sender": "assistant", "text": "Three clinics in Porto.", "content": []},
+        {"uuid": "u2", "sender": "human", "text": "",
+         "attachments": [{"file_name": "notes.txt", "extracted_content": "Only notes."}]},
+        {"uuid": "a2", "sender": "assistant", "text": "Noted."}]}
+    conv = parse_conversations(json.dumps([chat]), name="conversations.json")[0]
+    first, second = conv.turns
+    assert first.query == f"Summarise this.\n\n{doc}" and second.query == "Only notes."
+    assert [f.id for f in first.query_message.files] == ["scope.txt", "empty.txt"]
+    plain = parse_conversations(json.dumps([{**chat, "chat_messages": [
+        {k: v for k, v in m.items() if k != "attachments"} for m in chat["chat_messages"]]}]), name="c.json")[0]
+    counted, without = (Replay(c, MemoryConfig()).ledger_at(1) for c in (conv, plain))
+    assert counted.entries[0].tokens - without.entries[0].tokens >= 20 * 8  # the document's words
 
 
 def test_claude_edited_question_is_a_branch_and_the_current_leaf_is_active():

@@ -1,5 +1,8 @@
 """Claude's export ``conversations.json``: ``chat_messages`` with their ``sender``; newer exports link
-each message to its parent (edits and retries are branches), older ones hold the shown branch."""
+each message to its parent (edits and retries are branches), older ones hold the shown branch.
+
+An attachment's ``extracted_content`` (a pasted or uploaded document's text) goes to the model with its
+message: it follows the message's text, after a blank line, so the history counts its tokens."""
 
 from __future__ import annotations
 
@@ -19,12 +22,13 @@ def _messages(msg: dict, mid: str, at: str) -> tuple[Message, ...]:
     user = msg.get("sender") == "human"
     role = "user" if user else "assistant"
     files = _files(msg, at)
+    attached = _attached_text(msg)
     content = msg.get("content")
     if content is None or content == []:
         text = msg.get("text")
         if text is not None and not isinstance(text, str):
             raise RecordError(f"{at}: 'text' must be a string", at)
-        return (Message(role, text or "", "", mid, files=files),)
+        return (Message(role, _with_attached(text or "", attached), "", mid, files=files),)
     if not isinstance(content, list):
         raise RecordError(f"{at}: 'content' must be a list of blocks", at)
     out: list[Message] = []
@@ -52,8 +56,21 @@ def _messages(msg: dict, mid: str, at: str) -> tuple[Message, ...]:
                                or None))
         elif isinstance(block.get("text"), str):
             texts.append(block["text"])
-    out.append(Message(role, "\n".join(texts), "", mid, files=files))
+    out.append(Message(role, _with_attached("\n".join(texts), attached), "", mid, files=files))
     return tuple(out)
+
+
+def _attached_text(msg: dict) -> list[str]:
+    """The extracted text of a message's attachments, in order (those with none give nothing)."""
+    items = msg.get("attachments")
+    if not isinstance(items, list):
+        return []
+    return [a["extracted_content"] for a in items
+            if isinstance(a, dict) and isinstance(a.get("extracted_content"), str) and a["extracted_content"]]
+
+
+def _with_attached(text: str, attached: list[str]) -> str:
+    return "\n\n".join([text, *attached] if text else attached)
 
 
 def _files(msg: dict, at: str) -> tuple[FileRef, ...]:
