@@ -54,6 +54,26 @@ def test_chatgpt_current_node_is_the_active_thread_and_each_branch_is_its_own_th
     assert _ids(conv, conv.tree.thread_through(0)) == ["a1", "a2c", "a3"]
 
 
+def test_chatgpt_uploads_stay_with_their_message():
+    data = _chatgpt()[0]
+    user = next(n["message"] for n in data["mapping"].values()
+                if n.get("message") and n["message"]["author"]["role"] == "user" and "parts" in n["message"]["content"])
+    user.setdefault("metadata", {})["attachments"] = [
+        {"id": "file-1", "name": "itinerary.pdf", "mime_type": "application/pdf", "size": 84487},
+        {"id": "file-2", "name": "map.png", "mime_type": "image/png"}]
+    conv = parse_conversations(json.dumps(data))[0]
+    files = [m.files for t in conv.turns for m in t.messages if m.content == _text_of(user)]
+    assert files and all([(f.type, f.id, f.name) for f in found] == [
+        ("document", "file-1", "itinerary.pdf"), ("image", "file-2", "map.png")] for found in files)
+    user["metadata"]["attachments"] = "itinerary.pdf"
+    with pytest.raises(FormatError, match="'metadata.attachments' must be a list"):
+        parse_conversations(json.dumps(data))
+
+
+def _text_of(message):
+    return "\n".join(p for p in message["content"]["parts"] if isinstance(p, str) and p)
+
+
 def test_chatgpt_older_branch_as_current_node_comes_last_and_is_active():
     data = _chatgpt()[0]
     data["current_node"] = "a2a"

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from core.io.errors import RecordError
-from core.model.conversation import REASONING, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall
+from core.model.conversation import REASONING, TOOL_CALL, TOOL_RESULT, Conversation, FileRef, Message, ToolCall
 
 from .common import VALID_ROLES, conversation_id, label_of, read_each, record_field
 from .registry import Format
@@ -54,6 +54,18 @@ def _text(content: Any, at: str) -> str:
         if isinstance(content.get(key), str):
             return content[key]
     return ""
+
+
+def _attachments(metadata: dict, at: str) -> tuple[FileRef, ...]:
+    """The files a message carries (``metadata.attachments``: an upload's id, name and type)."""
+    items = metadata.get("attachments")
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        raise RecordError(f"{at}: 'metadata.attachments' must be a list", at)
+    return tuple(FileRef(type="image" if str(a.get("mime_type") or "").startswith("image/") else "document",
+                         id=str(a.get("id") or ""), name=str(a.get("name") or ""))
+                 for a in items if isinstance(a, dict))
 
 
 @dataclass(frozen=True)
@@ -101,7 +113,7 @@ def _node(node_id: str, raw: Any) -> _MappingNode:
     elif role == "tool":
         message = Message("tool", text, TOOL_RESULT, node_id, name=name)
     else:
-        message = Message(role, text, "", node_id)
+        message = Message(role, text, "", node_id, files=_attachments(metadata, at))
     return _MappingNode(role, message, hidden, role == "system" or kind_name == "user_editable_context", created,
                         meta)
 
