@@ -415,6 +415,7 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
         nodes.append(_make_node(raw.get("id"), node_data, name, i, container))
     if notes:
         warnings.append(f"{notes} note node{'s' if notes != 1 else ''} ignored, as Dify ignores them")
+    warnings.extend(filter(None, map(_memory_mode_note, nodes)))
     edges = [_edge_from(e, name, i) for i, e in enumerate(graph.get("edges") or [], start=1)]
     variables = [_variable(v, name, app.get("name") or name) for v in workflow.get("conversation_variables") or []]
     environment, secrets = {}, []
@@ -430,6 +431,23 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
                         environment=environment, secrets=secrets,
                         source={"format": "dify-dsl", "dsl_version": version},
                         warnings=warnings, features=_features(workflow.get("features"), name)), name)
+
+
+#: The memory mode every LLM node had before Dify added node-level memory (``memory.mode``).
+CONVERSATION_MEMORY = "conversation"
+
+
+def _memory_mode_note(node: Node) -> str | None:
+    """What the import says of a node whose ``memory.mode`` is not the conversation's: newer Dify lets an
+    LLM node of a Chatflow remember its own earlier exchanges (``node``), which MemLens does not emulate."""
+    memory = node.data.get("memory")
+    mode = memory.get("mode") if isinstance(memory, Mapping) else None
+    if mode is None or mode == CONVERSATION_MEMORY:
+        return None
+    what = ("Dify's node-level memory: the node's own earlier exchanges" if mode == "node"
+            else "a memory mode MemLens does not know")
+    return (f"{node.type} node {node.title or node.id!r}: memory mode {str(mode)[:40]!r} ({what}) is not emulated: "
+            f"MemLens sends the conversation's history, as mode {CONVERSATION_MEMORY!r} does")
 
 
 def _read_app(data: Mapping[str, Any], app: Mapping[str, Any], name: str, version: str, warnings: list[str]) -> Flow:

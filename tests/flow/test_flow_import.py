@@ -71,6 +71,26 @@ def test_a_workflow_mode_app_imports_with_a_warning_that_memory_has_no_effect():
     assert labels == ["window 3 turns (no effect: workflow mode has no conversation)"]
 
 
+@pytest.mark.parametrize("mode,note", [
+    (None, None), ("conversation", None),
+    ("node", "llm node 'Thinker': memory mode 'node' (Dify's node-level memory: the node's own earlier exchanges) "
+             "is not emulated: MemLens sends the conversation's history, as mode 'conversation' does"),
+    ("team", "llm node 'Thinker': memory mode 'team' (a memory mode MemLens does not know) is not emulated"),
+])
+def test_an_llm_node_s_memory_mode_other_than_the_conversation_s_is_named_as_not_emulated(mode, note):
+    """Newer Dify lets a Chatflow's LLM node remember its own earlier exchanges (``memory.mode: node``);
+    MemLens runs such a node with the conversation's history, and the import says so."""
+    doc = yaml.safe_load((DSL / "svcvit__思考助手.yml").read_text(encoding="utf-8"))
+    node = next(n for n in doc["workflow"]["graph"]["nodes"] if n["data"].get("memory"))
+    node["data"]["title"] = "Thinker"
+    if mode is not None:
+        node["data"]["memory"]["mode"] = mode
+    flow = parse_flow(yaml.safe_dump(doc, allow_unicode=True), "thinker.yml")
+    found = [w for w in flow.warnings if "memory mode" in w]
+    assert found == [] if note is None else len(found) == 1 and found[0].startswith(note)
+    assert import_report(flow).to_text().count("is not emulated: MemLens sends") == len(found)
+
+
 def test_a_dsl_without_version_reads_as_010():
     flow = load_flow(DSL / "dify-templates__Question_Classifier_Knowledge_Chatbot.yml")
     assert flow.source["dsl_version"] == "0.1.0"
