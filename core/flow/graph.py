@@ -598,6 +598,10 @@ def _finish(flow: Flow, file: str) -> Flow:
     try:
         flow.start
     except FlowError:
+        trigger = next((n for n in flow.nodes if n.type.startswith("trigger-") and not n.container), None)
+        if trigger is not None:  # Dify's triggers (a schedule, a webhook, a plugin event) start a run without a user
+            raise FlowError(f"{file}: the flow starts from a {trigger.type} node, which MemLens does not run: it runs "
+                            "a flow from its Start node (a user's input); add one to try the flow here") from None
         raise FlowError(f"{file}: the flow has no start node; add a node of type 'start' as the root") from None
     for n in flow.nodes:
         try:

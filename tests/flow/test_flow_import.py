@@ -113,6 +113,20 @@ def test_a_newer_dsl_version_is_read_as_the_newest_known_one_with_a_note_as_dify
     assert flow.to_dict()["nodes"] == same.to_dict()["nodes"] and flow.edges == same.edges
 
 
+@pytest.mark.parametrize("start_type,message", [
+    ("trigger-schedule", "x.yml: the flow starts from a trigger-schedule node, which MemLens does not run: it runs a "
+                         "flow from its Start node (a user's input); add one to try the flow here"),
+    ("template-transform", "x.yml: the flow has no start node; add a node of type 'start' as the root"),
+])
+def test_a_flow_without_a_start_node_is_refused_saying_what_starts_it(start_type, message):
+    doc = _minimal_dsl()
+    start = next(n for n in doc["workflow"]["graph"]["nodes"] if n["data"]["type"] == "start")
+    start["data"]["type"] = start_type
+    with pytest.raises(FlowError) as err:
+        parse_flow(yaml.safe_dump(doc, allow_unicode=True), "x.yml")
+    assert str(err.value) == message
+
+
 def test_an_unreadable_dsl_version_is_refused_with_the_supported_version():
     with pytest.raises(FlowError, match="unknown DSL version 'abc'"):
         parse_flow(yaml.safe_dump(_minimal_dsl(version="abc")), "x.yml")
