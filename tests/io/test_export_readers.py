@@ -172,6 +172,15 @@ def test_claude_attachment_text_is_sent_with_its_message_and_counted():
     assert counted.entries[0].tokens - without.entries[0].tokens >= 20 * 8  # the document's words
 
 
+def test_claude_messages_sharing_a_uuid_are_named():
+    chat = {"uuid": "c", "name": "Dupes", "chat_messages": [
+        {"uuid": "m1", "sender": "human", "text": "hi"}, {"uuid": "m2", "sender": "assistant", "text": "hello"},
+        {"uuid": "m1", "sender": "human", "text": "again"}]}
+    with pytest.raises(FormatError, match="messages 0 and 2 share the 'uuid' 'm1'; each message needs its own") as err:
+        parse_conversations(json.dumps([chat]), name="conversations.json")
+    assert err.value.problems[0].field == "message 2"
+
+
 def test_claude_edited_question_is_a_branch_and_the_current_leaf_is_active():
     conv = read_conversations(CLAUDE)[1]
     assert _ids(conv, conv.tree.siblings(conv.index_of("n4"))) == ["n4", "n6"]

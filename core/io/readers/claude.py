@@ -12,7 +12,7 @@ from typing import Any
 from core.io.errors import RecordError
 from core.model.conversation import REASONING, TOOL_CALL, TOOL_RESULT, Conversation, FileRef, Message, ToolCall
 
-from .common import arguments, conversation_id, label_of, read_each, record_field
+from .common import arguments, conversation_id, excerpt, label_of, read_each, record_field
 from .registry import Format
 from .tree import Node, check_acyclic, tree_turns
 
@@ -96,8 +96,12 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
         if msg.get("sender") not in ("human", "assistant"):
             raise RecordError(f"{at} has an unknown 'sender' {msg.get('sender')!r}; expected human or assistant", at)
         ids.append(str(msg.get("uuid") or k))
-    if len(set(ids)) != len(ids):
-        raise RecordError("two messages share one 'uuid'", "chat_messages")
+    first_at: dict[str, int] = {}
+    for k, mid in enumerate(ids):
+        if mid in first_at:
+            raise RecordError(f"messages {first_at[mid]} and {k} share the 'uuid' {excerpt(mid, 60)!r}; each message "
+                              "needs its own", f"message {k}")
+        first_at[mid] = k
     known = set(ids)
     # Newer exports link each message to its parent (edits and retries are branches); older ones
     # hold the shown branch only, in order.
