@@ -1,6 +1,7 @@
 """OpenAI chat messages: a JSON array of ``{role, content, name?, tool_calls?, tool_call_id?}``, an
 object with a ``messages`` array, or JSON Lines with one such object per line; tau-bench's results
-and trajectories hold the same list under ``traj``.
+and trajectories hold the same list under ``traj``. A message LangChain stored (:mod:`.langchain`) is
+read as the OpenAI message it stands for.
 
 A turn starts at each ``user`` message; leading ``system`` messages are the node's system prompt,
 not history; a turn's final answer is its last assistant message. ``content`` may be a list of
@@ -20,6 +21,7 @@ from core.model.conversation import REASONING, Conversation, Message, ToolCall
 
 from .common import (ROLE_ALIASES, VALID_ROLES, arguments, conversation_from_messages, conversation_id,
                      first_user_text, label_of, read_named, record_field)
+from .langchain import is_langchain, openai_shape
 from .records import Problem, ReadContext, Record, Records
 from .registry import Format
 
@@ -119,6 +121,7 @@ def openai_messages(raw: list) -> list[Message]:
     out: list[Message] = []
     pending: list[tuple[int, int, bool]] = []  # (index in out, index in its tool_calls, id generated)
     for i, m in enumerate(raw):
+        m = openai_shape(m)  # a message LangChain stored is the OpenAI message it stands for
         at = f"message {i}"
         if not isinstance(m, dict):
             raise RecordError(f"{at} is not an object", at)
@@ -208,6 +211,8 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
 def _sniff(first: Any, layout: str) -> bool:
     if isinstance(first, dict) and "traj" in first and "messages" not in first:
         return isinstance(first["traj"], list)
+    if is_langchain(first):
+        return True
     return isinstance(first, dict) and ("messages" in first or "role" in first or "content" in first) \
         and isinstance(first.get("messages", []), list)
 
