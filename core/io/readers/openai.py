@@ -1,7 +1,8 @@
 """OpenAI chat messages: a JSON array of ``{role, content, name?, tool_calls?, tool_call_id?}``, an
 object with a ``messages`` array, or JSON Lines with one such object per line; tau-bench's results
 and trajectories hold the same list under ``traj``. A message LangChain stored (:mod:`.langchain`) is
-read as the OpenAI message it stands for.
+read as the OpenAI message it stands for, and so is a Responses API item, as an OpenAI Agents SDK
+session stores it (:mod:`.responses`).
 
 A turn starts at each ``user`` message; leading ``system`` messages are the node's system prompt,
 not history; a turn's final answer is its last assistant message. ``content`` may be a list of
@@ -23,6 +24,7 @@ from .common import (ROLE_ALIASES, VALID_ROLES, arguments, conversation_from_mes
                      first_user_text, label_of, read_named, record_field)
 from .langchain import is_langchain, openai_shape
 from .records import Problem, ReadContext, Record, Records
+from .responses import chat_shape, is_item
 from .registry import Format
 
 _TEXT_PARTS = {"text", "input_text", "output_text"}
@@ -121,7 +123,7 @@ def openai_messages(raw: list) -> list[Message]:
     out: list[Message] = []
     pending: list[tuple[int, int, bool]] = []  # (index in out, index in its tool_calls, id generated)
     for i, m in enumerate(raw):
-        m = openai_shape(m)  # a message LangChain stored is the OpenAI message it stands for
+        m = chat_shape(openai_shape(m))  # a message LangChain stored, a Responses item: the message it stands for
         at = f"message {i}"
         if not isinstance(m, dict):
             raise RecordError(f"{at} is not an object", at)
@@ -150,6 +152,8 @@ def openai_messages(raw: list) -> list[Message]:
             call_id = _pair_result(out, pending, call_id, text)
         elif role in ("user", "system"):
             pending.clear()
+        if role == "assistant" and reasoning and not text and not calls and isinstance(m.get("content"), list):
+            continue  # content of reasoning parts only (a Responses reasoning item): its reasoning is the message
         out.append(Message(role=role, content=text, kind="", ref=i, name=name,
                            tool_calls=tuple(c for c, _ in calls), tool_call_id=call_id))
         pending.extend((len(out) - 1, k, generated) for k, (_, generated) in enumerate(calls))
@@ -211,7 +215,7 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
 def _sniff(first: Any, layout: str) -> bool:
     if isinstance(first, dict) and "traj" in first and "messages" not in first:
         return isinstance(first["traj"], list)
-    if is_langchain(first):
+    if is_langchain(first) or is_item(first):
         return True
     return isinstance(first, dict) and ("messages" in first or "role" in first or "content" in first) \
         and isinstance(first.get("messages", []), list)
