@@ -243,4 +243,5 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
 
 _each = read_each(_conversation, _label)
 
-FORMAT = Format("oasst", "OpenAssistant message trees (siblings become branches)", _sniff, _read)
+FORMAT = Format("oasst", "OpenAssistant message trees, nested or one message per row (siblings become branches)",
+                _sniff, _read)

@@ -239,5 +239,6 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
                         lambda rec, _: _conversation(rec, None, ctx.stem))
 
 
-FORMAT = Format("openai", "OpenAI chat messages (JSON, JSON Lines, typed content parts)", _sniff,
+FORMAT = Format("openai", "OpenAI chat messages (JSON, JSON Lines, typed content parts; tau-bench, LangChain "
+                           "histories, OpenAI Agents SDK sessions)", _sniff,
                 _read)

@@ -147,5 +147,5 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
     yield from read_named(records, ctx, _conversation, _label)
 
 
-FORMAT = Format("sharegpt", "ShareGPT conversations (human / gpt / function_call / observation)",
+FORMAT = Format("sharegpt", "ShareGPT conversations (human / gpt / function_call / observation; Hermes tool tags)",
                 _sniff, _read)
