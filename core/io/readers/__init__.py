@@ -3,7 +3,8 @@
 * ``openai`` (:mod:`.openai`) — OpenAI chat messages: an array, an object with ``messages`` (or
   tau-bench's ``traj``), or JSON Lines; typed content parts, LLaMA-Factory "v1" reasoning and tool calls;
   LangChain's stored messages (``messages_to_dict``, ``dumpd``: :mod:`.langchain`) and Responses API items (an
-  OpenAI Agents SDK session: :mod:`.responses`) as the messages they stand for.
+  OpenAI Agents SDK session: :mod:`.responses`) as the messages they stand for; an Anthropic Messages
+  request (``tool_use`` / ``tool_result`` blocks, ``system``).
 * ``sharegpt`` (:mod:`.sharegpt`) — ``{conversations: [{from, value}], tools?, system?}`` records, tool
   calls as ``function_call`` / ``observation`` messages or in Hermes ``<tool_call>`` tags.
 * ``oasst`` (:mod:`.oasst`) — OpenAssistant message trees (wrapped, nested from the first message, or

@@ -2,7 +2,10 @@
 object with a ``messages`` array, or JSON Lines with one such object per line; tau-bench's results
 and trajectories hold the same list under ``traj``. A message LangChain stored (:mod:`.langchain`) is
 read as the OpenAI message it stands for, and so is a Responses API item, as an OpenAI Agents SDK
-session stores it (:mod:`.responses`).
+session stores it (:mod:`.responses`). An Anthropic Messages request reads too: its ``tool_use`` blocks
+are the assistant's tool calls, the ``tool_result`` blocks of a user message their results (text the
+user wrote beside them a question of its own, after them), its ``thinking`` blocks reasoning, and its
+``system`` the system prompt.
 
 A turn starts at each ``user`` message; leading ``system`` messages are the node's system prompt,
 not history; a turn's final answer is its last assistant message. ``content`` may be a list of
@@ -29,7 +32,11 @@ from .registry import Format
 
 _TEXT_PARTS = {"text", "input_text", "output_text"}
 _IMAGE_PARTS = {"image_url", "image", "input_image"}
-_REASONING_PARTS = {"reasoning", "thinking"}
+_REASONING_PARTS = {"reasoning", "thinking", "redacted_thinking"}
+#: Anthropic's content blocks: an assistant's tool call (its own tool, or one Anthropic's server runs), and
+#: the result a user message carries back.
+_TOOL_USE_PARTS = {"tool_use", "server_tool_use"}
+_TOOL_RESULT = "tool_result"
 
 
 def _flatten_content(content: Any, at: str, message_index: int) -> tuple[str, list[str], list[tuple[ToolCall, bool]]]:
@@ -61,6 +68,11 @@ def _flatten_content(content: Any, at: str, message_index: int) -> tuple[str, li
             reasoning.append(value if isinstance(value, str) else str(part.get("thinking", "")))
         elif kind == "tool_call":
             calls.append(_tool_call_from_part(value, f"{at}: content part {k}", f"call_{message_index}_{len(calls)}"))
+        elif kind in _TOOL_USE_PARTS:
+            if not isinstance(part.get("name"), str) or not part["name"]:
+                raise RecordError(f"{at}: content part {k} ({kind}) has no 'name'", at)
+            calls.append((ToolCall(id=str(part.get("id") or f"call_{message_index}_{len(calls)}"), name=part["name"],
+                                   arguments=arguments(part.get("input", {}))), not part.get("id")))
         elif isinstance(value, str):
             texts.append(value)
         else:
@@ -136,6 +148,15 @@ def openai_messages(raw: list) -> list[Message]:
         if role not in VALID_ROLES:
             raise RecordError(f"{at} has an unknown role {m['role']!r}; expected one of system, user, assistant, tool",
                               at)
+        if role == "user" and _results_in(m.get("content")):  # Anthropic: tool results come back in a user message
+            rest = [p for p in m["content"] if not (isinstance(p, dict) and p.get("type") == _TOOL_RESULT)]
+            for k, (use_id, result) in enumerate(_tool_results(m["content"], at, i)):
+                call_id = _pair_result(out, pending, use_id, result)
+                out.append(Message("tool", result, "", i if k == 0 and not rest else f"{i}:result{k}",
+                                   tool_call_id=call_id))
+            if not rest:
+                continue
+            m = {**m, "content": rest}  # what the user wrote beside the results is a message of its own
         text, reasoning, part_calls = _flatten_content(m.get("content"), at, i)
         calls = _tool_calls(m.get("tool_calls"), at, i) + part_calls
         if isinstance(m.get("function_call"), dict):
@@ -157,6 +178,21 @@ def openai_messages(raw: list) -> list[Message]:
         out.append(Message(role=role, content=text, kind="", ref=i, name=name,
                            tool_calls=tuple(c for c, _ in calls), tool_call_id=call_id))
         pending.extend((len(out) - 1, k, generated) for k, (_, generated) in enumerate(calls))
+    return out
+
+
+def _results_in(content: Any) -> bool:
+    return isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == _TOOL_RESULT for p in content)
+
+
+def _tool_results(content: list, at: str, message_index: int) -> list[tuple[str | None, str]]:
+    """The ``tool_result`` blocks of an Anthropic user message, in order: the call each answers and its text."""
+    out = []
+    for part in content:
+        if isinstance(part, dict) and part.get("type") == _TOOL_RESULT:
+            use_id = part.get("tool_use_id")
+            text, _, _ = _flatten_content(part.get("content"), f"{at}: a tool_result", message_index)
+            out.append((use_id if isinstance(use_id, str) and use_id else None, text))
     return out
 
 
@@ -202,10 +238,14 @@ def _label(rec: Any) -> str:
 def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
     key = _key(rec)
     raw = record_field(rec, key, list, f"a '{key}' list", f"'{key}' must be a list")
-    meta = {k: v for k, v in rec.items() if k != key and isinstance(v, (str, int, float, bool))}
+    # An Anthropic request keeps its system prompt beside the messages (text, or a list of text blocks).
+    system, _, _ = _flatten_content(rec.get("system"), "'system'", -1) if key == "messages" else ("", [], [])
+    meta = {k: v for k, v in rec.items() if k not in (key, "system") and isinstance(v, (str, int, float, bool))}
     conv_id = conversation_id(rec, n, stem, "id")
-    conv = conversation_from_messages(openai_messages(raw), conv_id, meta=meta,
-                                      name=str(rec.get("name") or conv_id))
+    messages = openai_messages(raw)
+    if system:
+        messages.insert(0, Message("system", system, "", "system"))
+    conv = conversation_from_messages(messages, conv_id, meta=meta, name=str(rec.get("name") or conv_id))
     if not conv.turns:
         raise RecordError("has no user or assistant message" if n is None else
                           "the conversation has no user or assistant message", key)
