@@ -11,7 +11,7 @@
   one message per row); sibling replies become branches.
 * ``bfcl`` (:mod:`.bfcl`) — BFCL memory prerequisite conversations, with their recall probes.
 * ``chatgpt`` (:mod:`.chatgpt`) and ``claude`` (:mod:`.claude`) — the two chat apps' exports, every
-  branch kept (:mod:`.tree`).
+  branch kept (:mod:`.tree`); ``claude-code`` (:mod:`.claude_code`) — Claude Code session transcripts.
 * ``dify-messages`` (:mod:`.dify_messages`) — Dify Service API history (``GET /v1/messages``).
 * ``dify-web`` (:mod:`.dify_web`) — Dify web chat items (``isAnswer`` / ``parentMessageId``).
 * ``memlens-report`` (:mod:`.report`) — a MemLens report bundle.
@@ -31,7 +31,7 @@ package registers them below in detection order. Other formats plug in with :fun
 
 from core.io.errors import FormatError, RecordError
 
-from . import bfcl, chatgpt, claude, dify_messages, dify_web, oasst, openai, report, sharegpt
+from . import bfcl, chatgpt, claude, claude_code, dify_messages, dify_web, oasst, openai, report, sharegpt
 from .common import conversation_from_messages
 from .dify_messages import dify_turn
 from .records import MAX_PROBLEMS, Problem, ReadContext, Record, Records
@@ -40,7 +40,7 @@ from .registry import (FORMATS, MAX_IMPORT_BYTES, Format, ImportResult, detect_f
                        unregister_format)
 
 # Detection order: distinctive shapes first (a report bundle's header), the generic OpenAI message list last.
-for _module in (report, bfcl, chatgpt, claude, oasst, sharegpt, dify_web, dify_messages, openai):
+for _module in (report, bfcl, chatgpt, claude, claude_code, oasst, sharegpt, dify_web, dify_messages, openai):
     register_format(_module.FORMAT)
 del _module
 

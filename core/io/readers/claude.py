@@ -6,13 +6,12 @@ message: it follows the message's text, after a blank line, so the history count
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any
 
 from core.io.errors import RecordError
 from core.model.conversation import REASONING, TOOL_CALL, TOOL_RESULT, Conversation, FileRef, Message, ToolCall
 
-from .common import arguments, conversation_id, excerpt, label_of, read_each, record_field
+from .common import arguments, conversation_id, excerpt, iso_time, label_of, read_each, record_field
 from .registry import Format
 from .tree import Node, check_acyclic, tree_turns
 
@@ -112,7 +111,7 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
     nodes = []
     for k, (mid, msg) in enumerate(zip(ids, raw)):
         nodes.append(Node(mid, parents[mid], msg["sender"] == "human", _messages(msg, mid, f"message {k}"),
-                           _iso_time(msg.get("created_at"))))
+                           iso_time(msg.get("created_at"))))
     current = rec.get("current_leaf_message_uuid")
     turns, active = tree_turns(nodes, current if current in known else (ids[-1] if ids else None))
     if not turns:
@@ -123,18 +122,6 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
         meta["active_turn_id"] = active
     return Conversation(id=conv_id, turns=turns, source_format="claude", name=str(rec.get("name") or conv_id),
                         meta=meta)
-
-
-def _iso_time(value: Any) -> float | None:
-    """Seconds since the epoch of an ISO 8601 time ("2024-05-01T10:00:00.000000Z"), or None."""
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    # A time without a zone is UTC, as the export writes it; the machine's zone must not matter.
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
 
 
 def _label(rec: Any) -> str:

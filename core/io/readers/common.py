@@ -4,6 +4,7 @@ reader, and splitting a flat message list into turns (:func:`conversation_from_m
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from dataclasses import replace
 from typing import Any, Callable, Iterator
 
@@ -156,3 +157,15 @@ def first_user_text(messages: Any, role_key: str = "role", user: tuple[str, ...]
                 content = " ".join(p.get("text") or p.get("value") or "" for p in content if isinstance(p, dict))
             return excerpt(content)
     return ""
+
+
+def iso_time(value: Any) -> float | None:
+    """Seconds since the epoch of an ISO 8601 time ("2024-05-01T10:00:00.000000Z"), or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    # A time without a zone is UTC, as the export writes it; the machine's zone must not matter.
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
