@@ -24,7 +24,7 @@ from core.errors import MemLensError
 from core.flow.graph import parse_flow_upload
 from core.flow.runtime import node_memory_config
 from core.memory.replay import MemoryConfig, Replay, turn_numbers
-from core.memory.strategies import REACT, agent_app
+from core.memory.strategies import REACT
 from core.model.conversation import turn_label
 from core.model.tokens import counter_for
 from core.store.db import resolve_url
@@ -95,7 +95,7 @@ def _flow_lenses(version_id: str, fidelity: str) -> list[Lens]:
 
 def _lenses(svc, info, conv_id: str, conv) -> list[Lens]:
     window = info.meta.get("window") if isinstance(info.meta.get("window"), int) else None
-    base = default_lens(window, agent=agent_app(conv))
+    base = default_lens(window, conversation=conv)
     with st.sidebar:
         st.subheader("Memory lenses")
         st.caption("Each lens replays this conversation under one memory config, as if an LLM node had it.")

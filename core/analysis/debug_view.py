@@ -20,7 +20,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from core.flow.prompt import HISTORY
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITY_LABELS, MemoryConfig, Replay, turn_numbers
 from core.memory.strategies.dify import window_note
-from core.model.conversation import Conversation, message_text, thread_number, turn_label
+from core.memory.strategies.dify_agent import agent_app
+from core.model.conversation import WHOLE_THREAD_SOURCES, Conversation, message_text, thread_number, turn_label
 from core.model.ledger import KEPT, NOT_ELIGIBLE, REASON_LABELS, Ledger, SyntheticMessage, explain
 
 KEPT_STATE, DROPPED_STATE, NOT_ELIGIBLE_STATE = "kept", "dropped", "not_eligible"
@@ -314,11 +315,23 @@ class Lens:
     config: MemoryConfig
 
 
-def default_lens(window: int | None = None, *, agent: bool = False) -> Lens:
-    """Dify's LLM-node memory with the project's default settings; ``window`` in turns when the
-    source says which window the bot ran with. ``agent``: the conversation is a Dify Agent app's
-    (:func:`core.memory.strategies.dify_agent.agent_app`), whose runner builds its own history."""
-    config = MemoryConfig(strategy="dify_agent") if agent else MemoryConfig(window=window)
+def fitting_config(conversation: Conversation | None = None, window: int | None = None, *,
+                   agent: bool = False) -> MemoryConfig:
+    """The memory a conversation without a flow is replayed under unless asked otherwise: a Dify Agent
+    app's log (``agent``, or :func:`core.memory.strategies.dify_agent.agent_app`) as its runner builds
+    its history; a transcript whose app sends the whole thread (:data:`WHOLE_THREAD_SOURCES`) as
+    everything on the thread, every tool step included; any other as Dify's LLM-node memory with the
+    project's defaults, ``window`` in turns when the source says which window the bot ran with."""
+    if agent or conversation is not None and agent_app(conversation):
+        return MemoryConfig(strategy="dify_agent")
+    if conversation is not None and conversation.source_format in WHOLE_THREAD_SOURCES:
+        return MemoryConfig(strategy="buffer", granularity="all_messages")
+    return MemoryConfig(window=window)
+
+
+def default_lens(window: int | None = None, *, agent: bool = False, conversation: Conversation | None = None) -> Lens:
+    """The lens a conversation without a flow opens under: :func:`fitting_config`."""
+    config = fitting_config(conversation, window, agent=agent)
     return Lens("lens-default", f"Default · {config.label()}", config)
 
 

@@ -16,7 +16,8 @@ from core.errors import MemLensError
 from core.io.readers.registry import FORMATS, read_conversations
 from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITIES, TRIM_COUNTERS, MemoryConfig, Replay
-from core.memory.strategies import AGENT_STRATEGIES, FUNCTION_CALL, STRATEGIES, agent_app
+from core.analysis.debug_view import fitting_config
+from core.memory.strategies import AGENT_STRATEGIES, FUNCTION_CALL, STRATEGIES
 from core.model.conversation import Conversation
 from core.model.ledger import SyntheticMessage, explain
 from core.words import plural
@@ -61,7 +62,8 @@ def _fraction(name: str) -> Callable[[str], float]:
 
 def _add_memory_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory", choices=tuple(STRATEGIES), default=None,
-                   help="default: dify, or dify_agent for a Dify Agent app's log (its messages carry agent thoughts)")
+                   help="default: dify; dify_agent for a Dify Agent app's log (its messages carry agent thoughts); "
+                        "buffer with all_messages for a Claude Code transcript (it sends the whole thread)")
     p.add_argument("--window", type=whole_number("--window", 0), default=None,
                    help=f"dify: turns (default: no window, {DIFY_ROW_CAP}-turn cap); window: messages "
                         f"(default {WINDOW_DEFAULT_MESSAGES})")
@@ -76,7 +78,8 @@ def _add_memory_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="gpt-4o-mini")
     p.add_argument("--context-size", type=whole_number("--context-size"), default=None)
     p.add_argument("--max-tokens", type=whole_number("--max-tokens", 0), default=0)
-    p.add_argument("--granularity", choices=("query_answer", "all_messages"), default="query_answer")
+    p.add_argument("--granularity", choices=("query_answer", "all_messages"), default=None,
+                   help="default: the memory's (query_answer, or all_messages for a Claude Code transcript)")
     p.add_argument("--scope", choices=("thread", "session", "call"), default="thread")
     p.add_argument("--max-history-tokens", type=whole_number("--max-history-tokens", 0), default=None,
                    help="summary_buffer: buffer limit (max_token_limit); trim: max_tokens (default 2000)")
@@ -98,13 +101,14 @@ def _add_memory_options(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace, conversation: Conversation | None = None) -> MemoryConfig:
-    """The memory config the options give; with no ``--memory``, the one that fits ``conversation``:
-    a Dify Agent app's log (:func:`core.memory.strategies.agent_app`) replays as ``dify_agent``."""
-    strategy = args.memory or ("dify_agent" if conversation is not None and agent_app(conversation) else "dify")
-    return MemoryConfig(strategy=strategy, window=args.window, fidelity=args.fidelity,
+    """The memory config the options give; with no ``--memory``, the one that fits ``conversation``
+    (:func:`core.analysis.debug_view.fitting_config`: a Dify Agent app's log replays as ``dify_agent``,
+    a Claude Code transcript as everything on the thread)."""
+    fitting = fitting_config(conversation) if args.memory is None else MemoryConfig(strategy=args.memory)
+    return MemoryConfig(strategy=fitting.strategy, window=args.window, fidelity=args.fidelity,
                         plugin_token_counting=args.plugin_token_counting, model=args.model,
                         context_size=args.context_size, max_tokens=args.max_tokens,
-                        granularity=args.granularity, scope=args.scope,
+                        granularity=args.granularity or fitting.granularity, scope=args.scope,
                         max_history_tokens=args.max_history_tokens, trim_strategy=args.trim_strategy,
                         trim_counter=args.trim_counter, include_system=args.include_system,
                         start_on=args.start_on, end_on=args.end_on, allow_partial=args.allow_partial,

@@ -158,6 +158,25 @@ def test_an_agent_apps_log_replays_as_its_agent_runner_unless_memory_is_given():
     assert code == 0 and json.loads(out)["memory"] == "dify"
 
 
+def test_a_claude_code_transcript_replays_as_the_whole_thread_unless_memory_is_given(tmp_path):
+    from tests.io.test_claude_code import TRANSCRIPT
+
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in TRANSCRIPT), encoding="utf-8")
+    code, out, err = run(path, "--format", "json", "--turn", "2")  # "Now run all tests.": after the tool round
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["memory"] == "buffer"
+    # The first round whole: the prompt, the thinking, the words before the call, the call, its result, the reply.
+    assert [e["ref"] for e in doc["turns"][0]["ledger"] if e["kept"]] == ["u1", "a1:reasoning", "a2", "a3", "u2", "a4"]
+    code, out, _ = run(path, "--format", "json", "--turn", "2", "--memory", "dify")
+    assert code == 0 and json.loads(out)["memory"] == "dify"
+    # Dify's LLM node replays the query and the answer only.
+    assert [e["ref"] for e in json.loads(out)["turns"][0]["ledger"] if e["kept"]] == ["u1", "a4"]
+    code, out, _ = run(path, "--format", "json", "--turn", "2", "--granularity", "query_answer")
+    assert code == 0 and [e["ref"] for e in json.loads(out)["turns"][0]["ledger"] if e["kept"]] == ["u1", "a4"]
+
+
 def test_where_did_it_go_on_an_agent_apps_log_follows_its_agent_runner():
     agent = ROOT / "sample_data" / "conversations" / "shop-agent.json"
     proc = subprocess.run([sys.executable, "-m", "core", "why", str(agent), "Priya", "--plugin-token-counting",

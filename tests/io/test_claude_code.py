@@ -97,6 +97,21 @@ def test_memory_at_the_newest_turn_sees_only_what_the_compaction_left():
     assert sum(not e.kept for e in ledger.entries) == 10
 
 
+def test_a_transcript_opens_under_what_claude_code_sends_the_whole_thread():
+    from core.analysis.debug_view import default_lens, fitting_config
+
+    conv = read().conversations[0]
+    lens = default_lens(conversation=conv)
+    assert lens.config == fitting_config(conv) == MemoryConfig(strategy="buffer", granularity="all_messages")
+    assert lens.title == f"Default · {lens.config.label()}"
+    ledger = Replay(conv, lens.config).ledger_at(conv.index_of("a5"))
+    assert [e.ref for e in ledger.entries if e.kept] == ["u1", "a1:reasoning", "a2", "a3", "u2", "a4"]
+    # Another source keeps Dify's LLM-node memory; a Dify Agent app's log its runner's.
+    other = import_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]),
+                        name="o.json").conversations[0]
+    assert fitting_config(other, 4) == MemoryConfig(window=4) and fitting_config(agent=True).strategy == "dify_agent"
+
+
 def test_a_bad_line_leaves_the_whole_session_out_naming_the_line():
     bad = [*TRANSCRIPT[:4], {**TRANSCRIPT[4], "message": {"role": "assistant", "content": [
         {"type": "tool_use", "id": "t", "input": {}}]}}]
