@@ -12,17 +12,19 @@ import os
 import sys
 from typing import Callable, Sequence
 
+from core.analysis.debug_view import fitting_config
 from core.errors import MemLensError
-from core.io.readers.registry import FORMATS, read_conversations
+from core.io.errors import FormatError
+from core.io.readers.registry import FORMATS, import_file, read_conversations
 from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITIES, TRIM_COUNTERS, MemoryConfig, Replay
-from core.analysis.debug_view import fitting_config
 from core.memory.strategies import AGENT_STRATEGIES, FUNCTION_CALL, STRATEGIES
 from core.model.conversation import Conversation
 from core.model.ledger import SyntheticMessage, explain
 from core.words import plural
 
 from .errors import UsageError
+from .options import add_skip_bad_option, report_skipped
 
 EXIT_BAD_INPUT = 2
 #: Set to show the traceback of an unexpected failure instead of its one-line summary.
@@ -163,9 +165,20 @@ def _first_query(conv: Conversation) -> str:
     return next((t.query for t in conv.turns if t.query_index is not None), "")
 
 
+def _conversations(args: argparse.Namespace, doing: str) -> list[Conversation]:
+    """Every conversation of the file; with ``--skip-bad`` the good ones, each record left out said on stderr."""
+    if not args.skip_bad:
+        return read_conversations(args.file, args.format_in)
+    result = import_file(args.file, args.format_in, skip_bad=True, max_bytes=None)
+    report_skipped(result)
+    if not result.conversations:
+        raise FormatError(f"{args.file}: nothing to {doing} ({result.summary()})")
+    return result.conversations
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    conversations = read_conversations(args.file, args.format_in)
+    conversations = _conversations(args, "replay")
     if not 0 <= args.index < len(conversations):
         raise UsageError(f"--index {args.index} is out of range: {args.file} holds "
                          f"{plural(len(conversations), 'conversation')} (0..{len(conversations) - 1})")
@@ -211,7 +224,7 @@ def _input_format(text: str) -> str:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    conversations = read_conversations(args.file, args.format_in)
+    conversations = _conversations(args, "list")
     rows = [{"index": i, "id": c.id, "name": c.name, "format": c.source_format, "turns": len(c.turns),
              "first_query": _first_query(c)} for i, c in enumerate(conversations)]
     if args.format == "json":
@@ -241,12 +254,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format-in", default=None, metavar="NAME", type=_input_format,
                    help=f"the file's format (default: detected): {', '.join(FORMATS)}")
     p.add_argument("--format", choices=("table", "json", "summary"), default="table", help="output format")
+    add_skip_bad_option(p, "replay from the good records, each bad one reported (--index counts the good ones)")
     p.set_defaults(func=cmd_replay)
     p = sub.add_parser("ls", help="list the conversations in a file: index, turns, first query")
     p.add_argument("file")
     p.add_argument("--format-in", default=None, metavar="NAME", type=_input_format,
                    help=f"the file's format (default: detected): {', '.join(FORMATS)}")
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    add_skip_bad_option(p, "list the good records, each bad one reported (their indexes are what replay takes)")
     p.set_defaults(func=cmd_ls)
     for module in _command_modules():
         module.register(sub)

@@ -1,12 +1,15 @@
-"""What the subcommands share: the ``--db`` option and the store it opens, and how a stored time prints."""
+"""What the subcommands share: the ``--db`` option and the store it opens, ``--skip-bad`` and how a skipped
+record is reported, and how a stored time prints."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from core.io.readers.registry import ImportResult
     from core.store.db import Database
 
 # The default is core.store.db's (resolve_url); that module is imported only when a command opens
@@ -23,6 +26,19 @@ def open_db(args: argparse.Namespace) -> Database:
     from core.store.db import Database
 
     return Database(args.db)
+
+
+SKIP_BAD_HELP = "read the good records and report the bad ones (default: a bad record refuses the whole file)"
+
+
+def add_skip_bad_option(parser: argparse.ArgumentParser, help: str = SKIP_BAD_HELP) -> None:
+    parser.add_argument("--skip-bad", action="store_true", help=help)
+
+
+def report_skipped(result: ImportResult) -> None:
+    """Each record an import left out, one line each on stderr (stdout stays the command's output)."""
+    for problem in result.problems:
+        print(f"skipped: {problem.text}", file=sys.stderr)
 
 
 def when(t: float | None) -> str:

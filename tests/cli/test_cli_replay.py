@@ -177,6 +177,30 @@ def test_a_claude_code_transcript_replays_as_the_whole_thread_unless_memory_is_g
     assert code == 0 and [e["ref"] for e in json.loads(out)["turns"][0]["ledger"] if e["kept"]] == ["u1", "a4"]
 
 
+def test_skip_bad_lists_and_replays_the_good_conversations_and_reports_each_bad_one(tmp_path):
+    def tree(tree_id, first_role):
+        reply = {"message_id": f"{tree_id}-a", "role": "assistant", "text": "hello", "replies": []}
+        return json.dumps({"message_tree_id": tree_id, "prompt": {"message_id": f"{tree_id}-p", "role": first_role,
+                                                                  "text": f"hi from {tree_id}", "replies": [reply]}})
+    path = tmp_path / "trees.jsonl"
+    path.write_text("\n".join([tree("one", "prompter"), tree("bad", "assistant"), tree("two", "prompter")]))
+    code, _, err = run(path)
+    assert code == 2 and "record 1 (conversation 'bad')" in err and "nothing was imported" in err
+    proc = subprocess.run([sys.executable, "-m", "core", "ls", str(path), "--skip-bad", "--format", "json"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and [r["first_query"] for r in json.loads(proc.stdout)] == ["hi from one",
+                                                                                            "hi from two"]
+    assert proc.stderr.count("skipped: record 1 (conversation 'bad')") == 1
+    code, out, err = run(path, "--skip-bad", "--index", "1", "--format", "json")
+    assert code == 0 and json.loads(out)["turns"][0]["ledger"] == [] and "skipped: record 1" in err
+    assert "2 conversations" in err  # the good ones: --index counts them
+    only_bad = tmp_path / "bad.jsonl"
+    only_bad.write_text(tree("bad", "assistant"))
+    code, out, err = run(only_bad, "--skip-bad")
+    assert (code, out) == (2, "") and err.splitlines()[-1] == (
+        f"error: {only_bad}: nothing to replay (0 conversations from bad.jsonl (oasst); 1 bad record left out)")
+
+
 def test_where_did_it_go_on_an_agent_apps_log_follows_its_agent_runner():
     agent = ROOT / "sample_data" / "conversations" / "shop-agent.json"
     proc = subprocess.run([sys.executable, "-m", "core", "why", str(agent), "Priya", "--plugin-token-counting",

@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-from ..options import add_db_option, open_db, when
+from ..options import add_db_option, add_skip_bad_option, open_db, report_skipped, when
 
 
 def cmd_conversations(args) -> int:
@@ -88,8 +88,7 @@ def cmd_import(args) -> int:
     if not result.conversations:
         raise FormatError(f"{args.file}: nothing to import ({result.summary()})")
     ids = store_conversations(db(), result.conversations, user_id=args.user)
-    for p in result.problems:
-        print(f"skipped: {p.text}", file=sys.stderr)
+    report_skipped(result)
     print(f"imported {result.summary()}", file=sys.stderr)
     for i in ids:
         print(i)
@@ -112,6 +111,6 @@ def register(sub) -> None:
     p.add_argument("file")
     add_db_option(p)
     p.add_argument("--format", default=None, help="transcript format (default: detected)")
-    p.add_argument("--skip-bad", action="store_true", help="import the good records and report the bad ones")
+    add_skip_bad_option(p, "import the good records and report the bad ones")
     p.add_argument("--user", default="user", help="user id for imported transcripts")
     p.set_defaults(func=cmd_import)
