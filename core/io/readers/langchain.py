@@ -29,7 +29,8 @@ def _fields(value: Any) -> tuple[str, dict] | None:
         return None
     if value.get("lc") == 1 and value.get("type") == "constructor":
         ident, kwargs = value.get("id"), value.get("kwargs")
-        if isinstance(ident, list) and ident and ident[-1] in _CLASSES and isinstance(kwargs, dict):
+        if isinstance(ident, list) and ident and isinstance(ident[-1], str) and ident[-1] in _CLASSES \
+                and isinstance(kwargs, dict):
             return _CLASSES[ident[-1]], kwargs
         return None
     kind, data = value.get("type"), value.get("data")

@@ -59,6 +59,8 @@ def _flatten_content(content: Any, at: str, message_index: int) -> tuple[str, li
         if not isinstance(part, dict):
             raise RecordError(f"{at}: content part {k} must be an object or a string", at)
         kind = part.get("type", "text")
+        if not isinstance(kind, str):
+            raise RecordError(f"{at}: content part {k} has a 'type' that is not text", at)
         value = part.get("text", part.get("value"))
         if kind in _TEXT_PARTS:
             texts.append(value if isinstance(value, str) else "")
