@@ -87,7 +87,7 @@ def _places(value, path=()):
 
 
 @pytest.mark.parametrize("name,layout,doc", SAMPLES, ids=[s[0] for s in SAMPLES])
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_sample_changed_anywhere_is_read_or_refused_in_one_line(name, layout, doc, data):
     doc = copy.deepcopy(doc)

@@ -98,6 +98,8 @@ def _node(node_id: str, raw: Any) -> _MappingNode:
     content = msg.get("content")
     text = _text(content, at)
     kind_name = content.get("content_type") if isinstance(content, dict) else None
+    if kind_name is not None and not isinstance(kind_name, str):
+        raise RecordError(f"{at}: 'content.content_type' must be text", at)
     metadata = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
     hidden = bool(metadata.get("is_visually_hidden_from_conversation")) or kind_name == "user_editable_context"
     created = msg.get("create_time")
@@ -122,7 +124,9 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
     mapping = record_field(rec, "mapping", dict, "a 'mapping'", _NO_MAPPING)
     if not mapping:
         raise RecordError(_NO_MAPPING, "mapping")
-    check_acyclic({str(k): v.get("parent") if isinstance(v, dict) else None for k, v in mapping.items()})
+    # A parent that is not a node id is refused below, with the node it belongs to.
+    check_acyclic({str(k): v.get("parent") if isinstance(v, dict) and isinstance(v.get("parent"), str) else None
+                   for k, v in mapping.items()})
     read = {str(node_id): _node(str(node_id), raw) for node_id, raw in mapping.items()}
     system: list[str] = []
     visible: set[str] = set()
