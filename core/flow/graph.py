@@ -400,7 +400,7 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
         raise FlowError(f"{name}: 'workflow.graph' must be a mapping with 'nodes' and 'edges'")
     nodes: list[Node] = []
     notes = 0
-    for i, raw in enumerate(graph.get("nodes") or [], start=1):
+    for i, raw in enumerate(_listed(graph, "nodes", "workflow.graph", name), start=1):
         if not isinstance(raw, Mapping):
             raise FlowError(f"{name}: graph node {i} is not a mapping")
         if raw.get("type") == "custom-note":
@@ -416,10 +416,11 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
     if notes:
         warnings.append(f"{notes} note node{'s' if notes != 1 else ''} ignored, as Dify ignores them")
     warnings.extend(filter(None, map(_memory_mode_note, nodes)))
-    edges = [_edge_from(e, name, i) for i, e in enumerate(graph.get("edges") or [], start=1)]
-    variables = [_variable(v, name, app.get("name") or name) for v in workflow.get("conversation_variables") or []]
+    edges = [_edge_from(e, name, i) for i, e in enumerate(_listed(graph, "edges", "workflow.graph", name), start=1)]
+    variables = [_variable(v, name, app.get("name") or name)
+                 for v in _listed(workflow, "conversation_variables", "workflow", name)]
     environment, secrets = {}, []
-    for env in workflow.get("environment_variables") or []:
+    for env in _listed(workflow, "environment_variables", "workflow", name):
         if isinstance(env, Mapping) and env.get("name"):
             environment[str(env["name"])] = env.get("value")
             if env.get("value_type") == "secret":
@@ -431,6 +432,16 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
                         environment=environment, secrets=secrets,
                         source={"format": "dify-dsl", "dsl_version": version},
                         warnings=warnings, features=_features(workflow.get("features"), name)), name)
+
+
+def _listed(block: Mapping[str, Any], key: str, where: str, file: str) -> list:
+    """A list the export keeps under ``where.key`` (absent or null: none); anything else is refused."""
+    value = block.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise FlowError(f"{file}: '{where}.{key}' must be a list, not {type(value).__name__}")
+    return value
 
 
 #: The memory mode every LLM node had before Dify added node-level memory (``memory.mode``).

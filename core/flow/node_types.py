@@ -60,8 +60,14 @@ class NodeType:
     text_memory: bool = False
 
 
+def _check_start(node: "Node") -> None:
+    fields = node.data.get("variables")
+    if fields is not None and not isinstance(fields, list):
+        raise node_error(node, "'variables' must be a list of the start form's fields")
+
+
 NODE_TYPES: dict[str, NodeType] = {t.name: t for t in (
-    NodeType("start"),
+    NodeType("start", _check_start),
     NodeType("llm", llm_settings, memory=True, dify_memory=True),
     NodeType("question-classifier", classifier_settings, memory=True, dify_memory=True, text_memory=True),
     NodeType("parameter-extractor", extractor_settings, memory=True, dify_memory=True, text_memory=True),

@@ -92,8 +92,9 @@ class VariablePool:
 
     def get(self, selector: Sequence[str]) -> Any:
         """The value at ``selector``; :data:`MISSING` if absent; :data:`NONE` for a pass-through node's output."""
-        if not selector or len(selector) < 2:
-            return MISSING
+        if not isinstance(selector, (list, tuple)) or len(selector) < 2 \
+                or not all(isinstance(part, str) for part in selector):
+            return MISSING  # a selector of anything but names (a malformed export) names no variable
         head, name, rest = selector[0], selector[1], list(selector[2:])
         if head == "sys":
             scope: Mapping[str, Any] | None = self.system

@@ -231,6 +231,8 @@ class ConversationVariable:
             raise VariableError(f"conversation variable {name!r}: default {json.dumps(value, ensure_ascii=False)} "
                                 f"is not a {t}")
         description = data.get("description") or ""
+        if not isinstance(description, str):
+            raise VariableError(f"conversation variable {name!r}: 'description' must be text")
         if len(description) > 255:
             raise VariableError(f"conversation variable {name!r}: description is longer than 255 characters")
         vid = data.get("id") or str(uuid.uuid5(_ID_NAMESPACE, f"{scope}:{name}"))
@@ -322,7 +324,7 @@ class AssignResult:
 
 def _target_name(selector: Any, values: Mapping[str, Any]) -> str | None:
     if isinstance(selector, (list, tuple)) and len(selector) == 2 and selector[0] == "conversation" \
-            and selector[1] in values:
+            and isinstance(selector[1], str) and selector[1] in values:
         return selector[1]
     return None
 
@@ -527,8 +529,11 @@ def check_assigner_data(data: Mapping[str, Any]) -> str:
     if version != "1":
         raise VariableError(f"unknown Variable Assigner version {version!r}; expected 1 or 2")
     mode = data.get("write_mode", "over-write")
-    if mode not in V1_MODES:
+    if not isinstance(mode, str) or mode not in V1_MODES:
         raise VariableError(f"unknown assigner write_mode {mode!r}; expected one of {', '.join(V1_MODES)}")
+    for key in ("assigned_variable_selector", "input_variable_selector"):
+        if data.get(key) is not None and not isinstance(data[key], list):
+            raise VariableError(f"'{key}' must be a list, e.g. [conversation, name]")
     return "1"
 
 

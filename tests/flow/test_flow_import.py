@@ -159,6 +159,51 @@ def test_malformed_nodes_are_refused_at_load_time_naming_the_node():
         parse_flow(yaml.safe_dump(doc), "x.yml")
 
 
+def _graph_node(doc, node_type):
+    return next(n for n in doc["workflow"]["graph"]["nodes"] if n["data"]["type"] == node_type)
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda d: d["workflow"]["graph"].update(nodes=3), "x.yml: 'workflow.graph.nodes' must be a list, not int"),
+    (lambda d: d["workflow"]["graph"].update(edges={"a": 1}), "'workflow.graph.edges' must be a list, not dict"),
+    (lambda d: d["workflow"].update(conversation_variables=2.5),
+     "'workflow.conversation_variables' must be a list, not float"),
+    (lambda d: d["workflow"].update(environment_variables=True),
+     "'workflow.environment_variables' must be a list, not bool"),
+    (lambda d: _graph_node(d, "llm")["data"].update(context=["x"]), "'context' must be {enabled: true|false"),
+    (lambda d: _graph_node(d, "llm")["data"].update(context={"enabled": True, "variable_selector": 7}),
+     "'context' must be {enabled: true|false"),
+    (lambda d: _graph_node(d, "llm")["data"].update(prompt_config={"jinja2_variables": 1.5}),
+     "'prompt_config' must be {jinja2_variables"),
+    (lambda d: _graph_node(d, "llm")["data"].update(prompt_config=["x"]), "'prompt_config' must be {jinja2_variables"),
+    (lambda d: _graph_node(d, "start")["data"].update(variables={"name": "x"}),
+     "'variables' must be a list of the start form's fields"),
+])
+def test_an_export_whose_blocks_have_the_wrong_shape_is_refused_naming_the_block(change, message):
+    doc = _minimal_dsl()
+    change(doc)
+    with pytest.raises(FlowError) as err:
+        parse_flow(yaml.safe_dump(doc), "x.yml")
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize("case,message", [
+    ({"case_id": "true", "conditions": [None]}, "each condition needs a 'comparison_operator'"),
+    ({"case_id": "true", "conditions": [{"comparison_operator": ["is"], "variable_selector": ["sys", "query"]}]},
+     "each condition needs a 'comparison_operator'"),
+    ({"case_id": "true", "conditions": [{"comparison_operator": "is", "variable_selector": 3}]},
+     "a 'variable_selector' list"),
+])
+def test_an_if_else_condition_of_the_wrong_shape_is_refused(case, message):
+    from core.flow.graph import flow_from_data
+
+    doc = yaml.safe_load(MEMLENS_FLOW)
+    next(n for n in doc["nodes"] if n["id"] == "check")["cases"] = [case]
+    with pytest.raises(FlowError, match="node 'check' \\(if-else\\)") as err:
+        flow_from_data(doc, "tiny.yml")
+    assert message in str(err.value)
+
+
 MEMLENS_FLOW = """
 format: memlens-flow
 version: 1

@@ -381,3 +381,24 @@ def test_variable_size_is_difys_shallow_size_of_the_loaded_value():
     big = [0] * n
     assert check_sizes({"log": big}) == f"variable size {variable_size(big)} exceeds limit 204800"
     assert check_sizes({"log": [0] * (n - 1)}) is None
+
+
+def test_a_declaration_or_an_assigner_of_the_wrong_shape_is_refused_and_a_malformed_selector_names_nothing():
+    from core.flow.templates import MISSING
+    from core.flow.variables import check_assigner_data
+
+    with pytest.raises(VariableError, match="conversation variable 'x': 'description' must be text"):
+        ConversationVariable.from_dict({"name": "x", "value_type": "string", "value": "", "description": 2.5})
+    for key in ("assigned_variable_selector", "input_variable_selector"):
+        with pytest.raises(VariableError, match=f"'{key}' must be a list, e.g. \\[conversation, name\\]"):
+            check_assigner_data({"write_mode": "over-write", key: True})
+    with pytest.raises(VariableError, match="unknown assigner write_mode \\['clear'\\]"):
+        check_assigner_data({"write_mode": ["clear"]})
+    assert check_assigner_data({"write_mode": "clear", "assigned_variable_selector": ["conversation", "x"]}) == "1"
+    pool = VariablePool(system={"query": "hi"}, conversation={"x": 1})
+    assert pool.get(["sys", "query"]) == "hi"
+    for selector in (True, ["sys", ["query"]], ["conversation"], ("conversation", {"x": 1})):
+        assert pool.get(selector) is MISSING
+    with pytest.raises(AssignerError, match="assigned variable not found"):
+        run_assigner_v1({"assigned_variable_selector": ["conversation", ["x"]],
+                         "input_variable_selector": ["sys", "query"]}, [], {"x": 1}, pool.get)

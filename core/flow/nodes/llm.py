@@ -209,7 +209,12 @@ def llm_settings(node: "Node") -> LLMSettings:
     if mode == "completion" and len(items) > 1:
         raise node_error(node, "a completion-mode model takes one prompt text, not a list of messages")
     context = data.get("context") or {}
-    jinja_vars = (data.get("prompt_config") or {}).get("jinja2_variables") or ()
+    if not isinstance(context, Mapping) or not isinstance(context.get("variable_selector") or [], list):
+        raise node_error(node, "'context' must be {enabled: true|false, variable_selector: [node id, variable]}")
+    prompt_config = data.get("prompt_config") or {}
+    jinja_vars = prompt_config.get("jinja2_variables") or () if isinstance(prompt_config, Mapping) else None
+    if not isinstance(jinja_vars, (list, tuple)):
+        raise node_error(node, "'prompt_config' must be {jinja2_variables: [{variable, value_selector}, …]}")
     return LLMSettings(provider=block.provider, name=block.name, mode=mode,
                        completion_params=block.completion_params, prompt=tuple(items),
                        memory=memory_settings(node),
