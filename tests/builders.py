@@ -40,3 +40,25 @@ def branched(turns: int) -> Conversation:
         parent = None if i == 1 else str(i - 3 if i % 5 == 0 and i > 3 else i - 1)
         rows.append((str(i), parent, f"question {i} " * (i % 7 + 1), f"answer {i} " * (i % 11 + 1)))
     return dify(rows)
+
+
+def places(value, path=()):
+    """Every place in a JSON-like value, as the path of keys and indexes to it (the root first)."""
+    yield path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from places(v, path + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from places(v, path + (i,))
+
+
+def put(doc, path, value):
+    """``doc`` with ``value`` at ``path`` (in place; the value itself when ``path`` is the root)."""
+    if not path:
+        return value
+    target = doc
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    return doc

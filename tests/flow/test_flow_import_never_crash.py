@@ -15,6 +15,7 @@ from core.errors import MemLensError
 from core.flow.graph import parse_flow
 from core.flow.runtime import run_conversation
 from core.llm.client import DemoClient
+from tests.builders import places, put
 from tests.conftest import FIXTURES
 
 SAMPLES = sorted((FIXTURES / "dify_dsl").glob("*.yml"))
@@ -25,28 +26,14 @@ VALUES = st.recursive(st.none() | st.booleans() | st.integers(-2, 3) | st.floats
                           inner, max_size=2), max_leaves=4)
 
 
-def _places(value, path=()):
-    yield path
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _places(v, path + (k,))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _places(v, path + (i,))
-
-
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_an_export_changed_anywhere_imports_and_runs_or_is_refused_in_one_line(path, data):
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     for _ in range(data.draw(st.integers(1, 2))):
-        places = [p for p in _places(doc) if "graph" in p or "conversation_variables" in p]
-        where = places[data.draw(st.integers(0, len(places) - 1))]
-        target = doc
-        for step in where[:-1]:
-            target = target[step]
-        target[where[-1]] = copy.deepcopy(data.draw(VALUES))
+        where = [p for p in places(doc) if "graph" in p or "conversation_variables" in p]
+        doc = put(doc, where[data.draw(st.integers(0, len(where) - 1))], copy.deepcopy(data.draw(VALUES)))
     try:
         flow = parse_flow(yaml.safe_dump(doc, allow_unicode=True), path.name)
     except MemLensError as e:

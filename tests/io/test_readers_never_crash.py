@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.io import FormatError, import_text
+from tests.builders import places, put
 from tests.conftest import FIXTURES
 from tests.io.test_claude_code import TRANSCRIPT
 from tests.io.test_responses_items import SESSION
@@ -76,32 +77,14 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(a
                     max_leaves=6)
 
 
-def _places(value, path=()):
-    yield path
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _places(v, path + (k,))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _places(v, path + (i,))
-
-
 @pytest.mark.parametrize("name,layout,doc", SAMPLES, ids=[s[0] for s in SAMPLES])
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_sample_changed_anywhere_is_read_or_refused_in_one_line(name, layout, doc, data):
     doc = copy.deepcopy(doc)
     for _ in range(data.draw(st.integers(1, 3))):
-        places = list(_places(doc))
-        path = places[data.draw(st.integers(0, len(places) - 1))]
-        value = data.draw(JSON)
-        if not path:
-            doc = value
-            continue
-        target = doc
-        for step in path[:-1]:
-            target = target[step]
-        target[path[-1]] = value
+        where = list(places(doc))
+        doc = put(doc, where[data.draw(st.integers(0, len(where) - 1))], data.draw(JSON))
     text = "\n".join(json.dumps(x) for x in doc) if layout == "lines" and isinstance(doc, list) else json.dumps(doc)
     for skip_bad in (False, True):
         try:
