@@ -568,8 +568,10 @@ def load_conversation(db: Database, conversation_id: str, *, system_prompt: str 
     info = get_conversation(db, conversation_id)
     turns = [turn_from_dict(d) for d in load_turn_rows(db, conversation_id)]
     remember_token_counts(turns)
+    # An imported conversation keeps the format it was read from (what memory fits it depends on it).
     return Conversation(id=info.id, turns=turns, system_prompt=system_prompt or info.meta.get("system_prompt", ""),
-                        source_format="memlens", name=info.name, meta={"active_turn_id": info.active_turn_id})
+                        source_format=str(info.meta.get("source_format") or "memlens"), name=info.name,
+                        meta={"active_turn_id": info.active_turn_id})
 
 
 # -- variables --------------------------------------------------------------------------------------

@@ -112,6 +112,19 @@ def test_a_transcript_opens_under_what_claude_code_sends_the_whole_thread():
     assert fitting_config(other, 4) == MemoryConfig(window=4) and fitting_config(agent=True).strategy == "dify_agent"
 
 
+def test_a_stored_transcript_reopens_under_the_same_memory(db):
+    """Stored and loaded again (as the Debugger opens it), a transcript keeps its format, so it opens
+    under what Claude Code sends, not under a Dify LLM node's memory."""
+    from core.analysis.debug_view import fitting_config
+    from core.service.sessions import store_conversations
+    from core.store import repo
+
+    [conv_id] = store_conversations(db, read().conversations)
+    stored = repo.load_conversation(db, conv_id)
+    assert stored.source_format == "claude-code"
+    assert fitting_config(stored) == MemoryConfig(strategy="buffer", granularity="all_messages")
+
+
 def test_a_bad_line_leaves_the_whole_session_out_naming_the_line():
     bad = [*TRANSCRIPT[:4], {**TRANSCRIPT[4], "message": {"role": "assistant", "content": [
         {"type": "tool_use", "id": "t", "input": {}}]}}]
