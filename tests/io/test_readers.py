@@ -91,6 +91,10 @@ def test_all_shared_formats_are_detected():
     ('{"a": 1}', "unknown format"),
     ('[1, 2, 3]', "unknown format"),
     ('[{"content": "no role"}]', "message 0 has no 'role'"),
+    # A Responses item that stands for no message (an Agents SDK session's reference to an earlier
+    # item) is named by its type, not reported as a message without a role.
+    ('[{"role": "user", "content": "hi"}, {"type": "item_reference", "id": "msg_1"}]',
+     "message 1 is an item of type 'item_reference', which stands for no message"),
     ('[{"role": "user", "content": "x"}, {"role": "wizard", "content": "y"}]', "message 1 has an unknown role 'wizard'"),
     ('[{"role": "user", "content": 5}]', "'content' must be a string or a list"),
     ('{"messages": [{"role": "user", "content": "a"}]}\n{"messages": 3}', "record 1: 'messages' must be a list"),
