@@ -43,6 +43,22 @@ def test_final_answer_is_the_last_assistant_message_and_others_are_intermediate(
     assert conv.turns[0].messages[2].tool_calls[0].arguments == '{"x": 1}'
 
 
+@pytest.mark.parametrize("ending", [
+    [{"role": "assistant", "content": None, "tool_calls": ["CALL"]}],  # stopped at the call
+    [{"role": "assistant", "content": "let me look", "tool_calls": ["CALL"]},  # cut after the result
+     {"role": "tool", "tool_call_id": "c1", "content": "42"}],
+])
+def test_a_turn_that_ends_in_a_tool_step_has_no_answer_yet(ending):
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    ending = [{**m, "tool_calls": [call]} if "tool_calls" in m else m for m in ending]
+    conv = parse([{"role": "user", "content": "first"}, {"role": "assistant", "content": "done"},
+                  {"role": "user", "content": "do it"}, *ending])[0]
+    last = conv.turns[-1]
+    assert last.answer_index is None and last.answer == ""
+    assert [m.kind for m in last.messages] == ["query", "tool_call", "tool_result"][:len(last.messages)]
+    assert conv.turns[0].answer == "done"  # a turn with a reply after its tool steps keeps it as its answer
+
+
 def test_reasoning_content_becomes_its_own_reasoning_message():
     conv = parse([{"role": "user", "content": "why?"},
                   {"role": "assistant", "content": "because", "reasoning_content": "let me think"}])[0]
