@@ -10,7 +10,7 @@ import pytest
 
 from core.io import FORMATS, FormatError, ImportResult, detect_format, import_file, import_text
 from core.memory.replay import MemoryConfig, Replay
-from core.model.conversation import ANSWER, QUERY, REASONING, TOOL_CALL, TOOL_RESULT
+from core.model.conversation import ANSWER, QUERY, REASONING, TOOL_CALL, TOOL_RESULT, active_thread
 from core.model.ledger import KEPT, OTHER_BRANCH
 from tests.conftest import FIXTURES
 
@@ -168,6 +168,36 @@ def test_sharegpt_parallel_calls_each_get_their_observation():
     msgs = conv.turns[0].messages
     call_ids = [c.id for c in msgs[1].tool_calls]
     assert len(set(call_ids)) == 2 and [msgs[2].tool_call_id, msgs[3].tool_call_id] == call_ids
+
+
+def test_sharegpt_preference_record_reads_chosen_as_the_answer_and_rejected_as_a_sibling_branch():
+    # LLaMA-Factory's preference data: the conversation ends with a human message, answered twice.
+    conv = import_text(json.dumps([{"conversations": [
+        {"from": "human", "value": "Name a colour."}, {"from": "gpt", "value": "Green."},
+        {"from": "human", "value": "Another one?"}],
+        "chosen": {"from": "gpt", "value": "Blue."}, "rejected": {"from": "gpt", "value": "Green again."}}]),
+        name="dpo.json").conversations[0]
+    first, rejected, chosen = conv.turns
+    assert (rejected.query, rejected.answer, chosen.query, chosen.answer) == (
+        "Another one?", "Green again.", "Another one?", "Blue.")
+    assert rejected.parent_id == chosen.parent_id == first.id and rejected.id != chosen.id
+    assert [m.kind for t in conv.turns for m in t.messages] == [QUERY, ANSWER] * 3
+    assert len({m.ref for t in conv.turns for m in t.messages}) == 6
+    assert [conv.turns[i].answer for i in active_thread(conv)] == ["Green.", "Blue."]  # chosen is the active thread
+    ledger = Replay(conv, MemoryConfig(window=10)).ledger_at(2)
+    assert [e.reason for e in ledger.entries] == [KEPT, KEPT, OTHER_BRANCH, OTHER_BRANCH]
+
+
+def test_sharegpt_multimodal_record_attaches_each_file_where_its_placeholder_is():
+    conv = import_text(json.dumps([{"conversations": [
+        {"from": "human", "value": "<image>What is this?"}, {"from": "gpt", "value": "A cat."},
+        {"from": "human", "value": "And <image> with <video>?"}, {"from": "gpt", "value": "A dog running."}],
+        "images": ["imgs/cat.png", "imgs/dog.png", "imgs/extra.png"], "videos": ["v/run.mp4"]}]),
+        name="mllm.json").conversations[0]
+    files = [[(f.type, f.url, f.name) for f in t.messages[t.query_index].files] for t in conv.turns]
+    assert files == [[("image", "imgs/cat.png", "cat.png"), ("image", "imgs/extra.png", "extra.png")],
+                     [("image", "imgs/dog.png", "dog.png"), ("video", "v/run.mp4", "run.mp4")]]
+    assert all(not m.files for t in conv.turns for m in t.messages if m.kind == ANSWER)
 
 
 # -- LLaMA-Factory v1 (OpenAI reader with typed parts) -----------------------------------------------

@@ -63,6 +63,16 @@ GOOD = sharegpt(("human", "hi"), ("gpt", "hello"))
     (sharegpt(("human", "hi"), ("gpt", '<tool_call>{"name": "a"}</tool_call>'),
               ("tool", "<tool_response>1</tool_response><tool_response>2</tool_response>")), "message 2",
      "message 2: 2 <tool_response> blocks answer 1 outstanding tool call(s)"),
+    (sharegpt(("human", "hi"), chosen={"from": "gpt", "value": "a"}), "rejected",
+     "'rejected' must be a gpt reply {from, value}"),
+    (sharegpt(("human", "hi"), chosen={"from": "human", "value": "a"}, rejected={"from": "gpt", "value": "b"}),
+     "chosen", "'chosen' must be a gpt reply {from, value}"),
+    (sharegpt(("human", "hi"), ("gpt", "yo"), chosen={"from": "gpt", "value": "a"},
+              rejected={"from": "gpt", "value": "b"}), "conversations",
+     "'chosen' and 'rejected' answer the last human message: 'conversations' must end with one"),
+    (sharegpt(("human", "<image>hi"), images="cat.png"), "images", "'images' must be a list of paths or URLs"),
+    (sharegpt(("gpt", "hello"), videos=["v.mp4"]), "videos",
+     "'videos' has files but there is no human message to attach them to"),
 ])
 def test_each_malformed_sharegpt_record_gives_its_message(record, field, message):
     text = json.dumps([GOOD, record, GOOD])

@@ -6,7 +6,8 @@
   OpenAI Agents SDK session: :mod:`.responses`) as the messages they stand for; an Anthropic Messages
   request (``tool_use`` / ``tool_result`` blocks, ``system``).
 * ``sharegpt`` (:mod:`.sharegpt`) — ``{conversations: [{from, value}], tools?, system?}`` records, tool
-  calls as ``function_call`` / ``observation`` messages or in Hermes ``<tool_call>`` tags.
+  calls as ``function_call`` / ``observation`` messages or in Hermes ``<tool_call>`` tags; LLaMA-Factory's
+  preference (``chosen`` / ``rejected``) and multimodal (``images``, ``videos``, ``audios``) records.
 * ``oasst`` (:mod:`.oasst`) — OpenAssistant message trees (wrapped, nested from the first message, or
   one message per row); sibling replies become branches.
 * ``bfcl`` (:mod:`.bfcl`) — BFCL memory prerequisite conversations, with their recall probes.

@@ -143,8 +143,8 @@ def openai_messages(raw: list) -> list[Message]:
             raise RecordError(f"{at} is not an object", at)
         if "role" not in m:
             if isinstance(m.get("type"), str):  # a Responses item of a type that stands for no message
-                raise RecordError(f"{at} is an item of type {m['type']!r}, which stands for no message MemLens can read: "
-                                  "a message needs a 'role'; leave the item out of the file", at)
+                raise RecordError(f"{at} is an item of type {m['type']!r}, which stands for no message MemLens can "
+                                  "read: a message needs a 'role'; leave the item out of the file", at)
             raise RecordError(f"{at} has no 'role'", at)
         role = m["role"]
         if not isinstance(role, str):

@@ -6,16 +6,23 @@ follow the call. Hermes function-calling data writes the calls inside the ``gpt`
 each as ``<tool_call>{"name": …, "arguments": …}</tool_call>``, and the ``tool`` message after it
 answers each call in a ``<tool_response>…</tool_response>``: such a message is a tool call step (its
 text outside the tags is its content), and each response a result, in the calls' order.
+
+LLaMA-Factory's variants read too: preference data (``chosen`` and ``rejected`` replies to the last
+human message) as two answers to it, the rejected one a sibling branch and the chosen one the active
+thread's answer; multimodal data (``images``, ``videos``, ``audios``: paths or URLs) as files of the
+human messages, the n-th ``<image>`` (``<video>``, ``<audio>``) placeholder taking the n-th file
+(files without placeholders go with the first human message).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any, Iterator
 
 from core.io.errors import RecordError
-from core.model.conversation import Conversation, Message, ToolCall
+from core.model.conversation import ANSWER, Conversation, FileRef, Message, ToolCall, Turn
 
 from .common import (arguments, conversation_from_messages, conversation_id, first_user_text, label_of, read_named,
                      record_field)
@@ -124,6 +131,10 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
             pending = []
             messages.append(Message(role, value, "", k))
         previous = role
+    messages = _with_media(rec, messages)
+    preferred = _preference(rec, previous)
+    if preferred:
+        messages.append(Message("assistant", preferred[0], "", "chosen"))
     conv_id = conversation_id(rec, n, stem, "id")
     meta.update({key: v for key, v in rec.items()
                  if key not in ("conversations", "tools", "system") and isinstance(v, (str, int, float, bool))})
@@ -131,7 +142,54 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
                                       name=str(rec.get("name") or conv_id))
     if not conv.turns:
         raise RecordError("the conversation has no human or gpt message", "conversations")
+    if preferred:  # the rejected reply: a sibling answer to the same message, before the chosen one
+        chosen = conv.turns[-1]
+        query = chosen.messages[chosen.query_index]
+        conv.turns.insert(len(conv.turns) - 1, Turn(
+            id=f"{chosen.id}:rejected", parent_id=chosen.parent_id, query_index=0, answer_index=1,
+            messages=(replace(query, ref=f"{query.ref}:rejected"), Message("assistant", preferred[1], ANSWER,
+                                                                              "rejected"))))
     return conv
+
+
+#: LLaMA-Factory's multimodal columns: each file kind, and the placeholder that marks where it goes.
+_MEDIA = (("images", "image", "<image>"), ("videos", "video", "<video>"), ("audios", "audio", "<audio>"))
+
+
+def _with_media(rec: dict, messages: list[Message]) -> list[Message]:
+    """The human messages with the files of the record's ``images``, ``videos`` and ``audios``."""
+    files: dict[int, list[FileRef]] = {}
+    users = [k for k, m in enumerate(messages) if m.role == "user"]
+    for column, kind, placeholder in _MEDIA:
+        paths = rec.get(column)
+        if paths in (None, []):
+            continue
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise RecordError(f"'{column}' must be a list of paths or URLs", column)
+        if not users:
+            raise RecordError(f"'{column}' has files but there is no human message to attach them to", column)
+        slots = [k for k in users for _ in range(messages[k].content.count(placeholder))]
+        for j, path in enumerate(paths):
+            files.setdefault(slots[j] if j < len(slots) else users[0], []).append(
+                FileRef(type=kind, url=path, name=path.rsplit("/", 1)[-1]))
+    return [replace(m, files=m.files + tuple(files[k])) if k in files else m for k, m in enumerate(messages)]
+
+
+def _preference(rec: dict, last_role: str | None) -> tuple[str, str] | None:
+    """The ``chosen`` and ``rejected`` replies of a preference record, or None when it has neither."""
+    if "chosen" not in rec and "rejected" not in rec:
+        return None
+    texts = []
+    for key in ("chosen", "rejected"):
+        reply = rec.get(key)
+        if not (isinstance(reply, dict) and isinstance(reply.get("value"), str)
+                and _ROLES.get(str(reply.get("from")).lower()) == "assistant"):
+            raise RecordError(f"'{key}' must be a gpt reply {{from, value}}, as in a preference record", key)
+        texts.append(reply["value"])
+    if last_role != "user":
+        raise RecordError("'chosen' and 'rejected' answer the last human message: 'conversations' must end "
+                          "with one", "conversations")
+    return texts[0], texts[1]
 
 
 def _label(rec: Any) -> str:
@@ -147,5 +205,6 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
     yield from read_named(records, ctx, _conversation, _label)
 
 
-FORMAT = Format("sharegpt", "ShareGPT conversations (human / gpt / function_call / observation; Hermes tool tags)",
+FORMAT = Format("sharegpt", "ShareGPT conversations (human / gpt / function_call / observation; Hermes tool tags; "
+                "LLaMA-Factory preference and multimodal records)",
                 _sniff, _read)
