@@ -51,9 +51,19 @@ def scrub(value: Any, field: str) -> Any:
     return value
 
 
-def check_user(value: str | None, *, required: bool = False) -> str:
-    """Dify's ``user`` argument: required on chat-messages, else ``DEFAULT-USER`` when absent."""
-    user = clean(value, "user") if value is not None else ""
+#: What a JSON body's ``user`` may be: Dify reads it from the raw JSON and takes a number (an
+#: integer user id, say) or a boolean as its text.
+UserArg = str | bool | int | float | None
+
+
+def check_user(value: UserArg, *, required: bool = False) -> str:
+    """Dify's ``user`` argument: required on chat-messages, stop and feedback, else ``DEFAULT-USER``
+    when absent. A false value (``""``, ``0``, ``false``) is no user, as in Dify; any other number or
+    boolean is its text (``12345`` is ``"12345"``, ``true`` is ``"True"``, as Python's ``str``)."""
+    value = clean(value, "user") if value is not None else None
+    if isinstance(value, (bool, int, float)) and value:
+        value = str(value)
+    user = value if isinstance(value, str) else ""
     if not user:
         if required:
             raise invalid("Arg user must be provided.")
@@ -112,7 +122,8 @@ class ChatRequest(BaseModel):
         default=None, description="empty or omitted: a new conversation; unknown: a new conversation too",
         json_schema_extra=documented(anyOf=[{"type": "string", "format": "uuid"},
                                             {"type": "string", "maxLength": 0}, {"type": "null"}]))
-    user: str | None = Field(default=None, description="the end user; conversations belong to their user",
+    user: UserArg = Field(default=None, description="the end user; conversations belong to their user (a "
+                                                    "number is taken as its text)",
                              json_schema_extra=documented(type="string", minLength=1, maxLength=255))
     files: list[dict[str, Any]] | None = Field(
         default=None, description="files sent with the query: {type: document|image|audio|video|custom, "
@@ -133,20 +144,20 @@ class ChatRequest(BaseModel):
 
 
 class UserBody(BaseModel):
-    user: str | None = None
+    user: UserArg = None
 
 
 class RenameRequest(BaseModel):
     name: str | None = None
     auto_generate: bool | None = False
-    user: str | None = None
+    user: UserArg = None
 
 
 class VariableUpdate(BaseModel):
     model_config = ConfigDict(json_schema_extra={"required": ["value"]})
 
     value: Any = Field(default=None, description="the new value; its type must match the variable's")
-    user: str | None = None
+    user: UserArg = None
 
 
 class Usage(BaseModel):
@@ -331,12 +342,12 @@ class AppInfo(BaseModel):
 
 class FeedbackRequest(BaseModel):
     rating: Literal["like", "dislike"] | None = Field(default=None, description="null revokes the rating")
-    user: str | None = None
+    user: UserArg = None
     content: str | None = Field(default=None, max_length=10_000)
 
 
 class StopRequest(BaseModel):
-    user: str | None = None
+    user: UserArg = None
 
 
 class Suggested(BaseModel):

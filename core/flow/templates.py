@@ -195,6 +195,20 @@ def render_slots(template: str, pool: VariablePool, node: str = "start", *, expe
     return SPECIAL_TOKENS.sub("", SLOT_PATTERN.sub(fill, template))
 
 
+def render_introduction(template: str, inputs: Mapping[str, Any]) -> str:
+    """A conversation's introduction as Dify writes it when the conversation starts: the app's
+    opening statement with each ``{{name}}`` slot of a start input filled from ``inputs`` (a text
+    value's own slots unwrapped to ``{name}``, any other value as its text), every other slot as
+    written, and ``<|…|>`` tokens stripped (PromptTemplateParser)."""
+    def fill(m: re.Match) -> str:
+        value = inputs.get(m.group(1))
+        if value is None:
+            return m.group(0)
+        return SLOT_PATTERN.sub(r"{\1}", value) if isinstance(value, str) else value_text(value)
+
+    return SPECIAL_TOKENS.sub("", SLOT_PATTERN.sub(fill, template or ""))
+
+
 #: The edition of a prompt message written as a basic Chatbot's pre-prompt (rendered by :func:`render_slots`).
 SIMPLE = "simple"
 #: The edition of a basic Chatbot's expert-mode prompt message (:func:`render_slots` with ``expert``).

@@ -622,6 +622,34 @@ def test_requests_without_user_act_as_default_user(api):
     assert r.status_code == 204
 
 
+def test_a_numeric_user_is_that_user_as_text_as_dify_reads_it(api):
+    # Dify takes ``user`` from the raw JSON and uses its text: integer user ids work on every call.
+    r = api.chat("Hi, I'm Dana.", user=12345)
+    assert r.status_code == 200, r.text
+    conversation_id, message_id = r.json()["conversation_id"], r.json()["message_id"]
+    assert api.service.info(conversation_id).user_id == "12345"
+    r = api.chat("What's my name?", conversation_id, user=12345)
+    assert r.json()["conversation_id"] == conversation_id  # the same user continues the same conversation
+    listed = api.request("GET", "/conversations", params={"user": "12345"}).json()["data"]
+    assert [c["id"] for c in listed] == [conversation_id]
+    assert api.request("POST", f"/messages/{message_id}/feedbacks",
+                       json={"rating": "like", "user": 12345}).json() == {"result": "success"}
+    assert repo.feedbacks(api.db, conversation_id)[message_id][0]["user_id"] == "12345"
+    # A false value is no user, as in Dify: refused where a user is required.
+    _error(api.chat("Hello", user=0), 400, "invalid_param", "Arg user must be provided.")
+    _error(api.request("POST", "/chat-messages", headers={"Content-Type": "application/json"},
+                       content='{"inputs": {}, "query": "Hello", "user": Infinity}'), 400, "invalid_param")
+
+
+def test_feedback_and_suggested_questions_need_a_user_as_in_dify(api):
+    conversation_id, (answer,) = api.new_conversation()
+    mid = answer["message_id"]
+    _error(api.request("POST", f"/messages/{mid}/feedbacks", json={"rating": "like"}), 400, "invalid_param",
+           "Arg user must be provided.")
+    _error(api.request("GET", f"/messages/{mid}/suggested"), 400, "invalid_param", "Arg user must be provided.")
+    assert repo.feedbacks(api.db, conversation_id) == {}
+
+
 # -- messages and conversations ----------------------------------------------------------------
 
 def test_messages_page_backwards_from_first_id_oldest_first_with_has_more(api):
@@ -704,6 +732,9 @@ def test_rename_sets_the_name_or_derives_it_from_the_first_query(api):
            400, "invalid_param", "name is required when auto_generate is false")
     _error(api.request("POST", f"/conversations/{conversation_id}/name", json={"name": "", "user": "abc-123"}),
            400, "invalid_param", "name is required when auto_generate is false")
+    _error(api.request("POST", f"/conversations/{conversation_id}/name", json={"name": "   ", "user": "abc-123"}),
+           400, "invalid_param", "name is required when auto_generate is false")
+    assert api.service.info(conversation_id).name == "Where is my parcel? …"
 
 
 def test_delete_answers_204_with_an_empty_body_and_removes_everything(api):
@@ -958,6 +989,16 @@ def test_files_stay_with_their_message_and_bad_files_are_refused(api):
     turn = repo.load_conversation(api.db, r.json()["conversation_id"]).turns[0]
     assert turn.query_message.files == (FileRef("image", "https://example.com/a.png", ""),
                                         FileRef("document", "", upload_id, "manual.pdf"))
+    # GET /v1/messages lists them as Dify does, so a client rebuilding the chat keeps the attachments.
+    listed = api.request("GET", "/messages", params={"conversation_id": r.json()["conversation_id"],
+                                                     "user": "abc-123"}).json()["data"][0]["message_files"]
+    assert [{k: f[k] for k in ("filename", "type", "url", "mime_type", "size", "transfer_method", "belongs_to",
+                              "upload_file_id")} for f in listed] == [
+        {"filename": "a.png", "type": "image", "url": "https://example.com/a.png", "mime_type": "image/png",
+         "size": -1, "transfer_method": "remote_url", "belongs_to": "user", "upload_file_id": None},
+        {"filename": "manual.pdf", "type": "document", "url": "", "mime_type": "application/pdf", "size": -1,
+         "transfer_method": "local_file", "belongs_to": "user", "upload_file_id": upload_id}]
+    assert len({f["id"] for f in listed}) == 2
     before = len(repo.list_conversations(api.db))
     for bad, needle in [
         ([{"type": "image", "transfer_method": "ftp", "url": "x"}], "transfer_method 'ftp' is unknown"),

@@ -10,7 +10,7 @@ import threading
 
 import httpx
 import pytest
-from dify_client import ChatClient
+from dify_client import ChatClient, CompletionClient
 
 from benchmarks.api_load import parse_sse
 from core.api.routes import files as api_files
@@ -29,7 +29,7 @@ version: 1
 name: featured
 description: A chatflow with every feature a client reads at start-up.
 features:
-  opening_statement: Hello! Ask me about trains.
+  opening_statement: Hello! Ask me about trains from {{city}}.<|im_end|>
   suggested_questions: ["First train to Lisbon?", "Last train to Porto?"]
   suggested_questions_after_answer: {enabled: true}
   file_upload:
@@ -159,7 +159,7 @@ def test_every_chat_client_method_answers_2xx(app):
 
 def test_parameters_come_from_the_flow_features_and_start_form(app):
     body = app.http.get("/parameters", params={"user": "sam"}).json()
-    assert body["opening_statement"] == "Hello! Ask me about trains."
+    assert body["opening_statement"] == "Hello! Ask me about trains from {{city}}.<|im_end|>"  # as written
     assert body["suggested_questions"] == ["First train to Lisbon?", "Last train to Porto?"]
     assert body["suggested_questions_after_answer"] == {"enabled": True}
     assert body["speech_to_text"] == {"enabled": False}
@@ -170,6 +170,50 @@ def test_parameters_come_from_the_flow_features_and_start_form(app):
     assert body["file_upload"]["image"] == {"enabled": True, "number_limits": 2, "detail": "low",
                                             "transfer_methods": ["local_file"]}
     assert body["system_parameters"]["image_file_size_limit"] == 10
+
+
+def test_a_conversation_introduces_itself_with_the_opening_statement_filled_from_its_inputs(app):
+    # Dify writes the introduction when the conversation starts: the statement's slots hold the inputs.
+    answer = app.ask(user="intro")
+    listed = app.http.get("/conversations", params={"user": "intro"}).json()["data"]
+    assert [(c["id"], c["introduction"]) for c in listed] == [
+        (answer["conversation_id"], "Hello! Ask me about trains from Porto.")]
+
+
+def test_routes_of_other_app_modes_answer_difys_errors_for_a_chat_app(app):
+    # The SDK's CompletionClient against a chat app: Dify's app_unavailable, not an unknown route.
+    client = CompletionClient(app.key)
+    client.base_url = app.server.base_url
+    r = client.create_completion_message({"city": "Porto"}, "blocking", "sam")
+    assert (r.status_code, r.json()) == (400, {"code": "app_unavailable", "status": 400,
+                                               "message": "App unavailable, please check your app configurations."})
+    r = app.http.post("/workflows/run", json={"inputs": {}, "user": "sam"})
+    assert (r.status_code, r.json()["code"], r.json()["message"]) == (400, "not_workflow_app",
+                                                                      "Only support workflow app.")
+    for path in ("/completion-messages", "/workflows/run"):  # the user is checked first, as in Dify
+        assert app.http.post(path, json={"inputs": {}}).json()["message"] == "Arg user must be provided."
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+def test_speech_routes_answer_as_dify_without_a_speech_model(app, tmp_path, enabled):
+    flow = tmp_path / "speech.yml"
+    on = str(enabled).lower()
+    flow.write_text(FEATURED_FLOW.replace("features:\n", f"features:\n  speech_to_text: {{enabled: {on}}}\n"
+                                                        f"  text_to_speech: {{enabled: {on}, voice: alloy}}\n"),
+                    encoding="utf-8")
+    flow_id = ConversationService(app.db, DemoClient()).import_flow(flow, name=f"speech-{enabled}").flow_id
+    headers = {"Authorization": f"Bearer {app_keys.create_key(app.db, flow_id)[1]}"}
+    params = app.http.get("/parameters", params={"user": "sam"}, headers=headers).json()
+    assert (params["speech_to_text"]["enabled"], params["text_to_speech"]["enabled"]) == (enabled, enabled)
+    stt = app.http.post("/audio-to-text", data={"user": "sam"}, files={"file": ("a.mp3", b"ID3", "audio/mpeg")},
+                        headers=headers)
+    tts = app.http.post("/text-to-audio", json={"text": "Hello", "user": "sam"}, headers=headers)
+    if enabled:  # configured, but MemLens has no speech model: Dify's answer for a workspace without one
+        assert (stt.status_code, stt.json()["code"]) == (400, "provider_not_support_speech_to_text")
+        assert (tts.status_code, tts.json()["code"]) == (400, "provider_not_support_text_to_speech")
+    else:
+        assert (stt.status_code, stt.json()["message"]) == (400, "Speech to text is not enabled")
+        assert (tts.status_code, tts.json()["message"]) == (400, "TTS is not enabled")
 
 
 def test_meta_and_info_describe_the_app(app):
@@ -323,8 +367,11 @@ def test_upload_checks_type_size_and_count(app, monkeypatch):
 
     r = post([("file", ("notes.pdf", b"%PDF-1.4 tiny", "application/pdf"))])
     assert r.status_code == 201 and r.json()["mime_type"] == "application/pdf" and r.json()["created_by"] == "kim"
-    r = post([("file", ("tool.exe", b"MZ", "application/octet-stream"))])
-    assert r.status_code == 415 and r.json()["code"] == "unsupported_file_type"
+    # Dify 1.x takes any other file too (a type it does not name is custom), held to the document limit.
+    for name in ("data.json", "app.py", "README", "tool.exe"):
+        r = post([("file", (name, b"{}", "application/octet-stream"))])
+        assert r.status_code == 201 and (r.json()["name"], r.json()["extension"]) == (
+            name, name.rpartition(".")[2] if "." in name else ""), r.text
     r = post([("file", ("a.png", b"1", "image/png")), ("file", ("b.png", b"2", "image/png"))])
     assert r.status_code == 400 and r.json()["code"] == "too_many_files"
     r = app.http.post("/files/upload", data={"user": "kim"})
@@ -334,6 +381,10 @@ def test_upload_checks_type_size_and_count(app, monkeypatch):
     assert r.status_code == 413 and r.json()["code"] == "file_too_large"
     r = post([("file", ("fits.png", b"0" * (1024 * 1024), "image/png"))])
     assert r.status_code == 201
+    monkeypatch.setitem(api_files.SIZE_LIMIT_MB, "document", 1)
+    r = post([("file", ("big.json", b"0" * (1024 * 1024 + 1), "application/json"))])
+    assert r.status_code == 413 and "custom limit of 1 MB" in r.json()["message"]
+    monkeypatch.setitem(api_files.SIZE_LIMIT_MB, "document", 15)
     # A file may be larger than the JSON body limit (1 MB): it is held to its type's own limit.
     r = post([("file", ("report.pdf", b"%PDF" + b"0" * (3 * 1024 * 1024), "application/pdf"))])
     assert r.status_code == 201, r.text

@@ -418,3 +418,12 @@ def test_the_expert_mode_sample_sends_its_example_before_the_history():
                            ("assistant", "Certainly — two guests tonight; what time suits you?")]
     assert prompt[3] == ("user", "Hi, I am Dana.") and prompt[-1] == ("user", queries[-1])
     assert len(prompt) == 3 + 2 * (len(queries) - 1) + 1
+
+
+def test_a_conversation_introduction_fills_the_opening_statements_slots_as_dify_does():
+    from core.flow.templates import render_introduction
+
+    statement = "Hi {{name}}! Trains from {{city}} on {{day}}, {{seats}} seats, {{#query#}}<|endoftext|>"
+    assert render_introduction(statement, {"name": "{{city}} fan", "city": "Porto", "seats": 2, "day": None}) == (
+        "Hi {city} fan! Trains from Porto on {{day}}, 2 seats, {{#query#}}")
+    assert render_introduction("", {"city": "Porto"}) == ""

@@ -9,6 +9,7 @@ from fastapi import Body, Depends, FastAPI, Query
 from fastapi.responses import Response
 from sqlalchemy import and_, or_, select
 
+from core.flow.templates import render_introduction
 from core.store.errors import StoreError
 from core.store.models import ConversationRow, FlowVersionRow, TurnRow
 
@@ -24,9 +25,18 @@ def conversation_name(query: str) -> str:
     return (query[:20] + "…") if len(query) > 20 else query
 
 
-def conversation_item(row: ConversationRow) -> dict:
-    return {"id": row.id, "name": row.name, "inputs": dict(row.inputs or {}), "status": "normal",
-            "introduction": "", "created_at": ts(row.created_at), "updated_at": ts(row.updated_at)}
+def conversation_item(row: ConversationRow, opening_statement: str = "") -> dict:
+    """A conversation as Dify lists it; its ``introduction`` is the app's opening statement with the
+    conversation's inputs in its slots."""
+    inputs = dict(row.inputs or {})
+    return {"id": row.id, "name": row.name, "inputs": inputs, "status": "normal",
+            "introduction": render_introduction(opening_statement, inputs), "created_at": ts(row.created_at),
+            "updated_at": ts(row.updated_at)}
+
+
+def _opening_statement(caller: Caller) -> str:
+    value = caller.flow.features.get("opening_statement")
+    return value if isinstance(value, str) else ""
 
 
 def list_conversations(caller: Caller, user: str, last_id: str | None, limit: int, sort_by: str) -> dict:
@@ -36,6 +46,7 @@ def list_conversations(caller: Caller, user: str, last_id: str | None, limit: in
              .join(FlowVersionRow, FlowVersionRow.id == ConversationRow.flow_version_id)
              .where(ConversationRow.user_id == user, ConversationRow.source == SOURCE,
                     FlowVersionRow.flow_id == caller.flow_id))
+    opening = _opening_statement(caller)
     with caller.db.session(write=False) as s:
         q = scope
         if last_id:
@@ -50,14 +61,15 @@ def list_conversations(caller: Caller, user: str, last_id: str | None, limit: in
                 q = q.where(or_(column > value, and_(column == value, ConversationRow.id > last.id)))
         order = (column.desc(), ConversationRow.id.desc()) if descending else (column.asc(), ConversationRow.id.asc())
         rows = s.scalars(q.order_by(*order).limit(limit + 1)).all()
-        return {"limit": limit, "has_more": len(rows) > limit, "data": [conversation_item(r) for r in rows[:limit]]}
+        return {"limit": limit, "has_more": len(rows) > limit,
+                "data": [conversation_item(r, opening) for r in rows[:limit]]}
 
 
 def rename(caller: Caller, conversation_id: str, body: RenameRequest) -> dict:
     user = check_user(body.user)
     name = clean(body.name, "name") if body.name is not None else ""
     auto = bool(body.auto_generate)
-    if not auto and not name:
+    if not auto and not name.strip():  # as Dify: a name of spaces is no name
         raise invalid("name is required when auto_generate is false", "name")
     row = require_owned(caller, conversation_id, user)
     if auto:
@@ -71,7 +83,7 @@ def rename(caller: Caller, conversation_id: str, body: RenameRequest) -> dict:
         raise invalid("name must be at most 255 characters", "name")
     caller.service.rename(row.id, name)
     renamed = require_owned(caller, row.id, user)
-    return conversation_item(renamed)
+    return conversation_item(renamed, _opening_statement(caller))
 
 
 def delete(caller: Caller, conversation_id: str, user: str) -> None:

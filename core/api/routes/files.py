@@ -1,5 +1,6 @@
-"""``POST /v1/files/upload`` — one file, with Dify's type and size checks; MemLens keeps its name, size
-and type (flows do not read file contents), so a chat message can refer to it."""
+"""``POST /v1/files/upload`` — one file, with Dify 1.x's size checks (any type: one Dify does not
+name is ``custom``); MemLens keeps its name, size and type (flows do not read file contents), so a
+chat message can refer to it."""
 
 from __future__ import annotations
 
@@ -40,8 +41,10 @@ MAX_UPLOADS = 10_000
 _CHUNK = 1024 * 1024
 
 
-def file_category(extension: str) -> str | None:
-    return next((kind for kind, exts in FILE_EXTENSIONS.items() if extension in exts), None)
+def file_category(extension: str) -> str:
+    """Dify's file type of an extension; any other file (``.json``, ``.py``, none at all) is
+    ``custom``, which Dify 1.x takes too, held to the document size limit."""
+    return next((kind for kind, exts in FILE_EXTENSIONS.items() if extension in exts), "custom")
 
 
 async def upload(app: FastAPI, caller: Caller, files: list[UploadFile], user: str | None) -> dict:
@@ -56,15 +59,14 @@ async def upload(app: FastAPI, caller: Caller, files: list[UploadFile], user: st
         raise ApiError(400, "filename_not_exists_error", "The specified filename does not exist.")
     extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     kind = file_category(extension)
-    if kind is None:
-        raise ApiError(415, "unsupported_file_type", "File type not allowed.")
-    limit = SIZE_LIMIT_MB[kind] * 1024 * 1024
+    limit_mb = SIZE_LIMIT_MB.get(kind, SIZE_LIMIT_MB["document"])
+    limit = limit_mb * 1024 * 1024
     size = 0
     while chunk := await upload_file.read(_CHUNK):
         size += len(chunk)
         if size > limit:
             raise ApiError(413, "file_too_large", f"File size exceeded. {name} is larger than the {kind} limit "
-                                                  f"of {SIZE_LIMIT_MB[kind]} MB.")
+                                                  f"of {limit_mb} MB.")
     record = {"id": str(uuid.uuid4()), "name": clean(name, "file")[:255], "size": size, "extension": extension,
               "mime_type": upload_file.content_type or "application/octet-stream", "created_by": user,
               "created_at": ts(time.time())}
@@ -76,9 +78,7 @@ async def upload(app: FastAPI, caller: Caller, files: list[UploadFile], user: st
 
 
 def register(app: FastAPI) -> None:
-    upload_errors = {**error_responses(400, 401),
-                     413: {"model": ErrorBody, "description": "file_too_large"},
-                     415: {"model": ErrorBody, "description": "unsupported_file_type"}}
+    upload_errors = {**error_responses(400, 401), 413: {"model": ErrorBody, "description": "file_too_large"}}
 
     @app.post(UPLOAD_PATH, response_model=UploadedFile, status_code=201, responses=upload_errors,
               tags=["files"], summary="Upload one file for a later message")

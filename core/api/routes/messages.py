@@ -10,6 +10,7 @@ has one thought, whose text is the answer — what Dify's agent history replays 
 from __future__ import annotations
 
 import json
+import mimetypes
 import re
 import uuid
 
@@ -42,12 +43,32 @@ def agent_thought(message_id: str, thought: str, position: int = 1) -> dict:
             "tool_labels": {}, "tool_input": ""}
 
 
+def message_files(row: TurnRow) -> list[dict]:
+    """The files the user sent with a message, as Dify lists them (``message_files``): an upload with
+    its ``upload_file_id``, a link with its ``url``. MemLens keeps neither their bytes nor their size
+    (``-1``, Dify's size of a file it has not measured); the MIME type is the name's."""
+    query = next((m for m in row.messages or () if isinstance(m, dict) and m.get("role") == "user"), None)
+    out = []
+    for n, f in enumerate((query or {}).get("files") or (), start=1):
+        if not isinstance(f, dict):
+            continue
+        upload_id, url = str(f.get("id") or ""), str(f.get("url") or "")
+        name = str(f.get("name") or "") or url.rsplit("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+        out.append({"id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"memlens:{row.id}/message_file/{n}")),
+                    "filename": name, "type": str(f.get("type") or "custom"), "url": url,
+                    "mime_type": mimetypes.guess_type(name)[0] or "", "size": -1,
+                    "transfer_method": "local_file" if upload_id else "remote_url", "belongs_to": "user",
+                    "upload_file_id": upload_id or None})
+    return out
+
+
 def message_item(row: TurnRow, feedback: dict | None = None, *, agent: bool = False) -> dict:
     """One message as ``GET /v1/messages`` lists it; ``agent``: the app is an Agent app."""
     thoughts = [{**agent_thought(row.id, row.answer), "chain_id": None, "created_at": ts(row.created_at),
                  "files": []}] if agent else []
     return {"id": row.id, "conversation_id": row.conversation_id, "parent_message_id": row.parent_id,
-            "inputs": dict(row.inputs or {}), "query": row.query, "answer": row.answer, "message_files": [],
+            "inputs": dict(row.inputs or {}), "query": row.query, "answer": row.answer,
+            "message_files": message_files(row),
             "feedback": feedback, "retriever_resources": [], "agent_thoughts": thoughts,
             "created_at": ts(row.created_at), "status": STATUS.get(row.status, row.status), "error": row.error,
             "extra_contents": []}
@@ -88,7 +109,7 @@ def _owned_message(caller: Caller, message_id: str, user: str) -> TurnRow:
 
 
 def feedback(caller: Caller, message_id: str, body: FeedbackRequest) -> dict:
-    user = check_user(body.user)
+    user = check_user(body.user, required=True)
     row = _owned_message(caller, message_id, user)
     content = clean(body.content, "content") if body.content is not None else None
     try:
@@ -155,4 +176,4 @@ def register(app: FastAPI) -> None:
              tags=["chat"], summary="Follow-up questions after an answer")
     def get_suggested(message_id: str, caller: Caller = Depends(authenticate),
                       user: str | None = Query(default=None)):
-        return suggested(caller, message_id, check_user(user))
+        return suggested(caller, message_id, check_user(user, required=True))
