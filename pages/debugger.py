@@ -20,12 +20,13 @@ from core.words import conversation_length, distinct
 from ui import data, html
 from ui.flow_notes import render_flow_notes
 from ui import state as keys
-from ui.chat_view import TurnActions, render_transcript, thread_page, turn_problem
+from ui.chat_view import TRANSCRIPT_HEIGHT, TurnActions, render_transcript, thread_page, turn_problem
 from ui.entry import through_app
 from ui.ledger_table import render_ledger_table
 from ui.memories_panel import render_agent_run, render_recall_preview, render_recalled
 from ui.receipt_view import render_receipt
 from ui.replay_view import render_replay
+from ui.start_form import start_form
 from ui.switchboard import render_switchboard
 from ui.tree_view import render_branches
 from ui.variables_panel import render_variables
@@ -33,7 +34,6 @@ from ui.why_panel import WHY_HELP, render_why
 
 through_app()  # before anything is shown or read: the login is in app.py
 
-TRANSCRIPT_HEIGHT = 480  # px: the chat box beside the inspector; with the title and the input it fits 1280×800
 AS_CONFIGURED = "as configured in the flow"
 MODEL_CHOICES = [AS_CONFIGURED, "memlens/demo", "gpt-4o-mini", "gpt-4o", "anthropic/claude-sonnet-4-5",
                  "ollama/llama3.1", "other…"]
@@ -103,7 +103,20 @@ with st.sidebar:
             st.caption(f"Start uses {html.plain(own.name)}." if own is not None else
                        "Start waits for the file to arrive.")
         new_name = st.text_input("Name", key=keys.NEW_NAME)
-        if st.button("Start", key=keys.NEW_START, disabled=chosen is None and own is None):
+        # The flow's start form, filled in before the first message (as Dify's web app asks for it).
+        form_flow = None
+        if chosen is not None:
+            latest = max((f for f in flows if f.flow_id == chosen), key=lambda f: f.version)
+            form_flow = data.flow(url, latest.id)
+        elif own is not None:
+            try:
+                form_flow = parse_flow_upload(own.getvalue(), own.name)
+            except MemLensError:
+                form_flow = None  # Start says what is wrong with the file
+        start_inputs, missing = start_form(form_flow, keys.NEW_INPUTS) if form_flow is not None else ({}, [])
+        if missing:
+            st.caption(html.plain("Start needs: " + ", ".join(missing)))
+        if st.button("Start", key=keys.NEW_START, disabled=(chosen is None and own is None) or bool(missing)):
             flow_id = chosen
             if own is not None:
                 try:
@@ -112,7 +125,7 @@ with st.sidebar:
                     st.error(html.plain(str(e)))
                     flow_id = None
             if flow_id is not None:
-                info = svc.start(flow_id, name=new_name.strip() or "New conversation")
+                info = svc.start(flow_id, name=new_name.strip() or "New conversation", inputs=start_inputs)
                 # Opened on the next run, before the conversation picker exists: a widget's key
                 # cannot be set once the widget is drawn.
                 st.session_state[keys.OPEN_IN_DEBUGGER] = info.id

@@ -39,6 +39,7 @@ NEW_FLOW_FILE, NEW_FLOW_FILE_ROUND = "new_flow_file", "new_flow_file_round"
 # stored flow to show picked on the next run (the file's flow once it was imported).
 NEW_SOURCE, NEW_PICK = "new_source", "new_pick"
 NEW_POPOVER = "new_popover"  # … and whether it is open
+NEW_INPUTS = "new_inputs"  # … and its start form's fields: ``f"{NEW_INPUTS}-{variable}"``
 TO_COMPARE, TO_PRESENT = "to_compare", "to_present"  # open the open conversation on Compare / Present
 CONVERSATION_ONLY = "conversation_only"  # hide every debugging detail
 CONTINUE_LATEST = "continue_latest"

@@ -66,13 +66,14 @@ def test_new_conversation_starts_one_on_a_sample_flow_while_others_are_listed(ap
     assert len(started) == 1 and ConversationService(db(app)).flow_version(started[0].flow_version_id).flow_id == window
 
 
-def own_file(app, name: str, content: bytes, round_: int = 0):
-    """Choose "your own file" in the New conversation popover and upload ``content`` as ``name``."""
+def own_file(app, name: str, content: bytes, round_: int = 0, *, startable: bool = True):
+    """Choose "your own file" in the New conversation popover and upload ``content`` as ``name``;
+    ``startable``: Start is on once it arrived (not while a required start input is empty)."""
     app.radio(key="new_source").set_value("file").run()
     assert app.button(key="new_start").disabled  # nothing to start on until the file has arrived
     assert "Start waits for the file to arrive." in [shown(c.value) for c in app.caption]
     app.file_uploader(key=f"new_flow_file-{round_}").set_value((name, content, "text/yaml")).run()
-    assert not app.button(key="new_start").disabled
+    assert app.button(key="new_start").disabled is not startable
 
 
 def test_new_conversation_runs_the_users_own_dify_export(app):
@@ -98,6 +99,53 @@ def test_new_conversation_runs_the_users_own_dify_export(app):
     assert [f.version for f in flows.values() if f.flow_name == "记忆测试"] == [1]  # not imported twice
     app.radio(key="new_source").set_value("file").run()
     assert app.file_uploader(key="new_flow_file-1").value is None and app.button(key="new_start").disabled
+
+
+def test_new_conversation_asks_for_the_flows_start_form_before_it_starts(app):
+    # A flow whose start form requires an input: Dify's web app asks for it before the first message;
+    # before, Start made a conversation whose every message was refused for the missing input.
+    dsl = (ROOT / "tests" / "fixtures" / "dify_dsl" / "svcvit__Deep Researcher On Dify .yml").read_bytes()
+    own_file(app, "researcher.yml", dsl, startable=False)
+    assert "Start needs: Research Theme" in [shown(c.value) for c in app.caption]
+    field = app.text_area(key="new_inputs-Research_Theme")
+    assert shown(field.label) == "Research Theme *" and field.max_chars == 1024
+    field.set_value("Tide pools of Porto").run()
+    assert not app.button(key="new_start").disabled
+    app.button(key="new_start").click().run()
+    assert not app.exception, app.exception
+    started = [c for c in ConversationService(db(app)).conversations() if c.flow_version_id]
+    newest = max(started, key=lambda c: c.created_at)
+    assert newest.inputs == {"Research_Theme": "Tide pools of Porto"}
+    app.chat_input(key="chat_input").set_value("Start the research").run()
+    assert not app.exception
+    page = shown("".join(md.value for md in app.markdown) + "".join(e.value for e in app.error))
+    assert "is required by the start form" not in page
+    assert repo.get_conversation(db(app), newest.id).turn_count == 1
+
+
+def test_the_start_form_offers_each_field_as_its_type_and_shows_labels_as_written(app):
+    flow = ("format: memlens-flow\nversion: 1\nname: form\nmode: advanced-chat\nnodes:\n"
+            "  - id: start\n    type: start\n    title: Start\n    variables:\n"
+            "      - {variable: day, label: '**Day** [x](https://e.x)', type: select, required: false,"
+            " options: [weekday, '<b>sunday</b>']}\n"
+            "      - {variable: seats, label: Seats, type: number, required: true}\n"
+            "      - {variable: vip, label: VIP, type: checkbox, required: false}\n"
+            "      - {variable: doc, label: Doc, type: file, required: false}\n"
+            "  - {id: answer, type: answer, title: Answer, answer: 'ok {{#start.seats#}}'}\n"
+            "edges: [[start, answer]]\n")
+    own_file(app, "form.yml", flow.encode(), startable=False)  # Seats is required
+    day = app.selectbox(key="new_inputs-day")
+    assert [shown(o) for o in day.options] == ["(not set)", "weekday", "<b>sunday</b>"] and day.value == "(not set)"
+    assert "**" not in day.label and "](" not in day.label  # markdown in a flow's label stays text
+    assert app.checkbox(key="new_inputs-vip").value is False
+    assert "Doc: a file input, not offered here" in [shown(c.value) for c in app.caption]
+    app.text_input(key="new_inputs-seats").set_value("2").run()
+    day.set_value("<b>sunday</b>").run()
+    app.button(key="new_start").click().run()
+    assert not app.exception, app.exception
+    newest = max((c for c in ConversationService(db(app)).conversations() if c.flow_version_id),
+                 key=lambda c: c.created_at)
+    assert newest.inputs == {"day": "<b>sunday</b>", "seats": "2", "vip": False}
 
 
 def test_a_turn_answered_by_a_node_memlens_does_not_emulate_says_so_under_its_receipt(app):
