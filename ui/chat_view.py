@@ -20,6 +20,11 @@ from ui import html
 PAGE_TURNS = 20  # turns of the thread shown at once
 
 
+#: The transcript box beside the inspector (px): with the title and the chat input it fits 1280×800, so
+#: the page never grows with the conversation (the Debugger and an imported conversation's view).
+TRANSCRIPT_HEIGHT = 480
+
+
 def thread_page(thread: list[int], selected: int | None, *, key: str, on_newest: Callable[[], None],
                 page: int = PAGE_TURNS) -> list[int]:
     """The part of the thread to show: its newest ``page`` turns (more after *Show earlier turns*)

@@ -31,7 +31,7 @@ from core.store.db import resolve_url
 from core.words import distinct
 from ui import data, html
 from ui import state as keys
-from ui.chat_view import TurnActions, render_transcript, thread_page
+from ui.chat_view import TRANSCRIPT_HEIGHT, TurnActions, render_transcript, thread_page
 from ui.compare_findings import render_findings
 from ui.html import plain
 from ui.ledger_table import render_ledger_table
@@ -200,7 +200,7 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
     differs: dict[str, list[str]] = {}
     tabs = why_box = None
     if side_col is not None:
-        with side_col:
+        with side_col, st.container(key=keys.SIDE):  # kept in view beside the transcript (html.CSS)
             why_box = st.container()
             tabs = st.tabs(["Context receipt", "Switchboard", "Findings", "Branches", "Needs a flow"])
         with tabs[1]:
@@ -234,6 +234,12 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
     with chat_col:
         if st.session_state.pop(keys.of_conversation(keys.NEEDS_FLOW, conv_id), False):
             st.warning(NEEDS_FLOW)
+    # The transcript scrolls in its own box, as the Debugger's does: the page opens at the top with the
+    # inspected turn's receipt in view, and never grows with the conversation.
+    with chat_col:
+        transcript_box = st.container(height=TRANSCRIPT_HEIGHT, key=keys.TRANSCRIPT) if side_col is not None \
+            else st.container()
+    with transcript_box:
         if not thread:
             st.info("This conversation has no turn.")
         else:

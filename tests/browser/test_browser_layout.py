@@ -147,3 +147,35 @@ def test_rerun_a_turn_as_a_branch_then_flip_back_and_the_switchboard_agrees_with
         first = messages.nth(0).locator('.ml-chip[data-node="responder"]')
         assert first.get_attribute("data-reason") == "outside_window"
         page.screenshot(path=str(tmp_path / "flip.png"))
+
+
+def test_an_imported_conversation_opens_at_the_top_with_its_transcript_in_a_box(tmp_path):
+    """An imported log (no flow) opens in the Debugger's replay view: its transcript scrolls in its own
+    box as a flow conversation's does, so the page does not grow with the log (it was one long page,
+    opened far from the newest turn and its receipt)."""
+    from core.service.imports import import_upload
+    from core.store import repo
+    from core.store.db import Database
+    from tests.conftest import FIXTURES
+
+    url = f"sqlite:///{tmp_path / 'memlens.db'}"
+    db = Database(url)
+    repo.set_setting(db, "demo.seeded", True)  # this store holds only the imported log
+    sample = FIXTURES / "transcripts" / "taubench__gpt-4o-airline.sample.jsonl"
+    first = sample.read_bytes().splitlines()[0]  # one long conversation
+    import_upload(db, first, "airline.jsonl")
+    db.dispose()
+    with streamlit_server({"MEMLENS_DATABASE_URL": url}, tmp_path / "streamlit.log") as base, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.set_default_timeout(90_000)
+        page.goto(base)
+        box = page.locator(".st-key-ml-transcript")
+        expect(box).to_be_visible(timeout=90_000)
+        messages = box.get_by_test_id("stChatMessage")
+        expect(messages.last).to_be_visible(timeout=90_000)
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(tmp_path / "imported-1280.png"))
+        assert page.evaluate("window.scrollY") == 0
+        assert messages.count() > 10
+        assert page.evaluate("document.documentElement.scrollHeight") <= 2 * 800  # not one long page
+        assert in_view(page, page.locator(".st-key-ml-side").first)  # the inspector beside it
