@@ -47,8 +47,8 @@ at. The kinds, and where each is computed from:
     the first. From ledgers (their compaction records).
 ``docs_vs_code``
     Dify's docs and Dify 1.x's code send a node different history at a turn, with the cause in
-    plain words: the current turn's placeholder row taking a window slot, regenerated replies on
-    other branches using window rows, token pruning the docs promise and the shipped code does
+    plain words: the current turn's placeholder row taking a window slot, turns on other branches
+    (regenerated replies, turns an edit left behind) using window rows, token pruning the docs promise and the shipped code does
     not do (plugin token counting off), or a different budget. From the two profiles' decisions
     (:func:`docs_vs_code`, per turn) or from a pair of ledgers (:func:`ledger_difference`, the
     debugger's receipt).
@@ -630,7 +630,8 @@ def _explain_difference(turn: int, window: int | None, docs: ProfileCut, code: P
                 f"would be sent; Dify 1.x sends {code.window_turns} — the current turn's row is one of the {n} fetched")
         if siblings:
             causes.append(CAUSE_SIBLINGS)
-            text += (f", and {plural(siblings, 'regenerated reply', 'regenerated replies')} on another branch "
+            # Rows of other branches: a regenerated reply, or a turn an edit left behind on the old thread.
+            text += (f", and {plural(siblings, 'turn')} on another branch (regenerated, or left by an edit) "
                      f"used {'a window row' if siblings == 1 else f'{siblings} window rows'}")
         parts.append(text)
     if docs.pruned and not counting:

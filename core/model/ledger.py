@@ -477,7 +477,7 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
         if not window or window < 0 or window > DIFY_ROW_CAP:
             return f"outside Dify's {DIFY_ROW_CAP}-row cap" if code else f"outside Dify's {DIFY_ROW_CAP}-turn cap"
         if code:
-            return f"outside window of {window} rows: the current turn's row is one of them"
+            return f"outside window of {window} rows: the conversation's newest on any branch, the current turn's one of them"
         return f"outside window of {window} turns"
     if r == OVER_BUDGET:
         budget = config.get("budget")

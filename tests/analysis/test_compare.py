@@ -136,7 +136,7 @@ def test_hover_names_the_message_its_tokens_and_the_reason():
     assert matrix.cells[r][c] == OUTSIDE_WINDOW
     text = matrix.hover(r, c)
     assert text.startswith(f"turn 1 · user · {matrix.tokens[c]:,} tokens · question number 1")
-    assert "outside window of 2 rows: the current turn's row is one of them" in text
+    assert "outside window of 2 rows: the conversation's newest on any branch, the current turn's one of them" in text
     assert "not yet written" in matrix.hover(0, c + 2)
 
 

@@ -126,8 +126,8 @@ def test_a_question_about_a_fact_the_window_dropped_links_to_the_turn_that_asks(
         (11, "dify window 3", "the user's booking number"), (12, "dify window 3", "the user's diet"),
         (12, "dify window 10", "the user's diet")]
     assert found[0].text == ("At turn 11 the question is about the user's name, but “dify window 3” no longer has turn 1, "
-                             "where it was stated (outside window of 3 rows: the current turn's row is one of "
-                             "them).")
+                             "where it was stated (outside window of 3 rows: the conversation's newest on any "
+                             "branch, the current turn's one of them).")
     assert all(f.severity == WARNING for f in found)
     # The title heads both kinds of text, "no longer has" (here) and "never saw" (memory off): it
     # must not say the node never saw a turn it did see.
@@ -171,8 +171,8 @@ def test_a_node_that_lost_the_turn_with_a_fact_is_reported_but_a_restated_value_
     # and is still kept.
     assert [(f.turn, f.node_id, f.data["fact"]) for f in found] == [(6, "responder", "the user's name")]
     assert found[0].text == ("At turn 6 the question is about the user's name, but “Responder” no longer has turn 1, "
-                             "where it was stated (outside window of 4 rows: the current turn's row is one of "
-                             "them).")
+                             "where it was stated (outside window of 4 rows: the conversation's newest on any "
+                             "branch, the current turn's one of them).")
     assert "4411" in records[3].answer  # the restatement that keeps the order number known
 
 
@@ -203,8 +203,8 @@ def test_a_node_that_no_longer_has_the_turn_where_a_variable_was_set():
     # Dify 1.x: a window of 2 rows at turn 3 holds turn 2 only: turn 1, where order_id was set, is gone.
     assert [(f.turn, f.node_id, f.data) for f in found] == [(3, "summarizer", {"variable": "order_id", "set_turn": 1})]
     assert found[0].text.startswith("“Summarizer” no longer has turn 1, where `order_id` was set: at turn 3 that turn "
-                                    "is out of its memory (outside window of 2 rows: the current turn's row is one "
-                                    "of them)")
+                                    "is out of its memory (outside window of 2 rows: the conversation's newest on "
+                                    "any branch, the current turn's one of them)")
 
 
 def test_a_node_that_renders_the_variable_needs_no_memory_of_its_turn():
@@ -500,7 +500,7 @@ def test_config_findings_on_a_regenerated_and_an_edited_branch_name_turns_by_the
     found = config_findings(conv, configs, comparison=compare(conv, configs))
     texts = [f.text for f in found]
     assert ("At turn 11 · 1/2 the question is about the user's booking number (4411), but “dify window 2” no longer has "
-            "turn 3 · 1/2, where it was stated (outside window of 2 rows: the current turn's row is one of them).") \
+            "turn 3 · 1/2, where it was stated (outside window of 2 rows: the conversation's newest on any branch, the current turn's one of them).") \
         in texts
     # The regenerated turn 11 (created 13th) and the edited turn 3 (created 15th) keep their places.
     regenerated = next(f for f in found if f.kind == DOCS_VS_CODE and f.turn == 13 and f.subject == "dify window 2")
@@ -531,7 +531,7 @@ def test_run_findings_after_regenerate_and_edit_name_turns_by_their_thread_label
     found = run_findings(source.flow, source.conversation, source.records)
     texts = [f.text for f in found]
     assert ("At turn 6 the question is about the user's name, but “Responder” no longer has turn 1, where it was stated "
-            "(outside window of 4 rows: the current turn's row is one of them).") in texts
+            "(outside window of 4 rows: the conversation's newest on any branch, the current turn's one of them).") in texts
     assert any(t.startswith("At turn 7 the question is about the user's order number") for t in texts)
     assert any("at turn 5 · 2/2 that turn is out of its memory" in t for t in texts)
     assert any("at turn 3 · 2/2 that turn is out of its memory" in t for t in texts)

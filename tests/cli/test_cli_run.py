@@ -102,7 +102,7 @@ def test_the_default_table_shows_turns_nodes_ledgers_and_variable_changes(files,
     code, out, err = run_cli(capsys, flow, "--queries", queries)
     assert code == 0, err
     assert "Turn 3 · dialogue_count 3 · succeeded" in out
-    assert "✗ 1:query" in out and "outside window of 3 rows: the current turn's row is one of them" in out
+    assert "✗ 1:query" in out and "outside window of 3 rows: the conversation's newest on any branch, the current turn's one of them" in out
     assert "window 3 (Dify 1.x as shipped · plugin token counting off)" in out
     assert "variable turns: 2 → 3 (+= by count)" in out
     assert "quota            if-else        → over" in out

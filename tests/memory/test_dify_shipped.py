@@ -220,7 +220,7 @@ def test_docs_vs_code_names_a_regenerated_reply_that_used_a_window_row():
     diffs = docs_vs_code(dify(REGENERATED), CODE.with_(window=4))
     last = diffs[-1]
     assert last.turn == 5 and last.causes == (CAUSE_PLACEHOLDER, CAUSE_SIBLINGS)
-    assert "1 regenerated reply on another branch used a window row" in last.text
+    assert "1 turn on another branch (regenerated, or left by an edit) used a window row" in last.text
 
 
 def test_docs_vs_code_says_the_shipped_code_does_not_count_tokens():

@@ -23,7 +23,7 @@ def test_app_starts_on_the_ledger_page_with_a_sample_and_its_ledger():
     kept = frame[frame["kept"] == "yes"]
     assert sorted(set(kept["turn"]), key=int) == ["10", "11"]  # turns as labelled on the thread
     assert set(frame[frame["kept"] == "no"]["reason"]) == {"outside window"}
-    assert "outside window of 3 rows: the current turn's row is one of them" in set(frame["why"])
+    assert "outside window of 3 rows: the conversation's newest on any branch, the current turn's one of them" in set(frame["why"])
 
 
 def test_switching_memory_off_marks_every_message_memory_off():

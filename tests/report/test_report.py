@@ -155,7 +155,8 @@ def test_heatmap_cells_in_the_report_are_the_ledgers():
         assert cells == expected, named.label
     html = report_html(report)
     runs = re.findall(r"<title>(turns? 5(?:–\d+)?: \d+ messages of turns 1–[^<]*)</title>", html)
-    assert runs and runs[0].endswith("— outside window of 3 rows: the current turn&#x27;s row is one of them")  # the block's reason, once
+    assert runs and runs[0].endswith("— outside window of 3 rows: the conversation&#x27;s newest on any branch, the current turn&#x27;s one "
+                                     "of them")  # the block's reason, once
     assert re.search(r"<title>turn 1 · user · \d+ tokens · Hi! I&#x27;m Dana", html)  # each message, once
 
 
