@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from core.flow.graph import Flow, classify_change, load_flow
 from core.flow.runtime import ConversationState, RunError, TurnRecord, run_turn
-from core.flow.variables import VariableChange, copy_value, defaults, edit_variable
+from core.flow.variables import USER, VariableChange, copy_value, defaults, edit_variable
 from core.io.bundle import FORMAT, FORMAT_VERSION, is_bundle, parse_bundle, validate_bundle
 from core.limits import check_file_size
 from core.llm.client import LLMClient
@@ -420,7 +420,9 @@ class ConversationService:
 
     def variables_at(self, conversation_id: str, turn_id: str | None, *, conversation: Conversation | None = None,
                      flow: Flow | None = None, history: list[dict] | None = None) -> dict[str, Any]:
-        """Every variable's value as it was right after ``turn_id`` (None: before the first turn).
+        """Every variable's value as it was right after ``turn_id`` (None: before the first turn): what
+        the turn left, not the user's edits made after it (an edit is filed under the newest turn, as
+        the value the next turn reads).
 
         Pass the already loaded ``conversation``, ``flow`` and variable ``history`` to save reading
         them again.
@@ -439,8 +441,9 @@ class ConversationService:
             history = repo.variable_changes_until(self.db, conversation_id, limit)
         last: dict[str, Any] = {}
         for h in history:
-            if h["turn_seq"] is not None and h["turn_seq"] <= limit:
-                last[h["name"]] = h["new"]
+            seq = h["turn_seq"]
+            if seq is not None and (seq < limit or seq == limit and h["node_id"] != USER):
+                last[h["name"]] = h["new"]  # (a whole history passed in: the same rule as the store's read)
         # Copied once per variable: a variable that grows every turn made copying every change quadratic.
         values.update({name: copy_value(new) for name, new in last.items()})
         return values

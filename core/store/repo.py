@@ -14,10 +14,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from sqlalchemy import delete, func, insert, null, select, update
+from sqlalchemy import and_, delete, func, insert, null, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from core.flow.nodes.window_memory import META_KEY as WINDOW_META
+from core.flow.variables import USER as USER_EDIT
 from core.memory.strategies.compaction import SUMMARIES_META
 from core.model.conversation import AGENT_THOUGHTS, ANSWER, QUERY, SHOWN_ANSWER, Conversation, Message, Turn
 
@@ -668,7 +669,7 @@ def _record_changes(s: Session, conversation_id: str, rows: dict, changes: list[
             row.value_type = c["value_type"]
         row.updated_at = t
         s.add(VariableChangeRow(conversation_id=conversation_id, turn_id=turn_id, turn_seq=turn_seq,
-                                node_id=str(c.get("node_id") or "user"), operation=str(c.get("operation") or ""),
+                                node_id=str(c.get("node_id") or USER_EDIT), operation=str(c.get("operation") or ""),
                                 name=c["name"], old=old, new=new, delta=delta, created_at=t))
 
 
@@ -705,14 +706,16 @@ def variable_history(db: Database, conversation_id: str) -> list[dict]:
 
 
 def variable_changes_until(db: Database, conversation_id: str, turn_seq: int) -> list[dict]:
-    """Each variable's last recorded change made by a turn up to ``turn_seq`` (in
-    :func:`variable_history`'s shape, oldest first): what its value was after that turn, read
-    without the whole history (a value that grows every turn makes that quadratic). A change
-    stored as appended items is read with the changes of its variable back to the last one
-    stored whole (each of those holds only its own items)."""
+    """Each variable's last recorded change up to ``turn_seq`` (in :func:`variable_history`'s shape,
+    oldest first): what its value was after that turn, read without the whole history (a value
+    that grows every turn makes that quadratic) — the user's edits filed under that turn (made
+    after it ran) left out. A change stored as appended items is read with the changes of its
+    variable back to the last one stored whole (each of those holds only its own items)."""
     with db.session(write=False) as s:
         last = (select(func.max(VariableChangeRow.id))
-                .where(VariableChangeRow.conversation_id == conversation_id, VariableChangeRow.turn_seq <= turn_seq)
+                .where(VariableChangeRow.conversation_id == conversation_id,
+                       or_(VariableChangeRow.turn_seq < turn_seq,
+                           and_(VariableChangeRow.turn_seq == turn_seq, VariableChangeRow.node_id != USER_EDIT)))
                 .group_by(VariableChangeRow.name))
         rows = s.scalars(select(VariableChangeRow).where(VariableChangeRow.id.in_(last))
                          .order_by(VariableChangeRow.id)).all()

@@ -153,6 +153,15 @@ def test_variables_as_they_were_after_each_turn(chat):
     assert service.variables_at(conv, a.id)["turn_count"] == 1
     assert service.variables_at(conv, b.id)["turn_count"] == 2
     assert service.variables_at(conv, None)["turn_count"] == 0
+    # A user's edit after turn 2 is the value turn 3 reads, not what turn 2 left.
+    service.edit_variable(conv, "turn_count", 3.5)
+    assert service.variables_at(conv, b.id)["turn_count"] == 2
+    history = repo.variable_history(service.db, conv)
+    assert service.variables_at(conv, b.id, history=history, conversation=service.conversation(conv),
+                                flow=service.state(conv)[0])["turn_count"] == 2
+    c = service.send(conv, "And one more thing.")
+    assert service.variables_at(conv, c.id)["turn_count"] == 4.5  # turn 3 counted on from the edit
+    assert service.variables_at(conv, b.id)["turn_count"] == 2
 
 
 def test_export_then_import_is_lossless(db, tmp_path):
