@@ -1310,8 +1310,12 @@ def _run_node(node: Node, ctx: _Context) -> tuple[NodeRun, str | None]:
     return run, branch
 
 
-def _event_node_data(run: NodeRun, index: int, execution_id: str) -> dict:
-    return {"id": execution_id, "node_id": run.node_id, "node_type": run.type, "title": run.title, "index": index}
+def _event_node_data(node: Node, index: int, execution_id: str, predecessor: str | None, started: float) -> dict:
+    """The fields ``node_started`` and ``node_finished`` share, each of them one Dify's stream
+    responses require (a typed client refuses an event without ``created_at``); ``predecessor``:
+    the node that ran before it, ``None`` for the first."""
+    return {"id": execution_id, "node_id": node.id, "node_type": node.type, "title": node.title, "index": index,
+            "predecessor_node_id": predecessor, "inputs": None, "created_at": int(started)}
 
 
 def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[str, Any] | None = None, *,
@@ -1430,7 +1434,8 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
          data={"id": run_id, "workflow_id": system["workflow_id"], "status": record.status,
                "outputs": {"answer": answer}, "error": error, "elapsed_time": elapsed,
                "total_tokens": record.usage["total_tokens"], "total_steps": len(runs),
-               "created_at": int(created), "finished_at": int(time.time())})
+               "created_by": {"id": user_id, "user": user_id}, "created_at": int(created),
+               "finished_at": int(time.time()), "exceptions_count": 0, "files": []})
     if failed:
         emit("error", status=400, code="invalid_param", message=f"Run failed: {error}")
     return record
@@ -1490,15 +1495,16 @@ def _execute(flow: Flow, ctx: _Context) -> tuple[list[NodeRun], str | None]:
         node = flow.node(queue.popleft())
         execution_id = str(uuid.uuid4())
         index = len(runs) + 1
+        predecessor, started = (runs[-1].node_id if runs else None), time.time()
         ctx.emit("node_started", workflow_run_id=ctx.pool.system["workflow_run_id"],
-                 data={"id": execution_id, "node_id": node.id, "node_type": node.type, "title": node.title,
-                       "index": index})
+                 data={**_event_node_data(node, index, execution_id, predecessor, started), "extras": {}})
         run, branch = _run_node(node, ctx)
         runs.append(run)
-        data = _event_node_data(run, index, execution_id)
-        data.update(status=run.status, error=run.error, outputs=copy.deepcopy(run.outputs),
+        data = _event_node_data(node, index, execution_id, predecessor, started)
+        data.update(status=run.status, error=run.error, outputs=copy.deepcopy(run.outputs), process_data=None,
                     elapsed_time=round(run.latency_ms / 1000, 6), emulated=run.emulated,
-                    execution_metadata={"total_tokens": (run.usage or {}).get("total_tokens", 0)})
+                    execution_metadata={"total_tokens": (run.usage or {}).get("total_tokens", 0)},
+                    finished_at=int(time.time()), files=[])
         if run.prompt is not None:
             data["process_data"] = {"prompts": [{"role": m.role, "text": m.content} for m in run.prompt]}
         ctx.emit("node_finished", workflow_run_id=ctx.pool.system["workflow_run_id"], data=data)

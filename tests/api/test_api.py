@@ -382,6 +382,19 @@ def test_streaming_events_arrive_in_difys_order_and_the_deltas_make_the_stored_a
     end = next(e for e in events if e["event"] == "message_end")
     assert end["metadata"]["usage"]["total_tokens"] > 0
     assert events[-1]["data"]["status"] == "succeeded"
+    # The fields Dify's stream responses require (a client typed on them refuses an event without one).
+    started = [e["data"] for e in events if e["event"] == "node_started"]
+    finished = [e["data"] for e in events if e["event"] == "node_finished"]
+    assert all({"id", "node_id", "node_type", "title", "index", "predecessor_node_id", "inputs", "created_at",
+                "extras"} <= set(d) for d in started)
+    assert all({"id", "node_id", "node_type", "title", "index", "predecessor_node_id", "inputs", "process_data",
+                "outputs", "status", "error", "elapsed_time", "execution_metadata", "created_at", "finished_at",
+                "files"} <= set(d) for d in finished)
+    assert started[0]["predecessor_node_id"] is None
+    assert [d["predecessor_node_id"] for d in started[1:]] == [d["node_id"] for d in started[:-1]]
+    assert all(isinstance(d["created_at"], int) and d["finished_at"] >= d["created_at"] for d in finished)
+    assert [d["id"] for d in started] == [d["id"] for d in finished]
+    assert {"created_by", "exceptions_count", "files"} <= set(events[-1]["data"])
 
 
 def test_a_quiet_stream_sends_ping_keep_alives(api):
