@@ -76,8 +76,13 @@ def context_summary(r: Receipt) -> str:
 
 def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool = False) -> None:
     label = "exact" if r.exact else "estimated"
-    st.caption(plain(f"{len(r.rows)} messages · {r.prompt_tokens:,} prompt tokens · tokens {label} ({r.encoding})"
-                     + (f" · model {r.model}" if r.model else "")))
+    if r.configured_model:  # another model answered: the counts are still the node's own model's
+        st.caption(plain(f"{len(r.rows)} messages · {r.prompt_tokens:,} prompt tokens · tokens {label} "
+                         f"({r.encoding}) for the node's model {r.configured_model} · answered by {r.model} "
+                         "in its place"))
+    else:
+        st.caption(plain(f"{len(r.rows)} messages · {r.prompt_tokens:,} prompt tokens · tokens {label} "
+                         f"({r.encoding})" + (f" · model {r.model}" if r.model else "")))
     if what_if:
         st.warning("What-if: history recomputed under the switchboard's settings; the other messages are as recorded.")
     if r.profile:

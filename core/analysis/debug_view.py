@@ -133,6 +133,9 @@ class Receipt:
     docs_vs_code: str = ""
     #: The messages the two profiles treat differently: (turn, role, "docs: kept · code: dropped (why)").
     both: list[tuple[int, str, str]] = field(default_factory=list)
+    #: The node's own model when another answered in its place (the demo model, a model picked for new
+    #: turns): its tokens and context are still that model's, as the real bot's are.
+    configured_model: str | None = None
 
 
 def dify_profile(config: Mapping[str, Any]) -> str:
@@ -196,7 +199,9 @@ def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str, o
                    prompt_tokens=ledger.prompt_tokens if ledger else sum(r.tokens for r in rows) + 3,
                    exact=exact, encoding=encoding, budget_note=ledger.budget_note if ledger else "",
                    reply=run.get("reply"), model=run.get("model_called") or run.get("model"),
-                   notes=list(run.get("notes") or []))
+                   notes=list(run.get("notes") or []),
+                   configured_model=run.get("model") if run.get("model_called") not in (None, run.get("model"))
+                   else None)
 
 
 def _origin_rank(origin: str) -> int:

@@ -88,6 +88,10 @@ def test_new_conversation_runs_the_users_own_dify_export(app):
     assert not app.exception
     reply = shown("".join(md.value for md in app.chat_message[-1].markdown))
     assert "Dana" in reply  # answered through the flow's Variable Aggregator, not "(empty)"
+    # The demo model answered in place of the flow's own model, whose tokens the receipt still counts.
+    stand_in = [shown(c.value) for c in app.caption if "in its place" in shown(c.value)]
+    assert stand_in and all("for the node's model " in c and "· answered by memlens/demo in its place" in c
+                            for c in stand_in), [shown(c.value) for c in app.caption]
     # The popover is back on stored flows, the imported one picked: the next Start uses it again
     # without importing the file twice, and the uploader is empty.
     assert app.radio(key="new_source").value == "flow"
