@@ -5,7 +5,8 @@ read as the OpenAI message it stands for, and so is a Responses API item, as an 
 session stores it (:mod:`.responses`). An Anthropic Messages request reads too: its ``tool_use`` blocks
 are the assistant's tool calls, the ``tool_result`` blocks of a user message their results (text the
 user wrote beside them a question of its own, after them), its ``thinking`` blocks reasoning, and its
-``system`` the system prompt.
+``system`` the system prompt; so does an Amazon Bedrock Converse request, whose blocks are read as the
+Anthropic blocks they stand for (:mod:`.converse`).
 
 A turn starts at each ``user`` message; leading ``system`` messages are the node's system prompt,
 not history; a turn's final answer is its last assistant message. ``content`` may be a list of
@@ -25,6 +26,7 @@ from core.model.conversation import REASONING, Conversation, Message, ToolCall
 
 from .common import (ROLE_ALIASES, VALID_ROLES, arguments, conversation_from_messages, conversation_id,
                      first_user_text, label_of, read_named, record_field)
+from .converse import anthropic_shape
 from .langchain import is_langchain, openai_shape
 from .records import Problem, ReadContext, Record, Records
 from .responses import chat_shape, is_item
@@ -137,7 +139,8 @@ def openai_messages(raw: list) -> list[Message]:
     out: list[Message] = []
     pending: list[tuple[int, int, bool]] = []  # (index in out, index in its tool_calls, id generated)
     for i, m in enumerate(raw):
-        m = chat_shape(openai_shape(m))  # a message LangChain stored, a Responses item: the message it stands for
+        # A message LangChain stored, a Responses item, a Bedrock Converse message: the message it stands for.
+        m = anthropic_shape(chat_shape(openai_shape(m)))
         at = f"message {i}"
         if not isinstance(m, dict):
             raise RecordError(f"{at} is not an object", at)
@@ -244,7 +247,9 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
     key = _key(rec)
     raw = record_field(rec, key, list, f"a '{key}' list", f"'{key}' must be a list")
     # An Anthropic request keeps its system prompt beside the messages (text, or a list of text blocks).
-    system, _, _ = _flatten_content(rec.get("system"), "'system'", -1) if key == "messages" else ("", [], [])
+    # A Converse request's are blocks (a cache point among them).
+    blocks = anthropic_shape({"content": rec.get("system")})["content"]
+    system, _, _ = _flatten_content(blocks, "'system'", -1) if key == "messages" else ("", [], [])
     meta = {k: v for k, v in rec.items() if k not in (key, "system") and isinstance(v, (str, int, float, bool))}
     conv_id = conversation_id(rec, n, stem, "id")
     messages = openai_messages(raw)
@@ -285,5 +290,5 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
 
 
 FORMAT = Format("openai", "OpenAI chat messages (JSON, JSON Lines, typed content parts; tau-bench, LangChain "
-                           "histories, OpenAI Agents SDK sessions)", _sniff,
+                           "histories, OpenAI Agents SDK sessions, Anthropic and Bedrock Converse requests)", _sniff,
                 _read)

@@ -1,0 +1,68 @@
+"""An Amazon Bedrock Converse request reads as the OpenAI conversation it was translated from.
+
+The Converse bodies are written by litellm's own translation (``_bedrock_converse_messages_pt``, what
+it sends Bedrock for OpenAI-format messages; the system messages go beside them as ``system`` blocks,
+as its Converse config puts them): tool calls become ``toolUse`` blocks, their results ``toolResult``
+blocks in a user message. Imported, both forms must give the same turns, calls and results.
+"""
+
+from __future__ import annotations
+
+import json
+
+from litellm.litellm_core_utils.prompt_templates.factory import _bedrock_converse_messages_pt
+
+from core.io import import_text
+from core.model.conversation import ANSWER, QUERY, REASONING, TOOL_CALL, TOOL_RESULT
+from tests.conftest import FIXTURES
+
+TAU = FIXTURES / "transcripts" / "taubench__gpt-4o-airline.sample.jsonl"
+MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
+
+
+def converse_body(messages: list[dict]) -> dict:
+    system = [{"text": m["content"]} for m in messages if m["role"] == "system"]
+    rest = [m for m in messages if m["role"] != "system"]
+    return {"modelId": MODEL, "system": system,
+            "messages": _bedrock_converse_messages_pt(rest, model=MODEL, llm_provider="bedrock_converse")}
+
+
+def shape(conv):
+    return (conv.system_prompt, [[(m.role, m.kind, m.content, [(c.id, c.name, json.loads(c.arguments or "{}"))
+                                                              for c in m.tool_calls], m.tool_call_id)
+                                  for m in t.messages] for t in conv.turns])
+
+
+def test_tau_bench_conversations_sent_to_bedrock_read_as_they_were_written():
+    records = [json.loads(line) for line in TAU.read_text().splitlines() if line.strip()]
+    calls = 0
+    for record in records:
+        openai_form = import_text(json.dumps(record), name="tau.json").conversations[0]
+        body = converse_body(record["messages"])
+        assert any("toolUse" in b for m in body["messages"] for b in m["content"]) or not any(
+            m.get("tool_calls") for m in record["messages"])  # the translation wrote Converse blocks
+        converse_form = import_text(json.dumps(body), name="bedrock.json").conversations[0]
+        assert shape(converse_form) == shape(openai_form), record["task_id"]
+        calls += sum(m.kind == TOOL_CALL for t in converse_form.turns for m in t.messages)
+    assert calls >= 10  # the sample calls tools: the blocks were read, not only the text
+
+
+def test_converse_blocks_reasoning_json_results_media_and_cache_points():
+    body = {"system": [{"text": "You are a travel assistant."}, {"cachePoint": {"type": "default"}}], "messages": [
+        {"role": "user", "content": [{"text": "Weather in Porto?"}, {"image": {"format": "png", "source": {}}}]},
+        {"role": "assistant", "content": [
+            {"reasoningContent": {"reasoningText": {"text": "Look it up.", "signature": "s"}}},
+            {"text": "Checking."},
+            {"toolUse": {"toolUseId": "t1", "name": "weather", "input": {"city": "Porto"}}}]},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "status": "success",
+                                                     "content": [{"json": {"sky": "sunny"}}]}}]},
+        {"role": "assistant", "content": [{"text": "Sunny."}, {"cachePoint": {"type": "default"}}]}]}
+    conv = import_text(json.dumps(body), name="converse.json").conversations[0]
+    assert conv.system_prompt == "You are a travel assistant."
+    (turn,) = conv.turns
+    assert [(m.kind, m.content) for m in turn.messages] == [
+        (QUERY, "Weather in Porto?\n[image]"), (REASONING, "Look it up."), (TOOL_CALL, "Checking."),
+        (TOOL_RESULT, '{"sky": "sunny"}'), (ANSWER, "Sunny.")]
+    assert [(c.id, c.name, json.loads(c.arguments)) for c in turn.messages[2].tool_calls] == [
+        ("t1", "weather", {"city": "Porto"})]
+    assert turn.messages[3].tool_call_id == "t1"
