@@ -41,6 +41,32 @@ def _anthropic():
         {"role": "assistant", "content": [{"type": "text", "text": "Sunny."}]}]}
 
 
+def _converse():
+    return {"system": [{"text": "Be brief."}], "messages": [
+        {"role": "user", "content": [{"text": "Weather in Porto?"}]},
+        {"role": "assistant", "content": [{"reasoningContent": {"reasoningText": {"text": "Look it up."}}},
+                                          {"toolUse": {"toolUseId": "t1", "name": "weather", "input": {"city": "P"}}}]},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"json": {"sky": "sun"}}]}}]},
+        {"role": "assistant", "content": [{"text": "Sunny."}]}]}
+
+
+def _ui_messages():
+    return [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Weather?"}]},
+            {"id": "a1", "role": "assistant", "parts": [
+                {"type": "step-start"}, {"type": "reasoning", "text": "Look it up."},
+                {"type": "tool-weather", "toolCallId": "c1", "state": "output-available", "input": {"city": "P"},
+                 "output": {"sky": "sun"}},
+                {"type": "step-start"}, {"type": "text", "text": "Sunny."}]}]
+
+
+def _gemini():
+    return {"systemInstruction": {"parts": [{"text": "Be brief."}]}, "contents": [
+        {"role": "user", "parts": [{"text": "Weather?"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "weather", "args": {"city": "P"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "weather", "response": {"sky": "sun"}}}]},
+        {"role": "model", "parts": [{"text": "Sunny.", "thought": False}]}]}
+
+
 def _hermes():
     call = json.dumps({"name": "weather", "arguments": {"city": "Porto"}})
     return [{"conversations": [{"from": "human", "value": "Weather?"},
@@ -66,14 +92,20 @@ SAMPLES = [
     ("claude code", "lines", TRANSCRIPT),
     ("agents sdk", "array", SESSION),
     ("anthropic", "document", _anthropic()),
+    ("bedrock converse", "document", _converse()),
+    ("ai sdk ui messages", "array", _ui_messages()),
+    ("gemini", "document", _gemini()),
 ]
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False) |
                     st.sampled_from(["", "x", "user", "assistant", "tool", "tool_use", "tool_result", "text",
-                                     "function_call", "prompter", "<tool_call>{}</tool_call>"]),
+                                     "function_call", "prompter", "<tool_call>{}</tool_call>", "model",
+                                     "toolUse", "step-start", "tool-x", "output-available"]),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
                         st.sampled_from(["type", "role", "content", "id", "name", "text", "message", "parent_id",
-                                         "tool_use_id", "call_id", "replies", "uuid", "parentUuid"]), inner, max_size=3),
+                                         "tool_use_id", "call_id", "replies", "uuid", "parentUuid", "parts",
+                                         "toolUse", "toolResult", "functionCall", "functionResponse", "state",
+                                         "toolCallId", "output", "input"]), inner, max_size=3),
                     max_leaves=6)
 
 

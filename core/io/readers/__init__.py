@@ -4,8 +4,8 @@
   tau-bench's ``traj``), or JSON Lines; typed content parts, LLaMA-Factory "v1" reasoning and tool calls;
   LangChain's stored messages (``messages_to_dict``, ``dumpd``: :mod:`.langchain`) and Responses API items (an
   OpenAI Agents SDK session: :mod:`.responses`) as the messages they stand for; an Anthropic Messages
-  request (``tool_use`` / ``tool_result`` blocks, ``system``) and a Bedrock Converse request (its blocks:
-  :mod:`.converse`).
+  request (``tool_use`` / ``tool_result`` blocks, ``system``), a Bedrock Converse request (its blocks:
+  :mod:`.converse`), Gemini contents (:mod:`.gemini`) and Vercel AI SDK UI messages (:mod:`.ui_messages`).
 * ``sharegpt`` (:mod:`.sharegpt`) — ``{conversations: [{from, value}], tools?, system?}`` records, tool
   calls as ``function_call`` / ``observation`` messages or in Hermes ``<tool_call>`` tags; LLaMA-Factory's
   preference (``chosen`` / ``rejected``) and multimodal (``images``, ``videos``, ``audios``) records.

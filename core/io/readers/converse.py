@@ -37,8 +37,9 @@ def _block(part: dict) -> dict | None:
         return {"type": "tool_use", "id": value.get("toolUseId"), "name": value.get("name"),
                 "input": value.get("input", {})}
     if key == "toolResult":
+        parts = value.get("content") if isinstance(value.get("content"), list) else []
         return {"type": "tool_result", "tool_use_id": value.get("toolUseId"),
-                "content": [_result_part(p) for p in value.get("content") or [] if isinstance(p, dict)]}
+                "content": [_result_part(p) for p in parts if isinstance(p, dict)]}
     if key == "reasoningContent":
         text = value.get("reasoningText")
         if isinstance(text, dict) and isinstance(text.get("text"), str):
@@ -48,8 +49,8 @@ def _block(part: dict) -> dict | None:
         text = value.get("text")
         return {"type": "text", "text": text.get("text") if isinstance(text, dict) else ""}
     if key == "citationsContent":
-        parts = value.get("content") or []
-        return {"type": "text", "text": "".join(p.get("text", "") for p in parts
+        parts = value.get("content") if isinstance(value.get("content"), list) else []
+        return {"type": "text", "text": "".join(p["text"] for p in parts
                                                 if isinstance(p, dict) and isinstance(p.get("text"), str))}
     if key == "cachePoint":
         return None  # a caching marker: nothing the model reads

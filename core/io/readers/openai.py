@@ -6,7 +6,8 @@ session stores it (:mod:`.responses`). An Anthropic Messages request reads too: 
 are the assistant's tool calls, the ``tool_result`` blocks of a user message their results (text the
 user wrote beside them a question of its own, after them), its ``thinking`` blocks reasoning, and its
 ``system`` the system prompt; so does an Amazon Bedrock Converse request, whose blocks are read as the
-Anthropic blocks they stand for (:mod:`.converse`).
+Anthropic blocks they stand for (:mod:`.converse`). Vercel AI SDK UI messages (:mod:`.ui_messages`) and
+Google Gemini contents (a request's ``contents``: :mod:`.gemini`) are read as the messages they stand for.
 
 A turn starts at each ``user`` message; leading ``system`` messages are the node's system prompt,
 not history; a turn's final answer is its last assistant message. ``content`` may be a list of
@@ -26,10 +27,12 @@ from core.model.conversation import REASONING, Conversation, Message, ToolCall
 
 from .common import (ROLE_ALIASES, VALID_ROLES, arguments, conversation_from_messages, conversation_id,
                      first_user_text, label_of, read_named, record_field)
+from . import gemini
 from .converse import anthropic_shape
 from .langchain import is_langchain, openai_shape
 from .records import Problem, ReadContext, Record, Records
 from .responses import chat_shape, is_item
+from .ui_messages import expand
 from .registry import Format
 
 _TEXT_PARTS = {"text", "input_text", "output_text"}
@@ -138,6 +141,7 @@ def openai_messages(raw: list) -> list[Message]:
     """
     out: list[Message] = []
     pending: list[tuple[int, int, bool]] = []  # (index in out, index in its tool_calls, id generated)
+    raw = expand(raw)  # a Vercel AI SDK UI message: the messages it stands for, one per step and result
     for i, m in enumerate(raw):
         # A message LangChain stored, a Responses item, a Bedrock Converse message: the message it stands for.
         m = anthropic_shape(chat_shape(openai_shape(m)))
@@ -229,8 +233,9 @@ def _pair_result(out: list[Message], pending: list[tuple[int, int, bool]], call_
     return wanted[0]
 
 
-#: Where a record keeps its messages: OpenAI's ``messages``, or tau-bench's ``traj``.
-MESSAGE_KEYS = ("messages", "traj")
+#: Where a record keeps its messages: OpenAI's ``messages``, tau-bench's ``traj``, or a Gemini request's
+#: ``contents``.
+MESSAGE_KEYS = ("messages", "traj", "contents")
 
 
 def _key(rec: Any) -> str:
@@ -247,9 +252,11 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
     key = _key(rec)
     raw = record_field(rec, key, list, f"a '{key}' list", f"'{key}' must be a list")
     # An Anthropic request keeps its system prompt beside the messages (text, or a list of text blocks).
-    # A Converse request's are blocks (a cache point among them).
+    # A Converse request's are blocks (a cache point among them); a Gemini request's is its systemInstruction.
     blocks = anthropic_shape({"content": rec.get("system")})["content"]
     system, _, _ = _flatten_content(blocks, "'system'", -1) if key == "messages" else ("", [], [])
+    if key == "contents":
+        system = gemini.system_text(rec.get("systemInstruction", rec.get("system_instruction")))
     meta = {k: v for k, v in rec.items() if k not in (key, "system") and isinstance(v, (str, int, float, bool))}
     conv_id = conversation_id(rec, n, stem, "id")
     messages = openai_messages(raw)
@@ -263,8 +270,8 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
 
 
 def _sniff(first: Any, layout: str) -> bool:
-    if isinstance(first, dict) and "traj" in first and "messages" not in first:
-        return isinstance(first["traj"], list)
+    if isinstance(first, dict) and "messages" not in first and any(k in first for k in MESSAGE_KEYS[1:]):
+        return isinstance(first[_key(first)], list)
     if is_langchain(first) or is_item(first):
         return True
     return isinstance(first, dict) and ("messages" in first or "role" in first or "content" in first) \
@@ -290,5 +297,6 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
 
 
 FORMAT = Format("openai", "OpenAI chat messages (JSON, JSON Lines, typed content parts; tau-bench, LangChain "
-                           "histories, OpenAI Agents SDK sessions, Anthropic and Bedrock Converse requests)", _sniff,
+                           "histories, OpenAI Agents SDK sessions, Anthropic, Bedrock Converse and Gemini requests, "
+                           "Vercel AI SDK UI messages)", _sniff,
                 _read)
