@@ -62,3 +62,33 @@ def put(doc, path, value):
         target = target[step]
     target[path[-1]] = value
     return doc
+
+
+# -- differential import tests: the tau-bench sample read through another provider's translation -------
+
+def translated_reads_alike(translate, *, ids: bool = True, as_sent=lambda text: text) -> int:
+    """Each tau-bench sample conversation, translated by ``translate`` (its OpenAI messages → a
+    provider's request body), must import as the OpenAI form does: the same turns, kinds, texts and
+    calls (``ids``: and call ids; ``as_sent``: a tool result's text as the provider is sent it).
+    Returns how many tool calls were read."""
+    from core.io import import_text
+    from core.model.conversation import TOOL_CALL, TOOL_RESULT
+    from tests.conftest import FIXTURES
+
+    def shape(conv, sent):
+        return (conv.system_prompt, [[(m.role, m.kind, sent(m.content) if m.kind == TOOL_RESULT else m.content,
+                                       [(c.id if ids else None, c.name, json.loads(c.arguments or "{}"))
+                                        for c in m.tool_calls], m.tool_call_id if ids else None)
+                                      for m in t.messages] for t in conv.turns])
+
+    sample = FIXTURES / "transcripts" / "taubench__gpt-4o-airline.sample.jsonl"
+    calls = 0
+    for line in sample.read_text().splitlines():
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        openai_form = import_text(line, name="tau.json").conversations[0]
+        other = import_text(json.dumps(translate(record["messages"])), name="other.json").conversations[0]
+        assert shape(other, lambda t: t) == shape(openai_form, as_sent), record["task_id"]
+        calls += sum(m.kind == TOOL_CALL for t in other.turns for m in t.messages)
+    return calls
