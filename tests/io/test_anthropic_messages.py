@@ -17,6 +17,7 @@ from core.io import FormatError, import_text
 from core.model.conversation import ANSWER, QUERY, REASONING, TOOL_CALL, TOOL_RESULT
 from tests.builders import translated_reads_alike
 
+
 def anthropic_body(messages: list[dict]) -> dict:
     system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
     rest = [m for m in messages if m["role"] != "system"]
