@@ -15,6 +15,7 @@ from core.io import FormatError, import_text
 from tests.builders import places, put
 from tests.conftest import FIXTURES
 from tests.io.test_claude_code import TRANSCRIPT
+from tests.io.test_open_webui import export as _open_webui
 from tests.io.test_responses_items import SESSION
 
 T, E = FIXTURES / "transcripts", FIXTURES / "exports"
@@ -95,6 +96,7 @@ SAMPLES = [
     ("bedrock converse", "document", _converse()),
     ("ai sdk ui messages", "array", _ui_messages()),
     ("gemini", "document", _gemini()),
+    ("open webui", "array", json.loads(json.dumps(_open_webui()))),
 ]
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False) |
