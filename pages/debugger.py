@@ -104,26 +104,30 @@ with st.sidebar:
                        "Start waits for the file to arrive.")
         new_name = st.text_input("Name", key=keys.NEW_NAME)
         # The flow's start form, filled in before the first message (as Dify's web app asks for it).
-        form_flow = None
+        # The user's file is read once: its start form is drawn from it, and Start stores it.
+        form_flow, problem = None, None
         if chosen is not None:
             latest = max((f for f in flows if f.flow_id == chosen), key=lambda f: f.version)
             form_flow = data.flow(url, latest.id)
         elif own is not None:
             try:
                 form_flow = parse_flow_upload(own.getvalue(), own.name)
-            except MemLensError:
-                form_flow = None  # Start says what is wrong with the file
+            except MemLensError as e:
+                problem = str(e)  # said when Start is clicked
         start_inputs, missing = start_form(form_flow, keys.NEW_INPUTS) if form_flow is not None else ({}, [])
         if missing:
             st.caption(html.plain("Start needs: " + ", ".join(missing)))
         if st.button("Start", key=keys.NEW_START, disabled=(chosen is None and own is None) or bool(missing)):
             flow_id = chosen
             if own is not None:
-                try:
-                    flow_id = svc.import_flow(parse_flow_upload(own.getvalue(), own.name)).flow_id
-                except MemLensError as e:
-                    st.error(html.plain(str(e)))
-                    flow_id = None
+                flow_id = None
+                if problem is not None:
+                    st.error(html.plain(problem))
+                else:
+                    try:
+                        flow_id = svc.import_flow(form_flow).flow_id
+                    except MemLensError as e:
+                        st.error(html.plain(str(e)))
             if flow_id is not None:
                 info = svc.start(flow_id, name=new_name.strip() or "New conversation", inputs=start_inputs)
                 # Opened on the next run, before the conversation picker exists: a widget's key

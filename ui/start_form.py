@@ -5,7 +5,7 @@ one says so. Labels and options are the flow's own text, shown as written."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 import streamlit as st
 
@@ -21,7 +21,7 @@ UNSET = "(not set)"
 def start_form(flow: Flow, key: str) -> tuple[dict[str, Any], list[str]]:
     """Draws the flow's start form; returns the inputs given (a field left empty is not given) and
     the labels of the required fields still missing (a required field not offered here among them)."""
-    fields = [v for v in flow.start.data.get("variables") or () if isinstance(v, Mapping) and v.get("variable")]
+    fields = flow.start_fields
     inputs: dict[str, Any] = {}
     missing: list[str] = []
     if not fields:

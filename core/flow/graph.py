@@ -188,6 +188,12 @@ class Flow:
         raise FlowError(f"flow {self.name!r} has no start node")
 
     @property
+    def start_fields(self) -> list[dict]:
+        """The start form's fields, in order: each of the start node's variables that names one (what
+        a run checks, the API's ``user_input_form`` lists and the Debugger's start form offers)."""
+        return [v for v in self.start.data.get("variables") or () if isinstance(v, dict) and v.get("variable")]
+
+    @property
     def llm_nodes(self) -> list[Node]:
         return [n for n in self.nodes if n.type == "llm"]
 

@@ -603,10 +603,7 @@ def _check_inputs(flow: Flow, query: str, inputs: Mapping[str, Any] | None) -> d
     a value like any other (an empty number is ``None``); NUL characters are taken out of text."""
     given = dict(inputs or {})
     out: dict[str, Any] = {}
-    declared = flow.start.data.get("variables") or []
-    for var in declared:
-        if not isinstance(var, Mapping) or not var.get("variable"):
-            continue
+    for var in flow.start_fields:
         name = str(var["variable"])
         kind = var.get("type") or "text-input"
         label = var.get("label") or name

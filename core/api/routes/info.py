@@ -18,9 +18,7 @@ _DEFAULT_FILE_UPLOAD = {"image": {"enabled": False, "number_limits": 3, "detail"
 def user_input_form(caller: Caller) -> list[dict]:
     """The start node's variables as Dify lists them: ``[{"text-input": {label, variable, …}}, …]``."""
     form = []
-    for raw in caller.flow.start.data.get("variables") or []:
-        if not isinstance(raw, dict) or not raw.get("variable"):
-            continue
+    for raw in caller.flow.start_fields:
         kind = str(raw.get("type") or "text-input")
         item = {"label": str(raw.get("label") or raw["variable"]), "variable": str(raw["variable"]),
                 "required": bool(raw.get("required", False)), "default": raw.get("default", "")}
