@@ -8,6 +8,10 @@ class StoreError(MemLensError):
     """A store operation was refused; the message says why and what to do."""
 
 
+class NoFeedbackError(StoreError):
+    """A rating was revoked where the user had given none (Dify refuses it as a bad request)."""
+
+
 class ImportCheckError(StoreError):
     """An imported conversation holds a value the store cannot keep."""
 

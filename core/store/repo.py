@@ -24,7 +24,7 @@ from core.model.conversation import AGENT_THOUGHTS, ANSWER, QUERY, SHOWN_ANSWER,
 
 from . import checks
 from .db import Database
-from .errors import ConversationBusyError, StoreError
+from .errors import ConversationBusyError, NoFeedbackError, StoreError
 from .models import (ConversationRow, FeedbackRow, FlowRow, FlowVersionRow, NodeRunRow, SettingRow, TurnRow,
                      VariableChangeRow, VariableRow)
 
@@ -796,7 +796,8 @@ FEEDBACK_RATINGS = ("like", "dislike")
 
 
 def set_feedback(db: Database, message_id: str, user_id: str, rating: str | None, content: str | None = None) -> None:
-    """Rate an answer (one rating per message and user); ``rating=None`` revokes it."""
+    """Rate an answer (one rating per message and user); ``rating=None`` revokes it, and is refused
+    (:class:`NoFeedbackError`, nothing written) where the user gave no rating."""
     if rating is not None and rating not in FEEDBACK_RATINGS:
         raise StoreError(f"rating {rating!r} is unknown; expected like, dislike or null")
     with db.session() as s:
@@ -806,8 +807,9 @@ def set_feedback(db: Database, message_id: str, user_id: str, rating: str | None
         row = s.scalars(select(FeedbackRow).where(FeedbackRow.message_id == message_id,
                                                   FeedbackRow.user_id == user_id)).first()
         if rating is None:
-            if row is not None:
-                s.delete(row)
+            if row is None:  # nothing to revoke: Dify's MessageService refuses it in these words
+                raise NoFeedbackError("rating cannot be None when feedback not exists")
+            s.delete(row)
             return
         t = now()
         if row is None:

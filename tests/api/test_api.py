@@ -695,8 +695,17 @@ def test_messages_include_every_branch(api):
 
 def test_messages_errors(api):
     conversation_id, _ = api.new_conversation()
-    empty = api.request("GET", "/messages", params={"user": "abc-123"})
+    empty = api.request("GET", "/messages", params={"user": "abc-123", "conversation_id": ""})
     assert empty.status_code == 200 and empty.json() == {"limit": 20, "has_more": False, "data": []}
+    # Dify's query model: the id is required, and both ids are checked as UUIDs before any look-up
+    _error(api.request("GET", "/messages", params={"user": "abc-123"}), 400, "invalid_param",
+           "conversation_id: Field required")
+    for params in ({"conversation_id": "not-a-uuid"}, {"conversation_id": conversation_id, "first_id": "nope"},
+                   {"conversation_id": "", "first_id": "nope"}):
+        name = "first_id" if "first_id" in params else "conversation_id"
+        bad = api.request("GET", "/messages", params={"user": "abc-123", **params})
+        _error(bad, 400, "invalid_param", f"{name} must be a valid UUID")
+        assert bad.json()["params"] == name
     _error(api.request("GET", "/messages", params={"conversation_id": conversation_id, "user": "abc-123",
                                                    "first_id": str(uuid.uuid4())}),
            404, "not_found", "First Message Not Exists.")

@@ -245,6 +245,11 @@ def test_feedback_is_stored_listed_with_the_message_and_revocable(app):
     assert repo.feedbacks(app.db, cid) == {}
     listed = app.http.get("/messages", params={"user": "fay", "conversation_id": cid}).json()["data"]
     assert listed[0]["feedback"] is None
+    # Nothing left to revoke: Dify's MessageService refuses it as a bad request, and nothing changes
+    again = app.http.post(f"/messages/{mid}/feedbacks", json={"rating": None, "user": "fay"})
+    assert again.status_code == 400 and again.json() == {
+        "code": "invalid_param", "message": "rating cannot be None when feedback not exists", "status": 400}
+    assert repo.feedbacks(app.db, cid) == {}
 
 
 def test_feedback_on_someone_elses_or_an_unknown_message_is_404_and_stores_nothing(app):

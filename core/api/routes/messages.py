@@ -21,11 +21,11 @@ from core.flow.agent_chat import AGENT_CHAT
 from core.llm.client import LiteLLMClient
 from core.llm.errors import LLMError
 from core.store import repo
-from core.store.errors import StoreError
+from core.store.errors import NoFeedbackError, StoreError
 from core.store.models import TurnRow
 
 from ..caller import Caller, authenticate, owned, require_owned
-from ..errors import MESSAGE_NOT_FOUND, ApiError, not_found
+from ..errors import MESSAGE_NOT_FOUND, ApiError, invalid, not_found
 from ..schemas import (FeedbackRequest, MessageList, ResultBody, Suggested, check_user, clean, error_responses, is_uuid,
                        ts)
 
@@ -75,6 +75,9 @@ def message_item(row: TurnRow, feedback: dict | None = None, *, agent: bool = Fa
 
 
 def list_messages(caller: Caller, conversation_id: str, user: str, first_id: str | None, limit: int) -> dict:
+    for name, value in (("conversation_id", conversation_id), ("first_id", first_id)):
+        if value and not is_uuid(value):  # Dify validates both ids before it looks anything up
+            raise invalid(f"{name} must be a valid UUID", name)
     if not conversation_id:
         return {"limit": limit, "has_more": False, "data": []}
     row = require_owned(caller, conversation_id, user)
@@ -83,7 +86,7 @@ def list_messages(caller: Caller, conversation_id: str, user: str, first_id: str
     with caller.db.session(write=False) as s:
         q = select(TurnRow).where(TurnRow.conversation_id == row.id)
         if first_id:
-            first = None if not is_uuid(first_id) else s.scalars(
+            first = s.scalars(
                 select(TurnRow.seq).where(TurnRow.conversation_id == row.id, TurnRow.id == first_id)).first()
             if first is None:
                 raise not_found("First Message Not Exists.")
@@ -114,6 +117,8 @@ def feedback(caller: Caller, message_id: str, body: FeedbackRequest) -> dict:
     content = clean(body.content, "content") if body.content is not None else None
     try:
         repo.set_feedback(caller.db, row.id, user, body.rating, content)
+    except NoFeedbackError as e:
+        raise invalid(str(e)) from None
     except StoreError:  # deleted by a concurrent request
         raise not_found(MESSAGE_NOT_FOUND) from None
     return {"result": "success"}
@@ -162,7 +167,7 @@ def register(app: FastAPI) -> None:
     @app.get("/v1/messages", response_model=MessageList, responses=error_responses(400, 401, 404), tags=["chat"],
              summary="A conversation's messages, every branch, oldest first, newest page first")
     def get_messages(caller: Caller = Depends(authenticate),
-                     conversation_id: str = Query(default="", description="empty: an empty list"),
+                     conversation_id: str = Query(description="required, as in Dify; empty: an empty list"),
                      user: str | None = Query(default=None), first_id: str | None = Query(default=None),
                      limit: int = Query(default=20, ge=1, le=100)):
         return list_messages(caller, conversation_id, check_user(user), first_id, limit)
