@@ -15,6 +15,7 @@ from core.io import FormatError, import_text
 from tests.builders import places, put
 from tests.conftest import FIXTURES
 from tests.io.test_claude_code import TRANSCRIPT
+from tests.io.test_librechat import export as _librechat
 from tests.io.test_open_webui import export as _open_webui
 from tests.io.test_responses_items import SESSION
 
@@ -97,6 +98,8 @@ SAMPLES = [
     ("ai sdk ui messages", "array", _ui_messages()),
     ("gemini", "document", _gemini()),
     ("open webui", "array", json.loads(json.dumps(_open_webui()))),
+    ("librechat", "document", _librechat()),
+    ("librechat recursive", "document", _librechat(recursive=True)),
 ]
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False) |
@@ -107,7 +110,9 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(a
                         st.sampled_from(["type", "role", "content", "id", "name", "text", "message", "parent_id",
                                          "tool_use_id", "call_id", "replies", "uuid", "parentUuid", "parts",
                                          "toolUse", "toolResult", "functionCall", "functionResponse", "state",
-                                         "toolCallId", "output", "input"]), inner, max_size=3),
+                                         "toolCallId", "output", "input", "messageId", "parentMessageId",
+                                         "children", "isCreatedByUser", "tool_call", "think", "args"]),
+                                        inner, max_size=3),
                     max_leaves=6)
 
 

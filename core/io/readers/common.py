@@ -28,12 +28,13 @@ def excerpt(text: Any, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def read_each(convert: Convert,
-              label: Callable[[Any], str]) -> Callable[[Records, ReadContext], Iterator[Conversation]]:
-    """A format's ``read`` when each record is one conversation: ``convert(record, index, stem)``."""
+def read_each(convert: Convert, label: Callable[[Any], str],
+              check: Callable[[Any, str], None] | None = None) -> Callable[[Records, ReadContext], Iterator[Conversation]]:
+    """A format's ``read`` when each record is one conversation: ``convert(record, index, stem)``
+    (``check``: how the format holds a record to the depth limit, :meth:`ReadContext.each`)."""
 
     def read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
-        yield from ctx.each(records, lambda rec, n: convert(rec, n, ctx.stem), label)
+        yield from ctx.each(records, lambda rec, n: convert(rec, n, ctx.stem), label, check)
 
     return read
 

@@ -13,7 +13,7 @@ from core.model.conversation import Conversation, FileRef, Message
 
 from .common import conversation_id, label_of, read_each
 from .registry import Format
-from .tree import Node, check_acyclic, tree_turns
+from .tree import Node, check_acyclic, tree_conversation, tree_turns
 
 _ROLES = ("user", "assistant")
 
@@ -79,16 +79,12 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
         raise RecordError("the chat has no user or assistant message", "chat")
     params = chat.get("params") if isinstance(chat.get("params"), dict) else {}
     system = params.get("system") if isinstance(params.get("system"), str) else chat.get("system")
-    conv_id = conversation_id(rec, n, stem, "id")
-    title = rec.get("title") or chat.get("title")
-    meta = {"title": title} if isinstance(title, str) else {}
+    meta = {}
     models = chat.get("models")
     if isinstance(models, list) and models and all(isinstance(x, str) for x in models):
         meta["models"] = ", ".join(models)
-    if active:
-        meta["active_turn_id"] = active
-    return Conversation(id=conv_id, turns=turns, system_prompt=system if isinstance(system, str) else "",
-                        source_format="open-webui", name=str(title or conv_id), meta=meta)
+    return tree_conversation(conversation_id(rec, n, stem, "id"), turns, active, system=system,
+                             title=rec.get("title") or chat.get("title"), source_format="open-webui", meta=meta)
 
 
 def _label(rec: Any) -> str:

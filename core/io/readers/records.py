@@ -209,15 +209,21 @@ class ReadContext:
             raise TooManyProblems()
 
     def each(self, records: Iterable[Record], parse_one: Callable[[Any, int | None], Any],
-             label: Callable[[Any], str] | None = None) -> Iterator[Any]:
-        """``parse_one(value, index)`` for every record; a bad record becomes a problem."""
+             label: Callable[[Any], str] | None = None,
+             check: Callable[[Any, str], None] | None = None) -> Iterator[Any]:
+        """``parse_one(value, index)`` for every record; a bad record becomes a problem. Each record
+        is held to the depth limit first — by ``check(value, where)`` when the format measures it its
+        own way (a message tree nested reply by reply) — and refused whole when it goes beyond."""
         for rec in records:
             self.records += 1
             if rec.error:
                 self.report(Problem(rec.index, rec.error.split(" is ")[0], rec.error))
                 continue
             try:
-                limits.check_value(rec.value, "the record", finite=False)
+                if check is None:
+                    limits.check_value(rec.value, "the record", finite=False)
+                else:
+                    check(rec.value, "the record")
             except limits.LimitError as e:
                 self.report(Problem(rec.index, "", str(e)))
                 continue

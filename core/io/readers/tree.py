@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.io.errors import RecordError
-from core.model.conversation import Message, Turn
+from core.model.conversation import Conversation, Message, Turn
 
 from .common import turn_messages
 
@@ -77,6 +77,19 @@ def tree_turns(nodes: list[Node], active: str | None) -> tuple[list[Turn], str |
         pushed.sort(key=lambda item: item[1].id in on_path)
         stack.extend(reversed(pushed))
     return turns, active_turn
+
+
+def tree_conversation(conv_id: str, turns: list[Turn], active: str | None, *, system: object, title: object,
+                      source_format: str, meta: dict) -> Conversation:
+    """A chat app's exported tree as a conversation: named by its ``title`` when it has one (kept in
+    ``meta``, before the format's own entries), its ``system`` prompt when that is text, and the
+    active path's last turn as ``active_turn_id``."""
+    out = {"title": title} if isinstance(title, str) else {}
+    out.update(meta)
+    if active:
+        out["active_turn_id"] = active
+    return Conversation(id=conv_id, turns=turns, system_prompt=system if isinstance(system, str) else "",
+                        source_format=source_format, name=str(title or conv_id), meta=out)
 
 
 def visible_parent(mapping: dict, node_id: str, visible: set[str], memo: dict) -> str | None:
