@@ -303,32 +303,44 @@ def test_suggestions_are_read_from_a_json_array_or_from_lines(reply, questions):
 
 # -- stop -------------------------------------------------------------------------------------------
 
-def test_stop_ends_the_stream_and_stores_the_turn_as_stopped(app):
+def stopped_midway(app, body: dict) -> list[dict]:
+    """A Chatflow's streaming answer stopped while the model answers: every event the client received."""
     app.llm.gate.clear()
     app.llm.entered.clear()
     events: list[dict] = []
-    body = {"inputs": {"city": "Porto"}, "query": "Tell me everything", "user": "ivy",
-            "response_mode": "streaming"}
     try:
         with app.http.stream("POST", "/chat-messages", json=body) as response:
             assert response.status_code == 200
             lines = response.iter_lines()
+            assert app.llm.entered.wait(30)  # the model is answering
             for line in lines:
                 if line.startswith("data: "):
                     events.append(json.loads(line[6:]))
-                    if events[-1]["event"] == "workflow_started":
+                    if events[-1].get("task_id"):
                         break
-            assert app.llm.entered.wait(30)  # the model is answering
-            task_id = events[0]["task_id"]
-            r = app.http.post(f"/chat-messages/{task_id}/stop", json={"user": "ivy"})
+            r = app.http.post(f"/chat-messages/{events[0]['task_id']}/stop", json={"user": body["user"]})
             assert r.status_code == 200 and r.json() == {"result": "success"}
             for line in lines:
                 if line.startswith("data: "):
                     events.append(json.loads(line[6:]))
     finally:
         app.llm.gate.set()
+    return events
+
+
+def test_stop_ends_the_stream_and_stores_the_turn_as_stopped(app):
+    events = stopped_midway(app, {"inputs": {"city": "Porto"}, "query": "Tell me everything", "user": "ivy",
+                                  "response_mode": "streaming"})
     names = [e["event"] for e in events]
-    assert names[-1] == "message_end" and "message" not in names and "workflow_finished" not in names
+    # Dify's advanced chat: the run finishes as stopped, then the answer ends
+    assert names[-2:] == ["workflow_finished", "message_end"] and "message" not in names
+    finished = events[-2]
+    assert finished["workflow_run_id"] == events[0]["workflow_run_id"] == finished["data"]["id"]
+    assert (finished["data"]["status"], finished["data"]["error"], finished["data"]["outputs"]) == (
+        "stopped", "Stopped by user.", {})
+    assert finished["data"]["workflow_id"] == events[0]["data"]["workflow_id"]
+    assert {"elapsed_time", "total_tokens", "total_steps", "created_by", "created_at", "finished_at",
+            "exceptions_count", "files"} <= set(finished["data"])
     message_id = events[0]["message_id"]
     conversation_id = events[0]["conversation_id"]
     for _ in range(200):  # the run finishes after the stream closed; then the turn is marked

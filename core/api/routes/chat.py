@@ -1,8 +1,10 @@
 """``POST /v1/chat-messages`` — ``blocking`` (one JSON answer) or ``streaming`` (server-sent events in
 Dify's order: ``workflow_started``, ``node_started``/``node_finished`` per node, ``message`` deltas,
 ``message_end``, ``workflow_finished``; ``error`` when the run fails; ``event: ping`` while nothing
-else is sent) — and ``POST /v1/chat-messages/{task_id}/stop``, which ends a streaming answer with
-``message_end`` and stores the turn as ``stopped`` with the answer sent so far. A basic Chatbot's
+else is sent) — and ``POST /v1/chat-messages/{task_id}/stop``, which ends a streaming answer — with
+``workflow_finished`` (status ``stopped``) then ``message_end``, as Dify's advanced chat does, or
+``message_end`` alone for an app without a graph — and stores the turn as ``stopped`` with the answer
+sent so far. A basic Chatbot's
 stream (a flow from an ``app.mode: chat`` export) has no workflow or node events, as in Dify; nor
 has an Agent app's (``agent-chat``), whose answer comes in ``agent_message`` events and which, as
 Dify's, refuses blocking mode (400 ``invalid_param``). Its run's thought comes as Dify's function-calling
@@ -159,8 +161,11 @@ async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float, 
         event = _dify_event(event, started)
         if event.get("event") == "workflow_started":
             ids.update(task_id=event.get("task_id"), message_id=event.get("message_id"),
-                       conversation_id=event.get("conversation_id"), created_at=event.get("created_at"))
+                       conversation_id=event.get("conversation_id"), created_at=event.get("created_at"),
+                       workflow_run_id=event.get("workflow_run_id"), workflow=event.get("data") or {})
             tasks.add(ids["task_id"], task)
+        elif event.get("event") == "node_finished":
+            ids["steps"] = ids.get("steps", 0) + 1
         if no_graph and event.get("event", "").startswith(WORKFLOW_EVENTS):
             return  # an app without a graph streams no workflow: Dify sends its messages alone
         if agent and event.get("event") in ("message", "message_end"):
@@ -202,6 +207,8 @@ async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float, 
                         task.sent.append(str(payload.get("answer") or ""))
                     yield _sse(payload)
                 elif kind == "stop":  # the client asked to stop: end the answer here
+                    if not no_graph and not agent:  # Dify's advanced chat: the run finishes as stopped first
+                        yield _sse(_stopped_workflow(ids, args.user, time.perf_counter() - started))
                     yield _sse({"event": "message_end", "task_id": ids.get("task_id"), "id": ids.get("message_id"),
                                 "message_id": ids.get("message_id"), "conversation_id": ids.get("conversation_id"),
                                 "created_at": ids.get("created_at"), "files": [],
@@ -283,6 +290,20 @@ class Tasks:
         if task.wake is not None:
             task.wake()
         return True
+
+
+def _stopped_workflow(ids: dict, user: str, elapsed: float) -> dict:
+    """The ``workflow_finished`` Dify's advanced chat sends when a client stops a run: status
+    ``stopped`` with the stop's reason, before the stream's ``message_end``."""
+    run = ids.get("workflow") or {}
+    return {"event": "workflow_finished", "task_id": ids.get("task_id"), "workflow_run_id": ids.get("workflow_run_id"),
+            "message_id": ids.get("message_id"), "conversation_id": ids.get("conversation_id"),
+            "created_at": ids.get("created_at"),
+            "data": {"id": ids.get("workflow_run_id"), "workflow_id": run.get("workflow_id"), "status": repo.STOPPED,
+                     "outputs": {}, "error": "Stopped by user.", "elapsed_time": round(elapsed, 6), "total_tokens": 0,
+                     "total_steps": ids.get("steps", 0), "created_by": {"id": user, "user": user},
+                     "created_at": run.get("created_at"), "finished_at": int(time.time()), "exceptions_count": 0,
+                     "files": []}}
 
 
 def finish_stopped(db, message_id: str, task: Task, timeout: float = 30.0) -> None:
