@@ -214,8 +214,10 @@ def _receive(read: int, expected: int, patience: float) -> list[int] | None:
 
 
 def _reap(child: tuple[int, int], finished: bool) -> None:
-    """Closes a counting child's pipe and waits for it, killing it first unless it ``finished``
-    sending its counts."""
+    """Closes a counting child's pipe and reaps it, killing it first unless it ``finished`` sending
+    its counts. A finished child that is still leaving (the system tearing down its copy of this
+    process's memory takes a few milliseconds) is waited for by a thread, so the caller goes on at
+    once; a killed one is waited for here."""
     pid, read = child
     os.close(read)
     if pid <= 0:  # never a child's pid: 0 or less would signal, or wait for, a whole process group
@@ -223,6 +225,13 @@ def _reap(child: tuple[int, int], finished: bool) -> None:
     with suppress(ProcessLookupError, ChildProcessError):  # reaped already (SIGCHLD ignored)
         if not finished:
             os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        elif os.waitpid(pid, os.WNOHANG)[0] == 0:  # still leaving
+            threading.Thread(target=_wait_for, args=(pid,), name="memlens-reap", daemon=True).start()
+
+
+def _wait_for(pid: int) -> None:
+    with suppress(ChildProcessError):  # reaped elsewhere meanwhile
         os.waitpid(pid, 0)
 
 
