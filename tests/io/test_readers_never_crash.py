@@ -15,6 +15,7 @@ from core.io import FormatError, import_text
 from tests.builders import places, put
 from tests.conftest import FIXTURES
 from tests.io.test_claude_code import TRANSCRIPT
+from tests.io.test_langsmith import chat_model_run, openai_run
 from tests.io.test_librechat import export as _librechat
 from tests.io.test_open_webui import export as _open_webui
 from tests.io.test_responses_items import SESSION
@@ -100,6 +101,7 @@ SAMPLES = [
     ("open webui", "array", json.loads(json.dumps(_open_webui()))),
     ("librechat", "document", _librechat()),
     ("librechat recursive", "document", _librechat(recursive=True)),
+    ("langsmith runs", "lines", [chat_model_run(), openai_run()]),
 ]
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False) |
@@ -111,7 +113,8 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(a
                                          "tool_use_id", "call_id", "replies", "uuid", "parentUuid", "parts",
                                          "toolUse", "toolResult", "functionCall", "functionResponse", "state",
                                          "toolCallId", "output", "input", "messageId", "parentMessageId",
-                                         "children", "isCreatedByUser", "tool_call", "think", "args"]),
+                                         "children", "isCreatedByUser", "tool_call", "think", "args", "run_type",
+                                         "inputs", "outputs", "generations", "choices"]),
                                         inner, max_size=3),
                     max_leaves=6)
 
