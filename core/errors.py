@@ -36,6 +36,7 @@ deriving from a class here; catch the narrowest that fits)::
     ├── ConversationBusyError  a conversation another turn is writing                core/store/errors.py
     └── StoreError             the store                                             core/store/errors.py
         ├── ImportCheckError   a value an import would store                         core/store/errors.py
+        ├── NoFeedbackError    a rating revoked where none was given                 core/store/errors.py
         ├── BundleError        a MemLens conversation export                         core/io/errors.py
         └── SessionChangedError  the flow changed under a conversation               core/service/errors.py
 
