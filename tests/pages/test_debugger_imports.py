@@ -40,9 +40,14 @@ def _dify_messages() -> tuple[str, bytes]:
 
 
 def _files():
+    from tests.io.test_langsmith import chat_model_run, openai_run
+    from tests.io.test_librechat import export as librechat_export
+
     for fmt, path in FILES.items():
         yield fmt, path.name, path.read_bytes()
     yield ("dify-messages", *_dify_messages())
+    yield "librechat", "librechat.json", json.dumps(librechat_export(recursive=True)).encode()
+    yield "langsmith", "runs.jsonl", "\n".join(json.dumps(r) for r in (chat_model_run(), openai_run())).encode()
 
 
 def _store(db) -> dict[str, list[str]]:
