@@ -15,6 +15,8 @@ from core.io import FormatError, import_text
 from tests.builders import places, put
 from tests.conftest import FIXTURES
 from tests.io.test_claude_code import TRANSCRIPT
+from tests.io.test_langfuse import dify_generation, openai_generation, span
+from tests.io.test_langfuse import trace as _langfuse_trace
 from tests.io.test_langsmith import chat_model_run, openai_run
 from tests.io.test_librechat import export as _librechat
 from tests.io.test_open_webui import export as _open_webui
@@ -102,19 +104,22 @@ SAMPLES = [
     ("librechat", "document", _librechat()),
     ("librechat recursive", "document", _librechat(recursive=True)),
     ("langsmith runs", "lines", [chat_model_run(), openai_run()]),
+    ("langfuse trace", "document", _langfuse_trace()),
+    ("langfuse observations", "lines", [span(), dify_generation(), openai_generation()]),
 ]
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False) |
                     st.sampled_from(["", "x", "user", "assistant", "tool", "tool_use", "tool_result", "text",
                                      "function_call", "prompter", "<tool_call>{}</tool_call>", "model",
-                                     "toolUse", "step-start", "tool-x", "output-available"]),
+                                     "toolUse", "step-start", "tool-x", "output-available", "GENERATION"]),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
                         st.sampled_from(["type", "role", "content", "id", "name", "text", "message", "parent_id",
                                          "tool_use_id", "call_id", "replies", "uuid", "parentUuid", "parts",
                                          "toolUse", "toolResult", "functionCall", "functionResponse", "state",
                                          "toolCallId", "output", "input", "messageId", "parentMessageId",
                                          "children", "isCreatedByUser", "tool_call", "think", "args", "run_type",
-                                         "inputs", "outputs", "generations", "choices"]),
+                                         "inputs", "outputs", "generations", "choices", "traceId", "observations",
+                                         "startTime"]),
                                         inner, max_size=3),
                     max_leaves=6)
 

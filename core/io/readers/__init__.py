@@ -14,6 +14,8 @@
   kept, agents' content parts (thinking, tool calls and their output) as the messages they stand for.
 * ``langsmith`` (:mod:`.langsmith`) — LangSmith runs: each LLM run's prompt as sent and its reply, one
   conversation per model call; a trace's other runs left out.
+* ``langfuse`` (:mod:`.langfuse`) — Langfuse traces and observations: each generation's prompt as sent
+  (a Dify app's LLM node calls traced to Langfuse too) and its reply, one conversation per call.
 * ``oasst`` (:mod:`.oasst`) — OpenAssistant message trees (wrapped, nested from the first message, or
   one message per row); sibling replies become branches.
 * ``bfcl`` (:mod:`.bfcl`) — BFCL memory prerequisite conversations, with their recall probes.
@@ -38,8 +40,8 @@ package registers them below in detection order. Other formats plug in with :fun
 
 from core.io.errors import FormatError, RecordError
 
-from . import (bfcl, chatgpt, claude, claude_code, dify_messages, dify_web, langsmith, librechat, oasst, open_webui, openai,
-               report, sharegpt)
+from . import (bfcl, chatgpt, claude, claude_code, dify_messages, dify_web, langfuse, langsmith, librechat, oasst,
+               open_webui, openai, report, sharegpt)
 from .common import conversation_from_messages
 from .dify_messages import dify_turn
 from .records import MAX_PROBLEMS, Problem, ReadContext, Record, Records
@@ -48,8 +50,8 @@ from .registry import (FORMATS, MAX_IMPORT_BYTES, Format, ImportResult, detect_f
                        unregister_format)
 
 # Detection order: distinctive shapes first (a report bundle's header), the generic OpenAI message list last.
-for _module in (report, bfcl, chatgpt, claude, claude_code, open_webui, librechat, langsmith, oasst, sharegpt,
-                dify_web, dify_messages, openai):
+for _module in (report, bfcl, chatgpt, claude, claude_code, open_webui, librechat, langsmith, langfuse, oasst,
+                sharegpt, dify_web, dify_messages, openai):
     register_format(_module.FORMAT)
 del _module
 

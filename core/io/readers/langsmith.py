@@ -14,73 +14,32 @@ from typing import Any, Iterator
 from core.io.errors import RecordError
 from core.model.conversation import Conversation
 
-from .common import conversation_from_messages, label_of
-from .openai import openai_messages
+from .calls import call_conversation, call_name, prompt_messages, reply_message
+from .common import label_of
 from .records import Problem, ReadContext, Records
 from .registry import Format
 
 LLM = "llm"
 
 
-def _prompt(inputs: Any, at: str) -> list:
-    """The messages an LLM run was sent: the first (usually only) prompt of its batch."""
-    if not isinstance(inputs, dict):
-        raise RecordError("has no 'inputs' object", "inputs")
-    messages = inputs.get("messages")
-    if isinstance(messages, list) and messages and all(isinstance(batch, list) for batch in messages):
-        return list(messages[0])  # LangChain: one list of messages per prompt of the batch
-    if isinstance(messages, list):
-        return list(messages)
-    prompts = inputs.get("prompts")  # a completion model: its prompt is one text
-    if isinstance(prompts, list) and prompts and isinstance(prompts[0], str):
-        return [{"role": "user", "content": prompts[0]}]
-    raise RecordError(f"{at}: 'inputs' has no 'messages' (nor 'prompts'): no prompt to read", "inputs")
-
-
-def _reply(outputs: Any) -> Any | None:
-    """The call's reply as a message: LangChain's first generation, or an OpenAI completion's first
-    choice; None when the run has none (it failed, or is still running)."""
-    if not isinstance(outputs, dict):
-        return None
-    generations = outputs.get("generations")
-    if isinstance(generations, list) and generations:
-        first = generations[0][0] if isinstance(generations[0], list) and generations[0] else generations[0]
-        if isinstance(first, dict):
-            if isinstance(first.get("message"), dict):
-                return first["message"]
-            if isinstance(first.get("text"), str):
-                return {"role": "assistant", "content": first["text"]}
-    choices = outputs.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict) \
-            and isinstance(choices[0].get("message"), dict):
-        return choices[0]["message"]
-    return None
-
-
 def _conversation(run: Any, n: int | None, stem: str) -> Conversation:
     if not isinstance(run, dict):
         raise RecordError("is not a run (an object with 'run_type' and 'inputs')", "")
     at = f"run {label_of(run, 'id', 'name')!r}" if label_of(run, "id", "name") else "the run"
-    raw = _prompt(run.get("inputs"), at)
-    reply = _reply(run.get("outputs"))
-    if reply is not None:
-        raw.append(reply)
+    inputs = run.get("inputs")
+    if not isinstance(inputs, dict):
+        raise RecordError("has no 'inputs' object", "inputs")
+    prompt = prompt_messages(inputs, at, "inputs")
     extra = run.get("extra") if isinstance(run.get("extra"), dict) else {}
     metadata = extra.get("metadata") if isinstance(extra.get("metadata"), dict) else {}
     params = extra.get("invocation_params") if isinstance(extra.get("invocation_params"), dict) else {}
-    inputs = run["inputs"]
     model = metadata.get("ls_model_name") or params.get("model") or params.get("model_name") or inputs.get("model")
-    meta = {key: value for key, value in (("run_name", run.get("name")), ("start_time", run.get("start_time")),
-                                          ("trace_id", run.get("trace_id")), ("thread_id", metadata.get("thread_id")),
-                                          ("model", model), ("error", run.get("error")))
-            if isinstance(value, str) and value}
-    conv_id = str(run.get("id") or (stem if n is None else f"{stem}#{n}"))
-    name = " · ".join(str(v) for v in (run.get("name"), run.get("start_time")) if isinstance(v, str) and v)
-    conv = conversation_from_messages(openai_messages(raw), conv_id, source_format="langsmith",
-                                      name=name or conv_id, meta=meta)
-    if not conv.turns:
-        raise RecordError("the run's prompt has no user or assistant message", "inputs")
-    return conv
+    meta = {"run_name": run.get("name"), "start_time": run.get("start_time"), "trace_id": run.get("trace_id"),
+            "thread_id": metadata.get("thread_id"), "model": model, "error": run.get("error")}
+    return call_conversation(prompt, reply_message(run.get("outputs")),
+                             str(run.get("id") or (stem if n is None else f"{stem}#{n}")),
+                             name=call_name(run.get("name"), run.get("start_time")), meta=meta,
+                             source_format="langsmith")
 
 
 def _label(rec: Any) -> str:

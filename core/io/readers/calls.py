@@ -1,0 +1,88 @@
+"""What tracing tools record of one model call — the prompt it was sent and its reply — read as a
+conversation (LangSmith runs: :mod:`.langsmith`; Langfuse generations: :mod:`.langfuse`).
+
+A prompt is a list of messages: OpenAI's ``{role, content}``, LangChain's stored messages, or Dify's
+``{role, text, files}`` (an LLM node's prompt as Dify saves and traces it), which is read as OpenAI's
+with ``text`` for ``content``. A reply is a message, LangChain's first generation, an OpenAI
+completion's first choice, Dify's LLM node outputs (``{text, usage, …}``) or a bare text. The call
+becomes one conversation: its turns are the prompt's, the reply the last turn's answer, and it opens
+under everything it was sent (:data:`core.model.conversation.WHOLE_THREAD_SOURCES`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.io.errors import RecordError
+from core.model.conversation import Conversation
+
+from .common import conversation_from_messages
+from .openai import openai_messages
+
+
+def prompt_messages(value: Any, at: str, key: str) -> list:
+    """The messages a call was sent, from its recorded input ``value`` (named ``key`` in problems): a
+    list of messages, LangChain's batch of lists (its first prompt), ``{messages}``, ``{prompts}`` or
+    one text (a completion model's prompt)."""
+    if isinstance(value, dict):
+        if isinstance(value.get("messages"), list):
+            value = value["messages"]
+        elif isinstance(value.get("prompts"), list) and value["prompts"] and isinstance(value["prompts"][0], str):
+            value = value["prompts"][0]
+        else:
+            raise RecordError(f"{at}: '{key}' has no 'messages' (nor 'prompts'): no prompt to read", key)
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    if not isinstance(value, list):
+        raise RecordError(f"{at}: '{key}' is not a prompt (a list of messages)", key)
+    if value and all(isinstance(batch, list) for batch in value):
+        value = value[0]  # LangChain: one list of messages per prompt of the batch
+    return [_openai(m) for m in value]
+
+
+def _openai(m: Any) -> Any:
+    """A prompt message as OpenAI's: Dify's ``text`` (and ``files``, which carry no text) as ``content``."""
+    if isinstance(m, dict) and "role" in m and "content" not in m and isinstance(m.get("text"), str):
+        return {k: v for k, v in m.items() if k not in ("text", "files")} | {"content": m["text"]}
+    return m
+
+
+def reply_message(value: Any) -> Any | None:
+    """The call's reply as a message, or None when it has none (it failed, or is still running)."""
+    if isinstance(value, str):
+        return {"role": "assistant", "content": value}
+    if not isinstance(value, dict):
+        return None
+    if "role" in value and ("content" in value or "tool_calls" in value):
+        return value
+    generations = value.get("generations")
+    if isinstance(generations, list) and generations:
+        first = generations[0][0] if isinstance(generations[0], list) and generations[0] else generations[0]
+        if isinstance(first, dict):
+            if isinstance(first.get("message"), dict):
+                return first["message"]
+            if isinstance(first.get("text"), str):
+                return {"role": "assistant", "content": first["text"]}
+    choices = value.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict) \
+            and isinstance(choices[0].get("message"), dict):
+        return choices[0]["message"]
+    for key in ("text", "content"):  # Dify's LLM node outputs; a bare reply object
+        if isinstance(value.get(key), str):
+            return {"role": "assistant", "content": value[key]}
+    return None
+
+
+def call_conversation(prompt: list, reply: Any | None, conv_id: str, *, name: str, meta: dict,
+                      source_format: str) -> Conversation:
+    """One call as a conversation: the prompt's turns, the reply (when there is one) the last answer."""
+    conv = conversation_from_messages(openai_messages(prompt + ([reply] if reply is not None else [])), conv_id,
+                                      source_format=source_format, name=name or conv_id,
+                                      meta={k: v for k, v in meta.items() if isinstance(v, str) and v})
+    if not conv.turns:
+        raise RecordError("the call's prompt has no user or assistant message", "input")
+    return conv
+
+
+def call_name(*parts: Any) -> str:
+    """A call's conversation name: its recorded name and start time, those it has."""
+    return " · ".join(str(p) for p in parts if isinstance(p, str) and p)

@@ -1,0 +1,112 @@
+"""Langfuse traces: a trace downloaded as JSON (the trace with its ``observations``), a session's
+download (its ``traces``), the observations table exported as JSON or JSON Lines, or a page of the
+observations API (``{data, meta}``). Each generation (an observation of ``type: GENERATION``) is one
+model call, read as the prompt it was sent and its reply (:mod:`.calls`) — as a Dify app traced to
+Langfuse records each LLM node's call (Dify's ``{role, text, files}`` prompt, its node outputs), or as
+the OpenAI and LangChain integrations record theirs. One conversation per call, named after the
+observation, with its trace, session and model; spans, events, tools and other observations sent no
+prompt and are left out, with a note saying how many."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from core.io.errors import RecordError
+from core.model.conversation import Conversation
+
+from .calls import call_conversation, call_name, prompt_messages, reply_message
+from .common import label_of
+from .records import Problem, ReadContext, Record, Records
+from .registry import Format
+
+GENERATION = "GENERATION"
+
+
+def is_observation(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("type"), str) and "input" in value \
+        and ("traceId" in value or "startTime" in value)
+
+
+def _observations(value: Any) -> tuple[list, dict]:
+    """The observations a record holds, and the trace they belong to ({} when it is not given): a
+    trace's, a session's traces', an API page's, or the record itself."""
+    if isinstance(value, dict):
+        if isinstance(value.get("observations"), list):
+            return value["observations"], value
+        if isinstance(value.get("traces"), list):
+            return [o for t in value["traces"] if isinstance(t, dict) and isinstance(t.get("observations"), list)
+                    for o in t["observations"]], {"sessionId": value.get("sessionId", value.get("id"))}
+        if isinstance(value.get("data"), list):
+            return value["data"], {}
+    return [value], {}
+
+
+def _conversation(obs: Any, trace: dict, n: int | None, stem: str) -> Conversation:
+    if not isinstance(obs, dict):
+        raise RecordError("is not an observation (an object with 'type' and 'input')", "")
+    at = f"observation {label_of(obs, 'id', 'name')!r}" if label_of(obs, "id", "name") else "the observation"
+    if "input" not in obs:
+        raise RecordError(f"{at} has no 'input'", "input")
+    prompt = prompt_messages(obs["input"], at, "input")
+    metadata = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
+    meta = {"observation": obs.get("name"), "start_time": obs.get("startTime"),
+            "trace_id": obs.get("traceId") or trace.get("id"),
+            "session_id": trace.get("sessionId") or metadata.get("session_id"), "model": obs.get("model"),
+            "error": obs.get("statusMessage") if obs.get("level") == "ERROR" else None}
+    return call_conversation(prompt, reply_message(obs.get("output")),
+                             str(obs.get("id") or (stem if n is None else f"{stem}#{n}")),
+                             name=call_name(obs.get("name"), obs.get("startTime")), meta=meta,
+                             source_format="langfuse")
+
+
+def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
+    others: dict[str, int] = {}
+    traces: dict[int, dict] = {}  # the trace of each generation handed on, by its record's index
+
+    def generations() -> Iterator[Record]:
+        k = 0
+        for rec in records:
+            if rec.error:
+                yield rec
+                continue
+            found, trace = _observations(rec.value)
+            for obs in found:
+                kind = obs.get("type") if isinstance(obs, dict) else None
+                if isinstance(kind, str) and kind != GENERATION:
+                    others[kind.lower()] = others.get(kind.lower(), 0) + 1
+                    continue
+                traces[k] = trace
+                yield Record(k if rec.index is not None or len(found) > 1 else None, obs)
+                k += 1
+        ctx.records += sum(others.values())
+
+    read = 0
+    for conv in ctx.each(generations(), lambda obs, n: _conversation(obs, traces.get(n or 0, {}), n, ctx.stem),
+                         lambda obs: label_of(obs, "name", "id")):
+        read += 1
+        yield conv
+    if others:
+        left = ", ".join(f"{count} {kind}" for kind, count in sorted(others.items()))
+        ctx.notes.append(f"left out the observations that are not model calls ({left}): only a generation holds "
+                         "a prompt")
+        if not read and not ctx.problems:
+            ctx.report(Problem(None, "type", f"{ctx.name} holds no generation (type GENERATION), only {left} "
+                                             "observations: export the trace's generations, which hold the prompt sent"))
+
+
+def _sniff(first: Any, layout: str) -> bool:
+    if is_observation(first):
+        return True
+    if not isinstance(first, dict):
+        return False
+    for key in ("observations", "data"):
+        items = first.get(key)
+        if isinstance(items, list) and items and is_observation(items[0]):
+            return True
+    traces = first.get("traces")
+    return isinstance(traces, list) and bool(traces) and isinstance(traces[0], dict) \
+        and isinstance(traces[0].get("observations"), list)
+
+
+FORMAT = Format("langfuse", "Langfuse traces and observations (each generation's prompt and reply; other "
+                            "observations left out)", _sniff, _read)
