@@ -36,9 +36,9 @@ AGENT_THOUGHTS = "agent_thoughts"
 #: Sources whose app sends the model the whole thread, every tool step included (Claude Code, until
 #: ``/compact`` starts a thread of its own; Open WebUI, which sends the current branch's every message;
 #: LibreChat, which sends the branch up from the new message, cut to the model's context only when it
-#: overflows; a LangSmith LLM run or a Langfuse generation, which is one call's prompt exactly as sent):
-#: replayed by default as everything on the thread.
-WHOLE_THREAD_SOURCES = frozenset({"claude-code", "open-webui", "librechat", "langsmith", "langfuse"})
+#: overflows; a LangSmith LLM run, a Langfuse generation or a Dify node run, which is one call's prompt
+#: exactly as sent): replayed by default as everything on the thread.
+WHOLE_THREAD_SOURCES = frozenset({"claude-code", "open-webui", "librechat", "langsmith", "langfuse", "dify-node-runs"})
 #: ``Turn.meta`` key: the answer a user was shown, when the turn's messages replay another (an agent's final
 #: thought, not the answer that joins every step's text).
 SHOWN_ANSWER = "shown_answer"

@@ -15,6 +15,7 @@ from core.io import FormatError, import_text
 from tests.builders import places, put
 from tests.conftest import FIXTURES
 from tests.io.test_claude_code import TRANSCRIPT
+from tests.io.test_dify_node_runs import llm_run, other_run
 from tests.io.test_langfuse import dify_generation, openai_generation, span
 from tests.io.test_langfuse import trace as _langfuse_trace
 from tests.io.test_langsmith import chat_model_run, openai_run
@@ -106,6 +107,7 @@ SAMPLES = [
     ("langsmith runs", "lines", [chat_model_run(), openai_run()]),
     ("langfuse trace", "document", _langfuse_trace()),
     ("langfuse observations", "lines", [span(), dify_generation(), openai_generation()]),
+    ("dify node runs", "document", {"data": [other_run("start", "e1"), llm_run()]}),
 ]
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False) |
@@ -119,7 +121,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(a
                                          "toolCallId", "output", "input", "messageId", "parentMessageId",
                                          "children", "isCreatedByUser", "tool_call", "think", "args", "run_type",
                                          "inputs", "outputs", "generations", "choices", "traceId", "observations",
-                                         "startTime"]),
+                                         "startTime", "node_type", "process_data", "prompts"]),
                                         inner, max_size=3),
                     max_leaves=6)
 

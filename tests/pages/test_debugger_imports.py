@@ -40,6 +40,7 @@ def _dify_messages() -> tuple[str, bytes]:
 
 
 def _files():
+    from tests.io.test_dify_node_runs import llm_run
     from tests.io.test_langfuse import trace as langfuse_trace
     from tests.io.test_langsmith import chat_model_run, openai_run
     from tests.io.test_librechat import export as librechat_export
@@ -50,6 +51,7 @@ def _files():
     yield "librechat", "librechat.json", json.dumps(librechat_export(recursive=True)).encode()
     yield "langsmith", "runs.jsonl", "\n".join(json.dumps(r) for r in (chat_model_run(), openai_run())).encode()
     yield "langfuse", "trace.json", json.dumps(langfuse_trace()).encode()
+    yield "dify-node-runs", "node-executions.json", json.dumps({"data": [llm_run()]}).encode()
 
 
 def _store(db) -> dict[str, list[str]]:

@@ -22,6 +22,8 @@
 * ``chatgpt`` (:mod:`.chatgpt`) and ``claude`` (:mod:`.claude`) — the two chat apps' exports, every
   branch kept (:mod:`.tree`); ``claude-code`` (:mod:`.claude_code`) — Claude Code session transcripts.
 * ``dify-messages`` (:mod:`.dify_messages`) — Dify Service API history (``GET /v1/messages``).
+* ``dify-node-runs`` (:mod:`.dify_node_runs`) — a Dify workflow run's node executions (its console's
+  list): each LLM node's prompt as Dify saved it and its reply, one conversation per call.
 * ``dify-web`` (:mod:`.dify_web`) — Dify web chat items (``isAnswer`` / ``parentMessageId``).
 * ``memlens-report`` (:mod:`.report`) — a MemLens report bundle.
 
@@ -40,8 +42,8 @@ package registers them below in detection order. Other formats plug in with :fun
 
 from core.io.errors import FormatError, RecordError
 
-from . import (bfcl, chatgpt, claude, claude_code, dify_messages, dify_web, langfuse, langsmith, librechat, oasst,
-               open_webui, openai, report, sharegpt)
+from . import (bfcl, chatgpt, claude, claude_code, dify_messages, dify_node_runs, dify_web, langfuse, langsmith, librechat,
+               oasst, open_webui, openai, report, sharegpt)
 from .common import conversation_from_messages
 from .dify_messages import dify_turn
 from .records import MAX_PROBLEMS, Problem, ReadContext, Record, Records
@@ -50,8 +52,8 @@ from .registry import (FORMATS, MAX_IMPORT_BYTES, Format, ImportResult, detect_f
                        unregister_format)
 
 # Detection order: distinctive shapes first (a report bundle's header), the generic OpenAI message list last.
-for _module in (report, bfcl, chatgpt, claude, claude_code, open_webui, librechat, langsmith, langfuse, oasst,
-                sharegpt, dify_web, dify_messages, openai):
+for _module in (report, bfcl, chatgpt, claude, claude_code, open_webui, librechat, langsmith, langfuse, dify_node_runs,
+                oasst, sharegpt, dify_web, dify_messages, openai):
     register_format(_module.FORMAT)
 del _module
 
