@@ -32,7 +32,8 @@ def messages():
         msg("a1", "u1", "Hello Dana!", 1, model="gpt-4o"),
         msg("a1b", "u1", "Hi Dana, how can I help?", 2, model="gpt-4o"),  # regenerated: the one shown
         msg("u2", "a1b", "Book Lisbon.", 3, user=True,
-            files=[{"file_id": "f1", "filename": "ticket.png", "filepath": "/images/u/ticket.png", "type": "image/png"}]),
+            files=[{"file_id": "f1", "filename": "ticket.png", "filepath": "/images/u/ticket.png",
+                    "type": "image/png"}]),
         msg("a2", "u2", "", 4, content=[
             {"type": "think", "think": "The user wants flights."},
             {"type": "text", "text": "Let me look."},

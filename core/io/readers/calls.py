@@ -10,13 +10,14 @@ under everything it was sent (:data:`core.model.conversation.WHOLE_THREAD_SOURCE
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from core.io.errors import RecordError
 from core.model.conversation import Conversation
 
 from .common import conversation_from_messages
 from .openai import openai_messages
+from .records import Problem, ReadContext, Record
 
 
 def prompt_messages(value: Any, at: str, key: str) -> list:
@@ -86,3 +87,21 @@ def call_conversation(prompt: list, reply: Any | None, conv_id: str, *, name: st
 def call_name(*parts: Any) -> str:
     """A call's conversation name: its recorded name and start time, those it has."""
     return " · ".join(str(p) for p in parts if isinstance(p, str) and p)
+
+
+def read_calls(ctx: ReadContext, calls: Iterator[Record], others: dict[str, int],
+               convert: Callable[[Any, int | None], Conversation], label: Callable[[Any], str], *,
+               left_out: str, none: str, field: str) -> Iterator[Conversation]:
+    """Each traced call of ``calls`` as a conversation (:meth:`ReadContext.each`). ``others`` counts,
+    by kind, what the file holds besides calls, as ``calls`` is walked; they are named in a note
+    (``left_out``, its ``{left}`` the counts), and a file of nothing else is refused in one line
+    (``none``, with ``{name}`` the file's name; ``field`` the problem's field)."""
+    read = 0
+    for conv in ctx.each(calls, convert, label):
+        read += 1
+        yield conv
+    if others:
+        left = ", ".join(f"{count} {kind}" for kind, count in sorted(others.items()))
+        ctx.notes.append(left_out.format(left=left))
+        if not read and not ctx.problems:
+            ctx.report(Problem(None, field, none.format(name=ctx.name, left=left)))

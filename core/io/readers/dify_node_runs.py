@@ -16,9 +16,9 @@ from core.errors import MemLensError
 from core.limits import load_json
 from core.model.conversation import Conversation
 
-from .calls import call_conversation, call_name, prompt_messages, reply_message
+from .calls import call_conversation, call_name, prompt_messages, read_calls, reply_message
 from .common import label_of
-from .records import Problem, ReadContext, Record, Records
+from .records import ReadContext, Record, Records
 from .registry import Format
 
 
@@ -80,18 +80,12 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
                 k += 1
         ctx.records += sum(others.values())
 
-    read = 0
-    for conv in ctx.each(calls(), lambda run, n: _conversation(run, n, ctx.stem),
-                         lambda run: label_of(run, "title", "id")):
-        read += 1
-        yield conv
-    if others:
-        left = ", ".join(f"{count} {kind}" for kind, count in sorted(others.items()))
-        ctx.notes.append(f"left out the node runs that sent no prompt ({left}): only a node that calls a model "
-                         "saves one")
-        if not read and not ctx.problems:
-            ctx.report(Problem(None, "process_data", f"{ctx.name} holds no node run with a prompt, only {left}: "
-                                                     "an LLM node's run saves its prompt in process_data"))
+    yield from read_calls(ctx, calls(), others, lambda run, n: _conversation(run, n, ctx.stem),
+                          lambda run: label_of(run, "title", "id"),
+                          left_out="left out the node runs that sent no prompt ({left}): only a node that calls a "
+                                   "model saves one",
+                          none="{name} holds no node run with a prompt, only {left}: an LLM node's run saves its "
+                               "prompt in process_data", field="process_data")
 
 
 def _prompted(run: dict) -> bool:

@@ -14,9 +14,9 @@ from typing import Any, Iterator
 from core.io.errors import RecordError
 from core.model.conversation import Conversation
 
-from .calls import call_conversation, call_name, prompt_messages, reply_message
+from .calls import call_conversation, call_name, prompt_messages, read_calls, reply_message
 from .common import label_of
-from .records import Problem, ReadContext, Record, Records
+from .records import ReadContext, Record, Records
 from .registry import Format
 
 GENERATION = "GENERATION"
@@ -80,18 +80,13 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
                 k += 1
         ctx.records += sum(others.values())
 
-    read = 0
-    for conv in ctx.each(generations(), lambda obs, n: _conversation(obs, traces.get(n or 0, {}), n, ctx.stem),
-                         lambda obs: label_of(obs, "name", "id")):
-        read += 1
-        yield conv
-    if others:
-        left = ", ".join(f"{count} {kind}" for kind, count in sorted(others.items()))
-        ctx.notes.append(f"left out the observations that are not model calls ({left}): only a generation holds "
-                         "a prompt")
-        if not read and not ctx.problems:
-            ctx.report(Problem(None, "type", f"{ctx.name} holds no generation (type GENERATION), only {left} "
-                                             "observations: export the trace's generations, which hold the prompt sent"))
+    yield from read_calls(ctx, generations(), others,
+                          lambda obs, n: _conversation(obs, traces.get(n or 0, {}), n, ctx.stem),
+                          lambda obs: label_of(obs, "name", "id"),
+                          left_out="left out the observations that are not model calls ({left}): only a generation "
+                                   "holds a prompt",
+                          none="{name} holds no generation (type GENERATION), only {left} observations: export the "
+                               "trace's generations, which hold the prompt sent", field="type")
 
 
 def _sniff(first: Any, layout: str) -> bool:

@@ -14,9 +14,9 @@ from typing import Any, Iterator
 from core.io.errors import RecordError
 from core.model.conversation import Conversation
 
-from .calls import call_conversation, call_name, prompt_messages, reply_message
+from .calls import call_conversation, call_name, prompt_messages, read_calls, reply_message
 from .common import label_of
-from .records import Problem, ReadContext, Records
+from .records import ReadContext, Records
 from .registry import Format
 
 LLM = "llm"
@@ -59,16 +59,11 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
                 continue
             yield rec
 
-    read = 0
-    for conv in ctx.each(llm_runs(), lambda rec, n: _conversation(rec, n, ctx.stem), _label):
-        read += 1
-        yield conv
-    if others:
-        left = ", ".join(f"{count} {kind}" for kind, count in sorted(others.items()))
-        ctx.notes.append(f"left out the runs that are not model calls ({left}): only an LLM run holds a prompt")
-        if not read and not ctx.problems:
-            ctx.report(Problem(None, "run_type", f"{ctx.name} holds no LLM run (run_type 'llm'), only {left} runs: "
-                                                 "export the trace's model calls, whose runs hold the prompt sent"))
+    yield from read_calls(ctx, llm_runs(), others, lambda rec, n: _conversation(rec, n, ctx.stem), _label,
+                          left_out="left out the runs that are not model calls ({left}): only an LLM run holds a "
+                                   "prompt",
+                          none="{name} holds no LLM run (run_type 'llm'), only {left} runs: export the trace's model "
+                               "calls, whose runs hold the prompt sent", field="run_type")
 
 
 def _sniff(first: Any, layout: str) -> bool:
