@@ -80,7 +80,7 @@ with file_tab:
             bar.progress(1.0, text="Done")
             state[keys.result(P)] = {"ok": True, "file": upload.name, "summary": outcome.summary, "ids": outcome.ids,
                                     "format": outcome.format, "saved": outcome.saved_configs,
-                                    "problems": [p.to_json() for p in outcome.problems]}
+                                    "problems": [p.to_json() for p in outcome.problems], "notes": outcome.notes}
 
     result = state.get(keys.result(P))
     if result and upload is not None and result["file"] == upload.name:
@@ -92,6 +92,8 @@ with file_tab:
                 st.dataframe(_problems_frame(result["problems"]), hide_index=True, width="stretch")
         else:
             st.success(plain(f"Imported {result['summary']}."))
+            for note in result["notes"]:
+                st.info(plain(f"Note: {note}."))
             if result["saved"]:
                 st.info(plain(f"Its configs are saved as the config set “{result['saved']}” on the Compare page."))
             if result["problems"]:

@@ -36,9 +36,12 @@ def add_skip_bad_option(parser: argparse.ArgumentParser, help: str = SKIP_BAD_HE
 
 
 def report_skipped(result: ImportResult) -> None:
-    """Each record an import left out, one line each on stderr (stdout stays the command's output)."""
+    """Each record an import left out, then each of its notes (what a file held besides
+    conversations), one line each on stderr (stdout stays the command's output)."""
     for problem in result.problems:
         print(f"skipped: {problem.text}", file=sys.stderr)
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
 
 
 def when(t: float | None) -> str:

@@ -20,13 +20,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass
 class ImportOutcome:
-    """What an upload stored: the conversation ids, the import's problems and summary."""
+    """What an upload stored: the conversation ids, the import's problems, summary and notes (what
+    the file held besides conversations, left out: a trace's runs that are not model calls)."""
 
     ids: list[str]
     summary: str
     problems: list = field(default_factory=list)
     format: str = ""
     saved_configs: str | None = None
+    notes: list[str] = field(default_factory=list)
 
 
 def import_upload(db: Database, data: bytes, name: str, *, fmt: str | None = None, skip_bad: bool = False,
@@ -53,7 +55,7 @@ def import_upload(db: Database, data: bytes, name: str, *, fmt: str | None = Non
         if configs:
             saved = f"from {name}"
             save_config_set(db, saved, configs)
-    return ImportOutcome(ids, result.summary(), list(result.problems), result.format, saved)
+    return ImportOutcome(ids, result.summary(), list(result.problems), result.format, saved, list(result.notes))
 
 
 __all__ = ["ImportOutcome", "import_upload"]

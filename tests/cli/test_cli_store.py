@@ -74,6 +74,18 @@ def test_importing_transcripts_stores_conversations_that_replay_identically(tmp_
         assert [(e.ref, e.reason, e.tokens) for e in a.entries] == [(e.ref, e.reason, e.tokens) for e in b.entries]
 
 
+def test_importing_says_what_the_file_held_besides_conversations(tmp_path):
+    from tests.io.test_langsmith import chat_model_run
+
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join(json.dumps(r) for r in (
+        {"id": "r1", "name": "LangGraph", "run_type": "chain", "inputs": {}, "outputs": {}}, chat_model_run())))
+    code, out, err = cli("import", runs, "--db", f"sqlite:///{tmp_path / 'x.db'}")
+    assert code == 0, err
+    assert len(out.split()) == 1  # the one model call, stored
+    assert "note: left out the runs that are not model calls (1 chain): only an LLM run holds a prompt" in err
+
+
 def test_export_of_an_unknown_conversation_is_a_clear_error(tmp_path):
     code, out, err = cli("export", "no-such-id", "--db", f"sqlite:///{tmp_path / 'x.db'}")
     assert code == 2 and out == "" and "no conversation with id 'no-such-id'" in err

@@ -237,3 +237,15 @@ def test_an_upload_over_the_size_limit_is_refused_before_it_is_read(page, monkey
 def test_the_page_points_a_dify_dsl_export_to_new_conversation(page):
     assert "A Dify DSL export (YAML) is a flow, not a conversation: start a conversation on it with *New " \
            "conversation* in the Debugger's sidebar." in shown(page.caption[0].value)
+
+
+def test_what_a_file_held_besides_conversations_is_said_in_a_note(page):
+    """A LangSmith trace's chain and tool runs sent no prompt: the import says it left them out."""
+    from tests.io.test_langsmith import chat_model_run
+
+    runs = [{"id": "r1", "name": "LangGraph", "run_type": "chain", "inputs": {}, "outputs": {}}, chat_model_run(),
+            {"id": "r3", "name": "find_order", "run_type": "tool", "inputs": {}, "outputs": {}}]
+    upload(page, "runs.jsonl", "\n".join(json.dumps(r) for r in runs).encode())
+    assert page.success and "1 conversation" in text(page.success[0])
+    assert [text(i) for i in page.info] == ["Note: left out the runs that are not model calls (1 chain, 1 tool): "
+                                            "only an LLM run holds a prompt."]
