@@ -268,9 +268,22 @@ def test_a_pipe_closed_before_a_whole_batch_came_is_refused_at_once():
         os.close(read)
 
 
-def test_a_finished_child_is_reaped_without_waiting_for_it_to_leave_and_an_unfinished_one_is_killed():
-    """A child that sent every count is reaped by a thread while this process goes on (here it is
-    still leaving: it holds on for a moment after its pipe closed); one that did not is killed and
+@pytest.fixture
+def reapers(monkeypatch):
+    """The threads ``_reap`` starts, as (target, args, name, daemon); each is started for real."""
+    started = []
+    real = tokens.threading.Thread
+
+    def thread(*, target, args, name, daemon):
+        started.append((target, args, name, daemon))
+        return real(target=target, args=args, name=name, daemon=daemon)
+    monkeypatch.setattr(tokens.threading, "Thread", thread)
+    return started
+
+
+def test_a_finished_child_is_reaped_without_waiting_for_it_to_leave_and_an_unfinished_one_is_killed(reapers):
+    """A child that sent every count is reaped by a daemon thread while this process goes on (here it
+    is still leaving: it holds on for a moment after its pipe closed); one that did not is killed and
     reaped before ``_reap`` returns."""
     for finished in (True, False):
         read, write = os.pipe()
@@ -287,9 +300,32 @@ def test_a_finished_child_is_reaped_without_waiting_for_it_to_leave_and_an_unfin
             os.fstat(read)
         if finished:
             assert took < 2.5 and not gone(pid, within=0)  # not waited for: it is still leaving
+            assert reapers == [(tokens._wait_for, (pid,), "memlens-reap", True)]
             assert gone(pid, within=30)  # then reaped, no zombie left
         else:
             assert gone(pid, within=0) and took < 60
+            assert len(reapers) == 1  # none for the killed one
+
+
+def test_a_finished_child_that_already_left_is_reaped_at_once_without_a_thread(reapers):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os._exit(0)
+    os.close(write)
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # until it has left, without reaping it
+    tokens._reap((pid, read), finished=True)
+    assert gone(pid, within=0) and reapers == []
+
+
+def test_a_reaping_thread_waits_for_its_child_and_minds_none_reaped_elsewhere():
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        time.sleep(0.2)
+        os._exit(0)
+    tokens._wait_for(pid)
+    assert gone(pid, within=0)
+    tokens._wait_for(pid)  # reaped already: no error
 
 
 def test_a_batch_goes_to_one_worker_per_core_where_this_process_can_fork(monkeypatch):
