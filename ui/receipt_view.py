@@ -11,6 +11,7 @@ import streamlit as st
 from core.analysis.debug_view import Receipt
 from core.model.ledger import REASON_LABELS, REASONS, Ledger
 from core.store.ledger_codec import HISTORY
+from core.words import plural
 from ui.html import ORIGIN_COLOUR, origin_chip, plain, safe_text, tokens
 from ui.paging import page_slice
 
@@ -74,15 +75,17 @@ def context_summary(r: Receipt) -> str:
             f"({share:.0%}), {free:,} were left.")
 
 
-def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool = False) -> None:
-    label = "exact" if r.exact else "estimated"
+def receipt_caption(r: Receipt) -> str:
+    """The receipt's first line: how many messages and tokens the call sent, how they were counted."""
+    counted = (f"{plural(len(r.rows), 'message')} · {plural(r.prompt_tokens, 'prompt token')} · tokens "
+               f"{'exact' if r.exact else 'estimated'} ({r.encoding})")
     if r.configured_model:  # another model answered: the counts are still the node's own model's
-        st.caption(plain(f"{len(r.rows)} messages · {r.prompt_tokens:,} prompt tokens · tokens {label} "
-                         f"({r.encoding}) for the node's model {r.configured_model} · answered by {r.model} "
-                         "in its place"))
-    else:
-        st.caption(plain(f"{len(r.rows)} messages · {r.prompt_tokens:,} prompt tokens · tokens {label} "
-                         f"({r.encoding})" + (f" · model {r.model}" if r.model else "")))
+        return f"{counted} for the node's model {r.configured_model} · answered by {r.model} in its place"
+    return counted + (f" · model {r.model}" if r.model else "")
+
+
+def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool = False) -> None:
+    st.caption(plain(receipt_caption(r)))
     if what_if:
         st.warning("What-if: history recomputed under the switchboard's settings; the other messages are as recorded.")
     if r.profile:

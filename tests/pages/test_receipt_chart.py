@@ -1,7 +1,7 @@
 """The receipt's budget bar reads at a glance: the budget is the scale, not a far-off context window."""
 
 from core.analysis.debug_view import Receipt
-from ui.receipt_view import budget_figure, context_summary, dropped_summary
+from ui.receipt_view import budget_figure, context_summary, dropped_summary, receipt_caption
 
 
 def receipt(**kw) -> Receipt:
@@ -59,3 +59,13 @@ def test_a_text_form_prompts_history_is_memory_history_and_the_budget_line_is_af
                 prompt_tokens=33, context_size=None)
     line, = [shape.x0 for shape in budget_figure(r).layout.shapes]
     assert line == 33 - 12 + 100
+
+
+def test_the_receipts_first_line_counts_in_the_right_number():
+    one = receipt(rows=["query"], prompt_tokens=1, model="gpt-4o")
+    assert receipt_caption(one) == "1 message · 1 prompt token · tokens exact (o200k_base) · model gpt-4o"
+    many = receipt(rows=["system", "query"], prompt_tokens=1_234, exact=False, model=None)
+    assert receipt_caption(many) == "2 messages · 1,234 prompt tokens · tokens estimated (o200k_base)"
+    stand_in = receipt(rows=["query"], prompt_tokens=9, model="memlens/demo", configured_model="gpt-4o")
+    assert receipt_caption(stand_in) == ("1 message · 9 prompt tokens · tokens exact (o200k_base) for the node's "
+                                         "model gpt-4o · answered by memlens/demo in its place")
