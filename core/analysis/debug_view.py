@@ -21,7 +21,8 @@ from core.flow.prompt import HISTORY
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITY_LABELS, MemoryConfig, Replay, turn_numbers
 from core.memory.strategies.dify import window_note
 from core.memory.strategies.dify_agent import agent_app
-from core.model.conversation import WHOLE_THREAD_SOURCES, Conversation, message_text, thread_number, turn_label
+from core.model.conversation import (SOURCE_MODEL, WHOLE_THREAD_SOURCES, Conversation, message_text, thread_number,
+                                     turn_label)
 from core.model.ledger import KEPT, NOT_ELIGIBLE, REASON_LABELS, Ledger, SyntheticMessage, explain
 
 KEPT_STATE, DROPPED_STATE, NOT_ELIGIBLE_STATE = "kept", "dropped", "not_eligible"
@@ -326,12 +327,15 @@ def fitting_config(conversation: Conversation | None = None, window: int | None 
     app's log (``agent``, or :func:`core.memory.strategies.dify_agent.agent_app`) as its runner builds
     its history; a transcript whose app sends the whole thread (:data:`WHOLE_THREAD_SOURCES`) as
     everything on the thread, every tool step included; any other as Dify's LLM-node memory with the
-    project's defaults, ``window`` in turns when the source says which window the bot ran with."""
+    project's defaults, ``window`` in turns when the source says which window the bot ran with. Each is
+    counted for the model the source says answered (:data:`SOURCE_MODEL`), else the project's default."""
+    recorded = conversation.meta.get(SOURCE_MODEL) if conversation is not None else None
+    model = {"model": recorded} if isinstance(recorded, str) and recorded else {}
     if agent or conversation is not None and agent_app(conversation):
-        return MemoryConfig(strategy="dify_agent")
+        return MemoryConfig(strategy="dify_agent", **model)
     if conversation is not None and conversation.source_format in WHOLE_THREAD_SOURCES:
-        return MemoryConfig(strategy="buffer", granularity="all_messages")
-    return MemoryConfig(window=window)
+        return MemoryConfig(strategy="buffer", granularity="all_messages", **model)
+    return MemoryConfig(window=window, **model)
 
 
 def default_lens(window: int | None = None, *, agent: bool = False, conversation: Conversation | None = None) -> Lens:

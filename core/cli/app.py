@@ -77,7 +77,9 @@ def _add_memory_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent-strategy", choices=tuple(AGENT_STRATEGIES), default=FUNCTION_CALL,
                    help="dify_agent: the Agent app's runner — function_call (default; a model with tool calls) or "
                         "react (a model without: each earlier turn is sent as one scratchpad text)")
-    p.add_argument("--model", default="gpt-4o-mini")
+    p.add_argument("--model", default=None,
+                   help="the model whose tokens and context to count with (default: the one the conversation's "
+                        "source names, else gpt-4o-mini)")
     p.add_argument("--context-size", type=whole_number("--context-size"), default=None)
     p.add_argument("--max-tokens", type=whole_number("--max-tokens", 0), default=0)
     p.add_argument("--granularity", choices=("query_answer", "all_messages"), default=None,
@@ -108,7 +110,7 @@ def config_from_args(args: argparse.Namespace, conversation: Conversation | None
     a Claude Code transcript as everything on the thread)."""
     fitting = fitting_config(conversation) if args.memory is None else MemoryConfig(strategy=args.memory)
     return MemoryConfig(strategy=fitting.strategy, window=args.window, fidelity=args.fidelity,
-                        plugin_token_counting=args.plugin_token_counting, model=args.model,
+                        plugin_token_counting=args.plugin_token_counting, model=args.model or fitting.model,
                         context_size=args.context_size, max_tokens=args.max_tokens,
                         granularity=args.granularity or fitting.granularity, scope=args.scope,
                         max_history_tokens=args.max_history_tokens, trim_strategy=args.trim_strategy,

@@ -38,6 +38,9 @@ AGENT_THOUGHTS = "agent_thoughts"
 #: LibreChat, which sends the branch up from the new message, cut to the model's context only when it
 #: overflows; a LangSmith LLM run, a Langfuse generation or a Dify node run, which is one call's prompt
 #: exactly as sent): replayed by default as everything on the thread.
+#: ``Conversation.meta`` key: the model the source says answered (a traced call's, a chat app's), which
+#: the conversation is counted and replayed for when no flow says otherwise.
+SOURCE_MODEL = "model"
 WHOLE_THREAD_SOURCES = frozenset({"claude-code", "open-webui", "librechat", "langsmith", "langfuse", "dify-node-runs"})
 #: ``Turn.meta`` key: the answer a user was shown, when the turn's messages replay another (an agent's final
 #: thought, not the answer that joins every step's text).

@@ -39,8 +39,8 @@ from core.llm.client import LLMClient
 from core.memory.long_term import app_namespace
 from core.memory.replay import DEFAULT_FIDELITY
 from core.memory.strategies.compaction import SUMMARIES_META
-from core.model.conversation import (AGENT_THOUGHTS, QUERY, SHOWN_ANSWER, UUID_NIL, Conversation, Message, Turn,
-                                     active_thread)
+from core.model.conversation import (AGENT_THOUGHTS, QUERY, SHOWN_ANSWER, SOURCE_MODEL, UUID_NIL, Conversation,
+                                     Message, Turn, active_thread)
 from core.model.tokens import counter_for
 from core.store import repo
 from core.store.db import Database
@@ -652,9 +652,15 @@ def store_conversations(db: Database, conversations: list[Conversation], *, user
             s.add(ConversationRow(id=conv_id, flow_version_id=None, user_id=user_id,
                                   name=(conv.name or conv.id)[:255], source=source, inputs={}, active_turn_id=active,
                                   meta={"system_prompt": conv.system_prompt, "source_format": conv.source_format,
-                                        "source_id": conv.id}, created_at=t, updated_at=t))
+                                        "source_id": conv.id, **_source_model(conv)}, created_at=t, updated_at=t))
             ids.append(conv_id)
     return ids
+
+
+def _source_model(conv: Conversation) -> dict:
+    """The model the source says answered, kept with the stored conversation (when it names one)."""
+    model = conv.meta.get(SOURCE_MODEL)
+    return {SOURCE_MODEL: model[:200]} if isinstance(model, str) and model else {}
 
 
 def store_pulled(db: Database, conv: Conversation, *, base_url: str, user_id: str, digest: str) -> tuple[str, str]:

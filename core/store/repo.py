@@ -20,7 +20,8 @@ from sqlalchemy.orm import Session, aliased
 from core.flow.nodes.window_memory import META_KEY as WINDOW_META
 from core.flow.variables import USER as USER_EDIT
 from core.memory.strategies.compaction import SUMMARIES_META
-from core.model.conversation import AGENT_THOUGHTS, ANSWER, QUERY, SHOWN_ANSWER, Conversation, Message, Turn
+from core.model.conversation import (AGENT_THOUGHTS, ANSWER, QUERY, SHOWN_ANSWER, SOURCE_MODEL, Conversation, Message,
+                                     Turn)
 
 from . import checks
 from .db import Database
@@ -569,10 +570,13 @@ def load_conversation(db: Database, conversation_id: str, *, system_prompt: str 
     info = get_conversation(db, conversation_id)
     turns = [turn_from_dict(d) for d in load_turn_rows(db, conversation_id)]
     remember_token_counts(turns)
-    # An imported conversation keeps the format it was read from (what memory fits it depends on it).
+    # An imported conversation keeps the format it was read from and the model its source names (what
+    # memory fits it, and what it is counted for, depend on them).
+    meta = {"active_turn_id": info.active_turn_id}
+    if isinstance(info.meta.get(SOURCE_MODEL), str):
+        meta[SOURCE_MODEL] = info.meta[SOURCE_MODEL]
     return Conversation(id=info.id, turns=turns, system_prompt=system_prompt or info.meta.get("system_prompt", ""),
-                        source_format=str(info.meta.get("source_format") or "memlens"), name=info.name,
-                        meta={"active_turn_id": info.active_turn_id})
+                        source_format=str(info.meta.get("source_format") or "memlens"), name=info.name, meta=meta)
 
 
 # -- variables --------------------------------------------------------------------------------------

@@ -106,3 +106,23 @@ def test_a_model_call_opens_under_everything_it_was_sent():
 def test_a_malformed_run_is_refused_naming_what_is_wrong(inputs, problem):
     with pytest.raises(FormatError, match=problem.replace("(", r"\(").replace(")", r"\)")):
         read([chat_model_run(inputs=inputs)])
+
+
+def test_a_call_is_counted_for_the_model_that_answered_also_once_stored_and_from_the_cli(db):
+    from core.analysis.debug_view import fitting_config
+    from core.cli.app import build_parser, config_from_args
+    from core.memory.replay import MemoryConfig
+    from core.service.sessions import store_conversations
+    from core.store import repo
+
+    conv = read([openai_run()]).conversations[0]
+    whole = MemoryConfig(strategy="buffer", granularity="all_messages", model="gpt-4o")
+    assert fitting_config(conv) == whole
+    [conv_id] = store_conversations(db, [conv])
+    assert fitting_config(repo.load_conversation(db, conv_id)) == whole  # the Debugger's reopened conversation
+    assert config_from_args(build_parser().parse_args(["replay", "runs.jsonl"]), conv).model == "gpt-4o"
+    assert config_from_args(build_parser().parse_args(["replay", "runs.jsonl", "--model", "gpt-4.1"]),
+                            conv).model == "gpt-4.1"  # the option still decides
+    unnamed = openai_run()
+    del unnamed["inputs"]["model"]
+    assert fitting_config(read([unnamed]).conversations[0]).model == MemoryConfig().model  # the project's default

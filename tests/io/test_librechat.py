@@ -125,7 +125,7 @@ def test_a_librechat_chat_opens_under_what_librechat_sends_the_whole_branch():
     from core.analysis.debug_view import fitting_config
 
     config = fitting_config(read(export()))
-    assert (config.strategy, config.granularity) == ("buffer", "all_messages")
+    assert (config.strategy, config.granularity, config.model) == ("buffer", "all_messages", "gpt-4o")
 
 
 def test_a_long_recursive_export_is_a_long_thread_not_a_value_nested_too_deep():

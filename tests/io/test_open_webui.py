@@ -53,6 +53,7 @@ def test_an_open_webui_chat_opens_under_what_open_webui_sends_the_whole_branch()
 
     conv = import_text(json.dumps(export()), name="owui.json").conversations[0]
     config = fitting_config(conv)
+    assert config.model == "llama3.1"  # the one model the chat names: counted for it
     assert (config.strategy, config.granularity) == ("buffer", "all_messages")
 
 

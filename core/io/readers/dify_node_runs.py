@@ -14,7 +14,7 @@ from typing import Any, Iterator
 from core.io.errors import RecordError
 from core.errors import MemLensError
 from core.limits import load_json
-from core.model.conversation import Conversation
+from core.model.conversation import SOURCE_MODEL, Conversation
 
 from .calls import call_conversation, call_name, prompt_messages, read_calls, reply_message
 from .common import label_of
@@ -54,7 +54,7 @@ def _conversation(run: Any, n: int | None, stem: str) -> Conversation:
     prompt = prompt_messages(data.get("prompts"), at, "process_data.prompts")
     when = _when(run.get("created_at"))
     meta = {"node_id": run.get("node_id"), "node_title": run.get("title"), "node_type": run.get("node_type"),
-            "model": data.get("model_name"), "provider": data.get("model_provider"), "start_time": when,
+            SOURCE_MODEL: data.get("model_name"), "provider": data.get("model_provider"), "start_time": when,
             "status": run.get("status"), "error": run.get("error")}
     return call_conversation(prompt, reply_message(run.get("outputs")),
                              str(run.get("id") or (stem if n is None else f"{stem}#{n}")),

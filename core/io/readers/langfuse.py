@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from core.io.errors import RecordError
-from core.model.conversation import Conversation
+from core.model.conversation import SOURCE_MODEL, Conversation
 
 from .calls import call_conversation, call_name, prompt_messages, read_calls, reply_message
 from .common import label_of
@@ -51,7 +51,7 @@ def _conversation(obs: Any, trace: dict, n: int | None, stem: str) -> Conversati
     metadata = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
     meta = {"observation": obs.get("name"), "start_time": obs.get("startTime"),
             "trace_id": obs.get("traceId") or trace.get("id"),
-            "session_id": trace.get("sessionId") or metadata.get("session_id"), "model": obs.get("model"),
+            "session_id": trace.get("sessionId") or metadata.get("session_id"), SOURCE_MODEL: obs.get("model"),
             "error": obs.get("statusMessage") if obs.get("level") == "ERROR" else None}
     return call_conversation(prompt, reply_message(obs.get("output")),
                              str(obs.get("id") or (stem if n is None else f"{stem}#{n}")),

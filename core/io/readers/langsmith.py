@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from core.io.errors import RecordError
-from core.model.conversation import Conversation
+from core.model.conversation import SOURCE_MODEL, Conversation
 
 from .calls import call_conversation, call_name, prompt_messages, read_calls, reply_message
 from .common import label_of
@@ -35,7 +35,7 @@ def _conversation(run: Any, n: int | None, stem: str) -> Conversation:
     params = extra.get("invocation_params") if isinstance(extra.get("invocation_params"), dict) else {}
     model = metadata.get("ls_model_name") or params.get("model") or params.get("model_name") or inputs.get("model")
     meta = {"run_name": run.get("name"), "start_time": run.get("start_time"), "trace_id": run.get("trace_id"),
-            "thread_id": metadata.get("thread_id"), "model": model, "error": run.get("error")}
+            "thread_id": metadata.get("thread_id"), SOURCE_MODEL: model, "error": run.get("error")}
     return call_conversation(prompt, reply_message(run.get("outputs")),
                              str(run.get("id") or (stem if n is None else f"{stem}#{n}")),
                              name=call_name(run.get("name"), run.get("start_time")), meta=meta,

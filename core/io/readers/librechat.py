@@ -16,7 +16,8 @@ from typing import Any
 
 from core.io.errors import RecordError
 from core.limits import check_value
-from core.model.conversation import REASONING, TOOL_CALL, TOOL_RESULT, Conversation, FileRef, Message, ToolCall
+from core.model.conversation import (REASONING, SOURCE_MODEL, TOOL_CALL, TOOL_RESULT, Conversation, FileRef, Message,
+                                     ToolCall)
 
 from .common import arguments, conversation_id, excerpt, iso_time, label_of, read_each
 from .registry import Format
@@ -193,6 +194,8 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
     options = rec.get("options") if isinstance(rec.get("options"), dict) else {}
     system = options.get("promptPrefix")
     meta = {key: rec[key] for key in ("endpoint", "exportAt") if isinstance(rec.get(key), str)}
+    if isinstance(options.get("model"), str) and options["model"]:
+        meta[SOURCE_MODEL] = options["model"]
     return tree_conversation(conversation_id(rec, n, stem, "conversationId"), turns, active, system=system,
                              title=rec.get("title"), source_format="librechat", meta=meta)
 

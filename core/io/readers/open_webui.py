@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.io.errors import RecordError
-from core.model.conversation import Conversation, FileRef, Message
+from core.model.conversation import SOURCE_MODEL, Conversation, FileRef, Message
 
 from .common import conversation_id, label_of, read_each
 from .registry import Format
@@ -83,6 +83,8 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
     models = chat.get("models")
     if isinstance(models, list) and models and all(isinstance(x, str) for x in models):
         meta["models"] = ", ".join(models)
+        if len(set(models)) == 1:  # one model answered the whole chat
+            meta[SOURCE_MODEL] = models[0]
     return tree_conversation(conversation_id(rec, n, stem, "id"), turns, active, system=system,
                              title=rec.get("title") or chat.get("title"), source_format="open-webui", meta=meta)
 
