@@ -14,7 +14,22 @@ from typing import Callable
 import streamlit as st
 
 from core.analysis.debug_view import MessageView
+from core.model.conversation import REASONING, TOOL_CALL, TOOL_RESULT
 from ui import html
+
+#: How a step that is not the user's question or the assistant's reply is told apart: its avatar
+#: (None: the role's own) and the word after its turn's label.
+STEPS = {TOOL_RESULT: (":material/build:", "tool result"), REASONING: (":material/psychology:", "reasoning"),
+         TOOL_CALL: (None, "tool call")}
+
+
+def message_look(item: MessageView) -> tuple[str, str | None, str]:
+    """(the chat message's name, its avatar or None for the name's own, the label before its markers)."""
+    avatar, word = STEPS.get(item.kind, (None, ""))
+    name = "user" if item.role == "user" else "tool" if item.role == "tool" else "assistant"
+    if name == "tool" and avatar is None:
+        avatar = STEPS[TOOL_RESULT][0]
+    return name, avatar, " · ".join(x for x in (item.label, word) if x)
 
 
 PAGE_TURNS = 20  # turns of the thread shown at once
@@ -73,11 +88,11 @@ def render_transcript(items: list[MessageView], *, siblings: dict[str, tuple[int
     for item in items:
         if not conversation_only and item.window_starts:
             st.markdown(html.divider(item.window_starts), unsafe_allow_html=True)
-        role = "user" if item.role == "user" else "assistant"
-        with st.chat_message(role):
+        name, avatar, label = message_look(item)
+        with st.chat_message(name, avatar=avatar):
             parts = []
             if not conversation_only:
-                label = item.label + (" · inspected" if item.selected else "")
+                label += " · inspected" if item.selected else ""
                 parts.append(html.chips(item.markers, lead=html.muted(label)))
             parts.append(html.text_block(item.text, later=item.later and not conversation_only))
             if item.kind == "answer" and item.turn_id in failed:

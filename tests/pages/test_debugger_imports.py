@@ -321,3 +321,22 @@ def test_an_agent_apps_log_opens_under_the_agent_apps_history(tmp_path, monkeypa
     assert "Order agent · Agent" in [shown(t.label) for t in at.tabs]
     assert [reason for node, reason in _markers(at) if node == "flow-agent"] == ["kept"] * 8 + ["empty"]
     db.dispose()
+
+
+def test_a_tool_result_and_reasoning_are_told_apart_from_the_assistants_reply(page):
+    """A tool's output and a model's thinking are steps of the turn, not the assistant talking."""
+    conv_id = page.stored["librechat"][0]
+    page.session_state["conv_id"] = conv_id
+    page.session_state["selected_turn"] = None
+    page.run()
+    assert not page.exception, page.exception
+    looks = {}
+    for message in page.chat_message:
+        text = "".join(md.value for md in message.markdown)
+        for needle in ("3 flights", "The user wants flights.", "Found 3 flights to Lisbon.", "Book Lisbon."):
+            if needle in shown(text) and needle not in looks:
+                looks[needle] = (message.name, message.avatar, "tool result" in shown(text), "reasoning" in shown(text))
+    assert looks["3 flights"] == ("tool", ":material/build:", True, False)
+    assert looks["The user wants flights."] == ("assistant", ":material/psychology:", False, True)
+    assert looks["Found 3 flights to Lisbon."][:2] == ("assistant", "assistant")  # the role's own avatar
+    assert looks["Book Lisbon."][:2] == ("user", "user")
