@@ -38,7 +38,7 @@ def test_an_llm_nodes_saved_prompt_is_its_call_and_the_other_nodes_are_left_out_
     result = import_text(json.dumps(doc), name="node-executions.json")
     [conv] = result.conversations
     assert (conv.id, conv.system_prompt, conv.source_format) == ("exec-2", "You help with orders.", "dify-node-runs")
-    assert conv.name == "LLM · 2025-05-01T09:00:01+00:00"
+    assert conv.name == "LLM · 2025-05-01 09:00:01"  # the time to the second, in UTC, as every call is named
     assert [(t.query, t.answer) for t in conv.turns] == [("Hi, I'm Dana.", "Hello Dana!"), ("What's my name?", "Dana.")]
     assert (conv.meta["node_id"], conv.meta["model"], conv.meta["provider"]) == ("llm", "gpt-4o-mini", "openai")
     assert result.notes == ["left out the node runs that sent no prompt (1 answer, 1 start): only a node that "

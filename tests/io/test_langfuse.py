@@ -51,7 +51,7 @@ def test_a_difys_llm_node_call_traced_to_langfuse_is_its_prompt_and_its_reply():
     assert result.format == "langfuse" and detect_format(trace()) == "langfuse"
     [conv] = result.conversations
     assert (conv.id, conv.name, conv.system_prompt, conv.source_format) == (
-        "gen-2", "LLM · 2025-05-01T09:00:01.000Z", "You help with orders.", "langfuse")
+        "gen-2", "LLM · 2025-05-01 09:00:01", "You help with orders.", "langfuse")
     assert [(t.query, t.answer) for t in conv.turns] == [("Hi, I'm Dana. Order 4411.", "Thanks Dana, noted 4411."),
                                                          ("What's my order number?", "It is 4411.")]
     assert (conv.meta["trace_id"], conv.meta["session_id"], conv.meta["model"]) == ("trace-1", "conv-9",

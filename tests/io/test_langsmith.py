@@ -52,7 +52,7 @@ def test_a_chat_model_run_is_the_prompt_it_was_sent_and_its_reply():
     assert result.format == "langsmith" and detect_format(chat_model_run()) == "langsmith"
     conv = result.conversations[0]
     assert (conv.id, conv.name, conv.system_prompt, conv.source_format) == (
-        "run-2", "ChatOpenAI · 2025-03-01T10:00:02.000000", "You are a travel agent.", "langsmith")
+        "run-2", "ChatOpenAI · 2025-03-01 10:00:02", "You are a travel agent.", "langsmith")
     assert [(t.query, t.answer) for t in conv.turns] == [("Hi, I'm Dana.", "Hello Dana!"),
                                                          ("What's my name?", "Your name is Dana.")]
     assert (conv.meta["thread_id"], conv.meta["model"], conv.meta["trace_id"]) == ("thread-7", "gpt-4o-mini",
@@ -126,3 +126,12 @@ def test_a_call_is_counted_for_the_model_that_answered_also_once_stored_and_from
     unnamed = openai_run()
     del unnamed["inputs"]["model"]
     assert fitting_config(read([unnamed]).conversations[0]).model == MemoryConfig().model  # the project's default
+
+
+def test_a_calls_name_is_its_recorded_name_and_start_to_the_second_in_utc():
+    from core.io.readers.calls import call_name
+
+    assert call_name("ChatOpenAI", "2025-03-01T10:00:02.123456") == "ChatOpenAI · 2025-03-01 10:00:02"
+    assert call_name("LLM", "2025-03-01T12:00:02+02:00") == "LLM · 2025-03-01 10:00:02"
+    assert call_name("LLM", "yesterday") == "LLM · yesterday"  # not ISO 8601: as written
+    assert call_name(None, "2025-03-01T10:00:02Z") == "2025-03-01 10:00:02" and call_name("LLM", None) == "LLM"

@@ -10,12 +10,13 @@ under everything it was sent (:data:`core.model.conversation.WHOLE_THREAD_SOURCE
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 
 from core.io.errors import RecordError
 from core.model.conversation import Conversation
 
-from .common import conversation_from_messages
+from .common import conversation_from_messages, iso_time
 from .openai import openai_messages
 from .records import Problem, ReadContext, Record
 
@@ -84,9 +85,13 @@ def call_conversation(prompt: list, reply: Any | None, conv_id: str, *, name: st
     return conv
 
 
-def call_name(*parts: Any) -> str:
-    """A call's conversation name: its recorded name and start time, those it has."""
-    return " · ".join(str(p) for p in parts if isinstance(p, str) and p)
+def call_name(name: Any, start: Any) -> str:
+    """A call's conversation name: its recorded name and when it started, to the second in UTC
+    ("ChatOpenAI · 2025-03-01 10:00:02"; a time that is not ISO 8601 as written), those it has."""
+    when = iso_time(start) if isinstance(start, str) else None
+    if when is not None:
+        start = datetime.fromtimestamp(when, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return " · ".join(p for p in (name, start) if isinstance(p, str) and p)
 
 
 def read_calls(ctx: ReadContext, calls: Iterator[Record], others: dict[str, int],
