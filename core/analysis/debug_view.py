@@ -24,6 +24,7 @@ from core.memory.strategies.dify_agent import agent_app
 from core.model.conversation import (SOURCE_MODEL, WHOLE_THREAD_SOURCES, Conversation, message_text, thread_number,
                                      turn_label)
 from core.model.ledger import KEPT, NOT_ELIGIBLE, REASON_LABELS, Ledger, SyntheticMessage, explain
+from core.words import plural
 
 KEPT_STATE, DROPPED_STATE, NOT_ELIGIBLE_STATE = "kept", "dropped", "not_eligible"
 ORIGIN_ORDER = ("system", "template", "conversation variable", "context", "long-term memory", "memory history",
@@ -372,12 +373,18 @@ def replayed_run(conversation: Conversation, position: int, lens_id: str, ledger
             message = conversation.turns[row.position].messages[row.index]
             prompt.append({"role": message.role, "origin": HISTORY, "content": message_text(message),
                            "tokens": row.tokens})
-    query = conversation.turns[position].query_message
+    turn = conversation.turns[position]
+    query = turn.query_message
     if query is not None:
         prompt.append({"role": "user", "origin": "current query", "content": query.content,
                        "tokens": counter.message(query)})
+    notes = []
+    steps = sum(1 for i, m in enumerate(turn.messages) if i not in (turn.query_index, turn.answer_index))
+    if steps:  # the turn's own tool round or thinking: sent with its later requests, not its first
+        notes.append(f"This is the turn's first request. Its own {plural(steps, 'step')} (tool calls, tool results, "
+                     "thinking) follow the query in the requests after it.")
     return {"node_id": lens_id, "ledger": ledger, "prompt": prompt, "model": ledger.config.get("model"),
-            "reply": conversation.turns[position].answer}
+            "reply": turn.answer, "notes": notes}
 
 
 def damage_note(conversation_fields: Sequence[str], conversation: Conversation,

@@ -135,3 +135,22 @@ def test_a_calls_name_is_its_recorded_name_and_start_to_the_second_in_utc():
     assert call_name("LLM", "2025-03-01T12:00:02+02:00") == "LLM · 2025-03-01 10:00:02"
     assert call_name("LLM", "yesterday") == "LLM · yesterday"  # not ISO 8601: as written
     assert call_name(None, "2025-03-01T10:00:02Z") == "2025-03-01 10:00:02" and call_name("LLM", None) == "LLM"
+
+
+def test_the_receipt_of_a_turn_with_its_own_tool_round_says_those_steps_come_after_its_first_request():
+    from core.analysis.debug_view import default_lens, receipt, replayed_run
+    from core.memory.replay import Replay
+    from core.model.tokens import counter_for
+
+    conv = read([openai_run()]).conversations[0]  # one turn: the question, a call, its result, the reply
+    lens = default_lens(conversation=conv)
+    ledger = Replay(conv, lens.config).ledger_at(0)
+    counter = counter_for(lens.config.model)
+    r = receipt(replayed_run(conv, 0, lens.id, ledger, counter), lens.title, exact=counter.exact,
+                encoding=counter.encoding_name)
+    assert [row.origin for row in r.rows] == ["current query"]
+    assert r.notes == ["This is the turn's first request. Its own 2 steps (tool calls, tool results, thinking) "
+                       "follow the query in the requests after it."]
+    plain_turn = read([chat_model_run()]).conversations[0]  # question and reply only: nothing to say
+    run = replayed_run(plain_turn, 1, lens.id, Replay(plain_turn, lens.config).ledger_at(1), counter)
+    assert run["notes"] == []
