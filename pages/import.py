@@ -9,6 +9,7 @@ from core.errors import MemLensError
 from core.io import FORMATS, MAX_IMPORT_BYTES, FormatError, formats
 from core.limits import check_file_size
 from core.service.imports import import_upload
+from core.words import conversation_length
 from ui import state as keys
 from ui.compare_source import database
 from ui.data import service
@@ -100,7 +101,7 @@ with file_tab:
                 st.markdown(f"**Left out: {len({p['record'] for p in result['problems']})} bad record(s)**")
                 st.dataframe(_problems_frame(result["problems"]), hide_index=True, width="stretch")
             stored = {c.id: c for c in service().conversations()}
-            listed = [{"conversation": stored[i].name, "turns": stored[i].turn_count, "id": i}
+            listed = [{"conversation": stored[i].name, "turns": conversation_length(stored[i]), "id": i}
                       for i in result["ids"] if i in stored]
             st.dataframe(pd.DataFrame(listed), hide_index=True, width="stretch")
             if listed and st.button("Open the first one in the debugger", key=f"{P}_debug", on_click=_open_in_debugger,

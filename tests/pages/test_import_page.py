@@ -249,3 +249,12 @@ def test_what_a_file_held_besides_conversations_is_said_in_a_note(page):
     assert page.success and "1 conversation" in text(page.success[0])
     assert [text(i) for i in page.info] == ["Note: left out the runs that are not model calls (1 chain, 1 tool): "
                                             "only an LLM run holds a prompt."]
+
+
+def test_a_branched_import_is_listed_as_long_as_the_debugger_counts_it(page):
+    """Its active thread's turns, and the total with its branches, as the Debugger's list says it."""
+    from tests.io.test_librechat import export
+
+    upload(page, "librechat.json", json.dumps(export()).encode())
+    listed = page.dataframe[-1].value
+    assert list(listed["turns"]) == ["2 turns (3 with branches)"]
