@@ -102,7 +102,9 @@ def test_a_transcript_opens_under_what_claude_code_sends_the_whole_thread():
 
     conv = read().conversations[0]
     lens = default_lens(conversation=conv)
-    assert lens.config == fitting_config(conv) == MemoryConfig(strategy="buffer", granularity="all_messages")
+    # counted for the model the session's replies name
+    assert lens.config == fitting_config(conv) == MemoryConfig(strategy="buffer", granularity="all_messages",
+                                                               model="claude-sonnet-4-5")
     assert lens.title == f"Default · {lens.config.label()}"
     ledger = Replay(conv, lens.config).ledger_at(conv.index_of("a5"))
     assert [e.ref for e in ledger.entries if e.kept] == ["u1", "a1:reasoning", "a2", "a3", "u2", "a4"]
@@ -110,6 +112,19 @@ def test_a_transcript_opens_under_what_claude_code_sends_the_whole_thread():
     other = import_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]),
                         name="o.json").conversations[0]
     assert fitting_config(other, 4) == MemoryConfig(window=4) and fitting_config(agent=True).strategy == "dify_agent"
+
+
+def test_a_session_is_counted_for_the_model_its_last_reply_names():
+    """A session switched to another model (/model) runs on the newest; a reply Claude Code wrote
+    itself (an API error's, model "<synthetic>") names no model."""
+    lines = [*TRANSCRIPT[:-1], {**TRANSCRIPT[-1], "message": {**TRANSCRIPT[-1]["message"], "model": "claude-opus-4-1"}},
+             line("u6", "a7", "user", "And push."),
+             line("a8", "u6", "assistant", [{"type": "text", "text": "API Error"}], msg="msg_6")]
+    lines[-1]["message"]["model"] = "<synthetic>"
+    assert read(lines).conversations[0].meta["model"] == "claude-opus-4-1"
+    no_model = [{**x, "message": {k: v for k, v in x["message"].items() if k != "model"}} if "message" in x else x
+                for x in TRANSCRIPT]
+    assert "model" not in read(no_model).conversations[0].meta
 
 
 def test_a_stored_transcript_reopens_under_the_same_memory(db):
@@ -122,7 +137,8 @@ def test_a_stored_transcript_reopens_under_the_same_memory(db):
     [conv_id] = store_conversations(db, read().conversations)
     stored = repo.load_conversation(db, conv_id)
     assert stored.source_format == "claude-code"
-    assert fitting_config(stored) == MemoryConfig(strategy="buffer", granularity="all_messages")
+    assert fitting_config(stored) == MemoryConfig(strategy="buffer", granularity="all_messages",
+                                                  model="claude-sonnet-4-5")
 
 
 def test_a_bad_line_leaves_the_whole_session_out_naming_the_line():

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any, Iterator
 
 from core.io.errors import RecordError
-from core.model.conversation import Conversation, Message
+from core.model.conversation import SOURCE_MODEL, Conversation, Message
 
 from .common import excerpt, iso_time
 from .openai import openai_messages
@@ -64,6 +64,7 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
     nodes: list[Node] = []
     first: dict[str, Any] = {}
     titles: list[str] = []
+    models: list[str] = []  # each reply line's model, in order: the last one is the model the session ran on
     sidechain = 0
     before = len(ctx.problems)
 
@@ -77,6 +78,10 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
         for key in ("sessionId", "cwd", "version"):
             if isinstance(rec.get(key), str) and key not in first:
                 first[key] = rec[key]
+        message = rec.get("message")
+        if rec.get("type") == "assistant" and isinstance(message, dict) and isinstance(message.get("model"), str) \
+                and message["model"] and not message["model"].startswith("<"):  # "<synthetic>": no model's
+            models.append(message["model"])
         if node is not None:
             nodes.append(node)
 
@@ -105,6 +110,8 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
         meta["active_turn_id"] = active
     if sidechain:
         meta["sidechain_lines_left_out"] = sidechain
+    if models:
+        meta[SOURCE_MODEL] = models[-1]
     query = next((t.query for t in turns if t.query_index is not None), "")
     yield Conversation(id=conv_id, turns=turns, source_format="claude-code",
                        name=titles[-1] if titles else excerpt(query, 60) or conv_id, meta=meta)
