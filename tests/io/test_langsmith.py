@@ -154,3 +154,31 @@ def test_the_receipt_of_a_turn_with_its_own_tool_round_says_those_steps_come_aft
     plain_turn = read([chat_model_run()]).conversations[0]  # question and reply only: nothing to say
     run = replayed_run(plain_turn, 1, lens.id, Replay(plain_turn, lens.config).ledger_at(1), counter)
     assert run["notes"] == []
+
+
+def test_a_run_as_langchains_own_langsmith_tracer_records_it_reads_as_the_messages_sent():
+    """Differential: a chat model call traced by langchain-core's LangSmith tracer (its runs kept here
+    instead of being posted) and exported as JSON reads as the messages the model was given, its reply
+    the last answer."""
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+    from langchain_core.tracers.langchain import LangChainTracer
+
+    finished = []
+
+    class Kept(LangChainTracer):  # the tracer as LangSmith runs it, minus the network
+        def _persist_run_single(self, run):
+            pass
+
+        def _update_run_single(self, run):
+            finished.append(run)
+
+    sent = [SystemMessage("You are a travel agent."), HumanMessage("Hi, I'm Dana."), AIMessage("Hello Dana!"),
+            HumanMessage("What's my name?")]
+    FakeListChatModel(responses=["Your name is Dana."]).invoke(
+        sent, config={"callbacks": [Kept(client=object(), project_name="memlens")]})
+    [run] = finished
+    conv = read([run.model_dump(mode="json")]).conversations[0]
+    assert conv.system_prompt == "You are a travel agent."
+    assert [(t.query, t.answer) for t in conv.turns] == [("Hi, I'm Dana.", "Hello Dana!"),
+                                                         ("What's my name?", "Your name is Dana.")]
