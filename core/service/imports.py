@@ -11,10 +11,13 @@ from core.io.bundle import is_bundle, looks_like_bundle, parse_bundle
 from core.io.errors import FormatError
 from core.io.readers.registry import import_bytes
 
+from core.words import plural
+
 from .config_sets import save_config_set
 from .sessions import import_conversation, store_conversations
 
 if TYPE_CHECKING:  # pragma: no cover
+    from core.model.conversation import Conversation
     from core.store.db import Database
 
 
@@ -49,13 +52,32 @@ def import_upload(db: Database, data: bytes, name: str, *, fmt: str | None = Non
         raise FormatError(f"{name}: nothing to import — every record was bad ({result.summary()})", result.problems)
     saved = None
     reports = [c for c in result.conversations if isinstance(c.meta.get("report"), Mapping)]
+    notes = list(result.notes)
+    again = imported_before(db, result.conversations)
+    if again:
+        notes.append(again)
     ids = store_conversations(db, result.conversations, user_id=user_id)
     if reports:
         configs = [NamedConfig.from_dict(c) for c in reports[0].meta["report"].get("configs") or []]
         if configs:
             saved = f"from {name}"
             save_config_set(db, saved, configs)
-    return ImportOutcome(ids, result.summary(), list(result.problems), result.format, saved, list(result.notes))
+    return ImportOutcome(ids, result.summary(), list(result.problems), result.format, saved, notes)
 
 
-__all__ = ["ImportOutcome", "import_upload"]
+def imported_before(db: Database, conversations: list[Conversation]) -> str | None:
+    """A note when some of ``conversations`` were imported before (the same format and the same id in
+    their source): they are stored again as new copies, which a person may not mean to keep."""
+    from core.store import repo
+
+    known = {(info.meta.get("source_format"), info.meta.get("source_id"))
+             for info in repo.list_conversations(db, source="import")}
+    again = sum(1 for c in conversations if (c.source_format, c.id) in known)
+    if not again:
+        return None
+    were = "was" if again == 1 else "were"
+    return (f"{plural(again, 'conversation')} of this file {were} imported before (the same source and id): "
+            f"stored again as new copies")
+
+
+__all__ = ["ImportOutcome", "import_upload", "imported_before"]

@@ -86,6 +86,17 @@ def test_importing_says_what_the_file_held_besides_conversations(tmp_path):
     assert "note: left out the runs that are not model calls (1 chain): only an LLM run holds a prompt" in err
 
 
+def test_importing_a_file_again_says_its_conversations_are_stored_as_new_copies(tmp_path):
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    path = T / "dify-web__realWorldMessages.json"
+    code, _, err = cli("import", path, "--db", url)
+    assert code == 0 and "imported before" not in err
+    code, out, err = cli("import", path, "--db", url)
+    assert code == 0 and len(out.split()) == 1
+    assert "note: 1 conversation of this file was imported before (the same source and id): stored again as new " \
+           "copies" in err
+
+
 def test_export_of_an_unknown_conversation_is_a_clear_error(tmp_path):
     code, out, err = cli("export", "no-such-id", "--db", f"sqlite:///{tmp_path / 'x.db'}")
     assert code == 2 and out == "" and "no conversation with id 'no-such-id'" in err

@@ -258,3 +258,16 @@ def test_a_branched_import_is_listed_as_long_as_the_debugger_counts_it(page):
     upload(page, "librechat.json", json.dumps(export()).encode())
     listed = page.dataframe[-1].value
     assert list(listed["turns"]) == ["2 turns (3 with branches)"]
+
+
+def test_a_file_imported_again_is_stored_as_new_copies_and_the_page_says_so(page):
+    from tests.io.test_librechat import export
+
+    data = json.dumps(export()).encode()
+    upload(page, "librechat.json", data)
+    assert not page.info  # the first time: nothing to say
+    page.file_uploader(key="imp_file").set_value(None).run()  # the same file chosen again
+    upload(page, "librechat.json", data)
+    assert [text(i) for i in page.info] == ["Note: 1 conversation of this file was imported before (the same "
+                                            "source and id): stored again as new copies."]
+    assert len(imported(page)) == 2

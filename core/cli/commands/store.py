@@ -59,6 +59,7 @@ def cmd_import(args) -> int:
     from core.io.errors import FormatError
     from core.io.readers.registry import import_file
     from core.limits import check_file_size
+    from core.service.imports import imported_before
     from core.service.sessions import import_conversation, is_bundle, read_bundle, store_conversations
     from ..errors import UsageError
 
@@ -87,7 +88,10 @@ def cmd_import(args) -> int:
     result = import_file(args.file, args.format, skip_bad=args.skip_bad)
     if not result.conversations:
         raise FormatError(f"{args.file}: nothing to import ({result.summary()})")
+    again = imported_before(db(), result.conversations)
     ids = store_conversations(db(), result.conversations, user_id=args.user)
+    if again:
+        result.notes.append(again)
     report_skipped(result)
     print(f"imported {result.summary()}", file=sys.stderr)
     for i in ids:
