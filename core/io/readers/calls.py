@@ -11,7 +11,7 @@ under everything it was sent (:data:`core.model.conversation.WHOLE_THREAD_SOURCE
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from core.io.errors import RecordError
 from core.model.conversation import Conversation
@@ -94,15 +94,42 @@ def call_name(name: Any, start: Any) -> str:
     return " · ".join(p for p in (name, start) if isinstance(p, str) and p)
 
 
-def read_calls(ctx: ReadContext, calls: Iterator[Record], others: dict[str, int],
-               convert: Callable[[Any, int | None], Conversation], label: Callable[[Any], str], *,
+def read_calls(ctx: ReadContext, records: Iterable[Record], convert: Callable[[Any, Any, int | None], Conversation],
+               label: Callable[[Any], str], *, other_kind: Callable[[Any], str | None],
+               expand: Callable[[Any], tuple[list, Any]] = lambda value: ([value], None),
                left_out: str, none: str, field: str) -> Iterator[Conversation]:
-    """Each traced call of ``calls`` as a conversation (:meth:`ReadContext.each`). ``others`` counts,
-    by kind, what the file holds besides calls, as ``calls`` is walked; they are named in a note
-    (``left_out``, its ``{left}`` the counts), and a file of nothing else is refused in one line
+    """Each traced call in ``records`` as a conversation (:meth:`ReadContext.each`).
+
+    ``expand(value)`` gives what a record holds — its items (a trace's observations; by default the
+    record itself) and what they share, handed to ``convert(item, shared, index)`` with each call;
+    ``other_kind(item)`` names the kind of an item that is no model call (None for a call). A record
+    holding one item keeps its own index in problems, the items of a record holding several are
+    numbered in the file's order. What is not a call is counted by kind and named in a note
+    (``left_out``, its ``{left}`` the counts); a file of nothing else is refused in one line
     (``none``, with ``{name}`` the file's name; ``field`` the problem's field)."""
+    others: dict[str, int] = {}
+    shared: dict[int | None, Any] = {}
+
+    def calls() -> Iterator[Record]:
+        k = 0
+        for rec in records:
+            if rec.error:
+                yield rec
+                continue
+            items, common = expand(rec.value)
+            for item in items:
+                kind = other_kind(item)
+                if kind is not None:
+                    others[kind] = others.get(kind, 0) + 1
+                    continue
+                index = rec.index if len(items) == 1 else k
+                shared[index] = common
+                yield Record(index, item)
+                k += 1
+        ctx.records += sum(others.values())
+
     read = 0
-    for conv in ctx.each(calls, convert, label):
+    for conv in ctx.each(calls(), lambda item, n: convert(item, shared.get(n), n), label):
         read += 1
         yield conv
     if others:

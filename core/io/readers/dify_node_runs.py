@@ -18,7 +18,7 @@ from core.model.conversation import SOURCE_MODEL, Conversation
 
 from .calls import call_conversation, call_name, prompt_messages, read_calls, reply_message
 from .common import label_of
-from .records import ReadContext, Record, Records
+from .records import ReadContext, Records
 from .registry import Format
 
 
@@ -61,27 +61,19 @@ def _conversation(run: Any, n: int | None, stem: str) -> Conversation:
                              name=call_name(run.get("title"), when), meta=meta, source_format="dify-node-runs")
 
 
+def _runs(value: Any) -> tuple[list, None]:
+    """The node runs a record holds: a console page's ``data``, or the record itself."""
+    return (value["data"] if isinstance(value, dict) and isinstance(value.get("data"), list) else [value]), None
+
+
+def _other_kind(run: Any) -> str | None:
+    """A node run that sent no prompt: its node type (None for one that did, or for what is no run)."""
+    return run["node_type"] if is_node_run(run) and not _prompted(run) else None
+
+
 def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
-    others: dict[str, int] = {}
-
-    def calls() -> Iterator[Record]:
-        k = 0
-        for rec in records:
-            value = rec.value
-            if rec.error:
-                yield rec
-                continue
-            found = value["data"] if isinstance(value, dict) and isinstance(value.get("data"), list) else [value]
-            for run in found:
-                if is_node_run(run) and not _prompted(run):
-                    others[run["node_type"]] = others.get(run["node_type"], 0) + 1
-                    continue
-                yield Record(k if rec.index is not None or len(found) > 1 else None, run)
-                k += 1
-        ctx.records += sum(others.values())
-
-    yield from read_calls(ctx, calls(), others, lambda run, n: _conversation(run, n, ctx.stem),
-                          lambda run: label_of(run, "title", "id"),
+    yield from read_calls(ctx, records, lambda run, _, n: _conversation(run, n, ctx.stem),
+                          lambda run: label_of(run, "title", "id"), other_kind=_other_kind, expand=_runs,
                           left_out="left out the node runs that sent no prompt ({left}): only a node that calls a "
                                    "model saves one",
                           none="{name} holds no node run with a prompt, only {left}: an LLM node's run saves its "

@@ -16,7 +16,7 @@ from core.model.conversation import SOURCE_MODEL, Conversation
 
 from .calls import call_conversation, call_name, prompt_messages, read_calls, reply_message
 from .common import label_of
-from .records import ReadContext, Record, Records
+from .records import ReadContext, Records
 from .registry import Format
 
 GENERATION = "GENERATION"
@@ -59,30 +59,15 @@ def _conversation(obs: Any, trace: dict, n: int | None, stem: str) -> Conversati
                              source_format="langfuse")
 
 
+def _other_kind(obs: Any) -> str | None:
+    """An observation that is no model call: its type, in lower case (None for a generation)."""
+    kind = obs.get("type") if isinstance(obs, dict) else None
+    return kind.lower() if isinstance(kind, str) and kind != GENERATION else None
+
+
 def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
-    others: dict[str, int] = {}
-    traces: dict[int, dict] = {}  # the trace of each generation handed on, by its record's index
-
-    def generations() -> Iterator[Record]:
-        k = 0
-        for rec in records:
-            if rec.error:
-                yield rec
-                continue
-            found, trace = _observations(rec.value)
-            for obs in found:
-                kind = obs.get("type") if isinstance(obs, dict) else None
-                if isinstance(kind, str) and kind != GENERATION:
-                    others[kind.lower()] = others.get(kind.lower(), 0) + 1
-                    continue
-                traces[k] = trace
-                yield Record(k if rec.index is not None or len(found) > 1 else None, obs)
-                k += 1
-        ctx.records += sum(others.values())
-
-    yield from read_calls(ctx, generations(), others,
-                          lambda obs, n: _conversation(obs, traces.get(n or 0, {}), n, ctx.stem),
-                          lambda obs: label_of(obs, "name", "id"),
+    yield from read_calls(ctx, records, lambda obs, trace, n: _conversation(obs, trace or {}, n, ctx.stem),
+                          lambda obs: label_of(obs, "name", "id"), other_kind=_other_kind, expand=_observations,
                           left_out="left out the observations that are not model calls ({left}): only a generation "
                                    "holds a prompt",
                           none="{name} holds no generation (type GENERATION), only {left} observations: export the "

@@ -46,20 +46,16 @@ def _label(rec: Any) -> str:
     return label_of(rec, "name", "id")
 
 
+def _other_kind(value: Any) -> str | None:
+    """A run that is no model call: its kind (None for an LLM run, or for what is no run at all)."""
+    if isinstance(value, dict) and value.get("run_type") != LLM:
+        return str(value.get("run_type") or "unknown")
+    return None
+
+
 def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
-    others: dict[str, int] = {}
-
-    def llm_runs() -> Iterator:
-        for rec in records:
-            value = rec.value
-            if not rec.error and isinstance(value, dict) and value.get("run_type") != LLM:
-                kind = str(value.get("run_type") or "unknown")
-                others[kind] = others.get(kind, 0) + 1
-                ctx.records += 1
-                continue
-            yield rec
-
-    yield from read_calls(ctx, llm_runs(), others, lambda rec, n: _conversation(rec, n, ctx.stem), _label,
+    yield from read_calls(ctx, records, lambda run, _, n: _conversation(run, n, ctx.stem), _label,
+                          other_kind=_other_kind,
                           left_out="left out the runs that are not model calls ({left}): only an LLM run holds a "
                                    "prompt",
                           none="{name} holds no LLM run (run_type 'llm'), only {left} runs: export the trace's model "
