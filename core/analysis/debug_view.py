@@ -21,7 +21,7 @@ from core.flow.prompt import HISTORY
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITY_LABELS, MemoryConfig, Replay, turn_numbers
 from core.memory.strategies.dify import window_note
 from core.memory.strategies.dify_agent import agent_app
-from core.model.conversation import (SOURCE_MODEL, WHOLE_THREAD_SOURCES, Conversation, message_text, thread_number,
+from core.model.conversation import (WHOLE_THREAD_SOURCES, Conversation, message_text, source_model, thread_number,
                                      turn_label)
 from core.model.ledger import KEPT, NOT_ELIGIBLE, REASON_LABELS, Ledger, SyntheticMessage, explain
 from core.words import plural
@@ -330,8 +330,8 @@ def fitting_config(conversation: Conversation | None = None, window: int | None 
     everything on the thread, every tool step included; any other as Dify's LLM-node memory with the
     project's defaults, ``window`` in turns when the source says which window the bot ran with. Each is
     counted for the model the source says answered (:data:`SOURCE_MODEL`), else the project's default."""
-    recorded = conversation.meta.get(SOURCE_MODEL) if conversation is not None else None
-    model = {"model": recorded} if isinstance(recorded, str) and recorded else {}
+    recorded = source_model(conversation.meta) if conversation is not None else None
+    model = {"model": recorded} if recorded else {}
     if agent or conversation is not None and agent_app(conversation):
         return MemoryConfig(strategy="dify_agent", **model)
     if conversation is not None and conversation.source_format in WHOLE_THREAD_SOURCES:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 UUID_NIL = "00000000-0000-0000-0000-000000000000"
 
@@ -41,6 +41,14 @@ AGENT_THOUGHTS = "agent_thoughts"
 #: ``Conversation.meta`` key: the model the source says answered (a traced call's, a chat app's), which
 #: the conversation is counted and replayed for when no flow says otherwise.
 SOURCE_MODEL = "model"
+
+
+def source_model(meta: Mapping) -> str | None:
+    """The model a conversation's (or a stored conversation's) meta says answered, if it names one."""
+    model = meta.get(SOURCE_MODEL)
+    return model if isinstance(model, str) and model else None
+
+
 WHOLE_THREAD_SOURCES = frozenset({"claude-code", "open-webui", "librechat", "langsmith", "langfuse", "dify-node-runs"})
 #: ``Turn.meta`` key: the answer a user was shown, when the turn's messages replay another (an agent's final
 #: thought, not the answer that joins every step's text).

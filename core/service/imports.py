@@ -70,8 +70,7 @@ def imported_before(db: Database, conversations: list[Conversation]) -> str | No
     their source): they are stored again as new copies, which a person may not mean to keep."""
     from core.store import repo
 
-    known = {(info.meta.get("source_format"), info.meta.get("source_id"))
-             for info in repo.list_conversations(db, source="import")}
+    known = repo.imported_sources(db)
     again = sum(1 for c in conversations if (c.source_format, c.id) in known)
     if not again:
         return None

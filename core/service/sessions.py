@@ -40,7 +40,7 @@ from core.memory.long_term import app_namespace
 from core.memory.replay import DEFAULT_FIDELITY
 from core.memory.strategies.compaction import SUMMARIES_META
 from core.model.conversation import (AGENT_THOUGHTS, QUERY, SHOWN_ANSWER, SOURCE_MODEL, UUID_NIL, Conversation,
-                                     Message, Turn, active_thread)
+                                     Message, Turn, active_thread, source_model)
 from core.model.tokens import counter_for
 from core.store import repo
 from core.store.db import Database
@@ -659,8 +659,8 @@ def store_conversations(db: Database, conversations: list[Conversation], *, user
 
 def _source_model(conv: Conversation) -> dict:
     """The model the source says answered, kept with the stored conversation (when it names one)."""
-    model = conv.meta.get(SOURCE_MODEL)
-    return {SOURCE_MODEL: model[:200]} if isinstance(model, str) and model else {}
+    model = source_model(conv.meta)
+    return {SOURCE_MODEL: model} if model else {}
 
 
 def store_pulled(db: Database, conv: Conversation, *, base_url: str, user_id: str, digest: str) -> tuple[str, str]:

@@ -21,7 +21,7 @@ from core.flow.nodes.window_memory import META_KEY as WINDOW_META
 from core.flow.variables import USER as USER_EDIT
 from core.memory.strategies.compaction import SUMMARIES_META
 from core.model.conversation import (AGENT_THOUGHTS, ANSWER, QUERY, SHOWN_ANSWER, SOURCE_MODEL, Conversation, Message,
-                                     Turn)
+                                     Turn, source_model)
 
 from . import checks
 from .db import Database
@@ -212,6 +212,14 @@ def list_conversations(db: Database, *, user_id: str | None = None, source: str 
                  .where(FlowVersionRow.flow_id == flow_id)
         rows = s.execute(q.order_by(ConversationRow.updated_at.desc(), ConversationRow.id)).all()
         return [_info(r, n, t) for r, n, t in rows]
+
+
+def imported_sources(db: Database) -> set[tuple[object, object]]:
+    """The (source format, id in the source) of every imported conversation, read from the
+    conversations' own rows alone (no turn is counted)."""
+    with db.session(write=False) as s:
+        metas = s.scalars(select(ConversationRow.meta).where(ConversationRow.source == "import")).all()
+    return {(m.get("source_format"), m.get("source_id")) for m in metas if isinstance(m, dict)}
 
 
 def rename_conversation(db: Database, conversation_id: str, name: str) -> None:
@@ -573,8 +581,8 @@ def load_conversation(db: Database, conversation_id: str, *, system_prompt: str 
     # An imported conversation keeps the format it was read from and the model its source names (what
     # memory fits it, and what it is counted for, depend on them).
     meta = {"active_turn_id": info.active_turn_id}
-    if isinstance(info.meta.get(SOURCE_MODEL), str):
-        meta[SOURCE_MODEL] = info.meta[SOURCE_MODEL]
+    if source_model(info.meta):
+        meta[SOURCE_MODEL] = source_model(info.meta)
     return Conversation(id=info.id, turns=turns, system_prompt=system_prompt or info.meta.get("system_prompt", ""),
                         source_format=str(info.meta.get("source_format") or "memlens"), name=info.name, meta=meta)
 
