@@ -7,7 +7,8 @@ import pytest
 
 from core.io import FormatError, import_text, parse_conversations, read_conversations
 from core.memory.replay import MemoryConfig, Replay
-from core.model.conversation import ANSWER, QUERY, REASONING, TOOL_CALL, TOOL_RESULT
+from core.analysis.debug_view import fitting_config
+from core.model.conversation import ANSWER, QUERY, REASONING, TOOL_CALL, TOOL_RESULT, source_model
 from core.service.sessions import ConversationService, store_conversations
 from core.store.db import Database
 from tests.conftest import FIXTURES
@@ -112,6 +113,43 @@ def test_chatgpt_stored_conversation_keeps_the_active_branch(tmp_path):
     stored = service.conversation(cid)
     assert [stored.turns[stored.index_of(t)].query for t in thread] == ["Plan three days in Lisbon.",
                                                                         "Add a day trip to Sintra."]
+    db.dispose()
+
+
+def _slugs(data, **slugs):
+    for node_id, slug in slugs.items():
+        data["mapping"][node_id]["message"]["metadata"]["model_slug"] = slug
+    return data
+
+
+def test_chatgpt_conversation_is_counted_for_the_model_of_the_newest_reply_chatgpt_shows():
+    data = _slugs(_chatgpt()[0], a1="gpt-4", a2a="o3", a2c="gpt-4o", a3="gpt-5-thinking")
+    conv = parse_conversations(json.dumps(data))[0]
+    assert source_model(conv.meta) == "gpt-5-thinking"  # a mid-chat switch follows
+    assert fitting_config(conv).model == "gpt-5-thinking"
+    assert Replay(conv, fitting_config(conv)).counter.encoding_name == "o200k_base"
+    data["current_node"] = "a2a"  # another branch shown: its own newest reply's model
+    assert source_model(parse_conversations(json.dumps(data))[0].meta) == "o3"
+
+
+def test_chatgpt_auto_names_no_model_and_the_default_slug_stands_in_for_replies_that_name_none():
+    data = _slugs(_chatgpt()[0], a3="auto", a2c="gpt-4")
+    assert source_model(parse_conversations(json.dumps(data))[0].meta) == "gpt-4"  # past the newest, 'auto'
+    for node_id in ("a1", "a2a", "a2b", "a2c", "a3"):
+        del data["mapping"][node_id]["message"]["metadata"]["model_slug"]
+    data["default_model_slug"] = "gpt-4o"
+    assert source_model(parse_conversations(json.dumps(data))[0].meta) == "gpt-4o"
+    data["default_model_slug"] = "auto"  # ChatGPT's choice, message by message: no model is named
+    conv = parse_conversations(json.dumps(data))[0]
+    assert source_model(conv.meta) is None and fitting_config(conv).model == MemoryConfig().model
+    assert source_model(read_conversations(CHATGPT)[1].meta) == "o1"  # no reply names one: the default
+
+
+def test_chatgpt_model_is_kept_when_stored(tmp_path):
+    db = Database(f"sqlite:///{tmp_path / 'x.db'}")
+    conv = parse_conversations(json.dumps(_slugs(_chatgpt()[0], a3="gpt-4")))[0]
+    (cid,) = store_conversations(db, [conv], source="import")
+    assert source_model(ConversationService(db).conversation(cid).meta) == "gpt-4"
     db.dispose()
 
 

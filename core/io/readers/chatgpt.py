@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from core.io.errors import RecordError
-from core.model.conversation import REASONING, TOOL_CALL, TOOL_RESULT, Conversation, FileRef, Message, ToolCall
+from core.model.conversation import (REASONING, SOURCE_MODEL, TOOL_CALL, TOOL_RESULT, Conversation, FileRef, Message,
+                                     ToolCall)
 
 from .common import VALID_ROLES, conversation_id, label_of, read_each, record_field
 from .registry import Format
@@ -162,8 +163,28 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
             if isinstance(rec.get(k), (str, int, float)) and not isinstance(rec.get(k), bool)}
     if active:
         meta["active_turn_id"] = active
-    return Conversation(id=conv_id, turns=turns, system_prompt="\n\n".join(system), source_format="chatgpt",
+    conv = Conversation(id=conv_id, turns=turns, system_prompt="\n\n".join(system), source_format="chatgpt",
                         name=str(rec.get("title") or conv_id), meta=meta)
+    model = _answering_model(conv, active, meta.get("default_model_slug"))
+    if model:
+        meta[SOURCE_MODEL] = model
+    return conv
+
+
+def _answering_model(conv: Conversation, active: str | None, default: object) -> str | None:
+    """The model that wrote the newest reply of the thread ChatGPT shows (each reply's
+    ``metadata.model_slug``: a mid-chat switch follows), else the conversation's
+    ``default_model_slug`` — unless that is ``auto``, ChatGPT's choice per message, which names none."""
+    position = conv.index_of(active) if active else len(conv.turns) - 1
+    for p in reversed(conv.tree.thread(position)):
+        model = conv.turns[p].meta.get("model")
+        if isinstance(model, str) and model and model != _AUTO:
+            return model
+    return default if isinstance(default, str) and default and default != _AUTO else None
+
+
+#: The model ChatGPT names when it picks one per message itself.
+_AUTO = "auto"
 
 
 def _pair_tool_results(nodes: list[Node]) -> list[Node]:
