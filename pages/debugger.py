@@ -23,6 +23,7 @@ from ui import state as keys
 from ui.chat_view import TRANSCRIPT_HEIGHT, TurnActions, render_transcript, thread_page, turn_problem
 from ui.entry import through_app
 from ui.ledger_table import render_ledger_table
+from ui.links import link_to, open_linked
 from ui.memories_panel import render_agent_run, render_recall_preview, render_recalled
 from ui.receipt_view import render_receipt
 from ui.replay_view import render_replay
@@ -60,6 +61,7 @@ picked_flow = st.session_state.pop(keys.NEW_PICK, None)  # a flow just imported 
 if picked_flow is not None:  # the popover offers it as a stored flow from now on
     st.session_state[keys.NEW_SOURCE] = "flow"
     st.session_state[keys.NEW_FLOW] = picked_flow
+open_linked({c.id for c in conversations})  # a reload or a link opens what the address names
 if opened:
     st.session_state[keys.CONVERSATION] = opened
     st.session_state[keys.NEW_POPOVER] = False  # started from it: closed, off the new conversation
@@ -148,6 +150,7 @@ def conv_key(name: str) -> str:
 
 
 if conv_id is None:
+    link_to(None, None)
     st.title("MemLens debugger")
     st.info("No conversation yet: start one from the sidebar.")
     st.stop()
@@ -237,6 +240,7 @@ if selected_id not in thread_ids:
     selected_id = thread_ids[-1] if thread_ids else None
     st.session_state[keys.SELECTED_TURN] = selected_id
 selected = tree.position[selected_id] if selected_id else None
+link_to(conv_id, selected_id)
 
 st.title(html.plain(info.name or "Conversation"))
 damage_slot = st.empty()  # filled once the selected turn's node runs are read

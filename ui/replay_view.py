@@ -35,6 +35,7 @@ from ui.chat_view import TRANSCRIPT_HEIGHT, TurnActions, render_transcript, thre
 from ui.compare_findings import render_findings
 from ui.html import plain
 from ui.ledger_table import render_ledger_table
+from ui.links import link_to
 from ui.receipt_view import render_receipt
 from ui.switchboard import render_switchboard
 from ui.tree_view import render_branches
@@ -173,6 +174,7 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
         selected_id = (answered or thread_ids or [None])[-1]
         st.session_state[keys.SELECTED_TURN] = selected_id
     selected = tree.position[selected_id] if selected_id else None
+    link_to(conv_id, selected_id)
 
     source = info.meta.get("source_format") or info.source
     st.title(plain(info.name or "Conversation"))

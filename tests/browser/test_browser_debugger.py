@@ -1,5 +1,7 @@
 """One real-browser run of the debugger: send a message, see the markers, open the context receipt."""
 
+import re
+
 from playwright.sync_api import expect
 
 from tests.browser import chromium, streamlit_server
@@ -94,6 +96,13 @@ def test_an_imported_chatgpt_export_opens_with_markers_and_a_receipt_in_a_real_b
         expect(panel).to_contain_text("memory history")
         expect(panel).to_contain_text("Which day is the museum one?")
         page.screenshot(path=str(tmp_path / "imported.png"), full_page=True)
+
+        # The address names the conversation and the turn: a reload opens them again, not the demo.
+        expect(page).to_have_url(re.compile(r"[?&]conversation=[^&]+&turn=[^&]+"))
+        page.reload()
+        expect(page.get_by_role("heading", name="Lisbon trip")).to_be_visible(timeout=90_000)
+        expect(page.get_by_test_id("stChatMessage")).to_have_count(6)
+        expect(page.locator('.ml-chip[data-node="lens-default"]')).to_have_count(4)
 
 
 def test_a_new_conversation_on_the_users_own_dify_export_in_a_real_browser(tmp_path):

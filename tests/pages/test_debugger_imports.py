@@ -340,3 +340,53 @@ def test_a_tool_result_and_reasoning_are_told_apart_from_the_assistants_reply(pa
     assert looks["The user wants flights."] == ("assistant", ":material/psychology:", False, True)
     assert looks["Found 3 flights to Lisbon."][:2] == ("assistant", "assistant")  # the role's own avatar
     assert looks["Book Lisbon."][:2] == ("user", "user")
+
+
+# -- the address names what is open -------------------------------------------------------------------
+
+def test_the_address_names_the_open_conversation_and_turn_and_a_reload_opens_them_again(page):
+    conv_id = page.stored["chatgpt"][0]
+    first = ConversationService(page.db).active_thread(conv_id)[0]
+    page.session_state["conv_id"] = conv_id
+    page.session_state["selected_turn"] = first
+    page.run()
+    assert dict(page.query_params) == {"conversation": conv_id, "turn": first}
+
+    # A reload: a new session on the same address opens that conversation at that turn.
+    again = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    again.query_params.update(page.query_params)
+    again.run()
+    assert not again.exception, again.exception
+    assert shown(again.title[0].value) == "Lisbon trip"
+    assert again.session_state["selected_turn"] == first and _receipt_captions(again)
+    assert again.selectbox(key="conv_source").value == "all"
+
+    # Another pick on the page moves the address with it.
+    flow_id = next(c.id for c in ConversationService(page.db).conversations() if c.flow_version_id)
+    again.selectbox(key="conv_id").set_value(flow_id).run()
+    assert again.query_params["conversation"] == flow_id
+    assert again.query_params["turn"] == ConversationService(page.db).active_thread(flow_id)[-1]
+
+
+@pytest.mark.parametrize("linked", [{"conversation": "no-such-conversation", "turn": "a1"},
+                                    {"conversation": "", "turn": ""}, {"turn": "a1"}, {"conversation": "<b>x</b>"}])
+def test_an_address_naming_no_stored_conversation_opens_the_first_one_as_without_a_link(page, linked):
+    first = page.session_state["conv_id"]
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update(linked)
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state["conv_id"] == first
+    assert at.query_params["conversation"] == first and at.query_params["turn"] != "a1"
+
+
+def test_an_address_naming_a_turn_not_on_the_thread_opens_the_conversations_newest_turn(page):
+    conv_id = page.stored["chatgpt"][0]
+    thread = ConversationService(page.db).active_thread(conv_id)
+    elsewhere = next(t.id for t in repo.load_conversation(page.db, conv_id).turns if t.id not in thread)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update({"conversation": conv_id, "turn": elsewhere})  # on another branch
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state["conv_id"] == conv_id and at.session_state["selected_turn"] == thread[-1]
+    assert at.query_params["turn"] == thread[-1]
