@@ -12,6 +12,8 @@ from ui.paging import page_slice
 LEDGER_PAGE = 200  # rows of the table at once
 # The "kept" column in words: a ballot cross renders as a bare italic X in the table's font.
 YES, NO = "yes", "no"
+#: The table's columns, left to right.
+COLUMNS = ("turn", "reason", "message", "tokens", "kept", "role", "kind", "why")
 
 
 def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = None) -> list[dict]:
@@ -43,7 +45,7 @@ def render_ledger_table(ledger: Ledger, conversation: Conversation, *, key: str,
     if not rows:
         st.info("This is the first turn: there is no earlier message for memory to keep or drop.")
         return
-    c1, c2 = st.columns([2, 3])
+    c1, c2 = st.columns([3, 2])  # the three choices fit beside the reasons in the Debugger's side column
     show = c1.segmented_control("Show", ["all", "dropped", "kept"], default="all", key=f"{key}-show",
                                 required=True)
     reasons = sorted({r["reason"] for r in rows})
@@ -55,7 +57,9 @@ def render_ledger_table(ledger: Ledger, conversation: Conversation, *, key: str,
     # One page of rows: a data frame sends every row it holds to the browser.
     frame = pd.DataFrame(rows[page_slice(len(rows), LEDGER_PAGE, key=f"{key}-page", noun="earlier messages")])
     # Data frames render cell text as text, never as HTML, so message content is safe here.
-    st.dataframe(frame, key=key, hide_index=True, width="stretch",
+    # Which turn, why it was kept or not, and the message lead: in a narrow column (the Debugger's
+    # side) they are what shows before the table scrolls sideways.
+    st.dataframe(frame, key=key, hide_index=True, width="stretch", column_order=COLUMNS,
                  column_config={"kept": st.column_config.TextColumn(width="small"),
                                 "turn": st.column_config.TextColumn(width="small"),
                                 "tokens": st.column_config.NumberColumn(format="%d", width="small"),

@@ -26,6 +26,15 @@ def test_app_starts_on_the_ledger_page_with_a_sample_and_its_ledger():
     assert "outside window of 3 rows: the conversation's newest on any branch, the current turn's one of them" in set(frame["why"])
 
 
+def test_the_table_leads_with_the_turn_the_reason_and_the_message_and_hides_no_column():
+    # In the Debugger's side column only the first columns show before the table scrolls sideways:
+    # which turn, why, and which message (at 1,400 px the reason and the message were off to the side).
+    at = new_app().run()
+    table = at.dataframe[0]
+    assert list(table.proto.column_order)[:3] == ["turn", "reason", "message"]
+    assert sorted(table.proto.column_order) == sorted(table.value.columns)
+
+
 def test_switching_memory_off_marks_every_message_memory_off():
     at = new_app().run()
     at.selectbox(key="ledger_strategy").set_value("off").run()
