@@ -30,6 +30,20 @@ def test_tau_bench_conversations_sent_to_bedrock_read_as_they_were_written():
     assert translated_reads_alike(converse_body) >= 10  # the sample calls tools: the blocks were read
 
 
+def test_a_converse_request_is_counted_for_the_bedrock_model_it_was_sent_to():
+    from core.analysis.debug_view import fitting_config
+    from core.memory.replay import Replay
+    from core.model.conversation import source_model
+
+    body = converse_body([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}])
+    conv = import_text(json.dumps(body), name="converse.json").conversations[0]
+    assert source_model(conv.meta) == MODEL and fitting_config(conv).model == MODEL
+    assert Replay(conv, fitting_config(conv)).facts.context_size == 200_000  # the model's, not gpt-4o-mini's
+    # An OpenAI or Anthropic request names it as ``model``; that is what stands.
+    both = import_text(json.dumps({**body, "model": "claude-3-5-sonnet-20240620"}), name="c.json").conversations[0]
+    assert source_model(both.meta) == "claude-3-5-sonnet-20240620"
+
+
 def test_converse_blocks_reasoning_json_results_media_and_cache_points():
     body = {"system": [{"text": "You are a travel assistant."}, {"cachePoint": {"type": "default"}}], "messages": [
         {"role": "user", "content": [{"text": "Weather in Porto?"}, {"image": {"format": "png", "source": {}}}]},

@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any, Iterator
 
 from core.io.errors import RecordError
-from core.model.conversation import REASONING, Conversation, Message, ToolCall
+from core.model.conversation import REASONING, SOURCE_MODEL, Conversation, Message, ToolCall, source_model
 
 from .common import (ROLE_ALIASES, VALID_ROLES, arguments, conversation_from_messages, conversation_id,
                      first_user_text, label_of, read_named, record_field)
@@ -258,6 +258,9 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
     if key == "contents":
         system = gemini.system_text(rec.get("systemInstruction", rec.get("system_instruction")))
     meta = {k: v for k, v in rec.items() if k not in (key, "system") and isinstance(v, (str, int, float, bool))}
+    # The model the request was sent to (``model``; a Bedrock Converse request's ``modelId``).
+    if not source_model(meta) and isinstance(rec.get("modelId"), str):
+        meta[SOURCE_MODEL] = rec["modelId"]
     conv_id = conversation_id(rec, n, stem, "id")
     messages = openai_messages(raw)
     if system:
