@@ -838,18 +838,25 @@ def _fact_findings(conversation: Conversation, comparison: Comparison, replays: 
                 if fate.present[k] is not False:
                     continue
                 p = answered[k]
+                # Only what this turn's own thread said: a fact stated on another branch (a
+                # regenerated or edited line) was never told to this one.
+                thread = set(conversation.tree.thread(p))
+                said = [m for m in fact.messages if m[0] < p and m[0] in thread]
+                if not said:
+                    continue
                 ledger = replay.ledger_at(p)
                 if _value_kept(ledger, conversation, fact.value):
                     continue
-                entry = _newest_statement(ledger, fact.messages)
+                entry = _newest_statement(ledger, said)
                 why = explain(entry, ledger.config) if entry is not None else "not on this branch"
-                seen_before = any(x is True for j, x in enumerate(fate.present[:k]) if answered[j] > first_position)
+                seen_before = any(x is True for j, x in enumerate(fate.present[:k])
+                                  if answered[j] > said[0][0] and answered[j] in thread)
                 verb = "no longer has" if seen_before else "never saw"
                 text = (f"At {name(numbers[p])} the question is about {fact.label}, but {quoted(subject)} {verb} "
-                        f"{name(numbers[entry.position] if entry else stated)}, where it was stated ({why})")
+                        f"{name(numbers[entry.position] if entry else numbers[said[0][0]])}, where it was stated ({why})")
                 out.append(Finding(FACT_NOT_SEEN, text + ".", subject, numbers[p], None, WARNING,
                                    "The model is asked for something its memory does not hold; it will guess or say "
-                                   "it does not know.", {"fact": fact.label, "stated_turn": stated}))
+                                   "it does not know.", {"fact": fact.label, "stated_turn": numbers[said[0][0]]}))
                 break
             else:
                 if not fact.key and fate.lost_turn is not None:  # a fact the user marked: say when it goes
@@ -1272,8 +1279,9 @@ def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnR
     for rec in recs:
         p = position[rec.id]
         asked = asked_keys(rec.query or "")
+        thread = set(conversation.tree.thread(p))  # what another branch said was never told to this one
         for fact in facts:
-            earlier = [m for m in fact.messages if m[0] < p]
+            earlier = [m for m in fact.messages if m[0] < p and m[0] in thread]
             if fact.key not in asked or not earlier:
                 continue
             for node_id, runs in by_node.items():
@@ -1290,7 +1298,7 @@ def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnR
                 q = earlier[-1][0]
                 why = explain(entry, run.ledger.config, label(node_id)) if entry else "not in its memory"
                 had = any(any(e.kept and (e.position, e.index) in where for e in r.ledger.entries)
-                          for x, _, r in runs if q < x < p)
+                          for x, _, r in runs if q < x < p and x in thread)
                 verb = "no longer has" if had else "never saw"
                 text = (f"At {name(numbers[p])} the question is about {fact.label}, but {quoted(label(node_id))} {verb} "
                         f"{name(numbers[q])}, where it was stated ({why})")

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from core.analysis.compare import compare
-from core.analysis.findings import (DOCS_VS_CODE, DOMINANT_MESSAGE, DOMINANT_MIN_TOKENS, FACT_NOT_SEEN, FOREIGN_ANSWERS,
+from core.analysis.findings import (turn_namer, DOCS_VS_CODE, DOMINANT_MESSAGE, DOMINANT_MIN_TOKENS, FACT_NOT_SEEN, FOREIGN_ANSWERS,
                                     HISTORY_TWICE, INFO, NO_CONVERSATION, SILENT_PRUNING, TRIMMED_WINDOW, WARNING,
                                     WINDOW_ZERO, Finding, config_findings, findings_at, flow_findings,
                                     history_variables, larger_window_what_if, memory_turn, memory_turns, run_findings)
@@ -133,6 +133,47 @@ def test_a_question_about_a_fact_the_window_dropped_links_to_the_turn_that_asks(
     # must not say the node never saw a turn it did see.
     from core.analysis.findings import KIND_TITLES
     assert "no longer has" in found[0].text and "never" not in KIND_TITLES[FACT_NOT_SEEN].lower()
+
+
+def _name_restated_on_another_branch():
+    """Turn 1 says the name; its line goes on and says it again at turn 3; an edit of turn 2 (a later
+    position, its own line) asks for it."""
+    return dify([("1", None, "My name is Dana.", "Hi Dana!"), ("2", "1", "Something else entirely.", "Sure."),
+                 ("3", "2", "My name is Dana.", "I know."), ("4", "3", "Tell me a joke.", "Ha."),
+                 ("2b", "1", "What's my name?", "I don't know.")])
+
+
+def test_a_fact_restated_on_another_branch_is_not_named_as_the_turn_this_thread_stated_it():
+    conv = _name_restated_on_another_branch()
+    configs = [MemoryConfig(window=1), MemoryConfig(strategy="buffer")]
+    found = kinds(config_findings(conv, configs, comparison=compare(conv, configs)), FACT_NOT_SEEN)
+    # The edit's line said the name at turn 1 only: that is the turn it lacks, not turn 3 of the other line.
+    assert [(f.subject, f.data["stated_turn"]) for f in found] == [("dify window 1", 1)]
+    assert "never saw turn 1, where it was stated (outside window" in found[0].text
+    assert "another branch" not in found[0].text
+
+
+def test_a_recorded_turn_on_a_branch_that_never_stated_the_fact_is_not_reported():
+    flow_data = {"format": "memlens-flow", "version": 1, "name": "bot", "nodes": [
+        {"id": "start", "type": "start"}, llm("bot", title="Bot", memory={"window": 2}),
+        {"id": "answer", "type": "answer", "answer": "{{#bot.text#}}"}],
+        "edges": [["start", "bot"], ["bot", "answer"]]}
+    from core.flow.runtime import ConversationState, run_turn
+
+    flow = flow_from_data(flow_data, "test-flow")
+    state, records = ConversationState.new(flow), []
+    for query, parent in [("Hello there.", None), ("My name is Dana.", 0), ("Something else.", 1),
+                          ("And more.", 2), ("What's my name?", 0), ("What's my name?", 3)]:
+        rec = run_turn(flow, state, query, llm=DemoClient(),
+                       parent_id=records[parent].id if parent is not None else None)
+        state = state.apply(rec)
+        records.append(rec)
+    found = kinds(run_findings(flow, state.conversation, records), FACT_NOT_SEEN)
+    # The window of 2 rows lost turn 2 by the question on its own line; the question asked right
+    # after turn 1, on a line that never said the name, lacks nothing.
+    name = turn_namer(state.conversation)
+    assert [(name(f.turn), f.data["fact"]) for f in found] == [("turn 5", "the user's name")]
+    assert "no longer has turn 2 · 1/2, where it was stated" in found[0].text
 
 
 def test_memory_off_never_saw_the_turn_where_the_fact_was_stated():
