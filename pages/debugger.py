@@ -277,8 +277,8 @@ def _select(turn_id: str) -> None:
 
 
 def _switch(turn_id: str) -> None:
-    leaf = svc.switch(conv_id, turn_id)
-    st.session_state[keys.SELECTED_TURN] = leaf
+    svc.switch(conv_id, turn_id)  # its line becomes the active thread
+    st.session_state[keys.SELECTED_TURN] = turn_id  # the version flipped to is the one looked at
     st.rerun()
 
 

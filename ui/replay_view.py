@@ -185,7 +185,8 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
         st.session_state[keys.SELECTED_TURN] = turn_id
 
     def switch(turn_id: str) -> None:
-        st.session_state[keys.SELECTED_TURN] = svc.switch(conv_id, turn_id)
+        svc.switch(conv_id, turn_id)  # its line becomes the active thread
+        st.session_state[keys.SELECTED_TURN] = turn_id  # the version flipped to is the one looked at
         st.rerun()
 
     def needs_flow(*_args) -> None:

@@ -143,7 +143,7 @@ def test_rerun_a_turn_as_a_branch_then_flip_back_and_the_switchboard_agrees_with
         expect(page.locator(responder_window)).to_have_value(recorded, timeout=90_000)
         expect(page.get_by_text("No change: ledgers are as recorded.")).to_be_visible(timeout=90_000)
         assert page.get_by_text("new turns use dify window 6", exact=False).count() >= 1
-        # Markers of the inspected (newest) turn: turn 1 is outside the recorded window, never kept.
+        # Markers of the inspected turn (the version flipped to): turn 1 is outside the recorded window.
         first = messages.nth(0).locator('.ml-chip[data-node="responder"]')
         assert first.get_attribute("data-reason") == "outside_window"
         page.screenshot(path=str(tmp_path / "flip.png"))

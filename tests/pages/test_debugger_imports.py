@@ -390,3 +390,24 @@ def test_an_address_naming_a_turn_not_on_the_thread_opens_the_conversations_newe
     assert not at.exception, at.exception
     assert at.session_state["conv_id"] == conv_id and at.session_state["selected_turn"] == thread[-1]
     assert at.query_params["turn"] == thread[-1]
+
+
+def test_flipping_to_another_version_of_a_turn_inspects_that_version(page):
+    conv_id = page.stored["chatgpt"][0]
+    svc = ConversationService(page.db)
+    conv = repo.load_conversation(page.db, conv_id)
+    by_answer = {t.answer: t.id for t in conv.turns}
+    sintra = by_answer["Swap day 3 for Sintra: Pena Palace and Quinta da Regaleira."]
+    cascais = by_answer["Day 3: train along the coast to Cascais, back by sunset."]  # the version turn 3 follows
+    svc.switch(conv_id, sintra)
+    page.session_state["conv_id"] = conv_id
+    page.session_state["selected_turn"] = sintra
+    page.run()
+    page.button(key=f"rtx-{conv_id}-{sintra}-0-next").click().run()
+    middle = page.session_state["selected_turn"]
+    page.button(key=f"rtx-{conv_id}-{middle}-0-next").click().run()
+    assert not page.exception, page.exception
+    # The version flipped to is the one inspected, not the newest turn of its line.
+    assert page.session_state["selected_turn"] == cascais
+    assert svc.active_thread(conv_id)[-1] != cascais  # its line goes on past it
+    assert page.query_params["turn"] == cascais

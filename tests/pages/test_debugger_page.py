@@ -348,9 +348,10 @@ def test_regenerate_creates_a_sibling_and_the_pager_shows_two_of_two(app):
     assert len(rows) == 9 and rows[-1]["parent_id"] == last["parent_id"] and rows[-1]["query"] == last["query"]
     texts = [shown(md.value) for md in app.markdown]
     assert "<span class=\"ml-turn\">2/2</span>" in texts
-    # The pager flips back to the first version.
+    # The pager flips back to the first version, which is then the one inspected.
     app.button(key=f"tx-{conv_id}-{rows[-1]['id']}-0-prev").click().run()
     assert "<span class=\"ml-turn\">1/2</span>" in [shown(md.value) for md in app.markdown]
+    assert app.session_state["selected_turn"] == last["id"]
 
 
 def _var_input(app, name):
@@ -441,11 +442,14 @@ def test_the_switchboard_shows_what_the_inspected_turn_ran_with_after_a_rerun_an
 
     app.button(key=f"tx-{conv_id}-{rerun}-0-prev").click().run()  # back to the first version of turn 6
     assert not app.exception
-    leaf = app.session_state["selected_turn"]  # that branch's newest turn, recorded before the what-if
-    assert leaf == repo.load_turn_rows(database, conv_id)[7]["id"]
+    # The version flipped to is inspected (its line active, through its newest turn), as recorded.
+    assert app.session_state["selected_turn"] == turn6
+    assert ConversationService(database).active_thread(conv_id)[-1] == repo.load_turn_rows(database, conv_id)[7]["id"]
+    assert app.number_input(key=f"sb-{conv_id}-{turn6}-responder_window_turns").value == window
+    leaf = repo.load_turn_rows(database, conv_id)[7]["id"]
+    app.button(key=f"tx-{conv_id}-{leaf}-1-inspect").click().run()
     assert app.number_input(key=f"sb-{conv_id}-{leaf}-responder_window_turns").value == window
     app.button(key=f"tx-{conv_id}-{turn6}-1-inspect").click().run()
-    assert app.number_input(key=f"sb-{conv_id}-{turn6}-responder_window_turns").value == window
     captions = " ".join(c.value for c in app.caption)
     assert "No change: ledgers are as recorded." in captions
     assert "new turns use dify window 6" in shown(captions)
