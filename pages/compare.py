@@ -19,7 +19,7 @@ from core.report.html import report_html
 from core.words import file_stem, plural
 from ui import state as keys
 from ui.compare_charts import render_series
-from ui.compare_configs import edit_configs, load_configs, saved_sets
+from ui.compare_configs import current_configs, edit_configs, load_configs, saved_sets
 from ui.compare_facts import message_name, pick_marks, render_facts_table
 from ui.compare_findings import render_findings
 from ui.compare_replies import render_reply_grid
@@ -98,8 +98,8 @@ if state.get(f"{P}_turn_of") != picked.key:  # another conversation opens at its
     state.pop(f"{P}_turn", None)
     state.pop(f"{P}_last", None)
 
-if f"{P}_n" not in state:
-    load_configs(P, list(DEFAULT_CONFIGS))
+if f"{P}_n" not in state:  # first visit, or back from another page (which let the forms' state go)
+    load_configs(P, current_configs() or list(DEFAULT_CONFIGS))
 if source.configs and state.get(f"{P}_applied") != picked.key:  # a report bundle: back to its view
     load_configs(P, source.configs)
     state[f"{P}_applied"] = picked.key

@@ -399,3 +399,17 @@ def test_picking_another_conversation_opens_its_newest_turn(page):
     assert page.select_slider(key="cmp_turn").value == 3
     page.radio(key="cmp_from").set_value("Sample").run()
     assert page.select_slider(key="cmp_turn").value == newest
+
+
+def test_edited_configs_are_still_there_after_a_visit_to_another_page(page):
+    page.number_input(key="cmp_n").set_value(2).run()
+    page.number_input(key="cmp_c0_window_turns").set_value(5).run()
+    assert not page.exception
+    for other in ("pages/present.py", "pages/debugger.py", "pages/ledger.py"):
+        page.switch_page(other).run()
+        assert not page.exception, (other, page.exception)
+        page.switch_page("pages/compare.py").run()
+        assert not page.exception, page.exception
+        assert page.number_input(key="cmp_n").value == 2, other
+        assert page.number_input(key="cmp_c0_window_turns").value == 5, other
+        assert page.number_input(key="cmp_c1_window_turns").value == 10, other
