@@ -483,6 +483,7 @@ if side_col is not None:
         at = data.variables_at(url, conv_id, stamp, info.flow_version_id, selected_id) if selected_id else None
         label = f"after {turn_label(conv, selected)}" if selected is not None else ""
         turn_no = {t.id: turn_label(conv, i).removeprefix("turn ") for i, t in enumerate(conv.turns)}
-        render_variables(svc, conv_id, variables, at, label, history, turn_no, key=conv_key(keys.VARIABLES))
+        render_variables(svc, conv_id, variables, at, label, history, turn_no, key=conv_key(keys.VARIABLES),
+                         branched=len(thread) < len(conv.turns))
     with tree_tab:
         render_branches(conv, thread, on_switch=_switch, keys=("tree", f"branch-{conv_id}", "switch_branch"))

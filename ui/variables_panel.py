@@ -40,11 +40,19 @@ def short(text: str) -> str:
     return text if len(text) <= SHORT else f"{text[:SHORT - 1]}… ({len(text):,} characters)"
 
 
+#: Said above the variables of a conversation with branches.
+WHOLE_CONVERSATION = ("Conversation variables belong to the whole conversation, as in Dify: a turn on another "
+                      "branch (regenerated or edited) changed them too, so a value here can count or hold turns "
+                      "that are not on this thread.")
+
+
 def render_variables(service, conversation_id: str, variables, at_turn: dict | None, at_label: str,
-                     history: list[dict], turn_numbers: dict[str, str], *, key: str) -> None:
+                     history: list[dict], turn_numbers: dict[str, str], *, key: str, branched: bool = False) -> None:
     if not variables:
         st.info("This flow declares no conversation variables.")
         return
+    if branched:
+        st.caption(WHOLE_CONVERSATION)
     flash = st.session_state.pop(keys.flash(key), None)
     if flash:
         (st.success if flash[0] == "ok" else st.error)(plain(flash[1]))

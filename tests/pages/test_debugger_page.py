@@ -589,3 +589,14 @@ def test_the_switchboard_changes_an_agent_nodes_memory_and_shows_what_it_would_h
     badges = shown("".join(md.value for m in at.chat_message for md in m.markdown))
     assert "replies might now differ: Agent" in badges
     assert repo.get_conversation(database, conv_id).turn_count == 3
+
+
+def test_after_a_regenerate_the_variables_say_they_belong_to_the_whole_conversation(app):
+    from ui.variables_panel import WHOLE_CONVERSATION
+
+    assert WHOLE_CONVERSATION not in [c.value for c in app.caption]  # no branch yet
+    conv_id = app.session_state["conv_id"]
+    turn6 = repo.load_turn_rows(db(app), conv_id)[5]["id"]
+    app.button(key=f"tx-{conv_id}-{turn6}-1-regen").click().run()
+    assert not app.exception
+    assert WHOLE_CONVERSATION in [c.value for c in app.caption]
