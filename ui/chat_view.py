@@ -64,9 +64,12 @@ class TurnActions:
     # Called as the Inspect button's on_click callback, before the page reruns: it only sets state
     # (an st.rerun there would be a second run of the whole page for one click).
     on_select: Callable[[str], None]
-    on_regenerate: Callable[[str], None]
-    on_edit: Callable[[str, str], None]
     on_switch: Callable[[str], None]
+    on_regenerate: Callable[[str], None] | None = None
+    on_edit: Callable[[str, str], None] | None = None
+    #: Why there is no Regenerate and Edit here (a conversation without a flow): they are shown
+    #: disabled, with this as their help.
+    cannot_run: str = ""
 
 
 def turn_problem(turn) -> str | None:
@@ -118,14 +121,17 @@ def _controls(item: MessageView, sib, actions: TurnActions, key: str) -> None:
                 if st.button("", key=f"{base}-next", icon=":material/chevron_right:", disabled=n >= m,
                              type="tertiary", help="next version of this message"):
                     actions.on_switch(ids[n])
-            with st.popover("Edit", icon=":material/edit:", type="tertiary",
-                            help="Ask something else here: the edit becomes a new branch"):
+            with st.popover("Edit", icon=":material/edit:", type="tertiary", disabled=actions.on_edit is None,
+                            help=actions.cannot_run if actions.on_edit is None else
+                            "Ask something else here: the edit becomes a new branch"):
                 text = st.text_area("Edited message", item.text, key=f"{base}-edit-text")
-                if st.button("Send as a new branch", key=f"{base}-edit-send"):
+                if st.button("Send as a new branch", key=f"{base}-edit-send") and actions.on_edit is not None:
                     actions.on_edit(item.turn_id, text)
         elif item.kind == "answer":
             if st.button("Regenerate", key=f"{base}-regen", icon=":material/refresh:", type="tertiary",
-                         help="A new answer to the same message, as a sibling branch"):
+                         disabled=actions.on_regenerate is None,
+                         help=actions.cannot_run if actions.on_regenerate is None else
+                         "A new answer to the same message, as a sibling branch") and actions.on_regenerate:
                 actions.on_regenerate(item.turn_id)
             st.button("Inspect", key=f"{base}-inspect", icon=":material/manage_search:", type="tertiary",
                       help="Show what each node that calls a model saw in this turn", on_click=actions.on_select,

@@ -43,8 +43,8 @@ from ui.why_panel import WHY_HELP, render_why
 
 #: Turns replayed at most when a flow is attached (each one calls the flow's models).
 MAX_ATTACH_TURNS = 200
-NEEDS_FLOW = ("Re-running a turn needs a flow: this conversation was imported without one. Attach a flow in the "
-              "“Needs a flow” tab to replay its queries through it.")
+NEEDS_FLOW = ("Regenerating or editing a turn needs a flow: this conversation was imported without one. Attach a "
+              "flow in the “Needs a flow” tab to replay its queries through it.")
 
 #: Memory configs a lens can be, besides the default one.
 PRESETS = {
@@ -189,11 +189,7 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
         st.session_state[keys.SELECTED_TURN] = turn_id  # the version flipped to is the one looked at
         st.rerun()
 
-    def needs_flow(*_args) -> None:
-        st.session_state[keys.of_conversation(keys.NEEDS_FLOW, conv_id)] = True
-        st.rerun()
-
-    actions = TurnActions(on_select=select, on_regenerate=needs_flow, on_edit=needs_flow, on_switch=switch)
+    actions = TurnActions(on_select=select, on_switch=switch, cannot_run=NEEDS_FLOW)  # no Regenerate, no Edit
     if conversation_only:
         chat_col, side_col = st.container(), None
     else:
@@ -234,9 +230,6 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
                     render_why(answer, on_jump=lambda p: (select(conv.turns[p].id), st.rerun()),
                                key=f"rwhy-{conv_id}")
 
-    with chat_col:
-        if st.session_state.pop(keys.of_conversation(keys.NEEDS_FLOW, conv_id), False):
-            st.warning(NEEDS_FLOW)
     # The transcript scrolls in its own box, as the Debugger's does: the page opens at the top with the
     # inspected turn's receipt in view, and never grows with the conversation.
     with chat_col:

@@ -60,7 +60,6 @@ RENAME, WHY, SHOWN, TRANSCRIPT_TURNS, RECALL, VARIABLES, SWITCHBOARD = \
 # One imported conversation's replay view keeps these per conversation: ``of_conversation(NAME, id)``.
 RESCORE_FLOW = "rescore"       # the flow its answers are re-scored with
 ATTACH_FLOW = "attach-flow"    # the flow version just attached to it
-NEEDS_FLOW = "needs-flow"      # set when an action needs a flow it does not have yet
 
 
 def of_conversation(name: str, conversation_id: str) -> str:
