@@ -15,6 +15,9 @@ from core.words import plural
 from ui.html import ORIGIN_COLOUR, origin_chip, plain, safe_text, tokens
 from ui.paging import page_slice
 
+#: Under *Reply* when the turn recorded an empty one (no answer, or only tool steps).
+NO_REPLY = "No reply text was recorded for this turn."
+
 DROPPED_COLOUR = "#ef4444"
 RECEIPT_PAGE = 30  # memory-history messages shown at once
 
@@ -133,13 +136,17 @@ def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool
         st.caption(f"… {skipped:,} memory-history messages on other pages")
     if r.reply is not None:
         st.markdown("**Reply**")
-        st.text(r.reply)
+        if r.reply:
+            st.text(r.reply)
+        else:
+            st.caption(NO_REPLY)
     for note in r.notes:
         st.caption(plain(note))
     # Built only when clicked: the whole ledger of a long conversation is megabytes of JSON.
     st.download_button("Raw JSON: the prompt and the full ledger", data=lambda: raw_json(r, ledger),
                        file_name=f"{key}.json", mime="application/json", key=f"{key}-raw", on_click="ignore",
                        icon=":material/download:")
+
 
 
 def raw_json(r: Receipt, ledger: Ledger | None) -> str:

@@ -413,3 +413,22 @@ def test_flipping_to_another_version_of_a_turn_inspects_that_version(page):
     assert page.session_state["selected_turn"] == cascais
     assert svc.active_thread(conv_id)[-1] != cascais  # its line goes on past it
     assert page.query_params["turn"] == cascais
+
+
+def test_a_turn_that_recorded_no_reply_says_so_under_reply(page):
+    from ui.receipt_view import NO_REPLY
+
+    found = None
+    for conv_id in page.stored["openai"]:
+        conv = repo.load_conversation(page.db, conv_id)
+        thread = ConversationService(page.db).active_thread(conv_id)
+        empty = [t for t in thread if conv.turns[conv.index_of(t)].query_index is not None
+                 and not conv.turns[conv.index_of(t)].answer]
+        if empty:
+            found = conv_id, empty[0]
+            break
+    assert found is not None  # τ-bench ends some conversations on a user message no one answered
+    page.session_state["conv_id"], page.session_state["selected_turn"] = found
+    page.run()
+    assert not page.exception, page.exception
+    assert NO_REPLY in [c.value for c in page.caption]
