@@ -24,6 +24,14 @@ def conversation_length(info) -> str:
     return turns_summary(info.thread_turns or info.turn_count, info.turn_count)
 
 
+def conversation_turns(conversation) -> str:
+    """:func:`turns_summary` of a conversation in hand (a :class:`~core.model.conversation.Conversation`):
+    its active thread's turns, and the total with branches."""
+    from core.model.conversation import active_thread
+
+    return turns_summary(len(active_thread(conversation)) if conversation.turns else 0, len(conversation.turns))
+
+
 def file_stem(name: str, fallback: str = "report", width: int = 60) -> str:
     """A file name from a title: letters and digits kept (any script), every run of anything
     else one dash, none at either end — "Demo: support-bot forgets a name" → "Demo-support-bot-forgets-a-name"."""
@@ -32,7 +40,7 @@ def file_stem(name: str, fallback: str = "report", width: int = 60) -> str:
     return stem or fallback
 
 
-__all__ = ["plural", "turns_summary", "conversation_length", "file_stem"]
+__all__ = ["plural", "turns_summary", "conversation_length", "conversation_turns", "file_stem"]
 
 
 def distinct(labels: Mapping[K, str]) -> dict[K, str]:

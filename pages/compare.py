@@ -16,7 +16,7 @@ from core.model.ledger import REASON_LABELS
 from core.report.build import DEFAULT_CONFIGS, REPORT_COLUMNS, REPORT_ROWS, build_report
 from core.report.bundle import bundle_json
 from core.report.html import report_html
-from core.words import file_stem, plural
+from core.words import conversation_turns, file_stem, plural
 from ui import state as keys
 from ui.compare_charts import render_series
 from ui.compare_configs import current_configs, edit_configs, load_configs, saved_sets
@@ -115,7 +115,7 @@ if source.damage:
     st.warning(plain(source.damage))
 
 with st.sidebar:
-    st.caption(plain(f"{source.origin} · {plural(len(conv.turns), 'turn')}"
+    st.caption(plain(f"{source.origin} · {conversation_turns(conv)}"
                      + (f" · recorded from flow {source.flow.name}" if source.flow is not None else "")))
     if source.note:
         st.caption(plain(source.note))

@@ -10,7 +10,7 @@ from core.memory.replay import MemoryConfig, Replay
 from core.model.conversation import turn_label
 from core.service.samples import load_sample, sample_files
 from core.store.db import resolve_url
-from core.words import distinct, plural
+from core.words import conversation_length, distinct
 from ui import data
 from ui import state as keys
 from ui.config_editor import edit_config
@@ -65,7 +65,7 @@ with st.sidebar:
                       help="The store holds every conversation: played through a flow, imported or pulled")
     stored_id = None
     if origin == "stored" and stored:
-        labels = distinct({c.id: f"{c.name or 'Untitled'} · {plural(c.turn_count, 'turn')} · "
+        labels = distinct({c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · "
                                  f"{c.meta.get('source_format') or c.source}" for c in stored})
         stored_id = st.selectbox("Stored conversation", list(labels), format_func=labels.get, key=page_key("stored"))
     elif origin == "stored":

@@ -3,7 +3,7 @@
 from core.service.sessions import ConversationService
 from core.store import repo
 from core.store.db import Database
-from core.words import conversation_length, file_stem, plural, turns_summary
+from core.words import conversation_length, conversation_turns, file_stem, plural, turns_summary
 from tests.conftest import ROOT
 
 
@@ -34,3 +34,15 @@ def test_report_file_names_have_no_stray_dashes():
     assert file_stem("Demo: support-bot forgets a name") == "Demo-support-bot-forgets-a-name"
     assert file_stem("  ¿Qué tal? — día 1 ") == "Qué-tal-día-1"
     assert file_stem("???") == "report" and file_stem("a" * 80) == "a" * 60
+
+
+def test_a_conversation_in_hand_counts_the_thread_it_shows_and_its_branches_apart():
+    from core.io import read_conversations
+    from tests.builders import linear
+    from tests.conftest import FIXTURES
+
+    lisbon = read_conversations(FIXTURES / "exports" / "chatgpt__conversations.json")[0]  # a3 on a2c
+    assert conversation_turns(lisbon) == "3 turns (5 with branches)"
+    assert conversation_turns(linear(4)) == "4 turns"
+    from dataclasses import replace
+    assert conversation_turns(replace(linear(4), turns=[])) == "0 turns"

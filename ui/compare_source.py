@@ -17,7 +17,7 @@ from core.errors import MemLensError
 from core.service.samples import load_sample, sample_files
 from core.service.sources import Source, load_stored, read_sources, source_of
 from core.store.db import resolve_url
-from core.words import conversation_length, distinct, plural
+from core.words import conversation_length, conversation_turns, distinct
 from ui.html import plain
 
 SAMPLE, STORED, FILE = "Sample", "Stored", "File"
@@ -103,7 +103,7 @@ def pick_source(prefix: str, *, default: str = "lisbon-trip.json") -> Picked | N
 def _index(prefix: str, sources: list[Source]) -> int:
     if len(sources) <= 1:
         return 0
-    labels = {i: f"{i}: {s.conversation.name or s.conversation.id} · {plural(len(s.conversation.turns), 'turn')}"
+    labels = {i: f"{i}: {s.conversation.name or s.conversation.id} · {conversation_turns(s.conversation)}"
               for i, s in enumerate(sources)}
     if st.session_state.get(f"{prefix}_index") not in labels:
         st.session_state[f"{prefix}_index"] = 0

@@ -432,3 +432,16 @@ def test_a_turn_that_recorded_no_reply_says_so_under_reply(page):
     page.run()
     assert not page.exception, page.exception
     assert NO_REPLY in [c.value for c in page.caption]
+
+
+def test_the_ledger_explorer_and_compare_count_a_branched_conversation_as_the_debugger_does(page):
+    conv_id = page.stored["chatgpt"][0]
+    page.switch_page("pages/ledger.py").run()
+    page.radio(key="ledger_from").set_value("stored").run()
+    labels = page.selectbox(key="ledger_stored").options
+    assert any(label.startswith("Lisbon trip · 3 turns (5 with branches)") for label in labels), labels
+    page.session_state["open_in_compare"] = conv_id
+    page.switch_page("pages/compare.py").run()
+    assert not page.exception, page.exception
+    captions = [shown(c.value) for c in page.sidebar.caption]
+    assert any("3 turns (5 with branches)" in c for c in captions), captions
