@@ -177,13 +177,14 @@ state[f"{P}_rows"] = comparison.matrices[0].rows if comparison.matrices else []
 turns = comparison.turns
 if state.get(f"{P}_turn") not in turns:
     state[f"{P}_turn"] = turns[-1]
-turn = st.select_slider("Selected turn", options=turns, key=f"{P}_turn",
+turn_name = turn_namer(conv)  # turns named as the Debugger names them: "turn 2 · 3/3", not the creation order
+turn = st.select_slider("Selected turn", options=turns, key=f"{P}_turn", format_func=turn_name,
                         help="The heatmaps mark it and the turn diff shows what changed at it")
 
 # -- findings ------------------------------------------------------------------------------------------------
 
 st.subheader("Findings")
-render_findings(findings, key=f"{P}-finding", on_turn=_select_turn, name=turn_namer(conv))
+render_findings(findings, key=f"{P}-finding", on_turn=_select_turn, name=turn_name)
 
 # -- heatmaps ------------------------------------------------------------------------------------------------
 
@@ -193,7 +194,7 @@ st.caption("Rows are turns, columns the messages written before them (oldest →
 if not whole:
     st.select_slider("Heatmap window ends at turn", options=turns_all, key=f"{P}_last",
                      help=f"A long conversation is shown {PAGE_ROWS} turns × {PAGE_COLUMNS} messages at a time")
-render_heatmaps(comparison, selected_turn=turn, key=f"{P}-heatmap")
+render_heatmaps(comparison, selected_turn=turn, key=f"{P}-heatmap", name=turn_name)
 
 st.subheader("Turn by turn")
 # Three charts with a point per turn and config: megabytes for a long conversation, so drawn on request.
@@ -227,8 +228,8 @@ c2.metric("Left", len(diff.left))
 c3.metric("Stayed", diff.stayed)
 c4.metric("Token delta", f"{diff.token_delta:+,}", help=f"history tokens {diff.previous_history_tokens:,} → "
                                                        f"{diff.history_tokens:,}")
-st.caption(f"Turn {turn} against turn {diff.previous_turn} of its thread." if diff.previous_turn else
-           f"Turn {turn} is the first of its thread: nothing earlier to compare with.")
+st.caption(plain(f"{turn_name(turn).capitalize()} against {turn_name(diff.previous_turn)} of its thread." if diff.previous_turn
+                 else f"{turn_name(turn).capitalize()} is the first of its thread: nothing earlier to compare with."))
 left, right = st.columns(2)
 with left:
     st.markdown("**+ entered**")
@@ -264,7 +265,7 @@ if want:
                      f"{', '.join(sorted(set(grid.models)))}"
                      + (f" · the first {plural(grid.skipped, 'turn')} not re-asked" if grid.skipped else "")))
     if rows:
-        render_reply_grid(grid, rows, key=f"{P}-replies")
+        render_reply_grid(grid, rows, key=f"{P}-replies", name=turn_name)
     else:
         st.caption("Every config gives the same replies.")
 

@@ -23,13 +23,13 @@ def reply_html(turn: int, label: str, text: str, differ: bool) -> str:
             f'{safe_text(label)}</div>{safe_text(text) if text else "<i>(empty)</i>"}</div>')
 
 
-def render_reply_grid(grid: ReplyGrid, rows: list[int], *, key: str) -> None:
+def render_reply_grid(grid: ReplyGrid, rows: list[int], *, key: str, name=lambda n: f"turn {n}") -> None:
     """Rows ``rows`` of ``grid`` (indexes), a page at a time; rows where the replies differ are marked ≠."""
     differ = set(grid.differing())
     shown = rows[page_slice(len(rows), REPLY_ROWS, key=f"{key}-page", noun="queries", newest_last=False)]
     for r in shown:
         mark = " ≠" if r in differ else ""
-        st.markdown(f'<div style="margin-top:.6rem"><b>Turn {grid.turns[r]}{mark}</b> · '
+        st.markdown(f'<div style="margin-top:.6rem"><b>{safe_text(name(grid.turns[r]).capitalize())}{mark}</b> · '
                     f'{safe_text(grid.queries[r])}</div>', unsafe_allow_html=True)
         for col, label, reply in zip(st.columns(len(grid.labels)), grid.labels, grid.replies[r]):
             col.markdown(reply_html(grid.turns[r], label, reply, r in differ), unsafe_allow_html=True)

@@ -10,6 +10,7 @@ figure's data can be read back and checked against the ledgers.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable, Sequence
 from html import escape
 
 import plotly.graph_objects as go
@@ -53,13 +54,24 @@ def _why(matrix: RetentionMatrix, r: int, c: int) -> str:
                 f"{explain(entry, {**matrix.config, 'budget': matrix.budgets[r]})}")
 
 
-def heatmap_figure(matrix: RetentionMatrix, *, selected_turn: int | None = None) -> go.Figure:
-    """One config's retention heatmap (see the module docstring)."""
+def row_labels(rows: Sequence[int], name: Callable[[int], str] | None = None) -> list[str]:
+    """The heatmap's row labels: each turn as ``name`` calls it ("turn 2 · 3/3"), with its number
+    added where two rows would read alike (a place reached on two branches), else "turn N"."""
+    if name is None:
+        return [f"turn {t}" for t in rows]
+    labels = [name(t) for t in rows]
+    twice = {x for x in labels if labels.count(x) > 1}
+    return [f"{x} (#{t})" if x in twice else x for x, t in zip(labels, rows)]
+
+
+def heatmap_figure(matrix: RetentionMatrix, *, selected_turn: int | None = None,
+                   name: Callable[[int], str] | None = None) -> go.Figure:
+    """One config's retention heatmap (see the module docstring); ``name`` names its rows' turns."""
     z = [[_CODES[x] if x is not None else None for x in row] for row in matrix.cells]
     why = [[_why(matrix, r, c) if x is not None else "" for c, x in enumerate(row)]
            for r, row in enumerate(matrix.cells)]
     x = column_labels(matrix)
-    y = [f"turn {t}" for t in matrix.rows]
+    y = row_labels(matrix.rows, name)
     fig = go.Figure(go.Heatmap(
         z=z, x=x, y=y, customdata=why, colorscale=_colorscale(), zmin=-0.5, zmax=len(REASON_ORDER) - 0.5,
         showscale=False, xgap=1, ygap=1, hoverongaps=False, name=escape(matrix.label),
@@ -88,7 +100,8 @@ def legend_html(comparison: Comparison) -> str:
     return "<div>" + "".join(chips) + "</div>"
 
 
-def render_heatmaps(comparison: Comparison, *, selected_turn: int | None, key: str, per_row: int = 3) -> None:
+def render_heatmaps(comparison: Comparison, *, selected_turn: int | None, key: str, per_row: int = 3,
+                    name: Callable[[int], str] | None = None) -> None:
     """Every config's heatmap, side by side (``per_row`` to a row), with one shared legend."""
     st.markdown(legend_html(comparison), unsafe_allow_html=True)
     matrices = comparison.matrices
@@ -96,7 +109,7 @@ def render_heatmaps(comparison: Comparison, *, selected_turn: int | None, key: s
         cols = st.columns(per_row)
         for col, (i, matrix) in zip(cols, list(enumerate(matrices))[start:start + per_row]):
             with col:
-                st.plotly_chart(heatmap_figure(matrix, selected_turn=selected_turn), key=f"{key}-{i}",
+                st.plotly_chart(heatmap_figure(matrix, selected_turn=selected_turn, name=name), key=f"{key}-{i}",
                                 config={"displayModeBar": False})
                 hidden = max(matrix.hidden_kept) if matrix.hidden_kept else 0
                 if hidden:

@@ -445,3 +445,28 @@ def test_the_ledger_explorer_and_compare_count_a_branched_conversation_as_the_de
     assert not page.exception, page.exception
     captions = [shown(c.value) for c in page.sidebar.caption]
     assert any("3 turns (5 with branches)" in c for c in captions), captions
+
+
+def test_compare_names_a_branched_conversations_turns_as_the_debugger_does(page):
+    import json as _json
+
+    conv_id = page.stored["chatgpt"][0]
+    page.session_state["open_in_compare"] = conv_id
+    page.switch_page("pages/compare.py").run()
+    assert not page.exception, page.exception
+    slider = page.select_slider(key="cmp_turn")
+    assert slider.options == ["turn 1", "turn 2 · 1/3", "turn 2 · 2/3", "turn 2 · 3/3", "turn 3"]
+    assert slider.value == 5  # creation order underneath: the newest turn
+    assert "Turn 3 against turn 2 · 3/3 of its thread." in [shown(c.value) for c in page.caption]
+    traces = [_json.loads(e.proto.spec)["data"][0] for e in page.get("plotly_chart")]
+    rows = [t["y"] for t in traces if t.get("type") == "heatmap"]
+    assert rows and all(r == slider.options for r in rows)
+
+
+def test_heatmap_rows_that_would_read_alike_add_their_number():
+    from ui.heatmap import row_labels
+
+    names = {1: "turn 1", 2: "turn 2 · 1/2", 3: "turn 2 · 2/2", 4: "turn 3", 5: "turn 3"}
+    assert row_labels([1, 2, 3, 4, 5], names.get) == ["turn 1", "turn 2 · 1/2", "turn 2 · 2/2", "turn 3 (#4)",
+                                                     "turn 3 (#5)"]
+    assert row_labels([1, 2]) == ["turn 1", "turn 2"]
