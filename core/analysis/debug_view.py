@@ -387,6 +387,16 @@ def replayed_run(conversation: Conversation, position: int, lens_id: str, ledger
             "reply": turn.answer, "notes": notes}
 
 
+def rerun_rows_note(turn: str, later: int) -> str:
+    """Why re-running ``turn`` as a branch may keep less than its what-if shows, when ``later`` turns
+    were written after it: the re-run is the conversation's newest turn, and Dify as shipped takes
+    its window rows from the newest turns of the whole conversation (every branch), so those later
+    turns take rows before its own thread's (:meth:`core.memory.strategies.dify.DifyStrategy.windows`)."""
+    return (f"A re-run is the conversation's newest turn: Dify as shipped fills its window with the newest rows of "
+            f"the whole conversation, so the {plural(later, 'turn')} written after {turn}, which the new branch "
+            f"leaves out, still take rows before its own thread's, and the re-run may keep less than this preview.")
+
+
 def damage_note(conversation_fields: Sequence[str], conversation: Conversation,
                 runs: Sequence[Mapping[str, Any]] = (), titles: Mapping[str, str] | None = None) -> str | None:
     """One line saying which stored values of a conversation could not be read (and are shown with
