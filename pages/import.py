@@ -9,7 +9,7 @@ from core.errors import MemLensError
 from core.io import FORMATS, MAX_IMPORT_BYTES, FormatError, formats
 from core.limits import check_file_size
 from core.service.imports import import_upload
-from core.words import conversation_length
+from core.words import conversation_length, plural
 from ui import state as keys
 from ui.compare_source import database
 from ui.data import service
@@ -98,16 +98,17 @@ with file_tab:
             if result["saved"]:
                 st.info(plain(f"Its configs are saved as the config set “{result['saved']}” on the Compare page."))
             if result["problems"]:
-                st.markdown(f"**Left out: {len({p['record'] for p in result['problems']})} bad record(s)**")
+                st.markdown(f"**Left out: {plural(len({p['record'] for p in result['problems']}), 'bad record')}**")
                 st.dataframe(_problems_frame(result["problems"]), hide_index=True, width="stretch")
             stored = {c.id: c for c in service().conversations()}
             listed = [{"conversation": stored[i].name, "turns": conversation_length(stored[i]), "id": i}
                       for i in result["ids"] if i in stored]
             st.dataframe(pd.DataFrame(listed), hide_index=True, width="stretch")
-            if listed and st.button("Open the first one in the debugger", key=f"{P}_debug", on_click=_open_in_debugger,
+            which = "it" if len(listed) == 1 else "the first one"
+            if listed and st.button(f"Open {which} in the debugger", key=f"{P}_debug", on_click=_open_in_debugger,
                                     args=(listed[0]["id"],)):
                 st.switch_page("pages/debugger.py")
-            if listed and st.button("Compare the first one", key=f"{P}_compare", on_click=_open_in_compare,
+            if listed and st.button(f"Compare {which}", key=f"{P}_compare", on_click=_open_in_compare,
                                     args=(listed[0]["id"],)):
                 st.switch_page("pages/compare.py")
 

@@ -116,6 +116,7 @@ def test_skipping_bad_records_stores_the_rest_and_lists_what_was_left_out(page):
     expected = import_file(path, skip_bad=True)
     upload(page, path.name, path.read_bytes(), mode="skip")
     assert page.success and "2 bad records left out" in text(page.success[0])
+    assert "**Left out: 2 bad records**" in [m.value for m in page.markdown]
     problems = next(d.value for d in page.dataframe if "problem" in d.value.columns)
     assert list(problems["record"]) == [p.record for p in expected.problems]
     assert len(imported(page)) == len(expected.conversations)
@@ -163,6 +164,9 @@ def test_a_conversation_export_is_stored_with_its_node_runs(page, tmp_path):
 def test_an_imported_conversation_opens_on_the_compare_page(page):
     path = T / "dify-web__realWorldMessages.json"
     upload(page, path.name, path.read_bytes())
+    assert len(imported(page)) == 1  # one conversation: "it", not "the first one"
+    assert page.button(key="imp_compare").label == "Compare it"
+    assert page.button(key="imp_debug").label == "Open it in the debugger"
     page.button(key="imp_compare").click().run()
     assert not page.exception, page.exception
     assert page.title[0].value == "Compare memory configs"
@@ -174,6 +178,9 @@ def test_an_imported_conversation_opens_on_the_compare_page(page):
 def test_an_imported_chatgpt_export_opens_in_the_debugger_on_its_active_branch(page):
     path = FIXTURES / "exports" / "chatgpt__conversations.json"
     upload(page, path.name, path.read_bytes())
+    # Two conversations: the first one is opened (one alone would be "it").
+    assert (page.button(key="imp_debug").label, page.button(key="imp_compare").label) == (
+        "Open the first one in the debugger", "Compare the first one")
     page.button(key="imp_debug").click().run()
     assert not page.exception, page.exception
     assert shown(page.title[0].value) == "Lisbon trip"
