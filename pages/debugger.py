@@ -6,13 +6,13 @@ import json
 
 import streamlit as st
 
-from core.analysis.debug_view import damage_note, focus_node, receipt, rerun_rows_note, transcript
+from core.analysis.debug_view import damage_note, focus_node, receipt, rerun_rows_note, transcript, why_settings_note
 from core.analysis.findings import quoted
 from core.analysis.why import MAX_PHRASE
 from core.errors import MemLensError
 from core.flow.graph import parse_flow_upload
 from core.flow.runtime import what_if_prompt
-from core.memory.replay import DEFAULT_FIDELITY
+from core.memory.replay import DEFAULT_FIDELITY, MemoryConfig
 from core.model.conversation import turn_label
 from core.model.tokens import counter_for
 from core.store.db import resolve_url
@@ -352,6 +352,11 @@ if side_col is not None and thread:
                 answer = data.why(url, conv_id, stamp, info.flow_version_id, phrase.strip(), tuple(thread),
                                   json.dumps(shown, sort_keys=True), fidelity)
                 render_why(answer, on_jump=lambda p: _select(conv.turns[p].id), key=conv_key(keys.WHY))
+                # One config per node over the whole thread: say which, since earlier turns may have run with others.
+                settings = "; ".join(f"{node_titles[nid]}: {MemoryConfig.from_dict(cfg).label()}"
+                                     for nid, cfg in shown.items() if nid in node_titles)
+                if selected is not None and settings:
+                    st.caption(html.plain(why_settings_note(turn_label(conv, selected), settings)))
             except MemLensError as e:
                 st.error(html.plain(e))
 

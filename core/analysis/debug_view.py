@@ -387,6 +387,14 @@ def replayed_run(conversation: Conversation, position: int, lens_id: str, ledger
             "reply": turn.answer, "notes": notes}
 
 
+def why_settings_note(turn: str, settings: str) -> str:
+    """What "Where did it go?" replays: each node's memory over the whole thread with one config, the
+    one the page shows for the inspected ``turn`` — which an earlier turn of the thread need not have
+    run with (a re-run, or settings kept for new turns, since): its own markers show what it kept."""
+    return (f"Replayed over this thread with the settings shown for {turn} ({settings}); a turn that ran with "
+            f"others shows what it kept in its own markers.")
+
+
 def rerun_rows_note(turn: str, later: int) -> str:
     """Why re-running ``turn`` as a branch may keep less than its what-if shows, when ``later`` turns
     were written after it: the re-run is the conversation's newest turn, and Dify as shipped takes

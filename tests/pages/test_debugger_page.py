@@ -618,3 +618,14 @@ def test_a_what_if_on_an_earlier_turn_says_a_rerun_counts_the_later_turns_agains
     app.button(key=f"tx-{conv_id}-{last}-1-inspect").click().run()
     app.number_input(key=f"sb-{conv_id}-{last}-responder_window_turns").set_value(8).run()
     assert not any("A re-run is the conversation's newest turn" in shown(c.value) for c in app.caption)
+
+
+def test_where_did_it_go_names_the_settings_it_replays_the_thread_with(app):
+    from core.analysis.debug_view import why_settings_note
+
+    conv_id = app.session_state["conv_id"]
+    app.text_input(key=f"why-{conv_id}").input("Dana").run()
+    assert not app.exception
+    note = why_settings_note("turn 8", "Classifier: memory off; Responder: dify window 4")
+    captions = [shown(c.value) for c in app.caption]
+    assert note in captions, captions
