@@ -110,7 +110,9 @@ KINDS = (FACT_NOT_SEEN, FOREIGN_ANSWERS, NO_CONVERSATION, WINDOW_ZERO, SILENT_PR
          TRIMMED_WINDOW, HISTORY_TWICE, COMPACTION_IN_TOOL_LOOP, SUMMARY_PILE_UP, FIRST_MESSAGE_RESUMMARISED,
          DOCS_VS_CODE)
 KIND_TITLES = {
-    FACT_NOT_SEEN: "Asked for a fact its memory lacks",  # never saw it, or no longer has it
+    # A question its memory cannot answer, a marked fact leaving it, a variable set out of its reach: never
+    # saw it, or no longer has it.
+    FACT_NOT_SEEN: "A fact or variable its memory lacks",
     FOREIGN_ANSWERS: "Another node's answers in memory",
     NO_CONVERSATION: "Memory without a conversation",
     WINDOW_ZERO: "Window of 0",

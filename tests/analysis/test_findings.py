@@ -133,6 +133,8 @@ def test_a_question_about_a_fact_the_window_dropped_links_to_the_turn_that_asks(
     # must not say the node never saw a turn it did see.
     from core.analysis.findings import KIND_TITLES
     assert "no longer has" in found[0].text and "never" not in KIND_TITLES[FACT_NOT_SEEN].lower()
+    # It heads the variables' findings too (a variable set at a turn out of a node's memory): no "asked".
+    assert KIND_TITLES[FACT_NOT_SEEN] == "A fact or variable its memory lacks"
 
 
 def _name_restated_on_another_branch():
