@@ -33,7 +33,12 @@ def text_html(text: str) -> str:
     return _TEXT.format(safe_text(text) if text else "<i>(empty)</i>")
 
 
-def render_chat(conversation: Conversation, thread: Sequence[int], current: int, *, shown: int = 6) -> None:
+#: Turns shown open on the stage, the current one last; older ones fold into an expander, so the
+#: current turn is in view under the controls and the findings on a laptop screen.
+RECENT = 3
+
+
+def render_chat(conversation: Conversation, thread: Sequence[int], current: int, *, shown: int = RECENT) -> None:
     """The thread's turns up to the current one; older turns fold into an expander."""
     upto = [p for p in thread if p <= current]
     older, recent = upto[:-shown], upto[-shown:]

@@ -264,3 +264,14 @@ def test_a_flow_s_import_notes_show_on_present_and_compare_escaped(page, tmp_pat
     assert shown(captions[1]) == ("form field 3 has type '[x](http://e.com) **b**', which MemLens does not know: "
                                   "left out of the form")
     assert "](http" not in captions[1] and "**b**" not in captions[1]  # escaped, never a link or bold
+
+
+def test_the_last_turn_is_on_stage_with_only_the_two_turns_before_it_open(page):
+    # On a laptop screen the current turn stays in view under the controls and the findings.
+    page.button(key="pre_last").click().run()
+    assert not page.exception, page.exception
+    (folded,) = [e for e in page.expander if e.label.endswith("earlier turns")]
+    every = [c.value for m in page.chat_message if m.name == "user" for c in m.caption]
+    folded_turns = [c.value for m in folded.chat_message if m.name == "user" for c in m.caption]
+    assert int(folded.label.split()[0]) == len(folded_turns) == len(every) - 3
+    assert every[-1].endswith(" · now") and not any(t.endswith(" · now") for t in folded_turns)
