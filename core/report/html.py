@@ -115,6 +115,10 @@ def _blocks(matrix: RetentionMatrix) -> list[tuple[int, int, int, int, str, str]
     return sorted(done)
 
 
+#: The widest a character of the SVGs' 11px text runs, in pixels (what a caption's room is sized by).
+SVG_CHAR_WIDTH = 6
+
+
 def heatmap_svg(matrix: RetentionMatrix, *, cell: int = 10, selected_turn: int | None = None) -> str:
     """One config's retention heatmap as inline SVG: rows = turns, columns = earlier messages,
     a cell's colour is its reason.
@@ -128,7 +132,9 @@ def heatmap_svg(matrix: RetentionMatrix, *, cell: int = 10, selected_turn: int |
     ch = cell if rows > 30 else cell + 4
     strip = 6
     left, top = 56, 4 + strip + 2
-    width, height = max(left + cols * cw + 4, 300), top + rows * ch + 22
+    caption = f"earlier messages, oldest → newest ({cols:,} shown; hover the strip above for a message)"
+    # Wide enough for the caption under the grid, however few columns (an 11px character is at most ~6px).
+    width, height = max(left + cols * cw + 4, left + SVG_CHAR_WIDTH * len(caption)), top + rows * ch + 22
     out = [f'<svg class="heatmap" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e("retention heatmap: " + matrix.label)}">']
     out.append('<g class="messages">' + "".join(
@@ -148,8 +154,7 @@ def heatmap_svg(matrix: RetentionMatrix, *, cell: int = 10, selected_turn: int |
         y = top + matrix.rows.index(selected_turn) * ch
         out.append(f'<rect x="{left}" y="{y}" width="{cols * cw}" height="{ch}" fill="none" stroke="#111827" '
                    f'stroke-width="1.5"/>')
-    out.append(f'<text x="{left}" y="{height - 6}">earlier messages, oldest → newest '
-               f'({_e(cols)} shown; hover the strip above for a message)</text>')
+    out.append(f'<text x="{left}" y="{height - 6}">{_e(caption)}</text>')
     out.append("</svg>")
     return "".join(out)
 

@@ -511,3 +511,17 @@ def test_a_reports_ledgers_list_what_is_sent_in_place_of_dropped_messages():
                       r'instead \(summary\)</td><td>summary standing for ([^<]+)</td>', html)
     assert (summary.role, summary.covers_label) in rows
     assert "<img" not in html
+
+
+def test_a_small_heatmap_is_wide_enough_for_its_caption():
+    from core.analysis.compare import compare
+    from core.report.html import SVG_CHAR_WIDTH, heatmap_svg
+    from tests.builders import linear
+
+    conv = linear(3)  # 4 earlier messages at most: a grid far narrower than its caption
+    matrix = compare(conv, [MemoryConfig(window=3), MemoryConfig(strategy="buffer")]).matrices[0]
+    svg = heatmap_svg(matrix)
+    width = int(re.search(r'<svg class="heatmap" width="(\d+)"', svg)[1])
+    caption = re.search(r'<text x="(\d+)" y="\d+">(earlier messages[^<]*)</text>', svg)
+    assert caption and "(4 shown;" in caption[2]
+    assert width >= int(caption[1]) + SVG_CHAR_WIDTH * len(caption[2]) and SVG_CHAR_WIDTH >= 6
