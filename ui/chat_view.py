@@ -35,9 +35,9 @@ def message_look(item: MessageView) -> tuple[str, str | None, str]:
 PAGE_TURNS = 20  # turns of the thread shown at once
 
 
-#: The transcript box beside the inspector (px): with the title and the chat input it fits 1280×800, so
-#: the page never grows with the conversation (the Debugger and an imported conversation's view).
-TRANSCRIPT_HEIGHT = 480
+#: The transcript box beside the inspector (px), so the page never grows with the conversation (the
+#: Debugger and an imported conversation's view); :mod:`ui.html`'s CSS lets it give way on a short screen.
+TRANSCRIPT_HEIGHT = html.TRANSCRIPT_HEIGHT
 
 
 def thread_page(thread: list[int], selected: int | None, *, key: str, on_newest: Callable[[], None],

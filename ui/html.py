@@ -24,10 +24,20 @@ ORIGIN_COLOUR = {
     "long-term memory": "#db2777", "memory history": "#059669", "summary": "#ca8a04", "current query": "#ea580c",
 }
 
+#: The transcript box's height in pixels; on a short screen it gives way (to 240 px at least) so that the chat
+#: input under it stays in view: the page above the box (header, title, caption: about 262 px at 1,280 wide)
+#: and the input (58 px) take about 345 px of the window.
+TRANSCRIPT_HEIGHT = 480
+_TRANSCRIPT_BOX = (
+    'div[data-testid="stLayoutWrapper"]:has(> .st-key-ml-transcript) {'
+    f"flex-basis: clamp(240px, calc(100vh - 345px), {TRANSCRIPT_HEIGHT}px) !important;"
+    f" height: clamp(240px, calc(100vh - 345px), {TRANSCRIPT_HEIGHT}px) !important;}}")
+
 CSS = """
 <style>
 div[data-testid="stColumn"]:has(.st-key-ml-side) {position: sticky; top: 3.75rem; align-self: flex-start;
   max-height: calc(100vh - 4.5rem); overflow-y: auto;}
+@TRANSCRIPT@
 .ml-msg {white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.45;}
 .ml-later {opacity: .55;}
 .ml-chips {margin: 0 0 .25rem 0; display: flex; flex-wrap: wrap; gap: .25rem; align-items: center;}
@@ -44,7 +54,7 @@ div[data-testid="stColumn"]:has(.st-key-ml-side) {position: sticky; top: 3.75rem
 .ml-error {font-size: .8rem; color: #b91c1c;}
 .ml-turn {font-size: .72rem; color: #6b7280;}
 </style>
-"""
+""".replace("@TRANSCRIPT@", _TRANSCRIPT_BOX)
 
 
 def inject_css() -> None:

@@ -1,5 +1,5 @@
 """The debugger's layout in a real browser: at 1280 and 1920 wide the page opens at the top with the
-title, the newest turn and its receipt in view, and the receipt stays in view beside the transcript."""
+title, the newest turn, its receipt and the whole chat input in view (1280×800 too), and the receipt stays in view beside the transcript."""
 
 import pytest
 from playwright.sync_api import expect
@@ -31,6 +31,8 @@ def test_the_receipt_and_the_newest_turn_are_in_view_when_the_debugger_opens(tmp
         assert in_view(page, page.locator("h1").first)
         assert in_view(page, receipt)
         assert in_view(page, messages.last)  # the newest turn, scrolled to inside its box
+        box = page.get_by_test_id("stChatInput").bounding_box()  # the chat input, all of it
+        assert box and box["y"] >= 0 and box["y"] + box["height"] <= height, box
 
         # Inspect an earlier turn: the receipt moves to it and stays in view.
         messages.nth(4).hover()
