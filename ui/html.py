@@ -38,6 +38,9 @@ CSS = """
 div[data-testid="stColumn"]:has(.st-key-ml-side) {position: sticky; top: 3.75rem; align-self: flex-start;
   max-height: calc(100vh - 4.5rem); overflow-y: auto;}
 @TRANSCRIPT@
+/* The inspector's tabs: a little tighter, so their names fit its column (four from 1,280 px wide, five from 1,440). */
+.st-key-ml-side [role="tablist"] {gap: .5rem !important;}
+.st-key-ml-side [role="tab"], .st-key-ml-side [role="tab"] p {font-size: .8125rem !important;}
 .ml-msg {white-space: pre-wrap; overflow-wrap: anywhere; line-height: 1.45;}
 .ml-later {opacity: .55;}
 .ml-chips {margin: 0 0 .25rem 0; display: flex; flex-wrap: wrap; gap: .25rem; align-items: center;}

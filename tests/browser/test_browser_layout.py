@@ -33,6 +33,9 @@ def test_the_receipt_and_the_newest_turn_are_in_view_when_the_debugger_opens(tmp
         assert in_view(page, messages.last)  # the newest turn, scrolled to inside its box
         box = page.get_by_test_id("stChatInput").bounding_box()  # the chat input, all of it
         assert box and box["y"] >= 0 and box["y"] + box["height"] <= height, box
+        # Every tab of the inspector shows its whole name: none behind the tab strip's scroll arrow.
+        strip = page.locator('.st-key-ml-side [role="tablist"]').first
+        assert strip.evaluate("e => e.scrollWidth <= e.clientWidth"), strip.all_inner_texts()
 
         # Inspect an earlier turn: the receipt moves to it and stays in view.
         messages.nth(4).hover()
@@ -181,3 +184,10 @@ def test_an_imported_conversation_opens_at_the_top_with_its_transcript_in_a_box(
         assert messages.count() > 10
         assert page.evaluate("document.documentElement.scrollHeight") <= 2 * 800  # not one long page
         assert in_view(page, page.locator(".st-key-ml-side").first)  # the inspector beside it
+        # From 1,440 px wide, every tab of the inspector shows its whole name (Needs a flow was behind
+        # the tab strip's scroll arrow).
+        page.set_viewport_size({"width": 1440, "height": 900})
+        strip = page.locator('.st-key-ml-side [role="tablist"]').first
+        expect(strip).to_contain_text("Needs a flow")
+        page.wait_for_timeout(500)
+        assert strip.evaluate("e => e.scrollWidth <= e.clientWidth"), strip.inner_text()
