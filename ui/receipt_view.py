@@ -121,8 +121,7 @@ def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool
         with st.container(border=True):
             st.markdown(head, unsafe_allow_html=True)
             if is_history and not expand_all and not newest:
-                first = row.content.strip().splitlines()[0] if row.content.strip() else ""
-                st.text(first[:140] + ("…" if len(first) > 140 or "\n" in row.content.strip() else ""))
+                st.text(first_line(row.content))
             else:
                 st.text(row.content)
             if row.history_tokens:
@@ -147,6 +146,16 @@ def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool
                        file_name=f"{key}.json", mime="application/json", key=f"{key}-raw", on_click="ignore",
                        icon=":material/download:")
 
+
+
+def first_line(content: str, width: int = 140) -> str:
+    """A folded history message's first line: cut inside the line, "…" goes on from the word; more
+    lines after a whole one, " …" stands apart (after a full stop, "….…" read as a typo)."""
+    text = content.strip()
+    first = text.splitlines()[0] if text else ""
+    if len(first) > width:
+        return first[:width] + "…"
+    return first + (" …" if "\n" in text else "")
 
 
 def raw_json(r: Receipt, ledger: Ledger | None) -> str:

@@ -69,3 +69,12 @@ def test_the_receipts_first_line_counts_in_the_right_number():
     stand_in = receipt(rows=["query"], prompt_tokens=9, model="memlens/demo", configured_model="gpt-4o")
     assert receipt_caption(stand_in) == ("1 message · 9 prompt tokens · tokens exact (o200k_base) for the node's "
                                          "model gpt-4o · answered by memlens/demo in its place")
+
+
+def test_a_folded_history_message_shows_its_first_line_and_says_more_follows():
+    from ui.receipt_view import first_line
+
+    assert first_line("Your order is 4411.\nIt ships Monday.") == "Your order is 4411. …"
+    assert first_line("word " * 40) == ("word " * 40).strip()[:140] + "…"
+    assert first_line("  one line only  ") == "one line only"
+    assert first_line("") == "" and first_line("x" * 140) == "x" * 140
