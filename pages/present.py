@@ -76,9 +76,13 @@ with st.sidebar:
     options = ([NODES] if source.flow is not None and source.records else []) + [CONFIGS]
     labels = {NODES: plain(f"the nodes of {source.flow.name if source.flow else 'the flow'} (as recorded)"),
               CONFIGS: "memory configs (replayed)"}
-    if state.get(f"{P}_subject") not in options or state.get(f"{P}_key") != picked.key:
-        state[f"{P}_subject"] = options[0]  # a recorded flow shows its own nodes first
-    subject = st.radio("Show", options, key=f"{P}_subject", format_func=labels.get, label_visibility="collapsed")
+    if len(options) == 1:  # nothing to choose: said, not offered as a choice of one
+        subject = options[0]
+        st.caption(labels[subject].capitalize())
+    else:
+        if state.get(f"{P}_subject") not in options or state.get(f"{P}_key") != picked.key:
+            state[f"{P}_subject"] = options[0]  # a recorded flow shows its own nodes first
+        subject = st.radio("Show", options, key=f"{P}_subject", format_func=labels.get, label_visibility="collapsed")
     configs = list(source.configs or DEFAULT_CONFIGS)
     if subject == CONFIGS:
         # The configs set on the Compare page in this session come first, saved or not.

@@ -207,7 +207,9 @@ def test_present_starts_from_the_configs_set_on_the_compare_page(page):
     page.number_input(key="cmp_c0_window_turns").set_value(7).run()
     assert not page.exception, page.exception
     page.switch_page("pages/present.py").run()
-    page.radio(key="pre_subject").set_value("configs").run()
+    # A sample has no recorded flow: memory configs are what there is to show, said, not a choice of one.
+    assert not [r for r in page.radio if r.key == "pre_subject"]
+    assert "Memory configs (replayed)" in [c.value for c in page.sidebar.caption]
     assert page.selectbox(key="pre_set").value == "the Compare page's"
     assert "dify window 7" in [title for title, _, _ in cards(page)][0]
 
