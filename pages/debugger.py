@@ -410,7 +410,8 @@ if side_col is not None:
     with receipt_tab:
         if selected_id is None:
             st.info("Send a message: the context receipt of each node that calls a model appears here.")
-            render_recall_preview(svc.memory_of(info.flow_version_id), info.user_id, None, key=conv_key(keys.RECALL))
+            render_recall_preview(svc.memory_of(info.flow_version_id), info.user_id, None, key=conv_key(keys.RECALL),
+                                  names={c.id: c.name for c in conversations if c.name})
         else:
             st.markdown(f"**{turn_label(conv, selected).capitalize()}** — " + html.muted(conv.turns[selected].query[:80]),
                         unsafe_allow_html=True)

@@ -49,13 +49,14 @@ if not user:
             "user id in the sidebar to add one by hand.")
     st.stop()
 
+names = {c.id: c.name for c in svc.conversations() if c.name}  # a source conversation by its name
 search = st.text_input("Search", key=page_key("search"), placeholder="a word in the memory or its key")
 items = store.memories(user, search)
 total = len(store.memories(user))
 st.subheader(plain(f"Memories of {user}"))
 st.caption(f"{len(items)} of {total} shown" if search.strip() else f"{total} memories")
 if items:
-    st.dataframe(memory_frame(items), hide_index=True, key=page_key("table"), width="stretch")
+    st.dataframe(memory_frame(items, names), hide_index=True, key=page_key("table"), width="stretch")
 elif search.strip():
     st.info("No memory of this user contains that text.")
 
@@ -79,7 +80,7 @@ for item in items:
         if delete.button("Delete", key=page_key(f"delete_{item.id}"), icon=":material/delete:"):
             _act(lambda: store.delete(item.id), "Memory deleted; its history is kept.")
         st.caption(plain(f"History · key {item.key or '—'} · id {item.id}"))
-        render_history(store.history(item.id), key=page_key(f"history_{item.id}"))
+        render_history(store.history(item.id), key=page_key(f"history_{item.id}"), names=names)
 
 with st.expander("Remember something by hand"):
     new = st.text_input("Memory", key=page_key("new"), placeholder="e.g. Your preferred seat is by the window.")
@@ -91,9 +92,9 @@ if deleted:
     with st.expander(f"Deleted memories ({len(deleted)})"):
         for event in deleted:
             st.text(event.old_memory or "(empty)")
-            render_history(store.history(event.memory_id), key=page_key(f"deleted_{event.memory_id}"))
+            render_history(store.history(event.memory_id), key=page_key(f"deleted_{event.memory_id}"), names=names)
 
 st.subheader("What a new conversation recalls")
 query = st.text_input("First message of a new conversation", key=page_key("query"),
                       placeholder="leave empty to see the most recent memories")
-render_recall_preview(store, user, query or None, key=page_key("recall"))
+render_recall_preview(store, user, query or None, key=page_key("recall"), names=names)

@@ -40,30 +40,31 @@ def when(timestamp: float | None) -> str:
     return _dt.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def memory_frame(items: Sequence[MemoryItem]) -> pd.DataFrame:
-    """One row per memory: its text, fact key, last change and where that change came from."""
+def memory_frame(items: Sequence[MemoryItem], names: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """One row per memory: its text, fact key, last change and where that change came from (a
+    conversation by its name, ``names`` by id)."""
     return pd.DataFrame([{"memory": m.memory, "key": m.key or "", "updated": when(m.updated_at),
-                          "created": when(m.created_at), "source": m.source.label(), "id": m.id} for m in items],
+                          "created": when(m.created_at), "source": m.source.label(names), "id": m.id} for m in items],
                         columns=["memory", "key", "updated", "created", "source", "id"])
 
 
-def history_frame(events: Sequence[MemoryEvent]) -> pd.DataFrame:
+def history_frame(events: Sequence[MemoryEvent], names: Mapping[str, str] | None = None) -> pd.DataFrame:
     """A memory's history, oldest first: event, old and new text, who changed it, from which turn."""
     return pd.DataFrame([{"when": when(e.created_at), "event": e.event, "old": e.old_memory or "",
-                          "new": e.new_memory or "", "by": e.actor, "source": e.source.label(),
+                          "new": e.new_memory or "", "by": e.actor, "source": e.source.label(names),
                           "turn id": e.source.turn_id or ""} for e in events],
                         columns=["when", "event", "old", "new", "by", "source", "turn id"])
 
 
-def render_history(events: Sequence[MemoryEvent], *, key: str) -> None:
+def render_history(events: Sequence[MemoryEvent], *, key: str, names: Mapping[str, str] | None = None) -> None:
     if not events:
         st.caption("No history.")
         return
-    st.dataframe(history_frame(events), hide_index=True, key=key, width="stretch")
+    st.dataframe(history_frame(events, names), hide_index=True, key=key, width="stretch")
 
 
 def render_recall_preview(store: LongTermMemory, user_id: str, query: str | None = None, *,
-                          k: int = DEFAULT_TOP_K, key: str = "recall") -> None:
+                          k: int = DEFAULT_TOP_K, key: str = "recall", names: Mapping[str, str] | None = None) -> None:
     """What a memory-retrieve step would give a new conversation of ``user_id`` (top ``k``, with scores)."""
     preview = recall_preview(user_id, query, store=store, k=k)
     if not preview.total:
@@ -78,7 +79,7 @@ def render_recall_preview(store: LongTermMemory, user_id: str, query: str | None
     # Without a query nothing is scored: a column of empty scores would only say "None" on every row.
     columns = ["memory", "key", "from"] if preview.query is None else ["memory", "score", "key", "from"]
     frame = pd.DataFrame([{"memory": r.memory, "score": None if r.score is None else round(r.score, 3),
-                           "key": r.item.key or "", "from": r.item.source.label()} for r in preview.results],
+                           "key": r.item.key or "", "from": r.item.source.label(names)} for r in preview.results],
                          columns=columns)
     st.dataframe(frame, hide_index=True, key=key, width="stretch")
 

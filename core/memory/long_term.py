@@ -100,14 +100,17 @@ class Source:
         data = data or {}
         return cls(**{k: data.get(k) for k in ("conversation_id", "turn_id", "flow", "turn")})
 
-    def label(self) -> str:
+    def label(self, names: Mapping[str, str] | None = None) -> str:
+        """Where the change came from in words; a conversation by its name when ``names`` (by id)
+        gives one, else by the start of its id."""
         parts = []
         if self.flow:
             parts.append(self.flow)
         if self.turn is not None:
             parts.append(f"turn {self.turn}")
         if self.conversation_id:
-            parts.append(f"conversation {self.conversation_id[:8]}")
+            name = (names or {}).get(self.conversation_id)
+            parts.append(f"conversation {name}" if name else f"conversation {self.conversation_id[:8]}")
         return " · ".join(parts) or "edited by hand"
 
 

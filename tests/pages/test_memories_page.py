@@ -149,3 +149,17 @@ def test_the_first_open_shows_the_demo_users_memories(tmp_path, monkeypatch):
     at = open_page()
     assert at.selectbox(key="mem_user").value == "demo"
     assert {"Your name is Dana.", "You live in Porto.", "You are vegetarian."} <= set(table(at)["memory"])
+
+
+def test_a_memory_names_the_conversation_it_came_from(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", f"sqlite:///{tmp_path / 'fresh.db'}")
+    at = open_page()
+    sources = set(table(at)["source"])
+    assert any("conversation Demo: long-term memory, first visit" in s for s in sources), sources
+
+
+def test_a_source_is_named_by_its_conversation_when_the_name_is_known():
+    source = Source("4213c07a-0000-4000-8000-000000000000", "t", "long-term-memory", 2)
+    assert source.label() == "long-term-memory · turn 2 · conversation 4213c07a"
+    assert source.label({source.conversation_id: "Trip planning"}) == "long-term-memory · turn 2 · conversation Trip planning"
+    assert source.label({"another": "x"}) == source.label() and Source().label() == "edited by hand"
