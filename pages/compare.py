@@ -121,9 +121,11 @@ with st.sidebar:
         st.caption(plain(source.note))
     render_flow_notes(source.flow)
 
-with st.expander("Memory configs", expanded=True):
+# Folded, their names said under them: the page opens on what they keep (the heatmaps), not on their forms.
+with st.expander("Memory configs", expanded=False):
     configs = edit_configs(P)
     saved_sets(P, database(), configs)
+st.caption(plain("Comparing " + " · ".join(f"“{c.label}”" for c in configs) + " (open Memory configs to change them)."))
 if len(configs) < 2:
     st.warning("Compare needs at least two valid configs: fix the one marked in red.")
     st.stop()

@@ -88,6 +88,7 @@ def test_the_facts_table_of_six_configs_fits_a_1280_page_without_scrolling_sidew
         page.set_default_timeout(90_000)
         page.goto(url + "/compare")
         expect(page.locator("table.ml-facts")).to_be_visible(timeout=90_000)
+        page.get_by_text("Memory configs", exact=True).click()  # the configs' forms are folded away
         how_many = page.get_by_label("How many configs")
         how_many.fill("6")
         how_many.press("Enter")

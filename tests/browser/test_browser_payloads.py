@@ -210,6 +210,9 @@ def test_payloads_seeded_through_the_api_and_the_importers_stay_text_on_every_pa
 
             # Compare: a config labelled with a payload, saved as a set under a payload name.
             page.goto(f"{base}/compare")
+            fold = page.get_by_text("Memory configs", exact=True)  # the configs' forms are folded away
+            expect(fold).to_be_visible(timeout=WAIT)
+            fold.click()
             label_box = page.get_by_role("textbox", name="Label (blank: automatic)").first
             expect(label_box).to_be_visible(timeout=WAIT)
             label_box.fill(payload(host, "cfglabel"))

@@ -413,3 +413,13 @@ def test_edited_configs_are_still_there_after_a_visit_to_another_page(page):
         assert page.number_input(key="cmp_n").value == 2, other
         assert page.number_input(key="cmp_c0_window_turns").value == 5, other
         assert page.number_input(key="cmp_c1_window_turns").value == 10, other
+
+
+def test_the_configs_fold_away_and_are_named_under_their_fold(page):
+    # The page opens on the results; the configs' forms are one click away, their names in view.
+    (fold,) = [e for e in page.expander if e.label == "Memory configs"]
+    assert fold.proto.expanded is False
+    assert "Comparing “dify window 3” · “dify window 10” · “window 6 msgs” (open Memory configs to change them)." \
+        in [shown(c.value) for c in page.caption]
+    page.number_input(key="cmp_c0_window_turns").set_value(5).run()
+    assert any("Comparing “dify window 5”" in shown(c.value) for c in page.caption)  # as they stand now
