@@ -330,10 +330,11 @@ if side_col is not None:
                                               "branch; the settings stay on for the turns that follow"):
                 merged = {**stored_overrides, **overrides}
                 _run("Re-running…", lambda ev: svc.rerun_from(conv_id, selected_id, merged, on_event=ev))
-            later = len(conv.turns) - 1 - selected if selected is not None else 0
-            if later and any(c.get("strategy") == "dify" and c.get("fidelity", DEFAULT_FIDELITY) == DEFAULT_FIDELITY
-                             for c in overrides.values()):
-                st.caption(html.plain(rerun_rows_note(turn_label(conv, selected), later)))
+            note = selected is not None and rerun_rows_note(
+                turn_label(conv, selected), len(conv.turns) - 1 - selected,
+                [MemoryConfig.from_dict(c) for c in overrides.values()])
+            if note:
+                st.caption(html.plain(note))
             if c2.button("Keep for new turns", key=keys.KEEP_SETTINGS):
                 svc.set_memory_overrides(conv_id, {**stored_overrides, **overrides})
                 st.rerun()

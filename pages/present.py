@@ -78,7 +78,7 @@ with st.sidebar:
               CONFIGS: "memory configs (replayed)"}
     if len(options) == 1:  # nothing to choose: said, not offered as a choice of one
         subject = options[0]
-        st.caption(labels[subject].capitalize())
+        st.caption(labels[subject][:1].upper() + labels[subject][1:])
     else:
         if state.get(f"{P}_subject") not in options or state.get(f"{P}_key") != picked.key:
             state[f"{P}_subject"] = options[0]  # a recorded flow shows its own nodes first

@@ -10,6 +10,7 @@ figure's data can be read back and checked against the ledgers.
 from __future__ import annotations
 
 import textwrap
+from collections import Counter
 from collections.abc import Callable, Sequence
 from html import escape
 
@@ -60,7 +61,7 @@ def row_labels(rows: Sequence[int], name: Callable[[int], str] | None = None) ->
     if name is None:
         return [f"turn {t}" for t in rows]
     labels = [name(t) for t in rows]
-    twice = {x for x in labels if labels.count(x) > 1}
+    twice = {x for x, n in Counter(labels).items() if n > 1}
     return [f"{x} (#{t})" if x in twice else x for x, t in zip(labels, rows)]
 
 

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from core.flow.prompt import HISTORY
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITY_LABELS, MemoryConfig, Replay, turn_numbers
-from core.memory.strategies.dify import window_note
+from core.memory.strategies.dify import CODE, DifyStrategy, window_note
 from core.memory.strategies.dify_agent import agent_app
 from core.model.conversation import (WHOLE_THREAD_SOURCES, Conversation, message_text, source_model, thread_number,
                                      turn_label)
@@ -395,11 +395,14 @@ def why_settings_note(turn: str, settings: str) -> str:
             f"others shows what it kept in its own markers.")
 
 
-def rerun_rows_note(turn: str, later: int) -> str:
-    """Why re-running ``turn`` as a branch may keep less than its what-if shows, when ``later`` turns
-    were written after it: the re-run is the conversation's newest turn, and Dify as shipped takes
-    its window rows from the newest turns of the whole conversation (every branch), so those later
-    turns take rows before its own thread's (:meth:`core.memory.strategies.dify.DifyStrategy.windows`)."""
+def rerun_rows_note(turn: str, later: int, configs: Iterable[MemoryConfig]) -> str | None:
+    """Why re-running ``turn`` as a branch may keep less than its what-if (``configs``) shows, when
+    ``later`` turns were written after it and a node's memory is Dify's as shipped: the re-run is
+    the conversation's newest turn, and Dify then takes its window rows from the newest turns of the
+    whole conversation (every branch), so those later turns take rows before its own thread's
+    (:meth:`core.memory.strategies.dify.DifyStrategy.window`). None when that does not apply."""
+    if not later or not any(c.strategy == DifyStrategy.name and c.fidelity == CODE for c in configs):
+        return None
     return (f"A re-run is the conversation's newest turn: Dify as shipped fills its window with the newest rows of "
             f"the whole conversation, so the {plural(later, 'turn')} written after {turn}, which the new branch "
             f"leaves out, still take rows before its own thread's, and the re-run may keep less than this preview.")

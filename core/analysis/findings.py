@@ -823,6 +823,7 @@ def _fact_findings(conversation: Conversation, comparison: Comparison, replays: 
     name = turn_namer(conversation)
     out: list[Finding] = []
     questions: dict[str, list[int]] = {}  # fact key -> indices of the answered turns that ask for it
+    threads: dict[int, set[int]] = {}  # position -> the positions of its thread
     if any(f.key for f in comparison.facts):
         for k, p in enumerate(answered):
             for key in asked_keys(conversation.turns[p].query):
@@ -842,7 +843,9 @@ def _fact_findings(conversation: Conversation, comparison: Comparison, replays: 
                 p = answered[k]
                 # Only what this turn's own thread said: a fact stated on another branch (a
                 # regenerated or edited line) was never told to this one.
-                thread = set(conversation.tree.thread(p))
+                thread = threads.get(p)
+                if thread is None:  # the same turns for every config
+                    thread = threads[p] = set(conversation.tree.thread(p))
                 said = [m for m in fact.messages if m[0] < p and m[0] in thread]
                 if not said:
                     continue

@@ -604,15 +604,20 @@ def test_after_a_regenerate_the_variables_say_they_belong_to_the_whole_conversat
 
 def test_a_what_if_on_an_earlier_turn_says_a_rerun_counts_the_later_turns_against_its_window(app):
     from core.analysis.debug_view import rerun_rows_note
+    from core.memory.replay import MemoryConfig
 
     conv_id = app.session_state["conv_id"]
     turn6 = repo.load_turn_rows(db(app), conv_id)[5]["id"]
     app.button(key=f"tx-{conv_id}-{turn6}-1-inspect").click().run()
     app.number_input(key=f"sb-{conv_id}-{turn6}-responder_window_turns").set_value(8).run()
     assert not app.exception
-    note = rerun_rows_note("turn 6", 2)  # turns 7 and 8 were written after turn 6
+    shipped, documented = MemoryConfig(window=8), MemoryConfig(window=8, fidelity="documented")
+    note = rerun_rows_note("turn 6", 2, [shipped])  # turns 7 and 8 were written after turn 6
     assert note in [shown(c.value) for c in app.caption]
     assert "the 2 turns written after turn 6, which the new branch leaves out, still take rows" in note
+    # Dify as documented walks the thread's own turns, and a newest turn has none after it: nothing to say.
+    assert rerun_rows_note("turn 6", 2, [documented]) is None and rerun_rows_note("turn 8", 0, [shipped]) is None
+    assert rerun_rows_note("turn 6", 2, [MemoryConfig(strategy="buffer")]) is None
     # The newest turn has none after it: no such note.
     last = repo.load_turn_rows(db(app), conv_id)[-1]["id"]
     app.button(key=f"tx-{conv_id}-{last}-1-inspect").click().run()
