@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import fcntl
 import os
 import select
 import signal
@@ -139,6 +140,8 @@ def encoding_workers() -> int:
 #: tiktoken's time), so whoever waits for the counts goes on with the first ones while the child
 #: counts the rest.
 STREAM_BATCH_CHARS = 100_000
+#: How much a counting child's pipe holds (:func:`_fork_counting`): Linux's default ceiling for it.
+PIPE_BYTES = 1 << 20
 
 
 def _plan(bounds: Sequence[int], workers: int, own_share: float) -> tuple[int, list[list[int]]]:
@@ -172,6 +175,12 @@ def _fork_counting(lengths: Callable[[list[str]], list[int]], texts: list[str],
         read, write = os.pipe()
     except OSError:
         return None
+    # Room in the pipe for every count the child sends (a megabyte: 131,072 counts, where the
+    # default 64 KiB held 8,191), so it finishes counting while this process is busy with its own
+    # share and its columns, instead of waiting for them to be read. Linux only; elsewhere the
+    # child waits, as before.
+    with suppress(OSError, AttributeError):
+        fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
     try:
         pid = os.fork()
     except OSError:
@@ -274,14 +283,17 @@ class CountCache:
         miscounts or stays silent CHILD_PATIENCE times as long as this process took over its own
         share (plus CHILD_GRACE_SECONDS) has its remaining groups counted here; every child is
         reaped, also when the caller stops early."""
-        # Machine integers: a list of int objects would hold about as much as the batch's texts.
-        sizes = array("q", accumulate(map(len, texts), initial=0))
-        if ends is None:
-            ends, bounds = range(len(texts) + 1), sizes
-        else:
-            bounds = array("q", [sizes[e] for e in ends])
-        n = len(ends) - 1
-        if workers <= 1 or bounds[-1] < PARALLEL_MIN_CHARS or n < 2:
+        n = len(texts) if ends is None else len(ends) - 1
+        here = workers <= 1 or n < 2  # all counted here (no sizes to share by), or as long as it is
+        if not here:
+            # Machine integers: a list of int objects would hold about as much as the batch's texts.
+            sizes = array("q", accumulate(map(len, texts), initial=0))
+            if ends is None:
+                ends, bounds = range(len(texts) + 1), sizes
+            else:
+                bounds = array("q", [sizes[e] for e in ends])
+            here = bounds[-1] < PARALLEL_MIN_CHARS
+        if here:
             self._remember(texts, self._lengths(texts))
             yield n
             return
