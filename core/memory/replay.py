@@ -8,7 +8,9 @@ the reason of the first removal step that applies (see :mod:`core.model.ledger`)
 Cost: each message is tokenised once (cached per text). Summaries for every turn are computed
 in one depth-first walk of the turn tree with running prefix sums, so a turn costs O(log n) —
 never a re-count of the history (Dify's own loop re-counts the whole list after every pop and
-is quadratic). The full per-message ledger of one turn is built on demand in O(turns). A
+is quadratic). A thread that never branched — most conversations — is decided in one pass over
+columns of its messages instead (:meth:`Strategy.chain_windows`, the same window rule for every turn
+at once). The full per-message ledger of one turn is built on demand in O(turns). A
 strategy whose decision reads only the thread's newest turns (its ``reach``: Dify's window)
 decides one turn — its ledger, or the summaries of a page of turns — from those turns alone,
 so a what-if on a long conversation costs its window, not its length.
@@ -28,7 +30,10 @@ from array import array
 from bisect import bisect_left, bisect_right
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
+from itertools import accumulate
 from typing import Callable, Iterable, Iterator, Sequence
+
+import numpy as np
 
 from core.limits import history_limit
 from core.model.conversation import INTERMEDIATE, Conversation, Message
@@ -58,6 +63,9 @@ TRIM_COUNTERS = ("tokens", "messages", "approximate")
 #: work is split across processes: it also decides every turn meanwhile, which takes about half
 #: as long again as tokenising that turn, so the child processes take the larger part.
 OWN_PART = 0.5
+#: The same for a conversation that never branched: its turns are decided together once every
+#: text is counted, and this process meanwhile lays out the columns that need no counts.
+CHAIN_OWN_PART = 0.9
 #: How many turns' messages a replay sets its token counts for at once (:meth:`Replay._set_counts`).
 COUNT_CHUNK = 1024
 
@@ -396,10 +404,9 @@ class Replay:
             before = self._msg_before = array("q", (0,))
         turns = self.conversation.turns
         if len(before) <= len(turns):  # extended, not recounted, when the conversation grew
-            acc = before[-1]
-            for t in turns[len(before) - 1:]:
-                acc += len(t.messages)
-                before.append(acc)
+            held = len(before)
+            before.extend(accumulate((len(t.messages) for t in turns[held - 1:]), initial=before[-1]))
+            del before[held]  # the running total it started from, held already
         return before[position]
 
     # -- the decision ------------------------------------------------------------------------------
@@ -494,7 +501,12 @@ class Replay:
     def _fast_summaries(self) -> TurnSummaries:
         """Per-turn summaries for the strategies that cut a suffix of the thread (dify, window,
         buffer, off): the same decision as :meth:`_decide`, without building Decision objects.
-        A turn is decided as soon as its texts are counted (:meth:`_tokens_in_order`)."""
+        A conversation that never branched is decided all at once (:meth:`_chain_summaries`);
+        otherwise a turn is decided as soon as its texts are counted (:meth:`_tokens_in_order`)."""
+        tree = self.conversation.tree
+        if tree.size and not tree.thread_children.more and tree.thread_parent.count(None) == 1:
+            # One root and no turn with a second child: the thread is turns 0, 1, …, n−1.
+            return self._chain_summaries()
         counting = self._tokens_in_order()
         try:
             return self._fast_walk(counting)
@@ -578,6 +590,82 @@ class Replay:
                 if later:
                     stack.extend(reversed(later))
                 stack.append(child)
+        return out
+
+    def _chain_summaries(self) -> TurnSummaries:
+        """:meth:`_fast_walk`'s decisions for a conversation whose thread is every turn in order,
+        made for all turns at once over columns of its messages: running sums, the strategy's
+        window for every turn (:meth:`Strategy.chain_windows`) and the budget's cut by bisection.
+        The texts are counted first, across the cores; meanwhile this process lays out what needs
+        no counts (which messages are candidates, where each turn's start, the windows)."""
+        turns = self.conversation.turns
+        n = len(turns)
+        strategy, config = self.strategy, self.config
+        counting = self.counter.counted_groups((t.messages for t in turns), own_part=CHAIN_OWN_PART)
+        try:
+            next(counting)  # this process's share is counted; child processes may still count the rest
+            messages = [m for t in turns for m in t.messages]
+            self.messages_before(0)
+            before = np.array(self._msg_before, dtype=np.int64)  # a copy: the array grows with the conversation
+            numbers = np.array(self.numbers, dtype=np.int64)
+            query = np.array([-1 if t.query_index is None else t.query_index for t in turns], dtype=np.int64)
+            asked = query >= 0
+            # The candidates, in thread order: under query_answer each turn's query and answer (eligible()).
+            if strategy.uses_granularity and config.granularity == "query_answer":
+                answer = np.array([-1 if t.answer_index is None else t.answer_index for t in turns], dtype=np.int64)
+                candidate = np.zeros(len(messages), dtype=bool)
+                candidate[(before[:-1] + query)[asked]] = True
+                candidate[(before[:-1] + answer)[answer >= 0]] = True
+            else:
+                candidate = np.ones(len(messages), dtype=bool)
+            # An empty message is Dify's filter's, unless it is sent like any other (_set_counts).
+            sent = (np.ones(len(messages), dtype=bool) if self.sends_empty else
+                    np.array([not m.is_empty for m in messages], dtype=bool))[candidate]
+            seq_pos = np.repeat(np.arange(n), np.diff(before))[candidate]  # each candidate's turn
+            starts = np.zeros(n, dtype=np.int64)  # where each turn's candidates start in the sequence
+            np.cumsum(np.bincount(seq_pos, minlength=n)[:-1], out=starts[1:])
+            count_prefix = np.concatenate(([0], np.cumsum(sent)))
+            if not strategy.remembers or config.scope != "thread" or not self.has_thread:
+                start = starts  # blocked: nothing from the past is a candidate
+            else:
+                start = strategy.chain_windows(starts, numbers, config)[1]
+            for _ in counting:  # the rest of the texts, as the child processes send their counts
+                pass
+        finally:
+            counting.close()  # a child still counting is stopped if this failed
+        tokens = np.array(self.counter.message_list(messages), dtype=np.int64)
+        sequence = tokens[candidate]
+        prefix = np.concatenate(([0], np.cumsum(sequence)))
+        kept_prefix = np.concatenate(([0], np.cumsum(np.where(sent, sequence, 0))))
+        end = starts
+        # The prompt each turn's budget subtracts (fixed_prompt_tokens, budget_prompt_tokens).
+        if self._prompt_tokens is None:
+            system = self._system_tokens + REPLY_PRIMING
+            fixed = np.where(asked, system + tokens[np.where(asked, before[:-1] + query, 0)], system)
+        else:
+            fixed = np.array([self._prompt_tokens(p) for p in range(n)], dtype=np.int64)
+        counted = fixed
+        if config.query_after_budget:
+            counted = np.array([self.budget_prompt_tokens(p, f) for p, f in enumerate(fixed.tolist())], dtype=np.int64)
+        # One budget per prompt size, as the walk's: (limit, overhead), the limit −1 for none.
+        values, which = np.unique(counted, return_inverse=True)
+        limits = [strategy.budget_limit(config, self.facts, v) for v in values.tolist()]
+        limit = np.array([-1 if lim is None else lim for lim, _ in limits], dtype=np.int64)[which]
+        overhead = np.array([o for _, o in limits], dtype=np.int64)[which]
+        pruned = (limit >= 0) & (end > start)
+        at = np.clip(np.searchsorted(prefix, prefix[end] - (limit - overhead)), start, np.maximum(end - 1, start))
+        cut = np.where(pruned, at, start)
+        kept = count_prefix[end] - count_prefix[cut]
+        history = kept_prefix[end] - kept_prefix[cut]
+        # The oldest kept message's turn: the first sent candidate from the cut on.
+        first = np.searchsorted(count_prefix, count_prefix[cut] + 1) - 1
+        oldest = np.where(kept > 0, numbers[seq_pos[np.minimum(first, max(len(seq_pos) - 1, 0))]]
+                          if len(seq_pos) else TurnSummaries.NONE, TurnSummaries.NONE)
+        out = TurnSummaries(n)
+        for column, values in zip(out.columns(), (numbers, kept, before[:-1] - kept, history, fixed + history,
+                                                   limit, oldest)):
+            # A turn without a query has no summary: its turn stays 0.
+            column[:] = array("q", np.where(asked, values, 0).astype(np.int64).tobytes())
         return out
 
     def summaries(self) -> TurnSummaries:

@@ -19,6 +19,7 @@ import copy
 from array import array
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
+from itertools import compress
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES, history_limit
@@ -397,7 +398,7 @@ class TurnSummaries(Sequence):
 
     def keep(self) -> TurnSummaries:
         """Fixes the positions that have a summary (those with a turn number), ascending."""
-        self._positions = array("q", (p for p, turn in enumerate(self._columns[0]) if turn))
+        self._positions = array("q", compress(range(len(self._columns[0])), self._columns[0]))
         return self
 
     def column(self, name: str) -> list[int | None]:

@@ -5,6 +5,7 @@ share is counted here, and every child is reaped."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -186,6 +187,25 @@ def test_a_stuck_child_is_killed_once_its_patience_is_spent_and_its_share_counte
     assert list(cache.counted(TEXTS, None, 2, 0.5)) == [2, 4]
     assert cache.counts == {t: enc(t) for t in TEXTS}
     assert gone(started[0][0], within=0)  # killed and reaped at once, not left sleeping
+
+
+def test_a_child_sends_every_count_without_waiting_for_this_process_to_read_them():
+    """This process reads a child's counts only after counting its own share: a child whose counts
+    outgrew the pipe would sit idle until then. 20,000 counts (160 KB) fit in the pipe, so the child
+    has sent them all and left before anything is read."""
+    texts = [f"text {i}" for i in range(20_000)]
+    pid, read = tokens._fork_counting(lambda batch: [3] * len(batch), texts, [(0, len(texts))])
+    try:
+        deadline = time.monotonic() + 10
+        while os.waitpid(pid, os.WNOHANG)[0] == 0:  # not exited: still waiting to write
+            assert time.monotonic() < deadline, "the child is still waiting to write its counts"
+            time.sleep(0.01)
+        assert tokens._receive(read, len(texts), 5.0) == [3] * len(texts)
+    finally:
+        os.close(read)
+        with contextlib.suppress(ChildProcessError, ProcessLookupError):
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
 
 
 def test_a_child_is_waited_for_while_it_is_within_its_patience(monkeypatch, started, seen_here):
@@ -396,8 +416,20 @@ def test_summaries_counted_across_processes_batch_by_batch_are_the_summaries_cou
     assert len(started) == len(_configs()) and all(child and gone(child[0]) for child in started)
 
 
-def test_a_replay_decides_its_first_turns_before_the_last_are_counted(monkeypatch, started):
+def _long(branching: bool):
+    """The benchmark's conversation of 200 turns; ``branching``: turn 120 answers turn 118 again (a
+    regenerated reply), so the replay walks the tree instead of deciding one chain in columns."""
+    from dataclasses import replace
+
     from benchmarks.workload import build_conversation
+
+    conv = build_conversation(200)
+    if branching:
+        conv.turns[120] = replace(conv.turns[120], parent_id=conv.turns[118].id)
+    return conv
+
+
+def test_a_branched_replay_decides_its_first_turns_before_the_last_are_counted(monkeypatch, started):
     from core.memory.replay import MemoryConfig, Replay
     from core.memory.strategies.dify import DifyStrategy
 
@@ -406,8 +438,7 @@ def test_a_replay_decides_its_first_turns_before_the_last_are_counted(monkeypatc
     receive, window = tokens._receive, DifyStrategy.window
     monkeypatch.setattr(tokens, "_receive", lambda *a: events.append("counts came") or receive(*a))
     monkeypatch.setattr(DifyStrategy, "window", lambda *a: events.append("decided") or window(*a))
-    conv = build_conversation(200)
-    Replay(conv, MemoryConfig(strategy="dify", window=5, model=MODEL),
+    Replay(_long(branching=True), MemoryConfig(strategy="dify", window=5, model=MODEL),
            counter=TokenCounter(MODEL, shared=False, workers=2)).summaries()
     assert events.count("decided") == 200 and events.count("counts came") > 2
     first_decided, last_came = events.index("decided"), len(events) - 1 - events[::-1].index("counts came")
@@ -415,8 +446,26 @@ def test_a_replay_decides_its_first_turns_before_the_last_are_counted(monkeypatc
     assert events[-1] == "decided"
 
 
-def test_a_replay_that_fails_midway_leaves_no_counting_child_behind(monkeypatch, started):
-    from benchmarks.workload import build_conversation
+def test_a_chain_lays_out_its_windows_while_the_children_count_and_decides_once_all_came(monkeypatch, started):
+    from core.memory.replay import MemoryConfig, Replay
+    from core.memory.strategies.dify import DifyStrategy
+
+    monkeypatch.setattr(tokens, "STREAM_BATCH_CHARS", 500)
+    events: list[str] = []
+    receive, windows, budget = tokens._receive, DifyStrategy.chain_windows, DifyStrategy.budget_limit
+    monkeypatch.setattr(tokens, "_receive", lambda *a: events.append("counts came") or receive(*a))
+    monkeypatch.setattr(DifyStrategy, "chain_windows", lambda *a: events.append("windows") or windows(*a))
+    monkeypatch.setattr(DifyStrategy, "budget_limit", lambda *a: events.append("budget") or budget(*a))
+    summaries = Replay(_long(branching=False), MemoryConfig(strategy="dify", window=5, model=MODEL, context_size=900,
+                                                             plugin_token_counting=True),
+                       counter=TokenCounter(MODEL, shared=False, workers=2)).summaries()
+    assert len(started) == 1 and events.count("counts came") > 2 and len(summaries) == 200
+    assert events[0] == "windows" and events.count("windows") == 1  # laid out before the first counts came
+    assert events.index("budget") > len(events) - 1 - events[::-1].index("counts came")  # the cuts need every count
+
+
+@pytest.mark.parametrize("branching", [False, True])
+def test_a_replay_that_fails_midway_leaves_no_counting_child_behind(monkeypatch, started, branching):
     from core.memory.replay import MemoryConfig, Replay
     from core.memory.strategies.dify import DifyStrategy
 
@@ -424,16 +473,17 @@ def test_a_replay_that_fails_midway_leaves_no_counting_child_behind(monkeypatch,
 
     def fail(*a):
         raise RuntimeError("a strategy failed")
-    monkeypatch.setattr(DifyStrategy, "window", fail)
-    replay = Replay(build_conversation(50), MemoryConfig(strategy="dify", window=5, model=MODEL),
+    monkeypatch.setattr(DifyStrategy, "window" if branching else "chain_windows", fail)
+    replay = Replay(_long(branching), MemoryConfig(strategy="dify", window=5, model=MODEL),
                     counter=TokenCounter(MODEL, shared=False, workers=2))
     with pytest.raises(RuntimeError):
         replay.summaries()
     assert len(started) == 1 and gone(started[0][0])
 
 
-def test_a_replay_takes_half_an_equal_share_of_the_counting_since_it_also_decides_every_turn(monkeypatch):
-    from benchmarks.workload import build_conversation
+@pytest.mark.parametrize("branching, share", [(True, 0.25), (False, 0.45)])
+def test_a_replay_takes_the_share_of_the_counting_its_other_work_leaves_room_for(monkeypatch, branching, share):
+    """A walk decides every turn meanwhile (half an equal share); a chain only lays out its columns (0.9)."""
     from core.memory import replay as replay_module
     from core.memory.replay import MemoryConfig, Replay
 
@@ -444,9 +494,9 @@ def test_a_replay_takes_half_an_equal_share_of_the_counting_since_it_also_decide
         shares.append((workers, share))
         yield from real(self, texts, ends, workers, share)
     monkeypatch.setattr(CountCache, "counted", counted)
-    Replay(build_conversation(20), MemoryConfig(strategy="buffer", model=MODEL),
+    Replay(_long(branching), MemoryConfig(strategy="buffer", model=MODEL),
            counter=TokenCounter(MODEL, shared=False, workers=2)).summaries()
-    assert replay_module.OWN_PART == 0.5 and shares == [(2, 0.25)]
+    assert (replay_module.OWN_PART, replay_module.CHAIN_OWN_PART) == (0.5, 0.9) and shares == [(2, share)]
 
 
 def test_reaping_a_child_the_system_reaped_already_is_no_error():

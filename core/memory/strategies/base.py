@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from core.limits import DIFY_ROW_CAP, MAX_DIFY_WINDOW
 from core.model.ledger import KEPT
 
@@ -218,6 +220,17 @@ class Strategy:
         from there up to ``window_start`` fall outside the window now.
         """
         return 0, 0
+
+    def chain_windows(self, starts: np.ndarray, numbers: np.ndarray,
+                      config: "MemoryConfig") -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`window` for every turn of a thread that never branched, at once: turn ``k`` is the
+        thread's ``k``-th turn (its position too), so its view is turns ``0..k-1``; ``starts[k]`` is
+        where turn ``k``'s messages start in the thread's message sequence (where its view ends) and
+        ``numbers[k]`` is its turn number. Every turn's ``trimmed_before`` and ``window_start``, as two
+        arrays. The same rule as :meth:`window`, written for a whole thread (a test holds the two
+        equal for every strategy that does not plan). The default: the whole thread, always."""
+        zeros = np.zeros(len(starts), dtype=np.int64)
+        return zeros, zeros
 
     def reach(self, config: "MemoryConfig") -> int | None:
         """How many of the thread's newest turns before the current one a decision reads, when that

@@ -43,6 +43,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
+import numpy as np
+
 from core.limits import DIFY_ROW_CAP as ROW_CAP
 from core.model.tokens import DEFAULT_HISTORY_BUDGET, REPLY_PRIMING
 
@@ -90,6 +92,16 @@ class DifyStrategy(Strategy):
         else:
             first = max(0, len(view.positions) - size)
         return 0, view.turn_start(first)
+
+    def chain_windows(self, starts, numbers, config):
+        size = row_limit(config.window)
+        k = np.arange(len(starts))
+        if config.fidelity == CODE:
+            # A turn's thread holds every position before it: the oldest row's position is its first turn.
+            first = np.clip(k - size + 1, 0, k)
+        else:
+            first = np.maximum(0, k - size)
+        return np.zeros(len(starts), dtype=np.int64), starts[first]
 
     def reach(self, config):
         # Code: rows of positions current-size+1 .. current-1, so at most size-1 earlier turns of

@@ -36,6 +36,8 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from core.limits import WINDOW_DEFAULT_MESSAGES as DEFAULT_WINDOW, WINDOW_MAX_MESSAGES as MAX_WINDOW
 from core.model.ledger import KEPT, OUTSIDE_WINDOW, TRIMMED_EARLIER, SyntheticMessage
 from core.words import plural
@@ -116,6 +118,15 @@ class WindowStrategy(Strategy):
     def window(self, view, current, config):
         stored_from = view.marks[-1] if view.positions else 0  # the previous call's window start
         return stored_from, _window_start(stored_from, view.length, _size(config, view.turn_number(current)))
+
+    def chain_windows(self, starts, numbers, config):
+        sizes = np.array([_size(config, n) for n in numbers.tolist()], dtype=np.int64)
+        # Each call's store starts where the previous call's window started (its mark), so a window
+        # start is the running maximum of the last ``size`` messages' starts (none before 0).
+        window_start = np.maximum.accumulate(np.maximum(0, starts - sizes))
+        trimmed = np.zeros_like(window_start)  # where the store a call found starts: the previous window's start
+        trimmed[1:] = window_start[:-1]
+        return trimmed, window_start
 
     def plan(self, view, current, replay):
         config = replay.config
