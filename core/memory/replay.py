@@ -597,7 +597,7 @@ class Replay:
         made for all turns at once over columns of its messages: running sums, the strategy's
         window for every turn (:meth:`Strategy.chain_windows`) and the budget's cut by bisection.
         The texts are counted first, across the cores; meanwhile this process lays out what needs
-        no counts (which messages are candidates, where each turn's start, the windows)."""
+        no counts (which messages are candidates, where each turn starts, the windows)."""
         turns = self.conversation.turns
         n = len(turns)
         strategy, config = self.strategy, self.config
@@ -639,20 +639,21 @@ class Replay:
         kept_prefix = np.concatenate(([0], np.cumsum(np.where(sent, sequence, 0))))
         end = starts
         # The prompt each turn's budget subtracts (fixed_prompt_tokens, budget_prompt_tokens).
-        if self._prompt_tokens is None:
-            system = self._system_tokens + REPLY_PRIMING
-            fixed = np.where(asked, system + tokens[np.where(asked, before[:-1] + query, 0)], system)
+        if self._prompt_tokens is None:  # the system prompt, and the turn's query when it has one
+            fixed = np.full(n, self._system_tokens + REPLY_PRIMING, dtype=np.int64)
+            fixed[asked] += tokens[(before[:-1] + query)[asked]]
         else:
             fixed = np.array([self._prompt_tokens(p) for p in range(n)], dtype=np.int64)
         counted = fixed
         if config.query_after_budget:
             counted = np.array([self.budget_prompt_tokens(p, f) for p, f in enumerate(fixed.tolist())], dtype=np.int64)
-        # One budget per prompt size, as the walk's: (limit, overhead), the limit −1 for none.
+        # One budget per prompt size, as the walk's: (limit, overhead), no limit as the summaries' NONE.
+        none = TurnSummaries.NONE
         values, which = np.unique(counted, return_inverse=True)
         limits = [strategy.budget_limit(config, self.facts, v) for v in values.tolist()]
-        limit = np.array([-1 if lim is None else lim for lim, _ in limits], dtype=np.int64)[which]
+        limit = np.array([none if lim is None else lim for lim, _ in limits], dtype=np.int64)[which]
         overhead = np.array([o for _, o in limits], dtype=np.int64)[which]
-        pruned = (limit >= 0) & (end > start)
+        pruned = (limit != none) & (end > start)
         at = np.clip(np.searchsorted(prefix, prefix[end] - (limit - overhead)), start, np.maximum(end - 1, start))
         cut = np.where(pruned, at, start)
         kept = count_prefix[end] - count_prefix[cut]
@@ -660,7 +661,7 @@ class Replay:
         # The oldest kept message's turn: the first sent candidate from the cut on.
         first = np.searchsorted(count_prefix, count_prefix[cut] + 1) - 1
         oldest = np.where(kept > 0, numbers[seq_pos[np.minimum(first, max(len(seq_pos) - 1, 0))]]
-                          if len(seq_pos) else TurnSummaries.NONE, TurnSummaries.NONE)
+                          if len(seq_pos) else none, none)
         out = TurnSummaries(n)
         for column, values in zip(out.columns(), (numbers, kept, before[:-1] - kept, history, fixed + history,
                                                    limit, oldest)):

@@ -30,17 +30,18 @@ def test_every_strategy_that_places_a_window_is_decided_in_columns_on_a_chain():
 
 @st.composite
 def chains(draw) -> Conversation:
-    """A conversation that never branched: maybe an opening turn without a query; tool rounds, empty
-    and missing answers, texts of any length."""
+    """A conversation that never branched: maybe an opening turn without a query (or without any
+    message); tool rounds, empty and missing answers, texts of any length."""
     n = draw(st.integers(1, 40))
     opening = draw(st.booleans())
     text = st.lists(st.sampled_from(WORDS), max_size=30).map(" ".join)
     turns = []
     for i in range(n):
         mid = f"t{i}"
-        if i == 0 and opening:
-            turns.append(Turn(id=mid, parent_id=None, messages=(Message("assistant", draw(text), ANSWER, f"{mid}:a"),),
-                              query_index=None, answer_index=0))
+        if i == 0 and opening:  # an assistant's opening, or a record holding no message at all
+            said = draw(st.sampled_from([(Message("assistant", draw(text), ANSWER, f"{mid}:a"),), ()]))
+            turns.append(Turn(id=mid, parent_id=None, messages=said, query_index=None,
+                              answer_index=0 if said else None))
             continue
         msgs = [Message("user", draw(text), QUERY, f"{mid}:q")]
         if draw(st.booleans()):
