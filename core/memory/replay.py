@@ -605,22 +605,21 @@ class Replay:
         try:
             next(counting)  # this process's share is counted; child processes may still count the rest
             messages = [m for t in turns for m in t.messages]
-            self.messages_before(0)
-            before = np.array(self._msg_before, dtype=np.int64)  # a copy: the array grows with the conversation
-            numbers = np.array(self.numbers, dtype=np.int64)
-            query = np.array([-1 if t.query_index is None else t.query_index for t in turns], dtype=np.int64)
+            before = np.array(self._message_offsets())  # a copy: the array grows with the conversation
+            numbers = np.array(self.numbers)
+            query = np.array([-1 if t.query_index is None else t.query_index for t in turns])
             asked = query >= 0
             # The candidates, in thread order: under query_answer each turn's query and answer (eligible()).
             if strategy.uses_granularity and config.granularity == "query_answer":
-                answer = np.array([-1 if t.answer_index is None else t.answer_index for t in turns], dtype=np.int64)
+                answer = np.array([-1 if t.answer_index is None else t.answer_index for t in turns])
                 candidate = np.zeros(len(messages), dtype=bool)
                 candidate[(before[:-1] + query)[asked]] = True
                 candidate[(before[:-1] + answer)[answer >= 0]] = True
             else:
                 candidate = np.ones(len(messages), dtype=bool)
             # An empty message is Dify's filter's, unless it is sent like any other (_set_counts).
-            sent = (np.ones(len(messages), dtype=bool) if self.sends_empty else
-                    np.array([not m.is_empty for m in messages], dtype=bool))[candidate]
+            sends_empty = self.sends_empty
+            sent = np.array([sends_empty or not m.is_empty for m in messages])[candidate]
             seq_pos = np.repeat(np.arange(n), np.diff(before))[candidate]  # each candidate's turn
             starts = np.zeros(n, dtype=np.int64)  # where each turn's candidates start in the sequence
             np.cumsum(np.bincount(seq_pos, minlength=n)[:-1], out=starts[1:])
@@ -633,29 +632,30 @@ class Replay:
                 pass
         finally:
             counting.close()  # a child still counting is stopped if this failed
-        tokens = np.array(self.counter.message_list(messages), dtype=np.int64)
+        tokens = np.array(self.counter.message_list(messages), dtype=np.int64)  # (also when there is no message)
         sequence = tokens[candidate]
         prefix = np.concatenate(([0], np.cumsum(sequence)))
         kept_prefix = np.concatenate(([0], np.cumsum(np.where(sent, sequence, 0))))
         end = starts
         # The prompt each turn's budget subtracts (fixed_prompt_tokens, budget_prompt_tokens).
         if self._prompt_tokens is None:  # the system prompt, and the turn's query when it has one
-            fixed = np.full(n, self._system_tokens + REPLY_PRIMING, dtype=np.int64)
+            fixed = np.full(n, self._system_tokens + REPLY_PRIMING)
             fixed[asked] += tokens[(before[:-1] + query)[asked]]
         else:
-            fixed = np.array([self._prompt_tokens(p) for p in range(n)], dtype=np.int64)
+            fixed = np.array([self._prompt_tokens(p) for p in range(n)])
         counted = fixed
         if config.query_after_budget:
-            counted = np.array([self.budget_prompt_tokens(p, f) for p, f in enumerate(fixed.tolist())], dtype=np.int64)
+            counted = np.array([self.budget_prompt_tokens(p, f) for p, f in enumerate(fixed.tolist())])
         # One budget per prompt size, as the walk's: (limit, overhead), no limit as the summaries' NONE.
         none = TurnSummaries.NONE
         values, which = np.unique(counted, return_inverse=True)
         limits = [strategy.budget_limit(config, self.facts, v) for v in values.tolist()]
-        limit = np.array([none if lim is None else lim for lim, _ in limits], dtype=np.int64)[which]
-        overhead = np.array([o for _, o in limits], dtype=np.int64)[which]
-        pruned = (limit != none) & (end > start)
+        limit = np.array([none if lim is None else lim for lim, _ in limits])[which]
+        overhead = np.array([o for _, o in limits])[which]
+        # The budget's cut: inside the window, and never past its last message (Dify keeps that one even
+        # when it alone is over); a window with nothing in it is cut where it starts.
         at = np.clip(np.searchsorted(prefix, prefix[end] - (limit - overhead)), start, np.maximum(end - 1, start))
-        cut = np.where(pruned, at, start)
+        cut = np.where(limit != none, at, start)
         kept = count_prefix[end] - count_prefix[cut]
         history = kept_prefix[end] - kept_prefix[cut]
         # The oldest kept message's turn: the first sent candidate from the cut on.

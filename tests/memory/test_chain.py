@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from core.memory.replay import MemoryConfig, Replay
 from core.memory.strategies import STRATEGIES
 from core.memory.strategies.base import PathView
-from core.model.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn
+from core.model.conversation import ANSWER, INTERMEDIATE, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn
 from core.model.tokens import TokenCounter
 from tests.builders import branched, linear
 
@@ -31,7 +31,8 @@ def test_every_strategy_that_places_a_window_is_decided_in_columns_on_a_chain():
 @st.composite
 def chains(draw) -> Conversation:
     """A conversation that never branched: maybe an opening turn without a query (or without any
-    message); tool rounds, empty and missing answers, texts of any length."""
+    message), records without messages, steps logged before a question; tool rounds, empty and
+    missing answers, texts of any length."""
     n = draw(st.integers(1, 40))
     opening = draw(st.booleans())
     text = st.lists(st.sampled_from(WORDS), max_size=30).map(" ".join)
@@ -43,7 +44,13 @@ def chains(draw) -> Conversation:
             turns.append(Turn(id=mid, parent_id=None, messages=said, query_index=None,
                               answer_index=0 if said else None))
             continue
-        msgs = [Message("user", draw(text), QUERY, f"{mid}:q")]
+        if draw(st.integers(0, 9)) == 0:  # a record holding no message at all
+            turns.append(Turn(id=mid, parent_id=f"t{i - 1}" if i else None, messages=(), query_index=None))
+            continue
+        # Sometimes a step the turn logged before its question (the query is not the turn's first message).
+        msgs = [Message("assistant", draw(text), INTERMEDIATE, f"{mid}:s")] if draw(st.booleans()) else []
+        query = len(msgs)
+        msgs.append(Message("user", draw(text), QUERY, f"{mid}:q"))
         if draw(st.booleans()):
             call = ToolCall(f"c{i}", "lookup", '{"id": %d}' % i)
             msgs.append(Message("assistant", "", TOOL_CALL, f"{mid}:c", tool_calls=(call,)))
@@ -51,7 +58,7 @@ def chains(draw) -> Conversation:
         answered = draw(st.sampled_from(["text", "empty", "none"]))
         if answered != "none":
             msgs.append(Message("assistant", draw(text) if answered == "text" else "", ANSWER, f"{mid}:a"))
-        turns.append(Turn(id=mid, parent_id=f"t{i - 1}" if i else None, messages=tuple(msgs), query_index=0,
+        turns.append(Turn(id=mid, parent_id=f"t{i - 1}" if i else None, messages=tuple(msgs), query_index=query,
                           answer_index=len(msgs) - 1 if answered != "none" else None))
     return Conversation(id="chain", turns=turns, system_prompt=draw(st.sampled_from(["", "You are helpful."])))
 
@@ -140,3 +147,15 @@ def test_a_chain_of_one_turn_and_one_with_only_an_opening_are_decided():
     opening = Conversation(id="o", turns=[Turn(id="a", parent_id=None, messages=(
         Message("assistant", "Hello!", ANSWER, "a:a"),), query_index=None, answer_index=0)])
     assert list(Replay(opening, MemoryConfig(model=MODEL)).summaries()) == []
+
+
+def test_a_budget_that_cuts_at_every_possible_token_gets_the_walks_cut():
+    """Every context size from one that leaves no room to one that fits the whole thread: the budget's
+    cut lands on each message boundary and one token either side of it."""
+    conv = linear(6, answer=lambda i: "an answer of some words " * i)
+    for context in range(1, 700):
+        for fidelity in ("code", "documented"):
+            config = MemoryConfig(strategy="dify", fidelity=fidelity, model=MODEL, context_size=context,
+                                  plugin_token_counting=True)
+            replay = Replay(conv, config, counter=TokenCounter(MODEL, shared=False, workers=1))
+            assert list(replay.summaries()) == list(_walked(conv, config)), (context, fidelity)

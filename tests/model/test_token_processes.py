@@ -208,6 +208,20 @@ def test_a_child_sends_every_count_without_waiting_for_this_process_to_read_them
             os.waitpid(pid, 0)
 
 
+@pytest.mark.parametrize("refused", ["size", "system"])
+def test_a_pipe_that_cannot_be_enlarged_still_carries_the_childs_counts(monkeypatch, started, seen_here, refused):
+    """A size the system refuses (OSError), or a system without the call (not Linux): the child then
+    waits for its counts to be read, as before, and they still come."""
+    if refused == "size":
+        monkeypatch.setattr(tokens, "PIPE_BYTES", -1)
+    else:
+        monkeypatch.delattr(tokens.fcntl, "F_SETPIPE_SZ")
+    cache = CountCache("o200k_base")
+    assert list(cache.counted(TEXTS, None, 2, 0.5)) == [2, 4]
+    assert cache.counts == {t: enc(t) for t in TEXTS}
+    assert seen_here == [TEXTS[:2]] and started[0] is not None  # the child's counts were used
+
+
 def test_a_child_is_waited_for_while_it_is_within_its_patience(monkeypatch, started, seen_here):
     real = CountCache._lengths
     in_child(monkeypatch, lambda self, texts: time.sleep(0.5) or real(self, texts))
