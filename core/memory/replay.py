@@ -605,16 +605,18 @@ class Replay:
         try:
             next(counting)  # this process's share is counted; child processes may still count the rest
             messages = [m for t in turns for m in t.messages]
-            before = np.array(self._message_offsets())  # a copy: the array grows with the conversation
+            offsets = self._message_offsets()
+            before = np.array(offsets)  # a copy: the array grows with the conversation
             numbers = np.array(self.numbers)
-            query = np.array([-1 if t.query_index is None else t.query_index for t in turns])
-            asked = query >= 0
+            asked = np.array([t.query_index is not None for t in turns])
+            # Each question's place among the messages (of the turns that have one).
+            query_at = np.array([b + t.query_index for b, t in zip(offsets, turns) if t.query_index is not None],
+                                dtype=np.int64)
             # The candidates, in thread order: under query_answer each turn's query and answer (eligible()).
             if strategy.uses_granularity and config.granularity == "query_answer":
-                answer = np.array([-1 if t.answer_index is None else t.answer_index for t in turns])
                 candidate = np.zeros(len(messages), dtype=bool)
-                candidate[(before[:-1] + query)[asked]] = True
-                candidate[(before[:-1] + answer)[answer >= 0]] = True
+                candidate[query_at] = True
+                candidate[[b + t.answer_index for b, t in zip(offsets, turns) if t.answer_index is not None]] = True
             else:
                 candidate = np.ones(len(messages), dtype=bool)
             # An empty message is Dify's filter's, unless it is sent like any other (_set_counts).
@@ -640,7 +642,7 @@ class Replay:
         # The prompt each turn's budget subtracts (fixed_prompt_tokens, budget_prompt_tokens).
         if self._prompt_tokens is None:  # the system prompt, and the turn's query when it has one
             fixed = np.full(n, self._system_tokens + REPLY_PRIMING)
-            fixed[asked] += tokens[(before[:-1] + query)[asked]]
+            fixed[asked] += tokens[query_at]
         else:
             fixed = np.array([self._prompt_tokens(p) for p in range(n)])
         counted = fixed

@@ -96,12 +96,10 @@ class DifyStrategy(Strategy):
     def chain_windows(self, starts, numbers, config):
         size = row_limit(config.window)
         k = np.arange(len(starts))
-        if config.fidelity == CODE:
-            # A turn's thread holds every position before it: the oldest row's position is its first turn.
-            first = np.clip(k - size + 1, 0, k)
-        else:
-            first = np.maximum(0, k - size)
-        return np.zeros(len(starts), dtype=np.int64), starts[first]
+        # A turn's thread holds every position before it, so the oldest row's position is its first
+        # turn (code); its last ``size`` turns (documented). Neither passes the turn itself: size ≥ 1.
+        first = np.maximum(0, k - size + 1 if config.fidelity == CODE else k - size)
+        return np.zeros_like(starts), starts[first]
 
     def reach(self, config):
         # Code: rows of positions current-size+1 .. current-1, so at most size-1 earlier turns of

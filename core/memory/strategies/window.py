@@ -120,7 +120,7 @@ class WindowStrategy(Strategy):
         return stored_from, _window_start(stored_from, view.length, _size(config, view.turn_number(current)))
 
     def chain_windows(self, starts, numbers, config):
-        sizes = np.array([_size(config, n) for n in numbers.tolist()], dtype=np.int64)
+        sizes = np.array([_size(config, n) for n in numbers.tolist()])
         # Each call's store starts where the previous call's window started (its mark), so a window
         # start is the running maximum of the last ``size`` messages' starts (none before 0).
         window_start = np.maximum.accumulate(np.maximum(0, starts - sizes))
