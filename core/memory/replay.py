@@ -338,15 +338,27 @@ class Replay:
         self._msg_before: array | None = None  # machine integers: no int object per turn
         self._system_tokens = self.counter.chat("system", self.system_prompt) if self.system_prompt else 0
         self._summaries: TurnSummaries | None = None
+        self._all_counted = False  # every text of the conversation is in the count cache
         self._budgets: dict[int, Budget] = {}  # by the prompt tokens it subtracts (budget_prompt_tokens)
 
     # -- per-turn facts, computed once ------------------------------------------------------------
     def message_tokens(self, position: int) -> tuple[int, ...]:
         toks = self._tokens[position]
         if toks is None:
-            self._set_counts((position,))
+            self._set_counts(self._missing_near(position))
             toks = self._tokens[position]
         return toks  # type: ignore[return-value]
+
+    def _missing_near(self, position: int) -> Sequence[int]:
+        """The turns whose counts a miss at ``position`` sets: that turn alone; once every text is
+        counted (:meth:`_chain_summaries` leaves the turns' counts unset), the turns not set yet in
+        the block of COUNT_CHUNK around it, in one pass, since a ledger or a view asks for every
+        earlier turn of its thread in turn (one at a time, a ledger of 10,000 turns took 90 ms more)."""
+        if not self._all_counted:
+            return (position,)
+        tokens = self._tokens
+        lo = position - position % COUNT_CHUNK
+        return [p for p in range(lo, min(lo + COUNT_CHUNK, len(tokens))) if tokens[p] is None]
 
     def _set_counts(self, positions: Sequence[int]) -> None:
         """Sets the message tokens and emptiness of the turns at ``positions``, all at once: the
@@ -369,7 +381,7 @@ class Replay:
 
     def _empties(self, position: int) -> tuple[bool, ...]:
         if self._empty[position] is None:
-            self._set_counts((position,))
+            self._set_counts(self._missing_near(position))
         return self._empty[position]  # type: ignore[return-value]
 
     def eligible(self, position: int) -> tuple[int, ...]:
@@ -634,6 +646,7 @@ class Replay:
                 pass
         finally:
             counting.close()  # a child still counting is stopped if this failed
+        self._all_counted = True
         tokens = np.array(self.counter.message_list(messages), dtype=np.int64)  # (also when there is no message)
         sequence = tokens[candidate]
         prefix = np.concatenate(([0], np.cumsum(sequence)))
@@ -990,6 +1003,7 @@ class TurnMemory:
         if replay._msg_before is not None:
             del replay._msg_before[stable + 1:]
         replay._summaries = None
+        replay._all_counted = False  # the new turns' texts are not
         replay.conversation = conversation
         return replay
 

@@ -159,3 +159,26 @@ def test_a_budget_that_cuts_at_every_possible_token_gets_the_walks_cut():
                                   plugin_token_counting=True)
             replay = Replay(conv, config, counter=TokenCounter(MODEL, shared=False, workers=1))
             assert list(replay.summaries()) == list(_walked(conv, config)), (context, fidelity)
+
+
+def test_after_a_chain_is_decided_a_ledger_sets_its_turns_counts_a_block_at_a_time(monkeypatch):
+    """The columns leave each turn's counts unset; a ledger then asks for every earlier turn's, and
+    gets them set COUNT_CHUNK turns at a time, not one call per turn."""
+    from core.memory import replay as replay_module
+
+    calls: list[int] = []
+    real = Replay._set_counts
+    monkeypatch.setattr(Replay, "_set_counts", lambda self, positions: calls.append(len(positions)) or
+                        real(self, positions))
+    conv = linear(2_500)
+    config = MemoryConfig(strategy="buffer", model=MODEL)
+    replay = Replay(conv, config)
+    summaries = replay.summaries()
+    assert calls == []  # decided without them
+    ledger = replay.ledger(summaries[-1].turn)
+    assert (len(ledger.kept), ledger.history_tokens) == (summaries[-1].kept, summaries[-1].history_tokens)
+    assert calls == [replay_module.COUNT_CHUNK, replay_module.COUNT_CHUNK, 2_500 - 2 * replay_module.COUNT_CHUNK]
+    # A replay that has not counted every text sets only the turn asked for.
+    calls.clear()
+    Replay(conv, config).ledger(summaries[-1].turn)
+    assert set(calls) == {1} and len(calls) == 2_500
