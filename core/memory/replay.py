@@ -675,8 +675,8 @@ class Replay:
         history = kept_prefix[end] - kept_prefix[cut]
         # The oldest kept message's turn: the first sent candidate from the cut on.
         first = np.searchsorted(count_prefix, count_prefix[cut] + 1) - 1
-        oldest = np.where(kept > 0, numbers[seq_pos[np.minimum(first, max(len(seq_pos) - 1, 0))]]
-                          if len(seq_pos) else none, none)
+        oldest = np.full(n, none)
+        oldest[kept > 0] = numbers[seq_pos[first[kept > 0]]]
         out = TurnSummaries(n)
         for column, values in zip(out.columns(), (numbers, kept, before[:-1] - kept, history, fixed + history,
                                                    limit, oldest)):
