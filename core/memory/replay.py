@@ -353,7 +353,8 @@ class Replay:
         """The turns whose counts a miss at ``position`` sets: that turn alone; once every text is
         counted (:meth:`_chain_summaries` leaves the turns' counts unset), the turns not set yet in
         the block of COUNT_CHUNK around it, in one pass, since a ledger or a view asks for every
-        earlier turn of its thread in turn (one at a time, a ledger of 10,000 turns took 90 ms more)."""
+        earlier turn of its thread in turn (one at a time, the newest turn's ledger of a 10,000-turn
+        Dify window took about 15 ms more, a fifth)."""
         if not self._all_counted:
             return (position,)
         tokens = self._tokens

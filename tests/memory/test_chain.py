@@ -175,6 +175,10 @@ def test_after_a_chain_is_decided_a_ledger_sets_its_turns_counts_a_block_at_a_ti
     replay = Replay(conv, config)
     summaries = replay.summaries()
     assert calls == []  # decided without them
+    assert replay.message_tokens(1_500) and calls == [replay_module.COUNT_CHUNK]  # its block alone: 1,024..2,047
+    calls.clear()
+    replay = Replay(conv, config)
+    summaries = replay.summaries()
     ledger = replay.ledger(summaries[-1].turn)
     assert (len(ledger.kept), ledger.history_tokens) == (summaries[-1].kept, summaries[-1].history_tokens)
     assert calls == [replay_module.COUNT_CHUNK, replay_module.COUNT_CHUNK, 2_500 - 2 * replay_module.COUNT_CHUNK]
