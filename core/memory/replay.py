@@ -338,7 +338,6 @@ class Replay:
         self._msg_before: array | None = None  # machine integers: no int object per turn
         self._system_tokens = self.counter.chat("system", self.system_prompt) if self.system_prompt else 0
         self._summaries: TurnSummaries | None = None
-        self._all_counted = False  # every text of the conversation is in the count cache
         self._budgets: dict[int, Budget] = {}  # by the prompt tokens it subtracts (budget_prompt_tokens)
 
     # -- per-turn facts, computed once ------------------------------------------------------------
@@ -350,12 +349,12 @@ class Replay:
         return toks  # type: ignore[return-value]
 
     def _missing_near(self, position: int) -> Sequence[int]:
-        """The turns whose counts a miss at ``position`` sets: that turn alone; once every text is
-        counted (:meth:`_chain_summaries` leaves the turns' counts unset), the turns not set yet in
-        the block of COUNT_CHUNK around it, in one pass, since a ledger or a view asks for every
-        earlier turn of its thread in turn (one at a time, the newest turn's ledger of a 10,000-turn
-        Dify window took about 15 ms more, a fifth)."""
-        if not self._all_counted:
+        """The turns whose counts a miss at ``position`` sets: that turn alone; once the summaries
+        are made every text is counted (:meth:`_chain_summaries` leaves the turns' counts unset), so
+        the turns not set yet in its block of COUNT_CHUNK, in one pass, since a ledger or a view asks
+        for every earlier turn of its thread in turn (one at a time, the newest turn's ledger of a
+        10,000-turn Dify window took about 15 ms more, a fifth)."""
+        if self._summaries is None:
             return (position,)
         tokens = self._tokens
         lo = position - position % COUNT_CHUNK
@@ -647,7 +646,6 @@ class Replay:
                 pass
         finally:
             counting.close()  # a child still counting is stopped if this failed
-        self._all_counted = True
         tokens = np.array(self.counter.message_list(messages), dtype=np.int64)  # (also when there is no message)
         sequence = tokens[candidate]
         prefix = np.concatenate(([0], np.cumsum(sequence)))
@@ -1003,8 +1001,7 @@ class TurnMemory:
         replay.numbers[stable:] = array("q", turn_numbers(conversation, stable))
         if replay._msg_before is not None:
             del replay._msg_before[stable + 1:]
-        replay._summaries = None
-        replay._all_counted = False  # the new turns' texts are not
+        replay._summaries = None  # (the new turns' texts are not counted)
         replay.conversation = conversation
         return replay
 
