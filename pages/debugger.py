@@ -485,7 +485,8 @@ if side_col is not None:
                         if ledger is not None and ledger.entries and st.toggle(
                                 f"Show every earlier message ({len(ledger.entries):,}), kept or not",
                                 key=f"lt-on-{node.id}"):
-                            render_ledger_table(ledger, conv, key=f"lt-{selected_id}-{node.id}", node=titles[node.id])
+                            render_ledger_table(ledger, conv, key=f"lt-{selected_id}-{node.id}", node=titles[node.id],
+                                                position=selected)
     with vars_tab:
         declared = [v.name for v in flow.variables]
         variables = sorted(svc.variables(conv_id),

@@ -126,4 +126,4 @@ st.caption(plain(f"Tokens: {replay.counter.describe()}"
                  + (f" · budget: {ledger.budget_note}" if ledger.budget_note else "")))
 if ledger.exceeds_context:
     st.warning(f"The prompt plus max_tokens exceeds the model's context size of {ledger.context_size:,} tokens.")
-render_ledger_table(ledger, conversation, key=page_key("table"))
+render_ledger_table(ledger, conversation, key=page_key("table"), position=replay.position_of(turn))

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from core.model.conversation import Conversation, message_text, turn_label
-from core.model.ledger import REASON_LABELS, Ledger, SyntheticMessage, explain
+from core.model.ledger import REASON_LABELS, Ledger, SyntheticMessage, branch_copies, explain
 from ui.paging import page_slice
 
 LEDGER_PAGE = 200  # rows of the table at once
@@ -16,7 +16,12 @@ YES, NO = "yes", "no"
 COLUMNS = ("turn", "reason", "message", "tokens", "kept", "role", "kind", "why")
 
 
-def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = None) -> list[dict]:
+def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = None,
+                position: int | None = None) -> list[dict]:
+    """One row per earlier message (and per message sent instead), with the reason in words; given
+    the call's ``position``, an other-branch copy of a message on this branch says whose it is."""
+    copies = {} if position is None else branch_copies(ledger, (m.ref for m in conversation.turns[position].messages),
+                                                       position)
     rows = []
     for e in ledger.rows():
         if isinstance(e, SyntheticMessage):
@@ -34,14 +39,24 @@ def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = N
             "kind": e.kind,
             "tokens": e.tokens,
             "reason": REASON_LABELS.get(e.reason, e.reason),
-            "why": explain(e, ledger.config, node),
+            "why": _copy_why(copies[e.position, e.index], position, conversation) if (e.position, e.index) in copies
+            else explain(e, ledger.config, node),
             "message": text[:160] + ("…" if len(text) > 160 else ""),
         })
     return rows
 
 
-def render_ledger_table(ledger: Ledger, conversation: Conversation, *, key: str, node: str | None = None) -> None:
-    rows = ledger_rows(ledger, conversation, node)
+def _copy_why(holder: int, position: int | None, conversation: Conversation) -> str:
+    """The why of an other-branch copy of a message on this branch (:func:`branch_copies`)."""
+    shared = "(the sibling turns of a regenerated reply each hold it)"
+    if holder == position:
+        return f"on another branch, but the same message as one of this turn's own {shared}: part of this turn itself"
+    return f"on another branch, but the same message as {turn_label(conversation, holder)}'s {shared}: see that row"
+
+
+def render_ledger_table(ledger: Ledger, conversation: Conversation, *, key: str, node: str | None = None,
+                        position: int | None = None) -> None:
+    rows = ledger_rows(ledger, conversation, node, position)
     if not rows:
         st.info("This is the first turn: there is no earlier message for memory to keep or drop.")
         return

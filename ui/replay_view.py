@@ -276,7 +276,8 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
                     render_receipt(r, ledger, key=f"rrc-{selected_id}-{lens.id}", what_if=lens.id in changed)
                     if ledger.entries and st.toggle(f"Show every earlier message ({len(ledger.entries):,}), kept or not",
                                                     key=f"rlt-on-{lens.id}"):
-                        render_ledger_table(ledger, conv, key=f"rlt-{selected_id}-{lens.id}", node=lens.title)
+                        render_ledger_table(ledger, conv, key=f"rlt-{selected_id}-{lens.id}", node=lens.title,
+                                            position=selected)
     with tabs[2]:
         by_number = {numbers[p]: conv.turns[p].id for p in thread}
         render_findings(_findings(url, conv_id, stamp, lenses_json), key=f"rfind-{conv_id}",

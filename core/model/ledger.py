@@ -447,6 +447,22 @@ def _summaries_from(summaries: list[TurnSummary]) -> TurnSummaries:
     return out.keep()
 
 
+def branch_copies(ledger: Ledger, refs_here: Iterable[int | str], position: int) -> dict[tuple[int, int], int]:
+    """The ``other_branch`` entries that are the same source message (the same ``ref``) as one on
+    this call's branch: the question a regenerated reply shares with the sibling it replaced, which
+    a tree export (ChatGPT, Claude, OpenAssistant) holds once and each sibling turn holds as its
+    own. ``refs_here`` are the refs of the call's own turn, at ``position``. Keyed by the entry's
+    ``(position, index)``; the value is the position of the turn on the branch holding the message
+    (the call's own when it holds it). A message without a ref is nobody's copy."""
+    on_branch: dict[int | str, int] = {}
+    for e in ledger.entries:
+        if e.reason != OTHER_BRANCH and e.ref not in ("", None):
+            on_branch[e.ref] = e.position
+    on_branch.update((ref, position) for ref in refs_here if ref not in ("", None))
+    return {(e.position, e.index): on_branch[e.ref] for e in ledger.entries
+            if e.reason == OTHER_BRANCH and e.ref in on_branch}
+
+
 def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = None) -> str:
     """The reason for one entry in plain words, for hovers, tables and reports."""
     config = config or {}
@@ -464,7 +480,7 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
         return "scope 'session': memory lives for one run only" if scope == "session" else \
             "no chat thread: memory lives for one run only"
     if r == OTHER_BRANCH:
-        return "on another branch (regenerated or edited), never sent"
+        return "on another branch (regenerated or edited): not this turn's history"
     if r == GRANULARITY:
         return "intermediate message (tool call, tool result or reasoning); query_answer keeps only query and answer"
     if r == TRIMMED_EARLIER:

@@ -470,3 +470,30 @@ def test_heatmap_rows_that_would_read_alike_add_their_number():
     assert row_labels([1, 2, 3, 4, 5], names.get) == ["turn 1", "turn 2 · 1/2", "turn 2 · 2/2", "turn 3 (#4)",
                                                      "turn 3 (#5)"]
     assert row_labels([1, 2]) == ["turn 1", "turn 2"]
+
+
+def _copy_whys(at) -> list[str]:
+    """The why of every row of the page's ledger tables that names another branch's copy."""
+    return [w for df in at.dataframe for w in df.value.get("why", []) if w.startswith("on another branch, but")]
+
+
+def test_the_debugger_and_the_ledger_explorer_say_whose_a_regenerated_replys_question_is(page):
+    """ChatGPT's Lisbon trip: turn 2 · 2/3's question is the regenerated turn 2 · 3/3's too (one
+    node of the export); turn 3's table says so, where it said "never sent"."""
+    conv_id = page.stored["chatgpt"][0]
+    conv = repo.load_conversation(page.db, conv_id)
+    page.session_state["conv_id"] = conv_id
+    page.run()
+    last = ConversationService(page.db).active_thread(conv_id)[-1]
+    page.session_state["selected_turn"] = last
+    page.run()
+    page.toggle(key="rlt-on-lens-default").set_value(True).run()
+    assert not page.exception, page.exception
+    holder = turn_label(conv, 3)
+    assert holder == "turn 2 · 3/3"
+    assert [w.split(" (")[0] for w in _copy_whys(page)] == [f"on another branch, but the same message as {holder}'s"]
+    page.switch_page("pages/ledger.py").run()
+    page.radio(key="ledger_from").set_value("stored").run()
+    page.selectbox(key="ledger_stored").set_value(conv_id).run()
+    assert not page.exception, page.exception
+    assert [w.split(" (")[0] for w in _copy_whys(page)] == [f"on another branch, but the same message as {holder}'s"]
