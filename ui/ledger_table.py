@@ -32,26 +32,24 @@ def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = N
             continue
         msg = conversation.turns[e.position].messages[e.index]
         text = " ".join(message_text(msg).split())
+        reason, why = REASON_LABELS.get(e.reason, e.reason), None
+        holder = copies.get((e.position, e.index))
+        if holder is not None:  # which turn holds it leads: what shows of the reason in a narrow column
+            where = "this turn" if holder == position else turn_label(conversation, holder)
+            reason = f"same as {where} ({reason})"
+            why = (f"on another branch, but the same message as {where}'s (the sibling turns of a regenerated reply "
+                   "each hold it): " + ("part of this turn itself" if holder == position else "see that row"))
         rows.append({
             "kept": YES if e.kept else NO,
             "turn": turn_label(conversation, e.position).removeprefix("turn "),
             "role": e.role,
             "kind": e.kind,
             "tokens": e.tokens,
-            "reason": REASON_LABELS.get(e.reason, e.reason),
-            "why": _copy_why(copies[e.position, e.index], position, conversation) if (e.position, e.index) in copies
-            else explain(e, ledger.config, node),
+            "reason": reason,
+            "why": why or explain(e, ledger.config, node),
             "message": text[:160] + ("…" if len(text) > 160 else ""),
         })
     return rows
-
-
-def _copy_why(holder: int, position: int | None, conversation: Conversation) -> str:
-    """The why of an other-branch copy of a message on this branch (:func:`branch_copies`)."""
-    shared = "(the sibling turns of a regenerated reply each hold it)"
-    if holder == position:
-        return f"on another branch, but the same message as one of this turn's own {shared}: part of this turn itself"
-    return f"on another branch, but the same message as {turn_label(conversation, holder)}'s {shared}: see that row"
 
 
 def render_ledger_table(ledger: Ledger, conversation: Conversation, *, key: str, node: str | None = None,

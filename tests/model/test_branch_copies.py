@@ -79,15 +79,18 @@ def test_only_other_branch_entries_are_copies_and_the_newest_holder_on_the_branc
 
 def test_the_table_says_whose_message_a_copy_is_and_never_that_it_was_not_sent():
     conv = _lisbon()
-    for position, whose in ((4, "the same message as turn 2 · 3/3's"), (3, "the same message as one of this turn's own")):
+    for position, where, then in ((4, "turn 2 · 3/3", "see that row"), (3, "this turn", "part of this turn itself")):
         ledger = Replay(conv, BUFFER).ledger_at(position)
         rows = ledger_rows(ledger, conv, None, position)
         copy = [r for r in rows if r["turn"] == "2 · 2/3" and r["role"] == "user"]
-        assert len(copy) == 1 and copy[0]["why"].startswith(f"on another branch, but {whose}"), copy
-        assert copy[0]["reason"] == "on another branch" and copy[0]["kept"] == "no"
+        assert len(copy) == 1 and copy[0]["kept"] == "no", copy
+        assert copy[0]["reason"] == f"same as {where} (on another branch)"
+        assert copy[0]["why"] == (f"on another branch, but the same message as {where}'s (the sibling turns of a "
+                                  f"regenerated reply each hold it): {then}")
         # Every other other-branch row keeps the reason's words.
-        others = [r for r in rows if r["reason"] == "on another branch" and r is not copy[0]]
-        assert others and {r["why"] for r in others} == {"on another branch (regenerated or edited): not this turn's history"}
+        others = [r for r in rows if r["reason"] == "on another branch"]
+        assert len(others) == 3 and {r["why"] for r in others} == {
+            "on another branch (regenerated or edited): not this turn's history"}
     # Without the call's position the table words every other-branch row alike.
     ledger = Replay(conv, BUFFER).ledger_at(4)
     assert {r["why"] for r in ledger_rows(ledger, conv) if r["reason"] == "on another branch"} == {

@@ -472,9 +472,9 @@ def test_heatmap_rows_that_would_read_alike_add_their_number():
     assert row_labels([1, 2]) == ["turn 1", "turn 2"]
 
 
-def _copy_whys(at) -> list[str]:
-    """The why of every row of the page's ledger tables that names another branch's copy."""
-    return [w for df in at.dataframe for w in df.value.get("why", []) if w.startswith("on another branch, but")]
+def _copy_reasons(at) -> list[str]:
+    """The reason of every row of the page's ledger tables that names another branch's copy."""
+    return [r for df in at.dataframe for r in df.value.get("reason", []) if r.startswith("same as ")]
 
 
 def test_the_debugger_and_the_ledger_explorer_say_whose_a_regenerated_replys_question_is(page):
@@ -491,9 +491,9 @@ def test_the_debugger_and_the_ledger_explorer_say_whose_a_regenerated_replys_que
     assert not page.exception, page.exception
     holder = turn_label(conv, 3)
     assert holder == "turn 2 · 3/3"
-    assert [w.split(" (")[0] for w in _copy_whys(page)] == [f"on another branch, but the same message as {holder}'s"]
+    assert _copy_reasons(page) == [f"same as {holder} (on another branch)"]
     page.switch_page("pages/ledger.py").run()
     page.radio(key="ledger_from").set_value("stored").run()
     page.selectbox(key="ledger_stored").set_value(conv_id).run()
     assert not page.exception, page.exception
-    assert [w.split(" (")[0] for w in _copy_whys(page)] == [f"on another branch, but the same message as {holder}'s"]
+    assert _copy_reasons(page) == [f"same as {holder} (on another branch)"]
