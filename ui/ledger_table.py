@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from core.model.conversation import Conversation, message_text, turn_label
-from core.model.ledger import REASON_LABELS, Ledger, SyntheticMessage, branch_copies, explain
+from core.model.ledger import REASON_LABELS, Ledger, SyntheticMessage, branch_copies, copy_words, explain
 from ui.paging import page_slice
 
 LEDGER_PAGE = 200  # rows of the table at once
@@ -34,11 +34,9 @@ def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = N
         text = " ".join(message_text(msg).split())
         reason, why = REASON_LABELS.get(e.reason, e.reason), None
         holder = copies.get((e.position, e.index))
-        if holder is not None:  # which turn holds it leads: what shows of the reason in a narrow column
-            where = "this turn" if holder == position else turn_label(conversation, holder)
-            reason = f"same as {where} ({reason})"
-            why = (f"on another branch, but the same message as {where}'s (the sibling turns of a regenerated reply "
-                   "each hold it): " + ("part of this turn itself" if holder == position else "see that row"))
+        if holder is not None:
+            reason, why = copy_words("this turn" if holder == position else turn_label(conversation, holder),
+                                     holder == position)
         rows.append({
             "kept": YES if e.kept else NO,
             "turn": turn_label(conversation, e.position).removeprefix("turn "),

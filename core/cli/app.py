@@ -20,7 +20,7 @@ from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITIES, TRIM_COUNTERS, MemoryConfig, Replay
 from core.memory.strategies import AGENT_STRATEGIES, FUNCTION_CALL, STRATEGIES
 from core.model.conversation import Conversation
-from core.model.ledger import SyntheticMessage, explain
+from core.model.ledger import SyntheticMessage, branch_copies, copy_words, explain
 from core.words import plural
 
 from .errors import UsageError
@@ -145,12 +145,18 @@ def _table(replay: Replay, turn_numbers: Sequence[int]) -> str:
         lines.append(f"Turn {number}: {_short(turns[position].query)!r}")
         if not ledger.entries:
             lines.append("  (no earlier messages)")
+        copies = branch_copies(ledger, (m.ref for m in turns[position].messages), position)
         for e in ledger.rows():
             if isinstance(e, SyntheticMessage):  # sent in place of earlier messages
                 lines.append(f"  + {e.origin:<15} {e.covers_label:<9} {e.role:<9} {e.tokens:>6} tok  {_short(e.content)}")
                 continue
             mark = "✓" if e.kept else "✗"
-            why = "" if e.kept else f"  — {explain(e, ledger.config)}"
+            holder = copies.get((e.position, e.index))
+            if holder is not None:  # the same message as one on the branch: say whose
+                why = "  — " + copy_words("this turn" if holder == position else f"turn {replay.numbers[holder]}",
+                                          holder == position)[1]
+            else:
+                why = "" if e.kept else f"  — {explain(e, ledger.config)}"
             lines.append(f"  {mark} {e.reason:<15} turn {e.turn:<4} {e.role:<9} {e.tokens:>6} tok  {e.ref}{why}")
         budget = f"{ledger.budget:,}" if ledger.budget is not None else "none"
         kept = len(ledger.kept)

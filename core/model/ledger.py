@@ -463,6 +463,15 @@ def branch_copies(ledger: Ledger, refs_here: Iterable[int | str], position: int)
             if e.reason == OTHER_BRANCH and e.ref in on_branch}
 
 
+def copy_words(where: str, own: bool) -> tuple[str, str]:
+    """A :func:`branch_copies` entry's reason and why in words, beside :func:`explain`'s: ``where``
+    names the turn on the branch that holds the message ("turn 2 · 3/3"; "this turn" when ``own``,
+    the call's own turn). The turn leads the reason: a narrow column shows that much."""
+    return (f"same as {where} ({REASON_LABELS[OTHER_BRANCH]})",
+            f"on another branch, but the same message as {where}'s (the sibling turns of a regenerated reply each "
+            "hold it): " + ("part of this turn itself" if own else "see that row"))
+
+
 def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = None) -> str:
     """The reason for one entry in plain words, for hovers, tables and reports."""
     config = config or {}

@@ -235,3 +235,16 @@ def test_a_react_agent_app_remembers_each_run_as_its_scratchpad_and_forgets_the_
     assert why("Rotterdam") == "dify agent app (ReAct): still has it at turn 6, the newest turn."
     code, _, err = run(agent, "--agent-strategy", "cot")
     assert code == 2 and "invalid choice: 'cot'" in err
+
+
+def test_the_table_says_whose_a_regenerated_replys_question_is():
+    """ChatGPT's Lisbon trip: turn 3's question is one node of the export that the regenerated turn 4
+    holds too; the table names that turn, in its own numbers, where it said the question was never sent."""
+    code, out, err = run(CHATGPT, "--index", "0")
+    assert code == 0, err
+    copies = [line for line in out.splitlines() if "same message" in line]
+    assert [line.split("—")[1].strip().split(" (")[0] for line in copies] == [
+        "on another branch, but the same message as this turn's",  # turn 4's own question
+        "on another branch, but the same message as turn 4's"]  # turn 5's table
+    assert all(" turn 3 " in line and line.split()[:2] == ["✗", "other_branch"] for line in copies)
+    assert "never sent" not in out
