@@ -60,7 +60,9 @@ def test_rows_of_different_source_messages_are_not_copies_though_their_text_is_t
 
 def test_a_message_without_a_ref_is_nobodys_copy():
     for missing in ("", None):
+        # Neither through a turn on the branch nor through the call's own turn.
         assert _copies(_regenerated(missing, missing), 3) == {}
+        assert _copies(_regenerated(missing, missing), 2) == {}
     # An index ref of 0 is a ref.
     assert _copies(_regenerated(0, 0), 3) == {(1, 0): 2}
     assert _copies(_regenerated(0, 0), 2) == {(1, 0): 2}
