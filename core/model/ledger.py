@@ -450,10 +450,13 @@ def _summaries_from(summaries: list[TurnSummary]) -> TurnSummaries:
 def branch_copies(ledger: Ledger, refs_here: Iterable[int | str], position: int) -> dict[tuple[int, int], int]:
     """The ``other_branch`` entries that are the same source message (the same ``ref``) as one on
     this call's branch: the question a regenerated reply shares with the sibling it replaced, which
-    a tree export (ChatGPT, Claude, OpenAssistant) holds once and each sibling turn holds as its
-    own. ``refs_here`` are the refs of the call's own turn, at ``position``. Keyed by the entry's
-    ``(position, index)``; the value is the position of the turn on the branch holding the message
-    (the call's own when it holds it). A message without a ref is nobody's copy."""
+    a tree export (ChatGPT's, Claude's: a message's ref is its node's id) holds once and each
+    sibling turn holds as its own. ``refs_here`` are the refs of the call's own turn, at
+    ``position``. Keyed by the entry's ``(position, index)``; the value is the position of the turn
+    on the branch holding the message (the call's own when it holds it). A message without a ref
+    is nobody's copy."""
+    if all(e.reason != OTHER_BRANCH for e in ledger.entries):  # a conversation that never branched
+        return {}
     on_branch: dict[int | str, int] = {}
     for e in ledger.entries:
         if e.reason != OTHER_BRANCH and e.ref not in ("", None):

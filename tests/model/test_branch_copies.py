@@ -97,3 +97,12 @@ def test_the_table_says_whose_message_a_copy_is_and_never_that_it_was_not_sent()
     ledger = Replay(conv, BUFFER).ledger_at(4)
     assert {r["why"] for r in ledger_rows(ledger, conv) if r["reason"] == "on another branch"} == {
         explain(ledger.entries[2])}
+
+
+def test_the_first_answer_regenerated_shares_the_first_question_though_nothing_earlier_is_on_the_branch():
+    q = Message("user", "hi", QUERY, "q1")
+    conv = Conversation(id="c", turns=[_turn("t1a", None, q, Message("assistant", "hello", ANSWER, "r1a")),
+                                       _turn("t1b", None, q, Message("assistant", "hey", ANSWER, "r1b"))])
+    ledger = Replay(conv, BUFFER).ledger_at(1)
+    assert [e.reason for e in ledger.entries] == [OTHER_BRANCH, OTHER_BRANCH]
+    assert _copies(conv, 1) == {(0, 0): 1}
