@@ -410,9 +410,12 @@ class TurnSummaries(Sequence):
         return values
 
     def _at(self, position: int) -> TurnSummary:
-        turn, kept, dropped, history, prompt, budget, oldest = (c[position] for c in self._columns)
-        return TurnSummary(turn, kept, dropped, history, prompt, None if budget == self.NONE else budget,
-                           None if oldest == self.NONE else oldest)
+        # Each column indexed by name, not in a loop over them: a long replay's reader (the CLI's
+        # summary, the report) makes one per turn, and a generator per summary doubled its cost.
+        turn, kept, dropped, history, prompt, budget, oldest = self._columns
+        budget, oldest = budget[position], oldest[position]
+        return TurnSummary(turn[position], kept[position], dropped[position], history[position], prompt[position],
+                           None if budget == self.NONE else budget, None if oldest == self.NONE else oldest)
 
     def __len__(self) -> int:
         return len(self._positions)
