@@ -320,7 +320,11 @@ if side_col is not None:
             if for_new_turns[n.id] != baselines[n.id]:
                 st.caption(html.plain(f"{node_titles[n.id]}: new turns use {for_new_turns[n.id].label()} "
                                  f"(this turn ran with {baselines[n.id].label()})."))
-        changed = render_switchboard(memory_nodes, baselines, key=conv_key(keys.SWITCHBOARD) + f"-{selected_id}")
+        # The turn whose settings the widgets hold: inspecting another (or flipping back) starts from its own.
+        fresh = st.session_state.get(conv_key(keys.SWITCHBOARD)) != selected_id
+        st.session_state[conv_key(keys.SWITCHBOARD)] = selected_id
+        changed = render_switchboard(memory_nodes, baselines, key=conv_key(keys.SWITCHBOARD) + f"-{selected_id}",
+                                     fresh=fresh)
         # Whole configs (the inspected turn's settings with the changes on top), for what-if ledgers and re-runs.
         overrides = {nid: {**baselines[nid].to_dict(), **c} for nid, c in changed.items()}
         if changed:

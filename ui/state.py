@@ -52,7 +52,8 @@ RERUN_FROM, KEEP_SETTINGS = "rerun_from", "keep_settings"  # the switchboard's t
 CHAT_INPUT = "chat_input"
 # Kept per conversation (``of_conversation(NAME, id)``): its name being edited, the "where did it go?"
 # box, how many turns the transcript shows, the transcript, the recall preview, the variables panel,
-# the switchboard (per conversation and inspected turn: ``of_conversation(SWITCHBOARD, id) + f"-{turn}"``).
+# the switchboard (per conversation and inspected turn: ``of_conversation(SWITCHBOARD, id) + f"-{turn}"``;
+# ``of_conversation(SWITCHBOARD, id)`` itself holds the turn whose settings its widgets were loaded with).
 RENAME, WHY, SHOWN, TRANSCRIPT_TURNS, RECALL, VARIABLES, SWITCHBOARD = \
     "rename", "why", "shown", "tx", "recall", "vars", "sb"
 

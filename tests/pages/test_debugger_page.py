@@ -634,3 +634,28 @@ def test_where_did_it_go_names_the_settings_it_replays_the_thread_with(app):
     note = why_settings_note("turn 8", "Classifier: memory off; Responder: dify window 4")
     captions = [shown(c.value) for c in app.caption]
     assert note in captions, captions
+
+
+def test_a_newly_inspected_turn_shows_its_own_settings_whatever_its_widgets_were_left_holding(app):
+    """Widgets can outlive a look at a turn (a run cut short by a click leaves them): inspecting the
+    turn again shows what it ran with, never the leftover value (once seen in a browser as window 0
+    over markers of window 4)."""
+    conv_id = app.session_state["conv_id"]
+    database = db(app)
+    turn6 = repo.load_turn_rows(database, conv_id)[5]["id"]
+    service = ConversationService(database)
+    recorded = service.node_runs(service.conversation(conv_id), turn6)
+    window = next(r for r in recorded if r["node_id"] == "responder")["memory"]["window"]
+    widget = f"sb-{conv_id}-{turn6}-responder_window_turns"
+    app.session_state[widget] = 0  # left over
+    app.session_state[f"sb-{conv_id}-{turn6}-responder_window_on"] = False
+    app.button(key=f"tx-{conv_id}-{turn6}-1-inspect").click().run()
+    assert not app.exception
+    assert window not in (0, None)
+    assert app.number_input(key=widget).value == window
+    assert app.toggle(key=f"sb-{conv_id}-{turn6}-responder_window_on").value is True
+    assert "No change: ledgers are as recorded." in " ".join(c.value for c in app.caption)
+    # A change made while the turn stays inspected is kept across reruns (only a newly inspected turn starts over).
+    app.number_input(key=widget).set_value(window + 1).run()
+    app.run()
+    assert app.number_input(key=widget).value == window + 1
