@@ -118,10 +118,15 @@ st.markdown(f"**{turn_label(conversation, replay.position_of(turn)).capitalize()
 st.text(query)
 cols = st.columns(5)
 cols[0].metric("Kept", len(ledger.kept))
-cols[1].metric("Dropped", len(ledger.dropped))
+cols[1].metric("Dropped", ledger.dropped_count(),
+               help="Earlier messages this node's memory could have sent and left out")
 cols[2].metric("History tokens", f"{ledger.history_tokens:,}")
 cols[3].metric("Budget", f"{ledger.budget:,}" if ledger.budget is not None else "none")
 cols[4].metric("Prompt tokens", f"{ledger.prompt_tokens:,}")
+not_eligible = ledger.not_eligible_count()
+if not_eligible:
+    st.caption(f"◌ {not_eligible:,} earlier message{'s' if not_eligible != 1 else ''} not eligible (memory off, "
+               "out of scope or on another branch): never this node's to send, so neither kept nor dropped.")
 st.caption(plain(f"Tokens: {replay.counter.describe()}"
                  + (f" · budget: {ledger.budget_note}" if ledger.budget_note else "")))
 if ledger.exceeds_context:

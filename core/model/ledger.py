@@ -212,6 +212,11 @@ class Ledger:
         """Earlier messages the memory could have sent and did not (a reason outside :data:`NOT_ELIGIBLE`)."""
         return sum(1 for e in self.entries if not e.kept and e.reason not in NOT_ELIGIBLE)
 
+    def not_eligible_count(self) -> int:
+        """Earlier messages that were never this node's to send (a reason in :data:`NOT_ELIGIBLE`:
+        memory off, out of scope, on another branch): neither kept nor dropped."""
+        return sum(1 for e in self.entries if e.reason in NOT_ELIGIBLE)
+
     def entries_at(self, positions: Iterable[int]) -> list[LedgerEntry]:
         """The entries of the earlier turns at ``positions`` (turn positions), in order."""
         wanted = set(positions)
@@ -327,6 +332,9 @@ class RunLedger(Ledger):
 
     def dropped_count(self) -> int:  # from the runs: no entry listed
         return sum(n for reason, n in self.runs if reason != KEPT and reason not in NOT_ELIGIBLE)
+
+    def not_eligible_count(self) -> int:  # from the runs too
+        return sum(n for reason, n in self.runs if reason in NOT_ELIGIBLE)
 
     def plain(self) -> Ledger:
         return Ledger(**{f.name: getattr(self, f.name) for f in fields(Ledger)})

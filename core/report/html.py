@@ -375,8 +375,11 @@ def _ledgers_html(report: Report, columns: int = REPORT_COLUMNS) -> str:
                      f"<th>message</th></tr>{''.join(rows)}</table>") if rows else \
                 "<p>First turn: no earlier message.</p>"
             budget = f"{ledger.budget:,}" if ledger.budget is not None else "none"
-            parts.append(f'<details><summary>Turn {turn}: {len(ledger.kept)} kept, {len(ledger.dropped)} dropped, '
-                         f'{ledger.history_tokens:,} history tokens (budget {budget})</summary>{more}{table}</details>')
+            not_eligible = ledger.not_eligible_count()
+            outside = f"{not_eligible:,} not eligible, " if not_eligible else ""
+            parts.append(f'<details><summary>Turn {turn}: {len(ledger.kept):,} kept, {ledger.dropped_count():,} dropped, '
+                         f'{outside}{ledger.history_tokens:,} history tokens (budget {budget})</summary>{more}{table}'
+                         '</details>')
         out.append(f'<details class="ledger" data-config="{_e(c.label)}"><summary><b>{_e(c.label)}</b></summary>'
                    f'{"".join(parts)}</details>')
     return "".join(out)

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from core.memory.replay import MemoryConfig, Replay
 from core.model.conversation import Conversation
-from core.model.ledger import GRANULARITY, OTHER_BRANCH, OUTSIDE_WINDOW
+from core.model.ledger import GRANULARITY, NOT_ELIGIBLE, OTHER_BRANCH, OUTSIDE_WINDOW
 from tests.builders import linear, record
 from tests.memory.test_ledger_pipeline import WORDS, tool_turn
 
@@ -55,6 +55,11 @@ def test_a_turns_ledger_from_its_reach_is_the_ledger_of_its_whole_thread(conv, c
         assert near.ledger_at(p) == ledger
         lazy = near.ledger_at(p, lazy=True)
         assert lazy.dropped_count() == ledger.dropped_count()  # from its runs, before listing its entries
+        assert lazy.not_eligible_count() == ledger.not_eligible_count()
+        # Every earlier message is kept, dropped or not eligible: one of the three, never two.
+        kept = sum(1 for e in ledger.entries if e.kept)
+        assert kept + ledger.dropped_count() + ledger.not_eligible_count() == len(ledger.entries)
+        assert ledger.not_eligible_count() == sum(1 for e in ledger.entries if e.reason in NOT_ELIGIBLE)
         assert lazy == ledger
 
 

@@ -41,6 +41,16 @@ def test_switching_memory_off_marks_every_message_memory_off():
     frame = at.dataframe[0].value
     assert set(frame["reason"]) == {"memory off"}
     assert at.metric[0].value == "0"
+    # Memory off sends nothing and drops nothing: every earlier message is not eligible, said once.
+    assert at.metric[1].label == "Dropped" and at.metric[1].value == "0"
+    assert any(c.value.startswith(f"◌ {len(frame)} earlier messages not eligible") for c in at.caption)
+
+
+def test_a_window_drops_the_older_messages_and_none_is_not_eligible():
+    at = new_app().run()
+    frame = at.dataframe[0].value
+    assert at.metric[1].value == str(int((frame["kept"] == "no").sum())) != "0"
+    assert not any("not eligible" in c.value for c in at.caption)
 
 
 def test_choosing_an_earlier_turn_shows_that_turns_ledger():

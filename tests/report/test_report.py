@@ -525,3 +525,18 @@ def test_a_small_heatmap_is_wide_enough_for_its_caption():
     caption = re.search(r'<text x="(\d+)" y="\d+">(earlier messages[^<]*)</text>', svg)
     assert caption and "(4 shown;" in caption[2]
     assert width >= int(caption[1]) + SVG_CHAR_WIDTH * len(caption[2]) and SVG_CHAR_WIDTH >= 6
+
+
+def test_a_turns_heading_counts_kept_dropped_and_not_eligible_apart():
+    """'Dropped' is what the memory could have sent and left out; a message it never could send
+    (memory off, another branch) is counted on its own, as the Debugger's ◌ marker shows it."""
+    configs = (NamedConfig("off", MemoryConfig(strategy="off")), NamedConfig("dify window 3", MemoryConfig(window=3)))
+    conv = lisbon()
+    text = "".join(Page(report_html(report_of(conv, configs))).text)
+    last = len(conv.turns)
+    earlier = sum(len(t.messages) for t in conv.turns[:-1])
+    assert f"Turn {last}: 0 kept, 0 dropped, {earlier} not eligible, 0 history tokens" in text
+    ledger = Replay(conv, MemoryConfig(window=3)).ledger_at(last - 1)
+    kept, dropped = len(ledger.kept), ledger.dropped_count()
+    assert dropped > 0 and kept + dropped == earlier
+    assert f"Turn {last}: {kept} kept, {dropped} dropped, {ledger.history_tokens:,} history tokens" in text
