@@ -6,7 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from core.model.conversation import Conversation, message_text, turn_label
-from core.model.ledger import REASON_LABELS, Ledger, SyntheticMessage, branch_copies, copy_words, explain
+from core.model.ledger import (REASON_LABELS, Ledger, LedgerEntry, SyntheticMessage, branch_copies, copy_words,
+                               explain)
 from ui.paging import page_slice
 
 LEDGER_PAGE = 200  # rows of the table at once
@@ -61,7 +62,7 @@ def render_ledger_table(ledger: Ledger, conversation: Conversation, *, key: str,
                                 required=True)
     reasons = sorted({r["reason"] for r in rows})
     picked = c2.multiselect("Reasons", reasons, key=f"{key}-reasons", placeholder="every reason")
-    rows = filter_rows(rows, show, picked)
+    rows = filter_rows(rows, show, picked, [isinstance(e, LedgerEntry) and e.dropped for e in ledger.rows()])
     if not rows:
         st.caption("No earlier message matches these filters.")
         return
@@ -78,10 +79,13 @@ def render_ledger_table(ledger: Ledger, conversation: Conversation, *, key: str,
                                 "why": st.column_config.TextColumn(width="large")})
 
 
-def filter_rows(rows: list[dict], show: str | None, reasons: list[str] | None) -> list[dict]:
-    """Rows kept or dropped only (``show``), and of the given reasons (none given: every reason)."""
+def filter_rows(rows: list[dict], show: str | None, reasons: list[str] | None,
+                dropped: list[bool]) -> list[dict]:
+    """Rows kept or dropped only (``show``), and of the given reasons (none given: every reason).
+    ``dropped`` says which rows the memory left out (:attr:`LedgerEntry.dropped`): a message it could
+    not send (memory off, out of scope, another branch) is neither kept nor dropped, as the metrics say."""
     if show == "dropped":
-        rows = [r for r in rows if r["kept"] != YES]
+        rows = [r for r, left_out in zip(rows, dropped) if left_out]
     elif show == "kept":
         rows = [r for r in rows if r["kept"] == YES]
     if reasons:

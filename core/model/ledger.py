@@ -78,6 +78,11 @@ class LedgerEntry:
     position: int = 0  # the source turn's position in the conversation
     index: int = 0     # the message's index within that turn
 
+    @property
+    def dropped(self) -> bool:
+        """Left out by the memory: it could have been sent (its reason is not in :data:`NOT_ELIGIBLE`)."""
+        return not self.kept and self.reason not in NOT_ELIGIBLE
+
     def to_json(self) -> dict:
         return {"ref": self.ref, "turn": self.turn, "role": self.role, "tokens": self.tokens,
                 "kept": self.kept, "reason": self.reason}
@@ -204,13 +209,9 @@ class Ledger:
     def kept(self) -> list[LedgerEntry]:
         return [e for e in self.entries if e.kept]
 
-    @property
-    def dropped(self) -> list[LedgerEntry]:
-        return [e for e in self.entries if not e.kept]
-
     def dropped_count(self) -> int:
         """Earlier messages the memory could have sent and did not (a reason outside :data:`NOT_ELIGIBLE`)."""
-        return sum(1 for e in self.entries if not e.kept and e.reason not in NOT_ELIGIBLE)
+        return sum(1 for e in self.entries if e.dropped)
 
     def not_eligible_count(self) -> int:
         """Earlier messages that were never this node's to send (a reason in :data:`NOT_ELIGIBLE`:

@@ -233,7 +233,10 @@ def test_the_ledger_explorer_opens_a_stored_imported_conversation(page):
     fidelity = page.radio(key="ledger_fidelity").value
     replay = Replay(conv, MemoryConfig(window=3, fidelity=fidelity), system_prompt=conv.system_prompt)
     last = replay.ledger(replay.numbers[-1])
-    assert [m.value for m in page.metric][:2] == [str(len(last.kept)), str(len(last.dropped))]
+    assert [m.value for m in page.metric][:2] == [str(len(last.kept)), str(last.dropped_count())]
+    # A branched export: the other branches' messages are not eligible, said apart from what was dropped.
+    others = last.not_eligible_count()
+    assert others > 0 and any(c.value.startswith(f"◌ {others:,} earlier messages not eligible") for c in page.caption)
     # The turn is named by its place on its thread, as everywhere else (a branched export).
     label = turn_label(conv, replay.position_of(replay.numbers[-1])).capitalize()
     assert any(shown(m.value).startswith(f"**{label}**") for m in page.markdown), label

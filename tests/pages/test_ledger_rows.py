@@ -22,3 +22,30 @@ def test_a_scratchpad_is_listed_right_after_the_step_it_stands_in_for():
     (synthetic,) = ledger.synthetic
     html = _sent_instead(synthetic)
     assert f'<td class="kept">{pad["reason"]}</td><td>{pad["why"]}</td>' in html
+
+
+def test_show_dropped_lists_what_the_memory_left_out_and_not_what_it_could_never_send():
+    """A window of 1 on a branched conversation: the sibling branch's messages are not eligible, the
+    older ones on the thread outside the window; 'dropped' lists only the latter, as many as the
+    page's Dropped metric counts."""
+    from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
+    from core.model.ledger import OTHER_BRANCH, OUTSIDE_WINDOW
+    from ui.ledger_table import filter_rows
+
+    def turn(tid, parent, n):
+        return Turn(id=tid, parent_id=parent, messages=(Message("user", f"q{n}", QUERY, f"{tid}:q"),
+                                                        Message("assistant", f"a{n}", ANSWER, f"{tid}:a")),
+                    query_index=0, answer_index=1)
+
+    conv = Conversation(id="c", turns=[turn("t1", None, 1), turn("t2", "t1", 2), turn("t2b", "t1", 3),
+                                       turn("t3", "t2b", 4), turn("t4", "t3", 5)])
+    ledger = Replay(conv, MemoryConfig(window=2, fidelity="documented")).ledger_at(4)
+    reasons = [e.reason for e in ledger.entries]
+    assert OTHER_BRANCH in reasons and OUTSIDE_WINDOW in reasons
+    rows = ledger_rows(ledger, conv, position=4)
+    flags = [e.dropped for e in ledger.rows()]
+    shown = filter_rows(rows, "dropped", None, flags)
+    assert len(shown) == ledger.dropped_count() == reasons.count(OUTSIDE_WINDOW)
+    assert {r["reason"] for r in shown} == {"outside window"}
+    assert len(filter_rows(rows, "all", None, flags)) == len(rows)
+    assert [r["kept"] for r in filter_rows(rows, "kept", None, flags)] == ["yes"] * len(ledger.kept)
