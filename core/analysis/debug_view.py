@@ -23,7 +23,7 @@ from core.memory.strategies.dify import CODE, DifyStrategy, window_note
 from core.memory.strategies.dify_agent import agent_app
 from core.model.conversation import (WHOLE_THREAD_SOURCES, Conversation, message_text, source_model, thread_number,
                                      turn_label)
-from core.model.ledger import KEPT, NOT_ELIGIBLE, REASON_LABELS, Ledger, SyntheticMessage, explain
+from core.model.ledger import KEPT, REASON_LABELS, Ledger, SyntheticMessage, explain, is_dropped
 from core.words import plural
 
 KEPT_STATE, DROPPED_STATE, NOT_ELIGIBLE_STATE = "kept", "dropped", "not_eligible"
@@ -34,7 +34,7 @@ ORIGIN_ORDER = ("system", "template", "conversation variable", "context", "long-
 def marker_state(reason: str) -> str:
     if reason == KEPT:
         return KEPT_STATE
-    return NOT_ELIGIBLE_STATE if reason in NOT_ELIGIBLE else DROPPED_STATE
+    return DROPPED_STATE if is_dropped(reason) else NOT_ELIGIBLE_STATE
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str, o
     dropped: dict[str, int] = {}
     if ledger is not None:
         for e in ledger.entries:
-            if not e.kept and e.reason not in NOT_ELIGIBLE:
+            if e.dropped:
                 dropped[e.reason] = dropped.get(e.reason, 0) + e.tokens
     profile = dify_profile(ledger.config) if ledger is not None else ""
     difference, both = "", []

@@ -14,7 +14,7 @@ __all__, __getattr__ = public_api(__name__, {
                "NOT_ELIGIBLE", "OMITTED", "OTHER_BRANCH", "OUTSIDE_WINDOW", "OVER_BUDGET", "PARTIAL", "PLACEHOLDER",
                "REASON_LABELS", "REWRITTEN", "RunLedger", "SCOPE", "SCRATCHPAD", "SUMMARIZED", "SUMMARY",
                "SyntheticMessage", "TRIMMED_EARLIER", "TurnSummaries", "TurnSummary", "WORDS_SENT", "explain", "format_spans",
-               "reason_runs", "remembered"),
+               "is_dropped", "reason_runs", "remembered"),
     "tokens": ("DEFAULT_HISTORY_BUDGET", "DEMO_MODEL", "ModelFacts", "REPLY_PRIMING", "TokenCounter",
                "approximate_message_tokens", "chat_model_message_tokens", "count_cache", "counter_for",
                "model_facts", "model_supports_vision", "remember_counts"),

@@ -49,6 +49,12 @@ WORDS_SENT = frozenset({KEPT, REWRITTEN})
 #: Reasons for messages that were never candidates for this node's memory at all.
 NOT_ELIGIBLE = frozenset({MEMORY_OFF, SCOPE, OTHER_BRANCH})
 
+
+def is_dropped(reason: str) -> bool:
+    """Whether a message with this reason was left out by the memory: not kept, and not one it could
+    never send (:data:`NOT_ELIGIBLE`). Every message is kept, dropped or not eligible."""
+    return reason != KEPT and reason not in NOT_ELIGIBLE
+
 REASON_LABELS = {
     KEPT: "kept",
     MEMORY_OFF: "memory off",
@@ -81,7 +87,7 @@ class LedgerEntry:
     @property
     def dropped(self) -> bool:
         """Left out by the memory: it could have been sent (its reason is not in :data:`NOT_ELIGIBLE`)."""
-        return not self.kept and self.reason not in NOT_ELIGIBLE
+        return is_dropped(self.reason)
 
     def to_json(self) -> dict:
         return {"ref": self.ref, "turn": self.turn, "role": self.role, "tokens": self.tokens,
@@ -332,7 +338,7 @@ class RunLedger(Ledger):
         return list(self._kept)
 
     def dropped_count(self) -> int:  # from the runs: no entry listed
-        return sum(n for reason, n in self.runs if reason != KEPT and reason not in NOT_ELIGIBLE)
+        return sum(n for reason, n in self.runs if is_dropped(reason))
 
     def not_eligible_count(self) -> int:  # from the runs too
         return sum(n for reason, n in self.runs if reason in NOT_ELIGIBLE)
