@@ -34,9 +34,25 @@ def test_the_config_turns_the_file_watcher_usage_statistics_and_developer_menu_o
     code = ("from streamlit import config; config.get_config_options(force_reparse=True); "
             "print(config.get_option('server.address'), config.get_option('server.fileWatcherType'), "
             "config.get_option('browser.gatherUsageStats'), config.get_option('server.headless'), "
-            "config.get_option('client.toolbarMode'))")
+            "config.get_option('client.toolbarMode'), config.get_option('runner.magicEnabled'))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["127.0.0.1", "none", "False", "True", "viewer"]
+    assert out.split() == ["127.0.0.1", "none", "False", "True", "viewer", "False"]
+
+
+def test_no_page_is_parsed_for_magic(monkeypatch):
+    """Magic runs ast.parse over each page on the script thread; CPython 3.11 before 3.11.8 can fail
+    that ("AST constructor recursion depth mismatch") when another thread parses at the same moment,
+    and a page then opened on an error. With magic off the source is compiled directly."""
+    from streamlit.runtime.scriptrunner import magic
+    from streamlit.testing.v1 import AppTest
+
+    parsed = []
+    monkeypatch.setattr(magic, "add_magic", lambda code, path: parsed.append(path) or code)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/ledger.py").run()
+    assert not at.exception and at.title[0].value == "Ledger explorer"
+    assert parsed == []
 
 
 def test_the_readme_names_the_address_the_app_listens_on():
