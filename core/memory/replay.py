@@ -285,6 +285,18 @@ def _running(values: np.ndarray) -> np.ndarray:
     return out
 
 
+def not_kept(before, on_thread, kept, blocked):
+    """``(dropped, not_eligible)``: how a turn's earlier messages that were not kept divide, in
+    counts (the ledger's rule, :func:`core.model.ledger.is_dropped`). ``before`` messages come
+    before the turn, ``on_thread`` of them on its thread, ``kept`` of those kept. While the memory
+    is off or out of scope (``blocked``) none of them is its to send: all are not eligible.
+    Otherwise the thread's are dropped and the other branches' are not eligible. Counts or
+    numpy arrays of them."""
+    if blocked:
+        return kept * 0, before - kept
+    return on_thread - kept, before - on_thread
+
+
 def turn_number(conversation: Conversation, position: int) -> int:
     """The 1-based number of the turn at ``position``; an opening turn without a query is turn 0."""
     turns = conversation.turns
@@ -343,6 +355,7 @@ class Replay:
         self._shapes: dict[tuple[bool, ...], tuple[bool, ...]] = {}
         self._index_shapes: dict[object, tuple[int, ...]] = {}
         self._msg_before: array | None = None  # machine integers: no int object per turn
+        self._thread_before: array | None = None  # (thread_messages_before)
         self._system_tokens = self.counter.chat("system", self.system_prompt) if self.system_prompt else 0
         self._summaries: TurnSummaries | None = None
         self._budgets: dict[int, Budget] = {}  # by the prompt tokens it subtracts (budget_prompt_tokens)
@@ -437,13 +450,18 @@ class Replay:
         q = self.conversation.turns[position].query_index
         return fixed - (self.message_tokens(position)[q] if q is not None else 0)
 
+    def blocked(self) -> str | None:
+        """Why no earlier message is this memory's to send, whatever the turn: ``memory_off``, or
+        ``scope`` (not the thread's memory, or no thread kept); ``None`` when the thread's are."""
+        if not self.strategy.remembers:
+            return MEMORY_OFF
+        if self.config.scope != "thread" or not self.has_thread:
+            return SCOPE
+        return None
+
     def _decide(self, view: PathView, position: int) -> Decision:
         fixed = self.fixed_prompt_tokens(position)
-        blocked = None
-        if not self.strategy.remembers:
-            blocked = MEMORY_OFF
-        elif self.config.scope != "thread" or not self.has_thread:
-            blocked = SCOPE
+        blocked = self.blocked()
         end = view.length
         if self.plans and (not blocked or blocked == SCOPE and self.strategy.plans_without_thread):
             plan = self.strategy.plan(view, position, self)
@@ -466,11 +484,26 @@ class Replay:
         state = decision.plan.state if decision.plan is not None else None
         view.push(position, mark, self.eligible(position), self._tokens[position], self._empties(position), state)
 
+    def thread_messages_before(self, position: int) -> int:
+        """How many of the messages before ``position`` are on its thread (the rest are on other
+        branches): one pass over the tree, the first time any turn's is asked for."""
+        held = self._thread_before
+        turns = self.conversation.turns
+        if held is None or len(held) < len(turns):  # (re)made when the conversation grew
+            parent = self.conversation.tree.thread_parent
+            before = self._message_offsets()
+            held = self._thread_before = array("q", bytes(8 * len(turns)))
+            for i, p in enumerate(parent):
+                if p is not None:
+                    held[i] = held[p] + before[p + 1] - before[p]
+        return held[position]
+
     def _summary(self, view: PathView, position: int, d: Decision) -> TurnSummary:
-        total = self.messages_before(position)
+        total, on_thread = self.messages_before(position), self.thread_messages_before(position)
         if d.plan is not None:
             p = d.plan
-            return TurnSummary(turn=self.numbers[position], kept=p.kept, dropped=total - p.kept,
+            dropped, not_eligible = not_kept(total, on_thread, p.kept, d.blocked)
+            return TurnSummary(turn=self.numbers[position], kept=p.kept, dropped=dropped, not_eligible=not_eligible,
                                history_tokens=p.history_tokens, prompt_tokens=d.fixed_prompt_tokens + p.history_tokens,
                                budget=p.budget.limit, oldest_kept_turn=p.oldest_kept_turn)
         kept = view.count_prefix[d.end] - view.count_prefix[d.budget_cut]
@@ -479,7 +512,8 @@ class Replay:
         if kept:
             j = bisect_left(view.count_prefix, view.count_prefix[d.budget_cut] + 1) - 1
             oldest = self.numbers[view.seq_pos[j]]
-        return TurnSummary(turn=self.numbers[position], kept=kept, dropped=total - kept,
+        dropped, not_eligible = not_kept(total, on_thread, kept, d.blocked)
+        return TurnSummary(turn=self.numbers[position], kept=kept, dropped=dropped, not_eligible=not_eligible,
                            history_tokens=history, prompt_tokens=d.fixed_prompt_tokens + history,
                            budget=d.budget.limit, oldest_kept_turn=oldest)
 
@@ -537,7 +571,7 @@ class Replay:
         turns = self.conversation.turns
         tree = self.conversation.tree
         strategy, config, facts = self.strategy, self.config, self.facts
-        blocked = not strategy.remembers or config.scope != "thread" or not self.has_thread
+        blocked = self.blocked()
         numbers = self.numbers
         view = strategy.new_view(self)
         prefix, kept_prefix, count_prefix, seq_pos = view.prefix, view.kept_prefix, view.count_prefix, view.seq_pos
@@ -552,7 +586,8 @@ class Replay:
         self.messages_before(0)
         before = self._msg_before
         out = TurnSummaries(len(turns))  # by position, in columns of machine integers
-        turn_of, kept_of, dropped_of, history_of, prompt_of, budget_of, oldest_of = out.columns()
+        turn_of, kept_of, dropped_of, not_eligible_of, history_of, prompt_of, budget_of, oldest_of = out.columns()
+        on_thread = self.thread_messages_before
         none = TurnSummaries.NONE
         limits: dict[int, tuple[int | None, int]] = {}
         thread_parent, positions = tree.thread_parent, view.positions
@@ -594,7 +629,8 @@ class Replay:
                 history = kept_prefix[end] - kept_prefix[cut]
                 turn_of[position] = numbers[position]
                 kept_of[position] = kept
-                dropped_of[position] = before[position] - kept
+                dropped_of[position], not_eligible_of[position] = not_kept(before[position], on_thread(position),
+                                                                          kept, blocked)
                 history_of[position] = history
                 prompt_of[position] = fixed + history
                 budget_of[position] = none if limit is None else limit
@@ -645,8 +681,9 @@ class Replay:
             starts = np.zeros(n, dtype=np.int64)  # where each turn's candidates start in the sequence
             np.cumsum(np.bincount(seq_pos, minlength=n)[:-1], out=starts[1:])
             count_prefix = _running(sent)
-            if not strategy.remembers or config.scope != "thread" or not self.has_thread:
-                start = starts  # blocked: nothing from the past is a candidate
+            blocked = self.blocked()
+            if blocked:
+                start = starts  # nothing from the past is a candidate
             else:
                 start = strategy.chain_windows(starts, numbers, config)[1]
             for _ in counting:  # the rest of the texts, as the child processes send their counts
@@ -699,8 +736,10 @@ class Replay:
         oldest = np.full(n, none)
         oldest[kept > 0] = numbers[seq_pos[first[kept > 0]]]
         del first, seq_pos
+        # Every earlier message is on the thread.
+        dropped, not_eligible = not_kept(before[:-1], before[:-1], kept, blocked)
         out = TurnSummaries(n)
-        for column, values in zip(out.columns(), (numbers, kept, before[:-1] - kept, history, fixed + history,
+        for column, values in zip(out.columns(), (numbers, kept, dropped, not_eligible, history, fixed + history,
                                                    limit, oldest)):
             # Written straight into the column's machine integers; a turn without a query has no
             # summary: its turn stays 0.
@@ -758,7 +797,7 @@ class Replay:
         (:meth:`Strategy.reach`), ``None`` when every earlier turn may matter."""
         if self.plans:
             return None
-        if not self.strategy.remembers or self.config.scope != "thread" or not self.has_thread:
+        if self.blocked():
             return 0
         return self.strategy.reach(self.config)
 

@@ -369,7 +369,11 @@ class TurnSummary(NamedTuple):
 
     turn: int
     kept: int
+    #: Earlier messages the memory left out, and those it could never send (memory off, out of scope,
+    #: another branch): with ``kept``, every earlier message, as the turn's ledger counts them
+    #: (:func:`is_dropped`).
     dropped: int
+    not_eligible: int
     history_tokens: int
     prompt_tokens: int
     budget: int | None
@@ -385,7 +389,7 @@ _OPTIONAL = ("budget", "oldest_kept_turn")
 
 class TurnSummaries(Sequence):
     """The summaries of a replay's answered turns, in turn order, held as columns of machine
-    integers: a 10,000-turn replay holds seven arrays, not 10,000 tuples and their int objects
+    integers: a 10,000-turn replay holds eight arrays, not 10,000 tuples and their int objects
     (a fifth of the memory). Reads as a sequence of :class:`TurnSummary`, each made when asked
     for; equal to any sequence of the same summaries.
 
@@ -427,10 +431,11 @@ class TurnSummaries(Sequence):
     def _at(self, position: int) -> TurnSummary:
         # Each column indexed by name, not in a loop over them: a long replay's reader (the CLI's
         # summary, the report) makes one per turn, and a generator per summary doubled its cost.
-        turn, kept, dropped, history, prompt, budget, oldest = self._columns
+        turn, kept, dropped, not_eligible, history, prompt, budget, oldest = self._columns
         budget, oldest = budget[position], oldest[position]
-        return TurnSummary(turn[position], kept[position], dropped[position], history[position], prompt[position],
-                           None if budget == self.NONE else budget, None if oldest == self.NONE else oldest)
+        return TurnSummary(turn[position], kept[position], dropped[position], not_eligible[position], history[position],
+                           prompt[position], None if budget == self.NONE else budget,
+                           None if oldest == self.NONE else oldest)
 
     def __len__(self) -> int:
         return len(self._positions)

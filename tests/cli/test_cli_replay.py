@@ -48,10 +48,34 @@ def test_summary_prints_one_object_per_turn():
     code, out, _ = run(TAU, "--index", "0", "--window", "3", "--format", "summary")
     lines = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and len(lines) == 30
-    assert set(lines[0]) == {"turn", "kept", "dropped", "history_tokens", "prompt_tokens", "budget",
-                             "oldest_kept_turn"}
+    assert set(lines[0]) == {"turn", "kept", "dropped", "not_eligible", "history_tokens", "prompt_tokens",
+                             "budget", "oldest_kept_turn"}
     # Dify 1.x: the window's 3 rows are the current turn and the 2 before it.
     assert lines[-1]["oldest_kept_turn"] == 28 and lines[-1]["kept"] == 4
+
+
+@pytest.mark.parametrize("memory", ["dify", "off"])
+def test_summary_counts_dropped_and_not_eligible_as_the_ledger_reasons_do(memory):
+    """A branched conversation: another branch's messages are not eligible, not dropped; with memory
+    off no earlier message is dropped, each is not eligible. Every earlier message is counted once."""
+    code, out, err = run(REAL, "--memory", memory, "--window", "2", "--format", "summary")
+    assert code == 0, err
+    summaries = [json.loads(line) for line in out.splitlines()]
+    code, out, err = run(REAL, "--memory", memory, "--window", "2", "--format", "json")
+    assert code == 0, err
+    ledgers = json.loads(out)["turns"]
+    assert [s["turn"] for s in summaries] == [t["turn"] for t in ledgers]
+    other_branch = 0
+    for s, t in zip(summaries, ledgers):
+        reasons = [e["reason"] for e in t["ledger"]]
+        other_branch += reasons.count("other_branch")
+        left_out = {"kept", "other_branch", "memory_off", "scope"}
+        assert s["kept"] == reasons.count("kept")
+        assert s["dropped"] == sum(r not in left_out for r in reasons)
+        assert s["not_eligible"] == len(reasons) - s["kept"] - s["dropped"]
+        if memory == "off":
+            assert s["kept"] == s["dropped"] == 0 and s["not_eligible"] == len(reasons) > 0 or t["turn"] == 1
+    assert other_branch > 0 or memory == "off"  # the file branches: some turn saw another branch
 
 
 def test_table_is_readable_per_turn_with_reasons_and_totals():

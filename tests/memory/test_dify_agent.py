@@ -305,7 +305,7 @@ def test_turns_with_no_query_and_a_budget_with_no_room():
     replay = Replay(conv, config)
     query = COUNTER.message(rows[3].messages[0]) + REPLY_PRIMING
     assert [tuple(s) for s in replay.summaries()] == [
-        (3, 0, 3, 0, query, 500 - query, None), (5, 2, 4, 12, query + 12, 500 - query, 3)]
+        (3, 0, 3, 0, 0, query, 500 - query, None), (5, 2, 4, 0, 12, query + 12, 500 - query, 3)]
     ledger = replay.ledger(5)
     assert [(e.ref, e.reason) for e in ledger.entries] == [
         ("1:answer", "empty"), ("2:answer", "empty"), ("3:answer", "empty"), ("4:query", "kept"), ("4:answer", "kept"),

@@ -157,7 +157,8 @@ def test_summaries_equal_what_the_full_ledgers_say(conv, config, prompt_size):
         ledger = replay.ledger(summary.turn)
         kept = ledger.kept
         assert summary.kept == len(kept)
-        assert summary.dropped == len(ledger.entries) - len(kept)
+        assert summary.dropped == ledger.dropped_count()
+        assert summary.not_eligible == ledger.not_eligible_count()
         assert summary.history_tokens == ledger.history_tokens == sum(e.tokens for e in kept)
         assert summary.prompt_tokens == ledger.prompt_tokens
         if prompt_tokens is not None:  # the node's own prompt, not the default one

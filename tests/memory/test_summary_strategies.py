@@ -239,7 +239,8 @@ def test_summaries_equal_the_full_ledgers_for_the_rewriting_strategies(conv, con
         ledger = replay.ledger(summary.turn)
         kept = ledger.kept
         assert summary.kept == len(kept)
-        assert summary.dropped == len(ledger.entries) - len(kept)
+        assert summary.dropped == ledger.dropped_count()
+        assert summary.not_eligible == ledger.not_eligible_count()
         synthetic = sum(s.tokens for s in ledger.synthetic)
         assert summary.history_tokens == ledger.history_tokens == sum(e.tokens for e in kept) + synthetic
         assert summary.prompt_tokens == ledger.prompt_tokens

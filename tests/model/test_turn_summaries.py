@@ -11,9 +11,9 @@ from tests.builders import branched, dify, linear, openai, record
 
 
 def test_columns_give_back_every_value_with_none_and_zero_kept_apart():
-    a = TurnSummary(1, 0, 0, 0, 17, 0, None)  # a budget of 0: nothing fits, nothing kept
-    b = TurnSummary(2, 2, 0, 11, 30, None, 1)  # no budget (counting off), the oldest kept turn 1
-    c = TurnSummary(4, 1, 5, 9, 28, 1_000_000, 3)
+    a = TurnSummary(1, 0, 0, 0, 0, 17, 0, None)  # a budget of 0: nothing fits, nothing kept
+    b = TurnSummary(2, 2, 0, 4, 11, 30, None, 1)  # no budget (counting off), the oldest kept turn 1
+    c = TurnSummary(4, 1, 5, 2, 9, 28, 1_000_000, 3)
     summaries = TurnSummaries(5)
     for position, s in ((0, a), (2, b), (4, c)):
         summaries.put(position, s)
@@ -23,6 +23,7 @@ def test_columns_give_back_every_value_with_none_and_zero_kept_apart():
     assert summaries.column("budget") == [0, None, 1_000_000]
     assert summaries.column("oldest_kept_turn") == [None, 1, 3]
     assert summaries.column("kept") == [0, 2, 1] and summaries.column("turn") == [1, 2, 4]
+    assert summaries.column("dropped") == [0, 0, 5] and summaries.column("not_eligible") == [0, 4, 2]
     assert summaries == [a, b, c] and summaries == (a, b, c)
     assert summaries != [a, b] and summaries != [a, c, b] and summaries != "abc" and summaries != 3
     assert pickle.loads(pickle.dumps(summaries)) == summaries
@@ -74,4 +75,4 @@ def test_an_empty_conversation_has_no_summaries():
     summaries = Replay(dify([]), MemoryConfig()).summaries()
     assert len(summaries) == 0 and list(summaries) == [] and summaries == []
     one = Replay(dify([record("1", None, "q", "a")]), MemoryConfig()).summaries()
-    assert one == [TurnSummary(1, 0, 0, 0, one[0].prompt_tokens, None, None)]
+    assert one == [TurnSummary(1, 0, 0, 0, 0, one[0].prompt_tokens, None, None)]
