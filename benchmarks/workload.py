@@ -36,7 +36,8 @@ def build_conversation(turns: int, seed: int = 7, facts: tuple[str, ...] = ()) -
             msgs.append(Message("assistant", "", TOOL_CALL, f"{mid}:call", tool_calls=(call,)))
             msgs.append(Message("tool", text(30, 300), TOOL_RESULT, f"{mid}:result", tool_call_id=call.id))
         msgs.append(Message("assistant", text(25, 400), ANSWER, f"{mid}:answer"))
-        out.append(Turn(id=mid, parent_id=f"m{i - 1}" if i else None, messages=tuple(msgs), query_index=0,
+        # The parent's id is its very string, as the readers make it (conversation.with_shared_ids).
+        out.append(Turn(id=mid, parent_id=out[-1].id if i else None, messages=tuple(msgs), query_index=0,
                         answer_index=len(msgs) - 1))
     return Conversation(id="bench", turns=out, system_prompt="You are a helpful assistant.")
 

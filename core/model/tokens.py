@@ -448,11 +448,12 @@ class TokenCounter:
                 if role not in counts and role not in seen:
                     seen.add(role)
                     texts.append(role)
-                if m.name:
-                    add(m.name)
-                for call in m.tool_calls:
-                    add(call.name)
-                    add(call.arguments)
+                if m.extra is not None:  # a name or tool calls, maybe (most messages have neither)
+                    if m.name:
+                        add(m.name)
+                    for call in m.tool_calls:
+                        add(call.name)
+                        add(call.arguments)
             ends.append(len(texts))
         if not texts:
             yield len(ends) - 1
@@ -475,19 +476,21 @@ class TokenCounter:
         """:meth:`message` of each message."""
         return tuple(self.message_list(messages))
 
-    def message_list(self, messages: Sequence[Message]) -> list[int]:
-        """:meth:`message` of each message, as a list; a message with neither a name nor tool
-        calls whose role and content are counted already costs two look-ups (a replay asks this
-        of every message of a conversation, in long batches)."""
+    def message_list(self, messages: Iterable[Message]) -> list[int]:
+        """:meth:`message` of each message, as a list (see :meth:`message_counts`)."""
+        return list(self.message_counts(messages))
+
+    def message_counts(self, messages: Iterable[Message]) -> Iterator[int]:
+        """:meth:`message` of each message, in turn; a message without ``extra`` (no name, no tool
+        calls) whose role and content are counted already costs two look-ups (a replay asks this of
+        every message of a conversation, in long batches)."""
         counts, message = self._counts, self.message
-        out = []
         for m in messages:
             role, content = counts.get(m.role), counts.get(m.content)
-            if role is None or content is None or m.name or m.tool_calls:
-                out.append(message(m))
+            if role is None or content is None or m.extra is not None:  # (a name or tool calls, maybe)
+                yield message(m)
             else:
-                out.append(MESSAGE_OVERHEAD + role + content)
-        return out
+                yield MESSAGE_OVERHEAD + role + content
 
     def chat(self, role: str, content: str, name: str | None = None) -> int:
         n = MESSAGE_OVERHEAD + self.text(role) + self.text(content)

@@ -178,3 +178,47 @@ def test_each_turns_children_are_the_turns_that_name_or_walk_to_it_in_creation_o
     for i in range(n):
         assert (grown.children[i], grown.thread_children[i], grown.depth[i]) == \
             (tree.children[i], tree.thread_children[i], tree.depth[i])
+
+
+@st.composite
+def _mostly_linear(draw):
+    """Rows that mostly name the row before them, with the cases that make a conversation branch or
+    restart: repeated or empty ids, empty or missing parents, legacy (UUID_NIL) rows, older parents."""
+    n = draw(st.integers(0, 12))
+    rows = []
+    for i in range(n):
+        mid = draw(st.sampled_from([str(i)] * 6 + ["0", "1", ""]))
+        choice = draw(st.sampled_from(["previous"] * 8 + ["nil", "null", "empty", "missing", "older"]))
+        parent = {"nil": UUID_NIL, "null": None, "empty": "", "missing": "missing"}.get(choice)
+        if choice == "previous" and i > 0:
+            parent = rows[-1].id
+        elif choice == "older" and i > 0:
+            parent = rows[draw(st.integers(0, i - 1))].id
+        rows.append(record(mid, parent))
+    return rows
+
+
+@settings(max_examples=500, deadline=None)
+@given(_mostly_linear())
+def test_one_thread_is_said_exactly_when_every_turns_thread_is_all_turns_before_it(rows):
+    literal = bool(rows) and all([r.id for r in extract_thread(reversed(rows[: i + 1]))] ==
+                                 [r.id for r in reversed(rows[: i + 1])] and
+                                 len(extract_thread(reversed(rows[: i + 1]))) == i + 1 for i in range(len(rows)))
+    indexed = dify(rows)
+    indexed.tree  # noqa: B018 — built first: then read from the tree
+    # Told from the parent ids when it can be, without the tree: the same answer either way.
+    assert dify(rows).one_thread() == indexed.one_thread()
+    if len({r.id for r in rows}) == len(rows):  # (the tree follows a repeated id to its first row)
+        assert indexed.one_thread() == literal
+
+
+def test_a_linear_conversation_is_one_thread_without_building_its_tree():
+    rows = [record("a", None), record("b", "a"), record("c", UUID_NIL), record("d", "c")]
+    conv = dify(rows)
+    assert conv.one_thread() and conv._tree is None
+    assert conv.one_thread()  # asked again: the same answer, from what the first question found
+    conv.turns.append(record("e", "b"))
+    assert not conv.one_thread()  # a turn added since: asked again
+    assert not dify([*rows, record("e", "b")]).one_thread()  # a second child of b: a branch
+    assert not dify([*rows, record("e", None)]).one_thread()  # a second root
+    assert not dify([]).one_thread()

@@ -346,3 +346,17 @@ def test_tool_arguments_that_are_not_a_json_object_read_as_no_arguments():
     assert tokens._arguments("") == {}
     assert tokens._arguments("[1, 2]") == {}
     assert tokens._arguments("{not json") == {}
+
+
+def test_a_message_with_a_name_or_tool_calls_never_takes_the_quick_path_once_its_texts_are_counted():
+    named = Message("user", "first words", "query", 0, name="dana")
+    calling = Message("assistant", "", "tool_call", 1, tool_calls=(ToolCall("c1", "lookup", '{"id": 7}'),))
+    plain = Message("assistant", "second words", "answer", 2)
+    counter = TokenCounter(MODEL, shared=False)
+    for text in ("user", "assistant", "first words", "second words", "", "dana", "lookup", '{"id": 7}'):
+        counter.text(text)  # every text counted already: only the recipe tells these apart
+    expected = [MESSAGE_OVERHEAD + enc("user") + enc("first words") + NAME_OVERHEAD + enc("dana"),
+                MESSAGE_OVERHEAD + enc("assistant") + enc("lookup") + enc('{"id": 7}'),
+                MESSAGE_OVERHEAD + enc("assistant") + enc("second words")]
+    assert counter.message_list([named, calling, plain]) == expected
+    assert list(counter.message_counts(iter([named, calling, plain]))) == expected  # from any iterable

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator
 
 from core.io.errors import RecordError
 from core.model.conversation import (AGENT_THOUGHTS, ANSWER, INTERMEDIATE, QUERY, SHOWN_ANSWER, TOOL_CALL,
-                                     TOOL_RESULT, Conversation, FileRef, Message, ToolCall, Turn)
+                                     TOOL_RESULT, Conversation, FileRef, Message, ToolCall, Turn, with_shared_ids)
 
 from .records import Problem, ReadContext, Record, Records
 from .registry import Format
@@ -166,7 +166,8 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
             continue  # a conversation with a bad record is left out whole
         # The API pages newest first and lists each page oldest first; creation time decides.
         rows.sort(key=lambda r: (r[1].created_at if r[1].created_at is not None else float("-inf"), r[0]))
-        yield Conversation(id=conv_id, turns=[t for _, t in rows], source_format="dify-messages", name=conv_id)
+        yield Conversation(id=conv_id, turns=with_shared_ids(t for _, t in rows), source_format="dify-messages",
+                           name=conv_id)
 
 
 FORMAT = Format("dify-messages", "Dify Service API history (GET /v1/messages)", _sniff, _read)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from core.io.errors import RecordError
-from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
+from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn, with_shared_ids
 
 from .records import Problem, ReadContext, Records
 from .registry import Format
@@ -69,7 +69,7 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
         turns.append(Turn(id=tid, parent_id=str(parent) if parent else None, messages=messages, query_index=0,
                           answer_index=1, answer_tokens=None if answer else 0, meta=meta,
                           status="normal" if answer else "running"))
-    yield Conversation(id=conv_id or ctx.stem, turns=turns, source_format="dify-web", name=ctx.stem)
+    yield Conversation(id=conv_id or ctx.stem, turns=with_shared_ids(turns), source_format="dify-web", name=ctx.stem)
 
 
 # Detection order: distinctive shapes first, the generic OpenAI message list last.
