@@ -278,9 +278,9 @@ def _without_cycle_collection() -> Iterator[None]:
         gc.enable()
 
 
-def _running(values: np.ndarray) -> np.ndarray:
+def _running(values: np.ndarray, dtype: type = np.int64) -> np.ndarray:
     """0, then the running sums of ``values``: ``out[i]`` is the sum of the first ``i``."""
-    out = np.zeros(len(values) + 1, dtype=np.int64)
+    out = np.zeros(len(values) + 1, dtype=dtype)
     np.cumsum(values, out=out[1:])
     return out
 
@@ -289,11 +289,11 @@ def not_kept(before, on_thread, kept, blocked):
     """``(dropped, not_eligible)``: how a turn's earlier messages that were not kept divide, in
     counts (the ledger's rule, :func:`core.model.ledger.is_dropped`). ``before`` messages come
     before the turn, ``on_thread`` of them on its thread, ``kept`` of those kept. While the memory
-    is off or out of scope (``blocked``) none of them is its to send: all are not eligible.
-    Otherwise the thread's are dropped and the other branches' are not eligible. Counts or
-    numpy arrays of them."""
+    is off or out of scope (``blocked``) none of them is its to send, nor kept: all are not
+    eligible. Otherwise the thread's are dropped and the other branches' are not eligible. Counts
+    or numpy arrays of them."""
     if blocked:
-        return kept * 0, before - kept
+        return before * 0, before
     return on_thread - kept, before - on_thread
 
 
@@ -346,9 +346,10 @@ class Replay:
         self.drops_empty = self.strategy.drops_empty and not self.sends_empty
         self.numbers = array("q", turn_numbers(conversation))  # machine integers: no int object per turn
         self._prompt_tokens = prompt_tokens
-        self._tokens: list[tuple[int, ...] | None] = [None] * len(conversation.turns)
-        self._empty: list[tuple[bool, ...] | None] = [None] * len(conversation.turns)
-        self._eligible: list[tuple[int, ...] | None] = [None] * len(conversation.turns)
+        # Per turn: its messages' tokens, emptiness and candidates, set as first needed (_per_turn).
+        self._tokens: list[tuple[int, ...] | None] = []
+        self._empty: list[tuple[bool, ...] | None] = []
+        self._eligible: list[tuple[int, ...] | None] = []
         # Most turns share a few shapes (query and answer; a tool round between): one tuple per
         # shape, not one per turn, keeps a long replay's memory near its conversation's.
         # (Two tables: a tuple of bools equals the tuple of ints with the same values.)
@@ -361,7 +362,17 @@ class Replay:
         self._budgets: dict[int, Budget] = {}  # by the prompt tokens it subtracts (budget_prompt_tokens)
 
     # -- per-turn facts, computed once ------------------------------------------------------------
+    def _per_turn(self) -> None:
+        """Sizes the per-turn tables to the conversation, the first time one is needed: a replay
+        that decides every turn at once (:meth:`_chain_summaries`) never reads them, and at 10,000
+        turns they held a twentieth of the text."""
+        n = len(self.conversation.turns)
+        if len(self._tokens) < n:
+            for per_turn in (self._tokens, self._empty, self._eligible):
+                per_turn.extend([None] * (n - len(per_turn)))
+
     def message_tokens(self, position: int) -> tuple[int, ...]:
+        self._per_turn()
         toks = self._tokens[position]
         if toks is None:
             self._set_counts(self._missing_near(position))
@@ -384,6 +395,7 @@ class Replay:
         """Sets the message tokens and emptiness of the turns at ``positions``, all at once: the
         per-message work runs over one flat list (a replay asks this of every turn, in batches)."""
         turns = self.conversation.turns
+        self._per_turn()
         tokens, empties, shapes = self._tokens, self._empty, self._shapes
         lists = [turns[p].messages for p in positions]
         flat = [m for msgs in lists for m in msgs]
@@ -400,12 +412,14 @@ class Replay:
             lo = hi
 
     def _empties(self, position: int) -> tuple[bool, ...]:
+        self._per_turn()
         if self._empty[position] is None:
             self._set_counts(self._missing_near(position))
         return self._empty[position]  # type: ignore[return-value]
 
     def eligible(self, position: int) -> tuple[int, ...]:
         """Indices of the turn's messages that are candidates under the granularity, ascending."""
+        self._per_turn()
         el = self._eligible[position]
         if el is None:
             turn = self.conversation.turns[position]
@@ -541,6 +555,7 @@ class Replay:
         tokenised in one batch across the cores, the later turns' by child processes while the
         first turns are used (this process takes OWN_PART of an equal share, since it also walks
         every turn meanwhile). The per-message counts below are then look-ups."""
+        self._per_turn()
         tokens = self._tokens
         turns = self.conversation.turns
         todo = array("q", (p for p in range(len(turns)) if tokens[p] is None))  # no int object per turn
@@ -556,9 +571,7 @@ class Replay:
         buffer, off): the same decision as :meth:`_decide`, without building Decision objects.
         A conversation that never branched is decided all at once (:meth:`_chain_summaries`);
         otherwise a turn is decided as soon as its texts are counted (:meth:`_tokens_in_order`)."""
-        tree = self.conversation.tree
-        if tree.size and not tree.thread_children.more and tree.thread_parent.count(None) == 1:
-            # One root and no turn with a second child: the thread is turns 0, 1, …, n−1.
+        if self.conversation.one_thread():  # the thread is turns 0, 1, …, n−1
             return self._chain_summaries()
         counting = self._tokens_in_order()
         try:
@@ -581,6 +594,7 @@ class Replay:
         fixed_of: Callable[[int], int] | None = self.fixed_prompt_tokens if self._prompt_tokens is not None else None
         system = self._system_tokens + REPLY_PRIMING
         after_query, budget_prompt = config.query_after_budget, self.budget_prompt_tokens  # (a call only then)
+        self._per_turn()
         all_tokens, all_empty = self._tokens, self._empty
         eligibles, eligible_of = self._eligible, self.eligible
         self.messages_before(0)
@@ -659,28 +673,31 @@ class Replay:
         counting = self.counter.counted_groups((t.messages for t in turns), own_part=CHAIN_OWN_PART)
         try:
             next(counting)  # this process's share is counted; child processes may still count the rest
-            messages = [m for t in turns for m in t.messages]
             offsets = self._message_offsets()
-            before = np.array(offsets)  # a copy: the array grows with the conversation
-            numbers = np.array(self.numbers)
+            total = offsets[-1]  # messages, read from the turns as needed (a list of them is a tenth of the text)
+            # Positions and counts of messages and turns (not of tokens) in half the bytes, when they fit.
+            index = np.int32 if total < 2 ** 31 - 1 else np.int64
+            before = np.array(offsets, dtype=index)  # a copy: the array grows with the conversation
+            numbers = np.array(self.numbers, dtype=index)
             asked = np.array([t.query_index is not None for t in turns])
             # Each question's place among the messages (of the turns that have one).
             query_at = np.array([b + t.query_index for b, t in zip(offsets, turns) if t.query_index is not None],
-                                dtype=np.int64)
+                                dtype=index)
             # The candidates, in thread order: under query_answer each turn's query and answer (eligible()).
             if strategy.uses_granularity and config.granularity == "query_answer":
-                candidate = np.zeros(len(messages), dtype=bool)
+                candidate = np.zeros(total, dtype=bool)
                 candidate[query_at] = True
                 candidate[[b + t.answer_index for b, t in zip(offsets, turns) if t.answer_index is not None]] = True
             else:
-                candidate = np.ones(len(messages), dtype=bool)
+                candidate = np.ones(total, dtype=bool)
             # An empty message is Dify's filter's, unless it is sent like any other (_set_counts).
             sends_empty = self.sends_empty
-            sent = np.array([sends_empty or not m.is_empty for m in messages], dtype=bool)[candidate]
-            seq_pos = np.repeat(np.arange(n), np.diff(before))[candidate]  # each candidate's turn
-            starts = np.zeros(n, dtype=np.int64)  # where each turn's candidates start in the sequence
+            sent = np.fromiter((sends_empty or m.content != "" or not m.is_empty for t in turns for m in t.messages),
+                               dtype=bool, count=total)[candidate]  # (a message with text is never empty)
+            seq_pos = np.repeat(np.arange(n, dtype=index), np.diff(before))[candidate]  # each candidate's turn
+            starts = np.zeros(n, dtype=index)  # where each turn's candidates start in the sequence
             np.cumsum(np.bincount(seq_pos, minlength=n)[:-1], out=starts[1:])
-            count_prefix = _running(sent)
+            count_prefix = _running(sent, index)
             blocked = self.blocked()
             if blocked:
                 start = starts  # nothing from the past is a candidate
@@ -692,8 +709,8 @@ class Replay:
             counting.close()  # a child still counting is stopped if this failed
         # Each array is let go once used, and the columns are written in place: at 10,000 turns the
         # replay's peak over its conversation was 5.6 MB with every array held to the end, now 4.0 MB.
-        tokens = np.array(self.counter.message_list(messages), dtype=np.int64)  # (also when there is no message)
-        del messages
+        tokens = np.fromiter(self.counter.message_counts(m for t in turns for m in t.messages), dtype=np.int64,
+                             count=total)
         end = starts
         # The prompt each turn's budget subtracts (fixed_prompt_tokens, budget_prompt_tokens).
         if self._prompt_tokens is None:  # the system prompt, and the turn's query when it has one
@@ -723,8 +740,9 @@ class Replay:
         # The budget's cut: inside the window, and never past its last message (Dify keeps that one even
         # when it alone is over); a window with nothing in it is cut where it starts.
         np.subtract(prefix[end], room, out=room)
-        at = np.clip(np.searchsorted(prefix, room), start, np.maximum(end - 1, start))
+        at = np.searchsorted(prefix, room)
         del prefix, room
+        np.clip(at, start, np.maximum(end - 1, start), out=at)
         cut = np.where(limit != none, at, start)
         del at, start
         kept = count_prefix[end] - count_prefix[cut]
@@ -738,13 +756,18 @@ class Replay:
         del first, seq_pos
         # Every earlier message is on the thread.
         dropped, not_eligible = not_kept(before[:-1], before[:-1], kept, blocked)
-        out = TurnSummaries(n)
-        for column, values in zip(out.columns(), (numbers, kept, dropped, not_eligible, history, fixed + history,
-                                                   limit, oldest)):
-            # Written straight into the column's machine integers; a turn without a query has no
-            # summary: its turn stays 0.
+        del before
+        pending = [numbers, kept, dropped, not_eligible, history, fixed + history, limit, oldest]
+        del numbers, kept, dropped, not_eligible, history, fixed, limit, oldest
+        columns = []
+        for k, values in enumerate(pending):
+            # Each column is made as the array it holds is let go, and written straight into its machine
+            # integers; a turn without a query has no summary: its turn stays 0.
+            column = array("q", bytes(8 * n))
             np.copyto(np.frombuffer(column, dtype=np.int64), values, where=asked)
-        return out
+            columns.append(column)
+            pending[k] = values = None
+        return TurnSummaries(n, columns)
 
     def summaries(self) -> TurnSummaries:
         """One summary per answered turn, in turn order (a sequence of :class:`TurnSummary`)."""
@@ -1057,10 +1080,9 @@ class TurnMemory:
             self._view = replay.strategy.new_view(replay)
             self._index, self._clean = {}, 0
             return replay
-        n = len(turns)
         for per_turn in (replay._tokens, replay._empty, replay._eligible):
-            del per_turn[stable:]
-            per_turn.extend([None] * (n - stable))
+            del per_turn[stable:]  # the rest is set again as needed (Replay._per_turn)
+        replay._thread_before = None
         replay.numbers[stable:] = array("q", turn_numbers(conversation, stable))
         if replay._msg_before is not None:
             del replay._msg_before[stable + 1:]

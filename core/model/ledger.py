@@ -402,8 +402,13 @@ class TurnSummaries(Sequence):
     #: How a column holds ``None`` (a budget or a turn number is never negative).
     NONE = -1
 
-    def __init__(self, size: int):
-        self._columns = tuple(array("q", bytes(8 * size)) for _ in TurnSummary._fields)
+    def __init__(self, size: int, columns: Iterable[array] | None = None):
+        """``size`` positions, every column 0; or ``columns``, one ``array("q")`` of ``size`` per
+        field, already written (each column can then be made only once what it holds is known)."""
+        self._columns = tuple(array("q", bytes(8 * size)) for _ in TurnSummary._fields) if columns is None \
+            else tuple(columns)
+        if len(self._columns) != len(TurnSummary._fields) or any(len(c) != size for c in self._columns):
+            raise ValueError(f"a summary needs {len(TurnSummary._fields)} columns of {size} values")
         self._positions = array("q")
 
     def columns(self) -> tuple[array, ...]:

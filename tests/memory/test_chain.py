@@ -186,3 +186,17 @@ def test_after_a_chain_is_decided_a_ledger_sets_its_turns_counts_a_block_at_a_ti
     calls.clear()
     Replay(conv, config).ledger(summaries[-1].turn)
     assert set(calls) == {1} and len(calls) == 2_500
+
+
+def test_a_chain_is_decided_without_building_its_tree_or_its_per_turn_tables():
+    """What a chain's columns need is all a summary replay holds: no thread index (a twentieth of a long
+    replay's memory) and no per-turn tables, until a ledger asks; then each is made and agrees."""
+    conv = linear(40)
+    config = MemoryConfig(strategy="dify", window=3, model=MODEL)
+    replay = Replay(conv, config)
+    summaries = list(replay.summaries())
+    assert conv._tree is None and replay._tokens == replay._empty == replay._eligible == []
+    fresh = Replay(linear(40), config)
+    assert replay.ledger(40) == fresh.ledger(40) and conv._tree is not None
+    assert len(replay._tokens) == len(replay._empty) == len(replay._eligible) == 40
+    assert summaries == list(fresh.summaries())

@@ -221,3 +221,20 @@ def test_a_replay_makes_a_budget_once_per_prompt_size(monkeypatch):
     fresh = Replay(conv, config)
     assert [fresh.ledger_at(p).to_dict() for p in range(12)] == [ledger.to_dict() for ledger in ledgers]
     assert fresh.summaries() == summaries
+
+
+def test_a_turns_thread_message_count_is_worked_out_once_for_every_turn():
+    """How many earlier messages are on each turn's thread: one table for the replay, made on the first
+    question and read after that (a turn's summary asks for its own)."""
+    from tests.builders import branched
+
+    conv = branched(12)
+    replay = Replay(conv, MemoryConfig(window=2))
+    first = replay.thread_messages_before(len(conv.turns) - 1)
+    held = replay._thread_before
+    assert [replay.thread_messages_before(p) for p in range(len(conv.turns))][-1] == first
+    assert replay._thread_before is held  # not made again
+    tree, before = conv.tree, replay.messages_before
+    for p in range(len(conv.turns)):
+        on_thread = sum(before(q + 1) - before(q) for q in tree.thread(p)[:-1])
+        assert replay.thread_messages_before(p) == on_thread

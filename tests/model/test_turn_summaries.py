@@ -76,3 +76,16 @@ def test_an_empty_conversation_has_no_summaries():
     assert len(summaries) == 0 and list(summaries) == [] and summaries == []
     one = Replay(dify([record("1", None, "q", "a")]), MemoryConfig()).summaries()
     assert one == [TurnSummary(1, 0, 0, 0, 0, one[0].prompt_tokens, None, None)]
+
+
+def test_summaries_made_from_written_columns_read_them_back_and_refuse_a_wrong_shape():
+    from array import array
+
+    columns = [array("q", [1, 0, 3]), array("q", [0, 0, 2]), array("q", [0, 0, 4]), array("q", [0, 0, 1]),
+               array("q", [0, 0, 30]), array("q", [9, 0, 50]), array("q", [-1, 0, 100]), array("q", [-1, 0, 1])]
+    summaries = TurnSummaries(3, columns).keep()
+    assert list(summaries) == [TurnSummary(1, 0, 0, 0, 0, 9, None, None), TurnSummary(3, 2, 4, 1, 30, 50, 100, 1)]
+    with pytest.raises(ValueError, match="8 columns of 3 values"):
+        TurnSummaries(3, columns[:-1])
+    with pytest.raises(ValueError, match="8 columns of 2 values"):
+        TurnSummaries(2, columns)
