@@ -304,9 +304,10 @@ class Conversation:
     def one_thread(self) -> bool:
         """Whether every turn's thread is all the turns before it, in order (a conversation that
         never branched; not an empty one): what :attr:`tree` says, told without building it when
-        each turn names the one before it (a long replay's tree took a twentieth of its memory)."""
+        each turn names the one before it (the index holds about a quarter as much as the texts of a
+        conversation of chat-sized messages)."""
         turns = self.turns
-        if self._one_thread_at == len(turns) > 0:  # turns are only ever added: none was added since
+        if self._one_thread_at == len(turns):  # turns are only ever added: none was added since
             return True
         if self._tree is None and turns:
             prev = turns[0].id
@@ -514,7 +515,7 @@ def with_shared_ids(turns: Iterable[Turn]) -> list[Turn]:
     ids = {t.id: t.id for t in turns}
     out = []
     for t in turns:
-        shared = ids.get(t.parent_id) if t.parent_id else None
+        shared = ids.get(t.parent_id)
         out.append(t if shared is None or shared is t.parent_id else replace(t, parent_id=shared))
     return out
 

@@ -200,3 +200,7 @@ def test_a_chain_is_decided_without_building_its_tree_or_its_per_turn_tables():
     assert replay.ledger(40) == fresh.ledger(40) and conv._tree is not None
     assert len(replay._tokens) == len(replay._empty) == len(replay._eligible) == 40
     assert summaries == list(fresh.summaries())
+    replay.conversation = linear(45)  # the conversation grew (as a ledger follower moves it on): the tables follow
+    replay._per_turn()
+    assert len(replay._tokens) == len(replay._empty) == len(replay._eligible) == 45
+    assert replay._tokens[39] is not None and replay._tokens[40:] == [None] * 5  # what was set stays set

@@ -77,3 +77,11 @@ def test_a_dify_api_history_shares_each_parent_id_with_its_parent(tmp_path):
     turns = read_conversations(path)[0].turns
     assert [t.parent_id for t in turns] == [None, "m0", "m1", "m2"]
     assert all(turns[i].parent_id is turns[i - 1].id for i in range(1, 4))
+
+
+def test_a_stored_message_missing_its_optional_keys_reads_their_defaults_and_an_openai_one_keeps_its_name():
+    m = Message.from_dict({"role": "user"})
+    assert (m.content, m.kind, m.ref, m.usage, m.extra) == ("", "", "", None, None)
+    assert Message.from_dict({"role": "assistant", "content": "hi", "usage": [4, 2]}).usage == (4, 2)
+    assert Message("user", "hi", QUERY, 0, name="dana").to_openai() == {"role": "user", "content": "hi", "name": "dana"}
+    assert Message("user", "hi", QUERY, 0).to_openai() == {"role": "user", "content": "hi"}

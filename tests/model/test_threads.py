@@ -216,7 +216,8 @@ def test_a_linear_conversation_is_one_thread_without_building_its_tree():
     rows = [record("a", None), record("b", "a"), record("c", UUID_NIL), record("d", "c")]
     conv = dify(rows)
     assert conv.one_thread() and conv._tree is None
-    assert conv.one_thread()  # asked again: the same answer, from what the first question found
+    assert conv._one_thread_at == 4  # what the first question found, for four turns
+    assert conv.one_thread()  # asked again: the same answer
     conv.turns.append(record("e", "b"))
     assert not conv.one_thread()  # a turn added since: asked again
     assert not dify([*rows, record("e", "b")]).one_thread()  # a second child of b: a branch
