@@ -676,7 +676,7 @@ class Replay:
             offsets = self._message_offsets()
             total = offsets[-1]  # messages, read from the turns as needed (a list of them is a tenth of the text)
             # Positions and counts of messages and turns (not of tokens) in half the bytes, when they fit.
-            index = np.int32 if total < 2 ** 31 - 1 else np.int64
+            index = np.int32 if max(total, n + 1) < 2 ** 31 - 1 else np.int64  # (turn numbers go up to n)
             before = np.array(offsets, dtype=index)  # a copy: the array grows with the conversation
             numbers = np.array(self.numbers, dtype=index)
             asked = np.array([t.query_index is not None for t in turns])

@@ -474,7 +474,7 @@ class TokenCounter:
 
     def messages(self, messages: Sequence[Message]) -> tuple[int, ...]:
         """:meth:`message` of each message."""
-        return tuple(self.message_list(messages))
+        return tuple(self.message_counts(messages))
 
     def message_list(self, messages: Iterable[Message]) -> list[int]:
         """:meth:`message` of each message, as a list (see :meth:`message_counts`)."""
