@@ -30,7 +30,8 @@ from array import array
 from bisect import bisect_left, bisect_right
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
-from itertools import accumulate
+from itertools import accumulate, chain
+from operator import attrgetter
 from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -276,6 +277,9 @@ def _without_cycle_collection() -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+_messages_of = attrgetter("messages")
 
 
 def _running(values: np.ndarray, dtype: type = np.int64) -> np.ndarray:
@@ -709,8 +713,8 @@ class Replay:
             counting.close()  # a child still counting is stopped if this failed
         # Each array is let go once used, and the columns are written in place: at 10,000 turns the
         # replay's peak over its conversation was 5.6 MB with every array held to the end, now 4.0 MB.
-        tokens = np.fromiter(self.counter.message_counts(m for t in turns for m in t.messages), dtype=np.int64,
-                             count=total)
+        messages = chain.from_iterable(map(_messages_of, turns))  # (no Python frame per message)
+        tokens = np.fromiter(self.counter.message_counts(messages), dtype=np.int64, count=total)
         end = starts
         # The prompt each turn's budget subtracts (fixed_prompt_tokens, budget_prompt_tokens).
         if self._prompt_tokens is None:  # the system prompt, and the turn's query when it has one

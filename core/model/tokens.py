@@ -445,9 +445,10 @@ class TokenCounter:
                 if text and text not in counts:
                     texts.append(text)
                 role = m.role
-                if role not in counts and role not in seen:
+                if role not in seen:  # (one look-up a message once the role is seen, counted or not)
                     seen.add(role)
-                    texts.append(role)
+                    if role not in counts:
+                        texts.append(role)
                 if m.extra is not None:  # a name or tool calls, maybe (most messages have neither)
                     if m.name:
                         add(m.name)
@@ -466,8 +467,11 @@ class TokenCounter:
 
     def message(self, message: Message) -> int:
         n = MESSAGE_OVERHEAD + self.text(message.role) + self.text(message.content)
-        if message.name:
-            n += NAME_OVERHEAD + self.text(message.name)
+        return n if message.extra is None else n + self._extras(message)
+
+    def _extras(self, message: Message) -> int:
+        """The tokens a message's name and tool calls add to its role and content."""
+        n = NAME_OVERHEAD + self.text(message.name) if message.name else 0
         for call in message.tool_calls:
             n += self.text(call.name) + self.text(call.arguments)
         return n
@@ -481,16 +485,18 @@ class TokenCounter:
         return list(self.message_counts(messages))
 
     def message_counts(self, messages: Iterable[Message]) -> Iterator[int]:
-        """:meth:`message` of each message, in turn; a message without ``extra`` (no name, no tool
-        calls) whose role and content are counted already costs two look-ups (a replay asks this of
-        every message of a conversation, in long batches)."""
-        counts, message = self._counts, self.message
+        """:meth:`message` of each message, in turn; a message whose role and content are counted
+        already costs two look-ups, and its name and tool fields when it has ``extra`` (a replay
+        asks this of every message of a conversation, in long batches)."""
+        get, extras = self._counts.get, self._extras
         for m in messages:
-            role, content = counts.get(m.role), counts.get(m.content)
-            if role is None or content is None or m.extra is not None:  # (a name or tool calls, maybe)
-                yield message(m)
-            else:
+            role, content = get(m.role), get(m.content)
+            if role is None or content is None:
+                yield self.message(m)
+            elif m.extra is None:  # no name, no tool calls: most messages
                 yield MESSAGE_OVERHEAD + role + content
+            else:
+                yield MESSAGE_OVERHEAD + role + content + extras(m)
 
     def chat(self, role: str, content: str, name: str | None = None) -> int:
         n = MESSAGE_OVERHEAD + self.text(role) + self.text(content)

@@ -1,9 +1,12 @@
 """The Window Memory node: last N messages, every message counts, permanent trimming, scopes."""
 
+import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from core.memory.replay import MemoryConfig, Replay
 from core.memory.errors import ConfigError
+from core.memory.strategies.window import _size, _sizes
 from core.model.ledger import KEPT, OUTSIDE_WINDOW, SCOPE, TRIMMED_EARLIER
 from tests.builders import linear, openai
 
@@ -87,3 +90,14 @@ def test_thread_scope_default_window_is_ten_messages():
 def test_window_size_out_of_range_is_rejected_with_a_clear_message(n):
     with pytest.raises(ConfigError, match="1..200"):
         MemoryConfig(strategy="window", window=n).validate()
+
+
+@settings(max_examples=300, deadline=None)
+@given(window=st.one_of(st.none(), st.integers(1, 9)),
+       changes=st.lists(st.tuples(st.integers(-2, 25), st.integers(1, 9)), max_size=4).map(tuple),
+       first=st.integers(0, 3), n=st.integers(0, 30))
+def test_every_turns_window_size_at_once_is_its_size_turn_by_turn(window, changes, first, n):
+    """Changes may start before the first turn, after the last, or at the same turn as another."""
+    config = MemoryConfig(strategy="window", window=window, window_changes=changes)
+    numbers = np.arange(first, first + n, dtype=np.int64)
+    assert _sizes(config, numbers).tolist() == [_size(config, k) for k in numbers.tolist()]

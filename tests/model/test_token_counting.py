@@ -72,6 +72,21 @@ def test_the_quick_path_gives_what_the_full_recipe_gives_whatever_is_counted_alr
     assert roles.messages(msgs) == expected
 
 
+def test_the_quick_path_counts_a_name_and_tool_calls_whose_role_and_content_are_counted_already():
+    calls = (ToolCall("c1", "lookup_order", '{"order_id": "4411"}'), ToolCall("c2", "weather", '{"city": "Lisbon"}'))
+    msgs = [Message("assistant", "Looking.", "tool_call", 0, name="helper", tool_calls=calls),
+            Message("user", "Thanks.", "query", 1, name="dana")]
+    expected = (MESSAGE_OVERHEAD + enc("assistant") + enc("Looking.") + NAME_OVERHEAD + enc("helper")
+                + sum(enc(c.name) + enc(c.arguments) for c in calls),
+                MESSAGE_OVERHEAD + enc("user") + enc("Thanks.") + NAME_OVERHEAD + enc("dana"))
+    fields = TokenCounter(MODEL, shared=False)
+    for text in ("assistant", "Looking.", "user", "Thanks."):
+        fields.text(text)  # the role and content known, not the name nor the tool calls
+    assert fields.messages(msgs) == expected
+    assert fields.messages(msgs) == expected  # everything counted
+    assert "helper" in fields.counts.counts and '{"city": "Lisbon"}' in fields.counts.counts
+
+
 def test_text_counts_once_and_then_reads_the_cache(counter):
     assert counter.text("Lisbon in the evening") == enc("Lisbon in the evening")
     assert counter.counts.counts["Lisbon in the evening"] == enc("Lisbon in the evening")

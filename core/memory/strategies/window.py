@@ -99,6 +99,19 @@ def _size(config, turn_number: int) -> int:
     return config.window_at(turn_number) or DEFAULT_WINDOW
 
 
+def _sizes(config, numbers: np.ndarray) -> np.ndarray:
+    """:func:`_size` of every turn number of ``numbers`` (ascending). A size changes only where a
+    change of the window starts, so it is looked up once for each stretch between two (once per
+    turn, it was a seventh of a long chain's replay besides counting)."""
+    sizes = np.empty(len(numbers), dtype=np.int64)
+    if len(numbers):
+        sizes[:] = _size(config, int(numbers[0]))
+        for start in sorted({start for start, _ in config.window_changes}):
+            # From the first turn numbered ``start`` or later on, until a later change takes over.
+            sizes[np.searchsorted(numbers, start):] = _size(config, start)
+    return sizes
+
+
 class WindowStrategy(Strategy):
     name = "window"
     uses_granularity = False
@@ -120,7 +133,7 @@ class WindowStrategy(Strategy):
         return stored_from, _window_start(stored_from, view.length, _size(config, view.turn_number(current)))
 
     def chain_windows(self, starts, numbers, config):
-        sizes = np.array([_size(config, n) for n in numbers.tolist()])
+        sizes = _sizes(config, numbers)
         # Each call's store starts where the previous call's window started (its mark), so a window
         # start is the running maximum of the last ``size`` messages' starts (none before 0).
         window_start = np.maximum.accumulate(np.maximum(0, starts - sizes))
