@@ -18,8 +18,8 @@ measures, in this one process:
 
 Targets: each replay from cold at most 1.0× the floor on every core and 1.25× on one core; at
 least 50× faster than the literal baseline; peak memory under 3× the conversation's text. On a
-shared machine each replay is divided by a floor pass measured just before it, and the median of
-``--repeat`` such pairs is shown.
+shared machine each replay is divided by the mean of the floor passes measured just before and
+just after it, and the median of ``--repeat`` such ratios is shown.
 Run: ``.venv/bin/python benchmarks/replay.py`` (``--turns`` and ``--baseline-turns`` to change sizes).
 """
 
@@ -107,7 +107,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--turns", type=int, default=10_000)
     ap.add_argument("--baseline-turns", type=int, default=1_000)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.memory_child:
@@ -123,32 +123,35 @@ def main() -> None:
                "buffer": MemoryConfig(strategy="buffer", model=MODEL)}
     cores = _cores()
 
-    # The machine is shared: every replay is measured right after a floor pass, and each figure
-    # is the median of several such pairs (a best replay against the best of many more floor
-    # passes leans on whichever ran in the quietest moment; a best pair, on a floor pass slowed
-    # by a burst of other work).
-    floors: list[float] = []
+    # The machine is shared, and its speed drifts within seconds (the same floor pass took 0.19 s
+    # and 0.32 s a second apart, in CPU time as in wall time): every replay is measured between
+    # two floor passes and divided by their mean, so a drift during the pair leans neither way,
+    # and each figure is the median of several such triples (a best replay against the best of
+    # many more floor passes leans on whichever ran in the quietest moment).
+    floors = [floor_seconds(conv, MODEL)]
     results: dict[tuple[str, int], list[tuple[float, float, int]]] = {}  # (ratio, seconds, dropped)
     shared: list[tuple[float, float]] = []
+
+    def around(seconds: float) -> float:
+        """``seconds`` over the mean of the floor passes just before and just after it."""
+        floors.append(floor_seconds(conv, MODEL))
+        return seconds / ((floors[-2] + floors[-1]) / 2)
+
     for _ in range(args.repeat):
         for label, cfg in configs.items():
             for workers in (cores, 1):
-                floor = floor_seconds(conv, MODEL)
-                floors.append(floor)
                 seconds, dropped = replay_seconds(conv, cfg, workers)
-                results.setdefault((label, workers), []).append((seconds / floor, seconds, dropped))
-        floor = floor_seconds(conv, MODEL)
-        floors.append(floor)
+                results.setdefault((label, workers), []).append((around(seconds), seconds, dropped))
         counter = TokenCounter(MODEL, shared=False)
         start = time.perf_counter()
         for cfg in configs.values():
             replay_seconds(conv, cfg, counter=counter)
         per_config = (time.perf_counter() - start) / len(configs)
-        shared.append((per_config / floor, per_config))
+        shared.append((around(per_config), per_config))
     print(f"conversation: {args.turns:,} turns, {n_messages:,} messages; median of {args.repeat} runs each; "
           f"{cores} core(s)")
     print(f"(a) floor — tiktoken encodes every message once, one thread: {min(floors):.3f}–{max(floors):.3f} s "
-          f"over the run (each replay below is divided by the floor pass just before it)")
+          f"over the run (each replay below is divided by the mean of the floor passes just before and after it)")
     ok = True
     for label in configs:
         for workers, target in ((cores, 1.0), (1, 1.25)):
