@@ -43,6 +43,8 @@ from core.model.tokens import CountCache, TokenCounter, _cores, _encoding, encod
 MODEL = "gpt-4o-mini"
 #: Small enough that the budget prunes on most turns (about 1,900 tokens of history are left).
 CONTEXT = 2_000 + 1_000
+#: A run whose floor passes stay within this factor of each other counts as quiet.
+QUIET_DRIFT = 1.3
 #: Dify as shipped prunes by tokens only with plugin token counting on.
 DIFY = MemoryConfig(strategy="dify", window=50, model=MODEL, context_size=CONTEXT, plugin_token_counting=True)
 
@@ -152,6 +154,10 @@ def main() -> None:
           f"{cores} core(s)")
     print(f"(a) floor — tiktoken encodes every message once, one thread: {min(floors):.3f}–{max(floors):.3f} s "
           f"over the run (each replay below is divided by the mean of the floor passes just before and after it)")
+    drift = max(floors) / min(floors)
+    if drift > QUIET_DRIFT:
+        print(f"    the machine was not quiet: the same floor pass took up to {drift:.1f}× its quickest time during "
+              f"this run, so the ratios below are looser than a quiet run's (where it stays within {QUIET_DRIFT}×)")
     ok = True
     for label in configs:
         for workers, target in ((cores, 1.0), (1, 1.25)):
