@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import httpx
 
-from core.model.conversation import Conversation
+from core.model.conversation import Conversation, read_once
 from core.service.sessions import store_pulled
 
 from .errors import RecordError
@@ -150,8 +150,11 @@ def conversation_from_records(conversation_id: str, records: list[dict], name: s
             raise PullError(f"conversation {conversation_id}: message {i} is malformed ({e})") from None
     order = sorted(range(len(turns)), key=lambda i: (turns[i].created_at if turns[i].created_at is not None
                                                     else float("-inf"), i))
-    return Conversation(id=conversation_id, turns=[turns[i] for i in order], source_format="dify-messages",
-                        name=name or conversation_id)
+    try:
+        once, _ = read_once(turns[i] for i in order)  # a record two pages both listed, read once
+    except ValueError as e:
+        raise PullError(f"conversation {conversation_id}: {e}") from None
+    return Conversation(id=conversation_id, turns=once, source_format="dify-messages", name=name or conversation_id)
 
 
 def digest(conversation: Conversation) -> str:

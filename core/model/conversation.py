@@ -520,6 +520,29 @@ def with_shared_ids(turns: Iterable[Turn]) -> list[Turn]:
     return out
 
 
+def read_once(turns: Iterable[Turn]) -> tuple[list[Turn], list[str]]:
+    """``turns`` with each turn id once, and the ids of the turns left out. A turn listed again
+    exactly as before is read once (an export whose pages overlap lists a message record twice;
+    the app stored it once): kept, the copy would be a sibling of the first, a branch the
+    conversation never had. A turn id listed twice with different contents raises
+    :class:`ValueError` saying which: neither copy can be told to be the one the app stored."""
+    out: list[Turn] = []
+    held: dict[str, Turn] = {}
+    repeated: list[str] = []
+    for t in turns:
+        first = held.get(t.id)
+        if first is None:
+            held[t.id] = t
+            out.append(t)
+        elif first == t:
+            repeated.append(t.id)
+        else:
+            shown = t.id if len(t.id) <= 60 else t.id[:59] + "…"
+            raise ValueError(f"turn {shown!r} is listed twice with different contents; list each turn (message "
+                             f"record) once")
+    return out, repeated
+
+
 def active_thread(conversation: Conversation) -> list[int]:
     """Positions of the branch a person is looking at, oldest first: the one ending at
     ``meta["active_turn_id"]`` (the store's active turn, an export's current node), else at the

@@ -3,13 +3,14 @@ upload or a text with them: detected or named, all-or-nothing or skipping bad re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from core import limits
 from core.io.errors import FormatError, TooManyProblems
-from core.model.conversation import Conversation
+from core.model.conversation import Conversation, read_once
+from core.words import plural
 
 from .common import excerpt
 from .records import MAX_PROBLEMS, Problem, Progress, ReadContext, Records
@@ -154,7 +155,9 @@ def _import(text: str, name: str, fmt: str | None, skip_bad: bool,
     conversations: list[Conversation] = []
     try:
         for conv in _REGISTRY[fmt].read(records, ctx):
-            conversations.append(conv)
+            conv = _each_turn_once(conv, ctx)
+            if conv is not None:
+                conversations.append(conv)
     except TooManyProblems:
         pass
     if ctx.problems and not skip_bad:
@@ -163,6 +166,23 @@ def _import(text: str, name: str, fmt: str | None, skip_bad: bool,
         raise FormatError(f"{name} holds no conversation")
     progress.at_bytes(total_bytes)
     return ImportResult(conversations, ctx.problems, fmt, name, ctx.records, ctx.notes)
+
+
+def _each_turn_once(conv: Conversation, ctx: ReadContext) -> Conversation | None:
+    """The conversation with each turn read once (:func:`read_once`), a note saying which were
+    listed again; ``None``, with a problem, when a turn id holds two different turns."""
+    try:
+        turns, repeated = read_once(conv.turns)
+    except ValueError as e:
+        ctx.report(Problem(None, "id", f"conversation {excerpt(conv.id, 60)!r}: {e}", conv.id))
+        return None
+    if not repeated:
+        return conv
+    ids = list(dict.fromkeys(repeated))
+    shown = ", ".join(repr(excerpt(i, 40)) for i in ids[:_PROBLEMS_SHOWN]) + (", …" if len(ids) > _PROBLEMS_SHOWN else "")
+    ctx.notes.append(f"conversation {excerpt(conv.id, 60)!r}: {plural(len(ids), 'turn')} listed more than once, "
+                     f"read once ({shown})")
+    return replace(conv, turns=turns, _tree=None, _one_thread_at=-1)
 
 
 def _problems_message(name: str, problems: list[Problem]) -> str:
