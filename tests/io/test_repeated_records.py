@@ -49,6 +49,7 @@ def test_a_turn_id_holding_two_different_records_is_refused_and_nothing_is_impor
             import_text(history(A, B, edited, C, other), "messages.json")
         assert str(err.value) == ("messages.json: conversation 'c': turn 'b' is listed twice with different "
                                   "contents; list each turn (message record) once")
+        assert [(p.record, p.field, p.conversation) for p in err.value.problems] == [(None, "id", "c")]
         return
     result = import_text(history(A, B, edited, C, other), "messages.json", skip_bad=True)
     assert [c.id for c in result.conversations] == ["d"]  # the other conversation, whole
@@ -65,10 +66,10 @@ def test_read_once_keeps_the_first_of_equal_turns_in_order_and_names_the_repeats
     assert repeated == ["a", "b", "a"]
     with pytest.raises(ValueError, match="turn 'b' is listed twice with different contents"):
         read_once([a, b, turn("b", "two!", "a")])
-    long_id = "x" * 100
-    with pytest.raises(ValueError) as err:
-        read_once([turn(long_id, "one"), turn(long_id, "two")])
-    assert "x" * 59 + "…" in str(err.value) and "x" * 60 not in str(err.value)
+    for long_id in ("x" * 61, "x" * 100):
+        with pytest.raises(ValueError) as err:
+            read_once([turn(long_id, "one"), turn(long_id, "two")])
+        assert f"turn '{'x' * 59}…' is listed" in str(err.value)
     with pytest.raises(ValueError) as err:  # up to 60 characters, an id is shown whole
         read_once([turn("y" * 60, "one"), turn("y" * 60, "two")])
     assert f"turn '{'y' * 60}' is listed" in str(err.value)
@@ -79,3 +80,19 @@ def test_a_pull_whose_pages_overlap_reads_each_record_once_and_refuses_two_diffe
     assert [t.id for t in conv.turns] == ["a", "b", "c3"] and conv.one_thread()
     with pytest.raises(PullError, match="conversation c: turn 'b' is listed twice with different contents"):
         conversation_from_records("c", [A, B, dict(B, answer="Changed."), C])
+
+
+def test_the_note_names_a_few_repeated_turns_and_long_ids_shortly():
+    conv_id = "conversation-" + "y" * 80
+    records = [{"id": f"{'m' * 50}{k}", "conversation_id": conv_id, "query": f"q{k}", "answer": f"a{k}",
+                "parent_message_id": f"{'m' * 50}{k - 1}" if k else None, "created_at": k} for k in range(5)]
+    two = import_text(history(*records, records[1], records[2]), "messages.json")
+    assert two.notes == [f"conversation '{conv_id[:59]}…': 2 turns listed more than once, read once "
+                         f"('{'m' * 39}…', '{'m' * 39}…')"]
+    four = import_text(history(*records, *records[:4]), "messages.json")
+    assert four.notes[0].endswith(f"4 turns listed more than once, read once ('{'m' * 39}…', '{'m' * 39}…', "
+                                  f"'{'m' * 39}…', …)")
+    three = import_text(history(*records, *records[:3]), "messages.json")
+    assert three.notes[0].endswith("…')")  # all three named: nothing left to elide
+    with pytest.raises(FormatError, match=f"^messages.json: conversation '{conv_id[:59]}…': turn 'm{{50}}1' is"):
+        import_text(history(*records, dict(records[1], answer="changed")), "messages.json")

@@ -179,10 +179,12 @@ def _each_turn_once(conv: Conversation, ctx: ReadContext) -> Conversation | None
     if not repeated:
         return conv
     ids = list(dict.fromkeys(repeated))
-    shown = ", ".join(repr(excerpt(i, 40)) for i in ids[:_PROBLEMS_SHOWN]) + (", …" if len(ids) > _PROBLEMS_SHOWN else "")
+    shown = ", ".join(repr(excerpt(i, 40)) for i in ids[:_PROBLEMS_SHOWN])
+    if len(ids) > _PROBLEMS_SHOWN:
+        shown += ", …"
     ctx.notes.append(f"conversation {excerpt(conv.id, 60)!r}: {plural(len(ids), 'turn')} listed more than once, "
                      f"read once ({shown})")
-    return replace(conv, turns=turns, _tree=None, _one_thread_at=-1)
+    return replace(conv, turns=turns)  # (its thread index is made for these turns when first asked for)
 
 
 def _problems_message(name: str, problems: list[Problem]) -> str:
