@@ -179,7 +179,7 @@ def _each_turn_once(conv: Conversation, ctx: ReadContext) -> Conversation | None
     if not repeated:
         return conv
     ids = list(dict.fromkeys(repeated))
-    shown = ", ".join(repr(excerpt(i, 40)) for i in ids[:_PROBLEMS_SHOWN])
+    shown = ", ".join(repr(excerpt(i)) for i in ids[:_PROBLEMS_SHOWN])
     if len(ids) > _PROBLEMS_SHOWN:
         shown += ", …"
     ctx.notes.append(f"conversation {excerpt(conv.id, 60)!r}: {plural(len(ids), 'turn')} listed more than once, "
