@@ -237,6 +237,17 @@ class _RowReasons:
             return d.blocked
         if not self.on_thread(q):
             return OTHER_BRANCH
+        return self._placed(q, j)
+
+    def thread_reason(self, q: int, j: int) -> str | None:
+        """:meth:`reason` of a message on the turn's thread; ``None`` for one that is not."""
+        if not self.on_thread(q):
+            return None
+        return self.decision.blocked or self._placed(q, j)
+
+    def _placed(self, q: int, j: int) -> str:
+        """Where a message of the thread stands, the memory not blocked."""
+        d = self.decision
         offset = self._offset(q, j)
         if offset is None:
             return GRANULARITY
@@ -270,6 +281,9 @@ class _LedgerReasons:
 
     def reason(self, q: int, j: int) -> str:
         return self.by_key[(q, j)]
+
+    def thread_reason(self, q: int, j: int) -> str | None:
+        return self.by_key[(q, j)] if q in self.thread else None
 
     def drops_all_older(self, reason: str) -> bool:
         return False  # a built ledger makes no promise about order
@@ -553,28 +567,35 @@ def fact_course(present: Sequence[bool | None]) -> tuple[int | None, int | None,
     return lost, back, gone, returns
 
 
-def _fact_row(reasons: Any, p: int, query_index: int | None, fact: TrackedFact) -> tuple[bool | None, str | None]:
+def _fact_row(reasons: Any, p: int, query_index: int | None, fact: TrackedFact,
+              stated_turns: Sequence[int]) -> tuple[bool | None, str | None]:
     """Whether a statement of the fact is in memory at turn ``p``, and if none is, the reason of
-    the newest statement on the thread (the one that left last)."""
+    the newest statement on the thread (the one that left last). ``stated_turns``: the turn of each
+    of the fact's statements (:func:`_stated_turns`)."""
     relevant = False
     newest_reason = None
-    upto = bisect_right(fact.messages, (p, float("inf")))  # statements written after turn p: not yet
-    for k in range(upto - 1, -1, -1):  # newest first: the likeliest to be kept
-        q, j = fact.messages[k]
+    messages, thread_reason, drops_all_older = fact.messages, reasons.thread_reason, reasons.drops_all_older
+    for k in range(bisect_right(stated_turns, p) - 1, -1, -1):  # newest first: the likeliest to be kept
+        q, j = messages[k]  # (statements written after turn p are not there yet)
         if q == p:
             if j == query_index:
                 return True, None  # stated (again) in the turn's own query: the model sees it
             continue  # written later in this turn: not there yet
-        if not reasons.on_thread(q):
-            continue
-        r = reasons.reason(q, j)
+        r = thread_reason(q, j)
+        if r is None:
+            continue  # another branch's
         if r in WORDS_SENT:  # as it is, or inside a scratchpad
             return True, None
         if not relevant:
             relevant, newest_reason = True, r
-        if reasons.drops_all_older(r):
+        if drops_all_older(r):
             break  # a fact restated on every few turns would otherwise cost the square of its statements
     return (False, newest_reason) if relevant else (None, None)
+
+
+def _stated_turns(fact: TrackedFact) -> list[int]:
+    """The turn position of each of the fact's statements, in their order (bisected by turn)."""
+    return [q for q, _ in fact.messages]
 
 
 def fact_presence(replay: Replay, fact: TrackedFact) -> dict[int, tuple[bool | None, str | None]]:
@@ -584,9 +605,10 @@ def fact_presence(replay: Replay, fact: TrackedFact) -> dict[int, tuple[bool | N
     its ledgers."""
     turns = replay.conversation.turns
     first = fact.messages[0][0] if fact.messages else None
+    stated = _stated_turns(fact)
     out: dict[int, tuple[bool | None, str | None]] = {}
     for p, reasons in _walk_rows(replay):
-        out[p] = _fact_row(reasons, p, turns[p].query_index, fact) if first is not None and first <= p \
+        out[p] = _fact_row(reasons, p, turns[p].query_index, fact, stated) if first is not None and first <= p \
             else (None, None)
     return out
 
@@ -670,15 +692,18 @@ class _Pass:
         present: list[list[bool | None]] = [[None] * len(answered) for _ in facts]
         first_reasons: list[list[str | None]] = [[None] * len(answered) for _ in facts]
         before = _messages_before(conv)
+        # Each fact with a statement, with the turn of each statement (the first is when it is stated).
+        stated = [(f, fact, turns) for f, fact in enumerate(facts) for turns in [_stated_turns(fact)] if turns]
         for p, reasons in _walk_rows(replay):
             r = row_index.get(p)
             if r is not None:
                 limit = before[p]
                 cells[r] = [reasons.reason(c.position, c.index) if c.column < limit else None for c in visible]
             k = answered_index[p]
-            for f, fact in enumerate(facts):
-                if fact.messages and fact.messages[0][0] <= p:
-                    present[f][k], first_reasons[f][k] = _fact_row(reasons, p, conv.turns[p].query_index, fact)
+            query_index = conv.turns[p].query_index
+            for f, fact, turns in stated:
+                if turns[0] <= p:
+                    present[f][k], first_reasons[f][k] = _fact_row(reasons, p, query_index, fact, turns)
         tokens = [replay.message_tokens(c.position)[c.index] for c in visible]
         hidden = []
         budgets = []

@@ -4,6 +4,7 @@ are lost at the turns the ledgers say, and the turn diff follows the thread."""
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import core.analysis.compare as compare_module
 from core.analysis.compare import (FactFate, fact_course, HEATMAP_COLUMNS, NamedConfig, TrackedFact, compare, detect_facts,
@@ -15,9 +16,10 @@ from core.memory.replay import MemoryConfig, Replay
 from core.memory.errors import ConfigError
 from core.memory.strategies import STRATEGIES
 from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
-from core.model.ledger import KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, SUMMARIZED
+from core.model.ledger import KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, SUMMARIZED, WORDS_SENT
 from tests.builders import dify, linear, openai
 from tests.conftest import FIXTURES, ROOT
+from tests.memory import test_ledger_pipeline as ledger_pipeline
 
 T = FIXTURES / "transcripts"
 
@@ -429,3 +431,66 @@ def test_columns_describe_every_message_once():
     assert [c.column for c in cols] == list(range(len(cols)))
     assert [c.kind for c in cols[:4]] == [QUERY, "tool_call", "tool_result", ANSWER]
     assert cols[1].text.startswith("→ calculate_area(")
+
+
+@st.composite
+def marked(draw):
+    """A generated branched conversation (tool rounds, empty answers) and facts marked on any of its
+    messages, each stated once or several times."""
+    conv = draw(ledger_pipeline.conversations())
+    where = [(p, j) for p, t in enumerate(conv.turns) for j in range(len(t.messages))]
+    facts = []
+    for k in range(draw(st.integers(1, 3))):
+        for at in draw(st.lists(st.sampled_from(where), min_size=1, max_size=4)):
+            facts.append((at, f"fact {k}"))
+    return conv, facts
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(marked(), ledger_pipeline.configs)
+def test_every_facts_course_read_from_the_walk_is_what_each_turns_ledger_says(conv_facts, config):
+    conv, facts = conv_facts
+    fast = compare(conv, [config, MemoryConfig(strategy="buffer")], facts=facts)
+    walk = compare_module._engine_walk
+    compare_module._engine_walk = lambda replay: None  # every row from its ledger
+    try:
+        slow = compare(conv, [config, MemoryConfig(strategy="buffer")], facts=facts)
+    finally:
+        compare_module._engine_walk = walk
+    for a, b in zip(fast.fates, slow.fates):
+        assert [(f.present, f.lost_turn, f.lost_reason, f.gone_label, f.gone_reason) for f in a] == \
+               [(f.present, f.lost_turn, f.lost_reason, f.gone_label, f.gone_reason) for f in b]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(marked(), ledger_pipeline.configs)
+def test_a_fact_is_present_at_a_turn_exactly_when_its_ledger_sends_a_statement_of_it(conv_facts, config):
+    """The literal rule, turn by turn from each ledger: present when a statement on the turn's thread is
+    sent (or is the turn's own query); else absent, with the newest such statement's reason, once one
+    was made on the thread; unknown before that."""
+    conv, facts = conv_facts
+    result = compare(conv, [config, MemoryConfig(strategy="off")], facts=facts)
+    replay = Replay(conv, config)
+    answered = conv.answered_turns()
+    for row in result.fates:
+        fate = row[0]
+        expected, reasons = [], []
+        for p in answered:
+            ledger = {(e.position, e.index): e.reason for e in replay.ledger_at(p).entries}
+            thread = set(conv.tree.thread(p)[:-1])
+            stated = [(q, j) for q, j in fate.fact.messages if q in thread]
+            if any(q == p and j == conv.turns[p].query_index for q, j in fate.fact.messages) or \
+                    any(ledger[s] in WORDS_SENT for s in stated):
+                expected.append(True)
+                reasons.append(None)
+            elif stated:
+                expected.append(False)
+                reasons.append(ledger[max(stated)])
+            else:
+                expected.append(None)
+                reasons.append(None)
+        assert fate.present == expected
+        if fate.lost_turn is not None:
+            k = [replay.numbers[p] for p in answered].index(fate.lost_turn)
+            assert fate.lost_reason == reasons[k]
+
