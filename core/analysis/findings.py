@@ -607,7 +607,7 @@ class Difference:
                 "only_docs": list(self.only_docs), "only_code": list(self.only_code)}
 
 
-def _explain_difference(turn: int, window: int | None, docs: ProfileCut, code: ProfileCut, siblings: int,
+def _explain_difference(window: int | None, docs: ProfileCut, code: ProfileCut, siblings: int,
                         counting: bool, fixed_prompt_tokens: int | None,
                         off_in_docs: bool = False, reserve: int | None = None,
                         fixed: int | None = None) -> tuple[tuple[str, ...], str]:
@@ -664,7 +664,7 @@ def _explain_difference(turn: int, window: int | None, docs: ProfileCut, code: P
 def _difference(turn: int, window: int | None, docs: ProfileCut, code: ProfileCut, siblings: int, counting: bool,
                 fixed_prompt_tokens: int | None, off_in_docs: bool = False, reserve: int | None = None,
                 fixed: int | None = None) -> Difference:
-    causes, text = _explain_difference(turn, window, docs, code, siblings, counting, fixed_prompt_tokens, off_in_docs,
+    causes, text = _explain_difference(window, docs, code, siblings, counting, fixed_prompt_tokens, off_in_docs,
                                        reserve, fixed)
     d, c = set(docs.kept_turns), set(code.kept_turns)
     return Difference(turn, causes, text, docs, code, tuple(sorted(d - c)), tuple(sorted(c - d)))
@@ -747,13 +747,30 @@ def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_pro
 
     n = row_limit(config.window)
 
-    def cut(view, dec) -> ProfileCut:
-        first = bisect_left(view.starts, dec.window_start)
-        kept_from = bisect_right(view.starts, dec.budget_cut) - 1 if dec.budget_cut < dec.end else len(view.starts)
-        kept_turns = tuple(map(numbers.__getitem__, view.positions[kept_from:]))
-        return ProfileCut(len(view.positions) - first, dec.budget_cut - dec.window_start, dec.budget.limit,
-                          kept_turns)
+    def sent_turns(view, dec) -> tuple[int, ...]:
+        """The turns ``dec`` sends a message of: a non-empty one at or after its cut, as a ledger's
+        kept entries list them (a turn the cut splits counts; one whose sent messages are all
+        empty does not)."""
+        cut, end, counts = dec.budget_cut, dec.end, view.count_prefix
+        if counts[end] == counts[cut]:
+            return ()
+        starts, positions = view.starts, view.positions
+        first, last = bisect_right(starts, cut) - 1, bisect_left(starts, end)
+        if counts[end] - counts[cut] == end - cut:  # no empty message among them: every turn counts
+            if positions[last - 1] - positions[first] == last - 1 - first:  # a stretch without branches:
+                return tuple(range(numbers[positions[first]], numbers[positions[last - 1]] + 1))  # numbered on
+            return tuple(map(numbers.__getitem__, positions[first:last]))
+        return tuple(numbers[positions[i]] for i in range(first, last)
+                     if counts[min(view.turn_start(i + 1), end)] > counts[max(starts[i], cut)])
 
+    # Both profiles decide on the same view and send a suffix of its turns each, less the turns with
+    # nothing to send, so the shorter tuple is the longer one's tail and what only one of them sends
+    # is the head before it (turn numbers rise along a thread, so every tuple is in order). A
+    # difference's text depends on a handful of numbers that repeat from turn to turn: each is
+    # written once.
+    explained: dict[tuple, tuple[tuple[str, ...], str]] = {}
+    counting, window, reserve, fixed = (config.plugin_token_counting, config.window, config.prompt_reserve,
+                                        config.history_budget)
     out: list[Difference] = []
     for _ in docs_replay._tokens_in_order():  # its counts set in batches, as its own walk would
         pass
@@ -768,12 +785,24 @@ def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_pro
         if kept_c == kept_d and view.kept_prefix[c.budget_cut] == view.kept_prefix[d.budget_cut]:
             continue  # only empty messages moved across the cut: the same history is sent
         first_row = p - n + 1
-        on_thread_rows = len(view.positions) - bisect_left(view.positions, max(first_row, 0))
+        on_thread = len(view.positions)
+        on_thread_rows = on_thread - bisect_left(view.positions, max(first_row, 0))
         siblings = (p - max(first_row, 0)) - on_thread_rows
         counted = docs_replay.budget_prompt_tokens(p, d.fixed_prompt_tokens)  # what the docs' budget subtracts
-        out.append(_difference(numbers[p], config.window, cut(view, d), cut(view, c), siblings,
-                               config.plugin_token_counting, counted, reserve=config.prompt_reserve,
-                               fixed=config.history_budget))
+        docs_sent, code_sent = sent_turns(view, d), sent_turns(view, c)
+        docs_cut = ProfileCut(on_thread - bisect_left(view.starts, d.window_start), d.budget_cut - d.window_start,
+                              d.budget.limit, docs_sent)
+        code_cut = ProfileCut(on_thread - bisect_left(view.starts, c.window_start), c.budget_cut - c.window_start,
+                              c.budget.limit, code_sent)
+        key = (docs_cut.window_turns, docs_cut.pruned, docs_cut.budget, code_cut.window_turns, code_cut.pruned,
+               code_cut.budget, siblings, counted)
+        why = explained.get(key)
+        if why is None:
+            why = explained[key] = _explain_difference(window, docs_cut, code_cut, siblings, counting, counted,
+                                                       reserve=reserve, fixed=fixed)
+        extra = len(docs_sent) - len(code_sent)
+        out.append(Difference(numbers[p], why[0], why[1], docs_cut, code_cut, docs_sent[:max(extra, 0)],
+                              code_sent[:max(-extra, 0)]))
     return out
 
 

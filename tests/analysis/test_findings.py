@@ -640,7 +640,7 @@ def test_a_budget_difference_says_what_dify_as_shipped_subtracts_for_the_node(re
     Extractor (1,000) after their own prompt."""
     from core.analysis.findings import CAUSE_BUDGET, ProfileCut, _explain_difference
 
-    causes, text = _explain_difference(4, 10, ProfileCut(3, 0, 900), ProfileCut(3, 2, 700), 0, True, 120,
+    causes, text = _explain_difference(10, ProfileCut(3, 0, 900), ProfileCut(3, 2, 700), 0, True, 120,
                                        reserve=reserve)
     assert causes == (CAUSE_BUDGET,)
     assert text == (f"The docs' budget subtracts the prompt (120 tokens) and is 900 tokens, pruning 0 messages; "

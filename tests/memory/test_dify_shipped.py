@@ -239,7 +239,7 @@ def test_the_pair_of_ledgers_gives_the_same_difference_as_the_walk():
         code = Replay(conv, CODE.with_(window=4)).ledger(turn)
         docs = Replay(conv, DOCS.with_(window=4)).ledger(turn)
         pair = ledger_difference(code, docs, Replay(conv, CODE).position_of(turn))
-        assert pair is not None and (pair.causes, pair.text, pair.only_docs) == (d.causes, d.text, d.only_docs)
+        assert pair is not None and pair.to_json() == d.to_json()
 
 
 #: The pipeline test's configs, as Dify's memory (the only one with two profiles).
@@ -261,7 +261,8 @@ def test_the_walk_finds_every_turn_whose_two_ledgers_differ_and_says_what_they_s
             pairs[summary.turn] = pair
     assert walk.keys() == pairs.keys()
     for turn, d in walk.items():
-        assert (d.causes, d.text, d.only_docs) == (pairs[turn].causes, pairs[turn].text, pairs[turn].only_docs)
+        # All of it: the causes and text, both profiles' sent turns, and what only one of them sends.
+        assert d.to_json() == pairs[turn].to_json()
 
 
 def test_the_profiles_agree_where_nothing_differs():
