@@ -234,6 +234,14 @@ class Ledger:
         wanted = set(reasons)
         return [e for e in self.entries if e.reason in wanted]
 
+    def entry_count(self) -> int:
+        """How many earlier messages the ledger lists."""
+        return len(self.entries)
+
+    def last_entries(self, n: int) -> list[LedgerEntry]:
+        """The newest ``n`` entries (all of them when there are fewer), in order."""
+        return self.entries[-n:] if n > 0 else []
+
     def to_dict(self) -> dict:
         """The ledger as data, losslessly: every entry field (:data:`ENTRY_FIELDS`), the header
         (:data:`HEADER_FIELDS`), and the synthetic messages and compactions when there are any.
@@ -320,6 +328,14 @@ class RunLedger(Ledger):
                 ranges.append((at, at + int(n)))
             at += int(n)
         return self._pick(ranges)
+
+    def entry_count(self) -> int:  # from the runs: no entry listed
+        return self.count if self._entries is None else len(self._entries)
+
+    def last_entries(self, n: int) -> list[LedgerEntry]:
+        if self._entries is not None or self._pick is None:
+            return super().last_entries(n)
+        return self._pick([(max(self.count - n, 0), self.count)]) if n > 0 else []
 
     @property
     def entries(self) -> list[LedgerEntry]:

@@ -357,10 +357,10 @@ def _ledgers_html(report: Report, columns: int = REPORT_COLUMNS) -> str:
     for c, replay in zip(report.configs, report.comparison.replays_for(conv)):
         parts = []
         for turn in turns:
-            ledger = replay.ledger(turn)
-            entries = ledger.entries
-            hidden = entries[:-columns] if len(entries) > columns else []
-            shown = entries[len(hidden):]
+            # Lazily: only the shown entries are listed; the hidden ones are counted from the runs.
+            ledger = replay.ledger_at(replay.position_of(turn), lazy=True)
+            shown = ledger.last_entries(columns)
+            hidden = ledger.entry_count() - len(shown)
             stand_ins = {x.replaces: x for x in ledger.synthetic if x.replaces is not None}
             rows = [_sent_instead(x) for x in ledger.synthetic if x.replaces is None]  # a summary goes first
             for run in _reason_runs(shown):
@@ -369,8 +369,8 @@ def _ledgers_html(report: Report, columns: int = REPORT_COLUMNS) -> str:
                          if (e.position, e.index) in stand_ins]
             more = ""
             if hidden:
-                kept = sum(1 for e in hidden if e.kept)
-                more = f'<p class="meta">{len(hidden):,} earlier messages not listed ({kept:,} of them kept).</p>'
+                kept = len(ledger.kept) - sum(1 for e in shown if e.kept)
+                more = f'<p class="meta">{hidden:,} earlier messages not listed ({kept:,} of them kept).</p>'
             table = ("<table><tr><th>turn</th><th>role</th><th>tokens</th><th>reason</th><th>why</th>"
                      f"<th>message</th></tr>{''.join(rows)}</table>") if rows else \
                 "<p>First turn: no earlier message.</p>"

@@ -120,4 +120,9 @@ def test_some_entries_of_a_ledger_kept_as_runs_are_those_of_its_listing(conv, co
     lazy = Replay(conv, config).ledger_at(position, lazy=True)
     assert lazy.entries_at(turns) == whole.entries_at(turns) == [e for e in whole.entries if e.position in turns]
     assert lazy.entries_with(reasons) == whole.entries_with(reasons) == [e for e in whole.entries if e.reason in reasons]
+    n = data.draw(st.integers(-1, len(whole.entries) + 2))
+    newest = whole.entries[max(len(whole.entries) - n, 0):] if n > 0 else []
+    assert lazy.last_entries(n) == whole.last_entries(n) == newest
+    assert lazy.entry_count() == whole.entry_count() == len(whole.entries)
     assert getattr(lazy, "_entries", None) is None  # nothing listed whole on the way
+    assert lazy.entries == whole.entries and lazy.entry_count() == len(whole.entries)  # and once it is

@@ -540,3 +540,26 @@ def test_a_turns_heading_counts_kept_dropped_and_not_eligible_apart():
     kept, dropped = len(ledger.kept), ledger.dropped_count()
     assert dropped > 0 and kept + dropped == earlier
     assert f"Turn {last}: {kept} kept, {dropped} dropped, {ledger.history_tokens:,} history tokens" in text
+
+
+@pytest.mark.parametrize("config", [MemoryConfig(window=3), MemoryConfig(strategy="summary_buffer", max_history_tokens=120)])
+def test_a_long_ledger_lists_its_newest_messages_and_counts_the_rest(config):
+    """Past the table's width only the newest messages are rows; the others are counted, with how
+    many of them were kept (a ledger kept as runs and a listed one alike)."""
+    from core.report.html import _ledgers_html
+
+    conv = linear(8, answer=lambda i: f"answer {i} " * 30)
+    report = report_of(conv, [NamedConfig("memory", config), NamedConfig("buffer", MemoryConfig(strategy="buffer"))])
+    html = _ledgers_html(report, columns=5)
+    for name, cfg in (("memory", config), ("buffer", MemoryConfig(strategy="buffer"))):
+        part = html.split(f'data-config="{name}"')[1].split('<details class="ledger"')[0]
+        newest = part.split("<summary>Turn 8:")[1].split("</details>")[0]
+        ledger = Replay(conv, cfg).ledger(8)
+        hidden = ledger.entries[:-5]
+        assert (f"{len(hidden):,} earlier messages not listed ({sum(e.kept for e in hidden):,} of them kept)."
+                in newest)
+        # The rows (a run of three or more dropped ones as one) link to the newest five's turns, and to
+        # a summary's: none of the hidden messages' turns.
+        linked = {int(t) for t in re.findall(r'href="#turn-(\d+)"', newest)}
+        assert linked == {e.turn for e in ledger.entries[-5:]} | {m.turn for m in ledger.synthetic}
+        assert min(linked) > 4
