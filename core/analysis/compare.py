@@ -202,7 +202,8 @@ class _RowReasons:
     """Where each earlier message stands at one turn, read from the engine's thread view and
     decision — the same rules, in the same order, as :meth:`Replay.ledger_at`."""
 
-    __slots__ = ("replay", "view", "decision", "plan", "drops_empty", "depth", "turns", "eligible_at")
+    __slots__ = ("replay", "view", "decision", "plan", "drops_empty", "depth", "turns", "eligible_at",
+                 "drops_older")
 
     def __init__(self, replay: Replay, view: PathView, decision: Decision, eligible_at: list[dict[int, int] | None]):
         self.replay = replay
@@ -213,23 +214,15 @@ class _RowReasons:
         self.depth = replay.conversation.tree.depth
         self.turns = replay.conversation.turns
         self.eligible_at = eligible_at
+        # The reasons that leave out every older message of the thread too: the memory's own block,
+        # and a cut-off by position when nothing prunes by a per-message plan.
+        blocked = decision.blocked
+        self.drops_older = frozenset((blocked,)) if blocked else _CUT_OFFS if self.plan is None else frozenset()
 
     def on_thread(self, q: int) -> bool:
         k = self.depth[q] - 1
         positions = self.view.positions
         return k < len(positions) and positions[k] == q
-
-    def _offset(self, q: int, j: int) -> int | None:
-        table = self.eligible_at[q]
-        if table is None:
-            table = {m: k for k, m in enumerate(self.replay.eligible(q))}
-            self.eligible_at[q] = table
-        return table.get(j)
-
-    def drops_all_older(self, reason: str) -> bool:
-        """Whether every message before one left out for ``reason`` on this thread is left out too:
-        so when nothing prunes by a per-message plan and the reason is a cut-off by position."""
-        return bool(self.decision.blocked) or (self.plan is None and reason in _CUT_OFFS)
 
     def reason(self, q: int, j: int) -> str:
         d = self.decision
@@ -247,8 +240,10 @@ class _RowReasons:
 
     def _placed(self, q: int, j: int) -> str:
         """Where a message of the thread stands, the memory not blocked."""
-        d = self.decision
-        offset = self._offset(q, j)
+        table = self.eligible_at[q]  # message index -> offset among the turn's eligible messages
+        if table is None:
+            table = self.eligible_at[q] = {m: k for k, m in enumerate(self.replay.eligible(q))}
+        offset = table.get(j)
         if offset is None:
             return GRANULARITY
         i = self.view.starts[self.depth[q] - 1] + offset
@@ -256,6 +251,7 @@ class _RowReasons:
         if self.plan is not None:
             r = self.plan.reason(i, msg)
             return EMPTY if r == KEPT and msg.is_empty and self.drops_empty else r
+        d = self.decision
         if i < d.trimmed_before:
             return TRIMMED_EARLIER
         if i < d.window_start:
@@ -269,6 +265,8 @@ class _RowReasons:
 
 class _LedgerReasons:
     """The same questions answered from a built ledger (when the engine offers no walk)."""
+
+    drops_older = frozenset()  # a built ledger makes no promise about order
 
     def __init__(self, replay: Replay, position: int):
         self.ledger = replay.ledger_at(position)
@@ -284,9 +282,6 @@ class _LedgerReasons:
 
     def thread_reason(self, q: int, j: int) -> str | None:
         return self.by_key[(q, j)] if q in self.thread else None
-
-    def drops_all_older(self, reason: str) -> bool:
-        return False  # a built ledger makes no promise about order
 
 
 def _engine_walk(replay: Replay) -> Any:
@@ -574,7 +569,7 @@ def _fact_row(reasons: Any, p: int, query_index: int | None, fact: TrackedFact,
     of the fact's statements (:func:`_stated_turns`)."""
     relevant = False
     newest_reason = None
-    messages, thread_reason, drops_all_older = fact.messages, reasons.thread_reason, reasons.drops_all_older
+    messages, thread_reason, drops_older = fact.messages, reasons.thread_reason, reasons.drops_older
     for k in range(bisect_right(stated_turns, p) - 1, -1, -1):  # newest first: the likeliest to be kept
         q, j = messages[k]  # (statements written after turn p are not there yet)
         if q == p:
@@ -588,7 +583,7 @@ def _fact_row(reasons: Any, p: int, query_index: int | None, fact: TrackedFact,
             return True, None
         if not relevant:
             relevant, newest_reason = True, r
-        if drops_all_older(r):
+        if r in drops_older:  # every older statement is left out too
             break  # a fact restated on every few turns would otherwise cost the square of its statements
     return (False, newest_reason) if relevant else (None, None)
 
