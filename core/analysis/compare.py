@@ -219,22 +219,14 @@ class _RowReasons:
         blocked = decision.blocked
         self.drops_older = frozenset((blocked,)) if blocked else _CUT_OFFS if self.plan is None else frozenset()
 
-    def on_thread(self, q: int) -> bool:
-        k = self.depth[q] - 1
-        positions = self.view.positions
-        return k < len(positions) and positions[k] == q
-
     def reason(self, q: int, j: int) -> str:
-        d = self.decision
-        if d.blocked:
-            return d.blocked
-        if not self.on_thread(q):
-            return OTHER_BRANCH
-        return self._placed(q, j)
+        return self.decision.blocked or self.thread_reason(q, j) or OTHER_BRANCH
 
     def thread_reason(self, q: int, j: int) -> str | None:
         """:meth:`reason` of a message on the turn's thread; ``None`` for one that is not."""
-        if not self.on_thread(q):
+        k = self.depth[q] - 1  # a turn at depth k + 1 is on the thread when the view holds it there
+        positions = self.view.positions
+        if k >= len(positions) or positions[k] != q:
             return None
         return self.decision.blocked or self._placed(q, j)
 
@@ -273,9 +265,6 @@ class _LedgerReasons:
         self.by_key = {(e.position, e.index): e.reason for e in self.ledger.entries}
         tree = replay.conversation.tree
         self.thread = set(tree.thread(position)[:-1])
-
-    def on_thread(self, q: int) -> bool:
-        return q in self.thread
 
     def reason(self, q: int, j: int) -> str:
         return self.by_key[(q, j)]
