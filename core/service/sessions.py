@@ -283,7 +283,7 @@ class ConversationService:
 
         ``granularity`` is the request's history granularity for agent nodes (None: the flow's, else
         ``query_answer``)."""
-        with self.db.conversation_lock(conversation_id):
+        with self.db.conversation_lock(conversation_id), self.db.pinned():
             repo.settle_interrupted(self.db, conversation_id, locked=True)
             return self._send_locked(conversation_id, query, inputs, parent_id=parent_id,
                                      flow_version_id=flow_version_id, overrides=overrides, on_event=on_event,
