@@ -82,7 +82,7 @@ def _unlock(fd: int) -> None:
 class TurnLocks:
     """The conversation locks of one database (see the module docstring)."""
 
-    def __init__(self, engine: Engine, pool_size: int = 5):
+    def __init__(self, engine: Engine, pool_size: int):
         self._engine = engine
         self._pool_size = pool_size
         self._lock_engine: Engine | None = None
@@ -110,8 +110,7 @@ class TurnLocks:
             # A pool of its own: connections are reused from turn to turn, and turns waiting for
             # a lock never hold the connections a running turn needs for its writes.
             self._lock_engine = create_engine(self._engine.url, pool_size=self._pool_size, max_overflow=-1,
-                                              pool_pre_ping=True,
-                                              isolation_level="AUTOCOMMIT")
+                                              pool_pre_ping=True, isolation_level="AUTOCOMMIT")
         key = int.from_bytes(_digest(conversation_id)[:4], "big", signed=True)
         with self._lock_engine.connect() as conn:
             if timeout <= 0:
