@@ -330,12 +330,12 @@ class RunLedger(Ledger):
         return self._pick(ranges)
 
     def entry_count(self) -> int:  # from the runs: no entry listed
-        return self.count if self._entries is None else len(self._entries)
+        return self.count
 
     def last_entries(self, n: int) -> list[LedgerEntry]:
-        if self._entries is not None or self._pick is None:
+        if self._pick is None:
             return super().last_entries(n)
-        return self._pick([(max(self.count - n, 0), self.count)]) if n > 0 else []
+        return self._pick([(max(self.count - n, 0), self.count)])  # (none when n <= 0: an empty range)
 
     @property
     def entries(self) -> list[LedgerEntry]:

@@ -246,13 +246,13 @@ def test_the_pair_of_ledgers_gives_the_same_difference_as_the_walk():
 dify_configs = configs.map(lambda c: c.with_(strategy="dify"))
 
 
-@settings(max_examples=300, deadline=None)
-@given(conversations(), dify_configs)
-def test_the_walk_finds_every_turn_whose_two_ledgers_differ_and_says_what_they_say(conv, config):
-    # One walk decides both profiles on the shipped profile's thread view: it must name exactly the turns
-    # whose two ledgers keep different messages, each as the pair of ledgers explains it.
-    walk = {d.turn: d for d in docs_vs_code(conv, config)}
-    code, docs = Replay(conv, config.with_(fidelity="code")), Replay(conv, config.with_(fidelity="documented"))
+def _walk_says_what_the_ledgers_say(conv, config, **kwargs) -> int:
+    """One walk decides both profiles on the shipped profile's thread view: it must name exactly the
+    turns whose two ledgers keep different messages, each as the pair of ledgers explains it (the
+    causes and text, both profiles' sent turns, and what only one of them sends). How many differ."""
+    walk = {d.turn: d for d in docs_vs_code(conv, config, **kwargs)}
+    code = Replay(conv, config.with_(fidelity="code"), **kwargs)
+    docs = Replay(conv, config.with_(fidelity="documented"), **kwargs)
     pairs = {}
     for summary in code.summaries():
         position = code.position_of(summary.turn)
@@ -261,8 +261,61 @@ def test_the_walk_finds_every_turn_whose_two_ledgers_differ_and_says_what_they_s
             pairs[summary.turn] = pair
     assert walk.keys() == pairs.keys()
     for turn, d in walk.items():
-        # All of it: the causes and text, both profiles' sent turns, and what only one of them sends.
         assert d.to_json() == pairs[turn].to_json()
+    return len(walk)
+
+
+@settings(max_examples=300, deadline=None)
+@given(conversations(), dify_configs)
+def test_the_walk_finds_every_turn_whose_two_ledgers_differ_and_says_what_they_say(conv, config):
+    _walk_says_what_the_ledgers_say(conv, config)
+
+
+#: Empty answers, so a budget's cut can leave a turn only its empty answer to send, and two regenerated
+#: turns, so the thread skips positions (its sent turns are not numbered on without gaps).
+EMPTY_AND_BRANCHED = [("1", None, "q1 " * 5, "a1 " * 9), ("2", "1", "q2 " * 3, ""), ("3", "2", "q3 " * 7, "a3 " * 4),
+                      ("3b", "2", "q3 " * 7, "a3b " * 6), ("4", "3b", "q4 " * 2, ""), ("5", "4", "q5 " * 6, "a5 " * 8),
+                      ("5b", "4", "q5 " * 6, "a5b " * 2), ("6", "5b", "q6 " * 4, "a6 " * 3), ("7", "6", "q7 " * 5, "")]
+EMPTY_LINEAR = [(m, p[:1] if p else p, q, a) for m, p, q, a in EMPTY_AND_BRANCHED if not m.endswith("b")]
+#: And the branch without an empty message (where sent turns are read without looking for one).
+BRANCHED = [(m, p, q, a or f"answer {m}") for m, p, q, a in EMPTY_AND_BRANCHED]
+
+
+@pytest.mark.parametrize("rows", [EMPTY_AND_BRANCHED, EMPTY_LINEAR, BRANCHED],
+                         ids=["branched", "linear", "branched-no-empty"])
+@pytest.mark.parametrize("window", [2, 3, 5, None])
+def test_the_walk_says_what_the_ledgers_say_at_every_budget_cut(rows, window):
+    conv = dify(rows, system="You answer briefly.")
+    differing = sum(_walk_says_what_the_ledgers_say(conv, COUNTING.with_(window=window, context_size=size,
+                                                                        max_tokens=0), system_prompt=prompt)
+                    for size in range(40, 260, 7) for prompt in (None, "A much longer system prompt " * 4))
+    assert differing > 0  # the profiles' budgets cut in different places, often
+
+
+def test_docs_vs_code_reuses_a_replay_made_with_its_settings_and_only_those(monkeypatch):
+    import core.analysis.findings as findings
+
+    made: list[MemoryConfig] = []
+
+    class Counted(Replay):
+        def __init__(self, conversation, config, **kwargs):
+            made.append(config)
+            super().__init__(conversation, config, **kwargs)
+
+    monkeypatch.setattr(findings, "Replay", Counted)
+    conv = dify(REGENERATED, system="Be brief.")
+    config = COUNTING.with_(window=4, context_size=200)
+    own = Replay(conv, config)
+    expected = docs_vs_code(conv, config)
+    made.clear()
+    assert docs_vs_code(conv, config, replay=own) == expected and [c.fidelity for c in made] == ["documented"]
+    for other in ({"system_prompt": "Another prompt."}, {"has_thread": False}, {"prompt_tokens": lambda p: 5}):
+        made.clear()
+        docs_vs_code(conv, config, replay=own, **other)
+        assert sorted(c.fidelity for c in made) == ["code", "documented"], other
+    made.clear()
+    docs_vs_code(conv, config, replay=Replay(dify(REGENERATED, system="Be brief."), config))
+    assert sorted(c.fidelity for c in made) == ["code", "documented"]  # another conversation's replay
 
 
 def test_the_profiles_agree_where_nothing_differs():

@@ -126,3 +126,7 @@ def test_some_entries_of_a_ledger_kept_as_runs_are_those_of_its_listing(conv, co
     assert lazy.entry_count() == whole.entry_count() == len(whole.entries)
     assert getattr(lazy, "_entries", None) is None  # nothing listed whole on the way
     assert lazy.entries == whole.entries and lazy.entry_count() == len(whole.entries)  # and once it is
+    unpicked = Replay(conv, config).ledger_at(position, lazy=True)
+    if hasattr(unpicked, "_pick"):  # a ledger kept as runs that cannot pick lists itself whole instead
+        unpicked._pick = None
+        assert unpicked.last_entries(n) == newest
