@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from core.flow.prompt import HISTORY
+from core.flow.prompt import CURRENT_QUERY, HISTORY
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITY_LABELS, MemoryConfig, Replay, turn_numbers
 from core.memory.strategies.dify import CODE, DifyStrategy, window_note
 from core.memory.strategies.dify_agent import agent_app
@@ -190,7 +190,7 @@ def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str, o
         from .findings import ledger_difference
 
         code, docs = (ledger, other) if ledger.config.get("fidelity") == "code" else (other, ledger)
-        diff = ledger_difference(code, docs, position)
+        diff = ledger_difference(code, docs, position, sum(r.tokens for r in rows if r.origin == CURRENT_QUERY))
         if diff is not None:
             difference, both = diff.text, _both(code, docs)
     return Receipt(node_id=run["node_id"], title=title, rows=rows, profile=profile, docs_vs_code=difference,

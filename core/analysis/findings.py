@@ -678,11 +678,13 @@ def _cut_from_ledger(ledger: Ledger) -> ProfileCut:
     return ProfileCut(len(in_window), pruned, ledger.budget, kept)
 
 
-def ledger_difference(code: Ledger, docs: Ledger, position: int) -> Difference | None:
+def ledger_difference(code: Ledger, docs: Ledger, position: int, query_tokens: int = 0) -> Difference | None:
     """How the two profiles' ledgers of one node at one turn differ (``None``: they agree).
 
     ``position`` is the turn's position in the conversation: the rows of other branches among
-    the newest window rows are the entries ``other_branch`` from there on."""
+    the newest window rows are the entries ``other_branch`` from there on. ``query_tokens``: the
+    current query's tokens, which a ledger's prompt holds and the budget of a node whose query
+    joins after the budget (``query_after_budget``) does not subtract."""
     # One turn's two ledgers list the same earlier messages: they agree when they keep the same ones
     # (read from the kept entries, so a ledger kept as runs is not listed whole to find that out).
     if [(e.position, e.index) for e in code.kept] == [(e.position, e.index) for e in docs.kept]:
@@ -692,7 +694,7 @@ def ledger_difference(code: Ledger, docs: Ledger, position: int) -> Difference |
     window = code.config.get("window")
     first_row = position - row_limit(window) + 1
     siblings = len({e.position for e in code.entries_at(range(max(first_row, 0), position)) if e.reason == OTHER_BRANCH})
-    fixed = docs.prompt_tokens - docs.history_tokens
+    fixed = docs.prompt_tokens - docs.history_tokens - (query_tokens if docs.config.get("query_after_budget") else 0)
     return _difference(code.turn, window, _cut_from_ledger(docs), _cut_from_ledger(code), siblings,
                        bool(code.config.get("plugin_token_counting")), fixed,
                        window is not None and docs.config.get("window") is None, code.config.get("prompt_reserve"),

@@ -166,6 +166,32 @@ def test_with_token_counting_the_budget_subtracts_the_system_message_but_not_the
     assert again.budget == history and [e.reason for e in again.entries] == [KEPT] * 4
 
 
+def test_the_receipt_says_the_docs_budget_subtracts_the_prompt_before_the_history_not_the_query():
+    """A basic Chatbot's query joins after the budget: the receipt's docs-versus-code sentence names
+    the prompt the docs' budget subtracted (the system message and the reply priming), not the
+    whole prompt the ledger holds."""
+    from core.analysis.debug_view import receipt
+
+    queries = ["I'm going to Lisbon in May with two friends.", "We like quiet hotels by the sea.",
+               "Which neighbourhood should we stay in, given everything I told you so far?"]
+    counter = counter_for("openai/gpt-4o-mini")
+    context = model_facts("openai/gpt-4o-mini").context_size
+    for room in range(40, 140, 4):  # the first budget where the two profiles prune differently (the list's +3)
+        flow = read(chatbot(model={**MODEL, "completion_params": {"max_tokens": context - room}}))
+        state, records = ask(flow, queries, plugin_token_counting=True)
+        run = records[-1].node_run("llm")
+        docs = what_if_ledger(flow, state.conversation, 2, "llm", fidelity="documented", plugin_token_counting=True)
+        if [e.kept for e in run.ledger.entries] != [e.kept for e in docs.entries]:
+            break
+    else:
+        raise AssertionError("no budget here where the two profiles differ")
+    r = receipt({"node_id": "llm", "prompt": [m.to_dict() for m in run.prompt], "ledger": run.ledger}, "LLM",
+                exact=True, encoding="o200k_base", other=docs, position=2)
+    before_history = counter.chat("system", run.prompt[0].content) + REPLY_PRIMING
+    assert docs.budget == room - before_history  # what the docs' budget took away
+    assert r.docs_vs_code.startswith(f"The docs' budget subtracts the prompt ({before_history:,} tokens) ")
+
+
 def test_silent_pruning_names_the_prompt_before_the_history_as_what_the_budget_subtracts():
     flow = read(chatbot(model={**MODEL, "completion_params": {"max_tokens": 127_950}}))
     state, records = ask(flow, ["I'm going to Lisbon in May with two friends.", "We like quiet hotels by the sea.",

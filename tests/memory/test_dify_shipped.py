@@ -256,7 +256,9 @@ def _walk_says_what_the_ledgers_say(conv, config, **kwargs) -> int:
     pairs = {}
     for summary in code.summaries():
         position = code.position_of(summary.turn)
-        pair = ledger_difference(code.ledger_at(position), docs.ledger_at(position), position)
+        query = conv.turns[position].query_index
+        pair = ledger_difference(code.ledger_at(position), docs.ledger_at(position), position,
+                                 code.message_tokens(position)[query] if query is not None else 0)
         if pair is not None:
             pairs[summary.turn] = pair
     assert walk.keys() == pairs.keys()
@@ -281,14 +283,32 @@ EMPTY_LINEAR = [(m, p[:1] if p else p, q, a) for m, p, q, a in EMPTY_AND_BRANCHE
 BRANCHED = [(m, p, q, a or f"answer {m}") for m, p, q, a in EMPTY_AND_BRANCHED]
 
 
+def _opened(conv):
+    """The conversation behind an opening statement: a first turn with no query, which no turn answers."""
+    from core.model.conversation import ANSWER, Turn
+
+    opener = Turn(id="0", parent_id=None, messages=(Message("assistant", "Welcome! Ask me anything.", ANSWER, "0:a"),),
+                  query_index=None, answer_index=0)
+    return type(conv)(id=conv.id, turns=[opener, *conv.turns], system_prompt=conv.system_prompt,
+                      source_format=conv.source_format)
+
+
+#: What else decides a budget: the prompt around the history, a node's own reserve, a query that
+#: joins the prompt after the budget is taken.
+PROMPTS = ({}, {"system_prompt": "A much longer system prompt " * 4}, {"prompt_tokens": lambda p: 12 + 5 * p})
+NODES = ({}, {"prompt_reserve": 20}, {"query_after_budget": True})
+
+
 @pytest.mark.parametrize("rows", [EMPTY_AND_BRANCHED, EMPTY_LINEAR, BRANCHED],
                          ids=["branched", "linear", "branched-no-empty"])
 @pytest.mark.parametrize("window", [2, 3, 5, None])
-def test_the_walk_says_what_the_ledgers_say_at_every_budget_cut(rows, window):
+@pytest.mark.parametrize("opening", [False, True], ids=["", "opened"])
+def test_the_walk_says_what_the_ledgers_say_at_every_budget_cut(rows, window, opening):
     conv = dify(rows, system="You answer briefly.")
+    conv = _opened(conv) if opening else conv
     differing = sum(_walk_says_what_the_ledgers_say(conv, COUNTING.with_(window=window, context_size=size,
-                                                                        max_tokens=0), system_prompt=prompt)
-                    for size in range(40, 260, 7) for prompt in (None, "A much longer system prompt " * 4))
+                                                                        max_tokens=0, **node), **kwargs)
+                    for size in range(40, 260, 9) for kwargs in PROMPTS for node in NODES)
     assert differing > 0  # the profiles' budgets cut in different places, often
 
 
