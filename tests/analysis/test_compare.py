@@ -32,6 +32,7 @@ def empties():
 CONVERSATIONS = {
     "linear": lambda: linear(14),
     "empty answers": empties,
+    "empty recent answers": lambda: linear(7, answer=lambda i: "" if i % 3 == 0 else f"answer number {i}"),
     "tau-bench tools": lambda: read_conversations(T / "taubench__gpt-4o-airline.sample.jsonl")[2],
     "dify web branches": lambda: read_conversations(T / "dify-web__realWorldMessages.json")[0],
     "dify web legacy and roots": lambda: read_conversations(T / "dify-web__multiRootNodesWithLegacyTestMessages.json")[0],
@@ -83,6 +84,36 @@ def test_every_heatmap_cell_equals_the_ledger(name, config):
         assert matrix.cells[r][:len(expected)] == expected, (name, position)
         assert all(x is None for x in matrix.cells[r][len(expected):])
         assert matrix.hidden_kept[r] == 0
+
+
+def test_the_cells_of_a_compaction_that_clears_tool_results_equal_the_ledgers():
+    """Clearing reads each message's role: the walk's cells must say "cleared" where the ledger does."""
+    from core.model.ledger import CLEARED
+    from tests.memory.test_compaction import agent_chat, compaction, context_for, full_history
+
+    conv = agent_chat(6)
+    fixed, full = full_history(conv, 7)
+    replay = Replay(conv, compaction(context_size=context_for(fixed + full.history_tokens - 1)))
+    matrix = retention_matrix(replay, heatmap_window(conv, max_rows=10_000, max_columns=10_000))
+    for r, position in enumerate(matrix.row_positions):
+        expected = ledger_reasons(replay, position)
+        assert matrix.cells[r][:len(expected)] == expected
+    assert CLEARED in matrix.cells[-1]
+
+
+def test_the_cells_of_a_window_memory_node_with_an_input_say_empty_where_its_ledgers_do():
+    """A Window Memory node whose history an input can set plans each call: an empty answer inside
+    its window is left out as empty, in the walk's cells as in the ledgers."""
+    from core.model.ledger import EMPTY
+
+    conv = linear(7, answer=lambda i: "" if i % 3 == 0 else f"answer number {i}")
+    written = {4: (Message("user", "the history an input set", "query", "input:1"),)}
+    replay = Replay(conv, MemoryConfig(strategy="window", window=6), history_inputs=written.get)
+    matrix = retention_matrix(replay, heatmap_window(conv, max_rows=10_000, max_columns=10_000))
+    for r, position in enumerate(matrix.row_positions):
+        expected = ledger_reasons(replay, position)
+        assert matrix.cells[r][:len(expected)] == expected
+    assert EMPTY in matrix.cells[-1]
 
 
 def test_a_windowed_heatmap_shows_the_last_rows_and_latest_columns_and_counts_what_is_hidden():
@@ -468,6 +499,24 @@ def test_a_fact_is_present_at_a_turn_exactly_when_its_ledger_sends_a_statement_o
     """The literal rule, turn by turn from each ledger: present when a statement on the turn's thread is
     sent (or is the turn's own query); else absent, with the newest such statement's reason, once one
     was made on the thread; unknown before that."""
+    _facts_follow_the_ledgers(conv_facts, config)
+
+
+#: Strategies that plan each turn's memory message by message, with budgets that make them leave
+#: messages out: an older statement may be sent while a newer one is not.
+PLANNING = [MemoryConfig(strategy="trim", max_history_tokens=60), MemoryConfig(strategy="summary_buffer",
+            max_history_tokens=60), MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=150),
+            MemoryConfig(strategy="compaction", compaction_profile="exact", context_size=400),
+            MemoryConfig(strategy="window", window=3)]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(marked(), st.sampled_from(PLANNING))
+def test_a_fact_follows_the_ledgers_of_strategies_that_plan_their_memory(conv_facts, config):
+    _facts_follow_the_ledgers(conv_facts, config)
+
+
+def _facts_follow_the_ledgers(conv_facts, config):
     conv, facts = conv_facts
     result = compare(conv, [config, MemoryConfig(strategy="off")], facts=facts)
     replay = Replay(conv, config)
