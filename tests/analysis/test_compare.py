@@ -86,6 +86,15 @@ def test_every_heatmap_cell_equals_the_ledger(name, config):
         assert matrix.hidden_kept[r] == 0
 
 
+def _cells_equal_the_ledgers(conv, replay) -> list[list]:
+    """The whole matrix's cells, each row checked against its turn's ledger."""
+    matrix = retention_matrix(replay, heatmap_window(conv, max_rows=10_000, max_columns=10_000))
+    for r, position in enumerate(matrix.row_positions):
+        expected = ledger_reasons(replay, position)
+        assert matrix.cells[r][:len(expected)] == expected
+    return matrix.cells
+
+
 def test_the_cells_of_a_compaction_that_clears_tool_results_equal_the_ledgers():
     """Clearing reads each message's role: the walk's cells must say "cleared" where the ledger does."""
     from core.model.ledger import CLEARED
@@ -94,11 +103,7 @@ def test_the_cells_of_a_compaction_that_clears_tool_results_equal_the_ledgers():
     conv = agent_chat(6)
     fixed, full = full_history(conv, 7)
     replay = Replay(conv, compaction(context_size=context_for(fixed + full.history_tokens - 1)))
-    matrix = retention_matrix(replay, heatmap_window(conv, max_rows=10_000, max_columns=10_000))
-    for r, position in enumerate(matrix.row_positions):
-        expected = ledger_reasons(replay, position)
-        assert matrix.cells[r][:len(expected)] == expected
-    assert CLEARED in matrix.cells[-1]
+    assert CLEARED in _cells_equal_the_ledgers(conv, replay)[-1]
 
 
 def test_the_cells_of_a_window_memory_node_with_an_input_say_empty_where_its_ledgers_do():
@@ -109,11 +114,7 @@ def test_the_cells_of_a_window_memory_node_with_an_input_say_empty_where_its_led
     conv = linear(7, answer=lambda i: "" if i % 3 == 0 else f"answer number {i}")
     written = {4: (Message("user", "the history an input set", "query", "input:1"),)}
     replay = Replay(conv, MemoryConfig(strategy="window", window=6), history_inputs=written.get)
-    matrix = retention_matrix(replay, heatmap_window(conv, max_rows=10_000, max_columns=10_000))
-    for r, position in enumerate(matrix.row_positions):
-        expected = ledger_reasons(replay, position)
-        assert matrix.cells[r][:len(expected)] == expected
-    assert EMPTY in matrix.cells[-1]
+    assert EMPTY in _cells_equal_the_ledgers(conv, replay)[-1]
 
 
 def test_a_windowed_heatmap_shows_the_last_rows_and_latest_columns_and_counts_what_is_hidden():
