@@ -73,7 +73,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
-from core.memory.replay import MemoryConfig, Replay, turn_numbers
+from core.memory.replay import MemoryConfig, Replay, budgeted_prompt, turn_numbers
 from core.memory.strategies import REACT
 from core.model.conversation import ANSWER, Conversation, turn_label
 from core.model.facts import asked_keys
@@ -694,7 +694,8 @@ def ledger_difference(code: Ledger, docs: Ledger, position: int, query_tokens: i
     window = code.config.get("window")
     first_row = position - row_limit(window) + 1
     siblings = len({e.position for e in code.entries_at(range(max(first_row, 0), position)) if e.reason == OTHER_BRANCH})
-    fixed = docs.prompt_tokens - docs.history_tokens - (query_tokens if docs.config.get("query_after_budget") else 0)
+    fixed = budgeted_prompt(docs.prompt_tokens - docs.history_tokens, query_tokens,
+                            bool(docs.config.get("query_after_budget")))
     return _difference(code.turn, window, _cut_from_ledger(docs), _cut_from_ledger(code), siblings,
                        bool(code.config.get("plugin_token_counting")), fixed,
                        window is not None and docs.config.get("window") is None, code.config.get("prompt_reserve"),

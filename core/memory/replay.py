@@ -313,6 +313,12 @@ def turn_numbers(conversation: Conversation, start: int = 0) -> list[int]:
     return list(range(first, first + max(len(conversation.turns) - start, 0)))
 
 
+def budgeted_prompt(fixed: int, query_tokens: int, query_after_budget: bool) -> int:
+    """The prompt a turn's budget subtracts: its fixed tokens (the prompt without the history),
+    less the current query's message when that joins after the budget (``query_after_budget``)."""
+    return fixed - query_tokens if query_after_budget else fixed
+
+
 class Replay:
     """One memory config replayed over a conversation.
 
@@ -461,12 +467,11 @@ class Replay:
 
     # -- the decision ------------------------------------------------------------------------------
     def budget_prompt_tokens(self, position: int, fixed: int) -> int:
-        """The prompt a turn's budget subtracts: its fixed tokens, less the current query's message
-        when that joins after the budget (``query_after_budget``)."""
+        """:func:`budgeted_prompt` of the turn at ``position``."""
         if not self.config.query_after_budget:
             return fixed
         q = self.conversation.turns[position].query_index
-        return fixed - (self.message_tokens(position)[q] if q is not None else 0)
+        return budgeted_prompt(fixed, self.message_tokens(position)[q] if q is not None else 0, True)
 
     def blocked(self) -> str | None:
         """Why no earlier message is this memory's to send, whatever the turn: ``memory_off``, or
@@ -1164,5 +1169,5 @@ def compute_ledger(conversation: Conversation, position: int, config: MemoryConf
     return Replay(conversation, config, **kwargs).ledger_at(position)
 
 
-__all__ = ["MemoryConfig", "Replay", "TurnMemory", "compute_ledger", "expand_runs", "history_of", "turn_number",
-           "turn_numbers", "PathView", "Decision"]
+__all__ = ["MemoryConfig", "Replay", "TurnMemory", "budgeted_prompt", "compute_ledger", "expand_runs", "history_of",
+           "turn_number", "turn_numbers", "PathView", "Decision"]
