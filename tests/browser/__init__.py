@@ -61,6 +61,17 @@ def streamlit_server(env: dict, log: Path, *, config_file_only: bool = False):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+def expect_settled(page, timeout: int = 90_000) -> None:
+    """Wait until the app's script run has ended: no element is still marked stale.
+
+    Until a rerun ends, Streamlit keeps the previous run's elements beside the new ones (marked stale),
+    so a check made in that moment can find the previous turn's chart as well as the new turn's.
+    """
+    from playwright.sync_api import expect
+
+    expect(page.locator('[data-stale="true"]')).to_have_count(0, timeout=timeout)
+
+
 @contextmanager
 def chromium():
     from playwright.sync_api import sync_playwright

@@ -4,7 +4,7 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.browser import chromium, streamlit_server
+from tests.browser import chromium, expect_settled, streamlit_server
 
 XSS = "<img src=x onerror=alert(1)>"
 # After a blank line, markdown would turn these into an image and bold text; they must stay as typed.
@@ -30,6 +30,7 @@ def test_send_a_message_see_markers_and_the_receipt_in_a_real_browser(tmp_path):
         box.fill(f"{XSS}\n\n{MARKDOWN}")
         box.press("Enter")
         expect(messages).to_have_count(18, timeout=90_000)
+        expect_settled(page)  # the previous turn's elements are gone, so every check below sees the new turn
         # The conversation picker shows the conversation as it is now, not as it was picked.
         picker = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").nth(1).locator("input")
         expect(picker).to_have_value("Demo: support-bot forgets a name · 9 turns · flow")
@@ -60,6 +61,7 @@ def test_send_a_message_see_markers_and_the_receipt_in_a_real_browser(tmp_path):
         expect(panel).to_contain_text("memory history")
         expect(panel).to_contain_text("current query")
         expect(panel).to_contain_text("tokens exact (o200k_base)")
+        expect(panel.locator(".js-plotly-plot")).to_have_count(1)  # the new turn's budget bar, and only it
         expect(panel.locator(".js-plotly-plot")).to_be_visible()
         page.screenshot(path=str(tmp_path / "debugger.png"), full_page=True)
         assert (tmp_path / "debugger.png").stat().st_size > 10_000
