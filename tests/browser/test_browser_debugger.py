@@ -91,6 +91,7 @@ def test_an_imported_chatgpt_export_opens_with_markers_and_a_receipt_in_a_real_b
         messages = page.get_by_test_id("stChatMessage")
         expect(messages).to_have_count(6)  # the active branch: three turns
         expect(messages.nth(2)).to_contain_text("Add a day trip to Cascais instead.")
+        expect_settled(page)  # no element of the demo conversation is left beside the imported one
         # Markers of the default lens on the earlier messages of the inspected (last) turn.
         expect(page.locator('.ml-chip[data-node="lens-default"]')).to_have_count(4)
         page.get_by_role("tab", name="Context receipt").click()

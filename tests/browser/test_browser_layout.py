@@ -4,7 +4,7 @@ title, the newest turn, its receipt and the whole chat input in view (1280×800 
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser import chromium, streamlit_server
+from tests.browser import chromium, expect_settled, streamlit_server
 
 
 def in_view(page, locator) -> bool:
@@ -42,6 +42,7 @@ def test_the_receipt_and_the_newest_turn_are_in_view_when_the_debugger_opens(tmp
         page.locator('button:has-text("Inspect")').first.click()
         header = page.get_by_text("Turn 1 —", exact=False).first
         expect(header).to_be_visible(timeout=90_000)
+        expect_settled(page)  # the layout of the finished run, not one with the previous turn's elements
         assert in_view(page, header)
 
 
@@ -75,6 +76,7 @@ def test_compare_charts_keep_their_legends_outside_and_replies_side_by_side(tmp_
         page.get_by_text("Re-ask every query under each config").click()
         cards = page.locator(".ml-reply")
         expect(cards.first).to_be_visible(timeout=90_000)
+        expect_settled(page)
         first_row = [cards.nth(i).bounding_box() for i in range(3)]
         assert len({round(b["y"]) for b in first_row}) == 1  # one row: the three configs side by side
         assert all(b["x"] + b["width"] <= width for b in first_row)  # wrapped, nothing runs off the page
