@@ -111,7 +111,7 @@ def test_the_cells_of_a_window_memory_node_with_an_input_say_empty_where_its_led
     its window is left out as empty, in the walk's cells as in the ledgers."""
     from core.model.ledger import EMPTY
 
-    conv = linear(7, answer=lambda i: "" if i % 3 == 0 else f"answer number {i}")
+    conv = CONVERSATIONS["empty recent answers"]()
     written = {4: (Message("user", "the history an input set", "query", "input:1"),)}
     replay = Replay(conv, MemoryConfig(strategy="window", window=6), history_inputs=written.get)
     assert EMPTY in _cells_equal_the_ledgers(conv, replay)[-1]
@@ -503,8 +503,9 @@ def test_a_fact_is_present_at_a_turn_exactly_when_its_ledger_sends_a_statement_o
     _facts_follow_the_ledgers(conv_facts, config)
 
 
-#: Strategies that plan each turn's memory message by message, with budgets that make them leave
-#: messages out: an older statement may be sent while a newer one is not.
+#: Strategies whose memory is not a plain window of turns, with budgets that make them leave messages
+#: out: the first four plan each turn's memory message by message (an older statement may be sent while
+#: a newer one is not); the Window Memory node keeps its own store, moved on once per call.
 PLANNING = [MemoryConfig(strategy="trim", max_history_tokens=60), MemoryConfig(strategy="summary_buffer",
             max_history_tokens=60), MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=150),
             MemoryConfig(strategy="compaction", compaction_profile="exact", context_size=400),
