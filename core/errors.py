@@ -12,6 +12,7 @@ deriving from a class here; catch the narrowest that fits)::
     ├── ConfigError            a memory config value, or a strategy's own check      core/memory/errors.py
     ├── ReportError            a report, report bundle, source file or config set    core/report/errors.py
     │   └── BundleFieldError   one field of a report bundle                          core/report/errors.py
+    ├── HostsError             an entry of MEMLENS_ALLOWED_HOSTS                     core/hosts.py
     ├── LimitError             over a size or depth limit                            core/limits.py
     │   └── TooLargeError      over a size limit                                     core/limits.py
     ├── FormatError            a file no reader can read                             core/io/errors.py

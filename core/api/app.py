@@ -22,6 +22,10 @@ spec/dify-memory.md §3.6, §3.7 and §4:
   message (every earlier message, kept or not, with its reason and tokens), its budget and the
   prompt as sent.
 
+A request whose ``Host`` is not this machine (localhost, 127.0.0.0/8, ::1) or a host in
+``MEMLENS_ALLOWED_HOSTS`` is refused first, 403 ``forbidden`` (:mod:`core.hosts`: a page on another
+site that points its name at this machine must not reach the API through the user's browser).
+
 Authentication is ``Authorization: Bearer <app key>`` (:mod:`core.store.keys`). A key serves one
 flow; a conversation belongs to the flow, to the ``user`` that started it and to the API (source
 ``api``): anything else answers 404 ``Conversation Not Exists.`` as Dify does. Errors are Dify's
@@ -35,9 +39,12 @@ cannot store them anywhere).
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from fastapi import FastAPI
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from core import hosts
 from core.limits import MAX_REQUEST_BYTES, limit
 from core.llm.client import LLMClient
 from core.service.sessions import ConversationService
@@ -92,13 +99,20 @@ class _BodyLimit:
         await self.app(scope, limited_receive, send)
 
 
+def _host_refused(message: str):
+    return error_response(ApiError(403, "forbidden", message))
+
+
 def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None,
-               ping_interval: float = 10.0, max_body_bytes: int | None = None) -> FastAPI:
+               ping_interval: float = 10.0, max_body_bytes: int | None = None,
+               allowed_hosts: Iterable[str] | None = None) -> FastAPI:
     """The Service API over the store at ``db`` (a :class:`Database` or URL; default: the UI's store).
 
     ``llm``: the model client turns run with (default: the UI's — configured models, the demo model
     where no key is set). ``ping_interval``: seconds of silence before a stream sends ``event: ping``.
     ``max_body_bytes``: the request size limit (default: ``core.limits.MAX_REQUEST_BYTES``).
+    ``allowed_hosts``: the hosts answered besides loopback (default: ``MEMLENS_ALLOWED_HOSTS``; a bad
+    entry there is a :class:`core.hosts.HostsError`).
     """
     database = db if isinstance(db, Database) else Database(db)
     app = FastAPI(title="MemLens Service API",
@@ -112,6 +126,10 @@ def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None
 
     app.add_middleware(_BodyLimit, max_bytes=MAX_REQUEST_BYTES if max_body_bytes is None else max_body_bytes,
                        per_path={UPLOAD_PATH: upload_body_limit})
+    # Added last, so it runs first: a refused Host never reaches the body limit or a route. The
+    # setting is read here, so a bad entry stops the server before it listens.
+    app.add_middleware(hosts.HostCheck, answer=_host_refused,
+                       allowed=hosts.allowed_hosts() if allowed_hosts is None else tuple(allowed_hosts))
     app.state.tasks = Tasks()
     app.state.uploads = {}
     errors.install(app)

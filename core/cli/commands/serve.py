@@ -132,10 +132,12 @@ def cmd_serve(args) -> int:
     from sqlalchemy.engine import make_url
 
     from core.api.app import create_app
+    from core.hosts import ALLOWED_HOSTS_ENV, allowed_hosts, is_loopback
     from core.llm.client import DemoClient
     from core.store.db import Database, resolve_url
     from ..errors import UsageError
 
+    allowed = allowed_hosts()  # a bad entry is refused before anything listens
     if args.workers < 1:
         raise UsageError(f"--workers {args.workers} is out of range: give 1 or more")
     backend = make_url(resolve_url(args.db)).get_backend_name()
@@ -157,9 +159,13 @@ def cmd_serve(args) -> int:
     print(f"MemLens Service API on http://{args.host}:{port}/v1 — database {shown}"
           f"{' — demo model' if args.demo else ''}"
           f"{f' — {args.workers} workers' if args.workers > 1 else ''}", file=sys.stderr, flush=True)
+    if not allowed and not is_loopback(args.host.strip("[]").lower()):
+        print(f"note: requests are answered only when their Host is localhost, 127.0.0.1 or ::1; set "
+              f"{ALLOWED_HOSTS_ENV} to the names clients use for this machine (docs/security.md)",
+              file=sys.stderr, flush=True)
     options = dict(log_level=args.log_level, access_log=args.log_level == "debug", timeout_graceful_shutdown=5)
     if args.workers == 1:
-        app = create_app(db, llm=DemoClient() if args.demo else None)
+        app = create_app(db, llm=DemoClient() if args.demo else None, allowed_hosts=allowed)
         uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=sockets)
         return 0
     db.dispose()  # migrated; each worker opens its own connections
