@@ -15,9 +15,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from core.errors import MemLensError
 from core.limits import too_deep
+from core.redact import redact_log
 from core.store.errors import ConversationBusyError, StoreError
 
-log = logging.getLogger("memlens.api")
+log = redact_log(logging.getLogger("memlens.api"))
 
 CONVERSATION_NOT_FOUND = "Conversation Not Exists."
 MESSAGE_NOT_FOUND = "Message Not Exists."

@@ -17,7 +17,8 @@ Which model actually answers (the demo rule):
   (``LLMReply.note``); with ``fallback_to_demo=False`` a one-line :class:`LLMError` naming the
   missing variable.
 
-API keys are read by litellm from the environment only; MemLens never stores, logs or exports them.
+API keys are read by litellm from the environment only; MemLens never stores, logs or exports them,
+and a provider's error that quotes one is redacted (:mod:`core.redact`) before it goes anywhere.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
 from core.model.tokens import DEMO_MODEL
+from core.redact import redact, redact_log
 
 from .errors import LLMError
 
-log = logging.getLogger("memlens.llm")
+log = redact_log(logging.getLogger("memlens.llm"))
 
 KEYLESS_PROVIDERS = ("ollama", "ollama_chat", "lm_studio", "hosted_vllm", "llamafile")
 
@@ -215,7 +217,8 @@ class ToolReply(LLMReply):
 
 def _describe_failure(model: str, error: Exception) -> str:
     kind = type(error).__name__
-    message = one_line(getattr(error, "message", None) or str(error) or kind)
+    # Redacted before it is shortened: a key cut in two would no longer be recognised.
+    message = one_line(redact(str(getattr(error, "message", None) or error or kind)))
     if kind == "AuthenticationError":
         return f"{model}: authentication failed — check the API key in the environment ({message})"
     if kind in ("APIConnectionError", "Timeout", "ServiceUnavailableError", "InternalServerError"):

@@ -2,7 +2,8 @@
 
 Every function takes a :class:`~core.store.db.Database` and does its work in one transaction, so
 each call is all-or-nothing: a turn's row when it starts, then its end together with all its node
-runs, a node's variable writes together, an import as a whole.
+runs, a node's variable writes together, an import as a whole. A turn's or node run's error is
+stored redacted (:mod:`core.redact`): no provider's echo of a key reaches the database.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from core.flow.variables import USER as USER_EDIT
 from core.memory.strategies.compaction import SUMMARIES_META
 from core.model.conversation import (AGENT_THOUGHTS, ANSWER, QUERY, SHOWN_ANSWER, SOURCE_MODEL, Conversation, Message,
                                      Turn, source_model)
+from core.redact import redact_optional
 
 from . import checks
 from .db import Database
@@ -269,7 +271,7 @@ def _turn_row(conversation_id: str, seq: int, turn: dict) -> TurnRow:
     return TurnRow(id=turn.get("id") or new_id(), conversation_id=conversation_id, seq=seq,
                    parent_id=turn.get("parent_id"), flow_version_id=turn.get("flow_version_id"),
                    query=turn.get("query") or "", answer=turn.get("answer") or "",
-                   status=turn.get("status") or "succeeded", error=turn.get("error"),
+                   status=turn.get("status") or "succeeded", error=redact_optional(turn.get("error")),
                    inputs=turn.get("inputs") or {}, dialogue_count=int(turn.get("dialogue_count") or 1),
                    answer_tokens=int(turn.get("answer_tokens") or 0), messages=turn.get("messages") or [],
                    meta=meta, created_at=float(turn.get("created_at") or now()))
@@ -280,7 +282,7 @@ def _node_values(seq: int, run: dict) -> dict:
     data = {k: v for k, v in run.items() if k not in _NODE_FIELDS}
     return dict(seq=seq, node_id=str(run.get("node_id") or ""), node_type=str(run.get("type") or ""),
                 title=str(run.get("title") or ""), emulated=bool(run.get("emulated", True)),
-                status=str(run.get("status") or "succeeded"), error=run.get("error"),
+                status=str(run.get("status") or "succeeded"), error=redact_optional(run.get("error")),
                 ledger=run.get("ledger"), prompt=run.get("prompt"), reply=run.get("reply"),
                 usage=run.get("usage"), latency_ms=run.get("latency_ms"), data=data)
 
