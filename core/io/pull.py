@@ -8,9 +8,12 @@ same reader as an exported ``/v1/messages`` file (:func:`core.io.readers.dify_me
 rule is Dify's.
 
 A pulled conversation is stored with source ``dify-pull``, the app's base URL and its Dify id —
-never the key. Pulling it again replaces its turns when the app's history changed, and changes
-nothing when it did not. Every server problem (a refused key, an unknown conversation, a timeout,
-an answer that is not JSON) is one :class:`PullError` line; nothing is stored then.
+never the key. The key goes only in ``Authorization: Bearer``: a base URL carrying ``user:password@``
+is refused (an HTTP client would send those as Basic credentials, and the URL is stored and printed).
+Pulling it again replaces its turns when the app's history changed, and changes nothing when it did
+not. Every server problem (a refused key, an unknown conversation, a timeout, an answer that is not
+JSON or is over :data:`MAX_RESPONSE_BYTES`, which is read as it arrives and never past the limit) is
+one :class:`PullError` line, with any key the server quoted redacted; nothing is stored then.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
+from urllib.parse import urlsplit
 
 import httpx
 
 from core.model.conversation import Conversation, read_once
+from core.redact import hold, redact
 from core.service.sessions import store_pulled
 
 from .errors import RecordError
@@ -56,7 +61,11 @@ class PullResult:
 def normalise_base_url(base_url: str) -> str:
     url = (base_url or "").strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
-        raise PullError(f"--base-url {base_url!r} must be an http:// or https:// URL, e.g. https://api.dify.ai/v1")
+        raise PullError(f"--base-url {redact(base_url)!r} must be an http:// or https:// URL, e.g. "
+                        "https://api.dify.ai/v1")
+    if "@" in urlsplit(url).netloc:
+        raise PullError("--base-url must not carry a user name or password (user:password@): give the app's "
+                        "address alone, e.g. https://api.dify.ai/v1, and its key with --key or DIFY_API_KEY")
     return url
 
 
@@ -68,6 +77,8 @@ class DifyApp:
         if not key:
             raise PullError("no API key: pass --key or set DIFY_API_KEY (the app's key from Dify's API Access page)")
         self.base_url = normalise_base_url(base_url)
+        hold(key)  # whatever the app answers, no text of this process carries the key on
+        self._key = key
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
                                   headers={"Authorization": f"Bearer {key}"})
 
@@ -77,24 +88,23 @@ class DifyApp:
     def get(self, path: str, params: dict) -> dict:
         where = f"{self.base_url}{path}"
         try:
-            response = self._http.get(path, params={k: v for k, v in params.items() if v is not None})
+            with self._http.stream("GET", path, params={k: v for k, v in params.items() if v is not None}) as response:
+                status, content = response.status_code, _read_capped(response, where)
         except httpx.TimeoutException:
             raise PullError(f"{where}: no answer within {self._http.timeout.read:g} s; is the app running?") from None
         except httpx.HTTPError as e:
             raise PullError(f"{where}: cannot connect ({type(e).__name__}); check --base-url") from None
-        if len(response.content) > MAX_RESPONSE_BYTES:
-            raise PullError(f"{where}: the answer is larger than {MAX_RESPONSE_BYTES // 1048576} MB")
         try:
-            body = response.json()
+            body = json.loads(content)
         except ValueError:
-            raise PullError(f"{where} answered {response.status_code} with something that is not JSON; "
+            raise PullError(f"{where} answered {status} with something that is not JSON; "
                             "--base-url must be the app's API base, ending in /v1") from None
-        if response.status_code == 401:
-            raise PullError(f"{where}: the app refused the key (401: {_message(body)}); check --key")
-        if response.status_code == 404:
-            raise PullError(f"{where}: not found (404: {_message(body)}); check the conversation id and --user")
-        if response.status_code >= 400:
-            raise PullError(f"{where}: the app answered {response.status_code} ({_message(body)})")
+        if status == 401:
+            raise PullError(f"{where}: the app refused the key (401: {self._message(body)}); check --key")
+        if status == 404:
+            raise PullError(f"{where}: not found (404: {self._message(body)}); check the conversation id and --user")
+        if status >= 400:
+            raise PullError(f"{where}: the app answered {status} ({self._message(body)})")
         if not isinstance(body, dict) or not isinstance(body.get("data"), list):
             raise PullError(f"{where}: expected {{data: [...], has_more}} in the answer")
         return body
@@ -134,10 +144,28 @@ class DifyApp:
         return [m for items in reversed(pages) for m in items]
 
 
-def _message(body: Any) -> str:
-    if isinstance(body, dict):
-        return str(body.get("message") or body.get("code") or "no message")
-    return "no message"
+    def _message(self, body: Any) -> str:
+        """The app's own words for a failure, in one line and without the key should it quote it."""
+        if isinstance(body, dict):
+            return " ".join(redact(str(body.get("message") or body.get("code") or "no message"), self._key).split())
+        return "no message"
+
+
+def _read_capped(response: httpx.Response, where: str) -> bytes:
+    """The answer's body, read as it arrives and refused as soon as it passes :data:`MAX_RESPONSE_BYTES`
+    (at once when its ``Content-Length`` says so): an endless answer costs no more than the limit."""
+    too_large = PullError(f"{where}: the answer is larger than {MAX_RESPONSE_BYTES // 1048576} MB, the most a pull "
+                          "reads; check that --base-url is the app's API base, ending in /v1")
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
+        raise too_large
+    chunks, size = [], 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def conversation_from_records(conversation_id: str, records: list[dict], name: str = "") -> Conversation:
