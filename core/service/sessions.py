@@ -2,12 +2,14 @@
 
 :class:`ConversationService` is what the UI, the command line and the HTTP API call. It loads a
 stored conversation, runs a turn through the flow version the conversation is pinned to, and
-writes it as Dify does: the turn's row when the run starts (status ``running``), each assigner's
-variable changes as that node finishes (Dify keeps them even if a later node fails), then the
-turn's end with all its node runs in one transaction. Turns on one conversation run one at a
+writes it: the turn's row when the run starts (status ``running``, as Dify writes its message row),
+then the turn's end with all its node runs and its variable changes in one transaction (a failing
+node keeps the changes made before it, as in Dify). The run's closing events (``message_end``,
+``workflow_finished``, ``error``) reach ``on_event`` only once that transaction is committed, so a
+client that saw the turn end never loses it, and a process killed before then leaves the turn
+``interrupted`` with no variable changed. Turns on one conversation run one at a
 time, across processes too (:mod:`core.store.locks`): a second request waits for the first and
 continues after it, so no variable update is lost and no branch appears that nobody asked for.
-A turn whose process was killed is shown as ``interrupted``.
 
 Branches follow Dify's message tree: regenerating an answer adds a sibling turn with the same
 parent; editing an earlier query adds a sibling of that turn; both become the active thread and
@@ -57,6 +59,8 @@ SESSION_CHANGED = ("The Agent configuration changed after this conversation star
 _ACTIVE = object()
 #: The ``source`` of a conversation pulled from a Dify app (``python -m core pull``).
 PULLED_SOURCE = "dify-pull"
+#: The run's events that say the turn is over: held back until the turn is committed.
+CLOSING_EVENTS = ("message_end", "workflow_finished", "error")
 
 
 @dataclass
@@ -278,8 +282,8 @@ class ConversationService:
 
         Turns on one conversation run one at a time, also across processes: this waits for a
         turn already running on the conversation, then reads the state it left. The turn's row
-        is written when the run starts (status ``running``), its variable changes as each
-        assigner finishes, and its end with every node run last.
+        is written when the run starts (status ``running``), and its end with every node run and
+        variable change in one transaction; ``on_event`` gets the run's closing events after it.
 
         ``granularity`` is the request's history granularity for agent nodes (None: the flow's, else
         ``query_answer``)."""
@@ -304,6 +308,7 @@ class ConversationService:
         merged_inputs = {**info.inputs, **dict(inputs or {})}
         turn_id, created = repo.new_id(), repo.now()
         started: dict[str, int] = {}
+        closing: list[dict] = []  # the run's closing events, sent once the turn is committed
 
         def events(event: dict) -> None:
             # The run emits workflow_started once its input is checked and before any node runs:
@@ -313,21 +318,23 @@ class ConversationService:
                     "id": turn_id, "parent_id": parent_id, "flow_version_id": version_id, "query": query,
                     "inputs": event.get("data", {}).get("inputs") or {}, "created_at": created,
                     "dialogue_count": _dialogue_count(state.conversation, turn_id, parent_id, query)})
-            if on_event is not None:
+            if closing or event.get("event") in CLOSING_EVENTS:
+                closing.append(event)
+            elif on_event is not None:
                 on_event(event)
-
-        def persist_variables(node_id: str, changes: list[VariableChange]) -> None:
-            repo.write_variable_changes(self.db, conversation_id, [_change_row(c) for c in changes],
-                                        turn_id=turn_id, turn_seq=started["seq"])
 
         try:
             record = run_turn(flow, state, query, merged_inputs, parent_id=parent_id, user_id=info.user_id,
                               fidelity=info.meta.get("fidelity", DEFAULT_FIDELITY),
                               plugin_token_counting=bool(info.meta.get("plugin_token_counting")), llm=llm or self.llm,
-                              node_memory_overrides=overrides or None, on_variables_updated=persist_variables,
-                              on_event=events, long_term=self.memory_of(version_id), granularity=granularity,
+                              node_memory_overrides=overrides or None, on_event=events,
+                              long_term=self.memory_of(version_id), granularity=granularity,
                               files=files, turn_id=turn_id, created_at=created, memories=working.memories)
-            repo.finish_turn(self.db, conversation_id, turn_from_record(record, version_id))
+            repo.finish_turn(self.db, conversation_id, turn_from_record(record, version_id),
+                             variable_changes=[_change_row(c) for c in record.variable_changes])
+            if on_event is not None:
+                for event in closing:
+                    on_event(event)
             # Still under the lock: the turn just written joins the working state (one short read),
             # so the next turn and a reader of the conversation start from it.
             try:

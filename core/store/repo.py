@@ -360,8 +360,8 @@ def _turn_with_runs(conversation_id: str, seq: int, turn: dict) -> TurnRow:
 #: ``interrupted`` when its process stopped before the end.
 RUNNING, SUCCEEDED, FAILED, STOPPED, INTERRUPTED = "running", "succeeded", "failed", "stopped", "interrupted"
 TURN_STATUSES = (RUNNING, SUCCEEDED, FAILED, STOPPED, INTERRUPTED)
-INTERRUPTED_ERROR = ("the process running this turn stopped before the turn finished, so it has no answer; "
-                     "variable changes it made before that are kept")
+INTERRUPTED_ERROR = ("the process running this turn stopped before the turn finished, so it has no answer "
+                     "and changed no variable")
 
 
 def begin_turn(db: Database, conversation_id: str, turn: dict) -> int:
@@ -384,18 +384,24 @@ def begin_turn(db: Database, conversation_id: str, turn: dict) -> int:
         return row.seq
 
 
-def finish_turn(db: Database, conversation_id: str, turn: dict, *, make_active: bool = True) -> str:
-    """Complete a turn written by :func:`begin_turn` with its answer, status and every node run,
-    in one transaction; returns the turn id. Plain statements, not ORM objects: this runs on
-    every turn."""
+def finish_turn(db: Database, conversation_id: str, turn: dict, *, make_active: bool = True,
+                variable_changes: list[dict] = ()) -> str:
+    """Complete a turn written by :func:`begin_turn` with its answer, status, every node run and the
+    variable changes its nodes made (as :func:`write_variable_changes` takes them), in one
+    transaction; returns the turn id. A turn whose process stops before this leaves no variable
+    change behind. Plain statements, not ORM objects: this runs on every turn."""
     tid = turn["id"]
     with db.session() as s:
         found = s.execute(select(TurnRow.seq, TurnRow.conversation_id, TurnRow.meta).where(TurnRow.id == tid)).first()
-        conv = {"updated_at": now(), **({"active_turn_id": tid} if make_active else {})}
+        t = now()
+        conv = {"updated_at": t, **({"active_turn_id": tid} if make_active else {})}
         touched = s.execute(update(ConversationRow).where(ConversationRow.id == conversation_id).values(**conv))
         if found is None or found.conversation_id != conversation_id or not touched.rowcount:
             raise StoreError(f"turn {tid!r} of conversation {conversation_id!r} is gone: the conversation was "
                              "deleted while the turn ran")
+        if variable_changes:
+            rows = {r.name: r for r in s.scalars(select(VariableRow).where(VariableRow.conversation_id == conversation_id))}
+            _record_changes(s, conversation_id, rows, list(variable_changes), tid, found.seq, t)
         done = _turn_row(conversation_id, found.seq, turn)
         runs = [_node_values(i, run) for i, run in enumerate(turn.get("node_runs") or [])]
         if not (isinstance(found.meta, dict) and found.meta.get("node_count") == 0):  # not as begin_turn left it
