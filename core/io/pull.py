@@ -26,6 +26,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from core.errors import MemLensError
+from core.limits import LimitError, load_json
 from core.model.conversation import Conversation, read_once
 from core.redact import hold, redact
 from core.service.sessions import store_pulled
@@ -95,8 +97,10 @@ class DifyApp:
         except httpx.HTTPError as e:
             raise PullError(f"{where}: cannot connect ({type(e).__name__}); check --base-url") from None
         try:
-            body = json.loads(content)
-        except ValueError:
+            body = load_json(content, f"{where}'s answer")
+        except LimitError as e:
+            raise PullError(str(e)) from None
+        except MemLensError:
             raise PullError(f"{where} answered {status} with something that is not JSON; "
                             "--base-url must be the app's API base, ending in /v1") from None
         if status == 401:

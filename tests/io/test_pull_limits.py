@@ -158,3 +158,19 @@ def test_a_refusal_that_quotes_the_key_does_not_carry_it_on(store):
             pull(store, server.base_url, KEY, "u", everything=True)
     assert str(refused.value) == (f"{server.base_url}/conversations: the app refused the key (401: Access token "
                                   f"{MARK} is invalid. Sent: Authorization: {MARK}); check --key")
+
+
+def test_an_answer_nested_too_deep_is_one_line(store):
+    def deep(handler, server):
+        data = b"[" * 100_000 + b"]" * 100_000
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    with serving(deep) as server:
+        with pytest.raises(PullError) as refused:
+            pull(store, server.base_url, KEY, "u", everything=True)
+    assert str(refused.value) == (f"{server.base_url}/conversations's answer is nested more than 100 levels deep "
+                                  "(raise MEMLENS_MAX_DEPTH if it really needs to be)")
