@@ -57,15 +57,17 @@ QUERIES = json.loads((ROOT / "sample_data" / "flows" / "support-bot.queries.json
 # -- a server in its own process --------------------------------------------------------------------
 
 class ServerProcess:
-    """``python -m core serve --demo --port 0`` on a database; the port is read from its banner."""
+    """``python -m core serve --demo --port 0`` on a database (or ``command``, a server that announces
+    itself the same way); the port is read from its banner."""
 
     def __init__(self, db_url: str, *, demo: bool = True, workers: int = 1, startup_timeout: float = 60.0,
-                 root: Path = ROOT):
+                 root: Path = ROOT, command: list[str] | None = None):
         cmd = [sys.executable, "-m", "core", "serve", "--host", "127.0.0.1", "--port", "0", "--db", db_url]
         if workers != 1:  # (the baseline's tree has no --workers: one process was all it ran)
             cmd += ["--workers", str(workers)]
         if demo:
             cmd.append("--demo")
+        cmd = command or cmd
         self.proc = subprocess.Popen(cmd, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True, encoding="utf-8")
         self.output: list[str] = []

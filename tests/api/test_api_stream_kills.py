@@ -13,13 +13,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
-import threading
 
 import httpx
-import pytest
 
+from benchmarks.api_load import ServerProcess
 from core.service.sessions import ConversationService
 from core.store import keys as app_keys
 from core.store import repo
@@ -70,29 +68,12 @@ ACKNOWLEDGED = ("message_end", "workflow_finished")
 QUERY = "Hi, I'm Dana."
 
 
-class PacedServer:
-    """``python -m tests.api.paced_server`` on ``db_url``; its port is read from its banner."""
+class PacedServer(ServerProcess):
+    """``python -m tests.api.paced_server`` on ``db_url``."""
 
     def __init__(self, db_url: str):
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.api.paced_server", db_url, str(PACE_SECONDS)],
-                                     cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
-        self.output: list[str] = []
-        ready = threading.Event()
-        self.port: int | None = None
-
-        def drain() -> None:  # keeps reading so the server never blocks on a full pipe
-            for line in self.proc.stderr:
-                self.output.append(line)
-                if self.port is None and "MemLens Service API on http://" in line:
-                    self.port = int(line.split("http://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
-                    ready.set()
-            ready.set()
-
-        threading.Thread(target=drain, daemon=True).start()
-        if not ready.wait(120) or self.port is None:
-            self.kill()
-            raise RuntimeError("the paced server did not start:\n" + "".join(self.output))
+        super().__init__(db_url, startup_timeout=120,
+                         command=[sys.executable, "-m", "tests.api.paced_server", db_url, str(PACE_SECONDS)])
 
     def kill(self) -> None:
         """SIGKILL, and wait until the process is gone (reaped: its connections and locks are released)."""
