@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up MemLens in ./.venv with the pinned dependencies of requirements.txt.
 # With --test it also installs what the test suite needs from the system's packages:
-# Chromium (the real-browser test) and PostgreSQL (the store tests run on both databases).
+# Chromium (the real-browser test), PostgreSQL (the store tests run on both databases) and Node.js
+# with npm (n8n's and Flowise's memory run as their JavaScript beside MemLens's); then the pinned
+# npm packages of tests/reference/js/ into their node_modules (skipped when already there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,10 +21,13 @@ if [ "${1:-}" = "--test" ]; then
   missing=()
   [ -x /usr/bin/chromium ] || missing+=(chromium)
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
   if [ ${#missing[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
+  .venv/bin/python -m tests.reference.js_packages install
 fi
