@@ -1,8 +1,11 @@
-"""The input, record by record: a JSON document, a top-level array read element by element, or JSON
-Lines read line by line (:class:`Records`); and the problems of one import (:class:`ReadContext`)."""
+"""The input, record by record: a JSON document, a top-level array read element by element, JSON
+Lines read line by line, or a CSV table read row by row (:class:`Records`); and the problems of one
+import (:class:`ReadContext`)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 from dataclasses import dataclass
@@ -46,6 +49,10 @@ class Problem:
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
+#: A CSV header's column name: a database export's, so a broken JSON line is never taken for one.
+_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_ .-]*")
+# A table's one field may be as large as the file the import allows (a long message in one cell).
+csv.field_size_limit(max(csv.field_size_limit(), limits.MAX_IMPORT_BYTES))
 
 
 @dataclass(frozen=True)
@@ -86,8 +93,9 @@ class Records:
     """The records of one input, read lazily.
 
     ``layout`` is ``document`` (one JSON value), ``array`` (a top-level JSON array, read element
-    by element) or ``lines`` (JSON Lines, read line by line). ``first`` is the document itself
-    or the first record's value, for detection.
+    by element), ``lines`` (JSON Lines, read line by line) or ``csv`` (a CSV table with a header
+    line, read row by row as ``{column: text}``; ``columns`` names them). ``first`` is the document
+    itself or the first record's value, for detection.
     """
 
     def __init__(self, text: str, name: str, progress: Progress):
@@ -99,11 +107,17 @@ class Records:
         start = _WS.match(text, 0).end()
         self._start = start
         self.first: Any = None
+        self.columns: list[str] = []
         if text[start] == "[":
             self.layout = "array"
             pos = _WS.match(text, start + 1).end()
             if pos < len(text) and text[pos] != "]":
                 self.first, _ = self._decode(pos, first=True)
+            return
+        self.columns = self._header(start)
+        if self.columns:
+            self.layout = "csv"
+            self.first = next((r.value for r in self._rows() if r.value is not None), dict.fromkeys(self.columns, ""))
             return
         value, end = self._decode(start, first=True)
         rest = _WS.match(text, end).end()
@@ -132,8 +146,54 @@ class Records:
             self.progress.at_char(len(self.text))
         elif self.layout == "array":
             yield from self._array()
+        elif self.layout == "csv":
+            yield from self._rows()
         else:
             yield from self._lines()
+
+    def _header(self, start: int) -> list[str]:
+        """The columns when the input is a CSV table (a first line of two or more distinct column names,
+        as a database tool exports a table), else ``[]``: JSON never starts that way."""
+        if self.text[start] in "{[":
+            return []
+        nl = self.text.find("\n", start)
+        line = self.text[start:nl if nl >= 0 else len(self.text)].rstrip("\r")
+        try:
+            names = next(csv.reader([line]))
+        except (csv.Error, StopIteration):
+            return []
+        names = [n.strip() for n in names]
+        if len(names) < 2 or len(set(names)) < len(names) or not all(_COLUMN.fullmatch(n) for n in names):
+            return []
+        return names
+
+    def _rows(self) -> Iterator[Record]:
+        """A CSV table's rows after its header, each ``{column: text}``; a row with another number of fields
+        is a bad record. Quoted fields may hold commas, quotes and line breaks."""
+        consumed = [0]
+
+        def lines() -> Iterator[str]:
+            for line in io.StringIO(self.text[self._start:]):
+                consumed[0] += len(line)
+                yield line
+
+        reader = csv.reader(lines())
+        index = 0
+        try:
+            next(reader)  # the header
+            for row in reader:
+                if not row or row == [""]:
+                    continue
+                if len(row) != len(self.columns):
+                    yield Record(index, None, error=f"line {reader.line_num} has {len(row)} fields; the header has "
+                                                    f"{len(self.columns)} ({', '.join(self.columns)})")
+                else:
+                    yield Record(index, dict(zip(self.columns, row)))
+                index += 1
+                self.progress.at_char(self._start + consumed[0])
+        except csv.Error as e:
+            raise FormatError(f"{self.name} is not a valid CSV table: {e} (line {reader.line_num})") from None
+        self.progress.at_char(len(self.text))
 
     def _array(self) -> Iterator[Record]:
         text, n = self.text, len(self.text)

@@ -47,14 +47,16 @@ class ImportResult:
 
 @dataclass(frozen=True)
 class Format:
-    """A readable format: ``sniff`` says whether the document (or the first record of an array
-    or JSON Lines file) looks like it; ``read`` turns the records into conversations, reporting
-    bad records through the context."""
+    """A readable format: ``sniff`` says whether the document (or the first record of an array,
+    JSON Lines or CSV file) looks like it; ``read`` turns the records into conversations, reporting
+    bad records through the context. Only a format that says it reads ``tables`` is given a CSV
+    table (its rows as ``{column: text}`` records)."""
 
     name: str
     description: str
     sniff: Callable[[Any, str], bool]
     read: Callable[[Records, ReadContext], Iterable[Conversation]]
+    tables: bool = False
 
 
 _REGISTRY: dict[str, Format] = {}
@@ -151,6 +153,8 @@ def _import(text: str, name: str, fmt: str | None, skip_bad: bool,
     progress.at_bytes(0)
     records = Records(text, name, progress)
     fmt = fmt or _detect(records.first, records.layout, name)
+    if records.layout == "csv" and not _REGISTRY[fmt].tables:
+        raise FormatError(f"{name} is a CSV table; the {fmt} format is read from JSON or JSON Lines")
     ctx = ReadContext(name, skip_bad)
     conversations: list[Conversation] = []
     try:
@@ -216,7 +220,7 @@ def detect_format(data: Any, is_jsonl: bool = False, name: str = "input") -> str
 
 def _detect(first: Any, layout: str, name: str) -> str:
     for fmt in _REGISTRY.values():
-        if fmt.sniff(first, layout):
+        if (fmt.tables or layout != "csv") and fmt.sniff(first, layout):
             return fmt.name
     raise FormatError(f"{name}: unknown format ({_describe(first, layout)}); expected one of {', '.join(FORMATS)} "
                       "(name the format explicitly if the file is one of them)")
@@ -227,6 +231,9 @@ _KEYS_SHOWN = 12
 
 def _describe(first: Any, layout: str) -> str:
     """What the file looks like, for an unknown-format error: its layout and top-level keys."""
+    if layout == "csv" and isinstance(first, dict):
+        columns = [excerpt(str(k), 30) for k in list(first)[:_KEYS_SHOWN]]
+        return f"found a CSV table with columns {', '.join(columns)}"
     where = {"array": "a JSON array whose first record is ", "lines": "JSON Lines whose first record is "}.get(
         layout, "")
     if isinstance(first, dict):
