@@ -8,7 +8,8 @@ from core import public_api
 __all__, __getattr__ = public_api(__name__, {
     "conversation": ("AGENT_THOUGHTS", "ANSWER", "Conversation", "FileRef", "INTERMEDIATE", "Message", "QUERY",
                      "REASONING", "ROLES", "SHOWN_ANSWER", "TOOL_CALL", "TOOL_RESULT", "ToolCall", "Turn", "UUID_NIL",
-                     "WHOLE_THREAD_SOURCES", "active_thread", "leaves", "message_text", "turn_label"),
+                     "SOURCE_PLATFORMS", "WHOLE_THREAD_SOURCES", "active_thread", "leaves", "message_text",
+                     "source_platform", "turn_label"),
     "facts": ("Fact", "asked_keys", "extract_facts"),
     "ledger": ("CLEARED", "EMPTY", "GRANULARITY", "HEADER_FIELDS", "KEPT", "Ledger", "LedgerEntry", "MEMORY_OFF",
                "NOT_ELIGIBLE", "OMITTED", "OTHER_BRANCH", "OUTSIDE_WINDOW", "OVER_BUDGET", "PARTIAL", "PLACEHOLDER",

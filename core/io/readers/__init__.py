@@ -25,9 +25,16 @@
 * ``dify-node-runs`` (:mod:`.dify_node_runs`) — a Dify workflow run's node executions (its console's
   list): each LLM node's prompt as Dify saved it and its reply, one conversation per call.
 * ``dify-web`` (:mod:`.dify_web`) — Dify web chat items (``isAnswer`` / ``parentMessageId``).
+* ``n8n-chat-histories`` (:mod:`.n8n_chat_histories`) — n8n's chat history table (``session_id``,
+  ``message`` rows, CSV or JSON), one conversation per session, as n8n stored it.
+* ``n8n-execution`` (:mod:`.n8n_execution`) — an n8n execution's JSON, one conversation per memory node:
+  the chat history its newest run logged.
+* ``flowise-messages`` (:mod:`.flowise_messages`) — Flowise's chat message export (View Messages →
+  Export), one conversation per chat.
 * ``memlens-report`` (:mod:`.report`) — a MemLens report bundle.
 
-Import is record by record (:mod:`.records`): a bad record is reported as a :class:`Problem`
+Import is record by record (:mod:`.records`; a CSV table's rows are records for the formats that read
+tables): a bad record is reported as a :class:`Problem`
 naming the record (counted from 0, like the file's own array), the conversation when known, and
 the field. By default the import is all-or-nothing (any problem raises :class:`FormatError`
 listing them); ``skip_bad=True`` returns the good conversations with the problems instead. A
@@ -42,8 +49,8 @@ package registers them below in detection order. Other formats plug in with :fun
 
 from core.io.errors import FormatError, RecordError
 
-from . import (bfcl, chatgpt, claude, claude_code, dify_messages, dify_node_runs, dify_web, langfuse, langsmith, librechat,
-               oasst, open_webui, openai, report, sharegpt)
+from . import (bfcl, chatgpt, claude, claude_code, dify_messages, dify_node_runs, dify_web, flowise_messages, langfuse,
+               langsmith, librechat, n8n_chat_histories, n8n_execution, oasst, open_webui, openai, report, sharegpt)
 from .common import conversation_from_messages
 from .dify_messages import dify_turn
 from .records import MAX_PROBLEMS, Problem, ReadContext, Record, Records
@@ -53,7 +60,7 @@ from .registry import (FORMATS, MAX_IMPORT_BYTES, Format, ImportResult, detect_f
 
 # Detection order: distinctive shapes first (a report bundle's header), the generic OpenAI message list last.
 for _module in (report, bfcl, chatgpt, claude, claude_code, open_webui, librechat, langsmith, langfuse, dify_node_runs,
-                oasst, sharegpt, dify_web, dify_messages, openai):
+                n8n_chat_histories, n8n_execution, flowise_messages, oasst, sharegpt, dify_web, dify_messages, openai):
     register_format(_module.FORMAT)
 del _module
 
