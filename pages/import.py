@@ -52,8 +52,8 @@ with file_tab, st.expander("Supported formats"):
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 with file_tab:
-    upload = st.file_uploader(f"Conversation file (JSON or JSON Lines, up to {MAX_IMPORT_BYTES // 1048576} MB)",
-                              type=["json", "jsonl"], key=f"{P}_file")
+    upload = st.file_uploader(f"Conversation file (JSON, JSON Lines or an n8n chat history table as CSV, up to "
+                              f"{MAX_IMPORT_BYTES // 1048576} MB)", type=["json", "jsonl", "csv"], key=f"{P}_file")
     left, right = st.columns(2)
     fmt = left.selectbox("Format", ["detect"] + FORMATS, key=f"{P}_format",
                          format_func=lambda f: "detect from the file" if f == "detect" else f)

@@ -84,7 +84,7 @@ def pick_source(prefix: str, *, default: str = "lisbon-trip.json") -> Picked | N
             return None
         return Picked(source, f"stored:{conv_id}:{stamp}")
     upload = st.file_uploader("Conversation file (any supported transcript, an export or a report bundle)",
-                              type=["json", "jsonl"], key=f"{prefix}_upload")
+                              type=["json", "jsonl", "csv"], key=f"{prefix}_upload")
     if upload is None:
         st.info("Upload a file: OpenAI JSON/JSONL, ShareGPT, OpenAssistant, Dify messages or web items, BFCL, a "
                 "MemLens export, or a MemLens report bundle (which brings back its configs).")
