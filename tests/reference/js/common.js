@@ -14,8 +14,10 @@ function readCases() {
   return JSON.parse(fs.readFileSync(0, 'utf8'));
 }
 
+// Written through process.stdout, which Node drains before it exits: a pipe may take a large answer
+// only part by part.
 function writeAnswer(answer) {
-  fs.writeSync(1, JSON.stringify(answer) + '\n');
+  process.stdout.write(JSON.stringify(answer) + '\n');
 }
 
 function sourcePath(dir, pkg, version, file) {
