@@ -92,3 +92,13 @@ def translated_reads_alike(translate, *, ids: bool = True, as_sent=lambda text: 
         assert shape(other, lambda t: t) == shape(openai_form, as_sent), record["task_id"]
         calls += sum(m.kind == TOOL_CALL for t in other.turns for m in t.messages)
     return calls
+
+
+def too_deep(key: str = "x") -> dict:
+    """A value nested a few levels deeper than the depth limit: ``{key: {key: … {}}}``."""
+    from core.limits import MAX_DEPTH
+
+    value: dict = {}
+    for _ in range(MAX_DEPTH + 5):
+        value = {key: value}
+    return value

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from core import limits
 from core.io import FormatError, import_bytes, import_file, import_text
 from core.model.conversation import source_platform
+from tests.builders import too_deep
 from tests.conftest import FIXTURES
 
 EXPORT = FIXTURES / "platforms" / "flowise_messages.json"
@@ -73,10 +73,7 @@ def test_a_bad_chat_is_named_by_record_and_field_and_nothing_is_imported(change,
 
 def test_a_chat_nested_deeper_than_the_limit_is_refused():
     export = chats()
-    node = export[0]["messages"][1]
-    for _ in range(limits.MAX_DEPTH + 5):
-        node["usedTools"] = [{}]
-        node = node["usedTools"][0]
+    export[0]["messages"][1]["usedTools"] = [too_deep()]
     with pytest.raises(FormatError) as err:
         import_text(json.dumps(export), "export.json")
     assert err.value.problems[0].record == 0 and "nested more than" in err.value.problems[0].text

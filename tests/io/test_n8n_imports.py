@@ -13,9 +13,9 @@ import json
 
 import pytest
 
-from core import limits
 from core.io import FormatError, import_bytes, import_file, import_text
 from core.model.conversation import source_platform
+from tests.builders import too_deep
 from tests.conftest import FIXTURES
 from tests.reference.platform_outcomes import recorded
 
@@ -142,11 +142,7 @@ def test_a_csv_row_with_another_number_of_fields_is_a_bad_record():
 
 
 def test_a_message_nested_deeper_than_the_limit_is_refused():
-    deep = {"type": "human", "content": "hi", "additional_kwargs": {}}
-    node = deep["additional_kwargs"]
-    for _ in range(limits.MAX_DEPTH + 5):
-        node["x"] = {}
-        node = node["x"]
+    deep = {"type": "human", "content": "hi", "additional_kwargs": too_deep()}
     table = rows()
     table[2]["message"] = json.dumps(deep)  # as a CSV cell: JSON text, held to the limit when parsed
     with pytest.raises(FormatError) as err:
@@ -233,10 +229,7 @@ def test_a_bad_execution_is_named_by_record_and_field(change, field, words):
 
 def test_an_execution_nested_deeper_than_the_limit_is_refused():
     execution = json.loads(EXECUTIONS.read_text(encoding="utf-8"))["data"][0]
-    node = execution["data"]["resultData"]
-    for _ in range(limits.MAX_DEPTH + 5):
-        node["x"] = {}
-        node = node["x"]
+    execution["data"]["resultData"]["x"] = too_deep()
     with pytest.raises(FormatError, match="nested more than"):
         import_text(json.dumps(execution), "execution.json")
 

@@ -87,6 +87,21 @@ function plain(message) {
   return out;
 }
 
+// Runs each case with `runCase` and writes the outcomes with the versions that gave them (or the
+// error, exiting 1).
+function answerCases(dir, input, warnings, runCase) {
+  (async () => {
+    const outcomes = {};
+    for (const c of input.cases) outcomes[c.name] = await runCase(c);
+    writeAnswer({
+      versions: versions(dir, ['@langchain/classic', '@langchain/core', '@langchain/openai', 'js-tiktoken']),
+      counter: input.counter,
+      tokenizer_warnings: warnings.count,
+      outcomes,
+    });
+  })().catch((e) => { process.stderr.write(`${e.stack || e}\n`); process.exit(1); });
+}
+
 // The versions the run used: each named package as installed in `dir`, and Node.js itself.
 function versions(dir, names) {
   const out = {};
@@ -97,4 +112,4 @@ function versions(dir, names) {
   return out;
 }
 
-module.exports = { readCases, writeAnswer, sourcePath, redirectRequires, answerTokenizerDownloads, plain, versions };
+module.exports = { readCases, answerCases, sourcePath, redirectRequires, answerTokenizerDownloads, plain };

@@ -136,15 +136,4 @@ async function agentflow(c) {
   return { turns };
 }
 
-async function main() {
-  const outcomes = {};
-  for (const c of input.cases) outcomes[c.name] = c.mode === 'agentflow' ? await agentflow(c) : await bufferWindow(c);
-  common.writeAnswer({
-    versions: common.versions(HERE, ['@langchain/classic', '@langchain/core', '@langchain/openai', 'js-tiktoken']),
-    counter: input.counter,
-    tokenizer_warnings: warnings.count,
-    outcomes,
-  });
-}
-
-main().catch((e) => { process.stderr.write(`${e.stack || e}\n`); process.exit(1); });
+common.answerCases(HERE, input, warnings, (c) => (c.mode === 'agentflow' ? agentflow(c) : bufferWindow(c)));

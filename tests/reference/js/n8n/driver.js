@@ -164,15 +164,4 @@ async function runCase(c) {
   return { turns, stored, ...(s.memory === 'postgres' && { rows: memory.chatHistory.rows }) };
 }
 
-async function main() {
-  const outcomes = {};
-  for (const c of input.cases) outcomes[c.name] = await runCase(c);
-  common.writeAnswer({
-    versions: common.versions(HERE, ['@langchain/classic', '@langchain/core', '@langchain/openai', 'js-tiktoken']),
-    counter: input.counter,
-    tokenizer_warnings: warnings.count,
-    outcomes,
-  });
-}
-
-main().catch((e) => { process.stderr.write(`${e.stack || e}\n`); process.exit(1); });
+common.answerCases(HERE, input, warnings, runCase);
