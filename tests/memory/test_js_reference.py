@@ -110,6 +110,18 @@ def test_n8n_postgres_and_redis_keep_what_simple_memory_keeps(n8n):
             == n8n[f"window-{conv}-simple-k3"]["turns"]
 
 
+def test_n8n_simple_memory_drops_a_session_idle_for_more_than_an_hour(n8n):
+    """Turns at minutes 0, 10, 20, 81, 90, 150, 211: 61 minutes idle clear it, exactly 60 do not."""
+    outcome = n8n["lifetime-idle-hour"]
+    assert [len(t["sent"]) for t in outcome["turns"]] == [0, 2, 4, 0, 2, 4, 0]
+
+
+def test_n8n_simple_memory_keeps_the_window_it_was_created_with(n8n):
+    """k goes from 1 to 5 at turn 4; the buffer keeps k = 1 until an idle hour drops it (turn 6)."""
+    outcome = n8n["lifetime-k-changed"]
+    assert [len(t["sent"]) for t in outcome["turns"]] == [0, 2, 2, 2, 2, 0, 2, 4, 6]
+
+
 # -- n8n: what the agent saves ------------------------------------------------------------------------
 
 def test_n8n_agent_saves_only_the_last_tool_round_of_a_turn(n8n):

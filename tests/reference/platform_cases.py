@@ -13,7 +13,8 @@ node's output items (``[{"response": …}]``, compact, as ``JSON.stringify`` wri
 
 :func:`cases` gives every case of a platform, named; ``"mode"`` says which memory the case runs:
 n8n's ``window`` (what the memory node's window loads, before any agent reads it) and ``agent``
-(what the Tools Agent sends after its own clean-up and ``maxTokensFromMemory`` trim), Flowise's
+(what the Tools Agent sends after its own clean-up and ``maxTokensFromMemory`` trim) and ``lifetime``
+(Simple Memory's own buffers over time: a turn's ``minute`` and the node's ``k`` then), Flowise's
 ``buffer_window`` (the Buffer Window Memory node) and ``agentflow`` (an Agentflow v2 Agent node's
 memory). Cases are grouped by ``counter`` (whether the tokenizer download succeeds), which is one
 setting per driver run.
@@ -138,6 +139,16 @@ def _n8n_cases() -> dict[str, dict]:
             for k in (2, 5):
                 add(f"window-{conv}-agent{agent}-k{k}", "window",
                     {"memory": "simple", "node_version": 1.3, "k": k, "agent": agent}, conv)
+    # Simple Memory's lifetime: a buffer idle for more than an hour is dropped (exactly an hour is not),
+    # and the window is the Context Window Length the buffer was created with.
+    plain = [{"input": t["input"], "output": t["output"]} for t in convs["plain"]]
+    out["lifetime-idle-hour"] = {"mode": "lifetime", "settings": {"node_version": 1.3}, "conversation": "plain",
+                                 "counter": "download", "turns": [{**t, "minute": m, "k": 5} for t, m in
+                                                                  zip(plain, (0, 10, 20, 81, 90, 150, 211))]}
+    out["lifetime-k-changed"] = {"mode": "lifetime", "settings": {"node_version": 1.3}, "conversation": "plain",
+                                 "counter": "download", "turns": [{**t, "minute": m, "k": k} for t, (m, k) in
+                                                                  zip(plain * 2, [(0, 1), (1, 1), (2, 1), (3, 5), (4, 5),
+                                                                                  (70, 5), (71, 5), (72, 5), (73, 5)])]}
     for conv in ("parallel_calls", "several_rounds", "long_human", "mixed"):
         for k in (5, 0):
             for limit in N8N_MAX_TOKENS:

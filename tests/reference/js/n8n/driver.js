@@ -1,20 +1,22 @@
 'use strict';
 // n8n's chat memory as n8n 2.41.1 runs it, turn by turn over generated conversations.
 //
-// Real code: LangChain JS as n8n pins it (BufferWindowMemory and BufferMemory from
+// Real code: n8n's Simple Memory node (MemoryBufferWindow.node.js, its session map and idle
+// clean-up), LangChain JS as n8n pins it (BufferWindowMemory and BufferMemory from
 // @langchain/classic 1.0.27, trimMessages and the chat models' token counter from
 // @langchain/core 1.2.8, ChatOpenAI from @langchain/openai 1.4.4), and n8n's own agent memory
 // functions from the published @n8n/n8n-nodes-langchain tarballs: loadMemory, saveToMemory,
 // buildSteps and buildResponseMetadata of 2.41.1, and saveToMemory and buildSteps of 2.2.0 (the
 // last release that stored tool rounds as a "[Used tools: …]" prefix), with the nodeNameToToolName
 // of the n8n-workflow release each one pins.
-// Glue written here, each piece citing the n8n file it follows: the memory nodes' choice of
-// memory class, the Postgres and Redis stores, and the agent's engine loop that runs tools between
+// Glue written here, each piece citing the n8n file it follows: what the Simple Memory node imports
+// from modules that cannot load here (n8n_stand_ins.js), the memory nodes' choice of memory class, the Postgres and Redis stores, and the agent's engine loop that runs tools between
 // model calls.
 //
 // Input (stdin): {"counter": "download" | "unreachable", "cases": [case, ...]}; a case is
-// {"name", "mode": "window" | "agent", "settings": {...}, "turns": [{"input", "rounds", "output"}]}
-// where a round is the list of tool calls one model reply made ({"id", "name", "args", "result"}).
+// {"name", "mode": "window" | "agent" | "lifetime", "settings": {...}, "turns": [{"input", "rounds",
+// "output"}]} where a round is the list of tool calls one model reply made ({"id", "name", "args",
+// "result"}); a lifetime turn has no rounds but a `minute` and the node's `k` at that moment.
 // Output: {"versions": {...}, "outcomes": {name: {"turns": [{"sent", "tokens"?}], "stored", "rows"?}}}:
 // per turn the history the memory hands over (and, for the agent, each message's token count), then
 // what the memory holds at the end (a Postgres store also as its table rows).
@@ -30,11 +32,16 @@ const NODES = '@n8n/n8n-nodes-langchain';
 const input = common.readCases();
 const warnings = common.answerTokenizerDownloads(req, input.counter);
 
-common.redirectRequires(['2.41.1', '2.2.0'].map((release) => ({
-  from: path.join(HERE, 'node_modules', '.platform', `${NODES}@${release}`),
-  request: 'n8n-workflow',
-  to: common.sourcePath(HERE, 'n8n-workflow', release === '2.41.1' ? '2.41.0' : '2.2.0', 'dist/cjs/tool-helpers.js'),
-})));
+const memoryNodes = common.sourcePath(HERE, NODES, '2.41.1', 'dist/nodes/memory');
+const standIns = path.join(HERE, 'n8n_stand_ins.js');
+common.redirectRequires([
+  ...['n8n-workflow', '../../../utils/helpers', '@n8n/ai-utilities'].map((request) => ({ from: memoryNodes, request, to: standIns })),
+  ...['2.41.1', '2.2.0'].map((release) => ({
+    from: path.join(HERE, 'node_modules', '.platform', `${NODES}@${release}`),
+    request: 'n8n-workflow',
+    to: common.sourcePath(HERE, 'n8n-workflow', release === '2.41.1' ? '2.41.0' : '2.2.0', 'dist/cjs/tool-helpers.js'),
+  })),
+]);
 
 const agentFile = (release, name) => common.sourcePath(HERE, NODES, release, `dist/utils/agent-execution/${name}.js`);
 const n8n = {
@@ -144,7 +151,44 @@ async function executorTurn(memory, turn, load) {
   return sent;
 }
 
+// Simple Memory's own lifetime (MemoryBufferWindow.node.js): each turn the agent asks the node for
+// its memory (supplyData), which keeps one BufferWindowMemory per workflow and session in a
+// process-wide map, created with the Context Window Length of that moment, and first drops every
+// buffer not used for an hour. A turn's `minute` sets the clock; its `k` is the node's parameter.
+const { MemoryBufferWindow } = require(path.join(memoryNodes, 'MemoryBufferWindow', 'MemoryBufferWindow.node.js'));
+const RealDate = Date;
+
+async function lifetime(c) {
+  const start = RealDate.UTC(2024, 11, 7, 8, 0);
+  let now = start;
+  globalThis.Date = class extends RealDate {
+    constructor(...args) { super(...(args.length ? args : [now])); }
+    static now() { return now; }
+  };
+  try {
+    const node = new MemoryBufferWindow();
+    const turns = [];
+    for (const turn of c.turns) {
+      now = start + turn.minute * 60_000;
+      const ctx = {
+        sessionId: c.name,
+        getNodeParameter: (name) => (name === 'contextWindowLength' ? turn.k : undefined),
+        getWorkflow: () => ({ id: 'workflow' }),
+        getNode: () => ({ typeVersion: c.settings.node_version }),
+      };
+      const memory = (await node.supplyData.call(ctx, 0)).response;
+      const sent = (await memory.loadMemoryVariables({})).chat_history;
+      await memory.saveContext({ input: turn.input }, { output: turn.output });
+      turns.push({ sent: sent.map(common.plain) });
+    }
+    return { turns };
+  } finally {
+    globalThis.Date = RealDate;
+  }
+}
+
 async function runCase(c) {
+  if (c.mode === 'lifetime') return lifetime(c);
   const s = c.settings;
   const memory = memoryOf(s);
   const model = new ChatOpenAI({ model: s.model || 'gpt-4o-mini', apiKey: 'offline' });
