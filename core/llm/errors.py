@@ -1,10 +1,10 @@
 """The llm package's exception, a :class:`core.errors.MemLensError` (the whole tree is in
 core/errors.py)."""
 
-from core.errors import MemLensError
+from core.errors import RuntimeFailure
 
 
-class LLMError(MemLensError):
+class LLMError(RuntimeFailure):
     """A model call failed: a missing key, an unreachable provider, a refused request (one line)."""
 
 
