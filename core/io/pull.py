@@ -9,8 +9,10 @@ rule is Dify's.
 
 A pulled conversation is stored with source ``dify-pull``, the app's base URL and its Dify id —
 never the key. Pulling it again replaces its turns when the app's history changed, and changes
-nothing when it did not. Every server problem (a refused key, an unknown conversation, a timeout,
-an answer that is not JSON) is one :class:`PullError` line; nothing is stored then.
+nothing when it did not. A timeout, a rate limit (429) or a server error (5xx) is tried again
+(:mod:`core.retry`); every server problem left (a refused key, an unknown conversation, no answer
+after the retries, an answer that is not JSON) is one :class:`PullFailedError` line, and nothing is
+stored then.
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ from typing import Any, Callable
 import httpx
 
 from core.model.conversation import Conversation, read_once
+from core.retry import Passing, attempts_note, passing_status, retry_after, with_retries
 from core.service.sessions import store_pulled
 
 from .errors import RecordError
 from .readers.dify_messages import dify_turn
-from .errors import PullError
+from .errors import PullError, PullFailedError
 
 PAGE = 100  # Dify's largest page
 #: Limits of one pull: more than this is refused rather than read.
@@ -76,27 +79,40 @@ class DifyApp:
 
     def get(self, path: str, params: dict) -> dict:
         where = f"{self.base_url}{path}"
+        query = {k: v for k, v in params.items() if v is not None}
+
+        def attempt() -> httpx.Response:
+            response = self._http.get(path, params=query)
+            if passing_status(response.status_code):  # tried again (core.retry), then read as any answer
+                raise _PassingAnswer(response)
+            return response
+
         try:
-            response = self._http.get(path, params={k: v for k, v in params.items() if v is not None})
-        except httpx.TimeoutException:
-            raise PullError(f"{where}: no answer within {self._http.timeout.read:g} s; is the app running?") from None
+            response = with_retries(attempt, _passing)
+        except _PassingAnswer as e:
+            response, tries = e.response, attempts_note(e)
+        except httpx.TimeoutException as e:
+            raise PullFailedError(f"{where}: no answer within {self._http.timeout.read:g} s{attempts_note(e)}; "
+                                  "is the app running?") from None
         except httpx.HTTPError as e:
-            raise PullError(f"{where}: cannot connect ({type(e).__name__}); check --base-url") from None
+            raise PullFailedError(f"{where}: cannot connect ({type(e).__name__}); check --base-url") from None
+        else:
+            tries = ""
         if len(response.content) > MAX_RESPONSE_BYTES:
-            raise PullError(f"{where}: the answer is larger than {MAX_RESPONSE_BYTES // 1048576} MB")
+            raise PullFailedError(f"{where}: the answer is larger than {MAX_RESPONSE_BYTES // 1048576} MB")
         try:
             body = response.json()
         except ValueError:
-            raise PullError(f"{where} answered {response.status_code} with something that is not JSON; "
-                            "--base-url must be the app's API base, ending in /v1") from None
+            raise PullFailedError(f"{where} answered {response.status_code} with something that is not JSON{tries}; "
+                                  "--base-url must be the app's API base, ending in /v1") from None
         if response.status_code == 401:
-            raise PullError(f"{where}: the app refused the key (401: {_message(body)}); check --key")
+            raise PullFailedError(f"{where}: the app refused the key (401: {_message(body)}); check --key")
         if response.status_code == 404:
-            raise PullError(f"{where}: not found (404: {_message(body)}); check the conversation id and --user")
+            raise PullFailedError(f"{where}: not found (404: {_message(body)}); check the conversation id and --user")
         if response.status_code >= 400:
-            raise PullError(f"{where}: the app answered {response.status_code} ({_message(body)})")
+            raise PullFailedError(f"{where}: the app answered {response.status_code} ({_message(body)}){tries}")
         if not isinstance(body, dict) or not isinstance(body.get("data"), list):
-            raise PullError(f"{where}: expected {{data: [...], has_more}} in the answer")
+            raise PullFailedError(f"{where}: expected {{data: [...], has_more}} in the answer")
         return body
 
     def conversations(self, user: str) -> list[dict]:
@@ -134,6 +150,23 @@ class DifyApp:
         return [m for items in reversed(pages) for m in items]
 
 
+class _PassingAnswer(Exception):
+    """A 408, 429 or 5xx answer, raised inside :meth:`DifyApp.get` so that it is tried again."""
+
+    def __init__(self, response: httpx.Response):
+        super().__init__(response.status_code)
+        self.response = response
+
+
+def _passing(error: Exception) -> Passing | None:
+    """Whether a failed request is worth trying again: a timeout, or an answer a later try may not get."""
+    if isinstance(error, _PassingAnswer):
+        return Passing(retry_after(error.response.headers))
+    if isinstance(error, httpx.TimeoutException):
+        return Passing()
+    return None
+
+
 def _message(body: Any) -> str:
     if isinstance(body, dict):
         return str(body.get("message") or body.get("code") or "no message")
@@ -147,13 +180,13 @@ def conversation_from_records(conversation_id: str, records: list[dict], name: s
         try:
             turns.append(dify_turn(item))
         except RecordError as e:
-            raise PullError(f"conversation {conversation_id}: message {i} is malformed ({e})") from None
+            raise PullFailedError(f"conversation {conversation_id}: message {i} is malformed ({e})") from None
     order = sorted(range(len(turns)), key=lambda i: (turns[i].created_at if turns[i].created_at is not None
                                                     else float("-inf"), i))
     try:
         once, _ = read_once(turns[i] for i in order)  # a record two pages both listed, read once
     except ValueError as e:
-        raise PullError(f"conversation {conversation_id}: {e}") from None
+        raise PullFailedError(f"conversation {conversation_id}: {e}") from None
     return Conversation(id=conversation_id, turns=once, source_format="dify-messages", name=name or conversation_id)
 
 
