@@ -62,12 +62,8 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):
         if getattr(self, "_bare", False):
             self.print_help()
-            raise _HelpShown()
+            self.exit(EXIT_USAGE)
         raise UsageError(f"{self.prog}: {message}")
-
-
-class _HelpShown(Exception):
-    """A parser run bare printed its help instead of an error: exit status 2, nothing more to say."""
 
 
 def _listing(extra: Sequence[tuple[str, str]] = ()) -> str:
@@ -145,8 +141,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "memlens") -> int:
             parser.commands[command].print_help()
             return EXIT_USAGE
         return args.func(args)
-    except _HelpShown:
-        return EXIT_USAGE
+    except SystemExit as e:  # argparse printed help (--help, a bare command) or the version
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
     except MemLensError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_FAILURE if isinstance(e, RuntimeFailure) else EXIT_USAGE

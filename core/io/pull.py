@@ -84,12 +84,12 @@ class DifyApp:
         def attempt() -> httpx.Response:
             response = self._http.get(path, params=query)
             if passing_status(response.status_code):  # tried again (core.retry), then read as any answer
-                raise _PassingAnswer(response)
+                raise httpx.HTTPStatusError(str(response.status_code), request=response.request, response=response)
             return response
 
         try:
             response = with_retries(attempt, _passing)
-        except _PassingAnswer as e:
+        except httpx.HTTPStatusError as e:
             response, tries = e.response, attempts_note(e)
         except httpx.TimeoutException as e:
             raise PullFailedError(f"{where}: no answer within {self._http.timeout.read:g} s{attempts_note(e)}; "
@@ -150,17 +150,10 @@ class DifyApp:
         return [m for items in reversed(pages) for m in items]
 
 
-class _PassingAnswer(Exception):
-    """A 408, 429 or 5xx answer, raised inside :meth:`DifyApp.get` so that it is tried again."""
-
-    def __init__(self, response: httpx.Response):
-        super().__init__(response.status_code)
-        self.response = response
-
-
 def _passing(error: Exception) -> Passing | None:
-    """Whether a failed request is worth trying again: a timeout, or an answer a later try may not get."""
-    if isinstance(error, _PassingAnswer):
+    """Whether a failed request is worth trying again: a timeout, or an answer a later try may not get
+    (a 408, 429 or 5xx, raised as an ``HTTPStatusError`` inside :meth:`DifyApp.get`)."""
+    if isinstance(error, httpx.HTTPStatusError):
         return Passing(retry_after(error.response.headers))
     if isinstance(error, httpx.TimeoutException):
         return Passing()
