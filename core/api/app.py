@@ -38,6 +38,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from core import __version__
 from core.limits import MAX_REQUEST_BYTES, limit
 from core.llm.client import LLMClient
 from core.service.sessions import ConversationService
@@ -102,7 +103,7 @@ def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None
     """
     database = db if isinstance(db, Database) else Database(db)
     app = FastAPI(title="MemLens Service API",
-                  version="1",
+                  version=__version__,
                   description="Dify's Service API for chatflows (chat-messages, messages, conversations, "
                               "conversation variables) over the flows in the MemLens store, and the "
                               "MemLens ledger of every message. Authenticate with `Authorization: Bearer "
