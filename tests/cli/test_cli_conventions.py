@@ -17,9 +17,8 @@ import pytest
 
 from core.cli import main as main_module
 from core.cli.main import COMMANDS, main
-from core.llm.client import DemoClient
-from core.service.sessions import ConversationService
 from core.store.db import Database
+from tests.builders import recorded_support_bot
 from tests.conftest import FIXTURES, ROOT
 
 LISBON = ROOT / "sample_data" / "conversations" / "lisbon-trip.json"
@@ -35,16 +34,9 @@ def run(capsys, *args):
 
 @pytest.fixture
 def stored(tmp_path):
-    """A database with one conversation recorded on the support-bot flow: (url, conversation id)."""
+    """A database with one three-turn conversation recorded on the support-bot flow: (url, conversation id)."""
     url = f"sqlite:///{tmp_path / 'memlens.db'}"
-    db = Database(url)
-    service = ConversationService(db, llm=DemoClient())
-    version = service.import_flow(ROOT / "sample_data" / "flows" / "support-bot.yml")
-    conv = service.start(version.flow_id, name="stored").id
-    for query in ("Hi, I'm Dana.", "Where is my order 4411?", "What's my name?"):
-        service.send(conv, query)
-    db.dispose()
-    return url, conv
+    return url, recorded_support_bot(url)
 
 
 # -- what is read, what is printed -------------------------------------------------------------------
