@@ -6,6 +6,10 @@ Pure Python; never imports Streamlit. Everything the app shows can be produced f
 from importlib import import_module
 from typing import Any, Callable, Mapping
 
+#: MemLens's version, the one place it is written: the package's metadata (pyproject.toml),
+#: ``memlens --version``, the app's About and the Service API's ``/v1/info`` read it.
+__version__ = "1.0.0"
+
 
 def public_api(package: str, homes: Mapping[str, tuple[str, ...]], *, modules: tuple[str, ...] = (),
                here: tuple[str, ...] = ()) -> tuple[list[str], Callable[[str], Any]]:

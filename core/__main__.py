@@ -1,5 +1,5 @@
 import sys
 
-from .cli.app import main
+from .cli.main import main
 
-sys.exit(main())
+sys.exit(main(prog="python -m core"))

@@ -61,7 +61,7 @@ class Limit:
         return value
 
 
-#: Every limit (the README's "Limits" table lists each one's variable).
+#: Every limit (the "Limits" table of docs/security.md lists each one's variable).
 LIMITS = (
     Limit("import_size", "MEMLENS_MAX_IMPORT_MB", 50, "MB",
           "size of a file to import or read (transcripts, MemLens exports, report bundles, uploads)"),

@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
-# Sets up MemLens in ./.venv with the pinned dependencies of requirements.txt.
-# With --test it also installs what the test suite needs from the system's packages:
-# Chromium (the real-browser test), PostgreSQL (the store tests run on both databases) and Node.js
-# with npm (n8n's and Flowise's memory run as their JavaScript beside MemLens's); then the pinned
-# npm packages of tests/reference/js/ into their node_modules (skipped when already there).
+# Sets up MemLens in ./.venv: the app's dependencies exactly as requirements.lock pins them (every
+# package, with the hashes pip checks), then MemLens itself, editable, which gives .venv/bin/memlens.
+# With --test it installs requirements-dev.lock instead (the same app packages, the postgres and auth
+# extras, and the test tools), and what the test suite needs from the system's packages: Chromium
+# (the real-browser tests), PostgreSQL (the store tests run on both databases) and Node.js with npm
+# (n8n's and Flowise's memory run as their JavaScript beside MemLens's); then the pinned npm packages
+# of tests/reference/js/ into their node_modules (skipped when already there).
+# The lock files are written by scripts/lock.sh from requirements.txt and requirements-dev.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+lock=requirements.lock
+[ "${1:-}" = "--test" ] && lock=requirements-dev.lock
 
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
-want=$(sha256sum requirements.txt | cut -d' ' -f1)
-if [ "$(cat .venv/.requirements.sha256 2>/dev/null)" != "$want" ]; then
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-  echo "$want" > .venv/.requirements.sha256
+pip=(.venv/bin/python -m pip --quiet --disable-pip-version-check)
+stamp=".venv/.$lock.sha256"
+want=$(cat "$lock" pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  # --no-deps: the lock lists every package, so pip resolves nothing; pip check then proves that
+  # what is installed satisfies what each package asks for.
+  "${pip[@]}" install --require-hashes --no-deps -r "$lock"
+  "${pip[@]}" install --no-deps --editable .
+  .venv/bin/python -m pip check --disable-pip-version-check >/dev/null
+  echo "$want" > "$stamp"
+  if [ "$lock" = requirements-dev.lock ]; then  # the app's packages are installed too, at the same versions
+    cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1 > .venv/.requirements.lock.sha256
+  fi
 fi
 
 if [ "${1:-}" = "--test" ]; then

@@ -102,3 +102,22 @@ def too_deep(key: str = "x") -> dict:
     for _ in range(MAX_DEPTH + 5):
         value = {key: value}
     return value
+
+
+def recorded_support_bot(url: str, queries=("Hi, I'm Dana.", "Where is my order 4411?", "What's my name?"),
+                         name: str = "recorded") -> str:
+    """A conversation recorded on the support-bot sample flow with the demo model in the database at
+    ``url``, one turn per query; its id."""
+    from core.llm.client import DemoClient
+    from core.service.sessions import ConversationService
+    from core.store.db import Database
+    from tests.conftest import ROOT
+
+    db = Database(url)
+    service = ConversationService(db, llm=DemoClient())
+    version = service.import_flow(ROOT / "sample_data" / "flows" / "support-bot.yml")
+    conv = service.start(version.flow_id, name=name).id
+    for query in queries:
+        service.send(conv, query)
+    db.dispose()
+    return conv

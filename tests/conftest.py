@@ -4,7 +4,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+#: Third-party telemetry off (and litellm's local model map), before any library under test is imported.
+NO_TELEMETRY = Path(__file__).resolve().parent / "no-telemetry.env"
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """``NAME=value`` lines; blank lines and ``#`` comments skipped."""
+    pairs = (line.split("=", 1) for line in path.read_text(encoding="utf-8").splitlines()
+             if line.strip() and not line.lstrip().startswith("#"))
+    return {name.strip(): value.strip() for name, value in pairs}
+
+
+os.environ.update(read_env_file(NO_TELEMETRY))
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

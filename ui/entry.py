@@ -7,6 +7,8 @@ from pathlib import Path
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
+from core import __version__
+
 FAVICON = Path(__file__).parent / "favicon.png"  # bundled: the favicon must not need a font from the network
 
 
@@ -20,8 +22,15 @@ def locked() -> bool:
     return login_required() and not st.user.get("is_logged_in")
 
 
+def about() -> str:
+    """The text of the app menu's About (markdown)."""
+    return (f"**MemLens {__version__}** — a chat memory debugger: for each turn and LLM node, which earlier "
+            "messages the model received, and why the others were left out.")
+
+
 def page_settings() -> None:
-    st.set_page_config(page_title="MemLens", page_icon=str(FAVICON), layout="wide")
+    st.set_page_config(page_title="MemLens", page_icon=str(FAVICON), layout="wide",
+                       menu_items={"About": about(), "Get help": None, "Report a bug": None})
 
 
 def login_screen() -> None:

@@ -44,7 +44,7 @@ from typing import Iterable
 from fastapi import FastAPI
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from core import hosts
+from core import __version__, hosts
 from core.limits import MAX_REQUEST_BYTES, limit
 from core.llm.client import LLMClient
 from core.service.sessions import ConversationService
@@ -116,7 +116,7 @@ def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None
     """
     database = db if isinstance(db, Database) else Database(db)
     app = FastAPI(title="MemLens Service API",
-                  version="1",
+                  version=__version__,
                   description="Dify's Service API for chatflows (chat-messages, messages, conversations, "
                               "conversation variables) over the flows in the MemLens store, and the "
                               "MemLens ledger of every message. Authenticate with `Authorization: Bearer "

@@ -330,6 +330,7 @@ class Parameters(BaseModel):
 
 class AppMeta(BaseModel):
     tool_icons: dict[str, Any]
+    memlens_version: str = Field(description="MemLens's version (an extension: Dify's clients ignore it)")
 
 
 class AppInfo(BaseModel):
@@ -338,6 +339,7 @@ class AppInfo(BaseModel):
     tags: list[str]
     mode: str
     author_name: str
+    memlens_version: str = Field(description="MemLens's version (an extension: Dify's clients ignore it)")
 
 
 class FeedbackRequest(BaseModel):

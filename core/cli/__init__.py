@@ -1,11 +1,12 @@
-"""``python -m core``: the parser, the ``replay`` command and the one-line errors (``app``); every
-other subcommand is a module in ``commands/``; ``options`` holds what they share (the ``--db`` option, the
-store it opens, how a stored time prints); ``errors`` the command line's exception.
+"""``memlens`` (also ``python -m core``): the entry point, the exit statuses and the list of commands
+(``main``); ``replay`` and ``ls`` with the memory options ``why`` shares (``app``); every other command
+is a module in ``commands/``; ``options`` holds the conventions they share (``--db``,
+``--input-format``, ``--format`` and CSV, ISO times, progress); ``errors`` the command line's exception.
 """
 
 from core import public_api
 
 __all__, __getattr__ = public_api(__name__, {
-    "app": ("main",),
+    "main": ("main",),
     "errors": ("UsageError",),
 })

@@ -1,21 +1,20 @@
-"""``python -m core`` — the command line.
+"""``memlens replay`` and ``memlens ls``, and the memory-config options ``why`` shares with ``replay``.
 
-Every subcommand prints what a script or a check needs; bad input prints one line naming the
-problem and exits with status 2, never a traceback.
+The entry point, the exit statuses and the other commands are in :mod:`core.cli.main` and
+``commands/``; ``main`` and ``build_parser`` are importable from here too.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Callable, Sequence
 
 from core.analysis.debug_view import fitting_config
 from core.errors import MemLensError
 from core.io.errors import FormatError
-from core.io.readers.registry import FORMATS, import_file, read_conversations
+from core.io.readers.registry import import_file, read_conversations
 from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
 from core.memory.replay import DEFAULT_FIDELITY, FIDELITIES, TRIM_COUNTERS, MemoryConfig, Replay
 from core.memory.strategies import AGENT_STRATEGIES, FUNCTION_CALL, STRATEGIES
@@ -24,28 +23,9 @@ from core.model.ledger import SyntheticMessage, branch_copies, copy_words, expla
 from core.words import plural
 
 from .errors import UsageError
-from .options import add_skip_bad_option, report_skipped
-
-EXIT_BAD_INPUT = 2
-#: Set to show the traceback of an unexpected failure instead of its one-line summary.
-DEBUG_ENV = "MEMLENS_DEBUG"
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, not argparse's usage block
-        raise UsageError(f"{self.prog}: {message}")
-
-
-def whole_number(name: str, minimum: int = 1) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a whole number, not {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{name} {value} is out of range: it must be at least {minimum}")
-        return value
-    return parse
+from .main import build_parser, main  # noqa: F401  (the entry point, importable from here too)
+from .options import (add_db_option, add_format_option, add_input_format_option, add_skip_bad_option, open_db,
+                      print_rows, report_skipped, whole_number)
 
 
 # -- replay -----------------------------------------------------------------------------------------
@@ -176,26 +156,38 @@ def _first_query(conv: Conversation) -> str:
 def _conversations(args: argparse.Namespace, doing: str) -> list[Conversation]:
     """Every conversation of the file; with ``--skip-bad`` the good ones, each record left out said on stderr."""
     if not args.skip_bad:
-        return read_conversations(args.file, args.format_in)
-    result = import_file(args.file, args.format_in, skip_bad=True, max_bytes=None)
+        return read_conversations(args.file, args.input_format)
+    result = import_file(args.file, args.input_format, skip_bad=True, max_bytes=None)
     report_skipped(result)
     if not result.conversations:
         raise FormatError(f"{args.file}: nothing to {doing} ({result.summary()})")
     return result.conversations
 
 
+def _stored(args: argparse.Namespace) -> Conversation:
+    """The stored conversation ``--conversation`` names (in ``--db``)."""
+    from core.service.sources import load_stored
+
+    return load_stored(open_db(args), args.conversation).conversation
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
+    if bool(args.file) == bool(args.conversation):
+        raise UsageError("give a conversation FILE or --conversation ID (one of them)")
     config = config_from_args(args)
-    conversations = _conversations(args, "replay")
+    if args.conversation:
+        conversations, where = [_stored(args)], f"conversation {args.conversation}"
+    else:
+        conversations, where = _conversations(args, "replay"), args.file
     if not 0 <= args.index < len(conversations):
-        raise UsageError(f"--index {args.index} is out of range: {args.file} holds "
+        raise UsageError(f"--index {args.index} is out of range: {where} holds "
                          f"{plural(len(conversations), 'conversation')} (0..{len(conversations) - 1})")
     chosen = conversations[args.index]
     config = config_from_args(args, chosen)
     replay = Replay(chosen, config, system_prompt=args.system)
     answered = [replay.numbers[p] for p in replay.conversation.answered_turns()]
     if not answered:
-        raise UsageError(f"{args.file}: the conversation has no user turn to replay")
+        raise UsageError(f"{where}: the conversation has no user turn to replay")
     if args.turn is not None:
         if args.turn not in answered:
             raise UsageError(f"--turn {args.turn} is out of range: the conversation has turns "
@@ -208,7 +200,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         # input is known to be good: a refusal stays one line.
         print(f"{args.file} holds {len(conversations)} conversations; replaying --index {args.index} "
               f"({_short(chosen.name or chosen.id, 40)!r}, {plural(len(chosen.turns), 'turn')}). "
-              f"List them with: python -m core ls {args.file}", file=sys.stderr)
+              f"List them with: memlens ls {args.file}", file=sys.stderr)
     out = sys.stdout
     if args.format == "summary":
         wanted = set(numbers)
@@ -220,38 +212,35 @@ def cmd_replay(args: argparse.Namespace) -> int:
                "tokens_exact": replay.counter.exact,
                "turns": [replay.ledger(n).to_json() for n in numbers]}
         out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    elif args.format == "csv":  # one row per earlier message of each turn's ledger, as --format json lists them
+        print_rows([{"turn": n, **{("message_turn" if k == "turn" else k): v for k, v in entry.items()}}
+                    for n in numbers for entry in replay.ledger(n).to_json()["ledger"]], "csv",
+                   ("turn", "ref", "message_turn", "role", "tokens", "kept", "reason"))
     else:
         out.write(_table(replay, numbers) + "\n")
     return 0
-
-
-def _input_format(text: str) -> str:
-    if text not in FORMATS:
-        raise argparse.ArgumentTypeError(f"unknown format {text!r}; expected one of {', '.join(FORMATS)}")
-    return text
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
     conversations = _conversations(args, "list")
     rows = [{"index": i, "id": c.id, "name": c.name, "format": c.source_format, "turns": len(c.turns),
              "first_query": _first_query(c)} for i, c in enumerate(conversations)]
-    if args.format == "json":
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+    if args.format in ("json", "csv"):
+        print_rows(rows, args.format)
         return 0
     lines = [f"{'index':>5}  {'turns':>5}  first query"]
     lines += [f"{r['index']:>5}  {r['turns']:>5}  {_short(r['first_query'])!r}" for r in rows]
     lines.append(f"{plural(len(rows), 'conversation')} in {args.file}; replay one with: "
-                 f"python -m core replay {args.file} --index N")
+                 f"memlens replay {args.file} --index N")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m core", description="MemLens memory core")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    sub.required = True
-    p = sub.add_parser("replay", help="replay a conversation under one memory config and print the ledgers")
-    p.add_argument("file")
+def register(sub) -> None:
+    p = sub.add_parser("replay")
+    p.add_argument("file", nargs="?", help="an importable conversation file (or use --conversation)")
+    p.add_argument("--conversation", default=None, metavar="ID", help="a stored conversation's id instead of FILE")
+    add_db_option(p)
     _add_memory_options(p)
     p.add_argument("--system", default=None, help="system prompt (default: the file's leading system messages)")
     p.add_argument("--turn", type=whole_number("--turn"), default=None,
@@ -259,48 +248,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "default: every turn)")
     p.add_argument("--index", type=whole_number("--index", 0), default=0,
                    help="which conversation of a file with several (from 0; default 0; see `ls`)")
-    p.add_argument("--format-in", default=None, metavar="NAME", type=_input_format,
-                   help=f"the file's format (default: detected): {', '.join(FORMATS)}")
-    p.add_argument("--format", choices=("table", "json", "summary"), default="table", help="output format")
+    add_input_format_option(p)
+    add_format_option(p, ("table", "json", "summary", "csv"))
     add_skip_bad_option(p, "replay from the good records, each bad one reported (--index counts the good ones)")
-    p.set_defaults(func=cmd_replay)
-    p = sub.add_parser("ls", help="list the conversations in a file: index, turns, first query")
+    p.set_defaults(func=cmd_replay, help_when_bare=True)
+    p = sub.add_parser("ls")
     p.add_argument("file")
-    p.add_argument("--format-in", default=None, metavar="NAME", type=_input_format,
-                   help=f"the file's format (default: detected): {', '.join(FORMATS)}")
-    p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    add_input_format_option(p)
+    add_format_option(p)
     add_skip_bad_option(p, "list the good records, each bad one reported (their indexes are what replay takes)")
     p.set_defaults(func=cmd_ls)
-    for module in _command_modules():
-        module.register(sub)
-    return parser
-
-
-def _command_modules():
-    import importlib
-    import pkgutil
-
-    from . import commands
-
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        yield importlib.import_module(f"{commands.__name__}.{info.name}")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-        return args.func(args)
-    except MemLensError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except BrokenPipeError:  # e.g. piped into head
-        return 0
-    except KeyboardInterrupt:
-        return 130
-    except Exception as e:  # a bug, or the environment failing mid-command: still one line
-        if os.environ.get(DEBUG_ENV):
-            raise
-        detail = " ".join(str(e).split())[:300]
-        print(f"error: {type(e).__name__}: {detail} (set {DEBUG_ENV}=1 to see the traceback)", file=sys.stderr)
-        return EXIT_BAD_INPUT

@@ -7,7 +7,7 @@ from core import public_api
 
 __all__, __getattr__ = public_api(__name__, {
     "bundle": ("FORMAT", "FORMAT_VERSION", "is_bundle", "looks_like_bundle", "parse_bundle", "validate_bundle"),
-    "errors": ("BundleError", "FormatError", "PullError", "RecordError"),
+    "errors": ("BundleError", "FormatError", "PullError", "PullFailedError", "RecordError"),
     "pull": ("TIMEOUT_SECONDS",),
     "readers.common": ("conversation_from_messages",),
     "readers.dify_messages": ("dify_turn",),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from core.errors import MemLensError
+from core.errors import MemLensError, RuntimeFailure
 from core.store.errors import StoreError
 
 if TYPE_CHECKING:
@@ -38,6 +38,11 @@ class BundleError(StoreError):
 
 class PullError(MemLensError):
     """The app could not be read; the message says what went wrong and what to check."""
+
+
+class PullFailedError(PullError, RuntimeFailure):
+    """The app was asked as it should be and did not answer so: no answer in time, no connection, a
+    refused key, an unknown conversation, a server error or an answer that is not the API's."""
 
 
 class TooManyProblems(Exception):

@@ -11,9 +11,11 @@ A pulled conversation is stored with source ``dify-pull``, the app's base URL an
 never the key. The key goes only in ``Authorization: Bearer``: a base URL carrying ``user:password@``
 is refused (an HTTP client would send those as Basic credentials, and the URL is stored and printed).
 Pulling it again replaces its turns when the app's history changed, and changes nothing when it did
-not. Every server problem (a refused key, an unknown conversation, a timeout, an answer that is not
-JSON or is over :data:`MAX_RESPONSE_BYTES`, which is read as it arrives and never past the limit) is
-one :class:`PullError` line, with any key the server quoted redacted; nothing is stored then.
+not. A timeout, a rate limit (429) or a server error (5xx) is tried again (:mod:`core.retry`); every
+server problem left (a refused key, an unknown conversation, no answer after the retries, an answer
+that is not JSON or is over :data:`MAX_RESPONSE_BYTES`, which is read as it arrives and never past the
+limit) is one :class:`PullFailedError` line, with any key the server quoted redacted; nothing is stored
+then.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 from urllib.parse import urlsplit
 
 import httpx
@@ -30,11 +32,12 @@ from core.errors import MemLensError
 from core.limits import LimitError, load_json
 from core.model.conversation import Conversation, read_once
 from core.redact import hold, redact
+from core.retry import Passing, attempts_note, passing_status, retry_after, with_retries
 from core.service.sessions import store_pulled
 
 from .errors import RecordError
 from .readers.dify_messages import dify_turn
-from .errors import PullError
+from .errors import PullError, PullFailedError
 
 PAGE = 100  # Dify's largest page
 #: Limits of one pull: more than this is refused rather than read.
@@ -89,28 +92,43 @@ class DifyApp:
 
     def get(self, path: str, params: dict) -> dict:
         where = f"{self.base_url}{path}"
+        query = {k: v for k, v in params.items() if v is not None}
+
+        def attempt() -> _Answer:
+            with self._http.stream("GET", path, params=query) as response:
+                answer = _Answer(response.status_code, _read_capped(response, where), response.headers)
+            if passing_status(answer.status):  # tried again (core.retry), then read as any answer
+                error = httpx.HTTPStatusError(str(answer.status), request=response.request, response=response)
+                error.answer = answer
+                raise error
+            return answer
+
         try:
-            with self._http.stream("GET", path, params={k: v for k, v in params.items() if v is not None}) as response:
-                status, content = response.status_code, _read_capped(response, where)
-        except httpx.TimeoutException:
-            raise PullError(f"{where}: no answer within {self._http.timeout.read:g} s; is the app running?") from None
+            answer, tries = with_retries(attempt, _passing), ""
+        except httpx.HTTPStatusError as e:
+            answer, tries = e.answer, attempts_note(e)
+        except httpx.TimeoutException as e:
+            raise PullFailedError(f"{where}: no answer within {self._http.timeout.read:g} s{attempts_note(e)}; "
+                                  "is the app running?") from None
         except httpx.HTTPError as e:
-            raise PullError(f"{where}: cannot connect ({type(e).__name__}); check --base-url") from None
+            raise PullFailedError(f"{where}: cannot connect ({type(e).__name__}); check --base-url") from None
+        status = answer.status
         try:
-            body = load_json(content, f"{where}'s answer")
+            body = load_json(answer.content, f"{where}'s answer")
         except LimitError as e:
-            raise PullError(str(e)) from None
+            raise PullFailedError(str(e)) from None
         except MemLensError:
-            raise PullError(f"{where} answered {status} with something that is not JSON; "
-                            "--base-url must be the app's API base, ending in /v1") from None
+            raise PullFailedError(f"{where} answered {status} with something that is not JSON{tries}; "
+                                  "--base-url must be the app's API base, ending in /v1") from None
         if status == 401:
-            raise PullError(f"{where}: the app refused the key (401: {self._message(body)}); check --key")
+            raise PullFailedError(f"{where}: the app refused the key (401: {self._message(body)}); check --key")
         if status == 404:
-            raise PullError(f"{where}: not found (404: {self._message(body)}); check the conversation id and --user")
+            raise PullFailedError(f"{where}: not found (404: {self._message(body)}); check the conversation id "
+                                  "and --user")
         if status >= 400:
-            raise PullError(f"{where}: the app answered {status} ({self._message(body)})")
+            raise PullFailedError(f"{where}: the app answered {status} ({self._message(body)}){tries}")
         if not isinstance(body, dict) or not isinstance(body.get("data"), list):
-            raise PullError(f"{where}: expected {{data: [...], has_more}} in the answer")
+            raise PullFailedError(f"{where}: expected {{data: [...], has_more}} in the answer")
         return body
 
     def conversations(self, user: str) -> list[dict]:
@@ -147,7 +165,6 @@ class DifyApp:
             first_id = items[0].get("id")  # each page is oldest first; the next page is older still
         return [m for items in reversed(pages) for m in items]
 
-
     def _message(self, body: Any) -> str:
         """The app's own words for a failure, in one line and without the key should it quote it."""
         if isinstance(body, dict):
@@ -158,8 +175,8 @@ class DifyApp:
 def _read_capped(response: httpx.Response, where: str) -> bytes:
     """The answer's body, read as it arrives and refused as soon as it passes :data:`MAX_RESPONSE_BYTES`
     (at once when its ``Content-Length`` says so): an endless answer costs no more than the limit."""
-    too_large = PullError(f"{where}: the answer is larger than {MAX_RESPONSE_BYTES // 1048576} MB, the most a pull "
-                          "reads; check that --base-url is the app's API base, ending in /v1")
+    too_large = PullFailedError(f"{where}: the answer is larger than {MAX_RESPONSE_BYTES // 1048576} MB, the most "
+                                "a pull reads; check that --base-url is the app's API base, ending in /v1")
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
         raise too_large
@@ -172,6 +189,22 @@ def _read_capped(response: httpx.Response, where: str) -> bytes:
     return b"".join(chunks)
 
 
+class _Answer(NamedTuple):
+    status: int
+    content: bytes
+    headers: httpx.Headers
+
+
+def _passing(error: Exception) -> Passing | None:
+    """Whether a failed request is worth trying again: a timeout, or an answer a later try may not get
+    (a 408, 429 or 5xx, raised as an ``HTTPStatusError`` carrying the answer inside :meth:`DifyApp.get`)."""
+    if isinstance(error, httpx.HTTPStatusError):
+        return Passing(retry_after(error.answer.headers))
+    if isinstance(error, httpx.TimeoutException):
+        return Passing()
+    return None
+
+
 def conversation_from_records(conversation_id: str, records: list[dict], name: str = "") -> Conversation:
     """The pulled message records as a conversation (creation order; ties keep the API's order)."""
     turns = []
@@ -179,13 +212,13 @@ def conversation_from_records(conversation_id: str, records: list[dict], name: s
         try:
             turns.append(dify_turn(item))
         except RecordError as e:
-            raise PullError(f"conversation {conversation_id}: message {i} is malformed ({e})") from None
+            raise PullFailedError(f"conversation {conversation_id}: message {i} is malformed ({e})") from None
     order = sorted(range(len(turns)), key=lambda i: (turns[i].created_at if turns[i].created_at is not None
                                                     else float("-inf"), i))
     try:
         once, _ = read_once(turns[i] for i in order)  # a record two pages both listed, read once
     except ValueError as e:
-        raise PullError(f"conversation {conversation_id}: {e}") from None
+        raise PullFailedError(f"conversation {conversation_id}: {e}") from None
     return Conversation(id=conversation_id, turns=once, source_format="dify-messages", name=name or conversation_id)
 
 

@@ -17,6 +17,10 @@ Which model actually answers (the demo rule):
   (``LLMReply.note``); with ``fallback_to_demo=False`` a one-line :class:`LLMError` naming the
   missing variable.
 
+A call that fails for a passing reason (a rate limit, a server error, a timeout) is tried again
+with growing pauses (:mod:`core.retry`); the error of one that never succeeds says how many tries
+there were.
+
 API keys are read by litellm from the environment only; MemLens never stores, logs or exports them,
 and a provider's error that quotes one is redacted (:mod:`core.redact`) before it goes anywhere.
 """
@@ -33,6 +37,7 @@ from typing import Any, Mapping, Protocol, Sequence
 
 from core.model.tokens import DEMO_MODEL
 from core.redact import redact, redact_log
+from core.retry import Passing, attempts_note, passing_status, retry_after, with_retries
 
 from .errors import LLMError
 
@@ -157,11 +162,7 @@ class LiteLLMClient:
         kwargs: dict[str, Any] = {"model": target, "messages": [dict(m) for m in messages], "timeout": self.timeout}
         if max_tokens:
             kwargs["max_tokens"] = max_tokens
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                response = litellm.completion(**kwargs)
-        except Exception as e:  # litellm maps every provider failure onto its own exception classes
-            raise LLMError(_describe_failure(target, e)) from None
+        response = _completion(litellm, target, kwargs)
         try:
             text = response.choices[0].message.content or ""
         except (AttributeError, IndexError):
@@ -181,11 +182,7 @@ class LiteLLMClient:
             kwargs["tools"] = [dict(t) for t in tools]
         if max_tokens:
             kwargs["max_tokens"] = max_tokens
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                response = litellm.completion(**kwargs)
-        except Exception as e:
-            raise LLMError(_describe_failure(target, e)) from None
+        response = _completion(litellm, target, kwargs)
         try:
             message = response.choices[0].message
         except (AttributeError, IndexError):
@@ -213,6 +210,31 @@ class ToolReply(LLMReply):
     """A reply that may ask for tool calls instead of (or with) text."""
 
     tool_calls: tuple[ToolCallRequest, ...] = ()
+
+
+def _completion(litellm, model: str, kwargs: dict[str, Any]):
+    """``litellm.completion(**kwargs)``, tried again after a rate limit, a server error or a
+    timeout (:mod:`core.retry`: here, not inside litellm or the provider's SDK, so a call is tried
+    ATTEMPTS times in all and the error says so); any failure left is one :class:`LLMError` line."""
+    def attempt():
+        with contextlib.redirect_stdout(io.StringIO()):  # litellm prints provider lists on bad names
+            return litellm.completion(**kwargs, num_retries=0, max_retries=0)
+
+    try:
+        return with_retries(attempt, _passing)
+    except Exception as e:  # litellm maps every provider failure onto its own exception classes
+        raise LLMError(_describe_failure(model, e) + attempts_note(e)) from None
+
+
+def _passing(error: Exception) -> Passing | None:
+    """Whether a failed model call may succeed if made again: a timeout, a rate limit or a server error
+    (not a refused connection, which litellm also gives status 500: nothing is listening there)."""
+    kinds = {k.__name__ for k in type(error).__mro__}
+    if kinds & {"Timeout", "APITimeoutError"}:
+        return Passing()
+    if "APIConnectionError" in kinds or not passing_status(getattr(error, "status_code", None)):
+        return None
+    return Passing(retry_after(getattr(getattr(error, "response", None), "headers", None)))
 
 
 def _describe_failure(model: str, error: Exception) -> str:

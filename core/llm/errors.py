@@ -1,11 +1,11 @@
 """The llm package's exception, a :class:`core.errors.MemLensError` (the whole tree is in
 core/errors.py)."""
 
-from core.errors import MemLensError
+from core.errors import RuntimeFailure
 from core.redact import redact
 
 
-class LLMError(MemLensError):
+class LLMError(RuntimeFailure):
     """A model call failed: a missing key, an unreachable provider, a refused request (one line).
 
     Its message is redacted when it is made (:func:`core.redact.redact`): a provider that quotes the

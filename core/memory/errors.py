@@ -1,7 +1,7 @@
 """The memory package's exceptions, each a :class:`core.errors.MemLensError` (the whole tree is in
 core/errors.py)."""
 
-from core.errors import MemLensError
+from core.errors import MemLensError, RuntimeFailure
 
 
 class ConfigError(MemLensError):
@@ -16,7 +16,7 @@ class LongTermMemoryError(MemLensError):
     """Bad input to the long-term memory (no user id, a malformed message list, an unknown memory)."""
 
 
-class MemoryNotFound(LongTermMemoryError):
+class MemoryNotFound(LongTermMemoryError, RuntimeFailure):
     """No memory with that id (it never existed or was deleted)."""
 
 

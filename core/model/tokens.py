@@ -23,10 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import fcntl
 import os
-import select
-import signal
 import sys
 import threading
 import time
@@ -170,7 +167,12 @@ def _fork_counting(lengths: Callable[[list[str]], list[int]], texts: list[str],
     """Starts a child that counts ``texts[lo:hi]`` for each span with ``lengths`` and writes the
     counts to a pipe, span after span, as machine integers (each span's number of counts first);
     the child shares the parent's memory, so no text is sent to it. The child's pid and the
-    pipe's reading end, or None when no child could start."""
+    pipe's reading end, or None when no child could start — always where this process may not fork
+    (:data:`CAN_FORK`: Windows and macOS), so the caller counts every share itself."""
+    if not CAN_FORK:
+        return None
+    import fcntl  # POSIX only, like fork: imported here so that this module imports everywhere
+
     try:
         read, write = os.pipe()
     except OSError:
@@ -206,6 +208,8 @@ def _fork_counting(lengths: Callable[[list[str]], list[int]], texts: list[str],
 def _receive(read: int, expected: int, patience: float) -> list[int] | None:
     """The next batch of counts from a counting child's pipe, or None when it was not ``expected``
     counts long, the pipe closed first or nothing came for ``patience`` seconds."""
+    import select  # waits on a pipe: POSIX only, as the counting children are
+
     deadline = time.monotonic() + patience
     got = bytearray()
     for want in (8, 8 * (expected + 1)):  # the batch's number of counts, then the counts
@@ -227,6 +231,8 @@ def _reap(child: tuple[int, int], finished: bool) -> None:
     its counts. A finished child that is still leaving (the system tearing down its copy of this
     process's memory takes a few milliseconds) is waited for by a thread, so the caller goes on at
     once; a killed one is waited for here."""
+    import signal  # SIGKILL is POSIX only, as the counting children are
+
     pid, read = child
     os.close(read)
     if pid <= 0:  # never a child's pid: 0 or less would signal, or wait for, a whole process group

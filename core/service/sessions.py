@@ -46,7 +46,7 @@ from core.model.conversation import (AGENT_THOUGHTS, QUERY, SHOWN_ANSWER, SOURCE
 from core.model.tokens import counter_for
 from core.store import repo
 from core.store.db import Database
-from core.store.errors import StoreError
+from core.store.errors import NotFoundError, StoreError
 from core.store.ledger_codec import pack_ledger, pack_prompt, unpack_node_run
 from core.store.memories import long_term_store
 
@@ -246,14 +246,14 @@ class ConversationService:
         """The stored node runs of a turn, ledgers as :class:`~core.model.ledger.Ledger` and prompts in full."""
         position = conversation.tree.position.get(turn_id)
         if position is None:
-            raise StoreError(f"turn {turn_id!r} is not in conversation {conversation.id!r}")
+            raise NotFoundError(f"turn {turn_id!r} is not in conversation {conversation.id!r}")
         return [unpack_node_run(r, conversation, position) for r in repo.load_node_runs(self.db, turn_id)]
 
     def switch(self, conversation_id: str, turn_id: str) -> str:
         """Make the thread through ``turn_id`` active (continuing to its newest descendant)."""
         conv = self.conversation(conversation_id)
         if turn_id not in conv.tree.position:
-            raise StoreError(f"turn {turn_id!r} is not in conversation {conversation_id!r}")
+            raise NotFoundError(f"turn {turn_id!r} is not in conversation {conversation_id!r}")
         leaf = conv.turns[conv.tree.active_leaf(conv.tree.position[turn_id])].id
         repo.set_conversation_fields(self.db, conversation_id, active_turn_id=leaf)
         return leaf
@@ -466,7 +466,7 @@ class ConversationService:
 def _turn(conv: Conversation, turn_id: str):
     position = conv.tree.position.get(turn_id)
     if position is None:
-        raise StoreError(f"turn {turn_id!r} is not in conversation {conv.id!r}")
+        raise NotFoundError(f"turn {turn_id!r} is not in conversation {conv.id!r}")
     return conv.turns[position]
 
 

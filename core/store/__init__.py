@@ -6,7 +6,8 @@ from core import public_api
 __all__, __getattr__ = public_api(__name__, {
     "checks": ("check_conversations",),
     "db": ("Database", "resolve_url"),
-    "errors": ("ConversationBusyError", "ImportCheckError", "LedgerMismatchError", "StoreError"),
+    "errors": ("ConversationBusyError", "ImportCheckError", "LedgerMismatchError", "NotFoundError", "StoreError",
+               "StoreUnavailableError"),
     "keys": ("create_key", "list_keys", "revoke_key"),
     "ledger_codec": ("HISTORY", "pack_ledger", "pack_prompt", "unpack_node_run"),
     "memories": ("long_term_store",),

@@ -1,6 +1,7 @@
 """The one place that owns database engines and sessions.
 
-Embedded default: a SQLite file ``data/memlens.db`` in the project folder (WAL, foreign keys on).
+Embedded default: a SQLite file ``memlens.db`` (WAL, foreign keys on) in :data:`DATA_DIR` — a
+checkout's ``data/`` folder, or the user's data folder for an installed MemLens.
 ``MEMLENS_DATABASE_URL`` — or an explicit URL (the CLI's ``--db``) — selects any SQLAlchemy URL;
 PostgreSQL through psycopg 3 (``postgresql+psycopg://user:pass@host/db``) is supported. Opening a
 store brings the schema up to date with the migrations, fresh or existing.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -21,11 +23,26 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from .errors import StoreError
+from .errors import StoreError, StoreUnavailableError
 from .locks import TURN_WAIT_SECONDS, TurnLocks
 
-DATA_DIR = Path(__file__).resolve().parent.parent.parent / "data"
 ENV_URL = "MEMLENS_DATABASE_URL"
+
+
+def _data_dir() -> Path:
+    """A checkout (``pyproject.toml`` beside ``core/``) keeps its database in its own ``data/``; an
+    installed MemLens in the user's data folder, never inside the installation it would be removed with."""
+    root = Path(__file__).resolve().parent.parent.parent
+    if (root / "pyproject.toml").is_file():
+        return root / "data"
+    if os.name == "nt":
+        return Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "MemLens"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "MemLens"
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "memlens"
+
+
+DATA_DIR = _data_dir()
 
 
 def default_url() -> str:
@@ -125,11 +142,14 @@ class Database:
         try:
             self.engine = make_engine(self.url)
         except OSError as e:  # the SQLite file's folder cannot be made
-            raise StoreError(f"cannot open the database {shown_url(self.url)}: {e.strerror or e} "
-                             f"({e.filename or 'its folder'}); pass another --db or set {ENV_URL}") from None
+            raise StoreUnavailableError(f"cannot open the database {shown_url(self.url)}: {e.strerror or e} "
+                                        f"({e.filename or 'its folder'}); pass another --db or set {ENV_URL}") from None
         except ModuleNotFoundError as e:
-            raise StoreError(f"cannot open the database {shown_url(self.url)}: its driver {e.name!r} is not "
-                             "installed; MemLens supports sqlite:/// and postgresql+psycopg:// URLs") from None
+            hint = (" (install it with MemLens's postgres extra: pip install 'memlens[postgres]')"
+                    if e.name and e.name.startswith("psycopg") else "")
+            raise StoreUnavailableError(f"cannot open the database {shown_url(self.url)}: its driver {e.name!r} is not "
+                                        f"installed{hint}; MemLens supports sqlite:/// and postgresql+psycopg:// "
+                                        "URLs") from None
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._read_sessions = sessionmaker(self.engine.execution_options(memlens_read_only=True),
                                            expire_on_commit=False)
@@ -150,8 +170,8 @@ class Database:
                 upgrade(self.engine)
             except DBAPIError as e:  # unreachable server, refused password, read-only file, …
                 self.engine.dispose()
-                raise StoreError(f"cannot open the database {shown_url(self.url)}: {database_problem(e)}; "
-                                 f"check the URL (--db or {ENV_URL}) and that the server is running") from None
+                raise StoreUnavailableError(f"cannot open the database {shown_url(self.url)}: {database_problem(e)}; "
+                                            f"check the URL (--db or {ENV_URL}) and that the server is running") from None
 
     @contextmanager
     def session(self, *, write: bool = True) -> Iterator[Session]:

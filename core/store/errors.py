@@ -1,11 +1,21 @@
 """The exceptions of ``core.store`` (see the tree in ``core/errors.py``): a store operation refused, a
-value an import would store, a stored ledger that does not fit its conversation, a busy conversation."""
+row that is not there, a database that cannot be opened, a value an import would store, a stored
+ledger that does not fit its conversation, a busy conversation."""
 
-from core.errors import MemLensError
+from core.errors import MemLensError, RuntimeFailure
 
 
 class StoreError(MemLensError):
     """A store operation was refused; the message says why and what to do."""
+
+
+class NotFoundError(StoreError, RuntimeFailure):
+    """The store holds no row with that id (a conversation, a flow, a message, a key, a turn)."""
+
+
+class StoreUnavailableError(StoreError, RuntimeFailure):
+    """The database cannot be opened: its server does not answer or refuses the login, its file or
+    folder cannot be made, or its driver is not installed."""
 
 
 class NoFeedbackError(StoreError):
@@ -20,7 +30,7 @@ class LedgerMismatchError(MemLensError):
     """A stored ledger does not fit the conversation it is read with."""
 
 
-class ConversationBusyError(MemLensError):
+class ConversationBusyError(RuntimeFailure):
     """Another turn on the conversation is still running (and did not finish in time)."""
 
     code = "conversation_busy"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from .db import Database
-from .errors import StoreError
+from .errors import NotFoundError, StoreError
 from .models import AppKeyRow, FlowRow
 
 PREFIX = "app-"
@@ -65,7 +65,7 @@ def create_key(db: Database, flow_id: str, name: str = "") -> tuple[AppKey, str]
     with db.session() as s:
         flow = s.get(FlowRow, flow_id)
         if flow is None:
-            raise StoreError(f"no flow with id {flow_id!r}; list flows with `python -m core flows list`")
+            raise NotFoundError(f"no flow with id {flow_id!r}; list flows with `python -m core flows list`")
         row = AppKeyRow(id=str(uuid.uuid4()), flow_id=flow_id, key_hash=hash_key(secret), hint=_hint(secret),
                         name=name, created_at=time.time(), revoked_at=None)
         s.add(row)
@@ -78,7 +78,7 @@ def revoke_key(db: Database, key_id: str) -> AppKey:
     with db.session() as s:
         row = s.get(AppKeyRow, key_id)
         if row is None:
-            raise StoreError(f"no API key with id {key_id!r}; list keys with `python -m core keys list`")
+            raise NotFoundError(f"no API key with id {key_id!r}; list keys with `python -m core keys list`")
         if row.revoked_at is None:
             row.revoked_at = time.time()
         flow = s.get(FlowRow, row.flow_id)

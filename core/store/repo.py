@@ -27,7 +27,7 @@ from core.redact import redact_optional
 
 from . import checks
 from .db import Database
-from .errors import ConversationBusyError, NoFeedbackError, StoreError
+from .errors import ConversationBusyError, NoFeedbackError, NotFoundError, StoreError
 from .models import (ConversationRow, FeedbackRow, FlowRow, FlowVersionRow, NodeRunRow, SettingRow, TurnRow,
                      VariableChangeRow, VariableRow)
 
@@ -80,7 +80,7 @@ def add_flow_version(db: Database, flow_id: str, definition: dict, structure: st
     with db.session() as s:
         flow = s.get(FlowRow, flow_id)
         if flow is None:
-            raise StoreError(f"no flow with id {flow_id!r}")
+            raise NotFoundError(f"no flow with id {flow_id!r}")
         latest = s.scalar(select(func.max(FlowVersionRow.version)).where(FlowVersionRow.flow_id == flow_id)) or 0
         row = FlowVersionRow(id=new_id(), flow_id=flow_id, version=latest + 1, definition=definition,
                              structure=structure, note=note, created_at=now())
@@ -93,7 +93,7 @@ def get_flow_version(db: Database, version_id: str) -> FlowVersion:
     with db.session(write=False) as s:
         row = s.get(FlowVersionRow, version_id)
         if row is None:
-            raise StoreError(f"no flow version with id {version_id!r}")
+            raise NotFoundError(f"no flow version with id {version_id!r}")
         return _flow_version(row, row.flow.name)
 
 
@@ -101,7 +101,7 @@ def latest_flow_version(db: Database, flow_id: str) -> FlowVersion:
     with db.session(write=False) as s:
         flow = s.get(FlowRow, flow_id)
         if flow is None:
-            raise StoreError(f"no flow with id {flow_id!r}; list flows with `python -m core flows list`")
+            raise NotFoundError(f"no flow with id {flow_id!r}; list flows with `python -m core flows list`")
         row = s.scalars(select(FlowVersionRow).where(FlowVersionRow.flow_id == flow_id)
                         .order_by(FlowVersionRow.version.desc()).limit(1)).one()
         return _flow_version(row, flow.name)
@@ -182,7 +182,7 @@ def get_conversation(db: Database, conversation_id: str, *, settle: bool = True)
     with db.session(write=False) as s:
         found = s.execute(select(ConversationRow, count, thread).where(ConversationRow.id == conversation_id)).first()
         if found is None:
-            raise StoreError(f"no conversation with id {conversation_id!r}; list them with "
+            raise NotFoundError(f"no conversation with id {conversation_id!r}; list them with "
                              "`python -m core conversations`")
         row, n, turns = found
         return _info(row, n or 0, turns if row.active_turn_id else 0)
@@ -229,7 +229,7 @@ def rename_conversation(db: Database, conversation_id: str, name: str) -> None:
         n = s.execute(update(ConversationRow).where(ConversationRow.id == conversation_id)
                       .values(name=name, updated_at=now())).rowcount
         if not n:
-            raise StoreError(f"no conversation with id {conversation_id!r}")
+            raise NotFoundError(f"no conversation with id {conversation_id!r}")
 
 
 def set_conversation_fields(db: Database, conversation_id: str, **values) -> None:
@@ -247,7 +247,7 @@ def delete_conversation(db: Database, conversation_id: str) -> None:
     with db.session() as s:
         row = s.get(ConversationRow, conversation_id)
         if row is None:
-            raise StoreError(f"no conversation with id {conversation_id!r}")
+            raise NotFoundError(f"no conversation with id {conversation_id!r}")
         turn_ids = select(TurnRow.id).where(TurnRow.conversation_id == conversation_id)
         # Explicit deletes so the result never depends on the database enforcing cascades.
         s.execute(delete(NodeRunRow).where(NodeRunRow.turn_id.in_(turn_ids)))
@@ -373,7 +373,7 @@ def begin_turn(db: Database, conversation_id: str, turn: dict) -> int:
     with db.session() as s:
         conv = s.get(ConversationRow, conversation_id)
         if conv is None:
-            raise StoreError(f"no conversation with id {conversation_id!r}")
+            raise NotFoundError(f"no conversation with id {conversation_id!r}")
         row = _turn_row(conversation_id, _next_seq(s, conversation_id),
                         {**turn, "status": RUNNING, "answer": "", "answer_tokens": 0, "error": None})
         # Where the conversation stood: an interrupted turn takes the active place it was going to take.
@@ -397,7 +397,7 @@ def finish_turn(db: Database, conversation_id: str, turn: dict, *, make_active: 
         conv = {"updated_at": t, **({"active_turn_id": tid} if make_active else {})}
         touched = s.execute(update(ConversationRow).where(ConversationRow.id == conversation_id).values(**conv))
         if found is None or found.conversation_id != conversation_id or not touched.rowcount:
-            raise StoreError(f"turn {tid!r} of conversation {conversation_id!r} is gone: the conversation was "
+            raise NotFoundError(f"turn {tid!r} of conversation {conversation_id!r} is gone: the conversation was "
                              "deleted while the turn ran")
         if variable_changes:
             rows = {r.name: r for r in s.scalars(select(VariableRow).where(VariableRow.conversation_id == conversation_id))}
@@ -463,7 +463,7 @@ def save_turn(db: Database, conversation_id: str, turn: dict, *, make_active: bo
     with db.session() as s:
         conv = s.get(ConversationRow, conversation_id)
         if conv is None:
-            raise StoreError(f"no conversation with id {conversation_id!r}")
+            raise NotFoundError(f"no conversation with id {conversation_id!r}")
         row = _turn_with_runs(conversation_id, _next_seq(s, conversation_id), turn)
         s.add(row)
         conv.updated_at = now()
@@ -704,7 +704,7 @@ def save_turns(db: Database, conversation_id: str, turns: list[dict], variable_c
     with db.session() as s:
         conv = s.get(ConversationRow, conversation_id)
         if conv is None:
-            raise StoreError(f"no conversation with id {conversation_id!r}")
+            raise NotFoundError(f"no conversation with id {conversation_id!r}")
         rows = {r.name: r for r in s.scalars(select(VariableRow).where(VariableRow.conversation_id == conversation_id))}
         seq = _next_seq(s, conversation_id)
         t = now()
@@ -823,7 +823,7 @@ def set_feedback(db: Database, message_id: str, user_id: str, rating: str | None
     with db.session() as s:
         turn = s.get(TurnRow, message_id)
         if turn is None:
-            raise StoreError(f"no message with id {message_id!r}")
+            raise NotFoundError(f"no message with id {message_id!r}")
         row = s.scalars(select(FeedbackRow).where(FeedbackRow.message_id == message_id,
                                                   FeedbackRow.user_id == user_id)).first()
         if rating is None:
@@ -855,7 +855,7 @@ def mark_stopped(db: Database, message_id: str, answer: str) -> None:
     with db.session() as s:
         turn = s.get(TurnRow, message_id)
         if turn is None:
-            raise StoreError(f"no message with id {message_id!r}")
+            raise NotFoundError(f"no message with id {message_id!r}")
         turn.status = STOPPED
         turn.answer = answer
         turn.messages = [dict(m, content=answer) if m.get("kind") == ANSWER else m for m in turn.messages or []]

@@ -301,15 +301,16 @@ def test_commands_refuse_bad_input_with_one_line(tmp_path, capsys):
     from core.cli.app import main
 
     url = f"sqlite:///{tmp_path / 'memlens.db'}"
-    cases = [(["keys", "create", str(uuid.uuid4()), "--db", url], "no flow with id"),
-             (["keys", "revoke", "no-such-key", "--db", url], "no API key with id"),
-             (["flows", "import", str(tmp_path / "missing.yml"), "--db", url], "no such file")]
+    # A stored id that is not there is a runtime failure (1); a file or port to change is bad input (2).
+    cases = [(["keys", "create", str(uuid.uuid4()), "--db", url], "no flow with id", 1),
+             (["keys", "revoke", "no-such-key", "--db", url], "no API key with id", 1),
+             (["flows", "import", str(tmp_path / "missing.yml"), "--db", url], "no such file", 2)]
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
-        cases.append((["serve", "--port", str(busy.getsockname()[1]), "--db", url], "cannot listen"))
-        for argv, message in cases:
-            assert main(argv) == 2, argv
+        cases.append((["serve", "--port", str(busy.getsockname()[1]), "--db", url], "cannot listen", 2))
+        for argv, message, status in cases:
+            assert main(argv) == status, argv
             err = capsys.readouterr().err
             assert message in err and err.count("\n") == 1, err
 

@@ -217,8 +217,11 @@ def test_speech_routes_answer_as_dify_without_a_speech_model(app, tmp_path, enab
 
 
 def test_meta_and_info_describe_the_app(app):
-    assert app.http.get("/meta").json() == {"tool_icons": {}}
+    from core import __version__
+
+    assert app.http.get("/meta").json() == {"tool_icons": {}, "memlens_version": __version__}
     info = app.http.get("/info").json()
+    assert info["memlens_version"] == __version__ == "1.0.0"
     assert info["name"] == "featured" and info["mode"] == "advanced-chat"
     assert info["description"] == "A chatflow with every feature a client reads at start-up."
 

@@ -1,4 +1,5 @@
-"""Every command-line error is one line and exit status 2 — never a traceback."""
+"""Every command-line error is one line — never a traceback — with exit status 1 for a runtime
+failure (a database that cannot be opened, a bug) and 2 for a usage error or bad input."""
 
 import socket
 import subprocess
@@ -16,9 +17,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _one_line_error(capsys, code):
+def _one_line_error(capsys, code, status=1):
     captured = capsys.readouterr()
-    assert code == 2, captured
+    assert code == status, captured
     assert captured.err.startswith("error: ") and len(captured.err.strip().splitlines()) == 1, captured.err
     assert "Traceback" not in captured.err
     return captured.err
@@ -53,10 +54,15 @@ def test_a_database_without_a_driver_is_one_line(capsys):
     assert "driver" in err
 
 
+def test_a_malformed_database_url_is_bad_input(capsys):
+    err = _one_line_error(capsys, main(["conversations", "--db", "not a url"]), status=2)
+    assert "not a database URL" in err
+
+
 @pytest.mark.parametrize("port, words", [("99999", "out of range"), ("-1", "out of range"),
                                          ("web", "whole number")])
 def test_serve_refuses_a_bad_port_in_one_line(port, words, capsys):
-    err = _one_line_error(capsys, main(["serve", "--port", port]))
+    err = _one_line_error(capsys, main(["serve", "--port", port]), status=2)
     assert words in err
 
 
@@ -81,5 +87,5 @@ def test_the_real_process_prints_no_traceback_for_a_bad_database(tmp_path):
     blocker.write_text("")
     p = subprocess.run([sys.executable, "-m", "core", "export", "some-id", "--db", f"sqlite:///{blocker / 'x.db'}"],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert p.returncode == 1 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert "cannot open the database" in p.stderr

@@ -112,8 +112,8 @@ def test_code_fidelity_and_window_strategy_options_are_applied():
     ([REAL, "--max-tokens", "x"], "--max-tokens must be a whole number"),
     ([REAL, "--memory", "magic"], "invalid choice: 'magic'"),
     ([REAL, "--format", "xml"], "invalid choice: 'xml'"),
-    ([REAL, "--format-in", "csv"], "unknown format 'csv'; expected one of"),
-    ([REAL, "--format-in", "sharegpt"], "'conversations' must be a list"),
+    ([REAL, "--input-format", "csv"], "unknown format 'csv'; expected one of"),
+    ([REAL, "--input-format", "sharegpt"], "'conversations' must be a list"),
 ])
 def test_bad_input_prints_one_clear_line_and_exits_2(tmp_path, args, needle):
     (tmp_path / "norole.json").write_text('[{"role": "user", "content": "a"}, {"content": "b"}]')
@@ -132,13 +132,13 @@ def test_replay_of_a_file_with_several_conversations_says_how_many_and_which():
     code, out, err = run(TAU, "--index", "2", "--format", "json")
     assert code == 0
     json.loads(out)  # stdout stays one JSON document
-    assert "holds 6 conversations; replaying --index 2" in err and "python -m core ls" in err
+    assert "holds 6 conversations; replaying --index 2" in err and "memlens ls" in err
     code, _, err = run(REAL, "--format", "summary")
     assert code == 0 and err == ""  # one conversation: nothing to say
 
 
 def test_replay_format_in_names_the_input_format():
-    code, out, err = run(CHATGPT, "--format-in", "chatgpt", "--index", "1", "--format", "summary")
+    code, out, err = run(CHATGPT, "--input-format", "chatgpt", "--index", "1", "--format", "summary")
     assert code == 0, err
     assert [json.loads(line)["turn"] for line in out.splitlines()] == [1, 2]
     assert "'Powers of two', 2 turns" in err

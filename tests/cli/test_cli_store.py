@@ -99,7 +99,7 @@ def test_importing_a_file_again_says_its_conversations_are_stored_as_new_copies(
 
 def test_export_of_an_unknown_conversation_is_a_clear_error(tmp_path):
     code, out, err = cli("export", "no-such-id", "--db", f"sqlite:///{tmp_path / 'x.db'}")
-    assert code == 2 and out == "" and "no conversation with id 'no-such-id'" in err
+    assert code == 1 and out == "" and "no conversation with id 'no-such-id'" in err
 
 
 def test_run_stores_a_conversation_and_continues_it_on_its_active_thread(tmp_path):

@@ -1,10 +1,12 @@
 """``GET /v1/parameters`` (the app's features as the flow exports them and its start form as Dify's
 ``user_input_form``), ``GET /v1/meta`` (its tool icons: none) and ``GET /v1/info`` (its name and
-description)."""
+description); both of the latter add ``memlens_version``, which Dify's clients ignore."""
 
 from __future__ import annotations
 
 from fastapi import Depends, FastAPI, Query
+
+from core import __version__
 
 from ..caller import Caller, authenticate
 from ..schemas import AppInfo, AppMeta, Parameters, error_responses
@@ -54,10 +56,10 @@ def register(app: FastAPI) -> None:
     @app.get("/v1/meta", response_model=AppMeta, responses=error_responses(400, 401), tags=["app"],
              summary="The app's tool icons")
     def get_meta(caller: Caller = Depends(authenticate)):
-        return {"tool_icons": {}}
+        return {"tool_icons": {}, "memlens_version": __version__}
 
     @app.get("/v1/info", response_model=AppInfo, responses=error_responses(400, 401), tags=["app"],
              summary="The app's name, description and mode")
     def get_info(caller: Caller = Depends(authenticate)):
         return {"name": caller.flow.name, "description": caller.flow.description, "tags": [], "mode": caller.flow.app_mode,
-                "author_name": ""}
+                "author_name": "", "memlens_version": __version__}

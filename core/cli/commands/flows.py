@@ -8,10 +8,9 @@ else ``data/memlens.db``).
 
 from __future__ import annotations
 
-import json
 import sys
 
-from ..options import add_db_option, open_db, when
+from ..options import add_db_option, add_format_option, iso_time, open_db, print_rows, when
 
 
 def cmd_flows_import(args) -> int:
@@ -30,13 +29,13 @@ def cmd_flows_list(args) -> int:
     from core.store import repo
 
     flows = repo.list_flows(open_db(args))
-    if args.format == "json":
-        print(json.dumps([{"id": v.flow_id, "name": v.flow_name, "version": v.version, "version_id": v.id,
-                           "mode": v.definition.get("mode"), "created_at": v.created_at} for v in flows],
-                         ensure_ascii=False))
+    if args.format in ("json", "csv"):
+        print_rows([{"id": v.flow_id, "name": v.flow_name, "version": v.version, "version_id": v.id,
+                     "mode": v.definition.get("mode"), "created_at": iso_time(v.created_at)} for v in flows],
+                   args.format, ("id", "name", "version", "version_id", "mode", "created_at"))
         return 0
     if not flows:
-        print("no flows yet: add one with `python -m core flows import FILE`")
+        print("no flows yet: add one with `memlens flows import FILE`")
         return 0
     for v in flows:
         mode = Flow.from_dict(v.definition, name=v.flow_name).app_mode
@@ -45,7 +44,7 @@ def cmd_flows_list(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("flows", help="import and list the flows in the store")
+    p = sub.add_parser("flows")
     flows = p.add_subparsers(dest="flows_command", metavar="{import,list}")
     flows.required = True
     q = flows.add_parser("import", help="store a Dify DSL export or MemLens flow file; prints the new flow's id")
@@ -55,5 +54,5 @@ def register(sub) -> None:
     q.set_defaults(func=cmd_flows_import)
     q = flows.add_parser("list", help="every flow's id, newest version and name")
     add_db_option(q)
-    q.add_argument("--format", choices=("table", "json"), default="table")
+    add_format_option(q)
     q.set_defaults(func=cmd_flows_list)

@@ -7,10 +7,9 @@ its hash — and the key's id on standard error. A key serves one flow; revoking
 
 from __future__ import annotations
 
-import json
 import sys
 
-from ..options import add_db_option, open_db, when
+from ..options import add_db_option, add_format_option, iso_time, open_db, print_rows, when
 
 
 def cmd_keys_create(args) -> int:
@@ -34,13 +33,13 @@ def cmd_keys_list(args) -> int:
     from core.store.keys import list_keys
 
     rows = list_keys(open_db(args), flow_id=args.flow)
-    if args.format == "json":
-        print(json.dumps([{"id": k.id, "flow_id": k.flow_id, "flow_name": k.flow_name, "hint": k.hint,
-                           "name": k.name, "created_at": k.created_at, "revoked_at": k.revoked_at} for k in rows],
-                         ensure_ascii=False))
+    if args.format in ("json", "csv"):
+        print_rows([{"id": k.id, "flow_id": k.flow_id, "flow_name": k.flow_name, "hint": k.hint, "name": k.name,
+                     "created_at": iso_time(k.created_at), "revoked_at": iso_time(k.revoked_at)} for k in rows],
+                   args.format, ("id", "flow_id", "flow_name", "hint", "name", "created_at", "revoked_at"))
         return 0
     if not rows:
-        print("no API keys yet: make one with `python -m core keys create FLOW_ID`")
+        print("no API keys yet: make one with `memlens keys create FLOW_ID`")
         return 0
     for k in rows:
         state = f"revoked {when(k.revoked_at)}" if k.revoked_at else "active"
@@ -49,7 +48,7 @@ def cmd_keys_list(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("keys", help="create, revoke and list Service API keys")
+    p = sub.add_parser("keys")
     keys = p.add_subparsers(dest="keys_command", metavar="{create,revoke,list}")
     keys.required = True
     q = keys.add_parser("create", help="a new key for a flow, printed once")
@@ -64,5 +63,5 @@ def register(sub) -> None:
     q = keys.add_parser("list", help="every key: id, hint, created, active or revoked, flow")
     q.add_argument("--flow", default=None, help="only this flow's keys")
     add_db_option(q)
-    q.add_argument("--format", choices=("table", "json"), default="table")
+    add_format_option(q)
     q.set_defaults(func=cmd_keys_list)

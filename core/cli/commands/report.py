@@ -6,7 +6,7 @@ after it (``--window``, ``--fidelity``, ``--plugin-token-counting``, ``--agent-s
 ``--max-history-tokens``)
 belong to that config until the next ``--memory``::
 
-    python -m core report chat.jsonl --memory dify --window 3 --memory dify --window 10 \\
+    memlens report chat.jsonl --memory dify --window 3 --memory dify --window 10 \\
         --memory window --window 6 --label "Window Memory, 6" -o report.html --bundle report.json
 
 With no ``--memory`` the configs are the file's own (a report bundle) or MemLens's defaults.
@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..options import add_db_option, open_db
+from ..options import Progress, add_db_option, add_input_format_option, open_db
 
 #: Per-config settings: flag → (MemoryConfig field, parser).
 _SETTINGS = {
@@ -83,7 +83,7 @@ class _Setting(argparse.Action):
 
 
 def _whole(flag: str, minimum: int):
-    from ..app import whole_number
+    from ..options import whole_number
 
     return whole_number(flag, minimum)
 
@@ -105,8 +105,22 @@ def _fact(text: str) -> tuple[str, str]:
     return ref, label
 
 
+class _Counted:
+    """A model client that counts its replies on a :class:`Progress` line (``--replies`` asks the
+    demo model once per turn and config)."""
+
+    def __init__(self, client, progress: Progress):
+        self.client, self.progress = client, progress
+
+    def complete(self, model, messages, max_tokens=None):
+        reply = self.client.complete(model, messages, max_tokens)
+        self.progress.step()
+        return reply
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from core.analysis.compare import named_configs
+    from core.llm.client import DemoClient
     from core.errors import MemLensError
     from core.report.build import DEFAULT_CONFIGS, build_report
     from core.report.bundle import bundle_json
@@ -119,7 +133,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.conversation:
         source = load_stored(open_db(args), args.conversation)
     else:
-        source, _ = read_source_file(args.file, index=args.index, fmt=args.format)
+        source, _ = read_source_file(args.file, index=args.index, fmt=args.input_format)
     if args.configs:
         try:
             configs = named_configs(args.configs)
@@ -145,8 +159,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         window = heatmap_window(source.conversation, max_rows=args.rows or REPORT_ROWS,
                                 max_columns=args.columns or REPORT_COLUMNS)
-    report = build_report(source, configs, facts_mode=mode, marks=marks, replies=args.replies, window=window,
-                          title=args.title)
+    with Progress("report", unit="replies asked again") as progress:
+        client = _Counted(DemoClient(), progress) if args.replies else None
+        report = build_report(source, configs, facts_mode=mode, marks=marks, replies=args.replies, window=window,
+                              title=args.title, client=client)
     try:
         Path(args.output).write_text(report_html(report), encoding="utf-8")
         if args.bundle:
@@ -161,15 +177,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("report", help="compare memory configs on a conversation and write a one-file HTML report",
-                       description="Compare 2–6 memory configs on one conversation and write a self-contained "
+    p = sub.add_parser("report", description="Compare 2–6 memory configs on one conversation and write a self-contained "
                                    "HTML report (and optionally its JSON bundle).",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", nargs="?", help="an importable conversation file (or use --conversation)")
     p.add_argument("--conversation", default=None, metavar="ID", help="a stored conversation's id instead of FILE")
     add_db_option(p)
     p.add_argument("--index", type=_whole("--index", 0), default=0, help="which conversation of FILE (from 0)")
-    p.add_argument("--format", default=None, help="FILE's transcript format (default: detected)")
+    add_input_format_option(p, old=("--format",))
     from core.memory.strategies import AGENT_STRATEGIES, STRATEGIES
 
     g = p.add_argument_group("memory configs (one per flag group; see below)")

@@ -1,4 +1,4 @@
-"""``python -m core run FLOW --queries FILE`` — run a chatflow over a list of user queries.
+"""``memlens run FLOW --queries FILE`` — run a chatflow over a list of user queries.
 
 ``FLOW`` is a Dify DSL export or a MemLens flow file; ``FILE`` a JSON array of queries (strings, or
 objects ``{"query": str, "inputs": {...}}``), run in order as one conversation. Every LLM node
@@ -45,7 +45,7 @@ from core.model.conversation import QUERY
 from core.model.ledger import Ledger, explain
 
 from ..errors import UsageError
-from ..options import add_db_option, open_db
+from ..options import Progress, add_db_option, open_db
 
 
 def read_queries(path: str) -> list[dict[str, Any]]:
@@ -89,7 +89,7 @@ def _ref(entry) -> str:
 
 
 def ledger_entries(ledger: Ledger) -> list[dict]:
-    """A ledger's entries as ``python -m core replay`` prints them, with refs by turn number."""
+    """A ledger's entries as ``memlens replay`` prints them, with refs by turn number."""
     return [dict(e.to_json(), ref=_ref(e)) for e in ledger.entries]
 
 
@@ -205,7 +205,11 @@ def _run_stored(args: argparse.Namespace, flow: Flow, queries: list[dict]) -> tu
         conv_id = service.start(version.flow_id, user_id=args.user, name=f"{flow.name} (command line)",
                                 source="cli", fidelity=args.fidelity,
                                 plugin_token_counting=args.plugin_token_counting).id
-    records = [service.send(conv_id, item["query"], item["inputs"], granularity=args.granularity) for item in queries]
+    with Progress("run", total=len(queries), unit="turns") as progress:
+        records = []
+        for item in queries:
+            records.append(service.send(conv_id, item["query"], item["inputs"], granularity=args.granularity))
+            progress.step()
     return conv_id, records, flow
 
 
@@ -224,12 +228,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     state = ConversationState.new(flow)
     long_term = LongTermMemory()  # memory-retrieve/memory-store nodes: this run's own, in memory
     records: list[TurnRecord] = []
-    for item in queries:
-        record = run_turn(flow, state, item["query"], item["inputs"], user_id=args.user, fidelity=args.fidelity,
-                          plugin_token_counting=args.plugin_token_counting, llm=client, long_term=long_term,
-                          granularity=args.granularity)
-        records.append(record)
-        state = state.apply(record)
+    with Progress("run", total=len(queries), unit="turns") as progress:
+        for item in queries:
+            record = run_turn(flow, state, item["query"], item["inputs"], user_id=args.user, fidelity=args.fidelity,
+                              plugin_token_counting=args.plugin_token_counting, llm=client, long_term=long_term,
+                              granularity=args.granularity)
+            records.append(record)
+            state = state.apply(record)
+            progress.step()
     if args.format == "json":
         doc = {"conversation_id": state.id, "turns": [turn_json(r) for r in records]}
         sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
@@ -250,8 +256,9 @@ def _granularity(text: str) -> str:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("run", help="run a chatflow (MemLens flow or Dify DSL) over a list of queries "
-                                          "with the demo model and print each turn's node ledgers and variables")
+    p = subparsers.add_parser("run", description="Run a chatflow (a Dify DSL export or a MemLens flow file) over a "
+                                                 "list of queries with the demo model and print each turn's node "
+                                                 "ledgers, prompts, replies and variables.")
     p.add_argument("flow", help="a Dify DSL export or a MemLens flow file (YAML)")
     p.add_argument("--queries", required=True,
                    help='a JSON array of queries: strings, or {"query": str, "inputs": {...}}')

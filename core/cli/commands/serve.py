@@ -1,6 +1,6 @@
 """``serve``: Dify's Service API over the flows in the store (see :mod:`core.api.app`).
 
-``python -m core serve [--host 127.0.0.1] [--port 5001] [--db URL]`` serves ``/v1`` on the database
+``memlens serve [--host 127.0.0.1] [--port 5001] [--db URL]`` serves ``/v1`` on the database
 the UI uses (``--db``, else ``MEMLENS_DATABASE_URL``, else ``data/memlens.db``), so conversations
 started through the API show up in the UI. Models are called as the UI calls them (configured
 providers, the demo model where no key is set); ``--demo`` answers every LLM node with the offline
@@ -176,7 +176,7 @@ def cmd_serve(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("serve", help="serve Dify's Service API (/v1) over the flows in the store")
+    p = sub.add_parser("serve")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=_port, default=5001, help="0..65535 (0: any free port)")
     add_db_option(p)

@@ -9,7 +9,8 @@ import json
 import os
 import sys
 
-from ..options import add_db_option, add_skip_bad_option, open_db, report_skipped, when
+from ..options import (Progress, add_db_option, add_format_option, add_input_format_option, add_skip_bad_option,
+                       iso_time, open_db, print_rows, report_skipped, when)
 
 
 def cmd_conversations(args) -> int:
@@ -19,12 +20,13 @@ def cmd_conversations(args) -> int:
 
     db = open_db(args)
     rows = repo.list_conversations(db)
-    if args.format == "json":
-        print(json.dumps([{"id": c.id, "name": c.name, "user_id": c.user_id, "source": c.source,
-                           "turns": c.turn_count, "thread_turns": c.thread_turns or c.turn_count,
-                           "flow_version_id": c.flow_version_id, "created_at": c.created_at,
-                           "updated_at": c.updated_at, "damaged": list(c.damaged)} for c in rows],
-                         ensure_ascii=False))
+    if args.format in ("json", "csv"):
+        print_rows([{"id": c.id, "name": c.name, "user_id": c.user_id, "source": c.source,
+                     "turns": c.turn_count, "thread_turns": c.thread_turns or c.turn_count,
+                     "flow_version_id": c.flow_version_id, "created_at": iso_time(c.created_at),
+                     "updated_at": iso_time(c.updated_at), "damaged": list(c.damaged)} for c in rows], args.format,
+                   ("id", "name", "user_id", "source", "turns", "thread_turns", "flow_version_id", "created_at",
+                    "updated_at", "damaged"))
         return 0
     if not rows:
         print("no conversations yet")
@@ -45,10 +47,14 @@ def cmd_conversations(args) -> int:
 
 def cmd_export(args) -> int:
     from core.service.sessions import export_conversation
+    from ..errors import UsageError
 
-    doc = export_conversation(open_db(args), args.conversation_id)
+    if bool(args.conversation_id) == bool(args.conversation):
+        raise UsageError("give the conversation's ID, or --conversation ID (one of them)")
+    conversation_id = args.conversation_id or args.conversation
+    doc = export_conversation(open_db(args), conversation_id)
     if doc.get("damaged"):
-        print(f"warning: {args.conversation_id} has damaged stored values, exported with defaults in their place: "
+        print(f"warning: {conversation_id} has damaged stored values, exported with defaults in their place: "
               f"{'; '.join(doc['damaged'])}", file=sys.stderr)
     sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1 if args.pretty else None) + "\n")
     return 0
@@ -85,7 +91,10 @@ def cmd_import(args) -> int:
             conv_id = import_conversation(db(), data)
             print(conv_id)
             return 0
-    result = import_file(args.file, args.format, skip_bad=args.skip_bad)
+    megabytes = (lambda done, total: f"{done / 1e6:.1f} of {total / 1e6:.1f} MB read")
+    with Progress("import", counting=megabytes) as progress:
+        result = import_file(args.file, args.input_format, skip_bad=args.skip_bad,
+                             on_progress=lambda done, total: progress.update(done, total=total))
     if not result.conversations:
         raise FormatError(f"{args.file}: nothing to import ({result.summary()})")
     again = imported_before(db(), result.conversations)
@@ -100,21 +109,22 @@ def cmd_import(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("conversations", help="list stored conversations")
+    p = sub.add_parser("conversations")
     add_db_option(p)
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    add_format_option(p)
     p.set_defaults(func=cmd_conversations)
 
-    p = sub.add_parser("export", help="print a conversation with its tree, node runs and variable history as JSON")
-    p.add_argument("conversation_id")
+    p = sub.add_parser("export")
+    p.add_argument("conversation_id", nargs="?", metavar="ID", help="the conversation (or use --conversation ID)")
+    p.add_argument("--conversation", default=None, metavar="ID", help="the conversation, as other commands name it")
     add_db_option(p)
     p.add_argument("--pretty", action="store_true")
-    p.set_defaults(func=cmd_export)
+    p.set_defaults(func=cmd_export, help_when_bare=True)
 
-    p = sub.add_parser("import", help="store a MemLens export or a transcript file (OpenAI, Dify, ShareGPT, …)")
+    p = sub.add_parser("import")
     p.add_argument("file")
     add_db_option(p)
-    p.add_argument("--format", default=None, help="transcript format (default: detected)")
+    add_input_format_option(p, old=("--format",))
     add_skip_bad_option(p, "import the good records and report the bad ones")
     p.add_argument("--user", default="user", help="user id for imported transcripts")
     p.set_defaults(func=cmd_import)

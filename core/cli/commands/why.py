@@ -1,8 +1,8 @@
 """``why``: where did a word or phrase go? The turns that state it, and for each LLM node (or the
 memory config given by flags) the first turn whose context no longer holds it, and the reason::
 
-    python -m core why chat.json "Dana" --memory dify --window 3
-    python -m core why --conversation ID "4411" [--db URL]
+    memlens why chat.json "Dana" --memory dify --window 3
+    memlens why --conversation ID "4411" [--db URL]
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from ..options import add_db_option, open_db
+from ..options import add_db_option, add_input_format_option, open_db
 
 
 def cmd_why(args: argparse.Namespace) -> int:
@@ -34,7 +34,7 @@ def cmd_why(args: argparse.Namespace) -> int:
     else:
         from core.service.sources import read_source_file
 
-        source, count = read_source_file(args.file, index=args.index)
+        source, count = read_source_file(args.file, index=args.index, fmt=args.input_format)
         conversation = source.conversation
         config = config_from_args(args, conversation)
         subjects = [Subject(config.label(), Replay(conversation, config, system_prompt=args.system))]
@@ -49,16 +49,16 @@ def cmd_why(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     from ..app import _add_memory_options, whole_number
 
-    p = sub.add_parser("why", help="where did a word or phrase go: when it was stated and when each node lost it",
-                       description="Find the turns that state a word or phrase, and for each LLM node of a stored "
-                                   "conversation (or the memory config given by the flags) the first turn whose "
-                                   "context no longer holds it, with the reason. No model is called.")
+    p = sub.add_parser("why", description="Find the turns that state a word or phrase, and for each LLM node of a "
+                                          "stored conversation (or the memory config given by the flags) the first "
+                                          "turn whose context no longer holds it, with the reason. No model is called.")
     p.add_argument("file", nargs="?", help="an importable conversation file (or use --conversation)")
     p.add_argument("phrase", help="what to look for, e.g. a name or an order number (case-insensitive)")
     p.add_argument("--conversation", default=None, metavar="ID", help="a stored conversation's id instead of FILE")
     add_db_option(p)
     p.add_argument("--index", type=whole_number("--index", 0), default=0, help="which conversation of FILE (from 0)")
     p.add_argument("--system", default=None, help="system prompt (default: the file's leading system messages)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    add_input_format_option(p)
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
     _add_memory_options(p)
     p.set_defaults(func=cmd_why)
