@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 import httpx
 
@@ -111,8 +112,17 @@ def _stream_until(server: PacedServer, key: str, kill_at: int | None) -> list[di
 
 def _stored_turn(db: Database, conversation_id: str) -> tuple[dict, list[dict], int]:
     """The conversation's one turn (a turn its killed process left running settled as interrupted), its
-    variable history and the counter's value."""
+    variable history and the counter's value.
+
+    PostgreSQL frees a killed client's advisory lock only once it notices the connection is gone, which on
+    a busy machine can take a moment after the process is reaped; until then the turn is, rightly, still
+    ``running`` (its lock is held), so this waits for the lock as a reader coming later would."""
+    deadline = time.monotonic() + 60
     repo.settle_interrupted(db, conversation_id)
+    while any(row["status"] == repo.RUNNING for row in repo.load_turn_rows(db, conversation_id)) \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+        repo.settle_interrupted(db, conversation_id)
     rows = repo.load_turn_rows(db, conversation_id, with_node_runs=True)
     assert len(rows) == 1, rows
     values = {v.name: v.value for v in repo.get_variables(db, conversation_id)}
