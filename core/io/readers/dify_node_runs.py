@@ -14,6 +14,7 @@ from typing import Any, Iterator
 from core.io.errors import RecordError
 from core.errors import MemLensError
 from core.limits import load_json
+from core.capture.threader import Call
 from core.model.conversation import SOURCE_MODEL, Conversation
 
 from .calls import call_conversation, call_name, prompt_messages, read_calls, reply_message
@@ -46,7 +47,7 @@ def _when(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _conversation(run: Any, n: int | None, stem: str) -> Conversation:
+def _conversation(run: Any, n: int | None, stem: str) -> Call:
     if not isinstance(run, dict):
         raise RecordError("is not a node run (an object with 'node_type' and 'process_data')", "")
     at = f"node run {label_of(run, 'title', 'id')!r}" if label_of(run, "title", "id") else "the node run"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from core.io.errors import RecordError
+from core.capture.threader import Call
 from core.model.conversation import SOURCE_MODEL, Conversation
 
 from .calls import call_conversation, call_name, prompt_messages, read_calls, reply_message
@@ -22,7 +23,7 @@ from .registry import Format
 LLM = "llm"
 
 
-def _conversation(run: Any, n: int | None, stem: str) -> Conversation:
+def _conversation(run: Any, n: int | None, stem: str) -> Call:
     if not isinstance(run, dict):
         raise RecordError("is not a run (an object with 'run_type' and 'inputs')", "")
     at = f"run {label_of(run, 'id', 'name')!r}" if label_of(run, "id", "name") else "the run"
@@ -39,7 +40,8 @@ def _conversation(run: Any, n: int | None, stem: str) -> Conversation:
     return call_conversation(prompt, reply_message(run.get("outputs")),
                              str(run.get("id") or (stem if n is None else f"{stem}#{n}")),
                              name=call_name(run.get("name"), run.get("start_time")), meta=meta,
-                             source_format="langsmith")
+                             source_format="langsmith",
+                             pin=metadata.get("thread_id"))
 
 
 def _label(rec: Any) -> str:
