@@ -109,10 +109,10 @@ class Payload:
 
 
 def split_payload(messages: Sequence[Message]) -> Payload:
-    """``[system…] + history + [query] + steps``: the query is the last user message."""
-    k = 0
-    while k < len(messages) and messages[k].role == "system" and messages[k].kind != REASONING:
-        k += 1
+    """``[system] + history + [query] + steps``: the first message, when it is a system message, is the node's
+    prompt; the query is the last user message. A system message further on (a summary, a context, a prompt
+    sent twice) is part of the history, and no turn holds it (:data:`UNMATCHED`)."""
+    k = 1 if messages and messages[0].role == "system" and messages[0].kind != REASONING else 0
     rest = list(messages[k:])
     q = max((i for i, m in enumerate(rest) if m.role == "user"), default=None)
     system = "\n\n".join(m.content for m in messages[:k] if m.content)
@@ -131,15 +131,17 @@ class Node:
     api: str
     model: str
     title: str
+    #: The newest system prompt of its calls (a prompt that changes from turn to turn is matched against it).
+    latest: str = ""
 
     def to_json(self) -> dict:
         return {"id": self.id, "system": self.system, "tools": list(self.tools), "api": self.api,
-                "model": self.model, "title": self.title}
+                "model": self.model, "title": self.title, "latest": self.latest}
 
     @classmethod
     def from_json(cls, d: Mapping) -> "Node":
         return cls(str(d["id"]), str(d.get("system") or ""), tuple(d.get("tools") or ()), str(d.get("api") or ""),
-                   str(d.get("model") or ""), str(d.get("title") or d["id"]))
+                   str(d.get("model") or ""), str(d.get("title") or d["id"]), str(d.get("latest") or ""))
 
 
 def node_title(number: int, system: str, tools: Sequence[str]) -> str:
@@ -341,6 +343,7 @@ class Threader:
         step_keys = tuple(message_key(m) for m in payload.steps)
         payload_keys = tuple(message_key(m) for m in call.messages)
         position, node = self._turn(thread, parent, payload, qkey, node, call, step_keys, payload_keys)
+        node.latest = payload.system
         mine = [c for c in thread.turns[position].calls if c.node == node.id]
         number = sum(1 for c in thread.calls if c.node == node.id) + 1
         roles = [SYSTEM] * payload.system_count
@@ -385,6 +388,12 @@ class Threader:
         else:
             scope = None  # every conversation
         best = self._anchor(keys, scope)
+        if best is None and not history and payload.query is not None:
+            # An agent's next request, or a retry, in a turn that began with no history: that turn's conversation.
+            started = self._started_turn(message_key(payload.query), tuple(message_key(m) for m in payload.steps),
+                                         tuple(message_key(m) for m in call.messages), scope)
+            if started is not None:
+                return started, None, [], ()
         if best is not None:
             _, thread, j, place, places = best
             parent, places = self._extend(thread, history, keys, j, place, places)
@@ -400,6 +409,22 @@ class Threader:
             base = None
         parent, places = self._observed_turns(thread, base, list(history), call.started_at)
         return thread, parent, places, ()
+
+    def _started_turn(self, qkey: Key, step_keys: tuple, payload_keys: tuple,
+                      scope: list[Thread] | None) -> Thread | None:
+        """The conversation (newest first) with a first turn asking ``qkey`` that has a call this one continues:
+        its tool round extended, or the same payload after a failure (a retry)."""
+        def continues(c: Placed) -> bool:
+            if len(c.step_keys) < len(step_keys) and step_keys[:len(c.step_keys)] == c.step_keys:
+                return True
+            return c.call.status != SUCCEEDED and c.payload_keys == payload_keys
+
+        for thread in reversed(scope if scope is not None else self.where.get(qkey, [])):
+            for position in reversed(thread.children(None)):
+                turn = thread.turns[position]
+                if turn.query is not None and message_key(turn.query) == qkey and any(map(continues, turn.calls)):
+                    return thread
+        return None
 
     def _anchor(self, keys: list[Key], scope: list[Thread] | None):
         """The best place for the newest history message MemLens has seen: ``(score, thread, j, place,
@@ -445,12 +470,12 @@ class Threader:
         position, index = place
         if not newer:
             return position, places
-        lead = 0
-        while lead < len(newer) and newer[lead].role != "user":
-            lead += 1
+        lead = next((k for k, m in enumerate(newer) if m.role == "user"), len(newer))
+        at = [k for k in range(lead) if newer[k].role != "system"]  # a system message is never a turn's
+        tail = [newer[k] for k in at]
         base = position
-        if lead:
-            turn, tail = thread.turns[position], newer[:lead]
+        if tail:
+            turn = thread.turns[position]
             answer_only = len(tail) == 1 and tail[0].role == "assistant" and not tail[0].tool_calls \
                 and tail[0].kind != REASONING
             if answer_only and not turn.answer_seen and (turn.answer is not None or thread.can_grow(position)):
@@ -458,14 +483,14 @@ class Threader:
                 def answer(t: ThreadTurn) -> None:
                     t.answer, t.answer_seen = tail[0], True
                 self._rewrite(thread, position, answer)
-                places[j + 1] = (position, len(thread.turns[position].raw()) - 1)
+                places[j + 1 + at[0]] = (position, len(thread.turns[position].raw()) - 1)
             elif not turn.answer_seen and thread.can_grow(position):
                 def rest_of(t: ThreadTurn) -> None:
                     _set_tail(t, index + 1, tail)
                     t.answer_seen = True
                 self._rewrite(thread, position, rest_of)
-                for k in range(lead):
-                    places[j + 1 + k] = (position, index + 1 + k)
+                for n, k in enumerate(at):
+                    places[j + 1 + k] = (position, index + 1 + n)
             else:  # another version of the turn after the anchor: a branch beside it
                 head = turn.raw()[:index + 1]
                 variant = ThreadTurn(self.new_id(), turn.parent, None, created_at=thread.updated_at)
@@ -475,10 +500,9 @@ class Threader:
                 for k, p in enumerate(places):
                     if p is not None and p[0] == position and p[1] <= index:
                         places[k] = (base, p[1])
-                for k in range(lead):
-                    places[j + 1 + k] = (base, index + 1 + k)
-        rest = newer[lead:]
-        parent, added = self._observed_turns(thread, base, rest, thread.updated_at)
+                for n, k in enumerate(at):
+                    places[j + 1 + k] = (base, index + 1 + n)
+        parent, added = self._observed_turns(thread, base, newer[lead:], thread.updated_at)
         places[j + 1 + lead:] = added
         return parent, places
 
@@ -488,6 +512,8 @@ class Threader:
         one per user message (a first group without one is an opening). Returns the last and each
         message's place."""
         groups: list[list[Message]] = []
+        skipped = {k for k, m in enumerate(messages) if m.role == "system"}  # never a turn's: see split_payload
+        messages = [m for m in messages if m.role != "system"]
         for m in messages:
             if m.role == "user" or not groups:
                 groups.append([m])
@@ -500,17 +526,20 @@ class Threader:
             turn.answer_seen = True
             parent = self._add_turn(thread, turn)
             places += [(parent, i) for i in range(len(group))]
+        for k in sorted(skipped):
+            places.insert(k, None)
         return parent, places
 
     def _node(self, thread: Thread, call: Call, payload: Payload) -> Node:
         tools = tuple(sorted(call.tools))
         same_kind = [n for n in thread.nodes.values() if n.tools == tools and n.api == call.api]
         for n in same_kind:
-            if n.system == payload.system:
+            if payload.system in (n.system, n.latest):
                 return n
         best, likeness = None, 0.0
         for n in same_kind:
-            ratio = SequenceMatcher(None, n.system[:4000], payload.system[:4000]).ratio()
+            ratio = max(SequenceMatcher(None, prompt[:4000], payload.system[:4000]).ratio()
+                        for prompt in {n.system, n.latest or n.system})
             if ratio > likeness:
                 best, likeness = n, ratio
         if best is not None and likeness >= SAME_NODE_LIKENESS:
@@ -521,7 +550,7 @@ class Threader:
         number = len(thread.nodes) + 1
         tools = tuple(sorted(call.tools))
         node = Node(f"node-{number}", payload.system, tools, call.api, call.model,
-                    node_title(number, payload.system, tools))
+                    node_title(number, payload.system, tools), payload.system)
         thread.nodes[node.id] = node
         return node
 
@@ -535,7 +564,7 @@ class Threader:
             position = siblings[-1]
             turn = thread.turns[position]
             mine = [c for c in turn.calls if c.node == node.id]
-            if mine and node.system != payload.system and any(
+            if mine and payload.system not in (node.system, node.latest) and any(
                     c.call.messages and split_payload(c.call.messages).system != payload.system for c in mine):
                 # A prompt only like this node's, beside one of its calls in the same turn: another node.
                 node = self._new_node(thread, call, payload)
