@@ -69,7 +69,10 @@ class StubUpstream:
         if status >= 400:
             return await _json(send, status, {"error": {"message": f"stub refused with {status}", "type": "stub_error",
                                                         "code": status}})
-        request = json.loads(body or b"{}")
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            return await _json(send, 400, {"error": {"message": "the body is not JSON", "type": "invalid_request_error"}})
         stream = bool(request.get("stream"))
         if path.endswith("/chat/completions"):
             return await self._chat(send, request, stream, chunks, chunk_delay)

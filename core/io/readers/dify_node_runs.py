@@ -4,7 +4,8 @@ status, error, created_at, …}]}``, or the list alone). Dify saves what each LL
 ``process_data.prompts`` (``{role, text, files}``, the model's name beside them; older Dify versions
 keep ``process_data`` as JSON text) — so does a Question Classifier or a Parameter Extractor. Each such
 node run is one model call (:mod:`.calls`), read as the prompt it was sent and its outputs' ``text``,
-one conversation per call; the run's other nodes sent no prompt and are left out, with a note."""
+the calls threaded into the conversations they form (each node of a turn a node of it); the run's other
+nodes sent no prompt and are left out, with a note."""
 
 from __future__ import annotations
 

@@ -3,9 +3,10 @@ download (its ``traces``), the observations table exported as JSON or JSON Lines
 observations API (``{data, meta}``). Each generation (an observation of ``type: GENERATION``) is one
 model call, read as the prompt it was sent and its reply (:mod:`.calls`) — as a Dify app traced to
 Langfuse records each LLM node's call (Dify's ``{role, text, files}`` prompt, its node outputs), or as
-the OpenAI and LangChain integrations record theirs. One conversation per call, named after the
-observation, with its trace, session and model; spans, events, tools and other observations sent no
-prompt and are left out, with a note saying how many."""
+the OpenAI and LangChain integrations record theirs. The calls are threaded into the conversations they
+form, a trace's session pinning its calls together; a conversation is named after its first observation,
+with its trace, session and model; spans, events, tools and other observations sent no prompt and are
+left out, with a note saying how many."""
 
 from __future__ import annotations
 

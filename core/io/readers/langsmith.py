@@ -3,9 +3,10 @@ run_type, inputs, outputs, start_time, extra, …}``, an array or JSON Lines). E
 llm``) is one model call, and its ``inputs`` are exactly what the model was sent: LangChain's chat
 model runs hold them as ``{messages: [[message, …]]}`` (LangChain's stored messages), runs traced around
 an OpenAI client as ``{messages: [{role, content}, …]}``. The call's reply — ``outputs.generations``
-(LangChain) or ``outputs.choices`` (OpenAI) — is the last turn's answer. A run becomes one conversation
-named after the run, its thread (``extra.metadata.thread_id``) and model kept; the other runs of a trace
-(chains, tools, retrievers) sent no prompt and are left out, with a note saying how many."""
+(LangChain) or ``outputs.choices`` (OpenAI) — is the last turn's answer. The runs are threaded into the
+conversations they form, a thread (``extra.metadata.thread_id``) pinning its runs together; a conversation
+is named after its first run, its model kept; the other runs of a trace (chains, tools, retrievers) sent
+no prompt and are left out, with a note saying how many."""
 
 from __future__ import annotations
 
