@@ -9,7 +9,9 @@
 * ``observed`` — those sets as a ledger (the shared reason vocabulary) and the payload as a receipt;
 * ``stored`` — a captured conversation as the store keeps it, and back;
 * ``inference`` — the memory rules MemLens emulates whose replay gives the observed sets
-  (``python -m core infer``), and where a named platform's emulation differs.
+  (``python -m core infer``), and where a named platform's emulation differs;
+* ``view`` — what the Debugger shows of a captured conversation: each node's observed markers, its
+  payload as the receipt, its inferred rule and fit.
 
 It sits below the service layer and above the memory core: it reads and writes the store, replays
 through :class:`core.memory.replay.Replay`, and never imports Streamlit.
@@ -26,4 +28,5 @@ __all__, __getattr__ = public_api(__name__, {
     "recorder": ("Recorder", "load_threader", "save_threads"),
     "stored": ("as_conversation", "nodes_of"),
     "threader": ("Call", "Threader", "message_key", "thread_calls"),
+    "view": ("NodeView", "captured_view", "observed_run"),
 })
