@@ -38,8 +38,10 @@ from .demo import DEMO_MODELS, demo_answer
 from .errors import CaptureError
 from .exchange import (CLIENT_LEFT, ENDPOINTS, MESSAGES, OK, UPSTREAM_ERROR, UPSTREAM_REFUSED, UPSTREAM_TIMEOUT,
                        Exchange, request_json)
+from .upstream import UpstreamTimeout, UpstreamUnreachable, upstream_for
 
-#: Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1), and those httpx sets itself.
+#: Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1), and those the request is sent with
+#: anew (its host, its length).
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
                         "upgrade", "host", "content-length", "accept-encoding"})
 #: Response headers not passed back: the connection's own and the length of a body the proxy re-frames.
@@ -72,14 +74,12 @@ class CaptureProxy:
     ``Host`` names answered besides loopback ones."""
 
     def __init__(self, *, upstream: str | None, recorder=None, timeout: float = 600.0,
-                 allowed_hosts: Iterable[str] = (), max_body_bytes: int | None = None,
-                 transport=None):
+                 allowed_hosts: Iterable[str] = (), max_body_bytes: int | None = None):
         self.upstream = upstream.rstrip("/") if upstream else None
         self.recorder = recorder
         self.timeout = timeout
         self.allowed = tuple(allowed_hosts)
         self.max_body = MAX_PROXY_BYTES if max_body_bytes is None else max_body_bytes
-        self._transport = transport  # tests: an httpx transport instead of the network
         self._client = None
 
     # -- the ASGI entry ----------------------------------------------------------------------------------
@@ -140,13 +140,10 @@ class CaptureProxy:
                 return
 
     def client(self):
+        """The upstream's connections (made on first use, in the serving loop)."""
         if self._client is None:
-            import httpx
-
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout, connect=min(CONNECT_SECONDS, self.timeout)),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
-                transport=self._transport, follow_redirects=False)
+            self._client = upstream_for(self.upstream, timeout=self.timeout,
+                                        connect_timeout=min(CONNECT_SECONDS, self.timeout))
         return self._client
 
     async def aclose(self) -> None:
@@ -155,10 +152,12 @@ class CaptureProxy:
             self._client = None
 
     # -- forwarding ---------------------------------------------------------------------------------------
-    def _target(self, scope, path: str) -> str:
+    @staticmethod
+    def _target(scope, path: str) -> str:
+        """The path under the upstream's base URL (``/v1/chat/completions`` → ``/chat/completions``), with its query."""
         rest = path[3:] if path.startswith("/v1/") or path == "/v1" else path
         query = scope.get("query_string") or b""
-        return self.upstream + rest + (f"?{query.decode('latin-1')}" if query else "")
+        return rest + (f"?{query.decode('latin-1')}" if query else "")
 
     async def _pass_through(self, scope, method: str, path: str, headers: list, body: bytes, send) -> None:
         """A path the proxy does not record: forwarded as it is (the demo model lists itself as the model)."""
@@ -168,40 +167,37 @@ class CaptureProxy:
             return await _answer(send, 404, error_body("", 404, "not_found",
                                                        f"the demo model answers {', '.join(ENDPOINTS)} and "
                                                        f"GET /v1/models, not {method} {path}"))
-        import httpx
-
         try:
-            request = self.client().build_request(method, self._target(scope, path), content=body,
-                                                  headers=_forwarded(headers))
-            response = await self.client().send(request, stream=True)
-        except httpx.TimeoutException:
-            return await _answer(send, 504, error_body("", 504, "upstream_timeout", "the upstream did not answer"))
-        except httpx.HTTPError as e:
+            answer = await self.client().send(method, self._target(scope, path), _forwarded(headers), body)
+        except UpstreamTimeout as e:
+            return await _answer(send, 504, error_body("", 504, "upstream_timeout", str(e)))
+        except UpstreamUnreachable as e:
             return await _answer(send, 502, error_body("", 502, "upstream_unreachable", _unreachable(self.upstream, e)))
         try:
-            await send({"type": "http.response.start", "status": response.status_code,
-                        "headers": _response_headers(response.headers.multi_items())})
-            async for chunk in response.aiter_raw():
+            await send({"type": "http.response.start", "status": answer.status,
+                        "headers": _response_headers(answer.headers)})
+            async for chunk in answer.chunks():
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b""})
-        except (httpx.HTTPError, OSError):
+        except (UpstreamTimeout, UpstreamUnreachable, OSError):
             pass
         finally:
-            await response.aclose()
+            await answer.close()
 
     async def _call(self, api: str, scope, path: str, headers: list, body: bytes, receive, send) -> None:
         """A model call: answered (upstream or demo) chunk by chunk, then handed to the recorder."""
         ex = Exchange(id=uuid4().hex[:24], api=api, request=body, started_at=time.time(),
                       request_headers=public_headers(headers), upstream=self.upstream or "demo")
+        if self.recorder is not None:
+            self.recorder.expect()
         start = time.perf_counter()
         received: list[bytes] = []
-        state = {"started": False}
 
         async def relay() -> None:
             if self.upstream is None:
-                await self._demo(ex, body, send, received, start, state)
+                await self._demo(ex, body, send, received, start)
             else:
-                await self._forward(ex, scope, path, headers, body, send, received, start, state)
+                await self._forward(ex, scope, path, headers, body, send, received, start)
 
         task = asyncio.ensure_future(relay())
         watcher = asyncio.ensure_future(_disconnected(receive))
@@ -227,45 +223,40 @@ class CaptureProxy:
                 self.recorder.submit(ex)
 
     async def _forward(self, ex: Exchange, scope, path: str, headers: list, body: bytes, send, received: list,
-                       start: float, state: dict) -> None:
-        import httpx
-
+                       start: float) -> None:
         try:
-            request = self.client().build_request("POST", self._target(scope, path), content=body,
-                                                  headers=_forwarded(headers))
-            response = await self.client().send(request, stream=True)
-        except httpx.TimeoutException:
+            answer = await self.client().send("POST", self._target(scope, path), _forwarded(headers), body)
+        except UpstreamTimeout:
             ex.outcome, ex.error = UPSTREAM_TIMEOUT, f"the upstream did not answer within {self.timeout:g} s"
             return await _answer(send, 504, error_body(ex.api, 504, "upstream_timeout", ex.error), ex.id)
-        except httpx.HTTPError as e:
+        except UpstreamUnreachable as e:
             ex.outcome, ex.error = UPSTREAM_REFUSED, _unreachable(self.upstream, e)
             return await _answer(send, 502, error_body(ex.api, 502, "upstream_unreachable", ex.error), ex.id)
-        ex.status = response.status_code
-        ex.response_headers = public_headers(response.headers.multi_items())
-        ex.streamed = response.headers.get("content-type", "").startswith("text/event-stream")
-        if response.status_code >= 400:
+        ex.status = answer.status
+        ex.response_headers = public_headers(answer.headers)
+        ex.streamed = answer.header("content-type").startswith("text/event-stream")
+        if answer.status >= 400:
             ex.outcome = UPSTREAM_ERROR
         try:
-            await _send(send, {"type": "http.response.start", "status": response.status_code,
-                               "headers": _response_headers(response.headers.multi_items(), ex.id)})
-            state["started"] = True
-            async for chunk in response.aiter_raw():
+            await _send(send, {"type": "http.response.start", "status": answer.status,
+                               "headers": _response_headers(answer.headers, ex.id)})
+            async for chunk in answer.chunks():
                 if ex.first_byte_ms is None:
                     ex.first_byte_ms = (time.perf_counter() - start) * 1000
                 await _send(send, {"type": "http.response.body", "body": chunk, "more_body": True})
                 received.append(chunk)
             await _send(send, {"type": "http.response.body", "body": b""})
-        except httpx.TimeoutException:
+        except UpstreamTimeout:
             ex.outcome, ex.error = UPSTREAM_TIMEOUT, (f"the upstream stopped sending for {self.timeout:g} s after "
                                                       f"{sum(map(len, received)):,} bytes")
             await _end(send)
-        except httpx.HTTPError as e:
-            ex.outcome, ex.error = UPSTREAM_REFUSED, f"the upstream broke the connection mid-answer ({type(e).__name__})"
+        except UpstreamUnreachable as e:
+            ex.outcome, ex.error = UPSTREAM_REFUSED, f"{e} after {sum(map(len, received)):,} bytes"
             await _end(send)
         finally:
-            await response.aclose()
+            await answer.close()
 
-    async def _demo(self, ex: Exchange, body: bytes, send, received: list, start: float, state: dict) -> None:
+    async def _demo(self, ex: Exchange, body: bytes, send, received: list, start: float) -> None:
         try:
             streamed, chunks = demo_answer(ex.api, request_json(body), ex.id)
         except CaptureError as e:
@@ -275,7 +266,6 @@ class CaptureProxy:
         kind = b"text/event-stream; charset=utf-8" if streamed else b"application/json"
         await _send(send, {"type": "http.response.start", "status": 200,
                            "headers": [(b"content-type", kind), (CALL_HEADER.encode(), ex.id.encode())]})
-        state["started"] = True
         for chunk in chunks:
             if ex.first_byte_ms is None:
                 ex.first_byte_ms = (time.perf_counter() - start) * 1000
@@ -335,7 +325,7 @@ def _response_headers(items, call_id: str | None = None) -> list[tuple[bytes, by
 
 
 def _unreachable(upstream: str | None, error: Exception) -> str:
-    return f"the upstream {upstream} could not be reached ({type(error).__name__}: {' '.join(str(error).split())[:160]})"
+    return f"the upstream {upstream} could not be reached ({' '.join(str(error).split())[:200]})"
 
 
 __all__ = ["CALL_HEADER", "CaptureProxy", "SECRET_HEADER", "error_body", "public_headers"]

@@ -43,53 +43,70 @@ def load_threader(db: Database) -> Threader:
     return threader
 
 
+#: A turn row's columns as the recorder writes them.
+_TURN_COLUMNS = ("id", "conversation_id", "seq", "parent_id", "flow_version_id", "query", "answer", "status", "error",
+                 "inputs", "dialogue_count", "answer_tokens", "messages", "created_at")
+
+
 def save_threads(db: Database, threads: Iterable[Thread], *, source: str = SOURCE, source_format: str = SOURCE,
                  user_id: str = "capture") -> list[str]:
     """Write what changed in ``threads`` — the conversation rows, each changed turn with its calls — in one
-    transaction; returns the ids of the conversations written."""
-    from sqlalchemy import delete
+    transaction; returns the ids of the conversations written. Plain statements, not ORM objects: a busy
+    proxy writes every call."""
+    from sqlalchemy import bindparam, delete, insert, update
 
     from core.store.models import ConversationRow, NodeRunRow, TurnRow
 
-    written = []
-    with db.session() as s:
-        for thread in threads:
-            if not thread.changed:
-                continue
-            conversation = thread.conversation()
-            model = conversation.meta.get(SOURCE_MODEL)
-            meta = {"source_format": source_format, "source_id": thread.id, "system_prompt": "",
-                    CAPTURE: capture_meta(thread), **({SOURCE_MODEL: model} if model else {})}
-            active = thread.turns[thread.active].id if thread.active is not None else \
-                (thread.turns[-1].id if thread.turns else None)
-            t = repo.now()
-            row = s.get(ConversationRow, thread.id)
-            if row is None:
-                s.add(ConversationRow(id=thread.id, flow_version_id=None, user_id=(thread.user or user_id)[:255],
-                                      name=(thread.name or "captured conversation")[:255], source=source, inputs={},
-                                      active_turn_id=active, meta=meta, created_at=thread.created_at or t,
-                                      updated_at=t))
-                s.flush()
-            else:
-                row.name, row.meta, row.active_turn_id, row.updated_at = \
-                    (thread.name or row.name)[:255], meta, active, t
-            for position in sorted(thread.changed):
-                record = turn_record(thread, position, conversation)
-                runs = record.pop(NODE_RUNS)
-                fresh = repo._turn_row(thread.id, position + 1, record)
-                fresh.meta = {**fresh.meta, "node_count": len(runs)}
-                existing = s.get(TurnRow, fresh.id)
-                if existing is None:
-                    s.add(fresh)
-                    s.flush()
-                else:
-                    for column in ("parent_id", "query", "answer", "status", "error", "dialogue_count", "messages",
-                                   "meta", "created_at", "seq"):
-                        setattr(existing, column, getattr(fresh, column))
-                    s.execute(delete(NodeRunRow).where(NodeRunRow.turn_id == fresh.id))
-                s.add_all(NodeRunRow(turn_id=fresh.id, **repo._node_values(i, run)) for i, run in enumerate(runs))
-            written.append(thread.id)
+    threads = [t for t in threads if t.changed]
+    t = repo.now()
+    new_conversations, conversations, new_turns, turns, runs, rerun = [], [], [], [], [], []
     for thread in threads:
+        conversation = thread.conversation()
+        model = conversation.meta.get(SOURCE_MODEL)
+        meta = {"source_format": source_format, "source_id": thread.id, "system_prompt": "",
+                CAPTURE: capture_meta(thread), **({SOURCE_MODEL: model} if model else {})}
+        active = thread.turns[thread.active].id if thread.active is not None else \
+            (thread.turns[-1].id if thread.turns else None)
+        values = {"name": (thread.name or "captured conversation")[:255], "meta": meta, "active_turn_id": active,
+                  "updated_at": t}
+        if thread.in_store:
+            conversations.append({"row_id": thread.id, **values})
+        else:
+            new_conversations.append({"id": thread.id, "flow_version_id": None, "source": source, "inputs": {},
+                                      "user_id": (thread.user or user_id)[:255],
+                                      "created_at": thread.created_at or t, **values})
+        for position in sorted(thread.changed):
+            record = turn_record(thread, position, conversation)
+            turn_runs = record.pop(NODE_RUNS)
+            row = repo._turn_row(thread.id, position + 1, record)
+            columns = {c: getattr(row, c) for c in _TURN_COLUMNS}
+            columns["meta"] = {**row.meta, "node_count": len(turn_runs)}
+            if row.id in thread.stored_turns:
+                turns.append({"row_id": row.id, **{k: v for k, v in columns.items() if k != "id"}})
+                rerun.append(row.id)
+            else:
+                new_turns.append(columns)
+            runs += [dict(repo._node_values(i, run), turn_id=row.id) for i, run in enumerate(turn_runs)]
+    with db.session() as s:
+        if new_conversations:
+            s.execute(insert(ConversationRow), new_conversations)
+        if conversations:
+            s.connection().execute(update(ConversationRow).where(ConversationRow.id == bindparam("row_id"))
+                                   .values({k: bindparam(k) for k in conversations[0] if k != "row_id"}),
+                                   conversations)
+        if new_turns:
+            s.execute(insert(TurnRow), new_turns)
+        if turns:
+            s.connection().execute(update(TurnRow).where(TurnRow.id == bindparam("row_id"))
+                                   .values({k: bindparam(k) for k in turns[0] if k != "row_id"}), turns)
+        if rerun:
+            s.execute(delete(NodeRunRow).where(NodeRunRow.turn_id.in_(rerun)))
+        if runs:
+            s.execute(insert(NodeRunRow), runs)
+    written = [thread.id for thread in threads]
+    for thread in threads:
+        thread.in_store = True
+        thread.stored_turns.update(thread.turns[p].id for p in thread.changed)
         thread.changed.clear()
         thread.fresh.clear()
     return written
@@ -115,9 +132,13 @@ class Recorder:
             self._worker.start()
         return self
 
-    def submit(self, exchange: Exchange) -> None:
+    def expect(self) -> None:
+        """A call has begun: :meth:`wait` waits for it too, until it is submitted and written."""
         with self._idle:
             self._pending += 1
+
+    def submit(self, exchange: Exchange) -> None:
+        """Queue a finished call (one :meth:`expect` announced)."""
         self._queue.put(exchange)
 
     def wait(self, timeout: float = 30.0) -> bool:
@@ -210,6 +231,8 @@ def thread_of(conversation_id: str, name: str, meta: Mapping, turns: Sequence[Ma
                     thread.responses[placed.call.response_id] = position
     thread.calls.sort(key=lambda c: c.call.started_at)
     thread.changed.clear()
+    thread.in_store = True
+    thread.stored_turns = {t.id for t in thread.turns}
     return thread
 
 
@@ -225,11 +248,14 @@ def _plain(m: Message | None) -> Message | None:
 def _placed(run: Mapping, position: int) -> Placed | None:
     call_record = run.get("call") if isinstance(run.get("call"), Mapping) else {}
     request = call_record.get("request")
-    if not isinstance(request, Mapping):
-        return None
     try:
-        messages, tools = request_messages(str(run.get("api") or "chat"), dict(request))
-    except ValueError:
+        if isinstance(request, Mapping):
+            messages, tools = request_messages(str(run.get("api") or "chat"), dict(request))
+        else:  # a call without its request (a trace's): the payload as its receipt lists it
+            messages = [Message(str(r["role"]), str(r.get("content") or ""), "", k)
+                        for k, r in enumerate(run.get("prompt") or [])]
+            tools = ()
+    except (ValueError, KeyError, TypeError):
         return None
     reply = Message.from_dict(run["reply_message"]) if isinstance(run.get("reply_message"), Mapping) else None
     call = Call(id=str(run.get("call_id") or ""), messages=tuple(messages), reply=reply, model=str(run.get("model") or ""),
@@ -245,4 +271,72 @@ def _placed(run: Mapping, position: int) -> Placed | None:
                   tuple(message_key(m) for m in payload.steps), tuple(message_key(m) for m in call.messages))
 
 
-__all__ = ["BATCH", "Recorder", "load_threader", "save_threads", "thread_of"]
+class RecorderProcess:
+    """A :class:`Recorder` in a process of its own (what ``python -m core proxy`` runs): threading a call,
+    counting its tokens and writing it never hold the proxy's interpreter while it relays the next call's
+    bytes. :meth:`submit` queues the exchange; a spawned process records it into the store at ``url``."""
+
+    def __init__(self, url: str):
+        import multiprocessing
+
+        self.url = url
+        context = multiprocessing.get_context("spawn")
+        self._queue = context.Queue()
+        self._done = context.Value("q", 0)
+        self._sent = 0
+        self._process = context.Process(target=_record_from, args=(url, self._queue, self._done),
+                                        name="memlens-recorder", daemon=True)
+
+    def start(self) -> "RecorderProcess":
+        if self._process.pid is None:
+            self._process.start()
+        return self
+
+    def expect(self) -> None:
+        self._sent += 1
+
+    def submit(self, exchange: Exchange) -> None:
+        self._queue.put(exchange)
+
+    def wait(self, timeout: float = 30.0) -> bool:
+        import time
+
+        deadline = time.monotonic() + timeout
+        while self._done.value < self._sent:
+            if time.monotonic() > deadline or not self._process.is_alive():
+                return False
+            time.sleep(0.02)
+        return True
+
+    def close(self, timeout: float = 30.0) -> None:
+        if self._process.pid is not None:
+            self.wait(timeout)
+            self._queue.put(None)
+            self._process.join(timeout)
+
+
+def _record_from(url: str, exchanges, done) -> None:
+    """The recorder process: every exchange queued, threaded and written in batches, until ``None``."""
+    recorder = Recorder(Database(url))
+    while True:
+        first = exchanges.get()
+        if first is None:
+            return
+        batch = [first]
+        while len(batch) < BATCH:
+            try:
+                more = exchanges.get_nowait()
+            except queue.Empty:
+                break
+            if more is None:
+                exchanges.put(None)
+                break
+            batch.append(more)
+        try:
+            recorder._record(batch)
+        finally:
+            with done.get_lock():
+                done.value += len(batch)
+
+
+__all__ = ["BATCH", "Recorder", "RecorderProcess", "load_threader", "save_threads", "thread_of"]

@@ -50,7 +50,14 @@ def nodes_of(meta: Mapping) -> dict[str, Node]:
 
 
 def node_run(thread: Thread, placed: Placed, conversation: Conversation) -> dict:
-    """One call as a node run (what :func:`core.store.repo` writes)."""
+    """One call as a node run (what :func:`core.store.repo` writes), made once per call: what its payload held
+    and its earlier turns do not change (:meth:`Thread.can_grow`)."""
+    if placed.stored is None:
+        placed.stored = _node_run(thread, placed, conversation)
+    return placed.stored
+
+
+def _node_run(thread: Thread, placed: Placed, conversation: Conversation) -> dict:
     call = placed.call
     rows = payload_rows(call.messages, placed.roles, call.model)
     ledger = observed_ledger(conversation, placed.position, placed.kept, rows=rows, model=call.model, node=placed.node)
@@ -70,16 +77,15 @@ def node_run(thread: Thread, placed: Placed, conversation: Conversation) -> dict
 def turn_record(thread: Thread, position: int, conversation: Conversation) -> dict:
     """One turn as a stored turn (what :func:`core.store.repo` writes), its calls' node runs with it."""
     turn, mine = conversation.turns[position], thread.turns[position]
+    runs = [node_run(thread, placed, conversation) for placed in mine.calls]
     prompt_tokens: dict[str, int] = {}
-    for placed in mine.calls:
+    for placed, run in zip(mine.calls, runs):
         if placed.step == 1 and placed.node not in prompt_tokens:
-            prompt_tokens[placed.node] = fixed_tokens(payload_rows(placed.call.messages, placed.roles,
-                                                                   placed.call.model))
+            prompt_tokens[placed.node] = fixed_tokens(run["prompt"])
     return {"id": turn.id, "parent_id": turn.parent_id, "query": turn.query, "answer": turn.answer,
             "status": mine.status, "error": mine.error, "dialogue_count": conversation.tree.depth[position],
             "messages": [m.to_dict() for m in turn.messages], "created_at": mine.created_at,
-            PROMPT_TOKENS: prompt_tokens, "answer_seen": mine.answer_seen,
-            NODE_RUNS: [node_run(thread, placed, conversation) for placed in mine.calls]}
+            PROMPT_TOKENS: prompt_tokens, "answer_seen": mine.answer_seen, NODE_RUNS: runs}
 
 
 def as_conversation(thread: Thread, *, source_format: str, meta: Mapping[str, Any] | None = None) -> Conversation:

@@ -169,6 +169,8 @@ class Placed:
     places: tuple[Place | None, ...]
     step_keys: tuple[Key, ...]
     payload_keys: tuple[Key, ...]
+    #: The call as stored, made once (:func:`core.capture.stored.node_run`): its receipt and ledger do not change.
+    stored: dict | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -218,6 +220,8 @@ class Thread:
         self.last_called = -1  # the newest turn position with a call
         self.changed: set[int] = set()  # turns written since the recorder last took them
         self.fresh: list[Placed] = []   # calls placed since then
+        self.stored_turns: set[str] = set()  # ids of the turns the store holds (the rest are inserted)
+        self.in_store = False  # whether the store holds the conversation's row
         self._conversation: Conversation | None = None
 
     # -- its messages ---------------------------------------------------------------------------------

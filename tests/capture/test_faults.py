@@ -137,3 +137,27 @@ def test_other_paths_pass_through_unrecorded(proxy, stub, capture_db):
     assert r.json()["data"][0]["id"] == "stub-model"
     assert stub.requests[0]["path"] == "/v1/models" and stub.requests[0]["headers"]["authorization"] == f"Bearer {KEY}"
     assert recorder.wait() and captured(capture_db) == []
+
+
+def test_a_connection_the_upstream_closed_while_idle_is_replaced_and_the_call_goes_through(capture_db):
+    import time
+
+    quick = StubUpstream()
+    with serving(quick, keep_alive=0.2) as upstream, running_proxy(capture_db, f"{upstream}/v1") as (url, recorder):
+        first = httpx.post(f"{url}/chat/completions", json=CHAT)
+        time.sleep(0.6)  # the upstream has closed the kept connection by now
+        second = httpx.post(f"{url}/chat/completions", json=CHAT)
+        assert recorder.wait()
+    assert (first.status_code, second.status_code) == (200, 200) and len(quick.requests) == 2
+
+
+def test_behind_an_http_proxy_setting_calls_go_through_httpx_and_are_recorded_alike(capture_db, stub, monkeypatch):
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # never used: the upstream is in NO_PROXY
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    with running_proxy(capture_db, f"{stub.url}/v1") as (url, recorder):
+        with httpx.stream("POST", f"{url}/chat/completions", json={**CHAT, "stream": True}) as r:
+            body = b"".join(r.iter_raw())
+        assert recorder.wait()
+    assert body.endswith(b"data: [DONE]\n\n")
+    [turn] = captured(capture_db)
+    assert turn["node_runs"][0]["reply"] == "stub answer to: Hello? (saw 1 messages)"

@@ -10,6 +10,7 @@ the Debugger opens and ``infer`` explains.
 
 from __future__ import annotations
 
+import socket
 import sys
 
 from ..options import add_db_option
@@ -43,16 +44,20 @@ def cmd_proxy(args) -> int:
     from sqlalchemy.engine import make_url
 
     from core.capture.proxy import CaptureProxy
-    from core.capture.recorder import Recorder
+    from core.capture.recorder import RecorderProcess
     from core.hosts import is_loopback, host_name
     from core.store.db import Database
     from .serve import _listen
 
-    db = Database(args.db)
-    recorder = Recorder(db)
+    db = Database(args.db)  # brought up to date here, once; the recorder process opens it again
+    db.dispose()
+    recorder = RecorderProcess(db.url)
     app = CaptureProxy(upstream=args.upstream, recorder=recorder, timeout=args.timeout,
                        allowed_hosts=args.allow_host or ())
     sock = _listen(args.host, args.port)
+    # Each streamed piece leaves at once (connections accepted on it inherit the option): without it, a piece
+    # written after the headers waits for the client's delayed ACK (Nagle), tens of milliseconds.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     port = sock.getsockname()[1]
     shown = make_url(db.url).render_as_string(hide_password=True)
     answered = f"forwarding to {args.upstream}" if args.upstream else "the demo model answers"
@@ -61,8 +66,9 @@ def cmd_proxy(args) -> int:
     if not is_loopback(host_name(args.host)) and not args.allow_host:
         print("note: requests are answered only when their Host header is a loopback name; add --allow-host NAME "
               "for each name callers use to reach this machine", file=sys.stderr, flush=True)
+    # The upstream's own Date and Server headers pass through: uvicorn adds none of its own.
     options = dict(log_level=args.log_level, access_log=args.log_level == "debug", timeout_graceful_shutdown=5,
-                   lifespan="on")
+                   lifespan="on", server_header=False, date_header=False)
     uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
     return 0
 
