@@ -288,8 +288,18 @@ class RecorderProcess:
                                         name="memlens-recorder", daemon=True)
 
     def start(self) -> "RecorderProcess":
+        """Start the process with Ctrl-C and SIGTERM ignored from its first instruction: they reach the whole
+        process group, and the proxy, not a signal, ends the recording (:meth:`close`). Call it from the main
+        thread."""
+        import signal
+
         if self._process.pid is None:
-            self._process.start()
+            previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                self._process.start()
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
         return self
 
     def expect(self) -> None:
@@ -309,17 +319,34 @@ class RecorderProcess:
         return True
 
     def close(self, timeout: float = 30.0) -> None:
-        if self._process.pid is not None:
+        if getattr(self, "_process", None) is not None and self._process.pid is not None:
             self.wait(timeout)
             self._queue.put(None)
             self._process.join(timeout)
+            self._queue.close()
+            self._queue.join_thread()
+            # Their semaphores are unlinked as the objects go (else the resource tracker reports them at exit).
+            self._process.close()
+            del self._queue, self._done, self._process
 
 
 def _record_from(url: str, exchanges, done) -> None:
-    """The recorder process: every exchange queued, threaded and written in batches, until ``None``."""
+    """The recorder process: every exchange queued, threaded and written in batches, until ``None``.
+
+    It ignores Ctrl-C and SIGTERM (:meth:`RecorderProcess.start`): the proxy sends ``None`` once the last call
+    is queued, so no recorded call is lost. Should the proxy die without doing so, it stops once nothing has
+    arrived for a second and its parent is gone."""
+    import os
+
+    parent = os.getppid()
     recorder = Recorder(Database(url))
     while True:
-        first = exchanges.get()
+        try:
+            first = exchanges.get(timeout=1.0)
+        except queue.Empty:
+            if os.getppid() != parent:
+                return
+            continue
         if first is None:
             return
         batch = [first]
