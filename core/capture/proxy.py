@@ -13,7 +13,8 @@ Recording never stands between the client and its bytes: the exchange is handed 
 (:class:`~core.capture.recorder.Recorder`) once the last byte is sent. What can go wrong is answered
 here and recorded as what happened:
 
-* a ``Host`` that is not a loopback name (:func:`core.hosts.allowed_host`) → 403 before anything else;
+* a ``Host`` that is neither a loopback name nor allowed (:func:`core.hosts.host_allowed`, the app's and the
+  Service API's rule) → 403 before anything else;
 * a body over the limit (``MEMLENS_MAX_PROXY_MB``, :mod:`core.limits`) → 413, never forwarded;
 * an upstream that refuses the connection → 502; one that does not answer in time → 504 (a stream
   already under way ends there); both recorded as a failed call;
@@ -31,7 +32,7 @@ import time
 from typing import Any, AsyncIterator, Callable, Iterable
 from uuid import uuid4
 
-from core.hosts import allowed_host, refusal
+from core.hosts import allowed_hosts, host_allowed, refusal
 from core.limits import MAX_PROXY_BYTES, limit
 
 from .demo import DEMO_MODELS, demo_answer
@@ -55,6 +56,10 @@ CALL_HEADER = "x-memlens-call"
 CONNECT_SECONDS = 10.0
 
 
+def _allowed() -> tuple[str, ...]:
+    return allowed_hosts()
+
+
 def public_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
     """The headers that may be recorded: none whose name says it may carry a secret."""
     return {k: v for k, v in headers if not SECRET_HEADER.search(k)}
@@ -71,14 +76,14 @@ class CaptureProxy:
     """The ASGI app. ``upstream``: the base URL calls are forwarded to (``https://api.openai.com/v1``);
     ``None`` answers with the demo model. ``recorder`` receives each finished exchange (``None``:
     nothing is recorded). ``timeout``: seconds to wait for the upstream's next bytes. ``allowed_hosts``:
-    ``Host`` names answered besides loopback ones."""
+    ``Host`` names answered besides loopback ones (default: ``MEMLENS_ALLOWED_HOSTS``)."""
 
     def __init__(self, *, upstream: str | None, recorder=None, timeout: float = 600.0,
-                 allowed_hosts: Iterable[str] = (), max_body_bytes: int | None = None):
+                 allowed_hosts: Iterable[str] | None = None, max_body_bytes: int | None = None):
         self.upstream = upstream.rstrip("/") if upstream else None
         self.recorder = recorder
         self.timeout = timeout
-        self.allowed = tuple(allowed_hosts)
+        self.allowed = frozenset(_allowed() if allowed_hosts is None else allowed_hosts)
         self.max_body = MAX_PROXY_BYTES if max_body_bytes is None else max_body_bytes
         self._client = None
 
@@ -92,7 +97,7 @@ class CaptureProxy:
         path = scope.get("path") or "/"
         api = ENDPOINTS.get(path)
         host = next((v for k, v in headers if k == "host"), None)
-        if not allowed_host(host, self.allowed):
+        if not host_allowed(host, self.allowed):
             return await _answer(send, 403, error_body(api or "", 403, "forbidden_host", refusal(host)))
         declared = next((v for k, v in headers if k == "content-length"), None)
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:

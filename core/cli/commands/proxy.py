@@ -45,15 +45,15 @@ def cmd_proxy(args) -> int:
 
     from core.capture.proxy import CaptureProxy
     from core.capture.recorder import RecorderProcess
-    from core.hosts import is_loopback, host_name
+    from core.hosts import ALLOWED_HOSTS_ENV, allowed_hosts, host_name, is_loopback
     from core.store.db import Database
     from .serve import _listen
 
+    allowed = allowed_hosts()  # a bad entry is refused before anything listens
     db = Database(args.db)  # brought up to date here, once; the recorder process opens it again
     db.dispose()
     recorder = RecorderProcess(db.url)
-    app = CaptureProxy(upstream=args.upstream, recorder=recorder, timeout=args.timeout,
-                       allowed_hosts=args.allow_host or ())
+    app = CaptureProxy(upstream=args.upstream, recorder=recorder, timeout=args.timeout, allowed_hosts=allowed)
     sock = _listen(args.host, args.port)
     # Each streamed piece leaves at once (connections accepted on it inherit the option): without it, a piece
     # written after the headers waits for the client's delayed ACK (Nagle), tens of milliseconds.
@@ -63,9 +63,10 @@ def cmd_proxy(args) -> int:
     answered = f"forwarding to {args.upstream}" if args.upstream else "the demo model answers"
     print(f"MemLens capture proxy on http://{args.host}:{port}/v1 — {answered} — recording into {shown}",
           file=sys.stderr, flush=True)
-    if not is_loopback(host_name(args.host)) and not args.allow_host:
-        print("note: requests are answered only when their Host header is a loopback name; add --allow-host NAME "
-              "for each name callers use to reach this machine", file=sys.stderr, flush=True)
+    if not allowed and not is_loopback(host_name(args.host) or ""):
+        print(f"note: requests are answered only when their Host is localhost, 127.0.0.1 or ::1; set "
+              f"{ALLOWED_HOSTS_ENV} to the names callers use for this machine (host.docker.internal for Dify in "
+              "Docker)", file=sys.stderr, flush=True)
     # The upstream's own Date and Server headers pass through: uvicorn adds none of its own.
     options = dict(log_level=args.log_level, access_log=args.log_level == "debug", timeout_graceful_shutdown=5,
                    lifespan="on", server_header=False, date_header=False)
@@ -87,8 +88,6 @@ def register(sub) -> None:
     how.add_argument("--upstream", type=_upstream, metavar="URL",
                      help="the provider's base URL calls are forwarded to, e.g. https://api.openai.com/v1")
     how.add_argument("--demo", action="store_true", help="answer every call with the offline demo model")
-    p.add_argument("--allow-host", action="append", metavar="NAME",
-                   help="a Host name to answer besides loopback ones (repeatable), e.g. host.docker.internal")
     p.add_argument("--timeout", type=_seconds, default=600.0,
                    help="seconds to wait for the upstream's next bytes (default 600)")
     p.add_argument("--log-level", choices=("critical", "error", "warning", "info", "debug"), default="warning")
