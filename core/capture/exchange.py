@@ -284,6 +284,20 @@ def error_text(body: bytes) -> str:
     return " ".join(body[:300].decode("utf-8", "replace").split())
 
 
+def _redacted(value: Any) -> Any:
+    """An upstream's error answer with every key shape taken out (:func:`core.redact.redact`)."""
+    from core.redact import redact
+
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    cleaned = redact(text)
+    if isinstance(value, str):
+        return {"text": cleaned}
+    try:
+        return json.loads(cleaned)
+    except ValueError:
+        return {"text": cleaned}
+
+
 def pin_of(body: dict, headers: dict) -> str | None:
     """The conversation a call names outright: the header, else a conversation id in its metadata."""
     pinned = headers.get(PIN_HEADER)
@@ -322,6 +336,8 @@ def call_of(ex: Exchange) -> Call:
         error = ex.error or (f"upstream answered {ex.status}: {error_text(ex.response)}" if ex.status else
                              "no answer from the upstream")
     model = body.get("model") if isinstance(body.get("model"), str) else ""
+    if not ok and ex.status is not None:  # an upstream refusing a key may quote it: kept only redacted
+        response = _redacted(response if response is not None else ex.response.decode("utf-8", "replace"))
     record = {"api": ex.api, "request": body, "response": response, "usage": usage_of(response),
               "status_code": ex.status, "outcome": ex.outcome, "streamed": ex.streamed, "latency_ms": ex.latency_ms,
               "first_byte_ms": ex.first_byte_ms, "request_headers": ex.request_headers,

@@ -151,3 +151,24 @@ def test_behind_an_http_proxy_setting_calls_go_through_httpx_and_are_recorded_al
     assert body.endswith(b"data: [DONE]\n\n")
     [turn] = captured(capture_db)
     assert turn["node_runs"][0]["reply"] == "stub answer to: Hello? (saw 1 messages)"
+
+
+def test_an_upstream_that_quotes_the_key_in_its_refusal_is_recorded_without_it(capture_db):
+    class Quoting(StubUpstream):
+        async def __call__(self, scope, receive, send):
+            if scope["type"] != "http":
+                return await super().__call__(scope, receive, send)
+            await receive()
+            body = json.dumps({"error": {"message": f"Incorrect API key provided: {KEY}", "type": "auth"}}).encode()
+            await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": body})
+
+    with serving(Quoting()) as upstream, running_proxy(capture_db, f"{upstream}/v1") as (url, recorder):
+        r = httpx.post(f"{url}/chat/completions", json=CHAT, headers={"authorization": f"Bearer {KEY}"})
+        assert recorder.wait()
+    assert r.status_code == 401 and KEY in r.text  # the answer comes back as the upstream sent it
+    data = capture_db.path.read_bytes()
+    wal = capture_db.path.with_name(capture_db.path.name + "-wal")
+    assert KEY.encode() not in data + (wal.read_bytes() if wal.exists() else b"")
+    [turn] = captured(capture_db)
+    assert "[redacted]" in turn["node_runs"][0]["error"] and turn["node_runs"][0]["status"] == "failed"
