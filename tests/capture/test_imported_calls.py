@@ -83,3 +83,21 @@ def test_an_openai_request_file_of_batch_lines_is_threaded_and_its_other_endpoin
     [conv] = result.conversations
     assert [(t.query, t.answer) for t in conv.turns] == [(f"q{k}", f"a{k}") for k in range(4)]
     assert result.notes == ["left out the lines that are not chat completion requests (1 /v1/embeddings)"]
+
+
+def test_langsmith_runs_of_one_thread_are_one_conversation_even_without_shared_history():
+    from tests.io.test_langsmith import lc
+
+    def run(k: int, question: str, thread: str) -> dict:  # a chat model with no memory: only the question
+        return {"id": f"run-{thread}-{k}", "name": "ChatOpenAI", "run_type": "llm",
+                "start_time": f"2025-03-01T10:00:0{k}.000000", "extra": {"metadata": {"thread_id": thread}},
+                "inputs": {"messages": [[lc("system", "Be brief."), lc("human", question)]]},
+                "outputs": {"generations": [[{"text": f"re {question}", "message": lc("ai", f"re {question}")}]]}}
+
+    runs = [run(k, f"q{k}", "thread-a") for k in range(3)] + [run(k, f"q{k}", "thread-b") for k in range(2)]
+    result = import_text("\n".join(json.dumps(r) for r in runs), name="runs.jsonl")
+    assert result.format == "langsmith"
+    assert sorted(len(c.turns) for c in result.conversations) == [2, 3]
+    three = max(result.conversations, key=lambda c: len(c.turns))
+    assert [t.query for t in three.turns] == ["q0", "q1", "q2"]
+    assert all(r["kept"] == [] for t in three.turns for r in t.meta["node_runs"])  # nothing of the thread sent
