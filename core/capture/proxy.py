@@ -29,7 +29,7 @@ import asyncio
 import json
 import re
 import time
-from typing import Any, AsyncIterator, Callable, Iterable
+from typing import Iterable
 from uuid import uuid4
 
 from core.hosts import allowed_hosts, host_allowed, refusal
@@ -37,8 +37,8 @@ from core.limits import MAX_PROXY_BYTES, limit
 
 from .demo import DEMO_MODELS, demo_answer
 from .errors import CaptureError
-from .exchange import (CLIENT_LEFT, ENDPOINTS, MESSAGES, OK, UPSTREAM_ERROR, UPSTREAM_REFUSED, UPSTREAM_TIMEOUT,
-                       Exchange, request_json)
+from .exchange import (CLIENT_LEFT, ENDPOINTS, MESSAGES, UPSTREAM_ERROR, UPSTREAM_REFUSED, UPSTREAM_TIMEOUT, Exchange,
+                       request_json)
 from .upstream import UpstreamTimeout, UpstreamUnreachable, upstream_for
 
 #: Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1), and those the request is sent with

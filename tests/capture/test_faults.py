@@ -9,7 +9,6 @@ import json
 import socket
 
 import httpx
-import pytest
 
 from core.store import repo
 from tests.capture.conftest import KEY, running_proxy

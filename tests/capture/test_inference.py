@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from core.capture.inference import (ObservedCall, infer_conversation, infer_node, node_replay, roundest,
-                                    rule_args)
+from core.capture.inference import ObservedCall, infer_node, node_replay, roundest, rule_args
 from core.capture.recorder import save_threads
-from core.capture.threader import Call, Threader
+from core.capture.threader import Threader
 from core.memory.replay import MemoryConfig
-from core.model.conversation import Message
 from core.store.db import Database
-from tests.capture.test_threader import Bot, a, s, u
+from tests.capture.test_threader import Bot
 
 
 def calls_of(thread) -> list[ObservedCall]:
