@@ -560,8 +560,10 @@ class Threader:
 
     def _turn(self, thread: Thread, parent: int | None, payload: Payload, qkey: Key | None, node: Node, call: Call,
               step_keys: tuple, payload_keys: tuple) -> tuple[int, Node]:
-        """The turn the call is a call of: the newest turn after ``parent`` with its query, unless its node
-        called there already and this is no next step nor retry (then a new turn beside it)."""
+        """The turn the call is a call of, and its node: the newest turn after ``parent`` with its query. When
+        its node called there already, the call is the next step of that call's tool round or its retry
+        (that turn), or else a regenerated answer (a new turn beside it: Dify's own regenerate may send a
+        shorter history, a sibling's row taking a window slot). Nodes are told apart by prompt and tools."""
         siblings = [p for p in thread.children(parent)
                     if (message_key(thread.turns[p].query) if thread.turns[p].query is not None else None) == qkey]
         if siblings:
@@ -571,19 +573,28 @@ class Threader:
             if mine and payload.system not in (node.system, node.latest) and any(
                     c.call.messages and split_payload(c.call.messages).system != payload.system for c in mine):
                 # A prompt only like this node's, beside one of its calls in the same turn: another node.
-                node = self._new_node(thread, call, payload)
-                mine = []
-            if not mine:
-                self._take_steps(thread, position, payload)
-                return position, node
-            last = mine[-1]
-            extends = len(step_keys) > len(last.step_keys) and step_keys[:len(last.step_keys)] == last.step_keys
-            retry = last.call.status != SUCCEEDED and payload_keys == last.payload_keys
-            if extends or retry:
+                node, mine = self._other_node(thread, turn, call, payload), []
+            if mine:
+                last = mine[-1]
+                extends = len(step_keys) > len(last.step_keys) and step_keys[:len(last.step_keys)] == last.step_keys
+                retry = last.call.status != SUCCEEDED and payload_keys == last.payload_keys
+                if extends or retry:
+                    self._take_steps(thread, position, payload)
+                    return position, node
+            else:
                 self._take_steps(thread, position, payload)
                 return position, node
         turn = ThreadTurn(self.new_id(), parent, payload.query, list(payload.steps), created_at=call.started_at)
         return self._add_turn(thread, turn), node
+
+    def _other_node(self, thread: Thread, turn: ThreadTurn, call: Call, payload: Payload) -> Node:
+        """A node with this call's prompt and tools that has not called in ``turn`` (made when there is none)."""
+        busy = {c.node for c in turn.calls}
+        tools = tuple(sorted(call.tools))
+        for n in thread.nodes.values():
+            if n.id not in busy and n.tools == tools and n.api == call.api and payload.system in (n.system, n.latest):
+                return n
+        return self._new_node(thread, call, payload)
 
     def _take_steps(self, thread: Thread, position: int, payload: Payload) -> None:
         """A call's tool round becomes its turn's steps when it extends them (and the turn may grow)."""

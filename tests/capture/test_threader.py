@@ -217,3 +217,4 @@ def test_a_trace_of_calls_is_threaded_in_time_order():
              Call("1", (s("x"), u("one")), a("1"), started_at=1)]
     [thread] = thread_calls(calls)
     assert [t.query.content for t in thread.turns] == ["one", "two"]
+
