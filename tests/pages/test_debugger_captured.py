@@ -86,3 +86,36 @@ def test_the_inferred_rule_is_a_lens_whose_what_if_changes_the_markers(page):
     page.number_input(key=key).set_value(2).run()
     assert not page.exception, page.exception
     assert any("What-if" in shown(w.value) for w in page.warning)
+
+
+def test_a_conversation_the_openai_client_drove_through_the_proxy_opens_with_observed_markers_and_its_rule(
+        tmp_path, monkeypatch):
+    from openai import OpenAI
+
+    from tests.capture.conftest import running_proxy
+
+    url = f"sqlite:///{tmp_path / 'memlens.db'}"
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", url)
+    db = Database(url)
+    with running_proxy(db) as (base, recorder):  # the demo model answers
+        client = OpenAI(base_url=base, api_key="unused", max_retries=0)
+        history = [{"role": "system", "content": "You are the Acme order desk."}]
+        for question in ["Hi, I'm Dana.", "My order is 4411.", "What's my name?", "What's my order number?"]:
+            history.append({"role": "user", "content": question})
+            answer = client.chat.completions.create(model="gpt-4o-mini", messages=history[:1] + history[-3:])
+            history.append({"role": "assistant", "content": answer.choices[0].message.content})
+        assert recorder.wait()
+    [info] = ConversationService(db).conversations()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.session_state["conv_id"] = info.id
+    at.run()
+    assert not at.exception, at.exception
+    assert any("explained by: last 2 messages (the Window Memory node, window 2), 4/4 calls" in shown(c.value)
+               for c in at.sidebar.caption)
+    html = "".join(md.value for m in at.chat_message for md in m.markdown)
+    markers = {(shown(n), shown(r)) for n, r in re.findall(r'data-node="([^"]+)" data-reason="([^"]+)"', html)}
+    # The last turn's payload held the turn before it and not the first two: observed kept and dropped.
+    assert ("observed-node-1", "kept") in markers and ("observed-node-1", "trimmed_earlier") in markers
+    assert any(shown(t.label).startswith("Observed · node 1") for t in at.tabs)
+    db.dispose()
