@@ -223,6 +223,7 @@ class Thread:
         self.stored_turns: set[str] = set()  # ids of the turns the store holds (the rest are inserted)
         self.in_store = False  # whether the store holds the conversation's row
         self._conversation: Conversation | None = None
+        self._built: list[Turn | None] = []  # each turn as a core Turn, made again only once it changed
 
     # -- its messages ---------------------------------------------------------------------------------
     def messages_of(self, position: int) -> list[Message]:
@@ -246,9 +247,11 @@ class Thread:
         self._index_turn(position, True)
         self.changed.add(position)
         self._conversation = None
+        self._built[position] = None
 
     def add_turn(self, turn: ThreadTurn) -> int:
         self.turns.append(turn)
+        self._built.append(None)
         position = len(self.turns) - 1
         self._index_turn(position, True)
         self.changed.add(position)
@@ -276,10 +279,14 @@ class Thread:
         if self._conversation is None or len(self._conversation.turns) != len(self.turns):
             turns = []
             for p, t in enumerate(self.turns):
-                msgs, qi, ai = turn_messages(self.messages_of(p))
-                turns.append(Turn(id=t.id, parent_id=self.turns[t.parent].id if t.parent is not None else None,
-                                  messages=tuple(msgs), query_index=qi, answer_index=ai, status=t.status,
-                                  error=t.error, created_at=t.created_at))
+                built = self._built[p]
+                if built is None or (built.status, built.error) != (t.status, t.error):  # a call joined since
+                    msgs, qi, ai = turn_messages(self.messages_of(p))
+                    built = self._built[p] = Turn(
+                        id=t.id, parent_id=self.turns[t.parent].id if t.parent is not None else None,
+                        messages=tuple(msgs), query_index=qi, answer_index=ai, status=t.status, error=t.error,
+                        created_at=t.created_at)
+                turns.append(built)
             model = next((n.model for n in self.nodes.values() if n.model), "")
             self._conversation = Conversation(id=self.id, turns=turns, source_format="capture", name=self.name,
                                               meta={"model": model} if model else {})
@@ -362,6 +369,7 @@ class Threader:
                         tuple(all_places),
                         step_keys, payload_keys)
         thread.turns[position].calls.append(placed)
+        thread._conversation = None  # the turn's status follows its calls
         thread.calls.append(placed)
         thread.fresh.append(placed)
         thread.changed.add(position)
