@@ -32,6 +32,8 @@ from .threader import Call, Placed, Thread, Threader, ThreadTurn, message_key, s
 
 #: Calls written per transaction at most (a burst is written in a few transactions, not one per call).
 BATCH = 64
+#: How much lower the recorder process's CPU priority is than the proxy's (``os.nice``).
+RECORDER_NICENESS = 10
 
 
 def load_threader(db: Database) -> Threader:
@@ -339,6 +341,10 @@ def _record_from(url: str, exchanges, done) -> None:
     import os
 
     parent = os.getppid()
+    try:
+        os.nice(RECORDER_NICENESS)  # background work: the proxy relaying bytes goes first on a busy machine
+    except OSError:
+        pass
     recorder = Recorder(Database(url))
     while True:
         try:
