@@ -91,6 +91,8 @@ def observed_run(conversation: Conversation, view: NodeView, position: int) -> d
     else:
         notes.append("Observed: the payload below is what the bot sent. No rule MemLens emulates explains this call; "
                      "each dropped message's reason says where it was missing.")
+    # Where a named platform's emulation first parts from what was observed, said at that call.
+    notes += [d.sentence() for d in view.inference.differences if d.call == number]
     if run.get("status") != "succeeded":
         notes.append(f"This call {run.get('status')}: {run.get('error') or 'no reply'}.")
     if requests > 1:

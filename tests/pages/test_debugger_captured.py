@@ -48,6 +48,24 @@ def test_the_observed_receipt_is_the_payload_as_sent_and_its_reasons_the_explain
     assert run["ledger"].config["strategy"] == "window" and run["notes"][0].startswith("Observed: the payload")
 
 
+def test_where_a_named_platform_parts_from_the_observation_the_receipt_of_that_call_says_so(tmp_path):
+    db = Database(f"sqlite:///{tmp_path / 'c.db'}")
+    bot = Bot(Threader(), window=lambda h: h[-6:])
+    for k in range(4):
+        bot.ask(f"question {k}")
+    bot.ask("question 3", "regenerated", keep=False)  # Dify's rows would count this sibling
+    for k in range(4, 7):
+        bot.ask(f"question {k}")
+    [conversation_id] = save_threads(db, bot.threader.threads)
+    service = ConversationService(db)
+    conv = service.conversation(conversation_id)
+    [view] = captured_view(conv, service.info(conversation_id).meta,
+                           {p: service.node_runs(conv, t.id) for p, t in enumerate(conv.turns)})
+    [dify] = [d for d in view.inference.differences if d.platform == "Dify as shipped"]
+    position = next(p for p, (_, number, _) in view.calls.items() if number == dify.call)
+    assert dify.sentence() in observed_run(conv, view, position)["notes"]
+
+
 @pytest.fixture
 def page(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'memlens.db'}"
