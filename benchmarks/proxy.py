@@ -4,8 +4,9 @@ A stand-in provider (``tests/capture/stub_upstream.py``, its own process) answer
 like a fast model: its first byte after ``--delay`` seconds, then ten pieces ``--chunk-delay`` apart.
 ``python -m core proxy`` (its own process, as in use) forwards to it and records every call into a new
 SQLite store. Clients (one process, asyncio, httpx) each hold a conversation and ask ``--turns`` questions,
-each request carrying the history so far (what a chat bot sends), streamed; directly and through the proxy
-in alternating rounds (a machine's load that drifts burdens both alike), at 1 and at 20 concurrent clients. Per request: the time to its last byte (latency) and to its
+each request carrying the history so far (what a chat bot sends), streamed; directly and through the proxy:
+one client asking both paths request by request, then 20 concurrent clients in rounds that alternate the
+paths (so a machine whose load drifts burdens both alike). Per request: the time to its last byte (latency) and to its
 first body byte (TTFB); per load: requests per second over the wall clock.
 
 Printed: latency and TTFB percentiles of both paths, the proxy's added latency (p50 and p95 of the proxy
@@ -35,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 STUB = ROOT / "tests" / "capture" / "stub_upstream.py"
-#: Rounds per load: each runs the direct path, then the proxy.
-ROUNDS = 3
+#: Rounds of the 20-client load: each runs the direct path, then the proxy.
+ROUNDS = 5
 
 
 def cpu_seconds(pid: int) -> float:
@@ -128,6 +129,30 @@ async def load(base: str, clients: int, turns: int, tag: str) -> dict:
     return {"latency": latencies, "ttfb": firsts, "wall": wall, "requests": len(latencies) + 1}
 
 
+async def paired(bases: dict[str, str], turns: int, tag: str) -> dict[str, dict]:
+    """One client asking both paths in turn, request by request (the order flipping each turn): at one client
+    the paths' figures then share every moment's load, which blocks of requests taken apart would not."""
+    out = {path: {"latency": [], "ttfb": [], "wall": 0.0, "requests": 0} for path in bases}
+    async with httpx.AsyncClient(timeout=60) as client:
+        histories = {path: [{"role": "system", "content": "You are a support bot."}] for path in bases}
+        for path, base in bases.items():
+            await one_request(client, f"{base}/chat/completions", [{"role": "user", "content": f"{tag} warm-up"}])
+        for k in range(turns):
+            for path in (list(bases) if k % 2 == 0 else list(reversed(list(bases)))):
+                history = histories[path]
+                history.append({"role": "user", "content": f"{tag} {path} question {k}: where is my order?"})
+                started = time.perf_counter()
+                latency, first, stream = await one_request(client, f"{bases[path]}/chat/completions", history)
+                out[path]["wall"] += time.perf_counter() - started
+                out[path]["latency"].append(latency)
+                out[path]["ttfb"].append(first)
+                out[path]["requests"] += 1
+                history.append({"role": "assistant", "content": answer_of(stream)})
+    for r in out.values():
+        r["requests"] += 1  # the warm-up
+    return out
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -155,7 +180,15 @@ def main() -> None:
         cpu = {"direct": 0.0, "proxy": 0.0}
         pids = {"stand-in": [stub.pid], "proxy": [proxy.pid], "recorder": children(proxy.pid)}
         used = {name: 0.0 for name in pids}
-        for clients in (1, 20):
+        before = {name: sum(map(cpu_seconds, ps)) for name, ps in pids.items()}
+        one = asyncio.run(paired({"direct": direct_base, "proxy": proxy_base}, args.turns, "one"))
+        after = {name: sum(map(cpu_seconds, ps)) for name, ps in pids.items()}
+        for path, r in one.items():
+            results[(path, 1)] = {**r, "measured": len(r["latency"])}
+            cpu[path] += r["requests"]
+        for name in pids:  # (the direct path costs none of these but the stand-in's)
+            used[name] += after[name] - before[name] if name != "stand-in" else (after[name] - before[name]) / 2
+        for clients in (20,):
             # Rounds alternate the two paths, so a machine whose load drifts during the run burdens both alike.
             for r in range(ROUNDS):
                 for path, base in (("direct", direct_base), ("proxy", proxy_base)):

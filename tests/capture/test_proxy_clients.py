@@ -171,3 +171,16 @@ def test_anthropic_messages_through_the_proxy_with_litellms_anthropic_client(pro
     assert runs[1]["prompt"][0]["content"] == "Be terse." and runs[1]["usage"]["completion_tokens"] > 0
     assert not any("api-key" in k for k in runs[0]["call"]["request_headers"])
     assert_no_key(capture_db)
+
+
+def test_plain_payloads_read_fast_are_read_as_the_importer_reads_them():
+    from core.capture.exchange import _plain_messages, request_messages
+    from core.io.readers.openai import openai_messages
+
+    raw = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi", "name": "dana"},
+           {"role": "assistant", "content": ""}, {"role": "user", "content": "x\ny"}]
+    assert _plain_messages(raw) == openai_messages(raw)
+    assert request_messages("chat", {"messages": raw})[0] == openai_messages(raw)
+    for other in ([{"role": "developer", "content": "x"}], [{"role": "user", "content": [{"type": "text", "text": "x"}]}],
+                  [{"role": "tool", "content": "x", "tool_call_id": "1"}], []):
+        assert _plain_messages(other) is None
