@@ -50,7 +50,7 @@ def test_the_proxy_command_records_calls_into_its_database_and_stops_cleanly(tmp
 
 @pytest.mark.parametrize("args, words", [(["--upstream", "api.openai.com"], "is not an http(s) URL"),
                                          (["--demo", "--upstream", "http://x"], "not allowed with argument"),
-                                         ([], "one of the arguments --upstream --demo is required"),
+                                         (["--port", "4001"], "one of the arguments --upstream --demo is required"),
                                          (["--demo", "--timeout", "0"], "--timeout 0 is out of range")])
 def test_bad_options_are_refused_in_one_line(args, words):
     p = subprocess.run([sys.executable, "-m", "core", "proxy", *args], cwd=ROOT, capture_output=True, text=True,

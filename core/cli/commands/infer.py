@@ -16,7 +16,7 @@ import json
 import shlex
 import sys
 
-from ..options import add_db_option, open_db
+from ..options import add_db_option, add_format_option, open_db
 
 
 def cmd_infer(args) -> int:
@@ -54,5 +54,5 @@ def register(sub) -> None:
                                    "imported), the memory rule whose replay gives the kept sets its calls showed.")
     p.add_argument("--conversation", required=True, metavar="ID", help="a stored conversation's id")
     add_db_option(p)
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    add_format_option(p, ("table", "json"))
     p.set_defaults(func=cmd_infer)
