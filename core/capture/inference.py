@@ -18,12 +18,12 @@ calls are its equivalents (on a plain alternating conversation "last 6 messages"
 as shipped, window 4" are one rule). Where a named platform's best setting does not explain a call, the
 messages it would treat otherwise are named, with its reason.
 
-The JSON (``python -m core infer --format json``)::
+The JSON (``memlens infer --format json``)::
 
     {"nodes": [{"node": "node-1", "calls": 41, "rule": {"memory": "window", "window": 6, "model": "gpt-4o-mini"},
                 "explains": 41, "first_unexplained": null, "equivalent": [{"memory": "dify", "window": 4, …}, …]}]}
 
-``rule`` replays with ``python -m core replay --conversation ID --node NODE --memory NAME …``
+``rule`` replays with ``memlens replay --conversation ID --node NODE --memory NAME …``
 (:func:`rule_args`) to the same kept and dropped sets.
 """
 
@@ -501,7 +501,7 @@ def stored_calls(db, conversation_id: str):
     calls = calls_of_runs(runs)
     if not nodes or not calls:
         raise CaptureError(f"conversation {conversation_id!r} holds no captured calls: infer explains what the "
-                           "capture proxy recorded (python -m core proxy) or a trace's calls imported")
+                           "capture proxy recorded (memlens proxy) or a trace's calls imported")
     limits = {}
     for p, node_runs in runs.items():
         for run in node_runs:

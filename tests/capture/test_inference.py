@@ -142,7 +142,7 @@ def test_infer_prints_the_json_shape_and_replay_reproduces_the_rule(tmp_path, ca
     assert main(["infer", "--conversation", conversation_id, "--db", db.url]) == 0
     text = capsys.readouterr().out
     assert "explained by: last 4 messages (the Window Memory node, window 4), 6/6 calls" in text
-    assert f"replay: python -m core replay --conversation {conversation_id} --node node-1 --memory window" in text
+    assert f"replay: memlens replay --conversation {conversation_id} --node node-1 --memory window" in text
 
 
 def test_infer_refuses_a_conversation_that_holds_no_captured_calls_in_one_line(tmp_path, capsys):

@@ -1,12 +1,12 @@
 """``infer``: the memory rule behind each node of a captured conversation::
 
-    python -m core infer --conversation ID [--db URL] [--format json]
+    memlens infer --conversation ID [--db URL] [--format json]
 
 For each node (the calls sharing a system prompt and tools), the rule MemLens emulates that explains
 the most of its calls — its replay gives each call's kept set — how many calls it explains, the first
 it does not, the rules that explain them as well, and where a named platform's emulation differs
 from what was observed. The JSON is ``{"nodes": [{"node", "calls", "rule", "explains",
-"first_unexplained", "equivalent"}]}``; ``rule`` replays with ``python -m core replay --conversation ID
+"first_unexplained", "equivalent"}]}``; ``rule`` replays with ``memlens replay --conversation ID
 --node NODE --memory NAME …`` to the same kept and dropped sets.
 """
 
@@ -40,7 +40,7 @@ def cmd_infer(args) -> int:
             if node.equivalent:
                 lines.append("  equally well: " + "; ".join(e.rule.full for e in node.equivalent))
             args_ = rule_args(best.rule.settings())
-            lines.append(f"  replay: python -m core replay --conversation {conv.id} --node {node.node.id} "
+            lines.append(f"  replay: memlens replay --conversation {conv.id} --node {node.node.id} "
                          + " ".join(shlex.quote(a) for a in args_))
         for difference in node.differences:
             lines.append(f"  {difference.sentence()}")

@@ -1,7 +1,7 @@
 """``proxy``: the capture proxy (see :mod:`core.capture.proxy`)::
 
-    python -m core proxy --upstream https://api.openai.com/v1      # forward, record
-    python -m core proxy --demo                                     # the offline demo model answers
+    memlens proxy --upstream https://api.openai.com/v1      # forward, record
+    memlens proxy --demo                                     # the offline demo model answers
 
 Point a bot's OpenAI (or Anthropic) base URL at ``http://127.0.0.1:4000/v1``: each call is forwarded
 unchanged with the bot's own key and recorded into the store (``--db``), threaded into conversations
