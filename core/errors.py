@@ -37,6 +37,7 @@ deriving from a class here; catch the narrowest that fits)::
     │   └── PullFailedError    the app did not answer as asked (a RuntimeFailure)    core/io/errors.py
     ├── FileInputError         a chat message's files                                core/api/errors.py
     ├── UsageError             the command line                                      core/cli/errors.py
+    ├── CaptureError           a captured call, a capture setting, an inference      core/capture/errors.py
     ├── LedgerMismatchError    a stored ledger that does not fit its conversation    core/store/errors.py
     ├── ConversationBusyError  a conversation another turn is writing (a RuntimeFailure)  core/store/errors.py
     └── StoreError             the store                                             core/store/errors.py

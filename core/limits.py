@@ -66,6 +66,8 @@ LIMITS = (
     Limit("import_size", "MEMLENS_MAX_IMPORT_MB", 50, "MB",
           "size of a file to import or read (transcripts, MemLens exports, report bundles, uploads)"),
     Limit("request_size", "MEMLENS_MAX_REQUEST_BYTES", MB, "bytes", "body of one API request"),
+    # A model call carries its whole history (and any images in it): far more than a Service API request.
+    Limit("proxy_request_size", "MEMLENS_MAX_PROXY_MB", 32, "MB", "body of one model call through the capture proxy"),
     Limit("query_length", "MEMLENS_MAX_QUERY_CHARS", 100_000, "characters", "one query sent to a flow"),
     Limit("depth", "MEMLENS_MAX_DEPTH", 100, "levels",
           "nesting of JSON and YAML values (files, API bodies, inputs, variable values)"),
@@ -83,6 +85,7 @@ def limit(name: str) -> Limit:
 
 MAX_IMPORT_BYTES = limit("import_size").read() * MB
 MAX_REQUEST_BYTES = limit("request_size").read()
+MAX_PROXY_BYTES = limit("proxy_request_size").read() * MB
 MAX_QUERY_CHARS = limit("query_length").read()
 MAX_DEPTH = limit("depth").read()
 MAX_YAML_NODES = limit("yaml_nodes").read()
@@ -267,6 +270,7 @@ class _LimitedLoader(yaml.SafeLoader):
 
 
 __all__ = ["LimitError", "TooLargeError", "Limit", "LIMITS", "limit", "MAX_IMPORT_BYTES", "MAX_REQUEST_BYTES",
+           "MAX_PROXY_BYTES",
            "MAX_QUERY_CHARS", "MAX_DEPTH", "MAX_YAML_NODES", "MAX_FLOW_BYTES", "check_file_size", "check_flow_size",
            "check_query", "check_value",
            "load_json", "load_yaml", "too_deep"]

@@ -52,7 +52,9 @@ def _source(c) -> str:
     """Where a conversation comes from: a flow (chat, API, CLI), an import format, a Dify pull."""
     if c.flow_version_id:
         return "flow"
-    return "dify-pull" if c.source == "dify-pull" else f"import: {c.meta.get('source_format') or c.source}"
+    if c.source in ("dify-pull", "capture"):  # a Dify pull; the capture proxy's recordings
+        return c.source
+    return f"import: {c.meta.get('source_format') or c.source}"
 
 
 sources = sorted({_source(c) for c in conversations})

@@ -36,6 +36,7 @@ from ui.compare_findings import render_findings
 from ui.html import plain
 from ui.ledger_table import render_ledger_table
 from ui.links import link_to
+from ui.observed_view import observed_lenses
 from ui.receipt_view import render_receipt
 from ui.switchboard import render_switchboard
 from ui.tree_view import render_branches
@@ -161,7 +162,10 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
     stamp = data.stamp(info)
     conv = data.conversation(url, conv_id, stamp)
     lenses = _lenses(svc, info, conv_id, conv)
-    titles = {lens.id: lens.title for lens in lenses}
+    observed = observed_lenses(url, info, conv_id, stamp)  # a captured conversation's nodes (None otherwise)
+    if observed is not None:
+        lenses = observed.inferred + lenses
+    titles = {lens.id: lens.title for lens in lenses} | (observed.titles if observed is not None else {})
     baselines = {lens.id: lens.config for lens in lenses}
 
     tree = conv.tree
@@ -178,8 +182,14 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
 
     source = info.meta.get("source_format") or info.source
     st.title(plain(info.name or "Conversation"))
-    st.caption(plain(f"Imported ({source}) without a flow: markers and receipts replay it under the memory lenses "
-                     "in the sidebar. ● kept · ○ dropped · ◌ not eligible."))
+    if observed is not None:
+        st.caption(plain(observed.caption()))
+        with st.sidebar:
+            for fit in observed.fits():
+                st.caption(plain(fit))
+    else:
+        st.caption(plain(f"Imported ({source}) without a flow: markers and receipts replay it under the memory "
+                         "lenses in the sidebar. ● kept · ○ dropped · ◌ not eligible."))
 
     def select(turn_id: str) -> None:  # an on_click callback (TurnActions.on_select): state only
         st.session_state[keys.SELECTED_TURN] = turn_id
@@ -215,6 +225,8 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
 
     replays = {lid: _replay(url, conv_id, stamp, cfg) for lid, cfg in configs.items()}
     ledgers = lens_ledgers(replays, selected) if selected is not None else {}
+    if observed is not None and selected is not None:
+        ledgers = observed.ledgers_at(conv, selected) | ledgers
     lenses_json = _lenses_json(titles, configs)
 
     if why_box is not None and thread:
@@ -267,7 +279,12 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
             for f in ratings:
                 st.caption(plain(f"Rated {f['rating']} by {f['user_id']}" + (f": {f['content']}" if f["content"] else "")))
             shown_lenses = [lens for lens in lenses if lens.id in ledgers]
-            for lens, tab in zip(shown_lenses, st.tabs([plain(lens.title) for lens in shown_lenses])):
+            seen = [lens_id for lens_id in (observed.titles if observed is not None else {}) if lens_id in ledgers]
+            tabs_shown = st.tabs([plain(titles[lens_id]) for lens_id in seen] + [plain(lens.title) for lens in shown_lenses])
+            for lens_id, tab in zip(seen, tabs_shown):
+                with tab:
+                    observed.render_receipt(conv, selected, lens_id, key=f"{selected_id}-{lens_id}")
+            for lens, tab in zip(shown_lenses, tabs_shown[len(seen):]):
                 with tab:
                     ledger = ledgers[lens.id]
                     counter = counter_for(configs[lens.id].model)

@@ -171,6 +171,25 @@ def _stored(args: argparse.Namespace) -> Conversation:
     return load_stored(open_db(args), args.conversation).conversation
 
 
+def _captured_replay(args: argparse.Namespace, conversation: Conversation, config: MemoryConfig) -> Replay | None:
+    """A captured conversation replayed as one of its nodes replays it (``--node``, by default its first): with
+    that node's system prompt and, where it called, its prompt's size (:func:`core.capture.inference.node_replay`,
+    what ``infer`` judges its rules by). ``None`` for a conversation the capture did not record."""
+    if args.node is not None and not args.conversation:
+        raise UsageError("--node applies to a stored conversation: give --conversation ID")
+    if not args.conversation:
+        return None
+    from core.capture.inference import node_replay
+    from core.capture.stored import nodes_of
+    from core.store import repo
+
+    nodes = nodes_of(repo.get_conversation(open_db(args), args.conversation).meta)
+    if args.node is not None and args.node not in nodes:
+        raise UsageError(f"--node {args.node!r} is not a node of this conversation; its nodes: "
+                         f"{', '.join(nodes) or 'none (it was not captured)'}")
+    return node_replay(conversation, nodes[args.node or next(iter(nodes))], config) if nodes else None
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     if bool(args.file) == bool(args.conversation):
         raise UsageError("give a conversation FILE or --conversation ID (one of them)")
@@ -184,7 +203,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                          f"{plural(len(conversations), 'conversation')} (0..{len(conversations) - 1})")
     chosen = conversations[args.index]
     config = config_from_args(args, chosen)
-    replay = Replay(chosen, config, system_prompt=args.system)
+    replay = _captured_replay(args, chosen, config) or Replay(chosen, config, system_prompt=args.system)
     answered = [replay.numbers[p] for p in replay.conversation.answered_turns()]
     if not answered:
         raise UsageError(f"{where}: the conversation has no user turn to replay")
@@ -240,6 +259,8 @@ def register(sub) -> None:
     p = sub.add_parser("replay")
     p.add_argument("file", nargs="?", help="an importable conversation file (or use --conversation)")
     p.add_argument("--conversation", default=None, metavar="ID", help="a stored conversation's id instead of FILE")
+    p.add_argument("--node", default=None, metavar="NODE",
+                   help="with --conversation, a captured conversation's node to replay as (default: its first)")
     add_db_option(p)
     _add_memory_options(p)
     p.add_argument("--system", default=None, help="system prompt (default: the file's leading system messages)")

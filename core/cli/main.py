@@ -48,6 +48,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "flows": ("core.cli.commands.flows", "import and list the flows in the store"),
     "keys": ("core.cli.commands.keys", "create, revoke and list Service API keys"),
     "serve": ("core.cli.commands.serve", "serve Dify's Service API (/v1) over the flows in the store"),
+    "proxy": ("core.cli.commands.proxy", "an OpenAI/Anthropic-compatible proxy that records what a bot sends its model"),
+    "infer": ("core.cli.commands.infer", "name the memory rule behind each node of a captured conversation"),
 }
 
 

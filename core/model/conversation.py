@@ -243,6 +243,37 @@ def message_text(message: Message) -> str:
     return f"{message.content} {calls}" if message.content and calls else message.content or calls
 
 
+def turn_messages(group: list[Message]) -> tuple[tuple[Message, ...], int | None, int | None]:
+    """A turn's messages with their kinds, its query index and its answer index.
+
+    The turn starts with its query when the first message is the user's; its answer is the last
+    assistant message that is not reasoning, unless that message calls a tool: a turn that ends
+    in a tool step (a log cut mid-run, a training example that stops at the call) has no answer
+    yet. The rest keep what they are (reasoning, tool call, tool result) or are intermediate.
+    """
+    has_query = bool(group) and group[0].role == "user"
+    last_assistant = max((k for k, m in enumerate(group) if m.role == "assistant" and m.kind != REASONING),
+                         default=None)
+    if last_assistant is not None and group[last_assistant].tool_calls:
+        last_assistant = None
+    msgs = []
+    for k, m in enumerate(group):
+        if k == 0 and has_query:
+            kind = QUERY
+        elif k == last_assistant:
+            kind = ANSWER
+        elif m.kind == REASONING:
+            kind = REASONING
+        elif m.role == "tool":
+            kind = TOOL_RESULT
+        elif m.tool_calls:
+            kind = TOOL_CALL
+        else:
+            kind = INTERMEDIATE
+        msgs.append(replace(m, kind=kind))
+    return tuple(msgs), 0 if has_query else None, last_assistant
+
+
 @dataclass(frozen=True, slots=True)
 class Turn:
     """One message record: a query, what the turn produced, and its final answer.

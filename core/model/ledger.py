@@ -39,11 +39,16 @@ CLEARED = "cleared"
 #: message whose words are in it is ``rewritten``; one the scratchpad leaves out is ``omitted``.
 REWRITTEN = "rewritten"
 OMITTED = "omitted"
+#: An observed ledger (a captured call's payload, :mod:`core.capture.observed`) names a message the payload
+#: left out while holding messages before and after it — a gap no window or budget leaves — ``not_sent``.
+NOT_SENT = "not_sent"
+#: The key of an observed ledger's config: what a captured payload held, not what a memory decided.
+OBSERVED = "observed"
 
 #: Removal pipeline order: the first step that removes a message names its reason.
 PIPELINE = (MEMORY_OFF, SCOPE, OTHER_BRANCH, GRANULARITY, TRIMMED_EARLIER, OUTSIDE_WINDOW,
             OVER_BUDGET, EMPTY)
-REASONS = (KEPT, *PIPELINE, SUMMARIZED, CLEARED, REWRITTEN, OMITTED)
+REASONS = (KEPT, *PIPELINE, SUMMARIZED, CLEARED, REWRITTEN, OMITTED, NOT_SENT)
 #: Reasons of messages whose text reaches the model: as they are, or inside a scratchpad.
 WORDS_SENT = frozenset({KEPT, REWRITTEN})
 #: Reasons for messages that were never candidates for this node's memory at all.
@@ -69,6 +74,7 @@ REASON_LABELS = {
     CLEARED: "cleared",
     REWRITTEN: "rewritten",
     OMITTED: "omitted",
+    NOT_SENT: "not sent",
 }
 
 
@@ -99,6 +105,7 @@ SUMMARY = "summary"          # a running summary standing for folded messages
 PLACEHOLDER = "placeholder"  # a cleared tool result, sent with its content replaced
 PARTIAL = "partial"          # the part of a message that fit (trim_messages allow_partial)
 SCRATCHPAD = "scratchpad"    # a ReAct agent's text for an earlier turn's steps, sent instead of its first step
+PAYLOAD_ONLY = "payload only"  # a captured payload's message that no turn of its thread holds (a summary, a rewrite)
 
 
 def format_spans(spans) -> str:
@@ -522,6 +529,8 @@ def copy_words(where: str, own: bool) -> tuple[str, str]:
 def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = None) -> str:
     """The reason for one entry in plain words, for hovers, tables and reports."""
     config = config or {}
+    if config.get(OBSERVED):
+        return _explain_observed(entry.reason)
     strategy = config.get("strategy", "dify")
     window = config.get("window")
     r = entry.reason
@@ -578,6 +587,24 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
         return ("left out of its turn's ReAct scratchpad, which keeps only the first step's words, the last tool call "
                 "and the last tool result: its words are never sent again")
     return r
+
+
+def _explain_observed(reason: str) -> str:
+    """An observed ledger's reasons in words: what the payload held, not a memory's rule."""
+    if reason == KEPT:
+        return "in the payload the bot sent"
+    if reason == OTHER_BRANCH:
+        return "on another branch (regenerated or edited): not this call's thread"
+    if reason == OUTSIDE_WINDOW:
+        return "observed: not in the payload, which held nothing of the thread older than its newer messages"
+    if reason == GRANULARITY:
+        return ("observed: an intermediate message (tool call, tool result or reasoning) the payload left out while "
+                "holding the messages around it")
+    if reason == EMPTY:
+        return "observed: an empty message the payload left out"
+    if reason == NOT_SENT:
+        return "observed: left out of the payload, which held messages before and after it"
+    return f"observed: {REASON_LABELS.get(reason, reason)}"
 
 
 def _history_limit(config: dict) -> int:

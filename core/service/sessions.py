@@ -32,6 +32,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from core.capture.stored import CAPTURE, NODE_RUNS, PROMPT_TOKENS
 from core.flow.graph import Flow, classify_change, load_flow
 from core.flow.runtime import ConversationState, RunError, TurnRecord, run_turn
 from core.flow.variables import USER, VariableChange, copy_value, defaults, edit_variable
@@ -635,8 +636,13 @@ def _imported_turn_rows(conv: Conversation, conv_id: str, t: float) -> tuple[lis
                             answer_tokens=int(turn.answer_tokens or 0),
                             messages=[m.to_dict() for m in turn.messages],
                             meta={"source_id": turn.id, "created_at_source": turn.created_at,
-                                  **{k: turn.meta[k] for k in (AGENT_THOUGHTS, SHOWN_ANSWER) if k in turn.meta}},
+                                  **{k: turn.meta[k] for k in (AGENT_THOUGHTS, SHOWN_ANSWER, PROMPT_TOKENS)
+                                     if k in turn.meta}},
                             created_at=float(turn.created_at or t)))
+        # A trace's calls threaded into this conversation (core.capture.stored): each call a node run of its turn.
+        runs = turn.meta.get(NODE_RUNS) or []
+        rows[-1].node_runs = [repo._node_row(k, run) for k, run in enumerate(runs)]
+        rows[-1].meta = {**rows[-1].meta, "node_count": len(runs)}
     # The export's own active branch (ChatGPT's current node) stays the active thread.
     return rows, mapping.get(conv.meta.get("active_turn_id"), last)
 
@@ -659,7 +665,9 @@ def store_conversations(db: Database, conversations: list[Conversation], *, user
             s.add(ConversationRow(id=conv_id, flow_version_id=None, user_id=user_id,
                                   name=(conv.name or conv.id)[:255], source=source, inputs={}, active_turn_id=active,
                                   meta={"system_prompt": conv.system_prompt, "source_format": conv.source_format,
-                                        "source_id": conv.id, **_source_model(conv)}, created_at=t, updated_at=t))
+                                        "source_id": conv.id, **_source_model(conv),
+                                        **({CAPTURE: conv.meta[CAPTURE]} if CAPTURE in conv.meta else {})},
+                                  created_at=t, updated_at=t))
             ids.append(conv_id)
     return ids
 

@@ -12,10 +12,10 @@
 * ``open-webui`` (:mod:`.open_webui`) — Open WebUI chat exports: the message tree, every branch kept.
 * ``librechat`` (:mod:`.librechat`) — LibreChat conversation exports, flat or recursive: every branch
   kept, agents' content parts (thinking, tool calls and their output) as the messages they stand for.
-* ``langsmith`` (:mod:`.langsmith`) — LangSmith runs: each LLM run's prompt as sent and its reply, one
-  conversation per model call; a trace's other runs left out.
+* ``langsmith`` (:mod:`.langsmith`) — LangSmith runs: each LLM run's prompt as sent and its reply, the
+  runs threaded into the conversations they form (:mod:`.calls`); a trace's other runs left out.
 * ``langfuse`` (:mod:`.langfuse`) — Langfuse traces and observations: each generation's prompt as sent
-  (a Dify app's LLM node calls traced to Langfuse too) and its reply, one conversation per call.
+  (a Dify app's LLM node calls traced to Langfuse too) and its reply, threaded likewise.
 * ``oasst`` (:mod:`.oasst`) — OpenAssistant message trees (wrapped, nested from the first message, or
   one message per row); sibling replies become branches.
 * ``bfcl`` (:mod:`.bfcl`) — BFCL memory prerequisite conversations, with their recall probes.
@@ -24,6 +24,8 @@
 * ``dify-messages`` (:mod:`.dify_messages`) — Dify Service API history (``GET /v1/messages``).
 * ``dify-node-runs`` (:mod:`.dify_node_runs`) — a Dify workflow run's node executions (its console's
   list): each LLM node's prompt as Dify saved it and its reply, one conversation per call.
+* ``openai-requests`` (:mod:`.openai_requests`) — OpenAI request files (Batch API lines): each chat completion
+  request and its response, threaded into the conversations the calls form.
 * ``dify-web`` (:mod:`.dify_web`) — Dify web chat items (``isAnswer`` / ``parentMessageId``).
 * ``n8n-chat-histories`` (:mod:`.n8n_chat_histories`) — n8n's chat history table (``session_id``,
   ``message`` rows, CSV or JSON), one conversation per session, as n8n stored it.
@@ -50,7 +52,8 @@ package registers them below in detection order. Other formats plug in with :fun
 from core.io.errors import FormatError, RecordError
 
 from . import (bfcl, chatgpt, claude, claude_code, dify_messages, dify_node_runs, dify_web, flowise_messages, langfuse,
-               langsmith, librechat, n8n_chat_histories, n8n_execution, oasst, open_webui, openai, report, sharegpt)
+               langsmith, librechat, n8n_chat_histories, n8n_execution, oasst, open_webui, openai, openai_requests, report,
+               sharegpt)
 from .common import conversation_from_messages
 from .dify_messages import dify_turn
 from .records import MAX_PROBLEMS, Problem, ReadContext, Record, Records
@@ -60,7 +63,8 @@ from .registry import (FORMATS, MAX_IMPORT_BYTES, Format, ImportResult, detect_f
 
 # Detection order: distinctive shapes first (a report bundle's header), the generic OpenAI message list last.
 for _module in (report, bfcl, chatgpt, claude, claude_code, open_webui, librechat, langsmith, langfuse, dify_node_runs,
-                n8n_chat_histories, n8n_execution, flowise_messages, oasst, sharegpt, dify_web, dify_messages, openai):
+                openai_requests, n8n_chat_histories, n8n_execution, flowise_messages, oasst, sharegpt, dify_web, dify_messages,
+                openai):
     register_format(_module.FORMAT)
 del _module
 

@@ -1,22 +1,29 @@
-"""What tracing tools record of one model call — the prompt it was sent and its reply — read as a
-conversation (LangSmith runs: :mod:`.langsmith`; Langfuse generations: :mod:`.langfuse`).
+"""What tracing tools record of one model call — the prompt it was sent and its reply — read as the
+conversations a file's calls form (LangSmith runs: :mod:`.langsmith`; Langfuse generations:
+:mod:`.langfuse`; a Dify run's node executions: :mod:`.dify_node_runs`).
 
 A prompt is a list of messages: OpenAI's ``{role, content}``, LangChain's stored messages, or Dify's
 ``{role, text, files}`` (an LLM node's prompt as Dify saves and traces it), which is read as OpenAI's
 with ``text`` for ``content``. A reply is a message, LangChain's first generation, an OpenAI
-completion's first choice, Dify's LLM node outputs (``{text, usage, …}``) or a bare text. The call
-becomes one conversation: its turns are the prompt's, the reply the last turn's answer, and it opens
-under everything it was sent (:data:`core.model.conversation.WHOLE_THREAD_SOURCES`)."""
+completion's first choice, Dify's LLM node outputs (``{text, usage, …}``) or a bare text. Each call
+is one :class:`~core.capture.threader.Call`; a file's calls are threaded as the capture proxy threads
+what it records (:mod:`core.capture.threader`): calls whose histories repeat one another's messages are
+turns of one conversation, calls of one turn with other system prompts its nodes, a session or thread
+id the trace names pins its calls together. Each call is stored with its turn as a node run whose
+ledger is what its payload held (observed). A file of one call opens as that call's conversation, as
+ever, under everything it was sent (:data:`core.model.conversation.WHOLE_THREAD_SOURCES`)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator
 
+from core.capture.stored import as_conversation
+from core.capture.threader import FAILED, SUCCEEDED, Call, thread_calls
 from core.io.errors import RecordError
-from core.model.conversation import Conversation
+from core.model.conversation import SOURCE_MODEL, Conversation, Message
 
-from .common import conversation_from_messages, iso_time
+from .common import iso_time
 from .openai import openai_messages
 from .records import Problem, ReadContext, Record
 
@@ -75,14 +82,35 @@ def reply_message(value: Any) -> Any | None:
 
 
 def call_conversation(prompt: list, reply: Any | None, conv_id: str, *, name: str, meta: dict,
-                      source_format: str) -> Conversation:
-    """One call as a conversation: the prompt's turns, the reply (when there is one) the last answer."""
-    conv = conversation_from_messages(openai_messages(prompt + ([reply] if reply is not None else [])), conv_id,
-                                      source_format=source_format, name=name or conv_id,
-                                      meta={k: v for k, v in meta.items() if isinstance(v, str) and v})
-    if not conv.turns:
+                      source_format: str, pin: Any = None) -> Call:
+    """One traced call (its prompt, its reply when there is one), as threading reads it; ``conv_id``,
+    ``name`` and ``meta`` name the conversation it opens as when no other call joins it. ``pin``: the
+    session or thread the trace puts it in."""
+    messages = openai_messages(prompt)
+    if not any(m.role in ("user", "assistant") for m in messages):
         raise RecordError("the call's prompt has no user or assistant message", "input")
-    return conv
+    replied = [m for m in openai_messages([reply]) if m.role == "assistant"] if reply is not None else []
+    kept = {k: v for k, v in meta.items() if isinstance(v, str) and v}
+    model = kept.get(SOURCE_MODEL, "")
+    answer = Message("assistant", "\n".join(m.content for m in replied if m.content and m.kind != "reasoning"),
+                     "", "reply", tool_calls=tuple(c for m in replied for c in m.tool_calls)) if replied else None
+    return Call(id=conv_id, messages=tuple(messages), reply=answer, model=model, api=source_format,
+                started_at=iso_time(kept.get("start_time")) or 0.0,
+                pin=f"{source_format}:{pin}" if isinstance(pin, (str, int)) and str(pin) else None,
+                status=FAILED if kept.get("error") and answer is None else SUCCEEDED, error=kept.get("error"),
+                record={"conversation": conv_id, "name": name or conv_id, "meta": kept, "source_format": source_format})
+
+
+def threaded(calls: list[Call]) -> Iterator[Conversation]:
+    """The conversations ``calls`` form, each named after its first call (a file of one call: that call's)."""
+    counter = iter(range(1, 1 << 62))
+    for thread in thread_calls(calls, new_id=lambda: str(next(counter))):
+        first = min(thread.calls, key=lambda c: c.call.started_at).call.record
+        conv = as_conversation(thread, source_format=first["source_format"], meta=first["meta"])
+        conv.id, conv.name = first["conversation"], first["name"]
+        if len(thread.nodes) == 1:
+            conv.system_prompt = next(iter(thread.nodes.values())).system
+        yield conv
 
 
 def call_name(name: Any, start: Any) -> str:
@@ -94,11 +122,12 @@ def call_name(name: Any, start: Any) -> str:
     return " · ".join(p for p in (name, start) if isinstance(p, str) and p)
 
 
-def read_calls(ctx: ReadContext, records: Iterable[Record], convert: Callable[[Any, Any, int | None], Conversation],
+def read_calls(ctx: ReadContext, records: Iterable[Record], convert: Callable[[Any, Any, int | None], Call],
                label: Callable[[Any], str], *, other_kind: Callable[[Any], str | None],
                expand: Callable[[Any], tuple[list, Any]] = lambda value: ([value], None),
                left_out: str, none: str, field: str) -> Iterator[Conversation]:
-    """Each traced call in ``records`` as a conversation (:meth:`ReadContext.each`).
+    """The conversations the traced calls in ``records`` form (:func:`threaded`), each call read by
+    :meth:`ReadContext.each`.
 
     ``expand(value)`` gives what a record holds — its items (a trace's observations; by default the
     record itself) and what they share, handed to ``convert(item, shared, index)`` with each call;
@@ -128,10 +157,9 @@ def read_calls(ctx: ReadContext, records: Iterable[Record], convert: Callable[[A
                 k += 1
         ctx.records += sum(others.values())
 
-    read = 0
-    for conv in ctx.each(calls(), lambda item, n: convert(item, shared.get(n), n), label):
-        read += 1
-        yield conv
+    calls_read = list(ctx.each(calls(), lambda item, n: convert(item, shared.get(n), n), label))
+    read = len(calls_read)
+    yield from threaded(calls_read)
     if others:
         left = ", ".join(f"{count} {kind}" for kind, count in sorted(others.items()))
         ctx.notes.append(left_out.format(left=left))

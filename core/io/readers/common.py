@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from dataclasses import replace
 from typing import Any, Callable, Iterator
 
 from core.io.errors import RecordError
-from core.model.conversation import (ANSWER, INTERMEDIATE, QUERY, REASONING, TOOL_CALL, TOOL_RESULT, Conversation,
-                                     Message, Turn)
+from core.model.conversation import REASONING, Conversation, Message, Turn, turn_messages
 
 from .records import ReadContext, Records
 
@@ -91,37 +89,6 @@ def label_of(rec: Any, *keys: str) -> str:
 
 def arguments(args: Any) -> str:
     return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-
-
-def turn_messages(group: list[Message]) -> tuple[tuple[Message, ...], int | None, int | None]:
-    """A turn's messages with their kinds, its query index and its answer index.
-
-    The turn starts with its query when the first message is the user's; its answer is the last
-    assistant message that is not reasoning, unless that message calls a tool: a turn that ends
-    in a tool step (a log cut mid-run, a training example that stops at the call) has no answer
-    yet. The rest keep what they are (reasoning, tool call, tool result) or are intermediate.
-    """
-    has_query = bool(group) and group[0].role == "user"
-    last_assistant = max((k for k, m in enumerate(group) if m.role == "assistant" and m.kind != REASONING),
-                         default=None)
-    if last_assistant is not None and group[last_assistant].tool_calls:
-        last_assistant = None
-    msgs = []
-    for k, m in enumerate(group):
-        if k == 0 and has_query:
-            kind = QUERY
-        elif k == last_assistant:
-            kind = ANSWER
-        elif m.kind == REASONING:
-            kind = REASONING
-        elif m.role == "tool":
-            kind = TOOL_RESULT
-        elif m.tool_calls:
-            kind = TOOL_CALL
-        else:
-            kind = INTERMEDIATE
-        msgs.append(replace(m, kind=kind))
-    return tuple(msgs), 0 if has_query else None, last_assistant
 
 
 def conversation_from_messages(messages: list[Message], conv_id: str, *, source_format: str = "openai",

@@ -4,7 +4,8 @@ status, error, created_at, …}]}``, or the list alone). Dify saves what each LL
 ``process_data.prompts`` (``{role, text, files}``, the model's name beside them; older Dify versions
 keep ``process_data`` as JSON text) — so does a Question Classifier or a Parameter Extractor. Each such
 node run is one model call (:mod:`.calls`), read as the prompt it was sent and its outputs' ``text``,
-one conversation per call; the run's other nodes sent no prompt and are left out, with a note."""
+the calls threaded into the conversations they form (each node of a turn a node of it); the run's other
+nodes sent no prompt and are left out, with a note."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any, Iterator
 from core.io.errors import RecordError
 from core.errors import MemLensError
 from core.limits import load_json
+from core.capture.threader import Call
 from core.model.conversation import SOURCE_MODEL, Conversation
 
 from .calls import call_conversation, call_name, prompt_messages, read_calls, reply_message
@@ -46,7 +48,7 @@ def _when(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _conversation(run: Any, n: int | None, stem: str) -> Conversation:
+def _conversation(run: Any, n: int | None, stem: str) -> Call:
     if not isinstance(run, dict):
         raise RecordError("is not a node run (an object with 'node_type' and 'process_data')", "")
     at = f"node run {label_of(run, 'title', 'id')!r}" if label_of(run, "title", "id") else "the node run"

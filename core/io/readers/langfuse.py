@@ -3,15 +3,17 @@ download (its ``traces``), the observations table exported as JSON or JSON Lines
 observations API (``{data, meta}``). Each generation (an observation of ``type: GENERATION``) is one
 model call, read as the prompt it was sent and its reply (:mod:`.calls`) — as a Dify app traced to
 Langfuse records each LLM node's call (Dify's ``{role, text, files}`` prompt, its node outputs), or as
-the OpenAI and LangChain integrations record theirs. One conversation per call, named after the
-observation, with its trace, session and model; spans, events, tools and other observations sent no
-prompt and are left out, with a note saying how many."""
+the OpenAI and LangChain integrations record theirs. The calls are threaded into the conversations they
+form, a trace's session pinning its calls together; a conversation is named after its first observation,
+with its trace, session and model; spans, events, tools and other observations sent no prompt and are
+left out, with a note saying how many."""
 
 from __future__ import annotations
 
 from typing import Any, Iterator
 
 from core.io.errors import RecordError
+from core.capture.threader import Call
 from core.model.conversation import SOURCE_MODEL, Conversation
 
 from .calls import call_conversation, call_name, prompt_messages, read_calls, reply_message
@@ -41,7 +43,7 @@ def _observations(value: Any) -> tuple[list, dict]:
     return [value], {}
 
 
-def _conversation(obs: Any, trace: dict, n: int | None, stem: str) -> Conversation:
+def _conversation(obs: Any, trace: dict, n: int | None, stem: str) -> Call:
     if not isinstance(obs, dict):
         raise RecordError("is not an observation (an object with 'type' and 'input')", "")
     at = f"observation {label_of(obs, 'id', 'name')!r}" if label_of(obs, "id", "name") else "the observation"
@@ -56,7 +58,8 @@ def _conversation(obs: Any, trace: dict, n: int | None, stem: str) -> Conversati
     return call_conversation(prompt, reply_message(obs.get("output")),
                              str(obs.get("id") or (stem if n is None else f"{stem}#{n}")),
                              name=call_name(obs.get("name"), obs.get("startTime")), meta=meta,
-                             source_format="langfuse")
+                             source_format="langfuse",
+                             pin=trace.get("sessionId") or metadata.get("session_id"))
 
 
 def _other_kind(obs: Any) -> str | None:

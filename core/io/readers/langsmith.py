@@ -3,15 +3,17 @@ run_type, inputs, outputs, start_time, extra, …}``, an array or JSON Lines). E
 llm``) is one model call, and its ``inputs`` are exactly what the model was sent: LangChain's chat
 model runs hold them as ``{messages: [[message, …]]}`` (LangChain's stored messages), runs traced around
 an OpenAI client as ``{messages: [{role, content}, …]}``. The call's reply — ``outputs.generations``
-(LangChain) or ``outputs.choices`` (OpenAI) — is the last turn's answer. A run becomes one conversation
-named after the run, its thread (``extra.metadata.thread_id``) and model kept; the other runs of a trace
-(chains, tools, retrievers) sent no prompt and are left out, with a note saying how many."""
+(LangChain) or ``outputs.choices`` (OpenAI) — is the last turn's answer. The runs are threaded into the
+conversations they form, a thread (``extra.metadata.thread_id``) pinning its runs together; a conversation
+is named after its first run, its model kept; the other runs of a trace (chains, tools, retrievers) sent
+no prompt and are left out, with a note saying how many."""
 
 from __future__ import annotations
 
 from typing import Any, Iterator
 
 from core.io.errors import RecordError
+from core.capture.threader import Call
 from core.model.conversation import SOURCE_MODEL, Conversation
 
 from .calls import call_conversation, call_name, prompt_messages, read_calls, reply_message
@@ -22,7 +24,7 @@ from .registry import Format
 LLM = "llm"
 
 
-def _conversation(run: Any, n: int | None, stem: str) -> Conversation:
+def _conversation(run: Any, n: int | None, stem: str) -> Call:
     if not isinstance(run, dict):
         raise RecordError("is not a run (an object with 'run_type' and 'inputs')", "")
     at = f"run {label_of(run, 'id', 'name')!r}" if label_of(run, "id", "name") else "the run"
@@ -39,7 +41,8 @@ def _conversation(run: Any, n: int | None, stem: str) -> Conversation:
     return call_conversation(prompt, reply_message(run.get("outputs")),
                              str(run.get("id") or (stem if n is None else f"{stem}#{n}")),
                              name=call_name(run.get("name"), run.get("start_time")), meta=meta,
-                             source_format="langsmith")
+                             source_format="langsmith",
+                             pin=metadata.get("thread_id"))
 
 
 def _label(rec: Any) -> str:

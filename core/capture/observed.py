@@ -1,0 +1,96 @@
+"""What a captured call's payload held, as a ledger and as a receipt: observed, not emulated.
+
+The ledger lists every earlier message of the conversation, as a replay's does (the turns before
+the call's, in creation order), and says for each whether the payload held it. A message it did not
+hold gets the reason that describes where the gap is, in the shared vocabulary
+(:mod:`core.model.ledger`), without claiming a rule:
+
+* on another branch → ``other_branch`` (never this call's to send);
+* older than every message of the thread the payload held (or the payload held none) →
+  ``outside_window``: the payload's history starts after it;
+* between messages the payload held: a tool call, tool result or reasoning → ``granularity``; an
+  empty message → ``empty``; any other → ``not_sent``.
+
+Which memory rule explains those sets is :mod:`core.capture.inference`'s question. A payload message
+that no turn holds (a summary, a rewritten message) is listed as a synthetic message of origin
+``payload only``. The receipt is the payload itself, row by row, each counted under the call's model.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from core.flow.prompt import CURRENT_QUERY, HISTORY
+from core.model.conversation import INTERMEDIATE, REASONING, TOOL_CALL, TOOL_RESULT, Conversation, Message, message_text
+from core.model.ledger import (EMPTY, GRANULARITY, KEPT, NOT_SENT, OBSERVED, OTHER_BRANCH, OUTSIDE_WINDOW,
+                               PAYLOAD_ONLY, Ledger, LedgerEntry, SyntheticMessage)
+from core.memory.replay import turn_numbers
+from core.model.tokens import REPLY_PRIMING, counter_for, model_facts
+
+from .threader import HISTORY as HISTORY_ROLE, QUERY, STEP, SYSTEM, UNMATCHED
+
+#: The receipt's origin of a payload message no turn holds, and of the call's own tool round.
+PAYLOAD_ONLY_ORIGIN = "not from the thread"
+STEPS_ORIGIN = "this turn's tool round"
+ORIGINS = {SYSTEM: "system", HISTORY_ROLE: HISTORY, UNMATCHED: PAYLOAD_ONLY_ORIGIN, QUERY: CURRENT_QUERY,
+           STEP: STEPS_ORIGIN}
+#: Kinds the payload may leave out between messages it holds (an app that keeps questions and answers only).
+_INTERMEDIATE = {TOOL_CALL, TOOL_RESULT, REASONING, INTERMEDIATE}
+#: The model a call is counted for when it names none.
+DEFAULT_MODEL = "gpt-4o-mini"
+
+
+def payload_rows(messages: Sequence[Message], roles: Sequence[str], model: str) -> list[dict]:
+    """The receipt of a payload: each message as sent, in order, with its origin and its tokens under
+    ``model``'s encoding (estimated where no exact tokenizer exists)."""
+    counter = counter_for(model or DEFAULT_MODEL)
+    return [{"role": m.role, "origin": ORIGINS.get(role, role), "tokens": counter.message(m),
+             "content": message_text(m)} for m, role in zip(messages, roles)]
+
+
+def observed_ledger(conversation: Conversation, position: int, kept: Iterable[tuple[int, int]], *,
+                    rows: Sequence[dict], model: str, node: str = "") -> Ledger:
+    """The ledger of a call at the turn at ``position`` whose payload held the thread messages ``kept``
+    (``(position, index)`` pairs) and the receipt ``rows`` (:func:`payload_rows`)."""
+    counter = counter_for(model or DEFAULT_MODEL)
+    kept = set(kept)
+    thread = set(conversation.tree.thread(position)) if conversation.turns else set()
+    oldest = min(kept) if kept else None
+    entries: list[LedgerEntry] = []
+    numbers = turn_numbers(conversation)
+    for p in range(position):
+        turn = conversation.turns[p]
+        for i, m in enumerate(turn.messages):
+            if (p, i) in kept:
+                reason = KEPT
+            elif p not in thread:
+                reason = OTHER_BRANCH
+            elif oldest is None or (p, i) < oldest:
+                reason = OUTSIDE_WINDOW
+            elif m.kind in _INTERMEDIATE:
+                reason = GRANULARITY
+            elif m.is_empty:
+                reason = EMPTY
+            else:
+                reason = NOT_SENT
+            entries.append(LedgerEntry(m.ref, numbers[p], m.role, counter.message(m), reason == KEPT, reason, m.kind,
+                                       p, i))
+    synthetic = [SyntheticMessage(role=r["role"], content=r["content"], tokens=int(r["tokens"]), origin=PAYLOAD_ONLY,
+                                  turn=numbers[position], ref=f"payload:{k}")
+                 for k, r in enumerate(rows) if r["origin"] == PAYLOAD_ONLY_ORIGIN]
+    history = sum(e.tokens for e in entries if e.kept) + sum(s.tokens for s in synthetic)
+    prompt = sum(int(r["tokens"]) for r in rows) + REPLY_PRIMING
+    context = model_facts(model or DEFAULT_MODEL).context_size
+    return Ledger(turn=numbers[position], entries=entries, prompt_tokens=prompt, history_tokens=history, budget=None,
+                  budget_note="observed: what the payload held, not a memory's budget",
+                  config={OBSERVED: True, "model": model or DEFAULT_MODEL, "node": node}, context_size=context,
+                  exceeds_context=bool(context) and prompt > context, synthetic=synthetic)
+
+
+def fixed_tokens(rows: Sequence[dict]) -> int:
+    """What a call's prompt held besides its history (system, query, its own tool round, the reply's
+    priming): what a replay of the node's memory subtracts as the prompt."""
+    return sum(int(r["tokens"]) for r in rows if r["origin"] not in (HISTORY, PAYLOAD_ONLY_ORIGIN)) + REPLY_PRIMING
+
+
+__all__ = ["ORIGINS", "PAYLOAD_ONLY_ORIGIN", "STEPS_ORIGIN", "fixed_tokens", "observed_ledger", "payload_rows"]
