@@ -10,7 +10,7 @@ versions of every package both need) and stamped, so a second run is a no-op;
 
     python -m tests.reference.python_packages install
 
-:func:`run_driver` feeds a batch of cases to a platform's driver (``tests/reference/python/<platform>.py``,
+:func:`run_driver` feeds a batch of cases to a platform's driver (``tests/reference/python/<platform>_driver.py``,
 run as a module of its own process, in the platform's environment) on stdin and reads its JSON answer.
 Plain Python only: no MemLens import, so the refresh script runs it anywhere.
 """
@@ -110,7 +110,7 @@ def run_driver(platform: str, payload: dict) -> dict:
         raise ReferenceUnavailable(f"the pinned {platform} environment is not installed in "
                                    f"{environment(platform).relative_to(ROOT)}/.venv: run ./scripts/setup.sh --test "
                                    "(it needs PyPI)")
-    done = subprocess.run([python(platform), "-m", f"tests.reference.python.{platform}"], input=json.dumps(payload),
+    done = subprocess.run([python(platform), "-m", f"tests.reference.python.{platform}_driver"], input=json.dumps(payload),
                           text=True, capture_output=True, timeout=DRIVER_TIMEOUT, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     if done.returncode != 0:
