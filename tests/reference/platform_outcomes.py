@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Callable, Iterable
 
 from tests.reference import js_packages, python_packages
 from tests.reference.platform_cases import cases, fingerprint
@@ -89,3 +92,17 @@ def recorded(platform: str) -> dict:
         if isinstance(outcome.get("stored"), str):
             outcome["stored"] = kept[outcome["stored"]]
     return data
+
+
+def refresh(platforms: Iterable[str], install: Callable[[str], object], unavailable: type[Exception]) -> int:
+    """Install (when needed), run and record each platform's cases; what the refresh scripts run."""
+    for platform in platforms:
+        try:
+            install(platform)
+            data = live(platform)
+        except (unavailable, RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+            print(f"error: {platform}: {e}", file=sys.stderr)
+            return 1
+        path = write(data)
+        print(f"wrote {path.relative_to(REFERENCE.parent.parent.parent)} ({len(data['outcomes'])} cases)")
+    return 0
