@@ -17,7 +17,6 @@ package, and per case its fingerprint and outcome.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from pathlib import Path
 
@@ -32,16 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--platform", choices=js_packages.PLATFORMS, action="append",
                         help="record this platform only (repeatable; default: all)")
     args = parser.parse_args(argv)
-    for platform in args.platform or js_packages.PLATFORMS:
-        try:
-            js_packages.install(platform)
-            data = platform_outcomes.live(platform)
-        except (js_packages.ReferenceUnavailable, RuntimeError, OSError, subprocess.TimeoutExpired) as e:
-            print(f"error: {platform}: {e}", file=sys.stderr)
-            return 1
-        path = platform_outcomes.write(data)
-        print(f"wrote {path.relative_to(ROOT)} ({len(data['outcomes'])} cases)")
-    return 0
+    return platform_outcomes.refresh(args.platform or js_packages.PLATFORMS, js_packages.install, js_packages.ReferenceUnavailable)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 # extras, and the test tools), and what the test suite needs from the system's packages: Chromium
 # (the real-browser tests), PostgreSQL (the store tests run on both databases) and Node.js with npm
 # (n8n's and Flowise's memory run as their JavaScript beside MemLens's); then the pinned npm packages
-# of tests/reference/js/ into their node_modules (skipped when already there).
+# of tests/reference/js/ into their node_modules and the OpenAI Agents SDK's own environment
+# (tests/reference/python/openai_agents/.venv, from its lock), each skipped when already there.
 # The lock files are written by scripts/lock.sh from requirements.txt and requirements-dev.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,4 +46,5 @@ if [ "${1:-}" = "--test" ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
   .venv/bin/python -m tests.reference.js_packages install
+  .venv/bin/python -m tests.reference.python_packages install
 fi

@@ -79,7 +79,8 @@ def test_the_test_install_runs_the_app_s_packages_at_the_app_s_versions():
 def test_the_app_install_pulls_no_test_package():
     tests_only = {"pytest", "pytest-xdist", "hypothesis", "mutmut", "schemathesis", "playwright", "haystack-ai",
                   "langchain-core", "langchain-openai", "langchain-classic", "langsmith", "pydantic-ai-slim",
-                  "pydantic-ai-harness", "dify-client", "psycopg", "authlib"}
+                  "pydantic-ai-harness", "dify-client", "psycopg", "authlib", "llama-index-core",
+                  "langgraph", "langmem"}
     assert tests_only <= set(DEV_LOCK)
     assert not tests_only & set(RUNTIME_LOCK)
     assert not set(DEV) & set(RUNTIME)
@@ -116,3 +117,15 @@ def test_the_tests_run_with_third_party_telemetry_off():
     assert {"HAYSTACK_TELEMETRY_ENABLED", "LANGSMITH_TRACING", "STREAMLIT_BROWSER_GATHER_USAGE_STATS"} <= set(off)
     assert all(os.environ[name] == value for name, value in off.items())
     assert ". tests/no-telemetry.env" in (ROOT / ".ci" / "run").read_text()  # CI's whole run, servers included
+
+
+def test_the_agents_sdk_environment_runs_the_app_s_versions_of_what_both_need():
+    """The OpenAI Agents SDK has an environment of its own (it asks for websockets<17); every other package
+    it shares with the app is the app's version, so its driver runs the openai and pydantic MemLens runs."""
+    folder = ROOT / "tests" / "reference" / "python" / "openai_agents"
+    wanted, locked = pins(folder / "requirements.txt"), lock(folder / "requirements.lock")
+    assert wanted == {"openai-agents": "0.24.0"} and locked["openai-agents"][0] == "0.24.0"
+    shared = set(locked) & set(RUNTIME_LOCK)
+    assert {"openai", "pydantic", "starlette", "websockets"} <= shared
+    assert {n: locked[n][0] for n in shared - {"websockets"}} == {n: RUNTIME_LOCK[n][0] for n in shared - {"websockets"}}
+    assert locked["websockets"][0].split(".")[0] == "16" and RUNTIME_LOCK["websockets"][0].split(".")[0] == "17"

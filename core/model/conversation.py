@@ -52,11 +52,14 @@ def source_model(meta: Mapping) -> str | None:
 WHOLE_THREAD_SOURCES = frozenset({"claude-code", "open-webui", "librechat", "langsmith", "langfuse", "dify-node-runs"})
 #: The platform whose memory kept a source's conversations, by source format (what the store keeps of
 #: an import), so the conversation can be opened with that platform's memory.
-SOURCE_PLATFORMS = {"n8n-chat-histories": "n8n", "n8n-execution": "n8n", "flowise-messages": "flowise"}
+SOURCE_PLATFORMS = {"n8n-chat-histories": "n8n", "n8n-execution": "n8n", "flowise-messages": "flowise",
+                    "openai-agents": "openai_agents", "llamaindex-chat-store": "llamaindex",
+                    "langgraph-checkpoint": "langgraph"}
 
 
 def source_platform(source_format: str) -> str | None:
-    """The platform (``n8n``, ``flowise``) whose memory kept a conversation of this source format, if any."""
+    """The platform (``n8n``, ``flowise``, ``openai_agents``, ``llamaindex``, ``langgraph``) whose memory kept a
+    conversation of this source format, if any."""
     return SOURCE_PLATFORMS.get(source_format)
 #: ``Turn.meta`` key: the answer a user was shown, when the turn's messages replay another (an agent's final
 #: thought, not the answer that joins every step's text).

@@ -195,9 +195,124 @@ def _flowise_cases() -> dict[str, dict]:
     return out
 
 
+def approval_turn(i: int, approval: str, parallel: int = 1) -> dict:
+    """A tool turn whose calls wait for a person's approval (the Agents SDK's ``needs_approval``): ``never``
+    leaves the calls unanswered (the run stops at them; the next question starts a new run), ``after_next``
+    approves them once the next turn has run, so their results and this turn's answer are stored after it."""
+    turn = tool_turn(i, parallel=parallel)
+    for c in turn["rounds"][0]:
+        c["approval"] = approval
+    return turn
+
+
+def reasoning_turn(i: int, rounds: int = 1, parallel: int = 1) -> dict:
+    """A tool turn whose model reasons before each round (a Responses ``reasoning`` item, its summary text)."""
+    turn = tool_turn(i, rounds=rounds, parallel=parallel)
+    for r, calls in enumerate(turn["rounds"]):
+        calls[0]["reasoning"] = f"round {r + 1} of question {i}: look it up"
+    return turn
+
+
+def agents_conversations() -> dict[str, list[dict]]:
+    """The generated conversations, and two the Agents SDK alone can write: results that never came (an
+    approval left pending) or came after the next turn (approved late), and reasoning before each call."""
+    return {**conversations(),
+            "pending_results": [plain_turn(1), approval_turn(2, "never"), plain_turn(3), approval_turn(4, "after_next"),
+                                plain_turn(5), tool_turn(6, parallel=2), approval_turn(7, "never", parallel=2),
+                                plain_turn(8), plain_turn(9)],
+            "reasoning": [reasoning_turn(1), plain_turn(2), reasoning_turn(3, rounds=2, parallel=2), plain_turn(4),
+                          reasoning_turn(5), plain_turn(6)]}
+
+
+# An Agents SDK session's limit counts items, at every boundary: None (everything, the default), 0
+# (nothing: SQLite's LIMIT 0), a negative number (SQLite's LIMIT -1: everything) and 1 to 12 items, which
+# end inside tool rounds of every size.
+AGENTS_LIMITS = (None, 0, -1, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12)
+
+
+def _openai_agents_cases() -> dict[str, dict]:
+    convs = agents_conversations()
+    out: dict[str, dict] = {}
+    for conv in convs:
+        for limit in AGENTS_LIMITS:
+            out[f"session-{conv}-limit{limit}"] = {"mode": "session", "settings": {"limit": limit}, "conversation": conv,
+                                                   "counter": "items", "turns": convs[conv]}
+    # A session_input_callback (here one that keeps what it is given) turns off the output half of the
+    # orphan pass: a result whose call the limit cut is sent.
+    for conv in ("parallel_calls", "pending_results", "reasoning"):
+        for limit in (None, 3, 5):
+            out[f"session-{conv}-limit{limit}-callback"] = {
+                "mode": "session", "settings": {"limit": limit, "input_callback": "keep"}, "conversation": conv,
+                "counter": "items", "turns": convs[conv]}
+    return out
+
+
+# ChatMemoryBuffer's token_limit: the default (0.75 of the model's context window; a mock model's is
+# 3,900) and limits that cut every kind of message, down to one below the newest question alone.
+LLAMAINDEX_BUFFER_LIMITS = (None, 1, 12, 25, 40, 60, 90, 130, 200, 400)
+# Memory: token_limit x chat_history_token_ratio is what the chat history may hold; token_flush_size how
+# much is flushed at a time (an over-large one is 10% of token_limit).
+LLAMAINDEX_MEMORY = ((30000, 0.7, 3000), (100, 0.7, 10), (100, 0.7, 30), (100, 0.5, 5), (60, 0.7, 20), (200, 0.3, 15),
+                     (40, 1.0, 1), (150, 0.7, 400), (20, 0.7, 5))
+LLAMAINDEX_SYSTEM = "You are a travel assistant."
+
+
+def _llamaindex_cases() -> dict[str, dict]:
+    convs = conversations()
+    out: dict[str, dict] = {}
+    for conv in convs:
+        for limit in LLAMAINDEX_BUFFER_LIMITS:
+            out[f"buffer-{conv}-limit{limit}"] = {"mode": "buffer", "settings": {"token_limit": limit},
+                                                  "conversation": conv, "counter": "cl100k", "turns": convs[conv]}
+        for limit, ratio, flush in LLAMAINDEX_MEMORY:
+            out[f"memory-{conv}-limit{limit}-ratio{ratio}-flush{flush}"] = {
+                "mode": "memory", "settings": {"token_limit": limit, "chat_history_token_ratio": ratio,
+                                               "token_flush_size": flush},
+                "conversation": conv, "counter": "cl100k", "turns": convs[conv]}
+    return out
+
+
+# langmem's SummarizationNode before every model call: (max_tokens, max_tokens_before_summary,
+# max_summary_tokens), counted approximately (count_tokens_approximately); with a system message whose
+# tokens come off the budget, one that leaves exactly none (the latest question is summarised too) and
+# one that leaves less than none (nothing is ever summarised).
+LANGMEM_LIMITS = ((2000, None, 256), (120, None, 40), (120, 60, 40), (200, 100, 60), (80, None, 20), (80, 40, 20),
+                  (300, 150, 100), (60, 30, 10), (40, None, 10))
+LANGGRAPH_SYSTEM = "You are a travel assistant."
+# The pre_model_hook trim of LangGraph's documentation: trim_messages(strategy="last", start_on="human",
+# end_on=("human", "tool"), token_counter=count_tokens_approximately) at these max_tokens; an empty trim
+# sends every message instead.
+LANGGRAPH_TRIM = (1, 8, 20, 40, 70, 100, 150, 300)
+
+
+def _langgraph_cases() -> dict[str, dict]:
+    convs = conversations()
+    out: dict[str, dict] = {}
+    for conv in convs:
+        for max_tokens, before, summary in LANGMEM_LIMITS:
+            for system in ("", LANGGRAPH_SYSTEM):
+                out[f"summary-{conv}-max{max_tokens}-before{before}-summary{summary}{'-system' if system else ''}"] = {
+                    "mode": "summary", "settings": {"max_tokens": max_tokens, "max_tokens_before_summary": before,
+                                                    "max_summary_tokens": summary, "system": system},
+                    "conversation": conv, "counter": "approximate", "turns": convs[conv]}
+        for max_tokens in LANGGRAPH_TRIM:
+            out[f"trim-{conv}-max{max_tokens}"] = {"mode": "trim", "settings": {"max_tokens": max_tokens},
+                                                   "conversation": conv, "counter": "approximate",
+                                                   "turns": convs[conv]}
+    # The system message takes the whole budget: max_tokens - max_summary_tokens is its own count (the
+    # latest question is summarised with the rest), or one less (nothing is ever summarised).
+    for name, max_tokens in (("exact", 42), ("over", 41)):
+        out[f"summary-long_human-system-{name}"] = {
+            "mode": "summary", "settings": {"max_tokens": max_tokens, "max_tokens_before_summary": 1,
+                                            "max_summary_tokens": 10, "system": LANGGRAPH_SYSTEM * 4},
+            "conversation": "long_human", "counter": "approximate", "turns": convs["long_human"]}
+    return out
+
+
 def cases(platform: str) -> dict[str, dict]:
-    """Every case of a platform (``n8n`` or ``flowise``), by name."""
-    return {"n8n": _n8n_cases, "flowise": _flowise_cases}[platform]()
+    """Every case of a platform (``n8n``, ``flowise``, ``openai_agents``, ``llamaindex`` or ``langgraph``), by name."""
+    return {"n8n": _n8n_cases, "flowise": _flowise_cases, "openai_agents": _openai_agents_cases,
+            "llamaindex": _llamaindex_cases, "langgraph": _langgraph_cases}[platform]()
 
 
 def fingerprint(case: dict) -> str:

@@ -33,10 +33,17 @@
   the chat history its newest run logged.
 * ``flowise-messages`` (:mod:`.flowise_messages`) — Flowise's chat message export (View Messages →
   Export), one conversation per chat.
+* ``openai-agents`` (:mod:`.openai_agents`) — an OpenAI Agents SDK session: a ``SQLiteSession`` database
+  file (a binary upload, detected by its first bytes), one conversation per session, or one session's
+  items as JSON (``to_input_list()``; named, not detected).
+* ``llamaindex-chat-store`` (:mod:`.llamaindex_chat_store`) — a LlamaIndex ``SimpleChatStore`` persisted as
+  JSON, one conversation per key.
+* ``langgraph-checkpoint`` (:mod:`.langgraph_checkpoint`) — a LangGraph thread's state (its checkpoint's
+  messages) as JSON, one conversation per thread.
 * ``memlens-report`` (:mod:`.report`) — a MemLens report bundle.
 
 Import is record by record (:mod:`.records`; a CSV table's rows are records for the formats that read
-tables): a bad record is reported as a :class:`Problem`
+tables, a database's rows for a format read from a database file): a bad record is reported as a :class:`Problem`
 naming the record (counted from 0, like the file's own array), the conversation when known, and
 the field. By default the import is all-or-nothing (any problem raises :class:`FormatError`
 listing them); ``skip_bad=True`` returns the good conversations with the problems instead. A
@@ -52,8 +59,8 @@ package registers them below in detection order. Other formats plug in with :fun
 from core.io.errors import FormatError, RecordError
 
 from . import (bfcl, chatgpt, claude, claude_code, dify_messages, dify_node_runs, dify_web, flowise_messages, langfuse,
-               langsmith, librechat, n8n_chat_histories, n8n_execution, oasst, open_webui, openai, openai_requests, report,
-               sharegpt)
+               langgraph_checkpoint, langsmith, librechat, llamaindex_chat_store, n8n_chat_histories, n8n_execution, oasst,
+               open_webui, openai, openai_agents, openai_requests, report, sharegpt)
 from .common import conversation_from_messages
 from .dify_messages import dify_turn
 from .records import MAX_PROBLEMS, Problem, ReadContext, Record, Records
@@ -63,8 +70,8 @@ from .registry import (FORMATS, MAX_IMPORT_BYTES, Format, ImportResult, detect_f
 
 # Detection order: distinctive shapes first (a report bundle's header), the generic OpenAI message list last.
 for _module in (report, bfcl, chatgpt, claude, claude_code, open_webui, librechat, langsmith, langfuse, dify_node_runs,
-                openai_requests, n8n_chat_histories, n8n_execution, flowise_messages, oasst, sharegpt, dify_web, dify_messages,
-                openai):
+                openai_requests, n8n_chat_histories, n8n_execution, flowise_messages, openai_agents, llamaindex_chat_store,
+                langgraph_checkpoint, oasst, sharegpt, dify_web, dify_messages, openai):
     register_format(_module.FORMAT)
 del _module
 

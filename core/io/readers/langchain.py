@@ -41,6 +41,16 @@ def _fields(value: Any) -> tuple[str, dict] | None:
     return None
 
 
+def unflattened(value: Any) -> Any:
+    """A message written flat, its fields beside its ``type`` (``{"type": "human", "content": "hi", …}``: a
+    message's ``model_dump()``, as LangGraph's API writes a thread's state, or what n8n's Postgres history
+    stores), as LangChain's ``{"type", "data"}``; anything else as it is."""
+    if isinstance(value, dict) and "data" not in value and "role" not in value and "content" in value \
+            and (value.get("type") in ROLES or value.get("type") in _CHUNKS):
+        return {"type": value["type"], "data": {k: v for k, v in value.items() if k != "type"}}
+    return value
+
+
 def is_langchain(value: Any) -> bool:
     """Whether ``value`` is a message LangChain stored (either shape)."""
     return _fields(value) is not None

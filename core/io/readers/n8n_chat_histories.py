@@ -22,7 +22,7 @@ from core.limits import load_json
 from core.model.conversation import Conversation
 
 from .common import conversation_from_messages, excerpt
-from .langchain import ROLES
+from .langchain import ROLES, unflattened
 from .openai import openai_messages
 from .records import Problem, ReadContext, Records
 from .registry import Format
@@ -50,7 +50,7 @@ def stored_message(value: Any, field: str = "message") -> dict:
     kind = value.get("type")
     if kind not in ROLES:
         raise RecordError(f"'{field}' has type {excerpt(str(kind), 30)!r}; expected one of {', '.join(ROLES)}", field)
-    data = value["data"] if isinstance(value.get("data"), dict) else {k: v for k, v in value.items() if k != "type"}
+    data = value["data"] if isinstance(value.get("data"), dict) else unflattened(value).get("data", {})
     if "content" not in data:
         raise RecordError(f"'{field}' has no 'content'", field)
     stored = {"type": kind, "data": data}

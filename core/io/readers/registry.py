@@ -50,13 +50,17 @@ class Format:
     """A readable format: ``sniff`` says whether the document (or the first record of an array,
     JSON Lines or CSV file) looks like it; ``read`` turns the records into conversations, reporting
     bad records through the context. Only a format that says it reads ``tables`` is given a CSV
-    table (its rows as ``{column: text}`` records)."""
+    table (its rows as ``{column: text}`` records). A format stored as a binary file (a database) names
+    the bytes such a file starts with (``magic``) and reads its bytes with ``binary(data, ctx)``; a file
+    that starts so is read that way, whatever else the format reads as text."""
 
     name: str
     description: str
     sniff: Callable[[Any, str], bool]
     read: Callable[[Records, ReadContext], Iterable[Conversation]]
     tables: bool = False
+    magic: bytes = b""
+    binary: Callable[[bytes, ReadContext], Iterable[Conversation]] | None = None
 
 
 _REGISTRY: dict[str, Format] = {}
@@ -119,16 +123,40 @@ def read_file(path: str | Path, max_bytes: int | None = MAX_IMPORT_BYTES) -> byt
 def import_bytes(data: bytes, name: str = "input", fmt: str | None = None, *, skip_bad: bool = False,
                  on_progress: Callable[[int, int], None] | None = None,
                  max_bytes: int | None = MAX_IMPORT_BYTES) -> ImportResult:
-    """Like :func:`import_file`, for an upload's bytes."""
+    """Like :func:`import_file`, for an upload's bytes (a binary format's file too: :class:`Format`)."""
     if max_bytes is not None:
         _check_size(len(data), name, max_bytes)
+    if fmt is not None and fmt not in _REGISTRY:
+        raise FormatError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    binary = _binary_format(data, fmt)
+    if binary is not None:
+        if on_progress:
+            on_progress(0, len(data))
+        result = _read_binary(binary, data, name, skip_bad)
+        if on_progress:
+            on_progress(len(data), len(data))
+        return result
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise FormatError(f"{name} is not UTF-8 text; expected a JSON or JSON Lines conversation file") from None
+        expected = f"a file of the {fmt} format ({_REGISTRY[fmt].description})" if fmt else \
+            "a JSON or JSON Lines conversation file, or a database file of a format MemLens reads"
+        raise FormatError(f"{name} is not UTF-8 text nor a database MemLens reads; expected {expected}") from None
     total = len(data)
     del data
     return _import(text, name, fmt, skip_bad, on_progress, total)
+
+
+def _binary_format(data: bytes, fmt: str | None) -> Format | None:
+    """The format that reads ``data`` as a binary file: the named one when the file starts with its magic,
+    else (detecting) the first format whose magic it starts with."""
+    named = [_REGISTRY[fmt]] if fmt is not None else list(_REGISTRY.values())
+    return next((f for f in named if f.binary is not None and f.magic and data.startswith(f.magic)), None)
+
+
+def _read_binary(fmt: Format, data: bytes, name: str, skip_bad: bool) -> ImportResult:
+    ctx = ReadContext(name, skip_bad)
+    return _collect(fmt.binary(data, ctx), ctx, fmt.name, name, skip_bad)
 
 
 def _check_size(size: int, name: str, max_bytes: int) -> None:
@@ -156,9 +184,16 @@ def _import(text: str, name: str, fmt: str | None, skip_bad: bool,
     if records.layout == "csv" and not _REGISTRY[fmt].tables:
         raise FormatError(f"{name} is a CSV table; the {fmt} format is read from JSON or JSON Lines")
     ctx = ReadContext(name, skip_bad)
+    result = _collect(_REGISTRY[fmt].read(records, ctx), ctx, fmt, name, skip_bad)
+    progress.at_bytes(total_bytes)
+    return result
+
+
+def _collect(read: Iterable[Conversation], ctx: ReadContext, fmt: str, name: str, skip_bad: bool) -> ImportResult:
+    """What a format's reading gave, all-or-nothing unless ``skip_bad``; each turn read once."""
     conversations: list[Conversation] = []
     try:
-        for conv in _REGISTRY[fmt].read(records, ctx):
+        for conv in read:
             conv = _each_turn_once(conv, ctx)
             if conv is not None:
                 conversations.append(conv)
@@ -168,7 +203,6 @@ def _import(text: str, name: str, fmt: str | None, skip_bad: bool,
         raise FormatError(_problems_message(name, ctx.problems), ctx.problems)
     if not conversations and not ctx.problems:
         raise FormatError(f"{name} holds no conversation")
-    progress.at_bytes(total_bytes)
     return ImportResult(conversations, ctx.problems, fmt, name, ctx.records, ctx.notes)
 
 
