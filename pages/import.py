@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from core.errors import MemLensError
-from core.io import FORMATS, MAX_IMPORT_BYTES, FormatError, formats
+from core.io import FORMATS, MAX_IMPORT_BYTES, UPLOAD_EXTENSIONS, FormatError, formats
 from core.limits import check_file_size
 from core.service.imports import import_upload
 from core.words import conversation_length, plural
@@ -52,8 +52,9 @@ with file_tab, st.expander("Supported formats"):
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 with file_tab:
-    upload = st.file_uploader(f"Conversation file (JSON, JSON Lines or an n8n chat history table as CSV, up to "
-                              f"{MAX_IMPORT_BYTES // 1048576} MB)", type=["json", "jsonl", "csv"], key=f"{P}_file")
+    upload = st.file_uploader(f"Conversation file (JSON, JSON Lines, an n8n chat history table as CSV or an "
+                              f"Agents SDK session database, up to {MAX_IMPORT_BYTES // 1048576} MB)",
+                              type=list(UPLOAD_EXTENSIONS), key=f"{P}_file")
     left, right = st.columns(2)
     fmt = left.selectbox("Format", ["detect"] + FORMATS, key=f"{P}_format",
                          format_func=lambda f: "detect from the file" if f == "detect" else f)

@@ -14,5 +14,5 @@ __all__, __getattr__ = public_api(__name__, {
     "readers.records": ("MAX_PROBLEMS", "Problem", "ReadContext", "Record", "Records"),
     "readers.registry": ("FORMATS", "MAX_IMPORT_BYTES", "Format", "ImportResult", "detect_format", "formats",
                          "import_bytes", "import_file", "import_text", "parse_conversations", "read_conversations",
-                         "read_file", "register_format", "unregister_format"),
+                         "read_file", "register_format", "unregister_format", "UPLOAD_EXTENSIONS"),
 })

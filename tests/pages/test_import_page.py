@@ -278,3 +278,13 @@ def test_a_file_imported_again_is_stored_as_new_copies_and_the_page_says_so(page
     assert [text(i) for i in page.info] == ["Note: 1 conversation of this file was imported before (the same "
                                             "source and id): stored again as new copies."]
     assert len(imported(page)) == 2
+
+
+def test_an_agents_sdk_session_database_uploads_and_is_stored_per_session(page):
+    path = ROOT / "tests" / "fixtures" / "platforms" / "openai_agents_session.db"
+    uploader = page.file_uploader(key="imp_file")
+    assert {"db", ".db"} & set(uploader.proto.type), uploader.proto.type  # the picker offers database files
+    expected = import_bytes(path.read_bytes(), path.name)
+    upload(page, path.name, path.read_bytes())
+    assert page.success and f"({expected.format})" in text(page.success[0]), [text(s) for s in page.success]
+    assert len(imported(page)) == len(expected.conversations) > 0

@@ -64,7 +64,7 @@ from . import (bfcl, chatgpt, claude, claude_code, dify_messages, dify_node_runs
 from .common import conversation_from_messages
 from .dify_messages import dify_turn
 from .records import MAX_PROBLEMS, Problem, ReadContext, Record, Records
-from .registry import (FORMATS, MAX_IMPORT_BYTES, Format, ImportResult, detect_format, formats, import_bytes,
+from .registry import (FORMATS, MAX_IMPORT_BYTES, UPLOAD_EXTENSIONS, Format, ImportResult, detect_format, formats, import_bytes,
                        import_file, import_text, parse_conversations, read_conversations, read_file, register_format,
                        unregister_format)
 
@@ -75,7 +75,7 @@ for _module in (report, bfcl, chatgpt, claude, claude_code, open_webui, librecha
     register_format(_module.FORMAT)
 del _module
 
-__all__ = ["FORMATS", "MAX_IMPORT_BYTES", "MAX_PROBLEMS", "Format", "FormatError", "ImportResult", "Problem",
+__all__ = ["FORMATS", "MAX_IMPORT_BYTES", "MAX_PROBLEMS", "UPLOAD_EXTENSIONS", "Format", "FormatError", "ImportResult", "Problem",
            "ReadContext", "Record", "RecordError", "Records", "conversation_from_messages", "detect_format",
            "dify_turn", "formats", "import_bytes", "import_file", "import_text", "parse_conversations",
            "read_conversations", "read_file", "register_format", "unregister_format"]

@@ -17,6 +17,9 @@ from .records import MAX_PROBLEMS, Problem, Progress, ReadContext, Records
 
 #: The size the importer is built and tested for (``core.limits``); larger files are refused unless asked for.
 MAX_IMPORT_BYTES = limits.MAX_IMPORT_BYTES
+#: The file endings an upload may have: text (JSON, JSON Lines, a CSV table) and the databases the binary
+#: formats read (an OpenAI Agents SDK SQLiteSession file).
+UPLOAD_EXTENSIONS = ("json", "jsonl", "csv", "db", "sqlite", "sqlite3")
 _PROBLEMS_SHOWN = 3
 
 
