@@ -103,7 +103,7 @@ class ConversationService:
         flow = self._flows.get(version_id)
         if flow is None:
             version = repo.get_flow_version(self.db, version_id)
-            flow = self._flows[version_id] = Flow.from_dict(version.definition, name=version.flow_name)
+            flow = self._flows[version_id] = Flow.from_dict(version.definition, name=version.flow_name, stored=True)
         return flow
 
     def memory_of(self, version_id: str):
