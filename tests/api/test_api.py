@@ -842,6 +842,15 @@ def test_updating_a_variable_with_the_wrong_type_is_a_bad_request_and_changes_no
     assert {v.name: v.value for v in repo.get_variables(api.db, conversation_id)} == before
 
 
+def test_updating_a_number_variable_that_holds_a_float_names_the_float_segment_as_dify_does(api):
+    conversation_id, _ = api.new_conversation(queries=("Hi",))
+    variable_id = next(v.id for v in repo.get_variables(api.db, conversation_id) if v.name == "turn_count")
+    url = f"/conversations/{conversation_id}/variables/{variable_id}"
+    assert api.request("PUT", url, json={"value": 2.5, "user": "abc-123"}).status_code == 200
+    _error(api.request("PUT", url, json={"value": "7", "user": "abc-123"}), 400, "bad_request",
+           "Type mismatch: variable 'turn_count' expects float, but got string type")
+
+
 def test_updating_boolean_object_and_number_variables_stringifies_like_python(api):
     conversation_id = api.chat("Hello", key=api.prefs_key, inputs={"region": "EU"}).json()["conversation_id"]
     ids = {v.name: v.id for v in repo.get_variables(api.db, conversation_id)}

@@ -154,9 +154,32 @@ def test_non_flow_app_modes_and_non_flow_files_are_refused():
 def test_malformed_nodes_are_refused_at_load_time_naming_the_node():
     doc = _minimal_dsl()
     llm = next(n for n in doc["workflow"]["graph"]["nodes"] if n["data"]["type"] == "llm")
-    llm["data"]["memory"]["window"]["size"] = 900
-    with pytest.raises(FlowError, match="node 'llm' \\(llm\\): memory window size 900 is out of range"):
+    llm["data"]["memory"]["window"]["size"] = 2_000_000
+    with pytest.raises(FlowError, match="node 'llm' \\(llm\\): memory window size 2,000,000 is out of range: Dify "
+                                        "runs any size above 500 as 500"):
         parse_flow(yaml.safe_dump(doc), "x.yml")
+
+
+@pytest.mark.parametrize("size, window, label", [
+    (600, 600, "window 600 turns (runs as 500: Dify's row cap)"),
+    (500, 500, "window 500 turns"),
+    (0, None, "window 0: no window, as Dify reads 0 or less (500-turn cap)"),
+    (-4, None, "window -4: no window, as Dify reads 0 or less (500-turn cap)"),
+])
+def test_a_dsl_window_above_500_or_not_above_0_loads_and_runs_as_difys_500_rows(size, window, label):
+    """TokenBufferMemory takes ``min(size, 500)`` rows, and 500 for a size of 0 or less (spec/dify-memory.md §1.2)."""
+    from core.flow.runtime import node_memory_config
+    from core.memory.strategies.dify import row_limit
+
+    doc = _minimal_dsl()
+    llm = _graph_node(doc, "llm")
+    llm["data"]["memory"]["window"] = {"enabled": True, "size": size}
+    flow = parse_flow(yaml.safe_dump(doc), "x.yml")
+    node = flow.node(llm["id"])
+    assert flow.llm(node.id).memory.window == window
+    assert import_report(flow).llm_memory[node.id]["label"] == label
+    config = node_memory_config(flow, node.id)
+    assert config.window == window and row_limit(config.window) == 500  # the rows the node's memory fetches
 
 
 def _graph_node(doc, node_type):

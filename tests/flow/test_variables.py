@@ -291,6 +291,17 @@ def test_live_edit_with_the_wrong_type_is_rejected_with_difys_message_and_change
     assert vals == {"x": 3}
 
 
+@pytest.mark.parametrize("held, expects", [(3, "number"), (2.5, "float"), (None, "number")])
+def test_a_live_edit_names_the_segment_the_number_variable_holds_as_dify_does(held, expects):
+    """Dify reads the stored variable back as a segment (an int is INTEGER, shown as number; a float FLOAT)
+    and names that segment's type."""
+    decls = [ConversationVariable(name="x", type="number", default=0)]
+    vals = {} if held is None else {"x": held}  # unset: its default, an integer
+    with pytest.raises(TypeMismatchError) as err:
+        edit_variable(decls, vals, "x", "five")
+    assert str(err.value) == f"Type mismatch: variable 'x' expects {expects}, but got string type"
+
+
 @pytest.mark.parametrize("t,value,got", [("string", 5, "integer"), ("boolean", "yes", "string"),
                                          ("array[string]", ["a", 1], "array[any]"), ("object", None, "none"),
                                          ("array[number]", [True, "x"], "array[any]")])
