@@ -183,6 +183,25 @@ def check_value(value: Any, where: str, max_depth: int | None = None, *, finite:
         stack.extend((child, depth + 1, (path, key)) for key, child in children)
 
 
+def nulled_non_finite(value: Any, where: str) -> list[str]:
+    """Replace, in place, every NaN and infinity inside a JSON-like value by ``None`` — JSON has no
+    spelling for them (Python would write ``Infinity``, which no JSON reader takes) — and say where
+    each was (``where: 'variables[1].value'``). For documents MemLens writes out of what it holds, so
+    an old stored value cannot make the whole document unreadable."""
+    found: list[str] = []
+    stack: list[tuple[Any, Any]] = [(value, None)]
+    while stack:
+        item, path = stack.pop()
+        children = item.items() if isinstance(item, dict) else enumerate(item) if isinstance(item, list) else ()
+        for key, child in children:
+            if isinstance(child, float) and not math.isfinite(child):
+                item[key] = None
+                found.append(f"{where}{_spell((path, key))} was {child!r}, written as null")
+            elif isinstance(child, (dict, list)):
+                stack.append((child, (path, key)))
+    return found
+
+
 def _spell(path: Any) -> str:
     keys = []
     while path is not None:
@@ -268,5 +287,5 @@ class _LimitedLoader(yaml.SafeLoader):
 
 __all__ = ["LimitError", "TooLargeError", "Limit", "LIMITS", "limit", "MAX_IMPORT_BYTES", "MAX_REQUEST_BYTES",
            "MAX_QUERY_CHARS", "MAX_DEPTH", "MAX_YAML_NODES", "MAX_FLOW_BYTES", "check_file_size", "check_flow_size",
-           "check_query", "check_value",
+           "check_query", "check_value", "nulled_non_finite",
            "load_json", "load_yaml", "too_deep"]

@@ -36,7 +36,7 @@ from core.flow.graph import Flow, classify_change, load_flow
 from core.flow.runtime import ConversationState, RunError, TurnRecord, run_turn
 from core.flow.variables import USER, VariableChange, copy_value, defaults, edit_variable
 from core.io.bundle import FORMAT, FORMAT_VERSION, is_bundle, parse_bundle, validate_bundle
-from core.limits import check_file_size
+from core.limits import check_file_size, nulled_non_finite
 from core.llm.client import LLMClient
 from core.memory.long_term import app_namespace
 from core.memory.replay import DEFAULT_FIDELITY
@@ -543,7 +543,7 @@ def export_conversation(db: Database, conversation_id: str) -> dict:
                       for v in repo.get_variables(db, conversation_id)],
         "variable_history": repo.variable_history(db, conversation_id),
     }
-    damaged = damaged_fields(info, doc["turns"], doc["variable_history"])
+    damaged = damaged_fields(info, doc["turns"], doc["variable_history"]) + nulled_non_finite(doc, "export")
     if damaged:
         doc["damaged"] = damaged
     return doc

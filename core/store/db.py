@@ -96,6 +96,17 @@ def lenient_json(text: str | bytes):
         return Unreadable(text if isinstance(text, str) else text.decode("utf-8", "replace"))
 
 
+def sqlite_json(value) -> str | bytes:
+    """The JSON columns' writer on SQLite. A column declared JSON has NUMERIC affinity there, so the
+    text of a bare number is stored as a number: ``1.0`` comes back ``1``, an integer past 64 bits a
+    rounded float, one of 400 digits ``inf``. A bare number's text is therefore bound as bytes, which
+    SQLite stores as written (:func:`lenient_json` reads them back); every other value is text."""
+    text = json.dumps(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return text.encode("ascii")
+    return text
+
+
 def shown_url(url: str) -> str:
     """The URL with its password masked, for messages and logs."""
     try:
@@ -120,7 +131,7 @@ def make_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
         # SQLite keeps any text in a JSON column; a row edited by hand must not stop every reader.
-        lenient = {"json_deserializer": lenient_json}
+        lenient = {"json_deserializer": lenient_json, "json_serializer": sqlite_json}
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
             engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS}, **lenient)

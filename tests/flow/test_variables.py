@@ -413,3 +413,25 @@ def test_a_declaration_or_an_assigner_of_the_wrong_shape_is_refused_and_a_malfor
     with pytest.raises(AssignerError, match="assigned variable not found"):
         run_assigner_v1({"assigned_variable_selector": ["conversation", ["x"]],
                          "input_variable_selector": ["sys", "query"]}, [], {"x": 1}, pool.get)
+
+
+def test_an_assigner_whose_result_is_not_a_finite_number_fails_and_writes_nothing():
+    """1e308 *= 10 is inf in Python (and Dify): no JSON carries it, so the node fails, in one line."""
+    from core.flow.graph import Flow
+    from core.flow.runtime import ConversationState, run_turn
+    from core.llm.client import DemoClient
+
+    flow = Flow.from_dict({
+        "format": "memlens-flow", "version": 1, "name": "grow",
+        "variables": [{"name": "n", "type": "number", "default": 1e308}],
+        "nodes": [{"id": "start", "type": "start"},
+                  {"id": "grow", "type": "assigner", "version": "2",
+                   "items": [{"variable_selector": ["conversation", "n"], "operation": "*=", "input_type": "constant",
+                              "value": 10}]},
+                  {"id": "answer", "type": "answer", "answer": "{{#conversation.n#}}"}],
+        "edges": [["start", "grow"], ["grow", "answer"]]})
+    state = ConversationState.new(flow)
+    record = run_turn(flow, state, "hi", llm=DemoClient())
+    assert record.status == "failed" and record.variable_changes == []
+    assert record.error == ("conversation.n holds inf, which is not a number JSON can carry; nothing was written")
+

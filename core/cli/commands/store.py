@@ -56,7 +56,7 @@ def cmd_export(args) -> int:
     if doc.get("damaged"):
         print(f"warning: {conversation_id} has damaged stored values, exported with defaults in their place: "
               f"{'; '.join(doc['damaged'])}", file=sys.stderr)
-    sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1 if args.pretty else None) + "\n")
+    sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1 if args.pretty else None, allow_nan=False) + "\n")
     return 0
 
 
