@@ -156,7 +156,9 @@ def _check_message(where: str, raw: Any) -> None:
     m.text("role", nonempty=True)
     m.text("content", required=False, nullable=True)
     m.text("kind", required=False, nullable=True)
-    m.text("ref", required=False)
+    ref = m.value.get("ref", "")
+    if isinstance(ref, bool) or not isinstance(ref, (str, int)):  # a reader numbers messages or names them
+        m._bad("ref", "a string or a whole number")
     m.text("name", required=False, nullable=True)
     m.text("tool_call_id", required=False, nullable=True)
     for k, call in enumerate(m.items("tool_calls", nullable=True) or []):

@@ -426,7 +426,11 @@ def test_compare_three_configs_on_a_sample_matches_the_ledgers_and_serialises():
     configs = [MemoryConfig(window=2), MemoryConfig(strategy="window", window=4), MemoryConfig(strategy="buffer")]
     result = compare(conv, configs)
     assert [m.label for m in result.matrices] == [c.label() for c in configs]
-    assert result.turns == list(range(1, 13)) and result.columns == message_columns(conv)
+    assert result.turns == list(range(1, 13))
+    # the window's columns: every message before the last turn, made without the others
+    assert result.columns == message_columns(conv)[:result.window.last_column] == \
+        message_columns(conv, 0, result.window.last_column)
+    assert message_columns(conv, 5, 9) == message_columns(conv)[5:9]
     for matrix, config in zip(result.matrices, configs):
         replay = Replay(conv, config)
         for r, position in enumerate(matrix.row_positions):
