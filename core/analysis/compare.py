@@ -851,10 +851,12 @@ class _ChainFacts:
         touched.update(self.own)
         lo, exact = reasons.sent_from()
         indices = self.indices
-        # A cut moved from self.lo to lo: only the statements it passed change. Otherwise every one from there on.
-        hi = max(lo, self.lo) if exact and self.exact else (indices[-1] + 1 if indices else 0)
-        for i in range(bisect_left(indices, min(lo, self.lo)), bisect_left(indices, hi)):
-            touched.add(self.of_fact[i])
+        if view is None:  # no sequence to place statements in: every one is asked
+            touched.update(self.of_fact)
+        else:  # a cut moved from self.lo to lo: only the statements it passed change; else every one from there on
+            hi = max(lo, self.lo) if exact and self.exact else (indices[-1] + 1 if indices else 0)
+            for i in range(bisect_left(indices, min(lo, self.lo)), bisect_left(indices, hi)):
+                touched.add(self.of_fact[i])
         self.lo, self.exact = lo, exact
         for f in touched:
             value, why = _fact_row(reasons, p, query_index, self.facts[f], self.stated[f])

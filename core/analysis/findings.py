@@ -833,6 +833,10 @@ def _docs_vs_code_findings(subject: str, differences: Sequence[Difference], name
 
 # -- facts under memory configs -----------------------------------------------------------------------
 
+#: A config's "question about a fact its memory lacks" findings listed one by one; one more counts the rest
+#: (a conversation stating a fact in every turn would list one per fact, and the facts table has them all).
+FACT_FINDINGS_LISTED = 25
+
 def _value_kept(ledger: Ledger, conversation: Conversation, value: str) -> bool:
     """Whether a kept message (or a summary) restates the value, e.g. an answer repeating "4411"."""
     needle = (value or "").casefold()
@@ -860,17 +864,23 @@ def _fact_findings(conversation: Conversation, comparison: Comparison, replays: 
         for k, p in enumerate(answered):
             for key in asked_keys(conversation.turns[p].query):
                 questions.setdefault(key, []).append(k)
-    found: dict[tuple[int, int], Finding] = {}  # (fact, config) -> the first turn asking for it that lacks it
+    found: dict[tuple[int, int], tuple] = {}  # (fact, config) -> the first turn asking for it that lacks it
     for c, replay in enumerate(replays):
         found.update(_asked_without(conversation, comparison, c, replay, questions))
     out: list[Finding] = []
+    listed = [0] * len(comparison.configs)
+    unlisted: list[list[int]] = [[] for _ in comparison.configs]  # per config: the turns of the findings not listed
     for f, fact in enumerate(comparison.facts):
         if not fact.messages:
             continue
         stated = numbers[fact.messages[0][0]]
         for c, fate in enumerate(comparison.fates[f]):
             if (f, c) in found:
-                out.append(found[(f, c)])
+                if listed[c] < FACT_FINDINGS_LISTED:
+                    listed[c] += 1
+                    out.append(_fact_not_seen(comparison, f, c, *found[(f, c)], name=name, numbers=numbers))
+                else:
+                    unlisted[c].append(found[(f, c)][0])
             elif not fact.key and fate.lost_turn is not None:  # a fact the user marked: say when it goes
                 subject = comparison.configs[c].label
                 reason = fate.lost_reason
@@ -880,17 +890,38 @@ def _fact_findings(conversation: Conversation, comparison: Comparison, replays: 
                                                   f"{name(fate.lost_turn)}{why}" + (f"; {course}" if course else "")
                                    + ".", subject, fate.lost_turn,
                                    None, INFO, "", {"fact": fact.label, "stated_turn": stated}))
+    for c, turns in enumerate(unlisted):
+        if turns:
+            subject = comparison.configs[c].label
+            first = min(turns)
+            out.append(Finding(FACT_NOT_SEEN, f"{quoted(subject)} also lacks {plural(len(turns), 'more fact')} when a "
+                                              f"question is about them, the first at {name(numbers[first])} (the "
+                                              f"first {FACT_FINDINGS_LISTED} are listed one by one).", subject,
+                               numbers[first], None, WARNING, "The facts table lists where each one left memory.",
+                               {"facts": len(turns)}))
     return out
 
 
+def _fact_not_seen(comparison: Comparison, f: int, c: int, p: int, q: int, said: int, why: str, seen_before: bool, *,
+                   name: TurnNamer, numbers: Sequence[int]) -> Finding:
+    """Turn ``p`` asks for fact ``f`` while config ``c``'s memory lacks it; its newest statement was at
+    turn ``q`` (``why``: that statement's reason, in words), its first at ``said``."""
+    fact, subject = comparison.facts[f], comparison.configs[c].label
+    verb = "no longer has" if seen_before else "never saw"
+    text = (f"At {name(numbers[p])} the question is about {fact.label}, but {quoted(subject)} {verb} "
+            f"{name(numbers[q])}, where it was stated ({why})")
+    return Finding(FACT_NOT_SEEN, text + ".", subject, numbers[p], None, WARNING,
+                   "The model is asked for something its memory does not hold; it will guess or say it does not "
+                   "know.", {"fact": fact.label, "stated_turn": numbers[said]})
+
+
 def _asked_without(conversation: Conversation, comparison: Comparison, c: int, replay: Replay,
-                   questions: Mapping[str, list[int]]) -> dict[tuple[int, int], Finding]:
+                   questions: Mapping[str, list[int]]) -> dict[tuple[int, int], tuple]:
     """For each fact with a key, the first turn that asks for it while config ``c``'s memory holds no
     statement of it, nor a message repeating its value (an answer restating "4411"). The turns where a
     fact is out of memory come from its timeline; each is looked at in one walk of the replay, in turn
     order, so a long conversation costs a walk, not a ledger per fact."""
     answered = conversation.answered_turns()
-    name = turn_namer(conversation)
     one_thread = conversation.one_thread()
     heap: list[tuple[int, int, Iterator[int]]] = []  # (answered index, fact, that fact's later such turns)
     for f, fact in enumerate(comparison.facts):
@@ -902,7 +933,7 @@ def _asked_without(conversation: Conversation, comparison: Comparison, c: int, r
                 heapq.heappush(heap, (k, f, candidates))
     from .compare import walk_rows
 
-    out: dict[tuple[int, int], Finding] = {}
+    out: dict[tuple[int, int], tuple] = {}
     threads: dict[int, set[int]] = {}
     by_position = {p: k for k, p in enumerate(answered)} if heap else {}
     rows = walk_rows(replay) if heap else iter(())
@@ -911,7 +942,7 @@ def _asked_without(conversation: Conversation, comparison: Comparison, c: int, r
         k = by_position[p]
         while heap and heap[0][0] == k:
             _, f, candidates = heapq.heappop(heap)
-            finding = _asked_at(comparison, replay, answered, f, c, k, row, None, name)
+            finding = _asked_at(comparison, replay, answered, f, c, k, row, None)
             if finding is None:
                 later = next(candidates, None)
                 if later is not None:
@@ -926,7 +957,7 @@ def _asked_without(conversation: Conversation, comparison: Comparison, c: int, r
         thread = threads.get(p)
         if thread is None:  # the same turns for every fact
             thread = threads[p] = set(conversation.tree.thread(p))
-        finding = _asked_at(comparison, replay, answered, f, c, k, _LedgerRow(replay, p), thread, name)
+        finding = _asked_at(comparison, replay, answered, f, c, k, _LedgerRow(replay, p), thread)
         if finding is None:
             later = next(candidates, None)
             if later is not None:
@@ -959,13 +990,13 @@ class _LedgerRow:
 
 
 def _asked_at(comparison: Comparison, replay: Replay, answered: Sequence[int], f: int, c: int, k: int, row: Any,
-              thread: set[int] | None, name: TurnNamer) -> Finding | None:
-    """The finding that answered turn ``k`` asks for fact ``f`` while config ``c``'s memory (``replay``,
-    read at that turn as ``row``) lacks it; ``None`` when the memory restates its value after all, or
-    (``thread``: the turn's thread, on a branched conversation) no statement of it is on the thread."""
+              thread: set[int] | None) -> tuple | None:
+    """When answered turn ``k`` asks for fact ``f`` while config ``c``'s memory (``replay``, read at that
+    turn as ``row``) lacks it, what :func:`_fact_not_seen` says of it; ``None`` when the memory restates
+    its value after all, or (``thread``: the turn's thread, on a branched conversation) no statement of
+    it is on the thread."""
     conversation, numbers, p = replay.conversation, replay.numbers, answered[k]
     fact, fate = comparison.facts[f], comparison.fates[f][c]
-    subject = comparison.configs[c].label
     # Only what this turn's own thread said: a fact stated on another branch (a regenerated or edited
     # line) was never told to this one.
     said = [m for m in fact.messages if m[0] < p and (thread is None or m[0] in thread)]
@@ -986,12 +1017,7 @@ def _asked_at(comparison: Comparison, replay: Replay, answered: Sequence[int], f
     after = bisect_right(answered, said[0][0])
     seen_before = fate.present.true_in(after, k) if thread is None else any(
         fate.present[j] is True for j in range(after, k) if answered[j] in thread)
-    verb = "no longer has" if seen_before else "never saw"
-    text = (f"At {name(numbers[p])} the question is about {fact.label}, but {quoted(subject)} {verb} "
-            f"{name(numbers[q])}, where it was stated ({why})")
-    return Finding(FACT_NOT_SEEN, text + ".", subject, numbers[p], None, WARNING,
-                   "The model is asked for something its memory does not hold; it will guess or say it does not "
-                   "know.", {"fact": fact.label, "stated_turn": numbers[said[0][0]]})
+    return p, q, said[0][0], why, seen_before
 
 
 def config_findings(conversation: Conversation, configs: Iterable[ConfigLike], *, comparison: Comparison | None = None,
