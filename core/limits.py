@@ -73,6 +73,15 @@ LIMITS = (
           "size of a YAML document once its aliases are expanded (flow files, Dify DSL)"),
     # The biggest real Dify DSL export we know is ~100 KB.
     Limit("flow_size", "MEMLENS_MAX_FLOW_MB", 5, "MB", "size of a flow file (MemLens flow or Dify DSL)"),
+    # A report on 100,000 turns takes about 2 GB (benchmarks/report_scale.py).
+    Limit("turns", "MEMLENS_MAX_TURNS", 100_000, "turns",
+          "turns of one conversation imported, reported on or compared"),
+    # About 250,000 tokens: more than most models' context; a long tool result fits.
+    Limit("message_size", "MEMLENS_MAX_MESSAGE_CHARS", 1_000_000, "characters",
+          "one message of a conversation read from a file or an export"),
+    Limit("fact_checks", "MEMLENS_MAX_FACT_CHECKS", 20_000_000, "checks",
+          "facts × turns × configs a comparison of a branched conversation asks (one that never branched "
+          "costs its changes only)"),
 )
 _BY_NAME = {limit.name: limit for limit in LIMITS}
 
@@ -87,6 +96,16 @@ MAX_QUERY_CHARS = limit("query_length").read()
 MAX_DEPTH = limit("depth").read()
 MAX_YAML_NODES = limit("yaml_nodes").read()
 MAX_FLOW_BYTES = limit("flow_size").read() * MB
+MAX_TURNS = limit("turns").read()
+MAX_MESSAGE_CHARS = limit("message_size").read()
+MAX_FACT_CHECKS = limit("fact_checks").read()
+#: What a MemLens export may add to what was imported, per turn: its ids, times and fields (about 500
+#: bytes; more with tool steps). An export repeats a turn's query and answer besides its messages, so
+#: the export of the largest transcript MemLens imports takes at most twice its size plus this per turn.
+EXPORT_TURN_BYTES = 1_000
+#: The size of a MemLens conversation export MemLens reads back: enough for the export of anything it
+#: imports (the import size and the most turns a conversation holds set it; there is no setting of its own).
+MAX_EXPORT_BYTES = 2 * MAX_IMPORT_BYTES + MAX_TURNS * EXPORT_TURN_BYTES
 
 # -- the memory systems' own numbers ----------------------------------------------------------------
 # Not settings: the systems MemLens reproduces fix them, so no environment variable changes them.
@@ -145,6 +164,39 @@ def read_bytes(path: Path, error: Callable[[str], Exception], expected: str,
         raise error(f"{path} is a directory; expected {expected}") from None
     except OSError as e:
         raise error(f"{path}: cannot read ({e.strerror})") from None
+
+
+def check_export_size(size: int, name: str) -> None:
+    """Refuse a MemLens conversation export over :data:`MAX_EXPORT_BYTES`, before it is read."""
+    if size > MAX_EXPORT_BYTES:
+        raise TooLargeError(f"{name} is {_size(size)}; MemLens reads conversation exports up to "
+                            f"{_size(MAX_EXPORT_BYTES)} (twice the import size, {limit('import_size').env}, plus "
+                            f"{EXPORT_TURN_BYTES:,} bytes for each of the {MAX_TURNS:,} turns a conversation may hold, "
+                            f"{limit('turns').env}) — raise those to read it")
+
+
+def check_turns(count: int, what: str) -> None:
+    """Refuse a conversation of more than :data:`MAX_TURNS` turns, before any work on it."""
+    if count > MAX_TURNS:
+        raise TooLargeError(f"{what} has {count:,} turns; MemLens takes conversations of up to {MAX_TURNS:,} (a report "
+                            f"on 100,000 takes about 2 GB) — raise {limit('turns').env} on a machine with the memory")
+
+
+def check_message(length: int, what: str) -> None:
+    """Refuse a message longer than :data:`MAX_MESSAGE_CHARS`, before it is replayed, counted or stored."""
+    if length > MAX_MESSAGE_CHARS:
+        raise TooLargeError(f"{what} is {length:,} characters; MemLens takes messages of up to "
+                            f"{MAX_MESSAGE_CHARS:,} (raise {limit('message_size').env} if it is genuine)")
+
+
+def check_fact_work(facts: int, turns: int, configs: int) -> None:
+    """Refuse following ``facts`` over ``turns`` of a branched conversation under ``configs`` when that
+    asks more than :data:`MAX_FACT_CHECKS` questions (each fact at each turn, for each config)."""
+    checks = facts * turns * configs
+    if checks > MAX_FACT_CHECKS:
+        raise LimitError(f"following {facts:,} facts over the {turns:,} turns of a branched conversation under "
+                         f"{configs} configs asks {checks:,} questions; MemLens asks at most {MAX_FACT_CHECKS:,} "
+                         f"(raise {limit('fact_checks').env}) — follow fewer facts (--facts none, or --fact REF=LABEL)")
 
 
 def check_flow_size(size: int, name: str) -> None:
@@ -286,6 +338,8 @@ class _LimitedLoader(yaml.SafeLoader):
 
 
 __all__ = ["LimitError", "TooLargeError", "Limit", "LIMITS", "limit", "MAX_IMPORT_BYTES", "MAX_REQUEST_BYTES",
-           "MAX_QUERY_CHARS", "MAX_DEPTH", "MAX_YAML_NODES", "MAX_FLOW_BYTES", "check_file_size", "check_flow_size",
+           "MAX_QUERY_CHARS", "MAX_DEPTH", "MAX_YAML_NODES", "MAX_FLOW_BYTES", "MAX_TURNS", "MAX_MESSAGE_CHARS",
+           "MAX_FACT_CHECKS", "MAX_EXPORT_BYTES", "EXPORT_TURN_BYTES", "check_file_size", "check_flow_size",
+           "check_export_size", "check_turns", "check_message", "check_fact_work",
            "check_query", "check_value", "nulled_non_finite",
            "load_json", "load_yaml", "too_deep"]

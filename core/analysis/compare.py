@@ -35,6 +35,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
+from core.limits import check_fact_work, check_turns
 from core.llm.client import DemoClient, LLMClient, LLMReply
 from core.memory.errors import ConfigError
 from core.memory.replay import Decision, MemoryConfig, PathView, Replay, turn_number, turn_numbers
@@ -1067,13 +1068,17 @@ def compare(conversation: Conversation, configs: Iterable[MemoryConfig | NamedCo
     named = named_configs(configs)
     if not MIN_CONFIGS <= len(named) <= MAX_CONFIGS:
         raise CompareError(f"compare needs {MIN_CONFIGS} to {MAX_CONFIGS} memory configs; got {len(named)}")
-    if not conversation.answered_turns():
+    answered = conversation.answered_turns()
+    if not answered:
         raise CompareError("the conversation has no user turn to compare")
+    check_turns(len(conversation.turns), "the conversation")  # what the machine holds, refused before any work
     if facts is None:
         marks = conversation.meta.get("facts") if isinstance(conversation.meta, dict) else None
         tracked = track_facts(conversation, marks) if marks else detect_facts(conversation)
     else:
         tracked = track_facts(conversation, facts)
+    if not conversation.one_thread():  # each fact is asked at every turn (_EveryTurnFacts)
+        check_fact_work(sum(1 for f in tracked if f.messages), len(answered), len(named))
     window = window or heatmap_window(conversation)
     columns = message_columns(conversation, window.first_column, window.last_column)
     matrices, series, fates, replays = [], [], [], []

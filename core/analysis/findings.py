@@ -897,7 +897,7 @@ def _fact_findings(conversation: Conversation, comparison: Comparison, replays: 
             out.append(Finding(FACT_NOT_SEEN, f"{quoted(subject)} also lacks {plural(len(turns), 'more fact')} when a "
                                               f"question is about them, the first at {name(numbers[first])} (the "
                                               f"first {FACT_FINDINGS_LISTED} are listed one by one).", subject,
-                               numbers[first], None, WARNING, "The facts table lists where each one left memory.",
+                               numbers[first], None, WARNING, "Where each fact left memory is in the comparison's facts.",
                                {"facts": len(turns)}))
     return out
 

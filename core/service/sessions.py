@@ -36,7 +36,7 @@ from core.flow.graph import Flow, classify_change, load_flow
 from core.flow.runtime import ConversationState, RunError, TurnRecord, run_turn
 from core.flow.variables import USER, VariableChange, copy_value, defaults, edit_variable
 from core.io.bundle import FORMAT, FORMAT_VERSION, is_bundle, parse_bundle, validate_bundle
-from core.limits import check_file_size, nulled_non_finite
+from core.limits import check_export_size, nulled_non_finite
 from core.llm.client import LLMClient
 from core.memory.long_term import app_namespace
 from core.memory.replay import DEFAULT_FIDELITY
@@ -721,7 +721,7 @@ def read_bundle(path: str | Path) -> dict:
     """An export file's document, refused over the size limit before it is read."""
     path = Path(path)
     try:
-        check_file_size(path.stat().st_size, path.name)
+        check_export_size(path.stat().st_size, path.name)
         data = path.read_bytes()
     except FileNotFoundError:
         raise StoreError(f"{path}: no such file") from None

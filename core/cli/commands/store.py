@@ -64,7 +64,7 @@ def cmd_import(args) -> int:
     from core.io.bundle import looks_like_bundle
     from core.io.errors import FormatError
     from core.io.readers.registry import import_file
-    from core.limits import check_file_size
+    from core.limits import check_export_size
     from core.service.imports import imported_before
     from core.service.sessions import import_conversation, is_bundle, read_bundle, store_conversations
     from ..errors import UsageError
@@ -77,8 +77,9 @@ def cmd_import(args) -> int:
         return db_holder[0]
 
     try:
-        # Every kind of file is held to the import size before a byte of it is parsed.
-        check_file_size(os.stat(args.file).st_size, args.file)
+        # Every file is held to a size before a byte of it is parsed: an export to the size of the export
+        # of anything MemLens imports, any other file (import_file) to the import size.
+        check_export_size(os.stat(args.file).st_size, args.file)
         with open(args.file, encoding="utf-8") as fh:
             head = fh.read(4096)
     except FileNotFoundError:
