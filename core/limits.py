@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -212,10 +213,20 @@ def check_query(query: str) -> None:
                             f"(raise {limit('query_length').env} to allow longer ones)")
 
 
-def check_value(value: Any, where: str, max_depth: int | None = None, *, finite: bool = True) -> None:
+#: What a number too long for Python to read or write as text is (its digit limit, 4,300 by default).
+_DIGITS = sys.get_int_max_str_digits()
+NUMBER_TOO_LONG = (f"holds a whole number of more than {_DIGITS:,} digits, more than MemLens reads or writes"
+                   if _DIGITS else "holds a number MemLens cannot read")
+_TOO_LONG = 10 ** _DIGITS if _DIGITS else None
+
+
+def check_value(value: Any, where: str, max_depth: int | None = None, *, finite: bool = True,
+                text: bool = True) -> None:
     """Refuse a JSON-like value nested deeper than the depth limit or (``finite``) holding a number
-    that is not finite: NaN and infinities are not JSON, and PostgreSQL refuses them. The message
-    names the place inside the value (``where: 'turns[3].inputs.x'``)."""
+    that is not finite: NaN and infinities are not JSON, and PostgreSQL refuses them, nor a whole number
+    longer than Python writes as text. ``text``: refuse a string (or a key) that is not text every store
+    keeps — a lone surrogate (``"\\ud800"``, which UTF-8 cannot encode) or a NUL (which PostgreSQL cannot
+    store). The message names the place inside the value (``where: 'turns[3].inputs.x'``)."""
     cap = MAX_DEPTH if max_depth is None else max_depth
     # Iterative, so a value nested thousands of levels deep is measured, not a RecursionError;
     # each entry's path is a (parent path, key) link, spelled out only for the message.
@@ -224,10 +235,20 @@ def check_value(value: Any, where: str, max_depth: int | None = None, *, finite:
         item, depth, path = stack.pop()
         if isinstance(item, dict):
             children = item.items()
+            if text:
+                for key in item:
+                    if isinstance(key, str):
+                        _check_text(key, where, path, "a key")
         elif isinstance(item, (list, tuple)):
             children = enumerate(item)
+        elif isinstance(item, str):
+            if text:
+                _check_text(item, where, path, "")
+            continue
         elif finite and isinstance(item, float) and not math.isfinite(item):
             raise LimitError(f"{where}{_spell(path)} holds {item!r}, which is not a number JSON can carry")
+        elif finite and isinstance(item, int) and _TOO_LONG is not None and not -_TOO_LONG < item < _TOO_LONG:
+            raise LimitError(f"{where}{_spell(path)} {NUMBER_TOO_LONG}")
         else:
             continue
         if depth > cap:
@@ -252,6 +273,20 @@ def nulled_non_finite(value: Any, where: str) -> list[str]:
             elif isinstance(child, (dict, list)):
                 stack.append((child, (path, key)))
     return found
+
+
+def _check_text(item: str, where: str, path: Any, what: str) -> None:
+    """Refuse ``item`` (at ``path`` of ``where``) when it holds a NUL or a lone surrogate."""
+    if "\x00" in item:
+        raise LimitError(f"{where}{_spell(path)} holds {what or 'text with'} a NUL character (\\u0000), which "
+                         f"PostgreSQL cannot store; remove it")
+    if not item.isascii():
+        try:
+            item.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise LimitError(f"{where}{_spell(path)} holds {what or 'text with'} a lone surrogate "
+                             f"(\\u{ord(item[e.start]):04x}), which is not text UTF-8 can hold; fix its encoding"
+                             ) from None
 
 
 def _spell(path: Any) -> str:
@@ -281,6 +316,8 @@ def load_json(text: str | bytes, name: str = "input", *, finite: bool = False) -
         raise MemLensError(f"{name} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
     except RecursionError:
         raise LimitError(too_deep(name)) from None
+    except ValueError:  # a whole number past Python's digit limit
+        raise LimitError(f"{name} {NUMBER_TOO_LONG}") from None
     # Non-finite numbers are let through by default so the importer's field checks can name them.
     check_value(value, name, finite=finite)
     return value

@@ -333,15 +333,20 @@ def _check_size(size: int, name: str) -> None:
 def parse_flow(text: str, name: str = "flow") -> Flow:
     import yaml
 
-    from core.limits import load_yaml
+    from core.limits import NUMBER_TOO_LONG, LimitError, check_value, load_yaml
 
     try:
         data = load_yaml(text, name)
+        check_value(data, name, finite=False)  # its text: no lone surrogate or NUL ("\ud800" in YAML)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(e, "problem", None) or "invalid YAML"
         raise FlowError(f"{name} is not valid YAML{where}: {problem}") from None
+    except LimitError as e:
+        raise FlowError(str(e)) from None
+    except ValueError:  # a whole number past Python's digit limit
+        raise FlowError(f"{name} {NUMBER_TOO_LONG}") from None
     return flow_from_data(data, name)
 
 

@@ -500,8 +500,8 @@ def run_assigner_v2(items: Sequence[Mapping[str, Any]], declarations: Sequence[C
         if op == "set" and value_type == "object" and isinstance(value, str):
             try:
                 value = json.loads(value)
-            except json.JSONDecodeError:
-                raise AssignerError(f"Invalid input value {_value_repr(value)}") from None
+            except ValueError:  # (a number past Python's digit limit too)
+                raise AssignerError(f"Invalid input value {_value_repr(value)[:80]}") from None
         if not _value_valid(value_type, op, value):
             raise AssignerError(f"Invalid input value {_value_repr(value)}")
         try:

@@ -28,7 +28,7 @@ def cmd_flows_list(args) -> int:
     from core.flow.graph import Flow
     from core.store import repo
 
-    flows = repo.list_flows(open_db(args))
+    flows = repo.list_flows(open_db(args, write=False))
     if args.format in ("json", "csv"):
         print_rows([{"id": v.flow_id, "name": v.flow_name, "version": v.version, "version_id": v.id,
                      "mode": v.definition.get("mode"), "created_at": iso_time(v.created_at)} for v in flows],

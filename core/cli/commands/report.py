@@ -132,7 +132,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if bool(args.file) == bool(args.conversation):
         raise UsageError("give a conversation FILE or --conversation ID (one of them)")
     if args.conversation:
-        source = load_stored(open_db(args), args.conversation)
+        source = load_stored(open_db(args, write=False), args.conversation)
     else:
         source, _ = read_source_file(args.file, index=args.index, fmt=args.input_format)
     # The conversation lives as long as the command: the collector need not walk it again each time

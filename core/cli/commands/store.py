@@ -15,10 +15,15 @@ from ..options import (Progress, add_db_option, add_format_option, add_input_for
 
 def cmd_conversations(args) -> int:
     from core.store import repo
+    from core.store.db import resolve_url, sqlite_file
     from core.store.errors import StoreError
     from core.words import conversation_length
 
-    db = open_db(args)
+    missing = sqlite_file(resolve_url(args.db))
+    if missing is not None and not missing.exists():  # nothing stored there: listed as such, nothing made
+        print("[]" if args.format == "json" else f"no conversations yet (no database at {missing})")
+        return 0
+    db = open_db(args, write=False)
     rows = repo.list_conversations(db)
     if args.format in ("json", "csv"):
         print_rows([{"id": c.id, "name": c.name, "user_id": c.user_id, "source": c.source,
@@ -52,7 +57,7 @@ def cmd_export(args) -> int:
     if bool(args.conversation_id) == bool(args.conversation):
         raise UsageError("give the conversation's ID, or --conversation ID (one of them)")
     conversation_id = args.conversation_id or args.conversation
-    doc = export_conversation(open_db(args), conversation_id)
+    doc = export_conversation(open_db(args, write=False), conversation_id)
     if doc.get("damaged"):
         print(f"warning: {conversation_id} has damaged stored values, exported with defaults in their place: "
               f"{'; '.join(doc['damaged'])}", file=sys.stderr)
