@@ -934,36 +934,32 @@ def _asked_without(conversation: Conversation, comparison: Comparison, c: int, r
     from .compare import walk_rows
 
     out: dict[tuple[int, int], tuple] = {}
-    threads: dict[int, set[int]] = {}
-    by_position = {p: k for k, p in enumerate(answered)} if heap else {}
-    rows = walk_rows(replay) if heap else iter(())
+
+    def ask(k: int, f: int, candidates: Iterator[int], row: Any, thread: set[int] | None) -> None:
+        """Turn ``k`` for fact ``f``: its finding, or (its value restated) the fact's next such turn."""
+        finding = _asked_at(comparison, replay, answered, f, c, k, row, thread)
+        if finding is not None:
+            out[(f, c)] = finding
+        elif (later := next(candidates, None)) is not None:
+            heapq.heappush(heap, (later, f, candidates))
+
+    if one_thread:
+        by_position = {p: k for k, p in enumerate(answered)} if heap else {}
+        for p, row in (walk_rows(replay) if heap else ()):
+            k = by_position[p]
+            while heap and heap[0][0] == k:
+                ask(k, *heapq.heappop(heap)[1:], row, None)
+            if not heap:
+                break
     # A branched conversation's walk goes depth first: its turns are asked for one by one instead.
-    for p, row in (rows if one_thread else ()):
-        k = by_position[p]
-        while heap and heap[0][0] == k:
-            _, f, candidates = heapq.heappop(heap)
-            finding = _asked_at(comparison, replay, answered, f, c, k, row, None)
-            if finding is None:
-                later = next(candidates, None)
-                if later is not None:
-                    heapq.heappush(heap, (later, f, candidates))
-            else:
-                out[(f, c)] = finding
-        if not heap:
-            break
-    while heap and not one_thread:
+    threads: dict[int, set[int]] = {}
+    while heap:
         k, f, candidates = heapq.heappop(heap)
         p = answered[k]
         thread = threads.get(p)
         if thread is None:  # the same turns for every fact
             thread = threads[p] = set(conversation.tree.thread(p))
-        finding = _asked_at(comparison, replay, answered, f, c, k, _LedgerRow(replay, p), thread)
-        if finding is None:
-            later = next(candidates, None)
-            if later is not None:
-                heapq.heappush(heap, (later, f, candidates))
-        else:
-            out[(f, c)] = finding
+        ask(k, f, candidates, _LedgerRow(replay, p), thread)
     return out
 
 
