@@ -49,7 +49,7 @@ from collections import deque
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from core.limits import TEMPLATE_TRANSFORM_MAX_LENGTH, LimitError, check_query, check_value
+from core.limits import TEMPLATE_TRANSFORM_MAX_LENGTH, LimitError, check_query, check_value, nulled_non_finite
 from core.llm.client import DemoClient, LLMClient, default_client, one_line
 from core.llm.errors import LLMError
 from core.memory.errors import ConfigError, LongTermMemoryError
@@ -1299,6 +1299,9 @@ def _run_node(node: Node, ctx: _Context) -> tuple[NodeRun, str | None]:
         runner = RUNNERS.get(node.type)
         if runner is not None:
             branch = runner(node, ctx, run)
+            # A model may answer 1e999 (a Parameter Extractor reads it as inf): no JSON carries it — not the
+            # stream, the store or an export — so it is null from here on, and the run says so.
+            run.notes.extend(nulled_non_finite(run.outputs, f"{node.type} node {node.id!r}: outputs"))
             ctx.pool.add_outputs(node.id, run.outputs)
         else:
             ctx.pool.mark_pass_through(node.id)
