@@ -234,6 +234,9 @@ def test_the_settings_and_the_schema_dify_builds_from_them():
     ({"parameters": [dict(ORDER, type="date")]},
      "parameter 'order_number' has type 'date'; expected one of string, select, number, boolean, bool, "
      "array[string], array[number], array[object], array[boolean]"),
+    ({"parameters": [dict(ORDER, type=["{{#sys.query#}}", 1])]},
+     "parameter 'order_number' has type ['{{#sys.query#}}', 1]; expected one of string, select, number, boolean, bool, "
+     "array[string], array[number], array[object], array[boolean]"),
     ({"parameters": [dict(ORDER, options="a")]}, "parameter 'order_number': 'options' must be a list of texts"),
     ({"parameters": [dict(ORDER, description=3)]}, "parameter 'order_number': 'description' must be text"),
     ({"parameters": [ORDER, ORDER]}, "parameter names must differ; used more than once: 'order_number'"),
