@@ -152,8 +152,9 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
         # SQLite keeps any text in a JSON column; a row edited by hand must not stop every reader.
         lenient = {"json_deserializer": lenient_json, "json_serializer": sqlite_json}
         if database and database != ":memory:":
-            if create:
-                Path(database).parent.mkdir(parents=True, exist_ok=True)
+            path = sqlite_file(url)  # (a file: URI names its path after the scheme)
+            if create and path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
             engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS}, **lenient)
         else:
             engine = create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool, **lenient)

@@ -186,6 +186,7 @@ def test_a_read_only_database_is_read_and_a_write_to_it_is_one_line(tmp_path, mo
     assert conversation in _run("conversations", "--db", read_only).stdout
     _refused(_run("import", str(ROOT / "sample_data" / "conversations" / "lisbon-trip.json"), "--db", read_only),
              "error: the database failed: attempt to write a readonly database", 1)
+    assert not (ROOT / "file:").exists()  # the URI's path is the file's, not a folder named after the scheme
     # A file this process may not write (as a user without the right would find it): refused before any write.
     import os
 
