@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -75,6 +76,15 @@ LIMITS = (
           "size of a YAML document once its aliases are expanded (flow files, Dify DSL)"),
     # The biggest real Dify DSL export we know is ~100 KB.
     Limit("flow_size", "MEMLENS_MAX_FLOW_MB", 5, "MB", "size of a flow file (MemLens flow or Dify DSL)"),
+    # A report on 100,000 turns takes about 2 GB (benchmarks/report_scale.py).
+    Limit("turns", "MEMLENS_MAX_TURNS", 100_000, "turns",
+          "turns of one conversation imported, reported on or compared"),
+    # About 250,000 tokens: more than most models' context; a long tool result fits.
+    Limit("message_size", "MEMLENS_MAX_MESSAGE_CHARS", 1_000_000, "characters",
+          "one message of a conversation read from a file or an export"),
+    Limit("fact_checks", "MEMLENS_MAX_FACT_CHECKS", 20_000_000, "checks",
+          "facts × turns × configs a comparison of a branched conversation asks (one that never branched "
+          "costs its changes only)"),
 )
 _BY_NAME = {limit.name: limit for limit in LIMITS}
 
@@ -90,6 +100,16 @@ MAX_QUERY_CHARS = limit("query_length").read()
 MAX_DEPTH = limit("depth").read()
 MAX_YAML_NODES = limit("yaml_nodes").read()
 MAX_FLOW_BYTES = limit("flow_size").read() * MB
+MAX_TURNS = limit("turns").read()
+MAX_MESSAGE_CHARS = limit("message_size").read()
+MAX_FACT_CHECKS = limit("fact_checks").read()
+#: What a MemLens export may add to what was imported, per turn: its ids, times and fields (about 500
+#: bytes; more with tool steps). An export repeats a turn's query and answer besides its messages, so
+#: the export of the largest transcript MemLens imports takes at most twice its size plus this per turn.
+EXPORT_TURN_BYTES = 1_000
+#: The size of a MemLens conversation export MemLens reads back: enough for the export of anything it
+#: imports (the import size and the most turns a conversation holds set it; there is no setting of its own).
+MAX_EXPORT_BYTES = 2 * MAX_IMPORT_BYTES + MAX_TURNS * EXPORT_TURN_BYTES
 
 # -- the memory systems' own numbers ----------------------------------------------------------------
 # Not settings: the systems MemLens reproduces fix them, so no environment variable changes them.
@@ -150,6 +170,39 @@ def read_bytes(path: Path, error: Callable[[str], Exception], expected: str,
         raise error(f"{path}: cannot read ({e.strerror})") from None
 
 
+def check_export_size(size: int, name: str) -> None:
+    """Refuse a MemLens conversation export over :data:`MAX_EXPORT_BYTES`, before it is read."""
+    if size > MAX_EXPORT_BYTES:
+        raise TooLargeError(f"{name} is {_size(size)}; MemLens reads conversation exports up to "
+                            f"{_size(MAX_EXPORT_BYTES)} (twice the import size, {limit('import_size').env}, plus "
+                            f"{EXPORT_TURN_BYTES:,} bytes for each of the {MAX_TURNS:,} turns a conversation may hold, "
+                            f"{limit('turns').env}) — raise those to read it")
+
+
+def check_turns(count: int, what: str) -> None:
+    """Refuse a conversation of more than :data:`MAX_TURNS` turns, before any work on it."""
+    if count > MAX_TURNS:
+        raise TooLargeError(f"{what} has {count:,} turns; MemLens takes conversations of up to {MAX_TURNS:,} (a report "
+                            f"on 100,000 takes about 2 GB) — raise {limit('turns').env} on a machine with the memory")
+
+
+def check_message(length: int, what: str) -> None:
+    """Refuse a message longer than :data:`MAX_MESSAGE_CHARS`, before it is replayed, counted or stored."""
+    if length > MAX_MESSAGE_CHARS:
+        raise TooLargeError(f"{what} is {length:,} characters; MemLens takes messages of up to "
+                            f"{MAX_MESSAGE_CHARS:,} (raise {limit('message_size').env} if it is genuine)")
+
+
+def check_fact_work(facts: int, turns: int, configs: int) -> None:
+    """Refuse following ``facts`` over ``turns`` of a branched conversation under ``configs`` when that
+    asks more than :data:`MAX_FACT_CHECKS` questions (each fact at each turn, for each config)."""
+    checks = facts * turns * configs
+    if checks > MAX_FACT_CHECKS:
+        raise LimitError(f"following {facts:,} facts over the {turns:,} turns of a branched conversation under "
+                         f"{configs} configs asks {checks:,} questions; MemLens asks at most {MAX_FACT_CHECKS:,} "
+                         f"(raise {limit('fact_checks').env}) — follow fewer facts (--facts none, or --fact REF=LABEL)")
+
+
 def check_flow_size(size: int, name: str) -> None:
     """Refuse a flow file over the flow size, before it is read or parsed."""
     if size > MAX_FLOW_BYTES:
@@ -163,10 +216,20 @@ def check_query(query: str) -> None:
                             f"(raise {limit('query_length').env} to allow longer ones)")
 
 
-def check_value(value: Any, where: str, max_depth: int | None = None, *, finite: bool = True) -> None:
+#: What a number too long for Python to read or write as text is (its digit limit, 4,300 by default).
+_DIGITS = sys.get_int_max_str_digits()
+NUMBER_TOO_LONG = (f"holds a whole number of more than {_DIGITS:,} digits, more than MemLens reads or writes"
+                   if _DIGITS else "holds a number MemLens cannot read")
+_TOO_LONG = 10 ** _DIGITS if _DIGITS else None
+
+
+def check_value(value: Any, where: str, max_depth: int | None = None, *, finite: bool = True,
+                text: bool = True) -> None:
     """Refuse a JSON-like value nested deeper than the depth limit or (``finite``) holding a number
-    that is not finite: NaN and infinities are not JSON, and PostgreSQL refuses them. The message
-    names the place inside the value (``where: 'turns[3].inputs.x'``)."""
+    that is not finite: NaN and infinities are not JSON, and PostgreSQL refuses them, nor a whole number
+    longer than Python writes as text. ``text``: refuse a string (or a key) that is not text every store
+    keeps — a lone surrogate (``"\\ud800"``, which UTF-8 cannot encode) or a NUL (which PostgreSQL cannot
+    store). The message names the place inside the value (``where: 'turns[3].inputs.x'``)."""
     cap = MAX_DEPTH if max_depth is None else max_depth
     # Iterative, so a value nested thousands of levels deep is measured, not a RecursionError;
     # each entry's path is a (parent path, key) link, spelled out only for the message.
@@ -175,15 +238,58 @@ def check_value(value: Any, where: str, max_depth: int | None = None, *, finite:
         item, depth, path = stack.pop()
         if isinstance(item, dict):
             children = item.items()
+            if text:
+                for key in item:
+                    if isinstance(key, str):
+                        _check_text(key, where, path, "a key")
         elif isinstance(item, (list, tuple)):
             children = enumerate(item)
+        elif isinstance(item, str):
+            if text:
+                _check_text(item, where, path, "")
+            continue
         elif finite and isinstance(item, float) and not math.isfinite(item):
             raise LimitError(f"{where}{_spell(path)} holds {item!r}, which is not a number JSON can carry")
+        elif finite and isinstance(item, int) and _TOO_LONG is not None and not -_TOO_LONG < item < _TOO_LONG:
+            raise LimitError(f"{where}{_spell(path)} {NUMBER_TOO_LONG}")
         else:
             continue
         if depth > cap:
             raise LimitError(too_deep(f"{where}{_spell(path)}", cap))
         stack.extend((child, depth + 1, (path, key)) for key, child in children)
+
+
+def nulled_non_finite(value: Any, where: str) -> list[str]:
+    """Replace, in place, every NaN and infinity inside a JSON-like value by ``None`` — JSON has no
+    spelling for them (Python would write ``Infinity``, which no JSON reader takes) — and say where
+    each was (``where: 'variables[1].value'``). For documents MemLens writes out of what it holds, so
+    an old stored value cannot make the whole document unreadable."""
+    found: list[str] = []
+    stack: list[tuple[Any, Any]] = [(value, None)]
+    while stack:
+        item, path = stack.pop()
+        children = item.items() if isinstance(item, dict) else enumerate(item) if isinstance(item, list) else ()
+        for key, child in children:
+            if isinstance(child, float) and not math.isfinite(child):
+                item[key] = None
+                found.append(f"{where}{_spell((path, key))} was {child!r}, written as null")
+            elif isinstance(child, (dict, list)):
+                stack.append((child, (path, key)))
+    return found
+
+
+def _check_text(item: str, where: str, path: Any, what: str) -> None:
+    """Refuse ``item`` (at ``path`` of ``where``) when it holds a NUL or a lone surrogate."""
+    if "\x00" in item:
+        raise LimitError(f"{where}{_spell(path)} holds {what or 'text with'} a NUL character (\\u0000), which "
+                         f"PostgreSQL cannot store; remove it")
+    if not item.isascii():
+        try:
+            item.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise LimitError(f"{where}{_spell(path)} holds {what or 'text with'} a lone surrogate "
+                             f"(\\u{ord(item[e.start]):04x}), which is not text UTF-8 can hold; fix its encoding"
+                             ) from None
 
 
 def _spell(path: Any) -> str:
@@ -213,6 +319,8 @@ def load_json(text: str | bytes, name: str = "input", *, finite: bool = False) -
         raise MemLensError(f"{name} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
     except RecursionError:
         raise LimitError(too_deep(name)) from None
+    except ValueError:  # a whole number past Python's digit limit
+        raise LimitError(f"{name} {NUMBER_TOO_LONG}") from None
     # Non-finite numbers are let through by default so the importer's field checks can name them.
     check_value(value, name, finite=finite)
     return value
@@ -270,7 +378,8 @@ class _LimitedLoader(yaml.SafeLoader):
 
 
 __all__ = ["LimitError", "TooLargeError", "Limit", "LIMITS", "limit", "MAX_IMPORT_BYTES", "MAX_REQUEST_BYTES",
-           "MAX_PROXY_BYTES",
-           "MAX_QUERY_CHARS", "MAX_DEPTH", "MAX_YAML_NODES", "MAX_FLOW_BYTES", "check_file_size", "check_flow_size",
-           "check_query", "check_value",
+           "MAX_PROXY_BYTES", "MAX_QUERY_CHARS", "MAX_DEPTH", "MAX_YAML_NODES", "MAX_FLOW_BYTES", "MAX_TURNS",
+           "MAX_MESSAGE_CHARS", "MAX_FACT_CHECKS", "MAX_EXPORT_BYTES", "EXPORT_TURN_BYTES", "check_file_size",
+           "check_flow_size", "check_export_size", "check_turns", "check_message", "check_fact_work",
+           "check_query", "check_value", "nulled_non_finite",
            "load_json", "load_yaml", "too_deep"]

@@ -31,13 +31,14 @@ one window and is shown whole. The page moves the window; it never down-samples 
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
+from core.limits import check_fact_work, check_turns
 from core.llm.client import DemoClient, LLMClient, LLMReply
 from core.memory.errors import ConfigError
-from core.memory.replay import Decision, MemoryConfig, PathView, Replay, turn_numbers
+from core.memory.replay import Decision, MemoryConfig, PathView, Replay, turn_number, turn_numbers
 from core.model.conversation import Conversation, Message, message_text, turn_label
 from core.model.facts import extract_facts
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, REASON_LABELS,
@@ -45,6 +46,7 @@ from core.model.ledger import (EMPTY, GRANULARITY, KEPT, OTHER_BRANCH, OUTSIDE_W
 from core.words import distinct, plural
 
 from .errors import CompareError
+from .timeline import Timeline
 
 MIN_CONFIGS = 2
 MAX_CONFIGS = 6
@@ -123,14 +125,21 @@ def _message_text(m: Message) -> str:
     return _short(message_text(m)) or "(empty)"
 
 
-def message_columns(conversation: Conversation) -> list[Column]:
-    """Every message of the conversation in order: the heatmap's columns."""
-    numbers = turn_numbers(conversation)
+def message_columns(conversation: Conversation, first: int = 0, last: int | None = None) -> list[Column]:
+    """The messages of the conversation in order, each a heatmap column: every one, or those from
+    column ``first`` up to (not including) ``last`` — a window's, made without the others."""
+    turns = conversation.turns
+    before = _messages_before(conversation)
+    last = before[-1] if last is None else min(last, before[-1])
     out: list[Column] = []
-    for p, t in enumerate(conversation.turns):
-        label = turn_label(conversation, p)
-        for j, m in enumerate(t.messages):
-            out.append(Column(len(out), p, j, numbers[p], m.role, m.kind, m.ref, _message_text(m), label))
+    p = max(bisect_right(before, first) - 1, 0)
+    while p < len(turns) and before[p] < last:
+        label, number = turn_label(conversation, p), turn_number(conversation, p)
+        for j, m in enumerate(turns[p].messages):
+            column = before[p] + j
+            if first <= column < last:
+                out.append(Column(column, p, j, number, m.role, m.kind, m.ref, _message_text(m), label))
+        p += 1
     return out
 
 
@@ -222,6 +231,23 @@ class _RowReasons:
     def reason(self, q: int, j: int) -> str:
         return self.decision.blocked or self.thread_reason(q, j) or OTHER_BRANCH
 
+    def sent_from(self) -> tuple[int, bool]:
+        """``(lo, exact)``: no message of the thread below sequence index ``lo`` is sent; ``exact``: each
+        one from ``lo`` on is sent or not by itself alone (its eligibility and emptiness), so only a
+        message ``lo`` moves past changes. A cut is exact; a plan is bounded by its oldest kept turn."""
+        d, end = self.decision, self.view.length
+        if d.blocked:
+            return end, True
+        if self.plan is None:
+            return max(d.trimmed_before, d.window_start, d.budget_cut), True
+        oldest = self.plan.oldest_kept_turn
+        if oldest is None:
+            return end, False
+        q = oldest - self.replay.numbers[0]
+        k = self.depth[q] - 1 if 0 <= q < len(self.depth) else -1
+        positions = self.view.positions
+        return (self.view.starts[k] if 0 <= k < len(positions) and positions[k] == q else 0), False
+
     def thread_reason(self, q: int, j: int) -> str | None:
         """:meth:`reason` of a message on the turn's thread; ``None`` for one that is not."""
         k = self.depth[q] - 1  # a turn at depth k + 1 is on the thread when the view holds it there
@@ -238,8 +264,10 @@ class _RowReasons:
         offset = table.get(j)
         if offset is None:
             return GRANULARITY
-        i = self.view.starts[self.depth[q] - 1] + offset
-        msg = self.turns[q].messages[j]
+        return self._at(self.view.starts[self.depth[q] - 1] + offset, self.turns[q].messages[j])
+
+    def _at(self, i: int, msg: Message) -> str:
+        """The reason of ``msg``, at sequence index ``i`` of the thread."""
         if self.plan is not None:
             r = self.plan.reason(i, msg)
             return EMPTY if r == KEPT and msg.is_empty and self.drops_empty else r
@@ -254,6 +282,25 @@ class _RowReasons:
             return EMPTY
         return KEPT
 
+    @property
+    def budget(self) -> int | None:
+        return self.decision.budget.limit
+
+    def sent_texts(self) -> Iterator[str]:
+        """The texts this turn's memory sends: each earlier message kept as it is, then what is sent in
+        place of others (a summary, a scratchpad); what the ledger's kept entries and synthetic
+        messages hold, without listing every earlier message."""
+        if self.decision.blocked:
+            return
+        view, turns = self.view, self.turns
+        for i in range(self.sent_from()[0], view.length):
+            msg = turns[view.seq_pos[i]].messages[view.seq_msg[i]]
+            if self._at(i, msg) == KEPT:
+                yield msg.content
+        if self.plan is not None:
+            for s in self.plan.synthetic(view, self.replay):
+                yield s.content
+
 
 class _LedgerReasons:
     """The same questions answered from a built ledger (when the engine offers no walk)."""
@@ -262,6 +309,7 @@ class _LedgerReasons:
 
     def __init__(self, replay: Replay, position: int):
         self.ledger = replay.ledger_at(position)
+        self.turns = replay.conversation.turns
         self.by_key = {(e.position, e.index): e.reason for e in self.ledger.entries}
         tree = replay.conversation.tree
         self.thread = set(tree.thread(position)[:-1])
@@ -271,6 +319,20 @@ class _LedgerReasons:
 
     def thread_reason(self, q: int, j: int) -> str | None:
         return self.by_key[(q, j)] if q in self.thread else None
+
+    def sent_from(self) -> tuple[int, bool]:
+        return 0, False
+
+    @property
+    def budget(self) -> int | None:
+        return self.ledger.budget
+
+    def sent_texts(self) -> Iterator[str]:
+        turns = self.turns
+        for e in self.ledger.kept:
+            yield turns[e.position].messages[e.index].content
+        for s in self.ledger.synthetic:
+            yield s.content
 
 
 def _engine_walk(replay: Replay) -> Any:
@@ -282,8 +344,11 @@ def _engine_walk(replay: Replay) -> Any:
     return getattr(replay, "_walk", None)
 
 
-def _walk_rows(replay: Replay) -> Iterator[tuple[int, Any]]:
-    """(position, reasons) for every answered turn, in depth-first order of the turn tree.
+def walk_rows(replay: Replay) -> Iterator[tuple[int, Any]]:
+    """(position, reasons) for every answered turn, in depth-first order of the turn tree (turn order for
+    a conversation that never branched). The reasons object answers what that turn's ledger would say
+    without listing every earlier message: ``reason(position, index)`` of any earlier message,
+    ``thread_reason`` (``None`` off the turn's thread), ``sent_texts()`` and ``budget``.
 
     The reasons object is valid only until the next item: it reads the walk's live view.
     """
@@ -349,7 +414,8 @@ class RetentionMatrix:
 
 def retention_matrix(replay: Replay, window: HeatmapWindow | None = None, *, label: str | None = None,
                      columns: Sequence[Column] | None = None) -> RetentionMatrix:
-    """The heatmap data of one replay over a window (default: :func:`heatmap_window`)."""
+    """The heatmap data of one replay over a window (default: :func:`heatmap_window`); ``columns``: the
+    window's (:func:`message_columns` of its first and last column), when already made."""
     return _Pass(replay, window or heatmap_window(replay.conversation), [], label=label, columns=columns).matrix
 
 
@@ -461,12 +527,14 @@ def track_facts(conversation: Conversation, marks: Iterable[Any]) -> list[Tracke
 class FactFate:
     """One fact under one config. ``present`` has one entry per answered turn (in turn order):
     ``True`` when a statement of the fact is in memory (or in the turn's own query), ``False``
-    when none is, ``None`` before the fact is stated or on a branch that never stated it."""
+    when none is, ``None`` before the fact is stated or on a branch that never stated it — held
+    as a :class:`~core.analysis.timeline.Timeline` (its JSON: ``[[k, value], …]``, the value from
+    answered turn ``k`` on)."""
 
     fact: TrackedFact
     label: str                       # the config's label
     stated_turn: int
-    present: list[bool | None]
+    present: Timeline | list[bool | None]
     lost_turn: int | None            # first turn with no statement in memory; None: never
     lost_reason: str | None          # the newest statement's reason at that turn
     stated_label: str = ""           # those two turns as a person counts them (core.model.conversation.turn_label)
@@ -519,7 +587,9 @@ class FactFate:
 
     def to_json(self) -> dict:
         return {"fact": self.fact.label, "config": self.label, "stated_turn": self.stated_turn,
-                "lost_turn": self.lost_turn, "lost_reason": self.lost_reason, "present": self.present,
+                "lost_turn": self.lost_turn, "lost_reason": self.lost_reason,
+                "present": (self.present if isinstance(self.present, Timeline)
+                            else Timeline.from_values(self.present)).to_json(),
                 "stated_label": self.stated_label, "lost_label": self.lost_label, "returns": self.returns,
                 "back_label": self.back_label, "gone_label": self.gone_label, "gone_reason": self.gone_reason,
                 "has_it_now": self.has_it_now}
@@ -533,7 +603,8 @@ def fact_course(present: Sequence[bool | None]) -> tuple[int | None, int | None,
     lost = back = gone = None
     returns = 0
     had = True
-    for k, value in enumerate(present):
+    # A Timeline is read at its changes: between them nothing can change the course.
+    for k, value in (present.changes if isinstance(present, Timeline) else enumerate(present)):
         if value is None or value == had:
             continue
         had = value
@@ -591,7 +662,7 @@ def fact_presence(replay: Replay, fact: TrackedFact) -> dict[int, tuple[bool | N
     first = fact.messages[0][0] if fact.messages else None
     stated = _stated_turns(fact)
     out: dict[int, tuple[bool | None, str | None]] = {}
-    for p, reasons in _walk_rows(replay):
+    for p, reasons in walk_rows(replay):
         out[p] = _fact_row(reasons, p, turns[p].query_index, fact, stated) if first is not None and first <= p \
             else (None, None)
     return out
@@ -661,33 +732,34 @@ class _Pass:
     """One walk of one replay that fills the matrix window and every fact's timeline."""
 
     def __init__(self, replay: Replay, window: HeatmapWindow, facts: Sequence[TrackedFact], *,
-                 label: str | None = None, columns: Sequence[Column] | None = None):
+                 label: str | None = None, columns: Sequence[Column] | None = None,
+                 labels: dict[int, str] | None = None):
         conv = replay.conversation
         self.replay = replay
         label = label or replay.config.label()
-        all_columns = list(columns) if columns is not None else message_columns(conv)
-        visible = all_columns[window.first_column:window.last_column]
+        visible = list(columns) if columns is not None else message_columns(conv, window.first_column,
+                                                                            window.last_column)
+        labels = {} if labels is None else labels  # turn labels by position, shared by every config's pass
+
+        def turn_label_of(p: int) -> str:
+            text = labels.get(p)
+            if text is None:
+                text = labels[p] = turn_label(conv, p)
+            return text
         summaries = {s.turn: s for s in replay.summaries()}
         row_index = {p: r for r, p in enumerate(window.rows)}
         numbers = replay.numbers
         answered = conv.answered_turns()
         answered_index = {p: k for k, p in enumerate(answered)}
         cells: list[list[str | None]] = [[] for _ in window.rows]
-        present: list[list[bool | None]] = [[None] * len(answered) for _ in facts]
-        first_reasons: list[list[str | None]] = [[None] * len(answered) for _ in facts]
         before = _messages_before(conv)
-        # Each fact with a statement, with the turn of each statement (the first is when it is stated).
-        stated = [(f, fact, turns) for f, fact in enumerate(facts) for turns in [_stated_turns(fact)] if turns]
-        for p, reasons in _walk_rows(replay):
+        follow = (_ChainFacts if conv.one_thread() else _EveryTurnFacts)(replay, facts, len(answered))
+        for p, reasons in walk_rows(replay):
             r = row_index.get(p)
             if r is not None:
                 limit = before[p]
                 cells[r] = [reasons.reason(c.position, c.index) if c.column < limit else None for c in visible]
-            k = answered_index[p]
-            query_index = conv.turns[p].query_index
-            for f, fact, turns in stated:
-                if turns[0] <= p:
-                    present[f][k], first_reasons[f][k] = _fact_row(reasons, p, query_index, fact, turns)
+            follow.row(answered_index[p], p, reasons)
         tokens = [replay.message_tokens(c.position)[c.index] for c in visible]
         hidden = []
         budgets = []
@@ -699,18 +771,107 @@ class _Pass:
                                       list(window.rows), visible, tokens, cells, hidden, budgets)
         self.fates: list[FactFate] = []
         for f, fact in enumerate(facts):
-            lost, back, gone, returns = fact_course(present[f])
+            present = follow.timeline(f)
+            lost, back, gone, returns = fact_course(present)
             stated = numbers[fact.messages[0][0]] if fact.messages else 0
-            stated_label = turn_label(conv, fact.messages[0][0]) if fact.messages else ""
-            fate = FactFate(fact, label, stated, present[f], None, None, stated_label, returns=returns)
+            stated_label = turn_label_of(fact.messages[0][0]) if fact.messages else ""
+            fate = FactFate(fact, label, stated, present, None, None, stated_label, returns=returns)
             if lost is not None:
-                fate.lost_turn, fate.lost_reason = numbers[answered[lost]], first_reasons[f][lost]
-                fate.lost_label = turn_label(conv, answered[lost])
+                fate.lost_turn, fate.lost_reason = numbers[answered[lost]], follow.reason(f, lost)
+                fate.lost_label = turn_label_of(answered[lost])
             if back is not None:
-                fate.back_label = turn_label(conv, answered[back])
+                fate.back_label = turn_label_of(answered[back])
             if gone is not None:
-                fate.gone_label, fate.gone_reason = turn_label(conv, answered[gone]), first_reasons[f][gone]
+                fate.gone_label, fate.gone_reason = turn_label_of(answered[gone]), follow.reason(f, gone)
             self.fates.append(fate)
+
+
+class _EveryTurnFacts:
+    """Every fact asked at every answered turn: a branched conversation's walk goes depth first, so the
+    turn it reads next is not the next in turn order (its cost is bounded by ``limits.check_fact_work``)."""
+
+    def __init__(self, replay: Replay, facts: Sequence[TrackedFact], answered: int):
+        self.turns = replay.conversation.turns
+        # Each fact with a statement, with the turn of each statement (the first is when it is stated).
+        self.stated = [(f, fact, turns) for f, fact in enumerate(facts) for turns in [_stated_turns(fact)] if turns]
+        self.present: list[list[bool | None]] = [[None] * answered for _ in facts]
+        self.reasons: list[list[str | None]] = [[None] * answered for _ in facts]
+
+    def row(self, k: int, p: int, reasons: Any) -> None:
+        query_index = self.turns[p].query_index
+        for f, fact, turns in self.stated:
+            if turns[0] <= p:
+                self.present[f][k], self.reasons[f][k] = _fact_row(reasons, p, query_index, fact, turns)
+
+    def timeline(self, f: int) -> Timeline:
+        return Timeline.from_values(self.present[f])
+
+    def reason(self, f: int, k: int) -> str | None:
+        return self.reasons[f][k]
+
+
+class _ChainFacts:
+    """The facts of a conversation that never branched, asked only where they may have changed: a
+    fact's value moves only when one of its statements joins the thread, is the turn's own query, or
+    is passed by where the memory starts sending (:meth:`_RowReasons.sent_from`). Each row costs
+    what changed, so a conversation that states something in every turn is followed in time and
+    memory that grow with its length, not its square."""
+
+    def __init__(self, replay: Replay, facts: Sequence[TrackedFact], answered: int):
+        self.replay, self.facts, self.answered = replay, facts, answered
+        self.turns = replay.conversation.turns
+        self.stated = [_stated_turns(fact) for fact in facts]
+        self.by_turn: dict[int, list[tuple[int, int]]] = {}  # position -> (message index, fact), in order
+        for f, fact in enumerate(facts):
+            for q, j in fact.messages:
+                self.by_turn.setdefault(q, []).append((j, f))
+        for items in self.by_turn.values():
+            items.sort()
+        self.indices: list[int] = []  # the sequence index of each statement on the thread, ascending
+        self.of_fact: list[int] = []  # and its fact
+        self.on_thread = 0            # turns before this one whose statements are indexed
+        self.lo, self.exact = 0, True
+        self.own: list[int] = []      # the facts the previous row's query states
+        self.value: list[bool | None] = [None] * len(facts)
+        self.changes: list[list[tuple[int, bool | None]]] = [[] for _ in facts]
+        self.why: list[dict[int, str | None]] = [{} for _ in facts]
+
+    def row(self, k: int, p: int, reasons: Any) -> None:
+        touched = set(self.own)
+        view = getattr(reasons, "view", None)  # (a row read from a built ledger has none: it is asked whole)
+        for q in range(self.on_thread, p):  # turns that joined the thread: their statements are there now
+            start, eligible = view.starts[q] if view is not None else 0, self.replay.eligible(q)
+            for j, f in self.by_turn.get(q, ()):
+                touched.add(f)
+                # Where the statement is in the thread's sequence (one left out by granularity: where it would be).
+                self.indices.append(start + bisect_left(eligible, j))
+                self.of_fact.append(f)
+        self.on_thread = p
+        query_index = self.turns[p].query_index
+        self.own = [f for j, f in self.by_turn.get(p, ()) if j == query_index]
+        touched.update(self.own)
+        lo, exact = reasons.sent_from()
+        indices = self.indices
+        if view is None:  # no sequence to place statements in: every one is asked
+            touched.update(self.of_fact)
+        else:  # a cut moved from self.lo to lo: only the statements it passed change; else every one from there on
+            hi = max(lo, self.lo) if exact and self.exact else (indices[-1] + 1 if indices else 0)
+            for i in range(bisect_left(indices, min(lo, self.lo)), bisect_left(indices, hi)):
+                touched.add(self.of_fact[i])
+        self.lo, self.exact = lo, exact
+        for f in touched:
+            value, why = _fact_row(reasons, p, query_index, self.facts[f], self.stated[f])
+            if value != self.value[f]:
+                self.value[f] = value
+                self.changes[f].append((k, value))
+                if value is False:
+                    self.why[f][k] = why
+
+    def timeline(self, f: int) -> Timeline:
+        return Timeline(self.changes[f], self.answered)
+
+    def reason(self, f: int, k: int) -> str | None:
+        return self.why[f].get(k)
 
 
 # -- the turn diff --------------------------------------------------------------------------------------
@@ -865,7 +1026,7 @@ class Comparison:
 
     conversation_id: str
     configs: list[NamedConfig]
-    columns: list[Column]
+    columns: list[Column]                # the heatmap window's (all of a conversation shown whole)
     window: HeatmapWindow
     matrices: list[RetentionMatrix]
     series: list[Series]
@@ -907,19 +1068,24 @@ def compare(conversation: Conversation, configs: Iterable[MemoryConfig | NamedCo
     named = named_configs(configs)
     if not MIN_CONFIGS <= len(named) <= MAX_CONFIGS:
         raise CompareError(f"compare needs {MIN_CONFIGS} to {MAX_CONFIGS} memory configs; got {len(named)}")
-    if not conversation.answered_turns():
+    answered = conversation.answered_turns()
+    if not answered:
         raise CompareError("the conversation has no user turn to compare")
+    check_turns(len(conversation.turns), "the conversation")  # what the machine holds, refused before any work
     if facts is None:
         marks = conversation.meta.get("facts") if isinstance(conversation.meta, dict) else None
         tracked = track_facts(conversation, marks) if marks else detect_facts(conversation)
     else:
         tracked = track_facts(conversation, facts)
+    if not conversation.one_thread():  # each fact is asked at every turn (_EveryTurnFacts)
+        check_fact_work(sum(1 for f in tracked if f.messages), len(answered), len(named))
     window = window or heatmap_window(conversation)
-    columns = message_columns(conversation)
+    columns = message_columns(conversation, window.first_column, window.last_column)
     matrices, series, fates, replays = [], [], [], []
+    labels: dict[int, str] = {}
     for c in named:
         replay = Replay(conversation, c.config, system_prompt=system_prompt)
-        run = _Pass(replay, window, tracked, label=c.label, columns=columns)
+        run = _Pass(replay, window, tracked, label=c.label, columns=columns, labels=labels)
         matrices.append(run.matrix)
         series.append(turn_series(replay, c.label))
         fates.append(run.fates)
@@ -935,4 +1101,4 @@ __all__ = ["NamedConfig", "named_configs", "Column", "message_columns", "Heatmap
            "RetentionMatrix", "retention_matrix", "TrackedFact", "detect_facts", "track_facts", "FactFate",
            "fact_presence", "fact_sentence", "Series", "turn_series", "DiffItem", "TurnDiff", "turn_diff", "Comparison",
            "ReplyGrid", "replay_replies", "reply_at", "compare", "REASON_LABELS", "HEATMAP_ROWS", "HEATMAP_COLUMNS",
-           "MIN_CONFIGS", "MAX_CONFIGS"]
+           "MIN_CONFIGS", "MAX_CONFIGS", "walk_rows"]

@@ -27,7 +27,7 @@ def clean(value: Any, field: str) -> Any:
     """NUL characters removed, lone surrogates replaced; values nested past the depth limit and
     non-finite numbers are refused."""
     try:
-        check_value(value, field, finite=False)
+        check_value(value, field, finite=False, text=False)  # (scrub repairs the text)
     except LimitError as e:
         raise invalid(str(e), field) from None
     return scrub(value, field)

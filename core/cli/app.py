@@ -168,7 +168,7 @@ def _stored(args: argparse.Namespace) -> Conversation:
     """The stored conversation ``--conversation`` names (in ``--db``)."""
     from core.service.sources import load_stored
 
-    return load_stored(open_db(args), args.conversation).conversation
+    return load_stored(open_db(args, write=False), args.conversation).conversation
 
 
 def _captured_replay(args: argparse.Namespace, conversation: Conversation, config: MemoryConfig) -> Replay | None:

@@ -126,6 +126,12 @@ def _command_word(argv: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "memlens") -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    for i, arg in enumerate(argv, start=1):
+        try:  # bytes that are not UTF-8 reach Python as lone surrogates, which nothing can print or store
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            print(f"error: argument {i} ({ascii(arg)[:60]}) is not UTF-8 text", file=sys.stderr)
+            return EXIT_USAGE
     command = _command_word(argv)
     try:
         parser = build_parser(command, prog=prog, everything=False)
@@ -155,6 +161,12 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "memlens") -> int:
     except Exception as e:  # a bug, or the environment failing mid-command: still one line
         if os.environ.get(DEBUG_ENV):
             raise
+        if type(e).__module__.startswith("sqlalchemy"):  # the database failed: its own words, not the SQL
+            from core.store.db import database_problem
+
+            print(f"error: the database failed: {database_problem(e)} (set {DEBUG_ENV}=1 to see the traceback)",
+                  file=sys.stderr)
+            return EXIT_FAILURE
         detail = " ".join(str(e).split())[:300]
         print(f"error: {type(e).__name__}: {detail} (set {DEBUG_ENV}=1 to see the traceback)", file=sys.stderr)
         return EXIT_FAILURE

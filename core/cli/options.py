@@ -31,11 +31,12 @@ def add_db_option(parser: argparse.ArgumentParser, help: str = DB_HELP) -> None:
     parser.add_argument("--db", default=None, help=help)
 
 
-def open_db(args: argparse.Namespace) -> Database:
-    """The store ``--db`` names (else the configured one)."""
+def open_db(args: argparse.Namespace, *, write: bool = True) -> Database:
+    """The store ``--db`` names (else the configured one). ``write=False`` for a command that only reads
+    it: a database that does not exist is refused, never made."""
     from core.store.db import Database
 
-    return Database(args.db)
+    return Database(args.db, create=write)
 
 
 SKIP_BAD_HELP = "read the good records and report the bad ones (default: a bad record refuses the whole file)"

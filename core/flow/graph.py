@@ -251,8 +251,10 @@ class Flow:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, name: str = "flow") -> "Flow":
-        return _read_memlens(data, name)
+    def from_dict(cls, data: Mapping[str, Any], *, name: str = "flow", stored: bool = False) -> "Flow":
+        """The flow :meth:`to_dict` wrote. ``stored``: a flow read back from the store, whose graph was
+        checked when it was imported (one stored before that check still opens, to show its turns)."""
+        return _read_memlens(data, name, checked=not stored)
 
     def to_yaml(self) -> str:
         import yaml
@@ -331,15 +333,20 @@ def _check_size(size: int, name: str) -> None:
 def parse_flow(text: str, name: str = "flow") -> Flow:
     import yaml
 
-    from core.limits import load_yaml
+    from core.limits import NUMBER_TOO_LONG, LimitError, check_value, load_yaml
 
     try:
         data = load_yaml(text, name)
+        check_value(data, name, finite=False)  # its text: no lone surrogate or NUL ("\ud800" in YAML)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(e, "problem", None) or "invalid YAML"
         raise FlowError(f"{name} is not valid YAML{where}: {problem}") from None
+    except LimitError as e:
+        raise FlowError(str(e)) from None
+    except ValueError:  # a whole number past Python's digit limit
+        raise FlowError(f"{name} {NUMBER_TOO_LONG}") from None
     return flow_from_data(data, name)
 
 
@@ -552,7 +559,7 @@ def _expand_shorthands(node: dict) -> dict:
     return data
 
 
-def _read_memlens(data: Mapping[str, Any], name: str) -> Flow:
+def _read_memlens(data: Mapping[str, Any], name: str, checked: bool = True) -> Flow:
     version = data.get("version", FLOW_FORMAT_VERSION)
     if version != FLOW_FORMAT_VERSION:
         raise FlowError(f"{name}: unknown MemLens flow version {version!r}; this MemLens reads version "
@@ -590,7 +597,7 @@ def _read_memlens(data: Mapping[str, Any], name: str) -> Flow:
                         secrets=list(dict.fromkeys(secrets)),
                         source=source, warnings=list(data.get("warnings") or []),
                         history={k: v for k, v in history.items() if v is not None},
-                        features=_features(data.get("features"), name)), name)
+                        features=_features(data.get("features"), name)), name, checked)
 
 
 def _features(raw: Any, name: str) -> dict[str, Any]:
@@ -601,8 +608,9 @@ def _features(raw: Any, name: str) -> dict[str, Any]:
     return copy.deepcopy(dict(raw))
 
 
-def _finish(flow: Flow, file: str) -> Flow:
-    """Checks shared by both formats: unique ids, a start node, well-formed emulated nodes, known edges."""
+def _finish(flow: Flow, file: str, checked: bool = True) -> Flow:
+    """Checks shared by both formats: unique ids, a start node, well-formed emulated nodes, known edges and
+    (``checked``: every flow read, except one already stored) paths every node is on, without a cycle."""
     seen: set[str] = set()
     for n in flow.nodes:
         if n.id in seen:
@@ -637,7 +645,43 @@ def _finish(flow: Flow, file: str) -> Flow:
         if note not in flow.warnings:
             flow.warnings.append(note)
         flow.edges = kept
+    if checked:
+        _check_paths(flow, file)
     return flow
+
+
+def _check_paths(flow: Flow, file: str) -> None:
+    """Refuse a graph a turn cannot walk: a cycle (Dify refuses one when it builds the graph; here its
+    nodes would wait for each other and never run, so every turn would end with an empty answer) or a
+    node no path from Start reaches (it would never run). Nodes inside an iteration or loop are left out:
+    their container runs them, and MemLens does not."""
+    outgoing: dict[str, list[str]] = {n.id: [] for n in flow.nodes if not n.container}
+    for e in flow.edges:
+        if e.source in outgoing and e.target in outgoing:
+            outgoing[e.source].append(e.target)
+    start = flow.start.id
+    # Depth first from Start, iteratively; an edge to a node still on the path closes a cycle.
+    path, on_path, seen = [start], {start}, {start}
+    stack = [iter(outgoing[start])]
+    while stack:
+        target = next(stack[-1], None)
+        if target is None:
+            stack.pop()
+            on_path.discard(path.pop())
+            continue
+        if target in on_path:
+            loop = " → ".join(path[path.index(target):] + [target])
+            raise FlowError(f"{file}: the edge {path[-1]!r} → {target!r} makes a cycle ({loop}); a turn runs each node "
+                            f"once, from Start on, so remove that edge (Dify's Loop node repeats steps)")
+        if target not in seen:
+            seen.add(target)
+            path.append(target)
+            on_path.add(target)
+            stack.append(iter(outgoing[target]))
+    stray = next((n for n in flow.nodes if n.id in outgoing and n.id not in seen), None)
+    if stray is not None:
+        raise FlowError(f"{file}: node {stray.id!r} ({stray.type}) is not reached from the Start node: no edge path "
+                        f"leads to it, so it would never run; connect it or delete it")
 
 
 # -- the import report ------------------------------------------------------------------------------

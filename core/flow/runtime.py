@@ -42,13 +42,14 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from core.limits import TEMPLATE_TRANSFORM_MAX_LENGTH, LimitError, check_query
+from core.limits import TEMPLATE_TRANSFORM_MAX_LENGTH, LimitError, check_query, check_value, nulled_non_finite
 from core.llm.client import DemoClient, LLMClient, default_client, one_line
 from core.llm.errors import LLMError
 from core.memory.errors import ConfigError, LongTermMemoryError
@@ -638,11 +639,14 @@ def _input_value(name: str, kind: str, var: Mapping[str, Any], value: Any, *, de
             if not value.strip():
                 return None
             try:
-                return float(value) if "." in value else int(value)
-            except ValueError:
-                raise RunError(f"input {name!r} must be a valid number, not {value!r}") from None
+                value = float(value) if "." in value else int(value)
+            except ValueError:  # (a whole number past Python's 4,300 digits too)
+                shown = repr(value) if len(value) <= 40 else f"{value[:40]!r}… ({len(value):,} characters)"
+                raise RunError(f"input {name!r} must be a valid number, not {shown}") from None
         if not isinstance(value, (int, float)):
             raise RunError(f"input {name!r} must be a number")
+        if isinstance(value, float) and not math.isfinite(value):  # "1.5e400" reads as inf
+            raise RunError(f"input {name!r} must be a finite number, not {value!r}")
         return value
     if kind == "select":
         options = var.get("options") or []
@@ -1192,6 +1196,11 @@ def _run_assigner(node: Node, ctx: _Context, run: NodeRun) -> None:
             result = run_assigner_v1(node.data, ctx.flow.variables, ctx.variables, ctx.pool.get)
     except AssignerError as e:
         raise NodeFailed(str(e)) from None
+    for name, _, _, new in result.changes:
+        try:  # NaN and infinities (1e308 *= 10) have no JSON spelling: no store, export or answer could carry one
+            check_value(new, f"conversation.{name}")
+        except LimitError as e:
+            raise NodeFailed(f"{e}; nothing was written") from None
     run.notes.extend(result.notes)
     changes = [VariableChange(turn=ctx.turn_number, node_id=node.id, operation=op, name=name, old=old, new=new,
                               turn_id=ctx.turn_id) for name, op, old, new in result.changes]
@@ -1290,6 +1299,9 @@ def _run_node(node: Node, ctx: _Context) -> tuple[NodeRun, str | None]:
         runner = RUNNERS.get(node.type)
         if runner is not None:
             branch = runner(node, ctx, run)
+            # A model may answer 1e999 (a Parameter Extractor reads it as inf): no JSON carries it — not the
+            # stream, the store or an export — so it is null from here on, and the run says so.
+            run.notes.extend(nulled_non_finite(run.outputs, f"{node.type} node {node.id!r}: outputs"))
             ctx.pool.add_outputs(node.id, run.outputs)
         else:
             ctx.pool.mark_pass_through(node.id)

@@ -180,6 +180,15 @@ def segment_type(value_type: str, value: Any) -> str:
     return t
 
 
+def mismatch_message(name: str, value_type: str, current: Any, value: Any) -> str:
+    """Dify's refusal of an edit whose ``value`` does not fit the variable. It names the type of the segment
+    the variable holds now (:func:`segment_type`): a number variable holding 2.5 "expects float"; one
+    holding an integer "expects number", the word the web app shows."""
+    expected = segment_type(value_type, current)
+    return (f"Type mismatch: variable '{name}' expects {'number' if expected == 'integer' else expected}, "
+            f"but got {infer_type(value)} type")
+
+
 # -- declarations -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -298,11 +307,10 @@ def edit_variable(declarations: Sequence[ConversationVariable], values: Mapping[
     if declared is None:
         known = ", ".join(sorted(by_name)) or "none"
         raise VariableError(f"conversation variable {name!r} does not exist; the flow declares: {known}")
-    if not is_valid(declared.type, value):
-        raise TypeMismatchError(f"Type mismatch: variable '{name}' expects {declared.type}, "
-                                f"but got {infer_type(value)} type")
     new_values = copy_value(dict(values))
     old = new_values.get(name, copy_value(declared.default))
+    if not is_valid(declared.type, value):
+        raise TypeMismatchError(mismatch_message(name, declared.type, old, value))
     new_values[name] = copy_value(value)
     return new_values, VariableChange(turn=turn, node_id=USER, operation="edit", name=name, old=old,
                                       new=copy_value(value), turn_id=turn_id)
@@ -492,8 +500,8 @@ def run_assigner_v2(items: Sequence[Mapping[str, Any]], declarations: Sequence[C
         if op == "set" and value_type == "object" and isinstance(value, str):
             try:
                 value = json.loads(value)
-            except json.JSONDecodeError:
-                raise AssignerError(f"Invalid input value {_value_repr(value)}") from None
+            except ValueError:  # (a number past Python's digit limit too)
+                raise AssignerError(f"Invalid input value {_value_repr(value)[:80]}") from None
         if not _value_valid(value_type, op, value):
             raise AssignerError(f"Invalid input value {_value_repr(value)}")
         try:
@@ -538,6 +546,6 @@ def check_assigner_data(data: Mapping[str, Any]) -> str:
 
 
 __all__ = ["VARIABLE_TYPES", "V1_MODES", "V2_OPERATIONS", "USER", "ConversationVariable", "VariableChange",
-           "AssignResult", "normalize_type", "zero_value", "is_valid", "infer_type", "segment_type",
+           "AssignResult", "normalize_type", "zero_value", "is_valid", "infer_type", "segment_type", "mismatch_message",
            "MAX_VARIABLE_SIZE", "variable_size", "check_sizes", "defaults", "initialize", "edit_variable",
            "run_assigner_v1", "run_assigner_v2", "check_assigner_data"]

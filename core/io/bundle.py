@@ -14,7 +14,7 @@ import math
 from typing import Any, Mapping
 
 from core.errors import MemLensError
-from core.limits import LimitError, check_file_size, check_value, load_json
+from core.limits import LimitError, check_export_size, check_message, check_turns, check_value, load_json
 from core.memory.strategies.compaction import SUMMARIES_META
 from core.store import checks
 from .errors import BundleError
@@ -154,9 +154,16 @@ def _check_flow(bundle: Mapping) -> None:
 def _check_message(where: str, raw: Any) -> None:
     m = _Record(where, raw)
     m.text("role", nonempty=True)
-    m.text("content", required=False, nullable=True)
+    content = m.text("content", required=False, nullable=True)
+    if content is not None:
+        try:
+            check_message(len(content), f"{where}: its content")
+        except LimitError as e:
+            _fail(str(e))
     m.text("kind", required=False, nullable=True)
-    m.text("ref", required=False)
+    ref = m.value.get("ref", "")
+    if isinstance(ref, bool) or not isinstance(ref, (str, int)):  # a reader numbers messages or names them
+        m._bad("ref", "a string or a whole number")
     m.text("name", required=False, nullable=True)
     m.text("tool_call_id", required=False, nullable=True)
     for k, call in enumerate(m.items("tool_calls", nullable=True) or []):
@@ -198,6 +205,10 @@ def _check_turns(bundle: Mapping) -> list:
     turns = bundle.get("turns")
     if not isinstance(turns, list):
         _fail(f"'turns' must be a list, not {checks.kind_of(turns)}")
+    try:
+        check_turns(len(turns), "the conversation")
+    except LimitError as e:
+        _fail(str(e))
     ids: set[str] = set()
     seqs: set[int] = set()
     for i, raw in enumerate(turns):
@@ -335,7 +346,7 @@ def looks_like_bundle(head: str) -> bool:
 
 def parse_bundle(data: bytes | str, name: str) -> Any:
     """The JSON document of an export's bytes, within the size and depth limits (not yet validated)."""
-    check_file_size(len(data), name)
+    check_export_size(len(data), name)
     try:
         return load_json(data, name)
     except LimitError as e:

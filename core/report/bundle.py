@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from core.analysis.compare import NamedConfig
 from core.errors import MemLensError
+from core.limits import nulled_non_finite
 from core.memory.replay import turn_numbers
 from core.model.conversation import ROLES, Conversation, Message, Turn
 from .errors import BundleFieldError, ReportError
@@ -135,7 +136,11 @@ def report_bundle(report: Report) -> dict:
 
 
 def bundle_json(report: Report) -> str:
-    return json.dumps(report_bundle(report), ensure_ascii=False, indent=1)
+    """The bundle as JSON text; a NaN or infinity held by the conversation (a stored value) is written as
+    null, since JSON has no spelling for it."""
+    doc = report_bundle(report)
+    nulled_non_finite(doc, "bundle")
+    return json.dumps(doc, ensure_ascii=False, indent=1, allow_nan=False)
 
 
 def read_report(data: Any, name: str = "report") -> Conversation:

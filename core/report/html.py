@@ -30,6 +30,9 @@ if TYPE_CHECKING:  # pragma: no cover
 #: list :data:`LEDGER_TURNS_LONG` turns: the last, the selected one and the first findings' turns.
 LEDGER_TURNS = 30
 LEDGER_TURNS_LONG = 8
+#: A report's facts section lists this many facts, in the order they were stated; the JSON bundle has all
+#: (a conversation that states something in every turn would make a page of hundreds of thousands).
+REPORT_FACTS = 200
 
 #: One colour per reason, shared by the page's heatmaps and the report's.
 REASON_COLOURS = {
@@ -273,10 +276,11 @@ def _findings_html(findings: Sequence[Finding], name: TurnNamer) -> str:
 def _facts_html(comparison: Comparison) -> str:
     if not comparison.facts:
         return "<p>No facts followed.</p>"
-    sentences = "".join(f"<li>{_e(s)}</li>" for s in comparison.sentences)
+    shown = min(len(comparison.facts), REPORT_FACTS)
+    sentences = "".join(f"<li>{_e(s)}</li>" for s in comparison.sentences[:shown])
     head = "<th>fact</th><th>stated</th>" + "".join(f"<th>{_e(c.label)}</th>" for c in comparison.configs)
     rows = []
-    for fact, fates in zip(comparison.facts, comparison.fates):
+    for fact, fates in zip(comparison.facts[:shown], comparison.fates[:shown]):
         cells = []
         for fate in fates:
             if fate.lost_turn is None:
@@ -288,7 +292,9 @@ def _facts_html(comparison: Comparison) -> str:
                              f'{" (" + _e(why) + ")" if why else ""}{_e(fate.after_loss())}</td>')
         stated = fates[0].stated_label if fates else ""
         rows.append(f"<tr><td>{_e(fact.label)}</td><td>{_e(stated)}</td>{''.join(cells)}</tr>")
-    return f"<ul>{sentences}</ul><table><tr>{head}</tr>{''.join(rows)}</table>"
+    more = (f'<p class="meta">The first {shown:,} of {len(comparison.facts):,} facts, in the order they were '
+            f'stated; the JSON bundle (--bundle) follows every one.</p>') if shown < len(comparison.facts) else ""
+    return f"{more}<ul>{sentences}</ul><table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
 def _replies_html(grid: ReplyGrid) -> str:

@@ -37,7 +37,7 @@ from core.flow.graph import Flow, classify_change, load_flow
 from core.flow.runtime import ConversationState, RunError, TurnRecord, run_turn
 from core.flow.variables import USER, VariableChange, copy_value, defaults, edit_variable
 from core.io.bundle import FORMAT, FORMAT_VERSION, is_bundle, parse_bundle, validate_bundle
-from core.limits import check_file_size
+from core.limits import check_export_size, nulled_non_finite
 from core.llm.client import LLMClient
 from core.memory.long_term import app_namespace
 from core.memory.replay import DEFAULT_FIDELITY
@@ -104,7 +104,7 @@ class ConversationService:
         flow = self._flows.get(version_id)
         if flow is None:
             version = repo.get_flow_version(self.db, version_id)
-            flow = self._flows[version_id] = Flow.from_dict(version.definition, name=version.flow_name)
+            flow = self._flows[version_id] = Flow.from_dict(version.definition, name=version.flow_name, stored=True)
         return flow
 
     def memory_of(self, version_id: str):
@@ -544,7 +544,7 @@ def export_conversation(db: Database, conversation_id: str) -> dict:
                       for v in repo.get_variables(db, conversation_id)],
         "variable_history": repo.variable_history(db, conversation_id),
     }
-    damaged = damaged_fields(info, doc["turns"], doc["variable_history"])
+    damaged = damaged_fields(info, doc["turns"], doc["variable_history"]) + nulled_non_finite(doc, "export")
     if damaged:
         doc["damaged"] = damaged
     return doc
@@ -729,7 +729,7 @@ def read_bundle(path: str | Path) -> dict:
     """An export file's document, refused over the size limit before it is read."""
     path = Path(path)
     try:
-        check_file_size(path.stat().st_size, path.name)
+        check_export_size(path.stat().st_size, path.name)
         data = path.read_bytes()
     except FileNotFoundError:
         raise StoreError(f"{path}: no such file") from None

@@ -112,7 +112,7 @@ def load_stored(db: Database, conversation_id: str) -> Source:
     if not info.flow_version_id:
         return Source(conv, origin, damage=damage_note(info.damaged, conv))
     version = repo.get_flow_version(db, info.flow_version_id)
-    flow = Flow.from_dict(version.definition, name=version.flow_name)
+    flow = Flow.from_dict(version.definition, name=version.flow_name, stored=True)
     if len(conv.turns) > RECORDED_TURNS_LIMIT:
         return Source(conv, origin, flow=flow, damage=damage_note(info.damaged, conv),
                       note=f"Longer than {RECORDED_TURNS_LIMIT:,} turns: the recorded node runs are not loaded, so "

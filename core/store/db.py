@@ -19,7 +19,7 @@ from typing import Iterator
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
@@ -96,6 +96,17 @@ def lenient_json(text: str | bytes):
         return Unreadable(text if isinstance(text, str) else text.decode("utf-8", "replace"))
 
 
+def sqlite_json(value) -> str | bytes:
+    """The JSON columns' writer on SQLite. A column declared JSON has NUMERIC affinity there, so the
+    text of a bare number is stored as a number: ``1.0`` comes back ``1``, an integer past 64 bits a
+    rounded float, one of 400 digits ``inf``. A bare number's text is therefore bound as bytes, which
+    SQLite stores as written (:func:`lenient_json` reads them back); every other value is text."""
+    text = json.dumps(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return text.encode("ascii")
+    return text
+
+
 def shown_url(url: str) -> str:
     """The URL with its password masked, for messages and logs."""
     try:
@@ -104,43 +115,75 @@ def shown_url(url: str) -> str:
         return "(not a URL)"
 
 
-def database_problem(error: DBAPIError) -> str:
+def database_problem(error: Exception) -> str:
     """The driver's own first line (``connection refused``, ``no password supplied``…), no SQL."""
-    text = str(getattr(error, "orig", None) or error).strip()
+    text = str(getattr(error, "orig", None) or error).split("[SQL:")[0].split("(Background on")[0].strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[0] if lines else type(error).__name__
 
 
-def make_engine(url: str) -> Engine:
+_URL_EXAMPLES = "sqlite:///path/memlens.db or postgresql+psycopg://user:password@host/dbname"
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file a SQLite URL names; ``None`` for another database or an in-memory one."""
     try:
         parsed = make_url(url)
     except ArgumentError:
-        raise StoreError(f"not a database URL: {url!r}; expected e.g. sqlite:///path/memlens.db or "
-                         "postgresql+psycopg://user:password@host/dbname") from None
+        return None
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    if str(parsed.query.get("uri", "")).lower() in ("true", "1") and database.startswith("file:"):
+        database = database[len("file:"):]  # sqlite:///file:path?mode=ro&uri=true
+        if not database or database.startswith(":memory:") or "mode=memory" in str(parsed.query):
+            return None
+    return Path(database)
+
+
+def make_engine(url: str, *, create: bool = True) -> Engine:
+    """The engine for ``url``; ``create``: a SQLite file's folder is made when missing (a writer's)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise StoreError(f"not a database URL: {url!r}; expected e.g. {_URL_EXAMPLES}") from None
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
         # SQLite keeps any text in a JSON column; a row edited by hand must not stop every reader.
-        lenient = {"json_deserializer": lenient_json}
+        lenient = {"json_deserializer": lenient_json, "json_serializer": sqlite_json}
         if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
+            path = sqlite_file(url)  # (a file: URI names its path after the scheme)
+            if create and path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
             engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS}, **lenient)
         else:
             engine = create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool, **lenient)
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
-    if parsed.get_backend_name() == "postgresql":
-        return create_engine(url, pool_pre_ping=True, pool_size=PG_POOL_SIZE, max_overflow=PG_POOL_SIZE)
-    return create_engine(url)
+    try:
+        if parsed.get_backend_name() == "postgresql":
+            return create_engine(url, pool_pre_ping=True, pool_size=PG_POOL_SIZE, max_overflow=PG_POOL_SIZE)
+        return create_engine(url)
+    except NoSuchModuleError:
+        raise StoreError(f"{shown_url(url)}: MemLens has no driver for {parsed.drivername}:// databases; "
+                         f"expected e.g. {_URL_EXAMPLES}") from None
 
 
 class Database:
     """An engine, a session factory, and the guarantee that the schema is current."""
 
-    def __init__(self, url: str | None = None, *, migrate: bool = True):
+    def __init__(self, url: str | None = None, *, migrate: bool = True, create: bool = True):
+        """``create=False`` (a command that only reads): a SQLite file that does not exist is refused
+        instead of made. ``create=True`` (one that writes): a SQLite file that cannot be written, or that
+        fails SQLite's quick integrity check, is refused before anything is written to it."""
         self.url = resolve_url(url)
+        path = sqlite_file(self.url)
+        if path is not None and not create and not path.exists():
+            raise StoreUnavailableError(f"no database at {path}: nothing is stored there; pass the --db of one that holds "
+                             f"conversations (or set {ENV_URL})")
         try:
-            self.engine = make_engine(self.url)
+            self.engine = make_engine(self.url, create=create)
         except OSError as e:  # the SQLite file's folder cannot be made
             raise StoreUnavailableError(f"cannot open the database {shown_url(self.url)}: {e.strerror or e} "
                                         f"({e.filename or 'its folder'}); pass another --db or set {ENV_URL}") from None
@@ -163,6 +206,8 @@ class Database:
         # thread waits on SQLite as before, never on itself. A writer queued longer than the busy
         # timeout goes on to SQLite's own wait, so a stuck writer still ends in SQLite's error.
         self._writers = threading.RLock() if self.engine.dialect.name == "sqlite" else None
+        if create and path is not None and path.exists():
+            self._check_writable(path)
         if migrate:
             from .migrate import upgrade
 
@@ -172,6 +217,24 @@ class Database:
                 self.engine.dispose()
                 raise StoreUnavailableError(f"cannot open the database {shown_url(self.url)}: {database_problem(e)}; "
                                             f"check the URL (--db or {ENV_URL}) and that the server is running") from None
+
+    def _check_writable(self, path: Path) -> None:
+        """Refuse, in one line, a SQLite file a writer cannot use: one it may not write, or one whose pages
+        SQLite's ``quick_check`` finds damaged (writing to it could spread the damage)."""
+        if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
+            self.engine.dispose()
+            raise StoreUnavailableError(f"the database {path} is read-only (its file or its folder cannot be written); "
+                             f"commands that only read it work, or pass a writable --db")
+        try:
+            with self.engine.connect() as conn:
+                problems = [row[0] for row in conn.exec_driver_sql("PRAGMA quick_check")]
+        except DBAPIError as e:
+            problems = [database_problem(e)]
+        if problems != ["ok"]:
+            self.engine.dispose()
+            raise StoreUnavailableError(f"the database {path} is damaged ({problems[0]}): nothing was written to it; restore "
+                             f"it from a copy, or pass another --db (commands that only read may still show what "
+                             f"is readable)")
 
     @contextmanager
     def session(self, *, write: bool = True) -> Iterator[Session]:

@@ -426,7 +426,11 @@ def test_compare_three_configs_on_a_sample_matches_the_ledgers_and_serialises():
     configs = [MemoryConfig(window=2), MemoryConfig(strategy="window", window=4), MemoryConfig(strategy="buffer")]
     result = compare(conv, configs)
     assert [m.label for m in result.matrices] == [c.label() for c in configs]
-    assert result.turns == list(range(1, 13)) and result.columns == message_columns(conv)
+    assert result.turns == list(range(1, 13))
+    # the window's columns: every message before the last turn, made without the others
+    assert result.columns == message_columns(conv)[:result.window.last_column] == \
+        message_columns(conv, 0, result.window.last_column)
+    assert message_columns(conv, 5, 9) == message_columns(conv)[5:9]
     for matrix, config in zip(result.matrices, configs):
         replay = Replay(conv, config)
         for r, position in enumerate(matrix.row_positions):
@@ -545,3 +549,38 @@ def _facts_follow_the_ledgers(conv_facts, config):
             k = [replay.numbers[p] for p in answered].index(fate.lost_turn)
             assert fate.lost_reason == reasons[k]
 
+
+
+@st.composite
+def marked_chain(draw):
+    """A generated conversation that never branched, with facts marked on any of its messages (the walk
+    asks each fact only where it may change: :class:`core.analysis.compare._ChainFacts`)."""
+    from dataclasses import replace
+
+    conv = draw(ledger_pipeline.conversations())
+    turns = [replace(t, parent_id=conv.turns[i - 1].id if i else None) for i, t in enumerate(conv.turns)]
+    conv = Conversation(id="h", turns=turns, system_prompt=conv.system_prompt)
+    where = [(p, j) for p, t in enumerate(conv.turns) for j in range(len(t.messages))]
+    facts = [(at, f"fact {k}") for k in range(draw(st.integers(1, 4)))
+             for at in draw(st.lists(st.sampled_from(where), min_size=1, max_size=5))]
+    return conv, facts
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(marked_chain(), st.one_of(ledger_pipeline.configs, st.sampled_from(PLANNING)))
+def test_a_never_branched_conversations_facts_follow_the_ledgers_turn_by_turn(conv_facts, config):
+    assert conv_facts[0].one_thread()
+    _facts_follow_the_ledgers(conv_facts, config)
+
+
+def test_a_fact_stated_in_every_turn_is_held_as_the_turns_where_it_changes():
+    """Each of 300 facts is in memory for a few turns, then out for good: its timeline holds two
+    changes, and the bundle writes those, not a value per turn."""
+    conv = linear(300, query=lambda i: f"My name is Dana{i}. Question {i}")
+    result = compare(conv, [MemoryConfig(window=3), MemoryConfig(strategy="buffer")])
+    assert len(result.facts) == 300
+    w3, buffer = result.fates[10]
+    # Dify as shipped: 3 rows are the turn and the 2 before it
+    assert w3.present.changes == [(10, True), (13, False)] and buffer.present.changes == [(10, True)]
+    assert w3.to_json()["present"] == [[10, True], [13, False]] and len(w3.present) == 300
+    assert w3.present == [None] * 10 + [True] * 3 + [False] * 287

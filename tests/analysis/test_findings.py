@@ -114,6 +114,26 @@ def test_block_maxima_find_the_largest_count_of_any_range_and_its_first_place():
 
 # -- a fact or variable set at a turn the node does not have -----------------------------------------
 
+def test_a_config_lists_its_first_questions_about_lost_facts_and_counts_the_rest():
+    """A conversation stating a new name every turn and asking for it every third: each name is lost
+    under a window of 3 rows before it is asked for; 25 findings per config are listed, one counts the rest."""
+    from core.analysis.findings import FACT_FINDINGS_LISTED
+    from tests.builders import linear
+
+    conv = linear(150, query=lambda i: "What's my name?" if i % 3 == 0 else f"My name is Dana{i}. Question {i}")
+    configs = [MemoryConfig(window=3), MemoryConfig(strategy="buffer")]
+    result = compare(conv, configs)
+    found = kinds(config_findings(conv, configs, comparison=result), FACT_NOT_SEEN)
+    assert {f.subject for f in found} == {"dify window 3"}  # the buffer keeps every name
+    listed = [f for f in found if "fact" in f.data]
+    summary = [f for f in found if "facts" in f.data]
+    assert len(listed) == FACT_FINDINGS_LISTED == 25 and len(summary) == 1
+    lost = sum(1 for row in result.fates if row[0].lost_turn is not None and row[0].fact.messages[0][0] < 147)
+    assert summary[0].data["facts"] == lost - FACT_FINDINGS_LISTED > 0
+    assert summary[0].text.startswith(f"“dify window 3” also lacks {lost - FACT_FINDINGS_LISTED} more facts when a "
+                                      f"question is about them, the first at turn ")
+
+
 def test_a_question_about_a_fact_the_window_dropped_links_to_the_turn_that_asks():
     conv = lisbon()
     configs = [MemoryConfig(window=3), MemoryConfig(window=10)]

@@ -842,6 +842,52 @@ def test_updating_a_variable_with_the_wrong_type_is_a_bad_request_and_changes_no
     assert {v.name: v.value for v in repo.get_variables(api.db, conversation_id)} == before
 
 
+def test_updating_a_number_variable_that_holds_a_float_names_the_float_segment_as_dify_does(api):
+    conversation_id, _ = api.new_conversation(queries=("Hi",))
+    variable_id = next(v.id for v in repo.get_variables(api.db, conversation_id) if v.name == "turn_count")
+    url = f"/conversations/{conversation_id}/variables/{variable_id}"
+    assert api.request("PUT", url, json={"value": 2.5, "user": "abc-123"}).status_code == 200
+    _error(api.request("PUT", url, json={"value": "7", "user": "abc-123"}), 400, "bad_request",
+           "Type mismatch: variable 'turn_count' expects float, but got string type")
+
+
+def test_a_400_digit_integer_is_kept_exact_in_the_store_the_api_and_an_export_that_imports_back(api, tmp_path):
+    from core.service.sessions import export_conversation, import_conversation
+
+    conversation_id, _ = api.new_conversation(queries=("Hi",))
+    variable_id = next(v.id for v in repo.get_variables(api.db, conversation_id) if v.name == "turn_count")
+    big = 10 ** 400 + 7
+    r = api.request("PUT", f"/conversations/{conversation_id}/variables/{variable_id}",
+                    content=json.dumps({"value": big, "user": "abc-123"}), headers={"Content-Type": "application/json"})
+    assert r.status_code == 200 and r.json()["value"] == str(big)
+    assert api.chat("Again", conversation_id=conversation_id).status_code == 200  # the flow adds 1 to it
+    values = {v["name"]: v["value"] for v in _variables(api, conversation_id).json()["data"]}
+    assert values["turn_count"] == str(big + 1)
+    text = json.dumps(export_conversation(api.db, conversation_id), allow_nan=False)
+    doc = json.loads(text, parse_constant=lambda name: pytest.fail(f"the export holds {name}"))
+    assert [v["value"] for v in doc["variables"] if v["name"] == "turn_count"] == [big + 1]
+    other = Database(f"sqlite:///{tmp_path / 'again.db'}")
+    try:
+        import_conversation(other, doc)
+        assert {v.name: v.value for v in repo.get_variables(other, conversation_id)}["turn_count"] == big + 1
+    finally:
+        other.dispose()
+
+
+def test_an_infinity_stored_before_is_exported_as_null_and_named(api, tmp_path):
+    """A value SQLite turned into inf (a 400-digit integer, before numbers were stored as written)."""
+    conversation_id, _ = api.new_conversation(queries=("Hi",))
+    with api.db.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE conversation_variables SET value = 1e999 WHERE conversation_id = ? AND name = ?",
+                             (conversation_id, "turn_count"))
+    done = subprocess.run([sys.executable, "-m", "core", "export", conversation_id, "--db", api.url], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout, parse_constant=lambda name: pytest.fail(f"the export holds {name}"))
+    assert [v["value"] for v in doc["variables"] if v["name"] == "turn_count"] == [None]
+    assert "export: 'variables[1].value' was inf, written as null" in done.stderr
+
+
 def test_updating_boolean_object_and_number_variables_stringifies_like_python(api):
     conversation_id = api.chat("Hello", key=api.prefs_key, inputs={"region": "EU"}).json()["conversation_id"]
     ids = {v.name: v.id for v in repo.get_variables(api.db, conversation_id)}

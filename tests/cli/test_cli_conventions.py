@@ -153,6 +153,9 @@ def test_help_and_version_exit_0(capsys):
     (["ls", str(LISBON), "--colour"], 2, "unrecognized arguments: --colour"),
 ])
 def test_exit_status_is_1_for_a_runtime_failure_and_2_for_bad_input(capsys, tmp_path, args, status, words):
+    from core.store.db import Database
+
+    Database(f"sqlite:///{tmp_path / 'x.db'}").dispose()  # a store that holds none (a reader makes none)
     code, out, err = run(capsys, *args, "--db", f"sqlite:///{tmp_path / 'x.db'}") if args[0] in (
         "export", "why", "keys") or "--conversation" in args else run(capsys, *args)
     assert (code, out) == (status, ""), err

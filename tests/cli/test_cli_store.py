@@ -98,6 +98,7 @@ def test_importing_a_file_again_says_its_conversations_are_stored_as_new_copies(
 
 
 def test_export_of_an_unknown_conversation_is_a_clear_error(tmp_path):
+    Database(f"sqlite:///{tmp_path / 'x.db'}").dispose()  # a store that holds none
     code, out, err = cli("export", "no-such-id", "--db", f"sqlite:///{tmp_path / 'x.db'}")
     assert code == 1 and out == "" and "no conversation with id 'no-such-id'" in err
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from core.flow.errors import FlowError
-from core.flow.graph import Flow, classify_change, import_report, load_flow, parse_flow
+from core.flow.graph import Flow, classify_change, flow_from_data, import_report, load_flow, parse_flow
 from core.flow.nodes.llm import litellm_model
 from tests.conftest import FIXTURES, ROOT
 
@@ -154,9 +154,32 @@ def test_non_flow_app_modes_and_non_flow_files_are_refused():
 def test_malformed_nodes_are_refused_at_load_time_naming_the_node():
     doc = _minimal_dsl()
     llm = next(n for n in doc["workflow"]["graph"]["nodes"] if n["data"]["type"] == "llm")
-    llm["data"]["memory"]["window"]["size"] = 900
-    with pytest.raises(FlowError, match="node 'llm' \\(llm\\): memory window size 900 is out of range"):
+    llm["data"]["memory"]["window"]["size"] = 2_000_000
+    with pytest.raises(FlowError, match="node 'llm' \\(llm\\): memory window size 2,000,000 is out of range: Dify "
+                                        "runs any size above 500 as 500"):
         parse_flow(yaml.safe_dump(doc), "x.yml")
+
+
+@pytest.mark.parametrize("size, window, label", [
+    (600, 600, "window 600 turns (runs as 500: Dify's row cap)"),
+    (500, 500, "window 500 turns"),
+    (0, None, "window 0: no window, as Dify reads 0 or less (500-turn cap)"),
+    (-4, None, "window -4: no window, as Dify reads 0 or less (500-turn cap)"),
+])
+def test_a_dsl_window_above_500_or_not_above_0_loads_and_runs_as_difys_500_rows(size, window, label):
+    """TokenBufferMemory takes ``min(size, 500)`` rows, and 500 for a size of 0 or less (spec/dify-memory.md §1.2)."""
+    from core.flow.runtime import node_memory_config
+    from core.memory.strategies.dify import row_limit
+
+    doc = _minimal_dsl()
+    llm = _graph_node(doc, "llm")
+    llm["data"]["memory"]["window"] = {"enabled": True, "size": size}
+    flow = parse_flow(yaml.safe_dump(doc), "x.yml")
+    node = flow.node(llm["id"])
+    assert flow.llm(node.id).memory.window == window
+    assert import_report(flow).llm_memory[node.id]["label"] == label
+    config = node_memory_config(flow, node.id)
+    assert config.window == window and row_limit(config.window) == 500  # the rows the node's memory fetches
 
 
 def _graph_node(doc, node_type):
@@ -195,7 +218,6 @@ def test_an_export_whose_blocks_have_the_wrong_shape_is_refused_naming_the_block
      "a 'variable_selector' list"),
 ])
 def test_an_if_else_condition_of_the_wrong_shape_is_refused(case, message):
-    from core.flow.graph import flow_from_data
 
     doc = yaml.safe_load(MEMLENS_FLOW)
     next(n for n in doc["nodes"] if n["id"] == "check")["cases"] = [case]
@@ -263,6 +285,7 @@ def test_value_edits_keep_the_structural_signature_and_structure_edits_change_it
 
     added = copy.deepcopy(doc)
     added["nodes"].append({"id": "extra", "type": "answer", "answer": "x"})
+    added["edges"].append({"source": added["nodes"][-2]["id"], "target": "extra"})
     reordered = copy.deepcopy(doc)
     reordered["nodes"][1], reordered["nodes"][2] = reordered["nodes"][2], reordered["nodes"][1]
     rewired = copy.deepcopy(doc)
@@ -292,3 +315,58 @@ def test_sample_flows_load_and_describe_themselves():
     memory = import_report(support).llm_memory
     assert memory["classifier"]["memory"] == "off"
     assert memory["responder"]["window_size"] == 4
+
+
+# -- the graph's paths: no cycle, every node reached from Start ----------------------------------------------
+
+@pytest.mark.parametrize("edge, named, loop", [
+    ({"source": "answer", "target": "a"}, "'answer' → 'a'", "a → b → check → answer → a"),
+    ({"source": "b", "target": "b"}, "'b' → 'b'", "b → b"),
+    ({"source": "b", "target": "a"}, "'b' → 'a'", "a → b → a"),
+    ({"source": "check", "target": "start"}, "'check' → 'start'", "start → a → b → check → start"),
+])
+def test_a_flow_whose_edges_make_a_cycle_is_refused_naming_the_edge(edge, named, loop):
+    doc = yaml.safe_load(MEMLENS_FLOW)
+    doc["edges"].append(edge)
+    with pytest.raises(FlowError) as err:
+        flow_from_data(doc, "tiny.yml")
+    message = str(err.value)
+    assert message.startswith(f"tiny.yml: the edge {named} makes a cycle ({loop})") and "\n" not in message
+
+
+def test_a_dify_export_with_a_cycle_is_refused_too():
+    doc = _minimal_dsl()
+    graph = doc["workflow"]["graph"]
+    last = graph["edges"][-1]
+    graph["edges"].append({"source": last["target"], "target": last["source"], "id": "back"})
+    with pytest.raises(FlowError, match=f"the edge '{last['target']}' → '{last['source']}' makes a cycle"):
+        flow_from_data(doc, "artifact.yml")
+
+
+def test_a_node_no_path_from_start_reaches_is_refused_naming_it():
+    doc = yaml.safe_load(MEMLENS_FLOW)
+    doc["nodes"].append({"id": "orphan", "type": "answer", "answer": "never"})
+    with pytest.raises(FlowError) as err:
+        flow_from_data(doc, "tiny.yml")
+    assert str(err.value) == ("tiny.yml: node 'orphan' (answer) is not reached from the Start node: no edge path leads "
+                              "to it, so it would never run; connect it or delete it")
+    # Two nodes that only reach each other are not reached either (and their cycle is never walked).
+    doc["nodes"].append({"id": "other", "type": "answer", "answer": "never"})
+    doc["edges"] += [["orphan", "other"], ["other", "orphan"]]
+    with pytest.raises(FlowError, match="node 'orphan' \\(answer\\) is not reached from the Start node"):
+        flow_from_data(doc, "tiny.yml")
+
+
+def test_a_node_reached_by_two_paths_is_no_cycle():
+    doc = yaml.safe_load(MEMLENS_FLOW)
+    doc["edges"].append({"source": "check", "target": "answer", "handle": "true"})
+    doc["edges"].append(["a", "check"])
+    assert flow_from_data(doc, "tiny.yml").has_node("answer")
+
+
+def test_a_stored_flow_with_a_cycle_still_opens_so_its_turns_can_be_shown():
+    doc = parse_flow(MEMLENS_FLOW, "tiny.yml").to_dict()
+    doc["edges"].append({"source": "answer", "target": "a", "handle": "source"})
+    assert Flow.from_dict(doc, stored=True).has_node("a")
+    with pytest.raises(FlowError, match="makes a cycle"):
+        Flow.from_dict(doc)

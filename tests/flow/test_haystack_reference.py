@@ -149,3 +149,22 @@ def test_to_dict_keeps_sets_tuples_and_nesting_and_from_dict_gives_the_state_bac
     assert {k: v for k, v in theirs.data.items() if k != "messages"} == kept
     assert ours.data == kept
     assert ours.schema["tags"]["type"] is set and ours.schema["plain"]["type"] == list[str]
+
+
+@pytest.mark.parametrize("given", [{"notes": ["x"]}, {}], ids=["with data", "empty"])
+def test_state_keeps_the_callers_dict_as_haystack_does(given):
+    """Haystack's State holds the dict it is given (``data or {}``): a set shows in the caller's dict and the
+    caller's change shows in the state; an empty dict is replaced by a new one. Run side by side."""
+    from haystack.components.agents.state import State as HaystackState
+
+    schema = {"notes": {"type": list[str]}, "seen": {"type": int}}
+    outcomes = []
+    for make in (HaystackState, State):
+        data = dict(given)
+        state = make(schema, data)
+        state.set("notes", ["a"])
+        data["seen"] = 3  # the caller's change, after the state was made
+        outcomes.append((state.data is data, dict(data), {k: v for k, v in state.data.items() if k != "messages"},
+                         state.has("seen")))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[1][0] is bool(given)

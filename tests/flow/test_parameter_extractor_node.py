@@ -4,6 +4,7 @@ checked and typed as Dify does."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -81,6 +82,18 @@ def test_the_prompt_as_sent_to_a_chat_model_word_for_word():
          "Reply with one JSON object holding a value for every parameter, and nothing else."),
         ("user", "current query", "Order 7730 please")]
     assert records[1].answer == "order=7730 name=Dana ok=1"
+
+
+def test_a_number_no_json_carries_is_null_in_the_outputs_and_the_run_says_so():
+    """A model answering 1e999 (or "1.5e400") gives inf; the stream, the store and an export carry JSON."""
+    events = []
+    client = ScriptedClient(['{"order_number": 1e999, "name": "a"}'])
+    _, records = run_conversation(extractor({"window": {"enabled": True, "size": 3}}), ["one"], llm=client,
+                                  on_event=events.append)
+    run = records[0].node_run("pe")
+    assert run.outputs["order_number"] is None
+    assert "parameter-extractor node 'pe': outputs: 'order_number' was inf, written as null" in run.notes
+    assert "Infinity" not in json.dumps(events, default=str) and "Infinity" not in json.dumps(run.outputs)
 
 
 def test_a_completion_model_gets_one_text_with_the_text_at_its_end():
@@ -220,6 +233,9 @@ def test_the_settings_and_the_schema_dify_builds_from_them():
      "parameter 2 is named '__reason': __reason and __is_success are the node's own outputs"),
     ({"parameters": [dict(ORDER, type="date")]},
      "parameter 'order_number' has type 'date'; expected one of string, select, number, boolean, bool, "
+     "array[string], array[number], array[object], array[boolean]"),
+    ({"parameters": [dict(ORDER, type=["{{#sys.query#}}", 1])]},
+     "parameter 'order_number' has type ['{{#sys.query#}}', 1]; expected one of string, select, number, boolean, bool, "
      "array[string], array[number], array[object], array[boolean]"),
     ({"parameters": [dict(ORDER, options="a")]}, "parameter 'order_number': 'options' must be a list of texts"),
     ({"parameters": [dict(ORDER, description=3)]}, "parameter 'order_number': 'description' must be text"),

@@ -332,6 +332,9 @@ def test_a_start_value_is_converted_as_dify_converts_it(kind, extra, value, expe
     ("number", {}, "x", "input 'x' must be a valid number, not 'x'"), ("number", {}, "1e3", "input 'x' must be a "
                                                                                            "valid number, not '1e3'"),
     ("number", {}, {"n": 1}, "input 'x' must be a number"),
+    ("number", {}, "1.5e400", "input 'x' must be a finite number, not inf"),
+    ("number", {}, "1" + "0" * 5000, "input 'x' must be a valid number, not '1000000000000000000000000000000000000000'… "
+                                     "(5,001 characters)"),
     ("json_object", {}, "text", "input 'x' must be an object"), ("json_object", {}, [1], "input 'x' must be an object"),
 ])
 def test_a_start_value_dify_refuses_is_refused_with_what_was_wrong(kind, extra, value, message):

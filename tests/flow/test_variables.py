@@ -291,6 +291,17 @@ def test_live_edit_with_the_wrong_type_is_rejected_with_difys_message_and_change
     assert vals == {"x": 3}
 
 
+@pytest.mark.parametrize("held, expects", [(3, "number"), (2.5, "float"), (None, "number")])
+def test_a_live_edit_names_the_segment_the_number_variable_holds_as_dify_does(held, expects):
+    """Dify reads the stored variable back as a segment (an int is INTEGER, shown as number; a float FLOAT)
+    and names that segment's type."""
+    decls = [ConversationVariable(name="x", type="number", default=0)]
+    vals = {} if held is None else {"x": held}  # unset: its default, an integer
+    with pytest.raises(TypeMismatchError) as err:
+        edit_variable(decls, vals, "x", "five")
+    assert str(err.value) == f"Type mismatch: variable 'x' expects {expects}, but got string type"
+
+
 @pytest.mark.parametrize("t,value,got", [("string", 5, "integer"), ("boolean", "yes", "string"),
                                          ("array[string]", ["a", 1], "array[any]"), ("object", None, "none"),
                                          ("array[number]", [True, "x"], "array[any]")])
@@ -402,3 +413,25 @@ def test_a_declaration_or_an_assigner_of_the_wrong_shape_is_refused_and_a_malfor
     with pytest.raises(AssignerError, match="assigned variable not found"):
         run_assigner_v1({"assigned_variable_selector": ["conversation", ["x"]],
                          "input_variable_selector": ["sys", "query"]}, [], {"x": 1}, pool.get)
+
+
+def test_an_assigner_whose_result_is_not_a_finite_number_fails_and_writes_nothing():
+    """1e308 *= 10 is inf in Python (and Dify): no JSON carries it, so the node fails, in one line."""
+    from core.flow.graph import Flow
+    from core.flow.runtime import ConversationState, run_turn
+    from core.llm.client import DemoClient
+
+    flow = Flow.from_dict({
+        "format": "memlens-flow", "version": 1, "name": "grow",
+        "variables": [{"name": "n", "type": "number", "default": 1e308}],
+        "nodes": [{"id": "start", "type": "start"},
+                  {"id": "grow", "type": "assigner", "version": "2",
+                   "items": [{"variable_selector": ["conversation", "n"], "operation": "*=", "input_type": "constant",
+                              "value": 10}]},
+                  {"id": "answer", "type": "answer", "answer": "{{#conversation.n#}}"}],
+        "edges": [["start", "grow"], ["grow", "answer"]]})
+    state = ConversationState.new(flow)
+    record = run_turn(flow, state, "hi", llm=DemoClient())
+    assert record.status == "failed" and record.variable_changes == []
+    assert record.error == ("conversation.n holds inf, which is not a number JSON can carry; nothing was written")
+

@@ -372,7 +372,10 @@ def test_on_success_only_the_success_path_runs():
 
 def test_a_node_reading_a_window_memory_that_did_not_run_fails_with_a_clear_message():
     data = flow_with().to_dict()
-    data["edges"] = [{"source": "start", "target": "responder"}, {"source": "responder", "target": "answer"}]
+    # The memory runs after the node that reads it.
+    data["edges"] = [{"source": "start", "target": "responder"}, {"source": "responder", "target": "answer"},
+                     {"source": "answer", "target": "memory"},
+                     {"source": "memory", "target": "bad_history", "handle": "fail-branch"}]
     flow = Flow.from_dict(data)
     record = run_turn(flow, ConversationState.new(flow), "hi", llm=DemoClient())
     assert record.error == "window memory 'memory' has not run before 'responder' in this turn; connect it before " \

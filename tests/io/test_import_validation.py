@@ -3,6 +3,10 @@ with one line naming the record and the field, exit status 2, and nothing writte
 
 import copy
 import json
+import os
+import re
+import subprocess
+import sys
 
 import pytest
 
@@ -114,23 +118,75 @@ def test_an_export_nested_thousands_of_levels_is_refused_without_a_traceback(tmp
     assert code == 2 and "nested more than" in err and len(err.strip().splitlines()) == 1
 
 
-def test_an_export_over_the_import_size_is_refused_before_it_is_parsed(export, tmp_path, capsys):
-    # 52 MB of otherwise valid turns: the size decides, before any parsing or writing.
+def _small_limits(tmp_path, script: str) -> subprocess.CompletedProcess:
+    """``script`` run with an import size of 1 MB and 1,000 turns a conversation: the export size is then
+    2 MB + 1,000 × 1,000 bytes, about 2.95 MB."""
+    env = {**os.environ, "MEMLENS_MAX_IMPORT_MB": "1", "MEMLENS_MAX_TURNS": "1000", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    return subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_an_export_over_the_export_size_is_refused_before_it_is_parsed(export, tmp_path):
     turn = export["turns"][0]
-    filler = "x" * 4000
-    turns = [dict(turn, id=f"t{i}", parent_id=None, seq=i + 1, answer=filler) for i in range(13_500)]
+    turns = [dict(turn, id=f"t{i}", parent_id=None, seq=i + 1, answer="x" * 4000) for i in range(800)]
     big = dict(export, turns=turns)
     big["conversation"] = dict(export["conversation"], active_turn_id=None)
     path = tmp_path / "big.json"
     path.write_text(json.dumps(big))
-    assert path.stat().st_size > 52 * 1024 * 1024
+    assert path.stat().st_size > 3 * 1024 * 1024
     url = f"sqlite:///{tmp_path / 'dst.db'}"
-    code = main(["import", str(path), "--db", url])
-    err = capsys.readouterr().err
-    assert code == 2 and "MemLens imports files up to 50 MB" in err, err
+    done = _small_limits(tmp_path, f"""
+import sys
+from core.cli.app import main
+from core.service.imports import import_upload
+from core.store.db import Database
+code = main(["import", {str(path)!r}, "--db", {url!r}])
+try:
+    import_upload(Database({url!r}), open({str(path)!r}, "rb").read(), "big.json")
+except Exception as e:
+    print("upload:", e)
+sys.exit(code)""")
+    assert done.returncode == 2, done.stderr
+    refusal = r"big\.json is [\d.]+ MB; MemLens reads conversation exports up to 3\.0 MB \(twice the import size"
+    assert re.search(refusal, done.stderr) and re.search("upload: " + refusal, done.stdout), done
+    assert len(done.stderr.strip().splitlines()) == 1
     assert repo.list_conversations(Database(url)) == []
-    with pytest.raises(Exception, match="up to 50 MB"):
-        import_upload(Database(url), path.read_bytes(), "big.json")
+
+
+@pytest.mark.parametrize("shape", ["as many turns as a conversation holds, each empty", "text up to the import size",
+                                   "both at once, with tool rounds"])
+def test_the_export_of_the_largest_transcript_memlens_imports_imports_back(tmp_path, shape):
+    """The import size and the most turns a conversation holds set what an export may weigh, so the
+    export of anything imported imports back (run with small limits: 1 MB, 1,000 turns)."""
+    turns, text, tools = {"as many turns as a conversation holds, each empty": (1000, 0, False),
+                          "text up to the import size": (20, 24_000, False),
+                          "both at once, with tool rounds": (1000, 200, True)}[shape]
+    messages = []
+    for i in range(turns):
+        messages.append({"role": "user", "content": "q" * text})
+        if tools:
+            messages.append({"role": "assistant", "content": "", "tool_calls": [
+                {"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}]})
+            messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": ""})
+        messages.append({"role": "assistant", "content": '"\\' * (text // 3)})
+    source = tmp_path / "chat.json"
+    source.write_text(json.dumps({"messages": messages}, separators=(",", ":")))
+    while source.stat().st_size > 1024 * 1024:  # no larger than the import size
+        messages = messages[:-4]
+        source.write_text(json.dumps({"messages": messages}, separators=(",", ":")))
+    first, again = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    done = _small_limits(tmp_path, f"""
+import contextlib, io, sys
+from core.cli.app import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    assert main(["import", {str(source)!r}, "--db", {first!r}]) == 0
+conversation = out.getvalue().split()[0]
+with open({str(tmp_path / 'export.json')!r}, "w") as fh, contextlib.redirect_stdout(fh):
+    assert main(["export", conversation, "--db", {first!r}]) == 0
+sys.exit(main(["import", {str(tmp_path / 'export.json')!r}, "--db", {again!r}]))""")
+    assert done.returncode == 0, done.stderr
+    exported = (tmp_path / "export.json").stat().st_size
+    assert exported > (1024 * 1024 if text else 6 * source.stat().st_size)  # what the import size alone refused
 
 
 def test_a_transcript_with_a_value_the_store_cannot_keep_writes_nothing(tmp_path):
@@ -247,3 +303,62 @@ def test_a_flow_file_over_the_flow_size_is_refused_before_it_is_read(tmp_path, c
     code = main(["flows", "import", str(big), "--db", f"sqlite:///{tmp_path / 'x.db'}"])
     err = capsys.readouterr().err
     assert code == 2 and "big.yml is" in err and "flow files are at most 200 bytes" in err
+
+
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **env})
+
+
+def test_a_message_over_the_message_size_is_refused_in_one_line_by_every_command_that_reads_it(tmp_path):
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"},
+                                             {"role": "user", "content": "x" * 2001}, {"role": "assistant", "content": "ok"}]}))
+    small = {"MEMLENS_MAX_MESSAGE_CHARS": "2000"}
+    for args in (["import", str(path), "--db", f"sqlite:///{tmp_path / 'x.db'}"], ["replay", str(path)],
+                 ["report", str(path), "-o", str(tmp_path / "r.html")]):
+        done = _run(args, small)
+        assert done.returncode == 2, (args, done.stderr)
+        assert done.stderr.count("\n") == 1 and "turn 2, message 1 is 2,001 characters; MemLens takes messages of up " \
+                                                 "to 2,000 (raise MEMLENS_MAX_MESSAGE_CHARS" in done.stderr, done.stderr
+    assert not (tmp_path / "r.html").exists()
+    assert _run(["replay", str(path)], {}).returncode == 0  # the default takes it
+
+
+def test_a_conversation_over_the_turn_limit_is_refused_before_any_work(tmp_path):
+    path = tmp_path / "many.json"
+    messages = [m for i in range(30) for m in ({"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": "a"})]
+    path.write_text(json.dumps({"messages": messages}))
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    done = _run(["import", str(path), "--db", url], {"MEMLENS_MAX_TURNS": "20"})
+    assert done.returncode == 2 and "has 30 turns; MemLens takes conversations of up to 20" in done.stderr
+    assert done.stderr.count("\n") == 1
+    imported = _run(["import", str(path), "--db", url], {})  # a store holding one longer than the limit
+    assert imported.returncode == 0, imported.stderr
+    done = _run(["report", "--conversation", imported.stdout.split()[0], "--db", url, "-o", str(tmp_path / "r.html")],
+                {"MEMLENS_MAX_TURNS": "20"})
+    assert done.returncode == 2 and done.stderr.startswith("error: the conversation has 30 turns; MemLens takes "
+                                                           "conversations of up to 20 (a report on 100,000 takes about")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_following_facts_over_a_long_branched_conversation_is_refused_before_the_work():
+    """Each fact is asked at every turn of a conversation walked depth first: the limit counts that work."""
+    from core.analysis.compare import compare
+    from core.memory.replay import MemoryConfig
+    from tests.builders import dify
+
+    rows = [(str(i), str(i - 3 if i % 5 == 0 and i > 3 else i - 1) if i > 1 else None, f"My name is Dana{i}.", "ok")
+            for i in range(1, 41)]
+    conv = dify(rows)
+    assert not conv.one_thread()
+    configs = [MemoryConfig(window=3), MemoryConfig(strategy="buffer")]
+    assert len(compare(conv, configs).facts) == 40
+    script = ("from core.analysis.compare import compare\nfrom core.memory.replay import MemoryConfig\n"
+              "from tests.builders import dify\n"
+              f"conv = dify({rows!r})\n"
+              "compare(conv, [MemoryConfig(window=3), MemoryConfig(strategy='buffer')])\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "MEMLENS_MAX_FACT_CHECKS": "3000", "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert "LimitError: following 40 facts over the 40 turns of a branched conversation under 2 configs asks 3,200 " \
+           "questions; MemLens asks at most 3,000 (raise MEMLENS_MAX_FACT_CHECKS)" in done.stderr, done.stderr

@@ -258,6 +258,19 @@ def test_the_facts_table_says_where_a_restated_fact_came_back():
     assert "back at turn 8, still there at the newest turn" in "".join(Page(html).text)
 
 
+def test_a_report_lists_its_first_facts_and_the_bundle_every_one(monkeypatch):
+    import core.report.html as html_module
+
+    monkeypatch.setattr(html_module, "REPORT_FACTS", 5)
+    conv = linear(12, query=lambda i: f"My name is Dana{i}. Question {i}")
+    report = report_of(conv, [NamedConfig("w3", MemoryConfig(window=3)), NamedConfig("all", MemoryConfig(strategy="buffer"))])
+    text = "".join(Page(report_html(report)).text)
+    assert "The first 5 of 12 facts, in the order they were stated; the JSON bundle (--bundle) follows every one." in text
+    assert "(Dana5)" in text and "(Dana6)" not in text
+    facts = json.loads(bundle_json(report))["comparison"]["facts"]
+    assert [f["value"] for f in facts] == [f"Dana{i}" for i in range(1, 13)]
+
+
 def test_a_report_needs_configs_and_a_known_facts_mode():
     with pytest.raises(ReportError, match="2 to 6 memory configs"):
         build_report(Source(lisbon()))

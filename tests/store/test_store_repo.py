@@ -104,6 +104,20 @@ def test_variables_are_initialised_once_and_changes_are_recorded(db):
     assert [(h["name"], h["old"], h["new"], h["node_id"]) for h in history] == [("count", 0, 5, "user")]
 
 
+@pytest.mark.parametrize("value", [10 ** 400, -(10 ** 400), 2 ** 63, 2 ** 64 + 1, 1.0, 0.1, 1e-05, 5])
+def test_a_number_a_variable_holds_reads_back_exact_on_every_database(db, value):
+    """A bare number in a JSON column: SQLite's NUMERIC affinity would turn 10**400 into inf, 2**63 into a
+    rounded float and 1.0 into 1; it is stored as written, as PostgreSQL keeps it."""
+    conv = repo.create_conversation(db, flow_version_id=None)
+    repo.ensure_variables(db, conv.id, [{"id": "a", "name": "n", "value_type": "number", "value": 0}])
+    repo.write_variable_changes(db, conv.id, [{"name": "n", "old": 0, "new": value, "operation": "edit",
+                                               "node_id": "user"}], turn_id=None, turn_seq=None)
+    (stored,) = repo.get_variables(db, conv.id)
+    (change,) = repo.variable_history(db, conv.id)
+    for read in (stored.value, change["new"]):
+        assert read == value and type(read) is type(value) and repr(read) == repr(value)
+
+
 def test_a_change_to_an_unknown_variable_writes_nothing(db):
     conv = repo.create_conversation(db, flow_version_id=None)
     repo.ensure_variables(db, conv.id, [{"id": "a", "name": "x", "value_type": "string", "value": ""}])

@@ -9,7 +9,7 @@ import time
 from fastapi import Depends, FastAPI, Query
 
 from core.flow.errors import VariableError
-from core.flow.variables import infer_type, is_valid, normalize_type
+from core.flow.variables import is_valid, mismatch_message, normalize_type
 from core.store import repo
 
 from ..caller import Caller, authenticate, require_owned
@@ -61,8 +61,7 @@ def update_variable(caller: Caller, conversation_id: str, variable_id: str, body
     except VariableError as e:
         raise invalid(str(e)) from None
     if not is_valid(expected, value):
-        raise ApiError(400, "bad_request", f"Type mismatch: variable '{stored.name}' expects {expected}, "
-                                           f"but got {infer_type(value)} type")
+        raise ApiError(400, "bad_request", mismatch_message(stored.name, expected, stored.value, value))
     if sys.getsizeof(value) > MAX_VARIABLE_SIZE:
         raise invalid(f"variable '{stored.name}' is too large: its size exceeds {MAX_VARIABLE_SIZE} bytes", "value")
     with caller.db.conversation_lock(row.id):  # after a turn running on the conversation, never under it

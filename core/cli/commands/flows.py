@@ -28,7 +28,7 @@ def cmd_flows_list(args) -> int:
     from core.flow.graph import Flow
     from core.store import repo
 
-    flows = repo.list_flows(open_db(args))
+    flows = repo.list_flows(open_db(args, write=False))
     if args.format in ("json", "csv"):
         print_rows([{"id": v.flow_id, "name": v.flow_name, "version": v.version, "version_id": v.id,
                      "mode": v.definition.get("mode"), "created_at": iso_time(v.created_at)} for v in flows],
@@ -38,7 +38,7 @@ def cmd_flows_list(args) -> int:
         print("no flows yet: add one with `memlens flows import FILE`")
         return 0
     for v in flows:
-        mode = Flow.from_dict(v.definition, name=v.flow_name).app_mode
+        mode = Flow.from_dict(v.definition, name=v.flow_name, stored=True).app_mode
         print(f"{v.flow_id}  v{v.version:<3}  {when(v.created_at)}  {mode:<13}  {v.flow_name}")
     return 0
 

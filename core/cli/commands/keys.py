@@ -32,7 +32,7 @@ def cmd_keys_revoke(args) -> int:
 def cmd_keys_list(args) -> int:
     from core.store.keys import list_keys
 
-    rows = list_keys(open_db(args), flow_id=args.flow)
+    rows = list_keys(open_db(args, write=False), flow_id=args.flow)
     if args.format in ("json", "csv"):
         print_rows([{"id": k.id, "flow_id": k.flow_id, "flow_name": k.flow_name, "hint": k.hint, "name": k.name,
                      "created_at": iso_time(k.created_at), "revoked_at": iso_time(k.revoked_at)} for k in rows],

@@ -15,6 +15,7 @@ With no ``--memory`` the configs are the file's own (a report bundle) or MemLens
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from pathlib import Path
 
@@ -131,9 +132,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     if bool(args.file) == bool(args.conversation):
         raise UsageError("give a conversation FILE or --conversation ID (one of them)")
     if args.conversation:
-        source = load_stored(open_db(args), args.conversation)
+        source = load_stored(open_db(args, write=False), args.conversation)
     else:
         source, _ = read_source_file(args.file, index=args.index, fmt=args.input_format)
+    # The conversation lives as long as the command: the collector need not walk it again each time
+    # the report's own objects make it run (on 100,000 turns that walk was a third of the time).
+    gc.freeze()
     if args.configs:
         try:
             configs = named_configs(args.configs)

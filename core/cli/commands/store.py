@@ -15,10 +15,15 @@ from ..options import (Progress, add_db_option, add_format_option, add_input_for
 
 def cmd_conversations(args) -> int:
     from core.store import repo
+    from core.store.db import resolve_url, sqlite_file
     from core.store.errors import StoreError
     from core.words import conversation_length
 
-    db = open_db(args)
+    missing = sqlite_file(resolve_url(args.db))
+    if missing is not None and not missing.exists():  # nothing stored there: listed as such, nothing made
+        print("[]" if args.format == "json" else f"no conversations yet (no database at {missing})")
+        return 0
+    db = open_db(args, write=False)
     rows = repo.list_conversations(db)
     if args.format in ("json", "csv"):
         print_rows([{"id": c.id, "name": c.name, "user_id": c.user_id, "source": c.source,
@@ -52,11 +57,11 @@ def cmd_export(args) -> int:
     if bool(args.conversation_id) == bool(args.conversation):
         raise UsageError("give the conversation's ID, or --conversation ID (one of them)")
     conversation_id = args.conversation_id or args.conversation
-    doc = export_conversation(open_db(args), conversation_id)
+    doc = export_conversation(open_db(args, write=False), conversation_id)
     if doc.get("damaged"):
         print(f"warning: {conversation_id} has damaged stored values, exported with defaults in their place: "
               f"{'; '.join(doc['damaged'])}", file=sys.stderr)
-    sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1 if args.pretty else None) + "\n")
+    sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1 if args.pretty else None, allow_nan=False) + "\n")
     return 0
 
 
@@ -64,7 +69,7 @@ def cmd_import(args) -> int:
     from core.io.bundle import looks_like_bundle
     from core.io.errors import FormatError
     from core.io.readers.registry import import_file
-    from core.limits import check_file_size
+    from core.limits import check_export_size
     from core.service.imports import imported_before
     from core.service.sessions import import_conversation, is_bundle, read_bundle, store_conversations
     from ..errors import UsageError
@@ -77,8 +82,9 @@ def cmd_import(args) -> int:
         return db_holder[0]
 
     try:
-        # Every kind of file is held to the import size before a byte of it is parsed.
-        check_file_size(os.stat(args.file).st_size, args.file)
+        # Every file is held to a size before a byte of it is parsed: an export to the size of the export
+        # of anything MemLens imports, any other file (import_file) to the import size.
+        check_export_size(os.stat(args.file).st_size, args.file)
         with open(args.file, encoding="utf-8") as fh:
             head = fh.read(4096)
     except FileNotFoundError:

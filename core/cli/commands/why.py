@@ -24,7 +24,7 @@ def cmd_why(args: argparse.Namespace) -> int:
         raise UsageError("give a conversation FILE or --conversation ID (one of them)")
     if args.conversation:
         from core.service.sources import load_stored
-        source = load_stored(open_db(args), args.conversation)
+        source = load_stored(open_db(args, write=False), args.conversation)
         conversation = source.conversation
         if source.flow is not None:
             subjects = node_subjects(source.flow, conversation)

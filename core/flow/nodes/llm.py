@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from core.limits import DIFY_ROW_CAP
+from core.limits import DIFY_ROW_CAP, MAX_DIFY_WINDOW
 from core.model.tokens import DEMO_MODEL
 
 from ..basic_chat import BASIC_CHAT_KEY
@@ -33,12 +33,18 @@ class MemorySettings:
 
     @property
     def window(self) -> int | None:
-        """Turns of history for the ``dify`` strategy: the size when enabled, else no window (500 cap)."""
-        return self.window_size if self.window_enabled and self.window_size else None
+        """Turns of history for the ``dify`` strategy: the size when enabled and above 0, else no window
+        (the 500-row cap, which a size of 0 or less means to Dify too). A size above 500 stays as set: the
+        strategy runs it as 500 and says so (:func:`core.memory.strategies.dify.window_note`)."""
+        size = self.window_size
+        return size if self.window_enabled and size is not None and size > 0 else None
 
     def label(self) -> str:
         if self.window is not None:
-            return f"window {self.window} turns"
+            capped = f" (runs as {DIFY_ROW_CAP}: Dify's row cap)" if self.window > DIFY_ROW_CAP else ""
+            return f"window {self.window} turns{capped}"
+        if self.window_enabled and self.window_size is not None:
+            return f"window {self.window_size}: no window, as Dify reads 0 or less ({DIFY_ROW_CAP}-turn cap)"
         return f"no window ({DIFY_ROW_CAP}-turn cap)"
 
     def to_report(self) -> dict:
@@ -119,9 +125,11 @@ def _memory_settings(node: "Node", raw: Any) -> MemorySettings | None:
             size = int(size)
         except (TypeError, ValueError):
             raise node_error(node, f"memory window size {size!r} is not a whole number") from None
-        if size < 0 or size > DIFY_ROW_CAP:
-            raise node_error(node, f"memory window size {size} is out of range: Dify windows are 1..{DIFY_ROW_CAP} "
-                                   f"turns")
+        # Dify takes any whole number: it fetches at most 500 rows, and 0 or less means 500.
+        if not -MAX_DIFY_WINDOW <= size <= MAX_DIFY_WINDOW:
+            raise node_error(node, f"memory window size {size:,} is out of range: Dify runs any size above "
+                                   f"{DIFY_ROW_CAP} as {DIFY_ROW_CAP} (and 0 or less as no window); give at most "
+                                   f"{MAX_DIFY_WINDOW:,}")
     qpt = raw.get("query_prompt_template") if "query_prompt_template" in raw else None
     if qpt is not None and not isinstance(qpt, str):
         raise node_error(node, "'memory.query_prompt_template' must be text")

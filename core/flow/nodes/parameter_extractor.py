@@ -103,7 +103,7 @@ def _parameter(node: "Node", k: int, raw: Any) -> ExtractorParameter:
     if name in RESERVED:
         raise node_error(node, f"parameter {k} is named {name!r}: __reason and __is_success are the node's own outputs")
     kind = raw.get("type")
-    if kind not in PARAMETER_TYPES:
+    if not isinstance(kind, str) or kind not in PARAMETER_TYPES:  # (a list is no type, and no dict key)
         raise node_error(node, f"parameter {name!r} has type {kind!r}; expected one of {', '.join(PARAMETER_TYPES)}")
     options = raw.get("options") or []
     if not isinstance(options, list) or not all(isinstance(o, str) for o in options):

@@ -230,7 +230,7 @@ def type_name(t: Any) -> str:
 class State:
     """A run's state: a schema and the data written through its merge handlers (see the module docstring)."""
 
-    def __init__(self, schema: Mapping[str, Mapping[str, Any]], data: Mapping[str, Any] | None = None):
+    def __init__(self, schema: Mapping[str, Mapping[str, Any]], data: dict[str, Any] | None = None):
         self.schema: dict[str, dict[str, Any]] = {}
         for key, spec in schema.items():
             if not isinstance(spec, Mapping) or "type" not in spec:
@@ -251,7 +251,9 @@ class State:
                                  f"not {type_name(t)}")
         else:
             self.schema["messages"] = {"type": list[Message], "handler": merge_lists}
-        self._data: dict[str, Any] = dict(data or {})  # stored as given: handlers are not applied
+        # The caller's dict itself, as Haystack keeps it (``data or {}``): a change to either shows in the
+        # other; an empty one is replaced by a new dict. Stored as given: handlers are not applied.
+        self._data: dict[str, Any] = data or {}
 
     def set(self, key: str, value: Any, handler_override: Callable[[Any, Any], Any] | None = None) -> None:
         if key not in self.schema:

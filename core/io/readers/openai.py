@@ -92,7 +92,7 @@ def _tool_call_from_part(value: Any, at: str, default_id: str) -> tuple[ToolCall
     if isinstance(value, str):
         try:
             data = json.loads(value)
-        except json.JSONDecodeError:
+        except ValueError:  # (a number past Python's digit limit too)
             raise RecordError(f"{at}: tool_call is not valid JSON", at.split(":")[0]) from None
     if not isinstance(data, dict) or "name" not in data:
         raise RecordError(f"{at}: tool_call needs a 'name'", at.split(":")[0])
@@ -126,7 +126,7 @@ def _result_ids(content: str) -> list[str]:
         return []
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except ValueError:
         return []
     items = data if isinstance(data, list) else [data]
     return [str(x["tool_call_id"]) for x in items if isinstance(x, dict) and x.get("tool_call_id")]

@@ -136,6 +136,9 @@ class Records:
         except json.JSONDecodeError as e:
             what = "is not JSON or JSON Lines" if first else "is not valid JSON"
             raise FormatError(f"{self.name} {what}: {e.msg} at line {e.lineno}, column {e.colno}") from None
+        except ValueError:
+            line, col = _line_col(self.text, pos)
+            raise FormatError(f"{self.name}: the value at line {line}, column {col} {limits.NUMBER_TOO_LONG}") from None
         except RecursionError:
             line, col = _line_col(self.text, pos)
             raise FormatError(f"{self.name}: the value at line {line}, column {col} is nested too deeply") from None
@@ -238,6 +241,8 @@ class Records:
                 yield Record(index, json.loads(line))
             except json.JSONDecodeError as e:
                 yield Record(index, None, error=f"line {lineno} is not valid JSON ({e.msg}, column {e.colno})")
+            except ValueError:
+                yield Record(index, None, error=f"line {lineno} {limits.NUMBER_TOO_LONG}")
             except RecursionError:
                 yield Record(index, None, error=f"line {lineno} is nested too deeply")
             index += 1

@@ -211,11 +211,21 @@ def _collect(read: Iterable[Conversation], ctx: ReadContext, fmt: str, name: str
 
 def _each_turn_once(conv: Conversation, ctx: ReadContext) -> Conversation | None:
     """The conversation with each turn read once (:func:`read_once`), a note saying which were
-    listed again; ``None``, with a problem, when a turn id holds two different turns."""
+    listed again; ``None``, with a problem, when a turn id holds two different turns, or when it is
+    longer than MemLens takes (its turns, or one message: :func:`core.limits.check_turns`,
+    :func:`core.limits.check_message`)."""
+    named = f"conversation {excerpt(conv.id, 60)!r}"
     try:
+        limits.check_turns(len(conv.turns), named)
+        for p, turn in enumerate(conv.turns):
+            for j, m in enumerate(turn.messages):
+                limits.check_message(len(m.content), f"{named}: turn {p + 1}, message {j + 1}")
         turns, repeated = read_once(conv.turns)
+    except limits.LimitError as e:
+        ctx.report(Problem(None, "", str(e), conv.id))
+        return None
     except ValueError as e:
-        ctx.report(Problem(None, "id", f"conversation {excerpt(conv.id, 60)!r}: {e}", conv.id))
+        ctx.report(Problem(None, "id", f"{named}: {e}", conv.id))
         return None
     if not repeated:
         return conv

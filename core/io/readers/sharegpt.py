@@ -21,6 +21,7 @@ import re
 from dataclasses import replace
 from typing import Any, Iterator
 
+from core import limits
 from core.io.errors import RecordError
 from core.model.conversation import ANSWER, Conversation, FileRef, Message, ToolCall, Turn
 
@@ -42,7 +43,7 @@ _TOOL_RESPONSE = re.compile(r"<tool_response>(.*?)</tool_response>", re.S)
 def _calls(value: str, at: str, k: int) -> tuple[ToolCall, ...]:
     try:
         data = json.loads(value)
-    except json.JSONDecodeError:
+    except ValueError:
         raise RecordError(f"{at}: a 'function_call' value must be JSON {{\"name\": …, \"arguments\": …}}",
                           at) from None
     return _named_calls(data if isinstance(data, list) else [data], at, k)
@@ -57,7 +58,7 @@ def _tagged_calls(value: str, at: str, k: int) -> tuple[tuple[ToolCall, ...], st
     for block in blocks:
         try:
             items.append(json.loads(block))
-        except json.JSONDecodeError:
+        except ValueError:
             raise RecordError(f"{at}: a <tool_call> must hold JSON {{\"name\": …, \"arguments\": …}}", at) from None
     return _named_calls(items, at, k), _TOOL_CALL.sub("", value).strip()
 
@@ -87,6 +88,8 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
                 parsed = json.loads(tools)
             except json.JSONDecodeError as e:
                 raise RecordError(f"'tools' is not valid JSON ({e.msg}, column {e.colno})", "tools") from None
+            except ValueError:
+                raise RecordError(f"'tools' {limits.NUMBER_TOO_LONG}", "tools") from None
         else:
             parsed = tools
         if not isinstance(parsed, list):
