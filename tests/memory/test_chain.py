@@ -1,6 +1,6 @@
-"""A conversation that never branched is decided for all its turns at once (``Replay._chain_summaries``,
-``Strategy.chain_windows``): the same summaries as the turn-by-turn walk, for every strategy that places a
-window and every setting that changes a decision."""
+"""A conversation that never branched is decided for all its turns at once (``Replay._chain_summaries``:
+each strategy's one window rule read over a ``ChainView``): the same summaries as the turn-by-turn walk,
+for every strategy that places a window and every setting that changes a decision."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from core.memory.replay import MemoryConfig, Replay
 from core.memory.strategies import STRATEGIES
-from core.memory.strategies.base import PathView
+from core.memory.strategies.base import ChainView, PathView
 from core.model.conversation import ANSWER, INTERMEDIATE, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn
 from core.model.tokens import TokenCounter
 from tests.builders import branched, linear
@@ -123,10 +123,10 @@ def test_every_strategys_window_for_a_whole_chain_is_its_window_turn_by_turn(con
     for k in range(n):
         trimmed, start = strategy.window(view, k, config)
         expected.append((trimmed, start))
-        view.push(k, strategy.mark(trimmed, start), replay.eligible(k), replay.message_tokens(k),
-                  replay._empties(k))
+        view.push(k, start, replay.eligible(k), replay.message_tokens(k), replay._empties(k))
     starts = np.array([view.turn_start(k) for k in range(n)], dtype=np.int64)
-    trimmed, start = strategy.chain_windows(starts, np.array(replay.numbers, dtype=np.int64), config)
+    columns = ChainView(starts, np.array(replay.numbers, dtype=np.int64))
+    trimmed, start = (np.broadcast_to(x, n) for x in strategy.window(columns, columns.turn_count, config))
     assert list(zip(trimmed.tolist(), start.tolist())) == expected
 
 
