@@ -114,19 +114,19 @@ def _draw(system: str, setting: Setting, k: Callable[[str], str], disabled: bool
         words = setting.labels or {}
         show = (lambda c: words.get(c, c)) if words else str
         if w.select:
-            picked = st.selectbox(w.label, options, key=keys[0], format_func=show, help=w.help or None,
+            picked = st.selectbox(w.label, options, key=keys[0], format_func=show, help=helps,
                                   disabled=disabled)
         else:
-            picked = st.radio(w.label, options, key=keys[0], format_func=show, horizontal=True, help=w.help or None,
+            picked = st.radio(w.label, options, key=keys[0], format_func=show, horizontal=True, help=helps,
                               disabled=disabled)
         return None if setting.optional and picked == w.unset_value else picked
     if w.kind == NUMBER:
-        return int(st.number_input(w.label, low, high, key=keys[0], help=w.help or None, disabled=disabled,
+        return int(st.number_input(w.label, low, high, key=keys[0], help=helps, disabled=disabled,
                                    **steps))
     if w.kind == SLIDER:
-        return float(st.slider(w.label, low, high, key=keys[0], help=w.help or None, disabled=disabled, **steps))
+        return float(st.slider(w.label, low, high, key=keys[0], help=helps, disabled=disabled, **steps))
     if w.kind == ZERO_UNSET:
-        return int(st.number_input(w.label, 0, high, key=keys[0], help=w.help or None, disabled=disabled,
+        return int(st.number_input(w.label, 0, high, key=keys[0], help=helps, disabled=disabled,
                                    **steps)) or None
     if w.kind == SWITCHED:
         on = st.toggle(w.second_label, key=keys[0], help=helps, disabled=disabled)
@@ -137,7 +137,7 @@ def _draw(system: str, setting: Setting, k: Callable[[str], str], disabled: bool
         turn = a.number_input(w.label, 0, LAST_TURN, key=keys[0], help=helps, disabled=disabled)
         to = b.number_input(w.second_label, 0, high, key=keys[1], disabled=disabled)
         return ((int(turn), int(to)),) if turn and to else ()
-    return st.text_input(w.label, key=keys[0], help=w.help or None, disabled=disabled).strip() or unchanged
+    return st.text_input(w.label, key=keys[0], help=helps, disabled=disabled).strip() or unchanged
 
 
 def _system_values(system: Strategy, base: MemoryConfig, k: Callable[[str], str]) -> dict:
@@ -148,13 +148,13 @@ def _system_values(system: Strategy, base: MemoryConfig, k: Callable[[str], str]
     for setting in system.settings:
         w = setting.widget
         if w is None:
-            if base.strategy == system.name:
+            if base.system is system:
                 values[setting.name] = getattr(base.settings, setting.name)
             continue
         if w.shown_if is not None and values.get(w.shown_if[0]) != w.shown_if[1]:
             continue
         disabled = w.enabled_if is not None and values.get(w.enabled_if[0]) != w.enabled_if[1]
-        unchanged = getattr(base.settings, setting.name) if base.strategy == system.name else setting.default
+        unchanged = getattr(base.settings, setting.name) if base.system is system else setting.default
         values[setting.name] = _draw(system.name, setting, k, disabled, unchanged)
     return values
 
