@@ -99,7 +99,9 @@ def add_memory_options(p: argparse.ArgumentParser) -> None:
                         f"`memlens memories` lists each one's settings")
     p.add_argument("--set", dest="memory_set", action="append", type=setting_pair, default=[], metavar="KEY=VALUE",
                    help="a setting of the chosen memory, or one every config has (repeatable), e.g. --set window=6")
-    add_memory_flags(p)
+    add_memory_flags(p.add_argument_group(
+        "memory settings", "each the same as --set NAME=VALUE, for the memories that have the setting (left out for "
+                           "the others); python -m core memories lists them by memory"))
 
 
 def parse_setting(config_strategy: str, name: str, text: str) -> tuple[str, Any]:

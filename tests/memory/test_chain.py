@@ -5,16 +5,15 @@ for every strategy that places a window and every setting that changes a decisio
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from core.memory.errors import ConfigError
 from core.memory.replay import MemoryConfig, Replay
 from core.memory.strategies import STRATEGIES
 from core.memory.strategies.base import ChainView, PathView
-from core.memory.strategies.settings import BOOL, CHANGES, FLOAT, INT, Setting
 from core.model.conversation import ANSWER, INTERMEDIATE, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn
 from core.model.tokens import TokenCounter
 from tests.builders import branched, linear
+from tests.memory.declared import declared_configs
 
 MODEL = "gpt-4o-mini"
 WORDS = "memory window token budget turn branch answer query model context node ledger".split()
@@ -132,49 +131,6 @@ def test_every_strategys_window_for_a_whole_chain_is_its_window_turn_by_turn(con
     assert list(zip(trimmed.tolist(), start.tolist())) == expected
 
 
-def _values(setting: Setting):
-    """Values a declared setting takes, drawn from its declaration: its choices, or whole numbers in its
-    range (a short stretch of it), a fraction, or a few window changes."""
-    if setting.choices:
-        drawn = st.sampled_from([c for c in setting.choices if c is not None])
-    elif setting.kind == BOOL:
-        drawn = st.booleans()
-    elif setting.kind == INT:
-        low = -3 if setting.minimum is None else int(setting.minimum)
-        high = low + 40 if setting.maximum is None else min(int(setting.maximum), low + 40)
-        drawn = st.integers(low, high)
-    elif setting.kind == FLOAT:
-        drawn = st.floats(0.05, 1.0 if setting.maximum is None else float(setting.maximum))
-    elif setting.kind == CHANGES:
-        drawn = st.lists(st.tuples(st.integers(1, 30), st.integers(1, 8)), max_size=3).map(tuple)
-    else:
-        drawn = st.just(setting.default)
-    return st.one_of(st.none(), drawn) if setting.optional else drawn
-
-
-def _valid(config: MemoryConfig) -> bool:
-    try:
-        config.validate()
-    except ConfigError:
-        return False
-    return True
-
-
-@st.composite
-def declared_configs(draw, name: str) -> MemoryConfig:
-    """A config of the memory system ``name`` with its settings drawn from their declarations."""
-    system = STRATEGIES[name]
-    own = draw(st.fixed_dictionaries({s.name: _values(s) for s in system.settings}))
-    common = draw(st.fixed_dictionaries({"context_size": st.one_of(st.none(), st.integers(1, 400)),
-                                         "max_tokens": st.integers(0, 60),
-                                         "granularity": st.sampled_from(["query_answer", "all_messages"]),
-                                         "scope": st.sampled_from(["thread", "thread", "session"]),
-                                         "sends_empty": st.booleans()}))
-    config = MemoryConfig(name, model=MODEL, **common, **own)
-    assume(_valid(config))
-    return config
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data(), conv=chains())
 def test_every_registered_window_rule_decides_a_chain_in_columns_as_the_walk_does(data, conv):
@@ -182,7 +138,7 @@ def test_every_registered_window_rule_decides_a_chain_in_columns_as_the_walk_doe
     a chain's columns gives the summaries its rule gives turn by turn, for settings drawn from its own
     declarations; and each turn's ledger says the same."""
     name = data.draw(st.sampled_from(_windowing()))
-    config = data.draw(declared_configs(name))
+    config = data.draw(declared_configs(name, MODEL))
     replay = Replay(conv, config, counter=TokenCounter(MODEL, shared=False, workers=1))
     summaries = replay.summaries()
     assert list(summaries) == list(_walked(conv, config))
