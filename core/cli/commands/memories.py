@@ -12,5 +12,6 @@ def cmd_memories(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("memories", help="list the memory systems and their settings (for --memory and --set)")
+    p = sub.add_parser("memories", description="List every memory system --memory takes and its settings: what "
+                                                "--set takes, each setting's flag, values and default.")
     p.set_defaults(func=cmd_memories)
