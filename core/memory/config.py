@@ -29,7 +29,7 @@ def setting_names() -> frozenset[str]:
     return frozenset({"strategy", *OWN, *(s.name for system in STRATEGIES.values() for s in system.settings)})
 
 
-def _known_elsewhere(name: str) -> bool:
+def _known(name: str) -> bool:
     """Whether ``name`` is a setting of some registered memory system (a flat stored config of the
     earlier layout holds every system's)."""
     return any(strategy.setting(name) is not None for strategy in STRATEGIES.values())
@@ -83,7 +83,7 @@ class MemoryConfig:
                 continue
             if system.setting(name) is not None:
                 own[name] = system.setting(name).stored_value(value)
-            elif not _known_elsewhere(name):
+            elif not _known(name):
                 raise ConfigError(f"unknown memory setting(s): {name}")
         set_ = object.__setattr__
         set_(self, "strategy", strategy)
@@ -143,8 +143,8 @@ class MemoryConfig:
         """A stored config (:meth:`to_dict`, or the flat form of the earlier layout), checked."""
         values = dict(data)
         strategy = values.pop("strategy", DEFAULT_STRATEGY)
-        system = get_strategy(strategy)
-        unknown = sorted(n for n in values if n not in OWN and system.setting(n) is None and not _known_elsewhere(n))
+        get_strategy(strategy)  # an unknown memory is named before an unknown setting
+        unknown = sorted(n for n in values if n not in OWN and not _known(n))
         if unknown:
             raise ConfigError(f"unknown memory setting(s): {', '.join(unknown)}")
         return cls(strategy, **values).validate()

@@ -291,3 +291,17 @@ def test_the_common_settings_are_declared_once_with_their_flags():
     assert [s.name for s in COMMON] == ["model", "context_size", "max_tokens", "granularity", "scope"]
     assert [s.flag for s in COMMON] == ["--model", "--context-size", "--max-tokens", "--granularity", "--scope"]
     assert next(s for s in COMMON if s.name == "granularity").widget.kind == CHOICE
+
+
+def test_a_system_class_holds_its_settings_in_a_class_of_its_own_and_a_subclass_keeps_its_parents():
+    class Mine(Strategy):
+        name = "mine"
+        settings = (Setting("keep", 2, "h"), Setting("on", False, "h", kind=BOOL))
+
+    class Child(Mine):
+        name = "child"
+
+    assert Mine.Settings.__name__ == "MineSettings" and Mine.Settings() == Mine.Settings(keep=2, on=False)
+    assert Child.Settings is Mine.Settings and Strategy.Settings() == Strategy.Settings()
+    with pytest.raises(TypeError):
+        Strategy.Settings(keep=2)  # the base system declares no setting

@@ -83,14 +83,15 @@ def counts_tokens(config) -> bool:
     return config.settings.fidelity != CODE or config.settings.plugin_token_counting
 
 
-def plugin_token_counting(help_text: str, enabled_if: tuple[str, str] | None = None) -> Setting:
-    """Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED, a setting of Dify's memories (this one, the Agent
-    app's): ``help_text`` says what it does there."""
-    return Setting("plugin_token_counting", False, "Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off by default, as "
-                   "Dify ships it): with it on, history is pruned by tokens", kind=BOOL,
-                   flag="--plugin-token-counting",
-                   widget=Widget(TOGGLE, "Plugin token counting", key="counting", help=help_text,
-                                 enabled_if=enabled_if))
+#: Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED, a setting of Dify's memories (this one, the Agent app's, whose
+#: widget says what it does there): counted only as shipped (``fidelity`` code), the documented rules
+#: always count.
+PLUGIN_TOKEN_COUNTING = Setting(
+    "plugin_token_counting", False, "Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off by default, as Dify ships it): "
+    "with it on, history is pruned by tokens", kind=BOOL, flag="--plugin-token-counting",
+    widget=Widget(TOGGLE, "Plugin token counting", key="counting", enabled_if=("fidelity", CODE),
+                  help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: prune the oldest message while "
+                       "the history is over context size − max_tokens − 3."))
 
 
 class DifyStrategy(Strategy):
@@ -110,8 +111,7 @@ class DifyStrategy(Strategy):
                               help="Dify 1.x as shipped: what Dify's code runs (N gives N−1 earlier turns; no token "
                                    "pruning unless plugin token counting is on). As Dify's docs describe: N earlier "
                                    "turns, always pruned by tokens.")),
-        plugin_token_counting("Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: prune the oldest "
-                              "message while the history is over context size − max_tokens − 3.", ("fidelity", CODE)),
+        PLUGIN_TOKEN_COUNTING,
         Setting("window_changes", (), "later changes of the window, as TURN:N pairs (from turn TURN the window is "
                 "N): read by the findings (a window of 0 from then on is no limit); the replay runs the window",
                 kind=CHANGES, flag="--window-change"),

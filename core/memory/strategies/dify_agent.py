@@ -54,14 +54,14 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.model.conversation import AGENT_THOUGHTS, ANSWER, QUERY, Conversation, ToolCall, Turn
 from core.model.ledger import EMPTY, KEPT, OMITTED, OVER_BUDGET, REWRITTEN, SCRATCHPAD, SyntheticMessage
 from core.model.tokens import DEFAULT_HISTORY_BUDGET, REPLY_PRIMING
 
 from .base import Budget, PathView, Plan, Strategy, turn_at
-from .dify import plugin_token_counting
+from .dify import PLUGIN_TOKEN_COUNTING
 from .settings import CHOICE, TEXT, Setting, Widget
 
 FUNCTION_CALL = "function_call"
@@ -267,10 +267,11 @@ class DifyAgentStrategy(Strategy):
                                    "with ReAct. ReAct sends each earlier turn as one assistant text: its first "
                                    "step's words, its last tool call and the last tool result (the final answer is "
                                    "not sent again).")),
-        plugin_token_counting("Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: keep whole turns, "
-                              "newest first, while the system message and the history fit in context size − "
-                              "max_tokens − the query (ReAct: the history alone, in context size − max_tokens − the "
-                              "system message and the query)."),
+        replace(PLUGIN_TOKEN_COUNTING, widget=replace(
+            PLUGIN_TOKEN_COUNTING.widget, enabled_if=None,
+            help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: keep whole turns, newest first, "
+                 "while the system message and the history fit in context size − max_tokens − the query (ReAct: "
+                 "the history alone, in context size − max_tokens − the system message and the query).")),
     )
     lenses = (("Dify Agent app (agent-chat)", {}), ("Dify Agent app, ReAct (no tool calls)", {"agent_strategy": REACT}))
     plans = True

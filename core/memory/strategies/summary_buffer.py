@@ -28,7 +28,7 @@ so each turn costs one binary search, and one summariser call only when somethin
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.limits import history_limit
 from core.model.ledger import KEPT, SUMMARIZED, SUMMARY, SyntheticMessage, format_spans
@@ -36,7 +36,7 @@ from core.model.tokens import REPLY_PRIMING
 
 from ..errors import ConfigError
 from .base import Budget, Plan, Spans, Strategy, add_turns, message_at, span_turns, tokens_between, turn_at
-from .trim import TRIM_COUNTER, history_limit_setting, langchain_counts
+from .trim import HISTORY_LIMIT, TRIM_COUNTER, langchain_counts
 
 
 
@@ -75,7 +75,8 @@ class SummaryBufferPlan(Plan):
 class SummaryBufferStrategy(Strategy):
     name = "summary_buffer"
     help = "recent messages within a limit, older ones folded into a summary"
-    settings = (history_limit_setting("the buffer's limit, LangChain's max_token_limit (unset: 2,000)"), TRIM_COUNTER)
+    settings = (replace(HISTORY_LIMIT, help="the buffer's limit, LangChain's max_token_limit (unset: 2,000)"),
+                TRIM_COUNTER)
     plans = True
     drops_empty = False
 

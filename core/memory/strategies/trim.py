@@ -56,12 +56,12 @@ TRIM_COUNTERS = ("tokens", "messages", "approximate")
 ANY_START = "(any)"
 
 
-def history_limit_setting(help_text: str) -> Setting:
-    """``max_history_tokens``, the limit of LangChain's memories (this one's ``max_tokens``, the summary
-    buffer's ``max_token_limit``): ``help_text`` says which."""
-    return Setting("max_history_tokens", None, help_text, optional=True, minimum=0, flag="--max-history-tokens",
-                   widget=Widget(ZERO_UNSET, "History limit (tokens; 0 = 2,000)", key="history_limit",
-                                 maximum=10_000_000, step=100))
+#: ``max_history_tokens``, the limit of LangChain's memories: this one's ``max_tokens`` (the summary buffer's
+#: ``max_token_limit`` is the same setting with its own help).
+HISTORY_LIMIT = Setting("max_history_tokens", None, "trim_messages' max_tokens (unset: 2,000; 0 is a limit too)",
+                        optional=True, minimum=0, flag="--max-history-tokens",
+                        widget=Widget(ZERO_UNSET, "History limit (tokens; 0 = 2,000)", key="history_limit",
+                                      maximum=10_000_000, step=100))
 
 
 #: How LangChain's memories count (:func:`langchain_counts`).
@@ -74,10 +74,6 @@ TRIM_COUNTER = Setting(
                        "messages = len, approximate = count_tokens_approximately"))
 
 
-def _message_type_setting(name: str, help_text: str, widget: Widget | None = None) -> Setting:
-    return Setting(name, None, help_text, kind=TEXT, optional=True, choices=(None, *MESSAGE_TYPES),
-                   unknown=f"unknown message type {{value!r}} for {name}", flag=f"--{name.replace('_', '-')}",
-                   widget=widget)
 
 
 def message_type(message: Message) -> str:
@@ -299,17 +295,20 @@ class TrimStrategy(Strategy):
     name = "trim"
     help = "LangChain's trim_messages"
     settings = (
-        history_limit_setting("trim_messages' max_tokens (unset: 2,000; 0 is a limit too)"),
+        HISTORY_LIMIT,
         TRIM_COUNTER,
         Setting("trim_strategy", "last", "which end trim_messages keeps: last or first", kind=TEXT,
                 choices=TRIM_STRATEGIES, words="trim strategy", flag="--trim-strategy",
                 widget=Widget(CHOICE, "Keep", key="trim_strategy")),
         Setting("include_system", False, "the system prompt counts against max_tokens", kind=BOOL,
                 flag="--include-system"),
-        _message_type_setting("start_on", "the kept part starts on this message type (human, ai, tool, system)",
-                              Widget(CHOICE, "Start on", key="start_on", select=True, unset_value=ANY_START,
-                                     offered=(None, "human", "ai"), shown_if=("trim_strategy", "last"))),
-        _message_type_setting("end_on", "the kept part ends on this message type (human, ai, tool, system)"),
+        Setting("start_on", None, "the kept part starts on this message type (human, ai, tool, system)", kind=TEXT,
+                optional=True, choices=(None, *MESSAGE_TYPES), unknown="unknown message type {value!r} for start_on",
+                flag="--start-on", widget=Widget(CHOICE, "Start on", key="start_on", select=True, unset_value=ANY_START,
+                                                 offered=(None, "human", "ai"), shown_if=("trim_strategy", "last"))),
+        Setting("end_on", None, "the kept part ends on this message type (human, ai, tool, system)", kind=TEXT,
+                optional=True, choices=(None, *MESSAGE_TYPES), unknown="unknown message type {value!r} for end_on",
+                flag="--end-on"),
         Setting("allow_partial", False, "keep part of the message that did not fit", kind=BOOL,
                 flag="--allow-partial", widget=Widget(TOGGLE, "Allow partial messages", key="allow_partial")),
     )
