@@ -100,7 +100,7 @@ def inspect_newest(service, conversation_id: str) -> int:
     number of ledger entries it listed (so nothing is left unbuilt)."""
     from core.analysis.debug_view import focus_node, receipt, transcript
     from core.flow.runtime import what_if_ledger
-    from core.memory.replay import DEFAULT_FIDELITY
+    from core.memory.strategies.dify import DEFAULT_FIDELITY
     from core.model.tokens import counter_for
 
     info = service.info(conversation_id)

@@ -12,7 +12,9 @@ from core.analysis.why import MAX_PHRASE
 from core.errors import MemLensError
 from core.flow.graph import parse_flow_upload
 from core.flow.runtime import what_if_prompt
-from core.memory.replay import DEFAULT_FIDELITY, MemoryConfig
+from core.memory.replay import MemoryConfig
+from core.memory.strategies import strategy_of
+from core.memory.strategies.dify import DEFAULT_FIDELITY
 from core.model.conversation import turn_label
 from core.model.tokens import counter_for
 from core.store.db import resolve_url
@@ -482,7 +484,7 @@ if side_col is not None:
                                                           node.id, json.dumps(overrides.get(node.id) or
                                                                               stored_overrides.get(node.id) or {},
                                                                               sort_keys=True), fidelity, counting) \
-                            if ledger is not None and ledger.config.get("strategy") == "dify" else None
+                            if ledger is not None and strategy_of(ledger.config).has_profiles else None
                         r = receipt(run, titles[node.id], exact=counter.exact, encoding=counter.encoding_name,
                                     other=other, position=selected)
                         render_receipt(r, ledger, key=f"rc-{selected_id}-{node.id}", what_if=is_what_if)

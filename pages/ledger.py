@@ -24,8 +24,9 @@ page_key = keys.keys_of(keys.LEDGER)  # this page's widget keys
 
 
 #: The explorer opens on Dify's memory with a window of 3 turns, and a 500-token history limit for the
-#: strategies that have one.
-LEDGER_START = MemoryConfig(window=3, max_history_tokens=500)
+#: memories that have one (``LEDGER_STARTS``: settings by name).
+LEDGER_START = MemoryConfig(window=3)
+LEDGER_STARTS = {"max_history_tokens": 500}
 # Turns a slider lists by name; a longer conversation gets a number field: a slider sends every
 # turn's label to the browser, 0.16 MB at 10,000 turns.
 SLIDER_TURNS = 200
@@ -77,7 +78,7 @@ with st.sidebar:
         if len(conversations) > 1:
             index = st.number_input("Conversation in file", 0, len(conversations) - 1, 0, key=page_key("index"))
     st.subheader("Memory")
-    edited = edit_config(keys.LEDGER, LEDGER_START, hide=frozenset({"label"}))
+    edited = edit_config(keys.LEDGER, LEDGER_START, hide=frozenset({"label"}), starts=LEDGER_STARTS)
 if edited.error:
     st.error(plain(edited.error))
     st.stop()

@@ -6,8 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from core.model.conversation import Conversation, message_text, turn_label
-from core.model.ledger import (REASON_LABELS, Ledger, LedgerEntry, SyntheticMessage, branch_copies, copy_words,
-                               explain)
+from core.memory.words import explain
+from core.model.ledger import REASON_LABELS, Ledger, LedgerEntry, SyntheticMessage, branch_copies, copy_words
 from ui.paging import page_slice
 
 LEDGER_PAGE = 200  # rows of the table at once

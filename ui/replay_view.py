@@ -24,7 +24,8 @@ from core.errors import MemLensError
 from core.flow.graph import parse_flow_upload
 from core.flow.runtime import node_memory_config
 from core.memory.replay import MemoryConfig, Replay, turn_numbers
-from core.memory.strategies import REACT
+from core.memory.strategies import STRATEGIES
+from core.memory.strategies.dify import DEFAULT_FIDELITY
 from core.model.conversation import turn_label
 from core.model.tokens import counter_for
 from core.store.db import resolve_url
@@ -47,18 +48,9 @@ MAX_ATTACH_TURNS = 200
 NEEDS_FLOW = ("Regenerating or editing a turn needs a flow: this conversation was imported without one. Attach a "
               "flow in the “Needs a flow” tab to replay its queries through it.")
 
-#: Memory configs a lens can be, besides the default one.
-PRESETS = {
-    "Dify as shipped (code)": MemoryConfig(fidelity="code"),
-    "Dify as documented": MemoryConfig(fidelity="documented"),
-    "Dify, window 10 turns": MemoryConfig(window=10),
-    "Window Memory node, 10 messages": MemoryConfig(strategy="window", window=10),
-    "trim_messages, 2,000 tokens": MemoryConfig(strategy="trim"),
-    "Dify Agent app (agent-chat)": MemoryConfig(strategy="dify_agent"),
-    "Dify Agent app, ReAct (no tool calls)": MemoryConfig(strategy="dify_agent", agent_strategy=REACT),
-    "Everything (buffer)": MemoryConfig(strategy="buffer"),
-    "No memory": MemoryConfig(strategy="off"),
-}
+#: Memory configs a lens can be, besides the default one: each memory system's own (its ``lenses``).
+PRESETS = {label: MemoryConfig(name, **settings)
+           for name, system in STRATEGIES.items() for label, settings in system.lenses}
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
@@ -107,7 +99,7 @@ def _lenses(svc, info, conv_id: str, conv) -> list[Lens]:
     attached = st.session_state.get(keys.of_conversation(keys.RESCORE_FLOW, conv_id))
     if attached:
         try:
-            lenses += _flow_lenses(attached, MemoryConfig().fidelity)
+            lenses += _flow_lenses(attached, DEFAULT_FIDELITY)
         except MemLensError:
             st.session_state.pop(keys.of_conversation(keys.RESCORE_FLOW, conv_id), None)
     return lenses

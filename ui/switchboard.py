@@ -7,12 +7,17 @@ from typing import Any, Sequence
 import streamlit as st
 
 from core.memory.replay import MemoryConfig
+from core.memory.strategies import DEFAULT_STRATEGY, OFF
 from ui.config_editor import OPTIONAL, edit_config, load_config
 from ui.html import plain
 
 
 def _diff(base: MemoryConfig, values: dict) -> dict:
-    return {k: v for k, v in values.items() if getattr(base, k) != v}
+    """The settings ``values`` change: against the base's own, and against the defaults of a memory the
+    base has switched off (its settings are then the ones switching it on gives)."""
+    held = {"strategy": base.strategy, **base.with_(strategy=values.get("strategy", base.strategy)).values(),
+            **base.values()}
+    return {k: v for k, v in values.items() if held.get(k) != v}
 
 
 def render_switchboard(nodes: Sequence[Any], baselines: dict[str, MemoryConfig], *, key: str,
@@ -31,10 +36,10 @@ def render_switchboard(nodes: Sequence[Any], baselines: dict[str, MemoryConfig],
             continue
         with st.container(border=True):
             st.markdown(f"**{plain(node.title or node.id)}** · <code>{plain(node.id)}</code>", unsafe_allow_html=True)
-            own = "dify" if base.strategy == "off" else base.strategy
+            own = base.strategy if base.remembers else DEFAULT_STRATEGY  # what switching it on gives
             if fresh:
                 load_config(f"{key}-{node.id}", base)
-            edited = edit_config(f"{key}-{node.id}", base, strategies=(own, "off"), hide=OPTIONAL)
+            edited = edit_config(f"{key}-{node.id}", base, strategies=(own, OFF), hide=OPTIONAL)
             if edited.error:
                 st.error(plain(edited.error))
                 continue

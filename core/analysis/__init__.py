@@ -9,7 +9,7 @@ __all__, __getattr__ = public_api(__name__, {
                 "RetentionMatrix", "heatmap_window", "named_configs", "replay_replies", "reply_at",
                 "retention_matrix", "turn_diff"),
     "debug_view": ("Lens", "MessageView", "Receipt", "TreeNode", "WhatIf", "damage_note", "default_lens",
-                   "dify_profile", "focus_node", "lens_ledgers", "receipt", "replayed_run", "transcript",
+                   "memory_rules", "focus_node", "lens_ledgers", "receipt", "replayed_run", "transcript",
                    "tree_layout", "what_if"),
     "errors": ("CompareError", "WhyError"),
     "findings": ("Finding", "TurnNamer", "WARNING", "config_findings", "findings_at", "findings_for", "turn_namer"),

@@ -42,7 +42,8 @@ from core.memory.replay import Decision, MemoryConfig, PathView, Replay, turn_nu
 from core.model.conversation import Conversation, Message, message_text, turn_label
 from core.model.facts import extract_facts
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, REASON_LABELS,
-                               SUMMARIZED, TRIMMED_EARLIER, WORDS_SENT, Ledger, LedgerEntry, explain)
+                               SUMMARIZED, TRIMMED_EARLIER, WORDS_SENT, Ledger, LedgerEntry)
+from core.memory.words import explain
 from core.words import distinct, plural
 
 from .errors import CompareError

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from core.flow.prompt import CURRENT_QUERY, HISTORY
-from core.memory.replay import DEFAULT_FIDELITY, FIDELITY_LABELS, MemoryConfig, Replay, turn_numbers
-from core.memory.strategies.dify import CODE, DifyStrategy, window_note
-from core.memory.strategies.dify_agent import agent_app
-from core.model.conversation import (WHOLE_THREAD_SOURCES, Conversation, message_text, source_model, thread_number,
-                                     turn_label)
-from core.model.ledger import KEPT, REASON_LABELS, Ledger, SyntheticMessage, explain, is_dropped
+from core.memory.replay import MemoryConfig, Replay, turn_numbers
+from core.memory.strategies import DEFAULT_STRATEGY, STRATEGIES, strategy_of
+from core.memory.strategies.dify_agent import DifyAgentStrategy
+from core.memory.words import explain
+from core.model.conversation import Conversation, message_text, source_model, thread_number, turn_label
+from core.model.ledger import KEPT, REASON_LABELS, Ledger, SyntheticMessage, is_dropped
 from core.words import plural
 
 KEPT_STATE, DROPPED_STATE, NOT_ELIGIBLE_STATE = "kept", "dropped", "not_eligible"
@@ -140,16 +140,10 @@ class Receipt:
     configured_model: str | None = None
 
 
-def dify_profile(config: Mapping[str, Any]) -> str:
-    """The Dify rules a ledger's config ran under, in words ("" for memories that are not Dify's)."""
-    if config.get("strategy") != "dify":
-        return ""
-    fidelity = config.get("fidelity") or DEFAULT_FIDELITY
-    out = FIDELITY_LABELS.get(fidelity, fidelity)
-    if fidelity == "code":
-        out += " · plugin token counting " + ("on" if config.get("plugin_token_counting") else "off")
-    note = window_note(config.get("window"))
-    return out + (f" · {note}" if note else "")
+def memory_rules(config: Mapping[str, Any]) -> str:
+    """The rules a ledger's config ran under beyond its label, in words, as its memory system says them
+    (:meth:`core.memory.strategies.base.Strategy.describe`: Dify's profile; "" for most)."""
+    return strategy_of(config).describe(config)
 
 
 def _both(code: Ledger, docs: Ledger) -> list[tuple[int, str, str]]:
@@ -184,7 +178,7 @@ def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str, o
         for e in ledger.entries:
             if e.dropped:
                 dropped[e.reason] = dropped.get(e.reason, 0) + e.tokens
-    profile = dify_profile(ledger.config) if ledger is not None else ""
+    profile = memory_rules(ledger.config) if ledger is not None else ""
     difference, both = "", []
     if ledger is not None and other is not None and position is not None and profile:
         from .findings import ledger_difference
@@ -324,19 +318,22 @@ class Lens:
 
 def fitting_config(conversation: Conversation | None = None, window: int | None = None, *,
                    agent: bool = False) -> MemoryConfig:
-    """The memory a conversation without a flow is replayed under unless asked otherwise: a Dify Agent
-    app's log (``agent``, or :func:`core.memory.strategies.dify_agent.agent_app`) as its runner builds
-    its history; a transcript whose app sends the whole thread (:data:`WHOLE_THREAD_SOURCES`) as
-    everything on the thread, every tool step included; any other as Dify's LLM-node memory with the
-    project's defaults, ``window`` in turns when the source says which window the bot ran with. Each is
-    counted for the model the source says answered (:data:`SOURCE_MODEL`), else the project's default."""
+    """The memory a conversation without a flow is replayed under unless asked otherwise: the memory of
+    the platform that recorded it, when a memory system claims it (:meth:`Strategy.claims`, in the
+    registry's order: a Dify Agent app's log as its runner builds its history, a transcript whose app
+    sends the whole thread as everything on the thread); ``agent`` asks for a Dify Agent app's memory
+    whatever the conversation; any other as the default memory (Dify's LLM-node memory) with the
+    project's defaults, ``window`` when the source says which window the bot ran with. Each is counted
+    for the model the source says answered (:data:`SOURCE_MODEL`), else the project's default."""
     recorded = source_model(conversation.meta) if conversation is not None else None
     model = {"model": recorded} if recorded else {}
-    if agent or conversation is not None and agent_app(conversation):
-        return MemoryConfig(strategy="dify_agent", **model)
-    if conversation is not None and conversation.source_format in WHOLE_THREAD_SOURCES:
-        return MemoryConfig(strategy="buffer", granularity="all_messages", **model)
-    return MemoryConfig(window=window, **model)
+    if agent:
+        return MemoryConfig(DifyAgentStrategy.name, **model)
+    for name, system in STRATEGIES.items():
+        claim = system.claims(conversation) if conversation is not None else None
+        if claim is not None:
+            return MemoryConfig(name, **{**claim, **model})
+    return MemoryConfig(DEFAULT_STRATEGY, window=window, **model)
 
 
 def default_lens(window: int | None = None, *, agent: bool = False, conversation: Conversation | None = None) -> Lens:
@@ -401,7 +398,7 @@ def rerun_rows_note(turn: str, later: int, configs: Iterable[MemoryConfig]) -> s
     the conversation's newest turn, and Dify then takes its window rows from the newest turns of the
     whole conversation (every branch), so those later turns take rows before its own thread's
     (:meth:`core.memory.strategies.dify.DifyStrategy.window`). None when that does not apply."""
-    if not later or not any(c.strategy == DifyStrategy.name and c.fidelity == CODE for c in configs):
+    if not later or not any(c.system.later_turns_take_rows(c) for c in configs):
         return None
     return (f"A re-run is the conversation's newest turn: Dify as shipped fills its window with the newest rows of "
             f"the whole conversation, so the {plural(later, 'turn')} written after {turn}, which the new branch "

@@ -74,13 +74,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
+from core.limits import DIFY_ROW_CAP
 from core.memory.replay import MemoryConfig, Replay, budgeted_prompt, turn_numbers
-from core.memory.strategies import REACT
+from core.memory.strategies import remembers, strategy_of
+from core.memory.strategies.base import PathView, window_at, window_sizes
+from core.memory.strategies.window import grows, size_at as window_size
+from core.memory.words import explain
 from core.model.conversation import ANSWER, Conversation, turn_label
 from core.model.facts import asked_keys
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE,
-                               SUMMARY, TRIMMED_EARLIER, Ledger, LedgerEntry, explain)
+                               SUMMARY, TRIMMED_EARLIER, Ledger, LedgerEntry)
 from core.words import plural
 
 if TYPE_CHECKING:
@@ -104,6 +107,9 @@ DOMINANT_MESSAGE = "dominant_message"
 TRIMMED_WINDOW = "trimmed_window"
 HISTORY_TWICE = "history_twice"
 COMPACTION_IN_TOOL_LOOP = "compaction_in_tool_loop"
+#: Not a finding of its own: the shipped compaction's analyses (in the tool loop, pile-up, first message
+#: summarised again), named as one by the memory systems they apply to.
+COMPACTION = "compaction"
 SUMMARY_PILE_UP = "summary_pile_up"
 FIRST_MESSAGE_RESUMMARISED = "first_message_resummarised"
 DOCS_VS_CODE = "docs_vs_code"
@@ -431,13 +437,10 @@ def compaction_findings(subject: str, ledgers: Sequence[Ledger], node_id: str | 
     return out
 
 
-def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, node_id: str | None = None,
-                    strategy: str = "dify", reserve: int | None = None, fixed: int | None = None,
-                    query_after: bool = False, react: bool = False) -> Finding | None:
-    """``reserve``: the config's ``prompt_reserve`` (a node that budgets after its own prompt);
-    ``fixed``: its ``history_budget`` (a node that passes its memory no limit); ``query_after``: its
-    ``query_after_budget`` (a basic Chatbot: the prompt subtracted is what comes before its history);
-    ``react``: an Agent app run with ReAct (``agent_strategy``), whose history is counted apart."""
+def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, config: Mapping[str, Any],
+                    node_id: str | None = None) -> Finding | None:
+    """``config``: the stored config the turns ran under (``MemoryConfig.to_dict``), whose memory system
+    says what its pruning means (:meth:`core.memory.strategies.base.Strategy.pruning_words`)."""
     hit = [t for t in turns if t.pruned]
     if not hit:
         return None
@@ -450,31 +453,8 @@ def _silent_pruning(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, 
         text += f"; pruning goes on at {plural(len(hit) - 1, 'later turn')}"
         if worst.pruned > first.pruned:
             text += f", up to {plural(worst.pruned, 'message')} at {name(worst.turn)}"
-    if strategy == "trim":
-        detail = "trim_messages drops what does not fit its max_tokens; check that nothing needed goes first."
-        severity = INFO
-    elif strategy == "dify_agent":
-        counted = ("the history is over its budget (with plugin token counting on: context size − max_tokens − the "
-                   "system message and the query)" if react else "the system message and the history are over its "
-                   "budget (with plugin token counting on: context size − max_tokens − the query)")
-        detail = (f"Dify's Agent app drops the oldest whole turns — their tool calls and results too — while {counted} "
-                  f"and nothing in the run says so. Raise the context size or lower max_tokens, or keep tool results "
-                  f"short.")
-        severity = WARNING
-    else:
-        if fixed is not None:
-            detail = (f"Dify pops the oldest message while the history is over its budget (with plugin token counting "
-                      f"on: a fixed {fixed:,} tokens, the memory's default, since the node passes it no limit — "
-                      f"whatever the model's context) and nothing in the run says so. Narrow the window so what is "
-                      f"dropped is a choice.")
-        else:
-            prompt = "the prompt before the history" if query_after else "the prompt"
-            shipped = f"− 3; as its docs describe: − {prompt}" if reserve is None else \
-                f"− {prompt}" + (f" − {reserve:,}" if reserve else "")
-            detail = (f"Dify pops the oldest message while the history is over its budget (Dify 1.x, with plugin token "
-                      f"counting on: context size − max_tokens {shipped}) and nothing in the run says so. Raise the "
-                      f"context size or lower max_tokens, or narrow the window so what is dropped is a choice.")
-        severity = WARNING
+    detail, silent = strategy_of(config).pruning_words(config)
+    severity = WARNING if silent else INFO
     return Finding(SILENT_PRUNING, text + ".", subject, first.turn, node_id, severity, detail,
                    {"turns": [t.turn for t in hit], "pruned": [t.pruned for t in hit], "budget": first.budget})
 
@@ -524,7 +504,7 @@ def _window_zero(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, nod
 def _trimmed_window(subject: str, config: MemoryConfig, turns: Sequence[MemoryTurn], name: TurnNamer,
                     baseline: Mapping[int, MemoryTurn] | None = None) -> Finding | None:
     for t in turns:
-        size = config.window_at(t.turn) or WINDOW_DEFAULT_MESSAGES
+        size = window_size(PathView, config.settings, t.turn)
         would = min(size, t.candidates)
         if t.trimmed and t.in_window < would:
             lost = would - t.in_window
@@ -545,23 +525,14 @@ def _trimmed_window(subject: str, config: MemoryConfig, turns: Sequence[MemoryTu
     return None
 
 
-def _grows(config: MemoryConfig) -> bool:
-    size = config.window or 10
-    for _, n in sorted(config.window_changes):
-        if n > size:
-            return True
-        size = n
-    return False
-
-
 def larger_window_what_if(conversation: Conversation, config: MemoryConfig, window: int, from_turn: int, *,
                           system_prompt: str | None = None) -> Finding | None:
     """What raising a Window Memory node's N to ``window`` at ``from_turn`` would bring: a
     :data:`TRIMMED_WINDOW` finding when permanent trimming keeps it from keeping ``window``
     messages, ``None`` when the larger window fills up at once."""
-    if config.strategy != "window":
+    if TRIMMED_WINDOW not in config.system.finding_kinds(config):
         return None
-    changed = config.with_(window_changes=tuple(config.window_changes) + ((from_turn, window),)).validate()
+    changed = config.with_(window_changes=tuple(config.settings.window_changes) + ((from_turn, window),)).validate()
     base = memory_turns(Replay(conversation, config, system_prompt=system_prompt))
     after = memory_turns(Replay(conversation, changed, system_prompt=system_prompt))
     baseline = {t.turn: t for t in base}
@@ -715,24 +686,22 @@ def both_decisions(code: Ledger, docs: Ledger) -> dict[tuple[int, int], tuple[st
             and (theirs[(e.position, e.index)] == KEPT) != e.kept}
 
 
-def _profiles(config: MemoryConfig) -> tuple[MemoryConfig, MemoryConfig]:
-    return config.with_(fidelity="code"), config.with_(fidelity="documented")
-
-
 def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_prompt: str | None = None,
                  has_thread: bool = True, prompt_tokens: Callable[[int], int] | None = None,
                  replay: Replay | None = None) -> list[Difference]:
     """Every answered turn where Dify's docs and Dify 1.x send different history under ``config``
-    (a ``dify`` config; any other strategy has no such difference), in turn order.
+    (a config whose memory system :attr:`~core.memory.strategies.base.Strategy.has_profiles`: Dify's; any
+    other has no such difference), in turn order.
 
     Read from one walk, not a ledger per turn: the two profiles see the same thread view (the same
     messages and counts; Dify's window reads no marks, its reach being bounded), so the documented
     profile decides each turn on the view the shipped one walks. ``replay``: a replay of ``config``
     made with the same settings, whose counts are reused (it stands for one profile when its config
     is that profile's)."""
-    if config.strategy != "dify":
+    profiles = config.system.profiles(config)
+    if profiles is None:
         return []
-    code_cfg, docs_cfg = _profiles(config)
+    code_cfg, docs_cfg = profiles
     kwargs = {"system_prompt": system_prompt, "has_thread": has_thread, "prompt_tokens": prompt_tokens}
     prompt = conversation.system_prompt if system_prompt is None else system_prompt
 
@@ -750,7 +719,7 @@ def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_pro
 
     from core.memory.strategies.dify import row_limit
 
-    n = row_limit(config.window)
+    n = row_limit(config.settings.window)
 
     def sent_turns(view, dec) -> tuple[int, ...]:
         """The turns ``dec`` sends a message of: a non-empty one at or after its cut, as a ledger's
@@ -774,8 +743,8 @@ def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_pro
     # difference's text depends on a handful of numbers that repeat from turn to turn: each is
     # written once.
     explained: dict[tuple, tuple[tuple[str, ...], str]] = {}
-    counting, window, reserve, fixed = (config.plugin_token_counting, config.window, config.prompt_reserve,
-                                        config.history_budget)
+    counting, window, reserve, fixed = (config.settings.plugin_token_counting, config.settings.window,
+                                        config.prompt_reserve, config.history_budget)
     out: list[Difference] = []
     for _ in docs_replay._tokens_in_order():  # its counts set in batches, as its own walk would
         pass
@@ -1016,6 +985,39 @@ def _asked_at(comparison: Comparison, replay: Replay, answered: Sequence[int], f
     return p, q, said[0][0], why, seen_before
 
 
+def _zero_window_findings(label, config, replay, turns, name, system_prompt) -> list[Finding]:
+    """A Dify window of 0, set or changed to: Dify reads it as no limit."""
+    if not any(n == 0 for n in window_sizes(config.settings)):
+        return []
+    return [_window_zero(label, [t for t in turns if window_at(config.settings, t.turn) == 0], name)]
+
+
+def _trimmed_window_findings(label, config, replay, turns, name, system_prompt) -> list[Finding]:
+    """A store that trims for good and a window that grows later: what the smaller one cut stays gone."""
+    found = _trimmed_window(label, config, turns, name) if grows(config.settings) else None
+    return [found] if found else []
+
+
+def _compaction_config_findings(label, config, replay, turns, name, system_prompt) -> list[Finding]:
+    return compaction_findings(label, [replay.ledger_at(p) for p in replay.conversation.answered_turns()], name=name)
+
+
+def _docs_vs_code_config_findings(label, config, replay, turns, name, system_prompt) -> list[Finding]:
+    return _docs_vs_code_findings(label, docs_vs_code(replay.conversation, config, system_prompt=system_prompt,
+                                                      replay=replay), name)
+
+
+#: The analyses that apply to a memory config only when its memory system names their kind
+#: (:meth:`core.memory.strategies.base.Strategy.finding_kinds`), each ``(label, config, replay, memory
+#: turns, turn namer, system prompt) -> findings``.
+SYSTEM_FINDINGS: dict[str, Callable[..., list[Finding]]] = {
+    WINDOW_ZERO: _zero_window_findings,
+    TRIMMED_WINDOW: _trimmed_window_findings,
+    COMPACTION: _compaction_config_findings,
+    DOCS_VS_CODE: _docs_vs_code_config_findings,
+}
+
+
 def config_findings(conversation: Conversation, configs: Iterable[ConfigLike], *, comparison: Comparison | None = None,
                     system_prompt: str | None = None) -> list[Finding]:
     """Findings for memory configs replayed over a plain conversation (the compare page).
@@ -1033,25 +1035,12 @@ def config_findings(conversation: Conversation, configs: Iterable[ConfigLike], *
     for c, replay in zip(named, replays):
         turns = memory_turns(replay)
         config = c.config
-        found = _silent_pruning(c.label, turns, name, strategy=config.strategy, reserve=config.prompt_reserve,
-                                fixed=config.history_budget, query_after=config.query_after_budget,
-                                react=config.agent_strategy == REACT)
+        found = _silent_pruning(c.label, turns, name, config.to_dict())
         if found:
             out.append(found)
         out.extend(_dominant(c.label, turns, conversation))
-        if config.strategy == "dify" and (config.window == 0 or any(n == 0 for _, n in config.window_changes)):
-            zero = [t for t in turns if config.window_at(t.turn) == 0]
-            out.append(_window_zero(c.label, zero, name))
-        if config.strategy == "window" and _grows(config):
-            found = _trimmed_window(c.label, config, turns, name)
-            if found:
-                out.append(found)
-        if config.strategy == "compaction" and config.compaction_profile == "shipped":
-            out.extend(compaction_findings(c.label, [replay.ledger_at(p) for p in conversation.answered_turns()],
-                                           name=name))
-        if config.strategy == "dify":
-            out.extend(_docs_vs_code_findings(c.label, docs_vs_code(conversation, config, system_prompt=system_prompt,
-                                                                    replay=replay), name))
+        for kind in config.system.finding_kinds(config):  # the analyses its memory system names
+            out.extend(SYSTEM_FINDINGS[kind](c.label, config, replay, turns, name, system_prompt))
     if comparison is not None:
         out.extend(_fact_findings(conversation, comparison, replays))
     return _order(out)
@@ -1334,16 +1323,13 @@ def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnR
             f = Finding(f.kind, f.text, f.subject, turn, f.node_id, f.severity, f.detail, f.data)
         out.append(f)
 
-    memory_on = {nid for nid, runs in by_node.items() if any(
-        (run.memory or {}).get("strategy", "off") != "off" for _, _, run in runs)}
+    memory_on = {nid for nid, runs in by_node.items() if any(remembers(run.memory) for _, _, run in runs)}
 
     for node_id, runs in by_node.items():
         subject = label(node_id)
         turns = [memory_turn(run.ledger, p) for p, _, run in runs]
         memory = runs[-1][2].memory or {}
-        found = _silent_pruning(subject, turns, name, node_id, memory.get("strategy", "dify"),
-                                memory.get("prompt_reserve"), memory.get("history_budget"),
-                                bool(memory.get("query_after_budget")))
+        found = _silent_pruning(subject, turns, name, memory, node_id)
         if found:
             out.append(found)
         out.extend(_dominant(subject, turns, conversation, node_id))
@@ -1395,7 +1381,7 @@ def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnR
             if node_id not in memory_on:
                 continue
             run = next((r for q, _, r in runs if q == p), None)
-            if run is None or (run.memory or {}).get("strategy", "off") == "off":
+            if run is None or not remembers(run.memory):
                 continue
             reads = _reads(flow, flow.node(node_id)) if flow.has_node(node_id) else set()
             kept_turns = {e.position for e in run.ledger.entries if e.kept}
@@ -1432,8 +1418,7 @@ def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnR
                 continue
             for node_id, runs in by_node.items():
                 run = next((r for x, _, r in runs if x == p), None)
-                if run is None or (run.memory or {}).get("strategy", "off") == "off" \
-                        or (node_id, fact.label) in reported_facts:
+                if run is None or not remembers(run.memory) or (node_id, fact.label) in reported_facts:
                     continue
                 where = set(earlier)
                 if any(e.kept and (e.position, e.index) in where for e in run.ledger.entries) or \

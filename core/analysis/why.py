@@ -15,7 +15,8 @@ from typing import Sequence
 
 from core.memory.replay import Replay
 from core.model.conversation import Conversation, turn_label
-from core.model.ledger import MEMORY_OFF, explain
+from core.memory.words import explain
+from core.model.ledger import MEMORY_OFF
 from core.words import plural
 
 from .compare import TrackedFact, fact_course, fact_presence

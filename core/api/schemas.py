@@ -256,6 +256,7 @@ class LedgerEntryOut(BaseModel):
     kept: bool
     reason: str
     kind: str
+    why: str = ""  # the reason in words, as the node's memory system says it
 
 
 class LedgerOut(BaseModel):
@@ -268,6 +269,7 @@ class LedgerOut(BaseModel):
     context_size: int | None
     exceeds_context: bool
     config: dict[str, Any]
+    memory: str = ""  # the config in a few words, as its memory system labels it ("dify window 3")
 
 
 class PromptMessageOut(BaseModel):

@@ -36,8 +36,9 @@ from core.limits import DIFY_ROW_CAP, WINDOW_MAX_MESSAGES
 from core.memory.errors import ConfigError
 from core.memory.replay import MemoryConfig, Replay
 from core.memory.strategies.trim import message_type, select
+from core.memory.words import explain
 from core.model.conversation import ANSWER, QUERY, Conversation, turn_label
-from core.model.ledger import Ledger, explain
+from core.model.ledger import Ledger
 from core.model.tokens import REPLY_PRIMING, chat_model_message_tokens, counter_for, model_facts
 
 from .errors import CaptureError
@@ -47,7 +48,7 @@ from .threader import Node
 
 #: A token budget's largest value tried (a payload that keeps everything: any budget above its size).
 MAX_BUDGET = 10_000_000
-#: The settings a rule names besides its memory: MemoryConfig's fields, as ``replay`` takes them.
+#: The settings a rule names besides its memory, as ``replay --set`` takes them (those its system has).
 SETTINGS = ("window", "fidelity", "granularity", "plugin_token_counting", "max_tokens", "context_size",
             "max_history_tokens", "trim_strategy", "trim_counter", "include_system", "start_on",
             "agent_strategy", "model")
@@ -84,12 +85,11 @@ class Rule:
 
     def settings(self) -> dict:
         """``{"memory": NAME, <its settings>}``: what differs from the defaults, and the model."""
-        default = MemoryConfig()
+        values, default = self.config.values(), MemoryConfig(self.config.strategy).values()
         out: dict = {"memory": self.config.strategy}
         for name in SETTINGS:
-            value = getattr(self.config, name)
-            if name == "model" or value != getattr(default, name):
-                out[name] = value
+            if name in values and (name == "model" or values[name] != default[name]):
+                out[name] = values[name]
         return out
 
 
@@ -197,7 +197,8 @@ def rule_args(settings: Mapping) -> list[str]:
 
 
 def _size(config: MemoryConfig) -> int:
-    return config.window or config.max_history_tokens or 0
+    values = config.values()
+    return values.get("window") or values.get("max_history_tokens") or 0
 
 
 def _kept(ledger: Ledger) -> frozenset:

@@ -1,4 +1,5 @@
-"""``memlens replay`` and ``memlens ls``, and the memory-config options ``why`` shares with ``replay``.
+"""``memlens replay`` and ``memlens ls``; the memory-config options they share with ``why`` and ``report``
+are in :mod:`core.cli.memory_options`.
 
 The entry point, the exit statuses and the other commands are in :mod:`core.cli.main` and
 ``commands/``; ``main`` and ``build_parser`` are importable from here too.
@@ -9,99 +10,25 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Callable, Sequence
+from typing import Sequence
 
-from core.analysis.debug_view import fitting_config
 from core.errors import MemLensError
 from core.io.errors import FormatError
 from core.io.readers.registry import import_file, read_conversations
-from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES
-from core.memory.replay import DEFAULT_FIDELITY, FIDELITIES, TRIM_COUNTERS, MemoryConfig, Replay
-from core.memory.strategies import AGENT_STRATEGIES, FUNCTION_CALL, STRATEGIES
+from core.memory.replay import Replay
+from core.memory.words import explain
 from core.model.conversation import Conversation
-from core.model.ledger import SyntheticMessage, branch_copies, copy_words, explain
+from core.model.ledger import SyntheticMessage, branch_copies, copy_words
 from core.words import plural
 
 from .errors import UsageError
 from .main import build_parser, main  # noqa: F401  (the entry point, importable from here too)
+from .memory_options import add_memory_options, config_from_args  # noqa: F401  (why and the tests take it from here)
 from .options import (add_db_option, add_format_option, add_input_format_option, add_skip_bad_option, open_db,
                       print_rows, report_skipped, whole_number)
 
 
 # -- replay -----------------------------------------------------------------------------------------
-
-def _fraction(name: str) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, not {text!r}") from None
-        if not 0 < value <= 1:
-            raise argparse.ArgumentTypeError(f"{name} {text} is out of range: it must be above 0 and at most 1")
-        return value
-    return parse
-
-
-def _add_memory_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--memory", choices=tuple(STRATEGIES), default=None,
-                   help="default: dify; dify_agent for a Dify Agent app's log (its messages carry agent thoughts); "
-                        "buffer with all_messages for a Claude Code transcript (it sends the whole thread)")
-    p.add_argument("--window", type=whole_number("--window", 0), default=None,
-                   help=f"dify: turns (default: no window, {DIFY_ROW_CAP}-turn cap); window: messages "
-                        f"(default {WINDOW_DEFAULT_MESSAGES})")
-    p.add_argument("--fidelity", choices=FIDELITIES, default=DEFAULT_FIDELITY,
-                   help="dify: code = Dify 1.x as shipped (default); documented = as Dify's docs describe")
-    p.add_argument("--plugin-token-counting", action="store_true",
-                   help="dify, dify_agent: Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off by default, as Dify "
-                        "ships it): with it on, history is pruned by tokens")
-    p.add_argument("--agent-strategy", choices=tuple(AGENT_STRATEGIES), default=FUNCTION_CALL,
-                   help="dify_agent: the Agent app's runner — function_call (default; a model with tool calls) or "
-                        "react (a model without: each earlier turn is sent as one scratchpad text)")
-    p.add_argument("--model", default=None,
-                   help="the model whose tokens and context to count with (default: the one the conversation's "
-                        "source names, else gpt-4o-mini)")
-    p.add_argument("--context-size", type=whole_number("--context-size"), default=None)
-    p.add_argument("--max-tokens", type=whole_number("--max-tokens", 0), default=0)
-    p.add_argument("--granularity", choices=("query_answer", "all_messages"), default=None,
-                   help="default: the memory's (query_answer, or all_messages for a Claude Code transcript)")
-    p.add_argument("--scope", choices=("thread", "session", "call"), default="thread")
-    p.add_argument("--max-history-tokens", type=whole_number("--max-history-tokens", 0), default=None,
-                   help="summary_buffer: buffer limit (max_token_limit); trim: max_tokens (default 2000)")
-    p.add_argument("--trim-strategy", choices=("last", "first"), default="last", help="trim only")
-    p.add_argument("--trim-counter", choices=TRIM_COUNTERS, default="tokens",
-                   help="trim and summary_buffer: LangChain's counter — tokens (the chat model's own, "
-                        "default), messages (token_counter=len) or approximate (count_tokens_approximately)")
-    p.add_argument("--include-system", action="store_true", help="trim: the system prompt counts against max_tokens")
-    p.add_argument("--start-on", choices=("human", "ai", "tool", "system"), default=None, help="trim only")
-    p.add_argument("--end-on", choices=("human", "ai", "tool", "system"), default=None, help="trim only")
-    p.add_argument("--allow-partial", action="store_true", help="trim: keep part of the message that did not fit")
-    p.add_argument("--compaction-trigger", type=_fraction("--compaction-trigger"), default=0.8,
-                   help="compaction: target as a fraction of the context size (default 0.8)")
-    p.add_argument("--compaction-keep-messages", type=whole_number("--compaction-keep-messages", 0), default=20)
-    p.add_argument("--compaction-keep-tool-results", type=whole_number("--compaction-keep-tool-results", 0), default=3)
-    p.add_argument("--compaction-profile", choices=("shipped", "exact"), default="shipped",
-                   help="compaction: shipped = Dify 1.17 as shipped (per request, usage-anchored chars/4); "
-                        "exact = MemLens's exact-count estimate, once per turn")
-
-
-def config_from_args(args: argparse.Namespace, conversation: Conversation | None = None) -> MemoryConfig:
-    """The memory config the options give; with no ``--memory``, the one that fits ``conversation``
-    (:func:`core.analysis.debug_view.fitting_config`: a Dify Agent app's log replays as ``dify_agent``,
-    a Claude Code transcript as everything on the thread)."""
-    fitting = fitting_config(conversation) if args.memory is None else MemoryConfig(strategy=args.memory)
-    return MemoryConfig(strategy=fitting.strategy, window=args.window, fidelity=args.fidelity,
-                        plugin_token_counting=args.plugin_token_counting, model=args.model or fitting.model,
-                        context_size=args.context_size, max_tokens=args.max_tokens,
-                        granularity=args.granularity or fitting.granularity, scope=args.scope,
-                        max_history_tokens=args.max_history_tokens, trim_strategy=args.trim_strategy,
-                        trim_counter=args.trim_counter, include_system=args.include_system,
-                        start_on=args.start_on, end_on=args.end_on, allow_partial=args.allow_partial,
-                        compaction_trigger=args.compaction_trigger,
-                        compaction_keep_messages=args.compaction_keep_messages,
-                        compaction_keep_tool_results=args.compaction_keep_tool_results,
-                        compaction_profile=args.compaction_profile,
-                        agent_strategy=args.agent_strategy).validate()
-
 
 def _short(text: str, width: int = 60) -> str:
     text = " ".join(text.split())
@@ -262,7 +189,7 @@ def register(sub) -> None:
     p.add_argument("--node", default=None, metavar="NODE",
                    help="with --conversation, a captured conversation's node to replay as (default: its first)")
     add_db_option(p)
-    _add_memory_options(p)
+    add_memory_options(p)
     p.add_argument("--system", default=None, help="system prompt (default: the file's leading system messages)")
     p.add_argument("--turn", type=whole_number("--turn"), default=None,
                    help="replay only this turn (numbered from 1 in file order, an opening without a query is 0; "

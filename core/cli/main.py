@@ -37,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ui": ("core.cli.commands.ui", "start the app (the Debugger, Compare, Present, …) in Streamlit"),
     "replay": ("core.cli.app", "replay a conversation under one memory config and print the ledgers"),
     "ls": ("core.cli.app", "list the conversations in a file: index, turns, first query"),
+    "memories": ("core.cli.commands.memories", "list the memory systems and their settings (what --memory and --set "
+                                               "take)"),
     "why": ("core.cli.commands.why", "where did a word or phrase go: when it was stated and when each node lost it"),
     "report": ("core.cli.commands.report", "compare memory configs on a conversation and write a one-file HTML report"),
     "run": ("core.cli.commands.run", "run a chatflow (a Dify DSL export or MemLens flow) over a list of queries "

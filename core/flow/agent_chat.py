@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from core.memory.strategies.dify_agent import FUNCTION_CALL, REACT
+from core.memory.strategies.dify_agent import FUNCTION_CALL, REACT, DifyAgentStrategy
 from core.model.tokens import model_supports_tool_calls
 
 from .basic_chat import app_features, not_run, read_form
@@ -57,10 +57,10 @@ _RUNNER_WORDS = {FUNCTION_CALL: "function-calling", REACT: "ReAct"}
 def runner_of(agent_mode: Mapping[str, Any], provider: str, model: str) -> tuple[str, str | None]:
     """Which runner Dify gives an Agent app, ``(agent_strategy, warning or None)``; ``model`` is the
     litellm name its tool calling is looked up by."""
-    strategy = agent_mode.get("strategy")
-    if strategy == "function_call":
+    exported = agent_mode.get("strategy")  # the export's runner, not a memory system
+    if exported == "function_call":
         chosen = FUNCTION_CALL
-    elif strategy in ("cot", "react"):
+    elif exported in ("cot", "react"):
         chosen = REACT
     else:  # an older app's value: function calling for OpenAI's models
         chosen = FUNCTION_CALL if provider == "openai" else REACT
@@ -103,7 +103,7 @@ def read_agent_chat(data: Mapping[str, Any], name: str) -> dict[str, Any]:
              "model": {"provider": provider, "name": model_name},
              # Function calling sends the instruction as written; ReAct fills each input's {{name}} slot.
              "system_prompt": instruction, "system_prompt_fill": "inputs" if runner == REACT else "none", "tools": [],
-             "memory": {"strategy": "dify_agent", "agent_strategy": runner, "max_tokens": max_tokens}}
+             "memory": {"strategy": DifyAgentStrategy.name, "agent_strategy": runner, "max_tokens": max_tokens}}
     nodes = {"start": {"type": "start", "title": "Start", "variables": variables}, "agent": agent,
              "answer": {"type": "answer", "title": "Answer", "answer": "{{#agent.text#}}"}}
     warnings.insert(0, f"a Dify Agent app: run as its {_RUNNER_WORDS[runner]} agent's first model call — the "

@@ -54,10 +54,11 @@ from core.llm.client import DemoClient, LLMClient, default_client, one_line
 from core.llm.errors import LLMError
 from core.memory.errors import ConfigError, LongTermMemoryError
 from core.memory.long_term import LLMExtractor, Source, memories_text
-from core.memory.replay import (DEFAULT_FIDELITY, FIDELITIES, MemoryConfig, Replay, TurnMemory, history_of,
-                                turn_number, turn_numbers)
-from core.memory.strategies import get_strategy
-from core.memory.strategies.compaction import SHIPPED, SUMMARIES_META, ShippedRunHook, recorded_summaries
+from core.memory.replay import MemoryConfig, Replay, TurnMemory, history_of, turn_number, turn_numbers
+from core.memory.config import setting_names
+from core.memory.strategies import OFF, get_strategy, remembers
+from core.memory.strategies.compaction import SUMMARIES_META, ShippedRunHook, recorded_summaries
+from core.memory.strategies.dify import DEFAULT_FIDELITY, FIDELITIES, DifyStrategy
 from core.memory.summarize import ModelSectionSummarizer
 from core.model.conversation import AGENT_THOUGHTS, ANSWER, QUERY, UUID_NIL, Conversation, FileRef, Message, Turn
 from core.model.ledger import Ledger
@@ -296,16 +297,14 @@ class ConversationState:
 
 # -- memory configuration ---------------------------------------------------------------------------
 
-_CONFIG_FIELDS = {f.name for f in fields(MemoryConfig)}
-
-
 def _check_override(node_id: str, override: Mapping[str, Any]) -> dict:
     if not isinstance(override, Mapping):
         raise RunError(f"memory override for node {node_id!r} must be a mapping of memory settings")
-    unknown = set(override) - _CONFIG_FIELDS
+    known = setting_names()
+    unknown = set(override) - known
     if unknown:
         raise RunError(f"memory override for node {node_id!r}: unknown setting(s) {', '.join(sorted(unknown))}; "
-                       f"expected some of {', '.join(sorted(_CONFIG_FIELDS))}")
+                       f"expected some of {', '.join(sorted(known))}")
     return dict(override)
 
 
@@ -330,37 +329,41 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
     request (``None``: the flow's, else the default), or the window-memory node it reads.
     """
     node = flow.node(node_id)
+    # The node's settings, flat: what its memory is, and the Dify profile its window and budget read,
+    # which an override switching a memory on takes up (a setting its memory system lacks is left out).
     if node.type == "tool-agent":
         base = _agent_memory_config(flow, node, granularity, fidelity, plugin_token_counting)
+        values = {"strategy": base.strategy, **base.values()}
     elif node.type != "llm" and isinstance(shipped := _shipped_window_settings(node), ShippedWindowNode):
         # (An LLM node's settings are read once, below: they are not a ShippedWindowNode.)
         # Its window depends on the Dify profile: an override's profile (docs ↔ code) reads it its way.
         profile = (override or {}).get("fidelity", fidelity)
-        base = MemoryConfig(strategy="dify" if shipped.memory is not None else "off",
-                            window=shipped.window(profile),
-                            fidelity=fidelity, plugin_token_counting=plugin_token_counting,
-                            model=shipped.model or DEMO_MODEL, max_tokens=shipped.max_tokens,
-                            history_as_text=shipped.history_as_text, prompt_reserve=shipped.prompt_reserve,
-                            history_budget=shipped.history_budget, sends_empty=shipped.sends_empty)
+        values = dict(strategy=DifyStrategy.name if shipped.memory is not None else OFF,
+                      window=shipped.window(profile),
+                      fidelity=fidelity, plugin_token_counting=plugin_token_counting,
+                      model=shipped.model or DEMO_MODEL, max_tokens=shipped.max_tokens,
+                      history_as_text=shipped.history_as_text, prompt_reserve=shipped.prompt_reserve,
+                      history_budget=shipped.history_budget, sends_empty=shipped.sends_empty)
     else:
         settings = flow.llm(node_id)
         # A basic Chatbot's call budgets after the prompt before its history, its query added later, and no filter
         # drops an empty history message (basic_chat).
         basic = settings.basic_chat
-        base = MemoryConfig(strategy="dify" if settings.memory is not None else "off",
-                            window=settings.memory.window if settings.memory is not None else None,
-                            fidelity=fidelity, plugin_token_counting=plugin_token_counting,
-                            model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens,
-                            history_as_text=settings.mode != "chat",  # a completion prompt's history is text
-                            prompt_reserve=0 if basic else None, query_after_budget=basic, sends_empty=basic)
+        values = dict(strategy=DifyStrategy.name if settings.memory is not None else OFF,
+                      window=settings.memory.window if settings.memory is not None else None,
+                      fidelity=fidelity, plugin_token_counting=plugin_token_counting,
+                      model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens,
+                      history_as_text=settings.mode != "chat",  # a completion prompt's history is text
+                      prompt_reserve=0 if basic else None, query_after_budget=basic, sends_empty=basic)
         source = node.data.get("memory_node")
         if source and flow.has_node(source) and flow.node(source).type == "window-memory":
             # The node reads a Window Memory store: its window and scope (an overwrite input is not replayed here).
-            base = window_settings(flow.node(source)).config(base.model).with_(max_tokens=base.max_tokens)
+            store = window_settings(flow.node(source)).config(values["model"]).with_(max_tokens=values["max_tokens"])
+            values = {"strategy": store.strategy, **store.values()}
     try:
         if override:
-            return base.with_(**_check_override(node_id, override)).validate()
-        return base.validate()
+            values = {**values, **_check_override(node_id, override)}
+        return MemoryConfig(**values).validate()
     except ConfigError as e:
         raise RunError(f"memory settings for node {node_id!r}: {e}") from None
     except TypeError as e:
@@ -413,7 +416,7 @@ def node_replay(flow: Flow, conversation: Conversation, node_id: str, config: Me
 def _agent_replays_system(config: MemoryConfig) -> bool:
     """An agent node under Dify 1.17's shipped compaction checks the whole request, its system prompt
     included (every other memory counts only the history against the prompt's size)."""
-    return config.strategy == "compaction" and config.compaction_profile == SHIPPED
+    return config.system.compacts_per_request(config)
 
 
 # -- if-else (graphon's condition processor, spec §5.2) ---------------------------------------------
@@ -749,7 +752,7 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
     window = None if override else _window_memory(node, ctx)  # a what-if override replays as usual
     if window is not None:
         config = window[1].with_(model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens)
-    memory_on = config.strategy != "off"
+    memory_on = config.remembers
     block = settings.memory if memory_on else None  # Dify's memory block, as this run sees it
     run.memory = config.to_dict()
     run.memory_override = copy.deepcopy(dict(override)) if override else None
@@ -785,7 +788,7 @@ def _run_llm(node: Node, ctx: _Context, run: NodeRun) -> None:
                        role_prefix=block.role_prefix if with_history and block is not None else None,
                        file_upload=ctx.flow.file_upload, vision=model_supports_vision(config.model))
     ledger, history, planned = _history(ctx, config, window, frame.fixed_tokens())
-    if planned is not None and config.strategy == "compaction" and config.compaction_profile == SHIPPED:
+    if planned is not None and config.system.compacts_per_request(config):
         # The summaries its compaction wrote, stored with the turn as an agent node's are, so later replays
         # give them back rather than writing them again.
         run.summaries = copy.deepcopy(recorded_summaries(planned).written) or None
@@ -872,7 +875,7 @@ def _memory_call(node: Node, settings: ShippedWindowNode, ctx: _Context, run: No
     run.memory = config.to_dict()
     run.memory_override = copy.deepcopy(dict(override)) if override else None
     run.model = settings.model or DEMO_MODEL
-    frame = frame_of(counter_for(config.model), config.strategy != "off" and ctx.flow.is_chat,
+    frame = frame_of(counter_for(config.model), config.remembers and ctx.flow.is_chat,
                      file_upload=ctx.flow.file_upload, vision=model_supports_vision(config.model))
     run.ledger, history, _ = _history(ctx, config, None, frame.fixed_tokens())
     run.prompt = frame.build(history)
@@ -1581,9 +1584,9 @@ def _fixed_tokens(flow: Flow, conversation: Conversation, position: int, node_id
                                              vision=model_supports_vision(config.model)).fixed_tokens()
     if _text_memory(flow.node(node_id)):
         return _estimated_text_frame(flow, conversation, position, node_id, counter,
-                                     with_history=config.strategy != "off" and flow.is_chat).fixed_tokens()
+                                     with_history=config.remembers and flow.is_chat).fixed_tokens()
     sys_query = None
-    if config.strategy != "off":
+    if config.remembers:
         settings = flow.llm(node_id)
         qpt = settings.memory.query_prompt_template if settings.memory is not None else None
         sys_query = qpt or conversation.turns[position].query
@@ -1673,7 +1676,7 @@ def what_if_prompt(flow: Flow, conversation: Conversation, position: int, node_i
         model = ledger.config.get("model") or _text_settings(flow.node(node_id)).model or DEMO_MODEL
         counter = counter_for(model)
         options = dict(file_upload=flow.file_upload, vision=model_supports_vision(model))
-        with_history = ledger.config.get("strategy", "off") != "off" and flow.is_chat
+        with_history = remembers(ledger.config) and flow.is_chat
         frame = PromptFrame.recorded(recorded, TEXT_HISTORY, counter, role_prefix=HUMAN_AI, **options) \
             if recorded else None
         if frame is None or (HISTORY_SLOT in frame.template) != with_history:
@@ -1684,7 +1687,7 @@ def what_if_prompt(flow: Flow, conversation: Conversation, position: int, node_i
     settings = flow.llm(node_id)
     model = ledger.config.get("model") or settings.model or DEMO_MODEL
     counter = counter_for(model)
-    memory_on = ledger.config.get("strategy", "off") != "off"
+    memory_on = remembers(ledger.config)
     block = settings.memory if memory_on else None
     sys_query = None
     if memory_on:

@@ -1,5 +1,5 @@
-"""Memory: a conversation and a ``MemoryConfig`` in, one ``Ledger`` per turn out (``replay``); the
-rules in ``strategies/``, the summarisers that fold history (``summarize``), and memories that
+"""Memory: a conversation and a ``MemoryConfig`` (``config``) in, one ``Ledger`` per turn out
+(``replay``); the memory systems in ``strategies/`` (their reasons in words: ``words``), the summarisers that fold history (``summarize``), and memories that
 follow a user across conversations (``long_term``).
 """
 
@@ -9,8 +9,9 @@ __all__, __getattr__ = public_api(__name__, {
     "errors": ("ConfigError", "LongTermMemoryError", "MemoryNotFound", "TrimError"),
     "long_term": ("DEFAULT_TOP_K", "FactExtractor", "LLMExtractor", "LongTermMemory", "MemoryEvent", "MemoryItem",
                   "Retriever", "SHARED", "Source", "UserSummary", "app_namespace", "memories_text", "recall_preview"),
-    "replay": ("DEFAULT_FIDELITY", "Decision", "FIDELITIES", "FIDELITY_LABELS", "GRANULARITIES",
-               "MemoryConfig", "PathView", "Replay", "SCOPES", "TRIM_COUNTERS", "TRIM_STRATEGIES", "TurnMemory",
-               "expand_runs", "history_of", "turn_number", "turn_numbers"),
+    "config": ("MemoryConfig", "config_of"),
+    "replay": ("Decision", "PathView", "Replay", "TurnMemory", "expand_runs", "history_of", "turn_number",
+               "turn_numbers"),
+    "words": ("explain",),
     "summarize": ("ModelSectionSummarizer",),
 })

@@ -9,8 +9,8 @@ Cost: each message is tokenised once (cached per text). Summaries for every turn
 in one depth-first walk of the turn tree with running prefix sums, so a turn costs O(log n) —
 never a re-count of the history (Dify's own loop re-counts the whole list after every pop and
 is quadratic). A thread that never branched — most conversations — is decided in one pass over
-columns of its messages instead (:meth:`Strategy.chain_windows`, the same window rule for every turn
-at once). The full per-message ledger of one turn is built on demand in O(turns). A
+columns of its messages instead (the strategy's one window rule, :meth:`Strategy.window`, read over a
+:class:`~core.memory.strategies.base.ChainView`: every turn at once). The full per-message ledger of one turn is built on demand in O(turns). A
 strategy whose decision reads only the thread's newest turns (its ``reach``: Dify's window)
 decides one turn — its ledger, or the summaries of a page of turns — from those turns alone,
 so a what-if on a long conversation costs its window, not its length.
@@ -29,37 +29,24 @@ import gc
 from array import array
 from bisect import bisect_left, bisect_right
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, replace
 from itertools import accumulate, chain
 from operator import attrgetter
 from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from core.limits import history_limit
 from core.model.conversation import INTERMEDIATE, Conversation, Message
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE,
                                SCRATCHPAD, TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummaries, TurnSummary)
 from core.model.tokens import REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
 
+from .config import MemoryConfig
 from .errors import ConfigError
-from .strategies import STRATEGIES, get_strategy
-from .strategies.base import Budget, PathView, Plan, Strategy
-from .strategies.compaction import (COMPACTION_PROFILES, DEFAULT_KEEP_MESSAGES, DEFAULT_KEEP_TOOL_RESULTS,
-                                    DEFAULT_TRIGGER, SHIPPED)
-from .strategies.dify_agent import FUNCTION_CALL, REACT
-from .strategies.trim import MESSAGE_TYPES
+from .strategies import get_strategy
+from .strategies.base import NO_LIMIT_ROOM, Budget, ChainView, PathView, Plan, Strategy, budget_cut
 from .summarize import Summarizer
 
-#: Dify's memory, as its 1.x code runs it (the default) or as its docs describe it.
-FIDELITIES = ("code", "documented")
-DEFAULT_FIDELITY = "code"
-FIDELITY_LABELS = {"code": "Dify 1.x as shipped", "documented": "as Dify's docs describe"}
-GRANULARITIES = ("query_answer", "all_messages")
-SCOPES = ("thread", "session", "call")
-TRIM_STRATEGIES = ("last", "first")
-#: LangChain's counters: the chat model's own, ``len`` and ``count_tokens_approximately``.
-TRIM_COUNTERS = ("tokens", "messages", "approximate")
 #: The part of an equal share of a long replay's new text this process tokenises itself when the
 #: work is split across processes: it also decides every turn meanwhile, which takes about half
 #: as long again as tokenising that turn, so the child processes take the larger part.
@@ -69,181 +56,6 @@ OWN_PART = 0.5
 CHAIN_OWN_PART = 0.9
 #: How many turns' messages a replay sets its token counts for at once (:meth:`Replay._set_counts`).
 COUNT_CHUNK = 1024
-
-
-@dataclass(frozen=True)
-class MemoryConfig:
-    """One node's memory settings.
-
-    ``window`` counts turns for ``dify`` (``None`` = window disabled = Dify's 500-row cap; 0 is
-    what Dify also reads as "no limit") and messages for ``window`` (``None`` = 10).
-    ``window_changes`` records later changes of N as ``(from_turn, N)`` pairs, for strategies
-    whose past decisions persist (the Window Memory node's permanent trimming).
-
-    ``max_history_tokens`` is the buffer limit of ``summary_buffer`` and the ``max_tokens`` of
-    ``trim`` (``None`` = 2,000; 0 is a limit too). ``trim_counter`` is how both count, as LangChain
-    counts: ``tokens`` with the chat model's own counter (``model``), ``approximate`` with
-    ``count_tokens_approximately``, ``messages`` with ``len`` (see
-    :func:`core.memory.strategies.trim.langchain_counts`). The
-    ``trim_*``, ``include_system``, ``start_on``, ``end_on`` and ``allow_partial`` settings are
-    ``trim_messages``'s; the ``compaction_*`` settings are the compaction thresholds (see
-    :mod:`core.memory.strategies.compaction`); ``compaction_profile`` is ``shipped`` (Dify 1.17 as
-    shipped: per-request checks, usage-anchored chars/4 estimate, pydantic-ai's messages) or
-    ``exact`` (MemLens's own exact-count estimate, once per turn). ``history_as_text``: the node
-    reads its history as text lines (a completion model's prompt, §2.6; a Question Classifier's,
-    §1.7), where an empty message is an empty ``Assistant: `` line that is sent, not a message the
-    chat filter drops (§2.7). ``prompt_reserve``: how Dify as shipped budgets the history of a node
-    that counts its own prompt (``None``: the LLM node's rule, an empty list counted — the prompt is
-    not subtracted; a number: the prompt without history and that many tokens more are subtracted —
-    the Question Classifier 0, the Parameter Extractor 1,000). ``history_budget``: a node that passes
-    its memory no limit, so Dify's default budget applies whatever the context (the Agent node:
-    ``None`` otherwise). ``sends_empty``: the node's history skips the chat filter, so an empty message
-    in the window is sent as it is (the Agent node: its strategy gets the memory's messages
-    unfiltered). ``query_after_budget``: the current query joins the prompt after the history's
-    budget is worked out, so the prompt the budget subtracts leaves it out (a basic Chatbot: its
-    system message alone). ``agent_strategy``: how a Dify Agent app's runner (``dify_agent``) sends
-    earlier turns — ``function_call`` as messages, ``react`` as one scratchpad text per turn (see
-    :mod:`core.memory.strategies.dify_agent`). Settings a strategy does not use are ignored.
-    """
-
-    strategy: str = "dify"
-    window: int | None = None
-    fidelity: str = DEFAULT_FIDELITY
-    model: str = "gpt-4o-mini"
-    context_size: int | None = None
-    max_tokens: int = 0
-    granularity: str = "query_answer"
-    scope: str = "thread"
-    plugin_token_counting: bool = False
-    window_changes: tuple[tuple[int, int], ...] = ()
-    max_history_tokens: int | None = None
-    trim_strategy: str = "last"
-    trim_counter: str = "tokens"
-    include_system: bool = False
-    start_on: str | None = None
-    end_on: str | None = None
-    allow_partial: bool = False
-    compaction_trigger: float = DEFAULT_TRIGGER
-    compaction_keep_messages: int = DEFAULT_KEEP_MESSAGES
-    compaction_keep_tool_results: int = DEFAULT_KEEP_TOOL_RESULTS
-    compaction_profile: str = SHIPPED
-    history_as_text: bool = False
-    prompt_reserve: int | None = None
-    history_budget: int | None = None
-    sends_empty: bool = False
-    query_after_budget: bool = False
-    agent_strategy: str = FUNCTION_CALL
-
-    def window_at(self, turn_number: int) -> int | None:
-        size = self.window
-        for start, n in sorted(self.window_changes):
-            if start <= turn_number:
-                size = n
-        return size
-
-    def validate(self) -> "MemoryConfig":
-        if self.strategy not in STRATEGIES:
-            raise ConfigError(f"unknown memory strategy {self.strategy!r}; expected one of {', '.join(STRATEGIES)}")
-        if self.fidelity not in FIDELITIES:
-            raise ConfigError(f"unknown fidelity {self.fidelity!r}; expected code (Dify 1.x as shipped) or "
-                              f"documented (as Dify's docs describe)")
-        if self.granularity not in GRANULARITIES:
-            raise ConfigError(f"unknown granularity {self.granularity!r}; expected query_answer or all_messages")
-        if self.scope not in SCOPES:
-            raise ConfigError(f"unknown scope {self.scope!r}; expected thread, session or call")
-        if self.context_size is not None and self.context_size < 1:
-            raise ConfigError(f"context size {self.context_size} is out of range: it must be at least 1")
-        if self.max_tokens < 0:
-            raise ConfigError(f"max_tokens {self.max_tokens} is out of range: it must be 0 or more")
-        if self.prompt_reserve is not None and self.prompt_reserve < 0:
-            raise ConfigError(f"prompt_reserve {self.prompt_reserve} is out of range: it must be 0 or more")
-        if self.history_budget is not None and self.history_budget < 0:
-            raise ConfigError(f"history_budget {self.history_budget} is out of range: it must be 0 or more")
-        self._validate_rewriting()
-        get_strategy(self.strategy).validate(self)
-        return self
-
-    def window_sizes(self) -> list[int]:
-        """Every window size the config sets: the window and each change's."""
-        return [n for n in [self.window] + [n for _, n in self.window_changes] if n is not None]
-
-    def _validate_rewriting(self) -> None:
-        """The values of the settings of the strategies that rewrite history (summary_buffer,
-        compaction, trim); whether the chosen strategy can run them is its own check."""
-        if self.max_history_tokens is not None and self.max_history_tokens < 0:
-            raise ConfigError(f"max_history_tokens {self.max_history_tokens} is out of range: it must be 0 or more")
-        if self.trim_strategy not in TRIM_STRATEGIES:
-            raise ConfigError(f"unknown trim strategy {self.trim_strategy!r}; expected last or first")
-        if self.trim_counter not in TRIM_COUNTERS:
-            raise ConfigError(f"unknown trim counter {self.trim_counter!r}; expected tokens, messages or approximate")
-        for name in ("start_on", "end_on"):
-            value = getattr(self, name)
-            if value is not None and value not in MESSAGE_TYPES:
-                raise ConfigError(f"unknown message type {value!r} for {name}; expected human, ai, tool or system")
-        if not 0 < self.compaction_trigger <= 1:
-            raise ConfigError(f"compaction trigger {self.compaction_trigger} is out of range: it is a fraction of "
-                              f"the context size, above 0 and at most 1")
-        if self.compaction_profile not in COMPACTION_PROFILES:
-            raise ConfigError(f"unknown compaction profile {self.compaction_profile!r}; expected "
-                              f"{' or '.join(COMPACTION_PROFILES)}")
-        if self.compaction_keep_messages < 0:
-            raise ConfigError(f"compaction_keep_messages {self.compaction_keep_messages} is out of range: "
-                              f"it must be 0 or more")
-        if self.compaction_keep_tool_results < 0:
-            raise ConfigError(f"compaction_keep_tool_results {self.compaction_keep_tool_results} is out of range: "
-                              f"it must be 0 or more")
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        out["window_changes"] = [list(x) for x in self.window_changes]
-        for name in ("history_as_text", "sends_empty", "query_after_budget"):  # as configs were stored before them
-            if not out[name]:
-                del out[name]
-        for name in ("prompt_reserve", "history_budget"):  # the LLM node's budget, likewise
-            if out[name] is None:
-                del out[name]
-        if out["agent_strategy"] == FUNCTION_CALL:  # likewise
-            del out["agent_strategy"]
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "MemoryConfig":
-        names = {f.name for f in fields(cls)}
-        unknown = set(data) - names
-        if unknown:
-            raise ConfigError(f"unknown memory setting(s): {', '.join(sorted(unknown))}")
-        values = dict(data)
-        if "window_changes" in values:
-            values["window_changes"] = tuple(tuple(x) for x in values["window_changes"])
-        return cls(**values).validate()
-
-    def label(self) -> str:
-        if self.strategy == "off":
-            return "memory off"
-        if self.strategy == "buffer":
-            return "buffer (everything)"
-        if self.strategy == "window":
-            return f"window {self.window or 10} msgs"
-        limit = history_limit(self.max_history_tokens)
-        if self.strategy == "summary_buffer":
-            return f"summary buffer {limit:,} tok"
-        if self.strategy == "compaction":
-            profile = COMPACTION_PROFILES[self.compaction_profile]
-            return f"compaction at {self.compaction_trigger:.0%} of context, {profile}"
-        if self.strategy == "trim":
-            unit = "msgs" if self.trim_counter == "messages" else "tok"
-            return f"trim {self.trim_strategy} {limit:,} {unit}" + (f" from {self.start_on}" if self.start_on else "")
-        if self.strategy == "dify_agent":
-            react = " (ReAct)" if self.agent_strategy == REACT else ""
-            return f"dify agent app{react}" + (" + token counting" if self.plugin_token_counting else "")
-        w = f"window {self.window}" if self.window else "no window"
-        out = f"dify {w}" + (" (docs)" if self.fidelity == "documented" else "")
-        if self.fidelity == "code" and self.plugin_token_counting:
-            out += " + token counting"
-        return out
-
-    def with_(self, **changes) -> "MemoryConfig":
-        return replace(self, **changes)
 
 
 @dataclass(frozen=True)
@@ -496,16 +308,14 @@ class Replay:
         if blocked:
             return Decision(end, end, end, end, budget, fixed, blocked)
         trimmed, start = self.strategy.window(view, position, self.config)
-        cut = start
-        if budget.limit is not None and end > start:
-            cut = bisect_left(view.prefix, view.prefix[end] - (budget.limit - budget.overhead), start, end - 1)
-        return Decision(trimmed, start, cut, end, budget, fixed)
+        room = NO_LIMIT_ROOM if budget.limit is None else budget.limit - budget.overhead
+        return Decision(trimmed, start, budget_cut(view, view.prefix, start, end, room), end, budget, fixed)
 
     def _push(self, view: PathView, position: int, decision: Decision) -> None:
-        mark = self.strategy.mark(decision.trimmed_before, decision.window_start)
         self.message_tokens(position)
         state = decision.plan.state if decision.plan is not None else None
-        view.push(position, mark, self.eligible(position), self._tokens[position], self._empties(position), state)
+        view.push(position, decision.window_start, self.eligible(position), self._tokens[position],
+                  self._empties(position), state)
 
     def thread_messages_before(self, position: int) -> int:
         """How many of the messages before ``position`` are on its thread (the rest are on other
@@ -597,7 +407,7 @@ class Replay:
         numbers = self.numbers
         view = strategy.new_view(self)
         prefix, kept_prefix, count_prefix, seq_pos = view.prefix, view.kept_prefix, view.count_prefix, view.seq_pos
-        budget_limit, window, mark = strategy.budget_limit, strategy.window, strategy.mark
+        budget_limit, window = strategy.budget_limit, strategy.window
         # The default prompt is the system prompt plus the turn's query, whose tokens are known
         # (worked out in the loop: a call per turn costs a tenth of the walk).
         fixed_of: Callable[[int], int] | None = self.fixed_prompt_tokens if self._prompt_tokens is not None else None
@@ -641,12 +451,10 @@ class Replay:
                 limit_overhead = limits[counted] = budget_limit(config, facts, counted)
             limit, overhead = limit_overhead
             if blocked:
-                trimmed = start = cut = end
+                start = cut = end
             else:
-                trimmed, start = window(view, position, config)
-                cut = start
-                if limit is not None and end > start:
-                    cut = bisect_left(prefix, prefix[end] - (limit - overhead), start, end - 1)
+                start = window(view, position, config)[1]
+                cut = budget_cut(view, prefix, start, end, NO_LIMIT_ROOM if limit is None else limit - overhead)
             if qi is not None:
                 kept = count_prefix[end] - count_prefix[cut]
                 history = kept_prefix[end] - kept_prefix[cut]
@@ -660,7 +468,7 @@ class Replay:
                 oldest_of[position] = none  # the oldest kept message's turn, when one is kept
                 if kept:
                     oldest_of[position] = numbers[seq_pos[bisect_left(count_prefix, count_prefix[cut] + 1) - 1]]
-            view.push(position, mark(trimmed, start), eligibles[position] or eligible_of(position),
+            view.push(position, start, eligibles[position] or eligible_of(position),
                       all_tokens[position], all_empty[position], None)
             child = first_child[position]
             if child >= 0:  # stacked newest first, so the oldest child is entered first
@@ -673,7 +481,8 @@ class Replay:
     def _chain_summaries(self) -> TurnSummaries:
         """:meth:`_fast_walk`'s decisions for a conversation whose thread is every turn in order,
         made for all turns at once over columns of its messages: running sums, the strategy's
-        window for every turn (:meth:`Strategy.chain_windows`) and the budget's cut by bisection.
+        window rule read over columns for every turn (:meth:`Strategy.window` on a :class:`ChainView`) and the
+        budget's cut by bisection (:func:`budget_cut`, the walk's own).
         The texts are counted first, across the cores; meanwhile this process lays out what needs
         no counts (which messages are candidates, where each turn starts, the windows)."""
         turns = self.conversation.turns
@@ -708,10 +517,11 @@ class Replay:
             np.cumsum(np.bincount(seq_pos, minlength=n)[:-1], out=starts[1:])
             count_prefix = _running(sent, index)
             blocked = self.blocked()
+            every_turn = ChainView(starts, numbers)
             if blocked:
                 start = starts  # nothing from the past is a candidate
-            else:
-                start = strategy.chain_windows(starts, numbers, config)[1]
+            else:  # the strategy's window rule, read over every turn at once
+                start = np.broadcast_to(strategy.window(every_turn, every_turn.turn_count, config)[1], n)
             for _ in counting:  # the rest of the texts, as the child processes send their counts
                 pass
         finally:
@@ -744,16 +554,11 @@ class Replay:
         del counted
         limits = [strategy.budget_limit(config, self.facts, v) for v in values.tolist()]
         limit = np.array([none if lim is None else lim for lim, _ in limits])[which]
-        room = limit - np.array([o for _, o in limits])[which]  # the history's room under the limit
+        # The history's room under each turn's limit.
+        room = np.array([NO_LIMIT_ROOM if lim is None else lim - o for lim, o in limits])[which]
         del values, which
-        # The budget's cut: inside the window, and never past its last message (Dify keeps that one even
-        # when it alone is over); a window with nothing in it is cut where it starts.
-        np.subtract(prefix[end], room, out=room)
-        at = np.searchsorted(prefix, room)
-        del prefix, room
-        np.clip(at, start, np.maximum(end - 1, start), out=at)
-        cut = np.where(limit != none, at, start)
-        del at, start
+        cut = budget_cut(every_turn, prefix, start, end, room)
+        del prefix, room, start, every_turn
         kept = count_prefix[end] - count_prefix[cut]
         history = kept_prefix[end] - kept_prefix[cut]
         del kept_prefix

@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass, field, fields
 from itertools import compress
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
-from core.limits import DIFY_ROW_CAP, WINDOW_DEFAULT_MESSAGES, history_limit
 
 KEPT = "kept"
 MEMORY_OFF = "memory_off"
@@ -518,7 +517,7 @@ def branch_copies(ledger: Ledger, refs_here: Iterable[int | str], position: int)
 
 
 def copy_words(where: str, own: bool) -> tuple[str, str]:
-    """A :func:`branch_copies` entry's reason and why in words, beside :func:`explain`'s: ``where``
+    """A :func:`branch_copies` entry's reason and why in words, beside :func:`core.memory.words.explain`'s: ``where``
     names the turn on the branch that holds the message ("turn 2 · 3/3"; "this turn" when ``own``,
     the call's own turn). The turn leads the reason: a narrow column shows that much."""
     return (f"same as {where} ({REASON_LABELS[OTHER_BRANCH]})",
@@ -526,13 +525,12 @@ def copy_words(where: str, own: bool) -> tuple[str, str]:
             "hold it): " + ("part of this turn itself" if own else "see that row"))
 
 
-def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = None) -> str:
-    """The reason for one entry in plain words, for hovers, tables and reports."""
+def shared_words(entry: LedgerEntry, config: Mapping[str, Any] | None = None, node: str | None = None) -> str:
+    """The reason for one entry in plain words, as every memory says it; a memory system may say its
+    own first (:func:`core.memory.words.explain`, which the pages, reports and the CLI call)."""
     config = config or {}
     if config.get(OBSERVED):
-        return _explain_observed(entry.reason)
-    strategy = config.get("strategy", "dify")
-    window = config.get("window")
+        return observed_words(entry.reason)
     r = entry.reason
     if r == KEPT:
         return "sent to the model"
@@ -550,46 +548,25 @@ def explain(entry: LedgerEntry, config: dict | None = None, node: str | None = N
         return "intermediate message (tool call, tool result or reasoning); query_answer keeps only query and answer"
     if r == TRIMMED_EARLIER:
         return "removed permanently from the window memory's store in an earlier turn"
-    if strategy == "trim" and r in (OUTSIDE_WINDOW, OVER_BUDGET):
-        return _explain_trim(r, config)
     if r == OUTSIDE_WINDOW:
-        if strategy == "window":
-            return f"outside window of {window or WINDOW_DEFAULT_MESSAGES} messages"
-        code = config.get("fidelity", "code") == "code"
-        if not window or window < 0 or window > DIFY_ROW_CAP:
-            return f"outside Dify's {DIFY_ROW_CAP}-row cap" if code else f"outside Dify's {DIFY_ROW_CAP}-turn cap"
-        if code:
-            return f"outside window of {window} rows: the conversation's newest on any branch, the current turn's one of them"
-        return f"outside window of {window} turns"
+        return "outside the memory's window"
     if r == OVER_BUDGET:
         budget = config.get("budget")
-        if strategy == "dify_agent":
-            return (f"token budget {budget:,}: older turns pruned whole" if isinstance(budget, int)
-                    else "token budget: older turns pruned whole")
         return f"token budget {budget:,}: oldest pruned" if isinstance(budget, int) else "token budget: oldest pruned"
     if r == EMPTY:
-        if strategy == "dify_agent":
-            return "empty answer of a run with no agent step: Dify's agent history leaves it out"
         return "empty message, dropped before the call"
     if r == SUMMARIZED:
-        if strategy == "summary_buffer":
-            limit = _history_limit(config)
-            return f"folded into the running summary (buffer over {limit:,} tokens)"
-        if strategy == "compaction":
-            return "folded into the compaction summary (the prompt was over the compaction target)"
         return "folded into a summary"
     if r == CLEARED:
         return "content replaced by a placeholder, which is still sent"
     if r == REWRITTEN:
-        return ("sent inside its turn's ReAct scratchpad (one assistant text: the first step's words, the last tool "
-                "call and the last tool result), not as a message of its own")
+        return "sent rewritten, inside a message that stands for it"
     if r == OMITTED:
-        return ("left out of its turn's ReAct scratchpad, which keeps only the first step's words, the last tool call "
-                "and the last tool result: its words are never sent again")
-    return r
+        return "left out of the message sent in its place: its words are never sent again"
+    return REASON_LABELS.get(r, r)
 
 
-def _explain_observed(reason: str) -> str:
+def observed_words(reason: str) -> str:
     """An observed ledger's reasons in words: what the payload held, not a memory's rule."""
     if reason == KEPT:
         return "in the payload the bot sent"
@@ -605,25 +582,6 @@ def _explain_observed(reason: str) -> str:
     if reason == NOT_SENT:
         return "observed: left out of the payload, which held messages before and after it"
     return f"observed: {REASON_LABELS.get(reason, reason)}"
-
-
-def _history_limit(config: dict) -> int:
-    """``max_history_tokens`` as the strategies read it: ``None`` is the default, 0 is 0."""
-    return history_limit(config.get("max_history_tokens"))
-
-
-def _explain_trim(reason: str, config: dict) -> str:
-    limit = _history_limit(config)
-    unit = "messages" if config.get("trim_counter") == "messages" else "tokens"
-    if reason == OVER_BUDGET:
-        side = "newest" if config.get("trim_strategy") == "first" else "oldest"
-        return f"over trim_messages max_tokens ({limit:,} {unit}): {side} dropped"
-    ends = []
-    if config.get("start_on"):
-        ends.append(f"starts on a {config['start_on']} message")
-    if config.get("end_on"):
-        ends.append(f"ends on a {config['end_on']} message")
-    return "dropped so the kept part " + " and ".join(ends) if ends else "dropped by trim_messages"
 
 
 # -- what one memory holds at one turn, in a sentence -----------------------------------------------

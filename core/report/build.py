@@ -18,6 +18,7 @@ from core.analysis.compare import (Comparison, HeatmapWindow, NamedConfig, Reply
 from core.analysis.findings import Finding, findings_for
 from core.errors import MemLensError
 from core.memory.replay import MemoryConfig
+from core.memory.strategies.window import WindowStrategy
 from core.model.conversation import Conversation
 from core.service.sources import Source
 
@@ -100,7 +101,7 @@ def build_report(source: Source, configs: Iterable[Any] | None = None, *, facts_
 #: The configs the compare page and ``python -m core report`` start from.
 DEFAULT_CONFIGS = (NamedConfig("dify window 3", MemoryConfig(window=3)),
                    NamedConfig("dify window 10", MemoryConfig(window=10)),
-                   NamedConfig("window 6 msgs", MemoryConfig(strategy="window", window=6)))
+                   NamedConfig("window 6 msgs", MemoryConfig(WindowStrategy.name, window=6)))
 
 
 __all__ = ["REPORT_ROWS", "REPORT_COLUMNS", "DEFAULT_CONFIGS", "Report", "build_report"]

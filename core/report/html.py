@@ -8,18 +8,19 @@ from the conversation, the configs or the findings is HTML-escaped.
 
 from __future__ import annotations
 
-from dataclasses import fields
 from datetime import datetime, timezone
 from html import escape
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from core.analysis.compare import Comparison, NamedConfig, ReplyGrid, RetentionMatrix
 from core.analysis.findings import Finding, TurnNamer, turn_namer
-from core.memory.replay import MemoryConfig, turn_numbers
+from core.memory.replay import turn_numbers
+from core.memory.strategies.settings import COMMON, NODE_SHAPE
 from core.model.conversation import Conversation, Message, message_text, turn_label
 from core.model.ledger import (CLEARED, EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
-                               NOT_SENT, OMITTED, REASON_LABELS, REWRITTEN, SCOPE, SUMMARIZED, TRIMMED_EARLIER, LedgerEntry,
-                               SyntheticMessage, explain)
+                               NOT_SENT, OMITTED, REASON_LABELS, REWRITTEN, SCOPE, SUMMARIZED, TRIMMED_EARLIER,
+                               LedgerEntry, SyntheticMessage)
+from core.memory.words import explain
 
 from .build import REPORT_COLUMNS
 
@@ -245,18 +246,17 @@ def _legend(reasons: Iterable[str]) -> str:
 
 
 def _config_table(configs: Sequence[NamedConfig]) -> str:
-    keys = ["strategy", "window", "fidelity", "model", "context_size", "max_tokens", "granularity", "scope"]
-
-    def settings(config: MemoryConfig) -> dict:  # every setting: to_dict leaves out some at their defaults
-        return {**{f.name: getattr(config, f.name) for f in fields(config)}, **config.to_dict()}
-
-    default = settings(MemoryConfig())
-    extra = sorted({k for c in configs for k, v in settings(c.config).items() if k not in keys and v != default[k]})
-    head = "".join(f"<th>{_e(k)}</th>" for k in ["config"] + keys + extra)
+    """Every config's settings: the common ones, each of its memory system's own (as the system declares
+    them; "—" under a setting another config's system has), and a node-shape flag any of them sets."""
+    keys = ["strategy", *(s.name for s in COMMON)]
+    for c in configs:
+        keys += [s.name for s in c.config.system.settings if s.name not in keys]
+    keys += [s.name for s in NODE_SHAPE if any(getattr(c.config, s.name) != s.default for c in configs)]
+    head = "".join(f"<th>{_e(k)}</th>" for k in ["config"] + keys)
     rows = []
     for i, c in enumerate(configs):
-        d = settings(c.config)
-        cells = "".join(f"<td>{_e('—' if d.get(k) is None else d.get(k))}</td>" for k in keys + extra)
+        d = {"strategy": c.config.strategy, **c.config.values()}
+        cells = "".join(f"<td>{_e('—' if d.get(k) is None else d.get(k))}</td>" for k in keys)
         rows.append(f'<tr><td><span style="color:{CONFIG_COLOURS[i % 6]}">■</span> {_e(c.label)}</td>{cells}</tr>')
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 

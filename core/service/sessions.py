@@ -40,7 +40,7 @@ from core.io.bundle import FORMAT, FORMAT_VERSION, is_bundle, parse_bundle, vali
 from core.limits import check_export_size, nulled_non_finite
 from core.llm.client import LLMClient
 from core.memory.long_term import app_namespace
-from core.memory.replay import DEFAULT_FIDELITY
+from core.memory.strategies.dify import DEFAULT_FIDELITY
 from core.memory.strategies.compaction import SUMMARIES_META
 from core.model.conversation import (AGENT_THOUGHTS, QUERY, SHOWN_ANSWER, SOURCE_MODEL, UUID_NIL, Conversation,
                                      Message, Turn, active_thread, source_model)

@@ -921,6 +921,10 @@ def test_ledger_extension_shows_each_llm_nodes_entries_budget_and_prompt(api):
     kept = {(e["turn"], e["role"]): e["reason"] for e in responder["ledger"]["entries"]}
     assert len(kept) == 8  # every message of the four earlier turns
     assert kept[(1, "user")] == "outside_window" and kept[(4, "assistant")] == "kept"
+    # The memory system words the config and each reason (Dify's window counts rows, the newest on any branch).
+    assert responder["ledger"]["memory"] == "dify window 4"
+    whys = {(e["turn"], e["role"]): e["why"] for e in responder["ledger"]["entries"]}
+    assert whys[(1, "user")].startswith("outside window of 4 rows") and whys[(4, "assistant")] == "sent to the model"
     assert ledger["turn_label"] == "turn 5"
     assert [e["turn_label"] for e in responder["ledger"]["entries"]][:2] == ["turn 1", "turn 1"]
     assert responder["ledger"]["budget"] is None  # Dify 1.x: no token counting, no budget

@@ -83,7 +83,7 @@ def test_a_token_budget_is_recovered_as_the_range_of_budgets_that_keep_the_same_
 
     result = inferred(chat(within, turns=10))
     trim = [e.rule for e in [result.best, *result.alike] if e.rule.family == "trim_tokens"
-            and not e.rule.config.include_system and e.rule.config.start_on is None
+            and not e.rule.config.settings.include_system and e.rule.config.settings.start_on is None
             and e.rule.config.granularity == "query_answer"]
     assert trim and trim[0].span[0] <= 60 <= trim[0].span[1]
     assert result.best.explains == 10

@@ -83,7 +83,7 @@ def test_langchain_trim_messages_in_a_loop_is_recovered_as_its_token_budget(prox
     [node] = infer_stored(capture_db, info.id).nodes
     assert node.best.explains == len(QUESTIONS)
     recovered = [e.rule for e in [node.best, *node.alike] if e.rule.family == "trim_tokens"
-                 and e.rule.config.include_system and e.rule.config.start_on == "human"]
+                 and e.rule.config.settings.include_system and e.rule.config.settings.start_on == "human"]
     assert any(r.span[0] <= budget <= r.span[1] for r in recovered), [r.span for r in recovered]
     # The budget trims by tokens, not by a number of messages: no message window explains the calls.
     assert all(e.rule.family not in ("window", "dify_documented", "dify_code") for e in [node.best, *node.alike])

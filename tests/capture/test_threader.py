@@ -6,7 +6,8 @@ from __future__ import annotations
 from core.capture.observed import observed_ledger, payload_rows
 from core.capture.threader import FAILED, Call, Threader, thread_calls
 from core.model.conversation import Message, ToolCall
-from core.model.ledger import GRANULARITY, KEPT, NOT_SENT, OTHER_BRANCH, OUTSIDE_WINDOW, explain
+from core.memory.words import explain
+from core.model.ledger import GRANULARITY, KEPT, NOT_SENT, OTHER_BRANCH, OUTSIDE_WINDOW
 
 
 def u(text):

@@ -85,7 +85,7 @@ def test_the_export_reads_as_one_agent_between_start_and_answer():
     assert flow.start.data["variables"] == [
         {"variable": "name", "label": "Name", "type": "text-input", "required": False, "max_length": 48}]
     config = node_memory_config(flow, "agent")
-    assert (config.strategy, config.agent_strategy, config.model, config.max_tokens) == \
+    assert (config.strategy, config.settings.agent_strategy, config.model, config.max_tokens) == \
         ("dify_agent", "function_call", "openai/gpt-4o-mini", 256)
 
 
@@ -106,7 +106,7 @@ def test_the_export_reads_as_one_agent_between_start_and_answer():
 ])
 def test_dify_picks_the_runner_from_the_export_s_strategy_then_the_model(strategy, model, runner, unsure):
     flow = read(agent_app(model=model, strategy=strategy))
-    assert node_memory_config(flow, "agent").agent_strategy == runner
+    assert node_memory_config(flow, "agent").settings.agent_strategy == runner
     name = node_memory_config(flow, "agent").model
     assert (doubt(name) in flow.warnings) is unsure
     assert (REACT_PROMPT in flow.warnings) is (runner == "react")
@@ -150,7 +150,7 @@ def test_an_app_without_a_model_config_is_refused_and_a_completion_model_that_ca
     with pytest.raises(FlowError, match="needs a 'model_config' mapping"):
         read(doc)
     flow = read(agent_app(model={**TOOLS, "mode": "completion"}, strategy="react"))
-    assert node_memory_config(flow, "agent").agent_strategy == "function_call"  # the function-calling runner chats
+    assert node_memory_config(flow, "agent").settings.agent_strategy == "function_call"  # the function-calling runner chats
 
 
 def test_what_an_export_leaves_out_takes_dify_s_defaults():
@@ -159,11 +159,11 @@ def test_what_an_export_leaves_out_takes_dify_s_defaults():
     flow = read(doc)
     config = node_memory_config(flow, "agent")
     # No provider: the model's own name; no max_tokens: none reserved; no mode: a chat model.
-    assert (config.model, config.max_tokens, config.agent_strategy) == ("gpt-4o-mini", 0, "function_call")
+    assert (config.model, config.max_tokens, config.settings.agent_strategy) == ("gpt-4o-mini", 0, "function_call")
     _, [record] = ask(flow, ["Hi"])
     assert [m.role for m in record.node_run("agent").prompt] == ["user"]  # no instruction: no system message
     react = read(agent_app(model={"provider": "deepseek", "name": "deepseek-reasoner"}, strategy="react"))
-    assert node_memory_config(react, "agent").agent_strategy == "react"  # not refused as a completion model
+    assert node_memory_config(react, "agent").settings.agent_strategy == "react"  # not refused as a completion model
 
 
 def test_the_app_s_own_line_comes_before_what_its_form_says():
@@ -265,14 +265,15 @@ def test_an_agent_node_s_own_counting_setting_wins_and_other_memories_take_no_di
     flow = Flow.from_dict({"format": "memlens-flow", "version": 1, "name": "three agents", "mode": "advanced-chat",
                            "nodes": nodes, "edges": [["start", "own"], ["own", "buffer"], ["buffer", "dify"],
                                                      ["dify", "answer"]]})
-    assert node_memory_config(flow, "own", plugin_token_counting=True).plugin_token_counting is False
+    assert node_memory_config(flow, "own", plugin_token_counting=True).settings.plugin_token_counting is False
     dify = node_memory_config(flow, "dify", plugin_token_counting=True, fidelity="documented")
-    assert (dify.plugin_token_counting, dify.fidelity) == (True, "documented")  # Dify's LLM-node memory too
+    assert (dify.settings.plugin_token_counting, dify.settings.fidelity) == (True, "documented")  # Dify's LLM-node memory too
     assert node_memory_config(flow, "buffer", plugin_token_counting=True, fidelity="documented").to_dict() == \
         node_memory_config(flow, "buffer").to_dict()
     dify = read(agent_app())
+    # The Agent app's memory takes the profile's token counting; it has no fidelity of its own to take.
     assert node_memory_config(dify, "agent", plugin_token_counting=True, fidelity="documented").to_dict() == \
-        {**node_memory_config(dify, "agent").to_dict(), "plugin_token_counting": True, "fidelity": "documented"}
+        {**node_memory_config(dify, "agent").to_dict(), "plugin_token_counting": True}
 
 
 def test_tools_knowledge_and_moderation_are_named_as_not_run():
@@ -288,7 +289,7 @@ def test_tools_knowledge_and_moderation_are_named_as_not_run():
 
 def test_the_sample_agent_app_runs_its_queries_and_remembers_the_order_number():
     flow = load_flow(SAMPLE)
-    assert flow.app_mode == "agent-chat" and node_memory_config(flow, "agent").agent_strategy == "function_call"
+    assert flow.app_mode == "agent-chat" and node_memory_config(flow, "agent").settings.agent_strategy == "function_call"
     queries = json.loads(QUERIES.read_text(encoding="utf-8"))
     _, records = ask(flow, queries)
     assert all(r.succeeded for r in records) and "4411" in records[-1].answer

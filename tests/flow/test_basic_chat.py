@@ -128,7 +128,7 @@ def test_without_a_pre_prompt_there_is_no_system_message():
 def test_the_history_has_no_window():
     flow = read(chatbot())
     config = node_memory_config(flow, "llm")
-    assert (config.strategy, config.window, config.prompt_reserve, config.query_after_budget) == \
+    assert (config.strategy, config.settings.window, config.prompt_reserve, config.query_after_budget) == \
         ("dify", None, 0, True)
     _, records = ask(flow, [f"fact number {i}" for i in range(1, 13)])
     ledger = records[-1].node_run("llm").ledger
@@ -360,7 +360,7 @@ def test_an_expert_mode_prompt_is_its_messages_then_the_history_then_the_query()
         ("user", "I'm going to Lisbon."), ("assistant", records[0].answer),
         ("user", "Where am I going?")]
     config = node_memory_config(flow, "llm")
-    assert (config.window, config.query_after_budget, config.sends_empty) == (None, True, True)
+    assert (config.settings.window, config.query_after_budget, config.sends_empty) == (None, True, True)
 
 
 def test_an_expert_mode_prompt_leaves_out_an_empty_system_message_only():

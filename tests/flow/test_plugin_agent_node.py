@@ -252,10 +252,10 @@ def test_an_estimate_reads_a_variable_it_cannot_know_as_nothing_and_takes_the_tu
 def test_the_switchboard_config_and_an_override():
     flow = agent({"window": {"enabled": True, "size": 4}}, model=dict(MODEL, completion_params={"max_tokens": 64}))
     config = node_memory_config(flow, "ag", plugin_token_counting=True)
-    assert (config.strategy, config.window, config.model, config.max_tokens, config.history_budget,
+    assert (config.strategy, config.settings.window, config.model, config.max_tokens, config.history_budget,
             config.history_as_text, config.prompt_reserve, config.sends_empty) == \
         ("dify", 4, "openai/gpt-4o-mini", 64, 2000, False, None, True)
-    assert node_memory_config(flow, "ag", override={"window": 9}).window == 9
+    assert node_memory_config(flow, "ag", override={"window": 9}).settings.window == 9
     assert node_memory_config(agent(), "ag").strategy == "off"
 
 

@@ -1,6 +1,6 @@
-"""A conversation that never branched is decided for all its turns at once (``Replay._chain_summaries``,
-``Strategy.chain_windows``): the same summaries as the turn-by-turn walk, for every strategy that places a
-window and every setting that changes a decision."""
+"""A conversation that never branched is decided for all its turns at once (``Replay._chain_summaries``:
+each strategy's one window rule read over a ``ChainView``): the same summaries as the turn-by-turn walk,
+for every strategy that places a window and every setting that changes a decision."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from core.memory.replay import MemoryConfig, Replay
 from core.memory.strategies import STRATEGIES
-from core.memory.strategies.base import PathView
+from core.memory.strategies.base import ChainView, PathView
 from core.model.conversation import ANSWER, INTERMEDIATE, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn
 from core.model.tokens import TokenCounter
 from tests.builders import branched, linear
+from tests.memory.declared import declared_configs
 
 MODEL = "gpt-4o-mini"
 WORDS = "memory window token budget turn branch answer query model context node ledger".split()
@@ -123,11 +124,26 @@ def test_every_strategys_window_for_a_whole_chain_is_its_window_turn_by_turn(con
     for k in range(n):
         trimmed, start = strategy.window(view, k, config)
         expected.append((trimmed, start))
-        view.push(k, strategy.mark(trimmed, start), replay.eligible(k), replay.message_tokens(k),
-                  replay._empties(k))
+        view.push(k, start, replay.eligible(k), replay.message_tokens(k), replay._empties(k))
     starts = np.array([view.turn_start(k) for k in range(n)], dtype=np.int64)
-    trimmed, start = strategy.chain_windows(starts, np.array(replay.numbers, dtype=np.int64), config)
+    columns = ChainView(starts, np.array(replay.numbers, dtype=np.int64))
+    trimmed, start = (np.broadcast_to(x, n) for x in strategy.window(columns, columns.turn_count, config))
     assert list(zip(trimmed.tolist(), start.tolist())) == expected
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data(), conv=chains())
+def test_every_registered_window_rule_decides_a_chain_in_columns_as_the_walk_does(data, conv):
+    """Whatever memory system places a window — today's, or one registered later — its one rule read over
+    a chain's columns gives the summaries its rule gives turn by turn, for settings drawn from its own
+    declarations; and each turn's ledger says the same."""
+    name = data.draw(st.sampled_from(_windowing()))
+    config = data.draw(declared_configs(name, MODEL))
+    replay = Replay(conv, config, counter=TokenCounter(MODEL, shared=False, workers=1))
+    summaries = replay.summaries()
+    assert list(summaries) == list(_walked(conv, config))
+    for s in summaries:
+        assert (s.kept, s.history_tokens) == (len(replay.ledger(s.turn).kept), replay.ledger(s.turn).history_tokens)
 
 
 def test_a_branched_conversation_is_walked_and_a_chain_is_not(monkeypatch):

@@ -15,7 +15,8 @@ from core.memory.errors import ConfigError
 from core.memory.strategies.compaction import (DEFAULT_KEEP_MESSAGES, DEFAULT_KEEP_TOOL_RESULTS, DEFAULT_TRIGGER,
                                                TOOL_PLACEHOLDER, compaction_target)
 from core.memory.summarize import OFFLINE
-from core.model.ledger import CLEARED, KEPT, PLACEHOLDER, SUMMARIZED, SUMMARY, explain
+from core.memory.words import explain
+from core.model.ledger import CLEARED, KEPT, PLACEHOLDER, SUMMARIZED, SUMMARY
 from tests.builders import openai
 from tests.conftest import FIXTURES
 
@@ -74,9 +75,10 @@ class RecordingSummarizer:
 def test_thresholds_are_eighty_percent_three_tool_results_and_twenty_messages():
     assert (DEFAULT_TRIGGER, DEFAULT_KEEP_TOOL_RESULTS, DEFAULT_KEEP_MESSAGES) == (0.8, 3, 20)
     config = compaction()
-    assert (config.compaction_trigger, config.compaction_keep_tool_results, config.compaction_keep_messages) == \
+    assert (config.settings.compaction_trigger, config.settings.compaction_keep_tool_results,
+            config.settings.compaction_keep_messages) == \
         (0.8, 3, 20)
-    assert MemoryConfig(strategy="compaction").compaction_profile == "shipped", "the default is what Dify runs"
+    assert MemoryConfig(strategy="compaction").settings.compaction_profile == "shipped", "the default is what Dify runs"
     assert TOOL_PLACEHOLDER == "[tool result cleared]"
 
 

@@ -19,7 +19,7 @@ from core.memory.replay import MemoryConfig, Replay
 from core.memory.strategies.dify_agent import left_out
 from core.model.conversation import (AGENT_THOUGHTS, ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message,
                                      ToolCall, Turn)
-from core.model.ledger import explain
+from core.memory.words import explain
 from core.model.tokens import REPLY_PRIMING, TokenCounter, model_facts
 from tests.builders import dify, linear
 
@@ -72,7 +72,7 @@ def dify_history(conv: Conversation, position: int, config: MemoryConfig) -> tup
         for m, msg in enumerate(turn.messages):
             if not left_out(turn, m):
                 history.append(msg)
-    if not config.plugin_token_counting:
+    if not config.settings.plugin_token_counting:
         return [m.ref for m in history[len(system):]], None
 
     def count(msgs):  # 0 with counting off; the OpenAI plugin's list count on

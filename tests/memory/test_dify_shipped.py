@@ -17,7 +17,8 @@ from hypothesis import given, settings
 
 from core.analysis.findings import (CAUSE_NOT_COUNTED, CAUSE_PLACEHOLDER, CAUSE_SIBLINGS, DOCS_VS_CODE, config_findings,
                                     docs_vs_code, ledger_difference)
-from core.memory.replay import DEFAULT_FIDELITY, MemoryConfig, Replay
+from core.memory.replay import MemoryConfig, Replay
+from core.memory.strategies.dify import DEFAULT_FIDELITY
 from core.memory.errors import ConfigError
 from core.memory.strategies.dify import row_limit
 from core.model.conversation import Message
@@ -47,8 +48,8 @@ def kept_turns(ledger):
 
 
 def test_the_default_is_dify_as_shipped():
-    assert DEFAULT_FIDELITY == "code" and MemoryConfig().fidelity == "code"
-    assert MemoryConfig().plugin_token_counting is False
+    assert DEFAULT_FIDELITY == "code" and MemoryConfig().settings.fidelity == "code"
+    assert MemoryConfig().settings.plugin_token_counting is False
 
 
 # -- window boundaries: 1, N, N+1 ------------------------------------------------------------------------
@@ -102,12 +103,12 @@ def test_a_window_over_500_is_capped_and_says_so():
     assert kept_turns(capped) == list(range(4, 503))  # 500 rows, one of them the placeholder
     assert kept_turns(capped) == kept_turns(Replay(conv, CODE.with_(window=500)).ledger(503))
     e = next(e for e in capped.entries if e.reason == OUTSIDE_WINDOW)
-    from core.model.ledger import explain
+    from core.memory.words import explain
 
     assert "500-row cap" in explain(e, capped.config)
-    from core.analysis.debug_view import dify_profile
+    from core.analysis.debug_view import memory_rules
 
-    assert "runs as 500" in dify_profile(capped.config)
+    assert "runs as 500" in memory_rules(capped.config)
 
 
 def test_an_absurd_window_is_refused_with_a_clear_message():
@@ -328,14 +329,14 @@ def test_docs_vs_code_reuses_a_replay_made_with_its_settings_and_only_those(monk
     own = Replay(conv, config)
     expected = docs_vs_code(conv, config)
     made.clear()
-    assert docs_vs_code(conv, config, replay=own) == expected and [c.fidelity for c in made] == ["documented"]
+    assert docs_vs_code(conv, config, replay=own) == expected and [c.settings.fidelity for c in made] == ["documented"]
     for other in ({"system_prompt": "Another prompt."}, {"has_thread": False}, {"prompt_tokens": lambda p: 5}):
         made.clear()
         docs_vs_code(conv, config, replay=own, **other)
-        assert sorted(c.fidelity for c in made) == ["code", "documented"], other
+        assert sorted(c.settings.fidelity for c in made) == ["code", "documented"], other
     made.clear()
     docs_vs_code(conv, config, replay=Replay(dify(REGENERATED, system="Be brief."), config))
-    assert sorted(c.fidelity for c in made) == ["code", "documented"]  # another conversation's replay
+    assert sorted(c.settings.fidelity for c in made) == ["code", "documented"]  # another conversation's replay
 
 
 def test_the_profiles_agree_where_nothing_differs():
@@ -386,5 +387,5 @@ def test_report_takes_plugin_token_counting_per_config():
     assert args.configs == [{"strategy": "dify", "window": 3, "plugin_token_counting": True, "context_size": 500},
                             {"strategy": "dify", "window": 3}]
     counted, plain = (c.config for c in named_configs(args.configs))
-    assert counted.plugin_token_counting and not plain.plugin_token_counting
+    assert counted.settings.plugin_token_counting and not plain.settings.plugin_token_counting
     assert counted.label() == "dify window 3 + token counting" and plain.label() == "dify window 3"

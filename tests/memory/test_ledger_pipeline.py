@@ -1,15 +1,18 @@
 """Reason precedence, granularity, buffer/off, and the fast per-turn summaries agreeing with full ledgers."""
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from core.memory.errors import ConfigError
 from core.memory.replay import COUNT_CHUNK, MemoryConfig, Replay
+from core.memory.strategies import STRATEGIES
 from core.model.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
                                PIPELINE, SCOPE, TRIMMED_EARLIER)
 from core.model.tokens import TokenCounter
 from tests.builders import dify, linear, openai, record
+from tests.memory.declared import declared_configs
 
 DIFY = MemoryConfig(fidelity="documented")  # the docs' profile: it always prunes to the budget
 
@@ -169,6 +172,27 @@ def test_summaries_equal_what_the_full_ledgers_say(conv, config, prompt_size):
         if ledger.budget is not None and len(kept) > 1:
             pruned_pool = [e for e in ledger.entries if e.reason in (KEPT, EMPTY)]
             assert sum(e.tokens for e in pruned_pool) <= ledger.budget
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(data=st.data(), conv=conversations())
+def test_every_registered_systems_summaries_say_what_its_ledgers_say(data, conv):
+    """Any memory system — one that plans its turns too, today's or one registered later — with settings
+    drawn from its own declarations: its summaries (kept, dropped, tokens, oldest kept turn) are those of
+    its full ledgers, turn by turn, over branched conversations with tool rounds."""
+    name = data.draw(st.sampled_from(list(STRATEGIES)))
+    config = data.draw(declared_configs(name, "gpt-4o-mini"))
+    try:
+        replay = Replay(conv, config)
+    except ConfigError:  # a setting this model cannot run (compaction's target): refused before any turn
+        assume(False)
+    for summary in replay.summaries():
+        ledger = replay.ledger(summary.turn)
+        kept = ledger.kept
+        assert (summary.kept, summary.dropped, summary.not_eligible) == \
+            (len(kept), ledger.dropped_count(), ledger.not_eligible_count())
+        assert summary.history_tokens == ledger.history_tokens
+        assert (summary.prompt_tokens, summary.budget) == (ledger.prompt_tokens, ledger.budget)
 
 
 @pytest.mark.parametrize("config", [DIFY.with_(window=40, context_size=600), MemoryConfig(strategy="buffer")])

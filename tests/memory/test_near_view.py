@@ -43,7 +43,7 @@ configs = st.builds(
     granularity=st.sampled_from(["query_answer", "all_messages"]),
     scope=st.sampled_from(["thread", "thread", "call"]),
     plugin_token_counting=st.booleans(),
-).filter(lambda c: c.strategy != "window" or c.window is None or c.window >= 1)  # the node keeps 1..200
+).filter(lambda c: c.strategy != "window" or c.settings.window is None or c.settings.window >= 1)  # the node keeps 1..200
 
 
 @settings(max_examples=200, deadline=None)

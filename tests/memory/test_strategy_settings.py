@@ -9,7 +9,8 @@ from core.memory.errors import ConfigError
 from core.limits import DIFY_ROW_CAP, MAX_DIFY_WINDOW, WINDOW_MAX_MESSAGES
 from core.memory.replay import MemoryConfig
 from core.memory.strategies import STRATEGIES
-from core.memory.strategies.base import Strategy
+from core.memory.strategies.base import Strategy, window_sizes
+from core.memory.strategies.settings import CHANGES, Setting
 from core.model.tokens import REPLY_PRIMING
 
 
@@ -18,7 +19,7 @@ from core.model.tokens import REPLY_PRIMING
     (MemoryConfig(strategy="window", window=WINDOW_MAX_MESSAGES + 1), f"keeps 1..{WINDOW_MAX_MESSAGES} messages"),
     (MemoryConfig(strategy="window", window=5, window_changes=((3, 0),)), "window 0 is out of range"),
     (MemoryConfig(strategy="dify", window=MAX_DIFY_WINDOW + 1), f"Dify windows are 1..{DIFY_ROW_CAP} turns"),
-    (MemoryConfig(strategy="buffer", window=-MAX_DIFY_WINDOW - 1), "give at most 1,000,000"),
+    (MemoryConfig(strategy="dify", window=-MAX_DIFY_WINDOW - 1), "give at most 1,000,000"),
     (MemoryConfig(strategy="summary_buffer", max_history_tokens=REPLY_PRIMING - 1), "cannot be met"),
     (MemoryConfig(strategy="trim", trim_strategy="first", start_on="human"), "apply only to trim strategy 'last'"),
 ])
@@ -49,10 +50,11 @@ def test_a_rule_of_one_strategy_does_not_bind_another():
 
 class EvenWindows(Strategy):
     name = "even_windows"
+    settings = (Setting("window", 2, "pairs of messages kept", minimum=2),
+                Setting("window_changes", (), "later windows", kind=CHANGES))
 
     def validate(self, config):
-        super().validate(config)
-        odd = [n for n in config.window_sizes() if n % 2]
+        odd = [n for n in window_sizes(config.settings) if n % 2]
         if odd:
             raise ConfigError(f"window {odd[0]} is odd: even_windows keeps pairs of messages; use an even number")
 

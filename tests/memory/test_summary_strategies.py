@@ -13,7 +13,8 @@ from core.memory.replay import MemoryConfig, Replay
 from core.memory.errors import ConfigError
 from core.memory.summarize import NO_FACTS, OFFLINE, FactSummarizer, Summarizer
 from core.model.conversation import Message
-from core.model.ledger import EMPTY, KEPT, SUMMARIZED, SUMMARY, explain
+from core.memory.words import explain
+from core.model.ledger import EMPTY, KEPT, SUMMARIZED, SUMMARY
 from core.model.tokens import REPLY_PRIMING, chat_model_message_tokens
 from tests.builders import dify, linear, record
 from tests.conftest import FIXTURES, ROOT
@@ -228,7 +229,7 @@ rewriting_configs = st.builds(
     allow_partial=st.booleans(),
     compaction_keep_messages=st.integers(0, 6),
     compaction_keep_tool_results=st.integers(0, 3),
-).map(lambda c: c.with_(start_on=None, include_system=False) if c.trim_strategy == "first" else c)
+).map(lambda c: c.with_(start_on=None, include_system=False) if getattr(c.settings, "trim_strategy", None) == "first" else c)
 
 
 @settings(max_examples=300, deadline=None)

@@ -9,7 +9,8 @@ from core.memory.replay import MemoryConfig, Replay
 from core.memory.strategies.trim import message_type, split_lines, trim_messages
 from core.memory.errors import TrimError
 from core.model.conversation import TOOL_CALL, TOOL_RESULT, Message, ToolCall
-from core.model.ledger import KEPT, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, explain
+from core.memory.words import explain
+from core.model.ledger import KEPT, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL
 from core.model.tokens import REPLY_PRIMING, approximate_message_tokens, chat_model_message_tokens, counter_for
 from tests.builders import linear, openai
 from tests.memory.test_ledger_pipeline import conversations

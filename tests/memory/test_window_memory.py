@@ -6,7 +6,8 @@ from hypothesis import given, settings, strategies as st
 
 from core.memory.replay import MemoryConfig, Replay
 from core.memory.errors import ConfigError
-from core.memory.strategies.window import _size, _sizes
+from core.memory.strategies.base import ChainView, PathView, window_at
+from core.memory.strategies.window import DEFAULT_WINDOW, size_at
 from core.model.ledger import KEPT, OUTSIDE_WINDOW, SCOPE, TRIMMED_EARLIER
 from tests.builders import linear, openai
 
@@ -98,6 +99,8 @@ def test_window_size_out_of_range_is_rejected_with_a_clear_message(n):
        first=st.integers(0, 3), n=st.integers(0, 30))
 def test_every_turns_window_size_at_once_is_its_size_turn_by_turn(window, changes, first, n):
     """Changes may start before the first turn, after the last, or at the same turn as another."""
-    config = MemoryConfig(strategy="window", window=window, window_changes=changes)
+    settings_ = MemoryConfig(strategy="window", window=window, window_changes=changes).settings
     numbers = np.arange(first, first + n, dtype=np.int64)
-    assert _sizes(config, numbers).tolist() == [_size(config, k) for k in numbers.tolist()]
+    at_once = np.broadcast_to(size_at(ChainView(numbers, numbers), settings_, numbers), n).tolist()
+    assert at_once == [size_at(PathView, settings_, k) for k in numbers.tolist()] == \
+        [window_at(settings_, k) or DEFAULT_WINDOW for k in numbers.tolist()]

@@ -7,7 +7,8 @@ from __future__ import annotations
 from core.io.readers.registry import read_conversations
 from core.memory.replay import MemoryConfig, Replay
 from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
-from core.model.ledger import OTHER_BRANCH, branch_copies, explain
+from core.memory.words import explain
+from core.model.ledger import OTHER_BRANCH, branch_copies
 from tests.conftest import FIXTURES
 from ui.ledger_table import ledger_rows
 

@@ -468,9 +468,10 @@ def test_a_chain_lays_out_its_windows_while_the_children_count_and_decides_once_
 
     monkeypatch.setattr(tokens, "STREAM_BATCH_CHARS", 500)
     events: list[str] = []
-    receive, windows, budget = tokens._receive, DifyStrategy.chain_windows, DifyStrategy.budget_limit
+    receive, windows, budget = tokens._receive, DifyStrategy.window, DifyStrategy.budget_limit
     monkeypatch.setattr(tokens, "_receive", lambda *a: events.append("counts came") or receive(*a))
-    monkeypatch.setattr(DifyStrategy, "chain_windows", lambda *a: events.append("windows") or windows(*a))
+    # The window rule, read once over the chain's columns.
+    monkeypatch.setattr(DifyStrategy, "window", lambda *a: events.append("windows") or windows(*a))
     monkeypatch.setattr(DifyStrategy, "budget_limit", lambda *a: events.append("budget") or budget(*a))
     summaries = Replay(_long(branching=False), MemoryConfig(strategy="dify", window=5, model=MODEL, context_size=900,
                                                              plugin_token_counting=True),
@@ -489,7 +490,7 @@ def test_a_replay_that_fails_midway_leaves_no_counting_child_behind(monkeypatch,
 
     def fail(*a):
         raise RuntimeError("a strategy failed")
-    monkeypatch.setattr(DifyStrategy, "window" if branching else "chain_windows", fail)
+    monkeypatch.setattr(DifyStrategy, "window", fail)
     replay = Replay(_long(branching), MemoryConfig(strategy="dify", window=5, model=MODEL),
                     counter=TokenCounter(MODEL, shared=False, workers=2))
     with pytest.raises(RuntimeError):

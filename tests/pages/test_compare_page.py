@@ -88,7 +88,7 @@ def test_heatmap_figures_hold_exactly_the_core_ledgers(page):
             assert all(x is None for x in cells[r][len(reasons):])
         hover = fig["data"][0]["customdata"]
         r, c = 4, 0  # turn 5, turn 1's query
-        assert cells[r][c] == ("outside_window" if config.strategy == "dify" and config.window == 3 else cells[r][c])
+        assert cells[r][c] == ("outside_window" if config.strategy == "dify" and config.settings.window == 3 else cells[r][c])
         entry = replay.ledger_at(4).entries[0]
         assert hover[r][c].startswith(f"{entry.tokens:,} tokens — ")
     assert set(REASON_ORDER) >= {x for f in heatmaps(page) for row in decoded(f) for x in row if x}

@@ -387,7 +387,7 @@ def test_config_sets_are_saved_listed_replaced_and_deleted(tmp_path):
     save_config_set(db, "budget", [NamedConfig("tight", MemoryConfig(context_size=500)), MemoryConfig()])
     assert [c.label for c in saved_config_sets(db)["budget"]] == ["tight", "dify no window"]
     save_config_set(db, "windows", [MemoryConfig(window=1), MemoryConfig(window=2), MemoryConfig(window=4)])
-    assert [c.config.window for c in saved_config_sets(db)["windows"]] == [1, 2, 4]
+    assert [c.config.settings.window for c in saved_config_sets(db)["windows"]] == [1, 2, 4]
     assert repo.get_setting(db, CONFIG_SETS_KEY)["windows"][0]["window"] == 1
     delete_config_set(db, "windows")
     assert list(saved_config_sets(db)) == ["budget"]

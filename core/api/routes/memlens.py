@@ -9,8 +9,11 @@ from typing import Any, Mapping
 from fastapi import Depends, FastAPI, Query
 
 from core.analysis.why import MAX_PHRASE
+from core.memory.config import config_of
+from core.memory.errors import ConfigError
+from core.memory.words import explain
 from core.model.conversation import Conversation, turn_label
-from core.model.ledger import Ledger
+from core.model.ledger import Ledger, LedgerEntry
 from core.store import repo
 from core.store.models import TurnRow
 
@@ -28,15 +31,37 @@ def _ledger_json(ledger: Ledger | Mapping[str, Any] | None, conversation: Conver
     if isinstance(ledger, Ledger) and conversation is not None:
         labels = {(e.position, e.index): turn_label(conversation, e.position) for e in ledger.entries}
     positions = [(e.position, e.index) for e in ledger.entries] if isinstance(ledger, Ledger) else []
+    config = dict(data.get("config") or {})
     entries = [{"ref": e.get("ref"), "turn": e.get("turn"),
                 "turn_label": labels.get(positions[i], "") if i < len(positions) else "",
                 "role": e.get("role"), "tokens": e.get("tokens"),
-                "kept": bool(e.get("kept")), "reason": e.get("reason"), "kind": e.get("kind") or ""}
+                "kept": bool(e.get("kept")), "reason": e.get("reason"), "kind": e.get("kind") or "",
+                "why": _why(e, config)}
                for i, e in enumerate(data.get("entries") or [])]
     return {"turn": data.get("turn"), "entries": entries, "budget": data.get("budget"),
             "budget_note": data.get("budget_note") or "", "prompt_tokens": data.get("prompt_tokens") or 0,
             "history_tokens": data.get("history_tokens") or 0, "context_size": data.get("context_size"),
-            "exceeds_context": bool(data.get("exceeds_context")), "config": dict(data.get("config") or {})}
+            "exceeds_context": bool(data.get("exceeds_context")), "config": config, "memory": _memory_label(config)}
+
+
+def _memory_label(config: Mapping[str, Any]) -> str:
+    """The stored config's label, as its memory system words it ("" when the stored config cannot be read)."""
+    try:
+        return config_of(config).label() if config else ""
+    except ConfigError:
+        return ""
+
+
+def _why(entry: Mapping[str, Any], config: Mapping[str, Any]) -> str:
+    """An entry's reason in words, as the node's memory system says it."""
+    reason = entry.get("reason")
+    if not isinstance(reason, str):
+        return ""
+    try:
+        return explain(LedgerEntry(entry.get("ref") or "", entry.get("turn") or 0, entry.get("role") or "",
+                                   entry.get("tokens") or 0, bool(entry.get("kept")), reason), config)
+    except ConfigError:  # a stored config naming a memory this version does not have
+        return ""
 
 
 def _prompt_json(prompt: Any) -> list[dict] | None:

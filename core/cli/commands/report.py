@@ -1,10 +1,8 @@
 """``report``: compare memory configs on one conversation and write a one-file HTML report.
 
 One config per flag group: every ``--memory STRATEGY`` starts a new config, and the settings
-after it (``--window``, ``--fidelity``, ``--plugin-token-counting``, ``--agent-strategy``, ``--model``,
-``--context-size``, ``--max-tokens``, ``--granularity``, ``--scope``, ``--label``, ``--window-change``,
-``--max-history-tokens``)
-belong to that config until the next ``--memory``::
+after it (``--set KEY=VALUE``, each setting's own flag — ``--window``, ``--fidelity``, ``--model``,
+``--max-tokens``… — and ``--label``) belong to that config until the next ``--memory``::
 
     memlens report chat.jsonl --memory dify --window 3 --memory dify --window 10 \\
         --memory window --window 6 --label "Window Memory, 6" -o report.html --bundle report.json
@@ -21,19 +19,12 @@ from pathlib import Path
 
 from ..options import Progress, add_db_option, add_input_format_option, open_db
 
-#: Per-config settings: flag → (MemoryConfig field, parser).
-_SETTINGS = {
-    "--window": "window", "--fidelity": "fidelity", "--model": "model", "--context-size": "context_size",
-    "--max-tokens": "max_tokens", "--granularity": "granularity", "--scope": "scope", "--label": "label",
-    "--window-change": "window_changes", "--max-history-tokens": "max_history_tokens",
-    "--plugin-token-counting": "plugin_token_counting", "--agent-strategy": "agent_strategy",
-}
-
 EPILOG = """\
 one config per flag group:
-  every --memory STRATEGY starts a new config; --window, --fidelity, --plugin-token-counting,
-  --agent-strategy, --model, --context-size, --max-tokens, --granularity, --scope, --label, --window-change TURN:N
-  and --max-history-tokens after it apply to that config, until the next --memory. Compare 2 to 6 configs, e.g.
+  every --memory STRATEGY starts a new config; --set KEY=VALUE, each setting's own flag (--window, --fidelity,
+  --plugin-token-counting, --agent-strategy, --model, --context-size, --max-tokens, --granularity, --scope,
+  --window-change TURN:N, --max-history-tokens…) and --label after it apply to that config, until the next
+  --memory (memlens memories lists each memory's settings). Compare 2 to 6 configs, e.g.
     --memory dify --window 3 --memory dify --window 10 --memory window --window 6
   Without --memory: the configs saved in a report bundle, else dify window 3, dify window 10 and
   window 6 msgs.
@@ -64,21 +55,32 @@ class _Setting(argparse.Action):
     """A setting of the config the latest ``--memory`` started."""
 
     def __call__(self, parser, namespace, value, option_string=None):
+        from core.memory.strategies.settings import CHANGES
+
         from ..errors import UsageError
+        from ..memory_options import memory_flags, parse_setting
 
         configs = getattr(namespace, "configs", None) or []
+        shown = value if option_string != "--set" else "=".join(value)
         if not configs:
-            raise UsageError(f"{option_string} {value} comes before any --memory: start each config with "
+            raise UsageError(f"{option_string} {shown} comes before any --memory: start each config with "
                              f"--memory STRATEGY, then its settings (one config per flag group)")
-        field = _SETTINGS[option_string]
+        current = configs[-1]
+        if option_string == "--set":
+            field, value = parse_setting(current["strategy"], *value)
+            changes = False
+        elif option_string == "--label":
+            field, changes = "label", False
+        else:
+            setting = memory_flags()[option_string][0][1]
+            field, changes = setting.name, setting.kind == CHANGES
         if self.nargs == 0:  # a switch: present means on
             value = True
-        current = configs[-1]
-        if field == "window_changes":
-            current.setdefault("window_changes", []).append(value)
+        if changes:
+            current.setdefault(field, []).extend(value)
         elif field in current:
-            raise UsageError(f"{option_string} is given twice for config {len(configs)} "
-                             f"(--memory {current['strategy']}); start another config with --memory")
+            raise UsageError(f"{option_string if option_string != '--set' else field} is given twice for config "
+                             f"{len(configs)} (--memory {current['strategy']}); start another config with --memory")
         else:
             current[field] = value
 
@@ -87,15 +89,6 @@ def _whole(flag: str, minimum: int):
     from ..options import whole_number
 
     return whole_number(flag, minimum)
-
-
-def _window_change(text: str) -> list[int]:
-    try:
-        turn, size = (int(x) for x in text.split(":"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--window-change must be TURN:N (from turn TURN the window is N), "
-                                         f"not {text!r}") from None
-    return [turn, size]
 
 
 def _fact(text: str) -> tuple[str, str]:
@@ -189,29 +182,17 @@ def register(sub) -> None:
     add_db_option(p)
     p.add_argument("--index", type=_whole("--index", 0), default=0, help="which conversation of FILE (from 0)")
     add_input_format_option(p, old=("--format",))
-    from core.memory.strategies import AGENT_STRATEGIES, STRATEGIES
+    from core.memory.strategies import STRATEGIES
+
+    from ..memory_options import add_memory_flags, setting_pair
 
     g = p.add_argument_group("memory configs (one per flag group; see below)")
     g.add_argument("--memory", action=_NewConfig, choices=tuple(STRATEGIES), metavar="STRATEGY",
                    help=f"start a new config with this strategy ({', '.join(STRATEGIES)})")
-    g.add_argument("--window", action=_Setting, type=_whole("--window", 0),
-                   help="dify: turns (0 = no limit); window: messages")
-    g.add_argument("--fidelity", action=_Setting, choices=("code", "documented"),
-                   help="dify: code = Dify 1.x as shipped (default); documented = as Dify's docs describe")
-    g.add_argument("--plugin-token-counting", action=_Setting, nargs=0,
-                   help="dify, dify_agent: switch Dify's plugin token counting on for this config (off by default)")
-    g.add_argument("--agent-strategy", action=_Setting, choices=tuple(AGENT_STRATEGIES),
-                   help="dify_agent: the Agent app's runner, function_call (default) or react")
-    g.add_argument("--model", action=_Setting, help="model (tokenizer and context size), default gpt-4o-mini")
-    g.add_argument("--context-size", action=_Setting, type=_whole("--context-size", 1))
-    g.add_argument("--max-tokens", action=_Setting, type=_whole("--max-tokens", 0))
-    g.add_argument("--granularity", action=_Setting, choices=("query_answer", "all_messages"))
-    g.add_argument("--scope", action=_Setting, choices=("thread", "session", "call"))
+    g.add_argument("--set", action=_Setting, type=setting_pair, metavar="KEY=VALUE",
+                   help="a setting of this config's memory, or one every config has, e.g. --set window=6")
     g.add_argument("--label", action=_Setting, help="the config's name in the report")
-    g.add_argument("--window-change", action=_Setting, type=_window_change, metavar="TURN:N",
-                   help="from turn TURN the window is N (repeatable)")
-    g.add_argument("--max-history-tokens", action=_Setting, type=_whole("--max-history-tokens", 1),
-                   help="summary_buffer / trim limit")
+    add_memory_flags(g, action=_Setting)
     p.add_argument("--facts", choices=("detected", "none"), default=None,
                    help="facts to follow: those the user states (default) or none")
     p.add_argument("--fact", action="append", type=_fact, default=[], metavar="REF=LABEL",

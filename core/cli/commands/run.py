@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.analysis.debug_view import dify_profile
+from core.analysis.debug_view import memory_rules
 from core.flow.graph import Flow, load_flow
 from core.flow.node_types import NODE_TYPES
 from core.flow.nodes.parameter_extractor import extracted
@@ -40,9 +40,12 @@ from core.flow.runtime import ConversationState, NodeRun, TurnRecord, run_turn
 from core.limits import check_file_size, load_json
 from core.llm.client import LiteLLMClient
 from core.memory.long_term import LongTermMemory
-from core.memory.replay import DEFAULT_FIDELITY, FIDELITIES, MemoryConfig
+from core.memory.replay import MemoryConfig
+from core.memory.strategies import remembers
+from core.memory.strategies.dify import DEFAULT_FIDELITY, FIDELITIES
 from core.model.conversation import QUERY
-from core.model.ledger import Ledger, explain
+from core.memory.words import explain
+from core.model.ledger import Ledger
 
 from ..errors import UsageError
 from ..options import Progress, add_db_option, open_db
@@ -134,9 +137,9 @@ def _node_line(run: NodeRun) -> list[str]:
     if run.type in NODE_TYPES and NODE_TYPES[run.type].dify_memory:
         ledger = run.ledger
         memory = run.memory or {}
-        label = "memory off" if memory.get("strategy") == "off" else \
+        label = "memory off" if not remembers(memory) else \
             (f"window {memory.get('window')}" if memory.get("window") else "no window")
-        rules = dify_profile(memory)
+        rules = memory_rules(memory)
         detail = f" {label}" + (f" ({rules})" if rules else "")
         lines.append(head + detail + _ledger_head(ledger))
         lines += _ledger_lines(run)

@@ -17,7 +17,7 @@ from ..options import add_db_option, add_input_format_option, open_db
 def cmd_why(args: argparse.Namespace) -> int:
     from core.analysis.why import Subject, node_subjects, where_did_it_go
     from core.memory.replay import Replay
-    from ..app import config_from_args
+    from ..memory_options import config_from_args
     from ..errors import UsageError
 
     if bool(args.file) == bool(args.conversation):
@@ -47,7 +47,8 @@ def cmd_why(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    from ..app import _add_memory_options, whole_number
+    from ..app import whole_number
+    from ..memory_options import add_memory_options
 
     p = sub.add_parser("why", description="Find the turns that state a word or phrase, and for each LLM node of a "
                                           "stored conversation (or the memory config given by the flags) the first "
@@ -60,5 +61,5 @@ def register(sub) -> None:
     p.add_argument("--system", default=None, help="system prompt (default: the file's leading system messages)")
     add_input_format_option(p)
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
-    _add_memory_options(p)
+    add_memory_options(p)
     p.set_defaults(func=cmd_why)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from core.memory.replay import DEFAULT_FIDELITY
+from core.memory.strategies.dify import DEFAULT_FIDELITY
 
 from ..prompt import CURRENT_QUERY, HISTORY_SLOT, HUMAN_AI, TEXT_HISTORY, PromptFrame, message
 from .llm import MemorySettings, ModelBlock

@@ -66,7 +66,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from core.memory.errors import ConfigError
-from core.memory.strategies import STRATEGIES
+from core.memory.strategies import OFF, STRATEGIES
+from core.memory.strategies.buffer import BufferStrategy
 from core.model.conversation import ANSWER, INTERMEDIATE, QUERY, TOOL_CALL, TOOL_RESULT, Message, ToolCall
 
 from ..errors import GranularityError, StateError, ToolConfigError, ToolError, node_error
@@ -80,6 +81,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 GRANULARITIES = ("query_answer", "all_messages")
 DEFAULT_GRANULARITY = "query_answer"
+#: An agent's memory when its node names none: the whole thread.
+AGENT_DEFAULT = BufferStrategy.name
 #: Which setting decided the granularity of a run.
 FROM_REQUEST, FROM_FLOW, FROM_DEFAULT = "request", "flow", "default"
 GRANULARITY_SOURCES = {FROM_REQUEST: "set on the request", FROM_FLOW: "the flow's history.granularity",
@@ -1154,16 +1157,16 @@ def agent_settings(node: "Node") -> AgentSettings:
                 raise node_error(node, f"tool {tool.name} maps state key {key!r}, which the state schema does not "
                                        f"declare; add it to state_schema")
         tools.append(tool)
-    memory = data.get("memory", {"strategy": "buffer"})
-    if memory in (None, False, "off", "none"):
-        memory = {"strategy": "off"}
+    memory = data.get("memory", {"strategy": AGENT_DEFAULT})
+    if memory in (None, False, OFF, "none"):
+        memory = {"strategy": OFF}
     if not isinstance(memory, Mapping):
         raise node_error(node, "'memory' must be {strategy: buffer|dify|window|…, window: N} or off")
     memory = dict(memory)
     if "granularity" in memory:
         raise node_error(node, "granularity is set on the flow (history: {granularity: …}) or on the request, "
                                "not on the node")
-    memory.setdefault("strategy", "buffer")
+    memory.setdefault("strategy", AGENT_DEFAULT)
     from core.memory.replay import MemoryConfig
 
     try:

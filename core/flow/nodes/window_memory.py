@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from core.memory.replay import MemoryConfig, Replay
-from core.memory.strategies.window import DEFAULT_WINDOW, HISTORY_SET, MAX_WINDOW
+from core.memory.strategies.window import DEFAULT_WINDOW, HISTORY_SET, MAX_WINDOW, WindowStrategy
 from core.model.conversation import INTERMEDIATE, Conversation, Message, ToolCall
 from core.model.ledger import Ledger
 from core.model.tokens import DEMO_MODEL
@@ -84,7 +84,7 @@ class WindowSettings:
     model: str = DEMO_MODEL
 
     def config(self, model: str | None = None) -> MemoryConfig:
-        return MemoryConfig(strategy="window", window=self.window, scope=self.scope, model=model or self.model)
+        return MemoryConfig(WindowStrategy.name, window=self.window, scope=self.scope, model=model or self.model)
 
 
 def window_settings(node: "Node") -> WindowSettings:

@@ -61,9 +61,11 @@ from weakref import WeakKeyDictionary
 from core.model.conversation import INTERMEDIATE, Message
 from core.model.ledger import CLEARED, KEPT, PLACEHOLDER, SUMMARIZED, SUMMARY, SyntheticMessage, format_spans
 
+from ..errors import ConfigError
 from ..summarize import SECTIONS_OFFLINE, section_prompt
 from . import shipped_compaction as shipped
 from .base import Budget, PathView, Plan, Spans, Strategy, add_turns, message_at, span_turns, tokens_between, turn_at
+from .settings import CHOICE, FLOAT, NUMBER, SLIDER, TEXT, Setting, Widget
 
 DEFAULT_TRIGGER = 0.8
 DEFAULT_KEEP_MESSAGES = 20
@@ -205,28 +207,74 @@ class CompactionPlan(Plan):
         return out
 
 
+_TRIGGER_RULE = "it is a fraction of the context size, above 0 and at most 1"
+#: The most the config editor offers for compaction_keep_messages (a bound on what is typed).
+EDITOR_MOST = 500
+
+
 class CompactionStrategy(Strategy):
     name = "compaction"
+    help = "clear old tool results, then summarise older history"
+    settings = (
+        Setting("compaction_profile", SHIPPED, "shipped = Dify 1.17 as shipped (per request, usage-anchored "
+                "chars/4); exact = MemLens's exact-count estimate, once per turn", kind=TEXT,
+                choices=tuple(COMPACTION_PROFILES), labels=COMPACTION_PROFILES, words="compaction profile",
+                flag="--compaction-profile",
+                widget=Widget(CHOICE, "Profile", key="compaction_profile",
+                              help="Dify 1.17 as shipped: checked before every model request (inside the tool loop "
+                                   "too), estimated from the provider's reported usage plus characters/4, summaries "
+                                   "pile up on reload. Exact estimate: MemLens's own variant, an exact token count "
+                                   "checked once per turn.")),
+        Setting("compaction_trigger", DEFAULT_TRIGGER, "the target as a fraction of the context size", kind=FLOAT,
+                maximum=1, words="compaction trigger", rule=_TRIGGER_RULE, flag="--compaction-trigger",
+                widget=Widget(SLIDER, "Compact at (share of context)", key="compaction_trigger", minimum=0.1,
+                              maximum=1.0, step=0.05)),
+        Setting("compaction_keep_messages", DEFAULT_KEEP_MESSAGES, "the newest messages never summarised", minimum=0,
+                flag="--compaction-keep-messages",
+                widget=Widget(NUMBER, "Keep newest messages", key="compaction_keep", minimum=1, maximum=EDITOR_MOST)),
+        Setting("compaction_keep_tool_results", DEFAULT_KEEP_TOOL_RESULTS, "the newest tool results never cleared",
+                minimum=0, flag="--compaction-keep-tool-results"),
+    )
     plans = True
     uses_granularity = False
     drops_empty = False
+
+    def label(self, config):
+        s = config.settings
+        return f"compaction at {s.compaction_trigger:.0%} of context, {COMPACTION_PROFILES[s.compaction_profile]}"
+
+    def explain(self, entry, config):
+        if entry.reason == SUMMARIZED:
+            return "folded into the compaction summary (the prompt was over the compaction target)"
+        return None
+
+    def finding_kinds(self, config):
+        return ("compaction",) if self.compacts_per_request(config) else ()
+
+    def compacts_per_request(self, config):
+        return config.settings.compaction_profile == SHIPPED
+
+    def validate(self, config):
+        trigger = config.settings.compaction_trigger
+        if not 0 < trigger <= 1:
+            raise ConfigError(f"compaction trigger {trigger} is out of range: {_TRIGGER_RULE}")
 
     def new_view(self, replay):
         return CompactionView(replay)
 
     def check(self, config, facts):
         context = config.context_size or facts.context_size
-        if context and compaction_target(context, config.max_tokens, config.compaction_trigger) <= 0:
-            return (f"compaction target is {compaction_target(context, config.max_tokens, config.compaction_trigger):,} "
-                    f"tokens: {config.compaction_trigger:.0%} of the {context:,}-token context minus max_tokens "
+        if context and compaction_target(context, config.max_tokens, config.settings.compaction_trigger) <= 0:
+            return (f"compaction target is {compaction_target(context, config.max_tokens, config.settings.compaction_trigger):,} "
+                    f"tokens: {config.settings.compaction_trigger:.0%} of the {context:,}-token context minus max_tokens "
                     f"{config.max_tokens:,} leaves no room; lower max_tokens or raise the context size")
         return None
 
     def default_summarizer(self, config):
-        return SECTIONS_OFFLINE if config.compaction_profile == SHIPPED else super().default_summarizer(config)
+        return SECTIONS_OFFLINE if config.settings.compaction_profile == SHIPPED else super().default_summarizer(config)
 
     def plan(self, view, current, replay):
-        if replay.config.compaction_profile == SHIPPED:
+        if replay.config.settings.compaction_profile == SHIPPED:
             return shipped_plan(view, current, replay)
         cfg = replay.config
         context = cfg.context_size or replay.facts.context_size
@@ -236,9 +284,9 @@ class CompactionStrategy(Strategy):
             budget = Budget(None, f"context size of {cfg.model} unknown: Dify compacts only when the model's "
                                   f"context window is known", None)
             return CompactionPlan(budget, previous, view, replay)
-        target = compaction_target(context, cfg.max_tokens, cfg.compaction_trigger)
+        target = compaction_target(context, cfg.max_tokens, cfg.settings.compaction_trigger)
         limit = max(target - fixed, 0)
-        budget = Budget(limit, f"compaction target {target:,} ({cfg.compaction_trigger:.0%} of {context:,}"
+        budget = Budget(limit, f"compaction target {target:,} ({cfg.settings.compaction_trigger:.0%} of {context:,}"
                                + (f", at most context − {cfg.max_tokens:,} max_tokens" if cfg.max_tokens else "")
                                + f") − {fixed:,} prompt", context)
         state = previous
@@ -247,7 +295,7 @@ class CompactionStrategy(Strategy):
             return plan
         # Tier 1: clear every tool result but the newest few.
         tools = view.tools.at
-        keep_tools = cfg.compaction_keep_tool_results
+        keep_tools = cfg.settings.compaction_keep_tool_results
         if len(tools) > keep_tools:
             boundary = tools[len(tools) - keep_tools] if keep_tools else view.length
             if boundary > state.clear_before:
@@ -257,7 +305,7 @@ class CompactionStrategy(Strategy):
                     return plan
         # Tier 2: fold everything but the newest messages (and the first user message) into the summary.
         end = view.length
-        cut = end - cfg.compaction_keep_messages
+        cut = end - cfg.settings.compaction_keep_messages
         while state.start < cut < end and message_at(view, replay, cut).role == "tool":
             cut -= 1
         first_user = view.first_user[-1] if view.first_user else None
@@ -400,8 +448,8 @@ def _compactor_for(replay):
 
     def build(summarize):
         return shipped.Compactor(context, cfg.max_tokens, summarize, instructions=replay.system_prompt,
-                                 keep_pairs=cfg.compaction_keep_tool_results,
-                                 keep_messages=cfg.compaction_keep_messages, trigger=cfg.compaction_trigger)
+                                 keep_pairs=cfg.settings.compaction_keep_tool_results,
+                                 keep_messages=cfg.settings.compaction_keep_messages, trigger=cfg.settings.compaction_trigger)
 
     return build
 
@@ -412,7 +460,7 @@ def shipped_plan(view, current, replay) -> ShippedPlan:
     previous = (view.states[-1] if view.states else None) or shipped.ShippedState()
     turn = replay.conversation.turns[current]
     number = replay.numbers[current]
-    target = compaction_target(context, cfg.max_tokens, cfg.compaction_trigger) if context else None
+    target = compaction_target(context, cfg.max_tokens, cfg.settings.compaction_trigger) if context else None
     sent, first, loop, state = shipped.replay_turn(_compactor_for(replay), recorded_summaries(replay).summarize,
                                                    previous, turn.messages, current, turn.query_index, replay.numbers)
     compactions = []
@@ -424,7 +472,7 @@ def shipped_plan(view, current, replay) -> ShippedPlan:
                               f"context window is known", None)
     else:
         note = (f"Dify 1.17 as shipped: compaction target {target:,} for the whole request "
-                f"({cfg.compaction_trigger:.0%} of {context:,}"
+                f"({cfg.settings.compaction_trigger:.0%} of {context:,}"
                 + (f", at most context − {cfg.max_tokens:,} max_tokens" if cfg.max_tokens else "") + ")")
         if first is not None:
             note += f"; estimated {first.estimate:,} tokens ({first.estimated_by})"

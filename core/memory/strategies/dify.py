@@ -41,19 +41,24 @@ a node that passes its memory no limit (``history_budget``) is pruned to that fi
 
 from __future__ import annotations
 
-from bisect import bisect_left
-
-import numpy as np
-
-from core.limits import DIFY_ROW_CAP as ROW_CAP
+from core.limits import DIFY_ROW_CAP as ROW_CAP, MAX_DIFY_WINDOW
+from core.model.ledger import OUTSIDE_WINDOW
 from core.model.tokens import DEFAULT_HISTORY_BUDGET, REPLY_PRIMING
 
-from .base import Budget, Strategy
+from ..errors import ConfigError
+from .base import Budget, Strategy, window_sizes
+from .settings import BOOL, CHANGES, CHOICE, SWITCHED, TEXT, TOGGLE, Setting, Widget
 
 CODE = "code"
 DOCUMENTED = "documented"
+#: Dify's memory, as its 1.x code runs it (the default) or as its docs describe it.
+FIDELITIES = (CODE, DOCUMENTED)
+DEFAULT_FIDELITY = CODE
+FIDELITY_LABELS = {CODE: "Dify 1.x as shipped", DOCUMENTED: "as Dify's docs describe"}
 #: Dify's count of an empty prompt-message list: the reply priming alone.
 EMPTY_LIST_TOKENS = REPLY_PRIMING
+#: The window the editor offers when one is switched on.
+WINDOW_SHOWN = 3
 
 
 def row_limit(window: int | None) -> int:
@@ -75,44 +80,127 @@ def window_note(window: int | None) -> str:
 
 def counts_tokens(config) -> bool:
     """Whether this config prunes by tokens at all."""
-    return config.fidelity != CODE or config.plugin_token_counting
+    return config.settings.fidelity != CODE or config.settings.plugin_token_counting
+
+
+#: Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED, a setting of Dify's memories (this one, the Agent app's, whose
+#: widget says what it does there): counted only as shipped (``fidelity`` code), the documented rules
+#: always count.
+PLUGIN_TOKEN_COUNTING = Setting(
+    "plugin_token_counting", False, "Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off by default, as Dify ships it): "
+    "with it on, history is pruned by tokens", kind=BOOL, flag="--plugin-token-counting",
+    widget=Widget(TOGGLE, "Plugin token counting", key="counting", enabled_if=("fidelity", CODE),
+                  help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: prune the oldest message while "
+                       "the history is over context size − max_tokens − 3."))
 
 
 class DifyStrategy(Strategy):
     name = "dify"
+    help = "Dify's LLM-node memory (window in turns + token budget)"
+    settings = (
+        Setting("window", None, f"the window in turns (unset: no window, Dify's {ROW_CAP}-turn cap; 0 or less is "
+                f"what Dify also reads as no limit)", optional=True, flag="--window", flag_minimum=0,
+                widget=Widget(SWITCHED, "Window (turns)", key=("window_on", "window_turns"), minimum=0,
+                              maximum=ROW_CAP, unset_value=WINDOW_SHOWN, second_label="Window",
+                              help=f"Off: no window (Dify's {ROW_CAP}-turn cap); 0 is what Dify also reads as no "
+                                   f"limit")),
+        Setting("fidelity", DEFAULT_FIDELITY, "Dify's memory rules: code = Dify 1.x as shipped (default); "
+                "documented = as Dify's docs describe", kind=TEXT, choices=FIDELITIES, labels=FIDELITY_LABELS,
+                expected=" or ".join(f"{f} ({FIDELITY_LABELS[f]})" for f in FIDELITIES), flag="--fidelity",
+                widget=Widget(CHOICE, "Dify memory rules", key="fidelity",
+                              help="Dify 1.x as shipped: what Dify's code runs (N gives N−1 earlier turns; no token "
+                                   "pruning unless plugin token counting is on). As Dify's docs describe: N earlier "
+                                   "turns, always pruned by tokens.")),
+        PLUGIN_TOKEN_COUNTING,
+        Setting("window_changes", (), "later changes of the window, as TURN:N pairs (from turn TURN the window is "
+                "N): read by the findings (a window of 0 from then on is no limit); the replay runs the window",
+                kind=CHANGES, flag="--window-change"),
+    )
+    lenses = (("Dify as shipped (code)", {"fidelity": CODE}), ("Dify as documented", {"fidelity": DOCUMENTED}),
+              ("Dify, window 10 turns", {"window": 10}))
     follows_dify_profile = True
+    has_profiles = True
+
+    def label(self, config):
+        s = config.settings
+        w = f"window {s.window}" if s.window else "no window"
+        out = f"dify {w}" + (" (docs)" if s.fidelity == DOCUMENTED else "")
+        if s.fidelity == CODE and s.plugin_token_counting:
+            out += " + token counting"
+        return out
+
+    def describe(self, config):
+        fidelity = config.get("fidelity") or DEFAULT_FIDELITY
+        out = FIDELITY_LABELS.get(fidelity, fidelity)
+        if fidelity == CODE:
+            out += " · plugin token counting " + ("on" if config.get("plugin_token_counting") else "off")
+        note = window_note(config.get("window"))
+        return out + (f" · {note}" if note else "")
+
+    def explain(self, entry, config):
+        if entry.reason != OUTSIDE_WINDOW:
+            return None
+        window = config.get("window")
+        code = config.get("fidelity", CODE) == CODE
+        if not window or window < 0 or window > ROW_CAP:
+            return f"outside Dify's {ROW_CAP}-row cap" if code else f"outside Dify's {ROW_CAP}-turn cap"
+        if code:
+            return f"outside window of {window} rows: the conversation's newest on any branch, the current turn's one of them"
+        return f"outside window of {window} turns"
+
+    def pruning_words(self, config):
+        if config.get("history_budget") is not None:
+            return (f"Dify pops the oldest message while the history is over its budget (with plugin token counting "
+                    f"on: a fixed {config['history_budget']:,} tokens, the memory's default, since the node passes "
+                    f"it no limit — whatever the model's context) and nothing in the run says so. Narrow the window "
+                    f"so what is dropped is a choice.", True)
+        prompt = "the prompt before the history" if config.get("query_after_budget") else "the prompt"
+        reserve = config.get("prompt_reserve")
+        shipped = f"− 3; as its docs describe: − {prompt}" if reserve is None else \
+            f"− {prompt}" + (f" − {reserve:,}" if reserve else "")
+        return (f"Dify pops the oldest message while the history is over its budget (Dify 1.x, with plugin token "
+                f"counting on: context size − max_tokens {shipped}) and nothing in the run says so. Raise the "
+                f"context size or lower max_tokens, or narrow the window so what is dropped is a choice.", True)
+
+    def finding_kinds(self, config):
+        return ("window_zero", "docs_vs_code")
+
+    def profiles(self, config):
+        return config.with_(fidelity=CODE), config.with_(fidelity=DOCUMENTED)
+
+    def later_turns_take_rows(self, config):
+        return config.settings.fidelity == CODE
+
+    def validate(self, config):
+        for n in window_sizes(config.settings):
+            if not -MAX_DIFY_WINDOW <= n <= MAX_DIFY_WINDOW:
+                raise ConfigError(f"window {n} is out of range: Dify windows are 1..{ROW_CAP} turns (larger ones "
+                                  f"run as {ROW_CAP}, 0 or less means no limit); give at most {MAX_DIFY_WINDOW:,}")
 
     def window(self, view, current, config):
-        size = row_limit(config.window)
-        if config.fidelity == CODE:
-            # Rows newest-first, limited in SQL before the thread walk; the current turn's
-            # placeholder is the newest row and takes one slot.
-            oldest_row = current - size + 1
-            first = bisect_left(view.positions, oldest_row)
+        size = row_limit(config.settings.window)
+        if config.settings.fidelity == CODE:
+            # Rows newest-first, limited in SQL before the thread walk; the current turn's placeholder
+            # is the newest row and takes one slot: the oldest row fetched is current − size + 1, and
+            # the window starts at the thread's first turn from there (other branches took the rest).
+            first = view.first_turn_from(current - size + 1)
         else:
-            first = max(0, len(view.positions) - size)
+            first = view.maximum(0, view.turn_count - size)  # the thread's last ``size`` turns
         return 0, view.turn_start(first)
-
-    def chain_windows(self, starts, numbers, config):
-        size = row_limit(config.window)
-        k = np.arange(len(starts))
-        # A turn's thread holds every position before it, so the oldest row's position is its first
-        # turn (code); its last ``size`` turns (documented). Neither passes the turn itself: size ≥ 1.
-        first = np.maximum(0, k - size + 1 if config.fidelity == CODE else k - size)
-        return np.zeros_like(starts), starts[first]
 
     def reach(self, config):
         # Code: rows of positions current-size+1 .. current-1, so at most size-1 earlier turns of
         # the thread; documented: the thread's last size turns. The budget cuts inside the window.
-        return row_limit(config.window)
+        return row_limit(config.settings.window)
 
     def budget_limit(self, config, facts, fixed_prompt_tokens):
         if not counts_tokens(config):
             return None, 0
+        code = config.settings.fidelity == CODE
         if config.history_budget is not None:  # the node gives its memory no limit: Dify's default
-            return config.history_budget, EMPTY_LIST_TOKENS if config.fidelity == CODE else 0
+            return config.history_budget, EMPTY_LIST_TOKENS if code else 0
         context = config.context_size or facts.context_size
-        if config.fidelity == CODE:
+        if code:
             if not context:
                 return DEFAULT_HISTORY_BUDGET, EMPTY_LIST_TOKENS
             prompt = EMPTY_LIST_TOKENS if config.prompt_reserve is None else fixed_prompt_tokens + config.prompt_reserve
@@ -124,6 +212,7 @@ class DifyStrategy(Strategy):
     def budget(self, config, facts, fixed_prompt_tokens):
         context = config.context_size or facts.context_size
         limit, overhead = self.budget_limit(config, facts, fixed_prompt_tokens)
+        code = config.settings.fidelity == CODE
         if limit is None:
             return Budget(None, "plugin token counting is off (Dify ships it off), so history is never pruned "
                                 "by tokens", context)
@@ -135,14 +224,14 @@ class DifyStrategy(Strategy):
             how = " counted with the history list's own +3" if overhead else ""
             return Budget(limit, f"context size of {config.model} unknown: Dify's default budget of "
                                  f"{DEFAULT_HISTORY_BUDGET:,} tokens{how}", None, overhead)
-        if config.fidelity == CODE and config.prompt_reserve is None:
+        if code and config.prompt_reserve is None:
             return Budget(limit, f"{context:,} context − {config.max_tokens:,} max_tokens − {EMPTY_LIST_TOKENS} "
                                  f"(Dify counts an empty list: the prompt is not subtracted); the history is "
                                  f"compared with it counted as a list (+{overhead})", context, overhead)
         # A basic Chatbot's budget counts the prompt built before its history (its system message, or its
         # expert-mode messages); the query comes after.
         prompt = "prompt before the history (the query is added after it)" if config.query_after_budget else "prompt"
-        if config.fidelity == CODE:
+        if code:
             reserved = f" − {config.prompt_reserve:,} reserved" if config.prompt_reserve else ""
             return Budget(limit, f"{context:,} context − {config.max_tokens:,} max_tokens − {fixed_prompt_tokens:,} "
                                  f"{prompt}{reserved}; the history is compared with it counted as a list "

@@ -54,14 +54,15 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.model.conversation import AGENT_THOUGHTS, ANSWER, QUERY, Conversation, ToolCall, Turn
 from core.model.ledger import EMPTY, KEPT, OMITTED, OVER_BUDGET, REWRITTEN, SCRATCHPAD, SyntheticMessage
 from core.model.tokens import DEFAULT_HISTORY_BUDGET, REPLY_PRIMING
 
-from ..errors import ConfigError
 from .base import Budget, PathView, Plan, Strategy, turn_at
+from .dify import PLUGIN_TOKEN_COUNTING
+from .settings import CHOICE, TEXT, Setting, Widget
 
 FUNCTION_CALL = "function_call"
 REACT = "react"
@@ -179,7 +180,7 @@ class AgentView(PathView):
     def __init__(self, replay):
         super().__init__(replay.numbers)
         self.turns = replay.conversation.turns
-        self.react = replay.config.agent_strategy == REACT
+        self.react = replay.config.settings.agent_strategy == REACT
         self.counter = replay.counter
         self.plans: dict[int, tuple[AgentTurn, dict[int, int]]] = {}  # by position: the turn, its pads' tokens
         self.sent = [0]        # tokens sent, cumulative over the sequence
@@ -254,16 +255,61 @@ class AgentPlan(Plan):
 
 class DifyAgentStrategy(Strategy):
     name = "dify_agent"
+    help = ("a Dify Agent app (agent-chat): the whole thread with its tool calls (a ReAct agent: one scratchpad "
+            "text per turn), cut by whole turns when token counting is on")
+    settings = (
+        Setting("agent_strategy", FUNCTION_CALL, "the Agent app's runner — function_call (default; a model with tool "
+                "calls) or react (a model without: each earlier turn is sent as one scratchpad text)", kind=TEXT,
+                choices=tuple(AGENT_STRATEGIES), labels=AGENT_STRATEGIES, words="agent strategy",
+                flag="--agent-strategy", omit_default=True,
+                widget=Widget(CHOICE, "Agent runner", key="agent_strategy",
+                              help="Dify runs an Agent app with function calling when its model has tool calls, else "
+                                   "with ReAct. ReAct sends each earlier turn as one assistant text: its first "
+                                   "step's words, its last tool call and the last tool result (the final answer is "
+                                   "not sent again).")),
+        replace(PLUGIN_TOKEN_COUNTING, widget=replace(
+            PLUGIN_TOKEN_COUNTING.widget, enabled_if=None,
+            help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: keep whole turns, newest first, "
+                 "while the system message and the history fit in context size − max_tokens − the query (ReAct: "
+                 "the history alone, in context size − max_tokens − the system message and the query).")),
+    )
+    lenses = (("Dify Agent app (agent-chat)", {}), ("Dify Agent app, ReAct (no tool calls)", {"agent_strategy": REACT}))
     plans = True
     uses_granularity = False
     drops_empty = False
     follows_dify_profile = True
 
-    def validate(self, config):
-        super().validate(config)
-        if config.agent_strategy not in AGENT_STRATEGIES:
-            raise ConfigError(f"unknown agent strategy {config.agent_strategy!r}; expected "
-                              f"{' or '.join(AGENT_STRATEGIES)}")
+    def label(self, config):
+        react = " (ReAct)" if config.settings.agent_strategy == REACT else ""
+        return f"dify agent app{react}" + (" + token counting" if config.settings.plugin_token_counting else "")
+
+    def explain(self, entry, config):
+        r = entry.reason
+        if r == OVER_BUDGET:
+            budget = config.get("budget")
+            return (f"token budget {budget:,}: older turns pruned whole" if isinstance(budget, int)
+                    else "token budget: older turns pruned whole")
+        if r == EMPTY:
+            return "empty answer of a run with no agent step: Dify's agent history leaves it out"
+        if r == REWRITTEN:
+            return ("sent inside its turn's ReAct scratchpad (one assistant text: the first step's words, the last "
+                    "tool call and the last tool result), not as a message of its own")
+        if r == OMITTED:
+            return ("left out of its turn's ReAct scratchpad, which keeps only the first step's words, the last tool "
+                    "call and the last tool result: its words are never sent again")
+        return None
+
+    def pruning_words(self, config):
+        counted = ("the history is over its budget (with plugin token counting on: context size − max_tokens − the "
+                   "system message and the query)" if config.get("agent_strategy") == REACT else "the system message "
+                   "and the history are over its budget (with plugin token counting on: context size − max_tokens − "
+                   "the query)")
+        return (f"Dify's Agent app drops the oldest whole turns — their tool calls and results too — while {counted} "
+                f"and nothing in the run says so. Raise the context size or lower max_tokens, or keep tool results "
+                f"short.", True)
+
+    def claims(self, conversation):
+        return {} if agent_app(conversation) else None
 
     def new_view(self, replay):
         return AgentView(replay)
@@ -271,11 +317,11 @@ class DifyAgentStrategy(Strategy):
     def plan(self, view, current, replay):
         cfg = replay.config
         context = cfg.context_size or replay.facts.context_size
-        if not cfg.plugin_token_counting:
+        if not cfg.settings.plugin_token_counting:
             return AgentPlan(Budget(None, "plugin token counting is off (Dify ships it off), so the agent's history "
                                           "is never pruned by tokens", context), 0, view, replay)
         fixed = replay.fixed_prompt_tokens(current)
-        if cfg.agent_strategy == REACT:
+        if cfg.settings.agent_strategy == REACT:
             # The system message and the query are the prompt; the history is counted on its own.
             prompt, system = fixed, 0
             what = f"{fixed:,} system message and query (counted as a list)"

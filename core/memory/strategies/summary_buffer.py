@@ -28,7 +28,7 @@ so each turn costs one binary search, and one summariser call only when somethin
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.limits import history_limit
 from core.model.ledger import KEPT, SUMMARIZED, SUMMARY, SyntheticMessage, format_spans
@@ -36,7 +36,7 @@ from core.model.tokens import REPLY_PRIMING
 
 from ..errors import ConfigError
 from .base import Budget, Plan, Spans, Strategy, add_turns, message_at, span_turns, tokens_between, turn_at
-from .trim import langchain_counts
+from .trim import HISTORY_LIMIT, TRIM_COUNTER, langchain_counts
 
 
 
@@ -74,20 +74,31 @@ class SummaryBufferPlan(Plan):
 
 class SummaryBufferStrategy(Strategy):
     name = "summary_buffer"
+    help = "recent messages within a limit, older ones folded into a summary"
+    settings = (replace(HISTORY_LIMIT, help="the buffer's limit, LangChain's max_token_limit (unset: 2,000)"),
+                TRIM_COUNTER)
     plans = True
     drops_empty = False
 
+    def label(self, config):
+        return f"summary buffer {history_limit(config.settings.max_history_tokens):,} tok"
+
+    def explain(self, entry, config):
+        if entry.reason == SUMMARIZED:
+            return (f"folded into the running summary (buffer over "
+                    f"{history_limit(config.get('max_history_tokens')):,} tokens)")
+        return None
+
     def validate(self, config):
-        super().validate(config)
-        limit = config.max_history_tokens
-        if config.trim_counter == "tokens" and limit is not None and limit < REPLY_PRIMING:
+        limit = config.settings.max_history_tokens
+        if config.settings.trim_counter == "tokens" and limit is not None and limit < REPLY_PRIMING:
             raise ConfigError(f"max_history_tokens {limit} cannot be met: the chat model's counter counts even an "
                               f"empty buffer as {REPLY_PRIMING} tokens (LangChain fails popping from an empty "
                               f"buffer); use {REPLY_PRIMING} or more, or trim_counter approximate or messages, with "
                               f"which 0 summarises everything")
 
     def plan(self, view, current, replay):
-        limit = history_limit(replay.config.max_history_tokens)
+        limit = history_limit(replay.config.settings.max_history_tokens)
         budget = Budget(limit, f"buffer limit {limit:,} tokens (the summary comes on top)",
                         replay.config.context_size or replay.facts.context_size)
         previous: SummaryState = (view.states[-1] if view.states else None) or SummaryState()

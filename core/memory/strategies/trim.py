@@ -44,10 +44,36 @@ from core.model.tokens import REPLY_PRIMING, approximate_message_tokens, chat_mo
 
 from ..errors import ConfigError, TrimError
 from .base import Budget, Plan, Strategy, message_at, tokens_between, turn_at
+from .settings import BOOL, CHOICE, TEXT, TOGGLE, ZERO_UNSET, Setting, Widget
 
 #: LangChain message types and the chat roles they are.
 MESSAGE_TYPES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 _TYPE_OF_ROLE = {role: kind for kind, role in MESSAGE_TYPES.items()}
+TRIM_STRATEGIES = ("last", "first")
+#: LangChain's counters: the chat model's own, ``len`` and ``count_tokens_approximately``.
+TRIM_COUNTERS = ("tokens", "messages", "approximate")
+#: What the editor's "Start on" offers for no start rule.
+ANY_START = "(any)"
+
+
+#: ``max_history_tokens``, the limit of LangChain's memories: this one's ``max_tokens`` (the summary buffer's
+#: ``max_token_limit`` is the same setting with its own help).
+HISTORY_LIMIT = Setting("max_history_tokens", None, "trim_messages' max_tokens (unset: 2,000; 0 is a limit too)",
+                        optional=True, minimum=0, flag="--max-history-tokens",
+                        widget=Widget(ZERO_UNSET, "History limit (tokens; 0 = 2,000)", key="history_limit",
+                                      maximum=10_000_000, step=100))
+
+
+#: How LangChain's memories count (:func:`langchain_counts`).
+TRIM_COUNTER = Setting(
+    "trim_counter", "tokens", "LangChain's counter: tokens (the chat model's own, default), messages "
+    "(token_counter=len) or approximate (count_tokens_approximately)", kind=TEXT, choices=TRIM_COUNTERS,
+    words="trim counter", flag="--trim-counter",
+    widget=Widget(CHOICE, "Count with", key="trim_counter",
+                  help="LangChain's counters: tokens = the chat model's own (get_num_tokens_from_messages), "
+                       "messages = len, approximate = count_tokens_approximately"))
+
+
 
 
 def message_type(message: Message) -> str:
@@ -210,7 +236,7 @@ def langchain_counts(view, replay) -> tuple[Callable[[Message], int], list[int],
     The prefix sums are kept on the replay and only extended: the view is a thread walked depth
     first, so the part already summed is still valid up to the last message it shares with the
     view (found by bisection — a message's thread fixes everything before it)."""
-    name = replay.config.trim_counter
+    name = replay.config.settings.trim_counter
     if name == "messages":
         per, extra = (lambda m: 1), 0
     elif name == "approximate":
@@ -251,25 +277,71 @@ class TrimPlan(Plan):
                                  ref=f"partial:{msg.ref}")]
 
 
+def _explain_trim(reason: str, config) -> str:
+    limit = history_limit(config.get("max_history_tokens"))
+    unit = "messages" if config.get("trim_counter") == "messages" else "tokens"
+    if reason == OVER_BUDGET:
+        side = "newest" if config.get("trim_strategy") == "first" else "oldest"
+        return f"over trim_messages max_tokens ({limit:,} {unit}): {side} dropped"
+    ends = []
+    if config.get("start_on"):
+        ends.append(f"starts on a {config['start_on']} message")
+    if config.get("end_on"):
+        ends.append(f"ends on a {config['end_on']} message")
+    return "dropped so the kept part " + " and ".join(ends) if ends else "dropped by trim_messages"
+
+
 class TrimStrategy(Strategy):
     name = "trim"
+    help = "LangChain's trim_messages"
+    settings = (
+        HISTORY_LIMIT,
+        TRIM_COUNTER,
+        Setting("trim_strategy", "last", "which end trim_messages keeps: last or first", kind=TEXT,
+                choices=TRIM_STRATEGIES, words="trim strategy", flag="--trim-strategy",
+                widget=Widget(CHOICE, "Keep", key="trim_strategy")),
+        Setting("include_system", False, "the system prompt counts against max_tokens", kind=BOOL,
+                flag="--include-system"),
+        Setting("start_on", None, "the kept part starts on this message type (human, ai, tool, system)", kind=TEXT,
+                optional=True, choices=(None, *MESSAGE_TYPES), unknown="unknown message type {value!r} for start_on",
+                flag="--start-on", widget=Widget(CHOICE, "Start on", key="start_on", select=True, unset_value=ANY_START,
+                                                 offered=(None, "human", "ai"), shown_if=("trim_strategy", "last"))),
+        Setting("end_on", None, "the kept part ends on this message type (human, ai, tool, system)", kind=TEXT,
+                optional=True, choices=(None, *MESSAGE_TYPES), unknown="unknown message type {value!r} for end_on",
+                flag="--end-on"),
+        Setting("allow_partial", False, "keep part of the message that did not fit", kind=BOOL,
+                flag="--allow-partial", widget=Widget(TOGGLE, "Allow partial messages", key="allow_partial")),
+    )
+    lenses = ((f"trim_messages, {history_limit(None):,} tokens", {}),)
     plans = True
     drops_empty = False
 
+    def label(self, config):
+        s = config.settings
+        unit = "msgs" if s.trim_counter == "messages" else "tok"
+        return f"trim {s.trim_strategy} {history_limit(s.max_history_tokens):,} {unit}" + \
+            (f" from {s.start_on}" if s.start_on else "")
+
+    def explain(self, entry, config):
+        return _explain_trim(entry.reason, config) if entry.reason in (OUTSIDE_WINDOW, OVER_BUDGET) else None
+
+    def pruning_words(self, config):
+        return "trim_messages drops what does not fit its max_tokens; check that nothing needed goes first.", False
+
     def validate(self, config):
-        super().validate(config)
-        if config.trim_strategy == "first" and (config.start_on or config.include_system):
+        s = config.settings
+        if s.trim_strategy == "first" and (s.start_on or s.include_system):
             raise ConfigError("start_on and include_system apply only to trim strategy 'last' "
                               "(trim_messages rejects them with 'first'); remove them or use last")
 
     def plan(self, view, current, replay):
-        cfg = replay.config
-        limit = history_limit(cfg.max_history_tokens)
-        by_messages = cfg.trim_counter == "messages"
+        cfg, own = replay.config, replay.config.settings
+        limit = history_limit(own.max_history_tokens)
+        by_messages = own.trim_counter == "messages"
         unit = "messages" if by_messages else "tokens"
         per, prefix, extra = langchain_counts(view, replay)
-        budget, note = limit, f"trim_messages max_tokens {limit:,} {unit}, strategy {cfg.trim_strategy}"
-        if cfg.include_system and cfg.trim_strategy == "last" and replay.system_prompt:
+        budget, note = limit, f"trim_messages max_tokens {limit:,} {unit}, strategy {own.trim_strategy}"
+        if own.include_system and own.trim_strategy == "last" and replay.system_prompt:
             system = per(Message("system", replay.system_prompt, "", "system")) + extra
             budget = max(0, limit - system)
             note += f", minus the system message ({system:,})"
@@ -292,6 +364,6 @@ class TrimStrategy(Strategy):
                                lambda content: per(replace(msg, content=content)) + alone <= room)
             return (best, replay.counter.message(replace(msg, content=best))) if best is not None else None
 
-        selection = select(n, cost, kind, budget=budget, strategy=cfg.trim_strategy, start_on=_types(cfg.start_on),
-                           end_on=_types(cfg.end_on), partial=partial if cfg.allow_partial else None)
+        selection = select(n, cost, kind, budget=budget, strategy=own.trim_strategy, start_on=_types(own.start_on),
+                           end_on=_types(own.end_on), partial=partial if own.allow_partial else None)
         return TrimPlan(Budget(budget, note, cfg.context_size or replay.facts.context_size), selection, view, replay)

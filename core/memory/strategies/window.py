@@ -36,14 +36,13 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from core.limits import WINDOW_DEFAULT_MESSAGES as DEFAULT_WINDOW, WINDOW_MAX_MESSAGES as MAX_WINDOW
 from core.model.ledger import KEPT, OUTSIDE_WINDOW, TRIMMED_EARLIER, SyntheticMessage
 from core.words import plural
 
 from ..errors import ConfigError
-from .base import Budget, Plan, Strategy
+from .base import Budget, PathView, Plan, Strategy, window_sizes
+from .settings import CHANGE, CHANGES, NUMBER, Setting, Widget
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.model.conversation import Message
@@ -95,33 +94,62 @@ def _window_start(stored_from: int, end: int, size: int) -> int:
     return max(stored_from, end - size)
 
 
-def _size(config, turn_number: int) -> int:
-    return config.window_at(turn_number) or DEFAULT_WINDOW
+def size_at(view, settings, number):
+    """The window's size at turn ``number`` (the window, or the last change made by then; unset: 10),
+    as a window rule reads it: for a :class:`PathView` a number, for a chain's columns a column."""
+    size = settings.window or DEFAULT_WINDOW
+    for start, n in sorted(settings.window_changes):
+        size = view.where(number >= start, n, size)
+    return size
 
 
-def _sizes(config, numbers: np.ndarray) -> np.ndarray:
-    """:func:`_size` of every turn number of ``numbers`` (ascending). A size changes only where a
-    change of the window starts, so it is looked up once for each stretch between two (once per
-    turn, it was a seventh of a long chain's replay besides counting)."""
-    sizes = np.empty(len(numbers), dtype=np.int64)
-    if len(numbers):
-        sizes[:] = _size(config, int(numbers[0]))
-        for start in sorted({start for start, _ in config.window_changes}):
-            # From the first turn numbered ``start`` or later on, until a later change takes over.
-            sizes[np.searchsorted(numbers, start):] = _size(config, start)
-    return sizes
+def grows(settings) -> bool:
+    """Whether a later change makes the window larger than it was: what the smaller one trimmed is then
+    gone for good (the trimmed-window finding)."""
+    size = settings.window or DEFAULT_WINDOW
+    for _, n in sorted(settings.window_changes):
+        if n > size:
+            return True
+        size = n
+    return False
+
+
+_KEEPS = f"the Window Memory node keeps 1..{MAX_WINDOW} messages"
 
 
 class WindowStrategy(Strategy):
     name = "window"
+    help = "the Window Memory node (last N messages, trimmed permanently)"
+    settings = (
+        Setting("window", None, f"the last N messages kept (unset: {DEFAULT_WINDOW})", optional=True, minimum=1,
+                maximum=MAX_WINDOW, rule=_KEEPS, flag="--window",
+                widget=Widget(NUMBER, "Window (messages)", key="window_msgs", unset_value=DEFAULT_WINDOW)),
+        Setting("window_changes", (), "later changes of N, as TURN:N pairs (from turn TURN the window is N): what an "
+                "earlier, smaller N trimmed stays gone", kind=CHANGES, flag="--window-change",
+                widget=Widget(CHANGE, "Grow at turn", key=("grow_turn", "grow_to"), maximum=MAX_WINDOW,
+                              second_label="…to (messages)",
+                              help="0 = never; try a larger window later to see permanent trimming")),
+    )
+    lenses = ((f"Window Memory node, {DEFAULT_WINDOW} messages", {"window": DEFAULT_WINDOW}),)
     uses_granularity = False
     plans = True
     plans_without_thread = True  # an input is the call's history even when nothing persists
 
+    def label(self, config):
+        return f"window {config.settings.window or DEFAULT_WINDOW} msgs"
+
+    def explain(self, entry, config):
+        if entry.reason == OUTSIDE_WINDOW:
+            return f"outside window of {config.get('window') or DEFAULT_WINDOW} messages"
+        return None
+
+    def finding_kinds(self, config):
+        return ("trimmed_window",)
+
     def validate(self, config):
-        for n in config.window_sizes():
+        for n in window_sizes(config.settings):
             if not 1 <= n <= MAX_WINDOW:
-                raise ConfigError(f"window {n} is out of range: the Window Memory node keeps 1..{MAX_WINDOW} messages")
+                raise ConfigError(f"window {n} is out of range: {_KEEPS}")
 
     def plans_for(self, replay) -> bool:
         # Without inputs the store is a suffix of the thread, so two indices carry the whole
@@ -129,17 +157,9 @@ class WindowStrategy(Strategy):
         return replay.history_inputs is not None
 
     def window(self, view, current, config):
-        stored_from = view.marks[-1] if view.positions else 0  # the previous call's window start
-        return stored_from, _window_start(stored_from, view.length, _size(config, view.turn_number(current)))
-
-    def chain_windows(self, starts, numbers, config):
-        sizes = _sizes(config, numbers)
-        # Each call's store starts where the previous call's window started (its mark), so a window
-        # start is the running maximum of the last ``size`` messages' starts (none before 0).
-        window_start = np.maximum.accumulate(np.maximum(0, starts - sizes))
-        trimmed = np.zeros_like(window_start)  # where the store a call found starts: the previous window's start
-        trimmed[1:] = window_start[:-1]
-        return trimmed, window_start
+        # The store a call finds starts where the previous call's window started; its window is the
+        # last ``size`` messages of it.
+        return view.trim_for_good(view.length - size_at(view, config.settings, view.turn_number(current)))
 
     def plan(self, view, current, replay):
         config = replay.config
@@ -158,7 +178,7 @@ class WindowStrategy(Strategy):
             written_over += end - stored_from
             inputs, stored_from = tuple((current, j, m) for j, m in enumerate(written)), end
             notes.append(f"history set from the input: {plural(len(inputs), 'message')}")
-        size = _size(config, replay.numbers[current])
+        size = size_at(PathView, config.settings, replay.numbers[current])
         room = size - (end - stored_from)  # places left in the window for the input's messages
         store = WindowStore(inputs[-room:] if room > 0 else (), stored_from, _window_start(stored_from, end, size),
                             written_over)
@@ -168,4 +188,5 @@ class WindowStrategy(Strategy):
         return WindowPlan(budget, store, view, replay, tuple(notes))
 
 
-__all__ = ["WindowStrategy", "WindowStore", "WindowPlan", "HISTORY_SET", "DEFAULT_WINDOW", "MAX_WINDOW"]
+__all__ = ["WindowStrategy", "WindowStore", "WindowPlan", "HISTORY_SET", "DEFAULT_WINDOW", "MAX_WINDOW", "grows",
+           "size_at"]
