@@ -16,7 +16,7 @@ call. It is released when its holder ends, also when the holder's process is kil
   turn needs). A killed process's connection closes and the server drops the lock. A row lock on
   the conversation would not do: it would block the turn's own update of the conversation row,
   written on another connection.
-* SQLite (a file): an exclusive ``flock`` on a lock file next to the database, one of 256 chosen
+* SQLite (a file): an exclusive ``flock`` (Windows: ``msvcrt.locking``) on a lock file next to the database, one of 256 chosen
   by the conversation id (two conversations sharing one only wait for each other, which is
   harmless), taken through a gate file so that waiters get their turn. The kernel drops both when
   the process dies. SQLite's own write lock does not do: held
@@ -58,25 +58,47 @@ def _digest(conversation_id: str) -> bytes:
     return hashlib.sha256(conversation_id.encode("utf-8")).digest()
 
 
-def _flock(fd: int, deadline: float, conversation_id: str, timeout: float) -> None:
-    import fcntl
+def _try_lock(fd: int) -> bool:
+    """Take the file's exclusive lock without waiting; ``False`` when another holder has it.
+    ``flock`` on POSIX; on Windows (no ``fcntl``) ``msvcrt.locking`` on the file's first byte,
+    which the system also drops when the holding process dies."""
+    try:
+        import fcntl
+    except ImportError:
+        import msvcrt
 
-    pause = 0.002
-    while True:
+        os.lseek(fd, 0, os.SEEK_SET)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise _busy(conversation_id, timeout) from None
-            time.sleep(pause)
-            pause = min(pause * 1.5, 0.02)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def _unlock(fd: int) -> None:
-    import fcntl
+    try:
+        import fcntl
+    except ImportError:
+        import msvcrt
 
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        return
     fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _flock(fd: int, deadline: float, conversation_id: str, timeout: float) -> None:
+    pause = 0.002
+    while not _try_lock(fd):
+        if time.monotonic() >= deadline:
+            raise _busy(conversation_id, timeout) from None
+        time.sleep(pause)
+        pause = min(pause * 1.5, 0.02)
 
 
 class TurnLocks:

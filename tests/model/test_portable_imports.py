@@ -66,3 +66,67 @@ def test_without_posix_modules_and_fork_everything_imports_and_counting_stays_in
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "counted 30000"
+
+
+class _FakeMsvcrt:
+    """Windows' ``msvcrt.locking`` as far as a turn lock uses it: a byte range locked by one open
+    file is refused to every other (``OSError``) until unlocked."""
+
+    LK_UNLCK, LK_NBLCK = 0, 2
+
+    def __init__(self):
+        self.held: dict[tuple, int] = {}
+        self.calls: list[int] = []
+
+    def locking(self, fd: int, mode: int, nbytes: int) -> None:
+        import os
+
+        info = os.fstat(fd)
+        key = (info.st_dev, info.st_ino, os.lseek(fd, 0, os.SEEK_CUR), nbytes)
+        self.calls.append(mode)
+        if mode == self.LK_NBLCK:
+            if key in self.held:
+                raise OSError(36, "Resource deadlock avoided")
+            self.held[key] = fd
+        elif self.held.get(key) == fd:
+            del self.held[key]
+        else:
+            raise OSError(13, "Permission denied")
+
+
+def test_without_fcntl_a_sqlite_turn_lock_is_taken_with_msvcrt_and_still_excludes_a_second_turn(tmp_path, monkeypatch):
+    import threading
+
+    import pytest
+
+    from core.store.db import Database
+    from core.store.errors import ConversationBusyError
+
+    fake = _FakeMsvcrt()
+    monkeypatch.setitem(sys.modules, "fcntl", None)  # `import fcntl` raises ImportError, as on Windows
+    monkeypatch.setitem(sys.modules, "msvcrt", fake)
+    db = Database(f"sqlite:///{tmp_path / 'memlens.db'}")
+    try:
+        locks = db._turn_locks
+        held, release = threading.Event(), threading.Event()
+
+        def first_turn():
+            with locks.hold("conversation-1"):
+                held.set()
+                release.wait(30)
+
+        worker = threading.Thread(target=first_turn)
+        worker.start()
+        assert held.wait(30)
+        with pytest.raises(ConversationBusyError, match="is busy"):
+            with locks.hold("conversation-1", timeout=0.2):
+                pass
+        with locks.hold("conversation-2", timeout=0.2):  # another bucket: not waiting for the first
+            pass
+        release.set()
+        worker.join(30)
+        with locks.hold("conversation-1", timeout=5):  # released: the next turn gets it
+            pass
+        assert fake.LK_NBLCK in fake.calls and fake.LK_UNLCK in fake.calls and not fake.held
+    finally:
+        db.dispose()
