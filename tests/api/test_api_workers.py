@@ -119,8 +119,20 @@ def _accepted(pid: int, port: int) -> int:
     return sum(1 for fields in _tcp_connections(pid) if fields[3] == established and _port(fields[1]) == port)
 
 
-def _burst(server: ServerProcess, key: str, n: int = 16) -> list[int]:
-    """``n`` clients at once, each keeping its connection open: how many each child process holds."""
+def _burst(server: ServerProcess, key: str, n: int = 16) -> dict[int, int]:
+    """``n`` clients at once, each keeping its connection open: how many each child process holds.
+    The server closes a connection idle for 5 s (uvicorn's keep-alive), which on a machine busy
+    enough that the burst outlasts that loses some before they are counted: the burst is then
+    asked again, up to three times."""
+    for _ in range(3):
+        held = _one_burst(server, key, n)
+        if sum(held.values()) == n:
+            return held
+    assert sum(held.values()) == n, held
+    return held
+
+
+def _one_burst(server: ServerProcess, key: str, n: int) -> dict[int, int]:
     clients = [httpx.Client(timeout=120, headers={"Authorization": f"Bearer {key}"}) for _ in range(n)]
     try:
         start = threading.Barrier(n)
@@ -141,7 +153,6 @@ def _burst(server: ServerProcess, key: str, n: int = 16) -> list[int]:
     finally:
         for c in clients:
             c.close()
-    assert sum(held.values()) == n, held
     return held
 
 

@@ -15,6 +15,9 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 CHROMIUM = "/usr/bin/chromium"
+#: How long an ``expect`` waits for what a person would see (Playwright's own default is 5 s): a turn on
+#: the demo model on a machine busy with other tests can take longer than that to be drawn.
+EXPECT_TIMEOUT_MS = 60_000
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
 
@@ -74,8 +77,9 @@ def expect_settled(page, timeout: int = 90_000) -> None:
 
 @contextmanager
 def chromium():
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     if not os.path.exists(CHROMIUM):
         raise RuntimeError("Chromium is not installed: run ./scripts/setup.sh --test (it installs Debian's chromium)")
     with sync_playwright() as p:

@@ -179,7 +179,7 @@ def test_a_dsl_window_above_500_or_not_above_0_loads_and_runs_as_difys_500_rows(
     assert flow.llm(node.id).memory.window == window
     assert import_report(flow).llm_memory[node.id]["label"] == label
     config = node_memory_config(flow, node.id)
-    assert config.window == window and row_limit(config.window) == 500  # the rows the node's memory fetches
+    assert config.settings.window == window and row_limit(config.settings.window) == 500  # the rows the node's memory fetches
 
 
 def _graph_node(doc, node_type):
