@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.analysis.debug_view import damage_note, focus_node, receipt, rerun_rows_note, transcript, why_settings_note
 from core.analysis.findings import quoted
+from core.analysis.left_out import left_out
 from core.analysis.why import MAX_PHRASE
 from core.errors import MemLensError
 from core.flow.graph import parse_flow_upload
@@ -21,6 +22,7 @@ from core.store.db import resolve_url
 from core.words import conversation_length, distinct
 from ui import data, html
 from ui.flow_notes import render_flow_notes
+from ui.glance import render_left_out
 from ui import state as keys
 from ui.chat_view import TRANSCRIPT_HEIGHT, TurnActions, render_transcript, thread_page, turn_problem
 from ui.entry import through_app
@@ -33,11 +35,13 @@ from ui.start_form import start_form
 from ui.switchboard import render_switchboard
 from ui.tree_view import render_branches
 from ui.variables_panel import render_variables
-from ui.why_panel import WHY_HELP, render_why
+from ui.why_panel import WHY_HELP, WHY_PLACEHOLDER, render_why
 
 through_app()  # before anything is shown or read: the login is in app.py
 
 AS_CONFIGURED = "as configured in the flow"
+MARKERS_LEGEND = ("Each node's memory at the inspected turn: ● kept · ○ dropped · ◌ not eligible — hover a marker "
+                  "for why.")
 MODEL_CHOICES = [AS_CONFIGURED, "memlens/demo", "gpt-4o-mini", "gpt-4o", "anthropic/claude-sonnet-4-5",
                  "ollama/llama3.1", "other…"]
 
@@ -249,8 +253,7 @@ link_to(conv_id, selected_id)
 st.title(html.plain(info.name or "Conversation"))
 damage_slot = st.empty()  # filled once the selected turn's node runs are read
 if not conversation_only:
-    st.caption("Markers beside each message show, for the selected turn, what the memory of each node that calls a "
-               "model did with it: ● kept · ○ dropped · ◌ not eligible. Hover a marker for the reason.")
+    st.caption(MARKERS_LEGEND)
 
 
 def _run(label: str, fn):
@@ -297,7 +300,7 @@ actions = TurnActions(
 if conversation_only:
     chat_col, side_col = st.container(), None
 else:
-    chat_col, side_col = st.columns([3, 2], gap="large")
+    chat_col, side_col = st.columns(2, gap="medium")
 
 # The switchboard starts from the settings the inspected turn ran with (recorded with each node run),
 # never from the conversation's current ones: what it shows and what the markers show are one config.
@@ -310,9 +313,13 @@ for_new_turns = {n.id: data.memory_config(flow, n.id, fidelity, stored_overrides
 baselines = {n.id: data.recorded_config(runs[n.id]) if (runs.get(n.id) or {}).get("memory") else for_new_turns[n.id]
              for n in memory_nodes}
 overrides: dict[str, dict] = {}
-receipt_tab = switch_tab = vars_tab = tree_tab = None
+receipt_tab = switch_tab = vars_tab = tree_tab = glance_box = None
 if side_col is not None:
     with side_col, st.container(key=keys.SIDE):
+        if selected is not None:
+            st.markdown(f"**{turn_label(conv, selected).capitalize()}** — "
+                        + html.muted(conv.turns[selected].query[:80]), unsafe_allow_html=True)
+        glance_box = st.container()  # what each node left out, once the ledgers are known
         why_box = st.container()
         receipt_tab, switch_tab, vars_tab, tree_tab = st.tabs(["Context receipt", "Switchboard", "Variables",
                                                                 "Branches"])
@@ -353,8 +360,7 @@ if side_col is not None:
 if side_col is not None and thread:
     with why_box:
         phrase = st.text_input("Where did it go?", key=conv_key(keys.WHY), max_chars=MAX_PHRASE,
-                               placeholder="Type a name, a number, a phrase… and press Enter",
-                               help=WHY_HELP)
+                               placeholder=WHY_PLACEHOLDER, help=WHY_HELP, label_visibility="collapsed")
         if phrase.strip():
             try:
                 shown = {nid: {**config.to_dict(), **overrides.get(nid, {})} for nid, config in baselines.items()}
@@ -374,6 +380,10 @@ ledgers = {nid: r["ledger"] for nid, r in runs.items() if r.get("ledger") is not
 if overrides and selected_id:
     ledgers.update(data.what_if_ledgers(url, conv_id, stamp, info.flow_version_id, selected_id,
                                         json.dumps(overrides, sort_keys=True), fidelity, counting))
+if glance_box is not None and selected is not None:
+    with glance_box:  # the answer first: what each node that ran left out, and why
+        render_left_out([left_out(conv, ledgers[n.id], node_titles.get(n.id, n.id), n.id)
+                         for n in memory_nodes if n.id in ledgers and n.id in runs])
 
 # -- the transcript --------------------------------------------------------------------------------------
 # The transcript scrolls in its own box, so the page opens at the top (title, receipt in view) and the
@@ -422,8 +432,6 @@ if side_col is not None:
             render_recall_preview(svc.memory_of(info.flow_version_id), info.user_id, None, key=conv_key(keys.RECALL),
                                   names={c.id: c.name for c in conversations if c.name})
         else:
-            st.markdown(f"**{turn_label(conv, selected).capitalize()}** — " + html.muted(conv.turns[selected].query[:80]),
-                        unsafe_allow_html=True)
             for rating in svc.feedbacks(conv_id).get(selected_id) or []:
                 st.caption(html.plain(f"Rated {rating['rating']} by {rating['user_id']}"
                                       + (f": {rating['content']}" if rating["content"] else "")))

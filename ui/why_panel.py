@@ -14,6 +14,10 @@ WHY_HELP = ("Finds the turn that said it and, for each node that calls a model o
             "context no longer holds it and why, and where it came back when it was said again. No model is called.")
 
 
+#: The search box's placeholder, which names it: its label is hidden, to keep the inspector short.
+WHY_PLACEHOLDER = "Where did it go? Type a name, a number, a phrase… and press Enter"
+
+
 def render_why(answer: WhyAnswer | None, *, on_jump: Callable[[int], None], key: str) -> None:
     """The answer's sentences (escaped: the phrase and excerpts are user text) and one button per
     turn where it left a node's memory (the first time, and the last when it came back between),

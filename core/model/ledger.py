@@ -525,6 +525,21 @@ def copy_words(where: str, own: bool) -> tuple[str, str]:
             "hold it): " + ("part of this turn itself" if own else "see that row"))
 
 
+def shared_short_words(reason: str, config: Mapping[str, Any] | None = None) -> str:
+    """A reason in a few words as every memory says it, for markers, answers, short tables and
+    command-line lines: its label (:data:`REASON_LABELS`), with the budget that decided it —
+    ``"over token budget 2,000"``. A memory system may say its own first
+    (:func:`core.memory.words.reason_words`, which the pages, reports and the CLI call)."""
+    config = config or {}
+    label = REASON_LABELS.get(reason, reason.replace("_", " "))
+    if config.get(OBSERVED) and reason in (OUTSIDE_WINDOW, NOT_SENT):
+        return "not in the payload"
+    if reason == OVER_BUDGET:
+        budget = config.get("budget")
+        return f"{label} {budget:,}" if isinstance(budget, int) else label
+    return label
+
+
 def shared_words(entry: LedgerEntry, config: Mapping[str, Any] | None = None, node: str | None = None) -> str:
     """The reason for one entry in plain words, as every memory says it; a memory system may say its
     own first (:func:`core.memory.words.explain`, which the pages, reports and the CLI call)."""
