@@ -197,8 +197,9 @@ stored_overrides = info.meta.get("memory_overrides") or {}
 # LLM, Question Classifier, Parameter Extractor and Agent nodes: each run records its ledger and prompt.
 llm_nodes = flow.model_nodes
 memory_nodes = flow.memory_nodes  # those and agent nodes: what the switchboard can change, one by one
-titles = {n.id: n.title or n.id for n in llm_nodes}
-node_titles = {n.id: n.title or n.id for n in memory_nodes}
+node_names = flow.node_names  # a title with its id when two nodes' titles read alike
+titles = {n.id: node_names[n.id] for n in llm_nodes}
+node_titles = {n.id: node_names[n.id] for n in memory_nodes}
 
 with st.sidebar:
     st.caption(f"Flow **{html.plain(version.flow_name)}** · version {version.version}"
@@ -445,7 +446,7 @@ if side_col is not None:
             if not ran and not agents:
                 st.info("No node that calls a model ran in this turn.")
             else:
-                labels = [html.plain(titles[n.id]) for n in ran] + [html.plain(r.get("title") or r["node_id"])
+                labels = [html.plain(titles[n.id]) for n in ran] + [html.plain(node_names.get(r["node_id"], r["node_id"]))
                                                                       for r in agents]
                 # Open on the node whose memory changed most at this turn, not simply the first one.
                 position_in_thread = thread.index(selected) if selected in thread else 0

@@ -83,7 +83,7 @@ def _why(url: str, conversation_id: str, version: tuple, lenses_json: str, phras
 
 def _flow_lenses(version_id: str, fidelity: str) -> list[Lens]:
     flow = data.flow(resolve_url(), version_id)
-    return [Lens(f"flow-{n.id}", f"{flow.name} · {n.title or n.id}", node_memory_config(flow, n.id, fidelity=fidelity))
+    return [Lens(f"flow-{n.id}", f"{flow.name} · {flow.node_names[n.id]}", node_memory_config(flow, n.id, fidelity=fidelity))
             for n in flow.memory_nodes]  # an agent's too: an Agent app's export replays its log as its runner
 
 

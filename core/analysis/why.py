@@ -225,11 +225,12 @@ def node_subjects(flow, conversation: Conversation, *, fidelity: str | None = No
     from .debug_view import fixed_tokens_of
 
     out = []
+    names = flow.node_names
     for node in flow.model_nodes:
         extra = {} if fidelity is None else {"fidelity": fidelity}
         config = node_memory_config(flow, node.id, override=(overrides or {}).get(node.id) or None, **extra)
         replay = node_replay(flow, conversation, node.id, config, fixed_tokens_of(conversation, node.id))
-        out.append(Subject(node.label, replay, node.id))
+        out.append(Subject(names[node.id], replay, node.id))
     return out
 
 
