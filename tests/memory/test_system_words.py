@@ -109,7 +109,7 @@ def test_each_reason_is_said_in_the_systems_words_or_the_shared_ones(config, rea
 
 @pytest.mark.parametrize("config, reason, words", [
     ({"strategy": "dify", "window": 4}, OUTSIDE_WINDOW, "outside window of 4"),
-    ({"strategy": "dify", "window": 4, "fidelity": "documented"}, OUTSIDE_WINDOW, "outside window of 4"),
+    ({"strategy": "dify", "window": 4, "fidelity": "documented"}, OUTSIDE_WINDOW, "outside window of 4 turns"),
     ({"strategy": "dify", "window": 501}, OUTSIDE_WINDOW, "past Dify's 500-row cap"),
     ({"strategy": "dify", "window": 0, "fidelity": "documented"}, OUTSIDE_WINDOW, "past Dify's 500-turn cap"),
     ({"strategy": "dify"}, OUTSIDE_WINDOW, "past Dify's 500-row cap"),
@@ -122,6 +122,9 @@ def test_each_reason_is_said_in_the_systems_words_or_the_shared_ones(config, rea
      "over max_tokens 8 messages"),
     ({"strategy": "buffer"}, OUTSIDE_WINDOW, "outside window"),
     ({"strategy": "buffer"}, OTHER_BRANCH, "on another branch"),
+    ({"strategy": "dify_agent"}, REWRITTEN, "sent in its turn's scratchpad"),
+    ({"strategy": "dify_agent"}, OMITTED, "left out of its turn's scratchpad"),
+    ({"strategy": "buffer"}, REWRITTEN, "rewritten"),
     ({"strategy": "dify", "window": 4, "observed": True}, OUTSIDE_WINDOW, "not in the payload"),
     ({"strategy": "buffer"}, "a_reason_of_tomorrow", "a reason of tomorrow"),
 ])

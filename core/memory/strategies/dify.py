@@ -154,7 +154,7 @@ class DifyStrategy(Strategy):
         window = config.get("window")
         if not window or window < 0 or window > ROW_CAP:
             return f"past Dify's {ROW_CAP}-{'row' if config.get('fidelity', CODE) == CODE else 'turn'} cap"
-        return f"outside window of {window}"
+        return f"outside window of {window}" + ("" if config.get("fidelity", CODE) == CODE else " turns")
 
     def pruning_words(self, config):
         if config.get("history_budget") is not None:
