@@ -6,7 +6,8 @@ import json
 
 import streamlit as st
 
-from core.analysis.debug_view import damage_note, focus_node, receipt, rerun_rows_note, transcript, why_settings_note
+from core.analysis.debug_view import (damage_note, focus_node, models_note, receipt, rerun_rows_note, transcript,
+                                      why_settings_note)
 from core.analysis.findings import quoted
 from core.analysis.left_out import left_out
 from core.analysis.why import MAX_PHRASE
@@ -82,7 +83,7 @@ listed = [c for c in conversations if source_filter in ("all", _source(c))]
 # Flow conversations first, so the page opens on one that can be continued.
 listed.sort(key=lambda c: c.flow_version_id is None)
 ids = [c.id for c in listed]
-names = distinct({c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · {_source(c)}" for c in listed})
+names = distinct({c.id: f"{c.name or 'New conversation'} · {conversation_length(c)} · {_source(c)}" for c in listed})
 if st.session_state.get(keys.CONVERSATION) not in ids:
     st.session_state[keys.CONVERSATION] = ids[0] if ids else None
 else:
@@ -139,7 +140,8 @@ with st.sidebar:
                     except MemLensError as e:
                         st.error(html.plain(str(e)))
             if flow_id is not None:
-                info = svc.start(flow_id, name=new_name.strip() or "New conversation", inputs=start_inputs)
+                # Without a name it is named by its first message (ConversationService.send).
+                info = svc.start(flow_id, name=new_name.strip(), inputs=start_inputs)
                 # Opened on the next run, before the conversation picker exists: a widget's key
                 # cannot be set once the widget is drawn.
                 st.session_state[keys.OPEN_IN_DEBUGGER] = info.id
@@ -251,7 +253,7 @@ if selected_id not in thread_ids:
 selected = tree.position[selected_id] if selected_id else None
 link_to(conv_id, selected_id)
 
-st.title(html.plain(info.name or "Conversation"))
+st.title(html.plain(info.name or "New conversation"))
 damage_slot = st.empty()  # filled once the selected turn's node runs are read
 if not conversation_only:
     st.caption(MARKERS_LEGEND)
@@ -393,6 +395,12 @@ with chat_col:
     transcript_box = st.container(height=TRANSCRIPT_HEIGHT, key=keys.TRANSCRIPT) if side_col is not None \
         else st.container()
 with transcript_box:
+    # On a flow's first use: who answers (its nodes' models, or the demo model in their place) and how to
+    # use a real one.
+    first_use = models_note({node_titles[n.id]: for_new_turns[n.id].model for n in memory_nodes},
+                            list(runs.values())) if len(conv.turns) <= 1 and model_choice == AS_CONFIGURED else None
+    if first_use:
+        st.info(html.plain(first_use), icon=":material/smart_toy:")
     if not thread:
         st.info("No message yet. Say something below — the demo model answers offline.")
     else:

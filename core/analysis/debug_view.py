@@ -405,6 +405,32 @@ def rerun_rows_note(turn: str, later: int, configs: Iterable[MemoryConfig]) -> s
             f"leaves out, still take rows before its own thread's, and the re-run may keep less than this preview.")
 
 
+def models_note(configured: Mapping[str, str | None], runs: Sequence[Mapping[str, Any]] = ()) -> str | None:
+    """What a person starting on a flow should know about who answers: before its first turn, the models
+    its nodes name (``configured``: node name → model) and that the demo model stands in without a key;
+    after it, which nodes the offline demo model answered for and why (``runs``: the turn's stored node
+    runs, named by their ``title``), and how to use the real model. ``None`` when every node runs on the
+    demo model by design, or every one ran on its own."""
+    from core.model.tokens import DEMO_MODEL
+
+    real = sorted({m for m in configured.values() if m and not m.startswith("memlens/")})
+    if not runs:
+        if not real:
+            return None
+        return (f"This flow's nodes call {', '.join(real)}. A node whose provider key is not in the environment "
+                f"(e.g. OPENAI_API_KEY) is answered by the offline demo model {DEMO_MODEL}, and its receipt says so.")
+    stood = [r for r in runs if r.get("model_called") == DEMO_MODEL and r.get("model") not in (None, "", DEMO_MODEL)
+             and not str(r.get("model")).startswith("memlens/")]
+    if not stood:
+        return None
+    why = next((n for r in stood for n in r.get("notes") or () if DEMO_MODEL in n), "")
+    names = ", ".join(dict.fromkeys(str(r.get("title") or r.get("node_id")) for r in stood))
+    return (f"The offline demo model {DEMO_MODEL} answered for {names}" + (f" ({why})" if why else "") + ". It answers "
+            "from what it is sent only: names and numbers it finds there, questions sorted by shared words. To use the "
+            "real model, set its provider's key in the environment MemLens runs in and restart it, or pick a model "
+            "under Model for new turns.")
+
+
 def damage_note(conversation_fields: Sequence[str], conversation: Conversation,
                 runs: Sequence[Mapping[str, Any]] = (), titles: Mapping[str, str] | None = None) -> str | None:
     """One line saying which stored values of a conversation could not be read (and are shown with

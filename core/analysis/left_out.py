@@ -20,9 +20,10 @@ from core.memory.strategies import remembers
 from core.memory.words import explain, reason_words
 from core.model.ledger import (CLEARED, MEMORY_OFF, PIPELINE, REWRITTEN, SUMMARIZED, Ledger, LedgerEntry, is_dropped,
                                turn_ranges)
+from core.words import excerpt
 
-#: How many dropped messages the line names, and how long each excerpt is (characters).
-EXCERPTS, EXCERPT_WIDTH = 2, 28
+#: How many dropped messages the line names.
+EXCERPTS = 2
 #: How many of the newest dropped user messages are read for a fact (a long conversation drops thousands).
 SCAN = 200
 #: Reasons whose words still reach the model in another form: not "dropped" in the line.
@@ -42,17 +43,6 @@ class LeftOut:
     @property
     def line(self) -> str:
         return f"{self.title}: {self.text}"
-
-
-def excerpt(text: str, width: int = EXCERPT_WIDTH) -> str:
-    """The first words of a message, cut at a word: ``"Hi, I'm Dana. My order…"``."""
-    text = " ".join(text.split())
-    if len(text) <= width:
-        return text
-    cut = text[:width]
-    if " " in cut[width // 2:]:
-        cut = cut[:cut.rindex(" ")]
-    return cut.rstrip(" ,.;:") + "…"
 
 
 def _named(conversation: Conversation, dropped: list[LedgerEntry]) -> list[LedgerEntry]:

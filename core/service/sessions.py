@@ -50,6 +50,7 @@ from core.store.db import Database
 from core.store.errors import NotFoundError, StoreError
 from core.store.ledger_codec import pack_ledger, pack_prompt, unpack_node_run
 from core.store.memories import long_term_store
+from core.words import excerpt
 
 from .errors import SessionChangedError
 
@@ -62,6 +63,8 @@ _ACTIVE = object()
 PULLED_SOURCE = "dify-pull"
 #: The run's events that say the turn is over: held back until the turn is committed.
 CLOSING_EVENTS = ("message_end", "workflow_finished", "error")
+#: A conversation started without a name is named by its first message, cut at a word to this many characters.
+NAME_WIDTH = 48
 
 
 @dataclass
@@ -333,6 +336,8 @@ class ConversationService:
                               files=files, turn_id=turn_id, created_at=created, memories=working.memories)
             repo.finish_turn(self.db, conversation_id, turn_from_record(record, version_id),
                              variable_changes=[_change_row(c) for c in record.variable_changes])
+            if not info.name and not info.turn_count:  # started without a name: named by what it opens with
+                repo.set_conversation_fields(self.db, conversation_id, name=excerpt(query, NAME_WIDTH) or info.name)
             if on_event is not None:
                 for event in closing:
                     on_event(event)

@@ -1,6 +1,7 @@
 """The inspector's first line per node: what its memory left out at a turn, and why, in short words."""
 
-from core.analysis.left_out import excerpt, left_out
+from core.analysis.left_out import left_out
+from core.words import excerpt
 from core.memory.replay import MemoryConfig, Replay
 from core.memory.words import explain, reason_words
 from tests.builders import linear
