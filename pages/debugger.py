@@ -6,8 +6,7 @@ import json
 
 import streamlit as st
 
-from core.analysis.debug_view import (damage_note, focus_node, models_note, receipt, rerun_rows_note, transcript,
-                                      why_settings_note)
+from core.analysis.debug_view import damage_note, focus_node, models_note, receipt, transcript, why_settings_note
 from core.analysis.findings import quoted
 from core.analysis.left_out import left_out
 from core.analysis.why import MAX_PHRASE
@@ -19,9 +18,11 @@ from core.memory.strategies import strategy_of
 from core.memory.strategies.dify import DEFAULT_FIDELITY
 from core.model.conversation import turn_label
 from core.model.tokens import counter_for
+from core.service.replays import NEW, replay_thread, replayed_name
 from core.store.db import resolve_url
 from core.words import conversation_length, distinct
 from ui import data, html
+from ui.fix_path import render_fix_path
 from ui.flow_notes import render_flow_notes
 from ui.glance import render_left_out
 from ui import state as keys
@@ -292,6 +293,26 @@ def _switch(turn_id: str) -> None:
     st.rerun()
 
 
+def _replay_from_start(mode: str, model: str | None, overrides: dict, inspected: int | None) -> None:
+    """Ask the thread's questions again from turn 1 with the switchboard's settings; open the result on the
+    replayed counterpart of the inspected turn."""
+    labels = [f"{node_titles[n]}: {MemoryConfig.from_dict(c).label()}" for n, c in overrides.items()]
+    with st.status("Replaying from turn 1…", expanded=True) as status:
+        try:
+            result = replay_thread(svc, conv_id, overrides, mode=mode, model=model,
+                                   name=replayed_name(info.name, labels),
+                                   on_turn=lambda n, total: status.update(label=f"Replaying question {n} of {total}…"))
+        except MemLensError as e:
+            status.update(label=html.plain(e), state="error")
+            return
+        status.update(label="Done", state="complete")
+    turn = result.records[inspected if inspected is not None else -1].id
+    if mode == NEW:
+        st.session_state[keys.OPEN_IN_DEBUGGER] = result.conversation_id
+    st.session_state[keys.SELECTED_TURN] = turn
+    st.rerun()
+
+
 actions = TurnActions(
     on_select=_inspect,
     on_regenerate=lambda tid: _run("Regenerating…", lambda ev: svc.regenerate(conv_id, tid, on_event=ev)),
@@ -334,6 +355,7 @@ if side_col is not None:
             if for_new_turns[n.id] != baselines[n.id]:
                 st.caption(html.plain(f"{node_titles[n.id]}: new turns use {for_new_turns[n.id].label()} "
                                  f"(this turn ran with {baselines[n.id].label()})."))
+        actions_box = st.container()  # above the editors: what a change can become
         # The turn whose settings the widgets hold: inspecting another (or flipping back) starts from its own.
         fresh = st.session_state.get(conv_key(keys.SWITCHBOARD)) != selected_id
         st.session_state[conv_key(keys.SWITCHBOARD)] = selected_id
@@ -341,21 +363,21 @@ if side_col is not None:
                                      fresh=fresh)
         # Whole configs (the inspected turn's settings with the changes on top), for what-if ledgers and re-runs.
         overrides = {nid: {**baselines[nid].to_dict(), **c} for nid, c in changed.items()}
-        if changed:
-            c1, c2 = st.columns(2)
-            if selected_id and c1.button(f"Re-run {turn_label(conv, selected)} as a branch", key=keys.RERUN_FROM,
-                                         help="The inspected turn answered again with these settings, as a new "
-                                              "branch; the settings stay on for the turns that follow"):
-                merged = {**stored_overrides, **overrides}
-                _run("Re-running…", lambda ev: svc.rerun_from(conv_id, selected_id, merged, on_event=ev))
-            note = selected is not None and rerun_rows_note(
-                turn_label(conv, selected), len(conv.turns) - 1 - selected,
-                [MemoryConfig.from_dict(c) for c in overrides.values()])
-            if note:
-                st.caption(html.plain(note))
-            if c2.button("Keep for new turns", key=keys.KEEP_SETTINGS):
-                svc.set_memory_overrides(conv_id, {**stored_overrides, **overrides})
-                st.rerun()
+        if changed and selected_id:
+            with actions_box:
+                label = turn_label(conv, selected)
+                overrides_json = json.dumps(overrides, sort_keys=True)
+                note = data.rerun_note(url, conv_id, stamp, info.flow_version_id, selected_id, overrides_json,
+                                       fidelity, counting)
+                asked = [p for p in thread if conv.turns[p].query_index is not None]
+                render_fix_path(
+                    turn=label, questions=len(asked), rerun_note=note, key=conv_key(keys.FIX),
+                    other_model=model_choice if model_choice != AS_CONFIGURED else None,
+                    on_rerun=lambda: _run("Re-running…", lambda ev: svc.rerun_from(
+                        conv_id, selected_id, {**stored_overrides, **overrides}, on_event=ev)),
+                    on_replay=lambda mode, model: _replay_from_start(mode, model, overrides, asked.index(selected)
+                                                                     if selected in asked else None),
+                    on_keep=lambda: (svc.set_memory_overrides(conv_id, {**stored_overrides, **overrides}), st.rerun()))
         else:
             st.caption("No change: ledgers are as recorded.")
 

@@ -87,6 +87,23 @@ def what_if_ledgers(url: str, conversation_id: str, version: tuple, version_id: 
     return out
 
 
+@st.cache_resource(show_spinner=False, max_entries=32)
+def rerun_note(url: str, conversation_id: str, version: tuple, version_id: str, turn_id: str, overrides_json: str,
+               fidelity: str, counting: bool = False) -> str | None:
+    """What re-running ``turn_id`` as a branch under the switchboard's settings keeps, when that differs from
+    the what-if the page shows (:func:`core.analysis.rerun.rerun_note`)."""
+    from core.analysis.rerun import rerun_ledgers
+    from core.analysis.rerun import rerun_note as note
+
+    conv = conversation(url, conversation_id, version)
+    f = flow(url, version_id)
+    position = conv.tree.position[turn_id]
+    previews = what_if_ledgers(url, conversation_id, version, version_id, turn_id, overrides_json, fidelity, counting)
+    reruns = rerun_ledgers(f, conv, position, json.loads(overrides_json), fidelity=fidelity,
+                           plugin_token_counting=counting)
+    return note(conv, position, previews, reruns, f.node_names)
+
+
 @st.cache_resource(show_spinner=False, max_entries=64)
 def what_if_turns(url: str, conversation_id: str, version: tuple, version_id: str, node_id: str,
                   base_json: str, override_json: str, fidelity: str, counting: bool = False,

@@ -21,6 +21,7 @@ from core.analysis.debug_view import (Lens, default_lens, lens_ledgers, receipt,
 from core.analysis.findings import findings_for, turn_namer
 from core.analysis.why import MAX_PHRASE, Subject, where_did_it_go
 from core.errors import MemLensError
+from core.limits import REPLAY_TURNS
 from core.flow.graph import parse_flow_upload
 from core.flow.runtime import node_memory_config
 from core.memory.replay import MemoryConfig, Replay, turn_numbers
@@ -43,8 +44,6 @@ from ui.switchboard import render_switchboard
 from ui.tree_view import render_branches
 from ui.why_panel import WHY_HELP, render_why
 
-#: Turns replayed at most when a flow is attached (each one calls the flow's models).
-MAX_ATTACH_TURNS = 200
 NEEDS_FLOW = ("Regenerating or editing a turn needs a flow: this conversation was imported without one. Attach a "
               "flow in the “Needs a flow” tab to replay its queries through it.")
 
@@ -129,7 +128,7 @@ def _attach_flow(svc, conv_id: str, conv, thread: list[int]) -> None:
                  help="Adds one lens per node of the flow that calls a model; nothing is called or stored"):
         st.session_state[keys.of_conversation(keys.RESCORE_FLOW, conv_id)] = chosen
         st.rerun()
-    queries = [conv.turns[p] for p in thread if conv.turns[p].query_index is not None][:MAX_ATTACH_TURNS]
+    queries = [conv.turns[p] for p in thread if conv.turns[p].query_index is not None][:REPLAY_TURNS]
     if st.button(f"Replay the {len(queries)} queries through it as a new conversation",
                  key=f"attach-replay-{conv_id}", disabled=not queries,
                  help="Each query of the active thread is sent to the flow in order; its models answer"):

@@ -48,7 +48,7 @@ MODEL_CHOICE, MODEL_OTHER = "model_choice", "model_other"  # the model for new t
 NODE_FILTER = "node_filter"            # whose memory the markers show
 SIDE = "ml-side"                       # the receipt column (ui/html.py's CSS makes it sticky)
 TRANSCRIPT = "ml-transcript"           # the transcript box (scrolled to the inspected turn)
-RERUN_FROM, KEEP_SETTINGS = "rerun_from", "keep_settings"  # the switchboard's two actions
+FIX = "fix"  # per conversation: the switchboard's actions (re-run, replay from turn 1, keep): ui/fix_path.py
 CHAT_INPUT = "chat_input"
 # Kept per conversation (``of_conversation(NAME, id)``): its name being edited, the "where did it go?"
 # box, how many turns the transcript shows, the transcript, the recall preview, the variables panel,

@@ -393,16 +393,17 @@ def why_settings_note(turn: str, settings: str) -> str:
 
 
 def rerun_rows_note(turn: str, later: int, configs: Iterable[MemoryConfig]) -> str | None:
-    """Why re-running ``turn`` as a branch may keep less than its what-if (``configs``) shows, when
-    ``later`` turns were written after it and a node's memory is Dify's as shipped: the re-run is
-    the conversation's newest turn, and Dify then takes its window rows from the newest turns of the
-    whole conversation (every branch), so those later turns take rows before its own thread's
+    """Why re-running ``turn`` as a branch may keep less than its what-if (``configs``) shows, when a
+    node's memory is Dify's as shipped: the re-run is the conversation's newest turn, and Dify then takes
+    its window rows from the newest turns of the whole conversation (every branch), so the turn's first
+    answer and the ``later`` turns written after it take rows before its own thread's
     (:meth:`core.memory.strategies.dify.DifyStrategy.window`). None when that does not apply."""
-    if not later or not any(c.system.later_turns_take_rows(c) for c in configs):
+    if not any(c.system.later_turns_take_rows(c) for c in configs):
         return None
+    others = f"{turn}'s first answer" + (f" and the {plural(later, 'turn')} written after it" if later else "")
     return (f"A re-run is the conversation's newest turn: Dify as shipped fills its window with the newest rows of "
-            f"the whole conversation, so the {plural(later, 'turn')} written after {turn}, which the new branch "
-            f"leaves out, still take rows before its own thread's, and the re-run may keep less than this preview.")
+            f"the whole conversation, so {others}, which the new branch leaves out, still take"
+            f"{'s a row' if not later else ' rows'} before its own thread's.")
 
 
 def models_note(configured: Mapping[str, str | None], runs: Sequence[Mapping[str, Any]] = ()) -> str | None:

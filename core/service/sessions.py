@@ -129,10 +129,12 @@ class ConversationService:
     # -- conversations -------------------------------------------------------------------------------
     def start(self, flow_id: str, *, user_id: str = "user", name: str = "", source: str = "ui",
               inputs: Mapping[str, Any] | None = None, conversation_id: str | None = None,
-              fidelity: str = DEFAULT_FIDELITY, plugin_token_counting: bool = False) -> repo.ConversationInfo:
-        """A new conversation on the flow's newest version. ``fidelity`` and ``plugin_token_counting``
-        are its Dify profile (Dify 1.x as shipped, token counting off, by default), kept for every turn."""
-        version = repo.latest_flow_version(self.db, flow_id)
+              fidelity: str = DEFAULT_FIDELITY, plugin_token_counting: bool = False,
+              version_id: str | None = None) -> repo.ConversationInfo:
+        """A new conversation on the flow's newest version (or on ``version_id``). ``fidelity`` and
+        ``plugin_token_counting`` are its Dify profile (Dify 1.x as shipped, token counting off, by
+        default), kept for every turn."""
+        version = repo.get_flow_version(self.db, version_id) if version_id else repo.latest_flow_version(self.db, flow_id)
         info = repo.create_conversation(self.db, flow_version_id=version.id, user_id=user_id, name=name,
                                         source=source, inputs=dict(inputs or {}), conversation_id=conversation_id,
                                         meta={"fidelity": fidelity,
