@@ -68,6 +68,9 @@ def of_conversation(name: str, conversation_id: str) -> str:
     return f"{name}-{conversation_id}"
 
 
+# -- what the Debugger shows, for every page: (conversation id, inspected turn id) or None (ui/links.py) ------
+DEBUGGED = "debugged"
+
 # -- hand-offs between pages: set by one page, read and cleared by the page named -----------------------
 OPEN_IN_DEBUGGER = "open_conversation"  # a conversation id the Debugger opens, whatever its source filter
 OPEN_IN_COMPARE = "open_in_compare"     # a stored conversation id Compare opens
