@@ -28,9 +28,14 @@ from core.store.repo import ConversationInfo
 @st.cache_resource(show_spinner="Preparing the demo conversations (first start only)…")
 def _service(url: str) -> ConversationService:
     service = ConversationService(Database(url))
-    seed_demo(service)
-    warm_up()  # litellm loads in the background: the first turn a person runs does not wait for it
+    seed_demo(service)  # from the prepared bundle: a fraction of a second
     return service
+
+
+def warm_up_models() -> None:
+    """Load litellm in the background once the page a person opened is drawn, so the first turn they run does
+    not wait for it, and the page does not wait for its import (seconds of the interpreter's time)."""
+    warm_up()
 
 
 def service() -> ConversationService:
@@ -118,6 +123,15 @@ def what_if_turns(url: str, conversation_id: str, version: tuple, version_id: st
                              override=json.loads(override_json) or None)
     return what_if(conv, node_id, base, new, has_thread=f.is_chat,
                    history_inputs=node_history_inputs(f, conv, node_id), positions=positions)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def branch_figure(url: str, conversation_id: str, version: tuple, thread: tuple[int, ...]):
+    """The Branches tab's tree (:func:`ui.tree_view.branch_figure`): drawn once per version of the
+    conversation and active thread, not on every inspect."""
+    from ui.tree_view import branch_figure as draw
+
+    return draw(conversation(url, conversation_id, version), list(thread))
 
 
 def recorded_config(run: dict) -> MemoryConfig:

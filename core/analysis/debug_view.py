@@ -175,9 +175,7 @@ def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str, o
             used[HISTORY] = used.get(HISTORY, 0) + r.history_tokens
     dropped: dict[str, int] = {}
     if ledger is not None:
-        for e in ledger.entries:
-            if e.dropped:
-                dropped[e.reason] = dropped.get(e.reason, 0) + e.tokens
+        dropped = {r: n for r, n in ledger.tokens_by_reason().items() if is_dropped(r)}
     profile = memory_rules(ledger.config) if ledger is not None else ""
     difference, both = "", []
     if ledger is not None and other is not None and position is not None and profile:

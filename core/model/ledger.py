@@ -244,6 +244,13 @@ class Ledger:
         """How many earlier messages the ledger lists."""
         return len(self.entries)
 
+    def tokens_by_reason(self) -> dict[str, int]:
+        """The earlier messages' tokens summed by reason (the receipt's dropped part of the budget bar)."""
+        out: dict[str, int] = {}
+        for e in self.entries:
+            out[e.reason] = out.get(e.reason, 0) + e.tokens
+        return out
+
     def last_entries(self, n: int) -> list[LedgerEntry]:
         """The newest ``n`` entries (all of them when there are fewer), in order."""
         return self.entries[-n:] if n > 0 else []
@@ -304,13 +311,29 @@ class RunLedger(Ledger):
     to whoever displays it. Equal to, and copied as, the plain :class:`Ledger` it stands for."""
 
     def __init__(self, *, runs: list[list], kept: list[LedgerEntry], count: int, first_ref, last_ref,
-                 expand, pick=None, offset=None, **fields):
+                 expand, pick=None, offset=None, tokens=None, **fields):
         self.runs, self.count, self.first_ref, self.last_ref = runs, count, first_ref, last_ref
         self._kept, self._expand, self._entries = kept, expand, None
         # Some entries without listing all: ``pick(ranges)`` builds the entries at the candidates'
-        # offsets in ``[lo, hi)`` ranges (ascending); ``offset(p)`` is turn ``p``'s first candidate's.
-        self._pick, self._offset = pick, offset
+        # offsets in ``[lo, hi)`` ranges (ascending); ``offset(p)`` is turn ``p``'s first candidate's;
+        # ``tokens(p)`` turn ``p``'s messages' token counts.
+        self._pick, self._offset, self._tokens = pick, offset, tokens
         super().__init__(entries=None, **fields)
+
+    def tokens_by_reason(self) -> dict[str, int]:  # from the runs and each turn's counts: no entry listed
+        if self._entries is not None or self._tokens is None or self._offset is None:
+            return super().tokens_by_reason()
+        flat: list[int] = []
+        p = 0
+        while len(flat) < self.count:
+            flat.extend(self._tokens(p)[:self.count - len(flat)])
+            p += 1
+        out: dict[str, int] = {}
+        at = 0
+        for reason, n in self.runs:
+            out[reason] = out.get(reason, 0) + sum(flat[at:at + int(n)])
+            at += int(n)
+        return out
 
     def entries_at(self, positions: Iterable[int]) -> list[LedgerEntry]:
         if self._entries is not None or self._pick is None:

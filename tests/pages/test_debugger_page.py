@@ -267,14 +267,14 @@ def test_a_question_classifiers_memory_and_prompt_show_in_its_own_receipt(app):
     classifier["data"]["memory"] = {"window": {"enabled": False, "size": 2}}
     own_file(app, "classifier.yml", yaml.safe_dump(doc).encode())
     app.button(key="new_start").click().run()
-    for query in ("Hi, I'm Dana.", "Questions about how to use products: the kettle", "And the toaster?"):
+    for query in ("Hi, I'm Dana.", "Questions about how to use products: the kettle", "Other questions: and the toaster?"):
         app.chat_input(key="chat_input").set_value(query).run()
         assert not app.exception, app.exception
     tab = next(t for t in app.tabs if t.label == "Question Classifier")  # the node's receipt
     texts = [t.value for t in tab.text]
     assert "Earlier conversation:\nHuman: Questions about how to use products: the kettle\nAssistant: " in texts[0]
     assert "Dana" not in texts[0]  # turn 1 is outside the two-row window
-    assert texts[1] == "And the toaster?"
+    assert texts[1] == "Other questions: and the toaster?"
     assert '"category_name": "Other questions"' in texts[-1]  # its reply, in the receipt
     # The history's lines inside the prompt are counted as memory history, not as template.
     assert any(c.value.endswith("of its tokens are the memory history's lines (counted as memory history in "
