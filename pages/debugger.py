@@ -530,8 +530,8 @@ def _workspace() -> None:
                             render_receipt(r, ledger, key=f"rc-{selected_id}-{node.id}", what_if=is_what_if)
                             if run.get("recalled"):
                                 render_recalled(run.get("recalled"), key=f"recalled-{selected_id}-{node.id}")
-                            if ledger is not None and ledger.entries and st.toggle(
-                                    f"Show every earlier message ({len(ledger.entries):,}), kept or not",
+                            if ledger is not None and ledger.entry_count() and st.toggle(
+                                    f"Show every earlier message ({ledger.entry_count():,}), kept or not",
                                     key=f"lt-on-{node.id}"):
                                 render_ledger_table(ledger, conv, key=f"lt-{selected_id}-{node.id}", node=titles[node.id],
                                                     position=selected)

@@ -282,7 +282,7 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
                     run = replayed_run(conv, selected, lens.id, ledger, counter)
                     r = receipt(run, lens.title, exact=counter.exact, encoding=counter.encoding_name)
                     render_receipt(r, ledger, key=f"rrc-{selected_id}-{lens.id}", what_if=lens.id in changed)
-                    if ledger.entries and st.toggle(f"Show every earlier message ({len(ledger.entries):,}), kept or not",
+                    if ledger.entry_count() and st.toggle(f"Show every earlier message ({ledger.entry_count():,}), kept or not",
                                                     key=f"rlt-on-{lens.id}"):
                         render_ledger_table(ledger, conv, key=f"rlt-{selected_id}-{lens.id}", node=lens.title,
                                             position=selected)

@@ -46,7 +46,8 @@ class LeftOut:
 
 
 def _named(conversation: Conversation, dropped: list[LedgerEntry]) -> list[LedgerEntry]:
-    """The dropped user messages the line names, oldest first: the newest that state a fact, then the newest."""
+    """The dropped user messages the line names, oldest first: the newest that state a fact, then the newest
+    (``dropped``: the newest dropped entries, in order)."""
     users = [e for e in reversed(dropped) if e.role == "user"][:SCAN] or list(reversed(dropped))[:SCAN]
     stating = [e for e in users if extract_facts(message_text(conversation.turns[e.position].messages[e.index]))]
     picked = (stating + [e for e in users if e not in stating])[:EXCERPTS]
@@ -63,29 +64,29 @@ def left_out(conversation: Conversation, ledger: Ledger, title: str, node_id: st
             LedgerEntry(0, 0, "user", 0, False, MEMORY_OFF), config, title), 0)
     if not count:
         return LeftOut(node_id, title, "nothing earlier to leave out (first turn)", "", 0)
-    dropped = [e for e in ledger.entries_with(r for r in PIPELINE if is_dropped(r)) if e.reason not in _SENT_OTHERWISE]
-    folded = ledger.entries_with([SUMMARIZED])
+    # Read from the ledger's runs where it has them: a long conversation drops tens of thousands of messages.
+    dropping = [r for r in PIPELINE if is_dropped(r) and r not in _SENT_OTHERWISE]
+    order = [r for r in dropping if ledger.positions_with([r])]
     parts = []
-    if dropped:
-        by_reason: dict[str, list[LedgerEntry]] = {}
-        for e in dropped:
-            by_reason.setdefault(e.reason, []).append(e)
-        order = sorted(by_reason, key=PIPELINE.index)
-        turns = turn_ranges(thread_number(conversation, e.position) for e in dropped)
+    if order:
+        def turns(reasons) -> str:
+            return turn_ranges(thread_number(conversation, p) for p in ledger.positions_with(reasons))
+
+        newest = ledger.last_entries_with(dropping, 3 * SCAN)
         named = ", ".join(f"“{excerpt(message_text(conversation.turns[e.position].messages[e.index]))}”"
-                          for e in _named(conversation, dropped))
-        if len(order) == 1:
-            why = reason_words(order[0], config)
-        else:
-            why = ", ".join(f"{turn_ranges(thread_number(conversation, e.position) for e in by_reason[r])} "
-                            f"{reason_words(r, config)}" for r in order)
-        parts.append(" — ".join(x for x in (f"dropped {turns}", named, why) if x))
-        hover = " · ".join(explain(by_reason[r][-1], config, title) for r in order)
+                          for e in _named(conversation, newest))
+        why = reason_words(order[0], config) if len(order) == 1 else \
+            ", ".join(f"{turns([r])} {reason_words(r, config)}" for r in order)
+        parts.append(" — ".join(x for x in (f"dropped {turns(order)}", named, why) if x))
+        hover = " · ".join(explain(ledger.last_entries_with([r], 1)[0], config, title) for r in order)
+        dropped = ledger.dropped_count() - len(ledger.entries_with(_SENT_OTHERWISE))
     else:
         kept = len(ledger.kept)
         parts.append(f"dropped nothing: kept all {kept:,} earlier" if kept else "sends no earlier message")
-        hover = ""
+        hover, dropped = "", 0
+    folded = ledger.positions_with([SUMMARIZED])
     if folded:
-        parts.append(f"summarized {turn_ranges(thread_number(conversation, e.position) for e in folded)}")
-        hover = " · ".join(x for x in (hover, explain(folded[-1], config, title)) if x)
-    return LeftOut(node_id, title, "; ".join(parts), hover, len(dropped))
+        parts.append(f"summarized {turn_ranges(thread_number(conversation, p) for p in folded)}")
+        hover = " · ".join(x for x in (hover, explain(ledger.last_entries_with([SUMMARIZED], 1)[0], config, title)) if x)
+    return LeftOut(node_id, title, "; ".join(parts), hover, dropped)
+

@@ -41,7 +41,7 @@ def rerun_ledgers(flow, conversation: Conversation, position: int, overrides: Ma
     rerun = with_rerun(conversation, position)
     at = len(rerun.turns) - 1
     return {node_id: what_if_ledger(flow, rerun, at, node_id, override, fidelity=fidelity,
-                                    plugin_token_counting=plugin_token_counting)
+                                    plugin_token_counting=plugin_token_counting, lazy=True)
             for node_id, override in overrides.items()}
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 from array import array
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from itertools import compress
@@ -244,6 +245,17 @@ class Ledger:
         """How many earlier messages the ledger lists."""
         return len(self.entries)
 
+    def positions_with(self, reasons: Iterable[str]) -> list[int]:
+        """The positions of the earlier turns that have a message with one of ``reasons``, ascending."""
+        wanted = set(reasons)
+        return sorted({e.position for e in self.entries if e.reason in wanted})
+
+    def last_entries_with(self, reasons: Iterable[str], n: int) -> list[LedgerEntry]:
+        """The newest ``n`` entries whose reason is one of ``reasons`` (all of them when there are fewer), in order."""
+        wanted = set(reasons)
+        out = [e for e in reversed(self.entries) if e.reason in wanted][:max(n, 0)]
+        return out[::-1]
+
     def tokens_by_reason(self) -> dict[str, int]:
         """The earlier messages' tokens summed by reason (the receipt's dropped part of the budget bar)."""
         out: dict[str, int] = {}
@@ -319,6 +331,39 @@ class RunLedger(Ledger):
         # ``tokens(p)`` turn ``p``'s messages' token counts.
         self._pick, self._offset, self._tokens = pick, offset, tokens
         super().__init__(entries=None, **fields)
+
+    def _ranges_with(self, reasons: Iterable[str]) -> list[tuple[int, int]]:
+        """The candidates' offsets ``[lo, hi)`` of the runs whose reason is one of ``reasons``."""
+        wanted, ranges, at = set(reasons), [], 0
+        for reason, n in self.runs:
+            if reason in wanted:
+                ranges.append((at, at + int(n)))
+            at += int(n)
+        return ranges
+
+    def _position_of(self, k: int) -> int:
+        """The position of the turn holding candidate ``k`` (``offset`` never decreases; each turn before the
+        call's has a message, so the call's own position is at most :attr:`count`)."""
+        return bisect_right(range(self.count + 1), k, key=self._offset) - 1
+
+    def positions_with(self, reasons: Iterable[str]) -> list[int]:  # from the runs' ends: no entry listed
+        if self._entries is not None or self._offset is None:
+            return super().positions_with(reasons)
+        out: set[int] = set()
+        for lo, hi in self._ranges_with(reasons):  # a run's turns are consecutive: another reason would split it
+            out.update(range(self._position_of(lo), self._position_of(hi - 1) + 1))
+        return sorted(out)
+
+    def last_entries_with(self, reasons: Iterable[str], n: int) -> list[LedgerEntry]:
+        if self._entries is not None or self._pick is None:
+            return super().last_entries_with(reasons, n)
+        picked: list[tuple[int, int]] = []
+        for lo, hi in reversed(self._ranges_with(reasons)):
+            if n <= 0:
+                break
+            picked.append((max(lo, hi - n), hi))
+            n -= hi - max(lo, hi - n)
+        return self._pick(picked[::-1])
 
     def tokens_by_reason(self) -> dict[str, int]:  # from the runs and each turn's counts: no entry listed
         if self._entries is not None or self._tokens is None or self._offset is None:

@@ -72,5 +72,9 @@ def test_an_unpacked_ledger_lists_its_entries_only_when_they_are_read():
             assert stored.kept == full.kept and stored.dropped_count() == full.dropped_count()
             assert stored.tokens_by_reason() == Ledger.tokens_by_reason(full)
             assert stored.entries_at([3, 4]) == [e for e in full.entries if e.position in (3, 4)]
+            for reasons in (["outside_window"], ["other_branch", "kept"], ["memory_off"]):
+                assert stored.positions_with(reasons) == Ledger.positions_with(full, reasons)
+                for n in (0, 1, 5, 1000):
+                    assert stored.last_entries_with(reasons, n) == Ledger.last_entries_with(full, reasons, n)
             assert stored._entries is None  # none of those listed every entry
             assert stored == full and stored._entries is not None  # comparing does
