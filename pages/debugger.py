@@ -390,7 +390,7 @@ def _workspace() -> None:
             if phrase.strip():
                 try:
                     shown = {nid: {**config.to_dict(), **overrides.get(nid, {})} for nid, config in baselines.items()}
-                    answer = data.why(url, conv_id, stamp, info.flow_version_id, phrase.strip(), tuple(thread),
+                    answer = data.why(url, conv_id, stamp, info.flow_version_id, phrase.strip(), thread_ids[-1],
                                       json.dumps(shown, sort_keys=True), fidelity)
                     render_why(answer, on_jump=lambda p: _select(conv.turns[p].id), key=conv_key(keys.WHY))
                     # One config per node over the whole thread: say which, since earlier turns may have run with others.
@@ -542,12 +542,14 @@ def _workspace() -> None:
             history = data.variable_history(url, conv_id, stamp)
             at = data.variables_at(url, conv_id, stamp, info.flow_version_id, selected_id) if selected_id else None
             label = f"after {turn_label(conv, selected)}" if selected is not None else ""
-            turn_no = {t.id: turn_label(conv, i).removeprefix("turn ") for i, t in enumerate(conv.turns)}
-            render_variables(svc, conv_id, variables, at, label, history, turn_no, key=conv_key(keys.VARIABLES),
-                             branched=len(thread) < len(conv.turns))
+            render_variables(svc, conv_id, variables, at, label, history,
+                             # a change's turn as labelled on its thread, named only for the page of changes shown
+                             lambda t: turn_label(conv, tree.position[t]).removeprefix("turn ") if t in tree.position
+                             else "—", key=conv_key(keys.VARIABLES), branched=len(thread) < len(conv.turns),
+                             node_names=node_names)
         with tree_tab:
             render_branches(conv, thread, on_switch=_switch, keys=("tree", f"branch-{conv_id}", "switch_branch"),
-                            figure=data.branch_figure(url, conv_id, stamp, tuple(thread)))
+                            figure=data.branch_figure(url, conv_id, stamp, thread_ids[-1]) if thread_ids else None)
 
 
 _workspace()

@@ -126,12 +126,14 @@ def what_if_turns(url: str, conversation_id: str, version: tuple, version_id: st
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def branch_figure(url: str, conversation_id: str, version: tuple, thread: tuple[int, ...]):
-    """The Branches tab's tree (:func:`ui.tree_view.branch_figure`): drawn once per version of the
-    conversation and active thread, not on every inspect."""
+def branch_figure(url: str, conversation_id: str, version: tuple, leaf_id: str):
+    """The Branches tab's tree (:func:`ui.tree_view.branch_figure`) with the thread ending at ``leaf_id`` as
+    the active one: drawn once per version of the conversation, not on every inspect (keyed by the leaf: a
+    key of the thread's every turn would cost its hashing on every run)."""
     from ui.tree_view import branch_figure as draw
 
-    return draw(conversation(url, conversation_id, version), list(thread))
+    conv = conversation(url, conversation_id, version)
+    return draw(conv, conv.tree.path(conv.tree.position[leaf_id]))
 
 
 def recorded_config(run: dict) -> MemoryConfig:
@@ -166,11 +168,11 @@ def clear_conversation_caches() -> None:
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def why(url: str, conversation_id: str, version: tuple, version_id: str, phrase: str, thread: tuple[int, ...],
+def why(url: str, conversation_id: str, version: tuple, version_id: str, phrase: str, leaf_id: str,
         overrides_json: str, fidelity: str):
-    """Where ``phrase`` went on ``thread``, per LLM node, under the settings the page shows."""
+    """Where ``phrase`` went on the thread ending at ``leaf_id``, per LLM node, under the settings the page shows."""
     from core.analysis.why import node_subjects, where_did_it_go
 
     conv = conversation(url, conversation_id, version)
     subjects = node_subjects(flow(url, version_id), conv, fidelity=fidelity, overrides=json.loads(overrides_json))
-    return where_did_it_go(conv, phrase, subjects, thread=list(thread))
+    return where_did_it_go(conv, phrase, subjects, thread=conv.tree.path(conv.tree.position[leaf_id]))

@@ -149,9 +149,10 @@ def memory_rules(config: Mapping[str, Any]) -> str:
 def _both(code: Ledger, docs: Ledger) -> list[tuple[int, str, str]]:
     from .findings import both_decisions
 
-    entries = {(e.position, e.index): e for e in code.entries}
+    decisions = both_decisions(code, docs)
+    entries = {(e.position, e.index): e for e in code.entries_at({p for p, _ in decisions})}  # not the whole ledger
     out = []
-    for key, (d, c) in sorted(both_decisions(code, docs).items()):
+    for key, (d, c) in sorted(decisions.items()):
         e = entries[key]
         out.append((e.turn, e.role, f"docs: {REASON_LABELS.get(d, d)} · code: {REASON_LABELS.get(c, c)}"))
     return out
