@@ -126,7 +126,7 @@ def load_demo_bundle(service, bundle: dict) -> str:
     if bundle.get("format") != BUNDLE_FORMAT or bundle.get("version") != BUNDLE_VERSION:
         raise ValueError(f"{DEMO_BUNDLE.name} is not a version {BUNDLE_VERSION} {BUNDLE_FORMAT} document")
     db = service.db
-    ids = [import_conversation(db, doc) for doc in bundle["conversations"]]  # each brings its own flow
+    ids = [import_conversation(db, doc, shipped=True) for doc in bundle["conversations"]]  # each brings its flow
     for flow in bundle["flows"]:
         if repo.find_flow_by_name(db, flow["name"]) is None:
             service.import_flow(Flow.from_dict(flow["definition"]), name=flow["name"])

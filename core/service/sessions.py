@@ -570,13 +570,16 @@ def damaged_fields(info: repo.ConversationInfo, turns: list[dict], history: list
     return out
 
 
-def import_conversation(db: Database, bundle: Mapping[str, Any]) -> str:
-    """Store an exported conversation under its own ids, all or nothing."""
+def import_conversation(db: Database, bundle: Mapping[str, Any], *, shipped: bool = False) -> str:
+    """Store an exported conversation under its own ids, all or nothing. ``shipped``: a bundle MemLens ships
+    (the demo's, checked by tests/service/test_demo_bundle.py), stored without reading every ledger back
+    first — which would load a tokenizer on a fresh install's first page."""
     from sqlalchemy import select
 
     from core.store.models import (ConversationRow, FlowRow, FlowVersionRow, VariableChangeRow, VariableRow)
 
-    validate_bundle(bundle)
+    if not shipped:
+        validate_bundle(bundle)
     conv = bundle["conversation"]
     with db.session() as s:
         if s.get(ConversationRow, conv["id"]) is not None:

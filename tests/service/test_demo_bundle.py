@@ -41,6 +41,15 @@ def test_the_prepared_bundle_is_what_playing_the_demo_gives_now(tmp_path):
         "the demo plays differently now: refresh the bundle with .venv/bin/python scripts/demo_bundle.py"
 
 
+def test_every_conversation_in_the_bundle_passes_the_imports_whole_check():
+    """A fresh install stores the bundle's conversations without reading every ledger back (shipped=True):
+    this is that check, made here instead."""
+    from core.io.bundle import validate_bundle
+
+    for doc in json.loads(DEMO_BUNDLE.read_text(encoding="utf-8"))["conversations"]:
+        validate_bundle(doc)
+
+
 def test_a_fresh_store_is_seeded_from_the_bundle_with_everything_the_demo_holds(tmp_path):
     service = ConversationService(Database(f"sqlite:///{tmp_path / 'fresh.db'}"))
     conv_id = seed_demo(service)
