@@ -32,10 +32,14 @@ def _service(url: str) -> ConversationService:
     return service
 
 
+#: Seconds after the first page is drawn before litellm loads: the browser settles the page first.
+WARM_UP_DELAY = 5.0
+
+
 def warm_up_models() -> None:
-    """Load litellm in the background once the page a person opened is drawn, so the first turn they run does
-    not wait for it, and the page does not wait for its import (seconds of the interpreter's time)."""
-    warm_up()
+    """Load litellm in the background a little after the page a person opened is drawn, so the first turn they
+    run does not wait for it, and the page does not wait for its import (seconds of the interpreter's time)."""
+    warm_up(WARM_UP_DELAY)
 
 
 def service() -> ConversationService:
