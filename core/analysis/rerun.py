@@ -15,7 +15,7 @@ import dataclasses
 from typing import Any, Mapping
 
 from core.flow.runtime import what_if_ledger
-from core.memory.replay import MemoryConfig
+from core.memory.config import config_of
 from core.model.conversation import Conversation, thread_number, turn_label
 from core.model.ledger import Ledger, turn_ranges
 from core.words import plural
@@ -69,9 +69,7 @@ def rerun_note(conversation: Conversation, position: int, previews: Mapping[str,
         return None
     label = turn_label(conversation, position)
     later = len(conversation.turns) - 1 - position
-    settings = {f.name for f in dataclasses.fields(MemoryConfig)}  # a ledger's config also holds its budget
-    reason = rerun_rows_note(label, later, [MemoryConfig.from_dict({k: v for k, v in r.config.items() if k in settings})
-                                            for r in reruns.values()])
+    reason = rerun_rows_note(label, later, [config_of(r.config) for r in reruns.values()])
     return (f"Re-running {label} as a branch: " + "; ".join(parts) + "."
             + (f" {reason}" if reason else "")
             + " Replaying the conversation from turn 1 with these settings gives what the preview shows.")

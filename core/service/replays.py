@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 
 from core.flow.runtime import TurnRecord
 from core.limits import REPLAY_TURNS
+from core.memory.strategies.dify import DEFAULT_FIDELITY
 from core.store import repo
 
 from .errors import ReplayError
@@ -63,7 +64,7 @@ def replay_thread(service, conversation_id: str, overrides: Mapping[str, Mapping
     if mode == NEW:
         version = repo.get_flow_version(service.db, info.flow_version_id)
         target = service.start(version.flow_id, user_id=info.user_id, name=name or "", inputs=info.inputs,
-                               fidelity=info.meta.get("fidelity") or "code",
+                               fidelity=info.meta.get("fidelity") or DEFAULT_FIDELITY,
                                plugin_token_counting=bool(info.meta.get("plugin_token_counting")),
                                version_id=version.id).id
         parent: Any = None  # the new conversation's first turn
