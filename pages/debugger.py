@@ -534,7 +534,7 @@ def _workspace() -> None:
                                     f"Show every earlier message ({ledger.entry_count():,}), kept or not",
                                     key=f"lt-on-{node.id}"):
                                 render_ledger_table(ledger, conv, key=f"lt-{selected_id}-{node.id}", node=titles[node.id],
-                                                    position=selected)
+                                                    position=selected, narrow=True)
         with vars_tab:
             declared = [v.name for v in flow.variables]
             variables = sorted(svc.variables(conv_id),
@@ -551,7 +551,7 @@ def _workspace() -> None:
             render_branches(conv, thread, on_switch=_switch, keys=("tree", f"branch-{conv_id}", "switch_branch"),
                             figure=data.branch_figure(url, conv_id, stamp, thread_ids[-1]) if thread_ids else None)
 
+    data.warm_up_models()  # from the session's second drawing on: litellm loads for the first turn meanwhile
+
 
 _workspace()
-
-data.warm_up_models()  # the page is drawn: litellm loads for the first turn meanwhile

@@ -23,6 +23,7 @@ from core.service.samples import seed_demo
 from core.service.sessions import ConversationService
 from core.store.db import Database, resolve_url
 from core.store.repo import ConversationInfo
+from ui import state as keys
 
 
 @st.cache_resource(show_spinner="Preparing the demo conversations (first start only)…")
@@ -32,14 +33,15 @@ def _service(url: str) -> ConversationService:
     return service
 
 
-#: Seconds after the first page is drawn before litellm loads: the browser settles the page first.
-WARM_UP_DELAY = 5.0
-
-
 def warm_up_models() -> None:
-    """Load litellm in the background a little after the page a person opened is drawn, so the first turn they
-    run does not wait for it, and the page does not wait for its import (seconds of the interpreter's time)."""
-    warm_up(WARM_UP_DELAY)
+    """Load litellm in the background once a person acts on the page they opened (the session's second
+    drawing of the transcript and inspector: an Inspect, a tab, a setting), so the first turn they run
+    does not wait for it — and their first page, drawn and sent while nothing else runs, does not share
+    the interpreter with its import (seconds of its time)."""
+    runs = st.session_state.get(keys.WORKSPACE_RUNS, 0) + 1
+    st.session_state[keys.WORKSPACE_RUNS] = runs
+    if runs > 1:
+        warm_up()
 
 
 def service() -> ConversationService:

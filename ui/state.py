@@ -50,6 +50,7 @@ SIDE = "ml-side"                       # the receipt column (ui/html.py's CSS ma
 TRANSCRIPT = "ml-transcript"           # the transcript box (scrolled to the inspected turn)
 FIX = "fix"  # per conversation: the switchboard's actions (re-run, replay from turn 1, keep): ui/fix_path.py
 CHAT_INPUT = "chat_input"
+WORKSPACE_RUNS = "workspace_runs"  # how many times this session drew the transcript and inspector (ui/data.py)
 # Kept per conversation (``of_conversation(NAME, id)``): its name being edited, the "where did it go?"
 # box, how many turns the transcript shows, the transcript, the recall preview, the variables panel,
 # the switchboard (per conversation and inspected turn: ``of_conversation(SWITCHBOARD, id) + f"-{turn}"``;

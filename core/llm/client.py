@@ -32,7 +32,6 @@ import io
 import logging
 import os
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
@@ -104,20 +103,18 @@ def _litellm():
 _warming: "threading.Thread | None" = None
 
 
-def warm_up(delay: float = 0.0) -> None:
-    """Import litellm and make one offline demo call in a background thread, after ``delay`` seconds.
+def warm_up() -> None:
+    """Import litellm and make one offline demo call in a background thread.
 
     ``import litellm`` takes seconds (far more on a busy machine) and the first completion more
-    still; an app calls this when it starts, so the first turn a person runs — a re-run, a new
+    still; an app calls this once a person is using it, so the first turn they run — a re-run, a new
     message — does not wait for it. A call that needs litellm before the warm-up is done simply
-    waits for the import already under way (Python's import lock). The delay lets what the app is
-    doing right now (drawing its first page) have the processor first."""
+    waits for the import already under way (Python's import lock)."""
     global _warming
     if _warming is not None:
         return
 
     def work() -> None:
-        time.sleep(delay)
         try:
             LiteLLMClient().complete(DEMO_MODEL, [{"role": "user", "content": "hello"}])
         except Exception:  # a failed warm-up only means the first real call pays the cost

@@ -693,3 +693,21 @@ def test_replay_the_conversation_with_these_settings_opens_a_new_one_that_keeps_
     assert "<b>Responder</b>: dropped nothing: kept all 10 earlier" in glance  # turn 6, as the preview showed
     page = shown("".join(md.value for m in app.chat_message for md in m.markdown))
     assert "I don't know your name" not in page and "Your name is Dana." in page
+
+
+def test_litellm_warms_up_once_a_person_acts_not_while_the_first_page_is_drawn(tmp_path, monkeypatch):
+    """The first page has the interpreter to itself; the session's next drawing (here an Inspect) starts the
+    background import, so the first turn a person runs does not wait for it."""
+    from ui import data
+
+    started = []
+    monkeypatch.setattr(data, "warm_up", lambda: started.append(True))
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", f"sqlite:///{tmp_path / 'memlens.db'}")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    at.db_url = f"sqlite:///{tmp_path / 'memlens.db'}"
+    assert not at.exception and started == []
+    conv_id = at.session_state["conv_id"]
+    turn3 = repo.load_turn_rows(db(at), conv_id)[2]["id"]
+    at.button(key=f"tx-{conv_id}-{turn3}-1-inspect").click().run()
+    assert not at.exception and started == [True]
