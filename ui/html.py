@@ -60,6 +60,15 @@ div[data-testid="stColumn"]:has(.st-key-ml-side) {position: sticky; top: 3.75rem
 .ml-badge {font-size: .72rem; color: #92400e; background: #fef3c7; border-radius: .5rem; padding: .05rem .45rem;}
 .ml-error {font-size: .8rem; color: #b91c1c;}
 .ml-turn {font-size: .72rem; color: #6b7280;}
+.ml-ledger table {width: 100%; border-collapse: collapse; font-size: .8rem; line-height: 1.35;}
+.ml-ledger th {text-align: left; font-weight: 600; color: #6b7280; border-bottom: 1px solid #e5e7eb; padding: .2rem .3rem;}
+.ml-ledger td {vertical-align: top; border-bottom: 1px solid #f3f4f6; padding: .2rem .3rem; overflow-wrap: anywhere;}
+.ml-ledger td:first-child {white-space: nowrap;}
+.ml-ledger td:nth-child(2) {cursor: help; min-width: 6rem;}
+.ml-ledger .ml-num {text-align: right; white-space: nowrap;}
+.ml-ledger tr.ml-not-kept td {color: #991b1b;}
+.ml-ledger-role {font-size: .7rem; color: #6b7280;}
+.ml-ledger-why {font-size: .75rem; color: #4b5563; margin: .4rem 0;}
 .ml-glance {margin: 0 0 .4rem 0; font-size: .875rem; line-height: 1.4;}
 .ml-glance-line {border-left: 3px solid #10b981; padding: .1rem 0 .1rem .5rem; margin: .15rem 0; cursor: help;
                  overflow-wrap: anywhere;}

@@ -96,6 +96,20 @@ def test_the_demo_opens_on_what_each_node_left_out_then_its_receipt_above_the_fo
             scroller = changes.locator(".dvn-scroller").first
             assert scroller.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), "the Changes table scrolls sideways"
             page.screenshot(path=str(tmp_path / f"variables-{width}.png"))
+            # The full ledger: every message snippet whole, wrapped inside the inspector.
+            page.get_by_role("tab", name="Context receipt").click()
+            _settled(page)
+            page.get_by_role("tabpanel", name="Responder").get_by_text(re.compile(r"^Show every earlier message")).click()
+            table = page.get_by_role("tabpanel", name="Responder").locator(".ml-ledger table")
+            expect(table.locator("tbody tr")).to_have_count(14, timeout=WAIT)
+            expect(table).to_contain_text("The delivery was due on Monday and it still hasn't arrived")
+            assert table.evaluate("e => e.scrollWidth <= e.parentElement.clientWidth + 1")
+            box = table.bounding_box()
+            assert box["x"] + box["width"] <= side["x"] + side["width"] + 1
+            for cell in table.locator("td").all():
+                assert cell.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), cell.inner_text()
+            table.scroll_into_view_if_needed()
+            page.screenshot(path=str(tmp_path / f"ledger-{width}.png"))
 
 
 def _labels_whole(page, scope) -> None:

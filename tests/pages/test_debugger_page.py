@@ -695,6 +695,16 @@ def test_replay_the_conversation_with_these_settings_opens_a_new_one_that_keeps_
     assert "I don't know your name" not in page and "Your name is Dana." in page
 
 
+def test_the_inspectors_full_ledger_is_a_table_whose_snippets_are_whole(app):
+    """The inspector's full ledger wraps its cells (no data frame cutting a snippet at its column's edge)."""
+    app.toggle(key="lt-on-responder").set_value(True).run()
+    assert not app.exception
+    table = shown("".join(md.value for md in app.markdown if "ml-ledger" in md.value))
+    assert table.count("<tr") == 1 + 14  # the heading and every earlier message of turn 8
+    assert "The delivery was due on Monday and it still hasn't arrived." in table
+    assert "<b>outside window</b>: outside window of 4 rows: the conversation's newest on any branch" in table
+
+
 def test_litellm_warms_up_once_a_person_acts_not_while_the_first_page_is_drawn(tmp_path, monkeypatch):
     """The first page has the interpreter to itself; the session's next drawing (here an Inspect) starts the
     background import, so the first turn a person runs does not wait for it."""
