@@ -46,7 +46,8 @@ deriving from a class here; catch the narrowest that fits)::
         ├── ImportCheckError   a value an import would store                         core/store/errors.py
         ├── NoFeedbackError    a rating revoked where none was given                 core/store/errors.py
         ├── BundleError        a MemLens conversation export                         core/io/errors.py
-        └── SessionChangedError  the flow changed under a conversation               core/service/errors.py
+        ├── SessionChangedError  the flow changed under a conversation               core/service/errors.py
+        └── ReplayError        a conversation that cannot be replayed from turn 1    core/service/errors.py
 
 ``core.api.errors.ApiError`` is not part of it: it is an HTTP answer in Dify's error shape, made
 from a ``MemLensError`` at the API's edge. Nor are two signals that never leave their package:

@@ -128,6 +128,8 @@ MAX_DIFY_WINDOW = 1_000_000
 #: Dify's template-transform node fails a rendering longer than this many characters
 #: (its ``TEMPLATE_TRANSFORM_MAX_LENGTH``, 80,000 by default).
 TEMPLATE_TRANSFORM_MAX_LENGTH = 80_000
+#: The most questions a conversation is replayed with from its first turn (each one calls the flow's models).
+REPLAY_TURNS = 200
 #: ``max_history_tokens`` when unset, for the strategies that read it (summary buffer, trim).
 DEFAULT_HISTORY_TOKENS = 2000
 

@@ -40,7 +40,19 @@ def file_stem(name: str, fallback: str = "report", width: int = 60) -> str:
     return stem or fallback
 
 
-__all__ = ["plural", "turns_summary", "conversation_length", "conversation_turns", "file_stem"]
+def excerpt(text: str, width: int = 28) -> str:
+    """The first words of a text, cut at a word when one ends in its second half, with "…" when cut:
+    ``excerpt("Hi, I'm Dana. My order number is 4411.")`` is "Hi, I'm Dana. My order…"."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    cut = text[:width]
+    if " " in cut[width // 2:]:
+        cut = cut[:cut.rindex(" ")]
+    return cut.rstrip(" ,.;:") + "…"
+
+
+__all__ = ["plural", "turns_summary", "conversation_length", "conversation_turns", "file_stem", "excerpt"]
 
 
 def distinct(labels: Mapping[K, str]) -> dict[K, str]:

@@ -97,6 +97,8 @@ if state.get(f"{P}_turn_of") != picked.key:  # another conversation opens at its
     state[f"{P}_turn_of"] = picked.key
     state.pop(f"{P}_turn", None)
     state.pop(f"{P}_last", None)
+if picked.turn_id in conv.tree.position:  # the conversation being debugged: at its inspected turn
+    state[f"{P}_turn"] = state[f"{P}_last"] = turn_numbers(conv)[conv.tree.position[picked.turn_id]]
 
 if f"{P}_n" not in state:  # first visit, or back from another page (which let the forms' state go)
     load_configs(P, current_configs() or list(DEFAULT_CONFIGS))

@@ -17,6 +17,7 @@ from ui.config_editor import edit_config
 from ui.entry import through_app
 from ui.html import plain
 from ui.ledger_table import render_ledger_table
+from ui.links import follow_debugged
 
 through_app()  # before anything is shown or read: the login is in app.py
 
@@ -59,6 +60,12 @@ st.caption("For a chosen turn: every earlier message, whether the memory kept it
 
 files = [p.name for p in sample_files()]
 stored = data.service().conversations()
+# Opened from the menu: the conversation being debugged, at its inspected turn, until another is picked.
+followed = follow_debugged(keys.LEDGER, fresh=page_key("from") not in st.session_state)
+if followed and followed[0] in {c.id for c in stored}:
+    st.session_state[page_key("from")], st.session_state[page_key("stored")] = "stored", followed[0]
+else:
+    followed = None
 with st.sidebar:
     st.subheader("Conversation")
     origin = st.radio("From", ["sample", "stored"], horizontal=True, key=page_key("from"),
@@ -97,6 +104,9 @@ if not numbers:
     st.warning("This conversation has no user turn.")
     st.stop()
 
+if followed and followed[1] in conversation.tree.position:  # at the Debugger's inspected turn
+    st.session_state[page_key("turn_of")] = source[:2]
+    st.session_state[page_key("turn")] = replay.numbers[conversation.tree.position[followed[1]]]
 # Another conversation opens at its newest turn: the slider's value would otherwise carry over to it.
 asked = st.session_state.get(page_key("turn"))
 if st.session_state.get(page_key("turn_of")) != source[:2] or not isinstance(asked, int) or asked < numbers[0]:

@@ -127,6 +127,8 @@ state[f"{P}_count"] = len(answered)
 if state.get(f"{P}_key") != picked.key:  # another conversation: back to its first turn
     state[f"{P}_key"] = picked.key
     state[f"{P}_i"] = 0
+if picked.turn_id in conv.tree.position and conv.tree.position[picked.turn_id] in answered:
+    state[f"{P}_i"] = answered.index(conv.tree.position[picked.turn_id])  # the Debugger's inspected turn
 
 
 @st.fragment(run_every=every if playing else None)

@@ -105,7 +105,7 @@ def test_a_new_memory_system_is_a_cli_choice_with_its_settings(toy, tmp_path, ca
     doc = json.loads(capsys.readouterr().out)
     assert doc["memory"] == LastN.name
     assert doc["turns"] == [replay.ledger(s.turn).to_json() for s in replay.summaries()]
-    assert main(["replay", str(path), "--memory", LastN.name, "--set", "keep=3", "--format", "summary"]) == 0
+    assert main(["replay", str(path), "--memory", LastN.name, "--set", "keep=3", "--format", "jsonl"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert lines == [s.to_json() for s in replay.summaries()]
     assert main(["replay", str(path), "--memory", LastN.name, "--set", "keep=3", "--turn", "4"]) == 0

@@ -19,6 +19,7 @@ from core.service.sources import Source, load_stored, read_sources, source_of
 from core.store.db import resolve_url
 from core.words import conversation_length, conversation_turns, distinct
 from ui.html import plain
+from ui.links import follow_debugged
 
 SAMPLE, STORED, FILE = "Sample", "Stored", "File"
 
@@ -27,6 +28,8 @@ SAMPLE, STORED, FILE = "Sample", "Stored", "File"
 class Picked:
     source: Source
     key: str  # identifies the conversation for caches (changes when it changes)
+    #: The turn to open on: the Debugger's inspected turn, on the run that opened its conversation here.
+    turn_id: str | None = None
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -115,6 +118,11 @@ def pick_answered_source(prefix: str, *, purpose: str, hand_off: str | None = No
     has no user turn to ``purpose`` (compare, present). ``hand_off`` names the session key another
     page sets to a stored conversation's id to open it here (read and cleared)."""
     opened = st.session_state.pop(hand_off, None) if hand_off else None
+    # Opened from the menu: the conversation being debugged, at its inspected turn, until another is picked.
+    followed = follow_debugged(prefix, fresh=f"{prefix}_from" not in st.session_state)
+    turn_id = None
+    if followed and not opened:
+        opened, turn_id = followed
     if opened:
         st.session_state[f"{prefix}_from"], st.session_state[f"{prefix}_stored"] = STORED, opened
     with st.sidebar:
@@ -122,6 +130,8 @@ def pick_answered_source(prefix: str, *, purpose: str, hand_off: str | None = No
         picked = pick_source(prefix)
     if picked is None:
         st.stop()
+    if turn_id is not None and picked.key.startswith(f"stored:{opened}:"):
+        picked = Picked(picked.source, picked.key, turn_id)
     if not picked.source.conversation.answered_turns():
         st.warning(f"This conversation has no user turn to {purpose}.")
         st.stop()

@@ -23,14 +23,25 @@ from core.service.samples import seed_demo
 from core.service.sessions import ConversationService
 from core.store.db import Database, resolve_url
 from core.store.repo import ConversationInfo
+from ui import state as keys
 
 
 @st.cache_resource(show_spinner="Preparing the demo conversations (first start only)…")
 def _service(url: str) -> ConversationService:
     service = ConversationService(Database(url))
-    seed_demo(service)
-    warm_up()  # litellm loads in the background: the first turn a person runs does not wait for it
+    seed_demo(service)  # from the prepared bundle: a fraction of a second
     return service
+
+
+def warm_up_models() -> None:
+    """Load litellm in the background once a person acts on the page they opened (the session's second
+    drawing of the transcript and inspector: an Inspect, a tab, a setting), so the first turn they run
+    does not wait for it — and their first page, drawn and sent while nothing else runs, does not share
+    the interpreter with its import (seconds of its time)."""
+    runs = st.session_state.get(keys.WORKSPACE_RUNS, 0) + 1
+    st.session_state[keys.WORKSPACE_RUNS] = runs
+    if runs > 1:
+        warm_up()
 
 
 def service() -> ConversationService:
@@ -87,6 +98,23 @@ def what_if_ledgers(url: str, conversation_id: str, version: tuple, version_id: 
     return out
 
 
+@st.cache_resource(show_spinner=False, max_entries=32)
+def rerun_note(url: str, conversation_id: str, version: tuple, version_id: str, turn_id: str, overrides_json: str,
+               fidelity: str, counting: bool = False) -> str | None:
+    """What re-running ``turn_id`` as a branch under the switchboard's settings keeps, when that differs from
+    the what-if the page shows (:func:`core.analysis.rerun.rerun_note`)."""
+    from core.analysis.rerun import rerun_ledgers
+    from core.analysis.rerun import rerun_note as note
+
+    conv = conversation(url, conversation_id, version)
+    f = flow(url, version_id)
+    position = conv.tree.position[turn_id]
+    previews = what_if_ledgers(url, conversation_id, version, version_id, turn_id, overrides_json, fidelity, counting)
+    reruns = rerun_ledgers(f, conv, position, json.loads(overrides_json), fidelity=fidelity,
+                           plugin_token_counting=counting)
+    return note(conv, position, previews, reruns, f.node_names)
+
+
 @st.cache_resource(show_spinner=False, max_entries=64)
 def what_if_turns(url: str, conversation_id: str, version: tuple, version_id: str, node_id: str,
                   base_json: str, override_json: str, fidelity: str, counting: bool = False,
@@ -101,6 +129,17 @@ def what_if_turns(url: str, conversation_id: str, version: tuple, version_id: st
                              override=json.loads(override_json) or None)
     return what_if(conv, node_id, base, new, has_thread=f.is_chat,
                    history_inputs=node_history_inputs(f, conv, node_id), positions=positions)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def branch_figure(url: str, conversation_id: str, version: tuple, leaf_id: str):
+    """The Branches tab's tree (:func:`ui.tree_view.branch_figure`) with the thread ending at ``leaf_id`` as
+    the active one: drawn once per version of the conversation, not on every inspect (keyed by the leaf: a
+    key of the thread's every turn would cost its hashing on every run)."""
+    from ui.tree_view import branch_figure as draw
+
+    conv = conversation(url, conversation_id, version)
+    return draw(conv, conv.tree.path(conv.tree.position[leaf_id]))
 
 
 def recorded_config(run: dict) -> MemoryConfig:
@@ -135,11 +174,11 @@ def clear_conversation_caches() -> None:
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def why(url: str, conversation_id: str, version: tuple, version_id: str, phrase: str, thread: tuple[int, ...],
+def why(url: str, conversation_id: str, version: tuple, version_id: str, phrase: str, leaf_id: str,
         overrides_json: str, fidelity: str):
-    """Where ``phrase`` went on ``thread``, per LLM node, under the settings the page shows."""
+    """Where ``phrase`` went on the thread ending at ``leaf_id``, per LLM node, under the settings the page shows."""
     from core.analysis.why import node_subjects, where_did_it_go
 
     conv = conversation(url, conversation_id, version)
     subjects = node_subjects(flow(url, version_id), conv, fidelity=fidelity, overrides=json.loads(overrides_json))
-    return where_did_it_go(conv, phrase, subjects, thread=list(thread))
+    return where_did_it_go(conv, phrase, subjects, thread=conv.tree.path(conv.tree.position[leaf_id]))

@@ -24,17 +24,21 @@ ORIGIN_COLOUR = {
     "long-term memory": "#db2777", "memory history": "#059669", "summary": "#ca8a04", "current query": "#ea580c",
 }
 
-#: The transcript box's height in pixels; on a short screen it gives way (to 240 px at least) so that the chat
-#: input under it stays in view: the page above the box (header, title, caption: about 262 px at 1,280 wide)
-#: and the input (58 px) take about 345 px of the window.
+#: The transcript box's height in pixels as Streamlit draws it; the CSS below then gives it the window's height
+#: less what is above and below it (the header and the title line above it, about 150 px; the chat input under it,
+#: about 75 px), 240 px at least.
 TRANSCRIPT_HEIGHT = 480
+ABOVE_AND_BELOW = 225
 _TRANSCRIPT_BOX = (
     'div[data-testid="stLayoutWrapper"]:has(> .st-key-ml-transcript) {'
-    f"flex-basis: clamp(240px, calc(100vh - 345px), {TRANSCRIPT_HEIGHT}px) !important;"
-    f" height: clamp(240px, calc(100vh - 345px), {TRANSCRIPT_HEIGHT}px) !important;}}")
+    f"flex-basis: max(240px, calc(100vh - {ABOVE_AND_BELOW}px)) !important;"
+    f" height: max(240px, calc(100vh - {ABOVE_AND_BELOW}px)) !important;}}")
 
 CSS = """
 <style>
+/* Every page: a small title close under the header, so what the page is about is above the fold. */
+div[data-testid="stMainBlockContainer"] {padding: 3.25rem 2.5rem 2rem 2.5rem;}
+div[data-testid="stMainBlockContainer"] h1 {font-size: 1.6rem; line-height: 1.25; padding: .25rem 0 .25rem 0;}
 div[data-testid="stColumn"]:has(.st-key-ml-side) {position: sticky; top: 3.75rem; align-self: flex-start;
   max-height: calc(100vh - 4.5rem); overflow-y: auto;}
 @TRANSCRIPT@
@@ -56,6 +60,19 @@ div[data-testid="stColumn"]:has(.st-key-ml-side) {position: sticky; top: 3.75rem
 .ml-badge {font-size: .72rem; color: #92400e; background: #fef3c7; border-radius: .5rem; padding: .05rem .45rem;}
 .ml-error {font-size: .8rem; color: #b91c1c;}
 .ml-turn {font-size: .72rem; color: #6b7280;}
+.ml-ledger table {width: 100%; border-collapse: collapse; font-size: .8rem; line-height: 1.35;}
+.ml-ledger th {text-align: left; font-weight: 600; color: #6b7280; border-bottom: 1px solid #e5e7eb; padding: .2rem .3rem;}
+.ml-ledger td {vertical-align: top; border-bottom: 1px solid #f3f4f6; padding: .2rem .3rem; overflow-wrap: anywhere;}
+.ml-ledger td:first-child {white-space: nowrap;}
+.ml-ledger td:nth-child(2) {cursor: help; min-width: 6rem;}
+.ml-ledger .ml-num {text-align: right; white-space: nowrap;}
+.ml-ledger tr.ml-not-kept td {color: #991b1b;}
+.ml-ledger-role {font-size: .7rem; color: #6b7280;}
+.ml-ledger-why {font-size: .75rem; color: #4b5563; margin: .4rem 0;}
+.ml-glance {margin: 0 0 .4rem 0; font-size: .875rem; line-height: 1.4;}
+.ml-glance-line {border-left: 3px solid #10b981; padding: .1rem 0 .1rem .5rem; margin: .15rem 0; cursor: help;
+                 overflow-wrap: anywhere;}
+.ml-glance-line.ml-glance-dropped {border-left-color: #ef4444; background: #fef2f2;}
 </style>
 """.replace("@TRANSCRIPT@", _TRANSCRIPT_BOX)
 

@@ -8,6 +8,7 @@ import streamlit as st
 from core.model.conversation import Conversation, message_text, turn_label
 from core.memory.words import explain
 from core.model.ledger import REASON_LABELS, Ledger, LedgerEntry, SyntheticMessage, branch_copies, copy_words
+from ui.html import safe_text
 from ui.paging import page_slice
 
 LEDGER_PAGE = 200  # rows of the table at once
@@ -51,8 +52,27 @@ def ledger_rows(ledger: Ledger, conversation: Conversation, node: str | None = N
     return rows
 
 
+def ledger_html(rows: list[dict]) -> str:
+    """Rows as an HTML table whose cells wrap, for a narrow column (the Debugger's inspector): every
+    message snippet is read whole, where a data frame's one-line cells cut it. Each reason's whole
+    sentence is its cell's hover and is said once under the table. One HTML block: every text is
+    escaped as a block's (:func:`ui.html.safe_text`)."""
+    body = "".join(
+        f'<tr class="{"ml-kept" if r["kept"] == YES else "ml-not-kept"}"><td>{safe_text(r["turn"])}</td>'
+        f'<td title="{safe_text(r["why"])}">{safe_text(r["reason"])}</td>'
+        f'<td><span class="ml-ledger-role">{safe_text(r["role"])}</span> {safe_text(r["message"])}</td>'
+        f'<td class="ml-num">{r["tokens"]:,}</td></tr>' for r in rows)
+    said = dict.fromkeys((r["reason"], r["why"]) for r in rows if r["why"] and r["why"] != r["reason"])
+    legend = "".join(f"<div><b>{safe_text(reason)}</b>: {safe_text(why)}</div>" for reason, why in said)
+    return (f'<div class="ml-ledger"><table><thead><tr><th>turn</th><th>reason</th><th>message</th>'
+            f'<th class="ml-num">tokens</th></tr></thead><tbody>{body}</tbody></table>'
+            + (f'<div class="ml-ledger-why">{legend}</div>' if legend else "") + "</div>")
+
+
 def render_ledger_table(ledger: Ledger, conversation: Conversation, *, key: str, node: str | None = None,
-                        position: int | None = None) -> None:
+                        position: int | None = None, narrow: bool = False) -> None:
+    """The ledger's rows, filtered to kept or dropped ones and by reason, a page at a time: a data frame
+    (sortable, searchable), or with ``narrow`` an HTML table whose cells wrap (:func:`ledger_html`)."""
     rows = ledger_rows(ledger, conversation, node, position)
     if not rows:
         st.info("This is the first turn: there is no earlier message for memory to keep or drop.")
@@ -67,7 +87,11 @@ def render_ledger_table(ledger: Ledger, conversation: Conversation, *, key: str,
         st.caption("No earlier message matches these filters.")
         return
     # One page of rows: a data frame sends every row it holds to the browser.
-    frame = pd.DataFrame(rows[page_slice(len(rows), LEDGER_PAGE, key=f"{key}-page", noun="earlier messages")])
+    shown = rows[page_slice(len(rows), LEDGER_PAGE, key=f"{key}-page", noun="earlier messages")]
+    if narrow:
+        st.markdown(ledger_html(shown), unsafe_allow_html=True)
+        return
+    frame = pd.DataFrame(shown)
     # Data frames render cell text as text, never as HTML, so message content is safe here.
     # Which turn, why it was kept or not, and the message lead: in a narrow column (the Debugger's
     # side) they are what shows before the table scrolls sideways.

@@ -51,7 +51,7 @@ def budget_figure(r: Receipt) -> go.Figure:
     if r.context_size and r.context_size <= scale:
         fig.add_vline(x=r.context_size, line_dash="dot", line_color="#374151",
                       annotation_text=f"context {r.context_size:,}", annotation_position="bottom right")
-    fig.update_layout(barmode="stack", height=190, margin=dict(l=10, r=10, t=28, b=10), showlegend=True,
+    fig.update_layout(barmode="stack", height=160, margin=dict(l=10, r=10, t=28, b=10), showlegend=True,
                       legend=dict(orientation="h", yanchor="top", y=-0.45, xanchor="left", x=0),
                       xaxis=dict(range=[0, scale], title=None, tickformat=",d"), yaxis_visible=False)
     return fig
@@ -88,21 +88,15 @@ def receipt_caption(r: Receipt) -> str:
 
 
 def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool = False) -> None:
-    st.caption(plain(receipt_caption(r)))
+    """The receipt: what was sent and how it was counted, the budget bar, the messages in order, the reply;
+    then how Dify's docs would differ (after the receipt: what the turn did comes first)."""
+    st.caption(plain(receipt_caption(r) + (f" · Dify memory rules: {r.profile}" if r.profile else "")))
     if what_if:
         st.warning("What-if: history recomputed under the switchboard's settings; the other messages are as recorded.")
-    if r.profile:
-        st.caption(plain(f"Dify memory rules: {r.profile}"))
-    if r.budget_note:
-        st.caption(plain(f"Budget: {r.budget_note}"))
-    if r.docs_vs_code:
-        st.markdown(f'<div data-kind="docs_vs_code">ℹ️ <b>Dify\'s docs and code disagree</b><br>'
-                    f'{safe_text(r.docs_vs_code)}</div>', unsafe_allow_html=True)
-        for turn, role, decisions in r.both:
-            st.caption(plain(f"turn {turn} {role}: {decisions}"))
     st.plotly_chart(budget_figure(r), key=f"{key}-budget", config={"displayModeBar": False})
     st.caption(plain(" ".join(filter(None, [dropped_summary(r), context_summary(r)]))
-                     + ("" if r.limit is not None else " No history budget: nothing is pruned by tokens.")))
+                     + (f" Budget: {r.budget_note}" if r.budget_note else "")
+                     + ("" if r.limit is not None or r.budget_note else " No history budget: nothing is pruned by tokens.")))
     expand_all = st.toggle("Expand all messages", key=f"{key}-expand")
     history = [i for i, row in enumerate(r.rows) if row.origin == HISTORY]
     # A long history shows one page of messages (the newest first); the others are one click away.
@@ -141,6 +135,11 @@ def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool
             st.caption(NO_REPLY)
     for note in r.notes:
         st.caption(plain(note))
+    if r.docs_vs_code:
+        st.markdown(f'<div data-kind="docs_vs_code">ℹ️ <b>Dify\'s docs and code disagree</b><br>'
+                    f'{safe_text(r.docs_vs_code)}</div>', unsafe_allow_html=True)
+        for turn, role, decisions in r.both:
+            st.caption(plain(f"turn {turn} {role}: {decisions}"))
     # Built only when clicked: the whole ledger of a long conversation is megabytes of JSON.
     st.download_button("Raw JSON: the prompt and the full ledger", data=lambda: raw_json(r, ledger),
                        file_name=f"{key}.json", mime="application/json", key=f"{key}-raw", on_click="ignore",

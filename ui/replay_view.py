@@ -21,6 +21,7 @@ from core.analysis.debug_view import (Lens, default_lens, lens_ledgers, receipt,
 from core.analysis.findings import findings_for, turn_namer
 from core.analysis.why import MAX_PHRASE, Subject, where_did_it_go
 from core.errors import MemLensError
+from core.limits import REPLAY_TURNS
 from core.flow.graph import parse_flow_upload
 from core.flow.runtime import node_memory_config
 from core.memory.replay import MemoryConfig, Replay, turn_numbers
@@ -43,8 +44,6 @@ from ui.switchboard import render_switchboard
 from ui.tree_view import render_branches
 from ui.why_panel import WHY_HELP, render_why
 
-#: Turns replayed at most when a flow is attached (each one calls the flow's models).
-MAX_ATTACH_TURNS = 200
 NEEDS_FLOW = ("Regenerating or editing a turn needs a flow: this conversation was imported without one. Attach a "
               "flow in the “Needs a flow” tab to replay its queries through it.")
 
@@ -83,7 +82,7 @@ def _why(url: str, conversation_id: str, version: tuple, lenses_json: str, phras
 
 def _flow_lenses(version_id: str, fidelity: str) -> list[Lens]:
     flow = data.flow(resolve_url(), version_id)
-    return [Lens(f"flow-{n.id}", f"{flow.name} · {n.title or n.id}", node_memory_config(flow, n.id, fidelity=fidelity))
+    return [Lens(f"flow-{n.id}", f"{flow.name} · {flow.node_names[n.id]}", node_memory_config(flow, n.id, fidelity=fidelity))
             for n in flow.memory_nodes]  # an agent's too: an Agent app's export replays its log as its runner
 
 
@@ -129,7 +128,7 @@ def _attach_flow(svc, conv_id: str, conv, thread: list[int]) -> None:
                  help="Adds one lens per node of the flow that calls a model; nothing is called or stored"):
         st.session_state[keys.of_conversation(keys.RESCORE_FLOW, conv_id)] = chosen
         st.rerun()
-    queries = [conv.turns[p] for p in thread if conv.turns[p].query_index is not None][:MAX_ATTACH_TURNS]
+    queries = [conv.turns[p] for p in thread if conv.turns[p].query_index is not None][:REPLAY_TURNS]
     if st.button(f"Replay the {len(queries)} queries through it as a new conversation",
                  key=f"attach-replay-{conv_id}", disabled=not queries,
                  help="Each query of the active thread is sent to the flow in order; its models answer"):
@@ -283,7 +282,7 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
                     run = replayed_run(conv, selected, lens.id, ledger, counter)
                     r = receipt(run, lens.title, exact=counter.exact, encoding=counter.encoding_name)
                     render_receipt(r, ledger, key=f"rrc-{selected_id}-{lens.id}", what_if=lens.id in changed)
-                    if ledger.entries and st.toggle(f"Show every earlier message ({len(ledger.entries):,}), kept or not",
+                    if ledger.entry_count() and st.toggle(f"Show every earlier message ({ledger.entry_count():,}), kept or not",
                                                     key=f"rlt-on-{lens.id}"):
                         render_ledger_table(ledger, conv, key=f"rlt-{selected_id}-{lens.id}", node=lens.title,
                                             position=selected)

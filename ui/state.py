@@ -48,8 +48,9 @@ MODEL_CHOICE, MODEL_OTHER = "model_choice", "model_other"  # the model for new t
 NODE_FILTER = "node_filter"            # whose memory the markers show
 SIDE = "ml-side"                       # the receipt column (ui/html.py's CSS makes it sticky)
 TRANSCRIPT = "ml-transcript"           # the transcript box (scrolled to the inspected turn)
-RERUN_FROM, KEEP_SETTINGS = "rerun_from", "keep_settings"  # the switchboard's two actions
+FIX = "fix"  # per conversation: the switchboard's actions (re-run, replay from turn 1, keep): ui/fix_path.py
 CHAT_INPUT = "chat_input"
+WORKSPACE_RUNS = "workspace_runs"  # how many times this session drew the transcript and inspector (ui/data.py)
 # Kept per conversation (``of_conversation(NAME, id)``): its name being edited, the "where did it go?"
 # box, how many turns the transcript shows, the transcript, the recall preview, the variables panel,
 # the switchboard (per conversation and inspected turn: ``of_conversation(SWITCHBOARD, id) + f"-{turn}"``;
@@ -67,6 +68,9 @@ def of_conversation(name: str, conversation_id: str) -> str:
     """A key kept per conversation, so opening another one starts afresh."""
     return f"{name}-{conversation_id}"
 
+
+# -- what the Debugger shows, for every page: (conversation id, inspected turn id) or None (ui/links.py) ------
+DEBUGGED = "debugged"
 
 # -- hand-offs between pages: set by one page, read and cleared by the page named -----------------------
 OPEN_IN_DEBUGGER = "open_conversation"  # a conversation id the Debugger opens, whatever its source filter

@@ -86,18 +86,26 @@ def tree_figure(nodes: list[TreeNode], *, max_nodes: int = 400) -> go.Figure:
     return fig
 
 
-def render_branches(conversation, thread: list[int], *, on_switch, keys: tuple[str, str, str]) -> None:
+def branch_figure(conversation, thread: list[int]) -> go.Figure:
+    """The tree of ``conversation`` with ``thread`` (positions) as the active path."""
+    from core.analysis.debug_view import tree_layout
+
+    return tree_figure(tree_layout(conversation, thread))
+
+
+def render_branches(conversation, thread: list[int], *, on_switch, keys: tuple[str, str, str],
+                    figure: go.Figure | None = None) -> None:
     """The Branches tab: the tree, a picker of the branch to follow and the counts. ``keys`` are the
-    chart's, the picker's and the button's widget keys; ``on_switch(turn_id)`` follows another branch."""
+    chart's, the picker's and the button's widget keys; ``on_switch(turn_id)`` follows another branch;
+    ``figure``: the tree already drawn (a cached :func:`branch_figure`)."""
     import streamlit as st
 
-    from core.analysis.debug_view import tree_layout
     from core.model.conversation import leaves as branch_ends, turn_label
 
     if not conversation.turns:
         return
     chart_key, picker_key, button_key = keys
-    st.plotly_chart(tree_figure(tree_layout(conversation, thread)), key=chart_key, config={"displayModeBar": False})
+    st.plotly_chart(figure or branch_figure(conversation, thread), key=chart_key, config={"displayModeBar": False})
     ends = branch_ends(conversation)
     turns = conversation.turns
     labels = distinct({turns[i].id: f"…{turn_label(conversation, i)}: {turns[i].query[:50]}" for i in ends})

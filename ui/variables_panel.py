@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Callable, Mapping
 
 import pandas as pd
 import streamlit as st
@@ -47,7 +48,8 @@ WHOLE_CONVERSATION = ("Conversation variables belong to the whole conversation, 
 
 
 def render_variables(service, conversation_id: str, variables, at_turn: dict | None, at_label: str,
-                     history: list[dict], turn_numbers: dict[str, str], *, key: str, branched: bool = False) -> None:
+                     history: list[dict], turn_name: Callable[[str], str], *, key: str,
+                     branched: bool = False, node_names: Mapping[str, str] | None = None) -> None:
     if not variables:
         st.info("This flow declares no conversation variables.")
         return
@@ -96,7 +98,8 @@ def render_variables(service, conversation_id: str, variables, at_turn: dict | N
         page = list(reversed(history))[page_slice(len(history), HISTORY_PAGE, key=f"{key}-history-page",
                                                   noun="changes, newest first", newest_last=False)]
         # A turn as labelled on its thread ("6 · 2/2"); a change with no turn was made before the first one.
-        rows = [{"turn": turn_numbers.get(h["turn_id"] or "", "—"), "variable": h["name"],
-                 "by": "user" if h["node_id"] == "user" else f"node {h['node_id']}", "operation": h["operation"],
+        rows = [{"turn": turn_name(h["turn_id"]) if h["turn_id"] else "—", "variable": h["name"],
+                 "by": "user" if h["node_id"] == "user" else (node_names or {}).get(h["node_id"], h["node_id"]),
+                 "operation": h["operation"],
                  "old": short(show(h["old"])), "new": short(show(h["new"]))} for h in page]
         st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{key}-history", width="stretch")

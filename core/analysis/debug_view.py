@@ -149,9 +149,10 @@ def memory_rules(config: Mapping[str, Any]) -> str:
 def _both(code: Ledger, docs: Ledger) -> list[tuple[int, str, str]]:
     from .findings import both_decisions
 
-    entries = {(e.position, e.index): e for e in code.entries}
+    decisions = both_decisions(code, docs)
+    entries = {(e.position, e.index): e for e in code.entries_at({p for p, _ in decisions})}  # not the whole ledger
     out = []
-    for key, (d, c) in sorted(both_decisions(code, docs).items()):
+    for key, (d, c) in sorted(decisions.items()):
         e = entries[key]
         out.append((e.turn, e.role, f"docs: {REASON_LABELS.get(d, d)} · code: {REASON_LABELS.get(c, c)}"))
     return out
@@ -175,9 +176,7 @@ def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str, o
             used[HISTORY] = used.get(HISTORY, 0) + r.history_tokens
     dropped: dict[str, int] = {}
     if ledger is not None:
-        for e in ledger.entries:
-            if e.dropped:
-                dropped[e.reason] = dropped.get(e.reason, 0) + e.tokens
+        dropped = {r: n for r, n in ledger.tokens_by_reason().items() if is_dropped(r)}
     profile = memory_rules(ledger.config) if ledger is not None else ""
     difference, both = "", []
     if ledger is not None and other is not None and position is not None and profile:
@@ -393,16 +392,43 @@ def why_settings_note(turn: str, settings: str) -> str:
 
 
 def rerun_rows_note(turn: str, later: int, configs: Iterable[MemoryConfig]) -> str | None:
-    """Why re-running ``turn`` as a branch may keep less than its what-if (``configs``) shows, when
-    ``later`` turns were written after it and a node's memory is Dify's as shipped: the re-run is
-    the conversation's newest turn, and Dify then takes its window rows from the newest turns of the
-    whole conversation (every branch), so those later turns take rows before its own thread's
+    """Why re-running ``turn`` as a branch may keep less than its what-if (``configs``) shows, when a
+    node's memory is Dify's as shipped: the re-run is the conversation's newest turn, and Dify then takes
+    its window rows from the newest turns of the whole conversation (every branch), so the turn's first
+    answer and the ``later`` turns written after it take rows before its own thread's
     (:meth:`core.memory.strategies.dify.DifyStrategy.window`). None when that does not apply."""
-    if not later or not any(c.system.later_turns_take_rows(c) for c in configs):
+    if not any(c.system.later_turns_take_rows(c) for c in configs):
         return None
+    others = f"{turn}'s first answer" + (f" and the {plural(later, 'turn')} written after it" if later else "")
     return (f"A re-run is the conversation's newest turn: Dify as shipped fills its window with the newest rows of "
-            f"the whole conversation, so the {plural(later, 'turn')} written after {turn}, which the new branch "
-            f"leaves out, still take rows before its own thread's, and the re-run may keep less than this preview.")
+            f"the whole conversation, so {others}, which the new branch leaves out, still take"
+            f"{'s a row' if not later else ' rows'} before its own thread's.")
+
+
+def models_note(configured: Mapping[str, str | None], runs: Sequence[Mapping[str, Any]] = ()) -> str | None:
+    """What a person starting on a flow should know about who answers: before its first turn, the models
+    its nodes name (``configured``: node name → model) and that the demo model stands in without a key;
+    after it, which nodes the offline demo model answered for and why (``runs``: the turn's stored node
+    runs, named by their ``title``), and how to use the real model. ``None`` when every node runs on the
+    demo model by design, or every one ran on its own."""
+    from core.model.tokens import DEMO_MODEL
+
+    real = sorted({m for m in configured.values() if m and not m.startswith("memlens/")})
+    if not runs:
+        if not real:
+            return None
+        return (f"This flow's nodes call {', '.join(real)}. A node whose provider key is not in the environment "
+                f"(e.g. OPENAI_API_KEY) is answered by the offline demo model {DEMO_MODEL}, and its receipt says so.")
+    stood = [r for r in runs if r.get("model_called") == DEMO_MODEL and r.get("model") not in (None, "", DEMO_MODEL)
+             and not str(r.get("model")).startswith("memlens/")]
+    if not stood:
+        return None
+    why = next((n for r in stood for n in r.get("notes") or () if DEMO_MODEL in n), "")
+    names = ", ".join(dict.fromkeys(str(r.get("title") or r.get("node_id")) for r in stood))
+    return (f"The offline demo model {DEMO_MODEL} answered for {names}" + (f" ({why})" if why else "") + ". It answers "
+            "from what it is sent only: names and numbers it finds there, questions sorted by shared words. To use the "
+            "real model, set its provider's key in the environment MemLens runs in and restart it, or pick a model "
+            "under Model for new turns.")
 
 
 def damage_note(conversation_fields: Sequence[str], conversation: Conversation,

@@ -15,8 +15,7 @@ from typing import Sequence
 
 from core.memory.replay import Replay
 from core.model.conversation import Conversation, turn_label
-from core.memory.words import explain
-from core.model.ledger import MEMORY_OFF
+from core.memory.words import reason_words
 from core.words import plural
 
 from .compare import TrackedFact, fact_course, fact_presence
@@ -33,6 +32,9 @@ class Subject:
     label: str
     replay: Replay
     node_id: str | None = None
+    #: The positions of the turns where the node ran (``None``: every turn, as a memory config replays them):
+    #: its memory is asked only there, and a node that never ran is said to have never run.
+    ran: frozenset[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,10 @@ class Loss:
     why: str | None
     last_kept_turn: str | None  # the newest turn before the loss whose context still held it
     comeback: Comeback | None = None
+    #: The newest turn where the node ran, when it did not run at the thread's newest; ``never_ran`` when it
+    #: ran at no turn after the phrase was first said.
+    last_ran_turn: str | None = None
+    never_ran: bool = False
 
     @property
     def never_had_it(self) -> bool:
@@ -89,7 +95,11 @@ class Loss:
         return self.lost_position is None or (self.comeback is not None and self.comeback.gone_position is None)
 
     def sentence(self, newest_turn: str) -> str:
+        if self.never_ran:
+            return f"{self.subject}: never ran after it was said, so its memory never had to hold it."
         if self.lost_position is None:
+            if self.last_ran_turn is not None:
+                return f"{self.subject}: still had it at {self.last_ran_turn}, the newest turn it ran."
             return f"{self.subject}: still has it at {newest_turn}, the newest turn."
         if self.never_had_it:
             out = f"{self.subject}: never had it — from {self.lost_turn} on it was not sent ({self.why})"
@@ -112,7 +122,7 @@ class Loss:
         return {"subject": self.subject, "node_id": self.node_id, "lost_position": self.lost_position,
                 "lost_turn": self.lost_turn, "reason": self.reason, "why": self.why,
                 "last_kept_turn": self.last_kept_turn, "has_it_now": self.has_it_now,
-                "comeback": self.comeback.to_json() if self.comeback else None}
+                "comeback": self.comeback.to_json() if self.comeback else None, "never_ran": self.never_ran}
 
 
 @dataclass
@@ -192,28 +202,37 @@ def where_did_it_go(conversation: Conversation, phrase: str, subjects: Sequence[
     # From the turn after the first statement: the stating turn itself sees it in its own messages.
     answered = [p for p in thread if turns[p].query_index is not None and p > mentions[0].position]
     for subject in subjects:
-        presence = fact_presence(subject.replay, fact)
-        timeline = [presence.get(p, (None, None))[0] for p in answered]
-        lost_k, back_k, gone_k, returns = fact_course(timeline)
-        held = [k for k, present in enumerate(timeline[:lost_k]) if present]  # before the first loss
-        last_kept = answered[held[-1]] if held else None
-        lost = answered[lost_k] if lost_k is not None else None
-        if lost is None:
-            answer.losses.append(Loss(subject.label, subject.node_id, None, None, None, None,
-                                      turn_label(conversation, last_kept) if last_kept is not None else None))
+        asked = answered if subject.ran is None else [p for p in answered if p in subject.ran]
+        if not asked:
+            answer.losses.append(Loss(subject.label, subject.node_id, None, None, None, None, None, never_ran=True))
             continue
-        reason, why = _reason_at(subject, fact, lost)
-        comeback = None
-        if back_k is not None:
-            back = turn_label(conversation, answered[back_k])
-            if gone_k is not None:  # the newest turn is without it again: where it left last, and why
-                gone = answered[gone_k]
-                comeback = Comeback(returns, back, gone, turn_label(conversation, gone), *_reason_at(subject, fact, gone))
-            else:
-                comeback = Comeback(returns, back)
-        answer.losses.append(Loss(subject.label, subject.node_id, lost, turn_label(conversation, lost), reason, why,
-                                  turn_label(conversation, last_kept) if last_kept is not None else None, comeback))
+        last_ran = turn_label(conversation, asked[-1]) if asked[-1] != thread[-1] else None
+        answer.losses.append(_loss(conversation, subject, fact, asked, last_ran))
     return answer
+
+
+def _loss(conversation: Conversation, subject: Subject, fact: TrackedFact, answered: list[int],
+          last_ran: str | None) -> Loss:
+    """One subject's course of the phrase over the turns where its memory was asked (``answered``)."""
+    presence = fact_presence(subject.replay, fact)
+    timeline = [presence.get(p, (None, None))[0] for p in answered]
+    lost_k, back_k, gone_k, returns = fact_course(timeline)
+    held = [k for k, present in enumerate(timeline[:lost_k]) if present]  # before the first loss
+    last_kept = turn_label(conversation, answered[held[-1]]) if held else None
+    lost = answered[lost_k] if lost_k is not None else None
+    if lost is None:
+        return Loss(subject.label, subject.node_id, None, None, None, None, last_kept, last_ran_turn=last_ran)
+    reason, why = _reason_at(subject, fact, lost)
+    comeback = None
+    if back_k is not None:
+        back = turn_label(conversation, answered[back_k])
+        if gone_k is not None:  # the newest turn is without it again: where it left last, and why
+            gone = answered[gone_k]
+            comeback = Comeback(returns, back, gone, turn_label(conversation, gone), *_reason_at(subject, fact, gone))
+        else:
+            comeback = Comeback(returns, back)
+    return Loss(subject.label, subject.node_id, lost, turn_label(conversation, lost), reason, why, last_kept,
+                comeback, last_ran_turn=last_ran)
 
 
 def node_subjects(flow, conversation: Conversation, *, fidelity: str | None = None,
@@ -225,11 +244,15 @@ def node_subjects(flow, conversation: Conversation, *, fidelity: str | None = No
     from .debug_view import fixed_tokens_of
 
     out = []
+    names = flow.node_names
+    recorded = [(t.meta or {}).get("prompt_tokens") or {} for t in conversation.turns]
+    known = any(recorded)  # a conversation whose turns say which nodes ran (a flow's; not an older record)
     for node in flow.model_nodes:
         extra = {} if fidelity is None else {"fidelity": fidelity}
         config = node_memory_config(flow, node.id, override=(overrides or {}).get(node.id) or None, **extra)
         replay = node_replay(flow, conversation, node.id, config, fixed_tokens_of(conversation, node.id))
-        out.append(Subject(node.label, replay, node.id))
+        ran = frozenset(p for p, nodes in enumerate(recorded) if node.id in nodes) if known else None
+        out.append(Subject(names[node.id], replay, node.id, ran))
     return out
 
 
@@ -240,8 +263,7 @@ def _reason_at(subject: Subject, fact: TrackedFact, position: int) -> tuple[str,
     for key in reversed(fact.messages):
         entry = entries.get(key)
         if entry is not None and key[0] < position:
-            node = subject.label if entry.reason == MEMORY_OFF and subject.node_id else None
-            return entry.reason, explain(entry, ledger.config, node)
+            return entry.reason, reason_words(entry.reason, ledger.config)
     return "", "not in the history"
 
 

@@ -76,6 +76,23 @@ def _table(replay: Replay, turn_numbers: Sequence[int]) -> str:
     return "\n".join(lines)
 
 
+#: ``--format summary``'s columns: (heading, the summary's field), right-aligned numbers.
+SUMMARY_COLUMNS = (("turn", "turn"), ("kept", "kept"), ("dropped", "dropped"), ("not eligible", "not_eligible"),
+                   ("history tok", "history_tokens"), ("prompt tok", "prompt_tokens"), ("budget", "budget"),
+                   ("oldest kept", "oldest_kept_turn"))
+
+
+def summary_table(config: MemoryConfig, summaries) -> str:
+    """One row per turn for people: what its memory kept and dropped, in messages and tokens."""
+    rows = [[("–" if getattr(s, field) is None else f"{getattr(s, field):,}") for _, field in SUMMARY_COLUMNS]
+            for s in summaries]
+    widths = [max([len(head)] + [len(r[k]) for r in rows]) for k, (head, _) in enumerate(SUMMARY_COLUMNS)]
+    lines = [f"memory: {config.label()} · model {config.model}",
+             "  ".join(head.rjust(w) for (head, _), w in zip(SUMMARY_COLUMNS, widths))]
+    lines += ["  ".join(cell.rjust(w) for cell, w in zip(r, widths)) for r in rows]
+    return "\n".join(lines)
+
+
 def _first_query(conv: Conversation) -> str:
     return next((t.query for t in conv.turns if t.query_index is not None), "")
 
@@ -148,11 +165,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
               f"({_short(chosen.name or chosen.id, 40)!r}, {plural(len(chosen.turns), 'turn')}). "
               f"List them with: memlens ls {args.file}", file=sys.stderr)
     out = sys.stdout
-    if args.format == "summary":
+    if args.format in ("summary", "jsonl"):
         wanted = set(numbers)
-        for s in replay.summaries():
-            if s.turn in wanted:
+        chosen_summaries = (s for s in replay.summaries() if s.turn in wanted)
+        if args.format == "jsonl":
+            for s in chosen_summaries:
                 out.write(json.dumps(s.to_json()) + "\n")
+        else:
+            out.write(summary_table(config, chosen_summaries) + "\n")
     elif args.format == "json":
         doc = {"memory": config.strategy, "model": config.model, "encoding": replay.counter.encoding_name,
                "tokens_exact": replay.counter.exact,
@@ -197,7 +217,7 @@ def register(sub) -> None:
     p.add_argument("--index", type=whole_number("--index", 0), default=0,
                    help="which conversation of a file with several (from 0; default 0; see `ls`)")
     add_input_format_option(p)
-    add_format_option(p, ("table", "json", "summary", "csv"))
+    add_format_option(p, ("table", "json", "summary", "jsonl", "csv"))
     add_skip_bad_option(p, "replay from the good records, each bad one reported (--index counts the good ones)")
     p.set_defaults(func=cmd_replay, help_when_bare=True)
     p = sub.add_parser("ls")

@@ -123,6 +123,19 @@ class Node:
         return out
 
 
+
+def node_names(nodes) -> dict[str, str]:
+    """Node id → the node's name for people: its title with runs of spaces made one, or its id when it has
+    none; a title that reads the same as another node's (``"LLM"`` and ``"LLM "``, case aside) is followed by
+    the id — ``"LLM (1711528915811)"`` — so two nodes are never named alike (the Debugger's tabs and
+    markers, "where did it go?", ``python -m core run``)."""
+    shown = {n.id: " ".join((n.title or "").split()) or n.id for n in nodes}
+    counts: dict[str, int] = {}
+    for name in shown.values():
+        counts[name.casefold()] = counts.get(name.casefold(), 0) + 1
+    return {nid: f"{name} ({nid})" if counts[name.casefold()] > 1 and name != nid else name
+            for nid, name in shown.items()}
+
 @dataclass(frozen=True)
 class Edge:
     source: str
@@ -192,6 +205,12 @@ class Flow:
         """The start form's fields, in order: each of the start node's variables that names one (what
         a run checks, the API's ``user_input_form`` lists and the Debugger's start form offers)."""
         return [v for v in self.start.data.get("variables") or () if isinstance(v, dict) and v.get("variable")]
+
+    @property
+    def node_names(self) -> dict[str, str]:
+        """Each node's name for people (:func:`node_names`): its title, with its id when another node's
+        title reads the same."""
+        return node_names(self.nodes)
 
     @property
     def llm_nodes(self) -> list[Node]:

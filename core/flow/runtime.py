@@ -1242,7 +1242,7 @@ def _run_variable_aggregator(node: Node, ctx: _Context, run: NodeRun) -> None:
     if unknown:
         ctx.pool.mark_pass_through(node.id)
     run.outputs = outputs
-    titles = {n.id: n.title or n.id for n in ctx.flow.nodes}
+    titles = ctx.flow.node_names
     for selector in taken:
         run.notes.append(f"took {'.'.join(selector)} ({titles.get(selector[0], selector[0])} ran)"
                          + (": its value comes from a node MemLens does not emulate"

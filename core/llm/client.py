@@ -71,15 +71,22 @@ def one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def join_notes(*notes: str) -> str:
+    """Notes of one reply in one line ("" when there are none)."""
+    return "; ".join(n for n in notes if n)
+
+
 class DemoClient:
     """The demo model called in-process, without litellm (same replies and usage as through litellm)."""
 
     def complete(self, model: str, messages: Sequence[Mapping[str, Any]], max_tokens: int | None = None) -> LLMReply:
-        from .demo_model import demo_complete
+        from .demo_model import demo_answer, demo_usage
 
-        text, usage = demo_complete(list(messages))
+        answer = demo_answer(list(messages))
+        usage = demo_usage(list(messages), answer.text)
         note = "" if not model or model == DEMO_MODEL else f"{model} ran on {DEMO_MODEL}"
-        return LLMReply(text, usage["prompt_tokens"], usage["completion_tokens"], DEMO_MODEL, note)
+        return LLMReply(answer.text, usage["prompt_tokens"], usage["completion_tokens"], DEMO_MODEL,
+                        join_notes(note, answer.note))
 
 
 def _litellm():
@@ -100,7 +107,7 @@ def warm_up() -> None:
     """Import litellm and make one offline demo call in a background thread.
 
     ``import litellm`` takes seconds (far more on a busy machine) and the first completion more
-    still; an app calls this when it starts, so the first turn a person runs — a re-run, a new
+    still; an app calls this once a person is using it, so the first turn they run — a re-run, a new
     message — does not wait for it. A call that needs litellm before the warm-up is done simply
     waits for the import already under way (Python's import lock)."""
     global _warming
@@ -170,6 +177,10 @@ class LiteLLMClient:
         usage = getattr(response, "usage", None)
         prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        if target == DEMO_MODEL:  # what the demo model chose, said as it is when called in-process
+            from .demo_model import demo_note
+
+            note = join_notes(note, demo_note(messages))
         return LLMReply(text=text, prompt_tokens=prompt, completion_tokens=completion, model=target, note=note)
 
     def complete_tools(self, model: str, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],

@@ -11,13 +11,20 @@ What it does with a prompt (the last user message is the question, everything be
    exactly while a message stating it is in the prompt.
 2. **Statements** — a question that states facts is acknowledged: "Noted. Your name is Dana."
 3. **Questions about facts** — "what's my name?" is answered from the known facts ("Your name is
-   Dana.") or, plainly, "I don't know your name — it is not in what I was given."
+   Dana.") or, plainly, "I don't know your name — it is not in what I was given." Facts and these
+   questions are read in the languages :mod:`core.model.facts` reads (English, Chinese, German,
+   Spanish, French, Portuguese, Italian); when the prompt holds text in a script it does not read, it
+   says it cannot tell rather than that the fact is not there.
 4. **"How many messages do you see?"** — it counts the earlier (non-system) messages in its prompt;
    "what do you know about me?" lists the facts it knows.
 5. **Labels** — when a system message says "Reply with one of: a, b, c", it answers with the first
-   option named in the question, else the last option (a deterministic classifier). When the
+   option named in the question, else the last option (a deterministic labeller). When the
    message also lists ``Categories: [{"category_id": …, "category_name": …}, …]`` (a Question
-   Classifier's prompt), the answer is that category as JSON: ``{"category_id": …, "category_name": …}``.
+   Classifier's prompt), it sorts by shared words: the category the question names, else the one whose name, and the lines of the
+   sorting instructions that name it, share the most words with the question (Chinese: pairs of
+   characters), the first of those tied; when none shares a word, the first category (as Dify takes
+   the first class for a reply that names none). The answer is that category as JSON:
+   ``{"category_id": …, "category_name": …}``, and the reply's note says which and why.
 6. **Parameters** — when a system message gives ``Parameters as a JSON schema: {…}`` (a Parameter
    Extractor's prompt), the answer is a JSON object with a value for every parameter: a fact the
    prompt states (its history's ``Human:`` lines and the question) whose key is a word of the
@@ -40,7 +47,9 @@ import re
 import time
 from typing import Any, Iterable, Mapping, Sequence
 
-from core.model.facts import Fact, asked_keys, extract_facts
+from dataclasses import dataclass
+
+from core.model.facts import Fact, asked_keys, extract_facts, unread_script
 from core.model.tokens import DEMO_MODEL, REPLY_PRIMING, counter_for
 
 PROVIDER = "memlens"
@@ -130,11 +139,56 @@ def _split_options(text: str) -> list[str]:
     return [p.strip().strip("'\"`") for p in parts if p.strip().strip("'\"`")]
 
 
-def _classify(options: list[str], question: str) -> str:
+def _label(options: list[str], question: str) -> tuple[str, str]:
+    """The option a "Reply with one of" prompt gets, and a note when none is named in the question."""
     for option in options:
         if re.search(r"\b" + re.escape(option) + r"\b", question, re.I):
-            return option
-    return options[-1]
+            return option, ""
+    return options[-1], f"no option is named in the question: the demo model answered the last, “{options[-1]}”"
+
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+_HAN = re.compile(r"[\u4e00-\u9fff]+")
+#: Words too common to sort by (a class is often "Questions about …", "Other questions").
+_COMMON = frozenset("""a an and any are about as at be by can could do does for from have how i if in is it me my
+of on or other others please question questions query related regarding should so that the this to us we what
+when where which who why will with would you your""".split())
+_INSTRUCTIONS = re.compile(r"^Instructions for sorting:\n(.*?)\n(?:Reply|Answer|Respond) with", re.M | re.S)
+
+
+def _stem(word: str) -> str:
+    for end, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(end) and len(word) - len(end) >= 3:
+            return word[: len(word) - len(end)] + keep
+    return word
+
+
+def sort_terms(text: str) -> set[str]:
+    """What the demo's classifier compares: words (lower case, plurals and -ing/-ed cut, common words left
+    out) and, in Chinese, each pair of neighbouring characters."""
+    out = {run[i:i + 2] for run in _HAN.findall(text) for i in range(max(len(run) - 1, 1))}
+    words = _LETTERS.findall(_HAN.sub(" ", text).lower())
+    return out | {_stem(w) for w in words if len(w) > 1 and w not in _COMMON}
+
+
+def _classify(names: list[str], question: str, system: str) -> tuple[int, str]:
+    """The category a Question Classifier's prompt gets (its index) and the note that says why."""
+    listed = _INSTRUCTIONS.search(system)
+    lines = listed.group(1).splitlines() if listed else []
+    for k, name in enumerate(names):  # a category named in the question is the one it asks for
+        if re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", question, re.I):
+            return k, f"the demo model sorts by shared words: the question names “{name}”"
+    asked = sort_terms(question)
+    shared = []
+    for name in names:
+        described = " ".join(line for line in lines if name.casefold() in line.casefold())
+        shared.append(asked & sort_terms(f"{name} {described}"))
+    best = max(range(len(names)), key=lambda k: (len(shared[k]), -k))
+    if shared[best]:
+        words = ", ".join(sorted(shared[best])[:4])
+        return best, f"the demo model sorts by shared words: “{names[best]}” shares {words} with the question"
+    return 0, (f"no category shares a word with the question, so the demo model took the first, “{names[0]}”, as Dify "
+               "does with a reply that names none; a real model sorts by meaning")
 
 
 def _categories(system: str) -> dict[str, Any]:
@@ -204,11 +258,25 @@ def _short(text: str, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+@dataclass(frozen=True)
+class DemoAnswer:
+    """The demo model's reply, and a note for the receipt when it chose something a person should know
+    about (which category it sorted into, and why)."""
+
+    text: str
+    note: str = ""
+
+
 def demo_reply(messages: Sequence[Mapping[str, Any]]) -> str:
     """The demo model's reply to a prompt (OpenAI-style messages). Pure and deterministic."""
+    return demo_answer(messages).text
+
+
+def demo_answer(messages: Sequence[Mapping[str, Any]]) -> DemoAnswer:
+    """:func:`demo_reply` with its note."""
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
     if last_user is None:
-        return "I was given no question."
+        return DemoAnswer("I was given no question.")
     question = message_text(messages[last_user].get("content"))
     earlier = [m for i, m in enumerate(messages) if i != last_user and m.get("role") in ("user", "assistant", "tool")]
     for m in messages:
@@ -216,20 +284,28 @@ def demo_reply(messages: Sequence[Mapping[str, Any]]) -> str:
             text = message_text(m.get("content"))
             properties = _schema(text)
             if properties is not None:
-                return _extract(properties, text, question)
+                return DemoAnswer(_extract(properties, text, question))
             match = _ONE_OF.search(text)
             if match:
                 categories = _categories(text)
                 if categories:
-                    picked = _classify(list(categories), question)
-                    return json.dumps({"category_id": categories[picked], "category_name": picked}, ensure_ascii=False)
+                    names = list(categories)
+                    index, note = _classify(names, question, text)
+                    return DemoAnswer(json.dumps({"category_id": categories[names[index]],
+                                                  "category_name": names[index]}, ensure_ascii=False), note)
                 options = _split_options(match.group(1))
                 if options:
-                    return _classify(options, question)
+                    return DemoAnswer(*_label(options, question))
+    return DemoAnswer(_answer(messages, question, earlier))
+
+
+def _answer(messages: Sequence[Mapping[str, Any]], question: str, earlier: list) -> str:
+    """The reply to a question that is not a labelling or extraction prompt: facts, counts, a receipt."""
     facts = known_facts(messages)
     stated = extract_facts(question)
     asked = asked_keys(question)
     parts: list[str] = []
+    unread = next(filter(None, (unread_script(message_text(m.get("content"))) for m in messages)), None)
     if stated:
         parts.append("Noted. " + " ".join(f.text for f in stated))
     for key in asked:
@@ -237,6 +313,9 @@ def demo_reply(messages: Sequence[Mapping[str, Any]]) -> str:
         if fact is not None:
             if not any(f.key == key for f in stated):
                 parts.append(fact.text)
+        elif unread:
+            parts.append(f"I can't tell {_phrase(key)}: part of what I was given is in {unread}, which I do not "
+                         "read — a real model would.")
         else:
             parts.append(f"I don't know {_phrase(key)} — it is not in what I was given.")
     if _ABOUT_ME.search(question):
@@ -267,6 +346,11 @@ def demo_usage(messages: Sequence[Mapping[str, Any]], reply: str) -> dict[str, i
 def demo_complete(messages: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, int]]:
     reply = demo_reply(messages)
     return reply, demo_usage(messages, reply)
+
+
+def demo_note(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The note of the demo model's reply to ``messages`` (:class:`DemoAnswer`), "" when it has none."""
+    return demo_answer(messages).note
 
 
 # -- litellm registration ---------------------------------------------------------------------------
@@ -317,4 +401,4 @@ def register() -> None:
         pass
 
 
-__all__ = ["PROVIDER", "demo_reply", "demo_usage", "demo_complete", "known_facts", "message_text", "register"]
+__all__ = ["PROVIDER", "DemoAnswer", "demo_answer", "demo_note", "demo_reply", "demo_usage", "demo_complete", "known_facts", "message_text", "register"]

@@ -612,7 +612,9 @@ class LongTermMemory:
             raise LongTermMemoryError("the query must be text")
         items = self.backend.memories(user_id, self.namespace)
         scores = self.retriever.scores(query, [m.memory for m in items])
-        ranked = sorted(zip(items, scores), key=lambda x: (-x[1], -x[0].updated_at, x[0].id))
+        # Ties (facts stated in one message share a score and a time) by their text, not their random ids:
+        # the same memories are recalled in the same order in every store.
+        ranked = sorted(zip(items, scores), key=lambda x: (-x[1], -x[0].updated_at, x[0].memory, x[0].id))
         out = [ScoredMemory(m, s) for m, s in ranked if threshold is None or s >= threshold]
         return out[:k]
 

@@ -747,7 +747,7 @@ class Replay:
                          expand=lambda r: expand_runs(conversation, position, r, numbers, tokens),
                          pick=lambda ranges: pick_entries(conversation, runs, ranges, numbers, tokens,
                                                           self._message_offsets()),
-                         offset=lambda p: self.messages_before(min(p, position)),
+                         offset=lambda p: self.messages_before(min(p, position)), tokens=tokens,
                          **self._ledger_header(position, d, sum(e.tokens for e in kept)))
 
     def _runs(self, view: PathView, d: Decision, position: int, clean: int, head: Sequence[int] = ()) -> list[list]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from core.model.ledger import OBSERVED, LedgerEntry, shared_words
+from core.model.ledger import OBSERVED, LedgerEntry, shared_short_words, shared_words
 
 from .strategies import DEFAULT_STRATEGY, STRATEGIES
 
@@ -23,4 +23,17 @@ def explain(entry: LedgerEntry, config: Mapping[str, Any] | None = None, node: s
     return own if own is not None else shared_words(entry, config, node)
 
 
-__all__ = ["explain"]
+def reason_words(reason: str, config: Mapping[str, Any] | None = None) -> str:
+    """A reason in a few words, for markers, answers, short tables and command-line lines
+    (``"outside window of 4"``): the memory system's own short words when it has them, else the
+    shared ones. :func:`explain` gives the whole sentence, for hovers and the full ledger."""
+    config = config or {}
+    if not config.get(OBSERVED):
+        system = STRATEGIES.get(config.get("strategy") or DEFAULT_STRATEGY)
+        own = system.short_words(reason, config) if system is not None else None
+        if own is not None:
+            return own
+    return shared_short_words(reason, config)
+
+
+__all__ = ["explain", "reason_words"]

@@ -15,6 +15,13 @@ Recognised statements (case-insensitive, in user messages):
 * likes / dislikes — "I like / love / prefer X", "I don't like / hate X"
 * "remember (that) X" — anything the user explicitly asks to be remembered
 * "my <thing> is <value>" — a generic fallback ("my favourite colour is green")
+
+A name and a number-like id are also read in Chinese, German, Spanish, French, Portuguese and Italian
+("我叫Dana", "我的订单号是4411", "Ich heiße Dana", "meine Bestellnummer ist 4411", "Me llamo Dana",
+"mi número de pedido es 4411", "Je m'appelle Dana"…), and so are the questions that ask for them
+("我叫什么名字？", "Wie heiße ich?", "¿Cómo me llamo?"). A fact is said back in English, keyed as the
+English statement keys it (``name``, ``order``…), so a name stated in one language is known when asked
+in another. Text in a script none of these patterns reads is what :func:`unread_script` names.
 """
 
 from __future__ import annotations
@@ -31,9 +38,36 @@ _FOODS = ("meat", "fish", "pork", "dairy", "eggs")  # "I don't eat …"
 _DIETS = ("vegetarian", "vegan", "pescatarian", "gluten-free", "lactose intolerant", "halal", "kosher")
 _ID_WORDS = r"(?:order|booking|reservation|ticket|account|customer|invoice|case|tracking|confirmation)"
 
+# Other languages: a name after "my name is" (Latin letters, or one to three Han characters in Chinese), and
+# an id after the local word for an order, a booking… (its English key in _LOCAL_IDS).
+_LATIN_NAME = r"([A-ZÀ-Ý][A-Za-zÀ-ÿ'-]+(?:\s+[A-ZÀ-Ý][A-Za-zÀ-ÿ'-]+)?)"
+_HAN_NAME = r"((?!什么|啥|谁)[\u4e00-\u9fff]{1,3})(?=[，。！？,.!?\s]|$)"
+_ID_VALUE = r"#?([A-Z]{0,4}-?\d[A-Za-z0-9-]{1,})"
+_LOCAL_IDS = {"订单": "order", "预订": "booking", "预约": "booking", "账号": "account", "账户": "account",
+              "工单": "ticket", "发票": "invoice", "客户": "customer",
+              "bestell": "order", "bestellung": "order", "auftrags": "order", "auftrag": "order", "kunden": "customer",
+              "buchungs": "booking", "buchung": "booking", "rechnungs": "invoice", "rechnung": "invoice",
+              "ticket": "ticket", "sendungs": "tracking",
+              "pedido": "order", "orden": "order", "reserva": "booking", "cuenta": "account", "factura": "invoice",
+              "cliente": "customer", "commande": "order", "réservation": "booking", "compte": "account",
+              "encomenda": "order", "ordine": "order", "prenotazione": "booking"}
+_HAN_IDS = "|".join(w for w in _LOCAL_IDS if "\u4e00" <= w[0] <= "\u9fff")
+_GERMAN_IDS = r"(bestell|kunden|buchungs|rechnungs|ticket|auftrags|sendungs)(?:nummer|nr\.?)|(bestellung|buchung|rechnung|auftrag)"
+_ROMANCE_IDS = r"(pedido|orden|reserva|cuenta|factura|cliente|commande|réservation|compte|encomenda|ordine|prenotazione)"
+
 _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("name", re.compile(r"\b(?i:my name is|call me)\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")),
     ("name", re.compile(r"\b(?i:i'm|i am|this is)\s+([A-Z][a-z][\w'-]*(?:\s+[A-Z][a-z][\w'-]*)?)(?=[\s,.!?;]|$)")),
+    ("name", re.compile(r"(?:我叫|我的名字是|我的名字叫|本人叫)\s*(?:([A-Za-z][A-Za-z'-]*(?:\s[A-Z][A-Za-z'-]*)?)|"
+                        + _HAN_NAME + ")")),
+    ("name", re.compile(r"\b(?i:ich hei(?:ß|ss)e|mein name ist|nenn(?:en sie)? mich|me llamo|mi nombre es|ll[aá]mame|"
+                        r"je m['’]appelle|mon nom est|appelle-moi|meu nome é|me chamo|chamo-me|mi chiamo|"
+                        r"il mio nome è)\s+" + _LATIN_NAME)),
+    ("name", re.compile(r"\b(?i:soy|hola,? soy)\s+([A-ZÁÉÍÓÚÑ][a-záéíóúñ][\w'-]*)(?=[\s,.!?;]|$)")),
+    ("local_id", re.compile(r"(" + _HAN_IDS + r")(?:号码|编号|号|ID|id)?\s*(?:是|为|:|：)?\s*" + _ID_VALUE)),
+    ("local_id", re.compile(r"\b(?i:(?:meine?\s+)?(?:" + _GERMAN_IDS + r"))\s*(?i:ist|lautet|:|#)?\s*" + _ID_VALUE)),
+    ("local_id", re.compile(r"\b(?i:(?:mi|mon|ma|meu|minha|il mio)\s+)?(?i:(?:n[uú]mero|num[eé]ro|numero)\s+(?:de|du|da|di)\s+"
+                            r"(?:la\s+|l['’])?)?(?i:" + _ROMANCE_IDS + r")\s*(?i:es|est|é|è|:|#)?\s*" + _ID_VALUE)),
     ("diet", re.compile(r"\b(?:i'm|i am)\s+(?:a\s+)?(" + "|".join(_DIETS) + r")\b", re.I)),
     ("diet", re.compile(r"\bi (?:don't|do not|never) eat (" + "|".join(_FOODS) + r")\b", re.I)),
     ("allergy", re.compile(r"\b(?:i'm|i am) allergic to ([\w\s-]+?)(?=[,.!?;]|$)", re.I)),
@@ -94,10 +128,13 @@ def extract_facts(text: str) -> list[Fact]:
             if any(a < span[1] and span[0] < b for a, b in taken):
                 continue  # an earlier, more specific pattern already explained this text
             if kind == "name":
-                value = m.group(1).strip()
+                value = next(g for g in m.groups() if g).strip()
                 if value.split()[0].lower() in _NAME_STOP:
                     continue
                 key = "name"
+            elif kind == "local_id":
+                local = next(g for g in m.groups()[:-1] if g)
+                key, value = _LOCAL_IDS[local.lower()], m.group(m.lastindex)
             elif kind == "id":
                 key, value = m.group(1).lower(), m.group(2)
             elif kind == "my":
@@ -128,6 +165,19 @@ _QUESTION_KEYS = [
     ("job", re.compile(r"\bwhat (do i do|is my job)\b", re.I)),
     ("like", re.compile(r"\bwhat do i (like|love|prefer|enjoy)\b", re.I)),
     ("remember", re.compile(r"\bwhat did i ask you to remember\b", re.I)),
+    ("name", re.compile(r"我叫什么|我的名字(?:是什么|叫什么)|你(?:还)?(?:知道|记得)我(?:的名字|叫什么)|我是谁")),
+    ("name", re.compile(r"(?i)\bwie hei(?:ß|ss)e ich\b|\bwie ist mein name\b|\b(?:weißt|weisst|kennst) du (?:noch )?"
+                        r"meinen namen\b|\bwer bin ich\b|c[oó]mo me llamo|\bcu[aá]l es mi nombre\b|"
+                        r"\b(?:sabes|recuerdas) (?:cu[aá]l es )?mi nombre\b|\bqui[eé]n soy\b|comment je m['’]appelle|"
+                        r"\bquel est mon nom\b|\bqual [ée] o meu nome\b|\bcomo me chamo\b|\bcome mi chiamo\b|"
+                        r"\bqual è il mio nome\b")),
+]
+#: A question about an id in another language: the local word (its key in _LOCAL_IDS) is the first group.
+_LOCAL_ID_QUESTIONS = [
+    re.compile(r"(" + _HAN_IDS + r")(?:号码|编号|号)?[^。！？?]{0,6}(?:多少|什么|几号|[?？])"),
+    re.compile(r"(?i)\b(?:wie|was) (?:lautet|ist|war) (?:meine?|die) (?:" + _GERMAN_IDS + r")\b"),
+    re.compile(r"(?i)\b(?:cu[aá]l|quel|qual) (?:es|est|é|è) (?:mi|mon|ma|o meu|a minha|il mio) "
+               r"(?:(?:n[uú]mero|num[eé]ro|numero) (?:de|du|da|di) (?:la |l['’])?)?" + _ROMANCE_IDS + r"\b"),
 ]
 _ID_QUESTION = re.compile(r"\b(?:what(?:'s| is| was)?|remind me(?: of)?|do you (?:know|remember))\b.*?\bmy "
                           + _ID_WORDS, re.I)
@@ -143,6 +193,10 @@ def asked_keys(question: str) -> list[str]:
     for m in re.finditer(_ID_WORDS, question, re.I):
         if _ID_QUESTION.search(question):
             keys.append(m.group(0).lower())
+    for pattern in _LOCAL_ID_QUESTIONS:
+        for found in pattern.finditer(question):
+            local = next(g for g in found.groups() if g)
+            keys.append(_LOCAL_IDS[local.lower()])
     m = _MY_QUESTION.search(question) if not keys else None
     if m and " and " not in m.group(1):
         key = m.group(1).strip().lower()
@@ -156,3 +210,18 @@ def asked_keys(question: str) -> list[str]:
         if k not in out:
             out.append(k)
     return out
+
+
+# Scripts the patterns above read: Latin (with its accents) and Han; anything else in a prompt is text whose
+# facts the demo model cannot see (it then says so rather than "I don't know").
+_OTHER_SCRIPTS = (("Cyrillic", "\u0400", "\u04ff"), ("Greek", "\u0370", "\u03ff"), ("Arabic", "\u0600", "\u06ff"),
+                  ("Hebrew", "\u0590", "\u05ff"), ("Devanagari", "\u0900", "\u097f"), ("Thai", "\u0e00", "\u0e7f"),
+                  ("Japanese kana", "\u3040", "\u30ff"), ("Hangul", "\uac00", "\ud7af"))
+
+
+def unread_script(text: str) -> str | None:
+    """The name of a script in ``text`` whose facts are not read here (``"Cyrillic"``), or ``None``."""
+    for name, low, high in _OTHER_SCRIPTS:
+        if any(low <= c <= high for c in text):
+            return name
+    return None

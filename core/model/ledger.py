@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 from array import array
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from itertools import compress
@@ -244,6 +245,24 @@ class Ledger:
         """How many earlier messages the ledger lists."""
         return len(self.entries)
 
+    def positions_with(self, reasons: Iterable[str]) -> list[int]:
+        """The positions of the earlier turns that have a message with one of ``reasons``, ascending."""
+        wanted = set(reasons)
+        return sorted({e.position for e in self.entries if e.reason in wanted})
+
+    def last_entries_with(self, reasons: Iterable[str], n: int) -> list[LedgerEntry]:
+        """The newest ``n`` entries whose reason is one of ``reasons`` (all of them when there are fewer), in order."""
+        wanted = set(reasons)
+        out = [e for e in reversed(self.entries) if e.reason in wanted][:max(n, 0)]
+        return out[::-1]
+
+    def tokens_by_reason(self) -> dict[str, int]:
+        """The earlier messages' tokens summed by reason (the receipt's dropped part of the budget bar)."""
+        out: dict[str, int] = {}
+        for e in self.entries:
+            out[e.reason] = out.get(e.reason, 0) + e.tokens
+        return out
+
     def last_entries(self, n: int) -> list[LedgerEntry]:
         """The newest ``n`` entries (all of them when there are fewer), in order."""
         return self.entries[-n:] if n > 0 else []
@@ -304,13 +323,62 @@ class RunLedger(Ledger):
     to whoever displays it. Equal to, and copied as, the plain :class:`Ledger` it stands for."""
 
     def __init__(self, *, runs: list[list], kept: list[LedgerEntry], count: int, first_ref, last_ref,
-                 expand, pick=None, offset=None, **fields):
+                 expand, pick=None, offset=None, tokens=None, **fields):
         self.runs, self.count, self.first_ref, self.last_ref = runs, count, first_ref, last_ref
         self._kept, self._expand, self._entries = kept, expand, None
         # Some entries without listing all: ``pick(ranges)`` builds the entries at the candidates'
-        # offsets in ``[lo, hi)`` ranges (ascending); ``offset(p)`` is turn ``p``'s first candidate's.
-        self._pick, self._offset = pick, offset
+        # offsets in ``[lo, hi)`` ranges (ascending); ``offset(p)`` is turn ``p``'s first candidate's;
+        # ``tokens(p)`` turn ``p``'s messages' token counts.
+        self._pick, self._offset, self._tokens = pick, offset, tokens
         super().__init__(entries=None, **fields)
+
+    def _ranges_with(self, reasons: Iterable[str]) -> list[tuple[int, int]]:
+        """The candidates' offsets ``[lo, hi)`` of the runs whose reason is one of ``reasons``."""
+        wanted, ranges, at = set(reasons), [], 0
+        for reason, n in self.runs:
+            if reason in wanted:
+                ranges.append((at, at + int(n)))
+            at += int(n)
+        return ranges
+
+    def _position_of(self, k: int) -> int:
+        """The position of the turn holding candidate ``k`` (``offset`` never decreases; each turn before the
+        call's has a message, so the call's own position is at most :attr:`count`)."""
+        return bisect_right(range(self.count + 1), k, key=self._offset) - 1
+
+    def positions_with(self, reasons: Iterable[str]) -> list[int]:  # from the runs' ends: no entry listed
+        if self._entries is not None or self._offset is None:
+            return super().positions_with(reasons)
+        out: set[int] = set()
+        for lo, hi in self._ranges_with(reasons):  # a run's turns are consecutive: another reason would split it
+            out.update(range(self._position_of(lo), self._position_of(hi - 1) + 1))
+        return sorted(out)
+
+    def last_entries_with(self, reasons: Iterable[str], n: int) -> list[LedgerEntry]:
+        if self._entries is not None or self._pick is None:
+            return super().last_entries_with(reasons, n)
+        picked: list[tuple[int, int]] = []
+        for lo, hi in reversed(self._ranges_with(reasons)):
+            if n <= 0:
+                break
+            picked.append((max(lo, hi - n), hi))
+            n -= hi - max(lo, hi - n)
+        return self._pick(picked[::-1])
+
+    def tokens_by_reason(self) -> dict[str, int]:  # from the runs and each turn's counts: no entry listed
+        if self._entries is not None or self._tokens is None or self._offset is None:
+            return super().tokens_by_reason()
+        flat: list[int] = []
+        p = 0
+        while len(flat) < self.count:
+            flat.extend(self._tokens(p)[:self.count - len(flat)])
+            p += 1
+        out: dict[str, int] = {}
+        at = 0
+        for reason, n in self.runs:
+            out[reason] = out.get(reason, 0) + sum(flat[at:at + int(n)])
+            at += int(n)
+        return out
 
     def entries_at(self, positions: Iterable[int]) -> list[LedgerEntry]:
         if self._entries is not None or self._pick is None:
@@ -523,6 +591,21 @@ def copy_words(where: str, own: bool) -> tuple[str, str]:
     return (f"same as {where} ({REASON_LABELS[OTHER_BRANCH]})",
             f"on another branch, but the same message as {where}'s (the sibling turns of a regenerated reply each "
             "hold it): " + ("part of this turn itself" if own else "see that row"))
+
+
+def shared_short_words(reason: str, config: Mapping[str, Any] | None = None) -> str:
+    """A reason in a few words as every memory says it, for markers, answers, short tables and
+    command-line lines: its label (:data:`REASON_LABELS`), with the budget that decided it —
+    ``"over token budget 2,000"``. A memory system may say its own first
+    (:func:`core.memory.words.reason_words`, which the pages, reports and the CLI call)."""
+    config = config or {}
+    label = REASON_LABELS.get(reason, reason.replace("_", " "))
+    if config.get(OBSERVED) and reason in (OUTSIDE_WINDOW, NOT_SENT):
+        return "not in the payload"
+    if reason == OVER_BUDGET:
+        budget = config.get("budget")
+        return f"{label} {budget:,}" if isinstance(budget, int) else label
+    return label
 
 
 def shared_words(entry: LedgerEntry, config: Mapping[str, Any] | None = None, node: str | None = None) -> str:

@@ -1,5 +1,5 @@
 """The exceptions of ``core.service`` (see the tree in ``core/errors.py``): the flow changed under a
-conversation."""
+conversation; a conversation that cannot be replayed."""
 
 from core.store.errors import StoreError
 
@@ -9,3 +9,7 @@ class SessionChangedError(StoreError):
 
     code = "agent_session_configuration_changed"
     status = 409
+
+
+class ReplayError(StoreError):
+    """A conversation that cannot be replayed from its first turn (no flow, no question, too long)."""

@@ -50,6 +50,7 @@ from core.store.db import Database
 from core.store.errors import NotFoundError, StoreError
 from core.store.ledger_codec import pack_ledger, pack_prompt, unpack_node_run
 from core.store.memories import long_term_store
+from core.words import excerpt
 
 from .errors import SessionChangedError
 
@@ -62,6 +63,8 @@ _ACTIVE = object()
 PULLED_SOURCE = "dify-pull"
 #: The run's events that say the turn is over: held back until the turn is committed.
 CLOSING_EVENTS = ("message_end", "workflow_finished", "error")
+#: A conversation started without a name is named by its first message, cut at a word to this many characters.
+NAME_WIDTH = 48
 
 
 @dataclass
@@ -126,10 +129,12 @@ class ConversationService:
     # -- conversations -------------------------------------------------------------------------------
     def start(self, flow_id: str, *, user_id: str = "user", name: str = "", source: str = "ui",
               inputs: Mapping[str, Any] | None = None, conversation_id: str | None = None,
-              fidelity: str = DEFAULT_FIDELITY, plugin_token_counting: bool = False) -> repo.ConversationInfo:
-        """A new conversation on the flow's newest version. ``fidelity`` and ``plugin_token_counting``
-        are its Dify profile (Dify 1.x as shipped, token counting off, by default), kept for every turn."""
-        version = repo.latest_flow_version(self.db, flow_id)
+              fidelity: str = DEFAULT_FIDELITY, plugin_token_counting: bool = False,
+              version_id: str | None = None) -> repo.ConversationInfo:
+        """A new conversation on the flow's newest version (or on ``version_id``). ``fidelity`` and
+        ``plugin_token_counting`` are its Dify profile (Dify 1.x as shipped, token counting off, by
+        default), kept for every turn."""
+        version = repo.get_flow_version(self.db, version_id) if version_id else repo.latest_flow_version(self.db, flow_id)
         info = repo.create_conversation(self.db, flow_version_id=version.id, user_id=user_id, name=name,
                                         source=source, inputs=dict(inputs or {}), conversation_id=conversation_id,
                                         meta={"fidelity": fidelity,
@@ -333,6 +338,8 @@ class ConversationService:
                               files=files, turn_id=turn_id, created_at=created, memories=working.memories)
             repo.finish_turn(self.db, conversation_id, turn_from_record(record, version_id),
                              variable_changes=[_change_row(c) for c in record.variable_changes])
+            if not info.name and not info.turn_count:  # started without a name: named by what it opens with
+                repo.set_conversation_fields(self.db, conversation_id, name=excerpt(query, NAME_WIDTH) or info.name)
             if on_event is not None:
                 for event in closing:
                     on_event(event)
@@ -563,13 +570,16 @@ def damaged_fields(info: repo.ConversationInfo, turns: list[dict], history: list
     return out
 
 
-def import_conversation(db: Database, bundle: Mapping[str, Any]) -> str:
-    """Store an exported conversation under its own ids, all or nothing."""
+def import_conversation(db: Database, bundle: Mapping[str, Any], *, shipped: bool = False) -> str:
+    """Store an exported conversation under its own ids, all or nothing. ``shipped``: a bundle MemLens ships
+    (the demo's, checked by tests/service/test_demo_bundle.py), stored without reading every ledger back
+    first — which would load a tokenizer on a fresh install's first page."""
     from sqlalchemy import select
 
     from core.store.models import (ConversationRow, FlowRow, FlowVersionRow, VariableChangeRow, VariableRow)
 
-    validate_bundle(bundle)
+    if not shipped:
+        validate_bundle(bundle)
     conv = bundle["conversation"]
     with db.session() as s:
         if s.get(ConversationRow, conv["id"]) is not None:

@@ -121,7 +121,7 @@ def load_stored(db: Database, conversation_id: str) -> Source:
     rows = repo.load_turn_rows(db, conversation_id, with_node_runs=True)
     damaged: list = []
     records = records_from_rows(rows, conv, repo.variable_history(db, conversation_id), damaged)
-    titles = {n.id: n.title or n.id for n in flow.nodes}
+    titles = flow.node_names
     return Source(conv, origin, flow=flow, records=records,
                   damage=damage_note(info.damaged, conv, damaged, titles))
 

@@ -15,12 +15,13 @@ that the conversation still has the entries the ledger counted.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, fields
+from itertools import accumulate
 from typing import Any, Mapping, Sequence
 
-from core.memory.replay import expand_runs, turn_numbers
+from core.memory.replay import expand_runs, pick_entries, turn_numbers
 from core.model.conversation import Conversation
-from core.model.ledger import HEADER_FIELDS, Ledger, LedgerEntry, RunLedger, reason_runs
+from core.model.ledger import HEADER_FIELDS, KEPT, Ledger, LedgerEntry, RunLedger, reason_runs
 from core.model.tokens import counter_for
 from .errors import LedgerMismatchError
 
@@ -86,9 +87,45 @@ def unpack_entries(data: Mapping[str, Any], conversation: Conversation, position
 
 
 def unpack_ledger(data: Mapping[str, Any], conversation: Conversation, position: int) -> Ledger:
-    """A :class:`Ledger` from its stored form (packed or full)."""
-    entries = unpack_entries(data, conversation, position) if is_packed(data) else None
-    return Ledger.from_dict(data, entries)
+    """A :class:`Ledger` from its stored form (packed or full). A packed one is a :class:`RunLedger`: its
+    reasons' runs and kept entries at hand, every earlier message listed only when first read — opening a
+    turn of a long conversation (the Debugger's Inspect) builds the few entries a view shows, not tens of
+    thousands."""
+    if not is_packed(data):
+        return Ledger.from_dict(data)
+    turns = conversation.turns
+    before = list(accumulate((len(t.messages) for t in turns[:position]), initial=0))
+    count, runs = data.get("count"), [list(r) for r in data.get("runs") or []]
+    if before[-1] != count:
+        raise LedgerMismatchError(f"stored ledger of turn {data.get('turn')} counts {count} earlier "
+                                  f"messages but the conversation has {before[-1]} before it")
+    first = next((t.messages[0] for t in turns[:position] if t.messages), None)
+    last = next((t.messages[-1] for t in reversed(turns[:position]) if t.messages), None)
+    if first is not None and (first.ref != data.get("first_ref") or last.ref != data.get("last_ref")):
+        raise LedgerMismatchError(f"stored ledger of turn {data.get('turn')} does not match this conversation's "
+                                  "messages")
+    if sum(int(n) for _, n in runs) != count:
+        raise LedgerMismatchError(f"stored ledger of turn {data.get('turn')} gives reasons for a different number "
+                                  "of messages than it counts")
+    counter = counter_for((data.get("config") or {}).get("model") or "gpt-4o-mini")
+    numbers = turn_numbers(conversation)
+
+    def tokens(p: int):
+        return counter.messages(turns[p].messages)
+
+    def pick(ranges):
+        return pick_entries(conversation, runs, ranges, numbers, tokens, before)
+
+    kept_ranges, at = [], 0
+    for reason, n in runs:
+        if reason == KEPT:
+            kept_ranges.append((at, at + int(n)))
+        at += int(n)
+    header = Ledger.from_dict(data, [])
+    return RunLedger(runs=runs, kept=pick(kept_ranges), count=count, first_ref=data.get("first_ref"),
+                     last_ref=data.get("last_ref"), expand=lambda r: expand_runs(conversation, position, r, numbers, tokens),
+                     pick=pick, offset=lambda p: before[min(max(p, 0), position)], tokens=tokens,
+                     **{f.name: getattr(header, f.name) for f in fields(Ledger) if f.name != "entries"})
 
 
 def pack_prompt(prompt: Sequence[Mapping[str, Any]] | None, ledger: "Mapping[str, Any] | Ledger | None") -> list | None:
@@ -115,7 +152,7 @@ def unpack_prompt(prompt: Sequence[Mapping[str, Any]] | None, ledger: Ledger | N
         return None
     if not any(m.get("from_ledger") for m in prompt):
         return [dict(m) for m in prompt]
-    kept = [e for e in (ledger.entries if ledger else []) if e.kept]
+    kept = ledger.kept if ledger else []
     texts = iter(conversation.turns[e.position].messages[e.index].content for e in kept)
     out = []
     for m in prompt:

@@ -173,10 +173,11 @@ def test_the_debugger_answers_where_the_name_went_and_jumps_to_that_turn(tmp_pat
     assert not at.exception, at.exception
     said = shown("".join(md.value for md in at.markdown))
     assert "was first said at turn 1" in said
-    assert "Classifier: never had it" in said and "memory off for Classifier" in said
+    assert "Classifier: never had it" in said and "(memory off)" in said
     assert "Responder: had it through turn" in said and "outside window of" in said
     jump = next(b for b in at.button if b.label.startswith("Inspect turn"))
-    target = shown(jump.label).removeprefix("Inspect ")
+    assert shown(jump.label).endswith(")")  # it names the node that lost it there: "Inspect turn 5 (Responder)"
+    target = shown(jump.label).removeprefix("Inspect ").split(" (")[0]
     jump.click().run()
     assert not at.exception, at.exception
     assert f"<b>{target.capitalize()}</b>" in shown("".join(md.value for md in at.markdown)) or \
@@ -202,6 +203,40 @@ def test_the_panel_offers_the_turn_it_left_first_and_the_turn_it_left_last():
 
     at = AppTest.from_function(_why_panel_script, default_timeout=30).run()
     assert not at.exception, at.exception
-    assert [shown(b.label) for b in at.button] == ["Inspect turn 4", "Inspect turn 9"]
+    assert [shown(b.label) for b in at.button] == ["Inspect turn 4 (dify window 2 (docs))",
+                                                   "Inspect turn 9 (dify window 2 (docs))"]
     at.button[1].click().run()
     assert at.session_state["jumped"] == 8
+
+
+def _template_why(queries):
+    from core.analysis.why import node_subjects
+    from core.flow.graph import load_flow
+    from core.flow.runtime import run_conversation
+    from core.llm.client import DemoClient
+    from tests.conftest import FIXTURES
+
+    flow = load_flow(FIXTURES / "dify_dsl" / "dify-templates__Question_Classifier_Knowledge_Chatbot.yml")
+    state, _ = run_conversation(flow, queries, llm=DemoClient())
+    answer = where_did_it_go(state.conversation, "Dana", node_subjects(flow, state.conversation))
+    return {flow.node_names[x.node_id]: x for x in answer.losses}
+
+
+AFTER_SALES, PRODUCTS = "Question related to after sales: refund?", "Questions about how to use products: descaling?"
+# The chatbot of the "how to use products" branch: the template titles its two chatbots "LLM" and "LLM ".
+HOW_TO_BOT = "LLM (1711528815414)"
+
+
+def test_a_node_that_never_ran_after_the_phrase_was_said_is_said_to_have_never_run():
+    """Dify's template sorts each question into a branch, so a branch's LLM node runs at some turns only:
+    "where did it go?" asks a node's memory only where it ran, and says so of one that never did."""
+    losses = _template_why([f"Hi, I'm Dana. {AFTER_SALES}", AFTER_SALES, AFTER_SALES])
+    assert losses[HOW_TO_BOT].never_ran
+    assert losses[HOW_TO_BOT].sentence("turn 3") == (f"{HOW_TO_BOT}: never ran after it was said, so its memory never "
+                                                     "had to hold it.")
+    assert not losses["Question Classifier"].never_ran
+
+
+def test_a_node_that_stopped_running_says_the_newest_turn_it_ran_not_the_threads():
+    losses = _template_why([f"Hi, I'm Dana. {AFTER_SALES}", PRODUCTS, AFTER_SALES])
+    assert losses[HOW_TO_BOT].sentence("turn 3") == f"{HOW_TO_BOT}: still had it at turn 2, the newest turn it ran."

@@ -44,8 +44,19 @@ def test_openai_refs_are_message_indexes_and_turns_are_one_based():
     assert [e["ref"] for e in doc["turns"][0]["ledger"]] == [1, 2]  # message 0 is the system prompt
 
 
-def test_summary_prints_one_object_per_turn():
+def test_summary_prints_a_table_of_one_row_per_turn():
     code, out, _ = run(TAU, "--index", "0", "--window", "3", "--format", "summary")
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 2 + 30
+    assert lines[0] == "memory: dify window 3 · model gpt-4o-mini"
+    assert lines[1].split() == ["turn", "kept", "dropped", "not", "eligible", "history", "tok", "prompt", "tok",
+                                "budget", "oldest", "kept"]
+    last = lines[-1].split()  # turn 30: the window's 3 rows are the current turn and the 2 before it
+    assert last[0] == "30" and last[1] == "4" and last[6] == "–" and last[7] == "28"
+
+
+def test_jsonl_prints_one_object_per_turn():
+    code, out, _ = run(TAU, "--index", "0", "--window", "3", "--format", "jsonl")
     lines = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and len(lines) == 30
     assert set(lines[0]) == {"turn", "kept", "dropped", "not_eligible", "history_tokens", "prompt_tokens",
@@ -58,7 +69,7 @@ def test_summary_prints_one_object_per_turn():
 def test_summary_counts_dropped_and_not_eligible_as_the_ledger_reasons_do(memory):
     """A branched conversation: another branch's messages are not eligible, not dropped; with memory
     off no earlier message is dropped, each is not eligible. Every earlier message is counted once."""
-    code, out, err = run(REAL, "--memory", memory, "--window", "2", "--format", "summary")
+    code, out, err = run(REAL, "--memory", memory, "--window", "2", "--format", "jsonl")
     assert code == 0, err
     summaries = [json.loads(line) for line in out.splitlines()]
     code, out, err = run(REAL, "--memory", memory, "--window", "2", "--format", "json")
@@ -92,7 +103,7 @@ def test_code_fidelity_and_window_strategy_options_are_applied():
     code, out, _ = run(TAU, "--memory", "window", "--window", "4", "--format", "json", "--turn", "5")
     assert code == 0 and json.loads(out)["memory"] == "window"
     assert sum(e["kept"] for e in json.loads(out)["turns"][0]["ledger"]) == 4
-    code, out, _ = run(TAU, "--fidelity", "code", "--window", "3", "--format", "summary", "--turn", "5")
+    code, out, _ = run(TAU, "--fidelity", "code", "--window", "3", "--format", "jsonl", "--turn", "5")
     assert code == 0 and json.loads(out)["kept"] == 4 and json.loads(out)["budget"] is None
 
 
@@ -133,12 +144,12 @@ def test_replay_of_a_file_with_several_conversations_says_how_many_and_which():
     assert code == 0
     json.loads(out)  # stdout stays one JSON document
     assert "holds 6 conversations; replaying --index 2" in err and "memlens ls" in err
-    code, _, err = run(REAL, "--format", "summary")
+    code, _, err = run(REAL, "--format", "jsonl")
     assert code == 0 and err == ""  # one conversation: nothing to say
 
 
 def test_replay_format_in_names_the_input_format():
-    code, out, err = run(CHATGPT, "--input-format", "chatgpt", "--index", "1", "--format", "summary")
+    code, out, err = run(CHATGPT, "--input-format", "chatgpt", "--index", "1", "--format", "jsonl")
     assert code == 0, err
     assert [json.loads(line)["turn"] for line in out.splitlines()] == [1, 2]
     assert "'Powers of two', 2 turns" in err
@@ -231,8 +242,8 @@ def test_where_did_it_go_on_an_agent_apps_log_follows_its_agent_runner():
                            "--context-size", "560", "--max-tokens", "256"], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert ("dify agent app + token counting: had it through turn 2; gone from turn 3 — token budget 285: older turns "
-            "pruned whole.") in proc.stdout
+    assert "dify agent app + token counting: had it through turn 2; gone from turn 3 — over token budget 285." \
+        in proc.stdout
 
 
 def test_a_react_agent_app_remembers_each_run_as_its_scratchpad_and_forgets_the_final_answers():
@@ -254,8 +265,8 @@ def test_a_react_agent_app_remembers_each_run_as_its_scratchpad_and_forgets_the_
         assert proc.returncode == 0, proc.stderr
         return proc.stdout.splitlines()[-1]
 
-    assert why("£5.93").startswith("dify agent app (ReAct): never had it — from turn 3 on it was not sent (left out "
-                                   "of its turn's ReAct scratchpad")
+    assert why("£5.93") == ("dify agent app (ReAct): never had it — from turn 3 on it was not sent (left out of its "
+                            "turn's scratchpad).")
     assert why("Rotterdam") == "dify agent app (ReAct): still has it at turn 6, the newest turn."
     code, _, err = run(agent, "--agent-strategy", "cot")
     assert code == 2 and "invalid choice: 'cot'" in err

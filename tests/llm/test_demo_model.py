@@ -57,10 +57,14 @@ def test_it_lists_what_it_knows_about_the_user():
         "I know nothing about you — nothing in what I was given says."
 
 
-def test_it_labels_with_the_first_named_option_else_the_last():
+def test_it_labels_with_the_first_named_option_else_the_last_and_says_so():
+    from core.llm.demo_model import DemoAnswer, demo_answer
+
     system = {"role": "system", "content": "Reply with one of: billing, delivery, other."}
-    assert demo_reply([system, user("My delivery is late")]) == "delivery"
-    assert demo_reply([system, user("Hello")]) == "other"
+    assert demo_answer([system, user("My delivery is late")]) == DemoAnswer("delivery", "")
+    assert demo_answer([system, user("Hello")]).text == "other"
+    assert demo_answer([system, user("Hello")]).note == \
+        "no option is named in the question: the demo model answered the last, “other”"
 
 
 def test_a_classifier_prompt_listing_categories_gets_the_category_as_json():
@@ -70,7 +74,8 @@ def test_a_classifier_prompt_listing_categories_gets_the_category_as_json():
     # A name with "or" in it stays one option: the listed names are the options.
     assert demo_reply([system, user("Orders or returns: my parcel")]) == \
         '{"category_id": "7", "category_name": "Orders or returns"}'
-    assert demo_reply([system, user("Hello")]) == '{"category_id": "9", "category_name": "Other"}'
+    # Nothing shared: the first category, as Dify takes the first class for a reply that names none.
+    assert demo_reply([system, user("Hello")]) == '{"category_id": "7", "category_name": "Orders or returns"}'
     broken = {"role": "system", "content": "Categories: [not json\nReply with one of: a, b"}
     assert demo_reply([broken, user("b please")]) == "b"
 

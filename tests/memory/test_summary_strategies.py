@@ -309,7 +309,7 @@ def test_cli_replays_summary_buffer_and_shows_the_summary_in_the_table_and_the_j
 def test_cli_replays_compaction_and_trim_with_their_options():
     code, out, err = run(TAU, "--index", "3", "--memory", "compaction", "--context-size", "5000",
                          "--compaction-trigger", "0.5", "--compaction-keep-messages", "10",
-                         "--compaction-keep-tool-results", "2", "--format", "summary")
+                         "--compaction-keep-tool-results", "2", "--format", "jsonl")
     assert code == 0, err
     lines = [json.loads(line) for line in out.splitlines()]
     assert lines[-1]["budget"] == 2500 - (lines[-1]["prompt_tokens"] - lines[-1]["history_tokens"])

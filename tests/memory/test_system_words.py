@@ -9,7 +9,7 @@ import pytest
 from core.memory.config import MemoryConfig
 from core.memory.strategies import DEFAULT_STRATEGY, OFF, STRATEGIES, strategy_of
 from core.memory.strategies.dify import PLUGIN_TOKEN_COUNTING
-from core.memory.words import explain
+from core.memory.words import explain, reason_words
 from core.model.conversation import AGENT_THOUGHTS, Conversation
 from core.model.ledger import (CLEARED, EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OMITTED, OTHER_BRANCH, OUTSIDE_WINDOW,
                                OVER_BUDGET, REWRITTEN, SCOPE, SUMMARIZED, TRIMMED_EARLIER, LedgerEntry)
@@ -105,6 +105,31 @@ def test_each_system_labels_its_configs(config, label):
 ])
 def test_each_reason_is_said_in_the_systems_words_or_the_shared_ones(config, reason, words):
     assert explain(entry(reason), config) == words
+
+
+@pytest.mark.parametrize("config, reason, words", [
+    ({"strategy": "dify", "window": 4}, OUTSIDE_WINDOW, "outside window of 4"),
+    ({"strategy": "dify", "window": 4, "fidelity": "documented"}, OUTSIDE_WINDOW, "outside window of 4 turns"),
+    ({"strategy": "dify", "window": 501}, OUTSIDE_WINDOW, "past Dify's 500-row cap"),
+    ({"strategy": "dify", "window": 0, "fidelity": "documented"}, OUTSIDE_WINDOW, "past Dify's 500-turn cap"),
+    ({"strategy": "dify"}, OUTSIDE_WINDOW, "past Dify's 500-row cap"),
+    ({"strategy": "dify", "budget": 2000}, OVER_BUDGET, "over token budget 2,000"),
+    ({"strategy": "dify"}, OVER_BUDGET, "over token budget"),
+    ({"strategy": "window", "window": 6}, OUTSIDE_WINDOW, "outside window of 6 messages"),
+    ({"strategy": "window"}, OUTSIDE_WINDOW, "outside window of 10 messages"),
+    ({"strategy": "trim", "max_history_tokens": 30}, OVER_BUDGET, "over max_tokens 30"),
+    ({"strategy": "trim", "max_history_tokens": 8, "trim_counter": "messages"}, OVER_BUDGET,
+     "over max_tokens 8 messages"),
+    ({"strategy": "buffer"}, OUTSIDE_WINDOW, "outside window"),
+    ({"strategy": "buffer"}, OTHER_BRANCH, "on another branch"),
+    ({"strategy": "dify_agent"}, REWRITTEN, "sent in its turn's scratchpad"),
+    ({"strategy": "dify_agent"}, OMITTED, "left out of its turn's scratchpad"),
+    ({"strategy": "buffer"}, REWRITTEN, "rewritten"),
+    ({"strategy": "dify", "window": 4, "observed": True}, OUTSIDE_WINDOW, "not in the payload"),
+    ({"strategy": "buffer"}, "a_reason_of_tomorrow", "a reason of tomorrow"),
+])
+def test_each_reason_has_short_words_for_markers_and_tables(config, reason, words):
+    assert reason_words(reason, config) == words
 
 
 def test_the_node_whose_memory_is_off_is_named():

@@ -55,3 +55,34 @@ def test_each_kind_of_fact_has_its_own_sentence(text, sentence):
 ])
 def test_questions_name_the_facts_they_ask_about(question, keys):
     assert asked_keys(question) == keys
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("你好，我叫Dana，我的订单号是4411。", [("name", "Dana"), ("order", "4411")]),
+    ("我叫小明。", [("name", "小明")]),
+    ("我叫什么名字？", []),
+    ("Hallo, ich heiße Dana. Meine Bestellnummer ist 4411.", [("name", "Dana"), ("order", "4411")]),
+    ("Mein Name ist Dana Reyes, Kundennummer 7730.", [("name", "Dana Reyes"), ("customer", "7730")]),
+    ("Hola, me llamo Dana y mi número de pedido es 4411.", [("name", "Dana"), ("order", "4411")]),
+    ("Soy Dana, mi reserva es AB123.", [("name", "Dana"), ("booking", "AB123")]),
+    ("Je m'appelle Dana.", [("name", "Dana")]),
+])
+def test_names_and_ids_are_read_in_chinese_german_spanish_and_french(text, expected):
+    assert [(f.key, f.value) for f in extract_facts(text)] == expected
+
+
+@pytest.mark.parametrize("question,keys", [
+    ("我叫什么名字？", ["name"]), ("你还记得我叫什么吗？", ["name"]), ("我的订单号是多少？", ["order"]),
+    ("Wie heiße ich?", ["name"]), ("Wie lautet meine Bestellnummer?", ["order"]),
+    ("¿Cómo me llamo?", ["name"]), ("¿Cuál es mi número de pedido?", ["order"]),
+    ("Quel est mon nom ?", ["name"]),
+])
+def test_questions_for_a_name_or_an_id_are_read_in_those_languages(question, keys):
+    assert asked_keys(question) == keys
+
+
+def test_a_script_the_patterns_do_not_read_is_named():
+    from core.model.facts import unread_script
+
+    assert unread_script("меня зовут Дана") == "Cyrillic"
+    assert unread_script("我叫Dana, ich heiße Dana") is None

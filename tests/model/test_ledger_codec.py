@@ -56,3 +56,25 @@ def test_a_message_as_exchanged_leaves_out_the_files_and_usage_only_a_recording_
     assert Message.from_dict(full) == m
     assert Message.from_dict(exchanged) == Message("assistant", "sure", ANSWER, "7:answer", name="bot",
                                                    tool_calls=(ToolCall("c1", "calc", "{}"),))
+
+
+def test_an_unpacked_ledger_lists_its_entries_only_when_they_are_read():
+    """Opening a turn of a long conversation builds its kept entries and its counts, not an entry per
+    earlier message: the Debugger's Inspect reads those; a view that lists them builds them then."""
+    from tests.builders import branched
+
+    conv = branched(40)
+    for config in (MemoryConfig(window=4), MemoryConfig(strategy="window", window=6)):
+        replay = Replay(conv, config)
+        for position in (12, 39):
+            full = replay.ledger_at(position)
+            stored = unpack_ledger(json.loads(json.dumps(pack_ledger(full))), conv, position)
+            assert stored.kept == full.kept and stored.dropped_count() == full.dropped_count()
+            assert stored.tokens_by_reason() == Ledger.tokens_by_reason(full)
+            assert stored.entries_at([3, 4]) == [e for e in full.entries if e.position in (3, 4)]
+            for reasons in (["outside_window"], ["other_branch", "kept"], ["memory_off"]):
+                assert stored.positions_with(reasons) == Ledger.positions_with(full, reasons)
+                for n in (0, 1, 5, 1000):
+                    assert stored.last_entries_with(reasons, n) == Ledger.last_entries_with(full, reasons, n)
+            assert stored._entries is None  # none of those listed every entry
+            assert stored == full and stored._entries is not None  # comparing does

@@ -9,6 +9,7 @@ def new_app() -> AppTest:
     """The app opened on the ledger explorer (run once on the default page, then switch)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()
+    at.session_state["debugged"] = None  # as opened by its address: no conversation being debugged to show
     return at.switch_page("pages/ledger.py")
 
 

@@ -35,6 +35,9 @@ def page(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMLENS_DATABASE_URL", url)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()
+    # As on a first visit by the page's address: no conversation being debugged to open on (that is
+    # tests/pages/test_follow_debugged.py's subject).
+    at.session_state["debugged"] = None
     at.switch_page("pages/compare.py").run()
     assert not at.exception, at.exception
     at.db_url = url

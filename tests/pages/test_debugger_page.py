@@ -267,14 +267,14 @@ def test_a_question_classifiers_memory_and_prompt_show_in_its_own_receipt(app):
     classifier["data"]["memory"] = {"window": {"enabled": False, "size": 2}}
     own_file(app, "classifier.yml", yaml.safe_dump(doc).encode())
     app.button(key="new_start").click().run()
-    for query in ("Hi, I'm Dana.", "Questions about how to use products: the kettle", "And the toaster?"):
+    for query in ("Hi, I'm Dana.", "Questions about how to use products: the kettle", "Other questions: and the toaster?"):
         app.chat_input(key="chat_input").set_value(query).run()
         assert not app.exception, app.exception
     tab = next(t for t in app.tabs if t.label == "Question Classifier")  # the node's receipt
     texts = [t.value for t in tab.text]
     assert "Earlier conversation:\nHuman: Questions about how to use products: the kettle\nAssistant: " in texts[0]
     assert "Dana" not in texts[0]  # turn 1 is outside the two-row window
-    assert texts[1] == "And the toaster?"
+    assert texts[1] == "Other questions: and the toaster?"
     assert '"category_name": "Other questions"' in texts[-1]  # its reply, in the receipt
     # The history's lines inside the prompt are counted as memory history, not as template.
     assert any(c.value.endswith("of its tokens are the memory history's lines (counted as memory history in "
@@ -434,7 +434,7 @@ def test_the_switchboard_shows_what_the_inspected_turn_ran_with_after_a_rerun_an
     app.button(key=f"tx-{conv_id}-{turn6}-1-inspect").click().run()
     app.number_input(key=f"sb-{conv_id}-{turn6}-responder_window_turns").set_value(6).run()
     assert not app.exception
-    app.button(key="rerun_from").click().run()
+    app.button(key=f"fix-{conv_id}-rerun").click().run()
     assert not app.exception
     rerun = app.session_state["selected_turn"]
     assert rerun != turn6 and repo.load_turn_rows(database, conv_id)[-1]["parent_id"] is not None
@@ -602,27 +602,34 @@ def test_after_a_regenerate_the_variables_say_they_belong_to_the_whole_conversat
     assert WHOLE_CONVERSATION in [c.value for c in app.caption]
 
 
-def test_a_what_if_on_an_earlier_turn_says_a_rerun_counts_the_later_turns_against_its_window(app):
+def test_before_a_rerun_it_says_what_the_rerun_keeps_where_that_differs_from_the_preview_and_why(app):
+    """Window 6 on turn 6 (Dify as shipped): the preview keeps turns 1–5, but a re-run is the conversation's
+    newest turn, whose window the first turn 6 and turns 7–8 still take rows of. Said before the click, with
+    the numbers the re-run then really keeps."""
     from core.analysis.debug_view import rerun_rows_note
     from core.memory.replay import MemoryConfig
 
     conv_id = app.session_state["conv_id"]
-    turn6 = repo.load_turn_rows(db(app), conv_id)[5]["id"]
+    database = db(app)
+    turn6 = repo.load_turn_rows(database, conv_id)[5]["id"]
     app.button(key=f"tx-{conv_id}-{turn6}-1-inspect").click().run()
-    app.number_input(key=f"sb-{conv_id}-{turn6}-responder_window_turns").set_value(8).run()
+    app.number_input(key=f"sb-{conv_id}-{turn6}-responder_window_turns").set_value(6).run()
     assert not app.exception
-    shipped, documented = MemoryConfig(window=8), MemoryConfig(window=8, fidelity="documented")
-    note = rerun_rows_note("turn 6", 2, [shipped])  # turns 7 and 8 were written after turn 6
-    assert note in [shown(c.value) for c in app.caption]
-    assert "the 2 turns written after turn 6, which the new branch leaves out, still take rows" in note
-    # Dify as documented walks the thread's own turns, and a newest turn has none after it: nothing to say.
-    assert rerun_rows_note("turn 6", 2, [documented]) is None and rerun_rows_note("turn 8", 0, [shipped]) is None
+    warned = [shown(w.value) for w in app.warning if "Re-running turn 6 as a branch" in shown(w.value)]
+    assert warned == [
+        "Re-running turn 6 as a branch: Responder would keep 4 earlier messages (turns 4–5), not the 10 this preview "
+        "shows (turns 1–5). " + rerun_rows_note("turn 6", 2, [MemoryConfig(window=6)]) + " Replaying the "
+        "conversation from turn 1 with these settings gives what the preview shows."]
+    app.button(key=f"fix-{conv_id}-rerun").click().run()
+    assert not app.exception
+    service = ConversationService(database)
+    conv = service.conversation(conv_id)
+    rerun = next(r for r in service.node_runs(conv, app.session_state["selected_turn"]) if r["node_id"] == "responder")
+    kept = sorted({conv.turns[e.position].query for e in rerun["ledger"].kept})
+    assert kept == sorted(conv.turns[p].query for p in (3, 4))  # turns 4 and 5: what the warning said
+    # Dify as documented walks the thread's own turns: a re-run keeps what the preview shows.
+    assert rerun_rows_note("turn 6", 2, [MemoryConfig(window=6, fidelity="documented")]) is None
     assert rerun_rows_note("turn 6", 2, [MemoryConfig(strategy="buffer")]) is None
-    # The newest turn has none after it: no such note.
-    last = repo.load_turn_rows(db(app), conv_id)[-1]["id"]
-    app.button(key=f"tx-{conv_id}-{last}-1-inspect").click().run()
-    app.number_input(key=f"sb-{conv_id}-{last}-responder_window_turns").set_value(8).run()
-    assert not any("A re-run is the conversation's newest turn" in shown(c.value) for c in app.caption)
 
 
 def test_where_did_it_go_names_the_settings_it_replays_the_thread_with(app):
@@ -659,3 +666,58 @@ def test_a_newly_inspected_turn_shows_its_own_settings_whatever_its_widgets_were
     app.number_input(key=widget).set_value(window + 1).run()
     app.run()
     assert app.number_input(key=widget).value == window + 1
+
+
+def test_the_glance_opens_the_inspector_on_what_each_node_left_out(app):
+    glance = shown("".join(md.value for md in app.markdown if "ml-glance" in md.value))
+    assert "<b>Classifier</b>: memory off: sends no earlier message" in glance
+    assert ("<b>Responder</b>: dropped turns 1–4 — “Hi, I'm Dana. My order…”, “I'm vegetarian, so the…” — outside "
+            "window of 4") in glance
+    assert 'title="outside window of 4 rows: the conversation' in glance  # the long words on hover
+
+
+def test_replay_the_conversation_with_these_settings_opens_a_new_one_that_keeps_what_the_preview_showed(app):
+    conv_id = app.session_state["conv_id"]
+    turn6 = repo.load_turn_rows(db(app), conv_id)[5]["id"]
+    app.button(key=f"tx-{conv_id}-{turn6}-1-inspect").click().run()
+    app.number_input(key=f"sb-{conv_id}-{turn6}-responder_window_turns").set_value(6).run()
+    preview = shown("".join(md.value for md in app.markdown if "ml-glance" in md.value))
+    assert "<b>Responder</b>: dropped nothing: kept all 10 earlier" in preview
+    assert app.radio(key=f"fix-{conv_id}-replay-as").value == "new"
+    app.button(key=f"fix-{conv_id}-replay-go").click().run()
+    assert not app.exception, app.exception
+    opened = app.session_state["conv_id"]
+    assert opened != conv_id
+    assert shown(app.title[0].value) == "Demo: support-bot forgets a name · replayed with Responder: dify window 6"
+    glance = shown("".join(md.value for md in app.markdown if "ml-glance" in md.value))
+    assert "<b>Responder</b>: dropped nothing: kept all 10 earlier" in glance  # turn 6, as the preview showed
+    page = shown("".join(md.value for m in app.chat_message for md in m.markdown))
+    assert "I don't know your name" not in page and "Your name is Dana." in page
+
+
+def test_the_inspectors_full_ledger_is_a_table_whose_snippets_are_whole(app):
+    """The inspector's full ledger wraps its cells (no data frame cutting a snippet at its column's edge)."""
+    app.toggle(key="lt-on-responder").set_value(True).run()
+    assert not app.exception
+    table = shown("".join(md.value for md in app.markdown if "ml-ledger" in md.value))
+    assert table.count("<tr") == 1 + 14  # the heading and every earlier message of turn 8
+    assert "The delivery was due on Monday and it still hasn't arrived." in table
+    assert "<b>outside window</b>: outside window of 4 rows: the conversation's newest on any branch" in table
+
+
+def test_litellm_warms_up_once_a_person_acts_not_while_the_first_page_is_drawn(tmp_path, monkeypatch):
+    """The first page has the interpreter to itself; the session's next drawing (here an Inspect) starts the
+    background import, so the first turn a person runs does not wait for it."""
+    from ui import data
+
+    started = []
+    monkeypatch.setattr(data, "warm_up", lambda: started.append(True))
+    monkeypatch.setenv("MEMLENS_DATABASE_URL", f"sqlite:///{tmp_path / 'memlens.db'}")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    at.db_url = f"sqlite:///{tmp_path / 'memlens.db'}"
+    assert not at.exception and started == []
+    conv_id = at.session_state["conv_id"]
+    turn3 = repo.load_turn_rows(db(at), conv_id)[2]["id"]
+    at.button(key=f"tx-{conv_id}-{turn3}-1-inspect").click().run()
+    assert not at.exception and started == [True]

@@ -49,3 +49,24 @@ def test_show_dropped_lists_what_the_memory_left_out_and_not_what_it_could_never
     assert {r["reason"] for r in shown} == {"outside window"}
     assert len(filter_rows(rows, "all", None, flags)) == len(rows)
     assert [r["kept"] for r in filter_rows(rows, "kept", None, flags)] == ["yes"] * len(ledger.kept)
+
+
+def test_the_inspectors_ledger_table_shows_each_snippet_whole_and_each_reasons_sentence_once():
+    """The Debugger's inspector is a narrow column: its ledger table wraps, so no snippet is cut; the
+    reason's whole sentence is each cell's hover and is said once under the table; text stays literal."""
+    from tests.builders import linear
+    from ui.html import plain
+    from ui.ledger_table import ledger_html
+
+    said = "Hi, I'm Dana <img src=x onerror=alert(1)> and my order number is 4411, placed on Monday morning."
+    conv = linear(6, query=lambda n: said if n == 1 else f"question {n}")
+    ledger = Replay(conv, MemoryConfig(window=4)).ledger(6)
+    rows = ledger_rows(ledger, conv)
+    html = ledger_html(rows)
+    assert html.startswith('<div class="ml-ledger"><table>') and "\n" not in html  # one HTML block
+    assert plain(said).replace("\u2060", "") in html and "<img" not in html  # whole, and literal
+    why = rows[0]["why"]
+    assert why.startswith("outside window of 4 rows") and html.count(f'title="{plain(why).replace(chr(0x2060), "")}"') \
+        == sum(r["reason"] == "outside window" for r in rows) == 4
+    assert html.count(plain(why).replace("\u2060", "") + "</div>") == 1  # the sentence said once under the table
+    assert html.count("<tr") == 1 + len(rows)

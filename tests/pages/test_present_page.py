@@ -24,6 +24,9 @@ def page(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMLENS_DATABASE_URL", url)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()
+    # As on a first visit by the page's address: no conversation being debugged to open on (that is
+    # tests/pages/test_follow_debugged.py's subject).
+    at.session_state["debugged"] = None
     at.switch_page("pages/present.py").run()
     assert not at.exception, at.exception
     at.db_url = url
@@ -136,7 +139,7 @@ def test_a_question_classifier_shows_what_it_remembers_and_the_class_it_sorted_i
     (tmp_path / "qc.yml").write_text(yaml.safe_dump(doc), encoding="utf-8")
     service = ConversationService(Database(page.db_url), llm=DemoClient())
     conv = service.start(service.import_flow(tmp_path / "qc.yml").flow_id, name="sorting").id
-    for q in ("Hi, I'm Dana.", "Question related to after sales: a refund", "Anything else?"):
+    for q in ("Hi, I'm Dana.", "Question related to after sales: a refund", "Other questions: anything else?"):
         service.send(conv, q)
     page.radio(key="pre_from").set_value("Stored").run()
     page.selectbox(key="pre_stored").set_value(conv).run()

@@ -229,3 +229,15 @@ def test_stored_ledgers_are_compact_and_read_back_exactly(chat):
         assert run["ledger"] == original.ledger
         if original.prompt is not None:
             assert run["prompt"] == [m.to_dict() for m in original.prompt]
+
+
+def test_a_conversation_started_without_a_name_is_named_by_its_first_message(service):
+    version = service.import_flow(FLOWS / "support-bot.yml")
+    unnamed = service.start(version.flow_id)
+    assert service.info(unnamed.id).name == ""
+    service.send(unnamed.id, "Hi, I'm Dana. My order number is 4411 and it has not arrived yet.")
+    service.send(unnamed.id, "What's my name?")
+    assert service.info(unnamed.id).name == "Hi, I'm Dana. My order number is 4411 and it…"
+    named = service.start(version.flow_id, name="Support, Monday")
+    service.send(named.id, "Hello")
+    assert service.info(named.id).name == "Support, Monday"

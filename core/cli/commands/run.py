@@ -44,7 +44,7 @@ from core.memory.replay import MemoryConfig
 from core.memory.strategies import remembers
 from core.memory.strategies.dify import DEFAULT_FIDELITY, FIDELITIES
 from core.model.conversation import QUERY
-from core.memory.words import explain
+from core.memory.words import reason_words
 from core.model.ledger import Ledger
 
 from ..errors import UsageError
@@ -120,16 +120,17 @@ def _ledger_head(ledger: Ledger | None) -> str:
 
 
 def _ledger_lines(run: NodeRun) -> list[str]:
-    """A line per earlier message of the node's ledger: kept or not, and why not."""
+    """A line per earlier message of the node's ledger: kept or not, and why not (in the ledger's short words)."""
     ledger = run.ledger
     if ledger is None:
         return []
     return [f"      {'✓' if e.kept else '✗'} {_ref(e):<10} {e.tokens:>5} tok"
-            + ("" if e.kept else f" — {explain(e, ledger.config, run.title or run.node_id)}") for e in ledger.entries]
+            + ("" if e.kept else f" — {reason_words(e.reason, ledger.config)}") for e in ledger.entries]
 
 
-def _node_line(run: NodeRun) -> list[str]:
-    head = f"  {'✗' if run.status == 'failed' else '·'} {run.node_id:<16} {run.type:<14}"
+def _node_line(run: NodeRun, name: str) -> list[str]:
+    """The node's lines; ``name`` is its title (with its id when another node's title reads the same)."""
+    head = f"  {'✗' if run.status == 'failed' else '·'} {name:<16} {run.type:<14}"
     if not run.emulated:
         return [head + " not emulated (pass-through)" + (f", branch {run.branch}" if run.branch else "")]
     lines = []
@@ -170,6 +171,7 @@ def _node_line(run: NodeRun) -> list[str]:
 def _table(flow: Flow, conversation_id: str, records: list[TurnRecord]) -> str:
     lines = [f"flow {flow.name} ({flow.source.get('format', '')}) · conversation {conversation_id}"]
     lines += [f"  note: {w}" for w in flow.warnings]  # what the import noted: what runs otherwise than in Dify
+    names = flow.node_names
     for r in records:
         lines.append("")
         lines.append(f"Turn {r.turn} · dialogue_count {r.dialogue_count} · {r.status}")
@@ -178,9 +180,9 @@ def _table(flow: Flow, conversation_id: str, records: list[TurnRecord]) -> str:
         if r.error:
             lines.append(f"  error: {r.error}")
         for run in r.node_runs:
-            lines.extend(_node_line(run))
+            lines.extend(_node_line(run, names.get(run.node_id, run.node_id)))
         changes = [f"{c.name}: {json.dumps(c.old, ensure_ascii=False)} → {json.dumps(c.new, ensure_ascii=False)}"
-                   f" ({c.operation} by {c.node_id})" for c in r.variable_changes]
+                   f" ({c.operation} by {names.get(c.node_id, c.node_id)})" for c in r.variable_changes]
         for c in changes:
             lines.append(f"  variable {c}")
         if r.variables:

@@ -333,6 +333,12 @@ class Strategy:
         (:func:`core.model.ledger.explain`). :func:`core.memory.words.explain` asks it first."""
         return None
 
+    def short_words(self, reason: str, config: Mapping[str, Any]) -> str | None:
+        """Its own few words for ``reason`` under a stored config, for markers, short tables and
+        command-line lines (``"outside window of 4"``); ``None`` leaves the shared ones
+        (:func:`core.model.ledger.shared_short_words`). :meth:`explain` is the whole sentence."""
+        return None
+
     def pruning_words(self, config: Mapping[str, Any]) -> tuple[str, bool]:
         """What a finding says of its budget pruning messages (a stored config), and whether that
         pruning is silent — the run does not say it — and so a warning rather than information."""

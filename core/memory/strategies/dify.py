@@ -148,6 +148,14 @@ class DifyStrategy(Strategy):
             return f"outside window of {window} rows: the conversation's newest on any branch, the current turn's one of them"
         return f"outside window of {window} turns"
 
+    def short_words(self, reason, config):
+        if reason != OUTSIDE_WINDOW:
+            return None
+        window = config.get("window")
+        if not window or window < 0 or window > ROW_CAP:
+            return f"past Dify's {ROW_CAP}-{'row' if config.get('fidelity', CODE) == CODE else 'turn'} cap"
+        return f"outside window of {window}" + ("" if config.get("fidelity", CODE) == CODE else " turns")
+
     def pruning_words(self, config):
         if config.get("history_budget") is not None:
             return (f"Dify pops the oldest message while the history is over its budget (with plugin token counting "

@@ -283,6 +283,11 @@ class DifyAgentStrategy(Strategy):
         react = " (ReAct)" if config.settings.agent_strategy == REACT else ""
         return f"dify agent app{react}" + (" + token counting" if config.settings.plugin_token_counting else "")
 
+    def short_words(self, reason, config):
+        if reason == REWRITTEN:
+            return "sent in its turn's scratchpad"
+        return "left out of its turn's scratchpad" if reason == OMITTED else None
+
     def explain(self, entry, config):
         r = entry.reason
         if r == OVER_BUDGET:

@@ -325,6 +325,12 @@ class TrimStrategy(Strategy):
     def explain(self, entry, config):
         return _explain_trim(entry.reason, config) if entry.reason in (OUTSIDE_WINDOW, OVER_BUDGET) else None
 
+    def short_words(self, reason, config):
+        if reason != OVER_BUDGET:
+            return None
+        unit = "" if config.get("trim_counter") != "messages" else " messages"
+        return f"over max_tokens {history_limit(config.get('max_history_tokens')):,}{unit}"
+
     def pruning_words(self, config):
         return "trim_messages drops what does not fit its max_tokens; check that nothing needed goes first.", False
 

@@ -139,9 +139,10 @@ class WindowStrategy(Strategy):
         return f"window {config.settings.window or DEFAULT_WINDOW} msgs"
 
     def explain(self, entry, config):
-        if entry.reason == OUTSIDE_WINDOW:
-            return f"outside window of {config.get('window') or DEFAULT_WINDOW} messages"
-        return None
+        return self.short_words(entry.reason, config)
+
+    def short_words(self, reason, config):
+        return f"outside window of {config.get('window') or DEFAULT_WINDOW} messages" if reason == OUTSIDE_WINDOW else None
 
     def finding_kinds(self, config):
         return ("trimmed_window",)
