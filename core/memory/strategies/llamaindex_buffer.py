@@ -180,13 +180,11 @@ class LlamaIndexBufferStrategy(Strategy):
         Setting("token_limit", None, "ChatMemoryBuffer's token_limit, counted over the contents joined, the question "
                 "included (unset or 0: int(0.75 × context_window), as the workflow's buffer has it)", optional=True,
                 minimum=0, words="token limit",
-                widget=Widget(ZERO_UNSET, "Token limit (0 = 0.75 × context window)", key="llamaindex_token_limit",
-                              maximum=10_000_000, step=100)),
+                widget=Widget(ZERO_UNSET, "Token limit (0 = 0.75 × context window)", maximum=10_000_000, step=100)),
         Setting("context_window", None, "the context window the model's LlamaIndex metadata reports (unset: the "
                 f"config's context size, else the model's, else LlamaIndex's {DEFAULT_CONTEXT_WINDOW:,})",
                 optional=True, minimum=1, words="context window",
-                widget=Widget(ZERO_UNSET, "Context window (0 = the model's)", key="llamaindex_context_window",
-                              maximum=10_000_000, step=1000)),
+                widget=Widget(ZERO_UNSET, "Context window (0 = the model's)", maximum=10_000_000, step=1000)),
     )
     lenses = (("LlamaIndex ChatMemoryBuffer", {}),)
     uses_granularity = False
