@@ -57,7 +57,8 @@ def openai_chat(conversation: list[dict]) -> list[dict]:
         out.append({"role": "user", "content": turn["input"]})
         for text, calls in turn["rounds"]:
             out.append({"role": "assistant", "content": text, "tool_calls": [
-                {"id": cid, "type": "function", "function": {"name": "weather", "arguments": "{}"}} for cid, _ in calls]})
+                {"id": cid, "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+                for cid, _ in calls]})
             out.extend({"role": "tool", "tool_call_id": cid, "content": result} for cid, result in calls)
         out.append({"role": "assistant", "content": turn["output"]})
     return out
@@ -227,7 +228,8 @@ async def _memory_sends(turn_messages: list[list], limit: int, ratio: float, flu
 @given(conversation=turns(6), limit=st.integers(1, 120), ratio=st.sampled_from([0.3, 0.5, 0.7, 1.0]),
        flush=st.sampled_from([0, 1, 5, 20, 400]))
 def test_the_memory_sends_what_llamaindex_s_memory_keeps_active(conversation, limit, ratio, flush):
-    config = MemoryConfig("llamaindex_memory", token_limit=limit, chat_history_token_ratio=ratio, token_flush_size=flush)
+    config = MemoryConfig("llamaindex_memory", token_limit=limit, chat_history_token_ratio=ratio,
+                          token_flush_size=flush)
     theirs = asyncio.run(_memory_sends(llamaindex_chat(conversation), limit, ratio, flush))
     assert kept_per_turn(conversation, config) == theirs
 
@@ -241,7 +243,8 @@ def test_the_memory_counts_text_and_a_result_s_call_id_as_llamaindex_does():
     reply = ChatMessage(role="assistant", blocks=[TextBlock(text="Let me check."),
                                                   ToolCallBlock(tool_call_id="c", tool_name="w", tool_kwargs={})])
     assert memory_tokens(Message("tool", "sunny", "", 0, tool_call_id="call_1")) == \
-        memory._estimate_token_count(result) == llamaindex_tokens("sunny") + llamaindex_tokens("{'tool_call_id': 'call_1'}")
+        memory._estimate_token_count(result) == \
+        llamaindex_tokens("sunny") + llamaindex_tokens("{'tool_call_id': 'call_1'}")
     assert memory_tokens(Message("assistant", "Let me check.", "", 0, tool_calls=(ToolCall("c", "w", "{}"),))) == \
         memory._estimate_token_count(reply)
     assert memory_tokens(Message("assistant", "a long thought", REASONING, 0)) == 0
@@ -322,8 +325,8 @@ def test_the_systems_label_and_words():
     words = {e.reason: explain(e, buffer.config) for e in buffer.entries}
     assert words[OVER_BUDGET] == ("over ChatMemoryBuffer's token_limit (12 tokens of the contents joined, the "
                                   "question included): oldest dropped")
-    assert words[OUTSIDE_WINDOW].startswith("dropped after the message before it: ChatMemoryBuffer lets no "
-                                            "assistant or tool message lead")
+    assert words[OUTSIDE_WINDOW] == ("dropped after the message before it: ChatMemoryBuffer lets no assistant or "
+                                     "tool message lead the history")
     memory = Replay(openai(CHAT), MemoryConfig("llamaindex_memory", token_limit=10, chat_history_token_ratio=0.5,
                                                token_flush_size=1)).ledger_at(2)
     flushed = next(e for e in memory.entries if e.reason == FLUSHED)
@@ -382,3 +385,107 @@ def test_the_systems_are_lenses_and_compare_configs_beside_a_dify_window():
         assert matrix.cells[-1][:len(ledger.entries)] == [e.reason for e in ledger.entries]
         assert [matrix.why(1, c) for c in range(len(ledger.entries))] == [explain(e, ledger.config)
                                                                            for e in ledger.entries]
+
+
+# -- what the summaries, the budget and the words say ------------------------------------------------------
+
+def _summaries_agree(replay: Replay) -> None:
+    for s in replay.summaries():
+        ledger = replay.ledger(s.turn)
+        kept_turns = [e.turn for e in ledger.entries if e.kept]
+        assert (s.kept, s.history_tokens, s.dropped, s.budget, s.oldest_kept_turn) == (
+            len(ledger.kept), ledger.history_tokens, ledger.dropped_count(), ledger.budget,
+            min(kept_turns) if kept_turns else None)
+
+
+@pytest.mark.parametrize("config", [MemoryConfig("llamaindex_buffer", token_limit=limit) for limit in (1, 9, 14, 40)]
+                         + [MemoryConfig("llamaindex_memory", token_limit=limit, chat_history_token_ratio=0.5,
+                                         token_flush_size=flush) for limit, flush in ((10, 1), (30, 3), (99, 400))],
+                         ids=lambda c: c.label())
+def test_the_summaries_say_what_the_ledgers_say(config):
+    _summaries_agree(Replay(openai(CHAT * 2), config))
+    _summaries_agree(Replay(openai([{"role": "assistant", "content": "Hello, how can I help?"}, *CHAT]), config))
+
+
+def test_a_turn_without_a_question_reads_what_is_stored():
+    """An opening greeting is a turn without a question (nothing is written before reading: the next turn's
+    first write still finds the greeting stored); a buffer read without a question sends its newest message
+    even when that is over the limit."""
+    from core.memory.strategies.llamaindex_buffer import Unit, buffer_get
+
+    opening = openai([{"role": "assistant", "content": "Hello, how can I help?"}, *CHAT])
+    for config in (MemoryConfig("llamaindex_buffer", token_limit=30),
+                   MemoryConfig("llamaindex_memory", token_limit=30)):
+        replay = Replay(opening, config)
+        assert replay.ledger_at(0).entries == [] and [e.reason for e in replay.ledger_at(1).entries] == [KEPT]
+    units = [Unit("hi", 1, None), Unit("there", 2, None)]
+    assert buffer_get([], lambda i: "user", None, 5) == (0, False)
+    assert buffer_get(units[:1], lambda i: "user", None, 1) == (0, False)
+    assert buffer_get(units, lambda i: ("user", "assistant")[i], None, 2) == (0, False)
+    assert buffer_get(units, lambda i: ("user", "assistant")[i], None, 1) == (1, False)
+    assert buffer_get(units, lambda i: ("user", "user")[i], None, 1) == (1, False)
+    assert buffer_get([Unit("hi there", 2, None)], lambda i: "user", None, 1) == (0, True)
+
+
+JOINS = [["a\n", "\nb", "c"], ["x ", "\ny", "z"], ["", "", "q"], ["p", " \n", "'s", "r"], ["1", " 2", "\n", "3"],
+         ["u", "v\n\n", "\n\nw", "end"]]
+
+
+@pytest.mark.parametrize("texts", JOINS, ids=repr)
+def test_the_buffer_counts_joins_that_tiktoken_splits_across_the_space(texts):
+    """At every limit from 1 to the whole count, each turn of a conversation whose texts merge across the
+    join keeps what ``ChatMemoryBuffer.get()`` keeps."""
+    from llama_index.core.memory import ChatMemoryBuffer
+
+    conversation = [{"input": texts[0], "rounds": [], "output": texts[1]},
+                    {"input": texts[2], "rounds": [(texts[1], [("c1", texts[0])])], "output": texts[-1]},
+                    {"input": texts[-1], "rounds": [], "output": texts[0]}, {"input": texts[1], "rounds": [],
+                                                                             "output": ""}]
+    held = [m for messages in llamaindex_chat(conversation) for m in messages]
+    whole = ChatMemoryBuffer.from_defaults(token_limit=1)._token_count_for_messages(held)
+    for limit in range(1, whole + 2):
+        config = MemoryConfig("llamaindex_buffer", token_limit=limit)
+        assert kept_per_turn(conversation, config) == buffer_sends(llamaindex_chat(conversation), limit), limit
+
+
+def test_the_budget_and_its_note():
+    buffer = Replay(openai(CHAT), MemoryConfig("llamaindex_buffer", token_limit=40, context_size=5000)).ledger_at(2)
+    assert (buffer.budget, buffer.context_size) == (40, 5000)
+    assert buffer.budget_note == "ChatMemoryBuffer token_limit 40 (LlamaIndex's count of the contents joined, the " \
+                                 "question too)"
+    over = Replay(openai(CHAT), MemoryConfig("llamaindex_buffer", token_limit=1)).ledger_at(2)
+    assert over.budget_note == buffer.budget_note.replace(" 40 ", " 1 ") + \
+        "; the question alone is over it, and LlamaIndex sends it anyway"
+    assert Replay(openai(CHAT), MemoryConfig("llamaindex_buffer")).ledger_at(2).context_size == 128_000
+    memory = Replay(openai(CHAT), MemoryConfig("llamaindex_memory", token_limit=101, chat_history_token_ratio=0.5,
+                                               token_flush_size=400, context_size=5000)).ledger_at(2)
+    assert (memory.budget, memory.context_size) == (50, 5000)
+    assert memory.budget_note == "Memory chat history 50 tokens (token_limit 101 × 0.5, LlamaIndex's count), " \
+                                 "flushed 70 at a time"
+
+
+def test_the_pruning_words_and_the_claims():
+    assert STRATEGIES["llamaindex_buffer"].pruning_words({}) == (
+        "LlamaIndex's ChatMemoryBuffer drops the oldest messages while their contents and the question are over its "
+        "token_limit, and with them the assistant and tool messages that would lead; nothing in the run says so. "
+        "Raise token_limit.", True)
+    assert STRATEGIES["llamaindex_memory"].pruning_words({}) == (
+        "LlamaIndex's Memory archives the oldest messages, a chunk at a time, whenever a write leaves its chat "
+        "history over token_limit × chat_history_token_ratio; they are never sent again and nothing in the run says "
+        "so. Raise token_limit or the ratio.", True)
+    assert STRATEGIES["llamaindex_buffer"].claims(openai(CHAT)) is None
+    assert STRATEGIES["llamaindex_memory"].claims(openai(CHAT)) is None
+    assert STRATEGIES["llamaindex_buffer"].explain(_buffer_case(CHAT, 99).entries[0], {"budget": 99}) is None
+
+
+def test_the_memory_counts_a_call_id_only_on_a_tool_result():
+    assert memory_tokens(Message("assistant", "x", "", 0, tool_call_id="c1")) == llamaindex_tokens("x")
+    assert memory_tokens(Message("tool", "x", "", 0)) == llamaindex_tokens("x")
+
+
+def test_the_memory_flushes_down_to_the_last_message_and_not_before_what_was_archived():
+    # Two messages over the limit: the older goes when the newer is a user's; else the turn comes back.
+    assert _queue("au", [10, 10], 5, 1) == 1
+    assert _queue("ua", [10, 10], 5, 1) == 0
+    # Messages archived before this write never come back, even when no user message is left to lead.
+    assert _queue("uaaa", [10] * 4, 5, 1, lo=1) == 4

@@ -99,10 +99,9 @@ class MemoryPlan(Plan):
 
 def _settings_words(config) -> tuple[int, int]:
     """The chat history's limit (``token_limit × chat_history_token_ratio``, whole tokens) and the flush size
-    a stored config (a mapping) runs with."""
-    limit = config.get("token_limit", DEFAULT_TOKEN_LIMIT)
-    ratio = config.get("chat_history_token_ratio", DEFAULT_RATIO)
-    return int(limit * ratio), flush_size(limit, config.get("token_flush_size", DEFAULT_FLUSH_SIZE))
+    a stored config (a mapping, which holds every setting of the system) runs with."""
+    limit = config["token_limit"]
+    return int(limit * config["chat_history_token_ratio"]), flush_size(limit, config["token_flush_size"])
 
 
 class LlamaIndexMemoryStrategy(Strategy):
