@@ -230,6 +230,16 @@ class Plan:
         return []
 
 
+class SuffixPlan(Plan):
+    """A plan that sends the view's messages from index ``first`` on, as they are (the newest ones)."""
+
+    def __init__(self, budget: Budget, state: object, first: int, view: PathView, replay: "Replay"):
+        end = view.length
+        self.first = first
+        super().__init__(budget, state, end - first, tokens_between(view, first, end),
+                         turn_at(view, replay, first if first < end else None))
+
+
 def message_at(view: PathView, replay: "Replay", i: int) -> "Message":
     """The message at index ``i`` of a view's sequence."""
     return replay.conversation.turns[view.seq_pos[i]].messages[view.seq_msg[i]]

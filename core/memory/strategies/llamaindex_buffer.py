@@ -40,7 +40,7 @@ from core.model.conversation import REASONING, Message, source_platform
 from core.model.ledger import KEPT, OUTSIDE_WINDOW, OVER_BUDGET
 from core.model.tokens import count_allowing_special, model_facts
 
-from .base import Budget, Plan, Strategy, along_view, message_at, tokens_between, turn_at
+from .base import Budget, Strategy, SuffixPlan, along_view, message_at
 from .settings import ZERO_UNSET, Setting, Widget
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -113,15 +113,9 @@ def _carry(units: list, message: Message) -> None:
         units.append(Unit(text, before.closed, start))
 
 
-class BufferPlan(Plan):
-    def __init__(self, budget: Budget, first_kept: int, view, replay):
-        end = view.length
-        self.first_kept = first_kept
-        super().__init__(budget, None, end - first_kept, tokens_between(view, first_kept, end),
-                         turn_at(view, replay, first_kept if first_kept < end else None))
-
+class BufferPlan(SuffixPlan):
     def reason(self, i, message):
-        if i >= self.first_kept:
+        if i >= self.first:
             return KEPT
         # The count drops the oldest message; the front rule then drops what would lead after it.
         return OVER_BUDGET if i == 0 or message.role not in NOT_LEADING else OUTSIDE_WINDOW
@@ -223,4 +217,5 @@ class LlamaIndexBufferStrategy(Strategy):
         note = f"ChatMemoryBuffer token_limit {limit:,} (LlamaIndex's count of the contents joined, the question too)"
         if alone_over:
             note += "; the question alone is over it, and LlamaIndex sends it anyway"
-        return BufferPlan(Budget(limit, note, config.context_size or replay.facts.context_size), first, view, replay)
+        return BufferPlan(Budget(limit, note, config.context_size or replay.facts.context_size), None, first, view,
+                          replay)

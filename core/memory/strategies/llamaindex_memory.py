@@ -32,7 +32,7 @@ from typing import Callable
 from core.model.conversation import REASONING, Message
 from core.model.ledger import FLUSHED, KEPT
 
-from .base import Budget, Plan, Strategy, along_view, message_at, tokens_between, turn_at
+from .base import Budget, Strategy, SuffixPlan, along_view, message_at
 from .llamaindex_buffer import llamaindex_tokens
 from .settings import FLOAT, NUMBER, SLIDER, Setting, Widget
 
@@ -86,15 +86,11 @@ def manage_queue(lo: int, hi: int, tokens: Callable[[int, int], int], is_user: C
     return lo
 
 
-class MemoryPlan(Plan):
-    def __init__(self, budget: Budget, active_from: int, view, replay):
-        end = view.length
-        self.active_from = active_from
-        super().__init__(budget, active_from, end - active_from, tokens_between(view, active_from, end),
-                         turn_at(view, replay, active_from if active_from < end else None))
+class MemoryPlan(SuffixPlan):
+    """The active messages are sent; the state carried to the next turn is where they start."""
 
     def reason(self, i, message):
-        return FLUSHED if i < self.active_from else KEPT
+        return FLUSHED if i < self.first else KEPT
 
 
 def _settings_words(config) -> tuple[int, int]:
@@ -164,4 +160,4 @@ class LlamaIndexMemoryStrategy(Strategy):
         note = (f"Memory chat history {int(limit):,} tokens (token_limit {own.token_limit:,} × "
                 f"{own.chat_history_token_ratio:g}, LlamaIndex's count), flushed {size:,} at a time")
         return MemoryPlan(Budget(int(limit), note, replay.config.context_size or replay.facts.context_size), active,
-                          view, replay)
+                          active, view, replay)
