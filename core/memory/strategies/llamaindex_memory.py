@@ -17,9 +17,10 @@ tool-call blocks, plus ``str(additional_kwargs)`` — a tool result's ``{'tool_c
 ``token_flush_size`` over ``token_limit`` 70% of it, and the class makes one below 1 a tenth of it.
 
 Worked example (``token_limit=100``, ratio 0.5, flush 5: the history may hold 50 tokens): a first turn
-with two tool rounds writes 6 messages of about 90 tokens at its end; the next question's write leaves
-them over 50, so the flush takes the question and the first call (5 tokens or more), then the rest of
-the turn until the new question leads — the second turn sends its question alone.
+with two tool rounds ends with 6 messages of 71 tokens — over 50, but flushing would leave only its
+answer, so the whole turn is put back. The next question's write makes 80: the flush takes the first
+question (8 tokens, a chunk of 5 or more), then the rest of its turn until the new question leads — the
+second turn sends its question alone.
 
 Ledger: a message archived is ``flushed``; the rest are sent. ``tests/memory/test_platform_memories.py``
 checks every turn against what the real package sent (``tests/reference/python/llamaindex_driver.py``).
