@@ -332,7 +332,7 @@ def test_the_systems_label_and_words():
     flushed = next(e for e in memory.entries if e.reason == FLUSHED)
     assert explain(flushed, memory.config) == (
         "flushed when a message was written: the chat history was over token_limit × chat_history_token_ratio "
-        "(5 tokens of text), so its oldest messages were archived 1 tokens or more at a time until a user "
+        "(5 tokens of text), so its oldest messages were archived, at least 1 token at a time, until a user "
         "message led; never sent again")
     assert REASON_LABELS[FLUSHED] == "flushed" and "never sent again" in shared_words(flushed)
     assert all(s.pruning_words({})[1] for n, s in STRATEGIES.items() if n.startswith("llamaindex_"))

@@ -32,6 +32,7 @@ from typing import Callable
 
 from core.model.conversation import REASONING, Message
 from core.model.ledger import FLUSHED, KEPT
+from core.words import plural
 
 from .base import Budget, Strategy, SuffixPlan, along_view, message_at
 from .llamaindex_buffer import llamaindex_tokens
@@ -130,8 +131,8 @@ class LlamaIndexMemoryStrategy(Strategy):
             return None
         limit, size = _settings_words(config)
         return (f"flushed when a message was written: the chat history was over token_limit × "
-                f"chat_history_token_ratio ({limit:,} tokens of text), so its oldest messages were archived "
-                f"{size:,} tokens or more at a time until a user message led; never sent again")
+                f"chat_history_token_ratio ({limit:,} tokens of text), so its oldest messages were archived, at "
+                f"least {plural(size, 'token')} at a time, until a user message led; never sent again")
 
     def pruning_words(self, config):
         return ("LlamaIndex's Memory archives the oldest messages, a chunk at a time, whenever a write leaves its "
