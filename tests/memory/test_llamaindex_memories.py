@@ -15,6 +15,9 @@ import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
+from llama_index.core.base.llms.types import ChatMessage, TextBlock, ToolCallBlock
+from llama_index.core.memory import ChatMemoryBuffer, Memory
+from llama_index.core.utils import get_tokenizer
 
 from core.cli.app import build_parser, config_from_args
 from core.io import import_text
@@ -66,7 +69,6 @@ def openai_chat(conversation: list[dict]) -> list[dict]:
 
 def llamaindex_chat(conversation: list[dict]) -> list[list]:
     """Each turn's messages as the agent workflow stores them: the question, then its steps."""
-    from llama_index.core.base.llms.types import ChatMessage, TextBlock, ToolCallBlock
 
     out = []
     for turn in conversation:
@@ -104,7 +106,6 @@ def offline_tokenizer():
 
 def buffer_sends(turn_messages: list[list], limit: int) -> list[int]:
     """How many earlier messages ``ChatMemoryBuffer.get()`` returns before each turn's question."""
-    from llama_index.core.memory import ChatMemoryBuffer
 
     out, earlier = [], []
     for messages in turn_messages:
@@ -119,7 +120,6 @@ def buffer_sends(turn_messages: list[list], limit: int) -> list[int]:
 def test_the_buffer_sends_what_chat_memory_buffer_gets(conversation, data):
     """At limits around the real count of a suffix of the last turn's buffer (met exactly, one under, one
     over), every turn sends the messages ``get()`` returns."""
-    from llama_index.core.memory import ChatMemoryBuffer
 
     held = [m for messages in llamaindex_chat(conversation) for m in messages]
     start = data.draw(st.integers(0, len(held) - 1))
@@ -190,7 +190,6 @@ def test_the_buffer_sends_the_newest_message_alone_when_it_is_over_the_limit():
 
 
 def test_the_buffer_counts_special_tokens_as_llamaindex_s_tokenizer_does():
-    from llama_index.core.utils import get_tokenizer
 
     text = "stop <|endoftext|> here"
     assert llamaindex_tokens(text) == len(get_tokenizer()(text)) < llamaindex_tokens(text.replace("<|", "< |"))
@@ -208,7 +207,6 @@ def test_the_buffer_s_default_limit_is_three_quarters_of_the_context_window():
 # -- Memory --------------------------------------------------------------------------------------------
 
 async def _memory_sends(turn_messages: list[list], limit: int, ratio: float, flush: int) -> list[int]:
-    from llama_index.core.memory import Memory
 
     memory = Memory.from_defaults(session_id="s", token_limit=limit, chat_history_token_ratio=ratio,
                                   token_flush_size=flush)
@@ -235,9 +233,6 @@ def test_the_memory_sends_what_llamaindex_s_memory_keeps_active(conversation, li
 
 
 def test_the_memory_counts_text_and_a_result_s_call_id_as_llamaindex_does():
-    from llama_index.core.base.llms.types import ChatMessage, TextBlock, ToolCallBlock
-    from llama_index.core.memory import Memory
-
     memory = Memory.from_defaults(session_id="count")
     result = ChatMessage(role="tool", content="sunny", additional_kwargs={"tool_call_id": "call_1"})
     reply = ChatMessage(role="assistant", blocks=[TextBlock(text="Let me check."),
@@ -435,7 +430,6 @@ JOINS = [["a\n", "\nb", "c"], ["x ", "\ny", "z"], ["", "", "q"], ["p", " \n", "'
 def test_the_buffer_counts_joins_that_tiktoken_splits_across_the_space(texts):
     """At every limit from 1 to the whole count, each turn of a conversation whose texts merge across the
     join keeps what ``ChatMemoryBuffer.get()`` keeps."""
-    from llama_index.core.memory import ChatMemoryBuffer
 
     conversation = [{"input": texts[0], "rounds": [], "output": texts[1]},
                     {"input": texts[2], "rounds": [(texts[1], [("c1", texts[0])])], "output": texts[-1]},
