@@ -396,7 +396,7 @@ def _summaries_agree(replay: Replay) -> None:
 @pytest.mark.parametrize("config", [MemoryConfig("llamaindex_buffer", token_limit=limit) for limit in (1, 9, 14, 40)]
                          + [MemoryConfig("llamaindex_memory", token_limit=limit, chat_history_token_ratio=0.5,
                                          token_flush_size=flush) for limit, flush in ((10, 1), (30, 3), (99, 400))],
-                         ids=lambda c: c.label())
+                         ids=lambda c: f"{c.strategy}-{c.settings.token_limit}")
 def test_the_summaries_say_what_the_ledgers_say(config):
     _summaries_agree(Replay(openai(CHAT * 2), config))
     _summaries_agree(Replay(openai([{"role": "assistant", "content": "Hello, how can I help?"}, *CHAT]), config))
@@ -426,7 +426,7 @@ JOINS = [["a\n", "\nb", "c"], ["x ", "\ny", "z"], ["", "", "q"], ["p", " \n", "'
          ["u", "v\n\n", "\n\nw", "end"]]
 
 
-@pytest.mark.parametrize("texts", JOINS, ids=repr)
+@pytest.mark.parametrize("texts", JOINS, ids=[f"join{i}" for i in range(len(JOINS))])
 def test_the_buffer_counts_joins_that_tiktoken_splits_across_the_space(texts):
     """At every limit from 1 to the whole count, each turn of a conversation whose texts merge across the
     join keeps what ``ChatMemoryBuffer.get()`` keeps."""
