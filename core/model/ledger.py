@@ -7,8 +7,9 @@ reason is named by the first step of the removal pipeline that removes it; the o
     → over budget → empty
 
 Strategies that rewrite history instead of only cutting it (summary_buffer, compaction, trim)
-name their own decision in the strategy step: ``summarized`` (folded into a summary) and
-``cleared`` (sent as a placeholder) sit where ``outside window`` does. What they send that no
+name their own decision in the strategy step: ``summarized`` (folded into a summary),
+``cleared`` (sent as a placeholder) and ``flushed`` (archived by a memory that flushes at write time)
+sit where ``outside window`` does. What they send that no
 earlier turn contains verbatim — a running summary, a cleared tool result's placeholder, the
 kept part of a partially trimmed message — is listed in :attr:`Ledger.synthetic`.
 """
@@ -35,6 +36,9 @@ OVER_BUDGET = "over_budget"
 EMPTY = "empty"
 SUMMARIZED = "summarized"
 CLEARED = "cleared"
+#: LlamaIndex's ``Memory`` archives the oldest messages when a write leaves its chat history over its limit:
+#: a message ``flushed`` is never sent again (what a memory block makes of it is not history).
+FLUSHED = "flushed"
 #: A Dify ReAct agent sends each earlier turn's steps as one assistant text (its scratchpad): a
 #: message whose words are in it is ``rewritten``; one the scratchpad leaves out is ``omitted``.
 REWRITTEN = "rewritten"
@@ -48,7 +52,7 @@ OBSERVED = "observed"
 #: Removal pipeline order: the first step that removes a message names its reason.
 PIPELINE = (MEMORY_OFF, SCOPE, OTHER_BRANCH, GRANULARITY, TRIMMED_EARLIER, OUTSIDE_WINDOW,
             OVER_BUDGET, EMPTY)
-REASONS = (KEPT, *PIPELINE, SUMMARIZED, CLEARED, REWRITTEN, OMITTED, NOT_SENT)
+REASONS = (KEPT, *PIPELINE, SUMMARIZED, CLEARED, FLUSHED, REWRITTEN, OMITTED, NOT_SENT)
 #: Reasons of messages whose text reaches the model: as they are, or inside a scratchpad.
 WORDS_SENT = frozenset({KEPT, REWRITTEN})
 #: Reasons for messages that were never candidates for this node's memory at all.
@@ -72,6 +76,7 @@ REASON_LABELS = {
     EMPTY: "empty",
     SUMMARIZED: "summarized",
     CLEARED: "cleared",
+    FLUSHED: "flushed",
     REWRITTEN: "rewritten",
     OMITTED: "omitted",
     NOT_SENT: "not sent",
@@ -642,6 +647,8 @@ def shared_words(entry: LedgerEntry, config: Mapping[str, Any] | None = None, no
         return "folded into a summary"
     if r == CLEARED:
         return "content replaced by a placeholder, which is still sent"
+    if r == FLUSHED:
+        return "flushed from the memory's chat history when a message was written: never sent again"
     if r == REWRITTEN:
         return "sent rewritten, inside a message that stands for it"
     if r == OMITTED:

@@ -602,6 +602,20 @@ APPROX_CHARS_PER_TOKEN = 4
 APPROX_TOKENS_PER_MESSAGE = 3
 
 
+#: Every special token of an encoding begins so (``<|endoftext|>``): a text without it encodes alike
+#: whether special tokens are allowed or not.
+SPECIAL_TOKEN_START = "<|"
+
+
+def count_allowing_special(encoding_name: str, text: str) -> int:
+    """Tokens of ``text`` as a tokenizer counts that allows every special token (tiktoken's ``encode(text,
+    allowed_special="all")``, LlamaIndex's global tokenizer): ``"<|endoftext|>"`` is 1 token, not the 6 of
+    its characters. Texts without one are the process's cached counts."""
+    if SPECIAL_TOKEN_START not in text:
+        return count_cache(encoding_name).count(text)
+    return len(_encoding(encoding_name).encode(text, allowed_special="all"))
+
+
 def chat_model_message_tokens(counter: TokenCounter, message: Message) -> int:
     """One message as langchain-openai's ``ChatOpenAI.get_num_tokens_from_messages`` counts it: OpenAI's
     recipe (:meth:`TokenCounter.message`) plus :data:`TOOL_CALL_ID_TOKENS` for a tool result. Every

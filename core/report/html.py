@@ -17,8 +17,8 @@ from core.analysis.findings import Finding, TurnNamer, turn_namer
 from core.memory.replay import turn_numbers
 from core.memory.strategies.settings import COMMON, NODE_SHAPE
 from core.model.conversation import Conversation, Message, message_text, turn_label
-from core.model.ledger import (CLEARED, EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
-                               NOT_SENT, OMITTED, REASON_LABELS, REWRITTEN, SCOPE, SUMMARIZED, TRIMMED_EARLIER,
+from core.model.ledger import (CLEARED, EMPTY, FLUSHED, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW,
+                               OVER_BUDGET, NOT_SENT, OMITTED, REASON_LABELS, REWRITTEN, SCOPE, SUMMARIZED, TRIMMED_EARLIER,
                                LedgerEntry, SyntheticMessage)
 from core.memory.words import explain
 
@@ -38,8 +38,8 @@ REPORT_FACTS = 200
 #: One colour per reason, shared by the page's heatmaps and the report's.
 REASON_COLOURS = {
     KEPT: "#10b981", OUTSIDE_WINDOW: "#f59e0b", OVER_BUDGET: "#ef4444", TRIMMED_EARLIER: "#a855f7",
-    SUMMARIZED: "#eab308", CLEARED: "#fb923c", GRANULARITY: "#93c5fd", EMPTY: "#e5e7eb", MEMORY_OFF: "#9ca3af",
-    SCOPE: "#cbd5e1", OTHER_BRANCH: "#f1f5f9", REWRITTEN: "#2dd4bf", OMITTED: "#c026d3", NOT_SENT: "#be123c",
+    SUMMARIZED: "#eab308", CLEARED: "#fb923c", FLUSHED: "#78716c", GRANULARITY: "#93c5fd", EMPTY: "#e5e7eb",
+    MEMORY_OFF: "#9ca3af", SCOPE: "#cbd5e1", OTHER_BRANCH: "#f1f5f9", REWRITTEN: "#2dd4bf", OMITTED: "#c026d3", NOT_SENT: "#be123c",
 }
 #: Reasons in legend order; a heatmap cell's code is its index here.
 REASON_ORDER = tuple(REASON_COLOURS)

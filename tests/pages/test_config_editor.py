@@ -25,6 +25,9 @@ ROUND_TRIP = [
     MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=16000, max_tokens=256),
     MemoryConfig(strategy="dify_agent"),
     MemoryConfig(strategy="dify_agent", agent_strategy="react", plugin_token_counting=True),
+    MemoryConfig(strategy="llamaindex_buffer", token_limit=40, context_window=3900),
+    MemoryConfig(strategy="llamaindex_buffer"),
+    MemoryConfig(strategy="llamaindex_memory", token_limit=100, chat_history_token_ratio=0.5, token_flush_size=5),
 ]
 
 

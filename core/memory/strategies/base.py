@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -230,9 +230,43 @@ class Plan:
         return []
 
 
+class SuffixPlan(Plan):
+    """A plan that sends the view's messages from index ``first`` on, as they are (the newest ones)."""
+
+    def __init__(self, budget: Budget, state: object, first: int, view: PathView, replay: "Replay"):
+        end = view.length
+        self.first = first
+        super().__init__(budget, state, end - first, tokens_between(view, first, end),
+                         turn_at(view, replay, first if first < end else None))
+
+
 def message_at(view: PathView, replay: "Replay", i: int) -> "Message":
     """The message at index ``i`` of a view's sequence."""
     return replay.conversation.turns[view.seq_pos[i]].messages[view.seq_msg[i]]
+
+
+def along_view(view: PathView, replay: "Replay", key: Hashable, seed: Sequence,
+               step: Callable[[list, "Message"], None]) -> list:
+    """Values carried along a view's sequence: ``seed``, then what ``step(values, message)`` appends for each
+    message in turn (it may read the values before it: running sums, a running state). They are kept on the
+    replay under ``key`` and only extended: the view is a thread walked depth first, so what was carried is
+    still valid up to the last message it shares with the view (found by bisection — a message's thread
+    fixes everything before it)."""
+    cache = replay.__dict__.setdefault("_along_view", {})
+    keys, values = cache.setdefault(key, ([], list(seed)))
+    lead = len(values) - len(keys)
+    lo, hi = 0, min(len(keys), view.length)
+    while lo < hi:  # how many leading messages the cache shares with the view
+        mid = (lo + hi + 1) // 2
+        if keys[mid - 1] == (view.seq_pos[mid - 1], view.seq_msg[mid - 1]):
+            lo = mid
+        else:
+            hi = mid - 1
+    del keys[lo:], values[lead + lo:]
+    for i in range(lo, view.length):
+        keys.append((view.seq_pos[i], view.seq_msg[i]))
+        step(values, message_at(view, replay, i))
+    return values
 
 
 def tokens_between(view: PathView, lo: int, hi: int) -> int:

@@ -43,7 +43,7 @@ from core.model.ledger import KEPT, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, Synthe
 from core.model.tokens import REPLY_PRIMING, approximate_message_tokens, chat_model_message_tokens
 
 from ..errors import ConfigError, TrimError
-from .base import Budget, Plan, Strategy, message_at, tokens_between, turn_at
+from .base import Budget, Plan, Strategy, along_view, message_at, tokens_between, turn_at
 from .settings import BOOL, CHOICE, TEXT, TOGGLE, ZERO_UNSET, Setting, Widget
 
 #: LangChain message types and the chat roles they are.
@@ -231,11 +231,8 @@ def trim_messages(messages: Sequence[Message], *, max_tokens: int, token_counter
 
 def langchain_counts(view, replay) -> tuple[Callable[[Message], int], list[int], int]:
     """LangChain's count under the config's ``trim_counter``: the per-message count, its prefix sums
-    over the view's sequence, and what counting a list adds once (the chat model's reply priming).
-
-    The prefix sums are kept on the replay and only extended: the view is a thread walked depth
-    first, so the part already summed is still valid up to the last message it shares with the
-    view (found by bisection — a message's thread fixes everything before it)."""
+    over the view's sequence (kept on the replay and only extended: :func:`along_view`), and what
+    counting a list adds once (the chat model's reply priming)."""
     name = replay.config.settings.trim_counter
     if name == "messages":
         per, extra = (lambda m: 1), 0
@@ -243,14 +240,7 @@ def langchain_counts(view, replay) -> tuple[Callable[[Message], int], list[int],
         per, extra = approximate_message_tokens, 0
     else:
         per, extra = (lambda m: chat_model_message_tokens(replay.counter, m)), REPLY_PRIMING
-    cache = replay.__dict__.setdefault("_langchain_counts", {})
-    keys, prefix = cache.setdefault(name, ([], [0]))
-    same = _largest(0, min(len(keys), view.length),
-                    lambda k: keys[k - 1] == (view.seq_pos[k - 1], view.seq_msg[k - 1]))
-    del keys[same:], prefix[same + 1:]
-    for i in range(same, view.length):
-        keys.append((view.seq_pos[i], view.seq_msg[i]))
-        prefix.append(prefix[-1] + per(message_at(view, replay, i)))
+    prefix = along_view(view, replay, ("langchain", name), (0,), lambda sums, m: sums.append(sums[-1] + per(m)))
     return per, prefix, extra
 
 
