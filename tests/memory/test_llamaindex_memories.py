@@ -353,10 +353,10 @@ def test_an_imported_chat_store_opens_under_the_buffer_and_replays_from_the_comm
     assert fitting_config(conv).strategy == "llamaindex_buffer"
     path = tmp_path / "store.json"
     path.write_text(json.dumps(STORE))
-    assert main(["replay", str(path), "--input-format", "llamaindex-chat-store", "--format", "summary"]) == 0
+    assert main(["replay", str(path), "--input-format", "llamaindex-chat-store", "--format", "jsonl"]) == 0
     assert [json.loads(line)["kept"] for line in capsys.readouterr().out.splitlines()] == [0, 4]
     assert main(["replay", str(path), "--input-format", "llamaindex-chat-store", "--memory", "llamaindex_buffer",
-                 "--set", "token_limit=12", "--format", "summary"]) == 0
+                 "--set", "token_limit=12", "--format", "jsonl"]) == 0
     assert [json.loads(line)["kept"] for line in capsys.readouterr().out.splitlines()] == [0, 0]
     assert main(["replay", str(path), "--input-format", "llamaindex-chat-store", "--memory", "llamaindex_memory",
                  "--set", "token_limit=30", "--set", "token_flush_size=1", "--turn", "2"]) == 0
