@@ -27,6 +27,7 @@ from .buffer import BufferStrategy, OffStrategy
 from .compaction import CompactionStrategy
 from .dify import DifyStrategy
 from .dify_agent import DifyAgentStrategy
+from .openai_agents import OpenAIAgentsStrategy
 from .summary_buffer import SummaryBufferStrategy
 from .trim import TrimStrategy
 from .window import WindowStrategy
@@ -42,6 +43,7 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     CompactionStrategy(),
     TrimStrategy(),
     DifyAgentStrategy(),
+    OpenAIAgentsStrategy(),
 )}
 
 #: The memory a config runs unless it names another: Dify's LLM-node memory.
