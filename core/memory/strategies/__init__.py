@@ -27,6 +27,7 @@ from .buffer import BufferStrategy, OffStrategy
 from .compaction import CompactionStrategy
 from .dify import DifyStrategy
 from .dify_agent import DifyAgentStrategy
+from .langgraph_trim import LangGraphTrimStrategy
 from .openai_agents import OpenAIAgentsStrategy
 from .summary_buffer import SummaryBufferStrategy
 from .trim import TrimStrategy
@@ -44,6 +45,7 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     TrimStrategy(),
     DifyAgentStrategy(),
     OpenAIAgentsStrategy(),
+    LangGraphTrimStrategy(),
 )}
 
 #: The memory a config runs unless it names another: Dify's LLM-node memory.
