@@ -48,7 +48,7 @@ SYSTEMS = {"window": "n8n_window", "agent": "n8n_agent", "buffer_window": "flowi
            "memory": "llamaindex_memory", "summary": "langmem_summary", "trim": "langgraph_trim"}
 #: The systems not written yet: their cases are strict xfails (take a name out when its module lands).
 PENDING = {"n8n_window", "n8n_agent", "flowise_window", "flowise_agentflow", "llamaindex_buffer",
-           "llamaindex_memory", "langmem_summary"}
+           "llamaindex_memory"}
 #: Where each platform's cases come from, and the issue that asks for its systems.
 PLATFORMS = {"n8n": 54, "flowise": 54, "openai_agents": 53, "llamaindex": 53, "langgraph": 53}
 #: The format MemLens imports a Python platform's stored conversation with.

@@ -28,6 +28,7 @@ from .compaction import CompactionStrategy
 from .dify import DifyStrategy
 from .dify_agent import DifyAgentStrategy
 from .langgraph_trim import LangGraphTrimStrategy
+from .langmem_summary import LangmemSummaryStrategy
 from .openai_agents import OpenAIAgentsStrategy
 from .summary_buffer import SummaryBufferStrategy
 from .trim import TrimStrategy
@@ -46,6 +47,7 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     DifyAgentStrategy(),
     OpenAIAgentsStrategy(),
     LangGraphTrimStrategy(),
+    LangmemSummaryStrategy(),
 )}
 
 #: The memory a config runs unless it names another: Dify's LLM-node memory.
