@@ -150,7 +150,8 @@ class LangmemSummaryStrategy(Strategy):
         Setting("max_tokens_before_summary", None, "tokens the messages not yet summarised reach before a summary "
                 "is written (unset: max_tokens)", optional=True, minimum=0, flag="--max-tokens-before-summary",
                 widget=Widget(SWITCHED, "Summarise after (tokens)", key=("langmem_before_on", "langmem_before"),
-                              minimum=0, maximum=10_000_000, second_label="Own threshold before a summary")),
+                              minimum=0, maximum=10_000_000, unset_value=history_limit(None),
+                              second_label="Own threshold before a summary")),
         Setting("max_summary_tokens", DEFAULT_SUMMARY_TOKENS, "tokens kept for the summary, below max_tokens",
                 minimum=0, flag="--max-summary-tokens",
                 widget=Widget(NUMBER, "Summary (tokens)", key="langmem_summary_tokens", maximum=10_000_000, step=16)),

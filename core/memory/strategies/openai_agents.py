@@ -42,8 +42,8 @@ from core.words import plural
 from .base import Budget, Plan, Strategy, message_at, turn_at
 from .settings import BOOL, SWITCHED, TOGGLE, Setting, Widget
 
-#: The most items the config editor offers for ``limit``.
-EDITOR_MAX_LIMIT = 10_000
+#: The most items the config editor offers for ``limit``, and the number it shows while no limit is set.
+EDITOR_MAX_LIMIT, EDITOR_LIMIT = 10_000, 20
 
 
 def limit_start(length: int, limit: int | None) -> int:
@@ -150,7 +150,7 @@ class OpenAIAgentsStrategy(Strategy):
                 "negative: every item; 0: none); a tool turn is four items or more", optional=True,
                 words="session limit", flag="--session-limit",
                 widget=Widget(SWITCHED, "Item limit", key=("agents_limit_on", "agents_limit"), minimum=0,
-                              maximum=EDITOR_MAX_LIMIT, second_label="Limit the session's items",
+                              maximum=EDITOR_MAX_LIMIT, unset_value=EDITOR_LIMIT, second_label="Limit the session's items",
                               help="SessionSettings.limit counts items (question, call, output, reasoning, "
                                    "answer), not turns; off: the SDK's default, every item")),
         Setting("input_callback", False, "a session_input_callback is set: a tool result whose call the limit cut "
