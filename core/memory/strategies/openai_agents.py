@@ -14,11 +14,9 @@ The session stores one item per row and the runner sends the stored items before
   whose call is not among them is dropped only when a limit is set and no ``session_input_callback`` is
   (the callback turns that half off). So a turn may send fewer items than ``limit``.
 
-For example, with ``limit=6`` a turn after ``[q1, call, output, a1, q2, a2]`` plus a tool turn
-``[q3, call, output, a3]`` reads ``[output, a1, q2, a2, … ]``'s last six — ``[a2, q3, call, output, a3]``
-and the ``a1`` before them — and sends all six; with ``limit=3`` it reads ``[call, output, a3]``… the
-newest three, all sent; with ``limit=2`` it reads ``[output, a3]`` and drops the output, whose call the
-limit cut: one item sent.
+For example, a session of six items, ``q1 a1 | q2 call output a2``, and the question ``q3``: ``limit=4``
+sends the tool turn ``q2 call output a2``; ``limit=3`` sends ``call output a2``; ``limit=2`` reads
+``output a2`` and drops the output, whose call the limit cut — one item is sent.
 
 Decisions pinned here:
 
@@ -111,9 +109,9 @@ class SessionPlan(Plan):
 
 def _limit_words(limit: int | None) -> str:
     if limit is None:
-        return "no limit: every stored item"
+        return "no limit (every stored item)"
     if limit < 0:
-        return f"limit {limit}: every stored item (SQLite's LIMIT {limit})"
+        return f"limit {limit} (SQLite's LIMIT {limit}: every stored item)"
     return f"limit {limit} counts items"
 
 

@@ -1,0 +1,177 @@
+"""The openai_agents memory: an Agents SDK session's item limit and the runner's orphan pass, on sessions
+written here item by item (the recorded sessions of the real SDK are tests/memory/test_platform_memories.py)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from core.io import import_text
+from core.memory.config import MemoryConfig
+from core.memory.errors import ConfigError
+from core.memory.replay import Replay
+from core.memory.strategies.openai_agents import limit_start, orphan_pass
+from core.memory.words import explain
+from core.model.conversation import REASONING, Message, ToolCall
+from core.model.ledger import KEPT, OMITTED, OUTSIDE_WINDOW
+from tests.conftest import ROOT
+
+
+def q(text):
+    return {"role": "user", "content": text}
+
+
+def answer(text):
+    return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+
+
+def call(call_id):
+    return {"type": "function_call", "call_id": call_id, "name": "weather", "arguments": "{\"city\": \"Porto\"}"}
+
+
+def output(call_id):
+    return {"type": "function_call_output", "call_id": call_id, "output": f"sunny ({call_id})"}
+
+
+def reasoning(text):
+    return {"type": "reasoning", "summary": [{"type": "summary_text", "text": text}]}
+
+
+#: Two exchanges around a tool turn: q1 a1 | q2 call output a2 | q3 (the turn replayed).
+SESSION = [q("q1"), answer("a1"), q("q2"), call("c1"), output("c1"), answer("a2"), q("q3"), answer("a3")]
+
+
+def session(items):
+    return import_text(json.dumps(items), name="session.json", fmt="openai-agents").conversations[0]
+
+
+def sent(items, **settings):
+    """What the last turn sends: ``(text or call id, reason)`` of each earlier item, in order."""
+    conv = session(items)
+    replay = Replay(conv, MemoryConfig("openai_agents", **settings).validate())
+    ledger = replay.ledger_at(conv.answered_turns()[-1])
+    history = [m.tool_calls[0].id if m.tool_calls else m.content for m in replay.history_messages(ledger)]
+    return history, [e.reason for e in ledger.entries], ledger
+
+
+@pytest.mark.parametrize("length, limit, start", [
+    (8, None, 0), (8, -1, 0), (8, -100, 0), (8, 0, 8), (8, 1, 7), (8, 6, 2), (8, 8, 0), (8, 9, 0), (0, 3, 0), (0, 0, 0)])
+def test_the_limit_reads_the_newest_items_none_and_negative_read_all_zero_reads_none(length, limit, start):
+    assert limit_start(length, limit) == start
+
+
+def test_a_tool_turn_is_four_items_and_every_item_counts():
+    history, reasons, _ = sent(SESSION, limit=4)
+    assert history == ["q2", "c1", "sunny (c1)", "a2"]
+    assert reasons == [OUTSIDE_WINDOW] * 2 + [KEPT] * 4
+
+
+@pytest.mark.parametrize("limit, history", [
+    (None, ["q1", "a1", "q2", "c1", "sunny (c1)", "a2"]),
+    (-1, ["q1", "a1", "q2", "c1", "sunny (c1)", "a2"]),
+    (0, []),
+    (1, ["a2"]),
+    (2, ["a2"]),   # the output's call fell outside: the output is dropped, one item is sent
+    (3, ["c1", "sunny (c1)", "a2"]),
+    (5, ["a1", "q2", "c1", "sunny (c1)", "a2"]),
+    (6, ["q1", "a1", "q2", "c1", "sunny (c1)", "a2"]),
+    (60, ["q1", "a1", "q2", "c1", "sunny (c1)", "a2"]),
+])
+def test_each_limit_sends_the_newest_items_less_an_output_whose_call_it_cut(limit, history):
+    assert sent(SESSION, limit=limit)[0] == history
+
+
+def test_the_output_whose_call_the_limit_cut_is_omitted_and_said_so():
+    _, reasons, ledger = sent(SESSION, limit=2)
+    assert reasons == [OUTSIDE_WINDOW] * 4 + [OMITTED, KEPT]
+    words = explain(ledger.entries[4], ledger.config)
+    assert words == "a tool result whose call the limit of 2 items cut: the SDK drops it"
+    assert explain(ledger.entries[0], ledger.config) == \
+        "older than the session's newest 2 items (SessionSettings.limit counts items)"
+    assert ledger.budget_note == ("limit 2 counts items: this turn sent 1 item; the orphan pass dropped 1 tool result "
+                                  "whose call the limit cut")
+
+
+def test_an_input_callback_sends_the_output_without_its_call():
+    history, reasons, ledger = sent(SESSION, limit=2, input_callback=True)
+    assert history == ["sunny (c1)", "a2"]
+    assert reasons == [OUTSIDE_WINDOW] * 4 + [KEPT, KEPT]
+    assert ledger.budget_note == "limit 2 counts items: this turn sent 2 items (1 tool result without its call)"
+
+
+PENDING = [q("q1"), reasoning("think"), call("c1"), q("q2"), answer("a2"), q("q3"), answer("a3")]
+
+
+@pytest.mark.parametrize("limit", [None, -1, 6, 60])
+def test_a_call_without_its_output_goes_with_the_reasoning_before_it_limit_or_not(limit):
+    history, reasons, ledger = sent(PENDING, limit=limit)
+    assert history == ["q1", "q2", "a2"]
+    assert reasons == [KEPT, OMITTED, OMITTED, KEPT, KEPT]
+    assert "the orphan pass dropped 1 call without a result and 1 reasoning item before such a call" in ledger.budget_note
+    assert explain(ledger.entries[1], ledger.config) == \
+        "reasoning before a call without a result: the SDK drops it with the call"
+    assert explain(ledger.entries[2], ledger.config).startswith("a call without its result")
+
+
+def test_no_limit_and_no_limit_words():
+    _, _, ledger = sent(SESSION)
+    assert ledger.budget_note == "no limit (every stored item): this turn sent 6 items (2 questions)"
+    _, _, ledger = sent(SESSION, limit=-3)
+    assert ledger.budget_note == "limit -3 (SQLite's LIMIT -3: every stored item): this turn sent 6 items (2 questions)"
+
+
+def item(role, *, calls=(), call_id=None, kind=""):
+    return Message(role, "", kind, 0, tool_calls=tuple(ToolCall(c, "weather", "{}") for c in calls),
+                   tool_call_id=call_id)
+
+
+def test_the_orphan_pass_rules_one_by_one():
+    # reasoning, then text, then a call without output: the reasoning belongs to the text and stays.
+    items = [item("assistant", kind=REASONING), item("assistant"), item("assistant", calls=["x"])]
+    assert orphan_pass(items, 10, prune_outputs=True).dropped == {12}
+    # two reasoning items lead to one dropped call: both go; a later reasoning before a kept call stays.
+    items = [item("assistant", kind=REASONING), item("assistant", kind=REASONING), item("assistant", calls=["x"]),
+             item("assistant", kind=REASONING), item("assistant", calls=["y"]), item("tool", call_id="y")]
+    found = orphan_pass(items, 0, prune_outputs=True)
+    assert (found.calls, found.reasoning, found.outputs) == ({2}, {0, 1}, set())
+    # an output whose call is missing: dropped only when outputs are pruned.
+    items = [item("tool", call_id="z"), item("assistant")]
+    assert orphan_pass(items, 0, prune_outputs=False).dropped == set()
+    assert orphan_pass(items, 0, prune_outputs=True).outputs == {0}
+    # an output whose call was dropped (the call lacks another of its outputs) goes with it when pruned.
+    items = [item("assistant", calls=["a", "b"]), item("tool", call_id="a")]
+    found = orphan_pass(items, 0, prune_outputs=True)
+    assert (found.calls, found.outputs) == ({0}, {1})
+    assert orphan_pass(items, 0, prune_outputs=False).dropped == {0}
+
+
+def test_every_message_counts_whatever_the_granularity():
+    config = MemoryConfig("openai_agents", limit=3, granularity="query_answer")
+    conv = session(SESSION)
+    history = Replay(conv, config).history_messages(Replay(conv, config).ledger_at(conv.answered_turns()[-1]))
+    assert [m.content for m in history] == ["", "sunny (c1)", "a2"]
+
+
+def test_label_settings_and_their_errors():
+    assert MemoryConfig("openai_agents").label() == "agents session every item"
+    assert MemoryConfig("openai_agents", limit=-1).label() == "agents session every item"
+    assert MemoryConfig("openai_agents", limit=6).label() == "agents session limit 6 items"
+    assert MemoryConfig("openai_agents", limit=0, input_callback=True).label() == "agents session limit 0 items +callback"
+    with pytest.raises(ConfigError, match="session limit must be a whole number"):
+        MemoryConfig("openai_agents", limit="six").validate()
+
+
+def test_the_replay_command_reads_a_session_with_the_limit(tmp_path):
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps(SESSION))
+    proc = subprocess.run([sys.executable, "-m", "core", "replay", str(path), "--input-format", "openai-agents",
+                           "--memory", "openai_agents", "--set", "limit=2", "--format", "json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    turns = json.loads(proc.stdout)["turns"]
+    assert [e["reason"] for e in turns[-1]["ledger"]] == [OUTSIDE_WINDOW] * 4 + [OMITTED, KEPT]
+    proc = subprocess.run([sys.executable, "-m", "core", "replay", str(path), "--input-format", "openai-agents",
+                           "--memory", "openai_agents", "--session-limit", "x"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode != 0 and "--session-limit must be a whole number, not 'x'" in proc.stderr
