@@ -1,0 +1,135 @@
+"""The langmem_summary memory: langmem's summarize_messages before every model call, on thread states written
+here (the recorded threads of the real packages: tests/memory/test_platform_memories.py).
+
+Approximate counting: a message is ceil((content + role + name characters) / 4) + 3 tokens. Every question
+here is 12 characters ("user": 7 tokens), every answer 11 ("assistant": 8 tokens), a reply that only calls
+the weather tool 22 and its result 8."""
+
+import json
+
+import pytest
+
+from core.io import import_text
+from core.memory.config import MemoryConfig
+from core.memory.errors import ConfigError
+from core.memory.replay import Replay
+from core.memory.strategies.langmem_summary import fold_until, with_results
+from core.memory.words import explain
+from core.model.conversation import Message, ToolCall
+from core.model.ledger import KEPT, SUMMARIZED, SUMMARY
+from tests.memory.test_langgraph_trim import PLAIN, ai, human, thread, tool
+from tests.memory.test_platform_memories import replay_turns
+
+
+def turns(text, **settings):
+    """Per turn, what is sent before the question (a summary as ``summary_of`` its messages) and whether the
+    question is sent, as the replay command gives them (``--set name=value``)."""
+    return [(t["history"], t["query_sent"])
+            for t in replay_turns("langmem_summary", {k: str(v) for k, v in settings.items()}, text,
+                                  "langgraph-checkpoint")]
+
+
+def q(text):
+    return {"role": "user", "text": text}
+
+
+def a(text):
+    return {"role": "assistant", "text": text}
+
+
+def summary(n):
+    return {"role": "system", "summary_of": n}
+
+
+def test_below_max_tokens_nothing_is_summarised():
+    assert turns(PLAIN, max_history_tokens=2000, max_summary_tokens=256) == [
+        ([], True), ([q("question one"), a("answer one!")], True),
+        ([q("question one"), a("answer one!"), q("question two"), a("answer two!")], True)]
+
+
+def test_the_fold_waits_for_max_tokens_before_summary_and_stops_where_the_rest_fits():
+    # max_tokens 30, summary 10: 20 tokens may follow the summary. Without a threshold of its own a summary
+    # waits for 30 tokens: turn 3's 37 fold q1 a1 q2 a2 (30), leaving the question (7).
+    assert turns(PLAIN, max_history_tokens=30, max_summary_tokens=10) == [
+        ([], True), ([q("question one"), a("answer one!")], True), ([summary(4)], True)]
+    # With 10 before a summary, turn 2 folds q1 a1 (15, the question's 7 left), turn 3 q2 a2 on top.
+    assert turns(PLAIN, max_history_tokens=30, max_summary_tokens=10, max_tokens_before_summary=10) == [
+        ([], True), ([summary(2)], True), ([summary(4)], True)]
+    # A threshold of 0: the first message reaches it, and nothing after it is left to fit: turn 1's question
+    # is folded at once; turn 2 folds a1 (the question fits), turn 3 q2 (a2 and the question, 15, fit).
+    assert turns(PLAIN, max_history_tokens=30, max_summary_tokens=10, max_tokens_before_summary=0) == [
+        ([summary(1)], False), ([summary(2)], True), ([summary(3), a("answer two!")], True)]
+
+
+def test_a_reply_with_tool_calls_is_folded_with_its_results_and_a_tool_step_summarises_too():
+    text = thread(human("question one"), ai("", "c1"), tool("c1", "sunny"), ai("answer one!"), human("question two"),
+                  ai("answer two!"))
+    # Turn 1's first call (the question, 7) folds nothing below 8; its call after the tool step (37) folds the
+    # question and the reply calling the tool (29, the result's 8 left), and the result with that reply. So
+    # turn 2 starts from a1: 8 reached, the question left: a1 is folded too.
+    assert turns(text, max_history_tokens=30, max_summary_tokens=10, max_tokens_before_summary=8) == [
+        ([], True), ([summary(4)], True)]
+
+
+def test_the_question_itself_is_folded_when_the_system_message_leaves_exactly_no_room():
+    # The system message: ceil((6 + 62) / 4) + 3 = 20 tokens; 30 - 10 - 20 = 0 tokens may follow the summary.
+    exact = thread({"type": "system", "content": "s" * 62}, *json.loads(PLAIN)["values"]["messages"])
+    assert turns(exact, max_history_tokens=30, max_summary_tokens=10, max_tokens_before_summary=1) == [
+        ([summary(1)], False), ([summary(3)], False), ([summary(5)], False)]
+    # One token more of system message: no cut ever fits, nothing is summarised, everything is sent.
+    over = thread({"type": "system", "content": "s" * 66}, *json.loads(PLAIN)["values"]["messages"])
+    assert turns(over, max_history_tokens=30, max_summary_tokens=10, max_tokens_before_summary=1)[2] == (
+        [q("question one"), a("answer one!"), q("question two"), a("answer two!")], True)
+
+
+def ledger_of(text, turn, **settings):
+    conv = import_text(text, name="t.json", fmt="langgraph-checkpoint").conversations[0]
+    return Replay(conv, MemoryConfig("langmem_summary", **settings).validate()).ledger(turn)
+
+
+def test_the_ledger_marks_the_folded_messages_and_the_summary_covers_a_swallowed_question():
+    ledger = ledger_of(PLAIN, 3, max_history_tokens=30, max_summary_tokens=10, max_tokens_before_summary=10)
+    assert [e.reason for e in ledger.entries] == [SUMMARIZED] * 4
+    [made] = ledger.synthetic
+    assert (made.origin, made.covers, made.ref) == (SUMMARY, (1, 2), SUMMARY)
+    assert made.content.startswith("Summary of the conversation so far: ")
+    assert explain(ledger.entries[0], ledger.config) == \
+        "folded into langmem's running summary (max_tokens 30, counted approximately)"
+    assert "this call folded 2 messages" in ledger.budget_note
+    exact = thread({"type": "system", "content": "s" * 62}, *json.loads(PLAIN)["values"]["messages"])
+    first = ledger_of(exact, 1, max_history_tokens=30, max_summary_tokens=10, max_tokens_before_summary=1)
+    assert first.entries == [] and first.synthetic[0].covers == (1,)
+    assert "the question itself was folded into the summary" in first.budget_note
+    over = thread({"type": "system", "content": "s" * 66}, *json.loads(PLAIN)["values"]["messages"])
+    third = ledger_of(over, 3, max_history_tokens=30, max_summary_tokens=10, max_tokens_before_summary=1)
+    assert [e.reason for e in third.entries] == [KEPT] * 4 and not third.synthetic
+    assert "the system message leaves no room, so nothing is ever summarised" in third.budget_note
+
+
+@pytest.mark.parametrize("start, end, before, room, last", [
+    (0, 4, 0, 100, 0), (0, 4, 10, 100, 1), (0, 4, 0, 5, 3), (0, 4, 0, 8, 2), (0, 4, 0, 0, 3), (0, 4, 0, -1, None),
+    (0, 4, 31, 100, None), (0, 4, 30, 100, 3), (2, 4, 1, 100, 2), (4, 4, 0, 100, None)])
+def test_fold_until_finds_the_first_cut_that_reaches_the_threshold_and_leaves_what_fits(start, end, before, room, last):
+    prefix = [0, 7, 15, 22, 30]  # q1 a1 q2 a2
+    assert fold_until(prefix, start, end, before, room) == last
+
+
+def test_with_results_takes_each_call_s_latest_result_in_call_order():
+    messages = [Message("assistant", "", "", 0, tool_calls=(ToolCall("b", "t", "{}"), ToolCall("a", "t", "{}"))),
+                Message("tool", "1", "", 1, tool_call_id="a"), Message("tool", "2", "", 2, tool_call_id="b"),
+                Message("tool", "3", "", 3, tool_call_id="a"), Message("tool", "4", "", 4, tool_call_id="z")]
+    assert with_results(messages.__getitem__, 0, 5, 0) == [2, 3]
+    assert with_results(messages.__getitem__, 0, 3, 0) == [2, 1]
+    assert with_results(messages.__getitem__, 0, 5, 1) == []
+
+
+def test_settings_label_and_the_limit_langmem_refuses():
+    assert MemoryConfig("langmem_summary").label() == "langmem summary 2,000 tok (summary 256)"
+    assert MemoryConfig("langmem_summary", max_history_tokens=120, max_tokens_before_summary=60,
+                        max_summary_tokens=40).label() == "langmem summary 120 tok after 60 (summary 40)"
+    with pytest.raises(ConfigError, match=r"max_summary_tokens 256 must be less than max_history_tokens \(langmem's "
+                                          r"max_tokens\) 120"):
+        MemoryConfig("langmem_summary", max_history_tokens=120).validate()
+    with pytest.raises(ConfigError, match="max_summary_tokens 40 must be less"):
+        MemoryConfig("langmem_summary", max_history_tokens=40, max_summary_tokens=40).validate()
+    MemoryConfig("langmem_summary", max_history_tokens=41, max_summary_tokens=40).validate()
