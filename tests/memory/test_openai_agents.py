@@ -175,3 +175,15 @@ def test_the_replay_command_reads_a_session_with_the_limit(tmp_path):
                            "--memory", "openai_agents", "--session-limit", "x"], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode != 0 and "--session-limit must be a whole number, not 'x'" in proc.stderr
+
+
+def test_a_session_the_sdk_stored_opens_under_its_memory_with_every_item():
+    from core.analysis.debug_view import fitting_config
+    from tests.builders import linear
+
+    conv = session(SESSION)
+    assert fitting_config(conv).strategy == "openai_agents" and fitting_config(conv).settings.limit is None
+    assert fitting_config(linear(2)).strategy != "openai_agents"
+    chat = import_text(json.dumps([q("q1"), {"role": "assistant", "content": "a1"}]), name="c.json",
+                       fmt="openai").conversations[0]
+    assert fitting_config(chat).strategy != "openai_agents"

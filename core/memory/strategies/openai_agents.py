@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.model.conversation import REASONING
+from core.model.conversation import REASONING, source_platform
 from core.model.ledger import KEPT, OMITTED, OUTSIDE_WINDOW
 from core.words import plural
 
@@ -176,6 +176,11 @@ class OpenAIAgentsStrategy(Strategy):
         if entry.kind == REASONING:
             return "reasoning before a call without a result: the SDK drops it with the call"
         return "a call without its result among the items sent (an approval still pending?): the SDK drops it"
+
+    def claims(self, conversation):
+        # A session the SDK stored opens as the SDK reads it by default: every item (the limit is the run's,
+        # not the session's, so it is not in what was stored).
+        return {} if source_platform(conversation.source_format) == self.name else None
 
     def pruning_words(self, config):
         return ("The session's limit counts items — a question, each call, each result, each reasoning item and "
