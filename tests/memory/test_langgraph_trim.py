@@ -107,3 +107,18 @@ def test_the_replay_command_trims_an_imported_thread(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert [e["reason"] for e in json.loads(proc.stdout)["turns"][-1]["ledger"]] == [OVER_BUDGET] * 2 + [KEPT] * 2
+
+
+def test_an_empty_trim_is_a_finding_at_the_first_turn_it_sends_everything():
+    from core.analysis.findings import PLATFORM_RULE, config_findings
+
+    conv = import_text(PLAIN, name="thread.json", fmt="langgraph-checkpoint").conversations[0]
+    [found] = [f for f in config_findings(conv, [MemoryConfig("langgraph_trim", max_history_tokens=6)])
+               if f.kind == PLATFORM_RULE]
+    # Turn 1 has no earlier message to send: turn 2 is the first where the fallback sends the thread.
+    assert (found.turn, found.data) == (2, {"turns": [2, 3]})
+    assert found.text == ("At turn 2 “langgraph trim 6 tok”: the question alone is over the trim's max_tokens (6), so "
+                          "the trim came back empty and the agent sent all 2 earlier messages instead (langgraph "
+                          "#8925) (1 later turn too).")
+    assert not [f for f in config_findings(conv, [MemoryConfig("langgraph_trim", max_history_tokens=7)])
+                if f.kind == PLATFORM_RULE]

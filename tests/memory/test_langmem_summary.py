@@ -133,3 +133,19 @@ def test_settings_label_and_the_limit_langmem_refuses():
     with pytest.raises(ConfigError, match="max_summary_tokens 40 must be less"):
         MemoryConfig("langmem_summary", max_history_tokens=40, max_summary_tokens=40).validate()
     MemoryConfig("langmem_summary", max_history_tokens=41, max_summary_tokens=40).validate()
+
+
+def test_a_swallowed_question_is_a_finding():
+    from core.analysis.findings import PLATFORM_RULE, config_findings
+
+    exact = thread({"type": "system", "content": "s" * 62}, *json.loads(PLAIN)["values"]["messages"])
+    conv = import_text(exact, name="t.json", fmt="langgraph-checkpoint").conversations[0]
+    config = MemoryConfig("langmem_summary", max_history_tokens=30, max_summary_tokens=10, max_tokens_before_summary=1)
+    [found] = [f for f in config_findings(conv, [config]) if f.kind == PLATFORM_RULE]
+    assert (found.turn, found.data) == (1, {"turns": [1, 2, 3]})
+    assert "the question itself was folded into the summary, so the model got the summary but not the question" \
+        in found.text
+    # Without the system message the same limits fold turns 1 and 2 at turn 3 and send its question.
+    plain = import_text(PLAIN, name="t.json", fmt="langgraph-checkpoint").conversations[0]
+    quiet = MemoryConfig("langmem_summary", max_history_tokens=30, max_summary_tokens=10)
+    assert not [f for f in config_findings(plain, [quiet]) if f.kind == PLATFORM_RULE]

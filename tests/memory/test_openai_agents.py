@@ -187,3 +187,29 @@ def test_a_session_the_sdk_stored_opens_under_its_memory_with_every_item():
     chat = import_text(json.dumps([q("q1"), {"role": "assistant", "content": "a1"}]), name="c.json",
                        fmt="openai").conversations[0]
     assert fitting_config(chat).strategy != "openai_agents"
+
+
+def test_a_dropped_or_lone_tool_result_is_a_finding_in_the_session_s_words():
+    from core.analysis.findings import PLATFORM_RULE, config_findings
+
+    conv = session(SESSION + [q("q4"), answer("a4")])
+    [found] = [f for f in config_findings(conv, [MemoryConfig("openai_agents", limit=2)]) if f.kind == PLATFORM_RULE]
+    assert found.turn == 3 and found.title == "The platform's own rule at work"
+    assert found.text == ("At turn 3 “agents session limit 2 items”: limit 2 counts items: this turn sent 1 item; the "
+                          "orphan pass dropped 1 tool result whose call the limit cut.")
+    assert found.data == {"turns": [3]}
+    [lone] = [f for f in config_findings(conv, [MemoryConfig("openai_agents", limit=2, input_callback=True)])
+              if f.kind == PLATFORM_RULE]
+    assert "this turn sent 2 items (1 tool result without its call)" in lone.text
+    assert not [f for f in config_findings(conv, [MemoryConfig("openai_agents", limit=6)]) if f.kind == PLATFORM_RULE]
+    assert not [f for f in config_findings(conv, [MemoryConfig("openai_agents")]) if f.kind == PLATFORM_RULE]
+
+
+def test_compare_sets_a_dify_window_beside_a_session_limit():
+    from core.analysis.compare import compare
+
+    conv = session(SESSION + [q("q4"), answer("a4")])
+    result = compare(conv, [MemoryConfig(window=2), MemoryConfig("openai_agents", limit=2)])
+    last = [e.reason for e in Replay(conv, MemoryConfig("openai_agents", limit=2)).ledger(3).entries]
+    assert result.matrices[1].cells[2][:len(last)] == last == [OUTSIDE_WINDOW] * 4 + [OMITTED, KEPT]
+    assert [s.label for s in result.series] == ["dify window 2", "agents session limit 2 items"]

@@ -31,12 +31,15 @@ from dataclasses import replace
 
 from core.limits import history_limit
 from core.model.ledger import KEPT, OUTSIDE_WINDOW, OVER_BUDGET
+from core.words import plural
 
 from .base import Budget, Plan, Strategy, message_at, tokens_between, turn_at
 from .trim import HISTORY_LIMIT, Selection, langchain_counts, message_type, select
 
 #: LangChain's counter the documented hook passes (``count_tokens_approximately``).
 APPROXIMATE = "approximate"
+#: How a turn's budget note starts when the trim came back empty and the agent sent every message.
+EMPTY_TRIM = "the trim kept nothing"
 #: The message types the documented hook's trim starts and ends on.
 START_ON, END_ON = ("human",), ("human", "tool")
 
@@ -85,6 +88,17 @@ class LangGraphTrimStrategy(Strategy):
             return "dropped so the kept part starts on a human message (start_on=\"human\")"
         return None
 
+    def finding_kinds(self, config):
+        return ("platform_rule",)
+
+    def turn_surprise(self, replay, ledger):
+        kept = len(ledger.kept)
+        if not ledger.budget_note.startswith(EMPTY_TRIM) or not kept:
+            return None
+        limit = history_limit(ledger.config.get("max_history_tokens"))
+        return (f"the question alone is over the trim's max_tokens ({limit:,}), so the trim came back empty and the "
+                f"agent sent all {plural(kept, 'earlier message')} instead (langgraph #8925)")
+
     def pruning_words(self, config):
         return ("The pre_model_hook's trim drops the oldest messages over max_tokens; when the question alone is "
                 "over it, the trim is empty and the agent sends the whole thread instead.", False)
@@ -106,10 +120,10 @@ class LangGraphTrimStrategy(Strategy):
         selection = hook_trim(listed, cost, kind, limit)
         note = f"trim_messages max_tokens {limit:,} approximate tokens, the question's {question:,} included"
         if selection is None:
-            note = (f"the trim kept nothing (max_tokens {limit:,}, the question alone {question:,} approximate "
+            note = (f"{EMPTY_TRIM} (max_tokens {limit:,}, the question alone {question:,} approximate "
                     f"tokens): the agent sent every message instead (llm_input_messages or messages)")
         budget = Budget(limit, note, replay.config.context_size or replay.facts.context_size)
         return HookTrimPlan(budget, selection, view, replay)
 
 
-__all__ = ["LangGraphTrimStrategy", "hook_trim", "APPROXIMATE"]
+__all__ = ["LangGraphTrimStrategy", "hook_trim", "APPROXIMATE", "EMPTY_TRIM"]

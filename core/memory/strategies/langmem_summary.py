@@ -172,6 +172,15 @@ class LangmemSummaryStrategy(Strategy):
                     f", counted approximately)")
         return None
 
+    def finding_kinds(self, config):
+        return ("platform_rule",)
+
+    def turn_surprise(self, replay, ledger):
+        if any(ledger.turn in s.covers for s in ledger.synthetic if s.origin == SUMMARY):
+            return ("the question itself was folded into the summary, so the model got the summary but not the "
+                    "question (langmem #111)")
+        return None
+
     def validate(self, config):
         limit, _, summary = _limits(config)
         if summary >= limit:

@@ -177,6 +177,16 @@ class OpenAIAgentsStrategy(Strategy):
             return "reasoning before a call without a result: the SDK drops it with the call"
         return "a call without its result among the items sent (an approval still pending?): the SDK drops it"
 
+    def finding_kinds(self, config):
+        return ("platform_rule",)
+
+    def turn_surprise(self, replay, ledger):
+        # Items the orphan pass dropped, or a result sent without its call (an input callback): the turn's note.
+        history = replay.history_messages(ledger)
+        calls = {c.id for m in history for c in m.tool_calls}
+        lone = any(m.role == "tool" and m.tool_call_id not in calls for m in history)
+        return ledger.budget_note if lone or any(e.reason == OMITTED for e in ledger.entries) else None
+
     def claims(self, conversation):
         # A session the SDK stored opens as the SDK reads it by default: every item (the limit is the run's,
         # not the session's, so it is not in what was stored).
