@@ -39,13 +39,14 @@ from dataclasses import dataclass, replace
 
 from core.limits import history_limit
 from core.model.conversation import REASONING, Message
-from core.model.ledger import KEPT, SUMMARIZED, SUMMARY, SyntheticMessage
+from core.model.ledger import KEPT, SUMMARIZED, SUMMARY
 from core.model.tokens import approximate_message_tokens
 from core.words import plural
 
 from ..errors import ConfigError
-from .base import Budget, Plan, Spans, Strategy, add_turns, message_at, span_turns, tokens_between, turn_at
+from .base import Budget, Plan, Spans, Strategy, add_turns, message_at, tokens_between, turn_at
 from .settings import NUMBER, SWITCHED, Setting, Widget
+from .summary_buffer import SummaryBufferPlan
 from .trim import HISTORY_LIMIT, langchain_counts
 
 #: langmem's ``max_summary_tokens`` when none is given.
@@ -113,25 +114,21 @@ class SummaryCall:
         self.summary = RunningSummary(max(folded) + 1, text, covers, content, replay.counter.chat("system", content))
 
 
-class SummaryPlan(Plan):
+class SummaryPlan(SummaryBufferPlan):
+    """The messages a call folded are ``summarized``, the rest kept; the summary is sent first, as the summary
+    buffer sends its own (its :meth:`synthetic`)."""
+
     def __init__(self, budget: Budget, call: SummaryCall, view, replay, swallowed: bool):
         end = view.length
         lo = min(call.kept_from, end)
         summary = call.summary
-        super().__init__(budget, summary, end - lo, tokens_between(view, lo, end) + summary.tokens,
-                         turn_at(view, replay, lo if end > lo else None))
+        Plan.__init__(self, budget, summary, end - lo, tokens_between(view, lo, end) + summary.tokens,
+                      turn_at(view, replay, lo if end > lo else None))
         self.kept_from = lo
         self.swallowed = swallowed
 
     def reason(self, i, message):
         return SUMMARIZED if i < self.kept_from else KEPT
-
-    def synthetic(self, view, replay):
-        s = self.state
-        if not s.content:
-            return []
-        return [SyntheticMessage(role="system", content=s.content, tokens=s.tokens, origin=SUMMARY,
-                                 turn=s.covers[-1][1], covers=span_turns(s.covers), ref=SUMMARY)]
 
 
 def _limits(config) -> tuple[int, int, int]:
