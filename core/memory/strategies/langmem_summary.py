@@ -15,8 +15,11 @@ results) and its running summary, and:
    rest. When no cut fits (the system message alone is over the budget) nothing is ever folded and every
    message is sent: ``max_tokens`` binds only through a summary.
 
-For example, ``max_tokens=120, max_summary_tokens=40`` and no system message leave 80 tokens: a question
-of 30 after 100 tokens of history folds the oldest messages until at most 80 are left after them.
+For example, ``max_tokens=120, max_summary_tokens=40`` and no system message: 80 tokens may follow the
+summary, and without a threshold of its own a summary waits until 120 tokens can be folded. After 100
+tokens of history a question of 30 is the first message to bring the count to 120, so everything is
+folded, the question too. With ``max_tokens_before_summary=60`` the fold stops at the first message that
+reaches 60 tokens and leaves at most 80 after it.
 
 The summary is carried turn to turn, so the decision for a turn replays the calls of the turn before it
 that came after its first one (one before each later reply of its tool loop): a summary written at a
