@@ -149,3 +149,10 @@ def test_a_swallowed_question_is_a_finding():
     plain = import_text(PLAIN, name="t.json", fmt="langgraph-checkpoint").conversations[0]
     quiet = MemoryConfig("langmem_summary", max_history_tokens=30, max_summary_tokens=10)
     assert not [f for f in config_findings(plain, [quiet]) if f.kind == PLATFORM_RULE]
+
+
+def test_the_module_s_worked_example():
+    # 100 tokens of history, then a question of 30; max_tokens 120 and a summary of 40 leave 80 after it.
+    prefix = [0, 100, 130]
+    assert fold_until(prefix, 0, 2, 120, 80) == 1  # no threshold of its own: the question is folded too
+    assert fold_until(prefix, 0, 2, 60, 80) == 0   # 60 reached at the history; the question's 30 fit
