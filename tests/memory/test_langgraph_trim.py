@@ -122,3 +122,46 @@ def test_an_empty_trim_is_a_finding_at_the_first_turn_it_sends_everything():
                           "#8925) (1 later turn too).")
     assert not [f for f in config_findings(conv, [MemoryConfig("langgraph_trim", max_history_tokens=7)])
                 if f.kind == PLATFORM_RULE]
+
+
+def test_hook_trim_ends_on_a_human_or_tool_message_and_starts_on_a_human_one():
+    from core.memory.strategies.langgraph_trim import hook_trim
+
+    kinds = ["human", "ai", "tool", "human", "ai", "ai"]
+    cost = lambda i, j: 10 * (j - i)  # noqa: E731
+    kept = hook_trim(len(kinds), cost, kinds.__getitem__, 1000)
+    assert kept.kept_range() == (0, 4)  # the trailing replies go (end_on), the first human opens it
+    assert hook_trim(len(kinds), cost, kinds.__getitem__, 30).kept_range() == (3, 4)  # tool, human fit: start_on
+    assert hook_trim(len(kinds), cost, kinds.__getitem__, 9) is None
+
+
+def test_a_turn_without_a_question_is_trimmed_too():
+    # The thread opens with a reply of its own (a turn without a question); a later turn's trim reads it.
+    text = thread(ai("hello there"), human("question one"), ai("answer one!"), human("question ten"),
+                  ai("answer ten!"))
+    history, reasons, _ = last_turn(text, max_history_tokens=2000)
+    assert history == ["question one", "answer one!"] and reasons == [OUTSIDE_WINDOW, KEPT, KEPT]
+
+
+def test_each_turn_s_numbers_count_what_the_trim_or_the_fallback_sends():
+    from core.memory.replay import Replay
+
+    conv = import_text(PLAIN, name="thread.json", fmt="langgraph-checkpoint").conversations[0]
+    trimmed = Replay(conv, MemoryConfig("langgraph_trim", max_history_tokens=22)).summaries()
+    assert [(s.kept, s.dropped, s.oldest_kept_turn, s.budget) for s in trimmed] == [
+        (0, 0, None, 22), (2, 0, 1, 22), (2, 2, 2, 22)]
+    everything = Replay(conv, MemoryConfig("langgraph_trim", max_history_tokens=6))
+    summaries = everything.summaries()
+    assert [(s.kept, s.dropped, s.oldest_kept_turn) for s in summaries] == [(0, 0, None), (2, 0, 1), (4, 0, 1)]
+    ledger = everything.ledger(3)
+    assert summaries[2].history_tokens == ledger.history_tokens == sum(e.tokens for e in ledger.entries)
+    assert (ledger.budget, ledger.context_size) == (6, 128_000)
+    assert Replay(conv, MemoryConfig("langgraph_trim", context_size=8_000)).ledger(3).context_size == 8_000
+
+
+def test_what_its_pruning_means_in_a_finding():
+    from core.memory.strategies import STRATEGIES
+
+    assert STRATEGIES["langgraph_trim"].pruning_words({"strategy": "langgraph_trim"}) == (
+        "The pre_model_hook's trim drops the oldest messages over max_tokens; when the question alone is over it, "
+        "the trim is empty and the agent sends the whole thread instead.", False)

@@ -11,6 +11,7 @@ from core.io import import_text
 from core.memory.config import MemoryConfig
 from core.memory.errors import ConfigError
 from core.memory.replay import Replay
+from core.memory.strategies import STRATEGIES
 from core.memory.strategies.openai_agents import limit_start, orphan_pass
 from core.memory.words import explain
 from core.model.conversation import REASONING, Message, ToolCall
@@ -213,3 +214,54 @@ def test_compare_sets_a_dify_window_beside_a_session_limit():
     last = [e.reason for e in Replay(conv, MemoryConfig("openai_agents", limit=2)).ledger(3).entries]
     assert result.matrices[1].cells[2][:len(last)] == last == [OUTSIDE_WINDOW] * 4 + [OMITTED, KEPT]
     assert [s.label for s in result.series] == ["dify window 2", "agents session limit 2 items"]
+
+
+def test_the_orphan_pass_reads_indices_from_where_the_items_start():
+    # A message of two calls with one output: the call goes, and so does its output, at any offset.
+    items = [item("assistant", calls=["a", "b"]), item("tool", call_id="a"), item("assistant")]
+    found = orphan_pass(items, 7, prune_outputs=True)
+    assert (found.start, found.calls, found.outputs, found.reasoning) == (7, {7}, {8}, set())
+
+
+def test_each_turn_s_numbers_count_the_items_sent():
+    conv = session(SESSION + [q("q4"), answer("a4")])
+    replay = Replay(conv, MemoryConfig("openai_agents", limit=2))
+    tokens = [[e.tokens for e in replay.ledger(n).entries] for n in (1, 2, 3)]
+    summaries = replay.summaries()
+    # turn 2 sends q1 a1; turn 3 reads output a2 and sends a2; turn 4 reads q3 a3 and sends both.
+    assert [(s.turn, s.kept, s.dropped, s.oldest_kept_turn) for s in summaries] == [
+        (1, 0, 0, None), (2, 2, 0, 1), (3, 1, 5, 2), (4, 2, 6, 3)]
+    assert summaries[2].history_tokens == tokens[2][-1]
+    assert summaries[1].history_tokens == sum(tokens[1])
+    ledger = replay.ledger(4)
+    assert ledger.history_tokens == summaries[3].history_tokens == sum(e.tokens for e in ledger.entries if e.kept)
+    nothing = Replay(conv, MemoryConfig("openai_agents", limit=0)).summaries()
+    assert [(s.kept, s.history_tokens, s.oldest_kept_turn) for s in nothing] == [(0, 0, None)] * 4
+
+
+def test_the_turn_s_note_and_words_at_limit_zero_and_with_a_question_beside_a_lone_result():
+    _, reasons, ledger = sent(SESSION, limit=0)
+    assert reasons == [OUTSIDE_WINDOW] * 6
+    assert ledger.budget_note == "limit 0 counts items: this turn sent 0 items"
+    assert explain(ledger.entries[0], ledger.config) == \
+        "older than the session's newest 0 items (SessionSettings.limit counts items)"
+    _, _, ledger = sent(SESSION + [q("q4"), answer("a4")], limit=4, input_callback=True)
+    assert ledger.budget_note == "limit 4 counts items: this turn sent 4 items (1 question, 1 tool result without its call)"
+    _, _, ledger = sent(PENDING, limit=6)
+    assert explain(ledger.entries[2], ledger.config) == \
+        "a call without its result among the items sent (an approval still pending?): the SDK drops it"
+    assert STRATEGIES["openai_agents"].explain(ledger.entries[0], ledger.config) is None  # (kept: the shared words)
+
+
+def test_the_budget_names_the_model_s_context_and_no_token_limit():
+    _, _, ledger = sent(SESSION, limit=3)
+    assert (ledger.budget, ledger.context_size) == (None, 128_000)
+    _, _, ledger = sent(SESSION, limit=3, context_size=9_000)
+    assert ledger.context_size == 9_000
+
+
+def test_what_its_pruning_means_in_a_finding():
+    assert STRATEGIES["openai_agents"].pruning_words({"strategy": "openai_agents"}) == (
+        "The session's limit counts items — a question, each call, each result, each reasoning item and the answer — "
+        "so a tool turn takes four or more, and the orphan pass drops a result whose call the limit cut. Raise the "
+        "limit or count a turn's items.", False)

@@ -48,7 +48,7 @@ def hook_trim(n: int, cost, kind, max_tokens: int) -> Selection | None:
     """The documented hook's trim of ``n`` messages (``cost(i, j)`` counts messages ``i..j-1``, ``kind(i)`` is
     a message's LangChain type): what it keeps, or ``None`` when it keeps nothing and the agent sends every
     message instead."""
-    selection = select(n, cost, kind, budget=max_tokens, strategy="last", start_on=START_ON, end_on=END_ON)
+    selection = select(n, cost, kind, budget=max_tokens, start_on=START_ON, end_on=END_ON)  # (strategy "last")
     lo, hi = selection.kept_range()
     return selection if hi > lo else None
 

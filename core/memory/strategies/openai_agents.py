@@ -71,7 +71,7 @@ def orphan_pass(items, start: int, prune_outputs: bool) -> Items:
     messages from index ``start`` on; the new question after them holds no call nor output): the indices
     each half of the pass drops."""
     end = start + len(items)
-    answered = {m.tool_call_id for m in items if m.role == "tool" and m.tool_call_id}
+    answered = {m.tool_call_id for m in items if m.role == "tool"}
     calls = frozenset(start + j for j, m in enumerate(items)
                       if m.tool_calls and not all(c.id in answered for c in m.tool_calls))
     outputs: frozenset[int] = frozenset()
@@ -168,11 +168,11 @@ class OpenAIAgentsStrategy(Strategy):
     def explain(self, entry, config):
         limit = config.get("limit")
         if entry.reason == OUTSIDE_WINDOW:
-            return f"older than the session's newest {plural(limit or 0, 'item')} (SessionSettings.limit counts items)"
+            return f"older than the session's newest {plural(limit, 'item')} (SessionSettings.limit counts items)"
         if entry.reason != OMITTED:
             return None
         if entry.role == "tool":
-            return f"a tool result whose call the limit of {plural(limit or 0, 'item')} cut: the SDK drops it"
+            return f"a tool result whose call the limit of {plural(limit, 'item')} cut: the SDK drops it"
         if entry.kind == REASONING:
             return "reasoning before a call without a result: the SDK drops it with the call"
         return "a call without its result among the items sent (an approval still pending?): the SDK drops it"
