@@ -121,6 +121,7 @@ def test_with_results_takes_each_call_s_latest_result_in_call_order():
     assert with_results(messages.__getitem__, 0, 5, 0) == [2, 3]
     assert with_results(messages.__getitem__, 0, 3, 0) == [2, 1]
     assert with_results(messages.__getitem__, 0, 5, 1) == []
+    assert with_results(messages.__getitem__, 2, 3, 0) == [2]  # a result before the messages read is not one
 
 
 def test_settings_label_and_the_limit_langmem_refuses():
@@ -156,3 +157,52 @@ def test_the_module_s_worked_example():
     prefix = [0, 100, 130]
     assert fold_until(prefix, 0, 2, 120, 80) == 1  # no threshold of its own: the question is folded too
     assert fold_until(prefix, 0, 2, 60, 80) == 0   # 60 reached at the history; the question's 30 fit
+
+
+class Recording:
+    """The offline summariser, recording what each summary was written from."""
+
+    name = "recording"
+
+    def __init__(self):
+        self.calls = []
+
+    def summarize(self, messages, previous_summary=""):
+        self.calls.append(([m.content for m in messages], previous_summary))
+        return f"summary {len(self.calls)}"
+
+
+def test_each_fold_summarises_only_what_it_folds_onto_the_previous_summary():
+    conv = import_text(PLAIN, name="t.json", fmt="langgraph-checkpoint").conversations[0]
+    recording = Recording()
+    replay = Replay(conv, MemoryConfig("langmem_summary", max_history_tokens=30, max_summary_tokens=10,
+                                       max_tokens_before_summary=10), summarizer=recording)
+    ledger = replay.ledger(3)
+    assert recording.calls == [(["question one", "answer one!"], ""), (["question two", "answer two!"], "summary 1")]
+    [made] = ledger.synthetic
+    assert (made.content, made.tokens) == ("Summary of the conversation so far: summary 2",
+                                           replay.counter.chat("system", made.content))
+    summaries = replay.summaries()
+    assert [(s.kept, s.dropped, s.oldest_kept_turn) for s in summaries] == [(0, 0, None), (0, 2, None), (0, 4, None)]
+    assert summaries[2].history_tokens == made.tokens
+    plain = Replay(conv, MemoryConfig("langmem_summary", max_history_tokens=30, max_summary_tokens=10)).summaries()
+    assert [(s.kept, s.oldest_kept_turn, s.budget) for s in plain] == [(0, None, 30), (2, 1, 30), (0, None, 30)]
+
+
+def test_a_reply_whose_tool_results_end_its_turn_is_folded_with_them_at_the_next_question():
+    # Turn 1 stops after its tool result (no reply after it, so no call after the tool step): turn 2's call folds
+    # q1 and the reply (29 tokens, 29 wanted) and, with the reply, its result; the question (7) is left.
+    text = thread(human("question one"), ai("", "c1"), tool("c1", "sunny"), human("question two"), ai("answer two!"))
+    assert turns(text, max_history_tokens=30, max_summary_tokens=10, max_tokens_before_summary=29)[1] == (
+        [summary(3)], True)
+
+
+def test_what_its_pruning_means_in_a_finding_and_its_budget():
+    from core.memory.strategies import STRATEGIES
+
+    assert STRATEGIES["langmem_summary"].pruning_words({"strategy": "langmem_summary"}) == (
+        "langmem folds the oldest messages into its summary before each model call, tool steps included; a long "
+        "question can be folded itself, and a system message over the budget stops all summarising.", False)
+    ledger = ledger_of(PLAIN, 3, max_history_tokens=30, max_summary_tokens=10, context_size=7_000)
+    assert (ledger.budget, ledger.context_size) == (30, 7_000)
+    assert ledger.budget_note.startswith("langmem max_tokens 30 approximate tokens: 20 after the summary (10)")

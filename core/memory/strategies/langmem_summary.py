@@ -90,7 +90,7 @@ def with_results(messages, start: int, end: int, last: int) -> list[int]:
     results = {}
     for i in range(start, end):
         m = messages(i)
-        if m.role == "tool" and m.tool_call_id:
+        if m.role == "tool":
             results[m.tool_call_id] = i
     return [results[c.id] for c in calls if c.id in results]
 
