@@ -218,9 +218,9 @@ def test_compare_sets_a_dify_window_beside_a_session_limit():
 
 def test_the_orphan_pass_reads_indices_from_where_the_items_start():
     # A message of two calls with one output: the call goes, and so does its output, at any offset.
-    items = [item("assistant", calls=["a", "b"]), item("tool", call_id="a"), item("assistant")]
+    items = [item("assistant"), item("assistant", calls=["a", "b"]), item("tool", call_id="a")]
     found = orphan_pass(items, 7, prune_outputs=True)
-    assert (found.start, found.calls, found.outputs, found.reasoning) == (7, {7}, {8}, set())
+    assert (found.start, found.calls, found.outputs, found.reasoning) == (7, {8}, {9}, set())
 
 
 def test_each_turn_s_numbers_count_the_items_sent():
