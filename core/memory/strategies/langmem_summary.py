@@ -121,14 +121,13 @@ class SummaryPlan(SummaryBufferPlan):
     """The messages a call folded are ``summarized``, the rest kept; the summary is sent first, as the summary
     buffer sends its own (its :meth:`synthetic`)."""
 
-    def __init__(self, budget: Budget, call: SummaryCall, view, replay, swallowed: bool):
+    def __init__(self, budget: Budget, call: SummaryCall, view, replay):
         end = view.length
         lo = min(call.kept_from, end)
         summary = call.summary
         Plan.__init__(self, budget, summary, end - lo, tokens_between(view, lo, end) + summary.tokens,
                       turn_at(view, replay, lo if end > lo else None))
         self.kept_from = lo
-        self.swallowed = swallowed
 
     def reason(self, i, message):
         return SUMMARIZED if i < self.kept_from else KEPT
@@ -227,7 +226,7 @@ class LangmemSummaryStrategy(Strategy):
         elif call.summary is not previous:
             note += f"; this call folded {plural(call.summary.start - previous.start, 'message')}"
         budget = Budget(limit, note, replay.config.context_size or replay.facts.context_size)
-        return SummaryPlan(budget, call, view, replay, swallowed)
+        return SummaryPlan(budget, call, view, replay)
 
 
 __all__ = ["LangmemSummaryStrategy", "RunningSummary", "SummaryCall", "fold_until", "with_results",
