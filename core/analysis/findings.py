@@ -113,10 +113,13 @@ COMPACTION = "compaction"
 SUMMARY_PILE_UP = "summary_pile_up"
 FIRST_MESSAGE_RESUMMARISED = "first_message_resummarised"
 DOCS_VS_CODE = "docs_vs_code"
+#: A platform's own rule at work where its users do not expect it, in its memory system's words
+#: (:meth:`core.memory.strategies.base.Strategy.turn_surprise`).
+PLATFORM_RULE = "platform_rule"
 
 KINDS = (FACT_NOT_SEEN, FOREIGN_ANSWERS, NO_CONVERSATION, WINDOW_ZERO, SILENT_PRUNING, DOMINANT_MESSAGE,
          TRIMMED_WINDOW, HISTORY_TWICE, COMPACTION_IN_TOOL_LOOP, SUMMARY_PILE_UP, FIRST_MESSAGE_RESUMMARISED,
-         DOCS_VS_CODE)
+         DOCS_VS_CODE, PLATFORM_RULE)
 KIND_TITLES = {
     # A question its memory cannot answer, a marked fact leaving it, a variable set out of its reach: never
     # saw it, or no longer has it.
@@ -132,6 +135,7 @@ KIND_TITLES = {
     SUMMARY_PILE_UP: "A summary of a summary",
     FIRST_MESSAGE_RESUMMARISED: "First message summarised again",
     DOCS_VS_CODE: "Dify's docs and code disagree",
+    PLATFORM_RULE: "The platform's own rule at work",
 }
 WARNING = "warning"
 INFO = "info"
@@ -1010,11 +1014,28 @@ def _docs_vs_code_config_findings(label, config, replay, turns, name, system_pro
 #: The analyses that apply to a memory config only when its memory system names their kind
 #: (:meth:`core.memory.strategies.base.Strategy.finding_kinds`), each ``(label, config, replay, memory
 #: turns, turn namer, system prompt) -> findings``.
+def _platform_rule_findings(label, config, replay, turns, name, system_prompt) -> list[Finding]:
+    """The first turn whose ledger shows its memory system's surprising rule at work, in the system's words,
+    and how many later turns do too."""
+    system = config.system
+    found = [(p, text) for p in replay.conversation.answered_turns()
+             if (text := system.turn_surprise(replay, replay.ledger_at(p)))]
+    if not found:
+        return []
+    position, text = found[0]
+    turn = replay.numbers[position]
+    more = f" ({plural(len(found) - 1, 'later turn')} too)" if len(found) > 1 else ""
+    detail = system.pruning_words(config.to_dict())[0]
+    return [Finding(PLATFORM_RULE, f"At {name(turn)} {quoted(label)}: {text}{more}.", label, turn, None, WARNING,
+                    detail, {"turns": [replay.numbers[p] for p, _ in found]})]
+
+
 SYSTEM_FINDINGS: dict[str, Callable[..., list[Finding]]] = {
     WINDOW_ZERO: _zero_window_findings,
     TRIMMED_WINDOW: _trimmed_window_findings,
     COMPACTION: _compaction_config_findings,
     DOCS_VS_CODE: _docs_vs_code_config_findings,
+    PLATFORM_RULE: _platform_rule_findings,
 }
 
 

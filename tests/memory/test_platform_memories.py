@@ -47,8 +47,7 @@ SYSTEMS = {"window": "n8n_window", "agent": "n8n_agent", "buffer_window": "flowi
            "agentflow": "flowise_agentflow", "session": "openai_agents", "buffer": "llamaindex_buffer",
            "memory": "llamaindex_memory", "summary": "langmem_summary", "trim": "langgraph_trim"}
 #: The systems not written yet: their cases are strict xfails (take a name out when its module lands).
-PENDING = {"n8n_window", "n8n_agent", "flowise_window", "flowise_agentflow", "openai_agents",
-           "langmem_summary", "langgraph_trim"}
+PENDING = {"n8n_window", "n8n_agent", "flowise_window", "flowise_agentflow"}
 #: Where each platform's cases come from, and the issue that asks for its systems.
 PLATFORMS = {"n8n": 54, "flowise": 54, "openai_agents": 53, "llamaindex": 53, "langgraph": 53}
 #: The format MemLens imports a Python platform's stored conversation with.
@@ -56,6 +55,10 @@ STORAGE_FORMATS = {"openai_agents": "openai-agents", "llamaindex": "llamaindex-c
                    "langgraph": "langgraph-checkpoint"}
 #: LlamaIndex's context window for a model that does not say (``DEFAULT_CONTEXT_WINDOW``: the mock model's).
 LLAMAINDEX_CONTEXT_WINDOW = 3900
+
+
+#: A platform setting's name in MemLens where it is a setting every config has under that name.
+_OWN_NAMES = {"max_tokens": "max_history_tokens"}
 
 
 class MissingSystem(LookupError):
@@ -93,11 +96,12 @@ def memlens_settings(case: dict) -> dict[str, str]:
             {"token_limit": str(s["token_limit"])}
     if mode == "memory":
         return {name: _number(s[name]) for name in ("token_limit", "chat_history_token_ratio", "token_flush_size")}
+    # (A platform's max_tokens is max_history_tokens: max_tokens is every config's, what the reply may take.)
     if mode == "summary":
-        return {name: str(s[name]) for name in ("max_tokens", "max_tokens_before_summary", "max_summary_tokens")
-                if s[name] is not None}
+        return {_OWN_NAMES.get(name, name): str(s[name])
+                for name in ("max_tokens", "max_tokens_before_summary", "max_summary_tokens") if s[name] is not None}
     if mode == "trim":
-        return {"max_tokens": str(s["max_tokens"])}
+        return {"max_history_tokens": str(s["max_tokens"])}
     out = {"memory_type": s["memory_type"]}
     if "window_size" in s:
         out["window_size"] = _number(s["window_size"])

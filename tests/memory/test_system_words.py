@@ -190,7 +190,9 @@ def test_the_findings_each_system_names():
     assert compaction.finding_kinds(MemoryConfig("compaction")) == ("compaction",)
     assert compaction.finding_kinds(MemoryConfig("compaction", compaction_profile="exact")) == ()
     assert [name for name, s in STRATEGIES.items() if s.finding_kinds(MemoryConfig(name))] == \
-        ["dify", "window", "compaction"]
+        ["dify", "window", "compaction", "openai_agents", "langgraph_trim", "langmem_summary"]
+    assert all(STRATEGIES[name].finding_kinds(MemoryConfig(name)) == ("platform_rule",)
+               for name in ("openai_agents", "langgraph_trim", "langmem_summary"))
 
 
 def test_what_a_system_answers_for_the_runtime_and_the_debugger():

@@ -7,7 +7,8 @@ checkpointer's own checkpoint holds them as ``channel_values``. Each message is 
 LangGraph serialises it: its ``model_dump()`` (``{"type": "human", "content": …, "id": …, "tool_calls":
 …}``), ``messages_to_dict``'s ``{"type", "data"}`` or ``dumpd`` (:mod:`.langchain`). A state is one
 conversation (the thread's id its id; the ``messages`` channel holds the whole thread, whatever a
-``pre_model_hook`` sent the model), a leading system message its system prompt. A file may list several
+``pre_model_hook`` sent the model), a leading system message its system prompt; a tool message keeps its
+tool's ``name``, which LangChain's ``count_tokens_approximately`` counts. A file may list several
 states (an array, JSON Lines): a thread's history lists its newest state first, so the first state of
 each thread is read and its older ones are left out with a note.
 """
@@ -66,7 +67,7 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
     meta = {"thread_id": conv_id}
     if isinstance(rec.get("created_at"), str):
         meta["created_at"] = rec["created_at"]
-    conv = conversation_from_messages(openai_messages(raw), conv_id, source_format=NAME, meta=meta)
+    conv = conversation_from_messages(openai_messages(raw, tool_names=True), conv_id, source_format=NAME, meta=meta)
     if not conv.turns:
         raise RecordError("the thread holds no user or assistant message", "values.messages")
     return conv

@@ -132,8 +132,10 @@ def _result_ids(content: str) -> list[str]:
     return [str(x["tool_call_id"]) for x in items if isinstance(x, dict) and x.get("tool_call_id")]
 
 
-def openai_messages(raw: list) -> list[Message]:
-    """Validated messages; ``ref`` is the message's 0-based index in the source list.
+def openai_messages(raw: list, *, tool_names: bool = False) -> list[Message]:
+    """Validated messages; ``ref`` is the message's 0-based index in the source list. A tool result's
+    ``name`` is kept only with ``tool_names`` (a LangChain ``ToolMessage`` names its tool, and LangChain's
+    counters count it); OpenAI's tool messages take none.
 
     Tool results are paired with their calls: by ``tool_call_id`` when given, by the ids a
     result names in its text, else with the oldest call still waiting for a result. A call
@@ -176,7 +178,7 @@ def openai_messages(raw: list) -> list[Message]:
         extra_reasoning = m.get("reasoning_content") or m.get("reasoning")
         if isinstance(extra_reasoning, str) and extra_reasoning:
             reasoning.insert(0, extra_reasoning)
-        name = m.get("name") if isinstance(m.get("name"), str) and role != "tool" else None
+        name = m.get("name") if isinstance(m.get("name"), str) and (role != "tool" or tool_names) else None
         for k, r in enumerate(reasoning):
             out.append(Message(role="assistant", content=r, kind=REASONING,
                                ref=f"{i}:reasoning" if k == 0 else f"{i}:reasoning{k}"))

@@ -29,6 +29,9 @@ from .dify import DifyStrategy
 from .dify_agent import DifyAgentStrategy
 from .llamaindex_buffer import LlamaIndexBufferStrategy
 from .llamaindex_memory import LlamaIndexMemoryStrategy
+from .langgraph_trim import LangGraphTrimStrategy
+from .langmem_summary import LangmemSummaryStrategy
+from .openai_agents import OpenAIAgentsStrategy
 from .summary_buffer import SummaryBufferStrategy
 from .trim import TrimStrategy
 from .window import WindowStrategy
@@ -46,6 +49,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     DifyAgentStrategy(),
     LlamaIndexBufferStrategy(),
     LlamaIndexMemoryStrategy(),
+    OpenAIAgentsStrategy(),
+    LangGraphTrimStrategy(),
+    LangmemSummaryStrategy(),
 )}
 
 #: The memory a config runs unless it names another: Dify's LLM-node memory.

@@ -28,7 +28,7 @@ from .settings import Setting, settings_class
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.model.conversation import Conversation, Message
-    from core.model.ledger import LedgerEntry, SyntheticMessage
+    from core.model.ledger import Ledger, LedgerEntry, SyntheticMessage
     from ..config import MemoryConfig
     from ..replay import Replay
     from core.model.tokens import ModelFacts
@@ -383,6 +383,13 @@ class Strategy:
         """The kinds of finding whose analyses (:data:`core.analysis.findings.SYSTEM_FINDINGS`) apply to
         ``config`` besides those of every config."""
         return ()
+
+    def turn_surprise(self, replay: "Replay", ledger: "Ledger") -> str | None:
+        """What a turn's ledger shows of this system's own rule that its users do not expect, in plain words
+        (an Agents SDK session: ``"limit 2 counts items: this turn sent 1 item; the orphan pass dropped 1
+        tool result whose call the limit cut"``), for the platform-rule finding (``platform_rule`` among
+        :meth:`finding_kinds`); ``None`` when the turn shows none."""
+        return None
 
     def claims(self, conversation: "Conversation") -> Mapping[str, Any] | None:
         """The config values a conversation opens under when its platform remembers this way (a Dify

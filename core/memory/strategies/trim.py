@@ -229,11 +229,12 @@ def trim_messages(messages: Sequence[Message], *, max_tokens: int, token_counter
     return ([system] if system else []) + kept
 
 
-def langchain_counts(view, replay) -> tuple[Callable[[Message], int], list[int], int]:
-    """LangChain's count under the config's ``trim_counter``: the per-message count, its prefix sums
-    over the view's sequence (kept on the replay and only extended: :func:`along_view`), and what
-    counting a list adds once (the chat model's reply priming)."""
-    name = replay.config.settings.trim_counter
+def langchain_counts(view, replay, counter: str | None = None) -> tuple[Callable[[Message], int], list[int], int]:
+    """LangChain's count under ``counter`` (one of :data:`TRIM_COUNTERS`; unset: the config's
+    ``trim_counter``): the per-message count, its prefix sums over the view's sequence (kept on the
+    replay and only extended: :func:`along_view`), and what counting a list adds once (the chat
+    model's reply priming)."""
+    name = counter or replay.config.settings.trim_counter
     if name == "messages":
         per, extra = (lambda m: 1), 0
     elif name == "approximate":
