@@ -27,6 +27,8 @@ from .buffer import BufferStrategy, OffStrategy
 from .compaction import CompactionStrategy
 from .dify import DifyStrategy
 from .dify_agent import DifyAgentStrategy
+from .n8n_agent import N8nAgentStrategy
+from .n8n_window import N8nWindowStrategy
 from .summary_buffer import SummaryBufferStrategy
 from .trim import TrimStrategy
 from .window import WindowStrategy
@@ -42,6 +44,8 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     CompactionStrategy(),
     TrimStrategy(),
     DifyAgentStrategy(),
+    N8nWindowStrategy(),
+    N8nAgentStrategy(),
 )}
 
 #: The memory a config runs unless it names another: Dify's LLM-node memory.
