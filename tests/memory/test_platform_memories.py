@@ -47,7 +47,7 @@ SYSTEMS = {"window": "n8n_window", "agent": "n8n_agent", "buffer_window": "flowi
            "agentflow": "flowise_agentflow", "session": "openai_agents", "buffer": "llamaindex_buffer",
            "memory": "llamaindex_memory", "summary": "langmem_summary", "trim": "langgraph_trim"}
 #: The systems not written yet: their cases are strict xfails (take a name out when its module lands).
-PENDING = {"flowise_window", "flowise_agentflow", "openai_agents", "llamaindex_buffer",
+PENDING = {"flowise_agentflow", "openai_agents", "llamaindex_buffer",
            "llamaindex_memory", "langmem_summary", "langgraph_trim"}
 #: Where each platform's cases come from, and the issue that asks for its systems.
 PLATFORMS = {"n8n": 54, "flowise": 54, "openai_agents": 53, "llamaindex": 53, "langgraph": 53}

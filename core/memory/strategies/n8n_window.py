@@ -43,7 +43,7 @@ from core.words import plural
 
 from .base import Budget, Strategy
 from .settings import BOOL, CHOICE, FLOAT, NUMBER, TEXT, TOGGLE, Setting, Widget
-from .stored import Item, StoredPlan, stored_items
+from .stored import Item, StoredPlan, stored_items, window_start
 
 FOUR_MESSAGES, USED_TOOLS, INPUT_OUTPUT, AS_STORED = "four_messages", "used_tools", "input_output", "as_stored"
 STORAGES = {FOUR_MESSAGES: "Tools Agent V3 (n8n 2.3+): each call and its result", USED_TOOLS:
@@ -68,15 +68,6 @@ def storage_setting(default: str) -> Setting:
                    "input_output (Agent V1/V2) or as_stored (the conversation is an n8n export)", kind=TEXT,
                    choices=tuple(STORAGES), labels=STORAGES,
                    widget=Widget(CHOICE, "Stored by", key="n8n_storage", select=True))
-
-
-def window_start(length: int, k: float) -> int:
-    """Where ``messages.slice(-2k)`` starts in ``length`` stored messages (JavaScript's slice: the
-    argument truncated toward zero, a negative one counted from the end; ``-0`` is 0)."""
-    if k != k:  # NaN: slice(NaN) is slice(0)
-        return 0
-    start = int(-2 * k)
-    return max(length + start, 0) if start < 0 else min(start, length)
 
 
 def _args_with_id(arguments: str, call_id: str) -> str:

@@ -61,6 +61,15 @@ class Item:
                        tool_call_id=self.call_id or None)
 
 
+def window_start(length: int, k: float) -> int:
+    """Where ``messages.slice(-2k)`` starts in ``length`` stored messages (JavaScript's slice: the
+    argument truncated toward zero, a negative one counted from the end; ``-0`` is 0)."""
+    if k != k:  # NaN: slice(NaN) is slice(0)
+        return 0
+    start = int(-2 * k)
+    return max(length + start, 0) if start < 0 else min(start, length)
+
+
 def stored_items(view: PathView, layout) -> list[Item]:
     """Every item the platform holds for the thread before the current turn, oldest first: ``layout(position)``
     gives a turn's."""
@@ -122,4 +131,4 @@ class StoredPlan(Plan):
         return out
 
 
-__all__ = ["Item", "StoredPlan", "stored_items"]
+__all__ = ["Item", "StoredPlan", "stored_items", "window_start"]
