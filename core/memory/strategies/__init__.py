@@ -27,6 +27,7 @@ from .buffer import BufferStrategy, OffStrategy
 from .compaction import CompactionStrategy
 from .dify import DifyStrategy
 from .dify_agent import DifyAgentStrategy
+from .flowise_agentflow import FlowiseAgentflowStrategy
 from .flowise_window import FlowiseWindowStrategy
 from .n8n_agent import N8nAgentStrategy
 from .n8n_window import N8nWindowStrategy
@@ -48,6 +49,7 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     N8nWindowStrategy(),
     N8nAgentStrategy(),
     FlowiseWindowStrategy(),
+    FlowiseAgentflowStrategy(),
 )}
 
 #: The memory a config runs unless it names another: Dify's LLM-node memory.
