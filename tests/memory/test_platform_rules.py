@@ -1,0 +1,171 @@
+"""The n8n and Flowise memory systems' own rules, each on a small case whose answer is worked out by hand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.io import import_text
+from core.memory.config import MemoryConfig
+from core.memory.errors import ConfigError
+from core.memory.replay import Replay
+from core.memory.strategies.flowise_agentflow import folded_count, lines
+from core.memory.strategies.flowise_window import parse_int, prepended, rows_start
+from core.memory.strategies.n8n_agent import clean_up, trim_last
+from core.memory.strategies.stored import Item, window_start
+from core.memory.words import explain
+from core.model.js_tokens import count, js_length
+from core.model.ledger import OMITTED, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, REWRITTEN, STORED
+
+
+def item(role, content="", calls=(), call_id=""):
+    return Item((0, 0), (0, 0), role, content, calls, call_id)
+
+
+def test_the_window_is_javascript_s_slice_of_minus_2k():
+    assert window_start(10, 5) == 0 and window_start(12, 5) == 2
+    assert window_start(12, 0) == 0  # slice(-0): everything
+    assert window_start(12, 2.5) == 7  # slice(-5)
+    assert window_start(12, 2.25) == 8  # slice(-4.5) is slice(-4)
+    assert window_start(12, -1) == 2 and window_start(1, -1) == 1  # slice(2)
+    assert window_start(3, 5) == 0 and window_start(12, float("nan")) == 0
+
+
+def test_flowise_reads_size_with_parse_int():
+    assert [parse_int(k) for k in ("4", " 2.5", "-1", "", "x3", "+3")] == [4, 2, -1, None, None, 3]
+    assert rows_start(10, "2") == 6 and rows_start(10, "0") == 10 and rows_start(10, "-1") == 10
+    assert rows_start(10, "") == 0 and rows_start(3, "4") == 0
+
+
+def test_flowise_request_history_keeps_its_two_roles_and_refuses_what_is_not_a_list():
+    assert prepended('[{"role": "userMessage", "content": "hi"}, {"role": "system", "content": "x"}, '
+                     '{"role": "apiMessage"}]') == [("user", "hi"), ("assistant", "")]
+    assert prepended("") == []
+    with pytest.raises(ConfigError, match="JSON list"):
+        prepended('{"role": "userMessage"}')
+
+
+def test_the_clean_up_drops_a_result_whose_call_was_cut_and_a_call_left_without_its_result():
+    call = item("assistant", calls=(("c1", "f", "{}"),))
+    result = item("tool", "r", call_id="c1")
+    q, a = item("user", "q"), item("assistant", "a")
+    assert clean_up([result, a, q, call, result, a]) == [a, q, call, result, a]
+    assert clean_up([call, q, a]) == [q, a]  # a call whose result does not follow
+    assert clean_up([q, call]) == [q] and clean_up([q, a, result]) == [q, a]
+    assert clean_up([q, call, result, result]) == [q, call, result, result]
+
+
+def test_the_trim_counts_text_only_keeps_the_last_lines_and_starts_on_a_question():
+    q1, a1 = item("user", "one two three"), item("assistant", "four five")
+    q2 = item("user", "first line\nsecond line\nthird line")
+    a2 = item("assistant", "six")
+    call = item("assistant", calls=(("c", "f", "{}"),))
+    assert count(call.content, "gpt2") == 0
+    assert trim_last([q1, a1, q2, a2], 1000, "gpt2") == [q1, a1, q2, a2]
+    # q2 does not fit whole: its last lines do, and the kept part starts on it.
+    limit = count("six", "gpt2") + count("third line", "gpt2")
+    kept = trim_last([q1, a1, q2, a2], limit, "gpt2")
+    assert [i.content for i in kept] == ["third line", "six"] and kept[0].origin == PARTIAL and not kept[0].as_is
+    # Nothing fits from a question on: nothing is sent.
+    assert trim_last([q1, a1], count("four five", "gpt2"), "gpt2") == []
+    assert trim_last([q1, a1], count("four five", "chars4") + count("one two three", "chars4"), "chars4") == [q1, a1]
+
+
+def test_the_js_counter_counts_utf16_units_and_estimates_a_refused_text():
+    assert js_length("a😀") == 3 and count("a😀", "chars4") == 1
+    assert count("abcde", "chars4") == 2 and count("hello world", "gpt2") == 2
+    assert count("<|endoftext|>", "gpt2") == 4  # refused by the encoder: characters / 4
+
+
+def test_the_summary_buffer_folds_the_oldest_until_the_lines_fit():
+    messages = [("user", "a " * 20), ("assistant", "b"), ("user", "c")]
+    assert lines(messages[1:]) == "assistant: b\nuser: c"
+    assert folded_count(messages, 2000, "gpt2") == 0
+    assert folded_count(messages, count(lines(messages[1:]), "gpt2"), "gpt2") == 1
+    assert folded_count(messages, 0, "gpt2") == 3
+
+
+def _replay(messages, strategy, **settings):
+    conversation = import_text(json.dumps(messages), name="c.json", fmt="openai").conversations[0]
+    return conversation, Replay(conversation, MemoryConfig(strategy=strategy, **settings))
+
+
+TOOL_TURN = [{"role": "user", "content": "q1"},
+             {"role": "assistant", "content": "Let me check.", "tool_calls": [
+                 {"id": "a", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}},
+                 {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+             {"role": "tool", "tool_call_id": "a", "content": "ra"}, {"role": "tool", "tool_call_id": "b", "content": "rb"},
+             {"role": "assistant", "content": "done"}]
+
+
+def test_n8n_stores_a_round_as_one_call_per_message_and_the_ledger_says_so():
+    conversation, replay = _replay(TOOL_TURN + [{"role": "user", "content": "q2"}, {"role": "assistant", "content": ""},
+                                                {"role": "user", "content": "q3"}], "n8n_window", k=2)
+    ledger = replay.ledger(3)
+    sent = replay.history_messages(ledger)
+    assert [(m.role, m.content, [(c.id, json.loads(c.arguments)) for c in m.tool_calls]) for m in sent] == [
+        ("tool", "ra", []), ("assistant", "", [("b", {"id": "b"})]), ("tool", "rb", []), ("assistant", "done", [])]
+    reasons = [e.reason for e in ledger.entries]
+    # q1 and the round's first call are outside k = 2; the round is rewritten; turn 2 (empty reply) was never saved.
+    assert reasons == [OUTSIDE_WINDOW, REWRITTEN, REWRITTEN, REWRITTEN, "kept", OMITTED, OMITTED]
+    assert {s.origin for s in ledger.synthetic} == {STORED}
+    assert "never saved" in explain(ledger.entries[5], ledger.config)
+    assert "turn 2 was never saved" in ledger.budget_note
+
+
+def test_n8n_storage_versions_and_no_window():
+    _, replay = _replay(TOOL_TURN + [{"role": "user", "content": "q2"}], "n8n_window", storage="used_tools",
+                        windowed=False)
+    sent = replay.history_messages(replay.ledger(2))
+    assert [m.content for m in sent] == ["q1", '[Used tools: Tool: f, Input: {}, Result: ra; Tool: g, Input: {}, '
+                                               'Result: rb] done']
+    _, replay = _replay(TOOL_TURN + [{"role": "user", "content": "q2"}], "n8n_window", storage="input_output")
+    assert [m.content for m in replay.history_messages(replay.ledger(2))] == ["q1", "done"]
+
+
+def test_n8n_agent_drops_the_cut_round_and_trims_to_max_tokens():
+    messages = TOOL_TURN + [{"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"},
+                            {"role": "user", "content": "q3"}]
+    _, replay = _replay(messages, "n8n_agent", k=2)
+    ledger = replay.ledger(3)
+    # The window [rb, done, q2, a2] starts on a result: the clean-up drops it.
+    assert [m.content for m in replay.history_messages(ledger)] == ["done", "q2", "a2"]
+    _, replay = _replay(messages, "n8n_agent", k=5, max_tokens_from_memory=count("q2", "gpt2") + count("a2", "gpt2"))
+    ledger = replay.ledger(3)
+    assert [m.content for m in replay.history_messages(ledger)] == ["q2", "a2"]
+    assert ledger.entries[0].reason == OVER_BUDGET and "maxTokensFromMemory" in explain(ledger.entries[0], ledger.config)
+
+
+def test_flowise_window_sends_rows_after_the_request_history():
+    history = json.dumps([{"role": "userMessage", "content": "earlier"}])
+    _, replay = _replay(TOOL_TURN + [{"role": "user", "content": "q2"}, {"role": "assistant", "content": ""},
+                                     {"role": "user", "content": "q3"}], "flowise_window", k="1", prepend=history)
+    ledger = replay.ledger(3)
+    assert [(m.role, m.content) for m in replay.history_messages(ledger)] == [("user", "earlier"), ("user", "q2"),
+                                                                              ("assistant", "")]
+    assert [e.reason for e in ledger.entries] == [OUTSIDE_WINDOW, OMITTED, OMITTED, OMITTED, OUTSIDE_WINDOW, "kept",
+                                                  "kept"]
+
+
+def test_agentflow_window_counts_the_current_question_and_the_summary_buffer_can_swallow_it():
+    messages = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
+                {"role": "user", "content": "q2"}]
+    _, replay = _replay(messages, "flowise_agentflow", memory_type="windowSize", window_size=1)
+    assert [m.content for m in replay.history_messages(replay.ledger(2))] == ["a1"]
+    _, replay = _replay(messages, "flowise_agentflow", memory_type="conversationSummaryBuffer", max_token_limit=1,
+                        system_message="You help.")
+    ledger = replay.ledger(2)
+    (summary,) = ledger.synthetic
+    assert summary.role == "user" and 2 in summary.covers and summary.content.startswith("Previous conversation summary")
+
+
+def test_each_system_labels_its_settings():
+    from core.memory.strategies import STRATEGIES
+
+    assert STRATEGIES["n8n_window"].label(MemoryConfig(strategy="n8n_window", k=3)) == "n8n memory k=3"
+    assert STRATEGIES["n8n_agent"].label(MemoryConfig(strategy="n8n_agent", max_tokens_from_memory=40)) == \
+        "n8n agent k=5 max 40 tokens"
+    assert STRATEGIES["flowise_window"].label(MemoryConfig(strategy="flowise_window", k="")) == "flowise window k=all"
+    assert STRATEGIES["flowise_agentflow"].label(MemoryConfig(strategy="flowise_agentflow", memory_type="windowSize",
+                                                              window_size=3)) == "agentflow window 3"
