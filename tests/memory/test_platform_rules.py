@@ -11,9 +11,9 @@ from core.memory.config import MemoryConfig
 from core.memory.errors import ConfigError
 from core.memory.replay import Replay
 from core.memory.strategies.flowise_agentflow import folded_count, lines
-from core.memory.strategies.flowise_window import parse_int, prepended, rows_start
+from core.memory.strategies.flowise_window import parse_int, prepended
 from core.memory.strategies.n8n_agent import clean_up, trim_last
-from core.memory.strategies.stored import Item, window_start
+from core.memory.strategies.stored import Item, slice_start, window_start
 from core.memory.words import explain
 from core.model.js_tokens import count, js_length
 from core.model.ledger import OMITTED, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, REWRITTEN, STORED
@@ -24,18 +24,19 @@ def item(role, content="", calls=(), call_id=""):
 
 
 def test_the_window_is_javascript_s_slice_of_minus_2k():
-    assert window_start(10, 5) == 0 and window_start(12, 5) == 2
+    assert [slice_start(k) for k in (5, 0, 2.5, 2.25, -1, float("nan"))] == [-10, 0, -5, -4, 2, 0]
+    assert window_start(10, -10) == 0 and window_start(12, -10) == 2 and window_start(3, -10) == 0
     assert window_start(12, 0) == 0  # slice(-0): everything
-    assert window_start(12, 2.5) == 7  # slice(-5)
-    assert window_start(12, 2.25) == 8  # slice(-4.5) is slice(-4)
-    assert window_start(12, -1) == 2 and window_start(1, -1) == 1  # slice(2)
-    assert window_start(3, 5) == 0 and window_start(12, float("nan")) == 0
+    assert window_start(12, 2) == 2 and window_start(1, 2) == 1  # slice(2): all but the first two
 
 
 def test_flowise_reads_size_with_parse_int():
     assert [parse_int(k) for k in ("4", " 2.5", "-1", "", "x3", "+3")] == [4, 2, -1, None, None, 3]
-    assert rows_start(10, "2") == 6 and rows_start(10, "0") == 10 and rows_start(10, "-1") == 10
-    assert rows_start(10, "") == 0 and rows_start(3, "4") == 0
+    rows = [{"role": r, "content": f"{r} {i}"} for i in range(3) for r in ("user", "assistant")] + [
+        {"role": "user", "content": "now"}]
+    for k, sent in (("1", 2), ("2.5", 4), ("0", 0), ("-1", 0), ("", 6), ("9", 6)):
+        _, replay = _replay(rows, "flowise_window", k=k)
+        assert len(replay.history_messages(replay.ledger(4))) == sent, k
 
 
 def test_flowise_request_history_keeps_its_two_roles_and_refuses_what_is_not_a_list():
@@ -95,7 +96,8 @@ TOOL_TURN = [{"role": "user", "content": "q1"},
              {"role": "assistant", "content": "Let me check.", "tool_calls": [
                  {"id": "a", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}},
                  {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
-             {"role": "tool", "tool_call_id": "a", "content": "ra"}, {"role": "tool", "tool_call_id": "b", "content": "rb"},
+             {"role": "tool", "tool_call_id": "a", "content": "ra"},
+             {"role": "tool", "tool_call_id": "b", "content": "rb"},
              {"role": "assistant", "content": "done"}]
 
 
@@ -134,7 +136,8 @@ def test_n8n_agent_drops_the_cut_round_and_trims_to_max_tokens():
     _, replay = _replay(messages, "n8n_agent", k=5, max_tokens_from_memory=count("q2", "gpt2") + count("a2", "gpt2"))
     ledger = replay.ledger(3)
     assert [m.content for m in replay.history_messages(ledger)] == ["q2", "a2"]
-    assert ledger.entries[0].reason == OVER_BUDGET and "maxTokensFromMemory" in explain(ledger.entries[0], ledger.config)
+    assert ledger.entries[0].reason == OVER_BUDGET
+    assert "maxTokensFromMemory" in explain(ledger.entries[0], ledger.config)
 
 
 def test_flowise_window_sends_rows_after_the_request_history():
@@ -157,7 +160,8 @@ def test_agentflow_window_counts_the_current_question_and_the_summary_buffer_can
                         system_message="You help.")
     ledger = replay.ledger(2)
     (summary,) = ledger.synthetic
-    assert summary.role == "user" and 2 in summary.covers and summary.content.startswith("Previous conversation summary")
+    assert summary.role == "user" and 2 in summary.covers
+    assert summary.content.startswith("Previous conversation summary")
 
 
 def test_each_system_labels_its_settings():

@@ -22,6 +22,7 @@ question is appended to it before the memory type applies:
 
 from __future__ import annotations
 
+from core.model.conversation import Message
 from core.model.js_tokens import CHARS4, GPT2, JS_COUNTERS, count
 from core.model.ledger import OMITTED, OUTSIDE_WINDOW, SUMMARIZED, SUMMARY, SyntheticMessage, turn_ranges
 
@@ -29,9 +30,10 @@ from .base import Budget, Strategy
 from .flowise_window import rows_layout
 from .n8n_agent import COUNTERS
 from .settings import CHOICE, NUMBER, TEXT, TEXT_INPUT, ZERO_UNSET, Setting, Widget
-from .stored import StoredPlan, stored_items, window_start
+from .stored import StoredPlan, sliced_items, stored_items
 
-ALL, WINDOW, SUMMARY_ONLY, SUMMARY_BUFFER = "allMessages", "windowSize", "conversationSummary", "conversationSummaryBuffer"
+ALL, WINDOW = "allMessages", "windowSize"
+SUMMARY_ONLY, SUMMARY_BUFFER = "conversationSummary", "conversationSummaryBuffer"
 MEMORY_TYPES = {ALL: "All messages", WINDOW: "Window size", SUMMARY_ONLY: "Conversation summary",
                 SUMMARY_BUFFER: "Conversation summary buffer"}
 #: The summary buffer's limit when the node leaves it empty or 0.
@@ -58,8 +60,8 @@ def folded_count(messages: list[tuple[str, str]], limit: int, counter: str) -> i
 class SummaryPlan(StoredPlan):
     """The summary buffer's plan: the rows after the folded ones, and the summary first."""
 
-    def __init__(self, budget, sent, reasons, view, replay, summary: SyntheticMessage | None):
-        super().__init__(budget, sent, reasons, view, replay)
+    def __init__(self, budget, sent, reasons, view, replay, layout, summary: SyntheticMessage | None):
+        super().__init__(budget, sent, reasons, view, replay, layout)
         self.summary = summary
         if summary is not None:
             self.history_tokens += summary.tokens
@@ -127,16 +129,17 @@ class FlowiseAgentflowStrategy(Strategy):
 
     def plan(self, view, current, replay):
         s = replay.config.settings
-        items = stored_items(view, rows_layout(replay))
+        layout = rows_layout(replay)
         context = replay.config.context_size or replay.facts.context_size
         if s.memory_type == WINDOW:
-            start = window_start(len(items) + 1, s.window_size)  # (the current question is the last message)
-            reasons = {item.source: OUTSIDE_WINDOW for item in items[:start]}
-            return StoredPlan(Budget(None, "", context), items[start:], reasons, view, replay)
+            # slice(-2N) of the rows and the current question, which is the last of them: 2N - 1 rows (N = 0: all).
+            sent = sliced_items(view, layout, 1 - 2 * s.window_size if s.window_size else 0)
+            return StoredPlan(Budget(None, "", context), sent, {}, view, replay, layout)
+        items = stored_items(view, layout)
         if s.memory_type == SUMMARY_ONLY:
-            return self._summary_only(view, current, replay, items, context)
+            return self._summary_only(view, current, replay, items, context, layout)
         if s.memory_type != SUMMARY_BUFFER:
-            return StoredPlan(Budget(None, "", context), items, {}, view, replay)
+            return StoredPlan(Budget(None, "", context), items, {}, view, replay, layout)
         limit = s.max_token_limit or DEFAULT_LIMIT
         turn = replay.conversation.turns[current]
         question = turn.messages[turn.query_index].content if turn.query_index is not None else None
@@ -152,7 +155,7 @@ class FlowiseAgentflowStrategy(Strategy):
             if folded > len(items):
                 covered.append(number)  # the current question is folded too, and not sent
             sources = [m for _, m in messages[:folded]]
-            text = replay.summarizer.summarize([_message(role, content) for role, content in messages[:folded]])
+            text = replay.summarizer.summarize([Message(role, content, "", "") for role, content in messages[:folded]])
             content = f"Previous conversation summary: {text}"
             role = "user" if s.system_message else "system"
             summary = SyntheticMessage(role=role, content=content, tokens=replay.counter.chat(role, content),
@@ -160,9 +163,9 @@ class FlowiseAgentflowStrategy(Strategy):
                                        ref=SUMMARY)
             note += f"; {len(sources)} folded into a new summary of {turn_ranges(covered)} (one summary request)"
         reasons = {item.source: SUMMARIZED for item in items[:folded]}
-        return SummaryPlan(Budget(limit, note, context), items[folded:], reasons, view, replay, summary)
+        return SummaryPlan(Budget(limit, note, context), items[folded:], reasons, view, replay, layout, summary)
 
-    def _summary_only(self, view, current, replay, items, context):
+    def _summary_only(self, view, current, replay, items, context, layout):
         """A summary of every earlier message and the question, sent before the question itself."""
         turn = replay.conversation.turns[current]
         folded = [item.message("", "") for item in items]
@@ -175,13 +178,7 @@ class FlowiseAgentflowStrategy(Strategy):
                                    covers=tuple(covered), ref=SUMMARY)
         note = "every message and the question folded into one summary each turn; the question is sent after it"
         return SummaryPlan(Budget(None, note, context), [], {item.source: SUMMARIZED for item in items}, view, replay,
-                           summary)
-
-
-def _message(role: str, content: str):
-    from core.model.conversation import Message
-
-    return Message(role, content, "", "")
+                           layout, summary)
 
 
 __all__ = ["ALL", "DEFAULT_LIMIT", "FlowiseAgentflowStrategy", "MEMORY_TYPES", "SUMMARY_BUFFER", "WINDOW",

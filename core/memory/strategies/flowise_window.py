@@ -20,13 +20,13 @@ import re
 
 from core.errors import MemLensError
 from core.limits import load_json
-from core.model.conversation import Message, source_platform
+from core.model.conversation import source_platform
 from core.model.ledger import OMITTED, OUTSIDE_WINDOW, SyntheticMessage
 
 from ..errors import ConfigError
 from .base import Budget, Strategy
 from .settings import TEXT, TEXT_INPUT, Setting, Widget
-from .stored import Item, StoredPlan, stored_items, window_start
+from .stored import Item, StoredPlan, sliced_items, stored_items
 
 #: Origin of the request's history messages, sent before the window.
 REQUEST_HISTORY = "request history"
@@ -43,12 +43,12 @@ def parse_int(text: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def rows_start(length: int, k: str) -> int:
-    """Where the window of Size ``k`` starts in ``length`` rows (``length``: nothing is sent)."""
+def window_rows(view, layout, k: str) -> list[Item]:
+    """The rows Size ``k`` sends: ``slice(-2k)`` of them, none for ``k ≤ 0``, all for ``NaN``."""
     size = parse_int(k)
     if size is None:
-        return 0
-    return length if size <= 0 else window_start(length, size)
+        return stored_items(view, layout)
+    return [] if size <= 0 else sliced_items(view, layout, -2 * size)
 
 
 def row_items(turn, position: int) -> list[Item]:
@@ -88,15 +88,16 @@ def _text(content) -> str:
 class RowsPlan(StoredPlan):
     """A Flowise plan: the rows sent, after the request's history (synthetic messages, first)."""
 
-    def __init__(self, budget, sent, reasons, view, replay, leading: list[tuple[str, str]]):
-        super().__init__(budget, sent, reasons, view, replay)
+    def __init__(self, budget, sent, reasons, view, replay, layout, leading: list[tuple[str, str]]):
+        super().__init__(budget, sent, reasons, view, replay, layout)
         self.leading = [(role, content, replay.counter.chat(role, content)) for role, content in leading]
         self.history_tokens += sum(t for _, _, t in self.leading)
 
     def synthetic(self, view, replay):
         number = replay.numbers[view.positions[-1]] if view.positions else 0
         first = [SyntheticMessage(role=role, content=content, tokens=tokens, origin=REQUEST_HISTORY, turn=number,
-                                  ref=f"request-history:{k + 1}") for k, (role, content, tokens) in enumerate(self.leading)]
+                                  ref=f"request-history:{k + 1}")
+                 for k, (role, content, tokens) in enumerate(self.leading)]
         return first + super().synthetic(view, replay)
 
 
@@ -139,12 +140,10 @@ class FlowiseWindowStrategy(Strategy):
 
     def plan(self, view, current, replay):
         s = replay.config.settings
-        items = stored_items(view, rows_layout(replay))
-        start = rows_start(len(items), s.k)
-        reasons = {item.source: OUTSIDE_WINDOW for item in items[:start]}
+        layout = rows_layout(replay)
         budget = Budget(None, "", replay.config.context_size or replay.facts.context_size)
-        return RowsPlan(budget, items[start:], reasons, view, replay, prepended(s.prepend))
+        return RowsPlan(budget, window_rows(view, layout, s.k), {}, view, replay, layout, prepended(s.prepend))
 
 
 __all__ = ["FlowiseWindowStrategy", "REQUEST_HISTORY", "ROW_ROLES", "parse_int", "prepended", "row_items",
-           "rows_layout", "rows_start"]
+           "rows_layout", "window_rows"]

@@ -30,10 +30,9 @@ from core.model.js_tokens import CHARS4, GPT2, JS_COUNTERS, count
 from core.model.ledger import OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL
 
 from .base import Budget, Strategy
-from .n8n_window import (FOUR_MESSAGES, K, WINDOWED, explain_n8n, layout, storage_setting, unsaved_notes,
-                         window_start)
+from .n8n_window import FOUR_MESSAGES, K, WINDOWED, explain_n8n, layout, storage_setting, unsaved_notes
 from .settings import CHOICE, SWITCHED, TEXT, Setting, Widget
-from .stored import Item, StoredPlan, stored_items
+from .stored import Item, StoredPlan, slice_start, sliced_items, stored_items
 
 COUNTERS = {GPT2: "GPT-2's vocabulary (LangChain downloaded it)", CHARS4: "characters / 4 (the download failed)"}
 #: The largest maxTokensFromMemory MemLens takes.
@@ -151,13 +150,12 @@ class N8nAgentStrategy(Strategy):
 
     def plan(self, view, current, replay):
         s = replay.config.settings
-        items = stored_items(view, layout(replay, s.storage))
-        start = window_start(len(items), s.k) if s.windowed else 0
-        window = clean_up(items[start:])
+        items = layout(replay, s.storage)
+        window = clean_up(sliced_items(view, items, slice_start(s.k)) if s.windowed else stored_items(view, items))
         sent = window
-        reasons = {item.source: OUTSIDE_WINDOW for item in items}
+        reasons = {}
         limit = s.max_tokens_from_memory or None
-        notes = unsaved_notes(view, replay, s.storage)
+        notes = []
         if limit:
             reasons.update({item.source: OVER_BUDGET for item in window})
             sent = clean_up(trim_last(window, limit, s.counter))
@@ -165,8 +163,9 @@ class N8nAgentStrategy(Strategy):
                          f"{'GPT-2' if s.counter == GPT2 else 'characters / 4'} on message text only")
             if window and not sent:
                 notes.append("nothing sent: the newest question alone is over maxTokensFromMemory")
+        notes = unsaved_notes(view, replay, s.storage, sent) + notes
         budget = Budget(limit, "; ".join(notes), replay.config.context_size or replay.facts.context_size)
-        return StoredPlan(budget, sent, reasons, view, replay)
+        return StoredPlan(budget, sent, reasons, view, replay, items)
 
 
 __all__ = ["COUNTERS", "N8nAgentStrategy", "clean_up", "trim_last"]

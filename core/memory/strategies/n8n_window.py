@@ -43,12 +43,12 @@ from core.words import plural
 
 from .base import Budget, Strategy
 from .settings import BOOL, CHOICE, FLOAT, NUMBER, TEXT, TOGGLE, Setting, Widget
-from .stored import Item, StoredPlan, stored_items, window_start
+from .stored import Item, StoredPlan, slice_start, sliced_items, stored_items
 
 FOUR_MESSAGES, USED_TOOLS, INPUT_OUTPUT, AS_STORED = "four_messages", "used_tools", "input_output", "as_stored"
-STORAGES = {FOUR_MESSAGES: "Tools Agent V3 (n8n 2.3+): each call and its result", USED_TOOLS:
-            "Tools Agent V3 (n8n 1.120–2.2): a [Used tools: …] prefix", INPUT_OUTPUT: "Agent V1/V2: question and answer",
-            AS_STORED: "as stored (an n8n export)"}
+STORAGES = {FOUR_MESSAGES: "Tools Agent V3 (n8n 2.3+): each call and its result",
+            USED_TOOLS: "Tools Agent V3 (n8n 1.120–2.2): a [Used tools: …] prefix",
+            INPUT_OUTPUT: "Agent V1/V2: question and answer", AS_STORED: "as stored (an n8n export)"}
 #: Context Window Length's default, and the bound MemLens takes (n8n takes any number).
 DEFAULT_K = 5
 MAX_K = 1_000_000
@@ -135,8 +135,8 @@ def turn_items(turn: Turn, position: int, storage: str) -> list[Item]:
         for c in messages[j].tool_calls:
             if c.id not in after:
                 continue  # a call with no result is not a step
-            out.append(Item((position, j), (position, j), "assistant", "", ((c.id, c.name, _args_with_id(c.arguments, c.id)),),
-                            as_is=False))
+            call = (c.id, c.name, _args_with_id(c.arguments, c.id))
+            out.append(Item((position, j), (position, j), "assistant", "", (call,), as_is=False))
             out.append(Item.of(position, after[c.id], messages[after[c.id]], anchor=(position, j)))
     out.append(answer)
     return out
@@ -157,13 +157,15 @@ def layout(replay, storage: str):
     return items
 
 
-def unsaved_notes(view, replay, storage: str) -> list[str]:
-    """What a reader should know of the turns the memory saved nothing of (an empty reply)."""
-    if storage in (INPUT_OUTPUT, AS_STORED):
+def unsaved_notes(view, replay, storage: str, sent: list[Item]) -> list[str]:
+    """What a reader should know of the turns the memory saved nothing of (an empty reply), among those from
+    the oldest one it sends (or the newest turn, when it sends nothing)."""
+    if storage in (INPUT_OUTPUT, AS_STORED) or not view.positions:
         return []
-    turns = replay.conversation.turns
-    lost = [replay.numbers[p] for p in view.positions if turns[p].query_index is not None
-            and not layout(replay, storage)(p)]
+    turns, items = replay.conversation.turns, layout(replay, storage)
+    oldest = sent[0].source[0] if sent else view.positions[-1]
+    reach = view.positions[view.first_turn_from(oldest):]
+    lost = [replay.numbers[p] for p in reach if turns[p].query_index is not None and not items(p)]
     if not lost:
         return []
     return [f"the question of {turn_ranges(lost)} was never saved: the reply was empty"]
@@ -178,6 +180,12 @@ def window_notes(sent: list[Item], k: float, cut: bool) -> list[str]:
     return []
 
 
+def cut_short(view, items, sent: list[Item]) -> bool:
+    """Whether the window left out a stored message: what is sent does not start with the oldest one."""
+    oldest = next((item for position in view.positions for item in items(position)), None)
+    return oldest is not None and (not sent or sent[0] is not oldest)
+
+
 def explain_n8n(entry, config) -> str | None:
     """The words every n8n memory shares."""
     r = entry.reason
@@ -188,14 +196,17 @@ def explain_n8n(entry, config) -> str | None:
                 f"call and its result take 2 of them")
     if r == REWRITTEN:
         if storage == USED_TOOLS:
-            return "sent as n8n stored it: the answer after a [Used tools: …] list of the turn's tool calls and results"
+            return ("sent as n8n stored it: the answer after a [Used tools: …] list of the turn's tool calls and "
+                    "results")
         return ("sent as n8n stored it: each tool call of the round its own assistant message (empty text, the call's "
                 "id in its arguments), followed by its result")
     if r == OMITTED:
         if entry.kind in ("query", "answer") or entry.role == "user":
-            return "never saved: the reply was empty, and n8n's agent saves nothing of such a turn, its question included"
+            return ("never saved: the reply was empty, and n8n's agent saves nothing of such a turn, its question "
+                    "included")
         if storage == FOUR_MESSAGES:
-            return "not saved: n8n's agent saves only a turn's last tool round (and nothing of a turn with an empty reply)"
+            return ("not saved: n8n's agent saves only a turn's last tool round (and nothing of a turn with an empty "
+                    "reply)")
         return "not saved: this agent saves a turn's question and answer only, not its tool steps"
     return None
 
@@ -223,14 +234,12 @@ class N8nWindowStrategy(Strategy):
 
     def plan(self, view, current, replay):
         s = replay.config.settings
-        items = stored_items(view, layout(replay, s.storage))
-        start = window_start(len(items), s.k) if s.windowed else 0
-        reasons = {item.source: OUTSIDE_WINDOW for item in items[:start]}
-        sent = items[start:]
-        notes = unsaved_notes(view, replay, s.storage) + window_notes(sent, s.k, start > 0)
+        items = layout(replay, s.storage)
+        sent = sliced_items(view, items, slice_start(s.k)) if s.windowed else stored_items(view, items)
+        notes = unsaved_notes(view, replay, s.storage, sent) + window_notes(sent, s.k, cut_short(view, items, sent))
         budget = Budget(None, "; ".join(notes), replay.config.context_size or replay.facts.context_size)
-        return StoredPlan(budget, sent, reasons, view, replay)
+        return StoredPlan(budget, sent, {}, view, replay, items)
 
 
 __all__ = ["AS_STORED", "DEFAULT_K", "FOUR_MESSAGES", "INPUT_OUTPUT", "K", "N8nWindowStrategy", "STORAGES",
-           "USED_TOOLS", "WINDOWED", "explain_n8n", "layout", "storage_setting", "turn_items", "window_start"]
+           "USED_TOOLS", "WINDOWED", "cut_short", "explain_n8n", "layout", "storage_setting", "turn_items"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from core.model.conversation import Message, ToolCall
-from core.model.ledger import KEPT, OMITTED, OVER_BUDGET, PARTIAL, REWRITTEN, STORED, SyntheticMessage
+from core.model.ledger import KEPT, OMITTED, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, REWRITTEN, STORED, SyntheticMessage
 
 from .base import Budget, PathView, Plan
 
@@ -61,12 +61,13 @@ class Item:
                        tool_call_id=self.call_id or None)
 
 
-def window_start(length: int, k: float) -> int:
-    """Where ``messages.slice(-2k)`` starts in ``length`` stored messages (JavaScript's slice: the
-    argument truncated toward zero, a negative one counted from the end; ``-0`` is 0)."""
-    if k != k:  # NaN: slice(NaN) is slice(0)
-        return 0
-    start = int(-2 * k)
+def slice_start(k: float) -> int:
+    """The argument of ``messages.slice(-2k)`` (JavaScript truncates it toward zero; ``-0`` and ``NaN`` are 0)."""
+    return int(-2 * k) if k == k else 0
+
+
+def window_start(length: int, start: int) -> int:
+    """Where JavaScript's ``slice(start)`` of ``length`` messages starts: a negative ``start`` counts from the end."""
     return max(length + start, 0) if start < 0 else min(start, length)
 
 
@@ -76,13 +77,29 @@ def stored_items(view: PathView, layout) -> list[Item]:
     return [item for position in view.positions for item in layout(position)]
 
 
+def sliced_items(view: PathView, layout, start: int) -> list[Item]:
+    """``slice(start)`` of :func:`stored_items`, read from the newest turn back only as far as a negative
+    ``start`` reaches (a window of the last 2k costs its own turns, not the thread's)."""
+    if start >= 0:
+        items = stored_items(view, layout)
+        return items[window_start(len(items), start):]
+    chunks, held = [], 0
+    for position in reversed(view.positions):
+        chunk = layout(position)
+        chunks.append(chunk)
+        held += len(chunk)
+        if held >= -start:
+            break
+    return [item for chunk in reversed(chunks) for item in chunk][start:]
+
+
 class StoredPlan(Plan):
     """The ledger of one turn whose history is ``sent`` (items, in order). ``reasons`` gives why an earlier
-    message none of whose items was sent was not (by ``(position, index)``; ``omitted`` when not given: the
-    platform never stored it)."""
+    message none of whose items was sent was not (by ``(position, index)``); one it does not name is
+    ``earlier`` when the platform stored it (``layout(position)``: a turn's items), else ``omitted``."""
 
     def __init__(self, budget: Budget, sent: list[Item], reasons: dict[tuple[int, int], str], view: PathView,
-                 replay):
+                 replay, layout, earlier: str = OUTSIDE_WINDOW):
         turns = replay.conversation.turns
         self.reasons = dict(reasons)
         by_anchor: dict[tuple[int, int], list[Item]] = {}
@@ -102,6 +119,8 @@ class StoredPlan(Plan):
             self.reasons[source] = KEPT
         self.turns = turns
         self.view = view
+        self.layout, self.earlier = layout, earlier
+        self.stored: dict[int, frozenset[int]] = {}  # by position: the indices of the messages it stored
         self.counter = replay.counter
         self.numbers = replay.numbers
         self.tokens: dict[tuple[int, int, int], int] = {}
@@ -115,7 +134,14 @@ class StoredPlan(Plan):
 
     def reason(self, i, message):
         # (read before the view moves on: a ledger is built right after its plan)
-        return self.reasons.get((self.view.seq_pos[i], self.view.seq_msg[i]), OMITTED)
+        position, index = self.view.seq_pos[i], self.view.seq_msg[i]
+        found = self.reasons.get((position, index))
+        if found is not None:
+            return found
+        stored = self.stored.get(position)
+        if stored is None:
+            stored = self.stored[position] = frozenset(item.source[1] for item in self.layout(position))
+        return self.earlier if index in stored else OMITTED
 
     def synthetic(self, view, replay):
         out = []
@@ -131,4 +157,4 @@ class StoredPlan(Plan):
         return out
 
 
-__all__ = ["Item", "StoredPlan", "stored_items", "window_start"]
+__all__ = ["Item", "StoredPlan", "slice_start", "sliced_items", "stored_items", "window_start"]
