@@ -173,3 +173,32 @@ def test_each_system_labels_its_settings():
     assert STRATEGIES["flowise_window"].label(MemoryConfig(strategy="flowise_window", k="")) == "flowise window k=all"
     assert STRATEGIES["flowise_agentflow"].label(MemoryConfig(strategy="flowise_agentflow", memory_type="windowSize",
                                                               window_size=3)) == "agentflow window 3"
+
+
+def test_a_ledger_with_several_stand_ins_is_stored_and_read_back_with_its_tool_calls():
+    from core.store.ledger_codec import pack_ledger, unpack_ledger
+
+    conversation, replay = _replay(TOOL_TURN + [{"role": "user", "content": "q2"}], "n8n_window")
+    ledger = replay.ledger(2)
+    again = unpack_ledger(json.loads(json.dumps(pack_ledger(ledger))), conversation, replay.position_of(2))
+    assert again.synthetic == ledger.synthetic
+    assert [(m.role, m.tool_calls, m.tool_call_id) for m in Replay.history_messages(replay, again)] == \
+        [(m.role, m.tool_calls, m.tool_call_id) for m in replay.history_messages(ledger)]
+    rows = ledger.rows()  # the round's four messages listed after the assistant message they are sent in place of
+    at = next(k for k, r in enumerate(rows) if getattr(r, "reason", None) == REWRITTEN)
+    assert [getattr(r, "origin", None) for r in rows[at + 1:at + 5]] == [STORED] * 4
+
+
+def test_the_platform_systems_compare_side_by_side():
+    from core.analysis.compare import compare
+
+    conversation, _ = _replay(TOOL_TURN + [{"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"},
+                                           {"role": "user", "content": "q3"}], "buffer")
+    configs = [MemoryConfig(strategy="n8n_window", k=1), MemoryConfig(strategy="n8n_agent", k=1),
+               MemoryConfig(strategy="flowise_window", k="1"), MemoryConfig(strategy="flowise_agentflow")]
+    comparison = compare(conversation, configs)
+    assert [c.label for c in comparison.configs] == ["n8n memory k=1", "n8n agent k=1", "flowise window k=1",
+                                                      "agentflow all messages"]
+    kept = [replay.summaries()[-1].kept for replay in comparison.replays_for(conversation)]
+    # Turn 3: n8n's k = 1 keeps q2 and a2; so does the agent; Flowise's Size 1 the same rows; Agentflow every row.
+    assert kept == [2, 2, 2, 4]
