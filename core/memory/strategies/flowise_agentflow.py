@@ -26,11 +26,11 @@ from core.model.conversation import Message
 from core.model.js_tokens import CHARS4, GPT2, JS_COUNTERS, count
 from core.model.ledger import OMITTED, OUTSIDE_WINDOW, SUMMARIZED, SUMMARY, SyntheticMessage, turn_ranges
 
-from .base import Budget, Strategy
+from .base import Budget
 from .flowise_window import rows_layout
 from .n8n_agent import COUNTERS
 from .settings import CHOICE, NUMBER, TEXT, TEXT_INPUT, ZERO_UNSET, Setting, Widget
-from .stored import StoredPlan, sliced_items, stored_items
+from .stored import StoredPlan, StoredStrategy, sliced_items, stored_items
 
 ALL, WINDOW = "allMessages", "windowSize"
 SUMMARY_ONLY, SUMMARY_BUFFER = "conversationSummary", "conversationSummaryBuffer"
@@ -70,7 +70,7 @@ class SummaryPlan(StoredPlan):
         return ([self.summary] if self.summary is not None else []) + super().synthetic(view, replay)
 
 
-class FlowiseAgentflowStrategy(Strategy):
+class FlowiseAgentflowStrategy(StoredStrategy):
     name = "flowise_agentflow"
     help = "Flowise Agentflow v2's Agent node memory: all messages, the last N exchanges, or a summary buffer"
     settings = (
@@ -97,9 +97,6 @@ class FlowiseAgentflowStrategy(Strategy):
                               shown_if=("memory_type", SUMMARY_BUFFER))),
     )
     lenses = (("Flowise Agentflow, all messages", {}),)
-    plans = True
-    uses_granularity = False
-    drops_empty = False
 
     def label(self, config):
         s = config.settings

@@ -24,9 +24,9 @@ from core.model.conversation import source_platform
 from core.model.ledger import OMITTED, OUTSIDE_WINDOW, SyntheticMessage
 
 from ..errors import ConfigError
-from .base import Budget, Strategy
+from .base import Budget
 from .settings import TEXT, TEXT_INPUT, Setting, Widget
-from .stored import Item, StoredPlan, sliced_items, stored_items
+from .stored import Item, StoredPlan, StoredStrategy, sliced_items, stored_items
 
 #: Origin of the request's history messages, sent before the window.
 REQUEST_HISTORY = "request history"
@@ -101,7 +101,7 @@ class RowsPlan(StoredPlan):
         return first + super().synthetic(view, replay)
 
 
-class FlowiseWindowStrategy(Strategy):
+class FlowiseWindowStrategy(StoredStrategy):
     name = "flowise_window"
     help = "Flowise's Buffer Window Memory: the last k questions and answers (2k rows), tool steps never sent"
     settings = (
@@ -114,9 +114,6 @@ class FlowiseWindowStrategy(Strategy):
                 widget=Widget(TEXT_INPUT, "Request history (JSON)", key="flowise_prepend")),
     )
     lenses = (("Flowise Buffer Window Memory (k = 4)", {}),)
-    plans = True
-    uses_granularity = False
-    drops_empty = False
 
     def label(self, config):
         s = config.settings

@@ -29,10 +29,11 @@ from __future__ import annotations
 from core.model.js_tokens import CHARS4, GPT2, JS_COUNTERS, count
 from core.model.ledger import OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL
 
-from .base import Budget, Strategy
-from .n8n_window import FOUR_MESSAGES, K, WINDOWED, explain_n8n, layout, storage_setting, unsaved_notes
+from .base import Budget
+from .n8n_window import (FOUR_MESSAGES, K, WINDOWED, explain_n8n, layout, storage_setting, unsaved_notes,
+                         window_words)
 from .settings import CHOICE, SWITCHED, TEXT, Setting, Widget
-from .stored import Item, StoredPlan, slice_start, sliced_items, stored_items
+from .stored import Item, StoredPlan, StoredStrategy, slice_start, sliced_items, stored_items
 
 COUNTERS = {GPT2: "GPT-2's vocabulary (LangChain downloaded it)", CHARS4: "characters / 4 (the download failed)"}
 #: The largest maxTokensFromMemory MemLens takes.
@@ -100,7 +101,7 @@ def trim_last(items: list[Item], max_tokens: int, counter: str) -> list[Item]:
     return kept[::-1]
 
 
-class N8nAgentStrategy(Strategy):
+class N8nAgentStrategy(StoredStrategy):
     name = "n8n_agent"
     help = ("n8n's AI Agent over its memory: the memory node's last 2k messages, tool calls cut from their results "
             "dropped, then maxTokensFromMemory")
@@ -117,17 +118,12 @@ class N8nAgentStrategy(Strategy):
                 widget=Widget(CHOICE, "Token counter", key="n8n_counter", select=True)),
     )
     lenses = ((f"n8n AI Agent (k = {K.default})", {}),)
-    plans = True
-    uses_granularity = False
-    drops_empty = False
 
     def label(self, config):
         s = config.settings
-        window = f"k={s.k:g}" if s.windowed else "no window"
         limit = f" max {s.max_tokens_from_memory:,} tokens" if s.max_tokens_from_memory else ""
         counter = " (chars/4)" if s.counter == CHARS4 and limit else ""
-        storage = "" if s.storage == FOUR_MESSAGES else f" ({s.storage})"
-        return f"n8n agent {window}{limit}{counter}{storage}"
+        return f"n8n agent {window_words(s)}{limit}{counter}"
 
     def explain(self, entry, config):
         if entry.reason == OVER_BUDGET:

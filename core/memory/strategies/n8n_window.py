@@ -41,9 +41,9 @@ from core.model.conversation import Turn, source_platform
 from core.model.ledger import OMITTED, OUTSIDE_WINDOW, REWRITTEN, turn_ranges
 from core.words import plural
 
-from .base import Budget, Strategy
+from .base import Budget
 from .settings import BOOL, CHOICE, FLOAT, NUMBER, TEXT, TOGGLE, Setting, Widget
-from .stored import Item, StoredPlan, slice_start, sliced_items, stored_items
+from .stored import Item, StoredPlan, StoredStrategy, slice_start, sliced_items, stored_items
 
 FOUR_MESSAGES, USED_TOOLS, INPUT_OUTPUT, AS_STORED = "four_messages", "used_tools", "input_output", "as_stored"
 STORAGES = {FOUR_MESSAGES: "Tools Agent V3 (n8n 2.3+): each call and its result",
@@ -180,6 +180,12 @@ def window_notes(sent: list[Item], k: float, cut: bool) -> list[str]:
     return []
 
 
+def window_words(s) -> str:
+    """An n8n window in a few words: ``k=5``, ``no window``, and the storage when it is not the default."""
+    window = f"k={s.k:g}" if s.windowed else "no window"
+    return window + ("" if s.storage == FOUR_MESSAGES else f" ({s.storage})")
+
+
 def cut_short(view, items, sent: list[Item]) -> bool:
     """Whether the window left out a stored message: what is sent does not start with the oldest one."""
     oldest = next((item for position in view.positions for item in items(position)), None)
@@ -211,20 +217,14 @@ def explain_n8n(entry, config) -> str | None:
     return None
 
 
-class N8nWindowStrategy(Strategy):
+class N8nWindowStrategy(StoredStrategy):
     name = "n8n_window"
     help = "n8n's Simple, Postgres or Redis Chat Memory: the last 2k messages as n8n stored them"
     settings = (K, WINDOWED, storage_setting(FOUR_MESSAGES))
     lenses = ((f"n8n Simple Memory (k = {DEFAULT_K})", {}),)
-    plans = True
-    uses_granularity = False
-    drops_empty = False
 
     def label(self, config):
-        s = config.settings
-        window = f"k={s.k:g}" if s.windowed else "no window"
-        storage = "" if s.storage == FOUR_MESSAGES else f" ({s.storage})"
-        return f"n8n memory {window}{storage}"
+        return f"n8n memory {window_words(config.settings)}"
 
     def explain(self, entry, config):
         return explain_n8n(entry, config)
@@ -242,4 +242,5 @@ class N8nWindowStrategy(Strategy):
 
 
 __all__ = ["AS_STORED", "DEFAULT_K", "FOUR_MESSAGES", "INPUT_OUTPUT", "K", "N8nWindowStrategy", "STORAGES",
-           "USED_TOOLS", "WINDOWED", "cut_short", "explain_n8n", "layout", "storage_setting", "turn_items"]
+           "USED_TOOLS", "WINDOWED", "cut_short", "explain_n8n", "layout", "storage_setting", "turn_items",
+           "window_words"]

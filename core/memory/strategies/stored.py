@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from core.model.conversation import Message, ToolCall
 from core.model.ledger import KEPT, OMITTED, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, REWRITTEN, STORED, SyntheticMessage
 
-from .base import Budget, PathView, Plan
+from .base import Budget, PathView, Plan, Strategy
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,4 +157,13 @@ class StoredPlan(Plan):
         return out
 
 
-__all__ = ["Item", "StoredPlan", "slice_start", "sliced_items", "stored_items", "window_start"]
+class StoredStrategy(Strategy):
+    """A memory system that sends what its platform stored: it plans (:class:`StoredPlan`), every message
+    of a turn is a candidate, and an empty message is sent as the platform sends it."""
+
+    plans = True
+    uses_granularity = False
+    drops_empty = False
+
+
+__all__ = ["Item", "StoredPlan", "StoredStrategy", "slice_start", "sliced_items", "stored_items", "window_start"]
