@@ -35,7 +35,9 @@ EMPTY = "empty"
 SUMMARIZED = "summarized"
 CLEARED = "cleared"
 #: A Dify ReAct agent sends each earlier turn's steps as one assistant text (its scratchpad): a
-#: message whose words are in it is ``rewritten``; one the scratchpad leaves out is ``omitted``.
+#: message whose words are in it is ``rewritten``; one the scratchpad leaves out is ``omitted``. So too a
+#: platform that stored a message in another shape (n8n: one tool call per message) sends it
+#: ``rewritten``, and one it never stored (a turn's earlier tool rounds, Flowise's tool steps) is ``omitted``.
 REWRITTEN = "rewritten"
 OMITTED = "omitted"
 #: An observed ledger (a captured call's payload, :mod:`core.capture.observed`) names a message the payload
