@@ -202,3 +202,35 @@ def test_the_platform_systems_compare_side_by_side():
     kept = [replay.summaries()[-1].kept for replay in comparison.replays_for(conversation)]
     # Turn 3: n8n's k = 1 keeps q2 and a2; so does the agent; Flowise's Size 1 the same rows; Agentflow every row.
     assert kept == [2, 2, 2, 4]
+
+
+def _findings(messages, **config):
+    from core.analysis.findings import config_findings
+
+    conversation, _ = _replay(messages, "buffer")
+    return config_findings(conversation, [MemoryConfig(**config)])
+
+
+def test_each_surprise_is_a_finding_at_its_first_turn():
+    empty = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": ""},
+             {"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"}, {"role": "user", "content": "q3"}]
+    (found,) = [f for f in _findings(empty, strategy="n8n_window") if f.kind == "unsaved_turn"]
+    assert found.turn == 1 and "never saved" in found.text and "n8n memory k=5" in found.text
+    assert not [f for f in _findings(empty, strategy="n8n_window", storage="input_output") if f.kind == "unsaved_turn"]
+    tools = TOOL_TURN + [{"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"},
+                         {"role": "user", "content": "q3"}]
+    (found,) = [f for f in _findings(tools, strategy="n8n_window", k=3) if f.kind == "fewer_exchanges"]
+    assert found.turn == 3 and "kept 1 exchange" in found.text
+    long_question = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
+                     {"role": "user", "content": "word " * 50}, {"role": "assistant", "content": "a2"},
+                     {"role": "user", "content": "q3"}]
+    (found,) = [f for f in _findings(long_question, strategy="n8n_agent", max_tokens_from_memory=10)
+                if f.kind == "no_history"]
+    assert found.turn == 3
+    (found,) = [f for f in _findings(tools, strategy="flowise_agentflow", memory_type="windowSize", window_size=1)
+                if f.kind == "answer_without_question"]
+    assert found.turn == 2
+    (found,) = [f for f in _findings(long_question, strategy="flowise_agentflow",
+                                     memory_type="conversationSummaryBuffer", max_token_limit=5)
+                if f.kind == "question_folded"]
+    assert found.turn == 2  # its own long question is over the limit

@@ -107,6 +107,9 @@ class FlowiseAgentflowStrategy(StoredStrategy):
                 " (chars/4)" if s.counter == CHARS4 else "")
         return "agentflow all messages"
 
+    def finding_kinds(self, config):
+        return ("answer_without_question", "question_folded")
+
     def explain(self, entry, config):
         if entry.reason == OMITTED:
             return "not a chat message row: Flowise stores a turn's question and answer only, not its tool steps"

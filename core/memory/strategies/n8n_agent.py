@@ -125,6 +125,9 @@ class N8nAgentStrategy(StoredStrategy):
         counter = " (chars/4)" if s.counter == CHARS4 and limit else ""
         return f"n8n agent {window_words(s)}{limit}{counter}"
 
+    def finding_kinds(self, config):
+        return ("unsaved_turn", "fewer_exchanges", "no_history")
+
     def explain(self, entry, config):
         if entry.reason == OVER_BUDGET:
             limit = config.get("max_tokens_from_memory")

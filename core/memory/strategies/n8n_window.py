@@ -226,6 +226,9 @@ class N8nWindowStrategy(StoredStrategy):
     def label(self, config):
         return f"n8n memory {window_words(config.settings)}"
 
+    def finding_kinds(self, config):
+        return ("unsaved_turn", "fewer_exchanges")
+
     def explain(self, entry, config):
         return explain_n8n(entry, config)
 
