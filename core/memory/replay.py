@@ -36,7 +36,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from core.model.conversation import INTERMEDIATE, Conversation, Message, ToolCall
+from core.model.conversation import INTERMEDIATE, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE,
                                SCRATCHPAD, STORED, TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummaries,
                                TurnSummary)
@@ -839,7 +839,8 @@ def history_of(conversation: Conversation, ledger: Ledger) -> list[Message]:
                 if stand_in.origin == SCRATCHPAD:
                     out.append(Message(stand_in.role, stand_in.content, message.kind, message.ref))
                 elif stand_in.origin == STORED:
-                    out.append(Message(stand_in.role, stand_in.content, message.kind, stand_in.ref,
+                    kind = TOOL_RESULT if stand_in.role == "tool" else TOOL_CALL if stand_in.calls else message.kind
+                    out.append(Message(stand_in.role, stand_in.content, kind, stand_in.ref,
                                        tool_calls=tuple(ToolCall(*c) for c in stand_in.calls),
                                        tool_call_id=stand_in.call_id or None))
                 else:

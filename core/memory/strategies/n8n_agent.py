@@ -144,9 +144,6 @@ class N8nAgentStrategy(StoredStrategy):
                 "may keep the last lines of a message, and the history must start on a question, so a long newest "
                 "question means no history at all. Nothing in the run says so.", True)
 
-    def claims(self, conversation):
-        return None  # n8n_window claims n8n's exports first
-
     def plan(self, view, current, replay):
         s = replay.config.settings
         items = layout(replay, s.storage)
