@@ -165,7 +165,9 @@ def test_the_findings_each_system_names():
     assert compaction.finding_kinds(MemoryConfig("compaction")) == ("compaction",)
     assert compaction.finding_kinds(MemoryConfig("compaction", compaction_profile="exact")) == ()
     assert [name for name, s in STRATEGIES.items() if s.finding_kinds(MemoryConfig(name))] == \
-        ["dify", "window", "compaction"]
+        ["dify", "window", "compaction", "n8n_window", "n8n_agent", "flowise_agentflow"]
+    assert STRATEGIES["n8n_agent"].finding_kinds(MemoryConfig("n8n_agent")) == ("unsaved_turn", "fewer_exchanges",
+                                                                                "no_history")
 
 
 def test_what_a_system_answers_for_the_runtime_and_the_debugger():
