@@ -213,7 +213,8 @@ def _findings(messages, **config):
 
 def test_each_surprise_is_a_finding_at_its_first_turn():
     empty = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": ""},
-             {"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"}, {"role": "user", "content": "q3"}]
+             {"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"},
+             {"role": "user", "content": "q3"}]
     (found,) = [f for f in _findings(empty, strategy="n8n_window") if f.kind == "unsaved_turn"]
     assert found.turn == 1 and "never saved" in found.text and "n8n memory k=5" in found.text
     assert not [f for f in _findings(empty, strategy="n8n_window", storage="input_output") if f.kind == "unsaved_turn"]
@@ -234,3 +235,108 @@ def test_each_surprise_is_a_finding_at_its_first_turn():
                                      memory_type="conversationSummaryBuffer", max_token_limit=5)
                 if f.kind == "question_folded"]
     assert found.turn == 2  # its own long question is over the limit
+
+
+def _entry(reason, role="user", kind="query"):
+    from core.model.ledger import LedgerEntry
+
+    return LedgerEntry("r", 1, role, 3, False, reason, kind, 0, 0)
+
+
+def test_each_system_says_its_reasons_in_its_own_words():
+    from core.memory.strategies import STRATEGIES
+
+    window, agent = STRATEGIES["n8n_window"], STRATEGIES["n8n_agent"]
+    rows, flow = STRATEGIES["flowise_window"], STRATEGIES["flowise_agentflow"]
+    assert window.explain(_entry(OUTSIDE_WINDOW), {"k": 2.5}) == (
+        "outside Context Window Length 2.5: n8n sends the last 5 stored messages, and each tool call and its result "
+        "take 2 of them")
+    assert window.explain(_entry(OUTSIDE_WINDOW), {}).startswith("outside Context Window Length 5: n8n sends the "
+                                                                 "last 10")
+    assert window.explain(_entry(REWRITTEN, "assistant", "tool_call"), {}) == (
+        "sent as n8n stored it: each tool call of the round its own assistant message (empty text, the call's id in "
+        "its arguments), followed by its result")
+    assert window.explain(_entry(REWRITTEN, "assistant", "answer"), {"storage": "used_tools"}) == (
+        "sent as n8n stored it: the answer after a [Used tools: …] list of the turn's tool calls and results")
+    assert window.explain(_entry(OMITTED), {}) == (
+        "never saved: the reply was empty, and n8n's agent saves nothing of such a turn, its question included")
+    assert window.explain(_entry(OMITTED, "assistant", "answer"), {}) == window.explain(_entry(OMITTED), {})
+    assert window.explain(_entry(OMITTED, "tool", "tool_result"), {}) == (
+        "not saved: n8n's agent saves a turn's question, its last tool round and its answer only (and nothing of a "
+        "turn with an empty reply)")
+    assert window.explain(_entry(OMITTED, "tool", "tool_result"), {"storage": "input_output"}) == (
+        "not saved: this agent saves a turn's question and answer only, not its tool steps")
+    assert window.explain(_entry("kept"), {}) is None and window.explain(_entry(OVER_BUDGET), {}) is None
+    assert agent.explain(_entry(OVER_BUDGET), {"max_tokens_from_memory": 40}) == (
+        "over maxTokensFromMemory (40 GPT-2 tokens, message text only): trimmed from the oldest, and the rest starts "
+        "on a question")
+    assert agent.explain(_entry(OVER_BUDGET), {"max_tokens_from_memory": 1200, "counter": "chars4"}).startswith(
+        "over maxTokensFromMemory (1,200 tokens (characters / 4), ")
+    assert agent.explain(_entry(OUTSIDE_WINDOW), {"k": 1}) == (
+        "outside Context Window Length 1: n8n sends the last 2 stored messages, and each tool call and its result "
+        "take 2 of them; or its tool call or result was cut, and the agent drops the other half")
+    assert agent.explain(_entry(OMITTED), {}) == window.explain(_entry(OMITTED), {})
+    assert agent.pruning_words({}) == (
+        "n8n's agent trims its memory to maxTokensFromMemory, counting message text only, from the oldest; it may "
+        "keep the last lines of a message, and the history must start on a question, so a long newest question "
+        "means no history at all. Nothing in the run says so.", True)
+    tool_steps = "not a chat message row: Flowise stores a turn's question and answer only, not its tool steps"
+    assert rows.explain(_entry(OMITTED, "tool"), {}) == flow.explain(_entry(OMITTED, "tool"), {}) == tool_steps
+    assert rows.explain(_entry(OUTSIDE_WINDOW), {"k": "3"}) == (
+        "outside Size 3: Flowise sends the last 6 rows, a question and an answer per turn")
+    assert rows.explain(_entry(OUTSIDE_WINDOW), {}) == (
+        "outside Size 4: Flowise sends the last 8 rows, a question and an answer per turn")
+    assert rows.explain(_entry(OUTSIDE_WINDOW), {"k": "0"}) == "Size 0: Flowise's Buffer Window Memory sends no rows"
+    assert rows.explain(_entry("kept"), {}) is None and flow.explain(_entry("kept"), {}) is None
+    assert flow.explain(_entry(OUTSIDE_WINDOW), {"window_size": 3}) == (
+        "outside Window Size 3: the last 6 messages, the current question counted, so the window may start on an "
+        "answer whose question is gone")
+    assert flow.explain(_entry(OUTSIDE_WINDOW), {}).startswith("outside Window Size 20: the last 40 messages")
+    assert flow.explain(_entry("summarized"), {}) == (
+        "folded into the summary: the messages' role: content lines were over 2,000 tokens (worked out again every "
+        "turn)")
+    assert flow.explain(_entry("summarized"), {"max_token_limit": 150}).endswith("over 150 tokens (worked out again "
+                                                                                  "every turn)")
+    assert flow.pruning_words({}) == ("Flowise's summary buffer folds the oldest messages into a new summary every "
+                                      "turn once they are over its limit, with one summary request per turn.", False)
+
+
+def test_the_labels_name_what_differs_from_the_defaults():
+    from core.memory.strategies import STRATEGIES
+
+    def label(strategy, **settings):
+        return STRATEGIES[strategy].label(MemoryConfig(strategy=strategy, **settings))
+
+    assert label("n8n_window") == "n8n memory k=5"
+    assert label("n8n_window", windowed=False, storage="used_tools") == "n8n memory no window (used_tools)"
+    assert label("n8n_agent", k=2.5) == "n8n agent k=2.5"
+    assert label("n8n_agent", max_tokens_from_memory=1500, counter="chars4") == \
+        "n8n agent k=5 max 1,500 tokens (chars/4)"
+    assert label("n8n_agent", counter="chars4") == "n8n agent k=5"
+    assert label("flowise_window", prepend='[{"role": "userMessage", "content": "hi"}]') == \
+        "flowise window k=4 + request history"
+    assert label("flowise_agentflow") == "agentflow all messages"
+    assert label("flowise_agentflow", memory_type="conversationSummary") == "agentflow summary"
+    assert label("flowise_agentflow", memory_type="conversationSummaryBuffer") == "agentflow summary buffer 2,000 tok"
+    assert label("flowise_agentflow", memory_type="conversationSummaryBuffer", max_token_limit=300,
+                 counter="chars4") == "agentflow summary buffer 300 tok (chars/4)"
+
+
+def test_each_turn_s_note_says_what_the_platform_did():
+    messages = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": ""}] + TOOL_TURN + [
+        {"role": "user", "content": "q3"}, {"role": "assistant", "content": "a3"}, {"role": "user", "content": "q4"}]
+    _, replay = _replay(messages, "n8n_window", k=2)
+    assert replay.ledger(4).budget_note == "k = 2 kept 1 exchange: a tool call and its result take 2 of its 4 messages"
+    _, replay = _replay(messages, "n8n_window")
+    assert replay.ledger(4).budget_note == "the question of turn 1 was never saved: the reply was empty"
+    assert replay.ledger(1).budget_note == ""
+    _, replay = _replay(messages, "n8n_agent", max_tokens_from_memory=1, counter="chars4")
+    assert replay.ledger(4).budget_note == (  # "a3" fits, "q3" does not, and the rest must start on a question
+        "maxTokensFromMemory 1, counted with characters / 4 on message text only; nothing sent: the newest question "
+        "alone is over maxTokensFromMemory")
+    _, replay = _replay(messages, "n8n_agent", max_tokens_from_memory=40)
+    assert replay.ledger(4).budget_note == ("the question of turn 1 was never saved: the reply was empty; "
+                                            "maxTokensFromMemory 40, counted with GPT-2 on message text only")
+    _, replay = _replay(messages, "flowise_agentflow", memory_type="conversationSummaryBuffer", max_token_limit=4)
+    assert replay.ledger(2).budget_note.startswith("the role: content lines of every message counted against 4 "
+                                                   "tokens; ")

@@ -102,6 +102,8 @@ class FlowiseAgentflowStrategy(StoredStrategy):
         s = config.settings
         if s.memory_type == WINDOW:
             return f"agentflow window {s.window_size}"
+        if s.memory_type == SUMMARY_ONLY:
+            return "agentflow summary"
         if s.memory_type == SUMMARY_BUFFER:
             return f"agentflow summary buffer {s.max_token_limit or DEFAULT_LIMIT:,} tok" + (
                 " (chars/4)" if s.counter == CHARS4 else "")

@@ -39,7 +39,7 @@ _INTEGER = re.compile(r"\s*([+-]?\d+)")
 
 def parse_int(text: str) -> int | None:
     """JavaScript's ``parseInt(text, 10)``: the leading whole number, ``None`` for ``NaN``."""
-    found = _INTEGER.match(text)
+    found = _INTEGER.match(str(text))
     return int(found.group(1)) if found else None
 
 

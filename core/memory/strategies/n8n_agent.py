@@ -30,8 +30,7 @@ from core.model.js_tokens import CHARS4, GPT2, JS_COUNTERS, count
 from core.model.ledger import OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL
 
 from .base import Budget
-from .n8n_window import (FOUR_MESSAGES, K, WINDOWED, explain_n8n, layout, storage_setting, unsaved_notes,
-                         window_words)
+from .n8n_window import K, STORAGE, WINDOWED, explain_n8n, layout, unsaved_notes, window_words
 from .settings import CHOICE, SWITCHED, TEXT, Setting, Widget
 from .stored import Item, StoredPlan, StoredStrategy, slice_start, sliced_items, stored_items
 
@@ -106,7 +105,7 @@ class N8nAgentStrategy(StoredStrategy):
     help = ("n8n's AI Agent over its memory: the memory node's last 2k messages, tool calls cut from their results "
             "dropped, then maxTokensFromMemory")
     settings = (
-        K, WINDOWED, storage_setting(FOUR_MESSAGES),
+        K, WINDOWED, STORAGE,
         Setting("max_tokens_from_memory", None, "the agent's maxTokensFromMemory: the history is trimmed to this many "
                 "tokens, oldest first, starting on a question (unset or 0: no trim)", optional=True, minimum=0,
                 maximum=MAX_TOKENS_FROM_MEMORY, words="maxTokensFromMemory",
@@ -130,7 +129,7 @@ class N8nAgentStrategy(StoredStrategy):
 
     def explain(self, entry, config):
         if entry.reason == OVER_BUDGET:
-            limit = config.get("max_tokens_from_memory")
+            limit = config.get("max_tokens_from_memory") or 0
             unit = "GPT-2 tokens" if config.get("counter", GPT2) == GPT2 else "tokens (characters / 4)"
             return (f"over maxTokensFromMemory ({limit:,} {unit}, message text only): trimmed from the oldest, "
                     f"and the rest starts on a question")

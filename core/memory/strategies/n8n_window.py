@@ -62,12 +62,11 @@ WINDOWED = Setting("windowed", True, "the node windows its memory (off: Postgres
                    widget=Widget(TOGGLE, "Windowed (off: Postgres v1.0, Redis < 1.3)", key="n8n_windowed"))
 
 
-def storage_setting(default: str) -> Setting:
-    return Setting("storage", default, "what a turn stores: four_messages (Tools Agent V3, n8n 2.3+: each tool call "
-                   "of the last round and its result), used_tools (n8n 1.120–2.2: a [Used tools: …] prefix), "
-                   "input_output (Agent V1/V2) or as_stored (the conversation is an n8n export)", kind=TEXT,
-                   choices=tuple(STORAGES), labels=STORAGES,
-                   widget=Widget(CHOICE, "Stored by", key="n8n_storage", select=True))
+STORAGE = Setting("storage", FOUR_MESSAGES, "what a turn stores: four_messages (Tools Agent V3, n8n 2.3+: each tool "
+                  "call of the last round and its result), used_tools (n8n 1.120–2.2: a [Used tools: …] prefix), "
+                  "input_output (Agent V1/V2) or as_stored (the conversation is an n8n export)", kind=TEXT,
+                  choices=tuple(STORAGES), labels=STORAGES,
+                  widget=Widget(CHOICE, "Stored by", key="n8n_storage", select=True))
 
 
 def _args_with_id(arguments: str, call_id: str) -> str:
@@ -158,14 +157,20 @@ def layout(replay, storage: str):
 
 
 def unsaved_notes(view, replay, storage: str, sent: list[Item]) -> list[str]:
-    """What a reader should know of the turns the memory saved nothing of (an empty reply), among those from
-    the oldest one it sends (or the newest turn, when it sends nothing)."""
-    if storage in (INPUT_OUTPUT, AS_STORED) or not view.positions:
+    """What a reader should know of the turns the memory saved nothing of (an empty reply), among those the
+    window would reach: back from the newest turn to the first one that stored what is not sent."""
+    if storage in (INPUT_OUTPUT, AS_STORED):
         return []
     turns, items = replay.conversation.turns, layout(replay, storage)
-    oldest = sent[0].source[0] if sent else view.positions[-1]
-    reach = view.positions[view.first_turn_from(oldest):]
-    lost = [replay.numbers[p] for p in reach if turns[p].query_index is not None and not items(p)]
+    oldest = sent[0].source[0] if sent else len(turns)
+    lost = []
+    for p in reversed(view.positions):
+        if items(p):
+            if p < oldest or p == oldest and items(p)[0] is not sent[0]:
+                break
+        elif turns[p].query_index is not None:
+            lost.append(replay.numbers[p])
+    lost.reverse()
     if not lost:
         return []
     return [f"the question of {turn_ranges(lost)} was never saved: the reply was empty"]
@@ -195,7 +200,7 @@ def cut_short(view, items, sent: list[Item]) -> bool:
 def explain_n8n(entry, config) -> str | None:
     """The words every n8n memory shares."""
     r = entry.reason
-    storage = config.get("storage")
+    storage = config.get("storage", FOUR_MESSAGES)
     if r == OUTSIDE_WINDOW:
         k = config.get("k", DEFAULT_K)
         return (f"outside Context Window Length {k:g}: n8n sends the last {2 * k:g} stored messages, and each tool "
@@ -211,8 +216,8 @@ def explain_n8n(entry, config) -> str | None:
             return ("never saved: the reply was empty, and n8n's agent saves nothing of such a turn, its question "
                     "included")
         if storage == FOUR_MESSAGES:
-            return ("not saved: n8n's agent saves only a turn's last tool round (and nothing of a turn with an empty "
-                    "reply)")
+            return ("not saved: n8n's agent saves a turn's question, its last tool round and its answer only (and "
+                    "nothing of a turn with an empty reply)")
         return "not saved: this agent saves a turn's question and answer only, not its tool steps"
     return None
 
@@ -220,7 +225,7 @@ def explain_n8n(entry, config) -> str | None:
 class N8nWindowStrategy(StoredStrategy):
     name = "n8n_window"
     help = "n8n's Simple, Postgres or Redis Chat Memory: the last 2k messages as n8n stored them"
-    settings = (K, WINDOWED, storage_setting(FOUR_MESSAGES))
+    settings = (K, WINDOWED, STORAGE)
     lenses = ((f"n8n Simple Memory (k = {DEFAULT_K})", {}),)
 
     def label(self, config):
@@ -245,5 +250,5 @@ class N8nWindowStrategy(StoredStrategy):
 
 
 __all__ = ["AS_STORED", "DEFAULT_K", "FOUR_MESSAGES", "INPUT_OUTPUT", "K", "N8nWindowStrategy", "STORAGES",
-           "USED_TOOLS", "WINDOWED", "cut_short", "explain_n8n", "layout", "storage_setting", "turn_items",
+           "USED_TOOLS", "WINDOWED", "STORAGE", "cut_short", "explain_n8n", "layout", "turn_items",
            "window_words"]
