@@ -340,3 +340,35 @@ def test_each_turn_s_note_says_what_the_platform_did():
     _, replay = _replay(messages, "flowise_agentflow", memory_type="conversationSummaryBuffer", max_token_limit=4)
     assert replay.ledger(2).budget_note.startswith("the role: content lines of every message counted against 4 "
                                                    "tokens; ")
+
+
+def test_the_request_history_is_sent_first_as_synthetic_messages():
+    history = json.dumps([{"role": "userMessage", "content": "earlier"}, {"role": "apiMessage", "content": {"a": 1}},
+                          {"role": "apiMessage", "content": ""}])
+    _, replay = _replay([{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
+                         {"role": "user", "content": "q2"}], "flowise_window", prepend=history)
+    ledger = replay.ledger(2)
+    chat = replay.counter.chat
+    assert [(s.role, s.content, s.tokens, s.origin, s.turn, s.ref, s.replaces) for s in ledger.synthetic] == [
+        ("user", "earlier", chat("user", "earlier"), "request history", 1, "request-history:1", None),
+        ("assistant", '{"a": 1}', chat("assistant", '{"a": 1}'), "request history", 1, "request-history:2", None),
+        ("assistant", "", chat("assistant", ""), "request history", 1, "request-history:3", None)]
+    assert ledger.history_tokens == sum(s.tokens for s in ledger.synthetic) + sum(e.tokens for e in ledger.kept)
+    first = replay.ledger(1)
+    assert [s.turn for s in first.synthetic] == [0, 0, 0] and first.budget is None
+
+
+def test_the_summary_of_everything_stands_for_every_earlier_turn_and_is_sent_before_the_question():
+    messages = [{"role": "user", "content": "My order is 4411."}, {"role": "assistant", "content": "a1"},
+                {"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"}, {"role": "user", "content": "q3"}]
+    _, replay = _replay(messages, "flowise_agentflow", memory_type="conversationSummary")
+    ledger = replay.ledger(3)
+    (summary,) = ledger.synthetic
+    text = replay.summarizer.summarize([m for t in replay.conversation.turns for m in t.messages])
+    assert (summary.role, summary.origin, summary.covers, summary.turn, summary.ref, summary.content) == (
+        "assistant", "summary", (1, 2), 2, "summary", text)
+    assert summary.tokens == replay.counter.chat("assistant", text)
+    assert {e.reason for e in ledger.entries} == {"summarized"} and ledger.history_tokens == summary.tokens
+    assert ledger.budget is None and "the question is sent after it" in ledger.budget_note
+    (first,) = replay.ledger(1).synthetic
+    assert first.covers == () and first.turn == 1
