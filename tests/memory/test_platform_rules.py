@@ -372,3 +372,54 @@ def test_the_summary_of_everything_stands_for_every_earlier_turn_and_is_sent_bef
     assert ledger.budget is None and "the question is sent after it" in ledger.budget_note
     (first,) = replay.ledger(1).synthetic
     assert first.covers == () and first.turn == 1
+
+
+def test_used_tools_lists_each_call_s_input_argument_as_n8n_2_2_wrote_it():
+    calls = [("a", '{"input": {"q": "x", "n": [1, 2]}}'), ("b", '{"input": "text"}'), ("c", "not json"),
+             ("d", '{"input": ["é"]}'), ("e", '["input"]')]
+    messages = [{"role": "user", "content": "q1"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": i, "type": "function", "function": {"name": "f", "arguments": a}} for i, a in calls]}]
+    messages += [{"role": "tool", "tool_call_id": i, "content": f"r{i}"} for i, _ in calls]
+    messages += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "q2"}]
+    _, replay = _replay(messages, "n8n_window", storage="used_tools")
+    assert replay.history_messages(replay.ledger(2))[1].content == (
+        '[Used tools: Tool: f, Input: {"q":"x","n":[1,2]}, Result: ra; Tool: f, Input: {}, Result: rb; '
+        'Tool: f, Input: {}, Result: rc; Tool: f, Input: ["é"], Result: rd; Tool: f, Input: {}, Result: re] done')
+    _, replay = _replay(messages, "n8n_window", k=6)
+    sent = replay.history_messages(replay.ledger(2))
+    assert [json.loads(m.tool_calls[0].arguments) for m in sent if m.tool_calls] == [
+        {"input": {"q": "x", "n": [1, 2]}, "id": "a"}, {"input": "text", "id": "b"}, {"id": "c"},
+        {"input": ["é"], "id": "d"}, {"id": "e"}]
+
+
+def test_the_request_history_refuses_too_many_messages():
+    with pytest.raises(ConfigError, match=r"^prepend holds 1,001 messages; at most 1,000 are read$"):
+        prepended(json.dumps([{"role": "userMessage", "content": "x"}] * 1001))
+    assert len(prepended(json.dumps([{"role": "userMessage", "content": "x"}] * 1000))) == 1000
+    with pytest.raises(ConfigError, match=r'^prepend must be a JSON list of \{"role": "userMessage" or "apiMessage", '
+                                          r'"content": text\} objects, as Flowise\'s request history is$'):
+        MemoryConfig(strategy="flowise_window", prepend="[1]").validate()
+
+
+def test_each_plan_s_budget_and_note():
+    messages = TOOL_TURN + [{"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"},
+                            {"role": "user", "content": "q3"}]
+    _, replay = _replay(messages, "n8n_agent", k=1, windowed=False, max_tokens_from_memory=40)
+    ledger = replay.ledger(3)
+    assert ledger.budget == 40 and ledger.context_size == 128_000
+    assert [m.content for m in replay.history_messages(ledger)][:1] == ["q1"]  # no window: everything fits in 40
+    _, replay = _replay(messages, "n8n_agent", windowed=False, context_size=5000)
+    ledger = replay.ledger(3)
+    assert ledger.budget is None and ledger.budget_note == "" and ledger.context_size == 5000
+    assert len(replay.history_messages(ledger)) == 8
+    for strategy, settings in (("flowise_window", {}), ("flowise_agentflow", {}),
+                               ("flowise_agentflow", {"memory_type": "windowSize"})):
+        _, replay = _replay(messages, strategy, context_size=7000, **settings)
+        ledger = replay.ledger(3)
+        assert (ledger.budget, ledger.budget_note, ledger.context_size) == (None, "", 7000)
+    _, replay = _replay(messages, "flowise_agentflow", memory_type="conversationSummary")
+    assert replay.ledger(3).budget_note == ("every message and the question folded into one summary each turn; the "
+                                            "question is sent after it")
+    _, replay = _replay(messages, "n8n_window", context_size=9000)
+    assert replay.ledger(3).context_size == 9000

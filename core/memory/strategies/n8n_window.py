@@ -212,7 +212,7 @@ def explain_n8n(entry, config) -> str | None:
         return ("sent as n8n stored it: each tool call of the round its own assistant message (empty text, the call's "
                 "id in its arguments), followed by its result")
     if r == OMITTED:
-        if entry.kind in ("query", "answer") or entry.role == "user":
+        if entry.role == "user" or entry.kind == "answer":
             return ("never saved: the reply was empty, and n8n's agent saves nothing of such a turn, its question "
                     "included")
         if storage == FOUR_MESSAGES:
