@@ -921,7 +921,7 @@ def _sent(ledger: Ledger, replay: Replay) -> dict[tuple, DiffItem]:
             out[("message", e.position, e.index)] = DiffItem(e.ref, e.turn, e.role, e.tokens, KEPT,
                                                              _message_text(turns[e.position].messages[e.index]))
     for s in getattr(ledger, "synthetic", None) or []:
-        key = ("synthetic", s.origin, s.replaces, s.content)
+        key = ("synthetic", s.origin, s.replaces, s.ref, s.content)
         out[key] = DiffItem(s.ref or s.origin, s.turn, s.role, s.tokens, KEPT, _short(s.content))
     return out
 

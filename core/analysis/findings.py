@@ -86,6 +86,8 @@ from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANC
                                SUMMARY, TRIMMED_EARLIER, Ledger, LedgerEntry)
 from core.words import plural
 
+from .platform_findings import ANALYSES as PLATFORM_ANALYSES, TITLES as PLATFORM_TITLES
+
 if TYPE_CHECKING:
     from core.flow.graph import Flow, Node
     from core.flow.nodes.llm import MemorySettings
@@ -119,7 +121,7 @@ PLATFORM_RULE = "platform_rule"
 
 KINDS = (FACT_NOT_SEEN, FOREIGN_ANSWERS, NO_CONVERSATION, WINDOW_ZERO, SILENT_PRUNING, DOMINANT_MESSAGE,
          TRIMMED_WINDOW, HISTORY_TWICE, COMPACTION_IN_TOOL_LOOP, SUMMARY_PILE_UP, FIRST_MESSAGE_RESUMMARISED,
-         DOCS_VS_CODE, PLATFORM_RULE)
+         DOCS_VS_CODE, PLATFORM_RULE, *PLATFORM_TITLES)
 KIND_TITLES = {
     # A question its memory cannot answer, a marked fact leaving it, a variable set out of its reach: never
     # saw it, or no longer has it.
@@ -136,6 +138,7 @@ KIND_TITLES = {
     FIRST_MESSAGE_RESUMMARISED: "First message summarised again",
     DOCS_VS_CODE: "Dify's docs and code disagree",
     PLATFORM_RULE: "The platform's own rule at work",
+    **PLATFORM_TITLES,
 }
 WARNING = "warning"
 INFO = "info"
@@ -1002,6 +1005,16 @@ def _trimmed_window_findings(label, config, replay, turns, name, system_prompt) 
     return [found] if found else []
 
 
+def _platform_findings(kind: str) -> Callable[..., list[Finding]]:
+    """An n8n or Flowise surprise (:mod:`core.analysis.platform_findings`) as a finding of its kind."""
+    analyse = PLATFORM_ANALYSES[kind]
+
+    def findings(label, config, replay, turns, name, system_prompt) -> list[Finding]:
+        note = analyse(quoted(label), config, replay, turns, name)
+        return [] if note is None else [Finding(kind, note.text + ".", label, note.turn, None, WARNING, note.detail)]
+    return findings
+
+
 def _compaction_config_findings(label, config, replay, turns, name, system_prompt) -> list[Finding]:
     return compaction_findings(label, [replay.ledger_at(p) for p in replay.conversation.answered_turns()], name=name)
 
@@ -1036,6 +1049,7 @@ SYSTEM_FINDINGS: dict[str, Callable[..., list[Finding]]] = {
     COMPACTION: _compaction_config_findings,
     DOCS_VS_CODE: _docs_vs_code_config_findings,
     PLATFORM_RULE: _platform_rule_findings,
+    **{kind: _platform_findings(kind) for kind in PLATFORM_ANALYSES},
 }
 
 

@@ -36,9 +36,10 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from core.model.conversation import INTERMEDIATE, Conversation, Message
+from core.model.conversation import INTERMEDIATE, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE,
-                               SCRATCHPAD, TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummaries, TurnSummary)
+                               SCRATCHPAD, STORED, TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummaries,
+                               TurnSummary)
 from core.model.tokens import REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
 
 from .config import MemoryConfig
@@ -822,20 +823,28 @@ def history_of(conversation: Conversation, ledger: Ledger) -> list[Message]:
     """The history a ledger sends, in the order it is sent: a summary or an input's messages first
     (as synthetic messages), then the kept messages, each cleared or partially kept one replaced by
     what was sent instead of it (its content; a scratchpad is an assistant text of its own, without
-    the tool calls or files of the message it stands in for)."""
+    the tool calls or files of the message it stands in for; a message stored in another shape is
+    that message: its role, text, tool calls and call id)."""
     turns = conversation.turns
     if not ledger.synthetic:  # no stand-ins: the kept messages (a RunLedger lists only those)
         return [turns[e.position].messages[e.index] for e in ledger.kept]
     out: list[Message] = [Message(s.role, s.content, INTERMEDIATE, s.ref or s.origin)
                           for s in ledger.synthetic if s.replaces is None]
-    stand_ins = {s.replaces: s for s in ledger.synthetic if s.replaces is not None}
+    stand_ins = ledger.stand_ins()
     for e in ledger.entries:
-        stand_in = stand_ins.get((e.position, e.index))
-        if stand_in is not None:
+        sent = stand_ins.get((e.position, e.index))
+        if sent:
             message = turns[e.position].messages[e.index]
-            rewrite = stand_in.origin == SCRATCHPAD
-            out.append(Message(stand_in.role, stand_in.content, message.kind, message.ref) if rewrite
-                       else replace(message, content=stand_in.content))
+            for stand_in in sent:
+                if stand_in.origin == SCRATCHPAD:
+                    out.append(Message(stand_in.role, stand_in.content, message.kind, message.ref))
+                elif stand_in.origin == STORED:
+                    kind = TOOL_RESULT if stand_in.role == "tool" else TOOL_CALL if stand_in.calls else message.kind
+                    out.append(Message(stand_in.role, stand_in.content, kind, stand_in.ref,
+                                       tool_calls=tuple(ToolCall(*c) for c in stand_in.calls),
+                                       tool_call_id=stand_in.call_id or None))
+                else:
+                    out.append(replace(message, content=stand_in.content))
         elif e.kept:
             out.append(turns[e.position].messages[e.index])
     return out

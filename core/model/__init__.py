@@ -14,7 +14,7 @@ __all__, __getattr__ = public_api(__name__, {
     "ledger": ("CLEARED", "EMPTY", "FLUSHED", "GRANULARITY", "HEADER_FIELDS", "KEPT", "Ledger", "LedgerEntry", "MEMORY_OFF",
                "NOT_ELIGIBLE", "NOT_SENT", "OBSERVED", "OMITTED", "OTHER_BRANCH", "OUTSIDE_WINDOW", "OVER_BUDGET",
                "PARTIAL", "PAYLOAD_ONLY", "PLACEHOLDER", "REASON_LABELS", "REWRITTEN", "RunLedger", "SCOPE",
-               "SCRATCHPAD", "SUMMARIZED", "SUMMARY", "SyntheticMessage", "TRIMMED_EARLIER", "TurnSummaries",
+               "SCRATCHPAD", "STORED", "SUMMARIZED", "SUMMARY", "SyntheticMessage", "TRIMMED_EARLIER", "TurnSummaries",
                "TurnSummary", "WORDS_SENT", "format_spans", "is_dropped", "reason_runs", "remembered", "shared_words"),
     "tokens": ("DEFAULT_HISTORY_BUDGET", "DEMO_MODEL", "ModelFacts", "REPLY_PRIMING", "TokenCounter",
                "approximate_message_tokens", "chat_model_message_tokens", "count_allowing_special", "count_cache",

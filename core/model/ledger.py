@@ -40,7 +40,9 @@ CLEARED = "cleared"
 #: a message ``flushed`` is never sent again (what a memory block makes of it is not history).
 FLUSHED = "flushed"
 #: A Dify ReAct agent sends each earlier turn's steps as one assistant text (its scratchpad): a
-#: message whose words are in it is ``rewritten``; one the scratchpad leaves out is ``omitted``.
+#: message whose words are in it is ``rewritten``; one the scratchpad leaves out is ``omitted``. So too a
+#: platform that stored a message in another shape (n8n: one tool call per message) sends it
+#: ``rewritten``, and one it never stored (a turn's earlier tool rounds, Flowise's tool steps) is ``omitted``.
 REWRITTEN = "rewritten"
 OMITTED = "omitted"
 #: An observed ledger (a captured call's payload, :mod:`core.capture.observed`) names a message the payload
@@ -111,6 +113,7 @@ PLACEHOLDER = "placeholder"  # a cleared tool result, sent with its content repl
 PARTIAL = "partial"          # the part of a message that fit (trim_messages allow_partial)
 SCRATCHPAD = "scratchpad"    # a ReAct agent's text for an earlier turn's steps, sent instead of its first step
 PAYLOAD_ONLY = "payload only"  # a captured payload's message that no turn of its thread holds (a summary, a rewrite)
+STORED = "stored"            # a message as a platform's memory stored it (n8n: one tool call per message), sent instead
 
 
 def format_spans(spans) -> str:
@@ -139,7 +142,11 @@ class SyntheticMessage:
 
     ``covers`` lists the turns it stands for (a summary: every turn folded into it); ``replaces``
     is the ``(position, index)`` of the message it is sent instead of (placeholders, partial
-    messages), ``None`` for a summary, which is sent first. ``turn`` is the newest turn covered.
+    messages), ``None`` for a summary, which is sent first. Several may replace one message: they
+    are sent in its place in the order listed (n8n stores a round of two tool calls as a call, its
+    result, the other call and its result, all in place of the round's assistant message). ``turn``
+    is the newest turn covered. A message stored in another shape (origin ``stored``) also carries
+    its tool calls, ``(id, name, arguments)`` each, and, for a tool result, ``call_id``.
     """
 
     role: str
@@ -150,6 +157,8 @@ class SyntheticMessage:
     covers: tuple[int, ...] = ()
     replaces: tuple[int, int] | None = None
     ref: str = ""
+    calls: tuple[tuple[str, str, str], ...] = ()
+    call_id: str = ""
 
     @property
     def covers_label(self) -> str:
@@ -174,7 +183,8 @@ class SyntheticMessage:
     def from_dict(cls, data: Mapping[str, Any]) -> "SyntheticMessage":
         """The inverse of ``dataclasses.asdict`` (JSON turns the tuples into lists)."""
         return cls(**{**data, "covers": tuple(data.get("covers") or ()),
-                      "replaces": tuple(data["replaces"]) if data.get("replaces") else None})
+                      "replaces": tuple(data["replaces"]) if data.get("replaces") else None,
+                      "calls": tuple(tuple(c) for c in data.get("calls") or ())})
 
 
 #: Every field of a ledger entry, as :meth:`Ledger.to_dict` writes it.
@@ -206,21 +216,29 @@ class Ledger:
 
     def rows(self) -> list["LedgerEntry | SyntheticMessage"]:
         """Entries and synthetic messages in order: a summary right before the oldest message
-        sent with it, a placeholder or partial message right after the entry it stands for."""
+        sent with it, a placeholder or partial message (or several) right after the entry it stands for."""
         if not self.synthetic:
             return list(self.entries)
-        after = {s.replaces: s for s in self.synthetic if s.replaces is not None}
+        after = self.stand_ins()
         leading = [s for s in self.synthetic if s.replaces is None]
         out: list[LedgerEntry | SyntheticMessage] = []
         for e in self.entries:
-            stand_in = after.get((e.position, e.index))
-            if leading and (e.kept or stand_in is not None):
+            stand_ins = after.get((e.position, e.index))
+            if leading and (e.kept or stand_ins):
                 out.extend(leading)
                 leading = []
             out.append(e)
-            if stand_in is not None:
-                out.append(stand_in)
+            if stand_ins:
+                out.extend(stand_ins)
         out.extend(leading)
+        return out
+
+    def stand_ins(self) -> dict[tuple[int, int], list[SyntheticMessage]]:
+        """The synthetic messages sent in place of an earlier message, by its ``(position, index)``, in order."""
+        out: dict[tuple[int, int], list[SyntheticMessage]] = {}
+        for s in self.synthetic:
+            if s.replaces is not None:
+                out.setdefault(s.replaces, []).append(s)
         return out
 
     @property

@@ -367,12 +367,11 @@ def _ledgers_html(report: Report, columns: int = REPORT_COLUMNS) -> str:
             ledger = replay.ledger_at(replay.position_of(turn), lazy=True)
             shown = ledger.last_entries(columns)
             hidden = ledger.entry_count() - len(shown)
-            stand_ins = {x.replaces: x for x in ledger.synthetic if x.replaces is not None}
+            stand_ins = ledger.stand_ins()
             rows = [_sent_instead(x) for x in ledger.synthetic if x.replaces is None]  # a summary goes first
             for run in _reason_runs(shown):
                 rows.append(_ledger_rows(run, conv, ledger.config, len(shown) > LEDGER_LIST))
-                rows += [_sent_instead(stand_ins[(e.position, e.index)]) for e in run
-                         if (e.position, e.index) in stand_ins]
+                rows += [_sent_instead(x) for e in run for x in stand_ins.get((e.position, e.index), ())]
             more = ""
             if hidden:
                 kept = len(ledger.kept) - sum(1 for e in shown if e.kept)

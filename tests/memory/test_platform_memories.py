@@ -47,7 +47,7 @@ SYSTEMS = {"window": "n8n_window", "agent": "n8n_agent", "buffer_window": "flowi
            "agentflow": "flowise_agentflow", "session": "openai_agents", "buffer": "llamaindex_buffer",
            "memory": "llamaindex_memory", "summary": "langmem_summary", "trim": "langgraph_trim"}
 #: The systems not written yet: their cases are strict xfails (take a name out when its module lands).
-PENDING = {"n8n_window", "n8n_agent", "flowise_window", "flowise_agentflow"}
+PENDING: set[str] = set()
 #: Where each platform's cases come from, and the issue that asks for its systems.
 PLATFORMS = {"n8n": 54, "flowise": 54, "openai_agents": 53, "llamaindex": 53, "langgraph": 53}
 #: The format MemLens imports a Python platform's stored conversation with.
@@ -192,8 +192,17 @@ def platform_turns(case: dict, outcome: dict) -> list[dict]:
             last = history[-1] if history else None
             query_sent = bool(last and "summary_of" not in last and last == {"role": "user", "text": turn["input"]})
             history = history[:-1] if query_sent else history
+            if case["settings"]["memory_type"] == "conversationSummary" and len(history) == 1:
+                # One summary of every message, the question included, which is then sent again: the driver's
+                # "summary i of N messages" folded the N - 1 earlier ones (the question, sent, is not counted).
+                history = [{"role": history[0]["role"], "summary_of": _summary_size(history[0]["text"]) - 1}]
         out.append({"history": history, "query_sent": query_sent})
     return out
+
+
+def _summary_size(text: str) -> int:
+    """How many messages the Flowise driver's summary ``"summary i of N messages"`` folded."""
+    return int(text.rsplit(" of ", 1)[1].split()[0])
 
 
 def _split_question(history: list[dict], turn: dict) -> dict:

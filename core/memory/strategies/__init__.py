@@ -32,6 +32,10 @@ from .llamaindex_memory import LlamaIndexMemoryStrategy
 from .langgraph_trim import LangGraphTrimStrategy
 from .langmem_summary import LangmemSummaryStrategy
 from .openai_agents import OpenAIAgentsStrategy
+from .flowise_agentflow import FlowiseAgentflowStrategy
+from .flowise_window import FlowiseWindowStrategy
+from .n8n_agent import N8nAgentStrategy
+from .n8n_window import N8nWindowStrategy
 from .summary_buffer import SummaryBufferStrategy
 from .trim import TrimStrategy
 from .window import WindowStrategy
@@ -52,6 +56,10 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     OpenAIAgentsStrategy(),
     LangGraphTrimStrategy(),
     LangmemSummaryStrategy(),
+    N8nWindowStrategy(),
+    N8nAgentStrategy(),
+    FlowiseWindowStrategy(),
+    FlowiseAgentflowStrategy(),
 )}
 
 #: The memory a config runs unless it names another: Dify's LLM-node memory.
