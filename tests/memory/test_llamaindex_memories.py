@@ -382,6 +382,27 @@ def test_the_systems_are_lenses_and_compare_configs_beside_a_dify_window():
                                                                            for e in ledger.entries]
 
 
+
+def test_each_system_s_surprise_is_a_finding_in_its_own_words():
+    """The buffer sending a question too long for its limit with no history at all, and Memory's flushed
+    messages, which never come back: a platform-rule finding at the first turn it happens."""
+    from core.analysis.findings import PLATFORM_RULE, config_findings
+
+    conv = import_text(json.dumps(STORE), name="store.json", fmt="llamaindex-chat-store").conversations[0]
+
+    def found(config: MemoryConfig) -> list:
+        return [(f.turn, f.text, f.data) for f in config_findings(conv, [config]) if f.kind == PLATFORM_RULE]
+
+    # Turn 1 has nothing earlier to leave out, so only turn 2 is named.
+    assert found(MemoryConfig("llamaindex_buffer", token_limit=1)) == [(2, (
+        "At turn 2 “LlamaIndex buffer 1 tok”: token_limit 1: the question alone is over it, and LlamaIndex sends "
+        "it anyway, without a single earlier message."), {"turns": [2]})]
+    assert found(MemoryConfig("llamaindex_buffer", token_limit=12)) == []  # history dropped, but the question fits
+    assert found(MemoryConfig("llamaindex_memory", token_limit=30, token_flush_size=1)) == [(2, (
+        "At turn 2 “LlamaIndex Memory 30 × 0.7, flush 1”: 4 earlier messages flushed out of the chat history — "
+        "archived at least 1 token at a time once it passed 21 tokens — and never sent again."), {"turns": [2]})]
+    assert found(MemoryConfig("llamaindex_memory")) == []
+
 # -- what the summaries, the budget and the words say ------------------------------------------------------
 
 def _summaries_agree(replay: Replay) -> None:

@@ -190,10 +190,11 @@ def test_the_findings_each_system_names():
     assert compaction.finding_kinds(MemoryConfig("compaction")) == ("compaction",)
     assert compaction.finding_kinds(MemoryConfig("compaction", compaction_profile="exact")) == ()
     assert [name for name, s in STRATEGIES.items() if s.finding_kinds(MemoryConfig(name))] == \
-        ["dify", "window", "compaction", "openai_agents", "langgraph_trim", "langmem_summary", "n8n_window",
-         "n8n_agent", "flowise_agentflow"]
+        ["dify", "window", "compaction", "llamaindex_buffer", "llamaindex_memory", "openai_agents", "langgraph_trim",
+         "langmem_summary", "n8n_window", "n8n_agent", "flowise_agentflow"]
     assert all(STRATEGIES[name].finding_kinds(MemoryConfig(name)) == ("platform_rule",)
-               for name in ("openai_agents", "langgraph_trim", "langmem_summary"))
+               for name in ("llamaindex_buffer", "llamaindex_memory", "openai_agents", "langgraph_trim",
+                            "langmem_summary"))
     assert STRATEGIES["n8n_agent"].finding_kinds(MemoryConfig("n8n_agent")) == ("unsaved_turn", "fewer_exchanges",
                                                                                 "no_history")
 

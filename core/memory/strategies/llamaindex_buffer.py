@@ -43,6 +43,10 @@ from core.model.tokens import count_allowing_special, model_facts
 from .base import Budget, Strategy, SuffixPlan, along_view, message_at
 from .settings import ZERO_UNSET, Setting, Widget
 
+#: What a turn's budget note says when the question alone is over ``token_limit`` (and the platform-rule
+#: finding reads): the buffer then sends the question and no history at all.
+ALONE_OVER = "the question alone is over it, and LlamaIndex sends it anyway"
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..config import MemoryConfig
 
@@ -203,6 +207,16 @@ class LlamaIndexBufferStrategy(Strategy):
                 "over its token_limit, and with them the assistant and tool messages that would lead; nothing in the "
                 "run says so. Raise token_limit.", True)
 
+    def finding_kinds(self, config):
+        return ("platform_rule",)
+
+    def turn_surprise(self, replay, ledger):
+        # The question alone over token_limit: not one earlier message is sent, however short (on a turn
+        # that has earlier messages to send).
+        if ledger.entries and ALONE_OVER in (ledger.budget_note or ""):
+            return f"token_limit {ledger.budget:,}: {ALONE_OVER}, without a single earlier message"
+        return None
+
     def claims(self, conversation):
         # A SimpleChatStore is ChatMemoryBuffer's own store.
         return {} if source_platform(conversation.source_format) == "llamaindex" else None
@@ -216,6 +230,6 @@ class LlamaIndexBufferStrategy(Strategy):
         first, alone_over = buffer_get(units, lambda i: message_at(view, replay, i).role, question, limit)
         note = f"ChatMemoryBuffer token_limit {limit:,} (LlamaIndex's count of the contents joined, the question too)"
         if alone_over:
-            note += "; the question alone is over it, and LlamaIndex sends it anyway"
+            note += "; " + ALONE_OVER
         return BufferPlan(Budget(limit, note, config.context_size or replay.facts.context_size), None, first, view,
                           replay)

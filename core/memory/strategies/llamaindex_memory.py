@@ -139,6 +139,18 @@ class LlamaIndexMemoryStrategy(Strategy):
                 "chat history over token_limit × chat_history_token_ratio; they are never sent again and nothing "
                 "in the run says so. Raise token_limit or the ratio.", True)
 
+    def finding_kinds(self, config):
+        return ("platform_rule",)
+
+    def turn_surprise(self, replay, ledger):
+        # Flushed messages never come back, even when a later, shorter history would hold them.
+        flushed = sum(1 for e in ledger.entries if e.reason == FLUSHED)
+        if not flushed:
+            return None
+        limit, size = _settings_words(ledger.config)
+        return (f"{plural(flushed, 'earlier message')} flushed out of the chat history — archived at least "
+                f"{plural(size, 'token')} at a time once it passed {limit:,} tokens — and never sent again")
+
     def plan(self, view, current, replay):
         own = replay.config.settings
         limit = own.token_limit * own.chat_history_token_ratio
