@@ -52,10 +52,12 @@ STORAGES = {FOUR_MESSAGES: "Tools Agent V3 (n8n 2.3+): each call and its result"
 #: Context Window Length's default, and the bound MemLens takes (n8n takes any number).
 DEFAULT_K = 5
 MAX_K = 1_000_000
+#: The config editor's field for k goes up to this (a field's range; the command line takes up to MAX_K).
+K_FIELD_MAX = 500
 
 K = Setting("k", DEFAULT_K, "Context Window Length: the last 2k stored messages are sent (0: all of them; a negative "
             "k: all but the first -2k)", kind=FLOAT, minimum=-MAX_K, maximum=MAX_K, words="Context Window Length",
-            widget=Widget(NUMBER, "Context Window Length (k)", key="n8n_k", minimum=-50, maximum=500, step=1,
+            widget=Widget(NUMBER, "Context Window Length (k)", key="n8n_k", minimum=-50, maximum=K_FIELD_MAX, step=1,
                           help="n8n sends the last 2k stored messages; a tool call and its result are 2 of them"))
 WINDOWED = Setting("windowed", True, "the node windows its memory (off: Postgres Chat Memory v1.0, Redis Chat Memory "
                    "before v1.3, which send every stored message)", kind=BOOL,
