@@ -26,6 +26,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from tests.reference.installing import ReferenceUnavailable, install_command
+
 JS_ROOT = Path(__file__).resolve().parent / "js"
 PLATFORMS = ("n8n", "flowise")
 PLATFORM_DIR = ".platform"
@@ -33,10 +35,6 @@ STAMP = ".memlens-stamp"
 #: How long one batch of cases may take; a platform's whole suite runs in a few seconds.
 DRIVER_TIMEOUT = 600
 _NPM_TIMEOUT = 900
-
-
-class ReferenceUnavailable(RuntimeError):
-    """The pinned JavaScript cannot run here (no Node.js, or the packages are not installed)."""
 
 
 def folder(platform: str) -> Path:
@@ -151,19 +149,8 @@ def run_driver(platform: str, payload: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] != ["install"] or not set(args[1:]) <= {"--force"}:
-        print("usage: python -m tests.reference.js_packages install [--force]", file=sys.stderr)
-        return 2
-    for platform in PLATFORMS:
-        try:
-            did = install(platform, force="--force" in args)
-        except (ReferenceUnavailable, OSError, subprocess.TimeoutExpired) as e:
-            print(f"error: {platform}: {e}", file=sys.stderr)
-            return 1
-        print(f"{platform}: {'installed' if did else 'already installed'} "
-              f"({folder(platform).relative_to(JS_ROOT.parent.parent.parent)}/node_modules)")
-    return 0
+    return install_command(argv, "tests.reference.js_packages", PLATFORMS, install,
+                           lambda p: f"{folder(p).relative_to(JS_ROOT.parent.parent.parent)}/node_modules")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ import sys
 import venv
 from pathlib import Path
 
+from tests.reference.installing import ReferenceUnavailable, install_command
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 PY_ROOT = Path(__file__).resolve().parent / "python"
 PLATFORMS = ("openai_agents", "llamaindex", "langgraph")
@@ -37,10 +39,6 @@ STAMP = ".memlens-stamp"
 #: How long one batch of cases may take; a platform's whole suite runs in well under a minute.
 DRIVER_TIMEOUT = 600
 _PIP_TIMEOUT = 900
-
-
-class ReferenceUnavailable(RuntimeError):
-    """A platform's pinned package cannot run here (its environment is not installed)."""
 
 
 def _check(platform: str) -> None:
@@ -119,19 +117,8 @@ def run_driver(platform: str, payload: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] != ["install"] or not set(args[1:]) <= {"--force"}:
-        print("usage: python -m tests.reference.python_packages install [--force]", file=sys.stderr)
-        return 2
-    for platform in OWN_ENVIRONMENT:
-        try:
-            did = install(platform, force="--force" in args)
-        except (ReferenceUnavailable, OSError, subprocess.TimeoutExpired) as e:
-            print(f"error: {platform}: {e}", file=sys.stderr)
-            return 1
-        print(f"{platform}: {'installed' if did else 'already installed'} "
-              f"({environment(platform).relative_to(ROOT)}/.venv)")
-    return 0
+    return install_command(argv, "tests.reference.python_packages", OWN_ENVIRONMENT, install,
+                           lambda p: f"{environment(p).relative_to(ROOT)}/.venv")
 
 
 if __name__ == "__main__":
