@@ -8,6 +8,7 @@ from core import public_api
 __all__, __getattr__ = public_api(__name__, {
     "errors": ("AssignerError", "FlowError", "GranularityError", "RunError", "StateError", "ToolConfigError",
                "ToolError", "TypeMismatchError", "VariableError", "WindowInputError"),
+    "granularity": ("check_granularity", "granularity_line", "resolve_granularity"),
     "graph": ("Flow", "Node", "classify_change", "import_report", "load_flow", "parse_flow_upload"),
     "node_types": ("NODE_TYPES", "NodeType"),
     "nodes.llm": ("llm_settings",),

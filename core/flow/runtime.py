@@ -78,8 +78,9 @@ from .nodes.question_classifier import ClassifierSettings, classifier_frame, rea
 from .nodes.plugin_agent import VARIABLE, AgentInput, PluginAgentSettings, agent_frame, agent_notes
 from .nodes.text_memory import ShippedWindowNode, TextMemoryNode
 from .nodes.template_transform import template_settings
-from .nodes.tool_agent import (DemoPlanner, ModelPlanner, agent_settings, check_granularity, planner_for,
-                               resolve_granularity, run_agent, template_selectors)
+from .granularity import check_granularity, resolve_granularity
+from .nodes.agent_loop import DemoPlanner, ModelPlanner, planner_for, run_agent
+from .nodes.tool_agent import agent_settings, template_selectors
 from .nodes.tool_agent import system_text as agent_system_text
 from .nodes.window_memory import (FAIL_BRANCH, META_KEY as WINDOW_META, history_inputs, message_dict, parse_overwrite,
                                   window_call, window_settings)

@@ -85,7 +85,7 @@ def test_a_dsl_export_says_whether_file_upload_is_on():
 
 
 def test_the_request_granularity_is_case_insensitive_and_recorded():
-    from core.flow.nodes.tool_agent import check_granularity, granularity_line
+    from core.flow.granularity import check_granularity, granularity_line
 
     assert check_granularity("QUERY_ANSWER", "request") == "query_answer"
     assert check_granularity("All_Messages", "request") == "all_messages"

@@ -6,7 +6,7 @@ import pytest
 
 from core.flow.graph import Flow, load_flow
 from core.flow.errors import FlowError
-from core.flow.nodes.tool_agent import DEFAULT_GRANULARITY, FROM_DEFAULT, FROM_FLOW, FROM_REQUEST, resolve_granularity
+from core.flow.granularity import DEFAULT_GRANULARITY, FROM_DEFAULT, FROM_FLOW, FROM_REQUEST, resolve_granularity
 from core.flow.errors import GranularityError
 from core.flow.runtime import ConversationState, run_turn
 from core.flow.errors import RunError

@@ -35,7 +35,7 @@ from core.analysis.debug_view import memory_rules
 from core.flow.graph import Flow, load_flow
 from core.flow.node_types import NODE_TYPES
 from core.flow.nodes.parameter_extractor import extracted
-from core.flow.nodes.tool_agent import granularity_line
+from core.flow.granularity import granularity_line
 from core.flow.runtime import ConversationState, NodeRun, TurnRecord, run_turn
 from core.limits import check_file_size, load_json
 from core.llm.client import LiteLLMClient
@@ -252,7 +252,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _granularity(text: str) -> str:
     import argparse
 
-    from core.flow.nodes.tool_agent import GranularityError, check_granularity
+    from core.flow.errors import GranularityError
+    from core.flow.granularity import check_granularity
 
     try:
         return check_granularity(text, "--granularity")

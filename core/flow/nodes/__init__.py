@@ -13,8 +13,10 @@ __all__, __getattr__ = public_api(__name__, {
     "llm": ("LLMSettings", "MemorySettings", "PromptItem", "litellm_model", "llm_settings"),
     "long_term": ("RetrieveSettings", "StoreSettings", "retrieve_settings", "store_settings"),
     "template_transform": ("TemplateSettings", "template_settings"),
-    "tool_agent": ("DemoPlanner", "ModelPlanner", "agent_settings", "check_granularity",
-                   "granularity_line", "planner_for", "resolve_granularity", "run_agent"),
+    "agent_loop": ("DemoPlanner", "ModelPlanner", "planner_for", "run_agent"),
+    "agent_state": ("State",),
+    "agent_tools": ("Tool", "demo_tools"),
+    "tool_agent": ("agent_settings",),
     "window_memory": ("FAIL_BRANCH", "META_KEY", "history_inputs", "message_dict",
                       "parse_overwrite", "window_call", "window_settings"),
 })
