@@ -26,7 +26,7 @@ GRANULARITY_SOURCES = {FROM_REQUEST: "set on the request", FROM_FLOW: "the flow'
 
 def granularity_line(run: Mapping[str, Any] | NodeRun) -> str:
     """``history granularity all_messages — set on the request`` for a node run (a mapping or a
-    :class:`core.flow.runtime.NodeRun`); empty for nodes without one, and for a memory that sends
+    :class:`core.flow.records.NodeRun`); empty for nodes without one, and for a memory that sends
     every message whatever the granularity."""
     get = run.get if isinstance(run, dict) else (lambda k: getattr(run, k, None))
     strategy = STRATEGIES.get((get("memory") or {}).get("strategy"))

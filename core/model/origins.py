@@ -82,5 +82,5 @@ def origin_label(name: str) -> str:
 
 
 __all__ = ["CONTEXT", "CONVERSATION_VARIABLE", "CURRENT_QUERY", "HISTORY", "LONG_TERM_MEMORY", "ORIGINS",
-           "ORIGIN_COLOUR", "ORIGIN_LABEL", "ORIGIN_ORDER", "OTHER_COLOUR", "Origin", "PAYLOAD_ONLY_ORIGIN", "RUN_ORIGINS",
-           "SUMMARY", "SYSTEM", "TEMPLATE", "TOOL_ROUND", "origin_colour", "origin_label", "origin_rank"]
+           "ORIGIN_COLOUR", "ORIGIN_LABEL", "ORIGIN_ORDER", "OTHER_COLOUR", "Origin", "PAYLOAD_ONLY_ORIGIN",
+           "RUN_ORIGINS", "SUMMARY", "SYSTEM", "TEMPLATE", "TOOL_ROUND", "origin_colour", "origin_label", "origin_rank"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from core.flow.graph import Flow
 from core.flow.prompt import IMAGE_TOKENS_HIGH
-from core.flow.runtime import ConversationState, run_turn
+from core.flow.records import ConversationState
+from core.flow.runtime import run_turn
 from core.flow.variables import MAX_VARIABLE_SIZE, variable_size
 from core.model.conversation import FileRef
 from core.model.tokens import counter_for

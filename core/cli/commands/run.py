@@ -36,7 +36,8 @@ from core.flow.graph import Flow, load_flow
 from core.flow.node_types import NODE_TYPES
 from core.flow.nodes.parameter_extractor import extracted
 from core.flow.granularity import granularity_line
-from core.flow.runtime import ConversationState, NodeRun, TurnRecord, run_turn
+from core.flow.records import ConversationState, NodeRun, TurnRecord
+from core.flow.runtime import run_turn
 from core.limits import check_file_size, load_json
 from core.llm.client import LiteLLMClient
 from core.memory.long_term import LongTermMemory

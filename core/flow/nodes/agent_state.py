@@ -296,6 +296,6 @@ def check_schema(schema: Mapping[str, Any]) -> None:
                          f"internal keys: {', '.join(RESERVED_KEYS)}); choose another name")
 
 
-__all__ = ["DEFAULT_HAYSTACK_VERSION", "HANDLERS", "HAYSTACK_VERSIONS", "INTERNAL_KEYS", "NODE_OUTPUTS", "RESERVED_KEYS",
-           "RUN_METADATA_KEYS", "State", "add_numbers", "check_schema", "decode_value", "dedup_append",
+__all__ = ["DEFAULT_HAYSTACK_VERSION", "HANDLERS", "HAYSTACK_VERSIONS", "INTERNAL_KEYS", "NODE_OUTPUTS",
+           "RESERVED_KEYS", "RUN_METADATA_KEYS", "State", "add_numbers", "check_schema", "decode_value", "dedup_append",
            "encode_value", "handler_name", "merge_lists", "parse_type", "replace_values", "type_name"]

@@ -10,22 +10,40 @@ history granularity (:mod:`core.flow.granularity`).
 
 from __future__ import annotations
 
+import copy
+import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from core.llm.errors import LLMError
 from core.memory.errors import ConfigError
+from core.memory.replay import Replay
 from core.memory.strategies import OFF
 from core.memory.strategies.buffer import BufferStrategy
+from core.memory.strategies.compaction import ShippedRunHook, recorded_summaries
+from core.memory.summarize import ModelSectionSummarizer
+from core.model.conversation import QUERY, Message
+from core.model.origins import CURRENT_QUERY, LONG_TERM_MEMORY, SYSTEM
+from core.model.tokens import counter_for, model_supports_vision
 
-from ..errors import StateError, ToolConfigError, node_error
-from ..templates import VariablePool, render, selectors_in
-from .agent_loop import DEFAULT_MAX_STEPS
-from .agent_state import DEFAULT_HAYSTACK_VERSION, HANDLERS, HAYSTACK_VERSIONS, NODE_OUTPUTS, RESERVED_KEYS, State, parse_type
+from ..context import node_history
+from ..errors import GranularityError, NodeFailed, StateError, ToolConfigError, node_error
+from ..granularity import resolve_granularity
+from ..node_memory import agent_replays_system, node_memory_config
+from ..prompt import CHAT, PromptFrame, PromptMessage, history_messages, message
+from ..templates import MISSING, NONE, VariablePool, render, selectors_in
+from .agent_loop import DEFAULT_MAX_STEPS, DemoPlanner, ModelPlanner, planner_for, run_agent
+from .agent_state import (DEFAULT_HAYSTACK_VERSION, HANDLERS, HAYSTACK_VERSIONS, NODE_OUTPUTS, RESERVED_KEYS, State,
+                          parse_type)
 from .agent_tools import DEMO_SCHEMA, Tool, demo_tools
 from .llm import litellm_model
 
+from .window_memory import window_source
+
 if TYPE_CHECKING:  # pragma: no cover
+    from ..context import RunContext
     from ..graph import Node
+    from ..records import NodeRun
 
 #: An agent's memory when its node names none: the whole thread.
 AGENT_DEFAULT = BufferStrategy.name
@@ -200,4 +218,104 @@ def agent_settings(node: "Node") -> AgentSettings:
                          haystack_version=version, system_prompt_fill=fill)
 
 
-__all__ = ["AGENT_DEFAULT", "AgentSettings", "PROMPT_FILLS", "agent_settings", "system_text", "template_selectors"]
+# -- its run ----------------------------------------------------------------------------------------
+
+def tool_agent_frame(system_text: str, query: str, counter, *, recalled: bool = False, file_upload: bool = False,
+                     vision: bool = False) -> PromptFrame:
+    """What an agent node sends besides its history: its rendered system prompt (from long-term
+    memory when it reads a memory-retrieve node) and the query message."""
+    before = (message("system", system_text, LONG_TERM_MEMORY if recalled else SYSTEM, counter),) \
+        if system_text else ()
+    return PromptFrame(CHAT, counter, before=before, after=(message("user", query, CURRENT_QUERY, counter),),
+                       file_upload=file_upload, vision=vision)
+
+
+def tool_agent_prompt(frame: PromptFrame, history: Sequence[Message]) -> list[PromptMessage]:
+    """An agent node's first model request: its frame around the history, every message kept (an
+    agent sends an empty query or a tool call's empty text as it is)."""
+    return [*frame.before, *history_messages(history, frame.counter, file_upload=frame.file_upload,
+                                             vision=frame.vision), *frame.after]
+
+
+def run_tool_agent(node: Node, ctx: RunContext, run: NodeRun) -> None:
+    settings = agent_settings(node)
+    try:
+        granularity, source = resolve_granularity(ctx.granularity, ctx.flow.history.get("granularity"))
+    except GranularityError as e:
+        raise NodeFailed(str(e)) from None
+    run.granularity, run.granularity_source = granularity, source
+    run.model = settings.model
+    override = ctx.overrides.get(node.id)
+    # A what-if override replays as usual, as an LLM node's does.
+    window = window_source(node, ctx) if settings.memory_node and not override else None
+    if window is not None:
+        config = window[1].with_(model=settings.model)
+    else:
+        config = node_memory_config(ctx.flow, node.id, granularity=ctx.granularity, fidelity=ctx.fidelity,
+                                    plugin_token_counting=ctx.plugin_token_counting, override=override)
+    run.memory = config.to_dict()
+    run.memory_override = copy.deepcopy(dict(override)) if override else None
+    counter = counter_for(config.model)
+    instruction = system_text(settings, ctx.pool, ctx.inputs)
+    raw_query = ctx.pool.get(["sys", "query"])
+    query = "" if raw_query in (MISSING, NONE) else str(raw_query)
+    read = {s[0] for s in template_selectors(settings)}
+    recalled = bool(read & set(ctx.recalled))
+    frame = tool_agent_frame(instruction, query, counter, recalled=recalled, file_upload=ctx.flow.file_upload,
+                             vision=model_supports_vision(config.model))
+    fixed_total = frame.fixed_tokens()
+    compaction_hook = None
+    planner = planner_for(ctx.client(), settings.model)
+    if window is None and agent_replays_system(config):
+        # Dify 1.17 checks before every model request: the ledger made the first check, the hook makes the rest.
+        # A real model writes the summaries itself, as Dify's runtime has the run's model do.
+        summarizer = ModelSectionSummarizer(planner.client, settings.model) if isinstance(planner, ModelPlanner) \
+            else None
+        replay = Replay(ctx.conversation, config, system_prompt=instruction, has_thread=ctx.flow.is_chat,
+                        prompt_tokens=lambda _position: fixed_total, summarizer=summarizer)
+        ledger = replay.ledger_at(ctx.position)
+        history = replay.history_messages(ledger)
+        compaction_hook = ShippedRunHook(replay, ctx.position, Message("user", query, QUERY, "query"), instruction)
+    else:
+        ledger, history, _ = node_history(ctx, config, window, fixed_total)
+    run.ledger = ledger
+    run.prompt = tool_agent_prompt(frame, history)
+    if recalled:
+        run.recalled = [{"node_id": h, "id": r["id"], "memory": r["memory"], "score": r["score"],
+                         "tokens": counter.text(r["memory"])}
+                        for h in sorted(read & set(ctx.recalled))
+                        for r in ctx.recalled[h]]
+    started = time.perf_counter()
+    try:
+        result = run_agent(query, tools=settings.tools, planner=planner, schema=settings.schema,
+                           system_prompt=instruction, history=history, max_agent_steps=settings.max_agent_steps,
+                           exit_conditions=settings.exit_conditions, ref_prefix=f"{ctx.turn_id}:{node.id}",
+                           version=settings.haystack_version, before_model=compaction_hook)
+    except LLMError as e:
+        raise NodeFailed(str(e)) from None
+    finally:
+        run.latency_ms = (time.perf_counter() - started) * 1000
+        if compaction_hook is not None:  # written before a failure too: they were sent
+            run.summaries = copy.deepcopy(recorded_summaries(replay).written) or None
+    run.steps = [s.to_dict() for s in result.steps]
+    if compaction_hook is not None:
+        for request, event in compaction_hook.events:
+            record = {"turn": ctx.turn_number, "request": request, "in_tool_loop": True, **event.to_dict()}
+            ledger.compactions.append(record)
+            for step in run.steps:
+                if step["step"] == request:  # the tool calls of the reply this compacted request got
+                    step["compaction"] = record
+    run.reply = result.text
+    run.usage = result.usage
+    run.model_called = "memlens/demo" if isinstance(planner, DemoPlanner) else settings.model
+    run.notes.extend(result.notes)
+    ctx.intermediate.extend(result.intermediate)
+    # The state is gone after the run; its public keys are the node's outputs (Haystack's output dict).
+    # Haystack 3.x outputs its run metadata itself; with 2.x MemLens reports the same facts.
+    run.outputs = {"step_count": result.step_count, "exit_reason": result.exit_reason,
+                   "tool_call_counts": result.tool_call_counts, **result.outputs, "text": result.text,
+                   "usage": result.usage}
+
+
+__all__ = ["AGENT_DEFAULT", "AgentSettings", "PROMPT_FILLS", "agent_settings", "run_tool_agent", "system_text",
+           "template_selectors", "tool_agent_frame", "tool_agent_prompt"]
