@@ -236,7 +236,7 @@ def window_source(node: Node, ctx: RunContext) -> tuple[str, MemoryConfig, Any] 
         if not ctx.flow.has_node(source) or ctx.flow.node(source).type != "window-memory":
             raise NodeFailed(f"memory_node {source!r} is not a window-memory node of this flow")
         raise NodeFailed(f"window memory {source!r} has not run before {node.id!r} in this turn; connect it "
-                          f"before {node.id!r}")
+                         f"before {node.id!r}")
     config, overwrite = ctx.window_calls[source]
     return source, config, overwrite
 
