@@ -99,7 +99,7 @@ def inspect_newest(service, conversation_id: str) -> int:
     """What the Debugger page computes to show a conversation at its newest turn; returns the
     number of ledger entries it listed (so nothing is left unbuilt)."""
     from core.analysis.debug_view import focus_node, receipt, transcript
-    from core.flow.runtime import what_if_ledger
+    from core.flow.what_if import what_if_ledger
     from core.memory.strategies.dify import DEFAULT_FIDELITY
     from core.model.tokens import counter_for
 

@@ -29,7 +29,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 def build_store(path: Path, turns: int) -> None:
     from core.flow.graph import load_flow
-    from core.flow.runtime import ConversationState, run_turn
+    from core.flow.records import ConversationState
+    from core.flow.runtime import run_turn
     from core.llm.client import DemoClient
     from core.service.sessions import ConversationService, turn_from_record
     from core.store import repo

@@ -76,7 +76,8 @@ def seed_support_conversation(db, turns: int, *, name: str | None = None) -> str
     from pathlib import Path
 
     from core.flow.graph import load_flow
-    from core.flow.runtime import ConversationState, run_turn
+    from core.flow.records import ConversationState
+    from core.flow.runtime import run_turn
     from core.llm.client import DemoClient
     from core.service.sessions import ConversationService, turn_from_record
     from core.store import repo

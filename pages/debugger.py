@@ -12,7 +12,7 @@ from core.analysis.left_out import left_out
 from core.analysis.why import MAX_PHRASE
 from core.errors import MemLensError
 from core.flow.graph import parse_flow_upload
-from core.flow.runtime import what_if_prompt
+from core.flow import what_if_prompt
 from core.memory.replay import MemoryConfig
 from core.memory.strategies import strategy_of
 from core.memory.strategies.dify import DEFAULT_FIDELITY

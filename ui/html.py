@@ -16,13 +16,10 @@ import re
 import streamlit as st
 
 from core.analysis.findings import quoted
+from core.model import origin_colour, origin_label
 
 STATE_SYMBOL = {"kept": "●", "dropped": "○", "not_eligible": "◌"}
 STATE_WORD = {"kept": "kept", "dropped": "dropped", "not_eligible": "not eligible"}
-ORIGIN_COLOUR = {
-    "system": "#6b7280", "template": "#2563eb", "conversation variable": "#7c3aed", "context": "#0891b2",
-    "long-term memory": "#db2777", "memory history": "#059669", "summary": "#ca8a04", "current query": "#ea580c",
-}
 
 #: The transcript box's height in pixels as Streamlit draws it; the CSS below then gives it the window's height
 #: less what is above and below it (the header and the title line above it, about 150 px; the chat input under it,
@@ -150,8 +147,7 @@ def divider(titles) -> str:
 
 
 def origin_chip(origin: str) -> str:
-    colour = ORIGIN_COLOUR.get(origin, "#374151")
-    return f'<span class="ml-origin" style="background:{colour}">{plain(origin)}</span>'
+    return f'<span class="ml-origin" style="background:{origin_colour(origin)}">{plain(origin_label(origin))}</span>'
 
 
 def tokens(n: int, exact: bool) -> str:

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 import streamlit as st
 
-from core.flow.nodes.tool_agent import granularity_line  # noqa: F401  (one wording for UI and CLI)
+from core.flow import granularity_line  # noqa: F401  (one wording for UI and CLI)
 from core.memory.long_term import DEFAULT_TOP_K, LongTermMemory, MemoryEvent, MemoryItem, recall_preview
 from ui.html import plain
 

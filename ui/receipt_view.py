@@ -10,9 +10,9 @@ import streamlit as st
 
 from core.analysis.debug_view import Receipt
 from core.model.ledger import REASON_LABELS, REASONS, Ledger
-from core.store.ledger_codec import HISTORY
+from core.model import HISTORY, SUMMARY, origin_colour, origin_label
 from core.words import plural
-from ui.html import ORIGIN_COLOUR, origin_chip, plain, safe_text, tokens
+from ui.html import origin_chip, plain, safe_text, tokens
 from ui.paging import page_slice
 
 #: Under *Reply* when the turn recorded an empty one (no answer, or only tool steps).
@@ -31,9 +31,9 @@ def budget_figure(r: Receipt) -> go.Figure:
     The legend sits under the axis, outside the plot, and the two labels sit on opposite sides."""
     fig = go.Figure()
     for origin, n in r.used_by_origin.items():
-        fig.add_bar(y=["prompt"], x=[n], name=escape(origin), orientation="h",
-                    marker_color=ORIGIN_COLOUR.get(origin, "#374151"),
-                    hovertemplate=f"{escape(origin).replace('%', '&#37;')}: %{{x:,}} tokens<extra></extra>")
+        fig.add_bar(y=["prompt"], x=[n], name=escape(origin_label(origin)), orientation="h",
+                    marker_color=origin_colour(origin),
+                    hovertemplate=f"{escape(origin_label(origin)).replace('%', '&#37;')}: %{{x:,}} tokens<extra></extra>")
     if r.dropped_tokens:
         # Named "dropped", not "overflow": a window or granularity drops messages with no budget at
         # all. Its reasons are in the hover and under the chart (:func:`dropped_summary`): in the
@@ -42,7 +42,7 @@ def budget_figure(r: Receipt) -> go.Figure:
         fig.add_bar(y=["prompt"], x=[r.dropped_tokens], name="dropped", orientation="h",
                     marker_color=DROPPED_COLOUR, marker_pattern_shape="/", opacity=0.55,
                     hovertemplate=f"dropped: %{{x:,}} tokens ({detail})<extra></extra>")
-    fixed = r.prompt_tokens - r.used_by_origin.get("memory history", 0) - r.used_by_origin.get("summary", 0)
+    fixed = r.prompt_tokens - r.used_by_origin.get(HISTORY, 0) - r.used_by_origin.get(SUMMARY, 0)
     budget_end = fixed + r.limit if r.limit is not None else None
     scale = max(sum(r.used_by_origin.values()) + r.dropped_tokens, budget_end or 0, 1) * 1.1
     if budget_end is not None:

@@ -23,7 +23,7 @@ from core.analysis.why import MAX_PHRASE, Subject, where_did_it_go
 from core.errors import MemLensError
 from core.limits import REPLAY_TURNS
 from core.flow.graph import parse_flow_upload
-from core.flow.runtime import node_memory_config
+from core.flow import node_memory_config
 from core.memory.replay import MemoryConfig, Replay, turn_numbers
 from core.memory.strategies import STRATEGIES
 from core.memory.strategies.dify import DEFAULT_FIDELITY

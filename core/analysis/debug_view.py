@@ -17,18 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from core.flow.prompt import CURRENT_QUERY, HISTORY
 from core.memory.replay import MemoryConfig, Replay, turn_numbers
 from core.memory.strategies import DEFAULT_STRATEGY, STRATEGIES, strategy_of
 from core.memory.strategies.dify_agent import DifyAgentStrategy
 from core.memory.words import explain
 from core.model.conversation import Conversation, message_text, source_model, thread_number, turn_label
 from core.model.ledger import KEPT, REASON_LABELS, Ledger, SyntheticMessage, is_dropped
+from core.model.origins import CURRENT_QUERY, HISTORY, SUMMARY, SYSTEM, origin_rank
 from core.words import plural
 
 KEPT_STATE, DROPPED_STATE, NOT_ELIGIBLE_STATE = "kept", "dropped", "not_eligible"
-ORIGIN_ORDER = ("system", "template", "conversation variable", "context", "long-term memory", "memory history",
-                "summary", "current query")
 
 
 def marker_state(reason: str) -> str:
@@ -188,7 +186,7 @@ def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str, o
             difference, both = diff.text, _both(code, docs)
     return Receipt(node_id=run["node_id"], title=title, rows=rows, profile=profile, docs_vs_code=difference,
                    both=both,
-                   used_by_origin={o: used[o] for o in sorted(used, key=_origin_rank)},
+                   used_by_origin={o: used[o] for o in sorted(used, key=origin_rank)},
                    dropped_tokens=sum(dropped.values()), dropped_by_reason=dropped,
                    limit=ledger.budget if ledger else None, context_size=ledger.context_size if ledger else None,
                    prompt_tokens=ledger.prompt_tokens if ledger else sum(r.tokens for r in rows) + 3,
@@ -197,10 +195,6 @@ def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str, o
                    notes=list(run.get("notes") or []),
                    configured_model=run.get("model") if run.get("model_called") not in (None, run.get("model"))
                    else None)
-
-
-def _origin_rank(origin: str) -> int:
-    return ORIGIN_ORDER.index(origin) if origin in ORIGIN_ORDER else len(ORIGIN_ORDER)
 
 
 # -- what-if ------------------------------------------------------------------------------------------
@@ -359,11 +353,11 @@ def replayed_run(conversation: Conversation, position: int, lens_id: str, ledger
 
     prompt: list[dict] = []
     if conversation.system_prompt:
-        prompt.append({"role": "system", "origin": "system", "content": conversation.system_prompt,
+        prompt.append({"role": "system", "origin": SYSTEM, "content": conversation.system_prompt,
                        "tokens": counter.message(Message("system", conversation.system_prompt, "", "system"))})
     for row in ledger.rows():
         if isinstance(row, SyntheticMessage):
-            prompt.append({"role": row.role, "origin": "summary" if row.replaces is None else HISTORY,
+            prompt.append({"role": row.role, "origin": SUMMARY if row.replaces is None else HISTORY,
                            "content": row.content, "tokens": row.tokens})
         elif row.kept:
             message = conversation.turns[row.position].messages[row.index]
@@ -372,7 +366,7 @@ def replayed_run(conversation: Conversation, position: int, lens_id: str, ledger
     turn = conversation.turns[position]
     query = turn.query_message
     if query is not None:
-        prompt.append({"role": "user", "origin": "current query", "content": query.content,
+        prompt.append({"role": "user", "origin": CURRENT_QUERY, "content": query.content,
                        "tokens": counter.message(query)})
     notes = []
     steps = sum(1 for i, m in enumerate(turn.messages) if i not in (turn.query_index, turn.answer_index))

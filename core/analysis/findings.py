@@ -91,7 +91,7 @@ from .platform_findings import ANALYSES as PLATFORM_ANALYSES, TITLES as PLATFORM
 if TYPE_CHECKING:
     from core.flow.graph import Flow, Node
     from core.flow.nodes.llm import MemorySettings
-    from core.flow.runtime import NodeRun, TurnRecord
+    from core.flow.records import NodeRun, TurnRecord
     from core.memory.strategies.base import PathView
     from core.service.sources import Source
 
@@ -1315,7 +1315,7 @@ def _reads(flow: Flow, node: Node) -> set[str]:
 
 
 def run_findings(flow: Flow, conversation: Conversation, records: Sequence[TurnRecord]) -> list[Finding]:
-    """Findings from a flow's recorded turns (:class:`core.flow.runtime.TurnRecord`, one per turn of
+    """Findings from a flow's recorded turns (:class:`core.flow.records.TurnRecord`, one per turn of
     ``conversation``, matched by id) — each node's ledgers, replies and the variables written —
     plus the flow's static findings, linked to the first turn where they show."""
     from core.flow.node_types import NODE_TYPES

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from core.flow.runtime import what_if_ledger
+from core.flow.what_if import what_if_ledger
 from core.memory.config import config_of
 from core.model.conversation import Conversation, thread_number, turn_label
 from core.model.ledger import Ledger, turn_ranges

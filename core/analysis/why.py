@@ -239,8 +239,8 @@ def node_subjects(flow, conversation: Conversation, *, fidelity: str | None = No
                   overrides=None) -> list[Subject]:
     """One subject per LLM node of ``flow``, replayed with the memory settings it runs with (and
     ``overrides`` per node id, as the switchboard's what-if) — the engine of
-    :func:`core.flow.runtime.what_if_ledger`."""
-    from core.flow.runtime import node_memory_config, node_replay
+    :func:`core.flow.what_if.what_if_ledger`."""
+    from core.flow.node_memory import node_memory_config, node_replay
     from .debug_view import fixed_tokens_of
 
     out = []

@@ -12,7 +12,7 @@ from typing import Any, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.flow.errors import GranularityError
-from core.flow.nodes.tool_agent import check_granularity
+from core.flow.granularity import check_granularity
 from core.limits import LimitError, check_query, check_value
 
 from .errors import ApiError, FileInputError, invalid

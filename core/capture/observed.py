@@ -20,20 +20,19 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from core.flow.prompt import CURRENT_QUERY, HISTORY
 from core.model.conversation import INTERMEDIATE, REASONING, TOOL_CALL, TOOL_RESULT, Conversation, Message, message_text
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, NOT_SENT, OBSERVED, OTHER_BRANCH, OUTSIDE_WINDOW,
                                PAYLOAD_ONLY, Ledger, LedgerEntry, SyntheticMessage)
 from core.memory.replay import turn_numbers
+from core.model.origins import CURRENT_QUERY, HISTORY, TOOL_ROUND
+from core.model.origins import PAYLOAD_ONLY_ORIGIN, SYSTEM as SYSTEM_ORIGIN
 from core.model.tokens import REPLY_PRIMING, counter_for, model_facts
 
 from .threader import HISTORY as HISTORY_ROLE, QUERY, STEP, SYSTEM, UNMATCHED
 
-#: The receipt's origin of a payload message no turn holds, and of the call's own tool round.
-PAYLOAD_ONLY_ORIGIN = "not from the thread"
-STEPS_ORIGIN = "this turn's tool round"
-ORIGINS = {SYSTEM: "system", HISTORY_ROLE: HISTORY, UNMATCHED: PAYLOAD_ONLY_ORIGIN, QUERY: CURRENT_QUERY,
-           STEP: STEPS_ORIGIN}
+#: The receipt's origin of each role the threader gives a payload message.
+ORIGINS = {SYSTEM: SYSTEM_ORIGIN, HISTORY_ROLE: HISTORY, UNMATCHED: PAYLOAD_ONLY_ORIGIN, QUERY: CURRENT_QUERY,
+           STEP: TOOL_ROUND}
 #: Kinds the payload may leave out between messages it holds (an app that keeps questions and answers only).
 _INTERMEDIATE = {TOOL_CALL, TOOL_RESULT, REASONING, INTERMEDIATE}
 #: The model a call is counted for when it names none.
@@ -93,4 +92,4 @@ def fixed_tokens(rows: Sequence[dict]) -> int:
     return sum(int(r["tokens"]) for r in rows if r["origin"] not in (HISTORY, PAYLOAD_ONLY_ORIGIN)) + REPLY_PRIMING
 
 
-__all__ = ["ORIGINS", "PAYLOAD_ONLY_ORIGIN", "STEPS_ORIGIN", "fixed_tokens", "observed_ledger", "payload_rows"]
+__all__ = ["ORIGINS", "fixed_tokens", "observed_ledger", "payload_rows"]

@@ -1,6 +1,8 @@
-"""Chatflows: the graph of nodes (``graph``, read from a Dify DSL export or a MemLens flow file),
-conversation variables and templates, the prompt an LLM node sends (``prompt``) and a turn run node
-by node (``runtime``); ``nodes/`` holds the node types with logic of their own.
+"""Chatflows: the graph of nodes (``graph``, read from a Dify DSL export or a MemLens flow file) and its
+import report (``import_report``), the node-type registry (``node_types``) over ``nodes/`` (one module per
+type: its settings and its run), conversation variables and templates, the prompt an LLM node sends
+(``prompt``), a node's memory config (``node_memory``), a turn run node by node (``runtime``) and what it
+records (``records``), and what-if ledgers and prompts over a recorded turn (``what_if``).
 """
 
 from core import public_api
@@ -8,11 +10,15 @@ from core import public_api
 __all__, __getattr__ = public_api(__name__, {
     "errors": ("AssignerError", "FlowError", "GranularityError", "RunError", "StateError", "ToolConfigError",
                "ToolError", "TypeMismatchError", "VariableError", "WindowInputError"),
-    "graph": ("Flow", "Node", "classify_change", "import_report", "load_flow", "parse_flow_upload"),
+    "granularity": ("check_granularity", "granularity_line", "resolve_granularity"),
+    "graph": ("Flow", "Node", "classify_change", "load_flow", "parse_flow_upload"),
+    "import_report": ("ImportReport", "import_report"),
+    "node_memory": ("node_history_inputs", "node_memory_config", "node_replay"),
     "node_types": ("NODE_TYPES", "NodeType"),
     "nodes.llm": ("llm_settings",),
-    "runtime": ("ConversationState", "NodeRun", "TurnRecord", "node_history_inputs", "node_memory_config",
-                "node_replay", "run_turn", "what_if_ledger", "what_if_prompt"),
+    "records": ("ConversationState", "NodeRun", "TurnRecord"),
+    "runtime": ("run_conversation", "run_turn"),
     "variables": ("VariableChange", "copy_value", "defaults", "edit_variable", "infer_type",
                   "is_valid", "normalize_type"),
+    "what_if": ("what_if_ledger", "what_if_prompt"),
 })

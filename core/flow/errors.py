@@ -63,7 +63,7 @@ class GranularityError(MemLensError):
 class NodeFailed(Exception):
     """A node failed while the turn ran (a model error, a template error, a missing input): the runner
     raises it, the runtime records the message on the node's run and fails the turn. Not bad input to
-    the caller, so not a MemLensError: it never leaves :mod:`core.flow.runtime`."""
+    the caller, so not a MemLensError: it never leaves :func:`core.flow.runtime.run_turn`."""
 
 
 __all__ = ["FlowError", "node_error", "RunError", "WindowInputError", "VariableError", "TypeMismatchError",

@@ -43,8 +43,9 @@ a flow is read): ``start``, ``llm``, ``question-classifier``, ``parameter-extrac
 MemLens's own ``memory-retrieve`` / ``memory-store`` (long-term memory, core/flow/nodes/long_term.py),
 ``window-memory`` (core/flow/nodes/window_memory.py) and ``tool-agent`` (core/flow/nodes/tool_agent.py; Dify's
 plugin-based ``agent`` node is not it). Every other type loads, runs as a pass-through with empty outputs and is
-reported as not emulated (:func:`import_report`). A MemLens flow may also say ``history: {granularity:
-query_answer | all_messages}``: how agent nodes replay earlier turns unless a request says otherwise.
+reported as not emulated (:func:`core.flow.import_report.import_report`). A MemLens flow may also say
+``history: {granularity: query_answer | all_messages}``: how agent nodes replay earlier turns unless a request
+says otherwise.
 """
 
 from __future__ import annotations
@@ -63,9 +64,8 @@ from core.model.tokens import DEMO_MODEL
 from .agent_chat import AGENT_CHAT, read_agent_chat
 from .basic_chat import BASIC_CHAT, read_basic_chat
 from .errors import FlowError, VariableError
-from .node_types import NODE_TYPES, read_settings
+from .node_types import NODE_TYPES, NodeType, read_settings
 from .nodes.llm import LLMSettings, llm_settings
-from .nodes.text_memory import ShippedWindowNode
 from .variables import ConversationVariable
 
 FLOW_FORMAT = "memlens-flow"
@@ -106,6 +106,11 @@ class Node:
     @property
     def emulated(self) -> bool:
         return self.type in NODE_TYPES
+
+    @property
+    def kind(self) -> NodeType | None:
+        """The node's type in the registry (:data:`core.flow.node_types.NODE_TYPES`); ``None``: not run."""
+        return NODE_TYPES.get(self.type)
 
     @property
     def label(self) -> str:
@@ -227,6 +232,11 @@ class Flow:
         """The nodes whose memory a what-if can switch, one by one: LLM, Question Classifier, Parameter
         Extractor and agent nodes."""
         return [n for n in self.nodes if n.type in NODE_TYPES and NODE_TYPES[n.type].memory]
+
+    def settings(self, node_id: str) -> Any:
+        """A node's settings as its type's reader gives them (``None`` for a type with nothing to read)."""
+        kind = self.node(node_id).kind
+        return kind.read(self.node(node_id)) if kind is not None and kind.read is not None else None
 
     def llm(self, node_id: str) -> LLMSettings:
         node = self.node(node_id)
@@ -703,101 +713,5 @@ def _check_paths(flow: Flow, file: str) -> None:
                         f"leads to it, so it would never run; connect it or delete it")
 
 
-# -- the import report ------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class NodeReport:
-    id: str
-    type: str
-    title: str
-    emulated: bool
-    status: str  # "emulated", "pass-through" or "inside <container>: not run"
-    memory: dict | None = None  # LLM nodes: on/off, window, query template, model
-
-    def to_dict(self) -> dict:
-        return {"id": self.id, "type": self.type, "title": self.title, "emulated": self.emulated,
-                "status": self.status, "memory": copy.deepcopy(self.memory)}
-
-
-@dataclass(frozen=True)
-class ImportReport:
-    """Per file: which nodes MemLens runs, which pass through, and each LLM node's memory setting."""
-
-    name: str
-    file: str
-    format: str
-    dsl_version: str | None
-    mode: str
-    nodes: tuple[NodeReport, ...]
-    warnings: tuple[str, ...]
-
-    @property
-    def emulated(self) -> list[NodeReport]:
-        return [n for n in self.nodes if n.status == "emulated"]
-
-    @property
-    def pass_through(self) -> list[NodeReport]:
-        return [n for n in self.nodes if n.status == "pass-through"]
-
-    @property
-    def llm_memory(self) -> dict[str, dict]:
-        return {n.id: n.memory for n in self.nodes if n.memory is not None}
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "file": self.file, "format": self.format, "dsl_version": self.dsl_version,
-                "mode": self.mode, "nodes": [n.to_dict() for n in self.nodes], "warnings": list(self.warnings)}
-
-    def to_text(self) -> str:
-        lines = [f"{self.file or self.name}: {self.name} ({self.format}"
-                 + (f" {self.dsl_version}" if self.dsl_version else "") + f", {self.mode})",
-                 f"  emulated {len(self.emulated)} · pass-through {len(self.pass_through)}"
-                 f" · not run {len(self.nodes) - len(self.emulated) - len(self.pass_through)}"]
-        for n in self.nodes:
-            line = f"  {n.status:<14} {n.type:<20} {n.id}" + (f" ({n.title})" if n.title else "")
-            if n.memory is not None:
-                m = n.memory
-                line += f" — memory {m['label'] if m['memory'] == 'on' else 'off'}"
-                if m.get("query_prompt_template"):
-                    line += f", query template {json.dumps(m['query_prompt_template'], ensure_ascii=False)}"
-            lines.append(line)
-        for w in self.warnings:
-            lines.append(f"  note: {w}")
-        return "\n".join(lines)
-
-
-def _memory_report(node: Node, mode: str) -> dict:
-    settings = NODE_TYPES[node.type].read(node)
-    if settings.memory is None:
-        out = {"memory": "off", "window_enabled": None, "window_size": None, "query_prompt_template": None,
-               "role_prefix": None, "label": "off"}
-    else:
-        out = settings.memory.to_report()
-        if isinstance(settings, ShippedWindowNode):  # its window's size is read even when it is off
-            out["label"] = settings.memory_label()
-        if mode != "advanced-chat":
-            out["label"] += " (no effect: workflow mode has no conversation)"
-    out["model"] = settings.model or DEMO_MODEL
-    out["mode"] = settings.mode
-    return out
-
-
-def import_report(flow: Flow) -> ImportReport:
-    """The import report of a flow: computed from the flow itself, so it is the same for a copy."""
-    reports = []
-    model_nodes = flow.model_nodes
-    for n in flow.nodes:
-        if n.container:
-            status = f"inside {n.container}: not run"
-        elif n.emulated:
-            status = "emulated"
-        else:
-            status = "pass-through"
-        reports.append(NodeReport(id=n.id, type=n.type, title=n.title, emulated=n.emulated and not n.container,
-                                  status=status, memory=_memory_report(n, flow.mode) if n in model_nodes else None))
-    return ImportReport(name=flow.name, file=str(flow.source.get("file", "")), format=str(flow.source.get("format", "")),
-                        dsl_version=flow.source.get("dsl_version"), mode=flow.app_mode, nodes=tuple(reports),
-                        warnings=tuple(flow.warnings))
-
-
 __all__ = ["FLOW_FORMAT", "DSL_VERSION", "Node", "Edge", "Flow", "load_flow", "parse_flow", "flow_from_data",
-           "classify_change", "import_report", "ImportReport", "NodeReport"]
+           "classify_change"]

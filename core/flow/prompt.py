@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from core.model.conversation import FileRef, Message
+from core.model.origins import CURRENT_QUERY, HISTORY
 from core.model.tokens import REPLY_PRIMING
 
-HISTORY = "memory history"
 #: OpenAI's cost of a high-detail image of unknown size (a 1024×1024 image: 85 + 4 tiles × 170).
 IMAGE_TOKENS_HIGH = 765
 #: …and of any image sent with detail ``low``.
@@ -196,7 +196,6 @@ def completion_text(template: str, histories: str, sys_query: str | None) -> str
 CHAT, COMPLETION = "chat", "completion"
 #: The history as text lines inside one of the prompt's messages (the Question Classifier's layout).
 TEXT_HISTORY = "text history"
-CURRENT_QUERY = "current query"
 #: Where the history's text goes in a template; replaced once, so a later copy of it in user text stays text.
 HISTORY_SLOT = "#histories#"
 #: The prefixes Dify's text form of memory writes (``get_history_prompt_text``'s defaults, §1.7).

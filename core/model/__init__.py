@@ -1,6 +1,6 @@
 """The vocabulary every other package speaks: a conversation as Dify models it (``conversation``), the
-ledger and its reasons (``ledger``), token counts (``tokens``) and the facts users state
-(``facts``).
+ledger and its reasons (``ledger``), where a sent prompt's messages came from (``origins``), token
+counts (``tokens``) and the facts users state (``facts``).
 """
 
 from core import public_api
@@ -16,6 +16,8 @@ __all__, __getattr__ = public_api(__name__, {
                "PARTIAL", "PAYLOAD_ONLY", "PLACEHOLDER", "REASON_LABELS", "REWRITTEN", "RunLedger", "SCOPE",
                "SCRATCHPAD", "STORED", "SUMMARIZED", "SUMMARY", "SyntheticMessage", "TRIMMED_EARLIER", "TurnSummaries",
                "TurnSummary", "WORDS_SENT", "format_spans", "is_dropped", "reason_runs", "remembered", "shared_words"),
+    "origins": ("CURRENT_QUERY", "HISTORY", "ORIGINS", "ORIGIN_ORDER", "Origin", "origin_colour", "origin_label",
+                "origin_rank"),
     "tokens": ("DEFAULT_HISTORY_BUDGET", "DEMO_MODEL", "ModelFacts", "REPLY_PRIMING", "TokenCounter",
                "approximate_message_tokens", "chat_model_message_tokens", "count_allowing_special", "count_cache",
                "counter_for", "model_facts", "model_supports_vision", "remember_counts"),

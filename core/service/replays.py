@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from core.flow.runtime import TurnRecord
+from core.flow.records import TurnRecord
 from core.limits import REPLAY_TURNS
 from core.memory.strategies.dify import DEFAULT_FIDELITY
 from core.store import repo

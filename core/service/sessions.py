@@ -34,7 +34,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 from core.capture.stored import CAPTURE, NODE_RUNS, PROMPT_TOKENS
 from core.flow.graph import Flow, classify_change, load_flow
-from core.flow.runtime import ConversationState, RunError, TurnRecord, run_turn
+from core.flow.errors import RunError
+from core.flow.records import ConversationState, TurnRecord
+from core.flow.runtime import run_turn
 from core.flow.variables import USER, VariableChange, copy_value, defaults, edit_variable
 from core.io.bundle import FORMAT, FORMAT_VERSION, is_bundle, parse_bundle, validate_bundle
 from core.limits import check_export_size, nulled_non_finite

@@ -12,7 +12,7 @@ from core.analysis.compare import NamedConfig
 from core.analysis.debug_view import damage_note
 from core.report.errors import ReportError
 from core.flow.graph import Flow
-from core.flow.runtime import NodeRun, TurnRecord
+from core.flow.records import NodeRun, TurnRecord
 from core.flow.variables import VariableChange
 from core.io.bundle import is_bundle, looks_like_bundle, parse_bundle, validate_bundle
 from core.io.readers.registry import import_bytes, read_file

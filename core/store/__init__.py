@@ -9,7 +9,7 @@ __all__, __getattr__ = public_api(__name__, {
     "errors": ("ConversationBusyError", "ImportCheckError", "LedgerMismatchError", "NotFoundError", "StoreError",
                "StoreUnavailableError"),
     "keys": ("create_key", "list_keys", "revoke_key"),
-    "ledger_codec": ("HISTORY", "pack_ledger", "pack_prompt", "unpack_node_run"),
+    "ledger_codec": ("pack_ledger", "pack_prompt", "unpack_node_run"),
     "memories": ("long_term_store",),
     "models": ("ConversationRow", "FeedbackRow", "FlowRow", "FlowVersionRow", "NodeRunRow", "TurnRow",
                "VariableChangeRow", "VariableRow"),

@@ -22,11 +22,11 @@ from typing import Any, Mapping, Sequence
 from core.memory.replay import expand_runs, pick_entries, turn_numbers
 from core.model.conversation import Conversation
 from core.model.ledger import HEADER_FIELDS, KEPT, Ledger, LedgerEntry, RunLedger, reason_runs
+from core.model.origins import HISTORY
 from core.model.tokens import counter_for
 from .errors import LedgerMismatchError
 
 PACKED = "runs-v1"
-HISTORY = "memory history"
 
 
 def is_packed(data: Any) -> bool:

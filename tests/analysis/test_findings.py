@@ -180,7 +180,8 @@ def test_a_recorded_turn_on_a_branch_that_never_stated_the_fact_is_not_reported(
         {"id": "start", "type": "start"}, llm("bot", title="Bot", memory={"window": 2}),
         {"id": "answer", "type": "answer", "answer": "{{#bot.text#}}"}],
         "edges": [["start", "bot"], ["bot", "answer"]]}
-    from core.flow.runtime import ConversationState, run_turn
+    from core.flow.records import ConversationState
+    from core.flow.runtime import run_turn
 
     flow = flow_from_data(flow_data, "test-flow")
     state, records = ConversationState.new(flow), []

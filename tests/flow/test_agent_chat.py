@@ -13,8 +13,10 @@ import yaml
 
 from core.flow.errors import FlowError
 from core.flow.graph import Flow, load_flow, parse_flow
-from core.flow.nodes.tool_agent import granularity_line
-from core.flow.runtime import node_memory_config, run_conversation, what_if_ledger, what_if_prompt
+from core.flow.granularity import granularity_line
+from core.flow.node_memory import node_memory_config
+from core.flow.runtime import run_conversation
+from core.flow.what_if import what_if_ledger, what_if_prompt
 from core.io.readers.dify_messages import dify_turn
 from core.llm import client as llm_client
 from core.llm.client import DemoClient, LiteLLMClient

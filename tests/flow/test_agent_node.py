@@ -8,8 +8,9 @@ import pytest
 
 from core.flow.graph import Flow, load_flow
 from core.flow.errors import FlowError
-from core.flow.nodes.tool_agent import ModelPlanner, plan_tools, planner_for
-from core.flow.runtime import ConversationState, run_conversation, run_turn
+from core.flow.nodes.agent_loop import ModelPlanner, plan_tools, planner_for
+from core.flow.records import ConversationState
+from core.flow.runtime import run_conversation, run_turn
 from core.llm.client import DemoClient, LLMReply, ToolCallRequest, ToolReply
 from core.model.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT
 from core.service.sessions import ConversationService

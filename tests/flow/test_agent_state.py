@@ -6,8 +6,9 @@ from typing import Union
 
 import pytest
 
-from core.flow.nodes.tool_agent import (DEMO_SCHEMA, DemoPlanner, State, Tool, dedup_append, demo_tools, invoke_tool,
-                                        merge_lists, parse_type, replace_values, run_agent)
+from core.flow.nodes.agent_loop import DemoPlanner, run_agent
+from core.flow.nodes.agent_state import State, dedup_append, merge_lists, parse_type, replace_values
+from core.flow.nodes.agent_tools import DEMO_SCHEMA, Tool, demo_tools, invoke_tool
 from core.flow.errors import StateError
 from core.model.conversation import Message
 

@@ -11,10 +11,13 @@ import yaml
 
 from core.analysis.findings import SILENT_PRUNING, run_findings
 from core.flow.errors import FlowError
-from core.flow.graph import Flow, import_report, load_flow, parse_flow
-from core.flow.runtime import node_memory_config, run_conversation, what_if_ledger
+from core.flow.graph import Flow, load_flow, parse_flow
+from core.flow.import_report import import_report
+from core.flow.node_memory import node_memory_config
+from core.flow.runtime import run_conversation
+from core.flow.what_if import what_if_ledger
 from core.flow.errors import NodeFailed
-from core.flow.runtime import what_if_prompt
+from core.flow.what_if import what_if_prompt
 from core.flow.templates import EXPERT, SIMPLE, VariablePool, render_message, render_slots
 from core.llm.client import DemoClient
 from core.memory.replay import MemoryConfig, Replay

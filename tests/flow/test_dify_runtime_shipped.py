@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from core.flow.graph import Flow
 from core.flow.prompt import IMAGE_TOKENS_HIGH
-from core.flow.runtime import ConversationState, run_turn
+from core.flow.records import ConversationState
+from core.flow.runtime import run_turn
 from core.flow.variables import MAX_VARIABLE_SIZE, variable_size
 from core.model.conversation import FileRef
 from core.model.tokens import counter_for
@@ -85,7 +86,7 @@ def test_a_dsl_export_says_whether_file_upload_is_on():
 
 
 def test_the_request_granularity_is_case_insensitive_and_recorded():
-    from core.flow.nodes.tool_agent import check_granularity, granularity_line
+    from core.flow.granularity import check_granularity, granularity_line
 
     assert check_granularity("QUERY_ANSWER", "request") == "query_answer"
     assert check_granularity("All_Messages", "request") == "all_messages"

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from core.flow.errors import FlowError
-from core.flow.graph import Flow, classify_change, flow_from_data, import_report, load_flow, parse_flow
+from core.flow.graph import Flow, classify_change, flow_from_data, load_flow, parse_flow
+from core.flow.import_report import import_report
 from core.flow.nodes.llm import litellm_model
 from tests.conftest import FIXTURES, ROOT
 
@@ -168,7 +169,7 @@ def test_malformed_nodes_are_refused_at_load_time_naming_the_node():
 ])
 def test_a_dsl_window_above_500_or_not_above_0_loads_and_runs_as_difys_500_rows(size, window, label):
     """TokenBufferMemory takes ``min(size, 500)`` rows, and 500 for a size of 0 or less (spec/dify-memory.md §1.2)."""
-    from core.flow.runtime import node_memory_config
+    from core.flow.node_memory import node_memory_config
     from core.memory.strategies.dify import row_limit
 
     doc = _minimal_dsl()

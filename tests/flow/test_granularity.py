@@ -6,9 +6,10 @@ import pytest
 
 from core.flow.graph import Flow, load_flow
 from core.flow.errors import FlowError
-from core.flow.nodes.tool_agent import DEFAULT_GRANULARITY, FROM_DEFAULT, FROM_FLOW, FROM_REQUEST, resolve_granularity
+from core.flow.granularity import DEFAULT_GRANULARITY, FROM_DEFAULT, FROM_FLOW, FROM_REQUEST, resolve_granularity
 from core.flow.errors import GranularityError
-from core.flow.runtime import ConversationState, run_turn
+from core.flow.records import ConversationState
+from core.flow.runtime import run_turn
 from core.flow.errors import RunError
 from core.io import read_conversations
 from core.llm.client import DemoClient

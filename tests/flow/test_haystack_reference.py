@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from core.flow.nodes.tool_agent import State
+from core.flow.nodes.agent_state import State
 from core.flow.errors import StateError
 from tests.reference import haystack_runner, memlens_runner
 from tests.reference.haystack_cases import CASES

@@ -1,4 +1,4 @@
-"""Node types are one table (core/flow/node_types.py) with a runner each (core/flow/runtime.py), and
+"""Node types are one registry (core/flow/node_types.py) holding each type's reader and runner, and
 ARCHITECTURE.md's "a node type" recipe, followed once with a toy type, is complete."""
 
 import ast
@@ -7,17 +7,21 @@ from pathlib import Path
 import pytest
 
 from core.flow import runtime
+from core.flow.errors import NodeFailed
 from core.flow.errors import FlowError, node_error
-from core.flow.graph import import_report, parse_flow
+from core.flow.graph import parse_flow
+from core.flow.import_report import import_report
 from core.flow.node_types import NODE_TYPES, NodeType
-from core.flow.runtime import RUNNERS, NodeFailed, run_conversation
+from core.flow.runtime import run_conversation
+from core.flow.templates import render
 from core.llm.client import DemoClient
 
 FLOW_DIR = Path(runtime.__file__).parent
 
 
 def test_every_node_type_in_the_table_has_a_runner_and_every_runner_a_type():
-    assert set(RUNNERS) == set(NODE_TYPES)
+    assert all(kind.run is not None for kind in NODE_TYPES.values())
+    assert all(name == kind.name for name, kind in NODE_TYPES.items())
 
 
 def test_the_flow_package_dispatches_node_types_with_plain_imports():
@@ -41,7 +45,7 @@ def _shout_settings(node):
 
 def _run_shout(node, ctx, run):
     text, times = _shout_settings(node)
-    rendered = runtime.render(text, ctx.pool)
+    rendered = render(text, ctx.pool)
     if not rendered:
         raise NodeFailed("nothing to shout")
     run.outputs = {"text": " ".join([rendered.upper()] * times)}
@@ -61,8 +65,7 @@ edges: [[start, shout], [shout, answer]]
 
 @pytest.fixture
 def shout_registered(monkeypatch):
-    monkeypatch.setitem(NODE_TYPES, "shout", NodeType("shout", _shout_settings, own=True))
-    monkeypatch.setitem(RUNNERS, "shout", _run_shout)
+    monkeypatch.setitem(NODE_TYPES, "shout", NodeType("shout", _shout_settings, _run_shout, own=True))
 
 
 def test_before_it_is_registered_a_toy_type_is_a_pass_through():

@@ -11,10 +11,13 @@ import pytest
 
 from core.analysis.debug_view import receipt
 from core.flow.errors import FlowError
-from core.flow.graph import Flow, import_report
+from core.flow.graph import Flow
+from core.flow.import_report import import_report
 from core.flow.nodes.parameter_extractor import (FUNCTION_CALL_NOTE, NO_JSON, check, extracted, extractor_frame,
                                                  extractor_settings, first_object, read_reply, transform)
-from core.flow.runtime import FAILED, run_conversation, what_if_ledger, what_if_prompt
+from core.flow.records import FAILED
+from core.flow.runtime import run_conversation
+from core.flow.what_if import what_if_ledger, what_if_prompt
 from core.llm.client import DemoClient
 from core.model.conversation import Conversation
 from core.model.ledger import KEPT

@@ -10,10 +10,14 @@ import pytest
 
 from core.analysis.debug_view import receipt
 from core.flow.errors import FlowError
-from core.flow.graph import Flow, import_report, load_flow
+from core.flow.graph import Flow, load_flow
+from core.flow.import_report import import_report
 from core.flow.nodes.plugin_agent import (AGENT_HISTORY_BUDGET, TEMPLATE, VARIABLE, AgentInput, agent_frame,
                                           agent_notes, plugin_agent_settings)
-from core.flow.runtime import FAILED, node_memory_config, run_conversation, what_if_ledger, what_if_prompt
+from core.flow.node_memory import node_memory_config
+from core.flow.records import FAILED
+from core.flow.runtime import run_conversation
+from core.flow.what_if import what_if_ledger, what_if_prompt
 from core.llm.client import DemoClient
 from core.model.conversation import Conversation
 from core.model.ledger import KEPT, OUTSIDE_WINDOW, OVER_BUDGET

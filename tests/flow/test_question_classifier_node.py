@@ -9,9 +9,12 @@ import pytest
 
 from core.analysis.findings import CAUSE_WINDOW_SETTING, ledger_difference
 from core.flow.errors import FlowError, NodeFailed
-from core.flow.graph import Flow, import_report, load_flow
+from core.flow.graph import Flow, load_flow
+from core.flow.import_report import import_report
 from core.flow.nodes.question_classifier import classifier_frame, classifier_settings, read_reply
-from core.flow.runtime import FAILED, run_conversation, what_if_ledger, what_if_prompt
+from core.flow.records import FAILED
+from core.flow.runtime import run_conversation
+from core.flow.what_if import what_if_ledger, what_if_prompt
 from core.flow.templates import VariablePool
 from core.llm.client import DemoClient
 from core.model.conversation import QUERY, Conversation, FileRef, Message

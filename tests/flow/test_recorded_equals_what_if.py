@@ -15,7 +15,10 @@ import pytest
 from core.flow.graph import load_flow
 from core.flow.node_types import NODE_TYPES
 from core.flow.nodes.window_memory import history_inputs
-from core.flow.runtime import OVERRIDABLE_TYPES, ConversationState, run_turn, what_if_ledger, what_if_prompt
+from core.flow.node_types import OVERRIDABLE_TYPES
+from core.flow.records import ConversationState
+from core.flow.runtime import run_turn
+from core.flow.what_if import what_if_ledger, what_if_prompt
 from core.llm.client import DemoClient
 from tests.conftest import FIXTURES, ROOT
 from tests.flow.test_flow_dsl_samples import required_inputs

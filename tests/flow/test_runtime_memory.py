@@ -7,8 +7,10 @@ import json
 import pytest
 
 from core.flow.graph import Flow
-from core.flow.runtime import (ConversationState, TurnRecord, evaluate_if_else, run_conversation, run_turn,
-                               what_if_ledger)
+from core.flow.nodes.if_else import evaluate_if_else
+from core.flow.records import ConversationState, TurnRecord
+from core.flow.runtime import run_conversation, run_turn
+from core.flow.what_if import what_if_ledger
 from core.flow.errors import RunError
 from core.flow.templates import VariablePool
 from core.flow.errors import TypeMismatchError
@@ -316,7 +318,7 @@ def test_start_inputs_are_taken_as_dify_validates_them():
     ("file", {"required": True}, "", ""), ("file", {}, {"id": "f"}, {"id": "f"}), ("text-input", {}, None, None),
 ])
 def test_a_start_value_is_converted_as_dify_converts_it(kind, extra, value, expected):
-    from core.flow.runtime import _input_value
+    from core.flow.nodes.start import _input_value
 
     result = _input_value("x", kind, {"variable": "x", **extra}, value)
     assert result == expected and type(result) is type(expected)  # 0 is not False here, nor 1.0 True
@@ -338,7 +340,7 @@ def test_a_start_value_is_converted_as_dify_converts_it(kind, extra, value, expe
     ("json_object", {}, "text", "input 'x' must be an object"), ("json_object", {}, [1], "input 'x' must be an object"),
 ])
 def test_a_start_value_dify_refuses_is_refused_with_what_was_wrong(kind, extra, value, message):
-    from core.flow.runtime import _input_value
+    from core.flow.nodes.start import _input_value
 
     with pytest.raises(RunError) as e:
         _input_value("x", kind, {"variable": "x", **extra}, value)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from core.flow.graph import Flow
-from core.flow.runtime import ConversationState, run_conversation, run_turn
+from core.flow.records import ConversationState
+from core.flow.runtime import run_conversation, run_turn
 from core.llm.client import LLMReply
 from core.llm.errors import LLMError
 
@@ -255,7 +256,7 @@ def test_completion_and_chat_assemble_the_same_history_differently():
 # -- what-if prompts: the run's builder with another history ------------------------------------------
 
 def what_if(flow: Flow, state, records, override, node="llm"):
-    from core.flow.runtime import what_if_ledger, what_if_prompt
+    from core.flow.what_if import what_if_ledger, what_if_prompt
 
     position = len(records) - 1
     recorded = [m.to_dict() for m in records[-1].node_run(node).prompt]
@@ -342,7 +343,7 @@ def test_a_completion_what_if_turns_memory_on_as_a_run_with_memory_would_send_it
 def test_a_completion_prompt_recorded_without_its_template_is_rebuilt_from_the_nodes_template():
     flow = completion_flow("Header\n#histories#", {"window": {"enabled": True, "size": 5}, "role_prefix": PREFIX})
     state, records = run_conversation(flow, ["one", "two"], llm=ScriptedClient(["A1", "A2"]))
-    from core.flow.runtime import what_if_ledger, what_if_prompt
+    from core.flow.what_if import what_if_ledger, what_if_prompt
 
     older = [{k: v for k, v in m.to_dict().items() if k != "template"} for m in records[-1].node_run("llm").prompt]
     ledger = what_if_ledger(flow, state.conversation, 1, "llm", {"window": 1}, record=records[-1])

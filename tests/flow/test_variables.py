@@ -418,7 +418,8 @@ def test_a_declaration_or_an_assigner_of_the_wrong_shape_is_refused_and_a_malfor
 def test_an_assigner_whose_result_is_not_a_finite_number_fails_and_writes_nothing():
     """1e308 *= 10 is inf in Python (and Dify): no JSON carries it, so the node fails, in one line."""
     from core.flow.graph import Flow
-    from core.flow.runtime import ConversationState, run_turn
+    from core.flow.records import ConversationState
+    from core.flow.runtime import run_turn
     from core.llm.client import DemoClient
 
     flow = Flow.from_dict({

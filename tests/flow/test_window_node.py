@@ -10,7 +10,8 @@ import pytest
 from core.flow.graph import Flow, load_flow
 from core.flow.errors import FlowError
 from core.flow.nodes.window_memory import FAIL_BRANCH, HISTORY_SET, parse_overwrite, window_call
-from core.flow.runtime import ConversationState, run_conversation, run_turn
+from core.flow.records import ConversationState
+from core.flow.runtime import run_conversation, run_turn
 from core.llm.client import DemoClient
 from core.memory.replay import MemoryConfig, Replay
 from core.model.conversation import (ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, UUID_NIL, Conversation, Message, ToolCall,
@@ -383,7 +384,8 @@ def test_a_node_reading_a_window_memory_that_did_not_run_fails_with_a_clear_mess
 
 
 def test_a_what_if_on_a_node_reading_window_memory_starts_from_that_nodes_window():
-    from core.flow.runtime import node_memory_config, what_if_ledger
+    from core.flow.node_memory import node_memory_config
+    from core.flow.what_if import what_if_ledger
 
     flow = flow_with(window=3)
     state, records = run_conversation(flow, ["one", "two", "three", "four"], llm=DemoClient())
@@ -398,7 +400,8 @@ def test_a_what_if_on_a_node_reading_window_memory_starts_from_that_nodes_window
 
 def test_a_what_if_of_a_node_reading_window_memory_replays_the_inputs_written_over_its_store():
     from core.analysis.debug_view import what_if
-    from core.flow.runtime import node_history_inputs, node_memory_config, what_if_ledger
+    from core.flow.node_memory import node_history_inputs, node_memory_config
+    from core.flow.what_if import what_if_ledger
 
     flow = flow_with(window=3)
     state = ConversationState.new(flow)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from core.flow.graph import Flow
-from core.flow.runtime import ConversationState, run_turn
+from core.flow.records import ConversationState
+from core.flow.runtime import run_turn
 from core.llm.client import DemoClient, LiteLLMClient
 from core.llm.errors import LLMError
 from core.llm.demo_model import demo_reply, demo_usage

@@ -350,7 +350,8 @@ def agent_flow_with_compaction(context):
 
 
 def test_a_live_agent_run_compacts_inside_its_tool_loop_and_its_replay_agrees():
-    from core.flow.runtime import ConversationState, run_turn
+    from core.flow.records import ConversationState
+    from core.flow.runtime import run_turn
 
     flow = agent_flow_with_compaction(2000)
     client = LongLookupModel(calls=30)
@@ -424,7 +425,8 @@ def test_the_compare_findings_include_them_for_the_shipped_profile_only():
 
 def test_a_flow_run_finding_says_compaction_fired_inside_the_tool_loop_at_step_k():
     from core.analysis.findings import COMPACTION_IN_TOOL_LOOP, run_findings
-    from core.flow.runtime import ConversationState, run_turn
+    from core.flow.records import ConversationState
+    from core.flow.runtime import run_turn
 
     flow = agent_flow_with_compaction(2000)
     state = ConversationState.new(flow)
@@ -516,7 +518,8 @@ def test_reported_usage_survives_the_report_round_trip_and_bad_usage_is_refused_
 
 
 def test_the_agent_panel_names_the_compaction_before_the_step_that_followed_it():
-    from core.flow.runtime import ConversationState, run_turn
+    from core.flow.records import ConversationState
+    from core.flow.runtime import run_turn
     from ui.memories_panel import steps_frame
 
     flow = agent_flow_with_compaction(2000)

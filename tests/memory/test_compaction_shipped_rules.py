@@ -261,7 +261,8 @@ def test_an_opening_message_before_the_first_query_is_stored_history_and_kept():
 def test_a_live_run_compacted_in_its_tool_loop_sends_every_result_of_a_parallel_step_with_its_call():
     import json
 
-    from core.flow.runtime import ConversationState, run_turn
+    from core.flow.records import ConversationState
+    from core.flow.runtime import run_turn
     from core.llm.client import ToolCallRequest, ToolReply
     from tests.memory.test_compaction_shipped import LongLookupModel, agent_flow_with_compaction
 

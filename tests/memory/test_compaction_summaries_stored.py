@@ -5,7 +5,8 @@ model is not asked to write it again. With the demo model the offline summary is
 
 from __future__ import annotations
 
-from core.flow.runtime import ConversationState, run_turn
+from core.flow.records import ConversationState
+from core.flow.runtime import run_turn
 from core.llm.client import DemoClient, LLMReply
 from core.memory.replay import MemoryConfig, Replay
 from core.memory.strategies.compaction import SUMMARIES_META, RecordedSummaries, stored_summaries, summary_key

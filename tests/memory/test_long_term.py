@@ -417,7 +417,8 @@ def test_an_agent_whose_instruction_reads_recall_records_the_memories_only_when_
 
 
 def test_without_a_store_the_memory_nodes_say_so_and_the_turn_still_runs():
-    from core.flow.runtime import ConversationState, run_turn
+    from core.flow.records import ConversationState
+    from core.flow.runtime import run_turn
 
     flow = load_flow(FLOW)
     record = run_turn(flow, ConversationState.new(flow), "I'm Dana.", llm=DemoClient())
@@ -443,7 +444,8 @@ def llm_extracting_flow() -> Flow:
 
 
 def test_a_store_step_configured_with_a_model_extracts_with_it_and_falls_back_offline_on_the_demo():
-    from core.flow.runtime import ConversationState, run_turn
+    from core.flow.records import ConversationState
+    from core.flow.runtime import run_turn
 
     class RealModel(Scripted):
         def route(self, model):

@@ -3,7 +3,7 @@
 
 import json
 
-from core.flow.runtime import NodeRun
+from core.flow.records import NodeRun
 from core.memory.replay import MemoryConfig, Replay
 from core.model.conversation import ANSWER, FileRef, Message, ToolCall
 from core.model.ledger import ENTRY_FIELDS, HEADER_FIELDS, Ledger

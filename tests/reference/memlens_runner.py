@@ -1,9 +1,11 @@
-"""Runs a case of :mod:`tests.reference.haystack_cases` through MemLens's :func:`core.flow.nodes.tool_agent.run_agent`,
+"""Runs a case of :mod:`tests.reference.haystack_cases` through MemLens's :func:`core.flow.nodes.agent_loop.run_agent`,
 giving the outcome in the shape :func:`tests.reference.haystack_runner.outcome` gives Haystack's."""
 
 from __future__ import annotations
 
-from core.flow.nodes.tool_agent import PlannerReply, State, Tool, ToolRequest, run_agent
+from core.flow.nodes.agent_loop import PlannerReply, ToolRequest, run_agent
+from core.flow.nodes.agent_state import State
+from core.flow.nodes.agent_tools import Tool
 from core.flow.errors import StateError, ToolConfigError
 from tests.reference.haystack_runner import USAGE, encode, schema_of, tool_specs
 

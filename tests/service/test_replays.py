@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.flow.runtime import what_if_ledger
+from core.flow.what_if import what_if_ledger
 from core.llm.client import DemoClient
 from core.service.errors import ReplayError
 from core.service.replays import BRANCH, NEW, replay_thread

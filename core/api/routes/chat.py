@@ -34,7 +34,7 @@ from core.errors import MemLensError
 from core.flow.agent_chat import AGENT_CHAT, BLOCKING_REFUSED
 from core.flow.basic_chat import BASIC_CHAT
 from core.flow.errors import RunError
-from core.flow.runtime import TurnRecord
+from core.flow.records import TurnRecord
 from core.model.conversation import UUID_NIL
 from core.store import repo
 from core.store.errors import StoreError

@@ -35,8 +35,9 @@ from core.analysis.debug_view import memory_rules
 from core.flow.graph import Flow, load_flow
 from core.flow.node_types import NODE_TYPES
 from core.flow.nodes.parameter_extractor import extracted
-from core.flow.nodes.tool_agent import granularity_line
-from core.flow.runtime import ConversationState, NodeRun, TurnRecord, run_turn
+from core.flow.granularity import granularity_line
+from core.flow.records import ConversationState, NodeRun, TurnRecord
+from core.flow.runtime import run_turn
 from core.limits import check_file_size, load_json
 from core.llm.client import LiteLLMClient
 from core.memory.long_term import LongTermMemory
@@ -252,7 +253,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _granularity(text: str) -> str:
     import argparse
 
-    from core.flow.nodes.tool_agent import GranularityError, check_granularity
+    from core.flow.errors import GranularityError
+    from core.flow.granularity import check_granularity
 
     try:
         return check_granularity(text, "--granularity")

@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..errors import node_error
+from ..templates import MISSING, NONE
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import RunContext
     from ..graph import Node
+    from ..records import NodeRun
 
 
 @dataclass(frozen=True)
@@ -72,3 +75,20 @@ def aggregate(settings: AggregatorSettings, found: Callable[[Sequence[str]], boo
         else:
             outputs[name] = {"output": get(chosen)}
     return outputs, taken
+
+
+def run_variable_aggregator(node: Node, ctx: RunContext, run: NodeRun) -> None:
+    outputs, taken = aggregate(aggregator_settings(node), lambda s: ctx.pool.get(s) is not MISSING, ctx.pool.get)
+    unknown = [k for k, v in outputs.items() if v is NONE or isinstance(v, Mapping) and v.get("output") is NONE]
+    for name in unknown:  # from a node MemLens does not emulate: as unknown here as it was there
+        del outputs[name]
+    if unknown:
+        ctx.pool.mark_pass_through(node.id)
+    run.outputs = outputs
+    titles = ctx.flow.node_names
+    for selector in taken:
+        run.notes.append(f"took {'.'.join(selector)} ({titles.get(selector[0], selector[0])} ran)"
+                         + (": its value comes from a node MemLens does not emulate"
+                            if ctx.pool.get(selector) is NONE else ""))
+    if not taken:
+        run.notes.append("none of its variables was set on this run: no output")

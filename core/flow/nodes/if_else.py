@@ -1,22 +1,20 @@
-"""The if-else node's settings (graphon's condition processor, spec §5.2): its cases and the
-comparison operators it knows; a malformed node is a :class:`core.flow.errors.FlowError` naming it.
-Its cases are evaluated in :mod:`core.flow.runtime` (``evaluate_if_else``).
+"""The if-else node (graphon's condition processor, spec §5.2): its cases, read and checked when a
+flow is read (a malformed node is a :class:`core.flow.errors.FlowError` naming it), and its run, which
+takes the handle of the first case whose conditions hold (:mod:`core.flow.conditions`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
+from ..conditions import COMPARISON_OPERATORS, OPERATOR_ALIASES, condition_holds
 from ..errors import node_error
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import RunContext
     from ..graph import Node
-
-COMPARISON_OPERATORS = ("contains", "not contains", "start with", "end with", "is", "is not", "empty", "not empty",
-                        "in", "not in", "all of", "=", "≠", ">", "<", "≥", "≤", "null", "not null", "exists",
-                        "not exists")
-#: ASCII spellings some hand-written flows use for Dify's operators.
-OPERATOR_ALIASES = {"==": "=", "!=": "≠", ">=": "≥", "<=": "≤"}
+    from ..records import NodeRun
+    from ..templates import VariablePool
 
 
 def if_else_cases(node: "Node") -> list[dict]:
@@ -47,3 +45,32 @@ def check_if_else(node: "Node") -> None:
             if op not in COMPARISON_OPERATORS:
                 raise node_error(node, f"comparison operator {cond.get('comparison_operator')!r} is unknown; "
                                        f"expected one of {', '.join(COMPARISON_OPERATORS)}")
+
+
+def evaluate_if_else(node: Node, pool: VariablePool) -> str:
+    """The handle an if-else takes: the first true case's id, or ``false`` (the else branch)."""
+    for case in if_else_cases(node):
+        logic = case.get("logical_operator", "and")
+        result = logic == "and"
+        for cond in case.get("conditions") or []:
+            ok = condition_holds(cond, pool)
+            if logic == "and" and not ok:
+                result = False
+                break
+            if logic == "or" and ok:
+                result = True
+                break
+        else:
+            result = logic == "and"  # Dify: all([]) / any([]) when no condition decided early
+        if result:
+            return str(case.get("case_id") or case.get("id") or "true")
+    return "false"
+
+
+def run_if_else(node: Node, ctx: RunContext, run: NodeRun) -> str:
+    branch = evaluate_if_else(node, ctx.pool)
+    run.outputs = {"result": branch != "false", "selected_case_id": branch}
+    return branch
+
+
+__all__ = ["check_if_else", "evaluate_if_else", "if_else_cases", "run_if_else"]

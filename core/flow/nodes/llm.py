@@ -1,21 +1,43 @@
-"""The LLM node's settings (spec/dify-memory.md §2.2): its model, prompt template, memory block and
+"""The LLM node: its settings (spec/dify-memory.md §2.2) — model, prompt template, memory block and
 context, read from Dify's node ``data``; a malformed node is a :class:`core.flow.errors.FlowError`
-naming it. It runs in :mod:`core.flow.runtime` (``_run_llm``).
+naming it — and its run.
+
+Its memory is the ``dify`` strategy with the node's own window over the conversation's stored answers
+(§2.8), or the store of a Window Memory node it reads (``memory_node``), computed as a ledger; the
+history sent to the model is exactly the ledger's kept messages. The prompt follows §2.4–§2.7 (chat)
+and §2.6 (completion models with role prefixes); what it sends besides its history is
+:func:`node_frame`, which runs and what-if estimates both build with.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 from core.limits import DIFY_ROW_CAP, MAX_DIFY_WINDOW
-from core.model.tokens import DEMO_MODEL
+from core.llm.client import one_line
+from core.memory.strategies.compaction import recorded_summaries
+from core.model.origins import CONTEXT, CONVERSATION_VARIABLE, CURRENT_QUERY, LONG_TERM_MEMORY, SYSTEM, TEMPLATE
+from core.model.tokens import DEMO_MODEL, counter_for, model_supports_vision
 
 from ..basic_chat import BASIC_CHAT_KEY
-from ..errors import node_error
+from ..context import complete, node_history
+from ..errors import NodeFailed, node_error
+from ..node_memory import node_memory_config
+from ..prompt import CHAT, COMPLETION, PromptFrame, message
+from ..templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, VariablePool, refers_to, render, render_jinja,
+                         render_message, value_text)
+from .long_term import recall_sources, recalled_rows
+from .window_memory import window_source
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import RunContext
     from ..graph import Node
+    from ..records import NodeRun
+
+NO_PROMPT = "No prompt found in the LLM configuration. Please ensure a prompt is properly configured before proceeding."
+ROLE_PREFIX_REQUIRED = "Memory role prefix is required for completion model."
 
 #: Dify model-provider names → litellm provider prefixes (the rest are passed through unchanged).
 PROVIDER_ALIASES = {"azure_openai": "azure", "google": "gemini", "tongyi": "dashscope", "volcengine_maas": "volcengine",
@@ -230,3 +252,106 @@ def llm_settings(node: "Node") -> LLMSettings:
                        context_selector=tuple(context.get("variable_selector") or ()),
                        jinja2_variables=tuple(dict(v) for v in jinja_vars if isinstance(v, Mapping)),
                        basic_chat=data.get(BASIC_CHAT_KEY) is True)
+
+
+# -- its run ----------------------------------------------------------------------------------------
+
+def _template_origin(item_text: str, role: str, context_used: bool) -> str:
+    if context_used:
+        return CONTEXT
+    if refers_to(item_text, "conversation"):
+        return CONVERSATION_VARIABLE
+    return SYSTEM if role == "system" else TEMPLATE
+
+
+def node_frame(settings: LLMSettings, render_item, counter, sys_query: str | None, pool: VariablePool, *,
+               ctx: RunContext | None = None, context_used: bool = False,
+               role_prefix: Mapping[str, str] | None = None, file_upload: bool = False,
+               vision: bool = False) -> PromptFrame:
+    """Everything an LLM node sends besides its history (:class:`core.flow.prompt.PromptFrame`), from
+    its template rendered with ``render_item``: runs and the estimate without a recorded prompt
+    both build it here.
+
+    Chat models: the rendered template messages (empty ones left out), then the memory's query
+    message. Completion models: the rendered template, the unrendered query template before it
+    and the history as ``role_prefix`` lines."""
+    if settings.mode != "chat":
+        template = render_item(settings.prompt[0]) if settings.prompt else ""
+        return PromptFrame(COMPLETION, counter, template=template, sys_query=sys_query, role_prefix=role_prefix,
+                           file_upload=file_upload, vision=vision)
+    basic = settings.basic_chat  # no filter: only an empty system message is left out, the query goes as typed
+    before = []
+    for item in settings.prompt:
+        text = render_item(item)
+        if text or basic and item.role != "system":
+            used_context = context_used and CONTEXT_PLACEHOLDER in item.text
+            origin = LONG_TERM_MEMORY if ctx is not None and recall_sources(item, settings, ctx) else \
+                _template_origin(item.text, item.role, used_context)
+            before.append(message(item.role, text, origin, counter))
+    after = []
+    if sys_query:
+        text = sys_query if basic else render(sys_query, pool, context="")
+        if text:
+            after.append(message("user", text, CURRENT_QUERY, counter))
+    return PromptFrame(CHAT, counter, before=tuple(before), after=tuple(after), file_upload=file_upload,
+                       vision=vision, keep_empty=basic)
+
+
+def run_llm(node: Node, ctx: RunContext, run: NodeRun) -> None:
+    settings: LLMSettings = llm_settings(node)
+    override = ctx.overrides.get(node.id)
+    config = node_memory_config(ctx.flow, node.id, fidelity=ctx.fidelity,
+                                plugin_token_counting=ctx.plugin_token_counting, override=override)
+    window = None if override else window_source(node, ctx)  # a what-if override replays as usual
+    if window is not None:
+        config = window[1].with_(model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens)
+    memory_on = config.remembers
+    block = settings.memory if memory_on else None  # Dify's memory block, as this run sees it
+    run.memory = config.to_dict()
+    run.memory_override = copy.deepcopy(dict(override)) if override else None
+    run.model = settings.model or DEMO_MODEL
+    counter = counter_for(config.model)
+    pool = ctx.pool
+
+    context_text = ""
+    if settings.context_enabled and settings.context_selector:
+        value = pool.get(list(settings.context_selector))
+        context_text = "" if value is MISSING else value_text(value)
+
+    def render_item(item) -> str:
+        if item.edition_type == "jinja2":
+            try:
+                return render_jinja(item.jinja2_text or item.text, settings.jinja2_variables, pool)
+            except Exception as e:  # a broken Jinja template fails the node, as in Dify
+                raise NodeFailed(f"Jinja2 template error: {one_line(str(e))}") from None
+        return render_message(item.text, item.edition_type, pool, context=context_text)
+
+    raw_query = pool.get(["sys", "query"])
+    raw_query = None if raw_query in (MISSING, NONE) else raw_query
+    if memory_on:
+        qpt = block.query_prompt_template if block is not None else None
+        sys_query = qpt if qpt else raw_query  # empty/absent template → the raw query (§2.5)
+    else:
+        sys_query = None  # no memory block → no automatic query message
+
+    with_history = memory_on and ctx.flow.is_chat
+    if settings.mode != "chat" and with_history and (block is None or block.role_prefix is None):
+        raise NodeFailed(ROLE_PREFIX_REQUIRED)
+    frame = node_frame(settings, render_item, counter, sys_query, pool, ctx=ctx, context_used=bool(context_text),
+                       role_prefix=block.role_prefix if with_history and block is not None else None,
+                       file_upload=ctx.flow.file_upload, vision=model_supports_vision(config.model))
+    ledger, history, planned = node_history(ctx, config, window, frame.fixed_tokens())
+    if planned is not None and config.system.compacts_per_request(config):
+        # The summaries its compaction wrote, stored with the turn as an agent node's are, so later replays
+        # give them back rather than writing them again.
+        run.summaries = copy.deepcopy(recorded_summaries(planned).written) or None
+    run.ledger = ledger
+    run.memory = config.to_dict()
+    run.recalled = recalled_rows(settings.prompt, settings, ctx, counter) or None
+    prompt = frame.build(history)
+    run.prompt = prompt
+    if not prompt:
+        raise NodeFailed(NO_PROMPT)
+    model = config.model if override and "model" in override else settings.model
+    reply = complete(ctx, run, model, prompt, settings.max_tokens)
+    run.outputs = {"text": reply.text, "usage": reply.usage, "finish_reason": "stop"}

@@ -1,7 +1,8 @@
-"""The long-term memory nodes' settings: ``memory-retrieve`` (what to look up, for whom, how many)
-and ``memory-store`` (what to remember, with which extractor); a malformed node is a
-:class:`core.flow.errors.FlowError` naming it. The memory itself is :mod:`core.memory.long_term`;
-the nodes run in :mod:`core.flow.runtime`.
+"""The long-term memory nodes: ``memory-retrieve`` (what to look up, for whom, how many) and
+``memory-store`` (what to remember, with which extractor), their settings (a malformed node is a
+:class:`core.flow.errors.FlowError` naming it) and their runs. The memory itself is
+:mod:`core.memory.long_term`, passed to a run as ``long_term`` and keyed by ``sys.user_id``; a prompt
+message that reads a retrieve node's output has origin ``long-term memory`` (:func:`recall_sources`).
 """
 
 from __future__ import annotations
@@ -9,12 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.memory.long_term import DEFAULT_TOP_K
+from core.llm.client import DemoClient
+from core.llm.errors import LLMError
+from core.memory.errors import LongTermMemoryError
+from core.memory.long_term import DEFAULT_TOP_K, LLMExtractor, Source, memories_text
+from core.model.tokens import DEMO_MODEL
 
-from ..errors import node_error
+from ..errors import NodeFailed, node_error
+from ..templates import render, selectors_in
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import RunContext
     from ..graph import Node
+    from ..records import NodeRun
+    from .llm import LLMSettings
 
 
 @dataclass(frozen=True)
@@ -84,3 +93,91 @@ def _namespace_setting(node: "Node") -> str | None:
         raise node_error(node, f"namespace {value!r} must be a non-empty text of at most 255 characters "
                                "(leave it out for the app's own memories)")
     return value
+
+
+# -- their runs -------------------------------------------------------------------------------------
+
+def recall_sources(item, settings: LLMSettings, ctx: RunContext) -> list[str]:
+    """The memory-retrieve nodes a prompt item reads (its template or its Jinja2 variables)."""
+    heads = {s[0] for s in selectors_in(item.text or "")}
+    if item.edition_type == "jinja2":
+        heads |= {str((v.get("value_selector") or [""])[0]) for v in settings.jinja2_variables}
+    return [h for h in heads if h in ctx.recalled]
+
+
+def recalled_rows(items, settings: LLMSettings, ctx: RunContext, counter) -> list[dict]:
+    """The retrieved memories a node's prompt carries, each with its tokens and score (for the receipt)."""
+    out = []
+    for source in sorted({h for item in items for h in recall_sources(item, settings, ctx)}):
+        for row in ctx.recalled[source]:
+            out.append({"node_id": source, "id": row["id"], "memory": row["memory"], "score": row["score"],
+                        "tokens": counter.text(row["memory"])})
+    return out
+
+
+def run_memory_retrieve(node: Node, ctx: RunContext, run: NodeRun) -> None:
+    settings = retrieve_settings(node)
+    user = render(settings.user, ctx.pool).strip()
+    query = render(settings.query, ctx.pool)
+    results = []
+    store = _memory_in_namespace(ctx, settings.namespace)
+    if store is None:
+        run.notes.append("no long-term memory store is connected: nothing to retrieve")
+    else:
+        try:
+            results = store.retrieve(user, query, settings.top_k, threshold=settings.threshold)
+        except LongTermMemoryError as e:
+            raise NodeFailed(str(e)) from None
+    rows = [r.to_dict() for r in results]
+    ctx.recalled[node.id] = rows
+    run.outputs = {"text": memories_text(results), "memories": rows, "count": len(rows), "user_id": user,
+                   "query": query, "namespace": store.namespace if store is not None else None}
+
+
+def _memory_in_namespace(ctx: RunContext, setting: str | None):
+    """The long-term memory a node reads and writes: the one the caller connected (scoped to the
+    app's namespace), or the namespace the node names."""
+    if ctx.long_term is None or setting is None:
+        return ctx.long_term
+    try:
+        return ctx.long_term.in_namespace(render(setting, ctx.pool).strip())
+    except LongTermMemoryError as e:
+        raise NodeFailed(str(e)) from None
+
+
+def run_memory_store(node: Node, ctx: RunContext, run: NodeRun) -> None:
+    settings = store_settings(node)
+    user = render(settings.user, ctx.pool).strip()
+    messages = [{"role": "user", "content": render(settings.query, ctx.pool)}]
+    answer = render(settings.answer, ctx.pool) if settings.answer else ""
+    if answer:
+        messages.append({"role": "assistant", "content": answer})
+    store = _memory_in_namespace(ctx, settings.namespace)
+    if store is None:
+        run.notes.append("no long-term memory store is connected: nothing stored")
+        run.outputs = {"events": [], "added": 0, "updated": 0, "deleted": 0, "unchanged": [], "user_id": user}
+        return
+    extractor = None
+    if settings.extractor == "llm":
+        client = ctx.client()
+        route = getattr(client, "route", None)
+        if route is not None:
+            target = route(settings.model)[0]
+        else:
+            target = DEMO_MODEL if isinstance(client, DemoClient) else settings.model
+        if target.startswith("memlens/"):
+            run.notes.append(f"{settings.model} runs on the demo model, which extracts no JSON: "
+                             "facts extracted offline")
+        else:
+            extractor = LLMExtractor(client, settings.model)
+    source = Source(conversation_id=ctx.conversation.id, turn_id=ctx.turn_id, flow=ctx.flow.name, turn=ctx.turn_number)
+    try:
+        # Written at once, like Dify's plugin call: the change stays even if a later node fails.
+        result = store.store(user, messages, source=source, extractor=extractor)
+    except (LongTermMemoryError, LLMError) as e:
+        raise NodeFailed(str(e)) from None
+    counts = result.counts()
+    run.outputs = {"events": [{"memory_id": e.memory_id, "event": e.event, "memory": e.new_memory,
+                               "previous_memory": e.old_memory} for e in result.events],
+                   "added": counts["ADD"], "updated": counts["UPDATE"], "deleted": counts["DELETE"],
+                   "unchanged": list(result.unchanged), "user_id": user, "namespace": store.namespace}

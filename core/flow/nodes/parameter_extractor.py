@@ -40,11 +40,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from ..errors import node_error
 from ..prompt import PromptFrame
+from ..templates import VariablePool
 from .llm import memory_settings, model_block
-from .text_memory import TextMemoryNode, text_history_frame
+from .text_memory import TextMemoryNode, text_history_frame, text_memory_call
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import RunContext
     from ..graph import Node
+    from ..records import NodeRun
 
 #: The parameter types Dify accepts, by the name an export uses → the type the value is checked as.
 PARAMETER_TYPES = {"string": "string", "select": "string", "number": "number", "boolean": "boolean",
@@ -92,6 +95,11 @@ class ExtractorSettings(TextMemoryNode):
         """The parameters as one JSON schema object, as Dify builds it."""
         return {"type": "object", "properties": {p.name: p.schema() for p in self.parameters},
                 "required": [p.name for p in self.parameters if p.required]}
+
+    def frame(self, pool: VariablePool, query: str, instruction: str, counter, *, with_history: bool,
+              **options: Any) -> PromptFrame:
+        return extractor_frame(self.schema(), instruction, query, counter, mode=self.mode, with_history=with_history,
+                               **options)
 
 
 def _parameter(node: "Node", k: int, raw: Any) -> ExtractorParameter:
@@ -300,6 +308,20 @@ def extracted(outputs: Mapping[str, Any]) -> str:
     return values + (f" (not a success: {reason})" if reason else "")
 
 
-__all__ = ["extracted", "ExtractorParameter", "ExtractorSettings", "PARAMETER_TYPES", "PROMPT_RESERVE", "SCHEMA_LEAD", "NO_JSON",
-           "FUNCTION_CALL_NOTE", "extractor_settings", "extractor_frame", "first_object", "check", "transform",
-           "read_reply"]
+def run_parameter_extractor(node: Node, ctx: RunContext, run: NodeRun) -> None:
+    """The node's run: its memory's history as text in its prompt, one model call, and the parameters read
+    from the reply, typed."""
+    settings = extractor_settings(node)
+    if settings.reasoning_mode == FUNCTION_CALL:
+        run.notes.append(FUNCTION_CALL_NOTE)
+    reply = text_memory_call(node, settings, ctx, run)
+    values, reason = read_reply(reply.text, settings.parameters)
+    if reason:
+        run.notes.append(f"not a success: {reason}")
+    run.outputs = {"__is_success": 0 if reason else 1, "__reason": reason, "__usage": reply.usage, **values}
+    return None
+
+
+__all__ = ["extracted", "ExtractorParameter", "ExtractorSettings", "PARAMETER_TYPES", "PROMPT_RESERVE", "SCHEMA_LEAD",
+           "NO_JSON", "FUNCTION_CALL_NOTE", "extractor_settings", "extractor_frame", "first_object", "check",
+           "transform", "read_reply", "run_parameter_extractor"]

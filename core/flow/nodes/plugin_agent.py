@@ -28,15 +28,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
+from core.model.origins import CURRENT_QUERY
 from core.model.tokens import DEFAULT_HISTORY_BUDGET
 
-from ..errors import node_error
-from ..prompt import CHAT, CURRENT_QUERY, PromptFrame, message
+from ..errors import NodeFailed, node_error
+from ..prompt import CHAT, PromptFrame, message
+from ..templates import MISSING, NONE, VariablePool, render, value_text
 from .llm import memory_settings, read_model_block
-from .text_memory import ShippedWindowNode
+from .text_memory import ShippedWindowNode, shipped_call
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import RunContext
     from ..graph import Node
+    from ..records import NodeRun
 
 #: The strategy whose prompt layout MemLens sends (the ``langgenius/agent`` plugin's default).
 FUNCTION_CALLING = "function_calling"
@@ -139,5 +143,43 @@ def agent_notes(settings: PluginAgentSettings) -> list[str]:
     return notes
 
 
+# -- its run ----------------------------------------------------------------------------------------
+
+def agent_input(value: AgentInput | None, pool: VariablePool, name: str, *, strict: bool = True) -> str:
+    """An Agent node's instruction or query as its strategy gets it: a template rendered, or a
+    variable's value as text. A missing variable fails the node, as in Dify (``strict``; an estimate
+    without the run reads it as nothing)."""
+    if value is None:
+        return ""
+    if value.kind != VARIABLE:
+        return render(value.template, pool)
+    found = pool.get(list(value.selector))
+    if found is MISSING:
+        if strict:
+            raise NodeFailed(f"agent parameter {name!r} reads the variable {'.'.join(value.selector)}, "
+                             f"which does not exist")
+        return ""
+    return "" if found is NONE or found is None else value_text(found)
+
+
+def plugin_agent_frame(settings: PluginAgentSettings, pool: VariablePool, counter, *, strict: bool = True,
+                       query: str = "", **options: Any) -> PromptFrame:
+    """A Dify Agent node's frame, its inputs read from ``pool``; ``query`` stands in when its own
+    query reads as nothing (an estimate without its run)."""
+    return agent_frame(agent_input(settings.instruction, pool, "instruction", strict=strict),
+                       agent_input(settings.query, pool, "query", strict=strict) or query, counter, **options)
+
+
+def run_plugin_agent(node: Node, ctx: RunContext, run: NodeRun) -> None:
+    """The node's run: its memory's history handed to its strategy, laid out as ``function_calling``
+    sends it, and one model call without tools."""
+    settings = plugin_agent_settings(node)
+    run.notes.extend(agent_notes(settings))
+    reply = shipped_call(node, settings, ctx, run, lambda counter, with_history, **options: plugin_agent_frame(
+        settings, ctx.pool, counter, **options))
+    run.outputs = {"text": reply.text, "usage": reply.usage, "files": [], "json": []}
+    return None
+
+
 __all__ = ["AGENT_HISTORY_BUDGET", "FUNCTION_CALLING", "AgentInput", "PluginAgentSettings", "agent_frame",
-           "agent_notes", "plugin_agent_settings"]
+           "agent_input", "agent_notes", "plugin_agent_frame", "plugin_agent_settings", "run_plugin_agent"]

@@ -34,11 +34,14 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import NodeFailed, node_error
 from ..prompt import PromptFrame
+from ..templates import VariablePool, render
 from .llm import memory_settings, model_block
-from .text_memory import TextMemoryNode, text_history_frame
+from .text_memory import TextMemoryNode, text_history_frame, text_memory_call
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import RunContext
     from ..graph import Node
+    from ..records import NodeRun
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,11 @@ class ClassifierClass:
 @dataclass(frozen=True)
 class ClassifierSettings(TextMemoryNode):
     classes: tuple[ClassifierClass, ...]
+
+    def frame(self, pool: VariablePool, query: str, instruction: str, counter, *, with_history: bool,
+              **options: Any) -> PromptFrame:
+        return classifier_frame(categories(self, pool), instruction, query, counter, mode=self.mode,
+                                with_history=with_history, **options)
 
 
 def classifier_settings(node: "Node") -> ClassifierSettings:
@@ -131,4 +139,25 @@ def read_reply(reply: str, class_ids: list[str]) -> tuple[int, str | None]:
     return 0, f"the reply's category_id {picked!r} is not one of the classes: Dify takes the first class"
 
 
-__all__ = ["ClassifierClass", "ClassifierSettings", "classifier_frame", "classifier_settings", "read_reply"]
+def categories(settings: ClassifierSettings, pool: VariablePool) -> list[dict]:
+    """A Question Classifier's classes as its prompt lists them: ``{category_id, category_name}``, names rendered."""
+    return [{"category_id": c.id, "category_name": render(c.name, pool)} for c in settings.classes]
+
+
+def run_question_classifier(node: Node, ctx: RunContext, run: NodeRun) -> str:
+    """The node's run: its memory's history as text in its prompt, one model call, and the branch of the
+    class the reply picks."""
+    settings = classifier_settings(node)
+    reply = text_memory_call(node, settings, ctx, run)
+    listed = categories(settings, ctx.pool)
+    index, note = read_reply(reply.text, [c["category_id"] for c in listed])  # no JSON: the node fails
+    if note:
+        run.notes.append(note)
+    chosen = settings.classes[index]
+    run.outputs = {"class_name": listed[index]["category_name"], "class_label": chosen.label,
+                   "class_id": chosen.id, "usage": reply.usage}
+    return chosen.id
+
+
+__all__ = ["ClassifierClass", "ClassifierSettings", "categories", "classifier_frame", "classifier_settings",
+           "read_reply", "run_question_classifier"]

@@ -13,10 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
-from ..errors import node_error
+from core.limits import TEMPLATE_TRANSFORM_MAX_LENGTH
 
-if TYPE_CHECKING:
+from ..errors import NodeFailed, node_error
+from ..templates import NONE, render_jinja
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import RunContext
     from ..graph import Node
+    from ..records import NodeRun
 
 
 @dataclass(frozen=True)
@@ -37,3 +42,21 @@ def template_settings(node: "Node") -> TemplateSettings:
                 or not isinstance(var.get("value_selector"), list):
             raise node_error(node, f"variables[{k}] needs a 'variable' name and a 'value_selector' list")
     return TemplateSettings(template, tuple(dict(v) for v in variables))
+
+
+def run_template_transform(node: Node, ctx: RunContext, run: NodeRun) -> None:
+    settings = template_settings(node)
+    unknown = [v["variable"] for v in settings.variables if ctx.pool.get(v["value_selector"]) is NONE]
+    if unknown:  # a value from a node MemLens does not emulate: the rendering is as unknown as it is
+        ctx.pool.mark_pass_through(node.id)
+        run.outputs = {}
+        run.notes.append(f"{', '.join(unknown)} {'comes' if len(unknown) == 1 else 'come'} from a node MemLens "
+                         f"does not emulate: output unknown")
+        return
+    try:
+        text = render_jinja(settings.template, settings.variables, ctx.pool)
+    except Exception as e:  # noqa: BLE001 — any rendering error fails the node with its message, as in Dify
+        raise NodeFailed(f"{type(e).__name__}: {e}") from None
+    if len(text) > TEMPLATE_TRANSFORM_MAX_LENGTH:
+        raise NodeFailed(f"Output length exceeds {TEMPLATE_TRANSFORM_MAX_LENGTH} characters")
+    run.outputs = {"output": text}

@@ -8,17 +8,32 @@ row limit whenever the node has a memory block, whether the window is enabled or
 reads the size only when the window is enabled. Without a size, 500 rows. The documented
 behaviour, a window that is off keeping every turn up to 500, is the ``documented`` fidelity
 (:meth:`ShippedWindowNode.window`).
+
+Their runs share one model call (:func:`shipped_call`): the node's memory config, its ledger and the
+prompt its frame builds around the history, recorded on the run.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from core.memory.strategies.dify import DEFAULT_FIDELITY
+from core.model.origins import CURRENT_QUERY
+from core.model.tokens import DEMO_MODEL, counter_for, model_supports_vision
 
-from ..prompt import CURRENT_QUERY, HISTORY_SLOT, HUMAN_AI, TEXT_HISTORY, PromptFrame, message
+from ..context import complete, node_history
+from ..errors import NodeFailed
+from ..node_memory import node_memory_config
+from ..prompt import HISTORY_SLOT, HUMAN_AI, TEXT_HISTORY, PromptFrame, message
+from ..templates import MISSING, NONE, VariablePool, render, value_text
 from .llm import MemorySettings, ModelBlock
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import RunContext
+    from ..graph import Node
+    from ..records import NodeRun
 
 
 @dataclass(frozen=True)
@@ -77,6 +92,11 @@ class TextMemoryNode(ShippedWindowNode):
     prompt_reserve: ClassVar[int | None] = 0
     history_as_text: ClassVar[bool] = True
 
+    def frame(self, pool: VariablePool, query: str, instruction: str, counter, *, with_history: bool,
+              **options: Any) -> PromptFrame:
+        """What the node sends besides its history, for ``query`` and its rendered ``instruction``."""
+        raise NotImplementedError
+
 
 def text_history_frame(body: list[str], query: str, counter, *, mode: str, with_history: bool, query_label: str,
                        file_upload: bool, vision: bool) -> PromptFrame:
@@ -93,4 +113,49 @@ def text_history_frame(body: list[str], query: str, counter, *, mode: str, with_
                        file_upload=file_upload, vision=vision)
 
 
-__all__ = ["ShippedWindowNode", "TextMemoryNode", "text_history_frame"]
+# -- their runs -------------------------------------------------------------------------------------
+
+def node_query(settings: TextMemoryNode, pool: VariablePool) -> str:
+    """The text a Question Classifier sorts or a Parameter Extractor reads: the value at its selector, as text."""
+    selector = settings.query_selector
+    value = pool.get(list(selector)) if selector else MISSING
+    return "" if value is MISSING or value is NONE or value is None else value_text(value)
+
+
+def text_frame(settings: TextMemoryNode, pool: VariablePool, counter, *, with_history: bool, query: str = "",
+               **options: Any) -> PromptFrame:
+    """The frame of a Question Classifier's or Parameter Extractor's prompt, its settings rendered with
+    ``pool``; ``query`` stands in when the node's own query reads as nothing (an estimate without its run)."""
+    return settings.frame(pool, node_query(settings, pool) or query, render(settings.instruction, pool), counter,
+                          with_history=with_history, **options)
+
+
+def text_memory_call(node: Node, settings: TextMemoryNode, ctx: RunContext, run: NodeRun):
+    """The model call of a node whose memory goes into its prompt as text (:func:`shipped_call`)."""
+    return shipped_call(node, settings, ctx, run, lambda counter, with_history, **options: text_frame(
+        settings, ctx.pool, counter, with_history=with_history, **options))
+
+
+def shipped_call(node: Node, settings: ShippedWindowNode, ctx: RunContext, run: NodeRun,
+                 frame_of: Callable[..., PromptFrame]):
+    """The model call of a node with Dify's memory and the window rule of :class:`ShippedWindowNode`: its
+    config, ledger and prompt recorded on ``run``, the reply returned (a failed call fails the node).
+    ``frame_of(counter, with_history, file_upload=…, vision=…)`` builds what it sends besides its history."""
+    override = ctx.overrides.get(node.id)
+    config = node_memory_config(ctx.flow, node.id, fidelity=ctx.fidelity,
+                                plugin_token_counting=ctx.plugin_token_counting, override=override)
+    run.memory = config.to_dict()
+    run.memory_override = copy.deepcopy(dict(override)) if override else None
+    run.model = settings.model or DEMO_MODEL
+    frame = frame_of(counter_for(config.model), config.remembers and ctx.flow.is_chat,
+                     file_upload=ctx.flow.file_upload, vision=model_supports_vision(config.model))
+    run.ledger, history, _ = node_history(ctx, config, None, frame.fixed_tokens())
+    run.prompt = frame.build(history)
+    if not run.prompt:
+        raise NodeFailed("the node has nothing to send to its model: no instruction, no query and no history")
+    model = config.model if override and "model" in override else settings.model
+    return complete(ctx, run, model, run.prompt, settings.max_tokens)
+
+
+__all__ = ["ShippedWindowNode", "TextMemoryNode", "node_query", "shipped_call", "text_frame", "text_history_frame",
+           "text_memory_call"]

@@ -47,7 +47,8 @@ Decisions where the node's documentation is ambiguous (C.1's list), each pinned 
 Which messages a call keeps, and why, is decided by the core ``window`` strategy alone
 (:mod:`core.memory.strategies.window`): :func:`window_call` replays it with the inputs as
 ``Replay(history_inputs=…)``, so a recorded run and a what-if of it are one computation. This
-module holds the node's settings, its input parsing and its outputs. In the ledger, messages
+module holds the node's settings, its input parsing, its outputs and its run (:func:`run_window_memory`);
+a node that reads the store finds this turn's call with :func:`window_source`. In the ledger, messages
 that were written over by an input are ``trimmed_earlier`` (gone from the store for good) and the
 input's messages still in the window are synthetic messages of origin ``history set``.
 """
@@ -64,10 +65,13 @@ from core.model.conversation import INTERMEDIATE, Conversation, Message, ToolCal
 from core.model.ledger import Ledger
 from core.model.tokens import DEMO_MODEL
 
-from ..errors import WindowInputError, node_error
+from ..errors import NodeFailed, WindowInputError, node_error
+from ..templates import MISSING, NONE
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..context import RunContext
     from ..graph import Node
+    from ..records import NodeRun
 
 SCOPES = ("thread", "session", "call")
 FAIL_BRANCH = "fail-branch"  # Dify's handle for a node's error path
@@ -223,5 +227,50 @@ def window_call(conversation: Conversation, position: int, node_id: str, config:
                       notes=list(decision.plan.notes) if decision.plan is not None else [])
 
 
+def window_source(node: Node, ctx: RunContext) -> tuple[str, MemoryConfig, Any] | None:
+    """``(window node id, its config, this call's overwrite)`` when the node reads a window-memory node."""
+    source = node.data.get("memory_node")
+    if not source:
+        return None
+    if source not in ctx.window_calls:
+        if not ctx.flow.has_node(source) or ctx.flow.node(source).type != "window-memory":
+            raise NodeFailed(f"memory_node {source!r} is not a window-memory node of this flow")
+        raise NodeFailed(f"window memory {source!r} has not run before {node.id!r} in this turn; connect it "
+                         f"before {node.id!r}")
+    config, overwrite = ctx.window_calls[source]
+    return source, config, overwrite
+
+
+def run_window_memory(node: Node, ctx: RunContext, run: NodeRun) -> str | None:
+    settings = window_settings(node)
+    config = settings.config()
+    run.memory = config.to_dict()
+    overwrite = None
+    try:
+        if settings.overwrite_from_input:
+            raw = ctx.pool.get(list(settings.overwrite_from_input))
+            if raw not in (MISSING, NONE, None, ""):  # an empty form field is no input
+                overwrite, notes = parse_overwrite(raw)
+                run.notes.extend(notes)
+    except WindowInputError as e:
+        if not settings.expose_error_output:
+            raise NodeFailed(str(e)) from None
+        run.status, run.error = "exception", str(e)
+        run.outputs = {"error_message": str(e), "error_type": type(e).__name__, "history_set": False}
+        return FAIL_BRANCH
+    call = window_call(ctx.conversation, ctx.position, node.id, config, overwrite=overwrite,
+                       has_thread=ctx.flow.is_chat)
+    ctx.window_calls[node.id] = (config, overwrite)
+    if overwrite is not None and config.scope == "thread" and ctx.flow.is_chat:
+        ctx.window_overwrites[node.id] = [message_dict(m) for m in overwrite]
+    run.ledger = call.ledger
+    run.notes.extend(call.notes)
+    run.outputs = {"history_set": call.history_set, "count": len(call.messages)}
+    if settings.expose_messages_output:
+        run.outputs["messages"] = [message_dict(m) for m in call.messages]
+    return "source" if settings.expose_error_output else None
+
+
 __all__ = ["WindowSettings", "window_settings", "parse_overwrite", "window_call", "WindowCall", "overwrites_of",
-           "history_inputs", "message_dict", "FAIL_BRANCH", "HISTORY_SET", "META_KEY", "SCOPES"]
+           "history_inputs", "message_dict", "FAIL_BRANCH", "HISTORY_SET", "META_KEY", "SCOPES", "run_window_memory",
+           "window_source"]
