@@ -25,7 +25,7 @@ from core.model.conversation import INTERMEDIATE, REASONING, TOOL_CALL, TOOL_RES
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, NOT_SENT, OBSERVED, OTHER_BRANCH, OUTSIDE_WINDOW,
                                PAYLOAD_ONLY, Ledger, LedgerEntry, SyntheticMessage)
 from core.memory.replay import turn_numbers
-from core.model.tokens import REPLY_PRIMING, counter_for, model_facts
+from core.model.tokens import DEFAULT_MODEL, REPLY_PRIMING, counter_for, model_facts
 
 from .threader import HISTORY as HISTORY_ROLE, QUERY, STEP, SYSTEM, UNMATCHED
 
@@ -36,8 +36,6 @@ ORIGINS = {SYSTEM: "system", HISTORY_ROLE: HISTORY, UNMATCHED: PAYLOAD_ONLY_ORIG
            STEP: STEPS_ORIGIN}
 #: Kinds the payload may leave out between messages it holds (an app that keeps questions and answers only).
 _INTERMEDIATE = {TOOL_CALL, TOOL_RESULT, REASONING, INTERMEDIATE}
-#: The model a call is counted for when it names none.
-DEFAULT_MODEL = "gpt-4o-mini"
 
 
 def payload_rows(messages: Sequence[Message], roles: Sequence[str], model: str) -> list[dict]:

@@ -402,12 +402,16 @@ def count_cache(encoding_name: str) -> CountCache:
         return cache
 
 
+#: The model tokens are counted for when a config, a ledger or a call names none.
+DEFAULT_MODEL = "gpt-4o-mini"
+
+
 class TokenCounter:
     """Counts tokens for one model; counts come from the process's cache for its encoding (a
     private cache with ``shared=False``, for measuring tokenisation from cold). ``workers`` caps
     the processes a long batch is split across (default: :func:`encoding_workers`)."""
 
-    def __init__(self, model: str = "gpt-4o-mini", *, shared: bool = True, workers: int | None = None):
+    def __init__(self, model: str = DEFAULT_MODEL, *, shared: bool = True, workers: int | None = None):
         self.model = model
         self.workers = workers
         self.encoding_name, self.exact = resolve_encoding(model)
