@@ -196,6 +196,11 @@ def _switchboard(ctx: DebugContext, settings: PageSettings, at: Inspected, actio
     # The turn whose settings the widgets hold: inspecting another (or flipping back) starts from its own.
     fresh = st.session_state.get(ctx.key(keys.SWITCHBOARD)) != selected_id
     st.session_state[ctx.key(keys.SWITCHBOARD)] = selected_id
+    if fresh:  # the widgets of turns inspected before: every rerun's widgets search the whole state
+        earlier, own = ctx.key(keys.SWITCHBOARD) + "-", ctx.key(keys.SWITCHBOARD) + f"-{selected_id}-"
+        for stale in [k for k in st.session_state if isinstance(k, str) and k.startswith(earlier)
+                      and not k.startswith(own)]:
+            del st.session_state[stale]
     changed = render_switchboard(ctx.memory_nodes, at.baselines, key=ctx.key(keys.SWITCHBOARD) + f"-{selected_id}",
                                  fresh=fresh)
     overrides = {nid: {**at.baselines[nid].to_dict(), **c} for nid, c in changed.items()}
