@@ -9,6 +9,7 @@ them. Cached objects are shared and treated as read-only.
 from __future__ import annotations
 
 import json
+import threading
 
 import streamlit as st
 
@@ -26,11 +27,24 @@ from core.store.repo import ConversationInfo
 from ui import state as keys
 
 
+_services: dict[str, ConversationService] = {}
+_services_lock = threading.Lock()
+
+
+def service_for(url: str) -> ConversationService:
+    """The service for ``url``, made (and the demo seeded) once per process, whichever thread asks first:
+    :mod:`ui.serve` asks before the first visit."""
+    with _services_lock:
+        if url not in _services:
+            service = ConversationService(Database(url))
+            seed_demo(service)  # from the prepared bundle: a fraction of a second
+            _services[url] = service
+        return _services[url]
+
+
 @st.cache_resource(show_spinner="Preparing the demo conversations (first start only)…")
 def _service(url: str) -> ConversationService:
-    service = ConversationService(Database(url))
-    seed_demo(service)  # from the prepared bundle: a fraction of a second
-    return service
+    return service_for(url)
 
 
 def warm_up_models() -> None:
