@@ -37,7 +37,7 @@ def service_for(url: str) -> ConversationService:
     with _services_lock:
         if url not in _services:
             service = ConversationService(Database(url))
-            seed_demo(service)  # from the prepared bundle: a fraction of a second
+            seed_demo(service)  # from the prepared bundle
             _services[url] = service
         return _services[url]
 
@@ -51,7 +51,7 @@ def warm_up_models() -> None:
     """Load litellm in the background once a person acts on the page they opened (the session's second
     drawing of the transcript and inspector: an Inspect, a tab, a setting), so the first turn they run
     does not wait for it — and their first page, drawn and sent while nothing else runs, does not share
-    the interpreter with its import (seconds of its time)."""
+    the interpreter with its import."""
     runs = st.session_state.get(keys.WORKSPACE_RUNS, 0) + 1
     st.session_state[keys.WORKSPACE_RUNS] = runs
     if runs > 1:
