@@ -199,6 +199,7 @@ class Ledger:
     """The ledger of one LLM call (one turn, one node)."""
 
     turn: int
+    # None only inside a RunLedger, which lists its entries when they are first read (its ``entries``).
     entries: list[LedgerEntry]
     prompt_tokens: int
     history_tokens: int
@@ -348,12 +349,13 @@ class RunLedger(Ledger):
     def __init__(self, *, runs: list[list], kept: list[LedgerEntry], count: int, first_ref, last_ref,
                  expand, pick=None, offset=None, tokens=None, **fields):
         self.runs, self.count, self.first_ref, self.last_ref = runs, count, first_ref, last_ref
-        self._kept, self._expand, self._entries = kept, expand, None
+        self._kept, self._expand = kept, expand
+        self._entries: list[LedgerEntry] | None = None
         # Some entries without listing all: ``pick(ranges)`` builds the entries at the candidates'
         # offsets in ``[lo, hi)`` ranges (ascending); ``offset(p)`` is turn ``p``'s first candidate's;
         # ``tokens(p)`` turn ``p``'s messages' token counts.
         self._pick, self._offset, self._tokens = pick, offset, tokens
-        super().__init__(entries=None, **fields)
+        super().__init__(entries=None, **fields)  # type: ignore[arg-type]  # listed when first read
 
     def _ranges_with(self, reasons: Iterable[str]) -> list[tuple[int, int]]:
         """The candidates' offsets ``[lo, hi)`` of the runs whose reason is one of ``reasons``."""
@@ -464,7 +466,7 @@ class RunLedger(Ledger):
             return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(Ledger) if f.compare)
         return NotImplemented
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # equal by value and mutable: not hashable
 
     def __copy__(self) -> Ledger:
         return copy.copy(self.plain())
@@ -548,9 +550,9 @@ class TurnSummaries(Sequence):
 
     def _at(self, position: int) -> TurnSummary:
         # Each column indexed by name, not in a loop over them: a long replay's reader (the CLI's
-        # summary, the report) makes one per turn, and a generator per summary doubled its cost.
-        turn, kept, dropped, not_eligible, history, prompt, budget, oldest = self._columns
-        budget, oldest = budget[position], oldest[position]
+        # summary, the report) makes one summary per turn, so this stays free of a generator.
+        turn, kept, dropped, not_eligible, history, prompt, budgets, oldests = self._columns
+        budget, oldest = budgets[position], oldests[position]
         return TurnSummary(turn[position], kept[position], dropped[position], not_eligible[position], history[position],
                            prompt[position], None if budget == self.NONE else budget,
                            None if oldest == self.NONE else oldest)
@@ -571,7 +573,7 @@ class TurnSummaries(Sequence):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other))
         return NotImplemented
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # equal by value and mutable: not hashable
 
     def __repr__(self) -> str:
         return f"TurnSummaries({list(self)!r})"

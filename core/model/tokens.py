@@ -303,6 +303,7 @@ class CountCache:
             self._remember(texts, self._lengths(texts))
             yield n
             return
+        assert ends is not None  # a shared batch has its group ends (made above when none were given)
         own, plans = _plan(bounds, workers, own_share)
         del sizes, bounds
         _encoding(self.encoding_name)  # loaded before forking, so every child has it
@@ -332,7 +333,7 @@ class CountCache:
                         _reap(child, finished=False)
                     self._remember(batch, found if found is not None else self._lengths(batch))
                     if reached == n:  # all counted: the batch is let go before the caller goes on
-                        texts = ends = batch = None
+                        texts = ends = batch = None  # type: ignore[assignment]
                     yield reached
                 if child in alive:
                     alive.remove(child)
