@@ -336,6 +336,9 @@ class Conversation:
     _tree: "ThreadIndex | None" = field(default=None, repr=False)
     #: How many turns :meth:`one_thread` last found to be one thread from their parent ids (-1: none).
     _one_thread_at: int = field(default=-1, repr=False, compare=False)
+    #: Running totals of the messages' tokens in position order, by counting model
+    #: (:func:`core.model.tokens.message_token_sums`).
+    _token_sums: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def tree(self) -> "ThreadIndex":

@@ -347,14 +347,16 @@ class RunLedger(Ledger):
     to whoever displays it. Equal to, and copied as, the plain :class:`Ledger` it stands for."""
 
     def __init__(self, *, runs: list[list], kept: list[LedgerEntry], count: int, first_ref, last_ref,
-                 expand, pick=None, offset=None, tokens=None, **fields):
+                 expand, pick=None, offset=None, tokens=None, token_sums=None, **fields):
         self.runs, self.count, self.first_ref, self.last_ref = runs, count, first_ref, last_ref
         self._kept, self._expand = kept, expand
         self._entries: list[LedgerEntry] | None = None
         # Some entries without listing all: ``pick(ranges)`` builds the entries at the candidates'
         # offsets in ``[lo, hi)`` ranges (ascending); ``offset(p)`` is turn ``p``'s first candidate's;
-        # ``tokens(p)`` turn ``p``'s messages' token counts.
-        self._pick, self._offset, self._tokens = pick, offset, tokens
+        # ``tokens(p)`` turn ``p``'s messages' token counts; ``token_sums()`` the running total of the
+        # candidates' tokens (``sums[k]``: the first ``k`` candidates'), shared by every ledger of the
+        # conversation, so a reason's tokens are a difference, not a sum over its messages.
+        self._pick, self._offset, self._tokens, self._token_sums = pick, offset, tokens, token_sums
         super().__init__(entries=None, **fields)  # type: ignore[arg-type]  # listed when first read
 
     def _ranges_with(self, reasons: Iterable[str]) -> list[tuple[int, int]]:
@@ -391,6 +393,12 @@ class RunLedger(Ledger):
         return self._pick(picked[::-1])
 
     def tokens_by_reason(self) -> dict[str, int]:  # from the runs and each turn's counts: no entry listed
+        if self._entries is None and self._token_sums is not None:
+            sums, out, at = self._token_sums(), {}, 0
+            for reason, n in self.runs:
+                out[reason] = out.get(reason, 0) + sums[at + int(n)] - sums[at]
+                at += int(n)
+            return out
         if self._entries is not None or self._tokens is None or self._offset is None:
             return super().tokens_by_reason()
         flat: list[int] = []

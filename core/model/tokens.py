@@ -35,7 +35,7 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Callable, Iterable, Iterator, Sequence
 
-from .conversation import Message
+from .conversation import Conversation, Message
 
 MESSAGE_OVERHEAD = 3
 NAME_OVERHEAD = 1
@@ -401,6 +401,26 @@ def count_cache(encoding_name: str) -> CountCache:
         if cache is None:
             cache = _caches[encoding_name] = CountCache(encoding_name)
         return cache
+
+
+def message_token_sums(conversation: Conversation, counter: TokenCounter, position: int) -> Sequence[int]:
+    """``sums[k]``: the tokens of the conversation's first ``k`` messages, position by position, for every
+    message of the turns before ``position`` (and maybe more). Kept with the conversation per counting
+    model and extended as turns are added (turns are only ever added), so the ledgers of every turn and
+    node share one pass: e.g. turns of 2 and 3 messages of 10 tokens each give ``[0, 10, 20, 30, 40, 50]``."""
+    sums = conversation._token_sums.get(counter.model)
+    if sums is None:
+        sums = conversation._token_sums[counter.model] = [array("q", (0,)), 0]  # totals, turns summed
+    totals, done = sums
+    turns = conversation.turns
+    if done < position:
+        total = totals[-1]
+        for p in range(done, len(turns)):
+            for n in counter.message_counts(turns[p].messages):
+                total += n
+                totals.append(total)
+        sums[1] = len(turns)
+    return totals
 
 
 #: The model tokens are counted for when a config, a ledger or a call names none.

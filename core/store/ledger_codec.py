@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 from core.memory.replay import expand_runs, pick_entries, turn_numbers
 from core.model.conversation import Conversation
 from core.model.ledger import HEADER_FIELDS, KEPT, Ledger, LedgerEntry, RunLedger, reason_runs
-from core.model.tokens import counter_for
+from core.model.tokens import counter_for, message_token_sums
 from .errors import LedgerMismatchError
 
 PACKED = "runs-v1"
@@ -125,6 +125,7 @@ def unpack_ledger(data: Mapping[str, Any], conversation: Conversation, position:
     return RunLedger(runs=runs, kept=pick(kept_ranges), count=count, first_ref=data.get("first_ref"),
                      last_ref=data.get("last_ref"), expand=lambda r: expand_runs(conversation, position, r, numbers, tokens),
                      pick=pick, offset=lambda p: before[min(max(p, 0), position)], tokens=tokens,
+                     token_sums=lambda: message_token_sums(conversation, counter, position),
                      **{f.name: getattr(header, f.name) for f in fields(Ledger) if f.name != "entries"})
 
 
