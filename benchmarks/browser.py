@@ -169,14 +169,16 @@ def new_page(browser, server_cpu=None):
 
 
 def server_cpu(url: str):
-    """A function giving the CPU seconds (user + system) the streamlit server at ``url`` has used so far."""
+    """A function giving the CPU seconds (user + system) the app's server at ``url`` has used so far (started as
+    ``memlens ui`` starts it, ``python -m ui.serve``, or as ``streamlit run``)."""
     port = url.rsplit(":", 1)[1]
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             args = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"streamlit" in b" ".join(args) and port.encode() in args:
+        command = b" ".join(args)
+        if (b"streamlit" in command or b"ui.serve" in command) and port.encode() in args:
             stat = proc / "stat"
             tick = os.sysconf("SC_CLK_TCK")
 

@@ -34,8 +34,8 @@ through_app()  # before anything is shown or read: the login is in app.py
 
 P = keys.COMPARE
 FACT_MODES = {"detected": "Detected in what the user says", "marked": "Messages I mark", "none": "None"}
-# The heatmaps' window on the page: every cell carries its hover text, so three configs at the
-# report's 40 × 160 were 1.5 MB per rerun; the exported report keeps its own, larger window.
+# The heatmaps' window on the page: every cell carries its hover text, which every rerun sends again,
+# so the page shows a smaller window than the exported report keeps.
 PAGE_ROWS, PAGE_COLUMNS = 30, 100
 SERIES_ON_REQUEST = 200  # turns: longer conversations draw the per-turn charts when asked
 REPLY_MODELS = {"demo": "Demo model (no key)", "configured": "Each config's model (keys from the environment)"}

@@ -29,7 +29,7 @@ page_key = keys.keys_of(keys.LEDGER)  # this page's widget keys
 LEDGER_START = MemoryConfig(window=3)
 LEDGER_STARTS = {"max_history_tokens": 500}
 # Turns a slider lists by name; a longer conversation gets a number field: a slider sends every
-# turn's label to the browser, 0.16 MB at 10,000 turns.
+# turn's label to the browser on every rerun.
 SLIDER_TURNS = 200
 
 

@@ -121,12 +121,17 @@ def _controls(item: MessageView, sib, actions: TurnActions, key: str) -> None:
                 if st.button("", key=f"{base}-next", icon=":material/chevron_right:", disabled=n >= m,
                              type="tertiary", help="next version of this message"):
                     actions.on_switch(ids[n])
-            with st.popover("Edit", icon=":material/edit:", type="tertiary", disabled=actions.on_edit is None,
-                            help=actions.cannot_run if actions.on_edit is None else
-                            "Ask something else here: the edit becomes a new branch"):
-                text = st.text_area("Edited message", item.text, key=f"{base}-edit-text")
-                if st.button("Send as a new branch", key=f"{base}-edit-send") and actions.on_edit is not None:
-                    actions.on_edit(item.turn_id, text)
+            # Its box is drawn only while it is open: a text box per shown turn would be registered (and its
+            # state searched) on every rerun of the transcript.
+            edit = st.popover("Edit", icon=":material/edit:", type="tertiary", disabled=actions.on_edit is None,
+                              help=actions.cannot_run if actions.on_edit is None else
+                              "Ask something else here: the edit becomes a new branch",
+                              key=f"{base}-edit", on_change="rerun")
+            if edit.open:
+                with edit:
+                    text = st.text_area("Edited message", item.text, key=f"{base}-edit-text")
+                    if st.button("Send as a new branch", key=f"{base}-edit-send") and actions.on_edit is not None:
+                        actions.on_edit(item.turn_id, text)
         elif item.kind == "answer":
             if st.button("Regenerate", key=f"{base}-regen", icon=":material/refresh:", type="tertiary",
                          disabled=actions.on_regenerate is None,

@@ -67,14 +67,18 @@ def _widget_value(system: str, setting: Setting, value: Any) -> dict[str, Any]:
     return {keys[0]: value}  # TEXT_INPUT
 
 
-def widget_values(config: MemoryConfig, label: str = "", starts: Mapping[str, Any] | None = None) -> dict:
+def widget_values(config: MemoryConfig, label: str = "", starts: Mapping[str, Any] | None = None,
+                  systems: Sequence[str] | None = None) -> dict:
     """The widgets' values that show ``config`` (the inverse of what :func:`edit_config` reads): its own
     system's settings, the other systems' at ``starts`` (settings by name, for every system that has
-    one so named) or their defaults (a key two systems share holds this config's)."""
+    one so named) or their defaults (a key two systems share holds this config's). ``systems`` limits
+    the others to those an editor offers: a switchboard offering a node's own memory or none holds
+    no other system's widgets."""
     starts = starts or {}
     out: dict[str, Any] = {"strategy": config.strategy}
     own = config.system
-    for system in [own, *(s for s in STRATEGY_REGISTRY.values() if s is not own)]:
+    others = [s for name, s in STRATEGY_REGISTRY.items() if s is not own and (systems is None or name in systems)]
+    for system in [own, *others]:
         for setting in system.settings:
             if setting.widget is not None:
                 value = getattr(config.settings, setting.name) if system is own else \
@@ -88,9 +92,10 @@ def widget_values(config: MemoryConfig, label: str = "", starts: Mapping[str, An
     return out
 
 
-def load_config(prefix: str, config: MemoryConfig, label: str = "") -> None:
-    """Put ``config`` into the editor's widgets (call before they are drawn, or from a callback)."""
-    for name, value in widget_values(config, label).items():
+def load_config(prefix: str, config: MemoryConfig, label: str = "", systems: Sequence[str] | None = None) -> None:
+    """Put ``config`` into the editor's widgets (call before they are drawn, or from a callback); ``systems``
+    as :func:`widget_values` takes it."""
+    for name, value in widget_values(config, label, systems=systems).items():
         st.session_state[f"{prefix}_{name}"] = value
 
 
@@ -170,7 +175,7 @@ def edit_config(prefix: str, base: MemoryConfig, *, strategies: Sequence[str] | 
     def k(name: str) -> str:
         return f"{prefix}_{name}"
 
-    for name, value in widget_values(base, starts=starts).items():
+    for name, value in widget_values(base, starts=starts, systems=strategies).items():
         state.setdefault(k(name), value)
     if state[k("strategy")] not in strategies:
         state[k("strategy")] = strategies[0]

@@ -9,6 +9,7 @@ them. Cached objects are shared and treated as read-only.
 from __future__ import annotations
 
 import json
+import threading
 
 import streamlit as st
 
@@ -26,18 +27,31 @@ from core.store.repo import ConversationInfo
 from ui import state as keys
 
 
+_services: dict[str, ConversationService] = {}
+_services_lock = threading.Lock()
+
+
+def service_for(url: str) -> ConversationService:
+    """The service for ``url``, made (and the demo seeded) once per process, whichever thread asks first:
+    :mod:`ui.serve` asks before the first visit."""
+    with _services_lock:
+        if url not in _services:
+            service = ConversationService(Database(url))
+            seed_demo(service)  # from the prepared bundle
+            _services[url] = service
+        return _services[url]
+
+
 @st.cache_resource(show_spinner="Preparing the demo conversations (first start only)…")
 def _service(url: str) -> ConversationService:
-    service = ConversationService(Database(url))
-    seed_demo(service)  # from the prepared bundle: a fraction of a second
-    return service
+    return service_for(url)
 
 
 def warm_up_models() -> None:
     """Load litellm in the background once a person acts on the page they opened (the session's second
     drawing of the transcript and inspector: an Inspect, a tab, a setting), so the first turn they run
     does not wait for it — and their first page, drawn and sent while nothing else runs, does not share
-    the interpreter with its import (seconds of its time)."""
+    the interpreter with its import."""
     runs = st.session_state.get(keys.WORKSPACE_RUNS, 0) + 1
     st.session_state[keys.WORKSPACE_RUNS] = runs
     if runs > 1:

@@ -9,11 +9,10 @@ import json
 
 import streamlit as st
 
-from core.analysis.debug_view import Lens, receipt
+from core.analysis.debug_view import Lens, node_receipt
 from core.capture.view import NodeView, captured_view, observed_run
 from core.model.conversation import Conversation
 from core.model.ledger import Ledger
-from core.model.tokens import counter_for
 from ui import data
 from ui.html import plain
 from ui.ledger_table import render_ledger_table
@@ -64,8 +63,7 @@ class ObservedLenses:
             st.info("This node made no call in this turn.")
             return
         st.caption(plain(self.views[lens_id].fit))
-        counter = counter_for(run.get("model") or "gpt-4o-mini")
-        r = receipt(run, self.titles[lens_id], exact=counter.exact, encoding=counter.encoding_name)
+        r = node_receipt(run, self.titles[lens_id], model=run.get("model"))
         render_receipt(r, run["ledger"], key=f"orc-{key}")
         ledger = run["ledger"]
         if ledger.entries and st.toggle(f"Show every earlier message ({len(ledger.entries):,}), in the payload or not",

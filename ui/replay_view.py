@@ -17,7 +17,7 @@ import json
 import streamlit as st
 
 from core.analysis.compare import NamedConfig
-from core.analysis.debug_view import (Lens, default_lens, lens_ledgers, receipt, replayed_run, transcript, what_if)
+from core.analysis.debug_view import (Lens, default_lens, lens_ledgers, node_receipt, replayed_run, transcript, what_if)
 from core.analysis.findings import findings_for, turn_namer
 from core.analysis.why import MAX_PHRASE, Subject, where_did_it_go
 from core.errors import MemLensError
@@ -278,9 +278,8 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
             for lens, tab in zip(shown_lenses, tabs_shown[len(seen):]):
                 with tab:
                     ledger = ledgers[lens.id]
-                    counter = counter_for(configs[lens.id].model)
-                    run = replayed_run(conv, selected, lens.id, ledger, counter)
-                    r = receipt(run, lens.title, exact=counter.exact, encoding=counter.encoding_name)
+                    run = replayed_run(conv, selected, lens.id, ledger, counter_for(configs[lens.id].model))
+                    r = node_receipt(run, lens.title, model=configs[lens.id].model)
                     render_receipt(r, ledger, key=f"rrc-{selected_id}-{lens.id}", what_if=lens.id in changed)
                     if ledger.entry_count() and st.toggle(f"Show every earlier message ({ledger.entry_count():,}), kept or not",
                                                     key=f"rlt-on-{lens.id}"):

@@ -38,7 +38,7 @@ def render_switchboard(nodes: Sequence[Any], baselines: dict[str, MemoryConfig],
             st.markdown(f"**{plain(node.title or node.id)}** · <code>{plain(node.id)}</code>", unsafe_allow_html=True)
             own = base.strategy if base.remembers else DEFAULT_STRATEGY  # what switching it on gives
             if fresh:
-                load_config(f"{key}-{node.id}", base)
+                load_config(f"{key}-{node.id}", base, systems=(own, OFF))
             edited = edit_config(f"{key}-{node.id}", base, strategies=(own, OFF), hide=OPTIONAL)
             if edited.error:
                 st.error(plain(edited.error))

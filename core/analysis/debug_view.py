@@ -24,6 +24,7 @@ from core.memory.words import explain
 from core.model.conversation import Conversation, message_text, source_model, thread_number, turn_label
 from core.model.ledger import KEPT, REASON_LABELS, Ledger, SyntheticMessage, is_dropped
 from core.model.origins import CURRENT_QUERY, HISTORY, SUMMARY, SYSTEM, origin_rank
+from core.model.tokens import DEFAULT_MODEL, counter_for
 from core.words import plural
 
 KEPT_STATE, DROPPED_STATE, NOT_ELIGIBLE_STATE = "kept", "dropped", "not_eligible"
@@ -195,6 +196,27 @@ def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str, o
                    notes=list(run.get("notes") or []),
                    configured_model=run.get("model") if run.get("model_called") not in (None, run.get("model"))
                    else None)
+
+
+def node_receipt(run: Mapping[str, Any], title: str, *, ledger: Ledger | None = None,
+                 prompt: list[dict] | None = None, model: str | None = None, other: Ledger | None = None,
+                 position: int | None = None) -> Receipt:
+    """One node's receipt as every view assembles it: an LLM node's or an agent's recorded run, a replayed
+    lens, an observed call. ``ledger`` and ``prompt`` stand in for the recorded ones under a what-if;
+    tokens are counted with ``model``'s tokenizer, else the ledger's model, else the run's.
+
+    For example, the switchboard's what-if for an LLM node passes its what-if ledger and the prompt
+    that ledger would send; the receipt then reads that call, counted as its model counts."""
+    shown = dict(run)
+    if ledger is not None:
+        shown["ledger"] = ledger
+    if prompt is not None:
+        shown["prompt"] = prompt
+    kept_by = shown.get("ledger")
+    counter = counter_for(model or (kept_by.config.get("model") if kept_by is not None else None)
+                          or run.get("model") or DEFAULT_MODEL)
+    return receipt(shown, title, exact=counter.exact, encoding=counter.encoding_name, other=other,
+                   position=position)
 
 
 # -- what-if ------------------------------------------------------------------------------------------

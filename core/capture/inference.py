@@ -42,7 +42,7 @@ from core.model.ledger import Ledger
 from core.model.tokens import REPLY_PRIMING, chat_model_message_tokens, counter_for, model_facts
 
 from .errors import CaptureError
-from .observed import DEFAULT_MODEL
+from core.model.tokens import DEFAULT_MODEL
 from .stored import PROMPT_TOKENS, nodes_of
 from .threader import Node
 

@@ -26,7 +26,7 @@ from core.model.ledger import (EMPTY, GRANULARITY, KEPT, NOT_SENT, OBSERVED, OTH
 from core.memory.replay import turn_numbers
 from core.model.origins import CURRENT_QUERY, HISTORY, TOOL_ROUND
 from core.model.origins import PAYLOAD_ONLY_ORIGIN, SYSTEM as SYSTEM_ORIGIN
-from core.model.tokens import REPLY_PRIMING, counter_for, model_facts
+from core.model.tokens import DEFAULT_MODEL, REPLY_PRIMING, counter_for, model_facts
 
 from .threader import HISTORY as HISTORY_ROLE, QUERY, STEP, SYSTEM, UNMATCHED
 
@@ -35,8 +35,6 @@ ORIGINS = {SYSTEM: SYSTEM_ORIGIN, HISTORY_ROLE: HISTORY, UNMATCHED: PAYLOAD_ONLY
            STEP: TOOL_ROUND}
 #: Kinds the payload may leave out between messages it holds (an app that keeps questions and answers only).
 _INTERMEDIATE = {TOOL_CALL, TOOL_RESULT, REASONING, INTERMEDIATE}
-#: The model a call is counted for when it names none.
-DEFAULT_MODEL = "gpt-4o-mini"
 
 
 def payload_rows(messages: Sequence[Message], roles: Sequence[str], model: str) -> list[dict]:

@@ -156,9 +156,9 @@ class Message:
     ref: int | str
     extra: tuple | None = None  # (name, tool_calls, tool_call_id, files, usage), None when all are unset
 
-    def __init__(self, role: str, content: str, kind: str, ref: int | str, name: str | None = _SAME,
-                 tool_calls: tuple[ToolCall, ...] = _SAME, tool_call_id: str | None = _SAME,
-                 files: tuple[FileRef, ...] = _SAME, usage: tuple[int, int] | None = _SAME,
+    def __init__(self, role: str, content: str, kind: str, ref: int | str, name: str | None | _Same = _SAME,
+                 tool_calls: tuple[ToolCall, ...] | _Same = _SAME, tool_call_id: str | None | _Same = _SAME,
+                 files: tuple[FileRef, ...] | _Same = _SAME, usage: tuple[int, int] | None | _Same = _SAME,
                  extra: tuple | None = None):
         if not (name is tool_calls is tool_call_id is files is usage is _SAME and extra is None):
             given = (name, tool_calls, tool_call_id, files, usage)
@@ -336,6 +336,9 @@ class Conversation:
     _tree: "ThreadIndex | None" = field(default=None, repr=False)
     #: How many turns :meth:`one_thread` last found to be one thread from their parent ids (-1: none).
     _one_thread_at: int = field(default=-1, repr=False, compare=False)
+    #: Running totals of the messages' tokens in position order, by counting model
+    #: (:func:`core.model.tokens.message_token_sums`).
+    _token_sums: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def tree(self) -> "ThreadIndex":
@@ -557,7 +560,7 @@ def with_shared_ids(turns: Iterable[Turn]) -> list[Turn]:
     ids = {t.id: t.id for t in turns}
     out = []
     for t in turns:
-        shared = ids.get(t.parent_id)
+        shared = ids.get(t.parent_id) if t.parent_id is not None else None
         out.append(t if shared is None or shared is t.parent_id else replace(t, parent_id=shared))
     return out
 

@@ -134,7 +134,7 @@ def extract_facts(text: str) -> list[Fact]:
                 key = "name"
             elif kind == "local_id":
                 local = next(g for g in m.groups()[:-1] if g)
-                key, value = _LOCAL_IDS[local.lower()], m.group(m.lastindex)
+                key, value = _LOCAL_IDS[local.lower()], m.group(m.lastindex or 0)
             elif kind == "id":
                 key, value = m.group(1).lower(), m.group(2)
             elif kind == "my":
@@ -197,9 +197,9 @@ def asked_keys(question: str) -> list[str]:
         for found in pattern.finditer(question):
             local = next(g for g in found.groups() if g)
             keys.append(_LOCAL_IDS[local.lower()])
-    m = _MY_QUESTION.search(question) if not keys else None
-    if m and " and " not in m.group(1):
-        key = m.group(1).strip().lower()
+    mine = _MY_QUESTION.search(question) if not keys else None
+    if mine and " and " not in mine.group(1):
+        key = mine.group(1).strip().lower()
         for word in (" number", " reference", " id"):
             if key.endswith(word) and key[: -len(word)] in _ID_WORDS:
                 key = key[: -len(word)]

@@ -199,6 +199,7 @@ class Ledger:
     """The ledger of one LLM call (one turn, one node)."""
 
     turn: int
+    # None only inside a RunLedger, which lists its entries when they are first read (its ``entries``).
     entries: list[LedgerEntry]
     prompt_tokens: int
     history_tokens: int
@@ -346,14 +347,17 @@ class RunLedger(Ledger):
     to whoever displays it. Equal to, and copied as, the plain :class:`Ledger` it stands for."""
 
     def __init__(self, *, runs: list[list], kept: list[LedgerEntry], count: int, first_ref, last_ref,
-                 expand, pick=None, offset=None, tokens=None, **fields):
+                 expand, pick=None, offset=None, tokens=None, token_sums=None, **fields):
         self.runs, self.count, self.first_ref, self.last_ref = runs, count, first_ref, last_ref
-        self._kept, self._expand, self._entries = kept, expand, None
+        self._kept, self._expand = kept, expand
+        self._entries: list[LedgerEntry] | None = None
         # Some entries without listing all: ``pick(ranges)`` builds the entries at the candidates'
         # offsets in ``[lo, hi)`` ranges (ascending); ``offset(p)`` is turn ``p``'s first candidate's;
-        # ``tokens(p)`` turn ``p``'s messages' token counts.
-        self._pick, self._offset, self._tokens = pick, offset, tokens
-        super().__init__(entries=None, **fields)
+        # ``tokens(p)`` turn ``p``'s messages' token counts; ``token_sums()`` the running total of the
+        # candidates' tokens (``sums[k]``: the first ``k`` candidates'), shared by every ledger of the
+        # conversation, so a reason's tokens are a difference, not a sum over its messages.
+        self._pick, self._offset, self._tokens, self._token_sums = pick, offset, tokens, token_sums
+        super().__init__(entries=None, **fields)  # type: ignore[arg-type]  # listed when first read
 
     def _ranges_with(self, reasons: Iterable[str]) -> list[tuple[int, int]]:
         """The candidates' offsets ``[lo, hi)`` of the runs whose reason is one of ``reasons``."""
@@ -389,6 +393,12 @@ class RunLedger(Ledger):
         return self._pick(picked[::-1])
 
     def tokens_by_reason(self) -> dict[str, int]:  # from the runs and each turn's counts: no entry listed
+        if self._entries is None and self._token_sums is not None:
+            sums, out, at = self._token_sums(), {}, 0
+            for reason, n in self.runs:
+                out[reason] = out.get(reason, 0) + sums[at + int(n)] - sums[at]
+                at += int(n)
+            return out
         if self._entries is not None or self._tokens is None or self._offset is None:
             return super().tokens_by_reason()
         flat: list[int] = []
@@ -464,7 +474,7 @@ class RunLedger(Ledger):
             return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(Ledger) if f.compare)
         return NotImplemented
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # equal by value and mutable: not hashable
 
     def __copy__(self) -> Ledger:
         return copy.copy(self.plain())
@@ -548,9 +558,9 @@ class TurnSummaries(Sequence):
 
     def _at(self, position: int) -> TurnSummary:
         # Each column indexed by name, not in a loop over them: a long replay's reader (the CLI's
-        # summary, the report) makes one per turn, and a generator per summary doubled its cost.
-        turn, kept, dropped, not_eligible, history, prompt, budget, oldest = self._columns
-        budget, oldest = budget[position], oldest[position]
+        # summary, the report) makes one summary per turn, so this stays free of a generator.
+        turn, kept, dropped, not_eligible, history, prompt, budgets, oldests = self._columns
+        budget, oldest = budgets[position], oldests[position]
         return TurnSummary(turn[position], kept[position], dropped[position], not_eligible[position], history[position],
                            prompt[position], None if budget == self.NONE else budget,
                            None if oldest == self.NONE else oldest)
@@ -571,7 +581,7 @@ class TurnSummaries(Sequence):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other))
         return NotImplemented
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # equal by value and mutable: not hashable
 
     def __repr__(self) -> str:
         return f"TurnSummaries({list(self)!r})"

@@ -35,7 +35,7 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Callable, Iterable, Iterator, Sequence
 
-from .conversation import Message
+from .conversation import Conversation, Message
 
 MESSAGE_OVERHEAD = 3
 NAME_OVERHEAD = 1
@@ -303,6 +303,7 @@ class CountCache:
             self._remember(texts, self._lengths(texts))
             yield n
             return
+        assert ends is not None  # a shared batch has its group ends (made above when none were given)
         own, plans = _plan(bounds, workers, own_share)
         del sizes, bounds
         _encoding(self.encoding_name)  # loaded before forking, so every child has it
@@ -332,7 +333,7 @@ class CountCache:
                         _reap(child, finished=False)
                     self._remember(batch, found if found is not None else self._lengths(batch))
                     if reached == n:  # all counted: the batch is let go before the caller goes on
-                        texts = ends = batch = None
+                        texts = ends = batch = None  # type: ignore[assignment]
                     yield reached
                 if child in alive:
                     alive.remove(child)
@@ -402,12 +403,36 @@ def count_cache(encoding_name: str) -> CountCache:
         return cache
 
 
+def message_token_sums(conversation: Conversation, counter: TokenCounter, position: int) -> Sequence[int]:
+    """``sums[k]``: the tokens of the conversation's first ``k`` messages, position by position, for every
+    message of the turns before ``position`` (and maybe more). Kept with the conversation per counting
+    model and extended as turns are added (turns are only ever added), so the ledgers of every turn and
+    node share one pass: e.g. turns of 2 and 3 messages of 10 tokens each give ``[0, 10, 20, 30, 40, 50]``."""
+    sums = conversation._token_sums.get(counter.model)
+    if sums is None:
+        sums = conversation._token_sums[counter.model] = [array("q", (0,)), 0]  # totals, turns summed
+    totals, done = sums
+    turns = conversation.turns
+    if done < position:
+        total = totals[-1]
+        for p in range(done, len(turns)):
+            for n in counter.message_counts(turns[p].messages):
+                total += n
+                totals.append(total)
+        sums[1] = len(turns)
+    return totals
+
+
+#: The model tokens are counted for when a config, a ledger or a call names none.
+DEFAULT_MODEL = "gpt-4o-mini"
+
+
 class TokenCounter:
     """Counts tokens for one model; counts come from the process's cache for its encoding (a
     private cache with ``shared=False``, for measuring tokenisation from cold). ``workers`` caps
     the processes a long batch is split across (default: :func:`encoding_workers`)."""
 
-    def __init__(self, model: str = "gpt-4o-mini", *, shared: bool = True, workers: int | None = None):
+    def __init__(self, model: str = DEFAULT_MODEL, *, shared: bool = True, workers: int | None = None):
         self.model = model
         self.workers = workers
         self.encoding_name, self.exact = resolve_encoding(model)

@@ -23,7 +23,7 @@ from core.memory.replay import expand_runs, pick_entries, turn_numbers
 from core.model.conversation import Conversation
 from core.model.ledger import HEADER_FIELDS, KEPT, Ledger, LedgerEntry, RunLedger, reason_runs
 from core.model.origins import HISTORY
-from core.model.tokens import counter_for
+from core.model.tokens import DEFAULT_MODEL, counter_for, message_token_sums
 from .errors import LedgerMismatchError
 
 PACKED = "runs-v1"
@@ -68,7 +68,7 @@ def pack_ledger(data: "Mapping[str, Any] | Ledger") -> dict:
 
 def unpack_entries(data: Mapping[str, Any], conversation: Conversation, position: int) -> list[LedgerEntry]:
     """The full entries of a packed ledger recorded at the turn at ``position``."""
-    model = (data.get("config") or {}).get("model") or "gpt-4o-mini"
+    model = (data.get("config") or {}).get("model") or DEFAULT_MODEL
     counter = counter_for(model)
     candidates = [(p, i, m) for p in range(position) for i, m in enumerate(conversation.turns[p].messages)]
     if len(candidates) != data.get("count"):
@@ -107,7 +107,7 @@ def unpack_ledger(data: Mapping[str, Any], conversation: Conversation, position:
     if sum(int(n) for _, n in runs) != count:
         raise LedgerMismatchError(f"stored ledger of turn {data.get('turn')} gives reasons for a different number "
                                   "of messages than it counts")
-    counter = counter_for((data.get("config") or {}).get("model") or "gpt-4o-mini")
+    counter = counter_for((data.get("config") or {}).get("model") or DEFAULT_MODEL)
     numbers = turn_numbers(conversation)
 
     def tokens(p: int):
@@ -125,6 +125,7 @@ def unpack_ledger(data: Mapping[str, Any], conversation: Conversation, position:
     return RunLedger(runs=runs, kept=pick(kept_ranges), count=count, first_ref=data.get("first_ref"),
                      last_ref=data.get("last_ref"), expand=lambda r: expand_runs(conversation, position, r, numbers, tokens),
                      pick=pick, offset=lambda p: before[min(max(p, 0), position)], tokens=tokens,
+                     token_sums=lambda: message_token_sums(conversation, counter, position),
                      **{f.name: getattr(header, f.name) for f in fields(Ledger) if f.name != "entries"})
 
 

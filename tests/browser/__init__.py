@@ -30,7 +30,7 @@ def free_port() -> int:
 
 @contextmanager
 def streamlit_server(env: dict, log: Path, *, config_file_only: bool = False):
-    """Start ``streamlit run app.py`` on a free loopback port; yield its base URL.
+    """Start the app as ``memlens ui`` does (:mod:`ui.serve`) on a free loopback port; yield its base URL.
 
     ``config_file_only``: give only the port, as a user would, so ``.streamlit/config.toml``
     decides the address, the file watcher and usage statistics.
@@ -40,7 +40,7 @@ def streamlit_server(env: dict, log: Path, *, config_file_only: bool = False):
                                         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), *safe],
+            [sys.executable, "-m", "ui.serve", "app.py", "--server.port", str(port), *safe],
             cwd=ROOT, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **env}, stdout=out,
             stderr=subprocess.STDOUT, start_new_session=True)
     try:

@@ -139,3 +139,23 @@ def test_a_new_conversation_on_the_users_own_dify_export_in_a_real_browser(tmp_p
         expect(messages).to_have_count(2)
         expect(messages.nth(1)).to_contain_text("Dana")  # answered through the flow's aggregator
         expect(page.get_by_test_id("stSidebar")).to_contain_text("记忆测试")
+
+
+def test_an_edited_message_runs_as_a_new_branch_in_a_real_browser(tmp_path):
+    """The Edit popover's box is drawn when the popover opens; what is sent from it becomes a branch."""
+    env = {"MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}"}
+    with streamlit_server(env, tmp_path / "streamlit.log") as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.set_default_timeout(90_000)
+        page.goto(url)
+        messages = page.get_by_test_id("stChatMessage")
+        expect(messages).to_have_count(16, timeout=90_000)  # the demo conversation, 8 turns
+        expect_settled(page)
+        assert page.get_by_label("Edited message").count() == 0  # no box until a popover opens
+        page.get_by_test_id("stPopover").filter(has_text="Edit").last.click()
+        box = page.get_by_label("Edited message")
+        expect(box).to_be_visible()
+        box.fill("Actually, what is my order number?")
+        page.get_by_role("button", name="Send as a new branch").click()
+        expect(messages.filter(has_text="Actually, what is my order number?")).to_have_count(1)
+        expect(page.get_by_test_id("stMarkdown").filter(has_text=re.compile(r"^2/2$")).first).to_be_visible()

@@ -78,3 +78,22 @@ def test_an_unpacked_ledger_lists_its_entries_only_when_they_are_read():
                     assert stored.last_entries_with(reasons, n) == Ledger.last_entries_with(full, reasons, n)
             assert stored._entries is None  # none of those listed every entry
             assert stored == full and stored._entries is not None  # comparing does
+
+
+def test_the_ledgers_of_a_growing_conversation_share_its_running_token_totals():
+    """Every ledger of a conversation reads one running total of its messages' tokens; turns added later
+    extend it, so a later turn's dropped tokens count the new messages too."""
+    from dataclasses import replace as replaced
+
+    from tests.builders import branched
+
+    whole = branched(40)
+    conv = replaced(whole, turns=list(whole.turns[:20]))
+    replay_config = MemoryConfig(window=4)
+    early = unpack_ledger(json.loads(json.dumps(pack_ledger(Replay(conv, replay_config).ledger_at(12)))), conv, 12)
+    assert early.tokens_by_reason() == Ledger.tokens_by_reason(Replay(conv, replay_config).ledger_at(12))
+    conv.turns.extend(whole.turns[20:])  # turns are only ever added
+    full = Replay(conv, replay_config).ledger_at(39)
+    late = unpack_ledger(json.loads(json.dumps(pack_ledger(full))), conv, 39)
+    assert late.tokens_by_reason() == Ledger.tokens_by_reason(full)
+    assert sum(late.tokens_by_reason().values()) == sum(e.tokens for e in full.entries)

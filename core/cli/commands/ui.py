@@ -32,7 +32,8 @@ def app_path() -> Path:
 
 
 def cmd_ui(args) -> int:
-    command = [sys.executable, "-m", "streamlit", "run", str(app_path()), *args.rest]
+    # ui.serve is `streamlit run` that loads the app's code and seeds the demo before the first visit.
+    command = [sys.executable, "-m", "ui.serve", str(app_path()), *args.rest]
     process = subprocess.Popen(command)
     while True:
         try:

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any, Mapping, Sequence
 
+from core.model.tokens import DEFAULT_MODEL
+
 from ..errors import ConfigError
 
 #: The kinds of value a setting holds.
@@ -225,7 +227,7 @@ class Setting:
 #: The settings of every config, whatever its memory system: the model it counts with and answers,
 #: what the reply may take, which messages are candidates and whose memory it is.
 COMMON = (
-    Setting("model", "gpt-4o-mini", "the model whose tokens and context to count with", kind=TEXT, flag="--model",
+    Setting("model", DEFAULT_MODEL, "the model whose tokens and context to count with", kind=TEXT, flag="--model",
             widget=Widget(TEXT_INPUT, "Model", key="model",
                           help="e.g. memlens/demo, gpt-4o-mini, anthropic/claude-sonnet-4-5, ollama/llama3")),
     Setting("context_size", None, "the model's context window in tokens (unset: the model's own)", optional=True,
