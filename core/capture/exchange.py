@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.io.errors import RecordError
+from core.limits import CAPTURE_NAME_CHARS
 from core.io.readers.openai import openai_messages
 from core.model.conversation import Message
 
@@ -42,8 +43,6 @@ PIN_HEADER = "x-memlens-conversation"
 PIN_KEYS = ("memlens_conversation", "conversation_id", "thread_id", "session_id", "chat_id")
 #: The header that names the node a call is of (``metadata.memlens_node`` too: :data:`~core.capture.threader.NODE_KEY`).
 NODE_HEADER = "x-memlens-node"
-#: The longest pin kept (characters).
-NAME_CHARS = 200
 
 #: How a call ended, as the proxy saw it.
 OK, UPSTREAM_ERROR, UPSTREAM_TIMEOUT, UPSTREAM_REFUSED, CLIENT_LEFT = (
@@ -327,12 +326,12 @@ def pin_of(body: dict, headers: dict) -> str | None:
     """The conversation a call names outright: the header, else a conversation id in its metadata."""
     pinned = headers.get(PIN_HEADER)
     if isinstance(pinned, str) and pinned.strip():
-        return pinned.strip()[:NAME_CHARS]
+        return pinned.strip()[:CAPTURE_NAME_CHARS]
     metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
     for key in PIN_KEYS:
         value = metadata.get(key)
         if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
-            return f"{key}:{value}"[:NAME_CHARS]
+            return f"{key}:{value}"[:CAPTURE_NAME_CHARS]
     return None
 
 

@@ -47,6 +47,7 @@ from difflib import SequenceMatcher
 from typing import Callable, Iterable, Mapping, Sequence
 from uuid import uuid4
 
+from core.limits import CAPTURE_NAME_CHARS
 from core.model.conversation import REASONING, Conversation, Message, Turn, turn_messages
 
 from .text_history import TextHistory, read_text_history
@@ -66,8 +67,6 @@ ANCHOR_CANDIDATES = 64
 
 #: The ``metadata`` key that names the node a call is of (the proxy's ``X-MemLens-Node`` header says the same).
 NODE_KEY = "memlens_node"
-#: The longest node name kept (characters).
-NODE_NAME_CHARS = 200
 
 Key = tuple
 Place = tuple[int, int]  # (turn position, message index)
@@ -683,9 +682,10 @@ class Threader:
 
 
 def node_name(value) -> str | None:
-    """A node name as a call carries it: text (or a number) in one line, at most :data:`NODE_NAME_CHARS`."""
+    """A node name as a call carries it: text (or a number) in one line, at most
+    :data:`~core.limits.CAPTURE_NAME_CHARS` characters."""
     if isinstance(value, (str, int)) and not isinstance(value, bool) and " ".join(str(value).split()):
-        return " ".join(str(value).split())[:NODE_NAME_CHARS]
+        return " ".join(str(value).split())[:CAPTURE_NAME_CHARS]
     return None
 
 

@@ -202,3 +202,12 @@ def test_a_restarted_proxy_keeps_a_text_history_nodes_prefixes_its_named_nodes_a
         assert llm.node == "node-1" and len(again.threads) == 1
     finally:
         db.dispose()
+
+
+def test_a_node_name_is_one_line_cut_at_the_limit_and_blank_or_odd_values_name_nothing():
+    from core.capture.threader import node_name
+    from core.limits import CAPTURE_NAME_CHARS
+
+    assert node_name("  drafter\n node ") == "drafter node" and node_name(7) == "7"
+    assert node_name("x" * (CAPTURE_NAME_CHARS + 5)) == "x" * CAPTURE_NAME_CHARS
+    assert [node_name(v) for v in ("  ", None, True, ["a"], {"a": 1})] == [None] * 5
