@@ -13,7 +13,8 @@ whose history came as messages. Where the lines are (the first rule that applies
   system message or its last user message that alternate between a user prefix and an assistant
   prefix, the user's first, at least one of each: prefixes of :data:`USER_PREFIXES` and
   :data:`ASSISTANT_PREFIXES` (``Human``/``Assistant``, ``User``/``AI``, …), or any two names when the
-  run holds two exchanges or more.
+  run holds two exchanges or more — but never ``Q``/``A``, ``Question``/``Answer`` and the like
+  (:data:`NOT_ROLES`: a prompt's FAQ or examples).
 
 A line that starts with neither prefix continues the message above it (a message of several lines);
 outside a ``<histories>`` block a blank line ends the run (so a prompt that goes on right after the
@@ -29,16 +30,18 @@ Dana!\\n\\nSort the question…"`` holds a history of two messages (user "Hi, I'
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Sequence
 
 from core.model.conversation import REASONING, Message
 
 #: Prefixes taken as the user's and the assistant's lines without a ``<histories>`` block (compared in lower
-#: case); Dify's defaults are the first of each.
-USER_PREFIXES = frozenset({"human", "user", "customer", "client", "q", "question", "me", "you"})
-ASSISTANT_PREFIXES = frozenset({"assistant", "ai", "bot", "chatbot", "a", "answer", "model", "agent", "system",
-                                "gpt", "claude"})
+#: case), Dify's defaults ``Human`` and ``Assistant`` among them.
+USER_PREFIXES = frozenset({"human", "user", "customer", "you"})
+ASSISTANT_PREFIXES = frozenset({"assistant", "ai", "bot", "chatbot", "model", "agent", "chatgpt", "gpt", "claude"})
+#: Names that alternate in prompts without being a conversation (a prompt's FAQ, its worked examples): never
+#: read as a history's prefixes outside a ``<histories>`` block.
+NOT_ROLES = frozenset({"q", "a", "question", "answer", "input", "output", "example", "note", "step"})
 #: Messages a run of other names needs to be read as a history (two exchanges).
 NAMED_RUN = 4
 #: Dify's block around the history in its classifier and extractor prompts.
@@ -115,6 +118,8 @@ def _accepted(run, block: bool) -> bool:
     _, _, user, assistant, messages = run
     if block:
         return True
+    if user.lower() in NOT_ROLES or assistant.lower() in NOT_ROLES:
+        return False
     known = user.lower() in USER_PREFIXES and assistant.lower() in ASSISTANT_PREFIXES
     return len(messages) >= (2 if known else NAMED_RUN)
 
@@ -162,9 +167,4 @@ def read_text_history(messages: Sequence[Message], *, system_count: int, query: 
     return None
 
 
-def without_history(message: Message, text: TextHistory) -> Message:
-    """The message holding the history, its lines taken out."""
-    return replace(message, content=text.without(message.content))
-
-
-__all__ = ["ASSISTANT_PREFIXES", "NAMED_RUN", "TextHistory", "USER_PREFIXES", "read_text_history", "without_history"]
+__all__ = ["ASSISTANT_PREFIXES", "NAMED_RUN", "NOT_ROLES", "TextHistory", "USER_PREFIXES", "read_text_history"]

@@ -211,3 +211,8 @@ def test_a_node_name_is_one_line_cut_at_the_limit_and_blank_or_odd_values_name_n
     assert node_name("  drafter\n node ") == "drafter node" and node_name(7) == "7"
     assert node_name("x" * (CAPTURE_NAME_CHARS + 5)) == "x" * CAPTURE_NAME_CHARS
     assert [node_name(v) for v in ("  ", None, True, ["a"], {"a": 1})] == [None] * 5
+
+
+def test_a_prompts_question_and_answer_examples_are_not_a_history():
+    assert read(s("You answer for Acme.\nQ: What are your hours?\nA: Nine to five.\nQ: Do you ship abroad?\n"
+                  "A: Yes."), u("hi")) is None
