@@ -8,7 +8,8 @@ whose history came as messages. Where the lines are (the first rule that applies
 
 * a ``<histories>…</histories>`` block in a system or user message (Dify's classifier and extractor
   prompts): its lines are the history, whichever two prefixes they use (the first one met is the
-  user's); an empty block is an empty history;
+  user's); an empty block is an empty history (``<histories></histories>`` with nothing at all
+  inside, as prose naming the tags writes it, only when the payload sends no history as messages);
 * otherwise, only when the payload sends no history as messages, the longest run of lines in its
   system message or its last user message that alternate between a user prefix and an assistant
   prefix, the user's first, at least one of each: prefixes of :data:`USER_PREFIXES` and
@@ -149,12 +150,12 @@ def read_text_history(messages: Sequence[Message], *, system_count: int, query: 
     readable = [k for k, m in enumerate(messages) if m.role in ("system", "user") and m.kind != REASONING
                 and isinstance(m.content, str)]
     for k in readable:
-        empty = None  # an empty block (a first turn's; prose naming the tags, "inside <histories></histories>")
-        for match in BLOCK.finditer(messages[k].content):
+        empty = None  # a first turn's empty block; prose naming the tags ("inside <histories></histories>")
+        for match in BLOCK.finditer(messages[k].content):  # is one only beside no history as messages
             found = _read(match.group(1), k, match.start(1), block=True)
             if found is not None:
                 return found
-            if not match.group(1).strip():
+            if not match.group(1).strip() and (match.group(1) or not history_sent):
                 empty = match
         if empty is not None:
             return TextHistory(k, empty.start(1), empty.end(1), "Human", "Assistant", ())

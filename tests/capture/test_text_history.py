@@ -216,3 +216,16 @@ def test_a_node_name_is_one_line_cut_at_the_limit_and_blank_or_odd_values_name_n
 def test_a_prompts_question_and_answer_examples_are_not_a_history():
     assert read(s("You answer for Acme.\nQ: What are your hours?\nA: Nine to five.\nQ: Do you ship abroad?\n"
                   "A: Yes."), u("hi")) is None
+
+
+def test_prose_naming_the_histories_tags_in_a_chat_nodes_prompt_leaves_its_message_history_alone():
+    system = s("Quote earlier turns inside <histories></histories> tags when you need them.")
+    assert read(system, u("one"), a("first"), u("two")) is None
+    threader = Threader()
+    bot = Bot(threader, system=system.content)
+    for q in ["one", "two", "three"]:
+        _, placed = bot.ask(q)
+    assert placed.text is None and placed.kept == ((0, 0), (0, 1), (1, 0), (1, 1))
+    # A first turn's rendered block (whitespace inside) is an empty history even beside worked examples.
+    first = read(s("Sort.\n<histories>\n    \n</histories>"), u("example"), a("verdict"), u("q"))
+    assert first is not None and first.messages == ()
