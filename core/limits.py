@@ -132,6 +132,9 @@ TEMPLATE_TRANSFORM_MAX_LENGTH = 80_000
 REPLAY_TURNS = 200
 #: ``max_history_tokens`` when unset, for the strategies that read it (summary buffer, trim).
 DEFAULT_HISTORY_TOKENS = 2000
+#: The longest conversation pin or node name a captured call keeps (``X-MemLens-Conversation``,
+#: ``X-MemLens-Node``, their ``metadata`` keys), in characters: the rest is cut off.
+CAPTURE_NAME_CHARS = 200
 
 
 def history_limit(max_history_tokens: int | None) -> int:

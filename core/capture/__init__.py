@@ -6,6 +6,8 @@
 * ``recorder`` — threading each call and writing it to the store, off the request path;
 * ``threader`` — which conversation, turn and node a call belongs to, and which earlier messages its
   payload held (the proxy's calls and an imported trace's alike);
+* ``text_history`` — a history sent as ``Human: …`` / ``Assistant: …`` lines inside one message, read
+  as the call's history;
 * ``observed`` — those sets as a ledger (the shared reason vocabulary) and the payload as a receipt;
 * ``stored`` — a captured conversation as the store keeps it, and back;
 * ``inference`` — the memory rules MemLens emulates whose replay gives the observed sets

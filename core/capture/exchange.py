@@ -14,8 +14,10 @@ Three APIs are read, each in its own shape:
 
 Messages are read by the importer's own readers (:func:`core.io.readers.openai.openai_messages`), so a
 captured payload and an imported file speak one shape. A conversation is pinned by the
-``X-MemLens-Conversation`` header or a conversation id in the request's ``metadata``; OpenAI's ``user``
-(Anthropic's ``metadata.user_id``) names the user.
+``X-MemLens-Conversation`` header or a conversation id in the request's ``metadata``; a node is named
+by the ``X-MemLens-Node`` header or ``metadata.memlens_node``; OpenAI's ``user`` (Anthropic's
+``metadata.user_id``) names the user. Both headers go on to the upstream with the others and are
+recorded with them (they carry no secret).
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.io.errors import RecordError
+from core.limits import CAPTURE_NAME_CHARS
 from core.io.readers.openai import openai_messages
 from core.model.conversation import Message
 
 from .errors import CaptureError
-from .threader import FAILED, STOPPED, SUCCEEDED, Call
+from .threader import FAILED, NODE_KEY, STOPPED, SUCCEEDED, Call, node_name
 
 CHAT, RESPONSES, MESSAGES = "chat", "responses", "messages"
 #: The endpoints the proxy records, by path, and the API each speaks.
@@ -38,6 +41,8 @@ ENDPOINTS = {"/v1/chat/completions": CHAT, "/v1/responses": RESPONSES, "/v1/mess
 PIN_HEADER = "x-memlens-conversation"
 #: ``metadata`` keys that name a conversation, in the order they are read.
 PIN_KEYS = ("memlens_conversation", "conversation_id", "thread_id", "session_id", "chat_id")
+#: The header that names the node a call is of (``metadata.memlens_node`` too: :data:`~core.capture.threader.NODE_KEY`).
+NODE_HEADER = "x-memlens-node"
 
 #: How a call ended, as the proxy saw it.
 OK, UPSTREAM_ERROR, UPSTREAM_TIMEOUT, UPSTREAM_REFUSED, CLIENT_LEFT = (
@@ -321,13 +326,19 @@ def pin_of(body: dict, headers: dict) -> str | None:
     """The conversation a call names outright: the header, else a conversation id in its metadata."""
     pinned = headers.get(PIN_HEADER)
     if isinstance(pinned, str) and pinned.strip():
-        return pinned.strip()[:200]
+        return pinned.strip()[:CAPTURE_NAME_CHARS]
     metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
     for key in PIN_KEYS:
         value = metadata.get(key)
         if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
-            return f"{key}:{value}"[:200]
+            return f"{key}:{value}"[:CAPTURE_NAME_CHARS]
     return None
+
+
+def node_name_of(body: dict, headers: dict) -> str | None:
+    """The node a call names (:data:`NODE_HEADER`, else ``metadata.memlens_node``), in one line, or ``None``."""
+    metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    return node_name(headers.get(NODE_HEADER)) or node_name(metadata.get(NODE_KEY))
 
 
 def user_of(api: str, body: dict) -> str | None:
@@ -363,12 +374,13 @@ def call_of(ex: Exchange) -> Call:
               "response_headers": ex.response_headers, "upstream": ex.upstream, "call_id": ex.id}
     return Call(id=ex.id, messages=tuple(messages), reply=reply, model=model, tools=tools, api=ex.api,
                 started_at=ex.started_at, pin=pin_of(body, ex.request_headers), user=user_of(ex.api, body),
+                node_name=node_name_of(body, ex.request_headers),
                 status=status, error=error,
                 previous_response=body.get("previous_response_id") if ex.api == RESPONSES else None,
                 response_id=response.get("id") if ex.api == RESPONSES and isinstance(response, dict) else None,
                 record=record)
 
 
-__all__ = ["CHAT", "CLIENT_LEFT", "ENDPOINTS", "Exchange", "MESSAGES", "OK", "PIN_HEADER", "PIN_KEYS", "RESPONSES",
-           "UPSTREAM_ERROR", "UPSTREAM_REFUSED", "UPSTREAM_TIMEOUT", "assembled", "call_of", "error_text",
-           "pin_of", "reply_of", "request_json", "request_messages", "sse_events", "usage_of", "user_of"]
+__all__ = ["CHAT", "CLIENT_LEFT", "ENDPOINTS", "Exchange", "MESSAGES", "NODE_HEADER", "OK", "PIN_HEADER",
+           "PIN_KEYS", "RESPONSES", "UPSTREAM_ERROR", "UPSTREAM_REFUSED", "UPSTREAM_TIMEOUT", "assembled", "call_of",
+           "error_text", "node_name_of", "pin_of", "reply_of", "request_json", "request_messages", "sse_events", "usage_of", "user_of"]

@@ -24,12 +24,15 @@ The JSON (``memlens infer --format json``)::
                 "explains": 41, "first_unexplained": null, "equivalent": [{"memory": "dify", "window": 4, …}, …]}]}
 
 ``rule`` replays with ``memlens replay --conversation ID --node NODE --memory NAME …``
-(:func:`rule_args`) to the same kept and dropped sets.
+(:func:`rule_args`) to the same kept and dropped sets. A node whose calls send their history as text
+lines (:mod:`core.capture.text_history`) is judged the same way — which turns its lines held — and its
+rules say so ("Dify as shipped, window 3, over Human:/Assistant: text lines"); its JSON adds
+``"history": "text"`` and the ``role_prefix`` its lines used.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
 from core.limits import DIFY_ROW_CAP, WINDOW_MAX_MESSAGES
@@ -143,12 +146,16 @@ class NodeInference:
 
     def to_json(self) -> dict:
         best = self.best
-        return {"node": self.node.id, "calls": len(self.calls),
-                "rule": best.rule.settings() if best is not None and best.explains else None,
-                "explains": best.explains if best is not None else 0,
-                "first_unexplained": best.first_unexplained(self.calls) if best is not None and best.explains
-                else (self.calls[0].number if self.calls else None),
-                "equivalent": [e.rule.settings() for e in self.equivalent]}
+        out = {"node": self.node.id, "calls": len(self.calls),
+               "rule": best.rule.settings() if best is not None and best.explains else None,
+               "explains": best.explains if best is not None else 0,
+               "first_unexplained": best.first_unexplained(self.calls) if best is not None and best.explains
+               else (self.calls[0].number if self.calls else None),
+               "equivalent": [e.rule.settings() for e in self.equivalent]}
+        if self.node.text_prefixes:
+            user, assistant = self.node.text_prefixes
+            out.update(history="text", role_prefix={"user": user, "assistant": assistant})
+        return out
 
     def fit(self) -> str:
         """"explained by: last 6 messages, 41/41 calls" — or why nothing is."""
@@ -408,8 +415,11 @@ def infer_node(conversation: Conversation, node: Node, calls: Sequence[ObservedC
                max_tokens: int = 0) -> NodeInference:
     """The rules explaining one node's calls, the best first, and where named platforms differ."""
     calls = sorted(calls, key=lambda c: c.number)
-    judged = [e for e in (judge(conversation, node, calls, r) for r in candidates(conversation, node, calls,
-                                                                                   max_tokens)) if e is not None]
+    rules = candidates(conversation, node, calls, max_tokens)
+    if node.text_prefixes:  # the same rules, over the turns its text lines held
+        lines = f", over {node.text_prefixes[0]}:/{node.text_prefixes[1]}: text lines"
+        rules = [replace(r, label=r.label + lines, words=r.words and r.words + lines) for r in rules]
+    judged = [e for e in (judge(conversation, node, calls, r) for r in rules) if e is not None]
     judged.sort(key=Explanation.rank)
     best = judged[0] if judged and judged[0].explains else None
     alike = [e for e in judged[1:] if best is not None and e.explained == best.explained]

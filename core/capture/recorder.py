@@ -220,7 +220,7 @@ def thread_of(conversation_id: str, name: str, meta: Mapping, turns: Sequence[Ma
         steps = rest[:-1] if answer is not None else rest
         turn = ThreadTurn(str(stored["id"]), ids.get(stored.get("parent_id")), _plain(query),
                           [_plain(m) for m in steps], _plain(answer), bool(stored.get("answer_seen")),
-                          float(stored.get("created_at") or 0))
+                          float(stored.get("created_at") or 0), query_wrapped=bool(stored.get("query_wrapped")))
         thread.add_turn(turn)
         for run in stored.get("node_runs") or []:
             placed = _placed(run, position)
@@ -265,12 +265,14 @@ def _placed(run: Mapping, position: int) -> Placed | None:
                 started_at=float(run.get("started_at") or 0), pin=run.get("pin"), user=run.get("user"),
                 status=str(run.get("status") or "succeeded"), error=run.get("error"),
                 previous_response=run.get("previous_response"), response_id=run.get("response_id"),
-                record={**call_record, "usage": run.get("usage"), "latency_ms": run.get("latency_ms")})
+                node_name=run.get("node_name"), record={**call_record, "usage": run.get("usage"), "latency_ms": run.get("latency_ms")})
     payload = split_payload(call.messages)
     places = tuple(tuple(p) if p else None for p in run.get("places") or [])
+    text = run.get("text_history") if isinstance(run.get("text_history"), Mapping) else None
     return Placed(call, str(run.get("node_id")), position, int(run.get("call_number") or 1), int(run.get("step") or 1),
                   tuple(tuple(p) for p in run.get("kept") or []), tuple(run.get("roles") or ()), places,
-                  tuple(message_key(m) for m in payload.steps), tuple(message_key(m) for m in call.messages))
+                  tuple(message_key(m) for m in payload.steps), tuple(message_key(m) for m in call.messages),
+                  text=dict(text) if text is not None else None)
 
 
 class RecorderProcess:

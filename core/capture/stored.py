@@ -59,8 +59,9 @@ def node_run(thread: Thread, placed: Placed, conversation: Conversation) -> dict
 
 def _node_run(thread: Thread, placed: Placed, conversation: Conversation) -> dict:
     call = placed.call
-    rows = payload_rows(call.messages, placed.roles, call.model)
-    ledger = observed_ledger(conversation, placed.position, placed.kept, rows=rows, model=call.model, node=placed.node)
+    rows = payload_rows(call.messages, placed.roles, call.model, placed.text)
+    ledger = observed_ledger(conversation, placed.position, placed.kept, rows=rows, model=call.model, node=placed.node,
+                             text=placed.text)
     record = dict(call.record)
     return {"node_id": placed.node, "type": CALL_TYPE, "title": thread.nodes[placed.node].title, "emulated": False,
             "status": call.status, "error": call.error, "ledger": pack_ledger(ledger), "prompt": rows,
@@ -71,6 +72,7 @@ def _node_run(thread: Thread, placed: Placed, conversation: Conversation) -> dic
             "api": call.api, "tools": list(call.tools), "user": call.user, "pin": call.pin,
             "reply_message": call.reply.to_dict() if call.reply is not None else None,
             "previous_response": call.previous_response, "response_id": call.response_id,
+            "node_name": call.node_name, "text_history": placed.text,
             "call": {k: v for k, v in record.items() if k not in ("usage", "latency_ms")}}
 
 
@@ -85,7 +87,8 @@ def turn_record(thread: Thread, position: int, conversation: Conversation) -> di
     return {"id": turn.id, "parent_id": turn.parent_id, "query": turn.query, "answer": turn.answer,
             "status": mine.status, "error": mine.error, "dialogue_count": conversation.tree.depth[position],
             "messages": [m.to_dict() for m in turn.messages], "created_at": mine.created_at,
-            PROMPT_TOKENS: prompt_tokens, "answer_seen": mine.answer_seen, NODE_RUNS: runs}
+            PROMPT_TOKENS: prompt_tokens, "answer_seen": mine.answer_seen, "query_wrapped": mine.query_wrapped,
+            NODE_RUNS: runs}
 
 
 def as_conversation(thread: Thread, *, source_format: str, meta: Mapping[str, Any] | None = None) -> Conversation:

@@ -24,7 +24,14 @@ The rules, applied to each call as it arrives (the proxy) or in time order (an i
   A query that differs on the same history is a branch too (an edited message).
 * **Which node.** Calls with a different system prompt or other tools are different nodes (an LLM
   node, a classifier); a node whose prompt carries values that change every turn (a date, a
-  retrieved context) is recognised by its prompt's likeness.
+  retrieved context) is recognised by its prompt's likeness. A call that names its node
+  (``X-MemLens-Node``, ``memlens_node`` in its ``metadata``) is that node's, whatever its prompt:
+  two nodes with identical prompts and tools are told apart so.
+* **History sent as text.** A payload whose history is ``Human: …`` / ``Assistant: …`` lines inside one
+  message (Dify's Question Classifier, a completion-style prompt: :mod:`core.capture.text_history`)
+  has those lines as its history, and that message without them as its prompt; such a call's query
+  may wrap the question (Dify's classifier sends it inside JSON), so a turn whose question it holds
+  is its turn.
 * **What was kept.** The history is aligned to the thread from the newest message back; each thread
   message it holds is kept, a history message that matches none (a summary, a rewritten message) is
   listed as sent but not from the thread.
@@ -40,18 +47,26 @@ from difflib import SequenceMatcher
 from typing import Callable, Iterable, Mapping, Sequence
 from uuid import uuid4
 
+from core.limits import CAPTURE_NAME_CHARS
 from core.model.conversation import REASONING, Conversation, Message, Turn, turn_messages
+
+from .text_history import TextHistory, read_text_history
 
 #: A call's outcome: it answered, it failed (no reply), or the client left while it streamed.
 SUCCEEDED, FAILED, STOPPED = "succeeded", "failed", "stopped"
 #: What each payload message is to its call (:attr:`Placed.roles`).
 SYSTEM, HISTORY, UNMATCHED, QUERY, STEP = "system", "history", "unmatched", "query", "step"
+#: A message of the node's own prompt besides its system message: the examples around a history sent as text.
+TEMPLATE = "template"
 #: How alike two system prompts must be (difflib's ratio) to be one node's whose prompt carries a
 #: changing value; below it, they are two nodes.
 SAME_NODE_LIKENESS = 0.6
 #: The most places of one message searched for a call's anchor (a message said in many conversations,
 #: "ok", "thanks"): the newest ones.
 ANCHOR_CANDIDATES = 64
+
+#: The ``metadata`` key that names the node a call is of (the proxy's ``X-MemLens-Node`` header says the same).
+NODE_KEY = "memlens_node"
 
 Key = tuple
 Place = tuple[int, int]  # (turn position, message index)
@@ -94,6 +109,9 @@ class Call:
     error: str | None = None
     previous_response: str | None = None  # the Responses API's previous_response_id
     response_id: str | None = None
+    #: The node the builder named (``X-MemLens-Node``, ``metadata.memlens_node``): calls naming different
+    #: nodes are different nodes, whatever their prompts.
+    node_name: str | None = None
     record: Mapping = field(default_factory=dict, compare=False)
 
 
@@ -133,15 +151,23 @@ class Node:
     title: str
     #: The newest system prompt of its calls (a prompt that changes from turn to turn is matched against it).
     latest: str = ""
+    #: The name the builder gave it (its calls' ``X-MemLens-Node``); "" when it has none.
+    name: str = ""
+    #: The prefixes of its history's lines when its calls send their history as text (``("Human", "Assistant")``).
+    text_prefixes: tuple[str, str] | None = None
 
     def to_json(self) -> dict:
         return {"id": self.id, "system": self.system, "tools": list(self.tools), "api": self.api,
-                "model": self.model, "title": self.title, "latest": self.latest}
+                "model": self.model, "title": self.title, "latest": self.latest, "name": self.name,
+                "text_prefixes": list(self.text_prefixes) if self.text_prefixes else None}
 
     @classmethod
     def from_json(cls, d: Mapping) -> "Node":
+        prefixes = d.get("text_prefixes")
         return cls(str(d["id"]), str(d.get("system") or ""), tuple(d.get("tools") or ()), str(d.get("api") or ""),
-                   str(d.get("model") or ""), str(d.get("title") or d["id"]), str(d.get("latest") or ""))
+                   str(d.get("model") or ""), str(d.get("title") or d["id"]), str(d.get("latest") or ""),
+                   str(d.get("name") or ""), (str(prefixes[0]), str(prefixes[1]))
+                   if isinstance(prefixes, (list, tuple)) and len(prefixes) == 2 else None)
 
 
 def node_title(number: int, system: str, tools: Sequence[str]) -> str:
@@ -171,6 +197,8 @@ class Placed:
     payload_keys: tuple[Key, ...]
     #: The call as stored, made once (:func:`core.capture.stored.node_run`): its receipt and ledger do not change.
     stored: dict | None = field(default=None, repr=False, compare=False)
+    #: A history sent as text (:func:`text_record`): where it was, its prefixes, each line's message and place.
+    text: dict | None = None
 
 
 @dataclass
@@ -186,6 +214,9 @@ class ThreadTurn:
     answer_seen: bool = False
     created_at: float = 0.0
     calls: list[Placed] = field(default_factory=list)
+    #: The query is a text-history call's user message, which may wrap the question (Dify's classifier sends
+    #: it inside JSON): a call asking a question it holds is a call of this turn, and its question the query.
+    query_wrapped: bool = False
 
     def raw(self) -> list[Message]:
         return ([self.query] if self.query is not None else []) + self.steps + \
@@ -346,28 +377,35 @@ class Threader:
     # -- placing a call -----------------------------------------------------------------------------
     def place(self, call: Call) -> tuple[Thread, Placed]:
         """Place one call: its conversation (made when new), turn and node; returns both."""
-        payload = split_payload(call.messages)
+        sent = split_payload(call.messages)
+        payload, text = node_payload(call.messages, sent)
         keys = [message_key(m) for m in payload.history]
-        thread, parent, places, implied = self._locate(call, payload, keys)
+        thread, parent, places, implied = self._locate(call, payload, keys, text is not None)
         node = self._node(thread, call, payload)
         qkey = message_key(payload.query) if payload.query is not None else None
         step_keys = tuple(message_key(m) for m in payload.steps)
         payload_keys = tuple(message_key(m) for m in call.messages)
-        position, node = self._turn(thread, parent, payload, qkey, node, call, step_keys, payload_keys)
+        position, node = self._turn(thread, parent, payload, qkey, node, call, step_keys, payload_keys,
+                                    text is not None)
         node.latest = payload.system
+        if text is not None:
+            node.text_prefixes = (text.user, text.assistant)
         mine = [c for c in thread.turns[position].calls if c.node == node.id]
         number = sum(1 for c in thread.calls if c.node == node.id) + 1
         roles = [SYSTEM] * payload.system_count
-        roles += [HISTORY if place is not None else UNMATCHED for place in places]
+        if text is None:
+            roles += [HISTORY if place is not None else UNMATCHED for place in places]
+        else:  # the history is inside a message; the messages between the prompt and the query are the node's
+            roles += [TEMPLATE] * len(sent.history)
         if payload.query is not None:
             roles.append(QUERY)
         roles += [STEP] * len(payload.steps)
-        all_places = [None] * payload.system_count + list(places) + [None] * (len(roles) - payload.system_count -
-                                                                              len(places))
+        all_places = [None] * len(roles) if text is not None else \
+            [None] * payload.system_count + list(places) + [None] * (len(roles) - payload.system_count - len(places))
         placed = Placed(call, node.id, position, number, len(mine) + 1,
                         tuple(sorted({p for p in places if p is not None} | set(implied))), tuple(roles),
                         tuple(all_places),
-                        step_keys, payload_keys)
+                        step_keys, payload_keys, text=text_record(text, places) if text is not None else None)
         thread.turns[position].calls.append(placed)
         thread._conversation = None  # the turn's status follows its calls
         thread.calls.append(placed)
@@ -378,14 +416,16 @@ class Threader:
         thread.updated_at = max(thread.updated_at, call.started_at)
         if call.response_id:
             thread.responses[call.response_id] = position
-        self._answer(thread, position, call)
+        self._answer(thread, position, call, text is not None)
         if not thread.name and payload.query is not None:
             thread.name = " ".join(payload.query.content.split())[:60] or "captured conversation"
         return thread, placed
 
-    def _locate(self, call: Call, payload: Payload, keys: list[Key]) -> tuple[Thread, int | None, list, tuple]:
+    def _locate(self, call: Call, payload: Payload, keys: list[Key], text: bool = False
+                ) -> tuple[Thread, int | None, list, tuple]:
         """The conversation, the turn the call's turn follows, each history message's place, and the thread
-        messages sent without being in the payload (a Responses API chain the server holds)."""
+        messages sent without being in the payload (a Responses API chain the server holds). ``text``: the
+        history was sent as text lines (:mod:`core.capture.text_history`)."""
         history = payload.history
         if call.previous_response:
             for thread in reversed(self.threads):
@@ -413,8 +453,7 @@ class Threader:
         if scope:  # pinned (or the user's) conversation, nothing of the history seen: it continues
             thread = scope[-1] if call.pin else max(scope, key=lambda t: t.updated_at)
             base = thread.active
-            if base is not None and not history and payload.query is not None and \
-                    _same(thread.turns[base].query, payload.query):
+            if base is not None and not history and _asks(thread.turns[base], payload.query, text):
                 base = thread.turns[base].parent  # the same query again: another call of that turn
         else:
             thread = self._new_thread(call)
@@ -543,8 +582,11 @@ class Threader:
         return parent, places
 
     def _node(self, thread: Thread, call: Call, payload: Payload) -> Node:
+        if call.node_name:  # named by the builder: that node, whatever its prompt
+            named = next((n for n in thread.nodes.values() if n.name == call.node_name), None)
+            return named if named is not None else self._new_node(thread, call, payload)
         tools = tuple(sorted(call.tools))
-        same_kind = [n for n in thread.nodes.values() if n.tools == tools and n.api == call.api]
+        same_kind = [n for n in thread.nodes.values() if n.tools == tools and n.api == call.api and not n.name]
         for n in same_kind:
             if payload.system in (n.system, n.latest):
                 return n
@@ -562,24 +604,33 @@ class Threader:
         number = len(thread.nodes) + 1
         tools = tuple(sorted(call.tools))
         node = Node(f"node-{number}", payload.system, tools, call.api, call.model,
-                    node_title(number, payload.system, tools), payload.system)
+                    call.node_name or node_title(number, payload.system, tools), payload.system,
+                    name=call.node_name or "")
         thread.nodes[node.id] = node
         return node
 
     def _turn(self, thread: Thread, parent: int | None, payload: Payload, qkey: Key | None, node: Node, call: Call,
-              step_keys: tuple, payload_keys: tuple) -> tuple[int, Node]:
-        """The turn the call is a call of, and its node: the newest turn after ``parent`` with its query. When
-        its node called there already, the call is the next step of that call's tool round or its retry
-        (that turn), or else a regenerated answer (a new turn beside it: Dify's own regenerate may send a
-        shorter history, a sibling's row taking a window slot). Nodes are told apart by prompt and tools."""
-        siblings = [p for p in thread.children(parent)
-                    if (message_key(thread.turns[p].query) if thread.turns[p].query is not None else None) == qkey]
+              step_keys: tuple, payload_keys: tuple, text: bool = False) -> tuple[int, Node]:
+        """The turn the call is a call of, and its node: the newest turn after ``parent`` with its query (one
+        whose query a text-history call's query holds, or which holds this call's when that turn's query
+        was such a call's: :func:`_asks`). When its node called there already, the call is the next step of
+        that call's tool round or its retry (that turn), or else a regenerated answer (a new turn beside it:
+        Dify's own regenerate may send a shorter history, a sibling's row taking a window slot). Nodes are
+        told apart by name, or else by prompt and tools."""
+        siblings = [p for p in thread.children(parent) if (thread.turns[p].query is None and qkey is None)
+                    or _asks(thread.turns[p], payload.query, text)]
+        if siblings and not text and thread.turns[siblings[-1]].query_wrapped and thread.can_grow(siblings[-1]) \
+                and message_key(thread.turns[siblings[-1]].query) != qkey:  # the question: the turn's query now
+            def ask(t: ThreadTurn) -> None:
+                t.query, t.query_wrapped = payload.query, False
+            self._rewrite(thread, siblings[-1], ask)
         if siblings:
             position = siblings[-1]
             turn = thread.turns[position]
             mine = [c for c in turn.calls if c.node == node.id]
-            if mine and payload.system not in (node.system, node.latest) and any(
-                    c.call.messages and split_payload(c.call.messages).system != payload.system for c in mine):
+            if mine and not node.name and payload.system not in (node.system, node.latest) and any(
+                    c.call.messages and node_payload(c.call.messages, split_payload(c.call.messages))[0].system
+                    != payload.system for c in mine):
                 # A prompt only like this node's, beside one of its calls in the same turn: another node.
                 node, mine = self._other_node(thread, turn, call, payload), []
             if mine:
@@ -592,7 +643,8 @@ class Threader:
             else:
                 self._take_steps(thread, position, payload)
                 return position, node
-        turn = ThreadTurn(self.new_id(), parent, payload.query, list(payload.steps), created_at=call.started_at)
+        turn = ThreadTurn(self.new_id(), parent, payload.query, list(payload.steps), created_at=call.started_at,
+                          query_wrapped=text)
         return self._add_turn(thread, turn), node
 
     def _other_node(self, thread: Thread, turn: ThreadTurn, call: Call, payload: Payload) -> Node:
@@ -600,7 +652,8 @@ class Threader:
         busy = {c.node for c in turn.calls}
         tools = tuple(sorted(call.tools))
         for n in thread.nodes.values():
-            if n.id not in busy and n.tools == tools and n.api == call.api and payload.system in (n.system, n.latest):
+            if n.id not in busy and not n.name and n.tools == tools and n.api == call.api and \
+                    payload.system in (n.system, n.latest):
                 return n
         return self._new_node(thread, call, payload)
 
@@ -612,11 +665,14 @@ class Threader:
                 [message_key(m) for m in turn.steps] and thread.can_grow(position):
             self._rewrite(thread, position, lambda t: setattr(t, "steps", steps))
 
-    def _answer(self, thread: Thread, position: int, call: Call) -> None:
-        """The turn's answer until a later payload shows the app's own: the newest final reply."""
+    def _answer(self, thread: Thread, position: int, call: Call, text: bool = False) -> None:
+        """The turn's answer until a later payload shows the app's own: the newest final reply (a text-history
+        call's — a classifier's verdict — only while the turn has none)."""
         turn = thread.turns[position]
         reply = call.reply
         if call.status != SUCCEEDED or reply is None or reply.tool_calls or turn.answer_seen:
+            return
+        if text and turn.answer is not None:
             return
         if turn.answer is not None and message_key(turn.answer) == message_key(reply):
             return
@@ -625,8 +681,43 @@ class Threader:
         self._rewrite(thread, position, lambda t: setattr(t, "answer", reply))
 
 
-def _same(a: Message | None, b: Message | None) -> bool:
-    return a is not None and b is not None and message_key(a) == message_key(b)
+def node_name(value) -> str | None:
+    """A node name as a call carries it: text (or a number) in one line, at most
+    :data:`~core.limits.CAPTURE_NAME_CHARS` characters."""
+    if isinstance(value, (str, int)) and not isinstance(value, bool) and " ".join(str(value).split()):
+        return " ".join(str(value).split())[:CAPTURE_NAME_CHARS]
+    return None
+
+
+def _asks(turn: ThreadTurn, query: Message | None, text: bool) -> bool:
+    """Whether a call asking ``query`` is a call of ``turn``: the same query; for a text-history call (``text``),
+    a query that holds the turn's; for another, a query the turn's wrapped query holds."""
+    if turn.query is None or query is None:
+        return False
+    if message_key(turn.query) == message_key(query):
+        return True
+    inner, outer = (turn.query.content, query.content) if text else (query.content, turn.query.content)
+    return bool(inner.strip()) and (text or turn.query_wrapped) and inner.strip() in outer
+
+
+def node_payload(messages: Sequence[Message], sent: Payload) -> tuple[Payload, TextHistory | None]:
+    """The payload as its node's memory chose it: as sent, or, when its history came as text lines
+    (:func:`~core.capture.text_history.read_text_history`), those lines as its history and the message that
+    held them without them as its prompt (the messages around them are the node's own, not history)."""
+    query = sent.system_count + len(sent.history) if sent.query is not None else None
+    text = read_text_history(messages, system_count=sent.system_count, query=query, history_sent=bool(sent.history))
+    if text is None:
+        return sent, None
+    system = text.without(messages[text.index].content) if text.index < sent.system_count else sent.system
+    return Payload(system, sent.system_count, text.messages, sent.query, sent.steps), text
+
+
+def text_record(text: TextHistory, places: Sequence[Place | None]) -> dict:
+    """A text history as a placed call keeps it: the message holding it, its span, its prefixes, and each
+    line's message with its place on the thread (``None``: no turn holds it)."""
+    return {"index": text.index, "start": text.start, "end": text.end, "user": text.user, "assistant": text.assistant,
+            "lines": [{"role": m.role, "content": m.content, "place": list(p) if p is not None else None}
+                      for m, p in zip(text.messages, places)]}
 
 
 def _set_tail(turn: ThreadTurn, keep: int, tail: Sequence[Message]) -> None:
@@ -649,5 +740,5 @@ def thread_calls(calls: Iterable[Call], new_id: Callable[[], str] | None = None)
 
 
 __all__ = ["Call", "FAILED", "HISTORY", "Node", "Payload", "Placed", "QUERY", "STEP", "STOPPED", "SUCCEEDED", "SYSTEM",
-           "Thread", "ThreadTurn", "Threader", "UNMATCHED", "message_key", "node_title", "split_payload",
-           "thread_calls"]
+           "TEMPLATE", "Thread", "ThreadTurn", "Threader", "UNMATCHED", "NODE_KEY", "message_key", "node_name", "node_payload", "node_title",
+           "split_payload", "text_record", "thread_calls"]

@@ -101,3 +101,21 @@ def test_langsmith_runs_of_one_thread_are_one_conversation_even_without_shared_h
     three = max(result.conversations, key=lambda c: len(c.turns))
     assert [t.query for t in three.turns] == ["q0", "q1", "q2"]
     assert all(r["kept"] == [] for t in three.turns for r in t.meta["node_runs"])  # nothing of the thread sent
+
+
+def test_an_openai_request_files_memlens_node_names_the_node_as_the_proxy_reads_it():
+    from core.capture.stored import CAPTURE
+
+    lines, history = [], []
+    for k in range(2):
+        for node in ("drafter", "reviewer"):  # identical prompts: only the names tell the nodes apart
+            body = {"model": "gpt-4o-mini", "messages": [{"role": "system", "content": "Be brief."}, *history,
+                                                         {"role": "user", "content": f"q{k}"}],
+                    "metadata": {"conversation_id": "c-1", "memlens_node": node}}
+            lines.append({"custom_id": f"req-{k}-{node}", "method": "POST", "url": "/v1/chat/completions",
+                          "body": body, "response": {"status_code": 200, "body": {"choices": [{"message": {
+                              "role": "assistant", "content": f"a{k}"}}]}}})
+        history += [{"role": "user", "content": f"q{k}"}, {"role": "assistant", "content": f"a{k}"}]
+    [conv] = import_text("\n".join(json.dumps(line) for line in lines), name="batch.jsonl").conversations
+    assert [n["title"] for n in conv.meta[CAPTURE]["nodes"]] == ["drafter", "reviewer"]
+    assert [[run["title"] for run in t.meta["node_runs"]] for t in conv.turns] == [["drafter", "reviewer"]] * 2

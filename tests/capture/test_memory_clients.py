@@ -2,8 +2,9 @@
 the settings each was configured with: LangChain's ``trim_messages`` in a chat loop (a token budget under the
 model's encoding, the system message counted, starting on a human message), Haystack's Agent carrying its
 messages from run to run (everything, every tool step), and a Dify-shaped client (a Chatflow LLM node with
-window N as Dify 1.x ships it, regenerated answers and a failed turn included). ``infer``'s rule replays
-through ``replay --conversation`` to the same kept and dropped sets."""
+window N as Dify 1.x ships it, regenerated answers and a failed turn included; a Question Classifier before
+it whose history goes in as ``Human:``/``Assistant:`` text lines). ``infer``'s rule replays through
+``replay --conversation`` to the same kept and dropped sets."""
 
 from __future__ import annotations
 
@@ -140,3 +141,65 @@ def test_a_dify_chatflow_llm_node_with_window_4_is_recovered_as_dify_as_shipped_
     assert not any(e.rule.family == "window" for e in node.alike)
     assert any(d.platform == "the Window Memory node" for d in node.differences)
     assert_rule_replays_to_the_observed_sets(capture_db, info.id, node)
+
+
+def test_a_dify_classifier_with_text_history_and_an_llm_node_share_a_conversation_each_with_its_window(
+        proxy, capture_db):
+    from core.capture.inference import stored_calls
+    from core.capture.view import captured_view, observed_run
+    from core.store.ledger_codec import unpack_ledger
+
+    url, recorder = proxy
+    bot = DifyChatflow(url, KEY, window=4, system="You are the order desk of Acme.", classifier_window=3)
+    for k, question in enumerate(QUESTIONS[:6]):
+        bot.ask(question)
+        if k == 2:
+            bot.regenerate(2)  # the whole flow runs again: the classifier and the LLM node, on a branch
+    assert recorder.wait() and not recorder.lines
+    info = the_conversation(capture_db)  # one conversation holds both nodes' calls
+    conversation, nodes, _, _ = stored_calls(capture_db, info.id)
+    rows = repo.load_turn_rows(capture_db, info.id, with_node_runs=True)
+    assert [r["query"] for r in rows] == [*QUESTIONS[:3], QUESTIONS[2], *QUESTIONS[3:6]]
+    by_node = {n.text_prefixes is not None: n.id for n in nodes.values()}
+    assert len(nodes) == 2 and set(by_node) == {True, False}
+    classifier, llm = by_node[True], by_node[False]
+    assert [[run["node_id"] for run in r["node_runs"]] for r in rows] == [[classifier, llm]] * len(rows)
+    # Each node's own observed ledger holds what that node's payload held: the classifier's text lines (Dify's row
+    # window 3, the turn's own row one of the rows), the LLM node's history messages (window 4).
+    lines = [m[0]["content"].split("<histories>")[-1].split("</histories>")[0].strip() for m in bot.classified]
+    expected = [([q for q in text.split("\n") if q], [f"{m['role']}: {m['content']}" for m in sent[1:-1]])
+                for text, sent in zip(lines, bot.sent)]
+    observed = []
+    for position, row in enumerate(rows):
+        kept = {run["node_id"]: [f"{e.role}: {conversation.turns[e.position].messages[e.index].content}"
+                                 for e in unpack_ledger(run["ledger"], conversation, position).kept]
+                for run in row["node_runs"]}
+        observed.append(([line.replace("user: ", "Human: ").replace("assistant: ", "Assistant: ")
+                          for line in kept[classifier]], kept[llm]))
+    assert observed == expected
+    assert [len(c) for c, _ in observed] == [0, 2, 4, 2, 2, 4, 4]  # a window, the regenerated row taking a slot
+    # The receipt is the payload exactly as sent; the history's tokens are its lines' share of the system message.
+    sent = rows[4]["node_runs"][0]["prompt"]
+    assert [(r["role"], r["content"]) for r in sent] == [(m["role"], m["content"]) for m in bot.classified[4]]
+    assert 0 < sent[0]["history_tokens"] < sent[0]["tokens"]
+    inference = {n.node.id: n for n in infer_stored(capture_db, info.id).nodes}
+    assert inference[classifier].best.rule.settings() == {"memory": "dify", "window": 3, "model": "gpt-4o-mini"}
+    assert inference[classifier].best.explains == len(bot.classified)
+    assert "window 3, over Human:/Assistant: text lines" in inference[classifier].fit()
+    assert inference[classifier].to_json()["history"] == "text"
+    assert inference[llm].best.rule.settings() == {"memory": "dify", "window": 4, "model": "gpt-4o-mini"}
+    assert inference[llm].best.explains == len(bot.sent)
+    for node_id in (classifier, llm):
+        assert_rule_replays_to_the_observed_sets(capture_db, info.id, inference[node_id])
+    out = subprocess.run([sys.executable, "-m", "core", "infer", "--conversation", info.id, "--db", capture_db.url],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert f"explained by: Dify as shipped, window 3, over Human:/Assistant: text lines, {len(rows)}/{len(rows)} " \
+           "calls" in out.stdout
+    assert f"explained by: Dify as shipped, window 4, {len(rows)}/{len(rows)} calls" in out.stdout
+    # The Debugger's receipt of the classifier's call: the payload as sent.
+    runs = {p: [dict(run, ledger=unpack_ledger(run["ledger"], conversation, p)) for run in r["node_runs"]]
+            for p, r in enumerate(rows)}
+    view = next(v for v in captured_view(conversation, info.meta, runs) if v.node.id == classifier)
+    receipt = observed_run(conversation, view, 4)
+    assert [r["content"] for r in receipt["prompt"]] == [m["content"] for m in bot.classified[4]]

@@ -184,3 +184,36 @@ def test_plain_payloads_read_fast_are_read_as_the_importer_reads_them():
     for other in ([{"role": "developer", "content": "x"}], [{"role": "user", "content": [{"type": "text", "text": "x"}]}],
                   [{"role": "tool", "content": "x", "tool_call_id": "1"}], []):
         assert _plain_messages(other) is None
+
+
+def test_calls_naming_their_node_by_header_or_metadata_are_that_node_and_the_name_goes_on_as_the_pin_does(
+        proxy, stub, capture_db):
+    from openai import OpenAI
+
+    url, recorder = proxy
+    pinned = {"X-MemLens-Conversation": "support-7"}
+    drafter = OpenAI(base_url=url, api_key=KEY, max_retries=0, default_headers={**pinned, "X-MemLens-Node": "drafter"})
+    reviewer = OpenAI(base_url=url, api_key=KEY, max_retries=0, default_headers=pinned)
+    messages = [{"role": "system", "content": "You help."}]
+    for question in ["I'm Dana.", "My order is 4411."]:
+        messages.append({"role": "user", "content": question})
+        drafter.chat.completions.create(model="gpt-4o-mini", messages=messages)
+        answer = reviewer.chat.completions.create(model="gpt-4o-mini", messages=messages,
+                                                  extra_body={"metadata": {"memlens_node": "reviewer"}})
+        messages.append({"role": "assistant", "content": answer.choices[0].message.content})
+    assert recorder.wait()
+    # Identical prompts and tools: only the names tell the two nodes apart, and they are the nodes' titles.
+    [conversation] = stored(capture_db)
+    runs = runs_of(conversation)
+    titles = {n["id"]: n["title"] for n in conversation["info"].meta["capture"]["nodes"]}
+    assert [titles[run["node_id"]] for run in runs] == ["drafter", "reviewer"] * 2
+    assert [run["title"] for run in runs] == ["drafter", "reviewer"] * 2
+    assert [len(t["node_runs"]) for t in conversation["turns"]] == [2, 2]
+    # The node header is treated as the conversation header is: forwarded to the upstream and recorded; the
+    # request body (its metadata) goes on exactly as sent.
+    for header, value in (("x-memlens-conversation", "support-7"), ("x-memlens-node", "drafter")):
+        assert stub.requests[0]["headers"].get(header) == value
+        assert runs[0]["call"]["request_headers"].get(header) == value
+    assert json.loads(stub.requests[1]["body"])["metadata"] == {"memlens_node": "reviewer"}
+    assert "x-memlens-node" not in stub.requests[1]["headers"]
+    assert_no_key(capture_db)

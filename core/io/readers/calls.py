@@ -82,10 +82,10 @@ def reply_message(value: Any) -> Any | None:
 
 
 def call_conversation(prompt: list, reply: Any | None, conv_id: str, *, name: str, meta: dict,
-                      source_format: str, pin: Any = None) -> Call:
+                      source_format: str, pin: Any = None, node_name: str | None = None) -> Call:
     """One traced call (its prompt, its reply when there is one), as threading reads it; ``conv_id``,
     ``name`` and ``meta`` name the conversation it opens as when no other call joins it. ``pin``: the
-    session or thread the trace puts it in."""
+    session or thread the trace puts it in; ``node_name``: the node the call names (its ``metadata.memlens_node``)."""
     messages = openai_messages(prompt)
     if not any(m.role in ("user", "assistant") for m in messages):
         raise RecordError("the call's prompt has no user or assistant message", "input")
@@ -98,7 +98,7 @@ def call_conversation(prompt: list, reply: Any | None, conv_id: str, *, name: st
                 started_at=iso_time(kept.get("start_time")) or 0.0,
                 pin=f"{source_format}:{pin}" if isinstance(pin, (str, int)) and str(pin) else None,
                 status=FAILED if kept.get("error") and answer is None else SUCCEEDED, error=kept.get("error"),
-                record={"conversation": conv_id, "name": name or conv_id, "meta": kept, "source_format": source_format})
+                node_name=node_name, record={"conversation": conv_id, "name": name or conv_id, "meta": kept, "source_format": source_format})
 
 
 def threaded(calls: list[Call]) -> Iterator[Conversation]:

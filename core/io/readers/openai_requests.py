@@ -2,14 +2,15 @@
 once the batch ran — ``{status_code, body}`` — or an ``error``), a chat completion request body each. Each
 line is one model call (:mod:`.calls`): its ``body.messages`` the prompt as sent, the response's first choice
 its reply; the file's calls are threaded into the conversations they form. A ``user`` names the user and a
-conversation id in ``metadata`` pins the call (as the capture proxy reads them); lines that are no chat
+conversation id in ``metadata`` pins the call, its ``memlens_node`` names the call's node (as the capture
+proxy reads them); lines that are no chat
 request (embeddings, other endpoints) are left out with a note."""
 
 from __future__ import annotations
 
 from typing import Any, Iterator
 
-from core.capture.threader import Call
+from core.capture.threader import NODE_KEY, Call, node_name
 from core.io.errors import RecordError
 from core.model.conversation import SOURCE_MODEL, Conversation
 
@@ -46,7 +47,7 @@ def _conversation(line: Any, n: int | None, stem: str) -> Call:
             "error": (error.get("message") if isinstance(error, dict) else error) if error else None}
     name = str(line.get("custom_id") or (stem if n is None else f"{stem}#{n}"))
     return call_conversation(prompt, reply_message(answer) if answer else None, name, name=name, meta=meta,
-                             source_format="openai-requests", pin=pin)
+                             source_format="openai-requests", pin=pin, node_name=node_name(metadata.get(NODE_KEY)))
 
 
 def _other_kind(line: Any) -> str | None:
