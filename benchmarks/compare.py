@@ -100,7 +100,7 @@ def page_figures(conv: Conversation, floor: float) -> None:
     from core.analysis.findings import config_findings
     from core.report.build import REPORT_COLUMNS, REPORT_ROWS, build_report
     from core.report.html import report_html
-    from core.service.sources import Source
+    from core.analysis.source import Source
     from ui.compare_charts import kept_figure, oldest_figure, tokens_figure
     from ui.heatmap import heatmap_figure
 

@@ -93,7 +93,7 @@ if TYPE_CHECKING:
     from core.flow.nodes.llm import MemorySettings
     from core.flow.runtime import NodeRun, TurnRecord
     from core.memory.strategies.base import PathView
-    from core.service.sources import Source
+    from core.analysis.source import Source
 
     from .compare import Comparison, NamedConfig
 
@@ -1086,7 +1086,7 @@ def config_findings(conversation: Conversation, configs: Iterable[ConfigLike], *
 def findings_for(source: Source | Conversation, configs: Iterable[ConfigLike] = (), *,
                  comparison: Comparison | None = None,
                  system_prompt: str | None = None) -> list[Finding]:
-    """Every finding about a source (:class:`core.report.build.Source`, anything with its
+    """Every finding about a source (:class:`core.analysis.source.Source`, anything with its
     ``conversation``, ``flow`` and ``records``, or a bare :class:`Conversation`): its memory configs replayed over the conversation
     (:func:`config_findings`; none when ``configs`` is empty and no ``comparison`` is given), and
     for a conversation recorded from a flow the flow's own — from its recorded turns

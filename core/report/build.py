@@ -2,7 +2,7 @@
 findings (:mod:`core.analysis.findings`), optionally the replies re-asked under each config, and — for a
 conversation recorded from a flow — the flow's own findings.
 
-:func:`build_report` makes one from a :class:`core.service.sources.Source`; it is written as one
+:func:`build_report` makes one from a :class:`core.analysis.source.Source`; it is written as one
 self-contained HTML file by :func:`core.report.html.report_html` and as a JSON bundle that loads
 back into the same view by :func:`core.report.bundle.bundle_json`.
 """
@@ -20,7 +20,7 @@ from core.errors import MemLensError
 from core.memory.replay import MemoryConfig
 from core.memory.strategies.window import WindowStrategy
 from core.model.conversation import Conversation
-from core.service.sources import Source
+from core.analysis.source import Source
 
 from .bundle import FACT_MODES
 from .errors import ReportError

@@ -13,5 +13,5 @@ __all__, __getattr__ = public_api(__name__, {
     "samples": ("load_sample", "sample_files", "seed_demo"),
     "sessions": ("ConversationService", "export_conversation", "import_conversation", "is_bundle", "read_bundle",
                  "store_conversations", "store_pulled", "turn_from_record"),
-    "sources": ("Source", "load_stored", "read_source_file", "read_sources", "source_of"),
+    "sources": ("load_stored", "read_source_file", "read_sources"),
 })

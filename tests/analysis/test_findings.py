@@ -639,7 +639,7 @@ def test_findings_for_a_recorded_source_lists_its_configs_and_its_nodes_as_the_r
 def test_the_reports_findings_link_to_their_turns_by_thread_label():
     from core.report.build import build_report
     from core.report.html import report_html
-    from core.service.sources import Source
+    from core.analysis.source import Source
 
     conv = _branched_lisbon()
     html = report_html(build_report(Source(conv), [MemoryConfig(window=2), MemoryConfig(window=3)]))

@@ -28,7 +28,7 @@ from core.report.build import build_report
 from core.report.bundle import bundle_json
 from core.service.samples import load_sample, seed_demo
 from core.service.sessions import ConversationService
-from core.service.sources import Source
+from core.analysis.source import Source
 from core.store import keys as app_keys
 from core.store import repo
 from core.store.db import Database

@@ -19,7 +19,7 @@ from core.report.html import REASON_ORDER
 from core.service.config_sets import CONFIG_SETS_KEY
 from core.service.samples import load_sample
 from core.service.sessions import ConversationService
-from core.service.sources import Source
+from core.analysis.source import Source
 from core.store import repo
 from core.store.db import Database
 from tests.builders import linear

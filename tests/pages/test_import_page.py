@@ -16,7 +16,7 @@ from core.report.bundle import bundle_json
 from core.service.config_sets import CONFIG_SETS_KEY
 from core.service.samples import load_sample
 from core.service.sessions import ConversationService, export_conversation
-from core.service.sources import Source
+from core.analysis.source import Source
 from core.store import repo
 from core.store.db import Database
 from tests.conftest import FIXTURES, ROOT

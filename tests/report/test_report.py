@@ -24,7 +24,8 @@ from core.service.config_sets import CONFIG_SETS_KEY, delete_config_set, save_co
 from core.service.imports import import_upload
 from core.service.samples import load_sample
 from core.service.sessions import ConversationService, export_conversation
-from core.service.sources import Source, read_source_file, read_sources, source_of
+from core.analysis.source import Source, source_of
+from core.service.sources import read_source_file, read_sources
 from core.store import repo
 from core.store.db import Database
 from tests.builders import linear
