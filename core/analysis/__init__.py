@@ -14,6 +14,8 @@ __all__, __getattr__ = public_api(__name__, {
                    "tree_layout", "what_if"),
     "errors": ("CompareError", "WhyError"),
     "source": ("Source", "source_of"),
-    "findings": ("Finding", "TurnNamer", "WARNING", "config_findings", "findings_at", "findings_for", "turn_namer"),
+    "findings.base": ("Finding", "TurnNamer", "WARNING", "findings_at", "turn_namer"),
+    "findings.configs": ("config_findings",),
+    "findings.sources": ("findings_for",),
     "why": ("MAX_PHRASE", "Subject", "WhyAnswer", "node_subjects", "where_did_it_go"),
 })

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from core.analysis.compare import (Comparison, HeatmapWindow, NamedConfig, ReplyGrid, compare, heatmap_window,
                                    named_configs, replay_replies)
-from core.analysis.findings import Finding, findings_for
+from core.analysis.findings.base import Finding
+from core.analysis.findings.sources import findings_for
 from core.errors import MemLensError
 from core.memory.replay import MemoryConfig
 from core.memory.strategies.window import WindowStrategy

@@ -13,7 +13,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from core.analysis.compare import Comparison, NamedConfig, ReplyGrid, RetentionMatrix
-from core.analysis.findings import Finding, TurnNamer, turn_namer
+from core.analysis.findings.base import Finding, TurnNamer, turn_namer
 from core.memory.replay import turn_numbers
 from core.memory.strategies.settings import COMMON, NODE_SHAPE
 from core.model.conversation import Conversation, Message, message_text, turn_label

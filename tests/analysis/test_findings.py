@@ -91,7 +91,7 @@ def test_the_largest_kept_message_of_a_long_history_is_the_first_of_the_largest(
 def test_block_maxima_find_the_largest_count_of_any_range_and_its_first_place():
     import random
 
-    from core.analysis.findings import _BLOCK, _FlatTokens
+    from core.analysis.findings.turns import _BLOCK, _FlatTokens
     from core.memory.strategies.base import PathView
 
     rng = random.Random(5)
@@ -658,7 +658,7 @@ def test_the_reports_findings_link_to_their_turns_by_thread_label():
 def test_a_budget_difference_says_what_dify_as_shipped_subtracts_for_the_node(reserve, says):
     """The LLM node budgets after an empty list; the Question Classifier (reserve 0) and the Parameter
     Extractor (1,000) after their own prompt."""
-    from core.analysis.findings import CAUSE_BUDGET, ProfileCut, _explain_difference
+    from core.analysis.findings.profiles import CAUSE_BUDGET, ProfileCut, _explain_difference
 
     causes, text = _explain_difference(10, ProfileCut(3, 0, 900), ProfileCut(3, 2, 700), 0, True, 120,
                                        reserve=reserve)

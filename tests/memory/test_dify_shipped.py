@@ -314,7 +314,7 @@ def test_the_walk_says_what_the_ledgers_say_at_every_budget_cut(rows, window, op
 
 
 def test_docs_vs_code_reuses_a_replay_made_with_its_settings_and_only_those(monkeypatch):
-    import core.analysis.findings as findings
+    import core.analysis.findings.profiles as findings
 
     made: list[MemoryConfig] = []
 

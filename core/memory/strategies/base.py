@@ -380,7 +380,7 @@ class Strategy:
                 "run says so. Raise the context size or lower max_tokens.", True)
 
     def finding_kinds(self, config: "MemoryConfig") -> tuple[str, ...]:
-        """The kinds of finding whose analyses (:data:`core.analysis.findings.SYSTEM_FINDINGS`) apply to
+        """The kinds of finding whose analyses (:data:`core.analysis.findings.configs.SYSTEM_FINDINGS`) apply to
         ``config`` besides those of every config."""
         return ()
 
