@@ -11,7 +11,7 @@ from core.flow.graph import Flow
 from core.flow.runtime import TurnRecord
 from core.model.conversation import Conversation
 
-from .compare import NamedConfig
+from .compare.configs import NamedConfig
 
 
 @dataclass

@@ -13,8 +13,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from core.analysis.compare import (Comparison, HeatmapWindow, NamedConfig, ReplyGrid, compare, heatmap_window,
-                                   named_configs, replay_replies)
+from core.analysis.compare.comparison import Comparison, compare
+from core.analysis.compare.configs import NamedConfig, named_configs
+from core.analysis.compare.heatmap import HeatmapWindow, heatmap_window
+from core.analysis.compare.replies import ReplyGrid, replay_replies
 from core.analysis.findings.base import Finding
 from core.analysis.findings.sources import findings_for
 from core.errors import MemLensError

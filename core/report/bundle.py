@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Mapping
 
-from core.analysis.compare import NamedConfig
+from core.analysis.compare.configs import NamedConfig
 from core.errors import MemLensError
 from core.limits import nulled_non_finite
 from core.memory.replay import turn_numbers

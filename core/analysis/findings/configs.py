@@ -23,7 +23,8 @@ from .trimmed_window import trimmed_window_findings
 from .window_zero import zero_window_findings
 
 if TYPE_CHECKING:
-    from ..compare import Comparison, NamedConfig
+    from ..compare.comparison import Comparison
+    from ..compare.configs import NamedConfig
 
     #: What a compare takes for a memory config (see :func:`core.analysis.compare.named_configs`).
     ConfigLike = MemoryConfig | NamedConfig | dict
@@ -45,7 +46,7 @@ def config_findings(conversation: Conversation, configs: Iterable[ConfigLike], *
     ``configs``: memory configs, labelled configs or dicts, as for :func:`core.analysis.compare.compare`;
     ``comparison``: that comparison, when already computed (its facts are used).
     """
-    from ..compare import named_configs
+    from ..compare.configs import named_configs
 
     named = comparison.configs if comparison is not None else named_configs(configs)
     replays = comparison.replays_for(conversation, system_prompt) if comparison is not None else \

@@ -1,5 +1,4 @@
-"""``dominant_message``: one message filling most of a node's kept history (Dify#36717).
-"""
+"""``dominant_message``: one message filling most of a node's kept history (Dify#36717)."""
 
 from __future__ import annotations
 

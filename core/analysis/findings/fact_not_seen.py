@@ -22,7 +22,7 @@ from .base import FACT_NOT_SEEN, INFO, WARNING, Finding, TurnNamer, quoted, turn
 from .flow_reads import node_reads
 
 if TYPE_CHECKING:
-    from ..compare import Comparison
+    from ..compare.comparison import Comparison
     from .recorded import Recorded
 
 #: A config's "question about a fact its memory lacks" findings listed one by one; one more counts the rest
@@ -124,7 +124,7 @@ def _asked_without(conversation: Conversation, comparison: Comparison, c: int, r
             k = next(candidates, None)
             if k is not None:
                 heapq.heappush(heap, (k, f, candidates))
-    from ..compare import walk_rows
+    from ..compare.walk import walk_rows
 
     out: dict[tuple[int, int], tuple] = {}
 
@@ -157,7 +157,7 @@ def _asked_without(conversation: Conversation, comparison: Comparison, c: int, r
 
 
 class _LedgerRow:
-    """A turn's ledger read as :func:`core.analysis.compare.walk_rows` reads a row."""
+    """A turn's ledger read as :func:`core.analysis.compare.walk.walk_rows` reads a row."""
 
     def __init__(self, replay: Replay, position: int):
         self.ledger = replay.ledger_at(position, lazy=True)
@@ -252,7 +252,7 @@ def unseen_variables(recorded: Recorded) -> list[Finding]:
 def unseen_facts(recorded: Recorded) -> list[Finding]:
     """A fact the user stated and later asked about, not in a node's memory at that turn (on its thread):
     once per node and fact."""
-    from ..compare import detect_facts
+    from ..compare.facts import detect_facts
 
     conversation, name, numbers, label = recorded.conversation, recorded.name, recorded.numbers, recorded.label
     out: list[Finding] = []

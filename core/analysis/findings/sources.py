@@ -1,5 +1,4 @@
-"""Every finding about a source, in one call for every page and the report, so they never disagree.
-"""
+"""Every finding about a source, in one call for every page and the report, so they never disagree."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from .flows import flow_findings
 from .runs import run_findings
 
 if TYPE_CHECKING:
-    from ..compare import Comparison
+    from ..compare.comparison import Comparison
     from ..source import Source
     from .configs import ConfigLike
 

@@ -1,5 +1,4 @@
-"""What one node's (or config's) memory did at each turn, in the numbers the ledger-based findings read.
-"""
+"""What one node's (or config's) memory did at each turn, in the numbers the ledger-based findings read."""
 
 from __future__ import annotations
 

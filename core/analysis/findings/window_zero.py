@@ -1,5 +1,4 @@
-"""``window_zero``: a window of 0, which Dify reads as no limit (its row cap), so history is included.
-"""
+"""``window_zero``: a window of 0, which Dify reads as no limit (its row cap), so history is included."""
 
 from __future__ import annotations
 

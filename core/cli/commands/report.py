@@ -113,7 +113,7 @@ class _Counted:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from core.analysis.compare import named_configs
+    from core.analysis.compare.configs import named_configs
     from core.llm.client import DemoClient
     from core.errors import MemLensError
     from core.report.build import DEFAULT_CONFIGS, build_report
@@ -151,7 +151,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         mode = "marked"
     window = None
     if args.rows or args.columns:
-        from core.analysis.compare import heatmap_window
+        from core.analysis.compare.heatmap import heatmap_window
         from core.report.build import REPORT_COLUMNS, REPORT_ROWS
 
         window = heatmap_window(source.conversation, max_rows=args.rows or REPORT_ROWS,
