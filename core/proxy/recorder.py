@@ -80,7 +80,7 @@ def save_threads(db: Database, threads: Iterable[Thread], *, source: str = SOURC
         for position in sorted(thread.changed):
             record = turn_record(thread, position, conversation)
             turn_runs = record.pop(NODE_RUNS)
-            row = repo._turn_row(thread.id, position + 1, record)
+            row = repo.turn_row(thread.id, position + 1, record)
             columns = {c: getattr(row, c) for c in _TURN_COLUMNS}
             columns["meta"] = {**row.meta, "node_count": len(turn_runs)}
             if row.id in thread.stored_turns:
@@ -88,7 +88,7 @@ def save_threads(db: Database, threads: Iterable[Thread], *, source: str = SOURC
                 rerun.append(row.id)
             else:
                 new_turns.append(columns)
-            runs += [dict(repo._node_values(i, run), turn_id=row.id) for i, run in enumerate(turn_runs)]
+            runs += [dict(repo.node_values(i, run), turn_id=row.id) for i, run in enumerate(turn_runs)]
     with db.session() as s:
         if new_conversations:
             s.execute(insert(ConversationRow), new_conversations)

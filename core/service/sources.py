@@ -20,7 +20,7 @@ from core.memory.replay import turn_numbers
 from core.model.conversation import Conversation
 from core.store import repo
 from core.store.ledger_codec import unpack_node_run
-from core.store.repo import turn_from_dict
+from core.store.repo.turns import turn_from_dict
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.store.db import Database
