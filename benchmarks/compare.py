@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from core.analysis.compare import compare, heatmap_window, retention_matrix  # noqa: E402
 from core.model import tokens  # noqa: E402
 from benchmarks.workload import build_conversation, floor_seconds  # noqa: E402
-from core.memory.replay import MemoryConfig, Replay  # noqa: E402
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay  # noqa: E402
 from core.model.conversation import Conversation  # noqa: E402
 from core.model.tokens import _encoding  # noqa: E402
 

@@ -13,7 +13,7 @@ from core.analysis.why import MAX_PHRASE
 from core.errors import MemLensError
 from core.flow.graph import parse_flow_upload
 from core.flow.runtime import what_if_prompt
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.memory.strategies import strategy_of
 from core.memory.strategies.dify import DEFAULT_FIDELITY
 from core.model.conversation import turn_label

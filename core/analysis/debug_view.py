@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from core.flow.prompt import CURRENT_QUERY, HISTORY
-from core.memory.replay import MemoryConfig, Replay, turn_numbers
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay, turn_numbers
 from core.memory.strategies import DEFAULT_STRATEGY, STRATEGIES, strategy_of
 from core.memory.strategies.dify_agent import DifyAgentStrategy
 from core.memory.words import explain

@@ -54,7 +54,9 @@ from core.llm.client import DemoClient, LLMClient, default_client, one_line
 from core.llm.errors import LLMError
 from core.memory.errors import ConfigError, LongTermMemoryError
 from core.memory.long_term import LLMExtractor, Source, memories_text
-from core.memory.replay import MemoryConfig, Replay, TurnMemory, history_of, turn_number, turn_numbers
+from core.memory.entries import history_of
+from core.memory.replay import MemoryConfig, Replay, turn_number, turn_numbers
+from core.memory.turn_memory import TurnMemory
 from core.memory.config import setting_names
 from core.memory.strategies import OFF, get_strategy, remembers
 from core.memory.strategies.compaction import SUMMARIES_META, ShippedRunHook, recorded_summaries

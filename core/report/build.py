@@ -20,7 +20,7 @@ from core.analysis.compare.replies import ReplyGrid, replay_replies
 from core.analysis.findings.base import Finding
 from core.analysis.findings.sources import findings_for
 from core.errors import MemLensError
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.memory.strategies.window import WindowStrategy
 from core.model.conversation import Conversation
 from core.analysis.source import Source

@@ -12,7 +12,8 @@ from core.analysis.compare import (FactFate, fact_course, HEATMAP_COLUMNS, Named
                                    track_facts, turn_diff, turn_series)
 from core.analysis.errors import CompareError
 from core.io import read_conversations
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.errors import ConfigError
 from core.memory.strategies import STRATEGIES
 from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn

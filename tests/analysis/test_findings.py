@@ -16,7 +16,8 @@ from core.flow.graph import flow_from_data, load_flow
 from core.flow.runtime import run_conversation
 from core.io import read_conversations
 from core.llm.client import DemoClient
-from core.memory.replay import MemoryConfig, Replay, turn_numbers
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay, turn_numbers
 from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn, turn_label
 from core.model.ledger import OVER_BUDGET
 from core.service.samples import load_sample

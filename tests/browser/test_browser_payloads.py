@@ -23,7 +23,7 @@ from core.analysis.compare import NamedConfig
 from core.api.app import create_app
 from core.cli.app import main
 from core.llm.client import DemoClient
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.report.build import build_report
 from core.report.bundle import bundle_json
 from core.service.samples import load_sample, seed_demo

@@ -17,7 +17,8 @@ from hypothesis import given, settings
 
 from core.analysis.findings import (CAUSE_NOT_COUNTED, CAUSE_PLACEHOLDER, CAUSE_SIBLINGS, DOCS_VS_CODE, config_findings,
                                     docs_vs_code, ledger_difference)
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.strategies.dify import DEFAULT_FIDELITY
 from core.memory.errors import ConfigError
 from core.memory.strategies.dify import row_limit

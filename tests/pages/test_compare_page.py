@@ -12,7 +12,8 @@ from core.analysis.compare import NamedConfig, compare
 from core.analysis.findings import config_findings
 from core.io import parse_conversations
 from core.llm.client import DemoClient
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.report.build import build_report
 from core.report.bundle import bundle_json
 from core.report.html import REASON_ORDER

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from core.analysis.compare import NamedConfig
 from core.io import import_bytes, import_file
 from core.llm.client import DemoClient
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.report.build import build_report
 from core.report.bundle import bundle_json
 from core.service.config_sets import CONFIG_SETS_KEY

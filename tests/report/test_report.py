@@ -15,7 +15,8 @@ from core.errors import MemLensError
 from core.report.errors import ReportError
 from core.io import FormatError, import_text
 from core.llm.client import DemoClient
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.conversation import Conversation
 from core.report.build import DEFAULT_CONFIGS, build_report
 from core.report.bundle import bundle_json, conversation_from_json, conversation_to_json, read_report, report_bundle

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from core.limits import check_fact_work, check_turns
-from core.memory.replay import MemoryConfig, Replay, turn_numbers
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay, turn_numbers
 from core.model.conversation import Conversation
 
 from ..errors import CompareError

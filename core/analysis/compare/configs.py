@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from core.memory.errors import ConfigError
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.words import distinct
 
 from ..errors import CompareError

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from core.llm.client import DemoClient, LLMClient, LLMReply
-from core.memory.replay import MemoryConfig, Replay, turn_numbers
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay, turn_numbers
 from core.model.conversation import Conversation
 
 from .configs import NamedConfig, named_configs

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from core.memory.replay import Decision, PathView, Replay
+from core.memory.decision import Decision
+from core.memory.strategies.base import PathView
+from core.memory.replay import Replay
 from core.model.conversation import Message
 from core.model.ledger import EMPTY, GRANULARITY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, TRIMMED_EARLIER
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.conversation import Conversation
 
 from .platforms import ANALYSES as PLATFORM_ANALYSES

@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from core.memory.replay import MemoryConfig, Replay, budgeted_prompt
+from core.memory.config import MemoryConfig
+from core.memory.decision import budgeted_prompt
+from core.memory.replay import Replay
 from core.model.conversation import Conversation
 from core.model.ledger import EMPTY, KEPT, OTHER_BRANCH, OVER_BUDGET, Ledger
 from core.words import plural

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.strategies.base import PathView
 from core.memory.strategies.window import grows
 from core.memory.strategies.window import size_at as window_size
