@@ -69,8 +69,8 @@ ROLES = ("system", "user", "assistant", "tool")
 
 
 class _NoMeta(dict):
-    """The meta of every turn built without one: one shared empty dict, not one per turn (64 bytes
-    each, a seventh of a long conversation's text at chat-sized messages). Read-only, so no turn
+    """The meta of every turn built without one: one shared empty dict, not one per turn (an empty
+    dict per turn would weigh on a long conversation beside its chat-sized messages). Read-only, so no turn
     writes into all the others'; merging it (``{**meta, …}``, ``meta | …``) gives a plain dict."""
 
     __slots__ = ()
