@@ -159,8 +159,8 @@ class Replay:
     # -- per-turn facts, computed once ------------------------------------------------------------
     def _per_turn(self) -> None:
         """Sizes the per-turn tables to the conversation, the first time one is needed: a replay
-        that decides every turn at once (:meth:`_chain_summaries`) never reads them, and at 10,000
-        turns they held a twentieth of the text."""
+        that decides every turn at once (:meth:`_chain_summaries`) never reads them, so it never
+        holds one slot per turn for each."""
         n = len(self.conversation.turns)
         if len(self._tokens) < n:
             for per_turn in (self._tokens, self._empty, self._eligible):
@@ -382,7 +382,7 @@ class Replay:
         prefix, kept_prefix, count_prefix, seq_pos = view.prefix, view.kept_prefix, view.count_prefix, view.seq_pos
         budget_limit, window = strategy.budget_limit, strategy.window
         # The default prompt is the system prompt plus the turn's query, whose tokens are known
-        # (worked out in the loop: a call per turn costs a tenth of the walk).
+        # (worked out in the loop, not by a method call per turn in this hot walk).
         fixed_of: Callable[[int], int] | None = self.fixed_prompt_tokens if self._prompt_tokens is not None else None
         system = self._system_tokens + REPLY_PRIMING
         after_query, budget_prompt = config.query_after_budget, self.budget_prompt_tokens  # (a call only then)
@@ -465,7 +465,7 @@ class Replay:
         try:
             next(counting)  # this process's share is counted; child processes may still count the rest
             offsets = self._message_offsets()
-            total = offsets[-1]  # messages, read from the turns as needed (a list of them is a tenth of the text)
+            total = offsets[-1]  # messages, read from the turns as needed (no list of every message is held)
             # Positions and counts of messages and turns (not of tokens) in half the bytes, when they fit.
             index = np.int32 if max(total, n + 1) < 2 ** 31 - 1 else np.int64  # (turn numbers go up to n)
             before = np.array(offsets, dtype=index)  # a copy: the array grows with the conversation
