@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from core.analysis.compare import compare, heatmap_window, retention_matrix  # noqa: E402
 from core.model import tokens  # noqa: E402
 from benchmarks.workload import build_conversation, floor_seconds  # noqa: E402
-from core.memory.replay import MemoryConfig, Replay  # noqa: E402
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay  # noqa: E402
 from core.model.conversation import Conversation  # noqa: E402
 from core.model.tokens import _encoding  # noqa: E402
 
@@ -100,7 +101,7 @@ def page_figures(conv: Conversation, floor: float) -> None:
     from core.analysis.findings import config_findings
     from core.report.build import REPORT_COLUMNS, REPORT_ROWS, build_report
     from core.report.html import report_html
-    from core.service.sources import Source
+    from core.analysis.source import Source
     from ui.compare_charts import kept_figure, oldest_figure, tokens_figure
     from ui.heatmap import heatmap_figure
 

@@ -36,7 +36,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.workload import build_conversation, floor_seconds  # noqa: E402
-from core.memory.replay import MemoryConfig, Replay  # noqa: E402
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay  # noqa: E402
 from core.model.conversation import Conversation  # noqa: E402
 from core.model.tokens import CountCache, TokenCounter, _cores, _encoding, encoding_workers, model_facts  # noqa: E402
 

@@ -6,7 +6,8 @@ from bisect import bisect_right
 
 import streamlit as st
 
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.conversation import turn_label
 from core.service.samples import load_sample, sample_files
 from core.store.db import resolve_url

@@ -9,7 +9,8 @@ import pytest
 from core.io import (Format, FormatError, RecordError, conversation_from_messages, import_text, register_format,
                      unregister_format)
 from core.memory.errors import ConfigError
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.strategies import STRATEGIES
 from core.memory.strategies.base import Strategy
 from core.memory.strategies.settings import NUMBER, Setting, Widget

@@ -109,7 +109,7 @@ def test_the_check_leaves_other_numbers_and_docstrings_alone(source):
 
 #: Keys of a turn's stored meta, each written as text only in the module that defines it.
 META_KEYS = {SUMMARIES_META: "core/memory/strategies/compaction.py", WINDOW_META: "core/flow/nodes/window_memory.py",
-             TOKEN_COUNTS: "core/store/repo.py", TEXT_COUNTS: "core/store/repo.py"}
+             TOKEN_COUNTS: "core/store/repo/counts.py", TEXT_COUNTS: "core/store/repo/counts.py"}
 
 
 def meta_key_literals(source: str) -> list[tuple[int, str]]:

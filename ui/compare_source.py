@@ -15,7 +15,8 @@ import streamlit as st
 
 from core.errors import MemLensError
 from core.service.samples import load_sample, sample_files
-from core.service.sources import Source, load_stored, read_sources, source_of
+from core.analysis.source import Source, source_of
+from core.service.sources import load_stored, read_sources
 from core.store.db import resolve_url
 from core.words import conversation_length, conversation_turns, distinct
 from ui.html import plain

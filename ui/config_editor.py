@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 import streamlit as st
 
 from core.errors import MemLensError
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.memory.strategies import STRATEGIES as STRATEGY_REGISTRY, get_strategy
 from core.memory.strategies.base import Strategy
 from core.memory.strategies.settings import (CHANGE, CHOICE, COMMON, LAST_TURN, NUMBER, SLIDER, SWITCHED, TEXT_INPUT,

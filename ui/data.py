@@ -17,7 +17,7 @@ from core.analysis.debug_view import WhatIf, what_if
 from core.flow.graph import Flow
 from core.flow import node_history_inputs, node_memory_config, what_if_ledger
 from core.llm.client import warm_up
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.model.conversation import Conversation
 from core.model.ledger import Ledger
 from core.service.samples import seed_demo

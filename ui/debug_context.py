@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.memory.strategies.dify import DEFAULT_FIDELITY
 from core.model.conversation import Conversation
 from ui import data

@@ -12,7 +12,7 @@ import streamlit as st
 from core.analysis.debug_view import focus_node, node_receipt
 from core.analysis.findings import quoted
 from core.flow import what_if_prompt
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.memory.strategies import strategy_of
 from core.model.ledger import Ledger
 from ui import data, html

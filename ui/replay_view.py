@@ -24,7 +24,8 @@ from core.errors import MemLensError
 from core.limits import REPLAY_TURNS
 from core.flow.graph import parse_flow_upload
 from core.flow import node_memory_config
-from core.memory.replay import MemoryConfig, Replay, turn_numbers
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay, turn_numbers
 from core.memory.strategies import STRATEGIES
 from core.memory.strategies.dify import DEFAULT_FIDELITY
 from core.model.conversation import turn_label

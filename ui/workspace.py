@@ -16,7 +16,7 @@ from core.analysis.debug_view import damage_note, models_note, transcript, why_s
 from core.analysis.left_out import left_out
 from core.analysis.why import MAX_PHRASE
 from core.errors import MemLensError
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.model.conversation import turn_label
 from core.service.replays import NEW, replay_thread, replayed_name
 from ui import data, html

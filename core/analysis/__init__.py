@@ -1,5 +1,6 @@
 """What the pages show, computed without Streamlit: memory configs compared (``compare``), findings,
-the debugger's views (``debug_view``) and "where did X go?" (``why``).
+the debugger's views (``debug_view``), "where did X go?" (``why``) and the
+conversation they read (``source``).
 """
 
 from core import public_api
@@ -12,6 +13,9 @@ __all__, __getattr__ = public_api(__name__, {
                    "memory_rules", "focus_node", "lens_ledgers", "receipt", "replayed_run", "transcript",
                    "tree_layout", "what_if"),
     "errors": ("CompareError", "WhyError"),
-    "findings": ("Finding", "TurnNamer", "WARNING", "config_findings", "findings_at", "findings_for", "turn_namer"),
+    "source": ("Source", "source_of"),
+    "findings.base": ("Finding", "TurnNamer", "WARNING", "findings_at", "turn_namer"),
+    "findings.configs": ("config_findings",),
+    "findings.sources": ("findings_for",),
     "why": ("MAX_PHRASE", "Subject", "WhyAnswer", "node_subjects", "where_did_it_go"),
 })

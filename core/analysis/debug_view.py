@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from core.memory.replay import MemoryConfig, Replay, turn_numbers
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay, turn_numbers
 from core.memory.strategies import DEFAULT_STRATEGY, STRATEGIES, strategy_of
 from core.memory.strategies.dify_agent import DifyAgentStrategy
 from core.memory.words import explain
@@ -146,7 +147,7 @@ def memory_rules(config: Mapping[str, Any]) -> str:
 
 
 def _both(code: Ledger, docs: Ledger) -> list[tuple[int, str, str]]:
-    from .findings import both_decisions
+    from .findings.profiles import both_decisions
 
     decisions = both_decisions(code, docs)
     entries = {(e.position, e.index): e for e in code.entries_at({p for p, _ in decisions})}  # not the whole ledger
@@ -179,7 +180,7 @@ def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str, o
     profile = memory_rules(ledger.config) if ledger is not None else ""
     difference, both = "", []
     if ledger is not None and other is not None and position is not None and profile:
-        from .findings import ledger_difference
+        from .findings.profiles import ledger_difference
 
         code, docs = (ledger, other) if ledger.config.get("fidelity") == "code" else (other, ledger)
         diff = ledger_difference(code, docs, position, sum(r.tokens for r in rows if r.origin == CURRENT_QUERY))

@@ -4,7 +4,7 @@ Given a phrase ("Dana", "4411"), find the turns of a thread whose messages state
 each subject (an LLM node, or a memory config) the first answered turn whose context no longer
 holds any statement of it, and why — in the words of the ledger (window, budget, branch, trimmed
 earlier, summarised…). The presence of the phrase at each turn is the compare page's fact
-timeline (:func:`core.analysis.compare.fact_presence`) and the reason is the ledger's own entry for the
+timeline (:func:`core.analysis.compare.facts.fact_presence`) and the reason is the ledger's own entry for the
 newest statement, so the answer can never disagree with the markers or the receipt.
 """
 
@@ -18,7 +18,7 @@ from core.model.conversation import Conversation, turn_label
 from core.memory.words import reason_words
 from core.words import plural
 
-from .compare import TrackedFact, fact_course, fact_presence
+from .compare.facts import TrackedFact, fact_course, fact_presence
 from .errors import WhyError
 
 MAX_PHRASE = 200

@@ -1,9 +1,6 @@
-"""Observed memory: model calls captured as they were sent, threaded into conversations, explained.
+"""Observed memory: model calls (captured by :mod:`core.proxy` or read from a trace) threaded into
+conversations and explained.
 
-* ``proxy`` — the OpenAI- and Anthropic-compatible proxy (``python -m core proxy``): forwards each call
-  unchanged (or answers with the demo model: ``demo``) and hands it to the recorder;
-* ``exchange`` — one call as the proxy saw it, and the call it stands for (the three APIs' shapes);
-* ``recorder`` — threading each call and writing it to the store, off the request path;
 * ``threader`` — which conversation, turn and node a call belongs to, and which earlier messages its
   payload held (the proxy's calls and an imported trace's alike);
 * ``text_history`` — a history sent as ``Human: …`` / ``Assistant: …`` lines inside one message, read
@@ -15,19 +12,16 @@
 * ``view`` — what the Debugger shows of a captured conversation: each node's observed markers, its
   payload as the receipt, its inferred rule and fit.
 
-It sits below the service layer and above the memory core: it reads and writes the store, replays
-through :class:`core.memory.replay.Replay`, and never imports Streamlit.
+It sits below the importer, the proxy and the service layer and above the memory core: it reads and
+writes the store, replays through :class:`core.memory.replay.Replay`, and never imports Streamlit.
 """
 
 from core import public_api
 
 __all__, __getattr__ = public_api(__name__, {
     "errors": ("CaptureError",),
-    "exchange": ("Exchange", "call_of"),
     "inference": ("Explanation", "NodeInference", "infer_conversation", "infer_stored", "node_replay", "rule_args"),
     "observed": ("observed_ledger", "payload_rows"),
-    "proxy": ("CaptureProxy",),
-    "recorder": ("Recorder", "load_threader", "save_threads"),
     "stored": ("as_conversation", "nodes_of"),
     "threader": ("Call", "Threader", "message_key", "thread_calls"),
     "view": ("NodeView", "captured_view", "observed_run"),

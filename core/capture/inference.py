@@ -37,7 +37,8 @@ from typing import Iterable, Mapping, Sequence
 
 from core.limits import DIFY_ROW_CAP, WINDOW_MAX_MESSAGES
 from core.memory.errors import ConfigError
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.strategies.trim import message_type, select
 from core.memory.words import explain
 from core.model.conversation import ANSWER, QUERY, Conversation, turn_label

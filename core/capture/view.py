@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.model.conversation import Conversation
 from core.model.ledger import Ledger
 

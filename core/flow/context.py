@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from core.llm.client import LLMClient, default_client
 from core.llm.errors import LLMError
-from core.memory.replay import MemoryConfig, Replay, TurnMemory
+from core.memory.config import MemoryConfig
+from core.memory.turn_memory import TurnMemory
+from core.memory.replay import Replay
 from core.model.conversation import Conversation, Message
 from core.model.ledger import Ledger
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from core.memory.config import setting_names
 from core.memory.errors import ConfigError
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.strategies import OFF, get_strategy
 from core.memory.strategies.dify import DEFAULT_FIDELITY, DifyStrategy
 from core.model.conversation import Conversation

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from core.memory.replay import MemoryConfig, history_of
+from core.memory.config import MemoryConfig
+from core.memory.entries import history_of
 from core.memory.strategies import remembers
 from core.memory.strategies.dify import DEFAULT_FIDELITY
 from core.model.conversation import Conversation

@@ -1,6 +1,6 @@
 """Conversations in and out: every format MemLens reads (``readers/``, one module per format), the
-MemLens conversation export (``bundle``) and pulling from a running Dify app (``pull``); the package's
-exceptions in ``errors``.
+MemLens conversation export (``bundle``); the package's exceptions in ``errors`` (with those of
+:mod:`core.service.pull`, which reads a running Dify app through these readers).
 """
 
 from core import public_api
@@ -8,7 +8,6 @@ from core import public_api
 __all__, __getattr__ = public_api(__name__, {
     "bundle": ("FORMAT", "FORMAT_VERSION", "is_bundle", "looks_like_bundle", "parse_bundle", "validate_bundle"),
     "errors": ("BundleError", "FormatError", "PullError", "PullFailedError", "RecordError"),
-    "pull": ("TIMEOUT_SECONDS",),
     "readers.common": ("conversation_from_messages",),
     "readers.dify_messages": ("dify_turn",),
     "readers.records": ("MAX_PROBLEMS", "Problem", "ReadContext", "Record", "Records"),

@@ -296,7 +296,7 @@ def _check_readable(bundle: Mapping, turns: list) -> None:
     """Read the turns and ledgers back the way the Debugger and the report do."""
     from core.model.conversation import Conversation
     from core.store.ledger_codec import unpack_node_run
-    from core.store.repo import turn_from_dict
+    from core.store.repo.turns import turn_from_dict
 
     read = [turn_from_dict({k: v for k, v in t.items() if k != "damaged"}) for t in turns]
     for i, turn in enumerate(read):

@@ -1,6 +1,8 @@
 """Memory: a conversation and a ``MemoryConfig`` (``config``) in, one ``Ledger`` per turn out
-(``replay``); the memory systems in ``strategies/`` (their reasons in words: ``words``), the summarisers that fold history (``summarize``), and memories that
-follow a user across conversations (``long_term``).
+(``replay``: each turn's ``decision``, the ledger's ``entries``; ``turn_memory`` for a conversation that
+grows a turn at a time); the memory systems in ``strategies/`` (their reasons in words: ``words``), the
+summarisers that fold history (``summarize``), and memories that follow a user across conversations
+(``long_term``).
 """
 
 from core import public_api
@@ -10,8 +12,11 @@ __all__, __getattr__ = public_api(__name__, {
     "long_term": ("DEFAULT_TOP_K", "FactExtractor", "LLMExtractor", "LongTermMemory", "MemoryEvent", "MemoryItem",
                   "Retriever", "SHARED", "Source", "UserSummary", "app_namespace", "memories_text", "recall_preview"),
     "config": ("MemoryConfig", "config_of"),
-    "replay": ("Decision", "PathView", "Replay", "TurnMemory", "expand_runs", "history_of", "turn_number",
-               "turn_numbers"),
+    "decision": ("Decision",),
+    "entries": ("expand_runs", "history_of"),
+    "replay": ("Replay", "turn_number", "turn_numbers"),
+    "strategies.base": ("PathView",),
+    "turn_memory": ("TurnMemory",),
     "words": ("explain",),
     "summarize": ("ModelSectionSummarizer",),
 })

@@ -39,27 +39,34 @@ def _known(name: str) -> bool:
 class MemoryConfig:
     """One node's memory settings: ``strategy`` names its memory system (a key of
     :data:`core.memory.strategies.STRATEGIES`); ``settings`` holds the values of that system's own
-    settings (``config.settings.window``), the rest are every config's.
-
-    ``model``, ``context_size`` (``None``: the model's), ``max_tokens`` (what the reply may take),
-    ``granularity`` (``query_answer``: a turn's query and answer are candidates, for the systems
-    that use granularity; ``all_messages``: every message) and ``scope`` (``thread``, ``session``,
-    ``call``) are common to all. The node-shape flags are set by a flow for the node the config runs
-    in: ``history_as_text``: the node reads its history as text lines (a completion model's prompt,
-    §2.6; a Question Classifier's, §1.7), where an empty message is an empty ``Assistant: `` line
-    that is sent, not a message the chat filter drops (§2.7). ``prompt_reserve``: how Dify as shipped
-    budgets the history of a node that counts its own prompt (``None``: the LLM node's rule, an empty
-    list counted — the prompt is not subtracted; a number: the prompt without history and that many
-    tokens more are subtracted — the Question Classifier 0, the Parameter Extractor 1,000).
-    ``history_budget``: a node that passes its memory no limit, so Dify's default budget applies
-    whatever the context (the Agent node; ``None`` otherwise). ``sends_empty``: the node's history
-    skips the chat filter, so an empty message in the window is sent as it is (the Agent node).
-    ``query_after_budget``: the current query joins the prompt after the history's budget is worked
-    out, so the prompt the budget subtracts leaves it out (a basic Chatbot: its system message alone).
+    settings (``config.settings.window``); the other fields are every config's.
 
     Made from keywords: ``MemoryConfig(strategy="window", window=6)`` puts ``window`` in the window
-    system's settings. A setting of another system is left out (a flat config of the earlier layout
-    holds them all); a name no system declares is refused.
+    system's settings. A setting of another system is left out (a flat config holds every system's
+    settings); a name no system declares is refused.
+
+    Common to all systems:
+
+    * ``model``; ``context_size`` (``None``: the model's); ``max_tokens``, what the reply may take;
+    * ``granularity``: ``query_answer`` (a turn's query and answer are candidates, for the systems
+      that use granularity) or ``all_messages`` (every message);
+    * ``scope``: ``thread``, ``session`` or ``call``.
+
+    Set by a flow for the node the config runs in (the node's shape):
+
+    * ``history_as_text``: the node reads its history as text lines (a completion model's prompt,
+      §2.6; a Question Classifier's, §1.7), so an empty message is an empty ``Assistant: `` line that
+      is sent, not a message the chat filter drops (§2.7);
+    * ``prompt_reserve``: how Dify as shipped budgets the history of a node that counts its own
+      prompt — ``None``: the LLM node's rule (an empty list counted, the prompt not subtracted); a
+      number: the prompt without history and that many tokens more are subtracted (the Question
+      Classifier 0, the Parameter Extractor 1,000);
+    * ``history_budget``: a node that passes its memory no limit, so Dify's default budget applies
+      whatever the context (the Agent node; ``None`` otherwise);
+    * ``sends_empty``: the node's history skips the chat filter, so an empty message in the window is
+      sent as it is (the Agent node);
+    * ``query_after_budget``: the current query joins the prompt after the history's budget is worked
+      out, so the prompt the budget subtracts leaves it out (a basic Chatbot: its system message alone).
     """
 
     strategy: str

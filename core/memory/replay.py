@@ -27,50 +27,40 @@ from __future__ import annotations
 
 import gc
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from itertools import accumulate, chain
 from operator import attrgetter
 from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from core.model.conversation import INTERMEDIATE, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall
+from core.model.conversation import Conversation, Message
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE,
-                               SCRATCHPAD, STORED, TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummaries,
-                               TurnSummary)
+                               TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummaries, TurnSummary)
 from core.model.tokens import REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
 
 from .config import MemoryConfig
+from .decision import Decision, budgeted_prompt, not_kept
+from .entries import expand_runs, history_of, pick_entries
 from .errors import ConfigError
 from .strategies import get_strategy
-from .strategies.base import NO_LIMIT_ROOM, Budget, ChainView, PathView, Plan, Strategy, budget_cut
+from .strategies.base import NO_LIMIT_ROOM, Budget, ChainView, PathView, Strategy, budget_cut
 from .summarize import Summarizer
 
 #: The part of an equal share of a long replay's new text this process tokenises itself when the
 #: work is split across processes: it also decides every turn meanwhile, which takes about half
 #: as long again as tokenising that turn, so the child processes take the larger part.
 OWN_PART = 0.5
+
+
 #: The same for a conversation that never branched: its turns are decided together once every
 #: text is counted, and this process meanwhile lays out the columns that need no counts.
 CHAIN_OWN_PART = 0.9
+
+
 #: How many turns' messages a replay sets its token counts for at once (:meth:`Replay._set_counts`).
 COUNT_CHUNK = 1024
-
-
-@dataclass(frozen=True)
-class Decision:
-    """Where a turn's history sequence is cut: indices into its :class:`PathView`."""
-
-    trimmed_before: int
-    window_start: int
-    budget_cut: int
-    end: int
-    budget: Budget
-    fixed_prompt_tokens: int
-    blocked: str | None = None  # memory_off or scope: nothing from the past is a candidate
-    plan: Plan | None = None    # a planning strategy's own decision (then the indices above are unused)
 
 
 @contextmanager
@@ -78,9 +68,9 @@ def _without_cycle_collection() -> Iterator[None]:
     """Pauses Python's cycle collector for a block that makes no reference cycles.
 
     A replay allocates a few objects per turn (counts, summaries); on a long conversation that
-    sets off a full collection, which walks every object of the conversation too (measured on
-    10,000 turns: 70–120 ms, a third of the whole replay) and frees nothing, since the replay
-    leaves no cycles. Reference counting still frees everything as usual meanwhile.
+    sets off a full collection, which walks every object of the conversation too and frees
+    nothing, since the replay leaves no cycles. Reference counting still frees everything as
+    usual meanwhile.
     """
     if not gc.isenabled():
         yield
@@ -102,18 +92,6 @@ def _running(values: np.ndarray, dtype: type = np.int64) -> np.ndarray:
     return out
 
 
-def not_kept(before, on_thread, kept, blocked):
-    """``(dropped, not_eligible)``: how a turn's earlier messages that were not kept divide, in
-    counts (the ledger's rule, :func:`core.model.ledger.is_dropped`). ``before`` messages come
-    before the turn, ``on_thread`` of them on its thread, ``kept`` of those kept. While the memory
-    is off or out of scope (``blocked``) none of them is its to send, nor kept: all are not
-    eligible. Otherwise the thread's are dropped and the other branches' are not eligible. Counts
-    or numpy arrays of them."""
-    if blocked:
-        return before * 0, before
-    return on_thread - kept, before - on_thread
-
-
 def turn_number(conversation: Conversation, position: int) -> int:
     """The 1-based number of the turn at ``position``; an opening turn without a query is turn 0."""
     turns = conversation.turns
@@ -124,12 +102,6 @@ def turn_numbers(conversation: Conversation, start: int = 0) -> list[int]:
     """:func:`turn_number` of every turn (``start``: of the turns from that position on)."""
     first = turn_number(conversation, start)
     return list(range(first, first + max(len(conversation.turns) - start, 0)))
-
-
-def budgeted_prompt(fixed: int, query_tokens: int, query_after_budget: bool) -> int:
-    """The prompt a turn's budget subtracts: its fixed tokens (the prompt without the history),
-    less the current query's message when that joins after the budget (``query_after_budget``)."""
-    return fixed - query_tokens if query_after_budget else fixed
 
 
 class Replay:
@@ -187,8 +159,8 @@ class Replay:
     # -- per-turn facts, computed once ------------------------------------------------------------
     def _per_turn(self) -> None:
         """Sizes the per-turn tables to the conversation, the first time one is needed: a replay
-        that decides every turn at once (:meth:`_chain_summaries`) never reads them, and at 10,000
-        turns they held a twentieth of the text."""
+        that decides every turn at once (:meth:`_chain_summaries`) never reads them, so it never
+        holds one slot per turn for each."""
         n = len(self.conversation.turns)
         if len(self._tokens) < n:
             for per_turn in (self._tokens, self._empty, self._eligible):
@@ -205,9 +177,9 @@ class Replay:
     def _missing_near(self, position: int) -> Sequence[int]:
         """The turns whose counts a miss at ``position`` sets: that turn alone; once the summaries
         are made every text is counted (:meth:`_chain_summaries` leaves the turns' counts unset), so
-        the turns not set yet in its block of COUNT_CHUNK, in one pass, since a ledger or a view asks
-        for every earlier turn of its thread in turn (one at a time, the newest turn's ledger of a
-        10,000-turn Dify window took about 15 ms more, a fifth)."""
+        the turns not set yet in its block of COUNT_CHUNK, in one pass: a ledger or a view asks for
+        every earlier turn of its thread in turn, and one pass sets them all at once instead of one
+        call per turn."""
         if self._summaries is None:
             return (position,)
         tokens = self._tokens
@@ -410,7 +382,7 @@ class Replay:
         prefix, kept_prefix, count_prefix, seq_pos = view.prefix, view.kept_prefix, view.count_prefix, view.seq_pos
         budget_limit, window = strategy.budget_limit, strategy.window
         # The default prompt is the system prompt plus the turn's query, whose tokens are known
-        # (worked out in the loop: a call per turn costs a tenth of the walk).
+        # (worked out in the loop, not by a method call per turn in this hot walk).
         fixed_of: Callable[[int], int] | None = self.fixed_prompt_tokens if self._prompt_tokens is not None else None
         system = self._system_tokens + REPLY_PRIMING
         after_query, budget_prompt = config.query_after_budget, self.budget_prompt_tokens  # (a call only then)
@@ -493,7 +465,7 @@ class Replay:
         try:
             next(counting)  # this process's share is counted; child processes may still count the rest
             offsets = self._message_offsets()
-            total = offsets[-1]  # messages, read from the turns as needed (a list of them is a tenth of the text)
+            total = offsets[-1]  # messages, read from the turns as needed (no list of every message is held)
             # Positions and counts of messages and turns (not of tokens) in half the bytes, when they fit.
             index = np.int32 if max(total, n + 1) < 2 ** 31 - 1 else np.int64  # (turn numbers go up to n)
             before = np.array(offsets, dtype=index)  # a copy: the array grows with the conversation
@@ -527,8 +499,8 @@ class Replay:
                 pass
         finally:
             counting.close()  # a child still counting is stopped if this failed
-        # Each array is let go once used, and the columns are written in place: at 10,000 turns the
-        # replay's peak over its conversation was 5.6 MB with every array held to the end, now 4.0 MB.
+        # Each array is let go once used, and the columns are written in place, so the replay's peak
+        # memory holds a few columns of the conversation, not every intermediate array at once.
         messages = chain.from_iterable(map(_messages_of, turns))  # (no Python frame per message)
         tokens = np.fromiter(self.counter.message_counts(messages), dtype=np.int64, count=total)
         end = starts
@@ -819,169 +791,6 @@ class Replay:
         return history_of(self.conversation, ledger)
 
 
-def history_of(conversation: Conversation, ledger: Ledger) -> list[Message]:
-    """The history a ledger sends, in the order it is sent: a summary or an input's messages first
-    (as synthetic messages), then the kept messages, each cleared or partially kept one replaced by
-    what was sent instead of it (its content; a scratchpad is an assistant text of its own, without
-    the tool calls or files of the message it stands in for; a message stored in another shape is
-    that message: its role, text, tool calls and call id)."""
-    turns = conversation.turns
-    if not ledger.synthetic:  # no stand-ins: the kept messages (a RunLedger lists only those)
-        return [turns[e.position].messages[e.index] for e in ledger.kept]
-    out: list[Message] = [Message(s.role, s.content, INTERMEDIATE, s.ref or s.origin)
-                          for s in ledger.synthetic if s.replaces is None]
-    stand_ins = ledger.stand_ins()
-    for e in ledger.entries:
-        sent = stand_ins.get((e.position, e.index))
-        if sent:
-            message = turns[e.position].messages[e.index]
-            for stand_in in sent:
-                if stand_in.origin == SCRATCHPAD:
-                    out.append(Message(stand_in.role, stand_in.content, message.kind, message.ref))
-                elif stand_in.origin == STORED:
-                    kind = TOOL_RESULT if stand_in.role == "tool" else TOOL_CALL if stand_in.calls else message.kind
-                    out.append(Message(stand_in.role, stand_in.content, kind, stand_in.ref,
-                                       tool_calls=tuple(ToolCall(*c) for c in stand_in.calls),
-                                       tool_call_id=stand_in.call_id or None))
-                else:
-                    out.append(replace(message, content=stand_in.content))
-        elif e.kept:
-            out.append(turns[e.position].messages[e.index])
-    return out
-
-
-class TurnMemory:
-    """One memory config over a conversation that grows a turn at a time: the ledger of each new
-    turn without replaying the conversation.
-
-    The thread view of the previous turn is kept and moved to the new turn's thread — usually one
-    turn pushed; after a branch, popped back to the common ancestor and pushed down the new
-    thread — so a turn costs what its own thread changes, plus a pass over the thread's turns
-    that is skipped for a linear stretch of plain turns. Its ledger is a :class:`RunLedger`:
-    reasons as runs and the kept entries (what is stored and sent), every entry listed only
-    when read. The decision is the one :meth:`Replay.ledger_at` makes, by the same code.
-
-    Only strategies that cut the thread qualify; a planning strategy's state depends on the
-    current turn's prompt, so its ledgers are computed afresh (:meth:`ledger` does that).
-    """
-
-    def __init__(self, config: MemoryConfig, *, has_thread: bool = True):
-        self.config = config
-        self.has_thread = has_thread
-        self._replay: Replay | None = None
-        self._view: PathView | None = None
-        self._index: dict[int, int] = {}  # turn position → its index in the view
-        self._clean = 0  # the view's first turns that are positions 0, 1, … and plain (see cut_ledger)
-        self._stable = 0  # turns before this position are the ones seen last time
-        self._anchor: object = None  # the newest of those turns, to tell this conversation from another
-        self.replay: Replay | None = None  # the replay that made the newest ledger (its compaction summaries)
-
-    def ledger(self, conversation: Conversation, position: int, fixed_tokens: int) -> tuple[Ledger, list[Message]]:
-        """The ledger of the turn at ``position`` (the conversation's newest: the turn being
-        run) and the history messages it sends; ``fixed_tokens`` is the rest of its prompt."""
-        replay = self._follow(conversation) if position == len(conversation.turns) - 1 else None
-        if replay is None or replay.plans:
-            replay = self.replay = Replay(conversation, self.config, system_prompt="", has_thread=self.has_thread,
-                                          prompt_tokens=lambda _position: fixed_tokens)
-            ledger = replay.ledger_at(position)
-            return ledger, replay.history_messages(ledger)
-        self.replay = replay
-        replay._prompt_tokens = lambda _position: fixed_tokens
-        view = self._view
-        self._move_to(replay, view, conversation.tree.thread_parent[position])
-        ledger = replay.cut_ledger(view, replay._decide(view, position), position, self._clean)
-        self._stable, self._anchor = position, conversation.turns[position - 1] if position else None
-        return ledger, replay.history_messages(ledger)
-
-    def _follow(self, conversation: Conversation) -> Replay:
-        """The replay, moved onto ``conversation``: its first turns are the ones seen before when
-        the newest of them is the same turn; otherwise everything starts again."""
-        stable, replay = self._stable, self._replay
-        turns = conversation.turns
-        if replay is None or len(turns) <= stable or (stable and turns[stable - 1] is not self._anchor):
-            replay = self._replay = Replay(conversation, self.config, system_prompt="", has_thread=self.has_thread)
-            self._view = replay.strategy.new_view(replay)
-            self._index, self._clean = {}, 0
-            return replay
-        for per_turn in (replay._tokens, replay._empty, replay._eligible):
-            del per_turn[stable:]  # the rest is set again as needed (Replay._per_turn)
-        replay._thread_before = None
-        replay.numbers[stable:] = array("q", turn_numbers(conversation, stable))
-        if replay._msg_before is not None:
-            del replay._msg_before[stable + 1:]
-        replay._summaries = None  # (the new turns' texts are not counted)
-        replay.conversation = conversation
-        return replay
-
-    def _move_to(self, replay: Replay, view: PathView, parent: int | None) -> None:
-        """Make ``view`` the thread ending at ``parent`` (none: an empty thread)."""
-        index, thread_parent = self._index, replay.conversation.tree.thread_parent
-        path: list[int] = []
-        q = parent
-        while q is not None and q not in index:
-            path.append(q)
-            q = thread_parent[q]
-        keep = index[q] + 1 if q is not None else 0
-        while len(view.positions) > keep:
-            del index[view.positions[-1]]
-            view.pop()
-        self._clean = min(self._clean, keep)
-        for p in reversed(path):
-            k = len(view.positions)
-            replay._push(view, p, replay._decide(view, p))
-            index[p] = k
-            if self._clean == k == p and len(replay.eligible(p)) == len(replay.conversation.turns[p].messages) \
-                    and not any(replay._empties(p)):
-                self._clean += 1
-
-
-def expand_runs(conversation: Conversation, position: int, runs, numbers: list[int],
-                tokens: Callable[[int], tuple[int, ...]]) -> list[LedgerEntry]:
-    """The entries of the ledger of the turn at ``position`` from its reasons as runs: the
-    candidates are exactly the messages of the turns before it, in order; ``tokens(p)`` gives
-    the token counts of turn ``p``'s messages and ``numbers`` the turn numbers."""
-    reasons: list[str] = []
-    for reason, n in runs:
-        reasons += [reason] * int(n)
-    turns = conversation.turns
-    entries: list[LedgerEntry] = []
-    add, entry, k = entries.append, LedgerEntry, 0
-    for p in range(position):
-        toks, number = tokens(p), numbers[p]
-        for m, msg in enumerate(turns[p].messages):
-            reason = reasons[k]
-            k += 1
-            # positional: ref, turn, role, tokens, kept, reason, kind, position, index (a long ledger's
-            # listing builds one entry per earlier message)
-            add(entry(msg.ref, number, msg.role, toks[m], reason == KEPT, reason, msg.kind, p, m))
-    return entries
-
-
-def pick_entries(conversation: Conversation, runs, ranges: Sequence[tuple[int, int]], numbers: list[int],
-                 tokens: Callable[[int], tuple[int, ...]], before: list[int]) -> list[LedgerEntry]:
-    """The entries at the candidates' offsets in ``ranges`` (``[lo, hi)`` pairs, ascending) of a
-    ledger whose reasons are ``runs``: what :func:`expand_runs` lists there, without the rest.
-    ``before[p]`` counts the messages of the turns before ``p``."""
-    starts, at = [], 0
-    for _, n in runs:
-        starts.append(at)
-        at += int(n)
-    turns = conversation.turns
-    out: list[LedgerEntry] = []
-    for lo, hi in ranges:
-        for k in range(lo, hi):
-            p = bisect_right(before, k) - 1  # the turn holding candidate k (a turn without messages holds none)
-            m = k - before[p]
-            reason = runs[bisect_right(starts, k) - 1][0]
-            msg = turns[p].messages[m]
-            out.append(LedgerEntry(msg.ref, numbers[p], msg.role, tokens(p)[m], reason == KEPT, reason, msg.kind, p, m))
-    return out
-
-
 def compute_ledger(conversation: Conversation, position: int, config: MemoryConfig, **kwargs) -> Ledger:
     """The ledger of the turn at ``position`` — a pure function of history, config and prompt."""
     return Replay(conversation, config, **kwargs).ledger_at(position)
-
-
-__all__ = ["MemoryConfig", "Replay", "TurnMemory", "budgeted_prompt", "compute_ledger", "expand_runs", "history_of",
-           "turn_number", "turn_numbers", "PathView", "Decision"]

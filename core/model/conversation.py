@@ -69,8 +69,8 @@ ROLES = ("system", "user", "assistant", "tool")
 
 
 class _NoMeta(dict):
-    """The meta of every turn built without one: one shared empty dict, not one per turn (64 bytes
-    each, a seventh of a long conversation's text at chat-sized messages). Read-only, so no turn
+    """The meta of every turn built without one: one shared empty dict, not one per turn (an empty
+    dict per turn would weigh on a long conversation beside its chat-sized messages). Read-only, so no turn
     writes into all the others'; merging it (``{**meta, …}``, ``meta | …``) gives a plain dict."""
 
     __slots__ = ()
@@ -146,7 +146,7 @@ class Message:
 
     ``name``, ``tool_calls``, ``tool_call_id``, ``files`` and ``usage`` are held together in
     ``extra``, which is ``None`` when the message has none of them: most messages have none, and a
-    field each took a sixth of a long conversation's text. They are read, given and compared as
+    slot each for fields that are almost always empty would weigh on a long conversation. They are read, given and compared as
     fields all the same (``Message(..., tool_calls=...)``, ``dataclasses.replace(m, files=...)``).
     """
 
@@ -554,8 +554,8 @@ def extract_thread(rows_newest_first: Iterable[Turn]) -> list[Turn]:
 
 def with_shared_ids(turns: Iterable[Turn]) -> list[Turn]:
     """``turns``, each parent id that names one of them made the very string of that turn's id: an
-    equal string read from a file is another object (about 50 bytes a turn, a tenth of a long
-    conversation's text). Nothing else changes."""
+    equal string read from a file is another object, held twice over a long conversation. Nothing
+    else changes."""
     turns = list(turns)
     ids = {t.id: t.id for t in turns}
     out = []

@@ -488,7 +488,7 @@ class RunLedger(Ledger):
 
 class TurnSummary(NamedTuple):
     """What a turn's memory kept, in numbers — cheap to compute for every turn (a named tuple: a
-    long replay makes one per turn, and a tuple is made in a third of a frozen dataclass's time)."""
+    long replay makes one per turn, and a tuple is quicker to make than a frozen dataclass)."""
 
     turn: int
     kept: int
@@ -512,8 +512,8 @@ _OPTIONAL = ("budget", "oldest_kept_turn")
 
 class TurnSummaries(Sequence):
     """The summaries of a replay's answered turns, in turn order, held as columns of machine
-    integers: a 10,000-turn replay holds eight arrays, not 10,000 tuples and their int objects
-    (a fifth of the memory). Reads as a sequence of :class:`TurnSummary`, each made when asked
+    integers: a 10,000-turn replay holds eight arrays, not 10,000 tuples and their int objects,
+    so a long replay's summaries take a few bytes per turn. Reads as a sequence of :class:`TurnSummary`, each made when asked
     for; equal to any sequence of the same summaries.
 
     Filled by position (:meth:`columns`, then :meth:`keep`): a replay walks its turns depth first,

@@ -2,7 +2,7 @@
 findings (:mod:`core.analysis.findings`), optionally the replies re-asked under each config, and — for a
 conversation recorded from a flow — the flow's own findings.
 
-:func:`build_report` makes one from a :class:`core.service.sources.Source`; it is written as one
+:func:`build_report` makes one from a :class:`core.analysis.source.Source`; it is written as one
 self-contained HTML file by :func:`core.report.html.report_html` and as a JSON bundle that loads
 back into the same view by :func:`core.report.bundle.bundle_json`.
 """
@@ -13,14 +13,17 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from core.analysis.compare import (Comparison, HeatmapWindow, NamedConfig, ReplyGrid, compare, heatmap_window,
-                                   named_configs, replay_replies)
-from core.analysis.findings import Finding, findings_for
+from core.analysis.compare.comparison import Comparison, compare
+from core.analysis.compare.configs import NamedConfig, named_configs
+from core.analysis.compare.heatmap import HeatmapWindow, heatmap_window
+from core.analysis.compare.replies import ReplyGrid, replay_replies
+from core.analysis.findings.base import Finding
+from core.analysis.findings.sources import findings_for
 from core.errors import MemLensError
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.memory.strategies.window import WindowStrategy
 from core.model.conversation import Conversation
-from core.service.sources import Source
+from core.analysis.source import Source
 
 from .bundle import FACT_MODES
 from .errors import ReportError

@@ -4,7 +4,7 @@ The bundle holds the conversation itself (losslessly, :func:`conversation_to_jso
 the facts followed and the view (selected turn, heatmap window), plus the computed results for
 readers that do not recompute. Reading it back (:func:`read_report`, or any importer: the format is
 registered in :mod:`core.io.readers` through :func:`parse_report`) gives the conversation with the
-configs and facts in ``Conversation.meta["report"]``; :func:`core.service.sources.source_of` turns that into
+configs and facts in ``Conversation.meta["report"]``; :func:`core.analysis.source.source_of` turns that into
 the same view.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Mapping
 
-from core.analysis.compare import NamedConfig
+from core.analysis.compare.configs import NamedConfig
 from core.errors import MemLensError
 from core.limits import nulled_non_finite
 from core.memory.replay import turn_numbers

@@ -12,8 +12,11 @@ from datetime import datetime, timezone
 from html import escape
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from core.analysis.compare import Comparison, NamedConfig, ReplyGrid, RetentionMatrix
-from core.analysis.findings import Finding, TurnNamer, turn_namer
+from core.analysis.compare.comparison import Comparison
+from core.analysis.compare.configs import NamedConfig
+from core.analysis.compare.heatmap import RetentionMatrix
+from core.analysis.compare.replies import ReplyGrid
+from core.analysis.findings.base import Finding, TurnNamer, turn_namer
 from core.memory.replay import turn_numbers
 from core.memory.strategies.settings import COMMON, NODE_SHAPE
 from core.model.conversation import Conversation, Message, message_text, turn_label

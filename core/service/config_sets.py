@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from core.analysis.compare import MAX_CONFIGS, MIN_CONFIGS, NamedConfig, named_configs
+from core.analysis.compare.configs import MAX_CONFIGS, MIN_CONFIGS, NamedConfig, named_configs
 from core.errors import MemLensError
 from core.report.errors import ReportError
 from core.store import repo

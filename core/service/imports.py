@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from core.analysis.compare import NamedConfig
+from core.analysis.compare.configs import NamedConfig
 from core.io.bundle import is_bundle, looks_like_bundle, parse_bundle
 from core.io.errors import FormatError
 from core.io.readers.registry import import_bytes

@@ -48,6 +48,7 @@ from core.model.conversation import (AGENT_THOUGHTS, QUERY, SHOWN_ANSWER, SOURCE
                                      Message, Turn, active_thread, source_model)
 from core.model.tokens import counter_for
 from core.store import repo
+from core.store.repo.counts import TEXT_COUNTS, TOKEN_COUNTS, text_counts, token_counts
 from core.store.db import Database
 from core.store.errors import NotFoundError, StoreError
 from core.store.ledger_codec import pack_ledger, pack_prompt, unpack_node_run
@@ -522,8 +523,8 @@ def turn_from_record(record: TurnRecord, flow_version_id: str | None) -> dict:
     encodings = {counter_for(r.memory.get("model") or r.model).encoding_name for r in record.node_runs
                  if r.ledger is not None and r.memory}
     if encodings:
-        data[repo.TOKEN_COUNTS] = repo.token_counts(turn.messages, encodings)
-        data[repo.TEXT_COUNTS] = repo.text_counts(turn.messages, encodings)
+        data[TOKEN_COUNTS] = token_counts(turn.messages, encodings)
+        data[TEXT_COUNTS] = text_counts(turn.messages, encodings)
     intermediate, files = data.pop("intermediate", None), data.pop("files", None)
     if intermediate or files:
         # tool calls and results, or the user's files: the turn's full message list is stored
@@ -613,8 +614,8 @@ def import_conversation(db: Database, bundle: Mapping[str, Any], *, shipped: boo
                               created_at=float(conv["created_at"]), updated_at=float(conv["updated_at"])))
         s.flush()
         for i, t in enumerate(bundle["turns"]):
-            row = repo._turn_row(conv["id"], int(t.get("seq") or i + 1), {k: v for k, v in t.items() if k != "seq"})
-            row.node_runs = [repo._node_row(j, run) for j, run in enumerate(t.get("node_runs") or [])]
+            row = repo.turn_row(conv["id"], int(t.get("seq") or i + 1), {k: v for k, v in t.items() if k != "seq"})
+            row.node_runs = [repo.node_row(j, run) for j, run in enumerate(t.get("node_runs") or [])]
             s.add(row)
         for v in bundle["variables"]:
             s.add(VariableRow(id=v["id"], conversation_id=conv["id"], name=v["name"], value_type=v["value_type"],
@@ -653,7 +654,7 @@ def _imported_turn_rows(conv: Conversation, conv_id: str, t: float) -> tuple[lis
                             created_at=float(turn.created_at or t)))
         # A trace's calls threaded into this conversation (core.capture.stored): each call a node run of its turn.
         runs = turn.meta.get(NODE_RUNS) or []
-        rows[-1].node_runs = [repo._node_row(k, run) for k, run in enumerate(runs)]
+        rows[-1].node_runs = [repo.node_row(k, run) for k, run in enumerate(runs)]
         rows[-1].meta = {**rows[-1].meta, "node_count": len(runs)}
     # The export's own active branch (ChatGPT's current node) stays the active thread.
     return rows, mapping.get(conv.meta.get("active_turn_id"), last)

@@ -1,15 +1,15 @@
-"""Sources: a conversation to compare or report on, with (when known) the flow and recorded turns
-it came from — loaded from the store, from a MemLens conversation export or from any file the
-importer reads (a report bundle brings its configs, facts and view)."""
+"""Sources loaded: a conversation to compare or report on (:class:`core.analysis.source.Source`), with
+(when known) the flow and recorded turns it came from — from the store, from a MemLens conversation
+export or from any file the importer reads (a report bundle brings its configs, facts and view)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from core.analysis.compare import NamedConfig
 from core.analysis.debug_view import damage_note
+from core.analysis.source import Source, source_of
 from core.report.errors import ReportError
 from core.flow.graph import Flow
 from core.flow.records import NodeRun, TurnRecord
@@ -20,46 +20,10 @@ from core.memory.replay import turn_numbers
 from core.model.conversation import Conversation
 from core.store import repo
 from core.store.ledger_codec import unpack_node_run
-from core.store.repo import turn_from_dict
+from core.store.repo.turns import turn_from_dict
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.store.db import Database
-
-
-@dataclass
-class Source:
-    """A conversation to compare, with where it came from.
-
-    ``flow`` and ``records`` are set for a conversation recorded from a flow (stored, or a
-    MemLens conversation export): its node ledgers give the flow's findings. ``configs``,
-    ``facts`` (``(message, label)`` marks) and ``view`` come from a report bundle. ``note``
-    says what was left out of a source too long to load whole.
-    """
-
-    conversation: Conversation
-    origin: str = ""
-    flow: Flow | None = None
-    records: list[TurnRecord] = field(default_factory=list)
-    configs: list[NamedConfig] | None = None
-    facts_mode: str = "detected"
-    facts: list | None = None
-    view: dict = field(default_factory=dict)
-    title: str = ""
-    note: str = ""
-    #: For a stored conversation with values no reader could use: one line naming them.
-    damage: str | None = None
-
-
-def source_of(conversation: Conversation, origin: str = "") -> Source:
-    """A conversation as a source; one read from a report bundle brings its configs, facts and view."""
-    report = conversation.meta.get("report") if isinstance(conversation.meta, dict) else None
-    if not isinstance(report, Mapping):
-        return Source(conversation, origin)
-    facts = report.get("facts") or {}
-    marks = [((tuple(m["message"])), m["label"]) for m in facts.get("marks") or []]
-    return Source(conversation, origin, configs=[NamedConfig.from_dict(c) for c in report.get("configs") or []],
-                  facts_mode=facts.get("mode", "detected"), facts=marks, view=dict(report.get("view") or {}),
-                  title=str(report.get("title") or ""))
 
 
 def records_from_rows(rows: Sequence[Mapping[str, Any]], conversation: Conversation,
@@ -164,5 +128,5 @@ def read_source_file(path: str | Path, *, index: int = 0, fmt: str | None = None
     return sources[index], len(sources)
 
 
-__all__ = ["Source", "source_of", "records_from_rows", "RECORDED_TURNS_LIMIT", "load_stored", "source_from_export",
+__all__ = ["records_from_rows", "RECORDED_TURNS_LIMIT", "load_stored", "source_from_export",
            "read_sources", "read_source_file"]

@@ -13,5 +13,6 @@ __all__, __getattr__ = public_api(__name__, {
     "memories": ("long_term_store",),
     "models": ("ConversationRow", "FeedbackRow", "FlowRow", "FlowVersionRow", "NodeRunRow", "TurnRow",
                "VariableChangeRow", "VariableRow"),
-    "repo": ("ConversationInfo", "turn_from_dict"),
+    "repo.conversations": ("ConversationInfo",),
+    "repo.turns": ("turn_from_dict",),
 }, modules=("checks", "keys", "repo"))

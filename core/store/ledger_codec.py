@@ -19,7 +19,8 @@ from dataclasses import asdict, fields
 from itertools import accumulate
 from typing import Any, Mapping, Sequence
 
-from core.memory.replay import expand_runs, pick_entries, turn_numbers
+from core.memory.entries import expand_runs, pick_entries
+from core.memory.replay import turn_numbers
 from core.model.conversation import Conversation
 from core.model.ledger import HEADER_FIELDS, KEPT, Ledger, LedgerEntry, RunLedger, reason_runs
 from core.model.origins import HISTORY

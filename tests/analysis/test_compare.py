@@ -6,13 +6,14 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import core.analysis.compare as compare_module
+import core.analysis.compare.walk as compare_module
 from core.analysis.compare import (FactFate, fact_course, HEATMAP_COLUMNS, NamedConfig, TrackedFact, compare, detect_facts,
                                    fact_sentence, heatmap_window, message_columns, named_configs, retention_matrix,
                                    track_facts, turn_diff, turn_series)
 from core.analysis.errors import CompareError
 from core.io import read_conversations
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.errors import ConfigError
 from core.memory.strategies import STRATEGIES
 from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
@@ -554,7 +555,7 @@ def _facts_follow_the_ledgers(conv_facts, config):
 @st.composite
 def marked_chain(draw):
     """A generated conversation that never branched, with facts marked on any of its messages (the walk
-    asks each fact only where it may change: :class:`core.analysis.compare._ChainFacts`)."""
+    asks each fact only where it may change: :class:`core.analysis.compare.facts.ChainFacts`)."""
     from dataclasses import replace
 
     conv = draw(ledger_pipeline.conversations())

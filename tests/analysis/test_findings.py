@@ -16,7 +16,8 @@ from core.flow.graph import flow_from_data, load_flow
 from core.flow.runtime import run_conversation
 from core.io import read_conversations
 from core.llm.client import DemoClient
-from core.memory.replay import MemoryConfig, Replay, turn_numbers
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay, turn_numbers
 from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn, turn_label
 from core.model.ledger import OVER_BUDGET
 from core.service.samples import load_sample
@@ -91,7 +92,7 @@ def test_the_largest_kept_message_of_a_long_history_is_the_first_of_the_largest(
 def test_block_maxima_find_the_largest_count_of_any_range_and_its_first_place():
     import random
 
-    from core.analysis.findings import _BLOCK, _FlatTokens
+    from core.analysis.findings.turns import _BLOCK, _FlatTokens
     from core.memory.strategies.base import PathView
 
     rng = random.Random(5)
@@ -640,7 +641,7 @@ def test_findings_for_a_recorded_source_lists_its_configs_and_its_nodes_as_the_r
 def test_the_reports_findings_link_to_their_turns_by_thread_label():
     from core.report.build import build_report
     from core.report.html import report_html
-    from core.service.sources import Source
+    from core.analysis.source import Source
 
     conv = _branched_lisbon()
     html = report_html(build_report(Source(conv), [MemoryConfig(window=2), MemoryConfig(window=3)]))
@@ -659,7 +660,7 @@ def test_the_reports_findings_link_to_their_turns_by_thread_label():
 def test_a_budget_difference_says_what_dify_as_shipped_subtracts_for_the_node(reserve, says):
     """The LLM node budgets after an empty list; the Question Classifier (reserve 0) and the Parameter
     Extractor (1,000) after their own prompt."""
-    from core.analysis.findings import CAUSE_BUDGET, ProfileCut, _explain_difference
+    from core.analysis.findings.profiles import CAUSE_BUDGET, ProfileCut, _explain_difference
 
     causes, text = _explain_difference(10, ProfileCut(3, 0, 900), ProfileCut(3, 2, 700), 0, True, 120,
                                        reserve=reserve)

@@ -2,7 +2,8 @@
 
 from core.analysis.left_out import left_out
 from core.words import excerpt
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.words import explain, reason_words
 from tests.builders import linear
 

@@ -4,7 +4,8 @@ replay says, at a cost that does not grow with the conversation."""
 import pytest
 
 from core.analysis.debug_view import focus_node, what_if
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from tests.builders import dify, linear
 
 

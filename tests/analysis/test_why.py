@@ -8,7 +8,8 @@ import pytest
 
 from core.analysis.why import Subject, where_did_it_go
 from core.analysis.errors import WhyError
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.conversation import turn_label
 from tests.builders import dify, linear, record
 from tests.conftest import ROOT
@@ -188,7 +189,8 @@ def _why_panel_script():
     import streamlit as st
 
     from core.analysis.why import Subject, where_did_it_go
-    from core.memory.replay import MemoryConfig, Replay
+    from core.memory.config import MemoryConfig
+    from core.memory.replay import Replay
     from tests.builders import linear
     from ui.why_panel import render_why
 

@@ -23,12 +23,12 @@ from core.analysis.compare import NamedConfig
 from core.api.app import create_app
 from core.cli.app import main
 from core.llm.client import DemoClient
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.report.build import build_report
 from core.report.bundle import bundle_json
 from core.service.samples import load_sample, seed_demo
 from core.service.sessions import ConversationService
-from core.service.sources import Source
+from core.analysis.source import Source
 from core.store import keys as app_keys
 from core.store import repo
 from core.store.db import Database

@@ -4,11 +4,11 @@ charts and asks for nothing but its own file."""
 from dataclasses import replace
 
 from core.analysis.compare import NamedConfig
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.report.build import build_report
 from core.report.html import report_html
 from core.service.samples import load_sample
-from core.service.sources import Source
+from core.analysis.source import Source
 from tests.browser import chromium
 
 HOSTILE = '<img src="http://example.invalid/pixel.png"> <link rel="stylesheet" href="https://example.invalid/x.css">'

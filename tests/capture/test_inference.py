@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 
 from core.capture.inference import ObservedCall, infer_node, node_replay, roundest, rule_args
-from core.capture.recorder import save_threads
+from core.proxy.recorder import save_threads
 from core.capture.threader import Threader
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.store.db import Database
 from tests.capture.test_threader import Bot
 

@@ -174,7 +174,7 @@ def test_anthropic_messages_through_the_proxy_with_litellms_anthropic_client(pro
 
 
 def test_plain_payloads_read_fast_are_read_as_the_importer_reads_them():
-    from core.capture.exchange import _plain_messages, request_messages
+    from core.proxy.exchange import _plain_messages, request_messages
     from core.io.readers.openai import openai_messages
 
     raw = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi", "name": "dana"},

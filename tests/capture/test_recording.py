@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import time
 
-from core.capture.exchange import Exchange
-from core.capture.recorder import Recorder, load_threader, save_threads
+from core.proxy.exchange import Exchange
+from core.proxy.recorder import Recorder, load_threader, save_threads
 from core.store import repo
 from tests.capture.test_threader import Bot
 from core.capture.threader import Threader

@@ -179,7 +179,7 @@ def test_calls_naming_different_nodes_are_different_nodes_even_with_identical_pr
 
 
 def test_a_restarted_proxy_keeps_a_text_history_nodes_prefixes_its_named_nodes_and_a_wrapped_turn(tmp_path):
-    from core.capture.recorder import load_threader, save_threads
+    from core.proxy.recorder import load_threader, save_threads
     from core.store.db import Database
 
     db = Database(f"sqlite:///{tmp_path / 'capture.db'}")

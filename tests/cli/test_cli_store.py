@@ -6,7 +6,8 @@ import sys
 
 from core.io import read_conversations
 from core.llm.client import DemoClient
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.service.sessions import ConversationService
 from core.store import repo
 from core.store.db import Database

@@ -20,7 +20,8 @@ from core.flow.errors import NodeFailed
 from core.flow.what_if import what_if_prompt
 from core.flow.templates import EXPERT, SIMPLE, VariablePool, render_message, render_slots
 from core.llm.client import DemoClient
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.ledger import KEPT, OVER_BUDGET
 from core.model.tokens import REPLY_PRIMING, counter_for, model_facts
 from tests.conftest import ROOT

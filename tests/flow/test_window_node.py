@@ -13,7 +13,8 @@ from core.flow.nodes.window_memory import FAIL_BRANCH, HISTORY_SET, parse_overwr
 from core.flow.records import ConversationState
 from core.flow.runtime import run_conversation, run_turn
 from core.llm.client import DemoClient
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.conversation import (ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, UUID_NIL, Conversation, Message, ToolCall,
                                      Turn)
 from core.model.ledger import KEPT, OUTSIDE_WINDOW, SCOPE, TRIMMED_EARLIER

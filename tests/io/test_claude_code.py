@@ -12,7 +12,8 @@ import json
 import pytest
 
 from core.io import FormatError, import_text
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.conversation import ANSWER, INTERMEDIATE, QUERY, REASONING, TOOL_CALL, TOOL_RESULT
 
 SESSION = "5f0c2a9e-1b7d-4c1e-9a53-0d2b7e6f4a11"

@@ -6,7 +6,8 @@ import json
 import pytest
 
 from core.io import FormatError, import_text, parse_conversations, read_conversations
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.analysis.debug_view import fitting_config
 from core.model.conversation import ANSWER, QUERY, REASONING, TOOL_CALL, TOOL_RESULT, source_model
 from core.service.sessions import ConversationService, store_conversations

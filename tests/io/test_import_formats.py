@@ -9,7 +9,8 @@ import json
 import pytest
 
 from core.io import FORMATS, FormatError, ImportResult, detect_format, import_file, import_text
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.conversation import ANSWER, QUERY, REASONING, TOOL_CALL, TOOL_RESULT, active_thread
 from core.model.ledger import KEPT, OTHER_BRANCH
 from tests.conftest import FIXTURES

@@ -345,7 +345,7 @@ def test_a_conversation_over_the_turn_limit_is_refused_before_any_work(tmp_path)
 def test_following_facts_over_a_long_branched_conversation_is_refused_before_the_work():
     """Each fact is asked at every turn of a conversation walked depth first: the limit counts that work."""
     from core.analysis.compare import compare
-    from core.memory.replay import MemoryConfig
+    from core.memory.config import MemoryConfig
     from tests.builders import dify
 
     rows = [(str(i), str(i - 3 if i % 5 == 0 and i > 3 else i - 1) if i > 1 else None, f"My name is Dana{i}.", "ok")

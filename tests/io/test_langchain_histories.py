@@ -17,7 +17,8 @@ from langchain_core.messages import (AIMessage, AIMessageChunk, ChatMessage, Fun
 from langchain_openai.chat_models.base import _convert_message_to_dict as sent_to_openai
 
 from core.io import FormatError, import_text
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 
 HISTORY = [
     SystemMessage("You are a travel assistant. Be brief."),

@@ -111,7 +111,7 @@ def test_a_malformed_run_is_refused_naming_what_is_wrong(inputs, problem):
 def test_a_call_is_counted_for_the_model_that_answered_also_once_stored_and_from_the_cli(db):
     from core.analysis.debug_view import fitting_config
     from core.cli.app import build_parser, config_from_args
-    from core.memory.replay import MemoryConfig
+    from core.memory.config import MemoryConfig
     from core.service.sessions import store_conversations
     from core.store import repo
 

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from core.io import FormatError, detect_format, import_text
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.conversation import active_thread
 from core.model.ledger import KEPT, OTHER_BRANCH
 

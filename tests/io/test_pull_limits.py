@@ -14,9 +14,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from core.io import pull as pull_module
+from core.service import pull as pull_module
 from core.io.errors import PullError, PullFailedError
-from core.io.pull import pull
+from core.service.pull import pull
 from core.redact import MARK
 from core.store import repo
 from core.store.db import Database

@@ -8,8 +8,9 @@ import pytest
 
 from core.io import FormatError, import_text
 from core.io.errors import PullError
-from core.io.pull import conversation_from_records
-from core.memory.replay import MemoryConfig, Replay
+from core.service.pull import conversation_from_records
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.conversation import Message, Turn, leaves, read_once
 
 A = {"id": "a", "conversation_id": "c", "parent_message_id": None, "query": "I'm Dana.", "answer": "Hi Dana.",

@@ -12,7 +12,8 @@ from openai.types.responses import (ResponseFunctionToolCall, ResponseFunctionWe
                                     ResponseOutputText, ResponseReasoningItem)
 
 from core.io import import_text
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.conversation import ANSWER, QUERY, REASONING, TOOL_CALL, TOOL_RESULT
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.strategies import STRATEGIES
 from core.memory.strategies.base import ChainView, PathView
 from core.model.conversation import ANSWER, INTERMEDIATE, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn

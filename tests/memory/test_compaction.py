@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.io import read_conversations
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.errors import ConfigError
 from core.memory.strategies.compaction import (DEFAULT_KEEP_MESSAGES, DEFAULT_KEEP_TOOL_RESULTS, DEFAULT_TRIGGER,
                                                TOOL_PLACEHOLDER, compaction_target)

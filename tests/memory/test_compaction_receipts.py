@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from core.memory.errors import ConfigError
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.strategies.compaction import TOOL_PLACEHOLDER
 from core.memory.summarize import OFFLINE, SECTIONS_OFFLINE
 from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn

@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.errors import ConfigError
 from core.memory.strategies.shipped_compaction import (BY_CHARS, BY_USAGE, REQUEST, RESPONSE, SUMMARY_HEADER, SYSTEM,
                                                        TEXT, TOOL_CALL, TOOL_PLACEHOLDER, TOOL_RETURN, USER, Compactor,

@@ -16,7 +16,8 @@ from pydantic_ai.usage import RequestUsage
 from pydantic_ai_harness.compaction import ClearToolResults
 from pydantic_ai_harness.compaction._shared import estimate_context_tokens, find_safe_cutoff, iter_tool_pairs
 
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.strategies.shipped_compaction import (BY_CHARS, BY_USAGE, REQUEST, RESPONSE, SUMMARY_HEADER, SYSTEM,
                                                        TEXT, TOOL_CALL, TOOL_PLACEHOLDER, TOOL_RETURN, USER, Compactor,
                                                        Group, Part, clear_tool_results, estimate, fold_cut,

@@ -8,7 +8,8 @@ from __future__ import annotations
 from core.flow.records import ConversationState
 from core.flow.runtime import run_turn
 from core.llm.client import DemoClient, LLMReply
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.strategies.compaction import SUMMARIES_META, RecordedSummaries, stored_summaries, summary_key
 from core.memory.strategies.shipped_compaction import SUMMARY_HEADER
 from core.memory.summarize import SECTIONS_OFFLINE

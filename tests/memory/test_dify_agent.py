@@ -15,7 +15,8 @@ import random
 import pytest
 
 from core.io.readers.dify_messages import dify_turn
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.strategies.dify_agent import left_out
 from core.model.conversation import (AGENT_THOUGHTS, ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message,
                                      ToolCall, Turn)

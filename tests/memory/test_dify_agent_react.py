@@ -24,7 +24,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from core.memory.replay import MemoryConfig, Replay, history_of
+from core.memory.config import MemoryConfig
+from core.memory.entries import history_of
+from core.memory.replay import Replay
 from core.model.conversation import (AGENT_THOUGHTS, ANSWER, INTERMEDIATE, QUERY, TOOL_CALL, TOOL_RESULT, Conversation,
                                      Message, ToolCall, Turn)
 from core.model.tokens import REPLY_PRIMING, model_facts

@@ -3,7 +3,7 @@ with, and the words the receipt shows for them (core/memory/strategies/dify.py).
 
 import pytest
 
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.memory.strategies.base import Budget
 from core.memory.strategies.dify import DifyStrategy, window_note
 from core.model.tokens import ModelFacts

@@ -8,7 +8,8 @@ import pytest
 from core.analysis.compare import retention_matrix
 from core.flow.prompt import to_prompt_messages
 from core.io import parse_conversations
-from core.memory.replay import MemoryConfig, Replay, compute_ledger
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay, compute_ledger
 from core.model.conversation import ANSWER, QUERY, TOOL_CALL, UUID_NIL, FileRef, Message, ToolCall, Turn
 from core.model.ledger import EMPTY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET
 from core.model.tokens import counter_for

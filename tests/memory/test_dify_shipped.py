@@ -17,7 +17,8 @@ from hypothesis import given, settings
 
 from core.analysis.findings import (CAUSE_NOT_COUNTED, CAUSE_PLACEHOLDER, CAUSE_SIBLINGS, DOCS_VS_CODE, config_findings,
                                     docs_vs_code, ledger_difference)
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.strategies.dify import DEFAULT_FIDELITY
 from core.memory.errors import ConfigError
 from core.memory.strategies.dify import row_limit
@@ -314,7 +315,7 @@ def test_the_walk_says_what_the_ledgers_say_at_every_budget_cut(rows, window, op
 
 
 def test_docs_vs_code_reuses_a_replay_made_with_its_settings_and_only_those(monkeypatch):
-    import core.analysis.findings as findings
+    import core.analysis.findings.profiles as findings
 
     made: list[MemoryConfig] = []
 

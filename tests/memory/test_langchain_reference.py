@@ -21,7 +21,8 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.messages import trim_messages as lc_trim_messages
 from langchain_openai import ChatOpenAI
 
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.errors import ConfigError
 from core.model.tokens import counter_for
 from tests.builders import linear, openai

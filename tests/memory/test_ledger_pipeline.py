@@ -5,7 +5,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from core.memory.errors import ConfigError
-from core.memory.replay import COUNT_CHUNK, MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import COUNT_CHUNK, Replay
 from core.memory.strategies import STRATEGIES
 from core.model.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,

@@ -4,7 +4,8 @@ the whole thread gives, at a cost that does not grow with the conversation."""
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.conversation import Conversation
 from core.model.ledger import GRANULARITY, NOT_ELIGIBLE, OTHER_BRANCH, OUTSIDE_WINDOW
 from tests.builders import linear, record

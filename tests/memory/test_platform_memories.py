@@ -333,7 +333,7 @@ def test_the_platform_side_splits_off_the_agentflow_input_and_keeps_a_summary_s_
 def test_the_memlens_side_reads_a_replay_as_the_platform_side_is_read():
     """With a memory that exists today (everything on the thread), the adapter gives each turn's earlier
     messages as the OpenAI conversation holds them."""
-    from core.memory.replay import MemoryConfig
+    from core.memory.config import MemoryConfig
 
     turns = conversations()["single_tools"]
     messages = openai_messages(turns)
@@ -412,7 +412,7 @@ def test_the_memlens_side_reads_an_imported_store_as_the_platform_side_is_read(r
     """Where the platform sent every earlier message, a memory that sends everything (what exists today)
     gives, turn by turn, what the platform side reads from the recording: the importers and the two
     sides of the adapter agree, so a difference left is the memory system's."""
-    from core.memory.replay import MemoryConfig
+    from core.memory.config import MemoryConfig
 
     case = cases(platform)[name]
     outcome = recordings[platform][name]

@@ -3,7 +3,8 @@
 import pytest
 
 from core.io import read_conversations
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.ledger import GRANULARITY, KEPT
 from tests.conftest import FIXTURES
 

@@ -7,7 +7,7 @@ import pytest
 from core.errors import MemLensError
 from core.memory.errors import ConfigError
 from core.limits import DIFY_ROW_CAP, MAX_DIFY_WINDOW, WINDOW_MAX_MESSAGES
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.memory.strategies import STRATEGIES
 from core.memory.strategies.base import Strategy, window_sizes
 from core.memory.strategies.settings import CHANGES, Setting

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.errors import ConfigError
 from core.memory.summarize import NO_FACTS, OFFLINE, FactSummarizer, Summarizer
 from core.model.conversation import Message

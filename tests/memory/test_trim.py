@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.strategies.trim import message_type, split_lines, trim_messages
 from core.memory.errors import TrimError
 from core.model.conversation import TOOL_CALL, TOOL_RESULT, Message, ToolCall

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.errors import ConfigError
 from core.memory.strategies.base import ChainView, PathView, window_at
 from core.memory.strategies.window import DEFAULT_WINDOW, size_at

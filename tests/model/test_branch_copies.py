@@ -5,7 +5,8 @@ says whose it is instead of calling it another branch's history."""
 from __future__ import annotations
 
 from core.io.readers.registry import read_conversations
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
 from core.memory.words import explain
 from core.model.ledger import OTHER_BRANCH, branch_copies

@@ -4,7 +4,8 @@
 import json
 
 from core.flow.records import NodeRun
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.conversation import ANSWER, FileRef, Message, ToolCall
 from core.model.ledger import ENTRY_FIELDS, HEADER_FIELDS, Ledger
 from core.store.ledger_codec import pack_ledger, unpack_ledger

@@ -10,7 +10,8 @@ from core.flow.graph import flow_from_data
 from core.flow.runtime import run_conversation
 from core.llm.client import DemoClient
 from core.memory.long_term import LongTermMemory
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model import origins
 from core.model.origins import (HISTORY, ORIGIN_ORDER, ORIGINS, OTHER_COLOUR, RUN_ORIGINS, SUMMARY, origin_colour,
                                 origin_label, origin_rank)

@@ -8,7 +8,8 @@ import pytest
 from benchmarks.workload import build_conversation
 from core.analysis.compare import compare
 from core.io import read_conversations
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model import tokens
 from core.model.tokens import CountCache, TokenCounter, _encoding, count_cache
 from core.service.samples import sample_files

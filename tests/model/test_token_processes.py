@@ -404,7 +404,7 @@ def test_a_counters_groups_are_its_messages_texts_each_role_name_and_tool_field_
 # -- a replay decides its first turns while the later ones are counted -------------------------------
 
 def _configs():
-    from core.memory.replay import MemoryConfig
+    from core.memory.config import MemoryConfig
 
     return [MemoryConfig(strategy="dify", window=3, model=MODEL),
             MemoryConfig(strategy="dify", window=50, model=MODEL, context_size=1_200),
@@ -446,7 +446,8 @@ def _long(branching: bool):
 
 
 def test_a_branched_replay_decides_its_first_turns_before_the_last_are_counted(monkeypatch, started):
-    from core.memory.replay import MemoryConfig, Replay
+    from core.memory.config import MemoryConfig
+    from core.memory.replay import Replay
     from core.memory.strategies.dify import DifyStrategy
 
     monkeypatch.setattr(tokens, "STREAM_BATCH_CHARS", 500)
@@ -463,7 +464,8 @@ def test_a_branched_replay_decides_its_first_turns_before_the_last_are_counted(m
 
 
 def test_a_chain_lays_out_its_windows_while_the_children_count_and_decides_once_all_came(monkeypatch, started):
-    from core.memory.replay import MemoryConfig, Replay
+    from core.memory.config import MemoryConfig
+    from core.memory.replay import Replay
     from core.memory.strategies.dify import DifyStrategy
 
     monkeypatch.setattr(tokens, "STREAM_BATCH_CHARS", 500)
@@ -483,7 +485,8 @@ def test_a_chain_lays_out_its_windows_while_the_children_count_and_decides_once_
 
 @pytest.mark.parametrize("branching", [False, True])
 def test_a_replay_that_fails_midway_leaves_no_counting_child_behind(monkeypatch, started, branching):
-    from core.memory.replay import MemoryConfig, Replay
+    from core.memory.config import MemoryConfig
+    from core.memory.replay import Replay
     from core.memory.strategies.dify import DifyStrategy
 
     in_child(monkeypatch, lambda self, texts: time.sleep(120))
@@ -502,7 +505,8 @@ def test_a_replay_that_fails_midway_leaves_no_counting_child_behind(monkeypatch,
 def test_a_replay_takes_the_share_of_the_counting_its_other_work_leaves_room_for(monkeypatch, branching, share):
     """A walk decides every turn meanwhile (half an equal share); a chain only lays out its columns (0.9)."""
     from core.memory import replay as replay_module
-    from core.memory.replay import MemoryConfig, Replay
+    from core.memory.config import MemoryConfig
+    from core.memory.replay import Replay
 
     shares = []
     real = CountCache.counted

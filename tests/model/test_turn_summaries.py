@@ -5,7 +5,8 @@ import pickle
 import pytest
 
 from core.analysis.compare import turn_series
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.ledger import TurnSummaries, TurnSummary
 from tests.builders import branched, dify, linear, openai, record
 

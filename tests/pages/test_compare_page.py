@@ -12,14 +12,15 @@ from core.analysis.compare import NamedConfig, compare
 from core.analysis.findings import config_findings
 from core.io import parse_conversations
 from core.llm.client import DemoClient
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.report.build import build_report
 from core.report.bundle import bundle_json
 from core.report.html import REASON_ORDER
 from core.service.config_sets import CONFIG_SETS_KEY
 from core.service.samples import load_sample
 from core.service.sessions import ConversationService
-from core.service.sources import Source
+from core.analysis.source import Source
 from core.store import repo
 from core.store.db import Database
 from tests.builders import linear

@@ -8,7 +8,7 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from tests.conftest import ROOT
 
 ROUND_TRIP = [
@@ -36,7 +36,7 @@ def _script(config_json: str, label: str):
 
     import streamlit as st
 
-    from core.memory.replay import MemoryConfig
+    from core.memory.config import MemoryConfig
     from ui.config_editor import edit_config, load_config
 
     if "loaded" not in st.session_state:

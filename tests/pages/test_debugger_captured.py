@@ -9,7 +9,7 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.capture.recorder import save_threads
+from core.proxy.recorder import save_threads
 from core.capture.threader import Threader
 from core.capture.view import captured_view, observed_run
 from core.service.sessions import ConversationService

@@ -12,7 +12,8 @@ from streamlit.testing.v1 import AppTest
 
 from core.analysis.debug_view import default_lens, lens_ledgers, receipt, replayed_run, transcript
 from core.io import import_bytes
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.conversation import turn_label
 from core.model.tokens import counter_for
 from core.service.sessions import ConversationService, store_conversations

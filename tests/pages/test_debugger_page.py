@@ -474,7 +474,8 @@ def test_a_regenerated_turn_keeps_its_place_on_the_thread_everywhere_it_is_named
 
 def test_focus_goes_to_the_node_whose_memory_lost_the_most_at_the_turn():
     from core.analysis.debug_view import focus_node
-    from core.memory.replay import MemoryConfig, Replay
+    from core.memory.config import MemoryConfig
+    from core.memory.replay import Replay
     from tests.builders import linear
 
     conv = linear(6)
@@ -607,7 +608,7 @@ def test_before_a_rerun_it_says_what_the_rerun_keeps_where_that_differs_from_the
     newest turn, whose window the first turn 6 and turns 7–8 still take rows of. Said before the click, with
     the numbers the re-run then really keeps."""
     from core.analysis.debug_view import rerun_rows_note
-    from core.memory.replay import MemoryConfig
+    from core.memory.config import MemoryConfig
 
     conv_id = app.session_state["conv_id"]
     database = db(app)

@@ -10,13 +10,13 @@ from streamlit.testing.v1 import AppTest
 from core.analysis.compare import NamedConfig
 from core.io import import_bytes, import_file
 from core.llm.client import DemoClient
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.report.build import build_report
 from core.report.bundle import bundle_json
 from core.service.config_sets import CONFIG_SETS_KEY
 from core.service.samples import load_sample
 from core.service.sessions import ConversationService, export_conversation
-from core.service.sources import Source
+from core.analysis.source import Source
 from core.store import repo
 from core.store.db import Database
 from tests.conftest import FIXTURES, ROOT

@@ -3,7 +3,8 @@ in place of dropped ones right after the message it stands in for, worded as the
 
 from __future__ import annotations
 
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.report.html import _sent_instead
 from tests.memory.test_dify_agent_react import LOOKUP, two_turns
 from ui.ledger_table import ledger_rows

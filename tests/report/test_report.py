@@ -15,7 +15,8 @@ from core.errors import MemLensError
 from core.report.errors import ReportError
 from core.io import FormatError, import_text
 from core.llm.client import DemoClient
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.conversation import Conversation
 from core.report.build import DEFAULT_CONFIGS, build_report
 from core.report.bundle import bundle_json, conversation_from_json, conversation_to_json, read_report, report_bundle
@@ -24,7 +25,8 @@ from core.service.config_sets import CONFIG_SETS_KEY, delete_config_set, save_co
 from core.service.imports import import_upload
 from core.service.samples import load_sample
 from core.service.sessions import ConversationService, export_conversation
-from core.service.sources import Source, read_source_file, read_sources, source_of
+from core.analysis.source import Source, source_of
+from core.service.sources import read_source_file, read_sources
 from core.store import repo
 from core.store.db import Database
 from tests.builders import linear

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from core.io import parse_conversations
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.strategies import agent_app
 from core.service.sessions import store_conversations
 from core.store import repo

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from core.llm.client import DemoClient
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.model.ledger import (EMPTY, GRANULARITY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, TRIMMED_EARLIER,
                                Ledger, RunLedger)
 from core.service.sessions import ConversationService

@@ -1,4 +1,4 @@
-"""``proxy``: the capture proxy (see :mod:`core.capture.proxy`)::
+"""``proxy``: the capture proxy (see :mod:`core.proxy.server`)::
 
     memlens proxy --upstream https://api.openai.com/v1      # forward, record
     memlens proxy --demo                                     # the offline demo model answers
@@ -43,8 +43,8 @@ def cmd_proxy(args) -> int:
     import uvicorn
     from sqlalchemy.engine import make_url
 
-    from core.capture.proxy import CaptureProxy
-    from core.capture.recorder import RecorderProcess
+    from core.proxy.server import CaptureProxy
+    from core.proxy.recorder import RecorderProcess
     from core.hosts import ALLOWED_HOSTS_ENV, allowed_hosts, host_name, is_loopback
     from core.store.db import Database
     from .serve import _listen

@@ -113,7 +113,7 @@ class _Counted:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from core.analysis.compare import named_configs
+    from core.analysis.compare.configs import named_configs
     from core.llm.client import DemoClient
     from core.errors import MemLensError
     from core.report.build import DEFAULT_CONFIGS, build_report
@@ -129,7 +129,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         source, _ = read_source_file(args.file, index=args.index, fmt=args.input_format)
     # The conversation lives as long as the command: the collector need not walk it again each time
-    # the report's own objects make it run (on 100,000 turns that walk was a third of the time).
+    # the report's own objects make it run, a walk over every turn of a long conversation.
     gc.freeze()
     if args.configs:
         try:
@@ -151,7 +151,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         mode = "marked"
     window = None
     if args.rows or args.columns:
-        from core.analysis.compare import heatmap_window
+        from core.analysis.compare.heatmap import heatmap_window
         from core.report.build import REPORT_COLUMNS, REPORT_ROWS
 
         window = heatmap_window(source.conversation, max_rows=args.rows or REPORT_ROWS,

@@ -41,7 +41,7 @@ from core.flow.runtime import run_turn
 from core.limits import check_file_size, load_json
 from core.llm.client import LiteLLMClient
 from core.memory.long_term import LongTermMemory
-from core.memory.replay import MemoryConfig
+from core.memory.config import MemoryConfig
 from core.memory.strategies import remembers
 from core.memory.strategies.dify import DEFAULT_FIDELITY, FIDELITIES
 from core.model.conversation import QUERY

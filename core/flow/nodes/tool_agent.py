@@ -190,7 +190,7 @@ def agent_settings(node: "Node") -> AgentSettings:
         raise node_error(node, "granularity is set on the flow (history: {granularity: …}) or on the request, "
                                "not on the node")
     memory.setdefault("strategy", AGENT_DEFAULT)
-    from core.memory.replay import MemoryConfig
+    from core.memory.config import MemoryConfig
 
     try:
         MemoryConfig.from_dict({**memory, "model": memory.get("model", model)})

@@ -59,7 +59,8 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from core.memory.replay import MemoryConfig, Replay
+from core.memory.config import MemoryConfig
+from core.memory.replay import Replay
 from core.memory.strategies.window import DEFAULT_WINDOW, HISTORY_SET, MAX_WINDOW, WindowStrategy
 from core.model.conversation import INTERMEDIATE, Conversation, Message, ToolCall
 from core.model.ledger import Ledger

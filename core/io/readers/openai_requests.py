@@ -20,7 +20,7 @@ from .records import ReadContext, Records
 from .registry import Format
 
 CHAT_URL = "/v1/chat/completions"
-#: ``metadata`` keys that name a conversation (the proxy's own list, core.capture.exchange.PIN_KEYS).
+#: ``metadata`` keys that name a conversation (the proxy's own list, core.proxy.exchange.PIN_KEYS).
 _PIN_KEYS = ("memlens_conversation", "conversation_id", "thread_id", "session_id", "chat_id")
 
 

@@ -52,7 +52,7 @@ class PathView:
 
     def __init__(self, numbers: Sequence[int]):
         self.positions: list[int] = []
-        # Machine integers, not lists of int objects: a long thread's sums take a fifth of the memory.
+        # Machine integers, not lists of int objects: a long thread's sums take 8 bytes an entry.
         self.starts = array("q")
         self.marks = array("q")  # each turn's window start, which a store that trims for good starts from next
         self.prefix = array("q", (0,))        # tokens, empty messages included (what pruning counts)
@@ -380,7 +380,7 @@ class Strategy:
                 "run says so. Raise the context size or lower max_tokens.", True)
 
     def finding_kinds(self, config: "MemoryConfig") -> tuple[str, ...]:
-        """The kinds of finding whose analyses (:data:`core.analysis.findings.SYSTEM_FINDINGS`) apply to
+        """The kinds of finding whose analyses (:data:`core.analysis.findings.configs.SYSTEM_FINDINGS`) apply to
         ``config`` besides those of every config."""
         return ()
 

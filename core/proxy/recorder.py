@@ -8,7 +8,7 @@ conversation is never stored half-written. A call that cannot be read (a body th
 forwarded all the same and said in one line on stderr; a call that failed (an upstream error, a
 timeout, a refused connection, a client that left mid-stream) is recorded as a failed or stopped call
 of its turn, with what happened. No header that carries a secret is ever recorded
-(:func:`core.capture.proxy.public_headers` keeps the others).
+(:func:`core.proxy.server.public_headers` keeps the others).
 
 On start, the conversations captured before into the same store are read back, so a restarted proxy
 threads new calls into them.
@@ -25,10 +25,10 @@ from core.model.conversation import SOURCE_MODEL, Message
 from core.store import repo
 from core.store.db import Database
 
-from .errors import CaptureError
+from core.capture.errors import CaptureError
 from .exchange import Exchange, call_of, request_messages
-from .stored import CAPTURE, NODE_RUNS, SOURCE, capture_meta, nodes_of, turn_record
-from .threader import Call, Placed, Thread, Threader, ThreadTurn, message_key, split_payload
+from core.capture.stored import CAPTURE, NODE_RUNS, SOURCE, capture_meta, nodes_of, turn_record
+from core.capture.threader import Call, Placed, Thread, Threader, ThreadTurn, message_key, split_payload
 
 #: Calls written per transaction at most (a burst is written in a few transactions, not one per call).
 BATCH = 64
@@ -80,7 +80,7 @@ def save_threads(db: Database, threads: Iterable[Thread], *, source: str = SOURC
         for position in sorted(thread.changed):
             record = turn_record(thread, position, conversation)
             turn_runs = record.pop(NODE_RUNS)
-            row = repo._turn_row(thread.id, position + 1, record)
+            row = repo.turn_row(thread.id, position + 1, record)
             columns = {c: getattr(row, c) for c in _TURN_COLUMNS}
             columns["meta"] = {**row.meta, "node_count": len(turn_runs)}
             if row.id in thread.stored_turns:
@@ -88,7 +88,7 @@ def save_threads(db: Database, threads: Iterable[Thread], *, source: str = SOURC
                 rerun.append(row.id)
             else:
                 new_turns.append(columns)
-            runs += [dict(repo._node_values(i, run), turn_id=row.id) for i, run in enumerate(turn_runs)]
+            runs += [dict(repo.node_values(i, run), turn_id=row.id) for i, run in enumerate(turn_runs)]
     with db.session() as s:
         if new_conversations:
             s.execute(insert(ConversationRow), new_conversations)

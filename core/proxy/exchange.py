@@ -31,8 +31,8 @@ from core.limits import CAPTURE_NAME_CHARS
 from core.io.readers.openai import openai_messages
 from core.model.conversation import Message
 
-from .errors import CaptureError
-from .threader import FAILED, NODE_KEY, STOPPED, SUCCEEDED, Call, node_name
+from core.capture.errors import CaptureError
+from core.capture.threader import FAILED, NODE_KEY, STOPPED, SUCCEEDED, Call, node_name
 
 CHAT, RESPONSES, MESSAGES = "chat", "responses", "messages"
 #: The endpoints the proxy records, by path, and the API each speaks.
@@ -53,7 +53,7 @@ OK, UPSTREAM_ERROR, UPSTREAM_TIMEOUT, UPSTREAM_REFUSED, CLIENT_LEFT = (
 class Exchange:
     """What the proxy saw of one call. ``response`` is every byte received (a stream's chunks joined);
     ``status`` the upstream's HTTP status (``None`` when it never answered); headers are the non-secret
-    ones (:func:`core.capture.proxy.public_headers`). Times: ``started_at`` in seconds since the epoch,
+    ones (:func:`core.proxy.server.public_headers`). Times: ``started_at`` in seconds since the epoch,
     ``latency_ms`` to the last byte, ``first_byte_ms`` to the first."""
 
     id: str

@@ -33,11 +33,10 @@ from core.limits import LimitError, load_json
 from core.model.conversation import Conversation, read_once
 from core.redact import hold, redact
 from core.retry import Passing, attempts_note, passing_status, retry_after, with_retries
-from core.service.sessions import store_pulled
+from core.io.errors import PullError, PullFailedError, RecordError
+from core.io.readers.dify_messages import dify_turn
 
-from .errors import RecordError
-from .readers.dify_messages import dify_turn
-from .errors import PullError, PullFailedError
+from .sessions import store_pulled
 
 PAGE = 100  # Dify's largest page
 #: Limits of one pull: more than this is refused rather than read.

@@ -2,7 +2,7 @@
 
 Each analysis reads one config's replay (its conversation, the numbers of each turn's memory, a turn's
 ledger where those numbers point to one) and gives at most one :class:`Note`: the first turn it happens
-at, what happened, and what to do. :mod:`core.analysis.findings` makes each note a finding of its kind
+at, what happened, and what to do. :mod:`core.analysis.findings.platform_rule` makes each note a finding of its kind
 (:data:`ANALYSES`), for the configs whose memory system names that kind (``Strategy.finding_kinds``).
 """
 

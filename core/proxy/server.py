@@ -7,10 +7,10 @@ upstream, a request goes to ``UPSTREAM + path without /v1`` with the caller's ow
 ``Authorization``, ``x-api-key`` included, which are never stored, logged nor exported — and its body
 exactly as received; the answer comes back as the upstream sent it (status code, headers, body), a
 stream chunk by chunk as each arrives. Without one (``demo``), the offline demo model answers in each
-API's shape (:mod:`core.capture.demo`).
+API's shape (:mod:`core.proxy.demo`).
 
 Recording never stands between the client and its bytes: the exchange is handed to the recorder
-(:class:`~core.capture.recorder.Recorder`) once the last byte is sent. What can go wrong is answered
+(:class:`~core.proxy.recorder.Recorder`) once the last byte is sent. What can go wrong is answered
 here and recorded as what happened:
 
 * a ``Host`` that is neither a loopback name nor allowed (:func:`core.hosts.host_allowed`, the app's and the
@@ -36,7 +36,7 @@ from core.hosts import allowed_hosts, host_allowed, refusal
 from core.limits import MAX_PROXY_BYTES, limit
 
 from .demo import DEMO_MODELS, demo_answer
-from .errors import CaptureError
+from core.capture.errors import CaptureError
 from .exchange import (CLIENT_LEFT, ENDPOINTS, MESSAGES, UPSTREAM_ERROR, UPSTREAM_REFUSED, UPSTREAM_TIMEOUT, Exchange,
                        request_json)
 from .upstream import UpstreamTimeout, UpstreamUnreachable, upstream_for

@@ -7,7 +7,7 @@ one does only what forwarding needs: send the request as it came, read the statu
 body as its framing says (a length, chunks, or until the connection closes). A connection the upstream
 closed while idle is found when the request is sent again on it — no byte of an answer came back — and the
 request goes once more on a new connection. Behind an HTTP proxy (``HTTPS_PROXY``, ``HTTP_PROXY``,
-``ALL_PROXY`` in the environment) the proxy forwards through httpx instead (:mod:`core.capture.proxy`).
+``ALL_PROXY`` in the environment) the proxy forwards through httpx instead (:mod:`core.proxy.server`).
 """
 
 from __future__ import annotations
