@@ -343,7 +343,8 @@ def test_each_turn_s_note_says_what_the_platform_did():
 
 
 def test_the_request_history_is_sent_first_as_synthetic_messages():
-    history = json.dumps([{"role": "userMessage", "content": "earlier"}, {"role": "apiMessage", "content": {"a": 1}},
+    history = json.dumps([{"role": "userMessage", "content": "earlier"},
+                          {"role": "apiMessage", "content": [{"type": "text", "text": "Hello "}, "again"]},
                           {"role": "apiMessage", "content": ""}])
     _, replay = _replay([{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
                          {"role": "user", "content": "q2"}], "flowise_window", prepend=history)
@@ -351,7 +352,7 @@ def test_the_request_history_is_sent_first_as_synthetic_messages():
     chat = replay.counter.chat
     assert [(s.role, s.content, s.tokens, s.origin, s.turn, s.ref, s.replaces) for s in ledger.synthetic] == [
         ("user", "earlier", chat("user", "earlier"), "request history", 1, "request-history:1", None),
-        ("assistant", '{"a": 1}', chat("assistant", '{"a": 1}'), "request history", 1, "request-history:2", None),
+        ("assistant", "Hello again", chat("assistant", "Hello again"), "request history", 1, "request-history:2", None),
         ("assistant", "", chat("assistant", ""), "request history", 1, "request-history:3", None)]
     assert ledger.history_tokens == sum(s.tokens for s in ledger.synthetic) + sum(e.tokens for e in ledger.kept)
     first = replay.ledger(1)
@@ -423,3 +424,19 @@ def test_each_plan_s_budget_and_note():
                                             "question is sent after it")
     _, replay = _replay(messages, "n8n_window", context_size=9000)
     assert replay.ledger(3).context_size == 9000
+
+
+def test_the_request_history_s_content_is_the_text_of_the_message_flowise_makes_of_it():
+    """Each item becomes LangChain JS's ``new AIMessage(content || '')`` (1.1.20, run with Node on these
+    contents): an object is read as the message's fields, a list as content blocks, and the message's
+    text is what is sent; a number or ``true`` makes the constructor throw, so Flowise's request fails."""
+    contents = ["é", {"a": 1}, {"content": "from fields"}, {"content": {"a": 1}}, {"content": ["x"]},
+                [{"type": "text", "text": "hi"}, {"type": "image_url", "image_url": {"url": "u"}}, "there", 1],
+                None, 0, False, []]
+    history = json.dumps([{"role": "apiMessage", "content": c} for c in contents])
+    assert [text for _, text in prepended(history)] == ["é", "", "from fields", "", "x", "hithere", "", "", "", ""]
+    for bad in (5, 2.5, True):
+        with pytest.raises(ConfigError, match=rf"^prepend's message 2 has the content {json.dumps(bad)}: Flowise "
+                                              r"fails on a number or true \(give text\)$"):
+            prepended(json.dumps([{"role": "userMessage", "content": "hi"}, {"role": "apiMessage", "content": bad}]))
+    assert prepended(json.dumps([{"role": "system", "content": 5}])) == []  # dropped before it is read
