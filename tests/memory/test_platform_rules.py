@@ -523,8 +523,16 @@ def test_each_stand_in_is_named_after_the_message_it_stands_for_and_counts_its_c
     assert call.tokens == replay.counter.message(stood_for)
     assert call.tokens > replay.counter.chat("assistant", "")
     assert [s.history_tokens for s in replay.summaries()] == [replay.ledger(n).history_tokens for n in (1, 2)]
+    # A round of one call: two stand-ins, each its own name.
+    single = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "ra"}, {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "q2"}]
+    conversation, replay = _replay(single, "n8n_window")
+    ref = f"stored:{conversation.turns[0].messages[1].ref}"
+    assert [s.ref for s in replay.ledger(2).synthetic] == [f"{ref}:1", f"{ref}:2"]
     # One stand-in (n8n 2.2's answer after its [Used tools: …] list) is named after its message alone.
-    _, replay = _replay(TOOL_TURN + [{"role": "user", "content": "q2"}], "n8n_window", storage="used_tools")
+    conversation, replay = _replay(TOOL_TURN + [{"role": "user", "content": "q2"}], "n8n_window", storage="used_tools")
     (answer,) = replay.ledger(2).synthetic
     answer_ref = conversation.turns[0].messages[4].ref
     assert (answer.ref, answer.replaces, answer.call_id) == (f"stored:{answer_ref}", (0, 4), "")
