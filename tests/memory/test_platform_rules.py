@@ -6,15 +6,16 @@ import json
 
 import pytest
 
-from core.io import import_text
+from core.io import import_file, import_text
 from core.memory.config import MemoryConfig
 from core.memory.errors import ConfigError
 from core.memory.replay import Replay
 from core.memory.strategies.flowise_agentflow import folded_count, lines
 from core.memory.strategies.flowise_window import parse_int, prepended
 from core.memory.strategies.n8n_agent import clean_up, trim_last
-from core.memory.strategies.stored import Item, slice_start, window_start
+from core.memory.strategies.stored import Item, slice_start, sliced_items, window_start
 from core.memory.words import explain
+from core.model.conversation import Message, ToolCall
 from core.model.js_tokens import count, js_length
 from core.model.ledger import OMITTED, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, REWRITTEN, STORED
 
@@ -343,7 +344,8 @@ def test_each_turn_s_note_says_what_the_platform_did():
 
 
 def test_the_request_history_is_sent_first_as_synthetic_messages():
-    history = json.dumps([{"role": "userMessage", "content": "earlier"}, {"role": "apiMessage", "content": {"a": 1}},
+    history = json.dumps([{"role": "userMessage", "content": "earlier"},
+                          {"role": "apiMessage", "content": [{"type": "text", "text": "Hello "}, "again"]},
                           {"role": "apiMessage", "content": ""}])
     _, replay = _replay([{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
                          {"role": "user", "content": "q2"}], "flowise_window", prepend=history)
@@ -351,7 +353,7 @@ def test_the_request_history_is_sent_first_as_synthetic_messages():
     chat = replay.counter.chat
     assert [(s.role, s.content, s.tokens, s.origin, s.turn, s.ref, s.replaces) for s in ledger.synthetic] == [
         ("user", "earlier", chat("user", "earlier"), "request history", 1, "request-history:1", None),
-        ("assistant", '{"a": 1}', chat("assistant", '{"a": 1}'), "request history", 1, "request-history:2", None),
+        ("assistant", "Hello again", chat("assistant", "Hello again"), "request history", 1, "request-history:2", None),
         ("assistant", "", chat("assistant", ""), "request history", 1, "request-history:3", None)]
     assert ledger.history_tokens == sum(s.tokens for s in ledger.synthetic) + sum(e.tokens for e in ledger.kept)
     first = replay.ledger(1)
@@ -423,3 +425,274 @@ def test_each_plan_s_budget_and_note():
                                             "question is sent after it")
     _, replay = _replay(messages, "n8n_window", context_size=9000)
     assert replay.ledger(3).context_size == 9000
+
+
+def test_the_clean_up_runs_until_nothing_changes_as_n8n_s_does():
+    """Each case is what n8n 2.41.1's ``cleanupOrphanedMessages`` returns for the same LangChain messages
+    (run with Node on them): a call with nothing after it, or two unanswered calls in a row, go; a call
+    followed by all its results stays, whether at the start or the end; results after no call go."""
+    call, call2 = item("assistant", calls=(("c", "f", "{}"),)), item("assistant", calls=(("d", "f", "{}"),))
+    r, r2, r3 = item("tool", "rc", call_id="c"), item("tool", "rd", call_id="d"), item("tool", "re", call_id="e")
+    q, a = item("user", "q"), item("assistant", "a")
+    assert clean_up([call]) == [] and clean_up([call, call2, q, a]) == [q, a]
+    assert clean_up([call, r]) == [call, r] and clean_up([call, r, r2]) == [call, r, r2]
+    assert clean_up([q, a, call, r]) == [q, a, call, r]
+    assert clean_up([q, a, call, r, r2, r3]) == [q, a, call, r, r2, r3]
+    assert clean_up([q, a, r, r2]) == [q, a] and clean_up([q, a, call, call2]) == [q, a]
+
+
+def test_a_newest_question_over_max_tokens_alone_means_no_history_even_when_it_is_last():
+    """``trimMessages`` (LangChain JS 1.2.8, as n8n calls it) on [q1, a1, a question of 20 characters]
+    with characters / 4: at 4 tokens nothing is kept, at 5 the question alone (run with Node)."""
+    history = [item("user", "q1"), item("assistant", "a1"), item("user", "a long question here")]
+    assert trim_last(history, 4, "chars4") == []
+    assert trim_last(history, 5, "chars4") == history[2:]
+
+
+def test_the_turn_summaries_count_the_request_history_as_the_ledgers_do():
+    history = json.dumps([{"role": "userMessage", "content": "I am Dana, from the earlier chat."},
+                          {"role": "apiMessage", "content": "Hello again, Dana."}])
+    _, replay = _replay([{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
+                         {"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"}],
+                        "flowise_window", k="1", prepend=history)
+    ledgers = [replay.ledger(n) for n in (1, 2)]
+    assert ledgers[0].history_tokens == sum(s.tokens for s in ledgers[0].synthetic) > 0
+    assert [s.history_tokens for s in replay.summaries()] == [ledger.history_tokens for ledger in ledgers]
+
+
+def test_flowise_size_1_is_outside_the_window_not_no_window():
+    from core.memory.strategies import STRATEGIES
+
+    assert STRATEGIES["flowise_window"].explain(_entry(OUTSIDE_WINDOW), {"k": "1"}) == (
+        "outside Size 1: Flowise sends the last 2 rows, a question and an answer per turn")
+
+
+def test_the_whole_summary_folds_the_current_question_too():
+    """Agentflow's conversationSummary summarises every message with the current input appended: a fact
+    stated only in this turn's question is in this turn's summary."""
+    messages = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
+                {"role": "user", "content": "My order is 4411."}]
+    _, replay = _replay(messages, "flowise_agentflow", memory_type="conversationSummary", context_size=7000)
+    ledger = replay.ledger(2)
+    (summary,) = ledger.synthetic
+    assert summary.content == "Your order is 4411." and summary.covers == (1,)
+    assert ledger.context_size == 7000
+
+
+def test_the_platform_exports_open_under_their_platform_s_memory():
+    from core.analysis.debug_view import fitting_config
+    from tests.conftest import FIXTURES
+
+    platforms = FIXTURES / "platforms"
+    for name in ("n8n_chat_histories.csv", "n8n_chat_histories.json", "n8n_executions.json"):
+        config = fitting_config(import_file(platforms / name).conversations[0])
+        assert (config.strategy, config.settings.storage) == ("n8n_window", "as_stored"), name
+    config = fitting_config(import_file(platforms / "flowise_messages.json").conversations[0])
+    assert (config.strategy, config.settings.k, config.settings.prepend) == ("flowise_window", "4", "")
+    chat, _ = _replay([{"role": "user", "content": "q1"}], "buffer")
+    assert fitting_config(chat).strategy not in ("n8n_window", "flowise_window")
+
+
+def test_a_message_kept_in_part_is_over_budget_and_its_last_lines_stand_in_its_place():
+    messages = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
+                {"role": "user", "content": "first line\nsecond line\nthird line"},
+                {"role": "assistant", "content": "a2"}, {"role": "user", "content": "q3"}]
+    _, replay = _replay(messages, "n8n_agent", max_tokens_from_memory=count("a2", "gpt2") + count("third line", "gpt2"))
+    ledger = replay.ledger(3)
+    assert [e.reason for e in ledger.entries] == [OVER_BUDGET, OVER_BUDGET, OVER_BUDGET, "kept"]
+    (part,) = ledger.synthetic
+    assert (part.origin, part.content, part.turn, part.covers, part.replaces) == (PARTIAL, "third line", 2, (2,),
+                                                                                  (1, 0))
+    assert [m.content for m in replay.history_messages(ledger)] == ["third line", "a2"]
+    # The turn summaries (the charts' figures) count and date what the ledgers send.
+    assert [(s.history_tokens, s.oldest_kept_turn) for s in replay.summaries()] == [
+        (replay.ledger(1).history_tokens, None), (replay.ledger(2).history_tokens, 1),
+        (ledger.history_tokens, 2)]
+    assert ledger.history_tokens == part.tokens + ledger.entries[3].tokens
+
+
+def test_each_stand_in_is_named_after_the_message_it_stands_for_and_counts_its_calls():
+    conversation, replay = _replay(TOOL_TURN + [{"role": "user", "content": "q2"}], "n8n_window")
+    ledger = replay.ledger(2)
+    ref = f"stored:{conversation.turns[0].messages[1].ref}"  # the round's assistant message, four stand-ins
+    assert [(s.role, s.ref, s.turn, s.covers, s.replaces, s.call_id) for s in ledger.synthetic] == [
+        ("assistant", f"{ref}:1", 1, (1,), (0, 1), ""), ("tool", f"{ref}:2", 1, (1,), (0, 1), "a"),
+        ("assistant", f"{ref}:3", 1, (1,), (0, 1), ""), ("tool", f"{ref}:4", 1, (1,), (0, 1), "b")]
+    call = ledger.synthetic[0]
+    stood_for = Message("assistant", "", "tool_call", "", tool_calls=(ToolCall(*call.calls[0]),))
+    assert call.tokens == replay.counter.message(stood_for)
+    assert call.tokens > replay.counter.chat("assistant", "")
+    assert [s.history_tokens for s in replay.summaries()] == [replay.ledger(n).history_tokens for n in (1, 2)]
+    # A round of one call: two stand-ins, each its own name.
+    single = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "ra"}, {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "q2"}]
+    conversation, replay = _replay(single, "n8n_window")
+    ref = f"stored:{conversation.turns[0].messages[1].ref}"
+    assert [s.ref for s in replay.ledger(2).synthetic] == [f"{ref}:1", f"{ref}:2"]
+    # One stand-in (n8n 2.2's answer after its [Used tools: …] list) is named after its message alone.
+    conversation, replay = _replay(TOOL_TURN + [{"role": "user", "content": "q2"}], "n8n_window", storage="used_tools")
+    (answer,) = replay.ledger(2).synthetic
+    answer_ref = conversation.turns[0].messages[4].ref
+    assert (answer.ref, answer.replaces, answer.call_id) == (f"stored:{answer_ref}", (0, 4), "")
+    assert [m.tool_call_id for m in replay.history_messages(replay.ledger(2))] == [None, None]
+
+
+def test_a_window_reads_only_the_newest_turns_it_reaches():
+    class View:
+        positions = range(10)
+
+    def layout(position):
+        asked.append(position)
+        return [Item((position, j), (position, j), "user", f"{position}.{j}") for j in range(3)]
+
+    for start, reached in ((-1, [9]), (-3, [9]), (-4, [9, 8]), (-6, [9, 8]), (-7, [9, 8, 7]),
+                           (-40, list(range(9, -1, -1)))):
+        asked = []
+        sent = sliced_items(View(), layout, start)
+        assert asked == reached, start
+        assert [i.content for i in sent] == [f"{p}.{j}" for p in range(10) for j in range(3)][start:]
+
+
+def test_a_call_id_used_again_in_a_later_round_takes_that_round_s_result():
+    """Some models number their calls afresh each round: n8n pairs each call with its own step's result."""
+    def round_(name, result):
+        return [{"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_0", "type": "function", "function": {"name": name, "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "call_0", "content": result}]
+
+    messages = [{"role": "user", "content": "q1"}, *round_("f", "first"), *round_("g", "second"),
+                {"role": "assistant", "content": "done"}, {"role": "user", "content": "q2"}]
+    _, replay = _replay(messages, "n8n_window")
+    assert [(m.role, m.content) for m in replay.history_messages(replay.ledger(2))] == [
+        ("user", "q1"), ("assistant", ""), ("tool", "second"), ("assistant", "done")]
+    _, replay = _replay(messages, "n8n_window", storage="used_tools")
+    assert replay.history_messages(replay.ledger(2))[1].content == (
+        "[Used tools: Tool: f, Input: {}, Result: first; Tool: g, Input: {}, Result: second] done")
+
+
+def test_a_call_with_no_result_is_no_step_and_the_rest_of_its_round_is_stored():
+    messages = [{"role": "user", "content": "q1"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}} for i in "abc"]},
+                {"role": "tool", "tool_call_id": "b", "content": "rb"},
+                {"role": "tool", "tool_call_id": "c", "content": "rc"},
+                {"role": "assistant", "content": "done"}, {"role": "user", "content": "q2"}]
+    _, replay = _replay(messages, "n8n_window")
+    sent = replay.history_messages(replay.ledger(2))
+    assert [(m.role, m.content, [c.id for c in m.tool_calls]) for m in sent] == [
+        ("user", "q1", []), ("assistant", "", ["b"]), ("tool", "rb", []), ("assistant", "", ["c"]), ("tool", "rc", []),
+        ("assistant", "done", [])]
+
+
+def test_a_stored_call_keeps_its_arguments_text_as_written():
+    messages = [{"role": "user", "content": "q1"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "f", "arguments": '{"city": "Évora"}'}}]},
+                {"role": "tool", "tool_call_id": "a", "content": "sunny"}, {"role": "assistant", "content": "done"},
+                {"role": "user", "content": "q2"}]
+    _, replay = _replay(messages, "n8n_window")
+    (call,) = [m for m in replay.history_messages(replay.ledger(2)) if m.tool_calls]
+    assert "Évora" in call.tool_calls[0].arguments and json.loads(call.tool_calls[0].arguments) == {"city": "Évora",
+                                                                                                   "id": "a"}
+
+
+def test_the_notes_name_only_what_this_window_shows():
+    messages = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": ""},
+                {"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"},
+                {"role": "user", "content": "q3"}, {"role": "assistant", "content": "a3"},
+                {"role": "user", "content": "q4"}]
+    # k = 1 reaches turn 3 only: turn 1's unsaved question is none of its business.
+    _, replay = _replay(messages, "n8n_window", k=1)
+    assert replay.ledger(4).budget_note == ""
+    _, replay = _replay(messages, "n8n_window", k=5)
+    assert replay.ledger(4).budget_note == "the question of turn 1 was never saved: the reply was empty"
+    # k = 2.5 starts on an answer and keeps 2 questions, but no tool round took a place: no tool note.
+    _, replay = _replay(messages, "n8n_window", k=2.5, storage="input_output")
+    assert len(replay.history_messages(replay.ledger(4))) == 5 and replay.ledger(4).budget_note == ""
+    # Both surprises at one turn, one after the other.
+    both = [{"role": "user", "content": "q0"}, {"role": "assistant", "content": "a0"}] + TOOL_TURN + [
+        {"role": "user", "content": "q3"}, {"role": "assistant", "content": ""}, {"role": "user", "content": "q4"}]
+    _, replay = _replay(both, "n8n_window", k=2)
+    assert replay.ledger(4).budget_note == (
+        "the question of turn 3 was never saved: the reply was empty; k = 2 kept 0 exchanges: a tool call and its "
+        "result take 2 of its 4 messages")
+
+
+def test_the_summary_buffer_summarises_what_it_folds_the_current_question_included():
+    messages = [{"role": "user", "content": "My order is 4411."}, {"role": "assistant", "content": "a1"},
+                {"role": "user", "content": "I live in Porto."}, {"role": "assistant", "content": "a2"},
+                {"role": "user", "content": "q3"}]
+    # 20 tokens hold the lines of the rows from "I live in Porto." on (19) but not from "a1" on (25).
+    _, replay = _replay(messages, "flowise_agentflow", memory_type="conversationSummaryBuffer", max_token_limit=20,
+                        context_size=7000)
+    ledger = replay.ledger(3)
+    (summary,) = ledger.synthetic
+    assert (summary.role, summary.content, summary.turn, summary.covers, summary.ref, summary.origin) == (
+        "system", "Previous conversation summary: Your order is 4411.", 1, (1,), "summary", "summary")
+    assert [e.reason for e in ledger.entries] == ["summarized", "summarized", "kept", "kept"]
+    assert (ledger.budget, ledger.context_size) == (20, 7000)
+    assert [(s.history_tokens, s.oldest_kept_turn) for s in replay.summaries()] == [
+        (0, None), (replay.ledger(2).history_tokens, 1), (ledger.history_tokens, 2)]
+    # At 1 token everything is folded, the current question too: its fact is in the summary, which covers its turn.
+    _, replay = _replay(messages, "flowise_agentflow", memory_type="conversationSummaryBuffer", max_token_limit=1)
+    (summary,) = replay.ledger(2).synthetic
+    assert (summary.content, summary.turn, summary.covers) == (
+        "Previous conversation summary: Your order is 4411. You live in Porto.", 2, (1, 2))
+    assert [s.history_tokens for s in replay.summaries()] == [replay.ledger(n).history_tokens for n in (1, 2, 3)]
+
+
+def test_the_request_history_s_content_is_the_text_of_the_message_flowise_makes_of_it():
+    """Each item becomes LangChain JS's ``new AIMessage(content || '')`` (1.1.20, run with Node on these
+    contents): an object is read as the message's fields, a list as content blocks, and the message's
+    text is what is sent; a number or ``true`` makes the constructor throw, so Flowise's request fails."""
+    contents = ["é", {"a": 1}, {"content": "from fields"}, {"content": {"a": 1}}, {"content": ["x"]},
+                [{"type": "text", "text": "hi"}, {"type": "image_url", "image_url": {"url": "u"}}, "there", 1],
+                None, 0, False, []]
+    history = json.dumps([{"role": "apiMessage", "content": c} for c in contents])
+    assert [text for _, text in prepended(history)] == ["é", "", "from fields", "", "x", "hithere", "", "", "", ""]
+    for bad in (5, 2.5, True):
+        with pytest.raises(ConfigError, match=rf"^prepend's message 2 has the content {json.dumps(bad)}: Flowise "
+                                              r"fails on a number or true \(give text\)$"):
+            prepended(json.dumps([{"role": "userMessage", "content": "hi"}, {"role": "apiMessage", "content": bad}]))
+    assert prepended(json.dumps([{"role": "system", "content": 5}])) == []  # dropped before it is read
+
+
+def test_an_n8n_table_export_replays_as_n8n_s_window_sent_it():
+    """The table fixture holds the Postgres rows n8n 2.41.1 wrote for two recorded cases (Context Window
+    Length 3); replayed as stored under its default memory with k = 3, each turn sends what n8n's window
+    sent at that turn (a turn with an empty reply stored no rows, so it is not in the export)."""
+    from core.analysis.debug_view import fitting_config
+    from tests.conftest import FIXTURES
+    from tests.reference.platform_cases import cases
+    from tests.reference.platform_outcomes import recorded
+
+    outcomes, every = recorded("n8n")["outcomes"], cases("n8n")
+    for conversation in import_file(FIXTURES / "platforms" / "n8n_chat_histories.json").conversations:
+        name = {"chat-7f3a": "window-mixed-postgres1.3-k3", "chat-91bc": "window-single_tools-postgres1.3-k3"}[
+            conversation.id]
+        replay = Replay(conversation, fitting_config(conversation).with_(k=3))
+        sent_at = {case_turn["input"]: turn["sent"] for case_turn, turn in zip(every[name]["turns"],
+                                                                                outcomes[name]["turns"])}
+        assert len(sent_at) > len(conversation.turns) or conversation.id == "chat-91bc"
+        for position, turn in enumerate(conversation.turns):
+            ledger = replay.ledger(replay.numbers[position])
+            ours = [{"role": m.role, "text": m.content,
+                     **({"calls": [{"id": c.id, "name": c.name, "args": json.loads(c.arguments)} for c in m.tool_calls]}
+                        if m.tool_calls else {}), **({"call_id": m.tool_call_id} if m.role == "tool" else {})}
+                    for m in replay.history_messages(ledger)]
+            assert ours == sent_at[turn.query], (conversation.id, position)
+
+
+def test_a_chat_that_opens_on_the_bot_s_greeting_folds_it_like_any_row():
+    """The greeting is an answer row with no question (turn 0): every turn, that one included, is planned."""
+    messages = [{"role": "assistant", "content": "Hello! How can I help?"},
+                {"role": "user", "content": "My order is 4411."}, {"role": "assistant", "content": "a1"},
+                {"role": "user", "content": "q2"}]
+    _, replay = _replay(messages, "flowise_agentflow", memory_type="conversationSummaryBuffer", max_token_limit=1)
+    assert [s.turn for s in replay.summaries()] == [1, 2]
+    ledger = replay.ledger(2)
+    assert [(e.turn, e.reason) for e in ledger.entries] == [(0, "summarized"), (1, "summarized"), (1, "summarized")]
+    (summary,) = ledger.synthetic
+    assert (summary.content, summary.covers) == ("Previous conversation summary: Your order is 4411.", (0, 1, 2))

@@ -10,7 +10,10 @@ The rules, read from flowise-components 3.1.4 (``nodes/memory/BufferWindowMemory
   empty or unreadable Size (``NaN``) sends every row, and ``"2.5"`` is 2 (default ``"4"``).
 * The request's ``history`` (``prependMessages``: ``[{"role": "userMessage" | "apiMessage", "content"}]``)
   is put before the window, outside it: it is always sent in full, as a question or an answer per item
-  (an item of another role is dropped, as Flowise's mapping drops it).
+  (an item of another role is dropped, as Flowise's mapping drops it). An item becomes LangChain JS's
+  ``new AIMessage(content || '')`` (or ``HumanMessage``), whose text is sent: a text as it is, a list's
+  texts and text blocks joined, an object read as the message's own fields (its ``content``, read the
+  same way), and a number or ``true`` fails the request.
 """
 
 from __future__ import annotations
@@ -75,14 +78,32 @@ def prepended(text: str) -> list[tuple[str, str]]:
                           "text} objects, as Flowise's request history is")
     if len(value) > MAX_PREPEND:
         raise ConfigError(f"prepend holds {len(value):,} messages; at most {MAX_PREPEND:,} are read")
-    return [(ROW_ROLES[m["role"]], _text(m.get("content"))) for m in value if m.get("role") in ROW_ROLES]
+    out = []
+    for number, m in enumerate(value, 1):
+        if m.get("role") not in ROW_ROLES:
+            continue
+        content = m.get("content")
+        if content and isinstance(content, (bool, int, float)):
+            raise ConfigError(f"prepend's message {number} has the content {json.dumps(content)}: Flowise fails on a "
+                              f"number or true (give text)")
+        out.append((ROW_ROLES[m["role"]], _text(content)))
+    return out
 
 
 def _text(content) -> str:
-    """A request-history item's content as sent: its text (``content || ''``), other JSON as its text."""
-    if not content:
+    """The text of LangChain JS's ``new AIMessage(content || '')``: a text as it is; a list, its texts and
+    ``{"type": "text"}`` blocks joined; an object is the message's fields, so its ``content`` counts
+    (``{"a": 1}`` has no text); anything else has none. For example ``[{"type": "text", "text": "hi"},
+    " there"]`` is ``"hi there"`` and ``{"content": "hi"}`` is ``"hi"``."""
+    if isinstance(content, dict):
+        content = content.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
         return ""
-    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    return "".join(part if isinstance(part, str) else part["text"]
+                   if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+                   else "" for part in content)
 
 
 class RowsPlan(StoredPlan):
