@@ -1,6 +1,6 @@
 """Trying a call again when it failed for a passing reason: a rate limit (429), a server error
 (5xx) or a timeout. Model calls (``core/llm/client.py``) and pulls from a Dify app
-(``core/service/pull.py``) both go through :func:`with_retries`, so both wait the same way and both say,
+(``core/service/dify_pull.py``) both go through :func:`with_retries`, so both wait the same way and both say,
 when every attempt failed, how many there were (:func:`attempts_note`).
 
 The waits double from FIRST_WAIT_SECONDS (0.5 s, then 1 s, …), each with up to a quarter more at

@@ -10,12 +10,12 @@ import streamlit as st
 from core.analysis.compare import compare, heatmap_window, replay_replies, turn_diff
 from core.analysis.findings import findings_for, turn_namer
 from core.errors import MemLensError
-from core.llm.client import DemoClient, LiteLLMClient
-from core.memory.replay import Replay, turn_numbers
-from core.model.ledger import REASON_LABELS
-from core.report.build import DEFAULT_CONFIGS, REPORT_COLUMNS, REPORT_ROWS, build_report
-from core.report.bundle import bundle_json
-from core.report.html import report_html
+from core.llm import DemoClient, LiteLLMClient
+from core.memory import Replay, turn_numbers
+from core.model import REASON_LABELS
+from core.report import DEFAULT_CONFIGS, REPORT_COLUMNS, REPORT_ROWS, build_report
+from core.report import bundle_json
+from core.report import report_html
 from core.words import conversation_turns, file_stem, plural
 from ui import state as keys
 from ui.compare_charts import render_series

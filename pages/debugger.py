@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.store.db import resolve_url
+from core.store import resolve_url
 from ui import data, html
 from ui.conversation_picker import render_conversation_picker, render_open_elsewhere
 from ui.debug_context import DebugContext

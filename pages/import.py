@@ -8,7 +8,7 @@ import streamlit as st
 from core.errors import MemLensError
 from core.io import FORMATS, MAX_IMPORT_BYTES, UPLOAD_EXTENSIONS, FormatError, formats
 from core.limits import check_file_size
-from core.service.imports import import_upload
+from core.service import import_upload
 from core.words import conversation_length, plural
 from ui import state as keys
 from ui.compare_source import database

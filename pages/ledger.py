@@ -6,11 +6,11 @@ from bisect import bisect_right
 
 import streamlit as st
 
-from core.memory.config import MemoryConfig
-from core.memory.replay import Replay
-from core.model.conversation import turn_label
-from core.service.samples import load_sample, sample_files
-from core.store.db import resolve_url
+from core.memory import MemoryConfig
+from core.memory import Replay
+from core.model import turn_label
+from core.service import load_sample, sample_files
+from core.store import resolve_url
 from core.words import conversation_length, distinct
 from ui import data
 from ui import state as keys

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.errors import MemLensError
-from core.memory.long_term import SHARED
+from core.memory import SHARED
 from ui import data
 from ui import state as keys
 from ui.entry import through_app

@@ -10,13 +10,13 @@ import streamlit as st
 from core.analysis.compare import NamedConfig, compare, reply_at
 from core.analysis.findings import findings_at, findings_for
 from core.errors import MemLensError
-from core.flow.nodes.parameter_extractor import extracted
-from core.llm.client import DemoClient
-from core.memory.replay import Replay, turn_numbers
-from core.model.conversation import active_thread, leaves, turn_label
-from core.model.ledger import remembered
-from core.report.build import DEFAULT_CONFIGS
-from core.service.config_sets import saved_config_sets
+from core.flow import extracted
+from core.llm import DemoClient
+from core.memory import Replay, turn_numbers
+from core.model import active_thread, leaves, turn_label
+from core.model import remembered
+from core.report import DEFAULT_CONFIGS
+from core.service import saved_config_sets
 from core.words import distinct
 from ui import state as keys
 from ui.compare_configs import current_configs

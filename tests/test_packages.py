@@ -39,3 +39,35 @@ def test_importing_a_package_imports_none_of_its_modules():
             "print(' '.join(sorted(m for m in sys.modules if m.startswith('core.'))))")
     loaded = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert loaded.stdout.split() == ["core.analysis", "core.flow", "core.memory", "core.model"]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_public_name_shares_its_name_with_a_module_of_the_package(package):
+    """``from core.service import pull`` would give the function until ``core.service.pull`` is imported once,
+    and the module after: a public name is never also a module's name, unless it is that module."""
+    import pkgutil
+
+    module = importlib.import_module(package)
+    modules = {m.name for m in pkgutil.iter_modules(module.__path__)}
+    for name in set(module.__all__) & modules:
+        # What the package's own __getattr__ gives for the name, before the module's import shadows it.
+        given = module.__getattr__(name) if hasattr(module, "__getattr__") else None
+        assert given is importlib.import_module(f"{package}.{name}"), f"{package}.{name} is a module and a name"
+
+
+def test_the_pages_and_components_import_the_core_through_its_packages():
+    """``ui/`` and ``pages/`` read a package's public surface (``from core.memory import Replay``), never the
+    module that defines a name: the core can move a name between its modules without touching the app."""
+    import ast
+
+    offending = []
+    for path in [ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "ui").glob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                target = ROOT.joinpath(*name.split("."))
+                if name.startswith("core.") and not (target / "__init__.py").exists() \
+                        and target.parent != ROOT / "core":
+                    offending.append(f"{path.relative_to(ROOT)}: {name}")
+    assert offending == []

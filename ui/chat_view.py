@@ -13,8 +13,8 @@ from typing import Callable
 
 import streamlit as st
 
-from core.analysis.debug_view import MessageView
-from core.model.conversation import REASONING, TOOL_CALL, TOOL_RESULT
+from core.analysis import MessageView
+from core.model import REASONING, TOOL_CALL, TOOL_RESULT
 from ui import html
 
 #: How a step that is not the user's question or the assistant's reply is told apart: its avatar

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.analysis.compare import Comparison
-from core.report.html import CONFIG_COLOURS
+from core.report import CONFIG_COLOURS
 from ui.html import safe_text
 
 

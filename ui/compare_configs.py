@@ -12,8 +12,8 @@ import streamlit as st
 
 from core.analysis.compare import MAX_CONFIGS, MIN_CONFIGS, NamedConfig
 from core.errors import MemLensError
-from core.memory.config import MemoryConfig
-from core.service.config_sets import delete_config_set, save_config_set, saved_config_sets
+from core.memory import MemoryConfig
+from core.service import delete_config_set, save_config_set, saved_config_sets
 from ui import state as keys
 from ui.config_editor import edit_config, load_config
 from ui.html import plain

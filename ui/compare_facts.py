@@ -8,7 +8,7 @@ from html import escape
 import streamlit as st
 
 from core.analysis.compare import Comparison
-from core.model.conversation import message_text
+from core.model import message_text
 from ui.html import safe_text
 
 CSS = ("<style>.ml-facts{width:100%;table-layout:fixed;border-collapse:collapse;font-size:.85rem}"

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import streamlit as st
 
 from core.errors import MemLensError
-from core.service.samples import load_sample, sample_files
-from core.analysis.source import Source, source_of
-from core.service.sources import load_stored, read_sources
-from core.store.db import resolve_url
+from core.service import load_sample, sample_files
+from core.analysis import Source, source_of
+from core.service import load_stored, read_sources
+from core.store import resolve_url
 from core.words import conversation_length, conversation_turns, distinct
 from ui.html import plain
 from ui.links import follow_debugged

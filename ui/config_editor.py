@@ -19,11 +19,10 @@ from typing import Any, Callable, Mapping, Sequence
 import streamlit as st
 
 from core.errors import MemLensError
-from core.memory.config import MemoryConfig
+from core.memory import MemoryConfig
 from core.memory.strategies import STRATEGIES as STRATEGY_REGISTRY, get_strategy
-from core.memory.strategies.base import Strategy
-from core.memory.strategies.settings import (CHANGE, CHOICE, COMMON, LAST_TURN, NUMBER, SLIDER, SWITCHED, TEXT_INPUT,
-                                             TOGGLE, ZERO_UNSET, Setting)
+from core.memory import Strategy
+from core.memory import CHANGE, CHOICE, COMMON, LAST_TURN, NUMBER, SLIDER, SWITCHED, TEXT_INPUT, TOGGLE, ZERO_UNSET, Setting
 
 #: What a caller may leave out: the switchboard edits a node's recorded settings, not its label.
 OPTIONAL = frozenset({"granularity", "scope", "label"})

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.errors import MemLensError
-from core.flow.graph import parse_flow_upload
+from core.flow import parse_flow_upload
 from core.words import conversation_length, distinct
 from ui import data, html
 from ui import state as keys

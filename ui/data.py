@@ -13,16 +13,16 @@ import threading
 
 import streamlit as st
 
-from core.analysis.debug_view import WhatIf, what_if
-from core.flow.graph import Flow
+from core.analysis import WhatIf, what_if
+from core.flow import Flow
 from core.flow import node_history_inputs, node_memory_config, what_if_ledger
-from core.llm.client import warm_up
-from core.memory.config import MemoryConfig
-from core.model.conversation import Conversation
-from core.model.ledger import Ledger
-from core.service.samples import seed_demo
-from core.service.sessions import ConversationService
-from core.store.db import Database, resolve_url
+from core.llm import warm_up
+from core.memory import MemoryConfig
+from core.model import Conversation
+from core.model import Ledger
+from core.service import seed_demo
+from core.service import ConversationService
+from core.store import Database, resolve_url
 from core.store.repo import ConversationInfo
 from ui import state as keys
 
@@ -117,8 +117,8 @@ def rerun_note(url: str, conversation_id: str, version: tuple, version_id: str, 
                fidelity: str, counting: bool = False) -> str | None:
     """What re-running ``turn_id`` as a branch under the switchboard's settings keeps, when that differs from
     the what-if the page shows (:func:`core.analysis.rerun.rerun_note`)."""
-    from core.analysis.rerun import rerun_ledgers
-    from core.analysis.rerun import rerun_note as note
+    from core.analysis import rerun_ledgers
+    from core.analysis import rerun_note as note
 
     conv = conversation(url, conversation_id, version)
     f = flow(url, version_id)
@@ -191,7 +191,7 @@ def clear_conversation_caches() -> None:
 def why(url: str, conversation_id: str, version: tuple, version_id: str, phrase: str, leaf_id: str,
         overrides_json: str, fidelity: str):
     """Where ``phrase`` went on the thread ending at ``leaf_id``, per LLM node, under the settings the page shows."""
-    from core.analysis.why import node_subjects, where_did_it_go
+    from core.analysis import node_subjects, where_did_it_go
 
     conv = conversation(url, conversation_id, version)
     subjects = node_subjects(flow(url, version_id), conv, fidelity=fidelity, overrides=json.loads(overrides_json))

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from core.memory.config import MemoryConfig
-from core.memory.strategies.dify import DEFAULT_FIDELITY
-from core.model.conversation import Conversation
+from core.memory import MemoryConfig
+from core.memory import DEFAULT_FIDELITY
+from core.model import Conversation
 from ui import data
 from ui import state as keys
 

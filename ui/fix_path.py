@@ -8,8 +8,8 @@ from typing import Callable
 
 import streamlit as st
 
-from core.model.tokens import DEMO_MODEL
-from core.service.replays import BRANCH, NEW
+from core.model import DEMO_MODEL
+from core.service import BRANCH, NEW
 from ui.html import plain
 
 #: The replay's answering model: the demo model, or each node's own (its key from the environment).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.flow.graph import Flow
+from core.flow import Flow
 from core.words import plural
 from ui.html import plain
 

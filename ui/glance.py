@@ -1,4 +1,4 @@
-"""The inspector's first lines: per node, what this turn's memory left out and why (:mod:`core.analysis.left_out`)."""
+"""The inspector's first lines: per node, what this turn's memory left out and why (:mod:`core.analysis.glance`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Sequence
 
 import streamlit as st
 
-from core.analysis.left_out import LeftOut
+from core.analysis import LeftOut
 from ui.html import plain, safe_text
 
 

@@ -18,9 +18,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.analysis.compare import Comparison, RetentionMatrix
-from core.memory.words import explain
-from core.model.ledger import REASON_LABELS, LedgerEntry
-from core.report.html import REASON_COLOURS, REASON_ORDER
+from core.memory import explain
+from core.model import REASON_LABELS, LedgerEntry
+from core.report import REASON_COLOURS, REASON_ORDER
 
 _CODES = {r: i for i, r in enumerate(REASON_ORDER)}
 

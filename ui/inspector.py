@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from core.analysis.debug_view import focus_node, node_receipt
+from core.analysis import focus_node, node_receipt
 from core.analysis.findings import quoted
 from core.flow import what_if_prompt
-from core.memory.config import MemoryConfig
+from core.memory import MemoryConfig
 from core.memory.strategies import strategy_of
-from core.model.ledger import Ledger
+from core.model import Ledger
 from ui import data, html
 from ui import state as keys
 from ui.debug_context import DebugContext

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.model.conversation import Conversation, message_text, turn_label
-from core.memory.words import explain
-from core.model.ledger import REASON_LABELS, Ledger, LedgerEntry, SyntheticMessage, branch_copies, copy_words
+from core.model import Conversation, message_text, turn_label
+from core.memory import explain
+from core.model import REASON_LABELS, Ledger, LedgerEntry, SyntheticMessage, branch_copies, copy_words
 from ui.html import safe_text
 from ui.paging import page_slice
 

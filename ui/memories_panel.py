@@ -30,7 +30,7 @@ import pandas as pd
 import streamlit as st
 
 from core.flow import granularity_line  # noqa: F401  (one wording for UI and CLI)
-from core.memory.long_term import DEFAULT_TOP_K, LongTermMemory, MemoryEvent, MemoryItem, recall_preview
+from core.memory import DEFAULT_TOP_K, LongTermMemory, MemoryEvent, MemoryItem, recall_preview
 from ui.html import plain
 
 
@@ -149,8 +149,8 @@ def render_agent_run(run: Mapping[str, Any], *, key: str) -> None:
 
 def namespace_label(namespace: str, service: Any) -> str:
     """A namespace as people know it: the app's flow name, the name flows share, or "(none)"."""
-    from core.memory.long_term import SHARED
-    from core.store.errors import StoreError
+    from core.memory import SHARED
+    from core.store import StoreError
 
     if namespace == SHARED:
         return "(none) — memories stored before namespaces"

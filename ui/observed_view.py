@@ -9,10 +9,10 @@ import json
 
 import streamlit as st
 
-from core.analysis.debug_view import Lens, node_receipt
-from core.capture.view import NodeView, captured_view, observed_run
-from core.model.conversation import Conversation
-from core.model.ledger import Ledger
+from core.analysis import Lens, node_receipt
+from core.capture import NodeView, captured_view, observed_run
+from core.model import Conversation
+from core.model import Ledger
 from ui import data
 from ui.html import plain
 from ui.ledger_table import render_ledger_table

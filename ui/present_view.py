@@ -11,7 +11,7 @@ from typing import Sequence
 import streamlit as st
 
 from core.analysis.findings import Finding
-from core.model.conversation import Conversation, turn_label
+from core.model import Conversation, turn_label
 from ui.compare_findings import finding_html
 from ui.html import safe_text
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.errors import MemLensError
-from core.service.pull import pull
+from core.service import pull
 from ui import state as keys
 from ui.html import plain
 

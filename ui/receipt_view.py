@@ -8,8 +8,8 @@ from html import escape
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.analysis.debug_view import Receipt
-from core.model.ledger import REASON_LABELS, REASONS, Ledger
+from core.analysis import Receipt
+from core.model import REASON_LABELS, REASONS, Ledger
 from core.model import HISTORY, SUMMARY, origin_colour, origin_label
 from core.words import plural
 from ui.html import origin_chip, plain, safe_text, tokens

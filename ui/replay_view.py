@@ -17,20 +17,20 @@ import json
 import streamlit as st
 
 from core.analysis.compare import NamedConfig
-from core.analysis.debug_view import (Lens, default_lens, lens_ledgers, node_receipt, replayed_run, transcript, what_if)
+from core.analysis import Lens, default_lens, lens_ledgers, node_receipt, replayed_run, transcript, what_if
 from core.analysis.findings import findings_for, turn_namer
-from core.analysis.why import MAX_PHRASE, Subject, where_did_it_go
+from core.analysis import MAX_PHRASE, Subject, where_did_it_go
 from core.errors import MemLensError
 from core.limits import REPLAY_TURNS
-from core.flow.graph import parse_flow_upload
+from core.flow import parse_flow_upload
 from core.flow import node_memory_config
-from core.memory.config import MemoryConfig
-from core.memory.replay import Replay, turn_numbers
+from core.memory import MemoryConfig
+from core.memory import Replay, turn_numbers
 from core.memory.strategies import STRATEGIES
-from core.memory.strategies.dify import DEFAULT_FIDELITY
-from core.model.conversation import turn_label
-from core.model.tokens import counter_for
-from core.store.db import resolve_url
+from core.memory import DEFAULT_FIDELITY
+from core.model import turn_label
+from core.model import counter_for
+from core.store import resolve_url
 from core.words import distinct
 from ui import data, html
 from ui import state as keys

@@ -17,7 +17,7 @@ def warm_up() -> None:
     """Load what the Debugger's first page imports and open (and seed) the configured store. A failure is
     left to that page, which does the same work and says what went wrong."""
     try:
-        from core.store.db import resolve_url
+        from core.store import resolve_url
         from ui import conversation_picker, data, flow_sidebar, replay_view, workspace  # noqa: F401
 
         data.service_for(resolve_url())

@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 
-from core.flow.graph import Flow
+from core.flow import Flow
 from ui import html
 
 #: The field types offered here; every other type (file, file-list, json_object) is named, not offered.

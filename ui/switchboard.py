@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import streamlit as st
 
-from core.memory.config import MemoryConfig
+from core.memory import MemoryConfig
 from core.memory.strategies import DEFAULT_STRATEGY, OFF
 from ui.config_editor import OPTIONAL, edit_config, load_config
 from ui.html import plain

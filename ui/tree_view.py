@@ -11,7 +11,7 @@ from html import escape
 
 import plotly.graph_objects as go
 
-from core.analysis.debug_view import TreeNode
+from core.analysis import TreeNode
 from core.words import distinct, plural
 
 KEEP_NEWEST = 5  # the newest turns of the active thread stay dots even in a linear run
@@ -88,7 +88,7 @@ def tree_figure(nodes: list[TreeNode], *, max_nodes: int = 400) -> go.Figure:
 
 def branch_figure(conversation, thread: list[int]) -> go.Figure:
     """The tree of ``conversation`` with ``thread`` (positions) as the active path."""
-    from core.analysis.debug_view import tree_layout
+    from core.analysis import tree_layout
 
     return tree_figure(tree_layout(conversation, thread))
 
@@ -100,7 +100,7 @@ def render_branches(conversation, thread: list[int], *, on_switch, keys: tuple[s
     ``figure``: the tree already drawn (a cached :func:`branch_figure`)."""
     import streamlit as st
 
-    from core.model.conversation import leaves as branch_ends, turn_label
+    from core.model import leaves as branch_ends, turn_label
 
     if not conversation.turns:
         return

@@ -6,7 +6,7 @@ from typing import Callable
 
 import streamlit as st
 
-from core.analysis.why import WhyAnswer
+from core.analysis import WhyAnswer
 from ui import html
 
 #: The search box's help, on the debugger of a flow (per LLM node) and of an import (per memory lens).

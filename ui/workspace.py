@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from core.analysis.debug_view import damage_note, models_note, transcript, why_settings_note
-from core.analysis.left_out import left_out
-from core.analysis.why import MAX_PHRASE
+from core.analysis import damage_note, models_note, transcript, why_settings_note
+from core.analysis import left_out
+from core.analysis import MAX_PHRASE
 from core.errors import MemLensError
-from core.memory.config import MemoryConfig
-from core.model.conversation import turn_label
-from core.service.replays import NEW, replay_thread, replayed_name
+from core.memory import MemoryConfig
+from core.model import turn_label
+from core.service import NEW, replay_thread, replayed_name
 from ui import data, html
 from ui import state as keys
 from ui.chat_view import TRANSCRIPT_HEIGHT, TurnActions, render_transcript, thread_page, turn_problem

@@ -6,7 +6,7 @@ is a module in ``commands/``; ``options`` holds the conventions they share (``--
 
 from core import public_api
 
+# ``main`` is the module (its ``main()`` is the entry point: ``core.cli.main:main``), never the function.
 __all__, __getattr__ = public_api(__name__, {
-    "main": ("main",),
     "errors": ("UsageError",),
-})
+}, modules=("main",))

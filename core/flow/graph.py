@@ -43,7 +43,7 @@ a flow is read): ``start``, ``llm``, ``question-classifier``, ``parameter-extrac
 MemLens's own ``memory-retrieve`` / ``memory-store`` (long-term memory, core/flow/nodes/long_term.py),
 ``window-memory`` (core/flow/nodes/window_memory.py) and ``tool-agent`` (core/flow/nodes/tool_agent.py; Dify's
 plugin-based ``agent`` node is not it). Every other type loads, runs as a pass-through with empty outputs and is
-reported as not emulated (:func:`core.flow.import_report.import_report`). A MemLens flow may also say
+reported as not emulated (:func:`core.flow.imported.import_report`). A MemLens flow may also say
 ``history: {granularity: query_answer | all_messages}``: how agent nodes replay earlier turns unless a request
 says otherwise.
 """

@@ -6,7 +6,7 @@ A flow is checked against this table when it is read (:func:`core.flow.graph.loa
 :func:`read_settings` on every node), so a malformed node is a :class:`core.flow.errors.FlowError`
 before anything runs; :func:`core.flow.runtime.run_turn` runs each node through its type's ``run``. A
 type not in the table loads, runs as a pass-through with empty outputs and is reported as not emulated
-(:func:`core.flow.import_report.import_report`). None of the node modules imports the graph or this table.
+(:func:`core.flow.imported.import_report`). None of the node modules imports the graph or this table.
 """
 
 from __future__ import annotations

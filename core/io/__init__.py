@@ -1,6 +1,6 @@
 """Conversations in and out: every format MemLens reads (``readers/``, one module per format), the
 MemLens conversation export (``bundle``); the package's exceptions in ``errors`` (with those of
-:mod:`core.service.pull`, which reads a running Dify app through these readers).
+:mod:`core.service.dify_pull`, which reads a running Dify app through these readers).
 """
 
 from core import public_api

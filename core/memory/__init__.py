@@ -8,15 +8,16 @@ summarisers that fold history (``summarize``), and memories that follow a user a
 from core import public_api
 
 __all__, __getattr__ = public_api(__name__, {
-    "errors": ("ConfigError", "LongTermMemoryError", "MemoryNotFound", "TrimError"),
-    "long_term": ("DEFAULT_TOP_K", "FactExtractor", "LLMExtractor", "LongTermMemory", "MemoryEvent", "MemoryItem",
-                  "Retriever", "SHARED", "Source", "UserSummary", "app_namespace", "memories_text", "recall_preview"),
     "config": ("MemoryConfig", "config_of"),
     "decision": ("Decision",),
     "entries": ("expand_runs", "history_of"),
+    "errors": ("ConfigError", "LongTermMemoryError", "MemoryNotFound", "TrimError"),
+    "long_term": ("DEFAULT_TOP_K", "FactExtractor", "LLMExtractor", "LongTermMemory", "MemoryEvent", "MemoryItem", "Retriever", "SHARED", "Source", "UserSummary", "app_namespace", "memories_text", "recall_preview"),
     "replay": ("Replay", "turn_number", "turn_numbers"),
-    "strategies.base": ("PathView",),
+    "strategies.base": ("PathView", "Strategy"),
+    "strategies.dify": ("DEFAULT_FIDELITY",),
+    "strategies.settings": ("CHANGE", "CHOICE", "COMMON", "LAST_TURN", "NUMBER", "SLIDER", "SWITCHED", "Setting", "TEXT_INPUT", "TOGGLE", "ZERO_UNSET"),
+    "summarize": ("ModelSectionSummarizer",),
     "turn_memory": ("TurnMemory",),
     "words": ("explain",),
-    "summarize": ("ModelSectionSummarizer",),
 })

@@ -1,7 +1,7 @@
 """What the UI, the command line and the Service API call: conversations that survive restarts
 (``sessions``), the sample conversations (``samples``), a conversation to compare or report on, from
 the store, an export or any file (``sources``), saved config sets (``config_sets``) and an uploaded
-file stored all-or-nothing (``imports``) and conversations pulled from a running Dify app (``pull``);
+file stored all-or-nothing (``imports``) and conversations pulled from a running Dify app (``dify_pull``);
 the package's exception in ``errors``.
 """
 
@@ -11,9 +11,9 @@ __all__, __getattr__ = public_api(__name__, {
     "config_sets": ("delete_config_set", "save_config_set", "saved_config_sets"),
     "errors": ("SessionChangedError",),
     "imports": ("import_upload",),
-    "pull": ("TIMEOUT_SECONDS",),
+    "dify_pull": ("TIMEOUT_SECONDS", "pull"),
+    "replays": ("BRANCH", "NEW", "replay_thread", "replayed_name"),
     "samples": ("load_sample", "sample_files", "seed_demo"),
-    "sessions": ("ConversationService", "export_conversation", "import_conversation", "is_bundle", "read_bundle",
-                 "store_conversations", "store_pulled", "turn_from_record"),
+    "sessions": ("ConversationService", "export_conversation", "import_conversation", "is_bundle", "read_bundle", "store_conversations", "store_pulled", "turn_from_record"),
     "sources": ("load_stored", "read_source_file", "read_sources"),
 })

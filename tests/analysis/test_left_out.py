@@ -1,6 +1,6 @@
 """The inspector's first line per node: what its memory left out at a turn, and why, in short words."""
 
-from core.analysis.left_out import left_out
+from core.analysis.glance import left_out
 from core.words import excerpt
 from core.memory.config import MemoryConfig
 from core.memory.replay import Replay

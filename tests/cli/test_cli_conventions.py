@@ -255,7 +255,7 @@ def _answers(*statuses, headers=None):
 
 
 def test_pull_tries_a_429_or_5xx_again_and_goes_on(no_waiting, tmp_path):
-    from core.service.pull import pull
+    from core.service.dify_pull import pull
 
     db = Database(f"sqlite:///{tmp_path / 'x.db'}")
     result = pull(db, "https://dify.example/v1", "app-key", "dana", everything=True,
@@ -265,7 +265,7 @@ def test_pull_tries_a_429_or_5xx_again_and_goes_on(no_waiting, tmp_path):
 
 def test_pull_says_how_many_tries_failed(no_waiting, tmp_path):
     from core.io.errors import PullFailedError
-    from core.service.pull import pull
+    from core.service.dify_pull import pull
 
     db = Database(f"sqlite:///{tmp_path / 'x.db'}")
     with pytest.raises(PullFailedError, match=r"answered 503 \(busy\) \(3 attempts over [\d.]+ s\)"):
@@ -275,7 +275,7 @@ def test_pull_says_how_many_tries_failed(no_waiting, tmp_path):
 
 def test_pull_does_not_retry_a_refused_key(no_waiting, tmp_path):
     from core.io.errors import PullFailedError
-    from core.service.pull import pull
+    from core.service.dify_pull import pull
 
     db = Database(f"sqlite:///{tmp_path / 'x.db'}")
     with pytest.raises(PullFailedError, match="refused the key"):

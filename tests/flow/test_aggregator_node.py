@@ -6,7 +6,7 @@ import pytest
 
 from core.flow.errors import FlowError
 from core.flow.graph import Flow, load_flow
-from core.flow.import_report import import_report
+from core.flow.imported import import_report
 from core.flow.runtime import run_conversation
 from core.flow.templates import MISSING
 from core.flow.nodes.aggregator import aggregate, aggregator_settings

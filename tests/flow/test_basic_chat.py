@@ -12,7 +12,7 @@ import yaml
 from core.analysis.findings import SILENT_PRUNING, run_findings
 from core.flow.errors import FlowError
 from core.flow.graph import Flow, load_flow, parse_flow
-from core.flow.import_report import import_report
+from core.flow.imported import import_report
 from core.flow.node_memory import node_memory_config
 from core.flow.runtime import run_conversation
 from core.flow.what_if import what_if_ledger

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.flow.graph import load_flow
-from core.flow.import_report import import_report
+from core.flow.imported import import_report
 from core.flow.node_types import NODE_TYPES
 from core.flow.runtime import run_conversation
 from core.llm.client import LiteLLMClient

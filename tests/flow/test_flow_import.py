@@ -9,7 +9,7 @@ import yaml
 
 from core.flow.errors import FlowError
 from core.flow.graph import Flow, classify_change, flow_from_data, load_flow, parse_flow
-from core.flow.import_report import import_report
+from core.flow.imported import import_report
 from core.flow.nodes.llm import litellm_model
 from tests.conftest import FIXTURES, ROOT
 

@@ -10,7 +10,7 @@ from core.flow import runtime
 from core.flow.errors import NodeFailed
 from core.flow.errors import FlowError, node_error
 from core.flow.graph import parse_flow
-from core.flow.import_report import import_report
+from core.flow.imported import import_report
 from core.flow.node_types import NODE_TYPES, NodeType
 from core.flow.runtime import run_conversation
 from core.flow.templates import render

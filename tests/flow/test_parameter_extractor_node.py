@@ -12,7 +12,7 @@ import pytest
 from core.analysis.debug_view import receipt
 from core.flow.errors import FlowError
 from core.flow.graph import Flow
-from core.flow.import_report import import_report
+from core.flow.imported import import_report
 from core.flow.nodes.parameter_extractor import (FUNCTION_CALL_NOTE, NO_JSON, check, extracted, extractor_frame,
                                                  extractor_settings, first_object, read_reply, transform)
 from core.flow.records import FAILED

@@ -11,7 +11,7 @@ import pytest
 from core.analysis.debug_view import receipt
 from core.flow.errors import FlowError
 from core.flow.graph import Flow, load_flow
-from core.flow.import_report import import_report
+from core.flow.imported import import_report
 from core.flow.nodes.plugin_agent import (AGENT_HISTORY_BUDGET, TEMPLATE, VARIABLE, AgentInput, agent_frame,
                                           agent_notes, plugin_agent_settings)
 from core.flow.node_memory import node_memory_config

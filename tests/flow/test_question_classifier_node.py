@@ -10,7 +10,7 @@ import pytest
 from core.analysis.findings import CAUSE_WINDOW_SETTING, ledger_difference
 from core.flow.errors import FlowError, NodeFailed
 from core.flow.graph import Flow, load_flow
-from core.flow.import_report import import_report
+from core.flow.imported import import_report
 from core.flow.nodes.question_classifier import classifier_frame, classifier_settings, read_reply
 from core.flow.records import FAILED
 from core.flow.runtime import run_conversation

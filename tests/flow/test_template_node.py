@@ -6,7 +6,7 @@ import pytest
 
 from core.flow.errors import FlowError
 from core.flow.graph import Flow, load_flow
-from core.flow.import_report import import_report
+from core.flow.imported import import_report
 from core.flow.runtime import run_conversation
 from core.limits import TEMPLATE_TRANSFORM_MAX_LENGTH
 from core.llm.client import DemoClient

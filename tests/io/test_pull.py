@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from benchmarks.api_load import ServerProcess
-from core.service.pull import pull
+from core.service.dify_pull import pull
 from core.io.errors import PullError
 from core.llm.client import DemoClient
 from core.model.conversation import UUID_NIL

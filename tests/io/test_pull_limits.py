@@ -16,7 +16,7 @@ import pytest
 
 from core.service import pull as pull_module
 from core.io.errors import PullError, PullFailedError
-from core.service.pull import pull
+from core.service.dify_pull import pull
 from core.redact import MARK
 from core.store import repo
 from core.store.db import Database

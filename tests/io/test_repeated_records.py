@@ -8,7 +8,7 @@ import pytest
 
 from core.io import FormatError, import_text
 from core.io.errors import PullError
-from core.service.pull import conversation_from_records
+from core.service.dify_pull import conversation_from_records
 from core.memory.config import MemoryConfig
 from core.memory.replay import Replay
 from core.model.conversation import Message, Turn, leaves, read_once

@@ -15,7 +15,7 @@ from ..options import add_db_option, add_format_option, iso_time, open_db, print
 
 def cmd_flows_import(args) -> int:
     from core.flow.graph import load_flow
-    from core.flow.import_report import import_report
+    from core.flow.imported import import_report
     from core.service.sessions import ConversationService
 
     flow = load_flow(args.file)  # a bad file fails here, before the database is touched

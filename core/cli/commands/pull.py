@@ -18,7 +18,7 @@ KEY_ENV = "DIFY_API_KEY"
 
 
 def cmd_pull(args) -> int:
-    from core.service.pull import pull
+    from core.service.dify_pull import pull
 
     key = args.key or os.environ.get(KEY_ENV, "")
     with Progress("pull") as progress:
@@ -36,7 +36,7 @@ def cmd_pull(args) -> int:
 
 
 def register(sub) -> None:
-    from core.service.pull import TIMEOUT_SECONDS
+    from core.service.dify_pull import TIMEOUT_SECONDS
 
     p = sub.add_parser("pull")
     p.add_argument("--base-url", required=True, help="the app's API base, e.g. https://api.dify.ai/v1")
