@@ -54,6 +54,16 @@ from a ``MemLensError`` at the API's edge. Nor are two signals that never leave 
 ``core.flow.errors.NodeFailed``, a node runner's sign that its node failed, which the runtime records
 on the node's run, and ``core.io.errors.TooManyProblems``, which stops an all-or-nothing import once
 it cannot succeed.
+
+Where each rule lives:
+
+* Which failures are the input's (the CLI exits 2) and which are not (`RuntimeFailure`: not found, a network,
+  a database, a model; exit 1): `core/errors.py`; the exit statuses in `core/cli/main.py`.
+* The exceptions (one tree under `MemLensError`; every package's own classes in its `errors.py`:
+  `core/memory`, `core/flow`, `core/llm`, `core/analysis`, `core/io`, `core/api`, `core/store`,
+  `core/service`, `core/report`, `core/cli`; `core/model` raises none of its own): `core/errors.py` (the base
+  and the documented tree, in its docstring), `core/<package>/errors.py`; `tests/test_error_tree.py` walks the
+  tree.
 """
 
 

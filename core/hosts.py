@@ -13,6 +13,13 @@ the Service API (:mod:`core.api.app`) and the capture proxy apply this one rule,
     (True, True, False)
     >>> host_allowed("memlens.lan:8501", allowed=("memlens.lan",))
     True
+
+Where each rule lives:
+
+* Which `Host` a server answers (loopback names and addresses, `MEMLENS_ALLOWED_HOSTS`): the DNS-rebinding
+  check of the app, the Service API and the capture proxy: `core/hosts.py` (`host_allowed`, the ASGI
+  middleware `HostCheck`); the app's server is the `st.App` that `app.py` defines for `streamlit run app.py`,
+  the API's in `create_app` (`core/api/app.py`).
 """
 
 from __future__ import annotations

@@ -6,6 +6,18 @@ exits with status 2, the API answers 400 or 413 with a Dify error body, a page s
 
 The helpers here are the only code that applies the limits, so every entry point (CLI, API,
 Import page, flow files) refuses the same input with the same words.
+
+Where each rule lives:
+
+* Limits (body size, depth, file sizes…) and the memory systems' own numbers (Dify's 500-row cap, the Window
+  Memory node's 1..200 messages, the default history limit): `core/limits.py` (`tests/test_rule_constants.py`
+  keeps them written once).
+* What a conversation may hold and an export weigh: its turns, one message's length (checked as every format
+  is read, in `_each_turn_once`, `core/io/readers/registry.py`, and by the export's check), the size of an
+  export read back (twice the import size plus a per-turn allowance, so the export of anything imported
+  imports back), text no store keeps (a lone surrogate, a NUL) and numbers past Python's digit limit, in
+  `check_value`: `core/limits.py` (`check_turns`, `check_message`, `check_export_size`, `MAX_EXPORT_BYTES`,
+  `check_value`).
 """
 
 from __future__ import annotations

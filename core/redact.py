@@ -15,6 +15,13 @@ they are stored (:mod:`core.store.repo`); :class:`RedactingFilter` applies it to
 
     >>> redact("401 Incorrect API key provided: sk-proj-abcdefgh12345678. Sent Authorization: Bearer abc.def-123")
     '401 Incorrect API key provided: sk-[redacted]. Sent Authorization: [redacted]'
+
+Where each rule lives:
+
+* Keys out of error texts (held keys, key-shaped text), applied where errors enter and where they are stored:
+  `core/redact.py` (`redact`, `hold`, `RedactingFilter`); applied by `LLMError` (`core/llm/errors.py`), the
+  model client, `pull` (`core/service/dify_pull.py`), the store's writes of `error`
+  (`core/store/repo/turns.py`) and the API's and model client's loggers.
 """
 
 from __future__ import annotations

@@ -7,6 +7,12 @@ The waits double from FIRST_WAIT_SECONDS (0.5 s, then 1 s, …), each with up to
 random so that clients that failed together do not all come back at once, unless the server said
 how long to wait (``Retry-After``); no wait is longer than MAX_WAIT_SECONDS. A failure that is not
 passing — a refused key, a bad request, an unknown model — is raised at once.
+
+Where each rule lives:
+
+* When a failure is tried again (a 429, a 5xx, a timeout: three tries, growing pauses or the server's
+  `Retry-After`) and how the error says the tries, for model calls and pulls: `core/retry.py`
+  (`with_retries`), used by `core/llm/client.py` and `core/service/dify_pull.py`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,11 @@
-"""Counting words for people: "1 turn", "7 turns (12 with branches)"."""
+"""Counting words for people: "1 turn", "7 turns (12 with branches)".
+
+Where each rule lives:
+
+* Counting words for people (plurals, lengths, file names): `core/words.py`.
+* A label shown once among its kind: a comparison's config columns, a select box's choices (which come back as
+  their labels): `core/words.py` (`distinct`).
+"""
 
 from __future__ import annotations
 

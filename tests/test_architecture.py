@@ -184,3 +184,21 @@ def test_a_new_import_format_registered_as_the_recipe_says_is_detected_read_and_
         assert "'lines' must be a list of strings" in refused.value.problems[0].message
     finally:
         unregister_format("toy")
+
+
+def test_architecture_md_is_one_page_and_each_recipe_names_a_test_that_exists():
+    """ARCHITECTURE.md stays a page a newcomer reads (at most 1,500 words) and every recipe in it points at
+    the test that follows it once, which exists."""
+    import re
+
+    from tests.conftest import ROOT
+
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    assert len(text.split()) <= 1500
+    recipes = re.findall(r"^\*\*(A[n]? [^*]+)\*\* \(([^)]*)\)", text.split("\n## Recipes\n", 1)[1], re.M)
+    assert {name for name, _ in recipes} >= {"A memory system", "An import format", "A node type", "A page",
+                                              "A receipt"}
+    for name, where in recipes:
+        tests = re.findall(r"`(tests/[\w/]+\.py)`", where)
+        assert tests, f"{name} names no test"
+        assert all((ROOT / t).is_file() for t in tests), (name, tests)

@@ -1,6 +1,11 @@
 """Reports: a comparison and its findings as one self-contained HTML file, and a JSON bundle that loads
 back into the same view: building one (``build``), the HTML file (``html``) and the bundle
 (``bundle``); the package's exceptions in ``errors``.
+
+Where each rule lives:
+
+* Reports: building / HTML and SVG (reason and config colours) / the JSON bundle: `core/report/build.py` /
+  `core/report/html.py` / `core/report/bundle.py`.
 """
 
 from core import public_api

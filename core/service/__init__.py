@@ -3,6 +3,15 @@
 the store, an export or any file (``sources``), saved config sets (``config_sets``) and an uploaded
 file stored all-or-nothing (``imports``) and conversations pulled from a running Dify app (``dify_pull``);
 the package's exception in ``errors``.
+
+Where each rule lives:
+
+* A streamed turn committed before its closing events (`message_end`, `workflow_finished`, `error`) reach the
+  client; its variable changes written with its end: `ConversationService.send` (`core/service/sessions.py`,
+  `CLOSING_EVENTS`), `finish_turn` (`core/store/repo/turns.py`).
+* Storing an uploaded file all-or-nothing: `core/service/imports.py`.
+* The compare page's saved config sets: `core/service/config_sets.py`.
+* The store as the pages read it: `core/service/sessions.py` (`ConversationService`), cached in `ui/data.py`.
 """
 
 from core import public_api
