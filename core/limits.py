@@ -88,7 +88,7 @@ LIMITS = (
           "size of a YAML document once its aliases are expanded (flow files, Dify DSL)"),
     # The biggest real Dify DSL export we know is ~100 KB.
     Limit("flow_size", "MEMLENS_MAX_FLOW_MB", 5, "MB", "size of a flow file (MemLens flow or Dify DSL)"),
-    # A report on 100,000 turns takes about 2 GB (benchmarks/report_scale.py).
+    # A report's memory grows with the turns; at this many it still fits a laptop (benchmarks/report_scale.py).
     Limit("turns", "MEMLENS_MAX_TURNS", 100_000, "turns",
           "turns of one conversation imported, reported on or compared"),
     # About 250,000 tokens: more than most models' context; a long tool result fits.
