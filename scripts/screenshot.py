@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from playwright.sync_api import expect  # noqa: E402
 
-from tests.browser import chromium, expect_settled, streamlit_server  # noqa: E402
+from tests.browser import chromium, expect_settled, open_demo, streamlit_server  # noqa: E402
 
 TURN_6_ANSWER = 11  # the demo's messages: a query and an answer per turn
 
@@ -27,11 +27,8 @@ def main() -> None:
         tmp = Path(tmp)
         env = {"MEMLENS_DATABASE_URL": f"sqlite:///{tmp / 'memlens.db'}"}
         with streamlit_server(env, tmp / "streamlit.log") as url, chromium() as browser:
-            page = browser.new_page(viewport={"width": 1440, "height": 900})
-            page.set_default_timeout(90_000)
-            page.goto(url)
+            page = open_demo(browser, url, {"width": 1440, "height": 900})
             messages = page.get_by_test_id("stChatMessage")
-            expect(messages).to_have_count(16, timeout=90_000)
             answer = messages.nth(TURN_6_ANSWER)
             answer.scroll_into_view_if_needed()
             answer.get_by_role("button", name="Inspect").click()

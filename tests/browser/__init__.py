@@ -88,3 +88,14 @@ def chromium():
             yield browser
         finally:
             browser.close()
+
+
+def open_demo(browser, url: str, viewport: dict):
+    """A new page on the Debugger at ``url``, once the demo conversation's 8 turns (16 messages) are drawn."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport=viewport)
+    page.set_default_timeout(90_000)  # a shared machine can be slow; every wait is for an element
+    page.goto(url)
+    expect(page.get_by_test_id("stChatMessage")).to_have_count(16, timeout=90_000)
+    return page

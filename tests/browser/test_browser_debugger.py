@@ -4,7 +4,7 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.browser import chromium, expect_settled, streamlit_server
+from tests.browser import chromium, expect_settled, open_demo, streamlit_server
 
 XSS = "<img src=x onerror=alert(1)>"
 # After a blank line, markdown would turn these into an image and bold text; they must stay as typed.
@@ -145,11 +145,8 @@ def test_an_edited_message_runs_as_a_new_branch_in_a_real_browser(tmp_path):
     """The Edit popover's box is drawn when the popover opens; what is sent from it becomes a branch."""
     env = {"MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}"}
     with streamlit_server(env, tmp_path / "streamlit.log") as url, chromium() as browser:
-        page = browser.new_page(viewport={"width": 1440, "height": 900})
-        page.set_default_timeout(90_000)
-        page.goto(url)
+        page = open_demo(browser, url, {"width": 1440, "height": 900})
         messages = page.get_by_test_id("stChatMessage")
-        expect(messages).to_have_count(16, timeout=90_000)  # the demo conversation, 8 turns
         expect_settled(page)
         assert page.get_by_label("Edited message").count() == 0  # no box until a popover opens
         page.get_by_test_id("stPopover").filter(has_text="Edit").last.click()
