@@ -22,7 +22,7 @@ from core.errors import MemLensError
 from core.memory import MemoryConfig
 from core.memory.strategies import STRATEGIES as STRATEGY_REGISTRY, get_strategy
 from core.memory import Strategy
-from core.memory import CHANGE, CHOICE, COMMON, LAST_TURN, NUMBER, SLIDER, SWITCHED, TEXT_INPUT, TOGGLE, ZERO_UNSET, Setting
+from core.memory import CHANGE, CHOICE, COMMON, LAST_TURN, NUMBER, SLIDER, SWITCHED, TOGGLE, ZERO_UNSET, Setting
 
 #: What a caller may leave out: the switchboard edits a node's recorded settings, not its label.
 OPTIONAL = frozenset({"granularity", "scope", "label"})

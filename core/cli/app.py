@@ -12,9 +12,9 @@ import json
 import sys
 from typing import Sequence
 
-from core.errors import MemLensError
 from core.io.errors import FormatError
 from core.io.readers.registry import import_file, read_conversations
+from core.memory.config import MemoryConfig
 from core.memory.replay import Replay
 from core.memory.words import explain
 from core.model.conversation import Conversation

@@ -394,11 +394,12 @@ class RunLedger(Ledger):
 
     def tokens_by_reason(self) -> dict[str, int]:  # from the runs and each turn's counts: no entry listed
         if self._entries is None and self._token_sums is not None:
-            sums, out, at = self._token_sums(), {}, 0
+            sums, start = self._token_sums(), 0
+            by_reason: dict[str, int] = {}
             for reason, n in self.runs:
-                out[reason] = out.get(reason, 0) + sums[at + int(n)] - sums[at]
-                at += int(n)
-            return out
+                by_reason[reason] = by_reason.get(reason, 0) + sums[start + int(n)] - sums[start]
+                start += int(n)
+            return by_reason
         if self._entries is not None or self._tokens is None or self._offset is None:
             return super().tokens_by_reason()
         flat: list[int] = []

@@ -457,6 +457,19 @@ class TokenCounter:
         successors are still counted. This process counts ``own_part`` of an equal share of the
         text itself (less than 1 when it has other work to do meanwhile); texts already counted
         are skipped, so a warm cache costs one look-up per text."""
+        texts, ends = self._uncounted(groups)
+        if not texts:
+            yield len(ends) - 1
+            return
+        workers = self.workers if workers is None else workers
+        workers = encoding_workers() if workers is None else max(1, workers)
+        counting = self.counts.counted(texts, ends, workers, own_part / workers)
+        del texts, ends  # held by the counting alone, which lets them go once all is counted
+        yield from counting
+
+    def _uncounted(self, groups: Iterable[Sequence[Message]]) -> tuple[list[str], array]:
+        """The texts of these groups not counted yet, in order, and where each group's end: group ``g`` is
+        ``texts[ends[g]:ends[g + 1]]``."""
         counts = self._counts
         texts: list[str] = []
         ends = array("q", (0,))  # machine integers: no int object per group
@@ -487,14 +500,7 @@ class TokenCounter:
                         add(call.name)
                         add(call.arguments)
             ends.append(len(texts))
-        if not texts:
-            yield len(ends) - 1
-            return
-        workers = self.workers if workers is None else workers
-        workers = encoding_workers() if workers is None else max(1, workers)
-        counting = self.counts.counted(texts, ends, workers, own_part / workers)
-        del texts, ends, seen  # held by the counting alone, which lets them go once all is counted
-        yield from counting
+        return texts, ends
 
     def message(self, message: Message) -> int:
         n = MESSAGE_OVERHEAD + self.text(message.role) + self.text(message.content)

@@ -320,7 +320,7 @@ def _message_html(m: Message) -> str:
     text = message_text(m)
     kind = f" · {m.kind}" if m.kind and m.kind not in ("query", "answer") else ""
     # Terse markup: a long conversation's transcript is most of a report's size.
-    return f'<p><b>{_e(m.role)}{_e(kind)}</b>{_t(text) if text else "<i>(empty)</i>"}</p>' 
+    return f'<p><b>{_e(m.role)}{_e(kind)}</b>{_t(text) if text else "<i>(empty)</i>"}</p>'
 
 
 def _transcript_html(conv: Conversation) -> str:

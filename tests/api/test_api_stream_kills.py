@@ -23,7 +23,6 @@ from core.service.sessions import ConversationService
 from core.store import keys as app_keys
 from core.store import repo
 from core.store.db import Database
-from tests.conftest import ROOT
 from tests.processes import gone
 
 #: A counter the turn raises before its model answers; a second model call after the Answer node, so

@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from core.service import pull as pull_module
-from core.io.errors import PullError, PullFailedError
+from core.io.errors import PullFailedError
 from core.service.dify_pull import pull
 from core.redact import MARK
 from core.store import repo

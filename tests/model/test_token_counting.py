@@ -5,7 +5,6 @@ bundled map."""
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 

@@ -2,7 +2,6 @@
 shown, so two equal labels (the same file imported twice, two flows of one name) opened the first
 of them whichever was picked — and the first thing typed on the page was lost with it."""
 
-import json
 
 from streamlit.testing.v1 import AppTest
 

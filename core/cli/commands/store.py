@@ -97,7 +97,9 @@ def cmd_import(args) -> int:
             conv_id = import_conversation(db(), data)
             print(conv_id)
             return 0
-    megabytes = (lambda done, total: f"{done / 1e6:.1f} of {total / 1e6:.1f} MB read")
+    def megabytes(done: int, total: int) -> str:
+        return f"{done / 1e6:.1f} of {total / 1e6:.1f} MB read"
+
     with Progress("import", counting=megabytes) as progress:
         result = import_file(args.file, args.input_format, skip_bad=args.skip_bad,
                              on_progress=lambda done, total: progress.update(done, total=total))

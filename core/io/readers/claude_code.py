@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any, Iterator
 
 from core.io.errors import RecordError
-from core.model.conversation import SOURCE_MODEL, Conversation, Message
+from core.model.conversation import SOURCE_MODEL, Conversation
 
 from .common import excerpt, iso_time
 from .openai import openai_messages
