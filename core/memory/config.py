@@ -88,8 +88,9 @@ class MemoryConfig:
         for name, value in values.items():
             if name in OWN:
                 continue
-            if system.setting(name) is not None:
-                own[name] = system.setting(name).stored_value(value)
+            setting = system.setting(name)
+            if setting is not None:
+                own[name] = setting.stored_value(value)
             elif not _known(name):
                 raise ConfigError(f"unknown memory setting(s): {name}")
         set_ = object.__setattr__

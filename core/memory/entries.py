@@ -41,7 +41,7 @@ def history_of(conversation: Conversation, ledger: Ledger) -> list[Message]:
     return out
 
 
-def expand_runs(conversation: Conversation, position: int, runs, numbers: list[int],
+def expand_runs(conversation: Conversation, position: int, runs, numbers: Sequence[int],
                 tokens: Callable[[int], tuple[int, ...]]) -> list[LedgerEntry]:
     """The entries of the ledger of the turn at ``position`` from its reasons as runs: the
     candidates are exactly the messages of the turns before it, in order; ``tokens(p)`` gives
@@ -63,8 +63,8 @@ def expand_runs(conversation: Conversation, position: int, runs, numbers: list[i
     return entries
 
 
-def pick_entries(conversation: Conversation, runs, ranges: Sequence[tuple[int, int]], numbers: list[int],
-                 tokens: Callable[[int], tuple[int, ...]], before: list[int]) -> list[LedgerEntry]:
+def pick_entries(conversation: Conversation, runs, ranges: Sequence[tuple[int, int]], numbers: Sequence[int],
+                 tokens: Callable[[int], tuple[int, ...]], before: Sequence[int]) -> list[LedgerEntry]:
     """The entries at the candidates' offsets in ``ranges`` (``[lo, hi)`` pairs, ascending) of a
     ledger whose reasons are ``runs``: what :func:`expand_runs` lists there, without the rest.
     ``before[p]`` counts the messages of the turns before ``p``."""

@@ -31,7 +31,7 @@ from bisect import bisect_left
 from contextlib import contextmanager
 from itertools import accumulate, chain
 from operator import attrgetter
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Generator, Iterable, Iterator, Sequence, cast
 
 import numpy as np
 
@@ -87,7 +87,7 @@ _messages_of = attrgetter("messages")
 
 def _running(values: np.ndarray, dtype: type = np.int64) -> np.ndarray:
     """0, then the running sums of ``values``: ``out[i]`` is the sum of the first ``i``."""
-    out = np.zeros(len(values) + 1, dtype=dtype)
+    out: np.ndarray = np.zeros(len(values) + 1, dtype=dtype)
     np.cumsum(values, out=out[1:])
     return out
 
@@ -223,8 +223,8 @@ class Replay:
             key = (turn.query_index, turn.answer_index) if query_answer else len(turn.messages)
             el = self._index_shapes.get(key)
             if el is None:
-                el = self._index_shapes[key] = (tuple(sorted(i for i in key if i is not None)) if query_answer
-                                                else tuple(range(key)))
+                el = self._index_shapes[key] = (tuple(sorted(i for i in key if i is not None))
+                                                if isinstance(key, tuple) else tuple(range(key)))
             self._eligible[position] = el
         return el
 
@@ -285,9 +285,9 @@ class Replay:
         return Decision(trimmed, start, budget_cut(view, view.prefix, start, end, room), end, budget, fixed)
 
     def _push(self, view: PathView, position: int, decision: Decision) -> None:
-        self.message_tokens(position)
+        tokens = self.message_tokens(position)
         state = decision.plan.state if decision.plan is not None else None
-        view.push(position, decision.window_start, self.eligible(position), self._tokens[position],
+        view.push(position, decision.window_start, self.eligible(position), tokens,
                   self._empties(position), state)
 
     def thread_messages_before(self, position: int) -> int:
@@ -341,7 +341,7 @@ class Replay:
             for child in reversed(tree.thread_children[position]):
                 stack.append((child, True))
 
-    def _tokens_in_order(self) -> Iterator[int]:
+    def _tokens_in_order(self) -> Generator[int, None, None]:
         """Sets every turn's message tokens and emptiness, in position order, as their texts are
         counted, yielding how many leading positions are set: the texts not counted yet are
         tokenised in one batch across the cores, the later turns' by child processes while the
@@ -387,10 +387,11 @@ class Replay:
         system = self._system_tokens + REPLY_PRIMING
         after_query, budget_prompt = config.query_after_budget, self.budget_prompt_tokens  # (a call only then)
         self._per_turn()
-        all_tokens, all_empty = self._tokens, self._empty
+        # Only the turns below ``ready`` are read, and _tokens_in_order has set their counts.
+        all_tokens = cast(list[tuple[int, ...]], self._tokens)
+        all_empty = cast(list[tuple[bool, ...]], self._empty)
         eligibles, eligible_of = self._eligible, self.eligible
-        self.messages_before(0)
-        before = self._msg_before
+        before = self._message_offsets()
         out = TurnSummaries(len(turns))  # by position, in columns of machine integers
         turn_of, kept_of, dropped_of, not_eligible_of, history_of, prompt_of, budget_of, oldest_of = out.columns()
         on_thread = self.thread_messages_before
@@ -544,16 +545,18 @@ class Replay:
         # Every earlier message is on the thread.
         dropped, not_eligible = not_kept(before[:-1], before[:-1], kept, blocked)
         del before
-        pending = [numbers, kept, dropped, not_eligible, history, fixed + history, limit, oldest]
+        pending: list[np.ndarray | None] = [numbers, kept, dropped, not_eligible, history, fixed + history, limit,
+                                            oldest]
         del numbers, kept, dropped, not_eligible, history, fixed, limit, oldest
         columns = []
-        for k, values in enumerate(pending):
+        for k, held in enumerate(pending):
             # Each column is made as the array it holds is let go, and written straight into its machine
             # integers; a turn without a query has no summary: its turn stays 0.
             column = array("q", bytes(8 * n))
-            np.copyto(np.frombuffer(column, dtype=np.int64), values, where=asked)
+            assert held is not None  # each slot is let go only after its column is written
+            np.copyto(np.frombuffer(column, dtype=np.int64), held, where=asked)
             columns.append(column)
-            pending[k] = values = None
+            pending[k] = held = None
         return TurnSummaries(n, columns)
 
     def summaries(self) -> TurnSummaries:
@@ -584,6 +587,7 @@ class Replay:
         last, last_decision = -1, None
         for position in sorted(set(positions)):
             if view is not None and parent[position] == last:
+                assert last_decision is not None  # set with the view, at the previous position
                 self._push(view, last, last_decision)
                 decision = self._decide(view, position)
             else:
@@ -666,11 +670,11 @@ class Replay:
                 elif p not in on_thread:
                     reason = OTHER_BRANCH
                 else:
-                    i = seq_index.get((p, m))
-                    if i is None:
+                    at = seq_index.get((p, m))
+                    if at is None:
                         reason = GRANULARITY
                     else:
-                        reason = d.plan.reason(i, msg)
+                        reason = d.plan.reason(at, msg)
                         if reason == KEPT and msg.is_empty and self.drops_empty:
                             reason = EMPTY
                 kept = reason == KEPT
@@ -690,7 +694,7 @@ class Replay:
         cfg["budget"] = d.budget.limit
         return dict(turn=self.numbers[position], prompt_tokens=fixed + history, history_tokens=history,
                     budget=d.budget.limit, budget_note=d.budget.note, config=cfg, context_size=context,
-                    exceeds_context=bool(context) and fixed + history + self.config.max_tokens > context)
+                    exceeds_context=bool(context and fixed + history + self.config.max_tokens > context))
 
     def cut_ledger(self, view: PathView, d: Decision, position: int, clean: int = 0,
                    head: Sequence[int] = ()) -> RunLedger:
@@ -709,7 +713,7 @@ class Replay:
                 if self._empties(p)[m]:
                     continue
                 msg = turns[p].messages[m]
-                kept.append(LedgerEntry(ref=msg.ref, turn=numbers[p], role=msg.role, tokens=self._tokens[p][m],
+                kept.append(LedgerEntry(ref=msg.ref, turn=numbers[p], role=msg.role, tokens=self.message_tokens(p)[m],
                                         kept=True, reason=KEPT, kind=msg.kind, position=p, index=m))
         with_messages = (turns[p].messages for p in range(position) if turns[p].messages)
         first = next(with_messages, None)
@@ -752,8 +756,8 @@ class Replay:
         done = clean  # positions before it are classified
         turns = self.conversation.turns
         if head and head[-1] == len(head) - 1 and not done:  # a linear start: positions 0, 1, …
-            eligible = self.eligible
-            if all(len(eligible(p)) == len(turns[p].messages) for p in head):  # and every message a candidate
+            eligible_of = self.eligible
+            if all(len(eligible_of(p)) == len(turns[p].messages) for p in head):  # and every message a candidate
                 add(OUTSIDE_WINDOW, before(len(head)))
                 done, head = len(head), ()
         for p in head:  # older than the view: before its window (a bounded reach trims nothing for good)

@@ -99,7 +99,7 @@ _SECTION_HEAD = re.compile(r"^## (.+)$")
 
 def transcript_lines(messages: Sequence[Message]) -> list[str]:
     """The folded messages as the summariser prompt lists them, one line each."""
-    lines = []
+    lines: list[str] = []
     for m in messages:
         if m.role == "assistant" and m.tool_calls:
             lines.extend(f"Tool Call [{c.name}]: {c.arguments}" for c in m.tool_calls)

@@ -50,6 +50,7 @@ class TurnMemory:
         self.replay = replay
         replay._prompt_tokens = lambda _position: fixed_tokens
         view = self._view
+        assert view is not None  # _follow makes the view with the replay it returns
         self._move_to(replay, view, conversation.tree.thread_parent[position])
         ledger = replay.cut_ledger(view, replay._decide(view, position), position, self._clean)
         self._stable, self._anchor = position, conversation.turns[position - 1] if position else None

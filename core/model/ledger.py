@@ -393,6 +393,7 @@ class RunLedger(Ledger):
         return self._pick(picked[::-1])
 
     def tokens_by_reason(self) -> dict[str, int]:  # from the runs and each turn's counts: no entry listed
+        out: dict[str, int]
         if self._entries is None and self._token_sums is not None:
             sums, start = self._token_sums(), 0
             by_reason: dict[str, int] = {}
@@ -407,7 +408,7 @@ class RunLedger(Ledger):
         while len(flat) < self.count:
             flat.extend(self._tokens(p)[:self.count - len(flat)])
             p += 1
-        out: dict[str, int] = {}
+        out = {}
         at = 0
         for reason, n in self.runs:
             out[reason] = out.get(reason, 0) + sum(flat[at:at + int(n)])

@@ -33,7 +33,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Generator, Iterable, Iterator, Sequence
 
 from .conversation import Conversation, Message
 
@@ -450,7 +450,7 @@ class TokenCounter:
             pass
 
     def counted_groups(self, groups: Iterable[Sequence[Message]], workers: int | None = None,
-                       own_part: float = 1.0) -> Iterator[int]:
+                       own_part: float = 1.0) -> Generator[int, None, None]:
         """Counts every text of these groups of messages (a conversation's turns, say) in one
         batch across the cores, yielding as it goes how many leading groups are counted
         (:meth:`CountCache.counted`): a long replay goes on with its first turns while their

@@ -337,7 +337,7 @@ def summary_key(model: str, messages: Sequence[Message], previous_summary: str) 
     return hashlib.sha256(f"{model}\n{section_prompt(messages, previous_summary)}".encode()).hexdigest()
 
 
-def stored_summaries(meta: Mapping | None) -> list[dict]:
+def stored_summaries(meta: Mapping | None) -> list[Mapping]:
     """The summaries a stored turn holds; an entry a reader cannot use (a damaged or hand-edited row)
     is left out, so that compaction writes that summary again rather than failing."""
     entries = (meta or {}).get(SUMMARIES_META)
@@ -356,7 +356,7 @@ class RecordedSummaries:
 
     def __init__(self, replay):
         self.replay = replay
-        self.known: dict[str, dict] = {}
+        self.known: dict[str, Mapping] = {}
         self.scanned = 0
         self.written: list[dict] = []
 

@@ -83,15 +83,18 @@ def counts_tokens(config) -> bool:
     return config.settings.fidelity != CODE or config.settings.plugin_token_counting
 
 
+#: The widget of :data:`PLUGIN_TOKEN_COUNTING`, which the Agent app's setting adapts.
+PLUGIN_TOKEN_COUNTING_WIDGET = Widget(
+    TOGGLE, "Plugin token counting", key="counting", enabled_if=("fidelity", CODE),
+    help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: prune the oldest message while "
+         "the history is over context size − max_tokens − 3.")
 #: Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED, a setting of Dify's memories (this one, the Agent app's, whose
 #: widget says what it does there): counted only as shipped (``fidelity`` code), the documented rules
 #: always count.
 PLUGIN_TOKEN_COUNTING = Setting(
     "plugin_token_counting", False, "Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off by default, as Dify ships it): "
     "with it on, history is pruned by tokens", kind=BOOL, flag="--plugin-token-counting",
-    widget=Widget(TOGGLE, "Plugin token counting", key="counting", enabled_if=("fidelity", CODE),
-                  help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: prune the oldest message while "
-                       "the history is over context size − max_tokens − 3."))
+    widget=PLUGIN_TOKEN_COUNTING_WIDGET)
 
 
 class DifyStrategy(Strategy):

@@ -61,7 +61,7 @@ from core.model.ledger import EMPTY, KEPT, OMITTED, OVER_BUDGET, REWRITTEN, SCRA
 from core.model.tokens import DEFAULT_HISTORY_BUDGET, REPLY_PRIMING
 
 from .base import Budget, PathView, Plan, Strategy, turn_at
-from .dify import PLUGIN_TOKEN_COUNTING
+from .dify import PLUGIN_TOKEN_COUNTING, PLUGIN_TOKEN_COUNTING_WIDGET
 from .settings import CHOICE, TEXT, Setting, Widget
 
 FUNCTION_CALL = "function_call"
@@ -268,7 +268,7 @@ class DifyAgentStrategy(Strategy):
                                    "step's words, its last tool call and the last tool result (the final answer is "
                                    "not sent again).")),
         replace(PLUGIN_TOKEN_COUNTING, widget=replace(
-            PLUGIN_TOKEN_COUNTING.widget, enabled_if=None,
+            PLUGIN_TOKEN_COUNTING_WIDGET, enabled_if=None,
             help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: keep whole turns, newest first, "
                  "while the system message and the history fit in context size − max_tokens − the query (ReAct: "
                  "the history alone, in context size − max_tokens − the system message and the query).")),

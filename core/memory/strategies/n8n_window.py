@@ -116,8 +116,9 @@ def turn_items(turn: Turn, position: int, storage: str) -> list[Item]:
     def results(j: int) -> dict[str, int]:
         found: dict[str, int] = {}
         for t in range(j + 1, len(messages)):
-            if messages[t].role == "tool" and messages[t].tool_call_id:
-                found.setdefault(messages[t].tool_call_id, t)
+            m = messages[t]
+            if m.role == "tool" and m.tool_call_id:
+                found.setdefault(m.tool_call_id, t)
         return found
 
     if storage == USED_TOOLS:

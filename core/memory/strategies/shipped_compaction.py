@@ -63,7 +63,7 @@ class Part:
     content: str = ""
     call_id: str = ""
     name: str = ""
-    ref: object = None
+    ref: int | str | tuple[int, int] | None = None
 
     @property
     def is_summary(self) -> bool:
@@ -196,17 +196,18 @@ def folded_messages(groups: Sequence[Group], skip_summaries: bool) -> list[Messa
     out: list[Message] = []
     for g in groups:
         for p in g.parts:
+            ref: int | str = p.ref or ""  # type: ignore[assignment]  # also a (position, index) pair: see _ref_groups
             if p.kind == USER:
-                out.append(Message("user", p.content, QUERY, p.ref or ""))
+                out.append(Message("user", p.content, QUERY, ref))
             elif p.kind == SYSTEM and not (skip_summaries and p.is_summary):
-                out.append(Message("system", p.content, INTERMEDIATE, p.ref or ""))
+                out.append(Message("system", p.content, INTERMEDIATE, ref))
             elif p.kind == TOOL_RETURN:
                 text = p.content[:SUMMARY_TOOL_CHARS] + ("..." if len(p.content) > SUMMARY_TOOL_CHARS else "")
-                out.append(Message("tool", text, TOOL_RESULT, p.ref or "", name=p.name, tool_call_id=p.call_id))
+                out.append(Message("tool", text, TOOL_RESULT, ref, name=p.name, tool_call_id=p.call_id))
             elif p.kind == TEXT:
-                out.append(Message("assistant", p.content, ANSWER, p.ref or ""))
+                out.append(Message("assistant", p.content, ANSWER, ref))
             elif p.kind == TOOL_CALL:
-                out.append(Message("assistant", "", TOOL_CALL_KIND, p.ref or "",
+                out.append(Message("assistant", "", TOOL_CALL_KIND, ref,
                                    tool_calls=(ToolCall(p.call_id, p.name, p.content),)))
     return out
 
@@ -389,7 +390,8 @@ def turn_requests(messages: Sequence[Message], query_index: int | None):
 
 def _ref_groups(messages: Sequence[Message], position: int, base: int) -> list[Group]:
     """Messages as groups whose parts point at ``(turn position, message index)``."""
-    tagged = [replace(m, ref=(position, base + k)) for k, m in enumerate(messages)]
+    # A ref outside Message's declared int | str, on purpose: covering() maps a summary's messages to turns by it.
+    tagged = [replace(m, ref=(position, base + k)) for k, m in enumerate(messages)]  # type: ignore[arg-type]
     return to_groups(tagged, {m.ref: m.usage for m in tagged if m.usage})
 
 
@@ -405,8 +407,10 @@ def replay_turn(compactor_for: Callable[[SummariseFn], Compactor], summarize: Su
 
     def covering(folded: list[Message], prev: str | None) -> str:
         text = summarize(folded, prev)
-        turns = set(covers.get(prev, ()))  # the turns the updated summary covered (none the first time)
-        turns |= {numbers[m.ref[0]] for m in folded if isinstance(m.ref, tuple)}
+        # The turns the updated summary covered (none the first time, without a summary to update).
+        turns = set(covers.get(prev, ()) if prev is not None else ())
+        turns |= {numbers[m.ref[0]]  # type: ignore[index]  # a (position, index) ref: see _ref_groups
+                  for m in folded if isinstance(m.ref, tuple)}
         covers[text] = tuple(sorted(turns))
         return text
 

@@ -150,7 +150,8 @@ def select(n: int, cost: Callable[[int, int], int], kind: Callable[[int], str], 
         if part and first > cut - 1:
             part = None
         lo = max(first, cut)
-        segments = ((cut, OVER_BUDGET), (lo, OUTSIDE_WINDOW), (end, KEPT), (n, OUTSIDE_WINDOW))
+        segments: tuple[tuple[int, str], ...] = ((cut, OVER_BUDGET), (lo, OUTSIDE_WINDOW), (end, KEPT),
+                                                 (n, OUTSIDE_WINDOW))
         if part:
             return Selection(segments, cut - 1, part[0], part[1])
         return Selection(segments)
