@@ -56,20 +56,36 @@ QUERIES = json.loads((ROOT / "sample_data" / "flows" / "support-bot.queries.json
 
 # -- a server in its own process --------------------------------------------------------------------
 
+
 class ServerProcess:
     """``python -m core serve --demo --port 0`` on a database (or ``command``, a server that announces
     itself the same way); the port is read from its banner."""
 
-    def __init__(self, db_url: str, *, demo: bool = True, workers: int = 1, startup_timeout: float = 60.0,
-                 root: Path = ROOT, command: list[str] | None = None):
+    def __init__(
+        self,
+        db_url: str,
+        *,
+        demo: bool = True,
+        workers: int = 1,
+        startup_timeout: float = 60.0,
+        root: Path = ROOT,
+        command: list[str] | None = None,
+    ):
         cmd = [sys.executable, "-m", "core", "serve", "--host", "127.0.0.1", "--port", "0", "--db", db_url]
         if workers != 1:  # (the baseline's tree has no --workers: one process was all it ran)
             cmd += ["--workers", str(workers)]
         if demo:
             cmd.append("--demo")
         cmd = command or cmd
-        self.proc = subprocess.Popen(cmd, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True, encoding="utf-8")
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
         self.output: list[str] = []
         ready = threading.Event()
         self.port: int | None = None
@@ -134,7 +150,8 @@ def machine_cpu() -> tuple[float, float, float] | None:
     /proc/stat; None elsewhere). Stolen time is what the host gave to other machines."""
     try:
         user, nice, system, idle, iowait, irq, softirq, steal = (
-            int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9])
+            int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
+        )
     except (OSError, ValueError):
         return None
     tick = os.sysconf("SC_CLK_TCK")
@@ -144,23 +161,32 @@ def machine_cpu() -> tuple[float, float, float] | None:
 def prepare(db_url: str, flow_path: Path = FLOW, root: Path = ROOT) -> tuple[str, str]:
     """Import the flow and make a key for it with the code in ``root``, in its own process (the
     baseline's tree writes its own schema): ``(flow_id, key)``."""
-    code = "\n".join((
-        "import sys",
-        "from pathlib import Path",
-        "try:",
-        "    from core.service.sessions import ConversationService",
-        "except ImportError:  # the baseline's tree kept the service at the package's top",
-        "    from core.sessions import ConversationService",
-        "from core.store.db import Database",
-        "from core.store.keys import create_key",
-        "db = Database(sys.argv[1])",
-        "try:",
-        "    flow_id = ConversationService(db).import_flow(Path(sys.argv[2])).flow_id",
-        "    print(flow_id, create_key(db, flow_id, name='load')[1])",
-        "finally:",
-        "    db.dispose()"))
-    done = subprocess.run([sys.executable, "-c", code, db_url, str(flow_path)], cwd=root, capture_output=True,
-                          text=True, encoding="utf-8", timeout=300)
+    code = "\n".join(
+        (
+            "import sys",
+            "from pathlib import Path",
+            "try:",
+            "    from core.service.sessions import ConversationService",
+            "except ImportError:  # the baseline's tree kept the service at the package's top",
+            "    from core.sessions import ConversationService",
+            "from core.store.db import Database",
+            "from core.store.keys import create_key",
+            "db = Database(sys.argv[1])",
+            "try:",
+            "    flow_id = ConversationService(db).import_flow(Path(sys.argv[2])).flow_id",
+            "    print(flow_id, create_key(db, flow_id, name='load')[1])",
+            "finally:",
+            "    db.dispose()",
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, db_url, str(flow_path)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=300,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"preparing the load failed:\n{done.stderr}")
     flow_id, key = done.stdout.split()[-2:]
@@ -168,6 +194,7 @@ def prepare(db_url: str, flow_path: Path = FLOW, root: Path = ROOT) -> tuple[str
 
 
 # -- clients ----------------------------------------------------------------------------------------
+
 
 def parse_sse(text: str) -> list[dict]:
     """Dify's stream: ``data: {json}`` frames (and ``event: ping``), each ended by a blank line."""
@@ -179,7 +206,7 @@ def parse_sse(text: str) -> list[dict]:
         if frame == "event: ping":
             events.append({"event": "ping"})
         elif frame.startswith("data: "):
-            events.append(json.loads(frame[len("data: "):]))
+            events.append(json.loads(frame[len("data: ") :]))
         else:
             raise ValueError(f"not a server-sent event frame: {frame[:80]!r}")
     return events
@@ -196,8 +223,13 @@ class ClientRun:
 
 
 def _turn(client: httpx.Client, run: ClientRun, user: str, query: str) -> None:
-    body = {"inputs": {}, "query": query, "user": user, "conversation_id": run.conversation_id or "",
-            "response_mode": "streaming" if run.streaming else "blocking"}
+    body = {
+        "inputs": {},
+        "query": query,
+        "user": user,
+        "conversation_id": run.conversation_id or "",
+        "response_mode": "streaming" if run.streaming else "blocking",
+    }
     started = time.perf_counter()
     if run.streaming:
         with client.stream("POST", "/chat-messages", json=body) as response:
@@ -206,8 +238,12 @@ def _turn(client: httpx.Client, run: ClientRun, user: str, query: str) -> None:
             raise RuntimeError(f"HTTP {response.status_code}: {text[:200]}")
         events = [e for e in parse_sse(text) if e["event"] != "ping"]
         names = [e["event"] for e in events]
-        if "error" in names or "message_end" not in names or names[-1] != "workflow_finished" \
-                or names.index("message_end") > names.index("workflow_finished"):
+        if (
+            "error" in names
+            or "message_end" not in names
+            or names[-1] != "workflow_finished"
+            or names.index("message_end") > names.index("workflow_finished")
+        ):
             raise RuntimeError(f"unexpected event order {names}")
         message_id = events[0]["message_id"]
         conversation_id = events[0]["conversation_id"]
@@ -267,10 +303,12 @@ class LoadResult:
         return ordered[min(len(ordered) - 1, max(0, math.ceil(p / 100 * len(ordered)) - 1))]
 
     def summary(self) -> str:
-        return (f"{self.clients} clients × {self.turns} turns: {self.completed} turns in {self.seconds:.1f} s — "
-                f"{self.throughput:.1f} turns/s; latency p50 {self.percentile(50) * 1000:.0f} ms, "
-                f"p95 {self.percentile(95) * 1000:.0f} ms, max {max(self.latencies, default=0) * 1000:.0f} ms; "
-                f"{len(self.errors)} errors, {len(self.lost)} lost")
+        return (
+            f"{self.clients} clients × {self.turns} turns: {self.completed} turns in {self.seconds:.1f} s — "
+            f"{self.throughput:.1f} turns/s; latency p50 {self.percentile(50) * 1000:.0f} ms, "
+            f"p95 {self.percentile(95) * 1000:.0f} ms, max {max(self.latencies, default=0) * 1000:.0f} ms; "
+            f"{len(self.errors)} errors, {len(self.lost)} lost"
+        )
 
     def cpu_summary(self) -> str:
         """Where the machine's cores went during the load (empty when /proc could not tell)."""
@@ -278,8 +316,10 @@ class LoadResult:
             return ""
         busy, idle, stolen = (x / self.seconds for x in self.machine)
         per_turn = f", {self.server_cpu / self.completed * 1000:.0f} ms of its CPU per turn" if self.completed else ""
-        return (f"cores in use: the server {self.server_cpu / self.seconds:.2f}{per_turn}; the whole machine "
-                f"{busy:.2f} busy, {idle:.2f} idle, {stolen:.2f} taken by the host (of {os.cpu_count()})")
+        return (
+            f"cores in use: the server {self.server_cpu / self.seconds:.2f}{per_turn}; the whole machine "
+            f"{busy:.2f} busy, {idle:.2f} idle, {stolen:.2f} taken by the host (of {os.cpu_count()})"
+        )
 
 
 def _verify(base_url: str, key: str, runs: list[ClientRun], turns: int) -> list[str]:
@@ -292,12 +332,12 @@ def _verify(base_url: str, key: str, runs: list[ClientRun], turns: int) -> list[
             if run.conversation_id is None:
                 lost.append(f"client {run.index}: no conversation")
                 continue
-            stored = client.get("/messages", params={"conversation_id": run.conversation_id, "user": user,
-                                                     "limit": 100}).json()["data"]
+            stored = client.get(
+                "/messages", params={"conversation_id": run.conversation_id, "user": user, "limit": 100}
+            ).json()["data"]
             got = [(m["id"], m["answer"]) for m in stored]
             if got != run.answers or len(got) != turns:
-                lost.append(f"client {run.index}: {len(got)} turns stored, {len(run.answers)} answered, "
-                            f"{turns} sent")
+                lost.append(f"client {run.index}: {len(got)} turns stored, {len(run.answers)} answered, {turns} sent")
             bad = [m["id"] for m in stored if m["status"] != "normal" or not m["answer"]]
             if bad:
                 lost.append(f"client {run.index}: unanswered turns {bad}")
@@ -308,12 +348,22 @@ def _verify(base_url: str, key: str, runs: list[ClientRun], turns: int) -> list[
     return lost
 
 
-def run_load(base_url: str, key: str, *, clients: int = 20, turns: int = 50, deadline: float = 600.0,
-             request_timeout: float = 120.0, server: ServerProcess | None = None) -> LoadResult:
+def run_load(
+    base_url: str,
+    key: str,
+    *,
+    clients: int = 20,
+    turns: int = 50,
+    deadline: float = 600.0,
+    request_timeout: float = 120.0,
+    server: ServerProcess | None = None,
+) -> LoadResult:
     runs = [ClientRun(index=i, streaming=i % 2 == 0) for i in range(clients)]
     stop_at = time.monotonic() + deadline
-    threads = [threading.Thread(target=_client, args=(base_url, key, run, turns, stop_at, request_timeout),
-                                daemon=True) for run in runs]
+    threads = [
+        threading.Thread(target=_client, args=(base_url, key, run, turns, stop_at, request_timeout), daemon=True)
+        for run in runs
+    ]
     cpu_before, machine_before = (server.cpu_seconds() if server else None), machine_cpu()
     started = time.perf_counter()
     for t in threads:
@@ -323,17 +373,28 @@ def run_load(base_url: str, key: str, *, clients: int = 20, turns: int = 50, dea
     seconds = time.perf_counter() - started
     cpu_after, machine_after = (server.cpu_seconds() if server else None), machine_cpu()
     server_cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
-    machine = (tuple(b - a for a, b in zip(machine_before, machine_after))
-               if machine_before is not None and machine_after is not None else None)
+    machine = (
+        tuple(b - a for a, b in zip(machine_before, machine_after))
+        if machine_before is not None and machine_after is not None
+        else None
+    )
     errors = [e for run in runs for e in run.errors]
     lost = _verify(base_url, key, runs, turns)
-    return LoadResult(clients=clients, turns=turns, seconds=seconds,
-                      latencies=[x for run in runs for x in run.latencies], errors=errors, lost=lost,
-                      server_cpu=server_cpu, machine=machine)
+    return LoadResult(
+        clients=clients,
+        turns=turns,
+        seconds=seconds,
+        latencies=[x for run in runs for x in run.latencies],
+        errors=errors,
+        lost=lost,
+        server_cpu=server_cpu,
+        machine=machine,
+    )
 
 
-def measure(db_url: str, *, clients: int = 20, turns: int = 50, deadline: float = 600.0,
-            workers: int = 1, root: Path = ROOT) -> LoadResult:
+def measure(
+    db_url: str, *, clients: int = 20, turns: int = 50, deadline: float = 600.0, workers: int = 1, root: Path = ROOT
+) -> LoadResult:
     _, key = prepare(db_url, root=root)
     with ServerProcess(db_url, workers=workers, root=root) as server:
         return run_load(server.base_url, key, clients=clients, turns=turns, deadline=deadline, server=server)
@@ -358,16 +419,18 @@ class Baseline:
         self.root = Path(self.tmp.name) / "baseline"
 
     def __enter__(self) -> Path:
-        done = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(self.root), self.rev],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(self.root), self.rev],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             self.tmp.cleanup()
             raise RuntimeError(f"cannot check out {self.rev}: {done.stderr.strip() or done.stdout.strip()}")
         return self.root
 
     def __exit__(self, *exc) -> None:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(self.root)],
-                       capture_output=True)
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(self.root)], capture_output=True)
         self.tmp.cleanup()
 
 
@@ -381,23 +444,25 @@ def targets(clients: int, turns: int, deadline: float, baseline: str | None = BA
     clean = lambda r: not r.errors and not r.lost and r.completed == clients * turns  # noqa: E731
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
-        lite = measure(f"sqlite:///{os.path.join(tmp, 'memlens.db')}", clients=clients, turns=turns,
-                       deadline=deadline)
+        lite = measure(f"sqlite:///{os.path.join(tmp, 'memlens.db')}", clients=clients, turns=turns, deadline=deadline)
     p95 = lite.percentile(95)
     ok &= clean(lite) and p95 < P95_TARGET_S
     print(f"sqlite, 1 worker: {lite.summary()}")
     if lite.cpu_summary():
         print(f"  {lite.cpu_summary()}")
-    print(f"  errors + lost or forked turns: {len(lite.errors) + len(lite.lost)} (target 0) {_verdict(clean(lite))}; "
-          f"p95 {p95:.2f} s = {p95 / P95_TARGET_S:.2f}× the {P95_TARGET_S:g} s target {_verdict(p95 < P95_TARGET_S)}")
+    print(
+        f"  errors + lost or forked turns: {len(lite.errors) + len(lite.lost)} (target 0) {_verdict(clean(lite))}; "
+        f"p95 {p95:.2f} s = {p95 / P95_TARGET_S:.2f}× the {P95_TARGET_S:g} s target {_verdict(p95 < P95_TARGET_S)}"
+    )
     cluster = Cluster().start()
     base: LoadResult | None = None
     try:
         if baseline:
             try:
                 with Baseline(baseline) as root:
-                    base = measure(cluster.create_database(), clients=clients, turns=turns, deadline=deadline,
-                                   root=root)
+                    base = measure(
+                        cluster.create_database(), clients=clients, turns=turns, deadline=deadline, root=root
+                    )
             except RuntimeError as e:
                 print(f"postgresql, baseline {baseline}: not measured ({e})")
         one = measure(cluster.create_database(), clients=clients, turns=turns, deadline=deadline)
@@ -420,20 +485,31 @@ def targets(clients: int, turns: int, deadline: float, baseline: str | None = BA
         # every core busy, the cores over the machine's CPU per turn is the most any worker count gets.
         machine_per_turn = two.machine[0] / two.completed
         ceiling = (os.cpu_count() or 1) / machine_per_turn
-        print(f"  with 2 workers a turn cost {dearer:.2f}× the server CPU it cost with 1; the machine was "
-              f"{two.machine[0] / (two.machine[0] + two.machine[1]):.0%} busy, at {machine_per_turn * 1000:.0f} ms "
-              f"of CPU per turn in all (clients, database and server): {os.cpu_count()} cores carry at most "
-              f"{ceiling:.1f} turns/s = {ceiling / one.throughput:.2f}× one worker")
+        print(
+            f"  with 2 workers a turn cost {dearer:.2f}× the server CPU it cost with 1; the machine was "
+            f"{two.machine[0] / (two.machine[0] + two.machine[1]):.0%} busy, at {machine_per_turn * 1000:.0f} ms "
+            f"of CPU per turn in all (clients, database and server): {os.cpu_count()} cores carry at most "
+            f"{ceiling:.1f} turns/s = {ceiling / one.throughput:.2f}× one worker"
+        )
     print(f"postgresql, 2 workers against 1: {two.throughput:.1f} / {one.throughput:.1f} turns/s = {scale:.2f}×")
     # The target: two workers at least twice the turns per second of the code it was set against,
     # measured in this run (without the baseline, against one worker of today's code).
     against, label = (base, f"the baseline {baseline}") if base is not None else (one, "1 worker")
     ratio = two.throughput / against.throughput if against.throughput else 0.0
     ok &= ratio >= SCALE_TARGET and (base is None or clean(base))
-    print(f"postgresql, 2 workers against {label}: {two.throughput:.1f} / {against.throughput:.1f} turns/s = "
-          f"{ratio:.2f}× (target ≥ {SCALE_TARGET:g}×) {_verdict(ratio >= SCALE_TARGET)}")
-    for line in (lite.errors + lite.lost + one.errors + one.lost + two.errors + two.lost
-                 + (base.errors + base.lost if base is not None else []))[:20]:
+    print(
+        f"postgresql, 2 workers against {label}: {two.throughput:.1f} / {against.throughput:.1f} turns/s = "
+        f"{ratio:.2f}× (target ≥ {SCALE_TARGET:g}×) {_verdict(ratio >= SCALE_TARGET)}"
+    )
+    for line in (
+        lite.errors
+        + lite.lost
+        + one.errors
+        + one.lost
+        + two.errors
+        + two.lost
+        + (base.errors + base.lost if base is not None else [])
+    )[:20]:
         print("  " + line)
     print("targets met" if ok else "TARGETS MISSED")
     return ok
@@ -446,20 +522,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--deadline", type=float, default=600.0, help="seconds before clients stop")
     parser.add_argument("--workers", type=int, default=1, help="server processes (more than 1: PostgreSQL)")
-    parser.add_argument("--targets", action="store_true",
-                        help="SQLite, then PostgreSQL on the baseline commit and with 1 and 2 workers, against the "
-                             "targets")
-    parser.add_argument("--baseline", default=BASELINE_REV,
-                        help=f"the commit --targets measures 2 workers against (default {BASELINE_REV}; "
-                             "'none': against 1 worker of this tree)")
+    parser.add_argument(
+        "--targets",
+        action="store_true",
+        help="SQLite, then PostgreSQL on the baseline commit and with 1 and 2 workers, against the targets",
+    )
+    parser.add_argument(
+        "--baseline",
+        default=BASELINE_REV,
+        help=f"the commit --targets measures 2 workers against (default {BASELINE_REV}; "
+        "'none': against 1 worker of this tree)",
+    )
     args = parser.parse_args(argv)
     if args.targets:
         baseline = None if args.baseline.lower() == "none" else args.baseline
         return 0 if targets(args.clients, args.turns, args.deadline, baseline) else 1
     with tempfile.TemporaryDirectory() as tmp:
         url = args.db or f"sqlite:///{os.path.join(tmp, 'memlens.db')}"
-        result = measure(url, clients=args.clients, turns=args.turns, deadline=args.deadline,
-                         workers=args.workers)
+        result = measure(url, clients=args.clients, turns=args.turns, deadline=args.deadline, workers=args.workers)
     backend = url.split(":", 1)[0].split("+", 1)[0]
     print(f"{backend}: {result.summary()}")
     if result.cpu_summary():

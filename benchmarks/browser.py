@@ -127,8 +127,9 @@ class Meter:
         self.requests.discard(request)
         self.request_ended = time.time()
 
-    def measure(self, action, ready=None, *, reruns: bool = True,
-                timeout: float | None = None) -> tuple[float, int, int, float]:
+    def measure(
+        self, action, ready=None, *, reruns: bool = True, timeout: float | None = None
+    ) -> tuple[float, int, int, float]:
         """Run ``action`` and wait until the page settles; (seconds, bytes received, DOM elements, the server's
         CPU seconds meanwhile).
 
@@ -185,6 +186,7 @@ def server_cpu(url: str):
             def used() -> float:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
                 return (int(fields[11]) + int(fields[12])) / tick
+
             return used
     return lambda: 0.0
 
@@ -241,7 +243,8 @@ def measure_size(browser, url: str, turns: int, repeats: int) -> dict[str, tuple
             figures = {f"{name}: load": meter.measure(lambda: page.goto(url + path), loaded(page, name, turns))}
             if name in PICKS:
                 figures[f"{name}: pick the stored conversation"] = meter.measure(
-                    lambda: pick_stored(page, PICKS[name]), picked(page, name, turns))
+                    lambda: pick_stored(page, PICKS[name]), picked(page, name, turns)
+                )
             if name == "Debugger":
                 figures.update(debugger_steps(page, meter, turns, i))
             page.close()
@@ -275,26 +278,37 @@ def debugger_steps(page, meter: Meter, turns: int, visit: int) -> dict[str, tupl
     inspect = page.get_by_test_id("stButton").filter(has_text="Inspect")  # one per answer, oldest first
     turn = turns - 1 - visit
     out["Debugger: inspect an earlier turn"] = meter.measure(
-        lambda: inspect.nth(inspect.count() - 2 - visit).click(), _text(page, rf"^Turn {turn} — "))
+        lambda: inspect.nth(inspect.count() - 2 - visit).click(), _text(page, rf"^Turn {turn} — ")
+    )
     variables = page.get_by_role("tabpanel", name="Variables")
     out["Debugger: switch to the Variables tab"] = meter.measure(
         lambda: page.get_by_role("tab", name="Variables").click(),
-        variables.get_by_text(re.compile(rf"^after turn {turn}:")), reruns=False)
+        variables.get_by_text(re.compile(rf"^after turn {turn}:")),
+        reruns=False,
+    )
     switchboard = page.get_by_role("tabpanel", name="Switchboard")
     meter.measure(lambda: page.get_by_role("tab", name="Switchboard").click(), switchboard, reruns=False)
-    window = switchboard.locator('[data-stale="false"][class*="-responder_window_turns"] input')  # its key names the node
+    window = switchboard.locator(
+        '[data-stale="false"][class*="-responder_window_turns"] input'
+    )  # its key names the node
 
     def change() -> None:
         window.fill(str(6 + visit))  # the flow sets 4
         window.press("Enter")
+
     out["Debugger: switchboard — change the Responder's window"] = meter.measure(
-        change, page.get_by_role("button", name=f"Re-run turn {turn} as a branch"))
+        change, page.get_by_role("button", name=f"Re-run turn {turn} as a branch")
+    )
     return out
 
 
 def _median(samples: list[tuple[float, int, int, float]]) -> tuple[float, int, int, float]:
-    return (statistics.median(s[0] for s in samples), int(statistics.median(s[1] for s in samples)),
-            int(statistics.median(s[2] for s in samples)), statistics.median(s[3] for s in samples))
+    return (
+        statistics.median(s[0] for s in samples),
+        int(statistics.median(s[1] for s in samples)),
+        int(statistics.median(s[2] for s in samples)),
+        statistics.median(s[3] for s in samples),
+    )
 
 
 def _turns(text: str) -> list[int]:
@@ -309,21 +323,35 @@ def _turns(text: str) -> list[int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--turns", type=_turns, default=[10, 1000, 10000],
-                    help="conversation lengths, the first one the baseline (default 10,1000,10000)")
-    ap.add_argument("--repeats", type=int, default=3,
-                    help="measured visits per page after one warm-up, their median printed (default 3)")
-    ap.add_argument("--fresh", type=int, default=3,
-                    help="fresh installs whose first page is measured, their median printed (default 3; 0: none)")
+    ap.add_argument(
+        "--turns",
+        type=_turns,
+        default=[10, 1000, 10000],
+        help="conversation lengths, the first one the baseline (default 10,1000,10000)",
+    )
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="measured visits per page after one warm-up, their median printed (default 3)",
+    )
+    ap.add_argument(
+        "--fresh",
+        type=int,
+        default=3,
+        help="fresh installs whose first page is measured, their median printed (default 3; 0: none)",
+    )
     args = ap.parse_args()
     from benchmarks.workload import seed_support_conversation
     from core.store import repo
     from core.store.db import Database
     from tests.browser import chromium, streamlit_server
 
-    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start: the machine may be "
-          "shared, so absolute times are noisy; the ratios against the first size come from the same run.",
-          flush=True)
+    print(
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start: the machine may be "
+        "shared, so absolute times are noisy; the ratios against the first size come from the same run.",
+        flush=True,
+    )
     base = args.turns[0]
     results: dict[int, dict] = {}
     firsts: list = []
@@ -350,29 +378,43 @@ def main() -> None:
 
 
 def report(results: dict[int, dict], base: int, size: int) -> None:
-    print(f"{size:,} turns" + (f" (ratios against {base:,} turns)" if size != base else "")
-          + f", medians of the measured visits, load average {os.getloadavg()[0]:.1f}:")
+    print(
+        f"{size:,} turns"
+        + (f" (ratios against {base:,} turns)" if size != base else "")
+        + f", medians of the measured visits, load average {os.getloadavg()[0]:.1f}:"
+    )
     width = max(map(len, results[size]))
-    print(f"  {'':{width}} {'time':>8} {'spread':>13} {'ratio':>6} {'server cpu':>10} {'received':>10} {'ratio':>6} "
-          f"{'elements':>9} {'ratio':>6}")
+    print(
+        f"  {'':{width}} {'time':>8} {'spread':>13} {'ratio':>6} {'server cpu':>10} {'received':>10} {'ratio':>6} "
+        f"{'elements':>9} {'ratio':>6}"
+    )
     for name, (sec, sent, elements, cpu) in results[size].items():
         b = results[base].get(name) if size != base else None
 
         def ratio(x, y):
             return "" if b is None else f"{x / y:5.1f}×" if y else "   –  "
+
         seen = [t for t, _ in SPREAD.get((size, name), [])]
         spread = f"{min(seen):5.2f}–{max(seen):5.2f}s" if seen else ""
-        print(f"  {name:{width}} {sec:7.2f}s {spread:>13} {ratio(sec, b and b[0]):>6} {cpu:9.2f}s {sent / 1e6:8.3f}MB "
-              f"{ratio(sent, b and b[1]):>6} {elements:9,} {ratio(elements, b and b[2]):>6}")
-    print(f"  targets: time ≤ {MAX_RATIO:g}× the {base:,}-turn case · ≤ {MAX_BYTES / 1e6:g} MB received · "
-          f"≤ {MAX_ELEMENTS:,} DOM elements", flush=True)
+        print(
+            f"  {name:{width}} {sec:7.2f}s {spread:>13} {ratio(sec, b and b[0]):>6} {cpu:9.2f}s {sent / 1e6:8.3f}MB "
+            f"{ratio(sent, b and b[1]):>6} {elements:9,} {ratio(elements, b and b[2]):>6}"
+        )
+    print(
+        f"  targets: time ≤ {MAX_RATIO:g}× the {base:,}-turn case · ≤ {MAX_BYTES / 1e6:g} MB received · "
+        f"≤ {MAX_ELEMENTS:,} DOM elements",
+        flush=True,
+    )
 
 
 def report_first_page(firsts: list) -> None:
     times, cpus = [f[0] for f in firsts], [f[3] for f in firsts]
-    print(f"\nfirst page of a fresh install ({len(firsts)} fresh installs): median {statistics.median(times):.2f} s "
-          f"(spread {min(times):.2f}–{max(times):.2f} s), server CPU median {statistics.median(cpus):.2f} s · target "
-          f"≤ {FIRST_PAGE_TARGET:g} s · load average {os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"\nfirst page of a fresh install ({len(firsts)} fresh installs): median {statistics.median(times):.2f} s "
+        f"(spread {min(times):.2f}–{max(times):.2f} s), server CPU median {statistics.median(cpus):.2f} s · target "
+        f"≤ {FIRST_PAGE_TARGET:g} s · load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
 
 
 def report_targets(results: dict[int, dict], size: int) -> None:
@@ -382,16 +424,22 @@ def report_targets(results: dict[int, dict], size: int) -> None:
         if step in results.get(size, {}):
             sec, _, _, cpu = results[size][step]
             seen = [t for t, _ in SPREAD.get((size, step), [])]
-            print(f"  {step}: {sec:.2f} s (spread {min(seen):.2f}–{max(seen):.2f} s), server CPU {cpu:.2f} s · "
-                  f"{'met' if sec <= STEP_TARGET else 'missed'}")
+            print(
+                f"  {step}: {sec:.2f} s (spread {min(seen):.2f}–{max(seen):.2f} s), server CPU {cpu:.2f} s · "
+                f"{'met' if sec <= STEP_TARGET else 'missed'}"
+            )
 
 
 def check_targets(results: dict[int, dict], size: int, firsts: list) -> list[str]:
-    failed = [f"{size:,} turns, {step}: {results[size][step][0]:.2f} s > {STEP_TARGET:g} s"
-              for step in STEPS_TARGETED if step in results.get(size, {}) and results[size][step][0] > STEP_TARGET]
+    failed = [
+        f"{size:,} turns, {step}: {results[size][step][0]:.2f} s > {STEP_TARGET:g} s"
+        for step in STEPS_TARGETED
+        if step in results.get(size, {}) and results[size][step][0] > STEP_TARGET
+    ]
     if firsts and statistics.median(f[0] for f in firsts) > FIRST_PAGE_TARGET:
-        failed.append(f"first page of a fresh install: {statistics.median(f[0] for f in firsts):.2f} s > "
-                      f"{FIRST_PAGE_TARGET:g} s")
+        failed.append(
+            f"first page of a fresh install: {statistics.median(f[0] for f in firsts):.2f} s > {FIRST_PAGE_TARGET:g} s"
+        )
     return failed
 
 

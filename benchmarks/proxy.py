@@ -66,8 +66,15 @@ def free_port() -> int:
 
 
 def start(args: list[str], env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen(args, cwd=ROOT, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.Popen(
+        args,
+        cwd=ROOT,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def wait_ready(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
@@ -113,6 +120,7 @@ async def load(base: str, clients: int, turns: int, tag: str) -> dict:
     latencies, firsts = [], []
     limits = httpx.Limits(max_connections=clients + 5, max_keepalive_connections=clients + 5)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+
         async def conversation(c: int) -> None:
             history = [{"role": "system", "content": "You are a support bot."}]
             for k in range(turns):
@@ -138,7 +146,7 @@ async def paired(bases: dict[str, str], turns: int, tag: str) -> dict[str, dict]
         for path, base in bases.items():
             await one_request(client, f"{base}/chat/completions", [{"role": "user", "content": f"{tag} warm-up"}])
         for k in range(turns):
-            for path in (list(bases) if k % 2 == 0 else list(reversed(list(bases)))):
+            for path in list(bases) if k % 2 == 0 else list(reversed(list(bases))):
                 history = histories[path]
                 history.append({"role": "user", "content": f"{tag} {path} question {k}: where is my order?"})
                 started = time.perf_counter()
@@ -169,8 +177,20 @@ def main() -> None:
     db_url = f"sqlite:///{folder / 'capture.db'}"
     stub_port, proxy_port = free_port(), free_port()
     stub = start([sys.executable, str(STUB), str(stub_port), str(args.delay), str(args.chunk_delay)])
-    proxy = start([sys.executable, "-m", "core", "proxy", "--upstream", f"http://127.0.0.1:{stub_port}/v1",
-                   "--port", str(proxy_port), "--db", db_url])
+    proxy = start(
+        [
+            sys.executable,
+            "-m",
+            "core",
+            "proxy",
+            "--upstream",
+            f"http://127.0.0.1:{stub_port}/v1",
+            "--port",
+            str(proxy_port),
+            "--db",
+            db_url,
+        ]
+    )
     try:
         wait_ready(f"http://127.0.0.1:{stub_port}/v1/models", stub)
         wait_ready(f"http://127.0.0.1:{proxy_port}/v1/models", proxy)
@@ -199,8 +219,9 @@ def main() -> None:
                         for name in pids:
                             used[name] += after[name] - before[name]
                     cpu[path] += out["requests"]
-                    merged = results.setdefault((path, clients), {"latency": [], "ttfb": [], "wall": 0.0,
-                                                                  "requests": 0, "measured": 0})
+                    merged = results.setdefault(
+                        (path, clients), {"latency": [], "ttfb": [], "wall": 0.0, "requests": 0, "measured": 0}
+                    )
                     merged["latency"] += out["latency"]
                     merged["ttfb"] += out["ttfb"]
                     merged["wall"] += out["wall"]
@@ -209,32 +230,41 @@ def main() -> None:
         for r in results.values():
             r["throughput"] = r["measured"] / r["wall"]
         answered = sum(results[("proxy", c)]["requests"] for c in (1, 20)) + 1  # + the readiness probe's model list
-        print(f"stand-in upstream: first byte after {args.delay * 1000:.0f} ms, 10 pieces {args.chunk_delay * 1000:.0f} ms "
-              f"apart; {args.turns} questions per client, streamed, history growing")
+        print(
+            f"stand-in upstream: first byte after {args.delay * 1000:.0f} ms, 10 pieces {args.chunk_delay * 1000:.0f} ms "
+            f"apart; {args.turns} questions per client, streamed, history growing"
+        )
         print(f"{'clients':>7}  {'path':<6} {'p50 ms':>8} {'p95 ms':>8} {'TTFB p50':>9} {'TTFB p95':>9} {'req/s':>8}")
         for clients in (1, 20):
             for path in ("direct", "proxy"):
                 r = results[(path, clients)]
-                print(f"{clients:>7}  {path:<6} {pct(r['latency'], .5):8.1f} {pct(r['latency'], .95):8.1f} "
-                      f"{pct(r['ttfb'], .5):9.1f} {pct(r['ttfb'], .95):9.1f} {r['throughput']:8.1f}")
+                print(
+                    f"{clients:>7}  {path:<6} {pct(r['latency'], 0.5):8.1f} {pct(r['latency'], 0.95):8.1f} "
+                    f"{pct(r['ttfb'], 0.5):9.1f} {pct(r['ttfb'], 0.95):9.1f} {r['throughput']:8.1f}"
+                )
         print()
         for clients in (1, 20):
             d, x = results[("direct", clients)], results[("proxy", clients)]
-            added50 = pct(x["latency"], .5) - pct(d["latency"], .5)
-            added95 = pct(x["latency"], .95) - pct(d["latency"], .95)
-            ttfb = pct(x["ttfb"], .5) - pct(d["ttfb"], .5)
-            print(f"{clients:>2} client(s): added latency p50 {added50:+.1f} ms (target ≤ 5: "
-                  f"{'met' if added50 <= 5 else 'NOT met'}), p95 {added95:+.1f} ms; TTFB p50 {ttfb:+.1f} ms "
-                  f"(target within 10: {'met' if abs(ttfb) <= 10 else 'NOT met'})")
+            added50 = pct(x["latency"], 0.5) - pct(d["latency"], 0.5)
+            added95 = pct(x["latency"], 0.95) - pct(d["latency"], 0.95)
+            ttfb = pct(x["ttfb"], 0.5) - pct(d["ttfb"], 0.5)
+            print(
+                f"{clients:>2} client(s): added latency p50 {added50:+.1f} ms (target ≤ 5: "
+                f"{'met' if added50 <= 5 else 'NOT met'}), p95 {added95:+.1f} ms; TTFB p50 {ttfb:+.1f} ms "
+                f"(target within 10: {'met' if abs(ttfb) <= 10 else 'NOT met'})"
+            )
         ratio = results[("proxy", 20)]["throughput"] / results[("direct", 20)]["throughput"]
         print(f"throughput at 20 clients: {ratio:.2f}× direct (target ≥ 0.8: {'met' if ratio >= 0.8 else 'NOT met'})")
         calls = cpu["proxy"]
-        print("CPU per proxied call: " + ", ".join(f"{name} {used[name] / calls * 1000:.2f} ms" for name in used)
-              + f"; the machine's load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        print(
+            "CPU per proxied call: "
+            + ", ".join(f"{name} {used[name] / calls * 1000:.2f} ms" for name in used)
+            + f"; the machine's load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+        )
         recorded, deadline = 0, time.monotonic() + 120
-        from core.store.db import Database
         from sqlalchemy import func, select
 
+        from core.store.db import Database
         from core.store.models import NodeRunRow
 
         expected = answered - 1  # the model list is forwarded, not recorded

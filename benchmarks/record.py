@@ -119,11 +119,22 @@ def inspect_newest(service, conversation_id: str) -> int:
         counter = counter_for(ledger.config.get("model") or "gpt-4o-mini")
         other = None
         if ledger.config.get("strategy") == "dify":
-            other = what_if_ledger(flow, conv, thread[-1], node_id,
-                                   {"fidelity": "documented" if ledger.config.get("fidelity") == "code" else "code"},
-                                   fidelity=fidelity)
-        receipt(runs[node_id], titles.get(node_id, node_id), exact=counter.exact, encoding=counter.encoding_name,
-                other=other, position=thread[-1])
+            other = what_if_ledger(
+                flow,
+                conv,
+                thread[-1],
+                node_id,
+                {"fidelity": "documented" if ledger.config.get("fidelity") == "code" else "code"},
+                fidelity=fidelity,
+            )
+        receipt(
+            runs[node_id],
+            titles.get(node_id, node_id),
+            exact=counter.exact,
+            encoding=counter.encoding_name,
+            other=other,
+            position=thread[-1],
+        )
         listed += len(ledger.entries)
     service.variables_at(conversation_id, newest, conversation=conv, flow=flow)
     transcript(conv, thread[-PAGE_TURNS:], thread[-1], ledgers, titles)
@@ -152,13 +163,16 @@ def history_panel(db_url: str, conversation_id: str) -> float:
 
 def reopen_cold(db_url: str, conversation_id: str) -> float:
     """Seconds to inspect the newest turn in a new process (its imports not counted)."""
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from benchmarks.record import inspect_newest; "
-            "from core.service.sessions import ConversationService; from core.store.db import Database; "
-            "import core.analysis.debug_view, core.flow.runtime; "
-            "t = time.perf_counter(); svc = ConversationService(Database(sys.argv[2])); "
-            "inspect_newest(svc, sys.argv[3]); print(time.perf_counter() - t)")
-    out = subprocess.run([sys.executable, "-c", code, str(ROOT), db_url, conversation_id], check=True,
-                         capture_output=True, text=True).stdout
+    code = (
+        "import sys, time; sys.path.insert(0, sys.argv[1]); from benchmarks.record import inspect_newest; "
+        "from core.service.sessions import ConversationService; from core.store.db import Database; "
+        "import core.analysis.debug_view, core.flow.runtime; "
+        "t = time.perf_counter(); svc = ConversationService(Database(sys.argv[2])); "
+        "inspect_newest(svc, sys.argv[3]); print(time.perf_counter() - t)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT), db_url, conversation_id], check=True, capture_output=True, text=True
+    ).stdout
     return float(out.strip().splitlines()[-1])
 
 
@@ -190,9 +204,9 @@ def verdict(ok: bool) -> str:
 
 def run(url: str, label: str, turns: int, progress: bool) -> bool:
     seconds, cpu, reference, build, conv_id = record(url, turns, progress)
-    early = statistics.fmean(seconds[EARLY[0] - 1:EARLY[1]])
+    early = statistics.fmean(seconds[EARLY[0] - 1 : EARLY[1]])
     late_first = turns - LATE_SPAN + 1
-    late = statistics.fmean(seconds[late_first - 1:])
+    late = statistics.fmean(seconds[late_first - 1 :])
     raw = late / early
     # The machine's speed drifts over the minute between the two spans (the same code has measured
     # 1.04× and 1.52× here): each span is divided by the reference turns recorded alternately with
@@ -202,26 +216,36 @@ def run(url: str, label: str, turns: int, progress: bool) -> bool:
     ratio = (late / ref_late) / (early / ref_early)
     # The same spans in this process's CPU time: on a machine shared with other work, the wall
     # clock of two spans minutes apart also measures how busy the machine was in each.
-    cpu_early, cpu_late = statistics.fmean(cpu[EARLY[0] - 1:EARLY[1]]), statistics.fmean(cpu[late_first - 1:])
+    cpu_early, cpu_late = statistics.fmean(cpu[EARLY[0] - 1 : EARLY[1]]), statistics.fmean(cpu[late_first - 1 :])
     cold = reopen_cold(url, conv_id)
     warm, listed = reopen_warm(url, conv_id)
     panel = history_panel(url, conv_id)
     print(f"{label}: one support-bot conversation of {turns:,} turns, demo model")
-    print(f"  (a) turns {late_first:,}–{turns:,}: {late * 1000:.1f} ms per turn = {late / ref_late:.2f}× the short "
-          f"conversation's turns recorded alternately with them ({ref_late * 1000:.1f} ms); turns "
-          f"{EARLY[0]}–{EARLY[1]}: {early * 1000:.1f} ms = {early / ref_early:.2f}× ({ref_early * 1000:.1f} ms); "
-          f"late against early: {ratio:.2f}× (target ≤ {RATIO_TARGET}×) {verdict(ratio <= RATIO_TARGET)}")
+    print(
+        f"  (a) turns {late_first:,}–{turns:,}: {late * 1000:.1f} ms per turn = {late / ref_late:.2f}× the short "
+        f"conversation's turns recorded alternately with them ({ref_late * 1000:.1f} ms); turns "
+        f"{EARLY[0]}–{EARLY[1]}: {early * 1000:.1f} ms = {early / ref_early:.2f}× ({ref_early * 1000:.1f} ms); "
+        f"late against early: {ratio:.2f}× (target ≤ {RATIO_TARGET}×) {verdict(ratio <= RATIO_TARGET)}"
+    )
     print(f"      by the wall clock alone: {raw:.2f}×")
-    print(f"      in this process's CPU time (not the target; the database server's work is not in it): "
-          f"{cpu_late * 1000:.1f} ms against {cpu_early * 1000:.1f} ms = {cpu_late / cpu_early:.2f}×")
-    print(f"  (b) building the {turns:,}-turn conversation: {build:.1f} s = {build / BUILD_TARGET_S:.2f}× "
-          f"the target of {BUILD_TARGET_S:.0f} s {verdict(build < BUILD_TARGET_S)}")
-    print(f"  (c) reopening it at its newest turn ({listed:,} ledger entries listed): cold {cold:.2f} s = "
-          f"{cold / COLD_TARGET_S:.2f}× the target of {COLD_TARGET_S:.0f} s {verdict(cold < COLD_TARGET_S)}; "
-          f"warm {warm:.3f} s = {warm / WARM_TARGET_S:.2f}× the target of {WARM_TARGET_S} s "
-          f"{verdict(warm < WARM_TARGET_S)}")
-    print(f"      not in (c): the Variables tab's table of every variable change ({turns:,} turns of a list that "
-          f"grows by one each turn) reads {panel:.2f} s more")
+    print(
+        f"      in this process's CPU time (not the target; the database server's work is not in it): "
+        f"{cpu_late * 1000:.1f} ms against {cpu_early * 1000:.1f} ms = {cpu_late / cpu_early:.2f}×"
+    )
+    print(
+        f"  (b) building the {turns:,}-turn conversation: {build:.1f} s = {build / BUILD_TARGET_S:.2f}× "
+        f"the target of {BUILD_TARGET_S:.0f} s {verdict(build < BUILD_TARGET_S)}"
+    )
+    print(
+        f"  (c) reopening it at its newest turn ({listed:,} ledger entries listed): cold {cold:.2f} s = "
+        f"{cold / COLD_TARGET_S:.2f}× the target of {COLD_TARGET_S:.0f} s {verdict(cold < COLD_TARGET_S)}; "
+        f"warm {warm:.3f} s = {warm / WARM_TARGET_S:.2f}× the target of {WARM_TARGET_S} s "
+        f"{verdict(warm < WARM_TARGET_S)}"
+    )
+    print(
+        f"      not in (c): the Variables tab's table of every variable change ({turns:,} turns of a list that "
+        f"grows by one each turn) reads {panel:.2f} s more"
+    )
     return ratio <= RATIO_TARGET and build < BUILD_TARGET_S and cold < COLD_TARGET_S and warm < WARM_TARGET_S
 
 

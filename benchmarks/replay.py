@@ -50,8 +50,9 @@ QUIET_DRIFT = 1.3
 DIFY = MemoryConfig(strategy="dify", window=50, model=MODEL, context_size=CONTEXT, plugin_token_counting=True)
 
 
-def replay_seconds(conv: Conversation, config: MemoryConfig, workers: int | None = None,
-                   counter: TokenCounter | None = None) -> tuple[float, int]:
+def replay_seconds(
+    conv: Conversation, config: MemoryConfig, workers: int | None = None, counter: TokenCounter | None = None
+) -> tuple[float, int]:
     """A full replay; by default with a private, empty count cache, so it pays its own tokenising."""
     counter = counter or TokenCounter(MODEL, shared=False, workers=workers)
     start = time.perf_counter()
@@ -87,7 +88,7 @@ def literal_dify_seconds(conv: Conversation, window: int, context: int) -> float
     start = time.perf_counter()
     for k in range(len(conv.turns)):
         history = []
-        for t in conv.turns[max(0, k - window):k]:
+        for t in conv.turns[max(0, k - window) : k]:
             history += [t.query, t.answer]
         rest = context - (len(encode(system)) + 3 + len(encode(conv.turns[k].query)) + 3 + 3)
 
@@ -121,9 +122,11 @@ def main() -> None:
     _encoding("o200k_base")  # load the encoding outside every measurement
     n_messages = sum(len(t.messages) for t in conv.turns)
     dify_cfg = DIFY
-    configs = {f"dify (window 50, {CONTEXT:,}-token context)": dify_cfg,
-               "window (N=20)": MemoryConfig(strategy="window", window=20, model=MODEL),
-               "buffer": MemoryConfig(strategy="buffer", model=MODEL)}
+    configs = {
+        f"dify (window 50, {CONTEXT:,}-token context)": dify_cfg,
+        "window (N=20)": MemoryConfig(strategy="window", window=20, model=MODEL),
+        "buffer": MemoryConfig(strategy="buffer", model=MODEL),
+    }
     cores = _cores()
 
     # The machine is shared, and its speed drifts within seconds (the same floor pass took 0.19 s
@@ -151,27 +154,40 @@ def main() -> None:
             replay_seconds(conv, cfg, counter=counter)
         per_config = (time.perf_counter() - start) / len(configs)
         shared.append((around(per_config), per_config))
-    print(f"conversation: {args.turns:,} turns, {n_messages:,} messages; median of {args.repeat} runs each; "
-          f"{cores} core(s)")
-    print(f"(a) floor — tiktoken encodes every message once, one thread: {min(floors):.3f}–{max(floors):.3f} s "
-          f"over the run (each replay below is divided by the mean of the floor passes just before and after it)")
+    print(
+        f"conversation: {args.turns:,} turns, {n_messages:,} messages; median of {args.repeat} runs each; "
+        f"{cores} core(s)"
+    )
+    print(
+        f"(a) floor — tiktoken encodes every message once, one thread: {min(floors):.3f}–{max(floors):.3f} s "
+        f"over the run (each replay below is divided by the mean of the floor passes just before and after it)"
+    )
     drift = max(floors) / min(floors)
     if drift > QUIET_DRIFT:
-        print(f"    the machine was not quiet: the same floor pass took up to {drift:.1f}× its quickest time during "
-              f"this run, so the ratios below are looser than a quiet run's (where it stays within {QUIET_DRIFT}×)")
+        print(
+            f"    the machine was not quiet: the same floor pass took up to {drift:.1f}× its quickest time during "
+            f"this run, so the ratios below are looser than a quiet run's (where it stays within {QUIET_DRIFT}×)"
+        )
     ok = True
     for label in configs:
         for workers, target in ((cores, 1.0), (1, 1.25)):
             ratio, seconds, dropped = _median(results[label, workers])
             met = ratio <= target
             ok &= met
-            print(f"(b) replay {label}, {workers} core(s), from cold: {seconds:.3f} s = {ratio:.2f}× floor "
-                  f"(target ≤ {target}×) {'met' if met else 'NOT met'}"
-                  + (f"; {dropped / args.turns:,.0f} earlier messages left out per turn on average"
-                     if workers == 1 else ""))
+            print(
+                f"(b) replay {label}, {workers} core(s), from cold: {seconds:.3f} s = {ratio:.2f}× floor "
+                f"(target ≤ {target}×) {'met' if met else 'NOT met'}"
+                + (
+                    f"; {dropped / args.turns:,.0f} earlier messages left out per turn on average"
+                    if workers == 1
+                    else ""
+                )
+            )
     ratio, per_config = _median(shared)
-    print(f"(c) the {len(configs)} configs sharing one count cache: {per_config:.3f} s per config = "
-          f"{ratio:.2f}× floor (target ≤ 1.0×) {'met' if ratio <= 1 else 'NOT met'}")
+    print(
+        f"(c) the {len(configs)} configs sharing one count cache: {per_config:.3f} s per config = "
+        f"{ratio:.2f}× floor (target ≤ 1.0×) {'met' if ratio <= 1 else 'NOT met'}"
+    )
     ok &= ratio <= 1
 
     head = Conversation(id="head", turns=conv.turns[: args.baseline_turns], system_prompt=conv.system_prompt)
@@ -179,25 +195,38 @@ def main() -> None:
     ours, _ = min(replay_seconds(head, dify_cfg) for _ in range(args.repeat))
     speedup = literal / ours
     ok &= speedup >= 50
-    pruned = sum(1 for s in Replay(head, dify_cfg).summaries() if s.budget is not None and s.history_tokens and
-                 s.kept < 2 * min(50, s.turn - 1))
+    pruned = sum(
+        1
+        for s in Replay(head, dify_cfg).summaries()
+        if s.budget is not None and s.history_tokens and s.kept < 2 * min(50, s.turn - 1)
+    )
     print(f"    the budget pruned history on {pruned:,} of the first {args.baseline_turns:,} turns")
-    print(f"(d) first {args.baseline_turns:,} turns, dify window 50: literal loop {literal:.3f} s, "
-          f"ours {ours:.4f} s = {speedup:.0f}× faster (target ≥ 50×) {'met' if speedup >= 50 else 'NOT met'}")
+    print(
+        f"(d) first {args.baseline_turns:,} turns, dify window 50: literal loop {literal:.3f} s, "
+        f"ours {ours:.4f} s = {speedup:.0f}× faster (target ≥ 50×) {'met' if speedup >= 50 else 'NOT met'}"
+    )
 
-    child = subprocess.run([sys.executable, __file__, "--memory-child", "--turns", str(args.turns)],
-                           capture_output=True, text=True, check=True)
+    child = subprocess.run(
+        [sys.executable, __file__, "--memory-child", "--turns", str(args.turns)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     mem = json.loads(child.stdout)
     ratio = mem["peak"] / mem["text"]
     ok &= ratio < 3
-    mb = 2 ** 20
-    print(f"(e) peak memory of building and replaying {args.turns:,} turns: {mem['peak'] / mb:.1f} MB over the "
-          f"interpreter's {mem['baseline'] / mb:.0f} MB (tiktoken and the model map loaded) = {ratio:.2f}× its "
-          f"{mem['text'] / mb:.1f} MB of text (target < 3×) {'met' if ratio < 3 else 'NOT met'}")
-    print(f"    of which the built conversation holds {mem['conversation'] / mb:.1f} MB "
-          f"({mem['conversation'] / mem['text']:.2f}× its text: a Python object, ref and id per message) and the "
-          f"replay adds at most {(mem['peak'] - mem['conversation']) / mb:.1f} MB "
-          f"({(mem['peak'] - mem['conversation']) / mem['text']:.2f}× the text)")
+    mb = 2**20
+    print(
+        f"(e) peak memory of building and replaying {args.turns:,} turns: {mem['peak'] / mb:.1f} MB over the "
+        f"interpreter's {mem['baseline'] / mb:.0f} MB (tiktoken and the model map loaded) = {ratio:.2f}× its "
+        f"{mem['text'] / mb:.1f} MB of text (target < 3×) {'met' if ratio < 3 else 'NOT met'}"
+    )
+    print(
+        f"    of which the built conversation holds {mem['conversation'] / mb:.1f} MB "
+        f"({mem['conversation'] / mem['text']:.2f}× its text: a Python object, ref and id per message) and the "
+        f"replay adds at most {(mem['peak'] - mem['conversation']) / mb:.1f} MB "
+        f"({(mem['peak'] - mem['conversation']) / mem['text']:.2f}× the text)"
+    )
     if cores > 1:
         texts = [m.content for t in conv.turns for m in t.messages]
         split = []
@@ -210,8 +239,10 @@ def main() -> None:
                 timed.append(time.perf_counter() - start)
             split.append((timed[1] / timed[0], *timed))
         ratio, one, many = _median(split)
-        print(f"(f) tokenising every text split across {cores} processes: {many:.3f} s = {ratio:.2f}× this "
-              f"process alone, {one:.3f} s (by default a long batch goes to {encoding_workers()} process(es) here)")
+        print(
+            f"(f) tokenising every text split across {cores} processes: {many:.3f} s = {ratio:.2f}× this "
+            f"process alone, {one:.3f} s (by default a long batch goes to {encoding_workers()} process(es) here)"
+        )
     print("targets met" if ok else "TARGETS MISSED")
 
 

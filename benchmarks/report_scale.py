@@ -57,6 +57,7 @@ class Children:
 
     def __init__(self):
         import resource
+
         self._resource = resource
         self.cpu = self._cpu()
 
@@ -70,8 +71,13 @@ class Children:
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
             start = time.perf_counter()
-            proc = subprocess.Popen([sys.executable, "-m", "core", *args], cwd=ROOT, env=env,
-                                    stdout=open(out, "w") if out is not None else stdout, stderr=stderr)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "core", *args],
+                cwd=ROOT,
+                env=env,
+                stdout=open(out, "w") if out is not None else stdout,
+                stderr=stderr,
+            )
             # wait4 gives this child's own peak memory (RUSAGE_CHILDREN keeps the largest of them all).
             _, status, usage = os.wait4(proc.pid, 0)
             proc.returncode = os.waitstatus_to_exitcode(status)
@@ -120,8 +126,12 @@ def main() -> None:
         for turns in args.turns:
             r = measure(turns, work, children)
             results.append(r)
-            sizes = {"import": f"file {r['file_mb']:.1f} MB", "report": f"HTML {r['html_mb']:.1f} MB",
-                     "export": f"export {r['export_mb']:.1f} MB", "reimport": "the export, imported back"}
+            sizes = {
+                "import": f"file {r['file_mb']:.1f} MB",
+                "report": f"HTML {r['html_mb']:.1f} MB",
+                "export": f"export {r['export_mb']:.1f} MB",
+                "reimport": "the export, imported back",
+            }
             for step in ("import", "report", "export", "reimport"):
                 wall, cpu, peak = r[step]
                 print(f"{turns:>8,}  {step:<9} {wall:>8.1f} {cpu:>8.1f} {peak:>8.0f}  {sizes[step]}")
@@ -129,10 +139,12 @@ def main() -> None:
     if 10_000 in by_turns and 100_000 in by_turns:
         small, big = by_turns[10_000]["report"], by_turns[100_000]["report"]
         ratio = big[1] / small[1]
-        print(f"report, 100,000 against 10,000 turns: {ratio:.1f}× the CPU time ({big[0] / small[0]:.1f}× the wall "
-              f"time; target at most {TIME_RATIO_TARGET}×: {'met' if ratio <= TIME_RATIO_TARGET else 'NOT met'}); "
-              f"peak {big[2]:,.0f} MB (target at most {MEMORY_TARGET_MB:,} MB: "
-              f"{'met' if big[2] <= MEMORY_TARGET_MB else 'NOT met'})")
+        print(
+            f"report, 100,000 against 10,000 turns: {ratio:.1f}× the CPU time ({big[0] / small[0]:.1f}× the wall "
+            f"time; target at most {TIME_RATIO_TARGET}×: {'met' if ratio <= TIME_RATIO_TARGET else 'NOT met'}); "
+            f"peak {big[2]:,.0f} MB (target at most {MEMORY_TARGET_MB:,} MB: "
+            f"{'met' if big[2] <= MEMORY_TARGET_MB else 'NOT met'})"
+        )
 
 
 if __name__ == "__main__":

@@ -28,8 +28,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-TARGETS = {"first load of a fresh install": 5.0, "Inspect (warm)": 0.5, "Present step (warm)": 0.5,
-           "Re-run a turn as a branch": 3.0}
+TARGETS = {
+    "first load of a fresh install": 5.0,
+    "Inspect (warm)": 0.5,
+    "Present step (warm)": 0.5,
+    "Re-run a turn as a branch": 3.0,
+}
 
 
 def timed(fn, repeat: int = 1) -> float:
@@ -44,10 +48,12 @@ def timed(fn, repeat: int = 1) -> float:
 def main() -> None:
     baseline_app = AppTest.from_string("import streamlit as st\nst.title('x')\nst.write('y')", default_timeout=60)
     baseline_app.run()  # pays Streamlit's imports once
-    baseline = timed(lambda: AppTest.from_string("import streamlit as st\nst.title('x')", default_timeout=60).run(),
-                     repeat=5)
+    baseline = timed(
+        lambda: AppTest.from_string("import streamlit as st\nst.title('x')", default_timeout=60).run(), repeat=5
+    )
 
     from core.llm.client import _litellm
+
     _litellm()  # the app warms litellm up in the background at start; here, up front
 
     results: dict[str, float] = {}
@@ -82,7 +88,8 @@ def main() -> None:
 
         svc = ConversationService(Database(os.environ["MEMLENS_DATABASE_URL"]))
         results["Re-run a turn as a branch"] = timed(
-            lambda: svc.rerun_from(conv_id, rows[5]["id"], {"responder": {"window": 6}}), repeat=3)
+            lambda: svc.rerun_from(conv_id, rows[5]["id"], {"responder": {"window": 6}}), repeat=3
+        )
 
     print(f"baseline — a trivial Streamlit script run: {baseline * 1000:.0f} ms")
     for name, seconds in results.items():

@@ -41,8 +41,15 @@ def build_store(path: Path, turns: int) -> None:
     state = ConversationState.new(flow)
     records = []
     start = time.perf_counter()
-    facts = ["Hi, I'm Dana.", "My order number is 4411.", "I'm vegetarian.", "Where is my parcel?",
-             "What's my name?", "Can you change the delivery address?", "What is my order number?"]
+    facts = [
+        "Hi, I'm Dana.",
+        "My order number is 4411.",
+        "I'm vegetarian.",
+        "Where is my parcel?",
+        "What's my name?",
+        "Can you change the delivery address?",
+        "What is my order number?",
+    ]
     for i in range(turns):
         record = run_turn(flow, state, f"{facts[i % len(facts)]} (message {i})", llm=DemoClient())
         records.append(record)
@@ -54,9 +61,16 @@ def build_store(path: Path, turns: int) -> None:
     conv = service.start(version.flow_id, name=f"{turns:,}-turn support conversation")
     for record in records:
         repo.save_turn(db, conv.id, turn_from_record(record, version.id))
-    repo.write_variable_changes(db, conv.id, [{"name": k, "old": None, "new": v, "operation": "import",
-                                               "node_id": "bench"} for k, v in state.variables.items()],
-                                turn_id=None, turn_seq=None)
+    repo.write_variable_changes(
+        db,
+        conv.id,
+        [
+            {"name": k, "old": None, "new": v, "operation": "import", "node_id": "bench"}
+            for k, v in state.variables.items()
+        ],
+        turn_id=None,
+        turn_seq=None,
+    )
     repo.set_setting(db, "demo.seeded", True)  # open straight on this conversation
     db.dispose()
 
@@ -112,8 +126,10 @@ def main() -> None:
     median = statistics.median(warm)
     print(f"debugger page, {len(turns):,}-turn conversation ({shown} chat messages shown):")
     print(f"  cold first run:            {cold:.2f} s ({cold / baseline:.1f}× the baseline)")
-    print(f"  warm rerun (median of {args.reruns}): {median:.3f} s ({median / baseline:.1f}× the baseline); "
-          f"target < 1 s: {'met' if median < 1 else 'MISSED'}")
+    print(
+        f"  warm rerun (median of {args.reruns}): {median:.3f} s ({median / baseline:.1f}× the baseline); "
+        f"target < 1 s: {'met' if median < 1 else 'MISSED'}"
+    )
     print(f"  inspect another turn:      {inspect:.3f} s, then {inspect_warm:.3f} s warm")
     print(f"  baseline — warm rerun of the ledger explorer page: {baseline:.3f} s")
 

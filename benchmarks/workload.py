@@ -12,9 +12,11 @@ import time
 from core.model.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn
 from core.model.tokens import TokenCounter, _encoding
 
-WORDS = ("memory window token budget turn branch answer query model context node ledger history kept dropped "
-         "reason tool result summary thread user assistant system prompt Lisbon Dana order vegetarian booking "
-         "number 4411 7730 train palace sea coast evening morning ticket reference colour green window").split()
+WORDS = (
+    "memory window token budget turn branch answer query model context node ledger history kept dropped "
+    "reason tool result summary thread user assistant system prompt Lisbon Dana order vegetarian booking "
+    "number 4411 7730 train palace sea coast evening morning ticket reference colour green window"
+).split()
 
 
 def build_conversation(turns: int, seed: int = 7, facts: tuple[str, ...] = ()) -> Conversation:
@@ -37,8 +39,15 @@ def build_conversation(turns: int, seed: int = 7, facts: tuple[str, ...] = ()) -
             msgs.append(Message("tool", text(30, 300), TOOL_RESULT, f"{mid}:result", tool_call_id=call.id))
         msgs.append(Message("assistant", text(25, 400), ANSWER, f"{mid}:answer"))
         # The parent's id is its very string, as the readers make it (conversation.with_shared_ids).
-        out.append(Turn(id=mid, parent_id=out[-1].id if i else None, messages=tuple(msgs), query_index=0,
-                        answer_index=len(msgs) - 1))
+        out.append(
+            Turn(
+                id=mid,
+                parent_id=out[-1].id if i else None,
+                messages=tuple(msgs),
+                query_index=0,
+                answer_index=len(msgs) - 1,
+            )
+        )
     return Conversation(id="bench", turns=out, system_prompt="You are a helpful assistant.")
 
 
@@ -54,8 +63,15 @@ def floor_seconds(conv: Conversation, model: str) -> float:
 
 # -- a long recorded conversation in the store, for the page benchmarks and their tests --------------------
 
-SUPPORT_QUERIES = ("Hi, I'm Dana.", "My order number is 4411.", "I'm vegetarian.", "Where is my parcel?",
-                   "What's my name?", "Can you change the delivery address?", "What is my order number?")
+SUPPORT_QUERIES = (
+    "Hi, I'm Dana.",
+    "My order number is 4411.",
+    "I'm vegetarian.",
+    "Where is my parcel?",
+    "What's my name?",
+    "Can you change the delivery address?",
+    "What is my order number?",
+)
 RECORDED = 8  # turns run for real: the support bot's window and answer footer are steady from turn 6
 
 
@@ -90,8 +106,7 @@ def seed_support_conversation(db, turns: int, *, name: str | None = None) -> str
     state = ConversationState.new(flow)
     template, refs = None, []
     for i in range(min(turns, RECORDED)):
-        record = run_turn(flow, state, f"{SUPPORT_QUERIES[i % len(SUPPORT_QUERIES)]} (message {i})",
-                          llm=DemoClient())
+        record = run_turn(flow, state, f"{SUPPORT_QUERIES[i % len(SUPPORT_QUERIES)]} (message {i})", llm=DemoClient())
         state = state.apply(record)
         template = turn_from_record(record, version.id)
         repo.save_turn(db, conv.id, template)
@@ -105,8 +120,15 @@ def seed_support_conversation(db, turns: int, *, name: str | None = None) -> str
         query = f"{SUPPORT_QUERIES[i % len(SUPPORT_QUERIES)]} (message {i})"
         turn = json.loads(stamp)  # a fresh copy, faster than deepcopy
         turn_id = str(uuid.uuid4())
-        turn.update(id=turn_id, parent_id=parent, turn=n, dialogue_count=n, query=query, created_at=start + i,
-                    answer=template["answer"].replace(old_query, query).replace(f"(Turn {RECORDED} ", f"(Turn {n} "))
+        turn.update(
+            id=turn_id,
+            parent_id=parent,
+            turn=n,
+            dialogue_count=n,
+            query=query,
+            created_at=start + i,
+            answer=template["answer"].replace(old_query, query).replace(f"(Turn {RECORDED} ", f"(Turn {n} "),
+        )
         for run in turn["node_runs"]:
             for m in run.get("prompt") or []:
                 if m.get("content") == old_query:
@@ -119,16 +141,23 @@ def seed_support_conversation(db, turns: int, *, name: str | None = None) -> str
             if run.get("outputs", {}).get("answer"):
                 run["outputs"]["answer"] = turn["answer"]
         batch.append(turn)
-        changes.append([{"name": "turn_count", "old": n - 1, "new": n, "operation": "+=", "node_id": "log"},
-                        {"name": "last_topic", "old": "other", "new": "other", "operation": "over-write",
-                         "node_id": "log"}])
+        changes.append(
+            [
+                {"name": "turn_count", "old": n - 1, "new": n, "operation": "+=", "node_id": "log"},
+                {"name": "last_topic", "old": "other", "new": "other", "operation": "over-write", "node_id": "log"},
+            ]
+        )
         if len(batch) == 1000 or n == turns:
             repo.save_turns(db, conv.id, batch, changes)
             batch, changes = [], []
         parent = turn_id
     if turns > RECORDED:
         topics = state.variables.get("topics", []) + ["other"] * (turns - RECORDED)
-        repo.write_variable_changes(db, conv.id, [{"name": "topics", "old": None, "new": topics,
-                                                   "operation": "over-write", "node_id": "log"}],
-                                    turn_id=parent, turn_seq=turns)
+        repo.write_variable_changes(
+            db,
+            conv.id,
+            [{"name": "topics", "old": None, "new": topics, "operation": "over-write", "node_id": "log"}],
+            turn_id=parent,
+            turn_seq=turns,
+        )
     return conv.id

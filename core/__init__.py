@@ -11,8 +11,9 @@ from typing import Any, Callable, Mapping
 __version__ = "1.0.0"
 
 
-def public_api(package: str, homes: Mapping[str, tuple[str, ...]], *, modules: tuple[str, ...] = (),
-               here: tuple[str, ...] = ()) -> tuple[list[str], Callable[[str], Any]]:
+def public_api(
+    package: str, homes: Mapping[str, tuple[str, ...]], *, modules: tuple[str, ...] = (), here: tuple[str, ...] = ()
+) -> tuple[list[str], Callable[[str], Any]]:
     """A package's public names (its ``__all__``) and the ``__getattr__`` that loads each from its module.
 
     ``homes`` maps each module of the package to the names it gives the other packages, ``ui/`` and

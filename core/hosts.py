@@ -93,9 +93,11 @@ def allowed_hosts(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     for entry in raw.replace(",", " ").split():
         name = _bare(entry[1:-1] if entry.startswith("[") and entry.endswith("]") else entry)
         if name is None:
-            raise HostsError(f"{ALLOWED_HOSTS_ENV}: {entry[:100]!r} is not a host name or address; list bare names "
-                             f"or addresses, e.g. {ALLOWED_HOSTS_ENV}=memlens.example.com,10.0.0.5 (no scheme, "
-                             "port or path)")
+            raise HostsError(
+                f"{ALLOWED_HOSTS_ENV}: {entry[:100]!r} is not a host name or address; list bare names "
+                f"or addresses, e.g. {ALLOWED_HOSTS_ENV}=memlens.example.com,10.0.0.5 (no scheme, "
+                "port or path)"
+            )
         out.append(name)
     return tuple(out)
 
@@ -115,9 +117,11 @@ def host_allowed(host: str | None, allowed: Iterable[str] | None = None) -> bool
 def refusal(host: str | None) -> str:
     """What a refused request is told, in one line: what was wrong and what to do."""
     shown = repr(host[:100]) if host else "no Host header"
-    return (f"MemLens answers requests for localhost, 127.0.0.1 or ::1 only, and for the hosts in "
-            f"{ALLOWED_HOSTS_ENV}; this one came for {shown}. Open MemLens as http://localhost:<port>, or add "
-            f"the name to {ALLOWED_HOSTS_ENV} to share it (see docs/security.md).")
+    return (
+        f"MemLens answers requests for localhost, 127.0.0.1 or ::1 only, and for the hosts in "
+        f"{ALLOWED_HOSTS_ENV}; this one came for {shown}. Open MemLens as http://localhost:<port>, or add "
+        f"the name to {ALLOWED_HOSTS_ENV} to share it (see docs/security.md)."
+    )
 
 
 def _header(scope: Mapping[str, Any], name: bytes) -> str | None:
@@ -132,10 +136,17 @@ def plain_refusal(message: str):
     body = message.encode("utf-8")
 
     async def answer(scope, receive, send) -> None:
-        await send({"type": "http.response.start", "status": 403,
-                    "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                (b"content-length", str(len(body)).encode()),
-                                (b"x-content-type-options", b"nosniff")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 403,
+                "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     return answer
@@ -148,8 +159,7 @@ class HostCheck:
     can send one). ``allowed`` is read once, when the middleware is made: a bad entry stops the
     server from starting instead of refusing every request later."""
 
-    def __init__(self, app, *, allowed: Iterable[str] | None = None,
-                 answer: Callable[[str], Any] = plain_refusal):
+    def __init__(self, app, *, allowed: Iterable[str] | None = None, answer: Callable[[str], Any] = plain_refusal):
         self.app = app
         self.allowed = frozenset(allowed_hosts() if allowed is None else allowed)
         self.answer = answer
@@ -173,11 +183,21 @@ class HostCheck:
 
 def _as_websocket_denial(send):
     """``send`` for an HTTP answer given to a websocket handshake (ASGI's websocket denial response)."""
+
     async def denial(message: dict) -> None:
         await send({**message, "type": message["type"].replace("http.", "websocket.http.", 1)})
 
     return denial
 
 
-__all__ = ["ALLOWED_HOSTS_ENV", "HostCheck", "HostsError", "allowed_hosts", "host_allowed", "host_name",
-           "is_loopback", "plain_refusal", "refusal"]
+__all__ = [
+    "ALLOWED_HOSTS_ENV",
+    "HostCheck",
+    "HostsError",
+    "allowed_hosts",
+    "host_allowed",
+    "host_name",
+    "is_loopback",
+    "plain_refusal",
+    "refusal",
+]

@@ -69,34 +69,64 @@ class Limit:
         if value < 1:
             logging.getLogger("memlens.limits").warning(
                 "%s=%r is not a whole number of at least 1; using the default, %s %s",
-                self.env, raw, self.default, self.unit)
+                self.env,
+                raw,
+                self.default,
+                self.unit,
+            )
             return self.default
         return value
 
 
 #: Every limit (the "Limits" table of docs/security.md lists each one's variable).
 LIMITS = (
-    Limit("import_size", "MEMLENS_MAX_IMPORT_MB", 50, "MB",
-          "size of a file to import or read (transcripts, MemLens exports, report bundles, uploads)"),
+    Limit(
+        "import_size",
+        "MEMLENS_MAX_IMPORT_MB",
+        50,
+        "MB",
+        "size of a file to import or read (transcripts, MemLens exports, report bundles, uploads)",
+    ),
     Limit("request_size", "MEMLENS_MAX_REQUEST_BYTES", MB, "bytes", "body of one API request"),
     # A model call carries its whole history (and any images in it): far more than a Service API request.
     Limit("proxy_request_size", "MEMLENS_MAX_PROXY_MB", 32, "MB", "body of one model call through the capture proxy"),
     Limit("query_length", "MEMLENS_MAX_QUERY_CHARS", 100_000, "characters", "one query sent to a flow"),
-    Limit("depth", "MEMLENS_MAX_DEPTH", 100, "levels",
-          "nesting of JSON and YAML values (files, API bodies, inputs, variable values)"),
-    Limit("yaml_nodes", "MEMLENS_MAX_YAML_NODES", 1_000_000, "nodes",
-          "size of a YAML document once its aliases are expanded (flow files, Dify DSL)"),
+    Limit(
+        "depth",
+        "MEMLENS_MAX_DEPTH",
+        100,
+        "levels",
+        "nesting of JSON and YAML values (files, API bodies, inputs, variable values)",
+    ),
+    Limit(
+        "yaml_nodes",
+        "MEMLENS_MAX_YAML_NODES",
+        1_000_000,
+        "nodes",
+        "size of a YAML document once its aliases are expanded (flow files, Dify DSL)",
+    ),
     # The biggest real Dify DSL export we know is ~100 KB.
     Limit("flow_size", "MEMLENS_MAX_FLOW_MB", 5, "MB", "size of a flow file (MemLens flow or Dify DSL)"),
     # A report's memory grows with the turns; at this many it still fits a laptop (benchmarks/report_scale.py).
-    Limit("turns", "MEMLENS_MAX_TURNS", 100_000, "turns",
-          "turns of one conversation imported, reported on or compared"),
+    Limit(
+        "turns", "MEMLENS_MAX_TURNS", 100_000, "turns", "turns of one conversation imported, reported on or compared"
+    ),
     # About 250,000 tokens: more than most models' context; a long tool result fits.
-    Limit("message_size", "MEMLENS_MAX_MESSAGE_CHARS", 1_000_000, "characters",
-          "one message of a conversation read from a file or an export"),
-    Limit("fact_checks", "MEMLENS_MAX_FACT_CHECKS", 20_000_000, "checks",
-          "facts × turns × configs a comparison of a branched conversation asks (one that never branched "
-          "costs its changes only)"),
+    Limit(
+        "message_size",
+        "MEMLENS_MAX_MESSAGE_CHARS",
+        1_000_000,
+        "characters",
+        "one message of a conversation read from a file or an export",
+    ),
+    Limit(
+        "fact_checks",
+        "MEMLENS_MAX_FACT_CHECKS",
+        20_000_000,
+        "checks",
+        "facts × turns × configs a comparison of a branched conversation asks (one that never branched "
+        "costs its changes only)",
+    ),
 )
 _BY_NAME = {limit.name: limit for limit in LIMITS}
 
@@ -164,12 +194,15 @@ def check_file_size(size: int, name: str, max_bytes: int | None = None) -> None:
     """Refuse a file (or upload) over the import size, before it is read or parsed."""
     cap = MAX_IMPORT_BYTES if max_bytes is None else max_bytes
     if size > cap:
-        raise TooLargeError(f"{name} is {_size(size)}; MemLens imports files up to {_size(cap)} — split it "
-                            f"into smaller files (or raise {limit('import_size').env})")
+        raise TooLargeError(
+            f"{name} is {_size(size)}; MemLens imports files up to {_size(cap)} — split it "
+            f"into smaller files (or raise {limit('import_size').env})"
+        )
 
 
-def read_bytes(path: Path, error: Callable[[str], Exception], expected: str,
-               check_size: Callable[[int], None] | None = None) -> bytes:
+def read_bytes(
+    path: Path, error: Callable[[str], Exception], expected: str, check_size: Callable[[int], None] | None = None
+) -> bytes:
     """A file's bytes, its size passed to ``check_size`` before it is read. A missing file, a directory
     or a file that cannot be read raises ``error(message)`` in one line ("… is a directory; expected
     {expected}")."""
@@ -190,24 +223,30 @@ def read_bytes(path: Path, error: Callable[[str], Exception], expected: str,
 def check_export_size(size: int, name: str) -> None:
     """Refuse a MemLens conversation export over :data:`MAX_EXPORT_BYTES`, before it is read."""
     if size > MAX_EXPORT_BYTES:
-        raise TooLargeError(f"{name} is {_size(size)}; MemLens reads conversation exports up to "
-                            f"{_size(MAX_EXPORT_BYTES)} (twice the import size, {limit('import_size').env}, plus "
-                            f"{EXPORT_TURN_BYTES:,} bytes for each of the {MAX_TURNS:,} turns a conversation may hold, "
-                            f"{limit('turns').env}) — raise those to read it")
+        raise TooLargeError(
+            f"{name} is {_size(size)}; MemLens reads conversation exports up to "
+            f"{_size(MAX_EXPORT_BYTES)} (twice the import size, {limit('import_size').env}, plus "
+            f"{EXPORT_TURN_BYTES:,} bytes for each of the {MAX_TURNS:,} turns a conversation may hold, "
+            f"{limit('turns').env}) — raise those to read it"
+        )
 
 
 def check_turns(count: int, what: str) -> None:
     """Refuse a conversation of more than :data:`MAX_TURNS` turns, before any work on it."""
     if count > MAX_TURNS:
-        raise TooLargeError(f"{what} has {count:,} turns; MemLens takes conversations of up to {MAX_TURNS:,} (a report "
-                            f"on 100,000 takes about 2 GB) — raise {limit('turns').env} on a machine with the memory")
+        raise TooLargeError(
+            f"{what} has {count:,} turns; MemLens takes conversations of up to {MAX_TURNS:,} (a report "
+            f"on 100,000 takes about 2 GB) — raise {limit('turns').env} on a machine with the memory"
+        )
 
 
 def check_message(length: int, what: str) -> None:
     """Refuse a message longer than :data:`MAX_MESSAGE_CHARS`, before it is replayed, counted or stored."""
     if length > MAX_MESSAGE_CHARS:
-        raise TooLargeError(f"{what} is {length:,} characters; MemLens takes messages of up to "
-                            f"{MAX_MESSAGE_CHARS:,} (raise {limit('message_size').env} if it is genuine)")
+        raise TooLargeError(
+            f"{what} is {length:,} characters; MemLens takes messages of up to "
+            f"{MAX_MESSAGE_CHARS:,} (raise {limit('message_size').env} if it is genuine)"
+        )
 
 
 def check_fact_work(facts: int, turns: int, configs: int) -> None:
@@ -215,33 +254,43 @@ def check_fact_work(facts: int, turns: int, configs: int) -> None:
     asks more than :data:`MAX_FACT_CHECKS` questions (each fact at each turn, for each config)."""
     checks = facts * turns * configs
     if checks > MAX_FACT_CHECKS:
-        raise LimitError(f"following {facts:,} facts over the {turns:,} turns of a branched conversation under "
-                         f"{configs} configs asks {checks:,} questions; MemLens asks at most {MAX_FACT_CHECKS:,} "
-                         f"(raise {limit('fact_checks').env}) — follow fewer facts (--facts none, or --fact REF=LABEL)")
+        raise LimitError(
+            f"following {facts:,} facts over the {turns:,} turns of a branched conversation under "
+            f"{configs} configs asks {checks:,} questions; MemLens asks at most {MAX_FACT_CHECKS:,} "
+            f"(raise {limit('fact_checks').env}) — follow fewer facts (--facts none, or --fact REF=LABEL)"
+        )
 
 
 def check_flow_size(size: int, name: str) -> None:
     """Refuse a flow file over the flow size, before it is read or parsed."""
     if size > MAX_FLOW_BYTES:
-        raise TooLargeError(f"{name} is {_size(size)}; flow files are at most {_size(MAX_FLOW_BYTES)} "
-                            f"(raise {limit('flow_size').env} if it is genuine)")
+        raise TooLargeError(
+            f"{name} is {_size(size)}; flow files are at most {_size(MAX_FLOW_BYTES)} "
+            f"(raise {limit('flow_size').env} if it is genuine)"
+        )
 
 
 def check_query(query: str) -> None:
     if len(query) > MAX_QUERY_CHARS:
-        raise TooLargeError(f"the query is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,} "
-                            f"(raise {limit('query_length').env} to allow longer ones)")
+        raise TooLargeError(
+            f"the query is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,} "
+            f"(raise {limit('query_length').env} to allow longer ones)"
+        )
 
 
 #: What a number too long for Python to read or write as text is (its digit limit, 4,300 by default).
 _DIGITS = sys.get_int_max_str_digits()
-NUMBER_TOO_LONG = (f"holds a whole number of more than {_DIGITS:,} digits, more than MemLens reads or writes"
-                   if _DIGITS else "holds a number MemLens cannot read")
-_TOO_LONG = 10 ** _DIGITS if _DIGITS else None
+NUMBER_TOO_LONG = (
+    f"holds a whole number of more than {_DIGITS:,} digits, more than MemLens reads or writes"
+    if _DIGITS
+    else "holds a number MemLens cannot read"
+)
+_TOO_LONG = 10**_DIGITS if _DIGITS else None
 
 
-def check_value(value: Any, where: str, max_depth: int | None = None, *, finite: bool = True,
-                text: bool = True) -> None:
+def check_value(
+    value: Any, where: str, max_depth: int | None = None, *, finite: bool = True, text: bool = True
+) -> None:
     """Refuse a JSON-like value nested deeper than the depth limit or (``finite``) holding a number
     that is not finite: NaN and infinities are not JSON, and PostgreSQL refuses them, nor a whole number
     longer than Python writes as text. ``text``: refuse a string (or a key) that is not text every store
@@ -298,15 +347,18 @@ def nulled_non_finite(value: Any, where: str) -> list[str]:
 def _check_text(item: str, where: str, path: Any, what: str) -> None:
     """Refuse ``item`` (at ``path`` of ``where``) when it holds a NUL or a lone surrogate."""
     if "\x00" in item:
-        raise LimitError(f"{where}{_spell(path)} holds {what or 'text with'} a NUL character (\\u0000), which "
-                         f"PostgreSQL cannot store; remove it")
+        raise LimitError(
+            f"{where}{_spell(path)} holds {what or 'text with'} a NUL character (\\u0000), which "
+            f"PostgreSQL cannot store; remove it"
+        )
     if not item.isascii():
         try:
             item.encode("utf-8")
         except UnicodeEncodeError as e:
-            raise LimitError(f"{where}{_spell(path)} holds {what or 'text with'} a lone surrogate "
-                             f"(\\u{ord(item[e.start]):04x}), which is not text UTF-8 can hold; fix its encoding"
-                             ) from None
+            raise LimitError(
+                f"{where}{_spell(path)} holds {what or 'text with'} a lone surrogate "
+                f"(\\u{ord(item[e.start]):04x}), which is not text UTF-8 can hold; fix its encoding"
+            ) from None
 
 
 def _spell(path: Any) -> str:
@@ -388,15 +440,42 @@ class _LimitedLoader(yaml.SafeLoader):
             elif isinstance(node, MappingNode):
                 size += sum(self._sizes.get(id(k), 1) + self._sizes.get(id(v), 1) for k, v in node.value)
             if size > MAX_YAML_NODES:
-                raise LimitError(f"{self._name} expands to more than {MAX_YAML_NODES:,} values through its "
-                                 f"aliases (a YAML bomb?); raise {limit('yaml_nodes').env} if it is genuine")
+                raise LimitError(
+                    f"{self._name} expands to more than {MAX_YAML_NODES:,} values through its "
+                    f"aliases (a YAML bomb?); raise {limit('yaml_nodes').env} if it is genuine"
+                )
             self._sizes[id(node)] = size
         return node
 
 
-__all__ = ["LimitError", "TooLargeError", "Limit", "LIMITS", "limit", "MAX_IMPORT_BYTES", "MAX_REQUEST_BYTES",
-           "MAX_PROXY_BYTES", "MAX_QUERY_CHARS", "MAX_DEPTH", "MAX_YAML_NODES", "MAX_FLOW_BYTES", "MAX_TURNS",
-           "MAX_MESSAGE_CHARS", "MAX_FACT_CHECKS", "MAX_EXPORT_BYTES", "EXPORT_TURN_BYTES", "check_file_size",
-           "check_flow_size", "check_export_size", "check_turns", "check_message", "check_fact_work",
-           "check_query", "check_value", "nulled_non_finite",
-           "load_json", "load_yaml", "too_deep"]
+__all__ = [
+    "LimitError",
+    "TooLargeError",
+    "Limit",
+    "LIMITS",
+    "limit",
+    "MAX_IMPORT_BYTES",
+    "MAX_REQUEST_BYTES",
+    "MAX_PROXY_BYTES",
+    "MAX_QUERY_CHARS",
+    "MAX_DEPTH",
+    "MAX_YAML_NODES",
+    "MAX_FLOW_BYTES",
+    "MAX_TURNS",
+    "MAX_MESSAGE_CHARS",
+    "MAX_FACT_CHECKS",
+    "MAX_EXPORT_BYTES",
+    "EXPORT_TURN_BYTES",
+    "check_file_size",
+    "check_flow_size",
+    "check_export_size",
+    "check_turns",
+    "check_message",
+    "check_fact_work",
+    "check_query",
+    "check_value",
+    "nulled_non_finite",
+    "load_json",
+    "load_yaml",
+    "too_deep",
+]

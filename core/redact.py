@@ -38,10 +38,14 @@ MIN_SECRET_LENGTH = 8
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 _SHAPES = (
     # A header or field that carries a credential, with its scheme word when it has one.
-    (re.compile(r"""(\b(?:proxy-)?authorization|\bx-api-key|\bapi[-_]?key)(["']?\s*[:=]\s*["']?)"""
-                r"""(?:(?:basic|bearer|token|digest)\s+)?(?:\[redacted\]|[^\s"',;&}\]]+)""",
-                re.IGNORECASE),
-     rf"\1\2{MARK}"),
+    (
+        re.compile(
+            r"""(\b(?:proxy-)?authorization|\bx-api-key|\bapi[-_]?key)(["']?\s*[:=]\s*["']?)"""
+            r"""(?:(?:basic|bearer|token|digest)\s+)?(?:\[redacted\]|[^\s"',;&}\]]+)""",
+            re.IGNORECASE,
+        ),
+        rf"\1\2{MARK}",
+    ),
     (re.compile(r"\b(bearer)\s+[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE), rf"\1 {MARK}"),
     (re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_\-]{8,}"), f"sk-{MARK}"),
     (re.compile(r"([?&]key=)[^\s&#\"']+"), rf"\1{MARK}"),  # a key in a URL's query (Google's APIs)
@@ -76,8 +80,7 @@ def redact(text: str, *secrets: str) -> str:
     """``text`` without the keys held or given (and ``secrets``), nor anything shaped like a key."""
     if not text:
         return text
-    for secret in (*sorted((s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH), key=len, reverse=True),
-                   *held()):
+    for secret in (*sorted((s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH), key=len, reverse=True), *held()):
         if secret in text:
             text = text.replace(secret, MARK)
     for pattern, replacement in _SHAPES:

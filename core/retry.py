@@ -64,8 +64,9 @@ def wait_before(attempt: int, asked: float | None = None) -> float:
     return min(base * (1 + random.random() / 4), MAX_WAIT_SECONDS)
 
 
-def with_retries(call: Callable[[], T], passing: Callable[[Exception], Passing | None], *,
-                 attempts: int = ATTEMPTS) -> T:
+def with_retries(
+    call: Callable[[], T], passing: Callable[[Exception], Passing | None], *, attempts: int = ATTEMPTS
+) -> T:
     """``call()``, tried again after a pause while it raises an exception that ``passing`` returns
     a :class:`Passing` for, at most ``attempts`` times in all. When the last try fails too, its
     exception is raised with ``attempts`` (the number of tries) and ``waited`` (seconds paused) set

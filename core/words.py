@@ -54,8 +54,8 @@ def excerpt(text: str, width: int = 28) -> str:
     if len(text) <= width:
         return text
     cut = text[:width]
-    if " " in cut[width // 2:]:
-        cut = cut[:cut.rindex(" ")]
+    if " " in cut[width // 2 :]:
+        cut = cut[: cut.rindex(" ")]
     return cut.rstrip(" ,.;:") + "…"
 
 

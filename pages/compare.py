@@ -13,9 +13,7 @@ from core.errors import MemLensError
 from core.llm import DemoClient, LiteLLMClient
 from core.memory import Replay, turn_numbers
 from core.model import REASON_LABELS
-from core.report import DEFAULT_CONFIGS, REPORT_COLUMNS, REPORT_ROWS, build_report
-from core.report import bundle_json
-from core.report import report_html
+from core.report import DEFAULT_CONFIGS, REPORT_COLUMNS, REPORT_ROWS, build_report, bundle_json, report_html
 from core.words import conversation_turns, file_stem, plural
 from ui import state as keys
 from ui.compare_charts import render_series
@@ -43,6 +41,7 @@ state = st.session_state
 
 
 # -- cached computations, keyed by what they depend on --------------------------------------------------------
+
 
 @st.cache_resource(show_spinner="Comparing…", max_entries=32)
 def _comparison(key: str, configs_json: str, facts_json: str, last_turn: int | None, _conv):
@@ -86,8 +85,10 @@ def _select_turn(turn: int) -> None:
 # -- the conversation and the configs -------------------------------------------------------------------
 
 st.title("Compare memory configs")
-st.caption("One conversation, 2–6 memory configs side by side: which earlier messages each one keeps at every "
-           "turn, and why the others are left out. Nothing here calls a model unless you ask for replies.")
+st.caption(
+    "One conversation, 2–6 memory configs side by side: which earlier messages each one keeps at every "
+    "turn, and why the others are left out. Nothing here calls a model unless you ask for replies."
+)
 
 # A conversation the Import page or the Debugger asked Compare to open.
 picked = pick_answered_source(P, purpose="compare", hand_off=keys.OPEN_IN_COMPARE)
@@ -117,8 +118,12 @@ if source.damage:
     st.warning(plain(source.damage))
 
 with st.sidebar:
-    st.caption(plain(f"{source.origin} · {conversation_turns(conv)}"
-                     + (f" · recorded from flow {source.flow.name}" if source.flow is not None else "")))
+    st.caption(
+        plain(
+            f"{source.origin} · {conversation_turns(conv)}"
+            + (f" · recorded from flow {source.flow.name}" if source.flow is not None else "")
+        )
+    )
     if source.note:
         st.caption(plain(source.note))
     render_flow_notes(source.flow)
@@ -137,8 +142,9 @@ configs_json = json.dumps([c.to_dict() for c in configs], sort_keys=True)
 
 with st.sidebar:
     st.subheader("Facts to follow")
-    mode = st.radio("Facts", list(FACT_MODES), key=f"{P}_facts", format_func=FACT_MODES.get,
-                    label_visibility="collapsed")
+    mode = st.radio(
+        "Facts", list(FACT_MODES), key=f"{P}_facts", format_func=FACT_MODES.get, label_visibility="collapsed"
+    )
     facts_arg: object = None
     if mode == "marked":
         numbers = turn_numbers(conv)
@@ -163,12 +169,20 @@ if not whole:
     if state[f"{P}_last"] not in turns_all:
         state[f"{P}_last"] = turns_all[-1]
     last_turn = state[f"{P}_last"]
-if not whole_analysis(("compare", picked.key, configs_json), len(turns_all),
-                      f"Compare the configs over all {len(turns_all):,} turns", key=f"{P}_whole",
-                      help="Replays every config over every turn: the heatmaps, findings, facts and turn diff"):
-    st.info(plain(f"This conversation has {len(turns_all):,} turns: comparing replays each config over every one of "
-                  "them, which takes a while, so it runs when asked. Once computed, it opens at once for anyone "
-                  "comparing these configs on this version of the conversation."))
+if not whole_analysis(
+    ("compare", picked.key, configs_json),
+    len(turns_all),
+    f"Compare the configs over all {len(turns_all):,} turns",
+    key=f"{P}_whole",
+    help="Replays every config over every turn: the heatmaps, findings, facts and turn diff",
+):
+    st.info(
+        plain(
+            f"This conversation has {len(turns_all):,} turns: comparing replays each config over every one of "
+            "them, which takes a while, so it runs when asked. Once computed, it opens at once for anyone "
+            "comparing these configs on this version of the conversation."
+        )
+    )
     st.stop()
 try:
     comparison = _comparison(picked.key, configs_json, facts_json, last_turn, conv)
@@ -182,8 +196,13 @@ turns = comparison.turns
 if state.get(f"{P}_turn") not in turns:
     state[f"{P}_turn"] = turns[-1]
 turn_name = turn_namer(conv)  # turns named as the Debugger names them: "turn 2 · 3/3", not the creation order
-turn = st.select_slider("Selected turn", options=turns, key=f"{P}_turn", format_func=turn_name,
-                        help="The heatmaps mark it and the turn diff shows what changed at it")
+turn = st.select_slider(
+    "Selected turn",
+    options=turns,
+    key=f"{P}_turn",
+    format_func=turn_name,
+    help="The heatmaps mark it and the turn diff shows what changed at it",
+)
 
 # -- findings ------------------------------------------------------------------------------------------------
 
@@ -193,17 +212,24 @@ render_findings(findings, key=f"{P}-finding", on_turn=_select_turn, name=turn_na
 # -- heatmaps ------------------------------------------------------------------------------------------------
 
 st.subheader("Retention heatmaps")
-st.caption("Rows are turns, columns the messages written before them (oldest → newest); hover a cell for the "
-           "message, its tokens and the reason.")
+st.caption(
+    "Rows are turns, columns the messages written before them (oldest → newest); hover a cell for the "
+    "message, its tokens and the reason."
+)
 if not whole:
-    st.select_slider("Heatmap window ends at turn", options=turns_all, key=f"{P}_last",
-                     help=f"A long conversation is shown {PAGE_ROWS} turns × {PAGE_COLUMNS} messages at a time")
+    st.select_slider(
+        "Heatmap window ends at turn",
+        options=turns_all,
+        key=f"{P}_last",
+        help=f"A long conversation is shown {PAGE_ROWS} turns × {PAGE_COLUMNS} messages at a time",
+    )
 render_heatmaps(comparison, selected_turn=turn, key=f"{P}-heatmap", name=turn_name)
 
 st.subheader("Turn by turn")
 # Three charts with a point per turn and config: megabytes for a long conversation, so drawn on request.
-if len(turns_all) <= SERIES_ON_REQUEST or st.toggle(f"Draw the per-turn charts ({len(turns_all):,} turns)",
-                                                      key=f"{P}_series_on"):
+if len(turns_all) <= SERIES_ON_REQUEST or st.toggle(
+    f"Draw the per-turn charts ({len(turns_all):,} turns)", key=f"{P}_series_on"
+):
     render_series(comparison, key=f"{P}-series")
 
 # -- facts ---------------------------------------------------------------------------------------------------
@@ -212,8 +238,9 @@ st.subheader("Facts")
 if not comparison.facts:
     st.caption("No fact followed: choose “Messages I mark” in the sidebar to follow messages that matter.")
 else:
-    st.markdown("<ul>" + "".join(f"<li>{safe_text(s)}</li>" for s in comparison.sentences) + "</ul>",
-                unsafe_allow_html=True)
+    st.markdown(
+        "<ul>" + "".join(f"<li>{safe_text(s)}</li>" for s in comparison.sentences) + "</ul>", unsafe_allow_html=True
+    )
     render_facts_table(comparison)
 
 # -- turn diff -----------------------------------------------------------------------------------------------
@@ -230,44 +257,80 @@ c1, c2, c3, c4 = st.columns(4)
 c1.metric("Entered", len(diff.entered))
 c2.metric("Left", len(diff.left))
 c3.metric("Stayed", diff.stayed)
-c4.metric("Token delta", f"{diff.token_delta:+,}", help=f"history tokens {diff.previous_history_tokens:,} → "
-                                                       f"{diff.history_tokens:,}")
-st.caption(plain(f"{turn_name(turn).capitalize()} against {turn_name(diff.previous_turn)} of its thread." if diff.previous_turn
-                 else f"{turn_name(turn).capitalize()} is the first of its thread: nothing earlier to compare with."))
+c4.metric(
+    "Token delta",
+    f"{diff.token_delta:+,}",
+    help=f"history tokens {diff.previous_history_tokens:,} → {diff.history_tokens:,}",
+)
+st.caption(
+    plain(
+        f"{turn_name(turn).capitalize()} against {turn_name(diff.previous_turn)} of its thread."
+        if diff.previous_turn
+        else f"{turn_name(turn).capitalize()} is the first of its thread: nothing earlier to compare with."
+    )
+)
 left, right = st.columns(2)
 with left:
     st.markdown("**+ entered**")
     if diff.entered:
-        st.dataframe(pd.DataFrame([{"turn": x.turn, "role": x.role, "tokens": x.tokens, "message": x.text}
-                                   for x in diff.entered]), hide_index=True, key=f"{P}-entered", width="stretch")
+        st.dataframe(
+            pd.DataFrame(
+                [{"turn": x.turn, "role": x.role, "tokens": x.tokens, "message": x.text} for x in diff.entered]
+            ),
+            hide_index=True,
+            key=f"{P}-entered",
+            width="stretch",
+        )
     else:
         st.caption("Nothing entered.")
 with right:
     st.markdown("**− left**")
     if diff.left:
-        st.dataframe(pd.DataFrame([{"turn": x.turn, "role": x.role, "tokens": x.tokens,
-                                    "why": REASON_LABELS.get(x.reason, x.reason), "message": x.text}
-                                   for x in diff.left]), hide_index=True, key=f"{P}-left", width="stretch")
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "turn": x.turn,
+                        "role": x.role,
+                        "tokens": x.tokens,
+                        "why": REASON_LABELS.get(x.reason, x.reason),
+                        "message": x.text,
+                    }
+                    for x in diff.left
+                ]
+            ),
+            hide_index=True,
+            key=f"{P}-left",
+            width="stretch",
+        )
     else:
         st.caption("Nothing left.")
 
 # -- replies -------------------------------------------------------------------------------------------------
 
 st.subheader("Replies")
-want = st.toggle("Re-ask every query under each config", key=f"{P}_replies",
-                 help="For a plain conversation the flow is one LLM node with that memory config: its prompt is "
-                      "the system prompt, the kept history and the query")
+want = st.toggle(
+    "Re-ask every query under each config",
+    key=f"{P}_replies",
+    help="For a plain conversation the flow is one LLM node with that memory config: its prompt is "
+    "the system prompt, the kept history and the query",
+)
 grid = None
 if want:
-    model = st.radio("Answered by", list(REPLY_MODELS), key=f"{P}_reply_model", format_func=REPLY_MODELS.get,
-                     horizontal=True)
+    model = st.radio(
+        "Answered by", list(REPLY_MODELS), key=f"{P}_reply_model", format_func=REPLY_MODELS.get, horizontal=True
+    )
     grid = _replies(picked.key, configs_json, model, conv)
     only = st.toggle("Only rows where replies differ", key=f"{P}_only_differ")
     differ = set(grid.differing())
     rows = [r for r in range(len(grid.turns)) if not only or r in differ]
-    st.caption(plain(f"{len(differ)} of {len(grid.turns)} rows differ · answered by "
-                     f"{', '.join(sorted(set(grid.models)))}"
-                     + (f" · the first {plural(grid.skipped, 'turn')} not re-asked" if grid.skipped else "")))
+    st.caption(
+        plain(
+            f"{len(differ)} of {len(grid.turns)} rows differ · answered by "
+            f"{', '.join(sorted(set(grid.models)))}"
+            + (f" · the first {plural(grid.skipped, 'turn')} not re-asked" if grid.skipped else "")
+        )
+    )
     if rows:
         render_reply_grid(grid, rows, key=f"{P}-replies", name=turn_name)
     else:
@@ -276,21 +339,37 @@ if want:
 # -- export --------------------------------------------------------------------------------------------------
 
 st.subheader("Export")
-st.caption("One HTML file that opens anywhere without a server or network, and its JSON bundle, which loads back "
-           "into this view (Conversation from → File).")
+st.caption(
+    "One HTML file that opens anywhere without a server or network, and its JSON bundle, which loads back "
+    "into this view (Conversation from → File)."
+)
 export_key = (picked.key, configs_json, facts_json, turn, bool(want))
 if st.button("Prepare the report", key=f"{P}_export"):
-    report = build_report(source, configs, facts_mode=mode,
-                          marks=[(tuple(m), label) for m, label in facts_arg] if mode == "marked" else None,
-                          replies=bool(want), selected_turn=turn,
-                          window=heatmap_window(conv, last_turn=last_turn, max_rows=REPORT_ROWS,
-                                                max_columns=REPORT_COLUMNS))
+    report = build_report(
+        source,
+        configs,
+        facts_mode=mode,
+        marks=[(tuple(m), label) for m, label in facts_arg] if mode == "marked" else None,
+        replies=bool(want),
+        selected_turn=turn,
+        window=heatmap_window(conv, last_turn=last_turn, max_rows=REPORT_ROWS, max_columns=REPORT_COLUMNS),
+    )
     state[f"{P}_report"] = (export_key, report_html(report), bundle_json(report))
 prepared = state.get(f"{P}_report")
 if prepared and prepared[0] == export_key:
     stem = file_stem(conv.name or conv.id)
     a, b = st.columns(2)
-    a.download_button("Download HTML report", prepared[1], file_name=f"{stem}.memlens.html", mime="text/html",
-                      key=f"{P}_download_html")
-    b.download_button("Download JSON bundle", prepared[2], file_name=f"{stem}.memlens-report.json",
-                      mime="application/json", key=f"{P}_download_json")
+    a.download_button(
+        "Download HTML report",
+        prepared[1],
+        file_name=f"{stem}.memlens.html",
+        mime="text/html",
+        key=f"{P}_download_html",
+    )
+    b.download_button(
+        "Download JSON bundle",
+        prepared[2],
+        file_name=f"{stem}.memlens-report.json",
+        mime="application/json",
+        key=f"{P}_download_json",
+    )

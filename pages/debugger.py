@@ -11,6 +11,7 @@ import streamlit as st
 
 from core.store import resolve_url
 from ui import data, html
+from ui import state as keys
 from ui.conversation_picker import render_conversation_picker, render_open_elsewhere
 from ui.debug_context import DebugContext
 from ui.entry import through_app
@@ -18,12 +19,12 @@ from ui.flow_sidebar import render_flow_sidebar
 from ui.links import link_to
 from ui.replay_view import render_replay
 from ui.workspace import render_workspace
-from ui import state as keys
 
 through_app()  # before anything is shown or read: the login is in app.py
 
-MARKERS_LEGEND = ("Each node's memory at the inspected turn: ● kept · ○ dropped · ◌ not eligible — hover a marker "
-                  "for why.")
+MARKERS_LEGEND = (
+    "Each node's memory at the inspected turn: ● kept · ○ dropped · ◌ not eligible — hover a marker for why."
+)
 
 html.inject_css()
 svc = data.service()
@@ -40,8 +41,9 @@ render_open_elsewhere(conv_id)
 info = svc.info(conv_id)
 if info.flow_version_id is None:  # imported or pulled: no flow to run, a replay view instead
     with st.sidebar:
-        conversation_only = st.toggle("Conversation only", key=keys.CONVERSATION_ONLY,
-                                      help="Hide every debugging detail: a clean chat for demos")
+        conversation_only = st.toggle(
+            "Conversation only", key=keys.CONVERSATION_ONLY, help="Hide every debugging detail: a clean chat for demos"
+        )
     render_replay(svc, info, conv_id, conversation_only=conversation_only)
     data.warm_up_models()
     st.stop()

@@ -6,8 +6,7 @@ from bisect import bisect_right
 
 import streamlit as st
 
-from core.memory import MemoryConfig
-from core.memory import Replay
+from core.memory import MemoryConfig, Replay
 from core.model import turn_label
 from core.service import load_sample, sample_files
 from core.store import resolve_url
@@ -69,13 +68,22 @@ else:
     followed = None
 with st.sidebar:
     st.subheader("Conversation")
-    origin = st.radio("From", ["sample", "stored"], horizontal=True, key=page_key("from"),
-                      format_func={"sample": "a sample file", "stored": "the store"}.get,
-                      help="The store holds every conversation: played through a flow, imported or pulled")
+    origin = st.radio(
+        "From",
+        ["sample", "stored"],
+        horizontal=True,
+        key=page_key("from"),
+        format_func={"sample": "a sample file", "stored": "the store"}.get,
+        help="The store holds every conversation: played through a flow, imported or pulled",
+    )
     stored_id = None
     if origin == "stored" and stored:
-        labels = distinct({c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · "
-                                 f"{c.meta.get('source_format') or c.source}" for c in stored})
+        labels = distinct(
+            {
+                c.id: f"{c.name or 'Untitled'} · {conversation_length(c)} · {c.meta.get('source_format') or c.source}"
+                for c in stored
+            }
+        )
         stored_id = st.selectbox("Stored conversation", list(labels), format_func=labels.get, key=page_key("stored"))
     elif origin == "stored":
         st.caption("Nothing stored yet: import a file on the Import page.")
@@ -116,11 +124,23 @@ if st.session_state.get(page_key("turn_of")) != source[:2] or not isinstance(ask
 elif asked not in numbers:  # a turn without an answer, or past the last: the answered turn at or before it
     st.session_state[page_key("turn")] = numbers[bisect_right(numbers, asked) - 1]
 if len(numbers) <= SLIDER_TURNS:
-    turn = st.select_slider("Turn", options=numbers, key=page_key("turn"),
-                            format_func=lambda n: turn_label(conversation, replay.position_of(n)))
+    turn = st.select_slider(
+        "Turn",
+        options=numbers,
+        key=page_key("turn"),
+        format_func=lambda n: turn_label(conversation, replay.position_of(n)),
+    )
 else:
-    turn = int(st.number_input("Turn", min_value=numbers[0], max_value=numbers[-1], step=1, key=page_key("turn"),
-                               help=f"{numbers[0]:,} to {numbers[-1]:,}: a turn without an answer opens the answered one before it"))
+    turn = int(
+        st.number_input(
+            "Turn",
+            min_value=numbers[0],
+            max_value=numbers[-1],
+            step=1,
+            key=page_key("turn"),
+            help=f"{numbers[0]:,} to {numbers[-1]:,}: a turn without an answer opens the answered one before it",
+        )
+    )
     if turn not in numbers:
         turn = numbers[bisect_right(numbers, turn) - 1]
 ledger = _ledger(source, config, turn, replay)
@@ -130,17 +150,21 @@ st.markdown(f"**{turn_label(conversation, replay.position_of(turn)).capitalize()
 st.text(query)
 cols = st.columns(5)
 cols[0].metric("Kept", len(ledger.kept))
-cols[1].metric("Dropped", ledger.dropped_count(),
-               help="Earlier messages this node's memory could have sent and left out")
+cols[1].metric(
+    "Dropped", ledger.dropped_count(), help="Earlier messages this node's memory could have sent and left out"
+)
 cols[2].metric("History tokens", f"{ledger.history_tokens:,}")
 cols[3].metric("Budget", f"{ledger.budget:,}" if ledger.budget is not None else "none")
 cols[4].metric("Prompt tokens", f"{ledger.prompt_tokens:,}")
 not_eligible = ledger.not_eligible_count()
 if not_eligible:
-    st.caption(f"◌ {not_eligible:,} earlier message{'s' if not_eligible != 1 else ''} not eligible (memory off, "
-               "out of scope or on another branch): never this node's to send, so neither kept nor dropped.")
-st.caption(plain(f"Tokens: {replay.counter.describe()}"
-                 + (f" · budget: {ledger.budget_note}" if ledger.budget_note else "")))
+    st.caption(
+        f"◌ {not_eligible:,} earlier message{'s' if not_eligible != 1 else ''} not eligible (memory off, "
+        "out of scope or on another branch): never this node's to send, so neither kept nor dropped."
+    )
+st.caption(
+    plain(f"Tokens: {replay.counter.describe()}" + (f" · budget: {ledger.budget_note}" if ledger.budget_note else ""))
+)
 if ledger.exceeds_context:
     st.warning(f"The prompt plus max_tokens exceeds the model's context size of {ledger.context_size:,} tokens.")
 render_ledger_table(ledger, conversation, key=page_key("table"), position=replay.position_of(turn))

@@ -19,8 +19,10 @@ svc = data.service()
 summaries = svc.long_term.users()
 
 st.title("Long-term memory")
-st.caption("Facts remembered per user, across conversations and flows, by memory-store steps (or by hand). "
-           "Every change — added, updated, deleted — stays in the memory's history with the turn it came from.")
+st.caption(
+    "Facts remembered per user, across conversations and flows, by memory-store steps (or by hand). "
+    "Every change — added, updated, deleted — stays in the memory's history with the turn it came from."
+)
 
 flash = st.session_state.pop(keys.MEMORIES_FLASH, None)
 if flash:
@@ -30,13 +32,21 @@ with st.sidebar:
     st.subheader("Namespace")
     namespaces = sorted({u.namespace for u in summaries} | {SHARED})
     # Memories from before namespaces (or added here by hand) first; else the latest app's.
-    first = SHARED if not summaries or any(u.namespace == SHARED for u in summaries) \
+    first = (
+        SHARED
+        if not summaries or any(u.namespace == SHARED for u in summaries)
         else max(summaries, key=lambda u: u.updated_at).namespace
-    namespace = st.selectbox("Namespace", namespaces, index=namespaces.index(first), key=page_key("namespace"),
-                             label_visibility="collapsed",
-                             format_func=lambda ns: namespace_label(ns, svc),
-                             help="Each app (flow) keeps its own memories; memory steps that name a namespace "
-                                  "share it with every flow that names the same one.")
+    )
+    namespace = st.selectbox(
+        "Namespace",
+        namespaces,
+        index=namespaces.index(first),
+        key=page_key("namespace"),
+        label_visibility="collapsed",
+        format_func=lambda ns: namespace_label(ns, svc),
+        help="Each app (flow) keeps its own memories; memory steps that name a namespace "
+        "share it with every flow that names the same one.",
+    )
 store = svc.long_term.in_namespace(namespace)
 users = [u.user_id for u in summaries if u.namespace == namespace]
 with st.sidebar:
@@ -45,8 +55,10 @@ with st.sidebar:
     typed = st.text_input("Another user id", key=page_key("user_other"), placeholder="any user id")
 user = typed.strip() or picked
 if not user:
-    st.info("No long-term memories yet. Run a flow with a memory-store step (sample: long-term-memory), or type a "
-            "user id in the sidebar to add one by hand.")
+    st.info(
+        "No long-term memories yet. Run a flow with a memory-store step (sample: long-term-memory), or type a "
+        "user id in the sidebar to add one by hand."
+    )
     st.stop()
 
 names = {c.id: c.name for c in svc.conversations() if c.name}  # a source conversation by its name
@@ -95,6 +107,9 @@ if deleted:
             render_history(store.history(event.memory_id), key=page_key(f"deleted_{event.memory_id}"), names=names)
 
 st.subheader("What a new conversation recalls")
-query = st.text_input("First message of a new conversation", key=page_key("query"),
-                      placeholder="leave empty to see the most recent memories")
+query = st.text_input(
+    "First message of a new conversation",
+    key=page_key("query"),
+    placeholder="leave empty to see the most recent memories",
+)
 render_recall_preview(store, user, query or None, key=page_key("recall"), names=names)

@@ -31,8 +31,10 @@ def main() -> int:
         db.dispose()
     DEMO_BUNDLE.parent.mkdir(parents=True, exist_ok=True)
     DEMO_BUNDLE.write_text(json.dumps(doc, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"wrote {DEMO_BUNDLE.relative_to(ROOT)}: {len(doc['conversations'])} conversations, {len(doc['flows'])} flows, "
-          f"{len(doc['memories'])} long-term memories")
+    print(
+        f"wrote {DEMO_BUNDLE.relative_to(ROOT)}: {len(doc['conversations'])} conversations, {len(doc['flows'])} flows, "
+        f"{len(doc['memories'])} long-term memories"
+    )
     return 0
 
 

@@ -28,10 +28,16 @@ from tests.reference import js_packages, platform_outcomes  # noqa: E402  (the r
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--platform", choices=js_packages.PLATFORMS, action="append",
-                        help="record this platform only (repeatable; default: all)")
+    parser.add_argument(
+        "--platform",
+        choices=js_packages.PLATFORMS,
+        action="append",
+        help="record this platform only (repeatable; default: all)",
+    )
     args = parser.parse_args(argv)
-    return platform_outcomes.refresh(args.platform or js_packages.PLATFORMS, js_packages.install, js_packages.ReferenceUnavailable)
+    return platform_outcomes.refresh(
+        args.platform or js_packages.PLATFORMS, js_packages.install, js_packages.ReferenceUnavailable
+    )
 
 
 if __name__ == "__main__":

@@ -28,11 +28,16 @@ from tests.reference import platform_outcomes, python_packages  # noqa: E402  (t
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--platform", choices=python_packages.PLATFORMS, action="append",
-                        help="record this platform only (repeatable; default: all)")
+    parser.add_argument(
+        "--platform",
+        choices=python_packages.PLATFORMS,
+        action="append",
+        help="record this platform only (repeatable; default: all)",
+    )
     args = parser.parse_args(argv)
-    return platform_outcomes.refresh(args.platform or python_packages.PLATFORMS, python_packages.install,
-                                     python_packages.ReferenceUnavailable)
+    return platform_outcomes.refresh(
+        args.platform or python_packages.PLATFORMS, python_packages.install, python_packages.ReferenceUnavailable
+    )
 
 
 if __name__ == "__main__":

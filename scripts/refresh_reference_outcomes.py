@@ -40,8 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         done = subprocess.run([args.python, "-c", _RUN], cwd=ROOT, capture_output=True, text=True, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as e:
-        print(f"error: could not run {args.python}: {e}; give the Python of an environment with haystack-ai "
-              "installed", file=sys.stderr)
+        print(
+            f"error: could not run {args.python}: {e}; give the Python of an environment with haystack-ai installed",
+            file=sys.stderr,
+        )
         return 1
     if done.returncode != 0:
         print(f"error: the reference run failed:\n{done.stderr.strip()[-2000:]}", file=sys.stderr)

@@ -8,13 +8,28 @@ from core.io import parse_conversations
 from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
 
 
-def record(mid: str, parent: str | None, query: str = "", answer: str = "", *, status: str = "normal",
-           answer_tokens: int | None = None) -> Turn:
+def record(
+    mid: str,
+    parent: str | None,
+    query: str = "",
+    answer: str = "",
+    *,
+    status: str = "normal",
+    answer_tokens: int | None = None,
+) -> Turn:
     """A Dify message record (query + answer) with a parent id."""
-    return Turn(id=mid, parent_id=parent,
-                messages=(Message("user", query or f"question {mid}", QUERY, f"{mid}:query"),
-                          Message("assistant", answer, ANSWER, f"{mid}:answer")),
-                query_index=0, answer_index=1, status=status, answer_tokens=answer_tokens)
+    return Turn(
+        id=mid,
+        parent_id=parent,
+        messages=(
+            Message("user", query or f"question {mid}", QUERY, f"{mid}:query"),
+            Message("assistant", answer, ANSWER, f"{mid}:answer"),
+        ),
+        query_index=0,
+        answer_index=1,
+        status=status,
+        answer_tokens=answer_tokens,
+    )
 
 
 def dify(rows, system: str = "") -> Conversation:
@@ -66,6 +81,7 @@ def put(doc, path, value):
 
 # -- differential import tests: the tau-bench sample read through another provider's translation -------
 
+
 def translated_reads_alike(translate, *, ids: bool = True, as_sent=lambda text: text) -> int:
     """Each tau-bench sample conversation, translated by ``translate`` (its OpenAI messages → a
     provider's request body), must import as the OpenAI form does: the same turns, kinds, texts and
@@ -76,10 +92,22 @@ def translated_reads_alike(translate, *, ids: bool = True, as_sent=lambda text: 
     from tests.conftest import FIXTURES
 
     def shape(conv, sent):
-        return (conv.system_prompt, [[(m.role, m.kind, sent(m.content) if m.kind == TOOL_RESULT else m.content,
-                                       [(c.id if ids else None, c.name, json.loads(c.arguments or "{}"))
-                                        for c in m.tool_calls], m.tool_call_id if ids else None)
-                                      for m in t.messages] for t in conv.turns])
+        return (
+            conv.system_prompt,
+            [
+                [
+                    (
+                        m.role,
+                        m.kind,
+                        sent(m.content) if m.kind == TOOL_RESULT else m.content,
+                        [(c.id if ids else None, c.name, json.loads(c.arguments or "{}")) for c in m.tool_calls],
+                        m.tool_call_id if ids else None,
+                    )
+                    for m in t.messages
+                ]
+                for t in conv.turns
+            ],
+        )
 
     sample = FIXTURES / "transcripts" / "taubench__gpt-4o-airline.sample.jsonl"
     calls = 0
@@ -104,8 +132,9 @@ def too_deep(key: str = "x") -> dict:
     return value
 
 
-def recorded_support_bot(url: str, queries=("Hi, I'm Dana.", "Where is my order 4411?", "What's my name?"),
-                         name: str = "recorded") -> str:
+def recorded_support_bot(
+    url: str, queries=("Hi, I'm Dana.", "Where is my order 4411?", "What's my name?"), name: str = "recorded"
+) -> str:
     """A conversation recorded on the support-bot sample flow with the demo model in the database at
     ``url``, one turn per query; its id."""
     from core.llm.client import DemoClient

@@ -10,8 +10,11 @@ NO_TELEMETRY = Path(__file__).resolve().parent / "no-telemetry.env"
 
 def read_env_file(path: Path) -> dict[str, str]:
     """``NAME=value`` lines; blank lines and ``#`` comments skipped."""
-    pairs = (line.split("=", 1) for line in path.read_text(encoding="utf-8").splitlines()
-             if line.strip() and not line.lstrip().startswith("#"))
+    pairs = (
+        line.split("=", 1)
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    )
     return {name.strip(): value.strip() for name, value in pairs}
 
 

@@ -23,8 +23,9 @@ class PostgresUnavailable(RuntimeError):
 def _bin_dir() -> Path:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     if not found:
-        raise PostgresUnavailable("PostgreSQL is not installed: run ./scripts/setup.sh --test "
-                                  "(it installs Debian's postgresql package)")
+        raise PostgresUnavailable(
+            "PostgreSQL is not installed: run ./scripts/setup.sh --test (it installs Debian's postgresql package)"
+        )
     return Path(found[-1]).parent
 
 
@@ -55,8 +56,10 @@ class Cluster:
 
     def start(self) -> "Cluster":
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
-        opts = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+        opts = (
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-o", opts, "start")
         return self
 
@@ -73,7 +76,6 @@ class Cluster:
         import psycopg
 
         name = "t_" + uuid.uuid4().hex[:12]
-        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres",
-                             autocommit=True) as conn:
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres", autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)

@@ -6,16 +6,23 @@ import json
 
 import pytest
 
-from core.io import (Format, FormatError, RecordError, conversation_from_messages, import_text, register_format,
-                     unregister_format)
-from core.memory.errors import ConfigError
+from core.io import (
+    Format,
+    FormatError,
+    RecordError,
+    conversation_from_messages,
+    import_text,
+    register_format,
+    unregister_format,
+)
 from core.memory.config import MemoryConfig
+from core.memory.errors import ConfigError
 from core.memory.replay import Replay
 from core.memory.strategies import STRATEGIES
 from core.memory.strategies.base import Strategy
 from core.memory.strategies.settings import NUMBER, Setting, Widget
 from core.memory.words import explain
-from core.model.conversation import Message, QUERY
+from core.model.conversation import QUERY, Message
 from core.model.ledger import OUTSIDE_WINDOW
 from tests.builders import branched, openai
 
@@ -26,8 +33,15 @@ class LastN(Strategy):
 
     name = "last_n"
     help = "the thread's last N messages"
-    settings = (Setting("keep", 2, "how many of the thread's newest messages are sent", minimum=1,
-                        widget=Widget(NUMBER, "Keep (messages)", maximum=50)),)
+    settings = (
+        Setting(
+            "keep",
+            2,
+            "how many of the thread's newest messages are sent",
+            minimum=1,
+            widget=Widget(NUMBER, "Keep (messages)", maximum=50),
+        ),
+    )
     uses_granularity = False
 
     def label(self, config):
@@ -48,15 +62,26 @@ def toy(monkeypatch):
     monkeypatch.setitem(STRATEGIES, LastN.name, LastN())
 
 
-TOY_CHAT = [{"role": "user", "content": "Hi, I'm Dana."}, {"role": "assistant", "content": "Hello Dana!"},
-            {"role": "user", "content": "Where is order 4411?"},
-            {"role": "assistant", "content": "", "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"order": 4411}'}}]},
-            {"role": "tool", "tool_call_id": "c1", "content": "shipped on Monday"},
-            {"role": "assistant", "content": "It shipped on Monday."},
-            {"role": "user", "content": "Thanks."}, {"role": "assistant", "content": "You're welcome."},
-            {"role": "user", "content": "What's my name?"}, {"role": "assistant", "content": "Dana."},
-            {"role": "user", "content": "And my order?"}, {"role": "assistant", "content": "4411."}]
+TOY_CHAT = [
+    {"role": "user", "content": "Hi, I'm Dana."},
+    {"role": "assistant", "content": "Hello Dana!"},
+    {"role": "user", "content": "Where is order 4411?"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"order": 4411}'}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "shipped on Monday"},
+    {"role": "assistant", "content": "It shipped on Monday."},
+    {"role": "user", "content": "Thanks."},
+    {"role": "assistant", "content": "You're welcome."},
+    {"role": "user", "content": "What's my name?"},
+    {"role": "assistant", "content": "Dana."},
+    {"role": "user", "content": "And my order?"},
+    {"role": "assistant", "content": "4411."},
+]
 
 
 def _kept(ledger) -> list[str]:
@@ -91,8 +116,11 @@ def test_a_new_memory_systems_summaries_say_what_its_ledgers_say(toy, conversati
     assert summaries
     for s in summaries:
         ledger = replay.ledger(s.turn)
-        assert (s.kept, s.history_tokens, s.dropped) == (len(ledger.kept), ledger.history_tokens,
-                                                          ledger.dropped_count())
+        assert (s.kept, s.history_tokens, s.dropped) == (
+            len(ledger.kept),
+            ledger.history_tokens,
+            ledger.dropped_count(),
+        )
         assert s.kept <= 3
 
 
@@ -147,8 +175,10 @@ def test_a_new_memory_systems_settings_are_in_the_switchboard(toy):
     assert at.session_state["overrides"] == {"toy": {"keep": 5}}
     # ... and what it sets is what a replay under the override keeps.
     config = MemoryConfig(LastN.name, keep=3).with_(**at.session_state["overrides"]["toy"])
-    assert _kept(Replay(openai(TOY_CHAT), config).ledger_at(4)) == \
-        [m.ref for t in openai(TOY_CHAT).turns[:4] for m in t.messages][-5:]
+    assert (
+        _kept(Replay(openai(TOY_CHAT), config).ledger_at(4))
+        == [m.ref for t in openai(TOY_CHAT).turns[:4] for m in t.messages][-5:]
+    )
 
 
 def _sniff_toy(first, layout) -> bool:
@@ -160,8 +190,10 @@ def _read_toy(records, ctx):
         lines = value.get("lines")
         if not isinstance(lines, list) or not all(isinstance(x, str) for x in lines):
             raise RecordError("'lines' must be a list of strings", "lines")
-        messages = [Message("user" if i % 2 == 0 else "assistant", text, QUERY if i % 2 == 0 else "answer",
-                            f"{index}:{i}") for i, text in enumerate(lines)]
+        messages = [
+            Message("user" if i % 2 == 0 else "assistant", text, QUERY if i % 2 == 0 else "answer", f"{index}:{i}")
+            for i, text in enumerate(lines)
+        ]
         return conversation_from_messages(messages, f"toy-{index}", source_format="toy")
 
     yield from ctx.each(records, parse_one)
@@ -173,7 +205,7 @@ def test_a_new_import_format_registered_as_the_recipe_says_is_detected_read_and_
         text = json.dumps([{"toy": 1, "lines": ["Hi, I'm Dana.", "Hello Dana!", "What's my name?", "Dana."]}])
         result = import_text(text, "toy.json")
         assert result.format == "toy"
-        conv, = result.conversations
+        (conv,) = result.conversations
         assert [t.query for t in conv.turns] == ["Hi, I'm Dana.", "What's my name?"]
         ledger = Replay(conv, MemoryConfig(strategy="buffer")).ledger_at(1)
         assert [e.kept for e in ledger.entries] == [True, True]
@@ -196,8 +228,13 @@ def test_architecture_md_is_one_page_and_each_recipe_names_a_test_that_exists():
     text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
     assert len(text.split()) <= 1500
     recipes = re.findall(r"^\*\*(A[n]? [^*]+)\*\* \(([^)]*)\)", text.split("\n## Recipes\n", 1)[1], re.M)
-    assert {name for name, _ in recipes} >= {"A memory system", "An import format", "A node type", "A page",
-                                              "A receipt"}
+    assert {name for name, _ in recipes} >= {
+        "A memory system",
+        "An import format",
+        "A node type",
+        "A page",
+        "A receipt",
+    }
     for name, where in recipes:
         tests = re.findall(r"`(tests/[\w/]+\.py)`", where)
         assert tests, f"{name} names no test"

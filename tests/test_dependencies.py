@@ -49,8 +49,9 @@ def lock(path) -> dict[str, tuple[str, int]]:
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 RUNTIME, DEV = pins(ROOT / "requirements.txt"), pins(ROOT / "requirements-dev.txt")
-EXTRAS = {_name(PIN.match(r)[1]): PIN.match(r)[3] for rs in PYPROJECT["project"]["optional-dependencies"].values()
-          for r in rs}
+EXTRAS = {
+    _name(PIN.match(r)[1]): PIN.match(r)[3] for rs in PYPROJECT["project"]["optional-dependencies"].values() for r in rs
+}
 RUNTIME_LOCK, DEV_LOCK = lock(ROOT / "requirements.lock"), lock(ROOT / "requirements-dev.lock")
 
 
@@ -61,8 +62,9 @@ def test_the_package_depends_on_requirements_txt_and_has_postgres_and_auth_extra
     assert set(EXTRAS) == {"psycopg", "authlib"}
 
 
-@pytest.mark.parametrize("wanted, locked", [("runtime", "runtime"), ("dev", "dev"), ("extras", "dev"),
-                                            ("runtime", "dev")])
+@pytest.mark.parametrize(
+    "wanted, locked", [("runtime", "runtime"), ("dev", "dev"), ("extras", "dev"), ("runtime", "dev")]
+)
 def test_every_pin_is_locked_at_its_version_with_hashes(wanted, locked):
     wanted = {"runtime": RUNTIME, "dev": DEV, "extras": EXTRAS}[wanted]
     locked = {"runtime": RUNTIME_LOCK, "dev": DEV_LOCK}[locked]
@@ -77,10 +79,27 @@ def test_the_test_install_runs_the_app_s_packages_at_the_app_s_versions():
 
 
 def test_the_app_install_pulls_no_test_package():
-    tests_only = {"pytest", "pytest-xdist", "hypothesis", "mutmut", "schemathesis", "playwright", "haystack-ai",
-                  "langchain-core", "langchain-openai", "langchain-classic", "langsmith", "pydantic-ai-slim",
-                  "pydantic-ai-harness", "dify-client", "psycopg", "authlib", "llama-index-core",
-                  "langgraph", "langmem"}
+    tests_only = {
+        "pytest",
+        "pytest-xdist",
+        "hypothesis",
+        "mutmut",
+        "schemathesis",
+        "playwright",
+        "haystack-ai",
+        "langchain-core",
+        "langchain-openai",
+        "langchain-classic",
+        "langsmith",
+        "pydantic-ai-slim",
+        "pydantic-ai-harness",
+        "dify-client",
+        "psycopg",
+        "authlib",
+        "llama-index-core",
+        "langgraph",
+        "langmem",
+    }
     assert tests_only <= set(DEV_LOCK)
     assert not tests_only & set(RUNTIME_LOCK)
     assert not set(DEV) & set(RUNTIME)
@@ -92,8 +111,12 @@ def test_the_build_uses_the_setuptools_the_tests_pin():
 
 def test_every_library_the_app_imports_is_a_runtime_dependency_or_an_extra():
     distributions = packages_distributions()
-    files = [ROOT / "app.py", *(ROOT / "core").rglob("*.py"), *(ROOT / "ui").rglob("*.py"),
-             *(ROOT / "pages").rglob("*.py")]
+    files = [
+        ROOT / "app.py",
+        *(ROOT / "core").rglob("*.py"),
+        *(ROOT / "ui").rglob("*.py"),
+        *(ROOT / "pages").rglob("*.py"),
+    ]
     imported = set()
     for path in files:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -127,5 +150,7 @@ def test_the_agents_sdk_environment_runs_the_app_s_versions_of_what_both_need():
     assert wanted == {"openai-agents": "0.24.0"} and locked["openai-agents"][0] == "0.24.0"
     shared = set(locked) & set(RUNTIME_LOCK)
     assert {"openai", "pydantic", "starlette", "websockets"} <= shared
-    assert {n: locked[n][0] for n in shared - {"websockets"}} == {n: RUNTIME_LOCK[n][0] for n in shared - {"websockets"}}
+    assert {n: locked[n][0] for n in shared - {"websockets"}} == {
+        n: RUNTIME_LOCK[n][0] for n in shared - {"websockets"}
+    }
     assert locked["websockets"][0].split(".")[0] == "16" and RUNTIME_LOCK["websockets"][0].split(".")[0] == "17"

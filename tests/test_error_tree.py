@@ -8,7 +8,6 @@ import core
 from core import errors
 from core.errors import MemLensError
 
-
 #: The packages that keep every exception class they define in their own ``errors.py``.
 OWN_ERRORS_MODULE = ("analysis", "api", "cli", "flow", "io", "llm", "memory", "model", "report", "service", "store")
 
@@ -63,8 +62,18 @@ def test_each_package_defines_its_exceptions_in_its_errors_module_deriving_from_
             if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == module.__name__:
                 seen[name] = obj
                 assert module.__name__ == f"core.{parts[1]}.errors", f"move {name} to core/{parts[1]}/errors.py"
-    assert {"FlowError", "ConfigError", "LLMError", "CompareError", "FormatError", "FileInputError", "UsageError",
-            "StoreError", "SessionChangedError", "ReportError"} <= set(seen)
+    assert {
+        "FlowError",
+        "ConfigError",
+        "LLMError",
+        "CompareError",
+        "FormatError",
+        "FileInputError",
+        "UsageError",
+        "StoreError",
+        "SessionChangedError",
+        "ReportError",
+    } <= set(seen)
     internal = {name for name, cls in seen.items() if not issubclass(cls, MemLensError)}
     assert internal == {"NodeFailed", "TooManyProblems", "ApiError"}, internal
     assert all(name in errors.__doc__ for name in internal)

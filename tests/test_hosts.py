@@ -33,16 +33,45 @@ CANARY = "the rebinding canary 7f3a9c"
 
 # -- the rule ------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("host", ["localhost", "localhost:8501", "LocalHost.:8501", "127.0.0.1", "127.0.0.1:8501",
-                                  "127.45.0.9:80", "[::1]", "[::1]:5001", "[::ffff:127.0.0.1]:8501"])
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "localhost",
+        "localhost:8501",
+        "LocalHost.:8501",
+        "127.0.0.1",
+        "127.0.0.1:8501",
+        "127.45.0.9:80",
+        "[::1]",
+        "[::1]:5001",
+        "[::ffff:127.0.0.1]:8501",
+    ],
+)
 def test_a_loopback_name_or_address_is_answered_whatever_its_port(host):
     assert host_allowed(host, allowed=())
 
 
-@pytest.mark.parametrize("host", ["evil.example", "evil.example:8501", "localhost.evil.example:8501",
-                                  "127.0.0.1.evil.example", "10.0.0.5:8501", "0.0.0.0:8501", "[fe80::1]:80",
-                                  "", None, "::1", "127.0.0.1:port", "127.0.0.1@evil.example",
-                                  "evil.example/127.0.0.1", "[::1", "local host"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "evil.example",
+        "evil.example:8501",
+        "localhost.evil.example:8501",
+        "127.0.0.1.evil.example",
+        "10.0.0.5:8501",
+        "0.0.0.0:8501",
+        "[fe80::1]:80",
+        "",
+        None,
+        "::1",
+        "127.0.0.1:port",
+        "127.0.0.1@evil.example",
+        "evil.example/127.0.0.1",
+        "[::1",
+        "local host",
+    ],
+)
 def test_any_other_host_and_anything_that_names_no_host_is_refused(host):
     assert not host_allowed(host, allowed=())
 
@@ -66,6 +95,7 @@ def test_an_allowed_host_that_is_not_a_bare_name_or_address_is_refused_in_one_li
 
 # -- the Streamlit app ---------------------------------------------------------------------------------
 
+
 def _seeded_store(tmp_path) -> tuple[str, str]:
     """A store with one conversation that says CANARY; its URL and the conversation's id."""
     url = f"sqlite:///{tmp_path / 'memlens.db'}"
@@ -82,8 +112,14 @@ def _page_data(port: int, host: str, query: str, wait_for: bytes) -> bytes:
     from streamlit.proto.BackMsg_pb2 import BackMsg
 
     sock = socket.create_connection(("127.0.0.1", port))
-    with connect(f"ws://{host}/_stcore/stream", sock=sock, origin=f"http://{host}", subprotocols=["streamlit"],
-                 max_size=None, open_timeout=30) as ws:
+    with connect(
+        f"ws://{host}/_stcore/stream",
+        sock=sock,
+        origin=f"http://{host}",
+        subprotocols=["streamlit"],
+        max_size=None,
+        open_timeout=30,
+    ) as ws:
         rerun = BackMsg()
         rerun.rerun_script.query_string = query
         rerun.rerun_script.page_script_hash = ""
@@ -122,21 +158,33 @@ def test_the_app_answers_no_request_or_websocket_for_a_foreign_host(tmp_path):
 
 
 def test_the_app_refuses_to_start_on_a_bad_allowed_host_in_one_line(tmp_path):
-    env = {**os.environ, "MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}",
-           ALLOWED_HOSTS_ENV: "http://memlens.test:8501", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env = {
+        **os.environ,
+        "MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}",
+        ALLOWED_HOSTS_ENV: "http://memlens.test:8501",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    done = subprocess.run([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode != 0
     assert done.stderr.strip().splitlines()[-1] == (
         f"error: {ALLOWED_HOSTS_ENV}: 'http://memlens.test:8501' is not a host name or address; list bare names or "
-        f"addresses, e.g. {ALLOWED_HOSTS_ENV}=memlens.example.com,10.0.0.5 (no scheme, port or path)")
+        f"addresses, e.g. {ALLOWED_HOSTS_ENV}=memlens.example.com,10.0.0.5 (no scheme, port or path)"
+    )
     assert "Traceback" not in done.stderr
 
 
 # -- the Service API -----------------------------------------------------------------------------------
+
 
 def test_the_service_api_answers_no_request_for_a_foreign_host(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'memlens.db'}"
@@ -148,8 +196,12 @@ def test_the_service_api_answers_no_request_for_a_foreign_host(tmp_path, monkeyp
     with ServerProcess(url) as server, httpx.Client(timeout=60, headers={"Authorization": f"Bearer {key}"}) as http:
         base = f"http://127.0.0.1:{server.port}"
         chat = {"query": CANARY, "user": "u", "inputs": {}, "response_mode": "blocking"}
-        for method, path, body in (("GET", "/v1/parameters", None), ("POST", "/v1/chat-messages", chat),
-                                   ("GET", "/v1/conversations?user=u", None), ("GET", "/openapi.json", None)):
+        for method, path, body in (
+            ("GET", "/v1/parameters", None),
+            ("POST", "/v1/chat-messages", chat),
+            ("GET", "/v1/conversations?user=u", None),
+            ("GET", "/openapi.json", None),
+        ):
             refused = http.request(method, base + path, json=body, headers={"Host": f"{FOREIGN}:{server.port}"})
             assert refused.status_code == 403, path
             assert refused.json()["code"] == "forbidden" and refused.json()["status"] == 403
@@ -163,10 +215,16 @@ def test_the_service_api_answers_no_request_for_a_foreign_host(tmp_path, monkeyp
 
 def test_serve_refuses_a_bad_allowed_host_in_one_line_before_it_listens(tmp_path):
     env = {**os.environ, ALLOWED_HOSTS_ENV: "memlens.test:5001"}
-    done = subprocess.run([sys.executable, "-m", "core", "serve", "--port", "0", "--db",
-                           f"sqlite:///{tmp_path / 'memlens.db'}"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "core", "serve", "--port", "0", "--db", f"sqlite:///{tmp_path / 'memlens.db'}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert done.stderr.strip() == (
         f"error: {ALLOWED_HOSTS_ENV}: 'memlens.test:5001' is not a host name or address; list bare names or "
-        f"addresses, e.g. {ALLOWED_HOSTS_ENV}=memlens.example.com,10.0.0.5 (no scheme, port or path)")
+        f"addresses, e.g. {ALLOWED_HOSTS_ENV}=memlens.example.com,10.0.0.5 (no scheme, port or path)"
+    )

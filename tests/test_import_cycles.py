@@ -47,7 +47,7 @@ def _targets(module: str, path: Path, node: ast.Import | ast.ImportFrom, known: 
     """The core modules an import statement loads, with the packages above each."""
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     if isinstance(node, ast.ImportFrom):
-        base = package[:len(package) - node.level + 1] if node.level else []
+        base = package[: len(package) - node.level + 1] if node.level else []
         base_name = ".".join(base + ([node.module] if node.module else []))
         names = [f"{base_name}.{a.name}" if base_name else a.name for a in node.names]
         explicit = {n for n in names if n in known}
@@ -123,8 +123,9 @@ def test_the_walk_sees_imports_inside_functions_and_skips_type_checking_blocks(t
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "a.py").write_text("def f():\n    from .b import g\n    return g\n")
-    (package / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .c import X\n"
-                                  "from . import a\n")
+    (package / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .c import X\nfrom . import a\n"
+    )
     (package / "c.py").write_text("from .b import a\n")
     graph = import_graph(package)
     assert graph["core.a"] == {"core.b"}
@@ -132,12 +133,15 @@ def test_the_walk_sees_imports_inside_functions_and_skips_type_checking_blocks(t
     assert cycles(graph) == [["core.a", "core.b"]]
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("from .strategies.base import Strategy\n", {"core.strategies", "core.strategies.base"}),
-    ("from .strategies import base\n", {"core.strategies", "core.strategies.base"}),
-    ("import core.strategies.base\n", {"core.strategies", "core.strategies.base"}),
-    ("from ..ledger import KEPT\n", set()),  # above the package: not a core module here
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("from .strategies.base import Strategy\n", {"core.strategies", "core.strategies.base"}),
+        ("from .strategies import base\n", {"core.strategies", "core.strategies.base"}),
+        ("import core.strategies.base\n", {"core.strategies", "core.strategies.base"}),
+        ("from ..ledger import KEPT\n", set()),  # above the package: not a core module here
+    ],
+)
 def test_importing_a_submodule_counts_its_packages_too(tmp_path, source, expected):
     package = tmp_path / "core"
     (package / "strategies").mkdir(parents=True)

@@ -36,8 +36,11 @@ def _tracked_files() -> list[str]:
     if listed.returncode == 0 and listed.stdout:
         return [name for name in listed.stdout.split("\0") if name and (ROOT / name).is_file()]
     skip = {".git", ".venv", "data", "__pycache__", "build", "dist", "mutants"}
-    return [str(p.relative_to(ROOT)) for p in ROOT.rglob("*")
-            if p.is_file() and not skip & set(p.relative_to(ROOT).parts) and not p.name.endswith(".egg-info")]
+    return [
+        str(p.relative_to(ROOT))
+        for p in ROOT.rglob("*")
+        if p.is_file() and not skip & set(p.relative_to(ROOT).parts) and not p.name.endswith(".egg-info")
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -49,20 +52,34 @@ def installed(tmp_path_factory):
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, source / name)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
-    build = subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(tmp / "dist"),
-                            str(source)], capture_output=True, text=True, timeout=300)
+    build = subprocess.run(
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(tmp / "dist"), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert build.returncode == 0, build.stderr
     wheel = next((tmp / "dist").glob("memlens-*.whl"))
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / BIN / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     # The dependencies: this environment's packages, after the fresh one's own (a plain path line adds
     # the folder only, not the editable checkout this environment's own .pth files point at).
     (site / "memlens-test-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    install = subprocess.run([*pip, "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)],
-                             capture_output=True, text=True, timeout=300)
+    install = subprocess.run(
+        [*pip, "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert install.returncode == 0, install.stderr
     return venv, wheel, site
 
@@ -70,16 +87,30 @@ def installed(tmp_path_factory):
 def _run(venv: Path, *args: str, cwd: Path, timeout: float = 180, **kwargs) -> subprocess.CompletedProcess:
     env = {**os.environ, "MEMLENS_DATABASE_URL": f"sqlite:///{cwd / 'memlens.db'}"}
     env.pop("PYTHONPATH", None)
-    return subprocess.run([str(venv / BIN / "memlens"), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, **kwargs)
+    return subprocess.run(
+        [str(venv / BIN / "memlens"), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )
 
 
 def test_the_wheel_holds_the_app_its_pages_samples_and_settings_and_no_tests(installed):
     _, wheel, _ = installed
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"app.py", "pages/debugger.py", "ui/entry.py", "core/cli/main.py", ".streamlit/config.toml",
-            "sample_data/conversations/lisbon-trip.json", "sample_data/transcripts/SOURCES.md",
-            "core/store/migrations/script.py.mako"} <= names
+    assert {
+        "app.py",
+        "pages/debugger.py",
+        "ui/entry.py",
+        "core/cli/main.py",
+        ".streamlit/config.toml",
+        "sample_data/conversations/lisbon-trip.json",
+        "sample_data/transcripts/SOURCES.md",
+        "core/store/migrations/script.py.mako",
+    } <= names
     assert not any(n.startswith(("tests/", "benchmarks/", "scripts/")) for n in names)
     metadata = zipfile.ZipFile(wheel).read(f"memlens-{__version__}.dist-info/METADATA").decode()
     requires = re.findall(r"^Requires-Dist: ([A-Za-z0-9_.\-\[\]]+)", metadata, re.M)
@@ -96,23 +127,31 @@ def test_the_installed_command_says_its_version_and_replays_a_sample_it_carries(
     assert replay.returncode == 0, replay.stderr
     ledger = json.loads(replay.stdout)["turns"][0]["ledger"]
     assert {e["reason"] for e in ledger} == {"kept", "outside_window"}
-    where = subprocess.run([str(venv / BIN / "python"), "-c", "import core, app; print(core.__file__, app.__file__)"],
-                           cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
+    where = subprocess.run(
+        [str(venv / BIN / "python"), "-c", "import core, app; print(core.__file__, app.__file__)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert all(Path(p).is_relative_to(site) for p in where), where  # the installed copy, not the checkout
 
 
 def test_the_installed_app_runs_its_pages_from_where_it_is_installed(installed, tmp_path):
     venv, _, site = installed
-    code = ("import sys\n"
-            "from streamlit.testing.v1 import AppTest\n"
-            f"at = AppTest.from_file({str(site / 'app.py')!r}, default_timeout=120).run()\n"
-            "assert not at.exception, at.exception\n"
-            "at.switch_page('pages/compare.py').run()\n"
-            "assert not at.exception, at.exception\n"
-            "print(at.title[0].value)\n")
+    code = (
+        "import sys\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        f"at = AppTest.from_file({str(site / 'app.py')!r}, default_timeout=120).run()\n"
+        "assert not at.exception, at.exception\n"
+        "at.switch_page('pages/compare.py').run()\n"
+        "assert not at.exception, at.exception\n"
+        "print(at.title[0].value)\n"
+    )
     env = {**os.environ, "MEMLENS_DATABASE_URL": f"sqlite:///{tmp_path / 'memlens.db'}"}
-    proc = subprocess.run([str(venv / BIN / "python"), "-c", code], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [str(venv / BIN / "python"), "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "Compare memory configs"
 
@@ -139,8 +178,14 @@ def _wait_for(url: str, proc: subprocess.Popen, log: Path, seconds: float = 120)
 def _started(venv: Path, args: list[str], cwd: Path, log: Path) -> subprocess.Popen:
     env = {**os.environ, "MEMLENS_DATABASE_URL": f"sqlite:///{cwd / 'memlens.db'}"}
     with open(log, "w") as out:
-        return subprocess.Popen([str(venv / BIN / "memlens"), *args], cwd=cwd, env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            [str(venv / BIN / "memlens"), *args],
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def _stop(proc: subprocess.Popen) -> None:

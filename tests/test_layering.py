@@ -60,7 +60,7 @@ def package_graph(root: Path = CORE) -> dict[str, dict[str, set[str]]]:
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
-                base = package[:len(package) - node.level + 1] if node.level else []
+                base = package[: len(package) - node.level + 1] if node.level else []
                 module = ".".join(base + ([node.module] if node.module else []))
                 names = [f"{module}.{a.name}" for a in node.names] if module else [a.name for a in node.names]
             else:
@@ -84,7 +84,7 @@ def cycle(graph: dict[str, dict[str, set[str]]]) -> list[str] | None:
         path.append(v)
         for w in sorted(graph.get(v, {})):
             if state.get(w) == 1:
-                return path[path.index(w):] + [w]
+                return path[path.index(w) :] + [w]
             if w not in state and (found := visit(w)):
                 return found
         path.pop()
@@ -100,8 +100,11 @@ def cycle(graph: dict[str, dict[str, set[str]]]) -> list[str] | None:
 def layer_problems(graph: dict[str, dict[str, set[str]]], layers: list[tuple[str, ...]]) -> list[str]:
     """Every node no layer names, and every import of a layer above the importer's, as one line each."""
     level = {name: i for i, layer in enumerate(layers) for name in layer}
-    problems = [f"{node} is in no layer: add it to LAYERS and to ARCHITECTURE.md's Layers"
-                for node in sorted(set(graph) | {t for edges in graph.values() for t in edges}) if node not in level]
+    problems = [
+        f"{node} is in no layer: add it to LAYERS and to ARCHITECTURE.md's Layers"
+        for node in sorted(set(graph) | {t for edges in graph.values() for t in edges})
+        if node not in level
+    ]
     for source, edges in sorted(graph.items()):
         for target, files in sorted(edges.items()):
             if source in level and target in level and level[target] > level[source]:
@@ -121,8 +124,11 @@ def test_core_packages_import_only_their_own_layer_or_those_below():
 def test_architecture_states_the_same_layers():
     text = (CORE.parent / "ARCHITECTURE.md").read_text(encoding="utf-8")
     section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
-    stated = [tuple(re.findall(r"`(core[\w.]*)`", line.split(" — ")[0]))
-              for line in section.splitlines() if re.match(r"\d+\. `core", line)]
+    stated = [
+        tuple(re.findall(r"`(core[\w.]*)`", line.split(" — ")[0]))
+        for line in section.splitlines()
+        if re.match(r"\d+\. `core", line)
+    ]
     assert stated == LAYERS
 
 
@@ -135,30 +141,38 @@ def _toy(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def test_the_checker_finds_a_loop_through_a_function_level_and_a_type_only_import(tmp_path):
-    root = _toy(tmp_path, {
-        "__init__.py": "",
-        "low/__init__.py": "",
-        "low/a.py": "def f():\n    from core.high.b import g\n    return g\n",
-        "high/__init__.py": "",
-        "high/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..low import a\n",
-    })
+    root = _toy(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "low/__init__.py": "",
+            "low/a.py": "def f():\n    from core.high.b import g\n    return g\n",
+            "high/__init__.py": "",
+            "high/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..low import a\n",
+        },
+    )
     graph = package_graph(root)
     assert graph["core.low"] == {"core.high": {"core/low/a.py"}}
     assert graph["core.high"] == {"core.low": {"core/high/b.py"}}
     assert cycle(graph) == ["core.high", "core.low", "core.high"]
     assert layer_problems(graph, [("core",), ("core.low",), ("core.high",)]) == [
-        "core.low imports core.high, a layer above it (core/low/a.py)"]
+        "core.low imports core.high, a layer above it (core/low/a.py)"
+    ]
 
 
 def test_the_checker_passes_a_graph_that_follows_its_layers_and_names_an_unplaced_package(tmp_path):
-    root = _toy(tmp_path, {
-        "__init__.py": "",
-        "errors.py": "",
-        "low/__init__.py": "from core.errors import *\n",
-        "high/__init__.py": "from core.low import x\nimport core.errors\n",
-        "new/__init__.py": "",
-    })
+    root = _toy(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "errors.py": "",
+            "low/__init__.py": "from core.errors import *\n",
+            "high/__init__.py": "from core.low import x\nimport core.errors\n",
+            "new/__init__.py": "",
+        },
+    )
     graph = package_graph(root)
     assert cycle(graph) is None
     assert layer_problems(graph, [("core", "core.errors"), ("core.low",), ("core.high",)]) == [
-        "core.new is in no layer: add it to LAYERS and to ARCHITECTURE.md's Layers"]
+        "core.new is in no layer: add it to LAYERS and to ARCHITECTURE.md's Layers"
+    ]

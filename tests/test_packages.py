@@ -35,8 +35,10 @@ def test_a_public_name_is_the_object_its_module_defines():
 
 
 def test_importing_a_package_imports_none_of_its_modules():
-    code = ("import sys, core.model, core.memory, core.flow, core.analysis; "
-            "print(' '.join(sorted(m for m in sys.modules if m.startswith('core.'))))")
+    code = (
+        "import sys, core.model, core.memory, core.flow, core.analysis; "
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('core.'))))"
+    )
     loaded = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert loaded.stdout.split() == ["core.analysis", "core.flow", "core.memory", "core.model"]
 
@@ -63,11 +65,19 @@ def test_the_pages_and_components_import_the_core_through_its_packages():
     offending = []
     for path in [ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "ui").glob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else \
-                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names = (
+                [node.module]
+                if isinstance(node, ast.ImportFrom) and node.module and not node.level
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
             for name in names:
                 target = ROOT.joinpath(*name.split("."))
-                if name.startswith("core.") and not (target / "__init__.py").exists() \
-                        and target.parent != ROOT / "core":
+                if (
+                    name.startswith("core.")
+                    and not (target / "__init__.py").exists()
+                    and target.parent != ROOT / "core"
+                ):
                     offending.append(f"{path.relative_to(ROOT)}: {name}")
     assert offending == []

@@ -25,13 +25,18 @@ def test_the_readme_starts_with_a_screenshot_of_the_debugger_at_1440_by_900():
 def test_the_two_commands_are_the_ones_ci_runs():
     assert "    ./scripts/setup.sh && .venv/bin/memlens ui\n" in README
     assert "Run the tests:\n\n    ./scripts/setup.sh --test && .venv/bin/python -m pytest" in README
-    assert 'awk \'/^Run the tests:/' in (ROOT / ".ci" / "run").read_text()
+    assert "awk '/^Run the tests:/" in (ROOT / ".ci" / "run").read_text()
 
 
 def test_a_five_step_tour_and_three_steps_to_debug_your_own_bot():
     tour = README.split("## A five-step tour of the demo")[1].split("\n## ")[0]
     assert re.findall(r"^\d\. \*\*(.+?)\*\*", tour, re.M) == [
-        "Inspect.", "See turn 1 dropped.", "Widen the window.", "Compare.", "Present."]
+        "Inspect.",
+        "See turn 1 dropped.",
+        "Widen the window.",
+        "Compare.",
+        "Present.",
+    ]
     own = README.split("## Debug your own bot")[1].split("\n## ")[0]
     steps = re.findall(r"^\d\. \*\*(.+?)\*\*", own, re.M)
     assert len(steps) == 3 and "memlens pull" in own and "memlens import" in own and "capture" in own
@@ -49,8 +54,10 @@ def test_every_link_of_the_readme_and_the_docs_leads_to_a_file_or_a_heading():
                 continue
             assert linked.exists(), f"{page.name}: {target}"
             if anchor and linked.suffix == ".md":
-                headings = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
-                            for h in re.findall(r"^#+ (.+)$", linked.read_text(encoding="utf-8"), re.M)}
+                headings = {
+                    re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+                    for h in re.findall(r"^#+ (.+)$", linked.read_text(encoding="utf-8"), re.M)
+                }
                 assert anchor in headings, f"{page.name}: {target}"
 
 

@@ -9,7 +9,11 @@ from tests.conftest import ROOT
 
 def test_plural_uses_the_singular_for_one_and_a_given_plural():
     assert (plural(1, "turn"), plural(0, "turn"), plural(2, "branch", "branches"), plural(1200, "turn")) == (
-        "1 turn", "0 turns", "2 branches", "1,200 turns")
+        "1 turn",
+        "0 turns",
+        "2 branches",
+        "1,200 turns",
+    )
 
 
 def test_a_conversation_is_as_long_as_its_active_thread_with_the_branches_counted_apart():
@@ -45,4 +49,5 @@ def test_a_conversation_in_hand_counts_the_thread_it_shows_and_its_branches_apar
     assert conversation_turns(lisbon) == "3 turns (5 with branches)"
     assert conversation_turns(linear(4)) == "4 turns"
     from dataclasses import replace
+
     assert conversation_turns(replace(linear(4), turns=[])) == "0 turns"

@@ -19,8 +19,11 @@ from ui import html
 
 #: How a step that is not the user's question or the assistant's reply is told apart: its avatar
 #: (None: the role's own) and the word after its turn's label.
-STEPS = {TOOL_RESULT: (":material/build:", "tool result"), REASONING: (":material/psychology:", "reasoning"),
-         TOOL_CALL: (None, "tool call")}
+STEPS = {
+    TOOL_RESULT: (":material/build:", "tool result"),
+    REASONING: (":material/psychology:", "reasoning"),
+    TOOL_CALL: (None, "tool call"),
+}
 
 
 def message_look(item: MessageView) -> tuple[str, str | None, str]:
@@ -40,8 +43,9 @@ PAGE_TURNS = 20  # turns of the thread shown at once
 TRANSCRIPT_HEIGHT = html.TRANSCRIPT_HEIGHT
 
 
-def thread_page(thread: list[int], selected: int | None, *, key: str, on_newest: Callable[[], None],
-                page: int = PAGE_TURNS) -> list[int]:
+def thread_page(
+    thread: list[int], selected: int | None, *, key: str, on_newest: Callable[[], None], page: int = PAGE_TURNS
+) -> list[int]:
     """The part of the thread to show: its newest ``page`` turns (more after *Show earlier turns*)
     or, when an older turn is inspected, the page that ends at it — its markers are about the turns
     before it. ``key`` holds how many turns are shown."""
@@ -49,14 +53,15 @@ def thread_page(thread: list[int], selected: int | None, *, key: str, on_newest:
     end = len(thread)
     if selected is not None and selected in thread and thread.index(selected) < len(thread) - shown:
         end = thread.index(selected) + 1
-    if end < len(thread) and st.button(f"Show the newest turns ({len(thread) - end} later turns hidden)",
-                                       key="show_newest"):
+    if end < len(thread) and st.button(
+        f"Show the newest turns ({len(thread) - end} later turns hidden)", key="show_newest"
+    ):
         on_newest()
     earlier = max(0, end - shown)
     if earlier and st.button(f"Show {min(page, earlier)} earlier turns ({earlier} hidden)", key="show_earlier"):
         st.session_state[key] = shown + page
         st.rerun()
-    return thread[max(0, end - shown):end]
+    return thread[max(0, end - shown) : end]
 
 
 @dataclass
@@ -83,9 +88,16 @@ def turn_problem(turn) -> str | None:
     return None
 
 
-def render_transcript(items: list[MessageView], *, siblings: dict[str, tuple[int, int, tuple[str, ...]]],
-                      failed: dict[str, str], differs: dict[str, list[str]], actions: TurnActions | None,
-                      conversation_only: bool, key: str) -> None:
+def render_transcript(
+    items: list[MessageView],
+    *,
+    siblings: dict[str, tuple[int, int, tuple[str, ...]]],
+    failed: dict[str, str],
+    differs: dict[str, list[str]],
+    actions: TurnActions | None,
+    conversation_only: bool,
+    key: str,
+) -> None:
     """``siblings[turn_id] = (n, m, ids)``; ``failed[turn_id] = the line shown under its answer``
     (:func:`turn_problem`); ``differs[turn_id] = [node titles]``."""
     for item in items:
@@ -114,30 +126,64 @@ def _controls(item: MessageView, sib, actions: TurnActions, key: str) -> None:
         if item.kind == "query":
             if sib and sib[1] > 1:
                 n, m, ids = sib
-                if st.button("", key=f"{base}-prev", icon=":material/chevron_left:", disabled=n <= 1,
-                             type="tertiary", help="previous version of this message"):
+                if st.button(
+                    "",
+                    key=f"{base}-prev",
+                    icon=":material/chevron_left:",
+                    disabled=n <= 1,
+                    type="tertiary",
+                    help="previous version of this message",
+                ):
                     actions.on_switch(ids[n - 2])
                 st.markdown(html.muted(f"{n}/{m}"), unsafe_allow_html=True, width="content")
-                if st.button("", key=f"{base}-next", icon=":material/chevron_right:", disabled=n >= m,
-                             type="tertiary", help="next version of this message"):
+                if st.button(
+                    "",
+                    key=f"{base}-next",
+                    icon=":material/chevron_right:",
+                    disabled=n >= m,
+                    type="tertiary",
+                    help="next version of this message",
+                ):
                     actions.on_switch(ids[n])
             # Its box is drawn only while it is open: a text box per shown turn would be registered (and its
             # state searched) on every rerun of the transcript.
-            edit = st.popover("Edit", icon=":material/edit:", type="tertiary", disabled=actions.on_edit is None,
-                              help=actions.cannot_run if actions.on_edit is None else
-                              "Ask something else here: the edit becomes a new branch",
-                              key=f"{base}-edit", on_change="rerun")
+            edit = st.popover(
+                "Edit",
+                icon=":material/edit:",
+                type="tertiary",
+                disabled=actions.on_edit is None,
+                help=actions.cannot_run
+                if actions.on_edit is None
+                else "Ask something else here: the edit becomes a new branch",
+                key=f"{base}-edit",
+                on_change="rerun",
+            )
             if edit.open:
                 with edit:
                     text = st.text_area("Edited message", item.text, key=f"{base}-edit-text")
                     if st.button("Send as a new branch", key=f"{base}-edit-send") and actions.on_edit is not None:
                         actions.on_edit(item.turn_id, text)
         elif item.kind == "answer":
-            if st.button("Regenerate", key=f"{base}-regen", icon=":material/refresh:", type="tertiary",
-                         disabled=actions.on_regenerate is None,
-                         help=actions.cannot_run if actions.on_regenerate is None else
-                         "A new answer to the same message, as a sibling branch") and actions.on_regenerate:
+            if (
+                st.button(
+                    "Regenerate",
+                    key=f"{base}-regen",
+                    icon=":material/refresh:",
+                    type="tertiary",
+                    disabled=actions.on_regenerate is None,
+                    help=actions.cannot_run
+                    if actions.on_regenerate is None
+                    else "A new answer to the same message, as a sibling branch",
+                )
+                and actions.on_regenerate
+            ):
                 actions.on_regenerate(item.turn_id)
-            st.button("Inspect", key=f"{base}-inspect", icon=":material/manage_search:", type="tertiary",
-                      help="Show what each node that calls a model saw in this turn", on_click=actions.on_select,
-                      args=(item.turn_id,))
+            st.button(
+                "Inspect",
+                key=f"{base}-inspect",
+                icon=":material/manage_search:",
+                type="tertiary",
+                help="Show what each node that calls a model saw in this turn",
+                on_click=actions.on_select,
+                args=(item.turn_id,),
+            )

@@ -63,10 +63,10 @@ def saved_sets(prefix: str, db, current: list[NamedConfig]) -> None:
         if sets:
             name = st.selectbox("Saved config sets", list(sets), key=f"{prefix}_set")
             a, b = st.columns(2)
-            a.button("Load", key=f"{prefix}_set_load", on_click=load_configs, args=(prefix, sets[name]),
-                     width="stretch")
-            b.button("Delete", key=f"{prefix}_set_delete", on_click=delete_config_set, args=(db, name),
-                     width="stretch")
+            a.button(
+                "Load", key=f"{prefix}_set_load", on_click=load_configs, args=(prefix, sets[name]), width="stretch"
+            )
+            b.button("Delete", key=f"{prefix}_set_delete", on_click=delete_config_set, args=(db, name), width="stretch")
         else:
             st.caption("No saved config set yet.")
     with right:

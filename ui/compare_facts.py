@@ -11,10 +11,12 @@ from core.analysis.compare import Comparison
 from core.model import message_text
 from ui.html import safe_text
 
-CSS = ("<style>.ml-facts{width:100%;table-layout:fixed;border-collapse:collapse;font-size:.85rem}"
-       ".ml-facts th,.ml-facts td{border:1px solid #e5e7eb;padding:.3rem .45rem;text-align:left;vertical-align:top;"
-       "overflow-wrap:anywhere;white-space:normal}.ml-facts th{background:#f9fafb;font-weight:600}"
-       ".ml-facts td.lost{color:#b91c1c}.ml-facts td.kept{color:#047857}.ml-facts td.back{color:#b45309}</style>")
+CSS = (
+    "<style>.ml-facts{width:100%;table-layout:fixed;border-collapse:collapse;font-size:.85rem}"
+    ".ml-facts th,.ml-facts td{border:1px solid #e5e7eb;padding:.3rem .45rem;text-align:left;vertical-align:top;"
+    "overflow-wrap:anywhere;white-space:normal}.ml-facts th{background:#f9fafb;font-weight:600}"
+    ".ml-facts td.lost{color:#b91c1c}.ml-facts td.kept{color:#047857}.ml-facts td.back{color:#b45309}</style>"
+)
 
 
 def facts_table_html(comparison: Comparison) -> str:
@@ -24,12 +26,16 @@ def facts_table_html(comparison: Comparison) -> str:
     rows = []
     for fact, fates in zip(comparison.facts, comparison.fates):
         stated = fates[0].stated_label if fates else ""
-        cells = "".join(f'<td class="{f.state}" '
-                        f'data-config="{escape(f.label, quote=True)}">{safe_text(f.cell_text())}</td>' for f in fates)
+        cells = "".join(
+            f'<td class="{f.state}" data-config="{escape(f.label, quote=True)}">{safe_text(f.cell_text())}</td>'
+            for f in fates
+        )
         rows.append(f"<tr><td>{safe_text(fact.label)}</td><td>{safe_text(stated)}</td>{cells}</tr>")
     widths = '<col style="width:16%"><col style="width:9%">' + "<col>" * len(labels)
-    return (f'{CSS}<table class="ml-facts"><colgroup>{widths}</colgroup><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>')
+    return (
+        f'{CSS}<table class="ml-facts"><colgroup>{widths}</colgroup><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def render_facts_table(comparison: Comparison) -> None:
@@ -71,18 +77,31 @@ def pick_marks(conversation, numbers: list[int], *, key: str) -> list[str]:
     state = st.session_state
     state[key] = [k for k in state.get(key, []) if marked_message(conversation, k)]
     first = numbers[0]
-    number = st.number_input("Turn", min_value=first, max_value=numbers[-1], value=first, step=1, key=f"{key}_turn",
-                             help="The number of the turn whose message states the fact")
+    number = st.number_input(
+        "Turn",
+        min_value=first,
+        max_value=numbers[-1],
+        value=first,
+        step=1,
+        key=f"{key}_turn",
+        help="The number of the turn whose message states the fact",
+    )
     position = int(number) - first  # turn numbers count positions from the first turn's number
     options = [f"{position}:{j}" for j in range(len(conversation.turns[position].messages))]
     options.sort(key=lambda k: conversation.turns[position].messages[int(k.split(":")[1])].role != "user")
-    pick = st.selectbox("Message", options, key=f"{key}_pick-{position}",
-                        format_func=lambda k: message_name(conversation, numbers, k))
+    pick = st.selectbox(
+        "Message", options, key=f"{key}_pick-{position}", format_func=lambda k: message_name(conversation, numbers, k)
+    )
 
     def mark() -> None:
         if pick is not None and pick not in state[key]:
             state[key] = [*state[key], pick]
+
     st.button("Mark it", key=f"{key}_add", on_click=mark, disabled=pick is None or pick in state[key])
-    return st.multiselect("Messages that state a fact", list(state[key]), key=key,
-                          format_func=lambda k: message_name(conversation, numbers, k),
-                          placeholder="None marked yet: pick a turn and a message above")
+    return st.multiselect(
+        "Messages that state a fact",
+        list(state[key]),
+        key=key,
+        format_func=lambda k: message_name(conversation, numbers, k),
+        placeholder="None marked yet: pick a turn and a message above",
+    )

@@ -17,16 +17,23 @@ def finding_html(f: Finding, *, detail: bool = True) -> str:
     """One finding as escaped HTML (its text quotes the conversation, so nothing in it is markup)."""
     head = f"<b>{plain(f.title)}</b> · {plain(f.subject)}" if f.subject else f"<b>{plain(f.title)}</b>"
     body = safe_text(f.text)
-    more = f'<br><span style="color:#6b7280;font-size:.85rem">{safe_text(f.detail)}</span>' if detail and f.detail \
-        else ""
+    more = (
+        f'<br><span style="color:#6b7280;font-size:.85rem">{safe_text(f.detail)}</span>' if detail and f.detail else ""
+    )
     return f'<div data-kind="{plain(f.kind)}">{_ICON.get(f.severity, "")} {head}<br>{body}{more}</div>'
 
 
-def render_findings(findings: Sequence[Finding], *, key: str, on_turn: Callable[[int], None] | None = None,
-                    name: TurnNamer | None = None,
-                    empty: str = "No findings: nothing surprising in how these configs remember this conversation.",
-                    limit: int = 50, narrow: bool = False,
-                    jump_help: str = "Select this turn: the heatmaps mark it and the turn diff shows it") -> None:
+def render_findings(
+    findings: Sequence[Finding],
+    *,
+    key: str,
+    on_turn: Callable[[int], None] | None = None,
+    name: TurnNamer | None = None,
+    empty: str = "No findings: nothing surprising in how these configs remember this conversation.",
+    limit: int = 50,
+    narrow: bool = False,
+    jump_help: str = "Select this turn: the heatmaps mark it and the turn diff shows it",
+) -> None:
     """The list; a finding that links to a turn gets a button calling ``on_turn``, labelled with the
     turn as ``name`` (:func:`core.analysis.findings.turn_namer`) gives it: "Turn 6 · 2/2". Beside the
     text on a full-width page; under it when ``narrow`` (a side column, where a seventh of the width
@@ -43,7 +50,13 @@ def render_findings(findings: Sequence[Finding], *, key: str, on_turn: Callable[
             label = (name(f.turn) if name else f"turn {f.turn}").capitalize()
             # Beside the text as wide as their column, so "Turn 4" and "Turn 11 · 2/2" line up as one
             # column; under it as wide as the label.
-            go.button(label, key=f"{key}-{n}", on_click=on_turn, args=(f.turn,),
-                      width="content" if narrow else "stretch", help=jump_help)
+            go.button(
+                label,
+                key=f"{key}-{n}",
+                on_click=on_turn,
+                args=(f.turn,),
+                width="content" if narrow else "stretch",
+                help=jump_help,
+            )
     if len(findings) > limit:
         st.caption(f"…and {len(findings) - limit} more (all of them are in the exported report).")

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from core.errors import MemLensError
-from core.service import load_sample, sample_files
 from core.analysis import Source, source_of
-from core.service import load_stored, read_sources
+from core.errors import MemLensError
+from core.service import load_sample, load_stored, read_sources, sample_files
 from core.store import resolve_url
 from core.words import conversation_length, conversation_turns, distinct
 from ui.html import plain
@@ -87,11 +86,16 @@ def pick_source(prefix: str, *, default: str = "lisbon-trip.json") -> Picked | N
             st.error(plain(e))
             return None
         return Picked(source, f"stored:{conv_id}:{stamp}")
-    upload = st.file_uploader("Conversation file (any supported transcript, an export or a report bundle)",
-                              type=["json", "jsonl", "csv"], key=f"{prefix}_upload")
+    upload = st.file_uploader(
+        "Conversation file (any supported transcript, an export or a report bundle)",
+        type=["json", "jsonl", "csv"],
+        key=f"{prefix}_upload",
+    )
     if upload is None:
-        st.info("Upload a file: OpenAI JSON/JSONL, ShareGPT, OpenAssistant, Dify messages or web items, BFCL, a "
-                "MemLens export, or a MemLens report bundle (which brings back its configs).")
+        st.info(
+            "Upload a file: OpenAI JSON/JSONL, ShareGPT, OpenAssistant, Dify messages or web items, BFCL, a "
+            "MemLens export, or a MemLens report bundle (which brings back its configs)."
+        )
         return None
     data = upload.getvalue()
     digest = hashlib.sha256(data).hexdigest()
@@ -107,8 +111,10 @@ def pick_source(prefix: str, *, default: str = "lisbon-trip.json") -> Picked | N
 def _index(prefix: str, sources: list[Source]) -> int:
     if len(sources) <= 1:
         return 0
-    labels = {i: f"{i}: {s.conversation.name or s.conversation.id} · {conversation_turns(s.conversation)}"
-              for i, s in enumerate(sources)}
+    labels = {
+        i: f"{i}: {s.conversation.name or s.conversation.id} · {conversation_turns(s.conversation)}"
+        for i, s in enumerate(sources)
+    }
     if st.session_state.get(f"{prefix}_index") not in labels:
         st.session_state[f"{prefix}_index"] = 0
     return st.selectbox("Conversation in the file", list(labels), key=f"{prefix}_index", format_func=labels.get)

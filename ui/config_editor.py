@@ -19,10 +19,22 @@ from typing import Any, Callable, Mapping, Sequence
 import streamlit as st
 
 from core.errors import MemLensError
-from core.memory import MemoryConfig
-from core.memory.strategies import STRATEGIES as STRATEGY_REGISTRY, get_strategy
-from core.memory import Strategy
-from core.memory import CHANGE, CHOICE, COMMON, LAST_TURN, NUMBER, SLIDER, SWITCHED, TOGGLE, ZERO_UNSET, Setting
+from core.memory import (
+    CHANGE,
+    CHOICE,
+    COMMON,
+    LAST_TURN,
+    NUMBER,
+    SLIDER,
+    SWITCHED,
+    TOGGLE,
+    ZERO_UNSET,
+    MemoryConfig,
+    Setting,
+    Strategy,
+)
+from core.memory.strategies import STRATEGIES as STRATEGY_REGISTRY
+from core.memory.strategies import get_strategy
 
 #: What a caller may leave out: the switchboard edits a node's recorded settings, not its label.
 OPTIONAL = frozenset({"granularity", "scope", "label"})
@@ -66,8 +78,9 @@ def _widget_value(system: str, setting: Setting, value: Any) -> dict[str, Any]:
     return {keys[0]: value}  # TEXT_INPUT
 
 
-def widget_values(config: MemoryConfig, label: str = "", starts: Mapping[str, Any] | None = None,
-                  systems: Sequence[str] | None = None) -> dict:
+def widget_values(
+    config: MemoryConfig, label: str = "", starts: Mapping[str, Any] | None = None, systems: Sequence[str] | None = None
+) -> dict:
     """The widgets' values that show ``config`` (the inverse of what :func:`edit_config` reads): its own
     system's settings, the other systems' at ``starts`` (settings by name, for every system that has
     one so named) or their defaults (a key two systems share holds this config's). ``systems`` limits
@@ -80,8 +93,11 @@ def widget_values(config: MemoryConfig, label: str = "", starts: Mapping[str, An
     for system in [own, *others]:
         for setting in system.settings:
             if setting.widget is not None:
-                value = getattr(config.settings, setting.name) if system is own else \
-                    starts.get(setting.name, setting.default)
+                value = (
+                    getattr(config.settings, setting.name)
+                    if system is own
+                    else starts.get(setting.name, setting.default)
+                )
                 for key, shown in _widget_value(system.name, setting, value).items():
                     out.setdefault(key, shown)
     for setting in COMMON:
@@ -100,8 +116,10 @@ def load_config(prefix: str, config: MemoryConfig, label: str = "", systems: Seq
 
 def _bounds(setting: Setting) -> tuple[Any, Any]:
     w = setting.widget
-    return (w.minimum if w.minimum is not None else setting.minimum,
-            w.maximum if w.maximum is not None else setting.maximum)
+    return (
+        w.minimum if w.minimum is not None else setting.minimum,
+        w.maximum if w.maximum is not None else setting.maximum,
+    )
 
 
 def _draw(system: str, setting: Setting, k: Callable[[str], str], disabled: bool, unchanged: Any) -> Any:
@@ -118,20 +136,18 @@ def _draw(system: str, setting: Setting, k: Callable[[str], str], disabled: bool
         words = setting.labels or {}
         show = (lambda c: words.get(c, c)) if words else str
         if w.select:
-            picked = st.selectbox(w.label, options, key=keys[0], format_func=show, help=helps,
-                                  disabled=disabled)
+            picked = st.selectbox(w.label, options, key=keys[0], format_func=show, help=helps, disabled=disabled)
         else:
-            picked = st.radio(w.label, options, key=keys[0], format_func=show, horizontal=True, help=helps,
-                              disabled=disabled)
+            picked = st.radio(
+                w.label, options, key=keys[0], format_func=show, horizontal=True, help=helps, disabled=disabled
+            )
         return None if setting.optional and picked == w.unset_value else picked
     if w.kind == NUMBER:
-        return int(st.number_input(w.label, low, high, key=keys[0], help=helps, disabled=disabled,
-                                   **steps))
+        return int(st.number_input(w.label, low, high, key=keys[0], help=helps, disabled=disabled, **steps))
     if w.kind == SLIDER:
         return float(st.slider(w.label, low, high, key=keys[0], help=helps, disabled=disabled, **steps))
     if w.kind == ZERO_UNSET:
-        return int(st.number_input(w.label, 0, high, key=keys[0], help=helps, disabled=disabled,
-                                   **steps)) or None
+        return int(st.number_input(w.label, 0, high, key=keys[0], help=helps, disabled=disabled, **steps)) or None
     if w.kind == SWITCHED:
         on = st.toggle(w.second_label, key=keys[0], help=helps, disabled=disabled)
         n = st.number_input(w.label, low, high, key=keys[1], disabled=disabled or not on)
@@ -163,8 +179,14 @@ def _system_values(system: Strategy, base: MemoryConfig, k: Callable[[str], str]
     return values
 
 
-def edit_config(prefix: str, base: MemoryConfig, *, strategies: Sequence[str] | None = None,
-                hide: frozenset[str] = frozenset(), starts: Mapping[str, Any] | None = None) -> Edited:
+def edit_config(
+    prefix: str,
+    base: MemoryConfig,
+    *,
+    strategies: Sequence[str] | None = None,
+    hide: frozenset[str] = frozenset(),
+    starts: Mapping[str, Any] | None = None,
+) -> Edited:
     """Draw the widgets for one config, starting from ``base``; ``strategies`` are the choices
     offered (default: every registered memory system), ``hide`` the :data:`OPTIONAL` fields left out
     (they keep ``base``'s values), ``starts`` what another system's settings start from, by name."""
@@ -178,8 +200,9 @@ def edit_config(prefix: str, base: MemoryConfig, *, strategies: Sequence[str] | 
         state.setdefault(k(name), value)
     if state[k("strategy")] not in strategies:
         state[k("strategy")] = strategies[0]
-    strategy = st.selectbox("Strategy", list(strategies), key=k("strategy"), help=strategy_help(),
-                            disabled=len(strategies) < 2)
+    strategy = st.selectbox(
+        "Strategy", list(strategies), key=k("strategy"), help=strategy_help(), disabled=len(strategies) < 2
+    )
     system = get_strategy(strategy)
     values: dict = {"strategy": strategy, **_system_values(system, base, k)}
     for setting in COMMON:

@@ -39,14 +39,19 @@ def render_conversation_picker(svc, url: str, conversations: list) -> str | None
         st.session_state[keys.CONVERSATION_SOURCE] = "all"
     with st.sidebar:
         st.subheader("Conversations")
-        source_filter = st.selectbox("Source", ["all"] + sources, key=keys.CONVERSATION_SOURCE,
-                                     format_func=lambda s: "every source" if s == "all" else s)
+        source_filter = st.selectbox(
+            "Source",
+            ["all"] + sources,
+            key=keys.CONVERSATION_SOURCE,
+            format_func=lambda s: "every source" if s == "all" else s,
+        )
     listed = [c for c in conversations if source_filter in ("all", source_of(c))]
     # Flow conversations first, so the page opens on one that can be continued.
     listed.sort(key=lambda c: c.flow_version_id is None)
     ids = [c.id for c in listed]
-    names = distinct({c.id: f"{c.name or 'New conversation'} · {conversation_length(c)} · {source_of(c)}"
-                      for c in listed})
+    names = distinct(
+        {c.id: f"{c.name or 'New conversation'} · {conversation_length(c)} · {source_of(c)}" for c in listed}
+    )
     if st.session_state.get(keys.CONVERSATION) not in ids:
         st.session_state[keys.CONVERSATION] = ids[0] if ids else None
     else:
@@ -55,10 +60,12 @@ def render_conversation_picker(svc, url: str, conversations: list) -> str | None
         st.session_state[keys.CONVERSATION] = st.session_state[keys.CONVERSATION]
     with st.sidebar:
         if ids:
-            st.selectbox("Open", ids, key=keys.CONVERSATION, format_func=lambda i: names.get(i, i),
-                         label_visibility="collapsed")
-        with st.popover("New conversation", icon=":material/add:", width="stretch", key=keys.NEW_POPOVER,
-                        on_change="rerun"):
+            st.selectbox(
+                "Open", ids, key=keys.CONVERSATION, format_func=lambda i: names.get(i, i), label_visibility="collapsed"
+            )
+        with st.popover(
+            "New conversation", icon=":material/add:", width="stretch", key=keys.NEW_POPOVER, on_change="rerun"
+        ):
             _new_conversation(svc, url)
     return st.session_state.get(keys.CONVERSATION)
 
@@ -66,22 +73,29 @@ def render_conversation_picker(svc, url: str, conversations: list) -> str | None
 def _new_conversation(svc, url: str) -> None:
     """The popover's form: a stored flow or the user's file, a name, the flow's start form, Start."""
     flows = svc.flows()
-    source = st.radio("Start on", ["flow", "file"], key=keys.NEW_SOURCE, horizontal=True,
-                      format_func={"flow": "a stored flow", "file": "your own file"}.get)
+    source = st.radio(
+        "Start on",
+        ["flow", "file"],
+        key=keys.NEW_SOURCE,
+        horizontal=True,
+        format_func={"flow": "a stored flow", "file": "your own file"}.get,
+    )
     chosen, own = None, None
     if source == "flow":
         flow_names = distinct({f.flow_id: f"{f.flow_name} (v{f.version})" for f in flows})
         chosen = st.selectbox("Flow", list(flow_names), format_func=flow_names.get, key=keys.NEW_FLOW)
     else:
-        own = st.file_uploader("A Dify DSL export or a MemLens flow file", type=["yml", "yaml", "json"],
-                               key=f"{keys.NEW_FLOW_FILE}-{st.session_state.get(keys.NEW_FLOW_FILE_ROUND, 0)}",
-                               help="Export it from Dify (app menu → Export DSL). It is stored as a flow, "
-                                    "each of its nodes that calls a model answered by the model chosen "
-                                    "under *Model for new turns*.")
+        own = st.file_uploader(
+            "A Dify DSL export or a MemLens flow file",
+            type=["yml", "yaml", "json"],
+            key=f"{keys.NEW_FLOW_FILE}-{st.session_state.get(keys.NEW_FLOW_FILE_ROUND, 0)}",
+            help="Export it from Dify (app menu → Export DSL). It is stored as a flow, "
+            "each of its nodes that calls a model answered by the model chosen "
+            "under *Model for new turns*.",
+        )
         # Start is offered once the file has reached the app: a click while it is still on its way
         # would otherwise start on no file at all.
-        st.caption(f"Start uses {html.plain(own.name)}." if own is not None else
-                   "Start waits for the file to arrive.")
+        st.caption(f"Start uses {html.plain(own.name)}." if own is not None else "Start waits for the file to arrive.")
     new_name = st.text_input("Name", key=keys.NEW_NAME)
     # The flow's start form, filled in before the first message (as Dify's web app asks for it).
     # The user's file is read once: its start form is drawn from it, and Start stores it.
@@ -131,11 +145,23 @@ def render_open_elsewhere(conversation_id: str) -> None:
     """Compare and Present, opened on the conversation being debugged."""
     with st.sidebar:
         compare_col, present_col = st.columns(2)
-        if compare_col.button("Compare", key=keys.TO_COMPARE, icon=":material/compare:", width="stretch",
-                              on_click=_hand_off, args=(keys.OPEN_IN_COMPARE, conversation_id),
-                              help="Opens this conversation on the Compare page: 2–6 memory configs side by side"):
+        if compare_col.button(
+            "Compare",
+            key=keys.TO_COMPARE,
+            icon=":material/compare:",
+            width="stretch",
+            on_click=_hand_off,
+            args=(keys.OPEN_IN_COMPARE, conversation_id),
+            help="Opens this conversation on the Compare page: 2–6 memory configs side by side",
+        ):
             st.switch_page("pages/compare.py")
-        if present_col.button("Present", key=keys.TO_PRESENT, icon=":material/slideshow:", width="stretch",
-                              on_click=_hand_off, args=(keys.OPEN_IN_PRESENT, conversation_id),
-                              help="Opens this conversation on the Present page: step through it turn by turn"):
+        if present_col.button(
+            "Present",
+            key=keys.TO_PRESENT,
+            icon=":material/slideshow:",
+            width="stretch",
+            on_click=_hand_off,
+            args=(keys.OPEN_IN_PRESENT, conversation_id),
+            help="Opens this conversation on the Present page: step through it turn by turn",
+        ):
             st.switch_page("pages/present.py")

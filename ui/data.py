@@ -14,18 +14,14 @@ import threading
 import streamlit as st
 
 from core.analysis import WhatIf, what_if
-from core.flow import Flow
-from core.flow import node_history_inputs, node_memory_config, what_if_ledger
+from core.flow import Flow, node_history_inputs, node_memory_config, what_if_ledger
 from core.llm import warm_up
 from core.memory import MemoryConfig
-from core.model import Conversation
-from core.model import Ledger
-from core.service import seed_demo
-from core.service import ConversationService
+from core.model import Conversation, Ledger
+from core.service import ConversationService, seed_demo
 from core.store import Database, resolve_url
 from core.store.repo import ConversationInfo
 from ui import state as keys
-
 
 _services: dict[str, ConversationService] = {}
 _services_lock = threading.Lock()
@@ -92,14 +88,26 @@ def variable_history(url: str, conversation_id: str, version: tuple) -> list[dic
 @st.cache_resource(show_spinner=False, max_entries=64)
 def variables_at(url: str, conversation_id: str, version: tuple, version_id: str, turn_id: str) -> dict:
     """The variables as they were right after ``turn_id``."""
-    return _service(url).variables_at(conversation_id, turn_id, conversation=conversation(url, conversation_id, version),
-                                      flow=flow(url, version_id),
-                                      history=variable_history(url, conversation_id, version))
+    return _service(url).variables_at(
+        conversation_id,
+        turn_id,
+        conversation=conversation(url, conversation_id, version),
+        flow=flow(url, version_id),
+        history=variable_history(url, conversation_id, version),
+    )
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)
-def what_if_ledgers(url: str, conversation_id: str, version: tuple, version_id: str, turn_id: str,
-                    overrides_json: str, fidelity: str, counting: bool = False) -> dict[str, Ledger]:
+def what_if_ledgers(
+    url: str,
+    conversation_id: str,
+    version: tuple,
+    version_id: str,
+    turn_id: str,
+    overrides_json: str,
+    fidelity: str,
+    counting: bool = False,
+) -> dict[str, Ledger]:
     """Each overridden node's ledger at ``turn_id`` under its new settings (no model call); every
     earlier message is listed when a view first reads them (the receipt does, the choice of tab does not)."""
     conv = conversation(url, conversation_id, version)
@@ -107,14 +115,23 @@ def what_if_ledgers(url: str, conversation_id: str, version: tuple, version_id: 
     position = conv.tree.position[turn_id]
     out = {}
     for node_id, override in json.loads(overrides_json).items():
-        out[node_id] = what_if_ledger(f, conv, position, node_id, override, fidelity=fidelity,
-                                      plugin_token_counting=counting, lazy=True)
+        out[node_id] = what_if_ledger(
+            f, conv, position, node_id, override, fidelity=fidelity, plugin_token_counting=counting, lazy=True
+        )
     return out
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def rerun_note(url: str, conversation_id: str, version: tuple, version_id: str, turn_id: str, overrides_json: str,
-               fidelity: str, counting: bool = False) -> str | None:
+def rerun_note(
+    url: str,
+    conversation_id: str,
+    version: tuple,
+    version_id: str,
+    turn_id: str,
+    overrides_json: str,
+    fidelity: str,
+    counting: bool = False,
+) -> str | None:
     """What re-running ``turn_id`` as a branch under the switchboard's settings keeps, when that differs from
     the what-if the page shows (:func:`core.analysis.rerun.rerun_note`)."""
     from core.analysis import rerun_ledgers
@@ -124,25 +141,44 @@ def rerun_note(url: str, conversation_id: str, version: tuple, version_id: str, 
     f = flow(url, version_id)
     position = conv.tree.position[turn_id]
     previews = what_if_ledgers(url, conversation_id, version, version_id, turn_id, overrides_json, fidelity, counting)
-    reruns = rerun_ledgers(f, conv, position, json.loads(overrides_json), fidelity=fidelity,
-                           plugin_token_counting=counting)
+    reruns = rerun_ledgers(
+        f, conv, position, json.loads(overrides_json), fidelity=fidelity, plugin_token_counting=counting
+    )
     return note(conv, position, previews, reruns, f.node_names)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def what_if_turns(url: str, conversation_id: str, version: tuple, version_id: str, node_id: str,
-                  base_json: str, override_json: str, fidelity: str, counting: bool = False,
-                  positions: tuple[int, ...] = ()) -> WhatIf:
+def what_if_turns(
+    url: str,
+    conversation_id: str,
+    version: tuple,
+    version_id: str,
+    node_id: str,
+    base_json: str,
+    override_json: str,
+    fidelity: str,
+    counting: bool = False,
+    positions: tuple[int, ...] = (),
+) -> WhatIf:
     """Where one node's kept set changes under its new settings, among the turns at ``positions``
     (the transcript's page: the cost does not grow with the conversation)."""
     conv = conversation(url, conversation_id, version)
     f = flow(url, version_id)
-    base = node_memory_config(f, node_id, fidelity=fidelity, plugin_token_counting=counting,
-                              override=json.loads(base_json) or None)
-    new = node_memory_config(f, node_id, fidelity=fidelity, plugin_token_counting=counting,
-                             override=json.loads(override_json) or None)
-    return what_if(conv, node_id, base, new, has_thread=f.is_chat,
-                   history_inputs=node_history_inputs(f, conv, node_id), positions=positions)
+    base = node_memory_config(
+        f, node_id, fidelity=fidelity, plugin_token_counting=counting, override=json.loads(base_json) or None
+    )
+    new = node_memory_config(
+        f, node_id, fidelity=fidelity, plugin_token_counting=counting, override=json.loads(override_json) or None
+    )
+    return what_if(
+        conv,
+        node_id,
+        base,
+        new,
+        has_thread=f.is_chat,
+        history_inputs=node_history_inputs(f, conv, node_id),
+        positions=positions,
+    )
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -162,8 +198,17 @@ def recorded_config(run: dict) -> MemoryConfig:
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)
-def other_profile_ledger(url: str, conversation_id: str, version: tuple, version_id: str, turn_id: str, node_id: str,
-                         override_json: str, fidelity: str, counting: bool = False) -> Ledger:
+def other_profile_ledger(
+    url: str,
+    conversation_id: str,
+    version: tuple,
+    version_id: str,
+    turn_id: str,
+    node_id: str,
+    override_json: str,
+    fidelity: str,
+    counting: bool = False,
+) -> Ledger:
     """A node's ledger at ``turn_id`` under the other Dify profile (docs ↔ shipped code), for the
     receipt's docs-vs-code finding (no model call)."""
     conv = conversation(url, conversation_id, version)
@@ -171,8 +216,16 @@ def other_profile_ledger(url: str, conversation_id: str, version: tuple, version
     override = dict(json.loads(override_json) or {})
     current = override.get("fidelity", fidelity)
     override["fidelity"] = "documented" if current == "code" else "code"
-    return what_if_ledger(f, conv, conv.tree.position[turn_id], node_id, override, fidelity=fidelity,
-                          plugin_token_counting=counting, lazy=True)
+    return what_if_ledger(
+        f,
+        conv,
+        conv.tree.position[turn_id],
+        node_id,
+        override,
+        fidelity=fidelity,
+        plugin_token_counting=counting,
+        lazy=True,
+    )
 
 
 def memory_config(f: Flow, node_id: str, fidelity: str, override: dict | None, counting: bool = False) -> MemoryConfig:
@@ -188,8 +241,16 @@ def clear_conversation_caches() -> None:
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def why(url: str, conversation_id: str, version: tuple, version_id: str, phrase: str, leaf_id: str,
-        overrides_json: str, fidelity: str):
+def why(
+    url: str,
+    conversation_id: str,
+    version: tuple,
+    version_id: str,
+    phrase: str,
+    leaf_id: str,
+    overrides_json: str,
+    fidelity: str,
+):
     """Where ``phrase`` went on the thread ending at ``leaf_id``, per LLM node, under the settings the page shows."""
     from core.analysis import node_subjects, where_did_it_go
 

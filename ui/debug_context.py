@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from core.memory import MemoryConfig
-from core.memory import DEFAULT_FIDELITY
+from core.memory import DEFAULT_FIDELITY, MemoryConfig
 from core.model import Conversation
 from ui import data
 from ui import state as keys
@@ -60,13 +59,23 @@ class DebugContext:
         stamp = data.stamp(info)
         flow = data.flow(url, info.flow_version_id)
         version = svc.flow_version(info.flow_version_id)
-        return cls(svc=svc, url=url, conversation_id=info.id, info=info, stamp=stamp,
-                   conversation=data.conversation(url, info.id, stamp), flow=flow, version=version,
-                   latest=svc.latest_version(version.flow_id),
-                   fidelity=info.meta.get("fidelity", DEFAULT_FIDELITY),
-                   counting=bool(info.meta.get("plugin_token_counting")),
-                   stored_overrides=info.meta.get("memory_overrides") or {},
-                   model_nodes=flow.model_nodes, memory_nodes=flow.memory_nodes, node_names=flow.node_names)
+        return cls(
+            svc=svc,
+            url=url,
+            conversation_id=info.id,
+            info=info,
+            stamp=stamp,
+            conversation=data.conversation(url, info.id, stamp),
+            flow=flow,
+            version=version,
+            latest=svc.latest_version(version.flow_id),
+            fidelity=info.meta.get("fidelity", DEFAULT_FIDELITY),
+            counting=bool(info.meta.get("plugin_token_counting")),
+            stored_overrides=info.meta.get("memory_overrides") or {},
+            model_nodes=flow.model_nodes,
+            memory_nodes=flow.memory_nodes,
+            node_names=flow.node_names,
+        )
 
     @property
     def titles(self) -> dict[str, str]:
@@ -88,5 +97,7 @@ class DebugContext:
 
     def for_new_turns(self) -> dict[str, MemoryConfig]:
         """Each memory node's config for the next turn: the flow's settings with the kept overrides on top."""
-        return {n.id: data.memory_config(self.flow, n.id, self.fidelity, self.stored_overrides.get(n.id),
-                                         self.counting) for n in self.memory_nodes}
+        return {
+            n.id: data.memory_config(self.flow, n.id, self.fidelity, self.stored_overrides.get(n.id), self.counting)
+            for n in self.memory_nodes
+        }

@@ -24,13 +24,19 @@ def locked() -> bool:
 
 def about() -> str:
     """The text of the app menu's About (markdown)."""
-    return (f"**MemLens {__version__}** — a chat memory debugger: for each turn and LLM node, which earlier "
-            "messages the model received, and why the others were left out.")
+    return (
+        f"**MemLens {__version__}** — a chat memory debugger: for each turn and LLM node, which earlier "
+        "messages the model received, and why the others were left out."
+    )
 
 
 def page_settings() -> None:
-    st.set_page_config(page_title="MemLens", page_icon=str(FAVICON), layout="wide",
-                       menu_items={"About": about(), "Get help": None, "Report a bug": None})
+    st.set_page_config(
+        page_title="MemLens",
+        page_icon=str(FAVICON),
+        layout="wide",
+        menu_items={"About": about(), "Get help": None, "Report a bug": None},
+    )
 
 
 def login_screen() -> None:

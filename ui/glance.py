@@ -15,7 +15,9 @@ def glance_html(lines: Sequence[LeftOut]) -> str:
     The lines are one HTML block, so :func:`safe_text` escapes them, the hover too, with no word joiner in it."""
     rows = "".join(
         f'<div class="ml-glance-line{" ml-glance-dropped" if x.dropped else ""}" data-node="{plain(x.node_id)}" '
-        f'title="{safe_text(x.hover)}"><b>{safe_text(x.title)}</b>: {safe_text(x.text)}</div>' for x in lines)
+        f'title="{safe_text(x.hover)}"><b>{safe_text(x.title)}</b>: {safe_text(x.text)}</div>'
+        for x in lines
+    )
     return f'<div class="ml-glance">{rows}</div>'
 
 

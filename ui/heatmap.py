@@ -50,10 +50,21 @@ def column_labels(matrix: RetentionMatrix) -> list[str]:
 def _why(matrix: RetentionMatrix, r: int, c: int) -> str:
     reason = matrix.cells[r][c]
     col = matrix.columns[c]
-    entry = LedgerEntry(ref=col.ref, turn=col.turn, role=col.role, tokens=matrix.tokens[c], kept=reason == "kept",
-                        reason=reason, kind=col.kind, position=col.position, index=col.index)
-    return wrap(f"{matrix.tokens[c]:,} tokens — {REASON_LABELS.get(reason, reason)}: "
-                f"{explain(entry, {**matrix.config, 'budget': matrix.budgets[r]})}")
+    entry = LedgerEntry(
+        ref=col.ref,
+        turn=col.turn,
+        role=col.role,
+        tokens=matrix.tokens[c],
+        kept=reason == "kept",
+        reason=reason,
+        kind=col.kind,
+        position=col.position,
+        index=col.index,
+    )
+    return wrap(
+        f"{matrix.tokens[c]:,} tokens — {REASON_LABELS.get(reason, reason)}: "
+        f"{explain(entry, {**matrix.config, 'budget': matrix.budgets[r]})}"
+    )
 
 
 def row_labels(rows: Sequence[int], name: Callable[[int], str] | None = None) -> list[str]:
@@ -66,53 +77,99 @@ def row_labels(rows: Sequence[int], name: Callable[[int], str] | None = None) ->
     return [f"{x} (#{t})" if x in twice else x for x, t in zip(labels, rows)]
 
 
-def heatmap_figure(matrix: RetentionMatrix, *, selected_turn: int | None = None,
-                   name: Callable[[int], str] | None = None) -> go.Figure:
+def heatmap_figure(
+    matrix: RetentionMatrix, *, selected_turn: int | None = None, name: Callable[[int], str] | None = None
+) -> go.Figure:
     """One config's retention heatmap (see the module docstring); ``name`` names its rows' turns."""
     z = [[_CODES[x] if x is not None else None for x in row] for row in matrix.cells]
-    why = [[_why(matrix, r, c) if x is not None else "" for c, x in enumerate(row)]
-           for r, row in enumerate(matrix.cells)]
+    why = [
+        [_why(matrix, r, c) if x is not None else "" for c, x in enumerate(row)] for r, row in enumerate(matrix.cells)
+    ]
     x = column_labels(matrix)
     y = row_labels(matrix.rows, name)
-    fig = go.Figure(go.Heatmap(
-        z=z, x=x, y=y, customdata=why, colorscale=_colorscale(), zmin=-0.5, zmax=len(REASON_ORDER) - 0.5,
-        showscale=False, xgap=1, ygap=1, hoverongaps=False, name=escape(matrix.label),
-        hovertemplate="%{y} · %{x}<br>%{customdata}<extra>" + escape(matrix.label) + "</extra>"))
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=x,
+            y=y,
+            customdata=why,
+            colorscale=_colorscale(),
+            zmin=-0.5,
+            zmax=len(REASON_ORDER) - 0.5,
+            showscale=False,
+            xgap=1,
+            ygap=1,
+            hoverongaps=False,
+            name=escape(matrix.label),
+            hovertemplate="%{y} · %{x}<br>%{customdata}<extra>" + escape(matrix.label) + "</extra>",
+        )
+    )
     if selected_turn in matrix.rows:
         r = matrix.rows.index(selected_turn)
-        fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y", y0=r - 0.5, y1=r + 0.5,
-                      line=dict(color="#111827", width=2), fillcolor="rgba(0,0,0,0)")
+        fig.add_shape(
+            type="rect",
+            xref="paper",
+            x0=0,
+            x1=1,
+            yref="y",
+            y0=r - 0.5,
+            y1=r + 0.5,
+            line=dict(color="#111827", width=2),
+            fillcolor="rgba(0,0,0,0)",
+        )
     fig.update_layout(
-        title=dict(text=escape(matrix.label), font=dict(size=14)), height=min(900, max(240, 70 + 16 * len(y))),
-        margin=dict(l=10, r=10, t=36, b=30), meta={"reasons": list(REASON_ORDER), "label": matrix.label,
-                                                   "rows": matrix.rows, "hidden_kept": matrix.hidden_kept},
-        xaxis=dict(showticklabels=False, title=dict(text="earlier messages, oldest → newest", font=dict(size=11)),
-                   type="category"),
-        yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=10)))
+        title=dict(text=escape(matrix.label), font=dict(size=14)),
+        height=min(900, max(240, 70 + 16 * len(y))),
+        margin=dict(l=10, r=10, t=36, b=30),
+        meta={
+            "reasons": list(REASON_ORDER),
+            "label": matrix.label,
+            "rows": matrix.rows,
+            "hidden_kept": matrix.hidden_kept,
+        },
+        xaxis=dict(
+            showticklabels=False,
+            title=dict(text="earlier messages, oldest → newest", font=dict(size=11)),
+            type="category",
+        ),
+        yaxis=dict(autorange="reversed", type="category", tickfont=dict(size=10)),
+    )
     return fig
 
 
 def legend_html(comparison: Comparison) -> str:
     """Coloured chips for the reasons that appear (fixed words only: nothing from the conversation)."""
     present = {x for m in comparison.matrices for row in m.cells for x in row if x is not None}
-    chips = [f'<span style="display:inline-block;margin:0 .8rem .2rem 0;font-size:.8rem">'
-             f'<span style="display:inline-block;width:.8rem;height:.8rem;border-radius:2px;margin-right:.25rem;'
-             f'vertical-align:-.1rem;background:{REASON_COLOURS[r]}"></span>{escape(REASON_LABELS.get(r, r))}</span>'
-             for r in REASON_ORDER if r in present]
+    chips = [
+        f'<span style="display:inline-block;margin:0 .8rem .2rem 0;font-size:.8rem">'
+        f'<span style="display:inline-block;width:.8rem;height:.8rem;border-radius:2px;margin-right:.25rem;'
+        f'vertical-align:-.1rem;background:{REASON_COLOURS[r]}"></span>{escape(REASON_LABELS.get(r, r))}</span>'
+        for r in REASON_ORDER
+        if r in present
+    ]
     return "<div>" + "".join(chips) + "</div>"
 
 
-def render_heatmaps(comparison: Comparison, *, selected_turn: int | None, key: str, per_row: int = 3,
-                    name: Callable[[int], str] | None = None) -> None:
+def render_heatmaps(
+    comparison: Comparison,
+    *,
+    selected_turn: int | None,
+    key: str,
+    per_row: int = 3,
+    name: Callable[[int], str] | None = None,
+) -> None:
     """Every config's heatmap, side by side (``per_row`` to a row), with one shared legend."""
     st.markdown(legend_html(comparison), unsafe_allow_html=True)
     matrices = comparison.matrices
     for start in range(0, len(matrices), per_row):
         cols = st.columns(per_row)
-        for col, (i, matrix) in zip(cols, list(enumerate(matrices))[start:start + per_row]):
+        for col, (i, matrix) in zip(cols, list(enumerate(matrices))[start : start + per_row]):
             with col:
-                st.plotly_chart(heatmap_figure(matrix, selected_turn=selected_turn, name=name), key=f"{key}-{i}",
-                                config={"displayModeBar": False})
+                st.plotly_chart(
+                    heatmap_figure(matrix, selected_turn=selected_turn, name=name),
+                    key=f"{key}-{i}",
+                    config={"displayModeBar": False},
+                )
                 hidden = max(matrix.hidden_kept) if matrix.hidden_kept else 0
                 if hidden:
                     st.caption(f"Up to {hidden:,} kept messages lie before the first column shown.")

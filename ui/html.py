@@ -29,7 +29,8 @@ ABOVE_AND_BELOW = 225
 _TRANSCRIPT_BOX = (
     'div[data-testid="stLayoutWrapper"]:has(> .st-key-ml-transcript) {'
     f"flex-basis: max(240px, calc(100vh - {ABOVE_AND_BELOW}px)) !important;"
-    f" height: max(240px, calc(100vh - {ABOVE_AND_BELOW}px)) !important;}}")
+    f" height: max(240px, calc(100vh - {ABOVE_AND_BELOW}px)) !important;}}"
+)
 
 CSS = """
 <style>
@@ -129,15 +130,21 @@ def text_block(text: str, *, later: bool = False) -> str:
 def chip(node_id: str, title: str, state: str, reason: str, why: str) -> str:
     label = f"{STATE_SYMBOL.get(state, '?')} {title}"
     tip = f"{title}: {STATE_WORD.get(state, state)} — {why}"
-    return (f'<span class="ml-chip {plain(state)}" data-node="{plain(node_id)}" data-reason="{plain(reason)}" '
-            f'title="{plain(tip)}">{plain(label)}</span>')
+    return (
+        f'<span class="ml-chip {plain(state)}" data-node="{plain(node_id)}" data-reason="{plain(reason)}" '
+        f'title="{plain(tip)}">{plain(label)}</span>'
+    )
 
 
 def chips(markers, lead: str = "") -> str:
     if not markers and not lead:
         return ""
-    return '<div class="ml-chips">' + lead + "".join(chip(m.node_id, m.title, m.state, m.reason, m.why)
-                                                      for m in markers) + "</div>"
+    return (
+        '<div class="ml-chips">'
+        + lead
+        + "".join(chip(m.node_id, m.title, m.state, m.reason, m.why) for m in markers)
+        + "</div>"
+    )
 
 
 def divider(titles) -> str:

@@ -43,17 +43,39 @@ def when(timestamp: float | None) -> str:
 def memory_frame(items: Sequence[MemoryItem], names: Mapping[str, str] | None = None) -> pd.DataFrame:
     """One row per memory: its text, fact key, last change and where that change came from (a
     conversation by its name, ``names`` by id)."""
-    return pd.DataFrame([{"memory": m.memory, "key": m.key or "", "updated": when(m.updated_at),
-                          "created": when(m.created_at), "source": m.source.label(names), "id": m.id} for m in items],
-                        columns=["memory", "key", "updated", "created", "source", "id"])
+    return pd.DataFrame(
+        [
+            {
+                "memory": m.memory,
+                "key": m.key or "",
+                "updated": when(m.updated_at),
+                "created": when(m.created_at),
+                "source": m.source.label(names),
+                "id": m.id,
+            }
+            for m in items
+        ],
+        columns=["memory", "key", "updated", "created", "source", "id"],
+    )
 
 
 def history_frame(events: Sequence[MemoryEvent], names: Mapping[str, str] | None = None) -> pd.DataFrame:
     """A memory's history, oldest first: event, old and new text, who changed it, from which turn."""
-    return pd.DataFrame([{"when": when(e.created_at), "event": e.event, "old": e.old_memory or "",
-                          "new": e.new_memory or "", "by": e.actor, "source": e.source.label(names),
-                          "turn id": e.source.turn_id or ""} for e in events],
-                        columns=["when", "event", "old", "new", "by", "source", "turn id"])
+    return pd.DataFrame(
+        [
+            {
+                "when": when(e.created_at),
+                "event": e.event,
+                "old": e.old_memory or "",
+                "new": e.new_memory or "",
+                "by": e.actor,
+                "source": e.source.label(names),
+                "turn id": e.source.turn_id or "",
+            }
+            for e in events
+        ],
+        columns=["when", "event", "old", "new", "by", "source", "turn id"],
+    )
 
 
 def render_history(events: Sequence[MemoryEvent], *, key: str, names: Mapping[str, str] | None = None) -> None:
@@ -63,13 +85,23 @@ def render_history(events: Sequence[MemoryEvent], *, key: str, names: Mapping[st
     st.dataframe(history_frame(events, names), hide_index=True, key=key, width="stretch")
 
 
-def render_recall_preview(store: LongTermMemory, user_id: str, query: str | None = None, *,
-                          k: int = DEFAULT_TOP_K, key: str = "recall", names: Mapping[str, str] | None = None) -> None:
+def render_recall_preview(
+    store: LongTermMemory,
+    user_id: str,
+    query: str | None = None,
+    *,
+    k: int = DEFAULT_TOP_K,
+    key: str = "recall",
+    names: Mapping[str, str] | None = None,
+) -> None:
     """What a memory-retrieve step would give a new conversation of ``user_id`` (top ``k``, with scores)."""
     preview = recall_preview(user_id, query, store=store, k=k)
     if not preview.total:
-        st.info(plain(f"No long-term memories for user {user_id!r} yet: a new conversation starts knowing "
-                      "nothing about them."))
+        st.info(
+            plain(
+                f"No long-term memories for user {user_id!r} yet: a new conversation starts knowing nothing about them."
+            )
+        )
         return
     shown = len(preview.results)
     if preview.query is None:
@@ -78,9 +110,18 @@ def render_recall_preview(store: LongTermMemory, user_id: str, query: str | None
         st.caption(plain(f"{preview.total} memories for {user_id!r}; the top {shown} for this query, best first."))
     # Without a query nothing is scored: a column of empty scores would only say "None" on every row.
     columns = ["memory", "key", "from"] if preview.query is None else ["memory", "score", "key", "from"]
-    frame = pd.DataFrame([{"memory": r.memory, "score": None if r.score is None else round(r.score, 3),
-                           "key": r.item.key or "", "from": r.item.source.label(names)} for r in preview.results],
-                         columns=columns)
+    frame = pd.DataFrame(
+        [
+            {
+                "memory": r.memory,
+                "score": None if r.score is None else round(r.score, 3),
+                "key": r.item.key or "",
+                "from": r.item.source.label(names),
+            }
+            for r in preview.results
+        ],
+        columns=columns,
+    )
     st.dataframe(frame, hide_index=True, key=key, width="stretch")
 
 
@@ -90,12 +131,19 @@ def render_recalled(recalled: Sequence[dict[str, Any]] | None, *, key: str) -> N
         return
     total = sum(int(r.get("tokens") or 0) for r in recalled)
     st.caption(f"Long-term memory: {len(recalled)} recalled, {total:,} tokens")
-    frame = pd.DataFrame([{"memory": r.get("memory", ""), "score": r.get("score"), "tokens": r.get("tokens"),
-                           "from": r.get("node_id", "")} for r in recalled],
-                         columns=["memory", "score", "tokens", "from"])
+    frame = pd.DataFrame(
+        [
+            {
+                "memory": r.get("memory", ""),
+                "score": r.get("score"),
+                "tokens": r.get("tokens"),
+                "from": r.get("node_id", ""),
+            }
+            for r in recalled
+        ],
+        columns=["memory", "score", "tokens", "from"],
+    )
     st.dataframe(frame, hide_index=True, key=key, width="stretch")
-
-
 
 
 def _short(value: Any, width: int = 120) -> str:
@@ -112,23 +160,32 @@ def compaction_text(event: Mapping[str, Any] | None) -> str:
         did.append(f"cleared {len(event.get('cleared') or [])} tool result(s)")
     if "summarize" in (event.get("tiers") or []):
         did.append(f"summarised {event.get('folded', 0)} message(s)")
-    return (f"estimated {event.get('estimate', 0):,} > target {event.get('target', 0):,} "
-            f"({event.get('estimated_by', '')}): " + ", ".join(did))
+    return (
+        f"estimated {event.get('estimate', 0):,} > target {event.get('target', 0):,} "
+        f"({event.get('estimated_by', '')}): " + ", ".join(did)
+    )
 
 
 def steps_frame(steps: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per tool call, in the order of its result message: the tool, its place in the order the
     reply's calls ran (writers of a state key before its readers), its arguments, its result or error,
     the state right after it, and the compaction that ran before the request that asked for the call."""
-    return pd.DataFrame([{"step": s.get("step"), "tool": s.get("tool"),
-                          "ran": str(s["ran"]) if s.get("ran") else "not run",
-                          "args": _short(s.get("args") or {}),
-                          "result": f"error: {s['error']}" if s.get("error") else _short(s.get("result")),
-                          "state after": _short(s.get("state") or {}), "messages": s.get("messages"),
-                          "compaction before": compaction_text(s.get("compaction"))}
-                         for s in steps],
-                        columns=["step", "tool", "ran", "args", "result", "state after", "messages",
-                                 "compaction before"])
+    return pd.DataFrame(
+        [
+            {
+                "step": s.get("step"),
+                "tool": s.get("tool"),
+                "ran": str(s["ran"]) if s.get("ran") else "not run",
+                "args": _short(s.get("args") or {}),
+                "result": f"error: {s['error']}" if s.get("error") else _short(s.get("result")),
+                "state after": _short(s.get("state") or {}),
+                "messages": s.get("messages"),
+                "compaction before": compaction_text(s.get("compaction")),
+            }
+            for s in steps
+        ],
+        columns=["step", "tool", "ran", "args", "result", "state after", "messages", "compaction before"],
+    )
 
 
 def render_agent_run(run: Mapping[str, Any], *, key: str) -> None:
@@ -142,8 +199,7 @@ def render_agent_run(run: Mapping[str, Any], *, key: str) -> None:
     if not steps:
         st.caption("No tool was called; the state is discarded at the end of the run.")
         return
-    st.caption(f"{len(steps)} tool call{'s' if len(steps) != 1 else ''} · the state is discarded at the end of "
-               "the run")
+    st.caption(f"{len(steps)} tool call{'s' if len(steps) != 1 else ''} · the state is discarded at the end of the run")
     st.dataframe(steps_frame(steps), hide_index=True, key=key, width="stretch")
 
 
@@ -160,4 +216,3 @@ def namespace_label(namespace: str, service: Any) -> str:
         except StoreError:
             return f"{namespace} (flow deleted)"
     return namespace
-

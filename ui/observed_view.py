@@ -11,8 +11,7 @@ import streamlit as st
 
 from core.analysis import Lens, node_receipt
 from core.capture import NodeView, captured_view, observed_run
-from core.model import Conversation
-from core.model import Ledger
+from core.model import Conversation, Ledger
 from ui import data
 from ui.html import plain
 from ui.ledger_table import render_ledger_table
@@ -34,12 +33,15 @@ class ObservedLenses:
     def __init__(self, views: list[NodeView]):
         self.views = {OBSERVED + v.node.id: v for v in views}
         self.titles = {lens_id: f"Observed · {v.node.title}" for lens_id, v in self.views.items()}
-        self.inferred = [Lens(INFERRED + v.node.id, f"Inferred · {v.rule_label}", v.rule)
-                         for v in views if v.rule is not None]
+        self.inferred = [
+            Lens(INFERRED + v.node.id, f"Inferred · {v.rule_label}", v.rule) for v in views if v.rule is not None
+        ]
 
     def caption(self) -> str:
-        return ("Captured calls: the “Observed” markers say what each call's payload really held (● in it · ○ left "
-                "out · ◌ another branch); the “Inferred” lenses replay the rule that explains them, for what-ifs.")
+        return (
+            "Captured calls: the “Observed” markers say what each call's payload really held (● in it · ○ left "
+            "out · ◌ another branch); the “Inferred” lenses replay the rule that explains them, for what-ifs."
+        )
 
     def fits(self) -> list[str]:
         """Per node, its inferred rule and fit, in words."""
@@ -66,8 +68,9 @@ class ObservedLenses:
         r = node_receipt(run, self.titles[lens_id], model=run.get("model"))
         render_receipt(r, run["ledger"], key=f"orc-{key}")
         ledger = run["ledger"]
-        if ledger.entries and st.toggle(f"Show every earlier message ({len(ledger.entries):,}), in the payload or not",
-                                        key=f"olt-on-{key}"):
+        if ledger.entries and st.toggle(
+            f"Show every earlier message ({len(ledger.entries):,}), in the payload or not", key=f"olt-on-{key}"
+        ):
             render_ledger_table(ledger, conversation, key=f"olt-{key}", node=self.titles[lens_id], position=position)
 
 

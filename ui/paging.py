@@ -19,8 +19,14 @@ def page_slice(total: int, size: int, *, key: str, noun: str, newest_last: bool 
     if total <= size:
         return slice(0, total)
     pages = -(-total // size)
-    page = st.number_input(f"Page (of {pages:,})", 1, pages, pages if newest_last else 1, key=key,
-                           help=f"{total:,} {noun}, {size:,} to a page")
+    page = st.number_input(
+        f"Page (of {pages:,})",
+        1,
+        pages,
+        pages if newest_last else 1,
+        key=key,
+        help=f"{total:,} {noun}, {size:,} to a page",
+    )
     start = (int(page) - 1) * size
     end = min(total, start + size)
     st.caption(f"{noun[:1].upper() + noun[1:]} {start + 1:,}–{end:,} of {total:,}")

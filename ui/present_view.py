@@ -71,13 +71,17 @@ def render_cards(cards: Sequence[Card]) -> None:
             if card.reply is not None:
                 # The card's last line of text needs room below it: Streamlit pulls a markdown
                 # element's bottom up to the container's border.
-                st.markdown(f'<div style="color:#6b7280;font-size:.8rem;margin-top:.3rem">{safe_text(card.reply_label)}'
-                            f'</div><div style="padding-bottom:.4rem">{text_html(card.reply)}</div>',
-                            unsafe_allow_html=True)
+                st.markdown(
+                    f'<div style="color:#6b7280;font-size:.8rem;margin-top:.3rem">{safe_text(card.reply_label)}'
+                    f'</div><div style="padding-bottom:.4rem">{text_html(card.reply)}</div>',
+                    unsafe_allow_html=True,
+                )
 
 
 def render_captions(findings: Sequence[Finding]) -> None:
     for f in findings:
-        st.markdown(f'<div style="font-size:.9rem;border-left:3px solid #f59e0b;padding:.2rem .6rem;'
-                    f'margin:.3rem 0;background:#fffbeb">{finding_html(f, detail=False)}</div>',
-                    unsafe_allow_html=True)
+        st.markdown(
+            f'<div style="font-size:.9rem;border-left:3px solid #f59e0b;padding:.2rem .6rem;'
+            f'margin:.3rem 0;background:#fffbeb">{finding_html(f, detail=False)}</div>',
+            unsafe_allow_html=True,
+        )

@@ -11,9 +11,11 @@ from ui.html import plain
 
 
 def render_pull_form(db, *, key: str) -> None:
-    st.caption("Fetch conversations from a running Dify app through its Service API (the app's API base and key "
-               "from Dify's API Access page). Branches and files are kept; pulling again updates a conversation "
-               "instead of copying it. The key is used for this pull only and never stored.")
+    st.caption(
+        "Fetch conversations from a running Dify app through its Service API (the app's API base and key "
+        "from Dify's API Access page). Branches and files are kept; pulling again updates a conversation "
+        "instead of copying it. The key is used for this pull only and never stored."
+    )
     base_url = st.text_input("API base URL", placeholder="https://api.dify.ai/v1", key=f"{key}_base")
     api_key = st.text_input("App API key", type="password", key=f"{key}_key")
     left, right = st.columns(2)
@@ -22,8 +24,14 @@ def render_pull_form(db, *, key: str) -> None:
     if st.button("Pull", key=f"{key}_go", type="primary", disabled=not (base_url and api_key and user)):
         try:
             with st.spinner("Pulling…"):
-                result = pull(db, base_url.strip(), api_key.strip(), user.strip(),
-                              conversation_id=conversation.strip() or None, everything=not conversation.strip())
+                result = pull(
+                    db,
+                    base_url.strip(),
+                    api_key.strip(),
+                    user.strip(),
+                    conversation_id=conversation.strip() or None,
+                    everything=not conversation.strip(),
+                )
         except MemLensError as e:
             st.session_state[keys.result(key)] = {"ok": False, "message": str(e)}
         else:

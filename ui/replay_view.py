@@ -16,20 +16,26 @@ import json
 
 import streamlit as st
 
+from core.analysis import (
+    MAX_PHRASE,
+    Lens,
+    Subject,
+    default_lens,
+    lens_ledgers,
+    node_receipt,
+    replayed_run,
+    transcript,
+    what_if,
+    where_did_it_go,
+)
 from core.analysis.compare import NamedConfig
-from core.analysis import Lens, default_lens, lens_ledgers, node_receipt, replayed_run, transcript, what_if
 from core.analysis.findings import findings_for, turn_namer
-from core.analysis import MAX_PHRASE, Subject, where_did_it_go
 from core.errors import MemLensError
+from core.flow import node_memory_config, parse_flow_upload
 from core.limits import REPLAY_TURNS
-from core.flow import parse_flow_upload
-from core.flow import node_memory_config
-from core.memory import MemoryConfig
-from core.memory import Replay, turn_numbers
+from core.memory import DEFAULT_FIDELITY, MemoryConfig, Replay, turn_numbers
 from core.memory.strategies import STRATEGIES
-from core.memory import DEFAULT_FIDELITY
-from core.model import turn_label
-from core.model import counter_for
+from core.model import counter_for, turn_label
 from core.store import resolve_url
 from core.words import distinct
 from ui import data, html
@@ -45,12 +51,15 @@ from ui.switchboard import render_switchboard
 from ui.tree_view import render_branches
 from ui.why_panel import WHY_HELP, render_why
 
-NEEDS_FLOW = ("Regenerating or editing a turn needs a flow: this conversation was imported without one. Attach a "
-              "flow in the “Needs a flow” tab to replay its queries through it.")
+NEEDS_FLOW = (
+    "Regenerating or editing a turn needs a flow: this conversation was imported without one. Attach a "
+    "flow in the “Needs a flow” tab to replay its queries through it."
+)
 
 #: Memory configs a lens can be, besides the default one: each memory system's own (its ``lenses``).
-PRESETS = {label: MemoryConfig(name, **settings)
-           for name, system in STRATEGIES.items() for label, settings in system.lenses}
+PRESETS = {
+    label: MemoryConfig(name, **settings) for name, system in STRATEGIES.items() for label, settings in system.lenses
+}
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
@@ -83,8 +92,12 @@ def _why(url: str, conversation_id: str, version: tuple, lenses_json: str, phras
 
 def _flow_lenses(version_id: str, fidelity: str) -> list[Lens]:
     flow = data.flow(resolve_url(), version_id)
-    return [Lens(f"flow-{n.id}", f"{flow.name} · {flow.node_names[n.id]}", node_memory_config(flow, n.id, fidelity=fidelity))
-            for n in flow.memory_nodes]  # an agent's too: an Agent app's export replays its log as its runner
+    return [
+        Lens(
+            f"flow-{n.id}", f"{flow.name} · {flow.node_names[n.id]}", node_memory_config(flow, n.id, fidelity=fidelity)
+        )
+        for n in flow.memory_nodes
+    ]  # an agent's too: an Agent app's export replays its log as its runner
 
 
 def _lenses(svc, info, conv_id: str, conv) -> list[Lens]:
@@ -93,8 +106,13 @@ def _lenses(svc, info, conv_id: str, conv) -> list[Lens]:
     with st.sidebar:
         st.subheader("Memory lenses")
         st.caption("Each lens replays this conversation under one memory config, as if an LLM node had it.")
-        picked = st.multiselect("Also replay under", list(PRESETS), key=f"lenses-{conv_id}",
-                                label_visibility="collapsed", placeholder="Add a lens…")
+        picked = st.multiselect(
+            "Also replay under",
+            list(PRESETS),
+            key=f"lenses-{conv_id}",
+            label_visibility="collapsed",
+            placeholder="Add a lens…",
+        )
     lenses = [base] + [Lens(f"lens-{i}", name, PRESETS[name]) for i, name in enumerate(PRESETS) if name in picked]
     attached = st.session_state.get(keys.of_conversation(keys.RESCORE_FLOW, conv_id))
     if attached:
@@ -107,8 +125,9 @@ def _lenses(svc, info, conv_id: str, conv) -> list[Lens]:
 
 def _attach_flow(svc, conv_id: str, conv, thread: list[int]) -> None:
     st.info("Re-running a turn and conversation variables need a flow: this conversation has none. Attach one.")
-    dsl = st.file_uploader("Import a Dify DSL export or a MemLens flow file", type=["yml", "yaml", "json"],
-                           key=f"attach-dsl-{conv_id}")
+    dsl = st.file_uploader(
+        "Import a Dify DSL export or a MemLens flow file", type=["yml", "yaml", "json"], key=f"attach-dsl-{conv_id}"
+    )
     if dsl is not None and st.button("Import this flow", key=f"attach-dsl-go-{conv_id}"):
         try:
             version = svc.import_flow(parse_flow_upload(dsl.getvalue(), dsl.name))
@@ -119,20 +138,28 @@ def _attach_flow(svc, conv_id: str, conv, thread: list[int]) -> None:
             st.rerun()
     flows = svc.flows()
     if not flows:
-        st.caption("No flow yet: import a Dify DSL export or a MemLens flow file first (`python -m core flows import`).")
+        st.caption(
+            "No flow yet: import a Dify DSL export or a MemLens flow file first (`python -m core flows import`)."
+        )
         return
     labels = distinct({f.id: f"{f.flow_name} (v{f.version})" for f in flows})
-    chosen = st.selectbox("Flow", list(labels), format_func=labels.get,
-                          key=keys.of_conversation(keys.ATTACH_FLOW, conv_id))
-    if st.button("Re-score these answers under the memory of its nodes that call a model",
-                 key=f"attach-rescore-{conv_id}",
-                 help="Adds one lens per node of the flow that calls a model; nothing is called or stored"):
+    chosen = st.selectbox(
+        "Flow", list(labels), format_func=labels.get, key=keys.of_conversation(keys.ATTACH_FLOW, conv_id)
+    )
+    if st.button(
+        "Re-score these answers under the memory of its nodes that call a model",
+        key=f"attach-rescore-{conv_id}",
+        help="Adds one lens per node of the flow that calls a model; nothing is called or stored",
+    ):
         st.session_state[keys.of_conversation(keys.RESCORE_FLOW, conv_id)] = chosen
         st.rerun()
     queries = [conv.turns[p] for p in thread if conv.turns[p].query_index is not None][:REPLAY_TURNS]
-    if st.button(f"Replay the {len(queries)} queries through it as a new conversation",
-                 key=f"attach-replay-{conv_id}", disabled=not queries,
-                 help="Each query of the active thread is sent to the flow in order; its models answer"):
+    if st.button(
+        f"Replay the {len(queries)} queries through it as a new conversation",
+        key=f"attach-replay-{conv_id}",
+        disabled=not queries,
+        help="Each query of the active thread is sent to the flow in order; its models answer",
+    ):
         version = next(f for f in flows if f.id == chosen)
         try:
             with st.status("Replaying…", expanded=False) as status:
@@ -180,8 +207,12 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
             for fit in observed.fits():
                 st.caption(plain(fit))
     else:
-        st.caption(plain(f"Imported ({source}) without a flow: markers and receipts replay it under the memory "
-                         "lenses in the sidebar. ● kept · ○ dropped · ◌ not eligible."))
+        st.caption(
+            plain(
+                f"Imported ({source}) without a flow: markers and receipts replay it under the memory "
+                "lenses in the sidebar. ● kept · ○ dropped · ◌ not eligible."
+            )
+        )
 
     def select(turn_id: str) -> None:  # an on_click callback (TurnActions.on_select): state only
         st.session_state[keys.SELECTED_TURN] = turn_id
@@ -223,27 +254,34 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
 
     if why_box is not None and thread:
         with why_box:
-            phrase = st.text_input("Where did it go?", key=f"rwhy-{conv_id}", max_chars=MAX_PHRASE,
-                                   placeholder="Type a name, a number, a phrase… and press Enter", help=WHY_HELP)
+            phrase = st.text_input(
+                "Where did it go?",
+                key=f"rwhy-{conv_id}",
+                max_chars=MAX_PHRASE,
+                placeholder="Type a name, a number, a phrase… and press Enter",
+                help=WHY_HELP,
+            )
             if phrase.strip():
                 try:
                     answer = _why(url, conv_id, stamp, lenses_json, phrase.strip(), tuple(thread))
                 except MemLensError as e:
                     st.error(plain(str(e)))
                 else:
-                    render_why(answer, on_jump=lambda p: (select(conv.turns[p].id), st.rerun()),
-                               key=f"rwhy-{conv_id}")
+                    render_why(answer, on_jump=lambda p: (select(conv.turns[p].id), st.rerun()), key=f"rwhy-{conv_id}")
 
     # The transcript scrolls in its own box, as the Debugger's does: the page opens at the top with the
     # inspected turn's receipt in view, and never grows with the conversation.
     with chat_col:
-        transcript_box = st.container(height=TRANSCRIPT_HEIGHT, key=keys.TRANSCRIPT) if side_col is not None \
-            else st.container()
+        transcript_box = (
+            st.container(height=TRANSCRIPT_HEIGHT, key=keys.TRANSCRIPT) if side_col is not None else st.container()
+        )
     with transcript_box:
         if not thread:
             st.info("This conversation has no turn.")
         else:
-            visible = thread_page(thread, selected, key=f"shown-{conv_id}", on_newest=lambda: (select(thread_ids[-1]), st.rerun()))
+            visible = thread_page(
+                thread, selected, key=f"shown-{conv_id}", on_newest=lambda: (select(thread_ids[-1]), st.rerun())
+            )
             # "Replies might now differ" for the turns on this page only: a page costs the same at any length.
             for lens_id, config in configs.items():
                 if config != baselines[lens_id]:
@@ -254,10 +292,20 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
             for p in visible:
                 sib = svc.siblings(conv, conv.turns[p].id)
                 siblings[conv.turns[p].id] = (sib.index, sib.count, sib.ids)
-            failed = {conv.turns[p].id: conv.turns[p].error or conv.turns[p].status for p in visible
-                      if conv.turns[p].status in ("failed", "error")}
-            render_transcript(items, siblings=siblings, failed=failed, differs=differs, actions=actions,
-                              conversation_only=conversation_only, key=f"rtx-{conv_id}")
+            failed = {
+                conv.turns[p].id: conv.turns[p].error or conv.turns[p].status
+                for p in visible
+                if conv.turns[p].status in ("failed", "error")
+            }
+            render_transcript(
+                items,
+                siblings=siblings,
+                failed=failed,
+                differs=differs,
+                actions=actions,
+                conversation_only=conversation_only,
+                key=f"rtx-{conv_id}",
+            )
 
     if tabs is None:
         return
@@ -265,33 +313,46 @@ def render_replay(svc, info, conv_id: str, *, conversation_only: bool) -> None:
         if selected is None or not ledgers:
             st.info("No turn with a query to inspect yet.")
         else:
-            st.markdown(f"**{turn_label(conv, selected).capitalize()}** — " + html.muted(conv.turns[selected].query[:80]),
-                        unsafe_allow_html=True)
+            st.markdown(
+                f"**{turn_label(conv, selected).capitalize()}** — " + html.muted(conv.turns[selected].query[:80]),
+                unsafe_allow_html=True,
+            )
             ratings = svc.feedbacks(conv_id).get(selected_id) or []
             for f in ratings:
-                st.caption(plain(f"Rated {f['rating']} by {f['user_id']}" + (f": {f['content']}" if f["content"] else "")))
+                st.caption(
+                    plain(f"Rated {f['rating']} by {f['user_id']}" + (f": {f['content']}" if f["content"] else ""))
+                )
             shown_lenses = [lens for lens in lenses if lens.id in ledgers]
             seen = [lens_id for lens_id in (observed.titles if observed is not None else {}) if lens_id in ledgers]
-            tabs_shown = st.tabs([plain(titles[lens_id]) for lens_id in seen] + [plain(lens.title) for lens in shown_lenses])
+            tabs_shown = st.tabs(
+                [plain(titles[lens_id]) for lens_id in seen] + [plain(lens.title) for lens in shown_lenses]
+            )
             for lens_id, tab in zip(seen, tabs_shown):
                 with tab:
                     observed.render_receipt(conv, selected, lens_id, key=f"{selected_id}-{lens_id}")
-            for lens, tab in zip(shown_lenses, tabs_shown[len(seen):]):
+            for lens, tab in zip(shown_lenses, tabs_shown[len(seen) :]):
                 with tab:
                     ledger = ledgers[lens.id]
                     run = replayed_run(conv, selected, lens.id, ledger, counter_for(configs[lens.id].model))
                     r = node_receipt(run, lens.title, model=configs[lens.id].model)
                     render_receipt(r, ledger, key=f"rrc-{selected_id}-{lens.id}", what_if=lens.id in changed)
-                    if ledger.entry_count() and st.toggle(f"Show every earlier message ({ledger.entry_count():,}), kept or not",
-                                                    key=f"rlt-on-{lens.id}"):
-                        render_ledger_table(ledger, conv, key=f"rlt-{selected_id}-{lens.id}", node=lens.title,
-                                            position=selected)
+                    if ledger.entry_count() and st.toggle(
+                        f"Show every earlier message ({ledger.entry_count():,}), kept or not", key=f"rlt-on-{lens.id}"
+                    ):
+                        render_ledger_table(
+                            ledger, conv, key=f"rlt-{selected_id}-{lens.id}", node=lens.title, position=selected
+                        )
     with tabs[2]:
         by_number = {numbers[p]: conv.turns[p].id for p in thread}
-        render_findings(_findings(url, conv_id, stamp, lenses_json), key=f"rfind-{conv_id}",
-                        on_turn=lambda n: st.session_state.update({keys.SELECTED_TURN: by_number.get(n, selected_id)}),
-                        name=turn_namer(conv), narrow=True, jump_help="Inspect this turn",
-                        empty="No findings: nothing surprising in how these lenses remember this conversation.")
+        render_findings(
+            _findings(url, conv_id, stamp, lenses_json),
+            key=f"rfind-{conv_id}",
+            on_turn=lambda n: st.session_state.update({keys.SELECTED_TURN: by_number.get(n, selected_id)}),
+            name=turn_namer(conv),
+            narrow=True,
+            jump_help="Inspect this turn",
+            empty="No findings: nothing surprising in how these lenses remember this conversation.",
+        )
     with tabs[3]:
         render_branches(conv, thread, on_switch=switch, keys=("rtree", f"rbranch-{conv_id}", "rswitch_branch"))
     with tabs[4]:

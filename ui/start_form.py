@@ -36,8 +36,12 @@ def start_form(flow: Flow, key: str) -> tuple[dict[str, Any], list[str]]:
         wkey = f"{key}-{name}"
         value: Any = None
         if kind not in OFFERED:
-            st.caption(html.plain(f"{label}: a {kind} input, not offered here"
-                                  + (" (required: this flow cannot start from the Debugger)" if required else "")))
+            st.caption(
+                html.plain(
+                    f"{label}: a {kind} input, not offered here"
+                    + (" (required: this flow cannot start from the Debugger)" if required else "")
+                )
+            )
         elif kind == "select":
             options = [str(o) for o in var.get("options") or ()]
             default = var.get("default")

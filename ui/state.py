@@ -28,9 +28,9 @@ def keys_of(prefix: str) -> Callable[[str], str]:
 
 
 # -- the debugger (pages/debugger.py and the replay view of an imported conversation) -----------------
-CONVERSATION = "conv_id"              # the open conversation's id (the sidebar's selectbox)
-CONVERSATION_SOURCE = "conv_source"   # the sidebar's source filter
-SELECTED_TURN = "selected_turn"       # the inspected turn's id
+CONVERSATION = "conv_id"  # the open conversation's id (the sidebar's selectbox)
+CONVERSATION_SOURCE = "conv_source"  # the sidebar's source filter
+SELECTED_TURN = "selected_turn"  # the inspected turn's id
 NEW_FLOW, NEW_NAME, NEW_START = "new_flow", "new_name", "new_start"  # the "New conversation" popover
 # … and its upload of the user's own flow: ``f"{NEW_FLOW_FILE}-{n}"``, n = NEW_FLOW_FILE_ROUND, counted up
 # once a conversation has started from it, so the next Start does not import that file again.
@@ -45,9 +45,9 @@ CONVERSATION_ONLY = "conversation_only"  # hide every debugging detail
 CONTINUE_LATEST = "continue_latest"
 RENAME_GO, DELETE_CONFIRM, DELETE_GO = "rename_go", "delete_confirm", "delete_go"
 MODEL_CHOICE, MODEL_OTHER = "model_choice", "model_other"  # the model for new turns
-NODE_FILTER = "node_filter"            # whose memory the markers show
-SIDE = "ml-side"                       # the receipt column (ui/html.py's CSS makes it sticky)
-TRANSCRIPT = "ml-transcript"           # the transcript box (scrolled to the inspected turn)
+NODE_FILTER = "node_filter"  # whose memory the markers show
+SIDE = "ml-side"  # the receipt column (ui/html.py's CSS makes it sticky)
+TRANSCRIPT = "ml-transcript"  # the transcript box (scrolled to the inspected turn)
 FIX = "fix"  # per conversation: the switchboard's actions (re-run, replay from turn 1, keep): ui/fix_path.py
 CHAT_INPUT = "chat_input"
 WORKSPACE_RUNS = "workspace_runs"  # how many times this session drew the transcript and inspector (ui/data.py)
@@ -55,13 +55,20 @@ WORKSPACE_RUNS = "workspace_runs"  # how many times this session drew the transc
 # box, how many turns the transcript shows, the transcript, the recall preview, the variables panel,
 # the switchboard (per conversation and inspected turn: ``of_conversation(SWITCHBOARD, id) + f"-{turn}"``;
 # ``of_conversation(SWITCHBOARD, id)`` itself holds the turn whose settings its widgets were loaded with).
-RENAME, WHY, SHOWN, TRANSCRIPT_TURNS, RECALL, VARIABLES, SWITCHBOARD = \
-    "rename", "why", "shown", "tx", "recall", "vars", "sb"
+RENAME, WHY, SHOWN, TRANSCRIPT_TURNS, RECALL, VARIABLES, SWITCHBOARD = (
+    "rename",
+    "why",
+    "shown",
+    "tx",
+    "recall",
+    "vars",
+    "sb",
+)
 
 
 # One imported conversation's replay view keeps these per conversation: ``of_conversation(NAME, id)``.
-RESCORE_FLOW = "rescore"       # the flow its answers are re-scored with
-ATTACH_FLOW = "attach-flow"    # the flow version just attached to it
+RESCORE_FLOW = "rescore"  # the flow its answers are re-scored with
+ATTACH_FLOW = "attach-flow"  # the flow version just attached to it
 
 
 def of_conversation(name: str, conversation_id: str) -> str:
@@ -74,8 +81,8 @@ DEBUGGED = "debugged"
 
 # -- hand-offs between pages: set by one page, read and cleared by the page named -----------------------
 OPEN_IN_DEBUGGER = "open_conversation"  # a conversation id the Debugger opens, whatever its source filter
-OPEN_IN_COMPARE = "open_in_compare"     # a stored conversation id Compare opens
-OPEN_IN_PRESENT = "open_in_present"     # a stored conversation id Present opens
+OPEN_IN_COMPARE = "open_in_compare"  # a stored conversation id Compare opens
+OPEN_IN_PRESENT = "open_in_present"  # a stored conversation id Present opens
 COMPARE_CONFIGS = "compare_configs_current"  # Compare's configs as last shown (dicts), Present's default
 
 # -- flashes: a message shown once after a rerun ---------------------------------------------------------

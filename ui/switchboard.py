@@ -15,13 +15,17 @@ from ui.html import plain
 def _diff(base: MemoryConfig, values: dict) -> dict:
     """The settings ``values`` change: against the base's own, and against the defaults of a memory the
     base has switched off (its settings are then the ones switching it on gives)."""
-    held = {"strategy": base.strategy, **base.with_(strategy=values.get("strategy", base.strategy)).values(),
-            **base.values()}
+    held = {
+        "strategy": base.strategy,
+        **base.with_(strategy=values.get("strategy", base.strategy)).values(),
+        **base.values(),
+    }
     return {k: v for k, v in values.items() if held.get(k) != v}
 
 
-def render_switchboard(nodes: Sequence[Any], baselines: dict[str, MemoryConfig], *, key: str,
-                       fresh: bool = False) -> dict[str, dict]:
+def render_switchboard(
+    nodes: Sequence[Any], baselines: dict[str, MemoryConfig], *, key: str, fresh: bool = False
+) -> dict[str, dict]:
     """The memory-config editor for each of ``nodes`` (anything with an ``id`` and a ``title``: a flow's
     LLM and agent nodes, ``Flow.memory_nodes``, or a replay's lenses) that has a baseline, starting from
     it; returns ``{node_id: changed settings}`` (empty: as recorded). A node keeps its own strategy or

@@ -10,8 +10,10 @@ from core.analysis import WhyAnswer
 from ui import html
 
 #: The search box's help, on the debugger of a flow (per LLM node) and of an import (per memory lens).
-WHY_HELP = ("Finds the turn that said it and, for each node that calls a model or memory lens, the first turn whose "
-            "context no longer holds it and why, and where it came back when it was said again. No model is called.")
+WHY_HELP = (
+    "Finds the turn that said it and, for each node that calls a model or memory lens, the first turn whose "
+    "context no longer holds it and why, and where it came back when it was said again. No model is called."
+)
 
 
 #: The search box's placeholder, which names it: its label is hidden, to keep the inspector short.
@@ -29,8 +31,11 @@ def render_why(answer: WhyAnswer | None, *, on_jump: Callable[[int], None], key:
     # One button per turn, naming the nodes (or lenses) whose memory lost it there (node titles are user
     # text, and button labels render markdown).
     for position, (label, subjects) in sorted(jumps(answer).items()):
-        if st.button(html.plain(f"Inspect {label} ({', '.join(subjects)})"), key=f"{key}-jump-{position}",
-                     help="Open this turn's context receipt: the ledger there gives the reason"):
+        if st.button(
+            html.plain(f"Inspect {label} ({', '.join(subjects)})"),
+            key=f"{key}-jump-{position}",
+            help="Open this turn's context receipt: the ledger there gives the reason",
+        ):
             on_jump(position)
 
 

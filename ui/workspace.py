@@ -12,9 +12,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from core.analysis import damage_note, models_note, transcript, why_settings_note
-from core.analysis import left_out
-from core.analysis import MAX_PHRASE
+from core.analysis import MAX_PHRASE, damage_note, left_out, models_note, transcript, why_settings_note
 from core.errors import MemLensError
 from core.memory import MemoryConfig
 from core.model import turn_label
@@ -69,8 +67,13 @@ def render_workspace(ctx: DebugContext, settings: PageSettings, conversations: l
     at.what_if(ctx, overrides)
     if layout.glance is not None and at.selected is not None:
         with layout.glance:  # the answer first: what each node that ran left out, and why
-            render_left_out([left_out(conv, at.ledgers[n.id], ctx.node_titles.get(n.id, n.id), n.id)
-                             for n in ctx.memory_nodes if n.id in at.ledgers and n.id in at.runs])
+            render_left_out(
+                [
+                    left_out(conv, at.ledgers[n.id], ctx.node_titles.get(n.id, n.id), n.id)
+                    for n in ctx.memory_nodes
+                    if n.id in at.ledgers and n.id in at.runs
+                ]
+            )
     _transcript(ctx, settings, at, layout, actions)
     # Inside the chat column, under the transcript box: a chat input at the page's root would pin itself to
     # the bottom and scroll the whole page down on every load, away from the title and the receipt.
@@ -79,26 +82,36 @@ def render_workspace(ctx: DebugContext, settings: PageSettings, conversations: l
     if query:
         send_overrides = None
         if settings.other_model:
-            send_overrides = {n.id: {**ctx.stored_overrides.get(n.id, {}), "model": settings.other_model}
-                              for n in ctx.model_nodes}
-        actions.run("Running the turn…", lambda ev: svc.send(ctx.conversation_id, query, overrides=send_overrides,
-                                                             on_event=ev))
+            send_overrides = {
+                n.id: {**ctx.stored_overrides.get(n.id, {}), "model": settings.other_model} for n in ctx.model_nodes
+            }
+        actions.run(
+            "Running the turn…", lambda ev: svc.send(ctx.conversation_id, query, overrides=send_overrides, on_event=ev)
+        )
     if layout.side is None:
         return
     with layout.tabs[0]:
         if at.selected_id is None:
             st.info("Send a message: the context receipt of each node that calls a model appears here.")
-            render_recall_preview(svc.memory_of(ctx.info.flow_version_id), ctx.info.user_id, None,
-                                  key=ctx.key(keys.RECALL), names={c.id: c.name for c in conversations if c.name})
+            render_recall_preview(
+                svc.memory_of(ctx.info.flow_version_id),
+                ctx.info.user_id,
+                None,
+                key=ctx.key(keys.RECALL),
+                names={c.id: c.name for c in conversations if c.name},
+            )
         else:
             render_node_receipts(ctx, at)
     with layout.tabs[2]:
         _variables(ctx, at)
     with layout.tabs[3]:
-        render_branches(conv, at.thread, on_switch=actions.switch,
-                        keys=("tree", f"branch-{ctx.conversation_id}", "switch_branch"),
-                        figure=data.branch_figure(ctx.url, ctx.conversation_id, ctx.stamp, thread_ids[-1])
-                        if thread_ids else None)
+        render_branches(
+            conv,
+            at.thread,
+            on_switch=actions.switch,
+            keys=("tree", f"branch-{ctx.conversation_id}", "switch_branch"),
+            figure=data.branch_figure(ctx.url, ctx.conversation_id, ctx.stamp, thread_ids[-1]) if thread_ids else None,
+        )
 
 
 class _Actions:
@@ -110,19 +123,22 @@ class _Actions:
         self.turn = TurnActions(
             on_select=self.inspect,
             on_regenerate=lambda tid: self.run("Regenerating…", lambda ev: svc.regenerate(cid, tid, on_event=ev)),
-            on_edit=lambda tid, text: self.run("Running the edited message…",
-                                               lambda ev: svc.edit(cid, tid, text, on_event=ev)),
+            on_edit=lambda tid, text: self.run(
+                "Running the edited message…", lambda ev: svc.edit(cid, tid, text, on_event=ev)
+            ),
             on_switch=self.switch,
         )
 
     def run(self, label: str, fn) -> None:
         """Run a turn-producing action with visible progress; select the new turn and refresh."""
         with st.status(label, expanded=True) as status:
+
             def on_event(ev: dict) -> None:
                 if ev.get("event") == "node_started":
                     status.write(html.plain(f"▶ {ev['data'].get('title') or ev['data'].get('node_id')}"))
                 elif ev.get("event") == "node_finished" and ev["data"].get("status") == "failed":
                     status.write(html.plain(f"✗ {ev['data'].get('title')}: {ev['data'].get('error')}"))
+
             try:
                 record = fn(on_event)
             except MemLensError as e:
@@ -152,9 +168,15 @@ class _Actions:
         labels = [f"{ctx.node_titles[n]}: {MemoryConfig.from_dict(c).label()}" for n, c in overrides.items()]
         with st.status("Replaying from turn 1…", expanded=True) as status:
             try:
-                result = replay_thread(ctx.svc, ctx.conversation_id, overrides, mode=mode, model=model,
-                                       name=replayed_name(ctx.info.name, labels),
-                                       on_turn=lambda n, total: status.update(label=f"Replaying question {n} of {total}…"))
+                result = replay_thread(
+                    ctx.svc,
+                    ctx.conversation_id,
+                    overrides,
+                    mode=mode,
+                    model=model,
+                    name=replayed_name(ctx.info.name, labels),
+                    on_turn=lambda n, total: status.update(label=f"Replaying question {n} of {total}…"),
+                )
             except MemLensError as e:
                 status.update(label=html.plain(e), state="error")
                 return
@@ -173,8 +195,11 @@ def _layout(ctx: DebugContext, settings: PageSettings, at: Inspected) -> _Layout
     layout = _Layout(chat=chat_col, side=side_col)
     with side_col, st.container(key=keys.SIDE):
         if at.selected is not None:
-            st.markdown(f"**{turn_label(ctx.conversation, at.selected).capitalize()}** — "
-                        + html.muted(ctx.conversation.turns[at.selected].query[:80]), unsafe_allow_html=True)
+            st.markdown(
+                f"**{turn_label(ctx.conversation, at.selected).capitalize()}** — "
+                + html.muted(ctx.conversation.turns[at.selected].query[:80]),
+                unsafe_allow_html=True,
+            )
         layout.glance = st.container()  # what each node left out, once the ledgers are known
         layout.why = st.container()
         layout.tabs = st.tabs(["Context receipt", "Switchboard", "Variables", "Branches"])
@@ -186,57 +211,96 @@ def _switchboard(ctx: DebugContext, settings: PageSettings, at: Inspected, actio
     whole config (the turn's settings with the changes on top), for what-if ledgers and re-runs."""
     conv, selected, selected_id = ctx.conversation, at.selected, at.selected_id
     if selected is not None:
-        st.caption(f"Settings {turn_label(conv, selected)} ran with; a change here is a what-if until you "
-                   "re-run or keep it.")
+        st.caption(
+            f"Settings {turn_label(conv, selected)} ran with; a change here is a what-if until you re-run or keep it."
+        )
     for n in ctx.memory_nodes:
         if at.for_new_turns[n.id] != at.baselines[n.id]:
-            st.caption(html.plain(f"{ctx.node_titles[n.id]}: new turns use {at.for_new_turns[n.id].label()} "
-                                  f"(this turn ran with {at.baselines[n.id].label()})."))
+            st.caption(
+                html.plain(
+                    f"{ctx.node_titles[n.id]}: new turns use {at.for_new_turns[n.id].label()} "
+                    f"(this turn ran with {at.baselines[n.id].label()})."
+                )
+            )
     actions_box = st.container()  # above the editors: what a change can become
     # The turn whose settings the widgets hold: inspecting another (or flipping back) starts from its own.
     fresh = st.session_state.get(ctx.key(keys.SWITCHBOARD)) != selected_id
     st.session_state[ctx.key(keys.SWITCHBOARD)] = selected_id
     if fresh:  # the widgets of turns inspected before: every rerun's widgets search the whole state
         earlier, own = ctx.key(keys.SWITCHBOARD) + "-", ctx.key(keys.SWITCHBOARD) + f"-{selected_id}-"
-        for stale in [k for k in st.session_state if isinstance(k, str) and k.startswith(earlier)
-                      and not k.startswith(own)]:
+        for stale in [
+            k for k in st.session_state if isinstance(k, str) and k.startswith(earlier) and not k.startswith(own)
+        ]:
             del st.session_state[stale]
-    changed = render_switchboard(ctx.memory_nodes, at.baselines, key=ctx.key(keys.SWITCHBOARD) + f"-{selected_id}",
-                                 fresh=fresh)
+    changed = render_switchboard(
+        ctx.memory_nodes, at.baselines, key=ctx.key(keys.SWITCHBOARD) + f"-{selected_id}", fresh=fresh
+    )
     overrides = {nid: {**at.baselines[nid].to_dict(), **c} for nid, c in changed.items()}
     if not (changed and selected_id):
         st.caption("No change: ledgers are as recorded.")
         return overrides
     with actions_box:
         overrides_json = json.dumps(overrides, sort_keys=True)
-        note = data.rerun_note(ctx.url, ctx.conversation_id, ctx.stamp, ctx.info.flow_version_id, selected_id,
-                               overrides_json, ctx.fidelity, ctx.counting)
+        note = data.rerun_note(
+            ctx.url,
+            ctx.conversation_id,
+            ctx.stamp,
+            ctx.info.flow_version_id,
+            selected_id,
+            overrides_json,
+            ctx.fidelity,
+            ctx.counting,
+        )
         asked = [p for p in at.thread if conv.turns[p].query_index is not None]
         kept_and_changed = {**ctx.stored_overrides, **overrides}
         render_fix_path(
-            turn=turn_label(conv, selected), questions=len(asked), rerun_note=note, key=ctx.key(keys.FIX),
+            turn=turn_label(conv, selected),
+            questions=len(asked),
+            rerun_note=note,
+            key=ctx.key(keys.FIX),
             other_model=settings.other_model,
-            on_rerun=lambda: actions.run("Re-running…", lambda ev: ctx.svc.rerun_from(
-                ctx.conversation_id, selected_id, kept_and_changed, on_event=ev)),
+            on_rerun=lambda: actions.run(
+                "Re-running…",
+                lambda ev: ctx.svc.rerun_from(ctx.conversation_id, selected_id, kept_and_changed, on_event=ev),
+            ),
             on_replay=lambda mode, model: actions.replay_from_start(
-                mode, model, overrides, asked.index(selected) if selected in asked else None),
-            on_keep=lambda: (ctx.svc.set_memory_overrides(ctx.conversation_id, kept_and_changed), st.rerun()))
+                mode, model, overrides, asked.index(selected) if selected in asked else None
+            ),
+            on_keep=lambda: (ctx.svc.set_memory_overrides(ctx.conversation_id, kept_and_changed), st.rerun()),
+        )
     return overrides
 
 
 def _where_did_it_go(ctx: DebugContext, at: Inspected, overrides: dict[str, dict], actions: _Actions) -> None:
-    phrase = st.text_input("Where did it go?", key=ctx.key(keys.WHY), max_chars=MAX_PHRASE,
-                           placeholder=WHY_PLACEHOLDER, help=WHY_HELP, label_visibility="collapsed")
+    phrase = st.text_input(
+        "Where did it go?",
+        key=ctx.key(keys.WHY),
+        max_chars=MAX_PHRASE,
+        placeholder=WHY_PLACEHOLDER,
+        help=WHY_HELP,
+        label_visibility="collapsed",
+    )
     if not phrase.strip():
         return
     try:
         shown = {nid: {**config.to_dict(), **overrides.get(nid, {})} for nid, config in at.baselines.items()}
-        answer = data.why(ctx.url, ctx.conversation_id, ctx.stamp, ctx.info.flow_version_id, phrase.strip(),
-                          at.thread_ids[-1], json.dumps(shown, sort_keys=True), ctx.fidelity)
+        answer = data.why(
+            ctx.url,
+            ctx.conversation_id,
+            ctx.stamp,
+            ctx.info.flow_version_id,
+            phrase.strip(),
+            at.thread_ids[-1],
+            json.dumps(shown, sort_keys=True),
+            ctx.fidelity,
+        )
         render_why(answer, on_jump=lambda p: actions.select(ctx.conversation.turns[p].id), key=ctx.key(keys.WHY))
         # One config per node over the whole thread: say which, since earlier turns may have run with others.
-        settings = "; ".join(f"{ctx.node_titles[nid]}: {MemoryConfig.from_dict(cfg).label()}"
-                             for nid, cfg in shown.items() if nid in ctx.node_titles)
+        settings = "; ".join(
+            f"{ctx.node_titles[nid]}: {MemoryConfig.from_dict(cfg).label()}"
+            for nid, cfg in shown.items()
+            if nid in ctx.node_titles
+        )
         if at.selected is not None and settings:
             st.caption(html.plain(why_settings_note(turn_label(ctx.conversation, at.selected), settings)))
     except MemLensError as e:
@@ -249,51 +313,90 @@ def _transcript(ctx: DebugContext, settings: PageSettings, at: Inspected, layout
     (html.CSS: .st-key-ml-side)."""
     conv = ctx.conversation
     with layout.chat:
-        box = st.container(height=TRANSCRIPT_HEIGHT, key=keys.TRANSCRIPT) if layout.side is not None \
-            else st.container()
+        box = st.container(height=TRANSCRIPT_HEIGHT, key=keys.TRANSCRIPT) if layout.side is not None else st.container()
     with box:
         # On a flow's first use: who answers (its nodes' models, or the demo model in their place) and how to
         # use a real one.
-        first_use = models_note({ctx.node_titles[n.id]: at.for_new_turns[n.id].model for n in ctx.memory_nodes},
-                                list(at.runs.values())) \
-            if len(conv.turns) <= 1 and settings.model_choice == AS_CONFIGURED else None
+        first_use = (
+            models_note(
+                {ctx.node_titles[n.id]: at.for_new_turns[n.id].model for n in ctx.memory_nodes}, list(at.runs.values())
+            )
+            if len(conv.turns) <= 1 and settings.model_choice == AS_CONFIGURED
+            else None
+        )
         if first_use:
             st.info(html.plain(first_use), icon=":material/smart_toy:")
         if not at.thread:
             st.info("No message yet. Say something below — the demo model answers offline.")
             return
-        visible = thread_page(at.thread, at.selected, key=ctx.key(keys.SHOWN),
-                              on_newest=lambda: actions.select(at.thread_ids[-1]))
+        visible = thread_page(
+            at.thread, at.selected, key=ctx.key(keys.SHOWN), on_newest=lambda: actions.select(at.thread_ids[-1])
+        )
         # "Replies might now differ" for the turns on this page only: a page costs the same at any length.
         differs: dict[str, list[str]] = {}
         for nid, ov in at.overrides.items():
-            wi = data.what_if_turns(ctx.url, ctx.conversation_id, ctx.stamp, ctx.info.flow_version_id, nid,
-                                    json.dumps(at.baselines[nid].to_dict(), sort_keys=True),
-                                    json.dumps(ov, sort_keys=True), ctx.fidelity, ctx.counting, tuple(visible))
+            wi = data.what_if_turns(
+                ctx.url,
+                ctx.conversation_id,
+                ctx.stamp,
+                ctx.info.flow_version_id,
+                nid,
+                json.dumps(at.baselines[nid].to_dict(), sort_keys=True),
+                json.dumps(ov, sort_keys=True),
+                ctx.fidelity,
+                ctx.counting,
+                tuple(visible),
+            )
             for p in wi.differs:
                 differs.setdefault(conv.turns[p].id, []).append(ctx.node_titles[nid])
-        items = transcript(conv, visible, at.selected, at.ledgers, ctx.titles,
-                           node_filter=None if settings.node_filter == "all" else settings.node_filter)
+        items = transcript(
+            conv,
+            visible,
+            at.selected,
+            at.ledgers,
+            ctx.titles,
+            node_filter=None if settings.node_filter == "all" else settings.node_filter,
+        )
         siblings = {}
         for p in visible:
             sib = ctx.svc.siblings(conv, conv.turns[p].id)
             siblings[conv.turns[p].id] = (sib.index, sib.count, sib.ids)
         failed = {conv.turns[p].id: turn_problem(conv.turns[p]) for p in visible if turn_problem(conv.turns[p])}
-        render_transcript(items, siblings=siblings, failed=failed, differs=differs, actions=actions.turn,
-                          conversation_only=settings.conversation_only, key=ctx.key(keys.TRANSCRIPT_TURNS))
+        render_transcript(
+            items,
+            siblings=siblings,
+            failed=failed,
+            differs=differs,
+            actions=actions.turn,
+            conversation_only=settings.conversation_only,
+            key=ctx.key(keys.TRANSCRIPT_TURNS),
+        )
 
 
 def _variables(ctx: DebugContext, at: Inspected) -> None:
     conv, tree = ctx.conversation, ctx.conversation.tree
     declared = [v.name for v in ctx.flow.variables]
-    variables = sorted(ctx.svc.variables(ctx.conversation_id),
-                       key=lambda v: declared.index(v.name) if v.name in declared else len(declared))
+    variables = sorted(
+        ctx.svc.variables(ctx.conversation_id),
+        key=lambda v: declared.index(v.name) if v.name in declared else len(declared),
+    )
     history = data.variable_history(ctx.url, ctx.conversation_id, ctx.stamp)
-    values = data.variables_at(ctx.url, ctx.conversation_id, ctx.stamp, ctx.info.flow_version_id, at.selected_id) \
-        if at.selected_id else None
+    values = (
+        data.variables_at(ctx.url, ctx.conversation_id, ctx.stamp, ctx.info.flow_version_id, at.selected_id)
+        if at.selected_id
+        else None
+    )
     label = f"after {turn_label(conv, at.selected)}" if at.selected is not None else ""
-    render_variables(ctx.svc, ctx.conversation_id, variables, values, label, history,
-                     # a change's turn as labelled on its thread, named only for the page of changes shown
-                     lambda t: turn_label(conv, tree.position[t]).removeprefix("turn ") if t in tree.position
-                     else "—", key=ctx.key(keys.VARIABLES), branched=len(at.thread) < len(conv.turns),
-                     node_names=ctx.node_names)
+    render_variables(
+        ctx.svc,
+        ctx.conversation_id,
+        variables,
+        values,
+        label,
+        history,
+        # a change's turn as labelled on its thread, named only for the page of changes shown
+        lambda t: turn_label(conv, tree.position[t]).removeprefix("turn ") if t in tree.position else "—",
+        key=ctx.key(keys.VARIABLES),
+        branched=len(at.thread) < len(conv.turns),
+        node_names=ctx.node_names,
+    )

@@ -62,9 +62,15 @@ class MessageView:
     label: str = ""  # the turn as a person counts it: "turn 6 · 2/3" (core.model.conversation.turn_label)
 
 
-def transcript(conversation: Conversation, thread: Sequence[int], selected: int | None,
-               ledgers: Mapping[str, Ledger], titles: Mapping[str, str], *,
-               node_filter: str | None = None) -> list[MessageView]:
+def transcript(
+    conversation: Conversation,
+    thread: Sequence[int],
+    selected: int | None,
+    ledgers: Mapping[str, Ledger],
+    titles: Mapping[str, str],
+    *,
+    node_filter: str | None = None,
+) -> list[MessageView]:
     """Messages of the turns in ``thread`` (positions, oldest first) with markers from ``ledgers``.
 
     ``ledgers`` are the selected turn's ledgers per LLM node; ``node_filter`` keeps one node.
@@ -83,15 +89,31 @@ def transcript(conversation: Conversation, thread: Sequence[int], selected: int 
     for p in thread:
         turn = conversation.turns[p]
         for i, m in enumerate(turn.messages):
-            view = MessageView(turn_id=turn.id, position=p, index=i, role=m.role, kind=m.kind, text=message_text(m),
-                               number=numbers[p], label=turn_label(conversation, p), selected=p == selected,
-                               later=selected is not None and p > selected)
+            view = MessageView(
+                turn_id=turn.id,
+                position=p,
+                index=i,
+                role=m.role,
+                kind=m.kind,
+                text=message_text(m),
+                number=numbers[p],
+                label=turn_label(conversation, p),
+                selected=p == selected,
+                later=selected is not None and p > selected,
+            )
             for node in nodes:
                 entry = by_node[node].get((p, i))
                 if entry is not None:
                     ledger = ledgers[node]
-                    view.markers.append(Marker(node, titles.get(node, node), marker_state(entry.reason),
-                                               entry.reason, explain(entry, ledger.config, titles.get(node, node))))
+                    view.markers.append(
+                        Marker(
+                            node,
+                            titles.get(node, node),
+                            marker_state(entry.reason),
+                            entry.reason,
+                            explain(entry, ledger.config, titles.get(node, node)),
+                        )
+                    )
                 if first_kept.get(node) == (p, i):
                     view.window_starts.append(titles.get(node, node))
             out.append(view)
@@ -99,6 +121,7 @@ def transcript(conversation: Conversation, thread: Sequence[int], selected: int 
 
 
 # -- the context receipt ------------------------------------------------------------------------------
+
 
 @dataclass
 class ReceiptRow:
@@ -158,16 +181,32 @@ def _both(code: Ledger, docs: Ledger) -> list[tuple[int, str, str]]:
     return out
 
 
-def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str, other: Ledger | None = None,
-            position: int | None = None) -> Receipt:
+def receipt(
+    run: Mapping[str, Any],
+    title: str,
+    *,
+    exact: bool,
+    encoding: str,
+    other: Ledger | None = None,
+    position: int | None = None,
+) -> Receipt:
     """The receipt of one stored node run (ledger as a :class:`Ledger`, prompt as dicts).
 
     ``other`` is the same node's ledger at the same turn under the other Dify profile (docs or
     code) and ``position`` the turn's position: the receipt then says how the two differ."""
     ledger: Ledger | None = run.get("ledger")
     prompt = run.get("prompt") or []
-    rows = [ReceiptRow(m["role"], m["origin"], int(m.get("tokens") or 0), m.get("content") or "",
-                       [dict(p) for p in m.get("parts") or []], int(m.get("history_tokens") or 0)) for m in prompt]
+    rows = [
+        ReceiptRow(
+            m["role"],
+            m["origin"],
+            int(m.get("tokens") or 0),
+            m.get("content") or "",
+            [dict(p) for p in m.get("parts") or []],
+            int(m.get("history_tokens") or 0),
+        )
+        for m in prompt
+    ]
     used: dict[str, int] = {}
     for r in rows:
         # A text-form prompt's history lines count as memory history, the rest of their message as its origin.
@@ -186,22 +225,39 @@ def receipt(run: Mapping[str, Any], title: str, *, exact: bool, encoding: str, o
         diff = ledger_difference(code, docs, position, sum(r.tokens for r in rows if r.origin == CURRENT_QUERY))
         if diff is not None:
             difference, both = diff.text, _both(code, docs)
-    return Receipt(node_id=run["node_id"], title=title, rows=rows, profile=profile, docs_vs_code=difference,
-                   both=both,
-                   used_by_origin={o: used[o] for o in sorted(used, key=origin_rank)},
-                   dropped_tokens=sum(dropped.values()), dropped_by_reason=dropped,
-                   limit=ledger.budget if ledger else None, context_size=ledger.context_size if ledger else None,
-                   prompt_tokens=ledger.prompt_tokens if ledger else sum(r.tokens for r in rows) + 3,
-                   exact=exact, encoding=encoding, budget_note=ledger.budget_note if ledger else "",
-                   reply=run.get("reply"), model=run.get("model_called") or run.get("model"),
-                   notes=list(run.get("notes") or []),
-                   configured_model=run.get("model") if run.get("model_called") not in (None, run.get("model"))
-                   else None)
+    return Receipt(
+        node_id=run["node_id"],
+        title=title,
+        rows=rows,
+        profile=profile,
+        docs_vs_code=difference,
+        both=both,
+        used_by_origin={o: used[o] for o in sorted(used, key=origin_rank)},
+        dropped_tokens=sum(dropped.values()),
+        dropped_by_reason=dropped,
+        limit=ledger.budget if ledger else None,
+        context_size=ledger.context_size if ledger else None,
+        prompt_tokens=ledger.prompt_tokens if ledger else sum(r.tokens for r in rows) + 3,
+        exact=exact,
+        encoding=encoding,
+        budget_note=ledger.budget_note if ledger else "",
+        reply=run.get("reply"),
+        model=run.get("model_called") or run.get("model"),
+        notes=list(run.get("notes") or []),
+        configured_model=run.get("model") if run.get("model_called") not in (None, run.get("model")) else None,
+    )
 
 
-def node_receipt(run: Mapping[str, Any], title: str, *, ledger: Ledger | None = None,
-                 prompt: list[dict] | None = None, model: str | None = None, other: Ledger | None = None,
-                 position: int | None = None) -> Receipt:
+def node_receipt(
+    run: Mapping[str, Any],
+    title: str,
+    *,
+    ledger: Ledger | None = None,
+    prompt: list[dict] | None = None,
+    model: str | None = None,
+    other: Ledger | None = None,
+    position: int | None = None,
+) -> Receipt:
     """One node's receipt as every view assembles it: an LLM node's or an agent's recorded run, a replayed
     lens, an observed call. ``ledger`` and ``prompt`` stand in for the recorded ones under a what-if;
     tokens are counted with ``model``'s tokenizer, else the ledger's model, else the run's.
@@ -214,13 +270,14 @@ def node_receipt(run: Mapping[str, Any], title: str, *, ledger: Ledger | None = 
     if prompt is not None:
         shown["prompt"] = prompt
     kept_by = shown.get("ledger")
-    counter = counter_for(model or (kept_by.config.get("model") if kept_by is not None else None)
-                          or run.get("model") or DEFAULT_MODEL)
-    return receipt(shown, title, exact=counter.exact, encoding=counter.encoding_name, other=other,
-                   position=position)
+    counter = counter_for(
+        model or (kept_by.config.get("model") if kept_by is not None else None) or run.get("model") or DEFAULT_MODEL
+    )
+    return receipt(shown, title, exact=counter.exact, encoding=counter.encoding_name, other=other, position=position)
 
 
 # -- what-if ------------------------------------------------------------------------------------------
+
 
 @dataclass
 class WhatIf:
@@ -234,23 +291,45 @@ class WhatIf:
 
 def fixed_tokens_of(conversation: Conversation, node_id: str, default: int = 3):
     """The per-turn prompt size (everything but history) recorded for a node, for a Replay."""
+
     def lookup(position: int) -> int:
         value = ((conversation.turns[position].meta or {}).get("prompt_tokens") or {}).get(node_id)
         return int(value) if value is not None else default
+
     return lookup
 
 
-def what_if(conversation: Conversation, node_id: str, baseline: MemoryConfig, config: MemoryConfig, *,
-            has_thread: bool = True, history_inputs=None, positions: Iterable[int] | None = None) -> WhatIf:
+def what_if(
+    conversation: Conversation,
+    node_id: str,
+    baseline: MemoryConfig,
+    config: MemoryConfig,
+    *,
+    has_thread: bool = True,
+    history_inputs=None,
+    positions: Iterable[int] | None = None,
+) -> WhatIf:
     """Compare the kept sets under ``baseline`` and ``config`` of every answered turn, or of those
     among ``positions`` (what is on screen: each decided from the turns its memory reads, so a page
     costs the same at any length); ``history_inputs`` as :class:`Replay` takes them (a Window
     Memory node's recorded overwrites)."""
     tokens = fixed_tokens_of(conversation, node_id)
-    before = Replay(conversation, baseline, system_prompt="", has_thread=has_thread, prompt_tokens=tokens,
-                    history_inputs=history_inputs)
-    after = Replay(conversation, config, system_prompt="", has_thread=has_thread, prompt_tokens=tokens,
-                   history_inputs=history_inputs)
+    before = Replay(
+        conversation,
+        baseline,
+        system_prompt="",
+        has_thread=has_thread,
+        prompt_tokens=tokens,
+        history_inputs=history_inputs,
+    )
+    after = Replay(
+        conversation,
+        config,
+        system_prompt="",
+        has_thread=has_thread,
+        prompt_tokens=tokens,
+        history_inputs=history_inputs,
+    )
     if positions is None:
         answered = conversation.answered_turns()
         pairs = zip(answered, before.summaries(), after.summaries())
@@ -285,6 +364,7 @@ def focus_node(now: Mapping[str, Ledger], before: Mapping[str, Ledger], order: S
 
 # -- the tree overview --------------------------------------------------------------------------------
 
+
 @dataclass
 class TreeNode:
     turn_id: str
@@ -315,13 +395,23 @@ def tree_layout(conversation: Conversation, active: Sequence[int]) -> list[TreeN
             lanes[p] = next_lane
             next_lane += 1
         q = conversation.turns[p].query
-        out.append(TreeNode(conversation.turns[p].id, p, thread_number(conversation, p), lanes[p], parent,
-                            p in active_set, f"{turn_label(conversation, p)}: {q[:40]}"))
+        out.append(
+            TreeNode(
+                conversation.turns[p].id,
+                p,
+                thread_number(conversation, p),
+                lanes[p],
+                parent,
+                p in active_set,
+                f"{turn_label(conversation, p)}: {q[:40]}",
+            )
+        )
         stack.extend(reversed(tree.children[p]))
     return out
 
 
 # -- conversations without a flow: memory lenses ------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Lens:
@@ -332,8 +422,9 @@ class Lens:
     config: MemoryConfig
 
 
-def fitting_config(conversation: Conversation | None = None, window: int | None = None, *,
-                   agent: bool = False) -> MemoryConfig:
+def fitting_config(
+    conversation: Conversation | None = None, window: int | None = None, *, agent: bool = False
+) -> MemoryConfig:
     """The memory a conversation without a flow is replayed under unless asked otherwise: the memory of
     the platform that recorded it, when a memory system claims it (:meth:`Strategy.claims`, in the
     registry's order: a Dify Agent app's log as its runner builds its history, a transcript whose app
@@ -376,36 +467,60 @@ def replayed_run(conversation: Conversation, position: int, lens_id: str, ledger
 
     prompt: list[dict] = []
     if conversation.system_prompt:
-        prompt.append({"role": "system", "origin": SYSTEM, "content": conversation.system_prompt,
-                       "tokens": counter.message(Message("system", conversation.system_prompt, "", "system"))})
+        prompt.append(
+            {
+                "role": "system",
+                "origin": SYSTEM,
+                "content": conversation.system_prompt,
+                "tokens": counter.message(Message("system", conversation.system_prompt, "", "system")),
+            }
+        )
     for row in ledger.rows():
         if isinstance(row, SyntheticMessage):
-            prompt.append({"role": row.role, "origin": SUMMARY if row.replaces is None else HISTORY,
-                           "content": row.content, "tokens": row.tokens})
+            prompt.append(
+                {
+                    "role": row.role,
+                    "origin": SUMMARY if row.replaces is None else HISTORY,
+                    "content": row.content,
+                    "tokens": row.tokens,
+                }
+            )
         elif row.kept:
             message = conversation.turns[row.position].messages[row.index]
-            prompt.append({"role": message.role, "origin": HISTORY, "content": message_text(message),
-                           "tokens": row.tokens})
+            prompt.append(
+                {"role": message.role, "origin": HISTORY, "content": message_text(message), "tokens": row.tokens}
+            )
     turn = conversation.turns[position]
     query = turn.query_message
     if query is not None:
-        prompt.append({"role": "user", "origin": CURRENT_QUERY, "content": query.content,
-                       "tokens": counter.message(query)})
+        prompt.append(
+            {"role": "user", "origin": CURRENT_QUERY, "content": query.content, "tokens": counter.message(query)}
+        )
     notes = []
     steps = sum(1 for i, m in enumerate(turn.messages) if i not in (turn.query_index, turn.answer_index))
     if steps:  # the turn's own tool round or thinking: sent with its later requests, not its first
-        notes.append(f"This is the turn's first request. Its own {plural(steps, 'step')} (tool calls, tool results, "
-                     "thinking) follow the query in the requests after it.")
-    return {"node_id": lens_id, "ledger": ledger, "prompt": prompt, "model": ledger.config.get("model"),
-            "reply": turn.answer, "notes": notes}
+        notes.append(
+            f"This is the turn's first request. Its own {plural(steps, 'step')} (tool calls, tool results, "
+            "thinking) follow the query in the requests after it."
+        )
+    return {
+        "node_id": lens_id,
+        "ledger": ledger,
+        "prompt": prompt,
+        "model": ledger.config.get("model"),
+        "reply": turn.answer,
+        "notes": notes,
+    }
 
 
 def why_settings_note(turn: str, settings: str) -> str:
     """What "Where did it go?" replays: each node's memory over the whole thread with one config, the
     one the page shows for the inspected ``turn`` — which an earlier turn of the thread need not have
     run with (a re-run, or settings kept for new turns, since): its own markers show what it kept."""
-    return (f"Replayed over this thread with the settings shown for {turn} ({settings}); a turn that ran with "
-            f"others shows what it kept in its own markers.")
+    return (
+        f"Replayed over this thread with the settings shown for {turn} ({settings}); a turn that ran with "
+        f"others shows what it kept in its own markers."
+    )
 
 
 def rerun_rows_note(turn: str, later: int, configs: Iterable[MemoryConfig]) -> str | None:
@@ -417,9 +532,11 @@ def rerun_rows_note(turn: str, later: int, configs: Iterable[MemoryConfig]) -> s
     if not any(c.system.later_turns_take_rows(c) for c in configs):
         return None
     others = f"{turn}'s first answer" + (f" and the {plural(later, 'turn')} written after it" if later else "")
-    return (f"A re-run is the conversation's newest turn: Dify as shipped fills its window with the newest rows of "
-            f"the whole conversation, so {others}, which the new branch leaves out, still take"
-            f"{'s a row' if not later else ' rows'} before its own thread's.")
+    return (
+        f"A re-run is the conversation's newest turn: Dify as shipped fills its window with the newest rows of "
+        f"the whole conversation, so {others}, which the new branch leaves out, still take"
+        f"{'s a row' if not later else ' rows'} before its own thread's."
+    )
 
 
 def models_note(configured: Mapping[str, str | None], runs: Sequence[Mapping[str, Any]] = ()) -> str | None:
@@ -434,22 +551,35 @@ def models_note(configured: Mapping[str, str | None], runs: Sequence[Mapping[str
     if not runs:
         if not real:
             return None
-        return (f"This flow's nodes call {', '.join(real)}. A node whose provider key is not in the environment "
-                f"(e.g. OPENAI_API_KEY) is answered by the offline demo model {DEMO_MODEL}, and its receipt says so.")
-    stood = [r for r in runs if r.get("model_called") == DEMO_MODEL and r.get("model") not in (None, "", DEMO_MODEL)
-             and not str(r.get("model")).startswith("memlens/")]
+        return (
+            f"This flow's nodes call {', '.join(real)}. A node whose provider key is not in the environment "
+            f"(e.g. OPENAI_API_KEY) is answered by the offline demo model {DEMO_MODEL}, and its receipt says so."
+        )
+    stood = [
+        r
+        for r in runs
+        if r.get("model_called") == DEMO_MODEL
+        and r.get("model") not in (None, "", DEMO_MODEL)
+        and not str(r.get("model")).startswith("memlens/")
+    ]
     if not stood:
         return None
     why = next((n for r in stood for n in r.get("notes") or () if DEMO_MODEL in n), "")
     names = ", ".join(dict.fromkeys(str(r.get("title") or r.get("node_id")) for r in stood))
-    return (f"The offline demo model {DEMO_MODEL} answered for {names}" + (f" ({why})" if why else "") + ". It answers "
-            "from what it is sent only: names and numbers it finds there, questions sorted by shared words. To use the "
-            "real model, set its provider's key in the environment MemLens runs in and restart it, or pick a model "
-            "under Model for new turns.")
+    return (
+        f"The offline demo model {DEMO_MODEL} answered for {names}" + (f" ({why})" if why else "") + ". It answers "
+        "from what it is sent only: names and numbers it finds there, questions sorted by shared words. To use the "
+        "real model, set its provider's key in the environment MemLens runs in and restart it, or pick a model "
+        "under Model for new turns."
+    )
 
 
-def damage_note(conversation_fields: Sequence[str], conversation: Conversation,
-                runs: Sequence[Mapping[str, Any]] = (), titles: Mapping[str, str] | None = None) -> str | None:
+def damage_note(
+    conversation_fields: Sequence[str],
+    conversation: Conversation,
+    runs: Sequence[Mapping[str, Any]] = (),
+    titles: Mapping[str, str] | None = None,
+) -> str | None:
     """One line saying which stored values of a conversation could not be read (and are shown with
     defaults), or ``None``: the conversation's own fields, its turns' (``meta["damaged"]``) and the
     node runs on screen (their ``damaged``)."""
@@ -464,6 +594,7 @@ def damage_note(conversation_fields: Sequence[str], conversation: Conversation,
             parts.append(f"{name}'s {', '.join(run['damaged'])}")
     if not parts:
         return None
-    return ("Some stored values are damaged (written outside MemLens or by an older version) and are shown "
-            "with defaults: " + "; ".join(parts) + ".")
-
+    return (
+        "Some stored values are damaged (written outside MemLens or by an older version) and are shown "
+        "with defaults: " + "; ".join(parts) + "."
+    )

@@ -14,12 +14,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.model.conversation import Conversation, message_text, thread_number
-from core.model.facts import extract_facts
 from core.memory.strategies import remembers
 from core.memory.words import explain, reason_words
-from core.model.ledger import (CLEARED, MEMORY_OFF, PIPELINE, REWRITTEN, SUMMARIZED, Ledger, LedgerEntry, is_dropped,
-                               turn_ranges)
+from core.model.conversation import Conversation, message_text, thread_number
+from core.model.facts import extract_facts
+from core.model.ledger import (
+    CLEARED,
+    MEMORY_OFF,
+    PIPELINE,
+    REWRITTEN,
+    SUMMARIZED,
+    Ledger,
+    LedgerEntry,
+    is_dropped,
+    turn_ranges,
+)
 from core.words import excerpt
 
 #: How many dropped messages the line names.
@@ -60,8 +69,13 @@ def left_out(conversation: Conversation, ledger: Ledger, title: str, node_id: st
     count = ledger.entry_count()
     off = bool(config.get("strategy")) and not remembers(config)
     if off or (count and len(ledger.entries_with([MEMORY_OFF])) == count):
-        return LeftOut(node_id, title, "memory off: sends no earlier message", explain(
-            LedgerEntry(0, 0, "user", 0, False, MEMORY_OFF), config, title), 0)
+        return LeftOut(
+            node_id,
+            title,
+            "memory off: sends no earlier message",
+            explain(LedgerEntry(0, 0, "user", 0, False, MEMORY_OFF), config, title),
+            0,
+        )
     if not count:
         return LeftOut(node_id, title, "nothing earlier to leave out (first turn)", "", 0)
     # Read from the ledger's runs where it has them: a long conversation drops tens of thousands of messages.
@@ -69,14 +83,20 @@ def left_out(conversation: Conversation, ledger: Ledger, title: str, node_id: st
     order = [r for r in dropping if ledger.positions_with([r])]
     parts = []
     if order:
+
         def turns(reasons) -> str:
             return turn_ranges(thread_number(conversation, p) for p in ledger.positions_with(reasons))
 
         newest = ledger.last_entries_with(dropping, 3 * SCAN)
-        named = ", ".join(f"“{excerpt(message_text(conversation.turns[e.position].messages[e.index]))}”"
-                          for e in _named(conversation, newest))
-        why = reason_words(order[0], config) if len(order) == 1 else \
-            ", ".join(f"{turns([r])} {reason_words(r, config)}" for r in order)
+        named = ", ".join(
+            f"“{excerpt(message_text(conversation.turns[e.position].messages[e.index]))}”"
+            for e in _named(conversation, newest)
+        )
+        why = (
+            reason_words(order[0], config)
+            if len(order) == 1
+            else ", ".join(f"{turns([r])} {reason_words(r, config)}" for r in order)
+        )
         parts.append(" — ".join(x for x in (f"dropped {turns(order)}", named, why) if x))
         hover = " · ".join(explain(ledger.last_entries_with([r], 1)[0], config, title) for r in order)
         dropped = ledger.dropped_count() - len(ledger.entries_with(_SENT_OTHERWISE))
@@ -87,6 +107,7 @@ def left_out(conversation: Conversation, ledger: Ledger, title: str, node_id: st
     folded = ledger.positions_with([SUMMARIZED])
     if folded:
         parts.append(f"summarized {turn_ranges(thread_number(conversation, p) for p in folded)}")
-        hover = " · ".join(x for x in (hover, explain(ledger.last_entries_with([SUMMARIZED], 1)[0], config, title)) if x)
+        hover = " · ".join(
+            x for x in (hover, explain(ledger.last_entries_with([SUMMARIZED], 1)[0], config, title)) if x
+        )
     return LeftOut(node_id, title, "; ".join(parts), hover, dropped)
-

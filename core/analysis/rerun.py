@@ -31,18 +31,41 @@ def with_rerun(conversation: Conversation, position: int) -> Conversation:
     it asking the same question (its answer is not part of its own memory)."""
     turn = conversation.turns[position]
     sibling = dataclasses.replace(turn, id=RERUN_ID)
-    return Conversation(conversation.id, [*conversation.turns, sibling], system_prompt=conversation.system_prompt,
-                        source_format=conversation.source_format, name=conversation.name, meta=conversation.meta)
+    return Conversation(
+        conversation.id,
+        [*conversation.turns, sibling],
+        system_prompt=conversation.system_prompt,
+        source_format=conversation.source_format,
+        name=conversation.name,
+        meta=conversation.meta,
+    )
 
 
-def rerun_ledgers(flow, conversation: Conversation, position: int, overrides: Mapping[str, Mapping[str, Any]], *,
-                  fidelity: str, plugin_token_counting: bool = False) -> dict[str, Ledger]:
+def rerun_ledgers(
+    flow,
+    conversation: Conversation,
+    position: int,
+    overrides: Mapping[str, Mapping[str, Any]],
+    *,
+    fidelity: str,
+    plugin_token_counting: bool = False,
+) -> dict[str, Ledger]:
     """Each overridden node's ledger for a re-run of the turn at ``position`` under ``overrides``."""
     rerun = with_rerun(conversation, position)
     at = len(rerun.turns) - 1
-    return {node_id: what_if_ledger(flow, rerun, at, node_id, override, fidelity=fidelity,
-                                    plugin_token_counting=plugin_token_counting, lazy=True)
-            for node_id, override in overrides.items()}
+    return {
+        node_id: what_if_ledger(
+            flow,
+            rerun,
+            at,
+            node_id,
+            override,
+            fidelity=fidelity,
+            plugin_token_counting=plugin_token_counting,
+            lazy=True,
+        )
+        for node_id, override in overrides.items()
+    }
 
 
 def _kept(conversation: Conversation, ledger: Ledger) -> tuple[set, str]:
@@ -51,8 +74,13 @@ def _kept(conversation: Conversation, ledger: Ledger) -> tuple[set, str]:
     return kept, turns
 
 
-def rerun_note(conversation: Conversation, position: int, previews: Mapping[str, Ledger],
-               reruns: Mapping[str, Ledger], titles: Mapping[str, str]) -> str | None:
+def rerun_note(
+    conversation: Conversation,
+    position: int,
+    previews: Mapping[str, Ledger],
+    reruns: Mapping[str, Ledger],
+    titles: Mapping[str, str],
+) -> str | None:
     """What a re-run of the turn at ``position`` keeps where it differs from the preview's ``previews``
     (per node), and why; ``None`` when the re-run keeps what the preview shows."""
     parts = []
@@ -63,16 +91,22 @@ def rerun_note(conversation: Conversation, position: int, previews: Mapping[str,
         shown, shown_turns = _kept(conversation, preview)
         kept, kept_turns = _kept(conversation, rerun)
         if kept != shown:
-            parts.append(f"{titles.get(node_id, node_id)} would keep {plural(len(kept), 'earlier message')} "
-                         f"({kept_turns}), not the {len(shown)} this preview shows ({shown_turns})")
+            parts.append(
+                f"{titles.get(node_id, node_id)} would keep {plural(len(kept), 'earlier message')} "
+                f"({kept_turns}), not the {len(shown)} this preview shows ({shown_turns})"
+            )
     if not parts:
         return None
     label = turn_label(conversation, position)
     later = len(conversation.turns) - 1 - position
     reason = rerun_rows_note(label, later, [config_of(r.config) for r in reruns.values()])
-    return (f"Re-running {label} as a branch: " + "; ".join(parts) + "."
-            + (f" {reason}" if reason else "")
-            + " Replaying the conversation from turn 1 with these settings gives what the preview shows.")
+    return (
+        f"Re-running {label} as a branch: "
+        + "; ".join(parts)
+        + "."
+        + (f" {reason}" if reason else "")
+        + " Replaying the conversation from turn 1 with these settings gives what the preview shows."
+    )
 
 
 __all__ = ["RERUN_ID", "with_rerun", "rerun_ledgers", "rerun_note"]

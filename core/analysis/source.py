@@ -45,9 +45,15 @@ def source_of(conversation: Conversation, origin: str = "") -> Source:
         return Source(conversation, origin)
     facts = report.get("facts") or {}
     marks = [((tuple(m["message"])), m["label"]) for m in facts.get("marks") or []]
-    return Source(conversation, origin, configs=[NamedConfig.from_dict(c) for c in report.get("configs") or []],
-                  facts_mode=facts.get("mode", "detected"), facts=marks, view=dict(report.get("view") or {}),
-                  title=str(report.get("title") or ""))
+    return Source(
+        conversation,
+        origin,
+        configs=[NamedConfig.from_dict(c) for c in report.get("configs") or []],
+        facts_mode=facts.get("mode", "detected"),
+        facts=marks,
+        view=dict(report.get("view") or {}),
+        title=str(report.get("title") or ""),
+    )
 
 
 __all__ = ["Source", "source_of"]

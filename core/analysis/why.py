@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 from core.memory.replay import Replay
-from core.model.conversation import Conversation, turn_label
 from core.memory.words import reason_words
+from core.model.conversation import Conversation, turn_label
 from core.words import plural
 
 from .compare.facts import TrackedFact, fact_course, fact_presence
@@ -46,8 +46,13 @@ class Mention:
     excerpt: str
 
     def to_json(self) -> dict:
-        return {"position": self.position, "index": self.index, "turn": self.turn, "role": self.role,
-                "excerpt": self.excerpt}
+        return {
+            "position": self.position,
+            "index": self.index,
+            "turn": self.turn,
+            "role": self.role,
+            "excerpt": self.excerpt,
+        }
 
 
 @dataclass(frozen=True)
@@ -113,16 +118,26 @@ class Loss:
         if back.gone_position is None:
             if back.back_turn == newest_turn:
                 return out + f". It is back at {newest_turn}, the newest turn ({said})."
-            return out + (f". It came back at {back.back_turn} ({said}) and is still there at {newest_turn}, "
-                          f"the newest turn.")
-        return out + (f". It came back at {back.back_turn} ({said}) and is gone again from {back.gone_turn} "
-                      f"— {back.why}.")
+            return out + (
+                f". It came back at {back.back_turn} ({said}) and is still there at {newest_turn}, the newest turn."
+            )
+        return out + (
+            f". It came back at {back.back_turn} ({said}) and is gone again from {back.gone_turn} — {back.why}."
+        )
 
     def to_json(self) -> dict:
-        return {"subject": self.subject, "node_id": self.node_id, "lost_position": self.lost_position,
-                "lost_turn": self.lost_turn, "reason": self.reason, "why": self.why,
-                "last_kept_turn": self.last_kept_turn, "has_it_now": self.has_it_now,
-                "comeback": self.comeback.to_json() if self.comeback else None, "never_ran": self.never_ran}
+        return {
+            "subject": self.subject,
+            "node_id": self.node_id,
+            "lost_position": self.lost_position,
+            "lost_turn": self.lost_turn,
+            "reason": self.reason,
+            "why": self.why,
+            "last_kept_turn": self.last_kept_turn,
+            "has_it_now": self.has_it_now,
+            "comeback": self.comeback.to_json() if self.comeback else None,
+            "never_ran": self.never_ran,
+        }
 
 
 @dataclass
@@ -143,16 +158,25 @@ class WhyAnswer:
             return [f"{quoted} is not in any message of this conversation."]
         first = self.mentions[0]
         turns = list(dict.fromkeys(m.turn for m in self.mentions))
-        lines = [f"{quoted} was first said at {first.turn} ({first.role}: “{first.excerpt}”)"
-                 + (f"; it is in {len(self.mentions)} messages ({', '.join(turns[:6])}"
-                    f"{', …' if len(turns) > 6 else ''})." if len(self.mentions) > 1 else ".")]
+        lines = [
+            f"{quoted} was first said at {first.turn} ({first.role}: “{first.excerpt}”)"
+            + (
+                f"; it is in {len(self.mentions)} messages ({', '.join(turns[:6])}{', …' if len(turns) > 6 else ''})."
+                if len(self.mentions) > 1
+                else "."
+            )
+        ]
         lines += [loss.sentence(self.newest_turn) for loss in self.losses]
         return lines
 
     def to_json(self) -> dict:
-        return {"phrase": self.phrase, "mentions": [m.to_json() for m in self.mentions],
-                "elsewhere": [m.to_json() for m in self.elsewhere],
-                "losses": [x.to_json() for x in self.losses], "sentences": self.sentences()}
+        return {
+            "phrase": self.phrase,
+            "mentions": [m.to_json() for m in self.mentions],
+            "elsewhere": [m.to_json() for m in self.elsewhere],
+            "losses": [x.to_json() for x in self.losses],
+            "sentences": self.sentences(),
+        }
 
 
 def _excerpt(text: str, phrase: str) -> str:
@@ -161,7 +185,7 @@ def _excerpt(text: str, phrase: str) -> str:
         return text
     at = text.casefold().find(phrase.casefold())
     start = max(0, min(at - _EXCERPT // 3, len(text) - _EXCERPT)) if at >= 0 else 0
-    cut = text[start:start + _EXCERPT]
+    cut = text[start : start + _EXCERPT]
     return ("…" if start else "") + cut + ("…" if start + _EXCERPT < len(text) else "")
 
 
@@ -175,8 +199,9 @@ def _mentions(conversation: Conversation, phrase: str, positions: Sequence[int])
     return out
 
 
-def where_did_it_go(conversation: Conversation, phrase: str, subjects: Sequence[Subject], *,
-                    thread: Sequence[int] | None = None) -> WhyAnswer:
+def where_did_it_go(
+    conversation: Conversation, phrase: str, subjects: Sequence[Subject], *, thread: Sequence[int] | None = None
+) -> WhyAnswer:
     """Follow ``phrase`` (case-insensitive, anywhere in a message) along ``thread`` (positions,
     oldest first; default: the thread of the newest turn) through each subject's memory."""
     phrase = (phrase or "").strip()
@@ -211,8 +236,9 @@ def where_did_it_go(conversation: Conversation, phrase: str, subjects: Sequence[
     return answer
 
 
-def _loss(conversation: Conversation, subject: Subject, fact: TrackedFact, answered: list[int],
-          last_ran: str | None) -> Loss:
+def _loss(
+    conversation: Conversation, subject: Subject, fact: TrackedFact, answered: list[int], last_ran: str | None
+) -> Loss:
     """One subject's course of the phrase over the turns where its memory was asked (``answered``)."""
     presence = fact_presence(subject.replay, fact)
     timeline = [presence.get(p, (None, None))[0] for p in answered]
@@ -231,16 +257,25 @@ def _loss(conversation: Conversation, subject: Subject, fact: TrackedFact, answe
             comeback = Comeback(returns, back, gone, turn_label(conversation, gone), *_reason_at(subject, fact, gone))
         else:
             comeback = Comeback(returns, back)
-    return Loss(subject.label, subject.node_id, lost, turn_label(conversation, lost), reason, why, last_kept,
-                comeback, last_ran_turn=last_ran)
+    return Loss(
+        subject.label,
+        subject.node_id,
+        lost,
+        turn_label(conversation, lost),
+        reason,
+        why,
+        last_kept,
+        comeback,
+        last_ran_turn=last_ran,
+    )
 
 
-def node_subjects(flow, conversation: Conversation, *, fidelity: str | None = None,
-                  overrides=None) -> list[Subject]:
+def node_subjects(flow, conversation: Conversation, *, fidelity: str | None = None, overrides=None) -> list[Subject]:
     """One subject per LLM node of ``flow``, replayed with the memory settings it runs with (and
     ``overrides`` per node id, as the switchboard's what-if) — the engine of
     :func:`core.flow.what_if.what_if_ledger`."""
     from core.flow.node_memory import node_memory_config, node_replay
+
     from .debug_view import fixed_tokens_of
 
     out = []

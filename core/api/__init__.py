@@ -16,7 +16,10 @@ Where each rule lives:
 
 from core import public_api
 
-__all__, __getattr__ = public_api(__name__, {
-    "app": ("create_app",),
-    "errors": ("ApiError", "FileInputError"),
-})
+__all__, __getattr__ = public_api(
+    __name__,
+    {
+        "app": ("create_app",),
+        "errors": ("ApiError", "FileInputError"),
+    },
+)

@@ -73,9 +73,11 @@ class _BodyLimit:
         return own() if own is not None else self.max_bytes
 
     def _error(self, cap: int) -> ApiError:
-        return ApiError(413, "request_entity_too_large",
-                        f"The request body is larger than {cap:,} bytes, the server's limit "
-                        f"(set by {limit('request_size').env}).")
+        return ApiError(
+            413,
+            "request_entity_too_large",
+            f"The request body is larger than {cap:,} bytes, the server's limit (set by {limit('request_size').env}).",
+        )
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -103,9 +105,14 @@ def _host_refused(message: str):
     return error_response(ApiError(403, "forbidden", message))
 
 
-def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None,
-               ping_interval: float = 10.0, max_body_bytes: int | None = None,
-               allowed_hosts: Iterable[str] | None = None) -> FastAPI:
+def create_app(
+    db: Database | str | None = None,
+    *,
+    llm: LLMClient | None = None,
+    ping_interval: float = 10.0,
+    max_body_bytes: int | None = None,
+    allowed_hosts: Iterable[str] | None = None,
+) -> FastAPI:
     """The Service API over the store at ``db`` (a :class:`Database` or URL; default: the UI's store).
 
     ``llm``: the model client turns run with (default: the UI's — configured models, the demo model
@@ -115,21 +122,29 @@ def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None
     entry there is a :class:`core.hosts.HostsError`).
     """
     database = db if isinstance(db, Database) else Database(db)
-    app = FastAPI(title="MemLens Service API",
-                  version=__version__,
-                  description="Dify's Service API for chatflows (chat-messages, messages, conversations, "
-                              "conversation variables) over the flows in the MemLens store, and the "
-                              "MemLens ledger of every message. Authenticate with `Authorization: Bearer "
-                              "<app key>`; errors are `{code, message, status}`.")
+    app = FastAPI(
+        title="MemLens Service API",
+        version=__version__,
+        description="Dify's Service API for chatflows (chat-messages, messages, conversations, "
+        "conversation variables) over the flows in the MemLens store, and the "
+        "MemLens ledger of every message. Authenticate with `Authorization: Bearer "
+        "<app key>`; errors are `{code, message, status}`.",
+    )
     app.state.service = ConversationService(database, llm)
     app.state.ping_interval = ping_interval
 
-    app.add_middleware(_BodyLimit, max_bytes=MAX_REQUEST_BYTES if max_body_bytes is None else max_body_bytes,
-                       per_path={UPLOAD_PATH: upload_body_limit})
+    app.add_middleware(
+        _BodyLimit,
+        max_bytes=MAX_REQUEST_BYTES if max_body_bytes is None else max_body_bytes,
+        per_path={UPLOAD_PATH: upload_body_limit},
+    )
     # Added last, so it runs first: a refused Host never reaches the body limit or a route. The
     # setting is read here, so a bad entry stops the server before it listens.
-    app.add_middleware(hosts.HostCheck, answer=_host_refused,
-                       allowed=hosts.allowed_hosts() if allowed_hosts is None else tuple(allowed_hosts))
+    app.add_middleware(
+        hosts.HostCheck,
+        answer=_host_refused,
+        allowed=hosts.allowed_hosts() if allowed_hosts is None else tuple(allowed_hosts),
+    )
     app.state.tasks = Tasks()
     app.state.uploads = {}
     errors.install(app)
@@ -152,4 +167,3 @@ def create_app(db: Database | str | None = None, *, llm: LLMClient | None = None
 
     app.openapi = openapi
     return app
-

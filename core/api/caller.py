@@ -68,10 +68,16 @@ def owned(caller: Caller, conversation_id: str | None, user: str) -> Conversatio
     if not conversation_id or not is_uuid(conversation_id):
         return None
     with caller.db.session(write=False) as s:
-        return s.scalars(select(ConversationRow)
-                         .join(FlowVersionRow, FlowVersionRow.id == ConversationRow.flow_version_id)
-                         .where(ConversationRow.id == conversation_id, ConversationRow.user_id == user,
-                                ConversationRow.source == SOURCE, FlowVersionRow.flow_id == caller.flow_id)).first()
+        return s.scalars(
+            select(ConversationRow)
+            .join(FlowVersionRow, FlowVersionRow.id == ConversationRow.flow_version_id)
+            .where(
+                ConversationRow.id == conversation_id,
+                ConversationRow.user_id == user,
+                ConversationRow.source == SOURCE,
+                FlowVersionRow.flow_id == caller.flow_id,
+            )
+        ).first()
 
 
 def require_owned(caller: Caller, conversation_id: str, user: str) -> ConversationRow:

@@ -23,8 +23,10 @@ log = redact_log(logging.getLogger("memlens.api"))
 CONVERSATION_NOT_FOUND = "Conversation Not Exists."
 MESSAGE_NOT_FOUND = "Message Not Exists."
 NOT_CHAT_APP = "Please check if your app mode matches the right API route."
-INTERNAL = ("The server encountered an internal error and was unable to complete your request. "
-            "Either the server is overloaded or there is an error in the application.")
+INTERNAL = (
+    "The server encountered an internal error and was unable to complete your request. "
+    "Either the server is overloaded or there is an error in the application."
+)
 
 
 class ApiError(Exception):
@@ -97,11 +99,16 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request: Request, error: StarletteHTTPException):
         if error.status_code == 404:
-            return error_response(not_found("The requested URL was not found on the server. If you entered the "
-                                            "URL manually please check your spelling and try again."))
+            return error_response(
+                not_found(
+                    "The requested URL was not found on the server. If you entered the "
+                    "URL manually please check your spelling and try again."
+                )
+            )
         if error.status_code == 405:
-            return error_response(ApiError(405, "method_not_allowed",
-                                           "The method is not allowed for the requested URL."))
+            return error_response(
+                ApiError(405, "method_not_allowed", "The method is not allowed for the requested URL.")
+            )
         if isinstance(error.__cause__, RecursionError):  # a body too deep for the JSON parser itself
             return error_response(invalid(too_deep("The request body")))
         code = {400: "bad_request", 413: "request_entity_too_large"}.get(error.status_code, "http_error")

@@ -23,6 +23,7 @@ DEFAULT_USER = "DEFAULT-USER"
 
 # -- input hygiene ----------------------------------------------------------------------------------
 
+
 def clean(value: Any, field: str) -> Any:
     """NUL characters removed, lone surrogates replaced; values nested past the depth limit and
     non-finite numbers are refused."""
@@ -87,6 +88,7 @@ def ts(value: float | None) -> int:
 
 # -- shapes -----------------------------------------------------------------------------------------
 
+
 class ErrorBody(BaseModel):
     code: str = Field(description="snake_case error code, e.g. invalid_param, not_found, unauthorized")
     message: str
@@ -95,52 +97,75 @@ class ErrorBody(BaseModel):
 
 
 def error_responses(*codes: int) -> dict:
-    described = {400: "bad input (invalid_param, bad_request, not_chat_app)", 401: "missing, unknown or revoked key",
-                 404: "no such conversation, message or variable for this app and user"}
+    described = {
+        400: "bad input (invalid_param, bad_request, not_chat_app)",
+        401: "missing, unknown or revoked key",
+        404: "no such conversation, message or variable for this app and user",
+    }
     return {c: {"model": ErrorBody, "description": described[c]} for c in codes}
 
 
 def documented(**schema: Any):
     """A field's OpenAPI schema as Dify documents it (the handler does the checking, with Dify's messages)."""
+
     def apply(field_schema: dict) -> None:
         kept = {k: field_schema[k] for k in ("title", "description", "default") if k in field_schema}
         field_schema.clear()
         field_schema.update(kept, **schema)
+
     return apply
 
 
 class ChatRequest(BaseModel):
     model_config = ConfigDict(json_schema_extra={"required": ["inputs", "query", "user"]})
 
-    inputs: dict[str, Any] | None = Field(default=None, description="values for the start form's variables",
-                                          json_schema_extra=documented(type="object"))
-    query: str | None = Field(default=None, description="the user's message (must not be empty)",
-                              json_schema_extra=documented(type="string", minLength=1))
+    inputs: dict[str, Any] | None = Field(
+        default=None, description="values for the start form's variables", json_schema_extra=documented(type="object")
+    )
+    query: str | None = Field(
+        default=None,
+        description="the user's message (must not be empty)",
+        json_schema_extra=documented(type="string", minLength=1),
+    )
     response_mode: Literal["blocking", "streaming"] | None = Field(
-        default=None, description="blocking (default): one JSON answer; streaming: server-sent events")
+        default=None, description="blocking (default): one JSON answer; streaming: server-sent events"
+    )
     conversation_id: str | None = Field(
-        default=None, description="empty or omitted: a new conversation; unknown: a new conversation too",
-        json_schema_extra=documented(anyOf=[{"type": "string", "format": "uuid"},
-                                            {"type": "string", "maxLength": 0}, {"type": "null"}]))
-    user: UserArg = Field(default=None, description="the end user; conversations belong to their user (a "
-                                                    "number is taken as its text)",
-                             json_schema_extra=documented(type="string", minLength=1, maxLength=255))
+        default=None,
+        description="empty or omitted: a new conversation; unknown: a new conversation too",
+        json_schema_extra=documented(
+            anyOf=[{"type": "string", "format": "uuid"}, {"type": "string", "maxLength": 0}, {"type": "null"}]
+        ),
+    )
+    user: UserArg = Field(
+        default=None,
+        description="the end user; conversations belong to their user (a number is taken as its text)",
+        json_schema_extra=documented(type="string", minLength=1, maxLength=255),
+    )
     files: list[dict[str, Any]] | None = Field(
-        default=None, description="files sent with the query: {type: document|image|audio|video|custom, "
-                                  "transfer_method: remote_url|local_file, url | upload_file_id}; they stay with "
-                                  "the message, and later turns' history carries them when the flow has file "
-                                  "upload on")
-    auto_generate_name: bool | None = Field(default=True, description="the name is the query's first 20 "
-                                                                       "characters either way")
+        default=None,
+        description="files sent with the query: {type: document|image|audio|video|custom, "
+        "transfer_method: remote_url|local_file, url | upload_file_id}; they stay with "
+        "the message, and later turns' history carries them when the flow has file "
+        "upload on",
+    )
+    auto_generate_name: bool | None = Field(
+        default=True, description="the name is the query's first 20 characters either way"
+    )
     chat_history_granularity: str | None = Field(
-        default=None, description="history granularity for agent nodes: QUERY_ANSWER (query and final answer "
-                                  "of each earlier turn) or ALL_MESSAGES (tool calls and results too); any case; "
-                                  "omitted: the flow's setting, else QUERY_ANSWER",
-        json_schema_extra=documented(anyOf=[{"type": "string", "enum": ["QUERY_ANSWER", "ALL_MESSAGES"]},
-                                            {"type": "null"}]))
-    workflow_id: str | None = Field(default=None, description="a version id of this app's flow to run",
-                                    json_schema_extra=documented(anyOf=[{"type": "string", "format": "uuid"},
-                                                                        {"type": "null"}]))
+        default=None,
+        description="history granularity for agent nodes: QUERY_ANSWER (query and final answer "
+        "of each earlier turn) or ALL_MESSAGES (tool calls and results too); any case; "
+        "omitted: the flow's setting, else QUERY_ANSWER",
+        json_schema_extra=documented(
+            anyOf=[{"type": "string", "enum": ["QUERY_ANSWER", "ALL_MESSAGES"]}, {"type": "null"}]
+        ),
+    )
+    workflow_id: str | None = Field(
+        default=None,
+        description="a version id of this app's flow to run",
+        json_schema_extra=documented(anyOf=[{"type": "string", "format": "uuid"}, {"type": "null"}]),
+    )
 
 
 class UserBody(BaseModel):
@@ -371,6 +396,7 @@ class UploadedFile(BaseModel):
 
 # -- a chat message's arguments ---------------------------------------------------------------------
 
+
 @dataclass
 class ChatArgs:
     user: str
@@ -405,12 +431,20 @@ def chat_args(body: ChatRequest, uploads: Mapping[str, Any] | None = None, flow_
         try:
             granularity = check_granularity(body.chat_history_granularity, "chat_history_granularity")
         except GranularityError:
-            raise invalid("chat_history_granularity must be QUERY_ANSWER or ALL_MESSAGES",
-                          "chat_history_granularity") from None
+            raise invalid(
+                "chat_history_granularity must be QUERY_ANSWER or ALL_MESSAGES", "chat_history_granularity"
+            ) from None
     try:
         files = parse_files(body.files, uploads, flow_id)
     except FileInputError as e:
         raise invalid(str(e), "files") from None
-    return ChatArgs(user=user, query=query, inputs=clean(body.inputs, "inputs"),
-                    streaming=body.response_mode == "streaming", conversation_id=conversation_id,
-                    workflow_id=workflow_id, granularity=granularity, files=files)
+    return ChatArgs(
+        user=user,
+        query=query,
+        inputs=clean(body.inputs, "inputs"),
+        streaming=body.response_mode == "streaming",
+        conversation_id=conversation_id,
+        workflow_id=workflow_id,
+        granularity=granularity,
+        files=files,
+    )

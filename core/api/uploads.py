@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from core.model.conversation import FileRef
+
 from .errors import FileInputError
 
 FILE_TYPES = ("document", "image", "audio", "video", "custom")
@@ -21,8 +22,9 @@ MAX_FILES = 10
 MAX_URL = 2048
 
 
-def parse_files(items: Any, uploads: Mapping[str, Mapping[str, Any]] | None = None,
-                flow_id: str | None = None) -> tuple[FileRef, ...]:
+def parse_files(
+    items: Any, uploads: Mapping[str, Mapping[str, Any]] | None = None, flow_id: str | None = None
+) -> tuple[FileRef, ...]:
     """A request's ``files`` as message files; a bad entry raises :class:`FileInputError` naming it.
 
     ``uploads`` are the upload endpoint's records by id; ``flow_id`` the app the message is for."""
@@ -40,20 +42,25 @@ def parse_files(items: Any, uploads: Mapping[str, Mapping[str, Any]] | None = No
         if kind not in FILE_TYPES:
             raise FileInputError(f"files[{n}]: type {kind!r} is unknown; expected one of {', '.join(FILE_TYPES)}")
         if method not in TRANSFER_METHODS:
-            raise FileInputError(f"files[{n}]: transfer_method {method!r} is unknown; expected remote_url or "
-                                 f"local_file")
+            raise FileInputError(
+                f"files[{n}]: transfer_method {method!r} is unknown; expected remote_url or local_file"
+            )
         if method == "remote_url":
             url = item.get("url")
             if not isinstance(url, str) or not url.startswith(("http://", "https://")) or len(url) > MAX_URL:
-                raise FileInputError(f"files[{n}]: remote_url needs a url starting with http:// or https:// "
-                                     f"(at most {MAX_URL} characters)")
+                raise FileInputError(
+                    f"files[{n}]: remote_url needs a url starting with http:// or https:// "
+                    f"(at most {MAX_URL} characters)"
+                )
             out.append(FileRef(str(kind), url, ""))
         else:
             upload_id = item.get("upload_file_id")
             found = uploads.get(upload_id) if uploads is not None and isinstance(upload_id, str) else None
             if found is None or (flow_id is not None and found.get("flow_id") not in (None, flow_id)):
-                raise FileInputError(f"files[{n}]: upload_file_id {upload_id!r} is not a file uploaded to this "
-                                     f"app; upload it first, or send it as remote_url")
+                raise FileInputError(
+                    f"files[{n}]: upload_file_id {upload_id!r} is not a file uploaded to this "
+                    f"app; upload it first, or send it as remote_url"
+                )
             out.append(FileRef(str(kind), "", str(upload_id), str(found.get("name") or "")))
     return tuple(out)
 

@@ -37,11 +37,14 @@ Where each rule lives:
 
 from core import public_api
 
-__all__, __getattr__ = public_api(__name__, {
-    "errors": ("CaptureError",),
-    "inference": ("Explanation", "NodeInference", "infer_conversation", "infer_stored", "node_replay", "rule_args"),
-    "observed": ("observed_ledger", "payload_rows"),
-    "stored": ("as_conversation", "nodes_of"),
-    "threader": ("Call", "Threader", "message_key", "thread_calls"),
-    "view": ("NodeView", "captured_view", "observed_run"),
-})
+__all__, __getattr__ = public_api(
+    __name__,
+    {
+        "errors": ("CaptureError",),
+        "inference": ("Explanation", "NodeInference", "infer_conversation", "infer_stored", "node_replay", "rule_args"),
+        "observed": ("observed_ledger", "payload_rows"),
+        "stored": ("as_conversation", "nodes_of"),
+        "threader": ("Call", "Threader", "message_key", "thread_calls"),
+        "view": ("NodeView", "captured_view", "observed_run"),
+    },
+)

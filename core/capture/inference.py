@@ -36,29 +36,44 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
 from core.limits import DIFY_ROW_CAP, WINDOW_MAX_MESSAGES
-from core.memory.errors import ConfigError
 from core.memory.config import MemoryConfig
+from core.memory.errors import ConfigError
 from core.memory.replay import Replay
 from core.memory.strategies.trim import message_type, select
 from core.memory.words import explain
 from core.model.conversation import ANSWER, QUERY, Conversation, turn_label
 from core.model.ledger import Ledger
-from core.model.tokens import REPLY_PRIMING, chat_model_message_tokens, counter_for, model_facts
+from core.model.tokens import DEFAULT_MODEL, REPLY_PRIMING, chat_model_message_tokens, counter_for, model_facts
 
 from .errors import CaptureError
-from core.model.tokens import DEFAULT_MODEL
 from .stored import PROMPT_TOKENS, nodes_of
 from .threader import Node
 
 #: A token budget's largest value tried (a payload that keeps everything: any budget above its size).
 MAX_BUDGET = 10_000_000
 #: The settings a rule names besides its memory, as ``replay --set`` takes them (those its system has).
-SETTINGS = ("window", "fidelity", "granularity", "plugin_token_counting", "max_tokens", "context_size",
-            "max_history_tokens", "trim_strategy", "trim_counter", "include_system", "start_on",
-            "agent_strategy", "model")
+SETTINGS = (
+    "window",
+    "fidelity",
+    "granularity",
+    "plugin_token_counting",
+    "max_tokens",
+    "context_size",
+    "max_history_tokens",
+    "trim_strategy",
+    "trim_counter",
+    "include_system",
+    "start_on",
+    "agent_strategy",
+    "model",
+)
 #: Named platforms, by family: where their emulation differs from the observation is said.
-PLATFORMS = {"dify_code": "Dify as shipped", "dify_documented": "Dify as documented",
-             "window": "the Window Memory node", "trim": "trim_messages"}
+PLATFORMS = {
+    "dify_code": "Dify as shipped",
+    "dify_documented": "Dify as documented",
+    "window": "the Window Memory node",
+    "trim": "trim_messages",
+}
 
 
 @dataclass(frozen=True)
@@ -98,8 +113,19 @@ class Rule:
 
 
 #: Families in the order a rule is preferred among equals: the simplest first.
-FAMILY_ORDER = ("off", "buffer", "window", "dify_documented", "dify_code", "trim", "trim_tokens", "dify_budget",
-                "summary_buffer", "dify_agent", "compaction")
+FAMILY_ORDER = (
+    "off",
+    "buffer",
+    "window",
+    "dify_documented",
+    "dify_code",
+    "trim",
+    "trim_tokens",
+    "dify_budget",
+    "summary_buffer",
+    "dify_agent",
+    "compaction",
+)
 
 
 @dataclass
@@ -147,25 +173,30 @@ class NodeInference:
 
     def to_json(self) -> dict:
         best = self.best
-        out = {"node": self.node.id, "calls": len(self.calls),
-               "rule": best.rule.settings() if best is not None and best.explains else None,
-               "explains": best.explains if best is not None else 0,
-               "first_unexplained": best.first_unexplained(self.calls) if best is not None and best.explains
-               else (self.calls[0].number if self.calls else None),
-               "equivalent": [e.rule.settings() for e in self.equivalent]}
+        out = {
+            "node": self.node.id,
+            "calls": len(self.calls),
+            "rule": best.rule.settings() if best is not None and best.explains else None,
+            "explains": best.explains if best is not None else 0,
+            "first_unexplained": best.first_unexplained(self.calls)
+            if best is not None and best.explains
+            else (self.calls[0].number if self.calls else None),
+            "equivalent": [e.rule.settings() for e in self.equivalent],
+        }
         if self.node.text_prefixes:
             user, assistant = self.node.text_prefixes
             out.update(history="text", role_prefix={"user": user, "assistant": assistant})
         return out
 
     def fit(self) -> str:
-        """"explained by: last 6 messages, 41/41 calls" — or why nothing is."""
+        """ "explained by: last 6 messages, 41/41 calls" — or why nothing is."""
         if self.best is None or not self.best.explains:
             return f"no rule MemLens emulates explains these calls (0/{len(self.calls)})"
         return f"explained by: {self.best.rule.full}, {self.best.explains}/{len(self.calls)} calls"
 
 
 # -- replaying a node --------------------------------------------------------------------------------
+
 
 def node_replay(conversation: Conversation, node: Node | None, config: MemoryConfig) -> Replay:
     """A node's memory replayed over a captured conversation: its system prompt, and at each turn where it
@@ -215,6 +246,7 @@ def _kept(ledger: Ledger) -> frozenset:
 
 # -- candidates ---------------------------------------------------------------------------------------
 
+
 def _thread_messages(conversation: Conversation, position: int, granularity: str) -> list[tuple[int, int]]:
     """The places of the thread's earlier messages a memory reads, under a granularity, oldest first."""
     tree = conversation.tree
@@ -244,14 +276,17 @@ def _window_sizes(conversation: Conversation, calls: Sequence[ObservedCall]) -> 
         else:
             rows.add(1)
     small = set(range(1, 5))
-    return {"window": {n for n in messages | counts | small if 1 <= n <= WINDOW_MAX_MESSAGES},
-            "pairs": {n for n in pairs | small if 1 <= n <= DIFY_ROW_CAP},
-            "rows": {n for n in rows | small if 1 <= n <= DIFY_ROW_CAP},
-            "trim": {n for n in messages | counts | {n + 1 for n in messages | counts} if n >= 0}}
+    return {
+        "window": {n for n in messages | counts | small if 1 <= n <= WINDOW_MAX_MESSAGES},
+        "pairs": {n for n in pairs | small if 1 <= n <= DIFY_ROW_CAP},
+        "rows": {n for n in rows | small if 1 <= n <= DIFY_ROW_CAP},
+        "trim": {n for n in messages | counts | {n + 1 for n in messages | counts} if n >= 0},
+    }
 
 
-def _budget_span(conversation: Conversation, calls: Sequence[ObservedCall], model: str, granularity: str,
-                 start_on: str | None) -> list[tuple[int, int] | None]:
+def _budget_span(
+    conversation: Conversation, calls: Sequence[ObservedCall], model: str, granularity: str, start_on: str | None
+) -> list[tuple[int, int] | None]:
     """Per call, the ``trim_messages`` token budgets (counted as the chat model counts, the strategy's own
     :func:`~core.memory.strategies.trim.select`) that keep exactly its kept set; ``None`` when none does."""
     counter = counter_for(model)
@@ -275,8 +310,14 @@ def _budget_span(conversation: Conversation, calls: Sequence[ObservedCall], mode
             return prefix[j] - prefix[i] + REPLY_PRIMING if j > i else 0
 
         def start(budget: int) -> int:
-            sel = select(n, cost, lambda i: message_type(messages[i]), budget=budget, strategy="last",
-                         start_on=(start_on,) if start_on else ())
+            sel = select(
+                n,
+                cost,
+                lambda i: message_type(messages[i]),
+                budget=budget,
+                strategy="last",
+                start_on=(start_on,) if start_on else (),
+            )
             return sel.kept_range()[0]
 
         lo, hi = 0, MAX_BUDGET
@@ -323,29 +364,51 @@ def _best_span(spans: list[tuple[int, int] | None]) -> tuple[int, int] | None:
     return best
 
 
-def candidates(conversation: Conversation, node: Node, calls: Sequence[ObservedCall],
-               max_tokens: int = 0) -> list[Rule]:
+def candidates(
+    conversation: Conversation, node: Node, calls: Sequence[ObservedCall], max_tokens: int = 0
+) -> list[Rule]:
     """Every rule worth replaying for a node's calls."""
     model = node.model or DEFAULT_MODEL
     base = MemoryConfig(model=model)
     sizes = _window_sizes(conversation, calls)
-    rules = [Rule("off", base.with_(strategy="off"), "no memory"),
-             Rule("buffer", base.with_(strategy="buffer"), "everything (questions and answers)"),
-             Rule("buffer", base.with_(strategy="buffer", granularity="all_messages"),
-                  "everything (every message, tool steps too)")]
-    rules += [Rule("window", base.with_(strategy="window", window=n),
-                   f"last {n} messages" if n != 1 else "last message", words=f"the Window Memory node, window {n}")
-              for n in sorted(sizes["window"])]
-    rules += [Rule("dify_documented", base.with_(window=k, fidelity="documented"),
-                   f"last {k} pairs" if k != 1 else "last pair", words=f"Dify as documented, window {k}")
-              for k in sorted(sizes["pairs"])]
+    rules = [
+        Rule("off", base.with_(strategy="off"), "no memory"),
+        Rule("buffer", base.with_(strategy="buffer"), "everything (questions and answers)"),
+        Rule(
+            "buffer",
+            base.with_(strategy="buffer", granularity="all_messages"),
+            "everything (every message, tool steps too)",
+        ),
+    ]
+    rules += [
+        Rule(
+            "window",
+            base.with_(strategy="window", window=n),
+            f"last {n} messages" if n != 1 else "last message",
+            words=f"the Window Memory node, window {n}",
+        )
+        for n in sorted(sizes["window"])
+    ]
+    rules += [
+        Rule(
+            "dify_documented",
+            base.with_(window=k, fidelity="documented"),
+            f"last {k} pairs" if k != 1 else "last pair",
+            words=f"Dify as documented, window {k}",
+        )
+        for k in sorted(sizes["pairs"])
+    ]
     rules += [Rule("dify_code", base.with_(window=n), f"Dify as shipped, window {n}") for n in sorted(sizes["rows"])]
     for start_on in (None, "human"):
         suffix = ", start on human" if start_on else ""
-        rules += [Rule("trim", base.with_(strategy="trim", trim_counter="messages", max_history_tokens=n,
-                                          start_on=start_on),
-                       f"trim_messages, last {n} message{'s' if n != 1 else ''}{suffix}")
-                  for n in sorted(sizes["trim"])]
+        rules += [
+            Rule(
+                "trim",
+                base.with_(strategy="trim", trim_counter="messages", max_history_tokens=n, start_on=start_on),
+                f"trim_messages, last {n} message{'s' if n != 1 else ''}{suffix}",
+            )
+            for n in sorted(sizes["trim"])
+        ]
         for granularity in ("query_answer", "all_messages"):
             spans = _budget_span(conversation, calls, model, granularity, start_on)
             span = _best_span(spans)
@@ -353,28 +416,56 @@ def candidates(conversation: Conversation, node: Node, calls: Sequence[ObservedC
                 continue
             which = "" if granularity == "query_answer" else ", every message"
             budget = roundest(*span)
-            rules.append(Rule("trim_tokens", base.with_(strategy="trim", max_history_tokens=budget, start_on=start_on,
-                                                        granularity=granularity),
-                              f"trim_messages, {budget:,} tokens of {model}{suffix}{which}", span))
+            rules.append(
+                Rule(
+                    "trim_tokens",
+                    base.with_(strategy="trim", max_history_tokens=budget, start_on=start_on, granularity=granularity),
+                    f"trim_messages, {budget:,} tokens of {model}{suffix}{which}",
+                    span,
+                )
+            )
             if node.system:
                 system = chat_model_message_tokens(counter_for(model), _system_message(node.system)) + REPLY_PRIMING
                 shifted = (span[0] + system, span[1] + system)
                 total = roundest(*shifted)
-                rules.append(Rule("trim_tokens", base.with_(strategy="trim", max_history_tokens=total,
-                                                            start_on=start_on, granularity=granularity,
-                                                            include_system=True),
-                                  f"trim_messages, {total:,} tokens of {model} with the system message"
-                                  f"{suffix}{which}", shifted))
+                rules.append(
+                    Rule(
+                        "trim_tokens",
+                        base.with_(
+                            strategy="trim",
+                            max_history_tokens=total,
+                            start_on=start_on,
+                            granularity=granularity,
+                            include_system=True,
+                        ),
+                        f"trim_messages, {total:,} tokens of {model} with the system message{suffix}{which}",
+                        shifted,
+                    )
+                )
             if start_on is None:
-                rules.append(Rule("summary_buffer", base.with_(strategy="summary_buffer", max_history_tokens=max(
-                    budget, 3), granularity=granularity), f"summary buffer, {max(budget, 3):,} tokens{which}", span))
+                rules.append(
+                    Rule(
+                        "summary_buffer",
+                        base.with_(
+                            strategy="summary_buffer", max_history_tokens=max(budget, 3), granularity=granularity
+                        ),
+                        f"summary buffer, {max(budget, 3):,} tokens{which}",
+                        span,
+                    )
+                )
     if model_facts(model).context_size:
         for n in [None, *sorted(sizes["rows"])]:
-            rules.append(Rule("dify_budget", base.with_(window=n, plugin_token_counting=True, max_tokens=max_tokens),
-                              f"Dify as shipped with token pruning (max_tokens {max_tokens:,})"
-                              + (f", window {n}" if n else "")))
-    rules += [Rule("dify_agent", base.with_(strategy="dify_agent"), "a Dify Agent app's history"),
-              Rule("compaction", base.with_(strategy="compaction"), "compaction (Dify 1.17 as shipped)")]
+            rules.append(
+                Rule(
+                    "dify_budget",
+                    base.with_(window=n, plugin_token_counting=True, max_tokens=max_tokens),
+                    f"Dify as shipped with token pruning (max_tokens {max_tokens:,})" + (f", window {n}" if n else ""),
+                )
+            )
+    rules += [
+        Rule("dify_agent", base.with_(strategy="dify_agent"), "a Dify Agent app's history"),
+        Rule("compaction", base.with_(strategy="compaction"), "compaction (Dify 1.17 as shipped)"),
+    ]
     return rules
 
 
@@ -386,8 +477,10 @@ def _system_message(text: str):
 
 # -- judging ------------------------------------------------------------------------------------------
 
-def judge(conversation: Conversation, node: Node, calls: Sequence[ObservedCall], rule: Rule,
-          keep_ledgers: bool = False) -> Explanation | None:
+
+def judge(
+    conversation: Conversation, node: Node, calls: Sequence[ObservedCall], rule: Rule, keep_ledgers: bool = False
+) -> Explanation | None:
     """Which calls the rule's replay explains (``None``: the rule cannot run here)."""
     try:
         replay = node_replay(conversation, node, rule.config)
@@ -412,8 +505,9 @@ def judge(conversation: Conversation, node: Node, calls: Sequence[ObservedCall],
     return Explanation(rule, tuple(explained), ledgers)
 
 
-def infer_node(conversation: Conversation, node: Node, calls: Sequence[ObservedCall],
-               max_tokens: int = 0) -> NodeInference:
+def infer_node(
+    conversation: Conversation, node: Node, calls: Sequence[ObservedCall], max_tokens: int = 0
+) -> NodeInference:
     """The rules explaining one node's calls, the best first, and where named platforms differ."""
     calls = sorted(calls, key=lambda c: c.number)
     rules = candidates(conversation, node, calls, max_tokens)
@@ -442,8 +536,9 @@ def infer_node(conversation: Conversation, node: Node, calls: Sequence[ObservedC
     return NodeInference(node, list(calls), best, equivalent, differences, alike)
 
 
-def _difference(conversation: Conversation, node: Node, calls: Sequence[ObservedCall], explanation: Explanation,
-                platform: str) -> Difference | None:
+def _difference(
+    conversation: Conversation, node: Node, calls: Sequence[ObservedCall], explanation: Explanation, platform: str
+) -> Difference | None:
     """The messages a platform's best setting treats otherwise than observed, at the first call it misses."""
     number = explanation.first_unexplained(calls)
     call = next(c for c in calls if c.number == number)
@@ -455,8 +550,10 @@ def _difference(conversation: Conversation, node: Node, calls: Sequence[Observed
             continue
         where = f"{turn_label(conversation, e.position)}'s {e.role} message"
         if observed:
-            lines.append(f"observed: {where} kept; {explanation.rule.words or explanation.rule.label} would drop it "
-                         f"({explain(e, ledger.config)})")
+            lines.append(
+                f"observed: {where} kept; {explanation.rule.words or explanation.rule.label} would drop it "
+                f"({explain(e, ledger.config)})"
+            )
         else:
             lines.append(f"observed: {where} dropped; {explanation.rule.words or explanation.rule.label} would keep it")
         if len(lines) == 3:
@@ -467,6 +564,7 @@ def _difference(conversation: Conversation, node: Node, calls: Sequence[Observed
 
 
 # -- a stored conversation ------------------------------------------------------------------------------
+
 
 @dataclass
 class ConversationInference:
@@ -484,13 +582,23 @@ def calls_of_runs(runs_by_position: Mapping[int, Sequence[Mapping]]) -> list[Obs
         for run in runs:
             if "kept" not in run or not run.get("node_id"):
                 continue
-            out.append(ObservedCall(str(run["node_id"]), int(run.get("call_number") or 0), position,
-                                    frozenset(tuple(p) for p in run.get("kept") or [])))
+            out.append(
+                ObservedCall(
+                    str(run["node_id"]),
+                    int(run.get("call_number") or 0),
+                    position,
+                    frozenset(tuple(p) for p in run.get("kept") or []),
+                )
+            )
     return out
 
 
-def infer_conversation(conversation: Conversation, nodes: Mapping[str, Node], calls: Iterable[ObservedCall],
-                       max_tokens: Mapping[str, int] | None = None) -> ConversationInference:
+def infer_conversation(
+    conversation: Conversation,
+    nodes: Mapping[str, Node],
+    calls: Iterable[ObservedCall],
+    max_tokens: Mapping[str, int] | None = None,
+) -> ConversationInference:
     by_node: dict[str, list[ObservedCall]] = {}
     for c in calls:
         by_node.setdefault(c.node, []).append(c)
@@ -512,8 +620,10 @@ def stored_calls(db, conversation_id: str):
     runs = {p: row.get("node_runs") or [] for p, row in enumerate(rows)}
     calls = calls_of_runs(runs)
     if not nodes or not calls:
-        raise CaptureError(f"conversation {conversation_id!r} holds no captured calls: infer explains what the "
-                           "capture proxy recorded (memlens proxy) or a trace's calls imported")
+        raise CaptureError(
+            f"conversation {conversation_id!r} holds no captured calls: infer explains what the "
+            "capture proxy recorded (memlens proxy) or a trace's calls imported"
+        )
     limits = {}
     for p, node_runs in runs.items():
         for run in node_runs:
@@ -530,6 +640,23 @@ def infer_stored(db, conversation_id: str) -> ConversationInference:
     return infer_conversation(conversation, nodes, calls, limits)
 
 
-__all__ = ["ConversationInference", "Difference", "Explanation", "FAMILY_ORDER", "NodeInference", "ObservedCall",
-           "PLATFORMS", "Rule", "calls_of_runs", "candidates", "infer_conversation", "infer_node", "infer_stored",
-           "judge", "node_replay", "roundest", "rule_args", "stored_calls"]
+__all__ = [
+    "ConversationInference",
+    "Difference",
+    "Explanation",
+    "FAMILY_ORDER",
+    "NodeInference",
+    "ObservedCall",
+    "PLATFORMS",
+    "Rule",
+    "calls_of_runs",
+    "candidates",
+    "infer_conversation",
+    "infer_node",
+    "infer_stored",
+    "judge",
+    "node_replay",
+    "roundest",
+    "rule_args",
+    "stored_calls",
+]

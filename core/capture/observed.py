@@ -21,45 +21,75 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable, Mapping, Sequence
 
-from core.model.conversation import INTERMEDIATE, REASONING, TOOL_CALL, TOOL_RESULT, Conversation, Message, message_text
-from core.model.ledger import (EMPTY, GRANULARITY, KEPT, NOT_SENT, OBSERVED, OTHER_BRANCH, OUTSIDE_WINDOW,
-                               PAYLOAD_ONLY, Ledger, LedgerEntry, SyntheticMessage)
 from core.memory.replay import turn_numbers
-from core.model.origins import CURRENT_QUERY, HISTORY, TOOL_ROUND
-from core.model.origins import PAYLOAD_ONLY_ORIGIN, SYSTEM as SYSTEM_ORIGIN, TEMPLATE as TEMPLATE_ORIGIN
+from core.model.conversation import INTERMEDIATE, REASONING, TOOL_CALL, TOOL_RESULT, Conversation, Message, message_text
+from core.model.ledger import (
+    EMPTY,
+    GRANULARITY,
+    KEPT,
+    NOT_SENT,
+    OBSERVED,
+    OTHER_BRANCH,
+    OUTSIDE_WINDOW,
+    PAYLOAD_ONLY,
+    Ledger,
+    LedgerEntry,
+    SyntheticMessage,
+)
+from core.model.origins import CURRENT_QUERY, HISTORY, PAYLOAD_ONLY_ORIGIN, TOOL_ROUND
+from core.model.origins import SYSTEM as SYSTEM_ORIGIN
+from core.model.origins import TEMPLATE as TEMPLATE_ORIGIN
 from core.model.tokens import DEFAULT_MODEL, REPLY_PRIMING, counter_for, model_facts
 
-from .threader import HISTORY as HISTORY_ROLE, QUERY, STEP, SYSTEM, TEMPLATE, UNMATCHED
+from .threader import HISTORY as HISTORY_ROLE
+from .threader import QUERY, STEP, SYSTEM, TEMPLATE, UNMATCHED
 
 #: The receipt's origin of each role the threader gives a payload message: the words around a history sent as
 #: text lines are the node's template.
-ORIGINS = {SYSTEM: SYSTEM_ORIGIN, HISTORY_ROLE: HISTORY, UNMATCHED: PAYLOAD_ONLY_ORIGIN, QUERY: CURRENT_QUERY,
-           STEP: TOOL_ROUND, TEMPLATE: TEMPLATE_ORIGIN}
+ORIGINS = {
+    SYSTEM: SYSTEM_ORIGIN,
+    HISTORY_ROLE: HISTORY,
+    UNMATCHED: PAYLOAD_ONLY_ORIGIN,
+    QUERY: CURRENT_QUERY,
+    STEP: TOOL_ROUND,
+    TEMPLATE: TEMPLATE_ORIGIN,
+}
 #: A receipt row's key for the tokens of the history its text holds (a history sent as text lines).
 HISTORY_TOKENS = "history_tokens"
 #: Kinds the payload may leave out between messages it holds (an app that keeps questions and answers only).
 _INTERMEDIATE = {TOOL_CALL, TOOL_RESULT, REASONING, INTERMEDIATE}
 
 
-def payload_rows(messages: Sequence[Message], roles: Sequence[str], model: str,
-                 text: Mapping | None = None) -> list[dict]:
+def payload_rows(
+    messages: Sequence[Message], roles: Sequence[str], model: str, text: Mapping | None = None
+) -> list[dict]:
     """The receipt of a payload: each message as sent, in order, with its origin and its tokens under
     ``model``'s encoding (estimated where no exact tokenizer exists). With a history sent as text
     (``text``, :func:`core.capture.threader.text_record`), the message holding it also says how many of
     its tokens the history's lines are (:data:`HISTORY_TOKENS`): its tokens less those without them."""
     counter = counter_for(model or DEFAULT_MODEL)
-    rows = [{"role": m.role, "origin": ORIGINS.get(role, role), "tokens": counter.message(m),
-             "content": message_text(m)} for m, role in zip(messages, roles)]
+    rows = [
+        {"role": m.role, "origin": ORIGINS.get(role, role), "tokens": counter.message(m), "content": message_text(m)}
+        for m, role in zip(messages, roles)
+    ]
     if text is not None and 0 <= int(text["index"]) < len(messages):
         k = int(text["index"])
         m = messages[k]
-        bare = replace(m, content=m.content[:int(text["start"])] + m.content[int(text["end"]):])
+        bare = replace(m, content=m.content[: int(text["start"])] + m.content[int(text["end"]) :])
         rows[k][HISTORY_TOKENS] = max(rows[k]["tokens"] - counter.message(bare), 0)
     return rows
 
 
-def observed_ledger(conversation: Conversation, position: int, kept: Iterable[tuple[int, int]], *,
-                    rows: Sequence[dict], model: str, node: str = "", text: Mapping | None = None) -> Ledger:
+def observed_ledger(
+    conversation: Conversation,
+    position: int,
+    kept: Iterable[tuple[int, int]],
+    *,
+    rows: Sequence[dict],
+    model: str,
+    node: str = "",
+    text: Mapping | None = None,
+) -> Ledger:
     """The ledger of a call at the turn at ``position`` whose payload held the thread messages ``kept``
     (``(position, index)`` pairs) and the receipt ``rows`` (:func:`payload_rows`). With a history sent as
     text (``text``), each message counts as its line and the history as the lines' share of the message
@@ -93,31 +123,62 @@ def observed_ledger(conversation: Conversation, position: int, kept: Iterable[tu
             else:
                 reason = NOT_SENT
             entries.append(LedgerEntry(m.ref, numbers[p], m.role, tokens(m), reason == KEPT, reason, m.kind, p, i))
-    synthetic = [SyntheticMessage(role=r["role"], content=r["content"], tokens=int(r["tokens"]), origin=PAYLOAD_ONLY,
-                                  turn=numbers[position], ref=f"payload:{k}")
-                 for k, r in enumerate(rows) if r["origin"] == PAYLOAD_ONLY_ORIGIN]
+    synthetic = [
+        SyntheticMessage(
+            role=r["role"],
+            content=r["content"],
+            tokens=int(r["tokens"]),
+            origin=PAYLOAD_ONLY,
+            turn=numbers[position],
+            ref=f"payload:{k}",
+        )
+        for k, r in enumerate(rows)
+        if r["origin"] == PAYLOAD_ONLY_ORIGIN
+    ]
     if text is not None:
-        synthetic += [SyntheticMessage(role=line["role"], content=line["content"],
-                                       tokens=tokens(Message(line["role"], line["content"], "", k)),
-                                       origin=PAYLOAD_ONLY, turn=numbers[position], ref=f"text:{k}")
-                      for k, line in enumerate(text.get("lines") or []) if line.get("place") is None]
+        synthetic += [
+            SyntheticMessage(
+                role=line["role"],
+                content=line["content"],
+                tokens=tokens(Message(line["role"], line["content"], "", k)),
+                origin=PAYLOAD_ONLY,
+                turn=numbers[position],
+                ref=f"text:{k}",
+            )
+            for k, line in enumerate(text.get("lines") or [])
+            if line.get("place") is None
+        ]
         history = sum(int(r.get(HISTORY_TOKENS) or 0) for r in rows)
     else:
         history = sum(e.tokens for e in entries if e.kept) + sum(s.tokens for s in synthetic)
     prompt = sum(int(r["tokens"]) for r in rows) + REPLY_PRIMING
     context = model_facts(model or DEFAULT_MODEL).context_size
-    return Ledger(turn=numbers[position], entries=entries, prompt_tokens=prompt, history_tokens=history, budget=None,
-                  budget_note="observed: what the payload held, not a memory's budget",
-                  config={OBSERVED: True, "model": model or DEFAULT_MODEL, "node": node}, context_size=context,
-                  exceeds_context=bool(context) and prompt > context, synthetic=synthetic)
+    return Ledger(
+        turn=numbers[position],
+        entries=entries,
+        prompt_tokens=prompt,
+        history_tokens=history,
+        budget=None,
+        budget_note="observed: what the payload held, not a memory's budget",
+        config={OBSERVED: True, "model": model or DEFAULT_MODEL, "node": node},
+        context_size=context,
+        exceeds_context=bool(context) and prompt > context,
+        synthetic=synthetic,
+    )
 
 
 def fixed_tokens(rows: Sequence[dict]) -> int:
     """What a call's prompt held besides its history (system, query, its own tool round, the reply's
     priming): what a replay of the node's memory subtracts as the prompt. A message holding a history sent as
     text counts without its lines."""
-    return sum(int(r["tokens"]) - int(r.get(HISTORY_TOKENS) or 0) for r in rows
-               if r["origin"] not in (HISTORY, PAYLOAD_ONLY_ORIGIN)) + REPLY_PRIMING
+    return (
+        sum(
+            int(r["tokens"]) - int(r.get(HISTORY_TOKENS) or 0)
+            for r in rows
+            if r["origin"] not in (HISTORY, PAYLOAD_ONLY_ORIGIN)
+        )
+        + REPLY_PRIMING
+    )
 
 
 __all__ = ["HISTORY_TOKENS", "ORIGINS", "fixed_tokens", "observed_ledger", "payload_rows"]

@@ -60,20 +60,41 @@ def node_run(thread: Thread, placed: Placed, conversation: Conversation) -> dict
 def _node_run(thread: Thread, placed: Placed, conversation: Conversation) -> dict:
     call = placed.call
     rows = payload_rows(call.messages, placed.roles, call.model, placed.text)
-    ledger = observed_ledger(conversation, placed.position, placed.kept, rows=rows, model=call.model, node=placed.node,
-                             text=placed.text)
+    ledger = observed_ledger(
+        conversation, placed.position, placed.kept, rows=rows, model=call.model, node=placed.node, text=placed.text
+    )
     record = dict(call.record)
-    return {"node_id": placed.node, "type": CALL_TYPE, "title": thread.nodes[placed.node].title, "emulated": False,
-            "status": call.status, "error": call.error, "ledger": pack_ledger(ledger), "prompt": rows,
-            "reply": message_text(call.reply) if call.reply is not None else None, "usage": record.get("usage"),
-            "latency_ms": record.get("latency_ms"), "model": call.model, "call_number": placed.number,
-            "step": placed.step, "started_at": call.started_at, "places": [list(p) if p else None for p in placed.places],
-            "roles": list(placed.roles), "kept": [list(p) for p in placed.kept], "call_id": call.id,
-            "api": call.api, "tools": list(call.tools), "user": call.user, "pin": call.pin,
-            "reply_message": call.reply.to_dict() if call.reply is not None else None,
-            "previous_response": call.previous_response, "response_id": call.response_id,
-            "node_name": call.node_name, "text_history": placed.text,
-            "call": {k: v for k, v in record.items() if k not in ("usage", "latency_ms")}}
+    return {
+        "node_id": placed.node,
+        "type": CALL_TYPE,
+        "title": thread.nodes[placed.node].title,
+        "emulated": False,
+        "status": call.status,
+        "error": call.error,
+        "ledger": pack_ledger(ledger),
+        "prompt": rows,
+        "reply": message_text(call.reply) if call.reply is not None else None,
+        "usage": record.get("usage"),
+        "latency_ms": record.get("latency_ms"),
+        "model": call.model,
+        "call_number": placed.number,
+        "step": placed.step,
+        "started_at": call.started_at,
+        "places": [list(p) if p else None for p in placed.places],
+        "roles": list(placed.roles),
+        "kept": [list(p) for p in placed.kept],
+        "call_id": call.id,
+        "api": call.api,
+        "tools": list(call.tools),
+        "user": call.user,
+        "pin": call.pin,
+        "reply_message": call.reply.to_dict() if call.reply is not None else None,
+        "previous_response": call.previous_response,
+        "response_id": call.response_id,
+        "node_name": call.node_name,
+        "text_history": placed.text,
+        "call": {k: v for k, v in record.items() if k not in ("usage", "latency_ms")},
+    }
 
 
 def turn_record(thread: Thread, position: int, conversation: Conversation) -> dict:
@@ -84,11 +105,21 @@ def turn_record(thread: Thread, position: int, conversation: Conversation) -> di
     for placed, run in zip(mine.calls, runs):
         if placed.step == 1 and placed.node not in prompt_tokens:
             prompt_tokens[placed.node] = fixed_tokens(run["prompt"])
-    return {"id": turn.id, "parent_id": turn.parent_id, "query": turn.query, "answer": turn.answer,
-            "status": mine.status, "error": mine.error, "dialogue_count": conversation.tree.depth[position],
-            "messages": [m.to_dict() for m in turn.messages], "created_at": mine.created_at,
-            PROMPT_TOKENS: prompt_tokens, "answer_seen": mine.answer_seen, "query_wrapped": mine.query_wrapped,
-            NODE_RUNS: runs}
+    return {
+        "id": turn.id,
+        "parent_id": turn.parent_id,
+        "query": turn.query,
+        "answer": turn.answer,
+        "status": mine.status,
+        "error": mine.error,
+        "dialogue_count": conversation.tree.depth[position],
+        "messages": [m.to_dict() for m in turn.messages],
+        "created_at": mine.created_at,
+        PROMPT_TOKENS: prompt_tokens,
+        "answer_seen": mine.answer_seen,
+        "query_wrapped": mine.query_wrapped,
+        NODE_RUNS: runs,
+    }
 
 
 def as_conversation(thread: Thread, *, source_format: str, meta: Mapping[str, Any] | None = None) -> Conversation:
@@ -98,14 +129,34 @@ def as_conversation(thread: Thread, *, source_format: str, meta: Mapping[str, An
     turns = []
     for position, turn in enumerate(conversation.turns):
         record = turn_record(thread, position, conversation)
-        turns.append(Turn(id=turn.id, parent_id=turn.parent_id, messages=turn.messages,
-                          query_index=turn.query_index, answer_index=turn.answer_index, status=turn.status,
-                          error=turn.error, created_at=turn.created_at,
-                          meta={NODE_RUNS: record[NODE_RUNS], PROMPT_TOKENS: record[PROMPT_TOKENS]}))
+        turns.append(
+            Turn(
+                id=turn.id,
+                parent_id=turn.parent_id,
+                messages=turn.messages,
+                query_index=turn.query_index,
+                answer_index=turn.answer_index,
+                status=turn.status,
+                error=turn.error,
+                created_at=turn.created_at,
+                meta={NODE_RUNS: record[NODE_RUNS], PROMPT_TOKENS: record[PROMPT_TOKENS]},
+            )
+        )
     out_meta = {**(meta or {}), **conversation.meta, CAPTURE: capture_meta(thread)}
-    return Conversation(id=thread.id, turns=turns, source_format=source_format, name=thread.name or thread.id,
-                        meta=out_meta)
+    return Conversation(
+        id=thread.id, turns=turns, source_format=source_format, name=thread.name or thread.id, meta=out_meta
+    )
 
 
-__all__ = ["CALL_TYPE", "CAPTURE", "NODE_RUNS", "PROMPT_TOKENS", "SOURCE", "as_conversation", "capture_meta",
-           "node_run", "nodes_of", "turn_record"]
+__all__ = [
+    "CALL_TYPE",
+    "CAPTURE",
+    "NODE_RUNS",
+    "PROMPT_TOKENS",
+    "SOURCE",
+    "as_conversation",
+    "capture_meta",
+    "node_run",
+    "nodes_of",
+    "turn_record",
+]

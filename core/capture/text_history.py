@@ -65,7 +65,7 @@ class TextHistory:
 
     def without(self, text: str) -> str:
         """The holding message's text without the history: the node's own words."""
-        return text[:self.start] + text[self.end:]
+        return text[: self.start] + text[self.end :]
 
     def line(self, m: Message) -> str:
         """A message as a line of this history (what it costs as text)."""
@@ -97,8 +97,13 @@ def _runs(lines: list[str], block: bool) -> list[tuple[int, int, str, str, list[
             label = _label(line)
             if label is not None and assistant is None and label[0] != user:
                 assistant = label[0]
-            role = "user" if label is not None and label[0] == user else \
-                "assistant" if label is not None and label[0] == assistant else None
+            role = (
+                "user"
+                if label is not None and label[0] == user
+                else "assistant"
+                if label is not None and label[0] == assistant
+                else None
+            )
             if role is not None and (block or role != messages[-1][0]):
                 messages.append((role, [label[1]]))
             elif role is not None:
@@ -139,16 +144,26 @@ def _read(text: str, index: int, base: int, block: bool) -> TextHistory | None:
         starts = [0] + [m.end() for m in re.finditer("\n", text)]
         start = starts[k]
         end = starts[j] - 1 if j < len(starts) else len(text)
-    return TextHistory(index, base + start, base + end, user, assistant or "Assistant",
-                       tuple(Message(role, content, "", "text history") for role, content in messages))
+    return TextHistory(
+        index,
+        base + start,
+        base + end,
+        user,
+        assistant or "Assistant",
+        tuple(Message(role, content, "", "text history") for role, content in messages),
+    )
 
 
-def read_text_history(messages: Sequence[Message], *, system_count: int, query: int | None,
-                      history_sent: bool) -> TextHistory | None:
+def read_text_history(
+    messages: Sequence[Message], *, system_count: int, query: int | None, history_sent: bool
+) -> TextHistory | None:
     """The history a payload sends as text lines (rules above), or ``None``. ``system_count`` and ``query``
     (the last user message's index) are the payload's split; ``history_sent``: it sends history as messages."""
-    readable = [k for k, m in enumerate(messages) if m.role in ("system", "user") and m.kind != REASONING
-                and isinstance(m.content, str)]
+    readable = [
+        k
+        for k, m in enumerate(messages)
+        if m.role in ("system", "user") and m.kind != REASONING and isinstance(m.content, str)
+    ]
     for k in readable:
         empty = None  # a first turn's empty block; prose naming the tags ("inside <histories></histories>")
         for match in BLOCK.finditer(messages[k].content):  # is one only beside no history as messages

@@ -136,7 +136,7 @@ def split_payload(messages: Sequence[Message]) -> Payload:
     system = "\n\n".join(m.content for m in messages[:k] if m.content)
     if q is None:
         return Payload(system, k, tuple(rest), None, ())
-    return Payload(system, k, tuple(rest[:q]), rest[q], tuple(rest[q + 1:]))
+    return Payload(system, k, tuple(rest[:q]), rest[q], tuple(rest[q + 1 :]))
 
 
 @dataclass
@@ -157,21 +157,38 @@ class Node:
     text_prefixes: tuple[str, str] | None = None
 
     def to_json(self) -> dict:
-        return {"id": self.id, "system": self.system, "tools": list(self.tools), "api": self.api,
-                "model": self.model, "title": self.title, "latest": self.latest, "name": self.name,
-                "text_prefixes": list(self.text_prefixes) if self.text_prefixes else None}
+        return {
+            "id": self.id,
+            "system": self.system,
+            "tools": list(self.tools),
+            "api": self.api,
+            "model": self.model,
+            "title": self.title,
+            "latest": self.latest,
+            "name": self.name,
+            "text_prefixes": list(self.text_prefixes) if self.text_prefixes else None,
+        }
 
     @classmethod
     def from_json(cls, d: Mapping) -> "Node":
         prefixes = d.get("text_prefixes")
-        return cls(str(d["id"]), str(d.get("system") or ""), tuple(d.get("tools") or ()), str(d.get("api") or ""),
-                   str(d.get("model") or ""), str(d.get("title") or d["id"]), str(d.get("latest") or ""),
-                   str(d.get("name") or ""), (str(prefixes[0]), str(prefixes[1]))
-                   if isinstance(prefixes, (list, tuple)) and len(prefixes) == 2 else None)
+        return cls(
+            str(d["id"]),
+            str(d.get("system") or ""),
+            tuple(d.get("tools") or ()),
+            str(d.get("api") or ""),
+            str(d.get("model") or ""),
+            str(d.get("title") or d["id"]),
+            str(d.get("latest") or ""),
+            str(d.get("name") or ""),
+            (str(prefixes[0]), str(prefixes[1]))
+            if isinstance(prefixes, (list, tuple)) and len(prefixes) == 2
+            else None,
+        )
 
 
 def node_title(number: int, system: str, tools: Sequence[str]) -> str:
-    """"node 2 · “You classify support…”" — its number, the start of its prompt, its tools."""
+    """ "node 2 · “You classify support…”" — its number, the start of its prompt, its tools."""
     line = " ".join(system.split())
     words = f"“{line[:40]}…”" if len(line) > 40 else f"“{line}”" if line else "no system prompt"
     tools_part = f" · tools {', '.join(tools[:3])}{'…' if len(tools) > 3 else ''}" if tools else ""
@@ -219,8 +236,11 @@ class ThreadTurn:
     query_wrapped: bool = False
 
     def raw(self) -> list[Message]:
-        return ([self.query] if self.query is not None else []) + self.steps + \
-            ([self.answer] if self.answer is not None else [])
+        return (
+            ([self.query] if self.query is not None else [])
+            + self.steps
+            + ([self.answer] if self.answer is not None else [])
+        )
 
     @property
     def status(self) -> str:
@@ -238,8 +258,15 @@ class Thread:
     """A captured conversation as it grows: its turns in creation order, its nodes and placed calls,
     and where each message occurs (its index)."""
 
-    def __init__(self, thread_id: str, *, pin: str | None = None, user: str | None = None, name: str = "",
-                 created_at: float = 0.0):
+    def __init__(
+        self,
+        thread_id: str,
+        *,
+        pin: str | None = None,
+        user: str | None = None,
+        name: str = "",
+        created_at: float = 0.0,
+    ):
         self.id, self.pin, self.user, self.name = thread_id, pin, user, name
         self.created_at = self.updated_at = created_at
         self.turns: list[ThreadTurn] = []
@@ -250,7 +277,7 @@ class Thread:
         self.active: int | None = None  # the turn of the newest call
         self.last_called = -1  # the newest turn position with a call
         self.changed: set[int] = set()  # turns written since the recorder last took them
-        self.fresh: list[Placed] = []   # calls placed since then
+        self.fresh: list[Placed] = []  # calls placed since then
         self.stored_turns: set[str] = set()  # ids of the turns the store holds (the rest are inserted)
         self.in_store = False  # whether the store holds the conversation's row
         self._conversation: Conversation | None = None
@@ -314,13 +341,20 @@ class Thread:
                 if built is None or (built.status, built.error) != (t.status, t.error):  # a call joined since
                     msgs, qi, ai = turn_messages(self.messages_of(p))
                     built = self._built[p] = Turn(
-                        id=t.id, parent_id=self.turns[t.parent].id if t.parent is not None else None,
-                        messages=tuple(msgs), query_index=qi, answer_index=ai, status=t.status, error=t.error,
-                        created_at=t.created_at)
+                        id=t.id,
+                        parent_id=self.turns[t.parent].id if t.parent is not None else None,
+                        messages=tuple(msgs),
+                        query_index=qi,
+                        answer_index=ai,
+                        status=t.status,
+                        error=t.error,
+                        created_at=t.created_at,
+                    )
                 turns.append(built)
             model = next((n.model for n in self.nodes.values() if n.model), "")
-            self._conversation = Conversation(id=self.id, turns=turns, source_format="capture", name=self.name,
-                                              meta={"model": model} if model else {})
+            self._conversation = Conversation(
+                id=self.id, turns=turns, source_format="capture", name=self.name, meta={"model": model} if model else {}
+            )
         return self._conversation
 
 
@@ -385,8 +419,9 @@ class Threader:
         qkey = message_key(payload.query) if payload.query is not None else None
         step_keys = tuple(message_key(m) for m in payload.steps)
         payload_keys = tuple(message_key(m) for m in call.messages)
-        position, node = self._turn(thread, parent, payload, qkey, node, call, step_keys, payload_keys,
-                                    text is not None)
+        position, node = self._turn(
+            thread, parent, payload, qkey, node, call, step_keys, payload_keys, text is not None
+        )
         node.latest = payload.system
         if text is not None:
             node.text_prefixes = (text.user, text.assistant)
@@ -400,12 +435,26 @@ class Threader:
         if payload.query is not None:
             roles.append(QUERY)
         roles += [STEP] * len(payload.steps)
-        all_places = [None] * len(roles) if text is not None else \
-            [None] * payload.system_count + list(places) + [None] * (len(roles) - payload.system_count - len(places))
-        placed = Placed(call, node.id, position, number, len(mine) + 1,
-                        tuple(sorted({p for p in places if p is not None} | set(implied))), tuple(roles),
-                        tuple(all_places),
-                        step_keys, payload_keys, text=text_record(text, places) if text is not None else None)
+        all_places = (
+            [None] * len(roles)
+            if text is not None
+            else [None] * payload.system_count
+            + list(places)
+            + [None] * (len(roles) - payload.system_count - len(places))
+        )
+        placed = Placed(
+            call,
+            node.id,
+            position,
+            number,
+            len(mine) + 1,
+            tuple(sorted({p for p in places if p is not None} | set(implied))),
+            tuple(roles),
+            tuple(all_places),
+            step_keys,
+            payload_keys,
+            text=text_record(text, places) if text is not None else None,
+        )
         thread.turns[position].calls.append(placed)
         thread._conversation = None  # the turn's status follows its calls
         thread.calls.append(placed)
@@ -421,8 +470,9 @@ class Threader:
             thread.name = " ".join(payload.query.content.split())[:60] or "captured conversation"
         return thread, placed
 
-    def _locate(self, call: Call, payload: Payload, keys: list[Key], text: bool = False
-                ) -> tuple[Thread, int | None, list, tuple]:
+    def _locate(
+        self, call: Call, payload: Payload, keys: list[Key], text: bool = False
+    ) -> tuple[Thread, int | None, list, tuple]:
         """The conversation, the turn the call's turn follows, each history message's place, and the thread
         messages sent without being in the payload (a Responses API chain the server holds). ``text``: the
         history was sent as text lines (:mod:`core.capture.text_history`)."""
@@ -442,8 +492,12 @@ class Threader:
         best = self._anchor(keys, scope)
         if best is None and not history and payload.query is not None:
             # An agent's next request, or a retry, in a turn that began with no history: that turn's conversation.
-            started = self._started_turn(message_key(payload.query), tuple(message_key(m) for m in payload.steps),
-                                         tuple(message_key(m) for m in call.messages), scope)
+            started = self._started_turn(
+                message_key(payload.query),
+                tuple(message_key(m) for m in payload.steps),
+                tuple(message_key(m) for m in call.messages),
+                scope,
+            )
             if started is not None:
                 return started, None, [], ()
         if best is not None:
@@ -461,12 +515,14 @@ class Threader:
         parent, places = self._observed_turns(thread, base, list(history), call.started_at)
         return thread, parent, places, ()
 
-    def _started_turn(self, qkey: Key, step_keys: tuple, payload_keys: tuple,
-                      scope: list[Thread] | None) -> Thread | None:
+    def _started_turn(
+        self, qkey: Key, step_keys: tuple, payload_keys: tuple, scope: list[Thread] | None
+    ) -> Thread | None:
         """The conversation (newest first) with a first turn asking ``qkey`` that has a call this one continues:
         its tool round extended, or the same payload after a failure (a retry)."""
+
         def continues(c: Placed) -> bool:
-            if len(c.step_keys) < len(step_keys) and step_keys[:len(c.step_keys)] == c.step_keys:
+            if len(c.step_keys) < len(step_keys) and step_keys[: len(c.step_keys)] == c.step_keys:
                 return True
             return c.call.status != SUCCEEDED and c.payload_keys == payload_keys
 
@@ -512,12 +568,13 @@ class Threader:
                 places[k] = pointer = max(found)
         return places
 
-    def _extend(self, thread: Thread, history: Sequence[Message], keys: list[Key], j: int, place: Place,
-                places: list) -> tuple[int, list]:
+    def _extend(
+        self, thread: Thread, history: Sequence[Message], keys: list[Key], j: int, place: Place, places: list
+    ) -> tuple[int, list]:
         """The turn a call follows when its newest known history message is at ``place``: that turn, or
         the turns its newer history adds (what follows the anchor in its own turn — the answer as the app
         kept it — and whole turns after)."""
-        newer = list(history[j + 1:])
+        newer = list(history[j + 1 :])
         position, index = place
         if not newer:
             return position, places
@@ -527,23 +584,27 @@ class Threader:
         base = position
         if tail:
             turn = thread.turns[position]
-            answer_only = len(tail) == 1 and tail[0].role == "assistant" and not tail[0].tool_calls \
-                and tail[0].kind != REASONING
+            answer_only = (
+                len(tail) == 1 and tail[0].role == "assistant" and not tail[0].tool_calls and tail[0].kind != REASONING
+            )
             if answer_only and not turn.answer_seen and (turn.answer is not None or thread.can_grow(position)):
                 # The answer as the app kept it (a reply it reworded, or one MemLens never saw): the turn's own.
                 def answer(t: ThreadTurn) -> None:
                     t.answer, t.answer_seen = tail[0], True
+
                 self._rewrite(thread, position, answer)
                 places[j + 1 + at[0]] = (position, len(thread.turns[position].raw()) - 1)
             elif not turn.answer_seen and thread.can_grow(position):
+
                 def rest_of(t: ThreadTurn) -> None:
                     _set_tail(t, index + 1, tail)
                     t.answer_seen = True
+
                 self._rewrite(thread, position, rest_of)
                 for n, k in enumerate(at):
                     places[j + 1 + k] = (position, index + 1 + n)
             else:  # another version of the turn after the anchor: a branch beside it
-                head = turn.raw()[:index + 1]
+                head = turn.raw()[: index + 1]
                 variant = ThreadTurn(self.new_id(), turn.parent, None, created_at=thread.updated_at)
                 _set_tail(variant, 0, head + tail)
                 variant.answer_seen = True
@@ -554,11 +615,12 @@ class Threader:
                 for n, k in enumerate(at):
                     places[j + 1 + k] = (base, index + 1 + n)
         parent, added = self._observed_turns(thread, base, newer[lead:], thread.updated_at)
-        places[j + 1 + lead:] = added
+        places[j + 1 + lead :] = added
         return parent, places
 
-    def _observed_turns(self, thread: Thread, parent: int | None, messages: list[Message],
-                        at: float) -> tuple[int | None, list[Place]]:
+    def _observed_turns(
+        self, thread: Thread, parent: int | None, messages: list[Message], at: float
+    ) -> tuple[int | None, list[Place]]:
         """Turns a payload showed and no call made (history MemLens never saw), chained after ``parent``:
         one per user message (a first group without one is an opening). Returns the last and each
         message's place."""
@@ -592,8 +654,10 @@ class Threader:
                 return n
         best, likeness = None, 0.0
         for n in same_kind:
-            ratio = max(SequenceMatcher(None, prompt[:4000], payload.system[:4000]).ratio()
-                        for prompt in {n.system, n.latest or n.system})
+            ratio = max(
+                SequenceMatcher(None, prompt[:4000], payload.system[:4000]).ratio()
+                for prompt in {n.system, n.latest or n.system}
+            )
             if ratio > likeness:
                 best, likeness = n, ratio
         if best is not None and likeness >= SAME_NODE_LIKENESS:
@@ -603,39 +667,73 @@ class Threader:
     def _new_node(self, thread: Thread, call: Call, payload: Payload) -> Node:
         number = len(thread.nodes) + 1
         tools = tuple(sorted(call.tools))
-        node = Node(f"node-{number}", payload.system, tools, call.api, call.model,
-                    call.node_name or node_title(number, payload.system, tools), payload.system,
-                    name=call.node_name or "")
+        node = Node(
+            f"node-{number}",
+            payload.system,
+            tools,
+            call.api,
+            call.model,
+            call.node_name or node_title(number, payload.system, tools),
+            payload.system,
+            name=call.node_name or "",
+        )
         thread.nodes[node.id] = node
         return node
 
-    def _turn(self, thread: Thread, parent: int | None, payload: Payload, qkey: Key | None, node: Node, call: Call,
-              step_keys: tuple, payload_keys: tuple, text: bool = False) -> tuple[int, Node]:
+    def _turn(
+        self,
+        thread: Thread,
+        parent: int | None,
+        payload: Payload,
+        qkey: Key | None,
+        node: Node,
+        call: Call,
+        step_keys: tuple,
+        payload_keys: tuple,
+        text: bool = False,
+    ) -> tuple[int, Node]:
         """The turn the call is a call of, and its node: the newest turn after ``parent`` with its query (one
         whose query a text-history call's query holds, or which holds this call's when that turn's query
         was such a call's: :func:`_asks`). When its node called there already, the call is the next step of
         that call's tool round or its retry (that turn), or else a regenerated answer (a new turn beside it:
         Dify's own regenerate may send a shorter history, a sibling's row taking a window slot). Nodes are
         told apart by name, or else by prompt and tools."""
-        siblings = [p for p in thread.children(parent) if (thread.turns[p].query is None and qkey is None)
-                    or _asks(thread.turns[p], payload.query, text)]
-        if siblings and not text and thread.turns[siblings[-1]].query_wrapped and thread.can_grow(siblings[-1]) \
-                and message_key(thread.turns[siblings[-1]].query) != qkey:  # the question: the turn's query now
+        siblings = [
+            p
+            for p in thread.children(parent)
+            if (thread.turns[p].query is None and qkey is None) or _asks(thread.turns[p], payload.query, text)
+        ]
+        if (
+            siblings
+            and not text
+            and thread.turns[siblings[-1]].query_wrapped
+            and thread.can_grow(siblings[-1])
+            and message_key(thread.turns[siblings[-1]].query) != qkey
+        ):  # the question: the turn's query now
+
             def ask(t: ThreadTurn) -> None:
                 t.query, t.query_wrapped = payload.query, False
+
             self._rewrite(thread, siblings[-1], ask)
         if siblings:
             position = siblings[-1]
             turn = thread.turns[position]
             mine = [c for c in turn.calls if c.node == node.id]
-            if mine and not node.name and payload.system not in (node.system, node.latest) and any(
-                    c.call.messages and node_payload(c.call.messages, split_payload(c.call.messages))[0].system
-                    != payload.system for c in mine):
+            if (
+                mine
+                and not node.name
+                and payload.system not in (node.system, node.latest)
+                and any(
+                    c.call.messages
+                    and node_payload(c.call.messages, split_payload(c.call.messages))[0].system != payload.system
+                    for c in mine
+                )
+            ):
                 # A prompt only like this node's, beside one of its calls in the same turn: another node.
                 node, mine = self._other_node(thread, turn, call, payload), []
             if mine:
                 last = mine[-1]
-                extends = len(step_keys) > len(last.step_keys) and step_keys[:len(last.step_keys)] == last.step_keys
+                extends = len(step_keys) > len(last.step_keys) and step_keys[: len(last.step_keys)] == last.step_keys
                 retry = last.call.status != SUCCEEDED and payload_keys == last.payload_keys
                 if extends or retry:
                     self._take_steps(thread, position, payload)
@@ -643,8 +741,9 @@ class Threader:
             else:
                 self._take_steps(thread, position, payload)
                 return position, node
-        turn = ThreadTurn(self.new_id(), parent, payload.query, list(payload.steps), created_at=call.started_at,
-                          query_wrapped=text)
+        turn = ThreadTurn(
+            self.new_id(), parent, payload.query, list(payload.steps), created_at=call.started_at, query_wrapped=text
+        )
         return self._add_turn(thread, turn), node
 
     def _other_node(self, thread: Thread, turn: ThreadTurn, call: Call, payload: Payload) -> Node:
@@ -652,8 +751,13 @@ class Threader:
         busy = {c.node for c in turn.calls}
         tools = tuple(sorted(call.tools))
         for n in thread.nodes.values():
-            if n.id not in busy and not n.name and n.tools == tools and n.api == call.api and \
-                    payload.system in (n.system, n.latest):
+            if (
+                n.id not in busy
+                and not n.name
+                and n.tools == tools
+                and n.api == call.api
+                and payload.system in (n.system, n.latest)
+            ):
                 return n
         return self._new_node(thread, call, payload)
 
@@ -661,8 +765,11 @@ class Threader:
         """A call's tool round becomes its turn's steps when it extends them (and the turn may grow)."""
         turn = thread.turns[position]
         steps = list(payload.steps)
-        if len(steps) > len(turn.steps) and [message_key(m) for m in steps[:len(turn.steps)]] == \
-                [message_key(m) for m in turn.steps] and thread.can_grow(position):
+        if (
+            len(steps) > len(turn.steps)
+            and [message_key(m) for m in steps[: len(turn.steps)]] == [message_key(m) for m in turn.steps]
+            and thread.can_grow(position)
+        ):
             self._rewrite(thread, position, lambda t: setattr(t, "steps", steps))
 
     def _answer(self, thread: Thread, position: int, call: Call, text: bool = False) -> None:
@@ -715,9 +822,17 @@ def node_payload(messages: Sequence[Message], sent: Payload) -> tuple[Payload, T
 def text_record(text: TextHistory, places: Sequence[Place | None]) -> dict:
     """A text history as a placed call keeps it: the message holding it, its span, its prefixes, and each
     line's message with its place on the thread (``None``: no turn holds it)."""
-    return {"index": text.index, "start": text.start, "end": text.end, "user": text.user, "assistant": text.assistant,
-            "lines": [{"role": m.role, "content": m.content, "place": list(p) if p is not None else None}
-                      for m, p in zip(text.messages, places)]}
+    return {
+        "index": text.index,
+        "start": text.start,
+        "end": text.end,
+        "user": text.user,
+        "assistant": text.assistant,
+        "lines": [
+            {"role": m.role, "content": m.content, "place": list(p) if p is not None else None}
+            for m, p in zip(text.messages, places)
+        ],
+    }
 
 
 def _set_tail(turn: ThreadTurn, keep: int, tail: Sequence[Message]) -> None:
@@ -726,8 +841,11 @@ def _set_tail(turn: ThreadTurn, keep: int, tail: Sequence[Message]) -> None:
     messages = turn.raw()[:keep] + list(tail)
     query = messages[0] if messages and messages[0].role == "user" else None
     rest = messages[1:] if query is not None else messages
-    answer = rest[-1] if rest and rest[-1].role == "assistant" and not rest[-1].tool_calls \
-        and rest[-1].kind != REASONING else None
+    answer = (
+        rest[-1]
+        if rest and rest[-1].role == "assistant" and not rest[-1].tool_calls and rest[-1].kind != REASONING
+        else None
+    )
     turn.query, turn.steps, turn.answer = query, list(rest[:-1] if answer is not None else rest), answer
 
 
@@ -739,6 +857,29 @@ def thread_calls(calls: Iterable[Call], new_id: Callable[[], str] | None = None)
     return threader.threads
 
 
-__all__ = ["Call", "FAILED", "HISTORY", "Node", "Payload", "Placed", "QUERY", "STEP", "STOPPED", "SUCCEEDED", "SYSTEM",
-           "TEMPLATE", "Thread", "ThreadTurn", "Threader", "UNMATCHED", "NODE_KEY", "message_key", "node_name", "node_payload", "node_title",
-           "split_payload", "text_record", "thread_calls"]
+__all__ = [
+    "Call",
+    "FAILED",
+    "HISTORY",
+    "Node",
+    "Payload",
+    "Placed",
+    "QUERY",
+    "STEP",
+    "STOPPED",
+    "SUCCEEDED",
+    "SYSTEM",
+    "TEMPLATE",
+    "Thread",
+    "ThreadTurn",
+    "Threader",
+    "UNMATCHED",
+    "NODE_KEY",
+    "message_key",
+    "node_name",
+    "node_payload",
+    "node_title",
+    "split_payload",
+    "text_record",
+    "thread_calls",
+]

@@ -47,8 +47,9 @@ class NodeView:
         return best.rule.full if best is not None and best.explains else ""
 
 
-def captured_view(conversation: Conversation, meta: Mapping, runs_by_position: Mapping[int, Sequence[dict]]
-                  ) -> list[NodeView] | None:
+def captured_view(
+    conversation: Conversation, meta: Mapping, runs_by_position: Mapping[int, Sequence[dict]]
+) -> list[NodeView] | None:
     """The nodes of a captured conversation with their inferred rules (``None``: it holds no captured call).
     ``runs_by_position`` are its turns' stored node runs, their ledgers unpacked."""
     nodes = nodes_of(meta)
@@ -78,27 +79,49 @@ def observed_run(conversation: Conversation, view: NodeView, position: int) -> d
     observed: Ledger = run["ledger"]
     ledger, notes = observed, []
     best = view.inference.best
-    explained = best is not None and best.explains and next(
-        (ok for c, ok in zip(view.inference.calls, best.explained) if c.number == number), False)
+    explained = (
+        best is not None
+        and best.explains
+        and next((ok for c, ok in zip(view.inference.calls, best.explained) if c.number == number), False)
+    )
     if explained:
         replayed = node_replay(conversation, view.node, best.rule.config).ledger_at(position)
-        ledger = Ledger(turn=observed.turn, entries=replayed.entries, prompt_tokens=observed.prompt_tokens,
-                        history_tokens=observed.history_tokens, budget=replayed.budget,
-                        budget_note=replayed.budget_note, config=replayed.config, context_size=observed.context_size,
-                        exceeds_context=observed.exceeds_context, synthetic=observed.synthetic)
-        notes.append(f"Observed: the payload below is what the bot sent. Explained by {best.rule.full}, which keeps "
-                     "exactly these messages; each dropped one's reason is that rule's.")
+        ledger = Ledger(
+            turn=observed.turn,
+            entries=replayed.entries,
+            prompt_tokens=observed.prompt_tokens,
+            history_tokens=observed.history_tokens,
+            budget=replayed.budget,
+            budget_note=replayed.budget_note,
+            config=replayed.config,
+            context_size=observed.context_size,
+            exceeds_context=observed.exceeds_context,
+            synthetic=observed.synthetic,
+        )
+        notes.append(
+            f"Observed: the payload below is what the bot sent. Explained by {best.rule.full}, which keeps "
+            "exactly these messages; each dropped one's reason is that rule's."
+        )
     else:
-        notes.append("Observed: the payload below is what the bot sent. No rule MemLens emulates explains this call; "
-                     "each dropped message's reason says where it was missing.")
+        notes.append(
+            "Observed: the payload below is what the bot sent. No rule MemLens emulates explains this call; "
+            "each dropped message's reason says where it was missing."
+        )
     # Where a named platform's emulation first parts from what was observed, said at that call.
     notes += [d.sentence() for d in view.inference.differences if d.call == number]
     if run.get("status") != "succeeded":
         notes.append(f"This call {run.get('status')}: {run.get('error') or 'no reply'}.")
     if requests > 1:
         notes.append(f"The node made {requests} requests in this turn (a tool round); this is the first.")
-    return {"node_id": view.node.id, "ledger": ledger, "prompt": run.get("prompt") or [], "model": run.get("model"),
-            "reply": run.get("reply"), "notes": notes, "call_number": number}
+    return {
+        "node_id": view.node.id,
+        "ledger": ledger,
+        "prompt": run.get("prompt") or [],
+        "model": run.get("model"),
+        "reply": run.get("reply"),
+        "notes": notes,
+        "call_number": number,
+    }
 
 
 __all__ = ["NodeView", "captured_view", "observed_run"]

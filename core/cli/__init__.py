@@ -15,6 +15,10 @@ Where each rule lives:
 from core import public_api
 
 # ``main`` is the module (its ``main()`` is the entry point: ``core.cli.main:main``), never the function.
-__all__, __getattr__ = public_api(__name__, {
-    "errors": ("UsageError",),
-}, modules=("main",))
+__all__, __getattr__ = public_api(
+    __name__,
+    {
+        "errors": ("UsageError",),
+    },
+    modules=("main",),
+)

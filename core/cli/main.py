@@ -37,12 +37,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ui": ("core.cli.commands.ui", "start the app (the Debugger, Compare, Present, …) in Streamlit"),
     "replay": ("core.cli.app", "replay a conversation under one memory config and print the ledgers"),
     "ls": ("core.cli.app", "list the conversations in a file: index, turns, first query"),
-    "memories": ("core.cli.commands.memories", "list the memory systems and their settings (what --memory and --set "
-                                               "take)"),
+    "memories": (
+        "core.cli.commands.memories",
+        "list the memory systems and their settings (what --memory and --set take)",
+    ),
     "why": ("core.cli.commands.why", "where did a word or phrase go: when it was stated and when each node lost it"),
     "report": ("core.cli.commands.report", "compare memory configs on a conversation and write a one-file HTML report"),
-    "run": ("core.cli.commands.run", "run a chatflow (a Dify DSL export or MemLens flow) over a list of queries "
-                                     "with the demo model"),
+    "run": (
+        "core.cli.commands.run",
+        "run a chatflow (a Dify DSL export or MemLens flow) over a list of queries with the demo model",
+    ),
     "conversations": ("core.cli.commands.store", "list stored conversations"),
     "import": ("core.cli.commands.store", "store a MemLens export or a transcript file (OpenAI, Dify, ShareGPT, …)"),
     "export": ("core.cli.commands.store", "print a conversation with its tree, node runs and variable history as JSON"),
@@ -50,7 +54,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "flows": ("core.cli.commands.flows", "import and list the flows in the store"),
     "keys": ("core.cli.commands.keys", "create, revoke and list Service API keys"),
     "serve": ("core.cli.commands.serve", "serve Dify's Service API (/v1) over the flows in the store"),
-    "proxy": ("core.cli.commands.proxy", "an OpenAI/Anthropic-compatible proxy that records what a bot sends its model"),
+    "proxy": (
+        "core.cli.commands.proxy",
+        "an OpenAI/Anthropic-compatible proxy that records what a bot sends its model",
+    ),
     "infer": ("core.cli.commands.infer", "name the memory rule behind each node of a captured conversation"),
 }
 
@@ -75,8 +82,11 @@ def _listing(extra: Sequence[tuple[str, str]] = ()) -> str:
     lines = ["commands:"]
     lines += [f"  {name:<{width}}{line}" for name, (_, line) in COMMANDS.items()]
     lines += [f"  {name:<{width}}{line}" for name, line in extra]
-    lines += ["", "Run `memlens COMMAND --help` for a command's options. Exit status: 0 done, 1 a runtime failure "
-                  "(not found, network, database, model), 2 a usage error or bad input."]
+    lines += [
+        "",
+        "Run `memlens COMMAND --help` for a command's options. Exit status: 0 done, 1 a runtime failure "
+        "(not found, network, database, model), 2 a usage error or bad input.",
+    ]
     return "\n".join(lines)
 
 
@@ -103,12 +113,16 @@ def _modules(command: str | None, everything: bool) -> list[str]:
 def build_parser(command: str | None = None, *, prog: str = "memlens", everything: bool = True) -> Parser:
     """The parser. With ``everything`` (the default: what tests and docs read) every command is
     registered; otherwise only the module of ``command``, so nothing else is imported."""
-    parser = Parser(prog=prog, usage="%(prog)s [--help] [--version] COMMAND ...", description="MemLens: which earlier messages each LLM call received, and why the "
-                                           "others were left out.",
-                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(
+        prog=prog,
+        usage="%(prog)s [--help] [--version] COMMAND ...",
+        description="MemLens: which earlier messages each LLM call received, and why the others were left out.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"memlens {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser, help=argparse.SUPPRESS,
-                                prog=prog)
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=Parser, help=argparse.SUPPRESS, prog=prog
+    )
     sub.required = True
     for module in _modules(command, everything):
         importlib.import_module(module).register(sub)
@@ -141,8 +155,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "memlens") -> int:
             parser.print_help()
             return EXIT_USAGE
         if command is not None and command not in parser.commands:
-            raise UsageError(f"{prog}: unknown command {command!r}; expected one of {', '.join(COMMANDS)} "
-                             f"(see `{prog} --help`)")
+            raise UsageError(
+                f"{prog}: unknown command {command!r}; expected one of {', '.join(COMMANDS)} (see `{prog} --help`)"
+            )
         args, rest = parser.parse_known_args(argv)
         if rest and not getattr(args, "pass_through", False):  # only `ui` hands words on (to Streamlit)
             parser.error(f"unrecognized arguments: {' '.join(rest)}")
@@ -166,8 +181,10 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "memlens") -> int:
         if type(e).__module__.startswith("sqlalchemy"):  # the database failed: its own words, not the SQL
             from core.store.db import database_problem
 
-            print(f"error: the database failed: {database_problem(e)} (set {DEBUG_ENV}=1 to see the traceback)",
-                  file=sys.stderr)
+            print(
+                f"error: the database failed: {database_problem(e)} (set {DEBUG_ENV}=1 to see the traceback)",
+                file=sys.stderr,
+            )
             return EXIT_FAILURE
         detail = " ".join(str(e).split())[:300]
         print(f"error: {type(e).__name__}: {detail} (set {DEBUG_ENV}=1 to see the traceback)", file=sys.stderr)

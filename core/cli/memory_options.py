@@ -42,6 +42,7 @@ def _dest(flag: str) -> str:
 def _flag_parser(flag: str, owners: Sequence[Owner]):
     """The flag's value from its text: what the first of its settings that takes it makes of it, else
     the first one's refusal (one line, as argparse shows it)."""
+
     def parse(text: str) -> Any:
         refusal = None
         for _, setting in owners:
@@ -50,6 +51,7 @@ def _flag_parser(flag: str, owners: Sequence[Owner]):
             except ConfigError as e:
                 refusal = refusal or e
         raise argparse.ArgumentTypeError(str(refusal))
+
     return parse
 
 
@@ -93,15 +95,31 @@ def setting_pair(text: str) -> tuple[str, str]:
 
 def add_memory_options(p: argparse.ArgumentParser) -> None:
     """``--memory``, ``--set`` and every setting's flag, for a command that replays under one config."""
-    p.add_argument("--memory", choices=tuple(STRATEGIES), default=None, metavar="NAME",
-                   help=f"the memory system: {', '.join(STRATEGIES)} (default: the one the conversation's platform "
-                        f"remembers with, e.g. dify_agent for a Dify Agent app's log, else dify); "
-                        f"`memlens memories` lists each one's settings")
-    p.add_argument("--set", dest="memory_set", action="append", type=setting_pair, default=[], metavar="KEY=VALUE",
-                   help="a setting of the chosen memory, or one every config has (repeatable), e.g. --set window=6")
-    add_memory_flags(p.add_argument_group(
-        "memory settings", "each the same as --set NAME=VALUE, for the memories that have the setting (left out for "
-                           "the others); python -m core memories lists them by memory"))
+    p.add_argument(
+        "--memory",
+        choices=tuple(STRATEGIES),
+        default=None,
+        metavar="NAME",
+        help=f"the memory system: {', '.join(STRATEGIES)} (default: the one the conversation's platform "
+        f"remembers with, e.g. dify_agent for a Dify Agent app's log, else dify); "
+        f"`memlens memories` lists each one's settings",
+    )
+    p.add_argument(
+        "--set",
+        dest="memory_set",
+        action="append",
+        type=setting_pair,
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting of the chosen memory, or one every config has (repeatable), e.g. --set window=6",
+    )
+    add_memory_flags(
+        p.add_argument_group(
+            "memory settings",
+            "each the same as --set NAME=VALUE, for the memories that have the setting (left out for "
+            "the others); python -m core memories lists them by memory",
+        )
+    )
 
 
 def parse_setting(config_strategy: str, name: str, text: str) -> tuple[str, Any]:
@@ -111,8 +129,10 @@ def parse_setting(config_strategy: str, name: str, text: str) -> tuple[str, Any]
     setting = system.setting(name) or next((s for s in COMMON if s.name == name), None)
     if setting is None:
         own = ", ".join(s.name for s in system.settings) or "none of its own"
-        raise UsageError(f"--set {name}: memory {config_strategy!r} has no setting {name!r}; its settings: {own} "
-                         f"(and {', '.join(s.name for s in COMMON)}); see memlens memories")
+        raise UsageError(
+            f"--set {name}: memory {config_strategy!r} has no setting {name!r}; its settings: {own} "
+            f"(and {', '.join(s.name for s in COMMON)}); see memlens memories"
+        )
     return name, setting.parse(text, f"--set {name}")
 
 
@@ -158,5 +178,13 @@ def memories_text() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["add_memory_flags", "add_memory_options", "config_from_args", "flag_values", "memories_text",
-           "memory_flags", "parse_setting", "setting_pair"]
+__all__ = [
+    "add_memory_flags",
+    "add_memory_options",
+    "config_from_args",
+    "flag_values",
+    "memories_text",
+    "memory_flags",
+    "parse_setting",
+    "setting_pair",
+]

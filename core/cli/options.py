@@ -64,10 +64,12 @@ def whole_number(name: str, minimum: int = 1) -> Callable[[str], int]:
         if value < minimum:
             raise argparse.ArgumentTypeError(f"{name} {value} is out of range: it must be at least {minimum}")
         return value
+
     return parse
 
 
 # -- what is read, what is printed ----------------------------------------------------------------------
+
 
 def _input_format(text: str) -> str:
     from core.io.readers.registry import FORMATS
@@ -95,17 +97,30 @@ def add_input_format_option(parser: argparse.ArgumentParser, *, old: Sequence[st
     spellings it replaces, still accepted with a note."""
     from core.io.readers.registry import FORMATS
 
-    parser.add_argument("--input-format", *old, dest="input_format", default=None, metavar="NAME",
-                        type=_input_format, action=_Spelling, old=old,
-                        help=f"the file's format (default: detected): {', '.join(FORMATS)}")
+    parser.add_argument(
+        "--input-format",
+        *old,
+        dest="input_format",
+        default=None,
+        metavar="NAME",
+        type=_input_format,
+        action=_Spelling,
+        old=old,
+        help=f"the file's format (default: detected): {', '.join(FORMATS)}",
+    )
 
 
-def add_format_option(parser: argparse.ArgumentParser, choices: Sequence[str] = ("table", "json", "csv"),
-                      default: str = "table") -> None:
+def add_format_option(
+    parser: argparse.ArgumentParser, choices: Sequence[str] = ("table", "json", "csv"), default: str = "table"
+) -> None:
     """``--format``: how the output is printed."""
-    parser.add_argument("--format", choices=tuple(choices), default=default,
-                        help=f"output format (default {default})" + ("; csv: one row per line, with a header"
-                                                                     if "csv" in choices else ""))
+    parser.add_argument(
+        "--format",
+        choices=tuple(choices),
+        default=default,
+        help=f"output format (default {default})"
+        + ("; csv: one row per line, with a header" if "csv" in choices else ""),
+    )
 
 
 def iso_time(t: float | None) -> str | None:
@@ -153,13 +168,20 @@ def _cell(value: Any) -> Any:
 
 # -- progress -------------------------------------------------------------------------------------------
 
+
 class Progress:
     """A line on stderr counting long work (``run: turn 3 of 8``), written over in place and wiped
     at the end. Only when stderr is a terminal: a pipe, a log or a test gets the command's own lines
     alone. Use as ``with Progress("run", total=8) as progress: progress.step()``."""
 
-    def __init__(self, label: str, total: int | None = None, unit: str = "", stream=None,
-                 counting: Callable[[int, int | None], str] | None = None):
+    def __init__(
+        self,
+        label: str,
+        total: int | None = None,
+        unit: str = "",
+        stream=None,
+        counting: Callable[[int, int | None], str] | None = None,
+    ):
         self.label, self.total, self.unit, self.counting = label, total, unit, counting
         self.stream = stream if stream is not None else sys.stderr
         self.shown = bool(getattr(self.stream, "isatty", lambda: False)())
@@ -181,8 +203,11 @@ class Progress:
             self.total = total
         if not self.shown:
             return
-        count = self.counting(done, self.total) if self.counting else \
-            f"{done:,}" + (f" of {self.total:,}" if self.total else "") + (f" {self.unit}" if self.unit else "")
+        count = (
+            self.counting(done, self.total)
+            if self.counting
+            else f"{done:,}" + (f" of {self.total:,}" if self.total else "") + (f" {self.unit}" if self.unit else "")
+        )
         line = f"{self.label}: {count}" + (f" · {detail}" if detail else "")
         self.stream.write("\r\x1b[K" + line[:200])
         self.stream.flush()

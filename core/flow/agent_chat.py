@@ -68,9 +68,11 @@ def runner_of(agent_mode: Mapping[str, Any], provider: str, model: str) -> tuple
     if calls_tools:
         return FUNCTION_CALL, None
     if calls_tools is None and chosen == REACT:
-        return REACT, (f"MemLens does not know whether {model} calls tools: run with the export's strategy, "
-                       f"ReAct; Dify runs function calling for a model that calls tools (choose it as the agent "
-                       f"runner in the config editor)")
+        return REACT, (
+            f"MemLens does not know whether {model} calls tools: run with the export's strategy, "
+            f"ReAct; Dify runs function calling for a model that calls tools (choose it as the agent "
+            f"runner in the config editor)"
+        )
     return chosen, None
 
 
@@ -84,41 +86,68 @@ def read_agent_chat(data: Mapping[str, Any], name: str) -> dict[str, Any]:
     if not isinstance(model, Mapping) or not model.get("name"):
         raise FlowError(f"{name}: 'model_config.model' must name the agent's model (provider, name, mode)")
     agent_mode = config.get("agent_mode")
-    if not isinstance(agent_mode, Mapping) or "enabled" not in agent_mode or not agent_mode.get("strategy") \
-            or agent_mode.get("strategy") in _ROUTERS:
-        raise FlowError(f"{name}: 'model_config.agent_mode' needs 'enabled' and a strategy (function_call or react), "
-                        f"without which Dify makes no agent and fails every call: choose the agent's mode in Dify "
-                        f"and export the app again")
+    if (
+        not isinstance(agent_mode, Mapping)
+        or "enabled" not in agent_mode
+        or not agent_mode.get("strategy")
+        or agent_mode.get("strategy") in _ROUTERS
+    ):
+        raise FlowError(
+            f"{name}: 'model_config.agent_mode' needs 'enabled' and a strategy (function_call or react), "
+            f"without which Dify makes no agent and fails every call: choose the agent's mode in Dify "
+            f"and export the app again"
+        )
     instruction = config.get("pre_prompt") or ""
     if not isinstance(instruction, str):
         raise FlowError(f"{name}: 'model_config.pre_prompt' (the agent's instruction) must be text")
     provider, model_name = str(model.get("provider") or ""), str(model["name"])
     runner, doubt = runner_of(agent_mode, provider.split("/")[-1], litellm_model(provider, model_name))
     if runner == REACT and (model.get("mode") or "chat") != "chat":
-        raise FlowError(f"{name}: this agent runs ReAct on a completion model, whose history Dify writes into its own "
-                        f"prompt template, which MemLens does not emulate; choose a chat model for the agent in Dify")
+        raise FlowError(
+            f"{name}: this agent runs ReAct on a completion model, whose history Dify writes into its own "
+            f"prompt template, which MemLens does not emulate; choose a chat model for the agent in Dify"
+        )
     variables, warnings = read_form(config.get("user_input_form"), name)
     max_tokens = (model.get("completion_params") or {}).get("max_tokens") or 0
-    agent = {"type": "tool-agent", "title": "Agent",
-             "model": {"provider": provider, "name": model_name},
-             # Function calling sends the instruction as written; ReAct fills each input's {{name}} slot.
-             "system_prompt": instruction, "system_prompt_fill": "inputs" if runner == REACT else "none", "tools": [],
-             "memory": {"strategy": DifyAgentStrategy.name, "agent_strategy": runner, "max_tokens": max_tokens}}
-    nodes = {"start": {"type": "start", "title": "Start", "variables": variables}, "agent": agent,
-             "answer": {"type": "answer", "title": "Answer", "answer": "{{#agent.text#}}"}}
-    warnings.insert(0, f"a Dify Agent app: run as its {_RUNNER_WORDS[runner]} agent's first model call — the "
-                       f"instruction as the system message, then the history as that runner sends it (memory "
-                       f"dify_agent), then the query")
+    agent = {
+        "type": "tool-agent",
+        "title": "Agent",
+        "model": {"provider": provider, "name": model_name},
+        # Function calling sends the instruction as written; ReAct fills each input's {{name}} slot.
+        "system_prompt": instruction,
+        "system_prompt_fill": "inputs" if runner == REACT else "none",
+        "tools": [],
+        "memory": {"strategy": DifyAgentStrategy.name, "agent_strategy": runner, "max_tokens": max_tokens},
+    }
+    nodes = {
+        "start": {"type": "start", "title": "Start", "variables": variables},
+        "agent": agent,
+        "answer": {"type": "answer", "title": "Answer", "answer": "{{#agent.text#}}"},
+    }
+    warnings.insert(
+        0,
+        f"a Dify Agent app: run as its {_RUNNER_WORDS[runner]} agent's first model call — the "
+        f"instruction as the system message, then the history as that runner sends it (memory "
+        f"dify_agent), then the query",
+    )
     if doubt:
         warnings.append(doubt)
     if runner == REACT:
-        warnings.append("Dify writes the instruction into its ReAct prompt with the tools' descriptions; that prompt "
-                        "is not sent here, so the budget shown is larger than Dify's by its size")
+        warnings.append(
+            "Dify writes the instruction into its ReAct prompt with the tools' descriptions; that prompt "
+            "is not sent here, so the budget shown is larger than Dify's by its size"
+        )
     # A tool as Dify reads one: four keys or more (an older knowledge entry has one) and enabled.
     tools = [t for t in agent_mode.get("tools") or [] if isinstance(t, Mapping) and len(t) >= 4 and t.get("enabled")]
     if tools:
         names = ", ".join(str(t.get("tool_name")) for t in tools)
-        warnings.append(f"its {len(tools)} tool{'s' if len(tools) != 1 else ''} ({names}) not run: the model "
-                        f"answers without {'them' if len(tools) != 1 else 'it'}")
-    return {"nodes": nodes, "edges": [("start", "agent"), ("agent", "answer")], "features": app_features(config),
-            "warnings": warnings + not_run(config)}
+        warnings.append(
+            f"its {len(tools)} tool{'s' if len(tools) != 1 else ''} ({names}) not run: the model "
+            f"answers without {'them' if len(tools) != 1 else 'it'}"
+        )
+    return {
+        "nodes": nodes,
+        "edges": [("start", "agent"), ("agent", "answer")],
+        "features": app_features(config),
+        "warnings": warnings + not_run(config),
+    }

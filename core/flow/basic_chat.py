@@ -44,9 +44,18 @@ BASIC_CHAT = "chat"
 #: The LLM node's data key that marks it as a basic Chatbot's call (its budget rule).
 BASIC_CHAT_KEY = "basic_chat"
 #: The ``model_config`` keys that are the app's features, served by ``GET /v1/parameters``.
-_FEATURES = ("opening_statement", "suggested_questions", "suggested_questions_after_answer", "speech_to_text",
-             "text_to_speech", "retriever_resource", "annotation_reply", "more_like_this", "sensitive_word_avoidance",
-             "file_upload")
+_FEATURES = (
+    "opening_statement",
+    "suggested_questions",
+    "suggested_questions_after_answer",
+    "speech_to_text",
+    "text_to_speech",
+    "retriever_resource",
+    "annotation_reply",
+    "more_like_this",
+    "sensitive_word_avoidance",
+    "file_upload",
+)
 #: The start form's field types (Dify's ``user_input_form`` keys).
 _FORM_TYPES = ("text-input", "paragraph", "select", "number", "checkbox", "file", "file-list", "json_object")
 _WORKFLOW = "switch the app to workflow orchestration in Dify (its menu) and export that"
@@ -60,34 +69,55 @@ def read_basic_chat(data: Mapping[str, Any], name: str) -> dict[str, Any]:
         raise FlowError(f"{name}: a basic Chatbot export (app.mode chat) needs a 'model_config' mapping")
     prompt_type = config.get("prompt_type") or "simple"
     if prompt_type not in ("simple", "advanced"):
-        raise FlowError(f"{name}: 'model_config.prompt_type' must be simple or advanced (expert mode), "
-                        f"not {prompt_type!r}")
+        raise FlowError(
+            f"{name}: 'model_config.prompt_type' must be simple or advanced (expert mode), not {prompt_type!r}"
+        )
     model = config.get("model")
     if not isinstance(model, Mapping) or not model.get("name"):
         raise FlowError(f"{name}: 'model_config.model' must name the Chatbot's model (provider, name, mode)")
     if (model.get("mode") or "chat") != "chat":
-        raise FlowError(f"{name}: this Chatbot's model is a completion model, whose history Dify writes into its "
-                        f"own prompt template, which MemLens does not emulate; {_WORKFLOW}")
+        raise FlowError(
+            f"{name}: this Chatbot's model is a completion model, whose history Dify writes into its "
+            f"own prompt template, which MemLens does not emulate; {_WORKFLOW}"
+        )
     variables, warnings = read_form(config.get("user_input_form"), name)
     if prompt_type == "advanced":
         template, layout = _expert_prompt(config, name), "its prompt messages"
     else:
         template, layout = _pre_prompt(config, name), "the pre-prompt as the system message"
     upload = config.get("file_upload")
-    llm = {"type": "llm", "title": "Chatbot", BASIC_CHAT_KEY: True,
-           "model": {"provider": str(model.get("provider") or ""), "name": str(model["name"]), "mode": "chat",
-                     "completion_params": copy.deepcopy(dict(model.get("completion_params") or {}))},
-           # Rendered as Dify renders a basic Chatbot's prompt (its {{name}} slots), not as a workflow template.
-           "prompt_template": template,
-           "memory": {"window": {"enabled": False}},  # the query template left unset: the query itself
-           "vision": {"enabled": uploads_images(upload)}}
-    nodes = {"start": {"type": "start", "title": "Start", "variables": variables}, "llm": llm,
-             "answer": {"type": "answer", "title": "Answer", "answer": "{{#llm.text#}}"}}
-    warnings.insert(0, f"a basic Chatbot{' in expert mode' if prompt_type == 'advanced' else ''}: run as its one "
-                       f"model call — {layout}, then the history with no window (Dify fetches up to "
-                       f"{DIFY_ROW_CAP} rows), then the query")
-    return {"nodes": nodes, "edges": [("start", "llm"), ("llm", "answer")], "features": app_features(config),
-            "warnings": warnings + not_run(config)}
+    llm = {
+        "type": "llm",
+        "title": "Chatbot",
+        BASIC_CHAT_KEY: True,
+        "model": {
+            "provider": str(model.get("provider") or ""),
+            "name": str(model["name"]),
+            "mode": "chat",
+            "completion_params": copy.deepcopy(dict(model.get("completion_params") or {})),
+        },
+        # Rendered as Dify renders a basic Chatbot's prompt (its {{name}} slots), not as a workflow template.
+        "prompt_template": template,
+        "memory": {"window": {"enabled": False}},  # the query template left unset: the query itself
+        "vision": {"enabled": uploads_images(upload)},
+    }
+    nodes = {
+        "start": {"type": "start", "title": "Start", "variables": variables},
+        "llm": llm,
+        "answer": {"type": "answer", "title": "Answer", "answer": "{{#llm.text#}}"},
+    }
+    warnings.insert(
+        0,
+        f"a basic Chatbot{' in expert mode' if prompt_type == 'advanced' else ''}: run as its one "
+        f"model call — {layout}, then the history with no window (Dify fetches up to "
+        f"{DIFY_ROW_CAP} rows), then the query",
+    )
+    return {
+        "nodes": nodes,
+        "edges": [("start", "llm"), ("llm", "answer")],
+        "features": app_features(config),
+        "warnings": warnings + not_run(config),
+    }
 
 
 def app_features(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -102,14 +132,20 @@ def not_run(config: Mapping[str, Any]) -> list[str]:
     warnings = []
     datasets = _datasets(config)
     if datasets:
-        warnings.append(f"its knowledge ({datasets} dataset{'s' if datasets != 1 else ''}) is not retrieved: "
-                        f"the prompt is sent without the context Dify would add")
+        warnings.append(
+            f"its knowledge ({datasets} dataset{'s' if datasets != 1 else ''}) is not retrieved: "
+            f"the prompt is sent without the context Dify would add"
+        )
     tools = [t for t in (config.get("external_data_tools") or []) if isinstance(t, Mapping) and t.get("enabled")]
     if tools:
-        warnings.append(f"{len(tools)} external data tool{'s' if len(tools) != 1 else ''} not run: "
-                        f"their inputs stay as the user gave them")
-    for key, what in (("sensitive_word_avoidance", "its moderation is not run: every query reaches the model"),
-                      ("annotation_reply", "its annotation replies are not run: every query reaches the model")):
+        warnings.append(
+            f"{len(tools)} external data tool{'s' if len(tools) != 1 else ''} not run: "
+            f"their inputs stay as the user gave them"
+        )
+    for key, what in (
+        ("sensitive_word_avoidance", "its moderation is not run: every query reaches the model"),
+        ("annotation_reply", "its annotation replies are not run: every query reaches the model"),
+    ):
         if isinstance(config.get(key), Mapping) and config[key].get("enabled"):
             warnings.append(what)
     return warnings
@@ -130,17 +166,21 @@ def _expert_prompt(config: Mapping[str, Any], name: str) -> list[dict]:
     block = config.get("chat_prompt_config")
     messages = block.get("prompt") if isinstance(block, Mapping) else None
     if messages is None:
-        raise FlowError(f"{name}: this Chatbot's prompt is in expert mode but has no "
-                        f"'model_config.chat_prompt_config.prompt' (Dify fails every call with \"Advanced chat "
-                        f"prompt template is required.\"): write its prompt in Dify and export it again")
+        raise FlowError(
+            f"{name}: this Chatbot's prompt is in expert mode but has no "
+            f"'model_config.chat_prompt_config.prompt' (Dify fails every call with \"Advanced chat "
+            f'prompt template is required."): write its prompt in Dify and export it again'
+        )
     if not isinstance(messages, list):
         raise FlowError(f"{name}: 'model_config.chat_prompt_config.prompt' must be a list of {{role, text}} messages")
     out = []
     for i, item in enumerate(messages, start=1):
         text = item.get("text") or "" if isinstance(item, Mapping) else None
         if not isinstance(text, str) or item.get("role") not in ("system", "user", "assistant"):
-            raise FlowError(f"{name}: expert-mode prompt message {i} must be a mapping with a role (system, user "
-                            f"or assistant) and a text")
+            raise FlowError(
+                f"{name}: expert-mode prompt message {i} must be a mapping with a role (system, user "
+                f"or assistant) and a text"
+            )
         out.append({"role": item["role"], "text": text, "edition_type": EXPERT})
     return out
 
@@ -155,9 +195,11 @@ def read_form(raw: Any, name: str) -> tuple[list[dict], list[str]]:
     warnings: list[str] = []
     for i, item in enumerate(raw, start=1):
         if not isinstance(item, Mapping) or len(item) != 1:
-            raise FlowError(f"{name}: form field {i} must be a mapping with one key, its type (text-input, "
-                            f"paragraph, select, number, …)")
-        (kind, field), = item.items()
+            raise FlowError(
+                f"{name}: form field {i} must be a mapping with one key, its type (text-input, "
+                f"paragraph, select, number, …)"
+            )
+        ((kind, field),) = item.items()
         if kind == "external_data_tool":
             continue  # filled by a tool Dify calls: no form field
         if kind not in _FORM_TYPES:
@@ -165,10 +207,20 @@ def read_form(raw: Any, name: str) -> tuple[list[dict], list[str]]:
             continue
         if not isinstance(field, Mapping) or not field.get("variable"):
             raise FlowError(f"{name}: form field {i} ({kind}) must be a mapping with a 'variable'")
-        variable = {"variable": str(field["variable"]), "label": str(field.get("label") or field["variable"]),
-                    "type": kind, "required": bool(field.get("required"))}
-        for key in ("max_length", "options", "default", "allowed_file_types", "allowed_file_extensions",
-                    "allowed_file_upload_methods"):
+        variable = {
+            "variable": str(field["variable"]),
+            "label": str(field.get("label") or field["variable"]),
+            "type": kind,
+            "required": bool(field.get("required")),
+        }
+        for key in (
+            "max_length",
+            "options",
+            "default",
+            "allowed_file_types",
+            "allowed_file_extensions",
+            "allowed_file_upload_methods",
+        ):
             if field.get(key) not in (None, "", []):
                 variable[key] = copy.deepcopy(field[key])
         variables.append(variable)
@@ -190,7 +242,7 @@ def _datasets(config: Mapping[str, Any]) -> int:
     found = (config.get("dataset_configs") or {}).get("datasets") or {}
     listed = found.get("datasets") if isinstance(found, Mapping) else found
     count = len(listed) if isinstance(listed, list) else 0
-    for tool in ((config.get("agent_mode") or {}).get("tools") or []):
+    for tool in (config.get("agent_mode") or {}).get("tools") or []:
         if isinstance(tool, Mapping) and "dataset" in tool:
             count += 1
     return count

@@ -13,9 +13,29 @@ from typing import Any, Mapping
 from .errors import NodeFailed
 from .templates import MISSING, NONE, FileList, VariablePool, render
 
-COMPARISON_OPERATORS = ("contains", "not contains", "start with", "end with", "is", "is not", "empty", "not empty",
-                        "in", "not in", "all of", "=", "≠", ">", "<", "≥", "≤", "null", "not null", "exists",
-                        "not exists")
+COMPARISON_OPERATORS = (
+    "contains",
+    "not contains",
+    "start with",
+    "end with",
+    "is",
+    "is not",
+    "empty",
+    "not empty",
+    "in",
+    "not in",
+    "all of",
+    "=",
+    "≠",
+    ">",
+    "<",
+    "≥",
+    "≤",
+    "null",
+    "not null",
+    "exists",
+    "not exists",
+)
 #: ASCII spellings some hand-written flows use for Dify's operators.
 OPERATOR_ALIASES = {"==": "=", "!=": "≠", ">=": "≥", "<=": "≤"}
 

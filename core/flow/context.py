@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from core.llm.client import LLMClient, default_client
 from core.llm.errors import LLMError
 from core.memory.config import MemoryConfig
-from core.memory.turn_memory import TurnMemory
 from core.memory.replay import Replay
+from core.memory.turn_memory import TurnMemory
 from core.model.conversation import Conversation, Message
 from core.model.ledger import Ledger
 
@@ -67,13 +67,21 @@ class RunContext:
         return self.llm
 
 
-def node_history(ctx: RunContext, config: MemoryConfig, window,
-                 fixed_tokens: int) -> tuple[Ledger, list[Message], Replay | None]:
+def node_history(
+    ctx: RunContext, config: MemoryConfig, window, fixed_tokens: int
+) -> tuple[Ledger, list[Message], Replay | None]:
     """The node's ledger and the history it sends: from a Window Memory node it reads, or its own memory;
     and the replay that made it (``None`` for a Window Memory node's)."""
     if window is not None:
-        call = window_call(ctx.conversation, ctx.position, window[0], config, overwrite=window[2],
-                           has_thread=ctx.flow.is_chat, prompt_tokens=fixed_tokens)
+        call = window_call(
+            ctx.conversation,
+            ctx.position,
+            window[0],
+            config,
+            overwrite=window[2],
+            has_thread=ctx.flow.is_chat,
+            prompt_tokens=fixed_tokens,
+        )
         return call.ledger, call.messages, None
     if ctx.memories is None:
         memory = TurnMemory(config, has_thread=ctx.flow.is_chat)

@@ -42,6 +42,7 @@ class AssignerError(MemLensError):
 
 # -- the agent node ---------------------------------------------------------------------------------
 
+
 class StateError(MemLensError, ValueError):
     """A state schema or a state write is invalid (Haystack raises ``ValueError`` here too)."""
 
@@ -60,11 +61,24 @@ class GranularityError(MemLensError):
 
 # -- inside a run -----------------------------------------------------------------------------------
 
+
 class NodeFailed(Exception):
     """A node failed while the turn ran (a model error, a template error, a missing input): the runner
     raises it, the runtime records the message on the node's run and fails the turn. Not bad input to
     the caller, so not a MemLensError: it never leaves :func:`core.flow.runtime.run_turn`."""
 
 
-__all__ = ["FlowError", "node_error", "RunError", "WindowInputError", "VariableError", "TypeMismatchError",
-           "AssignerError", "StateError", "ToolError", "ToolConfigError", "GranularityError", "NodeFailed"]
+__all__ = [
+    "FlowError",
+    "node_error",
+    "RunError",
+    "WindowInputError",
+    "VariableError",
+    "TypeMismatchError",
+    "AssignerError",
+    "StateError",
+    "ToolError",
+    "ToolConfigError",
+    "GranularityError",
+    "NodeFailed",
+]

@@ -20,8 +20,11 @@ GRANULARITIES = ("query_answer", "all_messages")
 DEFAULT_GRANULARITY = "query_answer"
 #: Which setting decided the granularity of a run.
 FROM_REQUEST, FROM_FLOW, FROM_DEFAULT = "request", "flow", "default"
-GRANULARITY_SOURCES = {FROM_REQUEST: "set on the request", FROM_FLOW: "the flow's history.granularity",
-                       FROM_DEFAULT: "the default"}
+GRANULARITY_SOURCES = {
+    FROM_REQUEST: "set on the request",
+    FROM_FLOW: "the flow's history.granularity",
+    FROM_DEFAULT: "the default",
+}
 
 
 def granularity_line(run: Mapping[str, Any] | NodeRun) -> str:
@@ -56,5 +59,14 @@ def resolve_granularity(request: str | None, flow: str | None) -> tuple[str, str
     return DEFAULT_GRANULARITY, FROM_DEFAULT
 
 
-__all__ = ["DEFAULT_GRANULARITY", "FROM_DEFAULT", "FROM_FLOW", "FROM_REQUEST", "GRANULARITIES", "GRANULARITY_SOURCES",
-           "check_granularity", "granularity_line", "resolve_granularity"]
+__all__ = [
+    "DEFAULT_GRANULARITY",
+    "FROM_DEFAULT",
+    "FROM_FLOW",
+    "FROM_REQUEST",
+    "GRANULARITIES",
+    "GRANULARITY_SOURCES",
+    "check_granularity",
+    "granularity_line",
+    "resolve_granularity",
+]

@@ -75,8 +75,10 @@ FLOW_FORMAT_VERSION = 1
 # without include_secret). MemLens does the same the moment a flow is read, so a secret's value
 # never reaches the store, an export, a run's output, a page or a log: nodes reading it get "".
 SECRET_VALUE = ""
-SECRET_WARNING = ("secret environment variable(s) {names}: the value is not kept, as Dify's DSL export leaves it "
-                  "empty; nodes reading it get an empty string")
+SECRET_WARNING = (
+    "secret environment variable(s) {names}: the value is not kept, as Dify's DSL export leaves it "
+    "empty; nodes reading it get an empty string"
+)
 
 
 def without_secrets(environment: Mapping[str, Any], secrets: Sequence[str]) -> dict[str, Any]:
@@ -92,6 +94,7 @@ DEFAULT_QUERY_TEMPLATE = "{{#sys.query#}}"
 
 
 # -- the graph --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Node:
@@ -128,7 +131,6 @@ class Node:
         return out
 
 
-
 def node_names(nodes) -> dict[str, str]:
     """Node id → the node's name for people: its title with runs of spaces made one, or its id when it has
     none; a title that reads the same as another node's (``"LLM"`` and ``"LLM "``, case aside) is followed by
@@ -138,8 +140,10 @@ def node_names(nodes) -> dict[str, str]:
     counts: dict[str, int] = {}
     for name in shown.values():
         counts[name.casefold()] = counts.get(name.casefold(), 0) + 1
-    return {nid: f"{name} ({nid})" if counts[name.casefold()] > 1 and name != nid else name
-            for nid, name in shown.items()}
+    return {
+        nid: f"{name} ({nid})" if counts[name.casefold()] > 1 and name != nid else name for nid, name in shown.items()
+    }
+
 
 @dataclass(frozen=True)
 class Edge:
@@ -155,6 +159,7 @@ class Edge:
 
 
 # -- the flow ---------------------------------------------------------------------------------------
+
 
 @dataclass
 class Flow:
@@ -191,8 +196,9 @@ class Flow:
         try:
             return self._by_id[node_id]
         except KeyError:
-            raise FlowError(f"flow {self.name!r} has no node {node_id!r}; its nodes are "
-                            f"{', '.join(n.id for n in self.nodes)}") from None
+            raise FlowError(
+                f"flow {self.name!r} has no node {node_id!r}; its nodes are {', '.join(n.id for n in self.nodes)}"
+            ) from None
 
     def has_node(self, node_id: str) -> bool:
         return node_id in self._by_id
@@ -258,8 +264,12 @@ class Flow:
 
     # -- serialisation
     def to_dict(self) -> dict:
-        out: dict[str, Any] = {"format": FLOW_FORMAT, "version": FLOW_FORMAT_VERSION, "name": self.name,
-                               "mode": self.mode}
+        out: dict[str, Any] = {
+            "format": FLOW_FORMAT,
+            "version": FLOW_FORMAT_VERSION,
+            "name": self.name,
+            "mode": self.mode,
+        }
         if self.description:
             out["description"] = self.description
         out["variables"] = [v.to_dict() for v in self.variables]
@@ -293,10 +303,12 @@ class Flow:
     # -- signatures
     def structure(self) -> dict:
         """What a conversation's record depends on: node ids/types/order, edges, variable names/types."""
-        return {"mode": self.mode,
-                "nodes": [[n.id, n.type, n.container] for n in self.nodes],
-                "edges": [[e.source, e.handle, e.target] for e in self.edges],
-                "variables": [[v.name, v.type] for v in self.variables]}
+        return {
+            "mode": self.mode,
+            "nodes": [[n.id, n.type, n.container] for n in self.nodes],
+            "edges": [[e.source, e.handle, e.target] for e in self.edges],
+            "variables": [[v.name, v.type] for v in self.variables],
+        }
 
     def structural_signature(self) -> str:
         return _digest(self.structure())
@@ -381,14 +393,18 @@ def parse_flow(text: str, name: str = "flow") -> Flow:
 
 def flow_from_data(data: Any, name: str = "flow") -> Flow:
     if not isinstance(data, Mapping):
-        raise FlowError(f"{name}: expected a mapping at the top level (a Dify DSL export or a MemLens flow), "
-                        f"not {type(data).__name__}")
+        raise FlowError(
+            f"{name}: expected a mapping at the top level (a Dify DSL export or a MemLens flow), "
+            f"not {type(data).__name__}"
+        )
     if data.get("format") == FLOW_FORMAT:
         return _read_memlens(data, name)
     if "workflow" in data or "app" in data:
         return _read_dify(data, name)
-    raise FlowError(f"{name} is neither a Dify DSL export (top-level 'app' and 'workflow') nor a MemLens flow "
-                    f"('format: {FLOW_FORMAT}')")
+    raise FlowError(
+        f"{name} is neither a Dify DSL export (top-level 'app' and 'workflow') nor a MemLens flow "
+        f"('format: {FLOW_FORMAT}')"
+    )
 
 
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
@@ -413,12 +429,16 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
         raise FlowError(f"{name}: unknown DSL version {version!r}; expected a version like {DSL_VERSION}")
     if parsed > newest:
         # Dify imports a newer export once the user confirms it (status pending): so does MemLens, saying so.
-        warnings.append(f"DSL version {version} is newer than the newest MemLens reads ({DSL_VERSION}): read as "
-                        f"{DSL_VERSION}, so a field added since is not used; check the flow runs as in Dify")
+        warnings.append(
+            f"DSL version {version} is newer than the newest MemLens reads ({DSL_VERSION}): read as "
+            f"{DSL_VERSION}, so a field added since is not used; check the flow runs as in Dify"
+        )
     elif parsed[0] < newest[0]:
         raise FlowError(f"{name}: DSL version {version} is from an older major version than {DSL_VERSION}")
     if parsed[:2] < newest[:2]:
-        warnings.append(f"DSL version {version} is older than {DSL_VERSION}: read with Dify's defaults for newer fields")
+        warnings.append(
+            f"DSL version {version} is older than {DSL_VERSION}: read with Dify's defaults for newer fields"
+        )
     kind = data.get("kind", "app")
     if kind != "app":
         raise FlowError(f"{name}: kind {kind!r} is not an app export; MemLens imports Dify app DSL (kind: app)")
@@ -429,9 +449,11 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
     if mode in (BASIC_CHAT, AGENT_CHAT):
         return _read_app(data, app, name, version, warnings)
     if mode not in MODES:
-        raise FlowError(f"{name}: app mode {mode!r} is not a flow; MemLens runs advanced-chat (Chatflow), "
-                        f"workflow, basic Chatbot (chat) and Agent (agent-chat) apps: switch the app to workflow "
-                        f"orchestration in Dify (its menu) and export that")
+        raise FlowError(
+            f"{name}: app mode {mode!r} is not a flow; MemLens runs advanced-chat (Chatflow), "
+            f"workflow, basic Chatbot (chat) and Agent (agent-chat) apps: switch the app to workflow "
+            f"orchestration in Dify (its menu) and export that"
+        )
     if mode == "workflow":
         warnings.append("workflow mode: there is no conversation, so LLM memory blocks have no effect")
     workflow = data.get("workflow")
@@ -459,8 +481,10 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
         warnings.append(f"{notes} note node{'s' if notes != 1 else ''} ignored, as Dify ignores them")
     warnings.extend(filter(None, map(_memory_mode_note, nodes)))
     edges = [_edge_from(e, name, i) for i, e in enumerate(_listed(graph, "edges", "workflow.graph", name), start=1)]
-    variables = [_variable(v, name, app.get("name") or name)
-                 for v in _listed(workflow, "conversation_variables", "workflow", name)]
+    variables = [
+        _variable(v, name, app.get("name") or name)
+        for v in _listed(workflow, "conversation_variables", "workflow", name)
+    ]
     environment, secrets = {}, []
     for env in _listed(workflow, "environment_variables", "workflow", name):
         if isinstance(env, Mapping) and env.get("name"):
@@ -469,11 +493,22 @@ def _read_dify(data: Mapping[str, Any], name: str) -> Flow:
                 secrets.append(str(env["name"]))
     if secrets:
         warnings.append(SECRET_WARNING.format(names=", ".join(secrets)))
-    return _finish(Flow(name=str(app.get("name") or name).strip() or name, nodes=nodes, edges=edges,
-                        variables=variables, mode=mode, description=str(app.get("description") or ""),
-                        environment=environment, secrets=secrets,
-                        source={"format": "dify-dsl", "dsl_version": version},
-                        warnings=warnings, features=_features(workflow.get("features"), name)), name)
+    return _finish(
+        Flow(
+            name=str(app.get("name") or name).strip() or name,
+            nodes=nodes,
+            edges=edges,
+            variables=variables,
+            mode=mode,
+            description=str(app.get("description") or ""),
+            environment=environment,
+            secrets=secrets,
+            source={"format": "dify-dsl", "dsl_version": version},
+            warnings=warnings,
+            features=_features(workflow.get("features"), name),
+        ),
+        name,
+    )
 
 
 def _listed(block: Mapping[str, Any], key: str, where: str, file: str) -> list:
@@ -497,10 +532,15 @@ def _memory_mode_note(node: Node) -> str | None:
     mode = memory.get("mode") if isinstance(memory, Mapping) else None
     if mode is None or mode == CONVERSATION_MEMORY:
         return None
-    what = ("Dify's node-level memory: the node's own earlier exchanges" if mode == "node"
-            else "a memory mode MemLens does not know")
-    return (f"{node.type} node {node.title or node.id!r}: memory mode {str(mode)[:40]!r} ({what}) is not emulated: "
-            f"MemLens sends the conversation's history, as mode {CONVERSATION_MEMORY!r} does")
+    what = (
+        "Dify's node-level memory: the node's own earlier exchanges"
+        if mode == "node"
+        else "a memory mode MemLens does not know"
+    )
+    return (
+        f"{node.type} node {node.title or node.id!r}: memory mode {str(mode)[:40]!r} ({what}) is not emulated: "
+        f"MemLens sends the conversation's history, as mode {CONVERSATION_MEMORY!r} does"
+    )
 
 
 def _read_app(data: Mapping[str, Any], app: Mapping[str, Any], name: str, version: str, warnings: list[str]) -> Flow:
@@ -508,14 +548,24 @@ def _read_app(data: Mapping[str, Any], app: Mapping[str, Any], name: str, versio
     (:mod:`core.flow.basic_chat`, :mod:`core.flow.agent_chat`)."""
     mode = app["mode"]
     parts = (read_basic_chat if mode == BASIC_CHAT else read_agent_chat)(data, name)
-    nodes = [Node(id=node_id, type=node_data["type"], title=node_data["title"], data=node_data)
-             for node_id, node_data in parts["nodes"].items()]
+    nodes = [
+        Node(id=node_id, type=node_data["type"], title=node_data["title"], data=node_data)
+        for node_id, node_data in parts["nodes"].items()
+    ]
     edges = [Edge(source, target) for source, target in parts["edges"]]
     # Run as a Chatflow (Flow's default mode); its app mode is kept in its source.
-    return _finish(Flow(name=str(app.get("name") or name).strip() or name, nodes=nodes, edges=edges,
-                        description=str(app.get("description") or ""),
-                        source={"format": "dify-dsl", "dsl_version": version, "app_mode": mode},
-                        warnings=parts["warnings"] + warnings, features=parts["features"]), name)
+    return _finish(
+        Flow(
+            name=str(app.get("name") or name).strip() or name,
+            nodes=nodes,
+            edges=edges,
+            description=str(app.get("description") or ""),
+            source={"format": "dify-dsl", "dsl_version": version, "app_mode": mode},
+            warnings=parts["warnings"] + warnings,
+            features=parts["features"],
+        ),
+        name,
+    )
 
 
 def _variable(raw: Any, file: str, scope: str) -> ConversationVariable:
@@ -531,8 +581,13 @@ def _make_node(node_id: Any, data: Mapping[str, Any], file: str, index: int, con
     node_type = data.get("type")
     if not isinstance(node_type, str) or not node_type:
         raise FlowError(f"{file}: node {node_id!r} has no type")
-    return Node(id=str(node_id), type=node_type, title=str(data.get("title") or ""), data=copy.deepcopy(dict(data)),
-                container=str(container) if container else None)
+    return Node(
+        id=str(node_id),
+        type=node_type,
+        title=str(data.get("title") or ""),
+        data=copy.deepcopy(dict(data)),
+        container=str(container) if container else None,
+    )
 
 
 def _edge_from(raw: Any, file: str, index: int) -> Edge:
@@ -566,7 +621,10 @@ def _expand_shorthands(node: dict) -> dict:
             data["prompt_template"] = {"text": data["prompt_template"]}
         memory = data.get("memory", None)
         if isinstance(memory, int) and not isinstance(memory, bool):
-            data["memory"] = {"window": {"enabled": True, "size": memory}, "query_prompt_template": DEFAULT_QUERY_TEMPLATE}
+            data["memory"] = {
+                "window": {"enabled": True, "size": memory},
+                "query_prompt_template": DEFAULT_QUERY_TEMPLATE,
+            }
         elif memory is True or memory == "on":
             data["memory"] = {"window": {"enabled": False, "size": 50}, "query_prompt_template": DEFAULT_QUERY_TEMPLATE}
         elif memory is None or memory is False or memory in ("off", "none"):
@@ -591,8 +649,9 @@ def _expand_shorthands(node: dict) -> dict:
 def _read_memlens(data: Mapping[str, Any], name: str, checked: bool = True) -> Flow:
     version = data.get("version", FLOW_FORMAT_VERSION)
     if version != FLOW_FORMAT_VERSION:
-        raise FlowError(f"{name}: unknown MemLens flow version {version!r}; this MemLens reads version "
-                        f"{FLOW_FORMAT_VERSION}")
+        raise FlowError(
+            f"{name}: unknown MemLens flow version {version!r}; this MemLens reads version {FLOW_FORMAT_VERSION}"
+        )
     mode = data.get("mode", "advanced-chat")
     if mode not in MODES:
         raise FlowError(f"{name}: mode {mode!r} is unknown; expected advanced-chat or workflow")
@@ -619,14 +678,28 @@ def _read_memlens(data: Mapping[str, Any], name: str, checked: bool = True) -> F
     if not isinstance(history, Mapping) or set(history) - {"granularity"}:
         raise FlowError(f"{name}: 'history' must be {{granularity: query_answer | all_messages}}")
     if history.get("granularity") not in (None, "query_answer", "all_messages"):
-        raise FlowError(f"{name}: history granularity {history.get('granularity')!r} is unknown; expected "
-                        "query_answer or all_messages")
-    return _finish(Flow(name=flow_name, nodes=nodes, edges=edges, variables=variables, mode=mode,
-                        description=str(data.get("description") or ""), environment=dict(environment),
-                        secrets=list(dict.fromkeys(secrets)),
-                        source=source, warnings=list(data.get("warnings") or []),
-                        history={k: v for k, v in history.items() if v is not None},
-                        features=_features(data.get("features"), name)), name, checked)
+        raise FlowError(
+            f"{name}: history granularity {history.get('granularity')!r} is unknown; expected "
+            "query_answer or all_messages"
+        )
+    return _finish(
+        Flow(
+            name=flow_name,
+            nodes=nodes,
+            edges=edges,
+            variables=variables,
+            mode=mode,
+            description=str(data.get("description") or ""),
+            environment=dict(environment),
+            secrets=list(dict.fromkeys(secrets)),
+            source=source,
+            warnings=list(data.get("warnings") or []),
+            history={k: v for k, v in history.items() if v is not None},
+            features=_features(data.get("features"), name),
+        ),
+        name,
+        checked,
+    )
 
 
 def _features(raw: Any, name: str) -> dict[str, Any]:
@@ -654,8 +727,10 @@ def _finish(flow: Flow, file: str, checked: bool = True) -> Flow:
     except FlowError:
         trigger = next((n for n in flow.nodes if n.type.startswith("trigger-") and not n.container), None)
         if trigger is not None:  # Dify's triggers (a schedule, a webhook, a plugin event) start a run without a user
-            raise FlowError(f"{file}: the flow starts from a {trigger.type} node, which MemLens does not run: it runs "
-                            "a flow from its Start node (a user's input); add one to try the flow here") from None
+            raise FlowError(
+                f"{file}: the flow starts from a {trigger.type} node, which MemLens does not run: it runs "
+                "a flow from its Start node (a user's input); add one to try the flow here"
+            ) from None
         raise FlowError(f"{file}: the flow has no start node; add a node of type 'start' as the root") from None
     for n in flow.nodes:
         try:
@@ -699,9 +774,11 @@ def _check_paths(flow: Flow, file: str) -> None:
             on_path.discard(path.pop())
             continue
         if target in on_path:
-            loop = " → ".join(path[path.index(target):] + [target])
-            raise FlowError(f"{file}: the edge {path[-1]!r} → {target!r} makes a cycle ({loop}); a turn runs each node "
-                            f"once, from Start on, so remove that edge (Dify's Loop node repeats steps)")
+            loop = " → ".join(path[path.index(target) :] + [target])
+            raise FlowError(
+                f"{file}: the edge {path[-1]!r} → {target!r} makes a cycle ({loop}); a turn runs each node "
+                f"once, from Start on, so remove that edge (Dify's Loop node repeats steps)"
+            )
         if target not in seen:
             seen.add(target)
             path.append(target)
@@ -709,9 +786,20 @@ def _check_paths(flow: Flow, file: str) -> None:
             stack.append(iter(outgoing[target]))
     stray = next((n for n in flow.nodes if n.id in outgoing and n.id not in seen), None)
     if stray is not None:
-        raise FlowError(f"{file}: node {stray.id!r} ({stray.type}) is not reached from the Start node: no edge path "
-                        f"leads to it, so it would never run; connect it or delete it")
+        raise FlowError(
+            f"{file}: node {stray.id!r} ({stray.type}) is not reached from the Start node: no edge path "
+            f"leads to it, so it would never run; connect it or delete it"
+        )
 
 
-__all__ = ["FLOW_FORMAT", "DSL_VERSION", "Node", "Edge", "Flow", "load_flow", "parse_flow", "flow_from_data",
-           "classify_change"]
+__all__ = [
+    "FLOW_FORMAT",
+    "DSL_VERSION",
+    "Node",
+    "Edge",
+    "Flow",
+    "load_flow",
+    "parse_flow",
+    "flow_from_data",
+    "classify_change",
+]

@@ -26,8 +26,14 @@ class NodeReport:
     memory: dict | None = None  # LLM nodes: on/off, window, query template, model
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "type": self.type, "title": self.title, "emulated": self.emulated,
-                "status": self.status, "memory": copy.deepcopy(self.memory)}
+        return {
+            "id": self.id,
+            "type": self.type,
+            "title": self.title,
+            "emulated": self.emulated,
+            "status": self.status,
+            "memory": copy.deepcopy(self.memory),
+        }
 
 
 @dataclass(frozen=True)
@@ -55,14 +61,24 @@ class ImportReport:
         return {n.id: n.memory for n in self.nodes if n.memory is not None}
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "file": self.file, "format": self.format, "dsl_version": self.dsl_version,
-                "mode": self.mode, "nodes": [n.to_dict() for n in self.nodes], "warnings": list(self.warnings)}
+        return {
+            "name": self.name,
+            "file": self.file,
+            "format": self.format,
+            "dsl_version": self.dsl_version,
+            "mode": self.mode,
+            "nodes": [n.to_dict() for n in self.nodes],
+            "warnings": list(self.warnings),
+        }
 
     def to_text(self) -> str:
-        lines = [f"{self.file or self.name}: {self.name} ({self.format}"
-                 + (f" {self.dsl_version}" if self.dsl_version else "") + f", {self.mode})",
-                 f"  emulated {len(self.emulated)} · pass-through {len(self.pass_through)}"
-                 f" · not run {len(self.nodes) - len(self.emulated) - len(self.pass_through)}"]
+        lines = [
+            f"{self.file or self.name}: {self.name} ({self.format}"
+            + (f" {self.dsl_version}" if self.dsl_version else "")
+            + f", {self.mode})",
+            f"  emulated {len(self.emulated)} · pass-through {len(self.pass_through)}"
+            f" · not run {len(self.nodes) - len(self.emulated) - len(self.pass_through)}",
+        ]
         for n in self.nodes:
             line = f"  {n.status:<14} {n.type:<20} {n.id}" + (f" ({n.title})" if n.title else "")
             if n.memory is not None:
@@ -79,8 +95,14 @@ class ImportReport:
 def _memory_report(node: Node, mode: str) -> dict:
     settings = node.kind.read(node)
     if settings.memory is None:
-        out = {"memory": "off", "window_enabled": None, "window_size": None, "query_prompt_template": None,
-               "role_prefix": None, "label": "off"}
+        out = {
+            "memory": "off",
+            "window_enabled": None,
+            "window_size": None,
+            "query_prompt_template": None,
+            "role_prefix": None,
+            "label": "off",
+        }
     else:
         out = settings.memory.to_report()
         if isinstance(settings, ShippedWindowNode):  # its window's size is read even when it is off
@@ -103,11 +125,25 @@ def import_report(flow: Flow) -> ImportReport:
             status = "emulated"
         else:
             status = "pass-through"
-        reports.append(NodeReport(id=n.id, type=n.type, title=n.title, emulated=n.emulated and not n.container,
-                                  status=status, memory=_memory_report(n, flow.mode) if n in model_nodes else None))
-    return ImportReport(name=flow.name, file=str(flow.source.get("file", "")), format=str(flow.source.get("format", "")),
-                        dsl_version=flow.source.get("dsl_version"), mode=flow.app_mode, nodes=tuple(reports),
-                        warnings=tuple(flow.warnings))
+        reports.append(
+            NodeReport(
+                id=n.id,
+                type=n.type,
+                title=n.title,
+                emulated=n.emulated and not n.container,
+                status=status,
+                memory=_memory_report(n, flow.mode) if n in model_nodes else None,
+            )
+        )
+    return ImportReport(
+        name=flow.name,
+        file=str(flow.source.get("file", "")),
+        format=str(flow.source.get("format", "")),
+        dsl_version=flow.source.get("dsl_version"),
+        mode=flow.app_mode,
+        nodes=tuple(reports),
+        warnings=tuple(flow.warnings),
+    )
 
 
 __all__ = ["ImportReport", "NodeReport", "import_report"]

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from core.memory.config import setting_names
+from core.memory.config import MemoryConfig, setting_names
 from core.memory.errors import ConfigError
-from core.memory.config import MemoryConfig
 from core.memory.replay import Replay
 from core.memory.strategies import OFF, get_strategy
 from core.memory.strategies.dify import DEFAULT_FIDELITY, DifyStrategy
@@ -35,14 +34,22 @@ def check_override(node_id: str, override: Mapping[str, Any]) -> dict:
     known = setting_names()
     unknown = set(override) - known
     if unknown:
-        raise RunError(f"memory override for node {node_id!r}: unknown setting(s) {', '.join(sorted(unknown))}; "
-                       f"expected some of {', '.join(sorted(known))}")
+        raise RunError(
+            f"memory override for node {node_id!r}: unknown setting(s) {', '.join(sorted(unknown))}; "
+            f"expected some of {', '.join(sorted(known))}"
+        )
     return dict(override)
 
 
-def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDELITY,
-                       plugin_token_counting: bool = False, granularity: str | None = None,
-                       override: Mapping[str, Any] | None = None) -> MemoryConfig:
+def node_memory_config(
+    flow: Flow,
+    node_id: str,
+    *,
+    fidelity: str = DEFAULT_FIDELITY,
+    plugin_token_counting: bool = False,
+    granularity: str | None = None,
+    override: Mapping[str, Any] | None = None,
+) -> MemoryConfig:
     """The memory config an LLM or agent node runs with; ``override`` replaces any of its fields for a
     what-if (runs, the switchboard and the recorded-run checks all take a node's config from here).
 
@@ -70,23 +77,35 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
         # (An LLM node's settings are read once, below: they are not a ShippedWindowNode.)
         # Its window depends on the Dify profile: an override's profile (docs ↔ code) reads it its way.
         profile = (override or {}).get("fidelity", fidelity)
-        values = dict(strategy=DifyStrategy.name if shipped.memory is not None else OFF,
-                      window=shipped.window(profile),
-                      fidelity=fidelity, plugin_token_counting=plugin_token_counting,
-                      model=shipped.model or DEMO_MODEL, max_tokens=shipped.max_tokens,
-                      history_as_text=shipped.history_as_text, prompt_reserve=shipped.prompt_reserve,
-                      history_budget=shipped.history_budget, sends_empty=shipped.sends_empty)
+        values = dict(
+            strategy=DifyStrategy.name if shipped.memory is not None else OFF,
+            window=shipped.window(profile),
+            fidelity=fidelity,
+            plugin_token_counting=plugin_token_counting,
+            model=shipped.model or DEMO_MODEL,
+            max_tokens=shipped.max_tokens,
+            history_as_text=shipped.history_as_text,
+            prompt_reserve=shipped.prompt_reserve,
+            history_budget=shipped.history_budget,
+            sends_empty=shipped.sends_empty,
+        )
     else:
         settings = flow.llm(node_id)
         # A basic Chatbot's call budgets after the prompt before its history, its query added later, and no filter
         # drops an empty history message (basic_chat).
         basic = settings.basic_chat
-        values = dict(strategy=DifyStrategy.name if settings.memory is not None else OFF,
-                      window=settings.memory.window if settings.memory is not None else None,
-                      fidelity=fidelity, plugin_token_counting=plugin_token_counting,
-                      model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens,
-                      history_as_text=settings.mode != "chat",  # a completion prompt's history is text
-                      prompt_reserve=0 if basic else None, query_after_budget=basic, sends_empty=basic)
+        values = dict(
+            strategy=DifyStrategy.name if settings.memory is not None else OFF,
+            window=settings.memory.window if settings.memory is not None else None,
+            fidelity=fidelity,
+            plugin_token_counting=plugin_token_counting,
+            model=settings.model or DEMO_MODEL,
+            max_tokens=settings.max_tokens,
+            history_as_text=settings.mode != "chat",  # a completion prompt's history is text
+            prompt_reserve=0 if basic else None,
+            query_after_budget=basic,
+            sends_empty=basic,
+        )
         source = node.data.get("memory_node")
         if source and flow.has_node(source) and flow.node(source).type == "window-memory":
             # The node reads a Window Memory store: its window and scope (an overwrite input is not replayed here).
@@ -102,8 +121,9 @@ def node_memory_config(flow: Flow, node_id: str, *, fidelity: str = DEFAULT_FIDE
         raise RunError(f"memory override for node {node_id!r}: {e}") from None
 
 
-def _agent_memory_config(flow: Flow, node: Node, granularity: str | None, fidelity: str,
-                         plugin_token_counting: bool) -> MemoryConfig:
+def _agent_memory_config(
+    flow: Flow, node: Node, granularity: str | None, fidelity: str, plugin_token_counting: bool
+) -> MemoryConfig:
     """An agent node's memory as configured: the window-memory node it reads, or its ``memory``
     setting with its model and the history granularity (the request's, else the flow's, else the
     default); a Dify strategy takes the conversation's Dify profile unless the setting gives one
@@ -116,10 +136,19 @@ def _agent_memory_config(flow: Flow, node: Node, granularity: str | None, fideli
         granularity, _ = resolve_granularity(granularity, flow.history.get("granularity"))
     except GranularityError as e:
         raise RunError(str(e)) from None
-    profile = {"fidelity": fidelity, "plugin_token_counting": plugin_token_counting} \
-        if get_strategy(settings.memory["strategy"]).follows_dify_profile else {}
-    return MemoryConfig.from_dict({**profile, **settings.memory, "model": settings.memory.get("model", settings.model),
-                                   "granularity": granularity})
+    profile = (
+        {"fidelity": fidelity, "plugin_token_counting": plugin_token_counting}
+        if get_strategy(settings.memory["strategy"]).follows_dify_profile
+        else {}
+    )
+    return MemoryConfig.from_dict(
+        {
+            **profile,
+            **settings.memory,
+            "model": settings.memory.get("model", settings.model),
+            "granularity": granularity,
+        }
+    )
 
 
 def node_history_inputs(flow: Flow, conversation: Conversation, node_id: str):
@@ -132,13 +161,26 @@ def node_history_inputs(flow: Flow, conversation: Conversation, node_id: str):
     return None
 
 
-def node_replay(flow: Flow, conversation: Conversation, node_id: str, config: MemoryConfig,
-                prompt_tokens: Callable[[int], int], *, system_prompt: str = "") -> Replay:
+def node_replay(
+    flow: Flow,
+    conversation: Conversation,
+    node_id: str,
+    config: MemoryConfig,
+    prompt_tokens: Callable[[int], int],
+    *,
+    system_prompt: str = "",
+) -> Replay:
     """An LLM or agent node's memory replayed over a recorded conversation under ``config``, as its
     runs decided it: its flow's thread mode, the prompt sizes and any inputs written over its store
     (``system_prompt``: what an agent's shipped compaction counts besides them, see :func:`agent_replays_system`)."""
-    return Replay(conversation, config, system_prompt=system_prompt, has_thread=flow.is_chat,
-                  prompt_tokens=prompt_tokens, history_inputs=node_history_inputs(flow, conversation, node_id))
+    return Replay(
+        conversation,
+        config,
+        system_prompt=system_prompt,
+        has_thread=flow.is_chat,
+        prompt_tokens=prompt_tokens,
+        history_inputs=node_history_inputs(flow, conversation, node_id),
+    )
 
 
 def agent_replays_system(config: MemoryConfig) -> bool:

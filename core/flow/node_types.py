@@ -63,28 +63,51 @@ class NodeType:
     times_itself: bool = False
 
 
-NODE_TYPES: dict[str, NodeType] = {t.name: t for t in (
-    NodeType("start", check_start, run_start),
-    NodeType("llm", llm_settings, run_llm, memory=True, dify_memory=True, times_itself=True),
-    NodeType("question-classifier", classifier_settings, run_question_classifier, memory=True, dify_memory=True,
-             text_memory=True, times_itself=True),
-    NodeType("parameter-extractor", extractor_settings, run_parameter_extractor, memory=True, dify_memory=True,
-             text_memory=True, times_itself=True),
-    NodeType("agent", plugin_agent_settings, run_plugin_agent, memory=True, dify_memory=True,  # Dify's plugin Agent
-             times_itself=True),
-    NodeType("answer", None, run_answer),
-    NodeType("assigner", assigner_settings, run_assigner),
-    NodeType("if-else", check_if_else, run_if_else),
-    NodeType("end", None, run_end),
-    NodeType("memory-retrieve", retrieve_settings, run_memory_retrieve, own=True),
-    NodeType("memory-store", store_settings, run_memory_store, own=True),
-    NodeType("window-memory", window_settings, run_window_memory, own=True),
-    NodeType("tool-agent", agent_settings, run_tool_agent, own=True, memory=True, times_itself=True),
-    NodeType("variable-aggregator", aggregator_settings, run_variable_aggregator),
-    # The aggregator's original name, which Dify still runs as the aggregator.
-    NodeType("variable-assigner", aggregator_settings, run_variable_aggregator),
-    NodeType("template-transform", template_settings, run_template_transform),
-)}
+NODE_TYPES: dict[str, NodeType] = {
+    t.name: t
+    for t in (
+        NodeType("start", check_start, run_start),
+        NodeType("llm", llm_settings, run_llm, memory=True, dify_memory=True, times_itself=True),
+        NodeType(
+            "question-classifier",
+            classifier_settings,
+            run_question_classifier,
+            memory=True,
+            dify_memory=True,
+            text_memory=True,
+            times_itself=True,
+        ),
+        NodeType(
+            "parameter-extractor",
+            extractor_settings,
+            run_parameter_extractor,
+            memory=True,
+            dify_memory=True,
+            text_memory=True,
+            times_itself=True,
+        ),
+        NodeType(
+            "agent",
+            plugin_agent_settings,
+            run_plugin_agent,
+            memory=True,
+            dify_memory=True,  # Dify's plugin Agent
+            times_itself=True,
+        ),
+        NodeType("answer", None, run_answer),
+        NodeType("assigner", assigner_settings, run_assigner),
+        NodeType("if-else", check_if_else, run_if_else),
+        NodeType("end", None, run_end),
+        NodeType("memory-retrieve", retrieve_settings, run_memory_retrieve, own=True),
+        NodeType("memory-store", store_settings, run_memory_store, own=True),
+        NodeType("window-memory", window_settings, run_window_memory, own=True),
+        NodeType("tool-agent", agent_settings, run_tool_agent, own=True, memory=True, times_itself=True),
+        NodeType("variable-aggregator", aggregator_settings, run_variable_aggregator),
+        # The aggregator's original name, which Dify still runs as the aggregator.
+        NodeType("variable-assigner", aggregator_settings, run_variable_aggregator),
+        NodeType("template-transform", template_settings, run_template_transform),
+    )
+}
 
 #: The node types a memory override (a what-if) applies to.
 OVERRIDABLE_TYPES = tuple(name for name, kind in NODE_TYPES.items() if kind.memory)

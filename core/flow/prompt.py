@@ -68,9 +68,15 @@ class PromptMessage:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PromptMessage":
-        return cls(role=data["role"], content=data["content"], origin=data["origin"], tokens=int(data["tokens"]),
-                   parts=tuple(dict(p) for p in data.get("parts") or ()), template=data.get("template"),
-                   history_tokens=int(data.get("history_tokens") or 0))
+        return cls(
+            role=data["role"],
+            content=data["content"],
+            origin=data["origin"],
+            tokens=int(data["tokens"]),
+            parts=tuple(dict(p) for p in data.get("parts") or ()),
+            template=data.get("template"),
+            history_tokens=int(data.get("history_tokens") or 0),
+        )
 
     def wire(self) -> dict:
         """The message in OpenAI's wire format: content parts when it has files, else a string."""
@@ -97,8 +103,9 @@ def to_prompt_message(message: Message, *, file_upload: bool = True, image_detai
     """A history message in OpenAI's wire format, files first when file upload is on."""
     out = message.to_openai()
     if message.files and file_upload:
-        out["content"] = [file_part(f, image_detail) for f in message.files] + \
-                         [{"type": "text", "text": message.content}]
+        out["content"] = [file_part(f, image_detail) for f in message.files] + [
+            {"type": "text", "text": message.content}
+        ]
     return out
 
 
@@ -110,8 +117,9 @@ def _file_name(file: FileRef) -> str:
     return file.name or file.url.rsplit("/", 1)[-1] or file.id or file.type
 
 
-def content_parts(message: Message, counter, *, file_upload: bool, vision: bool,
-                  image_detail: str = "high") -> tuple[dict, ...]:
+def content_parts(
+    message: Message, counter, *, file_upload: bool, vision: bool, image_detail: str = "high"
+) -> tuple[dict, ...]:
     """The parts a history message is sent with, after Dify's filter: ``()`` when it goes as a
     plain string (no files, file upload off, or nothing but its text left for this model)."""
     if not message.files or not file_upload:
@@ -122,21 +130,45 @@ def content_parts(message: Message, counter, *, file_upload: bool, vision: bool,
             if not vision:
                 continue  # the model does not take images: Dify's filter drops the part
             tokens = IMAGE_TOKENS_LOW if image_detail == "low" else IMAGE_TOKENS_HIGH
-            parts.append({"type": "image_url", "name": _file_name(f), "url": f.url, "detail": image_detail,
-                          "tokens": tokens, "estimated": True})
+            parts.append(
+                {
+                    "type": "image_url",
+                    "name": _file_name(f),
+                    "url": f.url,
+                    "detail": image_detail,
+                    "tokens": tokens,
+                    "estimated": True,
+                }
+            )
         elif vision:
             # A document's content is not here to count: its tokens are unknown (0, estimated).
-            parts.append({"type": "file", "name": _file_name(f), "url": f.url, "file_type": f.type,
-                          "tokens": 0, "estimated": True})
+            parts.append(
+                {
+                    "type": "file",
+                    "name": _file_name(f),
+                    "url": f.url,
+                    "file_type": f.type,
+                    "tokens": 0,
+                    "estimated": True,
+                }
+            )
     if not parts:
         return ()
-    parts.append({"type": "text", "name": "text", "text": message.content, "tokens": counter.text(message.content),
-                  "estimated": not counter.exact})
+    parts.append(
+        {
+            "type": "text",
+            "name": "text",
+            "text": message.content,
+            "tokens": counter.text(message.content),
+            "estimated": not counter.exact,
+        }
+    )
     return tuple(parts)
 
 
-def history_messages(messages: Iterable[Message], counter, *, file_upload: bool = False, vision: bool = False,
-                     origin: str = HISTORY) -> list[PromptMessage]:
+def history_messages(
+    messages: Iterable[Message], counter, *, file_upload: bool = False, vision: bool = False, origin: str = HISTORY
+) -> list[PromptMessage]:
     """Memory's messages as they are sent: OpenAI's per-message count, plus the file parts' estimates."""
     out = []
     for m in messages:
@@ -161,14 +193,16 @@ def sendable(messages: Iterable[PromptMessage]) -> list[PromptMessage]:
     return [m for m in messages if m.content or m.parts]
 
 
-def chat_prompt(before: Sequence[PromptMessage], history: Sequence[PromptMessage],
-                after: Sequence[PromptMessage]) -> list[PromptMessage]:
+def chat_prompt(
+    before: Sequence[PromptMessage], history: Sequence[PromptMessage], after: Sequence[PromptMessage]
+) -> list[PromptMessage]:
     """Chat-model order (§2.4): the template's messages, the history, then the query message."""
     return sendable([*before, *history, *after])
 
 
-def completion_history_text(history: Iterable[Message], role_prefix: Mapping[str, str] | None, *,
-                            file_upload: bool = False) -> str:
+def completion_history_text(
+    history: Iterable[Message], role_prefix: Mapping[str, str] | None, *, file_upload: bool = False
+) -> str:
     """History as a completion model gets it: ``"{prefix}: {text}"`` lines (with file upload on,
     each image as an ``[image]`` line before the text)."""
     if role_prefix is None:
@@ -258,9 +292,18 @@ class PromptFrame:
         return chat_prompt([self._completion_message(histories)], [], self.after)
 
     @classmethod
-    def recorded(cls, prompt: Sequence[Mapping[str, Any]], mode: str, counter, *, sys_query: str | None = None,
-                 role_prefix: Mapping[str, str] | None = None, file_upload: bool = False,
-                 vision: bool = False, keep_empty: bool = False) -> "PromptFrame | None":
+    def recorded(
+        cls,
+        prompt: Sequence[Mapping[str, Any]],
+        mode: str,
+        counter,
+        *,
+        sys_query: str | None = None,
+        role_prefix: Mapping[str, str] | None = None,
+        file_upload: bool = False,
+        vision: bool = False,
+        keep_empty: bool = False,
+    ) -> "PromptFrame | None":
         """The frame of a recorded prompt (dicts), its messages counted with ``counter``: chat — the
         messages before the recorded history (or before the query message) and after it; completion —
         the recorded template, with ``sys_query`` and ``role_prefix`` as the memory now sets them.
@@ -271,13 +314,28 @@ class PromptFrame:
             if len(at) != 1:
                 return None
             if mode == TEXT_HISTORY:
-                after = tuple(message(m["role"], m.get("content") or "", m["origin"], counter)
-                              for m in prompt[at[0] + 1:])
-                return cls(TEXT_HISTORY, counter, template=prompt[at[0]]["template"], after=after,
-                           template_role=prompt[at[0]]["role"], role_prefix=role_prefix, file_upload=file_upload,
-                           vision=vision)
-            return cls(COMPLETION, counter, template=prompt[at[0]]["template"], sys_query=sys_query,
-                       role_prefix=role_prefix, file_upload=file_upload, vision=vision)
+                after = tuple(
+                    message(m["role"], m.get("content") or "", m["origin"], counter) for m in prompt[at[0] + 1 :]
+                )
+                return cls(
+                    TEXT_HISTORY,
+                    counter,
+                    template=prompt[at[0]]["template"],
+                    after=after,
+                    template_role=prompt[at[0]]["role"],
+                    role_prefix=role_prefix,
+                    file_upload=file_upload,
+                    vision=vision,
+                )
+            return cls(
+                COMPLETION,
+                counter,
+                template=prompt[at[0]]["template"],
+                sys_query=sys_query,
+                role_prefix=role_prefix,
+                file_upload=file_upload,
+                vision=vision,
+            )
         before: list[PromptMessage] = []
         after: list[PromptMessage] = []
         side = before
@@ -286,12 +344,38 @@ class PromptFrame:
                 side = after
             if m.get("origin") != HISTORY:
                 side.append(message(m["role"], m.get("content") or "", m["origin"], counter))
-        return cls(CHAT, counter, before=tuple(before), after=tuple(after), file_upload=file_upload, vision=vision,
-                   keep_empty=keep_empty)
+        return cls(
+            CHAT,
+            counter,
+            before=tuple(before),
+            after=tuple(after),
+            file_upload=file_upload,
+            vision=vision,
+            keep_empty=keep_empty,
+        )
 
 
-__all__ = ["HISTORY", "CHAT", "COMPLETION", "TEXT_HISTORY", "HISTORY_SLOT", "HUMAN_AI", "CURRENT_QUERY",
-           "IMAGE_TOKENS_HIGH", "IMAGE_TOKENS_LOW",
-           "PromptMessage", "PromptFrame", "file_part", "to_prompt_message", "to_prompt_messages", "content_parts",
-           "history_messages", "message", "fixed_tokens", "sendable", "chat_prompt", "completion_history_text",
-           "completion_text"]
+__all__ = [
+    "HISTORY",
+    "CHAT",
+    "COMPLETION",
+    "TEXT_HISTORY",
+    "HISTORY_SLOT",
+    "HUMAN_AI",
+    "CURRENT_QUERY",
+    "IMAGE_TOKENS_HIGH",
+    "IMAGE_TOKENS_LOW",
+    "PromptMessage",
+    "PromptFrame",
+    "file_part",
+    "to_prompt_message",
+    "to_prompt_messages",
+    "content_parts",
+    "history_messages",
+    "message",
+    "fixed_tokens",
+    "sendable",
+    "chat_prompt",
+    "completion_history_text",
+    "completion_text",
+]

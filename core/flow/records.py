@@ -75,8 +75,9 @@ class NodeRun:
     def from_dict(cls, data: Mapping[str, Any]) -> "NodeRun":
         values = {f.name: copy.deepcopy(data[f.name]) for f in fields(cls) if f.name in data}
         values["ledger"] = Ledger.from_dict(data["ledger"]) if data.get("ledger") is not None else None
-        values["prompt"] = [PromptMessage.from_dict(m) for m in data["prompt"]] if data.get("prompt") is not None \
-            else None
+        values["prompt"] = (
+            [PromptMessage.from_dict(m) for m in data["prompt"]] if data.get("prompt") is not None else None
+        )
         return cls(**values)
 
 
@@ -135,8 +136,11 @@ class TurnRecord:
         """The stored message record: query, the Answer-node output (what memory replays), status."""
         middle = tuple(Message.from_dict(m) for m in self.intermediate)
         files = tuple(FileRef.from_dict(f, "document") for f in self.files)
-        messages = (Message("user", self.query, QUERY, f"{self.id}:query", files=files), *middle,
-                    Message("assistant", self.answer, ANSWER, f"{self.id}:answer"))
+        messages = (
+            Message("user", self.query, QUERY, f"{self.id}:query", files=files),
+            *middle,
+            Message("assistant", self.answer, ANSWER, f"{self.id}:answer"),
+        )
         fixed = {r.node_id: r.fixed_prompt_tokens for r in self.node_runs if r.fixed_prompt_tokens is not None}
         meta = {"prompt_tokens": fixed, "inputs": copy.deepcopy(self.inputs)}
         if self.window_overwrites:
@@ -146,13 +150,25 @@ class TurnRecord:
             meta[SUMMARIES_META] = summaries  # what the turn's later replays give back instead of writing again
         if self.agent_thoughts:
             meta[AGENT_THOUGHTS] = self.agent_thoughts
-        return Turn(id=self.id, parent_id=self.parent_id, messages=messages, query_index=0,
-                    answer_index=len(messages) - 1, status="normal" if self.succeeded else "error", error=self.error,
-                    created_at=self.created_at, answer_tokens=self.answer_tokens, meta=meta)
+        return Turn(
+            id=self.id,
+            parent_id=self.parent_id,
+            messages=messages,
+            query_index=0,
+            answer_index=len(messages) - 1,
+            status="normal" if self.succeeded else "error",
+            error=self.error,
+            created_at=self.created_at,
+            answer_tokens=self.answer_tokens,
+            meta=meta,
+        )
 
     def to_dict(self) -> dict:
-        out = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)
-               if f.name not in ("node_runs", "variable_changes")}
+        out = {
+            f.name: copy.deepcopy(getattr(self, f.name))
+            for f in fields(self)
+            if f.name not in ("node_runs", "variable_changes")
+        }
         out["node_runs"] = [r.to_dict() for r in self.node_runs]
         out["variable_changes"] = [c.to_dict() for c in self.variable_changes]
         if not self.agent_thoughts:  # only an Agent app's turn has thoughts to store
@@ -181,8 +197,12 @@ class ConversationState:
 
     @classmethod
     def new(cls, flow: Flow | None = None, *, conversation_id: str | None = None) -> "ConversationState":
-        conv = Conversation(id=conversation_id or str(uuid.uuid4()), turns=[], source_format="memlens-run",
-                            name=flow.name if flow else "")
+        conv = Conversation(
+            id=conversation_id or str(uuid.uuid4()),
+            turns=[],
+            source_format="memlens-run",
+            name=flow.name if flow else "",
+        )
         return cls(conversation=conv, variables=initialize(flow.variables, {}) if flow else {})
 
     @property
@@ -197,19 +217,33 @@ class ConversationState:
     def apply(self, record: TurnRecord) -> "ConversationState":
         """The state after ``record``: its turn appended (failed turns too) and its variables."""
         conv = self.conversation
-        new_conv = Conversation(id=conv.id, turns=list(conv.turns) + [record.to_turn()], system_prompt=conv.system_prompt,
-                                source_format=conv.source_format, name=conv.name, meta=dict(conv.meta))
-        return ConversationState(conversation=new_conv, variables=copy_value(record.variables),
-                                 history=self.history + tuple(record.variable_changes))
+        new_conv = Conversation(
+            id=conv.id,
+            turns=list(conv.turns) + [record.to_turn()],
+            system_prompt=conv.system_prompt,
+            source_format=conv.source_format,
+            name=conv.name,
+            meta=dict(conv.meta),
+        )
+        return ConversationState(
+            conversation=new_conv,
+            variables=copy_value(record.variables),
+            history=self.history + tuple(record.variable_changes),
+        )
 
     def edit(self, flow: Flow, name: str, value: Any) -> tuple["ConversationState", VariableChange]:
         """A live edit from outside the flow, type-checked with Dify's message (see :func:`edit_variable`)."""
         turns = self.conversation.turns
         numbers = turn_numbers(self.conversation) if turns else []
         values = initialize(flow.variables, self.variables)
-        new_values, change = edit_variable(flow.variables, values, name, value,
-                                           turn=numbers[-1] if numbers else 0,
-                                           turn_id=turns[-1].id if turns else None)
+        new_values, change = edit_variable(
+            flow.variables,
+            values,
+            name,
+            value,
+            turn=numbers[-1] if numbers else 0,
+            turn_id=turns[-1].id if turns else None,
+        )
         return ConversationState(self.conversation, new_values, self.history + (change,)), change
 
 

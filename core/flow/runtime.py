@@ -111,18 +111,39 @@ def _event_node_data(node: Node, index: int, execution_id: str, predecessor: str
     """The fields ``node_started`` and ``node_finished`` share, each of them one Dify's stream
     responses require (a typed client refuses an event without ``created_at``); ``predecessor``:
     the node that ran before it, ``None`` for the first."""
-    return {"id": execution_id, "node_id": node.id, "node_type": node.type, "title": node.title, "index": index,
-            "predecessor_node_id": predecessor, "inputs": None, "created_at": int(started)}
+    return {
+        "id": execution_id,
+        "node_id": node.id,
+        "node_type": node.type,
+        "title": node.title,
+        "index": index,
+        "predecessor_node_id": predecessor,
+        "inputs": None,
+        "created_at": int(started),
+    }
 
 
-def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[str, Any] | None = None, *,
-             parent_id: Any = LATEST, user_id: str = "user", fidelity: str = DEFAULT_FIDELITY,
-             plugin_token_counting: bool = False,
-             llm: LLMClient | None = None, node_memory_overrides: Mapping[str, Mapping[str, Any]] | None = None,
-             on_variables_updated: Callable[[str, list[VariableChange]], None] | None = None,
-             on_event: Callable[[dict], None] | None = None, turn_id: str | None = None,
-             created_at: float | None = None, long_term: Any = None, granularity: str | None = None,
-             files: Sequence[FileRef] = (), memories: dict | None = None) -> TurnRecord:
+def run_turn(
+    flow: Flow,
+    state: ConversationState,
+    query: str,
+    inputs: Mapping[str, Any] | None = None,
+    *,
+    parent_id: Any = LATEST,
+    user_id: str = "user",
+    fidelity: str = DEFAULT_FIDELITY,
+    plugin_token_counting: bool = False,
+    llm: LLMClient | None = None,
+    node_memory_overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    on_variables_updated: Callable[[str, list[VariableChange]], None] | None = None,
+    on_event: Callable[[dict], None] | None = None,
+    turn_id: str | None = None,
+    created_at: float | None = None,
+    long_term: Any = None,
+    granularity: str | None = None,
+    files: Sequence[FileRef] = (),
+    memories: dict | None = None,
+) -> TurnRecord:
     """Run one turn of ``flow`` on ``state``; returns its record and leaves ``state`` unchanged.
 
     ``parent_id``: the turn this one answers after — :data:`LATEST` (the newest turn), ``None`` (a
@@ -147,8 +168,10 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     :class:`RunError` before anything runs.
     """
     if fidelity not in FIDELITIES:
-        raise RunError(f"unknown fidelity {fidelity!r}; expected code (Dify 1.x as shipped) or documented "
-                       f"(as Dify's docs describe)")
+        raise RunError(
+            f"unknown fidelity {fidelity!r}; expected code (Dify 1.x as shipped) or documented "
+            f"(as Dify's docs describe)"
+        )
     if not isinstance(query, str):
         raise RunError("query must be text")
     try:
@@ -164,11 +187,19 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     for node_id, override in (node_memory_overrides or {}).items():
         if not flow.has_node(node_id) or flow.node(node_id).type not in OVERRIDABLE_TYPES:
             ids = ", ".join(n.id for n in flow.nodes if n.type in OVERRIDABLE_TYPES) or "none"
-            raise RunError(f"memory override for {node_id!r}: the flow has no LLM or agent node with that id "
-                           f"(LLM and agent nodes: {ids})")
+            raise RunError(
+                f"memory override for {node_id!r}: the flow has no LLM or agent node with that id "
+                f"(LLM and agent nodes: {ids})"
+            )
         overrides[node_id] = check_override(node_id, override)
-        node_memory_config(flow, node_id, fidelity=fidelity, plugin_token_counting=plugin_token_counting,
-                           granularity=granularity, override=overrides[node_id])
+        node_memory_config(
+            flow,
+            node_id,
+            fidelity=fidelity,
+            plugin_token_counting=plugin_token_counting,
+            granularity=granularity,
+            override=overrides[node_id],
+        )
     conv = state.conversation
     if parent_id is LATEST:
         parent_id = state.latest_turn_id
@@ -179,60 +210,128 @@ def run_turn(flow: Flow, state: ConversationState, query: str, inputs: Mapping[s
     turn_id = turn_id or str(uuid.uuid4())
     created = time.time() if created_at is None else created_at
     files = tuple(files)
-    placeholder = Turn(id=turn_id, parent_id=parent_id,
-                       messages=(Message("user", query, QUERY, f"{turn_id}:query", files=files),
-                                 Message("assistant", "", ANSWER, f"{turn_id}:answer")),
-                       query_index=0, answer_index=1, created_at=created, answer_tokens=0)
+    placeholder = Turn(
+        id=turn_id,
+        parent_id=parent_id,
+        messages=(
+            Message("user", query, QUERY, f"{turn_id}:query", files=files),
+            Message("assistant", "", ANSWER, f"{turn_id}:answer"),
+        ),
+        query_index=0,
+        answer_index=1,
+        created_at=created,
+        answer_tokens=0,
+    )
     working = conv.with_turn(placeholder, system_prompt="", meta={})
     position = len(conv.turns)
     number = turn_number(working, position)
     dialogue_count = working.tree.depth[position]
     variables = initialize(flow.variables, state.variables)
     run_id = str(uuid.uuid4())
-    system: dict[str, Any] = {"files": FileList(f.to_dict() for f in files),
-                              "user_id": user_id, "app_id": flow.name,
-                              "workflow_id": flow.structural_signature()[:32], "workflow_run_id": run_id}
+    system: dict[str, Any] = {
+        "files": FileList(f.to_dict() for f in files),
+        "user_id": user_id,
+        "app_id": flow.name,
+        "workflow_id": flow.structural_signature()[:32],
+        "workflow_run_id": run_id,
+    }
     if flow.is_chat:
         system.update(query=query, conversation_id=conv.id, dialogue_count=dialogue_count)
     pool = VariablePool(system=system, conversation=variables, environment=flow.environment)
 
     def emit(event: str, **payload: Any) -> None:
         if on_event is not None:
-            on_event({"event": event, "conversation_id": conv.id, "message_id": turn_id, "task_id": run_id,
-                      "created_at": int(created), **payload})
+            on_event(
+                {
+                    "event": event,
+                    "conversation_id": conv.id,
+                    "message_id": turn_id,
+                    "task_id": run_id,
+                    "created_at": int(created),
+                    **payload,
+                }
+            )
 
-    ctx = RunContext(flow=flow, conversation=working, position=position, turn_id=turn_id, turn_number=number,
-                     pool=pool, variables=variables, fidelity=fidelity, llm=llm, overrides=overrides,
-                     on_variables_updated=on_variables_updated, emit=emit, long_term=long_term,
-                     granularity=granularity, plugin_token_counting=bool(plugin_token_counting), memories=memories,
-                     inputs=checked_inputs)
-    emit("workflow_started", workflow_run_id=run_id,
-         data={"id": run_id, "workflow_id": system["workflow_id"], "inputs": copy.deepcopy(checked_inputs),
-               "created_at": int(created)})
+    ctx = RunContext(
+        flow=flow,
+        conversation=working,
+        position=position,
+        turn_id=turn_id,
+        turn_number=number,
+        pool=pool,
+        variables=variables,
+        fidelity=fidelity,
+        llm=llm,
+        overrides=overrides,
+        on_variables_updated=on_variables_updated,
+        emit=emit,
+        long_term=long_term,
+        granularity=granularity,
+        plugin_token_counting=bool(plugin_token_counting),
+        memories=memories,
+        inputs=checked_inputs,
+    )
+    emit(
+        "workflow_started",
+        workflow_run_id=run_id,
+        data={
+            "id": run_id,
+            "workflow_id": system["workflow_id"],
+            "inputs": copy.deepcopy(checked_inputs),
+            "created_at": int(created),
+        },
+    )
     # Dify checks a variable's size when the run loads it, not when a node wrote it: a value that
     # grew too big in an earlier turn fails this one before any node runs.
     too_big = check_sizes(variables)
     runs, error = ([], too_big) if too_big else _execute(flow, ctx)
     failed = error is not None
     answer = "" if failed else "".join(ctx.answers)
-    record = TurnRecord(id=turn_id, parent_id=parent_id, conversation_id=conv.id, turn=number, query=query,
-                        answer=answer, status=FAILED if failed else SUCCEEDED, error=error,
-                        dialogue_count=dialogue_count, created_at=created, inputs=copy.deepcopy(checked_inputs),
-                        user_id=user_id, fidelity=fidelity, plugin_token_counting=bool(plugin_token_counting),
-                        node_runs=runs, variable_changes=list(ctx.changes),
-                        variables=copy_value(ctx.variables),
-                        intermediate=[m.to_dict() for m in ctx.intermediate],
-                        window_overwrites=copy.deepcopy(ctx.window_overwrites),
-                        files=[f.to_dict() for f in files], agent_thoughts=agent_thoughts(flow, runs))
+    record = TurnRecord(
+        id=turn_id,
+        parent_id=parent_id,
+        conversation_id=conv.id,
+        turn=number,
+        query=query,
+        answer=answer,
+        status=FAILED if failed else SUCCEEDED,
+        error=error,
+        dialogue_count=dialogue_count,
+        created_at=created,
+        inputs=copy.deepcopy(checked_inputs),
+        user_id=user_id,
+        fidelity=fidelity,
+        plugin_token_counting=bool(plugin_token_counting),
+        node_runs=runs,
+        variable_changes=list(ctx.changes),
+        variables=copy_value(ctx.variables),
+        intermediate=[m.to_dict() for m in ctx.intermediate],
+        window_overwrites=copy.deepcopy(ctx.window_overwrites),
+        files=[f.to_dict() for f in files],
+        agent_thoughts=agent_thoughts(flow, runs),
+    )
     elapsed = round(sum(r.latency_ms for r in runs) / 1000, 6)
     if not failed:
         emit("message_end", id=turn_id, metadata={"usage": record.usage}, files=[])
-    emit("workflow_finished", workflow_run_id=run_id,
-         data={"id": run_id, "workflow_id": system["workflow_id"], "status": record.status,
-               "outputs": {"answer": answer}, "error": error, "elapsed_time": elapsed,
-               "total_tokens": record.usage["total_tokens"], "total_steps": len(runs),
-               "created_by": {"id": user_id, "user": user_id}, "created_at": int(created),
-               "finished_at": int(time.time()), "exceptions_count": 0, "files": []})
+    emit(
+        "workflow_finished",
+        workflow_run_id=run_id,
+        data={
+            "id": run_id,
+            "workflow_id": system["workflow_id"],
+            "status": record.status,
+            "outputs": {"answer": answer},
+            "error": error,
+            "elapsed_time": elapsed,
+            "total_tokens": record.usage["total_tokens"],
+            "total_steps": len(runs),
+            "created_by": {"id": user_id, "user": user_id},
+            "created_at": int(created),
+            "finished_at": int(time.time()),
+            "exceptions_count": 0,
+            "files": [],
+        },
+    )
     if failed:
         emit("error", status=400, code="invalid_param", message=f"Run failed: {error}")
     return record
@@ -293,15 +392,25 @@ def _execute(flow: Flow, ctx: RunContext) -> tuple[list[NodeRun], str | None]:
         execution_id = str(uuid.uuid4())
         index = len(runs) + 1
         predecessor, started = (runs[-1].node_id if runs else None), time.time()
-        ctx.emit("node_started", workflow_run_id=ctx.pool.system["workflow_run_id"],
-                 data={**_event_node_data(node, index, execution_id, predecessor, started), "extras": {}})
+        ctx.emit(
+            "node_started",
+            workflow_run_id=ctx.pool.system["workflow_run_id"],
+            data={**_event_node_data(node, index, execution_id, predecessor, started), "extras": {}},
+        )
         run, branch = _run_node(node, ctx)
         runs.append(run)
         data = _event_node_data(node, index, execution_id, predecessor, started)
-        data.update(status=run.status, error=run.error, outputs=copy.deepcopy(run.outputs), process_data=None,
-                    elapsed_time=round(run.latency_ms / 1000, 6), emulated=run.emulated,
-                    execution_metadata={"total_tokens": (run.usage or {}).get("total_tokens", 0)},
-                    finished_at=int(time.time()), files=[])
+        data.update(
+            status=run.status,
+            error=run.error,
+            outputs=copy.deepcopy(run.outputs),
+            process_data=None,
+            elapsed_time=round(run.latency_ms / 1000, 6),
+            emulated=run.emulated,
+            execution_metadata={"total_tokens": (run.usage or {}).get("total_tokens", 0)},
+            finished_at=int(time.time()),
+            files=[],
+        )
         if run.prompt is not None:
             data["process_data"] = {"prompts": [{"role": m.role, "text": m.content} for m in run.prompt]}
         ctx.emit("node_finished", workflow_run_id=ctx.pool.system["workflow_run_id"], data=data)
@@ -314,8 +423,9 @@ def _execute(flow: Flow, ctx: RunContext) -> tuple[list[NodeRun], str | None]:
     return runs, None
 
 
-def run_conversation(flow: Flow, queries: Sequence[str | Mapping[str, Any]], *, state: ConversationState | None = None,
-                     **kwargs: Any) -> tuple[ConversationState, list[TurnRecord]]:
+def run_conversation(
+    flow: Flow, queries: Sequence[str | Mapping[str, Any]], *, state: ConversationState | None = None, **kwargs: Any
+) -> tuple[ConversationState, list[TurnRecord]]:
     """Run queries in order as one conversation (each turn after the previous); returns the final state and records.
 
     A query is a string or ``{"query": str, "inputs": {...}}``. Keyword arguments go to :func:`run_turn`.

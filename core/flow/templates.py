@@ -75,8 +75,12 @@ class VariablePool:
     replaces it as assigners write). Node outputs are added as nodes finish.
     """
 
-    def __init__(self, system: Mapping[str, Any] | None = None, conversation: Mapping[str, Any] | None = None,
-                 environment: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        system: Mapping[str, Any] | None = None,
+        conversation: Mapping[str, Any] | None = None,
+        environment: Mapping[str, Any] | None = None,
+    ):
         self.system: dict[str, Any] = dict(system or {})
         self.conversation: dict[str, Any] = dict(conversation or {})
         self.environment: dict[str, Any] = dict(environment or {})
@@ -92,8 +96,11 @@ class VariablePool:
 
     def get(self, selector: Sequence[str]) -> Any:
         """The value at ``selector``; :data:`MISSING` if absent; :data:`NONE` for a pass-through node's output."""
-        if not isinstance(selector, (list, tuple)) or len(selector) < 2 \
-                or not all(isinstance(part, str) for part in selector):
+        if (
+            not isinstance(selector, (list, tuple))
+            or len(selector) < 2
+            or not all(isinstance(part, str) for part in selector)
+        ):
             return MISSING  # a selector of anything but names (a malformed export) names no variable
         head, name, rest = selector[0], selector[1], list(selector[2:])
         if head == "sys":
@@ -165,8 +172,9 @@ SLOT_PATTERN = re.compile(r"\{\{([a-zA-Z_][a-zA-Z0-9_]{0,29}|#histories#|#query#
 SPECIAL_TOKENS = re.compile(r"<\|.*?\|>")
 
 
-def render_slots(template: str, pool: VariablePool, node: str = "start", *, expert: bool = False,
-                 context: str | None = None) -> str:
+def render_slots(
+    template: str, pool: VariablePool, node: str = "start", *, expert: bool = False, context: str | None = None
+) -> str:
     """Render a basic Chatbot's prompt text as Dify's PromptTemplateParser does: each ``{{name}}``
     slot of an input of ``node`` holds its value, any slot in a text value is unwrapped to
     ``{name}``, every other slot stays as written, and ``<|…|>`` tokens are stripped from the result.
@@ -176,6 +184,7 @@ def render_slots(template: str, pool: VariablePool, node: str = "start", *, expe
     (AdvancedPromptTransform) takes the values as they are: a missing one (``None``) fills its slot
     with nothing, and any other value that is not text fails the call, as the parser's ``re.sub``
     does in Dify; its ``{{#context#}}`` holds ``context`` (nothing without one)."""
+
     def fill(m: re.Match) -> str:
         key = m.group(1)
         if expert and key == CONTEXT_SLOT:
@@ -189,8 +198,10 @@ def render_slots(template: str, pool: VariablePool, node: str = "start", *, expe
             return str(value)
         if value is None:
             return ""
-        raise NodeFailed(f"expected str instance, {type(value).__name__} found: input {key!r} fills a slot of the "
-                         f"expert-mode prompt, which Dify renders from text inputs only")
+        raise NodeFailed(
+            f"expected str instance, {type(value).__name__} found: input {key!r} fills a slot of the "
+            f"expert-mode prompt, which Dify renders from text inputs only"
+        )
 
     return SPECIAL_TOKENS.sub("", SLOT_PATTERN.sub(fill, template))
 
@@ -200,6 +211,7 @@ def render_introduction(template: str, inputs: Mapping[str, Any]) -> str:
     opening statement with each ``{{name}}`` slot of a start input filled from ``inputs`` (a text
     value's own slots unwrapped to ``{name}``, any other value as its text), every other slot as
     written, and ``<|…|>`` tokens stripped (PromptTemplateParser)."""
+
     def fill(m: re.Match) -> str:
         value = inputs.get(m.group(1))
         if value is None:
@@ -243,6 +255,20 @@ def render_jinja(template: str, variables: Iterable[Mapping[str, Any]], pool: Va
     return SandboxedEnvironment().from_string(template or "").render(**values)
 
 
-__all__ = ["SELECTOR_PATTERN", "SLOT_PATTERN", "CONTEXT_PLACEHOLDER", "MISSING", "NONE", "FileList", "VariablePool",
-           "SIMPLE", "render", "render_jinja", "render_message", "render_slots", "selectors_in", "refers_to",
-           "value_text"]
+__all__ = [
+    "SELECTOR_PATTERN",
+    "SLOT_PATTERN",
+    "CONTEXT_PLACEHOLDER",
+    "MISSING",
+    "NONE",
+    "FileList",
+    "VariablePool",
+    "SIMPLE",
+    "render",
+    "render_jinja",
+    "render_message",
+    "render_slots",
+    "selectors_in",
+    "refers_to",
+    "value_text",
+]

@@ -38,10 +38,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
-
 from .errors import AssignerError, TypeMismatchError, VariableError
 from .templates import MISSING, NONE
-
 
 _ATOMIC = frozenset({str, int, float, bool, type(None)})
 
@@ -62,15 +60,39 @@ def copy_value(value: Any) -> Any:
         return {k: copy_value(v) for k, v in value.items()}
     return copy.deepcopy(value)
 
-VARIABLE_TYPES = ("string", "number", "boolean", "object", "array[string]", "array[number]", "array[boolean]",
-                  "array[object]")
+
+VARIABLE_TYPES = (
+    "string",
+    "number",
+    "boolean",
+    "object",
+    "array[string]",
+    "array[number]",
+    "array[boolean]",
+    "array[object]",
+)
 _TYPE_ALIASES = {"integer": "number", "float": "number"}
-_ELEMENT = {"array[string]": "string", "array[number]": "number", "array[boolean]": "boolean",
-            "array[object]": "object"}
+_ELEMENT = {
+    "array[string]": "string",
+    "array[number]": "number",
+    "array[boolean]": "boolean",
+    "array[object]": "object",
+}
 
 V1_MODES = ("over-write", "append", "clear")
-V2_OPERATIONS = ("over-write", "clear", "set", "+=", "-=", "*=", "/=", "append", "extend", "remove-first",
-                 "remove-last")
+V2_OPERATIONS = (
+    "over-write",
+    "clear",
+    "set",
+    "+=",
+    "-=",
+    "*=",
+    "/=",
+    "append",
+    "extend",
+    "remove-first",
+    "remove-last",
+)
 INPUT_TYPES = ("variable", "constant")
 _NO_VALUE = ("clear", "remove-first", "remove-last")
 _ARITHMETIC = ("+=", "-=", "*=", "/=")
@@ -84,12 +106,14 @@ _ID_NAMESPACE = uuid.UUID("6f9b1c1e-4c55-4d1a-9a57-3c1bd6f0a0d1")
 
 # -- types ------------------------------------------------------------------------------------------
 
+
 def normalize_type(value_type: str) -> str:
     """``integer``/``float`` → ``number``; anything unknown is a :class:`VariableError`."""
     t = _TYPE_ALIASES.get(value_type, value_type)
     if t not in VARIABLE_TYPES:
-        raise VariableError(f"unknown conversation variable type {value_type!r}; expected one of "
-                            f"{', '.join(VARIABLE_TYPES)}")
+        raise VariableError(
+            f"unknown conversation variable type {value_type!r}; expected one of {', '.join(VARIABLE_TYPES)}"
+        )
     return t
 
 
@@ -185,11 +209,14 @@ def mismatch_message(name: str, value_type: str, current: Any, value: Any) -> st
     the variable holds now (:func:`segment_type`): a number variable holding 2.5 "expects float"; one
     holding an integer "expects number", the word the web app shows."""
     expected = segment_type(value_type, current)
-    return (f"Type mismatch: variable '{name}' expects {'number' if expected == 'integer' else expected}, "
-            f"but got {infer_type(value)} type")
+    return (
+        f"Type mismatch: variable '{name}' expects {'number' if expected == 'integer' else expected}, "
+        f"but got {infer_type(value)} type"
+    )
 
 
 # -- declarations -----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ConversationVariable:
@@ -206,8 +233,13 @@ class ConversationVariable:
         return ["conversation", self.name]
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "name": self.name, "value_type": self.type, "value": copy_value(self.default),
-                "description": self.description}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "value_type": self.type,
+            "value": copy_value(self.default),
+            "description": self.description,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, scope: str = "") -> "ConversationVariable":
@@ -220,16 +252,19 @@ class ConversationVariable:
             raise VariableError("a conversation variable needs a non-empty 'name'")
         raw_type = data.get("value_type", data.get("type"))
         if not isinstance(raw_type, str):
-            raise VariableError(f"conversation variable {name!r} needs a 'value_type' (one of "
-                                f"{', '.join(VARIABLE_TYPES)})")
+            raise VariableError(
+                f"conversation variable {name!r} needs a 'value_type' (one of {', '.join(VARIABLE_TYPES)})"
+            )
         t = normalize_type(raw_type)
         has_value = "value" in data or "default" in data
         value = data["value"] if "value" in data else data.get("default")
         if not has_value:
             value = zero_value(t)
         if value is None:
-            raise VariableError(f"conversation variable {name!r}: missing value (a default is required; "
-                                f"use {json.dumps(zero_value(t))} for an empty {t})")
+            raise VariableError(
+                f"conversation variable {name!r}: missing value (a default is required; "
+                f"use {json.dumps(zero_value(t))} for an empty {t})"
+            )
         if t == "number" and isinstance(value, str):
             # Dify's UI writes number defaults typed into a text box as strings.
             try:
@@ -237,8 +272,9 @@ class ConversationVariable:
             except ValueError:
                 pass
         if not is_valid(t, value):
-            raise VariableError(f"conversation variable {name!r}: default {json.dumps(value, ensure_ascii=False)} "
-                                f"is not a {t}")
+            raise VariableError(
+                f"conversation variable {name!r}: default {json.dumps(value, ensure_ascii=False)} is not a {t}"
+            )
         description = data.get("description") or ""
         if not isinstance(description, str):
             raise VariableError(f"conversation variable {name!r}: 'description' must be text")
@@ -264,6 +300,7 @@ def initialize(declarations: Sequence[ConversationVariable], values: Mapping[str
 
 # -- the change log ---------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class VariableChange:
     """One write to a conversation variable: by a node's operation, or by the user (``node_id="user"``)."""
@@ -281,20 +318,41 @@ class VariableChange:
         return self.node_id == USER
 
     def to_dict(self) -> dict:
-        return {"turn": self.turn, "turn_id": self.turn_id, "node_id": self.node_id, "operation": self.operation,
-                "name": self.name, "old": copy_value(self.old), "new": copy_value(self.new)}
+        return {
+            "turn": self.turn,
+            "turn_id": self.turn_id,
+            "node_id": self.node_id,
+            "operation": self.operation,
+            "name": self.name,
+            "old": copy_value(self.old),
+            "new": copy_value(self.new),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "VariableChange":
-        return cls(turn=int(data["turn"]), node_id=str(data["node_id"]), operation=str(data["operation"]),
-                   name=str(data["name"]), old=copy_value(data.get("old")), new=copy_value(data.get("new")),
-                   turn_id=data.get("turn_id"))
+        return cls(
+            turn=int(data["turn"]),
+            node_id=str(data["node_id"]),
+            operation=str(data["operation"]),
+            name=str(data["name"]),
+            old=copy_value(data.get("old")),
+            new=copy_value(data.get("new")),
+            turn_id=data.get("turn_id"),
+        )
 
 
 # -- the one way to edit a variable from outside the flow -------------------------------------------
 
-def edit_variable(declarations: Sequence[ConversationVariable], values: Mapping[str, Any], name: str, value: Any,
-                  *, turn: int = 0, turn_id: str | None = None) -> tuple[dict[str, Any], VariableChange]:
+
+def edit_variable(
+    declarations: Sequence[ConversationVariable],
+    values: Mapping[str, Any],
+    name: str,
+    value: Any,
+    *,
+    turn: int = 0,
+    turn_id: str | None = None,
+) -> tuple[dict[str, Any], VariableChange]:
     """Set a conversation variable from outside the flow (the UI's editor, the API's PUT).
 
     Returns the new values and the change record; ``values`` itself is never modified. A value of
@@ -312,8 +370,9 @@ def edit_variable(declarations: Sequence[ConversationVariable], values: Mapping[
     if not is_valid(declared.type, value):
         raise TypeMismatchError(mismatch_message(name, declared.type, old, value))
     new_values[name] = copy_value(value)
-    return new_values, VariableChange(turn=turn, node_id=USER, operation="edit", name=name, old=old,
-                                      new=copy_value(value), turn_id=turn_id)
+    return new_values, VariableChange(
+        turn=turn, node_id=USER, operation="edit", name=name, old=old, new=copy_value(value), turn_id=turn_id
+    )
 
 
 # -- the Variable Assigner --------------------------------------------------------------------------
@@ -331,8 +390,13 @@ class AssignResult:
 
 
 def _target_name(selector: Any, values: Mapping[str, Any]) -> str | None:
-    if isinstance(selector, (list, tuple)) and len(selector) == 2 and selector[0] == "conversation" \
-            and isinstance(selector[1], str) and selector[1] in values:
+    if (
+        isinstance(selector, (list, tuple))
+        and len(selector) == 2
+        and selector[0] == "conversation"
+        and isinstance(selector[1], str)
+        and selector[1] in values
+    ):
         return selector[1]
     return None
 
@@ -341,8 +405,9 @@ def _from_pass_through(value: Any) -> bool:
     return value is NONE
 
 
-def run_assigner_v1(data: Mapping[str, Any], declarations: Sequence[ConversationVariable],
-                    values: Mapping[str, Any], lookup: Lookup) -> AssignResult:
+def run_assigner_v1(
+    data: Mapping[str, Any], declarations: Sequence[ConversationVariable], values: Mapping[str, Any], lookup: Lookup
+) -> AssignResult:
     """Variable Assigner v1 (``write_mode`` over-write / append / clear); raises :class:`AssignerError`."""
     by_name = {v.name: v for v in declarations}
     working = copy_value(dict(values))
@@ -362,14 +427,18 @@ def run_assigner_v1(data: Mapping[str, Any], declarations: Sequence[Conversation
         empty = source is None or _from_pass_through(source)
         if empty and mode == "over-write":
             # Dify copies the NONE segment's value: the variable becomes null.
-            where = '.'.join(map(str, data.get('input_variable_selector') or []))
+            where = ".".join(map(str, data.get("input_variable_selector") or []))
             why = "comes from a node MemLens does not emulate" if _from_pass_through(source) else "is empty"
-            result.notes.append(f"{where} {why}; over-write copied nothing, so conversation.{name} is now null "
-                                f"(as Dify's v1 assigner does)")
+            result.notes.append(
+                f"{where} {why}; over-write copied nothing, so conversation.{name} is now null "
+                f"(as Dify's v1 assigner does)"
+            )
             source = None
         elif _from_pass_through(source):
-            result.notes.append(f"{'.'.join(map(str, data.get('input_variable_selector') or []))} comes from a node "
-                                f"MemLens does not emulate; conversation.{name} left unchanged")
+            result.notes.append(
+                f"{'.'.join(map(str, data.get('input_variable_selector') or []))} comes from a node "
+                f"MemLens does not emulate; conversation.{name} left unchanged"
+            )
             return result
         if mode == "append":
             declared = by_name.get(name)
@@ -463,8 +532,12 @@ def _read(selector: Sequence[str], working: Mapping[str, Any], lookup: Lookup) -
     return lookup(selector)
 
 
-def run_assigner_v2(items: Sequence[Mapping[str, Any]], declarations: Sequence[ConversationVariable],
-                    values: Mapping[str, Any], lookup: Lookup) -> AssignResult:
+def run_assigner_v2(
+    items: Sequence[Mapping[str, Any]],
+    declarations: Sequence[ConversationVariable],
+    values: Mapping[str, Any],
+    lookup: Lookup,
+) -> AssignResult:
     """Variable Assigner v2; raises :class:`AssignerError` (no update applied) on the first bad item."""
     by_name = {v.name: v for v in declarations}
     working = copy_value(dict(values))
@@ -493,8 +566,9 @@ def run_assigner_v2(items: Sequence[Mapping[str, Any]], declarations: Sequence[C
                 raise AssignerError(f"Variable {list(value) if isinstance(value, (list, tuple)) else value} not found")
             if source is NONE or source is None:
                 # Dify skips an item whose source is a NONE segment, silently; the record says so.
-                result.notes.append(f"item {position}: {'.'.join(map(str, value))} is empty; "
-                                    f"conversation.{name} left unchanged")
+                result.notes.append(
+                    f"item {position}: {'.'.join(map(str, value))} is empty; conversation.{name} left unchanged"
+                )
                 continue
             value = source
         if op == "set" and value_type == "object" and isinstance(value, str):
@@ -507,8 +581,9 @@ def run_assigner_v2(items: Sequence[Mapping[str, Any]], declarations: Sequence[C
         try:
             new = _apply(op, value_type, old, value)
         except TypeError as e:  # a stored value of the wrong type (v1 copies without checks)
-            raise AssignerError(f"Invalid input value {_value_repr(value)} for the stored value "
-                                f"{_value_repr(old)} ({e})") from None
+            raise AssignerError(
+                f"Invalid input value {_value_repr(value)} for the stored value {_value_repr(old)} ({e})"
+            ) from None
         working[name] = new
         result.changes.append((name, op, copy_value(old), copy_value(new)))
     return result
@@ -526,8 +601,9 @@ def check_assigner_data(data: Mapping[str, Any]) -> str:
                 raise VariableError(f"assigner item {i} must be a mapping")
             op = item.get("operation", "over-write")
             if op not in V2_OPERATIONS:
-                raise VariableError(f"assigner item {i}: unknown operation {op!r}; expected one of "
-                                    f"{', '.join(V2_OPERATIONS)}")
+                raise VariableError(
+                    f"assigner item {i}: unknown operation {op!r}; expected one of {', '.join(V2_OPERATIONS)}"
+                )
             kind = item.get("input_type", "variable")
             if kind not in INPUT_TYPES:
                 raise VariableError(f"assigner item {i}: unknown input_type {kind!r}; expected variable or constant")
@@ -545,7 +621,27 @@ def check_assigner_data(data: Mapping[str, Any]) -> str:
     return "1"
 
 
-__all__ = ["VARIABLE_TYPES", "V1_MODES", "V2_OPERATIONS", "USER", "ConversationVariable", "VariableChange",
-           "AssignResult", "normalize_type", "zero_value", "is_valid", "infer_type", "segment_type", "mismatch_message",
-           "MAX_VARIABLE_SIZE", "variable_size", "check_sizes", "defaults", "initialize", "edit_variable",
-           "run_assigner_v1", "run_assigner_v2", "check_assigner_data"]
+__all__ = [
+    "VARIABLE_TYPES",
+    "V1_MODES",
+    "V2_OPERATIONS",
+    "USER",
+    "ConversationVariable",
+    "VariableChange",
+    "AssignResult",
+    "normalize_type",
+    "zero_value",
+    "is_valid",
+    "infer_type",
+    "segment_type",
+    "mismatch_message",
+    "MAX_VARIABLE_SIZE",
+    "variable_size",
+    "check_sizes",
+    "defaults",
+    "initialize",
+    "edit_variable",
+    "run_assigner_v1",
+    "run_assigner_v2",
+    "check_assigner_data",
+]

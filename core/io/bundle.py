@@ -17,6 +17,7 @@ from core.errors import MemLensError
 from core.limits import LimitError, check_export_size, check_message, check_turns, check_value, load_json
 from core.memory.strategies.compaction import SUMMARIES_META
 from core.store import checks
+
 from .errors import BundleError
 
 FORMAT = "memlens-conversation"
@@ -54,8 +55,15 @@ class _Record:
     def _bad(self, key: str, expected: str) -> None:
         _fail(f"{self.where}: '{key}' must be {expected}, not {checks.kind_of(self.value.get(key))}")
 
-    def text(self, key: str, *, max_len: int | None = None, required: bool = True, nullable: bool = False,
-             nonempty: bool = False) -> str | None:
+    def text(
+        self,
+        key: str,
+        *,
+        max_len: int | None = None,
+        required: bool = True,
+        nullable: bool = False,
+        nonempty: bool = False,
+    ) -> str | None:
         v = self._get(key, required, nullable)
         if v is _ABSENT:
             return None
@@ -124,7 +132,9 @@ def _check_conversation(bundle: Mapping) -> _Record:
     overrides = m.obj("memory_overrides", nullable=True) or {}
     for node, settings in overrides.items():
         if not isinstance(settings, Mapping):
-            _fail(f"conversation.meta.memory_overrides: node {node!r} must map to an object, not {checks.kind_of(settings)}")
+            _fail(
+                f"conversation.meta.memory_overrides: node {node!r} must map to an object, not {checks.kind_of(settings)}"
+            )
     return conv
 
 
@@ -274,14 +284,19 @@ def _check_variables(bundle: Mapping) -> None:
         except VariableError as e:
             _fail(f"{where}: {e}")
         if not fits:
-            _fail(f"{where}: 'value' is {checks.kind_of(raw['value'])}, which does not fit its type {raw['value_type']!r}")
+            _fail(
+                f"{where}: 'value' is {checks.kind_of(raw['value'])}, which does not fit its type {raw['value_type']!r}"
+            )
     history = bundle.get("variable_history")
     if not isinstance(history, list):
         _fail(f"'variable_history' must be a list, not {checks.kind_of(history)}")
     for i, raw in enumerate(history):
         where = f"variable change {i}"
-        if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str) \
-                or not isinstance(raw.get("node_id"), str):
+        if (
+            not isinstance(raw, Mapping)
+            or not isinstance(raw.get("name"), str)
+            or not isinstance(raw.get("node_id"), str)
+        ):
             _fail(f"{where} needs 'name' and 'node_id'")
         h = _Record(where, raw)
         h.text("name", max_len=_NAME)
@@ -355,5 +370,12 @@ def parse_bundle(data: bytes | str, name: str) -> Any:
         raise BundleError(f"{e}; expected a MemLens conversation export") from None
 
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "BundleError", "validate_bundle", "is_bundle", "looks_like_bundle",
-           "parse_bundle"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "BundleError",
+    "validate_bundle",
+    "is_bundle",
+    "looks_like_bundle",
+    "parse_bundle",
+]

@@ -56,8 +56,11 @@ class LLMReply:
 
     @property
     def usage(self) -> dict[str, int]:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "total_tokens": self.prompt_tokens + self.completion_tokens}
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        }
 
 
 class LLMClient(Protocol):
@@ -85,8 +88,9 @@ class DemoClient:
         answer = demo_answer(list(messages))
         usage = demo_usage(list(messages), answer.text)
         note = "" if not model or model == DEMO_MODEL else f"{model} ran on {DEMO_MODEL}"
-        return LLMReply(answer.text, usage["prompt_tokens"], usage["completion_tokens"], DEMO_MODEL,
-                        join_notes(note, answer.note))
+        return LLMReply(
+            answer.text, usage["prompt_tokens"], usage["completion_tokens"], DEMO_MODEL, join_notes(note, answer.note)
+        )
 
 
 def _litellm():
@@ -135,8 +139,9 @@ class LiteLLMClient:
     def route(self, model: str) -> tuple[str, str]:
         """(model to call, note): the demo rule of this module's docstring."""
         if not model or model.startswith("memlens/"):
-            return DEMO_MODEL, "" if model == DEMO_MODEL else (f"no model configured: {DEMO_MODEL}" if not model
-                                                               else f"{model} is not a MemLens model: {DEMO_MODEL}")
+            return DEMO_MODEL, "" if model == DEMO_MODEL else (
+                f"no model configured: {DEMO_MODEL}" if not model else f"{model} is not a MemLens model: {DEMO_MODEL}"
+            )
         if self.demo_only:
             return DEMO_MODEL, f"{model} ran on {DEMO_MODEL} (demo mode)"
         litellm = _litellm()
@@ -183,8 +188,13 @@ class LiteLLMClient:
             note = join_notes(note, demo_note(messages))
         return LLMReply(text=text, prompt_tokens=prompt, completion_tokens=completion, model=target, note=note)
 
-    def complete_tools(self, model: str, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
-                       max_tokens: int | None = None) -> "ToolReply":
+    def complete_tools(
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
+        max_tokens: int | None = None,
+    ) -> "ToolReply":
         """One model step with tools offered (litellm tool calling); the agent runs the tools itself."""
         target, note = self.route(model)
         litellm = _litellm()
@@ -198,13 +208,21 @@ class LiteLLMClient:
             message = response.choices[0].message
         except (AttributeError, IndexError):
             raise LLMError(f"{target}: the provider returned no message") from None
-        calls = tuple(ToolCallRequest(str(getattr(c, "id", "") or ""), str(c.function.name or ""),
-                                      str(c.function.arguments or "{}"))
-                      for c in getattr(message, "tool_calls", None) or [])
+        calls = tuple(
+            ToolCallRequest(
+                str(getattr(c, "id", "") or ""), str(c.function.name or ""), str(c.function.arguments or "{}")
+            )
+            for c in getattr(message, "tool_calls", None) or []
+        )
         usage = getattr(response, "usage", None)
-        return ToolReply(text=message.content or "", prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0), model=target, note=note,
-                         tool_calls=calls)
+        return ToolReply(
+            text=message.content or "",
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            model=target,
+            note=note,
+            tool_calls=calls,
+        )
 
 
 @dataclass(frozen=True)
@@ -227,6 +245,7 @@ def _completion(litellm, model: str, kwargs: dict[str, Any]):
     """``litellm.completion(**kwargs)``, tried again after a rate limit, a server error or a
     timeout (:mod:`core.retry`: here, not inside litellm or the provider's SDK, so a call is tried
     ATTEMPTS times in all and the error says so); any failure left is one :class:`LLMError` line."""
+
     def attempt():
         with contextlib.redirect_stdout(io.StringIO()):  # litellm prints provider lists on bad names
             return litellm.completion(**kwargs, num_retries=0, max_retries=0)
@@ -269,5 +288,14 @@ def default_client() -> LiteLLMClient:
     return LiteLLMClient()
 
 
-__all__ = ["LLMClient", "LLMReply", "LiteLLMClient", "DemoClient", "default_client", "KEYLESS_PROVIDERS", "one_line",
-           "ToolCallRequest", "ToolReply"]
+__all__ = [
+    "LLMClient",
+    "LLMReply",
+    "LiteLLMClient",
+    "DemoClient",
+    "default_client",
+    "KEYLESS_PROVIDERS",
+    "one_line",
+    "ToolCallRequest",
+    "ToolReply",
+]

@@ -45,9 +45,8 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any, Iterable, Mapping, Sequence
-
 from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
 
 from core.model.facts import Fact, asked_keys, extract_facts, unread_script
 from core.model.tokens import DEMO_MODEL, REPLY_PRIMING, counter_for
@@ -72,11 +71,28 @@ _RESTATED = [
     (re.compile(r"^You don't\s"), "I don't "),
     (re.compile(r"^You\s"), "I "),
 ]
-_PHRASES = {"name": "your name", "diet": "your diet", "allergy": "your allergies", "home": "where you live",
-            "job": "your job", "like": "what you like", "dislike": "what you dislike",
-            "remember": "what you asked me to remember"}
-_ID_KEYS = ("order", "booking", "reservation", "ticket", "account", "customer", "invoice", "case", "tracking",
-            "confirmation")
+_PHRASES = {
+    "name": "your name",
+    "diet": "your diet",
+    "allergy": "your allergies",
+    "home": "where you live",
+    "job": "your job",
+    "like": "what you like",
+    "dislike": "what you dislike",
+    "remember": "what you asked me to remember",
+}
+_ID_KEYS = (
+    "order",
+    "booking",
+    "reservation",
+    "ticket",
+    "account",
+    "customer",
+    "invoice",
+    "case",
+    "tracking",
+    "confirmation",
+)
 
 
 def message_text(content: Any) -> str:
@@ -150,9 +166,11 @@ def _label(options: list[str], question: str) -> tuple[str, str]:
 _LETTERS = re.compile(r"[^\W\d_]+")
 _HAN = re.compile(r"[\u4e00-\u9fff]+")
 #: Words too common to sort by (a class is often "Questions about …", "Other questions").
-_COMMON = frozenset("""a an and any are about as at be by can could do does for from have how i if in is it me my
+_COMMON = frozenset(
+    """a an and any are about as at be by can could do does for from have how i if in is it me my
 of on or other others please question questions query related regarding should so that the this to us we what
-when where which who why will with would you your""".split())
+when where which who why will with would you your""".split()
+)
 _INSTRUCTIONS = re.compile(r"^Instructions for sorting:\n(.*?)\n(?:Reply|Answer|Respond) with", re.M | re.S)
 
 
@@ -166,7 +184,7 @@ def _stem(word: str) -> str:
 def sort_terms(text: str) -> set[str]:
     """What the demo's classifier compares: words (lower case, plurals and -ing/-ed cut, common words left
     out) and, in Chinese, each pair of neighbouring characters."""
-    out = {run[i:i + 2] for run in _HAN.findall(text) for i in range(max(len(run) - 1, 1))}
+    out = {run[i : i + 2] for run in _HAN.findall(text) for i in range(max(len(run) - 1, 1))}
     words = _LETTERS.findall(_HAN.sub(" ", text).lower())
     return out | {_stem(w) for w in words if len(w) > 1 and w not in _COMMON}
 
@@ -187,8 +205,10 @@ def _classify(names: list[str], question: str, system: str) -> tuple[int, str]:
     if shared[best]:
         words = ", ".join(sorted(shared[best])[:4])
         return best, f"the demo model sorts by shared words: “{names[best]}” shares {words} with the question"
-    return 0, (f"no category shares a word with the question, so the demo model took the first, “{names[0]}”, as Dify "
-               "does with a reply that names none; a real model sorts by meaning")
+    return 0, (
+        f"no category shares a word with the question, so the demo model took the first, “{names[0]}”, as Dify "
+        "does with a reply that names none; a real model sorts by meaning"
+    )
 
 
 def _categories(system: str) -> dict[str, Any]:
@@ -198,8 +218,11 @@ def _categories(system: str) -> dict[str, Any]:
         found = json.loads(listed.group(1)) if listed else []
     except ValueError:
         return {}
-    return {str(c["category_name"]): c.get("category_id") for c in found if isinstance(found, list)
-            and isinstance(c, dict) and c.get("category_name")}
+    return {
+        str(c["category_name"]): c.get("category_id")
+        for c in found
+        if isinstance(found, list) and isinstance(c, dict) and c.get("category_name")
+    }
 
 
 def _schema(system: str) -> dict[str, Any] | None:
@@ -228,8 +251,10 @@ def _typed(kind: str, item: str, text: str) -> Any:
 
 def _extract(properties: dict[str, Any], system: str, question: str) -> str:
     """The demo model's reply to a Parameter Extractor's prompt: a JSON object, a value per parameter."""
-    said = [{"role": "user" if who == "Human" else "assistant", "content": text}
-            for who, text in _HISTORY_LINE.findall(system)]
+    said = [
+        {"role": "user" if who == "Human" else "assistant", "content": text}
+        for who, text in _HISTORY_LINE.findall(system)
+    ]
     facts = known_facts([*said, {"role": "user", "content": question}])
     out: dict[str, Any] = {}
     for name, spec in properties.items():
@@ -237,8 +262,14 @@ def _extract(properties: dict[str, Any], system: str, question: str) -> str:
         items = spec.get("items")
         item = str(items.get("type") or "string") if isinstance(items, dict) else "string"
         words = set(_WORD.findall(f"{name} {spec.get('description') or ''}".lower().replace("_", " ")))
-        value = next((v for key, f in facts.items() if set(key.split()) & words
-                      and (v := _typed(kind, item, f.value)) is not None), None)
+        value = next(
+            (
+                v
+                for key, f in facts.items()
+                if set(key.split()) & words and (v := _typed(kind, item, f.value)) is not None
+            ),
+            None,
+        )
         options = [str(o) for o in spec.get("enum") or []]
         if value is None and options:
             named = [o for o in options if re.search(r"\b" + re.escape(o) + r"\b", question, re.I)]
@@ -291,8 +322,12 @@ def demo_answer(messages: Sequence[Mapping[str, Any]]) -> DemoAnswer:
                 if categories:
                     names = list(categories)
                     index, note = _classify(names, question, text)
-                    return DemoAnswer(json.dumps({"category_id": categories[names[index]],
-                                                  "category_name": names[index]}, ensure_ascii=False), note)
+                    return DemoAnswer(
+                        json.dumps(
+                            {"category_id": categories[names[index]], "category_name": names[index]}, ensure_ascii=False
+                        ),
+                        note,
+                    )
                 options = _split_options(match.group(1))
                 if options:
                     return DemoAnswer(*_label(options, question))
@@ -314,8 +349,10 @@ def _answer(messages: Sequence[Mapping[str, Any]], question: str, earlier: list)
             if not any(f.key == key for f in stated):
                 parts.append(fact.text)
         elif unread:
-            parts.append(f"I can't tell {_phrase(key)}: part of what I was given is in {unread}, which I do not "
-                         "read — a real model would.")
+            parts.append(
+                f"I can't tell {_phrase(key)}: part of what I was given is in {unread}, which I do not "
+                "read — a real model would."
+            )
         else:
             parts.append(f"I don't know {_phrase(key)} — it is not in what I was given.")
     if _ABOUT_ME.search(question):
@@ -326,19 +363,24 @@ def _answer(messages: Sequence[Mapping[str, Any]], question: str, earlier: list)
     n = len(earlier)
     if _COUNT_QUESTION.search(question):
         users = sum(1 for m in earlier if m.get("role") == "user")
-        parts.append(f"I can see {n} earlier message{'s' if n != 1 else ''} in my context "
-                     f"({users} from you, {n - users} from me or tools).")
+        parts.append(
+            f"I can see {n} earlier message{'s' if n != 1 else ''} in my context "
+            f"({users} from you, {n - users} from me or tools)."
+        )
     if not parts:
-        parts.append(f"Got your message (\u201c{_short(question)}\u201d). "
-                     f"I can see {n} earlier message{'s' if n != 1 else ''} in my context.")
+        parts.append(
+            f"Got your message (\u201c{_short(question)}\u201d). "
+            f"I can see {n} earlier message{'s' if n != 1 else ''} in my context."
+        )
     return " ".join(parts)
 
 
 def demo_usage(messages: Sequence[Mapping[str, Any]], reply: str) -> dict[str, int]:
     """Real token counts: the prompt by OpenAI's chat rule, the reply's text tokens."""
     counter = counter_for(DEMO_MODEL)
-    prompt = REPLY_PRIMING + sum(counter.chat(str(m.get("role") or "user"), message_text(m.get("content")),
-                                              m.get("name")) for m in messages)
+    prompt = REPLY_PRIMING + sum(
+        counter.chat(str(m.get("role") or "user"), message_text(m.get("content")), m.get("name")) for m in messages
+    )
     completion = counter.text(reply)
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
@@ -364,10 +406,12 @@ def _make_handler():
     def respond(messages: Iterable[Mapping[str, Any]]):
         messages = list(messages)
         reply, usage = demo_complete(messages)
-        return ModelResponse(model=DEMO_MODEL, created=int(time.time()),
-                             choices=[{"index": 0, "finish_reason": "stop",
-                                       "message": {"role": "assistant", "content": reply}}],
-                             usage=usage)
+        return ModelResponse(
+            model=DEMO_MODEL,
+            created=int(time.time()),
+            choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}],
+            usage=usage,
+        )
 
     class DemoLLM(CustomLLM):
         """litellm's view of the demo model: ``completion``/``acompletion`` for ``memlens/demo``."""
@@ -401,4 +445,15 @@ def register() -> None:
         pass
 
 
-__all__ = ["PROVIDER", "DemoAnswer", "demo_answer", "demo_note", "demo_reply", "demo_usage", "demo_complete", "known_facts", "message_text", "register"]
+__all__ = [
+    "PROVIDER",
+    "DemoAnswer",
+    "demo_answer",
+    "demo_note",
+    "demo_reply",
+    "demo_usage",
+    "demo_complete",
+    "known_facts",
+    "message_text",
+    "register",
+]

@@ -20,7 +20,7 @@ class Decision:
     budget: Budget
     fixed_prompt_tokens: int
     blocked: str | None = None  # memory_off or scope: nothing from the past is a candidate
-    plan: Plan | None = None    # a planning strategy's own decision (then the indices above are unused)
+    plan: Plan | None = None  # a planning strategy's own decision (then the indices above are unused)
 
 
 def not_kept(before, on_thread, kept, blocked):

@@ -19,8 +19,9 @@ def history_of(conversation: Conversation, ledger: Ledger) -> list[Message]:
     turns = conversation.turns
     if not ledger.synthetic:  # no stand-ins: the kept messages (a RunLedger lists only those)
         return [turns[e.position].messages[e.index] for e in ledger.kept]
-    out: list[Message] = [Message(s.role, s.content, INTERMEDIATE, s.ref or s.origin)
-                          for s in ledger.synthetic if s.replaces is None]
+    out: list[Message] = [
+        Message(s.role, s.content, INTERMEDIATE, s.ref or s.origin) for s in ledger.synthetic if s.replaces is None
+    ]
     stand_ins = ledger.stand_ins()
     for e in ledger.entries:
         sent = stand_ins.get((e.position, e.index))
@@ -31,9 +32,16 @@ def history_of(conversation: Conversation, ledger: Ledger) -> list[Message]:
                     out.append(Message(stand_in.role, stand_in.content, message.kind, message.ref))
                 elif stand_in.origin == STORED:
                     kind = TOOL_RESULT if stand_in.role == "tool" else TOOL_CALL if stand_in.calls else message.kind
-                    out.append(Message(stand_in.role, stand_in.content, kind, stand_in.ref,
-                                       tool_calls=tuple(ToolCall(*c) for c in stand_in.calls),
-                                       tool_call_id=stand_in.call_id or None))
+                    out.append(
+                        Message(
+                            stand_in.role,
+                            stand_in.content,
+                            kind,
+                            stand_in.ref,
+                            tool_calls=tuple(ToolCall(*c) for c in stand_in.calls),
+                            tool_call_id=stand_in.call_id or None,
+                        )
+                    )
                 else:
                     out.append(replace(message, content=stand_in.content))
         elif e.kept:
@@ -41,8 +49,9 @@ def history_of(conversation: Conversation, ledger: Ledger) -> list[Message]:
     return out
 
 
-def expand_runs(conversation: Conversation, position: int, runs, numbers: Sequence[int],
-                tokens: Callable[[int], tuple[int, ...]]) -> list[LedgerEntry]:
+def expand_runs(
+    conversation: Conversation, position: int, runs, numbers: Sequence[int], tokens: Callable[[int], tuple[int, ...]]
+) -> list[LedgerEntry]:
     """The entries of the ledger of the turn at ``position`` from its reasons as runs: the
     candidates are exactly the messages of the turns before it, in order; ``tokens(p)`` gives
     the token counts of turn ``p``'s messages and ``numbers`` the turn numbers."""
@@ -63,8 +72,14 @@ def expand_runs(conversation: Conversation, position: int, runs, numbers: Sequen
     return entries
 
 
-def pick_entries(conversation: Conversation, runs, ranges: Sequence[tuple[int, int]], numbers: Sequence[int],
-                 tokens: Callable[[int], tuple[int, ...]], before: Sequence[int]) -> list[LedgerEntry]:
+def pick_entries(
+    conversation: Conversation,
+    runs,
+    ranges: Sequence[tuple[int, int]],
+    numbers: Sequence[int],
+    tokens: Callable[[int], tuple[int, ...]],
+    before: Sequence[int],
+) -> list[LedgerEntry]:
     """The entries at the candidates' offsets in ``ranges`` (``[lo, hi)`` pairs, ascending) of a
     ledger whose reasons are ``runs``: what :func:`expand_runs` lists there, without the rest.
     ``before[p]`` counts the messages of the turns before ``p``."""

@@ -83,6 +83,7 @@ def app_namespace(flow_id: str) -> str:
 
 # -- records ----------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Source:
     """Where a change came from: the turn (and its conversation and flow) that stated the fact."""
@@ -130,9 +131,17 @@ class MemoryItem:
     namespace: str = SHARED
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "user_id": self.user_id, "memory": self.memory, "hash": self.hash, "key": self.key,
-                "created_at": self.created_at, "updated_at": self.updated_at, "source": self.source.to_dict(),
-                "namespace": self.namespace}
+        return {
+            "id": self.id,
+            "user_id": self.user_id,
+            "memory": self.memory,
+            "hash": self.hash,
+            "key": self.key,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "source": self.source.to_dict(),
+            "namespace": self.namespace,
+        }
 
 
 @dataclass(frozen=True)
@@ -152,9 +161,13 @@ class ScoredMemory:
 
     def to_dict(self) -> dict:
         """The shape of a Dify Mem0 plugin search hit (§B.5): id, memory, score, created_at."""
-        return {"id": self.item.id, "memory": self.item.memory,
-                "score": None if self.score is None else round(self.score, 4), "key": self.item.key,
-                "created_at": self.item.created_at}
+        return {
+            "id": self.item.id,
+            "memory": self.item.memory,
+            "score": None if self.score is None else round(self.score, 4),
+            "key": self.item.key,
+            "created_at": self.item.created_at,
+        }
 
 
 @dataclass(frozen=True)
@@ -178,9 +191,18 @@ class MemoryEvent:
         return self.event == DELETE
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "memory_id": self.memory_id, "user_id": self.user_id, "event": self.event,
-                "old_memory": self.old_memory, "new_memory": self.new_memory, "created_at": self.created_at,
-                "is_deleted": self.is_deleted, "actor": self.actor, "source": self.source.to_dict()}
+        return {
+            "id": self.id,
+            "memory_id": self.memory_id,
+            "user_id": self.user_id,
+            "event": self.event,
+            "old_memory": self.old_memory,
+            "new_memory": self.new_memory,
+            "created_at": self.created_at,
+            "is_deleted": self.is_deleted,
+            "actor": self.actor,
+            "source": self.source.to_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -192,6 +214,7 @@ class UserSummary:
 
 
 # -- facts ------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ExtractedFact:
@@ -230,7 +253,8 @@ EXTRACTION_PROMPT = (
     "You extract facts about the user from a conversation, for a long-term memory. Reply with JSON only: "
     '{"facts": [{"key": "<short topic, e.g. name, home, job, order, like>", "text": "<the fact as a sentence '
     'addressed to the user, e.g. Your name is Dana.>"}]}. Only facts the user states about themselves; '
-    'an empty list when there are none.')
+    "an empty list when there are none."
+)
 
 
 class LLMExtractor:
@@ -247,12 +271,17 @@ class LLMExtractor:
         self.model = model
 
     def extract(self, messages: Sequence[Mapping[str, Any]]) -> list[ExtractedFact]:
-        lines = [f"{m.get('role')}: {m.get('content')}" for m in messages
-                 if m.get("role") in ("user", "assistant") and m.get("content")]
+        lines = [
+            f"{m.get('role')}: {m.get('content')}"
+            for m in messages
+            if m.get("role") in ("user", "assistant") and m.get("content")
+        ]
         if not lines:
             return []
-        reply = self.client.complete(self.model, [{"role": "system", "content": EXTRACTION_PROMPT},
-                                                  {"role": "user", "content": "\n".join(lines)}])
+        reply = self.client.complete(
+            self.model,
+            [{"role": "system", "content": EXTRACTION_PROMPT}, {"role": "user", "content": "\n".join(lines)}],
+        )
         return parse_extraction(reply.text)
 
 
@@ -274,9 +303,13 @@ def parse_extraction(text: str) -> list[ExtractedFact]:
             out.append(ExtractedFact(text=item.strip()))
         elif isinstance(item, Mapping) and isinstance(item.get("text"), str) and item["text"].strip():
             key = item.get("key")
-            out.append(ExtractedFact(text=item["text"].strip(),
-                                     key=str(key).strip().lower() if isinstance(key, str) and key.strip() else None,
-                                     value=str(item["value"]) if item.get("value") is not None else None))
+            out.append(
+                ExtractedFact(
+                    text=item["text"].strip(),
+                    key=str(key).strip().lower() if isinstance(key, str) and key.strip() else None,
+                    value=str(item["value"]) if item.get("value") is not None else None,
+                )
+            )
     return out
 
 
@@ -292,9 +325,11 @@ def memory_hash(text: str) -> str:
 # -- retrieval --------------------------------------------------------------------------------------
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_STOP = frozenset("""a an and are as at be but by do does did for from have has had how i i'm im is it its me my
+_STOP = frozenset(
+    """a an and are as at be but by do does did for from have has had how i i'm im is it its me my
 mine of on or our so that the their them then there these they this to us was we were what when where which
-who whom why will with you your yours about again any can could should would tell know remember am""".split())
+who whom why will with you your yours about again any can could should would tell know remember am""".split()
+)
 
 
 def terms(text: str) -> list[str]:
@@ -356,8 +391,7 @@ class EmbeddingBackend(Protocol):
 
     name: str
 
-    def embed(self, texts: Sequence[str]) -> list[Sequence[float]]:
-        ...
+    def embed(self, texts: Sequence[str]) -> list[Sequence[float]]: ...
 
 
 class EmbeddingRetriever:
@@ -382,6 +416,7 @@ class EmbeddingRetriever:
 
 # -- storage ----------------------------------------------------------------------------------------
 
+
 class MemoryBackend(Protocol):
     """Where memories and their history live. ``write`` is all-or-nothing."""
 
@@ -389,11 +424,9 @@ class MemoryBackend(Protocol):
         """The user's live memories in one namespace (any order)."""
         ...
 
-    def get(self, memory_id: str) -> MemoryItem | None:
-        ...
+    def get(self, memory_id: str) -> MemoryItem | None: ...
 
-    def write(self, upserts: Sequence[MemoryItem], deletes: Sequence[str], events: Sequence[MemoryEvent]) -> None:
-        ...
+    def write(self, upserts: Sequence[MemoryItem], deletes: Sequence[str], events: Sequence[MemoryEvent]) -> None: ...
 
     def history(self, memory_id: str) -> list[MemoryEvent]:
         """History rows of one memory, oldest first (kept after the memory is deleted)."""
@@ -403,8 +436,7 @@ class MemoryBackend(Protocol):
         """Every history row of one user in one namespace, oldest first."""
         ...
 
-    def users(self) -> list[UserSummary]:
-        ...
+    def users(self) -> list[UserSummary]: ...
 
 
 class InMemoryBackend:
@@ -438,12 +470,14 @@ class InMemoryBackend:
         out: dict[tuple[str, str], UserSummary] = {}
         for m in self._items.values():
             s = out.get((m.namespace, m.user_id))
-            out[(m.namespace, m.user_id)] = UserSummary(m.user_id, (s.memories if s else 0) + 1,
-                                                        max(m.updated_at, s.updated_at if s else 0.0), m.namespace)
+            out[(m.namespace, m.user_id)] = UserSummary(
+                m.user_id, (s.memories if s else 0) + 1, max(m.updated_at, s.updated_at if s else 0.0), m.namespace
+            )
         return sorted(out.values(), key=lambda s: (s.namespace, s.user_id))
 
 
 # -- the memory -------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class StoreResult:
@@ -459,8 +493,9 @@ class StoreResult:
 
 def _user(user_id: Any) -> str:
     if not isinstance(user_id, str) or not user_id.strip():
-        raise LongTermMemoryError("long-term memory is keyed by user id: pass a non-empty user id "
-                                  "(memories are never keyed by conversation)")
+        raise LongTermMemoryError(
+            "long-term memory is keyed by user id: pass a non-empty user id (memories are never keyed by conversation)"
+        )
     return user_id
 
 
@@ -481,8 +516,9 @@ def _messages(messages: Any) -> list[dict]:
     out = []
     for i, m in enumerate(messages, start=1):
         if m.get("role") not in ("system", "user", "assistant", "tool"):
-            raise LongTermMemoryError(f"message {i} has role {m.get('role')!r}; expected user, assistant, "
-                                      "system or tool")
+            raise LongTermMemoryError(
+                f"message {i} has role {m.get('role')!r}; expected user, assistant, system or tool"
+            )
         out.append({"role": m["role"], "content": "" if m.get("content") is None else str(m.get("content"))})
     return out
 
@@ -491,8 +527,14 @@ class LongTermMemory:
     """A per-user memory store with Mem0 v1 semantics (see the module docstring), seen through one
     ``namespace``: what is stored here is recalled only through the same namespace."""
 
-    def __init__(self, backend: MemoryBackend | None = None, *, extractor: FactExtractor | None = None,
-                 retriever: Retriever | None = None, namespace: str = SHARED):
+    def __init__(
+        self,
+        backend: MemoryBackend | None = None,
+        *,
+        extractor: FactExtractor | None = None,
+        retriever: Retriever | None = None,
+        namespace: str = SHARED,
+    ):
         self.backend: MemoryBackend = backend if backend is not None else InMemoryBackend()
         self.extractor: FactExtractor = extractor or OfflineExtractor()
         self.retriever: Retriever = retriever or BM25Retriever()
@@ -503,8 +545,9 @@ class LongTermMemory:
         return LongTermMemory(self.backend, extractor=self.extractor, retriever=self.retriever, namespace=namespace)
 
     # -- writing
-    def store(self, user_id: str, messages: Any, *, source: Source | None = None,
-              extractor: FactExtractor | None = None) -> StoreResult:
+    def store(
+        self, user_id: str, messages: Any, *, source: Source | None = None, extractor: FactExtractor | None = None
+    ) -> StoreResult:
         """Extract facts from ``messages`` and apply them to ``user_id``'s memories (one transaction)."""
         user_id = _user(user_id)
         msgs = _messages(messages)
@@ -539,21 +582,34 @@ class LongTermMemory:
                         del live[m.id]
                         upserts.pop(m.id, None)
                         deletes.append(m.id)
-                        events.append(MemoryEvent(m.id, user_id, DELETE, m.memory, None, stamp, actor, source,
-                                                  namespace=ns))
+                        events.append(
+                            MemoryEvent(m.id, user_id, DELETE, m.memory, None, stamp, actor, source, namespace=ns)
+                        )
             target = None
             if fact.key and fact.key not in MULTI_VALUED:
-                target = next((m for m in sorted(live.values(), key=lambda m: m.created_at) if m.key == fact.key),
-                              None)
+                target = next((m for m in sorted(live.values(), key=lambda m: m.created_at) if m.key == fact.key), None)
             if target is not None:
-                updated = replace(target, memory=fact.text, hash=h, updated_at=max(stamp, target.updated_at + 1e-6),
-                                  source=source)
+                updated = replace(
+                    target, memory=fact.text, hash=h, updated_at=max(stamp, target.updated_at + 1e-6), source=source
+                )
                 live[target.id] = upserts[target.id] = updated
-                events.append(MemoryEvent(target.id, user_id, UPDATE, target.memory, fact.text, stamp, actor, source,
-                                          namespace=ns))
+                events.append(
+                    MemoryEvent(
+                        target.id, user_id, UPDATE, target.memory, fact.text, stamp, actor, source, namespace=ns
+                    )
+                )
             else:
-                item = MemoryItem(id=str(uuid.uuid4()), user_id=user_id, memory=fact.text, hash=h, key=fact.key,
-                                  created_at=stamp, updated_at=stamp, source=source, namespace=ns)
+                item = MemoryItem(
+                    id=str(uuid.uuid4()),
+                    user_id=user_id,
+                    memory=fact.text,
+                    hash=h,
+                    key=fact.key,
+                    created_at=stamp,
+                    updated_at=stamp,
+                    source=source,
+                    namespace=ns,
+                )
                 live[item.id] = upserts[item.id] = item
                 events.append(MemoryEvent(item.id, user_id, ADD, None, fact.text, stamp, actor, source, namespace=ns))
         if events:
@@ -567,18 +623,33 @@ class LongTermMemory:
         item = self.get(memory_id)
         text = text.strip()
         stamp = _clock()
-        updated = replace(item, memory=text, hash=memory_hash(text), updated_at=max(stamp, item.updated_at + 1e-6),
-                          source=source or Source())
-        event = MemoryEvent(item.id, item.user_id, UPDATE, item.memory, text, stamp, actor, source or Source(),
-                            namespace=item.namespace)
+        updated = replace(
+            item,
+            memory=text,
+            hash=memory_hash(text),
+            updated_at=max(stamp, item.updated_at + 1e-6),
+            source=source or Source(),
+        )
+        event = MemoryEvent(
+            item.id, item.user_id, UPDATE, item.memory, text, stamp, actor, source or Source(), namespace=item.namespace
+        )
         self.backend.write([updated], [], [event])
         return event
 
     def delete(self, memory_id: str, *, actor: str = USER_EDIT, source: Source | None = None) -> MemoryEvent:
         """Remove one memory (Mem0 ``delete``); its history stays, ending with a DELETE row."""
         item = self.get(memory_id)
-        event = MemoryEvent(item.id, item.user_id, DELETE, item.memory, None, _clock(), actor, source or Source(),
-                            namespace=item.namespace)
+        event = MemoryEvent(
+            item.id,
+            item.user_id,
+            DELETE,
+            item.memory,
+            None,
+            _clock(),
+            actor,
+            source or Source(),
+            namespace=item.namespace,
+        )
         self.backend.write([], [item.id], [event])
         return event
 
@@ -586,8 +657,9 @@ class LongTermMemory:
     def get(self, memory_id: str) -> MemoryItem:
         item = self.backend.get(memory_id)
         if item is None:
-            raise MemoryNotFound(f"no memory with id {memory_id!r} (it may have been deleted); "
-                                 "list a user's memories to find its id")
+            raise MemoryNotFound(
+                f"no memory with id {memory_id!r} (it may have been deleted); list a user's memories to find its id"
+            )
         return item
 
     def find(self, memory_id: str) -> MemoryItem | None:
@@ -602,8 +674,9 @@ class LongTermMemory:
             items = [m for m in items if needle in m.memory.lower() or needle in (m.key or "").lower()]
         return sorted(items, key=lambda m: (-m.updated_at, m.id))
 
-    def retrieve(self, user_id: str, query: str, k: int = DEFAULT_TOP_K, *,
-                 threshold: float | None = None) -> list[ScoredMemory]:
+    def retrieve(
+        self, user_id: str, query: str, k: int = DEFAULT_TOP_K, *, threshold: float | None = None
+    ) -> list[ScoredMemory]:
         """The top ``k`` of the user's memories for ``query``, best first, with scores."""
         user_id = _user(user_id)
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
@@ -649,6 +722,7 @@ def _clock() -> float:
 
 # -- what a prompt gets -----------------------------------------------------------------------------
 
+
 def memories_text(results: Sequence[ScoredMemory]) -> str:
     """The retrieved memories as prompt text: one memory per line, best first. No bullets: each
     line stays the sentence it was stored as ("Your name is Dana."), which is also what lets the
@@ -670,8 +744,9 @@ class RecallPreview:
         return memories_text(self.results)
 
 
-def recall_preview(user_id: str, query: str | None = None, *, store: LongTermMemory,
-                   k: int = DEFAULT_TOP_K) -> RecallPreview:
+def recall_preview(
+    user_id: str, query: str | None = None, *, store: LongTermMemory, k: int = DEFAULT_TOP_K
+) -> RecallPreview:
     """The memories a memory-retrieve step would give a new conversation of ``user_id``.
 
     With a query: exactly what ``retrieve(user_id, query, k)`` returns, with scores. Without one
@@ -684,8 +759,37 @@ def recall_preview(user_id: str, query: str | None = None, *, store: LongTermMem
     return RecallPreview(user_id, query, store.retrieve(user_id, query, k), total)
 
 
-__all__ = ["ADD", "UPDATE", "DELETE", "NONE", "DEFAULT_TOP_K", "MULTI_VALUED", "Source", "MemoryItem", "ScoredMemory",
-           "MemoryEvent", "UserSummary", "ExtractedFact", "FactExtractor", "OfflineExtractor", "LLMExtractor",
-           "parse_extraction", "normalise", "memory_hash", "terms", "Retriever", "BM25Retriever", "EmbeddingBackend",
-           "EmbeddingRetriever", "MemoryBackend", "InMemoryBackend", "StoreResult", "LongTermMemory", "memories_text",
-           "RecallPreview", "recall_preview", "SHARED", "app_namespace"]
+__all__ = [
+    "ADD",
+    "UPDATE",
+    "DELETE",
+    "NONE",
+    "DEFAULT_TOP_K",
+    "MULTI_VALUED",
+    "Source",
+    "MemoryItem",
+    "ScoredMemory",
+    "MemoryEvent",
+    "UserSummary",
+    "ExtractedFact",
+    "FactExtractor",
+    "OfflineExtractor",
+    "LLMExtractor",
+    "parse_extraction",
+    "normalise",
+    "memory_hash",
+    "terms",
+    "Retriever",
+    "BM25Retriever",
+    "EmbeddingBackend",
+    "EmbeddingRetriever",
+    "MemoryBackend",
+    "InMemoryBackend",
+    "StoreResult",
+    "LongTermMemory",
+    "memories_text",
+    "RecallPreview",
+    "recall_preview",
+    "SHARED",
+    "app_namespace",
+]

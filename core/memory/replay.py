@@ -36,8 +36,22 @@ from typing import Callable, Generator, Iterable, Iterator, Sequence, cast
 import numpy as np
 
 from core.model.conversation import Conversation, Message
-from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE,
-                               TRIMMED_EARLIER, Ledger, LedgerEntry, RunLedger, TurnSummaries, TurnSummary)
+from core.model.ledger import (
+    EMPTY,
+    GRANULARITY,
+    KEPT,
+    MEMORY_OFF,
+    OTHER_BRANCH,
+    OUTSIDE_WINDOW,
+    OVER_BUDGET,
+    SCOPE,
+    TRIMMED_EARLIER,
+    Ledger,
+    LedgerEntry,
+    RunLedger,
+    TurnSummaries,
+    TurnSummary,
+)
 from core.model.tokens import REPLY_PRIMING, ModelFacts, TokenCounter, counter_for, model_facts
 
 from .config import MemoryConfig
@@ -116,11 +130,18 @@ class Replay:
     where there was none; strategies without such an input ignore it.
     """
 
-    def __init__(self, conversation: Conversation, config: MemoryConfig, *,
-                 system_prompt: str | None = None, has_thread: bool = True,
-                 prompt_tokens: Callable[[int], int] | None = None, counter: TokenCounter | None = None,
-                 summarizer: Summarizer | None = None,
-                 history_inputs: Callable[[int], Sequence[Message] | None] | None = None):
+    def __init__(
+        self,
+        conversation: Conversation,
+        config: MemoryConfig,
+        *,
+        system_prompt: str | None = None,
+        has_thread: bool = True,
+        prompt_tokens: Callable[[int], int] | None = None,
+        counter: TokenCounter | None = None,
+        summarizer: Summarizer | None = None,
+        history_inputs: Callable[[int], Sequence[Message] | None] | None = None,
+    ):
         self.conversation = conversation
         self.config = config.validate()
         self.strategy: Strategy = get_strategy(config.strategy)
@@ -223,8 +244,9 @@ class Replay:
             key = (turn.query_index, turn.answer_index) if query_answer else len(turn.messages)
             el = self._index_shapes.get(key)
             if el is None:
-                el = self._index_shapes[key] = (tuple(sorted(i for i in key if i is not None))
-                                                if isinstance(key, tuple) else tuple(range(key)))
+                el = self._index_shapes[key] = (
+                    tuple(sorted(i for i in key if i is not None)) if isinstance(key, tuple) else tuple(range(key))
+                )
             self._eligible[position] = el
         return el
 
@@ -246,7 +268,7 @@ class Replay:
         turns = self.conversation.turns
         if len(before) <= len(turns):  # extended, not recounted, when the conversation grew
             held = len(before)
-            before.extend(accumulate((len(t.messages) for t in turns[held - 1:]), initial=before[-1]))
+            before.extend(accumulate((len(t.messages) for t in turns[held - 1 :]), initial=before[-1]))
             del before[held]  # the running total it started from, held already
         return before[position]
 
@@ -287,8 +309,7 @@ class Replay:
     def _push(self, view: PathView, position: int, decision: Decision) -> None:
         tokens = self.message_tokens(position)
         state = decision.plan.state if decision.plan is not None else None
-        view.push(position, decision.window_start, self.eligible(position), tokens,
-                  self._empties(position), state)
+        view.push(position, decision.window_start, self.eligible(position), tokens, self._empties(position), state)
 
     def thread_messages_before(self, position: int) -> int:
         """How many of the messages before ``position`` are on its thread (the rest are on other
@@ -309,9 +330,16 @@ class Replay:
         if d.plan is not None:
             p = d.plan
             dropped, not_eligible = not_kept(total, on_thread, p.kept, d.blocked)
-            return TurnSummary(turn=self.numbers[position], kept=p.kept, dropped=dropped, not_eligible=not_eligible,
-                               history_tokens=p.history_tokens, prompt_tokens=d.fixed_prompt_tokens + p.history_tokens,
-                               budget=p.budget.limit, oldest_kept_turn=p.oldest_kept_turn)
+            return TurnSummary(
+                turn=self.numbers[position],
+                kept=p.kept,
+                dropped=dropped,
+                not_eligible=not_eligible,
+                history_tokens=p.history_tokens,
+                prompt_tokens=d.fixed_prompt_tokens + p.history_tokens,
+                budget=p.budget.limit,
+                oldest_kept_turn=p.oldest_kept_turn,
+            )
         kept = view.count_prefix[d.end] - view.count_prefix[d.budget_cut]
         history = view.kept_prefix[d.end] - view.kept_prefix[d.budget_cut]
         oldest = None
@@ -319,9 +347,16 @@ class Replay:
             j = bisect_left(view.count_prefix, view.count_prefix[d.budget_cut] + 1) - 1
             oldest = self.numbers[view.seq_pos[j]]
         dropped, not_eligible = not_kept(total, on_thread, kept, d.blocked)
-        return TurnSummary(turn=self.numbers[position], kept=kept, dropped=dropped, not_eligible=not_eligible,
-                           history_tokens=history, prompt_tokens=d.fixed_prompt_tokens + history,
-                           budget=d.budget.limit, oldest_kept_turn=oldest)
+        return TurnSummary(
+            turn=self.numbers[position],
+            kept=kept,
+            dropped=dropped,
+            not_eligible=not_eligible,
+            history_tokens=history,
+            prompt_tokens=d.fixed_prompt_tokens + history,
+            budget=d.budget.limit,
+            oldest_kept_turn=oldest,
+        )
 
     def _walk(self) -> Iterator[tuple[int, PathView, Decision]]:
         """Every turn with its thread's view, depth first, parents before children."""
@@ -354,7 +389,7 @@ class Replay:
         done = 0
         for counted in self.counter.counted_groups((turns[p].messages for p in todo), own_part=OWN_PART):
             for lo in range(done, counted, COUNT_CHUNK):  # a chunk at a time: its flat lists stay short
-                self._set_counts(todo[lo:min(lo + COUNT_CHUNK, counted)])
+                self._set_counts(todo[lo : min(lo + COUNT_CHUNK, counted)])
             done = counted
             yield todo[counted] if counted < len(todo) else len(turns)
 
@@ -434,16 +469,23 @@ class Replay:
                 history = kept_prefix[end] - kept_prefix[cut]
                 turn_of[position] = numbers[position]
                 kept_of[position] = kept
-                dropped_of[position], not_eligible_of[position] = not_kept(before[position], on_thread(position),
-                                                                          kept, blocked)
+                dropped_of[position], not_eligible_of[position] = not_kept(
+                    before[position], on_thread(position), kept, blocked
+                )
                 history_of[position] = history
                 prompt_of[position] = fixed + history
                 budget_of[position] = none if limit is None else limit
                 oldest_of[position] = none  # the oldest kept message's turn, when one is kept
                 if kept:
                     oldest_of[position] = numbers[seq_pos[bisect_left(count_prefix, count_prefix[cut] + 1) - 1]]
-            view.push(position, start, eligibles[position] or eligible_of(position),
-                      all_tokens[position], all_empty[position], None)
+            view.push(
+                position,
+                start,
+                eligibles[position] or eligible_of(position),
+                all_tokens[position],
+                all_empty[position],
+                None,
+            )
             child = first_child[position]
             if child >= 0:  # stacked newest first, so the oldest child is entered first
                 later = more_children.get(position)
@@ -468,13 +510,14 @@ class Replay:
             offsets = self._message_offsets()
             total = offsets[-1]  # messages, read from the turns as needed (no list of every message is held)
             # Positions and counts of messages and turns (not of tokens) in half the bytes, when they fit.
-            index = np.int32 if max(total, n + 1) < 2 ** 31 - 1 else np.int64  # (turn numbers go up to n)
+            index = np.int32 if max(total, n + 1) < 2**31 - 1 else np.int64  # (turn numbers go up to n)
             before = np.array(offsets, dtype=index)  # a copy: the array grows with the conversation
             numbers = np.array(self.numbers, dtype=index)
             asked = np.array([t.query_index is not None for t in turns])
             # Each question's place among the messages (of the turns that have one).
-            query_at = np.array([b + t.query_index for b, t in zip(offsets, turns) if t.query_index is not None],
-                                dtype=index)
+            query_at = np.array(
+                [b + t.query_index for b, t in zip(offsets, turns) if t.query_index is not None], dtype=index
+            )
             # The candidates, in thread order: under query_answer each turn's query and answer (eligible()).
             if strategy.uses_granularity and config.granularity == "query_answer":
                 candidate = np.zeros(total, dtype=bool)
@@ -484,8 +527,11 @@ class Replay:
                 candidate = np.ones(total, dtype=bool)
             # An empty message is Dify's filter's, unless it is sent like any other (_set_counts).
             sends_empty = self.sends_empty
-            sent = np.fromiter((sends_empty or m.content != "" or not m.is_empty for t in turns for m in t.messages),
-                               dtype=bool, count=total)[candidate]  # (a message with text is never empty)
+            sent = np.fromiter(
+                (sends_empty or m.content != "" or not m.is_empty for t in turns for m in t.messages),
+                dtype=bool,
+                count=total,
+            )[candidate]  # (a message with text is never empty)
             seq_pos = np.repeat(np.arange(n, dtype=index), np.diff(before))[candidate]  # each candidate's turn
             starts = np.zeros(n, dtype=index)  # where each turn's candidates start in the sequence
             np.cumsum(np.bincount(seq_pos, minlength=n)[:-1], out=starts[1:])
@@ -545,8 +591,16 @@ class Replay:
         # Every earlier message is on the thread.
         dropped, not_eligible = not_kept(before[:-1], before[:-1], kept, blocked)
         del before
-        pending: list[np.ndarray | None] = [numbers, kept, dropped, not_eligible, history, fixed + history, limit,
-                                            oldest]
+        pending: list[np.ndarray | None] = [
+            numbers,
+            kept,
+            dropped,
+            not_eligible,
+            history,
+            fixed + history,
+            limit,
+            oldest,
+        ]
         del numbers, kept, dropped, not_eligible, history, fixed, limit, oldest
         columns = []
         for k, held in enumerate(pending):
@@ -640,8 +694,9 @@ class Replay:
         try:
             return self.numbers.index(turn_number)
         except ValueError:
-            raise ConfigError(f"turn {turn_number} does not exist; this conversation has turns "
-                              f"{self.numbers[0]}..{self.numbers[-1]}") from None
+            raise ConfigError(
+                f"turn {turn_number} does not exist; this conversation has turns {self.numbers[0]}..{self.numbers[-1]}"
+            ) from None
 
     def ledger(self, turn_number: int) -> Ledger:
         return self.ledger_at(self.position_of(turn_number))
@@ -680,24 +735,47 @@ class Replay:
                 kept = reason == KEPT
                 if kept:
                     history += toks[m]
-                entries.append(LedgerEntry(ref=msg.ref, turn=number, role=msg.role, tokens=toks[m], kept=kept,
-                                           reason=reason, kind=msg.kind, position=p, index=m))
+                entries.append(
+                    LedgerEntry(
+                        ref=msg.ref,
+                        turn=number,
+                        role=msg.role,
+                        tokens=toks[m],
+                        kept=kept,
+                        reason=reason,
+                        kind=msg.kind,
+                        position=p,
+                        index=m,
+                    )
+                )
         synthetic = d.plan.synthetic(view, self)
         history += sum(s.tokens for s in synthetic)
-        return Ledger(entries=entries, synthetic=synthetic, compactions=list(getattr(d.plan, "compactions", None) or []),
-                      **self._ledger_header(position, d, history))
+        return Ledger(
+            entries=entries,
+            synthetic=synthetic,
+            compactions=list(getattr(d.plan, "compactions", None) or []),
+            **self._ledger_header(position, d, history),
+        )
 
     def _ledger_header(self, position: int, d: Decision, history: int) -> dict:
         fixed = d.fixed_prompt_tokens
         context = d.budget.context_size
         cfg = self.config.to_dict()
         cfg["budget"] = d.budget.limit
-        return dict(turn=self.numbers[position], prompt_tokens=fixed + history, history_tokens=history,
-                    budget=d.budget.limit, budget_note=d.budget.note, config=cfg, context_size=context,
-                    exceeds_context=bool(context and fixed + history + self.config.max_tokens > context))
+        return dict(
+            turn=self.numbers[position],
+            prompt_tokens=fixed + history,
+            history_tokens=history,
+            budget=d.budget.limit,
+            budget_note=d.budget.note,
+            config=cfg,
+            context_size=context,
+            exceeds_context=bool(context and fixed + history + self.config.max_tokens > context),
+        )
 
-    def cut_ledger(self, view: PathView, d: Decision, position: int, clean: int = 0,
-                   head: Sequence[int] = ()) -> RunLedger:
+    def cut_ledger(
+        self, view: PathView, d: Decision, position: int, clean: int = 0, head: Sequence[int] = ()
+    ) -> RunLedger:
         """The ledger of a strategy that cuts the thread (no plan) as reason runs and kept entries,
         in time that grows with the thread's turns (or less), not its messages; the full
         entries are built when first read. ``clean``: how many of the view's first turns are
@@ -713,19 +791,35 @@ class Replay:
                 if self._empties(p)[m]:
                     continue
                 msg = turns[p].messages[m]
-                kept.append(LedgerEntry(ref=msg.ref, turn=numbers[p], role=msg.role, tokens=self.message_tokens(p)[m],
-                                        kept=True, reason=KEPT, kind=msg.kind, position=p, index=m))
+                kept.append(
+                    LedgerEntry(
+                        ref=msg.ref,
+                        turn=numbers[p],
+                        role=msg.role,
+                        tokens=self.message_tokens(p)[m],
+                        kept=True,
+                        reason=KEPT,
+                        kind=msg.kind,
+                        position=p,
+                        index=m,
+                    )
+                )
         with_messages = (turns[p].messages for p in range(position) if turns[p].messages)
         first = next(with_messages, None)
         last = next((turns[p].messages for p in range(position - 1, -1, -1) if turns[p].messages), None)
         conversation, tokens = self.conversation, self.message_tokens
-        return RunLedger(runs=runs, kept=kept, count=self.messages_before(position),
-                         first_ref=first[0].ref if first else None, last_ref=last[-1].ref if last else None,
-                         expand=lambda r: expand_runs(conversation, position, r, numbers, tokens),
-                         pick=lambda ranges: pick_entries(conversation, runs, ranges, numbers, tokens,
-                                                          self._message_offsets()),
-                         offset=lambda p: self.messages_before(min(p, position)), tokens=tokens,
-                         **self._ledger_header(position, d, sum(e.tokens for e in kept)))
+        return RunLedger(
+            runs=runs,
+            kept=kept,
+            count=self.messages_before(position),
+            first_ref=first[0].ref if first else None,
+            last_ref=last[-1].ref if last else None,
+            expand=lambda r: expand_runs(conversation, position, r, numbers, tokens),
+            pick=lambda ranges: pick_entries(conversation, runs, ranges, numbers, tokens, self._message_offsets()),
+            offset=lambda p: self.messages_before(min(p, position)),
+            tokens=tokens,
+            **self._ledger_header(position, d, sum(e.tokens for e in kept)),
+        )
 
     def _runs(self, view: PathView, d: Decision, position: int, clean: int, head: Sequence[int] = ()) -> list[list]:
         """Every earlier message's reason, as runs: the first removal step that applies."""

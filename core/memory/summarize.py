@@ -118,18 +118,22 @@ def transcript(messages: Sequence[Message]) -> str:
 def section_prompt(messages: Sequence[Message], previous_summary: str = "") -> str:
     """What a real model is asked (Dify's structure, MemLens's words)."""
     heads = "\n".join(f"## {name}" for name in SECTIONS)
-    prompt = ("The conversation below is about to be replaced by your summary, so the summary must hold everything "
-              "needed to carry on. Use these headings in this order and leave out a heading with nothing under it:\n"
-              f"{heads}\n"
-              "Intent is the user's goal and lasting preferences; key decisions are what was settled and why; "
-              "artifacts are the exact names of files, ids, commands and tools used; current state is what is done "
-              "and under way; next steps are what is left; open questions are what is unresolved. Report results "
-              "rather than retelling every action, and answer with the summary alone.\n\n"
-              f"<messages>\n{transcript(messages)}\n</messages>")
+    prompt = (
+        "The conversation below is about to be replaced by your summary, so the summary must hold everything "
+        "needed to carry on. Use these headings in this order and leave out a heading with nothing under it:\n"
+        f"{heads}\n"
+        "Intent is the user's goal and lasting preferences; key decisions are what was settled and why; "
+        "artifacts are the exact names of files, ids, commands and tools used; current state is what is done "
+        "and under way; next steps are what is left; open questions are what is unresolved. Report results "
+        "rather than retelling every action, and answer with the summary alone.\n\n"
+        f"<messages>\n{transcript(messages)}\n</messages>"
+    )
     if previous_summary:
-        prompt += ("\n\nAn earlier summary follows. Bring it up to date with the conversation above: keep what is "
-                   "still true, drop what is outdated, add what is new, and keep its headings.\n\n"
-                   f"<previous-summary>\n{previous_summary}\n</previous-summary>")
+        prompt += (
+            "\n\nAn earlier summary follows. Bring it up to date with the conversation above: keep what is "
+            "still true, drop what is outdated, add what is new, and keep its headings.\n\n"
+            f"<previous-summary>\n{previous_summary}\n</previous-summary>"
+        )
     return prompt
 
 
@@ -145,9 +149,13 @@ class ModelSectionSummarizer:
     def summarize(self, messages: Sequence[Message], previous_summary: str = "") -> str:
         # Asked once per compaction: the summary is stored with its turn and given back from there on
         # (core.memory.strategies.compaction.RecordedSummaries), as Dify keeps the history it compacted.
-        reply = self.client.complete(self.model, [
-            {"role": "system", "content": "You summarise conversations so that work can go on from the summary."},
-            {"role": "user", "content": section_prompt(messages, previous_summary)}])
+        reply = self.client.complete(
+            self.model,
+            [
+                {"role": "system", "content": "You summarise conversations so that work can go on from the summary."},
+                {"role": "user", "content": section_prompt(messages, previous_summary)},
+            ],
+        )
         return reply.text.strip()
 
 
@@ -210,6 +218,17 @@ class SectionSummarizer:
 
 SECTIONS_OFFLINE = SectionSummarizer()
 
-__all__ = ["Summarizer", "FactSummarizer", "OFFLINE", "NO_FACTS", "SECTIONS", "SectionSummarizer", "SECTIONS_OFFLINE",
-           "ModelSectionSummarizer", "section_prompt", "parse_sections", "transcript",
-           "transcript_lines"]
+__all__ = [
+    "Summarizer",
+    "FactSummarizer",
+    "OFFLINE",
+    "NO_FACTS",
+    "SECTIONS",
+    "SectionSummarizer",
+    "SECTIONS_OFFLINE",
+    "ModelSectionSummarizer",
+    "section_prompt",
+    "parse_sections",
+    "transcript",
+    "transcript_lines",
+]

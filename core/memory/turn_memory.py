@@ -43,8 +43,13 @@ class TurnMemory:
         run) and the history messages it sends; ``fixed_tokens`` is the rest of its prompt."""
         replay = self._follow(conversation) if position == len(conversation.turns) - 1 else None
         if replay is None or replay.plans:
-            replay = self.replay = Replay(conversation, self.config, system_prompt="", has_thread=self.has_thread,
-                                          prompt_tokens=lambda _position: fixed_tokens)
+            replay = self.replay = Replay(
+                conversation,
+                self.config,
+                system_prompt="",
+                has_thread=self.has_thread,
+                prompt_tokens=lambda _position: fixed_tokens,
+            )
             ledger = replay.ledger_at(position)
             return ledger, replay.history_messages(ledger)
         self.replay = replay
@@ -71,7 +76,7 @@ class TurnMemory:
         replay._thread_before = None
         replay.numbers[stable:] = array("q", turn_numbers(conversation, stable))
         if replay._msg_before is not None:
-            del replay._msg_before[stable + 1:]
+            del replay._msg_before[stable + 1 :]
         replay._summaries = None  # (the new turns' texts are not counted)
         replay.conversation = conversation
         return replay
@@ -93,6 +98,9 @@ class TurnMemory:
             k = len(view.positions)
             replay._push(view, p, replay._decide(view, p))
             index[p] = k
-            if self._clean == k == p and len(replay.eligible(p)) == len(replay.conversation.turns[p].messages) \
-                    and not any(replay._empties(p)):
+            if (
+                self._clean == k == p
+                and len(replay.eligible(p)) == len(replay.conversation.turns[p].messages)
+                and not any(replay._empties(p))
+            ):
                 self._clean += 1

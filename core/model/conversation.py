@@ -52,15 +52,22 @@ def source_model(meta: Mapping) -> str | None:
 WHOLE_THREAD_SOURCES = frozenset({"claude-code", "open-webui", "librechat", "langsmith", "langfuse", "dify-node-runs"})
 #: The platform whose memory kept a source's conversations, by source format (what the store keeps of
 #: an import), so the conversation can be opened with that platform's memory.
-SOURCE_PLATFORMS = {"n8n-chat-histories": "n8n", "n8n-execution": "n8n", "flowise-messages": "flowise",
-                    "openai-agents": "openai_agents", "llamaindex-chat-store": "llamaindex",
-                    "langgraph-checkpoint": "langgraph"}
+SOURCE_PLATFORMS = {
+    "n8n-chat-histories": "n8n",
+    "n8n-execution": "n8n",
+    "flowise-messages": "flowise",
+    "openai-agents": "openai_agents",
+    "llamaindex-chat-store": "llamaindex",
+    "langgraph-checkpoint": "langgraph",
+}
 
 
 def source_platform(source_format: str) -> str | None:
     """The platform (``n8n``, ``flowise``, ``openai_agents``, ``llamaindex``, ``langgraph``) whose memory kept a
     conversation of this source format, if any."""
     return SOURCE_PLATFORMS.get(source_format)
+
+
 #: ``Turn.meta`` key: the answer a user was shown, when the turn's messages replay another (an agent's final
 #: thought, not the answer that joins every step's text).
 SHOWN_ANSWER = "shown_answer"
@@ -76,8 +83,9 @@ class _NoMeta(dict):
     __slots__ = ()
 
     def _read_only(self, *args, **kwargs):
-        raise TypeError("this turn was built without meta, and the shared empty one is read-only: "
-                        "build the turn with meta={...}")
+        raise TypeError(
+            "this turn was built without meta, and the shared empty one is read-only: build the turn with meta={...}"
+        )
 
     __setitem__ = __delitem__ = __ior__ = update = setdefault = pop = popitem = clear = _read_only
 
@@ -116,8 +124,12 @@ class FileRef:
 
     @classmethod
     def from_dict(cls, d, default_type: str = "file") -> "FileRef":
-        return cls(str(d.get("type") or default_type), str(d.get("url") or ""), str(d.get("id") or ""),
-                   str(d.get("name") or ""))
+        return cls(
+            str(d.get("type") or default_type),
+            str(d.get("url") or ""),
+            str(d.get("id") or ""),
+            str(d.get("name") or ""),
+        )
 
 
 class _Same:
@@ -156,10 +168,19 @@ class Message:
     ref: int | str
     extra: tuple | None = None  # (name, tool_calls, tool_call_id, files, usage), None when all are unset
 
-    def __init__(self, role: str, content: str, kind: str, ref: int | str, name: str | None | _Same = _SAME,
-                 tool_calls: tuple[ToolCall, ...] | _Same = _SAME, tool_call_id: str | None | _Same = _SAME,
-                 files: tuple[FileRef, ...] | _Same = _SAME, usage: tuple[int, int] | None | _Same = _SAME,
-                 extra: tuple | None = None):
+    def __init__(
+        self,
+        role: str,
+        content: str,
+        kind: str,
+        ref: int | str,
+        name: str | None | _Same = _SAME,
+        tool_calls: tuple[ToolCall, ...] | _Same = _SAME,
+        tool_call_id: str | None | _Same = _SAME,
+        files: tuple[FileRef, ...] | _Same = _SAME,
+        usage: tuple[int, int] | None | _Same = _SAME,
+        extra: tuple | None = None,
+    ):
         if not (name is tool_calls is tool_call_id is files is usage is _SAME and extra is None):
             given = (name, tool_calls, tool_call_id, files, usage)
             merged = tuple(old if new is _SAME else new for new, old in zip(given, extra or _PLAIN))
@@ -221,9 +242,17 @@ class Message:
         """The inverse of :meth:`to_dict` (the input is trusted: validate untrusted documents first)."""
         calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in d.get("tool_calls") or [])
         files = tuple(FileRef.from_dict(f) for f in d.get("files") or [])
-        return cls(role=d["role"], content=d.get("content") or "", kind=d.get("kind") or "", ref=d.get("ref", ""),
-                   name=d.get("name"), tool_calls=calls, tool_call_id=d.get("tool_call_id"), files=files,
-                   usage=tuple(d["usage"]) if d.get("usage") else None)
+        return cls(
+            role=d["role"],
+            content=d.get("content") or "",
+            kind=d.get("kind") or "",
+            ref=d.get("ref", ""),
+            name=d.get("name"),
+            tool_calls=calls,
+            tool_call_id=d.get("tool_call_id"),
+            files=files,
+            usage=tuple(d["usage"]) if d.get("usage") else None,
+        )
 
     def to_openai(self) -> dict:
         out: dict = {"role": self.role, "content": self.content}
@@ -255,8 +284,9 @@ def turn_messages(group: list[Message]) -> tuple[tuple[Message, ...], int | None
     yet. The rest keep what they are (reasoning, tool call, tool result) or are intermediate.
     """
     has_query = bool(group) and group[0].role == "user"
-    last_assistant = max((k for k, m in enumerate(group) if m.role == "assistant" and m.kind != REASONING),
-                         default=None)
+    last_assistant = max(
+        (k for k, m in enumerate(group) if m.role == "assistant" and m.kind != REASONING), default=None
+    )
     if last_assistant is not None and group[last_assistant].tool_calls:
         last_assistant = None
     msgs = []
@@ -371,8 +401,13 @@ class Conversation:
     def with_turn(self, turn: Turn, **changes) -> "Conversation":
         """A new conversation: this one with ``turn`` appended (and ``changes`` to its other
         fields); its tree is extended, not rebuilt, so a long conversation's next turn stays cheap."""
-        kept = {"id": self.id, "system_prompt": self.system_prompt, "source_format": self.source_format,
-                "name": self.name, "meta": dict(self.meta)}
+        kept = {
+            "id": self.id,
+            "system_prompt": self.system_prompt,
+            "source_format": self.source_format,
+            "name": self.name,
+            "meta": dict(self.meta),
+        }
         return Conversation(turns=[*self.turns, turn], _tree=self.tree.extended(turn), **{**kept, **changes})
 
     def answered_turns(self) -> list[int]:
@@ -583,8 +618,9 @@ def read_once(turns: Iterable[Turn]) -> tuple[list[Turn], list[str]]:
             repeated.append(t.id)
         else:
             shown = t.id if len(t.id) <= 60 else t.id[:59] + "…"
-            raise ValueError(f"turn {shown!r} is listed twice with different contents; list each turn (message "
-                             f"record) once")
+            raise ValueError(
+                f"turn {shown!r} is listed twice with different contents; list each turn (message record) once"
+            )
     return out, repeated
 
 

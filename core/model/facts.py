@@ -29,11 +29,60 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_NAME_STOP = {"a", "an", "the", "not", "just", "so", "very", "really", "planning", "looking", "going", "trying",
-              "here", "back", "fine", "good", "ok", "okay", "sorry", "sure", "glad", "happy", "vegetarian",
-              "vegan", "pescatarian", "allergic", "from", "in", "at", "on", "interested", "new", "still", "also",
-              "afraid", "done", "ready", "hungry", "tired", "curious", "wondering", "thinking", "working",
-              "travelling", "traveling", "calling", "writing", "asking", "having", "getting", "staying", "using"}
+_NAME_STOP = {
+    "a",
+    "an",
+    "the",
+    "not",
+    "just",
+    "so",
+    "very",
+    "really",
+    "planning",
+    "looking",
+    "going",
+    "trying",
+    "here",
+    "back",
+    "fine",
+    "good",
+    "ok",
+    "okay",
+    "sorry",
+    "sure",
+    "glad",
+    "happy",
+    "vegetarian",
+    "vegan",
+    "pescatarian",
+    "allergic",
+    "from",
+    "in",
+    "at",
+    "on",
+    "interested",
+    "new",
+    "still",
+    "also",
+    "afraid",
+    "done",
+    "ready",
+    "hungry",
+    "tired",
+    "curious",
+    "wondering",
+    "thinking",
+    "working",
+    "travelling",
+    "traveling",
+    "calling",
+    "writing",
+    "asking",
+    "having",
+    "getting",
+    "staying",
+    "using",
+}
 _FOODS = ("meat", "fish", "pork", "dairy", "eggs")  # "I don't eat …"
 _DIETS = ("vegetarian", "vegan", "pescatarian", "gluten-free", "lactose intolerant", "halal", "kosher")
 _ID_WORDS = r"(?:order|booking|reservation|ticket|account|customer|invoice|case|tracking|confirmation)"
@@ -43,39 +92,88 @@ _ID_WORDS = r"(?:order|booking|reservation|ticket|account|customer|invoice|case|
 _LATIN_NAME = r"([A-ZÀ-Ý][A-Za-zÀ-ÿ'-]+(?:\s+[A-ZÀ-Ý][A-Za-zÀ-ÿ'-]+)?)"
 _HAN_NAME = r"((?!什么|啥|谁)[\u4e00-\u9fff]{1,3})(?=[，。！？,.!?\s]|$)"
 _ID_VALUE = r"#?([A-Z]{0,4}-?\d[A-Za-z0-9-]{1,})"
-_LOCAL_IDS = {"订单": "order", "预订": "booking", "预约": "booking", "账号": "account", "账户": "account",
-              "工单": "ticket", "发票": "invoice", "客户": "customer",
-              "bestell": "order", "bestellung": "order", "auftrags": "order", "auftrag": "order", "kunden": "customer",
-              "buchungs": "booking", "buchung": "booking", "rechnungs": "invoice", "rechnung": "invoice",
-              "ticket": "ticket", "sendungs": "tracking",
-              "pedido": "order", "orden": "order", "reserva": "booking", "cuenta": "account", "factura": "invoice",
-              "cliente": "customer", "commande": "order", "réservation": "booking", "compte": "account",
-              "encomenda": "order", "ordine": "order", "prenotazione": "booking"}
+_LOCAL_IDS = {
+    "订单": "order",
+    "预订": "booking",
+    "预约": "booking",
+    "账号": "account",
+    "账户": "account",
+    "工单": "ticket",
+    "发票": "invoice",
+    "客户": "customer",
+    "bestell": "order",
+    "bestellung": "order",
+    "auftrags": "order",
+    "auftrag": "order",
+    "kunden": "customer",
+    "buchungs": "booking",
+    "buchung": "booking",
+    "rechnungs": "invoice",
+    "rechnung": "invoice",
+    "ticket": "ticket",
+    "sendungs": "tracking",
+    "pedido": "order",
+    "orden": "order",
+    "reserva": "booking",
+    "cuenta": "account",
+    "factura": "invoice",
+    "cliente": "customer",
+    "commande": "order",
+    "réservation": "booking",
+    "compte": "account",
+    "encomenda": "order",
+    "ordine": "order",
+    "prenotazione": "booking",
+}
 _HAN_IDS = "|".join(w for w in _LOCAL_IDS if "\u4e00" <= w[0] <= "\u9fff")
 _GERMAN_IDS = r"(bestell|kunden|buchungs|rechnungs|ticket|auftrags|sendungs)(?:nummer|nr\.?)|(bestellung|buchung|rechnung|auftrag)"
-_ROMANCE_IDS = r"(pedido|orden|reserva|cuenta|factura|cliente|commande|réservation|compte|encomenda|ordine|prenotazione)"
+_ROMANCE_IDS = (
+    r"(pedido|orden|reserva|cuenta|factura|cliente|commande|réservation|compte|encomenda|ordine|prenotazione)"
+)
 
 _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("name", re.compile(r"\b(?i:my name is|call me)\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")),
     ("name", re.compile(r"\b(?i:i'm|i am|this is)\s+([A-Z][a-z][\w'-]*(?:\s+[A-Z][a-z][\w'-]*)?)(?=[\s,.!?;]|$)")),
-    ("name", re.compile(r"(?:我叫|我的名字是|我的名字叫|本人叫)\s*(?:([A-Za-z][A-Za-z'-]*(?:\s[A-Z][A-Za-z'-]*)?)|"
-                        + _HAN_NAME + ")")),
-    ("name", re.compile(r"\b(?i:ich hei(?:ß|ss)e|mein name ist|nenn(?:en sie)? mich|me llamo|mi nombre es|ll[aá]mame|"
-                        r"je m['’]appelle|mon nom est|appelle-moi|meu nome é|me chamo|chamo-me|mi chiamo|"
-                        r"il mio nome è)\s+" + _LATIN_NAME)),
+    (
+        "name",
+        re.compile(
+            r"(?:我叫|我的名字是|我的名字叫|本人叫)\s*(?:([A-Za-z][A-Za-z'-]*(?:\s[A-Z][A-Za-z'-]*)?)|"
+            + _HAN_NAME
+            + ")"
+        ),
+    ),
+    (
+        "name",
+        re.compile(
+            r"\b(?i:ich hei(?:ß|ss)e|mein name ist|nenn(?:en sie)? mich|me llamo|mi nombre es|ll[aá]mame|"
+            r"je m['’]appelle|mon nom est|appelle-moi|meu nome é|me chamo|chamo-me|mi chiamo|"
+            r"il mio nome è)\s+" + _LATIN_NAME
+        ),
+    ),
     ("name", re.compile(r"\b(?i:soy|hola,? soy)\s+([A-ZÁÉÍÓÚÑ][a-záéíóúñ][\w'-]*)(?=[\s,.!?;]|$)")),
     ("local_id", re.compile(r"(" + _HAN_IDS + r")(?:号码|编号|号|ID|id)?\s*(?:是|为|:|：)?\s*" + _ID_VALUE)),
     ("local_id", re.compile(r"\b(?i:(?:meine?\s+)?(?:" + _GERMAN_IDS + r"))\s*(?i:ist|lautet|:|#)?\s*" + _ID_VALUE)),
-    ("local_id", re.compile(r"\b(?i:(?:mi|mon|ma|meu|minha|il mio)\s+)?(?i:(?:n[uú]mero|num[eé]ro|numero)\s+(?:de|du|da|di)\s+"
-                            r"(?:la\s+|l['’])?)?(?i:" + _ROMANCE_IDS + r")\s*(?i:es|est|é|è|:|#)?\s*" + _ID_VALUE)),
+    (
+        "local_id",
+        re.compile(
+            r"\b(?i:(?:mi|mon|ma|meu|minha|il mio)\s+)?(?i:(?:n[uú]mero|num[eé]ro|numero)\s+(?:de|du|da|di)\s+"
+            r"(?:la\s+|l['’])?)?(?i:" + _ROMANCE_IDS + r")\s*(?i:es|est|é|è|:|#)?\s*" + _ID_VALUE
+        ),
+    ),
     ("diet", re.compile(r"\b(?:i'm|i am)\s+(?:a\s+)?(" + "|".join(_DIETS) + r")\b", re.I)),
     ("diet", re.compile(r"\bi (?:don't|do not|never) eat (" + "|".join(_FOODS) + r")\b", re.I)),
     ("allergy", re.compile(r"\b(?:i'm|i am) allergic to ([\w\s-]+?)(?=[,.!?;]|$)", re.I)),
     ("home", re.compile(r"\b(?i:i (?:live|stay) in) ([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")),
     ("home", re.compile(r"\b(?i:i'm|i am) from ([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")),
     ("job", re.compile(r"\bi work as (?:a |an )?([\w\s-]+?)(?=[,.!?;]|$)", re.I)),
-    ("id", re.compile(r"\b(?:my\s+)?(" + _ID_WORDS + r")\s*(?:number|no\.?|id|reference|ref|code|#)?\s*"
-                      r"(?:is|:|=|#)?\s*#?([A-Z]{0,4}-?\d[\w-]{1,})", re.I)),
+    (
+        "id",
+        re.compile(
+            r"\b(?:my\s+)?(" + _ID_WORDS + r")\s*(?:number|no\.?|id|reference|ref|code|#)?\s*"
+            r"(?:is|:|=|#)?\s*#?([A-Z]{0,4}-?\d[\w-]{1,})",
+            re.I,
+        ),
+    ),
     ("like", re.compile(r"\bi (?:really )?(?:like|love|prefer|enjoy) ([\w\s'-]+?)(?=[,.!?;]|$)", re.I)),
     ("dislike", re.compile(r"\bi (?:don't|do not|really don't) like ([\w\s'-]+?)(?=[,.!?;]|$)", re.I)),
     ("dislike", re.compile(r"\bi hate ([\w\s'-]+?)(?=[,.!?;]|$)", re.I)),
@@ -159,28 +257,39 @@ def extract_facts(text: str) -> list[Fact]:
 
 _QUESTION_KEYS = [
     ("name", re.compile(r"\b(what'?s|what is|do you know|remember) my name\b|\bwho am i\b", re.I)),
-    ("diet", re.compile(r"\b(what|which) (kind of |sort of )?(food|diet)\b.*\b(i|me)\b|\bmy diet\b|\bwhat do i eat\b", re.I)),
+    (
+        "diet",
+        re.compile(r"\b(what|which) (kind of |sort of )?(food|diet)\b.*\b(i|me)\b|\bmy diet\b|\bwhat do i eat\b", re.I),
+    ),
     ("allergy", re.compile(r"\b(what am i|am i) allergic\b|\bmy allerg", re.I)),
     ("home", re.compile(r"\bwhere (do i live|am i from)\b", re.I)),
     ("job", re.compile(r"\bwhat (do i do|is my job)\b", re.I)),
     ("like", re.compile(r"\bwhat do i (like|love|prefer|enjoy)\b", re.I)),
     ("remember", re.compile(r"\bwhat did i ask you to remember\b", re.I)),
     ("name", re.compile(r"我叫什么|我的名字(?:是什么|叫什么)|你(?:还)?(?:知道|记得)我(?:的名字|叫什么)|我是谁")),
-    ("name", re.compile(r"(?i)\bwie hei(?:ß|ss)e ich\b|\bwie ist mein name\b|\b(?:weißt|weisst|kennst) du (?:noch )?"
-                        r"meinen namen\b|\bwer bin ich\b|c[oó]mo me llamo|\bcu[aá]l es mi nombre\b|"
-                        r"\b(?:sabes|recuerdas) (?:cu[aá]l es )?mi nombre\b|\bqui[eé]n soy\b|comment je m['’]appelle|"
-                        r"\bquel est mon nom\b|\bqual [ée] o meu nome\b|\bcomo me chamo\b|\bcome mi chiamo\b|"
-                        r"\bqual è il mio nome\b")),
+    (
+        "name",
+        re.compile(
+            r"(?i)\bwie hei(?:ß|ss)e ich\b|\bwie ist mein name\b|\b(?:weißt|weisst|kennst) du (?:noch )?"
+            r"meinen namen\b|\bwer bin ich\b|c[oó]mo me llamo|\bcu[aá]l es mi nombre\b|"
+            r"\b(?:sabes|recuerdas) (?:cu[aá]l es )?mi nombre\b|\bqui[eé]n soy\b|comment je m['’]appelle|"
+            r"\bquel est mon nom\b|\bqual [ée] o meu nome\b|\bcomo me chamo\b|\bcome mi chiamo\b|"
+            r"\bqual è il mio nome\b"
+        ),
+    ),
 ]
 #: A question about an id in another language: the local word (its key in _LOCAL_IDS) is the first group.
 _LOCAL_ID_QUESTIONS = [
     re.compile(r"(" + _HAN_IDS + r")(?:号码|编号|号)?[^。！？?]{0,6}(?:多少|什么|几号|[?？])"),
     re.compile(r"(?i)\b(?:wie|was) (?:lautet|ist|war) (?:meine?|die) (?:" + _GERMAN_IDS + r")\b"),
-    re.compile(r"(?i)\b(?:cu[aá]l|quel|qual) (?:es|est|é|è) (?:mi|mon|ma|o meu|a minha|il mio) "
-               r"(?:(?:n[uú]mero|num[eé]ro|numero) (?:de|du|da|di) (?:la |l['’])?)?" + _ROMANCE_IDS + r"\b"),
+    re.compile(
+        r"(?i)\b(?:cu[aá]l|quel|qual) (?:es|est|é|è) (?:mi|mon|ma|o meu|a minha|il mio) "
+        r"(?:(?:n[uú]mero|num[eé]ro|numero) (?:de|du|da|di) (?:la |l['’])?)?" + _ROMANCE_IDS + r"\b"
+    ),
 ]
-_ID_QUESTION = re.compile(r"\b(?:what(?:'s| is| was)?|remind me(?: of)?|do you (?:know|remember))\b.*?\bmy "
-                          + _ID_WORDS, re.I)
+_ID_QUESTION = re.compile(
+    r"\b(?:what(?:'s| is| was)?|remind me(?: of)?|do you (?:know|remember))\b.*?\bmy " + _ID_WORDS, re.I
+)
 _MY_QUESTION = re.compile(r"\bwhat(?:'s| is| was)\s+my ([a-z][\w\s'-]{1,30}?)(?:\s+again)?\s*\?", re.I)
 
 
@@ -214,9 +323,16 @@ def asked_keys(question: str) -> list[str]:
 
 # Scripts the patterns above read: Latin (with its accents) and Han; anything else in a prompt is text whose
 # facts the demo model cannot see (it then says so rather than "I don't know").
-_OTHER_SCRIPTS = (("Cyrillic", "\u0400", "\u04ff"), ("Greek", "\u0370", "\u03ff"), ("Arabic", "\u0600", "\u06ff"),
-                  ("Hebrew", "\u0590", "\u05ff"), ("Devanagari", "\u0900", "\u097f"), ("Thai", "\u0e00", "\u0e7f"),
-                  ("Japanese kana", "\u3040", "\u30ff"), ("Hangul", "\uac00", "\ud7af"))
+_OTHER_SCRIPTS = (
+    ("Cyrillic", "\u0400", "\u04ff"),
+    ("Greek", "\u0370", "\u03ff"),
+    ("Arabic", "\u0600", "\u06ff"),
+    ("Hebrew", "\u0590", "\u05ff"),
+    ("Devanagari", "\u0900", "\u097f"),
+    ("Thai", "\u0e00", "\u0e7f"),
+    ("Japanese kana", "\u3040", "\u30ff"),
+    ("Hangul", "\uac00", "\ud7af"),
+)
 
 
 def unread_script(text: str) -> str | None:

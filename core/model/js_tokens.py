@@ -36,8 +36,13 @@ def gpt2_encoding():
         for line in lines:
             token, rank = line.split()
             ranks[base64.b64decode(token)] = int(rank)
-    return tiktoken.Encoding("gpt2", pat_str=_PATTERN, mergeable_ranks=ranks,
-                             special_tokens={"<|endoftext|>": _END_OF_TEXT}, explicit_n_vocab=_END_OF_TEXT + 1)
+    return tiktoken.Encoding(
+        "gpt2",
+        pat_str=_PATTERN,
+        mergeable_ranks=ranks,
+        special_tokens={"<|endoftext|>": _END_OF_TEXT},
+        explicit_n_vocab=_END_OF_TEXT + 1,
+    )
 
 
 def js_length(text: str) -> int:

@@ -24,7 +24,6 @@ from dataclasses import asdict, dataclass, field, fields
 from itertools import compress
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
-
 KEPT = "kept"
 MEMORY_OFF = "memory_off"
 SCOPE = "scope"
@@ -52,8 +51,7 @@ NOT_SENT = "not_sent"
 OBSERVED = "observed"
 
 #: Removal pipeline order: the first step that removes a message names its reason.
-PIPELINE = (MEMORY_OFF, SCOPE, OTHER_BRANCH, GRANULARITY, TRIMMED_EARLIER, OUTSIDE_WINDOW,
-            OVER_BUDGET, EMPTY)
+PIPELINE = (MEMORY_OFF, SCOPE, OTHER_BRANCH, GRANULARITY, TRIMMED_EARLIER, OUTSIDE_WINDOW, OVER_BUDGET, EMPTY)
 REASONS = (KEPT, *PIPELINE, SUMMARIZED, CLEARED, FLUSHED, REWRITTEN, OMITTED, NOT_SENT)
 #: Reasons of messages whose text reaches the model: as they are, or inside a scratchpad.
 WORDS_SENT = frozenset({KEPT, REWRITTEN})
@@ -65,6 +63,7 @@ def is_dropped(reason: str) -> bool:
     """Whether a message with this reason was left out by the memory: not kept, and not one it could
     never send (:data:`NOT_ELIGIBLE`). Every message is kept, dropped or not eligible."""
     return reason != KEPT and reason not in NOT_ELIGIBLE
+
 
 REASON_LABELS = {
     KEPT: "kept",
@@ -95,7 +94,7 @@ class LedgerEntry:
     reason: str
     kind: str = ""
     position: int = 0  # the source turn's position in the conversation
-    index: int = 0     # the message's index within that turn
+    index: int = 0  # the message's index within that turn
 
     @property
     def dropped(self) -> bool:
@@ -103,17 +102,23 @@ class LedgerEntry:
         return is_dropped(self.reason)
 
     def to_json(self) -> dict:
-        return {"ref": self.ref, "turn": self.turn, "role": self.role, "tokens": self.tokens,
-                "kept": self.kept, "reason": self.reason}
+        return {
+            "ref": self.ref,
+            "turn": self.turn,
+            "role": self.role,
+            "tokens": self.tokens,
+            "kept": self.kept,
+            "reason": self.reason,
+        }
 
 
 #: Origins of synthetic messages.
-SUMMARY = "summary"          # a running summary standing for folded messages
+SUMMARY = "summary"  # a running summary standing for folded messages
 PLACEHOLDER = "placeholder"  # a cleared tool result, sent with its content replaced
-PARTIAL = "partial"          # the part of a message that fit (trim_messages allow_partial)
-SCRATCHPAD = "scratchpad"    # a ReAct agent's text for an earlier turn's steps, sent instead of its first step
+PARTIAL = "partial"  # the part of a message that fit (trim_messages allow_partial)
+SCRATCHPAD = "scratchpad"  # a ReAct agent's text for an earlier turn's steps, sent instead of its first step
 PAYLOAD_ONLY = "payload only"  # a captured payload's message that no turn of its thread holds (a summary, a rewrite)
-STORED = "stored"            # a message as a platform's memory stored it (n8n: one tool call per message), sent instead
+STORED = "stored"  # a message as a platform's memory stored it (n8n: one tool call per message), sent instead
 
 
 def format_spans(spans) -> str:
@@ -176,22 +181,41 @@ class SyntheticMessage:
 
     def to_json(self) -> dict:
         """The shape of a ledger entry, so a JSON ledger stays one list of what was sent and not."""
-        return {"ref": self.ref or self.origin, "turn": self.turn, "role": self.role, "tokens": self.tokens,
-                "kept": True, "reason": KEPT}
+        return {
+            "ref": self.ref or self.origin,
+            "turn": self.turn,
+            "role": self.role,
+            "tokens": self.tokens,
+            "kept": True,
+            "reason": KEPT,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "SyntheticMessage":
         """The inverse of ``dataclasses.asdict`` (JSON turns the tuples into lists)."""
-        return cls(**{**data, "covers": tuple(data.get("covers") or ()),
-                      "replaces": tuple(data["replaces"]) if data.get("replaces") else None,
-                      "calls": tuple(tuple(c) for c in data.get("calls") or ())})
+        return cls(
+            **{
+                **data,
+                "covers": tuple(data.get("covers") or ()),
+                "replaces": tuple(data["replaces"]) if data.get("replaces") else None,
+                "calls": tuple(tuple(c) for c in data.get("calls") or ()),
+            }
+        )
 
 
 #: Every field of a ledger entry, as :meth:`Ledger.to_dict` writes it.
 ENTRY_FIELDS = ("ref", "turn", "role", "tokens", "kept", "reason", "kind", "position", "index")
 #: A ledger's fields besides its entries, synthetic messages and compactions.
-HEADER_FIELDS = ("turn", "prompt_tokens", "history_tokens", "budget", "budget_note", "config", "context_size",
-                 "exceeds_context")
+HEADER_FIELDS = (
+    "turn",
+    "prompt_tokens",
+    "history_tokens",
+    "budget",
+    "budget_note",
+    "config",
+    "context_size",
+    "exceeds_context",
+)
 
 
 @dataclass(slots=True)
@@ -277,7 +301,7 @@ class Ledger:
     def last_entries_with(self, reasons: Iterable[str], n: int) -> list[LedgerEntry]:
         """The newest ``n`` entries whose reason is one of ``reasons`` (all of them when there are fewer), in order."""
         wanted = set(reasons)
-        out = [e for e in reversed(self.entries) if e.reason in wanted][:max(n, 0)]
+        out = [e for e in reversed(self.entries) if e.reason in wanted][: max(n, 0)]
         return out[::-1]
 
     def tokens_by_reason(self) -> dict[str, int]:
@@ -310,12 +334,19 @@ class Ledger:
         (a packed ledger stores its entries' reasons only)."""
         if entries is None:
             entries = [LedgerEntry(**e) for e in data.get("entries") or []]
-        return cls(turn=data["turn"], entries=entries, prompt_tokens=data["prompt_tokens"],
-                   history_tokens=data["history_tokens"], budget=data.get("budget"),
-                   budget_note=data.get("budget_note") or "", config=dict(data.get("config") or {}),
-                   context_size=data.get("context_size"), exceeds_context=bool(data.get("exceeds_context")),
-                   synthetic=[SyntheticMessage.from_dict(m) for m in data.get("synthetic") or []],
-                   compactions=[dict(c) for c in data.get("compactions") or []])
+        return cls(
+            turn=data["turn"],
+            entries=entries,
+            prompt_tokens=data["prompt_tokens"],
+            history_tokens=data["history_tokens"],
+            budget=data.get("budget"),
+            budget_note=data.get("budget_note") or "",
+            config=dict(data.get("config") or {}),
+            context_size=data.get("context_size"),
+            exceeds_context=bool(data.get("exceeds_context")),
+            synthetic=[SyntheticMessage.from_dict(m) for m in data.get("synthetic") or []],
+            compactions=[dict(c) for c in data.get("compactions") or []],
+        )
 
     def to_json(self) -> dict:
         """The documented JSON shape. Synthetic messages appear in ``ledger`` as entries of the
@@ -323,9 +354,13 @@ class Ledger:
         ref no source message has (``"summary"``, ``"cleared:<ref>"``, ``"partial:<ref>"``), so
         ``history_tokens`` is always the sum of the kept entries' tokens. Strategies that send
         no synthetic message print exactly the entries of the earlier messages, as before."""
-        return {"turn": self.turn, "prompt_tokens": self.prompt_tokens,
-                "history_tokens": self.history_tokens, "budget": self.budget,
-                "ledger": [e.to_json() for e in self.rows()]}
+        return {
+            "turn": self.turn,
+            "prompt_tokens": self.prompt_tokens,
+            "history_tokens": self.history_tokens,
+            "budget": self.budget,
+            "ledger": [e.to_json() for e in self.rows()],
+        }
 
 
 def reason_runs(reasons) -> list[list]:
@@ -346,8 +381,21 @@ class RunLedger(Ledger):
     only the runs (stored) and the kept messages (sent); listing every earlier message is left
     to whoever displays it. Equal to, and copied as, the plain :class:`Ledger` it stands for."""
 
-    def __init__(self, *, runs: list[list], kept: list[LedgerEntry], count: int, first_ref, last_ref,
-                 expand, pick=None, offset=None, tokens=None, token_sums=None, **fields):
+    def __init__(
+        self,
+        *,
+        runs: list[list],
+        kept: list[LedgerEntry],
+        count: int,
+        first_ref,
+        last_ref,
+        expand,
+        pick=None,
+        offset=None,
+        tokens=None,
+        token_sums=None,
+        **fields,
+    ):
         self.runs, self.count, self.first_ref, self.last_ref = runs, count, first_ref, last_ref
         self._kept, self._expand = kept, expand
         self._entries: list[LedgerEntry] | None = None
@@ -406,12 +454,12 @@ class RunLedger(Ledger):
         flat: list[int] = []
         p = 0
         while len(flat) < self.count:
-            flat.extend(self._tokens(p)[:self.count - len(flat)])
+            flat.extend(self._tokens(p)[: self.count - len(flat)])
             p += 1
         out = {}
         at = 0
         for reason, n in self.runs:
-            out[reason] = out.get(reason, 0) + sum(flat[at:at + int(n)])
+            out[reason] = out.get(reason, 0) + sum(flat[at : at + int(n)])
             at += int(n)
         return out
 
@@ -530,8 +578,9 @@ class TurnSummaries(Sequence):
     def __init__(self, size: int, columns: Iterable[array] | None = None):
         """``size`` positions, every column 0; or ``columns``, one ``array("q")`` of ``size`` per
         field, already written (each column can then be made only once what it holds is known)."""
-        self._columns = tuple(array("q", bytes(8 * size)) for _ in TurnSummary._fields) if columns is None \
-            else tuple(columns)
+        self._columns = (
+            tuple(array("q", bytes(8 * size)) for _ in TurnSummary._fields) if columns is None else tuple(columns)
+        )
         if len(self._columns) != len(TurnSummary._fields) or any(len(c) != size for c in self._columns):
             raise ValueError(f"a summary needs {len(TurnSummary._fields)} columns of {size} values")
         self._positions = array("q")
@@ -563,9 +612,16 @@ class TurnSummaries(Sequence):
         # summary, the report) makes one summary per turn, so this stays free of a generator.
         turn, kept, dropped, not_eligible, history, prompt, budgets, oldests = self._columns
         budget, oldest = budgets[position], oldests[position]
-        return TurnSummary(turn[position], kept[position], dropped[position], not_eligible[position], history[position],
-                           prompt[position], None if budget == self.NONE else budget,
-                           None if oldest == self.NONE else oldest)
+        return TurnSummary(
+            turn[position],
+            kept[position],
+            dropped[position],
+            not_eligible[position],
+            history[position],
+            prompt[position],
+            None if budget == self.NONE else budget,
+            None if oldest == self.NONE else oldest,
+        )
 
     def __len__(self) -> int:
         return len(self._positions)
@@ -615,17 +671,22 @@ def branch_copies(ledger: Ledger, refs_here: Iterable[int | str], position: int)
         if e.reason != OTHER_BRANCH and e.ref not in ("", None):
             on_branch[e.ref] = e.position
     on_branch.update((ref, position) for ref in refs_here if ref not in ("", None))
-    return {(e.position, e.index): on_branch[e.ref] for e in ledger.entries
-            if e.reason == OTHER_BRANCH and e.ref in on_branch}
+    return {
+        (e.position, e.index): on_branch[e.ref]
+        for e in ledger.entries
+        if e.reason == OTHER_BRANCH and e.ref in on_branch
+    }
 
 
 def copy_words(where: str, own: bool) -> tuple[str, str]:
     """A :func:`branch_copies` entry's reason and why in words, beside :func:`core.memory.words.explain`'s: ``where``
     names the turn on the branch that holds the message ("turn 2 · 3/3"; "this turn" when ``own``,
     the call's own turn). The turn leads the reason: a narrow column shows that much."""
-    return (f"same as {where} ({REASON_LABELS[OTHER_BRANCH]})",
-            f"on another branch, but the same message as {where}'s (the sibling turns of a regenerated reply each "
-            "hold it): " + ("part of this turn itself" if own else "see that row"))
+    return (
+        f"same as {where} ({REASON_LABELS[OTHER_BRANCH]})",
+        f"on another branch, but the same message as {where}'s (the sibling turns of a regenerated reply each "
+        "hold it): " + ("part of this turn itself" if own else "see that row"),
+    )
 
 
 def shared_short_words(reason: str, config: Mapping[str, Any] | None = None) -> str:
@@ -658,8 +719,11 @@ def shared_words(entry: LedgerEntry, config: Mapping[str, Any] | None = None, no
         scope = config.get("scope", "thread")
         if scope == "call":
             return "scope 'call': every call starts with an empty memory"
-        return "scope 'session': memory lives for one run only" if scope == "session" else \
-            "no chat thread: memory lives for one run only"
+        return (
+            "scope 'session': memory lives for one run only"
+            if scope == "session"
+            else "no chat thread: memory lives for one run only"
+        )
     if r == OTHER_BRANCH:
         return "on another branch (regenerated or edited): not this turn's history"
     if r == GRANULARITY:
@@ -695,8 +759,10 @@ def observed_words(reason: str) -> str:
     if reason == OUTSIDE_WINDOW:
         return "observed: not in the payload, which held nothing of the thread older than its newer messages"
     if reason == GRANULARITY:
-        return ("observed: an intermediate message (tool call, tool result or reasoning) the payload left out while "
-                "holding the messages around it")
+        return (
+            "observed: an intermediate message (tool call, tool result or reasoning) the payload left out while "
+            "holding the messages around it"
+        )
     if reason == EMPTY:
         return "observed: an empty message the payload left out"
     if reason == NOT_SENT:
@@ -705,6 +771,7 @@ def observed_words(reason: str) -> str:
 
 
 # -- what one memory holds at one turn, in a sentence -----------------------------------------------
+
 
 @dataclass(frozen=True)
 class Remembered:
@@ -728,8 +795,10 @@ class Remembered:
         parts = []
         if self.kept_turns:
             budget = f" of a {self.budget:,} budget" if self.budget is not None else ""
-            parts.append(f"remembers {turn_ranges(self.kept_turns)} ({self.kept} messages, "
-                         f"{self.history_tokens:,} tokens{budget})")
+            parts.append(
+                f"remembers {turn_ranges(self.kept_turns)} ({self.kept} messages, "
+                f"{self.history_tokens:,} tokens{budget})"
+            )
         else:
             parts.append("remembers no earlier message")
         if self.summarized_turns:
@@ -748,5 +817,11 @@ def remembered(ledger: Ledger) -> Remembered:
     summarized = sorted({t for s in ledger.synthetic for t in s.covers})
     on_thread = {e.turn for e in entries if e.reason not in (OTHER_BRANCH, SCOPE, MEMORY_OFF)}
     forgotten = sorted(on_thread - set(kept) - set(summarized))
-    return Remembered(sum(1 for e in entries if e.kept), ledger.history_tokens, ledger.budget, tuple(kept),
-                      tuple(forgotten), tuple(summarized))
+    return Remembered(
+        sum(1 for e in entries if e.kept),
+        ledger.history_tokens,
+        ledger.budget,
+        tuple(kept),
+        tuple(forgotten),
+        tuple(summarized),
+    )

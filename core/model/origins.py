@@ -81,6 +81,25 @@ def origin_label(name: str) -> str:
     return ORIGIN_LABEL.get(name, name)
 
 
-__all__ = ["CONTEXT", "CONVERSATION_VARIABLE", "CURRENT_QUERY", "HISTORY", "LONG_TERM_MEMORY", "ORIGINS",
-           "ORIGIN_COLOUR", "ORIGIN_LABEL", "ORIGIN_ORDER", "OTHER_COLOUR", "Origin", "PAYLOAD_ONLY_ORIGIN",
-           "RUN_ORIGINS", "SUMMARY", "SYSTEM", "TEMPLATE", "TOOL_ROUND", "origin_colour", "origin_label", "origin_rank"]
+__all__ = [
+    "CONTEXT",
+    "CONVERSATION_VARIABLE",
+    "CURRENT_QUERY",
+    "HISTORY",
+    "LONG_TERM_MEMORY",
+    "ORIGINS",
+    "ORIGIN_COLOUR",
+    "ORIGIN_LABEL",
+    "ORIGIN_ORDER",
+    "OTHER_COLOUR",
+    "Origin",
+    "PAYLOAD_ONLY_ORIGIN",
+    "RUN_ORIGINS",
+    "SUMMARY",
+    "SYSTEM",
+    "TEMPLATE",
+    "TOOL_ROUND",
+    "origin_colour",
+    "origin_label",
+    "origin_rank",
+]

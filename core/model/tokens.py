@@ -28,8 +28,8 @@ import sys
 import threading
 import time
 from array import array
-from contextlib import suppress
 from bisect import bisect_left
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
@@ -80,7 +80,7 @@ def _encoding(name: str):
 def _strip_provider(model: str) -> str:
     for prefix in _PROVIDER_PREFIXES:
         if model.startswith(prefix):
-            return model[len(prefix):]
+            return model[len(prefix) :]
     return model
 
 
@@ -162,8 +162,9 @@ def _plan(bounds: Sequence[int], workers: int, own_share: float) -> tuple[int, l
     return own, children
 
 
-def _fork_counting(lengths: Callable[[list[str]], list[int]], texts: list[str],
-                   spans: list[tuple[int, int]]) -> tuple[int, int] | None:
+def _fork_counting(
+    lengths: Callable[[list[str]], list[int]], texts: list[str], spans: list[tuple[int, int]]
+) -> tuple[int, int] | None:
     """Starts a child that counts ``texts[lo:hi]`` for each span with ``lengths`` and writes the
     counts to a pipe, span after span, as machine integers (each span's number of counts first);
     the child shares the parent's memory, so no text is sent to it. The child's pid and the
@@ -197,7 +198,7 @@ def _fork_counting(lengths: Callable[[list[str]], list[int]], texts: list[str],
                 counts = lengths(texts[lo:hi])
                 data = memoryview(array("q", [len(counts), *counts]).tobytes())  # how many, then the counts
                 while data:
-                    data = data[os.write(write, data):]
+                    data = data[os.write(write, data) :]
             status = 0
         finally:
             os._exit(status)
@@ -277,8 +278,7 @@ class CountCache:
             for _ in self.counted(missing, None, workers, 1 / workers):
                 pass
 
-    def counted(self, texts: list[str], ends: Sequence[int] | None, workers: int,
-                own_share: float) -> Iterator[int]:
+    def counted(self, texts: list[str], ends: Sequence[int] | None, workers: int, own_share: float) -> Iterator[int]:
         """Counts ``texts`` (none counted yet) in groups — group ``g`` is
         ``texts[ends[g]:ends[g + 1]]``, ``ends[0]`` is 0; each text a group of its own when
         ``ends`` is None — yielding, as it goes, how many
@@ -319,7 +319,7 @@ class CountCache:
         alive = [child for _, child in children if child is not None]
         try:
             start = time.monotonic()
-            mine = texts[:ends[own]]
+            mine = texts[: ends[own]]
             self._remember(mine, self._lengths(mine))
             del mine
             patience = CHILD_PATIENCE * (time.monotonic() - start) + CHILD_GRACE_SECONDS
@@ -449,8 +449,9 @@ class TokenCounter:
         for _ in self.counted_groups(([m] for m in messages), workers):
             pass
 
-    def counted_groups(self, groups: Iterable[Sequence[Message]], workers: int | None = None,
-                       own_part: float = 1.0) -> Generator[int, None, None]:
+    def counted_groups(
+        self, groups: Iterable[Sequence[Message]], workers: int | None = None, own_part: float = 1.0
+    ) -> Generator[int, None, None]:
         """Counts every text of these groups of messages (a conversation's turns, say) in one
         batch across the cores, yielding as it goes how many leading groups are counted
         (:meth:`CountCache.counted`): a long replay goes on with its first turns while their
@@ -585,8 +586,9 @@ def _model_map() -> dict:
 def model_facts(model: str) -> ModelFacts:
     """Context size and max output of a model from litellm's bundled map; unknown → None."""
     if model == DEMO_MODEL:
-        return ModelFacts(model, DEMO_MODEL_FACTS["context_size"], DEMO_MODEL_FACTS["max_output"], True,
-                          "MemLens demo model")
+        return ModelFacts(
+            model, DEMO_MODEL_FACTS["context_size"], DEMO_MODEL_FACTS["max_output"], True, "MemLens demo model"
+        )
     for entry in _map_entries(model):
         context = entry.get("max_input_tokens") or entry.get("max_tokens")
         output = entry.get("max_output_tokens") or None
@@ -662,8 +664,10 @@ def approximate_message_tokens(message: Message) -> int:
     them) and tool_call_id, 4 to a token rounded up, plus 3. A list is the sum, nothing added."""
     chars = len(message.content) + len(message.role) + len(message.name or "")
     if message.tool_calls:
-        calls = [{"name": c.name, "args": _arguments(c.arguments), "id": c.id, "type": "tool_call"}
-                 for c in message.tool_calls]
+        calls = [
+            {"name": c.name, "args": _arguments(c.arguments), "id": c.id, "type": "tool_call"}
+            for c in message.tool_calls
+        ]
         chars += len(repr(calls))
     if message.tool_call_id:
         chars += len(message.tool_call_id)

@@ -25,8 +25,11 @@ Where each rule lives:
 
 from core import public_api
 
-__all__, __getattr__ = public_api(__name__, {
-    "exchange": ("Exchange", "call_of"),
-    "recorder": ("Recorder", "load_threader", "save_threads"),
-    "server": ("CaptureProxy",),
-})
+__all__, __getattr__ = public_api(
+    __name__,
+    {
+        "exchange": ("Exchange", "call_of"),
+        "recorder": ("Recorder", "load_threader", "save_threads"),
+        "server": ("CaptureProxy",),
+    },
+)

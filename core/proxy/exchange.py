@@ -26,13 +26,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.io.errors import RecordError
-from core.limits import CAPTURE_NAME_CHARS
-from core.io.readers.openai import openai_messages
-from core.model.conversation import Message
-
 from core.capture.errors import CaptureError
 from core.capture.threader import FAILED, NODE_KEY, STOPPED, SUCCEEDED, Call, node_name
+from core.io.errors import RecordError
+from core.io.readers.openai import openai_messages
+from core.limits import CAPTURE_NAME_CHARS
+from core.model.conversation import Message
 
 CHAT, RESPONSES, MESSAGES = "chat", "responses", "messages"
 #: The endpoints the proxy records, by path, and the API each speaks.
@@ -46,7 +45,12 @@ NODE_HEADER = "x-memlens-node"
 
 #: How a call ended, as the proxy saw it.
 OK, UPSTREAM_ERROR, UPSTREAM_TIMEOUT, UPSTREAM_REFUSED, CLIENT_LEFT = (
-    "ok", "upstream_error", "upstream_timeout", "upstream_refused", "client_disconnected")
+    "ok",
+    "upstream_error",
+    "upstream_timeout",
+    "upstream_refused",
+    "client_disconnected",
+)
 
 
 @dataclass
@@ -117,8 +121,13 @@ def _plain_messages(raw: Any) -> list[Message] | None:
         return None
     out = []
     for i, m in enumerate(raw):
-        if not (isinstance(m, dict) and m.keys() <= _PLAIN_KEYS and m.get("role") in _PLAIN_ROLES
-                and isinstance(m.get("content"), str) and isinstance(m.get("name", ""), str)):
+        if not (
+            isinstance(m, dict)
+            and m.keys() <= _PLAIN_KEYS
+            and m.get("role") in _PLAIN_ROLES
+            and isinstance(m.get("content"), str)
+            and isinstance(m.get("name", ""), str)
+        ):
             return None
         out.append(Message(m["role"], m["content"], "", i, name=m.get("name") or None))
     return out
@@ -145,6 +154,7 @@ def _tool_names(tools: Any) -> tuple[str, ...]:
 
 
 # -- responses, plain and streamed ----------------------------------------------------------------------
+
 
 def sse_events(body: bytes) -> list[tuple[str, Any]]:
     """A server-sent event stream as ``(event, data)`` pairs, each data read as JSON when it is
@@ -200,8 +210,10 @@ def _chat_stream(events: list) -> dict:
             if isinstance(delta.get("content"), str):
                 text.append(delta["content"])
             for tc in delta.get("tool_calls") or []:
-                slot = calls.setdefault(tc.get("index", len(calls)), {"id": "", "type": "function",
-                                                                       "function": {"name": "", "arguments": ""}})
+                slot = calls.setdefault(
+                    tc.get("index", len(calls)),
+                    {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
+                )
                 slot["id"] = tc.get("id") or slot["id"]
                 fn = tc.get("function") or {}
                 slot["function"]["name"] += fn.get("name") or ""
@@ -209,18 +221,29 @@ def _chat_stream(events: list) -> dict:
     message: dict = {"role": "assistant", "content": "".join(text)}
     if calls:
         message["tool_calls"] = [calls[k] for k in sorted(calls)]
-    return {"id": rid, "object": "chat.completion", "model": model, "usage": usage,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+    return {
+        "id": rid,
+        "object": "chat.completion",
+        "model": model,
+        "usage": usage,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+    }
 
 
 def _responses_stream(events: list) -> dict | None:
     for event, data in reversed(events):
-        if isinstance(data, dict) and data.get("type", event) in ("response.completed", "response.incomplete",
-                                                                   "response.failed"):
+        if isinstance(data, dict) and data.get("type", event) in (
+            "response.completed",
+            "response.incomplete",
+            "response.failed",
+        ):
             return data.get("response")
     # Cut short: the text deltas so far.
-    text = "".join(d.get("delta", "") for _, d in events if isinstance(d, dict)
-                   and d.get("type") == "response.output_text.delta" and isinstance(d.get("delta"), str))
+    text = "".join(
+        d.get("delta", "")
+        for _, d in events
+        if isinstance(d, dict) and d.get("type") == "response.output_text.delta" and isinstance(d.get("delta"), str)
+    )
     return {"output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}]}
 
 
@@ -363,24 +386,69 @@ def call_of(ex: Exchange) -> Call:
         status, error = STOPPED, ex.error or "the client disconnected before the reply ended"
     else:
         status = FAILED
-        error = ex.error or (f"upstream answered {ex.status}: {error_text(ex.response)}" if ex.status else
-                             "no answer from the upstream")
+        error = ex.error or (
+            f"upstream answered {ex.status}: {error_text(ex.response)}" if ex.status else "no answer from the upstream"
+        )
     model = body.get("model") if isinstance(body.get("model"), str) else ""
     if not ok and ex.status is not None:  # an upstream refusing a key may quote it: kept only redacted
         response = _redacted(response if response is not None else ex.response.decode("utf-8", "replace"))
-    record = {"api": ex.api, "request": body, "response": response, "usage": usage_of(response),
-              "status_code": ex.status, "outcome": ex.outcome, "streamed": ex.streamed, "latency_ms": ex.latency_ms,
-              "first_byte_ms": ex.first_byte_ms, "request_headers": ex.request_headers,
-              "response_headers": ex.response_headers, "upstream": ex.upstream, "call_id": ex.id}
-    return Call(id=ex.id, messages=tuple(messages), reply=reply, model=model, tools=tools, api=ex.api,
-                started_at=ex.started_at, pin=pin_of(body, ex.request_headers), user=user_of(ex.api, body),
-                node_name=node_name_of(body, ex.request_headers),
-                status=status, error=error,
-                previous_response=body.get("previous_response_id") if ex.api == RESPONSES else None,
-                response_id=response.get("id") if ex.api == RESPONSES and isinstance(response, dict) else None,
-                record=record)
+    record = {
+        "api": ex.api,
+        "request": body,
+        "response": response,
+        "usage": usage_of(response),
+        "status_code": ex.status,
+        "outcome": ex.outcome,
+        "streamed": ex.streamed,
+        "latency_ms": ex.latency_ms,
+        "first_byte_ms": ex.first_byte_ms,
+        "request_headers": ex.request_headers,
+        "response_headers": ex.response_headers,
+        "upstream": ex.upstream,
+        "call_id": ex.id,
+    }
+    return Call(
+        id=ex.id,
+        messages=tuple(messages),
+        reply=reply,
+        model=model,
+        tools=tools,
+        api=ex.api,
+        started_at=ex.started_at,
+        pin=pin_of(body, ex.request_headers),
+        user=user_of(ex.api, body),
+        node_name=node_name_of(body, ex.request_headers),
+        status=status,
+        error=error,
+        previous_response=body.get("previous_response_id") if ex.api == RESPONSES else None,
+        response_id=response.get("id") if ex.api == RESPONSES and isinstance(response, dict) else None,
+        record=record,
+    )
 
 
-__all__ = ["CHAT", "CLIENT_LEFT", "ENDPOINTS", "Exchange", "MESSAGES", "NODE_HEADER", "OK", "PIN_HEADER",
-           "PIN_KEYS", "RESPONSES", "UPSTREAM_ERROR", "UPSTREAM_REFUSED", "UPSTREAM_TIMEOUT", "assembled", "call_of",
-           "error_text", "node_name_of", "pin_of", "reply_of", "request_json", "request_messages", "sse_events", "usage_of", "user_of"]
+__all__ = [
+    "CHAT",
+    "CLIENT_LEFT",
+    "ENDPOINTS",
+    "Exchange",
+    "MESSAGES",
+    "NODE_HEADER",
+    "OK",
+    "PIN_HEADER",
+    "PIN_KEYS",
+    "RESPONSES",
+    "UPSTREAM_ERROR",
+    "UPSTREAM_REFUSED",
+    "UPSTREAM_TIMEOUT",
+    "assembled",
+    "call_of",
+    "error_text",
+    "node_name_of",
+    "pin_of",
+    "reply_of",
+    "request_json",
+    "request_messages",
+    "sse_events",
+    "usage_of",
+    "user_of",
+]

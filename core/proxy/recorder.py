@@ -21,14 +21,14 @@ import sys
 import threading
 from typing import Callable, Iterable, Mapping, Sequence
 
+from core.capture.errors import CaptureError
+from core.capture.stored import CAPTURE, NODE_RUNS, SOURCE, capture_meta, nodes_of, turn_record
+from core.capture.threader import Call, Placed, Thread, Threader, ThreadTurn, message_key, split_payload
 from core.model.conversation import SOURCE_MODEL, Message
 from core.store import repo
 from core.store.db import Database
 
-from core.capture.errors import CaptureError
 from .exchange import Exchange, call_of, request_messages
-from core.capture.stored import CAPTURE, NODE_RUNS, SOURCE, capture_meta, nodes_of, turn_record
-from core.capture.threader import Call, Placed, Thread, Threader, ThreadTurn, message_key, split_payload
 
 #: Calls written per transaction at most (a burst is written in a few transactions, not one per call).
 BATCH = 64
@@ -46,12 +46,32 @@ def load_threader(db: Database) -> Threader:
 
 
 #: A turn row's columns as the recorder writes them.
-_TURN_COLUMNS = ("id", "conversation_id", "seq", "parent_id", "flow_version_id", "query", "answer", "status", "error",
-                 "inputs", "dialogue_count", "answer_tokens", "messages", "created_at")
+_TURN_COLUMNS = (
+    "id",
+    "conversation_id",
+    "seq",
+    "parent_id",
+    "flow_version_id",
+    "query",
+    "answer",
+    "status",
+    "error",
+    "inputs",
+    "dialogue_count",
+    "answer_tokens",
+    "messages",
+    "created_at",
+)
 
 
-def save_threads(db: Database, threads: Iterable[Thread], *, source: str = SOURCE, source_format: str = SOURCE,
-                 user_id: str = "capture") -> list[str]:
+def save_threads(
+    db: Database,
+    threads: Iterable[Thread],
+    *,
+    source: str = SOURCE,
+    source_format: str = SOURCE,
+    user_id: str = "capture",
+) -> list[str]:
     """Write what changed in ``threads`` — the conversation rows, each changed turn with its calls — in one
     transaction; returns the ids of the conversations written. Plain statements, not ORM objects: a busy
     proxy writes every call."""
@@ -65,18 +85,38 @@ def save_threads(db: Database, threads: Iterable[Thread], *, source: str = SOURC
     for thread in threads:
         conversation = thread.conversation()
         model = conversation.meta.get(SOURCE_MODEL)
-        meta = {"source_format": source_format, "source_id": thread.id, "system_prompt": "",
-                CAPTURE: capture_meta(thread), **({SOURCE_MODEL: model} if model else {})}
-        active = thread.turns[thread.active].id if thread.active is not None else \
-            (thread.turns[-1].id if thread.turns else None)
-        values = {"name": (thread.name or "captured conversation")[:255], "meta": meta, "active_turn_id": active,
-                  "updated_at": t}
+        meta = {
+            "source_format": source_format,
+            "source_id": thread.id,
+            "system_prompt": "",
+            CAPTURE: capture_meta(thread),
+            **({SOURCE_MODEL: model} if model else {}),
+        }
+        active = (
+            thread.turns[thread.active].id
+            if thread.active is not None
+            else (thread.turns[-1].id if thread.turns else None)
+        )
+        values = {
+            "name": (thread.name or "captured conversation")[:255],
+            "meta": meta,
+            "active_turn_id": active,
+            "updated_at": t,
+        }
         if thread.in_store:
             conversations.append({"row_id": thread.id, **values})
         else:
-            new_conversations.append({"id": thread.id, "flow_version_id": None, "source": source, "inputs": {},
-                                      "user_id": (thread.user or user_id)[:255],
-                                      "created_at": thread.created_at or t, **values})
+            new_conversations.append(
+                {
+                    "id": thread.id,
+                    "flow_version_id": None,
+                    "source": source,
+                    "inputs": {},
+                    "user_id": (thread.user or user_id)[:255],
+                    "created_at": thread.created_at or t,
+                    **values,
+                }
+            )
         for position in sorted(thread.changed):
             record = turn_record(thread, position, conversation)
             turn_runs = record.pop(NODE_RUNS)
@@ -93,14 +133,21 @@ def save_threads(db: Database, threads: Iterable[Thread], *, source: str = SOURC
         if new_conversations:
             s.execute(insert(ConversationRow), new_conversations)
         if conversations:
-            s.connection().execute(update(ConversationRow).where(ConversationRow.id == bindparam("row_id"))
-                                   .values({k: bindparam(k) for k in conversations[0] if k != "row_id"}),
-                                   conversations)
+            s.connection().execute(
+                update(ConversationRow)
+                .where(ConversationRow.id == bindparam("row_id"))
+                .values({k: bindparam(k) for k in conversations[0] if k != "row_id"}),
+                conversations,
+            )
         if new_turns:
             s.execute(insert(TurnRow), new_turns)
         if turns:
-            s.connection().execute(update(TurnRow).where(TurnRow.id == bindparam("row_id"))
-                                   .values({k: bindparam(k) for k in turns[0] if k != "row_id"}), turns)
+            s.connection().execute(
+                update(TurnRow)
+                .where(TurnRow.id == bindparam("row_id"))
+                .values({k: bindparam(k) for k in turns[0] if k != "row_id"}),
+                turns,
+            )
         if rerun:
             s.execute(delete(NodeRunRow).where(NodeRunRow.turn_id.in_(rerun)))
         if runs:
@@ -117,8 +164,7 @@ def save_threads(db: Database, threads: Iterable[Thread], *, source: str = SOURC
 class Recorder:
     """Threads and stores captured calls in a thread of its own: :meth:`submit` never waits."""
 
-    def __init__(self, db: Database, *, threader: Threader | None = None,
-                 say: Callable[[str], None] | None = None):
+    def __init__(self, db: Database, *, threader: Threader | None = None, say: Callable[[str], None] | None = None):
         self.db = db
         self.threader = threader if threader is not None else load_threader(db)
         self.say = say or (lambda line: print(f"memlens proxy: {line}", file=sys.stderr, flush=True))
@@ -202,13 +248,14 @@ class Recorder:
 
 # -- back from the store ------------------------------------------------------------------------------
 
-def thread_of(conversation_id: str, name: str, meta: Mapping, turns: Sequence[Mapping], created_at: float,
-              updated_at: float) -> Thread:
+
+def thread_of(
+    conversation_id: str, name: str, meta: Mapping, turns: Sequence[Mapping], created_at: float, updated_at: float
+) -> Thread:
     """A stored captured conversation as the threader holds it (a proxy restarting on its database):
     ``turns`` are the stored turns in order, each with its ``node_runs``."""
     capture = meta.get(CAPTURE) if isinstance(meta.get(CAPTURE), Mapping) else {}
-    thread = Thread(conversation_id, pin=capture.get("pin"), user=capture.get("user"), name=name,
-                    created_at=created_at)
+    thread = Thread(conversation_id, pin=capture.get("pin"), user=capture.get("user"), name=name, created_at=created_at)
     thread.updated_at = updated_at
     thread.nodes = nodes_of(meta)
     ids = {t["id"]: k for k, t in enumerate(turns)}
@@ -218,9 +265,16 @@ def thread_of(conversation_id: str, name: str, meta: Mapping, turns: Sequence[Ma
         rest = messages[1:] if query is not None else messages
         answer = rest[-1] if rest and rest[-1].kind == "answer" else None
         steps = rest[:-1] if answer is not None else rest
-        turn = ThreadTurn(str(stored["id"]), ids.get(stored.get("parent_id")), _plain(query),
-                          [_plain(m) for m in steps], _plain(answer), bool(stored.get("answer_seen")),
-                          float(stored.get("created_at") or 0), query_wrapped=bool(stored.get("query_wrapped")))
+        turn = ThreadTurn(
+            str(stored["id"]),
+            ids.get(stored.get("parent_id")),
+            _plain(query),
+            [_plain(m) for m in steps],
+            _plain(answer),
+            bool(stored.get("answer_seen")),
+            float(stored.get("created_at") or 0),
+            query_wrapped=bool(stored.get("query_wrapped")),
+        )
         thread.add_turn(turn)
         for run in stored.get("node_runs") or []:
             placed = _placed(run, position)
@@ -254,25 +308,47 @@ def _placed(run: Mapping, position: int) -> Placed | None:
         if isinstance(request, Mapping):
             messages, tools = request_messages(str(run.get("api") or "chat"), dict(request))
         else:  # a call without its request (a trace's): the payload as its receipt lists it
-            messages = [Message(str(r["role"]), str(r.get("content") or ""), "", k)
-                        for k, r in enumerate(run.get("prompt") or [])]
+            messages = [
+                Message(str(r["role"]), str(r.get("content") or ""), "", k)
+                for k, r in enumerate(run.get("prompt") or [])
+            ]
             tools = ()
     except (ValueError, KeyError, TypeError):
         return None
     reply = Message.from_dict(run["reply_message"]) if isinstance(run.get("reply_message"), Mapping) else None
-    call = Call(id=str(run.get("call_id") or ""), messages=tuple(messages), reply=reply, model=str(run.get("model") or ""),
-                tools=tuple(run.get("tools") or tools), api=str(run.get("api") or "chat"),
-                started_at=float(run.get("started_at") or 0), pin=run.get("pin"), user=run.get("user"),
-                status=str(run.get("status") or "succeeded"), error=run.get("error"),
-                previous_response=run.get("previous_response"), response_id=run.get("response_id"),
-                node_name=run.get("node_name"), record={**call_record, "usage": run.get("usage"), "latency_ms": run.get("latency_ms")})
+    call = Call(
+        id=str(run.get("call_id") or ""),
+        messages=tuple(messages),
+        reply=reply,
+        model=str(run.get("model") or ""),
+        tools=tuple(run.get("tools") or tools),
+        api=str(run.get("api") or "chat"),
+        started_at=float(run.get("started_at") or 0),
+        pin=run.get("pin"),
+        user=run.get("user"),
+        status=str(run.get("status") or "succeeded"),
+        error=run.get("error"),
+        previous_response=run.get("previous_response"),
+        response_id=run.get("response_id"),
+        node_name=run.get("node_name"),
+        record={**call_record, "usage": run.get("usage"), "latency_ms": run.get("latency_ms")},
+    )
     payload = split_payload(call.messages)
     places = tuple(tuple(p) if p else None for p in run.get("places") or [])
     text = run.get("text_history") if isinstance(run.get("text_history"), Mapping) else None
-    return Placed(call, str(run.get("node_id")), position, int(run.get("call_number") or 1), int(run.get("step") or 1),
-                  tuple(tuple(p) for p in run.get("kept") or []), tuple(run.get("roles") or ()), places,
-                  tuple(message_key(m) for m in payload.steps), tuple(message_key(m) for m in call.messages),
-                  text=dict(text) if text is not None else None)
+    return Placed(
+        call,
+        str(run.get("node_id")),
+        position,
+        int(run.get("call_number") or 1),
+        int(run.get("step") or 1),
+        tuple(tuple(p) for p in run.get("kept") or []),
+        tuple(run.get("roles") or ()),
+        places,
+        tuple(message_key(m) for m in payload.steps),
+        tuple(message_key(m) for m in call.messages),
+        text=dict(text) if text is not None else None,
+    )
 
 
 class RecorderProcess:
@@ -288,8 +364,9 @@ class RecorderProcess:
         self._queue = context.Queue()
         self._done = context.Value("q", 0)
         self._sent = 0
-        self._process = context.Process(target=_record_from, args=(url, self._queue, self._done),
-                                        name="memlens-recorder", daemon=True)
+        self._process = context.Process(
+            target=_record_from, args=(url, self._queue, self._done), name="memlens-recorder", daemon=True
+        )
 
     def start(self) -> "RecorderProcess":
         """Start the process with Ctrl-C and SIGTERM ignored from its first instruction: they reach the whole

@@ -32,22 +32,43 @@ import time
 from typing import Iterable
 from uuid import uuid4
 
+from core.capture.errors import CaptureError
 from core.hosts import allowed_hosts, host_allowed, refusal
 from core.limits import MAX_PROXY_BYTES, limit
 
 from .demo import DEMO_MODELS, demo_answer
-from core.capture.errors import CaptureError
-from .exchange import (CLIENT_LEFT, ENDPOINTS, MESSAGES, UPSTREAM_ERROR, UPSTREAM_REFUSED, UPSTREAM_TIMEOUT, Exchange,
-                       request_json)
+from .exchange import (
+    CLIENT_LEFT,
+    ENDPOINTS,
+    MESSAGES,
+    UPSTREAM_ERROR,
+    UPSTREAM_REFUSED,
+    UPSTREAM_TIMEOUT,
+    Exchange,
+    request_json,
+)
 from .upstream import UpstreamTimeout, UpstreamUnreachable, upstream_for
 
 #: Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1), and those the request is sent with
 #: anew (its host, its length).
-HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
-                        "upgrade", "host", "content-length", "accept-encoding"})
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+    }
+)
 #: Response headers not passed back: the connection's own and the length of a body the proxy re-frames.
-RESPONSE_DROPPED = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "te", "trailer",
-                              "upgrade"})
+RESPONSE_DROPPED = frozenset(
+    {"connection", "keep-alive", "transfer-encoding", "content-length", "te", "trailer", "upgrade"}
+)
 #: Header names that may carry a secret: never recorded (compared in lower case).
 SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|password|credential|signature|session", re.I)
 #: The answer header that names the recorded call (what the Debugger shows as its id).
@@ -78,8 +99,15 @@ class CaptureProxy:
     nothing is recorded). ``timeout``: seconds to wait for the upstream's next bytes. ``allowed_hosts``:
     ``Host`` names answered besides loopback ones (default: ``MEMLENS_ALLOWED_HOSTS``)."""
 
-    def __init__(self, *, upstream: str | None, recorder=None, timeout: float = 600.0,
-                 allowed_hosts: Iterable[str] | None = None, max_body_bytes: int | None = None):
+    def __init__(
+        self,
+        *,
+        upstream: str | None,
+        recorder=None,
+        timeout: float = 600.0,
+        allowed_hosts: Iterable[str] | None = None,
+        max_body_bytes: int | None = None,
+    ):
         self.upstream = upstream.rstrip("/") if upstream else None
         self.recorder = recorder
         self.timeout = timeout
@@ -111,8 +139,10 @@ class CaptureProxy:
         await self._call(api, scope, path, headers, body, receive, send)
 
     def _too_large(self) -> str:
-        return (f"the request body is larger than {self.max_body:,} bytes, the proxy's limit (set by "
-                f"{limit('proxy_request_size').env}); it was not forwarded")
+        return (
+            f"the request body is larger than {self.max_body:,} bytes, the proxy's limit (set by "
+            f"{limit('proxy_request_size').env}); it was not forwarded"
+        )
 
     async def _body(self, receive) -> bytes | None:
         """The request body, or ``None`` as soon as it passes the limit."""
@@ -147,8 +177,9 @@ class CaptureProxy:
     def client(self):
         """The upstream's connections (made on first use, in the serving loop)."""
         if self._client is None:
-            self._client = upstream_for(self.upstream, timeout=self.timeout,
-                                        connect_timeout=min(CONNECT_SECONDS, self.timeout))
+            self._client = upstream_for(
+                self.upstream, timeout=self.timeout, connect_timeout=min(CONNECT_SECONDS, self.timeout)
+            )
         return self._client
 
     async def aclose(self) -> None:
@@ -169,9 +200,16 @@ class CaptureProxy:
         if self.upstream is None:
             if path == "/v1/models" and method == "GET":
                 return await _answer(send, 200, json.dumps(DEMO_MODELS).encode())
-            return await _answer(send, 404, error_body("", 404, "not_found",
-                                                       f"the demo model answers {', '.join(ENDPOINTS)} and "
-                                                       f"GET /v1/models, not {method} {path}"))
+            return await _answer(
+                send,
+                404,
+                error_body(
+                    "",
+                    404,
+                    "not_found",
+                    f"the demo model answers {', '.join(ENDPOINTS)} and GET /v1/models, not {method} {path}",
+                ),
+            )
         try:
             answer = await self.client().send(method, self._target(scope, path), _forwarded(headers), body)
         except UpstreamTimeout as e:
@@ -179,8 +217,9 @@ class CaptureProxy:
         except UpstreamUnreachable as e:
             return await _answer(send, 502, error_body("", 502, "upstream_unreachable", _unreachable(self.upstream, e)))
         try:
-            await send({"type": "http.response.start", "status": answer.status,
-                        "headers": _response_headers(answer.headers)})
+            await send(
+                {"type": "http.response.start", "status": answer.status, "headers": _response_headers(answer.headers)}
+            )
             async for chunk in answer.chunks():
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b""})
@@ -191,8 +230,14 @@ class CaptureProxy:
 
     async def _call(self, api: str, scope, path: str, headers: list, body: bytes, receive, send) -> None:
         """A model call: answered (upstream or demo) chunk by chunk, then handed to the recorder."""
-        ex = Exchange(id=uuid4().hex[:24], api=api, request=body, started_at=time.time(),
-                      request_headers=public_headers(headers), upstream=self.upstream or "demo")
+        ex = Exchange(
+            id=uuid4().hex[:24],
+            api=api,
+            request=body,
+            started_at=time.time(),
+            request_headers=public_headers(headers),
+            upstream=self.upstream or "demo",
+        )
         if self.recorder is not None:
             self.recorder.expect()
         start = time.perf_counter()
@@ -214,8 +259,10 @@ class CaptureProxy:
                     await task
                 except (asyncio.CancelledError, Exception):
                     pass
-                ex.outcome, ex.error = CLIENT_LEFT, (
-                    f"the client disconnected after {sum(map(len, received)):,} bytes of the answer")
+                ex.outcome, ex.error = (
+                    CLIENT_LEFT,
+                    (f"the client disconnected after {sum(map(len, received)):,} bytes of the answer"),
+                )
             else:
                 task.result()
         except _ClientLeft as e:
@@ -227,8 +274,9 @@ class CaptureProxy:
             if self.recorder is not None:
                 self.recorder.submit(ex)
 
-    async def _forward(self, ex: Exchange, scope, path: str, headers: list, body: bytes, send, received: list,
-                       start: float) -> None:
+    async def _forward(
+        self, ex: Exchange, scope, path: str, headers: list, body: bytes, send, received: list, start: float
+    ) -> None:
         try:
             answer = await self.client().send("POST", self._target(scope, path), _forwarded(headers), body)
         except UpstreamTimeout:
@@ -243,8 +291,14 @@ class CaptureProxy:
         if answer.status >= 400:
             ex.outcome = UPSTREAM_ERROR
         try:
-            await _send(send, {"type": "http.response.start", "status": answer.status,
-                               "headers": _response_headers(answer.headers, ex.id)})
+            await _send(
+                send,
+                {
+                    "type": "http.response.start",
+                    "status": answer.status,
+                    "headers": _response_headers(answer.headers, ex.id),
+                },
+            )
             async for chunk in answer.chunks():
                 if ex.first_byte_ms is None:
                     ex.first_byte_ms = (time.perf_counter() - start) * 1000
@@ -252,8 +306,10 @@ class CaptureProxy:
                 received.append(chunk)
             await _send(send, {"type": "http.response.body", "body": b""})
         except UpstreamTimeout:
-            ex.outcome, ex.error = UPSTREAM_TIMEOUT, (f"the upstream stopped sending for {self.timeout:g} s after "
-                                                      f"{sum(map(len, received)):,} bytes")
+            ex.outcome, ex.error = (
+                UPSTREAM_TIMEOUT,
+                (f"the upstream stopped sending for {self.timeout:g} s after {sum(map(len, received)):,} bytes"),
+            )
             await _end(send)
         except UpstreamUnreachable as e:
             ex.outcome, ex.error = UPSTREAM_REFUSED, f"{e} after {sum(map(len, received)):,} bytes"
@@ -269,8 +325,14 @@ class CaptureProxy:
             return await _answer(send, 400, error_body(ex.api, 400, "invalid_request_error", str(e)), ex.id)
         ex.status, ex.streamed = 200, streamed
         kind = b"text/event-stream; charset=utf-8" if streamed else b"application/json"
-        await _send(send, {"type": "http.response.start", "status": 200,
-                           "headers": [(b"content-type", kind), (CALL_HEADER.encode(), ex.id.encode())]})
+        await _send(
+            send,
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", kind), (CALL_HEADER.encode(), ex.id.encode())],
+            },
+        )
         for chunk in chunks:
             if ex.first_byte_ms is None:
                 ex.first_byte_ms = (time.perf_counter() - start) * 1000

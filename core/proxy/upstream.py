@@ -36,8 +36,9 @@ class UpstreamUnreachable(Exception):
 class Answer:
     """An upstream's answer: its status and headers, its body read with :meth:`chunks`, :meth:`close` after."""
 
-    def __init__(self, upstream: "Upstream", conn, status: int, headers: list[tuple[str, str]], framing: str,
-                 length: int):
+    def __init__(
+        self, upstream: "Upstream", conn, status: int, headers: list[tuple[str, str]], framing: str, length: int
+    ):
         self.upstream, self._conn = upstream, conn
         self.status, self.headers = status, headers
         self._framing, self._left, self._done = framing, length, framing == "none"
@@ -89,8 +90,11 @@ class Answer:
         if self._conn is None:
             return
         conn, self._conn = self._conn, None
-        reusable = self._done and self._framing in ("length", "chunked", "none") and \
-            "close" not in self.header("connection").lower()
+        reusable = (
+            self._done
+            and self._framing in ("length", "chunked", "none")
+            and "close" not in self.header("connection").lower()
+        )
         if reusable and len(self.upstream._idle) < KEEP:
             self.upstream._idle.append(conn)
         else:
@@ -123,11 +127,19 @@ class Upstream:
     async def _open(self):
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, ssl=self._ssl, limit=MAX_HEAD,
-                                        server_hostname=self.host if self.secure else None), self.connect_timeout)
+                asyncio.open_connection(
+                    self.host,
+                    self.port,
+                    ssl=self._ssl,
+                    limit=MAX_HEAD,
+                    server_hostname=self.host if self.secure else None,
+                ),
+                self.connect_timeout,
+            )
         except asyncio.TimeoutError:
-            raise UpstreamTimeout(f"the upstream did not accept a connection within {self.connect_timeout:g} s") \
-                from None
+            raise UpstreamTimeout(
+                f"the upstream did not accept a connection within {self.connect_timeout:g} s"
+            ) from None
         except (OSError, ssl.SSLError) as e:
             raise UpstreamUnreachable(f"{type(e).__name__}: {' '.join(str(e).split())[:160]}") from None
         sock = writer.get_extra_info("socket")
@@ -137,8 +149,14 @@ class Upstream:
 
     async def send(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes) -> Answer:
         """Send a request (``target``: the path under the base URL, with its query) and read the answer's head."""
-        head = [f"{method} {self.prefix}{target} HTTP/1.1", f"host: {self.host_header}",
-                *(f"{k}: {v}" for k, v in headers), f"content-length: {len(body)}", "", ""]
+        head = [
+            f"{method} {self.prefix}{target} HTTP/1.1",
+            f"host: {self.host_header}",
+            *(f"{k}: {v}" for k, v in headers),
+            f"content-length: {len(body)}",
+            "",
+            "",
+        ]
         request = "\r\n".join(head).encode("latin-1") + body
         while self._idle:  # a kept connection: the upstream may have closed it meanwhile
             conn = self._idle.pop()
@@ -232,8 +250,9 @@ class HttpxUpstream:
         import httpx
 
         self.base, self.timeout = base_url.rstrip("/"), timeout
-        self._client = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=connect_timeout), trust_env=True,
-                                         follow_redirects=False)
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=connect_timeout), trust_env=True, follow_redirects=False
+        )
 
     async def send(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes) -> HttpxAnswer:
         import httpx
@@ -263,5 +282,4 @@ def upstream_for(base_url: str, *, timeout: float, connect_timeout: float):
     return Upstream(base_url, timeout=timeout, connect_timeout=connect_timeout)
 
 
-__all__ = ["Answer", "HttpxUpstream", "PROXY_ENV", "Upstream", "UpstreamTimeout", "UpstreamUnreachable",
-           "upstream_for"]
+__all__ = ["Answer", "HttpxUpstream", "PROXY_ENV", "Upstream", "UpstreamTimeout", "UpstreamUnreachable", "upstream_for"]

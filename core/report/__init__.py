@@ -10,9 +10,12 @@ Where each rule lives:
 
 from core import public_api
 
-__all__, __getattr__ = public_api(__name__, {
-    "build": ("DEFAULT_CONFIGS", "REPORT_COLUMNS", "REPORT_ROWS", "build_report"),
-    "bundle": ("FORMAT", "bundle_json", "parse_report"),
-    "errors": ("BundleFieldError", "ReportError"),
-    "html": ("CONFIG_COLOURS", "REASON_COLOURS", "REASON_ORDER", "report_html"),
-})
+__all__, __getattr__ = public_api(
+    __name__,
+    {
+        "build": ("DEFAULT_CONFIGS", "REPORT_COLUMNS", "REPORT_ROWS", "build_report"),
+        "bundle": ("FORMAT", "bundle_json", "parse_report"),
+        "errors": ("BundleFieldError", "ReportError"),
+        "html": ("CONFIG_COLOURS", "REASON_COLOURS", "REASON_ORDER", "report_html"),
+    },
+)

@@ -19,11 +19,11 @@ from core.analysis.compare.heatmap import HeatmapWindow, heatmap_window
 from core.analysis.compare.replies import ReplyGrid, replay_replies
 from core.analysis.findings.base import Finding
 from core.analysis.findings.sources import findings_for
+from core.analysis.source import Source
 from core.errors import MemLensError
 from core.memory.config import MemoryConfig
 from core.memory.strategies.window import WindowStrategy
 from core.model.conversation import Conversation
-from core.analysis.source import Source
 
 from .bundle import FACT_MODES
 from .errors import ReportError
@@ -69,10 +69,19 @@ def _facts_argument(mode: str, marks: Sequence | None) -> Any:
     return None  # compare's default: the file's own facts, else the detected ones
 
 
-def build_report(source: Source, configs: Iterable[Any] | None = None, *, facts_mode: str | None = None,
-                 marks: Sequence | None = None, replies: bool = False, client: LLMClient | None = None,
-                 window: HeatmapWindow | None = None, title: str | None = None,
-                 selected_turn: int | None = None, max_reply_turns: int | None = 200) -> Report:
+def build_report(
+    source: Source,
+    configs: Iterable[Any] | None = None,
+    *,
+    facts_mode: str | None = None,
+    marks: Sequence | None = None,
+    replies: bool = False,
+    client: LLMClient | None = None,
+    window: HeatmapWindow | None = None,
+    title: str | None = None,
+    selected_turn: int | None = None,
+    max_reply_turns: int | None = 200,
+) -> Report:
     """Compare ``configs`` (default: the source's own, from a report bundle) on the source's
     conversation and gather the findings. ``facts_mode``: ``detected`` (the file's facts or those
     the user states), ``marked`` (``marks``: ``(message, label)`` pairs) or ``none``."""
@@ -88,8 +97,12 @@ def build_report(source: Source, configs: Iterable[Any] | None = None, *, facts_
     if window is None:
         last = source.view.get("last_turn")
         try:
-            window = heatmap_window(conv, last_turn=last, max_rows=int(source.view.get("rows") or REPORT_ROWS),
-                                    max_columns=int(source.view.get("columns") or REPORT_COLUMNS))
+            window = heatmap_window(
+                conv,
+                last_turn=last,
+                max_rows=int(source.view.get("rows") or REPORT_ROWS),
+                max_columns=int(source.view.get("columns") or REPORT_COLUMNS),
+            )
         except MemLensError:
             window = heatmap_window(conv, max_rows=REPORT_ROWS, max_columns=REPORT_COLUMNS)
     comparison = compare(conv, named, facts=facts, window=window)
@@ -102,9 +115,11 @@ def build_report(source: Source, configs: Iterable[Any] | None = None, *, facts_
 
 
 #: The configs the compare page and ``python -m core report`` start from.
-DEFAULT_CONFIGS = (NamedConfig("dify window 3", MemoryConfig(window=3)),
-                   NamedConfig("dify window 10", MemoryConfig(window=10)),
-                   NamedConfig("window 6 msgs", MemoryConfig(WindowStrategy.name, window=6)))
+DEFAULT_CONFIGS = (
+    NamedConfig("dify window 3", MemoryConfig(window=3)),
+    NamedConfig("dify window 10", MemoryConfig(window=10)),
+    NamedConfig("window 6 msgs", MemoryConfig(WindowStrategy.name, window=6)),
+)
 
 
 __all__ = ["REPORT_ROWS", "REPORT_COLUMNS", "DEFAULT_CONFIGS", "Report", "build_report"]

@@ -18,6 +18,7 @@ from core.errors import MemLensError
 from core.limits import nulled_non_finite
 from core.memory.replay import turn_numbers
 from core.model.conversation import ROLES, Conversation, Message, Turn
+
 from .errors import BundleFieldError, ReportError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,12 +31,26 @@ FACT_MODES = ("detected", "marked", "none")
 
 def conversation_to_json(conv: Conversation) -> dict:
     """A conversation as JSON, losslessly (every turn with its messages, indices and status)."""
-    return {"id": conv.id, "name": conv.name, "system_prompt": conv.system_prompt,
-            "source_format": conv.source_format,
-            "turns": [{"id": t.id, "parent_id": t.parent_id, "query_index": t.query_index,
-                       "answer_index": t.answer_index, "status": t.status, "error": t.error,
-                       "created_at": t.created_at, "answer_tokens": t.answer_tokens,
-                       "messages": [m.to_dict() for m in t.messages]} for t in conv.turns]}
+    return {
+        "id": conv.id,
+        "name": conv.name,
+        "system_prompt": conv.system_prompt,
+        "source_format": conv.source_format,
+        "turns": [
+            {
+                "id": t.id,
+                "parent_id": t.parent_id,
+                "query_index": t.query_index,
+                "answer_index": t.answer_index,
+                "status": t.status,
+                "error": t.error,
+                "created_at": t.created_at,
+                "answer_tokens": t.answer_tokens,
+                "messages": [m.to_dict() for m in t.messages],
+            }
+            for t in conv.turns
+        ],
+    }
 
 
 def _need(cond: bool, where: str, message: str) -> None:
@@ -48,17 +63,30 @@ def _message_from_json(d: Any, where: str) -> Message:
     _need(d.get("role") in ROLES, f"{where}.role", f"must be one of {', '.join(ROLES)}")
     _need(isinstance(d.get("content", ""), str), f"{where}.content", "must be text")
     _need(isinstance(d.get("kind", ""), str), f"{where}.kind", "must be text")
-    _need(isinstance(d.get("ref", ""), (int, str)) and not isinstance(d.get("ref"), bool), f"{where}.ref",
-          "must be a number or text")
+    _need(
+        isinstance(d.get("ref", ""), (int, str)) and not isinstance(d.get("ref"), bool),
+        f"{where}.ref",
+        "must be a number or text",
+    )
     for k, c in enumerate(d.get("tool_calls") or []):
-        _need(isinstance(c, Mapping) and all(isinstance(c.get(x), str) for x in ("id", "name", "arguments")),
-              f"{where}.tool_calls[{k}]", "needs text 'id', 'name' and 'arguments'")
+        _need(
+            isinstance(c, Mapping) and all(isinstance(c.get(x), str) for x in ("id", "name", "arguments")),
+            f"{where}.tool_calls[{k}]",
+            "needs text 'id', 'name' and 'arguments'",
+        )
     for k, f in enumerate(d.get("files") or []):
         _need(isinstance(f, Mapping), f"{where}.files[{k}]", "must be an object")
     usage = d.get("usage")
-    _need(usage is None or (isinstance(usage, list) and len(usage) == 2 and all(
-        isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 10**9 for x in usage)), f"{where}.usage",
-        "must be [input tokens, output tokens], two whole numbers")
+    _need(
+        usage is None
+        or (
+            isinstance(usage, list)
+            and len(usage) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 10**9 for x in usage)
+        ),
+        f"{where}.usage",
+        "must be [input tokens, output tokens], two whole numbers",
+    )
     return Message.from_dict(d)
 
 
@@ -82,21 +110,39 @@ def _conversation(d: Any, where: str) -> Conversation:
         _need(isinstance(t, Mapping), at, "must be an object")
         _need(isinstance(t.get("id"), str) and t["id"] not in ids, f"{at}.id", "must be text, unique in the file")
         ids.add(t["id"])
-        _need(t.get("parent_id") is None or isinstance(t.get("parent_id"), str), f"{at}.parent_id",
-              "must be text or null")
+        _need(
+            t.get("parent_id") is None or isinstance(t.get("parent_id"), str), f"{at}.parent_id", "must be text or null"
+        )
         _need(isinstance(t.get("messages"), list), f"{at}.messages", "must be a list")
         messages = tuple(_message_from_json(m, f"{at}.messages[{j}]") for j, m in enumerate(t["messages"]))
         for key in ("query_index", "answer_index"):
             value = t.get(key)
-            _need(value is None or (isinstance(value, int) and not isinstance(value, bool)
-                                    and 0 <= value < len(messages)), f"{at}.{key}",
-                  f"must be null or an index into its {len(messages)} messages")
-        turns.append(Turn(id=t["id"], parent_id=t.get("parent_id"), messages=messages,
-                          query_index=t.get("query_index"), answer_index=t.get("answer_index"),
-                          status=str(t.get("status") or "normal"), error=t.get("error"),
-                          created_at=t.get("created_at"), answer_tokens=t.get("answer_tokens")))
-    return Conversation(id=d["id"], turns=turns, system_prompt=str(d.get("system_prompt") or ""),
-                        source_format=str(d.get("source_format") or FORMAT), name=str(d.get("name") or ""))
+            _need(
+                value is None
+                or (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(messages)),
+                f"{at}.{key}",
+                f"must be null or an index into its {len(messages)} messages",
+            )
+        turns.append(
+            Turn(
+                id=t["id"],
+                parent_id=t.get("parent_id"),
+                messages=messages,
+                query_index=t.get("query_index"),
+                answer_index=t.get("answer_index"),
+                status=str(t.get("status") or "normal"),
+                error=t.get("error"),
+                created_at=t.get("created_at"),
+                answer_tokens=t.get("answer_tokens"),
+            )
+        )
+    return Conversation(
+        id=d["id"],
+        turns=turns,
+        system_prompt=str(d.get("system_prompt") or ""),
+        source_format=str(d.get("source_format") or FORMAT),
+        name=str(d.get("name") or ""),
+    )
 
 
 def _mark_json(conv: Conversation, message: Any, label: str) -> dict:
@@ -119,15 +165,20 @@ def report_bundle(report: Report) -> dict:
     window = report.comparison.window
     numbers = turn_numbers(conv)
     return {
-        "format": FORMAT, "version": FORMAT_VERSION, "title": report.title,
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "title": report.title,
         "created_at": report.created_at,
         "conversation": conversation_to_json(conv),
         "configs": [c.to_dict() for c in report.configs],
         "facts": {"mode": report.facts_mode, "marks": marks},
-        "view": {"selected_turn": report.selected_turn,
-                 "last_turn": numbers[window.rows[-1]] if window.rows else None,
-                 "rows": max(len(window.rows), 1), "columns": max(window.last_column - window.first_column, 1),
-                 "replies": report.replies is not None},
+        "view": {
+            "selected_turn": report.selected_turn,
+            "last_turn": numbers[window.rows[-1]] if window.rows else None,
+            "rows": max(len(window.rows), 1),
+            "columns": max(window.last_column - window.first_column, 1),
+            "replies": report.replies is not None,
+        },
         "flow": report.source.flow.name if report.source.flow is not None else None,
         "comparison": report.comparison.to_json(),
         "findings": [f.to_json() for f in report.findings],
@@ -156,8 +207,11 @@ def parse_report(data: Any) -> Conversation:
     """:func:`read_report` without the file name: a bad field raises :class:`BundleFieldError`."""
     _need(isinstance(data, Mapping), "report", "must be a JSON object")
     _need(data.get("format") == FORMAT, "format", f"must be {FORMAT!r}")
-    _need(data.get("version") == FORMAT_VERSION, "version",
-          f"{data.get('version')!r} is not supported (this MemLens reads version {FORMAT_VERSION})")
+    _need(
+        data.get("version") == FORMAT_VERSION,
+        "version",
+        f"{data.get('version')!r} is not supported (this MemLens reads version {FORMAT_VERSION})",
+    )
     conv = _conversation(data.get("conversation"), "conversation")
     configs = data.get("configs")
     _need(isinstance(configs, list), "configs", "must be a list of memory configs")
@@ -169,27 +223,50 @@ def parse_report(data: Any) -> Conversation:
         except TypeError as e:
             raise BundleFieldError(f"configs[{i}]", f"configs[{i}]: {e}") from None
     facts = data.get("facts") or {"mode": "detected", "marks": []}
-    _need(isinstance(facts, Mapping) and facts.get("mode", "detected") in FACT_MODES, "facts.mode",
-          f"must be one of {', '.join(FACT_MODES)}")
+    _need(
+        isinstance(facts, Mapping) and facts.get("mode", "detected") in FACT_MODES,
+        "facts.mode",
+        f"must be one of {', '.join(FACT_MODES)}",
+    )
     marks = facts.get("marks") or []
     _need(isinstance(marks, list), "facts.marks", "must be a list")
     for i, m in enumerate(marks):
         at = f"facts.marks[{i}]"
         _need(isinstance(m, Mapping) and isinstance(m.get("label"), str) and m["label"], at, "needs a 'label'")
         msg = m.get("message")
-        _need(isinstance(msg, list) and len(msg) == 2 and all(isinstance(x, int) for x in msg)
-              and 0 <= msg[0] < len(conv.turns) and 0 <= msg[1] < len(conv.turns[msg[0]].messages),
-              f"{at}.message", "must be [turn position, message index] of a message in the conversation")
+        _need(
+            isinstance(msg, list)
+            and len(msg) == 2
+            and all(isinstance(x, int) for x in msg)
+            and 0 <= msg[0] < len(conv.turns)
+            and 0 <= msg[1] < len(conv.turns[msg[0]].messages),
+            f"{at}.message",
+            "must be [turn position, message index] of a message in the conversation",
+        )
     view = data.get("view") or {}
     _need(isinstance(view, Mapping), "view", "must be an object")
-    conv.meta["report"] = {"title": str(data.get("title") or ""), "configs": list(configs),
-                           "facts": {"mode": facts.get("mode", "detected"), "marks": list(marks)},
-                           "view": dict(view)}
+    conv.meta["report"] = {
+        "title": str(data.get("title") or ""),
+        "configs": list(configs),
+        "facts": {"mode": facts.get("mode", "detected"), "marks": list(marks)},
+        "view": dict(view),
+    }
     if facts.get("mode") == "marked":
-        conv.meta["facts"] = [{"ref": conv.turns[m["message"][0]].messages[m["message"][1]].ref, "label": m["label"]}
-                              for m in marks]
+        conv.meta["facts"] = [
+            {"ref": conv.turns[m["message"][0]].messages[m["message"][1]].ref, "label": m["label"]} for m in marks
+        ]
     return conv
 
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "FACT_MODES", "BundleFieldError", "conversation_to_json",
-           "conversation_from_json", "report_bundle", "bundle_json", "read_report", "parse_report"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "FACT_MODES",
+    "BundleFieldError",
+    "conversation_to_json",
+    "conversation_from_json",
+    "report_bundle",
+    "bundle_json",
+    "read_report",
+    "parse_report",
+]

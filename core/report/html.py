@@ -19,11 +19,28 @@ from core.analysis.compare.replies import ReplyGrid
 from core.analysis.findings.base import Finding, TurnNamer, turn_namer
 from core.memory.replay import turn_numbers
 from core.memory.strategies.settings import COMMON, NODE_SHAPE
-from core.model.conversation import Conversation, Message, message_text, turn_label
-from core.model.ledger import (CLEARED, EMPTY, FLUSHED, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW,
-                               OVER_BUDGET, NOT_SENT, OMITTED, REASON_LABELS, REWRITTEN, SCOPE, SUMMARIZED, TRIMMED_EARLIER,
-                               LedgerEntry, SyntheticMessage)
 from core.memory.words import explain
+from core.model.conversation import Conversation, Message, message_text, turn_label
+from core.model.ledger import (
+    CLEARED,
+    EMPTY,
+    FLUSHED,
+    GRANULARITY,
+    KEPT,
+    MEMORY_OFF,
+    NOT_SENT,
+    OMITTED,
+    OTHER_BRANCH,
+    OUTSIDE_WINDOW,
+    OVER_BUDGET,
+    REASON_LABELS,
+    REWRITTEN,
+    SCOPE,
+    SUMMARIZED,
+    TRIMMED_EARLIER,
+    LedgerEntry,
+    SyntheticMessage,
+)
 
 from .build import REPORT_COLUMNS
 
@@ -40,9 +57,21 @@ REPORT_FACTS = 200
 
 #: One colour per reason, shared by the page's heatmaps and the report's.
 REASON_COLOURS = {
-    KEPT: "#10b981", OUTSIDE_WINDOW: "#f59e0b", OVER_BUDGET: "#ef4444", TRIMMED_EARLIER: "#a855f7",
-    SUMMARIZED: "#eab308", CLEARED: "#fb923c", FLUSHED: "#78716c", GRANULARITY: "#93c5fd", EMPTY: "#e5e7eb",
-    MEMORY_OFF: "#9ca3af", SCOPE: "#cbd5e1", OTHER_BRANCH: "#f1f5f9", REWRITTEN: "#2dd4bf", OMITTED: "#c026d3", NOT_SENT: "#be123c",
+    KEPT: "#10b981",
+    OUTSIDE_WINDOW: "#f59e0b",
+    OVER_BUDGET: "#ef4444",
+    TRIMMED_EARLIER: "#a855f7",
+    SUMMARIZED: "#eab308",
+    CLEARED: "#fb923c",
+    FLUSHED: "#78716c",
+    GRANULARITY: "#93c5fd",
+    EMPTY: "#e5e7eb",
+    MEMORY_OFF: "#9ca3af",
+    SCOPE: "#cbd5e1",
+    OTHER_BRANCH: "#f1f5f9",
+    REWRITTEN: "#2dd4bf",
+    OMITTED: "#c026d3",
+    NOT_SENT: "#be123c",
 }
 #: Reasons in legend order; a heatmap cell's code is its index here.
 REASON_ORDER = tuple(REASON_COLOURS)
@@ -142,32 +171,49 @@ def heatmap_svg(matrix: RetentionMatrix, *, cell: int = 10, selected_turn: int |
     caption = f"earlier messages, oldest → newest ({cols:,} shown; hover the strip above for a message)"
     # Wide enough for the caption under the grid, however few columns (an 11px character is at most ~6px).
     width, height = max(left + cols * cw + 4, left + SVG_CHAR_WIDTH * len(caption)), top + rows * ch + 22
-    out = [f'<svg class="heatmap" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e("retention heatmap: " + matrix.label)}">']
-    out.append('<g class="messages">' + "".join(
-        f'<rect class="message" x="{left + c * cw}" y="4" width="{cw}" height="{strip}" '
-        f'fill="{"#9ca3af" if col.role == "user" else "#d1d5db"}"><title>{_e(matrix.message(c))}</title></rect>'
-        for c, col in enumerate(matrix.columns)) + "</g>")
+    out = [
+        f'<svg class="heatmap" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e("retention heatmap: " + matrix.label)}">'
+    ]
+    out.append(
+        '<g class="messages">'
+        + "".join(
+            f'<rect class="message" x="{left + c * cw}" y="4" width="{cw}" height="{strip}" '
+            f'fill="{"#9ca3af" if col.role == "user" else "#d1d5db"}"><title>{_e(matrix.message(c))}</title></rect>'
+            for c, col in enumerate(matrix.columns)
+        )
+        + "</g>"
+    )
     step = max(1, rows // 20)
     for r, turn in enumerate(matrix.rows):
         if r % step == 0 or turn == selected_turn:
             out.append(f'<text x="{left - 4}" y="{top + r * ch + ch - 2}" text-anchor="end">turn {turn}</text>')
     for first, last, c, end, reason, why in _blocks(matrix):
-        out.append(f'<rect data-reason="{reason}" data-row="{first}" data-rows="{last - first + 1}" data-column="{c}" '
-                   f'data-span="{end - c}" x="{left + c * cw}" y="{top + first * ch}" width="{(end - c) * cw}" '
-                   f'height="{(last - first + 1) * ch}" fill="{REASON_COLOURS.get(reason, "#000000")}">'
-                   f'<title>{_e(_run_title(matrix, (first, last), c, end, why))}</title></rect>')
+        out.append(
+            f'<rect data-reason="{reason}" data-row="{first}" data-rows="{last - first + 1}" data-column="{c}" '
+            f'data-span="{end - c}" x="{left + c * cw}" y="{top + first * ch}" width="{(end - c) * cw}" '
+            f'height="{(last - first + 1) * ch}" fill="{REASON_COLOURS.get(reason, "#000000")}">'
+            f"<title>{_e(_run_title(matrix, (first, last), c, end, why))}</title></rect>"
+        )
     if selected_turn in matrix.rows:
         y = top + matrix.rows.index(selected_turn) * ch
-        out.append(f'<rect x="{left}" y="{y}" width="{cols * cw}" height="{ch}" fill="none" stroke="#111827" '
-                   f'stroke-width="1.5"/>')
+        out.append(
+            f'<rect x="{left}" y="{y}" width="{cols * cw}" height="{ch}" fill="none" stroke="#111827" '
+            f'stroke-width="1.5"/>'
+        )
     out.append(f'<text x="{left}" y="{height - 6}">{_e(caption)}</text>')
     out.append("</svg>")
     return "".join(out)
 
 
-def line_chart_svg(title: str, x: Sequence[int], series: Sequence[tuple[str, Sequence[float | None], str, bool]],
-                   *, width: int = 560, height: int = 200) -> str:
+def line_chart_svg(
+    title: str,
+    x: Sequence[int],
+    series: Sequence[tuple[str, Sequence[float | None], str, bool]],
+    *,
+    width: int = 560,
+    height: int = 200,
+) -> str:
     """A small line chart as inline SVG: ``series`` are (label, values, colour, dashed); ``None``
     values break the line."""
     left, right, top, bottom = 48, 12, 20, 28
@@ -184,15 +230,17 @@ def line_chart_svg(title: str, x: Sequence[int], series: Sequence[tuple[str, Seq
     def py(v: float) -> float:
         return top + ph - v / ymax * ph
 
-    out = [f'<svg class="chart" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e(title)}">',
-           f'<text x="{left}" y="13" font-weight="600">{_e(title)}</text>',
-           f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#9ca3af"/>',
-           f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#9ca3af"/>',
-           f'<text x="{left - 4}" y="{top + 8}" text-anchor="end">{_e(f"{ymax:,.0f}")}</text>',
-           f'<text x="{left - 4}" y="{top + ph}" text-anchor="end">0</text>',
-           f'<text x="{left}" y="{height - 8}">turn {_e(xmin)}</text>',
-           f'<text x="{left + pw}" y="{height - 8}" text-anchor="end">turn {_e(xmax)}</text>']
+    out = [
+        f'<svg class="chart" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e(title)}">',
+        f'<text x="{left}" y="13" font-weight="600">{_e(title)}</text>',
+        f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#9ca3af"/>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#9ca3af"/>',
+        f'<text x="{left - 4}" y="{top + 8}" text-anchor="end">{_e(f"{ymax:,.0f}")}</text>',
+        f'<text x="{left - 4}" y="{top + ph}" text-anchor="end">0</text>',
+        f'<text x="{left}" y="{height - 8}">turn {_e(xmin)}</text>',
+        f'<text x="{left + pw}" y="{height - 8}" text-anchor="end">turn {_e(xmax)}</text>',
+    ]
     for label, vs, colour, dashed in series:
         segment: list[str] = []
         segments = []
@@ -212,8 +260,10 @@ def line_chart_svg(title: str, x: Sequence[int], series: Sequence[tuple[str, Seq
                 cx, cy = seg[0].split(",")
                 out.append(f'<circle cx="{cx}" cy="{cy}" r="2" fill="{colour}"><title>{_e(label)}</title></circle>')
             else:
-                out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.6"{dash} '
-                           f'points="{" ".join(seg)}"><title>{_e(label)}</title></polyline>')
+                out.append(
+                    f'<polyline fill="none" stroke="{colour}" stroke-width="1.6"{dash} '
+                    f'points="{" ".join(seg)}"><title>{_e(label)}</title></polyline>'
+                )
     out.append("</svg>")
     return "".join(out)
 
@@ -243,9 +293,13 @@ def _thin(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
 
 def _legend(reasons: Iterable[str]) -> str:
     shown = [r for r in REASON_ORDER if r in set(reasons)]
-    return '<div class="legend">' + "".join(
-        f'<span><i style="background:{REASON_COLOURS[r]}"></i>{_e(REASON_LABELS.get(r, r))}</span>'
-        for r in shown) + "</div>"
+    return (
+        '<div class="legend">'
+        + "".join(
+            f'<span><i style="background:{REASON_COLOURS[r]}"></i>{_e(REASON_LABELS.get(r, r))}</span>' for r in shown
+        )
+        + "</div>"
+    )
 
 
 def _config_table(configs: Sequence[NamedConfig]) -> str:
@@ -271,8 +325,10 @@ def _findings_html(findings: Sequence[Finding], name: TurnNamer) -> str:
     for f in findings:
         link = f' <a href="#turn-{_e(f.turn)}">{_e(name(f.turn))}</a>' if f.turn is not None else ""
         detail = f'<br><span class="meta">{_e(f.detail)}</span>' if f.detail else ""
-        items.append(f'<li class="{_e(f.severity)}" data-kind="{_e(f.kind)}"><span class="finding-kind">'
-                     f'{_e(f.title)}</span> · {_e(f.subject)}{link}<br>{_e(f.text)}{detail}</li>')
+        items.append(
+            f'<li class="{_e(f.severity)}" data-kind="{_e(f.kind)}"><span class="finding-kind">'
+            f"{_e(f.title)}</span> · {_e(f.subject)}{link}<br>{_e(f.text)}{detail}</li>"
+        )
     return f'<ol class="findings">{"".join(items)}</ol>'
 
 
@@ -290,13 +346,21 @@ def _facts_html(comparison: Comparison) -> str:
                 cells.append('<td class="kept">kept</td>')
             else:
                 why = REASON_LABELS.get(fate.lost_reason or "", fate.lost_reason or "")
-                cells.append(f'<td class="{"back" if fate.state == "back" else "dropped"}">lost at '
-                             f'<a href="#turn-{fate.lost_turn}">{_e(fate.lost_label)}</a>'
-                             f'{" (" + _e(why) + ")" if why else ""}{_e(fate.after_loss())}</td>')
+                cells.append(
+                    f'<td class="{"back" if fate.state == "back" else "dropped"}">lost at '
+                    f'<a href="#turn-{fate.lost_turn}">{_e(fate.lost_label)}</a>'
+                    f"{' (' + _e(why) + ')' if why else ''}{_e(fate.after_loss())}</td>"
+                )
         stated = fates[0].stated_label if fates else ""
         rows.append(f"<tr><td>{_e(fact.label)}</td><td>{_e(stated)}</td>{''.join(cells)}</tr>")
-    more = (f'<p class="meta">The first {shown:,} of {len(comparison.facts):,} facts, in the order they were '
-            f'stated; the JSON bundle (--bundle) follows every one.</p>') if shown < len(comparison.facts) else ""
+    more = (
+        (
+            f'<p class="meta">The first {shown:,} of {len(comparison.facts):,} facts, in the order they were '
+            f"stated; the JSON bundle (--bundle) follows every one.</p>"
+        )
+        if shown < len(comparison.facts)
+        else ""
+    )
     return f"{more}<ul>{sentences}</ul><table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
@@ -307,10 +371,14 @@ def _replies_html(grid: ReplyGrid) -> str:
     for r, (turn, query, replies) in enumerate(zip(grid.turns, grid.queries, grid.replies)):
         mark = ' class="differ"' if r in differ else ""
         cells = "".join(f'<td class="text">{_e(x)}</td>' for x in replies)
-        rows.append(f'<tr{mark}><td><a href="#turn-{turn}">{turn}</a>{" ≠" if r in differ else ""}</td>'
-                    f'<td class="text">{_e(query)}</td>{cells}</tr>')
-    note = f"<p class=\"meta\">{len(differ)} of {len(grid.turns)} rows differ (marked ≠). Models: " \
-           f"{_e(', '.join(sorted(set(grid.models))))}.</p>"
+        rows.append(
+            f'<tr{mark}><td><a href="#turn-{turn}">{turn}</a>{" ≠" if r in differ else ""}</td>'
+            f'<td class="text">{_e(query)}</td>{cells}</tr>'
+        )
+    note = (
+        f'<p class="meta">{len(differ)} of {len(grid.turns)} rows differ (marked ≠). Models: '
+        f"{_e(', '.join(sorted(set(grid.models))))}.</p>"
+    )
     if grid.skipped:
         note += f'<p class="meta">The first {grid.skipped} turns were not re-asked.</p>'
     return note + f"<table><tr>{head}</tr>{''.join(rows)}</table>"
@@ -320,7 +388,7 @@ def _message_html(m: Message) -> str:
     text = message_text(m)
     kind = f" · {m.kind}" if m.kind and m.kind not in ("query", "answer") else ""
     # Terse markup: a long conversation's transcript is most of a report's size.
-    return f'<p><b>{_e(m.role)}{_e(kind)}</b>{_t(text) if text else "<i>(empty)</i>"}</p>'
+    return f"<p><b>{_e(m.role)}{_e(kind)}</b>{_t(text) if text else '<i>(empty)</i>'}</p>"
 
 
 def _transcript_html(conv: Conversation) -> str:
@@ -333,14 +401,18 @@ def _transcript_html(conv: Conversation) -> str:
         parent = tree.parent[p]
         note = ""
         if p and parent is not None and parent != p - 1:
-            note = (f' <span class="meta">(continues <a href="#turn-{numbers[parent]}">'
-                    f'{_e(turn_label(conv, parent))}</a>)</span>')
+            note = (
+                f' <span class="meta">(continues <a href="#turn-{numbers[parent]}">'
+                f"{_e(turn_label(conv, parent))}</a>)</span>"
+            )
         elif p and parent is None and t.parent_id is not None:
             note = ' <span class="meta">(starts a new thread)</span>'
         messages = "".join(_message_html(m) for m in t.messages)
         # The anchor is the turn's address (creation order); the heading is its place on its thread.
-        out.append(f'<article class="turn" id="turn-{numbers[p]}"><h3>{_e(turn_label(conv, p).capitalize())}{note}'
-                   f'</h3>{messages}</article>')
+        out.append(
+            f'<article class="turn" id="turn-{numbers[p]}"><h3>{_e(turn_label(conv, p).capitalize())}{note}'
+            f"</h3>{messages}</article>"
+        )
     return "".join(out)
 
 
@@ -379,17 +451,26 @@ def _ledgers_html(report: Report, columns: int = REPORT_COLUMNS) -> str:
             if hidden:
                 kept = len(ledger.kept) - sum(1 for e in shown if e.kept)
                 more = f'<p class="meta">{hidden:,} earlier messages not listed ({kept:,} of them kept).</p>'
-            table = ("<table><tr><th>turn</th><th>role</th><th>tokens</th><th>reason</th><th>why</th>"
-                     f"<th>message</th></tr>{''.join(rows)}</table>") if rows else \
-                "<p>First turn: no earlier message.</p>"
+            table = (
+                (
+                    "<table><tr><th>turn</th><th>role</th><th>tokens</th><th>reason</th><th>why</th>"
+                    f"<th>message</th></tr>{''.join(rows)}</table>"
+                )
+                if rows
+                else "<p>First turn: no earlier message.</p>"
+            )
             budget = f"{ledger.budget:,}" if ledger.budget is not None else "none"
             not_eligible = ledger.not_eligible_count()
             outside = f"{not_eligible:,} not eligible, " if not_eligible else ""
-            parts.append(f'<details><summary>Turn {turn}: {len(ledger.kept):,} kept, {ledger.dropped_count():,} dropped, '
-                         f'{outside}{ledger.history_tokens:,} history tokens (budget {budget})</summary>{more}{table}'
-                         '</details>')
-        out.append(f'<details class="ledger" data-config="{_e(c.label)}"><summary><b>{_e(c.label)}</b></summary>'
-                   f'{"".join(parts)}</details>')
+            parts.append(
+                f"<details><summary>Turn {turn}: {len(ledger.kept):,} kept, {ledger.dropped_count():,} dropped, "
+                f"{outside}{ledger.history_tokens:,} history tokens (budget {budget})</summary>{more}{table}"
+                "</details>"
+            )
+        out.append(
+            f'<details class="ledger" data-config="{_e(c.label)}"><summary><b>{_e(c.label)}</b></summary>'
+            f"{''.join(parts)}</details>"
+        )
     return "".join(out)
 
 
@@ -416,21 +497,27 @@ def _ledger_rows(run: Sequence[LedgerEntry], conv: Conversation, config: Mapping
     label, why = _e(REASON_LABELS.get(first.reason, first.reason)), _e(explain(first, config))
     if len(run) >= LEDGER_RUN and (not first.kept or long):
         last = run[-1]
-        return (f'<tr><td><a href="#turn-{first.turn}">{first.turn}</a>–<a href="#turn-{last.turn}">{last.turn}</a>'
-                f'</td><td>{len(run):,} messages</td><td>{sum(e.tokens for e in run):,}</td><td class="{cls}">{label}'
-                f'</td><td>{why}</td><td class="meta">in the transcript</td></tr>')
-    return "".join(f'<tr><td><a href="#turn-{e.turn}">{e.turn}</a></td><td>{_e(e.role)}</td><td>{e.tokens:,}</td>'
-                   f'<td class="{cls}">{label}</td><td>{why}</td>'
-                   f'<td class="text">{_e(_short(conv.turns[e.position].messages[e.index], 80))}</td></tr>'
-                   for e in run)
+        return (
+            f'<tr><td><a href="#turn-{first.turn}">{first.turn}</a>–<a href="#turn-{last.turn}">{last.turn}</a>'
+            f'</td><td>{len(run):,} messages</td><td>{sum(e.tokens for e in run):,}</td><td class="{cls}">{label}'
+            f'</td><td>{why}</td><td class="meta">in the transcript</td></tr>'
+        )
+    return "".join(
+        f'<tr><td><a href="#turn-{e.turn}">{e.turn}</a></td><td>{_e(e.role)}</td><td>{e.tokens:,}</td>'
+        f'<td class="{cls}">{label}</td><td>{why}</td>'
+        f'<td class="text">{_e(_short(conv.turns[e.position].messages[e.index], 80))}</td></tr>'
+        for e in run
+    )
 
 
 def _sent_instead(message: SyntheticMessage) -> str:
     """A row for what the memory sends in place of earlier messages (a summary, a placeholder, a
     partial message, a scratchpad), with its text, as the page's ledger table lists it."""
-    return (f'<tr><td><a href="#turn-{message.turn}">{message.turn}</a></td><td>{_e(message.role)}</td>'
-            f'<td>{message.tokens:,}</td><td class="kept">{_e(message.reason_words)}</td><td>{_e(message.why)}</td>'
-            f'<td class="text">{_e(_clip(message.content, 80))}</td></tr>')
+    return (
+        f'<tr><td><a href="#turn-{message.turn}">{message.turn}</a></td><td>{_e(message.role)}</td>'
+        f'<td>{message.tokens:,}</td><td class="kept">{_e(message.reason_words)}</td><td>{_e(message.why)}</td>'
+        f'<td class="text">{_e(_clip(message.content, 80))}</td></tr>'
+    )
 
 
 def _short(m: Message, width: int = 160) -> str:
@@ -457,16 +544,21 @@ def _series_html(comparison: Comparison) -> str:
         if budgets and max(budgets) <= 3 * max(top, 1):
             tokens_lines.append((f"{s.label} budget", s.budget, colours[i], True))
         elif budgets:
-            off_chart.append(f"{s.label}: {min(budgets):,}" + (f"–{max(budgets):,}" if max(budgets) != min(budgets)
-                                                               else ""))
+            off_chart.append(
+                f"{s.label}: {min(budgets):,}" + (f"–{max(budgets):,}" if max(budgets) != min(budgets) else "")
+            )
     tokens = line_chart_svg("History tokens (dashed: budget)", x, tokens_lines)
     if off_chart:
         tokens += f'<p class="meta">Budgets far above the history (not drawn): {_e("; ".join(off_chart))}.</p>'
 
-    oldest = line_chart_svg("Oldest turn remembered", x, [(s.label, s.oldest_kept_turn, colours[i], False)
-                                                         for i, s in enumerate(series)])
-    legend = '<div class="legend">' + "".join(f'<span><i style="background:{colours[i]}"></i>{_e(s.label)}</span>'
-                                              for i, s in enumerate(series)) + "</div>"
+    oldest = line_chart_svg(
+        "Oldest turn remembered", x, [(s.label, s.oldest_kept_turn, colours[i], False) for i, s in enumerate(series)]
+    )
+    legend = (
+        '<div class="legend">'
+        + "".join(f'<span><i style="background:{colours[i]}"></i>{_e(s.label)}</span>' for i, s in enumerate(series))
+        + "</div>"
+    )
     return legend + kept + tokens + oldest
 
 
@@ -478,41 +570,61 @@ def report_html(report: Report) -> str:
     when = datetime.fromtimestamp(report.created_at, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     answered = len(conv.answered_turns())
     reasons = {x for m in comparison.matrices for row in m.cells for x in row if x is not None}
-    scope = "the whole conversation" if window.whole else (
-        f"turns {comparison.matrices[0].rows[0]}–{comparison.matrices[0].rows[-1]} × the latest "
-        f"{window.last_column - window.first_column} messages before them" if comparison.matrices and window.rows
-        else "no turns")
+    scope = (
+        "the whole conversation"
+        if window.whole
+        else (
+            f"turns {comparison.matrices[0].rows[0]}–{comparison.matrices[0].rows[-1]} × the latest "
+            f"{window.last_column - window.first_column} messages before them"
+            if comparison.matrices and window.rows
+            else "no turns"
+        )
+    )
     heatmaps = "".join(
         f'<figure data-config="{_e(m.label)}"><figcaption>{_e(m.label)}</figcaption>'
-        f'{heatmap_svg(m, selected_turn=report.selected_turn)}</figure>' for m in comparison.matrices)
+        f"{heatmap_svg(m, selected_turn=report.selected_turn)}</figure>"
+        for m in comparison.matrices
+    )
     flow_note = f" · flow {_e(report.source.flow.name)}" if report.source.flow is not None else ""
     sections = [
         ("configs", "Configs compared", _config_table(report.configs)),
         ("findings", "Findings", _findings_html(report.findings, turn_namer(report.conversation))),
-        ("heatmaps", "Retention heatmaps",
-         f'<p class="meta">Rows are turns, columns the messages written before them; hover a cell for the '
-         f'message, its tokens and the reason. Showing {_e(scope)}.</p>{_legend(reasons)}'
-         f'<div class="heatmaps">{heatmaps}</div>'),
+        (
+            "heatmaps",
+            "Retention heatmaps",
+            f'<p class="meta">Rows are turns, columns the messages written before them; hover a cell for the '
+            f"message, its tokens and the reason. Showing {_e(scope)}.</p>{_legend(reasons)}"
+            f'<div class="heatmaps">{heatmaps}</div>',
+        ),
         ("series", "Turn by turn", _series_html(comparison)),
         ("facts", "Facts", _facts_html(comparison)),
     ]
     if report.replies is not None:
         sections.append(("replies", "Replies under each config", _replies_html(report.replies)))
-    sections += [("ledgers", "Ledgers", _ledgers_html(report)),
-                 ("transcript", "Transcript", _transcript_html(conv))]
+    sections += [("ledgers", "Ledgers", _ledgers_html(report)), ("transcript", "Transcript", _transcript_html(conv))]
     nav = "".join(f'<a href="#{key}">{_e(title)}</a>' for key, title, _ in sections)
     body = "".join(f'<section id="{key}"><h2>{_e(title)}</h2>{html}</section>' for key, title, html in sections)
-    return ("<!DOCTYPE html>\n"
-            '<html lang="en"><head><meta charset="utf-8">'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{_e('MemLens report — ' + report.title)}</title><style>{_CSS}</style></head>"
-            f"<body><main><header><h1>{_e('MemLens report — ' + report.title)}</h1>"
-            f'<p class="meta">Conversation {_e(conv.name or conv.id)}{flow_note} · {len(conv.turns)} turns '
-            f"({answered} answered) · {len(report.configs)} memory configs · generated {_e(when)} · "
-            f"opens without a server or network</p></header><nav>{nav}</nav>{body}"
-            '<footer class="meta"><p>Made with MemLens. The JSON bundle of this report loads back into the '
-            "compare page (Import).</p></footer></main></body></html>\n")
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e('MemLens report — ' + report.title)}</title><style>{_CSS}</style></head>"
+        f"<body><main><header><h1>{_e('MemLens report — ' + report.title)}</h1>"
+        f'<p class="meta">Conversation {_e(conv.name or conv.id)}{flow_note} · {len(conv.turns)} turns '
+        f"({answered} answered) · {len(report.configs)} memory configs · generated {_e(when)} · "
+        f"opens without a server or network</p></header><nav>{nav}</nav>{body}"
+        '<footer class="meta"><p>Made with MemLens. The JSON bundle of this report loads back into the '
+        "compare page (Import).</p></footer></main></body></html>\n"
+    )
 
 
-__all__ = ["REASON_COLOURS", "REASON_ORDER", "CONFIG_COLOURS", "LEDGER_TURNS", "LEDGER_TURNS_LONG", "report_html",
-           "heatmap_svg", "line_chart_svg"]
+__all__ = [
+    "REASON_COLOURS",
+    "REASON_ORDER",
+    "CONFIG_COLOURS",
+    "LEDGER_TURNS",
+    "LEDGER_TURNS_LONG",
+    "report_html",
+    "heatmap_svg",
+    "line_chart_svg",
+]

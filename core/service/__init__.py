@@ -16,13 +16,25 @@ Where each rule lives:
 
 from core import public_api
 
-__all__, __getattr__ = public_api(__name__, {
-    "config_sets": ("delete_config_set", "save_config_set", "saved_config_sets"),
-    "errors": ("SessionChangedError",),
-    "imports": ("import_upload",),
-    "dify_pull": ("TIMEOUT_SECONDS", "pull"),
-    "replays": ("BRANCH", "NEW", "replay_thread", "replayed_name"),
-    "samples": ("load_sample", "sample_files", "seed_demo"),
-    "sessions": ("ConversationService", "export_conversation", "import_conversation", "is_bundle", "read_bundle", "store_conversations", "store_pulled", "turn_from_record"),
-    "sources": ("load_stored", "read_source_file", "read_sources"),
-})
+__all__, __getattr__ = public_api(
+    __name__,
+    {
+        "config_sets": ("delete_config_set", "save_config_set", "saved_config_sets"),
+        "errors": ("SessionChangedError",),
+        "imports": ("import_upload",),
+        "dify_pull": ("TIMEOUT_SECONDS", "pull"),
+        "replays": ("BRANCH", "NEW", "replay_thread", "replayed_name"),
+        "samples": ("load_sample", "sample_files", "seed_demo"),
+        "sessions": (
+            "ConversationService",
+            "export_conversation",
+            "import_conversation",
+            "is_bundle",
+            "read_bundle",
+            "store_conversations",
+            "store_pulled",
+            "turn_from_record",
+        ),
+        "sources": ("load_stored", "read_source_file", "read_sources"),
+    },
+)

@@ -29,12 +29,12 @@ from urllib.parse import urlsplit
 import httpx
 
 from core.errors import MemLensError
+from core.io.errors import PullError, PullFailedError, RecordError
+from core.io.readers.dify_messages import dify_turn
 from core.limits import LimitError, load_json
 from core.model.conversation import Conversation, read_once
 from core.redact import hold, redact
 from core.retry import Passing, attempts_note, passing_status, retry_after, with_retries
-from core.io.errors import PullError, PullFailedError, RecordError
-from core.io.readers.dify_messages import dify_turn
 
 from .sessions import store_pulled
 
@@ -58,33 +58,40 @@ class PullResult:
 
     def summary(self) -> str:
         n = len(self.ids)
-        return (f"{n} conversation{'s' if n != 1 else ''} from {self.base_url}: {len(self.created)} new, "
-                f"{len(self.updated)} updated, {len(self.unchanged)} unchanged")
+        return (
+            f"{n} conversation{'s' if n != 1 else ''} from {self.base_url}: {len(self.created)} new, "
+            f"{len(self.updated)} updated, {len(self.unchanged)} unchanged"
+        )
 
 
 def normalise_base_url(base_url: str) -> str:
     url = (base_url or "").strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
-        raise PullError(f"--base-url {redact(base_url)!r} must be an http:// or https:// URL, e.g. "
-                        "https://api.dify.ai/v1")
+        raise PullError(
+            f"--base-url {redact(base_url)!r} must be an http:// or https:// URL, e.g. https://api.dify.ai/v1"
+        )
     if "@" in urlsplit(url).netloc:
-        raise PullError("--base-url must not carry a user name or password (user:password@): give the app's "
-                        "address alone, e.g. https://api.dify.ai/v1, and its key with --key or DIFY_API_KEY")
+        raise PullError(
+            "--base-url must not carry a user name or password (user:password@): give the app's "
+            "address alone, e.g. https://api.dify.ai/v1, and its key with --key or DIFY_API_KEY"
+        )
     return url
 
 
 class DifyApp:
     """A Dify app's Service API, read page by page; every failure is a :class:`PullError`."""
 
-    def __init__(self, base_url: str, key: str, *, timeout: float = TIMEOUT_SECONDS,
-                 transport: httpx.BaseTransport | None = None):
+    def __init__(
+        self, base_url: str, key: str, *, timeout: float = TIMEOUT_SECONDS, transport: httpx.BaseTransport | None = None
+    ):
         if not key:
             raise PullError("no API key: pass --key or set DIFY_API_KEY (the app's key from Dify's API Access page)")
         self.base_url = normalise_base_url(base_url)
         hold(key)  # whatever the app answers, no text of this process carries the key on
         self._key = key
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
-                                  headers={"Authorization": f"Bearer {key}"})
+        self._http = httpx.Client(
+            base_url=self.base_url, timeout=timeout, transport=transport, headers={"Authorization": f"Bearer {key}"}
+        )
 
     def close(self) -> None:
         self._http.close()
@@ -107,8 +114,9 @@ class DifyApp:
         except httpx.HTTPStatusError as e:
             answer, tries = e.answer, attempts_note(e)
         except httpx.TimeoutException as e:
-            raise PullFailedError(f"{where}: no answer within {self._http.timeout.read:g} s{attempts_note(e)}; "
-                                  "is the app running?") from None
+            raise PullFailedError(
+                f"{where}: no answer within {self._http.timeout.read:g} s{attempts_note(e)}; is the app running?"
+            ) from None
         except httpx.HTTPError as e:
             raise PullFailedError(f"{where}: cannot connect ({type(e).__name__}); check --base-url") from None
         status = answer.status
@@ -117,13 +125,16 @@ class DifyApp:
         except LimitError as e:
             raise PullFailedError(str(e)) from None
         except MemLensError:
-            raise PullFailedError(f"{where} answered {status} with something that is not JSON{tries}; "
-                                  "--base-url must be the app's API base, ending in /v1") from None
+            raise PullFailedError(
+                f"{where} answered {status} with something that is not JSON{tries}; "
+                "--base-url must be the app's API base, ending in /v1"
+            ) from None
         if status == 401:
             raise PullFailedError(f"{where}: the app refused the key (401: {self._message(body)}); check --key")
         if status == 404:
-            raise PullFailedError(f"{where}: not found (404: {self._message(body)}); check the conversation id "
-                                  "and --user")
+            raise PullFailedError(
+                f"{where}: not found (404: {self._message(body)}); check the conversation id and --user"
+            )
         if status >= 400:
             raise PullFailedError(f"{where}: the app answered {status} ({self._message(body)}){tries}")
         if not isinstance(body, dict) or not isinstance(body.get("data"), list):
@@ -139,8 +150,10 @@ class DifyApp:
             items = [c for c in page["data"] if isinstance(c, dict) and c.get("id")]
             out.extend(items)
             if len(out) > MAX_CONVERSATIONS:
-                raise PullError(f"{self.base_url}: more than {MAX_CONVERSATIONS:,} conversations; pull them one "
-                                "at a time with --conversation")
+                raise PullError(
+                    f"{self.base_url}: more than {MAX_CONVERSATIONS:,} conversations; pull them one "
+                    "at a time with --conversation"
+                )
             if not page.get("has_more") or not items:
                 return out
             last_id = items[-1]["id"]
@@ -151,14 +164,16 @@ class DifyApp:
         first_id = None
         count = 0
         while True:
-            page = self.get("/messages", {"conversation_id": conversation_id, "user": user, "limit": PAGE,
-                                          "first_id": first_id})
+            page = self.get(
+                "/messages", {"conversation_id": conversation_id, "user": user, "limit": PAGE, "first_id": first_id}
+            )
             items = [m for m in page["data"] if isinstance(m, dict)]
             pages.append(items)
             count += len(items)
             if count > MAX_MESSAGES:
-                raise PullError(f"{self.base_url}: conversation {conversation_id} has more than {MAX_MESSAGES:,} "
-                                "messages")
+                raise PullError(
+                    f"{self.base_url}: conversation {conversation_id} has more than {MAX_MESSAGES:,} messages"
+                )
             if not page.get("has_more") or not items:
                 break
             first_id = items[0].get("id")  # each page is oldest first; the next page is older still
@@ -174,8 +189,10 @@ class DifyApp:
 def _read_capped(response: httpx.Response, where: str) -> bytes:
     """The answer's body, read as it arrives and refused as soon as it passes :data:`MAX_RESPONSE_BYTES`
     (at once when its ``Content-Length`` says so): an endless answer costs no more than the limit."""
-    too_large = PullFailedError(f"{where}: the answer is larger than {MAX_RESPONSE_BYTES // 1048576} MB, the most "
-                                "a pull reads; check that --base-url is the app's API base, ending in /v1")
+    too_large = PullFailedError(
+        f"{where}: the answer is larger than {MAX_RESPONSE_BYTES // 1048576} MB, the most "
+        "a pull reads; check that --base-url is the app's API base, ending in /v1"
+    )
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
         raise too_large
@@ -212,8 +229,9 @@ def conversation_from_records(conversation_id: str, records: list[dict], name: s
             turns.append(dify_turn(item))
         except RecordError as e:
             raise PullFailedError(f"conversation {conversation_id}: message {i} is malformed ({e})") from None
-    order = sorted(range(len(turns)), key=lambda i: (turns[i].created_at if turns[i].created_at is not None
-                                                    else float("-inf"), i))
+    order = sorted(
+        range(len(turns)), key=lambda i: (turns[i].created_at if turns[i].created_at is not None else float("-inf"), i)
+    )
     try:
         once, _ = read_once(turns[i] for i in order)  # a record two pages both listed, read once
     except ValueError as e:
@@ -223,14 +241,25 @@ def conversation_from_records(conversation_id: str, records: list[dict], name: s
 
 def digest(conversation: Conversation) -> str:
     """What a re-pull compares: every turn's id, parent, messages, status and time."""
-    doc = [[t.id, t.parent_id, [m.to_dict() for m in t.messages], t.status, t.error, t.created_at]
-           for t in conversation.turns]
+    doc = [
+        [t.id, t.parent_id, [m.to_dict() for m in t.messages], t.status, t.error, t.created_at]
+        for t in conversation.turns
+    ]
     return hashlib.sha256(json.dumps(doc, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
 
 
-def pull(db, base_url: str, key: str, user: str, *, conversation_id: str | None = None, everything: bool = False,
-         timeout: float = TIMEOUT_SECONDS, transport: httpx.BaseTransport | None = None,
-         on_progress: Callable[[str], None] | None = None) -> PullResult:
+def pull(
+    db,
+    base_url: str,
+    key: str,
+    user: str,
+    *,
+    conversation_id: str | None = None,
+    everything: bool = False,
+    timeout: float = TIMEOUT_SECONDS,
+    transport: httpx.BaseTransport | None = None,
+    on_progress: Callable[[str], None] | None = None,
+) -> PullResult:
     """Pull one conversation (``conversation_id``) or all of ``user``'s (``everything``) into ``db``.
 
     Everything is read before anything is written, so a failure stores nothing.

@@ -10,7 +10,6 @@ from core.analysis.compare.configs import NamedConfig
 from core.io.bundle import is_bundle, looks_like_bundle, parse_bundle
 from core.io.errors import FormatError
 from core.io.readers.registry import import_bytes
-
 from core.words import plural
 
 from .config_sets import save_config_set
@@ -34,8 +33,16 @@ class ImportOutcome:
     notes: list[str] = field(default_factory=list)
 
 
-def import_upload(db: Database, data: bytes, name: str, *, fmt: str | None = None, skip_bad: bool = False,
-                  on_progress: Callable[[int, int], None] | None = None, user_id: str = "user") -> ImportOutcome:
+def import_upload(
+    db: Database,
+    data: bytes,
+    name: str,
+    *,
+    fmt: str | None = None,
+    skip_bad: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+    user_id: str = "user",
+) -> ImportOutcome:
     """Store an uploaded file all-or-nothing: a MemLens conversation export as it was, a
     transcript (any format) as conversations without a flow, a report bundle as its conversation
     with its configs saved as a config set. On any error nothing is stored."""
@@ -75,8 +82,10 @@ def imported_before(db: Database, conversations: list[Conversation]) -> str | No
     if not again:
         return None
     were = "was" if again == 1 else "were"
-    return (f"{plural(again, 'conversation')} of this file {were} imported before (the same source and id): "
-            f"stored again as new copies")
+    return (
+        f"{plural(again, 'conversation')} of this file {were} imported before (the same source and id): "
+        f"stored again as new copies"
+    )
 
 
 __all__ = ["ImportOutcome", "import_upload", "imported_before"]

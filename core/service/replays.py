@@ -31,10 +31,17 @@ class ReplayResult:
     records: list[TurnRecord]
 
 
-def replay_thread(service, conversation_id: str, overrides: Mapping[str, Mapping[str, Any]], *, mode: str = NEW,
-                  model: str | None = None, name: str | None = None,
-                  on_event: Callable[[dict], None] | None = None,
-                  on_turn: Callable[[int, int], None] | None = None) -> ReplayResult:
+def replay_thread(
+    service,
+    conversation_id: str,
+    overrides: Mapping[str, Mapping[str, Any]],
+    *,
+    mode: str = NEW,
+    model: str | None = None,
+    name: str | None = None,
+    on_event: Callable[[dict], None] | None = None,
+    on_turn: Callable[[int, int], None] | None = None,
+) -> ReplayResult:
     """Ask the active thread's queries again, in order, from its first turn, with ``overrides`` (whole
     memory configs per node id, as the switchboard gives them) on for every turn; ``model`` (a litellm
     name) answers for every node that calls a model when given, else each node's own (or the demo model
@@ -53,8 +60,10 @@ def replay_thread(service, conversation_id: str, overrides: Mapping[str, Mapping
     if not turns:
         raise ReplayError("the conversation has no question to replay")
     if len(turns) > REPLAY_TURNS:
-        raise ReplayError(f"the thread has {len(turns):,} questions; a replay asks at most {REPLAY_TURNS:,} "
-                           "(each one calls the flow's models)")
+        raise ReplayError(
+            f"the thread has {len(turns):,} questions; a replay asks at most {REPLAY_TURNS:,} "
+            "(each one calls the flow's models)"
+        )
     stored = info.meta.get("memory_overrides") or {}
     settings = {**stored, **{k: dict(v) for k, v in overrides.items()}}
     sent = {k: {**v, "model": model} for k, v in settings.items()} if model else dict(settings)
@@ -63,10 +72,15 @@ def replay_thread(service, conversation_id: str, overrides: Mapping[str, Mapping
         sent.update({n.id: {**settings.get(n.id, {}), "model": model} for n in flow.model_nodes})
     if mode == NEW:
         version = repo.get_flow_version(service.db, info.flow_version_id)
-        target = service.start(version.flow_id, user_id=info.user_id, name=name or "", inputs=info.inputs,
-                               fidelity=info.meta.get("fidelity") or DEFAULT_FIDELITY,
-                               plugin_token_counting=bool(info.meta.get("plugin_token_counting")),
-                               version_id=version.id).id
+        target = service.start(
+            version.flow_id,
+            user_id=info.user_id,
+            name=name or "",
+            inputs=info.inputs,
+            fidelity=info.meta.get("fidelity") or DEFAULT_FIDELITY,
+            plugin_token_counting=bool(info.meta.get("plugin_token_counting")),
+            version_id=version.id,
+        ).id
         parent: Any = None  # the new conversation's first turn
     else:
         target, parent = conversation_id, turns[0].parent_id  # a sibling of the thread's first turn

@@ -107,12 +107,17 @@ def demo_bundle(service) -> dict:
     backend = SqlMemoryBackend(db)
     users = backend.users()
     conversations = sorted(repo.list_conversations(db), key=lambda c: c.updated_at)
-    return {"format": BUNDLE_FORMAT, "version": BUNDLE_VERSION,
-            "flows": [{"name": v.flow_name, "definition": repo.get_flow_version(db, v.id).definition}
-                      for v in sorted(service.flows(), key=lambda v: v.flow_name)],
-            "conversations": [export_conversation(db, c.id) for c in conversations],
-            "memories": [asdict(m) for u in users for m in backend.memories(u.user_id, u.namespace)],
-            "memory_history": [asdict(e) for u in users for e in backend.user_history(u.user_id, u.namespace)]}
+    return {
+        "format": BUNDLE_FORMAT,
+        "version": BUNDLE_VERSION,
+        "flows": [
+            {"name": v.flow_name, "definition": repo.get_flow_version(db, v.id).definition}
+            for v in sorted(service.flows(), key=lambda v: v.flow_name)
+        ],
+        "conversations": [export_conversation(db, c.id) for c in conversations],
+        "memories": [asdict(m) for u in users for m in backend.memories(u.user_id, u.namespace)],
+        "memory_history": [asdict(e) for u in users for e in backend.user_history(u.user_id, u.namespace)],
+    }
 
 
 def load_demo_bundle(service, bundle: dict) -> str:
@@ -131,6 +136,8 @@ def load_demo_bundle(service, bundle: dict) -> str:
         if repo.find_flow_by_name(db, flow["name"]) is None:
             service.import_flow(Flow.from_dict(flow["definition"]), name=flow["name"])
     items = [MemoryItem(**{**m, "source": Source.from_dict(m["source"])}) for m in bundle["memories"]]
-    events = [MemoryEvent(**{**e, "source": Source.from_dict(e["source"]), "id": None}) for e in bundle["memory_history"]]
+    events = [
+        MemoryEvent(**{**e, "source": Source.from_dict(e["source"]), "id": None}) for e in bundle["memory_history"]
+    ]
     SqlMemoryBackend(db).write(items, [], events)
     return next(i for i, doc in zip(ids, bundle["conversations"]) if doc["conversation"]["name"] == DEMO_NAME)

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from core.capture.stored import CAPTURE, NODE_RUNS, PROMPT_TOKENS
-from core.flow.graph import Flow, classify_change, load_flow
 from core.flow.errors import RunError
+from core.flow.graph import Flow, classify_change, load_flow
 from core.flow.records import ConversationState, TurnRecord
 from core.flow.runtime import run_turn
 from core.flow.variables import USER, VariableChange, copy_value, defaults, edit_variable
@@ -42,25 +42,36 @@ from core.io.bundle import FORMAT, FORMAT_VERSION, is_bundle, parse_bundle, vali
 from core.limits import check_export_size, nulled_non_finite
 from core.llm.client import LLMClient
 from core.memory.long_term import app_namespace
-from core.memory.strategies.dify import DEFAULT_FIDELITY
 from core.memory.strategies.compaction import SUMMARIES_META
-from core.model.conversation import (AGENT_THOUGHTS, QUERY, SHOWN_ANSWER, SOURCE_MODEL, UUID_NIL, Conversation,
-                                     Message, Turn, active_thread, source_model)
+from core.memory.strategies.dify import DEFAULT_FIDELITY
+from core.model.conversation import (
+    AGENT_THOUGHTS,
+    QUERY,
+    SHOWN_ANSWER,
+    SOURCE_MODEL,
+    UUID_NIL,
+    Conversation,
+    Message,
+    Turn,
+    active_thread,
+    source_model,
+)
 from core.model.tokens import counter_for
 from core.store import repo
-from core.store.repo.counts import TEXT_COUNTS, TOKEN_COUNTS, text_counts, token_counts
 from core.store.db import Database
 from core.store.errors import NotFoundError, StoreError
 from core.store.ledger_codec import pack_ledger, pack_prompt, unpack_node_run
 from core.store.memories import long_term_store
+from core.store.repo.counts import TEXT_COUNTS, TOKEN_COUNTS, text_counts, token_counts
 from core.words import excerpt
 
 from .errors import SessionChangedError
 
 #: How many conversations' working state (turns, thread views) a service keeps between turns.
 WORKING_STATES = 64
-SESSION_CHANGED = ("The Agent configuration changed after this conversation started. "
-                   "Start a new conversation to continue.")
+SESSION_CHANGED = (
+    "The Agent configuration changed after this conversation started. Start a new conversation to continue."
+)
 _ACTIVE = object()
 #: The ``source`` of a conversation pulled from a Dify app (``python -m core pull``).
 PULLED_SOURCE = "dify-pull"
@@ -103,8 +114,9 @@ class ConversationService:
     # -- flows ---------------------------------------------------------------------------------------
     def import_flow(self, source: Flow | str | Path, name: str | None = None) -> repo.FlowVersion:
         flow = source if isinstance(source, Flow) else load_flow(source)
-        return repo.create_flow(self.db, name or flow.name, flow.to_dict(), flow.structural_signature(),
-                                note="imported")
+        return repo.create_flow(
+            self.db, name or flow.name, flow.to_dict(), flow.structural_signature(), note="imported"
+        )
 
     def flow(self, version_id: str) -> Flow:
         flow = self._flows.get(version_id)
@@ -126,22 +138,44 @@ class ConversationService:
         change = classify_change(self.flow(latest.id), flow)
         if change == "same":
             return latest
-        return repo.add_flow_version(self.db, flow_id, flow.to_dict(), flow.structural_signature(),
-                                     note or ("structure changed" if change == "structure" else "values changed"))
+        return repo.add_flow_version(
+            self.db,
+            flow_id,
+            flow.to_dict(),
+            flow.structural_signature(),
+            note or ("structure changed" if change == "structure" else "values changed"),
+        )
 
     # -- conversations -------------------------------------------------------------------------------
-    def start(self, flow_id: str, *, user_id: str = "user", name: str = "", source: str = "ui",
-              inputs: Mapping[str, Any] | None = None, conversation_id: str | None = None,
-              fidelity: str = DEFAULT_FIDELITY, plugin_token_counting: bool = False,
-              version_id: str | None = None) -> repo.ConversationInfo:
+    def start(
+        self,
+        flow_id: str,
+        *,
+        user_id: str = "user",
+        name: str = "",
+        source: str = "ui",
+        inputs: Mapping[str, Any] | None = None,
+        conversation_id: str | None = None,
+        fidelity: str = DEFAULT_FIDELITY,
+        plugin_token_counting: bool = False,
+        version_id: str | None = None,
+    ) -> repo.ConversationInfo:
         """A new conversation on the flow's newest version (or on ``version_id``). ``fidelity`` and
         ``plugin_token_counting`` are its Dify profile (Dify 1.x as shipped, token counting off, by
         default), kept for every turn."""
-        version = repo.get_flow_version(self.db, version_id) if version_id else repo.latest_flow_version(self.db, flow_id)
-        info = repo.create_conversation(self.db, flow_version_id=version.id, user_id=user_id, name=name,
-                                        source=source, inputs=dict(inputs or {}), conversation_id=conversation_id,
-                                        meta={"fidelity": fidelity,
-                                              "plugin_token_counting": bool(plugin_token_counting)})
+        version = (
+            repo.get_flow_version(self.db, version_id) if version_id else repo.latest_flow_version(self.db, flow_id)
+        )
+        info = repo.create_conversation(
+            self.db,
+            flow_version_id=version.id,
+            user_id=user_id,
+            name=name,
+            source=source,
+            inputs=dict(inputs or {}),
+            conversation_id=conversation_id,
+            meta={"fidelity": fidelity, "plugin_token_counting": bool(plugin_token_counting)},
+        )
         repo.ensure_variables(self.db, info.id, [v.to_dict() for v in self.flow(version.id).variables])
         return info
 
@@ -188,13 +222,16 @@ class ConversationService:
         flow, state, info, _ = self._state(conversation_id, working=False)
         return flow, state, info
 
-    def _state(self, conversation_id: str, *, working: bool) -> tuple[Flow, ConversationState,
-                                                                      repo.ConversationInfo, _Working | None]:
+    def _state(
+        self, conversation_id: str, *, working: bool
+    ) -> tuple[Flow, ConversationState, repo.ConversationInfo, _Working | None]:
         # working: a turn is about to run, under the conversation's lock, settled already (send)
         info = repo.get_conversation(self.db, conversation_id, settle=not working)
         if info.flow_version_id is None:
-            raise StoreError(f"conversation {conversation_id!r} was imported without a flow; it can be inspected "
-                             "and replayed but not continued")
+            raise StoreError(
+                f"conversation {conversation_id!r} was imported without a flow; it can be inspected "
+                "and replayed but not continued"
+            )
         flow = self.flow(info.flow_version_id)
         stored = repo.ensure_variables(self.db, conversation_id, [v.to_dict() for v in flow.variables])
         kept = self._working_copy(info) if working else None
@@ -216,8 +253,9 @@ class ConversationService:
         kept.stamp = stamp
         if kept.conversation.meta.get("active_turn_id") != info.active_turn_id:
             # a new object, not an edit: readers may hold the old one (see conversation())
-            kept.conversation = dataclasses.replace(kept.conversation, meta={**kept.conversation.meta,
-                                                                            "active_turn_id": info.active_turn_id})
+            kept.conversation = dataclasses.replace(
+                kept.conversation, meta={**kept.conversation.meta, "active_turn_id": info.active_turn_id}
+            )
         with self._working_lock:
             self._working[info.id] = kept
             while len(self._working) > WORKING_STATES:
@@ -282,11 +320,20 @@ class ConversationService:
         repo.set_conversation_fields(self.db, conversation_id, meta=meta)
 
     # -- turns ---------------------------------------------------------------------------------------
-    def send(self, conversation_id: str, query: str, inputs: Mapping[str, Any] | None = None, *,
-             parent_id: Any = _ACTIVE, flow_version_id: str | None = None,
-             overrides: Mapping[str, Mapping[str, Any]] | None = None,
-             on_event: Callable[[dict], None] | None = None, llm: LLMClient | None = None,
-             granularity: str | None = None, files: Sequence[Any] = ()) -> TurnRecord:
+    def send(
+        self,
+        conversation_id: str,
+        query: str,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        parent_id: Any = _ACTIVE,
+        flow_version_id: str | None = None,
+        overrides: Mapping[str, Mapping[str, Any]] | None = None,
+        on_event: Callable[[dict], None] | None = None,
+        llm: LLMClient | None = None,
+        granularity: str | None = None,
+        files: Sequence[Any] = (),
+    ) -> TurnRecord:
         """Run one turn after ``parent_id`` (default: the active thread's last turn) and store it.
 
         Turns on one conversation run one at a time, also across processes: this waits for a
@@ -298,14 +345,33 @@ class ConversationService:
         ``query_answer``)."""
         with self.db.conversation_lock(conversation_id), self.db.pinned():
             repo.settle_interrupted(self.db, conversation_id, locked=True)
-            return self._send_locked(conversation_id, query, inputs, parent_id=parent_id,
-                                     flow_version_id=flow_version_id, overrides=overrides, on_event=on_event,
-                                     llm=llm, granularity=granularity, files=files)
+            return self._send_locked(
+                conversation_id,
+                query,
+                inputs,
+                parent_id=parent_id,
+                flow_version_id=flow_version_id,
+                overrides=overrides,
+                on_event=on_event,
+                llm=llm,
+                granularity=granularity,
+                files=files,
+            )
 
-    def _send_locked(self, conversation_id: str, query: str, inputs: Mapping[str, Any] | None, *, parent_id: Any,
-                     flow_version_id: str | None, overrides: Mapping[str, Mapping[str, Any]] | None,
-                     on_event: Callable[[dict], None] | None, llm: LLMClient | None,
-                     granularity: str | None, files: Sequence[Any] = ()) -> TurnRecord:
+    def _send_locked(
+        self,
+        conversation_id: str,
+        query: str,
+        inputs: Mapping[str, Any] | None,
+        *,
+        parent_id: Any,
+        flow_version_id: str | None,
+        overrides: Mapping[str, Mapping[str, Any]] | None,
+        on_event: Callable[[dict], None] | None,
+        llm: LLMClient | None,
+        granularity: str | None,
+        files: Sequence[Any] = (),
+    ) -> TurnRecord:
         flow, state, info, working = self._state(conversation_id, working=True)
         if flow_version_id is not None:
             flow = self.flow(flow_version_id)
@@ -323,24 +389,50 @@ class ConversationService:
             # The run emits workflow_started once its input is checked and before any node runs:
             # the turn's row is written then, so everything the nodes write can point at it.
             if event.get("event") == "workflow_started" and not started:
-                started["seq"] = repo.begin_turn(self.db, conversation_id, {
-                    "id": turn_id, "parent_id": parent_id, "flow_version_id": version_id, "query": query,
-                    "inputs": event.get("data", {}).get("inputs") or {}, "created_at": created,
-                    "dialogue_count": _dialogue_count(state.conversation, turn_id, parent_id, query)})
+                started["seq"] = repo.begin_turn(
+                    self.db,
+                    conversation_id,
+                    {
+                        "id": turn_id,
+                        "parent_id": parent_id,
+                        "flow_version_id": version_id,
+                        "query": query,
+                        "inputs": event.get("data", {}).get("inputs") or {},
+                        "created_at": created,
+                        "dialogue_count": _dialogue_count(state.conversation, turn_id, parent_id, query),
+                    },
+                )
             if closing or event.get("event") in CLOSING_EVENTS:
                 closing.append(event)
             elif on_event is not None:
                 on_event(event)
 
         try:
-            record = run_turn(flow, state, query, merged_inputs, parent_id=parent_id, user_id=info.user_id,
-                              fidelity=info.meta.get("fidelity", DEFAULT_FIDELITY),
-                              plugin_token_counting=bool(info.meta.get("plugin_token_counting")), llm=llm or self.llm,
-                              node_memory_overrides=overrides or None, on_event=events,
-                              long_term=self.memory_of(version_id), granularity=granularity,
-                              files=files, turn_id=turn_id, created_at=created, memories=working.memories)
-            repo.finish_turn(self.db, conversation_id, turn_from_record(record, version_id),
-                             variable_changes=[_change_row(c) for c in record.variable_changes])
+            record = run_turn(
+                flow,
+                state,
+                query,
+                merged_inputs,
+                parent_id=parent_id,
+                user_id=info.user_id,
+                fidelity=info.meta.get("fidelity", DEFAULT_FIDELITY),
+                plugin_token_counting=bool(info.meta.get("plugin_token_counting")),
+                llm=llm or self.llm,
+                node_memory_overrides=overrides or None,
+                on_event=events,
+                long_term=self.memory_of(version_id),
+                granularity=granularity,
+                files=files,
+                turn_id=turn_id,
+                created_at=created,
+                memories=working.memories,
+            )
+            repo.finish_turn(
+                self.db,
+                conversation_id,
+                turn_from_record(record, version_id),
+                variable_changes=[_change_row(c) for c in record.variable_changes],
+            )
             if not info.name and not info.turn_count:  # started without a name: named by what it opens with
                 repo.set_conversation_fields(self.db, conversation_id, name=excerpt(query, NAME_WIDTH) or info.name)
             if on_event is not None:
@@ -373,11 +465,13 @@ class ConversationService:
         """An edited query: a sibling of ``turn_id`` asking ``query`` instead."""
         conv = self.conversation(conversation_id)
         turn = _turn(conv, turn_id)
-        return self.send(conversation_id, query, (turn.meta or {}).get("inputs") or {}, parent_id=turn.parent_id,
-                         **kwargs)
+        return self.send(
+            conversation_id, query, (turn.meta or {}).get("inputs") or {}, parent_id=turn.parent_id, **kwargs
+        )
 
-    def rerun_from(self, conversation_id: str, turn_id: str, overrides: Mapping[str, Mapping[str, Any]],
-                   **kwargs) -> TurnRecord:
+    def rerun_from(
+        self, conversation_id: str, turn_id: str, overrides: Mapping[str, Mapping[str, Any]], **kwargs
+    ) -> TurnRecord:
         """Re-run a turn's query with other memory settings, as a branch; the settings stay on."""
         self.set_memory_overrides(conversation_id, overrides)
         return self.regenerate(conversation_id, turn_id, overrides=overrides, **kwargs)
@@ -391,13 +485,16 @@ class ConversationService:
         pinned = repo.get_flow_version(self.db, info.flow_version_id)
         latest = repo.latest_flow_version(self.db, pinned.flow_id)
         if latest.id == pinned.id:
-            raise StoreError(f"conversation {conversation_id!r} already runs on the newest version "
-                             f"(v{pinned.version}) of {pinned.flow_name!r}")
+            raise StoreError(
+                f"conversation {conversation_id!r} already runs on the newest version "
+                f"(v{pinned.version}) of {pinned.flow_name!r}"
+            )
         if latest.structure != pinned.structure and info.turn_count:
             raise SessionChangedError(
                 f"{SESSION_CHANGED} (flow {pinned.flow_name!r} v{latest.version} adds, removes or reorders nodes "
                 f"compared with v{pinned.version}; start a new conversation on v{latest.version}, or keep this "
-                f"one on v{pinned.version})")
+                f"one on v{pinned.version})"
+            )
         conv = self.conversation(conversation_id)
         from_turn_id = from_turn_id or info.active_turn_id
         repo.set_conversation_fields(self.db, conversation_id, flow_version_id=latest.id)
@@ -413,16 +510,24 @@ class ConversationService:
         with self.db.conversation_lock(conversation_id):
             flow, state, info = self.state(conversation_id)
             turns = state.conversation.turns
-            _, change = edit_variable(flow.variables, state.variables, name, value, turn=len(turns),
-                                      turn_id=info.active_turn_id)
-            repo.write_variable_changes(self.db, conversation_id, [_change_row(change)], turn_id=change.turn_id,
-                                        turn_seq=len(turns) or None)
+            _, change = edit_variable(
+                flow.variables, state.variables, name, value, turn=len(turns), turn_id=info.active_turn_id
+            )
+            repo.write_variable_changes(
+                self.db, conversation_id, [_change_row(change)], turn_id=change.turn_id, turn_seq=len(turns) or None
+            )
         return change
 
     def revert_variable(self, conversation_id: str, name: str) -> VariableChange | None:
         """Undo the latest user edit of a variable (back to the value it replaced)."""
-        last = next((h for h in reversed(repo.variable_history(self.db, conversation_id))
-                     if h["name"] == name and h["node_id"] == "user"), None)
+        last = next(
+            (
+                h
+                for h in reversed(repo.variable_history(self.db, conversation_id))
+                if h["name"] == name and h["node_id"] == "user"
+            ),
+            None,
+        )
         if last is None:
             return None
         return self.edit_variable(conversation_id, name, copy.deepcopy(last["old"]))
@@ -436,8 +541,15 @@ class ConversationService:
                 changes.append(self.edit_variable(conversation_id, name, value))
         return changes
 
-    def variables_at(self, conversation_id: str, turn_id: str | None, *, conversation: Conversation | None = None,
-                     flow: Flow | None = None, history: list[dict] | None = None) -> dict[str, Any]:
+    def variables_at(
+        self,
+        conversation_id: str,
+        turn_id: str | None,
+        *,
+        conversation: Conversation | None = None,
+        flow: Flow | None = None,
+        history: list[dict] | None = None,
+    ) -> dict[str, Any]:
         """Every variable's value as it was right after ``turn_id`` (None: before the first turn): what
         the turn left, not the user's edits made after it (an edit is filed under the newest turn, as
         the value the next turn reads).
@@ -484,14 +596,24 @@ def _turn(conv: Conversation, turn_id: str):
 def _dialogue_count(conversation: Conversation, turn_id: str, parent_id: Any, query: str) -> int:
     """``sys.dialogue_count`` of a turn about to run: its position on its thread, counted the way
     the run counts it (the conversation with the turn's placeholder appended)."""
-    placeholder = Turn(id=turn_id, parent_id=parent_id, messages=(Message("user", query, QUERY, f"{turn_id}:query"),),
-                       query_index=0, answer_index=None)
+    placeholder = Turn(
+        id=turn_id,
+        parent_id=parent_id,
+        messages=(Message("user", query, QUERY, f"{turn_id}:query"),),
+        query_index=0,
+        answer_index=None,
+    )
     return conversation.tree.extended(placeholder).depth[-1]
 
 
 def _change_row(change: VariableChange) -> dict:
-    return {"name": change.name, "old": change.old, "new": change.new, "operation": change.operation,
-            "node_id": change.node_id}
+    return {
+        "name": change.name,
+        "old": change.old,
+        "new": change.new,
+        "operation": change.operation,
+        "node_id": change.node_id,
+    }
 
 
 def _stored_run(run) -> dict:
@@ -508,8 +630,11 @@ def _stored_run(run) -> dict:
 
 def turn_from_record(record: TurnRecord, flow_version_id: str | None) -> dict:
     """The stored form of a turn record (every node run included; variables live in their tables)."""
-    data = {f.name: copy.deepcopy(getattr(record, f.name)) for f in fields(record)
-            if f.name not in ("node_runs", "variable_changes", "variables", "conversation_id", AGENT_THOUGHTS)}
+    data = {
+        f.name: copy.deepcopy(getattr(record, f.name))
+        for f in fields(record)
+        if f.name not in ("node_runs", "variable_changes", "variables", "conversation_id", AGENT_THOUGHTS)
+    }
     data["node_runs"] = [_stored_run(r) for r in record.node_runs]
     data["flow_version_id"] = flow_version_id
     data["answer_tokens"] = record.answer_tokens
@@ -520,8 +645,11 @@ def turn_from_record(record: TurnRecord, flow_version_id: str | None) -> dict:
         if key in meta:
             data[key] = meta[key]
     # Counted under every encoding the turn's memory counted with, kept so a reopen does not recount.
-    encodings = {counter_for(r.memory.get("model") or r.model).encoding_name for r in record.node_runs
-                 if r.ledger is not None and r.memory}
+    encodings = {
+        counter_for(r.memory.get("model") or r.model).encoding_name
+        for r in record.node_runs
+        if r.ledger is not None and r.memory
+    }
     if encodings:
         data[TOKEN_COUNTS] = token_counts(turn.messages, encodings)
         data[TEXT_COUNTS] = text_counts(turn.messages, encodings)
@@ -534,24 +662,51 @@ def turn_from_record(record: TurnRecord, flow_version_id: str | None) -> dict:
 
 # -- export / import --------------------------------------------------------------------------------
 
+
 def export_conversation(db: Database, conversation_id: str) -> dict:
     """A conversation with its tree, node runs, variables and their history, as one JSON document."""
     info = repo.get_conversation(db, conversation_id)
     flow = None
     if info.flow_version_id:
         v = repo.get_flow_version(db, info.flow_version_id)
-        flow = {"flow_id": v.flow_id, "name": v.flow_name, "version_id": v.id, "version": v.version,
-                "definition": v.definition, "structure": v.structure, "note": v.note, "created_at": v.created_at}
+        flow = {
+            "flow_id": v.flow_id,
+            "name": v.flow_name,
+            "version_id": v.id,
+            "version": v.version,
+            "definition": v.definition,
+            "structure": v.structure,
+            "note": v.note,
+            "created_at": v.created_at,
+        }
     doc = {
-        "format": FORMAT, "version": FORMAT_VERSION,
-        "conversation": {"id": info.id, "user_id": info.user_id, "name": info.name, "source": info.source,
-                         "inputs": info.inputs, "active_turn_id": info.active_turn_id, "meta": info.meta,
-                         "created_at": info.created_at, "updated_at": info.updated_at},
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "conversation": {
+            "id": info.id,
+            "user_id": info.user_id,
+            "name": info.name,
+            "source": info.source,
+            "inputs": info.inputs,
+            "active_turn_id": info.active_turn_id,
+            "meta": info.meta,
+            "created_at": info.created_at,
+            "updated_at": info.updated_at,
+        },
         "flow": flow,
         "turns": repo.load_turn_rows(db, conversation_id, with_node_runs=True),
-        "variables": [{"id": v.id, "name": v.name, "value_type": v.value_type, "value": v.value,
-                       "description": v.description, "created_at": v.created_at, "updated_at": v.updated_at}
-                      for v in repo.get_variables(db, conversation_id)],
+        "variables": [
+            {
+                "id": v.id,
+                "name": v.name,
+                "value_type": v.value_type,
+                "value": v.value,
+                "description": v.description,
+                "created_at": v.created_at,
+                "updated_at": v.updated_at,
+            }
+            for v in repo.get_variables(db, conversation_id)
+        ],
         "variable_history": repo.variable_history(db, conversation_id),
     }
     damaged = damaged_fields(info, doc["turns"], doc["variable_history"]) + nulled_non_finite(doc, "export")
@@ -579,15 +734,17 @@ def import_conversation(db: Database, bundle: Mapping[str, Any], *, shipped: boo
     first — which would load a tokenizer on a fresh install's first page."""
     from sqlalchemy import select
 
-    from core.store.models import (ConversationRow, FlowRow, FlowVersionRow, VariableChangeRow, VariableRow)
+    from core.store.models import ConversationRow, FlowRow, FlowVersionRow, VariableChangeRow, VariableRow
 
     if not shipped:
         validate_bundle(bundle)
     conv = bundle["conversation"]
     with db.session() as s:
         if s.get(ConversationRow, conv["id"]) is not None:
-            raise StoreError(f"conversation {conv['id']!r} already exists in this database; delete it first "
-                             "(or import into another database with --db)")
+            raise StoreError(
+                f"conversation {conv['id']!r} already exists in this database; delete it first "
+                "(or import into another database with --db)"
+            )
         flow = bundle.get("flow")
         version_id = None
         if flow is not None:
@@ -596,35 +753,77 @@ def import_conversation(db: Database, bundle: Mapping[str, Any], *, shipped: boo
             if existing is None:
                 flow_id = flow.get("flow_id") or repo.new_id()
                 if s.get(FlowRow, flow_id) is None:
-                    s.add(FlowRow(id=flow_id, name=str(flow.get("name") or "flow"),
-                                  created_at=float(flow.get("created_at") or repo.now())))
+                    s.add(
+                        FlowRow(
+                            id=flow_id,
+                            name=str(flow.get("name") or "flow"),
+                            created_at=float(flow.get("created_at") or repo.now()),
+                        )
+                    )
                     s.flush()
                 taken = set(s.scalars(select(FlowVersionRow.version).where(FlowVersionRow.flow_id == flow_id)))
                 number = int(flow.get("version") or 1)
                 while number in taken:
                     number += 1
                 version_id = version_id or repo.new_id()
-                s.add(FlowVersionRow(id=version_id, flow_id=flow_id, version=number, definition=flow["definition"],
-                                     structure=str(flow.get("structure") or ""), note=str(flow.get("note") or ""),
-                                     created_at=float(flow.get("created_at") or repo.now())))
+                s.add(
+                    FlowVersionRow(
+                        id=version_id,
+                        flow_id=flow_id,
+                        version=number,
+                        definition=flow["definition"],
+                        structure=str(flow.get("structure") or ""),
+                        note=str(flow.get("note") or ""),
+                        created_at=float(flow.get("created_at") or repo.now()),
+                    )
+                )
                 s.flush()
-        s.add(ConversationRow(id=conv["id"], flow_version_id=version_id, user_id=conv["user_id"], name=conv["name"],
-                              source=conv["source"], inputs=conv.get("inputs") or {},
-                              active_turn_id=conv.get("active_turn_id"), meta=conv.get("meta") or {},
-                              created_at=float(conv["created_at"]), updated_at=float(conv["updated_at"])))
+        s.add(
+            ConversationRow(
+                id=conv["id"],
+                flow_version_id=version_id,
+                user_id=conv["user_id"],
+                name=conv["name"],
+                source=conv["source"],
+                inputs=conv.get("inputs") or {},
+                active_turn_id=conv.get("active_turn_id"),
+                meta=conv.get("meta") or {},
+                created_at=float(conv["created_at"]),
+                updated_at=float(conv["updated_at"]),
+            )
+        )
         s.flush()
         for i, t in enumerate(bundle["turns"]):
             row = repo.turn_row(conv["id"], int(t.get("seq") or i + 1), {k: v for k, v in t.items() if k != "seq"})
             row.node_runs = [repo.node_row(j, run) for j, run in enumerate(t.get("node_runs") or [])]
             s.add(row)
         for v in bundle["variables"]:
-            s.add(VariableRow(id=v["id"], conversation_id=conv["id"], name=v["name"], value_type=v["value_type"],
-                              value=v.get("value"), description=v.get("description") or "",
-                              created_at=float(v.get("created_at") or 0), updated_at=float(v.get("updated_at") or 0)))
+            s.add(
+                VariableRow(
+                    id=v["id"],
+                    conversation_id=conv["id"],
+                    name=v["name"],
+                    value_type=v["value_type"],
+                    value=v.get("value"),
+                    description=v.get("description") or "",
+                    created_at=float(v.get("created_at") or 0),
+                    updated_at=float(v.get("updated_at") or 0),
+                )
+            )
         for h in bundle["variable_history"]:
-            s.add(VariableChangeRow(conversation_id=conv["id"], turn_id=h.get("turn_id"), turn_seq=h.get("turn_seq"),
-                                    node_id=h["node_id"], operation=str(h.get("operation") or ""), name=h["name"],
-                                    old=h.get("old"), new=h.get("new"), created_at=float(h.get("created_at") or 0)))
+            s.add(
+                VariableChangeRow(
+                    conversation_id=conv["id"],
+                    turn_id=h.get("turn_id"),
+                    turn_seq=h.get("turn_seq"),
+                    node_id=h["node_id"],
+                    operation=str(h.get("operation") or ""),
+                    name=h["name"],
+                    old=h.get("old"),
+                    new=h.get("new"),
+                    created_at=float(h.get("created_at") or 0),
+                )
+            )
     return conv["id"]
 
 
@@ -643,15 +842,29 @@ def _imported_turn_rows(conv: Conversation, conv_id: str, t: float) -> tuple[lis
         elif parent and parent != UUID_NIL:
             parent = None  # a parent outside the file ends the thread, as the walk would
         last = mapping[turn.id]
-        rows.append(TurnRow(id=last, conversation_id=conv_id, seq=i + 1, parent_id=parent, flow_version_id=None,
-                            query=turn.query, answer=turn.shown_answer, status=turn.status or "succeeded",
-                            error=turn.error, inputs={}, dialogue_count=conv.tree.depth[i],
-                            answer_tokens=int(turn.answer_tokens or 0),
-                            messages=[m.to_dict() for m in turn.messages],
-                            meta={"source_id": turn.id, "created_at_source": turn.created_at,
-                                  **{k: turn.meta[k] for k in (AGENT_THOUGHTS, SHOWN_ANSWER, PROMPT_TOKENS)
-                                     if k in turn.meta}},
-                            created_at=float(turn.created_at or t)))
+        rows.append(
+            TurnRow(
+                id=last,
+                conversation_id=conv_id,
+                seq=i + 1,
+                parent_id=parent,
+                flow_version_id=None,
+                query=turn.query,
+                answer=turn.shown_answer,
+                status=turn.status or "succeeded",
+                error=turn.error,
+                inputs={},
+                dialogue_count=conv.tree.depth[i],
+                answer_tokens=int(turn.answer_tokens or 0),
+                messages=[m.to_dict() for m in turn.messages],
+                meta={
+                    "source_id": turn.id,
+                    "created_at_source": turn.created_at,
+                    **{k: turn.meta[k] for k in (AGENT_THOUGHTS, SHOWN_ANSWER, PROMPT_TOKENS) if k in turn.meta},
+                },
+                created_at=float(turn.created_at or t),
+            )
+        )
         # A trace's calls threaded into this conversation (core.capture.stored): each call a node run of its turn.
         runs = turn.meta.get(NODE_RUNS) or []
         rows[-1].node_runs = [repo.node_row(k, run) for k, run in enumerate(runs)]
@@ -660,8 +873,9 @@ def _imported_turn_rows(conv: Conversation, conv_id: str, t: float) -> tuple[lis
     return rows, mapping.get(conv.meta.get("active_turn_id"), last)
 
 
-def store_conversations(db: Database, conversations: list[Conversation], *, user_id: str = "user",
-                        source: str = "import") -> list[str]:
+def store_conversations(
+    db: Database, conversations: list[Conversation], *, user_id: str = "user", source: str = "import"
+) -> list[str]:
     """Store imported conversations (no flow: they can be inspected, replayed and compared) in one
     transaction. Turn ids are made unique; the source's ids stay in each turn's ``source_id``."""
     from core.store.checks import check_conversations
@@ -675,12 +889,26 @@ def store_conversations(db: Database, conversations: list[Conversation], *, user
             t = repo.now()
             rows, active = _imported_turn_rows(conv, conv_id, t)
             s.add_all(rows)
-            s.add(ConversationRow(id=conv_id, flow_version_id=None, user_id=user_id,
-                                  name=(conv.name or conv.id)[:255], source=source, inputs={}, active_turn_id=active,
-                                  meta={"system_prompt": conv.system_prompt, "source_format": conv.source_format,
-                                        "source_id": conv.id, **_source_model(conv),
-                                        **({CAPTURE: conv.meta[CAPTURE]} if CAPTURE in conv.meta else {})},
-                                  created_at=t, updated_at=t))
+            s.add(
+                ConversationRow(
+                    id=conv_id,
+                    flow_version_id=None,
+                    user_id=user_id,
+                    name=(conv.name or conv.id)[:255],
+                    source=source,
+                    inputs={},
+                    active_turn_id=active,
+                    meta={
+                        "system_prompt": conv.system_prompt,
+                        "source_format": conv.source_format,
+                        "source_id": conv.id,
+                        **_source_model(conv),
+                        **({CAPTURE: conv.meta[CAPTURE]} if CAPTURE in conv.meta else {}),
+                    },
+                    created_at=t,
+                    updated_at=t,
+                )
+            )
             ids.append(conv_id)
     return ids
 
@@ -705,8 +933,9 @@ def store_pulled(db: Database, conv: Conversation, *, base_url: str, user_id: st
     check_conversations([conv], base_url)
     with db.session() as s:
         existing = None
-        for row in s.scalars(select(ConversationRow).where(ConversationRow.source == PULLED_SOURCE,
-                                                           ConversationRow.user_id == user_id)):
+        for row in s.scalars(
+            select(ConversationRow).where(ConversationRow.source == PULLED_SOURCE, ConversationRow.user_id == user_id)
+        ):
             meta = row.meta or {}
             if meta.get("source_id") == conv.id and meta.get("base_url") == base_url:
                 existing = row
@@ -716,14 +945,32 @@ def store_pulled(db: Database, conv: Conversation, *, base_url: str, user_id: st
         t = repo.now()
         first_query = next((turn.query for turn in conv.turns if turn.query), "")
         name = conv.name if conv.name and conv.name != conv.id else (first_query[:40] or conv.id)
-        meta = {"system_prompt": conv.system_prompt, "source_format": conv.source_format, "source_id": conv.id,
-                "base_url": base_url, "digest": digest, "pulled_at": t}
+        meta = {
+            "system_prompt": conv.system_prompt,
+            "source_format": conv.source_format,
+            "source_id": conv.id,
+            "base_url": base_url,
+            "digest": digest,
+            "pulled_at": t,
+        }
         if existing is None:
             conv_id = repo.new_id()
             rows, active = _imported_turn_rows(conv, conv_id, t)
             s.add_all(rows)
-            s.add(ConversationRow(id=conv_id, flow_version_id=None, user_id=user_id, name=name[:255], source=PULLED_SOURCE,
-                                  inputs={}, active_turn_id=active, meta=meta, created_at=t, updated_at=t))
+            s.add(
+                ConversationRow(
+                    id=conv_id,
+                    flow_version_id=None,
+                    user_id=user_id,
+                    name=name[:255],
+                    source=PULLED_SOURCE,
+                    inputs={},
+                    active_turn_id=active,
+                    meta=meta,
+                    created_at=t,
+                    updated_at=t,
+                )
+            )
             return conv_id, "created"
         turn_ids = select(TurnRow.id).where(TurnRow.conversation_id == existing.id)
         s.execute(delete(NodeRunRow).where(NodeRunRow.turn_id.in_(turn_ids)))
@@ -751,7 +998,20 @@ def read_bundle(path: str | Path) -> dict:
     return parse_bundle(data, path.name)
 
 
-__all__ = ["ConversationService", "Siblings", "SessionChangedError", "SESSION_CHANGED", "export_conversation",
-           "import_conversation", "damaged_fields", "validate_bundle", "read_bundle", "store_conversations",
-           "store_pulled", "PULLED_SOURCE", "is_bundle", "turn_from_record",
-           "RunError"]
+__all__ = [
+    "ConversationService",
+    "Siblings",
+    "SessionChangedError",
+    "SESSION_CHANGED",
+    "export_conversation",
+    "import_conversation",
+    "damaged_fields",
+    "validate_bundle",
+    "read_bundle",
+    "store_conversations",
+    "store_pulled",
+    "PULLED_SOURCE",
+    "is_bundle",
+    "turn_from_record",
+    "RunError",
+]

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from core.analysis.debug_view import damage_note
 from core.analysis.source import Source, source_of
-from core.report.errors import ReportError
 from core.flow.graph import Flow
 from core.flow.records import NodeRun, TurnRecord
 from core.flow.variables import VariableChange
@@ -18,6 +17,7 @@ from core.io.bundle import is_bundle, looks_like_bundle, parse_bundle, validate_
 from core.io.readers.registry import import_bytes, read_file
 from core.memory.replay import turn_numbers
 from core.model.conversation import Conversation
+from core.report.errors import ReportError
 from core.store import repo
 from core.store.ledger_codec import unpack_node_run
 from core.store.repo.turns import turn_from_dict
@@ -26,8 +26,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from core.store.db import Database
 
 
-def records_from_rows(rows: Sequence[Mapping[str, Any]], conversation: Conversation,
-                      history: Sequence[Mapping[str, Any]] = (), damaged: list | None = None) -> list[TurnRecord]:
+def records_from_rows(
+    rows: Sequence[Mapping[str, Any]],
+    conversation: Conversation,
+    history: Sequence[Mapping[str, Any]] = (),
+    damaged: list | None = None,
+) -> list[TurnRecord]:
     """Turn records rebuilt from stored turn rows (``repo.load_turn_rows(..., with_node_runs=True)``
     or an export's ``turns``): node runs with their ledgers unpacked against the conversation,
     and the variable changes each turn made (from the variable history). Node runs with values
@@ -50,15 +54,34 @@ def records_from_rows(rows: Sequence[Mapping[str, Any]], conversation: Conversat
             if run.get("damaged") and damaged is not None:
                 damaged.append(run)
             runs.append(NodeRun(**{k: v for k, v in run.items() if k in run_fields}))
-        changes = [VariableChange(turn=numbers[p], node_id=str(h.get("node_id") or ""),
-                                  operation=str(h.get("operation") or ""), name=str(h.get("name") or ""),
-                                  old=h.get("old"), new=h.get("new"), turn_id=row["id"])
-                   for h in by_turn.get(row["id"], [])]
-        out.append(TurnRecord(id=row["id"], parent_id=row.get("parent_id"), conversation_id=conversation.id,
-                              turn=numbers[p], query=row.get("query") or "", answer=row.get("answer") or "",
-                              status=row.get("status") or "succeeded", error=row.get("error"),
-                              dialogue_count=int(row.get("dialogue_count") or 0),
-                              created_at=float(row.get("created_at") or 0), node_runs=runs, variable_changes=changes))
+        changes = [
+            VariableChange(
+                turn=numbers[p],
+                node_id=str(h.get("node_id") or ""),
+                operation=str(h.get("operation") or ""),
+                name=str(h.get("name") or ""),
+                old=h.get("old"),
+                new=h.get("new"),
+                turn_id=row["id"],
+            )
+            for h in by_turn.get(row["id"], [])
+        ]
+        out.append(
+            TurnRecord(
+                id=row["id"],
+                parent_id=row.get("parent_id"),
+                conversation_id=conversation.id,
+                turn=numbers[p],
+                query=row.get("query") or "",
+                answer=row.get("answer") or "",
+                status=row.get("status") or "succeeded",
+                error=row.get("error"),
+                dialogue_count=int(row.get("dialogue_count") or 0),
+                created_at=float(row.get("created_at") or 0),
+                node_runs=runs,
+                variable_changes=changes,
+            )
+        )
     return out
 
 
@@ -78,16 +101,20 @@ def load_stored(db: Database, conversation_id: str) -> Source:
     version = repo.get_flow_version(db, info.flow_version_id)
     flow = Flow.from_dict(version.definition, name=version.flow_name, stored=True)
     if len(conv.turns) > RECORDED_TURNS_LIMIT:
-        return Source(conv, origin, flow=flow, damage=damage_note(info.damaged, conv),
-                      note=f"Longer than {RECORDED_TURNS_LIMIT:,} turns: the recorded node runs are not loaded, so "
-                           "findings come from the flow and the memory configs only. The Debugger shows any "
-                           "turn's recorded ledgers.")
+        return Source(
+            conv,
+            origin,
+            flow=flow,
+            damage=damage_note(info.damaged, conv),
+            note=f"Longer than {RECORDED_TURNS_LIMIT:,} turns: the recorded node runs are not loaded, so "
+            "findings come from the flow and the memory configs only. The Debugger shows any "
+            "turn's recorded ledgers.",
+        )
     rows = repo.load_turn_rows(db, conversation_id, with_node_runs=True)
     damaged: list = []
     records = records_from_rows(rows, conv, repo.variable_history(db, conversation_id), damaged)
     titles = flow.node_names
-    return Source(conv, origin, flow=flow, records=records,
-                  damage=damage_note(info.damaged, conv, damaged, titles))
+    return Source(conv, origin, flow=flow, records=records, damage=damage_note(info.damaged, conv, damaged, titles))
 
 
 def source_from_export(bundle: Mapping[str, Any]) -> Source:
@@ -95,9 +122,13 @@ def source_from_export(bundle: Mapping[str, Any]) -> Source:
     validate_bundle(bundle)
     info = bundle["conversation"]
     turns = [turn_from_dict(dict(t)) for t in bundle["turns"]]
-    conv = Conversation(id=info["id"], turns=turns,
-                        system_prompt=str((info.get("meta") or {}).get("system_prompt") or ""),
-                        source_format="memlens", name=info.get("name") or "")
+    conv = Conversation(
+        id=info["id"],
+        turns=turns,
+        system_prompt=str((info.get("meta") or {}).get("system_prompt") or ""),
+        source_format="memlens",
+        name=info.get("name") or "",
+    )
     if not bundle.get("flow"):
         return Source(conv, f"export {info.get('name') or info['id']}")
     flow = Flow.from_dict(bundle["flow"]["definition"], name=str(bundle["flow"].get("name") or "flow"))
@@ -105,8 +136,14 @@ def source_from_export(bundle: Mapping[str, Any]) -> Source:
     return Source(conv, f"export {info.get('name') or info['id']}", flow=flow, records=records)
 
 
-def read_sources(data: bytes, name: str, *, fmt: str | None = None, skip_bad: bool = False,
-                 on_progress: Callable[[int, int], None] | None = None) -> list[Source]:
+def read_sources(
+    data: bytes,
+    name: str,
+    *,
+    fmt: str | None = None,
+    skip_bad: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[Source]:
     """Every conversation of an uploaded or local file, as sources: a transcript in any
     supported format, a report bundle (with its configs and view) or a conversation export."""
     head = data[:4096].decode("utf-8", "ignore")
@@ -123,10 +160,18 @@ def read_source_file(path: str | Path, *, index: int = 0, fmt: str | None = None
     path = Path(path)
     sources = read_sources(read_file(path), path.name, fmt=fmt)
     if not 0 <= index < len(sources):
-        raise ReportError(f"{path.name} holds {len(sources)} conversation{'s' if len(sources) != 1 else ''}; "
-                          f"pick one with an index from 0 to {len(sources) - 1}")
+        raise ReportError(
+            f"{path.name} holds {len(sources)} conversation{'s' if len(sources) != 1 else ''}; "
+            f"pick one with an index from 0 to {len(sources) - 1}"
+        )
     return sources[index], len(sources)
 
 
-__all__ = ["records_from_rows", "RECORDED_TURNS_LIMIT", "load_stored", "source_from_export",
-           "read_sources", "read_source_file"]
+__all__ = [
+    "records_from_rows",
+    "RECORDED_TURNS_LIMIT",
+    "load_stored",
+    "source_from_export",
+    "read_sources",
+    "read_source_file",
+]

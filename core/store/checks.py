@@ -49,7 +49,9 @@ def _text(value: Any, where: str, key: str, *, width: int | None = None, nullabl
     if value is None and nullable:
         return
     if not isinstance(value, str):
-        raise ImportCheckError(f"{where}: '{key}' must be a string{' or null' if nullable else ''}, not {kind_of(value)}")
+        raise ImportCheckError(
+            f"{where}: '{key}' must be a string{' or null' if nullable else ''}, not {kind_of(value)}"
+        )
     if width is not None and len(value) > width:
         raise ImportCheckError(f"{where}: '{key}' is {len(value)} characters; at most {width} fit")
 
@@ -65,15 +67,19 @@ def check_conversation(conv: Conversation, name: str = "input") -> None:
         _text(turn.id, where, "id")
         _text(turn.status, where, "status", width=STATUS_WIDTH, nullable=True)
         _text(turn.error, where, "error", nullable=True)
-        if turn.created_at is not None and (isinstance(turn.created_at, bool)
-                                            or not isinstance(turn.created_at, (int, float))
-                                            or not math.isfinite(turn.created_at)):
+        if turn.created_at is not None and (
+            isinstance(turn.created_at, bool)
+            or not isinstance(turn.created_at, (int, float))
+            or not math.isfinite(turn.created_at)
+        ):
             raise ImportCheckError(f"{where}: 'created_at' must be a finite number, not {kind_of(turn.created_at)}")
         tokens = turn.answer_tokens
-        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)
-                                   or not 0 <= tokens <= MAX_INT):
-            raise ImportCheckError(f"{where}: 'answer_tokens' must be a whole number from 0 to {MAX_INT}, "
-                                   f"not {kind_of(tokens)}")
+        if tokens is not None and (
+            isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= MAX_INT
+        ):
+            raise ImportCheckError(
+                f"{where}: 'answer_tokens' must be a whole number from 0 to {MAX_INT}, not {kind_of(tokens)}"
+            )
         for k, m in enumerate(turn.messages):
             at = f"{where} message {k}"
             _text(m.role, at, "role")
@@ -94,6 +100,7 @@ def check_conversations(conversations: Iterable[Conversation], name: str = "inpu
 # older MemLens, by another tool. Readers take every column through these, which give the
 # column's default for a value of the wrong kind and record the field's name in ``damaged``, so a
 # listing, an export or a page shows the row as damaged and goes on instead of failing.
+
 
 def as_text(value: Any, field: str, damaged: list, default: str = "") -> str:
     if isinstance(value, str) and not isinstance(value, Unreadable):
@@ -142,7 +149,26 @@ def as_items(value: Any, field: str, damaged: list, *, nullable: bool = False) -
     return None if nullable else []
 
 
-__all__ = ["ID_WIDTH", "NAME_WIDTH", "SOURCE_WIDTH", "STATUS_WIDTH", "NODE_TYPE_WIDTH", "VARIABLE_ID_WIDTH",
-           "VALUE_TYPE_WIDTH", "OPERATION_WIDTH", "STRUCTURE_WIDTH", "MAX_INT", "ImportCheckError",
-           "check_conversation", "check_conversations", "Unreadable", "as_text", "as_optional_text", "as_whole",
-           "as_number", "as_optional_number", "as_object", "as_items"]
+__all__ = [
+    "ID_WIDTH",
+    "NAME_WIDTH",
+    "SOURCE_WIDTH",
+    "STATUS_WIDTH",
+    "NODE_TYPE_WIDTH",
+    "VARIABLE_ID_WIDTH",
+    "VALUE_TYPE_WIDTH",
+    "OPERATION_WIDTH",
+    "STRUCTURE_WIDTH",
+    "MAX_INT",
+    "ImportCheckError",
+    "check_conversation",
+    "check_conversations",
+    "Unreadable",
+    "as_text",
+    "as_optional_text",
+    "as_whole",
+    "as_number",
+    "as_optional_number",
+    "as_object",
+    "as_items",
+]

@@ -135,7 +135,7 @@ def sqlite_file(url: str) -> Path | None:
     if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
         return None
     if str(parsed.query.get("uri", "")).lower() in ("true", "1") and database.startswith("file:"):
-        database = database[len("file:"):]  # sqlite:///file:path?mode=ro&uri=true
+        database = database[len("file:") :]  # sqlite:///file:path?mode=ro&uri=true
         if not database or database.startswith(":memory:") or "mode=memory" in str(parsed.query):
             return None
     return Path(database)
@@ -155,7 +155,9 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
             path = sqlite_file(url)  # (a file: URI names its path after the scheme)
             if create and path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
-            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS}, **lenient)
+            engine = create_engine(
+                url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS}, **lenient
+            )
         else:
             engine = create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool, **lenient)
         event.listen(engine, "connect", _sqlite_connect)
@@ -166,8 +168,10 @@ def make_engine(url: str, *, create: bool = True) -> Engine:
             return create_engine(url, pool_pre_ping=True, pool_size=PG_POOL_SIZE, max_overflow=PG_POOL_SIZE)
         return create_engine(url)
     except NoSuchModuleError:
-        raise StoreError(f"{shown_url(url)}: MemLens has no driver for {parsed.drivername}:// databases; "
-                         f"expected e.g. {_URL_EXAMPLES}") from None
+        raise StoreError(
+            f"{shown_url(url)}: MemLens has no driver for {parsed.drivername}:// databases; "
+            f"expected e.g. {_URL_EXAMPLES}"
+        ) from None
 
 
 class Database:
@@ -180,22 +184,32 @@ class Database:
         self.url = resolve_url(url)
         path = sqlite_file(self.url)
         if path is not None and not create and not path.exists():
-            raise StoreUnavailableError(f"no database at {path}: nothing is stored there; pass the --db of one that holds "
-                             f"conversations (or set {ENV_URL})")
+            raise StoreUnavailableError(
+                f"no database at {path}: nothing is stored there; pass the --db of one that holds "
+                f"conversations (or set {ENV_URL})"
+            )
         try:
             self.engine = make_engine(self.url, create=create)
         except OSError as e:  # the SQLite file's folder cannot be made
-            raise StoreUnavailableError(f"cannot open the database {shown_url(self.url)}: {e.strerror or e} "
-                                        f"({e.filename or 'its folder'}); pass another --db or set {ENV_URL}") from None
+            raise StoreUnavailableError(
+                f"cannot open the database {shown_url(self.url)}: {e.strerror or e} "
+                f"({e.filename or 'its folder'}); pass another --db or set {ENV_URL}"
+            ) from None
         except ModuleNotFoundError as e:
-            hint = (" (install it with MemLens's postgres extra: pip install 'memlens[postgres]')"
-                    if e.name and e.name.startswith("psycopg") else "")
-            raise StoreUnavailableError(f"cannot open the database {shown_url(self.url)}: its driver {e.name!r} is not "
-                                        f"installed{hint}; MemLens supports sqlite:/// and postgresql+psycopg:// "
-                                        "URLs") from None
+            hint = (
+                " (install it with MemLens's postgres extra: pip install 'memlens[postgres]')"
+                if e.name and e.name.startswith("psycopg")
+                else ""
+            )
+            raise StoreUnavailableError(
+                f"cannot open the database {shown_url(self.url)}: its driver {e.name!r} is not "
+                f"installed{hint}; MemLens supports sqlite:/// and postgresql+psycopg:// "
+                "URLs"
+            ) from None
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-        self._read_sessions = sessionmaker(self.engine.execution_options(memlens_read_only=True),
-                                           expire_on_commit=False)
+        self._read_sessions = sessionmaker(
+            self.engine.execution_options(memlens_read_only=True), expire_on_commit=False
+        )
         self._turn_locks = TurnLocks(self.engine, pool_size=PG_POOL_SIZE)
         self._pinned = threading.local()  # the connection this thread's sessions share (pinned())
         # SQLite has one writer at a time, and a writer that finds the file locked polls for it,
@@ -215,16 +229,20 @@ class Database:
                 upgrade(self.engine)
             except DBAPIError as e:  # unreachable server, refused password, read-only file, …
                 self.engine.dispose()
-                raise StoreUnavailableError(f"cannot open the database {shown_url(self.url)}: {database_problem(e)}; "
-                                            f"check the URL (--db or {ENV_URL}) and that the server is running") from None
+                raise StoreUnavailableError(
+                    f"cannot open the database {shown_url(self.url)}: {database_problem(e)}; "
+                    f"check the URL (--db or {ENV_URL}) and that the server is running"
+                ) from None
 
     def _check_writable(self, path: Path) -> None:
         """Refuse, in one line, a SQLite file a writer cannot use: one it may not write, or one whose pages
         SQLite's ``quick_check`` finds damaged (writing to it could spread the damage)."""
         if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
             self.engine.dispose()
-            raise StoreUnavailableError(f"the database {path} is read-only (its file or its folder cannot be written); "
-                             f"commands that only read it work, or pass a writable --db")
+            raise StoreUnavailableError(
+                f"the database {path} is read-only (its file or its folder cannot be written); "
+                f"commands that only read it work, or pass a writable --db"
+            )
         try:
             with self.engine.connect() as conn:
                 problems = [row[0] for row in conn.exec_driver_sql("PRAGMA quick_check")]
@@ -232,9 +250,11 @@ class Database:
             problems = [database_problem(e)]
         if problems != ["ok"]:
             self.engine.dispose()
-            raise StoreUnavailableError(f"the database {path} is damaged ({problems[0]}): nothing was written to it; restore "
-                             f"it from a copy, or pass another --db (commands that only read may still show what "
-                             f"is readable)")
+            raise StoreUnavailableError(
+                f"the database {path} is damaged ({problems[0]}): nothing was written to it; restore "
+                f"it from a copy, or pass another --db (commands that only read may still show what "
+                f"is readable)"
+            )
 
     @contextmanager
     def session(self, *, write: bool = True) -> Iterator[Session]:

@@ -66,8 +66,15 @@ def create_key(db: Database, flow_id: str, name: str = "") -> tuple[AppKey, str]
         flow = s.get(FlowRow, flow_id)
         if flow is None:
             raise NotFoundError(f"no flow with id {flow_id!r}; list flows with `python -m core flows list`")
-        row = AppKeyRow(id=str(uuid.uuid4()), flow_id=flow_id, key_hash=hash_key(secret), hint=_hint(secret),
-                        name=name, created_at=time.time(), revoked_at=None)
+        row = AppKeyRow(
+            id=str(uuid.uuid4()),
+            flow_id=flow_id,
+            key_hash=hash_key(secret),
+            hint=_hint(secret),
+            name=name,
+            created_at=time.time(),
+            revoked_at=None,
+        )
         s.add(row)
         s.flush()
         return _key(row, flow.name), secret
@@ -100,8 +107,11 @@ def authenticate(db: Database, key: str) -> AppKey | None:
     if not key.startswith(PREFIX):
         return None
     with db.session() as s:
-        found = s.execute(select(AppKeyRow, FlowRow.name).join(FlowRow, FlowRow.id == AppKeyRow.flow_id)
-                          .where(AppKeyRow.key_hash == hash_key(key))).first()
+        found = s.execute(
+            select(AppKeyRow, FlowRow.name)
+            .join(FlowRow, FlowRow.id == AppKeyRow.flow_id)
+            .where(AppKeyRow.key_hash == hash_key(key))
+        ).first()
         if found is None or found[0].revoked_at is not None:
             return None
         return _key(found[0], found[1])

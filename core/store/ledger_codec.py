@@ -25,6 +25,7 @@ from core.model.conversation import Conversation
 from core.model.ledger import HEADER_FIELDS, KEPT, Ledger, LedgerEntry, RunLedger, reason_runs
 from core.model.origins import HISTORY
 from core.model.tokens import DEFAULT_MODEL, counter_for, message_token_sums
+
 from .errors import LedgerMismatchError
 
 PACKED = "runs-v1"
@@ -40,14 +41,24 @@ def pack_ledger(data: "Mapping[str, Any] | Ledger") -> dict:
     if isinstance(data, RunLedger):  # recorded as runs: its entries are not listed to be packed
         out = {k: getattr(data, k) for k in HEADER_FIELDS}
         out["config"] = dict(data.config)
-        out.update(packed=PACKED, count=data.count, runs=[list(r) for r in data.runs], first_ref=data.first_ref,
-                   last_ref=data.last_ref)
+        out.update(
+            packed=PACKED,
+            count=data.count,
+            runs=[list(r) for r in data.runs],
+            first_ref=data.first_ref,
+            last_ref=data.last_ref,
+        )
     elif isinstance(data, Ledger):
         entries = data.entries
         out = {k: getattr(data, k) for k in HEADER_FIELDS}
         out["config"] = dict(data.config)
-        out.update(packed=PACKED, count=len(entries), runs=reason_runs(e.reason for e in entries),
-                   first_ref=entries[0].ref if entries else None, last_ref=entries[-1].ref if entries else None)
+        out.update(
+            packed=PACKED,
+            count=len(entries),
+            runs=reason_runs(e.reason for e in entries),
+            first_ref=entries[0].ref if entries else None,
+            last_ref=entries[-1].ref if entries else None,
+        )
     if isinstance(data, Ledger):
         if data.synthetic:
             out["synthetic"] = [asdict(m) for m in data.synthetic]
@@ -58,8 +69,13 @@ def pack_ledger(data: "Mapping[str, Any] | Ledger") -> dict:
         return dict(data)
     out = {k: data.get(k) for k in HEADER_FIELDS}
     entries = data.get("entries") or []
-    out.update(packed=PACKED, count=len(entries), runs=reason_runs(e["reason"] for e in entries),
-               first_ref=entries[0]["ref"] if entries else None, last_ref=entries[-1]["ref"] if entries else None)
+    out.update(
+        packed=PACKED,
+        count=len(entries),
+        runs=reason_runs(e["reason"] for e in entries),
+        first_ref=entries[0]["ref"] if entries else None,
+        last_ref=entries[-1]["ref"] if entries else None,
+    )
     if data.get("synthetic"):
         out["synthetic"] = list(data["synthetic"])
     if data.get("compactions"):
@@ -73,18 +89,27 @@ def unpack_entries(data: Mapping[str, Any], conversation: Conversation, position
     counter = counter_for(model)
     candidates = [(p, i, m) for p in range(position) for i, m in enumerate(conversation.turns[p].messages)]
     if len(candidates) != data.get("count"):
-        raise LedgerMismatchError(f"stored ledger of turn {data.get('turn')} counts {data.get('count')} earlier "
-                                  f"messages but the conversation has {len(candidates)} before it")
+        raise LedgerMismatchError(
+            f"stored ledger of turn {data.get('turn')} counts {data.get('count')} earlier "
+            f"messages but the conversation has {len(candidates)} before it"
+        )
     if candidates and (candidates[0][2].ref != data.get("first_ref") or candidates[-1][2].ref != data.get("last_ref")):
-        raise LedgerMismatchError(f"stored ledger of turn {data.get('turn')} does not match this conversation's "
-                                  "messages")
+        raise LedgerMismatchError(
+            f"stored ledger of turn {data.get('turn')} does not match this conversation's messages"
+        )
     counter.prepare(m for _, _, m in candidates)  # a long history: one batch across the cores
     if sum(int(n) for _, n in data.get("runs") or []) != len(candidates):
-        raise LedgerMismatchError(f"stored ledger of turn {data.get('turn')} gives reasons for a different number "
-                                  "of messages than it counts")
+        raise LedgerMismatchError(
+            f"stored ledger of turn {data.get('turn')} gives reasons for a different number of messages than it counts"
+        )
     turns = conversation.turns
-    return expand_runs(conversation, position, data.get("runs") or [], turn_numbers(conversation),
-                       lambda p: counter.messages(turns[p].messages))
+    return expand_runs(
+        conversation,
+        position,
+        data.get("runs") or [],
+        turn_numbers(conversation),
+        lambda p: counter.messages(turns[p].messages),
+    )
 
 
 def unpack_ledger(data: Mapping[str, Any], conversation: Conversation, position: int) -> Ledger:
@@ -98,16 +123,20 @@ def unpack_ledger(data: Mapping[str, Any], conversation: Conversation, position:
     before = list(accumulate((len(t.messages) for t in turns[:position]), initial=0))
     count, runs = data.get("count"), [list(r) for r in data.get("runs") or []]
     if before[-1] != count:
-        raise LedgerMismatchError(f"stored ledger of turn {data.get('turn')} counts {count} earlier "
-                                  f"messages but the conversation has {before[-1]} before it")
+        raise LedgerMismatchError(
+            f"stored ledger of turn {data.get('turn')} counts {count} earlier "
+            f"messages but the conversation has {before[-1]} before it"
+        )
     first = next((t.messages[0] for t in turns[:position] if t.messages), None)
     last = next((t.messages[-1] for t in reversed(turns[:position]) if t.messages), None)
     if first is not None and (first.ref != data.get("first_ref") or last.ref != data.get("last_ref")):
-        raise LedgerMismatchError(f"stored ledger of turn {data.get('turn')} does not match this conversation's "
-                                  "messages")
+        raise LedgerMismatchError(
+            f"stored ledger of turn {data.get('turn')} does not match this conversation's messages"
+        )
     if sum(int(n) for _, n in runs) != count:
-        raise LedgerMismatchError(f"stored ledger of turn {data.get('turn')} gives reasons for a different number "
-                                  "of messages than it counts")
+        raise LedgerMismatchError(
+            f"stored ledger of turn {data.get('turn')} gives reasons for a different number of messages than it counts"
+        )
     counter = counter_for((data.get("config") or {}).get("model") or DEFAULT_MODEL)
     numbers = turn_numbers(conversation)
 
@@ -123,11 +152,19 @@ def unpack_ledger(data: Mapping[str, Any], conversation: Conversation, position:
             kept_ranges.append((at, at + int(n)))
         at += int(n)
     header = Ledger.from_dict(data, [])
-    return RunLedger(runs=runs, kept=pick(kept_ranges), count=count, first_ref=data.get("first_ref"),
-                     last_ref=data.get("last_ref"), expand=lambda r: expand_runs(conversation, position, r, numbers, tokens),
-                     pick=pick, offset=lambda p: before[min(max(p, 0), position)], tokens=tokens,
-                     token_sums=lambda: message_token_sums(conversation, counter, position),
-                     **{f.name: getattr(header, f.name) for f in fields(Ledger) if f.name != "entries"})
+    return RunLedger(
+        runs=runs,
+        kept=pick(kept_ranges),
+        count=count,
+        first_ref=data.get("first_ref"),
+        last_ref=data.get("last_ref"),
+        expand=lambda r: expand_runs(conversation, position, r, numbers, tokens),
+        pick=pick,
+        offset=lambda p: before[min(max(p, 0), position)],
+        tokens=tokens,
+        token_sums=lambda: message_token_sums(conversation, counter, position),
+        **{f.name: getattr(header, f.name) for f in fields(Ledger) if f.name != "entries"},
+    )
 
 
 def pack_prompt(prompt: Sequence[Mapping[str, Any]] | None, ledger: "Mapping[str, Any] | Ledger | None") -> list | None:
@@ -148,8 +185,9 @@ def pack_prompt(prompt: Sequence[Mapping[str, Any]] | None, ledger: "Mapping[str
     return [{**m, "content": None, "from_ledger": True} if m.get("origin") == HISTORY else dict(m) for m in prompt]
 
 
-def unpack_prompt(prompt: Sequence[Mapping[str, Any]] | None, ledger: Ledger | None,
-                  conversation: Conversation) -> list[dict] | None:
+def unpack_prompt(
+    prompt: Sequence[Mapping[str, Any]] | None, ledger: Ledger | None, conversation: Conversation
+) -> list[dict] | None:
     if prompt is None:
         return None
     if not any(m.get("from_ledger") for m in prompt):

@@ -50,8 +50,10 @@ _SQLITE_BUCKETS = 256
 def _busy(conversation_id: str, timeout: float) -> ConversationBusyError:
     if timeout <= 0:
         return ConversationBusyError(f"conversation {conversation_id!r} is busy: a turn on it is running")
-    return ConversationBusyError(f"conversation {conversation_id!r} is busy: a turn on it has been running for more "
-                                 f"than {timeout:g} s; try again when it has finished")
+    return ConversationBusyError(
+        f"conversation {conversation_id!r} is busy: a turn on it has been running for more "
+        f"than {timeout:g} s; try again when it has finished"
+    )
 
 
 def _digest(conversation_id: str) -> bytes:
@@ -131,8 +133,13 @@ class TurnLocks:
         if self._lock_engine is None:
             # A pool of its own: connections are reused from turn to turn, and turns waiting for
             # a lock never hold the connections a running turn needs for its writes.
-            self._lock_engine = create_engine(self._engine.url, pool_size=self._pool_size, max_overflow=-1,
-                                              pool_pre_ping=True, isolation_level="AUTOCOMMIT")
+            self._lock_engine = create_engine(
+                self._engine.url,
+                pool_size=self._pool_size,
+                max_overflow=-1,
+                pool_pre_ping=True,
+                isolation_level="AUTOCOMMIT",
+            )
         key = int.from_bytes(_digest(conversation_id)[:4], "big", signed=True)
         with self._lock_engine.connect() as conn:
             if timeout <= 0:

@@ -15,8 +15,16 @@ from typing import Sequence
 from sqlalchemy import Float, Index, Integer, String, Text, delete, func, select
 from sqlalchemy.orm import Mapped, mapped_column
 
-from core.memory.long_term import (SHARED, FactExtractor, LongTermMemory, MemoryEvent, MemoryItem, Retriever, Source,
-                                   UserSummary)
+from core.memory.long_term import (
+    SHARED,
+    FactExtractor,
+    LongTermMemory,
+    MemoryEvent,
+    MemoryItem,
+    Retriever,
+    Source,
+    UserSummary,
+)
 
 from .db import Database
 from .models import Base, JSONType
@@ -53,15 +61,32 @@ class LongTermMemoryEventRow(Base):
 
 
 def _item(row: LongTermMemoryRow) -> MemoryItem:
-    return MemoryItem(id=row.id, user_id=row.user_id, memory=row.memory, hash=row.hash, key=row.key,
-                      created_at=row.created_at, updated_at=row.updated_at, source=Source.from_dict(row.source),
-                      namespace=row.namespace or "")
+    return MemoryItem(
+        id=row.id,
+        user_id=row.user_id,
+        memory=row.memory,
+        hash=row.hash,
+        key=row.key,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        source=Source.from_dict(row.source),
+        namespace=row.namespace or "",
+    )
 
 
 def _event(row: LongTermMemoryEventRow) -> MemoryEvent:
-    return MemoryEvent(memory_id=row.memory_id, user_id=row.user_id, event=row.event, old_memory=row.old_memory,
-                       new_memory=row.new_memory, created_at=row.created_at, actor=row.actor,
-                       source=Source.from_dict(row.source), id=row.id, namespace=row.namespace or "")
+    return MemoryEvent(
+        memory_id=row.memory_id,
+        user_id=row.user_id,
+        event=row.event,
+        old_memory=row.old_memory,
+        new_memory=row.new_memory,
+        created_at=row.created_at,
+        actor=row.actor,
+        source=Source.from_dict(row.source),
+        id=row.id,
+        namespace=row.namespace or "",
+    )
 
 
 class SqlMemoryBackend:
@@ -72,8 +97,11 @@ class SqlMemoryBackend:
 
     def memories(self, user_id: str, namespace: str = SHARED) -> list[MemoryItem]:
         with self.db.session(write=False) as s:
-            rows = s.scalars(select(LongTermMemoryRow).where(LongTermMemoryRow.user_id == user_id,
-                                                             LongTermMemoryRow.namespace == namespace)).all()
+            rows = s.scalars(
+                select(LongTermMemoryRow).where(
+                    LongTermMemoryRow.user_id == user_id, LongTermMemoryRow.namespace == namespace
+                )
+            ).all()
             return [_item(r) for r in rows]
 
     def get(self, memory_id: str) -> MemoryItem | None:
@@ -86,45 +114,75 @@ class SqlMemoryBackend:
             for m in upserts:
                 row = s.get(LongTermMemoryRow, m.id)
                 if row is None:
-                    s.add(LongTermMemoryRow(id=m.id, user_id=m.user_id, namespace=m.namespace, memory=m.memory,
-                                            hash=m.hash, key=m.key,
-                                            source=m.source.to_dict(), created_at=m.created_at,
-                                            updated_at=m.updated_at))
+                    s.add(
+                        LongTermMemoryRow(
+                            id=m.id,
+                            user_id=m.user_id,
+                            namespace=m.namespace,
+                            memory=m.memory,
+                            hash=m.hash,
+                            key=m.key,
+                            source=m.source.to_dict(),
+                            created_at=m.created_at,
+                            updated_at=m.updated_at,
+                        )
+                    )
                 else:
                     row.memory, row.hash, row.key = m.memory, m.hash, m.key
                     row.source, row.updated_at = m.source.to_dict(), m.updated_at
             if deletes:
                 s.execute(delete(LongTermMemoryRow).where(LongTermMemoryRow.id.in_(list(deletes))))
             for e in events:
-                s.add(LongTermMemoryEventRow(memory_id=e.memory_id, user_id=e.user_id, namespace=e.namespace,
-                                             event=e.event,
-                                             old_memory=e.old_memory, new_memory=e.new_memory, actor=e.actor,
-                                             source=e.source.to_dict(), created_at=e.created_at))
+                s.add(
+                    LongTermMemoryEventRow(
+                        memory_id=e.memory_id,
+                        user_id=e.user_id,
+                        namespace=e.namespace,
+                        event=e.event,
+                        old_memory=e.old_memory,
+                        new_memory=e.new_memory,
+                        actor=e.actor,
+                        source=e.source.to_dict(),
+                        created_at=e.created_at,
+                    )
+                )
 
     def history(self, memory_id: str) -> list[MemoryEvent]:
         with self.db.session(write=False) as s:
-            rows = s.scalars(select(LongTermMemoryEventRow).where(LongTermMemoryEventRow.memory_id == memory_id)
-                             .order_by(LongTermMemoryEventRow.created_at, LongTermMemoryEventRow.id)).all()
+            rows = s.scalars(
+                select(LongTermMemoryEventRow)
+                .where(LongTermMemoryEventRow.memory_id == memory_id)
+                .order_by(LongTermMemoryEventRow.created_at, LongTermMemoryEventRow.id)
+            ).all()
             return [_event(r) for r in rows]
 
     def user_history(self, user_id: str, namespace: str = SHARED) -> list[MemoryEvent]:
         with self.db.session(write=False) as s:
-            rows = s.scalars(select(LongTermMemoryEventRow).where(LongTermMemoryEventRow.user_id == user_id,
-                                                                  LongTermMemoryEventRow.namespace == namespace)
-                             .order_by(LongTermMemoryEventRow.created_at, LongTermMemoryEventRow.id)).all()
+            rows = s.scalars(
+                select(LongTermMemoryEventRow)
+                .where(LongTermMemoryEventRow.user_id == user_id, LongTermMemoryEventRow.namespace == namespace)
+                .order_by(LongTermMemoryEventRow.created_at, LongTermMemoryEventRow.id)
+            ).all()
             return [_event(r) for r in rows]
 
     def users(self) -> list[UserSummary]:
         with self.db.session(write=False) as s:
-            rows = s.execute(select(LongTermMemoryRow.namespace, LongTermMemoryRow.user_id, func.count(),
-                                    func.max(LongTermMemoryRow.updated_at))
-                             .group_by(LongTermMemoryRow.namespace, LongTermMemoryRow.user_id)
-                             .order_by(LongTermMemoryRow.namespace, LongTermMemoryRow.user_id)).all()
+            rows = s.execute(
+                select(
+                    LongTermMemoryRow.namespace,
+                    LongTermMemoryRow.user_id,
+                    func.count(),
+                    func.max(LongTermMemoryRow.updated_at),
+                )
+                .group_by(LongTermMemoryRow.namespace, LongTermMemoryRow.user_id)
+                .order_by(LongTermMemoryRow.namespace, LongTermMemoryRow.user_id)
+            ).all()
             return [UserSummary(u, int(n), float(t), ns or "") for ns, u, n, t in rows]
 
 
-def long_term_store(db: Database, *, extractor: FactExtractor | None = None,
-                    retriever: Retriever | None = None) -> LongTermMemory:
+def long_term_store(
+    db: Database, *, extractor: FactExtractor | None = None, retriever: Retriever | None = None
+) -> LongTermMemory:
     """The long-term memory kept in ``db`` (offline extractor and BM25 retrieval unless given)."""
     return LongTermMemory(SqlMemoryBackend(db), extractor=extractor, retriever=retriever)
 

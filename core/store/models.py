@@ -27,8 +27,9 @@ class FlowRow(Base):
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     name: Mapped[str] = mapped_column(String(255))
     created_at: Mapped[float] = mapped_column(Float)
-    versions: Mapped[list["FlowVersionRow"]] = relationship(back_populates="flow", cascade="all, delete-orphan",
-                                                            order_by="FlowVersionRow.version")
+    versions: Mapped[list["FlowVersionRow"]] = relationship(
+        back_populates="flow", cascade="all, delete-orphan", order_by="FlowVersionRow.version"
+    )
 
 
 class FlowVersionRow(Base):
@@ -49,8 +50,9 @@ class ConversationRow(Base):
     __tablename__ = "conversations"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    flow_version_id: Mapped[str | None] = mapped_column(ForeignKey("flow_versions.id", ondelete="RESTRICT"),
-                                                        index=True, nullable=True)
+    flow_version_id: Mapped[str | None] = mapped_column(
+        ForeignKey("flow_versions.id", ondelete="RESTRICT"), index=True, nullable=True
+    )
     user_id: Mapped[str] = mapped_column(String(255), index=True)
     name: Mapped[str] = mapped_column(String(255), default="")
     source: Mapped[str] = mapped_column(String(32), default="ui")  # ui | api | import | cli
@@ -63,9 +65,15 @@ class ConversationRow(Base):
 
 class TurnRow(Base):
     __tablename__ = "turns"
-    __table_args__ = (Index("ix_turns_conversation_seq", "conversation_id", "seq"),
-                      Index("ix_turns_running", "conversation_id", sqlite_where=text("status = 'running'"),
-                            postgresql_where=text("status = 'running'")))
+    __table_args__ = (
+        Index("ix_turns_conversation_seq", "conversation_id", "seq"),
+        Index(
+            "ix_turns_running",
+            "conversation_id",
+            sqlite_where=text("status = 'running'"),
+            postgresql_where=text("status = 'running'"),
+        ),
+    )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
@@ -82,8 +90,9 @@ class TurnRow(Base):
     messages: Mapped[list] = mapped_column(JSONType, default=list)  # intermediate messages (tool calls, …)
     meta: Mapped[dict] = mapped_column(JSONType, default=dict)
     created_at: Mapped[float] = mapped_column(Float)
-    node_runs: Mapped[list["NodeRunRow"]] = relationship(back_populates="turn", cascade="all, delete-orphan",
-                                                         order_by="NodeRunRow.seq", passive_deletes=True)
+    node_runs: Mapped[list["NodeRunRow"]] = relationship(
+        back_populates="turn", cascade="all, delete-orphan", order_by="NodeRunRow.seq", passive_deletes=True
+    )
 
 
 class NodeRunRow(Base):
@@ -111,8 +120,7 @@ class VariableRow(Base):
     __tablename__ = "conversation_variables"
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"),
-                                                 primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True)
     name: Mapped[str] = mapped_column(String(255))
     value_type: Mapped[str] = mapped_column(String(32))
     value: Mapped[object] = mapped_column(JSONType, nullable=True)

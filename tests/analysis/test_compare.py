@@ -4,17 +4,32 @@ are lost at the turns the ledgers say, and the turn diff follows the thread."""
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import core.analysis.compare.walk as compare_module
-from core.analysis.compare import (FactFate, fact_course, HEATMAP_COLUMNS, NamedConfig, TrackedFact, compare, detect_facts,
-                                   fact_sentence, heatmap_window, message_columns, named_configs, retention_matrix,
-                                   track_facts, turn_diff, turn_series)
+from core.analysis.compare import (
+    HEATMAP_COLUMNS,
+    FactFate,
+    NamedConfig,
+    TrackedFact,
+    compare,
+    detect_facts,
+    fact_course,
+    fact_sentence,
+    heatmap_window,
+    message_columns,
+    named_configs,
+    retention_matrix,
+    track_facts,
+    turn_diff,
+    turn_series,
+)
 from core.analysis.errors import CompareError
 from core.io import read_conversations
 from core.memory.config import MemoryConfig
-from core.memory.replay import Replay
 from core.memory.errors import ConfigError
+from core.memory.replay import Replay
 from core.memory.strategies import STRATEGIES
 from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
 from core.model.ledger import KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, SUMMARIZED, WORDS_SENT
@@ -36,7 +51,9 @@ CONVERSATIONS = {
     "empty recent answers": lambda: linear(7, answer=lambda i: "" if i % 3 == 0 else f"answer number {i}"),
     "tau-bench tools": lambda: read_conversations(T / "taubench__gpt-4o-airline.sample.jsonl")[2],
     "dify web branches": lambda: read_conversations(T / "dify-web__realWorldMessages.json")[0],
-    "dify web legacy and roots": lambda: read_conversations(T / "dify-web__multiRootNodesWithLegacyTestMessages.json")[0],
+    "dify web legacy and roots": lambda: read_conversations(T / "dify-web__multiRootNodesWithLegacyTestMessages.json")[
+        0
+    ],
     "oasst tree": lambda: read_conversations(T / "oasst__en_100_tree.subset.jsonl")[0],
     "sharegpt tools": lambda: read_conversations(T / "llamafactory__glaive_toolcall_en_demo.subset.json")[9],
     "v1 reasoning": lambda: read_conversations(T / "llamafactory__reason_tool_use_demo_50.subset.jsonl")[0],
@@ -82,8 +99,8 @@ def test_every_heatmap_cell_equals_the_ledger(name, config):
     assert [c.ref for c in matrix.columns] == [m.ref for t in conv.turns[:last] for m in t.messages]
     for r, position in enumerate(matrix.row_positions):
         expected = ledger_reasons(replay, position)
-        assert matrix.cells[r][:len(expected)] == expected, (name, position)
-        assert all(x is None for x in matrix.cells[r][len(expected):])
+        assert matrix.cells[r][: len(expected)] == expected, (name, position)
+        assert all(x is None for x in matrix.cells[r][len(expected) :])
         assert matrix.hidden_kept[r] == 0
 
 
@@ -92,7 +109,7 @@ def _cells_equal_the_ledgers(conv, replay) -> list[list]:
     matrix = retention_matrix(replay, heatmap_window(conv, max_rows=10_000, max_columns=10_000))
     for r, position in enumerate(matrix.row_positions):
         expected = ledger_reasons(replay, position)
-        assert matrix.cells[r][:len(expected)] == expected
+        assert matrix.cells[r][: len(expected)] == expected
     return matrix.cells
 
 
@@ -177,6 +194,7 @@ def test_hover_names_the_message_its_tokens_and_the_reason():
 
 # -- series -----------------------------------------------------------------------------------------
 
+
 def test_series_follow_the_summaries_of_each_config():
     conv = read_conversations(T / "taubench__gpt-4o-airline.sample.jsonl")[0]
     for config in (MemoryConfig(window=3), MemoryConfig(context_size=3000), MemoryConfig(strategy="off")):
@@ -197,6 +215,7 @@ def test_oldest_turn_remembered_moves_with_the_window():
 
 
 # -- facts ------------------------------------------------------------------------------------------
+
 
 def brute_force_present(replay, fact):
     """Per answered turn: is a statement of the fact in the ledger's kept set (or the query)?"""
@@ -276,8 +295,10 @@ def test_a_restated_fact_says_where_it_came_back_and_where_it_left_again():
     assert (w3.lost_label, w3.back_label, w3.gone_label, w3.returns) == ("turn 4", "turn 6", "turn 9", 1)
     assert w3.gone_reason == OUTSIDE_WINDOW and not w3.has_it_now and w3.state == "lost"
     assert buffer.state == "kept" and buffer.has_it_now and buffer.comeback_words() == ""
-    assert result.sentences[0] == ("the user's name is lost at turn 4 with dify window 3 (back at turn 6, gone again "
-                                   "from turn 9); never with buffer (everything)")
+    assert result.sentences[0] == (
+        "the user's name is lost at turn 4 with dify window 3 (back at turn 6, gone again "
+        "from turn 9); never with buffer (everything)"
+    )
     assert w3.cell_text() == "lost at turn 4 (outside window); back at turn 6, gone again from turn 9 (outside window)"
     assert w3.to_json()["gone_label"] == "turn 9" and w3.to_json()["has_it_now"] is False
     # Stated again at the newest turn: back, and still there.
@@ -288,14 +309,17 @@ def test_a_restated_fact_says_where_it_came_back_and_where_it_left_again():
     assert w3.cell_text() == "lost at turn 4 (outside window); back at turn 8, still there at the newest turn"
 
 
-@pytest.mark.parametrize("present, course", [
-    ([], (None, None, None, 0)),
-    ([None, True, True], (None, None, None, 0)),
-    ([True, False, False], (1, None, None, 0)),
-    ([True, False, None, True], (1, 3, None, 1)),
-    ([True, False, True, False, True, False, False], (1, 2, 5, 2)),
-    ([False, True, None, False, None], (0, 1, 3, 1)),
-])
+@pytest.mark.parametrize(
+    "present, course",
+    [
+        ([], (None, None, None, 0)),
+        ([None, True, True], (None, None, None, 0)),
+        ([True, False, False], (1, None, None, 0)),
+        ([True, False, None, True], (1, 3, None, 1)),
+        ([True, False, True, False, True, False, False], (1, 2, 5, 2)),
+        ([False, True, None, False, None], (0, 1, 3, 1)),
+    ],
+)
 def test_fact_course_reads_the_first_loss_the_first_return_and_the_last_departure(present, course):
     assert fact_course(present) == course
 
@@ -303,20 +327,28 @@ def test_fact_course_reads_the_first_loss_the_first_return_and_the_last_departur
 def test_fact_sentence_counts_the_returns():
     fact = TrackedFact("the user's name", ((0, 0),))
     fate = FactFate(fact, "w3", 1, [], 4, OUTSIDE_WINDOW, "turn 1", "turn 4", returns=3, back_label="turn 6")
-    assert fact_sentence([fate]) == ("the user's name is lost at turn 4 with w3 (back at turn 6 and 2 more times, "
-                                     "still there at the newest turn)")
+    assert fact_sentence([fate]) == (
+        "the user's name is lost at turn 4 with w3 (back at turn 6 and 2 more times, still there at the newest turn)"
+    )
 
 
 def test_memory_off_loses_a_fact_at_the_next_turn_and_says_so():
-    result = compare(lisbon(), [MemoryConfig(strategy="off"), MemoryConfig(window=10)],
-                     facts=[((0, 0), "the user's name")])
+    result = compare(
+        lisbon(), [MemoryConfig(strategy="off"), MemoryConfig(window=10)], facts=[((0, 0), "the user's name")]
+    )
     assert result.fates[0][0].lost_turn == 2 and result.fates[0][0].lost_reason == MEMORY_OFF
     assert result.sentences == ["the user's name is lost at turn 2 with memory off and at turn 11 with dify window 10"]
 
 
 def test_a_fact_on_one_branch_is_not_lost_on_another():
-    conv = dify([("a", None, "my name is Dana", "hi Dana"), ("b", "a", "q2", "a2"),
-                 ("c", None, "fresh start", "ok"), ("d", "c", "q4", "a4")])
+    conv = dify(
+        [
+            ("a", None, "my name is Dana", "hi Dana"),
+            ("b", "a", "q2", "a2"),
+            ("c", None, "fresh start", "ok"),
+            ("d", "c", "q4", "a4"),
+        ]
+    )
     fate = compare(conv, [MemoryConfig(), MemoryConfig(window=1)]).fates[0][0]
     assert fate.present == [True, True, None, None] and fate.lost_turn is None
 
@@ -324,7 +356,10 @@ def test_a_fact_on_one_branch_is_not_lost_on_another():
 def test_facts_marked_by_ref_group_by_label_and_bad_marks_are_clear():
     conv = lisbon()
     facts = track_facts(conv, [(1, "the user's name"), (3, "the user's diet"), (7, "the user's name")])
-    assert [(f.label, f.messages) for f in facts] == [("the user's name", ((0, 0), (3, 0))), ("the user's diet", ((1, 0),))]
+    assert [(f.label, f.messages) for f in facts] == [
+        ("the user's name", ((0, 0), (3, 0))),
+        ("the user's diet", ((1, 0),)),
+    ]
     with pytest.raises(CompareError, match="no message with ref 999"):
         track_facts(conv, [(999, "x")])
     with pytest.raises(CompareError, match="has no label"):
@@ -350,16 +385,20 @@ def test_fact_sentence_names_summaries_and_groups_configs():
     def fate(label, turn, reason=OUTSIDE_WINDOW):
         return FactFate(fact, label, 1, [], turn, reason if turn else None)
 
-    assert fact_sentence([fate("window 3", 7), fate("window 10", None)]) == \
-        "the user's name is lost at turn 7 with window 3; never with window 10"
-    assert fact_sentence([fate("w5", 9), fate("w3", 7), fate("sum", 4, SUMMARIZED), fate("a", None),
-                          fate("b", None)]) == \
-        "the user's name is folded into a summary at turn 4 with sum; lost at turn 7 with w3 and at turn 9 with w5; " \
+    assert (
+        fact_sentence([fate("window 3", 7), fate("window 10", None)])
+        == "the user's name is lost at turn 7 with window 3; never with window 10"
+    )
+    assert (
+        fact_sentence([fate("w5", 9), fate("w3", 7), fate("sum", 4, SUMMARIZED), fate("a", None), fate("b", None)])
+        == "the user's name is folded into a summary at turn 4 with sum; lost at turn 7 with w3 and at turn 9 with w5; "
         "never with a or b"
+    )
     assert fact_sentence([fate("a", None), fate("b", None)]) == "the user's name stays in memory with a and b"
 
 
 # -- turn diff --------------------------------------------------------------------------------------
+
 
 def test_turn_diff_shows_the_previous_round_entering_and_the_oldest_leaving():
     replay = Replay(linear(6), MemoryConfig(window=2))
@@ -383,10 +422,17 @@ def test_turn_diff_on_a_branch_compares_with_the_turn_it_continues():
 
 def test_turn_diff_of_window_memory_counts_tool_messages():
     call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-    conv = openai([{"role": "user", "content": "u1"}, {"role": "assistant", "content": "a1"},
-                   {"role": "user", "content": "u2"}, {"role": "assistant", "content": None, "tool_calls": [call]},
-                   {"role": "tool", "tool_call_id": "c", "content": "r"}, {"role": "assistant", "content": "a2"},
-                   {"role": "user", "content": "u3"}])
+    conv = openai(
+        [
+            {"role": "user", "content": "u1"},
+            {"role": "assistant", "content": "a1"},
+            {"role": "user", "content": "u2"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c", "content": "r"},
+            {"role": "assistant", "content": "a2"},
+            {"role": "user", "content": "u3"},
+        ]
+    )
     diff = turn_diff(Replay(conv, MemoryConfig(strategy="window", window=3)), 3)
     assert [x.ref for x in diff.entered] == [3, 4, 5]
     assert [x.ref for x in diff.left] == [0, 1]
@@ -399,9 +445,15 @@ def test_turn_diff_rejects_unknown_turns():
 
 # -- configs and the whole comparison -----------------------------------------------------------------
 
+
 def test_named_configs_round_trip_and_get_distinct():
-    configs = named_configs([MemoryConfig(window=3), MemoryConfig(window=3, model="gpt-4o"),
-                             {"label": "tight", "strategy": "dify", "context_size": 800}])
+    configs = named_configs(
+        [
+            MemoryConfig(window=3),
+            MemoryConfig(window=3, model="gpt-4o"),
+            {"label": "tight", "strategy": "dify", "context_size": 800},
+        ]
+    )
     assert [c.label for c in configs] == ["dify window 3", "dify window 3 (2)", "tight"]
     for c in configs:
         assert NamedConfig.from_dict(json.loads(json.dumps(c.to_dict()))) == c
@@ -418,8 +470,10 @@ def test_compare_needs_two_to_six_configs():
     with pytest.raises(CompareError, match="got 7"):
         compare(conv, [MemoryConfig(window=n) for n in range(1, 8)])
     with pytest.raises(CompareError, match="no user turn"):
-        compare(Conversation("x", [Turn("0", None, (Message("assistant", "hi", ANSWER, 0),), None, 0)]),
-                [MemoryConfig(), MemoryConfig(window=1)])
+        compare(
+            Conversation("x", [Turn("0", None, (Message("assistant", "hi", ANSWER, 0),), None, 0)]),
+            [MemoryConfig(), MemoryConfig(window=1)],
+        )
 
 
 def test_compare_three_configs_on_a_sample_matches_the_ledgers_and_serialises():
@@ -429,14 +483,17 @@ def test_compare_three_configs_on_a_sample_matches_the_ledgers_and_serialises():
     assert [m.label for m in result.matrices] == [c.label() for c in configs]
     assert result.turns == list(range(1, 13))
     # the window's columns: every message before the last turn, made without the others
-    assert result.columns == message_columns(conv)[:result.window.last_column] == \
-        message_columns(conv, 0, result.window.last_column)
+    assert (
+        result.columns
+        == message_columns(conv)[: result.window.last_column]
+        == message_columns(conv, 0, result.window.last_column)
+    )
     assert message_columns(conv, 5, 9) == message_columns(conv)[5:9]
     for matrix, config in zip(result.matrices, configs):
         replay = Replay(conv, config)
         for r, position in enumerate(matrix.row_positions):
             expected = ledger_reasons(replay, position)
-            assert matrix.cells[r][:len(expected)] == expected
+            assert matrix.cells[r][: len(expected)] == expected
     assert len(result.sentences) == len(result.facts) == 3
     text = json.dumps(result.to_json())
     assert json.loads(text)["configs"][1]["strategy"] == "window"
@@ -495,8 +552,9 @@ def test_every_facts_course_read_from_the_walk_is_what_each_turns_ledger_says(co
     finally:
         compare_module._engine_walk = walk
     for a, b in zip(fast.fates, slow.fates):
-        assert [(f.present, f.lost_turn, f.lost_reason, f.gone_label, f.gone_reason) for f in a] == \
-               [(f.present, f.lost_turn, f.lost_reason, f.gone_label, f.gone_reason) for f in b]
+        assert [(f.present, f.lost_turn, f.lost_reason, f.gone_label, f.gone_reason) for f in a] == [
+            (f.present, f.lost_turn, f.lost_reason, f.gone_label, f.gone_reason) for f in b
+        ]
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -511,10 +569,13 @@ def test_a_fact_is_present_at_a_turn_exactly_when_its_ledger_sends_a_statement_o
 #: Strategies whose memory is not a plain window of turns, with budgets that make them leave messages
 #: out: the first four plan each turn's memory message by message (an older statement may be sent while
 #: a newer one is not); the Window Memory node keeps its own store, moved on once per call.
-PLANNING = [MemoryConfig(strategy="trim", max_history_tokens=60), MemoryConfig(strategy="summary_buffer",
-            max_history_tokens=60), MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=150),
-            MemoryConfig(strategy="compaction", compaction_profile="exact", context_size=400),
-            MemoryConfig(strategy="window", window=3)]
+PLANNING = [
+    MemoryConfig(strategy="trim", max_history_tokens=60),
+    MemoryConfig(strategy="summary_buffer", max_history_tokens=60),
+    MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=150),
+    MemoryConfig(strategy="compaction", compaction_profile="exact", context_size=400),
+    MemoryConfig(strategy="window", window=3),
+]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -535,8 +596,9 @@ def _facts_follow_the_ledgers(conv_facts, config):
             ledger = {(e.position, e.index): e.reason for e in replay.ledger_at(p).entries}
             thread = set(conv.tree.thread(p)[:-1])
             stated = [(q, j) for q, j in fate.fact.messages if q in thread]
-            if any(q == p and j == conv.turns[p].query_index for q, j in fate.fact.messages) or \
-                    any(ledger[s] in WORDS_SENT for s in stated):
+            if any(q == p and j == conv.turns[p].query_index for q, j in fate.fact.messages) or any(
+                ledger[s] in WORDS_SENT for s in stated
+            ):
                 expected.append(True)
                 reasons.append(None)
             elif stated:
@@ -551,7 +613,6 @@ def _facts_follow_the_ledgers(conv_facts, config):
             assert fate.lost_reason == reasons[k]
 
 
-
 @st.composite
 def marked_chain(draw):
     """A generated conversation that never branched, with facts marked on any of its messages (the walk
@@ -562,8 +623,11 @@ def marked_chain(draw):
     turns = [replace(t, parent_id=conv.turns[i - 1].id if i else None) for i, t in enumerate(conv.turns)]
     conv = Conversation(id="h", turns=turns, system_prompt=conv.system_prompt)
     where = [(p, j) for p, t in enumerate(conv.turns) for j in range(len(t.messages))]
-    facts = [(at, f"fact {k}") for k in range(draw(st.integers(1, 4)))
-             for at in draw(st.lists(st.sampled_from(where), min_size=1, max_size=5))]
+    facts = [
+        (at, f"fact {k}")
+        for k in range(draw(st.integers(1, 4)))
+        for at in draw(st.lists(st.sampled_from(where), min_size=1, max_size=5))
+    ]
     return conv, facts
 
 

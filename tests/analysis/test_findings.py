@@ -8,10 +8,30 @@ from dataclasses import replace
 import pytest
 
 from core.analysis.compare import compare
-from core.analysis.findings import (turn_namer, DOCS_VS_CODE, DOMINANT_MESSAGE, DOMINANT_MIN_TOKENS, FACT_NOT_SEEN, FOREIGN_ANSWERS,
-                                    HISTORY_TWICE, INFO, NO_CONVERSATION, SILENT_PRUNING, TRIMMED_WINDOW, WARNING,
-                                    WINDOW_ZERO, Finding, config_findings, findings_at, flow_findings,
-                                    history_variables, larger_window_what_if, memory_turn, memory_turns, run_findings)
+from core.analysis.findings import (
+    DOCS_VS_CODE,
+    DOMINANT_MESSAGE,
+    DOMINANT_MIN_TOKENS,
+    FACT_NOT_SEEN,
+    FOREIGN_ANSWERS,
+    HISTORY_TWICE,
+    INFO,
+    NO_CONVERSATION,
+    SILENT_PRUNING,
+    TRIMMED_WINDOW,
+    WARNING,
+    WINDOW_ZERO,
+    Finding,
+    config_findings,
+    findings_at,
+    flow_findings,
+    history_variables,
+    larger_window_what_if,
+    memory_turn,
+    memory_turns,
+    run_findings,
+    turn_namer,
+)
 from core.flow.graph import flow_from_data, load_flow
 from core.flow.runtime import run_conversation
 from core.io import read_conversations
@@ -43,8 +63,13 @@ def run(flow_data, queries):
 
 
 def llm(node_id, *, memory=None, prompt=None, title=None):
-    node = {"id": node_id, "type": "llm", "title": title or node_id, "model": "memlens/demo",
-            "prompt_template": prompt or [{"role": "system", "text": "You are a helpful assistant."}]}
+    node = {
+        "id": node_id,
+        "type": "llm",
+        "title": title or node_id,
+        "model": "memlens/demo",
+        "prompt_template": prompt or [{"role": "system", "text": "You are a helpful assistant."}],
+    }
     if memory is not None:
         node["memory"] = memory
     return node
@@ -58,9 +83,14 @@ WALK_CASES = {
     "dify web branches": lambda: read_conversations(T / "dify-web__realWorldMessages.json")[0],
     "oasst tree": lambda: read_conversations(T / "oasst__en_100_tree.subset.jsonl")[0],
 }
-WALK_CONFIGS = [MemoryConfig(window=3), MemoryConfig(context_size=900), MemoryConfig(strategy="buffer"),
-                MemoryConfig(strategy="window", window=4, window_changes=((5, 9),)), MemoryConfig(strategy="off"),
-                MemoryConfig(strategy="trim", max_history_tokens=300)]
+WALK_CONFIGS = [
+    MemoryConfig(window=3),
+    MemoryConfig(context_size=900),
+    MemoryConfig(strategy="buffer"),
+    MemoryConfig(strategy="window", window=4, window_changes=((5, 9),)),
+    MemoryConfig(strategy="off"),
+    MemoryConfig(strategy="trim", max_history_tokens=300),
+]
 
 
 @pytest.mark.parametrize("config", WALK_CONFIGS, ids=lambda c: c.label())
@@ -71,8 +101,16 @@ def test_per_turn_numbers_from_the_walk_equal_those_from_every_ledger(name, conf
     fast = memory_turns(replay)
     slow = [memory_turn(replay.ledger_at(p), p) for p in conv.answered_turns()]
     for a, b in zip(fast, slow):
-        assert (a.turn, a.kept, a.history_tokens, a.pruned, a.trimmed, a.outside, a.candidates, a.in_window) == \
-            (b.turn, b.kept, b.history_tokens, b.pruned, b.trimmed, b.outside, b.candidates, b.in_window)
+        assert (a.turn, a.kept, a.history_tokens, a.pruned, a.trimmed, a.outside, a.candidates, a.in_window) == (
+            b.turn,
+            b.kept,
+            b.history_tokens,
+            b.pruned,
+            b.trimmed,
+            b.outside,
+            b.candidates,
+            b.in_window,
+        )
         assert a.largest_tokens == b.largest_tokens
     assert len(fast) == len(slow)
 
@@ -105,7 +143,7 @@ def test_block_maxima_find_the_largest_count_of_any_range_and_its_first_place():
         view.push(position, 0, tuple(range(n)), tuple(rng.randint(0, 30) for _ in range(n)), (False,) * n)
         tokens = flat.sync(view)
         assert tokens == [view.prefix[i + 1] - view.prefix[i] for i in range(view.length)]
-        assert flat.blocks == [max(tokens[b:b + _BLOCK]) for b in range(0, len(tokens), _BLOCK)]
+        assert flat.blocks == [max(tokens[b : b + _BLOCK]) for b in range(0, len(tokens), _BLOCK)]
         for _ in range(5):
             lo = rng.randrange(len(tokens))
             hi = rng.randint(lo + 1, len(tokens))
@@ -114,6 +152,7 @@ def test_block_maxima_find_the_largest_count_of_any_range_and_its_first_place():
 
 
 # -- a fact or variable set at a turn the node does not have -----------------------------------------
+
 
 def test_a_config_lists_its_first_questions_about_lost_facts_and_counts_the_rest():
     """A conversation stating a new name every turn and asking for it every third: each name is lost
@@ -131,8 +170,10 @@ def test_a_config_lists_its_first_questions_about_lost_facts_and_counts_the_rest
     assert len(listed) == FACT_FINDINGS_LISTED == 25 and len(summary) == 1
     lost = sum(1 for row in result.fates if row[0].lost_turn is not None and row[0].fact.messages[0][0] < 147)
     assert summary[0].data["facts"] == lost - FACT_FINDINGS_LISTED > 0
-    assert summary[0].text.startswith(f"“dify window 3” also lacks {lost - FACT_FINDINGS_LISTED} more facts when a "
-                                      f"question is about them, the first at turn ")
+    assert summary[0].text.startswith(
+        f"“dify window 3” also lacks {lost - FACT_FINDINGS_LISTED} more facts when a "
+        f"question is about them, the first at turn "
+    )
 
 
 def test_a_question_about_a_fact_the_window_dropped_links_to_the_turn_that_asks():
@@ -143,16 +184,22 @@ def test_a_question_about_a_fact_the_window_dropped_links_to_the_turn_that_asks(
     # Dify 1.x: a window of 10 rows holds the 9 turns before the current one, so it loses turn 1 at
     # turn 11 and turn 2 at turn 12 too.
     assert [(f.turn, f.subject, f.data["fact"]) for f in found] == [
-        (11, "dify window 3", "the user's name"), (11, "dify window 10", "the user's name"),
-        (11, "dify window 3", "the user's booking number"), (12, "dify window 3", "the user's diet"),
-        (12, "dify window 10", "the user's diet")]
-    assert found[0].text == ("At turn 11 the question is about the user's name, but “dify window 3” no longer has turn 1, "
-                             "where it was stated (outside window of 3 rows: the conversation's newest on any "
-                             "branch, the current turn's one of them).")
+        (11, "dify window 3", "the user's name"),
+        (11, "dify window 10", "the user's name"),
+        (11, "dify window 3", "the user's booking number"),
+        (12, "dify window 3", "the user's diet"),
+        (12, "dify window 10", "the user's diet"),
+    ]
+    assert found[0].text == (
+        "At turn 11 the question is about the user's name, but “dify window 3” no longer has turn 1, "
+        "where it was stated (outside window of 3 rows: the conversation's newest on any "
+        "branch, the current turn's one of them)."
+    )
     assert all(f.severity == WARNING for f in found)
     # The title heads both kinds of text, "no longer has" (here) and "never saw" (memory off): it
     # must not say the node never saw a turn it did see.
     from core.analysis.findings import KIND_TITLES
+
     assert "no longer has" in found[0].text and "never" not in KIND_TITLES[FACT_NOT_SEEN].lower()
     # It heads the variables' findings too (a variable set at a turn out of a node's memory): no "asked".
     assert KIND_TITLES[FACT_NOT_SEEN] == "A fact or variable its memory lacks"
@@ -161,9 +208,15 @@ def test_a_question_about_a_fact_the_window_dropped_links_to_the_turn_that_asks(
 def _name_restated_on_another_branch():
     """Turn 1 says the name; its line goes on and says it again at turn 3; an edit of turn 2 (a later
     position, its own line) asks for it."""
-    return dify([("1", None, "My name is Dana.", "Hi Dana!"), ("2", "1", "Something else entirely.", "Sure."),
-                 ("3", "2", "My name is Dana.", "I know."), ("4", "3", "Tell me a joke.", "Ha."),
-                 ("2b", "1", "What's my name?", "I don't know.")])
+    return dify(
+        [
+            ("1", None, "My name is Dana.", "Hi Dana!"),
+            ("2", "1", "Something else entirely.", "Sure."),
+            ("3", "2", "My name is Dana.", "I know."),
+            ("4", "3", "Tell me a joke.", "Ha."),
+            ("2b", "1", "What's my name?", "I don't know."),
+        ]
+    )
 
 
 def test_a_fact_restated_on_another_branch_is_not_named_as_the_turn_this_thread_stated_it():
@@ -177,19 +230,33 @@ def test_a_fact_restated_on_another_branch_is_not_named_as_the_turn_this_thread_
 
 
 def test_a_recorded_turn_on_a_branch_that_never_stated_the_fact_is_not_reported():
-    flow_data = {"format": "memlens-flow", "version": 1, "name": "bot", "nodes": [
-        {"id": "start", "type": "start"}, llm("bot", title="Bot", memory={"window": 2}),
-        {"id": "answer", "type": "answer", "answer": "{{#bot.text#}}"}],
-        "edges": [["start", "bot"], ["bot", "answer"]]}
+    flow_data = {
+        "format": "memlens-flow",
+        "version": 1,
+        "name": "bot",
+        "nodes": [
+            {"id": "start", "type": "start"},
+            llm("bot", title="Bot", memory={"window": 2}),
+            {"id": "answer", "type": "answer", "answer": "{{#bot.text#}}"},
+        ],
+        "edges": [["start", "bot"], ["bot", "answer"]],
+    }
     from core.flow.records import ConversationState
     from core.flow.runtime import run_turn
 
     flow = flow_from_data(flow_data, "test-flow")
     state, records = ConversationState.new(flow), []
-    for query, parent in [("Hello there.", None), ("My name is Dana.", 0), ("Something else.", 1),
-                          ("And more.", 2), ("What's my name?", 0), ("What's my name?", 3)]:
-        rec = run_turn(flow, state, query, llm=DemoClient(),
-                       parent_id=records[parent].id if parent is not None else None)
+    for query, parent in [
+        ("Hello there.", None),
+        ("My name is Dana.", 0),
+        ("Something else.", 1),
+        ("And more.", 2),
+        ("What's my name?", 0),
+        ("What's my name?", 3),
+    ]:
+        rec = run_turn(
+            flow, state, query, llm=DemoClient(), parent_id=records[parent].id if parent is not None else None
+        )
         state = state.apply(rec)
         records.append(rec)
     found = kinds(run_findings(flow, state.conversation, records), FACT_NOT_SEEN)
@@ -222,8 +289,10 @@ def test_a_marked_fact_that_comes_back_says_so_in_its_note():
     configs = [MemoryConfig(window=3), MemoryConfig(strategy="buffer")]
     comparison = compare(conv, configs, facts=[((0, 0), "the plan"), ((5, 0), "the plan")])
     found = kinds(config_findings(conv, configs, comparison=comparison), FACT_NOT_SEEN)
-    assert [f.text for f in found] == ["the plan (turn 1) leaves “dify window 3”'s memory at turn 4 (outside window); "
-                                       "back at turn 6, gone again from turn 9."]
+    assert [f.text for f in found] == [
+        "the plan (turn 1) leaves “dify window 3”'s memory at turn 4 (outside window); "
+        "back at turn 6, gone again from turn 9."
+    ]
 
 
 def test_a_node_that_lost_the_turn_with_a_fact_is_reported_but_a_restated_value_counts_as_known():
@@ -235,29 +304,63 @@ def test_a_node_that_lost_the_turn_with_a_fact_is_reported_but_a_restated_value_
     # Turn 7 asks the order number: turn 1 is out of the window too, but turn 4's answer restated it
     # and is still kept.
     assert [(f.turn, f.node_id, f.data["fact"]) for f in found] == [(6, "responder", "the user's name")]
-    assert found[0].text == ("At turn 6 the question is about the user's name, but “Responder” no longer has turn 1, "
-                             "where it was stated (outside window of 4 rows: the conversation's newest on any "
-                             "branch, the current turn's one of them).")
+    assert found[0].text == (
+        "At turn 6 the question is about the user's name, but “Responder” no longer has turn 1, "
+        "where it was stated (outside window of 4 rows: the conversation's newest on any "
+        "branch, the current turn's one of them)."
+    )
     assert "4411" in records[3].answer  # the restatement that keeps the order number known
 
 
 def _order_flow(summarizer_prompt):
     return {
-        "format": "memlens-flow", "version": 1, "name": "orders",
+        "format": "memlens-flow",
+        "version": 1,
+        "name": "orders",
         "variables": [{"name": "order_id", "type": "string", "default": ""}],
         "nodes": [
             {"id": "start", "type": "start"},
-            {"id": "first", "type": "if-else", "cases": [{"case_id": "true", "logical_operator": "and", "conditions": [
-                {"variable_selector": ["sys", "dialogue_count"], "comparison_operator": "=", "value": "1",
-                 "varType": "number"}]}]},
-            {"id": "save", "type": "assigner", "version": "2", "items": [
-                {"variable_selector": ["conversation", "order_id"], "input_type": "variable",
-                 "operation": "over-write", "value": ["sys", "query"]}]},
+            {
+                "id": "first",
+                "type": "if-else",
+                "cases": [
+                    {
+                        "case_id": "true",
+                        "logical_operator": "and",
+                        "conditions": [
+                            {
+                                "variable_selector": ["sys", "dialogue_count"],
+                                "comparison_operator": "=",
+                                "value": "1",
+                                "varType": "number",
+                            }
+                        ],
+                    }
+                ],
+            },
+            {
+                "id": "save",
+                "type": "assigner",
+                "version": "2",
+                "items": [
+                    {
+                        "variable_selector": ["conversation", "order_id"],
+                        "input_type": "variable",
+                        "operation": "over-write",
+                        "value": ["sys", "query"],
+                    }
+                ],
+            },
             llm("summarizer", title="Summarizer", memory={"window": 2}, prompt=summarizer_prompt),
             {"id": "answer", "type": "answer", "answer": "{{#summarizer.text#}}"},
         ],
-        "edges": [["start", "first"], ["first", "save", "true"], ["first", "summarizer", "false"],
-                  ["save", "summarizer"], ["summarizer", "answer"]],
+        "edges": [
+            ["start", "first"],
+            ["first", "save", "true"],
+            ["first", "summarizer", "false"],
+            ["save", "summarizer"],
+            ["summarizer", "answer"],
+        ],
     }
 
 
@@ -267,9 +370,11 @@ def test_a_node_that_no_longer_has_the_turn_where_a_variable_was_set():
     found = kinds(run_findings(flow, conv, records), FACT_NOT_SEEN)
     # Dify 1.x: a window of 2 rows at turn 3 holds turn 2 only: turn 1, where order_id was set, is gone.
     assert [(f.turn, f.node_id, f.data) for f in found] == [(3, "summarizer", {"variable": "order_id", "set_turn": 1})]
-    assert found[0].text.startswith("“Summarizer” no longer has turn 1, where `order_id` was set: at turn 3 that turn "
-                                    "is out of its memory (outside window of 2 rows: the conversation's newest on "
-                                    "any branch, the current turn's one of them)")
+    assert found[0].text.startswith(
+        "“Summarizer” no longer has turn 1, where `order_id` was set: at turn 3 that turn "
+        "is out of its memory (outside window of 2 rows: the conversation's newest on "
+        "any branch, the current turn's one of them)"
+    )
 
 
 def test_a_node_that_renders_the_variable_needs_no_memory_of_its_turn():
@@ -280,9 +385,12 @@ def test_a_node_that_renders_the_variable_needs_no_memory_of_its_turn():
 
 # -- one node's answers in another node's memory --------------------------------------------------------
 
+
 def _two_writers(answer_from):
     return {
-        "format": "memlens-flow", "version": 1, "name": "two-nodes",
+        "format": "memlens-flow",
+        "version": 1,
+        "name": "two-nodes",
         "nodes": [
             {"id": "start", "type": "start"},
             llm("writer", title="Writer", prompt=[{"role": "user", "text": "{{#sys.query#}}"}]),
@@ -296,10 +404,12 @@ def _two_writers(answer_from):
 def test_a_node_replaying_answers_another_node_wrote_is_found_at_the_first_turn_it_does():
     flow, conv, records = run(_two_writers("writer"), ["Hi, I'm Dana.", "What's my name?", "thanks"])
     found = kinds(run_findings(flow, conv, records), FOREIGN_ANSWERS)
-    assert [(f.turn, f.node_id, f.data["writers"], f.data["source_turn"]) for f in found] == \
-        [(2, "reader", ["writer"], 1)]
-    assert found[0].text.startswith("“Reader”'s memory contains replies written by “Writer”: at turn 2 it replays turn "
-                                    "1's answer")
+    assert [(f.turn, f.node_id, f.data["writers"], f.data["source_turn"]) for f in found] == [
+        (2, "reader", ["writer"], 1)
+    ]
+    assert found[0].text.startswith(
+        "“Reader”'s memory contains replies written by “Writer”: at turn 2 it replays turn 1's answer"
+    )
     # The ledger says the same: Reader keeps turn 1's answer, the Answer node rendered Writer's text.
     ledger = records[1].node_run("reader").ledger
     assert any(e.kept and e.ref == f"{conv.turns[0].id}:answer" for e in ledger.entries)
@@ -320,6 +430,7 @@ def test_a_node_that_replays_its_own_answers_is_fine():
 
 
 # -- memory where no conversation exists; a window of 0 ------------------------------------------------
+
 
 def test_memory_on_in_a_workflow_app_is_memory_without_a_conversation():
     flow = load_flow(DSL / "svcvit__根据用户的意图进行回复.yml")
@@ -343,12 +454,21 @@ def test_a_dify_window_of_zero_still_sends_history_from_the_second_turn():
 
 
 def test_a_flow_node_with_a_window_of_zero_is_found_and_linked_to_its_first_history():
-    data = {"format": "memlens-flow", "version": 1, "name": "zero",
-            "nodes": [{"id": "start", "type": "start"},
-                      llm("llm", title="Chat", memory={"window": {"enabled": True, "size": 0},
-                                                       "query_prompt_template": "{{#sys.query#}}"}),
-                      {"id": "answer", "type": "answer", "answer": "{{#llm.text#}}"}],
-            "edges": [["start", "llm"], ["llm", "answer"]]}
+    data = {
+        "format": "memlens-flow",
+        "version": 1,
+        "name": "zero",
+        "nodes": [
+            {"id": "start", "type": "start"},
+            llm(
+                "llm",
+                title="Chat",
+                memory={"window": {"enabled": True, "size": 0}, "query_prompt_template": "{{#sys.query#}}"},
+            ),
+            {"id": "answer", "type": "answer", "answer": "{{#llm.text#}}"},
+        ],
+        "edges": [["start", "llm"], ["llm", "answer"]],
+    }
     static = kinds(flow_findings(flow_from_data(data, "zero")), WINDOW_ZERO)
     assert [(f.node_id, f.turn) for f in static] == [("llm", None)]
     flow, conv, records = run(data, ["one", "two", "three"])
@@ -359,12 +479,15 @@ def test_a_flow_node_with_a_window_of_zero_is_found_and_linked_to_its_first_hist
 
 # -- a budget that pruned silently ---------------------------------------------------------------------
 
+
 def test_a_budget_that_pruned_messages_is_found_at_the_first_turn_the_ledger_prunes():
     conv = lisbon()
     config = MemoryConfig(context_size=300, plugin_token_counting=True)  # Dify 1.x prunes only with counting on
     replay = Replay(conv, config)
-    pruned = {replay.numbers[p]: sum(e.reason == OVER_BUDGET for e in replay.ledger_at(p).entries)
-              for p in conv.answered_turns()}
+    pruned = {
+        replay.numbers[p]: sum(e.reason == OVER_BUDGET for e in replay.ledger_at(p).entries)
+        for p in conv.answered_turns()
+    }
     first = min(t for t, n in pruned.items() if n)
     found = kinds(config_findings(conv, [config, MemoryConfig(strategy="buffer")]), SILENT_PRUNING)
     assert [(f.turn, f.subject) for f in found] == [(first, "dify no window + token counting")]
@@ -374,14 +497,17 @@ def test_a_budget_that_pruned_messages_is_found_at_the_first_turn_the_ledger_pru
     assert "pruned silently by “dify no window + token counting” to fit its token budget of" in found[0].text
 
 
-@pytest.mark.parametrize("reserve, says", [
-    (None, "context size − max_tokens − 3; as its docs describe: − the prompt)"),
-    (0, "context size − max_tokens − the prompt)"),
-    (1000, "context size − max_tokens − the prompt − 1,000)"),
-])
+@pytest.mark.parametrize(
+    "reserve, says",
+    [
+        (None, "context size − max_tokens − 3; as its docs describe: − the prompt)"),
+        (0, "context size − max_tokens − the prompt)"),
+        (1000, "context size − max_tokens − the prompt − 1,000)"),
+    ],
+)
 def test_the_budget_findings_detail_says_what_dify_as_shipped_subtracts_for_the_node(reserve, says):
     config = MemoryConfig(context_size=300, plugin_token_counting=True, prompt_reserve=reserve)
-    found, = kinds(config_findings(lisbon(), [config, MemoryConfig(strategy="buffer")]), SILENT_PRUNING)
+    (found,) = kinds(config_findings(lisbon(), [config, MemoryConfig(strategy="buffer")]), SILENT_PRUNING)
     assert f"(Dify 1.x, with plugin token counting on: {says} and nothing in the run says so." in found.detail
 
 
@@ -391,6 +517,7 @@ def test_no_budget_finding_when_the_history_fits():
 
 
 # -- one message filling most of the window ------------------------------------------------------------
+
 
 def _with_long_answer(n=6, at=2, words=900):
     rows = []
@@ -407,14 +534,17 @@ def test_one_message_filling_most_of_the_window_is_found_while_it_stays():
     replay = Replay(conv, config)
     # Dify 1.x: a window of 3 rows holds the 2 turns before the current one, so turn 2's answer is
     # in memory at turns 3 and 4.
-    assert [(f.turn, f.subject, f.data["turns"], f.data["message"]) for f in found] == \
-        [(3, "dify window 3", [3, 4], [1, 1])]
+    assert [(f.turn, f.subject, f.data["turns"], f.data["message"]) for f in found] == [
+        (3, "dify window 3", [3, 4], [1, 1])
+    ]
     ledger = replay.ledger(3)
     big = max(ledger.kept, key=lambda e: e.tokens)
     assert big.ref == "2:answer" and found[0].data["tokens"] == big.tokens >= DOMINANT_MIN_TOKENS
     assert found[0].data["share"] == round(big.tokens / ledger.history_tokens, 4) > 0.5
-    assert found[0].text.startswith(f"One message fills {big.tokens / ledger.history_tokens:.0%} of the history "
-                                    f"“dify window 3” keeps at turn 3: turn 2's assistant message")
+    assert found[0].text.startswith(
+        f"One message fills {big.tokens / ledger.history_tokens:.0%} of the history "
+        f"“dify window 3” keeps at turn 3: turn 2's assistant message"
+    )
 
 
 def test_short_messages_never_fill_the_window():
@@ -422,6 +552,7 @@ def test_short_messages_never_fill_the_window():
 
 
 # -- permanent trimming makes a larger window useless --------------------------------------------------
+
 
 def test_window_memory_grown_later_keeps_fewer_than_its_new_window():
     conv = linear(10)
@@ -431,8 +562,10 @@ def test_window_memory_grown_later_keeps_fewer_than_its_new_window():
     kept = len(ledger.kept)
     assert kept == 6 and any(e.reason == "trimmed_earlier" for e in ledger.entries)
     assert [(f.turn, f.data["in_window"], f.data["would_keep"]) for f in found] == [(6, 6, 10)]
-    assert found[0].text.startswith("At turn 6 “window 4 msgs” has a window of 12 messages, but it keeps only 6: "
-                                    "4 messages trimmed in earlier turns are gone for good")
+    assert found[0].text.startswith(
+        "At turn 6 “window 4 msgs” has a window of 12 messages, but it keeps only 6: "
+        "4 messages trimmed in earlier turns are gone for good"
+    )
 
 
 def test_what_if_a_larger_window_brings_back_nothing_that_was_trimmed():
@@ -447,12 +580,18 @@ def test_what_if_a_larger_window_brings_back_nothing_that_was_trimmed():
 
 
 def test_a_window_that_never_grows_is_not_reported():
-    found = config_findings(linear(10), [MemoryConfig(strategy="window", window=4),
-                                         MemoryConfig(strategy="window", window=6, window_changes=((5, 3),))])
+    found = config_findings(
+        linear(10),
+        [
+            MemoryConfig(strategy="window", window=4),
+            MemoryConfig(strategy="window", window=6, window_changes=((5, 3),)),
+        ],
+    )
     assert kinds(found, TRIMMED_WINDOW) == []
 
 
 # -- the conversation reaching a node twice -----------------------------------------------------------
+
 
 def test_the_travel_demo_history_variable_holds_the_chat_history():
     flow = load_flow(DSL / "svcvit__旅行Demo.yml")
@@ -469,14 +608,21 @@ def test_memory_and_a_history_variable_feeding_one_node_send_the_conversation_tw
     agent = next(n for n in data["nodes"] if n["type"] == "agent")
     # The same flow with an LLM node that has memory on and renders the History variable.
     index = data["nodes"].index(agent)
-    data["nodes"][index] = {"id": agent["id"], "type": "llm", "title": "Planner", "model": "memlens/demo",
-                            "prompt_template": [{"role": "user", "text": "Plan the trip. {{#conversation.History#}}"}],
-                            "memory": {"window": 10}}
+    data["nodes"][index] = {
+        "id": agent["id"],
+        "type": "llm",
+        "title": "Planner",
+        "model": "memlens/demo",
+        "prompt_template": [{"role": "user", "text": "Plan the trip. {{#conversation.History#}}"}],
+        "memory": {"window": 10},
+    }
     changed = flow_from_data(data, "travel")
     found = kinds(flow_findings(changed), HISTORY_TWICE)
     assert [(f.node_id, f.data["variable"]) for f in found] == [(agent["id"], "History")]
-    assert found[0].text.startswith("“Planner” gets the conversation twice: its memory replays the chat history, and "
-                                    "its prompt also renders conversation.History")
+    assert found[0].text.startswith(
+        "“Planner” gets the conversation twice: its memory replays the chat history, and "
+        "its prompt also renders conversation.History"
+    )
     with_memory_off = dict(data["nodes"][index])
     with_memory_off.pop("memory")
     data["nodes"][index] = with_memory_off
@@ -494,12 +640,17 @@ def test_a_prompt_that_renders_the_query_while_memory_appends_it_sends_the_quest
 
 
 def test_run_findings_link_a_twice_sent_query_to_the_first_turn_the_node_ran():
-    data = {"format": "memlens-flow", "version": 1, "name": "twice",
-            "nodes": [{"id": "start", "type": "start"},
-                      llm("llm", title="Chat", memory={"window": 3},
-                          prompt=[{"role": "user", "text": "{{#sys.query#}}"}]),
-                      {"id": "answer", "type": "answer", "answer": "{{#llm.text#}}"}],
-            "edges": [["start", "llm"], ["llm", "answer"]]}
+    data = {
+        "format": "memlens-flow",
+        "version": 1,
+        "name": "twice",
+        "nodes": [
+            {"id": "start", "type": "start"},
+            llm("llm", title="Chat", memory={"window": 3}, prompt=[{"role": "user", "text": "{{#sys.query#}}"}]),
+            {"id": "answer", "type": "answer", "answer": "{{#llm.text#}}"},
+        ],
+        "edges": [["start", "llm"], ["llm", "answer"]],
+    }
     flow, conv, records = run(data, ["hello there"])
     prompt = records[0].node_run("llm").prompt
     assert [m.content for m in prompt].count("hello there") == 2
@@ -508,6 +659,7 @@ def test_run_findings_link_a_twice_sent_query_to_the_first_turn_the_node_ran():
 
 
 # -- the list as a whole ----------------------------------------------------------------------------------
+
 
 def test_findings_serialise_and_filter_by_turn():
     conv = lisbon()
@@ -536,9 +688,13 @@ def _branched_lisbon() -> Conversation:
     conv = lisbon()
 
     def turn(mid, parent, query, answer):
-        return Turn(id=mid, parent_id=parent, messages=(Message("user", query, QUERY, f"{mid}:q"),
-                                                        Message("assistant", answer, ANSWER, f"{mid}:a")),
-                    query_index=0, answer_index=1)
+        return Turn(
+            id=mid,
+            parent_id=parent,
+            messages=(Message("user", query, QUERY, f"{mid}:q"), Message("assistant", answer, ANSWER, f"{mid}:a")),
+            query_index=0,
+            answer_index=1,
+        )
 
     turns = list(conv.turns) + [
         turn("13", "10", conv.turns[10].query, "You are Dana; your booking is 4411."),
@@ -564,9 +720,10 @@ def test_config_findings_on_a_regenerated_and_an_edited_branch_name_turns_by_the
     configs = [MemoryConfig(window=2), MemoryConfig(window=3)]
     found = config_findings(conv, configs, comparison=compare(conv, configs))
     texts = [f.text for f in found]
-    assert ("At turn 11 · 1/2 the question is about the user's booking number (4411), but “dify window 2” no longer has "
-            "turn 3 · 1/2, where it was stated (outside window of 2 rows: the conversation's newest on any branch, the current turn's one of them).") \
-        in texts
+    assert (
+        "At turn 11 · 1/2 the question is about the user's booking number (4411), but “dify window 2” no longer has "
+        "turn 3 · 1/2, where it was stated (outside window of 2 rows: the conversation's newest on any branch, the current turn's one of them)."
+    ) in texts
     # The regenerated turn 11 (created 13th) and the edited turn 3 (created 15th) keep their places.
     regenerated = next(f for f in found if f.kind == DOCS_VS_CODE and f.turn == 13 and f.subject == "dify window 2")
     assert regenerated.text.startswith("At turn 11 · 2/2, “dify window 2”: ")
@@ -587,16 +744,18 @@ def test_run_findings_after_regenerate_and_edit_name_turns_by_their_thread_label
     conv_id = service.start(service.import_flow(ROOT / "sample_data" / "flows" / "support-bot.yml").flow_id).id
     queries = json.loads((ROOT / "sample_data" / "flows" / "support-bot.queries.json").read_text())
     sent = [service.send(conv_id, q) for q in queries[:5]]
-    service.regenerate(conv_id, sent[4].id)           # turn 5 · 2/2, created 6th
-    service.send(conv_id, "What's my name?")          # turn 6, created 7th
+    service.regenerate(conv_id, sent[4].id)  # turn 5 · 2/2, created 6th
+    service.send(conv_id, "What's my name?")  # turn 6, created 7th
     service.send(conv_id, "What is my order number?")  # turn 7, created 8th
     service.edit(conv_id, sent[2].id, "I eat anything.")  # turn 3 · 2/2, created 9th
     source = load_stored(db, conv_id)
     db.dispose()
     found = run_findings(source.flow, source.conversation, source.records)
     texts = [f.text for f in found]
-    assert ("At turn 6 the question is about the user's name, but “Responder” no longer has turn 1, where it was stated "
-            "(outside window of 4 rows: the conversation's newest on any branch, the current turn's one of them).") in texts
+    assert (
+        "At turn 6 the question is about the user's name, but “Responder” no longer has turn 1, where it was stated "
+        "(outside window of 4 rows: the conversation's newest on any branch, the current turn's one of them)."
+    ) in texts
     assert any(t.startswith("At turn 7 the question is about the user's order number") for t in texts)
     assert any("at turn 5 · 2/2 that turn is out of its memory" in t for t in texts)
     assert any("at turn 3 · 2/2 that turn is out of its memory" in t for t in texts)
@@ -605,6 +764,7 @@ def test_run_findings_after_regenerate_and_edit_name_turns_by_their_thread_label
 
 
 # -- one list of findings for every page and the report -------------------------------------------------
+
 
 def test_findings_for_a_recorded_source_lists_its_configs_and_its_nodes_as_the_report_does(tmp_path):
     from dataclasses import replace as with_
@@ -639,31 +799,35 @@ def test_findings_for_a_recorded_source_lists_its_configs_and_its_nodes_as_the_r
 
 
 def test_the_reports_findings_link_to_their_turns_by_thread_label():
+    from core.analysis.source import Source
     from core.report.build import build_report
     from core.report.html import report_html
-    from core.analysis.source import Source
 
     conv = _branched_lisbon()
     html = report_html(build_report(Source(conv), [MemoryConfig(window=2), MemoryConfig(window=3)]))
-    findings = html[html.index('<ol class="findings">'):html.index("</ol>", html.index('<ol class="findings">'))]
+    findings = html[html.index('<ol class="findings">') : html.index("</ol>", html.index('<ol class="findings">'))]
     links = re.findall(r'<a href="#turn-(\d+)">([^<]*)</a>', findings)
     assert ("13", "turn 11 · 2/2") in links and ("11", "turn 11 · 1/2") in links
     numbers = turn_numbers(conv)
     assert all(label == turn_label(conv, numbers.index(int(n))) for n, label in links)
 
 
-@pytest.mark.parametrize("reserve, says", [
-    (None, "Dify 1.x subtracts only 3 (it counts an empty list) and compares"),
-    (0, "Dify 1.x subtracts the prompt too, then compares"),
-    (1000, "Dify 1.x subtracts the prompt too and 1,000 tokens more, then compares"),
-])
+@pytest.mark.parametrize(
+    "reserve, says",
+    [
+        (None, "Dify 1.x subtracts only 3 (it counts an empty list) and compares"),
+        (0, "Dify 1.x subtracts the prompt too, then compares"),
+        (1000, "Dify 1.x subtracts the prompt too and 1,000 tokens more, then compares"),
+    ],
+)
 def test_a_budget_difference_says_what_dify_as_shipped_subtracts_for_the_node(reserve, says):
     """The LLM node budgets after an empty list; the Question Classifier (reserve 0) and the Parameter
     Extractor (1,000) after their own prompt."""
     from core.analysis.findings.profiles import CAUSE_BUDGET, ProfileCut, _explain_difference
 
-    causes, text = _explain_difference(10, ProfileCut(3, 0, 900), ProfileCut(3, 2, 700), 0, True, 120,
-                                       reserve=reserve)
+    causes, text = _explain_difference(10, ProfileCut(3, 0, 900), ProfileCut(3, 2, 700), 0, True, 120, reserve=reserve)
     assert causes == (CAUSE_BUDGET,)
-    assert text == (f"The docs' budget subtracts the prompt (120 tokens) and is 900 tokens, pruning 0 messages; "
-                    f"{says} the history counted as a list with 700 tokens, pruning 2 messages.")
+    assert text == (
+        f"The docs' budget subtracts the prompt (120 tokens) and is 900 tokens, pruning 0 messages; "
+        f"{says} the history counted as a list with 700 tokens, pruning 2 messages."
+    )

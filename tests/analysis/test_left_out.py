@@ -1,14 +1,20 @@
 """The inspector's first line per node: what its memory left out at a turn, and why, in short words."""
 
 from core.analysis.glance import left_out
-from core.words import excerpt
 from core.memory.config import MemoryConfig
 from core.memory.replay import Replay
 from core.memory.words import explain, reason_words
+from core.words import excerpt
 from tests.builders import linear
 
-QUERIES = {1: "Hi, I'm Dana. My order number is 4411.", 2: "The delivery was due on Monday.",
-           3: "Can you send it to my office?", 4: "Thanks.", 5: "What's my name?", 6: "And my order?"}
+QUERIES = {
+    1: "Hi, I'm Dana. My order number is 4411.",
+    2: "The delivery was due on Monday.",
+    3: "Can you send it to my office?",
+    4: "Thanks.",
+    5: "What's my name?",
+    6: "And my order?",
+}
 
 
 def _line(window, turn=6, **config):
@@ -19,8 +25,9 @@ def _line(window, turn=6, **config):
 
 def test_a_window_of_four_rows_at_turn_six_names_the_dropped_turns_the_name_and_the_window():
     line = _line(4)
-    assert line.line == ("Responder: dropped turns 1–2 — “Hi, I'm Dana. My order…”, “The delivery was due on…” "
-                         "— outside window of 4")
+    assert line.line == (
+        "Responder: dropped turns 1–2 — “Hi, I'm Dana. My order…”, “The delivery was due on…” — outside window of 4"
+    )
     assert line.dropped == 4  # both messages of turns 1 and 2: a window of 4 rows keeps 3 earlier turns
     assert "rows: the conversation's newest on any branch" in line.hover  # the long words are for the hover
 

@@ -13,8 +13,14 @@ def _recorded():
     flow = read(chatbot())
     state, records = ask(flow, QUERIES)
     run = records[-1].node_run("llm")
-    stored = {"node_id": "llm", "prompt": [m.to_dict() for m in run.prompt], "ledger": run.ledger,
-              "model": run.model, "model_called": run.model_called, "reply": run.reply}
+    stored = {
+        "node_id": "llm",
+        "prompt": [m.to_dict() for m in run.prompt],
+        "ledger": run.ledger,
+        "model": run.model,
+        "model_called": run.model_called,
+        "reply": run.reply,
+    }
     return flow, state.conversation, run, stored
 
 
@@ -40,6 +46,9 @@ def test_a_what_if_reads_the_ledger_and_prompt_it_would_send_not_the_recorded_on
 def test_a_call_without_a_ledger_model_is_counted_for_the_model_it_names():
     _, _, run, stored = _recorded()
     observed = {**stored, "ledger": None, "model": "gpt-4"}
-    assert node_receipt(observed, "LLM").encoding == counter_for("gpt-4").encoding_name != \
-        counter_for("gpt-4o-mini").encoding_name
+    assert (
+        node_receipt(observed, "LLM").encoding
+        == counter_for("gpt-4").encoding_name
+        != counter_for("gpt-4o-mini").encoding_name
+    )
     assert node_receipt(observed, "LLM", model="gpt-4o").encoding == counter_for("gpt-4o").encoding_name

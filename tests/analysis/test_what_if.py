@@ -15,13 +15,16 @@ def branched(n: int):
     return dify(rows)
 
 
-@pytest.mark.parametrize("baseline, config", [
-    (MemoryConfig(window=4), MemoryConfig(window=2)),
-    (MemoryConfig(window=4), MemoryConfig(window=4, fidelity="documented", context_size=60)),
-    (MemoryConfig(window=3), MemoryConfig(strategy="off")),
-    (MemoryConfig(window=3), MemoryConfig(strategy="buffer")),
-    (MemoryConfig(window=3), MemoryConfig(strategy="summary_buffer", max_history_tokens=40)),
-])
+@pytest.mark.parametrize(
+    "baseline, config",
+    [
+        (MemoryConfig(window=4), MemoryConfig(window=2)),
+        (MemoryConfig(window=4), MemoryConfig(window=4, fidelity="documented", context_size=60)),
+        (MemoryConfig(window=3), MemoryConfig(strategy="off")),
+        (MemoryConfig(window=3), MemoryConfig(strategy="buffer")),
+        (MemoryConfig(window=3), MemoryConfig(strategy="summary_buffer", max_history_tokens=40)),
+    ],
+)
 def test_the_turns_on_screen_differ_exactly_where_the_whole_replay_says(baseline, config):
     conv = branched(30)
     whole = what_if(conv, "n", baseline, config)

@@ -56,8 +56,12 @@ def test_a_query_over_the_length_limit_is_an_invalid_param(api):
 
 @pytest.mark.parametrize("levels", [150, 600, 950, 5000])
 def test_inputs_nested_deeper_than_the_limit_are_a_400_not_a_500(api, levels):
-    text = ('{"inputs": {"deep": ' + "[" * levels + "]" * levels
-            + '}, "query": "hello", "user": "deep", "response_mode": "blocking"}')
+    text = (
+        '{"inputs": {"deep": '
+        + "[" * levels
+        + "]" * levels
+        + '}, "query": "hello", "user": "deep", "response_mode": "blocking"}'
+    )
     r = api.request("POST", "/chat-messages", content=text, headers={"Content-Type": "application/json"})
     body = _error(r, 400, "invalid_param")
     assert "nested more than 100 levels" in body["message"], body
@@ -67,9 +71,11 @@ def test_a_variable_value_nested_deeper_than_the_limit_is_refused_and_the_value_
     conversation_id, _ = api.new_conversation(user="vars")
     variables = api.request("GET", f"/conversations/{conversation_id}/variables", params={"user": "vars"}).json()
     target = next(v for v in variables["data"] if v["value_type"] in ("object", "array[object]", "array[string]"))
-    r = api.request("PUT", f"/conversations/{conversation_id}/variables/{target['id']}",
-                    json={"value": {"a": _nested(300)} if target["value_type"] == "object" else _nested(300),
-                          "user": "vars"})
+    r = api.request(
+        "PUT",
+        f"/conversations/{conversation_id}/variables/{target['id']}",
+        json={"value": {"a": _nested(300)} if target["value_type"] == "object" else _nested(300), "user": "vars"},
+    )
     body = _error(r, 400, "invalid_param")
     assert "nested more than" in body["message"]
     again = api.request("GET", f"/conversations/{conversation_id}/variables", params={"user": "vars"}).json()

@@ -19,8 +19,11 @@ TURNS = 50
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_twenty_concurrent_clients_of_fifty_turns_lose_nothing(backend, tmp_path, request, capsys):
-    url = f"sqlite:///{tmp_path / 'memlens.db'}" if backend == "sqlite" else \
-        request.getfixturevalue("postgres").create_database()
+    url = (
+        f"sqlite:///{tmp_path / 'memlens.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("postgres").create_database()
+    )
     result = api_load.measure(url, clients=CLIENTS, turns=TURNS, deadline=300)
     with capsys.disabled():
         print(f"\n[api load, {backend}] {result.summary()}")

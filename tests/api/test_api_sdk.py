@@ -13,9 +13,9 @@ import pytest
 from dify_client import ChatClient, CompletionClient
 
 from benchmarks.api_load import parse_sse
+from core.api.app import create_app
 from core.api.routes import files as api_files
 from core.api.routes import messages as api_messages
-from core.api.app import create_app
 from core.llm.client import DemoClient, LLMReply
 from core.service.sessions import ConversationService
 from core.store import keys as app_keys
@@ -86,8 +86,9 @@ class App:
         self.key = app_keys.create_key(self.db, self.flow_id)[1]
         self.llm = GatedClient()
         self.server = ThreadServer(create_app(self.db, llm=self.llm, ping_interval=0.1))
-        self.http = httpx.Client(base_url=self.server.base_url, timeout=60,
-                                 headers={"Authorization": f"Bearer {self.key}"})
+        self.http = httpx.Client(
+            base_url=self.server.base_url, timeout=60, headers={"Authorization": f"Bearer {self.key}"}
+        )
 
     def sdk(self) -> ChatClient:
         client = ChatClient(self.key)
@@ -95,8 +96,10 @@ class App:
         return client
 
     def ask(self, query="First train?", user="sam", conversation_id=""):
-        r = self.http.post("/chat-messages", json={"inputs": {"city": "Porto"}, "query": query, "user": user,
-                                                    "conversation_id": conversation_id})
+        r = self.http.post(
+            "/chat-messages",
+            json={"inputs": {"city": "Porto"}, "query": query, "user": user, "conversation_id": conversation_id},
+        )
         assert r.status_code == 200, r.text
         return r.json()
 
@@ -116,8 +119,13 @@ def app(tmp_path_factory):
 # -- the SDK, method by method ----------------------------------------------------------------------
 
 SDK_CALLS = {
-    "create_chat_message", "get_conversation_messages", "get_conversations", "rename_conversation",
-    "message_feedback", "get_application_parameters", "file_upload",
+    "create_chat_message",
+    "get_conversation_messages",
+    "get_conversations",
+    "rename_conversation",
+    "message_feedback",
+    "get_application_parameters",
+    "file_upload",
 }
 
 
@@ -134,8 +142,13 @@ def test_every_chat_client_method_answers_2xx(app):
     r = client.create_chat_message({"city": "Porto"}, "When is the first train?", "sam")
     seen["create_chat_message"] = r.status_code
     first = r.json()
-    r = client.create_chat_message({"city": "Porto"}, "And the last one?", "sam", response_mode="streaming",
-                                   conversation_id=first["conversation_id"])
+    r = client.create_chat_message(
+        {"city": "Porto"},
+        "And the last one?",
+        "sam",
+        response_mode="streaming",
+        conversation_id=first["conversation_id"],
+    )
     events = parse_sse(r.text)
     assert r.status_code == 200 and events[-1]["event"] == "workflow_finished"
     r = client.get_conversation_messages("sam", conversation_id=first["conversation_id"], limit=10)
@@ -157,6 +170,7 @@ def test_every_chat_client_method_answers_2xx(app):
 
 # -- parameters, meta, info -------------------------------------------------------------------------
 
+
 def test_parameters_come_from_the_flow_features_and_start_form(app):
     body = app.http.get("/parameters", params={"user": "sam"}).json()
     assert body["opening_statement"] == "Hello! Ask me about trains from {{city}}.<|im_end|>"  # as written
@@ -165,10 +179,22 @@ def test_parameters_come_from_the_flow_features_and_start_form(app):
     assert body["speech_to_text"] == {"enabled": False}
     assert body["user_input_form"] == [
         {"text-input": {"label": "City", "variable": "city", "required": True, "default": "", "max_length": 48}},
-        {"select": {"label": "Day", "variable": "day", "required": False, "default": "",
-                    "options": ["weekday", "sunday"]}}]
-    assert body["file_upload"]["image"] == {"enabled": True, "number_limits": 2, "detail": "low",
-                                            "transfer_methods": ["local_file"]}
+        {
+            "select": {
+                "label": "Day",
+                "variable": "day",
+                "required": False,
+                "default": "",
+                "options": ["weekday", "sunday"],
+            }
+        },
+    ]
+    assert body["file_upload"]["image"] == {
+        "enabled": True,
+        "number_limits": 2,
+        "detail": "low",
+        "transfer_methods": ["local_file"],
+    }
     assert body["system_parameters"]["image_file_size_limit"] == 10
 
 
@@ -177,7 +203,8 @@ def test_a_conversation_introduces_itself_with_the_opening_statement_filled_from
     answer = app.ask(user="intro")
     listed = app.http.get("/conversations", params={"user": "intro"}).json()["data"]
     assert [(c["id"], c["introduction"]) for c in listed] == [
-        (answer["conversation_id"], "Hello! Ask me about trains from Porto.")]
+        (answer["conversation_id"], "Hello! Ask me about trains from Porto.")
+    ]
 
 
 def test_routes_of_other_app_modes_answer_difys_errors_for_a_chat_app(app):
@@ -185,11 +212,16 @@ def test_routes_of_other_app_modes_answer_difys_errors_for_a_chat_app(app):
     client = CompletionClient(app.key)
     client.base_url = app.server.base_url
     r = client.create_completion_message({"city": "Porto"}, "blocking", "sam")
-    assert (r.status_code, r.json()) == (400, {"code": "app_unavailable", "status": 400,
-                                               "message": "App unavailable, please check your app configurations."})
+    assert (r.status_code, r.json()) == (
+        400,
+        {"code": "app_unavailable", "status": 400, "message": "App unavailable, please check your app configurations."},
+    )
     r = app.http.post("/workflows/run", json={"inputs": {}, "user": "sam"})
-    assert (r.status_code, r.json()["code"], r.json()["message"]) == (400, "not_workflow_app",
-                                                                      "Only support workflow app.")
+    assert (r.status_code, r.json()["code"], r.json()["message"]) == (
+        400,
+        "not_workflow_app",
+        "Only support workflow app.",
+    )
     for path in ("/completion-messages", "/workflows/run"):  # the user is checked first, as in Dify
         assert app.http.post(path, json={"inputs": {}}).json()["message"] == "Arg user must be provided."
 
@@ -198,15 +230,20 @@ def test_routes_of_other_app_modes_answer_difys_errors_for_a_chat_app(app):
 def test_speech_routes_answer_as_dify_without_a_speech_model(app, tmp_path, enabled):
     flow = tmp_path / "speech.yml"
     on = str(enabled).lower()
-    flow.write_text(FEATURED_FLOW.replace("features:\n", f"features:\n  speech_to_text: {{enabled: {on}}}\n"
-                                                        f"  text_to_speech: {{enabled: {on}, voice: alloy}}\n"),
-                    encoding="utf-8")
+    flow.write_text(
+        FEATURED_FLOW.replace(
+            "features:\n",
+            f"features:\n  speech_to_text: {{enabled: {on}}}\n  text_to_speech: {{enabled: {on}, voice: alloy}}\n",
+        ),
+        encoding="utf-8",
+    )
     flow_id = ConversationService(app.db, DemoClient()).import_flow(flow, name=f"speech-{enabled}").flow_id
     headers = {"Authorization": f"Bearer {app_keys.create_key(app.db, flow_id)[1]}"}
     params = app.http.get("/parameters", params={"user": "sam"}, headers=headers).json()
     assert (params["speech_to_text"]["enabled"], params["text_to_speech"]["enabled"]) == (enabled, enabled)
-    stt = app.http.post("/audio-to-text", data={"user": "sam"}, files={"file": ("a.mp3", b"ID3", "audio/mpeg")},
-                        headers=headers)
+    stt = app.http.post(
+        "/audio-to-text", data={"user": "sam"}, files={"file": ("a.mp3", b"ID3", "audio/mpeg")}, headers=headers
+    )
     tts = app.http.post("/text-to-audio", json={"text": "Hello", "user": "sam"}, headers=headers)
     if enabled:  # configured, but MemLens has no speech model: Dify's answer for a workspace without one
         assert (stt.status_code, stt.json()["code"]) == (400, "provider_not_support_speech_to_text")
@@ -233,13 +270,20 @@ def test_app_endpoints_need_a_valid_key(app):
 
 # -- feedback ---------------------------------------------------------------------------------------
 
+
 def test_feedback_is_stored_listed_with_the_message_and_revocable(app):
     answer = app.ask(user="fay")
     mid, cid = answer["message_id"], answer["conversation_id"]
     r = app.http.post(f"/messages/{mid}/feedbacks", json={"rating": "dislike", "user": "fay", "content": "too slow"})
     assert r.status_code == 200 and r.json() == {"result": "success"}
-    assert repo.feedbacks(app.db, cid)[mid] == [{"rating": "dislike", "content": "too slow", "user_id": "fay",
-                                                 "updated_at": repo.feedbacks(app.db, cid)[mid][0]["updated_at"]}]
+    assert repo.feedbacks(app.db, cid)[mid] == [
+        {
+            "rating": "dislike",
+            "content": "too slow",
+            "user_id": "fay",
+            "updated_at": repo.feedbacks(app.db, cid)[mid][0]["updated_at"],
+        }
+    ]
     listed = app.http.get("/messages", params={"user": "fay", "conversation_id": cid}).json()["data"]
     assert listed[0]["feedback"] == {"rating": "dislike"}
     app.http.post(f"/messages/{mid}/feedbacks", json={"rating": "like", "user": "fay"})
@@ -251,14 +295,20 @@ def test_feedback_is_stored_listed_with_the_message_and_revocable(app):
     # Nothing left to revoke: Dify's MessageService refuses it as a bad request, and nothing changes
     again = app.http.post(f"/messages/{mid}/feedbacks", json={"rating": None, "user": "fay"})
     assert again.status_code == 400 and again.json() == {
-        "code": "invalid_param", "message": "rating cannot be None when feedback not exists", "status": 400}
+        "code": "invalid_param",
+        "message": "rating cannot be None when feedback not exists",
+        "status": 400,
+    }
     assert repo.feedbacks(app.db, cid) == {}
 
 
 def test_feedback_on_someone_elses_or_an_unknown_message_is_404_and_stores_nothing(app):
     answer = app.ask(user="gil")
-    for mid, user in ((answer["message_id"], "mallory"), ("00000000-0000-4000-8000-000000000009", "gil"),
-                      ("not-a-uuid", "gil")):
+    for mid, user in (
+        (answer["message_id"], "mallory"),
+        ("00000000-0000-4000-8000-000000000009", "gil"),
+        ("not-a-uuid", "gil"),
+    ):
         r = app.http.post(f"/messages/{mid}/feedbacks", json={"rating": "like", "user": user})
         assert r.status_code == 404 and r.json()["message"] == "Message Not Exists."
     assert repo.feedbacks(app.db, answer["conversation_id"]) == {}
@@ -267,6 +317,7 @@ def test_feedback_on_someone_elses_or_an_unknown_message_is_404_and_stores_nothi
 
 
 # -- suggested questions ----------------------------------------------------------------------------
+
 
 def test_suggested_questions_come_from_the_model_when_the_flow_enables_them(app):
     answer = app.ask(user="hal")
@@ -278,15 +329,18 @@ def test_suggested_questions_come_from_the_model_when_the_flow_enables_them(app)
 def test_suggested_questions_are_refused_when_the_flow_disables_them(tmp_path):
     db = Database(f"sqlite:///{tmp_path / 'm.db'}")
     flow = tmp_path / "plain.yml"
-    flow.write_text(FEATURED_FLOW.replace("suggested_questions_after_answer: {enabled: true}",
-                                          "suggested_questions_after_answer: {enabled: false}"), encoding="utf-8")
+    flow.write_text(
+        FEATURED_FLOW.replace(
+            "suggested_questions_after_answer: {enabled: true}", "suggested_questions_after_answer: {enabled: false}"
+        ),
+        encoding="utf-8",
+    )
     flow_id = ConversationService(db, DemoClient()).import_flow(flow).flow_id
     key = app_keys.create_key(db, flow_id)[1]
     server = ThreadServer(create_app(db, llm=DemoClient()))
     try:
         with httpx.Client(base_url=server.base_url, headers={"Authorization": f"Bearer {key}"}) as http:
-            answer = http.post("/chat-messages", json={"inputs": {"city": "Porto"}, "query": "hi",
-                                                       "user": "u"}).json()
+            answer = http.post("/chat-messages", json={"inputs": {"city": "Porto"}, "query": "hi", "user": "u"}).json()
             r = http.get(f"/messages/{answer['message_id']}/suggested", params={"user": "u"})
             assert r.status_code == 400 and r.json()["code"] == "bad_request"
             assert r.json()["message"] == "Function Suggested questions after answer disabled."
@@ -295,16 +349,20 @@ def test_suggested_questions_are_refused_when_the_flow_disables_them(tmp_path):
         db.dispose()
 
 
-@pytest.mark.parametrize("reply, questions", [
-    ('Sure: ["a?", "b?", "c?", "d?"]', ["a?", "b?", "c?"]),
-    ("1. first?\n2) second?\n- third?", ["first?", "second?", "third?"]),
-    ("", []),
-])
+@pytest.mark.parametrize(
+    "reply, questions",
+    [
+        ('Sure: ["a?", "b?", "c?", "d?"]', ["a?", "b?", "c?"]),
+        ("1. first?\n2) second?\n- third?", ["first?", "second?", "third?"]),
+        ("", []),
+    ],
+)
 def test_suggestions_are_read_from_a_json_array_or_from_lines(reply, questions):
     assert api_messages.parse_questions(reply) == questions
 
 
 # -- stop -------------------------------------------------------------------------------------------
+
 
 def stopped_midway(app, body: dict) -> list[dict]:
     """A Chatflow's streaming answer stopped while the model answers: every event the client received."""
@@ -332,18 +390,30 @@ def stopped_midway(app, body: dict) -> list[dict]:
 
 
 def test_stop_ends_the_stream_and_stores_the_turn_as_stopped(app):
-    events = stopped_midway(app, {"inputs": {"city": "Porto"}, "query": "Tell me everything", "user": "ivy",
-                                  "response_mode": "streaming"})
+    events = stopped_midway(
+        app, {"inputs": {"city": "Porto"}, "query": "Tell me everything", "user": "ivy", "response_mode": "streaming"}
+    )
     names = [e["event"] for e in events]
     # Dify's advanced chat: the run finishes as stopped, then the answer ends
     assert names[-2:] == ["workflow_finished", "message_end"] and "message" not in names
     finished = events[-2]
     assert finished["workflow_run_id"] == events[0]["workflow_run_id"] == finished["data"]["id"]
     assert (finished["data"]["status"], finished["data"]["error"], finished["data"]["outputs"]) == (
-        "stopped", "Stopped by user.", {})
+        "stopped",
+        "Stopped by user.",
+        {},
+    )
     assert finished["data"]["workflow_id"] == events[0]["data"]["workflow_id"]
-    assert {"elapsed_time", "total_tokens", "total_steps", "created_by", "created_at", "finished_at",
-            "exceptions_count", "files"} <= set(finished["data"])
+    assert {
+        "elapsed_time",
+        "total_tokens",
+        "total_steps",
+        "created_by",
+        "created_at",
+        "finished_at",
+        "exceptions_count",
+        "files",
+    } <= set(finished["data"])
     message_id = events[0]["message_id"]
     conversation_id = events[0]["conversation_id"]
     for _ in range(200):  # the run finishes after the stream closed; then the turn is marked
@@ -381,6 +451,7 @@ def test_stop_needs_a_user(app):
 
 # -- file upload ------------------------------------------------------------------------------------
 
+
 def test_upload_checks_type_size_and_count(app, monkeypatch):
     def post(files, user="kim"):
         return app.http.post("/files/upload", data={"user": user}, files=files)
@@ -391,7 +462,9 @@ def test_upload_checks_type_size_and_count(app, monkeypatch):
     for name in ("data.json", "app.py", "README", "tool.exe"):
         r = post([("file", (name, b"{}", "application/octet-stream"))])
         assert r.status_code == 201 and (r.json()["name"], r.json()["extension"]) == (
-            name, name.rpartition(".")[2] if "." in name else ""), r.text
+            name,
+            name.rpartition(".")[2] if "." in name else "",
+        ), r.text
     r = post([("file", ("a.png", b"1", "image/png")), ("file", ("b.png", b"2", "image/png"))])
     assert r.status_code == 400 and r.json()["code"] == "too_many_files"
     r = app.http.post("/files/upload", data={"user": "kim"})
@@ -408,8 +481,9 @@ def test_upload_checks_type_size_and_count(app, monkeypatch):
     # A file may be larger than the JSON body limit (1 MB): it is held to its type's own limit.
     r = post([("file", ("report.pdf", b"%PDF" + b"0" * (3 * 1024 * 1024), "application/pdf"))])
     assert r.status_code == 201, r.text
-    r = app.http.post("/chat-messages", content=b"{" + b" " * (2 * 1024 * 1024) + b"}",
-                      headers={"Content-Type": "application/json"})
+    r = app.http.post(
+        "/chat-messages", content=b"{" + b" " * (2 * 1024 * 1024) + b"}", headers={"Content-Type": "application/json"}
+    )
     assert r.status_code == 413 and r.json()["code"] == "request_entity_too_large"
 
 

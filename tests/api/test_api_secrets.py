@@ -58,9 +58,16 @@ class _EchoingGateway(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         auth = self.headers.get("Authorization", "")
         key = auth.removeprefix("Bearer ")
-        body = json.dumps({"error": {
-            "message": f"Incorrect API key provided: {key}. The request carried Authorization: {auth}.",
-            "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}}).encode()
+        body = json.dumps(
+            {
+                "error": {
+                    "message": f"Incorrect API key provided: {key}. The request carried Authorization: {auth}.",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_api_key",
+                }
+            }
+        ).encode()
         self.send_response(401)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -97,12 +104,16 @@ def test_a_gateway_that_echoes_the_key_leaks_it_nowhere(tmp_path, gateway):
     app_key = app_keys.create_key(db, flow)[1]
     db.dispose()
 
-    with ServerProcess(url, demo=False) as server, httpx.Client(
-            base_url=server.base_url, timeout=120, headers={"Authorization": f"Bearer {app_key}"}) as http:
-        blocking = http.post("/chat-messages", json={"query": "hi", "user": "u", "inputs": {},
-                                                     "response_mode": "blocking"})
-        streamed = http.post("/chat-messages", json={"query": "hi again", "user": "u", "inputs": {},
-                                                     "response_mode": "streaming"})
+    with (
+        ServerProcess(url, demo=False) as server,
+        httpx.Client(base_url=server.base_url, timeout=120, headers={"Authorization": f"Bearer {app_key}"}) as http,
+    ):
+        blocking = http.post(
+            "/chat-messages", json={"query": "hi", "user": "u", "inputs": {}, "response_mode": "blocking"}
+        )
+        streamed = http.post(
+            "/chat-messages", json={"query": "hi again", "user": "u", "inputs": {}, "response_mode": "streaming"}
+        )
         server.stop()
     assert not _leaks(blocking.text)
     assert blocking.status_code == 400
@@ -126,13 +137,35 @@ def test_a_gateway_that_echoes_the_key_leaks_it_nowhere(tmp_path, gateway):
     db.dispose()
 
     for c in conversations:
-        export = subprocess.run([sys.executable, "-m", "core", "export", c.id, "--db", url], cwd=ROOT,
-                                capture_output=True, text=True, timeout=120)
+        export = subprocess.run(
+            [sys.executable, "-m", "core", "export", c.id, "--db", url],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert not _leaks(export.stdout + export.stderr)
         assert export.returncode == 0 and "Incorrect API key provided" in export.stdout, export.stderr
-        report = subprocess.run([sys.executable, "-m", "core", "report", "--conversation", c.id, "--db", url,
-                                 "-o", str(tmp_path / "r.html"), "--bundle", str(tmp_path / "r.json")],
-                                cwd=ROOT, capture_output=True, text=True, timeout=300)
+        report = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "core",
+                "report",
+                "--conversation",
+                c.id,
+                "--db",
+                url,
+                "-o",
+                str(tmp_path / "r.html"),
+                "--bundle",
+                str(tmp_path / "r.json"),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert report.returncode == 0, report.stderr
         bundle = (tmp_path / "r.json").read_text(encoding="utf-8")
         assert not _leaks(bundle) and not _leaks((tmp_path / "r.html").read_bytes())
@@ -148,11 +181,24 @@ def test_the_store_redacts_an_error_whatever_wrote_it(tmp_path, monkeypatch):
     monkeypatch.setenv("SOME_GATEWAY_TOKEN", KEY)
     db = Database(f"sqlite:///{tmp_path / 'memlens.db'}")
     conversation = repo.create_conversation(db, flow_version_id=None).id
-    turn = repo.save_turn(db, conversation, {"query": "hi", "status": "failed", "error": f"refused {KEY}",
-                                             "node_runs": [{"node_id": "llm", "type": "llm", "status": "failed",
-                                                            "error": f"Authorization: Bearer {KEY}"}]})
+    turn = repo.save_turn(
+        db,
+        conversation,
+        {
+            "query": "hi",
+            "status": "failed",
+            "error": f"refused {KEY}",
+            "node_runs": [
+                {"node_id": "llm", "type": "llm", "status": "failed", "error": f"Authorization: Bearer {KEY}"}
+            ],
+        },
+    )
     row = repo.load_turn_rows(db, conversation, with_node_runs=True)[0]
-    assert (row["id"], row["error"], row["node_runs"][0]["error"]) == (turn, f"refused {MARK}", f"Authorization: {MARK}")
+    assert (row["id"], row["error"], row["node_runs"][0]["error"]) == (
+        turn,
+        f"refused {MARK}",
+        f"Authorization: {MARK}",
+    )
     db.dispose()
     assert not any(_leaks(p.read_bytes()) for p in tmp_path.glob("memlens.db*") if p.is_file())
 
@@ -175,20 +221,27 @@ def test_a_key_given_on_the_command_line_is_redacted_once_held():
     assert redact(f"app-key {given} refused") == f"app-key {MARK} refused"
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("Incorrect API key provided: sk-proj-Ab12Cd34Ef56_gh-78.", f"Incorrect API key provided: sk-{MARK}."),
-    ('{"Authorization": "Bearer abc.def-1234567"}', f'{{"Authorization": "{MARK}"}}'),
-    ("authorization: Basic dXNlcjpwYXNzd29yZA==", f"authorization: {MARK}"),
-    ("{'x-api-key': 'k-1234-5678'}", f"{{'x-api-key': '{MARK}'}}"),
-    ("GET /v1/models?api_key=AIzaSy1234567890&alt=json", f"GET /v1/models?api_key={MARK}&alt=json"),
-    ("POST https://generativelanguage.googleapis.com/v1beta/models/g:generate?key=AIzaSy12345678 failed",
-     f"POST https://generativelanguage.googleapis.com/v1beta/models/g:generate?key={MARK} failed"),
-    ("the proxy said: Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig", f"the proxy said: Bearer {MARK}"),
-    ("cannot reach https://me:hunter2222@gateway.example/v1", f"cannot reach https://me:{MARK}@gateway.example/v1"),
-    # Words are not keys: nothing changes.
-    ("a risk-averse bearer token expired; see https://platform.openai.com/account/api-keys.",
-     "a risk-averse bearer token expired; see https://platform.openai.com/account/api-keys."),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Incorrect API key provided: sk-proj-Ab12Cd34Ef56_gh-78.", f"Incorrect API key provided: sk-{MARK}."),
+        ('{"Authorization": "Bearer abc.def-1234567"}', f'{{"Authorization": "{MARK}"}}'),
+        ("authorization: Basic dXNlcjpwYXNzd29yZA==", f"authorization: {MARK}"),
+        ("{'x-api-key': 'k-1234-5678'}", f"{{'x-api-key': '{MARK}'}}"),
+        ("GET /v1/models?api_key=AIzaSy1234567890&alt=json", f"GET /v1/models?api_key={MARK}&alt=json"),
+        (
+            "POST https://generativelanguage.googleapis.com/v1beta/models/g:generate?key=AIzaSy12345678 failed",
+            f"POST https://generativelanguage.googleapis.com/v1beta/models/g:generate?key={MARK} failed",
+        ),
+        ("the proxy said: Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig", f"the proxy said: Bearer {MARK}"),
+        ("cannot reach https://me:hunter2222@gateway.example/v1", f"cannot reach https://me:{MARK}@gateway.example/v1"),
+        # Words are not keys: nothing changes.
+        (
+            "a risk-averse bearer token expired; see https://platform.openai.com/account/api-keys.",
+            "a risk-averse bearer token expired; see https://platform.openai.com/account/api-keys.",
+        ),
+    ],
+)
 def test_what_is_shaped_like_a_key_is_redacted_and_nothing_else(text, expected):
     assert redact(text) == expected
 

@@ -72,8 +72,11 @@ class PacedServer(ServerProcess):
     """``python -m tests.api.paced_server`` on ``db_url``."""
 
     def __init__(self, db_url: str):
-        super().__init__(db_url, startup_timeout=120,
-                         command=[sys.executable, "-m", "tests.api.paced_server", db_url, str(PACE_SECONDS)])
+        super().__init__(
+            db_url,
+            startup_timeout=120,
+            command=[sys.executable, "-m", "tests.api.paced_server", db_url, str(PACE_SECONDS)],
+        )
 
     def kill(self) -> None:
         """SIGKILL, and wait until the process is gone (reaped: its connections and locks are released)."""
@@ -88,9 +91,15 @@ def _stream_until(server: PacedServer, key: str, kill_at: int | None) -> list[di
     pings not counted) has arrived. Returns the events the client had taken in by then."""
     seen: list[dict] = []
     body = {"query": QUERY, "user": "dana", "inputs": {}, "response_mode": "streaming"}
-    with httpx.Client(timeout=60) as http, http.stream(
-            "POST", f"http://127.0.0.1:{server.port}/v1/chat-messages", json=body,
-            headers={"Authorization": f"Bearer {key}"}) as response:
+    with (
+        httpx.Client(timeout=60) as http,
+        http.stream(
+            "POST",
+            f"http://127.0.0.1:{server.port}/v1/chat-messages",
+            json=body,
+            headers={"Authorization": f"Bearer {key}"},
+        ) as response,
+    ):
         assert response.status_code == 200
         buffer = ""
         try:
@@ -100,7 +109,7 @@ def _stream_until(server: PacedServer, key: str, kill_at: int | None) -> list[di
                     frame, buffer = buffer.split("\n\n", 1)
                     if not frame.startswith("data: "):
                         continue  # event: ping
-                    seen.append(json.loads(frame[len("data: "):]))
+                    seen.append(json.loads(frame[len("data: ") :]))
                     if kill_at is not None and len(seen) == kill_at + 1:
                         server.kill()
                         return seen
@@ -118,8 +127,10 @@ def _stored_turn(db: Database, conversation_id: str) -> tuple[dict, list[dict], 
     ``running`` (its lock is held), so this waits for the lock as a reader coming later would."""
     deadline = time.monotonic() + 60
     repo.settle_interrupted(db, conversation_id)
-    while any(row["status"] == repo.RUNNING for row in repo.load_turn_rows(db, conversation_id)) \
-            and time.monotonic() < deadline:
+    while (
+        any(row["status"] == repo.RUNNING for row in repo.load_turn_rows(db, conversation_id))
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.2)
         repo.settle_interrupted(db, conversation_id)
     rows = repo.load_turn_rows(db, conversation_id, with_node_runs=True)
@@ -129,8 +140,13 @@ def _stored_turn(db: Database, conversation_id: str) -> tuple[dict, list[dict], 
 
 
 def _is_whole(turn: dict, history: list[dict], counter: int, answer: str | None = None) -> bool:
-    return (turn["status"] == "succeeded" and len(turn["node_runs"]) == 5 and (answer is None or turn["answer"] == answer)
-            and [(h["turn_id"], h["old"], h["new"]) for h in history] == [(turn["id"], 0, 1)] and counter == 1)
+    return (
+        turn["status"] == "succeeded"
+        and len(turn["node_runs"]) == 5
+        and (answer is None or turn["answer"] == answer)
+        and [(h["turn_id"], h["old"], h["new"]) for h in history] == [(turn["id"], 0, 1)]
+        and counter == 1
+    )
 
 
 def test_a_streamed_turn_survives_a_kill_at_every_event_once_acknowledged(db_url, tmp_path):
@@ -158,7 +174,7 @@ def test_a_streamed_turn_survives_a_kill_at_every_event_once_acknowledged(db_url
             seen = _stream_until(server, key, kill_at)
         finally:
             server.kill()
-        assert [e["event"] for e in seen] == names[:len(seen)]
+        assert [e["event"] for e in seen] == names[: len(seen)]
         turn, history, counter = _stored_turn(db, seen[0]["conversation_id"])
         streamed = "".join(e["answer"] for e in seen if e["event"] == "message")
         if any(e["event"] in ACKNOWLEDGED for e in seen):
@@ -166,12 +182,18 @@ def test_a_streamed_turn_survives_a_kill_at_every_event_once_acknowledged(db_url
             assert _is_whole(turn, history, counter, streamed), (names[kill_at], turn, history)
         elif turn["status"] != "succeeded":
             # Killed inside the turn: it shows as interrupted, and changed nothing.
-            assert (turn["status"], turn["answer"], turn["node_runs"], history, counter) == \
-                ("interrupted", "", [], [], 0), names[kill_at]
+            assert (turn["status"], turn["answer"], turn["node_runs"], history, counter) == (
+                "interrupted",
+                "",
+                [],
+                [],
+                0,
+            ), names[kill_at]
         else:
             assert _is_whole(turn, history, counter, full_answer), names[kill_at]
         outcomes.append((names[kill_at], turn["status"]))
     # The pace puts the kills before the answer's end inside the turn (not after it by luck).
-    assert [status for name, status in outcomes[:names.index("message_end")]] == \
-        ["interrupted"] * names.index("message_end"), outcomes
+    assert [status for name, status in outcomes[: names.index("message_end")]] == ["interrupted"] * names.index(
+        "message_end"
+    ), outcomes
     db.dispose()

@@ -65,8 +65,10 @@ def test_two_workers_on_postgresql_run_concurrent_turns_on_one_conversation_as_o
     headers = {"Authorization": f"Bearer {key}"}
     with ServerProcess(url, workers=2) as server:
         with httpx.Client(base_url=server.base_url, timeout=120, headers=headers) as http:
-            first = http.post("/chat-messages", json={"inputs": {}, "query": "Hi, order 4411 is late.",
-                                                      "user": "dana", "response_mode": "blocking"})
+            first = http.post(
+                "/chat-messages",
+                json={"inputs": {}, "query": "Hi, order 4411 is late.", "user": "dana", "response_mode": "blocking"},
+            )
             assert first.status_code == 200, first.text
         conversation_id = first.json()["conversation_id"]
         answers = {first.json()["id"]: first.json()["answer"]}
@@ -74,8 +76,13 @@ def test_two_workers_on_postgresql_run_concurrent_turns_on_one_conversation_as_o
 
         def ask(i: int) -> None:
             mode = "streaming" if i % 2 else "blocking"
-            body = {"inputs": {}, "query": f"Question {i}: where is my parcel?", "user": "dana",
-                    "conversation_id": conversation_id, "response_mode": mode}
+            body = {
+                "inputs": {},
+                "query": f"Question {i}: where is my parcel?",
+                "user": "dana",
+                "conversation_id": conversation_id,
+                "response_mode": mode,
+            }
             # A client of its own per request: a new connection, which either worker may accept.
             with httpx.Client(base_url=server.base_url, timeout=120, headers=headers) as c:
                 r = c.post("/chat-messages", json=body)
@@ -169,8 +176,9 @@ def test_clients_that_keep_their_connections_are_spread_over_the_workers(postgre
         dead = max(held, key=held.get)
         os.kill(dead, signal.SIGKILL)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and (dead in _children(server.proc.pid) or
-                                               len(_children(server.proc.pid)) < len(held)):
+        while time.monotonic() < deadline and (
+            dead in _children(server.proc.pid) or len(_children(server.proc.pid)) < len(held)
+        ):
             time.sleep(0.2)
         held = _burst(server, key)
         assert dead not in held
@@ -179,8 +187,13 @@ def test_clients_that_keep_their_connections_are_spread_over_the_workers(postgre
 
 def test_more_than_one_worker_on_sqlite_is_refused_in_one_line_and_creates_nothing(tmp_path):
     path = tmp_path / "memlens.db"
-    proc = subprocess.run([sys.executable, "-m", "core", "serve", "--workers", "2", "--port", "0",
-                           "--db", f"sqlite:///{path}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "core", "serve", "--workers", "2", "--port", "0", "--db", f"sqlite:///{path}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "--workers 2 needs PostgreSQL" in lines[0], proc.stderr
@@ -188,8 +201,23 @@ def test_more_than_one_worker_on_sqlite_is_refused_in_one_line_and_creates_nothi
 
 
 def test_zero_workers_is_refused(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "core", "serve", "--workers", "0", "--port", "0",
-                           "--db", f"sqlite:///{tmp_path / 'memlens.db'}"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "core",
+            "serve",
+            "--workers",
+            "0",
+            "--port",
+            "0",
+            "--db",
+            f"sqlite:///{tmp_path / 'memlens.db'}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == ["error: --workers 0 is out of range: give 1 or more"], proc.stderr

@@ -14,9 +14,11 @@ from tests.processes import gone
 #: Burns about a second of CPU in a grandchild of the process started, then sleeps. The test asks
 #: for half of it: /proc counts in clock ticks, which can fall a tick or two short of the precise
 #: clock the burn is timed by.
-BURN = ("import subprocess, sys; subprocess.run([sys.executable, '-c', "
-        "'import time\\nt = time.process_time()\\nwhile time.process_time() - t < 1.0: pass\\n"
-        "time.sleep(30)'])")
+BURN = (
+    "import subprocess, sys; subprocess.run([sys.executable, '-c', "
+    "'import time\\nt = time.process_time()\\nwhile time.process_time() - t < 1.0: pass\\n"
+    "time.sleep(30)'])"
+)
 
 
 def test_process_tree_cpu_counts_the_processes_under_the_one_given():
@@ -57,8 +59,16 @@ def test_machine_cpu_grows_with_work_done():
 
 
 def test_cpu_summary_says_where_the_cores_went():
-    result = LoadResult(clients=2, turns=5, seconds=10.0, latencies=[0.1] * 10, errors=[], lost=[],
-                        server_cpu=4.0, machine=(15.0, 4.0, 1.0))
+    result = LoadResult(
+        clients=2,
+        turns=5,
+        seconds=10.0,
+        latencies=[0.1] * 10,
+        errors=[],
+        lost=[],
+        server_cpu=4.0,
+        machine=(15.0, 4.0, 1.0),
+    )
     line = result.cpu_summary()
     assert "the server 0.40" in line and "400 ms of its CPU per turn" in line
     assert "1.50 busy, 0.40 idle, 0.10 taken by the host" in line

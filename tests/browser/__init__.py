@@ -18,8 +18,16 @@ CHROMIUM = "/usr/bin/chromium"
 #: How long an ``expect`` waits for what a person would see (Playwright's own default is 5 s): a turn on
 #: the demo model on a machine busy with other tests can take longer than that to be drawn.
 EXPECT_TIMEOUT_MS = 60_000
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
 
 
 def free_port() -> int:
@@ -36,13 +44,29 @@ def streamlit_server(env: dict, log: Path, *, config_file_only: bool = False):
     decides the address, the file watcher and usage statistics.
     """
     port = free_port()
-    safe = [] if config_file_only else ["--server.headless", "true", "--server.address", "127.0.0.1",
-                                        "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    safe = (
+        []
+        if config_file_only
+        else [
+            "--server.headless",
+            "true",
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+        ]
+    )
     with open(log, "w") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "ui.serve", "app.py", "--server.port", str(port), *safe],
-            cwd=ROOT, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **env}, stdout=out,
-            stderr=subprocess.STDOUT, start_new_session=True)
+            cwd=ROOT,
+            env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.time() + 60
         while True:

@@ -65,8 +65,13 @@ def test_the_demo_opens_on_what_each_node_left_out_then_its_receipt_above_the_fo
     with streamlit_server(env, tmp_path / "streamlit.log") as url, chromium() as browser:
         page = _open(browser, url, width, height)
         responder = _glance(page, "responder")
-        expect(responder).to_have_text(re.compile(r"^Responder: dropped turns 1–4 — “Hi, I'm Dana\. My order…”.* — "
-                                                  r"outside window of 4$"), timeout=WAIT)
+        expect(responder).to_have_text(
+            re.compile(
+                r"^Responder: dropped turns 1–4 — “Hi, I'm Dana\. My order…”.* — "
+                r"outside window of 4$"
+            ),
+            timeout=WAIT,
+        )
         assert "rows: the conversation's newest on any branch" in responder.get_attribute("title")  # the long words
         expect(_glance(page, "classifier")).to_have_text("Classifier: memory off: sends no earlier message")
         _settled(page)
@@ -99,7 +104,9 @@ def test_the_demo_opens_on_what_each_node_left_out_then_its_receipt_above_the_fo
             # The full ledger: every message snippet whole, wrapped inside the inspector.
             page.get_by_role("tab", name="Context receipt").click()
             _settled(page)
-            page.get_by_role("tabpanel", name="Responder").get_by_text(re.compile(r"^Show every earlier message")).click()
+            page.get_by_role("tabpanel", name="Responder").get_by_text(
+                re.compile(r"^Show every earlier message")
+            ).click()
             table = page.get_by_role("tabpanel", name="Responder").locator(".ml-ledger table")
             expect(table.locator("tbody tr")).to_have_count(14, timeout=WAIT)
             expect(table).to_contain_text("The delivery was due on Monday and it still hasn't arrived")
@@ -136,8 +143,12 @@ def test_a_fix_that_does_what_it_previews_on_the_demo(tmp_path, width, height):
         window.fill("6")
         window.press("Enter")
         expect(_glance(page, "responder")).to_have_text("Responder: dropped nothing: kept all 10 earlier", timeout=WAIT)
-        warning = page.get_by_text(re.compile(r"^Re-running turn 6 as a branch:\u2060? Responder would keep 4 earlier "
-                                              r"messages \(turns 4–5\), not the 10 this preview shows"))
+        warning = page.get_by_text(
+            re.compile(
+                r"^Re-running turn 6 as a branch:\u2060? Responder would keep 4 earlier "
+                r"messages \(turns 4–5\), not the 10 this preview shows"
+            )
+        )
         expect(warning).to_be_visible(timeout=WAIT)
         expect(page.get_by_text("turn 6's first answer and the 2 turns written after it").first).to_be_visible()
         side = page.locator(".st-key-ml-side")
@@ -153,7 +164,8 @@ def test_a_fix_that_does_what_it_previews_on_the_demo(tmp_path, width, height):
         expect(popover).to_contain_text("a new conversation")
         popover.get_by_role("button", name="Replay 8 questions").click()
         expect(page.locator("h1").first).to_have_text(
-            _shown("Demo: support-bot forgets a name · replayed with Responder: dify window 6"), timeout=WAIT)
+            _shown("Demo: support-bot forgets a name · replayed with Responder: dify window 6"), timeout=WAIT
+        )
         _settled(page)
         expect(_glance(page, "responder")).to_have_text("Responder: dropped nothing: kept all 10 earlier")
         expect(page.get_by_test_id("stChatMessage").nth(11)).to_contain_text("Your name is Dana.")
@@ -219,8 +231,14 @@ def test_difys_question_classifier_template_uploaded_as_ones_own_flow(tmp_path, 
         expect(how_to).to_contain_text("LLM (1711528815414): nothing earlier to leave out")
         expect(_glance(page, "1711528709608")).to_contain_text("Question Classifier:")
         page.get_by_role("tab", name="Question Classifier").click()
-        expect(page.get_by_text(re.compile(r"the demo model sorts by shared words:\u2060? “Questions about how to use "
-                                           r"products” shares product, use")).first).to_be_visible(timeout=WAIT)
+        expect(
+            page.get_by_text(
+                re.compile(
+                    r"the demo model sorts by shared words:\u2060? “Questions about how to use "
+                    r"products” shares product, use"
+                )
+            ).first
+        ).to_be_visible(timeout=WAIT)
         _say(page, "Hi, I'm Dana.", 2)
         _say(page, "What's my name?", 3)
         expect(page.get_by_test_id("stChatMessage").nth(5)).to_contain_text("Your name is Dana.")
@@ -232,8 +250,11 @@ def test_difys_question_classifier_template_uploaded_as_ones_own_flow(tmp_path, 
         why = page.get_by_placeholder(re.compile("^Where did it go?"))
         why.fill("Dana")
         why.press("Enter")
-        expect(page.get_by_text(_shown("LLM (1711528815414): never ran after it was said, so its memory never had to "
-                                       "hold it."))).to_be_visible(timeout=WAIT)
+        expect(
+            page.get_by_text(
+                _shown("LLM (1711528815414): never ran after it was said, so its memory never had to hold it.")
+            )
+        ).to_be_visible(timeout=WAIT)
         inspect = page.locator(".st-key-ml-side").get_by_role("button", name=re.compile(r"^Inspect turn \d+ \(.+\)$"))
         expect(inspect.first).to_be_visible(timeout=WAIT)
         _settled(page)

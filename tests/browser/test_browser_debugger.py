@@ -43,8 +43,7 @@ def test_send_a_message_see_markers_and_the_receipt_in_a_real_browser(tmp_path):
         assert dialogs == []
         # Offline as a whole: the favicon is bundled, nothing is fetched from anywhere but the app.
         assert requested and [u for u in requested if not u.startswith((url, "data:", PAYLOAD_HOST))] == []
-        assert page.locator('link[rel~="icon"]').first.get_attribute("href").startswith(("./media/", "/media/",
-                                                                                         url))
+        assert page.locator('link[rel~="icon"]').first.get_attribute("href").startswith(("./media/", "/media/", url))
 
         # Markers: one per LLM node on earlier messages, with the reason on hover.
         chips = page.locator(".ml-chip")
@@ -78,8 +77,7 @@ def test_an_imported_chatgpt_export_opens_with_markers_and_a_receipt_in_a_real_b
     conversations = read_conversations(FIXTURES / "exports" / "chatgpt__conversations.json")
     store_conversations(db, conversations[:1], source="import")
     db.dispose()
-    with streamlit_server({"MEMLENS_DATABASE_URL": url_db}, tmp_path / "streamlit.log") as url, \
-            chromium() as browser:
+    with streamlit_server({"MEMLENS_DATABASE_URL": url_db}, tmp_path / "streamlit.log") as url, chromium() as browser:
         page = browser.new_page(viewport={"width": 1500, "height": 2400})
         page.set_default_timeout(90_000)
         page.goto(url)

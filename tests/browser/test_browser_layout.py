@@ -10,8 +10,13 @@ from tests.browser import chromium, expect_settled, streamlit_server
 def in_view(page, locator) -> bool:
     box = locator.bounding_box()
     size = page.viewport_size
-    return bool(box) and box["y"] >= 0 and box["y"] + min(box["height"], 40) <= size["height"] \
-        and box["x"] >= 0 and box["x"] + 40 <= size["width"]
+    return (
+        bool(box)
+        and box["y"] >= 0
+        and box["y"] + min(box["height"], 40) <= size["height"]
+        and box["x"] >= 0
+        and box["x"] + 40 <= size["width"]
+    )
 
 
 @pytest.mark.parametrize("width,height", [(1280, 800), (1920, 1080)])

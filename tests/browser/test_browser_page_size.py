@@ -51,8 +51,9 @@ def test_a_page_on_a_1000_turn_conversation_stays_under_the_size_limits(long_app
     _, received, elements, _ = meter.measure(lambda: page.goto(url + path), loaded(page, name, TURNS), timeout=180)
     _within_limits(f"{name} load", received, elements)
     if name in PICKS:  # the page shows the stored conversation (the Ledger explorer: at its newest turn)
-        _, received, elements, _ = meter.measure(lambda: pick_stored(page, PICKS[name]), picked(page, name, TURNS),
-                                              timeout=180)
+        _, received, elements, _ = meter.measure(
+            lambda: pick_stored(page, PICKS[name]), picked(page, name, TURNS), timeout=180
+        )
         stored = page.get_by_role("combobox", name="Stored conversation")
         expect(stored).to_have_value(re.compile(r"1,?000 turns"))
         _within_limits(f"{name} with the stored conversation", received, elements)
@@ -79,7 +80,8 @@ def test_the_receipts_raw_json_and_full_ledger_are_one_click_away_and_complete(l
 
     # The whole ledger as a table, a page at a time, ending on the newest messages.
     _, received, elements, _ = meter.measure(
-        lambda: panel.get_by_text(f"Show every earlier message ({2 * (TURNS - 1):,}), kept or not").click())
+        lambda: panel.get_by_text(f"Show every earlier message ({2 * (TURNS - 1):,}), kept or not").click()
+    )
     expect(panel).to_contain_text(f"Earlier messages 1,801–{2 * (TURNS - 1):,} of {2 * (TURNS - 1):,}")
     expect(panel.locator(".ml-ledger tbody tr")).to_have_count(2 * (TURNS - 1) - 1800)  # the last page, whole
     _within_limits("the ledger table", received, elements)

@@ -20,6 +20,7 @@ import yaml
 from playwright.sync_api import expect
 
 from core.analysis.compare import NamedConfig
+from core.analysis.source import Source
 from core.api.app import create_app
 from core.cli.app import main
 from core.llm.client import DemoClient
@@ -28,13 +29,11 @@ from core.report.build import build_report
 from core.report.bundle import bundle_json
 from core.service.samples import load_sample, seed_demo
 from core.service.sessions import ConversationService
-from core.analysis.source import Source
 from core.store import keys as app_keys
 from core.store import repo
 from core.store.db import Database
 from tests.api.test_api import ThreadServer
 from tests.browser import chromium, streamlit_server
-
 
 WAIT = 90_000  # ms: a shared machine can be slow; every wait is for an element
 
@@ -64,25 +63,55 @@ class Trap:
 
 def payload(host: str, tag: str) -> str:
     """Markdown and HTML that would load ``host`` (an image, a tag, an auto-link) or run a script."""
-    return (f"![i](//{host}/{tag}.png) <img src=http://{host}/{tag}-tag.png onerror=alert(1)> "
-            f"http://{host}/{tag}-auto www.{tag}.example [l](javascript:alert(1)) **{tag}**")
+    return (
+        f"![i](//{host}/{tag}.png) <img src=http://{host}/{tag}-tag.png onerror=alert(1)> "
+        f"http://{host}/{tag}-auto www.{tag}.example [l](javascript:alert(1)) **{tag}**"
+    )
 
 
 def payload_flow(host: str) -> dict:
     return {
-        "format": "memlens-flow", "version": 1, "name": payload(host, "flowname"), "mode": "advanced-chat",
-        "variables": [{"name": "note", "type": "string", "default": payload(host, "varvalue"),
-                       "description": payload(host, "vardesc")}],
+        "format": "memlens-flow",
+        "version": 1,
+        "name": payload(host, "flowname"),
+        "mode": "advanced-chat",
+        "variables": [
+            {
+                "name": "note",
+                "type": "string",
+                "default": payload(host, "varvalue"),
+                "description": payload(host, "vardesc"),
+            }
+        ],
         "nodes": [
             {"id": "start", "type": "start", "title": "Start"},
-            {"id": "recall", "type": "memory-retrieve", "title": "Recall", "query": "{{#sys.query#}}",
-             "user": "{{#sys.user_id#}}", "top_k": 5},
-            {"id": "responder", "type": "llm", "title": payload(host, "nodetitle"), "model": "memlens/demo",
-             "prompt_template": [{"role": "system", "text": "You help."},
-                                 {"role": "assistant", "text": "{{#recall.text#}}"}],
-             "memory": {"window": 2}},
-            {"id": "remember", "type": "memory-store", "title": "Remember", "user": "{{#sys.user_id#}}",
-             "query": "{{#sys.query#}}", "answer": "{{#responder.text#}}"},
+            {
+                "id": "recall",
+                "type": "memory-retrieve",
+                "title": "Recall",
+                "query": "{{#sys.query#}}",
+                "user": "{{#sys.user_id#}}",
+                "top_k": 5,
+            },
+            {
+                "id": "responder",
+                "type": "llm",
+                "title": payload(host, "nodetitle"),
+                "model": "memlens/demo",
+                "prompt_template": [
+                    {"role": "system", "text": "You help."},
+                    {"role": "assistant", "text": "{{#recall.text#}}"},
+                ],
+                "memory": {"window": 2},
+            },
+            {
+                "id": "remember",
+                "type": "memory-store",
+                "title": "Remember",
+                "user": "{{#sys.user_id#}}",
+                "query": "{{#sys.query#}}",
+                "answer": "{{#responder.text#}}",
+            },
             {"id": "answer", "type": "answer", "title": "Answer", "answer": "{{#responder.text#}}"},
         ],
         "edges": [["start", "recall"], ["recall", "responder"], ["responder", "remember"], ["remember", "answer"]],
@@ -103,36 +132,62 @@ def seed(tmp_path, url: str, host: str) -> str:
     server = ThreadServer(create_app(db, llm=DemoClient(), ping_interval=0.1))
     try:
         http = httpx.Client(base_url=server.base_url, timeout=120, headers={"Authorization": f"Bearer {key}"})
-        first = http.post("/chat-messages", json={"inputs": {}, "query": payload(host, "query1"), "user": user,
-                                                   "response_mode": "blocking"})
+        first = http.post(
+            "/chat-messages",
+            json={"inputs": {}, "query": payload(host, "query1"), "user": user, "response_mode": "blocking"},
+        )
         assert first.status_code == 200, first.text
         conv = first.json()["conversation_id"]
-        second = http.post("/chat-messages", json={"inputs": {}, "query": payload(host, "query2"), "user": user,
-                                                    "conversation_id": conv, "response_mode": "blocking"})
+        second = http.post(
+            "/chat-messages",
+            json={
+                "inputs": {},
+                "query": payload(host, "query2"),
+                "user": user,
+                "conversation_id": conv,
+                "response_mode": "blocking",
+            },
+        )
         assert second.status_code == 200, second.text
     finally:
         server.stop()
     service.long_term.add(user, payload(host, "memorytext"))
     transcript = tmp_path / "transcript.json"
-    transcript.write_text(json.dumps({"name": payload(host, "importname"), "messages": [
-        {"role": "user", "content": payload(host, "importq")},
-        {"role": "assistant", "content": payload(host, "importa")},
-        {"role": "user", "content": "My name is Dana. " + payload(host, "importq2")},
-        {"role": "assistant", "content": payload(host, "importa2")}]}), encoding="utf-8")
+    transcript.write_text(
+        json.dumps(
+            {
+                "name": payload(host, "importname"),
+                "messages": [
+                    {"role": "user", "content": payload(host, "importq")},
+                    {"role": "assistant", "content": payload(host, "importa")},
+                    {"role": "user", "content": "My name is Dana. " + payload(host, "importq2")},
+                    {"role": "assistant", "content": payload(host, "importa2")},
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
     assert main(["import", str(transcript), "--db", url]) == 0
-    configs = [NamedConfig(payload(host, "cfglabel"), MemoryConfig(window=1)),
-               NamedConfig("long", MemoryConfig(window=9))]
+    configs = [
+        NamedConfig(payload(host, "cfglabel"), MemoryConfig(window=1)),
+        NamedConfig("long", MemoryConfig(window=9)),
+    ]
     bundle = tmp_path / "payload.report.json"
-    bundle.write_text(bundle_json(build_report(Source(load_sample("lisbon-trip.json")[0]), configs)),
-                      encoding="utf-8")
+    bundle.write_text(bundle_json(build_report(Source(load_sample("lisbon-trip.json")[0]), configs)), encoding="utf-8")
     assert main(["import", str(bundle), "--db", url]) == 0
     return user
 
 
 def no_payload_markup(page, host: str) -> None:
     """Nothing on the page is an image, frame or link built from a payload."""
-    for selector in (f'img[src*="{host}"]', f'[src*="{host}"]', f'a[href*="{host}"]', 'a[href^="javascript"]',
-                     'a[href*=".example"]', 'a[href^="mailto"]'):
+    for selector in (
+        f'img[src*="{host}"]',
+        f'[src*="{host}"]',
+        f'a[href*="{host}"]',
+        'a[href^="javascript"]',
+        'a[href*=".example"]',
+        'a[href^="mailto"]',
+    ):
         assert page.locator(selector).count() == 0, selector
 
 
@@ -146,8 +201,7 @@ def test_payloads_seeded_through_the_api_and_the_importers_stay_text_on_every_pa
     url = f"sqlite:///{tmp_path / 'memlens.db'}"
     try:
         user = seed(tmp_path, url, host)
-        with streamlit_server({"MEMLENS_DATABASE_URL": url}, tmp_path / "streamlit.log") as base, \
-                chromium() as browser:
+        with streamlit_server({"MEMLENS_DATABASE_URL": url}, tmp_path / "streamlit.log") as base, chromium() as browser:
             page = browser.new_page(viewport={"width": 1500, "height": 2600})
             page.set_default_timeout(90_000)
             requests, dialogs = [], []
@@ -178,7 +232,11 @@ def test_payloads_seeded_through_the_api_and_the_importers_stay_text_on_every_pa
             node_tab.click()
             page.wait_for_timeout(1500)
             no_payload_markup(page, host)
-            for name, tags in (("Switchboard", ["nodetitle"]), ("Variables", ["vardesc", "varvalue"]), ("Branches", [])):
+            for name, tags in (
+                ("Switchboard", ["nodetitle"]),
+                ("Variables", ["vardesc", "varvalue"]),
+                ("Branches", []),
+            ):
                 page.get_by_role("tab", name=name).click()
                 page.wait_for_timeout(1500)
                 for tag in tags:
@@ -199,7 +257,8 @@ def test_payloads_seeded_through_the_api_and_the_importers_stay_text_on_every_pa
             page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").nth(1).click()  # "Open"
             page.get_by_role("option", name=re.compile("importname")).click()
             expect(page.get_by_role("main").get_by_role("heading", level=1).first).to_contain_text(
-                "importname.png", timeout=WAIT)
+                "importname.png", timeout=WAIT
+            )
             expect(page.get_by_test_id("stChatMessage")).to_have_count(4, timeout=WAIT)
             no_payload_markup(page, host)
             assert "importq.png" in visible_text(page) and "importa2.png" in visible_text(page)

@@ -4,8 +4,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from core.proxy.server import CaptureProxy
 from core.proxy.recorder import Recorder
+from core.proxy.server import CaptureProxy
 from core.store.db import Database
 from tests.capture.servers import serving
 from tests.capture.stub_upstream import StubUpstream

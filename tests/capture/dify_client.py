@@ -61,11 +61,26 @@ def extract_thread_messages(rows_newest_first: list[Row]) -> list[Row]:
 class DifyChatflow:
     """One conversation of a Chatflow whose LLM node has memory with window ``window``."""
 
-    def __init__(self, endpoint: str, key: str, *, window: int, system: str, model: str = "gpt-4o-mini",
-                 user: str = "end-user-1", classifier_window: int | None = None,
-                 role_prefix: tuple[str, str] = ("Human", "Assistant")):
-        self.endpoint, self.key, self.window, self.system, self.model, self.user = endpoint, key, window, system, \
-            model, user
+    def __init__(
+        self,
+        endpoint: str,
+        key: str,
+        *,
+        window: int,
+        system: str,
+        model: str = "gpt-4o-mini",
+        user: str = "end-user-1",
+        classifier_window: int | None = None,
+        role_prefix: tuple[str, str] = ("Human", "Assistant"),
+    ):
+        self.endpoint, self.key, self.window, self.system, self.model, self.user = (
+            endpoint,
+            key,
+            window,
+            system,
+            model,
+            user,
+        )
         self.classifier_window, self.role_prefix = classifier_window, role_prefix
         self.rows: list[Row] = []
         self.clock = 0
@@ -90,28 +105,44 @@ class DifyChatflow:
     def classifier_messages(self, query: str) -> list[dict]:
         """The classifier's prompt: the history as text lines in a ``<histories>`` block, examples, the query."""
         human, ai = self.role_prefix
-        lines = [line for row in self._rows(self.classifier_window)
-                 for line in (f"{human}: {row.query}", f"{ai}: {row.answer}")]
-        system = ("\n    ### Job\n    You sort the user's text into exactly one of the given categories.\n"
-                  "    ### Output\n    Answer with one JSON object and nothing else.\n"
-                  "    ### Memory\n    The conversation so far is inside <histories></histories> XML tags.\n"
-                  "    <histories>\n    " + "\n".join(lines) + "\n    </histories>\n")
-        example = '{"input_text": ["%s"], "categories": ["orders, chit-chat"], "classification_instructions": []}```JSON'
-        return [{"role": "system", "content": system},
-                {"role": "user", "content": example % "where is my parcel"},
-                {"role": "assistant", "content": '{"keywords": ["parcel"], "categories": ["orders"]}```'},
-                {"role": "user", "content": example % "you are lovely"},
-                {"role": "assistant", "content": '{"keywords": ["lovely"], "categories": ["chit-chat"]}```'},
-                {"role": "user", "content": example % query}]
+        lines = [
+            line
+            for row in self._rows(self.classifier_window)
+            for line in (f"{human}: {row.query}", f"{ai}: {row.answer}")
+        ]
+        system = (
+            "\n    ### Job\n    You sort the user's text into exactly one of the given categories.\n"
+            "    ### Output\n    Answer with one JSON object and nothing else.\n"
+            "    ### Memory\n    The conversation so far is inside <histories></histories> XML tags.\n"
+            "    <histories>\n    " + "\n".join(lines) + "\n    </histories>\n"
+        )
+        example = (
+            '{"input_text": ["%s"], "categories": ["orders, chit-chat"], "classification_instructions": []}```JSON'
+        )
+        return [
+            {"role": "system", "content": system},
+            {"role": "user", "content": example % "where is my parcel"},
+            {"role": "assistant", "content": '{"keywords": ["parcel"], "categories": ["orders"]}```'},
+            {"role": "user", "content": example % "you are lovely"},
+            {"role": "assistant", "content": '{"keywords": ["lovely"], "categories": ["chit-chat"]}```'},
+            {"role": "user", "content": example % query},
+        ]
 
     def _post(self, messages: list[dict], fail: bool = False):
         headers = {"Content-Type": "application/json", "Accept-Charset": "utf-8", "Authorization": f"Bearer {self.key}"}
         if fail:
             headers["x-stub-status"] = "500"
-        data = {"model": self.model, "stream": True, "temperature": 0.7, "max_tokens": 512, "messages": messages,
-                "user": self.user}
-        return requests.post(self.endpoint.rstrip("/") + "/chat/completions", headers=headers, json=data,
-                             timeout=(10, 300), stream=True)
+        data = {
+            "model": self.model,
+            "stream": True,
+            "temperature": 0.7,
+            "max_tokens": 512,
+            "messages": messages,
+            "user": self.user,
+        }
+        return requests.post(
+            self.endpoint.rstrip("/") + "/chat/completions", headers=headers, json=data, timeout=(10, 300), stream=True
+        )
 
     def ask(self, query: str, *, parent: str | None = "previous", fail: bool = False) -> str:
         """Run one turn; ``parent`` the previous answer's row (default), or the one a regenerate names."""

@@ -19,8 +19,16 @@ def serving(app, *, lifespan: str = "on", keep_alive: float = 5):
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan=lifespan,
-                                           timeout_graceful_shutdown=2, timeout_keep_alive=keep_alive))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan=lifespan,
+            timeout_graceful_shutdown=2,
+            timeout_keep_alive=keep_alive,
+        )
+    )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

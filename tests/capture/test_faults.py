@@ -60,8 +60,9 @@ def test_a_body_over_the_limit_is_refused_with_413_and_never_forwarded(capture_d
 def test_an_upstream_error_comes_back_as_sent_and_is_recorded_as_a_failed_call(proxy, stub, capture_db):
     url, recorder = proxy
     r = httpx.post(f"{url}/chat/completions", json=CHAT, headers={"x-stub-status": "429", "authorization": KEY})
-    assert r.status_code == 429 and r.json() == {"error": {"message": "stub refused with 429", "type": "stub_error",
-                                                           "code": 429}}
+    assert r.status_code == 429 and r.json() == {
+        "error": {"message": "stub refused with 429", "type": "stub_error", "code": 429}
+    }
     assert recorder.wait()
     [turn] = captured(capture_db)
     [run] = turn["node_runs"]
@@ -86,8 +87,10 @@ def test_a_refused_upstream_leaves_a_failed_call(capture_db):
     port = sock.getsockname()[1]
     sock.close()  # nothing listens there
     with running_proxy(capture_db, f"http://127.0.0.1:{port}/v1") as (url, recorder):
-        r = httpx.post(f"{url}/messages", json={"model": "claude", "max_tokens": 9,
-                                                 "messages": [{"role": "user", "content": "Hello?"}]})
+        r = httpx.post(
+            f"{url}/messages",
+            json={"model": "claude", "max_tokens": 9, "messages": [{"role": "user", "content": "Hello?"}]},
+        )
         assert recorder.wait()
     assert r.status_code == 502 and r.json()["type"] == "error"  # in Anthropic's own shape on its endpoint
     assert "could not be reached" in r.json()["error"]["message"]
@@ -159,7 +162,9 @@ def test_an_upstream_that_quotes_the_key_in_its_refusal_is_recorded_without_it(c
                 return await super().__call__(scope, receive, send)
             await receive()
             body = json.dumps({"error": {"message": f"Incorrect API key provided: {KEY}", "type": "auth"}}).encode()
-            await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"application/json")]})
+            await send(
+                {"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"application/json")]}
+            )
             await send({"type": "http.response.body", "body": body})
 
     with serving(Quoting()) as upstream, running_proxy(capture_db, f"{upstream}/v1") as (url, recorder):

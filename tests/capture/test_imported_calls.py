@@ -14,13 +14,31 @@ from core.store import repo
 from core.store.db import Database
 
 
-def generation(k: int, history: list[dict], question: str, answer: str, *, session="chat-1", name="LLM",
-               system="You help with orders.") -> dict:
-    return {"id": f"gen-{session}-{k}", "traceId": f"trace-{session}-{k}", "type": "GENERATION", "name": name,
-            "startTime": f"2025-05-01T09:00:{k:02d}.000Z", "model": "gpt-4o-mini",
-            "input": [{"role": "system", "text": system, "files": []}, *history,
-                      {"role": "user", "text": question, "files": []}],
-            "output": {"text": answer}, "metadata": {"session_id": session}}
+def generation(
+    k: int,
+    history: list[dict],
+    question: str,
+    answer: str,
+    *,
+    session="chat-1",
+    name="LLM",
+    system="You help with orders.",
+) -> dict:
+    return {
+        "id": f"gen-{session}-{k}",
+        "traceId": f"trace-{session}-{k}",
+        "type": "GENERATION",
+        "name": name,
+        "startTime": f"2025-05-01T09:00:{k:02d}.000Z",
+        "model": "gpt-4o-mini",
+        "input": [
+            {"role": "system", "text": system, "files": []},
+            *history,
+            {"role": "user", "text": question, "files": []},
+        ],
+        "output": {"text": answer},
+        "metadata": {"session_id": session},
+    }
 
 
 def session(session_id: str, window: int, turns: int = 5) -> list[dict]:
@@ -28,9 +46,8 @@ def session(session_id: str, window: int, turns: int = 5) -> list[dict]:
     out, history = [], []
     for k in range(turns):
         question, answer = f"{session_id} question {k}", f"{session_id} answer {k}"
-        out.append(generation(k, history[-2 * window:] if window else [], question, answer, session=session_id))
-        history += [{"role": "user", "text": question, "files": []},
-                    {"role": "assistant", "text": answer, "files": []}]
+        out.append(generation(k, history[-2 * window :] if window else [], question, answer, session=session_id))
+        history += [{"role": "user", "text": question, "files": []}, {"role": "assistant", "text": answer, "files": []}]
     return out
 
 
@@ -43,8 +60,11 @@ def test_a_file_of_calls_opens_as_the_conversations_they_form_not_one_per_call()
     assert [t.query for t in chat.turns] == [f"chat-1 question {k}" for k in range(5)]
     assert chat.id == "gen-chat-1-0" and chat.meta["capture"]["nodes"][0]["system"] == "You help with orders."
     runs = [r for t in chat.turns for r in t.meta["node_runs"]]
-    assert [r["kept"] for r in runs][2:] == [[[0, 0], [0, 1], [1, 0], [1, 1]], [[1, 0], [1, 1], [2, 0], [2, 1]],
-                                             [[2, 0], [2, 1], [3, 0], [3, 1]]]
+    assert [r["kept"] for r in runs][2:] == [
+        [[0, 0], [0, 1], [1, 0], [1, 1]],
+        [[1, 0], [1, 1], [2, 0], [2, 1]],
+        [[2, 0], [2, 1], [3, 0], [3, 1]],
+    ]
     # The session without memory stays one conversation: its session id pins its calls together.
     assert [t.query for t in by_turns[3].turns] == [f"chat-2 question {k}" for k in range(3)]
 
@@ -54,10 +74,15 @@ def test_a_stored_threaded_import_is_explained_like_a_captured_conversation(tmp_
     outcome = import_upload(db, json.dumps({"data": session("chat-1", 2, turns=6)}).encode(), "observations.json")
     [conversation_id] = outcome.ids
     [node] = infer_stored(db, conversation_id).nodes
-    assert node.best.explains == 6 and node.best.rule.settings() == {"memory": "window", "window": 4,
-                                                                     "model": "gpt-4o-mini"}
-    assert any(e.rule.settings() == {"memory": "dify", "window": 2, "fidelity": "documented", "model": "gpt-4o-mini"}
-               for e in node.equivalent)
+    assert node.best.explains == 6 and node.best.rule.settings() == {
+        "memory": "window",
+        "window": 4,
+        "model": "gpt-4o-mini",
+    }
+    assert any(
+        e.rule.settings() == {"memory": "dify", "window": 2, "fidelity": "documented", "model": "gpt-4o-mini"}
+        for e in node.equivalent
+    )
     turns = repo.load_turn_rows(db, conversation_id, with_node_runs=True)
     assert [len(t["node_runs"]) for t in turns] == [1] * 6 and turns[3]["node_runs"][0]["emulated"] is False
 
@@ -65,17 +90,36 @@ def test_a_stored_threaded_import_is_explained_like_a_captured_conversation(tmp_
 def test_a_single_call_still_opens_as_its_own_conversation():
     [conv] = import_text(json.dumps(generation(0, [], "Hi", "Hello")), name="g.json").conversations
     assert (conv.id, conv.system_prompt, [(t.query, t.answer) for t in conv.turns]) == (
-        "gen-chat-1-0", "You help with orders.", [("Hi", "Hello")])
+        "gen-chat-1-0",
+        "You help with orders.",
+        [("Hi", "Hello")],
+    )
 
 
 def test_an_openai_request_file_of_batch_lines_is_threaded_and_its_other_endpoints_left_out():
     lines, history = [], []
     for k in range(4):
-        body = {"model": "gpt-4o-mini", "messages": [{"role": "system", "content": "Be brief."}, *history[-2:],
-                                                     {"role": "user", "content": f"q{k}"}], "user": "u-1"}
-        lines.append({"custom_id": f"req-{k}", "method": "POST", "url": "/v1/chat/completions", "body": body,
-                      "response": {"status_code": 200, "body": {"choices": [{"message": {
-                          "role": "assistant", "content": f"a{k}"}}]}}})
+        body = {
+            "model": "gpt-4o-mini",
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                *history[-2:],
+                {"role": "user", "content": f"q{k}"},
+            ],
+            "user": "u-1",
+        }
+        lines.append(
+            {
+                "custom_id": f"req-{k}",
+                "method": "POST",
+                "url": "/v1/chat/completions",
+                "body": body,
+                "response": {
+                    "status_code": 200,
+                    "body": {"choices": [{"message": {"role": "assistant", "content": f"a{k}"}}]},
+                },
+            }
+        )
         history += [{"role": "user", "content": f"q{k}"}, {"role": "assistant", "content": f"a{k}"}]
     lines.append({"custom_id": "emb", "method": "POST", "url": "/v1/embeddings", "body": {"input": "x"}})
     result = import_text("\n".join(json.dumps(line) for line in lines), name="batch.jsonl")
@@ -89,10 +133,15 @@ def test_langsmith_runs_of_one_thread_are_one_conversation_even_without_shared_h
     from tests.io.test_langsmith import lc
 
     def run(k: int, question: str, thread: str) -> dict:  # a chat model with no memory: only the question
-        return {"id": f"run-{thread}-{k}", "name": "ChatOpenAI", "run_type": "llm",
-                "start_time": f"2025-03-01T10:00:0{k}.000000", "extra": {"metadata": {"thread_id": thread}},
-                "inputs": {"messages": [[lc("system", "Be brief."), lc("human", question)]]},
-                "outputs": {"generations": [[{"text": f"re {question}", "message": lc("ai", f"re {question}")}]]}}
+        return {
+            "id": f"run-{thread}-{k}",
+            "name": "ChatOpenAI",
+            "run_type": "llm",
+            "start_time": f"2025-03-01T10:00:0{k}.000000",
+            "extra": {"metadata": {"thread_id": thread}},
+            "inputs": {"messages": [[lc("system", "Be brief."), lc("human", question)]]},
+            "outputs": {"generations": [[{"text": f"re {question}", "message": lc("ai", f"re {question}")}]]},
+        }
 
     runs = [run(k, f"q{k}", "thread-a") for k in range(3)] + [run(k, f"q{k}", "thread-b") for k in range(2)]
     result = import_text("\n".join(json.dumps(r) for r in runs), name="runs.jsonl")
@@ -109,12 +158,27 @@ def test_an_openai_request_files_memlens_node_names_the_node_as_the_proxy_reads_
     lines, history = [], []
     for k in range(2):
         for node in ("drafter", "reviewer"):  # identical prompts: only the names tell the nodes apart
-            body = {"model": "gpt-4o-mini", "messages": [{"role": "system", "content": "Be brief."}, *history,
-                                                         {"role": "user", "content": f"q{k}"}],
-                    "metadata": {"conversation_id": "c-1", "memlens_node": node}}
-            lines.append({"custom_id": f"req-{k}-{node}", "method": "POST", "url": "/v1/chat/completions",
-                          "body": body, "response": {"status_code": 200, "body": {"choices": [{"message": {
-                              "role": "assistant", "content": f"a{k}"}}]}}})
+            body = {
+                "model": "gpt-4o-mini",
+                "messages": [
+                    {"role": "system", "content": "Be brief."},
+                    *history,
+                    {"role": "user", "content": f"q{k}"},
+                ],
+                "metadata": {"conversation_id": "c-1", "memlens_node": node},
+            }
+            lines.append(
+                {
+                    "custom_id": f"req-{k}-{node}",
+                    "method": "POST",
+                    "url": "/v1/chat/completions",
+                    "body": body,
+                    "response": {
+                        "status_code": 200,
+                        "body": {"choices": [{"message": {"role": "assistant", "content": f"a{k}"}}]},
+                    },
+                }
+            )
         history += [{"role": "user", "content": f"q{k}"}, {"role": "assistant", "content": f"a{k}"}]
     [conv] = import_text("\n".join(json.dumps(line) for line in lines), name="batch.jsonl").conversations
     assert [n["title"] for n in conv.meta[CAPTURE]["nodes"]] == ["drafter", "reviewer"]

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 
 from core.capture.inference import ObservedCall, infer_node, node_replay, roundest, rule_args
-from core.proxy.recorder import save_threads
 from core.capture.threader import Threader
 from core.memory.config import MemoryConfig
+from core.proxy.recorder import save_threads
 from core.store.db import Database
 from tests.capture.test_threader import Bot
 
@@ -82,9 +82,14 @@ def test_a_token_budget_is_recovered_as_the_range_of_budgets_that_keep_the_same_
         return kept
 
     result = inferred(chat(within, turns=10))
-    trim = [e.rule for e in [result.best, *result.alike] if e.rule.family == "trim_tokens"
-            and not e.rule.config.settings.include_system and e.rule.config.settings.start_on is None
-            and e.rule.config.granularity == "query_answer"]
+    trim = [
+        e.rule
+        for e in [result.best, *result.alike]
+        if e.rule.family == "trim_tokens"
+        and not e.rule.config.settings.include_system
+        and e.rule.config.settings.start_on is None
+        and e.rule.config.granularity == "query_answer"
+    ]
     assert trim and trim[0].span[0] <= 60 <= trim[0].span[1]
     assert result.best.explains == 10
 
@@ -97,8 +102,9 @@ def test_where_dify_as_shipped_differs_from_what_was_observed_the_message_and_wh
     result = inferred(bot)
     assert result.best.rule.settings()["memory"] == "window"
     [dify] = [d for d in result.differences if d.platform == "Dify as shipped"]
-    assert dify.messages[0].startswith("observed: turn ") and ("would drop it" in dify.messages[0]
-                                                               or "would keep it" in dify.messages[0])
+    assert dify.messages[0].startswith("observed: turn ") and (
+        "would drop it" in dify.messages[0] or "would keep it" in dify.messages[0]
+    )
     assert dify.sentence().startswith("Dify as shipped, window ") and ": differs at call " in dify.sentence()
 
 
@@ -116,9 +122,25 @@ def test_roundest_is_the_number_a_person_most_likely_set():
 
 
 def test_a_rules_settings_are_the_options_replay_takes():
-    assert rule_args({"memory": "trim", "max_history_tokens": 120, "include_system": True, "start_on": "human",
-                      "model": "gpt-4o-mini"}) == ["--memory", "trim", "--max-history-tokens", "120",
-                                                   "--include-system", "--start-on", "human", "--model", "gpt-4o-mini"]
+    assert rule_args(
+        {
+            "memory": "trim",
+            "max_history_tokens": 120,
+            "include_system": True,
+            "start_on": "human",
+            "model": "gpt-4o-mini",
+        }
+    ) == [
+        "--memory",
+        "trim",
+        "--max-history-tokens",
+        "120",
+        "--include-system",
+        "--start-on",
+        "human",
+        "--model",
+        "gpt-4o-mini",
+    ]
 
 
 def test_infer_prints_the_json_shape_and_replay_reproduces_the_rule(tmp_path, capsys):
@@ -135,8 +157,23 @@ def test_infer_prints_the_json_shape_and_replay_reproduces_the_rule(tmp_path, ca
     assert (node["node"], node["calls"], node["explains"], node["first_unexplained"]) == ("node-1", 6, 6, None)
     assert node["rule"] == {"memory": "window", "window": 4, "model": "gpt-4o-mini"}
     assert {"memory": "dify", "window": 3, "model": "gpt-4o-mini"} in node["equivalent"]
-    assert main(["replay", "--conversation", conversation_id, "--node", "node-1", *rule_args(node["rule"]),
-                 "--db", db.url, "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                "--conversation",
+                conversation_id,
+                "--node",
+                "node-1",
+                *rule_args(node["rule"]),
+                "--db",
+                db.url,
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     turns = json.loads(capsys.readouterr().out)["turns"]
     assert [sum(e["kept"] for e in t["ledger"]) for t in turns] == [p.kept and len(p.kept) or 0 for p in bot.placed]
     assert main(["infer", "--conversation", conversation_id, "--db", db.url]) == 0

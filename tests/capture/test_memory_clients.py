@@ -23,9 +23,16 @@ from tests.conftest import ROOT
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-QUESTIONS = ["Hi, I'm Dana and I live in Lisbon with two cats.", "My order is 4411.", "Thanks!",
-             "Could you remind me, in detail, which order number I gave you a little while ago please?",
-             "Where do I live?", "ok", "And how many cats do I have, if you still know it?", "Bye."]
+QUESTIONS = [
+    "Hi, I'm Dana and I live in Lisbon with two cats.",
+    "My order is 4411.",
+    "Thanks!",
+    "Could you remind me, in detail, which order number I gave you a little while ago please?",
+    "Where do I live?",
+    "ok",
+    "And how many cats do I have, if you still know it?",
+    "Bye.",
+]
 
 
 def the_conversation(db):
@@ -35,14 +42,36 @@ def the_conversation(db):
 
 def replayed_sets(db, conversation_id: str, node: str, settings: dict) -> dict[int, tuple[list, list]]:
     """Per turn number, ``python -m core replay``'s (kept refs, dropped refs) for a rule."""
-    out = subprocess.run([sys.executable, "-m", "core", "replay", "--conversation", conversation_id, "--node", node,
-                          *rule_args(settings), "--db", db.url, "--format", "json"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "core",
+            "replay",
+            "--conversation",
+            conversation_id,
+            "--node",
+            node,
+            *rule_args(settings),
+            "--db",
+            db.url,
+            "--format",
+            "json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     turns = json.loads(out.stdout)["turns"]
-    return {t["turn"]: ([e["ref"] for e in t["ledger"] if e["kept"]],
-                        [e["ref"] for e in t["ledger"] if not e["kept"] and e["reason"] not in NOT_ELIGIBLE])
-            for t in turns}
+    return {
+        t["turn"]: (
+            [e["ref"] for e in t["ledger"] if e["kept"]],
+            [e["ref"] for e in t["ledger"] if not e["kept"] and e["reason"] not in NOT_ELIGIBLE],
+        )
+        for t in turns
+    }
 
 
 def assert_rule_replays_to_the_observed_sets(db, conversation_id: str, node_inference) -> None:
@@ -57,8 +86,10 @@ def assert_rule_replays_to_the_observed_sets(db, conversation_id: str, node_infe
             if run["node_id"] != node_inference.node.id or run["status"] != "succeeded":
                 continue
             ledger = unpack_ledger(run["ledger"], conversation, position)
-            observed = ([e.ref for e in ledger.entries if e.kept],
-                        [e.ref for e in ledger.entries if not e.kept and e.reason not in NOT_ELIGIBLE])
+            observed = (
+                [e.ref for e in ledger.entries if e.kept],
+                [e.ref for e in ledger.entries if not e.kept and e.reason not in NOT_ELIGIBLE],
+            )
             assert replayed[ledger.turn] == observed, (ledger.turn, observed, replayed[ledger.turn])
             checked += 1
     assert checked >= 3
@@ -75,16 +106,27 @@ def test_langchain_trim_messages_in_a_loop_is_recovered_as_its_token_budget(prox
     model = ChatOpenAI(model="gpt-4o-mini", base_url=url, api_key=KEY, max_retries=0)
     system, budget, history = SystemMessage("You are a concise support assistant."), 120, []
     for question in QUESTIONS:
-        kept = trim_messages([system, *history], max_tokens=budget, token_counter=model, strategy="last",
-                             start_on="human", include_system=True)
+        kept = trim_messages(
+            [system, *history],
+            max_tokens=budget,
+            token_counter=model,
+            strategy="last",
+            start_on="human",
+            include_system=True,
+        )
         reply = model.invoke([*kept, HumanMessage(question)])
         history += [HumanMessage(question), reply]
     assert recorder.wait()
     info = the_conversation(capture_db)
     [node] = infer_stored(capture_db, info.id).nodes
     assert node.best.explains == len(QUESTIONS)
-    recovered = [e.rule for e in [node.best, *node.alike] if e.rule.family == "trim_tokens"
-                 and e.rule.config.settings.include_system and e.rule.config.settings.start_on == "human"]
+    recovered = [
+        e.rule
+        for e in [node.best, *node.alike]
+        if e.rule.family == "trim_tokens"
+        and e.rule.config.settings.include_system
+        and e.rule.config.settings.start_on == "human"
+    ]
     assert any(r.span[0] <= budget <= r.span[1] for r in recovered), [r.span for r in recovered]
     # The budget trims by tokens, not by a number of messages: no message window explains the calls.
     assert all(e.rule.family not in ("window", "dify_documented", "dify_code") for e in [node.best, *node.alike])
@@ -99,11 +141,17 @@ def test_haystack_agent_carrying_its_messages_is_recovered_as_everything_with_it
     from haystack.utils import Secret
 
     url, recorder = proxy
-    lookup = Tool(name="lookup", description="Look an order up.", function=lambda query: f"found: {query}",
-                  parameters={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]})
-    agent = Agent(chat_generator=OpenAIChatGenerator(model="gpt-4o-mini", api_base_url=url,
-                                                     api_key=Secret.from_token(KEY)),
-                  tools=[lookup], system_prompt="You look orders up.")
+    lookup = Tool(
+        name="lookup",
+        description="Look an order up.",
+        function=lambda query: f"found: {query}",
+        parameters={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+    )
+    agent = Agent(
+        chat_generator=OpenAIChatGenerator(model="gpt-4o-mini", api_base_url=url, api_key=Secret.from_token(KEY)),
+        tools=[lookup],
+        system_prompt="You look orders up.",
+    )
     messages: list = []
     for question in ["Where is order 4411?", "And order 7?", "Which did I ask about first?"]:
         messages = agent.run(messages=[*messages, ChatMessage.from_user(question)])["messages"]
@@ -115,7 +163,10 @@ def test_haystack_agent_carrying_its_messages_is_recovered_as_everything_with_it
     assert [r["step"] for r in turns[2]["node_runs"]] == [1, 2]
     [node] = infer_stored(capture_db, info.id).nodes
     assert node.best.explains == 6 and node.best.rule.settings() == {
-        "memory": "buffer", "granularity": "all_messages", "model": "gpt-4o-mini"}
+        "memory": "buffer",
+        "granularity": "all_messages",
+        "model": "gpt-4o-mini",
+    }
     assert_rule_replays_to_the_observed_sets(capture_db, info.id, node)
 
 
@@ -144,7 +195,8 @@ def test_a_dify_chatflow_llm_node_with_window_4_is_recovered_as_dify_as_shipped_
 
 
 def test_a_dify_classifier_with_text_history_and_an_llm_node_share_a_conversation_each_with_its_window(
-        proxy, capture_db):
+    proxy, capture_db
+):
     from core.capture.inference import stored_calls
     from core.capture.view import captured_view, observed_run
     from core.store.ledger_codec import unpack_ledger
@@ -167,15 +219,25 @@ def test_a_dify_classifier_with_text_history_and_an_llm_node_share_a_conversatio
     # Each node's own observed ledger holds what that node's payload held: the classifier's text lines (Dify's row
     # window 3, the turn's own row one of the rows), the LLM node's history messages (window 4).
     lines = [m[0]["content"].split("<histories>")[-1].split("</histories>")[0].strip() for m in bot.classified]
-    expected = [([q for q in text.split("\n") if q], [f"{m['role']}: {m['content']}" for m in sent[1:-1]])
-                for text, sent in zip(lines, bot.sent)]
+    expected = [
+        ([q for q in text.split("\n") if q], [f"{m['role']}: {m['content']}" for m in sent[1:-1]])
+        for text, sent in zip(lines, bot.sent)
+    ]
     observed = []
     for position, row in enumerate(rows):
-        kept = {run["node_id"]: [f"{e.role}: {conversation.turns[e.position].messages[e.index].content}"
-                                 for e in unpack_ledger(run["ledger"], conversation, position).kept]
-                for run in row["node_runs"]}
-        observed.append(([line.replace("user: ", "Human: ").replace("assistant: ", "Assistant: ")
-                          for line in kept[classifier]], kept[llm]))
+        kept = {
+            run["node_id"]: [
+                f"{e.role}: {conversation.turns[e.position].messages[e.index].content}"
+                for e in unpack_ledger(run["ledger"], conversation, position).kept
+            ]
+            for run in row["node_runs"]
+        }
+        observed.append(
+            (
+                [line.replace("user: ", "Human: ").replace("assistant: ", "Assistant: ") for line in kept[classifier]],
+                kept[llm],
+            )
+        )
     assert observed == expected
     assert [len(c) for c, _ in observed] == [0, 2, 4, 2, 2, 4, 4]  # a window, the regenerated row taking a slot
     # The receipt is the payload exactly as sent; the history's tokens are its lines' share of the system message.
@@ -191,15 +253,24 @@ def test_a_dify_classifier_with_text_history_and_an_llm_node_share_a_conversatio
     assert inference[llm].best.explains == len(bot.sent)
     for node_id in (classifier, llm):
         assert_rule_replays_to_the_observed_sets(capture_db, info.id, inference[node_id])
-    out = subprocess.run([sys.executable, "-m", "core", "infer", "--conversation", info.id, "--db", capture_db.url],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "core", "infer", "--conversation", info.id, "--db", capture_db.url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
-    assert f"explained by: Dify as shipped, window 3, over Human:/Assistant: text lines, {len(rows)}/{len(rows)} " \
-           "calls" in out.stdout
+    assert (
+        f"explained by: Dify as shipped, window 3, over Human:/Assistant: text lines, {len(rows)}/{len(rows)} "
+        "calls" in out.stdout
+    )
     assert f"explained by: Dify as shipped, window 4, {len(rows)}/{len(rows)} calls" in out.stdout
     # The Debugger's receipt of the classifier's call: the payload as sent.
-    runs = {p: [dict(run, ledger=unpack_ledger(run["ledger"], conversation, p)) for run in r["node_runs"]]
-            for p, r in enumerate(rows)}
+    runs = {
+        p: [dict(run, ledger=unpack_ledger(run["ledger"], conversation, p)) for run in r["node_runs"]]
+        for p, r in enumerate(rows)
+    }
     view = next(v for v in captured_view(conversation, info.meta, runs) if v.node.id == classifier)
     receipt = observed_run(conversation, view, 4)
     assert [r["content"] for r in receipt["prompt"]] == [m["content"] for m in bot.classified[4]]

@@ -46,12 +46,16 @@ def test_the_openai_client_chat_completions_pass_through_and_are_recorded_exactl
     for k, question in enumerate(["I'm Dana.", "My order is 4411.", "What's my order?"]):
         history.append({"role": "user", "content": question})
         if k == 1:  # streamed, with the usage chunk
-            stream = client.chat.completions.create(model="gpt-4o-mini", messages=history, stream=True,
-                                                    stream_options={"include_usage": True})
+            stream = client.chat.completions.create(
+                model="gpt-4o-mini", messages=history, stream=True, stream_options={"include_usage": True}
+            )
             answer = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
         else:
-            answer = client.chat.completions.create(model="gpt-4o-mini", messages=history,
-                                                    temperature=0.2).choices[0].message.content
+            answer = (
+                client.chat.completions.create(model="gpt-4o-mini", messages=history, temperature=0.2)
+                .choices[0]
+                .message.content
+            )
         received.append(answer)
         history.append({"role": "assistant", "content": answer})
     assert recorder.wait()
@@ -78,17 +82,27 @@ def test_the_openai_client_responses_api_streaming_and_not(proxy, capture_db):
     url, recorder = proxy
     client = OpenAI(base_url=url, api_key=KEY, max_retries=0)
     first = client.responses.create(model="gpt-4o-mini", instructions="Be brief.", input="Hello, I'm Ana.")
-    with client.responses.create(model="gpt-4o-mini", instructions="Be brief.", stream=True,
-                                 input=[{"role": "user", "content": "Hello, I'm Ana."},
-                                        {"role": "assistant", "content": first.output_text},
-                                        {"role": "user", "content": "Who am I?"}]) as events:
+    with client.responses.create(
+        model="gpt-4o-mini",
+        instructions="Be brief.",
+        stream=True,
+        input=[
+            {"role": "user", "content": "Hello, I'm Ana."},
+            {"role": "assistant", "content": first.output_text},
+            {"role": "user", "content": "Who am I?"},
+        ],
+    ) as events:
         streamed = "".join(e.delta for e in events if e.type == "response.output_text.delta")
     assert recorder.wait()
     [conversation] = stored(capture_db)
     runs = runs_of(conversation)
     assert [run["reply"] for run in runs] == [first.output_text, streamed]
     assert runs[1]["kept"] == [[0, 0], [0, 1]] and runs[1]["prompt"][0] == {
-        "role": "system", "origin": "system", "tokens": runs[1]["prompt"][0]["tokens"], "content": "Be brief."}
+        "role": "system",
+        "origin": "system",
+        "tokens": runs[1]["prompt"][0]["tokens"],
+        "content": "Be brief.",
+    }
     assert runs[0]["usage"]["prompt_tokens"] == 10 and runs[1]["call"]["api"] == "responses"
     assert_no_key(capture_db)
 
@@ -98,19 +112,22 @@ def test_litellm_through_the_proxy_streaming_and_not(proxy, stub, capture_db):
 
     url, recorder = proxy
     messages = [{"role": "user", "content": "Ping?"}]
-    plain = litellm.completion(model="openai/gpt-4o-mini", api_base=url, api_key=KEY, messages=messages,
-                               num_retries=0)
-    messages += [{"role": "assistant", "content": plain.choices[0].message.content},
-                 {"role": "user", "content": "Again?"}]
-    chunks = litellm.completion(model="openai/gpt-4o-mini", api_base=url, api_key=KEY, messages=messages,
-                                stream=True, num_retries=0)
+    plain = litellm.completion(model="openai/gpt-4o-mini", api_base=url, api_key=KEY, messages=messages, num_retries=0)
+    messages += [
+        {"role": "assistant", "content": plain.choices[0].message.content},
+        {"role": "user", "content": "Again?"},
+    ]
+    chunks = litellm.completion(
+        model="openai/gpt-4o-mini", api_base=url, api_key=KEY, messages=messages, stream=True, num_retries=0
+    )
     streamed = "".join(c.choices[0].delta.content or "" for c in chunks)
     assert recorder.wait()
     [conversation] = stored(capture_db)
     runs = runs_of(conversation)
     assert [run["reply"] for run in runs] == [plain.choices[0].message.content, streamed]
-    assert [json.loads(r["body"])["messages"] for r in stub.requests] == [r["call"]["request"]["messages"]
-                                                                           for r in runs]
+    assert [json.loads(r["body"])["messages"] for r in stub.requests] == [
+        r["call"]["request"]["messages"] for r in runs
+    ]
     assert runs[1]["kept"] == [[0, 0], [0, 1]]
     assert_no_key(capture_db)
 
@@ -139,9 +156,15 @@ def test_the_demo_model_answers_each_api_in_its_own_shape(demo_proxy, capture_db
     url, recorder = demo_proxy
     client = OpenAI(base_url=url, api_key="unused", max_retries=0)
     stated = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "I'm Dana."}])
-    asked = client.chat.completions.create(model="gpt-4o-mini", stream=True, messages=[
-        {"role": "user", "content": "I'm Dana."}, {"role": "assistant", "content": stated.choices[0].message.content},
-        {"role": "user", "content": "What's my name?"}])
+    asked = client.chat.completions.create(
+        model="gpt-4o-mini",
+        stream=True,
+        messages=[
+            {"role": "user", "content": "I'm Dana."},
+            {"role": "assistant", "content": stated.choices[0].message.content},
+            {"role": "user", "content": "What's my name?"},
+        ],
+    )
     assert "Dana" in "".join(c.choices[0].delta.content or "" for c in asked if c.choices)
     assert client.responses.create(model="gpt-4o-mini", input="What's my name?").output_text.startswith("I don't know")
     assert [m.id for m in client.models.list()] == ["memlens/demo"]
@@ -154,12 +177,27 @@ def test_anthropic_messages_through_the_proxy_with_litellms_anthropic_client(pro
 
     url, recorder = proxy
     messages = [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "Hi, I'm Bo."}]
-    first = litellm.completion(model="anthropic/claude-sonnet-4-5", api_base=f"{url}/messages", api_key=KEY,
-                               messages=messages, max_tokens=64, num_retries=0)
-    messages += [{"role": "assistant", "content": first.choices[0].message.content},
-                 {"role": "user", "content": "Who am I?"}]
-    chunks = litellm.completion(model="anthropic/claude-sonnet-4-5", api_base=f"{url}/messages", api_key=KEY,
-                                messages=messages, max_tokens=64, stream=True, num_retries=0)
+    first = litellm.completion(
+        model="anthropic/claude-sonnet-4-5",
+        api_base=f"{url}/messages",
+        api_key=KEY,
+        messages=messages,
+        max_tokens=64,
+        num_retries=0,
+    )
+    messages += [
+        {"role": "assistant", "content": first.choices[0].message.content},
+        {"role": "user", "content": "Who am I?"},
+    ]
+    chunks = litellm.completion(
+        model="anthropic/claude-sonnet-4-5",
+        api_base=f"{url}/messages",
+        api_key=KEY,
+        messages=messages,
+        max_tokens=64,
+        stream=True,
+        num_retries=0,
+    )
     streamed = "".join(c.choices[0].delta.content or "" for c in chunks)
     assert recorder.wait()
     assert [r["path"] for r in stub.requests] == ["/v1/messages"] * 2
@@ -174,20 +212,29 @@ def test_anthropic_messages_through_the_proxy_with_litellms_anthropic_client(pro
 
 
 def test_plain_payloads_read_fast_are_read_as_the_importer_reads_them():
-    from core.proxy.exchange import _plain_messages, request_messages
     from core.io.readers.openai import openai_messages
+    from core.proxy.exchange import _plain_messages, request_messages
 
-    raw = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi", "name": "dana"},
-           {"role": "assistant", "content": ""}, {"role": "user", "content": "x\ny"}]
+    raw = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hi", "name": "dana"},
+        {"role": "assistant", "content": ""},
+        {"role": "user", "content": "x\ny"},
+    ]
     assert _plain_messages(raw) == openai_messages(raw)
     assert request_messages("chat", {"messages": raw})[0] == openai_messages(raw)
-    for other in ([{"role": "developer", "content": "x"}], [{"role": "user", "content": [{"type": "text", "text": "x"}]}],
-                  [{"role": "tool", "content": "x", "tool_call_id": "1"}], []):
+    for other in (
+        [{"role": "developer", "content": "x"}],
+        [{"role": "user", "content": [{"type": "text", "text": "x"}]}],
+        [{"role": "tool", "content": "x", "tool_call_id": "1"}],
+        [],
+    ):
         assert _plain_messages(other) is None
 
 
 def test_calls_naming_their_node_by_header_or_metadata_are_that_node_and_the_name_goes_on_as_the_pin_does(
-        proxy, stub, capture_db):
+    proxy, stub, capture_db
+):
     from openai import OpenAI
 
     url, recorder = proxy
@@ -198,8 +245,9 @@ def test_calls_naming_their_node_by_header_or_metadata_are_that_node_and_the_nam
     for question in ["I'm Dana.", "My order is 4411."]:
         messages.append({"role": "user", "content": question})
         drafter.chat.completions.create(model="gpt-4o-mini", messages=messages)
-        answer = reviewer.chat.completions.create(model="gpt-4o-mini", messages=messages,
-                                                  extra_body={"metadata": {"memlens_node": "reviewer"}})
+        answer = reviewer.chat.completions.create(
+            model="gpt-4o-mini", messages=messages, extra_body={"metadata": {"memlens_node": "reviewer"}}
+        )
         messages.append({"role": "assistant", "content": answer.choices[0].message.content})
     assert recorder.wait()
     # Identical prompts and tools: only the names tell the two nodes apart, and they are the nodes' titles.

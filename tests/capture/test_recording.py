@@ -6,20 +6,29 @@ from __future__ import annotations
 import json
 import time
 
+from core.capture.threader import Threader
 from core.proxy.exchange import Exchange
 from core.proxy.recorder import Recorder, load_threader, save_threads
 from core.store import repo
 from tests.capture.test_threader import Bot
-from core.capture.threader import Threader
 
 
 def exchange(k: int, history: list[dict], answer: str) -> Exchange:
     body = {"model": "gpt-4o-mini", "messages": history, "user": "u-7"}
-    reply = {"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}],
-             "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}
-    return Exchange(id=f"call-{k}", api="chat", request=json.dumps(body).encode(), started_at=time.time() + k,
-                    status=200, response=json.dumps(reply).encode(), latency_ms=12.5,
-                    request_headers={"content-type": "application/json", "user-agent": "test"})
+    reply = {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+    }
+    return Exchange(
+        id=f"call-{k}",
+        api="chat",
+        request=json.dumps(body).encode(),
+        started_at=time.time() + k,
+        status=200,
+        response=json.dumps(reply).encode(),
+        latency_ms=12.5,
+        request_headers={"content-type": "application/json", "user-agent": "test"},
+    )
 
 
 def test_a_recorded_conversation_is_stored_whole_and_a_restarted_recorder_continues_it(db):
@@ -45,7 +54,11 @@ def test_a_recorded_conversation_is_stored_whole_and_a_restarted_recorder_contin
     assert [(t["query"], t["answer"]) for t in turns] == [("q0", "a0"), ("q1", "a1"), ("q2", "a2")]
     run = turns[2]["node_runs"][0]
     assert (run["call_number"], run["kept"], run["latency_ms"], run["usage"]["total_tokens"]) == (
-        3, [[0, 0], [0, 1], [1, 0], [1, 1]], 12.5, 7)
+        3,
+        [[0, 0], [0, 1], [1, 0], [1, 1]],
+        12.5,
+        7,
+    )
     assert run["call"]["request_headers"] == {"content-type": "application/json", "user-agent": "test"}
     assert info.user_id == "u-7" and info.meta["capture"]["user"] == "u-7"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from core.capture.observed import observed_ledger, payload_rows
 from core.capture.threader import FAILED, Call, Threader, thread_calls
-from core.model.conversation import Message, ToolCall
 from core.memory.words import explain
+from core.model.conversation import Message, ToolCall
 from core.model.ledger import GRANULARITY, KEPT, NOT_SENT, OTHER_BRANCH, OUTSIDE_WINDOW
 
 
@@ -39,8 +39,9 @@ class Bot:
         self.clock += 1
         answer = answer or f"answer to {question}"
         payload = (s(self.system), *self.window(self.history), u(question))
-        thread, placed = self.threader.place(Call(f"c{self.clock}", payload, a(answer), model="gpt-4o-mini",
-                                                  started_at=self.clock, **self.call))
+        thread, placed = self.threader.place(
+            Call(f"c{self.clock}", payload, a(answer), model="gpt-4o-mini", started_at=self.clock, **self.call)
+        )
         if keep:
             self.history += [u(question), a(answer)]
         self.placed.append(placed)
@@ -53,8 +54,11 @@ def test_a_bot_that_resends_its_history_makes_one_conversation_whose_calls_keep_
         thread, placed = bot.ask(q)
     assert len(bot.threader.threads) == 1
     conv = thread.conversation()
-    assert [(t.query, t.answer) for t in conv.turns] == [("one", "answer to one"), ("two", "answer to two"),
-                                                         ("three", "answer to three")]
+    assert [(t.query, t.answer) for t in conv.turns] == [
+        ("one", "answer to one"),
+        ("two", "answer to two"),
+        ("three", "answer to three"),
+    ]
     assert [p.kept for p in bot.placed] == [(), ((0, 0), (0, 1)), ((0, 0), (0, 1), (1, 0), (1, 1))]
     assert [p.number for p in bot.placed] == [1, 2, 3] and {p.node for p in bot.placed} == {"node-1"}
 
@@ -86,8 +90,11 @@ def test_history_the_capture_never_saw_becomes_turns_of_the_thread():
     threader = Threader()
     payload = (s("You help."), u("one"), a("first"), u("two"), a("second"), u("three"))
     thread, placed = threader.place(Call("c1", payload, a("third"), started_at=1))
-    assert [(t.query, t.answer) for t in thread.conversation().turns] == [("one", "first"), ("two", "second"),
-                                                                          ("three", "third")]
+    assert [(t.query, t.answer) for t in thread.conversation().turns] == [
+        ("one", "first"),
+        ("two", "second"),
+        ("three", "third"),
+    ]
     assert placed.position == 2 and placed.kept == ((0, 0), (0, 1), (1, 0), (1, 1))
     assert [c for t in thread.turns for c in t.calls] == [placed]  # the first two turns have no call
 
@@ -96,8 +103,11 @@ def test_calls_of_one_turn_with_other_system_prompts_are_other_nodes_of_that_tur
     threader = Threader()
     bot = Bot(threader, system="Answer the customer.")
     bot.ask("Hi, I'm Dana.")
-    classifier = threader.place(Call("k", (s("Reply with one of: billing, other"), *bot.history, u("Refund please")),
-                                     a("billing"), started_at=10))[1]
+    classifier = threader.place(
+        Call(
+            "k", (s("Reply with one of: billing, other"), *bot.history, u("Refund please")), a("billing"), started_at=10
+        )
+    )[1]
     thread, llm = bot.ask("Refund please")
     assert len(threader.threads) == 1 and classifier.position == llm.position == 1
     assert (classifier.node, llm.node) == ("node-2", "node-1")
@@ -118,11 +128,15 @@ def test_a_regenerated_answer_and_an_edited_question_are_branches():
     bot.ask("one")
     bot.ask("two", "first try", keep=False)
     thread, again = bot.ask("two", "second try")  # the same history and query again: regenerated
-    _, edited = bot.threader.place(Call("e", (s("You help."), u("one"), a("answer to one"), u("TWO?")),
-                                        a("edited"), started_at=9))
+    _, edited = bot.threader.place(
+        Call("e", (s("You help."), u("one"), a("answer to one"), u("TWO?")), a("edited"), started_at=9)
+    )
     conv = thread.conversation()
-    assert [(t.query, t.answer) for t in conv.turns[1:]] == [("two", "first try"), ("two", "second try"),
-                                                             ("TWO?", "edited")]
+    assert [(t.query, t.answer) for t in conv.turns[1:]] == [
+        ("two", "first try"),
+        ("two", "second try"),
+        ("TWO?", "edited"),
+    ]
     assert conv.tree.siblings(1) == [1, 2, 3]
     # The next turn follows the branch its history repeats; the sibling it left is on another branch.
     _, next_turn = bot.ask("three")
@@ -155,16 +169,26 @@ def test_an_agents_tool_round_is_one_turn_its_requests_steps_of_it():
     threader = Threader()
     lookup = ToolCall("c1", "lookup", '{"order": 4411}')
     first = Call("1", (s("Agent"), u("Where is 4411?")), a("", lookup), tools=("lookup",), started_at=1)
-    second = Call("2", (s("Agent"), u("Where is 4411?"), a("", ToolCall("c1", "lookup", '{ "order":4411 }')),
-                        tool("shipped")), a("It has shipped."), tools=("lookup",), started_at=2)
+    second = Call(
+        "2",
+        (s("Agent"), u("Where is 4411?"), a("", ToolCall("c1", "lookup", '{ "order":4411 }')), tool("shipped")),
+        a("It has shipped."),
+        tools=("lookup",),
+        started_at=2,
+    )
     thread, one = threader.place(first)
     _, two = threader.place(second)
     assert (one.position, one.step, two.position, two.step) == (0, 1, 0, 2)
     [turn] = thread.conversation().turns
     assert [m.kind for m in turn.messages] == ["query", "tool_call", "tool_result", "answer"]
     # The next question's payload leaves the tool round out: its ledger says those were intermediate.
-    third = Call("3", (s("Agent"), u("Where is 4411?"), a("It has shipped."), u("Thanks")), a("np"),
-                 tools=("lookup",), started_at=3)
+    third = Call(
+        "3",
+        (s("Agent"), u("Where is 4411?"), a("It has shipped."), u("Thanks")),
+        a("np"),
+        tools=("lookup",),
+        started_at=3,
+    )
     _, three = threader.place(third)
     ledger = observed_ledger(thread.conversation(), three.position, three.kept, rows=[], model="gpt-4o-mini")
     assert [e.reason for e in ledger.entries] == [KEPT, GRANULARITY, GRANULARITY, KEPT]
@@ -173,8 +197,9 @@ def test_an_agents_tool_round_is_one_turn_its_requests_steps_of_it():
 def test_the_answer_the_app_kept_replaces_the_models_reply_as_the_turns_answer():
     threader = Threader()
     threader.place(Call("1", (s("x"), u("one")), a("raw reply"), started_at=1))
-    thread, placed = threader.place(Call("2", (s("x"), u("one"), a("Answer: raw reply"), u("two")), a("r2"),
-                                         started_at=2))
+    thread, placed = threader.place(
+        Call("2", (s("x"), u("one"), a("Answer: raw reply"), u("two")), a("r2"), started_at=2)
+    )
     assert thread.conversation().turns[0].answer == "Answer: raw reply"
     assert placed.kept == ((0, 0), (0, 1)) and len(threader.threads) == 1
 
@@ -194,9 +219,14 @@ def test_a_message_no_turn_holds_is_sent_but_not_from_the_thread_and_a_gap_is_no
     for q in ["one", "two", "three"]:
         bot.ask(q)
     summary = Message("system", "Summary: the user counted.", "", 0)
-    thread, placed = bot.threader.place(Call("s", (s("You help."), summary, u("one"), a("answer to one"),
-                                                   u("three"), a("answer to three"), u("four")), a("4"),
-                                             started_at=99))
+    thread, placed = bot.threader.place(
+        Call(
+            "s",
+            (s("You help."), summary, u("one"), a("answer to one"), u("three"), a("answer to three"), u("four")),
+            a("4"),
+            started_at=99,
+        )
+    )
     rows = payload_rows(placed.call.messages, placed.roles, "gpt-4o-mini")
     ledger = observed_ledger(thread.conversation(), placed.position, placed.kept, rows=rows, model="gpt-4o-mini")
     assert [r["origin"] for r in rows][:2] == ["system", "not from the thread"]
@@ -206,16 +236,27 @@ def test_a_message_no_turn_holds_is_sent_but_not_from_the_thread_and_a_gap_is_no
 
 def test_a_responses_chain_is_threaded_by_its_previous_response_id():
     threader = Threader()
-    thread, first = threader.place(Call("1", (u("Hi, I'm Ana."),), a("Hello Ana"), api="responses", started_at=1,
-                                        response_id="resp_1"))
-    _, second = threader.place(Call("2", (u("Who am I?"),), a("Ana"), api="responses", started_at=2,
-                                    previous_response="resp_1", response_id="resp_2"))
+    thread, first = threader.place(
+        Call("1", (u("Hi, I'm Ana."),), a("Hello Ana"), api="responses", started_at=1, response_id="resp_1")
+    )
+    _, second = threader.place(
+        Call(
+            "2",
+            (u("Who am I?"),),
+            a("Ana"),
+            api="responses",
+            started_at=2,
+            previous_response="resp_1",
+            response_id="resp_2",
+        )
+    )
     assert len(threader.threads) == 1 and second.position == 1 and second.kept == ((0, 0), (0, 1))
 
 
 def test_a_trace_of_calls_is_threaded_in_time_order():
-    calls = [Call("2", (s("x"), u("one"), a("1"), u("two")), a("2"), started_at=2),
-             Call("1", (s("x"), u("one")), a("1"), started_at=1)]
+    calls = [
+        Call("2", (s("x"), u("one"), a("1"), u("two")), a("2"), started_at=2),
+        Call("1", (s("x"), u("one")), a("1"), started_at=1),
+    ]
     [thread] = thread_calls(calls)
     assert [t.query.content for t in thread.turns] == ["one", "two"]
-

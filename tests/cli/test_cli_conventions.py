@@ -41,6 +41,7 @@ def stored(tmp_path):
 
 # -- what is read, what is printed -------------------------------------------------------------------
 
+
 def test_input_format_names_what_is_read_and_the_old_spelling_still_works_with_a_note(capsys):
     code, new, err = run(capsys, "replay", LISBON, "--input-format", "openai", "--turn", "3", "--format", "json")
     assert code == 0 and err == ""
@@ -68,19 +69,33 @@ def test_csv_prints_the_rows_json_does_with_a_header(capsys):
     code, as_csv, _ = run(capsys, "ls", TAU, "--format", "csv")
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(as_csv)))
-    assert [(int(r["index"]), int(r["turns"]), r["first_query"]) for r in rows] == \
-        [(r["index"], r["turns"], r["first_query"]) for r in json.loads(as_json)]
+    assert [(int(r["index"]), int(r["turns"]), r["first_query"]) for r in rows] == [
+        (r["index"], r["turns"], r["first_query"]) for r in json.loads(as_json)
+    ]
 
 
 def test_replay_csv_is_one_row_per_earlier_message_of_each_turn(capsys):
     _, as_json, _ = run(capsys, "replay", LISBON, "--window", "3", "--format", "json")
     code, as_csv, _ = run(capsys, "replay", LISBON, "--window", "3", "--format", "csv")
     assert code == 0
-    expected = [(t["turn"], str(e["ref"]), e["turn"], e["role"], e["tokens"], e["kept"], e["reason"])
-                for t in json.loads(as_json)["turns"] for e in t["ledger"]]
+    expected = [
+        (t["turn"], str(e["ref"]), e["turn"], e["role"], e["tokens"], e["kept"], e["reason"])
+        for t in json.loads(as_json)["turns"]
+        for e in t["ledger"]
+    ]
     rows = list(csv.DictReader(io.StringIO(as_csv)))
-    assert [(int(r["turn"]), r["ref"], int(r["message_turn"]), r["role"], int(r["tokens"]), json.loads(r["kept"]),
-             r["reason"]) for r in rows] == expected
+    assert [
+        (
+            int(r["turn"]),
+            r["ref"],
+            int(r["message_turn"]),
+            r["role"],
+            int(r["tokens"]),
+            json.loads(r["kept"]),
+            r["reason"],
+        )
+        for r in rows
+    ] == expected
     assert {r["reason"] for r in rows} == {"kept", "outside_window"}
 
 
@@ -102,6 +117,7 @@ def test_stored_times_print_as_iso_8601_in_json_and_csv(capsys, stored):
 
 
 # -- --conversation ------------------------------------------------------------------------------------
+
 
 def test_replay_takes_a_stored_conversation(capsys, stored):
     url, conv = stored
@@ -128,9 +144,18 @@ def test_export_takes_the_conversation_either_way(capsys, stored):
 
 # -- help, exit statuses ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args, shown", [([], "commands:"), (["flows"], "{import,list}"),
-                                         (["keys"], "{create,revoke,list}"), (["replay"], "--conversation ID"),
-                                         (["why"], "phrase"), (["export"], "--conversation ID")])
+
+@pytest.mark.parametrize(
+    "args, shown",
+    [
+        ([], "commands:"),
+        (["flows"], "{import,list}"),
+        (["keys"], "{create,revoke,list}"),
+        (["replay"], "--conversation ID"),
+        (["why"], "phrase"),
+        (["export"], "--conversation ID"),
+    ],
+)
 def test_run_bare_a_command_prints_its_help_and_exits_2(capsys, args, shown):
     code, out, err = run(capsys, *args)
     assert code == 2 and out.startswith("usage:") and shown in out and "error" not in err
@@ -142,22 +167,28 @@ def test_help_and_version_exit_0(capsys):
     assert code == 0 and all(f"  {name} " in out for name in COMMANDS)
 
 
-@pytest.mark.parametrize("args, status, words", [
-    (["export", "no-such-id"], 1, "no conversation with id 'no-such-id'"),
-    (["why", "--conversation", "no-such-id", "Dana"], 1, "no conversation with id"),
-    (["keys", "revoke", "no-such-key"], 1, "no API key with id"),
-    (["replay", "--conversation", "no-such-id"], 1, "no conversation with id"),
-    (["replay", str(LISBON), "--window", "-1"], 2, "--window -1 is out of range"),
-    (["replay", str(ROOT / "no-such-file.json")], 2, "no-such-file.json"),
-    (["bogus"], 2, "unknown command 'bogus'"),
-    (["ls", str(LISBON), "--colour"], 2, "unrecognized arguments: --colour"),
-])
+@pytest.mark.parametrize(
+    "args, status, words",
+    [
+        (["export", "no-such-id"], 1, "no conversation with id 'no-such-id'"),
+        (["why", "--conversation", "no-such-id", "Dana"], 1, "no conversation with id"),
+        (["keys", "revoke", "no-such-key"], 1, "no API key with id"),
+        (["replay", "--conversation", "no-such-id"], 1, "no conversation with id"),
+        (["replay", str(LISBON), "--window", "-1"], 2, "--window -1 is out of range"),
+        (["replay", str(ROOT / "no-such-file.json")], 2, "no-such-file.json"),
+        (["bogus"], 2, "unknown command 'bogus'"),
+        (["ls", str(LISBON), "--colour"], 2, "unrecognized arguments: --colour"),
+    ],
+)
 def test_exit_status_is_1_for_a_runtime_failure_and_2_for_bad_input(capsys, tmp_path, args, status, words):
     from core.store.db import Database
 
     Database(f"sqlite:///{tmp_path / 'x.db'}").dispose()  # a store that holds none (a reader makes none)
-    code, out, err = run(capsys, *args, "--db", f"sqlite:///{tmp_path / 'x.db'}") if args[0] in (
-        "export", "why", "keys") or "--conversation" in args else run(capsys, *args)
+    code, out, err = (
+        run(capsys, *args, "--db", f"sqlite:///{tmp_path / 'x.db'}")
+        if args[0] in ("export", "why", "keys") or "--conversation" in args
+        else run(capsys, *args)
+    )
     assert (code, out) == (status, ""), err
     assert err.startswith("error: ") and words in err and len(err.strip().splitlines()) == 1
 
@@ -176,10 +207,13 @@ def test_a_model_failure_is_a_runtime_failure(capsys, monkeypatch):
 
 # -- --help without the commands' imports ----------------------------------------------------------------
 
+
 def _loaded_by(*args) -> set[str]:
-    code = ("import sys; from core.cli.main import main\n"
-            "try: main(%r)\nexcept SystemExit: pass\n"
-            "print(' '.join(sorted(sys.modules)))" % (list(args),))
+    code = (
+        "import sys; from core.cli.main import main\n"
+        "try: main(%r)\nexcept SystemExit: pass\n"
+        "print(' '.join(sorted(sys.modules)))" % (list(args),)
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     return set(proc.stdout.split())
 
@@ -203,6 +237,7 @@ def test_every_command_module_has_its_line_in_commands():
 
 
 # -- progress on a terminal ---------------------------------------------------------------------------------
+
 
 class Terminal(io.StringIO):
     def isatty(self):
@@ -234,6 +269,7 @@ def test_report_replies_and_import_show_progress_on_a_terminal(monkeypatch, tmp_
 
 # -- retries ------------------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def no_waiting(monkeypatch):
     import core.retry
@@ -251,6 +287,7 @@ def _answers(*statuses, headers=None):
         status = queue.pop(0) if queue else 200
         body = {"data": [], "has_more": False} if status == 200 else {"message": "busy"}
         return httpx.Response(status, json=body, headers=headers or {})
+
     return httpx.MockTransport(handle)
 
 
@@ -258,8 +295,14 @@ def test_pull_tries_a_429_or_5xx_again_and_goes_on(no_waiting, tmp_path):
     from core.service.dify_pull import pull
 
     db = Database(f"sqlite:///{tmp_path / 'x.db'}")
-    result = pull(db, "https://dify.example/v1", "app-key", "dana", everything=True,
-                  transport=_answers(429, 503, headers={"Retry-After": "2"}))
+    result = pull(
+        db,
+        "https://dify.example/v1",
+        "app-key",
+        "dana",
+        everything=True,
+        transport=_answers(429, 503, headers={"Retry-After": "2"}),
+    )
     assert result.ids == {} and no_waiting == [2.0, 2.0]
 
 
@@ -294,9 +337,16 @@ def _litellm_error(name: str, status: int):
         return cls(message="busy", llm_provider="openai", model="gpt-4o")
 
 
-@pytest.mark.parametrize("name, status, tries", [("RateLimitError", 429, 3), ("InternalServerError", 500, 3),
-                                                 ("Timeout", 408, 3), ("AuthenticationError", 401, 1),
-                                                 ("BadRequestError", 400, 1)])
+@pytest.mark.parametrize(
+    "name, status, tries",
+    [
+        ("RateLimitError", 429, 3),
+        ("InternalServerError", 500, 3),
+        ("Timeout", 408, 3),
+        ("AuthenticationError", 401, 1),
+        ("BadRequestError", 400, 1),
+    ],
+)
 def test_a_model_call_is_tried_again_only_after_a_passing_failure(no_waiting, monkeypatch, name, status, tries):
     from core.llm import client as llm_client
     from core.llm.errors import LLMError

@@ -14,8 +14,9 @@ TAU = T / "taubench__gpt-4o-airline.sample.jsonl"
 
 
 def run(*args):
-    proc = subprocess.run([sys.executable, "-m", "core", "replay", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "core", "replay", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -24,8 +25,12 @@ def test_json_output_has_exactly_the_documented_shape():
     assert code == 0, err
     doc = json.loads(out)
     assert set(doc) == {"memory", "model", "encoding", "tokens_exact", "turns"}
-    assert (doc["memory"], doc["model"], doc["encoding"], doc["tokens_exact"]) == ("dify", "gpt-4o-mini",
-                                                                                  "o200k_base", True)
+    assert (doc["memory"], doc["model"], doc["encoding"], doc["tokens_exact"]) == (
+        "dify",
+        "gpt-4o-mini",
+        "o200k_base",
+        True,
+    )
     assert [t["turn"] for t in doc["turns"]] == [1, 2, 3, 4, 5, 6, 7]
     for t in doc["turns"]:
         assert set(t) == {"turn", "prompt_tokens", "history_tokens", "budget", "ledger"}
@@ -33,7 +38,9 @@ def test_json_output_has_exactly_the_documented_shape():
             assert set(e) == {"ref", "turn", "role", "tokens", "kept", "reason"}
     turn6 = doc["turns"][5]
     assert [e["ref"] for e in turn6["ledger"] if e["kept"]] == [
-        "cd5affb0-7bc2-4a6f-be7e-25e74595c9dd:query", "cd5affb0-7bc2-4a6f-be7e-25e74595c9dd:answer"]
+        "cd5affb0-7bc2-4a6f-be7e-25e74595c9dd:query",
+        "cd5affb0-7bc2-4a6f-be7e-25e74595c9dd:answer",
+    ]
     assert turn6["history_tokens"] == sum(e["tokens"] for e in turn6["ledger"] if e["kept"])
 
 
@@ -49,8 +56,20 @@ def test_summary_prints_a_table_of_one_row_per_turn():
     lines = out.splitlines()
     assert code == 0 and len(lines) == 2 + 30
     assert lines[0] == "memory: dify window 3 · model gpt-4o-mini"
-    assert lines[1].split() == ["turn", "kept", "dropped", "not", "eligible", "history", "tok", "prompt", "tok",
-                                "budget", "oldest", "kept"]
+    assert lines[1].split() == [
+        "turn",
+        "kept",
+        "dropped",
+        "not",
+        "eligible",
+        "history",
+        "tok",
+        "prompt",
+        "tok",
+        "budget",
+        "oldest",
+        "kept",
+    ]
     last = lines[-1].split()  # turn 30: the window's 3 rows are the current turn and the 2 before it
     assert last[0] == "30" and last[1] == "4" and last[6] == "–" and last[7] == "28"
 
@@ -59,8 +78,16 @@ def test_jsonl_prints_one_object_per_turn():
     code, out, _ = run(TAU, "--index", "0", "--window", "3", "--format", "jsonl")
     lines = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and len(lines) == 30
-    assert set(lines[0]) == {"turn", "kept", "dropped", "not_eligible", "history_tokens", "prompt_tokens",
-                             "budget", "oldest_kept_turn"}
+    assert set(lines[0]) == {
+        "turn",
+        "kept",
+        "dropped",
+        "not_eligible",
+        "history_tokens",
+        "prompt_tokens",
+        "budget",
+        "oldest_kept_turn",
+    }
     # Dify 1.x: the window's 3 rows are the current turn and the 2 before it.
     assert lines[-1]["oldest_kept_turn"] == 28 and lines[-1]["kept"] == 4
 
@@ -107,25 +134,28 @@ def test_code_fidelity_and_window_strategy_options_are_applied():
     assert code == 0 and json.loads(out)["kept"] == 4 and json.loads(out)["budget"] is None
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["/no/such/file.json"], "no such file"),
-    ([T / "SOURCES.md"], "not JSON or JSON Lines"),
-    ([T / "dify-docs__messages_api_examples.json"], "unknown format"),
-    (["{tmp}/norole.json"], "has no 'role'"),
-    (["{tmp}/badrole.json"], "unknown role 'robot'"),
-    ([REAL, "--window", "-1"], "--window -1 is out of range"),
-    ([REAL, "--window", "2000000"], "window 2000000 is out of range"),
-    ([REAL, "--memory", "window", "--window", "201"], "window 201 is out of range"),
-    ([REAL, "--turn", "99"], "--turn 99 is out of range"),
-    ([REAL, "--turn", "0"], "--turn 0 is out of range"),
-    ([TAU, "--index", "6"], "--index 6 is out of range"),
-    ([REAL, "--context-size", "0"], "--context-size 0 is out of range"),
-    ([REAL, "--max-tokens", "x"], "--max-tokens must be a whole number"),
-    ([REAL, "--memory", "magic"], "invalid choice: 'magic'"),
-    ([REAL, "--format", "xml"], "invalid choice: 'xml'"),
-    ([REAL, "--input-format", "csv"], "unknown format 'csv'; expected one of"),
-    ([REAL, "--input-format", "sharegpt"], "'conversations' must be a list"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["/no/such/file.json"], "no such file"),
+        ([T / "SOURCES.md"], "not JSON or JSON Lines"),
+        ([T / "dify-docs__messages_api_examples.json"], "unknown format"),
+        (["{tmp}/norole.json"], "has no 'role'"),
+        (["{tmp}/badrole.json"], "unknown role 'robot'"),
+        ([REAL, "--window", "-1"], "--window -1 is out of range"),
+        ([REAL, "--window", "2000000"], "window 2000000 is out of range"),
+        ([REAL, "--memory", "window", "--window", "201"], "window 201 is out of range"),
+        ([REAL, "--turn", "99"], "--turn 99 is out of range"),
+        ([REAL, "--turn", "0"], "--turn 0 is out of range"),
+        ([TAU, "--index", "6"], "--index 6 is out of range"),
+        ([REAL, "--context-size", "0"], "--context-size 0 is out of range"),
+        ([REAL, "--max-tokens", "x"], "--max-tokens must be a whole number"),
+        ([REAL, "--memory", "magic"], "invalid choice: 'magic'"),
+        ([REAL, "--format", "xml"], "invalid choice: 'xml'"),
+        ([REAL, "--input-format", "csv"], "unknown format 'csv'; expected one of"),
+        ([REAL, "--input-format", "sharegpt"], "'conversations' must be a list"),
+    ],
+)
 def test_bad_input_prints_one_clear_line_and_exits_2(tmp_path, args, needle):
     (tmp_path / "norole.json").write_text('[{"role": "user", "content": "a"}, {"content": "b"}]')
     (tmp_path / "badrole.json").write_text('[{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}]')
@@ -156,8 +186,9 @@ def test_replay_format_in_names_the_input_format():
 
 
 def test_replay_help_explains_index_turn_and_format_in():
-    proc = subprocess.run([sys.executable, "-m", "core", "replay", "--help"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "core", "replay", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     text = " ".join(proc.stdout.split())
     assert "which conversation of a file with several" in text
     assert "replay only this turn" in text
@@ -165,23 +196,39 @@ def test_replay_help_explains_index_turn_and_format_in():
 
 
 def test_ls_lists_index_turns_and_first_query():
-    proc = subprocess.run([sys.executable, "-m", "core", "ls", str(CHATGPT)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "core", "ls", str(CHATGPT)], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[1].split(None, 2) == ["0", "5", "'Plan three days in Lisbon.'"]
     assert lines[2].split(None, 2) == ["1", "2", "'What is 2 to the power of 10?'"]
     assert lines[3].startswith("2 conversations in ")
-    proc = subprocess.run([sys.executable, "-m", "core", "ls", str(TAU), "--format", "json"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "core", "ls", str(TAU), "--format", "json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     rows = json.loads(proc.stdout)
     assert [r["index"] for r in rows] == list(range(6)) and all(r["turns"] > 0 for r in rows)
 
 
 def test_an_agent_apps_log_replays_as_its_agent_runner_unless_memory_is_given():
     agent = ROOT / "sample_data" / "conversations" / "shop-agent.json"
-    code, out, err = run(agent, "--format", "json", "--turn", "5", "--plugin-token-counting", "--context-size", "560",
-                         "--max-tokens", "256")
+    code, out, err = run(
+        agent,
+        "--format",
+        "json",
+        "--turn",
+        "5",
+        "--plugin-token-counting",
+        "--context-size",
+        "560",
+        "--max-tokens",
+        "256",
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["memory"] == "dify_agent"
@@ -215,16 +262,33 @@ def test_a_claude_code_transcript_replays_as_the_whole_thread_unless_memory_is_g
 def test_skip_bad_lists_and_replays_the_good_conversations_and_reports_each_bad_one(tmp_path):
     def tree(tree_id, first_role):
         reply = {"message_id": f"{tree_id}-a", "role": "assistant", "text": "hello", "replies": []}
-        return json.dumps({"message_tree_id": tree_id, "prompt": {"message_id": f"{tree_id}-p", "role": first_role,
-                                                                  "text": f"hi from {tree_id}", "replies": [reply]}})
+        return json.dumps(
+            {
+                "message_tree_id": tree_id,
+                "prompt": {
+                    "message_id": f"{tree_id}-p",
+                    "role": first_role,
+                    "text": f"hi from {tree_id}",
+                    "replies": [reply],
+                },
+            }
+        )
+
     path = tmp_path / "trees.jsonl"
     path.write_text("\n".join([tree("one", "prompter"), tree("bad", "assistant"), tree("two", "prompter")]))
     code, _, err = run(path)
     assert code == 2 and "record 1 (conversation 'bad')" in err and "nothing was imported" in err
-    proc = subprocess.run([sys.executable, "-m", "core", "ls", str(path), "--skip-bad", "--format", "json"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0 and [r["first_query"] for r in json.loads(proc.stdout)] == ["hi from one",
-                                                                                            "hi from two"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "core", "ls", str(path), "--skip-bad", "--format", "json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and [r["first_query"] for r in json.loads(proc.stdout)] == [
+        "hi from one",
+        "hi from two",
+    ]
     assert proc.stderr.count("skipped: record 1 (conversation 'bad')") == 1
     code, out, err = run(path, "--skip-bad", "--index", "1", "--format", "json")
     assert code == 0 and json.loads(out)["turns"][0]["ledger"] == [] and "skipped: record 1" in err
@@ -233,17 +297,36 @@ def test_skip_bad_lists_and_replays_the_good_conversations_and_reports_each_bad_
     only_bad.write_text(tree("bad", "assistant"))
     code, out, err = run(only_bad, "--skip-bad")
     assert (code, out) == (2, "") and err.splitlines()[-1] == (
-        f"error: {only_bad}: nothing to replay (0 conversations from bad.jsonl (oasst); 1 bad record left out)")
+        f"error: {only_bad}: nothing to replay (0 conversations from bad.jsonl (oasst); 1 bad record left out)"
+    )
 
 
 def test_where_did_it_go_on_an_agent_apps_log_follows_its_agent_runner():
     agent = ROOT / "sample_data" / "conversations" / "shop-agent.json"
-    proc = subprocess.run([sys.executable, "-m", "core", "why", str(agent), "Priya", "--plugin-token-counting",
-                           "--context-size", "560", "--max-tokens", "256"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "core",
+            "why",
+            str(agent),
+            "Priya",
+            "--plugin-token-counting",
+            "--context-size",
+            "560",
+            "--max-tokens",
+            "256",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
-    assert "dify agent app + token counting: had it through turn 2; gone from turn 3 — over token budget 285." \
+    assert (
+        "dify agent app + token counting: had it through turn 2; gone from turn 3 — over token budget 285."
         in proc.stdout
+    )
 
 
 def test_a_react_agent_app_remembers_each_run_as_its_scratchpad_and_forgets_the_final_answers():
@@ -256,17 +339,25 @@ def test_a_react_agent_app_remembers_each_run_as_its_scratchpad_and_forgets_the_
     doc = json.loads(out)
     assert doc["memory"] == "dify_agent"
     reasons = {e["ref"]: e["reason"] for e in doc["turns"][0]["ledger"]}
-    assert [reasons[r] for r in ("msg-2:query", "msg-2:thought1", "msg-2:observation1.1", "msg-2:observation1.2",
-                                 "msg-2:answer")] == ["kept", "rewritten", "omitted", "rewritten", "omitted"]
+    assert [
+        reasons[r]
+        for r in ("msg-2:query", "msg-2:thought1", "msg-2:observation1.1", "msg-2:observation1.2", "msg-2:answer")
+    ] == ["kept", "rewritten", "omitted", "rewritten", "omitted"]
 
     def why(phrase):
-        proc = subprocess.run([sys.executable, "-m", "core", "why", str(agent), phrase, "--agent-strategy", "react"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "core", "why", str(agent), phrase, "--agent-strategy", "react"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stderr
         return proc.stdout.splitlines()[-1]
 
-    assert why("£5.93") == ("dify agent app (ReAct): never had it — from turn 3 on it was not sent (left out of its "
-                            "turn's scratchpad).")
+    assert why("£5.93") == (
+        "dify agent app (ReAct): never had it — from turn 3 on it was not sent (left out of its turn's scratchpad)."
+    )
     assert why("Rotterdam") == "dify agent app (ReAct): still has it at turn 6, the newest turn."
     code, _, err = run(agent, "--agent-strategy", "cot")
     assert code == 2 and "invalid choice: 'cot'" in err
@@ -280,6 +371,7 @@ def test_the_table_says_whose_a_regenerated_replys_question_is():
     copies = [line for line in out.splitlines() if "same message" in line]
     assert [line.split("—")[1].strip().split(" (")[0] for line in copies] == [
         "on another branch, but the same message as this turn's",  # turn 4's own question
-        "on another branch, but the same message as turn 4's"]  # turn 5's table
+        "on another branch, but the same message as turn 4's",
+    ]  # turn 5's table
     assert all(" turn 3 " in line and line.split()[:2] == ["✗", "other_branch"] for line in copies)
     assert "never sent" not in out

@@ -13,31 +13,84 @@ from core.cli.app import main
 from tests.conftest import FIXTURES, ROOT
 
 FLOW = {
-    "format": "memlens-flow", "version": 1, "name": "cli-flow",
-    "variables": [{"name": "turns", "type": "number", "default": 0},
-                  {"name": "queries", "type": "array[string]", "default": []},
-                  {"name": "plan", "type": "string", "default": "free"}],
+    "format": "memlens-flow",
+    "version": 1,
+    "name": "cli-flow",
+    "variables": [
+        {"name": "turns", "type": "number", "default": 0},
+        {"name": "queries", "type": "array[string]", "default": []},
+        {"name": "plan", "type": "string", "default": "free"},
+    ],
     "nodes": [
-        {"id": "start", "type": "start",
-         "variables": [{"variable": "plan", "label": "Plan", "type": "select", "options": ["free", "pro"],
-                        "required": False}]},
-        {"id": "llm", "type": "llm", "model": "openai/gpt-4o-mini",
-         "prompt_template": [{"role": "system", "text": "Turn {{#sys.dialogue_count#}}."}], "memory": {"window": 3}},
-        {"id": "count", "type": "assigner", "version": "2",
-         "items": [{"variable_selector": ["conversation", "turns"], "input_type": "constant", "operation": "+=",
-                    "value": 1},
-                   {"variable_selector": ["conversation", "queries"], "input_type": "variable",
-                    "operation": "append", "value": ["sys", "query"]}]},
-        {"id": "save_plan", "type": "assigner", "assigned_variable_selector": ["conversation", "plan"],
-         "write_mode": "over-write", "input_variable_selector": ["start", "plan"]},
-        {"id": "quota", "type": "if-else", "cases": [{"case_id": "over", "logical_operator": "and", "conditions": [
-            {"variable_selector": ["sys", "dialogue_count"], "comparison_operator": ">", "value": "2",
-             "varType": "number"}]}]},
+        {
+            "id": "start",
+            "type": "start",
+            "variables": [
+                {"variable": "plan", "label": "Plan", "type": "select", "options": ["free", "pro"], "required": False}
+            ],
+        },
+        {
+            "id": "llm",
+            "type": "llm",
+            "model": "openai/gpt-4o-mini",
+            "prompt_template": [{"role": "system", "text": "Turn {{#sys.dialogue_count#}}."}],
+            "memory": {"window": 3},
+        },
+        {
+            "id": "count",
+            "type": "assigner",
+            "version": "2",
+            "items": [
+                {
+                    "variable_selector": ["conversation", "turns"],
+                    "input_type": "constant",
+                    "operation": "+=",
+                    "value": 1,
+                },
+                {
+                    "variable_selector": ["conversation", "queries"],
+                    "input_type": "variable",
+                    "operation": "append",
+                    "value": ["sys", "query"],
+                },
+            ],
+        },
+        {
+            "id": "save_plan",
+            "type": "assigner",
+            "assigned_variable_selector": ["conversation", "plan"],
+            "write_mode": "over-write",
+            "input_variable_selector": ["start", "plan"],
+        },
+        {
+            "id": "quota",
+            "type": "if-else",
+            "cases": [
+                {
+                    "case_id": "over",
+                    "logical_operator": "and",
+                    "conditions": [
+                        {
+                            "variable_selector": ["sys", "dialogue_count"],
+                            "comparison_operator": ">",
+                            "value": "2",
+                            "varType": "number",
+                        }
+                    ],
+                }
+            ],
+        },
         {"id": "answer", "type": "answer", "answer": "{{#llm.text#}}"},
         {"id": "answer_over", "type": "answer", "answer": "Quota reached after {{#conversation.turns#}} turns."},
     ],
-    "edges": [["start", "llm"], ["llm", "count"], ["count", "save_plan"], ["save_plan", "quota"],
-              ["quota", "answer_over", "over"], ["quota", "answer", "false"]],
+    "edges": [
+        ["start", "llm"],
+        ["llm", "count"],
+        ["count", "save_plan"],
+        ["save_plan", "quota"],
+        ["quota", "answer_over", "over"],
+        ["quota", "answer", "false"],
+    ],
 }
 QUERIES = ["Hi, I'm Dana.", {"query": "What's my name?", "inputs": {"plan": "pro"}}, "And now?", "Last one"]
 
@@ -59,8 +112,13 @@ def run_cli(capsys, *args):
 
 def test_json_output_has_exactly_the_documented_shape_with_variables_and_if_else(files):
     flow, queries = files
-    proc = subprocess.run([sys.executable, "-m", "core", "run", str(flow), "--queries", str(queries), "--format",
-                           "json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "core", "run", str(flow), "--queries", str(queries), "--format", "json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert set(doc) == {"conversation_id", "turns"} and isinstance(doc["conversation_id"], str)
@@ -84,8 +142,13 @@ def test_json_output_has_exactly_the_documented_shape_with_variables_and_if_else
     assert [n["id"] for n in turns[3]["nodes"]][-1] == "answer_over"
     llm3 = [n for n in turns[3]["nodes"] if n["id"] == "llm"][0]
     assert [(e["ref"], e["kept"], e["reason"]) for e in llm3["ledger"]] == [
-        ("1:query", False, "outside_window"), ("1:answer", False, "outside_window"),
-        ("2:query", True, "kept"), ("2:answer", True, "kept"), ("3:query", True, "kept"), ("3:answer", True, "kept")]
+        ("1:query", False, "outside_window"),
+        ("1:answer", False, "outside_window"),
+        ("2:query", True, "kept"),
+        ("2:answer", True, "kept"),
+        ("3:query", True, "kept"),
+        ("3:answer", True, "kept"),
+    ]
     assert llm3["prompt"][0] == {"role": "system", "content": "Turn 4."}
     # Variables after each turn; the if-else on sys.dialogue_count switches the answer from turn 3.
     # The plan select has no default, so a turn that does not give it writes Dify's None.
@@ -93,7 +156,8 @@ def test_json_output_has_exactly_the_documented_shape_with_variables_and_if_else
         {"turns": 1, "queries": ["Hi, I'm Dana."], "plan": None},
         {"turns": 2, "queries": ["Hi, I'm Dana.", "What's my name?"], "plan": "pro"},
         {"turns": 3, "queries": ["Hi, I'm Dana.", "What's my name?", "And now?"], "plan": None},
-        {"turns": 4, "queries": ["Hi, I'm Dana.", "What's my name?", "And now?", "Last one"], "plan": None}]
+        {"turns": 4, "queries": ["Hi, I'm Dana.", "What's my name?", "And now?", "Last one"], "plan": None},
+    ]
     assert [t["answer"] for t in turns][2:] == ["Quota reached after 3 turns.", "Quota reached after 4 turns."]
 
 
@@ -113,14 +177,21 @@ def test_fidelity_documented_gives_one_turn_more(files, capsys):
     code, out, _ = run_cli(capsys, flow, "--queries", queries, "--format", "json", "--fidelity", "documented")
     assert code == 0
     llm3 = [n for n in json.loads(out)["turns"][3]["nodes"] if n["id"] == "llm"][0]
-    assert [e["ref"] for e in llm3["ledger"] if e["kept"]] == ["1:query", "1:answer", "2:query", "2:answer",
-                                                               "3:query", "3:answer"]
+    assert [e["ref"] for e in llm3["ledger"] if e["kept"]] == [
+        "1:query",
+        "1:answer",
+        "2:query",
+        "2:answer",
+        "3:query",
+        "3:answer",
+    ]
 
 
 def test_plugin_token_counting_and_granularity_are_run_options(files, capsys):
     flow, queries = files
-    code, out, _ = run_cli(capsys, flow, "--queries", queries, "--plugin-token-counting", "--granularity",
-                           "ALL_MESSAGES")
+    code, out, _ = run_cli(
+        capsys, flow, "--queries", queries, "--plugin-token-counting", "--granularity", "ALL_MESSAGES"
+    )
     assert code == 0 and "window 3 (Dify 1.x as shipped · plugin token counting on)" in out
     code, _, err = run_cli(capsys, flow, "--queries", queries, "--granularity", "everything")
     assert code == 2 and "granularity 'everything' is unknown" in err
@@ -134,8 +205,10 @@ def test_a_newer_dify_export_runs_and_the_table_lists_what_the_import_noted(caps
     path.write_text(yaml.safe_dump(newer, allow_unicode=True), encoding="utf-8")
     code, out, err = run_cli(capsys, path, "--queries", queries)
     assert code == 0, err
-    assert out.splitlines()[1] == ("  note: DSL version 9.0.0 is newer than the newest MemLens reads (0.6.0): read as "
-                                   "0.6.0, so a field added since is not used; check the flow runs as in Dify")
+    assert out.splitlines()[1] == (
+        "  note: DSL version 9.0.0 is newer than the newest MemLens reads (0.6.0): read as "
+        "0.6.0, so a field added since is not used; check the flow runs as in Dify"
+    )
     code, out, _ = run_cli(capsys, ROOT / "sample_data" / "flows" / "agent-app.yml", "--queries", queries)
     assert code == 0 and "  note: its 1 tool (webscraper) not run: the model answers without it" in out
 
@@ -143,8 +216,16 @@ def test_a_newer_dify_export_runs_and_the_table_lists_what_the_import_noted(caps
 def test_a_dify_dsl_export_runs_too(capsys, tmp_path):
     queries = tmp_path / "q.json"
     queries.write_text('["one", "two"]', encoding="utf-8")
-    code, out, _ = run_cli(capsys, FIXTURES / "dify_dsl" / "svcvit__Artifact.yml", "--queries", queries,
-                           "--format", "json", "--user", "u-42")
+    code, out, _ = run_cli(
+        capsys,
+        FIXTURES / "dify_dsl" / "svcvit__Artifact.yml",
+        "--queries",
+        queries,
+        "--format",
+        "json",
+        "--user",
+        "u-42",
+    )
     assert code == 0
     turns = json.loads(out)["turns"]
     assert [n["type"] for n in turns[1]["nodes"]] == ["start", "llm", "answer"]
@@ -153,8 +234,12 @@ def test_a_dify_dsl_export_runs_too(capsys, tmp_path):
 def test_a_question_classifier_shows_its_memory_and_the_class_it_picked(capsys, tmp_path):
     queries = tmp_path / "q.json"
     queries.write_text('["Hello", "Questions about how to use products: the kettle"]', encoding="utf-8")
-    code, out, _ = run_cli(capsys, FIXTURES / "dify_dsl" / "dify-templates__Question_Classifier_Knowledge_Chatbot.yml",
-                           "--queries", queries)
+    code, out, _ = run_cli(
+        capsys,
+        FIXTURES / "dify_dsl" / "dify-templates__Question_Classifier_Knowledge_Chatbot.yml",
+        "--queries",
+        queries,
+    )
     assert code == 0
     second = out.split("Turn 2")[1]
     # Nodes are named by their titles (an id only when two titles read alike).
@@ -163,8 +248,12 @@ def test_a_question_classifier_shows_its_memory_and_the_class_it_picked(capsys, 
 
 
 def test_a_parameter_extractor_shows_its_memory_and_what_it_extracted(capsys):
-    code, out, _ = run_cli(capsys, ROOT / "sample_data" / "flows" / "order-desk.yml", "--queries",
-                           ROOT / "sample_data" / "flows" / "order-desk.queries.json")
+    code, out, _ = run_cli(
+        capsys,
+        ROOT / "sample_data" / "flows" / "order-desk.yml",
+        "--queries",
+        ROOT / "sample_data" / "flows" / "order-desk.queries.json",
+    )
     assert code == 0
     third, fifth = out.split("Turn 3")[1].split("Turn 4")[0], out.split("Turn 5")[1]
     assert "Order slots      parameter-extractor window 3 (Dify 1.x as shipped" in third
@@ -173,26 +262,37 @@ def test_a_parameter_extractor_shows_its_memory_and_what_it_extracted(capsys):
 
 
 def test_an_agent_app_shows_its_agent_s_memory_and_ledger_as_an_llm_node_s(capsys):
-    code, out, _ = run_cli(capsys, ROOT / "sample_data" / "flows" / "agent-app.yml", "--queries",
-                           ROOT / "sample_data" / "flows" / "agent-app.queries.json", "--plugin-token-counting")
+    code, out, _ = run_cli(
+        capsys,
+        ROOT / "sample_data" / "flows" / "agent-app.yml",
+        "--queries",
+        ROOT / "sample_data" / "flows" / "agent-app.queries.json",
+        "--plugin-token-counting",
+    )
     assert code == 0
     fourth = out.split("Turn 4")[1]
-    assert "  · Agent            tool-agent     dify agent app + token counting · kept 6 of 6 earlier · prompt " in fourth
-    assert [line.split()[:2] for line in fourth.splitlines() if " tok" in line and "✓" in line] == \
-        [["✓", f"{t}:{part}"] for t in (1, 2, 3) for part in ("query", "answer")]
+    assert (
+        "  · Agent            tool-agent     dify agent app + token counting · kept 6 of 6 earlier · prompt " in fourth
+    )
+    assert [line.split()[:2] for line in fourth.splitlines() if " tok" in line and "✓" in line] == [
+        ["✓", f"{t}:{part}"] for t in (1, 2, 3) for part in ("query", "answer")
+    ]
     assert "history granularity" not in fourth  # a Dify agent sends every message: no granularity applies
     assert "A: Your order is 4411." in fourth
 
 
-@pytest.mark.parametrize("content,message", [
-    ('{"query": "x"}', "must be a JSON array of queries"),
-    ("[]", "holds no queries"),
-    ("[1]", "query 1 must be a string or an object"),
-    ('[{"query": "x", "extra": 1}]', "unknown key(s) extra"),
-    ("not json", "is not valid JSON: Expecting value at line 1, column 1"),
-    ("[" * 5000 + "]" * 5000, "is nested more than"),
-    ('[{"query": "x", "inputs": {"n": NaN}}]', "[0].inputs.n' holds nan, which is not a number JSON can carry"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ('{"query": "x"}', "must be a JSON array of queries"),
+        ("[]", "holds no queries"),
+        ("[1]", "query 1 must be a string or an object"),
+        ('[{"query": "x", "extra": 1}]', "unknown key(s) extra"),
+        ("not json", "is not valid JSON: Expecting value at line 1, column 1"),
+        ("[" * 5000 + "]" * 5000, "is nested more than"),
+        ('[{"query": "x", "inputs": {"n": NaN}}]', "[0].inputs.n' holds nan, which is not a number JSON can carry"),
+    ],
+)
 def test_a_bad_queries_file_is_one_line_and_exit_status_2(files, capsys, content, message):
     flow, queries = files
     queries.write_text(content, encoding="utf-8")
@@ -224,7 +324,8 @@ def test_a_missing_required_input_is_bad_input(files, capsys, tmp_path):
 
 def test_nodes_whose_titles_read_alike_are_named_with_their_ids(capsys, tmp_path):
     flow = tmp_path / "twins.yml"
-    flow.write_text("""format: memlens-flow
+    flow.write_text(
+        """format: memlens-flow
 version: 1
 name: twins
 mode: advanced-chat
@@ -238,7 +339,9 @@ edges:
   - [start, first]
   - [first, second]
   - [second, answer]
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     queries = tmp_path / "q.json"
     queries.write_text('["Hi, I\'m Dana."]', encoding="utf-8")
     code, out, err = run_cli(capsys, flow, "--queries", queries)

@@ -17,8 +17,9 @@ T = FIXTURES / "transcripts"
 
 
 def cli(*args):
-    p = subprocess.run([sys.executable, "-m", "core", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
-                       timeout=180)
+    p = subprocess.run(
+        [sys.executable, "-m", "core", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=180
+    )
     return p.returncode, p.stdout, p.stderr
 
 
@@ -79,8 +80,15 @@ def test_importing_says_what_the_file_held_besides_conversations(tmp_path):
     from tests.io.test_langsmith import chat_model_run
 
     runs = tmp_path / "runs.jsonl"
-    runs.write_text("\n".join(json.dumps(r) for r in (
-        {"id": "r1", "name": "LangGraph", "run_type": "chain", "inputs": {}, "outputs": {}}, chat_model_run())))
+    runs.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in (
+                {"id": "r1", "name": "LangGraph", "run_type": "chain", "inputs": {}, "outputs": {}},
+                chat_model_run(),
+            )
+        )
+    )
     code, out, err = cli("import", runs, "--db", f"sqlite:///{tmp_path / 'x.db'}")
     assert code == 0, err
     assert len(out.split()) == 1  # the one model call, stored
@@ -94,8 +102,10 @@ def test_importing_a_file_again_says_its_conversations_are_stored_as_new_copies(
     assert code == 0 and "imported before" not in err
     code, out, err = cli("import", path, "--db", url)
     assert code == 0 and len(out.split()) == 1
-    assert "note: 1 conversation of this file was imported before (the same source and id): stored again as new " \
-           "copies" in err
+    assert (
+        "note: 1 conversation of this file was imported before (the same source and id): stored again as new "
+        "copies" in err
+    )
 
 
 def test_export_of_an_unknown_conversation_is_a_clear_error(tmp_path):
@@ -113,8 +123,9 @@ def test_run_stores_a_conversation_and_continues_it_on_its_active_thread(tmp_pat
     assert code == 0, err
     first = json.loads(out)
     conv_id = first["conversation_id"]
-    code, out, err = cli("run", flow, "--queries", tmp_path / "q2.json", "--db", url, "--conversation", conv_id,
-                         "--format", "json")
+    code, out, err = cli(
+        "run", flow, "--queries", tmp_path / "q2.json", "--db", url, "--conversation", conv_id, "--format", "json"
+    )
     assert code == 0, err
     doc = json.loads(out)
     (turn,) = doc["turns"]
@@ -128,11 +139,27 @@ def test_run_stores_a_conversation_and_continues_it_on_its_active_thread(tmp_pat
 def test_run_refuses_to_continue_a_conversation_with_a_structurally_different_flow(tmp_path):
     url = f"sqlite:///{tmp_path / 'x.db'}"
     (tmp_path / "q.json").write_text(json.dumps(["hello"]))
-    code, out, _ = cli("run", ROOT / "sample_data" / "flows" / "support-bot.yml", "--queries", tmp_path / "q.json",
-                       "--db", url, "--format", "json")
+    code, out, _ = cli(
+        "run",
+        ROOT / "sample_data" / "flows" / "support-bot.yml",
+        "--queries",
+        tmp_path / "q.json",
+        "--db",
+        url,
+        "--format",
+        "json",
+    )
     conv_id = json.loads(out)["conversation_id"]
-    code, out, err = cli("run", ROOT / "sample_data" / "flows" / "minimal-chat.yml", "--queries", tmp_path / "q.json",
-                         "--db", url, "--conversation", conv_id)
+    code, out, err = cli(
+        "run",
+        ROOT / "sample_data" / "flows" / "minimal-chat.yml",
+        "--queries",
+        tmp_path / "q.json",
+        "--db",
+        url,
+        "--conversation",
+        conv_id,
+    )
     assert code == 2 and "differs from it in structure" in err and out == ""
 
 

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from core.flow.errors import FlowError
-from core.flow.graph import Flow, load_flow, parse_flow
 from core.flow.granularity import granularity_line
+from core.flow.graph import Flow, load_flow, parse_flow
 from core.flow.node_memory import node_memory_config
 from core.flow.runtime import run_conversation
 from core.flow.what_if import what_if_ledger, what_if_prompt
@@ -29,36 +29,74 @@ SAMPLE = ROOT / "sample_data" / "flows" / "agent-app.yml"
 QUERIES = ROOT / "sample_data" / "flows" / "agent-app.queries.json"
 #: litellm's map: gpt-4o-mini calls tools, deepseek-reasoner does not, acme's thinker-1 is not in it.
 TOOLS = {"provider": "openai", "name": "gpt-4o-mini", "mode": "chat", "completion_params": {"max_tokens": 256}}
-NO_TOOLS = {"provider": "deepseek", "name": "deepseek-reasoner", "mode": "chat", "completion_params": {"max_tokens": 256}}
+NO_TOOLS = {
+    "provider": "deepseek",
+    "name": "deepseek-reasoner",
+    "mode": "chat",
+    "completion_params": {"max_tokens": 256},
+}
 UNKNOWN = {"provider": "acme", "name": "thinker-1", "mode": "chat", "completion_params": {"max_tokens": 256}}
 FORM = [{"text-input": {"label": "Name", "variable": "name", "required": False, "max_length": 48, "default": ""}}]
-HEAD_FC = ("a Dify Agent app: run as its function-calling agent's first model call — the instruction as the system "
-           "message, then the history as that runner sends it (memory dify_agent), then the query")
-REACT_PROMPT = ("Dify writes the instruction into its ReAct prompt with the tools' descriptions; that prompt is not "
-                "sent here, so the budget shown is larger than Dify's by its size")
+HEAD_FC = (
+    "a Dify Agent app: run as its function-calling agent's first model call — the instruction as the system "
+    "message, then the history as that runner sends it (memory dify_agent), then the query"
+)
+REACT_PROMPT = (
+    "Dify writes the instruction into its ReAct prompt with the tools' descriptions; that prompt is not "
+    "sent here, so the budget shown is larger than Dify's by its size"
+)
 OLD_DSL = "DSL version 0.1.5 is older than 0.6.0: read with Dify's defaults for newer fields"
 
 
 def doubt(model: str) -> str:
-    return (f"MemLens does not know whether {model} calls tools: run with the export's strategy, ReAct; Dify runs "
-            f"function calling for a model that calls tools (choose it as the agent runner in the config editor)")
+    return (
+        f"MemLens does not know whether {model} calls tools: run with the export's strategy, ReAct; Dify runs "
+        f"function calling for a model that calls tools (choose it as the agent runner in the config editor)"
+    )
 
 
-def agent_app(pre_prompt: str = "You help {{name}} with orders.", *, model=None, strategy="function_call",
-              tools=(), agent_mode=None, **config) -> dict:
+def agent_app(
+    pre_prompt: str = "You help {{name}} with orders.",
+    *,
+    model=None,
+    strategy="function_call",
+    tools=(),
+    agent_mode=None,
+    **config,
+) -> dict:
     """An Agent app export, as Dify writes one."""
-    mode = agent_mode if agent_mode is not None else {"enabled": True, "strategy": strategy, "max_iteration": 5,
-                                                      "tools": list(tools)}
-    return {"app": {"mode": "agent-chat", "name": "Order agent", "description": "Looks orders up"}, "kind": "app",
-            "version": "0.1.5",
-            "model_config": {"model": copy.deepcopy(model or TOOLS), "pre_prompt": pre_prompt, "prompt_type": "simple",
-                             "user_input_form": copy.deepcopy(FORM), "opening_statement": "Order number?", "agent_mode": mode,
-                             "dataset_configs": {"datasets": {"datasets": []}}, **config}}
+    mode = (
+        agent_mode
+        if agent_mode is not None
+        else {"enabled": True, "strategy": strategy, "max_iteration": 5, "tools": list(tools)}
+    )
+    return {
+        "app": {"mode": "agent-chat", "name": "Order agent", "description": "Looks orders up"},
+        "kind": "app",
+        "version": "0.1.5",
+        "model_config": {
+            "model": copy.deepcopy(model or TOOLS),
+            "pre_prompt": pre_prompt,
+            "prompt_type": "simple",
+            "user_input_form": copy.deepcopy(FORM),
+            "opening_statement": "Order number?",
+            "agent_mode": mode,
+            "dataset_configs": {"datasets": {"datasets": []}},
+            **config,
+        },
+    }
 
 
 def tool(name: str, enabled: bool = True) -> dict:
-    return {"enabled": enabled, "provider_id": name, "provider_name": name, "provider_type": "builtin",
-            "tool_label": name.title(), "tool_name": name, "tool_parameters": {}}
+    return {
+        "enabled": enabled,
+        "provider_id": name,
+        "provider_name": name,
+        "provider_type": "builtin",
+        "tool_label": name.title(),
+        "tool_name": name,
+        "tool_parameters": {},
+    }
 
 
 def read(doc: dict) -> Flow:
@@ -66,8 +104,9 @@ def read(doc: dict) -> Flow:
 
 
 def ask(flow: Flow, queries, **kwargs):
-    return run_conversation(flow, [{"query": q, "inputs": {"name": "Dana"}} for q in queries], llm=DemoClient(),
-                            **kwargs)
+    return run_conversation(
+        flow, [{"query": q, "inputs": {"name": "Dana"}} for q in queries], llm=DemoClient(), **kwargs
+    )
 
 
 def test_the_export_reads_as_one_agent_between_start_and_answer():
@@ -78,34 +117,47 @@ def test_the_export_reads_as_one_agent_between_start_and_answer():
     assert flow.is_chat and flow.app_mode == flow.source["app_mode"] == "agent-chat"
     assert flow.features == {"opening_statement": "Order number?"}
     assert flow.node("agent").data == {
-        "type": "tool-agent", "title": "Agent", "model": {"provider": "openai", "name": "gpt-4o-mini"},
-        "system_prompt": "You help {{name}} with orders.", "system_prompt_fill": "none", "tools": [],
-        "memory": {"strategy": "dify_agent", "agent_strategy": "function_call", "max_tokens": 256}}
+        "type": "tool-agent",
+        "title": "Agent",
+        "model": {"provider": "openai", "name": "gpt-4o-mini"},
+        "system_prompt": "You help {{name}} with orders.",
+        "system_prompt_fill": "none",
+        "tools": [],
+        "memory": {"strategy": "dify_agent", "agent_strategy": "function_call", "max_tokens": 256},
+    }
     assert flow.warnings == [HEAD_FC, "its 1 tool (google_search) not run: the model answers without it", OLD_DSL]
     assert (flow.start.title, flow.node("answer").title) == ("Start", "Answer")
     assert flow.node("answer").data["answer"] == "{{#agent.text#}}"
     assert flow.start.data["variables"] == [
-        {"variable": "name", "label": "Name", "type": "text-input", "required": False, "max_length": 48}]
+        {"variable": "name", "label": "Name", "type": "text-input", "required": False, "max_length": 48}
+    ]
     config = node_memory_config(flow, "agent")
-    assert (config.strategy, config.settings.agent_strategy, config.model, config.max_tokens) == \
-        ("dify_agent", "function_call", "openai/gpt-4o-mini", 256)
+    assert (config.strategy, config.settings.agent_strategy, config.model, config.max_tokens) == (
+        "dify_agent",
+        "function_call",
+        "openai/gpt-4o-mini",
+        256,
+    )
 
 
-@pytest.mark.parametrize("strategy, model, runner, unsure", [
-    ("function_call", NO_TOOLS, "function_call", False),
-    ("react", TOOLS, "function_call", False),     # a model that calls tools runs function calling
-    ("cot", TOOLS, "function_call", False),
-    ("react", NO_TOOLS, "react", False),
-    ("cot", NO_TOOLS, "react", False),
-    ("react", UNKNOWN, "react", True),
-    ("function_call", UNKNOWN, "function_call", False),
-    ("old", {**UNKNOWN, "provider": "openai"}, "function_call", False),   # an older app: OpenAI's function calling
-    ("old", {**UNKNOWN, "provider": "langgenius/openai/openai"}, "function_call", False),
-    ("old", UNKNOWN, "react", True),
-    ("old", NO_TOOLS, "react", False),
-    ("react", {**UNKNOWN, "provider": "openai"}, "react", True),  # the export's ReAct, whoever the provider
-    ("cot", {**UNKNOWN, "provider": "openai"}, "react", True),
-])
+@pytest.mark.parametrize(
+    "strategy, model, runner, unsure",
+    [
+        ("function_call", NO_TOOLS, "function_call", False),
+        ("react", TOOLS, "function_call", False),  # a model that calls tools runs function calling
+        ("cot", TOOLS, "function_call", False),
+        ("react", NO_TOOLS, "react", False),
+        ("cot", NO_TOOLS, "react", False),
+        ("react", UNKNOWN, "react", True),
+        ("function_call", UNKNOWN, "function_call", False),
+        ("old", {**UNKNOWN, "provider": "openai"}, "function_call", False),  # an older app: OpenAI's function calling
+        ("old", {**UNKNOWN, "provider": "langgenius/openai/openai"}, "function_call", False),
+        ("old", UNKNOWN, "react", True),
+        ("old", NO_TOOLS, "react", False),
+        ("react", {**UNKNOWN, "provider": "openai"}, "react", True),  # the export's ReAct, whoever the provider
+        ("cot", {**UNKNOWN, "provider": "openai"}, "react", True),
+    ],
+)
 def test_dify_picks_the_runner_from_the_export_s_strategy_then_the_model(strategy, model, runner, unsure):
     flow = read(agent_app(model=model, strategy=strategy))
     assert node_memory_config(flow, "agent").settings.agent_strategy == runner
@@ -116,25 +168,37 @@ def test_dify_picks_the_runner_from_the_export_s_strategy_then_the_model(strateg
     assert flow.warnings[0].startswith(f"a Dify Agent app: run as its {words} agent's first model call")
 
 
-ROUTERLESS = ("agent.yml: 'model_config.agent_mode' needs 'enabled' and a strategy (function_call or react), "
-              "without which Dify makes no agent and fails every call: choose the agent's mode in Dify and export the "
-              "app again")
+ROUTERLESS = (
+    "agent.yml: 'model_config.agent_mode' needs 'enabled' and a strategy (function_call or react), "
+    "without which Dify makes no agent and fails every call: choose the agent's mode in Dify and export the "
+    "app again"
+)
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"agent_mode": {}}, ROUTERLESS),
-    ({"agent_mode": {"strategy": "react", "tools": []}}, ROUTERLESS),
-    ({"agent_mode": {"enabled": True, "tools": []}}, ROUTERLESS),
-    ({"agent_mode": {"enabled": True, "strategy": "router"}}, ROUTERLESS),
-    ({"agent_mode": {"enabled": True, "strategy": "react_router"}}, ROUTERLESS),
-    ({"model": {**NO_TOOLS, "mode": "completion"}},
-     "agent.yml: this agent runs ReAct on a completion model, whose history Dify writes into its own prompt template, "
-     "which MemLens does not emulate; choose a chat model for the agent in Dify"),
-    ({"model": {"provider": "openai"}},
-     "agent.yml: 'model_config.model' must name the agent's model (provider, name, mode)"),
-    ({"pre_prompt": ["not", "text"]}, "agent.yml: 'model_config.pre_prompt' (the agent's instruction) must be text"),
-    ({"user_input_form": "name"}, "agent.yml: 'model_config.user_input_form' must be a list of form fields"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"agent_mode": {}}, ROUTERLESS),
+        ({"agent_mode": {"strategy": "react", "tools": []}}, ROUTERLESS),
+        ({"agent_mode": {"enabled": True, "tools": []}}, ROUTERLESS),
+        ({"agent_mode": {"enabled": True, "strategy": "router"}}, ROUTERLESS),
+        ({"agent_mode": {"enabled": True, "strategy": "react_router"}}, ROUTERLESS),
+        (
+            {"model": {**NO_TOOLS, "mode": "completion"}},
+            "agent.yml: this agent runs ReAct on a completion model, whose history Dify writes into its own prompt template, "
+            "which MemLens does not emulate; choose a chat model for the agent in Dify",
+        ),
+        (
+            {"model": {"provider": "openai"}},
+            "agent.yml: 'model_config.model' must name the agent's model (provider, name, mode)",
+        ),
+        (
+            {"pre_prompt": ["not", "text"]},
+            "agent.yml: 'model_config.pre_prompt' (the agent's instruction) must be text",
+        ),
+        ({"user_input_form": "name"}, "agent.yml: 'model_config.user_input_form' must be a list of form fields"),
+    ],
+)
 def test_an_app_dify_could_not_run_or_memlens_does_not_emulate_is_refused_in_one_line(change, message):
     doc = agent_app(strategy="react")
     if "agent_mode" in change:
@@ -152,7 +216,9 @@ def test_an_app_without_a_model_config_is_refused_and_a_completion_model_that_ca
     with pytest.raises(FlowError, match="needs a 'model_config' mapping"):
         read(doc)
     flow = read(agent_app(model={**TOOLS, "mode": "completion"}, strategy="react"))
-    assert node_memory_config(flow, "agent").settings.agent_strategy == "function_call"  # the function-calling runner chats
+    assert (
+        node_memory_config(flow, "agent").settings.agent_strategy == "function_call"
+    )  # the function-calling runner chats
 
 
 def test_what_an_export_leaves_out_takes_dify_s_defaults():
@@ -172,7 +238,10 @@ def test_the_app_s_own_line_comes_before_what_its_form_says():
     doc = agent_app()
     doc["model_config"]["user_input_form"].append({"signature": {"variable": "sig"}})
     assert read(doc).warnings == [
-        HEAD_FC, "form field 2 has type 'signature', which MemLens does not know: left out of the form", OLD_DSL]
+        HEAD_FC,
+        "form field 2 has type 'signature', which MemLens does not know: left out of the form",
+        OLD_DSL,
+    ]
 
 
 def test_function_calling_sends_the_instruction_as_written_and_react_fills_the_inputs():
@@ -186,20 +255,37 @@ def test_function_calling_sends_the_instruction_as_written_and_react_fills_the_i
     (_, [react]) = ask(read(doc), ["Hi"])
     # Each input's slot holds str() of its value — None for an input given nothing and without a default, as in
     # Dify; a slot that is no input and a workflow selector stay as written.
-    assert react.node_run("agent").prompt[0].to_dict()["content"] == \
-        "You help Dana (None) with orders ({{shop}}) about {{#sys.query#}}."
-    (_, [given]) = run_conversation(read(doc), [{"query": "Hi", "inputs": {"name": "{{age}}", "age": "7.5"}}],
-                                    llm=DemoClient())
+    assert (
+        react.node_run("agent").prompt[0].to_dict()["content"]
+        == "You help Dana (None) with orders ({{shop}}) about {{#sys.query#}}."
+    )
+    (_, [given]) = run_conversation(
+        read(doc), [{"query": "Hi", "inputs": {"name": "{{age}}", "age": "7.5"}}], llm=DemoClient()
+    )
     # In form order: a name that holds another slot is filled by the inputs after it, as Dify's loop does.
-    assert given.node_run("agent").prompt[0].to_dict()["content"] == \
-        "You help 7.5 (7.5) with orders ({{shop}}) about {{#sys.query#}}."
+    assert (
+        given.node_run("agent").prompt[0].to_dict()["content"]
+        == "You help 7.5 (7.5) with orders ({{shop}}) about {{#sys.query#}}."
+    )
 
 
 def test_a_logged_turn_re_scored_under_a_react_export_fills_the_instruction_with_the_inputs_it_was_logged_with():
     flow = read(agent_app("You help {{name}}; {{#sys.query#}} stays.", model=NO_TOOLS, strategy="react"))
-    conv = Conversation(id="c", turns=[
-        dify_turn({"id": f"m{i}", "query": f"question {i}", "answer": f"answer {i}", "inputs": {"name": "Dana"},
-                   "agent_thoughts": [{"position": 1, "thought": f"answer {i}"}]}) for i in range(2)])
+    conv = Conversation(
+        id="c",
+        turns=[
+            dify_turn(
+                {
+                    "id": f"m{i}",
+                    "query": f"question {i}",
+                    "answer": f"answer {i}",
+                    "inputs": {"name": "Dana"},
+                    "agent_thoughts": [{"position": 1, "thought": f"answer {i}"}],
+                }
+            )
+            for i in range(2)
+        ],
+    )
     ledger = what_if_ledger(flow, conv, 1, "agent")
     system = what_if_prompt(flow, conv, 1, "agent", [], ledger)[0]
     assert (system["role"], system["content"]) == ("system", "You help Dana; {{#sys.query#}} stays.")
@@ -212,13 +298,21 @@ def _sent(record) -> list[tuple[str, str]]:
 def test_each_runner_sends_the_history_as_dify_s_runner_does():
     queries = ["Hi, I am Dana.", "What is my name?"]
     _, (first, second) = ask(read(agent_app()), queries)
-    assert _sent(second) == [("system", "You help {{name}} with orders."), ("user", queries[0]),
-                             ("assistant", first.answer), ("user", queries[1])]
+    assert _sent(second) == [
+        ("system", "You help {{name}} with orders."),
+        ("user", queries[0]),
+        ("assistant", first.answer),
+        ("user", queries[1]),
+    ]
     assert [e.reason for e in second.node_run("agent").ledger.entries] == [KEPT, KEPT]
     _, (first, second) = ask(read(agent_app(model=NO_TOOLS, strategy="react")), queries)
     # ReAct: the earlier answer is its round's scratchpad, a final answer.
-    assert _sent(second) == [("system", "You help Dana with orders."), ("user", queries[0]),
-                             ("assistant", f"Final Answer: {first.answer}"), ("user", queries[1])]
+    assert _sent(second) == [
+        ("system", "You help Dana with orders."),
+        ("user", queries[0]),
+        ("assistant", f"Final Answer: {first.answer}"),
+        ("user", queries[1]),
+    ]
     assert [e.reason for e in second.node_run("agent").ledger.entries] == [KEPT, REWRITTEN]
     run = second.node_run("agent")
     assert run.memory["agent_strategy"] == "react" and granularity_line(run) == ""  # no granularity applies
@@ -234,12 +328,12 @@ def test_a_failed_turn_s_empty_thought_is_sent_by_both_runners_as_dify_s_runner_
         _, (failed, second) = run_conversation(flow, queries, llm=FailsOn("boom", ["Hi."]))
         assert (failed.status, failed.answer, failed.agent_thoughts) == ("failed", "", 1)
         assert second.agent_thoughts == 1 and failed.to_turn().meta["agent_thoughts"] == 1
-        assert _sent(second)[1:] == [("user", queries[0]["query"]), ("assistant", sent_for_failed),
-                                     ("user", "Hello?")]
+        assert _sent(second)[1:] == [("user", queries[0]["query"]), ("assistant", sent_for_failed), ("user", "Hello?")]
         assert len(second.node_run("agent").ledger.entries) == 2  # the empty answer is sent, not left out
     # A Chatflow's agent node records no thought on the message (its history is the LLM node's).
-    _, (record,) = run_conversation(load_flow(ROOT / "sample_data" / "flows" / "agent-tools.yml"), ["Hi"],
-                                    llm=DemoClient())
+    _, (record,) = run_conversation(
+        load_flow(ROOT / "sample_data" / "flows" / "agent-tools.yml"), ["Hi"], llm=DemoClient()
+    )
     assert record.ran("agent") and record.agent_thoughts == 0 and "agent_thoughts" not in record.to_dict()
     assert "agent_thoughts" not in record.to_turn().meta
 
@@ -258,40 +352,71 @@ def test_the_conversation_s_token_counting_sets_the_agent_s_budget():
 
 
 def test_an_agent_node_s_own_counting_setting_wins_and_other_memories_take_no_dify_profile():
-    nodes = [{"id": "start", "type": "start"},
-             {"id": "own", "type": "tool-agent", "tools": [],
-              "memory": {"strategy": "dify_agent", "plugin_token_counting": False}},
-             {"id": "buffer", "type": "tool-agent", "tools": [], "memory": {"strategy": "buffer"}},
-             {"id": "dify", "type": "tool-agent", "tools": [], "memory": {"strategy": "dify", "window": 5}},
-             {"id": "answer", "type": "answer", "answer": "{{#own.text#}} {{#buffer.text#}} {{#dify.text#}}"}]
-    flow = Flow.from_dict({"format": "memlens-flow", "version": 1, "name": "three agents", "mode": "advanced-chat",
-                           "nodes": nodes, "edges": [["start", "own"], ["own", "buffer"], ["buffer", "dify"],
-                                                     ["dify", "answer"]]})
+    nodes = [
+        {"id": "start", "type": "start"},
+        {
+            "id": "own",
+            "type": "tool-agent",
+            "tools": [],
+            "memory": {"strategy": "dify_agent", "plugin_token_counting": False},
+        },
+        {"id": "buffer", "type": "tool-agent", "tools": [], "memory": {"strategy": "buffer"}},
+        {"id": "dify", "type": "tool-agent", "tools": [], "memory": {"strategy": "dify", "window": 5}},
+        {"id": "answer", "type": "answer", "answer": "{{#own.text#}} {{#buffer.text#}} {{#dify.text#}}"},
+    ]
+    flow = Flow.from_dict(
+        {
+            "format": "memlens-flow",
+            "version": 1,
+            "name": "three agents",
+            "mode": "advanced-chat",
+            "nodes": nodes,
+            "edges": [["start", "own"], ["own", "buffer"], ["buffer", "dify"], ["dify", "answer"]],
+        }
+    )
     assert node_memory_config(flow, "own", plugin_token_counting=True).settings.plugin_token_counting is False
     dify = node_memory_config(flow, "dify", plugin_token_counting=True, fidelity="documented")
-    assert (dify.settings.plugin_token_counting, dify.settings.fidelity) == (True, "documented")  # Dify's LLM-node memory too
-    assert node_memory_config(flow, "buffer", plugin_token_counting=True, fidelity="documented").to_dict() == \
-        node_memory_config(flow, "buffer").to_dict()
+    assert (dify.settings.plugin_token_counting, dify.settings.fidelity) == (
+        True,
+        "documented",
+    )  # Dify's LLM-node memory too
+    assert (
+        node_memory_config(flow, "buffer", plugin_token_counting=True, fidelity="documented").to_dict()
+        == node_memory_config(flow, "buffer").to_dict()
+    )
     dify = read(agent_app())
     # The Agent app's memory takes the profile's token counting; it has no fidelity of its own to take.
-    assert node_memory_config(dify, "agent", plugin_token_counting=True, fidelity="documented").to_dict() == \
-        {**node_memory_config(dify, "agent").to_dict(), "plugin_token_counting": True}
+    assert node_memory_config(dify, "agent", plugin_token_counting=True, fidelity="documented").to_dict() == {
+        **node_memory_config(dify, "agent").to_dict(),
+        "plugin_token_counting": True,
+    }
 
 
 def test_tools_knowledge_and_moderation_are_named_as_not_run():
-    doc = agent_app(tools=[tool("google_search"), tool("wikipedia"), tool("off", enabled=False),
-                           {"dataset": {"enabled": True, "id": "d1"}}, {"enabled": True, "tool_name": "short"},
-                           {"enabled": True, "provider_id": "p", "provider_type": "builtin", "tool_name": "four"}],
-                    sensitive_word_avoidance={"enabled": True, "type": "keywords"})
+    doc = agent_app(
+        tools=[
+            tool("google_search"),
+            tool("wikipedia"),
+            tool("off", enabled=False),
+            {"dataset": {"enabled": True, "id": "d1"}},
+            {"enabled": True, "tool_name": "short"},
+            {"enabled": True, "provider_id": "p", "provider_type": "builtin", "tool_name": "four"},
+        ],
+        sensitive_word_avoidance={"enabled": True, "type": "keywords"},
+    )
     assert read(doc).warnings[1:] == [
         "its 3 tools (google_search, wikipedia, four) not run: the model answers without them",
         "its knowledge (1 dataset) is not retrieved: the prompt is sent without the context Dify would add",
-        "its moderation is not run: every query reaches the model", OLD_DSL]
+        "its moderation is not run: every query reaches the model",
+        OLD_DSL,
+    ]
 
 
 def test_the_sample_agent_app_runs_its_queries_and_remembers_the_order_number():
     flow = load_flow(SAMPLE)
-    assert flow.app_mode == "agent-chat" and node_memory_config(flow, "agent").settings.agent_strategy == "function_call"
+    assert (
+        flow.app_mode == "agent-chat" and node_memory_config(flow, "agent").settings.agent_strategy == "function_call"
+    )
     queries = json.loads(QUERIES.read_text(encoding="utf-8"))
     _, records = ask(flow, queries)
     assert all(r.succeeded for r in records) and "4411" in records[-1].answer
@@ -305,6 +430,7 @@ def test_an_agent_without_tools_asks_a_real_model_without_a_tool_list(monkeypatc
         sent.append(kwargs)
         message = types.SimpleNamespace(content="hello", tool_calls=None)
         return types.SimpleNamespace(choices=[types.SimpleNamespace(message=message)], usage=None)
+
     monkeypatch.setattr(llm_client, "_litellm", lambda: types.SimpleNamespace(completion=completion))
     monkeypatch.setattr(LiteLLMClient, "route", lambda self, model: (model, ""))
     client = LiteLLMClient()

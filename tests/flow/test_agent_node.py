@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from core.flow.graph import Flow, load_flow
 from core.flow.errors import FlowError
+from core.flow.graph import Flow, load_flow
 from core.flow.nodes.agent_loop import ModelPlanner, plan_tools, planner_for
 from core.flow.records import ConversationState
 from core.flow.runtime import run_conversation, run_turn
@@ -31,7 +31,10 @@ def agent_flow(**node) -> Flow:
 def test_the_demo_planner_picks_tools_from_the_query_in_order():
     assert plan_tools("what is 12*7") == [("calculator", {"expression": "12*7"})]
     assert plan_tools("note: buy milk. Then look up flight AA100 and list my notes") == [
-        ("note", {"text": "buy milk"}), ("lookup", {"key": "flight AA100"}), ("list_notes", {})]
+        ("note", {"text": "buy milk"}),
+        ("lookup", {"key": "flight AA100"}),
+        ("list_notes", {}),
+    ]
     assert plan_tools("my flight is on 2024-05-15") == []  # a date is not arithmetic
     assert plan_tools("note: call Bob at 5-6 pm") == [("note", {"text": "call Bob at 5-6 pm"})]
     assert plan_tools("Hi, I'm Dana.") == []
@@ -39,17 +42,25 @@ def test_the_demo_planner_picks_tools_from_the_query_in_order():
 
 def test_the_record_shows_the_state_after_each_tool_call():
     flow = load_flow(FLOW)
-    record = run_turn(flow, ConversationState.new(flow), "note: buy milk. note: call Bob. What is 12*7? list my notes",
-                      llm=DemoClient())
+    record = run_turn(
+        flow,
+        ConversationState.new(flow),
+        "note: buy milk. note: call Bob. What is 12*7? list my notes",
+        llm=DemoClient(),
+    )
     agent = record.node_run("agent")
     assert [(s["tool"], s["args"]) for s in agent.steps] == [
-        ("note", {"text": "buy milk"}), ("note", {"text": "call Bob"}), ("calculator", {"expression": "12*7"}),
-        ("list_notes", {"notes": ["buy milk", "call Bob"]})]  # filled from the state (inputs_from_state)
+        ("note", {"text": "buy milk"}),
+        ("note", {"text": "call Bob"}),
+        ("calculator", {"expression": "12*7"}),
+        ("list_notes", {"notes": ["buy milk", "call Bob"]}),
+    ]  # filled from the state (inputs_from_state)
     assert [s["state"] for s in agent.steps] == [
         {"notes": ["buy milk"]},
         {"notes": ["buy milk", "call Bob"]},
         {"notes": ["buy milk", "call Bob"], "last_result": 84},
-        {"notes": ["buy milk", "call Bob"], "last_result": 84}]
+        {"notes": ["buy milk", "call Bob"], "last_result": 84},
+    ]
     assert [s["messages"] for s in agent.steps] == [4, 5, 6, 7]  # system, query, the call, then one result each
     assert agent.outputs["notes"] == ["buy milk", "call Bob"] and agent.outputs["last_result"] == 84
     assert agent.outputs["exit_reason"] == "text" and agent.outputs["step_count"] == 2
@@ -75,7 +86,9 @@ def test_tool_calls_and_results_are_stored_as_the_turns_intermediate_messages(tm
     assert [m.kind for m in turn.messages] == [QUERY, TOOL_CALL, TOOL_RESULT, TOOL_RESULT, ANSWER]
     call = turn.messages[1]
     assert [(c.name, json.loads(c.arguments)) for c in call.tool_calls] == [
-        ("calculator", {"expression": "6*7"}), ("lookup", {"key": "order 4411"})]
+        ("calculator", {"expression": "6*7"}),
+        ("lookup", {"key": "order 4411"}),
+    ]
     results = turn.messages[2:4]
     assert [m.tool_call_id for m in results] == [c.id for c in call.tool_calls]
     assert json.loads(results[0].content) == {"expression": "6*7", "result": 42}  # the result itself, as Haystack
@@ -108,33 +121,40 @@ def test_a_failing_tool_is_reported_to_the_planner_not_raised():
     record = run_turn(flow, ConversationState.new(flow), "what is 1/0", llm=DemoClient())
     assert record.succeeded
     step = record.node_run("agent").steps[0]
-    assert step["error"] == ("Failed to invoke Tool `calculator` with parameters {'expression': '1/0'}. "
-                             "Error: division by zero") and step["result"] is None
+    assert (
+        step["error"]
+        == ("Failed to invoke Tool `calculator` with parameters {'expression': '1/0'}. Error: division by zero")
+        and step["result"] is None
+    )
     assert record.answer == "The calculator tool failed: division by zero."
 
 
 def test_a_lookup_table_and_custom_mappings_come_from_the_node():
-    flow = agent_flow(lookup_table={"gate": "B12"},
-                      tools=[{"name": "lookup", "outputs_to_state": {"found": {"source": "value",
-                                                                                "handler": "dedup_append"}}}],
-                      state_schema={"found": {"type": "list[str]"}})
+    flow = agent_flow(
+        lookup_table={"gate": "B12"},
+        tools=[{"name": "lookup", "outputs_to_state": {"found": {"source": "value", "handler": "dedup_append"}}}],
+        state_schema={"found": {"type": "list[str]"}},
+    )
     record = run_turn(flow, ConversationState.new(flow), "look up gate and look up gate", llm=DemoClient())
     agent = record.node_run("agent")
     assert [s["state"]["found"] for s in agent.steps] == [["B12"], ["B12"]]
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"tools": ["calculator", "teleport"]}, "unknown tool 'teleport'"),
-    ({"state_schema": {"x": {"type": "strng"}}}, "unknown type"),
-    ({"state_schema": {"tools": {"type": "list"}}}, "reserved"),
-    ({"state_schema": {"x": {"type": "int", "handler": "avg"}}}, "handler 'avg' is unknown"),
-    ({"tools": [{"name": "note", "outputs_to_state": {"nowhere": {"source": "note"}}}]}, "does not declare"),
-    ({"memory": {"strategy": "buffer", "granularity": "all_messages"}}, "granularity is set on the flow"),
-    ({"memory": {"strategy": "telepathy"}}, "unknown memory strategy"),
-    ({"max_agent_steps": 0}, "max_agent_steps"),
-    ({"exit_conditions": ["text", "teleport"]}, "exit condition 'teleport'"),
-    ({"system_prompt_fill": "jinja"}, "'system_prompt_fill' must be one of template, none, inputs"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"tools": ["calculator", "teleport"]}, "unknown tool 'teleport'"),
+        ({"state_schema": {"x": {"type": "strng"}}}, "unknown type"),
+        ({"state_schema": {"tools": {"type": "list"}}}, "reserved"),
+        ({"state_schema": {"x": {"type": "int", "handler": "avg"}}}, "handler 'avg' is unknown"),
+        ({"tools": [{"name": "note", "outputs_to_state": {"nowhere": {"source": "note"}}}]}, "does not declare"),
+        ({"memory": {"strategy": "buffer", "granularity": "all_messages"}}, "granularity is set on the flow"),
+        ({"memory": {"strategy": "telepathy"}}, "unknown memory strategy"),
+        ({"max_agent_steps": 0}, "max_agent_steps"),
+        ({"exit_conditions": ["text", "teleport"]}, "exit condition 'teleport'"),
+        ({"system_prompt_fill": "jinja"}, "'system_prompt_fill' must be one of template, none, inputs"),
+    ],
+)
 def test_a_malformed_agent_node_is_refused_when_the_flow_loads(change, message):
     with pytest.raises(FlowError, match=message):
         agent_flow(**change)
@@ -155,8 +175,7 @@ class ToolCallingModel:
     def complete_tools(self, model, messages, tools, max_tokens=None):
         self.seen.append((messages, tools))
         if messages[-1]["role"] == "tool":
-            return ToolReply("The answer is " + json.loads(messages[-1]["content"])["value"] + ".", 5, 3,
-                             model)
+            return ToolReply("The answer is " + json.loads(messages[-1]["content"])["value"] + ".", 5, 3, model)
         return ToolReply("", 5, 3, model, tool_calls=(ToolCallRequest("call_x", "lookup", '{"key": "refund policy"}'),))
 
 
@@ -179,13 +198,16 @@ def test_the_panel_shows_the_state_after_each_call_and_which_setting_decided_the
     from ui.memories_panel import granularity_line, steps_frame
 
     flow = load_flow(FLOW)
-    record = run_turn(flow, ConversationState.new(flow), "note: buy milk. What is 2*3?", llm=DemoClient(),
-                      granularity="all_messages")
+    record = run_turn(
+        flow, ConversationState.new(flow), "note: buy milk. What is 2*3?", llm=DemoClient(), granularity="all_messages"
+    )
     run = record.node_run("agent").to_dict()
     frame = steps_frame(run["steps"])
     assert list(frame["tool"]) == ["note", "calculator"] and list(frame["ran"]) == ["1", "2"]
-    assert [json.loads(s) for s in frame["state after"]] == [{"notes": ["buy milk"]},
-                                                             {"notes": ["buy milk"], "last_result": 6}]
+    assert [json.loads(s) for s in frame["state after"]] == [
+        {"notes": ["buy milk"]},
+        {"notes": ["buy milk"], "last_result": 6},
+    ]
     assert granularity_line(run) == "history granularity all_messages — set on the request"
 
 
@@ -204,11 +226,16 @@ def test_haystack_version_2_prepares_every_call_before_any_runs_so_a_reader_miss
     assert results == ["{'notes': [], 'count': 0}", "{'note': 'buy milk', 'saved': True}"]  # 2.x writes str()
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"haystack_version": 4}, "haystack_version 4 is unknown"),
-    ({"tools": [{"name": "list_notes", "inputs_from_state": {"notes": "nothing"}}]},
-     "inputs_from_state maps 'notes' to 'nothing', which is not one of its parameters"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"haystack_version": 4}, "haystack_version 4 is unknown"),
+        (
+            {"tools": [{"name": "list_notes", "inputs_from_state": {"notes": "nothing"}}]},
+            "inputs_from_state maps 'notes' to 'nothing', which is not one of its parameters",
+        ),
+    ],
+)
 def test_a_bad_haystack_version_or_a_mapping_to_a_missing_parameter_is_refused_when_the_flow_loads(change, message):
     with pytest.raises(FlowError, match=message):
         agent_flow(**change)
@@ -222,16 +249,20 @@ def test_a_text_reply_ends_the_run_even_when_exit_conditions_name_only_tools():
     assert record.answer and record.answer == agent.outputs["text"]
 
 
-@pytest.mark.parametrize("fill, sent", [
-    ("template", "Help look up gate; age {{age}}."),     # a workflow template: selectors rendered
-    ("none", "Help {{#sys.query#}}; age {{age}}."),      # as written
-    ("inputs", "Help {{#sys.query#}}; age None."),       # only the start inputs' {{name}}, as str(value)
-])
+@pytest.mark.parametrize(
+    "fill, sent",
+    [
+        ("template", "Help look up gate; age {{age}}."),  # a workflow template: selectors rendered
+        ("none", "Help {{#sys.query#}}; age {{age}}."),  # as written
+        ("inputs", "Help {{#sys.query#}}; age None."),  # only the start inputs' {{name}}, as str(value)
+    ],
+)
 def test_the_system_prompt_is_filled_as_system_prompt_fill_says(fill, sent):
     flow = agent_flow(system_prompt="Help {{#sys.query#}}; age {{age}}.", system_prompt_fill=fill)
     data = flow.to_dict()
     next(n for n in data["nodes"] if n["id"] == "start")["variables"] = [
-        {"variable": "age", "label": "Age", "type": "number", "required": False}]
+        {"variable": "age", "label": "Age", "type": "number", "required": False}
+    ]
     flow = Flow.from_dict(data)
     record = run_turn(flow, ConversationState.new(flow), "look up gate", llm=DemoClient())
     first = record.node_run("agent").prompt[0].to_dict()

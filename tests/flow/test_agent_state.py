@@ -6,10 +6,10 @@ from typing import Union
 
 import pytest
 
+from core.flow.errors import StateError
 from core.flow.nodes.agent_loop import DemoPlanner, run_agent
 from core.flow.nodes.agent_state import State, dedup_append, merge_lists, parse_type, replace_values
 from core.flow.nodes.agent_tools import DEMO_SCHEMA, Tool, demo_tools, invoke_tool
-from core.flow.errors import StateError
 from core.model.conversation import Message
 
 
@@ -18,6 +18,7 @@ def tool(function, **mappings) -> Tool:
 
 
 # -- A.7 one-liners ---------------------------------------------------------------------------------
+
 
 def test_a_list_key_merges_by_default():
     state = State(schema={"d": {"type": list}})
@@ -125,8 +126,14 @@ def test_a_parameter_named_like_a_state_key_is_filled_only_in_2x():
 def test_each_run_starts_from_an_empty_state_and_outputs_system_input_and_new_messages():
     tools = list(demo_tools().values())
     history = [Message("user", "earlier", "query", "h:1"), Message("assistant", "earlier answer", "answer", "h:2")]
-    first = run_agent("note: buy milk", tools=tools, planner=DemoPlanner(), schema=DEMO_SCHEMA,
-                      system_prompt="You are an agent.", history=history)
+    first = run_agent(
+        "note: buy milk",
+        tools=tools,
+        planner=DemoPlanner(),
+        schema=DEMO_SCHEMA,
+        system_prompt="You are an agent.",
+        history=history,
+    )
     assert first.outputs["notes"] == ["buy milk"]
     roles = [m.role for m in first.messages]
     assert roles == ["system", "user", "assistant", "user", "assistant", "tool", "assistant"]
@@ -138,6 +145,7 @@ def test_each_run_starts_from_an_empty_state_and_outputs_system_input_and_new_me
 
 
 # -- A.1 schema rules -------------------------------------------------------------------------------
+
 
 def test_types_must_be_classes_generics_or_unions_and_handlers_callables():
     State(schema={"a": {"type": str | None}, "b": {"type": list[str]}, "c": {"type": dict}})

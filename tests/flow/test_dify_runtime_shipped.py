@@ -14,15 +14,32 @@ from tests.flow.test_runtime_prompt import ScriptedClient, chat_flow
 
 
 def growing_flow() -> Flow:
-    return Flow.from_dict({
-        "format": "memlens-flow", "version": 1, "name": "grow",
-        "variables": [{"name": "log", "type": "array[string]", "default": []}],
-        "nodes": [{"id": "start", "type": "start"},
-                  {"id": "save", "type": "assigner", "version": "2",
-                   "items": [{"variable_selector": ["conversation", "log"], "input_type": "variable",
-                              "operation": "append", "value": ["sys", "query"]}]},
-                  {"id": "answer", "type": "answer", "answer": "ok"}],
-        "edges": [["start", "save"], ["save", "answer"]]})
+    return Flow.from_dict(
+        {
+            "format": "memlens-flow",
+            "version": 1,
+            "name": "grow",
+            "variables": [{"name": "log", "type": "array[string]", "default": []}],
+            "nodes": [
+                {"id": "start", "type": "start"},
+                {
+                    "id": "save",
+                    "type": "assigner",
+                    "version": "2",
+                    "items": [
+                        {
+                            "variable_selector": ["conversation", "log"],
+                            "input_type": "variable",
+                            "operation": "append",
+                            "value": ["sys", "query"],
+                        }
+                    ],
+                },
+                {"id": "answer", "type": "answer", "answer": "ok"},
+            ],
+            "edges": [["start", "save"], ["save", "answer"]],
+        }
+    )
 
 
 def test_an_array_grown_past_200_kib_fails_the_next_turn_not_the_write():
@@ -61,8 +78,10 @@ def test_history_files_are_content_parts_files_first_for_a_vision_model():
     counter = counter_for("gpt-4o-mini")
     assert user.tokens == 3 + counter.text("user") + counter.text("look at this") + IMAGE_TOKENS_HIGH
     sent = client.calls[-1][1]
-    assert sent[0]["content"][0] == {"type": "image_url",
-                                     "image_url": {"url": "https://example.com/cat.png", "detail": "high"}}
+    assert sent[0]["content"][0] == {
+        "type": "image_url",
+        "image_url": {"url": "https://example.com/cat.png", "detail": "high"},
+    }
     assert sent[0]["content"][1] == {"type": "text", "text": "look at this"}
 
 

@@ -58,10 +58,18 @@ def test_dsl_sample_runs_three_queries_without_error(path, client):
 def test_the_v1_overwrite_fixture_writes_the_query_into_the_variable_before_the_answer(client):
     flow = load_flow(FIXTURES / "dify_dsl" / "dify-fixtures__test_streaming_conversation_variables_v1_overwrite.yml")
     _, records = run_conversation(flow, ["first", "second"], llm=client)
-    assert [r.answer for r in records] == ["Current Value Of `conv_var` is:first", "Current Value Of `conv_var` is:second"]
+    assert [r.answer for r in records] == [
+        "Current Value Of `conv_var` is:first",
+        "Current Value Of `conv_var` is:second",
+    ]
     change = records[1].variable_changes[0]
-    assert (change.name, change.operation, change.old, change.new, change.node_id) == \
-        ("conv_var", "over-write", "first", "second", "assigner")
+    assert (change.name, change.operation, change.old, change.new, change.node_id) == (
+        "conv_var",
+        "over-write",
+        "first",
+        "second",
+        "assigner",
+    )
 
 
 def test_a_dsl_chatflow_whose_model_has_no_key_runs_on_the_demo_model_and_says_so(monkeypatch):

@@ -72,12 +72,19 @@ def test_a_workflow_mode_app_imports_with_a_warning_that_memory_has_no_effect():
     assert labels == ["window 3 turns (no effect: workflow mode has no conversation)"]
 
 
-@pytest.mark.parametrize("mode,note", [
-    (None, None), ("conversation", None),
-    ("node", "llm node 'Thinker': memory mode 'node' (Dify's node-level memory: the node's own earlier exchanges) "
-             "is not emulated: MemLens sends the conversation's history, as mode 'conversation' does"),
-    ("team", "llm node 'Thinker': memory mode 'team' (a memory mode MemLens does not know) is not emulated"),
-])
+@pytest.mark.parametrize(
+    "mode,note",
+    [
+        (None, None),
+        ("conversation", None),
+        (
+            "node",
+            "llm node 'Thinker': memory mode 'node' (Dify's node-level memory: the node's own earlier exchanges) "
+            "is not emulated: MemLens sends the conversation's history, as mode 'conversation' does",
+        ),
+        ("team", "llm node 'Thinker': memory mode 'team' (a memory mode MemLens does not know) is not emulated"),
+    ],
+)
 def test_an_llm_node_s_memory_mode_other_than_the_conversation_s_is_named_as_not_emulated(mode, note):
     """Newer Dify lets a Chatflow's LLM node remember its own earlier exchanges (``memory.mode: node``);
     MemLens runs such a node with the conversation's history, and the import says so."""
@@ -108,17 +115,29 @@ def _minimal_dsl(**changes) -> dict:
 def test_a_newer_dsl_version_is_read_as_the_newest_known_one_with_a_note_as_dify_imports_it_once_confirmed(version):
     same = parse_flow(yaml.safe_dump(_minimal_dsl(version="0.6.0")), "x.yml")
     flow = parse_flow(yaml.safe_dump(_minimal_dsl(version=version)), "x.yml")
-    assert flow.warnings == [f"DSL version {version} is newer than the newest MemLens reads (0.6.0): read as 0.6.0, "
-                             f"so a field added since is not used; check the flow runs as in Dify"] + same.warnings
+    assert (
+        flow.warnings
+        == [
+            f"DSL version {version} is newer than the newest MemLens reads (0.6.0): read as 0.6.0, "
+            f"so a field added since is not used; check the flow runs as in Dify"
+        ]
+        + same.warnings
+    )
     assert flow.source["dsl_version"] == version
     assert flow.to_dict()["nodes"] == same.to_dict()["nodes"] and flow.edges == same.edges
 
 
-@pytest.mark.parametrize("start_type,message", [
-    ("trigger-schedule", "x.yml: the flow starts from a trigger-schedule node, which MemLens does not run: it runs a "
-                         "flow from its Start node (a user's input); add one to try the flow here"),
-    ("template-transform", "x.yml: the flow has no start node; add a node of type 'start' as the root"),
-])
+@pytest.mark.parametrize(
+    "start_type,message",
+    [
+        (
+            "trigger-schedule",
+            "x.yml: the flow starts from a trigger-schedule node, which MemLens does not run: it runs a "
+            "flow from its Start node (a user's input); add one to try the flow here",
+        ),
+        ("template-transform", "x.yml: the flow has no start node; add a node of type 'start' as the root"),
+    ],
+)
 def test_a_flow_without_a_start_node_is_refused_saying_what_starts_it(start_type, message):
     doc = _minimal_dsl()
     start = next(n for n in doc["workflow"]["graph"]["nodes"] if n["data"]["type"] == "start")
@@ -137,8 +156,9 @@ def test_non_flow_app_modes_and_non_flow_files_are_refused():
     doc = _minimal_dsl()
     refusals = {
         "completion": "x.yml: app mode 'completion' is not a flow; MemLens runs advanced-chat (Chatflow), workflow, "
-                      "basic Chatbot (chat) and Agent (agent-chat) apps: switch the app to workflow orchestration in "
-                      "Dify (its menu) and export that"}
+        "basic Chatbot (chat) and Agent (agent-chat) apps: switch the app to workflow orchestration in "
+        "Dify (its menu) and export that"
+    }
     for mode, message in refusals.items():
         doc["app"]["mode"] = mode
         with pytest.raises(FlowError) as e:
@@ -156,17 +176,22 @@ def test_malformed_nodes_are_refused_at_load_time_naming_the_node():
     doc = _minimal_dsl()
     llm = next(n for n in doc["workflow"]["graph"]["nodes"] if n["data"]["type"] == "llm")
     llm["data"]["memory"]["window"]["size"] = 2_000_000
-    with pytest.raises(FlowError, match="node 'llm' \\(llm\\): memory window size 2,000,000 is out of range: Dify "
-                                        "runs any size above 500 as 500"):
+    with pytest.raises(
+        FlowError,
+        match="node 'llm' \\(llm\\): memory window size 2,000,000 is out of range: Dify runs any size above 500 as 500",
+    ):
         parse_flow(yaml.safe_dump(doc), "x.yml")
 
 
-@pytest.mark.parametrize("size, window, label", [
-    (600, 600, "window 600 turns (runs as 500: Dify's row cap)"),
-    (500, 500, "window 500 turns"),
-    (0, None, "window 0: no window, as Dify reads 0 or less (500-turn cap)"),
-    (-4, None, "window -4: no window, as Dify reads 0 or less (500-turn cap)"),
-])
+@pytest.mark.parametrize(
+    "size, window, label",
+    [
+        (600, 600, "window 600 turns (runs as 500: Dify's row cap)"),
+        (500, 500, "window 500 turns"),
+        (0, None, "window 0: no window, as Dify reads 0 or less (500-turn cap)"),
+        (-4, None, "window -4: no window, as Dify reads 0 or less (500-turn cap)"),
+    ],
+)
 def test_a_dsl_window_above_500_or_not_above_0_loads_and_runs_as_difys_500_rows(size, window, label):
     """TokenBufferMemory takes ``min(size, 500)`` rows, and 500 for a size of 0 or less (spec/dify-memory.md §1.2)."""
     from core.flow.node_memory import node_memory_config
@@ -180,29 +205,47 @@ def test_a_dsl_window_above_500_or_not_above_0_loads_and_runs_as_difys_500_rows(
     assert flow.llm(node.id).memory.window == window
     assert import_report(flow).llm_memory[node.id]["label"] == label
     config = node_memory_config(flow, node.id)
-    assert config.settings.window == window and row_limit(config.settings.window) == 500  # the rows the node's memory fetches
+    assert (
+        config.settings.window == window and row_limit(config.settings.window) == 500
+    )  # the rows the node's memory fetches
 
 
 def _graph_node(doc, node_type):
     return next(n for n in doc["workflow"]["graph"]["nodes"] if n["data"]["type"] == node_type)
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda d: d["workflow"]["graph"].update(nodes=3), "x.yml: 'workflow.graph.nodes' must be a list, not int"),
-    (lambda d: d["workflow"]["graph"].update(edges={"a": 1}), "'workflow.graph.edges' must be a list, not dict"),
-    (lambda d: d["workflow"].update(conversation_variables=2.5),
-     "'workflow.conversation_variables' must be a list, not float"),
-    (lambda d: d["workflow"].update(environment_variables=True),
-     "'workflow.environment_variables' must be a list, not bool"),
-    (lambda d: _graph_node(d, "llm")["data"].update(context=["x"]), "'context' must be {enabled: true|false"),
-    (lambda d: _graph_node(d, "llm")["data"].update(context={"enabled": True, "variable_selector": 7}),
-     "'context' must be {enabled: true|false"),
-    (lambda d: _graph_node(d, "llm")["data"].update(prompt_config={"jinja2_variables": 1.5}),
-     "'prompt_config' must be {jinja2_variables"),
-    (lambda d: _graph_node(d, "llm")["data"].update(prompt_config=["x"]), "'prompt_config' must be {jinja2_variables"),
-    (lambda d: _graph_node(d, "start")["data"].update(variables={"name": "x"}),
-     "'variables' must be a list of the start form's fields"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda d: d["workflow"]["graph"].update(nodes=3), "x.yml: 'workflow.graph.nodes' must be a list, not int"),
+        (lambda d: d["workflow"]["graph"].update(edges={"a": 1}), "'workflow.graph.edges' must be a list, not dict"),
+        (
+            lambda d: d["workflow"].update(conversation_variables=2.5),
+            "'workflow.conversation_variables' must be a list, not float",
+        ),
+        (
+            lambda d: d["workflow"].update(environment_variables=True),
+            "'workflow.environment_variables' must be a list, not bool",
+        ),
+        (lambda d: _graph_node(d, "llm")["data"].update(context=["x"]), "'context' must be {enabled: true|false"),
+        (
+            lambda d: _graph_node(d, "llm")["data"].update(context={"enabled": True, "variable_selector": 7}),
+            "'context' must be {enabled: true|false",
+        ),
+        (
+            lambda d: _graph_node(d, "llm")["data"].update(prompt_config={"jinja2_variables": 1.5}),
+            "'prompt_config' must be {jinja2_variables",
+        ),
+        (
+            lambda d: _graph_node(d, "llm")["data"].update(prompt_config=["x"]),
+            "'prompt_config' must be {jinja2_variables",
+        ),
+        (
+            lambda d: _graph_node(d, "start")["data"].update(variables={"name": "x"}),
+            "'variables' must be a list of the start form's fields",
+        ),
+    ],
+)
 def test_an_export_whose_blocks_have_the_wrong_shape_is_refused_naming_the_block(change, message):
     doc = _minimal_dsl()
     change(doc)
@@ -211,13 +254,20 @@ def test_an_export_whose_blocks_have_the_wrong_shape_is_refused_naming_the_block
     assert message in str(err.value)
 
 
-@pytest.mark.parametrize("case,message", [
-    ({"case_id": "true", "conditions": [None]}, "each condition needs a 'comparison_operator'"),
-    ({"case_id": "true", "conditions": [{"comparison_operator": ["is"], "variable_selector": ["sys", "query"]}]},
-     "each condition needs a 'comparison_operator'"),
-    ({"case_id": "true", "conditions": [{"comparison_operator": "is", "variable_selector": 3}]},
-     "a 'variable_selector' list"),
-])
+@pytest.mark.parametrize(
+    "case,message",
+    [
+        ({"case_id": "true", "conditions": [None]}, "each condition needs a 'comparison_operator'"),
+        (
+            {"case_id": "true", "conditions": [{"comparison_operator": ["is"], "variable_selector": ["sys", "query"]}]},
+            "each condition needs a 'comparison_operator'",
+        ),
+        (
+            {"case_id": "true", "conditions": [{"comparison_operator": "is", "variable_selector": 3}]},
+            "a 'variable_selector' list",
+        ),
+    ],
+)
 def test_an_if_else_condition_of_the_wrong_shape_is_refused(case, message):
 
     doc = yaml.safe_load(MEMLENS_FLOW)
@@ -295,14 +345,17 @@ def test_value_edits_keep_the_structural_signature_and_structure_edits_change_it
         assert classify_change(flow, Flow.from_dict(changed)) == "structure"
 
 
-@pytest.mark.parametrize("provider,name,expected", [
-    ("langgenius/openai/openai", "gpt-4o-mini", "openai/gpt-4o-mini"),
-    ("openai", "gpt-3.5-turbo", "openai/gpt-3.5-turbo"),
-    ("google", "gemini-2.0-flash-exp", "gemini/gemini-2.0-flash-exp"),
-    ("tongyi", "qwen-max", "dashscope/qwen-max"),
-    ("", "", ""),
-    ("memlens", "demo", "memlens/demo"),
-])
+@pytest.mark.parametrize(
+    "provider,name,expected",
+    [
+        ("langgenius/openai/openai", "gpt-4o-mini", "openai/gpt-4o-mini"),
+        ("openai", "gpt-3.5-turbo", "openai/gpt-3.5-turbo"),
+        ("google", "gemini-2.0-flash-exp", "gemini/gemini-2.0-flash-exp"),
+        ("tongyi", "qwen-max", "dashscope/qwen-max"),
+        ("", "", ""),
+        ("memlens", "demo", "memlens/demo"),
+    ],
+)
 def test_dify_model_providers_map_to_litellm_names(provider, name, expected):
     assert litellm_model(provider, name) == expected
 
@@ -320,12 +373,16 @@ def test_sample_flows_load_and_describe_themselves():
 
 # -- the graph's paths: no cycle, every node reached from Start ----------------------------------------------
 
-@pytest.mark.parametrize("edge, named, loop", [
-    ({"source": "answer", "target": "a"}, "'answer' → 'a'", "a → b → check → answer → a"),
-    ({"source": "b", "target": "b"}, "'b' → 'b'", "b → b"),
-    ({"source": "b", "target": "a"}, "'b' → 'a'", "a → b → a"),
-    ({"source": "check", "target": "start"}, "'check' → 'start'", "start → a → b → check → start"),
-])
+
+@pytest.mark.parametrize(
+    "edge, named, loop",
+    [
+        ({"source": "answer", "target": "a"}, "'answer' → 'a'", "a → b → check → answer → a"),
+        ({"source": "b", "target": "b"}, "'b' → 'b'", "b → b"),
+        ({"source": "b", "target": "a"}, "'b' → 'a'", "a → b → a"),
+        ({"source": "check", "target": "start"}, "'check' → 'start'", "start → a → b → check → start"),
+    ],
+)
 def test_a_flow_whose_edges_make_a_cycle_is_refused_naming_the_edge(edge, named, loop):
     doc = yaml.safe_load(MEMLENS_FLOW)
     doc["edges"].append(edge)
@@ -349,8 +406,10 @@ def test_a_node_no_path_from_start_reaches_is_refused_naming_it():
     doc["nodes"].append({"id": "orphan", "type": "answer", "answer": "never"})
     with pytest.raises(FlowError) as err:
         flow_from_data(doc, "tiny.yml")
-    assert str(err.value) == ("tiny.yml: node 'orphan' (answer) is not reached from the Start node: no edge path leads "
-                              "to it, so it would never run; connect it or delete it")
+    assert str(err.value) == (
+        "tiny.yml: node 'orphan' (answer) is not reached from the Start node: no edge path leads "
+        "to it, so it would never run; connect it or delete it"
+    )
     # Two nodes that only reach each other are not reached either (and their cycle is never walked).
     doc["nodes"].append({"id": "other", "type": "answer", "answer": "never"})
     doc["edges"] += [["orphan", "other"], ["other", "orphan"]]

@@ -19,11 +19,20 @@ from tests.builders import places, put
 from tests.conftest import FIXTURES
 
 SAMPLES = sorted((FIXTURES / "dify_dsl").glob("*.yml"))
-VALUES = st.recursive(st.none() | st.booleans() | st.integers(-2, 3) | st.floats(allow_nan=False) |
-                      st.sampled_from(["", "x", "llm", "start", "number", "string", "{{#sys.query#}}", "sys", "query"]),
-                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-                          st.sampled_from(["enabled", "size", "type", "variable", "value", "variable_selector"]),
-                          inner, max_size=2), max_leaves=4)
+VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-2, 3)
+    | st.floats(allow_nan=False)
+    | st.sampled_from(["", "x", "llm", "start", "number", "string", "{{#sys.query#}}", "sys", "query"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["enabled", "size", "type", "variable", "value", "variable_selector"]), inner, max_size=2
+        )
+    ),
+    max_leaves=4,
+)
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from core.cli.app import main
-from core.flow.graph import Flow, SECRET_VALUE, load_flow
 from core.flow.errors import FlowError
+from core.flow.graph import SECRET_VALUE, Flow, load_flow
 from tests.conftest import FIXTURES, ROOT
 
 SECRET = "sk-live-7f3a9c2e-do-not-leak"
@@ -57,23 +57,49 @@ def test_no_store_export_run_output_or_log_holds_the_secret(dsl, tmp_path, caplo
     db_file = tmp_path / "memlens.db"
     url = f"sqlite:///{db_file}"
     caplog.set_level(logging.DEBUG)
-    imported = subprocess.run([sys.executable, "-m", "core", "flows", "import", str(flow_file), "--db", url],
-                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+    imported = subprocess.run(
+        [sys.executable, "-m", "core", "flows", "import", str(flow_file), "--db", url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert imported.returncode == 0, imported.stderr
-    run = subprocess.run([sys.executable, "-m", "core", "run", str(flow_file), "--queries", str(queries), "--format",
-                          "json", "--db", url], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "core",
+            "run",
+            str(flow_file),
+            "--queries",
+            str(queries),
+            "--format",
+            "json",
+            "--db",
+            url,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     doc = json.loads(run.stdout)
     prompt = json.dumps(doc["turns"][0]["nodes"])
     assert "key=[] region=eu-west" in prompt  # the plain variable is read, the secret is empty
-    exported = subprocess.run([sys.executable, "-m", "core", "export", doc["conversation_id"], "--db", url],
-                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+    exported = subprocess.run(
+        [sys.executable, "-m", "core", "export", doc["conversation_id"], "--db", url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert exported.returncode == 0, exported.stderr
     assert '"secrets"' in exported.stdout and "api_key" in exported.stdout  # still marked as secret
     # In-process too, so the log records of the whole run are captured.
     assert main(["run", str(flow_file), "--queries", str(queries), "--format", "json"]) == 0
-    outputs = [imported.stdout, imported.stderr, run.stdout, run.stderr, exported.stdout, exported.stderr,
-               caplog.text]
+    outputs = [imported.stdout, imported.stderr, run.stdout, run.stderr, exported.stdout, exported.stderr, caplog.text]
     assert not [o for o in outputs if SECRET in o]
     # The database files themselves, byte for byte.
     for f in tmp_path.rglob("memlens.db*"):

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from core.flow.graph import Flow, load_flow
-from core.flow.errors import FlowError
+from core.flow.errors import FlowError, GranularityError, RunError
 from core.flow.granularity import DEFAULT_GRANULARITY, FROM_DEFAULT, FROM_FLOW, FROM_REQUEST, resolve_granularity
-from core.flow.errors import GranularityError
+from core.flow.graph import Flow, load_flow
 from core.flow.records import ConversationState
 from core.flow.runtime import run_turn
-from core.flow.errors import RunError
 from core.io import read_conversations
 from core.llm.client import DemoClient
 from core.model.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT
@@ -58,12 +56,18 @@ def test_precedence_request_then_flow_then_default(request_value, flow_value, ex
 
 
 @pytest.mark.parametrize("request_value, flow_value, expected, source", PRECEDENCE)
-def test_the_agent_record_says_which_setting_decided_and_replays_accordingly(request_value, flow_value, expected,
-                                                                             source):
+def test_the_agent_record_says_which_setting_decided_and_replays_accordingly(
+    request_value, flow_value, expected, source
+):
     conversation = tau_conversation()
     flow = flow_with(flow_value)
-    record = run_turn(flow, ConversationState(conversation), "Can you summarise what we did so far?",
-                      llm=DemoClient(), granularity=request_value)
+    record = run_turn(
+        flow,
+        ConversationState(conversation),
+        "Can you summarise what we did so far?",
+        llm=DemoClient(),
+        granularity=request_value,
+    )
     agent = record.node_run("agent")
     assert (agent.granularity, agent.granularity_source) == (expected, source)
     assert agent.memory["granularity"] == expected
@@ -76,15 +80,18 @@ def test_the_agent_record_says_which_setting_decided_and_replays_accordingly(req
 
 def test_query_answer_replays_each_past_turns_query_and_answer_only_on_the_tau_bench_conversation():
     conversation = tau_conversation()
-    record = run_turn(flow_with(None), ConversationState(conversation), "What is my reservation id?",
-                      llm=DemoClient())
+    record = run_turn(flow_with(None), ConversationState(conversation), "What is my reservation id?", llm=DemoClient())
     agent = record.node_run("agent")
     by_kind = {}
     for e in agent.ledger.entries:
         by_kind.setdefault(e.kind, set()).add(e.reason)
     assert by_kind[TOOL_CALL] == by_kind[TOOL_RESULT] == {GRANULARITY}
-    expected = [(p, i) for p, t in enumerate(conversation.turns) for i in (t.query_index, t.answer_index)
-                if i is not None and t.messages[i].content]
+    expected = [
+        (p, i)
+        for p, t in enumerate(conversation.turns)
+        for i in (t.query_index, t.answer_index)
+        if i is not None and t.messages[i].content
+    ]
     assert [(e.position, e.index) for e in agent.ledger.entries if e.kept] == expected
     history = [m for m in agent.prompt if m.origin == "memory history"]
     assert len(history) == len(expected) and {m.role for m in history} == {"user", "assistant"}
@@ -92,8 +99,9 @@ def test_query_answer_replays_each_past_turns_query_and_answer_only_on_the_tau_b
 
 def test_all_messages_replays_tool_calls_and_results_in_order_on_the_tau_bench_conversation():
     conversation = tau_conversation()
-    record = run_turn(flow_with("all_messages"), ConversationState(conversation), "What is my reservation id?",
-                      llm=DemoClient())
+    record = run_turn(
+        flow_with("all_messages"), ConversationState(conversation), "What is my reservation id?", llm=DemoClient()
+    )
     agent = record.node_run("agent")
     assert not [e for e in agent.ledger.entries if e.reason == GRANULARITY]
     kept = [e for e in agent.ledger.entries if e.kept]
@@ -108,8 +116,9 @@ def test_all_messages_replays_tool_calls_and_results_in_order_on_the_tau_bench_c
     # Every tool result follows the assistant message that called it, as the conversation stored them.
     first_call = next(i for i, e in enumerate(kept) if e.kind == TOOL_CALL)
     assert kept[first_call + 1].kind == TOOL_RESULT
-    qa = run_turn(flow_with("query_answer"), ConversationState(conversation), "What is my reservation id?",
-                  llm=DemoClient()).node_run("agent")
+    qa = run_turn(
+        flow_with("query_answer"), ConversationState(conversation), "What is my reservation id?", llm=DemoClient()
+    ).node_run("agent")
     assert agent.ledger.history_tokens > qa.ledger.history_tokens
 
 
@@ -120,11 +129,19 @@ def test_a_request_through_the_service_overrides_the_flow_and_is_stored_with_the
     service.send(conv.id, "What is 6*7?")
     default = service.send(conv.id, "And what did you calculate?")
     override = service.send(conv.id, "And now?", granularity="all_messages")
-    assert (default.node_run("agent").granularity_source, override.node_run("agent").granularity_source) == \
-        (FROM_FLOW, FROM_REQUEST)
+    assert (default.node_run("agent").granularity_source, override.node_run("agent").granularity_source) == (
+        FROM_FLOW,
+        FROM_REQUEST,
+    )
     assert [e.kind for e in default.node_run("agent").ledger.entries if e.kept] == [QUERY, ANSWER]
     assert [e.kind for e in override.node_run("agent").ledger.entries if e.kept] == [
-        QUERY, TOOL_CALL, TOOL_RESULT, ANSWER, QUERY, ANSWER]
+        QUERY,
+        TOOL_CALL,
+        TOOL_RESULT,
+        ANSWER,
+        QUERY,
+        ANSWER,
+    ]
     conversation = service.conversation(conv.id)
     stored = service.node_runs(conversation, conversation.turns[-1].id)
     agent = next(r for r in stored if r["node_id"] == "agent")

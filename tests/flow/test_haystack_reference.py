@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from core.flow.nodes.agent_state import State
 from core.flow.errors import StateError
+from core.flow.nodes.agent_state import State
 from tests.reference import haystack_runner, memlens_runner
 from tests.reference.haystack_cases import CASES
 
@@ -73,11 +73,13 @@ def test_haystack_2_31_ran_the_case_as_memlens_2x_does(name):
 @pytest.mark.parametrize("name", list(CASES))
 def test_haystack_2_20_differs_only_where_releases_before_2_27_are_known_to(name):
     reference = recorded("2.20.0")[name]
-    assert same(reference, memlens_runner.outcome(CASES[name], 2)) is (name not in BEFORE_2_27), \
-        BEFORE_2_27.get(name, reference)
+    assert same(reference, memlens_runner.outcome(CASES[name], 2)) is (name not in BEFORE_2_27), BEFORE_2_27.get(
+        name, reference
+    )
 
 
 # -- the behaviours the comparison pins, spelled out --------------------------------------------------
+
 
 def tool_texts(outcome: dict) -> list[tuple[str, str]]:
     return [(m["tool"], m["text"]) for m in outcome["messages"] if m["role"] == "tool"]
@@ -86,9 +88,13 @@ def tool_texts(outcome: dict) -> list[tuple[str, str]]:
 def test_a_writer_runs_before_a_reader_of_its_key_in_3x_but_not_in_2x():
     case = CASES["writer_before_reader"]
     assert tool_texts(memlens_runner.outcome(case, 3)) == [
-        ("list_notes", '{"notes": ["a"], "count": 1}'), ("note", '{"note": "a", "saved": true}')]
+        ("list_notes", '{"notes": ["a"], "count": 1}'),
+        ("note", '{"note": "a", "saved": true}'),
+    ]
     assert tool_texts(memlens_runner.outcome(case, 2)) == [
-        ("list_notes", "{'notes': [], 'count': 0}"), ("note", "{'note': 'a', 'saved': True}")]
+        ("list_notes", "{'notes': [], 'count': 0}"),
+        ("note", "{'note': 'a', 'saved': True}"),
+    ]
 
 
 def test_a_text_reply_ends_the_run_even_when_only_tools_are_exit_conditions():
@@ -116,8 +122,20 @@ def test_state_inputs_are_stored_without_their_handlers_and_none_is_kept():
 
 # -- State ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("t", [typing.List, typing.Literal["a", "b"], typing.Annotated[str, "note"],
-                               typing.Callable[[int], int], typing.Union, 3, "str"], ids=repr)
+
+@pytest.mark.parametrize(
+    "t",
+    [
+        typing.List,
+        typing.Literal["a", "b"],
+        typing.Annotated[str, "note"],
+        typing.Callable[[int], int],
+        typing.Union,
+        3,
+        "str",
+    ],
+    ids=repr,
+)
 def test_a_type_haystack_refuses_is_refused(t):
     from haystack.components.agents.state import State as HaystackState
 
@@ -127,8 +145,20 @@ def test_a_type_haystack_refuses_is_refused(t):
         State({"k": {"type": t}})
 
 
-@pytest.mark.parametrize("t", [typing.List[str], list[str], dict[str, int], typing.Optional[int], int | None,
-                               typing.Any, set, typing.Tuple[int, str]], ids=repr)
+@pytest.mark.parametrize(
+    "t",
+    [
+        typing.List[str],
+        list[str],
+        dict[str, int],
+        typing.Optional[int],
+        int | None,
+        typing.Any,
+        set,
+        typing.Tuple[int, str],
+    ],
+    ids=repr,
+)
 def test_a_type_haystack_accepts_is_accepted(t):
     from haystack.components.agents.state import State as HaystackState
 
@@ -139,10 +169,22 @@ def test_a_type_haystack_accepts_is_accepted(t):
 def test_to_dict_keeps_sets_tuples_and_nesting_and_from_dict_gives_the_state_back():
     from haystack.components.agents.state import State as HaystackState
 
-    schema = {"tags": {"type": set}, "pair": {"type": tuple}, "frozen": {"type": frozenset},
-              "deep": {"type": dict}, "odd": {"type": object}, "plain": {"type": list[str]}}
-    data = {"tags": {"b", "a"}, "pair": (1, "x"), "frozen": frozenset({3}), "deep": {"$set": [1], "n": {"s": {2}}},
-            "odd": object(), "plain": ["p"]}
+    schema = {
+        "tags": {"type": set},
+        "pair": {"type": tuple},
+        "frozen": {"type": frozenset},
+        "deep": {"type": dict},
+        "odd": {"type": object},
+        "plain": {"type": list[str]},
+    }
+    data = {
+        "tags": {"b", "a"},
+        "pair": (1, "x"),
+        "frozen": frozenset({3}),
+        "deep": {"$set": [1], "n": {"s": {2}}},
+        "odd": object(),
+        "plain": ["p"],
+    }
     theirs = HaystackState.from_dict(HaystackState(schema, dict(data)).to_dict())
     ours = State.from_dict(json.loads(json.dumps(State(schema, dict(data)).to_dict())))
     kept = {k: v for k, v in data.items() if k != "odd"}  # an object without a serialised form is dropped
@@ -164,7 +206,13 @@ def test_state_keeps_the_callers_dict_as_haystack_does(given):
         state = make(schema, data)
         state.set("notes", ["a"])
         data["seen"] = 3  # the caller's change, after the state was made
-        outcomes.append((state.data is data, dict(data), {k: v for k, v in state.data.items() if k != "messages"},
-                         state.has("seen")))
+        outcomes.append(
+            (
+                state.data is data,
+                dict(data),
+                {k: v for k, v in state.data.items() if k != "messages"},
+                state.has("seen"),
+            )
+        )
     assert outcomes[0] == outcomes[1]
     assert outcomes[1][0] is bool(given)

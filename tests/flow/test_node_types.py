@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from core.flow import runtime
-from core.flow.errors import NodeFailed
-from core.flow.errors import FlowError, node_error
+from core.flow.errors import FlowError, NodeFailed, node_error
 from core.flow.graph import parse_flow
 from core.flow.imported import import_report
 from core.flow.node_types import NODE_TYPES, NodeType
@@ -33,6 +32,7 @@ def test_the_flow_package_dispatches_node_types_with_plain_imports():
 
 
 # -- the recipe, followed with a toy node type: it shouts a template ---------------------------------
+
 
 def _shout_settings(node):
     text = node.data.get("text")

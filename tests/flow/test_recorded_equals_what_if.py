@@ -13,9 +13,8 @@ from __future__ import annotations
 import pytest
 
 from core.flow.graph import load_flow
-from core.flow.node_types import NODE_TYPES
+from core.flow.node_types import NODE_TYPES, OVERRIDABLE_TYPES
 from core.flow.nodes.window_memory import history_inputs
-from core.flow.node_types import OVERRIDABLE_TYPES
 from core.flow.records import ConversationState
 from core.flow.runtime import run_turn
 from core.flow.what_if import what_if_ledger, what_if_prompt
@@ -26,28 +25,48 @@ from tests.flow.test_flow_dsl_samples import required_inputs
 FLOWS = sorted((ROOT / "sample_data" / "flows").glob("*.yml")) + sorted((FIXTURES / "dify_dsl").glob("*.yml"))
 #: The node types whose runs record a Dify memory ledger (LLM, Question Classifier, Parameter Extractor).
 MODEL_TYPES = {name for name, kind in NODE_TYPES.items() if kind.dify_memory}
-QUERIES = ["Hi, I'm Dana and my order number is 4411.", "What is 12*7?", "What's my name?",
-           "How many earlier messages can you see?"]
+QUERIES = [
+    "Hi, I'm Dana and my order number is 4411.",
+    "What is 12*7?",
+    "What's my name?",
+    "How many earlier messages can you see?",
+]
 
 #: Every strategy an LLM node can be switched to, with settings small enough to bite in four turns.
 STRATEGIES = {
     "as configured": {},
     "dify shipped, window 2": {"strategy": "dify", "window": 2},
-    "dify shipped, token counting": {"strategy": "dify", "window": 3, "plugin_token_counting": True,
-                                     "context_size": 600},
+    "dify shipped, token counting": {
+        "strategy": "dify",
+        "window": 3,
+        "plugin_token_counting": True,
+        "context_size": 600,
+    },
     "dify as documented": {"strategy": "dify", "window": 3, "fidelity": "documented", "context_size": 600},
     "window 3 messages": {"strategy": "window", "window": 3},
     "buffer": {"strategy": "buffer"},
     "off": {"strategy": "off"},
     "summary buffer": {"strategy": "summary_buffer", "max_history_tokens": 60},
-    "compaction, shipped": {"strategy": "compaction", "context_size": 400, "max_tokens": 0,
-                            "compaction_profile": "shipped"},
-    "compaction, exact": {"strategy": "compaction", "context_size": 400, "max_tokens": 0,
-                          "compaction_profile": "exact"},
+    "compaction, shipped": {
+        "strategy": "compaction",
+        "context_size": 400,
+        "max_tokens": 0,
+        "compaction_profile": "shipped",
+    },
+    "compaction, exact": {
+        "strategy": "compaction",
+        "context_size": 400,
+        "max_tokens": 0,
+        "compaction_profile": "exact",
+    },
     "trim": {"strategy": "trim", "max_history_tokens": 60},
     "dify agent app, token counting": {"strategy": "dify_agent", "plugin_token_counting": True, "context_size": 600},
-    "trim messages from human": {"strategy": "trim", "max_history_tokens": 3, "trim_counter": "messages",
-                                 "start_on": "human"},
+    "trim messages from human": {
+        "strategy": "trim",
+        "max_history_tokens": 3,
+        "trim_counter": "messages",
+        "start_on": "human",
+    },
 }
 
 
@@ -58,8 +77,9 @@ def record(flow, overrides):
     records = []
     for i, query in enumerate(QUERIES):
         kwargs = {"parent_id": records[0].id} if i == 2 else {}
-        records.append(run_turn(flow, state, query, inputs, llm=DemoClient(), node_memory_overrides=overrides,
-                                **kwargs))
+        records.append(
+            run_turn(flow, state, query, inputs, llm=DemoClient(), node_memory_overrides=overrides, **kwargs)
+        )
         state = state.apply(records[-1])
     return state.conversation, records
 
@@ -77,11 +97,15 @@ def check_what_ifs(flow, override) -> int:
                 # The switchboard's what-if: no record, the prompt size stored with the turn.
                 ledger = what_if_ledger(flow, conversation, position, run.node_id, override or None)
                 assert ledger == run.ledger, where
-                assert what_if_ledger(flow, conversation, position, run.node_id, override or None,
-                                      record=rec) == run.ledger, where
+                assert (
+                    what_if_ledger(flow, conversation, position, run.node_id, override or None, record=rec)
+                    == run.ledger
+                ), where
                 recorded_prompt = [m.to_dict() for m in run.prompt]
-                assert what_if_prompt(flow, conversation, position, run.node_id, recorded_prompt, ledger) == \
-                    recorded_prompt, where
+                assert (
+                    what_if_prompt(flow, conversation, position, run.node_id, recorded_prompt, ledger)
+                    == recorded_prompt
+                ), where
                 checked += 1
     return checked
 
@@ -106,8 +130,12 @@ def test_a_window_memory_store_written_over_by_an_input_replays_as_recorded():
     state = ConversationState.new(flow)
     records = []
     history = '[{"role": "user", "content": "I\'m Bob."}, {"role": "assistant", "content": "Hi Bob."}]'
-    for query, inputs in (("Hi, I'm Dana.", None), ("hello", {"history": history}), ("What's my name?", None),
-                          ("again", None)):
+    for query, inputs in (
+        ("Hi, I'm Dana.", None),
+        ("hello", {"history": history}),
+        ("What's my name?", None),
+        ("again", None),
+    ):
         records.append(run_turn(flow, state, query, inputs, llm=DemoClient()))
         state = state.apply(records[-1])
     assert history_inputs(state.conversation, "memory") is not None
@@ -116,8 +144,9 @@ def test_a_window_memory_store_written_over_by_an_input_replays_as_recorded():
         ledger = what_if_ledger(flow, state.conversation, position, "responder")
         assert ledger == run.ledger
         recorded_prompt = [m.to_dict() for m in run.prompt]
-        assert what_if_prompt(flow, state.conversation, position, "responder", recorded_prompt, ledger) == \
-            recorded_prompt
+        assert (
+            what_if_prompt(flow, state.conversation, position, "responder", recorded_prompt, ledger) == recorded_prompt
+        )
     assert any(s.origin == "history set" for s in records[2].node_run("responder").ledger.synthetic)
 
 
@@ -126,8 +155,9 @@ def test_a_completion_model_node_replays_as_recorded_under_every_strategy(templa
     """Completion models get one text with the history inside: the what-if prompt rebuilds that text."""
     from tests.flow.test_runtime_prompt import completion_flow
 
-    flow = completion_flow(template, {"window": {"enabled": True, "size": 3},
-                                      "role_prefix": {"user": "Human", "assistant": "Assistant"}})
+    flow = completion_flow(
+        template, {"window": {"enabled": True, "size": 3}, "role_prefix": {"user": "Human", "assistant": "Assistant"}}
+    )
     for name, override in STRATEGIES.items():
         assert check_what_ifs(flow, override) == len(QUERIES), name
 
@@ -152,8 +182,9 @@ def test_what_ifs_read_from_the_store_equal_what_was_recorded(tmp_path):
                     continue
                 ledger = what_if_ledger(flow, conversation, position, run["node_id"])
                 assert ledger == run["ledger"], f"{path.name}: {run['node_id']} at turn {position + 1}"
-                assert what_if_prompt(flow, conversation, position, run["node_id"], run["prompt"], ledger) == \
-                    run["prompt"], f"{path.name}: {run['node_id']} at turn {position + 1}"
+                assert (
+                    what_if_prompt(flow, conversation, position, run["node_id"], run["prompt"], ledger) == run["prompt"]
+                ), f"{path.name}: {run['node_id']} at turn {position + 1}"
                 checked += 1
     db.dispose()
     # minimal-chat, long-term-memory, window-memory, order-desk's extractor, trip-agent's agent: 4 each;
@@ -185,8 +216,15 @@ def test_an_agent_nodes_what_if_changes_what_it_receives_as_a_run_with_that_over
     state = ConversationState.new(flow)
     for rec in records[:-1]:
         state = state.apply(rec)
-    rerun = run_turn(flow, state, QUERIES[-1], required_inputs(flow), llm=DemoClient(), parent_id=last.parent_id,
-                     node_memory_overrides={"agent": override})
+    rerun = run_turn(
+        flow,
+        state,
+        QUERIES[-1],
+        required_inputs(flow),
+        llm=DemoClient(),
+        parent_id=last.parent_id,
+        node_memory_overrides={"agent": override},
+    )
     assert rerun.node_run("agent").memory_override == override
     assert [m.to_dict() for m in rerun.node_run("agent").prompt] == changed_prompt
     assert rerun.node_run("agent").ledger.to_dict() == changed.to_dict()

@@ -17,13 +17,22 @@ from tests.flow.test_runtime_prompt import ScriptedClient
 def templated(template, variables=None, *, code_first: bool = False, answer="{{#tpl.output#}}") -> Flow:
     """start → LLM ``llm`` → template ``tpl`` (reading the query and the reply) → answer."""
     if variables is None:
-        variables = [{"variable": "reply", "value_selector": ["llm", "text"]},
-                     {"variable": "query", "value_selector": ["sys", "query"]},
-                     {"variable": "gone", "value_selector": ["nowhere", "text"]}]
-    nodes = [{"id": "start", "type": "start"},
-             {"id": "llm", "type": "llm", "model": "memlens/demo", "prompt_template": [{"role": "system", "text": "Be kind."}]},
-             {"id": "tpl", "type": "template-transform", "template": template, "variables": variables},
-             {"id": "answer", "type": "answer", "answer": answer}]
+        variables = [
+            {"variable": "reply", "value_selector": ["llm", "text"]},
+            {"variable": "query", "value_selector": ["sys", "query"]},
+            {"variable": "gone", "value_selector": ["nowhere", "text"]},
+        ]
+    nodes = [
+        {"id": "start", "type": "start"},
+        {
+            "id": "llm",
+            "type": "llm",
+            "model": "memlens/demo",
+            "prompt_template": [{"role": "system", "text": "Be kind."}],
+        },
+        {"id": "tpl", "type": "template-transform", "template": template, "variables": variables},
+        {"id": "answer", "type": "answer", "answer": answer},
+    ]
     edges = [["start", "llm"], ["llm", "tpl"], ["tpl", "answer"]]
     if code_first:
         nodes.append({"id": "tool", "type": "code"})
@@ -56,20 +65,27 @@ def test_an_output_over_difys_length_fails_the_node():
 
 
 def test_a_value_from_a_node_memlens_does_not_emulate_leaves_the_output_unknown():
-    flow = templated("[{{ data }}]", [{"variable": "data", "value_selector": ["tool", "result"]}], code_first=True,
-                     answer="got {{#tpl.output#}}")
+    flow = templated(
+        "[{{ data }}]",
+        [{"variable": "data", "value_selector": ["tool", "result"]}],
+        code_first=True,
+        answer="got {{#tpl.output#}}",
+    )
     _, (record,) = run_conversation(flow, ["q"], llm=ScriptedClient(["x"]))
     run = record.node_run("tpl")
     assert run.outputs == {} and "does not emulate" in run.notes[0]
     assert (record.status, record.answer) == ("succeeded", "got ")
 
 
-@pytest.mark.parametrize("template, variables, message", [
-    (["not text"], [], "'template' must be text"),
-    ("x", "reply", "'variables' must be a list"),
-    ("x", [{"variable": "", "value_selector": []}], r"variables\[0\] needs a 'variable' name"),
-    ("x", [{"variable": "a", "value_selector": "llm.text"}], r"variables\[0\] needs"),
-])
+@pytest.mark.parametrize(
+    "template, variables, message",
+    [
+        (["not text"], [], "'template' must be text"),
+        ("x", "reply", "'variables' must be a list"),
+        ("x", [{"variable": "", "value_selector": []}], r"variables\[0\] needs a 'variable' name"),
+        ("x", [{"variable": "a", "value_selector": "llm.text"}], r"variables\[0\] needs"),
+    ],
+)
 def test_a_malformed_template_node_is_refused_when_the_flow_is_read(template, variables, message):
     with pytest.raises(FlowError, match=message) as e:
         templated(template, variables)

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from core.flow.templates import VariablePool
-from core.flow.variables import (ConversationVariable, edit_variable, infer_type, initialize, run_assigner_v1,
-                                 run_assigner_v2, zero_value)
 from core.flow.errors import AssignerError, TypeMismatchError, VariableError
+from core.flow.templates import VariablePool
+from core.flow.variables import (
+    ConversationVariable,
+    edit_variable,
+    infer_type,
+    initialize,
+    run_assigner_v1,
+    run_assigner_v2,
+    zero_value,
+)
 
 DEFAULTS = {
     "string": "hello",
@@ -55,9 +62,22 @@ def item(t, op, input_type, value=None):
 
 # -- types and zero values --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("t,zero", [("string", ""), ("number", 0), ("integer", 0), ("float", 0), ("boolean", False),
-                                    ("object", {}), ("array[string]", []), ("array[number]", []),
-                                    ("array[boolean]", []), ("array[object]", [])])
+
+@pytest.mark.parametrize(
+    "t,zero",
+    [
+        ("string", ""),
+        ("number", 0),
+        ("integer", 0),
+        ("float", 0),
+        ("boolean", False),
+        ("object", {}),
+        ("array[string]", []),
+        ("array[number]", []),
+        ("array[boolean]", []),
+        ("array[object]", []),
+    ],
+)
 def test_clear_writes_the_zero_value_of_each_type(t, zero):
     assert zero_value(t) == zero
 
@@ -85,10 +105,19 @@ def test_variables_declared_later_start_at_their_default_and_stored_extras_are_k
 
 # -- v2: each operation on each allowed type --------------------------------------------------------
 
+
 @pytest.mark.parametrize("t", list(DEFAULTS))
 def test_v2_over_write_from_a_variable_on_every_type(t):
-    new = {"string": "new", "number": 2.5, "boolean": False, "object": {"z": 0}, "array[string]": ["q"],
-           "array[number]": [9], "array[boolean]": [False], "array[object]": [{}]}[t]
+    new = {
+        "string": "new",
+        "number": 2.5,
+        "boolean": False,
+        "object": {"z": 0},
+        "array[string]": ["q"],
+        "array[number]": [9],
+        "array[boolean]": [False],
+        "array[object]": [{}],
+    }[t]
     result = v2([item(t, "over-write", "variable", ["src", "out"])], p=pool(src={"out": new}))
     assert result.values[name(t)] == new
     assert result.changes == [(name(t), "over-write", DEFAULTS[t], new)]
@@ -109,8 +138,9 @@ def test_v2_clear_on_every_type_writes_its_zero_value(t):
     assert v2([item(t, "clear", "variable")]).values[name(t)] == zero_value(t)
 
 
-@pytest.mark.parametrize("op,value,expected", [("+=", 5, 15), ("-=", 4, 6), ("*=", 3, 30), ("/=", 4, 2.5),
-                                               ("+=", 0.5, 10.5)])
+@pytest.mark.parametrize(
+    "op,value,expected", [("+=", 5, 15), ("-=", 4, 6), ("*=", 3, 30), ("/=", 4, 2.5), ("+=", 0.5, 10.5)]
+)
 def test_v2_arithmetic_on_a_number(op, value, expected):
     got = v2([item("number", op, "constant", value)]).values["number"]
     assert got == expected and type(got) is type(expected)
@@ -134,18 +164,22 @@ def test_v2_remove_on_an_empty_array_leaves_it_empty():
 
 # -- v2: rejected combinations, with Dify's messages ------------------------------------------------
 
-@pytest.mark.parametrize("t,op,message", [
-    ("array[string]", "set", "Operation set is not supported for type array[string]"),
-    ("array[object]", "set", "Operation set is not supported for type array[object]"),
-    ("string", "+=", "Operation += is not supported for type string"),
-    ("boolean", "-=", "Operation -= is not supported for type boolean"),
-    ("object", "*=", "Operation *= is not supported for type object"),
-    ("array[number]", "/=", "Operation /= is not supported for type array[number]"),
-    ("string", "append", "Operation append is not supported for type string"),
-    ("number", "extend", "Operation extend is not supported for type integer"),
-    ("boolean", "remove-first", "Operation remove-first is not supported for type boolean"),
-    ("object", "remove-last", "Operation remove-last is not supported for type object"),
-])
+
+@pytest.mark.parametrize(
+    "t,op,message",
+    [
+        ("array[string]", "set", "Operation set is not supported for type array[string]"),
+        ("array[object]", "set", "Operation set is not supported for type array[object]"),
+        ("string", "+=", "Operation += is not supported for type string"),
+        ("boolean", "-=", "Operation -= is not supported for type boolean"),
+        ("object", "*=", "Operation *= is not supported for type object"),
+        ("array[number]", "/=", "Operation /= is not supported for type array[number]"),
+        ("string", "append", "Operation append is not supported for type string"),
+        ("number", "extend", "Operation extend is not supported for type integer"),
+        ("boolean", "remove-first", "Operation remove-first is not supported for type boolean"),
+        ("object", "remove-last", "Operation remove-last is not supported for type object"),
+    ],
+)
 def test_v2_operation_not_supported_for_the_type(t, op, message):
     kind = "constant" if op in ("set", "+=", "-=", "*=", "/=") else "variable"
     with pytest.raises(AssignerError) as err:
@@ -155,8 +189,12 @@ def test_v2_operation_not_supported_for_the_type(t, op, message):
 
 def test_v2_a_number_created_from_a_float_is_named_float_in_the_message():
     decls = [ConversationVariable(name="f", type="number", default=1.5)]
-    append = {"variable_selector": ["conversation", "f"], "operation": "append", "input_type": "variable",
-              "value": ["sys", "query"]}
+    append = {
+        "variable_selector": ["conversation", "f"],
+        "operation": "append",
+        "input_type": "variable",
+        "value": ["sys", "query"],
+    }
     with pytest.raises(AssignerError, match="^Operation append is not supported for type float$"):
         run_assigner_v2([append], decls, {"f": 1.5}, pool().get)
 
@@ -168,30 +206,42 @@ def test_v2_variable_input_rejected_for_set_and_arithmetic(op):
     assert str(err.value) == f"Input type variable is not supported for operation {op}"
 
 
-@pytest.mark.parametrize("t,op", [("string", "clear"), ("number", "clear"), ("array[string]", "append"),
-                                  ("array[number]", "extend"), ("array[object]", "remove-first"),
-                                  ("array[boolean]", "remove-last"), ("array[string]", "over-write"),
-                                  ("boolean", "clear")])
+@pytest.mark.parametrize(
+    "t,op",
+    [
+        ("string", "clear"),
+        ("number", "clear"),
+        ("array[string]", "append"),
+        ("array[number]", "extend"),
+        ("array[object]", "remove-first"),
+        ("array[boolean]", "remove-last"),
+        ("array[string]", "over-write"),
+        ("boolean", "clear"),
+    ],
+)
 def test_v2_constant_input_rejected(t, op):
     with pytest.raises(AssignerError) as err:
         v2([item(t, op, "constant", ["x"])])
     assert str(err.value) == f"Input type constant is not supported for operation {op}"
 
 
-@pytest.mark.parametrize("t,op,kind,value,shown", [
-    ("string", "over-write", "constant", 5, "5"),
-    ("number", "set", "constant", "x", "x"),
-    ("boolean", "set", "constant", "true", "true"),
-    ("object", "over-write", "constant", [1], "[1]"),
-    ("object", "set", "constant", "{bad json", "{bad json"),
-    ("number", "/=", "constant", 0, "0"),
-    ("number", "+=", "constant", "1", "1"),
-    ("array[string]", "append", "variable", 5, "5"),
-    ("array[number]", "append", "variable", "7", "7"),
-    ("array[boolean]", "extend", "variable", [1], "[1]"),
-    ("array[object]", "extend", "variable", {"a": 1}, "{'a': 1}"),
-    ("array[string]", "over-write", "variable", ["a", 1], "['a', 1]"),
-])
+@pytest.mark.parametrize(
+    "t,op,kind,value,shown",
+    [
+        ("string", "over-write", "constant", 5, "5"),
+        ("number", "set", "constant", "x", "x"),
+        ("boolean", "set", "constant", "true", "true"),
+        ("object", "over-write", "constant", [1], "[1]"),
+        ("object", "set", "constant", "{bad json", "{bad json"),
+        ("number", "/=", "constant", 0, "0"),
+        ("number", "+=", "constant", "1", "1"),
+        ("array[string]", "append", "variable", 5, "5"),
+        ("array[number]", "append", "variable", "7", "7"),
+        ("array[boolean]", "extend", "variable", [1], "[1]"),
+        ("array[object]", "extend", "variable", {"a": 1}, "{'a': 1}"),
+        ("array[string]", "over-write", "variable", ["a", 1], "['a', 1]"),
+    ],
+)
 def test_v2_invalid_input_value(t, op, kind, value, shown):
     it = item(t, op, kind, value if kind == "constant" else ["src", "v"])
     with pytest.raises(AssignerError) as err:
@@ -209,8 +259,9 @@ def test_v2_missing_target_and_missing_source_name_the_selector():
 def test_v2_a_source_from_a_pass_through_node_skips_the_item_silently_for_dify():
     p = pool()
     p.mark_pass_through("code")
-    result = v2([item("string", "over-write", "variable", ["code", "result"]),
-                 item("number", "+=", "constant", 1)], p=p)
+    result = v2(
+        [item("string", "over-write", "variable", ["code", "result"]), item("number", "+=", "constant", 1)], p=p
+    )
     assert result.values["string"] == "hello" and result.values["number"] == 11
     assert [c[0] for c in result.changes] == ["number"]
     assert "left unchanged" in result.notes[0]
@@ -229,8 +280,10 @@ def test_v2_read_after_write_inside_one_node_uses_the_new_value():
     def lookup(selector):  # the runtime's pool, refreshed from the node's working values
         return p.get(selector)
 
-    items = [item("string", "set", "constant", "first"),
-             item("array[string]", "append", "variable", ["conversation", "string"])]
+    items = [
+        item("string", "set", "constant", "first"),
+        item("array[string]", "append", "variable", ["conversation", "string"]),
+    ]
     result = run_assigner_v2(items, DECLS, vals, lookup)
     assert result.values["array_string"] == ["a", "b", "first"]
 
@@ -239,16 +292,26 @@ def test_v2_an_error_in_a_later_item_applies_no_update_at_all():
     vals = values()
     before = {k: (list(v) if isinstance(v, list) else v) for k, v in vals.items()}
     with pytest.raises(AssignerError, match="Invalid input value 0"):
-        v2([item("number", "+=", "constant", 5), item("string", "set", "constant", "changed"),
-            item("number", "/=", "constant", 0)], vals=vals)
+        v2(
+            [
+                item("number", "+=", "constant", 5),
+                item("string", "set", "constant", "changed"),
+                item("number", "/=", "constant", 0),
+            ],
+            vals=vals,
+        )
     assert vals == before
 
 
 # -- v1 ---------------------------------------------------------------------------------------------
 
+
 def v1(mode, target="string", source=("src", "v"), p=None, vals=None):
-    data = {"assigned_variable_selector": ["conversation", name(target)], "write_mode": mode,
-            "input_variable_selector": list(source)}
+    data = {
+        "assigned_variable_selector": ["conversation", name(target)],
+        "write_mode": mode,
+        "input_variable_selector": list(source),
+    }
     return run_assigner_v1(data, DECLS, vals or values(), (p or pool(src={"v": 42})).get)
 
 
@@ -274,13 +337,15 @@ def test_v1_clear_writes_the_zero_value_of_the_target_type():
 
 def test_v1_missing_target_and_missing_source():
     with pytest.raises(AssignerError, match="^assigned variable not found$"):
-        run_assigner_v1({"assigned_variable_selector": ["conversation", "nope"], "write_mode": "clear"}, DECLS,
-                        values(), pool().get)
+        run_assigner_v1(
+            {"assigned_variable_selector": ["conversation", "nope"], "write_mode": "clear"}, DECLS, values(), pool().get
+        )
     with pytest.raises(AssignerError, match="^input value not found$"):
         v1("over-write", source=("ghost", "v"))
 
 
 # -- live edits from outside the flow ---------------------------------------------------------------
+
 
 def test_live_edit_with_the_wrong_type_is_rejected_with_difys_message_and_changes_nothing():
     decls = [ConversationVariable(name="x", type="number", default=0)]
@@ -302,9 +367,16 @@ def test_a_live_edit_names_the_segment_the_number_variable_holds_as_dify_does(he
     assert str(err.value) == f"Type mismatch: variable 'x' expects {expects}, but got string type"
 
 
-@pytest.mark.parametrize("t,value,got", [("string", 5, "integer"), ("boolean", "yes", "string"),
-                                         ("array[string]", ["a", 1], "array[any]"), ("object", None, "none"),
-                                         ("array[number]", [True, "x"], "array[any]")])
+@pytest.mark.parametrize(
+    "t,value,got",
+    [
+        ("string", 5, "integer"),
+        ("boolean", "yes", "string"),
+        ("array[string]", ["a", 1], "array[any]"),
+        ("object", None, "none"),
+        ("array[number]", [True, "x"], "array[any]"),
+    ],
+)
 def test_live_edit_mismatch_names_the_inferred_type(t, value, got):
     with pytest.raises(TypeMismatchError) as err:
         edit_variable(DECLS, values(), name(t), value)
@@ -325,11 +397,21 @@ def test_live_edit_of_an_unknown_variable_names_the_declared_ones():
 
 
 def test_inferred_types():
-    assert [infer_type(v) for v in ("s", 1, 1.5, True, {}, ["a"], [1, 2.0], [], None)] == \
-        ["string", "integer", "float", "boolean", "object", "array[string]", "array[number]", "array[number]", "none"]
+    assert [infer_type(v) for v in ("s", 1, 1.5, True, {}, ["a"], [1, 2.0], [], None)] == [
+        "string",
+        "integer",
+        "float",
+        "boolean",
+        "object",
+        "array[string]",
+        "array[number]",
+        "array[number]",
+        "none",
+    ]
 
 
 # -- Dify 1.x as shipped: the small divergences ------------------------------------------------------
+
 
 def test_v1_over_write_from_a_source_that_resolves_to_nothing_writes_null():
     p = pool(src={"v": None})
@@ -350,9 +432,19 @@ def test_an_integer_variable_stays_integer_in_error_messages_after_arithmetic():
         v2([item("number", "append", "variable", ["src", "v"])], vals=vals, p=pool(src={"v": 1}))
 
 
-@pytest.mark.parametrize("value, inferred", [(5, "integer"), (2.5, "float"), ([], "array[number]"),
-                                             ([1, 2.5], "array[number]"), (["a"], "array[string]"),
-                                             ([1, "a"], "array[any]"), (True, "boolean"), (None, "none")])
+@pytest.mark.parametrize(
+    "value, inferred",
+    [
+        (5, "integer"),
+        (2.5, "float"),
+        ([], "array[number]"),
+        ([1, 2.5], "array[number]"),
+        (["a"], "array[string]"),
+        ([1, "a"], "array[any]"),
+        (True, "boolean"),
+        (None, "none"),
+    ],
+)
 def test_live_edit_mismatch_uses_difys_inferred_type_names(value, inferred):
     decls = [ConversationVariable(name="x", type="string", default="")]
     with pytest.raises(TypeMismatchError) as err:
@@ -366,7 +458,7 @@ def test_a_list_of_plain_values_has_the_size_of_the_list_read_back_from_its_json
 
     from core.flow.variables import variable_size
 
-    kinds = ["label", 7, 2.5, True, None, "é", 10 ** 30]
+    kinds = ["label", 7, 2.5, True, None, "é", 10**30]
     for n in [*range(0, 300), 999, 1000, 1001, 2000, 2001, 4096, 20_000]:
         value = [kinds[i % len(kinds)] for i in range(n)]
         assert variable_size(value) == sys.getsizeof(json.loads(json.dumps(value))), n
@@ -387,8 +479,9 @@ def test_variable_size_is_difys_shallow_size_of_the_loaded_value():
     assert check_sizes({"log": small}) is None
     # The shortest list of zeros over the limit (its loaded size only grows with its length).
     sizes = range(20_000, 30_000)
-    n = sizes[bisect_left(sizes, True,
-                          key=lambda k: sys.getsizeof(json.loads(json.dumps([0] * k))) > MAX_VARIABLE_SIZE)]
+    n = sizes[
+        bisect_left(sizes, True, key=lambda k: sys.getsizeof(json.loads(json.dumps([0] * k))) > MAX_VARIABLE_SIZE)
+    ]
     big = [0] * n
     assert check_sizes({"log": big}) == f"variable size {variable_size(big)} exceeds limit 204800"
     assert check_sizes({"log": [0] * (n - 1)}) is None
@@ -411,8 +504,12 @@ def test_a_declaration_or_an_assigner_of_the_wrong_shape_is_refused_and_a_malfor
     for selector in (True, ["sys", ["query"]], ["conversation"], ("conversation", {"x": 1})):
         assert pool.get(selector) is MISSING
     with pytest.raises(AssignerError, match="assigned variable not found"):
-        run_assigner_v1({"assigned_variable_selector": ["conversation", ["x"]],
-                         "input_variable_selector": ["sys", "query"]}, [], {"x": 1}, pool.get)
+        run_assigner_v1(
+            {"assigned_variable_selector": ["conversation", ["x"]], "input_variable_selector": ["sys", "query"]},
+            [],
+            {"x": 1},
+            pool.get,
+        )
 
 
 def test_an_assigner_whose_result_is_not_a_finite_number_fails_and_writes_nothing():
@@ -422,17 +519,33 @@ def test_an_assigner_whose_result_is_not_a_finite_number_fails_and_writes_nothin
     from core.flow.runtime import run_turn
     from core.llm.client import DemoClient
 
-    flow = Flow.from_dict({
-        "format": "memlens-flow", "version": 1, "name": "grow",
-        "variables": [{"name": "n", "type": "number", "default": 1e308}],
-        "nodes": [{"id": "start", "type": "start"},
-                  {"id": "grow", "type": "assigner", "version": "2",
-                   "items": [{"variable_selector": ["conversation", "n"], "operation": "*=", "input_type": "constant",
-                              "value": 10}]},
-                  {"id": "answer", "type": "answer", "answer": "{{#conversation.n#}}"}],
-        "edges": [["start", "grow"], ["grow", "answer"]]})
+    flow = Flow.from_dict(
+        {
+            "format": "memlens-flow",
+            "version": 1,
+            "name": "grow",
+            "variables": [{"name": "n", "type": "number", "default": 1e308}],
+            "nodes": [
+                {"id": "start", "type": "start"},
+                {
+                    "id": "grow",
+                    "type": "assigner",
+                    "version": "2",
+                    "items": [
+                        {
+                            "variable_selector": ["conversation", "n"],
+                            "operation": "*=",
+                            "input_type": "constant",
+                            "value": 10,
+                        }
+                    ],
+                },
+                {"id": "answer", "type": "answer", "answer": "{{#conversation.n#}}"},
+            ],
+            "edges": [["start", "grow"], ["grow", "answer"]],
+        }
+    )
     state = ConversationState.new(flow)
     record = run_turn(flow, state, "hi", llm=DemoClient())
     assert record.status == "failed" and record.variable_changes == []
     assert record.error == ("conversation.n holds inf, which is not a number JSON can carry; nothing was written")
-

@@ -33,15 +33,19 @@ def database(tmp_path, rows_in: list[tuple[str, str]], *, table: str = "agent_me
     """A SQLiteSession-shaped database holding ``(session_id, message_data)`` rows, as bytes."""
     path = tmp_path / "made.db"
     with sqlite3.connect(path) as conn:
-        conn.execute("CREATE TABLE agent_sessions (session_id TEXT PRIMARY KEY, created_at TIMESTAMP, "
-                     "updated_at TIMESTAMP)")
-        conn.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, "
-                     "message_data TEXT NOT NULL, created_at TIMESTAMP)")
+        conn.execute(
+            "CREATE TABLE agent_sessions (session_id TEXT PRIMARY KEY, created_at TIMESTAMP, updated_at TIMESTAMP)"
+        )
+        conn.execute(
+            f"CREATE TABLE {table} (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, "
+            "message_data TEXT NOT NULL, created_at TIMESTAMP)"
+        )
         conn.executemany(f"INSERT INTO {table} (session_id, message_data) VALUES (?, ?)", rows_in)
     return path.read_bytes()
 
 
 # -- the Agents SDK's SQLite session database -----------------------------------------------------------
+
 
 def test_a_session_database_is_detected_and_each_session_is_a_conversation_of_its_items():
     result = import_file(SESSION_DB)
@@ -57,8 +61,8 @@ def test_a_session_database_is_detected_and_each_session_is_a_conversation_of_it
 
 def test_a_call_left_unanswered_and_a_result_stored_a_turn_late_read_as_the_sdk_stored_them():
     ann = import_file(SESSION_DB).conversations[0]
-    assert kinds(ann.turns[1]) == [QUERY, TOOL_CALL]          # the approval never given: no result, no answer
-    late_call = ann.turns[3].messages[1].tool_calls[0].id    # approved after turn 5 ran
+    assert kinds(ann.turns[1]) == [QUERY, TOOL_CALL]  # the approval never given: no result, no answer
+    late_call = ann.turns[3].messages[1].tool_calls[0].id  # approved after turn 5 ran
     # Turn 5 holds its own answer, then the late result and turn 4's answer, the last of them its answer.
     assert kinds(ann.turns[4]) == [QUERY, "intermediate", TOOL_RESULT, ANSWER]
     assert ann.turns[4].messages[2].tool_call_id == late_call == "call_4_0_0"
@@ -72,17 +76,37 @@ def test_reasoning_items_read_as_reasoning_messages_before_their_calls():
 
 
 def test_a_renamed_items_table_is_found_by_its_columns(tmp_path):
-    data = database(tmp_path, [("s1", json.dumps({"content": "hi", "role": "user"})),
-                               ("s1", json.dumps({"type": "message", "role": "assistant", "id": "msg_1",
-                                                  "content": [{"type": "output_text", "text": "hello"}]}))],
-                    table="support_items")
+    data = database(
+        tmp_path,
+        [
+            ("s1", json.dumps({"content": "hi", "role": "user"})),
+            (
+                "s1",
+                json.dumps(
+                    {
+                        "type": "message",
+                        "role": "assistant",
+                        "id": "msg_1",
+                        "content": [{"type": "output_text", "text": "hello"}],
+                    }
+                ),
+            ),
+        ],
+        table="support_items",
+    )
     (conv,) = import_bytes(data, "renamed.db").conversations
     assert [m.content for m in conv.turns[0].messages] == ["hi", "hello"]
 
 
 def test_a_row_that_is_not_json_is_named_by_its_row_and_field_and_nothing_is_imported(tmp_path):
-    data = database(tmp_path, [("good", json.dumps({"content": "hi", "role": "user"})),
-                               ("bad", json.dumps({"content": "hi", "role": "user"})), ("bad", "{not json")])
+    data = database(
+        tmp_path,
+        [
+            ("good", json.dumps({"content": "hi", "role": "user"})),
+            ("bad", json.dumps({"content": "hi", "role": "user"})),
+            ("bad", "{not json"),
+        ],
+    )
     with pytest.raises(FormatError) as e:
         import_bytes(data, "broken.db")
     message = str(e.value)
@@ -93,14 +117,23 @@ def test_a_row_that_is_not_json_is_named_by_its_row_and_field_and_nothing_is_imp
 
 
 def test_an_item_that_stands_for_no_message_names_its_row(tmp_path):
-    data = database(tmp_path, [("s", json.dumps({"content": "hi", "role": "user"})),
-                               ("s", json.dumps({"type": "compaction_summary", "id": "cs_1"}))])
+    data = database(
+        tmp_path,
+        [
+            ("s", json.dumps({"content": "hi", "role": "user"})),
+            ("s", json.dumps({"type": "compaction_summary", "id": "cs_1"})),
+        ],
+    )
     with pytest.raises(FormatError, match=r"record 2 \(conversation 's'\): 'message_data': .*compaction_summary"):
         import_bytes(data, "odd.db")
 
 
 def test_an_item_nested_too_deeply_is_refused_by_the_depth_limit(tmp_path):
-    deep = {"content": "hi", "role": "user", "x": json.loads("[" * (limits.MAX_DEPTH + 5) + "]" * (limits.MAX_DEPTH + 5))}
+    deep = {
+        "content": "hi",
+        "role": "user",
+        "x": json.loads("[" * (limits.MAX_DEPTH + 5) + "]" * (limits.MAX_DEPTH + 5)),
+    }
     data = database(tmp_path, [("s", json.dumps(deep))])
     with pytest.raises(FormatError, match="nested more than"):
         import_bytes(data, "deep.db")
@@ -145,6 +178,7 @@ def test_a_database_changes_nothing_on_disk(tmp_path):
 
 # -- the Agents SDK's items as JSON ---------------------------------------------------------------------
 
+
 def test_a_session_s_items_read_as_the_agents_sdk_when_named_and_as_openai_when_detected():
     path = PLATFORMS / "openai_agents_items.json"
     named = import_file(path, "openai-agents")
@@ -154,8 +188,9 @@ def test_a_session_s_items_read_as_the_agents_sdk_when_named_and_as_openai_when_
     assert kinds(conv.turns[2]) == [QUERY, "intermediate", TOOL_CALL, TOOL_RESULT, ANSWER]
     detected = import_file(path)
     assert detected.format == "openai" and source_platform(detected.conversations[0].source_format) is None
-    assert [m.content for t in detected.conversations[0].turns for m in t.messages] == \
-        [m.content for t in conv.turns for m in t.messages]
+    assert [m.content for t in detected.conversations[0].turns for m in t.messages] == [
+        m.content for t in conv.turns for m in t.messages
+    ]
 
 
 def test_a_bad_item_is_named_by_its_record(tmp_path):
@@ -167,6 +202,7 @@ def test_a_bad_item_is_named_by_its_record(tmp_path):
 
 
 # -- LlamaIndex's SimpleChatStore ------------------------------------------------------------------------
+
 
 def test_a_chat_store_is_detected_and_each_key_is_a_conversation():
     result = import_file(PLATFORMS / "llamaindex_chat_store.json")
@@ -194,21 +230,44 @@ def test_an_empty_answer_stays_an_empty_answer():
 
 
 def test_the_older_content_form_reads_too():
-    store = {"store": {"chat": [
-        {"role": "user", "content": "weather?", "additional_kwargs": {}},
-        {"role": "assistant", "content": None, "additional_kwargs": {"tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Porto\"}"}}]}},
-        {"role": "tool", "content": "sunny", "additional_kwargs": {"tool_call_id": "c1", "name": "weather"}},
-        {"role": "chatbot", "content": "Sunny.", "additional_kwargs": {}}]}}
+    store = {
+        "store": {
+            "chat": [
+                {"role": "user", "content": "weather?", "additional_kwargs": {}},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "additional_kwargs": {
+                        "tool_calls": [
+                            {
+                                "id": "c1",
+                                "type": "function",
+                                "function": {"name": "weather", "arguments": '{"city": "Porto"}'},
+                            }
+                        ]
+                    },
+                },
+                {"role": "tool", "content": "sunny", "additional_kwargs": {"tool_call_id": "c1", "name": "weather"}},
+                {"role": "chatbot", "content": "Sunny.", "additional_kwargs": {}},
+            ]
+        }
+    }
     (conv,) = import_text(json.dumps(store), "old.json").conversations
     assert kinds(conv.turns[0]) == [QUERY, TOOL_CALL, TOOL_RESULT, ANSWER]
     assert conv.turns[0].messages[2].tool_call_id == "c1" and conv.turns[0].messages[3].content == "Sunny."
 
 
 def test_a_bad_message_names_its_key_and_message():
-    store = {"store": {"fine": [{"role": "user", "blocks": [{"block_type": "text", "text": "hi"}]}],
-                       "broken": [{"role": "user", "blocks": [{"block_type": "text", "text": "hi"}]},
-                                  {"role": "narrator", "blocks": []}]}, "class_name": "SimpleChatStore"}
+    store = {
+        "store": {
+            "fine": [{"role": "user", "blocks": [{"block_type": "text", "text": "hi"}]}],
+            "broken": [
+                {"role": "user", "blocks": [{"block_type": "text", "text": "hi"}]},
+                {"role": "narrator", "blocks": []},
+            ],
+        },
+        "class_name": "SimpleChatStore",
+    }
     with pytest.raises(FormatError) as e:
         import_text(json.dumps(store), "store.json")
     assert "\n" not in str(e.value)
@@ -230,6 +289,7 @@ def test_a_chat_store_nested_too_deeply_is_refused():
 
 # -- a LangGraph thread's state ---------------------------------------------------------------------------
 
+
 def test_a_thread_state_is_detected_its_system_message_the_system_prompt():
     path = PLATFORMS / "langgraph_thread_state.json"
     state = json.loads(path.read_text())
@@ -249,21 +309,37 @@ def test_a_thread_s_history_reads_its_newest_state_once_with_a_note():
     older = {**state, "values": {"messages": state["values"]["messages"][:3]}}
     result = import_text(json.dumps([state, older]), "history.json")
     assert len(result.conversations) == 1 and len(result.conversations[0].turns) == 4
-    assert result.notes == ["thread 'trip-planning': 2 states listed, the first read (a thread's history lists its "
-                            "newest state first)"]
+    assert result.notes == [
+        "thread 'trip-planning': 2 states listed, the first read (a thread's history lists its newest state first)"
+    ]
 
 
 def test_a_checkpoint_s_channel_values_and_dumpd_messages_read_too():
-    checkpoint = {"v": 4, "id": "1f0", "channel_versions": {}, "channel_values": {"messages": [
-        {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "HumanMessage"],
-         "kwargs": {"content": "hi", "id": "h1"}},
-        {"type": "ai", "data": {"content": "hello", "id": "a1"}}]}}
+    checkpoint = {
+        "v": 4,
+        "id": "1f0",
+        "channel_versions": {},
+        "channel_values": {
+            "messages": [
+                {
+                    "lc": 1,
+                    "type": "constructor",
+                    "id": ["langchain", "schema", "messages", "HumanMessage"],
+                    "kwargs": {"content": "hi", "id": "h1"},
+                },
+                {"type": "ai", "data": {"content": "hello", "id": "a1"}},
+            ]
+        },
+    }
     (conv,) = import_text(json.dumps(checkpoint), "cp.json").conversations
     assert [m.content for m in conv.turns[0].messages] == ["hi", "hello"]
 
 
 def test_a_message_that_is_no_langchain_message_is_named():
-    state = {"values": {"messages": [{"type": "human", "content": "hi"}, {"type": "robot", "content": "x"}]},
-             "next": [], "checkpoint": {"thread_id": "t1"}}
+    state = {
+        "values": {"messages": [{"type": "human", "content": "hi"}, {"type": "robot", "content": "x"}]},
+        "next": [],
+        "checkpoint": {"thread_id": "t1"},
+    }
     with pytest.raises(FormatError, match=r"message 1 is not a LangChain message \(type 'robot'\)"):
         import_text(json.dumps(state), "state.json")

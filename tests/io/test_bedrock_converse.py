@@ -22,8 +22,11 @@ MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
 def converse_body(messages: list[dict]) -> dict:
     system = [{"text": m["content"]} for m in messages if m["role"] == "system"]
     rest = [m for m in messages if m["role"] != "system"]
-    return {"modelId": MODEL, "system": system,
-            "messages": _bedrock_converse_messages_pt(rest, model=MODEL, llm_provider="bedrock_converse")}
+    return {
+        "modelId": MODEL,
+        "system": system,
+        "messages": _bedrock_converse_messages_pt(rest, model=MODEL, llm_provider="bedrock_converse"),
+    }
 
 
 def test_tau_bench_conversations_sent_to_bedrock_read_as_they_were_written():
@@ -45,21 +48,38 @@ def test_a_converse_request_is_counted_for_the_bedrock_model_it_was_sent_to():
 
 
 def test_converse_blocks_reasoning_json_results_media_and_cache_points():
-    body = {"system": [{"text": "You are a travel assistant."}, {"cachePoint": {"type": "default"}}], "messages": [
-        {"role": "user", "content": [{"text": "Weather in Porto?"}, {"image": {"format": "png", "source": {}}}]},
-        {"role": "assistant", "content": [
-            {"reasoningContent": {"reasoningText": {"text": "Look it up.", "signature": "s"}}},
-            {"text": "Checking."},
-            {"toolUse": {"toolUseId": "t1", "name": "weather", "input": {"city": "Porto"}}}]},
-        {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "status": "success",
-                                                     "content": [{"json": {"sky": "sunny"}}]}}]},
-        {"role": "assistant", "content": [{"text": "Sunny."}, {"cachePoint": {"type": "default"}}]}]}
+    body = {
+        "system": [{"text": "You are a travel assistant."}, {"cachePoint": {"type": "default"}}],
+        "messages": [
+            {"role": "user", "content": [{"text": "Weather in Porto?"}, {"image": {"format": "png", "source": {}}}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"reasoningContent": {"reasoningText": {"text": "Look it up.", "signature": "s"}}},
+                    {"text": "Checking."},
+                    {"toolUse": {"toolUseId": "t1", "name": "weather", "input": {"city": "Porto"}}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"toolResult": {"toolUseId": "t1", "status": "success", "content": [{"json": {"sky": "sunny"}}]}}
+                ],
+            },
+            {"role": "assistant", "content": [{"text": "Sunny."}, {"cachePoint": {"type": "default"}}]},
+        ],
+    }
     conv = import_text(json.dumps(body), name="converse.json").conversations[0]
     assert conv.system_prompt == "You are a travel assistant."
     (turn,) = conv.turns
     assert [(m.kind, m.content) for m in turn.messages] == [
-        (QUERY, "Weather in Porto?\n[image]"), (REASONING, "Look it up."), (TOOL_CALL, "Checking."),
-        (TOOL_RESULT, '{"sky": "sunny"}'), (ANSWER, "Sunny.")]
+        (QUERY, "Weather in Porto?\n[image]"),
+        (REASONING, "Look it up."),
+        (TOOL_CALL, "Checking."),
+        (TOOL_RESULT, '{"sky": "sunny"}'),
+        (ANSWER, "Sunny."),
+    ]
     assert [(c.id, c.name, json.loads(c.arguments)) for c in turn.messages[2].tool_calls] == [
-        ("t1", "weather", {"city": "Porto"})]
+        ("t1", "weather", {"city": "Porto"})
+    ]
     assert turn.messages[3].tool_call_id == "t1"

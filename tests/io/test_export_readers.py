@@ -5,10 +5,10 @@ import json
 
 import pytest
 
+from core.analysis.debug_view import fitting_config
 from core.io import FormatError, import_text, parse_conversations, read_conversations
 from core.memory.config import MemoryConfig
 from core.memory.replay import Replay
-from core.analysis.debug_view import fitting_config
 from core.model.conversation import ANSWER, QUERY, REASONING, TOOL_CALL, TOOL_RESULT, source_model
 from core.service.sessions import ConversationService, store_conversations
 from core.store.db import Database
@@ -58,15 +58,22 @@ def test_chatgpt_current_node_is_the_active_thread_and_each_branch_is_its_own_th
 
 def test_chatgpt_uploads_stay_with_their_message():
     data = _chatgpt()[0]
-    user = next(n["message"] for n in data["mapping"].values()
-                if n.get("message") and n["message"]["author"]["role"] == "user" and "parts" in n["message"]["content"])
+    user = next(
+        n["message"]
+        for n in data["mapping"].values()
+        if n.get("message") and n["message"]["author"]["role"] == "user" and "parts" in n["message"]["content"]
+    )
     user.setdefault("metadata", {})["attachments"] = [
         {"id": "file-1", "name": "itinerary.pdf", "mime_type": "application/pdf", "size": 84487},
-        {"id": "file-2", "name": "map.png", "mime_type": "image/png"}]
+        {"id": "file-2", "name": "map.png", "mime_type": "image/png"},
+    ]
     conv = parse_conversations(json.dumps(data))[0]
     files = [m.files for t in conv.turns for m in t.messages if m.content == _text_of(user)]
-    assert files and all([(f.type, f.id, f.name) for f in found] == [
-        ("document", "file-1", "itinerary.pdf"), ("image", "file-2", "map.png")] for found in files)
+    assert files and all(
+        [(f.type, f.id, f.name) for f in found]
+        == [("document", "file-1", "itinerary.pdf"), ("image", "file-2", "map.png")]
+        for found in files
+    )
     user["metadata"]["attachments"] = "itinerary.pdf"
     with pytest.raises(FormatError, match="'metadata.attachments' must be a list"):
         parse_conversations(json.dumps(data))
@@ -112,8 +119,10 @@ def test_chatgpt_stored_conversation_keeps_the_active_branch(tmp_path):
     service = ConversationService(db)
     thread = service.active_thread(cid)
     stored = service.conversation(cid)
-    assert [stored.turns[stored.index_of(t)].query for t in thread] == ["Plan three days in Lisbon.",
-                                                                        "Add a day trip to Sintra."]
+    assert [stored.turns[stored.index_of(t)].query for t in thread] == [
+        "Plan three days in Lisbon.",
+        "Add a day trip to Sintra.",
+    ]
     db.dispose()
 
 
@@ -183,7 +192,9 @@ def test_claude_linear_export_is_one_thread_with_files():
     assert result.format == "claude"
     conv = result.conversations[0]
     assert [(t.query, t.parent_id) for t in conv.turns] == [
-        ("How often do I feed a sourdough starter?", None), ("And how much flour?", "m2")]
+        ("How often do I feed a sourdough starter?", None),
+        ("And how much flour?", "m2"),
+    ]
     assert conv.turns[1].query_message.files[0].id == "starter.jpg"
     assert conv.turns[0].created_at == 1714557610.0  # 2024-05-01T10:00:10Z, the answer's time
 
@@ -192,29 +203,62 @@ def test_claude_attachment_text_is_sent_with_its_message_and_counted():
     """A pasted or uploaded document's ``extracted_content`` reaches the model with its message: its
     words are in the message after the typed text, and the history counts them."""
     doc = "Program scope: " + "the pilot covers three clinics in Porto. " * 20
-    chat = {"uuid": "c", "name": "Scope", "chat_messages": [
-        {"uuid": "u1", "sender": "human", "text": "Summarise this.",
-         "content": [{"type": "text", "text": "Summarise this."}],
-         "attachments": [{"file_name": "scope.txt", "file_type": "txt", "extracted_content": doc},
-                         {"file_name": "empty.txt", "file_type": "txt", "extracted_content": ""}], "files": []},
-        {"uuid": "a1", "sender": "assistant", "text": "Three clinics in Porto.", "content": []},
-        {"uuid": "u2", "sender": "human", "text": "",
-         "attachments": [{"file_name": "notes.txt", "extracted_content": "Only notes."}]},
-        {"uuid": "a2", "sender": "assistant", "text": "Noted."}]}
+    chat = {
+        "uuid": "c",
+        "name": "Scope",
+        "chat_messages": [
+            {
+                "uuid": "u1",
+                "sender": "human",
+                "text": "Summarise this.",
+                "content": [{"type": "text", "text": "Summarise this."}],
+                "attachments": [
+                    {"file_name": "scope.txt", "file_type": "txt", "extracted_content": doc},
+                    {"file_name": "empty.txt", "file_type": "txt", "extracted_content": ""},
+                ],
+                "files": [],
+            },
+            {"uuid": "a1", "sender": "assistant", "text": "Three clinics in Porto.", "content": []},
+            {
+                "uuid": "u2",
+                "sender": "human",
+                "text": "",
+                "attachments": [{"file_name": "notes.txt", "extracted_content": "Only notes."}],
+            },
+            {"uuid": "a2", "sender": "assistant", "text": "Noted."},
+        ],
+    }
     conv = parse_conversations(json.dumps([chat]), name="conversations.json")[0]
     first, second = conv.turns
     assert first.query == f"Summarise this.\n\n{doc}" and second.query == "Only notes."
     assert [f.id for f in first.query_message.files] == ["scope.txt", "empty.txt"]
-    plain = parse_conversations(json.dumps([{**chat, "chat_messages": [
-        {k: v for k, v in m.items() if k != "attachments"} for m in chat["chat_messages"]]}]), name="c.json")[0]
+    plain = parse_conversations(
+        json.dumps(
+            [
+                {
+                    **chat,
+                    "chat_messages": [
+                        {k: v for k, v in m.items() if k != "attachments"} for m in chat["chat_messages"]
+                    ],
+                }
+            ]
+        ),
+        name="c.json",
+    )[0]
     counted, without = (Replay(c, MemoryConfig()).ledger_at(1) for c in (conv, plain))
     assert counted.entries[0].tokens - without.entries[0].tokens >= 20 * 8  # the document's words
 
 
 def test_claude_messages_sharing_a_uuid_are_named():
-    chat = {"uuid": "c", "name": "Dupes", "chat_messages": [
-        {"uuid": "m1", "sender": "human", "text": "hi"}, {"uuid": "m2", "sender": "assistant", "text": "hello"},
-        {"uuid": "m1", "sender": "human", "text": "again"}]}
+    chat = {
+        "uuid": "c",
+        "name": "Dupes",
+        "chat_messages": [
+            {"uuid": "m1", "sender": "human", "text": "hi"},
+            {"uuid": "m2", "sender": "assistant", "text": "hello"},
+            {"uuid": "m1", "sender": "human", "text": "again"},
+        ],
+    }
     with pytest.raises(FormatError, match="messages 0 and 2 share the 'uuid' 'm1'; each message needs its own") as err:
         parse_conversations(json.dumps([chat]), name="conversations.json")
     assert err.value.problems[0].field == "message 2"
@@ -238,11 +282,14 @@ def test_claude_unknown_sender_is_refused_naming_the_message():
         parse_conversations(json.dumps(data))
 
 
-@pytest.mark.parametrize("text, found", [
-    ('{"foo": 1, "bar": []}', "found an object with keys foo, bar"),
-    ('[{"title": "x", "nodes": {}}]', "found a JSON array whose first record is an object with keys title, nodes"),
-    ('{"a": 1}\n{"b": 2}\n', "found JSON Lines whose first record is an object with keys a"),
-])
+@pytest.mark.parametrize(
+    "text, found",
+    [
+        ('{"foo": 1, "bar": []}', "found an object with keys foo, bar"),
+        ('[{"title": "x", "nodes": {}}]', "found a JSON array whose first record is an object with keys title, nodes"),
+        ('{"a": 1}\n{"b": 2}\n', "found JSON Lines whose first record is an object with keys a"),
+    ],
+)
 def test_unknown_format_error_lists_what_was_found_and_the_accepted_formats(text, found):
     with pytest.raises(FormatError) as info:
         parse_conversations(text, name="odd.json")

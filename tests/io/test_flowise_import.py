@@ -25,7 +25,8 @@ def test_each_chat_reads_as_its_questions_and_answers():
     assert ui.id == "5b0c2e2a-3f4e-4a5d-9d7e-1c2b3a4d5e6f" and api.id == "c8f1d6a0-77b2-4e3c-8a91-0f2e6d5c4b3a"
     assert [(m.role, m.kind, m.content) for t in ui.turns for m in t.messages] == [
         (m["role"] == "bot" and "assistant" or "user", "answer" if m["role"] == "bot" else "query", m["content"])
-        for m in chats()[0]["messages"]]
+        for m in chats()[0]["messages"]
+    ]
     assert [len(c.turns) for c in result.conversations] == [4, 2]
 
 
@@ -51,14 +52,24 @@ def test_a_single_chat_reads_too():
     assert conv.source_format == "flowise-messages" and len(conv.turns) == 2
 
 
-@pytest.mark.parametrize("change, field, words", [
-    (lambda c: c["messages"][2].update(role="apiMessage"), "message 2",
-     "message 2 has role 'apiMessage'; a Flowise export's messages are 'user' or 'bot'"),
-    (lambda c: c["messages"][1].update(content={"text": "x"}), "message 1", "message 1: 'content' must be text, not dict"),
-    (lambda c: c["messages"].__setitem__(3, "hi"), "message 3", "message 3 is not an object"),
-    (lambda c: c.update(messages="none"), "messages", "'messages' must be a list of messages"),
-    (lambda c: c.update(messages=[]), "messages", "the chat has no message"),
-])
+@pytest.mark.parametrize(
+    "change, field, words",
+    [
+        (
+            lambda c: c["messages"][2].update(role="apiMessage"),
+            "message 2",
+            "message 2 has role 'apiMessage'; a Flowise export's messages are 'user' or 'bot'",
+        ),
+        (
+            lambda c: c["messages"][1].update(content={"text": "x"}),
+            "message 1",
+            "message 1: 'content' must be text, not dict",
+        ),
+        (lambda c: c["messages"].__setitem__(3, "hi"), "message 3", "message 3 is not an object"),
+        (lambda c: c.update(messages="none"), "messages", "'messages' must be a list of messages"),
+        (lambda c: c.update(messages=[]), "messages", "the chat has no message"),
+    ],
+)
 def test_a_bad_chat_is_named_by_record_and_field_and_nothing_is_imported(change, field, words):
     export = chats()
     change(export[0])

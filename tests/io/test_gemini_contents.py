@@ -49,22 +49,44 @@ def test_each_result_answers_the_oldest_call_waiting_in_its_turn():
     for t in conv.turns:
         ids = [c.id for m in t.messages for c in m.tool_calls]
         answered = [m.tool_call_id for m in t.messages if m.kind == TOOL_RESULT]
-        assert answered == ids[:len(answered)]
+        assert answered == ids[: len(answered)]
         results += len(answered)
     assert results
 
 
 def test_gemini_contents_thoughts_ids_and_data_as_a_bare_history():
-    conv = import_text(json.dumps([
-        {"role": "user", "parts": [{"text": "What is in this picture?"},
-                                   {"inlineData": {"mimeType": "image/png", "data": "iVBOR"}}]},
-        {"role": "model", "parts": [{"text": "Let me think.", "thought": True},
-                                    {"functionCall": {"id": "fc1", "name": "describe", "args": {"n": 1}}}]},
-        {"role": "user", "parts": [{"functionResponse": {"id": "fc1", "name": "describe",
-                                                         "response": {"label": "a cat"}}}]},
-        {"role": "model", "parts": [{"text": "A cat."}]}]), name="history.json").conversations[0]
+    conv = import_text(
+        json.dumps(
+            [
+                {
+                    "role": "user",
+                    "parts": [
+                        {"text": "What is in this picture?"},
+                        {"inlineData": {"mimeType": "image/png", "data": "iVBOR"}},
+                    ],
+                },
+                {
+                    "role": "model",
+                    "parts": [
+                        {"text": "Let me think.", "thought": True},
+                        {"functionCall": {"id": "fc1", "name": "describe", "args": {"n": 1}}},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "parts": [{"functionResponse": {"id": "fc1", "name": "describe", "response": {"label": "a cat"}}}],
+                },
+                {"role": "model", "parts": [{"text": "A cat."}]},
+            ]
+        ),
+        name="history.json",
+    ).conversations[0]
     (turn,) = conv.turns
     assert [(m.kind, m.content) for m in turn.messages] == [
-        (QUERY, "What is in this picture?\n[image]"), (REASONING, "Let me think."), (TOOL_CALL, ""),
-        (TOOL_RESULT, '{"label": "a cat"}'), (ANSWER, "A cat.")]
+        (QUERY, "What is in this picture?\n[image]"),
+        (REASONING, "Let me think."),
+        (TOOL_CALL, ""),
+        (TOOL_RESULT, '{"label": "a cat"}'),
+        (ANSWER, "A cat."),
+    ]
     assert turn.messages[2].tool_calls[0].id == turn.messages[3].tool_call_id == "fc1"

@@ -29,9 +29,15 @@ def kinds(conv):
 
 def test_every_named_format_is_listed_and_detected_from_its_sample():
     assert {"openai", "dify-messages", "dify-web", "sharegpt", "oasst", "bfcl"} <= set(FORMATS)
-    cases = {GLAIVE_EN: "sharegpt", GLAIVE_ZH: "sharegpt", REASON: "openai", OASST: "oasst", BFCL: "bfcl",
-             T / "taubench__gpt-4o-airline.sample.jsonl": "openai",
-             T / "dify-web__realWorldMessages.json": "dify-web"}
+    cases = {
+        GLAIVE_EN: "sharegpt",
+        GLAIVE_ZH: "sharegpt",
+        REASON: "openai",
+        OASST: "oasst",
+        BFCL: "bfcl",
+        T / "taubench__gpt-4o-airline.sample.jsonl": "openai",
+        T / "dify-web__realWorldMessages.json": "dify-web",
+    }
     for path, fmt in cases.items():
         result = import_file(path, skip_bad=True)
         assert isinstance(result, ImportResult) and result.format == fmt, path.name
@@ -50,12 +56,14 @@ def test_tau_bench_s_own_files_read_their_trajectories_from_traj():
         for conv, want in zip(result.conversations, expected):
             assert conv.system_prompt == want.system_prompt and conv.meta == want.meta
             assert [[(m.role, m.kind, m.content, m.tool_calls) for m in t.messages] for t in conv.turns] == [
-                [(m.role, m.kind, m.content, m.tool_calls) for m in t.messages] for t in want.turns]
+                [(m.role, m.kind, m.content, m.tool_calls) for m in t.messages] for t in want.turns
+            ]
     with pytest.raises(FormatError, match="record 1 \\(conversation '2'\\): 'traj' must be a list"):
         import_text(json.dumps([own[0], {"task_id": 2, "traj": "none"}]), name="r.json")
 
 
 # -- ShareGPT -----------------------------------------------------------------------------------------
+
 
 def test_glaive_english_sample_has_26_conversations_with_every_message_in_place():
     result = import_file(GLAIVE_EN)
@@ -107,24 +115,35 @@ def test_hermes_tool_calls_in_tags_read_as_the_same_calls_and_results():
     assert sum(k == TOOL_CALL for c in got for k in kinds(c)) == 42
 
     def shape(conv):
-        return [[(m.role, m.kind, m.content, m.tool_calls, m.tool_call_id, m.ref) for m in t.messages]
-                for t in conv.turns]
+        return [
+            [(m.role, m.kind, m.content, m.tool_calls, m.tool_call_id, m.ref) for m in t.messages] for t in conv.turns
+        ]
+
     assert [shape(c) for c in got] == [shape(c) for c in expected]
     # Text beside the tags is the step's content; two calls answered in one tool message are two results.
     calls = [{"name": "weather", "arguments": {"city": c}} for c in ("Porto", "Lisbon")]
     text = "Checking both.\n" + "".join(f"<tool_call>{json.dumps(c)}</tool_call>" for c in calls)
-    record = {"conversations": [{"from": "human", "value": "Weather in Porto and Lisbon?"},
-                                {"from": "gpt", "value": text},
-                                {"from": "tool", "value": "<tool_response>sunny</tool_response>\n"
-                                                          "<tool_response>rain</tool_response>"},
-                                {"from": "gpt", "value": "Sunny in Porto, rain in Lisbon."}]}
+    record = {
+        "conversations": [
+            {"from": "human", "value": "Weather in Porto and Lisbon?"},
+            {"from": "gpt", "value": text},
+            {"from": "tool", "value": "<tool_response>sunny</tool_response>\n<tool_response>rain</tool_response>"},
+            {"from": "gpt", "value": "Sunny in Porto, rain in Lisbon."},
+        ]
+    }
     turn = import_text(json.dumps(record), name="h.json").conversations[0].turns[0]
     assert [(m.kind, m.content, m.ref) for m in turn.messages] == [
-        (QUERY, "Weather in Porto and Lisbon?", 0), (TOOL_CALL, "Checking both.", 1), (TOOL_RESULT, "sunny", 2),
-        (TOOL_RESULT, "rain", "2:response1"), (ANSWER, "Sunny in Porto, rain in Lisbon.", 3)]
+        (QUERY, "Weather in Porto and Lisbon?", 0),
+        (TOOL_CALL, "Checking both.", 1),
+        (TOOL_RESULT, "sunny", 2),
+        (TOOL_RESULT, "rain", "2:response1"),
+        (ANSWER, "Sunny in Porto, rain in Lisbon.", 3),
+    ]
     step = turn.messages[1]
-    assert [(c.name, json.loads(c.arguments)) for c in step.tool_calls] == [("weather", {"city": "Porto"}),
-                                                                           ("weather", {"city": "Lisbon"})]
+    assert [(c.name, json.loads(c.arguments)) for c in step.tool_calls] == [
+        ("weather", {"city": "Porto"}),
+        ("weather", {"city": "Lisbon"}),
+    ]
     assert [m.tool_call_id for m in turn.messages[2:4]] == [c.id for c in step.tool_calls]
 
 
@@ -160,12 +179,27 @@ def test_sharegpt_system_and_single_record_documents_are_read():
 
 
 def test_sharegpt_parallel_calls_each_get_their_observation():
-    conv = import_text(json.dumps([{"conversations": [
-        {"from": "human", "value": "weather in A and B"},
-        {"from": "function_call", "value": json.dumps([{"name": "w", "arguments": {"c": "A"}},
-                                                        {"name": "w", "arguments": {"c": "B"}}])},
-        {"from": "observation", "value": "sun"}, {"from": "observation", "value": "rain"},
-        {"from": "gpt", "value": "A sun, B rain"}]}]), name="p.json").conversations[0]
+    conv = import_text(
+        json.dumps(
+            [
+                {
+                    "conversations": [
+                        {"from": "human", "value": "weather in A and B"},
+                        {
+                            "from": "function_call",
+                            "value": json.dumps(
+                                [{"name": "w", "arguments": {"c": "A"}}, {"name": "w", "arguments": {"c": "B"}}]
+                            ),
+                        },
+                        {"from": "observation", "value": "sun"},
+                        {"from": "observation", "value": "rain"},
+                        {"from": "gpt", "value": "A sun, B rain"},
+                    ]
+                }
+            ]
+        ),
+        name="p.json",
+    ).conversations[0]
     msgs = conv.turns[0].messages
     call_ids = [c.id for c in msgs[1].tool_calls]
     assert len(set(call_ids)) == 2 and [msgs[2].tool_call_id, msgs[3].tool_call_id] == call_ids
@@ -173,14 +207,29 @@ def test_sharegpt_parallel_calls_each_get_their_observation():
 
 def test_sharegpt_preference_record_reads_chosen_as_the_answer_and_rejected_as_a_sibling_branch():
     # LLaMA-Factory's preference data: the conversation ends with a human message, answered twice.
-    conv = import_text(json.dumps([{"conversations": [
-        {"from": "human", "value": "Name a colour."}, {"from": "gpt", "value": "Green."},
-        {"from": "human", "value": "Another one?"}],
-        "chosen": {"from": "gpt", "value": "Blue."}, "rejected": {"from": "gpt", "value": "Green again."}}]),
-        name="dpo.json").conversations[0]
+    conv = import_text(
+        json.dumps(
+            [
+                {
+                    "conversations": [
+                        {"from": "human", "value": "Name a colour."},
+                        {"from": "gpt", "value": "Green."},
+                        {"from": "human", "value": "Another one?"},
+                    ],
+                    "chosen": {"from": "gpt", "value": "Blue."},
+                    "rejected": {"from": "gpt", "value": "Green again."},
+                }
+            ]
+        ),
+        name="dpo.json",
+    ).conversations[0]
     first, rejected, chosen = conv.turns
     assert (rejected.query, rejected.answer, chosen.query, chosen.answer) == (
-        "Another one?", "Green again.", "Another one?", "Blue.")
+        "Another one?",
+        "Green again.",
+        "Another one?",
+        "Blue.",
+    )
     assert rejected.parent_id == chosen.parent_id == first.id and rejected.id != chosen.id
     assert [m.kind for t in conv.turns for m in t.messages] == [QUERY, ANSWER] * 3
     assert len({m.ref for t in conv.turns for m in t.messages}) == 6
@@ -190,18 +239,33 @@ def test_sharegpt_preference_record_reads_chosen_as_the_answer_and_rejected_as_a
 
 
 def test_sharegpt_multimodal_record_attaches_each_file_where_its_placeholder_is():
-    conv = import_text(json.dumps([{"conversations": [
-        {"from": "human", "value": "<image>What is this?"}, {"from": "gpt", "value": "A cat."},
-        {"from": "human", "value": "And <image> with <video>?"}, {"from": "gpt", "value": "A dog running."}],
-        "images": ["imgs/cat.png", "imgs/dog.png", "imgs/extra.png"], "videos": ["v/run.mp4"]}]),
-        name="mllm.json").conversations[0]
+    conv = import_text(
+        json.dumps(
+            [
+                {
+                    "conversations": [
+                        {"from": "human", "value": "<image>What is this?"},
+                        {"from": "gpt", "value": "A cat."},
+                        {"from": "human", "value": "And <image> with <video>?"},
+                        {"from": "gpt", "value": "A dog running."},
+                    ],
+                    "images": ["imgs/cat.png", "imgs/dog.png", "imgs/extra.png"],
+                    "videos": ["v/run.mp4"],
+                }
+            ]
+        ),
+        name="mllm.json",
+    ).conversations[0]
     files = [[(f.type, f.url, f.name) for f in t.messages[t.query_index].files] for t in conv.turns]
-    assert files == [[("image", "imgs/cat.png", "cat.png"), ("image", "imgs/extra.png", "extra.png")],
-                     [("image", "imgs/dog.png", "dog.png"), ("video", "v/run.mp4", "run.mp4")]]
+    assert files == [
+        [("image", "imgs/cat.png", "cat.png"), ("image", "imgs/extra.png", "extra.png")],
+        [("image", "imgs/dog.png", "dog.png"), ("video", "v/run.mp4", "run.mp4")],
+    ]
     assert all(not m.files for t in conv.turns for m in t.messages if m.kind == ANSWER)
 
 
 # -- LLaMA-Factory v1 (OpenAI reader with typed parts) -----------------------------------------------
+
 
 def test_reason_tool_use_sample_keeps_reasoning_and_pairs_tool_results():
     convs = import_file(REASON).conversations
@@ -211,8 +275,13 @@ def test_reason_tool_use_sample_keeps_reasoning_and_pairs_tool_results():
         assert conv.system_prompt.startswith("You are a methodical")
         assert len(conv.turns) == 3
         k = kinds(conv)
-        assert (k.count(QUERY), k.count(REASONING), k.count(TOOL_CALL), k.count(TOOL_RESULT), k.count(ANSWER)) == \
-            (3, 6, 3, 3, 3)
+        assert (k.count(QUERY), k.count(REASONING), k.count(TOOL_CALL), k.count(TOOL_RESULT), k.count(ANSWER)) == (
+            3,
+            6,
+            3,
+            3,
+            3,
+        )
         for turn in conv.turns:
             calls = [c for m in turn.messages for c in m.tool_calls]
             results = [m for m in turn.messages if m.kind == TOOL_RESULT]
@@ -230,19 +299,26 @@ def test_reasoning_messages_are_history_only_under_all_messages_granularity():
 
 
 def test_openai_calls_without_ids_get_distinct_ids_and_results_pair_in_order():
-    conv = import_text(json.dumps([
-        {"role": "user", "content": "go"},
-        {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "a", "arguments": "{}"}}]},
-        {"role": "tool", "content": "1"},
-        {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "b", "arguments": "{}"}}]},
-        {"role": "tool", "content": "2"},
-        {"role": "assistant", "content": "done"}]), name="x.json").conversations[0]
+    conv = import_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "a", "arguments": "{}"}}]},
+                {"role": "tool", "content": "1"},
+                {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "b", "arguments": "{}"}}]},
+                {"role": "tool", "content": "2"},
+                {"role": "assistant", "content": "done"},
+            ]
+        ),
+        name="x.json",
+    ).conversations[0]
     msgs = conv.turns[0].messages
     a, b = msgs[1].tool_calls[0].id, msgs[3].tool_calls[0].id
     assert a != b and (msgs[2].tool_call_id, msgs[4].tool_call_id) == (a, b)
 
 
 # -- OpenAssistant trees ----------------------------------------------------------------------------
+
 
 def raw_trees():
     return [json.loads(line) for line in OASST.read_text().splitlines() if line.strip()]
@@ -304,9 +380,14 @@ def test_oasst_turns_cover_every_message_of_the_tree_once():
 
 
 def shape(conv):
-    return (conv.id, conv.meta.get("deleted_messages_left_out"),
-            [(t.id, t.parent_id, t.query_index, t.answer_index, [(m.role, m.content, m.ref) for m in t.messages])
-             for t in conv.turns])
+    return (
+        conv.id,
+        conv.meta.get("deleted_messages_left_out"),
+        [
+            (t.id, t.parent_id, t.query_index, t.answer_index, [(m.role, m.content, m.ref) for m in t.messages])
+            for t in conv.turns
+        ],
+    )
 
 
 def rows_of(node, tree_id, parent=None):
@@ -334,7 +415,8 @@ def test_oasst_messages_and_rows_layouts_read_as_the_trees_they_were_written_fro
     for conv, raw in zip(import_text("\n".join(map(json.dumps, shuffled)), name="o.jsonl").conversations[::-1], trees):
         leaves = [i for i in range(len(conv.turns)) if not conv.tree.children[i]]
         assert sorted(turn_path_texts(conv, conv.tree.thread(i)) for i in leaves) == sorted(
-            raw_leaf_paths(raw["prompt"]))
+            raw_leaf_paths(raw["prompt"])
+        )
 
 
 def tree(*replies, role="prompter", mid="p0", text=None):
@@ -343,11 +425,18 @@ def tree(*replies, role="prompter", mid="p0", text=None):
 
 def test_oasst_regenerations_and_edits_become_sibling_turns():
     # p0 → (a1, a2) regenerated; a1 → (p1, p2) edited follow-ups; p1 → a3; p2 → a4.
-    root = tree(tree(tree(tree(role="assistant", mid="a3"), mid="p1"),
-                     tree(tree(role="assistant", mid="a4"), mid="p2"), role="assistant", mid="a1"),
-                tree(role="assistant", mid="a2"))
-    conv = import_text(json.dumps({"message_tree_id": "t", "tree_state": "ready_for_export", "prompt": root}),
-                       name="t.jsonl").conversations[0]
+    root = tree(
+        tree(
+            tree(tree(role="assistant", mid="a3"), mid="p1"),
+            tree(tree(role="assistant", mid="a4"), mid="p2"),
+            role="assistant",
+            mid="a1",
+        ),
+        tree(role="assistant", mid="a2"),
+    )
+    conv = import_text(
+        json.dumps({"message_tree_id": "t", "tree_state": "ready_for_export", "prompt": root}), name="t.jsonl"
+    ).conversations[0]
     ids = [t.id for t in conv.turns]
     assert ids == ["a1", "a3", "a4", "a2"]  # depth first: a branch's follow-ups before the next regeneration
     tree_ = conv.tree
@@ -383,6 +472,7 @@ def test_oasst_leaf_ledgers_keep_their_thread_and_nothing_from_other_branches():
 
 # -- BFCL ----------------------------------------------------------------------------------------------
 
+
 def test_bfcl_prereq_conversations_are_user_only_turns_with_probes_attached():
     raw = json.loads(BFCL.read_text())
     result = import_file(BFCL)
@@ -404,11 +494,18 @@ def test_bfcl_prereq_conversations_are_user_only_turns_with_probes_attached():
 
 # -- Dify formats still read as before -----------------------------------------------------------------
 
-@pytest.mark.parametrize("name,turns", [
-    ("dify-web__realWorldMessages.json", 7), ("dify-web__branchedTestMessages.json", 4),
-    ("dify-web__legacyTestMessages.json", 4), ("dify-web__mixedTestMessages.json", 4),
-    ("dify-web__multiRootNodesMessages.json", 5), ("dify-web__multiRootNodesWithLegacyTestMessages.json", 5),
-])
+
+@pytest.mark.parametrize(
+    "name,turns",
+    [
+        ("dify-web__realWorldMessages.json", 7),
+        ("dify-web__branchedTestMessages.json", 4),
+        ("dify-web__legacyTestMessages.json", 4),
+        ("dify-web__mixedTestMessages.json", 4),
+        ("dify-web__multiRootNodesMessages.json", 5),
+        ("dify-web__multiRootNodesWithLegacyTestMessages.json", 5),
+    ],
+)
 def test_dify_web_samples_pair_every_question_with_its_answer(name, turns):
     raw = json.loads((T / name).read_text())
     conv = import_file(T / name).conversations[0]
@@ -436,8 +533,10 @@ def test_a_registered_format_is_detected_before_the_generic_ones_and_reports_bad
         doc = records.first
         yield from ctx.each(records.inner(doc["toy_bundle"]), parse, lambda v: str(v.get("title", "")))
 
-    register_format(Format("toy", "a toy bundle", lambda first, layout: isinstance(first, dict)
-                           and "toy_bundle" in first, read), before=FORMATS[0])
+    register_format(
+        Format("toy", "a toy bundle", lambda first, layout: isinstance(first, dict) and "toy_bundle" in first, read),
+        before=FORMATS[0],
+    )
     try:
         assert FORMATS[0] == "toy"
         text = json.dumps({"toy_bundle": [{"title": "a"}, {"title": 3}], "messages": []})

@@ -9,8 +9,10 @@ from tests.conftest import FIXTURES
 def record(i: int) -> str:
     turns = []
     for t in range(8):
-        turns += [{"from": "human", "value": f"question {i}.{t} " + "about memory windows " * 20},
-                  {"from": "gpt", "value": f"answer {i}.{t} " + "the window keeps the last turns " * 40}]
+        turns += [
+            {"from": "human", "value": f"question {i}.{t} " + "about memory windows " * 20},
+            {"from": "gpt", "value": f"answer {i}.{t} " + "the window keeps the last turns " * 40},
+        ]
     return json.dumps({"id": f"c{i}", "conversations": turns})
 
 

@@ -43,37 +43,77 @@ def sharegpt(*messages, **extra):
 GOOD = sharegpt(("human", "hi"), ("gpt", "hello"))
 
 
-@pytest.mark.parametrize("record,field,message", [
-    (sharegpt(("human", "hi"), ("observation", "{}")), "message 1",
-     "message 1: 'observation' must follow a 'function_call'"),
-    (sharegpt(("human", "hi"), ("wizard", "x")), "message 1", "message 1 has an unknown 'from' 'wizard'"),
-    (sharegpt(("human", "hi"), ("function_call", "calc(1)")), "message 1",
-     "message 1: a 'function_call' value must be JSON"),
-    (sharegpt(("human", "hi"), ("function_call", '{"arguments": {}}')), "message 1",
-     "message 1: a 'function_call' needs a 'name'"),
-    ({"conversations": [{"from": "human"}]}, "message 0", "message 0 has no 'value' string"),
-    ({"conversations": []}, "conversations", "'conversations' is empty"),
-    ({"conversations": "hi"}, "conversations", "'conversations' must be a list"),
-    (sharegpt(("human", "hi"), tools="[{bad json"), "tools", "'tools' is not valid JSON"),
-    (sharegpt(("system", "only a system line")), "conversations", "has no human or gpt message"),
-    (sharegpt(("human", "hi"), ("gpt", "sure"), ("tool", "<tool_response>x</tool_response>")), "message 2",
-     "message 2: 'tool' must follow a 'function_call' (or a message with <tool_call> tags)"),
-    (sharegpt(("human", "hi"), ("gpt", "<tool_call>calc(1)</tool_call>")), "message 1",
-     "message 1: a <tool_call> must hold JSON"),
-    (sharegpt(("human", "hi"), ("gpt", '<tool_call>{"name": "a"}</tool_call>'),
-              ("tool", "<tool_response>1</tool_response><tool_response>2</tool_response>")), "message 2",
-     "message 2: 2 <tool_response> blocks answer 1 outstanding tool call(s)"),
-    (sharegpt(("human", "hi"), chosen={"from": "gpt", "value": "a"}), "rejected",
-     "'rejected' must be a gpt reply {from, value}"),
-    (sharegpt(("human", "hi"), chosen={"from": "human", "value": "a"}, rejected={"from": "gpt", "value": "b"}),
-     "chosen", "'chosen' must be a gpt reply {from, value}"),
-    (sharegpt(("human", "hi"), ("gpt", "yo"), chosen={"from": "gpt", "value": "a"},
-              rejected={"from": "gpt", "value": "b"}), "conversations",
-     "'chosen' and 'rejected' answer the last human message: 'conversations' must end with one"),
-    (sharegpt(("human", "<image>hi"), images="cat.png"), "images", "'images' must be a list of paths or URLs"),
-    (sharegpt(("gpt", "hello"), videos=["v.mp4"]), "videos",
-     "'videos' has files but there is no human message to attach them to"),
-])
+@pytest.mark.parametrize(
+    "record,field,message",
+    [
+        (
+            sharegpt(("human", "hi"), ("observation", "{}")),
+            "message 1",
+            "message 1: 'observation' must follow a 'function_call'",
+        ),
+        (sharegpt(("human", "hi"), ("wizard", "x")), "message 1", "message 1 has an unknown 'from' 'wizard'"),
+        (
+            sharegpt(("human", "hi"), ("function_call", "calc(1)")),
+            "message 1",
+            "message 1: a 'function_call' value must be JSON",
+        ),
+        (
+            sharegpt(("human", "hi"), ("function_call", '{"arguments": {}}')),
+            "message 1",
+            "message 1: a 'function_call' needs a 'name'",
+        ),
+        ({"conversations": [{"from": "human"}]}, "message 0", "message 0 has no 'value' string"),
+        ({"conversations": []}, "conversations", "'conversations' is empty"),
+        ({"conversations": "hi"}, "conversations", "'conversations' must be a list"),
+        (sharegpt(("human", "hi"), tools="[{bad json"), "tools", "'tools' is not valid JSON"),
+        (sharegpt(("system", "only a system line")), "conversations", "has no human or gpt message"),
+        (
+            sharegpt(("human", "hi"), ("gpt", "sure"), ("tool", "<tool_response>x</tool_response>")),
+            "message 2",
+            "message 2: 'tool' must follow a 'function_call' (or a message with <tool_call> tags)",
+        ),
+        (
+            sharegpt(("human", "hi"), ("gpt", "<tool_call>calc(1)</tool_call>")),
+            "message 1",
+            "message 1: a <tool_call> must hold JSON",
+        ),
+        (
+            sharegpt(
+                ("human", "hi"),
+                ("gpt", '<tool_call>{"name": "a"}</tool_call>'),
+                ("tool", "<tool_response>1</tool_response><tool_response>2</tool_response>"),
+            ),
+            "message 2",
+            "message 2: 2 <tool_response> blocks answer 1 outstanding tool call(s)",
+        ),
+        (
+            sharegpt(("human", "hi"), chosen={"from": "gpt", "value": "a"}),
+            "rejected",
+            "'rejected' must be a gpt reply {from, value}",
+        ),
+        (
+            sharegpt(("human", "hi"), chosen={"from": "human", "value": "a"}, rejected={"from": "gpt", "value": "b"}),
+            "chosen",
+            "'chosen' must be a gpt reply {from, value}",
+        ),
+        (
+            sharegpt(
+                ("human", "hi"),
+                ("gpt", "yo"),
+                chosen={"from": "gpt", "value": "a"},
+                rejected={"from": "gpt", "value": "b"},
+            ),
+            "conversations",
+            "'chosen' and 'rejected' answer the last human message: 'conversations' must end with one",
+        ),
+        (sharegpt(("human", "<image>hi"), images="cat.png"), "images", "'images' must be a list of paths or URLs"),
+        (
+            sharegpt(("gpt", "hello"), videos=["v.mp4"]),
+            "videos",
+            "'videos' has files but there is no human message to attach them to",
+        ),
+    ],
+)
 def test_each_malformed_sharegpt_record_gives_its_message(record, field, message):
     text = json.dumps([GOOD, record, GOOD])
     with pytest.raises(FormatError, match="record 1") as err:
@@ -92,17 +132,25 @@ def node(mid, role, *replies, **extra):
     return {"message_id": mid, "role": role, "text": extra.pop("text", mid), "replies": list(replies), **extra}
 
 
-@pytest.mark.parametrize("root,message", [
-    (node("p", "prompter", node("q", "prompter")), "message 'q' has role 'prompter' where 'assistant' was expected"),
-    (node("a", "assistant"), "message 'a' has role 'assistant' where 'prompter' was expected"),
-    (node("p", "prompter", node("a", "assistant", text=None)), "message 'a' has no 'text' string"),
-    (node("p", "prompter", node("p", "assistant")), "message 'p' appears twice in the tree"),
-    (node("p", "prompter", deleted=True), "the tree's first message is deleted"),
-    ({"role": "prompter", "text": "x", "replies": []}, "the tree's first message has no 'message_id'"),
-    (node("p", "prompter", node("a", "assistant", {"role": "prompter", "text": "?"})),
-     "a reply of message 'a' has no 'message_id'"),
-    (node("p", "prompter", "just text"), "a reply of message 'p' is not an object"),
-])
+@pytest.mark.parametrize(
+    "root,message",
+    [
+        (
+            node("p", "prompter", node("q", "prompter")),
+            "message 'q' has role 'prompter' where 'assistant' was expected",
+        ),
+        (node("a", "assistant"), "message 'a' has role 'assistant' where 'prompter' was expected"),
+        (node("p", "prompter", node("a", "assistant", text=None)), "message 'a' has no 'text' string"),
+        (node("p", "prompter", node("p", "assistant")), "message 'p' appears twice in the tree"),
+        (node("p", "prompter", deleted=True), "the tree's first message is deleted"),
+        ({"role": "prompter", "text": "x", "replies": []}, "the tree's first message has no 'message_id'"),
+        (
+            node("p", "prompter", node("a", "assistant", {"role": "prompter", "text": "?"})),
+            "a reply of message 'a' has no 'message_id'",
+        ),
+        (node("p", "prompter", "just text"), "a reply of message 'p' is not an object"),
+    ],
+)
 def test_each_malformed_oasst_tree_gives_its_message(root, message):
     if message.endswith("'text' string"):
         root["replies"][0]["text"] = None
@@ -116,24 +164,43 @@ def test_each_malformed_oasst_tree_gives_its_message(root, message):
 
 
 def row(mid, role, parent=None, tree="t", **extra):
-    return json.dumps({"message_id": mid, "parent_id": parent, "message_tree_id": tree, "role": role,
-                       "text": mid, **extra})
+    return json.dumps(
+        {"message_id": mid, "parent_id": parent, "message_tree_id": tree, "role": role, "text": mid, **extra}
+    )
 
 
-@pytest.mark.parametrize("bad,message", [
-    ([row("p", "prompter", tree="bad"), row("a", "assistant", "gone", tree="bad")],
-     "message 'a' replies to 'gone', which is not in tree 'bad'"),
-    ([row("p", "prompter", tree="bad"), row("q", "prompter", tree="bad")],
-     "tree 'bad' has 2 messages without a 'parent_id'"),
-    ([row("p", "prompter", tree="bad"), row("p", "assistant", "p", tree="bad")],
-     "message 'p' appears twice in tree 'bad'"),
-    ([row("p", "prompter", tree="bad"), row("a", "prompter", "p", tree="bad")],
-     "message 'a' has role 'prompter' where 'assistant' was expected"),
-    ([row("p", "prompter", tree="bad"), row("a", "assistant", 7, tree="bad")],
-     "'parent_id' must be a message id or null"),
-    ([row("p", "prompter", tree="bad"), json.dumps({"message_id": "a", "role": "assistant", "text": "a",
-                                                    "parent_id": "p"})], "the message has no 'message_tree_id'"),
-])
+@pytest.mark.parametrize(
+    "bad,message",
+    [
+        (
+            [row("p", "prompter", tree="bad"), row("a", "assistant", "gone", tree="bad")],
+            "message 'a' replies to 'gone', which is not in tree 'bad'",
+        ),
+        (
+            [row("p", "prompter", tree="bad"), row("q", "prompter", tree="bad")],
+            "tree 'bad' has 2 messages without a 'parent_id'",
+        ),
+        (
+            [row("p", "prompter", tree="bad"), row("p", "assistant", "p", tree="bad")],
+            "message 'p' appears twice in tree 'bad'",
+        ),
+        (
+            [row("p", "prompter", tree="bad"), row("a", "prompter", "p", tree="bad")],
+            "message 'a' has role 'prompter' where 'assistant' was expected",
+        ),
+        (
+            [row("p", "prompter", tree="bad"), row("a", "assistant", 7, tree="bad")],
+            "'parent_id' must be a message id or null",
+        ),
+        (
+            [
+                row("p", "prompter", tree="bad"),
+                json.dumps({"message_id": "a", "role": "assistant", "text": "a", "parent_id": "p"}),
+            ],
+            "the message has no 'message_tree_id'",
+        ),
+    ],
+)
 def test_a_bad_oasst_row_leaves_its_whole_tree_out_and_says_why(bad, message):
     good = [row("g", "prompter", tree="good"), row("h", "assistant", "g", tree="good")]
     text = "\n".join(good[:1] + bad + good[1:])
@@ -166,26 +233,38 @@ def test_a_json_lines_line_that_is_not_json_is_a_bad_record():
 
 
 def test_v1_tool_call_part_that_is_not_json_is_reported_with_its_message():
-    bad = {"messages": [{"role": "user", "content": [{"type": "text", "value": "go"}]},
-                        {"role": "assistant", "content": [{"type": "tool_call", "value": "f(1)"}]}]}
+    bad = {
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "value": "go"}]},
+            {"role": "assistant", "content": [{"type": "tool_call", "value": "f(1)"}]},
+        ]
+    }
     good = {"messages": [{"role": "user", "content": [{"type": "text", "value": "hi"}]}]}
-    with pytest.raises(FormatError, match="record 1 \\(conversation 'go'\\), message 1: content part 0: "
-                                         "tool_call is not valid JSON"):
+    with pytest.raises(
+        FormatError, match="record 1 \\(conversation 'go'\\), message 1: content part 0: tool_call is not valid JSON"
+    ):
         import_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", name="v1.jsonl")
 
 
 def test_bfcl_turn_that_is_not_a_list_is_reported():
-    doc = {"prereq_conversations": [{"id": "a", "question": [[{"role": "user", "content": "x"}]]},
-                                    {"id": "b", "question": ["not a turn"]}], "probes": []}
+    doc = {
+        "prereq_conversations": [
+            {"id": "a", "question": [[{"role": "user", "content": "x"}]]},
+            {"id": "b", "question": ["not a turn"]},
+        ],
+        "probes": [],
+    }
     with pytest.raises(FormatError, match="record 1 \\(conversation 'b'\\): turn 0 must be a list of messages"):
         import_text(json.dumps(doc), name="b.json")
     assert [c.id for c in import_text(json.dumps(doc), name="b.json", skip_bad=True).conversations] == ["a"]
 
 
 def test_dify_history_conversation_with_a_bad_record_is_left_out_whole():
-    items = [{"id": "1", "conversation_id": "c1", "parent_message_id": None, "query": "q", "answer": "a"},
-             {"id": "2", "conversation_id": "c1", "parent_message_id": "1", "query": 5, "answer": "a"},
-             {"id": "3", "conversation_id": "c2", "parent_message_id": None, "query": "q", "answer": "a"}]
+    items = [
+        {"id": "1", "conversation_id": "c1", "parent_message_id": None, "query": "q", "answer": "a"},
+        {"id": "2", "conversation_id": "c1", "parent_message_id": "1", "query": 5, "answer": "a"},
+        {"id": "3", "conversation_id": "c2", "parent_message_id": None, "query": "q", "answer": "a"},
+    ]
     with pytest.raises(FormatError, match="record 1 \\(conversation 'c1'\\): 'query' must be a string"):
         import_text(json.dumps({"data": items}), name="d.json")
     result = import_text(json.dumps({"data": items}), name="d.json", skip_bad=True)
@@ -193,8 +272,10 @@ def test_dify_history_conversation_with_a_bad_record_is_left_out_whole():
 
 
 def test_dify_web_items_are_one_conversation_read_whole_or_not_at_all():
-    items = [{"id": "q1", "isAnswer": False, "parentMessageId": None, "content": "hi"},
-             {"id": "a1", "isAnswer": True, "parentMessageId": "q1", "content": ["not", "text"]}]
+    items = [
+        {"id": "q1", "isAnswer": False, "parentMessageId": None, "content": "hi"},
+        {"id": "a1", "isAnswer": True, "parentMessageId": "q1", "content": ["not", "text"]},
+    ]
     with pytest.raises(FormatError, match="record 1: chat item 'a1' has a 'content' that is not a string"):
         import_text(json.dumps(items), name="w.json")
     result = import_text(json.dumps(items), name="w.json", skip_bad=True)
@@ -217,12 +298,18 @@ def test_all_or_nothing_stops_after_many_problems_and_says_how_many_more():
     assert len(skipped.problems) == MAX_PROBLEMS + 50
 
 
-@pytest.mark.parametrize("text,message", [
-    ('[{"conversations": []} {"conversations": []}]', "is not valid JSON: expected ',' or ']' at line 1, column 24"),
-    ('[{"conversations": []}] trailing', "is not valid JSON: Extra data at line 1"),
-    ('{\n "messages": []\n}\n{"messages": []}', "is not JSON or JSON Lines: Extra data at line 4, column 1"),
-    ('[{"conversations": [{"from": "human", "value": "x"}]}, {bad}]', "is not valid JSON: Expecting property name"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        (
+            '[{"conversations": []} {"conversations": []}]',
+            "is not valid JSON: expected ',' or ']' at line 1, column 24",
+        ),
+        ('[{"conversations": []}] trailing', "is not valid JSON: Extra data at line 1"),
+        ('{\n "messages": []\n}\n{"messages": []}', "is not JSON or JSON Lines: Extra data at line 4, column 1"),
+        ('[{"conversations": [{"from": "human", "value": "x"}]}, {bad}]', "is not valid JSON: Expecting property name"),
+    ],
+)
 def test_a_file_that_is_not_json_as_a_whole_fails_even_when_skipping(text, message):
     with pytest.raises(FormatError, match=message):
         import_text(text, name="f.json", skip_bad=True)

@@ -54,13 +54,15 @@ def as_csv(table: list[dict], columns=("id", "session_id", "message")) -> str:
 
 # -- the table ----------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", [ROWS_CSV, ROWS_JSON])
 def test_each_session_reads_as_the_messages_n8n_stored(path):
     result = import_file(path)
     assert result.format == "n8n-chat-histories" and not result.problems
     outcomes = recorded("n8n")["outcomes"]
-    assert {c.id: plain(c) for c in result.conversations} == \
-        {session: outcomes[case]["stored"] for session, case in SESSIONS.items()}
+    assert {c.id: plain(c) for c in result.conversations} == {
+        session: outcomes[case]["stored"] for session, case in SESSIONS.items()
+    }
 
 
 def test_the_csv_s_rows_are_read_in_id_order_not_file_order():
@@ -75,8 +77,13 @@ def test_a_tool_round_reads_as_one_assistant_message_per_call_each_with_its_resu
     conv = next(c for c in import_file(ROWS_CSV).conversations if c.id == "chat-7f3a")
     turn = conv.turns[1]
     assert [(m.role, m.kind) for m in turn.messages] == [
-        ("user", "query"), ("assistant", "tool_call"), ("tool", "tool_result"), ("assistant", "tool_call"),
-        ("tool", "tool_result"), ("assistant", "answer")]
+        ("user", "query"),
+        ("assistant", "tool_call"),
+        ("tool", "tool_result"),
+        ("assistant", "tool_call"),
+        ("tool", "tool_result"),
+        ("assistant", "answer"),
+    ]
     assert [m.tool_call_id for m in turn.messages if m.role == "tool"] == ["call_2_0_0", "call_2_0_1"]
 
 
@@ -93,26 +100,39 @@ def test_langchain_s_type_and_data_form_and_message_text_read_too():
         kind = message.pop("type")
         row["message"] = {"type": kind, "data": message} if i % 2 else json.dumps({"type": kind, **message})
     result = import_text(json.dumps(table), "rows.json")
-    assert {c.id: plain(c) for c in result.conversations} == {c.id: plain(c) for c in import_file(ROWS_JSON).conversations}
+    assert {c.id: plain(c) for c in result.conversations} == {
+        c.id: plain(c) for c in import_file(ROWS_JSON).conversations
+    }
 
 
 def test_rows_without_ids_keep_the_file_s_order():
-    table = [{"session_id": "s", "message": {"type": t, "content": c}}
-             for t, c in (("human", "first"), ("ai", "one"), ("human", "second"), ("ai", "two"))]
+    table = [
+        {"session_id": "s", "message": {"type": t, "content": c}}
+        for t, c in (("human", "first"), ("ai", "one"), ("human", "second"), ("ai", "two"))
+    ]
     conv = import_text(as_csv(table, ("session_id", "message")), "rows.csv").conversations[0]
     assert [t.query for t in conv.turns] == ["first", "second"]
 
 
-@pytest.mark.parametrize("change, field, words", [
-    (lambda r: r.update(session_id=""), "session_id", "'session_id' is missing or empty"),
-    (lambda r: r.update(message="{not json"), "message", "'message' is not valid JSON"),
-    (lambda r: r.update(message={"type": "robot", "content": "x"}), "message",
-     "'message' has type 'robot'; expected one of human, ai, system, tool, function"),
-    (lambda r: r.update(message={"type": "human"}), "message", "'message' has no 'content'"),
-    (lambda r: r.update(message={"type": "human", "content": 7}), "message",
-     "'message': 'content' must be a string or a list of parts, not int"),
-    (lambda r: r.update(message=[1, 2]), "message", "'message' is not an object"),
-])
+@pytest.mark.parametrize(
+    "change, field, words",
+    [
+        (lambda r: r.update(session_id=""), "session_id", "'session_id' is missing or empty"),
+        (lambda r: r.update(message="{not json"), "message", "'message' is not valid JSON"),
+        (
+            lambda r: r.update(message={"type": "robot", "content": "x"}),
+            "message",
+            "'message' has type 'robot'; expected one of human, ai, system, tool, function",
+        ),
+        (lambda r: r.update(message={"type": "human"}), "message", "'message' has no 'content'"),
+        (
+            lambda r: r.update(message={"type": "human", "content": 7}),
+            "message",
+            "'message': 'content' must be a string or a list of parts, not int",
+        ),
+        (lambda r: r.update(message=[1, 2]), "message", "'message' is not an object"),
+    ],
+)
 def test_a_bad_row_is_named_by_record_and_field_and_nothing_is_imported(change, field, words):
     table = rows()
     change(table[5])
@@ -174,17 +194,24 @@ def test_broken_json_is_still_reported_as_json():
 
 # -- an execution -------------------------------------------------------------------------------------
 
+
 def test_each_memory_node_of_an_execution_is_a_conversation():
     result = import_file(EXECUTIONS)
     assert result.format == "n8n-execution"
     saved, loaded = result.conversations
     assert (saved.id, saved.name) == ("231:Simple Memory", "Travel desk · Simple Memory")
-    assert saved.meta["memory_node"] == {"name": "Simple Memory", "type": "@n8n/n8n-nodes-langchain.memoryBufferWindow",
-                                         "version": 1.3, "context_window_length": 4}
+    assert saved.meta["memory_node"] == {
+        "name": "Simple Memory",
+        "type": "@n8n/n8n-nodes-langchain.memoryBufferWindow",
+        "version": 1.3,
+        "context_window_length": 4,
+    }
     assert saved.meta["history"] == "stored" and loaded.meta["history"] == "loaded"
     assert "context_window_length" not in loaded.meta["memory_node"]  # left at n8n's default, 5
-    assert result.notes == ["'Travel desk (Postgres) · Postgres Chat Memory': the history as the memory node loaded "
-                            "it for the agent (its window), not everything it stores"]
+    assert result.notes == [
+        "'Travel desk (Postgres) · Postgres Chat Memory': the history as the memory node loaded "
+        "it for the agent (its window), not everything it stores"
+    ]
     assert all(source_platform(c.source_format) == "n8n" for c in result.conversations)
 
 
@@ -196,7 +223,9 @@ def test_a_saved_history_is_everything_the_memory_stores():
 
 def test_the_memory_node_s_output_copied_from_the_editor_reads_too():
     execution = json.loads(EXECUTIONS.read_text(encoding="utf-8"))["data"][0]
-    items = [run["data"]["ai_memory"][0][0]["json"] for run in execution["data"]["resultData"]["runData"]["Simple Memory"]]
+    items = [
+        run["data"]["ai_memory"][0][0]["json"] for run in execution["data"]["resultData"]["runData"]["Simple Memory"]
+    ]
     conv = import_text(json.dumps(items), "output.json").conversations[0]
     assert conv.source_format == "n8n-execution" and conv.meta == {"history": "stored"}
     assert plain(conv) == plain(import_file(EXECUTIONS).conversations[0])
@@ -204,17 +233,35 @@ def test_the_memory_node_s_output_copied_from_the_editor_reads_too():
     assert len(first.conversations[0].turns) == 3 and first.notes  # the window of 8 messages the agent loaded
 
 
-@pytest.mark.parametrize("change, field, words", [
-    (lambda e: e["data"]["resultData"].pop("runData"), "data.resultData.runData",
-     "has no 'data.resultData.runData': export the execution with its data (includeData=true)"),
-    (lambda e: e["data"]["resultData"]["runData"].pop("Simple Memory"), "data.resultData.runData",
-     "no memory node ran in this execution"),
-    (lambda e: e["data"]["resultData"]["runData"]["Simple Memory"][1]["data"]["ai_memory"][0][0]["json"].update(
-        chatHistory="none"), "chatHistory", "node 'Simple Memory', run 1: 'chatHistory' is not a list of messages"),
-    (lambda e: e["data"]["resultData"]["runData"]["Simple Memory"][1]["data"]["ai_memory"][0][0]["json"][
-        "chatHistory"][3].update(id=["langchain_core", "messages", "RobotMessage"]), "chatHistory",
-     "node 'Simple Memory', run 1: message 3 is not a message LangChain serialised"),
-])
+@pytest.mark.parametrize(
+    "change, field, words",
+    [
+        (
+            lambda e: e["data"]["resultData"].pop("runData"),
+            "data.resultData.runData",
+            "has no 'data.resultData.runData': export the execution with its data (includeData=true)",
+        ),
+        (
+            lambda e: e["data"]["resultData"]["runData"].pop("Simple Memory"),
+            "data.resultData.runData",
+            "no memory node ran in this execution",
+        ),
+        (
+            lambda e: e["data"]["resultData"]["runData"]["Simple Memory"][1]["data"]["ai_memory"][0][0]["json"].update(
+                chatHistory="none"
+            ),
+            "chatHistory",
+            "node 'Simple Memory', run 1: 'chatHistory' is not a list of messages",
+        ),
+        (
+            lambda e: e["data"]["resultData"]["runData"]["Simple Memory"][1]["data"]["ai_memory"][0][0]["json"][
+                "chatHistory"
+            ][3].update(id=["langchain_core", "messages", "RobotMessage"]),
+            "chatHistory",
+            "node 'Simple Memory', run 1: message 3 is not a message LangChain serialised",
+        ),
+    ],
+)
 def test_a_bad_execution_is_named_by_record_and_field(change, field, words):
     page = json.loads(EXECUTIONS.read_text(encoding="utf-8"))
     change(page["data"][0])

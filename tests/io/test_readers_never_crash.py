@@ -34,58 +34,107 @@ def _oasst_rows():
     def rows(node, tree, parent=None):
         row = {k: v for k, v in node.items() if k != "replies"} | {"parent_id": parent, "message_tree_id": tree}
         return [row] + [r for reply in node.get("replies", []) for r in rows(reply, tree, node["message_id"])]
+
     tree = _lines(T / "oasst__en_100_tree.subset.jsonl", 1)[0]
     return rows(tree["prompt"], tree["message_tree_id"])[:8]
 
 
 def _anthropic():
-    return {"system": [{"type": "text", "text": "Be brief."}], "messages": [
-        {"role": "user", "content": "Weather in Porto?"},
-        {"role": "assistant", "content": [{"type": "thinking", "thinking": "Look it up."},
-                                          {"type": "tool_use", "id": "t1", "name": "weather", "input": {"city": "Porto"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "sunny"}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "Sunny."}]}]}
+    return {
+        "system": [{"type": "text", "text": "Be brief."}],
+        "messages": [
+            {"role": "user", "content": "Weather in Porto?"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "Look it up."},
+                    {"type": "tool_use", "id": "t1", "name": "weather", "input": {"city": "Porto"}},
+                ],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "sunny"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "Sunny."}]},
+        ],
+    }
 
 
 def _converse():
-    return {"system": [{"text": "Be brief."}], "messages": [
-        {"role": "user", "content": [{"text": "Weather in Porto?"}]},
-        {"role": "assistant", "content": [{"reasoningContent": {"reasoningText": {"text": "Look it up."}}},
-                                          {"toolUse": {"toolUseId": "t1", "name": "weather", "input": {"city": "P"}}}]},
-        {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"json": {"sky": "sun"}}]}}]},
-        {"role": "assistant", "content": [{"text": "Sunny."}]}]}
+    return {
+        "system": [{"text": "Be brief."}],
+        "messages": [
+            {"role": "user", "content": [{"text": "Weather in Porto?"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"reasoningContent": {"reasoningText": {"text": "Look it up."}}},
+                    {"toolUse": {"toolUseId": "t1", "name": "weather", "input": {"city": "P"}}},
+                ],
+            },
+            {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"json": {"sky": "sun"}}]}}]},
+            {"role": "assistant", "content": [{"text": "Sunny."}]},
+        ],
+    }
 
 
 def _ui_messages():
-    return [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Weather?"}]},
-            {"id": "a1", "role": "assistant", "parts": [
-                {"type": "step-start"}, {"type": "reasoning", "text": "Look it up."},
-                {"type": "tool-weather", "toolCallId": "c1", "state": "output-available", "input": {"city": "P"},
-                 "output": {"sky": "sun"}},
-                {"type": "step-start"}, {"type": "text", "text": "Sunny."}]}]
+    return [
+        {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Weather?"}]},
+        {
+            "id": "a1",
+            "role": "assistant",
+            "parts": [
+                {"type": "step-start"},
+                {"type": "reasoning", "text": "Look it up."},
+                {
+                    "type": "tool-weather",
+                    "toolCallId": "c1",
+                    "state": "output-available",
+                    "input": {"city": "P"},
+                    "output": {"sky": "sun"},
+                },
+                {"type": "step-start"},
+                {"type": "text", "text": "Sunny."},
+            ],
+        },
+    ]
 
 
 def _gemini():
-    return {"systemInstruction": {"parts": [{"text": "Be brief."}]}, "contents": [
-        {"role": "user", "parts": [{"text": "Weather?"}]},
-        {"role": "model", "parts": [{"functionCall": {"name": "weather", "args": {"city": "P"}}}]},
-        {"role": "user", "parts": [{"functionResponse": {"name": "weather", "response": {"sky": "sun"}}}]},
-        {"role": "model", "parts": [{"text": "Sunny.", "thought": False}]}]}
+    return {
+        "systemInstruction": {"parts": [{"text": "Be brief."}]},
+        "contents": [
+            {"role": "user", "parts": [{"text": "Weather?"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "weather", "args": {"city": "P"}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "weather", "response": {"sky": "sun"}}}]},
+            {"role": "model", "parts": [{"text": "Sunny.", "thought": False}]},
+        ],
+    }
 
 
 def _hermes():
     call = json.dumps({"name": "weather", "arguments": {"city": "Porto"}})
-    return [{"conversations": [{"from": "human", "value": "Weather?"},
-                               {"from": "gpt", "value": f"<tool_call>{call}</tool_call>"},
-                               {"from": "tool", "value": "<tool_response>sunny</tool_response>"},
-                               {"from": "gpt", "value": "Sunny."}]}]
+    return [
+        {
+            "conversations": [
+                {"from": "human", "value": "Weather?"},
+                {"from": "gpt", "value": f"<tool_call>{call}</tool_call>"},
+                {"from": "tool", "value": "<tool_response>sunny</tool_response>"},
+                {"from": "gpt", "value": "Sunny."},
+            ]
+        }
+    ]
 
 
 #: (name, how it is written, the document): one sample of every format and layout MemLens reads.
 SAMPLES = [
     ("tau-bench", "lines", _lines(T / "taubench__gpt-4o-airline.sample.jsonl", 1)),
-    ("tau-bench traj", "array", [{"traj" if k == "messages" else k: v for k, v in r.items()}
-                                 for r in _lines(T / "taubench__gpt-4o-airline.sample.jsonl", 1)]),
+    (
+        "tau-bench traj",
+        "array",
+        [
+            {"traj" if k == "messages" else k: v for k, v in r.items()}
+            for r in _lines(T / "taubench__gpt-4o-airline.sample.jsonl", 1)
+        ],
+    ),
     ("glaive", "array", json.loads((T / "llamafactory__glaive_toolcall_en_demo.subset.json").read_text())[:2]),
     ("hermes", "array", _hermes()),
     ("reasoning v1", "lines", _lines(T / "llamafactory__reason_tool_use_demo_50.subset.jsonl", 2)),
@@ -110,20 +159,85 @@ SAMPLES = [
     ("dify node runs", "document", {"data": [other_run("start", "e1"), llm_run()]}),
 ]
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False) |
-                    st.sampled_from(["", "x", "user", "assistant", "tool", "tool_use", "tool_result", "text",
-                                     "function_call", "prompter", "<tool_call>{}</tool_call>", "model",
-                                     "toolUse", "step-start", "tool-x", "output-available", "GENERATION"]),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-                        st.sampled_from(["type", "role", "content", "id", "name", "text", "message", "parent_id",
-                                         "tool_use_id", "call_id", "replies", "uuid", "parentUuid", "parts",
-                                         "toolUse", "toolResult", "functionCall", "functionResponse", "state",
-                                         "toolCallId", "output", "input", "messageId", "parentMessageId",
-                                         "children", "isCreatedByUser", "tool_call", "think", "args", "run_type",
-                                         "inputs", "outputs", "generations", "choices", "traceId", "observations",
-                                         "startTime", "node_type", "process_data", "prompts"]),
-                                        inner, max_size=3),
-                    max_leaves=6)
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.floats(allow_nan=False)
+    | st.sampled_from(
+        [
+            "",
+            "x",
+            "user",
+            "assistant",
+            "tool",
+            "tool_use",
+            "tool_result",
+            "text",
+            "function_call",
+            "prompter",
+            "<tool_call>{}</tool_call>",
+            "model",
+            "toolUse",
+            "step-start",
+            "tool-x",
+            "output-available",
+            "GENERATION",
+        ]
+    ),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "type",
+                    "role",
+                    "content",
+                    "id",
+                    "name",
+                    "text",
+                    "message",
+                    "parent_id",
+                    "tool_use_id",
+                    "call_id",
+                    "replies",
+                    "uuid",
+                    "parentUuid",
+                    "parts",
+                    "toolUse",
+                    "toolResult",
+                    "functionCall",
+                    "functionResponse",
+                    "state",
+                    "toolCallId",
+                    "output",
+                    "input",
+                    "messageId",
+                    "parentMessageId",
+                    "children",
+                    "isCreatedByUser",
+                    "tool_call",
+                    "think",
+                    "args",
+                    "run_type",
+                    "inputs",
+                    "outputs",
+                    "generations",
+                    "choices",
+                    "traceId",
+                    "observations",
+                    "startTime",
+                    "node_type",
+                    "process_data",
+                    "prompts",
+                ]
+            ),
+            inner,
+            max_size=3,
+        )
+    ),
+    max_leaves=6,
+)
 
 
 @pytest.mark.parametrize("name,layout,doc", SAMPLES, ids=[s[0] for s in SAMPLES])

@@ -37,12 +37,13 @@ def test_the_templates_classifier_sorts_by_shared_words_and_the_knowledge_chatbo
     assert picked[0] == "Questions about how to use products"
     assert "Other questions" not in picked
     notes = [r.notes for r in _classifier_runs(records)]
-    assert any("the demo model sorts by shared words: “Questions about how to use products” shares product, use"
-               in n for n in notes[0])
+    assert any(
+        "the demo model sorts by shared words: “Questions about how to use products” shares product, use" in n
+        for n in notes[0]
+    )
     # Nothing shared ("Hi, I'm Dana."): the first class, said so in the note, never silently the last.
     assert picked[1] == "Question related to after sales"
-    assert any("no category shares a word with the question, so the demo model took the first" in n
-               for n in notes[1])
+    assert any("no category shares a word with the question, so the demo model took the first" in n for n in notes[1])
     llm_runs = [r for record in records for r in record.node_runs if r.type == "llm"]
     assert len(llm_runs) == 3  # one chatbot answered each turn
     assert records[2].answer == "Your name is Dana."
@@ -62,15 +63,22 @@ def test_sort_terms_cut_plurals_and_common_words_and_pair_chinese_characters():
     assert sort_terms("睡眠不好") == {"睡眠", "眠不", "不好"}
 
 
-@pytest.mark.parametrize("said,asked,answer", [
-    ("你好，我叫Dana，我的订单号是4411。", "我叫什么名字？", "Your name is Dana."),
-    ("你好，我叫Dana，我的订单号是4411。", "我的订单号是多少？", "Your order is 4411."),
-    ("Hallo, ich heiße Dana. Meine Bestellnummer ist 4411.", "Wie heiße ich?", "Your name is Dana."),
-    ("Hallo, ich heiße Dana. Meine Bestellnummer ist 4411.", "Wie lautet meine Bestellnummer?", "Your order is 4411."),
-    ("Hola, me llamo Dana y mi número de pedido es 4411.", "¿Cómo me llamo?", "Your name is Dana."),
-    ("Hola, me llamo Dana y mi número de pedido es 4411.", "¿Cuál es mi número de pedido?", "Your order is 4411."),
-    ("Je m'appelle Dana.", "Quel est mon nom ?", "Your name is Dana."),
-])
+@pytest.mark.parametrize(
+    "said,asked,answer",
+    [
+        ("你好，我叫Dana，我的订单号是4411。", "我叫什么名字？", "Your name is Dana."),
+        ("你好，我叫Dana，我的订单号是4411。", "我的订单号是多少？", "Your order is 4411."),
+        ("Hallo, ich heiße Dana. Meine Bestellnummer ist 4411.", "Wie heiße ich?", "Your name is Dana."),
+        (
+            "Hallo, ich heiße Dana. Meine Bestellnummer ist 4411.",
+            "Wie lautet meine Bestellnummer?",
+            "Your order is 4411.",
+        ),
+        ("Hola, me llamo Dana y mi número de pedido es 4411.", "¿Cómo me llamo?", "Your name is Dana."),
+        ("Hola, me llamo Dana y mi número de pedido es 4411.", "¿Cuál es mi número de pedido?", "Your order is 4411."),
+        ("Je m'appelle Dana.", "Quel est mon nom ?", "Your name is Dana."),
+    ],
+)
 def test_the_chinese_memory_flow_knows_a_name_and_an_order_in_each_language_while_it_is_sent(said, asked, answer):
     """svcvit's 记忆测试 (a window of 10 on its chat node): what the receipt shows sent is what it answers from."""
     _, records = _run(MEMORY_TEST, [said, asked])
@@ -85,8 +93,11 @@ def test_a_fact_asked_for_without_its_statement_is_plainly_unknown_in_any_langua
 
 
 def test_text_in_a_script_it_does_not_read_makes_it_say_it_cannot_tell():
-    prompt = [{"role": "user", "content": "Привет, меня зовут Дана."}, {"role": "assistant", "content": "Привет!"},
-              {"role": "user", "content": "What's my name?"}]
+    prompt = [
+        {"role": "user", "content": "Привет, меня зовут Дана."},
+        {"role": "assistant", "content": "Привет!"},
+        {"role": "user", "content": "What's my name?"},
+    ]
     reply = demo_answer(prompt).text
     assert reply.startswith("I can't tell your name: part of what I was given is in Cyrillic")
     assert "I don't know" not in reply

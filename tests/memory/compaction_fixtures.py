@@ -47,29 +47,61 @@ def _call(cid: str, key: str, size: int, name: str = "lookup") -> dict:
 def long_tool_run(calls: int = 30, size: int = 400, context: int = 2500, usage="auto") -> dict:
     """One turn whose agent calls a tool many times in a row, saying why each time: compaction fires
     inside the tool loop, clearing first, then summarising."""
-    steps = [{"text": f"Item {k} next: " + "checking the shelf count again. " * 5,
-              "calls": [_call(f"t1_{k}", f"item {k}", size)], "usage": usage} for k in range(calls)]
+    steps = [
+        {
+            "text": f"Item {k} next: " + "checking the shelf count again. " * 5,
+            "calls": [_call(f"t1_{k}", f"item {k}", size)],
+            "usage": usage,
+        }
+        for k in range(calls)
+    ]
     steps.append({"text": "All items checked.", "usage": usage})
-    return {"context_window": context, "max_tokens": 0, "instructions": "You are a stock-checking agent.",
-            "summary_chars": 160, "turns": [{"prompt": "Please check every item in the catalogue.", "steps": steps}]}
+    return {
+        "context_window": context,
+        "max_tokens": 0,
+        "instructions": "You are a stock-checking agent.",
+        "summary_chars": 160,
+        "turns": [{"prompt": "Please check every item in the catalogue.", "steps": steps}],
+    }
 
 
-def parallel_tools(turns: int = 5, width: int = 3, rounds: int = 2, size: int = 300, context: int = 1500,
-                   usage="auto") -> dict:
+def parallel_tools(
+    turns: int = 5, width: int = 3, rounds: int = 2, size: int = 300, context: int = 1500, usage="auto"
+) -> dict:
     """Several calls per reply (their results come back together): one pydantic-ai message each."""
     out = []
     for t in range(1, turns + 1):
-        steps = [{"text": f"Round {r} of batch {t}: " + "asking for stock and price. " * 4,
-                  "calls": [_call(f"t{t}_{r}_{k}", f"item {t}.{r}.{k}", size, name=("lookup", "price")[k % 2])
-                            for k in range(width)], "usage": usage} for r in range(rounds)]
+        steps = [
+            {
+                "text": f"Round {r} of batch {t}: " + "asking for stock and price. " * 4,
+                "calls": [
+                    _call(f"t{t}_{r}_{k}", f"item {t}.{r}.{k}", size, name=("lookup", "price")[k % 2])
+                    for k in range(width)
+                ],
+                "usage": usage,
+            }
+            for r in range(rounds)
+        ]
         steps.append({"text": f"Turn {t}: everything is in stock.", "usage": usage})
         out.append({"prompt": f"Check batch {t}, please.", "steps": steps})
-    return {"context_window": context, "max_tokens": 0, "instructions": "You check stock in parallel.",
-            "summary_chars": 200, "turns": out}
+    return {
+        "context_window": context,
+        "max_tokens": 0,
+        "instructions": "You check stock in parallel.",
+        "summary_chars": 200,
+        "turns": out,
+    }
 
 
-def reloads(turns: int = 14, tools: int = 1, size: int = 250, answer: int = 300, context: int = 1500,
-            max_tokens: int = 0, usage="auto") -> dict:
+def reloads(
+    turns: int = 14,
+    tools: int = 1,
+    size: int = 250,
+    answer: int = 300,
+    context: int = 1500,
+    max_tokens: int = 0,
+    usage="auto",
+) -> dict:
     """Many short turns: each run starts from the history the previous one stored, so summaries are
     made again and again (and the earlier ones ride along with the first user message)."""
     out = []
@@ -78,8 +110,13 @@ def reloads(turns: int = 14, tools: int = 1, size: int = 250, answer: int = 300,
         steps.append({"text": f"Order {t} is on its way. " + "Details follow. " * (answer // 16), "usage": usage})
         prompt = "Hi, I'm Dana and my account is AB12. Where is order 1?" if t == 1 else f"And order {t}?"
         out.append({"prompt": prompt, "steps": steps})
-    return {"context_window": context, "max_tokens": max_tokens, "instructions": "You are a support agent.",
-            "summary_chars": 240, "turns": out}
+    return {
+        "context_window": context,
+        "max_tokens": max_tokens,
+        "instructions": "You are a support agent.",
+        "summary_chars": 240,
+        "turns": out,
+    }
 
 
 def under_the_target() -> dict:

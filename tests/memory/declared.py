@@ -3,7 +3,8 @@ that every system — today's and one registered later — must pass without a t
 
 from __future__ import annotations
 
-from hypothesis import assume, strategies as st
+from hypothesis import assume
+from hypothesis import strategies as st
 
 from core.memory.config import MemoryConfig
 from core.memory.errors import ConfigError
@@ -46,11 +47,17 @@ def declared_configs(draw, name: str, model: str) -> MemoryConfig:
     not drawn."""
     system = STRATEGIES[name]
     own = draw(st.fixed_dictionaries({s.name: setting_values(s) for s in system.settings}))
-    common = draw(st.fixed_dictionaries({"context_size": st.one_of(st.none(), st.integers(1, 400)),
-                                         "max_tokens": st.integers(0, 60),
-                                         "granularity": st.sampled_from(["query_answer", "all_messages"]),
-                                         "scope": st.sampled_from(["thread", "thread", "session"]),
-                                         "sends_empty": st.booleans()}))
+    common = draw(
+        st.fixed_dictionaries(
+            {
+                "context_size": st.one_of(st.none(), st.integers(1, 400)),
+                "max_tokens": st.integers(0, 60),
+                "granularity": st.sampled_from(["query_answer", "all_messages"]),
+                "scope": st.sampled_from(["thread", "thread", "session"]),
+                "sends_empty": st.booleans(),
+            }
+        )
+    )
     config = MemoryConfig(name, model=model, **common, **own)
     assume(_valid(config))
     return config

@@ -31,8 +31,15 @@ from importlib.metadata import version
 from pathlib import Path
 
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.messages import (ModelRequest, ModelResponse, SystemPromptPart, TextPart, ToolCallPart,
-                                  ToolReturnPart, UserPromptPart)
+from pydantic_ai.messages import (
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage, UsageLimits
 from pydantic_ai_harness.compaction import ClearToolResults, SummarizingCompaction, TieredCompaction
@@ -75,9 +82,14 @@ def run_fixture(fixture: dict) -> dict:
             prompt = messages[-1].parts[-1].content
             block = re.search(r"<messages>\n(.*)\n</messages>", prompt, re.S)
             previous = re.search(r"<previous-summary>\n(.*)\n</previous-summary>", prompt, re.S)
-            summaries.append({"turn": where["turn"], "step": where["step"],
-                              "lines": block.group(1).split("\n") if block and block.group(1) else [],
-                              "previous": previous.group(1) if previous else None})
+            summaries.append(
+                {
+                    "turn": where["turn"],
+                    "step": where["step"],
+                    "lines": block.group(1).split("\n") if block and block.group(1) else [],
+                    "previous": previous.group(1) if previous else None,
+                }
+            )
             text = summary_text(len(summaries), fixture.get("summary_chars", 120))
             return ModelResponse(parts=[TextPart(text)], usage=RequestUsage(input_tokens=0, output_tokens=1))
         steps.append({"turn": where["turn"], "step": where["step"], "messages": normalise(messages)})
@@ -100,14 +112,25 @@ def run_fixture(fixture: dict) -> dict:
         return response
 
     results = {c["id"]: c["result"] for t in fixture["turns"] for s in t["steps"] for c in s.get("calls", [])}
-    agent = Agent(FunctionModel(model), instructions=fixture.get("instructions") or None, capabilities=[
-        TieredCompaction(tiers=[ClearToolResults(max_tokens=1, keep_pairs=3),
-                                SummarizingCompaction(max_messages=1, keep_messages=20)],
-                         target_tokens=target(fixture))])
+    agent = Agent(
+        FunctionModel(model),
+        instructions=fixture.get("instructions") or None,
+        capabilities=[
+            TieredCompaction(
+                tiers=[
+                    ClearToolResults(max_tokens=1, keep_pairs=3),
+                    SummarizingCompaction(max_messages=1, keep_messages=20),
+                ],
+                target_tokens=target(fixture),
+            )
+        ],
+    )
     names = sorted({c["name"] for t in fixture["turns"] for s in t["steps"] for c in s.get("calls", [])})
     for name in names:
+
         def tool(ctx: RunContext[None], key: str = "") -> str:
             return results[ctx.tool_call_id]
+
         agent.tool(name=name)(tool)
 
     history: list = []
@@ -115,8 +138,9 @@ def run_fixture(fixture: dict) -> dict:
     for number, turn in enumerate(fixture["turns"], 1):
         where.update(turn=number, step=0)
         script[:] = turn["steps"]
-        result = asyncio.run(agent.run(turn["prompt"], message_history=history,
-                                          usage_limits=UsageLimits(request_limit=None)))
+        result = asyncio.run(
+            agent.run(turn["prompt"], message_history=history, usage_limits=UsageLimits(request_limit=None))
+        )
         history = result.all_messages()
         stored.append(normalise(history))
     return {"versions": VERSIONS, "steps": steps, "summaries": summaries, "stored": stored}

@@ -5,13 +5,24 @@ for every strategy that places a window and every setting that changes a decisio
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core.memory.config import MemoryConfig
 from core.memory.replay import Replay
 from core.memory.strategies import STRATEGIES
 from core.memory.strategies.base import ChainView, PathView
-from core.model.conversation import ANSWER, INTERMEDIATE, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn
+from core.model.conversation import (
+    ANSWER,
+    INTERMEDIATE,
+    QUERY,
+    TOOL_CALL,
+    TOOL_RESULT,
+    Conversation,
+    Message,
+    ToolCall,
+    Turn,
+)
 from core.model.tokens import TokenCounter
 from tests.builders import branched, linear
 from tests.memory.declared import declared_configs
@@ -43,8 +54,9 @@ def chains(draw) -> Conversation:
         mid = f"t{i}"
         if i == 0 and opening:  # an assistant's opening, or a record holding no message at all
             said = draw(st.sampled_from([(Message("assistant", draw(text), ANSWER, f"{mid}:a"),), ()]))
-            turns.append(Turn(id=mid, parent_id=None, messages=said, query_index=None,
-                              answer_index=0 if said else None))
+            turns.append(
+                Turn(id=mid, parent_id=None, messages=said, query_index=None, answer_index=0 if said else None)
+            )
             continue
         if draw(st.integers(0, 9)) == 0:  # a record holding no message at all
             turns.append(Turn(id=mid, parent_id=f"t{i - 1}" if i else None, messages=(), query_index=None))
@@ -60,28 +72,55 @@ def chains(draw) -> Conversation:
         answered = draw(st.sampled_from(["text", "empty", "none"]))
         if answered != "none":
             msgs.append(Message("assistant", draw(text) if answered == "text" else "", ANSWER, f"{mid}:a"))
-        turns.append(Turn(id=mid, parent_id=f"t{i - 1}" if i else None, messages=tuple(msgs), query_index=query,
-                          answer_index=len(msgs) - 1 if answered != "none" else None))
+        turns.append(
+            Turn(
+                id=mid,
+                parent_id=f"t{i - 1}" if i else None,
+                messages=tuple(msgs),
+                query_index=query,
+                answer_index=len(msgs) - 1 if answered != "none" else None,
+            )
+        )
     return Conversation(id="chain", turns=turns, system_prompt=draw(st.sampled_from(["", "You are helpful."])))
 
 
 def configs():
     window = st.one_of(st.none(), st.integers(-3, 12), st.sampled_from([499, 500, 501, 2_000]))
-    dify = st.builds(MemoryConfig, strategy=st.just("dify"), window=window,
-                     fidelity=st.sampled_from(["code", "documented"]), model=st.just(MODEL),
-                     context_size=st.one_of(st.none(), st.integers(1, 400)), max_tokens=st.integers(0, 60),
-                     granularity=st.sampled_from(["query_answer", "all_messages"]),
-                     scope=st.sampled_from(["thread", "thread", "session"]), plugin_token_counting=st.booleans(),
-                     prompt_reserve=st.one_of(st.none(), st.integers(0, 50)),
-                     history_budget=st.one_of(st.none(), st.integers(0, 300)), sends_empty=st.booleans(),
-                     history_as_text=st.booleans(), query_after_budget=st.booleans())
+    dify = st.builds(
+        MemoryConfig,
+        strategy=st.just("dify"),
+        window=window,
+        fidelity=st.sampled_from(["code", "documented"]),
+        model=st.just(MODEL),
+        context_size=st.one_of(st.none(), st.integers(1, 400)),
+        max_tokens=st.integers(0, 60),
+        granularity=st.sampled_from(["query_answer", "all_messages"]),
+        scope=st.sampled_from(["thread", "thread", "session"]),
+        plugin_token_counting=st.booleans(),
+        prompt_reserve=st.one_of(st.none(), st.integers(0, 50)),
+        history_budget=st.one_of(st.none(), st.integers(0, 300)),
+        sends_empty=st.booleans(),
+        history_as_text=st.booleans(),
+        query_after_budget=st.booleans(),
+    )
     changes = st.lists(st.tuples(st.integers(1, 30), st.integers(1, 8)), max_size=3).map(tuple)
-    window_node = st.builds(MemoryConfig, strategy=st.just("window"), window=st.one_of(st.none(), st.integers(1, 8)),
-                            window_changes=changes, model=st.just(MODEL),
-                            scope=st.sampled_from(["thread", "thread", "call"]), sends_empty=st.booleans())
-    others = st.builds(MemoryConfig, strategy=st.sampled_from(["buffer", "off"]), model=st.just(MODEL),
-                       context_size=st.one_of(st.none(), st.integers(1, 400)),
-                       granularity=st.sampled_from(["query_answer", "all_messages"]), sends_empty=st.booleans())
+    window_node = st.builds(
+        MemoryConfig,
+        strategy=st.just("window"),
+        window=st.one_of(st.none(), st.integers(1, 8)),
+        window_changes=changes,
+        model=st.just(MODEL),
+        scope=st.sampled_from(["thread", "thread", "call"]),
+        sends_empty=st.booleans(),
+    )
+    others = st.builds(
+        MemoryConfig,
+        strategy=st.sampled_from(["buffer", "off"]),
+        model=st.just(MODEL),
+        context_size=st.one_of(st.none(), st.integers(1, 400)),
+        granularity=st.sampled_from(["query_answer", "all_messages"]),
+        sends_empty=st.booleans(),
+    )
     return st.one_of(dify, window_node, others)
 
 
@@ -161,8 +200,18 @@ def test_a_branched_conversation_is_walked_and_a_chain_is_not(monkeypatch):
 def test_a_chain_of_one_turn_and_one_with_only_an_opening_are_decided():
     conv = linear(1)
     assert [(s.turn, s.kept, s.dropped) for s in Replay(conv, MemoryConfig(model=MODEL)).summaries()] == [(1, 0, 0)]
-    opening = Conversation(id="o", turns=[Turn(id="a", parent_id=None, messages=(
-        Message("assistant", "Hello!", ANSWER, "a:a"),), query_index=None, answer_index=0)])
+    opening = Conversation(
+        id="o",
+        turns=[
+            Turn(
+                id="a",
+                parent_id=None,
+                messages=(Message("assistant", "Hello!", ANSWER, "a:a"),),
+                query_index=None,
+                answer_index=0,
+            )
+        ],
+    )
     assert list(Replay(opening, MemoryConfig(model=MODEL)).summaries()) == []
 
 
@@ -172,8 +221,9 @@ def test_a_budget_that_cuts_at_every_possible_token_gets_the_walks_cut():
     conv = linear(6, answer=lambda i: "an answer of some words " * i)
     for context in range(1, 700):
         for fidelity in ("code", "documented"):
-            config = MemoryConfig(strategy="dify", fidelity=fidelity, model=MODEL, context_size=context,
-                                  plugin_token_counting=True)
+            config = MemoryConfig(
+                strategy="dify", fidelity=fidelity, model=MODEL, context_size=context, plugin_token_counting=True
+            )
             replay = Replay(conv, config, counter=TokenCounter(MODEL, shared=False, workers=1))
             assert list(replay.summaries()) == list(_walked(conv, config)), (context, fidelity)
 
@@ -185,8 +235,9 @@ def test_after_a_chain_is_decided_a_ledger_sets_its_turns_counts_a_block_at_a_ti
 
     calls: list[int] = []
     real = Replay._set_counts
-    monkeypatch.setattr(Replay, "_set_counts", lambda self, positions: calls.append(len(positions)) or
-                        real(self, positions))
+    monkeypatch.setattr(
+        Replay, "_set_counts", lambda self, positions: calls.append(len(positions)) or real(self, positions)
+    )
     conv = linear(2_500)
     config = MemoryConfig(strategy="buffer", model=MODEL)
     replay = Replay(conv, config)

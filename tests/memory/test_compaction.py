@@ -11,10 +11,15 @@ from hypothesis import strategies as st
 
 from core.io import read_conversations
 from core.memory.config import MemoryConfig
-from core.memory.replay import Replay
 from core.memory.errors import ConfigError
-from core.memory.strategies.compaction import (DEFAULT_KEEP_MESSAGES, DEFAULT_KEEP_TOOL_RESULTS, DEFAULT_TRIGGER,
-                                               TOOL_PLACEHOLDER, compaction_target)
+from core.memory.replay import Replay
+from core.memory.strategies.compaction import (
+    DEFAULT_KEEP_MESSAGES,
+    DEFAULT_KEEP_TOOL_RESULTS,
+    DEFAULT_TRIGGER,
+    TOOL_PLACEHOLDER,
+    compaction_target,
+)
 from core.memory.summarize import OFFLINE
 from core.memory.words import explain
 from core.model.ledger import CLEARED, KEPT, PLACEHOLDER, SUMMARIZED, SUMMARY
@@ -33,8 +38,15 @@ def agent_chat(turns, tools_per_turn=1, result=BIG, facts=None, answer=""):
         msgs.append({"role": "user", "content": facts.get(i, f"please look up item {i}")})
         for k in range(tools_per_turn):
             cid = f"c{i}_{k}"
-            msgs.append({"role": "assistant", "content": "", "tool_calls": [
-                {"id": cid, "type": "function", "function": {"name": "lookup", "arguments": f'{{"item": {i}}}'}}]})
+            msgs.append(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {"id": cid, "type": "function", "function": {"name": "lookup", "arguments": f'{{"item": {i}}}'}}
+                    ],
+                }
+            )
             msgs.append({"role": "tool", "tool_call_id": cid, "content": f"result {i}.{k}: {result}"})
         msgs.append({"role": "assistant", "content": f"Item {i} is in stock. {answer}"})
     msgs.append({"role": "user", "content": "anything else?"})
@@ -73,23 +85,29 @@ class RecordingSummarizer:
 
 # -- thresholds --------------------------------------------------------------------------------------
 
+
 def test_thresholds_are_eighty_percent_three_tool_results_and_twenty_messages():
     assert (DEFAULT_TRIGGER, DEFAULT_KEEP_TOOL_RESULTS, DEFAULT_KEEP_MESSAGES) == (0.8, 3, 20)
     config = compaction()
-    assert (config.settings.compaction_trigger, config.settings.compaction_keep_tool_results,
-            config.settings.compaction_keep_messages) == \
-        (0.8, 3, 20)
+    assert (
+        config.settings.compaction_trigger,
+        config.settings.compaction_keep_tool_results,
+        config.settings.compaction_keep_messages,
+    ) == (0.8, 3, 20)
     assert MemoryConfig(strategy="compaction").settings.compaction_profile == "shipped", "the default is what Dify runs"
     assert TOOL_PLACEHOLDER == "[tool result cleared]"
 
 
-@pytest.mark.parametrize("context,max_tokens,target", [
-    (128_000, 0, 102_400),        # floor(window × 0.8)
-    (128_000, 4_096, 102_400),    # min(floor(window × 0.8), window − max_tokens)
-    (10_000, 3_000, 7_000),
-    (16_385, 0, 13_108),
-    (1_000, 1_000, 0),
-])
+@pytest.mark.parametrize(
+    "context,max_tokens,target",
+    [
+        (128_000, 0, 102_400),  # floor(window × 0.8)
+        (128_000, 4_096, 102_400),  # min(floor(window × 0.8), window − max_tokens)
+        (10_000, 3_000, 7_000),
+        (16_385, 0, 13_108),
+        (1_000, 1_000, 0),
+    ],
+)
 def test_the_target_is_eighty_percent_of_the_context_capped_by_context_minus_max_tokens(context, max_tokens, target):
     assert compaction_target(context, max_tokens) == target
 
@@ -112,6 +130,7 @@ def test_under_the_target_nothing_is_compacted():
 
 
 # -- tier 1: clear old tool results ---------------------------------------------------------------
+
 
 def test_over_the_target_old_tool_results_are_cleared_first_and_the_newest_three_stay():
     conv = agent_chat(6)
@@ -168,7 +187,10 @@ def test_still_over_after_clearing_older_history_is_summarised_keeping_twenty_me
     sent = replay.history_messages(ledger)
     assert sent[0].content == summary.content and sent[1].content == FACTS[1]
     folded = next(e for e in ledger.entries if e.reason == SUMMARIZED)
-    assert explain(folded, ledger.config) == "folded into the compaction summary (the prompt was over the compaction target)"
+    assert (
+        explain(folded, ledger.config)
+        == "folded into the compaction summary (the prompt was over the compaction target)"
+    )
 
 
 def test_tool_results_are_cleared_before_anything_is_summarised():
@@ -227,6 +249,7 @@ def test_every_message_counts_whatever_the_granularity():
 
 # -- invariants on a real tool-using transcript ------------------------------------------------------
 
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 5), st.integers(2500, 9000), st.integers(0, 25), st.integers(0, 4))
 def test_tau_bench_compaction_keeps_pairs_valid_and_the_newest_messages_intact(index, context, keep, keep_tools):
@@ -254,6 +277,7 @@ def test_tau_bench_compaction_keeps_pairs_valid_and_the_newest_messages_intact(i
 
 # -- the summary message and branches ---------------------------------------------------------------
 
+
 def test_the_summary_message_covers_every_folded_turn_and_is_dated_at_the_newest_of_them():
     conv, config = summarising_case(turns=10, tools=2)
     ledger = Replay(conv, config).ledger(11)
@@ -267,13 +291,21 @@ def test_the_summary_message_covers_every_folded_turn_and_is_dated_at_the_newest
 def branched(conv, at):
     """``conv`` and a second branch: copies of its turns from position ``at`` on, answering the same
     parent again (a regenerated turn and what followed it), listed after the first branch."""
-    from dataclasses import replace as copy_message, replace as copy_turn
+    from dataclasses import replace as copy_message
+    from dataclasses import replace as copy_turn
 
     from core.model.conversation import Conversation
 
-    turns = [copy_turn(t, messages=tuple(copy_message(m, content=m.content[:40 + 97 * ((p * 7 + k) % 5)])
-                                         if m.role == "tool" else m for k, m in enumerate(t.messages)))
-             for p, t in enumerate(conv.turns)]  # tool results of different sizes, so sums tell them apart
+    turns = [
+        copy_turn(
+            t,
+            messages=tuple(
+                copy_message(m, content=m.content[: 40 + 97 * ((p * 7 + k) % 5)]) if m.role == "tool" else m
+                for k, m in enumerate(t.messages)
+            ),
+        )
+        for p, t in enumerate(conv.turns)
+    ]  # tool results of different sizes, so sums tell them apart
     ids = {t.id: f"{t.id}-again" for t in turns[at:]}
     again = [copy_turn(t, id=ids[t.id], parent_id=ids.get(t.parent_id, t.parent_id)) for t in turns[at:]]
     return Conversation(conv.id, turns + again, conv.system_prompt, conv.source_format)
@@ -289,8 +321,10 @@ def test_every_turns_overview_on_a_branched_conversation_agrees_with_its_own_led
     for position in conv.answered_turns():
         ledger = Replay(conv, config.with_(compaction_profile=profile)).ledger_at(position)
         number = replay.numbers[position]
-        assert (overview[number].history_tokens, overview[number].prompt_tokens) == \
-            (ledger.history_tokens, ledger.prompt_tokens), number
+        assert (overview[number].history_tokens, overview[number].prompt_tokens) == (
+            ledger.history_tokens,
+            ledger.prompt_tokens,
+        ), number
 
 
 @pytest.mark.parametrize("keep_tools", [3, 0])
@@ -311,7 +345,12 @@ def test_a_turns_history_is_what_its_kept_messages_placeholders_and_summary_cost
         assert sorted(s.replaces for s in placeholders) == sorted(cleared)
         for s in placeholders:
             entry = cleared[s.replaces]
-            assert (s.role, s.turn, s.covers, s.ref, s.content) == \
-                ("tool", entry.turn, (entry.turn,), f"cleared:{entry.ref}", TOOL_PLACEHOLDER)
+            assert (s.role, s.turn, s.covers, s.ref, s.content) == (
+                "tool",
+                entry.turn,
+                (entry.turn,),
+                f"cleared:{entry.ref}",
+                TOOL_PLACEHOLDER,
+            )
         compacted += bool(ledger.synthetic)
     assert compacted >= 3

@@ -10,12 +10,29 @@ import json
 import pytest
 
 from core.memory.config import MemoryConfig
-from core.memory.replay import Replay
 from core.memory.errors import ConfigError
-from core.memory.strategies.shipped_compaction import (BY_CHARS, BY_USAGE, REQUEST, RESPONSE, SUMMARY_HEADER, SYSTEM,
-                                                       TEXT, TOOL_CALL, TOOL_PLACEHOLDER, TOOL_RETURN, USER, Compactor,
-                                                       Group, Part, estimate, heuristic_tokens, reload, target_tokens,
-                                                       to_groups)
+from core.memory.replay import Replay
+from core.memory.strategies.shipped_compaction import (
+    BY_CHARS,
+    BY_USAGE,
+    REQUEST,
+    RESPONSE,
+    SUMMARY_HEADER,
+    SYSTEM,
+    TEXT,
+    TOOL_CALL,
+    TOOL_PLACEHOLDER,
+    TOOL_RETURN,
+    USER,
+    Compactor,
+    Group,
+    Part,
+    estimate,
+    heuristic_tokens,
+    reload,
+    target_tokens,
+    to_groups,
+)
 from core.memory.summarize import ModelSectionSummarizer, transcript_lines
 from core.model.conversation import ANSWER, QUERY, TOOL_RESULT, Conversation, Message, ToolCall, Turn
 from core.model.conversation import TOOL_CALL as TOOL_CALL_KIND
@@ -45,12 +62,14 @@ def simulate(fixture: dict) -> dict:
     where = {"turn": 0, "step": 0}
 
     def summarize(messages, previous):
-        summaries.append({"turn": where["turn"], "step": where["step"], "lines": transcript_lines(messages),
-                          "previous": previous})
+        summaries.append(
+            {"turn": where["turn"], "step": where["step"], "lines": transcript_lines(messages), "previous": previous}
+        )
         return summary_text(len(summaries), fixture.get("summary_chars", 120))
 
-    compactor = Compactor(fixture["context_window"], fixture.get("max_tokens", 0), summarize,
-                          instructions=fixture.get("instructions", ""))
+    compactor = Compactor(
+        fixture["context_window"], fixture.get("max_tokens", 0), summarize, instructions=fixture.get("instructions", "")
+    )
     stored: list[Group] = []
     for number, turn in enumerate(fixture["turns"], 1):
         where.update(turn=number, step=0)
@@ -86,12 +105,24 @@ def recorded(fixture: dict, usage: list) -> Conversation:
         for k, reply in enumerate(turn["steps"]):
             calls = tuple(ToolCall(c["id"], c["name"], c["args"]) for c in reply.get("calls", []))
             kind = TOOL_CALL_KIND if calls else ANSWER
-            msgs.append(Message("assistant", reply.get("text", ""), kind, f"{number}:r{k}", tool_calls=calls,
-                                usage=next(replies)))
-            msgs += [Message("tool", c["result"], TOOL_RESULT, f"{number}:{c['id']}", name=c["name"],
-                             tool_call_id=c["id"]) for c in reply.get("calls", [])]
-        turns.append(Turn(id=str(number), parent_id=str(number - 1) if number > 1 else None, messages=tuple(msgs),
-                          query_index=0, answer_index=len(msgs) - 1))
+            msgs.append(
+                Message(
+                    "assistant", reply.get("text", ""), kind, f"{number}:r{k}", tool_calls=calls, usage=next(replies)
+                )
+            )
+            msgs += [
+                Message("tool", c["result"], TOOL_RESULT, f"{number}:{c['id']}", name=c["name"], tool_call_id=c["id"])
+                for c in reply.get("calls", [])
+            ]
+        turns.append(
+            Turn(
+                id=str(number),
+                parent_id=str(number - 1) if number > 1 else None,
+                messages=tuple(msgs),
+                query_index=0,
+                answer_index=len(msgs) - 1,
+            )
+        )
     return Conversation(id="fixture", turns=turns, system_prompt=fixture.get("instructions", ""))
 
 
@@ -132,8 +163,9 @@ def test_memlens_sends_exactly_what_the_harness_sends_at_every_request(name):
 def test_memlens_stores_what_the_harness_stores_and_summarises_the_same_messages(name):
     ours, theirs = simulate(FIXTURES[name]()), reference(name)
     assert ours["stored"] == theirs["stored"]
-    assert [(s["turn"], s["step"], s["previous"]) for s in ours["summaries"]] == \
-        [(s["turn"], s["step"], s["previous"]) for s in theirs["summaries"]]
+    assert [(s["turn"], s["step"], s["previous"]) for s in ours["summaries"]] == [
+        (s["turn"], s["step"], s["previous"]) for s in theirs["summaries"]
+    ]
     assert [s["lines"] for s in ours["summaries"]] == [s["lines"] for s in theirs["summaries"]]
 
 
@@ -160,8 +192,13 @@ def test_the_replayed_ledger_sends_what_the_harness_sends_at_each_turns_first_re
     ours = simulate(fixture)
     conversation = recorded(fixture, ours["usage"])
     summarizer = FixtureSummarizer(fixture.get("summary_chars", 120))
-    replay = Replay(conversation, MemoryConfig(strategy="compaction", context_size=fixture["context_window"],
-                                               max_tokens=fixture.get("max_tokens", 0)), summarizer=summarizer)
+    replay = Replay(
+        conversation,
+        MemoryConfig(
+            strategy="compaction", context_size=fixture["context_window"], max_tokens=fixture.get("max_tokens", 0)
+        ),
+        summarizer=summarizer,
+    )
     for number in range(1, len(fixture["turns"]) + 1):
         ledger = replay.ledger(number)
         query = conversation.turns[number - 1].messages[0]
@@ -179,33 +216,48 @@ def test_the_replayed_ledger_sends_what_the_harness_sends_at_each_turns_first_re
         assert {call_of[(e.position, e.index)] for e in tools if e.reason == CLEARED} == harness_cleared
         assert {call_of[(e.position, e.index)] for e in tools if e.reason != SUMMARIZED} == harness_results
         harness_prompts = [p[1] for m in real for p in m["parts"] if p[0] == "user"][:-1]
-        assert [conversation.turns[e.position].messages[e.index].content for e in ledger.entries
-                if e.role == "user" and e.reason == KEPT] == harness_prompts
+        assert [
+            conversation.turns[e.position].messages[e.index].content
+            for e in ledger.entries
+            if e.role == "user" and e.reason == KEPT
+        ] == harness_prompts
         summaries = [s for s in ledger.synthetic if s.origin == SUMMARY]
         assert [s.content for s in summaries] == [p[1] for m in real for p in m["parts"] if p[0] == "system"]
-        assert all(s.role == "system" and s.replaces is None and s.tokens == replay.counter.chat("system", s.content)
-                   and s.ref == f"summary:{k}" for k, s in enumerate(summaries, 1))
+        assert all(
+            s.role == "system"
+            and s.replaces is None
+            and s.tokens == replay.counter.chat("system", s.content)
+            and s.ref == f"summary:{k}"
+            for k, s in enumerate(summaries, 1)
+        )
         assert all(s.covers and s.turn == s.covers[-1] and s.covers[-1] < number for s in summaries)
         # Once summaries pile up, the summariser is always handed the *oldest* one to update (it is the first
         # met reading the merged first message backwards), so every summary covers what the oldest covered.
         assert all(set(s.covers) >= set(summaries[-1].covers) and s.covers[0] == 1 for s in summaries)
         placeholders = [s for s in ledger.synthetic if s.origin == PLACEHOLDER]
         assert sorted(call_of[s.replaces] for s in placeholders) == sorted(harness_cleared)
-        assert all(s.content == TOOL_PLACEHOLDER and s.role == "tool" and s.turn == s.covers[0] == s.replaces[0] + 1
-                   and s.ref == f"cleared:{conversation.turns[s.replaces[0]].messages[s.replaces[1]].ref}"
-                   for s in placeholders)
-        assert ledger.history_tokens == sum(e.tokens for e in ledger.entries if e.kept) + \
-            sum(s.tokens for s in ledger.synthetic)
+        assert all(
+            s.content == TOOL_PLACEHOLDER
+            and s.role == "tool"
+            and s.turn == s.covers[0] == s.replaces[0] + 1
+            and s.ref == f"cleared:{conversation.turns[s.replaces[0]].messages[s.replaces[1]].ref}"
+            for s in placeholders
+        )
+        assert ledger.history_tokens == sum(e.tokens for e in ledger.entries if e.kept) + sum(
+            s.tokens for s in ledger.synthetic
+        )
         for e in ledger.entries:
             assert e.reason in (KEPT, CLEARED, SUMMARIZED)
-    assert sorted(summarizer.calls.values()) == sorted(summary_text(k, summarizer.chars)
-                                                       for k in range(1, len(theirs["summaries"]) + 1))
+    assert sorted(summarizer.calls.values()) == sorted(
+        summary_text(k, summarizer.chars) for k in range(1, len(theirs["summaries"]) + 1)
+    )
     assert set(summarizer.calls) == {(tuple(s["lines"]), s["previous"] or "") for s in theirs["summaries"]}
     first_turn = theirs["summaries"][0]["turn"] if theirs["summaries"] else None
     after_reload = [s for s in theirs["summaries"] if s["turn"] > first_turn]
     if after_reload:  # the first summary rides along in the first user message from then on
-        assert {s["previous"] for s in after_reload} == {summary_text(1, summarizer.chars)}, \
+        assert {s["previous"] for s in after_reload} == {summary_text(1, summarizer.chars)}, (
             "the oldest summary is always the one updated"
+        )
 
 
 def test_the_ledger_receipt_says_which_estimate_decided_and_records_compaction_inside_the_tool_loop():
@@ -222,14 +274,20 @@ def test_the_ledger_receipt_says_which_estimate_decided_and_records_compaction_i
     assert "usage-anchored" in second.budget_note
     assert any(s.origin == SUMMARY for s in second.synthetic) and any(s.origin == PLACEHOLDER for s in second.synthetic)
     without = recorded(fixture, [None] * len(ours["usage"]))
-    assert "chars/4" in Replay(without, MemoryConfig(strategy="compaction",
-                                                     context_size=fixture["context_window"])).ledger(2).budget_note
+    assert (
+        "chars/4"
+        in Replay(without, MemoryConfig(strategy="compaction", context_size=fixture["context_window"]))
+        .ledger(2)
+        .budget_note
+    )
 
 
 def test_the_shipped_summary_has_dify_sections_offline_and_the_exact_profile_stays_selectable():
     fixture = FIXTURES["reloads"]()
     conversation = recorded(fixture, simulate(fixture)["usage"])
-    ledger = Replay(conversation, MemoryConfig(strategy="compaction", context_size=fixture["context_window"])).ledger(14)
+    ledger = Replay(conversation, MemoryConfig(strategy="compaction", context_size=fixture["context_window"])).ledger(
+        14
+    )
     summary = next(s for s in ledger.synthetic if s.origin == SUMMARY)
     assert summary.content.startswith("Summary of previous conversation:\n\n## Intent\n- Hi, I'm Dana")
     assert "Stated: Your name is Dana." in summary.content and "## Artifacts" in summary.content
@@ -255,6 +313,7 @@ def test_the_fixtures_cover_clearing_summarising_in_the_tool_loop_pile_up_and_no
 
 # -- the rules, one by one ---------------------------------------------------------------------------
 
+
 def test_the_target_is_four_fifths_of_the_window_or_window_minus_max_tokens_and_zero_fails():
     assert target_tokens(128_000, 0) == 102_400
     assert target_tokens(10_000, 3_000) == 7_000
@@ -270,8 +329,11 @@ def test_no_context_window_means_no_check_at_all():
 
 
 def test_the_estimate_anchors_on_the_newest_reported_usage_and_counts_chars_over_four_after_it():
-    groups = [Group(REQUEST, (Part(USER, "u" * 400),)), Group(RESPONSE, (Part(TEXT, "a" * 40),), (1000, 50)),
-              Group(REQUEST, (Part(USER, "v" * 80),))]
+    groups = [
+        Group(REQUEST, (Part(USER, "u" * 400),)),
+        Group(RESPONSE, (Part(TEXT, "a" * 40),), (1000, 50)),
+        Group(REQUEST, (Part(USER, "v" * 80),)),
+    ]
     assert estimate(groups, "instructions") == (1000 + 50 + 20, BY_USAGE)
     unanchored = [groups[0], Group(RESPONSE, (Part(TEXT, "a" * 40),), None), groups[2]]
     assert estimate(unanchored, "i" * 12) == ((400 + 40 + 80 + 12) // 4, BY_CHARS)
@@ -287,9 +349,14 @@ def test_the_check_records_the_estimate_and_the_tiers_that_fired():
     for k in range(30):
         history, event = compactor.before_request(history)
         events.append(event)
-        history = history + [Group(RESPONSE, (Part(TEXT, "thinking " * 30), Part(TOOL_CALL, "{}", f"c{k}", "lookup")), (sum(
-            len(t) for g in history for p in g.parts for t in p.texts()) // 3, 5)),
-            Group(REQUEST, (Part(TOOL_RETURN, "r" * 400, f"c{k}", "lookup"),))]
+        history = history + [
+            Group(
+                RESPONSE,
+                (Part(TEXT, "thinking " * 30), Part(TOOL_CALL, "{}", f"c{k}", "lookup")),
+                (sum(len(t) for g in history for p in g.parts for t in p.texts()) // 3, 5),
+            ),
+            Group(REQUEST, (Part(TOOL_RETURN, "r" * 400, f"c{k}", "lookup"),)),
+        ]
     fired = [e for e in events if e.fired]
     assert fired and fired[0].tiers[0] == "clear_tool_results" and fired[0].estimated_by == BY_USAGE
     assert fired[0].estimate > fired[0].target and fired[0].final_estimate < fired[0].estimate
@@ -308,6 +375,7 @@ def test_a_summary_is_a_system_part_under_the_dify_header_placed_first_with_the_
 
 
 # -- a live agent run: the check before every model request ------------------------------------------
+
 
 class LongLookupModel:
     """A stand-in for a real model: asks for one lookup per request until it has made ``calls``, then
@@ -333,8 +401,13 @@ class LongLookupModel:
         n = len(self.seen)
         if n > self.calls:
             return ToolReply("All items checked.", sent, 4, model)
-        return ToolReply(f"Checking item {n} now. " * 6, sent, 30, model,
-                         tool_calls=(ToolCallRequest(f"call_{n}", "lookup", json.dumps({"key": f"item {n}"})),))
+        return ToolReply(
+            f"Checking item {n} now. " * 6,
+            sent,
+            30,
+            model,
+            tool_calls=(ToolCallRequest(f"call_{n}", "lookup", json.dumps({"key": f"item {n}"})),),
+        )
 
 
 def agent_flow_with_compaction(context):
@@ -344,9 +417,12 @@ def agent_flow_with_compaction(context):
     data = load_flow(ROOT / "sample_data" / "flows" / "agent-tools.yml").to_dict()
     for n in data["nodes"]:
         if n["id"] == "agent":
-            n.update(model="openai/gpt-4o-mini", max_agent_steps=40,
-                     lookup_table={f"item {k}": f"shelf {k}: " + "in stock, aisle 4. " * 30 for k in range(1, 40)},
-                     memory={"strategy": "compaction", "context_size": context})
+            n.update(
+                model="openai/gpt-4o-mini",
+                max_agent_steps=40,
+                lookup_table={f"item {k}": f"shelf {k}: " + "in stock, aisle 4. " * 30 for k in range(1, 40)},
+                memory={"strategy": "compaction", "context_size": context},
+            )
     return Flow.from_dict(data)
 
 
@@ -377,12 +453,16 @@ def test_a_live_agent_run_compacts_inside_its_tool_loop_and_its_replay_agrees():
     # The stored turn replayed afterwards makes the same checks at the same requests, without asking again.
     asked = len(client.summary_prompts)
     conversation = record_conversation(state, record)
-    replay = Replay(conversation, MemoryConfig(strategy="compaction", model="openai/gpt-4o-mini", context_size=2000),
-                    system_prompt=flow.node("agent").data["system_prompt"],
-                    summarizer=ModelSectionSummarizer(client, "openai/gpt-4o-mini"))
+    replay = Replay(
+        conversation,
+        MemoryConfig(strategy="compaction", model="openai/gpt-4o-mini", context_size=2000),
+        system_prompt=flow.node("agent").data["system_prompt"],
+        summarizer=ModelSectionSummarizer(client, "openai/gpt-4o-mini"),
+    )
     replayed = replay.ledger(1).compactions
-    assert [(c["request"], c["tiers"], c["cleared"]) for c in replayed] == \
-        [(c["request"], c["tiers"], c["cleared"]) for c in agent.ledger.compactions]
+    assert [(c["request"], c["tiers"], c["cleared"]) for c in replayed] == [
+        (c["request"], c["tiers"], c["cleared"]) for c in agent.ledger.compactions
+    ]
     assert len(client.summary_prompts) == asked
 
 
@@ -392,15 +472,21 @@ def record_conversation(state, record):
 
 # -- findings -------------------------------------------------------------------------------------------
 
+
 def test_findings_name_the_pile_up_and_the_re_summarised_first_message_where_the_harness_shows_them():
     from core.analysis.findings import FIRST_MESSAGE_RESUMMARISED, SUMMARY_PILE_UP, compaction_findings, turn_namer
 
     fixture, theirs = FIXTURES["reloads"](), reference("reloads")
     conversation = recorded(fixture, simulate(fixture)["usage"])
-    replay = Replay(conversation, MemoryConfig(strategy="compaction", context_size=fixture["context_window"]),
-                    summarizer=FixtureSummarizer(fixture["summary_chars"]))
-    found = {f.kind: f for f in compaction_findings("Agent", [replay.ledger(n) for n in range(1, 15)],
-                                                        name=turn_namer(conversation))}
+    replay = Replay(
+        conversation,
+        MemoryConfig(strategy="compaction", context_size=fixture["context_window"]),
+        summarizer=FixtureSummarizer(fixture["summary_chars"]),
+    )
+    found = {
+        f.kind: f
+        for f in compaction_findings("Agent", [replay.ledger(n) for n in range(1, 15)], name=turn_namer(conversation))
+    }
     piled_turn = next(s["turn"] for s in theirs["steps"] if s["step"] == 0 and summaries_in(s["messages"]) >= 2)
     assert found[SUMMARY_PILE_UP].turn == piled_turn
     assert "A summary of a summary is still in “Agent”'s history" in found[SUMMARY_PILE_UP].text
@@ -433,23 +519,31 @@ def test_a_flow_run_finding_says_compaction_fired_inside_the_tool_loop_at_step_k
     state = ConversationState.new(flow)
     record = run_turn(flow, state, "Please check every item.", llm=LongLookupModel(calls=30))
     k = record.node_run("agent").ledger.compactions[0]["request"]
-    found = [f for f in run_findings(flow, state.apply(record).conversation, [record])
-             if f.kind == COMPACTION_IN_TOOL_LOOP]
+    found = [
+        f for f in run_findings(flow, state.apply(record).conversation, [record]) if f.kind == COMPACTION_IN_TOOL_LOOP
+    ]
     assert len(found) == 1 and found[0].turn == 1 and found[0].node_id == "agent"
     assert found[0].text.startswith(f"Compaction fired inside the tool loop at step {k} of turn 1:")
 
 
 # -- the summarisers ----------------------------------------------------------------------------------
 
+
 def test_the_summariser_reads_tool_output_cut_to_500_characters_and_no_earlier_summary_text():
     from core.memory.strategies.shipped_compaction import folded_messages
 
-    groups = [Group(REQUEST, (Part(SYSTEM, SUMMARY_HEADER + "old"), Part(USER, "first"))),
-              Group(RESPONSE, (Part(TOOL_CALL, '{"k": 1}', "c1", "lookup"),)),
-              Group(REQUEST, (Part(TOOL_RETURN, "x" * 501, "c1", "lookup"), Part(TOOL_RETURN, "y" * 500, "c2", "f")))]
+    groups = [
+        Group(REQUEST, (Part(SYSTEM, SUMMARY_HEADER + "old"), Part(USER, "first"))),
+        Group(RESPONSE, (Part(TOOL_CALL, '{"k": 1}', "c1", "lookup"),)),
+        Group(REQUEST, (Part(TOOL_RETURN, "x" * 501, "c1", "lookup"), Part(TOOL_RETURN, "y" * 500, "c2", "f"))),
+    ]
     lines = transcript_lines(folded_messages(groups, skip_summaries=True))
-    assert lines == ["User: first", 'Tool Call [lookup]: {"k": 1}', "Tool [lookup]: " + "x" * 500 + "...",
-                     "Tool [f]: " + "y" * 500]
+    assert lines == [
+        "User: first",
+        'Tool Call [lookup]: {"k": 1}',
+        "Tool [lookup]: " + "x" * 500 + "...",
+        "Tool [f]: " + "y" * 500,
+    ]
     assert transcript_lines(folded_messages(groups, skip_summaries=False))[0] == "System: " + SUMMARY_HEADER + "old"
     nameless = to_groups([Message("tool", "done", TOOL_RESULT, 1)])
     assert transcript_lines(folded_messages(nameless, skip_summaries=True)) == ["Tool [tool]: done"]
@@ -505,13 +599,15 @@ def test_the_offline_summary_fills_difys_sections_from_the_folded_messages_at_a_
 
 
 def test_reported_usage_survives_the_report_round_trip_and_bad_usage_is_refused_in_one_line():
-    from core.report.errors import ReportError
     from core.report.bundle import conversation_from_json, conversation_to_json
+    from core.report.errors import ReportError
 
     fixture = FIXTURES["parallel_tools"]()
     conversation = recorded(fixture, simulate(fixture)["usage"])
     back = conversation_from_json(conversation_to_json(conversation))
-    assert [m.usage for t in back.turns for m in t.messages] == [m.usage for t in conversation.turns for m in t.messages]
+    assert [m.usage for t in back.turns for m in t.messages] == [
+        m.usage for t in conversation.turns for m in t.messages
+    ]
     data = conversation_to_json(conversation)
     data["turns"][0]["messages"][1]["usage"] = ["many", 3]
     with pytest.raises(ReportError, match=r"conversation\.turns\[0\]\.messages\[1\]\.usage: must be \[input tokens"):
@@ -529,23 +625,36 @@ def test_the_agent_panel_names_the_compaction_before_the_step_that_followed_it()
     first = run["ledger"]["compactions"][0]
     frame = steps_frame(run["steps"])
     row = frame[frame["step"] == first["request"]].iloc[0]
-    assert row["compaction before"] == (f"estimated {first['estimate']:,} > target {first['target']:,} "
-                                        f"(usage-anchored): cleared {len(first['cleared'])} tool result(s)")
+    assert row["compaction before"] == (
+        f"estimated {first['estimate']:,} > target {first['target']:,} "
+        f"(usage-anchored): cleared {len(first['cleared'])} tool result(s)"
+    )
     assert frame[frame["step"] == first["request"] - 1].iloc[0]["compaction before"] == ""
 
 
 def test_a_check_records_every_fact_of_its_decision():
     history = [Group(REQUEST, (Part(USER, "first question"),))]
     for k in range(15):
-        history += [Group(RESPONSE, (Part(TEXT, "t" * 200), Part(TOOL_CALL, "{}", f"c{k}", "f"))),
-                    Group(REQUEST, (Part(TOOL_RETURN, "r" * 400, f"c{k}", "f"),))]
+        history += [
+            Group(RESPONSE, (Part(TEXT, "t" * 200), Part(TOOL_CALL, "{}", f"c{k}", "f"))),
+            Group(REQUEST, (Part(TOOL_RETURN, "r" * 400, f"c{k}", "f"),)),
+        ]
     out, event = Compactor(1000, 0, lambda m, p: "s").before_request(history)
     assert event.to_dict() == {
-        "estimate": heuristic_tokens(history), "estimated_by": BY_CHARS, "target": 800,
-        "tiers": ["clear_tool_results", "summarize"], "cleared": [f"c{k}" for k in range(12)],
-        "folded": len(history) - 20, "final_estimate": event.final_estimate, "still_over": event.final_estimate > 800,
-        "messages_before": len(history), "messages_after": len(out), "summaries": 1, "first_user_resent": True,
-        "summary": "s"}
+        "estimate": heuristic_tokens(history),
+        "estimated_by": BY_CHARS,
+        "target": 800,
+        "tiers": ["clear_tool_results", "summarize"],
+        "cleared": [f"c{k}" for k in range(12)],
+        "folded": len(history) - 20,
+        "final_estimate": event.final_estimate,
+        "still_over": event.final_estimate > 800,
+        "messages_before": len(history),
+        "messages_after": len(out),
+        "summaries": 1,
+        "first_user_resent": True,
+        "summary": "s",
+    }
     assert event.final_estimate == heuristic_tokens(history) - (heuristic_tokens(history) - heuristic_tokens(out))
     assert len(out) == 22 and event.still_over  # still over the target: nothing more happens
 
@@ -581,15 +690,22 @@ def test_with_no_known_context_window_the_shipped_profile_never_compacts():
 def test_the_receipt_names_the_target_the_estimate_and_the_tiers_of_the_first_request():
     fixture = FIXTURES["reloads"]()
     conversation = recorded(fixture, simulate(fixture)["usage"])
-    replay = Replay(conversation, MemoryConfig(strategy="compaction", context_size=1500, max_tokens=400),
-                    summarizer=FixtureSummarizer(240))
-    ledger = next(replay.ledger(n) for n in range(1, 15) if replay.ledger(n).compactions
-                  and replay.ledger(n).compactions[0]["request"] == 1)
+    replay = Replay(
+        conversation,
+        MemoryConfig(strategy="compaction", context_size=1500, max_tokens=400),
+        summarizer=FixtureSummarizer(240),
+    )
+    ledger = next(
+        replay.ledger(n)
+        for n in range(1, 15)
+        if replay.ledger(n).compactions and replay.ledger(n).compactions[0]["request"] == 1
+    )
     first = ledger.compactions[0]
     assert ledger.budget_note == (
         f"Dify 1.17 as shipped: compaction target 1,100 for the whole request (80% of 1,500, at most context − 400 "
         f"max_tokens); estimated {first['estimate']:,} tokens (usage-anchored), compacted by "
-        f"{' then '.join(first['tiers'])} to about {first['final_estimate']:,}")
+        f"{' then '.join(first['tiers'])} to about {first['final_estimate']:,}"
+    )
     assert ledger.budget == 1100 - (ledger.prompt_tokens - ledger.history_tokens)
     quiet = replay.ledger(1)
     assert quiet.budget_note.endswith("tokens (chars/4)") and "compacted by" not in quiet.budget_note

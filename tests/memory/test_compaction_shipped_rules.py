@@ -10,21 +10,46 @@ import asyncio
 import random
 
 import pytest
-from pydantic_ai.messages import (ModelRequest, ModelResponse, SystemPromptPart, TextPart, ToolCallPart,
-                                  ToolReturnPart, UserPromptPart)
+from pydantic_ai.messages import (
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from pydantic_ai.usage import RequestUsage
 from pydantic_ai_harness.compaction import ClearToolResults
 from pydantic_ai_harness.compaction._shared import estimate_context_tokens, find_safe_cutoff, iter_tool_pairs
 
 from core.memory.config import MemoryConfig
 from core.memory.replay import Replay
-from core.memory.strategies.shipped_compaction import (BY_CHARS, BY_USAGE, REQUEST, RESPONSE, SUMMARY_HEADER, SYSTEM,
-                                                       TEXT, TOOL_CALL, TOOL_PLACEHOLDER, TOOL_RETURN, USER, Compactor,
-                                                       Group, Part, clear_tool_results, estimate, fold_cut,
-                                                       folded_messages, heuristic_tokens, target_tokens, to_groups,
-                                                       tool_pairs)
-from core.model.conversation import (ANSWER, INTERMEDIATE, QUERY, TOOL_RESULT, Conversation, Message, ToolCall,
-                                     Turn)
+from core.memory.strategies.shipped_compaction import (
+    BY_CHARS,
+    BY_USAGE,
+    REQUEST,
+    RESPONSE,
+    SUMMARY_HEADER,
+    SYSTEM,
+    TEXT,
+    TOOL_CALL,
+    TOOL_PLACEHOLDER,
+    TOOL_RETURN,
+    USER,
+    Compactor,
+    Group,
+    Part,
+    clear_tool_results,
+    estimate,
+    fold_cut,
+    folded_messages,
+    heuristic_tokens,
+    target_tokens,
+    to_groups,
+    tool_pairs,
+)
+from core.model.conversation import ANSWER, INTERMEDIATE, QUERY, TOOL_RESULT, Conversation, Message, ToolCall, Turn
 from core.model.conversation import TOOL_CALL as TOOL_CALL_KIND
 from core.model.ledger import KEPT
 from tests.memory.harness_reference import normalise as harness_normalise
@@ -46,8 +71,10 @@ def to_pydantic(groups: list[Group]) -> list:
                     parts.append(ToolReturnPart(p.name, p.content, tool_call_id=p.call_id))
             out.append(ModelRequest(parts=parts))
         else:
-            parts = [TextPart(p.content) if p.kind == TEXT else ToolCallPart(p.name, p.content, tool_call_id=p.call_id)
-                     for p in g.parts]
+            parts = [
+                TextPart(p.content) if p.kind == TEXT else ToolCallPart(p.name, p.content, tool_call_id=p.call_id)
+                for p in g.parts
+            ]
             usage = RequestUsage(input_tokens=g.usage[0], output_tokens=g.usage[1]) if g.usage else RequestUsage()
             out.append(ModelResponse(parts=parts, usage=usage))
     return out
@@ -66,8 +93,9 @@ def random_history(rng: random.Random) -> list[Group]:
             parts = []
             while pending and rng.random() < 0.7:
                 call = pending.pop(rng.randrange(len(pending)))
-                parts.append(Part(TOOL_RETURN, f"result of {call.call_id} " * rng.randint(1, 30), call.call_id,
-                                  call.name))
+                parts.append(
+                    Part(TOOL_RETURN, f"result of {call.call_id} " * rng.randint(1, 30), call.call_id, call.name)
+                )
             if rng.random() < 0.1:
                 parts.append(Part(TOOL_RETURN, "unasked", rng.choice(ids), "lookup"))
             if not parts or rng.random() < 0.2:
@@ -77,8 +105,9 @@ def random_history(rng: random.Random) -> list[Group]:
         else:
             parts = [Part(TEXT, "said " * rng.randint(0, 30))] if rng.random() < 0.6 else []
             for _ in range(rng.choice((0, 1, 1, 1, 2, 3))):
-                parts.append(Part(TOOL_CALL, '{"k": %d}' % rng.randint(0, 99), rng.choice(ids),
-                                  rng.choice(("lookup", "price"))))
+                parts.append(
+                    Part(TOOL_CALL, '{"k": %d}' % rng.randint(0, 99), rng.choice(ids), rng.choice(("lookup", "price")))
+                )
             pending += [p for p in parts if p.kind == TOOL_CALL]
             usage = None if rng.random() < 0.5 else (rng.choice((0, rng.randint(1, 5000))), rng.randint(0, 300))
             groups.append(Group(RESPONSE, tuple(parts) or (Part(TEXT, ""),), usage))
@@ -108,8 +137,7 @@ def test_the_tool_results_paired_and_cleared_are_the_harness_ones_on_any_history
             out, cleared = clear_tool_results(groups, keep)
             theirs = asyncio.run(ClearToolResults(keep_pairs=keep, max_messages=1).compact(messages, None))
             assert harness_normalise(to_pydantic(out)) == harness_normalise(theirs)
-            assert list(cleared) == [p.call_id for g, h in zip(groups, out) for p, q in zip(g.parts, h.parts)
-                                     if p != q]
+            assert list(cleared) == [p.call_id for g, h in zip(groups, out) for p, q in zip(g.parts, h.parts) if p != q]
             cleared_some += bool(cleared)
     assert cleared_some > 100
 
@@ -144,11 +172,14 @@ def test_the_target_rounds_down_and_a_full_window_trigger_still_leaves_room_for_
 
 # -- one check: the edges ------------------------------------------------------------------------------
 
+
 def tool_run(calls: int, result: str = "r" * 400) -> list[Group]:
     history = [Group(REQUEST, (Part(USER, "first question"),))]
     for k in range(calls):
-        history += [Group(RESPONSE, (Part(TOOL_CALL, "{}", f"c{k}", "f"),)),
-                    Group(REQUEST, (Part(TOOL_RETURN, result, f"c{k}", "f"),))]
+        history += [
+            Group(RESPONSE, (Part(TOOL_CALL, "{}", f"c{k}", "f"),)),
+            Group(REQUEST, (Part(TOOL_RETURN, result, f"c{k}", "f"),)),
+        ]
     return history
 
 
@@ -157,10 +188,20 @@ def test_a_check_under_the_target_records_the_history_as_it_stays():
     out, event = Compactor(100_000, 0, lambda m, p: "").before_request(history)
     assert out is history
     assert event.to_dict() == {
-        "estimate": heuristic_tokens(history), "estimated_by": BY_CHARS, "target": 80_000, "tiers": [], "cleared": [],
-        "folded": 0, "final_estimate": heuristic_tokens(history), "still_over": False,
-        "messages_before": len(history), "messages_after": len(history), "summaries": 1, "first_user_resent": False,
-        "summary": ""}
+        "estimate": heuristic_tokens(history),
+        "estimated_by": BY_CHARS,
+        "target": 80_000,
+        "tiers": [],
+        "cleared": [],
+        "folded": 0,
+        "final_estimate": heuristic_tokens(history),
+        "still_over": False,
+        "messages_before": len(history),
+        "messages_after": len(history),
+        "summaries": 1,
+        "first_user_resent": False,
+        "summary": "",
+    }
 
 
 def test_a_check_exactly_at_the_target_changes_nothing_one_token_over_clears():
@@ -183,8 +224,10 @@ def test_the_kept_tool_results_follow_the_setting():
 def test_what_clearing_frees_can_bring_the_estimate_to_zero_but_not_below():
     """The anchor (a short reply's usage) is smaller than the old results clearing frees: the
     harness's ``max(baseline - reclaimed, 0)``."""
-    history = tool_run(4, result="r" * 4000) + [Group(RESPONSE, (Part(TEXT, "ok"),), (10, 1)),
-                                                Group(REQUEST, (Part(USER, "q" * 400),))]
+    history = tool_run(4, result="r" * 4000) + [
+        Group(RESPONSE, (Part(TEXT, "ok"),), (10, 1)),
+        Group(REQUEST, (Part(USER, "q" * 400),)),
+    ]
     out, event = Compactor(100, 0, lambda m, p: pytest.fail("no summary needed")).before_request(history)
     assert (event.estimate, event.estimated_by) == (111, BY_USAGE)
     assert event.tiers == ["clear_tool_results"] and event.cleared == ("c0",)
@@ -200,16 +243,21 @@ def test_an_odd_number_of_kept_messages_moves_the_cut_older_so_a_call_keeps_its_
 
 
 def test_a_history_without_a_user_message_is_folded_with_nothing_kept_apart():
-    history = [Group(REQUEST, (Part(SYSTEM, f"note {k} " * 40),)) if k % 2 == 0 else Group(RESPONSE, (Part(TEXT, "ok"),))
-               for k in range(30)]
+    history = [
+        Group(REQUEST, (Part(SYSTEM, f"note {k} " * 40),)) if k % 2 == 0 else Group(RESPONSE, (Part(TEXT, "ok"),))
+        for k in range(30)
+    ]
     out, event = Compactor(1000, 0, lambda m, p: "s").before_request(history)
     assert event.tiers == ["summarize"] and not event.first_user_resent
     assert out == [Group(REQUEST, (Part(SYSTEM, SUMMARY_HEADER + "s"),)), *history[-20:]]
 
 
 def test_a_first_user_message_the_cut_keeps_is_not_kept_twice():
-    history = [Group(REQUEST, (Part(SYSTEM, "notes " * 600),)), Group(RESPONSE, (Part(TEXT, "ok"),)),
-               Group(REQUEST, (Part(USER, "first question"),))]
+    history = [
+        Group(REQUEST, (Part(SYSTEM, "notes " * 600),)),
+        Group(RESPONSE, (Part(TEXT, "ok"),)),
+        Group(REQUEST, (Part(USER, "first question"),)),
+    ]
     for k in range(9):
         history += [Group(RESPONSE, (Part(TEXT, f"answer {k} " * 20),)), Group(REQUEST, (Part(USER, f"q{k}"),))]
     out, event = Compactor(1000, 0, lambda m, p: "s", keep_messages=len(history) - 2).before_request(history)
@@ -219,45 +267,75 @@ def test_a_first_user_message_the_cut_keeps_is_not_kept_twice():
 
 # -- MemLens messages in and out -------------------------------------------------------------------------
 
+
 def test_memlens_messages_become_parts_that_point_back_at_them():
-    messages = [Message("system", "be brief", INTERMEDIATE, "s"), Message("tool", "done", TOOL_RESULT, 2),
-                Message("user", "hi", QUERY, 3),
-                Message("assistant", "", TOOL_CALL_KIND, 4, tool_calls=(ToolCall("c9", "f", "{}"),), usage=(5, 1))]
+    messages = [
+        Message("system", "be brief", INTERMEDIATE, "s"),
+        Message("tool", "done", TOOL_RESULT, 2),
+        Message("user", "hi", QUERY, 3),
+        Message("assistant", "", TOOL_CALL_KIND, 4, tool_calls=(ToolCall("c9", "f", "{}"),), usage=(5, 1)),
+    ]
     assert to_groups(messages, {4: (5, 1)}) == [
-        Group(REQUEST, (Part(SYSTEM, "be brief", ref="s"), Part(TOOL_RETURN, "done", "", "", ref=2),
-                        Part(USER, "hi", ref=3))),
-        Group(RESPONSE, (Part(TOOL_CALL, "{}", "c9", "f", ref=4),), (5, 1))]
+        Group(
+            REQUEST,
+            (Part(SYSTEM, "be brief", ref="s"), Part(TOOL_RETURN, "done", "", "", ref=2), Part(USER, "hi", ref=3)),
+        ),
+        Group(RESPONSE, (Part(TOOL_CALL, "{}", "c9", "f", ref=4),), (5, 1)),
+    ]
 
 
 def test_the_summariser_is_given_each_folded_part_as_a_memlens_message_pointing_at_its_source():
-    groups = [Group(REQUEST, (Part(SYSTEM, "be brief", ref=(0, 0)), Part(USER, "first", ref=(0, 1)))),
-              Group(RESPONSE, (Part(TEXT, "let me look", ref=(0, 2)), Part(TOOL_CALL, '{"k": 1}', "c1", "lookup",
-                                                                               ref=(0, 2)))),
-              Group(REQUEST, (Part(TOOL_RETURN, "x" * 501, "c1", "lookup", ref=(0, 3)), Part(USER, "more"))),
-              Group(RESPONSE, (Part(TEXT, "done"), Part(TOOL_CALL, "{}", "c2", "f"))),
-              Group(REQUEST, (Part(TOOL_RETURN, "ok", "c2", "f"), Part(SYSTEM, "note")))]
+    groups = [
+        Group(REQUEST, (Part(SYSTEM, "be brief", ref=(0, 0)), Part(USER, "first", ref=(0, 1)))),
+        Group(
+            RESPONSE, (Part(TEXT, "let me look", ref=(0, 2)), Part(TOOL_CALL, '{"k": 1}', "c1", "lookup", ref=(0, 2)))
+        ),
+        Group(REQUEST, (Part(TOOL_RETURN, "x" * 501, "c1", "lookup", ref=(0, 3)), Part(USER, "more"))),
+        Group(RESPONSE, (Part(TEXT, "done"), Part(TOOL_CALL, "{}", "c2", "f"))),
+        Group(REQUEST, (Part(TOOL_RETURN, "ok", "c2", "f"), Part(SYSTEM, "note"))),
+    ]
     assert folded_messages(groups, skip_summaries=True) == [
-        Message("system", "be brief", INTERMEDIATE, (0, 0)), Message("user", "first", QUERY, (0, 1)),
+        Message("system", "be brief", INTERMEDIATE, (0, 0)),
+        Message("user", "first", QUERY, (0, 1)),
         Message("assistant", "let me look", ANSWER, (0, 2)),
         Message("assistant", "", TOOL_CALL_KIND, (0, 2), tool_calls=(ToolCall("c1", "lookup", '{"k": 1}'),)),
         Message("tool", "x" * 500 + "...", TOOL_RESULT, (0, 3), name="lookup", tool_call_id="c1"),
-        Message("user", "more", QUERY, ""), Message("assistant", "done", ANSWER, ""),
+        Message("user", "more", QUERY, ""),
+        Message("assistant", "done", ANSWER, ""),
         Message("assistant", "", TOOL_CALL_KIND, "", tool_calls=(ToolCall("c2", "f", "{}"),)),
-        Message("tool", "ok", TOOL_RESULT, "", name="f", tool_call_id="c2"), Message("system", "note", INTERMEDIATE, "")]
+        Message("tool", "ok", TOOL_RESULT, "", name="f", tool_call_id="c2"),
+        Message("system", "note", INTERMEDIATE, ""),
+    ]
 
 
 def test_an_opening_message_before_the_first_query_is_stored_history_and_kept():
-    opening = Turn("0", None, (Message("assistant", "Welcome! Ask me anything.", ANSWER, "0:answer"),),
-                   query_index=None, answer_index=0)
-    turns = [opening] + [Turn(str(k), str(k - 1), (Message("user", f"question {k}", QUERY, f"{k}:query"),
-                                                   Message("assistant", f"answer {k}", ANSWER, f"{k}:answer")),
-                              query_index=0, answer_index=1) for k in range(1, 4)]
+    opening = Turn(
+        "0",
+        None,
+        (Message("assistant", "Welcome! Ask me anything.", ANSWER, "0:answer"),),
+        query_index=None,
+        answer_index=0,
+    )
+    turns = [opening] + [
+        Turn(
+            str(k),
+            str(k - 1),
+            (
+                Message("user", f"question {k}", QUERY, f"{k}:query"),
+                Message("assistant", f"answer {k}", ANSWER, f"{k}:answer"),
+            ),
+            query_index=0,
+            answer_index=1,
+        )
+        for k in range(1, 4)
+    ]
     ledger = Replay(Conversation("c", turns), MemoryConfig(strategy="compaction", context_size=100_000)).ledger(3)
     kept = [(e.position, e.index) for e in ledger.entries if e.reason == KEPT]
     assert (0, 0) in kept and not ledger.compactions
 
 
 # -- a live agent run with parallel calls ------------------------------------------------------------------
+
 
 def test_a_live_run_compacted_in_its_tool_loop_sends_every_result_of_a_parallel_step_with_its_call():
     import json
@@ -274,12 +352,23 @@ def test_a_live_run_compacted_in_its_tool_loop_sends_every_result_of_a_parallel_
             n = len(self.seen)
             if n > self.calls:
                 return ToolReply("All items checked.", sent, 4, model)
-            return ToolReply(f"Checking items {2 * n} and {2 * n + 1}. " * 20, sent, 30, model, tool_calls=tuple(
-                ToolCallRequest(f"call_{n}_{k}", "lookup", json.dumps({"key": f"item {2 * n + k}"})) for k in (0, 1)))
+            return ToolReply(
+                f"Checking items {2 * n} and {2 * n + 1}. " * 20,
+                sent,
+                30,
+                model,
+                tool_calls=tuple(
+                    ToolCallRequest(f"call_{n}_{k}", "lookup", json.dumps({"key": f"item {2 * n + k}"})) for k in (0, 1)
+                ),
+            )
 
     client = ParallelLookups(calls=18)
-    record = run_turn(agent_flow_with_compaction(2000), ConversationState.new(agent_flow_with_compaction(2000)),
-                      "Please check every item.", llm=client)
+    record = run_turn(
+        agent_flow_with_compaction(2000),
+        ConversationState.new(agent_flow_with_compaction(2000)),
+        "Please check every item.",
+        llm=client,
+    )
     loop = [c for c in record.node_run("agent").ledger.compactions if c["in_tool_loop"]]
     assert any("summarize" in c["tiers"] for c in loop)
     for c in loop:

@@ -98,8 +98,9 @@ def test_a_real_models_summary_is_stored_with_the_turn_and_shown_after_reopening
     loop = [(c["request"], c["tiers"], c["cleared"], c["summary"]) for c in sent.compactions if c["in_tool_loop"]]
     assert loop and any("summarize" in tiers for _, tiers, _, _ in loop)
     again = Replay(reopened.conversation(info.id), recorded, system_prompt=system_prompt, summarizer=NeverAsked())
-    assert [(c["request"], c["tiers"], c["cleared"], c["summary"]) for c in again.ledger(2).compactions
-            if c["in_tool_loop"]] == loop
+    assert [
+        (c["request"], c["tiers"], c["cleared"], c["summary"]) for c in again.ledger(2).compactions if c["in_tool_loop"]
+    ] == loop
 
 
 def test_with_the_demo_model_the_offline_summary_is_stored_the_same_way():
@@ -107,16 +108,18 @@ def test_with_the_demo_model_the_offline_summary_is_stored_the_same_way():
     flow.node("agent").data["memory"]["compaction_keep_messages"] = 4
     state = ConversationState.new(flow)
     for k in range(8):
-        record = run_turn(flow, state, f"Turn {k}: my order number is {4400 + k}. " + "Please note this. " * 12,
-                          llm=DemoClient())
+        record = run_turn(
+            flow, state, f"Turn {k}: my order number is {4400 + k}. " + "Please note this. " * 12, llm=DemoClient()
+        )
         state = state.apply(record)
     stored = [s for t in state.conversation.turns for s in stored_summaries(t.meta)]
     assert len(stored) >= 2, "the demo runs compacted more than once"
     assert {s["written_by"] for s in stored} == {SECTIONS_OFFLINE.name}
     assert all(s["summary"].startswith("## Intent") for s in stored)
     config = MemoryConfig.from_dict(record.node_run("agent").memory)
-    replay = Replay(state.conversation, config, system_prompt=flow.node("agent").data["system_prompt"],
-                    summarizer=NeverAsked())
+    replay = Replay(
+        state.conversation, config, system_prompt=flow.node("agent").data["system_prompt"], summarizer=NeverAsked()
+    )
     shown = [c["summary"] for n in range(1, 9) for c in replay.ledger(n).compactions if "summarize" in c["tiers"]]
     assert shown == [s["summary"] for s in stored]
 
@@ -129,20 +132,31 @@ def test_a_summary_is_given_back_only_for_the_same_model_and_the_same_input():
     assert key != summary_key("anthropic/claude-3-5-sonnet", folded, "")
     assert key != summary_key(MODEL, folded, "## Intent\n- earlier")
     assert key != summary_key(MODEL, [Message("user", "Ship order 8", QUERY, 1)], "")
-    turn = Turn("t1", None, (Message("user", "q", QUERY, "t1:query"),),
-                meta={SUMMARIES_META: [{"key": key, "summary": "stored", "written_by": MODEL},
-                                       {"key": 7, "summary": "damaged"}, "not an entry"]})
+    turn = Turn(
+        "t1",
+        None,
+        (Message("user", "q", QUERY, "t1:query"),),
+        meta={
+            SUMMARIES_META: [
+                {"key": key, "summary": "stored", "written_by": MODEL},
+                {"key": 7, "summary": "damaged"},
+                "not an entry",
+            ]
+        },
+    )
     conversation = Conversation("c", [turn])
-    recorded = RecordedSummaries(Replay(conversation, MemoryConfig(strategy="compaction", model=MODEL),
-                                        summarizer=SECTIONS_OFFLINE))
+    recorded = RecordedSummaries(
+        Replay(conversation, MemoryConfig(strategy="compaction", model=MODEL), summarizer=SECTIONS_OFFLINE)
+    )
     assert recorded.summarize(folded, None) == "stored" and recorded.written == []
     assert recorded.summarize(folded, "## Intent\n- earlier") != "stored", "another previous summary is another input"
     recorded.written.clear()
     other = [Message("user", "Ship order 8", QUERY, 1)]
     fresh = recorded.summarize(other, None)
     assert fresh == SECTIONS_OFFLINE.summarize(other, "")
-    assert recorded.written == [{"key": summary_key(MODEL, other, ""), "summary": fresh,
-                                 "written_by": SECTIONS_OFFLINE.name}]
+    assert recorded.written == [
+        {"key": summary_key(MODEL, other, ""), "summary": fresh, "written_by": SECTIONS_OFFLINE.name}
+    ]
     assert stored_summaries({SUMMARIES_META: "not a list"}) == [] and stored_summaries(None) == []
 
 
@@ -159,8 +173,9 @@ def test_the_stored_summaries_survive_export_and_import_and_a_bad_one_is_refused
     service.send(conv, "Please check every item.")
     bundle = json.loads(json.dumps(service.export(conv)))
     written = bundle["turns"][0][SUMMARIES_META]
-    assert written and [s["summary"] for s in written] == \
-        [s["summary"] for r in bundle["turns"][0]["node_runs"] if r["node_id"] == "agent" for s in r["summaries"]]
+    assert written and [s["summary"] for s in written] == [
+        s["summary"] for r in bundle["turns"][0]["node_runs"] if r["node_id"] == "agent" for s in r["summaries"]
+    ]
     other = ConversationService(Database(f"sqlite:///{tmp_path / 'b.db'}"))
     other.import_(bundle)
     assert stored_summaries(other.conversation(conv).turns[0].meta) == written
@@ -181,8 +196,13 @@ def test_an_llm_nodes_shipped_compaction_stores_its_summaries_with_the_turn_as_a
     override = {"llm": {"strategy": "compaction", "context_size": 300, "compaction_keep_messages": 4}}
     state = ConversationState.new(flow)
     for k in range(8):
-        record = run_turn(flow, state, f"Turn {k}: my order number is {4400 + k}. " + "Please note this. " * 12,
-                          llm=DemoClient(), node_memory_overrides=override)
+        record = run_turn(
+            flow,
+            state,
+            f"Turn {k}: my order number is {4400 + k}. " + "Please note this. " * 12,
+            llm=DemoClient(),
+            node_memory_overrides=override,
+        )
         run = record.node_run("llm")
         assert [s["summary"] for s in run.summaries or ()] == summaries_of(run.ledger.compactions)
         state = state.apply(record)

@@ -18,9 +18,18 @@ from core.io.readers.dify_messages import dify_turn
 from core.memory.config import MemoryConfig
 from core.memory.replay import Replay
 from core.memory.strategies.dify_agent import left_out
-from core.model.conversation import (AGENT_THOUGHTS, ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message,
-                                     ToolCall, Turn)
 from core.memory.words import explain
+from core.model.conversation import (
+    AGENT_THOUGHTS,
+    ANSWER,
+    QUERY,
+    TOOL_CALL,
+    TOOL_RESULT,
+    Conversation,
+    Message,
+    ToolCall,
+    Turn,
+)
 from core.model.tokens import REPLY_PRIMING, TokenCounter, model_facts
 from tests.builders import dify, linear
 
@@ -38,12 +47,25 @@ def agent_record(i: int, parent: str | None, rng: random.Random) -> dict:
     else:
         for s in range(rng.choice((0, 1, 2))):
             tools = rng.choice(("orders", "orders;weather"))
-            thoughts.append({"id": f"t{i}.{s}", "position": s + 1, "thought": rng.choice(("", "Let me check.")),
-                             "tool": tools, "tool_input": json.dumps({t: {"q": i} for t in tools.split(";")}),
-                             "observation": json.dumps({t: "row " * rng.randint(1, 40) for t in tools.split(";")})})
+            thoughts.append(
+                {
+                    "id": f"t{i}.{s}",
+                    "position": s + 1,
+                    "thought": rng.choice(("", "Let me check.")),
+                    "tool": tools,
+                    "tool_input": json.dumps({t: {"q": i} for t in tools.split(";")}),
+                    "observation": json.dumps({t: "row " * rng.randint(1, 40) for t in tools.split(";")}),
+                }
+            )
         thoughts.append({"id": f"t{i}.f", "position": len(thoughts) + 1, "thought": answer, "tool": ""})
-    return {"id": f"m{i}", "parent_message_id": parent, "query": "question " * rng.randint(1, 20),
-            "answer": answer, "agent_thoughts": thoughts, "created_at": 1_700_000_000 + i}
+    return {
+        "id": f"m{i}",
+        "parent_message_id": parent,
+        "query": "question " * rng.randint(1, 20),
+        "answer": answer,
+        "agent_thoughts": thoughts,
+        "created_at": 1_700_000_000 + i,
+    }
 
 
 def agent_conversation(n: int, seed: int, branches: bool = True) -> Conversation:
@@ -74,7 +96,7 @@ def dify_history(conv: Conversation, position: int, config: MemoryConfig) -> tup
             if not left_out(turn, m):
                 history.append(msg)
     if not config.settings.plugin_token_counting:
-        return [m.ref for m in history[len(system):]], None
+        return [m.ref for m in history[len(system) :]], None
 
     def count(msgs):  # 0 with counting off; the OpenAI plugin's list count on
         return sum(COUNTER.message(m) for m in msgs) + REPLY_PRIMING
@@ -83,7 +105,7 @@ def dify_history(conv: Conversation, position: int, config: MemoryConfig) -> tup
     context = config.context_size or model_facts(config.model).context_size
     limit = max(context - config.max_tokens - count([query]), 0) if context else 2000
     if count(history) <= limit:
-        return [m.ref for m in history[len(system):]], limit
+        return [m.ref for m in history[len(system) :]], limit
     kept = list(system)
     num = 0
     for msg in history[::-1]:
@@ -96,7 +118,7 @@ def dify_history(conv: Conversation, position: int, config: MemoryConfig) -> tup
                 kept = kept[:-num]
                 break
             num = 0
-    return [m.ref for m in kept[len(system):][::-1]], limit
+    return [m.ref for m in kept[len(system) :][::-1]], limit
 
 
 def sent_refs(ledger) -> list[str]:
@@ -107,10 +129,16 @@ def sent_refs(ledger) -> list[str]:
 def test_every_turn_sends_what_dify_agent_runner_sends(seed):
     conv = agent_conversation(40, seed)
     rng = random.Random(seed)
-    for config in (MemoryConfig(strategy="dify_agent"),
-                   MemoryConfig(strategy="dify_agent", plugin_token_counting=True,
-                                context_size=rng.randint(150, 2500), max_tokens=rng.choice((0, 100, 256))),
-                   MemoryConfig(strategy="dify_agent", plugin_token_counting=True)):
+    for config in (
+        MemoryConfig(strategy="dify_agent"),
+        MemoryConfig(
+            strategy="dify_agent",
+            plugin_token_counting=True,
+            context_size=rng.randint(150, 2500),
+            max_tokens=rng.choice((0, 100, 256)),
+        ),
+        MemoryConfig(strategy="dify_agent", plugin_token_counting=True),
+    ):
         replay = Replay(conv, config)
         summaries = {s.turn: s for s in replay.summaries()}
         for position in range(len(conv.turns)):
@@ -124,22 +152,27 @@ def test_every_turn_sends_what_dify_agent_runner_sends(seed):
 
 
 def test_the_oldest_turns_go_whole_and_the_budget_counts_the_system_message_and_the_list():
-    conv = dify([(str(i), str(i - 1) if i > 1 else None, f"q{i}", "word " * 20) for i in range(1, 7)],
-                system="You are a helpful agent.")
+    conv = dify(
+        [(str(i), str(i - 1) if i > 1 else None, f"q{i}", "word " * 20) for i in range(1, 7)],
+        system="You are a helpful agent.",
+    )
     per_turn = sum(COUNTER.message(m) for m in conv.turns[0].messages)
     system = COUNTER.chat("system", conv.system_prompt)
     query = COUNTER.message(conv.turns[5].messages[0]) + REPLY_PRIMING
     # Room for exactly three earlier turns with the system message and the list's +3; one token less: two.
     for room, kept_turns in ((3 * per_turn, [3, 4, 5]), (3 * per_turn - 1, [4, 5])):
         context = room + system + REPLY_PRIMING + query + 50
-        ledger = Replay(conv, MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=context,
-                                           max_tokens=50)).ledger(6)
+        ledger = Replay(
+            conv, MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=context, max_tokens=50)
+        ).ledger(6)
         assert ledger.budget == context - 50 - query
         assert sorted({e.turn for e in ledger.entries if e.kept}) == kept_turns
         assert {e.reason for e in ledger.entries if not e.kept} == {"over_budget"}
-        assert ledger.budget_note == (f"{context:,} context − 50 max_tokens − {query} query (counted as a list); the "
-                                      f"system message ({system}) and the history are counted as one list (+3) and "
-                                      f"cut by whole turns, newest first")
+        assert ledger.budget_note == (
+            f"{context:,} context − 50 max_tokens − {query} query (counted as a list); the "
+            f"system message ({system}) and the history are counted as one list (+3) and "
+            f"cut by whole turns, newest first"
+        )
 
 
 def test_a_newest_turn_too_long_on_its_own_leaves_no_history():
@@ -158,16 +191,18 @@ def test_counting_off_sends_the_whole_thread_with_no_row_cap():
     ledger = Replay(conv, MemoryConfig(strategy="dify_agent")).ledger(520)
     assert len(sent_refs(ledger)) == 2 * 519
     assert ledger.budget is None
-    assert ledger.budget_note == ("plugin token counting is off (Dify ships it off), so the agent's history is never "
-                                  "pruned by tokens")
+    assert ledger.budget_note == (
+        "plugin token counting is off (Dify ships it off), so the agent's history is never pruned by tokens"
+    )
     # Dify's LLM-node memory fetches 500 rows, the current turn's among them.
     assert len(sent_refs(Replay(conv, MemoryConfig()).ledger(520))) == 2 * 499
 
 
 def test_no_context_size_means_a_budget_of_2000():
     conv = linear(3)
-    ledger = Replay(conv, MemoryConfig(strategy="dify_agent", model="unknown/model", plugin_token_counting=True)
-                    ).ledger(3)
+    ledger = Replay(
+        conv, MemoryConfig(strategy="dify_agent", model="unknown/model", plugin_token_counting=True)
+    ).ledger(3)
     assert ledger.budget == 2000
     assert ledger.budget_note.startswith("context size of unknown/model unknown: Dify's default budget of 2,000 tokens")
 
@@ -175,27 +210,68 @@ def test_no_context_size_means_a_budget_of_2000():
 def test_an_empty_answer_is_left_out_only_from_a_turn_without_agent_thoughts():
     step = Message("assistant", "", TOOL_CALL, "2:call", tool_calls=(ToolCall("c", "orders", "{}"),))
     turns = [
-        Turn("1", None, (Message("user", "q1", QUERY, "1:query"), Message("assistant", "", ANSWER, "1:answer")),
-             answer_index=1),
+        Turn(
+            "1",
+            None,
+            (Message("user", "q1", QUERY, "1:query"), Message("assistant", "", ANSWER, "1:answer")),
+            answer_index=1,
+        ),
         # A logged run whose only thought was empty: Dify sends that empty thought.
-        Turn("2", "1", (Message("user", "q2", QUERY, "2:query"), Message("assistant", "", ANSWER, "2:answer")),
-             answer_index=1, meta={AGENT_THOUGHTS: 1}),
+        Turn(
+            "2",
+            "1",
+            (Message("user", "q2", QUERY, "2:query"), Message("assistant", "", ANSWER, "2:answer")),
+            answer_index=1,
+            meta={AGENT_THOUGHTS: 1},
+        ),
         # A recorded run with a tool step and an empty answer: its steps are thoughts too.
-        Turn("3", "2", (Message("user", "q3", QUERY, "3:query"), step,
-                        Message("tool", "ok", TOOL_RESULT, "3:result", tool_call_id="c"),
-                        Message("assistant", "", ANSWER, "3:answer")), answer_index=3),
-        Turn("4", "3", (Message("user", "q4", QUERY, "4:query"), Message("assistant", "fine", ANSWER, "4:answer")),
-             answer_index=1),
+        Turn(
+            "3",
+            "2",
+            (
+                Message("user", "q3", QUERY, "3:query"),
+                step,
+                Message("tool", "ok", TOOL_RESULT, "3:result", tool_call_id="c"),
+                Message("assistant", "", ANSWER, "3:answer"),
+            ),
+            answer_index=3,
+        ),
+        Turn(
+            "4",
+            "3",
+            (Message("user", "q4", QUERY, "4:query"), Message("assistant", "fine", ANSWER, "4:answer")),
+            answer_index=1,
+        ),
         Turn("5", "4", (Message("user", "q5", QUERY, "5:query"),), answer_index=None),
     ]
     conv = Conversation(id="c", turns=turns)
     ledger = Replay(conv, MemoryConfig(strategy="dify_agent")).ledger(5)
     assert {e.ref: e.reason for e in ledger.entries} == {
-        "1:query": "kept", "1:answer": "empty", "2:query": "kept", "2:answer": "kept", "3:query": "kept",
-        "2:call": "kept", "3:result": "kept", "3:answer": "kept", "4:query": "kept", "4:answer": "kept"}
+        "1:query": "kept",
+        "1:answer": "empty",
+        "2:query": "kept",
+        "2:answer": "kept",
+        "3:query": "kept",
+        "2:call": "kept",
+        "3:result": "kept",
+        "3:answer": "kept",
+        "4:query": "kept",
+        "4:answer": "kept",
+    }
     assert ledger.history_tokens == sum(e.tokens for e in ledger.entries if e.kept)
     assert [left_out(t, i) for t in turns for i in range(len(t.messages))] == [
-        False, True, False, False, False, False, False, False, False, False, False]
+        False,
+        True,
+        False,
+        False,
+        False,
+        False,
+        False,
+        False,
+        False,
+        False,
+        False,
+    ]
 
 
 def test_an_over_budget_turn_with_a_left_out_answer_is_over_budget_and_the_oldest_kept_turn_skips_it():
@@ -203,8 +279,13 @@ def test_an_over_budget_turn_with_a_left_out_answer_is_over_budget_and_the_oldes
     replay = Replay(conv, MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=120))
     ledger = replay.ledger(4)
     assert [(e.ref, e.reason) for e in ledger.entries] == [
-        ("1:query", "over_budget"), ("1:answer", "over_budget"), ("2:query", "kept"), ("2:answer", "empty"),
-        ("3:query", "kept"), ("3:answer", "kept")]
+        ("1:query", "over_budget"),
+        ("1:answer", "over_budget"),
+        ("2:query", "kept"),
+        ("2:answer", "empty"),
+        ("3:query", "kept"),
+        ("3:answer", "kept"),
+    ]
     summary = replay.summaries()[-1]
     assert (summary.kept, summary.dropped, summary.oldest_kept_turn) == (3, 3, 2)
     # The left-out answer is the only message of the window's oldest turn after its query.
@@ -214,16 +295,30 @@ def test_an_over_budget_turn_with_a_left_out_answer_is_over_budget_and_the_oldes
 
 
 def test_other_branches_are_not_sent_and_each_branch_keeps_its_own_sums():
-    conv = dify([("1", None, "q1", "a1"), ("2", "1", "q2", ""), ("3", "1", "q3", "a3"), ("4", "3", "q4", "a4"),
-                 ("5", "2", "q5", "a5")])
+    conv = dify(
+        [
+            ("1", None, "q1", "a1"),
+            ("2", "1", "q2", ""),
+            ("3", "1", "q3", "a3"),
+            ("4", "3", "q4", "a4"),
+            ("5", "2", "q5", "a5"),
+        ]
+    )
     replay = Replay(conv, MemoryConfig(strategy="dify_agent"))
     assert [(e.ref, e.reason) for e in replay.ledger(5).entries] == [
-        ("1:query", "kept"), ("1:answer", "kept"), ("2:query", "kept"), ("2:answer", "empty"),
-        ("3:query", "other_branch"), ("3:answer", "other_branch"), ("4:query", "other_branch"),
-        ("4:answer", "other_branch")]
+        ("1:query", "kept"),
+        ("1:answer", "kept"),
+        ("2:query", "kept"),
+        ("2:answer", "empty"),
+        ("3:query", "other_branch"),
+        ("3:answer", "other_branch"),
+        ("4:query", "other_branch"),
+        ("4:answer", "other_branch"),
+    ]
     assert [(s.turn, s.kept, s.history_tokens) for s in replay.summaries()] == [
         (s.turn, len(sent_refs(replay.ledger(s.turn))), replay.ledger(s.turn).history_tokens)
-        for s in replay.summaries()]
+        for s in replay.summaries()
+    ]
     assert [s.kept for s in replay.summaries()] == [0, 2, 2, 4, 3]
 
 
@@ -238,8 +333,9 @@ def test_label_and_reasons_in_words():
     assert explain(entry, {"strategy": "dify_agent"}) == "token budget: older turns pruned whole"
     assert explain(entry, {"strategy": "dify", "budget": 5}) == "token budget 5: oldest pruned"
     empty = Replay(dify([("1", None, "q1", ""), ("2", "1", "q2", "")]), MemoryConfig(strategy="dify_agent")).ledger(2)
-    assert explain(empty.entries[1], empty.config) == ("empty answer of a run with no agent step: Dify's agent history "
-                                                       "leaves it out")
+    assert explain(empty.entries[1], empty.config) == (
+        "empty answer of a run with no agent step: Dify's agent history leaves it out"
+    )
     assert explain(empty.entries[1], {"strategy": "dify"}) == "empty message, dropped before the call"
 
 
@@ -250,8 +346,12 @@ def test_the_random_agent_conversations_meet_every_reason():
     for seed in range(12):
         conv = agent_conversation(40, seed)
         rng = random.Random(seed)
-        config = MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=rng.randint(150, 2500),
-                              max_tokens=rng.choice((0, 100, 256)))
+        config = MemoryConfig(
+            strategy="dify_agent",
+            plugin_token_counting=True,
+            context_size=rng.randint(150, 2500),
+            max_tokens=rng.choice((0, 100, 256)),
+        )
         replay = Replay(conv, config)
         reasons |= {e.reason for p in range(len(conv.turns)) for e in replay.ledger_at(p).entries}
     assert reasons == {"kept", "over_budget", "empty", "other_branch"}
@@ -279,11 +379,14 @@ def test_the_sample_agent_log_loses_its_first_turn_whole_on_a_small_context():
     ledger = Replay(conv, config).ledger(5)
     assert {e.turn: e.reason for e in ledger.entries if e.turn == 1} == {1: "over_budget"}
     assert [e.reason for e in ledger.entries if e.turn == 1] == ["over_budget"] * 4
-    assert [(e.ref, e.reason) for e in ledger.entries if e.turn == 3] == [("msg-3:query", "kept"),
-                                                                          ("msg-3:answer", "empty")]
+    assert [(e.ref, e.reason) for e in ledger.entries if e.turn == 3] == [
+        ("msg-3:query", "kept"),
+        ("msg-3:answer", "empty"),
+    ]
     assert sent_refs(ledger) == dify_history(conv, conv.index_of("msg-5"), config)[0]
-    assert "Priya" not in " ".join(conv.turns[p].messages[i].content for p, i in
-                                   ((e.position, e.index) for e in ledger.entries if e.kept))
+    assert "Priya" not in " ".join(
+        conv.turns[p].messages[i].content for p, i in ((e.position, e.index) for e in ledger.entries if e.kept)
+    )
     # Dify's LLM-node memory, with queries and answers only, would still send turn 1 and its name.
     shipped = Replay(conv, MemoryConfig(plugin_token_counting=True, context_size=560, max_tokens=256)).ledger(5)
     assert [e.ref for e in shipped.entries if e.kept][:2] == ["msg-1:query", "msg-1:answer"]
@@ -293,24 +396,40 @@ def test_turns_with_no_query_and_a_budget_with_no_room():
     """Turns that are only an empty answer (openers that failed) are left out whole, so the oldest
     turn sent is the next one; a turn with no query has no query to count; max_tokens over the
     context leaves a budget of 0 and no history."""
-    def opener(tid, parent):
-        return Turn(tid, parent, (Message("assistant", "", ANSWER, f"{tid}:answer"),), query_index=None,
-                    answer_index=0)
 
-    rows = [opener("1", None), opener("2", "1"), opener("3", "2"),
-            Turn("4", "3", (Message("user", "q4", QUERY, "4:query"), Message("assistant", "a4", ANSWER, "4:answer")),
-                 answer_index=1), opener("5", "4"),
-            Turn("6", "5", (Message("user", "q6", QUERY, "6:query"),), answer_index=None)]
+    def opener(tid, parent):
+        return Turn(tid, parent, (Message("assistant", "", ANSWER, f"{tid}:answer"),), query_index=None, answer_index=0)
+
+    rows = [
+        opener("1", None),
+        opener("2", "1"),
+        opener("3", "2"),
+        Turn(
+            "4",
+            "3",
+            (Message("user", "q4", QUERY, "4:query"), Message("assistant", "a4", ANSWER, "4:answer")),
+            answer_index=1,
+        ),
+        opener("5", "4"),
+        Turn("6", "5", (Message("user", "q6", QUERY, "6:query"),), answer_index=None),
+    ]
     conv = Conversation(id="c", turns=rows)
     config = MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=500)
     replay = Replay(conv, config)
     query = COUNTER.message(rows[3].messages[0]) + REPLY_PRIMING
     assert [tuple(s) for s in replay.summaries()] == [
-        (3, 0, 3, 0, 0, query, 500 - query, None), (5, 2, 4, 0, 12, query + 12, 500 - query, 3)]
+        (3, 0, 3, 0, 0, query, 500 - query, None),
+        (5, 2, 4, 0, 12, query + 12, 500 - query, 3),
+    ]
     ledger = replay.ledger(5)
     assert [(e.ref, e.reason) for e in ledger.entries] == [
-        ("1:answer", "empty"), ("2:answer", "empty"), ("3:answer", "empty"), ("4:query", "kept"), ("4:answer", "kept"),
-        ("5:answer", "empty")]
+        ("1:answer", "empty"),
+        ("2:answer", "empty"),
+        ("3:answer", "empty"),
+        ("4:query", "kept"),
+        ("4:answer", "kept"),
+        ("5:answer", "empty"),
+    ]
     assert ledger.context_size == 500
     # A turn with no query (an opener's own call) counts no query: only the empty list's +3.
     assert replay.ledger_at(1).budget == 500 - REPLY_PRIMING
@@ -339,5 +458,6 @@ def test_the_finding_for_silent_pruning_says_what_the_agent_app_drops():
     assert finding.detail == (
         "Dify's Agent app drops the oldest whole turns — their tool calls and results too — while the system message "
         "and the history are over its budget (with plugin token counting on: context size − max_tokens − the query) "
-        "and nothing in the run says so. Raise the context size or lower max_tokens, or keep tool results short.")
+        "and nothing in the run says so. Raise the context size or lower max_tokens, or keep tool results short."
+    )
     assert findings_for(conv, [NamedConfig("off", config.with_(plugin_token_counting=False))]) == []

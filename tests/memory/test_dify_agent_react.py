@@ -27,8 +27,18 @@ import pytest
 from core.memory.config import MemoryConfig
 from core.memory.entries import history_of
 from core.memory.replay import Replay
-from core.model.conversation import (AGENT_THOUGHTS, ANSWER, INTERMEDIATE, QUERY, TOOL_CALL, TOOL_RESULT, Conversation,
-                                     Message, ToolCall, Turn)
+from core.model.conversation import (
+    AGENT_THOUGHTS,
+    ANSWER,
+    INTERMEDIATE,
+    QUERY,
+    TOOL_CALL,
+    TOOL_RESULT,
+    Conversation,
+    Message,
+    ToolCall,
+    Turn,
+)
 from core.model.tokens import REPLY_PRIMING, model_facts
 from tests.memory.test_dify_agent import COUNTER, agent_conversation, thread_of
 
@@ -122,8 +132,14 @@ def message_tokens(role: str, content: str) -> int:
     return COUNTER.message(Message(role, content, "", ""))
 
 
-def react_history(conv: Conversation, position: int, *, plugin_token_counting: bool = False,
-                  context_size: int | None = None, max_tokens: int = 0) -> tuple[list[tuple[str, str]], int]:
+def react_history(
+    conv: Conversation,
+    position: int,
+    *,
+    plugin_token_counting: bool = False,
+    context_size: int | None = None,
+    max_tokens: int = 0,
+) -> tuple[list[tuple[str, str]], int]:
     """What the ReAct runner sends as history for the turn at ``position``, and its tokens."""
     result = scratchpad_history(function_calling_history(conv, position))
 
@@ -185,55 +201,109 @@ ASKED = ("user", "Where is order 7?")
 
 
 def _cases() -> dict[str, tuple[Conversation, list[tuple[str, str]]]]:
-    no_thoughts = Turn("2", "1", (Message("user", "Thanks!", QUERY, "2:query"),
-                                  Message("assistant", "", ANSWER, "2:answer")), answer_index=1)
+    no_thoughts = Turn(
+        "2",
+        "1",
+        (Message("user", "Thanks!", QUERY, "2:query"), Message("assistant", "", ANSWER, "2:answer")),
+        answer_index=1,
+    )
     # Pydantic takes a dict or a str as the action's input: any other JSON value, or no JSON, is no action.
-    refused = {f"arguments {args} make no action": (two_turns(("Let me look.", [("lookup", args, "row")])),
-                                                    [ASKED, ("assistant", "Final Answer: Let me look.")])
-               for args in ("7", "2.5", "null", "true", "not json", "")}
-    return {**refused,
+    refused = {
+        f"arguments {args} make no action": (
+            two_turns(("Let me look.", [("lookup", args, "row")])),
+            [ASKED, ("assistant", "Final Answer: Let me look.")],
+        )
+        for args in ("7", "2.5", "null", "true", "not json", "")
+    }
+    return {
+        **refused,
         "a tool step: thought, action and observation; the final answer is not sent": (
             two_turns(("Let me check.", [LOOKUP])),
-            [ASKED, ("assistant", "Thought: Let me check.\n\n" + LOOKUP_ACTION + "Observation: shipped\n\n")]),
+            [ASKED, ("assistant", "Thought: Let me check.\n\n" + LOOKUP_ACTION + "Observation: shipped\n\n")],
+        ),
         "an answer with no step is the final answer": (
             Conversation(id="c", turns=[run("1", None, "Hi, I'm Dana.", final="Hi Dana."), asking("2", "1")]),
-            [("user", "Hi, I'm Dana."), ("assistant", "Final Answer: Hi Dana.")]),
+            [("user", "Hi, I'm Dana."), ("assistant", "Final Answer: Hi Dana.")],
+        ),
         "a first step with no text thinks about how to help": (
             two_turns(("", [LOOKUP])),
-            [ASKED, ("assistant", f"Thought: {NO_TEXT}\n\n" + LOOKUP_ACTION + "Observation: shipped\n\n")]),
+            [ASKED, ("assistant", f"Thought: {NO_TEXT}\n\n" + LOOKUP_ACTION + "Observation: shipped\n\n")],
+        ),
         "two tool steps: the first step's text, the second step's call, the last result": (
-            two_turns(("Let me check.", [LOOKUP]), ("Now the carrier.", [("track", '{"order": 7, "by": "DHL"}',
-                                                                          "in Leipzig")]), final="In Leipzig."),
-            [ASKED, ("assistant", 'Thought: Let me check.\n\nAction: {"action": "track", "action_input": {"order": 7, '
-                                  '"by": "DHL"}}\n\nObservation: in Leipzig\n\n')]),
+            two_turns(
+                ("Let me check.", [LOOKUP]),
+                ("Now the carrier.", [("track", '{"order": 7, "by": "DHL"}', "in Leipzig")]),
+                final="In Leipzig.",
+            ),
+            [
+                ASKED,
+                (
+                    "assistant",
+                    'Thought: Let me check.\n\nAction: {"action": "track", "action_input": {"order": 7, '
+                    '"by": "DHL"}}\n\nObservation: in Leipzig\n\n',
+                ),
+            ],
+        ),
         "two calls in one step: the first call, the last result": (
             two_turns(("Both.", [LOOKUP, ("weather", '{"city": "Leipzig"}', "rain")])),
-            [ASKED, ("assistant", "Thought: Both.\n\n" + LOOKUP_ACTION + "Observation: rain\n\n")]),
+            [ASKED, ("assistant", "Thought: Both.\n\n" + LOOKUP_ACTION + "Observation: rain\n\n")],
+        ),
         "arguments are dumped again with json's defaults (ASCII escapes, spaces)": (
             two_turns(("", [("weather", '{"city":"Zürich","days":[1,2]}', "sunny")])),
-            [ASKED, ("assistant", f"Thought: {NO_TEXT}\n\n" + 'Action: {"action": "weather", "action_input": '
-                                  '{"city": "Z\\u00fcrich", "days": [1, 2]}}\n\nObservation: sunny\n\n')]),
+            [
+                ASKED,
+                (
+                    "assistant",
+                    f"Thought: {NO_TEXT}\n\n" + 'Action: {"action": "weather", "action_input": '
+                    '{"city": "Z\\u00fcrich", "days": [1, 2]}}\n\nObservation: sunny\n\n',
+                ),
+            ],
+        ),
         "arguments that are a JSON string are an action": (
             two_turns(("Let me check.", [("lookup", '"order 7"', "shipped")])),
-            [ASKED, ("assistant", 'Thought: Let me check.\n\nAction: {"action": "lookup", "action_input": "order 7"}'
-                                  "\n\nObservation: shipped\n\n")]),
+            [
+                ASKED,
+                (
+                    "assistant",
+                    'Thought: Let me check.\n\nAction: {"action": "lookup", "action_input": "order 7"}'
+                    "\n\nObservation: shipped\n\n",
+                ),
+            ],
+        ),
         "arguments that are a JSON list make no action: the final answer is the first text": (
             two_turns(("Let me look.", [("lookup", "[7, 8]", "two rows")]), final="Both shipped."),
-            [ASKED, ("assistant", "Final Answer: Let me look.")]),
+            [ASKED, ("assistant", "Final Answer: Let me look.")],
+        ),
         "a later call that does not parse keeps the earlier action, the observation is the last result": (
             two_turns(("Let me check.", [LOOKUP]), ("And 8.", [("lookup", "[8]", "pending")])),
-            [ASKED, ("assistant", "Thought: Let me check.\n\n" + LOOKUP_ACTION + "Observation: pending\n\n")]),
+            [ASKED, ("assistant", "Thought: Let me check.\n\n" + LOOKUP_ACTION + "Observation: pending\n\n")],
+        ),
         "a tool named Final Answer as the last call makes the scratchpad final": (
             two_turns(("Let me check.", [LOOKUP]), ("Done.", [("Final Answer", '{"text": "It shipped."}', "")])),
-            [ASKED, ("assistant", "Final Answer: Let me check.")]),
+            [ASKED, ("assistant", "Final Answer: Let me check.")],
+        ),
         "an empty tool result is no observation": (
             two_turns(("Let me check.", [("lookup", '{"id": 7}', "")])),
-            [ASKED, ("assistant", "Thought: Let me check.\n\n" + LOOKUP_ACTION)]),
+            [ASKED, ("assistant", "Thought: Let me check.\n\n" + LOOKUP_ACTION)],
+        ),
         "rounds: an empty answer of a turn with no thoughts is left out, an empty final thought is not": (
-            Conversation(id="c", turns=[run("1", None, "Hi, I'm Dana.", final="Hi Dana."), no_thoughts,
-                                        run("3", "2", "Bye.", final=""), asking("4", "3")]),
-            [("user", "Hi, I'm Dana."), ("assistant", "Final Answer: Hi Dana."), ("user", "Thanks!"),
-             ("user", "Bye."), ("assistant", "Final Answer: ")]),
+            Conversation(
+                id="c",
+                turns=[
+                    run("1", None, "Hi, I'm Dana.", final="Hi Dana."),
+                    no_thoughts,
+                    run("3", "2", "Bye.", final=""),
+                    asking("4", "3"),
+                ],
+            ),
+            [
+                ("user", "Hi, I'm Dana."),
+                ("assistant", "Final Answer: Hi Dana."),
+                ("user", "Thanks!"),
+                ("user", "Bye."),
+                ("assistant", "Final Answer: "),
+            ],
+        ),
     }
 
 
@@ -267,7 +337,11 @@ def test_the_ledger_says_which_messages_the_scratchpad_rewrote_and_which_it_left
     sent, ledger = sent_by_strategy(conv, 1)
     assert sent == expected
     assert {e.ref: e.reason for e in ledger.entries} == {
-        "1:query": "kept", "1:thought1": "rewritten", "1:observation1.1": "rewritten", "1:answer": "omitted"}
+        "1:query": "kept",
+        "1:thought1": "rewritten",
+        "1:observation1.1": "rewritten",
+        "1:answer": "omitted",
+    }
     assert [s.origin for s in ledger.synthetic] == ["scratchpad"]
 
 
@@ -286,9 +360,11 @@ def test_the_oracle_keeps_the_newest_rounds_that_fit_with_the_system_message_and
     per_round = sum(message_tokens(*m) for m in rounds[0])
     prompt = message_tokens("system", conv.system_prompt) + message_tokens("user", "And now?") + REPLY_PRIMING
     # Room for two rounds and the list's +3: rounds 3 and 4; one token less: round 4 alone; none: nothing.
-    for room, kept in ((2 * per_round + REPLY_PRIMING, rounds[2] + rounds[3]),
-                       (2 * per_round + REPLY_PRIMING - 1, rounds[3]),
-                       (per_round + REPLY_PRIMING - 1, [])):
+    for room, kept in (
+        (2 * per_round + REPLY_PRIMING, rounds[2] + rounds[3]),
+        (2 * per_round + REPLY_PRIMING - 1, rounds[3]),
+        (per_round + REPLY_PRIMING - 1, []),
+    ):
         context = room + prompt + 300
         sent, tokens = react_history(conv, 4, plugin_token_counting=True, context_size=context, max_tokens=300)
         assert sent == kept
@@ -301,8 +377,10 @@ def test_the_oracle_keeps_the_newest_rounds_that_fit_with_the_system_message_and
     # No system prompt: nothing of it is counted, so the room is the system message's larger.
     bare = answered(4, system="")
     room = 2 * per_round + REPLY_PRIMING + message_tokens("system", conv.system_prompt) - 1
-    assert react_history(bare, 4, plugin_token_counting=True, context_size=room + prompt, max_tokens=0)[0] == \
-        rounds[2] + rounds[3]
+    assert (
+        react_history(bare, 4, plugin_token_counting=True, context_size=room + prompt, max_tokens=0)[0]
+        == rounds[2] + rounds[3]
+    )
 
 
 def test_the_strategy_keeps_the_newest_rounds_that_fit():
@@ -352,8 +430,17 @@ def test_the_random_conversations_meet_every_part_of_a_scratchpad_and_of_the_bud
             whole, _ = react_history(conv, position)
             assert react_history(conv, position, **SETTINGS["counting on, room for everything"])[0] == whole
             for content in (c for role, c in whole if role == "assistant"):
-                seen |= {part for part in ("Final Answer: ", "Thought: Let me check.", f"Thought: {NO_TEXT}",
-                                           "Action: ", "Observation: ") if part in content}
+                seen |= {
+                    part
+                    for part in (
+                        "Final Answer: ",
+                        "Thought: Let me check.",
+                        f"Thought: {NO_TEXT}",
+                        "Action: ",
+                        "Observation: ",
+                    )
+                    if part in content
+                }
                 if content == "Final Answer: ":
                     seen.add("empty final answer")
             roles = [role for role, _ in whole] + ["user"]
@@ -363,9 +450,17 @@ def test_the_random_conversations_meet_every_part_of_a_scratchpad_and_of_the_bud
                 sent, _ = react_history(conv, position, **SETTINGS[setting])
                 if len(sent) < len(whole):
                     seen.add(f"{setting}: pruned to nothing" if not sent else f"{setting}: pruned")
-    assert seen == {"Final Answer: ", "Thought: Let me check.", f"Thought: {NO_TEXT}", "Action: ", "Observation: ",
-                    "empty final answer", "a query with nothing after it",
-                    *(f"{s}: pruned" for s in PRUNING), "counting on, 300 context, 200 max_tokens: pruned to nothing"}
+    assert seen == {
+        "Final Answer: ",
+        "Thought: Let me check.",
+        f"Thought: {NO_TEXT}",
+        "Action: ",
+        "Observation: ",
+        "empty final answer",
+        "a query with nothing after it",
+        *(f"{s}: pruned" for s in PRUNING),
+        "counting on, 300 context, 200 max_tokens: pruned to nothing",
+    }
 
 
 # --- the reasons of a later step, the stand-in, the setting ---------------------------------------------------
@@ -379,8 +474,13 @@ def test_a_later_steps_text_is_omitted_even_when_its_call_is_the_action_and_a_te
         conv = two_turns(("Let me check.", [LOOKUP]), (text, [track]), final="In Leipzig.")
         ledger = sent_by_strategy(conv, 1)[1]
         assert [(e.ref, e.reason) for e in ledger.entries] == [
-            ("1:query", "kept"), ("1:thought1", "rewritten"), ("1:observation1.1", "omitted"), ("1:thought2", reason),
-            ("1:observation2.1", "rewritten"), ("1:answer", "omitted")]
+            ("1:query", "kept"),
+            ("1:thought1", "rewritten"),
+            ("1:observation1.1", "omitted"),
+            ("1:thought2", reason),
+            ("1:observation2.1", "rewritten"),
+            ("1:answer", "omitted"),
+        ]
 
 
 def test_the_scratchpad_stands_in_for_the_first_step_as_a_plain_assistant_text():
@@ -389,12 +489,19 @@ def test_the_scratchpad_stands_in_for_the_first_step_as_a_plain_assistant_text()
     ledger = replay.ledger(2)
     (pad,) = ledger.synthetic
     assert (pad.origin, pad.ref, pad.turn, pad.covers, pad.replaces) == (
-        "scratchpad", "scratchpad:1:thought1", 1, (1,), (0, 1))
+        "scratchpad",
+        "scratchpad:1:thought1",
+        1,
+        (1,),
+        (0, 1),
+    )
     assert pad.tokens == COUNTER.message(Message("assistant", pad.content, "", ""))
     # Sent in place of the step, without its tool calls; the ledger's rows put it right after that step.
     sent = history_of(conv, ledger)
-    assert [(m.role, m.kind, m.tool_calls, m.ref) for m in sent] == [("user", "query", (), "1:query"),
-                                                                      ("assistant", "tool_call", (), "1:thought1")]
+    assert [(m.role, m.kind, m.tool_calls, m.ref) for m in sent] == [
+        ("user", "query", (), "1:query"),
+        ("assistant", "tool_call", (), "1:thought1"),
+    ]
     assert sent[1].content == pad.content
     rows = ledger.rows()
     assert rows[rows.index(ledger.entries[1]) + 1] is pad
@@ -420,22 +527,33 @@ def test_the_budget_note_says_what_the_react_runner_counts():
     conv = two_turns(("Let me check.", [LOOKUP]))
     conv.system_prompt = "You track orders."
     ledger = Replay(conv, react_config(plugin_token_counting=True, context_size=900, max_tokens=100)).ledger(2)
-    prompt = COUNTER.message(Message("system", conv.system_prompt, "", "")) + \
-        COUNTER.message(conv.turns[1].messages[0]) + REPLY_PRIMING
+    prompt = (
+        COUNTER.message(Message("system", conv.system_prompt, "", ""))
+        + COUNTER.message(conv.turns[1].messages[0])
+        + REPLY_PRIMING
+    )
     assert ledger.budget == 900 - 100 - prompt
-    assert ledger.budget_note == (f"900 context − 100 max_tokens − {prompt} system message and query (counted as a "
-                                  f"list); the history is counted as a list (+3) and cut by whole turns, newest first")
+    assert ledger.budget_note == (
+        f"900 context − 100 max_tokens − {prompt} system message and query (counted as a "
+        f"list); the history is counted as a list (+3) and cut by whole turns, newest first"
+    )
     unknown = Replay(conv, react_config(plugin_token_counting=True).with_(model="some/unknown-model")).ledger(2)
-    assert (unknown.budget, unknown.budget_note) == (2000, (
-        "context size of some/unknown-model unknown: Dify's default budget of 2,000 tokens; the history is counted as "
-        "a list (+3) and cut by whole turns, newest first"))
+    assert (unknown.budget, unknown.budget_note) == (
+        2000,
+        (
+            "context size of some/unknown-model unknown: Dify's default budget of 2,000 tokens; the history is counted as "
+            "a list (+3) and cut by whole turns, newest first"
+        ),
+    )
     # The function-calling runner's note, for contrast: its system message is counted with the history.
     system = COUNTER.message(Message("system", conv.system_prompt, "", ""))
-    calling = Replay(conv, react_config(plugin_token_counting=True).with_(
-        model="some/unknown-model", agent_strategy="function_call")).ledger(2)
+    calling = Replay(
+        conv, react_config(plugin_token_counting=True).with_(model="some/unknown-model", agent_strategy="function_call")
+    ).ledger(2)
     assert calling.budget_note == (
         f"context size of some/unknown-model unknown: Dify's default budget of 2,000 tokens; the system message "
-        f"({system}) and the history are counted as one list (+3) and cut by whole turns, newest first")
+        f"({system}) and the history are counted as one list (+3) and cut by whole turns, newest first"
+    )
 
 
 def test_the_finding_for_silent_pruning_says_what_a_react_agent_counts():
@@ -452,7 +570,8 @@ def test_the_finding_for_silent_pruning_says_what_a_react_agent_counts():
         "Dify's Agent app drops the oldest whole turns — their tool calls and results too — while the history is "
         "over its budget (with plugin token counting on: context size − max_tokens − the system message and the "
         "query) and nothing in the run says so. Raise the context size or lower max_tokens, or keep tool results "
-        "short.")
+        "short."
+    )
 
 
 def _pad(turn: Turn) -> tuple[list[str], list[tuple[int, str]]]:
@@ -468,39 +587,52 @@ def test_what_only_a_name_makes_final_and_where_an_observation_comes_from():
     left out of the scratchpad."""
     checked = ("lookup", '{"q": "the final answer"}', "found")
     turn = run("1", None, "Q", [("Look.", [checked])])
-    assert _pad(turn)[1] == [(1, 'Thought: Look.\n\nAction: {"action": "lookup", "action_input": {"q": "the final '
-                                 'answer"}}\n\nObservation: found\n\n')]
+    assert _pad(turn)[1] == [
+        (
+            1,
+            'Thought: Look.\n\nAction: {"action": "lookup", "action_input": {"q": "the final '
+            'answer"}}\n\nObservation: found\n\n',
+        )
+    ]
     for name in ("finalize", "answer_lookup"):
         assert _pad(run("1", None, "Q", [("Look.", [(name, "{}", "ok")])]))[1][0][1].startswith("Thought: Look.")
     assert _pad(run("1", None, "Q", [("Look.", [("Final_Answer", "{}", "ok")])]))[1] == [(1, "Final Answer: Look.")]
     # A call whose result is missing: no observation.
     call = Message("assistant", "Look.", TOOL_CALL, "1:t", tool_calls=(ToolCall("c", "lookup", "{}"),))
     no_result = Turn("1", None, (Message("user", "Q", QUERY, "1:q"), call), answer_index=None)
-    assert _pad(no_result) == (["kept", "rewritten"],
-                               [(1, 'Thought: Look.\n\nAction: {"action": "lookup", "action_input": {}}\n\n')])
+    assert _pad(no_result) == (
+        ["kept", "rewritten"],
+        [(1, 'Thought: Look.\n\nAction: {"action": "lookup", "action_input": {}}\n\n')],
+    )
     # A tool result before any step, and a system message after one, are not observed.
     early = Message("tool", "early", TOOL_RESULT, "1:early", tool_call_id="x")
     note = Message("system", "a note", "", "1:note")
     odd = Turn("1", None, (Message("user", "Q", QUERY, "1:q"), early, call, note), answer_index=None)
-    assert _pad(odd) == (["kept", "omitted", "rewritten", "omitted"],
-                         [(2, 'Thought: Look.\n\nAction: {"action": "lookup", "action_input": {}}\n\n')])
+    assert _pad(odd) == (
+        ["kept", "omitted", "rewritten", "omitted"],
+        [(2, 'Thought: Look.\n\nAction: {"action": "lookup", "action_input": {}}\n\n')],
+    )
 
 
 def test_a_turn_with_no_query_and_a_left_out_answer_under_react():
     """An opening turn with no query is a round of its own (nothing before it to flush); an empty
     answer of a turn with no thoughts is ``empty``; the oldest turn sent is the first one that sends
     something, even when the cut falls on a turn that sends nothing."""
-    opener = Turn("0", None, (Message("assistant", "Welcome!", ANSWER, "0:answer"),), query_index=None,
-                  answer_index=0)
+    opener = Turn("0", None, (Message("assistant", "Welcome!", ANSWER, "0:answer"),), query_index=None, answer_index=0)
     assert _pad(opener) == (["rewritten"], [(0, "Final Answer: Welcome!")])
     silent = Turn("0", None, (Message("assistant", "", ANSWER, "0:answer"),), query_index=None, answer_index=0)
     failed = Turn("1", "0", (Message("user", "Hello?", QUERY, "1:query"),), answer_index=None)
-    conv = Conversation(id="c", turns=[silent, failed, run("2", "1", "Hi, I'm Dana.", final="Hi Dana."),
-                                       asking("3", "2")])
+    conv = Conversation(
+        id="c", turns=[silent, failed, run("2", "1", "Hi, I'm Dana.", final="Hi Dana."), asking("3", "2")]
+    )
     replay = Replay(conv, react_config(plugin_token_counting=True, context_size=100_000))
     ledger = replay.ledger(3)
     assert [(e.ref, e.reason) for e in ledger.entries] == [
-        ("0:answer", "empty"), ("1:query", "kept"), ("2:query", "kept"), ("2:answer", "rewritten")]
+        ("0:answer", "empty"),
+        ("1:query", "kept"),
+        ("2:query", "kept"),
+        ("2:answer", "rewritten"),
+    ]
     assert replay.summaries()[-1].oldest_kept_turn == 1
 
 
@@ -512,8 +644,9 @@ def _without_some_queries(conv: Conversation, every: int) -> Conversation:
         if p % every or t.answer_index is None:
             turns.append(t)
             continue
-        turns.append(Turn(t.id, t.parent_id, t.messages[1:], query_index=None, answer_index=t.answer_index - 1,
-                          meta=t.meta))
+        turns.append(
+            Turn(t.id, t.parent_id, t.messages[1:], query_index=None, answer_index=t.answer_index - 1, meta=t.meta)
+        )
     return Conversation(id=conv.id, turns=turns, system_prompt=conv.system_prompt)
 
 
@@ -549,11 +682,20 @@ def test_a_user_message_that_is_not_its_turns_first_starts_the_round():
     overflows the budget."""
     from tests.memory.test_dify_agent import dify_history, sent_refs
 
-    first = Turn("1", None, (Message("assistant", "Welcome to the shop! " * 20, INTERMEDIATE, "1:greeting"),
-                             Message("user", "Hi, I'm Dana.", QUERY, "1:query"),
-                             Message("assistant", "Hi Dana! " * 10, ANSWER, "1:answer")), query_index=1, answer_index=2)
-    conv = Conversation(id="c", turns=[first, run("2", "1", "Where is order 7?", [("Let me check.", [LOOKUP])]),
-                                       asking("3", "2")])
+    first = Turn(
+        "1",
+        None,
+        (
+            Message("assistant", "Welcome to the shop! " * 20, INTERMEDIATE, "1:greeting"),
+            Message("user", "Hi, I'm Dana.", QUERY, "1:query"),
+            Message("assistant", "Hi Dana! " * 10, ANSWER, "1:answer"),
+        ),
+        query_index=1,
+        answer_index=2,
+    )
+    conv = Conversation(
+        id="c", turns=[first, run("2", "1", "Where is order 7?", [("Let me check.", [LOOKUP])]), asking("3", "2")]
+    )
     seen = set()
     for context in range(20, 300, 5):
         config = MemoryConfig(strategy="dify_agent", model=MODEL, plugin_token_counting=True, context_size=context)

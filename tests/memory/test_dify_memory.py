@@ -84,17 +84,39 @@ def test_item5_uuid_nil_keeps_the_next_older_row_and_ids_are_followed():
 
 # 6. Service API messages are stored with UUID_NIL: the history is linear.
 def test_item6_service_api_history_is_linear():
-    data = {"data": [{"id": f"m{i}", "conversation_id": "c", "parent_message_id": UUID_NIL, "query": f"q{i}",
-                      "answer": f"a{i}", "created_at": 1000 + i} for i in range(4)]}
+    data = {
+        "data": [
+            {
+                "id": f"m{i}",
+                "conversation_id": "c",
+                "parent_message_id": UUID_NIL,
+                "query": f"q{i}",
+                "answer": f"a{i}",
+                "created_at": 1000 + i,
+            }
+            for i in range(4)
+        ]
+    }
     conv = parse_conversations(json.dumps(data))[0]
-    assert kept_refs(Replay(conv, DOC).ledger(4)) == ["m0:query", "m0:answer", "m1:query", "m1:answer",
-                                                       "m2:query", "m2:answer"]
+    assert kept_refs(Replay(conv, DOC).ledger(4)) == [
+        "m0:query",
+        "m0:answer",
+        "m1:query",
+        "m1:answer",
+        "m2:query",
+        "m2:answer",
+    ]
 
 
 # 7. Only the current turn's placeholder (the newest thread row) is left out of its own history.
 def test_item7_the_current_turn_is_never_its_own_history_but_failed_turns_are():
-    conv = dify([record("1", None, "q1", "a1"), record("2", "1", "q2", "", status="error", answer_tokens=0),
-                 record("3", "2", "q3", "")])
+    conv = dify(
+        [
+            record("1", None, "q1", "a1"),
+            record("2", "1", "q2", "", status="error", answer_tokens=0),
+            record("3", "2", "q3", ""),
+        ]
+    )
     ledger = Replay(conv, DOC).ledger(3)
     assert [e.ref for e in ledger.entries] == ["1:query", "1:answer", "2:query", "2:answer"]
     assert kept_refs(ledger) == ["1:query", "1:answer", "2:query"]
@@ -103,12 +125,32 @@ def test_item7_the_current_turn_is_never_its_own_history_but_failed_turns_are():
 def test_read_as_text_a_failed_turns_empty_answer_is_kept_as_an_empty_line():
     """A node that reads its history as text lines (completion models, the Question Classifier) sends
     the empty answer as ``Assistant: ``: the chat filter that drops empty messages does not apply."""
-    conv = dify([record("1", None, "q1", "a1"), record("2", "1", "q2", "", status="error", answer_tokens=0),
-                 record("3", "2", "q3", "a3"), record("4", "3", "q4", "")])
+    conv = dify(
+        [
+            record("1", None, "q1", "a1"),
+            record("2", "1", "q2", "", status="error", answer_tokens=0),
+            record("3", "2", "q3", "a3"),
+            record("4", "3", "q4", ""),
+        ]
+    )
     text = MemoryConfig(window=10, history_as_text=True)
-    tool = dify([record("1", None, "q1", "a1"), Turn(id="2", parent_id="1", query_index=0, answer_index=2, messages=(
-        Message("user", "q2", QUERY, "2:query"), Message("assistant", "", TOOL_CALL, "2:call", tool_calls=(
-            ToolCall("c", "lookup", "{}"),)), Message("assistant", "", ANSWER, "2:answer"))), record("3", "2", "q3", "")])
+    tool = dify(
+        [
+            record("1", None, "q1", "a1"),
+            Turn(
+                id="2",
+                parent_id="1",
+                query_index=0,
+                answer_index=2,
+                messages=(
+                    Message("user", "q2", QUERY, "2:query"),
+                    Message("assistant", "", TOOL_CALL, "2:call", tool_calls=(ToolCall("c", "lookup", "{}"),)),
+                    Message("assistant", "", ANSWER, "2:answer"),
+                ),
+            ),
+            record("3", "2", "q3", ""),
+        ]
+    )
     for config, reason, kept in ((text, KEPT, 6), (MemoryConfig(window=10), EMPTY, 5)):
         # Summaries first, on a replay of their own: the per-turn walk counts the texts itself.
         assert Replay(conv, config).summaries()[-1].kept == kept
@@ -122,8 +164,9 @@ def test_read_as_text_a_failed_turns_empty_answer_is_kept_as_an_empty_line():
         all_messages = config.with_(granularity="all_messages")
         summary = Replay(tool, all_messages).summaries()[-1]
         kept_entries = Replay(tool, all_messages).ledger_at(2).kept
-        assert [e.ref for e in kept_entries] == ["1:query", "1:answer", "2:query", "2:call"] + \
-            (["2:answer"] if reason == KEPT else [])
+        assert [e.ref for e in kept_entries] == ["1:query", "1:answer", "2:query", "2:call"] + (
+            ["2:answer"] if reason == KEPT else []
+        )
         assert (summary.kept, summary.history_tokens) == (len(kept_entries), sum(e.tokens for e in kept_entries))
         # The heatmap reads the same rule from the walk (Compare and the report).
         matrix = retention_matrix(Replay(conv, config))
@@ -133,15 +176,18 @@ def test_read_as_text_a_failed_turns_empty_answer_is_kept_as_an_empty_line():
     assert "history_as_text" not in MemoryConfig(window=10).to_dict()
 
 
-@pytest.mark.parametrize("reserve, budget", [(None, 10_000 - 50 - 3), (0, 10_000 - 50 - 40), (1000, 10_000 - 50 - 1040)])
+@pytest.mark.parametrize(
+    "reserve, budget", [(None, 10_000 - 50 - 3), (0, 10_000 - 50 - 40), (1000, 10_000 - 50 - 1040)]
+)
 def test_the_code_profiles_budget_counts_the_nodes_own_prompt_only_with_a_prompt_reserve(reserve, budget):
     """The LLM node budgets with an empty list (3); the Question Classifier (reserve 0) and the
     Parameter Extractor (1,000) with their prompt without history, plus the reserve."""
     from core.memory.strategies import get_strategy
     from core.model.tokens import model_facts
 
-    config = MemoryConfig(window=10, context_size=10_000, max_tokens=50, plugin_token_counting=True,
-                          prompt_reserve=reserve)
+    config = MemoryConfig(
+        window=10, context_size=10_000, max_tokens=50, plugin_token_counting=True, prompt_reserve=reserve
+    )
     assert get_strategy("dify").budget_limit(config, model_facts("gpt-4o-mini"), 40) == (budget, 3)
     made = get_strategy("dify").budget(config, model_facts("gpt-4o-mini"), 40)
     assert (made.limit, made.overhead, made.context_size) == (budget, 3, 10_000)  # the list's own +3 is compared
@@ -175,17 +221,30 @@ def test_item9_rows_become_user_then_assistant_and_empty_answers_are_dropped_as_
     conv = dify([record("1", None, "hello", "hi!"), record("2", "1", "again", ""), record("3", "2", "now", "")])
     replay = Replay(conv, DOC)
     ledger = replay.ledger(3)
-    assert [(e.role, e.reason) for e in ledger.entries] == [("user", KEPT), ("assistant", KEPT),
-                                                             ("user", KEPT), ("assistant", EMPTY)]
+    assert [(e.role, e.reason) for e in ledger.entries] == [
+        ("user", KEPT),
+        ("assistant", KEPT),
+        ("user", KEPT),
+        ("assistant", EMPTY),
+    ]
     assert [m.content for m in replay.history_messages(ledger)] == ["hello", "hi!", "again"]
 
 
 # 10. User files = belongs_to user or NULL; assistant files = belongs_to assistant; parts: files, then text.
 def test_item10_message_files_are_split_by_owner_and_placed_before_the_text():
-    data = [{"id": "m1", "parent_message_id": None, "query": "look", "answer": "a cat",
-             "message_files": [{"id": "f1", "type": "image", "url": "u1", "belongs_to": "user"},
-                               {"id": "f2", "type": "image", "url": "u2", "belongs_to": None},
-                               {"id": "f3", "type": "image", "url": "u3", "belongs_to": "assistant"}]}]
+    data = [
+        {
+            "id": "m1",
+            "parent_message_id": None,
+            "query": "look",
+            "answer": "a cat",
+            "message_files": [
+                {"id": "f1", "type": "image", "url": "u1", "belongs_to": "user"},
+                {"id": "f2", "type": "image", "url": "u2", "belongs_to": None},
+                {"id": "f3", "type": "image", "url": "u3", "belongs_to": "assistant"},
+            ],
+        }
+    ]
     turn = parse_conversations(json.dumps(data))[0].turns[0]
     assert [f.id for f in turn.query_message.files] == ["f1", "f2"]
     assert [f.id for f in turn.answer_message.files] == ["f3"]
@@ -289,4 +348,6 @@ def test_item24_dialogue_count_follows_the_thread():
 
 def test_compute_ledger_is_the_same_as_a_replay_ledger():
     conv = linear(6)
-    assert compute_ledger(conv, 5, DOC.with_(window=2)).to_json() == Replay(conv, DOC.with_(window=2)).ledger(6).to_json()
+    assert (
+        compute_ledger(conv, 5, DOC.with_(window=2)).to_json() == Replay(conv, DOC.with_(window=2)).ledger(6).to_json()
+    )

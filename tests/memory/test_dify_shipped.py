@@ -15,13 +15,19 @@ import sys
 import pytest
 from hypothesis import given, settings
 
-from core.analysis.findings import (CAUSE_NOT_COUNTED, CAUSE_PLACEHOLDER, CAUSE_SIBLINGS, DOCS_VS_CODE, config_findings,
-                                    docs_vs_code, ledger_difference)
+from core.analysis.findings import (
+    CAUSE_NOT_COUNTED,
+    CAUSE_PLACEHOLDER,
+    CAUSE_SIBLINGS,
+    DOCS_VS_CODE,
+    config_findings,
+    docs_vs_code,
+    ledger_difference,
+)
 from core.memory.config import MemoryConfig
-from core.memory.replay import Replay
-from core.memory.strategies.dify import DEFAULT_FIDELITY
 from core.memory.errors import ConfigError
-from core.memory.strategies.dify import row_limit
+from core.memory.replay import Replay
+from core.memory.strategies.dify import DEFAULT_FIDELITY, row_limit
 from core.model.conversation import Message
 from core.model.ledger import EMPTY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET
 from core.model.tokens import _encoding, counter_for
@@ -55,12 +61,16 @@ def test_the_default_is_dify_as_shipped():
 
 # -- window boundaries: 1, N, N+1 ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("window, shipped, docs", [
-    (1, [], [3]),            # the placeholder row is the only row fetched: no history at all
-    (3, [2, 3], [1, 2, 3]),  # N = the 3 earlier turns: shipped sends N−1
-    (4, [1, 2, 3], [1, 2, 3]),  # N + 1: the whole thread fits
-    (5, [1, 2, 3], [1, 2, 3]),
-])
+
+@pytest.mark.parametrize(
+    "window, shipped, docs",
+    [
+        (1, [], [3]),  # the placeholder row is the only row fetched: no history at all
+        (3, [2, 3], [1, 2, 3]),  # N = the 3 earlier turns: shipped sends N−1
+        (4, [1, 2, 3], [1, 2, 3]),  # N + 1: the whole thread fits
+        (5, [1, 2, 3], [1, 2, 3]),
+    ],
+)
 def test_window_boundaries_on_a_linear_thread(window, shipped, docs):
     conv = linear(4)
     assert kept_turns(Replay(conv, CODE.with_(window=window)).ledger(4)) == shipped
@@ -77,12 +87,15 @@ def test_turn_one_is_outside_the_window_at_turn_four_with_a_window_of_three():
 REGENERATED = [("1", None), ("2", "1"), ("2b", "1"), ("3", "2b"), ("4", "3")]
 
 
-@pytest.mark.parametrize("window, shipped, docs", [
-    (1, [], [4]),
-    (3, [3, 4], [1, 3, 4]),     # rows 4, 3, 2b: the thread's last two turns
-    (4, [3, 4], [1, 3, 4]),     # rows 4, 3, 2b, 2: turn 2 is the regenerated sibling, it uses the 4th row
-    (5, [1, 3, 4], [1, 3, 4]),  # rows reach turn 1 again
-])
+@pytest.mark.parametrize(
+    "window, shipped, docs",
+    [
+        (1, [], [4]),
+        (3, [3, 4], [1, 3, 4]),  # rows 4, 3, 2b: the thread's last two turns
+        (4, [3, 4], [1, 3, 4]),  # rows 4, 3, 2b, 2: turn 2 is the regenerated sibling, it uses the 4th row
+        (5, [1, 3, 4], [1, 3, 4]),  # rows reach turn 1 again
+    ],
+)
 def test_window_boundaries_with_a_regenerated_sibling(window, shipped, docs):
     conv = dify(REGENERATED)
     code = Replay(conv, CODE.with_(window=window)).ledger(5)
@@ -91,8 +104,9 @@ def test_window_boundaries_with_a_regenerated_sibling(window, shipped, docs):
     assert {e.reason for e in code.entries if e.turn == 2} == {OTHER_BRANCH}
 
 
-@pytest.mark.parametrize("window, runs_as", [(None, 500), (0, 500), (-3, 500), (500, 500), (501, 500), (10_000, 500),
-                                             (7, 7)])
+@pytest.mark.parametrize(
+    "window, runs_as", [(None, 500), (0, 500), (-3, 500), (500, 500), (501, 500), (10_000, 500), (7, 7)]
+)
 def test_window_sizes_run_as_dify_reads_them(window, runs_as):
     assert row_limit(window) == runs_as
     MemoryConfig(window=window).validate()  # accepted, not refused
@@ -119,8 +133,10 @@ def test_an_absurd_window_is_refused_with_a_clear_message():
 
 # -- token counts: OpenAI's recipe -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("content", ["hello", "Grüße aus München", "我的名字是小明，我住在上海。", "🙂🚀👩‍👩‍👧 ok",
-                                     "", "line one\nline two"])
+
+@pytest.mark.parametrize(
+    "content", ["hello", "Grüße aus München", "我的名字是小明，我住在上海。", "🙂🚀👩‍👩‍👧 ok", "", "line one\nline two"]
+)
 def test_every_message_costs_three_plus_role_plus_content_tokens(content):
     conv = dify([record("1", None, content or "q", content), record("2", "1", "next", "")])
     ledger = Replay(conv, CODE).ledger(2)
@@ -138,11 +154,17 @@ def test_a_name_adds_its_tokens_plus_one():
 def test_a_prompt_adds_three_for_the_reply_priming():
     conv = dify([record("1", None, "q one", "a one"), record("2", "1", "q two", "")], system="Be brief.")
     ledger = Replay(conv, CODE).ledger(2)
-    assert ledger.prompt_tokens == (3 + recipe("system", "Be brief.") + recipe("user", "q one")
-                                    + recipe("assistant", "a one") + recipe("user", "q two"))
+    assert ledger.prompt_tokens == (
+        3
+        + recipe("system", "Be brief.")
+        + recipe("user", "q one")
+        + recipe("assistant", "a one")
+        + recipe("user", "q two")
+    )
 
 
 # -- plugin token counting ------------------------------------------------------------------------------
+
 
 def _history_list_count(ledger) -> int:
     """Dify's count of the history list: every message plus the list's +3."""
@@ -195,8 +217,14 @@ def test_counting_on_budget_does_not_subtract_the_prompt():
 
 
 def test_an_empty_answer_in_the_middle_counts_while_pruning_and_is_then_dropped():
-    conv = dify([record("1", None, "first", "one"), record("2", "1", "failed", "", status="error"),
-                 record("3", "2", "third", "three"), record("4", "3", "now", "")])
+    conv = dify(
+        [
+            record("1", None, "first", "one"),
+            record("2", "1", "failed", "", status="error"),
+            record("3", "2", "third", "three"),
+            record("4", "3", "now", ""),
+        ]
+    )
     full = Replay(conv, COUNTING).ledger(4)
     empty = next(e for e in full.entries if e.reason == EMPTY)
     assert empty.tokens == recipe("assistant", "")  # 3 + 1: counted while pruning
@@ -209,13 +237,16 @@ def test_an_empty_answer_in_the_middle_counts_while_pruning_and_is_then_dropped(
 
 # -- docs versus code ------------------------------------------------------------------------------------
 
+
 def test_docs_vs_code_names_the_placeholder_row_at_turn_four():
     diffs = docs_vs_code(linear(4), CODE.with_(window=3))
     assert [d.turn for d in diffs] == [4]
     d = diffs[0]
     assert d.causes == (CAUSE_PLACEHOLDER,) and d.only_docs == (1,)
-    assert d.text.startswith("Dify's docs say the window holds 3 turns, so 3 earlier turns would be sent; "
-                             "Dify 1.x sends 2 — the current turn's row is one of the 3 fetched")
+    assert d.text.startswith(
+        "Dify's docs say the window holds 3 turns, so 3 earlier turns would be sent; "
+        "Dify 1.x sends 2 — the current turn's row is one of the 3 fetched"
+    )
 
 
 def test_docs_vs_code_names_a_regenerated_reply_that_used_a_window_row():
@@ -259,8 +290,12 @@ def _walk_says_what_the_ledgers_say(conv, config, **kwargs) -> int:
     for summary in code.summaries():
         position = code.position_of(summary.turn)
         query = conv.turns[position].query_index
-        pair = ledger_difference(code.ledger_at(position), docs.ledger_at(position), position,
-                                 code.message_tokens(position)[query] if query is not None else 0)
+        pair = ledger_difference(
+            code.ledger_at(position),
+            docs.ledger_at(position),
+            position,
+            code.message_tokens(position)[query] if query is not None else 0,
+        )
         if pair is not None:
             pairs[summary.turn] = pair
     assert walk.keys() == pairs.keys()
@@ -277,9 +312,17 @@ def test_the_walk_finds_every_turn_whose_two_ledgers_differ_and_says_what_they_s
 
 #: Empty answers, so a budget's cut can leave a turn only its empty answer to send, and two regenerated
 #: turns, so the thread skips positions (its sent turns are not numbered on without gaps).
-EMPTY_AND_BRANCHED = [("1", None, "q1 " * 5, "a1 " * 9), ("2", "1", "q2 " * 3, ""), ("3", "2", "q3 " * 7, "a3 " * 4),
-                      ("3b", "2", "q3 " * 7, "a3b " * 6), ("4", "3b", "q4 " * 2, ""), ("5", "4", "q5 " * 6, "a5 " * 8),
-                      ("5b", "4", "q5 " * 6, "a5b " * 2), ("6", "5b", "q6 " * 4, "a6 " * 3), ("7", "6", "q7 " * 5, "")]
+EMPTY_AND_BRANCHED = [
+    ("1", None, "q1 " * 5, "a1 " * 9),
+    ("2", "1", "q2 " * 3, ""),
+    ("3", "2", "q3 " * 7, "a3 " * 4),
+    ("3b", "2", "q3 " * 7, "a3b " * 6),
+    ("4", "3b", "q4 " * 2, ""),
+    ("5", "4", "q5 " * 6, "a5 " * 8),
+    ("5b", "4", "q5 " * 6, "a5b " * 2),
+    ("6", "5b", "q6 " * 4, "a6 " * 3),
+    ("7", "6", "q7 " * 5, ""),
+]
 EMPTY_LINEAR = [(m, p[:1] if p else p, q, a) for m, p, q, a in EMPTY_AND_BRANCHED if not m.endswith("b")]
 #: And the branch without an empty message (where sent turns are read without looking for one).
 BRANCHED = [(m, p, q, a or f"answer {m}") for m, p, q, a in EMPTY_AND_BRANCHED]
@@ -289,10 +332,16 @@ def _opened(conv):
     """The conversation behind an opening statement: a first turn with no query, which no turn answers."""
     from core.model.conversation import ANSWER, Turn
 
-    opener = Turn(id="0", parent_id=None, messages=(Message("assistant", "Welcome! Ask me anything.", ANSWER, "0:a"),),
-                  query_index=None, answer_index=0)
-    return type(conv)(id=conv.id, turns=[opener, *conv.turns], system_prompt=conv.system_prompt,
-                      source_format=conv.source_format)
+    opener = Turn(
+        id="0",
+        parent_id=None,
+        messages=(Message("assistant", "Welcome! Ask me anything.", ANSWER, "0:a"),),
+        query_index=None,
+        answer_index=0,
+    )
+    return type(conv)(
+        id=conv.id, turns=[opener, *conv.turns], system_prompt=conv.system_prompt, source_format=conv.source_format
+    )
 
 
 #: What else decides a budget: the prompt around the history, a node's own reserve, a query that
@@ -301,16 +350,22 @@ PROMPTS = ({}, {"system_prompt": "A much longer system prompt " * 4}, {"prompt_t
 NODES = ({}, {"prompt_reserve": 20}, {"query_after_budget": True})
 
 
-@pytest.mark.parametrize("rows", [EMPTY_AND_BRANCHED, EMPTY_LINEAR, BRANCHED],
-                         ids=["branched", "linear", "branched-no-empty"])
+@pytest.mark.parametrize(
+    "rows", [EMPTY_AND_BRANCHED, EMPTY_LINEAR, BRANCHED], ids=["branched", "linear", "branched-no-empty"]
+)
 @pytest.mark.parametrize("window", [2, 3, 5, None])
 @pytest.mark.parametrize("opening", [False, True], ids=["", "opened"])
 def test_the_walk_says_what_the_ledgers_say_at_every_budget_cut(rows, window, opening):
     conv = dify(rows, system="You answer briefly.")
     conv = _opened(conv) if opening else conv
-    differing = sum(_walk_says_what_the_ledgers_say(conv, COUNTING.with_(window=window, context_size=size,
-                                                                        max_tokens=0, **node), **kwargs)
-                    for size in range(40, 260, 9) for kwargs in PROMPTS for node in NODES)
+    differing = sum(
+        _walk_says_what_the_ledgers_say(
+            conv, COUNTING.with_(window=window, context_size=size, max_tokens=0, **node), **kwargs
+        )
+        for size in range(40, 260, 9)
+        for kwargs in PROMPTS
+        for node in NODES
+    )
     assert differing > 0  # the profiles' budgets cut in different places, often
 
 
@@ -356,10 +411,30 @@ def test_compare_findings_group_the_difference_and_link_its_first_turn():
 
 # -- the command line ------------------------------------------------------------------------------------
 
+
 def _replay(*args):
-    proc = subprocess.run([sys.executable, "-m", "core", "replay", "sample_data/conversations/order-support.json",
-                           "--memory", "dify", "--window", "3", "--turn", "4", "--format", "json", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "core",
+            "replay",
+            "sample_data/conversations/order-support.json",
+            "--memory",
+            "dify",
+            "--window",
+            "3",
+            "--turn",
+            "4",
+            "--format",
+            "json",
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)["turns"][0]["ledger"]
 
@@ -382,11 +457,29 @@ def test_report_takes_plugin_token_counting_per_config():
     from core.analysis.compare import named_configs
     from core.cli.app import build_parser
 
-    args = build_parser().parse_args(["report", "chat.json", "--memory", "dify", "--window", "3",
-                                      "--plugin-token-counting", "--context-size", "500", "--memory", "dify",
-                                      "--window", "3", "-o", "out.html"])
-    assert args.configs == [{"strategy": "dify", "window": 3, "plugin_token_counting": True, "context_size": 500},
-                            {"strategy": "dify", "window": 3}]
+    args = build_parser().parse_args(
+        [
+            "report",
+            "chat.json",
+            "--memory",
+            "dify",
+            "--window",
+            "3",
+            "--plugin-token-counting",
+            "--context-size",
+            "500",
+            "--memory",
+            "dify",
+            "--window",
+            "3",
+            "-o",
+            "out.html",
+        ]
+    )
+    assert args.configs == [
+        {"strategy": "dify", "window": 3, "plugin_token_counting": True, "context_size": 500},
+        {"strategy": "dify", "window": 3},
+    ]
     counted, plain = (c.config for c in named_configs(args.configs))
     assert counted.settings.plugin_token_counting and not plain.settings.plugin_token_counting
     assert counted.label() == "dify window 3 + token counting" and plain.label() == "dify window 3"

@@ -43,13 +43,18 @@ def questions(turns):
 
 # -- the recording is what the pinned JavaScript gives ---------------------------------------------
 
+
 def test_the_pins_are_the_releases_the_issue_names():
     n8n_pins = js_packages.pinned("n8n")
     flowise_pins = js_packages.pinned("flowise")
-    assert {k: n8n_pins["packages"][k] for k in ("@langchain/classic", "@langchain/core")} == \
-        {"@langchain/classic": "1.0.27", "@langchain/core": "1.2.8"}
-    assert {k: flowise_pins["packages"][k] for k in ("@langchain/classic", "@langchain/core")} == \
-        {"@langchain/classic": "1.0.15", "@langchain/core": "1.1.20"}
+    assert {k: n8n_pins["packages"][k] for k in ("@langchain/classic", "@langchain/core")} == {
+        "@langchain/classic": "1.0.27",
+        "@langchain/core": "1.2.8",
+    }
+    assert {k: flowise_pins["packages"][k] for k in ("@langchain/classic", "@langchain/core")} == {
+        "@langchain/classic": "1.0.15",
+        "@langchain/core": "1.1.20",
+    }
     assert "@n8n/n8n-nodes-langchain@2.41.1" in n8n_pins["sources"]
     assert "flowise-components@3.1.4" in flowise_pins["sources"]
 
@@ -57,24 +62,28 @@ def test_the_pins_are_the_releases_the_issue_names():
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_every_case_is_recorded_for_the_inputs_it_has_now(platform):
     data = platform_outcomes.recorded(platform)
-    assert {k: data[k] for k in ("packages", "sources")} == js_packages.pinned(platform), \
+    assert {k: data[k] for k in ("packages", "sources")} == js_packages.pinned(platform), (
         "the pins changed: run scripts/refresh_js_reference_outcomes.py"
+    )
     current = {name: fingerprint(case) for name, case in cases(platform).items()}
-    assert {name: o["case"] for name, o in data["outcomes"].items()} == current, \
+    assert {name: o["case"] for name, o in data["outcomes"].items()} == current, (
         "the cases changed: run scripts/refresh_js_reference_outcomes.py"
+    )
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_the_pinned_javascript_still_gives_the_recorded_outcomes(platform):
     live = platform_outcomes.live(platform)
     recorded = platform_outcomes.recorded(platform)
-    assert {k: v for k, v in live["versions"].items() if k != "node"} == \
-        {k: v for k, v in recorded["versions"].items() if k != "node"}
+    assert {k: v for k, v in live["versions"].items() if k != "node"} == {
+        k: v for k, v in recorded["versions"].items() if k != "node"
+    }
     changed = [name for name in recorded["outcomes"] if live["outcomes"].get(name) != recorded["outcomes"][name]]
     assert not changed, f"{len(changed)} outcomes differ, e.g. {changed[:3]}"
 
 
 # -- n8n: the window (BufferWindowMemory, k = Context Window Length) -----------------------------------
+
 
 def test_n8n_k_5_keeps_the_last_10_messages_so_tool_rounds_leave_two_exchanges(n8n):
     turn5 = sent(n8n["window-parallel_calls-simple-k5"], 5)
@@ -92,8 +101,11 @@ def test_n8n_window_is_slice_minus_2k(n8n, k, kept):
     """k = 0 is everything (slice(-0)); a fraction counts half exchanges; a negative k drops the oldest."""
     outcome = n8n[f"window-plain-simple-k{k}"]
     for turn in range(2, 8):
-        stored = [("user", t["input"]) if i % 2 == 0 else ("assistant", t["output"])
-                  for t in conversations()["plain"][:turn - 1] for i in range(2)]
+        stored = [
+            ("user", t["input"]) if i % 2 == 0 else ("assistant", t["output"])
+            for t in conversations()["plain"][: turn - 1]
+            for i in range(2)
+        ]
         want = stored if kept is None else stored[-kept:] if kept > 0 else stored[-kept:]
         assert sent(outcome, turn) == want
 
@@ -106,8 +118,11 @@ def test_n8n_postgres_v1_0_and_redis_before_1_3_have_no_window(n8n, store):
 
 def test_n8n_postgres_and_redis_keep_what_simple_memory_keeps(n8n):
     for conv in conversations():
-        assert n8n[f"window-{conv}-postgres1.3-k3"]["turns"] == n8n[f"window-{conv}-redis1.5-k3"]["turns"] \
+        assert (
+            n8n[f"window-{conv}-postgres1.3-k3"]["turns"]
+            == n8n[f"window-{conv}-redis1.5-k3"]["turns"]
             == n8n[f"window-{conv}-simple-k3"]["turns"]
+        )
 
 
 def test_n8n_simple_memory_drops_a_session_idle_for_more_than_an_hour(n8n):
@@ -123,6 +138,7 @@ def test_n8n_simple_memory_keeps_the_window_it_was_created_with(n8n):
 
 
 # -- n8n: what the agent saves ------------------------------------------------------------------------
+
 
 def test_n8n_agent_saves_only_the_last_tool_round_of_a_turn(n8n):
     stored = n8n["window-several_rounds-simple-k0"]["stored"]
@@ -153,11 +169,14 @@ def test_n8n_2_2_stored_every_tool_round_as_a_used_tools_prefix(n8n):
     stored = n8n["window-several_rounds-agent3@2.2.0-k5"]["stored"]
     assert [m["role"] for m in stored] == ["user", "assistant"] * 6
     first = stored[1]["text"]
-    assert first.startswith("[Used tools: Tool: weather, Input: {}, Result: ") and first.endswith("] done with Lisbon (2 rounds)")
+    assert first.startswith("[Used tools: Tool: weather, Input: {}, Result: ") and first.endswith(
+        "] done with Lisbon (2 rounds)"
+    )
     assert first.count("Tool: ") == 2
 
 
 # -- n8n: the agent's load (orphan clean-up, maxTokensFromMemory) ------------------------------------
+
 
 def test_n8n_agent_drops_the_leading_orphan_tool_result_the_window_cut(n8n):
     """The window starts on the result of the first of three parallel calls; the agent drops it and
@@ -226,13 +245,16 @@ def test_n8n_trimmed_history_always_starts_on_a_question(n8n):
 
 # -- Flowise ----------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("k, kept", [("0", 0), ("-1", 0), ("1", 2), ("2.5", 4), ("4", 8), ("", None)])
 def test_flowise_buffer_window_keeps_the_last_2k_rows(flowise, k, kept):
     """Size is read with parseInt: "0" or below keeps nothing; an empty field (NaN) keeps everything."""
     turns = conversations()["plain"]
     outcome = flowise[f"buffer-plain-k{k or 'empty'}"]
     for turn in range(1, 8):
-        rows = [("user", t["input"]) if i == 0 else ("assistant", t["output"]) for t in turns[:turn - 1] for i in range(2)]
+        rows = [
+            ("user", t["input"]) if i == 0 else ("assistant", t["output"]) for t in turns[: turn - 1] for i in range(2)
+        ]
         assert sent(outcome, turn) == (rows if kept is None else rows[-kept:] if kept else [])
 
 

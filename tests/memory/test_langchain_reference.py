@@ -17,13 +17,13 @@ import pytest
 from langchain_classic.memory import ConversationSummaryBufferMemory
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.messages import trim_messages as lc_trim_messages
+from langchain_core.messages.utils import count_tokens_approximately
 from langchain_openai import ChatOpenAI
 
 from core.memory.config import MemoryConfig
-from core.memory.replay import Replay
 from core.memory.errors import ConfigError
+from core.memory.replay import Replay
 from core.model.tokens import counter_for
 from tests.builders import linear, openai
 
@@ -31,8 +31,11 @@ MODEL = "gpt-4o-mini"
 
 
 def test_the_references_are_the_releases_the_readme_names():
-    assert (version("langchain-core"), version("langchain-openai"), version("langchain-classic")) == \
-        ("1.8.3", "1.7.4", "1.0.8")
+    assert (version("langchain-core"), version("langchain-openai"), version("langchain-classic")) == (
+        "1.8.3",
+        "1.7.4",
+        "1.0.8",
+    )
 
 
 def langchain_counter(name: str):
@@ -56,30 +59,55 @@ def to_langchain(m):
 
 
 def sent(messages) -> list[tuple[str, str]]:
-    return [({"human": "user", "ai": "assistant"}.get(getattr(m, "type", ""), getattr(m, "type", None) or m.role),
-             m.content) for m in messages]
+    return [
+        (
+            {"human": "user", "ai": "assistant"}.get(getattr(m, "type", ""), getattr(m, "type", None) or m.role),
+            m.content,
+        )
+        for m in messages
+    ]
 
 
 def multi_line(i: int) -> str:
     return "\n".join(f"line {k} of answer {i}, with a few more words" for k in range(1, 1 + i % 4))
 
 
-TOOLS = openai([
-    {"role": "system", "content": "You answer from the order system."},
-    {"role": "user", "content": "where is order 4411?"},
-    {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": "{\"key\": \"order 4411\"}"}}]},
-    {"role": "tool", "tool_call_id": "call_1", "content": "shipped on Monday, arriving Thursday"},
-    {"role": "assistant", "content": "It shipped on Monday and arrives Thursday."},
-    {"role": "user", "content": "and order 5120?"},
-    {"role": "assistant", "content": "Let me check.", "tool_calls": [
-        {"id": "call_2", "type": "function", "function": {"name": "lookup", "arguments": "{\"key\": \"order 5120\"}"}}]},
-    {"role": "tool", "tool_call_id": "call_2", "content": "being packed"},
-    {"role": "assistant", "content": "It is being packed."},
-    {"role": "user", "content": "thanks, that is all"},
-    {"role": "assistant", "content": "You're welcome!"},
-    {"role": "user", "content": "bye"},
-])
+TOOLS = openai(
+    [
+        {"role": "system", "content": "You answer from the order system."},
+        {"role": "user", "content": "where is order 4411?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "lookup", "arguments": '{"key": "order 4411"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "shipped on Monday, arriving Thursday"},
+        {"role": "assistant", "content": "It shipped on Monday and arrives Thursday."},
+        {"role": "user", "content": "and order 5120?"},
+        {
+            "role": "assistant",
+            "content": "Let me check.",
+            "tool_calls": [
+                {
+                    "id": "call_2",
+                    "type": "function",
+                    "function": {"name": "lookup", "arguments": '{"key": "order 5120"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_2", "content": "being packed"},
+        {"role": "assistant", "content": "It is being packed."},
+        {"role": "user", "content": "thanks, that is all"},
+        {"role": "assistant", "content": "You're welcome!"},
+        {"role": "user", "content": "bye"},
+    ]
+)
 
 
 def with_system(conv, text):
@@ -109,8 +137,11 @@ TRIM_OPTIONS = [
 
 
 def trim_cases():
-    for counter, limits in (("tokens", (0, 9, 25, 40, 61, 90)), ("approximate", (0, 8, 22, 47, 80)),
-                            ("messages", (0, 1, 2, 3, 5))):
+    for counter, limits in (
+        ("tokens", (0, 9, 25, 40, 61, 90)),
+        ("approximate", (0, 8, 22, 47, 80)),
+        ("messages", (0, 1, 2, 3, 5)),
+    ):
         for conv in CONVERSATIONS:
             for i, options in enumerate(TRIM_OPTIONS):
                 for limit in limits:
@@ -120,18 +151,30 @@ def trim_cases():
 @pytest.mark.parametrize("conv_name, counter, limit, options", list(trim_cases()))
 def test_trim_sends_what_trim_messages_keeps(conv_name, counter, limit, options):
     conv = CONVERSATIONS[conv_name]
-    config = MemoryConfig(strategy="trim", model=MODEL, max_history_tokens=limit, trim_counter=counter,
-                          granularity="all_messages", **options)
+    config = MemoryConfig(
+        strategy="trim",
+        model=MODEL,
+        max_history_tokens=limit,
+        trim_counter=counter,
+        granularity="all_messages",
+        **options,
+    )
     replay = Replay(conv, config)
     lc_counter = langchain_counter(counter)
     for s in replay.summaries():
-        history = [m for t in conv.turns[:s.turn - 1] for m in t.messages]
+        history = [m for t in conv.turns[: s.turn - 1] for m in t.messages]
         include_system = options.get("include_system") and conv.system_prompt
         listed = ([SystemMessage(conv.system_prompt)] if include_system else []) + [to_langchain(m) for m in history]
-        kept = lc_trim_messages(listed, max_tokens=limit, token_counter=lc_counter,
-                                strategy=options.get("trim_strategy", "last"),
-                                allow_partial=options.get("allow_partial", False), start_on=options.get("start_on"),
-                                end_on=options.get("end_on"), include_system=bool(include_system))
+        kept = lc_trim_messages(
+            listed,
+            max_tokens=limit,
+            token_counter=lc_counter,
+            strategy=options.get("trim_strategy", "last"),
+            allow_partial=options.get("allow_partial", False),
+            start_on=options.get("start_on"),
+            end_on=options.get("end_on"),
+            include_system=bool(include_system),
+        )
         if include_system:
             assert sent(kept[:1]) == [("system", conv.system_prompt)]
             kept = kept[1:]
@@ -140,6 +183,7 @@ def test_trim_sends_what_trim_messages_keeps(conv_name, counter, limit, options)
 
 
 # -- summary buffer ----------------------------------------------------------------------------------
+
 
 class CountingFakeLLM(FakeListChatModel):
     """Writes a fixed summary; counts tokens with the counter a case names."""
@@ -154,9 +198,11 @@ class CountingFakeLLM(FakeListChatModel):
 
 def langchain_buffers(conv, limit, counter):
     """The buffer after each turn is saved: ``[(role, content), ...]`` per turn."""
-    memory = ConversationSummaryBufferMemory(llm=CountingFakeLLM(responses=["the summary"],
-                                                                  counter=langchain_counter(counter)),
-                                             max_token_limit=limit, return_messages=True)
+    memory = ConversationSummaryBufferMemory(
+        llm=CountingFakeLLM(responses=["the summary"], counter=langchain_counter(counter)),
+        max_token_limit=limit,
+        return_messages=True,
+    )
     out = []
     for turn in conv.turns:
         memory.save_context({"input": turn.query_message.content}, {"output": turn.answer_message.content})
@@ -164,16 +210,18 @@ def langchain_buffers(conv, limit, counter):
     return out
 
 
-@pytest.mark.parametrize("counter, limits", [("tokens", (3, 10, 20, 35, 50, 90, 150)),
-                                             ("approximate", (0, 10, 20, 35, 50, 90)),
-                                             ("messages", (0, 1, 2, 3, 5))])
+@pytest.mark.parametrize(
+    "counter, limits",
+    [("tokens", (3, 10, 20, 35, 50, 90, 150)), ("approximate", (0, 10, 20, 35, 50, 90)), ("messages", (0, 1, 2, 3, 5))],
+)
 @pytest.mark.parametrize("conv_name", ["short", "multi_line"])
 def test_summary_buffer_keeps_what_conversation_summary_buffer_memory_keeps(conv_name, counter, limits):
     conv = CONVERSATIONS[conv_name]
     for limit in limits:
         expected = langchain_buffers(conv, limit, counter)
-        replay = Replay(conv, MemoryConfig(strategy="summary_buffer", model=MODEL, max_history_tokens=limit,
-                                           trim_counter=counter))
+        replay = Replay(
+            conv, MemoryConfig(strategy="summary_buffer", model=MODEL, max_history_tokens=limit, trim_counter=counter)
+        )
         for turn in range(2, len(conv.turns) + 1):
             ledger = replay.ledger(turn)
             kept = sent(m for m in replay.history_messages(ledger) if m.role != "system")
@@ -184,8 +232,9 @@ def test_summary_buffer_keeps_what_conversation_summary_buffer_memory_keeps(conv
 def test_a_limit_of_zero_summarises_everything_with_the_approximate_counter():
     conv = CONVERSATIONS["short"]
     assert langchain_buffers(conv, 0, "approximate")[-1] == []
-    replay = Replay(conv, MemoryConfig(strategy="summary_buffer", model=MODEL, max_history_tokens=0,
-                                       trim_counter="approximate"))
+    replay = Replay(
+        conv, MemoryConfig(strategy="summary_buffer", model=MODEL, max_history_tokens=0, trim_counter="approximate")
+    )
     assert replay.ledger(5).kept == [] and len(replay.ledger(5).synthetic) == 1
 
 

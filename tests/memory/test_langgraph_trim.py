@@ -31,12 +31,19 @@ def tool(call_id, text):
 
 
 def thread(*messages):
-    return json.dumps({"values": {"messages": list(messages)}, "next": [],
-                       "config": {"configurable": {"thread_id": "t"}}})
+    return json.dumps(
+        {"values": {"messages": list(messages)}, "next": [], "config": {"configurable": {"thread_id": "t"}}}
+    )
 
 
-PLAIN = thread(human("question one"), ai("answer one!"), human("question two"), ai("answer two!"),
-               human("question ten"), ai("answer ten!"))
+PLAIN = thread(
+    human("question one"),
+    ai("answer one!"),
+    human("question two"),
+    ai("answer two!"),
+    human("question ten"),
+    ai("answer ten!"),
+)
 
 
 def last_turn(text, **settings):
@@ -46,15 +53,18 @@ def last_turn(text, **settings):
     return [m.content for m in replay.history_messages(ledger)], [e.reason for e in ledger.entries], ledger
 
 
-@pytest.mark.parametrize("limit, history, reasons", [
-    # q1 a1 q2 a2 and the question q3: 7 + 8 + 7 + 8 + 7 = 37 tokens.
-    (37, ["question one", "answer one!", "question two", "answer two!"], [KEPT] * 4),
-    (2000, ["question one", "answer one!", "question two", "answer two!"], [KEPT] * 4),
-    (36, ["question two", "answer two!"], [OVER_BUDGET, OUTSIDE_WINDOW, KEPT, KEPT]),  # a1 fits: start_on drops it
-    (22, ["question two", "answer two!"], [OVER_BUDGET, OVER_BUDGET, KEPT, KEPT]),
-    (21, [], [OVER_BUDGET] * 3 + [OUTSIDE_WINDOW]),  # a2 and q3 fit; a2 is not human
-    (7, [], [OVER_BUDGET] * 4),                       # the question alone
-])
+@pytest.mark.parametrize(
+    "limit, history, reasons",
+    [
+        # q1 a1 q2 a2 and the question q3: 7 + 8 + 7 + 8 + 7 = 37 tokens.
+        (37, ["question one", "answer one!", "question two", "answer two!"], [KEPT] * 4),
+        (2000, ["question one", "answer one!", "question two", "answer two!"], [KEPT] * 4),
+        (36, ["question two", "answer two!"], [OVER_BUDGET, OUTSIDE_WINDOW, KEPT, KEPT]),  # a1 fits: start_on drops it
+        (22, ["question two", "answer two!"], [OVER_BUDGET, OVER_BUDGET, KEPT, KEPT]),
+        (21, [], [OVER_BUDGET] * 3 + [OUTSIDE_WINDOW]),  # a2 and q3 fit; a2 is not human
+        (7, [], [OVER_BUDGET] * 4),  # the question alone
+    ],
+)
 def test_the_trim_keeps_the_newest_that_fit_with_the_question_then_starts_on_a_human_message(limit, history, reasons):
     got, got_reasons, _ = last_turn(PLAIN, max_history_tokens=limit)
     assert (got, got_reasons) == (history, reasons)
@@ -65,15 +75,23 @@ def test_a_question_over_the_limit_alone_empties_the_trim_and_the_agent_sends_ev
     history, reasons, ledger = last_turn(PLAIN, max_history_tokens=limit)
     assert history == ["question one", "answer one!", "question two", "answer two!"]
     assert reasons == [KEPT] * 4
-    assert ledger.budget_note == (f"the trim kept nothing (max_tokens {limit:,}, the question alone 7 approximate "
-                                  f"tokens): the agent sent every message instead (llm_input_messages or messages)")
+    assert ledger.budget_note == (
+        f"the trim kept nothing (max_tokens {limit:,}, the question alone 7 approximate "
+        f"tokens): the agent sent every message instead (llm_input_messages or messages)"
+    )
 
 
 def test_a_tool_result_never_opens_the_kept_part():
     # The result is ceil((5 + 4 + 7 + 2) / 4) + 3 = 8 tokens (its text, role, tool name and call id): within
     # 23, the result, a1 and the question fit, and start_on drops the result and a1.
-    text = thread(human("question one"), ai("", "c1"), tool("c1", "sunny"), ai("answer one!"), human("question ten"),
-                  ai("answer ten!"))
+    text = thread(
+        human("question one"),
+        ai("", "c1"),
+        tool("c1", "sunny"),
+        ai("answer one!"),
+        human("question ten"),
+        ai("answer ten!"),
+    )
     history, reasons, _ = last_turn(text, max_history_tokens=23)
     assert history == []
     assert reasons == [OVER_BUDGET, OVER_BUDGET, OUTSIDE_WINDOW, OUTSIDE_WINDOW]
@@ -82,18 +100,23 @@ def test_a_tool_result_never_opens_the_kept_part():
 
 
 def test_a_system_message_is_the_system_prompt_and_changes_nothing():
-    with_system = thread({"type": "system", "content": "You are a travel assistant."}, *json.loads(PLAIN)["values"]
-                         ["messages"])
+    with_system = thread(
+        {"type": "system", "content": "You are a travel assistant."}, *json.loads(PLAIN)["values"]["messages"]
+    )
     for limit in (37, 36, 21, 6):
         assert last_turn(with_system, max_history_tokens=limit)[:2] == last_turn(PLAIN, max_history_tokens=limit)[:2]
 
 
 def test_its_words_and_label():
     _, _, ledger = last_turn(PLAIN, max_history_tokens=36)
-    assert explain(ledger.entries[0], ledger.config) == \
-        "over the hook's trim_messages max_tokens (36 approximate tokens with the question): oldest dropped"
-    assert explain(ledger.entries[1], ledger.config) == \
-        "dropped so the kept part starts on a human message (start_on=\"human\")"
+    assert (
+        explain(ledger.entries[0], ledger.config)
+        == "over the hook's trim_messages max_tokens (36 approximate tokens with the question): oldest dropped"
+    )
+    assert (
+        explain(ledger.entries[1], ledger.config)
+        == 'dropped so the kept part starts on a human message (start_on="human")'
+    )
     assert ledger.budget_note == "trim_messages max_tokens 36 approximate tokens, the question's 7 included"
     assert MemoryConfig("langgraph_trim").label() == "langgraph trim 2,000 tok"
     assert MemoryConfig("langgraph_trim", max_history_tokens=300).label() == "langgraph trim 300 tok"
@@ -102,9 +125,27 @@ def test_its_words_and_label():
 def test_the_replay_command_trims_an_imported_thread(tmp_path):
     path = tmp_path / "thread.json"
     path.write_text(PLAIN)
-    proc = subprocess.run([sys.executable, "-m", "core", "replay", str(path), "--input-format", "langgraph-checkpoint",
-                           "--memory", "langgraph_trim", "--set", "max_history_tokens=22", "--format", "json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "core",
+            "replay",
+            str(path),
+            "--input-format",
+            "langgraph-checkpoint",
+            "--memory",
+            "langgraph_trim",
+            "--set",
+            "max_history_tokens=22",
+            "--format",
+            "json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert [e["reason"] for e in json.loads(proc.stdout)["turns"][-1]["ledger"]] == [OVER_BUDGET] * 2 + [KEPT] * 2
 
@@ -113,15 +154,23 @@ def test_an_empty_trim_is_a_finding_at_the_first_turn_it_sends_everything():
     from core.analysis.findings import PLATFORM_RULE, config_findings
 
     conv = import_text(PLAIN, name="thread.json", fmt="langgraph-checkpoint").conversations[0]
-    [found] = [f for f in config_findings(conv, [MemoryConfig("langgraph_trim", max_history_tokens=6)])
-               if f.kind == PLATFORM_RULE]
+    [found] = [
+        f
+        for f in config_findings(conv, [MemoryConfig("langgraph_trim", max_history_tokens=6)])
+        if f.kind == PLATFORM_RULE
+    ]
     # Turn 1 has no earlier message to send: turn 2 is the first where the fallback sends the thread.
     assert (found.turn, found.data) == (2, {"turns": [2, 3]})
-    assert found.text == ("At turn 2 “langgraph trim 6 tok”: the question alone is over the trim's max_tokens (6), so "
-                          "the trim came back empty and the agent sent all 2 earlier messages instead (langgraph "
-                          "#8925) (1 later turn too).")
-    assert not [f for f in config_findings(conv, [MemoryConfig("langgraph_trim", max_history_tokens=7)])
-                if f.kind == PLATFORM_RULE]
+    assert found.text == (
+        "At turn 2 “langgraph trim 6 tok”: the question alone is over the trim's max_tokens (6), so "
+        "the trim came back empty and the agent sent all 2 earlier messages instead (langgraph "
+        "#8925) (1 later turn too)."
+    )
+    assert not [
+        f
+        for f in config_findings(conv, [MemoryConfig("langgraph_trim", max_history_tokens=7)])
+        if f.kind == PLATFORM_RULE
+    ]
 
 
 def test_hook_trim_ends_on_a_human_or_tool_message_and_starts_on_a_human_one():
@@ -137,8 +186,7 @@ def test_hook_trim_ends_on_a_human_or_tool_message_and_starts_on_a_human_one():
 
 def test_a_turn_without_a_question_is_trimmed_too():
     # The thread opens with a reply of its own (a turn without a question); a later turn's trim reads it.
-    text = thread(ai("hello there"), human("question one"), ai("answer one!"), human("question ten"),
-                  ai("answer ten!"))
+    text = thread(ai("hello there"), human("question one"), ai("answer one!"), human("question ten"), ai("answer ten!"))
     history, reasons, _ = last_turn(text, max_history_tokens=2000)
     assert history == ["question one", "answer one!"] and reasons == [OUTSIDE_WINDOW, KEPT, KEPT]
 
@@ -149,7 +197,10 @@ def test_each_turn_s_numbers_count_what_the_trim_or_the_fallback_sends():
     conv = import_text(PLAIN, name="thread.json", fmt="langgraph-checkpoint").conversations[0]
     trimmed = Replay(conv, MemoryConfig("langgraph_trim", max_history_tokens=22)).summaries()
     assert [(s.kept, s.dropped, s.oldest_kept_turn, s.budget) for s in trimmed] == [
-        (0, 0, None, 22), (2, 0, 1, 22), (2, 2, 2, 22)]
+        (0, 0, None, 22),
+        (2, 0, 1, 22),
+        (2, 2, 2, 22),
+    ]
     everything = Replay(conv, MemoryConfig("langgraph_trim", max_history_tokens=6))
     summaries = everything.summaries()
     assert [(s.kept, s.dropped, s.oldest_kept_turn) for s in summaries] == [(0, 0, None), (2, 0, 1), (4, 0, 1)]
@@ -164,4 +215,6 @@ def test_what_its_pruning_means_in_a_finding():
 
     assert STRATEGIES["langgraph_trim"].pruning_words({"strategy": "langgraph_trim"}) == (
         "The pre_model_hook's trim drops the oldest messages over max_tokens; when the question alone is over it, "
-        "the trim is empty and the agent sends the whole thread instead.", False)
+        "the trim is empty and the agent sends the whole thread instead.",
+        False,
+    )

@@ -4,13 +4,23 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from core.memory.errors import ConfigError
 from core.memory.config import MemoryConfig
+from core.memory.errors import ConfigError
 from core.memory.replay import COUNT_CHUNK, Replay
 from core.memory.strategies import STRATEGIES
 from core.model.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Message, ToolCall, Turn
-from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET,
-                               PIPELINE, SCOPE, TRIMMED_EARLIER)
+from core.model.ledger import (
+    EMPTY,
+    GRANULARITY,
+    KEPT,
+    MEMORY_OFF,
+    OTHER_BRANCH,
+    OUTSIDE_WINDOW,
+    OVER_BUDGET,
+    PIPELINE,
+    SCOPE,
+    TRIMMED_EARLIER,
+)
 from core.model.tokens import TokenCounter
 from tests.builders import dify, linear, openai, record
 from tests.memory.declared import declared_configs
@@ -20,10 +30,12 @@ DIFY = MemoryConfig(fidelity="documented")  # the docs' profile: it always prune
 
 def tool_turn(mid, parent, query="q", answer="a"):
     call = ToolCall("c", "lookup", '{"id": 1}')
-    msgs = (Message("user", query, QUERY, f"{mid}:query"),
-            Message("assistant", "", TOOL_CALL, f"{mid}:call", tool_calls=(call,)),
-            Message("tool", "result", TOOL_RESULT, f"{mid}:result", tool_call_id="c"),
-            Message("assistant", answer, ANSWER, f"{mid}:answer"))
+    msgs = (
+        Message("user", query, QUERY, f"{mid}:query"),
+        Message("assistant", "", TOOL_CALL, f"{mid}:call", tool_calls=(call,)),
+        Message("tool", "result", TOOL_RESULT, f"{mid}:result", tool_call_id="c"),
+        Message("assistant", answer, ANSWER, f"{mid}:answer"),
+    )
     return Turn(id=mid, parent_id=parent, messages=msgs, query_index=0, answer_index=3)
 
 
@@ -32,8 +44,16 @@ def reasons(ledger):
 
 
 def test_pipeline_order_is_fixed():
-    assert PIPELINE == (MEMORY_OFF, SCOPE, OTHER_BRANCH, GRANULARITY, TRIMMED_EARLIER, OUTSIDE_WINDOW,
-                        OVER_BUDGET, EMPTY)
+    assert PIPELINE == (
+        MEMORY_OFF,
+        SCOPE,
+        OTHER_BRANCH,
+        GRANULARITY,
+        TRIMMED_EARLIER,
+        OUTSIDE_WINDOW,
+        OVER_BUDGET,
+        EMPTY,
+    )
 
 
 def test_memory_off_comes_before_everything():
@@ -66,8 +86,15 @@ def test_trimmed_earlier_comes_before_outside_window():
 
 
 def test_outside_window_comes_before_over_budget_and_over_budget_before_empty():
-    conv = dify([record("1", None, "q1", ""), record("2", "1", "q2", ""), record("3", "2", "q3 " * 40, "a3"),
-                 record("4", "3", "q4", "a4"), record("5", "4", "now", "")])
+    conv = dify(
+        [
+            record("1", None, "q1", ""),
+            record("2", "1", "q2", ""),
+            record("3", "2", "q3 " * 40, "a3"),
+            record("4", "3", "q4", "a4"),
+            record("5", "4", "now", ""),
+        ]
+    )
     fixed = Replay(conv, DIFY).fixed_prompt_tokens(4)
     # Budget for 3 small messages: the empty answer of turn 2 is pruned before it could be "empty".
     # (each message costs 3 + 1 for its role + its content)
@@ -85,6 +112,7 @@ def test_empty_is_the_last_step():
 
 
 # -- granularity ---------------------------------------------------------------------------------------
+
 
 def test_query_answer_keeps_only_query_and_final_answer_of_tool_turns():
     conv = dify([tool_turn("1", None), record("2", "1")])
@@ -118,9 +146,12 @@ def conversations(draw):
     for i in range(n):
         mid = str(i)
         kind = draw(st.sampled_from(["root", "prev", "older", "nil"]))
-        parent = {"root": None, "nil": "00000000-0000-0000-0000-000000000000",
-                  "prev": str(i - 1) if i else None,
-                  "older": str(draw(st.integers(0, i - 1))) if i else None}[kind]
+        parent = {
+            "root": None,
+            "nil": "00000000-0000-0000-0000-000000000000",
+            "prev": str(i - 1) if i else None,
+            "older": str(draw(st.integers(0, i - 1))) if i else None,
+        }[kind]
         q, a = draw(st.sampled_from(WORDS[1:])), draw(st.sampled_from(WORDS))
         if draw(st.booleans()):
             turns.append(tool_turn(mid, parent, q, a))
@@ -190,8 +221,11 @@ def test_every_registered_systems_summaries_say_what_its_ledgers_say(data, conv)
     for summary in replay.summaries():
         ledger = replay.ledger(summary.turn)
         kept = ledger.kept
-        assert (summary.kept, summary.dropped, summary.not_eligible) == \
-            (len(kept), ledger.dropped_count(), ledger.not_eligible_count())
+        assert (summary.kept, summary.dropped, summary.not_eligible) == (
+            len(kept),
+            ledger.dropped_count(),
+            ledger.not_eligible_count(),
+        )
         assert summary.history_tokens == ledger.history_tokens
         assert (summary.prompt_tokens, summary.budget) == (ledger.prompt_tokens, ledger.budget)
 
@@ -202,10 +236,24 @@ def test_a_conversation_longer_than_a_counting_chunk_is_counted_turn_by_turn_and
     # set (an answer left empty now and then), and the one-walk summaries of turns in every chunk
     # equal those built for the turn alone.
     n = 2 * COUNT_CHUNK + 300
-    conv = dify([tool_turn(str(i), str(i - 1) if i > 1 else None, f"question {i}", "" if i % 9 == 0 else
-                           f"answer {i} " * (i % 5 + 1)) if i % 7 == 0 else
-                 record(str(i), str(i - 1) if i > 1 else None, f"question {i} " * (i % 3 + 1),
-                        "" if i % 11 == 0 else f"answer {i}") for i in range(1, n + 1)])
+    conv = dify(
+        [
+            tool_turn(
+                str(i),
+                str(i - 1) if i > 1 else None,
+                f"question {i}",
+                "" if i % 9 == 0 else f"answer {i} " * (i % 5 + 1),
+            )
+            if i % 7 == 0
+            else record(
+                str(i),
+                str(i - 1) if i > 1 else None,
+                f"question {i} " * (i % 3 + 1),
+                "" if i % 11 == 0 else f"answer {i}",
+            )
+            for i in range(1, n + 1)
+        ]
+    )
     counter = TokenCounter(shared=False)
     replay = Replay(conv, config, counter=counter)
     summaries = replay.summaries()
@@ -219,9 +267,15 @@ def test_a_conversation_longer_than_a_counting_chunk_is_counted_turn_by_turn_and
 
 
 def test_openai_turns_number_from_one_and_an_opening_assistant_message_is_turn_zero():
-    conv = openai([{"role": "system", "content": "s"}, {"role": "assistant", "content": "Welcome!"},
-                   {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
-                   {"role": "user", "content": "bye"}])
+    conv = openai(
+        [
+            {"role": "system", "content": "s"},
+            {"role": "assistant", "content": "Welcome!"},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+            {"role": "user", "content": "bye"},
+        ]
+    )
     replay = Replay(conv, DIFY)
     assert [s.turn for s in replay.summaries()] == [1, 2]
     ledger = replay.ledger(2)
@@ -241,7 +295,9 @@ def test_a_replay_makes_a_budget_once_per_prompt_size(monkeypatch):
     limits.clear()  # a budget reads its limit too
     summaries = replay.summaries()
     assert len(made) == len(set(made)) == 2 and len(limits) == len(set(limits)) == 2
-    assert {ledger.budget for ledger in ledgers} == {s.budget for s in summaries} and len({s.budget for s in summaries}) == 2
+    assert {ledger.budget for ledger in ledgers} == {s.budget for s in summaries} and len(
+        {s.budget for s in summaries}
+    ) == 2
     monkeypatch.undo()
     fresh = Replay(conv, config)
     assert [fresh.ledger_at(p).to_dict() for p in range(12)] == [ledger.to_dict() for ledger in ledgers]

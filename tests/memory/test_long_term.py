@@ -9,9 +9,19 @@ import pytest
 from core.flow.graph import Flow, load_flow
 from core.flow.runtime import run_conversation
 from core.llm.client import DemoClient, LLMReply
-from core.memory.long_term import (ADD, DEFAULT_TOP_K, DELETE, EmbeddingRetriever, LLMExtractor, LongTermMemory, Source,
-                                   UPDATE, memory_hash, recall_preview)
 from core.memory.errors import LongTermMemoryError, MemoryNotFound
+from core.memory.long_term import (
+    ADD,
+    DEFAULT_TOP_K,
+    DELETE,
+    UPDATE,
+    EmbeddingRetriever,
+    LLMExtractor,
+    LongTermMemory,
+    Source,
+    memory_hash,
+    recall_preview,
+)
 from core.service.sessions import ConversationService
 from core.store.db import Database
 from core.store.memories import long_term_store
@@ -29,14 +39,18 @@ def store(request, tmp_path):
     if request.param == "memory":
         yield LongTermMemory()
         return
-    url = f"sqlite:///{tmp_path / 'memlens.db'}" if request.param == "sqlite" else \
-        request.getfixturevalue("postgres").create_database()
+    url = (
+        f"sqlite:///{tmp_path / 'memlens.db'}"
+        if request.param == "sqlite"
+        else request.getfixturevalue("postgres").create_database()
+    )
     db = Database(url)
     yield long_term_store(db)
     db.dispose()
 
 
 # -- keyed by user ----------------------------------------------------------------------------------
+
 
 def test_the_same_fact_from_two_users_is_two_memories_and_each_sees_only_their_own(store):
     store.store("ana", "I live in Porto.")
@@ -56,10 +70,15 @@ def test_randomised_users_never_get_each_others_memories_through_the_api(store):
     for step in range(120):
         user = rnd.choice(users)
         i = users.index(user)
-        statement = rnd.choice([f"My name is {NAMES[i]}.", f"I live in {CITIES[i]}.",
-                                f"My order number is {4000 + i * 10 + rnd.randrange(3)}.",
-                                f"I like {rnd.choice(['tea', 'jazz', 'chess'])} number {i}.",
-                                f"I don't like {rnd.choice(['tea', 'jazz', 'chess'])} number {i}."])
+        statement = rnd.choice(
+            [
+                f"My name is {NAMES[i]}.",
+                f"I live in {CITIES[i]}.",
+                f"My order number is {4000 + i * 10 + rnd.randrange(3)}.",
+                f"I like {rnd.choice(['tea', 'jazz', 'chess'])} number {i}.",
+                f"I don't like {rnd.choice(['tea', 'jazz', 'chess'])} number {i}.",
+            ]
+        )
         result = store.store(user, statement, source=Source(conversation_id=f"c{step}"))
         for e in result.events:
             owner.setdefault(e.memory_id, user)
@@ -76,8 +95,10 @@ def test_randomised_users_never_get_each_others_memories_through_the_api(store):
 
 def _in_namespace(flow: Flow, namespace: str, name: str) -> Flow:
     data = flow.to_dict()
-    data["nodes"] = [{**n, "namespace": namespace} if n.get("type") in ("memory-retrieve", "memory-store") else n
-                     for n in data["nodes"]]
+    data["nodes"] = [
+        {**n, "namespace": namespace} if n.get("type") in ("memory-retrieve", "memory-store") else n
+        for n in data["nodes"]
+    ]
     return Flow.from_dict({**data, "name": name})
 
 
@@ -101,8 +122,11 @@ def test_flows_naming_one_namespace_share_a_users_memories_and_no_other_user_see
             recalled = record.node_run("recall").outputs["memories"]
             for row in recalled:
                 assert service.long_term.get(row["id"]).user_id == user
-                assert all(other[0] not in row["memory"] and other[1] not in row["memory"]
-                           for u, other in users.items() if u != user)
+                assert all(
+                    other[0] not in row["memory"] and other[1] not in row["memory"]
+                    for u, other in users.items()
+                    if u != user
+                )
             reply = record.node_run("responder").reply
             if query.startswith("What") and told[user]:
                 assert f"Your name is {name}." in reply  # remembered from an earlier conversation or flow
@@ -119,8 +143,11 @@ def test_flows_naming_one_namespace_share_a_users_memories_and_no_other_user_see
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_by_default_each_app_keeps_its_own_memories_of_a_user(backend, tmp_path, request):
-    url = f"sqlite:///{tmp_path / 'memlens.db'}" if backend == "sqlite" else \
-        request.getfixturevalue("postgres").create_database()
+    url = (
+        f"sqlite:///{tmp_path / 'memlens.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("postgres").create_database()
+    )
     db = Database(url)
     service = ConversationService(db, llm=DemoClient())
     app_a = service.import_flow(load_flow(FLOW), name="shop").flow_id
@@ -150,9 +177,13 @@ def test_a_memory_written_through_one_app_key_is_not_recalled_through_another(tm
     server = ThreadServer(create_app(db, llm=DemoClient()))
     try:
         with httpx.Client(base_url=server.base_url, timeout=60) as http:
+
             def ask(key, query):
-                r = http.post("/chat-messages", headers={"Authorization": f"Bearer {key}"},
-                              json={"inputs": {}, "query": query, "user": "dana", "response_mode": "blocking"})
+                r = http.post(
+                    "/chat-messages",
+                    headers={"Authorization": f"Bearer {key}"},
+                    json={"inputs": {}, "query": query, "user": "dana", "response_mode": "blocking"},
+                )
                 assert r.status_code == 200, r.text
                 return r.json()["answer"]
 
@@ -186,10 +217,18 @@ def test_store_and_retrieve_refuse_a_missing_user_id_and_malformed_messages(stor
 
 # -- retrieval --------------------------------------------------------------------------------------
 
+
 def seed_memories(store: LongTermMemory, user: str = "dana") -> None:
-    for text in ["My name is Dana.", "I live in Porto.", "I work as a nurse.", "My order number is 4411.",
-                 "I'm allergic to peanuts.", "I like green tea.", "My favourite colour is green.",
-                 "My booking reference is AB1234."]:
+    for text in [
+        "My name is Dana.",
+        "I live in Porto.",
+        "I work as a nurse.",
+        "My order number is 4411.",
+        "I'm allergic to peanuts.",
+        "I like green tea.",
+        "My favourite colour is green.",
+        "My booking reference is AB1234.",
+    ]:
         store.store(user, text)
 
 
@@ -252,6 +291,7 @@ def test_recall_preview_shows_what_a_new_conversation_would_get(store):
 
 # -- changes and their history ----------------------------------------------------------------------
 
+
 def test_a_new_value_of_a_single_valued_fact_updates_the_memory_and_its_history_names_the_turn(store):
     first = store.store("dana", "My order number is 4411.", source=Source("conv-1", "turn-1", "support", 1))
     [added] = first.events
@@ -264,9 +304,13 @@ def test_a_new_value_of_a_single_valued_fact_updates_the_memory_and_its_history_
     assert item.created_at == added.created_at and item.updated_at > added.created_at
     history = store.history(added.memory_id)
     assert [(h.event, h.old_memory, h.new_memory) for h in history] == [
-        (ADD, None, "Your order is 4411."), (UPDATE, "Your order is 4411.", "Your order is 5120.")]
+        (ADD, None, "Your order is 4411."),
+        (UPDATE, "Your order is 4411.", "Your order is 5120."),
+    ]
     assert [(h.source.conversation_id, h.source.turn_id, h.source.turn) for h in history] == [
-        ("conv-1", "turn-1", 1), ("conv-2", "turn-7", 3)]
+        ("conv-1", "turn-1", 1),
+        ("conv-2", "turn-7", 3),
+    ]
     assert [h.actor for h in history] == ["extractor:offline"] * 2
     assert len(store.memories("dana")) == 1
 
@@ -334,6 +378,7 @@ def test_the_long_term_memory_migration_follows_the_app_keys_one():
 
 # -- an LLM extractor -------------------------------------------------------------------------------
 
+
 class Scripted:
     def __init__(self, text: str):
         self.text = text
@@ -347,11 +392,16 @@ class Scripted:
 def test_an_llm_extractor_stores_the_facts_the_model_returns_and_nothing_for_a_bad_reply():
     client = Scripted('```json\n{"facts": [{"key": "home", "text": "You live in Oslo."}, "You have a cat."]}\n```')
     store = LongTermMemory()
-    result = store.store("u", [{"role": "user", "content": "I moved to Oslo with my cat."}],
-                         extractor=LLMExtractor(client, "openai/gpt-4o-mini"))
+    result = store.store(
+        "u",
+        [{"role": "user", "content": "I moved to Oslo with my cat."}],
+        extractor=LLMExtractor(client, "openai/gpt-4o-mini"),
+    )
     assert [e.new_memory for e in result.events] == ["You live in Oslo.", "You have a cat."]
-    assert "Oslo" in client.calls[0][1]["content"] and store.history(result.events[0].memory_id)[0].actor == \
-        "extractor:llm"
+    assert (
+        "Oslo" in client.calls[0][1]["content"]
+        and store.history(result.events[0].memory_id)[0].actor == "extractor:llm"
+    )
     store.store("u", "I live in Bergen now.")  # the offline extractor's home fact updates the model's one
     assert {m.memory for m in store.memories("u")} == {"You live in Bergen.", "You have a cat."}
     nothing = store.store("u", "whatever", extractor=LLMExtractor(Scripted("sorry, I cannot"), "m"))
@@ -359,6 +409,7 @@ def test_an_llm_extractor_stores_the_facts_the_model_returns_and_nothing_for_a_b
 
 
 # -- in a flow --------------------------------------------------------------------------------------
+
 
 def test_a_second_conversation_recalls_a_fact_from_the_first_and_another_user_does_not(tmp_path):
     db = Database(f"sqlite:///{tmp_path / 'memlens.db'}")
@@ -399,8 +450,16 @@ def test_a_second_conversation_recalls_a_fact_from_the_first_and_another_user_do
 def test_an_agent_whose_instruction_reads_recall_records_the_memories_only_when_it_renders_them(tmp_path, fill):
     data = load_flow(FLOW).to_dict()
     data["nodes"] = [n for n in data["nodes"] if n["id"] != "responder"] + [
-        {"id": "responder", "type": "tool-agent", "title": "Responder", "tools": [], "memory": {"strategy": "off"},
-         "system_prompt": "You remember: {{#recall.text#}}", "system_prompt_fill": fill}]
+        {
+            "id": "responder",
+            "type": "tool-agent",
+            "title": "Responder",
+            "tools": [],
+            "memory": {"strategy": "off"},
+            "system_prompt": "You remember: {{#recall.text#}}",
+            "system_prompt_fill": fill,
+        }
+    ]
     db = Database(f"sqlite:///{tmp_path / 'memlens.db'}")
     service = ConversationService(db, llm=DemoClient())
     flow_id = service.import_flow(Flow.from_dict(data)).flow_id
@@ -454,15 +513,17 @@ def test_a_store_step_configured_with_a_model_extracts_with_it_and_falls_back_of
     flow = llm_extracting_flow()
     client = RealModel('{"facts": [{"key": "pet", "text": "You have a cat named Miso."}]}')
     store = LongTermMemory()
-    record = run_turn(flow, ConversationState.new(flow), "My cat Miso says hi.", llm=client, long_term=store,
-                      user_id="dana")
+    record = run_turn(
+        flow, ConversationState.new(flow), "My cat Miso says hi.", llm=client, long_term=store, user_id="dana"
+    )
     assert record.node_run("remember").outputs["added"] == 1
     assert [m.memory for m in store.memories("dana")] == ["You have a cat named Miso."]
     assert store.history(store.memories("dana")[0].id)[0].actor == "extractor:llm"
 
     offline = LongTermMemory()
-    record = run_turn(flow, ConversationState.new(flow), "I'm Dana.", llm=DemoClient(), long_term=offline,
-                      user_id="dana")
+    record = run_turn(
+        flow, ConversationState.new(flow), "I'm Dana.", llm=DemoClient(), long_term=offline, user_id="dana"
+    )
     assert "facts extracted offline" in record.node_run("remember").notes[0]
     assert [m.memory for m in offline.memories("dana")] == ["Your name is Dana."]
 

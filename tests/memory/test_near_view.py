@@ -26,9 +26,12 @@ def conversations(draw):
     for i in range(n):
         mid = str(i)
         kind = draw(st.sampled_from(["prev", "prev", "prev", "older", "root", "nil"]))
-        parent = {"root": None, "nil": "00000000-0000-0000-0000-000000000000",
-                  "prev": str(i - 1) if i else None,
-                  "older": str(draw(st.integers(0, i - 1))) if i else None}[kind]
+        parent = {
+            "root": None,
+            "nil": "00000000-0000-0000-0000-000000000000",
+            "prev": str(i - 1) if i else None,
+            "older": str(draw(st.integers(0, i - 1))) if i else None,
+        }[kind]
         q, a = draw(st.sampled_from(WORDS[1:])), draw(st.sampled_from(WORDS))
         turns.append(tool_turn(mid, parent, q, a) if draw(st.booleans()) else record(mid, parent, q, a))
     return Conversation(id="n", turns=turns, system_prompt=draw(st.sampled_from(["", "Be brief."])))
@@ -44,7 +47,9 @@ configs = st.builds(
     granularity=st.sampled_from(["query_answer", "all_messages"]),
     scope=st.sampled_from(["thread", "thread", "call"]),
     plugin_token_counting=st.booleans(),
-).filter(lambda c: c.strategy != "window" or c.settings.window is None or c.settings.window >= 1)  # the node keeps 1..200
+).filter(
+    lambda c: c.strategy != "window" or c.settings.window is None or c.settings.window >= 1
+)  # the node keeps 1..200
 
 
 @settings(max_examples=200, deadline=None)
@@ -77,7 +82,9 @@ def test_the_messages_older_than_the_reach_are_outside_the_window_or_not_eligibl
     ledger = Replay(conv, MemoryConfig(window=3, granularity="all_messages")).ledger_at(39)
     assert {e.reason for e in ledger.entries if e.turn < 37} == {OUTSIDE_WINDOW}
     assert [e.turn for e in ledger.entries if e.kept] == [38, 38, 39, 39]
-    assert GRANULARITY not in {e.reason for e in ledger.entries} and OTHER_BRANCH not in {e.reason for e in ledger.entries}
+    assert GRANULARITY not in {e.reason for e in ledger.entries} and OTHER_BRANCH not in {
+        e.reason for e in ledger.entries
+    }
 
 
 def count_pushes(monkeypatch) -> list[int]:
@@ -87,6 +94,7 @@ def count_pushes(monkeypatch) -> list[int]:
     def counted(self, view, position, decision):
         pushed.append(position)
         return push(self, view, position, decision)
+
     monkeypatch.setattr(Replay, "_push", counted)
     return pushed
 
@@ -120,9 +128,11 @@ def test_some_entries_of_a_ledger_kept_as_runs_are_those_of_its_listing(conv, co
     reasons = data.draw(st.sets(st.sampled_from(sorted({e.reason for e in whole.entries} | {"kept", "over_budget"}))))
     lazy = Replay(conv, config).ledger_at(position, lazy=True)
     assert lazy.entries_at(turns) == whole.entries_at(turns) == [e for e in whole.entries if e.position in turns]
-    assert lazy.entries_with(reasons) == whole.entries_with(reasons) == [e for e in whole.entries if e.reason in reasons]
+    assert (
+        lazy.entries_with(reasons) == whole.entries_with(reasons) == [e for e in whole.entries if e.reason in reasons]
+    )
     n = data.draw(st.integers(-1, len(whole.entries) + 2))
-    newest = whole.entries[max(len(whole.entries) - n, 0):] if n > 0 else []
+    newest = whole.entries[max(len(whole.entries) - n, 0) :] if n > 0 else []
     assert lazy.last_entries(n) == whole.last_entries(n) == newest
     assert lazy.entry_count() == whole.entry_count() == len(whole.entries)
     assert getattr(lazy, "_entries", None) is None  # nothing listed whole on the way

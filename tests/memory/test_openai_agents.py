@@ -28,7 +28,7 @@ def answer(text):
 
 
 def call(call_id):
-    return {"type": "function_call", "call_id": call_id, "name": "weather", "arguments": "{\"city\": \"Porto\"}"}
+    return {"type": "function_call", "call_id": call_id, "name": "weather", "arguments": '{"city": "Porto"}'}
 
 
 def output(call_id):
@@ -56,8 +56,21 @@ def sent(items, **settings):
     return history, [e.reason for e in ledger.entries], ledger
 
 
-@pytest.mark.parametrize("length, limit, start", [
-    (8, None, 0), (8, -1, 0), (8, -100, 0), (8, 0, 8), (8, 1, 7), (8, 6, 2), (8, 8, 0), (8, 9, 0), (0, 3, 0), (0, 0, 0)])
+@pytest.mark.parametrize(
+    "length, limit, start",
+    [
+        (8, None, 0),
+        (8, -1, 0),
+        (8, -100, 0),
+        (8, 0, 8),
+        (8, 1, 7),
+        (8, 6, 2),
+        (8, 8, 0),
+        (8, 9, 0),
+        (0, 3, 0),
+        (0, 0, 0),
+    ],
+)
 def test_the_limit_reads_the_newest_items_none_and_negative_read_all_zero_reads_none(length, limit, start):
     assert limit_start(length, limit) == start
 
@@ -68,17 +81,20 @@ def test_a_tool_turn_is_four_items_and_every_item_counts():
     assert reasons == [OUTSIDE_WINDOW] * 2 + [KEPT] * 4
 
 
-@pytest.mark.parametrize("limit, history", [
-    (None, ["q1", "a1", "q2", "c1", "sunny (c1)", "a2"]),
-    (-1, ["q1", "a1", "q2", "c1", "sunny (c1)", "a2"]),
-    (0, []),
-    (1, ["a2"]),
-    (2, ["a2"]),   # the output's call fell outside: the output is dropped, one item is sent
-    (3, ["c1", "sunny (c1)", "a2"]),
-    (5, ["a1", "q2", "c1", "sunny (c1)", "a2"]),
-    (6, ["q1", "a1", "q2", "c1", "sunny (c1)", "a2"]),
-    (60, ["q1", "a1", "q2", "c1", "sunny (c1)", "a2"]),
-])
+@pytest.mark.parametrize(
+    "limit, history",
+    [
+        (None, ["q1", "a1", "q2", "c1", "sunny (c1)", "a2"]),
+        (-1, ["q1", "a1", "q2", "c1", "sunny (c1)", "a2"]),
+        (0, []),
+        (1, ["a2"]),
+        (2, ["a2"]),  # the output's call fell outside: the output is dropped, one item is sent
+        (3, ["c1", "sunny (c1)", "a2"]),
+        (5, ["a1", "q2", "c1", "sunny (c1)", "a2"]),
+        (6, ["q1", "a1", "q2", "c1", "sunny (c1)", "a2"]),
+        (60, ["q1", "a1", "q2", "c1", "sunny (c1)", "a2"]),
+    ],
+)
 def test_each_limit_sends_the_newest_items_less_an_output_whose_call_it_cut(limit, history):
     assert sent(SESSION, limit=limit)[0] == history
 
@@ -88,10 +104,13 @@ def test_the_output_whose_call_the_limit_cut_is_omitted_and_said_so():
     assert reasons == [OUTSIDE_WINDOW] * 4 + [OMITTED, KEPT]
     words = explain(ledger.entries[4], ledger.config)
     assert words == "a tool result whose call the limit of 2 items cut: the SDK drops it"
-    assert explain(ledger.entries[0], ledger.config) == \
-        "older than the session's newest 2 items (SessionSettings.limit counts items)"
-    assert ledger.budget_note == ("limit 2 counts items: this turn sent 1 item; the orphan pass dropped 1 tool result "
-                                  "whose call the limit cut")
+    assert (
+        explain(ledger.entries[0], ledger.config)
+        == "older than the session's newest 2 items (SessionSettings.limit counts items)"
+    )
+    assert ledger.budget_note == (
+        "limit 2 counts items: this turn sent 1 item; the orphan pass dropped 1 tool result whose call the limit cut"
+    )
 
 
 def test_an_input_callback_sends_the_output_without_its_call():
@@ -109,9 +128,13 @@ def test_a_call_without_its_output_goes_with_the_reasoning_before_it_limit_or_no
     history, reasons, ledger = sent(PENDING, limit=limit)
     assert history == ["q1", "q2", "a2"]
     assert reasons == [KEPT, OMITTED, OMITTED, KEPT, KEPT]
-    assert "the orphan pass dropped 1 call without a result and 1 reasoning item before such a call" in ledger.budget_note
-    assert explain(ledger.entries[1], ledger.config) == \
-        "reasoning before a call without a result: the SDK drops it with the call"
+    assert (
+        "the orphan pass dropped 1 call without a result and 1 reasoning item before such a call" in ledger.budget_note
+    )
+    assert (
+        explain(ledger.entries[1], ledger.config)
+        == "reasoning before a call without a result: the SDK drops it with the call"
+    )
     assert explain(ledger.entries[2], ledger.config).startswith("a call without its result")
 
 
@@ -123,8 +146,9 @@ def test_no_limit_and_no_limit_words():
 
 
 def item(role, *, calls=(), call_id=None, kind=""):
-    return Message(role, "", kind, 0, tool_calls=tuple(ToolCall(c, "weather", "{}") for c in calls),
-                   tool_call_id=call_id)
+    return Message(
+        role, "", kind, 0, tool_calls=tuple(ToolCall(c, "weather", "{}") for c in calls), tool_call_id=call_id
+    )
 
 
 def test_the_orphan_pass_rules_one_by_one():
@@ -132,8 +156,14 @@ def test_the_orphan_pass_rules_one_by_one():
     items = [item("assistant", kind=REASONING), item("assistant"), item("assistant", calls=["x"])]
     assert orphan_pass(items, 10, prune_outputs=True).dropped == {12}
     # two reasoning items lead to one dropped call: both go; a later reasoning before a kept call stays.
-    items = [item("assistant", kind=REASONING), item("assistant", kind=REASONING), item("assistant", calls=["x"]),
-             item("assistant", kind=REASONING), item("assistant", calls=["y"]), item("tool", call_id="y")]
+    items = [
+        item("assistant", kind=REASONING),
+        item("assistant", kind=REASONING),
+        item("assistant", calls=["x"]),
+        item("assistant", kind=REASONING),
+        item("assistant", calls=["y"]),
+        item("tool", call_id="y"),
+    ]
     found = orphan_pass(items, 0, prune_outputs=True)
     assert (found.calls, found.reasoning, found.outputs) == ({2}, {0, 1}, set())
     # an output whose call is missing: dropped only when outputs are pruned.
@@ -158,7 +188,9 @@ def test_label_settings_and_their_errors():
     assert MemoryConfig("openai_agents").label() == "agents session every item"
     assert MemoryConfig("openai_agents", limit=-1).label() == "agents session every item"
     assert MemoryConfig("openai_agents", limit=6).label() == "agents session limit 6 items"
-    assert MemoryConfig("openai_agents", limit=0, input_callback=True).label() == "agents session limit 0 items +callback"
+    assert (
+        MemoryConfig("openai_agents", limit=0, input_callback=True).label() == "agents session limit 0 items +callback"
+    )
     with pytest.raises(ConfigError, match="session limit must be a whole number"):
         MemoryConfig("openai_agents", limit="six").validate()
 
@@ -166,15 +198,49 @@ def test_label_settings_and_their_errors():
 def test_the_replay_command_reads_a_session_with_the_limit(tmp_path):
     path = tmp_path / "session.json"
     path.write_text(json.dumps(SESSION))
-    proc = subprocess.run([sys.executable, "-m", "core", "replay", str(path), "--input-format", "openai-agents",
-                           "--memory", "openai_agents", "--set", "limit=2", "--format", "json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "core",
+            "replay",
+            str(path),
+            "--input-format",
+            "openai-agents",
+            "--memory",
+            "openai_agents",
+            "--set",
+            "limit=2",
+            "--format",
+            "json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     turns = json.loads(proc.stdout)["turns"]
     assert [e["reason"] for e in turns[-1]["ledger"]] == [OUTSIDE_WINDOW] * 4 + [OMITTED, KEPT]
-    proc = subprocess.run([sys.executable, "-m", "core", "replay", str(path), "--input-format", "openai-agents",
-                           "--memory", "openai_agents", "--session-limit", "x"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "core",
+            "replay",
+            str(path),
+            "--input-format",
+            "openai-agents",
+            "--memory",
+            "openai_agents",
+            "--session-limit",
+            "x",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode != 0 and "--session-limit must be a whole number, not 'x'" in proc.stderr
 
 
@@ -185,8 +251,9 @@ def test_a_session_the_sdk_stored_opens_under_its_memory_with_every_item():
     conv = session(SESSION)
     assert fitting_config(conv).strategy == "openai_agents" and fitting_config(conv).settings.limit is None
     assert fitting_config(linear(2)).strategy != "openai_agents"
-    chat = import_text(json.dumps([q("q1"), {"role": "assistant", "content": "a1"}]), name="c.json",
-                       fmt="openai").conversations[0]
+    chat = import_text(
+        json.dumps([q("q1"), {"role": "assistant", "content": "a1"}]), name="c.json", fmt="openai"
+    ).conversations[0]
     assert fitting_config(chat).strategy != "openai_agents"
 
 
@@ -196,11 +263,16 @@ def test_a_dropped_or_lone_tool_result_is_a_finding_in_the_session_s_words():
     conv = session(SESSION + [q("q4"), answer("a4")])
     [found] = [f for f in config_findings(conv, [MemoryConfig("openai_agents", limit=2)]) if f.kind == PLATFORM_RULE]
     assert found.turn == 3 and found.title == "The platform's own rule at work"
-    assert found.text == ("At turn 3 “agents session limit 2 items”: limit 2 counts items: this turn sent 1 item; the "
-                          "orphan pass dropped 1 tool result whose call the limit cut.")
+    assert found.text == (
+        "At turn 3 “agents session limit 2 items”: limit 2 counts items: this turn sent 1 item; the "
+        "orphan pass dropped 1 tool result whose call the limit cut."
+    )
     assert found.data == {"turns": [3]}
-    [lone] = [f for f in config_findings(conv, [MemoryConfig("openai_agents", limit=2, input_callback=True)])
-              if f.kind == PLATFORM_RULE]
+    [lone] = [
+        f
+        for f in config_findings(conv, [MemoryConfig("openai_agents", limit=2, input_callback=True)])
+        if f.kind == PLATFORM_RULE
+    ]
     assert "this turn sent 2 items (1 tool result without its call)" in lone.text
     assert not [f for f in config_findings(conv, [MemoryConfig("openai_agents", limit=6)]) if f.kind == PLATFORM_RULE]
     assert not [f for f in config_findings(conv, [MemoryConfig("openai_agents")]) if f.kind == PLATFORM_RULE]
@@ -212,7 +284,7 @@ def test_compare_sets_a_dify_window_beside_a_session_limit():
     conv = session(SESSION + [q("q4"), answer("a4")])
     result = compare(conv, [MemoryConfig(window=2), MemoryConfig("openai_agents", limit=2)])
     last = [e.reason for e in Replay(conv, MemoryConfig("openai_agents", limit=2)).ledger(3).entries]
-    assert result.matrices[1].cells[2][:len(last)] == last == [OUTSIDE_WINDOW] * 4 + [OMITTED, KEPT]
+    assert result.matrices[1].cells[2][: len(last)] == last == [OUTSIDE_WINDOW] * 4 + [OMITTED, KEPT]
     assert [s.label for s in result.series] == ["dify window 2", "agents session limit 2 items"]
 
 
@@ -230,7 +302,11 @@ def test_each_turn_s_numbers_count_the_items_sent():
     summaries = replay.summaries()
     # turn 2 sends q1 a1; turn 3 reads output a2 and sends a2; turn 4 reads q3 a3 and sends both.
     assert [(s.turn, s.kept, s.dropped, s.oldest_kept_turn) for s in summaries] == [
-        (1, 0, 0, None), (2, 2, 0, 1), (3, 1, 5, 2), (4, 2, 6, 3)]
+        (1, 0, 0, None),
+        (2, 2, 0, 1),
+        (3, 1, 5, 2),
+        (4, 2, 6, 3),
+    ]
     assert summaries[2].history_tokens == tokens[2][-1]
     assert summaries[1].history_tokens == sum(tokens[1])
     ledger = replay.ledger(4)
@@ -243,13 +319,20 @@ def test_the_turn_s_note_and_words_at_limit_zero_and_with_a_question_beside_a_lo
     _, reasons, ledger = sent(SESSION, limit=0)
     assert reasons == [OUTSIDE_WINDOW] * 6
     assert ledger.budget_note == "limit 0 counts items: this turn sent 0 items"
-    assert explain(ledger.entries[0], ledger.config) == \
-        "older than the session's newest 0 items (SessionSettings.limit counts items)"
+    assert (
+        explain(ledger.entries[0], ledger.config)
+        == "older than the session's newest 0 items (SessionSettings.limit counts items)"
+    )
     _, _, ledger = sent(SESSION + [q("q4"), answer("a4")], limit=4, input_callback=True)
-    assert ledger.budget_note == "limit 4 counts items: this turn sent 4 items (1 question, 1 tool result without its call)"
+    assert (
+        ledger.budget_note
+        == "limit 4 counts items: this turn sent 4 items (1 question, 1 tool result without its call)"
+    )
     _, _, ledger = sent(PENDING, limit=6)
-    assert explain(ledger.entries[2], ledger.config) == \
-        "a call without its result among the items sent (an approval still pending?): the SDK drops it"
+    assert (
+        explain(ledger.entries[2], ledger.config)
+        == "a call without its result among the items sent (an approval still pending?): the SDK drops it"
+    )
     assert STRATEGIES["openai_agents"].explain(ledger.entries[0], ledger.config) is None  # (kept: the shared words)
 
 
@@ -264,4 +347,6 @@ def test_what_its_pruning_means_in_a_finding():
     assert STRATEGIES["openai_agents"].pruning_words({"strategy": "openai_agents"}) == (
         "The session's limit counts items — a question, each call, each result, each reasoning item and the answer — "
         "so a tool turn takes four or more, and the orphan pass drops a result whose call the limit cut. Raise the "
-        "limit or count a turn's items.", False)
+        "limit or count a turn's items.",
+        False,
+    )

@@ -32,6 +32,7 @@ What a system must do to pass, in the terms of :func:`memlens_turns`:
 from __future__ import annotations
 
 import json
+
 import pytest
 
 from core.io import import_text
@@ -43,16 +44,27 @@ from tests.reference.platform_outcomes import recorded
 from tests.reference.python.recording import resolve
 
 #: The memory system each driver mode is compared with.
-SYSTEMS = {"window": "n8n_window", "agent": "n8n_agent", "buffer_window": "flowise_window",
-           "agentflow": "flowise_agentflow", "session": "openai_agents", "buffer": "llamaindex_buffer",
-           "memory": "llamaindex_memory", "summary": "langmem_summary", "trim": "langgraph_trim"}
+SYSTEMS = {
+    "window": "n8n_window",
+    "agent": "n8n_agent",
+    "buffer_window": "flowise_window",
+    "agentflow": "flowise_agentflow",
+    "session": "openai_agents",
+    "buffer": "llamaindex_buffer",
+    "memory": "llamaindex_memory",
+    "summary": "langmem_summary",
+    "trim": "langgraph_trim",
+}
 #: The systems not written yet: their cases are strict xfails (take a name out when its module lands).
 PENDING: set[str] = set()
 #: Where each platform's cases come from, and the issue that asks for its systems.
 PLATFORMS = {"n8n": 54, "flowise": 54, "openai_agents": 53, "llamaindex": 53, "langgraph": 53}
 #: The format MemLens imports a Python platform's stored conversation with.
-STORAGE_FORMATS = {"openai_agents": "openai-agents", "llamaindex": "llamaindex-chat-store",
-                   "langgraph": "langgraph-checkpoint"}
+STORAGE_FORMATS = {
+    "openai_agents": "openai-agents",
+    "llamaindex": "llamaindex-chat-store",
+    "langgraph": "langgraph-checkpoint",
+}
 #: LlamaIndex's context window for a model that does not say (``DEFAULT_CONTEXT_WINDOW``: the mock model's).
 LLAMAINDEX_CONTEXT_WINDOW = 3900
 
@@ -72,8 +84,9 @@ def memlens_settings(case: dict) -> dict[str, str]:
     if mode in ("window", "agent"):
         out = {"k": _number(s["k"])}
         if mode == "window":
-            unwindowed = (s["memory"] == "postgres" and s["node_version"] < 1.1) or \
-                (s["memory"] == "redis" and s["node_version"] < 1.3)
+            unwindowed = (s["memory"] == "postgres" and s["node_version"] < 1.1) or (
+                s["memory"] == "redis" and s["node_version"] < 1.3
+            )
             out["windowed"] = "false" if unwindowed else "true"
             out["storage"] = {"3.1": "four_messages", "3@2.2.0": "used_tools", "2": "input_output"}[s["agent"]]
         else:
@@ -92,14 +105,20 @@ def memlens_settings(case: dict) -> dict[str, str]:
             out["input_callback"] = "true"
         return out
     if mode == "buffer":
-        return {"context_window": str(LLAMAINDEX_CONTEXT_WINDOW)} if s["token_limit"] is None else \
-            {"token_limit": str(s["token_limit"])}
+        return (
+            {"context_window": str(LLAMAINDEX_CONTEXT_WINDOW)}
+            if s["token_limit"] is None
+            else {"token_limit": str(s["token_limit"])}
+        )
     if mode == "memory":
         return {name: _number(s[name]) for name in ("token_limit", "chat_history_token_ratio", "token_flush_size")}
     # (A platform's max_tokens is max_history_tokens: max_tokens is every config's, what the reply may take.)
     if mode == "summary":
-        return {_OWN_NAMES.get(name, name): str(s[name])
-                for name in ("max_tokens", "max_tokens_before_summary", "max_summary_tokens") if s[name] is not None}
+        return {
+            _OWN_NAMES.get(name, name): str(s[name])
+            for name in ("max_tokens", "max_tokens_before_summary", "max_summary_tokens")
+            if s[name] is not None
+        }
     if mode == "trim":
         return {"max_history_tokens": str(s["max_tokens"])}
     out = {"memory_type": s["memory_type"]}
@@ -139,8 +158,9 @@ def plain(message) -> dict:
     """A message MemLens sends, in the shape the drivers record it."""
     out: dict = {"role": message.role, "text": message.content}
     if message.tool_calls:
-        out["calls"] = [{"id": c.id, "name": c.name, "args": json.loads(c.arguments or "{}")}
-                        for c in message.tool_calls]
+        out["calls"] = [
+            {"id": c.id, "name": c.name, "args": json.loads(c.arguments or "{}")} for c in message.tool_calls
+        ]
     if message.role == "tool":
         out["call_id"] = message.tool_call_id
     if message.kind == REASONING:
@@ -164,8 +184,10 @@ def replay_turns(system: str, settings: dict[str, str], text: str, fmt: str) -> 
         summaries = [s for s in ledger.synthetic if s.origin == SUMMARY]
         swallowed = any(ledger.turn in s.covers for s in summaries)
         folded = sum(1 for e in ledger.entries if e.reason == SUMMARIZED) + swallowed
-        history = [{"role": m.role, "summary_of": folded} if m.ref == SUMMARY else plain(m)
-                   for m in replay.history_messages(ledger)]
+        history = [
+            {"role": m.role, "summary_of": folded} if m.ref == SUMMARY else plain(m)
+            for m in replay.history_messages(ledger)
+        ]
         out.append({"history": history, "query_sent": not swallowed})
     return out
 
@@ -175,18 +197,24 @@ def platform_turns(case: dict, outcome: dict) -> list[dict]:
     memory holds the current input too, which is split off here (and so is the question every Python
     platform sends last, and the system prompt LlamaIndex's agent and langmem send first)."""
     if case["mode"] == "session":
-        return [_split_question([_agents_item(i) for i in resolve(t["sent"], outcome["stored"])], turn)
-                for turn, t in zip(case["turns"], outcome["turns"])]
+        return [
+            _split_question([_agents_item(i) for i in resolve(t["sent"], outcome["stored"])], turn)
+            for turn, t in zip(case["turns"], outcome["turns"])
+        ]
     if case["mode"] in ("buffer", "memory"):
         store = outcome["stored"]["store"]["conversation"]
-        return [_split_question([_llamaindex_message(m) for m in resolve(t["sent"], store)][1:], turn)
-                for turn, t in zip(case["turns"], outcome["turns"])]
+        return [
+            _split_question([_llamaindex_message(m) for m in resolve(t["sent"], store)][1:], turn)
+            for turn, t in zip(case["turns"], outcome["turns"])
+        ]
     if case["mode"] in ("summary", "trim"):
         return [_langgraph_turn(outcome, t["calls"][0], turn) for turn, t in zip(case["turns"], outcome["turns"])]
     out = []
     for turn, recorded_turn in zip(case["turns"], outcome["turns"]):
-        history = [{"role": m["role"], "summary_of": m["summary_of"]} if "summary_of" in m else m
-                   for m in recorded_turn["sent"]]
+        history = [
+            {"role": m["role"], "summary_of": m["summary_of"]} if "summary_of" in m else m
+            for m in recorded_turn["sent"]
+        ]
         query_sent = True
         if case["mode"] == "agentflow":
             last = history[-1] if history else None
@@ -221,13 +249,15 @@ def _agents_item(item: dict) -> dict:
     """An Agents SDK item as the message it stands for."""
     kind = item.get("type")
     if kind == "function_call":
-        return {"role": "assistant", "text": "", "calls": [{"id": item["call_id"], "name": item["name"],
-                                                           "args": json.loads(item["arguments"] or "{}")}]}
+        return {
+            "role": "assistant",
+            "text": "",
+            "calls": [{"id": item["call_id"], "name": item["name"], "args": json.loads(item["arguments"] or "{}")}],
+        }
     if kind == "function_call_output":
         return {"role": "tool", "text": item["output"], "call_id": item["call_id"]}
     if kind == "reasoning":
-        return {"role": "assistant", "text": "\n\n".join(s["text"] for s in item.get("summary", [])),
-                "reasoning": True}
+        return {"role": "assistant", "text": "\n\n".join(s["text"] for s in item.get("summary", [])), "reasoning": True}
     return {"role": item["role"], "text": _text(item["content"])}
 
 
@@ -235,8 +265,11 @@ def _llamaindex_message(message: dict) -> dict:
     """A LlamaIndex message (its JSON) as the message it sends: its text blocks, its tool calls."""
     blocks = message["blocks"]
     out: dict = {"role": message["role"], "text": "\n".join(b["text"] for b in blocks if b["block_type"] == "text")}
-    calls = [{"id": b["tool_call_id"], "name": b["tool_name"], "args": b["tool_kwargs"]}
-             for b in blocks if b["block_type"] == "tool_call"]
+    calls = [
+        {"id": b["tool_call_id"], "name": b["tool_name"], "args": b["tool_kwargs"]}
+        for b in blocks
+        if b["block_type"] == "tool_call"
+    ]
     if calls:
         out["calls"] = calls
     if message["role"] == "tool":
@@ -285,8 +318,17 @@ def _groups():
                 groups.setdefault((SYSTEMS[case["mode"]], case["conversation"]), []).append((platform, name))
     for (system, conversation), named in groups.items():
         issue = PLATFORMS[named[0][0]]
-        marks = [pytest.mark.xfail(raises=MissingSystem, strict=True, reason=f"the {system} memory system is not "
-                                   f"written yet (issue {issue})")] if system in PENDING else []
+        marks = (
+            [
+                pytest.mark.xfail(
+                    raises=MissingSystem,
+                    strict=True,
+                    reason=f"the {system} memory system is not written yet (issue {issue})",
+                )
+            ]
+            if system in PENDING
+            else []
+        )
         yield pytest.param(named, id=f"{system}-{conversation}", marks=marks)
 
 
@@ -302,11 +344,16 @@ def test_memlens_sends_what_the_platform_sent(recordings, named):
     for platform, name in named:
         case = every[platform][name]
         if platform in STORAGE_FORMATS:
-            ours = replay_turns(SYSTEMS[case["mode"]], memlens_settings(case),
-                                _stored_conversation(platform, recordings[platform][name]), STORAGE_FORMATS[platform])
+            ours = replay_turns(
+                SYSTEMS[case["mode"]],
+                memlens_settings(case),
+                _stored_conversation(platform, recordings[platform][name]),
+                STORAGE_FORMATS[platform],
+            )
         else:
-            ours = memlens_turns(SYSTEMS[case["mode"]], memlens_settings(case),
-                                 openai_messages(conversations()[case["conversation"]]))
+            ours = memlens_turns(
+                SYSTEMS[case["mode"]], memlens_settings(case), openai_messages(conversations()[case["conversation"]])
+            )
         theirs = platform_turns(case, recordings[platform][name])
         if len(ours) != len(theirs):
             differ.append(f"{name}: {len(ours)} turns, the platform's {len(theirs)}")
@@ -320,13 +367,16 @@ def test_memlens_sends_what_the_platform_sent(recordings, named):
 
 # -- the adapter itself, on what exists today ---------------------------------------------------------
 
+
 def test_the_platform_side_splits_off_the_agentflow_input_and_keeps_a_summary_s_count(recordings):
     case = cases("flowise")["agentflow-plain-window1"]
     turns = platform_turns(case, recordings["flowise"]["agentflow-plain-window1"])
     plain_turns = conversations()["plain"]
     assert turns[2] == {"history": [{"role": "assistant", "text": plain_turns[1]["output"]}], "query_sent": True}
-    swallowed = platform_turns(cases("flowise")["agentflow-plain-summary1-download"],
-                               recordings["flowise"]["agentflow-plain-summary1-download"])
+    swallowed = platform_turns(
+        cases("flowise")["agentflow-plain-summary1-download"],
+        recordings["flowise"]["agentflow-plain-summary1-download"],
+    )
     assert swallowed[1] == {"history": [{"role": "system", "summary_of": 3}], "query_sent": False}
 
 
@@ -341,11 +391,16 @@ def test_the_memlens_side_reads_a_replay_as_the_platform_side_is_read():
     replay = Replay(conversation, MemoryConfig(strategy="buffer", granularity="all_messages"))
     ledger = replay.ledger(replay.numbers[conversation.answered_turns()[1]])
     history = [plain(m) for m in replay.history_messages(ledger)]
-    assert history == [{"role": "user", "text": turns[0]["input"]},
-                       {"role": "assistant", "text": "", "calls": [{"id": "call_1_0_0", "name": "weather",
-                                                                     "args": {"city": "Lisbon", "day": 1}}]},
-                       {"role": "tool", "text": turns[0]["rounds"][0][0]["result"], "call_id": "call_1_0_0"},
-                       {"role": "assistant", "text": turns[0]["output"]}]
+    assert history == [
+        {"role": "user", "text": turns[0]["input"]},
+        {
+            "role": "assistant",
+            "text": "",
+            "calls": [{"id": "call_1_0_0", "name": "weather", "args": {"city": "Lisbon", "day": 1}}],
+        },
+        {"role": "tool", "text": turns[0]["rounds"][0][0]["result"], "call_id": "call_1_0_0"},
+        {"role": "assistant", "text": turns[0]["output"]},
+    ]
 
 
 def test_a_missing_system_is_the_one_expected_failure():
@@ -360,54 +415,85 @@ def test_every_case_names_a_system_and_its_settings():
                 continue
             settings = memlens_settings(case)
             default = case["mode"] == "session" and case["settings"]["limit"] is None  # (the SDK's default: none)
-            assert SYSTEMS[case["mode"]] and (settings or default) and all(isinstance(v, str) for v in settings.values())
+            assert (
+                SYSTEMS[case["mode"]] and (settings or default) and all(isinstance(v, str) for v in settings.values())
+            )
 
 
 def test_the_platform_side_reads_agents_sdk_items_as_the_messages_they_stand_for(recordings):
     case = cases("openai_agents")["session-parallel_calls-limit4"]
     turns = platform_turns(case, recordings["openai_agents"]["session-parallel_calls-limit4"])
     parallel = conversations()["parallel_calls"]
-    assert turns[2] == {"history": [
-        {"role": "assistant", "text": "", "calls": [{"id": "call_2_0_1", "name": "weather",
-                                                     "args": {"city": "Braga", "day": 1}}]},
-        {"role": "tool", "text": parallel[1]["rounds"][0][1]["result"], "call_id": "call_2_0_1"},
-        {"role": "assistant", "text": parallel[1]["output"]}], "query_sent": True}
-    reasoning = platform_turns(cases("openai_agents")["session-reasoning-limit4"],
-                               recordings["openai_agents"]["session-reasoning-limit4"])
-    assert reasoning[1]["history"][0] == {"role": "assistant", "text": "round 1 of question 1: look it up",
-                                          "reasoning": True}
+    assert turns[2] == {
+        "history": [
+            {
+                "role": "assistant",
+                "text": "",
+                "calls": [{"id": "call_2_0_1", "name": "weather", "args": {"city": "Braga", "day": 1}}],
+            },
+            {"role": "tool", "text": parallel[1]["rounds"][0][1]["result"], "call_id": "call_2_0_1"},
+            {"role": "assistant", "text": parallel[1]["output"]},
+        ],
+        "query_sent": True,
+    }
+    reasoning = platform_turns(
+        cases("openai_agents")["session-reasoning-limit4"], recordings["openai_agents"]["session-reasoning-limit4"]
+    )
+    assert reasoning[1]["history"][0] == {
+        "role": "assistant",
+        "text": "round 1 of question 1: look it up",
+        "reasoning": True,
+    }
 
 
 def test_the_platform_side_reads_llamaindex_messages_without_the_agent_s_system_prompt(recordings):
     name = "buffer-single_tools-limitNone"
     turns = platform_turns(cases("llamaindex")[name], recordings["llamaindex"][name])
     first = conversations()["single_tools"][0]
-    assert turns[1] == {"history": [
-        {"role": "user", "text": first["input"]},
-        {"role": "assistant", "text": "", "calls": [{"id": "call_1_0_0", "name": "weather",
-                                                     "args": {"city": "Lisbon", "day": 1}}]},
-        {"role": "tool", "text": first["rounds"][0][0]["result"], "call_id": "call_1_0_0"},
-        {"role": "assistant", "text": first["output"]}], "query_sent": True}
+    assert turns[1] == {
+        "history": [
+            {"role": "user", "text": first["input"]},
+            {
+                "role": "assistant",
+                "text": "",
+                "calls": [{"id": "call_1_0_0", "name": "weather", "args": {"city": "Lisbon", "day": 1}}],
+            },
+            {"role": "tool", "text": first["rounds"][0][0]["result"], "call_id": "call_1_0_0"},
+            {"role": "assistant", "text": first["output"]},
+        ],
+        "query_sent": True,
+    }
 
 
 def test_the_platform_side_counts_what_langmem_folded_and_a_swallowed_question(recordings):
     name = "summary-single_tools-max120-beforeNone-summary40-system"
     turns = platform_turns(cases("langgraph")[name], recordings["langgraph"][name])
     # Turn 4 keeps turn 3's answer: the 9 messages before it (turns 1 and 2, question 3 and its tool step) are folded.
-    assert turns[3] == {"history": [{"role": "system", "summary_of": 9},
-                                    {"role": "assistant", "text": conversations()["single_tools"][2]["output"]}],
-                        "query_sent": True}
-    swallowed = platform_turns(cases("langgraph")["summary-long_human-system-exact"],
-                               recordings["langgraph"]["summary-long_human-system-exact"])
+    assert turns[3] == {
+        "history": [
+            {"role": "system", "summary_of": 9},
+            {"role": "assistant", "text": conversations()["single_tools"][2]["output"]},
+        ],
+        "query_sent": True,
+    }
+    swallowed = platform_turns(
+        cases("langgraph")["summary-long_human-system-exact"],
+        recordings["langgraph"]["summary-long_human-system-exact"],
+    )
     assert swallowed[0] == {"history": [{"role": "system", "summary_of": 1}], "query_sent": False}
 
 
-@pytest.mark.parametrize("platform, name", [("openai_agents", "session-reasoning-limitNone"),
-                                            ("openai_agents", "session-parallel_calls-limit-1"),
-                                            ("llamaindex", "buffer-mixed-limitNone"),
-                                            ("llamaindex", "memory-several_rounds-limit30000-ratio0.7-flush3000"),
-                                            ("langgraph", "summary-mixed-max2000-beforeNone-summary256-system"),
-                                            ("langgraph", "trim-plain-max300")])
+@pytest.mark.parametrize(
+    "platform, name",
+    [
+        ("openai_agents", "session-reasoning-limitNone"),
+        ("openai_agents", "session-parallel_calls-limit-1"),
+        ("llamaindex", "buffer-mixed-limitNone"),
+        ("llamaindex", "memory-several_rounds-limit30000-ratio0.7-flush3000"),
+        ("langgraph", "summary-mixed-max2000-beforeNone-summary256-system"),
+        ("langgraph", "trim-plain-max300"),
+    ],
+)
 def test_the_memlens_side_reads_an_imported_store_as_the_platform_side_is_read(recordings, platform, name):
     """Where the platform sent every earlier message, a memory that sends everything (what exists today)
     gives, turn by turn, what the platform side reads from the recording: the importers and the two
@@ -416,10 +502,13 @@ def test_the_memlens_side_reads_an_imported_store_as_the_platform_side_is_read(r
 
     case = cases(platform)[name]
     outcome = recordings[platform][name]
-    conversation = import_text(_stored_conversation(platform, outcome), name="case.json",
-                               fmt=STORAGE_FORMATS[platform]).conversations[0]
+    conversation = import_text(
+        _stored_conversation(platform, outcome), name="case.json", fmt=STORAGE_FORMATS[platform]
+    ).conversations[0]
     # (Every message, empty answers too: these platforms send an empty answer as an empty message.)
     replay = Replay(conversation, MemoryConfig(strategy="buffer", granularity="all_messages", sends_empty=True))
-    ours = [{"history": [plain(m) for m in replay.history_messages(replay.ledger(replay.numbers[p]))], "query_sent": True}
-            for p in conversation.answered_turns()]
+    ours = [
+        {"history": [plain(m) for m in replay.history_messages(replay.ledger(replay.numbers[p]))], "query_sent": True}
+        for p in conversation.answered_turns()
+    ]
     assert ours == platform_turns(case, outcome)

@@ -37,21 +37,28 @@ def langgraph():
 
 # -- the recording is what the pinned packages give ---------------------------------------------------
 
+
 def test_the_pins_are_the_releases_the_issue_names():
     assert python_packages.pinned("openai_agents") == {"openai-agents": "0.24.0"}
     assert python_packages.pinned("llamaindex") == {"llama-index-core": "0.14.25"}
-    assert python_packages.pinned("langgraph") == {"langchain-core": "1.8.3", "langgraph": "1.2.24",
-                                                   "langgraph-prebuilt": "1.1.3", "langmem": "0.0.30"}
+    assert python_packages.pinned("langgraph") == {
+        "langchain-core": "1.8.3",
+        "langgraph": "1.2.24",
+        "langgraph-prebuilt": "1.1.3",
+        "langmem": "0.0.30",
+    }
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_every_case_is_recorded_for_the_inputs_it_has_now(platform):
     data = platform_outcomes.recorded(platform)
-    assert data["packages"] == python_packages.pinned(platform), \
+    assert data["packages"] == python_packages.pinned(platform), (
         "the pins changed: run scripts/refresh_python_reference_outcomes.py"
+    )
     current = {name: fingerprint(case) for name, case in cases(platform).items()}
-    assert {name: o["case"] for name, o in data["outcomes"].items()} == current, \
+    assert {name: o["case"] for name, o in data["outcomes"].items()} == current, (
         "the cases changed: run scripts/refresh_python_reference_outcomes.py"
+    )
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -64,6 +71,7 @@ def test_the_pinned_package_still_gives_the_recorded_outcomes(platform):
 
 
 # -- the OpenAI Agents SDK: a session's limit counts items ------------------------------------------
+
 
 def items_sent(outcome, turn):
     """The history items the model received at a turn (numbered from 1), the turn's question split off."""
@@ -82,8 +90,14 @@ def kind(item):
 
 def test_agents_sdk_stores_a_tool_turn_as_its_items_calls_before_results(agents):
     stored = agents["session-parallel_calls-limitNone"]["stored"]
-    assert [kind(i) for i in stored[2:8]] == ["user", "function_call", "function_call", "function_call_output",
-                                              "function_call_output", "message"]
+    assert [kind(i) for i in stored[2:8]] == [
+        "user",
+        "function_call",
+        "function_call",
+        "function_call_output",
+        "function_call_output",
+        "message",
+    ]
     reasoning = agents["session-reasoning-limitNone"]["stored"]
     assert [kind(i) for i in reasoning[:5]] == ["user", "reasoning", "function_call", "function_call_output", "message"]
 
@@ -99,7 +113,7 @@ def test_agents_sdk_stores_an_empty_answer_as_a_message_with_empty_text(agents):
 def test_agents_sdk_without_a_limit_or_with_a_negative_one_sends_every_item(agents, limit):
     outcome = agents[f"session-plain-limit{limit}"]
     for turn in range(1, 8):
-        assert items_sent(outcome, turn) == outcome["stored"][:2 * (turn - 1)]
+        assert items_sent(outcome, turn) == outcome["stored"][: 2 * (turn - 1)]
 
 
 def test_agents_sdk_limit_0_sends_the_question_alone(agents):
@@ -111,7 +125,7 @@ def test_agents_sdk_limit_0_sends_the_question_alone(agents):
 def test_agents_sdk_limit_n_sends_the_newest_n_items_oldest_first(agents, limit):
     outcome = agents[f"session-plain-limit{limit}"]
     for turn in range(2, 8):
-        assert items_sent(outcome, turn) == outcome["stored"][:2 * (turn - 1)][-limit:]
+        assert items_sent(outcome, turn) == outcome["stored"][: 2 * (turn - 1)][-limit:]
 
 
 def test_agents_sdk_drops_a_result_whose_call_the_limit_cut_so_fewer_than_limit_items_go(agents):
@@ -156,13 +170,16 @@ def test_agents_sdk_keeps_a_call_whose_result_came_a_turn_late(agents):
 
 # -- LlamaIndex: ChatMemoryBuffer as the agent workflow uses it ---------------------------------------
 
+
 def li_sent(outcome, turn):
     """The messages the model received at a turn, as LlamaIndex reads them: ``(role, content)``."""
     from llama_index.core.base.llms.types import ChatMessage
 
     store = outcome["stored"]["store"]["conversation"]
-    return [(m.role.value, m.content) for m in (ChatMessage.model_validate(d)
-                                                  for d in resolve(outcome["turns"][turn - 1]["sent"], store))]
+    return [
+        (m.role.value, m.content)
+        for m in (ChatMessage.model_validate(d) for d in resolve(outcome["turns"][turn - 1]["sent"], store))
+    ]
 
 
 def test_llamaindex_workflow_default_limit_is_three_quarters_of_the_context_and_3000_without_a_model(llamaindex):
@@ -177,14 +194,18 @@ def test_llamaindex_buffer_counts_content_only_and_a_tool_call_only_reply_as_non
     from llama_index.core.memory import ChatMemoryBuffer
     from llama_index.core.utils import get_tokenizer
 
-    calls = ChatMessage(role="assistant", blocks=[ToolCallBlock(tool_call_id="c1", tool_name="weather",
-                                                                tool_kwargs={"city": "Porto" * 40})])
+    calls = ChatMessage(
+        role="assistant",
+        blocks=[ToolCallBlock(tool_call_id="c1", tool_name="weather", tool_kwargs={"city": "Porto" * 40})],
+    )
     assert calls.content is None
     buffer = ChatMemoryBuffer.from_defaults(token_limit=1000)
     tokens = get_tokenizer()
     assert buffer._token_count_for_messages([calls]) == len(tokens("None")) == 1
-    pair = [ChatMessage(role="user", content="hi there"), ChatMessage(role="tool", content="sunny",
-                                                                      additional_kwargs={"tool_call_id": "c1"})]
+    pair = [
+        ChatMessage(role="user", content="hi there"),
+        ChatMessage(role="tool", content="sunny", additional_kwargs={"tool_call_id": "c1"}),
+    ]
     assert buffer._token_count_for_messages(pair) == len(tokens("hi there sunny"))
 
 
@@ -213,7 +234,10 @@ def test_llamaindex_buffer_counts_the_new_question_and_never_starts_on_an_answer
 def test_llamaindex_buffer_cuts_a_tool_round_with_its_question(llamaindex):
     turns = conversations()["single_tools"]
     assert li_sent(llamaindex["buffer-single_tools-limit40"], 3)[1:] == [
-        ("user", turns[1]["input"]), ("assistant", turns[1]["output"]), ("user", turns[2]["input"])]
+        ("user", turns[1]["input"]),
+        ("assistant", turns[1]["output"]),
+        ("user", turns[2]["input"]),
+    ]
 
 
 def test_llamaindex_buffer_sends_the_newest_message_alone_when_it_is_over_the_limit(llamaindex):
@@ -224,9 +248,13 @@ def test_llamaindex_buffer_sends_the_newest_message_alone_when_it_is_over_the_li
 
 # -- LlamaIndex: Memory flushes at write time -----------------------------------------------------------
 
+
 def test_llamaindex_memory_resolves_an_oversized_flush_to_seven_tenths_of_the_limit(llamaindex):
     assert llamaindex["memory-plain-limit150-ratio0.7-flush400"]["settings"] == {
-        "token_limit": 150, "chat_history_token_ratio": 0.7, "token_flush_size": 105}
+        "token_limit": 150,
+        "chat_history_token_ratio": 0.7,
+        "token_flush_size": 105,
+    }
 
 
 def test_llamaindex_memory_flushes_whole_turns_so_a_question_leads(llamaindex):
@@ -249,9 +277,9 @@ def test_llamaindex_simple_chat_store_cannot_persist_under_the_app_s_pydantic():
     """SimpleChatStore.persist fails under pydantic 2.14 (its message serialiser's handler call); the drivers
     write what it writes under pydantic 2.13 instead."""
     import pydantic
-    from pydantic_core import PydanticSerializationError
     from llama_index.core.llms import ChatMessage
     from llama_index.core.storage.chat_store import SimpleChatStore
+    from pydantic_core import PydanticSerializationError
 
     assert pydantic.VERSION.startswith("2.14")
     with pytest.raises(PydanticSerializationError, match="index_key"):
@@ -260,9 +288,12 @@ def test_llamaindex_simple_chat_store_cannot_persist_under_the_app_s_pydantic():
 
 # -- langmem: summarize_messages before every model call ----------------------------------------------
 
+
 def lg_calls(outcome, turn):
     messages = outcome["stored"]["values"]["messages"]
-    return [[(m["type"], m["content"]) for m in resolve(call, messages)] for call in outcome["turns"][turn - 1]["calls"]]
+    return [
+        [(m["type"], m["content"]) for m in resolve(call, messages)] for call in outcome["turns"][turn - 1]["calls"]
+    ]
 
 
 def test_langmem_summarises_before_every_call_and_can_swallow_the_question(langgraph):
@@ -271,8 +302,10 @@ def test_langmem_summarises_before_every_call_and_can_swallow_the_question(langg
     outcome = langgraph["summary-single_tools-max120-beforeNone-summary40-system"]
     first, second = lg_calls(outcome, 3)
     assert first[-1] == ("human", conversations()["single_tools"][2]["input"])
-    assert second == [("system", "You are a travel assistant."),
-                      ("system", "Summary of the conversation so far: summary 1")]
+    assert second == [
+        ("system", "You are a travel assistant."),
+        ("system", "Summary of the conversation so far: summary 1"),
+    ]
     # The next turn starts from the running summary: what was folded stays folded.
     assert lg_calls(outcome, 4)[0][:2] == second
 

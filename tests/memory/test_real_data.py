@@ -9,9 +9,15 @@ from core.model.ledger import GRANULARITY, KEPT
 from tests.conftest import FIXTURES
 
 T = FIXTURES / "transcripts"
-STRATEGIES = [MemoryConfig(), MemoryConfig(window=3), MemoryConfig(window=3, fidelity="code"),
-              MemoryConfig(strategy="window", window=5), MemoryConfig(strategy="buffer"),
-              MemoryConfig(strategy="off"), MemoryConfig(granularity="all_messages", context_size=2000)]
+STRATEGIES = [
+    MemoryConfig(),
+    MemoryConfig(window=3),
+    MemoryConfig(window=3, fidelity="code"),
+    MemoryConfig(strategy="window", window=5),
+    MemoryConfig(strategy="buffer"),
+    MemoryConfig(strategy="off"),
+    MemoryConfig(granularity="all_messages", context_size=2000),
+]
 
 
 def test_every_recorded_dify_prompt_equals_our_history_plus_the_turn():
@@ -34,8 +40,10 @@ def test_regenerated_3306_sees_only_its_own_thread():
     replay = Replay(conv, MemoryConfig())
     second = conv.index_of("684b5396-4e91-4043-88e9-aabe48b21acc")
     ledger = replay.ledger_at(second)
-    assert [e.ref for e in ledger.kept] == ["cd5affb0-7bc2-4a6f-be7e-25e74595c9dd:query",
-                                            "cd5affb0-7bc2-4a6f-be7e-25e74595c9dd:answer"]
+    assert [e.ref for e in ledger.kept] == [
+        "cd5affb0-7bc2-4a6f-be7e-25e74595c9dd:query",
+        "cd5affb0-7bc2-4a6f-be7e-25e74595c9dd:answer",
+    ]
     sibling = "324bce32-c98c-435d-a66b-bac974ebb5ed"
     assert {e.reason for e in ledger.entries if str(e.ref).startswith(sibling)} == {"other_branch"}
 

@@ -5,24 +5,27 @@ chosen strategy after each value's own range check. Errors are one line saying w
 import pytest
 
 from core.errors import MemLensError
-from core.memory.errors import ConfigError
 from core.limits import DIFY_ROW_CAP, MAX_DIFY_WINDOW, WINDOW_MAX_MESSAGES
 from core.memory.config import MemoryConfig
+from core.memory.errors import ConfigError
 from core.memory.strategies import STRATEGIES
 from core.memory.strategies.base import Strategy, window_sizes
 from core.memory.strategies.settings import CHANGES, Setting
 from core.model.tokens import REPLY_PRIMING
 
 
-@pytest.mark.parametrize("config, words", [
-    (MemoryConfig(strategy="window", window=0), f"keeps 1..{WINDOW_MAX_MESSAGES} messages"),
-    (MemoryConfig(strategy="window", window=WINDOW_MAX_MESSAGES + 1), f"keeps 1..{WINDOW_MAX_MESSAGES} messages"),
-    (MemoryConfig(strategy="window", window=5, window_changes=((3, 0),)), "window 0 is out of range"),
-    (MemoryConfig(strategy="dify", window=MAX_DIFY_WINDOW + 1), f"Dify windows are 1..{DIFY_ROW_CAP} turns"),
-    (MemoryConfig(strategy="dify", window=-MAX_DIFY_WINDOW - 1), "give at most 1,000,000"),
-    (MemoryConfig(strategy="summary_buffer", max_history_tokens=REPLY_PRIMING - 1), "cannot be met"),
-    (MemoryConfig(strategy="trim", trim_strategy="first", start_on="human"), "apply only to trim strategy 'last'"),
-])
+@pytest.mark.parametrize(
+    "config, words",
+    [
+        (MemoryConfig(strategy="window", window=0), f"keeps 1..{WINDOW_MAX_MESSAGES} messages"),
+        (MemoryConfig(strategy="window", window=WINDOW_MAX_MESSAGES + 1), f"keeps 1..{WINDOW_MAX_MESSAGES} messages"),
+        (MemoryConfig(strategy="window", window=5, window_changes=((3, 0),)), "window 0 is out of range"),
+        (MemoryConfig(strategy="dify", window=MAX_DIFY_WINDOW + 1), f"Dify windows are 1..{DIFY_ROW_CAP} turns"),
+        (MemoryConfig(strategy="dify", window=-MAX_DIFY_WINDOW - 1), "give at most 1,000,000"),
+        (MemoryConfig(strategy="summary_buffer", max_history_tokens=REPLY_PRIMING - 1), "cannot be met"),
+        (MemoryConfig(strategy="trim", trim_strategy="first", start_on="human"), "apply only to trim strategy 'last'"),
+    ],
+)
 def test_a_strategy_refuses_settings_it_cannot_run_in_one_line(config, words):
     with pytest.raises(ConfigError, match=words) as e:
         config.validate()
@@ -30,14 +33,17 @@ def test_a_strategy_refuses_settings_it_cannot_run_in_one_line(config, words):
     assert isinstance(e.value, MemLensError)
 
 
-@pytest.mark.parametrize("config", [
-    MemoryConfig(strategy="window", window=WINDOW_MAX_MESSAGES),
-    MemoryConfig(strategy="dify", window=0),  # Dify reads 0 as no limit: allowed, as Dify allows it
-    MemoryConfig(strategy="dify", window=MAX_DIFY_WINDOW),
-    MemoryConfig(strategy="summary_buffer", max_history_tokens=0, trim_counter="messages"),
-    MemoryConfig(strategy="trim", trim_strategy="first"),
-    MemoryConfig(strategy="summary_buffer", max_history_tokens=REPLY_PRIMING),
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        MemoryConfig(strategy="window", window=WINDOW_MAX_MESSAGES),
+        MemoryConfig(strategy="dify", window=0),  # Dify reads 0 as no limit: allowed, as Dify allows it
+        MemoryConfig(strategy="dify", window=MAX_DIFY_WINDOW),
+        MemoryConfig(strategy="summary_buffer", max_history_tokens=0, trim_counter="messages"),
+        MemoryConfig(strategy="trim", trim_strategy="first"),
+        MemoryConfig(strategy="summary_buffer", max_history_tokens=REPLY_PRIMING),
+    ],
+)
 def test_settings_a_strategy_can_run_pass(config):
     assert config.validate() is config
 
@@ -50,8 +56,10 @@ def test_a_rule_of_one_strategy_does_not_bind_another():
 
 class EvenWindows(Strategy):
     name = "even_windows"
-    settings = (Setting("window", 2, "pairs of messages kept", minimum=2),
-                Setting("window_changes", (), "later windows", kind=CHANGES))
+    settings = (
+        Setting("window", 2, "pairs of messages kept", minimum=2),
+        Setting("window_changes", (), "later windows", kind=CHANGES),
+    )
 
     def validate(self, config):
         odd = [n for n in window_sizes(config.settings) if n % 2]

@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.memory.config import MemoryConfig
-from core.memory.replay import Replay
 from core.memory.errors import ConfigError
+from core.memory.replay import Replay
 from core.memory.summarize import NO_FACTS, OFFLINE, FactSummarizer, Summarizer
-from core.model.conversation import Message
 from core.memory.words import explain
+from core.model.conversation import Message
 from core.model.ledger import EMPTY, KEPT, SUMMARIZED, SUMMARY
 from core.model.tokens import REPLY_PRIMING, chat_model_message_tokens
 from tests.builders import dify, linear, record
@@ -53,9 +53,15 @@ class RecordingSummarizer:
 
 # -- the offline summariser -----------------------------------------------------------------------
 
+
 def test_offline_summary_keeps_the_stated_facts_of_user_messages_only():
-    text = OFFLINE.summarize([user("Hi, I'm Dana."), Message("assistant", "I'm Bot, I live in Paris.", "answer", 1),
-                              user("I'm vegetarian and I live in Porto.")])
+    text = OFFLINE.summarize(
+        [
+            user("Hi, I'm Dana."),
+            Message("assistant", "I'm Bot, I live in Paris.", "answer", 1),
+            user("I'm vegetarian and I live in Porto."),
+        ]
+    )
     assert text == "Your name is Dana. You are vegetarian. You live in Porto."
 
 
@@ -73,6 +79,7 @@ def test_offline_summary_without_facts_says_so_and_the_summariser_protocol_is_me
 
 
 # -- summary_buffer ---------------------------------------------------------------------------------
+
 
 def langchain_summary_buffer(conv, limit, count):
     """ConversationSummaryBufferMemory, literally: save a turn, then pop the oldest while over (the chat
@@ -150,7 +157,7 @@ def test_messages_popped_after_a_turn_go_into_one_summary_call_with_the_previous
     for turn in range(2, 8):
         now = [e.ref for e in plain.ledger(turn).entries if e.reason == SUMMARIZED]
         if now != before:
-            folded_per_turn.append(now[len(before):])
+            folded_per_turn.append(now[len(before) :])
         before = now
     assert len(folded_per_turn) >= 2, "the conversation overflows the buffer more than once"
     assert [refs for refs, _, _ in recorder.calls] == folded_per_turn
@@ -169,13 +176,22 @@ def test_folding_is_destructive_once_summarised_a_message_stays_summarised():
 
 
 def test_each_branch_carries_its_own_summary():
-    rows = [("1", None, "I'm Dana.", "hi"), ("2", "1", "I'm vegetarian. " + "x " * 40, "ok"),
-            ("3", "2", "q3", "a3"), ("4", "1", "I live in Porto. " + "y " * 40, "ok"), ("5", "4", "q5", "a5"),
-            ("6", "5", "q6", "a6")]
+    rows = [
+        ("1", None, "I'm Dana.", "hi"),
+        ("2", "1", "I'm vegetarian. " + "x " * 40, "ok"),
+        ("3", "2", "q3", "a3"),
+        ("4", "1", "I live in Porto. " + "y " * 40, "ok"),
+        ("5", "4", "q5", "a5"),
+        ("6", "5", "q6", "a6"),
+    ]
     replay = Replay(dify(rows), summary_buffer(30))
     ledger6 = replay.ledger(6)
-    assert {e.ref for e in ledger6.entries if e.reason == "other_branch"} == {"2:query", "2:answer", "3:query",
-                                                                              "3:answer"}
+    assert {e.ref for e in ledger6.entries if e.reason == "other_branch"} == {
+        "2:query",
+        "2:answer",
+        "3:query",
+        "3:answer",
+    }
     assert "vegetarian" not in ledger6.synthetic[0].content and "Porto" in ledger6.synthetic[0].content
     assert "vegetarian" in replay.ledger(3).synthetic[0].content
 
@@ -199,8 +215,14 @@ def test_json_ledger_lists_the_summary_as_an_entry_of_the_documented_shape_where
     rows = ledger.to_json()["ledger"]
     assert all(set(r) == {"ref", "turn", "role", "tokens", "kept", "reason"} for r in rows)
     i = next(i for i, r in enumerate(rows) if r["ref"] == "summary")
-    assert rows[i] == {"ref": "summary", "turn": 5, "role": "system", "tokens": ledger.synthetic[0].tokens,
-                       "kept": True, "reason": KEPT}
+    assert rows[i] == {
+        "ref": "summary",
+        "turn": 5,
+        "role": "system",
+        "tokens": ledger.synthetic[0].tokens,
+        "kept": True,
+        "reason": KEPT,
+    }
     assert rows[i - 1]["reason"] == SUMMARIZED and rows[i + 1]["kept"]
     assert sum(r["tokens"] for r in rows if r["kept"]) == ledger.history_tokens
 
@@ -230,7 +252,11 @@ rewriting_configs = st.builds(
     allow_partial=st.booleans(),
     compaction_keep_messages=st.integers(0, 6),
     compaction_keep_tool_results=st.integers(0, 3),
-).map(lambda c: c.with_(start_on=None, include_system=False) if getattr(c.settings, "trim_strategy", None) == "first" else c)
+).map(
+    lambda c: (
+        c.with_(start_on=None, include_system=False) if getattr(c.settings, "trim_strategy", None) == "first" else c
+    )
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -255,20 +281,24 @@ def test_summaries_equal_the_full_ledgers_for_the_rewriting_strategies(conv, con
 
 # -- configuration ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("changes,needle", [
-    ({"strategy": "summary_buffer", "max_history_tokens": -1}, "max_history_tokens -1 is out of range"),
-    ({"strategy": "summary_buffer", "max_history_tokens": 2}, "counts even an empty buffer as 3 tokens"),
-    ({"strategy": "trim", "trim_strategy": "middle"}, "unknown trim strategy 'middle'; expected last or first"),
-    ({"strategy": "trim", "trim_counter": "words"}, "unknown trim counter 'words'"),
-    ({"strategy": "trim", "start_on": "user"}, "unknown message type 'user' for start_on"),
-    ({"strategy": "trim", "end_on": "bot"}, "unknown message type 'bot' for end_on"),
-    ({"strategy": "trim", "trim_strategy": "first", "start_on": "human"}, "apply only to trim strategy 'last'"),
-    ({"strategy": "trim", "trim_strategy": "first", "include_system": True}, "apply only to trim strategy 'last'"),
-    ({"strategy": "compaction", "compaction_trigger": 0.0}, "compaction trigger 0.0 is out of range"),
-    ({"strategy": "compaction", "compaction_trigger": 1.5}, "compaction trigger 1.5 is out of range"),
-    ({"strategy": "compaction", "compaction_keep_messages": -1}, "compaction_keep_messages -1 is out of range"),
-    ({"strategy": "compaction", "compaction_keep_tool_results": -2}, "compaction_keep_tool_results -2"),
-])
+
+@pytest.mark.parametrize(
+    "changes,needle",
+    [
+        ({"strategy": "summary_buffer", "max_history_tokens": -1}, "max_history_tokens -1 is out of range"),
+        ({"strategy": "summary_buffer", "max_history_tokens": 2}, "counts even an empty buffer as 3 tokens"),
+        ({"strategy": "trim", "trim_strategy": "middle"}, "unknown trim strategy 'middle'; expected last or first"),
+        ({"strategy": "trim", "trim_counter": "words"}, "unknown trim counter 'words'"),
+        ({"strategy": "trim", "start_on": "user"}, "unknown message type 'user' for start_on"),
+        ({"strategy": "trim", "end_on": "bot"}, "unknown message type 'bot' for end_on"),
+        ({"strategy": "trim", "trim_strategy": "first", "start_on": "human"}, "apply only to trim strategy 'last'"),
+        ({"strategy": "trim", "trim_strategy": "first", "include_system": True}, "apply only to trim strategy 'last'"),
+        ({"strategy": "compaction", "compaction_trigger": 0.0}, "compaction trigger 0.0 is out of range"),
+        ({"strategy": "compaction", "compaction_trigger": 1.5}, "compaction trigger 1.5 is out of range"),
+        ({"strategy": "compaction", "compaction_keep_messages": -1}, "compaction_keep_messages -1 is out of range"),
+        ({"strategy": "compaction", "compaction_keep_tool_results": -2}, "compaction_keep_tool_results -2"),
+    ],
+)
 def test_bad_settings_of_the_rewriting_strategies_are_rejected_with_a_clear_message(changes, needle):
     with pytest.raises(ConfigError) as info:
         MemoryConfig(**changes).validate()
@@ -285,20 +315,34 @@ def test_new_settings_round_trip_through_dicts_and_label_the_config():
 
 # -- python -m core replay --------------------------------------------------------------------------
 
+
 def run(*args):
-    proc = subprocess.run([sys.executable, "-m", "core", "replay", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "core", "replay", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     return proc.returncode, proc.stdout, proc.stderr
 
 
 def test_cli_replays_summary_buffer_and_shows_the_summary_in_the_table_and_the_json():
-    code, out, err = run(TAU, "--index", "1", "--memory", "summary_buffer", "--max-history-tokens", "300",
-                         "--turn", "20")
+    code, out, err = run(
+        TAU, "--index", "1", "--memory", "summary_buffer", "--max-history-tokens", "300", "--turn", "20"
+    )
     assert code == 0, err
     assert "memory: summary buffer 300 tok" in out
     assert "+ summary" in out and "Summary of turns 1–" in out and "summarized" in out
-    code, out, err = run(TAU, "--index", "1", "--memory", "summary_buffer", "--max-history-tokens", "300",
-                         "--turn", "20", "--format", "json")
+    code, out, err = run(
+        TAU,
+        "--index",
+        "1",
+        "--memory",
+        "summary_buffer",
+        "--max-history-tokens",
+        "300",
+        "--turn",
+        "20",
+        "--format",
+        "json",
+    )
     doc = json.loads(out)
     assert code == 0 and doc["memory"] == "summary_buffer"
     [turn] = doc["turns"]
@@ -308,33 +352,65 @@ def test_cli_replays_summary_buffer_and_shows_the_summary_in_the_table_and_the_j
 
 
 def test_cli_replays_compaction_and_trim_with_their_options():
-    code, out, err = run(TAU, "--index", "3", "--memory", "compaction", "--context-size", "5000",
-                         "--compaction-trigger", "0.5", "--compaction-keep-messages", "10",
-                         "--compaction-keep-tool-results", "2", "--format", "jsonl")
+    code, out, err = run(
+        TAU,
+        "--index",
+        "3",
+        "--memory",
+        "compaction",
+        "--context-size",
+        "5000",
+        "--compaction-trigger",
+        "0.5",
+        "--compaction-keep-messages",
+        "10",
+        "--compaction-keep-tool-results",
+        "2",
+        "--format",
+        "jsonl",
+    )
     assert code == 0, err
     lines = [json.loads(line) for line in out.splitlines()]
     assert lines[-1]["budget"] == 2500 - (lines[-1]["prompt_tokens"] - lines[-1]["history_tokens"])
     code, out, err = run(TAU, "--index", "3", "--memory", "compaction", "--context-size", "5000", "--turn", "13")
     assert code == 0 and "+ placeholder" in out and "[tool result cleared]" in out and "cleared" in out
     # 4 messages, one of them the system prompt: the last 3 are [a11, q12, a12], then start_on drops a11.
-    code, out, err = run(TAU, "--index", "3", "--memory", "trim", "--max-history-tokens", "4",
-                         "--trim-counter", "messages", "--start-on", "human", "--include-system", "--turn", "13",
-                         "--format", "json")
+    code, out, err = run(
+        TAU,
+        "--index",
+        "3",
+        "--memory",
+        "trim",
+        "--max-history-tokens",
+        "4",
+        "--trim-counter",
+        "messages",
+        "--start-on",
+        "human",
+        "--include-system",
+        "--turn",
+        "13",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     rows = json.loads(out)["turns"][0]["ledger"]
     assert [(r["turn"], r["role"]) for r in rows if r["kept"]] == [(12, "user"), (12, "assistant")]
     assert [r["reason"] for r in rows if r["turn"] == 11 and r["role"] != "tool"][-1] == "outside_window"
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--memory", "trim", "--trim-strategy", "first", "--start-on", "human"], "apply only to trim strategy 'last'"),
-    (["--memory", "compaction", "--compaction-trigger", "2"], "--compaction-trigger 2 is out of range"),
-    (["--memory", "compaction", "--compaction-trigger", "x"], "--compaction-trigger must be a number"),
-    (["--memory", "summary_buffer", "--max-history-tokens", "-1"], "--max-history-tokens -1 is out of range"),
-    (["--memory", "summary_buffer", "--max-history-tokens", "0"], "counts even an empty buffer as 3 tokens"),
-    (["--memory", "trim", "--start-on", "user"], "invalid choice: 'user'"),
-    (["--memory", "compaction", "--context-size", "1000", "--max-tokens", "1000"], "compaction target is 0 tokens"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--memory", "trim", "--trim-strategy", "first", "--start-on", "human"], "apply only to trim strategy 'last'"),
+        (["--memory", "compaction", "--compaction-trigger", "2"], "--compaction-trigger 2 is out of range"),
+        (["--memory", "compaction", "--compaction-trigger", "x"], "--compaction-trigger must be a number"),
+        (["--memory", "summary_buffer", "--max-history-tokens", "-1"], "--max-history-tokens -1 is out of range"),
+        (["--memory", "summary_buffer", "--max-history-tokens", "0"], "counts even an empty buffer as 3 tokens"),
+        (["--memory", "trim", "--start-on", "user"], "invalid choice: 'user'"),
+        (["--memory", "compaction", "--context-size", "1000", "--max-tokens", "1000"], "compaction target is 0 tokens"),
+    ],
+)
 def test_cli_rejects_bad_rewriting_options_in_one_line(args, needle):
     code, out, err = run(TAU, *args)
     assert code == 2 and out == ""

@@ -2,11 +2,12 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.memory.config import MemoryConfig
-from core.memory.replay import Replay
 from core.memory.errors import ConfigError
+from core.memory.replay import Replay
 from core.memory.strategies.base import ChainView, PathView, window_at
 from core.memory.strategies.window import DEFAULT_WINDOW, size_at
 from core.model.ledger import KEPT, OUTSIDE_WINDOW, SCOPE, TRIMMED_EARLIER
@@ -18,14 +19,21 @@ WINDOW = MemoryConfig(strategy="window")
 def tool_conversation():
     """t1: u1 a1 · t2: u2 a2 · t3: u3 tc3 tr3 a3 · t4: u4 a4 — the vectors of spec §C.6."""
     call = {"id": "c3", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
-    return openai([
-        {"role": "system", "content": "sys"},
-        {"role": "user", "content": "u1"}, {"role": "assistant", "content": "a1"},
-        {"role": "user", "content": "u2"}, {"role": "assistant", "content": "a2"},
-        {"role": "user", "content": "u3"}, {"role": "assistant", "content": None, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "c3", "content": "tr3"}, {"role": "assistant", "content": "a3"},
-        {"role": "user", "content": "u4"}, {"role": "assistant", "content": "a4"},
-    ])
+    return openai(
+        [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "u1"},
+            {"role": "assistant", "content": "a1"},
+            {"role": "user", "content": "u2"},
+            {"role": "assistant", "content": "a2"},
+            {"role": "user", "content": "u3"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c3", "content": "tr3"},
+            {"role": "assistant", "content": "a3"},
+            {"role": "user", "content": "u4"},
+            {"role": "assistant", "content": "a4"},
+        ]
+    )
 
 
 def reasons(ledger):
@@ -37,9 +45,9 @@ def test_store_after_a_tool_round_is_last_n_of_old_store_plus_the_new_round():
     # → stored [a1,u2,a2,u3,tc3,tr3,a3]; the call sees its last 3: [tc3,tr3,a3].
     ledger = Replay(tool_conversation(), WINDOW.with_(window=3)).ledger(4)
     r = reasons(ledger)
-    assert r[1] == TRIMMED_EARLIER                           # u1: cut at turn 3, gone for good
+    assert r[1] == TRIMMED_EARLIER  # u1: cut at turn 3, gone for good
     assert [r[i] for i in (2, 3, 4, 5)] == [OUTSIDE_WINDOW] * 4  # a1 u2 a2 u3: in the store, outside the window
-    assert [r[i] for i in (6, 7, 8)] == [KEPT] * 3            # tc3 tr3 a3
+    assert [r[i] for i in (6, 7, 8)] == [KEPT] * 3  # tc3 tr3 a3
 
 
 def test_the_cut_may_start_the_window_on_a_tool_call_without_its_user_message():
@@ -95,13 +103,19 @@ def test_window_size_out_of_range_is_rejected_with_a_clear_message(n):
 
 
 @settings(max_examples=300, deadline=None)
-@given(window=st.one_of(st.none(), st.integers(1, 9)),
-       changes=st.lists(st.tuples(st.integers(-2, 25), st.integers(1, 9)), max_size=4).map(tuple),
-       first=st.integers(0, 3), n=st.integers(0, 30))
+@given(
+    window=st.one_of(st.none(), st.integers(1, 9)),
+    changes=st.lists(st.tuples(st.integers(-2, 25), st.integers(1, 9)), max_size=4).map(tuple),
+    first=st.integers(0, 3),
+    n=st.integers(0, 30),
+)
 def test_every_turns_window_size_at_once_is_its_size_turn_by_turn(window, changes, first, n):
     """Changes may start before the first turn, after the last, or at the same turn as another."""
     settings_ = MemoryConfig(strategy="window", window=window, window_changes=changes).settings
     numbers = np.arange(first, first + n, dtype=np.int64)
     at_once = np.broadcast_to(size_at(ChainView(numbers, numbers), settings_, numbers), n).tolist()
-    assert at_once == [size_at(PathView, settings_, k) for k in numbers.tolist()] == \
-        [window_at(settings_, k) or DEFAULT_WINDOW for k in numbers.tolist()]
+    assert (
+        at_once
+        == [size_at(PathView, settings_, k) for k in numbers.tolist()]
+        == [window_at(settings_, k) or DEFAULT_WINDOW for k in numbers.tolist()]
+    )

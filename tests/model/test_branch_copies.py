@@ -7,8 +7,8 @@ from __future__ import annotations
 from core.io.readers.registry import read_conversations
 from core.memory.config import MemoryConfig
 from core.memory.replay import Replay
-from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
 from core.memory.words import explain
+from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
 from core.model.ledger import OTHER_BRANCH, branch_copies
 from tests.conftest import FIXTURES
 from ui.ledger_table import ledger_rows
@@ -30,7 +30,12 @@ def _copies(conv: Conversation, position: int) -> dict[tuple[int, int], int]:
 def test_a_regenerated_replys_question_is_a_copy_of_the_one_its_sibling_on_the_branch_holds():
     conv = _lisbon()
     assert [[m.ref for m in t.messages] for t in conv.turns] == [
-        ["u1", "a1"], ["u2a", "a2a"], ["u2b", "a2b"], ["u2b", "a2c"], ["u3", "a3"]]
+        ["u1", "a1"],
+        ["u2a", "a2a"],
+        ["u2b", "a2b"],
+        ["u2b", "a2c"],
+        ["u3", "a3"],
+    ]
     # The turn after the regenerated reply: the replaced sibling's question is turn 3's question.
     assert _copies(conv, 4) == {(2, 0): 3}
     # The regenerated reply's own turn: the replaced sibling's question is this turn's own.
@@ -89,22 +94,31 @@ def test_the_table_says_whose_message_a_copy_is_and_never_that_it_was_not_sent()
         copy = [r for r in rows if r["turn"] == "2 · 2/3" and r["role"] == "user"]
         assert len(copy) == 1 and copy[0]["kept"] == "no", copy
         assert copy[0]["reason"] == f"same as {where} (on another branch)"
-        assert copy[0]["why"] == (f"on another branch, but the same message as {where}'s (the sibling turns of a "
-                                  f"regenerated reply each hold it): {then}")
+        assert copy[0]["why"] == (
+            f"on another branch, but the same message as {where}'s (the sibling turns of a "
+            f"regenerated reply each hold it): {then}"
+        )
         # Every other other-branch row keeps the reason's words.
         others = [r for r in rows if r["reason"] == "on another branch"]
         assert len(others) == 3 and {r["why"] for r in others} == {
-            "on another branch (regenerated or edited): not this turn's history"}
+            "on another branch (regenerated or edited): not this turn's history"
+        }
     # Without the call's position the table words every other-branch row alike.
     ledger = Replay(conv, BUFFER).ledger_at(4)
     assert {r["why"] for r in ledger_rows(ledger, conv) if r["reason"] == "on another branch"} == {
-        explain(ledger.entries[2])}
+        explain(ledger.entries[2])
+    }
 
 
 def test_the_first_answer_regenerated_shares_the_first_question_though_nothing_earlier_is_on_the_branch():
     q = Message("user", "hi", QUERY, "q1")
-    conv = Conversation(id="c", turns=[_turn("t1a", None, q, Message("assistant", "hello", ANSWER, "r1a")),
-                                       _turn("t1b", None, q, Message("assistant", "hey", ANSWER, "r1b"))])
+    conv = Conversation(
+        id="c",
+        turns=[
+            _turn("t1a", None, q, Message("assistant", "hello", ANSWER, "r1a")),
+            _turn("t1b", None, q, Message("assistant", "hey", ANSWER, "r1b")),
+        ],
+    )
     ledger = Replay(conv, BUFFER).ledger_at(1)
     assert [e.reason for e in ledger.entries] == [OTHER_BRANCH, OTHER_BRANCH]
     assert _copies(conv, 1) == {(0, 0): 1}

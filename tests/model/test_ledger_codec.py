@@ -48,15 +48,24 @@ def test_a_node_run_record_carries_its_ledger_through_the_ledger_codec():
 
 
 def test_a_message_as_exchanged_leaves_out_the_files_and_usage_only_a_recording_has():
-    m = Message("assistant", "sure", ANSWER, "7:answer", name="bot", tool_calls=(ToolCall("c1", "calc", "{}"),),
-                files=(FileRef("image", "https://example.com/a.png"),), usage=(120, 8))
+    m = Message(
+        "assistant",
+        "sure",
+        ANSWER,
+        "7:answer",
+        name="bot",
+        tool_calls=(ToolCall("c1", "calc", "{}"),),
+        files=(FileRef("image", "https://example.com/a.png"),),
+        usage=(120, 8),
+    )
     full = m.to_dict()
     assert full["files"] and full["usage"] == [120, 8]
     exchanged = m.to_dict(exchanged_only=True)
     assert {k: v for k, v in full.items() if k not in ("files", "usage")} == exchanged
     assert Message.from_dict(full) == m
-    assert Message.from_dict(exchanged) == Message("assistant", "sure", ANSWER, "7:answer", name="bot",
-                                                   tool_calls=(ToolCall("c1", "calc", "{}"),))
+    assert Message.from_dict(exchanged) == Message(
+        "assistant", "sure", ANSWER, "7:answer", name="bot", tool_calls=(ToolCall("c1", "calc", "{}"),)
+    )
 
 
 def test_an_unpacked_ledger_lists_its_entries_only_when_they_are_read():

@@ -9,12 +9,27 @@ from dataclasses import replace
 import pytest
 
 from core.io import read_conversations
-from core.model.conversation import ANSWER, QUERY, TOOL_CALL, UUID_NIL, FileRef, Message, ToolCall, Turn, with_shared_ids
+from core.model.conversation import (
+    ANSWER,
+    QUERY,
+    TOOL_CALL,
+    UUID_NIL,
+    FileRef,
+    Message,
+    ToolCall,
+    Turn,
+    with_shared_ids,
+)
 from tests.conftest import FIXTURES
 
 CALL = ToolCall("c1", "lookup", '{"id": 1}')
-RARE = {"name": "dana", "tool_calls": (CALL,), "tool_call_id": "c0", "files": (FileRef("image", "u"),),
-        "usage": (10, 3)}
+RARE = {
+    "name": "dana",
+    "tool_calls": (CALL,),
+    "tool_call_id": "c0",
+    "files": (FileRef("image", "u"),),
+    "usage": (10, 3),
+}
 DEFAULTS = {"name": None, "tool_calls": (), "tool_call_id": None, "files": (), "usage": None}
 
 
@@ -53,8 +68,13 @@ def test_all_fields_together_round_trip_through_the_stored_shape():
 
 
 def test_parent_ids_become_their_parent_s_own_id_string_and_nothing_else_changes():
-    turns = [Turn("a", None, ()), Turn("b", "".join(["a"]), ()), Turn("c", UUID_NIL, ()), Turn("d", "zz", ()),
-             Turn("e", "".join(["b"]), ())]
+    turns = [
+        Turn("a", None, ()),
+        Turn("b", "".join(["a"]), ()),
+        Turn("c", UUID_NIL, ()),
+        Turn("d", "zz", ()),
+        Turn("e", "".join(["b"]), ()),
+    ]
     shared = with_shared_ids(turns)
     assert shared == turns  # equal turns, in order
     assert shared[1].parent_id is shared[0].id and shared[4].parent_id is shared[1].id
@@ -70,8 +90,19 @@ def test_a_dify_import_shares_each_parent_id_with_its_parent(name):
 
 
 def test_a_dify_api_history_shares_each_parent_id_with_its_parent(tmp_path):
-    data = {"data": [{"id": f"m{i}", "conversation_id": "c1", "parent_message_id": f"m{i - 1}" if i else None,
-                      "query": f"q{i}", "answer": f"a{i}", "created_at": 1700000000 + i} for i in range(4)]}
+    data = {
+        "data": [
+            {
+                "id": f"m{i}",
+                "conversation_id": "c1",
+                "parent_message_id": f"m{i - 1}" if i else None,
+                "query": f"q{i}",
+                "answer": f"a{i}",
+                "created_at": 1700000000 + i,
+            }
+            for i in range(4)
+        ]
+    }
     path = tmp_path / "messages.json"
     path.write_text(json.dumps(data))
     turns = read_conversations(path)[0].turns

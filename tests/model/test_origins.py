@@ -9,12 +9,21 @@ from core.capture.observed import ORIGINS as CAPTURED
 from core.flow.graph import flow_from_data
 from core.flow.runtime import run_conversation
 from core.llm.client import DemoClient
-from core.memory.long_term import LongTermMemory
 from core.memory.config import MemoryConfig
+from core.memory.long_term import LongTermMemory
 from core.memory.replay import Replay
 from core.model import origins
-from core.model.origins import (HISTORY, ORIGIN_ORDER, ORIGINS, OTHER_COLOUR, RUN_ORIGINS, SUMMARY, origin_colour,
-                                origin_label, origin_rank)
+from core.model.origins import (
+    HISTORY,
+    ORIGIN_ORDER,
+    ORIGINS,
+    OTHER_COLOUR,
+    RUN_ORIGINS,
+    SUMMARY,
+    origin_colour,
+    origin_label,
+    origin_rank,
+)
 from core.model.tokens import counter_for
 from core.store.ledger_codec import pack_prompt, unpack_prompt
 from tests.builders import linear
@@ -22,21 +31,35 @@ from tests.builders import linear
 #: One LLM node whose prompt holds every origin a run writes: a system line, a template line, a conversation
 #: variable, the context, a long-term memory, the memory's history and the current query.
 EVERY_ORIGIN = {
-    "format": "memlens-flow", "version": 1, "name": "origins", "mode": "advanced-chat",
+    "format": "memlens-flow",
+    "version": 1,
+    "name": "origins",
+    "mode": "advanced-chat",
     "variables": [{"name": "name", "type": "string", "default": "Dana"}],
     "nodes": [
-        {"id": "start", "type": "start",
-         "variables": [{"variable": "docs", "label": "Docs", "type": "paragraph", "required": False}]},
+        {
+            "id": "start",
+            "type": "start",
+            "variables": [{"variable": "docs", "label": "Docs", "type": "paragraph", "required": False}],
+        },
         {"id": "recall", "type": "memory-retrieve", "query": "{{#sys.query#}}", "user": "{{#sys.user_id#}}"},
-        {"id": "llm", "type": "llm", "model": "memlens/demo", "memory": {"window": 5},
-         "context": {"enabled": True, "variable_selector": ["start", "docs"]},
-         "prompt_template": [{"role": "system", "text": "Be brief."},
-                             {"role": "assistant", "text": "Known: {{#conversation.name#}}"},
-                             {"role": "assistant", "text": "Docs: {{#context#}}"},
-                             {"role": "assistant", "text": "Remembered: {{#recall.text#}}"},
-                             {"role": "assistant", "text": "Answer in English."}]},
+        {
+            "id": "llm",
+            "type": "llm",
+            "model": "memlens/demo",
+            "memory": {"window": 5},
+            "context": {"enabled": True, "variable_selector": ["start", "docs"]},
+            "prompt_template": [
+                {"role": "system", "text": "Be brief."},
+                {"role": "assistant", "text": "Known: {{#conversation.name#}}"},
+                {"role": "assistant", "text": "Docs: {{#context#}}"},
+                {"role": "assistant", "text": "Remembered: {{#recall.text#}}"},
+                {"role": "assistant", "text": "Answer in English."},
+            ],
+        },
         {"id": "remember", "type": "memory-store", "user": "{{#sys.user_id#}}", "query": "{{#sys.query#}}"},
-        {"id": "answer", "type": "answer", "answer": "{{#llm.text#}}"}],
+        {"id": "answer", "type": "answer", "answer": "{{#llm.text#}}"},
+    ],
     "edges": [["start", "recall"], ["recall", "llm"], ["llm", "remember"], ["remember", "answer"]],
 }
 
@@ -84,6 +107,10 @@ def test_the_store_codec_gives_back_every_origin_of_a_recorded_prompt():
 def test_a_receipt_stacks_its_origins_in_the_one_order():
     _, records = _run_every_origin()
     run = records[-1].node_run("llm")
-    stacked = receipt({"node_id": "llm", "ledger": run.ledger, "prompt": [m.to_dict() for m in run.prompt]}, "LLM",
-                      exact=True, encoding="cl100k_base").used_by_origin
+    stacked = receipt(
+        {"node_id": "llm", "ledger": run.ledger, "prompt": [m.to_dict() for m in run.prompt]},
+        "LLM",
+        exact=True,
+        encoding="cl100k_base",
+    ).used_by_origin
     assert list(stacked) == sorted(stacked, key=ORIGIN_ORDER.index) and set(stacked) == set(RUN_ORIGINS)

@@ -28,12 +28,19 @@ def _module_level_imports(tree: ast.Module):
 
 
 def test_no_module_imports_a_posix_only_module_when_it_is_imported():
-    files = [ROOT / "app.py", *(ROOT / "core").rglob("*.py"), *(ROOT / "ui").rglob("*.py"),
-             *(ROOT / "pages").rglob("*.py")]
+    files = [
+        ROOT / "app.py",
+        *(ROOT / "core").rglob("*.py"),
+        *(ROOT / "ui").rglob("*.py"),
+        *(ROOT / "pages").rglob("*.py"),
+    ]
     assert len(files) > 100
-    found = [f"{path.relative_to(ROOT)}: {name}" for path in files
-             for name in _module_level_imports(ast.parse(path.read_text(encoding="utf-8")))
-             if name in POSIX_ONLY]
+    found = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in files
+        for name in _module_level_imports(ast.parse(path.read_text(encoding="utf-8")))
+        if name in POSIX_ONLY
+    ]
     assert not found, found
 
 
@@ -62,8 +69,7 @@ print("counted", len(cache.counts))
 
 
 def test_without_posix_modules_and_fork_everything_imports_and_counting_stays_in_one_process():
-    proc = subprocess.run([sys.executable, "-c", WITHOUT_POSIX], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run([sys.executable, "-c", WITHOUT_POSIX], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "counted 30000"
 

@@ -48,8 +48,19 @@ def test_walk_starts_from_the_newest_row_of_the_conversation():
 
 
 def test_service_api_history_with_uuid_nil_parents_is_linear(tmp_path):
-    data = {"data": [{"id": f"m{i}", "conversation_id": "c1", "parent_message_id": UUID_NIL, "query": f"q{i}",
-                      "answer": f"a{i}", "created_at": 1700000000 + i} for i in range(5)]}
+    data = {
+        "data": [
+            {
+                "id": f"m{i}",
+                "conversation_id": "c1",
+                "parent_message_id": UUID_NIL,
+                "query": f"q{i}",
+                "answer": f"a{i}",
+                "created_at": 1700000000 + i,
+            }
+            for i in range(5)
+        ]
+    }
     path = tmp_path / "messages.json"
     path.write_text(json.dumps(data))
     conv = read_conversations(path)[0]
@@ -63,6 +74,7 @@ def test_dialogue_count_is_thread_length_so_first_turn_is_one():
 
 
 # -- the five small Dify thread fixtures --------------------------------------------------------------
+
 
 def _conv(name):
     return read_conversations(WEB / f"dify-web__{name}.json")[0]
@@ -104,6 +116,7 @@ def test_multi_root_with_legacy_fixture_latest_thread_is_the_null_root():
 
 
 # -- the precomputed index agrees with the literal walk -----------------------------------------------
+
 
 @st.composite
 def _trees(draw):
@@ -167,17 +180,20 @@ def test_each_turns_children_are_the_turns_that_name_or_walk_to_it_in_creation_o
         assert list(tree.path_root) == [tree.path(j)[0] for j in range(n)]
     # Extending an index (a recorded turn) leaves the one it came from as it was.
     start = data.draw(st.integers(0, n - 1))
-    index = ThreadIndex(conv.turns[:start + 1])
+    index = ThreadIndex(conv.turns[: start + 1])
     before = [(index.children[i], index.thread_children[i]) for i in range(start + 1)]
     grown = index
-    for t in conv.turns[start + 1:]:
+    for t in conv.turns[start + 1 :]:
         was = [(grown.children[i], grown.thread_children[i]) for i in range(grown.size)]
         older, grown = grown, grown.extended(t)
         assert [(older.children[i], older.thread_children[i]) for i in range(older.size)] == was
     assert [(index.children[i], index.thread_children[i]) for i in range(start + 1)] == before
     for i in range(n):
-        assert (grown.children[i], grown.thread_children[i], grown.depth[i]) == \
-            (tree.children[i], tree.thread_children[i], tree.depth[i])
+        assert (grown.children[i], grown.thread_children[i], grown.depth[i]) == (
+            tree.children[i],
+            tree.thread_children[i],
+            tree.depth[i],
+        )
 
 
 @st.composite
@@ -201,9 +217,11 @@ def _mostly_linear(draw):
 @settings(max_examples=500, deadline=None)
 @given(_mostly_linear())
 def test_one_thread_is_said_exactly_when_every_turns_thread_is_all_turns_before_it(rows):
-    literal = bool(rows) and all([r.id for r in extract_thread(reversed(rows[: i + 1]))] ==
-                                 [r.id for r in reversed(rows[: i + 1])] and
-                                 len(extract_thread(reversed(rows[: i + 1]))) == i + 1 for i in range(len(rows)))
+    literal = bool(rows) and all(
+        [r.id for r in extract_thread(reversed(rows[: i + 1]))] == [r.id for r in reversed(rows[: i + 1])]
+        and len(extract_thread(reversed(rows[: i + 1]))) == i + 1
+        for i in range(len(rows))
+    )
     indexed = dify(rows)
     indexed.tree  # noqa: B018 — built first: then read from the tree
     # Told from the parent ids when it can be, without the tree: the same answer either way.

@@ -16,12 +16,14 @@ from core.service.samples import sample_files
 from tests.builders import branched
 
 MODEL = "gpt-4o-mini"
-CONFIGS = [MemoryConfig(strategy="dify", window=3, model=MODEL),
-           MemoryConfig(strategy="dify", window=50, model=MODEL, context_size=1_200),
-           MemoryConfig(strategy="window", window=4, model=MODEL),
-           MemoryConfig(strategy="buffer", model=MODEL),
-           MemoryConfig(strategy="dify", window=10, fidelity="code", model=MODEL),
-           MemoryConfig(strategy="off", model=MODEL)]
+CONFIGS = [
+    MemoryConfig(strategy="dify", window=3, model=MODEL),
+    MemoryConfig(strategy="dify", window=50, model=MODEL, context_size=1_200),
+    MemoryConfig(strategy="window", window=4, model=MODEL),
+    MemoryConfig(strategy="buffer", model=MODEL),
+    MemoryConfig(strategy="dify", window=10, fidelity="code", model=MODEL),
+    MemoryConfig(strategy="off", model=MODEL),
+]
 
 
 def _samples():
@@ -148,9 +150,11 @@ def test_a_message_with_a_name_or_tool_calls_counts_the_same_alone_and_in_a_turn
     from core.model.conversation import Message, ToolCall
 
     counter = TokenCounter(MODEL, shared=False)
-    msgs = [Message("user", "hello there", "query", "a", name="dana"),
-            Message("assistant", "", "tool_call", "b", tool_calls=(ToolCall("c1", "lookup", '{"id": 4}'),)),
-            Message("assistant", "plain answer", "answer", "c")]
+    msgs = [
+        Message("user", "hello there", "query", "a", name="dana"),
+        Message("assistant", "", "tool_call", "b", tool_calls=(ToolCall("c1", "lookup", '{"id": 4}'),)),
+        Message("assistant", "plain answer", "answer", "c"),
+    ]
     counter.prepare(msgs)
     assert counter.messages(msgs) == tuple(counter.message(m) for m in msgs)
     assert counter.messages(msgs)[0] > counter.chat("user", "hello there")
@@ -160,21 +164,39 @@ def test_preparing_a_batch_counts_every_text_once_and_each_role_once(monkeypatch
     from core.model.conversation import Message, ToolCall
 
     counter = TokenCounter(MODEL, shared=False)
-    msgs = [Message("user", "first question", "query", "a", name="dana"),
-            Message("assistant", "", "tool_call", "b", tool_calls=(ToolCall("c1", "lookup", '{"id": 4}'),)),
-            Message("tool", "result text", "tool_result", "c", name="dana"),
-            Message("assistant", "an answer", "answer", "d", tool_calls=(ToolCall("c2", "lookup", '{"id": 4}'),)),
-            Message("user", "second question", "query", "e")]
+    msgs = [
+        Message("user", "first question", "query", "a", name="dana"),
+        Message("assistant", "", "tool_call", "b", tool_calls=(ToolCall("c1", "lookup", '{"id": 4}'),)),
+        Message("tool", "result text", "tool_result", "c", name="dana"),
+        Message("assistant", "an answer", "answer", "d", tool_calls=(ToolCall("c2", "lookup", '{"id": 4}'),)),
+        Message("user", "second question", "query", "e"),
+    ]
     asked: list[tuple[list[str], list[int] | None]] = []
     real = CountCache.counted
 
     def counted(self, texts, ends, workers, share):
         asked.append((list(texts), None if ends is None else list(ends)))
         yield from real(self, texts, ends, workers, share)
+
     monkeypatch.setattr(CountCache, "counted", counted)
     counter.prepare(msgs)
-    assert asked == [(["first question", "user", "dana", "assistant", "lookup", '{"id": 4}', "result text", "tool",
-                       "an answer", "second question"], [0, 3, 6, 8, 9, 10])]  # each message a group of its own
+    assert asked == [
+        (
+            [
+                "first question",
+                "user",
+                "dana",
+                "assistant",
+                "lookup",
+                '{"id": 4}',
+                "result text",
+                "tool",
+                "an answer",
+                "second question",
+            ],
+            [0, 3, 6, 8, 9, 10],
+        )
+    ]  # each message a group of its own
     for text, _ in zip(*asked[0]):
         assert counter.counts.counts[text] == len(_encoding("o200k_base").encode_ordinary(text)), text
     held = dict(counter.counts.counts)
@@ -185,9 +207,11 @@ def test_preparing_a_batch_counts_every_text_once_and_each_role_once(monkeypatch
 def test_a_long_batch_is_split_across_one_process_per_core_by_default_and_counted_as_tiktoken_does(monkeypatch):
     forked: list[int] = []
     real = tokens._fork_counting
-    monkeypatch.setattr(tokens, "_fork_counting",
-                        lambda lengths, texts, spans: forked.append(sum(hi - lo for lo, hi in spans))
-                        or real(lengths, texts, spans))
+    monkeypatch.setattr(
+        tokens,
+        "_fork_counting",
+        lambda lengths, texts, spans: forked.append(sum(hi - lo for lo, hi in spans)) or real(lengths, texts, spans),
+    )
     texts = [m.content for t in build_conversation(3_000).turns for m in t.messages]
     assert sum(map(len, texts)) >= tokens.PARALLEL_MIN_CHARS
     monkeypatch.setattr(tokens, "encoding_workers", lambda: 1)

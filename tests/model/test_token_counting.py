@@ -10,8 +10,15 @@ import pytest
 
 from core.model import tokens
 from core.model.conversation import Message, ToolCall
-from core.model.tokens import (MESSAGE_OVERHEAD, NAME_OVERHEAD, REPLY_PRIMING, CountCache, TokenCounter, _encoding,
-                               remember_counts)
+from core.model.tokens import (
+    MESSAGE_OVERHEAD,
+    NAME_OVERHEAD,
+    REPLY_PRIMING,
+    CountCache,
+    TokenCounter,
+    _encoding,
+    remember_counts,
+)
 
 MODEL = "gpt-4o-mini"  # o200k_base, exact
 
@@ -26,6 +33,7 @@ def counter() -> TokenCounter:
 
 
 # -- the recipe ------------------------------------------------------------------------------------
+
 
 def test_a_message_costs_its_overhead_role_and_content(counter):
     m = Message("user", "Where is my parcel, Dana asks?", "query", 0)
@@ -57,8 +65,11 @@ def test_a_prompt_adds_the_reply_priming_once_to_its_messages(counter):
 
 
 def test_the_quick_path_gives_what_the_full_recipe_gives_whatever_is_counted_already():
-    msgs = [Message("user", "first words", "query", 0), Message("assistant", "second words", "answer", 1),
-            Message("tool", "a result", "tool_result", 2, tool_call_id="c1")]
+    msgs = [
+        Message("user", "first words", "query", 0),
+        Message("assistant", "second words", "answer", 1),
+        Message("tool", "a result", "tool_result", 2, tool_call_id="c1"),
+    ]
     cold = TokenCounter(MODEL, shared=False)
     expected = tuple(MESSAGE_OVERHEAD + enc(m.role) + enc(m.content) for m in msgs)
     assert cold.messages(msgs) == expected  # nothing counted yet
@@ -73,11 +84,19 @@ def test_the_quick_path_gives_what_the_full_recipe_gives_whatever_is_counted_alr
 
 def test_the_quick_path_counts_a_name_and_tool_calls_whose_role_and_content_are_counted_already():
     calls = (ToolCall("c1", "lookup_order", '{"order_id": "4411"}'), ToolCall("c2", "weather", '{"city": "Lisbon"}'))
-    msgs = [Message("assistant", "Looking.", "tool_call", 0, name="helper", tool_calls=calls),
-            Message("user", "Thanks.", "query", 1, name="dana")]
-    expected = (MESSAGE_OVERHEAD + enc("assistant") + enc("Looking.") + NAME_OVERHEAD + enc("helper")
-                + sum(enc(c.name) + enc(c.arguments) for c in calls),
-                MESSAGE_OVERHEAD + enc("user") + enc("Thanks.") + NAME_OVERHEAD + enc("dana"))
+    msgs = [
+        Message("assistant", "Looking.", "tool_call", 0, name="helper", tool_calls=calls),
+        Message("user", "Thanks.", "query", 1, name="dana"),
+    ]
+    expected = (
+        MESSAGE_OVERHEAD
+        + enc("assistant")
+        + enc("Looking.")
+        + NAME_OVERHEAD
+        + enc("helper")
+        + sum(enc(c.name) + enc(c.arguments) for c in calls),
+        MESSAGE_OVERHEAD + enc("user") + enc("Thanks.") + NAME_OVERHEAD + enc("dana"),
+    )
     fields = TokenCounter(MODEL, shared=False)
     for text in ("assistant", "Looking.", "user", "Thanks."):
         fields.text(text)  # the role and content known, not the name nor the tool calls
@@ -107,6 +126,7 @@ def test_a_counter_keeps_its_model_and_worker_cap():
 
 
 # -- the cache's bookkeeping -------------------------------------------------------------------------
+
 
 def test_an_empty_text_costs_nothing_and_a_missing_one_is_counted():
     cache = CountCache("o200k_base")
@@ -156,6 +176,7 @@ def test_a_cache_starts_empty():
 
 # -- splitting a long batch --------------------------------------------------------------------------
 
+
 @pytest.fixture
 def chunks_seen(monkeypatch):
     """The chunks each count_all hands to _lengths, in order."""
@@ -187,6 +208,7 @@ def test_prepare_passes_its_worker_cap_unless_one_is_given(monkeypatch):
     def counted(self, texts, ends, workers, share):
         asked.append((workers, share))
         yield from real(self, texts, ends, workers, share)
+
     monkeypatch.setattr(CountCache, "counted", counted)
     msgs = [Message("user", "some words", "query", 0)]
     c.prepare(msgs)
@@ -226,6 +248,7 @@ def test_lengths_use_the_compiled_encoder_and_fall_back_on_text_it_refuses(monke
 
 
 # -- model facts and the bundled files ---------------------------------------------------------------
+
 
 def test_model_facts_come_from_litellms_bundled_map_by_full_or_bare_name():
     facts = tokens.model_facts("gpt-4o-mini")
@@ -273,6 +296,7 @@ def test_the_encodings_are_read_from_litellms_bundled_folder(monkeypatch):
 
 # -- what the mutation run showed untested ------------------------------------------------------------
 
+
 def test_the_core_count_is_the_processs_cpu_affinity_else_the_cpu_count_never_below_one(monkeypatch):
     monkeypatch.setattr(tokens.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     assert tokens._cores() == 3
@@ -307,11 +331,15 @@ def test_a_counter_counts_for_gpt_4o_mini_unless_told_otherwise():
 
 
 def test_model_facts_keep_the_asked_name_and_read_a_context_from_max_tokens_when_no_input_limit(monkeypatch):
-    monkeypatch.setattr(tokens, "_model_map", lambda: {
-        "old-model": {"max_tokens": 8000},
-        "no-output": {"max_input_tokens": 100, "max_output_tokens": 0},
-        "looks": {"max_input_tokens": 100, "supports_vision": True},
-    })
+    monkeypatch.setattr(
+        tokens,
+        "_model_map",
+        lambda: {
+            "old-model": {"max_tokens": 8000},
+            "no-output": {"max_input_tokens": 100, "max_output_tokens": 0},
+            "looks": {"max_input_tokens": 100, "supports_vision": True},
+        },
+    )
     facts = tokens.model_facts("old-model")
     assert (facts.model, facts.context_size, facts.max_output, facts.known) == ("old-model", 8000, None, True)
     assert tokens.model_facts("no-output").max_output is None
@@ -332,15 +360,28 @@ def test_langchains_chat_model_count_adds_three_for_a_tool_results_call_id():
     assert tokens.chat_model_message_tokens(counter, plain) == counter.message(plain)
 
 
-@pytest.mark.parametrize("message", [
-    Message("user", "Hi, I'm Dana.", "query", 0),
-    Message("user", "odd", "query", 0, name="dana"),
-    Message("assistant", "", "tool_call", 0, tool_calls=(ToolCall("call_1", "lookup_order", '{"order_id": "4411"}'),
-                                                          ToolCall("call_2", "weather", ""))),
-    Message("assistant", "checking", "tool_call", 0, tool_calls=(ToolCall("call_3", "lookup", "[1, 2]"),
-                                                                  ToolCall("call_4", "broken", "{not json"))),
-    Message("tool", "order 4411 shipped on Monday", "tool_result", 0, tool_call_id="call_1"),
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        Message("user", "Hi, I'm Dana.", "query", 0),
+        Message("user", "odd", "query", 0, name="dana"),
+        Message(
+            "assistant",
+            "",
+            "tool_call",
+            0,
+            tool_calls=(ToolCall("call_1", "lookup_order", '{"order_id": "4411"}'), ToolCall("call_2", "weather", "")),
+        ),
+        Message(
+            "assistant",
+            "checking",
+            "tool_call",
+            0,
+            tool_calls=(ToolCall("call_3", "lookup", "[1, 2]"), ToolCall("call_4", "broken", "{not json")),
+        ),
+        Message("tool", "order 4411 shipped on Monday", "tool_result", 0, tool_call_id="call_1"),
+    ],
+)
 def test_the_approximate_count_is_langchains_count_tokens_approximately(message):
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
     from langchain_core.messages.utils import count_tokens_approximately
@@ -369,8 +410,10 @@ def test_a_message_with_a_name_or_tool_calls_never_takes_the_quick_path_once_its
     counter = TokenCounter(MODEL, shared=False)
     for text in ("user", "assistant", "first words", "second words", "", "dana", "lookup", '{"id": 7}'):
         counter.text(text)  # every text counted already: only the recipe tells these apart
-    expected = [MESSAGE_OVERHEAD + enc("user") + enc("first words") + NAME_OVERHEAD + enc("dana"),
-                MESSAGE_OVERHEAD + enc("assistant") + enc("lookup") + enc('{"id": 7}'),
-                MESSAGE_OVERHEAD + enc("assistant") + enc("second words")]
+    expected = [
+        MESSAGE_OVERHEAD + enc("user") + enc("first words") + NAME_OVERHEAD + enc("dana"),
+        MESSAGE_OVERHEAD + enc("assistant") + enc("lookup") + enc('{"id": 7}'),
+        MESSAGE_OVERHEAD + enc("assistant") + enc("second words"),
+    ]
     assert counter.message_list([named, calling, plain]) == expected
     assert list(counter.message_counts(iter([named, calling, plain]))) == expected  # from any iterable

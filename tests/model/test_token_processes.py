@@ -48,22 +48,27 @@ def started(monkeypatch):
     monkeypatch.setattr(tokens, "PARALLEL_MIN_CHARS", 1)
     out: list[tuple[int, int] | None] = []
     real = tokens._fork_counting
-    monkeypatch.setattr(tokens, "_fork_counting", lambda lengths, texts, spans: out.append(
-        real(lengths, texts, spans)) or out[-1])
+    monkeypatch.setattr(
+        tokens, "_fork_counting", lambda lengths, texts, spans: out.append(real(lengths, texts, spans)) or out[-1]
+    )
     return out
 
 
 def in_child(monkeypatch, child_lengths) -> None:
     """``_lengths`` as usual in this process, ``child_lengths`` in a forked child."""
     real, parent = CountCache._lengths, os.getpid()
-    monkeypatch.setattr(CountCache, "_lengths", lambda self, texts: child_lengths(self, texts)
-                        if os.getpid() != parent else real(self, texts))
+    monkeypatch.setattr(
+        CountCache,
+        "_lengths",
+        lambda self, texts: child_lengths(self, texts) if os.getpid() != parent else real(self, texts),
+    )
 
 
 TEXTS = ["first share text", "second share", "third", "more"]
 
 
 # -- how the text is shared ---------------------------------------------------------------------------
+
 
 def test_this_process_takes_its_share_to_a_groups_end_and_the_children_the_rest_in_batches(monkeypatch):
     bounds = [0, 10, 20, 30, 40, 50, 60]  # six groups of 10 characters
@@ -95,6 +100,7 @@ def test_this_process_takes_at_least_one_group_and_a_child_with_nothing_left_get
 
 
 # -- the counting ------------------------------------------------------------------------------------
+
 
 def test_a_short_batch_one_worker_or_one_group_is_counted_here_at_once(monkeypatch, seen_here):
     monkeypatch.setattr(tokens, "PARALLEL_MIN_CHARS", 40)
@@ -130,8 +136,7 @@ def test_a_child_whose_share_is_empty_is_never_started(started, seen_here):
     assert started == [] and seen_here == [texts]
 
 
-def test_this_process_counts_its_share_first_and_the_children_the_rest_batch_by_batch(monkeypatch, started,
-                                                                                       seen_here):
+def test_this_process_counts_its_share_first_and_the_children_the_rest_batch_by_batch(monkeypatch, started, seen_here):
     monkeypatch.setattr(tokens, "STREAM_BATCH_CHARS", 1)
     texts = [f"text number {i}" for i in range(12)]
     ends = [0, 3, 6, 6, 9, 12]  # five groups, one of them empty
@@ -155,11 +160,15 @@ def test_three_workers_share_between_this_process_and_two_children(started, seen
     assert len(started) == 2 and all(gone(pid) for pid, _ in started)
 
 
-@pytest.mark.parametrize("child_lengths", [
-    lambda self, texts: 1 / 0,                   # the child fails: nothing sent, a non-zero exit
-    lambda self, texts: [7] * (len(texts) - 1),  # one count too few
-    lambda self, texts: [7] * (len(texts) + 1),  # one count too many
-], ids=["fails", "too-few", "too-many"])
+@pytest.mark.parametrize(
+    "child_lengths",
+    [
+        lambda self, texts: 1 / 0,  # the child fails: nothing sent, a non-zero exit
+        lambda self, texts: [7] * (len(texts) - 1),  # one count too few
+        lambda self, texts: [7] * (len(texts) + 1),  # one count too many
+    ],
+    ids=["fails", "too-few", "too-many"],
+)
 def test_a_share_whose_child_fails_or_miscounts_is_counted_here(monkeypatch, started, child_lengths):
     in_child(monkeypatch, child_lengths)
     cache = CountCache("o200k_base")
@@ -241,6 +250,7 @@ def test_the_patience_grows_with_the_time_this_process_took_over_its_own_share(m
     def lengths(self, texts):  # here 0.2 s; in the child 0.5 s: within 4 x 0.2 s, with no grace at all
         time.sleep(0.2 if os.getpid() == parent else 0.5)
         return real(self, texts)
+
     monkeypatch.setattr(CountCache, "_lengths", lengths)
     monkeypatch.setattr(tokens, "CHILD_GRACE_SECONDS", 0)
     cache = CountCache("o200k_base")
@@ -252,6 +262,7 @@ def test_the_patience_grows_with_the_time_this_process_took_over_its_own_share(m
 def test_without_a_pipe_or_a_fork_every_share_is_counted_here(monkeypatch, started, seen_here, broken):
     def refuse(*a):
         raise OSError("resource temporarily unavailable")
+
     opened: list[int] = []
     pipe = os.pipe
     monkeypatch.setattr(tokens.os, "pipe", lambda: opened.extend(pipe()) or tuple(opened[-2:]))
@@ -274,16 +285,19 @@ def test_a_caller_that_stops_early_leaves_no_child_behind(monkeypatch, started):
     assert gone(started[0][0])
 
 
-@pytest.mark.parametrize("sent, expected, patience, got", [
-    ([2, 5, 9], 2, 1.0, [5, 9]),
-    ([2, 5, 9, 2, 4, 4], 2, 1.0, [5, 9]),  # the next batch stays in the pipe
-    ([3, 5, 9, 1], 2, 1.0, None),          # it says 3 counts, 2 were expected
-    ([1, 5], 2, 1.0, None),
-    ([2, 5], 2, 0.1, None),                # the second count never comes
-    ([], 1, 0.1, None),                    # nothing comes at all
-], ids=["whole", "one-of-two", "too-many", "too-few", "cut-short", "silent"])
-def test_a_batch_is_read_as_its_length_then_its_counts_and_refused_when_either_is_wrong(
-        sent, expected, patience, got):
+@pytest.mark.parametrize(
+    "sent, expected, patience, got",
+    [
+        ([2, 5, 9], 2, 1.0, [5, 9]),
+        ([2, 5, 9, 2, 4, 4], 2, 1.0, [5, 9]),  # the next batch stays in the pipe
+        ([3, 5, 9, 1], 2, 1.0, None),  # it says 3 counts, 2 were expected
+        ([1, 5], 2, 1.0, None),
+        ([2, 5], 2, 0.1, None),  # the second count never comes
+        ([], 1, 0.1, None),  # nothing comes at all
+    ],
+    ids=["whole", "one-of-two", "too-many", "too-few", "cut-short", "silent"],
+)
+def test_a_batch_is_read_as_its_length_then_its_counts_and_refused_when_either_is_wrong(sent, expected, patience, got):
     read, write = os.pipe()
     try:
         os.write(write, array("q", sent).tobytes())
@@ -313,6 +327,7 @@ def reapers(monkeypatch):
     def thread(*, target, args, name, daemon):
         started.append((target, args, name, daemon))
         return real(target=target, args=args, name=name, daemon=daemon)
+
     monkeypatch.setattr(tokens.threading, "Thread", thread)
     return started
 
@@ -375,6 +390,7 @@ def test_a_batch_goes_to_one_worker_per_core_where_this_process_can_fork(monkeyp
 
 # -- a counter's groups --------------------------------------------------------------------------------
 
+
 def test_a_counters_groups_are_its_messages_texts_each_role_name_and_tool_field_once(monkeypatch):
     asked = []
     real = CountCache.counted
@@ -382,19 +398,27 @@ def test_a_counters_groups_are_its_messages_texts_each_role_name_and_tool_field_
     def counted(self, texts, ends, workers, share):
         asked.append((list(texts), list(ends), workers, share))
         yield from real(self, texts, ends, workers, share)
+
     monkeypatch.setattr(CountCache, "counted", counted)
     counter = TokenCounter(MODEL, shared=False, workers=2)
     counter.counts.counts.update({"held already": 2, "assistant": 1})
     call = ToolCall("c1", "lookup", '{"id": 4}')
-    groups = [[Message("user", "hello", "query", 0, name="dana"), Message("assistant", "", "tool_call", 1,
-                                                                          tool_calls=(call,))],
-              [],
-              [Message("tool", "held already", "tool_result", 2, name="dana"),
-               Message("assistant", "hello", "answer", 3, tool_calls=(call,))]]
+    groups = [
+        [
+            Message("user", "hello", "query", 0, name="dana"),
+            Message("assistant", "", "tool_call", 1, tool_calls=(call,)),
+        ],
+        [],
+        [
+            Message("tool", "held already", "tool_result", 2, name="dana"),
+            Message("assistant", "hello", "answer", 3, tool_calls=(call,)),
+        ],
+    ]
     assert list(counter.counted_groups(groups, own_part=0.5)) == [3]
     # A content is taken each time it is missing; roles, names and tool fields once.
-    assert asked == [(["hello", "user", "dana", "lookup", '{"id": 4}', "tool", "hello"],
-                      [0, 5, 5, 7], 2, 0.25)]  # "assistant" was counted already
+    assert asked == [
+        (["hello", "user", "dana", "lookup", '{"id": 4}', "tool", "hello"], [0, 5, 5, 7], 2, 0.25)
+    ]  # "assistant" was counted already
     assert counter.counts.counts["hello"] == enc("hello")
     asked.clear()
     assert list(counter.counted_groups(groups)) == [3]  # all counted: nothing asked
@@ -403,25 +427,30 @@ def test_a_counters_groups_are_its_messages_texts_each_role_name_and_tool_field_
 
 # -- a replay decides its first turns while the later ones are counted -------------------------------
 
+
 def _configs():
     from core.memory.config import MemoryConfig
 
-    return [MemoryConfig(strategy="dify", window=3, model=MODEL),
-            MemoryConfig(strategy="dify", window=50, model=MODEL, context_size=1_200),
-            MemoryConfig(strategy="window", window=4, model=MODEL),
-            MemoryConfig(strategy="buffer", model=MODEL),
-            MemoryConfig(strategy="off", model=MODEL)]
+    return [
+        MemoryConfig(strategy="dify", window=3, model=MODEL),
+        MemoryConfig(strategy="dify", window=50, model=MODEL, context_size=1_200),
+        MemoryConfig(strategy="window", window=4, model=MODEL),
+        MemoryConfig(strategy="buffer", model=MODEL),
+        MemoryConfig(strategy="off", model=MODEL),
+    ]
 
 
 @pytest.mark.parametrize("conversation", ["linear", "branched"])
 def test_summaries_counted_across_processes_batch_by_batch_are_the_summaries_counted_here(
-        monkeypatch, started, conversation):
+    monkeypatch, started, conversation
+):
     from benchmarks.workload import build_conversation
     from core.memory.replay import Replay
 
     conv = build_conversation(300) if conversation == "linear" else branched(300)
-    expected = {c.label(): Replay(conv, c, counter=TokenCounter(MODEL, shared=False, workers=1)).summaries()
-                for c in _configs()}
+    expected = {
+        c.label(): Replay(conv, c, counter=TokenCounter(MODEL, shared=False, workers=1)).summaries() for c in _configs()
+    }
     assert started == []
     monkeypatch.setattr(tokens, "STREAM_BATCH_CHARS", 500)  # many batches
     for config in _configs():
@@ -455,8 +484,11 @@ def test_a_branched_replay_decides_its_first_turns_before_the_last_are_counted(m
     receive, window = tokens._receive, DifyStrategy.window
     monkeypatch.setattr(tokens, "_receive", lambda *a: events.append("counts came") or receive(*a))
     monkeypatch.setattr(DifyStrategy, "window", lambda *a: events.append("decided") or window(*a))
-    Replay(_long(branching=True), MemoryConfig(strategy="dify", window=5, model=MODEL),
-           counter=TokenCounter(MODEL, shared=False, workers=2)).summaries()
+    Replay(
+        _long(branching=True),
+        MemoryConfig(strategy="dify", window=5, model=MODEL),
+        counter=TokenCounter(MODEL, shared=False, workers=2),
+    ).summaries()
     assert events.count("decided") == 200 and events.count("counts came") > 2
     first_decided, last_came = events.index("decided"), len(events) - 1 - events[::-1].index("counts came")
     assert first_decided < events.index("counts came") < last_came  # interleaved, not one after the other
@@ -475,9 +507,11 @@ def test_a_chain_lays_out_its_windows_while_the_children_count_and_decides_once_
     # The window rule, read once over the chain's columns.
     monkeypatch.setattr(DifyStrategy, "window", lambda *a: events.append("windows") or windows(*a))
     monkeypatch.setattr(DifyStrategy, "budget_limit", lambda *a: events.append("budget") or budget(*a))
-    summaries = Replay(_long(branching=False), MemoryConfig(strategy="dify", window=5, model=MODEL, context_size=900,
-                                                             plugin_token_counting=True),
-                       counter=TokenCounter(MODEL, shared=False, workers=2)).summaries()
+    summaries = Replay(
+        _long(branching=False),
+        MemoryConfig(strategy="dify", window=5, model=MODEL, context_size=900, plugin_token_counting=True),
+        counter=TokenCounter(MODEL, shared=False, workers=2),
+    ).summaries()
     assert len(started) == 1 and events.count("counts came") > 2 and len(summaries) == 200
     assert events[0] == "windows" and events.count("windows") == 1  # laid out before the first counts came
     assert events.index("budget") > len(events) - 1 - events[::-1].index("counts came")  # the cuts need every count
@@ -493,9 +527,13 @@ def test_a_replay_that_fails_midway_leaves_no_counting_child_behind(monkeypatch,
 
     def fail(*a):
         raise RuntimeError("a strategy failed")
+
     monkeypatch.setattr(DifyStrategy, "window", fail)
-    replay = Replay(_long(branching), MemoryConfig(strategy="dify", window=5, model=MODEL),
-                    counter=TokenCounter(MODEL, shared=False, workers=2))
+    replay = Replay(
+        _long(branching),
+        MemoryConfig(strategy="dify", window=5, model=MODEL),
+        counter=TokenCounter(MODEL, shared=False, workers=2),
+    )
     with pytest.raises(RuntimeError):
         replay.summaries()
     assert len(started) == 1 and gone(started[0][0])
@@ -514,9 +552,13 @@ def test_a_replay_takes_the_share_of_the_counting_its_other_work_leaves_room_for
     def counted(self, texts, ends, workers, share):
         shares.append((workers, share))
         yield from real(self, texts, ends, workers, share)
+
     monkeypatch.setattr(CountCache, "counted", counted)
-    Replay(_long(branching), MemoryConfig(strategy="buffer", model=MODEL),
-           counter=TokenCounter(MODEL, shared=False, workers=2)).summaries()
+    Replay(
+        _long(branching),
+        MemoryConfig(strategy="buffer", model=MODEL),
+        counter=TokenCounter(MODEL, shared=False, workers=2),
+    ).summaries()
     assert (replay_module.OWN_PART, replay_module.CHAIN_OWN_PART) == (0.5, 0.9) and shares == [(2, share)]
 
 

@@ -11,9 +11,13 @@ from core.model.conversation import ANSWER, NO_META, QUERY, Message, Turn
 
 
 def _turn(i: int, **kw) -> Turn:
-    return Turn(id=f"t{i}", parent_id=None, messages=(Message("user", "hi", QUERY, f"t{i}:q"),
-                                                      Message("assistant", "hello", ANSWER, f"t{i}:a")),
-                answer_index=1, **kw)
+    return Turn(
+        id=f"t{i}",
+        parent_id=None,
+        messages=(Message("user", "hi", QUERY, f"t{i}:q"), Message("assistant", "hello", ANSWER, f"t{i}:a")),
+        answer_index=1,
+        **kw,
+    )
 
 
 def test_turns_built_without_meta_share_one_empty_meta_and_hold_no_dict_each():
@@ -33,11 +37,19 @@ def test_turns_built_without_meta_share_one_empty_meta_and_hold_no_dict_each():
     assert grown < 1_000 * (112 + 64)
 
 
-@pytest.mark.parametrize("write", [
-    lambda m: m.__setitem__("a", 1), lambda m: m.update(a=1), lambda m: m.setdefault("a", 1),
-    lambda m: m.pop("a", None), lambda m: m.popitem(), lambda m: m.clear(), lambda m: m.__delitem__("a"),
-    lambda m: m.__ior__({"a": 1}),
-])
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda m: m.__setitem__("a", 1),
+        lambda m: m.update(a=1),
+        lambda m: m.setdefault("a", 1),
+        lambda m: m.pop("a", None),
+        lambda m: m.popitem(),
+        lambda m: m.clear(),
+        lambda m: m.__delitem__("a"),
+        lambda m: m.__ior__({"a": 1}),
+    ],
+)
 def test_the_shared_meta_refuses_every_write_and_stays_empty(write):
     turn, other = _turn(0), _turn(1)
     with pytest.raises(TypeError, match="build the turn with meta"):

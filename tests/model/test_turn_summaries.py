@@ -33,13 +33,17 @@ def test_columns_give_back_every_value_with_none_and_zero_kept_apart():
         summaries[3]
 
 
-@pytest.mark.parametrize("config", [
-    MemoryConfig(fidelity="documented", window=3, context_size=60),  # prunes: budgets and drops
-    MemoryConfig(window=2),  # Dify as shipped: no budget (None)
-    MemoryConfig(strategy="window", window=3),
-    MemoryConfig(strategy="off"),  # nothing kept: no oldest turn
-    MemoryConfig(strategy="summary_buffer", max_history_tokens=40),  # a planning strategy's own walk
-], ids=lambda c: c.label())
+@pytest.mark.parametrize(
+    "config",
+    [
+        MemoryConfig(fidelity="documented", window=3, context_size=60),  # prunes: budgets and drops
+        MemoryConfig(window=2),  # Dify as shipped: no budget (None)
+        MemoryConfig(strategy="window", window=3),
+        MemoryConfig(strategy="off"),  # nothing kept: no oldest turn
+        MemoryConfig(strategy="summary_buffer", max_history_tokens=40),  # a planning strategy's own walk
+    ],
+    ids=lambda c: c.label(),
+)
 def test_a_replay_s_summaries_equal_each_turn_s_own_on_a_branched_conversation(config):
     conv = branched(40)
     replay = Replay(conv, config)
@@ -48,10 +52,19 @@ def test_a_replay_s_summaries_equal_each_turn_s_own_on_a_branched_conversation(c
     assert list(summaries) == [alone[p] for p in sorted(alone)]
     assert [s.turn for s in summaries] == sorted(s.turn for s in summaries)
     series = turn_series(replay)
-    assert (series.turns, series.kept, series.history_tokens, series.budget, series.prompt_tokens,
-            series.oldest_kept_turn) == tuple(list(x) for x in zip(*[
-                (s.turn, s.kept, s.history_tokens, s.budget, s.prompt_tokens, s.oldest_kept_turn)
-                for s in summaries]))
+    assert (
+        series.turns,
+        series.kept,
+        series.history_tokens,
+        series.budget,
+        series.prompt_tokens,
+        series.oldest_kept_turn,
+    ) == tuple(
+        list(x)
+        for x in zip(
+            *[(s.turn, s.kept, s.history_tokens, s.budget, s.prompt_tokens, s.oldest_kept_turn) for s in summaries]
+        )
+    )
 
 
 def test_a_budget_of_zero_reads_back_as_zero_and_no_budget_as_none():
@@ -66,8 +79,14 @@ def test_a_budget_of_zero_reads_back_as_zero_and_no_budget_as_none():
 
 
 def test_a_turn_without_a_query_has_no_summary():
-    conv = openai([{"role": "assistant", "content": "Welcome!"}, {"role": "user", "content": "hi"},
-                   {"role": "assistant", "content": "hello"}, {"role": "user", "content": "bye"}])
+    conv = openai(
+        [
+            {"role": "assistant", "content": "Welcome!"},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+            {"role": "user", "content": "bye"},
+        ]
+    )
     for config in (MemoryConfig(), MemoryConfig(strategy="summary_buffer")):
         assert [s.turn for s in Replay(conv, config).summaries()] == [1, 2]
 
@@ -82,8 +101,16 @@ def test_an_empty_conversation_has_no_summaries():
 def test_summaries_made_from_written_columns_read_them_back_and_refuse_a_wrong_shape():
     from array import array
 
-    columns = [array("q", [1, 0, 3]), array("q", [0, 0, 2]), array("q", [0, 0, 4]), array("q", [0, 0, 1]),
-               array("q", [0, 0, 30]), array("q", [9, 0, 50]), array("q", [-1, 0, 100]), array("q", [-1, 0, 1])]
+    columns = [
+        array("q", [1, 0, 3]),
+        array("q", [0, 0, 2]),
+        array("q", [0, 0, 4]),
+        array("q", [0, 0, 1]),
+        array("q", [0, 0, 30]),
+        array("q", [9, 0, 50]),
+        array("q", [-1, 0, 100]),
+        array("q", [-1, 0, 1]),
+    ]
     summaries = TurnSummaries(3, columns).keep()
     assert list(summaries) == [TurnSummary(1, 0, 0, 0, 0, 9, None, None), TurnSummary(3, 2, 4, 1, 30, 50, 100, 1)]
     with pytest.raises(ValueError, match="8 columns of 3 values"):

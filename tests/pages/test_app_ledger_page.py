@@ -24,7 +24,9 @@ def test_app_starts_on_the_ledger_page_with_a_sample_and_its_ledger():
     kept = frame[frame["kept"] == "yes"]
     assert sorted(set(kept["turn"]), key=int) == ["10", "11"]  # turns as labelled on the thread
     assert set(frame[frame["kept"] == "no"]["reason"]) == {"outside window"}
-    assert "outside window of 3 rows: the conversation's newest on any branch, the current turn's one of them" in set(frame["why"])
+    assert "outside window of 3 rows: the conversation's newest on any branch, the current turn's one of them" in set(
+        frame["why"]
+    )
 
 
 def test_the_table_leads_with_the_turn_the_reason_and_the_message_and_hides_no_column():

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.analysis.compare import NamedConfig, compare
 from core.analysis.findings import config_findings
+from core.analysis.source import Source
 from core.io import parse_conversations
 from core.llm.client import DemoClient
 from core.memory.config import MemoryConfig
@@ -20,7 +21,6 @@ from core.report.html import REASON_ORDER
 from core.service.config_sets import CONFIG_SETS_KEY
 from core.service.samples import load_sample
 from core.service.sessions import ConversationService
-from core.analysis.source import Source
 from core.store import repo
 from core.store.db import Database
 from tests.builders import linear
@@ -88,11 +88,13 @@ def test_heatmap_figures_hold_exactly_the_core_ledgers(page):
         cells = decoded(fig)
         for r, p in enumerate(conv.answered_turns()):
             reasons = [e.reason for e in replay.ledger_at(p).entries]
-            assert cells[r][:len(reasons)] == reasons
-            assert all(x is None for x in cells[r][len(reasons):])
+            assert cells[r][: len(reasons)] == reasons
+            assert all(x is None for x in cells[r][len(reasons) :])
         hover = fig["data"][0]["customdata"]
         r, c = 4, 0  # turn 5, turn 1's query
-        assert cells[r][c] == ("outside_window" if config.strategy == "dify" and config.settings.window == 3 else cells[r][c])
+        assert cells[r][c] == (
+            "outside_window" if config.strategy == "dify" and config.settings.window == 3 else cells[r][c]
+        )
         entry = replay.ledger_at(4).entries[0]
         assert hover[r][c].startswith(f"{entry.tokens:,} tokens — ")
     assert set(REASON_ORDER) >= {x for f in heatmaps(page) for row in decoded(f) for x in row if x}
@@ -113,12 +115,22 @@ def test_facts_are_reported_lost_at_the_turns_the_core_computes(page):
     frame = facts_table(page)
     conv = load_sample("lisbon-trip.json")[0]
     result = compare(conv, DEFAULT)
-    assert list(frame["fact"]) == [f.label for f in result.facts] == ["the user's name", "the user's diet", "the user's booking number"]
+    assert (
+        list(frame["fact"])
+        == [f.label for f in result.facts]
+        == ["the user's name", "the user's diet", "the user's booking number"]
+    )
     # Dify 1.x: a window of N rows holds the N − 1 turns before the current one.
-    assert list(frame["dify window 3"]) == ["lost at turn 4 (outside window)", "lost at turn 5 (outside window)",
-                                            "lost at turn 6 (outside window)"]
-    assert list(frame["dify window 10"]) == ["lost at turn 11 (outside window)", "lost at turn 12 (outside window)",
-                                             "kept"]
+    assert list(frame["dify window 3"]) == [
+        "lost at turn 4 (outside window)",
+        "lost at turn 5 (outside window)",
+        "lost at turn 6 (outside window)",
+    ]
+    assert list(frame["dify window 10"]) == [
+        "lost at turn 11 (outside window)",
+        "lost at turn 12 (outside window)",
+        "kept",
+    ]
     for f, fates in enumerate(result.fates):
         for fate in fates:
             cell = frame[fate.label][f]
@@ -131,8 +143,11 @@ def test_the_facts_table_colours_a_fact_back_in_memory_apart_from_one_lost():
 
     def table(restated_at: int):
         conv = linear(12, query=lambda i: "my name is Dana" if i in (1, restated_at) else f"question number {i}")
-        html = facts_table_html(compare(conv, [NamedConfig("w3", MemoryConfig(window=3)),
-                                               NamedConfig("all", MemoryConfig(strategy="buffer"))]))
+        html = facts_table_html(
+            compare(
+                conv, [NamedConfig("w3", MemoryConfig(window=3)), NamedConfig("all", MemoryConfig(strategy="buffer"))]
+            )
+        )
         return table_columns(html, "ml-facts"), re.findall(r'<td class="(\w+)" data-config', html)
 
     frame, classes = table(6)
@@ -195,11 +210,14 @@ def test_findings_are_shown_and_jump_to_their_turn(page):
     assert 'data-kind="fact_not_seen"' in html
     assert "At turn 11 the question is about the user's name, but “dify window 3” no longer has turn 1" in html
     assert 'data-kind="docs_vs_code"' in html
-    assert ("At turn 4, “dify window 3”: Dify&#x27;s docs say the window holds 3 turns" in html
-            or "At turn 4, “dify window 3”: Dify's docs say the window holds 3 turns" in html)
+    assert (
+        "At turn 4, “dify window 3”: Dify&#x27;s docs say the window holds 3 turns" in html
+        or "At turn 4, “dify window 3”: Dify's docs say the window holds 3 turns" in html
+    )
     assert page.select_slider(key="cmp_turn").value == 12
-    first = config_findings(load_sample("lisbon-trip.json")[0], DEFAULT,
-                            comparison=compare(load_sample("lisbon-trip.json")[0], DEFAULT))[0]
+    first = config_findings(
+        load_sample("lisbon-trip.json")[0], DEFAULT, comparison=compare(load_sample("lisbon-trip.json")[0], DEFAULT)
+    )[0]
     page.button(key="cmp-finding-0").click().run()
     assert page.select_slider(key="cmp_turn").value == first.turn
     shapes = heatmaps(page)[0]["layout"]["shapes"]
@@ -231,8 +249,11 @@ def replies(page) -> dict[tuple[int, str], str]:
 
     out = {}
     for m in page.markdown:
-        found = re.match(r'<div class="ml-reply" data-turn="(\d+)" data-config="([^"]*)"[^>]*><div[^>]*>.*?</div>(.*)</div>$',
-                         m.value, re.S)
+        found = re.match(
+            r'<div class="ml-reply" data-turn="(\d+)" data-config="([^"]*)"[^>]*><div[^>]*>.*?</div>(.*)</div>$',
+            m.value,
+            re.S,
+        )
         if found:
             out[(int(found[1]), _html.unescape(found[2]))] = _html.unescape(shown(found[3]))
     return out
@@ -271,12 +292,15 @@ def test_configs_are_saved_to_the_store_and_loaded_back(page):
 
 def test_a_report_bundle_loads_back_into_the_same_view(page):
     conv = load_sample("order-support.json")[0]
-    configs = [NamedConfig("tools too", MemoryConfig(granularity="all_messages", window=2)),
-               NamedConfig("answers only", MemoryConfig(window=2))]
+    configs = [
+        NamedConfig("tools too", MemoryConfig(granularity="all_messages", window=2)),
+        NamedConfig("answers only", MemoryConfig(window=2)),
+    ]
     report = build_report(Source(conv), configs, selected_turn=4)
     page.radio(key="cmp_from").set_value("File").run()
-    page.file_uploader(key="cmp_upload").set_value(("order.report.json", bundle_json(report).encode(),
-                                                    "application/json")).run()
+    page.file_uploader(key="cmp_upload").set_value(
+        ("order.report.json", bundle_json(report).encode(), "application/json")
+    ).run()
     assert not page.exception, page.exception
     assert [f["layout"]["meta"]["label"] for f in heatmaps(page)] == ["tools too", "answers only"]
     assert page.select_slider(key="cmp_turn").value == 4
@@ -298,8 +322,9 @@ def test_a_stored_flow_conversation_shows_its_node_findings(page):
 
 def test_a_malformed_upload_says_what_is_wrong(page):
     page.radio(key="cmp_from").set_value("File").run()
-    page.file_uploader(key="cmp_upload").set_value(("bad.json", b'{"conversations": [{"from": "robot"}]}',
-                                                    "application/json")).run()
+    page.file_uploader(key="cmp_upload").set_value(
+        ("bad.json", b'{"conversations": [{"from": "robot"}]}', "application/json")
+    ).run()
     assert not page.exception
     assert page.error and "bad.json" in shown(page.error[0].value)
 
@@ -317,8 +342,9 @@ def test_a_long_conversation_shows_a_movable_window_of_the_heatmap(page):
     for i in range(1, 61):
         messages += [{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i}"}]
     page.radio(key="cmp_from").set_value("File").run()
-    page.file_uploader(key="cmp_upload").set_value(("long.json", json.dumps(messages).encode(),
-                                                    "application/json")).run()
+    page.file_uploader(key="cmp_upload").set_value(
+        ("long.json", json.dumps(messages).encode(), "application/json")
+    ).run()
     assert not page.exception, page.exception
     fig = heatmaps(page)[0]
     assert fig["layout"]["meta"]["rows"] == list(range(31, 61))  # the last 30 turns
@@ -330,15 +356,17 @@ def test_a_long_conversation_shows_a_movable_window_of_the_heatmap(page):
     cells = decoded(fig)
     for r, turn in enumerate(rows):
         reasons = [e.reason for e in replay.ledger(turn).entries]
-        assert cells[r][:len(reasons)] == reasons
+        assert cells[r][: len(reasons)] == reasons
 
 
 def test_on_a_regenerated_branch_findings_and_their_buttons_name_turns_by_their_thread_labels(page):
     db = Database(page.db_url)
     service = ConversationService(db, llm=DemoClient())
     conv = service.start(service.import_flow(ROOT / "sample_data" / "flows" / "support-bot.yml").flow_id).id
-    sent = [service.send(conv, q)
-            for q in json.loads((ROOT / "sample_data" / "flows" / "support-bot.queries.json").read_text())[:5]]
+    sent = [
+        service.send(conv, q)
+        for q in json.loads((ROOT / "sample_data" / "flows" / "support-bot.queries.json").read_text())[:5]
+    ]
     service.regenerate(conv, sent[4].id)  # turn 5 · 2/2, created 6th
     service.send(conv, "What's my name?")  # turn 6 on that branch, created 7th
     db.dispose()
@@ -354,8 +382,9 @@ def _upload_turns(at, prefix, turns):
     for i in range(2, turns + 1):
         messages += [{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i}"}]
     at.radio(key=f"{prefix}_from").set_value("File").run()
-    at.file_uploader(key=f"{prefix}_upload").set_value((f"long-{turns}.json", json.dumps(messages).encode(),
-                                                        "application/json")).run()
+    at.file_uploader(key=f"{prefix}_upload").set_value(
+        (f"long-{turns}.json", json.dumps(messages).encode(), "application/json")
+    ).run()
     assert not at.exception, at.exception
     return parse_conversations(json.dumps(messages), f"long-{turns}.json")[0]
 
@@ -397,7 +426,9 @@ def test_picking_another_conversation_opens_its_newest_turn(page):
     page.radio(key="cmp_from").set_value("Stored").run()  # the store: the demo conversations
     assert not page.exception, page.exception
     stored_turns = page.select_slider(key="cmp_turn").options
-    assert page.select_slider(key="cmp_turn").value == 8 and stored_turns[-1] == "turn 8"  # named as the Debugger names it
+    assert (
+        page.select_slider(key="cmp_turn").value == 8 and stored_turns[-1] == "turn 8"
+    )  # named as the Debugger names it
     page.select_slider(key="cmp_turn").set_value(3).run()  # a turn chosen on this conversation stays
     page.run()
     assert page.select_slider(key="cmp_turn").value == 3
@@ -423,7 +454,8 @@ def test_the_configs_fold_away_and_are_named_under_their_fold(page):
     # The page opens on the results; the configs' forms are one click away, their names in view.
     (fold,) = [e for e in page.expander if e.label == "Memory configs"]
     assert fold.proto.expanded is False
-    assert "Comparing “dify window 3” · “dify window 10” · “window 6 msgs” (open Memory configs to change them)." \
-        in [shown(c.value) for c in page.caption]
+    assert "Comparing “dify window 3” · “dify window 10” · “window 6 msgs” (open Memory configs to change them)." in [
+        shown(c.value) for c in page.caption
+    ]
     page.number_input(key="cmp_c0_window_turns").set_value(5).run()
     assert any("Comparing “dify window 5”" in shown(c.value) for c in page.caption)  # as they stand now

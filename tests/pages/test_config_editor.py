@@ -20,8 +20,7 @@ ROUND_TRIP = [
     MemoryConfig(strategy="off"),
     MemoryConfig(strategy="summary_buffer", max_history_tokens=300, trim_counter="approximate"),
     MemoryConfig(strategy="trim", max_history_tokens=200, trim_strategy="last", start_on="human", allow_partial=True),
-    MemoryConfig(strategy="compaction", compaction_profile="exact", compaction_trigger=0.5,
-                 compaction_keep_messages=8),
+    MemoryConfig(strategy="compaction", compaction_profile="exact", compaction_trigger=0.5, compaction_keep_messages=8),
     MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=16000, max_tokens=256),
     MemoryConfig(strategy="dify_agent"),
     MemoryConfig(strategy="dify_agent", agent_strategy="react", plugin_token_counting=True),
@@ -94,5 +93,6 @@ def test_the_agent_app_strategy_shows_its_token_counting_switch_and_no_window():
     (runner,) = [r for r in at.radio if r.label == "Agent runner"]
     assert runner.value == "function_call" and runner.options == ["function calling", "ReAct"]
     runner.set_value("react").run()
-    assert MemoryConfig.from_dict(at.session_state["out"][0]) == MemoryConfig(strategy="dify_agent",
-                                                                             agent_strategy="react")
+    assert MemoryConfig.from_dict(at.session_state["out"][0]) == MemoryConfig(
+        strategy="dify_agent", agent_strategy="react"
+    )

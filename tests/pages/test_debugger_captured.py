@@ -9,9 +9,9 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.proxy.recorder import save_threads
 from core.capture.threader import Threader
 from core.capture.view import captured_view, observed_run
+from core.proxy.recorder import save_threads
 from core.service.sessions import ConversationService
 from core.store.db import Database
 from tests.capture.test_threader import Bot
@@ -40,8 +40,13 @@ def test_the_observed_receipt_is_the_payload_as_sent_and_its_reasons_the_explain
     run = observed_run(conv, view, 4)
     payload = view.calls[4][0]
     assert [(row["role"], row["content"]) for row in run["prompt"]] == [
-        ("system", f"You help. {HOSTILE}"), ("user", "question 2"), ("assistant", "answer to question 2"),
-        ("user", f"question 3 {HOSTILE}"), ("assistant", f"answer to question 3 {HOSTILE}"), ("user", "question 4")]
+        ("system", f"You help. {HOSTILE}"),
+        ("user", "question 2"),
+        ("assistant", "answer to question 2"),
+        ("user", f"question 3 {HOSTILE}"),
+        ("assistant", f"answer to question 3 {HOSTILE}"),
+        ("user", "question 4"),
+    ]
     assert run["prompt"] == payload["prompt"] and all(row["tokens"] > 0 for row in run["prompt"])
     # The reasons are the explaining rule's (the Window Memory node trims its store for good), the kept set observed.
     assert [e.reason for e in run["ledger"].entries] == ["trimmed_earlier"] * 2 + ["outside_window"] * 2 + ["kept"] * 4
@@ -59,8 +64,9 @@ def test_where_a_named_platform_parts_from_the_observation_the_receipt_of_that_c
     [conversation_id] = save_threads(db, bot.threader.threads)
     service = ConversationService(db)
     conv = service.conversation(conversation_id)
-    [view] = captured_view(conv, service.info(conversation_id).meta,
-                           {p: service.node_runs(conv, t.id) for p, t in enumerate(conv.turns)})
+    [view] = captured_view(
+        conv, service.info(conversation_id).meta, {p: service.node_runs(conv, t.id) for p, t in enumerate(conv.turns)}
+    )
     [dify] = [d for d in view.inference.differences if d.platform == "Dify as shipped"]
     position = next(p for p, (_, number, _) in view.calls.items() if number == dify.call)
     assert dify.sentence() in observed_run(conv, view, position)["notes"]
@@ -85,16 +91,25 @@ def page(tmp_path, monkeypatch):
 
 def test_a_captured_conversation_opens_with_observed_markers_its_rule_and_its_payload(page):
     assert any("Captured calls" in shown(c.value) for c in page.caption)
-    assert any("explained by: last 4 messages (the Window Memory node, window 4), 5/5 calls" in shown(c.value)
-               for c in page.sidebar.caption)
+    assert any(
+        "explained by: last 4 messages (the Window Memory node, window 4), 5/5 calls" in shown(c.value)
+        for c in page.sidebar.caption
+    )
     html = "".join(md.value for m in page.chat_message for md in m.markdown)
     nodes = {shown(n) for n in re.findall(r'data-node="([^"]+)"', html)}
     assert {"observed-node-1", "inferred-node-1", "lens-default"} <= nodes
     assert any(shown(t.label).startswith("Observed · node 1") for t in page.tabs)
     assert any("prompt tokens" in c.value for c in page.caption)
     # Captured text is shown as typed: never markup.
-    everything = " ".join([html, *(c.value for c in page.caption), *(c.value for c in page.sidebar.caption),
-                           *(m.value for m in page.markdown), *(t.label for t in page.tabs)])
+    everything = " ".join(
+        [
+            html,
+            *(c.value for c in page.caption),
+            *(c.value for c in page.sidebar.caption),
+            *(m.value for m in page.markdown),
+            *(t.label for t in page.tabs),
+        ]
+    )
     assert "<img" not in everything and "**bold**" not in everything
     assert "<img src=x" in shown(html.replace("&lt;", "<"))
 
@@ -107,7 +122,8 @@ def test_the_inferred_rule_is_a_lens_whose_what_if_changes_the_markers(page):
 
 
 def test_a_conversation_the_openai_client_drove_through_the_proxy_opens_with_observed_markers_and_its_rule(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     from openai import OpenAI
 
     from tests.capture.conftest import running_proxy
@@ -129,8 +145,10 @@ def test_a_conversation_the_openai_client_drove_through_the_proxy_opens_with_obs
     at.session_state["conv_id"] = info.id
     at.run()
     assert not at.exception, at.exception
-    assert any("explained by: last 2 messages (the Window Memory node, window 2), 4/4 calls" in shown(c.value)
-               for c in at.sidebar.caption)
+    assert any(
+        "explained by: last 2 messages (the Window Memory node, window 2), 4/4 calls" in shown(c.value)
+        for c in at.sidebar.caption
+    )
     html = "".join(md.value for m in at.chat_message for md in m.markdown)
     markers = {(shown(n), shown(r)) for n, r in re.findall(r'data-node="([^"]+)" data-reason="([^"]+)"', html)}
     # The last turn's payload held the turn before it and not the first two: observed kept and dropped.

@@ -91,8 +91,7 @@ def test_every_turn_of_every_imported_conversation_has_markers_and_a_receipt(tmp
 
 
 def test_the_receipt_sends_the_kept_history_in_order_after_the_system_prompt():
-    conv = import_bytes((FIXTURES / "exports" / "chatgpt__conversations.json").read_bytes(),
-                        "c.json").conversations[0]
+    conv = import_bytes((FIXTURES / "exports" / "chatgpt__conversations.json").read_bytes(), "c.json").conversations[0]
     lens = default_lens(2)  # Dify 1.x: 2 rows are the current turn's and the one before it
     replays = {lens.id: Replay(conv, lens.config, system_prompt=conv.system_prompt)}
     p = conv.index_of("a3")
@@ -101,10 +100,12 @@ def test_the_receipt_sends_the_kept_history_in_order_after_the_system_prompt():
         ("system", "I live in Porto.\n\nAnswer briefly."),
         ("memory history", "Add a day trip to Cascais instead."),
         ("memory history", "Day 3: train along the coast to Cascais, back by sunset."),
-        ("current query", "Which day is the museum one?")]
+        ("current query", "Which day is the museum one?"),
+    ]
 
 
 # -- the page -------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def page(tmp_path, monkeypatch):
@@ -122,8 +123,9 @@ def page(tmp_path, monkeypatch):
 
 def _markers(at) -> list[tuple[str, str]]:
     html = "".join(md.value for m in at.chat_message for md in m.markdown)
-    return [(shown(node), shown(reason)) for node, reason in
-            re.findall(r'data-node="([^"]+)" data-reason="([^"]+)"', html)]
+    return [
+        (shown(node), shown(reason)) for node, reason in re.findall(r'data-node="([^"]+)" data-reason="([^"]+)"', html)
+    ]
 
 
 def _receipt_captions(at) -> list[str]:
@@ -143,8 +145,11 @@ def test_each_imported_conversation_opens_with_markers_and_a_receipt(page):
             thread = ConversationService(page.db).active_thread(conv_id)
             if len([t for t in thread if conv.turns[conv.index_of(t)].query_index is not None]) > 1:
                 # A trace's calls are threaded: its nodes' observed markers and inferred rules beside the default.
-                calls = {"observed-node-1", "inferred-node-1"} if fmt in ("langsmith", "langfuse",
-                                                                          "dify-node-runs") else set()
+                calls = (
+                    {"observed-node-1", "inferred-node-1"}
+                    if fmt in ("langsmith", "langfuse", "dify-node-runs")
+                    else set()
+                )
                 assert _markers(page) and {node for node, _ in _markers(page)} == {"lens-default"} | calls, fmt
 
 
@@ -153,8 +158,10 @@ def test_the_conversation_list_shows_every_source_and_filters_by_source(page):
     assert "flow" in options and "import: chatgpt" in options and "import: oasst" in options
     page.selectbox(key="conv_source").set_value("import: chatgpt").run()
     opened = page.selectbox(key="conv_id")
-    assert sorted(opened.options) == ["Lisbon trip · 3 turns (5 with branches) · import: chatgpt",
-                                      "Powers of two · 2 turns · import: chatgpt"]
+    assert sorted(opened.options) == [
+        "Lisbon trip · 3 turns (5 with branches) · import: chatgpt",
+        "Powers of two · 2 turns · import: chatgpt",
+    ]
     assert shown(page.title[0].value) in ("Lisbon trip", "Powers of two")
     page.selectbox(key="conv_source").set_value("all").run()
     labels = page.selectbox(key="conv_id").options
@@ -280,8 +287,12 @@ def test_where_did_it_go_answers_per_lens_on_an_imported_conversation_and_jumps_
     conv = repo.load_conversation(page.db, conv_id)
     thread = [conv.index_of(t) for t in ConversationService(page.db).active_thread(conv_id)]
     configs = {"Default · dify no window": MemoryConfig(), "Dify, window 10 turns": MemoryConfig(window=10)}
-    answer = where_did_it_go(conv, "user ID", [Subject(label, Replay(conv, c, system_prompt=conv.system_prompt))
-                                              for label, c in configs.items()], thread=thread)
+    answer = where_did_it_go(
+        conv,
+        "user ID",
+        [Subject(label, Replay(conv, c, system_prompt=conv.system_prompt)) for label, c in configs.items()],
+        thread=thread,
+    )
     texts = [shown(m.value) for m in page.markdown]
     for sentence in answer.sentences():
         assert any(sentence in t for t in texts), sentence
@@ -311,8 +322,12 @@ def test_an_agent_apps_log_opens_under_the_agent_apps_history(tmp_path, monkeypa
     assert not at.exception, at.exception
     assert "Default · dify agent app" in [shown(t.label) for t in at.tabs]
     assert _markers(at) == [("lens-default", "kept")] * 8 + [("lens-default", "empty")]
-    assert any(shown(c.value).endswith("Budget: plugin token counting is off (Dify ships it off), so the agent's "
-                                       "history is never pruned by tokens") for c in at.caption)
+    assert any(
+        shown(c.value).endswith(
+            "Budget: plugin token counting is off (Dify ships it off), so the agent's history is never pruned by tokens"
+        )
+        for c in at.caption
+    )
     # Under ReAct (a model without tool calls) each earlier run is one scratchpad: the first step and the
     # last tool result are rewritten into it, the other result and the final answer left out.
     react = "Dify Agent app, ReAct (no tool calls)"
@@ -320,7 +335,16 @@ def test_an_agent_apps_log_opens_under_the_agent_apps_history(tmp_path, monkeypa
     assert not at.exception, at.exception
     lens = f"lens-{list(PRESETS).index(react)}"
     assert [reason for node, reason in _markers(at) if node == lens] == [
-        "kept", "rewritten", "omitted", "rewritten", "omitted", "kept", "rewritten", "kept", "empty"]
+        "kept",
+        "rewritten",
+        "omitted",
+        "rewritten",
+        "omitted",
+        "kept",
+        "rewritten",
+        "kept",
+        "empty",
+    ]
     # The app's own export attached: its agent replays the log with the app's model and runner.
     dsl = ROOT / "sample_data" / "flows" / "agent-app.yml"
     at.file_uploader(key=f"attach-dsl-{conv_id}").set_value((dsl.name, dsl.read_bytes(), "text/yaml")).run()
@@ -353,6 +377,7 @@ def test_a_tool_result_and_reasoning_are_told_apart_from_the_assistants_reply(pa
 
 # -- the address names what is open -------------------------------------------------------------------
 
+
 def test_the_address_names_the_open_conversation_and_turn_and_a_reload_opens_them_again(page):
     conv_id = page.stored["chatgpt"][0]
     first = ConversationService(page.db).active_thread(conv_id)[0]
@@ -377,8 +402,15 @@ def test_the_address_names_the_open_conversation_and_turn_and_a_reload_opens_the
     assert again.query_params["turn"] == ConversationService(page.db).active_thread(flow_id)[-1]
 
 
-@pytest.mark.parametrize("linked", [{"conversation": "no-such-conversation", "turn": "a1"},
-                                    {"conversation": "", "turn": ""}, {"turn": "a1"}, {"conversation": "<b>x</b>"}])
+@pytest.mark.parametrize(
+    "linked",
+    [
+        {"conversation": "no-such-conversation", "turn": "a1"},
+        {"conversation": "", "turn": ""},
+        {"turn": "a1"},
+        {"conversation": "<b>x</b>"},
+    ],
+)
 def test_an_address_naming_no_stored_conversation_opens_the_first_one_as_without_a_link(page, linked):
     first = page.session_state["conv_id"]
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
@@ -429,8 +461,11 @@ def test_a_turn_that_recorded_no_reply_says_so_under_reply(page):
     for conv_id in page.stored["openai"]:
         conv = repo.load_conversation(page.db, conv_id)
         thread = ConversationService(page.db).active_thread(conv_id)
-        empty = [t for t in thread if conv.turns[conv.index_of(t)].query_index is not None
-                 and not conv.turns[conv.index_of(t)].answer]
+        empty = [
+            t
+            for t in thread
+            if conv.turns[conv.index_of(t)].query_index is not None and not conv.turns[conv.index_of(t)].answer
+        ]
         if empty:
             found = conv_id, empty[0]
             break
@@ -474,8 +509,13 @@ def test_heatmap_rows_that_would_read_alike_add_their_number():
     from ui.heatmap import row_labels
 
     names = {1: "turn 1", 2: "turn 2 · 1/2", 3: "turn 2 · 2/2", 4: "turn 3", 5: "turn 3"}
-    assert row_labels([1, 2, 3, 4, 5], names.get) == ["turn 1", "turn 2 · 1/2", "turn 2 · 2/2", "turn 3 (#4)",
-                                                     "turn 3 (#5)"]
+    assert row_labels([1, 2, 3, 4, 5], names.get) == [
+        "turn 1",
+        "turn 2 · 1/2",
+        "turn 2 · 2/2",
+        "turn 3 (#4)",
+        "turn 3 (#5)",
+    ]
     assert row_labels([1, 2]) == ["turn 1", "turn 2"]
 
 

@@ -90,8 +90,9 @@ def test_new_conversation_runs_the_users_own_dify_export(app):
     assert "Dana" in reply  # answered through the flow's Variable Aggregator, not "(empty)"
     # The demo model answered in place of the flow's own model, whose tokens the receipt still counts.
     stand_in = [shown(c.value) for c in app.caption if "in its place" in shown(c.value)]
-    assert stand_in and all("for the node's model " in c and "· answered by memlens/demo in its place" in c
-                            for c in stand_in), [shown(c.value) for c in app.caption]
+    assert stand_in and all(
+        "for the node's model " in c and "· answered by memlens/demo in its place" in c for c in stand_in
+    ), [shown(c.value) for c in app.caption]
     # The popover is back on stored flows, the imported one picked: the next Start uses it again
     # without importing the file twice, and the uploader is empty.
     assert app.radio(key="new_source").value == "flow"
@@ -128,15 +129,17 @@ def test_new_conversation_asks_for_the_flows_start_form_before_it_starts(app):
 
 
 def test_the_start_form_offers_each_field_as_its_type_and_shows_labels_as_written(app):
-    flow = ("format: memlens-flow\nversion: 1\nname: form\nmode: advanced-chat\nnodes:\n"
-            "  - id: start\n    type: start\n    title: Start\n    variables:\n"
-            "      - {variable: day, label: '**Day** [x](https://e.x)', type: select, required: false,"
-            " options: [weekday, '<b>sunday</b>']}\n"
-            "      - {variable: seats, label: Seats, type: number, required: true}\n"
-            "      - {variable: vip, label: VIP, type: checkbox, required: false}\n"
-            "      - {variable: doc, label: Doc, type: file, required: false}\n"
-            "  - {id: answer, type: answer, title: Answer, answer: 'ok {{#start.seats#}}'}\n"
-            "edges: [[start, answer]]\n")
+    flow = (
+        "format: memlens-flow\nversion: 1\nname: form\nmode: advanced-chat\nnodes:\n"
+        "  - id: start\n    type: start\n    title: Start\n    variables:\n"
+        "      - {variable: day, label: '**Day** [x](https://e.x)', type: select, required: false,"
+        " options: [weekday, '<b>sunday</b>']}\n"
+        "      - {variable: seats, label: Seats, type: number, required: true}\n"
+        "      - {variable: vip, label: VIP, type: checkbox, required: false}\n"
+        "      - {variable: doc, label: Doc, type: file, required: false}\n"
+        "  - {id: answer, type: answer, title: Answer, answer: 'ok {{#start.seats#}}'}\n"
+        "edges: [[start, answer]]\n"
+    )
     own_file(app, "form.yml", flow.encode(), startable=False)  # Seats is required
     day = app.selectbox(key="new_inputs-day")
     assert [shown(o) for o in day.options] == ["(not set)", "weekday", "<b>sunday</b>"] and day.value == "(not set)"
@@ -147,24 +150,31 @@ def test_the_start_form_offers_each_field_as_its_type_and_shows_labels_as_writte
     day.set_value("<b>sunday</b>").run()
     app.button(key="new_start").click().run()
     assert not app.exception, app.exception
-    newest = max((c for c in ConversationService(db(app)).conversations() if c.flow_version_id),
-                 key=lambda c: c.created_at)
+    newest = max(
+        (c for c in ConversationService(db(app)).conversations() if c.flow_version_id), key=lambda c: c.created_at
+    )
     assert newest.inputs == {"day": "<b>sunday</b>", "seats": "2", "vip": False}
 
 
 def test_a_turn_answered_by_a_node_memlens_does_not_emulate_says_so_under_its_receipt(app):
-    flow = ("format: memlens-flow\nversion: 1\nname: lookup\nmode: advanced-chat\nnodes:\n"
-            "  - {id: start, type: start, title: Start}\n  - {id: lookup, type: http-request, title: Lookup}\n"
-            "  - {id: answer, type: answer, title: Answer, answer: 'Found: {{#lookup.body#}}'}\n"
-            "edges: [[start, lookup], [lookup, answer]]\n")
+    flow = (
+        "format: memlens-flow\nversion: 1\nname: lookup\nmode: advanced-chat\nnodes:\n"
+        "  - {id: start, type: start, title: Start}\n  - {id: lookup, type: http-request, title: Lookup}\n"
+        "  - {id: answer, type: answer, title: Answer, answer: 'Found: {{#lookup.body#}}'}\n"
+        "edges: [[start, lookup], [lookup, answer]]\n"
+    )
     own_file(app, "lookup.yml", flow.encode())
     app.button(key="new_start").click().run()
     app.chat_input(key="chat_input").set_value("Where is my parcel?").run()
     assert not app.exception
     captions = [shown(c.value) for c in app.caption]
-    assert "Ran as pass-throughs, their outputs empty (MemLens does not emulate them): “Lookup” (http-request)" in captions
-    assert [shown(i.value) for i in app.info] == ["No node that calls a model ran in this turn.",
-                                                  "This flow declares no conversation variables."]
+    assert (
+        "Ran as pass-throughs, their outputs empty (MemLens does not emulate them): “Lookup” (http-request)" in captions
+    )
+    assert [shown(i.value) for i in app.info] == [
+        "No node that calls a model ran in this turn.",
+        "This flow declares no conversation variables.",
+    ]
 
 
 def chat_on_export(app, sample: str, change) -> None:
@@ -185,6 +195,7 @@ def chat_on_export(app, sample: str, change) -> None:
 def test_a_basic_chatbot_export_runs_as_its_one_model_call_and_its_import_notes_show(app):
     def odd_form_field(doc):  # a form field of a type MemLens does not know, named with markup
         doc["model_config"]["user_input_form"].append({"[x](http://e.com) **b**": {"variable": "v"}})
+
     chat_on_export(app, "basic-chatbot.yml", odd_form_field)  # its note shows it as written
     tab = next(t for t in app.tabs if t.label == "Chatbot")
     assert tab.text[0].value.startswith("You are the shop's helper.")  # the pre-prompt: the system message
@@ -195,18 +206,21 @@ def test_a_basic_chatbot_export_runs_as_its_one_model_call_and_its_import_notes_
         "a basic Chatbot: run as its one model call — the pre-prompt as the system message, then the history "
         "with no window (Dify fetches up to 500 rows), then the query",
         "form field 3 has type '[x](http://e.com) **b**', which MemLens does not know: left out of the form",
-        "DSL version 0.1.5 is older than 0.6.0: read with Dify's defaults for newer fields"]
+        "DSL version 0.1.5 is older than 0.6.0: read with Dify's defaults for newer fields",
+    ]
     assert "](http" not in captions[1] and "**b**" not in captions[1]  # escaped, never a link or bold
 
 
 def test_an_agent_app_export_runs_as_its_agent_and_its_history_shows_in_the_agent_s_receipt(app):
     def tool_named_in_markdown(doc):  # imported text
         doc["model_config"]["agent_mode"]["tools"][0]["tool_name"] = "[x](http://e.com) **b**"
+
     chat_on_export(app, "agent-app.yml", tool_named_in_markdown)
     tab = next(t for t in app.tabs if t.label == "Agent")  # its receipt: what its model call held
     texts = [t.value for t in tab.text]
-    assert texts[0] == "You are the shop's order agent. Answer {{name}} briefly and look orders up before you " \
-                       "answer."  # the instruction as written: function calling fills no slot
+    assert (
+        texts[0] == "You are the shop's order agent. Answer {{name}} briefly and look orders up before you answer."
+    )  # the instruction as written: function calling fills no slot
     assert texts[1:5] == ["Hi, I am Dana.", texts[2], "My order number is 4411.", texts[4]]  # the turns, whole
     assert texts[5] == "What is my order number?" and "4411" in texts[-1]  # the query, then the reply
     assert any("plugin token counting is off" in shown(c.value) for c in tab.caption)
@@ -249,8 +263,10 @@ def test_a_parameter_extractors_memory_and_prompt_show_in_its_own_receipt(app):
     assert "4411" not in texts[0] and "Dana" not in texts[0]
     assert texts[1] == "Any update on it?"
     assert texts[-1] == '{"order_number": 0, "name": ""}'  # its reply
-    assert any(c.value.endswith("of its tokens are the memory history's lines (counted as memory history in "
-                                "the bar above).") for c in tab.caption)
+    assert any(
+        c.value.endswith("of its tokens are the memory history's lines (counted as memory history in the bar above).")
+        for c in tab.caption
+    )
     # The transcript marks turns 1–2 as outside the extractor's window, turns 3–4 as kept.
     slots = [dict(m).get("slots") for m in chips(app)[:8]]
     assert slots == ["outside_window"] * 4 + ["kept"] * 4
@@ -261,13 +277,20 @@ def test_a_question_classifiers_memory_and_prompt_show_in_its_own_receipt(app):
     as shipped it still reads the window's size (2 rows: one earlier turn), as text in its prompt."""
     import yaml
 
-    doc = yaml.safe_load((ROOT / "tests" / "fixtures" / "dify_dsl" /
-                          "dify-templates__Question_Classifier_Knowledge_Chatbot.yml").read_text(encoding="utf-8"))
+    doc = yaml.safe_load(
+        (
+            ROOT / "tests" / "fixtures" / "dify_dsl" / "dify-templates__Question_Classifier_Knowledge_Chatbot.yml"
+        ).read_text(encoding="utf-8")
+    )
     classifier = next(n for n in doc["workflow"]["graph"]["nodes"] if n["data"]["type"] == "question-classifier")
     classifier["data"]["memory"] = {"window": {"enabled": False, "size": 2}}
     own_file(app, "classifier.yml", yaml.safe_dump(doc).encode())
     app.button(key="new_start").click().run()
-    for query in ("Hi, I'm Dana.", "Questions about how to use products: the kettle", "Other questions: and the toaster?"):
+    for query in (
+        "Hi, I'm Dana.",
+        "Questions about how to use products: the kettle",
+        "Other questions: and the toaster?",
+    ):
         app.chat_input(key="chat_input").set_value(query).run()
         assert not app.exception, app.exception
     tab = next(t for t in app.tabs if t.label == "Question Classifier")  # the node's receipt
@@ -277,11 +300,15 @@ def test_a_question_classifiers_memory_and_prompt_show_in_its_own_receipt(app):
     assert texts[1] == "Other questions: and the toaster?"
     assert '"category_name": "Other questions"' in texts[-1]  # its reply, in the receipt
     # The history's lines inside the prompt are counted as memory history, not as template.
-    assert any(c.value.endswith("of its tokens are the memory history's lines (counted as memory history in "
-                                "the bar above).") for c in tab.caption)
+    assert any(
+        c.value.endswith("of its tokens are the memory history's lines (counted as memory history in the bar above).")
+        for c in tab.caption
+    )
     said = shown("".join(md.value for md in tab.markdown))
-    assert ("Dify's docs say this node's window is switched off, so 2 earlier turns would be sent; Dify 1.x reads "
-            "the window's size anyway (2 rows, the current turn's one of them) and sends 1.") in said
+    assert (
+        "Dify's docs say this node's window is switched off, so 2 earlier turns would be sent; Dify 1.x reads "
+        "the window's size anyway (2 rows, the current turn's one of them) and sends 1."
+    ) in said
     # The transcript marks turn 1 as outside the classifier's window, turn 2 as kept.
     marks = [dict(m).get("1711528709608") for m in chips(app)]
     assert marks[:4] == ["outside_window", "outside_window", "kept", "kept"]
@@ -297,8 +324,9 @@ def test_a_broken_flow_file_is_refused_in_one_line_and_starts_nothing(app):
     assert shown(app.title[0].value) == "Demo: support-bot forgets a name"
 
 
-@pytest.mark.parametrize("button, title, prefix", [("to_compare", "Compare memory configs", "cmp"),
-                                                     ("to_present", "Present", "pre")])
+@pytest.mark.parametrize(
+    "button, title, prefix", [("to_compare", "Compare memory configs", "cmp"), ("to_present", "Present", "pre")]
+)
 def test_the_open_conversation_opens_on_the_compare_and_present_pages(app, button, title, prefix):
     other = next(c.id for c in ConversationService(db(app)).conversations() if c.name.startswith("Demo: long-term"))
     app.selectbox(key="conv_id").set_value(other).run()  # not the first one listed, which they would open anyway
@@ -347,17 +375,17 @@ def test_regenerate_creates_a_sibling_and_the_pager_shows_two_of_two(app):
     rows = repo.load_turn_rows(database, conv_id)
     assert len(rows) == 9 and rows[-1]["parent_id"] == last["parent_id"] and rows[-1]["query"] == last["query"]
     texts = [shown(md.value) for md in app.markdown]
-    assert "<span class=\"ml-turn\">2/2</span>" in texts
+    assert '<span class="ml-turn">2/2</span>' in texts
     # The pager flips back to the first version, which is then the one inspected.
     app.button(key=f"tx-{conv_id}-{rows[-1]['id']}-0-prev").click().run()
-    assert "<span class=\"ml-turn\">1/2</span>" in [shown(md.value) for md in app.markdown]
+    assert '<span class="ml-turn">1/2</span>' in [shown(md.value) for md in app.markdown]
     assert app.session_state["selected_turn"] == last["id"]
 
 
 def _var_input(app, name):
     conv_id = app.session_state["conv_id"]
     prefix = f"vars-{conv_id}-{name}-"
-    return next(t for t in app.text_input if t.key and t.key.startswith(prefix) and t.key[len(prefix):].isdigit())
+    return next(t for t in app.text_input if t.key and t.key.startswith(prefix) and t.key[len(prefix) :].isdigit())
 
 
 def test_the_variable_field_holds_the_value_now_and_says_so(app):
@@ -375,7 +403,9 @@ def test_a_variable_edit_with_the_wrong_type_shows_difys_error_and_changes_nothi
     before = {v.name: v.value for v in repo.get_variables(db(app), conv_id)}
     _var_input(app, "turn_count").set_value("many")
     app.button(key=f"vars-{conv_id}-turn_count-save").click().run()
-    assert [shown(e.value) for e in app.error] == ["Type mismatch: variable 'turn_count' expects number, but got string type"]
+    assert [shown(e.value) for e in app.error] == [
+        "Type mismatch: variable 'turn_count' expects number, but got string type"
+    ]
     assert {v.name: v.value for v in repo.get_variables(db(app), conv_id)} == before
 
 
@@ -479,8 +509,10 @@ def test_focus_goes_to_the_node_whose_memory_lost_the_most_at_the_turn():
     from tests.builders import linear
 
     conv = linear(6)
-    window, off, buffer = (Replay(conv, MemoryConfig(**c)) for c in
-                           ({"window": 2, "fidelity": "documented"}, {"strategy": "off"}, {"strategy": "buffer"}))
+    window, off, buffer = (
+        Replay(conv, MemoryConfig(**c))
+        for c in ({"window": 2, "fidelity": "documented"}, {"strategy": "off"}, {"strategy": "buffer"})
+    )
     now = {"w": window.ledger_at(4), "off": off.ledger_at(4), "all": buffer.ledger_at(4)}
     before = {"w": window.ledger_at(3), "off": off.ledger_at(3), "all": buffer.ledger_at(3)}
     assert focus_node(now, before, ["off", "all", "w"]) == "w"  # turn 1 left the window at turn 5
@@ -493,8 +525,16 @@ def test_a_turn_whose_process_was_killed_shows_as_interrupted_on_the_thread(app)
     database = db(app)
     last = repo.load_turn_rows(database, conv_id)[-1]
     # What a killed process leaves: the turn's row written at its start, never finished.
-    repo.begin_turn(database, conv_id, {"id": "killed-turn", "parent_id": last["id"], "query": "Are you still there?",
-                                        "dialogue_count": last["dialogue_count"] + 1})
+    repo.begin_turn(
+        database,
+        conv_id,
+        {
+            "id": "killed-turn",
+            "parent_id": last["id"],
+            "query": "Are you still there?",
+            "dialogue_count": last["dialogue_count"] + 1,
+        },
+    )
     app.run()
     assert not app.exception
     assert len(app.chat_message) == 18  # on the thread, not a hole
@@ -509,8 +549,10 @@ def test_the_receipt_says_which_dify_rules_decided_and_where_the_docs_disagree(a
     assert "Dify memory rules: Dify 1.x as shipped · plugin token counting off" in captions
     # The Responder's window of 4 rows holds turns 5–7 at turn 8; Dify's docs would send turn 4 too.
     assert 'data-kind="docs_vs_code"' in text
-    assert ("Dify's docs say the window holds 4 turns, so 4 earlier turns would be sent; Dify 1.x sends 3 — "
-            "the current turn's row is one of the 4 fetched") in text
+    assert (
+        "Dify's docs say the window holds 4 turns, so 4 earlier turns would be sent; Dify 1.x sends 3 — "
+        "the current turn's row is one of the 4 fetched"
+    ) in text
     assert "turn 4 user: docs: kept · code: outside window" in captions
 
 
@@ -620,7 +662,8 @@ def test_before_a_rerun_it_says_what_the_rerun_keeps_where_that_differs_from_the
     assert warned == [
         "Re-running turn 6 as a branch: Responder would keep 4 earlier messages (turns 4–5), not the 10 this preview "
         "shows (turns 1–5). " + rerun_rows_note("turn 6", 2, [MemoryConfig(window=6)]) + " Replaying the "
-        "conversation from turn 1 with these settings gives what the preview shows."]
+        "conversation from turn 1 with these settings gives what the preview shows."
+    ]
     app.button(key=f"fix-{conv_id}-rerun").click().run()
     assert not app.exception
     service = ConversationService(database)
@@ -672,8 +715,10 @@ def test_a_newly_inspected_turn_shows_its_own_settings_whatever_its_widgets_were
 def test_the_glance_opens_the_inspector_on_what_each_node_left_out(app):
     glance = shown("".join(md.value for md in app.markdown if "ml-glance" in md.value))
     assert "<b>Classifier</b>: memory off: sends no earlier message" in glance
-    assert ("<b>Responder</b>: dropped turns 1–4 — “Hi, I'm Dana. My order…”, “I'm vegetarian, so the…” — outside "
-            "window of 4") in glance
+    assert (
+        "<b>Responder</b>: dropped turns 1–4 — “Hi, I'm Dana. My order…”, “I'm vegetarian, so the…” — outside "
+        "window of 4"
+    ) in glance
     assert 'title="outside window of 4 rows: the conversation' in glance  # the long words on hover
 
 

@@ -11,10 +11,25 @@ def _script(narrow: bool):
     from core.analysis.findings import WARNING, Finding
     from ui.compare_findings import render_findings
 
-    findings = [Finding("dominant_message", "One message fills 94% of the history.", "Responder", 2, None, WARNING,
-                        "A long earlier reply crowds out the rest.")]
-    render_findings(findings, key="f", on_turn=lambda n: st.session_state.update(picked=n), narrow=narrow,
-                    name=lambda n: f"turn {n} · 1/2", jump_help="Inspect this turn")
+    findings = [
+        Finding(
+            "dominant_message",
+            "One message fills 94% of the history.",
+            "Responder",
+            2,
+            None,
+            WARNING,
+            "A long earlier reply crowds out the rest.",
+        )
+    ]
+    render_findings(
+        findings,
+        key="f",
+        on_turn=lambda n: st.session_state.update(picked=n),
+        narrow=narrow,
+        name=lambda n: f"turn {n} · 1/2",
+        jump_help="Inspect this turn",
+    )
 
 
 @pytest.mark.parametrize("narrow", [False, True])

@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.analysis.compare import NamedConfig
+from core.analysis.source import Source
 from core.io import import_bytes, import_file
 from core.llm.client import DemoClient
 from core.memory.config import MemoryConfig
@@ -16,7 +17,6 @@ from core.report.bundle import bundle_json
 from core.service.config_sets import CONFIG_SETS_KEY
 from core.service.samples import load_sample
 from core.service.sessions import ConversationService, export_conversation
-from core.analysis.source import Source
 from core.store import repo
 from core.store.db import Database
 from tests.conftest import FIXTURES, ROOT
@@ -122,11 +122,14 @@ def test_skipping_bad_records_stores_the_rest_and_lists_what_was_left_out(page):
     assert len(imported(page)) == len(expected.conversations)
 
 
-@pytest.mark.parametrize("name, data, message", [
-    ("notes.json", b"this is not json", "is not JSON or JSON Lines"),
-    ("empty.json", b"   ", "is empty"),
-    ("odd.json", b'{"hello": "world"}', "unknown format"),
-])
+@pytest.mark.parametrize(
+    "name, data, message",
+    [
+        ("notes.json", b"this is not json", "is not JSON or JSON Lines"),
+        ("empty.json", b"   ", "is empty"),
+        ("odd.json", b'{"hello": "world"}', "unknown format"),
+    ],
+)
 def test_a_file_that_is_not_a_conversation_stores_nothing(page, name, data, message):
     upload(page, name, data)
     assert page.error and message in text(page.error[0])
@@ -180,7 +183,9 @@ def test_an_imported_chatgpt_export_opens_in_the_debugger_on_its_active_branch(p
     upload(page, path.name, path.read_bytes())
     # Two conversations: the first one is opened (one alone would be "it").
     assert (page.button(key="imp_debug").label, page.button(key="imp_compare").label) == (
-        "Open the first one in the debugger", "Compare the first one")
+        "Open the first one in the debugger",
+        "Compare the first one",
+    )
     page.button(key="imp_debug").click().run()
     assert not page.exception, page.exception
     assert shown(page.title[0].value) == "Lisbon trip"
@@ -203,15 +208,22 @@ def test_the_dify_app_tab_pulls_a_served_conversation_and_a_bad_key_stores_nothi
     from tests.api.test_api import ThreadServer
 
     served = Database(f"sqlite:///{tmp_path / 'served.db'}")
-    flow_id = ConversationService(served, DemoClient()).import_flow(ROOT / "sample_data" / "flows" /
-                                                                    "support-bot.yml").flow_id
+    flow_id = (
+        ConversationService(served, DemoClient())
+        .import_flow(ROOT / "sample_data" / "flows" / "support-bot.yml")
+        .flow_id
+    )
     _, key = app_keys.create_key(served, flow_id)
     server = ThreadServer(create_app(served, llm=DemoClient()))
     try:
         import httpx
 
-        answer = httpx.post(f"{server.base_url}/chat-messages", headers={"Authorization": f"Bearer {key}"},
-                            json={"inputs": {}, "query": "Hi, I'm Dana.", "user": "dana"}, timeout=60).json()
+        answer = httpx.post(
+            f"{server.base_url}/chat-messages",
+            headers={"Authorization": f"Bearer {key}"},
+            json={"inputs": {}, "query": "Hi, I'm Dana.", "user": "dana"},
+            timeout=60,
+        ).json()
         page.text_input(key="imp_pull_base").input(server.base_url)
         page.text_input(key="imp_pull_key").input("app-wrong")
         page.text_input(key="imp_pull_user").input("dana").run()
@@ -242,20 +254,26 @@ def test_an_upload_over_the_size_limit_is_refused_before_it_is_read(page, monkey
 
 
 def test_the_page_points_a_dify_dsl_export_to_new_conversation(page):
-    assert "A Dify DSL export (YAML) is a flow, not a conversation: start a conversation on it with *New " \
-           "conversation* in the Debugger's sidebar." in shown(page.caption[0].value)
+    assert (
+        "A Dify DSL export (YAML) is a flow, not a conversation: start a conversation on it with *New "
+        "conversation* in the Debugger's sidebar." in shown(page.caption[0].value)
+    )
 
 
 def test_what_a_file_held_besides_conversations_is_said_in_a_note(page):
     """A LangSmith trace's chain and tool runs sent no prompt: the import says it left them out."""
     from tests.io.test_langsmith import chat_model_run
 
-    runs = [{"id": "r1", "name": "LangGraph", "run_type": "chain", "inputs": {}, "outputs": {}}, chat_model_run(),
-            {"id": "r3", "name": "find_order", "run_type": "tool", "inputs": {}, "outputs": {}}]
+    runs = [
+        {"id": "r1", "name": "LangGraph", "run_type": "chain", "inputs": {}, "outputs": {}},
+        chat_model_run(),
+        {"id": "r3", "name": "find_order", "run_type": "tool", "inputs": {}, "outputs": {}},
+    ]
     upload(page, "runs.jsonl", "\n".join(json.dumps(r) for r in runs).encode())
     assert page.success and "1 conversation" in text(page.success[0])
-    assert [text(i) for i in page.info] == ["Note: left out the runs that are not model calls (1 chain, 1 tool): "
-                                            "only an LLM run holds a prompt."]
+    assert [text(i) for i in page.info] == [
+        "Note: left out the runs that are not model calls (1 chain, 1 tool): only an LLM run holds a prompt."
+    ]
 
 
 def test_a_branched_import_is_listed_as_long_as_the_debugger_counts_it(page):
@@ -275,8 +293,9 @@ def test_a_file_imported_again_is_stored_as_new_copies_and_the_page_says_so(page
     assert not page.info  # the first time: nothing to say
     page.file_uploader(key="imp_file").set_value(None).run()  # the same file chosen again
     upload(page, "librechat.json", data)
-    assert [text(i) for i in page.info] == ["Note: 1 conversation of this file was imported before (the same "
-                                            "source and id): stored again as new copies."]
+    assert [text(i) for i in page.info] == [
+        "Note: 1 conversation of this file was imported before (the same source and id): stored again as new copies."
+    ]
     assert len(imported(page)) == 2
 
 

@@ -15,8 +15,12 @@ def test_a_scratchpad_is_listed_right_after_the_step_it_stands_in_for():
     ledger = Replay(conv, MemoryConfig(strategy="dify_agent", agent_strategy="react")).ledger(2)
     rows = ledger_rows(ledger, conv)
     assert [(r["kept"], r["kind"], r["reason"]) for r in rows] == [
-        ("yes", "query", "kept"), ("no", "tool_call", "rewritten"), ("yes", "scratchpad", "sent instead (scratchpad)"),
-        ("no", "tool_result", "rewritten"), ("no", "answer", "omitted")]
+        ("yes", "query", "kept"),
+        ("no", "tool_call", "rewritten"),
+        ("yes", "scratchpad", "sent instead (scratchpad)"),
+        ("no", "tool_result", "rewritten"),
+        ("no", "answer", "omitted"),
+    ]
     pad = rows[2]
     assert (pad["turn"], pad["role"], pad["why"]) == ("1", "assistant", "scratchpad standing for turn 1")
     assert pad["message"].startswith('Thought: Let me check. Action: {"action": "lookup"')
@@ -34,12 +38,24 @@ def test_show_dropped_lists_what_the_memory_left_out_and_not_what_it_could_never
     from ui.ledger_table import filter_rows
 
     def turn(tid, parent, n):
-        return Turn(id=tid, parent_id=parent, messages=(Message("user", f"q{n}", QUERY, f"{tid}:q"),
-                                                        Message("assistant", f"a{n}", ANSWER, f"{tid}:a")),
-                    query_index=0, answer_index=1)
+        return Turn(
+            id=tid,
+            parent_id=parent,
+            messages=(Message("user", f"q{n}", QUERY, f"{tid}:q"), Message("assistant", f"a{n}", ANSWER, f"{tid}:a")),
+            query_index=0,
+            answer_index=1,
+        )
 
-    conv = Conversation(id="c", turns=[turn("t1", None, 1), turn("t2", "t1", 2), turn("t2b", "t1", 3),
-                                       turn("t3", "t2b", 4), turn("t4", "t3", 5)])
+    conv = Conversation(
+        id="c",
+        turns=[
+            turn("t1", None, 1),
+            turn("t2", "t1", 2),
+            turn("t2b", "t1", 3),
+            turn("t3", "t2b", 4),
+            turn("t4", "t3", 5),
+        ],
+    )
     ledger = Replay(conv, MemoryConfig(window=2, fidelity="documented")).ledger_at(4)
     reasons = [e.reason for e in ledger.entries]
     assert OTHER_BRANCH in reasons and OUTSIDE_WINDOW in reasons
@@ -67,7 +83,11 @@ def test_the_inspectors_ledger_table_shows_each_snippet_whole_and_each_reasons_s
     assert html.startswith('<div class="ml-ledger"><table>') and "\n" not in html  # one HTML block
     assert plain(said).replace("\u2060", "") in html and "<img" not in html  # whole, and literal
     why = rows[0]["why"]
-    assert why.startswith("outside window of 4 rows") and html.count(f'title="{plain(why).replace(chr(0x2060), "")}"') \
-        == sum(r["reason"] == "outside window" for r in rows) == 4
+    assert (
+        why.startswith("outside window of 4 rows")
+        and html.count(f'title="{plain(why).replace(chr(0x2060), "")}"')
+        == sum(r["reason"] == "outside window" for r in rows)
+        == 4
+    )
     assert html.count(plain(why).replace("\u2060", "") + "</div>") == 1  # the sentence said once under the table
     assert html.count("<tr") == 1 + len(rows)

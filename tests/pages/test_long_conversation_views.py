@@ -35,16 +35,22 @@ def test_a_branch_keeps_its_branch_point_and_both_ends_as_dots():
     assert {"1", "25", "26", "b1", "b3"} <= kept  # root, branch point, both branches' first turns, a leaf
     assert "10" not in kept and "b2" not in kept
     texts = list(_figure_data(tree_figure(tree_layout(conv, active)))["collapsed run"].text)
-    assert sorted(texts) == ["1 turn in a row, not drawn", "19 turns in a row, not drawn", "23 turns in a row, not drawn"]
+    assert sorted(texts) == [
+        "1 turn in a row, not drawn",
+        "19 turns in a row, not drawn",
+        "23 turns in a row, not drawn",
+    ]
 
 
 def test_a_fact_restated_every_few_turns_is_followed_exactly_as_the_ledgers_say():
     conv = linear(120, query=lambda i: f"My name is Dana. Question {i}" if i % 5 == 1 else f"Question {i}")
-    configs = [{"label": "window 1", "strategy": "dify", "window": 1},
-               {"label": "window 3", "strategy": "dify", "window": 3},
-               {"label": "budget", "strategy": "dify", "max_tokens": 0, "context_size": 400},
-               # keeps the oldest messages: a dropped newer statement says nothing about older ones
-               {"label": "trim first", "strategy": "trim", "trim_strategy": "first", "max_history_tokens": 60}]
+    configs = [
+        {"label": "window 1", "strategy": "dify", "window": 1},
+        {"label": "window 3", "strategy": "dify", "window": 3},
+        {"label": "budget", "strategy": "dify", "max_tokens": 0, "context_size": 400},
+        # keeps the oldest messages: a dropped newer statement says nothing about older ones
+        {"label": "trim first", "strategy": "trim", "trim_strategy": "first", "max_history_tokens": 60},
+    ]
     result = compare(conv, configs)
     fact = next(f for f in result.facts if f.key == "name")
     for named in result.configs:
@@ -61,9 +67,20 @@ def test_a_fact_restated_every_few_turns_is_followed_exactly_as_the_ledgers_say(
 
 
 def test_the_raw_json_holds_every_prompt_message_and_every_ledger_entry():
-    entries = [LedgerEntry(ref=f"m{i}:query", turn=i + 1, role="user", tokens=5, kept=i >= 1995,
-                           reason="kept" if i >= 1995 else "outside_window", kind="query", position=i, index=0)
-               for i in range(2000)]
+    entries = [
+        LedgerEntry(
+            ref=f"m{i}:query",
+            turn=i + 1,
+            role="user",
+            tokens=5,
+            kept=i >= 1995,
+            reason="kept" if i >= 1995 else "outside_window",
+            kind="query",
+            position=i,
+            index=0,
+        )
+        for i in range(2000)
+    ]
     ledger = Ledger(turn=2001, entries=entries, prompt_tokens=40, history_tokens=25, budget=None)
     rows = [ReceiptRow("system", "system", 10, "You help."), ReceiptRow("user", "current query", 5, "Hi")]
     r = Receipt("n", "Node", rows, {}, 0, {}, None, None, 15, True, "o200k_base", "", None, None, [])

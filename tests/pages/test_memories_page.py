@@ -19,8 +19,11 @@ def seeded(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMLENS_DATABASE_URL", url)
     db = Database(url)
     store = long_term_store(db)
-    store.store("dana", "My name is Dana. My order number is 4411. I like green tea.",
-                source=Source("conv-1", "turn-1", "long-term-memory", 1))
+    store.store(
+        "dana",
+        "My name is Dana. My order number is 4411. I like green tea.",
+        source=Source("conv-1", "turn-1", "long-term-memory", 1),
+    )
     store.store("eve", "My name is Eve. I live in Oslo.")
     yield store
     db.dispose()
@@ -161,5 +164,8 @@ def test_a_memory_names_the_conversation_it_came_from(tmp_path, monkeypatch):
 def test_a_source_is_named_by_its_conversation_when_the_name_is_known():
     source = Source("4213c07a-0000-4000-8000-000000000000", "t", "long-term-memory", 2)
     assert source.label() == "long-term-memory · turn 2 · conversation 4213c07a"
-    assert source.label({source.conversation_id: "Trip planning"}) == "long-term-memory · turn 2 · conversation Trip planning"
+    assert (
+        source.label({source.conversation_id: "Trip planning"})
+        == "long-term-memory · turn 2 · conversation Trip planning"
+    )
     assert source.label({"another": "x"}) == source.label() and Source().label() == "edited by hand"

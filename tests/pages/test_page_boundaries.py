@@ -9,15 +9,21 @@ from tests.conftest import ROOT
 from ui import state
 
 UI_FILES = sorted([*(ROOT / "pages").glob("*.py"), *(ROOT / "ui").glob("*.py"), ROOT / "app.py"])
-PAGE_PREFIXES = {"compare.py": state.COMPARE, "present.py": state.PRESENT, "import.py": state.IMPORT,
-                 "ledger.py": state.LEDGER, "memories.py": state.MEMORIES}
+PAGE_PREFIXES = {
+    "compare.py": state.COMPARE,
+    "present.py": state.PRESENT,
+    "import.py": state.IMPORT,
+    "ledger.py": state.LEDGER,
+    "memories.py": state.MEMORIES,
+}
 
 
 @pytest.mark.parametrize("path", UI_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_pages_and_components_do_not_call_the_repository(path):
     source = path.read_text()
-    assert not re.search(r"from core\.store import repo|from core\.store\.repo import (?!ConversationInfo\b)|\brepo\.[a-z_]+\(", source), \
-        f"{path.name} calls the repository: go through ConversationService or ui.data"
+    assert not re.search(
+        r"from core\.store import repo|from core\.store\.repo import (?!ConversationInfo\b)|\brepo\.[a-z_]+\(", source
+    ), f"{path.name} calls the repository: go through ConversationService or ui.data"
 
 
 @pytest.mark.parametrize("page", sorted(PAGE_PREFIXES))

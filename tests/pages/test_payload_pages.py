@@ -27,11 +27,20 @@ RAW = ("![", "](", "<img", "://", "www.", "javascript:")
 def markdown_sources(at) -> list[str]:
     """The markdown source of every element Streamlit renders as markdown."""
     out = []
-    for kind in ("title", "header", "subheader", "caption", "markdown", "info", "warning", "error", "success",
-                 "toast"):
+    for kind in ("title", "header", "subheader", "caption", "markdown", "info", "warning", "error", "success", "toast"):
         out += [e.value for e in getattr(at, kind)]
-    for kind in ("tabs", "expander", "button", "toggle", "text_input", "text_area", "checkbox", "selectbox",
-                 "radio", "metric"):
+    for kind in (
+        "tabs",
+        "expander",
+        "button",
+        "toggle",
+        "text_input",
+        "text_area",
+        "checkbox",
+        "selectbox",
+        "radio",
+        "metric",
+    ):
         out += [e.label for e in at.get(kind) if getattr(e, "label", None)]
     for radio in at.radio:
         out += [str(o) for o in radio.options]
@@ -89,9 +98,13 @@ def test_every_replay_view_element_carries_imported_text_escaped(seeded, tmp_pat
     from core.store import repo
 
     db = Database(os.environ["MEMLENS_DATABASE_URL"])
-    messages = [Message("system", payload(HOST, "system"), "", 0), Message("user", payload(HOST, "imq1"), "", 1),
-                Message("assistant", payload(HOST, "ima1"), "", 2), Message("user", payload(HOST, "imq2"), "", 3),
-                Message("assistant", payload(HOST, "ima2"), "", 4)]
+    messages = [
+        Message("system", payload(HOST, "system"), "", 0),
+        Message("user", payload(HOST, "imq1"), "", 1),
+        Message("assistant", payload(HOST, "ima1"), "", 2),
+        Message("user", payload(HOST, "imq2"), "", 3),
+        Message("assistant", payload(HOST, "ima2"), "", 4),
+    ]
     conv = conversation_from_messages(messages, "x", name=payload(HOST, "imname"))
     (conv_id,) = store_conversations(db, [conv], source="import")
     repo.set_feedback(db, repo.load_conversation(db, conv_id).turns[-1].id, "u", "like", payload(HOST, "rating"))

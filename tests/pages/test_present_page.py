@@ -43,7 +43,7 @@ def cards(at):
     out = []
     for i, v in enumerate(values):
         if v.startswith('<div style="font-weight:600">'):
-            title = v[len('<div style="font-weight:600">'):-len("</div>")]
+            title = v[len('<div style="font-weight:600">') : -len("</div>")]
             out.append((title, values[i + 1], values[i + 2] if i + 2 < len(values) else ""))
     return out
 
@@ -132,8 +132,11 @@ def test_a_recorded_flow_shows_each_node_with_its_recorded_reply(page):
 def test_a_question_classifier_shows_what_it_remembers_and_the_class_it_sorted_into(page, tmp_path):
     import yaml
 
-    doc = yaml.safe_load((ROOT / "tests" / "fixtures" / "dify_dsl" /
-                          "dify-templates__Question_Classifier_Knowledge_Chatbot.yml").read_text(encoding="utf-8"))
+    doc = yaml.safe_load(
+        (
+            ROOT / "tests" / "fixtures" / "dify_dsl" / "dify-templates__Question_Classifier_Knowledge_Chatbot.yml"
+        ).read_text(encoding="utf-8")
+    )
     classifier = next(n for n in doc["workflow"]["graph"]["nodes"] if n["data"]["type"] == "question-classifier")
     classifier["data"]["memory"] = {"window": {"enabled": True, "size": 2}}
     (tmp_path / "qc.yml").write_text(yaml.safe_dump(doc), encoding="utf-8")
@@ -147,13 +150,17 @@ def test_a_question_classifier_shows_what_it_remembers_and_the_class_it_sorted_i
     seen = {title: (sentence, reply) for title, sentence, reply in cards(page)}
     assert list(seen) == ["Question Classifier"]  # the "other" branch is a fixed answer: no LLM ran
     assert "remembers turn 2" in seen["Question Classifier"][0] and "forgot turn 1" in seen["Question Classifier"][0]
-    assert "sorted the question as" in seen["Question Classifier"][1] and "Other questions" in seen["Question Classifier"][1]
+    assert (
+        "sorted the question as" in seen["Question Classifier"][1]
+        and "Other questions" in seen["Question Classifier"][1]
+    )
 
 
 def test_a_parameter_extractor_shows_what_it_remembers_and_what_it_extracted(page):
     service = ConversationService(Database(page.db_url), llm=DemoClient())
-    conv = service.start(service.import_flow(ROOT / "sample_data" / "flows" / "order-desk.yml").flow_id,
-                         name="orders").id
+    conv = service.start(
+        service.import_flow(ROOT / "sample_data" / "flows" / "order-desk.yml").flow_id, name="orders"
+    ).id
     for q in json.loads((ROOT / "sample_data" / "flows" / "order-desk.queries.json").read_text()):
         service.send(conv, q)
     page.radio(key="pre_from").set_value("Stored").run()
@@ -167,8 +174,7 @@ def test_a_parameter_extractor_shows_what_it_remembers_and_what_it_extracted(pag
 
 def test_a_dify_agent_node_shows_what_it_remembers_and_its_reply(page):
     service = ConversationService(Database(page.db_url), llm=DemoClient())
-    conv = service.start(service.import_flow(ROOT / "sample_data" / "flows" / "trip-agent.yml").flow_id,
-                         name="trip").id
+    conv = service.start(service.import_flow(ROOT / "sample_data" / "flows" / "trip-agent.yml").flow_id, name="trip").id
     for q in json.loads((ROOT / "sample_data" / "flows" / "trip-agent.queries.json").read_text()):
         service.send(conv, q)
     page.radio(key="pre_from").set_value("Stored").run()
@@ -229,8 +235,11 @@ def test_on_a_conversation_over_200_turns_surprises_are_looked_for_when_asked(pa
         messages += [{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i}"}]
     data = json.dumps(messages)
     conv = parse_conversations(data, "long.json")[0]
-    found = [f for f in config_findings(conv, list(DEFAULT_CONFIGS), comparison=compare(conv, list(DEFAULT_CONFIGS)))
-             if f.turn is not None]
+    found = [
+        f
+        for f in config_findings(conv, list(DEFAULT_CONFIGS), comparison=compare(conv, list(DEFAULT_CONFIGS)))
+        if f.turn is not None
+    ]
     assert found  # a window of 3 turns forgets the name
     page.radio(key="pre_from").set_value("File").run()
     page.file_uploader(key="pre_upload").set_value(("long.json", data.encode(), "application/json")).run()
@@ -238,7 +247,9 @@ def test_on_a_conversation_over_200_turns_surprises_are_looked_for_when_asked(pa
     index = found[0].turn - 1  # turn n is the n-th answered turn
     go_to(page, index)
     assert captions(page) == []
-    assert [b.label for b in page.button if b.key == "pre_whole"] == [f"Look for surprises in all {LONG_CONVERSATION + 1:,} turns"]
+    assert [b.label for b in page.button if b.key == "pre_whole"] == [
+        f"Look for surprises in all {LONG_CONVERSATION + 1:,} turns"
+    ]
     page.button(key="pre_whole").click().run()
     assert not page.exception, page.exception
     assert captions(page) and not [b for b in page.button if b.key == "pre_whole"]
@@ -266,8 +277,9 @@ def test_a_flow_s_import_notes_show_on_present_and_compare_escaped(page, tmp_pat
     assert notes.label == "How MemLens runs this flow (3 notes)"
     captions = [c.value for c in notes.caption]
     assert shown(captions[0]).startswith("a basic Chatbot: run as its one model call")
-    assert shown(captions[1]) == ("form field 3 has type '[x](http://e.com) **b**', which MemLens does not know: "
-                                  "left out of the form")
+    assert shown(captions[1]) == (
+        "form field 3 has type '[x](http://e.com) **b**', which MemLens does not know: left out of the form"
+    )
     assert "](http" not in captions[1] and "**b**" not in captions[1]  # escaped, never a link or bold
 
 

@@ -5,9 +5,23 @@ from ui.receipt_view import budget_figure, context_summary, dropped_summary, rec
 
 
 def receipt(**kw) -> Receipt:
-    base = dict(node_id="n", title="N", rows=[], used_by_origin={"system": 26, "memory history": 89, "current query": 40},
-                dropped_tokens=60, dropped_by_reason={"outside_window": 60}, limit=None, context_size=16_384,
-                prompt_tokens=155, exact=True, encoding="o200k_base", budget_note="", reply=None, model=None, notes=[])
+    base = dict(
+        node_id="n",
+        title="N",
+        rows=[],
+        used_by_origin={"system": 26, "memory history": 89, "current query": 40},
+        dropped_tokens=60,
+        dropped_by_reason={"outside_window": 60},
+        limit=None,
+        context_size=16_384,
+        prompt_tokens=155,
+        exact=True,
+        encoding="o200k_base",
+        budget_note="",
+        reply=None,
+        model=None,
+        notes=[],
+    )
     return Receipt(**{**base, **kw})
 
 
@@ -36,8 +50,10 @@ def test_the_dropped_bar_is_not_called_an_overflow_and_its_reasons_are_said_unde
     # the pipeline's order (granularity before the window) and the ledger's words for each reason
     assert "intermediate message 15, outside window 60" in dropped[0].hovertemplate
     assert dropped_summary(r) == "Dropped 75 tokens: intermediate message 15, outside window 60."
-    assert dropped_summary(receipt(dropped_tokens=60, dropped_by_reason={"over_budget": 60})) == \
-        "Dropped 60 tokens: over token budget 60."
+    assert (
+        dropped_summary(receipt(dropped_tokens=60, dropped_by_reason={"over_budget": 60}))
+        == "Dropped 60 tokens: over token budget 60."
+    )
 
 
 def test_nothing_dropped_draws_no_dropped_bar_and_says_nothing():
@@ -51,13 +67,30 @@ def test_a_text_form_prompts_history_is_memory_history_and_the_budget_line_is_af
     shows that share as memory history, and the budget line starts after the prompt without it."""
     from core.analysis.debug_view import receipt as receipt_of
 
-    run = {"node_id": "n", "prompt": [{"role": "user", "origin": "template", "content": "Q\nHuman: hi\nAssistant: yo",
-                                       "tokens": 30, "template": "Q\n#histories#", "history_tokens": 12}]}
+    run = {
+        "node_id": "n",
+        "prompt": [
+            {
+                "role": "user",
+                "origin": "template",
+                "content": "Q\nHuman: hi\nAssistant: yo",
+                "tokens": 30,
+                "template": "Q\n#histories#",
+                "history_tokens": 12,
+            }
+        ],
+    }
     r = receipt_of(run, "N", exact=True, encoding="o200k_base")
     assert r.used_by_origin == {"template": 18, "memory history": 12}
-    r = receipt(used_by_origin=r.used_by_origin, dropped_tokens=0, dropped_by_reason={}, limit=100,
-                prompt_tokens=33, context_size=None)
-    line, = [shape.x0 for shape in budget_figure(r).layout.shapes]
+    r = receipt(
+        used_by_origin=r.used_by_origin,
+        dropped_tokens=0,
+        dropped_by_reason={},
+        limit=100,
+        prompt_tokens=33,
+        context_size=None,
+    )
+    (line,) = [shape.x0 for shape in budget_figure(r).layout.shapes]
     assert line == 33 - 12 + 100
 
 
@@ -67,8 +100,10 @@ def test_the_receipts_first_line_counts_in_the_right_number():
     many = receipt(rows=["system", "query"], prompt_tokens=1_234, exact=False, model=None)
     assert receipt_caption(many) == "2 messages · 1,234 prompt tokens · tokens estimated (o200k_base)"
     stand_in = receipt(rows=["query"], prompt_tokens=9, model="memlens/demo", configured_model="gpt-4o")
-    assert receipt_caption(stand_in) == ("1 message · 9 prompt tokens · tokens exact (o200k_base) for the node's "
-                                         "model gpt-4o · answered by memlens/demo in its place")
+    assert receipt_caption(stand_in) == (
+        "1 message · 9 prompt tokens · tokens exact (o200k_base) for the node's "
+        "model gpt-4o · answered by memlens/demo in its place"
+    )
 
 
 def test_a_folded_history_message_shows_its_first_line_and_says_more_follows():

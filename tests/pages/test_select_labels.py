@@ -2,15 +2,14 @@
 shown, so two equal labels (the same file imported twice, two flows of one name) opened the first
 of them whichever was picked — and the first thing typed on the page was lost with it."""
 
-
 from streamlit.testing.v1 import AppTest
 
 from core.io import import_bytes
 from core.service.sessions import store_conversations
 from core.store.db import Database
+from core.words import distinct
 from tests.conftest import FIXTURES, ROOT
 from tests.rendered import shown
-from core.words import distinct
 
 
 def test_a_repeated_label_is_numbered_from_its_second_use_and_never_takes_a_label_in_use():
@@ -46,12 +45,16 @@ def test_a_turns_tool_calls_without_text_are_named_apart_and_a_unique_message_ke
     from ui.compare_facts import message_name
 
     call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
-    conv = openai([{"role": "user", "content": "Where is my order?"},
-                   {"role": "assistant", "content": None, "tool_calls": [call]},
-                   {"role": "tool", "tool_call_id": "c1", "content": "in transit"},
-                   {"role": "assistant", "content": None, "tool_calls": [{**call, "id": "c2"}]},
-                   {"role": "tool", "tool_call_id": "c2", "content": "arrives Monday"},
-                   {"role": "assistant", "content": "It arrives Monday."}])
+    conv = openai(
+        [
+            {"role": "user", "content": "Where is my order?"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "in transit"},
+            {"role": "assistant", "content": None, "tool_calls": [{**call, "id": "c2"}]},
+            {"role": "tool", "tool_call_id": "c2", "content": "arrives Monday"},
+            {"role": "assistant", "content": "It arrives Monday."},
+        ]
+    )
     numbers = [1]
     names = [message_name(conv, numbers, f"0:{j}") for j in range(len(conv.turns[0].messages))]
     assert len(set(names)) == len(names)

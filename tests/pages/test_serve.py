@@ -4,8 +4,8 @@ first visit, once per process."""
 import subprocess
 import sys
 
-from core.store.db import Database
 from core.store import repo
+from core.store.db import Database
 from tests.conftest import ROOT
 from ui import data, serve
 
@@ -27,6 +27,7 @@ def test_memlens_ui_runs_streamlit_through_the_warm_up(monkeypatch):
 
     class Args:
         rest = ["--server.port", "8502"]
+
     assert cmd_ui(Args()) == 0
     assert started == [[sys.executable, "-m", "ui.serve", str(ROOT / "app.py"), "--server.port", "8502"]]
 

@@ -31,10 +31,12 @@ def test_the_app_listens_on_loopback_only_when_started_without_flags(tmp_path):
 
 
 def test_the_config_turns_the_file_watcher_usage_statistics_and_developer_menu_off():
-    code = ("from streamlit import config; config.get_config_options(force_reparse=True); "
-            "print(config.get_option('server.address'), config.get_option('server.fileWatcherType'), "
-            "config.get_option('browser.gatherUsageStats'), config.get_option('server.headless'), "
-            "config.get_option('client.toolbarMode'), config.get_option('runner.magicEnabled'))")
+    code = (
+        "from streamlit import config; config.get_config_options(force_reparse=True); "
+        "print(config.get_option('server.address'), config.get_option('server.fileWatcherType'), "
+        "config.get_option('browser.gatherUsageStats'), config.get_option('server.headless'), "
+        "config.get_option('client.toolbarMode'), config.get_option('runner.magicEnabled'))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["127.0.0.1", "none", "False", "True", "viewer", "False"]
 
@@ -61,9 +63,13 @@ def test_the_readme_names_the_address_the_app_listens_on():
     assert not re.search(r"listens on http://(localhost|0\.0\.0\.0)", readme)
 
 
-AUTH = {"redirect_uri": "http://127.0.0.1:8501/oauth2callback", "cookie_secret": "a-long-random-secret",
-        "client_id": "memlens", "client_secret": "client-secret",
-        "server_metadata_url": "https://idp.invalid/.well-known/openid-configuration"}
+AUTH = {
+    "redirect_uri": "http://127.0.0.1:8501/oauth2callback",
+    "cookie_secret": "a-long-random-secret",
+    "client_id": "memlens",
+    "client_secret": "client-secret",
+    "server_metadata_url": "https://idp.invalid/.well-known/openid-configuration",
+}
 
 
 def _app(tmp_path, monkeypatch, user=None):

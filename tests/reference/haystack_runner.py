@@ -31,10 +31,13 @@ class ScriptedGenerator:
     def run(self, messages: list[ChatMessage], tools: Any = None, **kwargs: Any) -> dict:
         reply = self.replies[self.calls]
         self.calls += 1
-        calls = [ToolCall(tool_name=name, arguments=dict(args), id=f"call_{self.calls}_{i}")
-                 for i, (name, args) in enumerate(reply.get("calls") or [])]
-        message = ChatMessage.from_assistant(text=reply.get("text") or None, tool_calls=calls or None,
-                                             meta={"usage": dict(USAGE)})
+        calls = [
+            ToolCall(tool_name=name, arguments=dict(args), id=f"call_{self.calls}_{i}")
+            for i, (name, args) in enumerate(reply.get("calls") or [])
+        ]
+        message = ChatMessage.from_assistant(
+            text=reply.get("text") or None, tool_calls=calls or None, meta={"usage": dict(USAGE)}
+        )
         return {"replies": [message]}
 
 
@@ -57,8 +60,15 @@ def tool_specs(case: dict) -> list[dict]:
         ins = spec.get("inputs_from_state", ins)
         outs = spec.get("outputs_to_state", outs)
         outs = {k: {kk: (HANDLERS[vv] if kk == "handler" else vv) for kk, vv in v.items()} for k, v in outs.items()}
-        out.append({"name": spec["name"], "function": function, "parameters": parameters,
-                    "inputs_from_state": None if ins is None else dict(ins), "outputs_to_state": outs})
+        out.append(
+            {
+                "name": spec["name"],
+                "function": function,
+                "parameters": parameters,
+                "inputs_from_state": None if ins is None else dict(ins),
+                "outputs_to_state": outs,
+            }
+        )
     return out
 
 
@@ -74,11 +84,23 @@ def outcome(case: dict) -> dict:
             kwargs = {"outputs_to_state": spec["outputs_to_state"] or None}
             if spec["inputs_from_state"] is not None:
                 kwargs["inputs_from_state"] = spec["inputs_from_state"]
-            tools.append(Tool(name=spec["name"], description=spec["name"], parameters=spec["parameters"],
-                              function=spec["function"], **kwargs))
-        agent = Agent(chat_generator=ScriptedGenerator(case["replies"]), tools=tools, system_prompt="sys",
-                      state_schema=schema_of(case), exit_conditions=case.get("exit_conditions"),
-                      max_agent_steps=case.get("max_agent_steps", 100))
+            tools.append(
+                Tool(
+                    name=spec["name"],
+                    description=spec["name"],
+                    parameters=spec["parameters"],
+                    function=spec["function"],
+                    **kwargs,
+                )
+            )
+        agent = Agent(
+            chat_generator=ScriptedGenerator(case["replies"]),
+            tools=tools,
+            system_prompt="sys",
+            state_schema=schema_of(case),
+            exit_conditions=case.get("exit_conditions"),
+            max_agent_steps=case.get("max_agent_steps", 100),
+        )
         if hasattr(agent, "warm_up"):
             agent.warm_up()
         result = agent.run(messages=[ChatMessage.from_user("go")], **case.get("state_inputs", {}))

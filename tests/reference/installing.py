@@ -15,8 +15,13 @@ class ReferenceUnavailable(RuntimeError):
     """A platform's pinned code cannot run here (no Node.js, or its packages or environment are not installed)."""
 
 
-def install_command(argv: list[str] | None, module: str, platforms: Iterable[str],
-                    install: Callable[..., bool], where: Callable[[str], Path]) -> int:
+def install_command(
+    argv: list[str] | None,
+    module: str,
+    platforms: Iterable[str],
+    install: Callable[..., bool],
+    where: Callable[[str], Path],
+) -> int:
     """Install each platform's pinned code (``--force``: again); print where it went, one line each.
     Exit status 0, 1 when one cannot be installed (said in one line), 2 for a usage error."""
     args = sys.argv[1:] if argv is None else argv

@@ -51,8 +51,11 @@ def pinned(platform: str) -> dict:
     """What the platform's folder pins: every package its lockfile installs (name → version) and the
     platform releases its source files come from (``name@version``)."""
     lock = json.loads((folder(platform) / "package-lock.json").read_text(encoding="utf-8"))
-    packages = {name.removeprefix("node_modules/"): entry["version"]
-                for name, entry in lock["packages"].items() if name.startswith("node_modules/")}
+    packages = {
+        name.removeprefix("node_modules/"): entry["version"]
+        for name, entry in lock["packages"].items()
+        if name.startswith("node_modules/")
+    }
     sources = [f"{s['package']}@{s['version']}" for s in manifest(platform).get("memlensSources", [])]
     return {"packages": dict(sorted(packages.items())), "sources": sources}
 
@@ -74,8 +77,9 @@ def installed(platform: str) -> bool:
 def node() -> str:
     found = shutil.which("node")
     if not found:
-        raise ReferenceUnavailable("Node.js is not installed: run ./scripts/setup.sh --test (it installs Debian's "
-                                   "nodejs package)")
+        raise ReferenceUnavailable(
+            "Node.js is not installed: run ./scripts/setup.sh --test (it installs Debian's nodejs package)"
+        )
     return found
 
 
@@ -91,8 +95,13 @@ def _npm(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     npm = shutil.which("npm")
     if not npm:
         raise ReferenceUnavailable("npm is not installed: run ./scripts/setup.sh --test (it installs Debian's npm)")
-    done = subprocess.run([npm, *args, "--no-audit", "--no-fund", "--ignore-scripts"], cwd=cwd, capture_output=True,
-                          text=True, timeout=_NPM_TIMEOUT)
+    done = subprocess.run(
+        [npm, *args, "--no-audit", "--no-fund", "--ignore-scripts"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=_NPM_TIMEOUT,
+    )
     if done.returncode != 0:
         raise ReferenceUnavailable(f"npm {args[0]} failed in {cwd.name}: {done.stderr.strip()[-1500:]}")
     return done
@@ -134,23 +143,35 @@ def require_installed(platform: str) -> None:
     if not installed(platform):
         raise ReferenceUnavailable(
             f"the pinned {platform} packages are not installed in {folder(platform).relative_to(JS_ROOT.parent.parent.parent)}"
-            "/node_modules: run ./scripts/setup.sh --test (it needs npm and the npm registry)")
+            "/node_modules: run ./scripts/setup.sh --test (it needs npm and the npm registry)"
+        )
 
 
 def run_driver(platform: str, payload: dict) -> dict:
     """The platform driver's answer to ``payload`` (its cases), as JSON."""
     require_installed(platform)
-    done = subprocess.run([node(), str(folder(platform) / "driver.js")], input=json.dumps(payload), text=True,
-                          capture_output=True, timeout=DRIVER_TIMEOUT, cwd=folder(platform),
-                          env={**os.environ, "NODE_OPTIONS": ""})
+    done = subprocess.run(
+        [node(), str(folder(platform) / "driver.js")],
+        input=json.dumps(payload),
+        text=True,
+        capture_output=True,
+        timeout=DRIVER_TIMEOUT,
+        cwd=folder(platform),
+        env={**os.environ, "NODE_OPTIONS": ""},
+    )
     if done.returncode != 0:
         raise RuntimeError(f"the {platform} driver failed:\n{done.stderr.strip()[-3000:]}")
     return json.loads(done.stdout)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return install_command(argv, "tests.reference.js_packages", PLATFORMS, install,
-                           lambda p: f"{folder(p).relative_to(JS_ROOT.parent.parent.parent)}/node_modules")
+    return install_command(
+        argv,
+        "tests.reference.js_packages",
+        PLATFORMS,
+        install,
+        lambda p: f"{folder(p).relative_to(JS_ROOT.parent.parent.parent)}/node_modules",
+    )
 
 
 if __name__ == "__main__":

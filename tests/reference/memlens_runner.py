@@ -3,10 +3,10 @@ giving the outcome in the shape :func:`tests.reference.haystack_runner.outcome` 
 
 from __future__ import annotations
 
+from core.flow.errors import StateError, ToolConfigError
 from core.flow.nodes.agent_loop import PlannerReply, ToolRequest, run_agent
 from core.flow.nodes.agent_state import State
 from core.flow.nodes.agent_tools import Tool
-from core.flow.errors import StateError, ToolConfigError
 from tests.reference.haystack_runner import USAGE, encode, schema_of, tool_specs
 
 
@@ -18,20 +18,31 @@ class ScriptedPlanner:
     def step(self, messages, tools, call_id) -> PlannerReply:
         reply = self.replies[self.calls]
         self.calls += 1
-        calls = tuple(ToolRequest(f"call_{self.calls}_{i}", name, dict(args))
-                      for i, (name, args) in enumerate(reply.get("calls") or []))
+        calls = tuple(
+            ToolRequest(f"call_{self.calls}_{i}", name, dict(args))
+            for i, (name, args) in enumerate(reply.get("calls") or [])
+        )
         return PlannerReply(reply.get("text") or "", calls, usage=dict(USAGE))
 
 
 def outcome(case: dict, version: int) -> dict:
     try:
-        tools = [Tool(s["name"], s["name"], s["parameters"], s["function"], s["inputs_from_state"],
-                      s["outputs_to_state"]) for s in tool_specs(case)]
+        tools = [
+            Tool(s["name"], s["name"], s["parameters"], s["function"], s["inputs_from_state"], s["outputs_to_state"])
+            for s in tool_specs(case)
+        ]
         State(schema_of(case))
-        result = run_agent("go", tools=tools, planner=ScriptedPlanner(case["replies"]), schema=schema_of(case),
-                           system_prompt="sys", state_inputs=case.get("state_inputs"),
-                           max_agent_steps=case.get("max_agent_steps", 100),
-                           exit_conditions=case.get("exit_conditions") or ("text",), version=version)
+        result = run_agent(
+            "go",
+            tools=tools,
+            planner=ScriptedPlanner(case["replies"]),
+            schema=schema_of(case),
+            system_prompt="sys",
+            state_inputs=case.get("state_inputs"),
+            max_agent_steps=case.get("max_agent_steps", 100),
+            exit_conditions=case.get("exit_conditions") or ("text",),
+            version=version,
+        )
     except (StateError, ToolConfigError) as e:
         return {"refused": "ValueError", "message": str(e)}
     errors = {s.call_id: s.error is not None for s in result.steps}

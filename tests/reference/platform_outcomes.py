@@ -24,8 +24,13 @@ from tests.reference.platform_cases import cases, fingerprint
 
 REFERENCE = Path(__file__).resolve().parent.parent / "fixtures" / "reference"
 #: The platform release whose pins each folder follows, and the file its outcomes are recorded in.
-RELEASES = {"n8n": "2.41.1", "flowise": "3.1.4", "openai_agents": "0.24.0", "llamaindex": "0.14.25",
-            "langgraph": "1.2.24"}
+RELEASES = {
+    "n8n": "2.41.1",
+    "flowise": "3.1.4",
+    "openai_agents": "0.24.0",
+    "llamaindex": "0.14.25",
+    "langgraph": "1.2.24",
+}
 
 
 def recording(platform: str) -> Path:
@@ -33,19 +38,30 @@ def recording(platform: str) -> Path:
 
 
 def _payload(named: dict[str, dict], counter: str) -> dict:
-    return {"counter": counter, "cases": [{"name": name, "mode": c["mode"], "settings": c["settings"],
-                                           "turns": c["turns"]} for name, c in named.items()]}
+    return {
+        "counter": counter,
+        "cases": [
+            {"name": name, "mode": c["mode"], "settings": c["settings"], "turns": c["turns"]}
+            for name, c in named.items()
+        ],
+    }
 
 
 def live(platform: str) -> dict:
     """Every case's outcome as the installed platform code gives it, with the versions that ran."""
     every = cases(platform)
     if platform in python_packages.PLATFORMS:
-        answer = python_packages.run_driver(platform, {"cases": [{"name": name, **case}
-                                                                  for name, case in every.items()]})
+        answer = python_packages.run_driver(
+            platform, {"cases": [{"name": name, **case} for name, case in every.items()]}
+        )
         outcomes = {name: {"case": fingerprint(every[name]), **o} for name, o in answer["outcomes"].items()}
-        return {"platform": platform, "release": RELEASES[platform], "versions": answer["versions"],
-                "packages": python_packages.pinned(platform), "outcomes": dict(sorted(outcomes.items()))}
+        return {
+            "platform": platform,
+            "release": RELEASES[platform],
+            "versions": answer["versions"],
+            "packages": python_packages.pinned(platform),
+            "outcomes": dict(sorted(outcomes.items())),
+        }
     outcomes: dict[str, dict] = {}
     versions: dict = {}
     for counter in sorted({c["counter"] for c in every.values()}):
@@ -54,8 +70,13 @@ def live(platform: str) -> dict:
         versions = answer["versions"]
         for name, outcome in answer["outcomes"].items():
             outcomes[name] = {"case": fingerprint(every[name]), **outcome}
-    return {"platform": platform, "release": RELEASES[platform], "versions": versions,
-            **js_packages.pinned(platform), "outcomes": dict(sorted(outcomes.items()))}
+    return {
+        "platform": platform,
+        "release": RELEASES[platform],
+        "versions": versions,
+        **js_packages.pinned(platform),
+        "outcomes": dict(sorted(outcomes.items())),
+    }
 
 
 def _stored_key(stored) -> str:
@@ -70,15 +91,18 @@ def write(data: dict) -> Path:
     outcomes = data["outcomes"]
     if any("stored" in o for o in outcomes.values()):
         kept = {_stored_key(o["stored"]): o["stored"] for o in outcomes.values() if "stored" in o}
-        outcomes = {name: {**o, "stored": _stored_key(o["stored"])} if "stored" in o else o
-                    for name, o in outcomes.items()}
+        outcomes = {
+            name: {**o, "stored": _stored_key(o["stored"])} if "stored" in o else o for name, o in outcomes.items()
+        }
         data = {**data, "stored": dict(sorted(kept.items()))}
     head = {k: v for k, v in data.items() if k != "outcomes"}
     lines = [json.dumps(head, ensure_ascii=False, sort_keys=True)[:-1] + ', "outcomes": {']
     items = list(outcomes.items())
     for i, (name, outcome) in enumerate(items):
         comma = "," if i < len(items) - 1 else ""
-        lines.append(f"{json.dumps(name)}: {json.dumps(outcome, ensure_ascii=False, sort_keys=True, separators=(',', ':'))}{comma}")
+        lines.append(
+            f"{json.dumps(name)}: {json.dumps(outcome, ensure_ascii=False, sort_keys=True, separators=(',', ':'))}{comma}"
+        )
     lines.append("}}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

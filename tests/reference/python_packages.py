@@ -33,8 +33,11 @@ PLATFORMS = ("openai_agents", "llamaindex", "langgraph")
 #: The platforms that run in an environment of their own (a folder with ``requirements.txt`` and its lock).
 OWN_ENVIRONMENT = ("openai_agents",)
 #: The package each platform's driver runs, and the release the recorded outcomes name.
-PACKAGES = {"openai_agents": ("openai-agents",), "llamaindex": ("llama-index-core",),
-            "langgraph": ("langgraph", "langgraph-prebuilt", "langmem", "langchain-core")}
+PACKAGES = {
+    "openai_agents": ("openai-agents",),
+    "llamaindex": ("llama-index-core",),
+    "langgraph": ("langgraph", "langgraph-prebuilt", "langmem", "langchain-core"),
+}
 STAMP = ".memlens-stamp"
 #: How long one batch of cases may take; a platform's whole suite runs in well under a minute.
 DRIVER_TIMEOUT = 600
@@ -83,8 +86,9 @@ def install(platform: str, *, force: bool = False) -> bool:
     for args in (["install", "--require-hashes", "--no-deps", "-r", str(here / "requirements.lock")], ["check"]):
         done = subprocess.run([*pip, *args], capture_output=True, text=True, timeout=_PIP_TIMEOUT)
         if done.returncode != 0:
-            raise ReferenceUnavailable(f"pip {args[0]} failed for {platform}: "
-                                       f"{(done.stderr or done.stdout).strip()[-1500:]}")
+            raise ReferenceUnavailable(
+                f"pip {args[0]} failed for {platform}: {(done.stderr or done.stdout).strip()[-1500:]}"
+            )
     (here / ".venv" / STAMP).write_text(_stamp(platform) + "\n", encoding="utf-8")
     return True
 
@@ -92,8 +96,9 @@ def install(platform: str, *, force: bool = False) -> bool:
 def pinned(platform: str) -> dict[str, str]:
     """The version of each package a platform's driver runs, as its requirements pin it."""
     _check(platform)
-    lock = environment(platform) / "requirements.lock" if platform in OWN_ENVIRONMENT else \
-        ROOT / "requirements-dev.lock"
+    lock = (
+        environment(platform) / "requirements.lock" if platform in OWN_ENVIRONMENT else ROOT / "requirements-dev.lock"
+    )
     versions = {}
     for line in lock.read_text(encoding="utf-8").splitlines():
         name, _, rest = line.partition("==")
@@ -105,20 +110,33 @@ def pinned(platform: str) -> dict[str, str]:
 def run_driver(platform: str, payload: dict) -> dict:
     """The platform driver's answer to ``payload`` (its cases), as JSON."""
     if not installed(platform):
-        raise ReferenceUnavailable(f"the pinned {platform} environment is not installed in "
-                                   f"{environment(platform).relative_to(ROOT)}/.venv: run ./scripts/setup.sh --test "
-                                   "(it needs PyPI)")
-    done = subprocess.run([python(platform), "-m", f"tests.reference.python.{platform}_driver"], input=json.dumps(payload),
-                          text=True, capture_output=True, timeout=DRIVER_TIMEOUT, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+        raise ReferenceUnavailable(
+            f"the pinned {platform} environment is not installed in "
+            f"{environment(platform).relative_to(ROOT)}/.venv: run ./scripts/setup.sh --test "
+            "(it needs PyPI)"
+        )
+    done = subprocess.run(
+        [python(platform), "-m", f"tests.reference.python.{platform}_driver"],
+        input=json.dumps(payload),
+        text=True,
+        capture_output=True,
+        timeout=DRIVER_TIMEOUT,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     if done.returncode != 0:
         raise RuntimeError(f"the {platform} driver failed:\n{done.stderr.strip()[-3000:]}")
     return json.loads(done.stdout)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return install_command(argv, "tests.reference.python_packages", OWN_ENVIRONMENT, install,
-                           lambda p: f"{environment(p).relative_to(ROOT)}/.venv")
+    return install_command(
+        argv,
+        "tests.reference.python_packages",
+        OWN_ENVIRONMENT,
+        install,
+        lambda p: f"{environment(p).relative_to(ROOT)}/.venv",
+    )
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ from html.parser import HTMLParser
 import pytest
 
 from core.analysis.compare import NamedConfig, replay_replies
+from core.analysis.source import Source, source_of
 from core.errors import MemLensError
-from core.report.errors import ReportError
 from core.io import FormatError, import_text
 from core.llm.client import DemoClient
 from core.memory.config import MemoryConfig
@@ -20,12 +20,12 @@ from core.memory.replay import Replay
 from core.model.conversation import Conversation
 from core.report.build import DEFAULT_CONFIGS, build_report
 from core.report.bundle import bundle_json, conversation_from_json, conversation_to_json, read_report, report_bundle
+from core.report.errors import ReportError
 from core.report.html import REASON_COLOURS, report_html
 from core.service.config_sets import CONFIG_SETS_KEY, delete_config_set, save_config_set, saved_config_sets
 from core.service.imports import import_upload
 from core.service.samples import load_sample
 from core.service.sessions import ConversationService, export_conversation
-from core.analysis.source import Source, source_of
 from core.service.sources import read_source_file, read_sources
 from core.store import repo
 from core.store.db import Database
@@ -117,16 +117,19 @@ def test_the_report_loads_nothing_from_anywhere():
         assert "src" not in attrs and "srcset" not in attrs
         assert attrs.get("href", "#").startswith("#"), (tag, attrs)
         assert not any(k.startswith("on") for k in attrs), (tag, attrs)
-    assert "url(" not in html and "@import" not in html and "http" not in html.replace(
-        "http://example.invalid", "")
+    assert "url(" not in html and "@import" not in html and "http" not in html.replace("http://example.invalid", "")
 
 
 def test_every_text_is_escaped():
-    conv = linear(4, answer=lambda i: HOSTILE if i == 2 else f"answer {i}",
-                  query=lambda i: "<b>bold?</b>" if i == 3 else f"question {i}")
+    conv = linear(
+        4,
+        answer=lambda i: HOSTILE if i == 2 else f"answer {i}",
+        query=lambda i: "<b>bold?</b>" if i == 3 else f"question {i}",
+    )
     conv.system_prompt = "</style><script>alert(3)</script>"
-    report = report_of(conv, [NamedConfig("<i>config</i>", MemoryConfig(window=1)),
-                              NamedConfig("two", MemoryConfig(window=2))])
+    report = report_of(
+        conv, [NamedConfig("<i>config</i>", MemoryConfig(window=1)), NamedConfig("two", MemoryConfig(window=2))]
+    )
     html = report_html(report)
     assert "<script" not in html and "<img" not in html and "<b>bold" not in html and "<i>config" not in html
     assert "&lt;img src=&quot;http://example.invalid/x.png&quot;" in html
@@ -157,8 +160,9 @@ def test_heatmap_cells_in_the_report_are_the_ledgers():
         assert cells == expected, named.label
     html = report_html(report)
     runs = re.findall(r"<title>(turns? 5(?:–\d+)?: \d+ messages of turns 1–[^<]*)</title>", html)
-    assert runs and runs[0].endswith("— outside window of 3 rows: the conversation&#x27;s newest on any branch, the current turn&#x27;s one "
-                                     "of them")  # the block's reason, once
+    assert runs and runs[0].endswith(
+        "— outside window of 3 rows: the conversation&#x27;s newest on any branch, the current turn&#x27;s one of them"
+    )  # the block's reason, once
     assert re.search(r"<title>turn 1 · user · \d+ tokens · Hi! I&#x27;m Dana", html)  # each message, once
 
 
@@ -171,9 +175,13 @@ def test_a_report_reads_the_same_whether_or_not_it_reuses_the_comparisons_replay
 
     path = T / "dify-web__realWorldMessages.json"
     conv = read_sources(path.read_bytes(), path.name)[0].conversation  # with branches
-    configs = [MemoryConfig(window=3), MemoryConfig(window=4, fidelity="documented", context_size=400),
-               MemoryConfig(context_size=300, plugin_token_counting=True), MemoryConfig(strategy="window", window=4),
-               MemoryConfig(strategy="trim", max_history_tokens=200)]
+    configs = [
+        MemoryConfig(window=3),
+        MemoryConfig(window=4, fidelity="documented", context_size=400),
+        MemoryConfig(context_size=300, plugin_token_counting=True),
+        MemoryConfig(strategy="window", window=4),
+        MemoryConfig(strategy="trim", max_history_tokens=200),
+    ]
     report = report_of(conv, configs, selected_turn=4)
     own = report.comparison.replays
     assert [r.config for r in own] == [c.config for c in report.configs]
@@ -190,7 +198,7 @@ def test_a_long_report_stays_small_because_runs_of_equal_cells_share_one_hover()
     conv = linear(400, query=lambda i: f"question number {i} " + "words " * 20)
     report = report_of(conv, [MemoryConfig(window=3), MemoryConfig(strategy="buffer")])
     html = report_html(report)
-    heatmaps = html[html.index('<section id="heatmaps">'):html.index('<section id="series">')]
+    heatmaps = html[html.index('<section id="heatmaps">') : html.index('<section id="series">')]
     rows = sum(len(m.rows) for m in report.comparison.matrices)
     columns = len(report.comparison.matrices[0].columns)
     # window 3: two blocks a row (outside the window, then kept); buffer: one — never one rect per cell
@@ -201,10 +209,14 @@ def test_a_long_report_stays_small_because_runs_of_equal_cells_share_one_hover()
 
 def test_the_bundle_loads_back_into_the_same_view():
     conv = lisbon()
-    configs = [NamedConfig("short", MemoryConfig(window=2)), NamedConfig("long", MemoryConfig(window=8)),
-               NamedConfig("budget", MemoryConfig(context_size=300))]
-    report = report_of(conv, configs, facts_mode="marked", marks=[((0, 0), "who is travelling")],
-                       selected_turn=7, replies=True)
+    configs = [
+        NamedConfig("short", MemoryConfig(window=2)),
+        NamedConfig("long", MemoryConfig(window=8)),
+        NamedConfig("budget", MemoryConfig(context_size=300)),
+    ]
+    report = report_of(
+        conv, configs, facts_mode="marked", marks=[((0, 0), "who is travelling")], selected_turn=7, replies=True
+    )
     text = bundle_json(report)
     result = import_text(text, "lisbon.report.json")
     assert result.format == "memlens-report"
@@ -221,21 +233,28 @@ def test_the_bundle_loads_back_into_the_same_view():
 
 
 def test_a_conversation_survives_the_json_round_trip_with_branches_and_tools():
-    for conv in [load_sample("order-support.json")[0],
-                 *read_sources((T / "dify-web__realWorldMessages.json").read_bytes(), "w.json")[:1]]:
+    for conv in [
+        load_sample("order-support.json")[0],
+        *read_sources((T / "dify-web__realWorldMessages.json").read_bytes(), "w.json")[:1],
+    ]:
         conv = conv.conversation if isinstance(conv, Source) else conv
         back = conversation_from_json(json.loads(json.dumps(conversation_to_json(conv))))
         assert back.turns == conv.turns and back.system_prompt == conv.system_prompt
 
 
-@pytest.mark.parametrize("change, field", [
-    (lambda d: d.update(version=9), "version"),
-    (lambda d: d["configs"][1].update(window=9_000_000), "configs[1]"),
-    (lambda d: d["conversation"]["turns"][2]["messages"][0].update(role="robot"),
-     "conversation.turns[2].messages[0].role"),
-    (lambda d: d["conversation"]["turns"][1].update(query_index=7), "conversation.turns[1].query_index"),
-    (lambda d: d["facts"].update(marks=[{"message": [40, 0], "label": "x"}]), "facts.marks[0].message"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda d: d.update(version=9), "version"),
+        (lambda d: d["configs"][1].update(window=9_000_000), "configs[1]"),
+        (
+            lambda d: d["conversation"]["turns"][2]["messages"][0].update(role="robot"),
+            "conversation.turns[2].messages[0].role",
+        ),
+        (lambda d: d["conversation"]["turns"][1].update(query_index=7), "conversation.turns[1].query_index"),
+        (lambda d: d["facts"].update(marks=[{"message": [40, 0], "label": "x"}]), "facts.marks[0].message"),
+    ],
+)
 def test_a_malformed_bundle_names_its_field_and_imports_nothing(change, field):
     doc = report_bundle(report_of(lisbon()))
     change(doc)
@@ -265,9 +284,13 @@ def test_a_report_lists_its_first_facts_and_the_bundle_every_one(monkeypatch):
 
     monkeypatch.setattr(html_module, "REPORT_FACTS", 5)
     conv = linear(12, query=lambda i: f"My name is Dana{i}. Question {i}")
-    report = report_of(conv, [NamedConfig("w3", MemoryConfig(window=3)), NamedConfig("all", MemoryConfig(strategy="buffer"))])
+    report = report_of(
+        conv, [NamedConfig("w3", MemoryConfig(window=3)), NamedConfig("all", MemoryConfig(strategy="buffer"))]
+    )
     text = "".join(Page(report_html(report)).text)
-    assert "The first 5 of 12 facts, in the order they were stated; the JSON bundle (--bundle) follows every one." in text
+    assert (
+        "The first 5 of 12 facts, in the order they were stated; the JSON bundle (--bundle) follows every one." in text
+    )
     assert "(Dana5)" in text and "(Dana6)" not in text
     facts = json.loads(bundle_json(report))["comparison"]["facts"]
     assert [f["value"] for f in facts] == [f"Dana{i}" for i in range(1, 13)]
@@ -284,6 +307,7 @@ def test_a_report_needs_configs_and_a_known_facts_mode():
 
 # -- the replies grid --------------------------------------------------------------------------------------
 
+
 def test_replies_re_asked_under_each_config_show_where_memory_forgets():
     conv = lisbon()
     grid = replay_replies(conv, [MemoryConfig(window=3), MemoryConfig(window=12)])
@@ -295,14 +319,17 @@ def test_replies_re_asked_under_each_config_show_where_memory_forgets():
     # Each reply is the demo model's answer to exactly the ledger's history plus the query.
     replay = Replay(conv, MemoryConfig(window=3))
     p = replay.position_of(11)
-    messages = [{"role": "system", "content": conv.system_prompt}] + \
-        [m.to_openai() for m in replay.history_messages(replay.ledger_at(p))] + \
-        [conv.turns[p].query_message.to_openai()]
+    messages = (
+        [{"role": "system", "content": conv.system_prompt}]
+        + [m.to_openai() for m in replay.history_messages(replay.ledger_at(p))]
+        + [conv.turns[p].query_message.to_openai()]
+    )
     assert DemoClient().complete("memlens/demo", messages).text == short
     assert replay_replies(conv, [MemoryConfig(window=3), MemoryConfig()], max_turns=2).turns == [11, 12]
 
 
 # -- sources, uploads, saved configs -----------------------------------------------------------------------
+
 
 def _db(tmp_path):
     return Database(f"sqlite:///{tmp_path / 'memlens.db'}")
@@ -332,8 +359,9 @@ def test_a_stored_flow_conversation_brings_its_node_findings(tmp_path):
     path.write_text(json.dumps(export_conversation(db, conv_id)))
     exported, count = read_source_file(path)
     assert count == 1 and exported.flow is not None and len(exported.records) == 8
-    assert [(f.kind, f.turn) for f in build_report(exported, DEFAULT_CONFIGS).findings if f.node_id] == \
-        [("fact_not_seen", 6)]
+    assert [(f.kind, f.turn) for f in build_report(exported, DEFAULT_CONFIGS).findings if f.node_id] == [
+        ("fact_not_seen", 6)
+    ]
 
 
 def test_an_upload_is_stored_whole(tmp_path):
@@ -404,38 +432,67 @@ def test_config_sets_are_saved_listed_replaced_and_deleted(tmp_path):
 
 # -- the command line --------------------------------------------------------------------------------------
 
+
 def cli(*args):
-    p = subprocess.run([sys.executable, "-m", "core", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
-                       timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "core", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     return p.returncode, p.stdout, p.stderr
 
 
 def test_report_command_takes_one_config_per_flag_group(tmp_path):
     out, bundle = tmp_path / "r.html", tmp_path / "r.json"
-    code, _, err = cli("report", ROOT / "sample_data" / "conversations" / "lisbon-trip.json",
-                       "--memory", "dify", "--window", "3", "--memory", "dify", "--window", "10", "--model",
-                       "gpt-4o", "--memory", "window", "--window", "4", "--window-change", "6:12", "--label", "grown",
-                       "-o", out, "--bundle", bundle)
+    code, _, err = cli(
+        "report",
+        ROOT / "sample_data" / "conversations" / "lisbon-trip.json",
+        "--memory",
+        "dify",
+        "--window",
+        "3",
+        "--memory",
+        "dify",
+        "--window",
+        "10",
+        "--model",
+        "gpt-4o",
+        "--memory",
+        "window",
+        "--window",
+        "4",
+        "--window-change",
+        "6:12",
+        "--label",
+        "grown",
+        "-o",
+        out,
+        "--bundle",
+        bundle,
+    )
     assert code == 0, err
     doc = json.loads(bundle.read_text())
     assert [(c["label"], c["strategy"], c["window"], c["model"], c["window_changes"]) for c in doc["configs"]] == [
-        ("dify window 3", "dify", 3, "gpt-4o-mini", []), ("dify window 10", "dify", 10, "gpt-4o", []),
-        ("grown", "window", 4, "gpt-4o-mini", [[6, 12]])]
+        ("dify window 3", "dify", 3, "gpt-4o-mini", []),
+        ("dify window 10", "dify", 10, "gpt-4o", []),
+        ("grown", "window", 4, "gpt-4o-mini", [[6, 12]]),
+    ]
     page = Page(out.read_text())
     assert page.all("figure", **{"data-config": "grown"})
     assert any(f["kind"] == "trimmed_window" for f in doc["findings"])
     assert "3 configs" in err and "findings" in err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--window", "3", "--memory", "dify"], "--window 3 comes before any --memory"),
-    (["--memory", "dify", "--window", "3", "--window", "4", "--memory", "off"], "--window is given twice"),
-    (["--memory", "dify"], "compare needs 2 to 6 memory configs; got 1"),
-    (["--memory", "window", "--window", "900", "--memory", "off"], "window 900 is out of range"),
-    (["--memory", "dify", "--memory", "off", "--window-change", "x"], "--window-change must be TURN:N"),
-    (["--memory", "dify", "--memory", "off", "--fact", "999=name"], "no message with ref '999'"),
-    (["--memory", "dify", "--memory", "off", "--index", "3"], "holds 1 conversation"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--window", "3", "--memory", "dify"], "--window 3 comes before any --memory"),
+        (["--memory", "dify", "--window", "3", "--window", "4", "--memory", "off"], "--window is given twice"),
+        (["--memory", "dify"], "compare needs 2 to 6 memory configs; got 1"),
+        (["--memory", "window", "--window", "900", "--memory", "off"], "window 900 is out of range"),
+        (["--memory", "dify", "--memory", "off", "--window-change", "x"], "--window-change must be TURN:N"),
+        (["--memory", "dify", "--memory", "off", "--fact", "999=name"], "no message with ref '999'"),
+        (["--memory", "dify", "--memory", "off", "--index", "3"], "holds 1 conversation"),
+    ],
+)
 def test_report_command_rejects_bad_input_in_one_line(tmp_path, args, message):
     out = tmp_path / "r.html"
     code, _, err = cli("report", ROOT / "sample_data" / "conversations" / "lisbon-trip.json", *args, "-o", out)
@@ -449,8 +506,19 @@ def test_report_command_reads_a_stored_conversation_and_a_bundle(tmp_path):
     conv_id = _flow_conversation(db)
     db.dispose()
     out, bundle = tmp_path / "r.html", tmp_path / "r.json"
-    code, _, err = cli("report", "--conversation", conv_id, "--db", url, "--fact", f"{_ref(url, conv_id)}=the name",
-                       "-o", out, "--bundle", bundle)
+    code, _, err = cli(
+        "report",
+        "--conversation",
+        conv_id,
+        "--db",
+        url,
+        "--fact",
+        f"{_ref(url, conv_id)}=the name",
+        "-o",
+        out,
+        "--bundle",
+        bundle,
+    )
     assert code == 0, err
     doc = json.loads(bundle.read_text())
     assert doc["flow"] == "support-bot" and doc["facts"]["mode"] == "marked"
@@ -479,9 +547,12 @@ def test_what_a_memory_holds_reads_as_one_sentence():
     held = remembered(window.ledger(8))
     assert (held.kept_turns, held.forgotten_turns, held.kept) == ((5, 6, 7), (1, 2, 3, 4), 6)
     assert held.sentence().startswith("remembers turns 5–7 (6 messages, ") and held.sentence().endswith(
-        "; forgot turns 1–4")
-    assert remembered(Replay(conv, MemoryConfig(strategy="off")).ledger(8)).sentence() == \
-        "memory off: remembers nothing from earlier turns"
+        "; forgot turns 1–4"
+    )
+    assert (
+        remembered(Replay(conv, MemoryConfig(strategy="off")).ledger(8)).sentence()
+        == "memory off: remembers nothing from earlier turns"
+    )
     summary = remembered(Replay(conv, MemoryConfig(strategy="summary_buffer", max_history_tokens=100)).ledger(8))
     assert summary.summarized_turns and "has a summary of turns 1–" in summary.sentence()
 
@@ -491,8 +562,20 @@ def test_a_report_compares_an_agent_apps_two_runners_and_names_the_setting_that_
     function-calling one leaves it out of its stored form); the ReAct config's scratchpads are escaped
     text and its reasons are in the legend."""
     out, bundle = tmp_path / "r.html", tmp_path / "r.json"
-    code, _, err = cli("report", ROOT / "sample_data" / "conversations" / "shop-agent.json", "--memory", "dify_agent",
-                       "--memory", "dify_agent", "--agent-strategy", "react", "-o", out, "--bundle", bundle)
+    code, _, err = cli(
+        "report",
+        ROOT / "sample_data" / "conversations" / "shop-agent.json",
+        "--memory",
+        "dify_agent",
+        "--memory",
+        "dify_agent",
+        "--agent-strategy",
+        "react",
+        "-o",
+        out,
+        "--bundle",
+        bundle,
+    )
     assert code == 0, err
     html = out.read_text()
     page = Page(html)
@@ -501,15 +584,19 @@ def test_a_report_compares_an_agent_apps_two_runners_and_names_the_setting_that_
     assert "rewritten" in legend and "omitted" in legend
     # Each ledger lists the scratchpad sent in place of a run's first step, right after that step; it quotes
     # the tool call's JSON: escaped, never markup.
-    assert ('<td class="kept">sent instead (scratchpad)</td><td>scratchpad standing for turn 1</td><td class="text">'
-            'Thought: I am thinking about how to help you Action: {&quot;action&quot;: &quot;order_lookup&quot;') in html
+    assert (
+        '<td class="kept">sent instead (scratchpad)</td><td>scratchpad standing for turn 1</td><td class="text">'
+        "Thought: I am thinking about how to help you Action: {&quot;action&quot;: &quot;order_lookup&quot;"
+    ) in html
     configs = json.loads(bundle.read_text())["configs"]
     assert [c.get("agent_strategy") for c in configs] == [None, "react"]
 
 
 def test_the_config_table_shows_a_setting_left_out_of_the_stored_form_when_only_one_config_sets_it():
-    report = report_of(lisbon(), [NamedConfig("node", MemoryConfig(window=3)),
-                                  NamedConfig("agent", MemoryConfig(window=3, sends_empty=True))])
+    report = report_of(
+        lisbon(),
+        [NamedConfig("node", MemoryConfig(window=3)), NamedConfig("agent", MemoryConfig(window=3, sends_empty=True))],
+    )
     html = report_html(report)
     assert "<th>sends_empty</th>" in html and "<td>False</td>" in html and "<td>True</td>" in html
 
@@ -522,8 +609,11 @@ def test_a_reports_ledgers_list_what_is_sent_in_place_of_dropped_messages():
     html = report_html(report)
     ledger = Replay(conv, config).ledger(8)
     (summary,) = ledger.synthetic
-    rows = re.findall(r'<tr><td><a href="#turn-\d+">\d+</a></td><td>(\w+)</td><td>[\d,]+</td><td class="kept">sent '
-                      r'instead \(summary\)</td><td>summary standing for ([^<]+)</td>', html)
+    rows = re.findall(
+        r'<tr><td><a href="#turn-\d+">\d+</a></td><td>(\w+)</td><td>[\d,]+</td><td class="kept">sent '
+        r"instead \(summary\)</td><td>summary standing for ([^<]+)</td>",
+        html,
+    )
     assert (summary.role, summary.covers_label) in rows
     assert "<img" not in html
 
@@ -557,7 +647,9 @@ def test_a_turns_heading_counts_kept_dropped_and_not_eligible_apart():
     assert f"Turn {last}: {kept} kept, {dropped} dropped, {ledger.history_tokens:,} history tokens" in text
 
 
-@pytest.mark.parametrize("config", [MemoryConfig(window=3), MemoryConfig(strategy="summary_buffer", max_history_tokens=120)])
+@pytest.mark.parametrize(
+    "config", [MemoryConfig(window=3), MemoryConfig(strategy="summary_buffer", max_history_tokens=120)]
+)
 def test_a_long_ledger_lists_its_newest_messages_and_counts_the_rest(config):
     """Past the table's width only the newest messages are rows; the others are counted, with how
     many of them were kept (a ledger kept as runs and a listed one alike)."""
@@ -571,8 +663,7 @@ def test_a_long_ledger_lists_its_newest_messages_and_counts_the_rest(config):
         newest = part.split("<summary>Turn 8:")[1].split("</details>")[0]
         ledger = Replay(conv, cfg).ledger(8)
         hidden = ledger.entries[:-5]
-        assert (f"{len(hidden):,} earlier messages not listed ({sum(e.kept for e in hidden):,} of them kept)."
-                in newest)
+        assert f"{len(hidden):,} earlier messages not listed ({sum(e.kept for e in hidden):,} of them kept)." in newest
         # The rows (a run of three or more dropped ones as one) link to the newest five's turns, and to
         # a summary's: none of the hidden messages' turns.
         linked = {int(t) for t in re.findall(r'href="#turn-(\d+)"', newest)}

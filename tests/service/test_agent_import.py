@@ -11,19 +11,58 @@ from core.memory.strategies import agent_app
 from core.service.sessions import store_conversations
 from core.store import repo
 
-LOG = {"data": [
-    {"id": "a1", "conversation_id": "c1", "parent_message_id": None, "query": "Where is order 4411?",
-     "answer": "Let me check.\nIt ships today.", "created_at": 1_700_000_001, "agent_thoughts": [
-         {"id": "t1", "position": 1, "thought": "Let me check.", "tool": "orders;weather",
-          "tool_input": json.dumps({"orders": {"id": "4411"}}), "observation": json.dumps({"orders": "shipped"})},
-         {"id": "t2", "position": 2, "thought": "It ships today.", "tool": ""}]},
-    {"id": "a2", "conversation_id": "c1", "parent_message_id": "a1", "query": "Thanks", "answer": "",
-     "created_at": 1_700_000_002, "agent_thoughts": [{"id": "t3", "position": 1, "thought": "", "tool": ""}]},
-    {"id": "a3", "conversation_id": "c1", "parent_message_id": "a2", "query": "And the other one?", "answer": "",
-     "created_at": 1_700_000_003, "agent_thoughts": [], "status": "error", "error": "model timed out"},
-    {"id": "a4", "conversation_id": "c1", "parent_message_id": "a3", "query": "Hello?", "answer": "Hi.",
-     "created_at": 1_700_000_004, "agent_thoughts": [{"id": "t4", "position": 1, "thought": "Hi.", "tool": ""}]},
-]}
+LOG = {
+    "data": [
+        {
+            "id": "a1",
+            "conversation_id": "c1",
+            "parent_message_id": None,
+            "query": "Where is order 4411?",
+            "answer": "Let me check.\nIt ships today.",
+            "created_at": 1_700_000_001,
+            "agent_thoughts": [
+                {
+                    "id": "t1",
+                    "position": 1,
+                    "thought": "Let me check.",
+                    "tool": "orders;weather",
+                    "tool_input": json.dumps({"orders": {"id": "4411"}}),
+                    "observation": json.dumps({"orders": "shipped"}),
+                },
+                {"id": "t2", "position": 2, "thought": "It ships today.", "tool": ""},
+            ],
+        },
+        {
+            "id": "a2",
+            "conversation_id": "c1",
+            "parent_message_id": "a1",
+            "query": "Thanks",
+            "answer": "",
+            "created_at": 1_700_000_002,
+            "agent_thoughts": [{"id": "t3", "position": 1, "thought": "", "tool": ""}],
+        },
+        {
+            "id": "a3",
+            "conversation_id": "c1",
+            "parent_message_id": "a2",
+            "query": "And the other one?",
+            "answer": "",
+            "created_at": 1_700_000_003,
+            "agent_thoughts": [],
+            "status": "error",
+            "error": "model timed out",
+        },
+        {
+            "id": "a4",
+            "conversation_id": "c1",
+            "parent_message_id": "a3",
+            "query": "Hello?",
+            "answer": "Hi.",
+            "created_at": 1_700_000_004,
+            "agent_thoughts": [{"id": "t4", "position": 1, "thought": "Hi.", "tool": ""}],
+        },
+    ]
+}
 
 
 def test_a_stored_agent_log_keeps_its_thoughts_its_shown_answers_and_its_ledgers(db):
@@ -34,11 +73,14 @@ def test_a_stored_agent_log_keeps_its_thoughts_its_shown_answers_and_its_ledgers
     assert [t.meta.get("agent_thoughts") for t in stored.turns] == [2, 1, None, 1]
     assert [t.shown_answer for t in stored.turns] == ["Let me check.\nIt ships today.", "", "", "Hi."]
     assert [row["answer"] for row in repo.load_turn_rows(db, conv_id)] == [t.shown_answer for t in stored.turns]
-    for config in (MemoryConfig(strategy="dify_agent"),
-                   MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=90)):
+    for config in (
+        MemoryConfig(strategy="dify_agent"),
+        MemoryConfig(strategy="dify_agent", plugin_token_counting=True, context_size=90),
+    ):
         before, after = Replay(conv, config).ledger(4), Replay(stored, config).ledger(4)
         assert [(e.role, e.tokens, e.reason) for e in after.entries] == [
-            (e.role, e.tokens, e.reason) for e in before.entries]
+            (e.role, e.tokens, e.reason) for e in before.entries
+        ]
     reasons = [e.reason for e in Replay(stored, MemoryConfig(strategy="dify_agent")).ledger(4).entries]
     # a1: query, the call with two tools, two results, the final thought; a2: the empty final thought is
     # sent; a3 failed before any thought, so its empty answer is left out.
@@ -57,7 +99,8 @@ def test_an_agent_log_exported_and_imported_again_is_still_an_agent_apps_log(db,
     assert [t.shown_answer for t in again.turns] == ["Let me check.\nIt ships today.", "", "", "Hi."]
     config = MemoryConfig(strategy="dify_agent")
     assert [e.reason for e in Replay(again, config).ledger(4).entries] == [
-        e.reason for e in Replay(repo.load_conversation(db, conv_id), config).ledger(4).entries]
+        e.reason for e in Replay(repo.load_conversation(db, conv_id), config).ledger(4).entries
+    ]
     other.dispose()
 
 

@@ -30,6 +30,7 @@ def _same_shape(doc) -> object:
         if isinstance(value, list):
             return [clear(v) for v in value]
         return value
+
     return clear(json.loads(text))
 
 
@@ -37,8 +38,9 @@ def test_the_prepared_bundle_is_what_playing_the_demo_gives_now(tmp_path):
     played = ConversationService(Database(f"sqlite:///{tmp_path / 'played.db'}"))
     play_demo(played)
     prepared = json.loads(DEMO_BUNDLE.read_text(encoding="utf-8"))
-    assert _same_shape(demo_bundle(played)) == _same_shape(prepared), \
+    assert _same_shape(demo_bundle(played)) == _same_shape(prepared), (
         "the demo plays differently now: refresh the bundle with .venv/bin/python scripts/demo_bundle.py"
+    )
 
 
 def test_every_conversation_in_the_bundle_passes_the_imports_whole_check():

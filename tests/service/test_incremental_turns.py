@@ -19,8 +19,17 @@ import pytest
 from core.llm.client import DemoClient
 from core.memory.config import MemoryConfig
 from core.memory.replay import Replay
-from core.model.ledger import (EMPTY, GRANULARITY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, TRIMMED_EARLIER,
-                               Ledger, RunLedger)
+from core.model.ledger import (
+    EMPTY,
+    GRANULARITY,
+    KEPT,
+    OTHER_BRANCH,
+    OUTSIDE_WINDOW,
+    OVER_BUDGET,
+    TRIMMED_EARLIER,
+    Ledger,
+    RunLedger,
+)
 from core.service.sessions import ConversationService
 from core.store import repo
 from core.store.db import Database
@@ -28,9 +37,15 @@ from core.store.db import Database
 ROOT = Path(__file__).resolve().parent.parent.parent
 FLOWS = sorted((ROOT / "sample_data" / "flows").glob("*.yml"))
 TURNS = 300
-QUERIES = ["Hi, I'm Dana and my order number is 4411.", "Where is my parcel?", "What's my name?",
-           "I was charged twice for order 4411.", "Remember that I prefer email.", "Can you reset my password?",
-           "What did I say about email?"]
+QUERIES = [
+    "Hi, I'm Dana and my order number is 4411.",
+    "Where is my parcel?",
+    "What's my name?",
+    "I was charged twice for order 4411.",
+    "Remember that I prefer email.",
+    "Can you reset my password?",
+    "What did I say about email?",
+]
 
 
 def reference_reasons(replay: Replay, position: int) -> list[str]:
@@ -96,8 +111,13 @@ def check_ledgers(service: ConversationService, conv_id: str, records: dict) -> 
             assert not run.get("damaged"), (position, node_id)
             fixed = ledger.prompt_tokens - ledger.history_tokens + sum(s.tokens for s in ledger.synthetic)
             config = MemoryConfig.from_dict({k: v for k, v in ledger.config.items() if k != "budget"})
-            replay = Replay(conversation, config, system_prompt="", has_thread=flow.is_chat,
-                            prompt_tokens=lambda _position, fixed=fixed: fixed)
+            replay = Replay(
+                conversation,
+                config,
+                system_prompt="",
+                has_thread=flow.is_chat,
+                prompt_tokens=lambda _position, fixed=fixed: fixed,
+            )
             assert replay.ledger_at(position) == ledger, f"turn {position}, node {node_id}: stored vs replayed"
             if not replay.strategy.plans:
                 assert [e.reason for e in ledger.entries] == reference_reasons(replay, position), (position, node_id)
@@ -134,8 +154,11 @@ def test_a_turn_after_another_writer_continues_from_the_turns_it_wrote(tmp_path)
         for i in range(2):
             second.send(conv.id, f"second {i}")
         record = first.send(conv.id, "first again")
-        ledger = record.node_run("chat").ledger if record.ran("chat") else next(
-            r.ledger for r in record.node_runs if r.ledger is not None)
+        ledger = (
+            record.node_run("chat").ledger
+            if record.ran("chat")
+            else next(r.ledger for r in record.node_runs if r.ledger is not None)
+        )
         # every earlier turn, the other service's included, is history for this one
         assert ledger.turn == 6 and len(ledger.entries) == 10
         assert [e.turn for e in ledger.kept] == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
@@ -161,8 +184,12 @@ def test_a_conversation_replaced_in_the_store_is_reloaded_not_continued_from_mem
         record = service.send(conv.id, "after the import")
         ledger = next(r.ledger for r in record.node_runs if r.ledger is not None)
         assert ledger.turn == 4 and [e.turn for e in ledger.kept] == [1, 1, 2, 2, 3, 3]
-        assert [t.query for t in service._working[conv.id].conversation.turns] == ["turn 0", "turn 1", "turn 2",
-                                                                                "after the import"]
+        assert [t.query for t in service._working[conv.id].conversation.turns] == [
+            "turn 0",
+            "turn 1",
+            "turn 2",
+            "after the import",
+        ]
     finally:
         db.dispose()
 
@@ -204,7 +231,8 @@ def test_reopening_a_conversation_takes_the_token_counts_stored_with_its_turns(t
         assert len(expected) == 6
 
         assert repo.load_turn_rows(db, conv.id)[-1][repo.TEXT_COUNTS] == {
-            "o200k_base": {role: len(encoding.encode_ordinary(role)) for role in ("user", "assistant")}}
+            "o200k_base": {role: len(encoding.encode_ordinary(role)) for role in ("user", "assistant")}
+        }
 
         # A new process: nothing counted yet, not even the roles; loading or using the encoding fails.
         monkeypatch.setattr(tokens, "_caches", {})
@@ -235,8 +263,12 @@ def test_reading_a_conversation_after_its_turn_takes_the_working_state_until_som
         history = repo.variable_history(db, conv.id)
         for turn_id in service.active_thread(conv.id):
             assert service.variables_at(conv.id, turn_id) == service.variables_at(
-                conv.id, turn_id, conversation=service.conversation(conv.id),
-                flow=service.flow(service.info(conv.id).flow_version_id), history=history)
+                conv.id,
+                turn_id,
+                conversation=service.conversation(conv.id),
+                flow=service.flow(service.info(conv.id).flow_version_id),
+                history=history,
+            )
         assert service.variables_at(conv.id, first)["turn_count"] == 1
         assert len(service.variables_at(conv.id, service.active_thread(conv.id)[-1])["topics"]) == 5
     finally:

@@ -36,8 +36,9 @@ def test_a_replay_as_a_new_conversation_keeps_at_each_turn_what_the_preview_show
     assert result.conversation_id != conv_id and len(result.records) == 8
     replayed = service.conversation(result.conversation_id)
     assert [t.query for t in replayed.turns] == [t.query for t in original.turns]
-    assert _kept_queries(service, result.conversation_id, result.records[5].id) == \
-        [original.turns[e.position].query for e in preview.kept if e.role == "user"]
+    assert _kept_queries(service, result.conversation_id, result.records[5].id) == [
+        original.turns[e.position].query for e in preview.kept if e.role == "user"
+    ]
     assert result.records[5].answer.startswith("Your name is Dana.")  # turn 6 asks the name: now it is known
     info = service.info(result.conversation_id)
     assert info.name == "replayed" and info.meta["memory_overrides"]["responder"]["window"] == 6

@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from core.flow.graph import load_flow
 from core.flow.errors import TypeMismatchError
+from core.flow.graph import load_flow
 from core.llm.client import DemoClient
 from core.model.ledger import KEPT, OTHER_BRANCH
-from core.service.sessions import SESSION_CHANGED, ConversationService, export_conversation
 from core.service.errors import SessionChangedError
+from core.service.sessions import SESSION_CHANGED, ConversationService, export_conversation
 from core.store import repo
 from core.store.db import Database
 from core.store.errors import StoreError
@@ -128,8 +128,9 @@ def test_a_structural_change_is_refused_with_difys_session_message(chat):
 def test_variable_edits_are_type_checked_recorded_and_revertible(chat):
     service, conv, _ = chat
     service.send(conv, "Hi")
-    with pytest.raises(TypeMismatchError, match="Type mismatch: variable 'turn_count' expects number, "
-                                                 "but got string type"):
+    with pytest.raises(
+        TypeMismatchError, match="Type mismatch: variable 'turn_count' expects number, but got string type"
+    ):
         service.edit_variable(conv, "turn_count", "many")
     before = {v.name: v.value for v in repo.get_variables(service.db, conv)}
     assert before["turn_count"] == 1
@@ -142,8 +143,11 @@ def test_variable_edits_are_type_checked_recorded_and_revertible(chat):
     service.revert_variable(conv, "turn_count")  # undoes the user edit: back to the value it replaced (1)
     assert {v.name: v.value for v in repo.get_variables(service.db, conv)}["turn_count"] == 1
     service.reset_variables(conv)
-    assert {v.name: v.value for v in repo.get_variables(service.db, conv)} == {"turn_count": 0, "topics": [],
-                                                                               "last_topic": ""}
+    assert {v.name: v.value for v in repo.get_variables(service.db, conv)} == {
+        "turn_count": 0,
+        "topics": [],
+        "last_topic": "",
+    }
 
 
 def test_variables_as_they_were_after_each_turn(chat):
@@ -157,8 +161,12 @@ def test_variables_as_they_were_after_each_turn(chat):
     service.edit_variable(conv, "turn_count", 3.5)
     assert service.variables_at(conv, b.id)["turn_count"] == 2
     history = repo.variable_history(service.db, conv)
-    assert service.variables_at(conv, b.id, history=history, conversation=service.conversation(conv),
-                                flow=service.state(conv)[0])["turn_count"] == 2
+    assert (
+        service.variables_at(
+            conv, b.id, history=history, conversation=service.conversation(conv), flow=service.state(conv)[0]
+        )["turn_count"]
+        == 2
+    )
     c = service.send(conv, "And one more thing.")
     assert service.variables_at(conv, c.id)["turn_count"] == 4.5  # turn 3 counted on from the edit
     assert service.variables_at(conv, b.id)["turn_count"] == 2
@@ -182,14 +190,17 @@ def test_export_then_import_is_lossless(db, tmp_path):
     other.dispose()
 
 
-@pytest.mark.parametrize("mutate,message", [
-    (lambda b: b.update(format="something-else"), "'format' must be"),
-    (lambda b: b["turns"][0].pop("id"), "turn 0 has a missing or repeated 'id'"),
-    (lambda b: b["turns"][1].update(query=5), "turn 1: 'query' and 'answer' must be strings"),
-    (lambda b: b["variables"].append({"name": "x"}), "variable 3 needs"),
-    (lambda b: b.update(version=99), "unsupported version 99"),
-    (lambda b: b["flow"].update(definition={"format": "memlens-flow", "nodes": "bad"}), "its flow is invalid"),
-])
+@pytest.mark.parametrize(
+    "mutate,message",
+    [
+        (lambda b: b.update(format="something-else"), "'format' must be"),
+        (lambda b: b["turns"][0].pop("id"), "turn 0 has a missing or repeated 'id'"),
+        (lambda b: b["turns"][1].update(query=5), "turn 1: 'query' and 'answer' must be strings"),
+        (lambda b: b["variables"].append({"name": "x"}), "variable 3 needs"),
+        (lambda b: b.update(version=99), "unsupported version 99"),
+        (lambda b: b["flow"].update(definition={"format": "memlens-flow", "nodes": "bad"}), "its flow is invalid"),
+    ],
+)
 def test_a_corrupted_import_is_rejected_and_writes_nothing(db, tmp_path, mutate, message):
     service = ConversationService(db, llm=DemoClient())
     version = service.import_flow(FLOWS / "support-bot.yml")
@@ -215,8 +226,10 @@ def test_importing_over_an_existing_conversation_is_refused(chat):
 
 def test_stored_ledgers_are_compact_and_read_back_exactly(chat):
     service, conv, _ = chat
-    records = [service.send(conv, q) for q in ["Hi, I'm Dana.", "My order number is 4411.", "I'm vegetarian.",
-                                                "Where is it?", "What's my name?"]]
+    records = [
+        service.send(conv, q)
+        for q in ["Hi, I'm Dana.", "My order number is 4411.", "I'm vegetarian.", "Where is it?", "What's my name?"]
+    ]
     tree = service.conversation(conv)
     last = records[-1]
     stored = repo.load_node_runs(service.db, last.id)

@@ -21,7 +21,7 @@ DAMAGE = {
     "string timestamp": ("UPDATE turns SET created_at = 'yesterday' WHERE seq = 1", "created_at"),
     "object dialogue_count": ("UPDATE turns SET dialogue_count = '{\"a\": 1}' WHERE seq = 1", "dialogue_count"),
     "messages not a list": ("UPDATE turns SET messages = '\"x\"' WHERE seq = 1", "messages"),
-    "unreadable ledger": ("UPDATE node_runs SET ledger = '{\"packed\": \"runs-v1\", \"runs\": 7}'", "ledger"),
+    "unreadable ledger": ('UPDATE node_runs SET ledger = \'{"packed": "runs-v1", "runs": 7}\'', "ledger"),
     "string turn_seq": ("UPDATE variable_changes SET turn_seq = 'one'", "turn_seq"),
 }
 

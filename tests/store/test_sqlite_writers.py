@@ -49,8 +49,10 @@ def test_a_second_write_session_waits_for_the_first_to_commit_before_it_starts(t
         t.join(WAIT)
     assert order == ["first commits", "second starts"]
     with db.session(write=False) as s:
-        assert dict(s.execute(text("SELECT key, value FROM settings WHERE key IN ('a', 'b')")).all()) == \
-            {"a": '"1"', "b": '"2"'}  # JSON text, read raw
+        assert dict(s.execute(text("SELECT key, value FROM settings WHERE key IN ('a', 'b')")).all()) == {
+            "a": '"1"',
+            "b": '"2"',
+        }  # JSON text, read raw
     db.dispose()
 
 

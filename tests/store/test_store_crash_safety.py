@@ -23,26 +23,35 @@ FLOW = ROOT / "sample_data" / "flows" / "support-bot.yml"
 
 
 def _writer(url, conversation_id, count):
-    return subprocess.Popen([sys.executable, "-m", "tests.store.writer", url, conversation_id, str(count)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.store.writer", url, conversation_id, str(count)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _consistent(db):
     """A finished turn has all its node runs, a turn that never finished none; no run lacks its turn."""
     with db.engine.connect() as c:
-        orphans = c.execute(text("SELECT count(*) FROM node_runs n LEFT JOIN turns t ON t.id = n.turn_id "
-                                 "WHERE t.id IS NULL")).scalar()
+        orphans = c.execute(
+            text("SELECT count(*) FROM node_runs n LEFT JOIN turns t ON t.id = n.turn_id WHERE t.id IS NULL")
+        ).scalar()
         turns = c.execute(text("SELECT id, status, meta FROM turns")).all()
         runs = dict(c.execute(text("SELECT turn_id, count(*) FROM node_runs GROUP BY turn_id")).all())
     unfinished = {"running", "interrupted"}
     meta = {t: (m if isinstance(m, dict) else json.loads(m)) for t, _, m in turns}
     assert orphans == 0, "a node run without its turn"
-    assert [t for t, status, _ in turns if status not in unfinished and not runs.get(t)] == [], \
+    assert [t for t, status, _ in turns if status not in unfinished and not runs.get(t)] == [], (
         "a finished turn without its node runs"
-    assert [t for t, status, _ in turns if status in unfinished and runs.get(t)] == [], \
+    )
+    assert [t for t, status, _ in turns if status in unfinished and runs.get(t)] == [], (
         "an unfinished turn with node runs"
-    assert [t for t, _, _ in turns if runs.get(t, 0) != meta[t]["node_count"]] == [], \
+    )
+    assert [t for t, _, _ in turns if runs.get(t, 0) != meta[t]["node_count"]] == [], (
         "a turn with only some of its node runs"
+    )
 
 
 def _read_until(stream, prefix: str, seen: list[str]) -> str:
@@ -73,8 +82,14 @@ def test_writers_killed_at_random_moments_leave_no_variable_change_without_its_t
     conv = service.start(version.flow_id).id
     rng = random.Random(20261130)
     # One process imports everything once and forks each writer: a kill costs no Python start-up.
-    writers = subprocess.Popen([sys.executable, "-m", "tests.store.writer", "--fork", db_url, conv], cwd=ROOT,
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writers = subprocess.Popen(
+        [sys.executable, "-m", "tests.store.writer", "--fork", db_url, conv],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines: list[str] = []
     current: list[int] = []  # the writer running now
     # A step that never comes (a writer that stops reporting, a kill that never lands) ends the

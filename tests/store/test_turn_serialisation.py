@@ -51,8 +51,10 @@ def test_parallel_api_requests_on_one_conversation_are_turns_of_one_thread_with_
     headers = {"Authorization": f"Bearer {key}"}
     try:
         with httpx.Client(base_url=server.base_url, timeout=120, headers=headers) as http:
-            first = http.post("/chat-messages", json={"inputs": {}, "query": "Hi, order 4411 is late.",
-                                                      "user": "dana", "response_mode": "blocking"})
+            first = http.post(
+                "/chat-messages",
+                json={"inputs": {}, "query": "Hi, order 4411 is late.", "user": "dana", "response_mode": "blocking"},
+            )
             assert first.status_code == 200, first.text
             conversation_id = first.json()["conversation_id"]
         answers: dict[str, str] = {first.json()["id"]: first.json()["answer"]}
@@ -60,8 +62,13 @@ def test_parallel_api_requests_on_one_conversation_are_turns_of_one_thread_with_
 
         def ask(i: int) -> None:
             mode = "streaming" if i % 2 else "blocking"
-            body = {"inputs": {}, "query": f"Question {i}: where is my parcel?", "user": "dana",
-                    "conversation_id": conversation_id, "response_mode": mode}
+            body = {
+                "inputs": {},
+                "query": f"Question {i}: where is my parcel?",
+                "user": "dana",
+                "conversation_id": conversation_id,
+                "response_mode": mode,
+            }
             with httpx.Client(base_url=server.base_url, timeout=120, headers=headers) as c:
                 r = c.post("/chat-messages", json=body)
             if r.status_code != 200:
@@ -90,8 +97,9 @@ def test_parallel_api_requests_on_one_conversation_are_turns_of_one_thread_with_
         assert [r["dialogue_count"] for r in rows] == list(range(1, 22))
         _counter_exact(db, conversation_id, rows)
         with httpx.Client(base_url=server.base_url, timeout=60, headers=headers) as http:
-            listed = http.get("/messages", params={"conversation_id": conversation_id, "user": "dana",
-                                                   "limit": 100}).json()["data"]
+            listed = http.get(
+                "/messages", params={"conversation_id": conversation_id, "user": "dana", "limit": 100}
+            ).json()["data"]
         assert [m["id"] for m in listed] == [r["id"] for r in rows]
         assert {m["status"] for m in listed} == {"normal"}
     finally:
@@ -133,9 +141,29 @@ def test_two_command_line_writers_on_one_conversation_keep_one_thread(db_url, tm
     for writer in "AB":
         queries = tmp_path / f"{writer}.json"
         queries.write_text(json.dumps([f"{writer}{i}: my order number is {1000 + i}." for i in range(turns)]))
-        procs.append(subprocess.Popen([sys.executable, "-m", "core", "run", str(FLOW), "--queries", str(queries),
-                                       "--db", db_url, "--conversation", conversation_id, "--format", "json"],
-                                      cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "core",
+                    "run",
+                    str(FLOW),
+                    "--queries",
+                    str(queries),
+                    "--db",
+                    db_url,
+                    "--conversation",
+                    conversation_id,
+                    "--format",
+                    "json",
+                ],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     outputs = [p.communicate(timeout=300) for p in procs]
     for p, (_, err) in zip(procs, outputs):
         assert p.returncode == 0, err
@@ -158,14 +186,23 @@ def test_a_turn_shows_running_while_its_process_holds_the_conversation_and_inter
     first = service.send(conversation_id, "Hi, I'm Dana. My order number is 4411.")
     # A turn that started (its row, then an assigner's write pointing at it) and never finished.
     with db.conversation_lock(conversation_id):
-        seq = repo.begin_turn(db, conversation_id, {"id": "t-killed", "parent_id": first.id, "query": "Still there?",
-                                                    "dialogue_count": 2})
-        repo.write_variable_changes(db, conversation_id, [{"name": "turn_count", "old": 1, "new": 2,
-                                                          "operation": "+=", "node_id": "log"}],
-                                    turn_id="t-killed", turn_seq=seq)
+        seq = repo.begin_turn(
+            db, conversation_id, {"id": "t-killed", "parent_id": first.id, "query": "Still there?", "dialogue_count": 2}
+        )
+        repo.write_variable_changes(
+            db,
+            conversation_id,
+            [{"name": "turn_count", "old": 1, "new": 2, "operation": "+=", "node_id": "log"}],
+            turn_id="t-killed",
+            turn_seq=seq,
+        )
         running = repo.load_turn_rows(db, conversation_id)[-1]
-        assert (running["id"], running["status"], running["answer"], running["answer_tokens"]) == \
-            ("t-killed", "running", "", 0)
+        assert (running["id"], running["status"], running["answer"], running["answer_tokens"]) == (
+            "t-killed",
+            "running",
+            "",
+            0,
+        )
         with pytest.raises(ConversationBusyError):  # a second turn waits for it (here: not at all)
             with db.conversation_lock(conversation_id, timeout=0):
                 pass
@@ -191,17 +228,25 @@ def test_an_api_client_sees_a_killed_turn_as_an_error_and_a_running_one_as_unans
     server = ThreadServer(create_app(db, llm=DemoClient()))
     try:
         with httpx.Client(base_url=server.base_url, timeout=60, headers={"Authorization": f"Bearer {key}"}) as http:
-            first = http.post("/chat-messages", json={"inputs": {}, "query": "Hi", "user": "dana",
-                                                      "response_mode": "blocking"}).json()
+            first = http.post(
+                "/chat-messages", json={"inputs": {}, "query": "Hi", "user": "dana", "response_mode": "blocking"}
+            ).json()
             conversation_id = first["conversation_id"]
 
             def messages() -> list[dict]:
                 return http.get("/messages", params={"conversation_id": conversation_id, "user": "dana"}).json()["data"]
 
             with db.conversation_lock(conversation_id):
-                repo.begin_turn(db, conversation_id, {"id": "00000000-0000-4000-8000-000000000001",
-                                                      "parent_id": "00000000-0000-0000-0000-000000000000",
-                                                      "query": "Still there?", "dialogue_count": 2})
+                repo.begin_turn(
+                    db,
+                    conversation_id,
+                    {
+                        "id": "00000000-0000-4000-8000-000000000001",
+                        "parent_id": "00000000-0000-0000-0000-000000000000",
+                        "query": "Still there?",
+                        "dialogue_count": 2,
+                    },
+                )
                 shown = messages()[-1]
                 assert (shown["status"], shown["answer"], shown["error"]) == ("normal", "", None)
             shown = messages()[-1]

@@ -9,16 +9,33 @@ replies each config's history gets (``replies``) are computed on demand.
 
 from core import public_api
 
-__all__, __getattr__ = public_api(__name__, {
-    "comparison": ("Comparison", "compare"),
-    "config_pass": ("retention_matrix",),
-    "configs": ("MAX_CONFIGS", "MIN_CONFIGS", "NamedConfig", "named_configs"),
-    "diff": ("DiffItem", "TurnDiff", "turn_diff"),
-    "facts": ("FactFate", "TrackedFact", "detect_facts", "fact_course", "fact_presence", "fact_sentence",
-              "track_facts"),
-    "heatmap": ("HEATMAP_COLUMNS", "HEATMAP_ROWS", "Column", "HeatmapWindow", "RetentionMatrix", "heatmap_window",
-                "message_columns"),
-    "replies": ("ReplyGrid", "replay_replies", "reply_at"),
-    "series": ("Series", "turn_series"),
-    "walk": ("walk_rows",),
-})
+__all__, __getattr__ = public_api(
+    __name__,
+    {
+        "comparison": ("Comparison", "compare"),
+        "config_pass": ("retention_matrix",),
+        "configs": ("MAX_CONFIGS", "MIN_CONFIGS", "NamedConfig", "named_configs"),
+        "diff": ("DiffItem", "TurnDiff", "turn_diff"),
+        "facts": (
+            "FactFate",
+            "TrackedFact",
+            "detect_facts",
+            "fact_course",
+            "fact_presence",
+            "fact_sentence",
+            "track_facts",
+        ),
+        "heatmap": (
+            "HEATMAP_COLUMNS",
+            "HEATMAP_ROWS",
+            "Column",
+            "HeatmapWindow",
+            "RetentionMatrix",
+            "heatmap_window",
+            "message_columns",
+        ),
+        "replies": ("ReplyGrid", "replay_replies", "reply_at"),
+        "series": ("Series", "turn_series"),
+        "walk": ("walk_rows",),
+    },
+)

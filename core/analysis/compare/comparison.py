@@ -24,14 +24,14 @@ class Comparison:
 
     conversation_id: str
     configs: list[NamedConfig]
-    columns: list[Column]                # the heatmap window's (all of a conversation shown whole)
+    columns: list[Column]  # the heatmap window's (all of a conversation shown whole)
     window: HeatmapWindow
     matrices: list[RetentionMatrix]
     series: list[Series]
     facts: list[TrackedFact]
-    fates: list[list[FactFate]]          # fates[fact][config]
-    sentences: list[str]                 # one per fact
-    turns: list[int] = field(default_factory=list)   # answered turn numbers (the series' x axis)
+    fates: list[list[FactFate]]  # fates[fact][config]
+    sentences: list[str]  # one per fact
+    turns: list[int] = field(default_factory=list)  # answered turn numbers (the series' x axis)
     #: The replays it was computed with (one per config) and the system prompt they count, so
     #: findings on the same comparison reuse their token counts and summaries; never serialised.
     replays: list[Replay] = field(default_factory=list, repr=False, compare=False)
@@ -41,22 +41,36 @@ class Comparison:
         """One replay per config over ``conversation``: the comparison's own (their counts and
         summaries already made) when it replayed that conversation with that system prompt, else new ones."""
         own = self.replays
-        if len(own) == len(self.configs) and self.system_prompt == system_prompt and all(
-                r.conversation is conversation and r.config == c.config for r, c in zip(own, self.configs)):
+        if (
+            len(own) == len(self.configs)
+            and self.system_prompt == system_prompt
+            and all(r.conversation is conversation and r.config == c.config for r, c in zip(own, self.configs))
+        ):
             return list(own)
         return [Replay(conversation, c.config, system_prompt=system_prompt) for c in self.configs]
 
     def to_json(self) -> dict:
-        return {"conversation": self.conversation_id, "configs": [c.to_dict() for c in self.configs],
-                "turns": self.turns, "window": self.window.to_json(),
-                "matrices": [m.to_json() for m in self.matrices], "series": [s.to_json() for s in self.series],
-                "facts": [f.to_json() for f in self.facts],
-                "fates": [[x.to_json() for x in row] for row in self.fates], "sentences": self.sentences}
+        return {
+            "conversation": self.conversation_id,
+            "configs": [c.to_dict() for c in self.configs],
+            "turns": self.turns,
+            "window": self.window.to_json(),
+            "matrices": [m.to_json() for m in self.matrices],
+            "series": [s.to_json() for s in self.series],
+            "facts": [f.to_json() for f in self.facts],
+            "fates": [[x.to_json() for x in row] for row in self.fates],
+            "sentences": self.sentences,
+        }
 
 
-def compare(conversation: Conversation, configs: Iterable[MemoryConfig | NamedConfig | dict], *,
-            facts: Iterable[Any] | None = None, window: HeatmapWindow | None = None,
-            system_prompt: str | None = None) -> Comparison:
+def compare(
+    conversation: Conversation,
+    configs: Iterable[MemoryConfig | NamedConfig | dict],
+    *,
+    facts: Iterable[Any] | None = None,
+    window: HeatmapWindow | None = None,
+    system_prompt: str | None = None,
+) -> Comparison:
     """Replay 2–6 configs over one conversation and compute the heatmaps, series and facts.
 
     ``facts``: ``None`` uses the facts the file came with (``conversation.meta["facts"]``) or,
@@ -90,6 +104,17 @@ def compare(conversation: Conversation, configs: Iterable[MemoryConfig | NamedCo
         replays.append(replay)
     by_fact = [[fates[c][f] for c in range(len(named))] for f in range(len(tracked))]
     numbers = turn_numbers(conversation)
-    return Comparison(conversation.id, named, columns, window, matrices, series, tracked, by_fact,
-                      [fact_sentence(row) for row in by_fact], [numbers[p] for p in conversation.answered_turns()],
-                      replays, system_prompt)
+    return Comparison(
+        conversation.id,
+        named,
+        columns,
+        window,
+        matrices,
+        series,
+        tracked,
+        by_fact,
+        [fact_sentence(row) for row in by_fact],
+        [numbers[p] for p in conversation.answered_turns()],
+        replays,
+        system_prompt,
+    )

@@ -18,14 +18,22 @@ from .walk import walk_rows
 class ConfigPass:
     """One walk of one replay that fills the matrix window and every fact's timeline."""
 
-    def __init__(self, replay: Replay, window: HeatmapWindow, facts: Sequence[TrackedFact], *,
-                 label: str | None = None, columns: Sequence[Column] | None = None,
-                 labels: dict[int, str] | None = None):
+    def __init__(
+        self,
+        replay: Replay,
+        window: HeatmapWindow,
+        facts: Sequence[TrackedFact],
+        *,
+        label: str | None = None,
+        columns: Sequence[Column] | None = None,
+        labels: dict[int, str] | None = None,
+    ):
         conv = replay.conversation
         self.replay = replay
         label = label or replay.config.label()
-        visible = list(columns) if columns is not None else message_columns(conv, window.first_column,
-                                                                            window.last_column)
+        visible = (
+            list(columns) if columns is not None else message_columns(conv, window.first_column, window.last_column)
+        )
         labels = {} if labels is None else labels  # turn labels by position, shared by every config's pass
 
         def turn_label_of(p: int) -> str:
@@ -33,6 +41,7 @@ class ConfigPass:
             if text is None:
                 text = labels[p] = turn_label(conv, p)
             return text
+
         summaries = {s.turn: s for s in replay.summaries()}
         row_index = {p: r for r, p in enumerate(window.rows)}
         numbers = replay.numbers
@@ -54,8 +63,18 @@ class ConfigPass:
             s = summaries[numbers[p]]
             hidden.append(s.kept - sum(1 for x in cells[r] if x == KEPT))
             budgets.append(s.budget)
-        self.matrix = RetentionMatrix(label, replay.config.to_dict(), window, [numbers[p] for p in window.rows],
-                                      list(window.rows), visible, tokens, cells, hidden, budgets)
+        self.matrix = RetentionMatrix(
+            label,
+            replay.config.to_dict(),
+            window,
+            [numbers[p] for p in window.rows],
+            list(window.rows),
+            visible,
+            tokens,
+            cells,
+            hidden,
+            budgets,
+        )
         self.fates: list[FactFate] = []
         for f, fact in enumerate(facts):
             present = follow.timeline(f)
@@ -72,8 +91,14 @@ class ConfigPass:
                 fate.gone_label, fate.gone_reason = turn_label_of(answered[gone]), follow.reason(f, gone)
             self.fates.append(fate)
 
-def retention_matrix(replay: Replay, window: HeatmapWindow | None = None, *, label: str | None = None,
-                     columns: Sequence[Column] | None = None) -> RetentionMatrix:
+
+def retention_matrix(
+    replay: Replay,
+    window: HeatmapWindow | None = None,
+    *,
+    label: str | None = None,
+    columns: Sequence[Column] | None = None,
+) -> RetentionMatrix:
     """The heatmap data of one replay over a window (default: :func:`heatmap_window`); ``columns``: the
     window's (:func:`message_columns` of its first and last column), when already made."""
     return ConfigPass(replay, window or heatmap_window(replay.conversation), [], label=label, columns=columns).matrix

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from core.memory.errors import ConfigError
 from core.memory.config import MemoryConfig
+from core.memory.errors import ConfigError
 from core.words import distinct
 
 from ..errors import CompareError

@@ -19,12 +19,18 @@ class DiffItem:
     turn: int
     role: str
     tokens: int
-    reason: str    # the reason now (for what left) or "kept" (for what entered)
+    reason: str  # the reason now (for what left) or "kept" (for what entered)
     text: str
 
     def to_json(self) -> dict:
-        return {"ref": self.ref, "turn": self.turn, "role": self.role, "tokens": self.tokens, "reason": self.reason,
-                "text": self.text}
+        return {
+            "ref": self.ref,
+            "turn": self.turn,
+            "role": self.role,
+            "tokens": self.tokens,
+            "reason": self.reason,
+            "text": self.text,
+        }
 
 
 @dataclass
@@ -43,10 +49,17 @@ class TurnDiff:
     token_delta: int
 
     def to_json(self) -> dict:
-        return {"label": self.label, "turn": self.turn, "previous_turn": self.previous_turn,
-                "entered": [x.to_json() for x in self.entered], "left": [x.to_json() for x in self.left],
-                "stayed": self.stayed, "history_tokens": self.history_tokens,
-                "previous_history_tokens": self.previous_history_tokens, "token_delta": self.token_delta}
+        return {
+            "label": self.label,
+            "turn": self.turn,
+            "previous_turn": self.previous_turn,
+            "entered": [x.to_json() for x in self.entered],
+            "left": [x.to_json() for x in self.left],
+            "stayed": self.stayed,
+            "history_tokens": self.history_tokens,
+            "previous_history_tokens": self.previous_history_tokens,
+            "token_delta": self.token_delta,
+        }
 
 
 def _sent(ledger: Ledger, replay: Replay) -> dict[tuple, DiffItem]:
@@ -54,8 +67,9 @@ def _sent(ledger: Ledger, replay: Replay) -> dict[tuple, DiffItem]:
     out: dict[tuple, DiffItem] = {}
     for e in ledger.entries:
         if e.kept:
-            out[("message", e.position, e.index)] = DiffItem(e.ref, e.turn, e.role, e.tokens, KEPT,
-                                                             column_text(turns[e.position].messages[e.index]))
+            out[("message", e.position, e.index)] = DiffItem(
+                e.ref, e.turn, e.role, e.tokens, KEPT, column_text(turns[e.position].messages[e.index])
+            )
     for s in getattr(ledger, "synthetic", None) or []:
         key = ("synthetic", s.origin, s.replaces, s.ref, s.content)
         out[key] = DiffItem(s.ref or s.origin, s.turn, s.role, s.tokens, KEPT, short_text(s.content))
@@ -86,5 +100,14 @@ def turn_diff(replay: Replay, turn_number: int, *, label: str | None = None) -> 
             reason = reasons.get(key, "replaced") if key[0] == "message" else "replaced"
             left.append(DiffItem(item.ref, item.turn, item.role, item.tokens, reason, item.text))
     stayed = sum(1 for key in current if key in previous)
-    return TurnDiff(label or replay.config.label(), turn_number, previous_turn, entered, left, stayed,
-                    now.history_tokens, previous_tokens, now.history_tokens - previous_tokens)
+    return TurnDiff(
+        label or replay.config.label(),
+        turn_number,
+        previous_turn,
+        entered,
+        left,
+        stayed,
+        now.history_tokens,
+        previous_tokens,
+        now.history_tokens - previous_tokens,
+    )

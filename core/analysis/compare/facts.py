@@ -32,20 +32,36 @@ class TrackedFact:
     value: str = ""
 
     def to_json(self) -> dict:
-        return {"label": self.label, "messages": [list(m) for m in self.messages], "key": self.key,
-                "value": self.value}
+        return {"label": self.label, "messages": [list(m) for m in self.messages], "key": self.key, "value": self.value}
 
 
 # In the third person, as MemLens speaks of the conversation: "the question is about the user's
 # name", "the user's name is lost at turn 7 with window 3" (not "your name", which read as the
 # reader's own).
-_KEY_LABELS = {"name": "the user's name", "diet": "the user's diet", "allergy": "the user's allergy",
-               "home": "where the user lives", "job": "the user's job", "like": "what the user likes",
-               "dislike": "what the user dislikes", "remember": "what the user asked to remember"}
+_KEY_LABELS = {
+    "name": "the user's name",
+    "diet": "the user's diet",
+    "allergy": "the user's allergy",
+    "home": "where the user lives",
+    "job": "the user's job",
+    "like": "what the user likes",
+    "dislike": "what the user dislikes",
+    "remember": "what the user asked to remember",
+}
 
 
-_ID_KEYS = ("order", "booking", "reservation", "ticket", "account", "customer", "invoice", "case", "tracking",
-            "confirmation")
+_ID_KEYS = (
+    "order",
+    "booking",
+    "reservation",
+    "ticket",
+    "account",
+    "customer",
+    "invoice",
+    "case",
+    "tracking",
+    "confirmation",
+)
 
 
 def _fact_label(key: str, value: str) -> str:
@@ -132,12 +148,12 @@ class FactFate:
     answered turn ``k`` on)."""
 
     fact: TrackedFact
-    label: str                       # the config's label
+    label: str  # the config's label
     stated_turn: int
     present: Timeline | list[bool | None]
-    lost_turn: int | None            # first turn with no statement in memory; None: never
-    lost_reason: str | None          # the newest statement's reason at that turn
-    stated_label: str = ""           # those two turns as a person counts them (core.model.conversation.turn_label)
+    lost_turn: int | None  # first turn with no statement in memory; None: never
+    lost_reason: str | None  # the newest statement's reason at that turn
+    stated_label: str = ""  # those two turns as a person counts them (core.model.conversation.turn_label)
     lost_label: str | None = None
     # Restated after the loss, the fact came back: ``returns`` times, the first at ``back_label``;
     # ``gone_label`` / ``gone_reason`` say where it left for the last time when the newest turn it
@@ -162,8 +178,9 @@ class FactFate:
         empty when it never came back (the first loss alone would read as gone for good)."""
         if not self.returns:
             return ""
-        back = f"back at {self.back_label}" + (f" and {plural(self.returns - 1, 'more time')}"
-                                                if self.returns > 1 else "")
+        back = f"back at {self.back_label}" + (
+            f" and {plural(self.returns - 1, 'more time')}" if self.returns > 1 else ""
+        )
         if self.gone_label is None:
             return f"{back}, still there at the newest turn"
         return f"{back}, gone again from {self.gone_label}"
@@ -174,8 +191,11 @@ class FactFate:
         course = self.comeback_words()
         if not course:
             return ""
-        return f"; {course}" + (f" ({REASON_LABELS.get(self.gone_reason or '', self.gone_reason)})"
-                                if self.gone_label and self.gone_reason else "")
+        return f"; {course}" + (
+            f" ({REASON_LABELS.get(self.gone_reason or '', self.gone_reason)})"
+            if self.gone_label and self.gone_reason
+            else ""
+        )
 
     def cell_text(self) -> str:
         """The fact under this config in a few words: "kept", or where and why it was lost, and
@@ -186,13 +206,23 @@ class FactFate:
         return f"lost at {self.lost_label}" + (f" ({why})" if why else "") + self.after_loss()
 
     def to_json(self) -> dict:
-        return {"fact": self.fact.label, "config": self.label, "stated_turn": self.stated_turn,
-                "lost_turn": self.lost_turn, "lost_reason": self.lost_reason,
-                "present": (self.present if isinstance(self.present, Timeline)
-                            else Timeline.from_values(self.present)).to_json(),
-                "stated_label": self.stated_label, "lost_label": self.lost_label, "returns": self.returns,
-                "back_label": self.back_label, "gone_label": self.gone_label, "gone_reason": self.gone_reason,
-                "has_it_now": self.has_it_now}
+        return {
+            "fact": self.fact.label,
+            "config": self.label,
+            "stated_turn": self.stated_turn,
+            "lost_turn": self.lost_turn,
+            "lost_reason": self.lost_reason,
+            "present": (
+                self.present if isinstance(self.present, Timeline) else Timeline.from_values(self.present)
+            ).to_json(),
+            "stated_label": self.stated_label,
+            "lost_label": self.lost_label,
+            "returns": self.returns,
+            "back_label": self.back_label,
+            "gone_label": self.gone_label,
+            "gone_reason": self.gone_reason,
+            "has_it_now": self.has_it_now,
+        }
 
 
 def fact_course(present: Sequence[bool | None]) -> tuple[int | None, int | None, int | None, int]:
@@ -204,7 +234,7 @@ def fact_course(present: Sequence[bool | None]) -> tuple[int | None, int | None,
     returns = 0
     had = True
     # A Timeline is read at its changes: between them nothing can change the course.
-    for k, value in (present.changes if isinstance(present, Timeline) else enumerate(present)):
+    for k, value in present.changes if isinstance(present, Timeline) else enumerate(present):
         if value is None or value == had:
             continue
         had = value
@@ -222,8 +252,9 @@ def fact_course(present: Sequence[bool | None]) -> tuple[int | None, int | None,
     return lost, back, gone, returns
 
 
-def _fact_row(reasons: Any, p: int, query_index: int | None, fact: TrackedFact,
-              stated_turns: Sequence[int]) -> tuple[bool | None, str | None]:
+def _fact_row(
+    reasons: Any, p: int, query_index: int | None, fact: TrackedFact, stated_turns: Sequence[int]
+) -> tuple[bool | None, str | None]:
     """Whether a statement of the fact is in memory at turn ``p``, and if none is, the reason of
     the newest statement on the thread (the one that left last). ``stated_turns``: the turn of each
     of the fact's statements (:func:`_stated_turns`)."""
@@ -263,8 +294,11 @@ def fact_presence(replay: Replay, fact: TrackedFact) -> dict[int, tuple[bool | N
     stated = _stated_turns(fact)
     out: dict[int, tuple[bool | None, str | None]] = {}
     for p, reasons in walk_rows(replay):
-        out[p] = _fact_row(reasons, p, turns[p].query_index, fact, stated) if first is not None and first <= p \
+        out[p] = (
+            _fact_row(reasons, p, turns[p].query_index, fact, stated)
+            if first is not None and first <= p
             else (None, None)
+        )
     return out
 
 
@@ -342,9 +376,9 @@ class ChainFacts:
             items.sort()
         self.indices: list[int] = []  # the sequence index of each statement on the thread, ascending
         self.of_fact: list[int] = []  # and its fact
-        self.on_thread = 0            # turns before this one whose statements are indexed
+        self.on_thread = 0  # turns before this one whose statements are indexed
         self.lo, self.exact = 0, True
-        self.own: list[int] = []      # the facts the previous row's query states
+        self.own: list[int] = []  # the facts the previous row's query states
         self.value: list[bool | None] = [None] * len(facts)
         self.changes: list[list[tuple[int, bool | None]]] = [[] for _ in facts]
         self.why: list[dict[int, str | None]] = [{} for _ in facts]

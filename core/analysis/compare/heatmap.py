@@ -39,19 +39,26 @@ _TEXT_WIDTH = 48
 class Column:
     """One message of the conversation: a heatmap column."""
 
-    column: int     # index among all messages of the conversation, in order
-    position: int   # its turn's position
-    index: int      # its index within the turn
-    turn: int       # its turn's number
+    column: int  # index among all messages of the conversation, in order
+    position: int  # its turn's position
+    index: int  # its index within the turn
+    turn: int  # its turn's number
     role: str
     kind: str
     ref: int | str
-    text: str       # the first words, for labels and hovers
+    text: str  # the first words, for labels and hovers
     label: str = ""  # its turn as a person counts it (core.model.conversation.turn_label): "turn 6 · 2/3"
 
     def to_json(self) -> dict:
-        return {"column": self.column, "turn": self.turn, "role": self.role, "kind": self.kind, "ref": self.ref,
-                "text": self.text, "turn_label": self.label}
+        return {
+            "column": self.column,
+            "turn": self.turn,
+            "role": self.role,
+            "kind": self.kind,
+            "ref": self.ref,
+            "text": self.text,
+            "turn_label": self.label,
+        }
 
 
 def short_text(text: str, width: int = _TEXT_WIDTH) -> str:
@@ -102,8 +109,14 @@ class HeatmapWindow:
         return len(self.rows) == self.total_rows and self.first_column == 0
 
     def to_json(self) -> dict:
-        return {"rows": list(self.rows), "first_column": self.first_column, "last_column": self.last_column,
-                "total_rows": self.total_rows, "total_columns": self.total_columns, "whole": self.whole}
+        return {
+            "rows": list(self.rows),
+            "first_column": self.first_column,
+            "last_column": self.last_column,
+            "total_rows": self.total_rows,
+            "total_columns": self.total_columns,
+            "whole": self.whole,
+        }
 
 
 def messages_before(conversation: Conversation) -> list[int]:
@@ -115,8 +128,13 @@ def messages_before(conversation: Conversation) -> list[int]:
     return out
 
 
-def heatmap_window(conversation: Conversation, *, last_turn: int | None = None, max_rows: int = HEATMAP_ROWS,
-                   max_columns: int = HEATMAP_COLUMNS) -> HeatmapWindow:
+def heatmap_window(
+    conversation: Conversation,
+    *,
+    last_turn: int | None = None,
+    max_rows: int = HEATMAP_ROWS,
+    max_columns: int = HEATMAP_COLUMNS,
+) -> HeatmapWindow:
     """The window ending at ``last_turn`` (a turn number; default the last answered turn): up to
     ``max_rows`` answered turns and the latest ``max_columns`` messages before its last row."""
     if max_rows < 1 or max_columns < 1:
@@ -132,9 +150,11 @@ def heatmap_window(conversation: Conversation, *, last_turn: int | None = None, 
         try:
             end = [numbers[p] for p in answered].index(last_turn) + 1
         except ValueError:
-            raise CompareError(f"turn {last_turn} is not an answered turn of this conversation; it has turns "
-                               f"{numbers[answered[0]]}..{numbers[answered[-1]]}") from None
-    rows = tuple(answered[max(0, end - max_rows):end])
+            raise CompareError(
+                f"turn {last_turn} is not an answered turn of this conversation; it has turns "
+                f"{numbers[answered[0]]}..{numbers[answered[-1]]}"
+            ) from None
+    rows = tuple(answered[max(0, end - max_rows) : end])
     last_column = before[rows[-1]]
     return HeatmapWindow(rows, max(0, last_column - max_columns), last_column, len(answered), before[-1])
 
@@ -147,13 +167,13 @@ class RetentionMatrix:
     label: str
     config: dict
     window: HeatmapWindow
-    rows: list[int]                     # turn numbers
+    rows: list[int]  # turn numbers
     row_positions: list[int]
     columns: list[Column]
-    tokens: list[int]                   # per column, counted for this config's model
+    tokens: list[int]  # per column, counted for this config's model
     cells: list[list[str | None]]
-    hidden_kept: list[int]              # per row: kept messages before the first column
-    budgets: list[int | None]           # per row: the history budget (for hover texts)
+    hidden_kept: list[int]  # per row: kept messages before the first column
+    budgets: list[int | None]  # per row: the history budget (for hover texts)
 
     def message(self, c: int) -> str:
         """Column ``c``'s message in a line: its turn, role, tokens and first words."""
@@ -166,8 +186,17 @@ class RetentionMatrix:
         if reason is None:
             return "not yet written at this turn"
         col = self.columns[c]
-        entry = LedgerEntry(ref=col.ref, turn=col.turn, role=col.role, tokens=self.tokens[c], kept=reason == KEPT,
-                            reason=reason, kind=col.kind, position=col.position, index=col.index)
+        entry = LedgerEntry(
+            ref=col.ref,
+            turn=col.turn,
+            role=col.role,
+            tokens=self.tokens[c],
+            kept=reason == KEPT,
+            reason=reason,
+            kind=col.kind,
+            position=col.position,
+            index=col.index,
+        )
         return explain(entry, {**self.config, "budget": self.budgets[r]})
 
     def hover(self, r: int, c: int) -> str:
@@ -175,7 +204,14 @@ class RetentionMatrix:
         return f"{self.message(c)} — {self.why(r, c)}"
 
     def to_json(self) -> dict:
-        return {"label": self.label, "config": self.config, "window": self.window.to_json(), "rows": self.rows,
-                "columns": [c.to_json() for c in self.columns], "tokens": self.tokens, "cells": self.cells,
-                "hidden_kept": self.hidden_kept, "budgets": self.budgets}
-
+        return {
+            "label": self.label,
+            "config": self.config,
+            "window": self.window.to_json(),
+            "rows": self.rows,
+            "columns": [c.to_json() for c in self.columns],
+            "tokens": self.tokens,
+            "cells": self.cells,
+            "hidden_kept": self.hidden_kept,
+            "budgets": self.budgets,
+        }

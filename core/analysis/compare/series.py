@@ -22,13 +22,20 @@ class Series:
     oldest_kept_turn: list[int | None]
 
     def to_json(self) -> dict:
-        return {"label": self.label, "turns": self.turns, "kept": self.kept, "history_tokens": self.history_tokens,
-                "budget": self.budget, "prompt_tokens": self.prompt_tokens,
-                "oldest_kept_turn": self.oldest_kept_turn}
+        return {
+            "label": self.label,
+            "turns": self.turns,
+            "kept": self.kept,
+            "history_tokens": self.history_tokens,
+            "budget": self.budget,
+            "prompt_tokens": self.prompt_tokens,
+            "oldest_kept_turn": self.oldest_kept_turn,
+        }
 
 
 def turn_series(replay: Replay, label: str | None = None) -> Series:
     s = replay.summaries()
-    return Series(label or replay.config.label(), *(s.column(name) for name in
-                                                    ("turn", "kept", "history_tokens", "budget", "prompt_tokens",
-                                                     "oldest_kept_turn")))
+    return Series(
+        label or replay.config.label(),
+        *(s.column(name) for name in ("turn", "kept", "history_tokens", "budget", "prompt_tokens", "oldest_kept_turn")),
+    )

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from core.memory.decision import Decision
-from core.memory.strategies.base import PathView
 from core.memory.replay import Replay
+from core.memory.strategies.base import PathView
 from core.model.conversation import Message
 from core.model.ledger import EMPTY, GRANULARITY, KEPT, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, TRIMMED_EARLIER
 
@@ -25,8 +25,7 @@ class _RowReasons:
     """Where each earlier message stands at one turn, read from the engine's thread view and
     decision — the same rules, in the same order, as :meth:`Replay.ledger_at`."""
 
-    __slots__ = ("replay", "view", "decision", "plan", "drops_empty", "depth", "turns", "eligible_at",
-                 "drops_older")
+    __slots__ = ("replay", "view", "decision", "plan", "drops_empty", "depth", "turns", "eligible_at", "drops_older")
 
     def __init__(self, replay: Replay, view: PathView, decision: Decision, eligible_at: list[dict[int, int] | None]):
         self.replay = replay

@@ -117,9 +117,22 @@ DOCS_VS_CODE = "docs_vs_code"
 PLATFORM_RULE = "platform_rule"
 
 
-KINDS = (FACT_NOT_SEEN, FOREIGN_ANSWERS, NO_CONVERSATION, WINDOW_ZERO, SILENT_PRUNING, DOMINANT_MESSAGE,
-         TRIMMED_WINDOW, HISTORY_TWICE, COMPACTION_IN_TOOL_LOOP, SUMMARY_PILE_UP, FIRST_MESSAGE_RESUMMARISED,
-         DOCS_VS_CODE, PLATFORM_RULE, *PLATFORM_TITLES)
+KINDS = (
+    FACT_NOT_SEEN,
+    FOREIGN_ANSWERS,
+    NO_CONVERSATION,
+    WINDOW_ZERO,
+    SILENT_PRUNING,
+    DOMINANT_MESSAGE,
+    TRIMMED_WINDOW,
+    HISTORY_TWICE,
+    COMPACTION_IN_TOOL_LOOP,
+    SUMMARY_PILE_UP,
+    FIRST_MESSAGE_RESUMMARISED,
+    DOCS_VS_CODE,
+    PLATFORM_RULE,
+    *PLATFORM_TITLES,
+)
 
 
 KIND_TITLES = {
@@ -168,16 +181,30 @@ class Finding:
         return KIND_TITLES.get(self.kind, self.kind)
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "title": self.title, "text": self.text, "subject": self.subject,
-                "turn": self.turn, "node_id": self.node_id, "severity": self.severity, "detail": self.detail,
-                "data": dict(self.data)}
+        return {
+            "kind": self.kind,
+            "title": self.title,
+            "text": self.text,
+            "subject": self.subject,
+            "turn": self.turn,
+            "node_id": self.node_id,
+            "severity": self.severity,
+            "detail": self.detail,
+            "data": dict(self.data),
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Finding":
-        return cls(kind=str(data.get("kind") or ""), text=str(data.get("text") or ""),
-                   subject=str(data.get("subject") or ""), turn=data.get("turn"), node_id=data.get("node_id"),
-                   severity=str(data.get("severity") or WARNING), detail=str(data.get("detail") or ""),
-                   data=dict(data.get("data") or {}))
+        return cls(
+            kind=str(data.get("kind") or ""),
+            text=str(data.get("text") or ""),
+            subject=str(data.get("subject") or ""),
+            turn=data.get("turn"),
+            node_id=data.get("node_id"),
+            severity=str(data.get("severity") or WARNING),
+            detail=str(data.get("detail") or ""),
+            data=dict(data.get("data") or {}),
+        )
 
 
 def findings_at(findings: Iterable[Finding], turn: int) -> list[Finding]:
@@ -187,8 +214,15 @@ def findings_at(findings: Iterable[Finding], turn: int) -> list[Finding]:
 
 def ordered(findings: list[Finding]) -> list[Finding]:
     """Flow-wide findings first, then by turn; warnings before notes on the same turn."""
-    return sorted(findings, key=lambda f: (f.turn is not None, f.turn or 0, f.severity != WARNING,
-                                           KINDS.index(f.kind) if f.kind in KINDS else len(KINDS)))
+    return sorted(
+        findings,
+        key=lambda f: (
+            f.turn is not None,
+            f.turn or 0,
+            f.severity != WARNING,
+            KINDS.index(f.kind) if f.kind in KINDS else len(KINDS),
+        ),
+    )
 
 
 #: Names a turn number (what a finding and a ledger link to) the way the text shows it.
@@ -208,6 +242,7 @@ def turn_namer(conversation: Conversation) -> TurnNamer:
             p = number - offset
             names[number] = turn_label(conversation, p) if 0 <= p < len(numbers) else f"turn {number}"
         return names[number]
+
     return name
 
 

@@ -10,17 +10,16 @@ from core.memory.config import MemoryConfig
 from core.memory.replay import Replay
 from core.model.conversation import Conversation
 
-from .platforms import ANALYSES as PLATFORM_ANALYSES
-
 from .base import COMPACTION, DOCS_VS_CODE, PLATFORM_RULE, TRIMMED_WINDOW, WINDOW_ZERO, Finding, ordered, turn_namer
 from .compaction import compaction_config_findings
-from .profiles import docs_vs_code_config_findings
 from .dominant_message import dominant_messages
 from .fact_not_seen import fact_findings
-from .turns import memory_turns
 from .platform_rule import platform_findings, platform_rule_findings
+from .platforms import ANALYSES as PLATFORM_ANALYSES
+from .profiles import docs_vs_code_config_findings
 from .silent_pruning import silent_pruning_finding
 from .trimmed_window import trimmed_window_findings
+from .turns import memory_turns
 from .window_zero import zero_window_findings
 
 if TYPE_CHECKING:
@@ -40,8 +39,13 @@ SYSTEM_FINDINGS: dict[str, Callable[..., list[Finding]]] = {
 }
 
 
-def config_findings(conversation: Conversation, configs: Iterable[ConfigLike], *, comparison: Comparison | None = None,
-                    system_prompt: str | None = None) -> list[Finding]:
+def config_findings(
+    conversation: Conversation,
+    configs: Iterable[ConfigLike],
+    *,
+    comparison: Comparison | None = None,
+    system_prompt: str | None = None,
+) -> list[Finding]:
     """Findings for memory configs replayed over a plain conversation (the compare page).
 
     ``configs``: memory configs, labelled configs or dicts, as for :func:`core.analysis.compare.compare`;
@@ -50,8 +54,11 @@ def config_findings(conversation: Conversation, configs: Iterable[ConfigLike], *
     from ..compare.configs import named_configs
 
     named = comparison.configs if comparison is not None else named_configs(configs)
-    replays = comparison.replays_for(conversation, system_prompt) if comparison is not None else \
-        [Replay(conversation, c.config, system_prompt=system_prompt) for c in named]
+    replays = (
+        comparison.replays_for(conversation, system_prompt)
+        if comparison is not None
+        else [Replay(conversation, c.config, system_prompt=system_prompt) for c in named]
+    )
     name = turn_namer(conversation)
     out: list[Finding] = []
     for c, replay in zip(named, replays):

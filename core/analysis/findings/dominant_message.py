@@ -19,8 +19,9 @@ DOMINANT_SHARE = 0.5
 DOMINANT_MIN_TOKENS = 256
 
 
-def dominant_messages(subject: str, turns: Sequence[MemoryTurn], conversation: Conversation,
-              node_id: str | None = None) -> list[Finding]:
+def dominant_messages(
+    subject: str, turns: Sequence[MemoryTurn], conversation: Conversation, node_id: str | None = None
+) -> list[Finding]:
     groups: dict[tuple[int, int], list[MemoryTurn]] = {}
     for t in turns:
         if t.largest is None or t.kept < 2 or t.history_tokens <= 0:
@@ -35,16 +36,34 @@ def dominant_messages(subject: str, turns: Sequence[MemoryTurn], conversation: C
         first = hits[0]
         msg = conversation.turns[q].messages[j]
         share = first.largest_tokens / first.history_tokens
-        text = (f"One message fills {share:.0%} of the history {quoted(subject)} keeps at {name(first.turn)}: "
-                f"{name(numbers[q])}'s "
-                f"{msg.role} message ({first.largest_tokens:,} of {first.history_tokens:,} tokens), "
-                f"“{excerpt(msg.content or msg.kind)}”")
+        text = (
+            f"One message fills {share:.0%} of the history {quoted(subject)} keeps at {name(first.turn)}: "
+            f"{name(numbers[q])}'s "
+            f"{msg.role} message ({first.largest_tokens:,} of {first.history_tokens:,} tokens), "
+            f"“{excerpt(msg.content or msg.kind)}”"
+        )
         if len(hits) > 1:
             text += f"; it fills most of the history for {plural(len(hits), 'turn')}"
-        detail = ("A long earlier reply or tool result crowds out everything else the node remembers, and can make "
-                  "later calls fail or return empty output (Dify#36717). Shorten what is stored, or keep it out of "
-                  "memory.")
-        out.append(Finding(DOMINANT_MESSAGE, text + ".", subject, first.turn, node_id, WARNING, detail,
-                           {"message": [q, j], "turns": [t.turn for t in hits], "share": round(share, 4),
-                            "tokens": first.largest_tokens}))
+        detail = (
+            "A long earlier reply or tool result crowds out everything else the node remembers, and can make "
+            "later calls fail or return empty output (Dify#36717). Shorten what is stored, or keep it out of "
+            "memory."
+        )
+        out.append(
+            Finding(
+                DOMINANT_MESSAGE,
+                text + ".",
+                subject,
+                first.turn,
+                node_id,
+                WARNING,
+                detail,
+                {
+                    "message": [q, j],
+                    "turns": [t.turn for t in hits],
+                    "share": round(share, 4),
+                    "tokens": first.largest_tokens,
+                },
+            )
+        )
     return out

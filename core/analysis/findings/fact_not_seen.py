@@ -17,7 +17,6 @@ from core.model.facts import asked_keys
 from core.model.ledger import OTHER_BRANCH, Ledger, LedgerEntry
 from core.words import plural
 
-
 from .base import FACT_NOT_SEEN, INFO, WARNING, Finding, TurnNamer, quoted, turn_namer
 from .flow_reads import node_reads
 
@@ -79,37 +78,76 @@ def fact_findings(conversation: Conversation, comparison: Comparison, replays: S
                 reason = fate.lost_reason
                 why = f" ({reason.replace('_', ' ')})" if reason else ""
                 course = fate.comeback_words()
-                out.append(Finding(FACT_NOT_SEEN, f"{fact.label} ({name(stated)}) leaves {quoted(subject)}'s memory at "
-                                                  f"{name(fate.lost_turn)}{why}" + (f"; {course}" if course else "")
-                                   + ".", subject, fate.lost_turn,
-                                   None, INFO, "", {"fact": fact.label, "stated_turn": stated}))
+                out.append(
+                    Finding(
+                        FACT_NOT_SEEN,
+                        f"{fact.label} ({name(stated)}) leaves {quoted(subject)}'s memory at "
+                        f"{name(fate.lost_turn)}{why}" + (f"; {course}" if course else "") + ".",
+                        subject,
+                        fate.lost_turn,
+                        None,
+                        INFO,
+                        "",
+                        {"fact": fact.label, "stated_turn": stated},
+                    )
+                )
     for c, turns in enumerate(unlisted):
         if turns:
             subject = comparison.configs[c].label
             first = min(turns)
-            out.append(Finding(FACT_NOT_SEEN, f"{quoted(subject)} also lacks {plural(len(turns), 'more fact')} when a "
-                                              f"question is about them, the first at {name(numbers[first])} (the "
-                                              f"first {FACT_FINDINGS_LISTED} are listed one by one).", subject,
-                               numbers[first], None, WARNING, "Where each fact left memory is in the comparison's facts.",
-                               {"facts": len(turns)}))
+            out.append(
+                Finding(
+                    FACT_NOT_SEEN,
+                    f"{quoted(subject)} also lacks {plural(len(turns), 'more fact')} when a "
+                    f"question is about them, the first at {name(numbers[first])} (the "
+                    f"first {FACT_FINDINGS_LISTED} are listed one by one).",
+                    subject,
+                    numbers[first],
+                    None,
+                    WARNING,
+                    "Where each fact left memory is in the comparison's facts.",
+                    {"facts": len(turns)},
+                )
+            )
     return out
 
 
-def _fact_not_seen(comparison: Comparison, f: int, c: int, p: int, q: int, said: int, why: str, seen_before: bool, *,
-                   name: TurnNamer, numbers: Sequence[int]) -> Finding:
+def _fact_not_seen(
+    comparison: Comparison,
+    f: int,
+    c: int,
+    p: int,
+    q: int,
+    said: int,
+    why: str,
+    seen_before: bool,
+    *,
+    name: TurnNamer,
+    numbers: Sequence[int],
+) -> Finding:
     """Turn ``p`` asks for fact ``f`` while config ``c``'s memory lacks it; its newest statement was at
     turn ``q`` (``why``: that statement's reason, in words), its first at ``said``."""
     fact, subject = comparison.facts[f], comparison.configs[c].label
     verb = "no longer has" if seen_before else "never saw"
-    text = (f"At {name(numbers[p])} the question is about {fact.label}, but {quoted(subject)} {verb} "
-            f"{name(numbers[q])}, where it was stated ({why})")
-    return Finding(FACT_NOT_SEEN, text + ".", subject, numbers[p], None, WARNING,
-                   "The model is asked for something its memory does not hold; it will guess or say it does not "
-                   "know.", {"fact": fact.label, "stated_turn": numbers[said]})
+    text = (
+        f"At {name(numbers[p])} the question is about {fact.label}, but {quoted(subject)} {verb} "
+        f"{name(numbers[q])}, where it was stated ({why})"
+    )
+    return Finding(
+        FACT_NOT_SEEN,
+        text + ".",
+        subject,
+        numbers[p],
+        None,
+        WARNING,
+        "The model is asked for something its memory does not hold; it will guess or say it does not know.",
+        {"fact": fact.label, "stated_turn": numbers[said]},
+    )
 
 
-def _asked_without(conversation: Conversation, comparison: Comparison, c: int, replay: Replay,
-                   questions: Mapping[str, list[int]]) -> dict[tuple[int, int], tuple]:
+def _asked_without(
+    conversation: Conversation, comparison: Comparison, c: int, replay: Replay, questions: Mapping[str, list[int]]
+) -> dict[tuple[int, int], tuple]:
     """For each fact with a key, the first turn that asks for it while config ``c``'s memory holds no
     statement of it, nor a message repeating its value (an answer restating "4411"). The turns where a
     fact is out of memory come from its timeline; each is looked at in one walk of the replay, in turn
@@ -138,7 +176,7 @@ def _asked_without(conversation: Conversation, comparison: Comparison, c: int, r
 
     if one_thread:
         by_position = {p: k for k, p in enumerate(answered)} if heap else {}
-        for p, row in (walk_rows(replay) if heap else ()):
+        for p, row in walk_rows(replay) if heap else ():
             k = by_position[p]
             while heap and heap[0][0] == k:
                 ask(k, *heapq.heappop(heap)[1:], row, None)
@@ -178,8 +216,16 @@ class _LedgerRow:
             yield s.content
 
 
-def _asked_at(comparison: Comparison, replay: Replay, answered: Sequence[int], f: int, c: int, k: int, row: Any,
-              thread: set[int] | None) -> tuple | None:
+def _asked_at(
+    comparison: Comparison,
+    replay: Replay,
+    answered: Sequence[int],
+    f: int,
+    c: int,
+    k: int,
+    row: Any,
+    thread: set[int] | None,
+) -> tuple | None:
     """When answered turn ``k`` asks for fact ``f`` while config ``c``'s memory (``replay``, read at that
     turn as ``row``) lacks it, what :func:`_fact_not_seen` says of it; ``None`` when the memory restates
     its value after all, or (``thread``: the turn's thread, on a branched conversation) no statement of
@@ -200,12 +246,24 @@ def _asked_at(comparison: Comparison, replay: Replay, answered: Sequence[int], f
         why = "not on this branch"
     else:
         message = conversation.turns[q].messages[j]
-        entry = LedgerEntry(ref=message.ref, turn=numbers[q], role=message.role, tokens=replay.message_tokens(q)[j],
-                            kept=False, reason=reason, kind=message.kind, position=q, index=j)
+        entry = LedgerEntry(
+            ref=message.ref,
+            turn=numbers[q],
+            role=message.role,
+            tokens=replay.message_tokens(q)[j],
+            kept=False,
+            reason=reason,
+            kind=message.kind,
+            position=q,
+            index=j,
+        )
         why = explain(entry, {**replay.config.to_dict(), "budget": row.budget})
     after = bisect_right(answered, said[0][0])
-    seen_before = fate.present.true_in(after, k) if thread is None else any(
-        fate.present[j] is True for j in range(after, k) if answered[j] in thread)
+    seen_before = (
+        fate.present.true_in(after, k)
+        if thread is None
+        else any(fate.present[j] is True for j in range(after, k) if answered[j] in thread)
+    )
     return p, q, said[0][0], why, seen_before
 
 
@@ -238,11 +296,23 @@ def unseen_variables(recorded: Recorded) -> list[Finding]:
                 why = explain(entry, run.ledger.config, label(node_id)) if entry else "not in its memory"
                 had = any(any(e.position == q and e.kept for e in r.ledger.entries) for x, _, r in runs if x < p)
                 verb = "no longer has" if had else "never saw"
-                text = (f"{quoted(label(node_id))} {verb} {name(numbers[q])}, where `{var}` was set: at {name(numbers[p])} "
-                        f"that turn is out of its memory ({why}), and its prompt does not read the variable")
-                out.append(Finding(FACT_NOT_SEEN, text + ".", label(node_id), numbers[p], node_id, INFO,
-                                   "If the node needs the value, render the variable in its prompt; memory alone "
-                                   "will not carry it.", {"variable": var, "set_turn": numbers[q]}))
+                text = (
+                    f"{quoted(label(node_id))} {verb} {name(numbers[q])}, where `{var}` was set: at {name(numbers[p])} "
+                    f"that turn is out of its memory ({why}), and its prompt does not read the variable"
+                )
+                out.append(
+                    Finding(
+                        FACT_NOT_SEEN,
+                        text + ".",
+                        label(node_id),
+                        numbers[p],
+                        node_id,
+                        INFO,
+                        "If the node needs the value, render the variable in its prompt; memory alone "
+                        "will not carry it.",
+                        {"variable": var, "set_turn": numbers[q]},
+                    )
+                )
         for change in rec.variable_changes:
             if change.node_id != "user":
                 latest_set[change.name] = p
@@ -271,19 +341,35 @@ def unseen_facts(recorded: Recorded) -> list[Finding]:
                 if run is None or not remembers(run.memory) or (node_id, fact.label) in reported:
                     continue
                 where = set(earlier)
-                if any(e.kept and (e.position, e.index) in where for e in run.ledger.entries) or \
-                        value_kept(run.ledger, conversation, fact.value):
+                if any(e.kept and (e.position, e.index) in where for e in run.ledger.entries) or value_kept(
+                    run.ledger, conversation, fact.value
+                ):
                     continue
                 reported.add((node_id, fact.label))
                 entry = newest_statement(run.ledger, earlier)
                 q = earlier[-1][0]
                 why = explain(entry, run.ledger.config, label(node_id)) if entry else "not in its memory"
-                had = any(any(e.kept and (e.position, e.index) in where for e in r.ledger.entries)
-                          for x, _, r in runs if q < x < p and x in thread)
+                had = any(
+                    any(e.kept and (e.position, e.index) in where for e in r.ledger.entries)
+                    for x, _, r in runs
+                    if q < x < p and x in thread
+                )
                 verb = "no longer has" if had else "never saw"
-                text = (f"At {name(numbers[p])} the question is about {fact.label}, but {quoted(label(node_id))} {verb} "
-                        f"{name(numbers[q])}, where it was stated ({why})")
-                out.append(Finding(FACT_NOT_SEEN, text + ".", label(node_id), numbers[p], node_id, WARNING,
-                                   "The model is asked for something its memory does not hold; it will guess or say "
-                                   "it does not know.", {"fact": fact.label, "stated_turn": numbers[q]}))
+                text = (
+                    f"At {name(numbers[p])} the question is about {fact.label}, but {quoted(label(node_id))} {verb} "
+                    f"{name(numbers[q])}, where it was stated ({why})"
+                )
+                out.append(
+                    Finding(
+                        FACT_NOT_SEEN,
+                        text + ".",
+                        label(node_id),
+                        numbers[p],
+                        node_id,
+                        WARNING,
+                        "The model is asked for something its memory does not hold; it will guess or say "
+                        "it does not know.",
+                        {"fact": fact.label, "stated_turn": numbers[q]},
+                    )
+                )
     return out

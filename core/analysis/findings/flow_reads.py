@@ -14,14 +14,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Mapping
 
-
 from .base import quoted
 
 if TYPE_CHECKING:
     from core.flow.graph import Flow, Node
 
-_HISTORY_NAME = re.compile(r"hist|chat_?log|transcript|dialog|messages|conversation|memory|对话|历史|记忆|聊天",
-                           re.I)
+_HISTORY_NAME = re.compile(r"hist|chat_?log|transcript|dialog|messages|conversation|memory|对话|历史|记忆|聊天", re.I)
 
 
 _SELECTOR = re.compile(r"\{\{#([a-zA-Z0-9_]{1,50}(?:\.[a-zA-Z_][a-zA-Z0-9_]{0,29}){1,10})#\}\}")
@@ -49,8 +47,19 @@ def selectors(value: Any, *, skip: frozenset = frozenset()) -> list[tuple[str, .
 MODEL_NODES = ("llm", "agent")
 
 
-NODE_SKIP = frozenset({"memory", "model", "title", "desc", "type", "selected", "variable_selector",
-                        "assigned_variable_selector", "vision"})
+NODE_SKIP = frozenset(
+    {
+        "memory",
+        "model",
+        "title",
+        "desc",
+        "type",
+        "selected",
+        "variable_selector",
+        "assigned_variable_selector",
+        "vision",
+    }
+)
 
 
 def value_origins(flow: Flow, selector: tuple[str, ...], seen: set[str] | None = None) -> set[str]:
@@ -88,15 +97,21 @@ def _assigner_writes(node: Node) -> list[tuple[str, str, tuple[str, ...] | None]
             if len(target) < 2 or target[0] != "conversation":
                 continue
             value = item.get("value")
-            source = tuple(value) if item.get("input_type", "variable") == "variable" and isinstance(value, list) \
-                else None
+            source = (
+                tuple(value) if item.get("input_type", "variable") == "variable" and isinstance(value, list) else None
+            )
             out.append((str(target[1]), str(item.get("operation") or "over-write"), source))
     else:
         target = data.get("assigned_variable_selector") or []
         if len(target) >= 2 and target[0] == "conversation":
             source = data.get("input_variable_selector")
-            out.append((str(target[1]), str(data.get("write_mode") or "over-write"),
-                        tuple(source) if isinstance(source, list) else None))
+            out.append(
+                (
+                    str(target[1]),
+                    str(data.get("write_mode") or "over-write"),
+                    tuple(source) if isinstance(source, list) else None,
+                )
+            )
     return out
 
 
@@ -117,8 +132,10 @@ def history_variables(flow: Flow) -> dict[str, str]:
                 continue
             rolling = f"conversation.{target}" in origins
             if op in ("append", "extend") or rolling:
-                what = " and ".join("the user's messages" if o == "sys.query"
-                                    else f"{quoted(flow.node(o[5:]).label)}'s replies" for o in said)
+                what = " and ".join(
+                    "the user's messages" if o == "sys.query" else f"{quoted(flow.node(o[5:]).label)}'s replies"
+                    for o in said
+                )
                 how = "appends" if op in ("append", "extend") else "rewrites it with"
                 writers.setdefault(target, []).append(f"{quoted(node.label)} {how} {what}")
     out = {name: "; ".join(ways) + " every turn" for name, ways in writers.items()}

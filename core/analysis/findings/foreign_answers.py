@@ -18,8 +18,9 @@ if TYPE_CHECKING:
     from .recorded import Recorded
 
 
-def predicted_foreign_answers(flow: Flow, replaying: dict[tuple[str, ...], list[Node]],
-                              producers: dict[str, set[str]]) -> list[Finding]:
+def predicted_foreign_answers(
+    flow: Flow, replaying: dict[tuple[str, ...], list[Node]], producers: dict[str, set[str]]
+) -> list[Finding]:
     """``replaying``: the writers (LLM/agent node ids) → the nodes with memory that will replay their answers;
     ``producers``: Answer node id → the nodes whose output it renders (:func:`answer_producers`)."""
     out = []
@@ -28,13 +29,22 @@ def predicted_foreign_answers(flow: Flow, replaying: dict[tuple[str, ...], list[
         answers = ", ".join(quoted(flow.node(n).label) for n, ids in producers.items() if set(others) & ids)
         readers = ", ".join(n.label for n in nodes)  # the subject; named in quotes in the sentence
         quoted_readers = ", ".join(quoted(n.label) for n in nodes)
-        out.append(Finding(FOREIGN_ANSWERS, f"The memory of {quoted_readers} will replay "
-                                            f"answers written by {names}: Dify stores the Answer node's output "
-                                            f"({answers}) as each turn's answer, and every node with memory reads it "
-                                            f"as its own past reply.", readers, None, nodes[0].id, INFO,
-                           "Give each node its own history through a conversation variable, or switch memory off "
-                           "for the nodes that should not see it (Dify#4548).",
-                           {"writers": list(others), "nodes": [n.id for n in nodes]}))
+        out.append(
+            Finding(
+                FOREIGN_ANSWERS,
+                f"The memory of {quoted_readers} will replay "
+                f"answers written by {names}: Dify stores the Answer node's output "
+                f"({answers}) as each turn's answer, and every node with memory reads it "
+                f"as its own past reply.",
+                readers,
+                None,
+                nodes[0].id,
+                INFO,
+                "Give each node its own history through a conversation variable, or switch memory off "
+                "for the nodes that should not see it (Dify#4548).",
+                {"writers": list(others), "nodes": [n.id for n in nodes]},
+            )
+        )
     return out
 
 
@@ -62,11 +72,22 @@ def observed_foreign_answers(recorded: Recorded) -> list[Finding]:
                     continue
                 reported.add((node_id, others))
                 writers = " and ".join(quoted(label(a)) for a in others)
-                text = (f"{quoted(label(node_id))}'s memory contains replies written by {writers}: at {name(numbers[p])} it "
-                        f"replays {name(numbers[e.position])}'s answer, which {writers} wrote, as its own past reply")
-                out.append(Finding(FOREIGN_ANSWERS, text + ".", label(node_id), numbers[p], node_id, WARNING,
-                                   "Dify stores one answer per turn — the Answer node's output — and every LLM node "
-                                   "with memory replays it (Dify#4548). Give each node its own history through a "
-                                   "conversation variable, or switch memory off for this node.",
-                                   {"writers": list(others), "source_turn": numbers[e.position]}))
+                text = (
+                    f"{quoted(label(node_id))}'s memory contains replies written by {writers}: at {name(numbers[p])} it "
+                    f"replays {name(numbers[e.position])}'s answer, which {writers} wrote, as its own past reply"
+                )
+                out.append(
+                    Finding(
+                        FOREIGN_ANSWERS,
+                        text + ".",
+                        label(node_id),
+                        numbers[p],
+                        node_id,
+                        WARNING,
+                        "Dify stores one answer per turn — the Answer node's output — and every LLM node "
+                        "with memory replays it (Dify#4548). Give each node its own history through a "
+                        "conversation variable, or switch memory off for this node.",
+                        {"writers": list(others), "source_turn": numbers[e.position]},
+                    )
+                )
     return out

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
-
 from .base import HISTORY_TWICE, WARNING, Finding, quoted
 from .flow_reads import NODE_SKIP, selectors, value_origins
 
@@ -27,7 +26,9 @@ def _query_template_has_query(memory: MemorySettings) -> bool:
     return not qpt or "sys.query" in {".".join(s) for s in selectors(qpt)}
 
 
-def history_twice_findings(flow: Flow, node: Node, memory: MemorySettings, histories: Mapping[str, str]) -> list[Finding]:
+def history_twice_findings(
+    flow: Flow, node: Node, memory: MemorySettings, histories: Mapping[str, str]
+) -> list[Finding]:
     from core.flow.nodes.llm import llm_settings
 
     out = []
@@ -36,12 +37,24 @@ def history_twice_findings(flow: Flow, node: Node, memory: MemorySettings, histo
         reads |= value_origins(flow, s)
     for name, why in histories.items():
         if f"conversation.{name}" in reads:
-            text = (f"{quoted(node.label)} gets the conversation twice: its memory replays the chat history, and its prompt "
-                    f"also renders conversation.{name}, which holds the history ({why})")
-            out.append(Finding(HISTORY_TWICE, text + ".", node.label, None, node.id, WARNING,
-                               "Every earlier turn reaches the model twice: it costs tokens and can confuse the "
-                               "model about what was said when. Keep one source: switch memory off, or stop rendering "
-                               "the variable.", {"variable": name}))
+            text = (
+                f"{quoted(node.label)} gets the conversation twice: its memory replays the chat history, and its prompt "
+                f"also renders conversation.{name}, which holds the history ({why})"
+            )
+            out.append(
+                Finding(
+                    HISTORY_TWICE,
+                    text + ".",
+                    node.label,
+                    None,
+                    node.id,
+                    WARNING,
+                    "Every earlier turn reaches the model twice: it costs tokens and can confuse the "
+                    "model about what was said when. Keep one source: switch memory off, or stop rendering "
+                    "the variable.",
+                    {"variable": name},
+                )
+            )
     settings = llm_settings(node)
     template_reads = set()
     for item in settings.prompt:
@@ -52,10 +65,21 @@ def history_twice_findings(flow: Flow, node: Node, memory: MemorySettings, histo
         if isinstance(sel, list):
             template_reads.add(".".join(map(str, sel)))
     if "sys.query" in template_reads and _query_template_has_query(memory):
-        text = (f"{quoted(node.label)} receives the current question twice: its prompt renders {{{{#sys.query#}}}} and its "
-                f"memory adds the query again as the last user message")
-        out.append(Finding(HISTORY_TWICE, text + ".", node.label, None, node.id, WARNING,
-                           "With memory on, Dify appends the memory's query template (default {{#sys.query#}}) after "
-                           "the history; remove the query from the prompt template, or change the query template.",
-                           {"variable": "sys.query"}))
+        text = (
+            f"{quoted(node.label)} receives the current question twice: its prompt renders {{{{#sys.query#}}}} and its "
+            f"memory adds the query again as the last user message"
+        )
+        out.append(
+            Finding(
+                HISTORY_TWICE,
+                text + ".",
+                node.label,
+                None,
+                node.id,
+                WARNING,
+                "With memory on, Dify appends the memory's query template (default {{#sys.query#}}) after "
+                "the history; remove the query from the prompt template, or change the query template.",
+                {"variable": "sys.query"},
+            )
+        )
     return out

@@ -19,6 +19,7 @@ def platform_findings(kind: str) -> Callable[..., list[Finding]]:
     def findings(label, config, replay, turns, name, system_prompt) -> list[Finding]:
         note = analyse(quoted(label), config, replay, turns, name)
         return [] if note is None else [Finding(kind, note.text + ".", label, note.turn, None, WARNING, note.detail)]
+
     return findings
 
 
@@ -29,13 +30,26 @@ def platform_rule_findings(label, config, replay, turns, name, system_prompt) ->
     """The first turn whose ledger shows its memory system's surprising rule at work, in the system's words,
     and how many later turns do too."""
     system = config.system
-    found = [(p, text) for p in replay.conversation.answered_turns()
-             if (text := system.turn_surprise(replay, replay.ledger_at(p)))]
+    found = [
+        (p, text)
+        for p in replay.conversation.answered_turns()
+        if (text := system.turn_surprise(replay, replay.ledger_at(p)))
+    ]
     if not found:
         return []
     position, text = found[0]
     turn = replay.numbers[position]
     more = f" ({plural(len(found) - 1, 'later turn')} too)" if len(found) > 1 else ""
     detail = system.pruning_words(config.to_dict())[0]
-    return [Finding(PLATFORM_RULE, f"At {name(turn)} {quoted(label)}: {text}{more}.", label, turn, None, WARNING,
-                    detail, {"turns": [replay.numbers[p] for p, _ in found]})]
+    return [
+        Finding(
+            PLATFORM_RULE,
+            f"At {name(turn)} {quoted(label)}: {text}{more}.",
+            label,
+            turn,
+            None,
+            WARNING,
+            detail,
+            {"turns": [replay.numbers[p] for p, _ in found]},
+        )
+    ]

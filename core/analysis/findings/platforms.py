@@ -56,10 +56,13 @@ def unsaved_turn(subject, config, replay, turns, name) -> Note | None:
     for position, turn in enumerate(replay.conversation.turns):
         if turn.query_index is not None and not turn_items(turn, position, storage):
             number = replay.numbers[position]
-            return Note(number, f"At {name(number)} {subject}'s question was never saved: the reply was empty, and "
-                                f"n8n's agent saves nothing of such a turn, so no later turn knows it was asked",
-                        "n8n's Tools Agent V3 saves a turn only when it has an output (saveToMemory). Make the agent "
-                        "always answer something, or save the question with a Chat Memory Manager node.")
+            return Note(
+                number,
+                f"At {name(number)} {subject}'s question was never saved: the reply was empty, and "
+                f"n8n's agent saves nothing of such a turn, so no later turn knows it was asked",
+                "n8n's Tools Agent V3 saves a turn only when it has an output (saveToMemory). Make the agent "
+                "always answer something, or save the question with a Chat Memory Manager node.",
+            )
     return None
 
 
@@ -68,15 +71,22 @@ def fewer_exchanges(subject, config, replay, turns, name) -> Note | None:
     k = config.settings.k
     if not config.settings.windowed or k <= 0:
         return None
-    found = _first(replay, turns, lambda t: t.outside > 0,
-                   lambda ledger, sent: _questions(sent) < k and any(m.role == "tool" for m in sent))
+    found = _first(
+        replay,
+        turns,
+        lambda t: t.outside > 0,
+        lambda ledger, sent: _questions(sent) < k and any(m.role == "tool" for m in sent),
+    )
     if found is None:
         return None
     turn, sent = found
-    return Note(turn, f"At {name(turn)} {subject} with k = {k:g} kept {plural(_questions(sent), 'exchange')}: n8n "
-                      f"sends the last {2 * k:g} stored messages, and each tool call and its result take 2 of them",
-                "Context Window Length counts messages in pairs, not exchanges: raise k to keep as many exchanges "
-                "with tool calls as without.")
+    return Note(
+        turn,
+        f"At {name(turn)} {subject} with k = {k:g} kept {plural(_questions(sent), 'exchange')}: n8n "
+        f"sends the last {2 * k:g} stored messages, and each tool call and its result take 2 of them",
+        "Context Window Length counts messages in pairs, not exchanges: raise k to keep as many exchanges "
+        "with tool calls as without.",
+    )
 
 
 def _questions(sent) -> int:
@@ -90,10 +100,13 @@ def no_history(subject, config, replay, turns, name) -> Note | None:
     if not found:
         return None
     turn = found[0]
-    return Note(turn, f"At {name(turn)} {subject} sent no history at all: the newest question alone is over "
-                      f"maxTokensFromMemory ({limit:,}), and the trimmed history must start on a question",
-                "trimMessages keeps the newest messages that fit and then drops them up to a question. Raise "
-                "maxTokensFromMemory above the longest question.")
+    return Note(
+        turn,
+        f"At {name(turn)} {subject} sent no history at all: the newest question alone is over "
+        f"maxTokensFromMemory ({limit:,}), and the trimmed history must start on a question",
+        "trimMessages keeps the newest messages that fit and then drops them up to a question. Raise "
+        "maxTokensFromMemory above the longest question.",
+    )
 
 
 def answer_without_question(subject, config, replay, turns, name) -> Note | None:
@@ -101,30 +114,41 @@ def answer_without_question(subject, config, replay, turns, name) -> Note | None
     if config.settings.memory_type != "windowSize":
         return None
     first_cut = next((t for t in turns if t.outside > 0), None)
-    found = first_cut and _first(replay, [first_cut], lambda t: True,
-                                 lambda ledger, sent: bool(sent) and sent[0].role == "assistant")
+    found = first_cut and _first(
+        replay, [first_cut], lambda t: True, lambda ledger, sent: bool(sent) and sent[0].role == "assistant"
+    )
     if not found:
         return None
     turn, n = found[0], config.settings.window_size
-    return Note(turn, f"At {name(turn)} {subject}'s history starts on an answer whose question was left out: Window "
-                      f"Size {n} keeps the last {2 * n} messages with the current question counted",
-                "Agentflow appends the current question before it takes the window, so an odd number of earlier "
-                "messages is sent. Raise the window size by one to keep whole exchanges.")
+    return Note(
+        turn,
+        f"At {name(turn)} {subject}'s history starts on an answer whose question was left out: Window "
+        f"Size {n} keeps the last {2 * n} messages with the current question counted",
+        "Agentflow appends the current question before it takes the window, so an odd number of earlier "
+        "messages is sent. Raise the window size by one to keep whole exchanges.",
+    )
 
 
 def question_folded(subject, config, replay, turns, name) -> Note | None:
     """Agentflow's summary buffer can fold the current question itself: it is then not sent."""
     if config.settings.memory_type != "conversationSummaryBuffer":
         return None
-    found = _first(replay, turns, lambda t: t.kept == 0, lambda ledger, sent: any(
-        s.origin == SUMMARY and ledger.turn in s.covers for s in ledger.synthetic))
+    found = _first(
+        replay,
+        turns,
+        lambda t: t.kept == 0,
+        lambda ledger, sent: any(s.origin == SUMMARY and ledger.turn in s.covers for s in ledger.synthetic),
+    )
     if found is None:
         return None
     turn, limit = found[0], config.settings.max_token_limit or 2000
-    return Note(turn, f"At {name(turn)} {subject} folded the question itself into the summary: the messages' lines "
-                      f"were over {limit:,} tokens, so the model never sees the question as asked",
-                "Agentflow's summary buffer folds the oldest messages, the current question included, until the "
-                "rest fit. Raise the Max Token Limit above the longest question.")
+    return Note(
+        turn,
+        f"At {name(turn)} {subject} folded the question itself into the summary: the messages' lines "
+        f"were over {limit:,} tokens, so the model never sees the question as asked",
+        "Agentflow's summary buffer folds the oldest messages, the current question included, until the "
+        "rest fit. Raise the Max Token Limit above the longest question.",
+    )
 
 
 #: Each kind's analysis: ``(subject, config, replay, memory turns, turn namer) -> Note | None``.
@@ -136,5 +160,14 @@ ANALYSES: dict[str, Callable] = {
     QUESTION_FOLDED: question_folded,
 }
 
-__all__ = ["ANALYSES", "ANSWER_WITHOUT_QUESTION", "FEWER_EXCHANGES", "MAX_LEDGERS", "NO_HISTORY", "Note",
-           "QUESTION_FOLDED", "TITLES", "UNSAVED_TURN"]
+__all__ = [
+    "ANALYSES",
+    "ANSWER_WITHOUT_QUESTION",
+    "FEWER_EXCHANGES",
+    "MAX_LEDGERS",
+    "NO_HISTORY",
+    "Note",
+    "QUESTION_FOLDED",
+    "TITLES",
+    "UNSAVED_TURN",
+]

@@ -56,15 +56,28 @@ class Difference:
     only_code: tuple[int, ...]
 
     def to_json(self) -> dict:
-        return {"turn": self.turn, "causes": list(self.causes), "text": self.text,
-                "docs_kept_turns": list(self.docs.kept_turns), "code_kept_turns": list(self.code.kept_turns),
-                "only_docs": list(self.only_docs), "only_code": list(self.only_code)}
+        return {
+            "turn": self.turn,
+            "causes": list(self.causes),
+            "text": self.text,
+            "docs_kept_turns": list(self.docs.kept_turns),
+            "code_kept_turns": list(self.code.kept_turns),
+            "only_docs": list(self.only_docs),
+            "only_code": list(self.only_code),
+        }
 
 
-def _explain_difference(window: int | None, docs: ProfileCut, code: ProfileCut, siblings: int,
-                        counting: bool, fixed_prompt_tokens: int | None,
-                        off_in_docs: bool = False, reserve: int | None = None,
-                        fixed: int | None = None) -> tuple[tuple[str, ...], str]:
+def _explain_difference(
+    window: int | None,
+    docs: ProfileCut,
+    code: ProfileCut,
+    siblings: int,
+    counting: bool,
+    fixed_prompt_tokens: int | None,
+    off_in_docs: bool = False,
+    reserve: int | None = None,
+    fixed: int | None = None,
+) -> tuple[tuple[str, ...], str]:
     """The causes of a difference and the sentence that names them (one rule for every caller).
     ``off_in_docs``: the docs read no window where the code reads ``window`` (a Question Classifier
     whose window is switched off: Dify 1.x reads its size anyway). ``reserve``: the config's
@@ -76,50 +89,75 @@ def _explain_difference(window: int | None, docs: ProfileCut, code: ProfileCut, 
     parts: list[str] = []
     if off_in_docs:
         causes.append(CAUSE_WINDOW_SETTING)
-        parts.append(f"Dify's docs say this node's window is switched off, so "
-                     f"{plural(docs.window_turns, 'earlier turn')} would be sent; Dify 1.x reads the window's size anyway ({plural(row_limit(window), 'row')}, "
-                     f"the current turn's one of them) and sends {code.window_turns}")
+        parts.append(
+            f"Dify's docs say this node's window is switched off, so "
+            f"{plural(docs.window_turns, 'earlier turn')} would be sent; Dify 1.x reads the window's size anyway ({plural(row_limit(window), 'row')}, "
+            f"the current turn's one of them) and sends {code.window_turns}"
+        )
     elif code.window_turns != docs.window_turns:
         n = row_limit(window)
         causes.append(CAUSE_PLACEHOLDER)
-        text = (f"Dify's docs say the window holds {plural(n, 'turn')}, so {plural(docs.window_turns, 'earlier turn')} "
-                f"would be sent; Dify 1.x sends {code.window_turns} — the current turn's row is one of the {n} fetched")
+        text = (
+            f"Dify's docs say the window holds {plural(n, 'turn')}, so {plural(docs.window_turns, 'earlier turn')} "
+            f"would be sent; Dify 1.x sends {code.window_turns} — the current turn's row is one of the {n} fetched"
+        )
         if siblings:
             causes.append(CAUSE_SIBLINGS)
             # Rows of other branches: a regenerated reply, or a turn an edit left behind on the old thread.
-            text += (f", and {plural(siblings, 'turn')} on another branch (regenerated, or left by an edit) "
-                     f"used {'a window row' if siblings == 1 else f'{siblings} window rows'}")
+            text += (
+                f", and {plural(siblings, 'turn')} on another branch (regenerated, or left by an edit) "
+                f"used {'a window row' if siblings == 1 else f'{siblings} window rows'}"
+            )
         parts.append(text)
     if docs.pruned and not counting:
         causes.append(CAUSE_NOT_COUNTED)
         budget = f"{docs.budget:,} tokens" if docs.budget is not None else "the budget"
-        parts.append(f"the docs say older messages are pruned to fit {budget} ({plural(docs.pruned, 'message')} "
-                     f"here); Dify as shipped does not count tokens (plugin token counting is off), so nothing "
-                     f"was pruned")
+        parts.append(
+            f"the docs say older messages are pruned to fit {budget} ({plural(docs.pruned, 'message')} "
+            f"here); Dify as shipped does not count tokens (plugin token counting is off), so nothing "
+            f"was pruned"
+        )
     elif counting and (docs.pruned or code.pruned) and fixed is not None and docs.pruned != code.pruned:
         causes.append(CAUSE_BUDGET)
-        parts.append(f"both budgets are a fixed {fixed:,} tokens (the node passes its memory no limit); the docs "
-                     f"count the history's messages, pruning {plural(docs.pruned, 'message')}, and Dify 1.x counts "
-                     f"it as a list (+{EMPTY_LIST_TOKENS}), pruning {plural(code.pruned, 'message')}")
+        parts.append(
+            f"both budgets are a fixed {fixed:,} tokens (the node passes its memory no limit); the docs "
+            f"count the history's messages, pruning {plural(docs.pruned, 'message')}, and Dify 1.x counts "
+            f"it as a list (+{EMPTY_LIST_TOKENS}), pruning {plural(code.pruned, 'message')}"
+        )
     elif counting and (docs.pruned or code.pruned) and (docs.pruned != code.pruned or docs.budget != code.budget):
         causes.append(CAUSE_BUDGET)
         prompt = f"the prompt ({fixed_prompt_tokens:,} tokens)" if fixed_prompt_tokens is not None else "the prompt"
-        subtracts = (f"subtracts only {EMPTY_LIST_TOKENS} (it counts an empty list) and" if reserve is None else
-                     "subtracts the prompt too" + (f" and {reserve:,} tokens more" if reserve else "") + ", then")
-        parts.append(f"the docs' budget subtracts {prompt} and is {docs.budget:,} tokens, pruning "
-                     f"{plural(docs.pruned, 'message')}; Dify 1.x {subtracts} compares the history counted as "
-                     f"a list with {code.budget:,} tokens, pruning {plural(code.pruned, 'message')}")
+        subtracts = (
+            f"subtracts only {EMPTY_LIST_TOKENS} (it counts an empty list) and"
+            if reserve is None
+            else "subtracts the prompt too" + (f" and {reserve:,} tokens more" if reserve else "") + ", then"
+        )
+        parts.append(
+            f"the docs' budget subtracts {prompt} and is {docs.budget:,} tokens, pruning "
+            f"{plural(docs.pruned, 'message')}; Dify 1.x {subtracts} compares the history counted as "
+            f"a list with {code.budget:,} tokens, pruning {plural(code.pruned, 'message')}"
+        )
     if not parts:
         parts.append("Dify's docs and Dify 1.x send different history")
     sentence = "; ".join(parts)
     return tuple(causes), sentence[0].upper() + sentence[1:] + "."
 
 
-def _difference(turn: int, window: int | None, docs: ProfileCut, code: ProfileCut, siblings: int, counting: bool,
-                fixed_prompt_tokens: int | None, off_in_docs: bool = False, reserve: int | None = None,
-                fixed: int | None = None) -> Difference:
-    causes, text = _explain_difference(window, docs, code, siblings, counting, fixed_prompt_tokens, off_in_docs,
-                                       reserve, fixed)
+def _difference(
+    turn: int,
+    window: int | None,
+    docs: ProfileCut,
+    code: ProfileCut,
+    siblings: int,
+    counting: bool,
+    fixed_prompt_tokens: int | None,
+    off_in_docs: bool = False,
+    reserve: int | None = None,
+    fixed: int | None = None,
+) -> Difference:
+    causes, text = _explain_difference(
+        window, docs, code, siblings, counting, fixed_prompt_tokens, off_in_docs, reserve, fixed
+    )
     d, c = set(docs.kept_turns), set(code.kept_turns)
     return Difference(turn, causes, text, docs, code, tuple(sorted(d - c)), tuple(sorted(c - d)))
 
@@ -147,13 +185,24 @@ def ledger_difference(code: Ledger, docs: Ledger, position: int, query_tokens: i
 
     window = code.config.get("window")
     first_row = position - row_limit(window) + 1
-    siblings = len({e.position for e in code.entries_at(range(max(first_row, 0), position)) if e.reason == OTHER_BRANCH})
-    fixed = budgeted_prompt(docs.prompt_tokens - docs.history_tokens, query_tokens,
-                            bool(docs.config.get("query_after_budget")))
-    return _difference(code.turn, window, _cut_from_ledger(docs), _cut_from_ledger(code), siblings,
-                       bool(code.config.get("plugin_token_counting")), fixed,
-                       window is not None and docs.config.get("window") is None, code.config.get("prompt_reserve"),
-                       code.config.get("history_budget"))
+    siblings = len(
+        {e.position for e in code.entries_at(range(max(first_row, 0), position)) if e.reason == OTHER_BRANCH}
+    )
+    fixed = budgeted_prompt(
+        docs.prompt_tokens - docs.history_tokens, query_tokens, bool(docs.config.get("query_after_budget"))
+    )
+    return _difference(
+        code.turn,
+        window,
+        _cut_from_ledger(docs),
+        _cut_from_ledger(code),
+        siblings,
+        bool(code.config.get("plugin_token_counting")),
+        fixed,
+        window is not None and docs.config.get("window") is None,
+        code.config.get("prompt_reserve"),
+        code.config.get("history_budget"),
+    )
 
 
 def both_decisions(code: Ledger, docs: Ledger) -> dict[tuple[int, int], tuple[str, str]]:
@@ -162,14 +211,24 @@ def both_decisions(code: Ledger, docs: Ledger) -> dict[tuple[int, int], tuple[st
     # Kept by one of them only: the turns of those messages are all that is read of either ledger.
     turns = {e.position for e in code.kept} | {e.position for e in docs.kept}
     theirs = {(e.position, e.index): e.reason for e in docs.entries_at(turns)}
-    return {(e.position, e.index): (theirs[(e.position, e.index)], e.reason) for e in code.entries_at(turns)
-            if (e.position, e.index) in theirs and theirs[(e.position, e.index)] != e.reason
-            and (theirs[(e.position, e.index)] == KEPT) != e.kept}
+    return {
+        (e.position, e.index): (theirs[(e.position, e.index)], e.reason)
+        for e in code.entries_at(turns)
+        if (e.position, e.index) in theirs
+        and theirs[(e.position, e.index)] != e.reason
+        and (theirs[(e.position, e.index)] == KEPT) != e.kept
+    }
 
 
-def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_prompt: str | None = None,
-                 has_thread: bool = True, prompt_tokens: Callable[[int], int] | None = None,
-                 replay: Replay | None = None) -> list[Difference]:
+def docs_vs_code(
+    conversation: Conversation,
+    config: MemoryConfig,
+    *,
+    system_prompt: str | None = None,
+    has_thread: bool = True,
+    prompt_tokens: Callable[[int], int] | None = None,
+    replay: Replay | None = None,
+) -> list[Difference]:
     """Every answered turn where Dify's docs and Dify 1.x send different history under ``config``
     (a config whose memory system :attr:`~core.memory.strategies.base.Strategy.has_profiles`: Dify's; any
     other has no such difference), in turn order.
@@ -187,9 +246,14 @@ def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_pro
     prompt = conversation.system_prompt if system_prompt is None else system_prompt
 
     def replay_of(cfg: MemoryConfig) -> Replay:
-        if replay is not None and replay.config == cfg and replay.conversation is conversation \
-                and replay.system_prompt == prompt and replay.has_thread == has_thread \
-                and replay._prompt_tokens is prompt_tokens:
+        if (
+            replay is not None
+            and replay.config == cfg
+            and replay.conversation is conversation
+            and replay.system_prompt == prompt
+            and replay.has_thread == has_thread
+            and replay._prompt_tokens is prompt_tokens
+        ):
             return replay
         return Replay(conversation, cfg, **kwargs)
 
@@ -215,8 +279,11 @@ def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_pro
             if positions[last - 1] - positions[first] == last - 1 - first:  # a stretch without branches:
                 return tuple(range(numbers[positions[first]], numbers[positions[last - 1]] + 1))  # numbered on
             return tuple(map(numbers.__getitem__, positions[first:last]))
-        return tuple(numbers[positions[i]] for i in range(first, last)
-                     if counts[min(view.turn_start(i + 1), end)] > counts[max(starts[i], cut)])
+        return tuple(
+            numbers[positions[i]]
+            for i in range(first, last)
+            if counts[min(view.turn_start(i + 1), end)] > counts[max(starts[i], cut)]
+        )
 
     # Both profiles decide on the same view and send a suffix of its turns each, less the turns with
     # nothing to send, so the shorter tuple is the longer one's tail and what only one of them sends
@@ -224,8 +291,12 @@ def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_pro
     # difference's text depends on a handful of numbers that repeat from turn to turn: each is
     # written once.
     explained: dict[tuple, tuple[tuple[str, ...], str]] = {}
-    counting, window, reserve, fixed = (config.settings.plugin_token_counting, config.settings.window,
-                                        config.prompt_reserve, config.history_budget)
+    counting, window, reserve, fixed = (
+        config.settings.plugin_token_counting,
+        config.settings.window,
+        config.prompt_reserve,
+        config.history_budget,
+    )
     out: list[Difference] = []
     for _ in docs_replay._tokens_in_order():  # its counts set in batches, as its own walk would
         pass
@@ -245,24 +316,45 @@ def docs_vs_code(conversation: Conversation, config: MemoryConfig, *, system_pro
         siblings = (p - max(first_row, 0)) - on_thread_rows
         counted = docs_replay.budget_prompt_tokens(p, d.fixed_prompt_tokens)  # what the docs' budget subtracts
         docs_sent, code_sent = sent_turns(view, d), sent_turns(view, c)
-        docs_cut = ProfileCut(on_thread - bisect_left(view.starts, d.window_start), d.budget_cut - d.window_start,
-                              d.budget.limit, docs_sent)
-        code_cut = ProfileCut(on_thread - bisect_left(view.starts, c.window_start), c.budget_cut - c.window_start,
-                              c.budget.limit, code_sent)
-        key = (docs_cut.window_turns, docs_cut.pruned, docs_cut.budget, code_cut.window_turns, code_cut.pruned,
-               code_cut.budget, siblings, counted)
+        docs_cut = ProfileCut(
+            on_thread - bisect_left(view.starts, d.window_start),
+            d.budget_cut - d.window_start,
+            d.budget.limit,
+            docs_sent,
+        )
+        code_cut = ProfileCut(
+            on_thread - bisect_left(view.starts, c.window_start),
+            c.budget_cut - c.window_start,
+            c.budget.limit,
+            code_sent,
+        )
+        key = (
+            docs_cut.window_turns,
+            docs_cut.pruned,
+            docs_cut.budget,
+            code_cut.window_turns,
+            code_cut.pruned,
+            code_cut.budget,
+            siblings,
+            counted,
+        )
         why = explained.get(key)
         if why is None:
-            why = explained[key] = _explain_difference(window, docs_cut, code_cut, siblings, counting, counted,
-                                                       reserve=reserve, fixed=fixed)
+            why = explained[key] = _explain_difference(
+                window, docs_cut, code_cut, siblings, counting, counted, reserve=reserve, fixed=fixed
+            )
         extra = len(docs_sent) - len(code_sent)
-        out.append(Difference(numbers[p], why[0], why[1], docs_cut, code_cut, docs_sent[:max(extra, 0)],
-                              code_sent[:max(-extra, 0)]))
+        out.append(
+            Difference(
+                numbers[p], why[0], why[1], docs_cut, code_cut, docs_sent[: max(extra, 0)], code_sent[: max(-extra, 0)]
+            )
+        )
     return out
 
 
-def docs_vs_code_findings(subject: str, differences: Sequence[Difference], name: TurnNamer,
-                           node_id: str | None = None) -> list[Finding]:
+def docs_vs_code_findings(
+    subject: str, differences: Sequence[Difference], name: TurnNamer, node_id: str | None = None
+) -> list[Finding]:
     """One finding per set of causes, linked to the first turn it shows at, listing the others."""
     groups: dict[tuple[str, ...], list[Difference]] = {}
     for diff in differences:
@@ -272,15 +364,34 @@ def docs_vs_code_findings(subject: str, differences: Sequence[Difference], name:
         first = diffs[0]
         text = f"At {name(first.turn)}" + (f", {quoted(subject)}" if subject else "") + f": {first.text}"
         if len(diffs) > 1:
-            text = text[:-1] + f"; the same happens at {plural(len(diffs) - 1, 'later turn')} "                                f"({named_ranges(name, (d.turn for d in diffs[1:]))})."
-        detail = ("MemLens follows Dify 1.x as shipped by default; Dify's docs describe a simpler memory. "
-                  "Switch the Dify memory rules to \"as Dify's docs describe\" to see the docs' version.")
-        out.append(Finding(DOCS_VS_CODE, text, subject, first.turn, node_id, INFO, detail,
-                           {"causes": list(causes), "turns": [d.turn for d in diffs],
-                            "differences": [d.to_json() for d in diffs[:50]]}))
+            text = (
+                text[:-1] + f"; the same happens at {plural(len(diffs) - 1, 'later turn')} "
+                f"({named_ranges(name, (d.turn for d in diffs[1:]))})."
+            )
+        detail = (
+            "MemLens follows Dify 1.x as shipped by default; Dify's docs describe a simpler memory. "
+            "Switch the Dify memory rules to \"as Dify's docs describe\" to see the docs' version."
+        )
+        out.append(
+            Finding(
+                DOCS_VS_CODE,
+                text,
+                subject,
+                first.turn,
+                node_id,
+                INFO,
+                detail,
+                {
+                    "causes": list(causes),
+                    "turns": [d.turn for d in diffs],
+                    "differences": [d.to_json() for d in diffs[:50]],
+                },
+            )
+        )
     return out
 
 
 def docs_vs_code_config_findings(label, config, replay, turns, name, system_prompt) -> list[Finding]:
-    return docs_vs_code_findings(label, docs_vs_code(replay.conversation, config, system_prompt=system_prompt,
-                                                      replay=replay), name)
+    return docs_vs_code_findings(
+        label, docs_vs_code(replay.conversation, config, system_prompt=system_prompt, replay=replay), name
+    )

@@ -14,9 +14,9 @@ from .dominant_message import dominant_messages
 from .fact_not_seen import unseen_facts, unseen_variables
 from .flows import flow_findings
 from .foreign_answers import observed_foreign_answers
-from .turns import memory_turn
 from .recorded import Recorded
 from .silent_pruning import silent_pruning_finding
+from .turns import memory_turn
 from .window_zero import window_zero_finding
 
 if TYPE_CHECKING:
@@ -54,8 +54,11 @@ def _linked_flow_findings(recorded: Recorded) -> list[Finding]:
         runs = recorded.by_node.get(f.node_id or "", [])
         turn = None
         if f.kind in (WINDOW_ZERO, HISTORY_TWICE):
-            hit = next((p for p, _, run in runs if run.ledger.kept), None) if f.kind == WINDOW_ZERO \
+            hit = (
+                next((p for p, _, run in runs if run.ledger.kept), None)
+                if f.kind == WINDOW_ZERO
                 else (runs[0][0] if runs else None)
+            )
             turn = recorded.numbers[hit] if hit is not None else None
         if f.kind == WINDOW_ZERO and turn is not None:
             mt = next(memory_turn(run.ledger, p) for p, _, run in runs if run.ledger.kept)
@@ -73,5 +76,8 @@ def _agent_compactions(recorded: Recorded) -> list[Finding]:
         for run in rec.node_runs:
             if run.type == "tool-agent" and run.ledger is not None:
                 agents.setdefault(run.node_id, []).append(run.ledger)
-    return [f for node_id, ledgers in agents.items()
-            for f in compaction_findings(recorded.label(node_id), ledgers, node_id, name=recorded.name)]
+    return [
+        f
+        for node_id, ledgers in agents.items()
+        for f in compaction_findings(recorded.label(node_id), ledgers, node_id, name=recorded.name)
+    ]

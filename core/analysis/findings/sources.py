@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Iterable
 
 from core.model.conversation import Conversation
 
-
 from .base import Finding, ordered
 from .configs import config_findings
 from .flows import flow_findings
@@ -18,9 +17,13 @@ if TYPE_CHECKING:
     from .configs import ConfigLike
 
 
-def findings_for(source: Source | Conversation, configs: Iterable[ConfigLike] = (), *,
-                 comparison: Comparison | None = None,
-                 system_prompt: str | None = None) -> list[Finding]:
+def findings_for(
+    source: Source | Conversation,
+    configs: Iterable[ConfigLike] = (),
+    *,
+    comparison: Comparison | None = None,
+    system_prompt: str | None = None,
+) -> list[Finding]:
     """Every finding about a source (:class:`core.analysis.source.Source`, anything with its
     ``conversation``, ``flow`` and ``records``, or a bare :class:`Conversation`): its memory configs replayed over the conversation
     (:func:`config_findings`; none when ``configs`` is empty and no ``comparison`` is given), and

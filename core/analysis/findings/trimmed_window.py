@@ -18,8 +18,13 @@ from .base import TRIMMED_WINDOW, WARNING, Finding, TurnNamer, quoted, turn_name
 from .turns import MemoryTurn, memory_turns
 
 
-def trimmed_window_finding(subject: str, config: MemoryConfig, turns: Sequence[MemoryTurn], name: TurnNamer,
-                    baseline: Mapping[int, MemoryTurn] | None = None) -> Finding | None:
+def trimmed_window_finding(
+    subject: str,
+    config: MemoryConfig,
+    turns: Sequence[MemoryTurn],
+    name: TurnNamer,
+    baseline: Mapping[int, MemoryTurn] | None = None,
+) -> Finding | None:
     for t in turns:
         size = window_size(PathView, config.settings, t.turn)
         would = min(size, t.candidates)
@@ -32,18 +37,31 @@ def trimmed_window_finding(subject: str, config: MemoryConfig, turns: Sequence[M
                 gain = f"keeps {t.in_window} instead of {before.in_window}, not {would}"
             else:
                 gain = f"keeps only {t.in_window}"
-            text = (f"At {name(t.turn)} {quoted(subject)} has a window of {size} messages, but it {gain}: "
-                    f"{plural(lost, 'message')} trimmed in earlier turns {'is' if lost == 1 else 'are'} gone for good")
-            detail = ("The Window Memory node trims permanently: its store holds only the last N messages of the "
-                      "previous turn plus the new round, so a larger N cannot bring back what a smaller N cut. "
-                      "Start a new conversation, or set the larger window before the history grows.")
-            return Finding(TRIMMED_WINDOW, text + ".", subject, t.turn, None, WARNING, detail,
-                           {"window": size, "in_window": t.in_window, "would_keep": would, "trimmed": t.trimmed})
+            text = (
+                f"At {name(t.turn)} {quoted(subject)} has a window of {size} messages, but it {gain}: "
+                f"{plural(lost, 'message')} trimmed in earlier turns {'is' if lost == 1 else 'are'} gone for good"
+            )
+            detail = (
+                "The Window Memory node trims permanently: its store holds only the last N messages of the "
+                "previous turn plus the new round, so a larger N cannot bring back what a smaller N cut. "
+                "Start a new conversation, or set the larger window before the history grows."
+            )
+            return Finding(
+                TRIMMED_WINDOW,
+                text + ".",
+                subject,
+                t.turn,
+                None,
+                WARNING,
+                detail,
+                {"window": size, "in_window": t.in_window, "would_keep": would, "trimmed": t.trimmed},
+            )
     return None
 
 
-def larger_window_what_if(conversation: Conversation, config: MemoryConfig, window: int, from_turn: int, *,
-                          system_prompt: str | None = None) -> Finding | None:
+def larger_window_what_if(
+    conversation: Conversation, config: MemoryConfig, window: int, from_turn: int, *, system_prompt: str | None = None
+) -> Finding | None:
     """What raising a Window Memory node's N to ``window`` at ``from_turn`` would bring: a
     :data:`TRIMMED_WINDOW` finding when permanent trimming keeps it from keeping ``window``
     messages, ``None`` when the larger window fills up at once."""
@@ -54,8 +72,13 @@ def larger_window_what_if(conversation: Conversation, config: MemoryConfig, wind
     after = memory_turns(Replay(conversation, changed, system_prompt=system_prompt))
     baseline = {t.turn: t for t in base}
     name = turn_namer(conversation)
-    return trimmed_window_finding(changed.label() + f" → {window} at {name(from_turn)}", changed,
-                           [t for t in after if t.turn >= from_turn], name, baseline)
+    return trimmed_window_finding(
+        changed.label() + f" → {window} at {name(from_turn)}",
+        changed,
+        [t for t in after if t.turn >= from_turn],
+        name,
+        baseline,
+    )
 
 
 def trimmed_window_findings(label, config, replay, turns, name, system_prompt) -> list[Finding]:

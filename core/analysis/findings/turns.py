@@ -7,8 +7,19 @@ from dataclasses import dataclass
 
 from core.memory.replay import Replay
 from core.memory.strategies.base import PathView
-from core.model.ledger import (EMPTY, GRANULARITY, KEPT, MEMORY_OFF, OTHER_BRANCH, OUTSIDE_WINDOW, OVER_BUDGET, SCOPE,
-                               TRIMMED_EARLIER, Ledger, LedgerEntry)
+from core.model.ledger import (
+    EMPTY,
+    GRANULARITY,
+    KEPT,
+    MEMORY_OFF,
+    OTHER_BRANCH,
+    OUTSIDE_WINDOW,
+    OVER_BUDGET,
+    SCOPE,
+    TRIMMED_EARLIER,
+    Ledger,
+    LedgerEntry,
+)
 
 _NOT_CANDIDATES = frozenset({MEMORY_OFF, SCOPE, OTHER_BRANCH, GRANULARITY})
 
@@ -46,12 +57,20 @@ def memory_turn(ledger: Ledger, position: int) -> MemoryTurn:
         if e.kept and (largest is None or e.tokens > largest.tokens):
             largest = e
     candidates = sum(n for r, n in counts.items() if r not in _NOT_CANDIDATES)
-    return MemoryTurn(turn=ledger.turn, position=position, kept=counts[KEPT], history_tokens=ledger.history_tokens,
-                      budget=ledger.budget, pruned=counts[OVER_BUDGET], trimmed=counts[TRIMMED_EARLIER],
-                      outside=counts[OUTSIDE_WINDOW], candidates=candidates,
-                      in_window=counts[KEPT] + counts[OVER_BUDGET] + counts[EMPTY],
-                      largest_tokens=largest.tokens if largest else 0,
-                      largest=(largest.position, largest.index) if largest else None)
+    return MemoryTurn(
+        turn=ledger.turn,
+        position=position,
+        kept=counts[KEPT],
+        history_tokens=ledger.history_tokens,
+        budget=ledger.budget,
+        pruned=counts[OVER_BUDGET],
+        trimmed=counts[TRIMMED_EARLIER],
+        outside=counts[OUTSIDE_WINDOW],
+        candidates=candidates,
+        in_window=counts[KEPT] + counts[OVER_BUDGET] + counts[EMPTY],
+        largest_tokens=largest.tokens if largest else 0,
+        largest=(largest.position, largest.index) if largest else None,
+    )
 
 
 #: Tokens per block of :class:`_FlatTokens`' block maxima.
@@ -83,7 +102,7 @@ class _FlatTokens:
         del self.positions[k:]
         self.positions.extend(view.positions[k:])
         del self.blocks[first:]
-        self.blocks.extend(max(tokens[b * _BLOCK:(b + 1) * _BLOCK]) for b in range(first, -(-len(tokens) // _BLOCK)))
+        self.blocks.extend(max(tokens[b * _BLOCK : (b + 1) * _BLOCK]) for b in range(first, -(-len(tokens) // _BLOCK)))
         return tokens
 
     def largest(self, lo: int, hi: int) -> tuple[int, int]:
@@ -145,17 +164,38 @@ def memory_turns(replay: Replay) -> list[MemoryTurn]:
                     t = view.prefix[i + 1] - view.prefix[i]
                     if t > best:
                         best, best_at = t, (q, j)
-            out[p] = MemoryTurn(number, p, summary.kept, summary.history_tokens, summary.budget, counts[OVER_BUDGET],
-                                counts[TRIMMED_EARLIER], counts[OUTSIDE_WINDOW], view.length,
-                                counts[KEPT] + counts[OVER_BUDGET] + counts[EMPTY], best, best_at)
+            out[p] = MemoryTurn(
+                number,
+                p,
+                summary.kept,
+                summary.history_tokens,
+                summary.budget,
+                counts[OVER_BUDGET],
+                counts[TRIMMED_EARLIER],
+                counts[OUTSIDE_WINDOW],
+                view.length,
+                counts[KEPT] + counts[OVER_BUDGET] + counts[EMPTY],
+                best,
+                best_at,
+            )
             continue
         best, best_at = 0, None
         if d.end > d.budget_cut:
             flat.sync(view)
             best, i = flat.largest(d.budget_cut, d.end)
             best_at = (view.seq_pos[i], view.seq_msg[i])
-        out[p] = MemoryTurn(number, p, summary.kept, summary.history_tokens, summary.budget,
-                            d.budget_cut - d.window_start, d.trimmed_before, d.window_start - d.trimmed_before,
-                            d.end, d.end - d.window_start, best if summary.kept else 0,
-                            best_at if summary.kept else None)
+        out[p] = MemoryTurn(
+            number,
+            p,
+            summary.kept,
+            summary.history_tokens,
+            summary.budget,
+            d.budget_cut - d.window_start,
+            d.trimmed_before,
+            d.window_start - d.trimmed_before,
+            d.end,
+            d.end - d.window_start,
+            best if summary.kept else 0,
+            best_at if summary.kept else None,
+        )
     return [out[p] for p in sorted(out)]

@@ -12,7 +12,9 @@ from .base import WARNING, WINDOW_ZERO, Finding, TurnNamer, quoted
 from .turns import MemoryTurn
 
 
-def window_zero_finding(subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, node_id: str | None = None) -> Finding:
+def window_zero_finding(
+    subject: str, turns: Sequence[MemoryTurn], name: TurnNamer, node_id: str | None = None
+) -> Finding:
     first = next((t for t in turns if t.kept), None)
     text = f"Window = 0, but history was included: Dify reads a window of 0 as no limit (its {DIFY_ROW_CAP}-turn cap)"
     if first is not None:

@@ -36,24 +36,40 @@ def text_to_speech(caller: Caller, body: dict[str, Any] | None) -> None:
 
 
 def register(app: FastAPI) -> None:
-    @app.post("/v1/audio-to-text", responses=error_responses(400, 401), tags=["audio"],
-              summary="Speech to text: MemLens has no speech model, so this answers Dify's error for one")
+    @app.post(
+        "/v1/audio-to-text",
+        responses=error_responses(400, 401),
+        tags=["audio"],
+        summary="Speech to text: MemLens has no speech model, so this answers Dify's error for one",
+    )
     def audio_to_text(caller: Caller = Depends(authenticate), user: str | None = Form(default=None)):
         speech_to_text(caller, user)
 
-    @app.post("/v1/text-to-audio", responses=error_responses(400, 401), tags=["audio"],
-              summary="Text to speech: MemLens has no speech model, so this answers Dify's error for one")
+    @app.post(
+        "/v1/text-to-audio",
+        responses=error_responses(400, 401),
+        tags=["audio"],
+        summary="Text to speech: MemLens has no speech model, so this answers Dify's error for one",
+    )
     def text_to_audio(caller: Caller = Depends(authenticate), body: dict[str, Any] | None = Body(default=None)):
         text_to_speech(caller, body)
 
-    @app.post("/v1/completion-messages", responses=error_responses(400, 401), tags=["chat"],
-              summary="A completion app's route: a chat app answers Dify's app_unavailable")
+    @app.post(
+        "/v1/completion-messages",
+        responses=error_responses(400, 401),
+        tags=["chat"],
+        summary="A completion app's route: a chat app answers Dify's app_unavailable",
+    )
     def completion_messages(body: UserBody, caller: Caller = Depends(authenticate)):
         check_user(body.user, required=True)
         raise ApiError(400, "app_unavailable", "App unavailable, please check your app configurations.")
 
-    @app.post("/v1/workflows/run", responses=error_responses(400, 401), tags=["chat"],
-              summary="A workflow app's route: a chat app answers Dify's not_workflow_app")
+    @app.post(
+        "/v1/workflows/run",
+        responses=error_responses(400, 401),
+        tags=["chat"],
+        summary="A workflow app's route: a chat app answers Dify's not_workflow_app",
+    )
     def workflows_run(body: UserBody, caller: Caller = Depends(authenticate)):
         check_user(body.user, required=True)
         raise ApiError(400, "not_workflow_app", "Only support workflow app.")

@@ -40,10 +40,18 @@ from core.store import repo
 from core.store.errors import StoreError
 
 from ..caller import SOURCE, Caller, authenticate, owned
-from ..errors import (CONVERSATION_NOT_FOUND, INTERNAL, ApiError, error_response, from_memlens, invalid, log,
-                      not_found)
-from ..schemas import ChatArgs, ChatRequest, ChatResponse, ResultBody, StopRequest, chat_args, check_user, \
-    error_responses, ts
+from ..errors import CONVERSATION_NOT_FOUND, INTERNAL, ApiError, error_response, from_memlens, invalid, log, not_found
+from ..schemas import (
+    ChatArgs,
+    ChatRequest,
+    ChatResponse,
+    ResultBody,
+    StopRequest,
+    chat_args,
+    check_user,
+    error_responses,
+    ts,
+)
 from .conversations import conversation_name
 from .messages import agent_thought
 
@@ -71,15 +79,23 @@ def _run_chat(caller: Caller, args: ChatArgs, on_event) -> tuple[TurnRecord, str
         raise not_found(CONVERSATION_NOT_FOUND)  # only a Chatflow starts a new one for an unknown id
     created = row is None
     if created:
-        info = caller.service.start(caller.flow_id, user_id=args.user, name=conversation_name(args.query),
-                                    source=SOURCE, inputs=args.inputs)
+        info = caller.service.start(
+            caller.flow_id, user_id=args.user, name=conversation_name(args.query), source=SOURCE, inputs=args.inputs
+        )
         conversation_id = info.id
     else:
         conversation_id = row.id
     try:
-        record = caller.service.send(conversation_id, args.query, args.inputs, parent_id=UUID_NIL,
-                                     flow_version_id=flow_version_id, on_event=on_event,
-                                     granularity=args.granularity, files=args.files)
+        record = caller.service.send(
+            conversation_id,
+            args.query,
+            args.inputs,
+            parent_id=UUID_NIL,
+            flow_version_id=flow_version_id,
+            on_event=on_event,
+            granularity=args.granularity,
+            files=args.files,
+        )
     except RunError as e:
         if created:
             caller.service.delete(conversation_id)
@@ -92,10 +108,20 @@ def dify_usage(usage: dict | None, latency: float) -> dict:
     usage = usage or {}
     prompt = int(usage.get("prompt_tokens", 0))
     completion = int(usage.get("completion_tokens", 0))
-    return {"prompt_tokens": prompt, "prompt_unit_price": "0", "prompt_price_unit": "0", "prompt_price": "0",
-            "completion_tokens": completion, "completion_unit_price": "0", "completion_price_unit": "0",
-            "completion_price": "0", "total_tokens": int(usage.get("total_tokens", prompt + completion)),
-            "total_price": "0", "currency": "USD", "latency": round(latency, 6)}
+    return {
+        "prompt_tokens": prompt,
+        "prompt_unit_price": "0",
+        "prompt_price_unit": "0",
+        "prompt_price": "0",
+        "completion_tokens": completion,
+        "completion_unit_price": "0",
+        "completion_price_unit": "0",
+        "completion_price": "0",
+        "total_tokens": int(usage.get("total_tokens", prompt + completion)),
+        "total_price": "0",
+        "currency": "USD",
+        "latency": round(latency, 6),
+    }
 
 
 def _sse(event: dict) -> str:
@@ -127,8 +153,12 @@ def _agent_events(event: dict, thought: list[str], put) -> None:
     ids = {k: event.get(k) for k in ("task_id", "message_id", "conversation_id", "created_at")}
 
     def send_thought(text: str) -> None:
-        put(("event", {"event": "agent_thought", **ids, **agent_thought(str(ids["message_id"]), text),
-                       "message_files": []}))
+        put(
+            (
+                "event",
+                {"event": "agent_thought", **ids, **agent_thought(str(ids["message_id"]), text), "message_files": []},
+            )
+        )
 
     if event["event"] == "message":
         if not thought:
@@ -145,8 +175,9 @@ async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float, 
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
     started = time.perf_counter()
-    task = Task(user=args.user, flow_id=caller.flow_id,
-                wake=lambda: loop.call_soon_threadsafe(queue.put_nowait, ("stop", None)))
+    task = Task(
+        user=args.user, flow_id=caller.flow_id, wake=lambda: loop.call_soon_threadsafe(queue.put_nowait, ("stop", None))
+    )
     ids: dict = {}
     no_graph = caller.flow.app_mode in _NO_GRAPH
     agent = caller.flow.app_mode == AGENT_CHAT
@@ -160,9 +191,14 @@ async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float, 
             return  # stopped: nothing more reaches the client
         event = _dify_event(event, started)
         if event.get("event") == "workflow_started":
-            ids.update(task_id=event.get("task_id"), message_id=event.get("message_id"),
-                       conversation_id=event.get("conversation_id"), created_at=event.get("created_at"),
-                       workflow_run_id=event.get("workflow_run_id"), workflow=event.get("data") or {})
+            ids.update(
+                task_id=event.get("task_id"),
+                message_id=event.get("message_id"),
+                conversation_id=event.get("conversation_id"),
+                created_at=event.get("created_at"),
+                workflow_run_id=event.get("workflow_run_id"),
+                workflow=event.get("data") or {},
+            )
             tasks.add(ids["task_id"], task)
         elif event.get("event") == "node_finished":
             ids["steps"] = ids.get("steps", 0) + 1
@@ -209,20 +245,30 @@ async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float, 
                 elif kind == "stop":  # the client asked to stop: end the answer here
                     if not no_graph and not agent:  # Dify's advanced chat: the run finishes as stopped first
                         yield _sse(_stopped_workflow(ids, args.user, time.perf_counter() - started))
-                    yield _sse({"event": "message_end", "task_id": ids.get("task_id"), "id": ids.get("message_id"),
-                                "message_id": ids.get("message_id"), "conversation_id": ids.get("conversation_id"),
-                                "created_at": ids.get("created_at"), "files": [],
-                                "metadata": {"usage": dify_usage(None, time.perf_counter() - started),
-                                             "retriever_resources": []}})
+                    yield _sse(
+                        {
+                            "event": "message_end",
+                            "task_id": ids.get("task_id"),
+                            "id": ids.get("message_id"),
+                            "message_id": ids.get("message_id"),
+                            "conversation_id": ids.get("conversation_id"),
+                            "created_at": ids.get("created_at"),
+                            "files": [],
+                            "metadata": {
+                                "usage": dify_usage(None, time.perf_counter() - started),
+                                "retriever_resources": [],
+                            },
+                        }
+                    )
                     return
                 elif kind == "done":
                     return
                 else:  # a failure after the stream started: Dify's error event, then the end
                     log.error("chat-messages failed while streaming", exc_info=payload)
-                    error = payload if isinstance(payload, ApiError) else \
-                        ApiError(500, "internal_server_error", INTERNAL)
-                    yield _sse({"event": "error", "status": error.status, "code": error.code,
-                                "message": error.message})
+                    error = (
+                        payload if isinstance(payload, ApiError) else ApiError(500, "internal_server_error", INTERNAL)
+                    )
+                    yield _sse({"event": "error", "status": error.status, "code": error.code, "message": error.message})
                     return
                 while True:
                     try:
@@ -233,8 +279,9 @@ async def _chat_streaming(caller: Caller, args: ChatArgs, ping_interval: float, 
         finally:
             task.stream_closed.set()
 
-    return StreamingResponse(frames(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return StreamingResponse(
+        frames(), media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    )
 
 
 def _chat_blocking(caller: Caller, args: ChatArgs) -> dict:
@@ -248,10 +295,17 @@ def _chat_blocking(caller: Caller, args: ChatArgs) -> dict:
     record, conversation_id = _run_chat(caller, args, on_event)
     if not record.succeeded:
         raise invalid(f"Run failed: {record.error}")
-    return {"event": "message", "task_id": task.get("id") or record.id, "id": record.id, "message_id": record.id,
-            "conversation_id": conversation_id, "mode": caller.flow.app_mode, "answer": record.answer,
-            "metadata": {"retriever_resources": [], "usage": dify_usage(record.usage, time.perf_counter() - started)},
-            "created_at": ts(record.created_at)}
+    return {
+        "event": "message",
+        "task_id": task.get("id") or record.id,
+        "id": record.id,
+        "message_id": record.id,
+        "conversation_id": conversation_id,
+        "mode": caller.flow.app_mode,
+        "answer": record.answer,
+        "metadata": {"retriever_resources": [], "usage": dify_usage(record.usage, time.perf_counter() - started)},
+        "created_at": ts(record.created_at),
+    }
 
 
 @dataclass
@@ -296,14 +350,29 @@ def _stopped_workflow(ids: dict, user: str, elapsed: float) -> dict:
     """The ``workflow_finished`` Dify's advanced chat sends when a client stops a run: status
     ``stopped`` with the stop's reason, before the stream's ``message_end``."""
     run = ids.get("workflow") or {}
-    return {"event": "workflow_finished", "task_id": ids.get("task_id"), "workflow_run_id": ids.get("workflow_run_id"),
-            "message_id": ids.get("message_id"), "conversation_id": ids.get("conversation_id"),
-            "created_at": ids.get("created_at"),
-            "data": {"id": ids.get("workflow_run_id"), "workflow_id": run.get("workflow_id"), "status": repo.STOPPED,
-                     "outputs": {}, "error": "Stopped by user.", "elapsed_time": round(elapsed, 6), "total_tokens": 0,
-                     "total_steps": ids.get("steps", 0), "created_by": {"id": user, "user": user},
-                     "created_at": run.get("created_at"), "finished_at": int(time.time()), "exceptions_count": 0,
-                     "files": []}}
+    return {
+        "event": "workflow_finished",
+        "task_id": ids.get("task_id"),
+        "workflow_run_id": ids.get("workflow_run_id"),
+        "message_id": ids.get("message_id"),
+        "conversation_id": ids.get("conversation_id"),
+        "created_at": ids.get("created_at"),
+        "data": {
+            "id": ids.get("workflow_run_id"),
+            "workflow_id": run.get("workflow_id"),
+            "status": repo.STOPPED,
+            "outputs": {},
+            "error": "Stopped by user.",
+            "elapsed_time": round(elapsed, 6),
+            "total_tokens": 0,
+            "total_steps": ids.get("steps", 0),
+            "created_by": {"id": user, "user": user},
+            "created_at": run.get("created_at"),
+            "finished_at": int(time.time()),
+            "exceptions_count": 0,
+            "files": [],
+        },
+    }
 
 
 def finish_stopped(db, message_id: str, task: Task, timeout: float = 30.0) -> None:
@@ -314,19 +383,36 @@ def finish_stopped(db, message_id: str, task: Task, timeout: float = 30.0) -> No
 
 def register(app: FastAPI) -> None:
     # For text/event-stream, OpenAPI 3.1's schema describes one event as a client parses it.
-    event_schema = {"type": "object", "required": ["event"], "properties": {
-        "event": {"type": "string", "description": "message for data frames; ping for keep-alives"},
-        "data": {"type": "string", "contentMediaType": "application/json",
-                 "description": "one JSON object: {event, conversation_id, message_id, task_id, created_at, …} "
-                                "with event workflow_started, node_started, node_finished, message (an Agent "
-                                "app: agent_thought and agent_message), "
-                                "message_end, workflow_finished or error"}}}
-    chat_doc = {200: {"description": "blocking: the answer; streaming: Dify's server-sent events",
-                      "content": {"text/event-stream": {"schema": event_schema}}},
-                **error_responses(400, 401, 404)}
+    event_schema = {
+        "type": "object",
+        "required": ["event"],
+        "properties": {
+            "event": {"type": "string", "description": "message for data frames; ping for keep-alives"},
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "description": "one JSON object: {event, conversation_id, message_id, task_id, created_at, …} "
+                "with event workflow_started, node_started, node_finished, message (an Agent "
+                "app: agent_thought and agent_message), "
+                "message_end, workflow_finished or error",
+            },
+        },
+    }
+    chat_doc = {
+        200: {
+            "description": "blocking: the answer; streaming: Dify's server-sent events",
+            "content": {"text/event-stream": {"schema": event_schema}},
+        },
+        **error_responses(400, 401, 404),
+    }
 
-    @app.post("/v1/chat-messages", response_model=ChatResponse, responses=chat_doc, tags=["chat"],
-              summary="Send a chat message (blocking or streaming)")
+    @app.post(
+        "/v1/chat-messages",
+        response_model=ChatResponse,
+        responses=chat_doc,
+        tags=["chat"],
+        summary="Send a chat message (blocking or streaming)",
+    )
     async def chat_messages(body: ChatRequest, caller: Caller = Depends(authenticate)):
         args = chat_args(body, app.state.uploads, caller.flow_id)
         if not args.streaming and caller.flow.app_mode == AGENT_CHAT:
@@ -335,8 +421,13 @@ def register(app: FastAPI) -> None:
             return await _chat_streaming(caller, args, app.state.ping_interval, app.state.tasks)
         return await run_in_threadpool(_chat_blocking, caller, args)
 
-    @app.post("/v1/chat-messages/{task_id}/stop", response_model=ResultBody, responses=error_responses(400, 401),
-              tags=["chat"], summary="Stop a streaming answer (the turn is stored as stopped)")
+    @app.post(
+        "/v1/chat-messages/{task_id}/stop",
+        response_model=ResultBody,
+        responses=error_responses(400, 401),
+        tags=["chat"],
+        summary="Stop a streaming answer (the turn is stored as stopped)",
+    )
     def stop(task_id: str, body: StopRequest, caller: Caller = Depends(authenticate)):
         user = check_user(body.user, required=True)
         app.state.tasks.stop(task_id, user, caller.flow_id)

@@ -18,15 +18,39 @@ from ..schemas import ErrorBody, UploadedFile, check_user, clean, error_response
 # (``UPLOAD_FILE_SIZE_LIMIT``, ``UPLOAD_IMAGE_FILE_SIZE_LIMIT``, …).
 FILE_EXTENSIONS = {
     "image": {"jpg", "jpeg", "png", "webp", "gif", "svg"},
-    "document": {"txt", "markdown", "md", "mdx", "pdf", "html", "htm", "xlsx", "xls", "vtt", "properties", "doc",
-                 "docx", "csv", "eml", "msg", "pptx", "xml", "epub", "ppt"},
+    "document": {
+        "txt",
+        "markdown",
+        "md",
+        "mdx",
+        "pdf",
+        "html",
+        "htm",
+        "xlsx",
+        "xls",
+        "vtt",
+        "properties",
+        "doc",
+        "docx",
+        "csv",
+        "eml",
+        "msg",
+        "pptx",
+        "xml",
+        "epub",
+        "ppt",
+    },
     "audio": {"mp3", "m4a", "wav", "amr", "mpga"},
     "video": {"mp4", "mov", "mpeg", "webm"},
 }
 SIZE_LIMIT_MB = {"image": 10, "document": 15, "audio": 50, "video": 100}
-SYSTEM_PARAMETERS = {"image_file_size_limit": SIZE_LIMIT_MB["image"], "video_file_size_limit": SIZE_LIMIT_MB["video"],
-                     "audio_file_size_limit": SIZE_LIMIT_MB["audio"], "file_size_limit": SIZE_LIMIT_MB["document"],
-                     "workflow_file_upload_limit": 10}
+SYSTEM_PARAMETERS = {
+    "image_file_size_limit": SIZE_LIMIT_MB["image"],
+    "video_file_size_limit": SIZE_LIMIT_MB["video"],
+    "audio_file_size_limit": SIZE_LIMIT_MB["audio"],
+    "file_size_limit": SIZE_LIMIT_MB["document"],
+    "workflow_file_upload_limit": 10,
+}
 UPLOAD_PATH = "/v1/files/upload"
 
 
@@ -65,11 +89,18 @@ async def upload(app: FastAPI, caller: Caller, files: list[UploadFile], user: st
     while chunk := await upload_file.read(_CHUNK):
         size += len(chunk)
         if size > limit:
-            raise ApiError(413, "file_too_large", f"File size exceeded. {name} is larger than the {kind} limit "
-                                                  f"of {limit_mb} MB.")
-    record = {"id": str(uuid.uuid4()), "name": clean(name, "file")[:255], "size": size, "extension": extension,
-              "mime_type": upload_file.content_type or "application/octet-stream", "created_by": user,
-              "created_at": ts(time.time())}
+            raise ApiError(
+                413, "file_too_large", f"File size exceeded. {name} is larger than the {kind} limit of {limit_mb} MB."
+            )
+    record = {
+        "id": str(uuid.uuid4()),
+        "name": clean(name, "file")[:255],
+        "size": size,
+        "extension": extension,
+        "mime_type": upload_file.content_type or "application/octet-stream",
+        "created_by": user,
+        "created_at": ts(time.time()),
+    }
     uploads: dict = app.state.uploads
     uploads[record["id"]] = {**record, "flow_id": caller.flow_id, "type": kind}
     while len(uploads) > MAX_UPLOADS:
@@ -80,8 +111,17 @@ async def upload(app: FastAPI, caller: Caller, files: list[UploadFile], user: st
 def register(app: FastAPI) -> None:
     upload_errors = {**error_responses(400, 401), 413: {"model": ErrorBody, "description": "file_too_large"}}
 
-    @app.post(UPLOAD_PATH, response_model=UploadedFile, status_code=201, responses=upload_errors,
-              tags=["files"], summary="Upload one file for a later message")
-    async def post_upload(caller: Caller = Depends(authenticate), file: list[UploadFile] = File(default=[]),
-                          user: str | None = Form(default=None)):
+    @app.post(
+        UPLOAD_PATH,
+        response_model=UploadedFile,
+        status_code=201,
+        responses=upload_errors,
+        tags=["files"],
+        summary="Upload one file for a later message",
+    )
+    async def post_upload(
+        caller: Caller = Depends(authenticate),
+        file: list[UploadFile] = File(default=[]),
+        user: str | None = Form(default=None),
+    ):
         return await upload(app, caller, file, user)

@@ -26,9 +26,17 @@ from core.store.models import TurnRow
 
 from ..caller import Caller, authenticate, owned, require_owned
 from ..errors import MESSAGE_NOT_FOUND, ApiError, invalid, not_found
-from ..schemas import (FeedbackRequest, MessageList, ResultBody, Suggested, check_user, clean, error_responses, is_uuid,
-                       ts)
-
+from ..schemas import (
+    FeedbackRequest,
+    MessageList,
+    ResultBody,
+    Suggested,
+    check_user,
+    clean,
+    error_responses,
+    is_uuid,
+    ts,
+)
 
 # Dify's message statuses. A running turn is "normal" with an empty answer, as Dify's message row
 # is while its workflow runs; a turn whose process was killed is an "error" saying so.
@@ -38,9 +46,16 @@ STATUS = {repo.SUCCEEDED: "normal", repo.FAILED: "error", repo.RUNNING: "normal"
 def agent_thought(message_id: str, thought: str, position: int = 1) -> dict:
     """The fields an Agent app's thought has both in its stream (``agent_thought`` events) and in
     ``GET /v1/messages``, for a step that called no tool. Its id is the same wherever it is shown."""
-    return {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"memlens:{message_id}/agent_thought/{position}")),
-            "message_id": message_id, "position": position, "thought": thought, "observation": "", "tool": "",
-            "tool_labels": {}, "tool_input": ""}
+    return {
+        "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"memlens:{message_id}/agent_thought/{position}")),
+        "message_id": message_id,
+        "position": position,
+        "thought": thought,
+        "observation": "",
+        "tool": "",
+        "tool_labels": {},
+        "tool_input": "",
+    }
 
 
 def message_files(row: TurnRow) -> list[dict]:
@@ -54,24 +69,45 @@ def message_files(row: TurnRow) -> list[dict]:
             continue
         upload_id, url = str(f.get("id") or ""), str(f.get("url") or "")
         name = str(f.get("name") or "") or url.rsplit("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
-        out.append({"id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"memlens:{row.id}/message_file/{n}")),
-                    "filename": name, "type": str(f.get("type") or "custom"), "url": url,
-                    "mime_type": mimetypes.guess_type(name)[0] or "", "size": -1,
-                    "transfer_method": "local_file" if upload_id else "remote_url", "belongs_to": "user",
-                    "upload_file_id": upload_id or None})
+        out.append(
+            {
+                "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"memlens:{row.id}/message_file/{n}")),
+                "filename": name,
+                "type": str(f.get("type") or "custom"),
+                "url": url,
+                "mime_type": mimetypes.guess_type(name)[0] or "",
+                "size": -1,
+                "transfer_method": "local_file" if upload_id else "remote_url",
+                "belongs_to": "user",
+                "upload_file_id": upload_id or None,
+            }
+        )
     return out
 
 
 def message_item(row: TurnRow, feedback: dict | None = None, *, agent: bool = False) -> dict:
     """One message as ``GET /v1/messages`` lists it; ``agent``: the app is an Agent app."""
-    thoughts = [{**agent_thought(row.id, row.answer), "chain_id": None, "created_at": ts(row.created_at),
-                 "files": []}] if agent else []
-    return {"id": row.id, "conversation_id": row.conversation_id, "parent_message_id": row.parent_id,
-            "inputs": dict(row.inputs or {}), "query": row.query, "answer": row.answer,
-            "message_files": message_files(row),
-            "feedback": feedback, "retriever_resources": [], "agent_thoughts": thoughts,
-            "created_at": ts(row.created_at), "status": STATUS.get(row.status, row.status), "error": row.error,
-            "extra_contents": []}
+    thoughts = (
+        [{**agent_thought(row.id, row.answer), "chain_id": None, "created_at": ts(row.created_at), "files": []}]
+        if agent
+        else []
+    )
+    return {
+        "id": row.id,
+        "conversation_id": row.conversation_id,
+        "parent_message_id": row.parent_id,
+        "inputs": dict(row.inputs or {}),
+        "query": row.query,
+        "answer": row.answer,
+        "message_files": message_files(row),
+        "feedback": feedback,
+        "retriever_resources": [],
+        "agent_thoughts": thoughts,
+        "created_at": ts(row.created_at),
+        "status": STATUS.get(row.status, row.status),
+        "error": row.error,
+        "extra_contents": [],
+    }
 
 
 def list_messages(caller: Caller, conversation_id: str, user: str, first_id: str | None, limit: int) -> dict:
@@ -87,15 +123,22 @@ def list_messages(caller: Caller, conversation_id: str, user: str, first_id: str
         q = select(TurnRow).where(TurnRow.conversation_id == row.id)
         if first_id:
             first = s.scalars(
-                select(TurnRow.seq).where(TurnRow.conversation_id == row.id, TurnRow.id == first_id)).first()
+                select(TurnRow.seq).where(TurnRow.conversation_id == row.id, TurnRow.id == first_id)
+            ).first()
             if first is None:
                 raise not_found("First Message Not Exists.")
             q = q.where(TurnRow.seq < first)
         rows = s.scalars(q.order_by(TurnRow.seq.desc()).limit(limit + 1)).all()
         has_more = len(rows) > limit
         agent = caller.flow.app_mode == AGENT_CHAT
-        items = [message_item(r, next(({"rating": f["rating"]} for f in ratings.get(r.id, [])
-                                       if f["user_id"] == user), None), agent=agent) for r in reversed(rows[:limit])]
+        items = [
+            message_item(
+                r,
+                next(({"rating": f["rating"]} for f in ratings.get(r.id, []) if f["user_id"] == user), None),
+                agent=agent,
+            )
+            for r in reversed(rows[:limit])
+        ]
     return {"limit": limit, "has_more": has_more, "data": items}
 
 
@@ -124,9 +167,11 @@ def feedback(caller: Caller, message_id: str, body: FeedbackRequest) -> dict:
     return {"result": "success"}
 
 
-SUGGEST_PROMPT = ("Given the conversation below, predict the three questions the user is most likely to ask "
-                  "next. Keep each under 20 words and in the language of the conversation. Reply with a JSON "
-                  "array of three strings and nothing else.")
+SUGGEST_PROMPT = (
+    "Given the conversation below, predict the three questions the user is most likely to ask "
+    "next. Keep each under 20 words and in the language of the conversation. Reply with a JSON "
+    "array of three strings and nothing else."
+)
 
 
 def parse_questions(text: str) -> list[str]:
@@ -152,33 +197,52 @@ def suggested(caller: Caller, message_id: str, user: str) -> dict:
         return {"result": "success", "data": []}
     conversation = caller.service.conversation(row.conversation_id)
     path = conversation.tree.thread(conversation.index_of(row.id))
-    history = "\n".join(f"user: {conversation.turns[i].query}\nassistant: {conversation.turns[i].answer}"
-                        for i in path[-3:])
+    history = "\n".join(
+        f"user: {conversation.turns[i].query}\nassistant: {conversation.turns[i].answer}" for i in path[-3:]
+    )
     model = caller.flow.llm(nodes[0].id).model
     try:
-        reply = (caller.service.llm or LiteLLMClient()).complete(model, [{"role": "system", "content": SUGGEST_PROMPT},
-                                                    {"role": "user", "content": history}], 256)
+        reply = (caller.service.llm or LiteLLMClient()).complete(
+            model, [{"role": "system", "content": SUGGEST_PROMPT}, {"role": "user", "content": history}], 256
+        )
     except LLMError:
         return {"result": "success", "data": []}  # as Dify: a failed suggestion is no suggestion
     return {"result": "success", "data": parse_questions(reply.text)}
 
 
 def register(app: FastAPI) -> None:
-    @app.get("/v1/messages", response_model=MessageList, responses=error_responses(400, 401, 404), tags=["chat"],
-             summary="A conversation's messages, every branch, oldest first, newest page first")
-    def get_messages(caller: Caller = Depends(authenticate),
-                     conversation_id: str = Query(description="required, as in Dify; empty: an empty list"),
-                     user: str | None = Query(default=None), first_id: str | None = Query(default=None),
-                     limit: int = Query(default=20, ge=1, le=100)):
+    @app.get(
+        "/v1/messages",
+        response_model=MessageList,
+        responses=error_responses(400, 401, 404),
+        tags=["chat"],
+        summary="A conversation's messages, every branch, oldest first, newest page first",
+    )
+    def get_messages(
+        caller: Caller = Depends(authenticate),
+        conversation_id: str = Query(description="required, as in Dify; empty: an empty list"),
+        user: str | None = Query(default=None),
+        first_id: str | None = Query(default=None),
+        limit: int = Query(default=20, ge=1, le=100),
+    ):
         return list_messages(caller, conversation_id, check_user(user), first_id, limit)
 
-    @app.post("/v1/messages/{message_id}/feedbacks", response_model=ResultBody,
-              responses=error_responses(400, 401, 404), tags=["chat"], summary="Rate an answer like or dislike (null revokes the rating)")
+    @app.post(
+        "/v1/messages/{message_id}/feedbacks",
+        response_model=ResultBody,
+        responses=error_responses(400, 401, 404),
+        tags=["chat"],
+        summary="Rate an answer like or dislike (null revokes the rating)",
+    )
     def post_feedback(message_id: str, body: FeedbackRequest, caller: Caller = Depends(authenticate)):
         return feedback(caller, message_id, body)
 
-    @app.get("/v1/messages/{message_id}/suggested", response_model=Suggested, responses=error_responses(400, 401, 404),
-             tags=["chat"], summary="Follow-up questions after an answer")
-    def get_suggested(message_id: str, caller: Caller = Depends(authenticate),
-                      user: str | None = Query(default=None)):
+    @app.get(
+        "/v1/messages/{message_id}/suggested",
+        response_model=Suggested,
+        responses=error_responses(400, 401, 404),
+        tags=["chat"],
+        summary="Follow-up questions after an answer",
+    )
+    def get_suggested(message_id: str, caller: Caller = Depends(authenticate), user: str | None = Query(default=None)):
         return suggested(caller, message_id, check_user(user, required=True))

@@ -25,13 +25,20 @@ def _exposed_type(value_type: str) -> str:
 
 
 def _variable_item(v: repo.StoredVariable, updated_at: float | None = None) -> dict:
-    return {"id": v.id, "name": v.name, "value_type": _exposed_type(v.value_type), "value": str(v.value),
-            "description": v.description or "", "created_at": ts(v.created_at),
-            "updated_at": ts(updated_at if updated_at is not None else v.updated_at)}
+    return {
+        "id": v.id,
+        "name": v.name,
+        "value_type": _exposed_type(v.value_type),
+        "value": str(v.value),
+        "description": v.description or "",
+        "created_at": ts(v.created_at),
+        "updated_at": ts(updated_at if updated_at is not None else v.updated_at),
+    }
 
 
-def list_variables(caller: Caller, conversation_id: str, user: str, last_id: str | None, limit: int,
-                   variable_name: str | None) -> dict:
+def list_variables(
+    caller: Caller, conversation_id: str, user: str, last_id: str | None, limit: int, variable_name: str | None
+) -> dict:
     row = require_owned(caller, conversation_id, user)
     stored = repo.get_variables(caller.db, row.id)  # created_at ascending (then id)
     if variable_name:
@@ -43,7 +50,7 @@ def list_variables(caller: Caller, conversation_id: str, user: str, last_id: str
             raise invalid(f"last_id {last_id!r} is not a variable of this conversation", "last_id")
         # Dify pages by created_at alone: strictly newer rows (rows created together share it).
         stored = [v for v in stored if v.created_at > last.created_at]
-    page = stored[: limit]
+    page = stored[:limit]
     return {"limit": limit, "has_more": len(stored) > limit, "data": [_variable_item(v) for v in page]}
 
 
@@ -67,27 +74,43 @@ def update_variable(caller: Caller, conversation_id: str, variable_id: str, body
     with caller.db.conversation_lock(row.id):  # after a turn running on the conversation, never under it
         stored = next((v for v in repo.get_variables(caller.db, row.id) if v.id == variable_id), stored)
         info = caller.service.info(row.id)
-        repo.write_variable_changes(caller.db, row.id, [{"name": stored.name, "old": stored.value, "new": value,
-                                                         "operation": "edit", "node_id": "user"}],
-                                    turn_id=info.active_turn_id, turn_seq=info.turn_count or None)
+        repo.write_variable_changes(
+            caller.db,
+            row.id,
+            [{"name": stored.name, "old": stored.value, "new": value, "operation": "edit", "node_id": "user"}],
+            turn_id=info.active_turn_id,
+            turn_seq=info.turn_count or None,
+        )
     updated = next(v for v in repo.get_variables(caller.db, row.id) if v.id == variable_id)
     return _variable_item(updated, updated_at=time.time())
 
 
 def register(app: FastAPI) -> None:
-    @app.get("/v1/conversations/{conversation_id}/variables", response_model=VariableList,
-             responses=error_responses(400, 401, 404), tags=["conversations"],
-             summary="A conversation's variables (values as str(), created_at ascending)")
-    def get_variables(conversation_id: str, caller: Caller = Depends(authenticate),
-                      user: str | None = Query(default=None), last_id: str | None = Query(default=None),
-                      limit: int = Query(default=20, ge=1, le=100),
-                      variable_name: str | None = Query(default=None, min_length=1, max_length=255,
-                                                        pattern=r"^[A-Za-z0-9_.\-]+$")):
+    @app.get(
+        "/v1/conversations/{conversation_id}/variables",
+        response_model=VariableList,
+        responses=error_responses(400, 401, 404),
+        tags=["conversations"],
+        summary="A conversation's variables (values as str(), created_at ascending)",
+    )
+    def get_variables(
+        conversation_id: str,
+        caller: Caller = Depends(authenticate),
+        user: str | None = Query(default=None),
+        last_id: str | None = Query(default=None),
+        limit: int = Query(default=20, ge=1, le=100),
+        variable_name: str | None = Query(default=None, min_length=1, max_length=255, pattern=r"^[A-Za-z0-9_.\-]+$"),
+    ):
         return list_variables(caller, conversation_id, check_user(user), last_id, limit, variable_name)
 
-    @app.put("/v1/conversations/{conversation_id}/variables/{variable_id}", response_model=VariableItem,
-             responses=error_responses(400, 401, 404), tags=["conversations"],
-             summary="Set a conversation variable (type-checked as Dify does)")
-    def put_variable(conversation_id: str, variable_id: str, body: VariableUpdate,
-                     caller: Caller = Depends(authenticate)):
+    @app.put(
+        "/v1/conversations/{conversation_id}/variables/{variable_id}",
+        response_model=VariableItem,
+        responses=error_responses(400, 401, 404),
+        tags=["conversations"],
+        summary="Set a conversation variable (type-checked as Dify does)",
+    )
+    def put_variable(
+        conversation_id: str, variable_id: str, body: VariableUpdate, caller: Caller = Depends(authenticate)
+    ):
         return update_variable(caller, conversation_id, variable_id, body)

@@ -31,9 +31,21 @@ def cmd_flows_list(args) -> int:
 
     flows = repo.list_flows(open_db(args, write=False))
     if args.format in ("json", "csv"):
-        print_rows([{"id": v.flow_id, "name": v.flow_name, "version": v.version, "version_id": v.id,
-                     "mode": v.definition.get("mode"), "created_at": iso_time(v.created_at)} for v in flows],
-                   args.format, ("id", "name", "version", "version_id", "mode", "created_at"))
+        print_rows(
+            [
+                {
+                    "id": v.flow_id,
+                    "name": v.flow_name,
+                    "version": v.version,
+                    "version_id": v.id,
+                    "mode": v.definition.get("mode"),
+                    "created_at": iso_time(v.created_at),
+                }
+                for v in flows
+            ],
+            args.format,
+            ("id", "name", "version", "version_id", "mode", "created_at"),
+        )
         return 0
     if not flows:
         print("no flows yet: add one with `memlens flows import FILE`")

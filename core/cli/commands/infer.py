@@ -27,11 +27,16 @@ def cmd_infer(args) -> int:
         sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
         return 0
     conv = result.conversation
-    lines = [f"Conversation {conv.name or conv.id!r} ({conv.id}): "
-             f"{len(result.nodes)} node{'s' if len(result.nodes) != 1 else ''}"]
+    lines = [
+        f"Conversation {conv.name or conv.id!r} ({conv.id}): "
+        f"{len(result.nodes)} node{'s' if len(result.nodes) != 1 else ''}"
+    ]
     for node in result.nodes:
-        lines += ["", f"{node.node.id} · {node.node.title.split(' · ', 1)[-1]} · {len(node.calls)} calls",
-                  f"  {node.fit()}"]
+        lines += [
+            "",
+            f"{node.node.id} · {node.node.title.split(' · ', 1)[-1]} · {len(node.calls)} calls",
+            f"  {node.fit()}",
+        ]
         best = node.best
         if best is not None and best.explains:
             first = best.first_unexplained(node.calls)
@@ -40,8 +45,10 @@ def cmd_infer(args) -> int:
             if node.equivalent:
                 lines.append("  equally well: " + "; ".join(e.rule.full for e in node.equivalent))
             args_ = rule_args(best.rule.settings())
-            lines.append(f"  replay: memlens replay --conversation {conv.id} --node {node.node.id} "
-                         + " ".join(shlex.quote(a) for a in args_))
+            lines.append(
+                f"  replay: memlens replay --conversation {conv.id} --node {node.node.id} "
+                + " ".join(shlex.quote(a) for a in args_)
+            )
         for difference in node.differences:
             lines.append(f"  {difference.sentence()}")
     sys.stdout.write("\n".join(lines) + "\n")
@@ -49,9 +56,12 @@ def cmd_infer(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("infer", help="name the memory rule behind each node of a captured conversation",
-                       description="For each node of a conversation the capture proxy recorded (or a trace's calls "
-                                   "imported), the memory rule whose replay gives the kept sets its calls showed.")
+    p = sub.add_parser(
+        "infer",
+        help="name the memory rule behind each node of a captured conversation",
+        description="For each node of a conversation the capture proxy recorded (or a trace's calls "
+        "imported), the memory rule whose replay gives the kept sets its calls showed.",
+    )
     p.add_argument("--conversation", required=True, metavar="ID", help="a stored conversation's id")
     add_db_option(p)
     add_format_option(p, ("table", "json"))

@@ -34,9 +34,22 @@ def cmd_keys_list(args) -> int:
 
     rows = list_keys(open_db(args, write=False), flow_id=args.flow)
     if args.format in ("json", "csv"):
-        print_rows([{"id": k.id, "flow_id": k.flow_id, "flow_name": k.flow_name, "hint": k.hint, "name": k.name,
-                     "created_at": iso_time(k.created_at), "revoked_at": iso_time(k.revoked_at)} for k in rows],
-                   args.format, ("id", "flow_id", "flow_name", "hint", "name", "created_at", "revoked_at"))
+        print_rows(
+            [
+                {
+                    "id": k.id,
+                    "flow_id": k.flow_id,
+                    "flow_name": k.flow_name,
+                    "hint": k.hint,
+                    "name": k.name,
+                    "created_at": iso_time(k.created_at),
+                    "revoked_at": iso_time(k.revoked_at),
+                }
+                for k in rows
+            ],
+            args.format,
+            ("id", "flow_id", "flow_name", "hint", "name", "created_at", "revoked_at"),
+        )
         return 0
     if not rows:
         print("no API keys yet: make one with `memlens keys create FLOW_ID`")

@@ -12,6 +12,9 @@ def cmd_memories(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("memories", description="List every memory system --memory takes and its settings: what "
-                                                "--set takes, each setting's flag, values and default.")
+    p = sub.add_parser(
+        "memories",
+        description="List every memory system --memory takes and its settings: what "
+        "--set takes, each setting's flag, values and default.",
+    )
     p.set_defaults(func=cmd_memories)

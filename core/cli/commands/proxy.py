@@ -22,8 +22,9 @@ def _upstream(text: str) -> str:
 
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise argparse.ArgumentTypeError(f"--upstream {text!r} is not an http(s) URL; give the provider's base URL, "
-                                         "e.g. https://api.openai.com/v1")
+        raise argparse.ArgumentTypeError(
+            f"--upstream {text!r} is not an http(s) URL; give the provider's base URL, e.g. https://api.openai.com/v1"
+        )
     return text
 
 
@@ -43,10 +44,11 @@ def cmd_proxy(args) -> int:
     import uvicorn
     from sqlalchemy.engine import make_url
 
-    from core.proxy.server import CaptureProxy
-    from core.proxy.recorder import RecorderProcess
     from core.hosts import ALLOWED_HOSTS_ENV, allowed_hosts, host_name, is_loopback
+    from core.proxy.recorder import RecorderProcess
+    from core.proxy.server import CaptureProxy
     from core.store.db import Database
+
     from .serve import _listen
 
     allowed = allowed_hosts()  # a bad entry is refused before anything listens
@@ -61,15 +63,28 @@ def cmd_proxy(args) -> int:
     port = sock.getsockname()[1]
     shown = make_url(db.url).render_as_string(hide_password=True)
     answered = f"forwarding to {args.upstream}" if args.upstream else "the demo model answers"
-    print(f"MemLens capture proxy on http://{args.host}:{port}/v1 — {answered} — recording into {shown}",
-          file=sys.stderr, flush=True)
+    print(
+        f"MemLens capture proxy on http://{args.host}:{port}/v1 — {answered} — recording into {shown}",
+        file=sys.stderr,
+        flush=True,
+    )
     if not allowed and not is_loopback(host_name(args.host) or ""):
-        print(f"note: requests are answered only when their Host is localhost, 127.0.0.1 or ::1; set "
-              f"{ALLOWED_HOSTS_ENV} to the names callers use for this machine (host.docker.internal for Dify in "
-              "Docker)", file=sys.stderr, flush=True)
+        print(
+            f"note: requests are answered only when their Host is localhost, 127.0.0.1 or ::1; set "
+            f"{ALLOWED_HOSTS_ENV} to the names callers use for this machine (host.docker.internal for Dify in "
+            "Docker)",
+            file=sys.stderr,
+            flush=True,
+        )
     # The upstream's own Date and Server headers pass through: uvicorn adds none of its own.
-    options = dict(log_level=args.log_level, access_log=args.log_level == "debug", timeout_graceful_shutdown=5,
-                   lifespan="on", server_header=False, date_header=False)
+    options = dict(
+        log_level=args.log_level,
+        access_log=args.log_level == "debug",
+        timeout_graceful_shutdown=5,
+        lifespan="on",
+        server_header=False,
+        date_header=False,
+    )
     uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
     return 0
 
@@ -77,18 +92,26 @@ def cmd_proxy(args) -> int:
 def register(sub) -> None:
     from .serve import _port
 
-    p = sub.add_parser("proxy", help="an OpenAI/Anthropic-compatible proxy that records what a bot sends its model",
-                       description="Forward each model call unchanged (or answer it with the offline demo model) "
-                                   "and record it: the calls are threaded into conversations, each call's ledger "
-                                   "says which earlier messages its payload held.")
+    p = sub.add_parser(
+        "proxy",
+        help="an OpenAI/Anthropic-compatible proxy that records what a bot sends its model",
+        description="Forward each model call unchanged (or answer it with the offline demo model) "
+        "and record it: the calls are threaded into conversations, each call's ledger "
+        "says which earlier messages its payload held.",
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=_port, default=4000, help="0..65535 (0: any free port)")
     add_db_option(p)
     how = p.add_mutually_exclusive_group(required=True)
-    how.add_argument("--upstream", type=_upstream, metavar="URL",
-                     help="the provider's base URL calls are forwarded to, e.g. https://api.openai.com/v1")
+    how.add_argument(
+        "--upstream",
+        type=_upstream,
+        metavar="URL",
+        help="the provider's base URL calls are forwarded to, e.g. https://api.openai.com/v1",
+    )
     how.add_argument("--demo", action="store_true", help="answer every call with the offline demo model")
-    p.add_argument("--timeout", type=_seconds, default=600.0,
-                   help="seconds to wait for the upstream's next bytes (default 600)")
+    p.add_argument(
+        "--timeout", type=_seconds, default=600.0, help="seconds to wait for the upstream's next bytes (default 600)"
+    )
     p.add_argument("--log-level", choices=("critical", "error", "warning", "info", "debug"), default="warning")
     p.set_defaults(func=cmd_proxy)

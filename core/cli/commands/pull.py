@@ -22,12 +22,23 @@ def cmd_pull(args) -> int:
 
     key = args.key or os.environ.get(KEY_ENV, "")
     with Progress("pull") as progress:
-        result = pull(open_db(args), args.base_url, key, args.user, conversation_id=args.conversation,
-                      everything=args.all, timeout=args.timeout, on_progress=lambda what: progress.step(what))
+        result = pull(
+            open_db(args),
+            args.base_url,
+            key,
+            args.user,
+            conversation_id=args.conversation,
+            everything=args.all,
+            timeout=args.timeout,
+            on_progress=lambda what: progress.step(what),
+        )
     outcome = {i: name for name in ("created", "updated", "unchanged") for i in getattr(result, name)}
     if args.format in ("json", "csv"):
-        print_rows([{"dify_id": d, "id": i, "outcome": outcome[i]} for d, i in result.ids.items()], args.format,
-                   ("dify_id", "id", "outcome"))
+        print_rows(
+            [{"dify_id": d, "id": i, "outcome": outcome[i]} for d, i in result.ids.items()],
+            args.format,
+            ("dify_id", "id", "outcome"),
+        )
     else:
         for dify_id, stored in result.ids.items():
             print(f"{stored}  {outcome[stored]:<9}  {dify_id}")

@@ -63,8 +63,10 @@ class _Setting(argparse.Action):
         configs = getattr(namespace, "configs", None) or []
         shown = value if option_string != "--set" else "=".join(value)
         if not configs:
-            raise UsageError(f"{option_string} {shown} comes before any --memory: start each config with "
-                             f"--memory STRATEGY, then its settings (one config per flag group)")
+            raise UsageError(
+                f"{option_string} {shown} comes before any --memory: start each config with "
+                f"--memory STRATEGY, then its settings (one config per flag group)"
+            )
         current = configs[-1]
         if option_string == "--set":
             field, value = parse_setting(current["strategy"], *value)
@@ -79,8 +81,10 @@ class _Setting(argparse.Action):
         if changes:
             current.setdefault(field, []).extend(value)
         elif field in current:
-            raise UsageError(f"{option_string if option_string != '--set' else field} is given twice for config "
-                             f"{len(configs)} (--memory {current['strategy']}); start another config with --memory")
+            raise UsageError(
+                f"{option_string if option_string != '--set' else field} is given twice for config "
+                f"{len(configs)} (--memory {current['strategy']}); start another config with --memory"
+            )
         else:
             current[field] = value
 
@@ -94,8 +98,7 @@ def _whole(flag: str, minimum: int):
 def _fact(text: str) -> tuple[str, str]:
     ref, sep, label = text.partition("=")
     if not sep or not ref or not label:
-        raise argparse.ArgumentTypeError(f"--fact must be REF=LABEL (a message's ref, e.g. 1=name), "
-                                         f"not {text!r}")
+        raise argparse.ArgumentTypeError(f"--fact must be REF=LABEL (a message's ref, e.g. 1=name), not {text!r}")
     return ref, label
 
 
@@ -114,12 +117,13 @@ class _Counted:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from core.analysis.compare.configs import named_configs
-    from core.llm.client import DemoClient
     from core.errors import MemLensError
+    from core.llm.client import DemoClient
     from core.report.build import DEFAULT_CONFIGS, build_report
     from core.report.bundle import bundle_json
     from core.report.html import report_html
     from core.service.sources import load_stored, read_source_file
+
     from ..errors import UsageError
 
     if bool(args.file) == bool(args.conversation):
@@ -154,12 +158,21 @@ def cmd_report(args: argparse.Namespace) -> int:
         from core.analysis.compare.heatmap import heatmap_window
         from core.report.build import REPORT_COLUMNS, REPORT_ROWS
 
-        window = heatmap_window(source.conversation, max_rows=args.rows or REPORT_ROWS,
-                                max_columns=args.columns or REPORT_COLUMNS)
+        window = heatmap_window(
+            source.conversation, max_rows=args.rows or REPORT_ROWS, max_columns=args.columns or REPORT_COLUMNS
+        )
     with Progress("report", unit="replies asked again") as progress:
         client = _Counted(DemoClient(), progress) if args.replies else None
-        report = build_report(source, configs, facts_mode=mode, marks=marks, replies=args.replies, window=window,
-                              title=args.title, client=client)
+        report = build_report(
+            source,
+            configs,
+            facts_mode=mode,
+            marks=marks,
+            replies=args.replies,
+            window=window,
+            title=args.title,
+            client=client,
+        )
     try:
         Path(args.output).write_text(report_html(report), encoding="utf-8")
         if args.bundle:
@@ -167,16 +180,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     except OSError as e:
         raise UsageError(f"cannot write the report: {e.strerror} ({e.filename})") from None
     turns = len(source.conversation.answered_turns())
-    print(f"report: {turns} turns, {len(report.configs)} configs ({', '.join(c.label for c in report.configs)}), "
-          f"{len(report.findings)} findings → {args.output}" + (f" and {args.bundle}" if args.bundle else ""),
-          file=sys.stderr)
+    print(
+        f"report: {turns} turns, {len(report.configs)} configs ({', '.join(c.label for c in report.configs)}), "
+        f"{len(report.findings)} findings → {args.output}" + (f" and {args.bundle}" if args.bundle else ""),
+        file=sys.stderr,
+    )
     return 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("report", description="Compare 2–6 memory configs on one conversation and write a self-contained "
-                                   "HTML report (and optionally its JSON bundle).",
-                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "report",
+        description="Compare 2–6 memory configs on one conversation and write a self-contained "
+        "HTML report (and optionally its JSON bundle).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("file", nargs="?", help="an importable conversation file (or use --conversation)")
     p.add_argument("--conversation", default=None, metavar="ID", help="a stored conversation's id instead of FILE")
     add_db_option(p)
@@ -187,16 +206,36 @@ def register(sub) -> None:
     from ..memory_options import add_memory_flags, setting_pair
 
     g = p.add_argument_group("memory configs (one per flag group; see below)")
-    g.add_argument("--memory", action=_NewConfig, choices=tuple(STRATEGIES), metavar="STRATEGY",
-                   help=f"start a new config with this strategy ({', '.join(STRATEGIES)})")
-    g.add_argument("--set", action=_Setting, type=setting_pair, metavar="KEY=VALUE",
-                   help="a setting of this config's memory, or one every config has, e.g. --set window=6")
+    g.add_argument(
+        "--memory",
+        action=_NewConfig,
+        choices=tuple(STRATEGIES),
+        metavar="STRATEGY",
+        help=f"start a new config with this strategy ({', '.join(STRATEGIES)})",
+    )
+    g.add_argument(
+        "--set",
+        action=_Setting,
+        type=setting_pair,
+        metavar="KEY=VALUE",
+        help="a setting of this config's memory, or one every config has, e.g. --set window=6",
+    )
     g.add_argument("--label", action=_Setting, help="the config's name in the report")
     add_memory_flags(g, action=_Setting)
-    p.add_argument("--facts", choices=("detected", "none"), default=None,
-                   help="facts to follow: those the user states (default) or none")
-    p.add_argument("--fact", action="append", type=_fact, default=[], metavar="REF=LABEL",
-                   help="follow the message with this ref as a fact named LABEL (repeatable)")
+    p.add_argument(
+        "--facts",
+        choices=("detected", "none"),
+        default=None,
+        help="facts to follow: those the user states (default) or none",
+    )
+    p.add_argument(
+        "--fact",
+        action="append",
+        type=_fact,
+        default=[],
+        metavar="REF=LABEL",
+        help="follow the message with this ref as a fact named LABEL (repeatable)",
+    )
     p.add_argument("--replies", action="store_true", help="re-ask every query under each config with the demo model")
     p.add_argument("--rows", type=_whole("--rows", 1), default=None, help="heatmap rows (turns), default 40")
     p.add_argument("--columns", type=_whole("--columns", 1), default=None, help="heatmap columns, default 160")

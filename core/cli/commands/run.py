@@ -32,20 +32,20 @@ from pathlib import Path
 from typing import Any
 
 from core.analysis.debug_view import memory_rules
+from core.flow.granularity import granularity_line
 from core.flow.graph import Flow, load_flow
 from core.flow.node_types import NODE_TYPES
 from core.flow.nodes.parameter_extractor import extracted
-from core.flow.granularity import granularity_line
 from core.flow.records import ConversationState, NodeRun, TurnRecord
 from core.flow.runtime import run_turn
 from core.limits import check_file_size, load_json
 from core.llm.client import LiteLLMClient
-from core.memory.long_term import LongTermMemory
 from core.memory.config import MemoryConfig
+from core.memory.long_term import LongTermMemory
 from core.memory.strategies import remembers
 from core.memory.strategies.dify import DEFAULT_FIDELITY, FIDELITIES
-from core.model.conversation import QUERY
 from core.memory.words import reason_words
+from core.model.conversation import QUERY
 from core.model.ledger import Ledger
 
 from ..errors import UsageError
@@ -80,8 +80,9 @@ def read_queries(path: str) -> list[dict[str, Any]]:
                 raise UsageError(f"{path}: query {i} has 'inputs' that is not an object")
             unknown = set(item) - {"query", "inputs"}
             if unknown:
-                raise UsageError(f"{path}: query {i} has unknown key(s) {', '.join(sorted(unknown))}; "
-                                 f"expected 'query' and 'inputs'")
+                raise UsageError(
+                    f"{path}: query {i} has unknown key(s) {', '.join(sorted(unknown))}; expected 'query' and 'inputs'"
+                )
             out.append({"query": item["query"], "inputs": inputs})
         else:
             raise UsageError(f"{path}: query {i} must be a string or an object with a string 'query'")
@@ -98,16 +99,27 @@ def ledger_entries(ledger: Ledger) -> list[dict]:
 
 
 def node_json(run: NodeRun) -> dict:
-    return {"id": run.node_id, "type": run.type, "emulated": run.emulated,
-            "ledger": ledger_entries(run.ledger) if run.ledger is not None else None,
-            "prompt": [{"role": m.role, "content": m.content} for m in run.prompt] if run.prompt is not None else None,
-            "reply": run.reply}
+    return {
+        "id": run.node_id,
+        "type": run.type,
+        "emulated": run.emulated,
+        "ledger": ledger_entries(run.ledger) if run.ledger is not None else None,
+        "prompt": [{"role": m.role, "content": m.content} for m in run.prompt] if run.prompt is not None else None,
+        "reply": run.reply,
+    }
 
 
 def turn_json(record: TurnRecord) -> dict:
-    return {"turn": record.turn, "dialogue_count": record.dialogue_count, "query": record.query,
-            "answer": record.answer, "status": record.status, "error": record.error,
-            "nodes": [node_json(r) for r in record.node_runs], "variables": record.variables}
+    return {
+        "turn": record.turn,
+        "dialogue_count": record.dialogue_count,
+        "query": record.query,
+        "answer": record.answer,
+        "status": record.status,
+        "error": record.error,
+        "nodes": [node_json(r) for r in record.node_runs],
+        "variables": record.variables,
+    }
 
 
 def _short(text: str, width: int = 72) -> str:
@@ -116,8 +128,11 @@ def _short(text: str, width: int = 72) -> str:
 
 
 def _ledger_head(ledger: Ledger | None) -> str:
-    return "" if ledger is None else \
-        f" · kept {len(ledger.kept)} of {len(ledger.entries)} earlier · prompt {ledger.prompt_tokens} tok"
+    return (
+        ""
+        if ledger is None
+        else f" · kept {len(ledger.kept)} of {len(ledger.entries)} earlier · prompt {ledger.prompt_tokens} tok"
+    )
 
 
 def _ledger_lines(run: NodeRun) -> list[str]:
@@ -125,8 +140,11 @@ def _ledger_lines(run: NodeRun) -> list[str]:
     ledger = run.ledger
     if ledger is None:
         return []
-    return [f"      {'✓' if e.kept else '✗'} {_ref(e):<10} {e.tokens:>5} tok"
-            + ("" if e.kept else f" — {reason_words(e.reason, ledger.config)}") for e in ledger.entries]
+    return [
+        f"      {'✓' if e.kept else '✗'} {_ref(e):<10} {e.tokens:>5} tok"
+        + ("" if e.kept else f" — {reason_words(e.reason, ledger.config)}")
+        for e in ledger.entries
+    ]
 
 
 def _node_line(run: NodeRun, name: str) -> list[str]:
@@ -139,8 +157,11 @@ def _node_line(run: NodeRun, name: str) -> list[str]:
     if run.type in NODE_TYPES and NODE_TYPES[run.type].dify_memory:
         ledger = run.ledger
         memory = run.memory or {}
-        label = "memory off" if not remembers(memory) else \
-            (f"window {memory.get('window')}" if memory.get("window") else "no window")
+        label = (
+            "memory off"
+            if not remembers(memory)
+            else (f"window {memory.get('window')}" if memory.get("window") else "no window")
+        )
         rules = memory_rules(memory)
         detail = f" {label}" + (f" ({rules})" if rules else "")
         lines.append(head + detail + _ledger_head(ledger))
@@ -182,8 +203,11 @@ def _table(flow: Flow, conversation_id: str, records: list[TurnRecord]) -> str:
             lines.append(f"  error: {r.error}")
         for run in r.node_runs:
             lines.extend(_node_line(run, names.get(run.node_id, run.node_id)))
-        changes = [f"{c.name}: {json.dumps(c.old, ensure_ascii=False)} → {json.dumps(c.new, ensure_ascii=False)}"
-                   f" ({c.operation} by {names.get(c.node_id, c.node_id)})" for c in r.variable_changes]
+        changes = [
+            f"{c.name}: {json.dumps(c.old, ensure_ascii=False)} → {json.dumps(c.new, ensure_ascii=False)}"
+            f" ({c.operation} by {names.get(c.node_id, c.node_id)})"
+            for c in r.variable_changes
+        ]
         for c in changes:
             lines.append(f"  variable {c}")
         if r.variables:
@@ -203,14 +227,21 @@ def _run_stored(args: argparse.Namespace, flow: Flow, queries: list[dict]) -> tu
         pinned = service.flow(service.info(args.conversation).flow_version_id)
         if classify_change(pinned, flow) == "structure":
             version = repo.get_flow_version(service.db, service.info(args.conversation).flow_version_id)
-            raise UsageError(f"conversation {args.conversation} runs on flow {version.flow_name!r} v{version.version}, "
-                             f"and {args.flow} differs from it in structure; start a new conversation instead")
+            raise UsageError(
+                f"conversation {args.conversation} runs on flow {version.flow_name!r} v{version.version}, "
+                f"and {args.flow} differs from it in structure; start a new conversation instead"
+            )
         conv_id, flow = args.conversation, pinned
     else:
         version = service.import_flow(flow)
-        conv_id = service.start(version.flow_id, user_id=args.user, name=f"{flow.name} (command line)",
-                                source="cli", fidelity=args.fidelity,
-                                plugin_token_counting=args.plugin_token_counting).id
+        conv_id = service.start(
+            version.flow_id,
+            user_id=args.user,
+            name=f"{flow.name} (command line)",
+            source="cli",
+            fidelity=args.fidelity,
+            plugin_token_counting=args.plugin_token_counting,
+        ).id
     with Progress("run", total=len(queries), unit="turns") as progress:
         records = []
         for item in queries:
@@ -236,9 +267,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     records: list[TurnRecord] = []
     with Progress("run", total=len(queries), unit="turns") as progress:
         for item in queries:
-            record = run_turn(flow, state, item["query"], item["inputs"], user_id=args.user, fidelity=args.fidelity,
-                              plugin_token_counting=args.plugin_token_counting, llm=client, long_term=long_term,
-                              granularity=args.granularity)
+            record = run_turn(
+                flow,
+                state,
+                item["query"],
+                item["inputs"],
+                user_id=args.user,
+                fidelity=args.fidelity,
+                plugin_token_counting=args.plugin_token_counting,
+                llm=client,
+                long_term=long_term,
+                granularity=args.granularity,
+            )
             records.append(record)
             state = state.apply(record)
             progress.step()
@@ -263,25 +303,41 @@ def _granularity(text: str) -> str:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("run", description="Run a chatflow (a Dify DSL export or a MemLens flow file) over a "
-                                                 "list of queries with the demo model and print each turn's node "
-                                                 "ledgers, prompts, replies and variables.")
+    p = subparsers.add_parser(
+        "run",
+        description="Run a chatflow (a Dify DSL export or a MemLens flow file) over a "
+        "list of queries with the demo model and print each turn's node "
+        "ledgers, prompts, replies and variables.",
+    )
     p.add_argument("flow", help="a Dify DSL export or a MemLens flow file (YAML)")
-    p.add_argument("--queries", required=True,
-                   help='a JSON array of queries: strings, or {"query": str, "inputs": {...}}')
+    p.add_argument(
+        "--queries", required=True, help='a JSON array of queries: strings, or {"query": str, "inputs": {...}}'
+    )
     p.add_argument("--user", default="user", help="the end user's id (sys.user_id)")
-    p.add_argument("--fidelity", choices=FIDELITIES, default=DEFAULT_FIDELITY,
-                   help="Dify's memory rules: code = Dify 1.x as shipped (default), documented = as Dify's docs "
-                        "describe")
-    p.add_argument("--plugin-token-counting", action="store_true",
-                   help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off by default, as Dify ships it): with it on, "
-                        "history is pruned by tokens")
-    p.add_argument("--granularity", default=None, type=_granularity,
-                   help="history granularity for agent nodes: query_answer or all_messages (any case; default: "
-                        "the flow's history.granularity, else query_answer)")
+    p.add_argument(
+        "--fidelity",
+        choices=FIDELITIES,
+        default=DEFAULT_FIDELITY,
+        help="Dify's memory rules: code = Dify 1.x as shipped (default), documented = as Dify's docs describe",
+    )
+    p.add_argument(
+        "--plugin-token-counting",
+        action="store_true",
+        help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off by default, as Dify ships it): with it on, "
+        "history is pruned by tokens",
+    )
+    p.add_argument(
+        "--granularity",
+        default=None,
+        type=_granularity,
+        help="history granularity for agent nodes: query_answer or all_messages (any case; default: "
+        "the flow's history.granularity, else query_answer)",
+    )
     p.add_argument("--format", choices=("table", "json"), default="table")
-    add_db_option(p, help="store the run in this database (default with --conversation: "
-                          "MEMLENS_DATABASE_URL or data/memlens.db)")
-    p.add_argument("--conversation", default=None,
-                   help="continue this stored conversation: new turns append to its active thread")
+    add_db_option(
+        p, help="store the run in this database (default with --conversation: MEMLENS_DATABASE_URL or data/memlens.db)"
+    )
+    p.add_argument(
+        "--conversation", default=None, help="continue this stored conversation: new turns append to its active thread"
+    )
     p.set_defaults(func=cmd_run)

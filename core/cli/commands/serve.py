@@ -135,6 +135,7 @@ def cmd_serve(args) -> int:
     from core.hosts import ALLOWED_HOSTS_ENV, allowed_hosts, is_loopback
     from core.llm.client import DemoClient
     from core.store.db import Database, resolve_url
+
     from ..errors import UsageError
 
     allowed = allowed_hosts()  # a bad entry is refused before anything listens
@@ -144,8 +145,10 @@ def cmd_serve(args) -> int:
     if args.workers > 1 and backend != "postgresql":
         # SQLite lets one process write at a time: workers would queue on its write lock instead
         # of adding throughput, and an in-memory database would be a different store per worker.
-        raise UsageError(f"--workers {args.workers} needs PostgreSQL as the shared store (this is {backend}); "
-                         f"give --db postgresql://… or run one worker")
+        raise UsageError(
+            f"--workers {args.workers} needs PostgreSQL as the shared store (this is {backend}); "
+            f"give --db postgresql://… or run one worker"
+        )
     db = Database(args.db)
     sockets = [_listen(args.host, args.port, shared_port=args.workers > 1)]
     port = sockets[0].getsockname()[1]
@@ -156,13 +159,20 @@ def cmd_serve(args) -> int:
             sock.close()
         raise
     shown = make_url(db.url).render_as_string(hide_password=True)
-    print(f"MemLens Service API on http://{args.host}:{port}/v1 — database {shown}"
-          f"{' — demo model' if args.demo else ''}"
-          f"{f' — {args.workers} workers' if args.workers > 1 else ''}", file=sys.stderr, flush=True)
+    print(
+        f"MemLens Service API on http://{args.host}:{port}/v1 — database {shown}"
+        f"{' — demo model' if args.demo else ''}"
+        f"{f' — {args.workers} workers' if args.workers > 1 else ''}",
+        file=sys.stderr,
+        flush=True,
+    )
     if not allowed and not is_loopback(args.host.strip("[]").lower()):
-        print(f"note: requests are answered only when their Host is localhost, 127.0.0.1 or ::1; set "
-              f"{ALLOWED_HOSTS_ENV} to the names clients use for this machine (docs/security.md)",
-              file=sys.stderr, flush=True)
+        print(
+            f"note: requests are answered only when their Host is localhost, 127.0.0.1 or ::1; set "
+            f"{ALLOWED_HOSTS_ENV} to the names clients use for this machine (docs/security.md)",
+            file=sys.stderr,
+            flush=True,
+        )
     options = dict(log_level=args.log_level, access_log=args.log_level == "debug", timeout_graceful_shutdown=5)
     if args.workers == 1:
         app = create_app(db, llm=DemoClient() if args.demo else None, allowed_hosts=allowed)
@@ -181,7 +191,8 @@ def register(sub) -> None:
     p.add_argument("--port", type=_port, default=5001, help="0..65535 (0: any free port)")
     add_db_option(p)
     p.add_argument("--demo", action="store_true", help="answer every LLM node with the offline demo model")
-    p.add_argument("--workers", type=int, default=1,
-                   help="server processes on the one port (more than 1 needs a PostgreSQL --db)")
+    p.add_argument(
+        "--workers", type=int, default=1, help="server processes on the one port (more than 1 needs a PostgreSQL --db)"
+    )
     p.add_argument("--log-level", choices=("critical", "error", "warning", "info", "debug"), default="warning")
     p.set_defaults(func=cmd_serve)

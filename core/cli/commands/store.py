@@ -9,8 +9,18 @@ import json
 import os
 import sys
 
-from ..options import (Progress, add_db_option, add_format_option, add_input_format_option, add_skip_bad_option,
-                       iso_time, open_db, print_rows, report_skipped, when)
+from ..options import (
+    Progress,
+    add_db_option,
+    add_format_option,
+    add_input_format_option,
+    add_skip_bad_option,
+    iso_time,
+    open_db,
+    print_rows,
+    report_skipped,
+    when,
+)
 
 
 def cmd_conversations(args) -> int:
@@ -26,12 +36,36 @@ def cmd_conversations(args) -> int:
     db = open_db(args, write=False)
     rows = repo.list_conversations(db)
     if args.format in ("json", "csv"):
-        print_rows([{"id": c.id, "name": c.name, "user_id": c.user_id, "source": c.source,
-                     "turns": c.turn_count, "thread_turns": c.thread_turns or c.turn_count,
-                     "flow_version_id": c.flow_version_id, "created_at": iso_time(c.created_at),
-                     "updated_at": iso_time(c.updated_at), "damaged": list(c.damaged)} for c in rows], args.format,
-                   ("id", "name", "user_id", "source", "turns", "thread_turns", "flow_version_id", "created_at",
-                    "updated_at", "damaged"))
+        print_rows(
+            [
+                {
+                    "id": c.id,
+                    "name": c.name,
+                    "user_id": c.user_id,
+                    "source": c.source,
+                    "turns": c.turn_count,
+                    "thread_turns": c.thread_turns or c.turn_count,
+                    "flow_version_id": c.flow_version_id,
+                    "created_at": iso_time(c.created_at),
+                    "updated_at": iso_time(c.updated_at),
+                    "damaged": list(c.damaged),
+                }
+                for c in rows
+            ],
+            args.format,
+            (
+                "id",
+                "name",
+                "user_id",
+                "source",
+                "turns",
+                "thread_turns",
+                "flow_version_id",
+                "created_at",
+                "updated_at",
+                "damaged",
+            ),
+        )
         return 0
     if not rows:
         print("no conversations yet")
@@ -52,6 +86,7 @@ def cmd_conversations(args) -> int:
 
 def cmd_export(args) -> int:
     from core.service.sessions import export_conversation
+
     from ..errors import UsageError
 
     if bool(args.conversation_id) == bool(args.conversation):
@@ -59,8 +94,11 @@ def cmd_export(args) -> int:
     conversation_id = args.conversation_id or args.conversation
     doc = export_conversation(open_db(args, write=False), conversation_id)
     if doc.get("damaged"):
-        print(f"warning: {conversation_id} has damaged stored values, exported with defaults in their place: "
-              f"{'; '.join(doc['damaged'])}", file=sys.stderr)
+        print(
+            f"warning: {conversation_id} has damaged stored values, exported with defaults in their place: "
+            f"{'; '.join(doc['damaged'])}",
+            file=sys.stderr,
+        )
     sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1 if args.pretty else None, allow_nan=False) + "\n")
     return 0
 
@@ -72,6 +110,7 @@ def cmd_import(args) -> int:
     from core.limits import check_export_size
     from core.service.imports import imported_before
     from core.service.sessions import import_conversation, is_bundle, read_bundle, store_conversations
+
     from ..errors import UsageError
 
     db_holder = []
@@ -97,12 +136,17 @@ def cmd_import(args) -> int:
             conv_id = import_conversation(db(), data)
             print(conv_id)
             return 0
+
     def megabytes(done: int, total: int) -> str:
         return f"{done / 1e6:.1f} of {total / 1e6:.1f} MB read"
 
     with Progress("import", counting=megabytes) as progress:
-        result = import_file(args.file, args.input_format, skip_bad=args.skip_bad,
-                             on_progress=lambda done, total: progress.update(done, total=total))
+        result = import_file(
+            args.file,
+            args.input_format,
+            skip_bad=args.skip_bad,
+            on_progress=lambda done, total: progress.update(done, total=total),
+        )
     if not result.conversations:
         raise FormatError(f"{args.file}: nothing to import ({result.summary()})")
     again = imported_before(db(), result.conversations)

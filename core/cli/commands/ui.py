@@ -26,8 +26,10 @@ def app_path() -> Path:
     root = Path(core.__file__).resolve().parent.parent
     app = root / "app.py"
     if not app.is_file() or not (root / "pages").is_dir():
-        raise RuntimeFailure(f"MemLens's app.py and pages/ are not beside {root / 'core'}; reinstall MemLens "
-                             "(pip install --force-reinstall memlens)")
+        raise RuntimeFailure(
+            f"MemLens's app.py and pages/ are not beside {root / 'core'}; reinstall MemLens "
+            "(pip install --force-reinstall memlens)"
+        )
     return app
 
 
@@ -43,8 +45,11 @@ def cmd_ui(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("ui", allow_abbrev=False,
-                       usage="%(prog)s [--help] [STREAMLIT OPTIONS, e.g. --server.port 8502]",
-                       epilog="Streamlit's own options (`streamlit run --help`) are passed on; they win over the "
-                              "settings MemLens ships (127.0.0.1 only, port 8501, no usage statistics).")
+    p = sub.add_parser(
+        "ui",
+        allow_abbrev=False,
+        usage="%(prog)s [--help] [STREAMLIT OPTIONS, e.g. --server.port 8502]",
+        epilog="Streamlit's own options (`streamlit run --help`) are passed on; they win over the "
+        "settings MemLens ships (127.0.0.1 only, port 8501, no usage statistics).",
+    )
     p.set_defaults(func=cmd_ui, pass_through=True)

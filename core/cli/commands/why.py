@@ -17,13 +17,15 @@ from ..options import add_db_option, add_input_format_option, open_db
 def cmd_why(args: argparse.Namespace) -> int:
     from core.analysis.why import Subject, node_subjects, where_did_it_go
     from core.memory.replay import Replay
-    from ..memory_options import config_from_args
+
     from ..errors import UsageError
+    from ..memory_options import config_from_args
 
     if bool(args.file) == bool(args.conversation):
         raise UsageError("give a conversation FILE or --conversation ID (one of them)")
     if args.conversation:
         from core.service.sources import load_stored
+
         source = load_stored(open_db(args, write=False), args.conversation)
         conversation = source.conversation
         if source.flow is not None:
@@ -50,9 +52,12 @@ def register(sub) -> None:
     from ..app import whole_number
     from ..memory_options import add_memory_options
 
-    p = sub.add_parser("why", description="Find the turns that state a word or phrase, and for each LLM node of a "
-                                          "stored conversation (or the memory config given by the flags) the first "
-                                          "turn whose context no longer holds it, with the reason. No model is called.")
+    p = sub.add_parser(
+        "why",
+        description="Find the turns that state a word or phrase, and for each LLM node of a "
+        "stored conversation (or the memory config given by the flags) the first "
+        "turn whose context no longer holds it, with the reason. No model is called.",
+    )
     p.add_argument("file", nargs="?", help="an importable conversation file (or use --conversation)")
     p.add_argument("phrase", help="what to look for, e.g. a name or an order number (case-insensitive)")
     p.add_argument("--conversation", default=None, metavar="ID", help="a stored conversation's id instead of FILE")

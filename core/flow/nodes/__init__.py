@@ -9,16 +9,26 @@ model-calling nodes share is in ``text_memory``. None of them imports the graph 
 
 from core import public_api
 
-__all__, __getattr__ = public_api(__name__, {
-    "aggregator": ("AggregatorSettings", "aggregate", "aggregator_settings"),
-    "if_else": ("evaluate_if_else", "if_else_cases"),
-    "llm": ("LLMSettings", "MemorySettings", "PromptItem", "litellm_model", "llm_settings"),
-    "long_term": ("RetrieveSettings", "StoreSettings", "retrieve_settings", "store_settings"),
-    "template_transform": ("TemplateSettings", "template_settings"),
-    "agent_loop": ("DemoPlanner", "ModelPlanner", "planner_for", "run_agent"),
-    "agent_state": ("State",),
-    "agent_tools": ("Tool", "demo_tools"),
-    "tool_agent": ("agent_settings",),
-    "window_memory": ("FAIL_BRANCH", "META_KEY", "history_inputs", "message_dict",
-                      "parse_overwrite", "window_call", "window_settings"),
-})
+__all__, __getattr__ = public_api(
+    __name__,
+    {
+        "aggregator": ("AggregatorSettings", "aggregate", "aggregator_settings"),
+        "if_else": ("evaluate_if_else", "if_else_cases"),
+        "llm": ("LLMSettings", "MemorySettings", "PromptItem", "litellm_model", "llm_settings"),
+        "long_term": ("RetrieveSettings", "StoreSettings", "retrieve_settings", "store_settings"),
+        "template_transform": ("TemplateSettings", "template_settings"),
+        "agent_loop": ("DemoPlanner", "ModelPlanner", "planner_for", "run_agent"),
+        "agent_state": ("State",),
+        "agent_tools": ("Tool", "demo_tools"),
+        "tool_agent": ("agent_settings",),
+        "window_memory": (
+            "FAIL_BRANCH",
+            "META_KEY",
+            "history_inputs",
+            "message_dict",
+            "parse_overwrite",
+            "window_call",
+            "window_settings",
+        ),
+    },
+)

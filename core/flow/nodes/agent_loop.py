@@ -44,6 +44,7 @@ DEFAULT_MAX_STEPS = 100
 
 # -- planners ---------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ToolRequest:
     id: str
@@ -63,17 +64,22 @@ class PlannerReply:
 
 
 class Planner(Protocol):
-    def step(self, messages: Sequence[Message], tools: Sequence[Tool], call_id: Callable[[], str]) -> PlannerReply:
-        ...
+    def step(self, messages: Sequence[Message], tools: Sequence[Tool], call_id: Callable[[], str]) -> PlannerReply: ...
 
 
 _EXPRESSION = re.compile(r"[-+(]*\s*\d[\d.,]*(?:\s*(?:\*\*|//|[-+*/%^×÷x])\s*[-+(]*\s*\d[\d.,]*\)*)+\)*")
 _MATH_CUE = re.compile(r"\b(?:what(?:'s| is)|calculate|compute|how much is|evaluate|solve)\b", re.I)
-_NOTE = re.compile(r"\b(?:take a note|make a note|note(?: down)?)\s*(?::|that)\s*(.+?)\s*(?=$|[.;!?](?:\s|$)|"
-                   r"(?:\band\s+)?(?:take a note|make a note|note|what is|what's|calculate|compute|look up|lookup|"
-                   r"list my notes)\b)", re.I)
-_LOOKUP = re.compile(r"\b(?:look up|lookup|find info(?:rmation)? (?:on|about))\s+(?:the\s+)?(.+?)\s*"
-                     r"(?=$|[?!]|\.(?:\s|$)|\band\b)", re.I)
+_NOTE = re.compile(
+    r"\b(?:take a note|make a note|note(?: down)?)\s*(?::|that)\s*(.+?)\s*(?=$|[.;!?](?:\s|$)|"
+    r"(?:\band\s+)?(?:take a note|make a note|note|what is|what's|calculate|compute|look up|lookup|"
+    r"list my notes)\b)",
+    re.I,
+)
+_LOOKUP = re.compile(
+    r"\b(?:look up|lookup|find info(?:rmation)? (?:on|about))\s+(?:the\s+)?(.+?)\s*"
+    r"(?=$|[?!]|\.(?:\s|$)|\band\b)",
+    re.I,
+)
 _LIST_NOTES = re.compile(r"\b(?:list|show|read)(?: me)? (?:my |the |all )*notes\b|\bwhat (?:are|were) my notes\b", re.I)
 
 
@@ -167,7 +173,7 @@ class DemoPlanner:
 
     def step(self, messages, tools, call_id) -> PlannerReply:
         last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
-        after = list(messages[last_user + 1:]) if last_user is not None else []
+        after = list(messages[last_user + 1 :]) if last_user is not None else []
         if not any(m.role == "tool" for m in after):
             query = messages[last_user].content if last_user is not None else ""
             names = {t.name for t in tools}
@@ -205,8 +211,9 @@ class ModelPlanner:
         self.max_tokens = max_tokens
 
     def step(self, messages, tools, call_id) -> PlannerReply:
-        reply = self.client.complete_tools(self.model, [m.to_openai() for m in messages],
-                                           [t.llm_schema() for t in tools], self.max_tokens)
+        reply = self.client.complete_tools(
+            self.model, [m.to_openai() for m in messages], [t.llm_schema() for t in tools], self.max_tokens
+        )
         calls = []
         for c in reply.tool_calls:
             try:
@@ -229,6 +236,7 @@ def planner_for(client: "LLMClient | None", model: str, max_tokens: int | None =
 
 # -- a run ------------------------------------------------------------------------------------------
 
+
 @dataclass
 class AgentStep:
     """One tool call: which tool, its arguments as called (state-filled ones included), its
@@ -249,18 +257,26 @@ class AgentStep:
     ran: int = 0
 
     def to_dict(self) -> dict:
-        return {"step": self.step, "tool": self.tool, "call_id": self.call_id, "args": copy.deepcopy(self.args),
-                "result": copy.deepcopy(self.result), "error": self.error, "state": copy.deepcopy(self.state),
-                "messages": self.messages, "ran": self.ran}
+        return {
+            "step": self.step,
+            "tool": self.tool,
+            "call_id": self.call_id,
+            "args": copy.deepcopy(self.args),
+            "result": copy.deepcopy(self.result),
+            "error": self.error,
+            "state": copy.deepcopy(self.state),
+            "messages": self.messages,
+            "ran": self.ran,
+        }
 
 
 @dataclass
 class AgentResult:
     text: str
-    messages: list[Message]        # the state's messages at the end: system, history, query, new ones
-    new_messages: list[Message]    # what the run added after the query (model replies and tool results)
+    messages: list[Message]  # the state's messages at the end: system, history, query, new ones
+    new_messages: list[Message]  # what the run added after the query (model replies and tool results)
     steps: list[AgentStep]
-    outputs: dict                  # public state keys, the run metadata and last_message
+    outputs: dict  # public state keys, the run metadata and last_message
     exit_reason: str
     step_count: int
     tool_call_counts: dict[str, int]
@@ -278,11 +294,21 @@ class AgentResult:
 BeforeModel = Callable[[State, int], None]
 
 
-def run_agent(query: str, *, tools: Sequence[Tool], planner: Planner, schema: Mapping[str, Mapping] | None = None,
-              system_prompt: str = "", history: Sequence[Message] = (), state_inputs: Mapping[str, Any] | None = None,
-              max_agent_steps: int = DEFAULT_MAX_STEPS, exit_conditions: Sequence[str] = ("text",),
-              ref_prefix: str = "agent", version: int = DEFAULT_HAYSTACK_VERSION,
-              before_model: BeforeModel | None = None) -> AgentResult:
+def run_agent(
+    query: str,
+    *,
+    tools: Sequence[Tool],
+    planner: Planner,
+    schema: Mapping[str, Mapping] | None = None,
+    system_prompt: str = "",
+    history: Sequence[Message] = (),
+    state_inputs: Mapping[str, Any] | None = None,
+    max_agent_steps: int = DEFAULT_MAX_STEPS,
+    exit_conditions: Sequence[str] = ("text",),
+    ref_prefix: str = "agent",
+    version: int = DEFAULT_HAYSTACK_VERSION,
+    before_model: BeforeModel | None = None,
+) -> AgentResult:
     """One agent run on a fresh state, step by step as Haystack's ``Agent.run`` (see the module docstring).
 
     ``state_inputs`` are stored as given (no merge handler, ``None`` kept), keys outside the schema
@@ -334,8 +360,7 @@ def run_agent(query: str, *, tools: Sequence[Tool], planner: Planner, schema: Ma
         if not reply.tool_calls:
             append([Message("assistant", reply.text, ANSWER, ref(), usage=reported)])
         else:
-            asked = tuple(ToolCall(c.id, c.name, json.dumps(c.arguments, ensure_ascii=False))
-                          for c in reply.tool_calls)
+            asked = tuple(ToolCall(c.id, c.name, json.dumps(c.arguments, ensure_ascii=False)) for c in reply.tool_calls)
             append([Message("assistant", reply.text, TOOL_CALL, ref(), tool_calls=asked, usage=reported)])
         # A reply without tool calls that has text ends the run whatever exit_conditions says; so does
         # any reply when the agent has no tools. An empty reply without calls goes round again.
@@ -345,9 +370,19 @@ def run_agent(query: str, *, tools: Sequence[Tool], planner: Planner, schema: Ma
             break
         results = _run_tools(reply.tool_calls, by_name, state, step_count + 1, version)
         before = len(state.data["messages"])
-        append([Message("tool", step.error if step.error is not None else result_text(step.result, version),
-                        TOOL_RESULT,
-                        ref(), name=step.tool, tool_call_id=step.call_id) for step in results])
+        append(
+            [
+                Message(
+                    "tool",
+                    step.error if step.error is not None else result_text(step.result, version),
+                    TOOL_RESULT,
+                    ref(),
+                    name=step.tool,
+                    tool_call_id=step.call_id,
+                )
+                for step in results
+            ]
+        )
         for i, step in enumerate(results):
             step.messages = before + i + 1
             counts[step.tool] = counts.get(step.tool, 0) + 1
@@ -361,20 +396,39 @@ def run_agent(query: str, *, tools: Sequence[Tool], planner: Planner, schema: Ma
     messages = list(state.data["messages"])
     outputs = {k: copy.deepcopy(v) for k, v in state.data.items() if k != "messages"}
     if version >= 3:  # 3.x's run metadata outputs; 2.x outputs the state alone
-        outputs.update({"step_count": step_count, "token_usage": dict(usage), "tool_call_counts": dict(counts),
-                        "exit_reason": exit_reason})
+        outputs.update(
+            {
+                "step_count": step_count,
+                "token_usage": dict(usage),
+                "tool_call_counts": dict(counts),
+                "exit_reason": exit_reason,
+            }
+        )
     outputs["last_message"] = messages[-1].to_dict(exchanged_only=True) if messages else None
-    return AgentResult(text=text, messages=messages, new_messages=added, steps=steps, outputs=outputs,
-                       exit_reason=exit_reason, step_count=step_count, tool_call_counts=counts, usage=usage,
-                       notes=notes)
+    return AgentResult(
+        text=text,
+        messages=messages,
+        new_messages=added,
+        steps=steps,
+        outputs=outputs,
+        exit_reason=exit_reason,
+        step_count=step_count,
+        tool_call_counts=counts,
+        usage=usage,
+        notes=notes,
+    )
 
 
-def _run_tools(requests: Sequence[ToolRequest], by_name: Mapping[str, Tool], state: State, step: int,
-               version: int) -> list[AgentStep]:
+def _run_tools(
+    requests: Sequence[ToolRequest], by_name: Mapping[str, Tool], state: State, step: int, version: int
+) -> list[AgentStep]:
     """One reply's tool calls, as Haystack's tool invoker runs them; the steps come back in the order of
     the result messages: calls to unknown tools first, then the others in call order."""
-    unknown = [AgentStep(step, c.name, c.id, dict(c.arguments), None, unknown_tool_text(c.name, list(by_name)), {}, 0)
-               for c in requests if c.name not in by_name]
+    unknown = [
+        AgentStep(step, c.name, c.id, dict(c.arguments), None, unknown_tool_text(c.name, list(by_name)), {}, 0)
+        for c in requests
+        if c.name not in by_name
+    ]
     known = [c for c in requests if c.name in by_name]
     for s in unknown:
         s.state = state.snapshot()
@@ -382,12 +436,16 @@ def _run_tools(requests: Sequence[ToolRequest], by_name: Mapping[str, Tool], sta
     ran = 0
     # 2.x's ToolInvoker prepares every call's arguments first and runs them all at once: a reader
     # never sees what a writer of the same reply wrote.
-    batches = (schedule_calls([(by_name[c.name], c.arguments) for c in known]) if version >= 3
-               else [list(range(len(known)))] if known else [])
+    batches = (
+        schedule_calls([(by_name[c.name], c.arguments) for c in known])
+        if version >= 3
+        else [list(range(len(known)))]
+        if known
+        else []
+    )
     for batch in batches:
         # Every call of a batch starts from the state as it was before the batch.
-        prepared = {i: prepare_args(by_name[known[i].name], known[i].arguments, state, version=version)
-                    for i in batch}
+        prepared = {i: prepare_args(by_name[known[i].name], known[i].arguments, state, version=version) for i in batch}
         outcomes = {}
         for i in batch:
             try:
@@ -418,5 +476,18 @@ def _exit_tool(requests: Sequence[ToolRequest], results: Sequence[AgentStep], ex
     return first
 
 
-__all__ = ["AgentResult", "AgentStep", "BeforeModel", "DEFAULT_MAX_STEPS", "DemoPlanner", "ModelPlanner", "Planner",
-           "PlannerReply", "ToolRequest", "plan_tools", "planner_for", "reported_usage", "run_agent"]
+__all__ = [
+    "AgentResult",
+    "AgentStep",
+    "BeforeModel",
+    "DEFAULT_MAX_STEPS",
+    "DemoPlanner",
+    "ModelPlanner",
+    "Planner",
+    "PlannerReply",
+    "ToolRequest",
+    "plan_tools",
+    "planner_for",
+    "reported_usage",
+    "run_agent",
+]

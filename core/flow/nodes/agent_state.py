@@ -42,6 +42,7 @@ DEFAULT_HAYSTACK_VERSION = 3
 
 # -- merge handlers ---------------------------------------------------------------------------------
 
+
 def merge_lists(current: Any, new: Any) -> list:
     """``None`` counts as ``[]``; a non-list value is wrapped in a list; the result is ``current + new``."""
     cur = [] if current is None else (list(current) if isinstance(current, list) else [current])
@@ -56,7 +57,7 @@ def replace_values(current: Any, new: Any) -> Any:
 def dedup_append(current: Any, new: Any) -> list:
     """A custom handler (the Haystack docs' example): append the items not already present."""
     out = merge_lists(current, [])
-    for item in (new if isinstance(new, list) else [new]):
+    for item in new if isinstance(new, list) else [new]:
         if item not in out:
             out.append(item)
     return out
@@ -67,8 +68,12 @@ def add_numbers(current: Any, new: Any) -> Any:
     return (current or 0) + new
 
 
-HANDLERS: dict[str, Callable[[Any, Any], Any]] = {"merge_lists": merge_lists, "replace_values": replace_values,
-                                                  "dedup_append": dedup_append, "add_numbers": add_numbers}
+HANDLERS: dict[str, Callable[[Any, Any], Any]] = {
+    "merge_lists": merge_lists,
+    "replace_values": replace_values,
+    "dedup_append": dedup_append,
+    "add_numbers": add_numbers,
+}
 
 
 def handler_name(handler: Callable) -> str:
@@ -80,9 +85,22 @@ def handler_name(handler: Callable) -> str:
 
 # -- types ------------------------------------------------------------------------------------------
 
-_TYPE_NAMES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "dict": dict, "list": list,
-                               "set": set, "frozenset": frozenset, "tuple": tuple, "object": object,
-                               "None": type(None), "Message": Message, "ChatMessage": Message, "Any": Any}
+_TYPE_NAMES: dict[str, Any] = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "dict": dict,
+    "list": list,
+    "set": set,
+    "frozenset": frozenset,
+    "tuple": tuple,
+    "object": object,
+    "None": type(None),
+    "Message": Message,
+    "ChatMessage": Message,
+    "Any": Any,
+}
 
 
 def _is_union(t: Any) -> bool:
@@ -101,8 +119,9 @@ def _check_type(key: str, t: Any) -> None:
         raise StateError(f"state key {key!r}: a bare Union is not a type; write e.g. str | None")
     if inspect.isclass(t) or type(t).__name__ in ("_GenericAlias", "GenericAlias"):
         return
-    raise StateError(f"state key {key!r}: {t!r} is not a type; use a class (str), a generic (list[str]) "
-                     "or a union (str | None)")
+    raise StateError(
+        f"state key {key!r}: {t!r} is not a type; use a class (str), a generic (list[str]) or a union (str | None)"
+    )
 
 
 def _is_list_type(t: Any) -> bool:
@@ -127,8 +146,9 @@ def parse_type(text: str) -> Any:
         return _TYPE_NAMES[m.group(1)][inner[0]]
     t = _TYPE_NAMES.get(text.strip())
     if t is None:
-        raise StateError(f"unknown type {text!r}; use str, int, float, bool, dict, list, set, list[...] or a union "
-                         "with |")
+        raise StateError(
+            f"unknown type {text!r}; use str, int, float, bool, dict, list, set, list[...] or a union with |"
+        )
     return t
 
 
@@ -158,6 +178,7 @@ def type_name(t: Any) -> str:
 
 # -- state ------------------------------------------------------------------------------------------
 
+
 class State:
     """A run's state: a schema and the data written through its merge handlers (see the module docstring)."""
 
@@ -178,8 +199,7 @@ class State:
             t = self.schema["messages"]["type"]
             args = typing.get_args(t)
             if not (_is_list_type(t) and args and isinstance(args[0], type) and issubclass(args[0], Message)):
-                raise StateError("state key 'messages' must be a list of messages (list[Message]), "
-                                 f"not {type_name(t)}")
+                raise StateError(f"state key 'messages' must be a list of messages (list[Message]), not {type_name(t)}")
         else:
             self.schema["messages"] = {"type": list[Message], "handler": merge_lists}
         # The caller's dict itself, as Haystack keeps it (``data or {}``): a change to either shows in the
@@ -229,8 +249,12 @@ class State:
                 data[key] = encode_value(value)
             except TypeError:
                 continue
-        return {"schema": {k: {"type": type_name(v["type"]), "handler": handler_name(v["handler"])}
-                           for k, v in self.schema.items()}, "data": data}
+        return {
+            "schema": {
+                k: {"type": type_name(v["type"]), "handler": handler_name(v["handler"])} for k, v in self.schema.items()
+            },
+            "data": data,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "State":
@@ -239,8 +263,9 @@ class State:
         for key, spec in (data.get("schema") or {}).items():
             handler = spec.get("handler")
             if handler is not None and handler not in HANDLERS:
-                raise StateError(f"state key {key!r}: handler {handler!r} is unknown; expected one of "
-                                 f"{', '.join(HANDLERS)}")
+                raise StateError(
+                    f"state key {key!r}: handler {handler!r} is unknown; expected one of {', '.join(HANDLERS)}"
+                )
             schema[key] = {"type": parse_type(spec["type"]), "handler": HANDLERS.get(handler)}
         return cls(schema, {k: decode_value(v) for k, v in (data.get("data") or {}).items()})
 
@@ -279,7 +304,7 @@ def decode_value(value: Any) -> Any:
     if not isinstance(value, dict):
         return value
     if len(value) == 1:
-        (key, inner), = value.items()
+        ((key, inner),) = value.items()
         if key in _KINDS:
             return _KINDS[key](decode_value(v) for v in inner)
         if key == "$message":
@@ -292,10 +317,29 @@ def decode_value(value: Any) -> Any:
 def check_schema(schema: Mapping[str, Any]) -> None:
     reserved = sorted(set(schema) & set(RESERVED_KEYS))
     if reserved:
-        raise StateError(f"state key(s) {', '.join(reserved)} are reserved by the agent (run metadata or "
-                         f"internal keys: {', '.join(RESERVED_KEYS)}); choose another name")
+        raise StateError(
+            f"state key(s) {', '.join(reserved)} are reserved by the agent (run metadata or "
+            f"internal keys: {', '.join(RESERVED_KEYS)}); choose another name"
+        )
 
 
-__all__ = ["DEFAULT_HAYSTACK_VERSION", "HANDLERS", "HAYSTACK_VERSIONS", "INTERNAL_KEYS", "NODE_OUTPUTS",
-           "RESERVED_KEYS", "RUN_METADATA_KEYS", "State", "add_numbers", "check_schema", "decode_value", "dedup_append",
-           "encode_value", "handler_name", "merge_lists", "parse_type", "replace_values", "type_name"]
+__all__ = [
+    "DEFAULT_HAYSTACK_VERSION",
+    "HANDLERS",
+    "HAYSTACK_VERSIONS",
+    "INTERNAL_KEYS",
+    "NODE_OUTPUTS",
+    "RESERVED_KEYS",
+    "RUN_METADATA_KEYS",
+    "State",
+    "add_numbers",
+    "check_schema",
+    "decode_value",
+    "dedup_append",
+    "encode_value",
+    "handler_name",
+    "merge_lists",
+    "parse_type",
+    "replace_values",
+    "type_name",
+]

@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import ToolConfigError, ToolError
 from .agent_state import DEFAULT_HAYSTACK_VERSION, State
 
+
 @dataclass(frozen=True)
 class Tool:
     """A tool the agent can call: a function, its JSON-schema parameters and its state mappings.
@@ -49,33 +50,53 @@ class Tool:
         valid = set(inspect.signature(self.function).parameters) | set(self.parameters.get("properties") or {})
         for state_key, param in self.inputs_from_state.items():
             if not isinstance(param, str):
-                raise ToolConfigError(f"tool {self.name}: inputs_from_state values must be parameter names, not "
-                                      f"{param!r} (state key {state_key!r})")
+                raise ToolConfigError(
+                    f"tool {self.name}: inputs_from_state values must be parameter names, not "
+                    f"{param!r} (state key {state_key!r})"
+                )
             if param not in valid:
-                raise ToolConfigError(f"tool {self.name}: inputs_from_state maps {state_key!r} to {param!r}, which "
-                                      f"is not one of its parameters ({', '.join(sorted(valid)) or 'none'})")
+                raise ToolConfigError(
+                    f"tool {self.name}: inputs_from_state maps {state_key!r} to {param!r}, which "
+                    f"is not one of its parameters ({', '.join(sorted(valid)) or 'none'})"
+                )
 
     def llm_schema(self) -> dict:
         """The OpenAI tool schema; parameters filled from the state are not shown to the model."""
         mapped = set((self.inputs_from_state or {}).values())
         props = {k: v for k, v in (self.parameters.get("properties") or {}).items() if k not in mapped}
         required = [r for r in self.parameters.get("required") or [] if r not in mapped]
-        return {"type": "function", "function": {"name": self.name, "description": self.description,
-                                                 "parameters": {"type": "object", "properties": props,
-                                                                "required": required}}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": {"type": "object", "properties": props, "required": required},
+            },
+        }
 
-    def with_mappings(self, inputs_from_state: Mapping[str, str] | None = None,
-                      outputs_to_state: Mapping[str, Mapping[str, Any]] | None = None) -> "Tool":
+    def with_mappings(
+        self,
+        inputs_from_state: Mapping[str, str] | None = None,
+        outputs_to_state: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> "Tool":
         """The same tool with other mappings (``None`` keeps the tool's own)."""
         ins = self.inputs_from_state if inputs_from_state is None else inputs_from_state
-        return Tool(self.name, self.description, self.parameters, self.function,
-                    None if ins is None else dict(ins),
-                    dict(self.outputs_to_state if outputs_to_state is None else outputs_to_state))
+        return Tool(
+            self.name,
+            self.description,
+            self.parameters,
+            self.function,
+            None if ins is None else dict(ins),
+            dict(self.outputs_to_state if outputs_to_state is None else outputs_to_state),
+        )
 
     def takes_state(self) -> list[str]:
         """The parameters annotated ``State`` (or ``State | None``): they receive the live state."""
-        return [name for name, p in inspect.signature(self.function).parameters.items()
-                if p.annotation in (State, "State", State | None, "State | None", typing.Optional[State])]
+        return [
+            name
+            for name, p in inspect.signature(self.function).parameters.items()
+            if p.annotation in (State, "State", State | None, "State | None", typing.Optional[State])
+        ]
 
 
 def prepare_args(tool: Tool, arguments: Mapping[str, Any], state: State, *, version: int = 3) -> dict:
@@ -183,8 +204,15 @@ def schedule_calls(calls: Sequence[tuple[Tool, Mapping[str, Any]]]) -> list[list
 
 # -- the demo tools ---------------------------------------------------------------------------------
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+_BINARY = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 
 
@@ -253,6 +281,7 @@ def make_lookup(table: Mapping[str, Any]) -> Callable[[str], dict]:
         if hit is None:
             return {"key": str(key), "found": False, "value": None}
         return {"key": hit[0], "found": True, "value": hit[1]}
+
     return lookup
 
 
@@ -260,28 +289,60 @@ def demo_tools(lookup_table: Mapping[str, Any] | None = None) -> dict[str, Tool]
     """The offline demo tools with their default state mappings."""
     text = {"type": "string"}
     return {
-        "calculator": Tool("calculator", "Evaluate an arithmetic expression such as 12*7 or (3+4)/2.",
-                           {"type": "object", "properties": {"expression": text}, "required": ["expression"]},
-                           calculate, outputs_to_state={"last_result": {"source": "result"}}),
-        "note": Tool("note", "Save a short note for later in this run.",
-                     {"type": "object", "properties": {"text": text}, "required": ["text"]},
-                     save_note, outputs_to_state={"notes": {"source": "note"}}),
-        "list_notes": Tool("list_notes", "List the notes saved so far in this run.",
-                           {"type": "object", "properties": {"notes": {"type": "array", "items": text}}},
-                           list_notes, inputs_from_state={"notes": "notes"}),
-        "lookup": Tool("lookup", "Look up a key (a flight, an order, a policy) in the reference table.",
-                       {"type": "object", "properties": {"key": text}, "required": ["key"]},
-                       make_lookup(DEMO_LOOKUP if lookup_table is None else lookup_table),
-                       outputs_to_state={"lookups": {}}),
+        "calculator": Tool(
+            "calculator",
+            "Evaluate an arithmetic expression such as 12*7 or (3+4)/2.",
+            {"type": "object", "properties": {"expression": text}, "required": ["expression"]},
+            calculate,
+            outputs_to_state={"last_result": {"source": "result"}},
+        ),
+        "note": Tool(
+            "note",
+            "Save a short note for later in this run.",
+            {"type": "object", "properties": {"text": text}, "required": ["text"]},
+            save_note,
+            outputs_to_state={"notes": {"source": "note"}},
+        ),
+        "list_notes": Tool(
+            "list_notes",
+            "List the notes saved so far in this run.",
+            {"type": "object", "properties": {"notes": {"type": "array", "items": text}}},
+            list_notes,
+            inputs_from_state={"notes": "notes"},
+        ),
+        "lookup": Tool(
+            "lookup",
+            "Look up a key (a flight, an order, a policy) in the reference table.",
+            {"type": "object", "properties": {"key": text}, "required": ["key"]},
+            make_lookup(DEMO_LOOKUP if lookup_table is None else lookup_table),
+            outputs_to_state={"lookups": {}},
+        ),
     }
 
 
 #: The state the demo tools write: notes (list merge), the last calculator result (replace),
 #: every lookup result (list merge of whole result dicts).
-DEMO_SCHEMA: dict[str, dict[str, Any]] = {"notes": {"type": list[str]}, "last_result": {"type": float | int | None},
-                                          "lookups": {"type": list[dict]}}
+DEMO_SCHEMA: dict[str, dict[str, Any]] = {
+    "notes": {"type": list[str]},
+    "last_result": {"type": float | int | None},
+    "lookups": {"type": list[dict]},
+}
 
 
-__all__ = ["DEMO_LOOKUP", "DEMO_SCHEMA", "Tool", "calculate", "call_tool", "demo_tools", "invoke_tool", "list_notes",
-           "make_lookup", "merge_outputs", "prepare_args", "result_text", "save_note", "schedule_calls",
-           "unknown_tool_text"]
+__all__ = [
+    "DEMO_LOOKUP",
+    "DEMO_SCHEMA",
+    "Tool",
+    "calculate",
+    "call_tool",
+    "demo_tools",
+    "invoke_tool",
+    "list_notes",
+    "make_lookup",
+    "merge_outputs",
+    "prepare_args",
+    "result_text",
+    "save_note",
+    "schedule_calls",
+    "unknown_tool_text",
+]

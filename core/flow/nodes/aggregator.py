@@ -48,19 +48,27 @@ def aggregator_settings(node: "Node") -> AggregatorSettings:
             raise node_error(node, "advanced_settings.groups must be a list when groups are enabled")
         read = []
         for k, group in enumerate(groups):
-            if not isinstance(group, Mapping) or not isinstance(group.get("group_name"), str) \
-                    or not group["group_name"]:
+            if (
+                not isinstance(group, Mapping)
+                or not isinstance(group.get("group_name"), str)
+                or not group["group_name"]
+            ):
                 raise node_error(node, f"advanced_settings.groups[{k}] needs a group_name")
-            read.append((group["group_name"],
-                         _selectors(node, group.get("variables", []), f"advanced_settings.groups[{k}].variables")))
+            read.append(
+                (
+                    group["group_name"],
+                    _selectors(node, group.get("variables", []), f"advanced_settings.groups[{k}].variables"),
+                )
+            )
         return AggregatorSettings(tuple(read))
     if advanced is not None and not isinstance(advanced, Mapping):
         raise node_error(node, "advanced_settings must be a mapping")
     return AggregatorSettings(((None, _selectors(node, node.data.get("variables", []), "variables")),))
 
 
-def aggregate(settings: AggregatorSettings, found: Callable[[Sequence[str]], bool],
-              get: Callable[[Sequence[str]], Any]) -> tuple[dict, list[tuple[str, ...]]]:
+def aggregate(
+    settings: AggregatorSettings, found: Callable[[Sequence[str]], bool], get: Callable[[Sequence[str]], Any]
+) -> tuple[dict, list[tuple[str, ...]]]:
     """The node's outputs and the selectors it took them from: per group, the first selector
     ``found`` in the pool, read with ``get``."""
     outputs: dict[str, Any] = {}
@@ -87,8 +95,9 @@ def run_variable_aggregator(node: Node, ctx: RunContext, run: NodeRun) -> None:
     run.outputs = outputs
     titles = ctx.flow.node_names
     for selector in taken:
-        run.notes.append(f"took {'.'.join(selector)} ({titles.get(selector[0], selector[0])} ran)"
-                         + (": its value comes from a node MemLens does not emulate"
-                            if ctx.pool.get(selector) is NONE else ""))
+        run.notes.append(
+            f"took {'.'.join(selector)} ({titles.get(selector[0], selector[0])} ran)"
+            + (": its value comes from a node MemLens does not emulate" if ctx.pool.get(selector) is NONE else "")
+        )
     if not taken:
         run.notes.append("none of its variables was set on this run: no output")

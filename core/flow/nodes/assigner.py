@@ -40,8 +40,12 @@ def run_assigner(node: Node, ctx: RunContext, run: NodeRun) -> None:
         except LimitError as e:
             raise NodeFailed(f"{e}; nothing was written") from None
     run.notes.extend(result.notes)
-    changes = [VariableChange(turn=ctx.turn_number, node_id=node.id, operation=op, name=name, old=old, new=new,
-                              turn_id=ctx.turn_id) for name, op, old, new in result.changes]
+    changes = [
+        VariableChange(
+            turn=ctx.turn_number, node_id=node.id, operation=op, name=name, old=old, new=new, turn_id=ctx.turn_id
+        )
+        for name, op, old, new in result.changes
+    ]
     # Dify persists an assigner's writes when the node finishes, whatever happens later (§3.2).
     ctx.variables = result.values
     ctx.pool.conversation = copy_value(result.values)

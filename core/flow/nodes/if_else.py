@@ -21,8 +21,13 @@ def if_else_cases(node: "Node") -> list[dict]:
     """The cases of an if-else node; old exports keep one condition list at the top (case ``true``)."""
     cases = node.data.get("cases")
     if cases is None and node.data.get("conditions") is not None:
-        cases = [{"case_id": "true", "logical_operator": node.data.get("logical_operator") or "and",
-                  "conditions": node.data.get("conditions") or []}]
+        cases = [
+            {
+                "case_id": "true",
+                "logical_operator": node.data.get("logical_operator") or "and",
+                "conditions": node.data.get("conditions") or [],
+            }
+        ]
     if cases is None:
         return []
     return list(cases) if isinstance(cases, (list, tuple)) else cases  # anything else is refused by the check
@@ -38,13 +43,19 @@ def check_if_else(node: "Node") -> None:
         if case.get("logical_operator", "and") not in ("and", "or"):
             raise node_error(node, f"logical operator {case.get('logical_operator')!r} is unknown; expected and/or")
         for cond in case.get("conditions", []):
-            if not isinstance(cond, Mapping) or not isinstance(cond.get("comparison_operator"), str) \
-                    or not isinstance(cond.get("variable_selector") or [], list):
+            if (
+                not isinstance(cond, Mapping)
+                or not isinstance(cond.get("comparison_operator"), str)
+                or not isinstance(cond.get("variable_selector") or [], list)
+            ):
                 raise node_error(node, "each condition needs a 'comparison_operator' and a 'variable_selector' list")
             op = OPERATOR_ALIASES.get(cond.get("comparison_operator"), cond.get("comparison_operator"))
             if op not in COMPARISON_OPERATORS:
-                raise node_error(node, f"comparison operator {cond.get('comparison_operator')!r} is unknown; "
-                                       f"expected one of {', '.join(COMPARISON_OPERATORS)}")
+                raise node_error(
+                    node,
+                    f"comparison operator {cond.get('comparison_operator')!r} is unknown; "
+                    f"expected one of {', '.join(COMPARISON_OPERATORS)}",
+                )
 
 
 def evaluate_if_else(node: Node, pool: VariablePool) -> str:

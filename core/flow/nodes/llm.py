@@ -26,8 +26,17 @@ from ..context import complete, node_history
 from ..errors import NodeFailed, node_error
 from ..node_memory import node_memory_config
 from ..prompt import CHAT, COMPLETION, PromptFrame, message
-from ..templates import (CONTEXT_PLACEHOLDER, MISSING, NONE, VariablePool, refers_to, render, render_jinja,
-                         render_message, value_text)
+from ..templates import (
+    CONTEXT_PLACEHOLDER,
+    MISSING,
+    NONE,
+    VariablePool,
+    refers_to,
+    render,
+    render_jinja,
+    render_message,
+    value_text,
+)
 from .long_term import recall_sources, recalled_rows
 from .window_memory import window_source
 
@@ -40,8 +49,16 @@ NO_PROMPT = "No prompt found in the LLM configuration. Please ensure a prompt is
 ROLE_PREFIX_REQUIRED = "Memory role prefix is required for completion model."
 
 #: Dify model-provider names → litellm provider prefixes (the rest are passed through unchanged).
-PROVIDER_ALIASES = {"azure_openai": "azure", "google": "gemini", "tongyi": "dashscope", "volcengine_maas": "volcengine",
-                    "mistralai": "mistral", "zhipuai": "zai", "vertex_ai": "vertex_ai", "openai": "openai"}
+PROVIDER_ALIASES = {
+    "azure_openai": "azure",
+    "google": "gemini",
+    "tongyi": "dashscope",
+    "volcengine_maas": "volcengine",
+    "mistralai": "mistral",
+    "zhipuai": "zai",
+    "vertex_ai": "vertex_ai",
+    "openai": "openai",
+}
 
 
 @dataclass(frozen=True)
@@ -70,9 +87,14 @@ class MemorySettings:
         return f"no window ({DIFY_ROW_CAP}-turn cap)"
 
     def to_report(self) -> dict:
-        return {"memory": "on", "window_enabled": self.window_enabled, "window_size": self.window_size,
-                "query_prompt_template": self.query_prompt_template, "role_prefix": self.role_prefix,
-                "label": self.label()}
+        return {
+            "memory": "on",
+            "window_enabled": self.window_enabled,
+            "window_size": self.window_size,
+            "query_prompt_template": self.query_prompt_template,
+            "role_prefix": self.role_prefix,
+            "label": self.label(),
+        }
 
 
 @dataclass(frozen=True)
@@ -149,9 +171,12 @@ def _memory_settings(node: "Node", raw: Any) -> MemorySettings | None:
             raise node_error(node, f"memory window size {size!r} is not a whole number") from None
         # Dify takes any whole number: it fetches at most 500 rows, and 0 or less means 500.
         if not -MAX_DIFY_WINDOW <= size <= MAX_DIFY_WINDOW:
-            raise node_error(node, f"memory window size {size:,} is out of range: Dify runs any size above "
-                                   f"{DIFY_ROW_CAP} as {DIFY_ROW_CAP} (and 0 or less as no window); give at most "
-                                   f"{MAX_DIFY_WINDOW:,}")
+            raise node_error(
+                node,
+                f"memory window size {size:,} is out of range: Dify runs any size above "
+                f"{DIFY_ROW_CAP} as {DIFY_ROW_CAP} (and 0 or less as no window); give at most "
+                f"{MAX_DIFY_WINDOW:,}",
+            )
     qpt = raw.get("query_prompt_template") if "query_prompt_template" in raw else None
     if qpt is not None and not isinstance(qpt, str):
         raise node_error(node, "'memory.query_prompt_template' must be text")
@@ -196,8 +221,9 @@ def model_block(node: "Node") -> ModelBlock:
     return read_model_block(node, model)
 
 
-def read_model_block(node: "Node", model: Mapping, *, name_key: str = "name",
-                     params_name: str = "'model.completion_params'") -> ModelBlock:
+def read_model_block(
+    node: "Node", model: Mapping, *, name_key: str = "name", params_name: str = "'model.completion_params'"
+) -> ModelBlock:
     """A :class:`ModelBlock` from a mapping of provider, name (``name_key``), mode and completion
     parameters — a node's ``model`` block, or a Dify Agent node's model-selector value."""
     mode = model.get("mode") or "chat"
@@ -234,8 +260,14 @@ def llm_settings(node: "Node") -> LLMSettings:
         if role not in ("system", "user", "assistant"):
             raise node_error(node, f"prompt message {i} has role {role!r}; expected system, user or assistant")
         edition = item.get("edition_type") or "basic"
-        items.append(PromptItem(role=role, text=str(item.get("text") or ""), edition_type=edition,
-                                jinja2_text=str(item.get("jinja2_text") or "")))
+        items.append(
+            PromptItem(
+                role=role,
+                text=str(item.get("text") or ""),
+                edition_type=edition,
+                jinja2_text=str(item.get("jinja2_text") or ""),
+            )
+        )
     if mode == "completion" and len(items) > 1:
         raise node_error(node, "a completion-mode model takes one prompt text, not a list of messages")
     context = data.get("context") or {}
@@ -245,16 +277,22 @@ def llm_settings(node: "Node") -> LLMSettings:
     jinja_vars = prompt_config.get("jinja2_variables") or () if isinstance(prompt_config, Mapping) else None
     if not isinstance(jinja_vars, (list, tuple)):
         raise node_error(node, "'prompt_config' must be {jinja2_variables: [{variable, value_selector}, …]}")
-    return LLMSettings(provider=block.provider, name=block.name, mode=mode,
-                       completion_params=block.completion_params, prompt=tuple(items),
-                       memory=memory_settings(node),
-                       context_enabled=bool(context.get("enabled")),
-                       context_selector=tuple(context.get("variable_selector") or ()),
-                       jinja2_variables=tuple(dict(v) for v in jinja_vars if isinstance(v, Mapping)),
-                       basic_chat=data.get(BASIC_CHAT_KEY) is True)
+    return LLMSettings(
+        provider=block.provider,
+        name=block.name,
+        mode=mode,
+        completion_params=block.completion_params,
+        prompt=tuple(items),
+        memory=memory_settings(node),
+        context_enabled=bool(context.get("enabled")),
+        context_selector=tuple(context.get("variable_selector") or ()),
+        jinja2_variables=tuple(dict(v) for v in jinja_vars if isinstance(v, Mapping)),
+        basic_chat=data.get(BASIC_CHAT_KEY) is True,
+    )
 
 
 # -- its run ----------------------------------------------------------------------------------------
+
 
 def _template_origin(item_text: str, role: str, context_used: bool) -> str:
     if context_used:
@@ -264,10 +302,19 @@ def _template_origin(item_text: str, role: str, context_used: bool) -> str:
     return SYSTEM if role == "system" else TEMPLATE
 
 
-def node_frame(settings: LLMSettings, render_item, counter, sys_query: str | None, pool: VariablePool, *,
-               ctx: RunContext | None = None, context_used: bool = False,
-               role_prefix: Mapping[str, str] | None = None, file_upload: bool = False,
-               vision: bool = False) -> PromptFrame:
+def node_frame(
+    settings: LLMSettings,
+    render_item,
+    counter,
+    sys_query: str | None,
+    pool: VariablePool,
+    *,
+    ctx: RunContext | None = None,
+    context_used: bool = False,
+    role_prefix: Mapping[str, str] | None = None,
+    file_upload: bool = False,
+    vision: bool = False,
+) -> PromptFrame:
     """Everything an LLM node sends besides its history (:class:`core.flow.prompt.PromptFrame`), from
     its template rendered with ``render_item``: runs and the estimate without a recorded prompt
     both build it here.
@@ -277,31 +324,49 @@ def node_frame(settings: LLMSettings, render_item, counter, sys_query: str | Non
     and the history as ``role_prefix`` lines."""
     if settings.mode != "chat":
         template = render_item(settings.prompt[0]) if settings.prompt else ""
-        return PromptFrame(COMPLETION, counter, template=template, sys_query=sys_query, role_prefix=role_prefix,
-                           file_upload=file_upload, vision=vision)
+        return PromptFrame(
+            COMPLETION,
+            counter,
+            template=template,
+            sys_query=sys_query,
+            role_prefix=role_prefix,
+            file_upload=file_upload,
+            vision=vision,
+        )
     basic = settings.basic_chat  # no filter: only an empty system message is left out, the query goes as typed
     before = []
     for item in settings.prompt:
         text = render_item(item)
         if text or basic and item.role != "system":
             used_context = context_used and CONTEXT_PLACEHOLDER in item.text
-            origin = LONG_TERM_MEMORY if ctx is not None and recall_sources(item, settings, ctx) else \
-                _template_origin(item.text, item.role, used_context)
+            origin = (
+                LONG_TERM_MEMORY
+                if ctx is not None and recall_sources(item, settings, ctx)
+                else _template_origin(item.text, item.role, used_context)
+            )
             before.append(message(item.role, text, origin, counter))
     after = []
     if sys_query:
         text = sys_query if basic else render(sys_query, pool, context="")
         if text:
             after.append(message("user", text, CURRENT_QUERY, counter))
-    return PromptFrame(CHAT, counter, before=tuple(before), after=tuple(after), file_upload=file_upload,
-                       vision=vision, keep_empty=basic)
+    return PromptFrame(
+        CHAT,
+        counter,
+        before=tuple(before),
+        after=tuple(after),
+        file_upload=file_upload,
+        vision=vision,
+        keep_empty=basic,
+    )
 
 
 def run_llm(node: Node, ctx: RunContext, run: NodeRun) -> None:
     settings: LLMSettings = llm_settings(node)
     override = ctx.overrides.get(node.id)
-    config = node_memory_config(ctx.flow, node.id, fidelity=ctx.fidelity,
-                                plugin_token_counting=ctx.plugin_token_counting, override=override)
+    config = node_memory_config(
+        ctx.flow, node.id, fidelity=ctx.fidelity, plugin_token_counting=ctx.plugin_token_counting, override=override
+    )
     window = None if override else window_source(node, ctx)  # a what-if override replays as usual
     if window is not None:
         config = window[1].with_(model=settings.model or DEMO_MODEL, max_tokens=settings.max_tokens)
@@ -337,9 +402,18 @@ def run_llm(node: Node, ctx: RunContext, run: NodeRun) -> None:
     with_history = memory_on and ctx.flow.is_chat
     if settings.mode != "chat" and with_history and (block is None or block.role_prefix is None):
         raise NodeFailed(ROLE_PREFIX_REQUIRED)
-    frame = node_frame(settings, render_item, counter, sys_query, pool, ctx=ctx, context_used=bool(context_text),
-                       role_prefix=block.role_prefix if with_history and block is not None else None,
-                       file_upload=ctx.flow.file_upload, vision=model_supports_vision(config.model))
+    frame = node_frame(
+        settings,
+        render_item,
+        counter,
+        sys_query,
+        pool,
+        ctx=ctx,
+        context_used=bool(context_text),
+        role_prefix=block.role_prefix if with_history and block is not None else None,
+        file_upload=ctx.flow.file_upload,
+        vision=model_supports_vision(config.model),
+    )
     ledger, history, planned = node_history(ctx, config, window, frame.fixed_tokens())
     if planned is not None and config.system.compacts_per_request(config):
         # The summaries its compaction wrote, stored with the turn as an agent node's are, so later replays

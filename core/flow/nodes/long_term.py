@@ -61,10 +61,13 @@ def retrieve_settings(node: "Node") -> RetrieveSettings:
     for key in ("query", "user"):
         if key in data and not isinstance(data[key], str):
             raise node_error(node, f"'{key}' must be a template text such as {{{{#sys.{key}#}}}}")
-    return RetrieveSettings(query=data.get("query", RetrieveSettings.query),
-                            user=data.get("user", RetrieveSettings.user), top_k=top_k,
-                            threshold=float(threshold) if threshold is not None else None,
-                            namespace=_namespace_setting(node))
+    return RetrieveSettings(
+        query=data.get("query", RetrieveSettings.query),
+        user=data.get("user", RetrieveSettings.user),
+        top_k=top_k,
+        threshold=float(threshold) if threshold is not None else None,
+        namespace=_namespace_setting(node),
+    )
 
 
 def store_settings(node: "Node") -> StoreSettings:
@@ -78,9 +81,14 @@ def store_settings(node: "Node") -> StoreSettings:
     model = data.get("model", "")
     if extractor == "llm" and not model:
         raise node_error(node, "extractor llm needs a 'model' to extract facts with")
-    return StoreSettings(query=data.get("query", StoreSettings.query), answer=data.get("answer", ""),
-                         user=data.get("user", StoreSettings.user), extractor=extractor, model=model,
-                         namespace=_namespace_setting(node))
+    return StoreSettings(
+        query=data.get("query", StoreSettings.query),
+        answer=data.get("answer", ""),
+        user=data.get("user", StoreSettings.user),
+        extractor=extractor,
+        model=model,
+        namespace=_namespace_setting(node),
+    )
 
 
 def _namespace_setting(node: "Node") -> str | None:
@@ -90,12 +98,16 @@ def _namespace_setting(node: "Node") -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip() or len(value) > 255:
-        raise node_error(node, f"namespace {value!r} must be a non-empty text of at most 255 characters "
-                               "(leave it out for the app's own memories)")
+        raise node_error(
+            node,
+            f"namespace {value!r} must be a non-empty text of at most 255 characters "
+            "(leave it out for the app's own memories)",
+        )
     return value
 
 
 # -- their runs -------------------------------------------------------------------------------------
+
 
 def recall_sources(item, settings: LLMSettings, ctx: RunContext) -> list[str]:
     """The memory-retrieve nodes a prompt item reads (its template or its Jinja2 variables)."""
@@ -110,8 +122,15 @@ def recalled_rows(items, settings: LLMSettings, ctx: RunContext, counter) -> lis
     out = []
     for source in sorted({h for item in items for h in recall_sources(item, settings, ctx)}):
         for row in ctx.recalled[source]:
-            out.append({"node_id": source, "id": row["id"], "memory": row["memory"], "score": row["score"],
-                        "tokens": counter.text(row["memory"])})
+            out.append(
+                {
+                    "node_id": source,
+                    "id": row["id"],
+                    "memory": row["memory"],
+                    "score": row["score"],
+                    "tokens": counter.text(row["memory"]),
+                }
+            )
     return out
 
 
@@ -130,8 +149,14 @@ def run_memory_retrieve(node: Node, ctx: RunContext, run: NodeRun) -> None:
             raise NodeFailed(str(e)) from None
     rows = [r.to_dict() for r in results]
     ctx.recalled[node.id] = rows
-    run.outputs = {"text": memories_text(results), "memories": rows, "count": len(rows), "user_id": user,
-                   "query": query, "namespace": store.namespace if store is not None else None}
+    run.outputs = {
+        "text": memories_text(results),
+        "memories": rows,
+        "count": len(rows),
+        "user_id": user,
+        "query": query,
+        "namespace": store.namespace if store is not None else None,
+    }
 
 
 def _memory_in_namespace(ctx: RunContext, setting: str | None):
@@ -166,8 +191,9 @@ def run_memory_store(node: Node, ctx: RunContext, run: NodeRun) -> None:
         else:
             target = DEMO_MODEL if isinstance(client, DemoClient) else settings.model
         if target.startswith("memlens/"):
-            run.notes.append(f"{settings.model} runs on the demo model, which extracts no JSON: "
-                             "facts extracted offline")
+            run.notes.append(
+                f"{settings.model} runs on the demo model, which extracts no JSON: facts extracted offline"
+            )
         else:
             extractor = LLMExtractor(client, settings.model)
     source = Source(conversation_id=ctx.conversation.id, turn_id=ctx.turn_id, flow=ctx.flow.name, turn=ctx.turn_number)
@@ -177,7 +203,15 @@ def run_memory_store(node: Node, ctx: RunContext, run: NodeRun) -> None:
     except (LongTermMemoryError, LLMError) as e:
         raise NodeFailed(str(e)) from None
     counts = result.counts()
-    run.outputs = {"events": [{"memory_id": e.memory_id, "event": e.event, "memory": e.new_memory,
-                               "previous_memory": e.old_memory} for e in result.events],
-                   "added": counts["ADD"], "updated": counts["UPDATE"], "deleted": counts["DELETE"],
-                   "unchanged": list(result.unchanged), "user_id": user, "namespace": store.namespace}
+    run.outputs = {
+        "events": [
+            {"memory_id": e.memory_id, "event": e.event, "memory": e.new_memory, "previous_memory": e.old_memory}
+            for e in result.events
+        ],
+        "added": counts["ADD"],
+        "updated": counts["UPDATE"],
+        "deleted": counts["DELETE"],
+        "unchanged": list(result.unchanged),
+        "user_id": user,
+        "namespace": store.namespace,
+    }

@@ -50,9 +50,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..records import NodeRun
 
 #: The parameter types Dify accepts, by the name an export uses → the type the value is checked as.
-PARAMETER_TYPES = {"string": "string", "select": "string", "number": "number", "boolean": "boolean",
-                   "bool": "boolean", "array[string]": "array[string]", "array[number]": "array[number]",
-                   "array[object]": "array[object]", "array[boolean]": "array[boolean]"}
+PARAMETER_TYPES = {
+    "string": "string",
+    "select": "string",
+    "number": "number",
+    "boolean": "boolean",
+    "bool": "boolean",
+    "array[string]": "array[string]",
+    "array[number]": "array[number]",
+    "array[object]": "array[object]",
+    "array[boolean]": "array[boolean]",
+}
 #: Output names of the node itself, which no parameter may take.
 RESERVED = ("__reason", "__is_success")
 #: The history's budget keeps this many tokens free besides the prompt (Dify's extractor, as shipped).
@@ -60,8 +68,10 @@ PROMPT_RESERVE = 1000
 FUNCTION_CALL, PROMPT = "function_call", "prompt"
 NO_JSON = "Failed to extract result from function call or text response, using empty result."
 #: What the run's notes say of ``function_call`` mode.
-FUNCTION_CALL_NOTE = ("function_call mode: Dify sends the parameters as a tool for models that take tools; MemLens "
-                      "asks for the JSON in the reply (the history goes in the same way)")
+FUNCTION_CALL_NOTE = (
+    "function_call mode: Dify sends the parameters as a tool for models that take tools; MemLens "
+    "asks for the JSON in the reply (the history goes in the same way)"
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,7 @@ class ExtractorParameter:
         out: dict[str, Any] = {"description": self.description}
         if self.type.startswith("array["):
             out["type"] = "array"
-            out["items"] = {"type": self.type[len("array["):-1]}
+            out["items"] = {"type": self.type[len("array[") : -1]}
         else:
             out["type"] = self.type
         if self.options:
@@ -93,13 +103,18 @@ class ExtractorSettings(TextMemoryNode):
 
     def schema(self) -> dict:
         """The parameters as one JSON schema object, as Dify builds it."""
-        return {"type": "object", "properties": {p.name: p.schema() for p in self.parameters},
-                "required": [p.name for p in self.parameters if p.required]}
+        return {
+            "type": "object",
+            "properties": {p.name: p.schema() for p in self.parameters},
+            "required": [p.name for p in self.parameters if p.required],
+        }
 
-    def frame(self, pool: VariablePool, query: str, instruction: str, counter, *, with_history: bool,
-              **options: Any) -> PromptFrame:
-        return extractor_frame(self.schema(), instruction, query, counter, mode=self.mode, with_history=with_history,
-                               **options)
+    def frame(
+        self, pool: VariablePool, query: str, instruction: str, counter, *, with_history: bool, **options: Any
+    ) -> PromptFrame:
+        return extractor_frame(
+            self.schema(), instruction, query, counter, mode=self.mode, with_history=with_history, **options
+        )
 
 
 def _parameter(node: "Node", k: int, raw: Any) -> ExtractorParameter:
@@ -149,17 +164,36 @@ def extractor_settings(node: "Node") -> ExtractorSettings:
 SCHEMA_LEAD = "Parameters as a JSON schema: "
 
 
-def extractor_frame(schema: dict, instruction: str, query: str, counter, *, mode: str, with_history: bool,
-                    file_upload: bool = False, vision: bool = False) -> PromptFrame:
+def extractor_frame(
+    schema: dict,
+    instruction: str,
+    query: str,
+    counter,
+    *,
+    mode: str,
+    with_history: bool,
+    file_upload: bool = False,
+    vision: bool = False,
+) -> PromptFrame:
     """What the node sends besides its history (:func:`text_history_frame`): the parameters' schema
     and the instruction; a completion model's text ends with the text to read."""
-    body = ["Extract the parameters below from the user's text (the earlier conversation may hold some of them).",
-            SCHEMA_LEAD + json.dumps(schema, ensure_ascii=False)]
+    body = [
+        "Extract the parameters below from the user's text (the earlier conversation may hold some of them).",
+        SCHEMA_LEAD + json.dumps(schema, ensure_ascii=False),
+    ]
     if instruction:
         body += ["Instructions:", instruction]
     body += ["Reply with one JSON object holding a value for every parameter, and nothing else."]
-    return text_history_frame(body, query, counter, mode=mode, with_history=with_history, query_label="Text",
-                              file_upload=file_upload, vision=vision)
+    return text_history_frame(
+        body,
+        query,
+        counter,
+        mode=mode,
+        with_history=with_history,
+        query_label="Text",
+        file_upload=file_upload,
+        vision=vision,
+    )
 
 
 _OPEN = "{["
@@ -188,7 +222,7 @@ def first_object(text: str) -> dict | None:
     ends = _matches(text)
     for start in sorted(ends):
         try:
-            found = json.loads(text[start:ends[start] + 1])
+            found = json.loads(text[start : ends[start] + 1])
         except (ValueError, RecursionError):
             continue
         if isinstance(found, dict):
@@ -213,7 +247,7 @@ def _type_of(value: Any) -> str:
 def _fits(kind: str, value: Any) -> bool:
     """Dify's type check (``SegmentType.is_valid``, every array item checked). A boolean passes as a number."""
     if kind.startswith("array["):
-        return isinstance(value, list) and all(_fits(kind[len("array["):-1], item) for item in value)
+        return isinstance(value, list) and all(_fits(kind[len("array[") : -1], item) for item in value)
     if kind == "boolean":
         return isinstance(value, bool)
     if kind == "number":
@@ -279,7 +313,7 @@ def transform(parameters: tuple[ExtractorParameter, ...], result: dict) -> dict:
     for p in parameters:
         value = result.get(p.name)  # a missing value reads as null, which no type takes
         if p.type.startswith("array["):
-            element = p.type[len("array["):-1]
+            element = p.type[len("array[") : -1]
             kept = [_as(element, v, item=True) for v in value] if isinstance(value, list) else []
             out[p.name] = [v for v in kept if v is not _MISSING]
         else:
@@ -302,8 +336,9 @@ def read_reply(reply: str, parameters: tuple[ExtractorParameter, ...]) -> tuple[
 def extracted(outputs: Mapping[str, Any]) -> str:
     """A run's outputs in one line: ``name = value`` per parameter (values as JSON), and the reason
     when the run is not a success."""
-    values = ", ".join(f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in outputs.items()
-                       if k not in (*RESERVED, "__usage"))
+    values = ", ".join(
+        f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in outputs.items() if k not in (*RESERVED, "__usage")
+    )
     reason = outputs.get("__reason")
     return values + (f" (not a success: {reason})" if reason else "")
 
@@ -322,6 +357,20 @@ def run_parameter_extractor(node: Node, ctx: RunContext, run: NodeRun) -> None:
     return None
 
 
-__all__ = ["extracted", "ExtractorParameter", "ExtractorSettings", "PARAMETER_TYPES", "PROMPT_RESERVE", "SCHEMA_LEAD",
-           "NO_JSON", "FUNCTION_CALL_NOTE", "extractor_settings", "extractor_frame", "first_object", "check",
-           "transform", "read_reply", "run_parameter_extractor"]
+__all__ = [
+    "extracted",
+    "ExtractorParameter",
+    "ExtractorSettings",
+    "PARAMETER_TYPES",
+    "PROMPT_RESERVE",
+    "SCHEMA_LEAD",
+    "NO_JSON",
+    "FUNCTION_CALL_NOTE",
+    "extractor_settings",
+    "extractor_frame",
+    "first_object",
+    "check",
+    "transform",
+    "read_reply",
+    "run_parameter_extractor",
+]

@@ -78,8 +78,10 @@ def _input(node: "Node", name: str, raw: Any) -> AgentInput:
     value = raw.get("value")
     if kind == "variable":
         if not isinstance(value, list) or not value or not all(isinstance(x, str) for x in value):
-            raise node_error(node, f"agent parameter {name!r} is a variable, so its value must be a selector "
-                                   f"such as ['sys', 'query']")
+            raise node_error(
+                node,
+                f"agent parameter {name!r} is a variable, so its value must be a selector such as ['sys', 'query']",
+            )
         return AgentInput(VARIABLE, selector=tuple(value))
     if kind in ("constant", "mixed"):
         if not isinstance(value, str):  # the strategy's text parameters (Dify's plugin refuses other values)
@@ -90,8 +92,9 @@ def _input(node: "Node", name: str, raw: Any) -> AgentInput:
 
 def _model_value(raw: Mapping) -> Mapping | None:
     value = raw.get("value") if isinstance(raw, Mapping) else None
-    selector = isinstance(value, Mapping) and (value.get("type") == "model-selector" or
-                                               "model" in value and "provider" in value)
+    selector = isinstance(value, Mapping) and (
+        value.get("type") == "model-selector" or "model" in value and "provider" in value
+    )
     return value if selector else None
 
 
@@ -111,12 +114,16 @@ def plugin_agent_settings(node: "Node") -> PluginAgentSettings:
     tools_raw = params.get("tools")
     tools: tuple[str, ...] = ()
     if isinstance(tools_raw, Mapping) and isinstance(tools_raw.get("value"), list):
-        tools = tuple(str(t.get("tool_name") or "unnamed tool") for t in tools_raw["value"]
-                      if isinstance(t, Mapping) and t.get("enabled"))  # Dify passes enabled tools only
+        tools = tuple(
+            str(t.get("tool_name") or "unnamed tool")
+            for t in tools_raw["value"]
+            if isinstance(t, Mapping) and t.get("enabled")
+        )  # Dify passes enabled tools only
     instruction = _input(node, "instruction", params["instruction"]) if "instruction" in params else None
     query = _input(node, "query", params["query"]) if "query" in params else None
-    return PluginAgentSettings(block, memory_settings(node), str(data.get("agent_strategy_name") or ""), instruction,
-                               query, tools)
+    return PluginAgentSettings(
+        block, memory_settings(node), str(data.get("agent_strategy_name") or ""), instruction, query, tools
+    )
 
 
 def agent_frame(instruction: str, query: str, counter, *, file_upload: bool, vision: bool) -> PromptFrame:
@@ -126,8 +133,9 @@ def agent_frame(instruction: str, query: str, counter, *, file_upload: bool, vis
     memory and the strategy."""
     before = (message("system", instruction, "system", counter),) if instruction else ()
     after = (message("user", query, CURRENT_QUERY, counter),) if query else ()
-    return PromptFrame(CHAT, counter, before=before, after=after, file_upload=file_upload, vision=vision,
-                       keep_empty=True)
+    return PromptFrame(
+        CHAT, counter, before=before, after=after, file_upload=file_upload, vision=vision, keep_empty=True
+    )
 
 
 def agent_notes(settings: PluginAgentSettings) -> list[str]:
@@ -135,15 +143,20 @@ def agent_notes(settings: PluginAgentSettings) -> list[str]:
     notes = []
     if settings.strategy != FUNCTION_CALLING:
         named = f"is {settings.strategy!r}" if settings.strategy else "is not named"
-        notes.append(f"its strategy {named}: MemLens sends function_calling's layout (the instruction, the history, "
-                     f"the query); the history is the same, its strategy's own wording is not emulated")
+        notes.append(
+            f"its strategy {named}: MemLens sends function_calling's layout (the instruction, the history, "
+            f"the query); the history is the same, its strategy's own wording is not emulated"
+        )
     if settings.tools:
-        notes.append(f"its tools are not called ({', '.join(settings.tools)}): MemLens's model client has none, so "
-                     f"the reply is the model's first answer")
+        notes.append(
+            f"its tools are not called ({', '.join(settings.tools)}): MemLens's model client has none, so "
+            f"the reply is the model's first answer"
+        )
     return notes
 
 
 # -- its run ----------------------------------------------------------------------------------------
+
 
 def agent_input(value: AgentInput | None, pool: VariablePool, name: str, *, strict: bool = True) -> str:
     """An Agent node's instruction or query as its strategy gets it: a template rendered, or a
@@ -156,18 +169,24 @@ def agent_input(value: AgentInput | None, pool: VariablePool, name: str, *, stri
     found = pool.get(list(value.selector))
     if found is MISSING:
         if strict:
-            raise NodeFailed(f"agent parameter {name!r} reads the variable {'.'.join(value.selector)}, "
-                             f"which does not exist")
+            raise NodeFailed(
+                f"agent parameter {name!r} reads the variable {'.'.join(value.selector)}, which does not exist"
+            )
         return ""
     return "" if found is NONE or found is None else value_text(found)
 
 
-def plugin_agent_frame(settings: PluginAgentSettings, pool: VariablePool, counter, *, strict: bool = True,
-                       query: str = "", **options: Any) -> PromptFrame:
+def plugin_agent_frame(
+    settings: PluginAgentSettings, pool: VariablePool, counter, *, strict: bool = True, query: str = "", **options: Any
+) -> PromptFrame:
     """A Dify Agent node's frame, its inputs read from ``pool``; ``query`` stands in when its own
     query reads as nothing (an estimate without its run)."""
-    return agent_frame(agent_input(settings.instruction, pool, "instruction", strict=strict),
-                       agent_input(settings.query, pool, "query", strict=strict) or query, counter, **options)
+    return agent_frame(
+        agent_input(settings.instruction, pool, "instruction", strict=strict),
+        agent_input(settings.query, pool, "query", strict=strict) or query,
+        counter,
+        **options,
+    )
 
 
 def run_plugin_agent(node: Node, ctx: RunContext, run: NodeRun) -> None:
@@ -175,11 +194,26 @@ def run_plugin_agent(node: Node, ctx: RunContext, run: NodeRun) -> None:
     sends it, and one model call without tools."""
     settings = plugin_agent_settings(node)
     run.notes.extend(agent_notes(settings))
-    reply = shipped_call(node, settings, ctx, run, lambda counter, with_history, **options: plugin_agent_frame(
-        settings, ctx.pool, counter, **options))
+    reply = shipped_call(
+        node,
+        settings,
+        ctx,
+        run,
+        lambda counter, with_history, **options: plugin_agent_frame(settings, ctx.pool, counter, **options),
+    )
     run.outputs = {"text": reply.text, "usage": reply.usage, "files": [], "json": []}
     return None
 
 
-__all__ = ["AGENT_HISTORY_BUDGET", "FUNCTION_CALLING", "AgentInput", "PluginAgentSettings", "agent_frame",
-           "agent_input", "agent_notes", "plugin_agent_frame", "plugin_agent_settings", "run_plugin_agent"]
+__all__ = [
+    "AGENT_HISTORY_BUDGET",
+    "FUNCTION_CALLING",
+    "AgentInput",
+    "PluginAgentSettings",
+    "agent_frame",
+    "agent_input",
+    "agent_notes",
+    "plugin_agent_frame",
+    "plugin_agent_settings",
+    "run_plugin_agent",
+]

@@ -55,10 +55,12 @@ class ClassifierClass:
 class ClassifierSettings(TextMemoryNode):
     classes: tuple[ClassifierClass, ...]
 
-    def frame(self, pool: VariablePool, query: str, instruction: str, counter, *, with_history: bool,
-              **options: Any) -> PromptFrame:
-        return classifier_frame(categories(self, pool), instruction, query, counter, mode=self.mode,
-                                with_history=with_history, **options)
+    def frame(
+        self, pool: VariablePool, query: str, instruction: str, counter, *, with_history: bool, **options: Any
+    ) -> PromptFrame:
+        return classifier_frame(
+            categories(self, pool), instruction, query, counter, mode=self.mode, with_history=with_history, **options
+        )
 
 
 def classifier_settings(node: "Node") -> ClassifierSettings:
@@ -72,8 +74,11 @@ def classifier_settings(node: "Node") -> ClassifierSettings:
         if not isinstance(c, Mapping) or c.get("id") in (None, "") or not isinstance(c.get("name", ""), str):
             raise node_error(node, f"class {k} needs an 'id' and a 'name'")
         label = c.get("label")
-        classes.append(ClassifierClass(str(c["id"]), c.get("name") or "",
-                                       label if isinstance(label, str) and label else f"CLASS {k}"))
+        classes.append(
+            ClassifierClass(
+                str(c["id"]), c.get("name") or "", label if isinstance(label, str) and label else f"CLASS {k}"
+            )
+        )
     selector = data.get("query_variable_selector") or []
     if not isinstance(selector, list) or not all(isinstance(x, str) for x in selector):
         raise node_error(node, "'query_variable_selector' must be a selector such as ['sys', 'query']")
@@ -83,19 +88,40 @@ def classifier_settings(node: "Node") -> ClassifierSettings:
     return ClassifierSettings(model_block(node), memory_settings(node), tuple(selector), instruction, tuple(classes))
 
 
-def classifier_frame(categories: list[dict], instruction: str, query: str, counter, *, mode: str,
-                     with_history: bool, file_upload: bool = False, vision: bool = False) -> PromptFrame:
+def classifier_frame(
+    categories: list[dict],
+    instruction: str,
+    query: str,
+    counter,
+    *,
+    mode: str,
+    with_history: bool,
+    file_upload: bool = False,
+    vision: bool = False,
+) -> PromptFrame:
     """What the node sends besides its history (:func:`text_history_frame`): the categories as JSON
     and the instruction; a completion model's text ends with the question. ``categories``:
     ``{category_id, category_name}`` per class, names rendered."""
-    body = ["Sort the user's latest question into exactly one of these categories.",
-            "Categories: " + json.dumps(categories, ensure_ascii=False)]
+    body = [
+        "Sort the user's latest question into exactly one of these categories.",
+        "Categories: " + json.dumps(categories, ensure_ascii=False),
+    ]
     if instruction:
         body += ["Instructions for sorting:", instruction]
-    body += ["Reply with one of: " + ", ".join(c["category_name"] for c in categories),
-             'Give the answer as JSON only: {"category_id": "…", "category_name": "…"}']
-    return text_history_frame(body, query, counter, mode=mode, with_history=with_history, query_label="Question",
-                              file_upload=file_upload, vision=vision)
+    body += [
+        "Reply with one of: " + ", ".join(c["category_name"] for c in categories),
+        'Give the answer as JSON only: {"category_id": "…", "category_name": "…"}',
+    ]
+    return text_history_frame(
+        body,
+        query,
+        counter,
+        mode=mode,
+        with_history=with_history,
+        query_label="Question",
+        file_upload=file_upload,
+        vision=vision,
+    )
 
 
 _THINK = re.compile(r"<think[^>]*>[\s\S]*?</think>", re.I)
@@ -108,10 +134,18 @@ def _json_block(text: str) -> Any:
     at all (in this order, not by position), then from there for the last of its end markers. A
     bracket belongs to the JSON; a backtick fence does not."""
     text = text.strip()
-    start = next((at + (0 if marker in ("{", "[") else len(marker))
-                  for marker in _STARTS if (at := text.find(marker)) >= 0), None)
-    end = None if start is None else next((at + (1 if marker in ("}", "]") else 0)
-                                           for marker in _ENDS if (at := text.rfind(marker, start)) != -1), None)
+    start = next(
+        (at + (0 if marker in ("{", "[") else len(marker)) for marker in _STARTS if (at := text.find(marker)) >= 0),
+        None,
+    )
+    end = (
+        None
+        if start is None
+        else next(
+            (at + (1 if marker in ("}", "]") else 0) for marker in _ENDS if (at := text.rfind(marker, start)) != -1),
+            None,
+        )
+    )
     if end is None or start >= end:
         raise NodeFailed("the classifier's reply holds no JSON block, so the node fails")
     try:
@@ -154,10 +188,21 @@ def run_question_classifier(node: Node, ctx: RunContext, run: NodeRun) -> str:
     if note:
         run.notes.append(note)
     chosen = settings.classes[index]
-    run.outputs = {"class_name": listed[index]["category_name"], "class_label": chosen.label,
-                   "class_id": chosen.id, "usage": reply.usage}
+    run.outputs = {
+        "class_name": listed[index]["category_name"],
+        "class_label": chosen.label,
+        "class_id": chosen.id,
+        "usage": reply.usage,
+    }
     return chosen.id
 
 
-__all__ = ["ClassifierClass", "ClassifierSettings", "categories", "classifier_frame", "classifier_settings",
-           "read_reply", "run_question_classifier"]
+__all__ = [
+    "ClassifierClass",
+    "ClassifierSettings",
+    "categories",
+    "classifier_frame",
+    "classifier_settings",
+    "read_reply",
+    "run_question_classifier",
+]

@@ -46,8 +46,16 @@ def check_inputs(flow: Flow, query: str, inputs: Mapping[str, Any] | None) -> di
 
 
 #: The texts Dify reads as a checkbox's value (any other text is kept as it is).
-CHECKBOX_WORDS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False,
-                  "off": False}
+CHECKBOX_WORDS = {
+    "true": True,
+    "1": True,
+    "yes": True,
+    "on": True,
+    "false": False,
+    "0": False,
+    "no": False,
+    "off": False,
+}
 
 
 def _input_value(name: str, kind: str, var: Mapping[str, Any], value: Any, *, defaulted: bool = False) -> Any:

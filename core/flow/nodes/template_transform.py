@@ -38,8 +38,12 @@ def template_settings(node: "Node") -> TemplateSettings:
     if not isinstance(variables, list):
         raise node_error(node, "'variables' must be a list of {variable, value_selector}")
     for k, var in enumerate(variables):
-        if not isinstance(var, Mapping) or not isinstance(var.get("variable"), str) or not var["variable"] \
-                or not isinstance(var.get("value_selector"), list):
+        if (
+            not isinstance(var, Mapping)
+            or not isinstance(var.get("variable"), str)
+            or not var["variable"]
+            or not isinstance(var.get("value_selector"), list)
+        ):
             raise node_error(node, f"variables[{k}] needs a 'variable' name and a 'value_selector' list")
     return TemplateSettings(template, tuple(dict(v) for v in variables))
 
@@ -50,8 +54,10 @@ def run_template_transform(node: Node, ctx: RunContext, run: NodeRun) -> None:
     if unknown:  # a value from a node MemLens does not emulate: the rendering is as unknown as it is
         ctx.pool.mark_pass_through(node.id)
         run.outputs = {}
-        run.notes.append(f"{', '.join(unknown)} {'comes' if len(unknown) == 1 else 'come'} from a node MemLens "
-                         f"does not emulate: output unknown")
+        run.notes.append(
+            f"{', '.join(unknown)} {'comes' if len(unknown) == 1 else 'come'} from a node MemLens "
+            f"does not emulate: output unknown"
+        )
         return
     try:
         text = render_jinja(settings.template, settings.variables, ctx.pool)

@@ -69,8 +69,10 @@ class ShippedWindowNode:
         if self.memory is None:
             return "off"
         if not self.memory.window_enabled and self.memory.window_size:
-            return (f"window {self.memory.window_size} turns (its window is switched off, but Dify as shipped reads "
-                    f"the size anyway; documented: {self.memory.label()})")
+            return (
+                f"window {self.memory.window_size} turns (its window is switched off, but Dify as shipped reads "
+                f"the size anyway; documented: {self.memory.label()})"
+            )
         return self.memory.label()
 
     def window(self, fidelity: str = DEFAULT_FIDELITY) -> int | None:
@@ -92,14 +94,24 @@ class TextMemoryNode(ShippedWindowNode):
     prompt_reserve: ClassVar[int | None] = 0
     history_as_text: ClassVar[bool] = True
 
-    def frame(self, pool: VariablePool, query: str, instruction: str, counter, *, with_history: bool,
-              **options: Any) -> PromptFrame:
+    def frame(
+        self, pool: VariablePool, query: str, instruction: str, counter, *, with_history: bool, **options: Any
+    ) -> PromptFrame:
         """What the node sends besides its history, for ``query`` and its rendered ``instruction``."""
         raise NotImplementedError
 
 
-def text_history_frame(body: list[str], query: str, counter, *, mode: str, with_history: bool, query_label: str,
-                       file_upload: bool, vision: bool) -> PromptFrame:
+def text_history_frame(
+    body: list[str],
+    query: str,
+    counter,
+    *,
+    mode: str,
+    with_history: bool,
+    query_label: str,
+    file_upload: bool,
+    vision: bool,
+) -> PromptFrame:
     """The layout both nodes send: a chat model gets one system message — with history, its lines
     under "Earlier conversation", then ``body`` — and the query as the user's message (none when the
     query is empty); a completion model one text with ``query_label: query`` at its end."""
@@ -107,13 +119,28 @@ def text_history_frame(body: list[str], query: str, counter, *, mode: str, with_
     text = "\n".join(lines + body)
     if mode == "chat":
         after = (message("user", query, CURRENT_QUERY, counter),) if query else ()
-        return PromptFrame(TEXT_HISTORY, counter, template=text, template_role="system", after=after,
-                           role_prefix=HUMAN_AI, file_upload=file_upload, vision=vision)
-    return PromptFrame(TEXT_HISTORY, counter, template=f"{text}\n{query_label}: {query}", role_prefix=HUMAN_AI,
-                       file_upload=file_upload, vision=vision)
+        return PromptFrame(
+            TEXT_HISTORY,
+            counter,
+            template=text,
+            template_role="system",
+            after=after,
+            role_prefix=HUMAN_AI,
+            file_upload=file_upload,
+            vision=vision,
+        )
+    return PromptFrame(
+        TEXT_HISTORY,
+        counter,
+        template=f"{text}\n{query_label}: {query}",
+        role_prefix=HUMAN_AI,
+        file_upload=file_upload,
+        vision=vision,
+    )
 
 
 # -- their runs -------------------------------------------------------------------------------------
+
 
 def node_query(settings: TextMemoryNode, pool: VariablePool) -> str:
     """The text a Question Classifier sorts or a Parameter Extractor reads: the value at its selector, as text."""
@@ -122,33 +149,53 @@ def node_query(settings: TextMemoryNode, pool: VariablePool) -> str:
     return "" if value is MISSING or value is NONE or value is None else value_text(value)
 
 
-def text_frame(settings: TextMemoryNode, pool: VariablePool, counter, *, with_history: bool, query: str = "",
-               **options: Any) -> PromptFrame:
+def text_frame(
+    settings: TextMemoryNode, pool: VariablePool, counter, *, with_history: bool, query: str = "", **options: Any
+) -> PromptFrame:
     """The frame of a Question Classifier's or Parameter Extractor's prompt, its settings rendered with
     ``pool``; ``query`` stands in when the node's own query reads as nothing (an estimate without its run)."""
-    return settings.frame(pool, node_query(settings, pool) or query, render(settings.instruction, pool), counter,
-                          with_history=with_history, **options)
+    return settings.frame(
+        pool,
+        node_query(settings, pool) or query,
+        render(settings.instruction, pool),
+        counter,
+        with_history=with_history,
+        **options,
+    )
 
 
 def text_memory_call(node: Node, settings: TextMemoryNode, ctx: RunContext, run: NodeRun):
     """The model call of a node whose memory goes into its prompt as text (:func:`shipped_call`)."""
-    return shipped_call(node, settings, ctx, run, lambda counter, with_history, **options: text_frame(
-        settings, ctx.pool, counter, with_history=with_history, **options))
+    return shipped_call(
+        node,
+        settings,
+        ctx,
+        run,
+        lambda counter, with_history, **options: text_frame(
+            settings, ctx.pool, counter, with_history=with_history, **options
+        ),
+    )
 
 
-def shipped_call(node: Node, settings: ShippedWindowNode, ctx: RunContext, run: NodeRun,
-                 frame_of: Callable[..., PromptFrame]):
+def shipped_call(
+    node: Node, settings: ShippedWindowNode, ctx: RunContext, run: NodeRun, frame_of: Callable[..., PromptFrame]
+):
     """The model call of a node with Dify's memory and the window rule of :class:`ShippedWindowNode`: its
     config, ledger and prompt recorded on ``run``, the reply returned (a failed call fails the node).
     ``frame_of(counter, with_history, file_upload=…, vision=…)`` builds what it sends besides its history."""
     override = ctx.overrides.get(node.id)
-    config = node_memory_config(ctx.flow, node.id, fidelity=ctx.fidelity,
-                                plugin_token_counting=ctx.plugin_token_counting, override=override)
+    config = node_memory_config(
+        ctx.flow, node.id, fidelity=ctx.fidelity, plugin_token_counting=ctx.plugin_token_counting, override=override
+    )
     run.memory = config.to_dict()
     run.memory_override = copy.deepcopy(dict(override)) if override else None
     run.model = settings.model or DEMO_MODEL
-    frame = frame_of(counter_for(config.model), config.remembers and ctx.flow.is_chat,
-                     file_upload=ctx.flow.file_upload, vision=model_supports_vision(config.model))
+    frame = frame_of(
+        counter_for(config.model),
+        config.remembers and ctx.flow.is_chat,
+        file_upload=ctx.flow.file_upload,
+        vision=model_supports_vision(config.model),
+    )
     run.ledger, history, _ = node_history(ctx, config, None, frame.fixed_tokens())
     run.prompt = frame.build(history)
     if not run.prompt:
@@ -157,5 +204,12 @@ def shipped_call(node: Node, settings: ShippedWindowNode, ctx: RunContext, run: 
     return complete(ctx, run, model, run.prompt, settings.max_tokens)
 
 
-__all__ = ["ShippedWindowNode", "TextMemoryNode", "node_query", "shipped_call", "text_frame", "text_history_frame",
-           "text_memory_call"]
+__all__ = [
+    "ShippedWindowNode",
+    "TextMemoryNode",
+    "node_query",
+    "shipped_call",
+    "text_frame",
+    "text_history_frame",
+    "text_memory_call",
+]

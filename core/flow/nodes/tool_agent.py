@@ -33,11 +33,17 @@ from ..node_memory import agent_replays_system, node_memory_config
 from ..prompt import CHAT, PromptFrame, PromptMessage, history_messages, message
 from ..templates import MISSING, NONE, VariablePool, render, selectors_in
 from .agent_loop import DEFAULT_MAX_STEPS, DemoPlanner, ModelPlanner, planner_for, run_agent
-from .agent_state import (DEFAULT_HAYSTACK_VERSION, HANDLERS, HAYSTACK_VERSIONS, NODE_OUTPUTS, RESERVED_KEYS, State,
-                          parse_type)
+from .agent_state import (
+    DEFAULT_HAYSTACK_VERSION,
+    HANDLERS,
+    HAYSTACK_VERSIONS,
+    NODE_OUTPUTS,
+    RESERVED_KEYS,
+    State,
+    parse_type,
+)
 from .agent_tools import DEMO_SCHEMA, Tool, demo_tools
 from .llm import litellm_model
-
 from .window_memory import window_source
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,18 +102,18 @@ def template_selectors(settings: AgentSettings) -> list[tuple[str, ...]]:
 def agent_settings(node: "Node") -> AgentSettings:
     """Read a ``tool-agent`` node::
 
-        - id: agent
-          type: tool-agent
-          model: memlens/demo
-          system_prompt: You are a helpful agent.      # a template ({{#retrieve.text#}} works)
-          system_prompt_fill: template                 # none: as written; inputs: {{name}} of start inputs
-          tools: [calculator, note, list_notes, lookup]  # or {name, inputs_from_state, outputs_to_state}
-          state_schema: {visits: {type: int, handler: add_numbers}}  # added to the demo tools' keys
-          lookup_table: {flight AA100: on time}
-          memory: {strategy: buffer}                   # how earlier turns are replayed; `off` for none
-          max_agent_steps: 10
-          exit_conditions: [text]
-          haystack_version: 3                          # 2: the newest Haystack 2.x's rules
+    - id: agent
+      type: tool-agent
+      model: memlens/demo
+      system_prompt: You are a helpful agent.      # a template ({{#retrieve.text#}} works)
+      system_prompt_fill: template                 # none: as written; inputs: {{name}} of start inputs
+      tools: [calculator, note, list_notes, lookup]  # or {name, inputs_from_state, outputs_to_state}
+      state_schema: {visits: {type: int, handler: add_numbers}}  # added to the demo tools' keys
+      lookup_table: {flight AA100: on time}
+      memory: {strategy: buffer}                   # how earlier turns are replayed; `off` for none
+      max_agent_steps: 10
+      exit_conditions: [text]
+      haystack_version: 3                          # 2: the newest Haystack 2.x's rules
     """
     data = node.data
     model = data.get("model") or "memlens/demo"
@@ -143,8 +149,9 @@ def agent_settings(node: "Node") -> AgentSettings:
             raise node_error(node, f"state key {key!r}: {e}") from None
         handler = spec.get("handler")
         if handler is not None and handler not in HANDLERS:
-            raise node_error(node, f"state key {key!r}: handler {handler!r} is unknown; expected one of "
-                                   f"{', '.join(HANDLERS)}")
+            raise node_error(
+                node, f"state key {key!r}: handler {handler!r} is unknown; expected one of {', '.join(HANDLERS)}"
+            )
         schema[str(key)] = {"type": t, "handler": HANDLERS[handler] if handler else None}
     try:
         State(schema)
@@ -163,22 +170,28 @@ def agent_settings(node: "Node") -> AgentSettings:
             raise node_error(node, f"tool {tool.name}: inputs_from_state must map state keys to parameter names")
         if outs is not None:
             if not isinstance(outs, Mapping) or not all(isinstance(v, Mapping) or v is None for v in outs.values()):
-                raise node_error(node, f"tool {tool.name}: outputs_to_state must map state keys to "
-                                       "{source, handler}")
+                raise node_error(node, f"tool {tool.name}: outputs_to_state must map state keys to {{source, handler}}")
             for v in outs.values():
                 if (v or {}).get("handler") is not None and (v or {})["handler"] not in HANDLERS:
-                    raise node_error(node, f"tool {tool.name}: handler {v['handler']!r} is unknown; expected one "
-                                           f"of {', '.join(HANDLERS)}")
-            outs = {k: {kk: (HANDLERS[vv] if kk == "handler" and vv is not None else vv)
-                        for kk, vv in (v or {}).items()} for k, v in outs.items()}
+                    raise node_error(
+                        node,
+                        f"tool {tool.name}: handler {v['handler']!r} is unknown; expected one of {', '.join(HANDLERS)}",
+                    )
+            outs = {
+                k: {kk: (HANDLERS[vv] if kk == "handler" and vv is not None else vv) for kk, vv in (v or {}).items()}
+                for k, v in outs.items()
+            }
         try:
             tool = tool.with_mappings(ins, outs)
         except ToolConfigError as e:
             raise node_error(node, str(e)) from None
         for key in list(tool.inputs_from_state or {}) + list(tool.outputs_to_state):
             if key not in schema and key != "messages":
-                raise node_error(node, f"tool {tool.name} maps state key {key!r}, which the state schema does not "
-                                       f"declare; add it to state_schema")
+                raise node_error(
+                    node,
+                    f"tool {tool.name} maps state key {key!r}, which the state schema does not "
+                    f"declare; add it to state_schema",
+                )
         tools.append(tool)
     memory = data.get("memory", {"strategy": AGENT_DEFAULT})
     if memory in (None, False, OFF, "none"):
@@ -187,8 +200,9 @@ def agent_settings(node: "Node") -> AgentSettings:
         raise node_error(node, "'memory' must be {strategy: buffer|dify|window|…, window: N} or off")
     memory = dict(memory)
     if "granularity" in memory:
-        raise node_error(node, "granularity is set on the flow (history: {granularity: …}) or on the request, "
-                               "not on the node")
+        raise node_error(
+            node, "granularity is set on the flow (history: {granularity: …}) or on the request, not on the node"
+        )
     memory.setdefault("strategy", AGENT_DEFAULT)
     from core.memory.config import MemoryConfig
 
@@ -213,28 +227,47 @@ def agent_settings(node: "Node") -> AgentSettings:
         version = int(version)
     if isinstance(version, bool) or version not in HAYSTACK_VERSIONS:
         raise node_error(node, f"haystack_version {version!r} is unknown; expected 3 (default) or 2")
-    return AgentSettings(model=model, system_prompt=prompt, tools=tuple(tools), schema=schema, memory=memory,
-                         max_agent_steps=steps, exit_conditions=tuple(exits), memory_node=memory_node,
-                         haystack_version=version, system_prompt_fill=fill)
+    return AgentSettings(
+        model=model,
+        system_prompt=prompt,
+        tools=tuple(tools),
+        schema=schema,
+        memory=memory,
+        max_agent_steps=steps,
+        exit_conditions=tuple(exits),
+        memory_node=memory_node,
+        haystack_version=version,
+        system_prompt_fill=fill,
+    )
 
 
 # -- its run ----------------------------------------------------------------------------------------
 
-def tool_agent_frame(system_text: str, query: str, counter, *, recalled: bool = False, file_upload: bool = False,
-                     vision: bool = False) -> PromptFrame:
+
+def tool_agent_frame(
+    system_text: str, query: str, counter, *, recalled: bool = False, file_upload: bool = False, vision: bool = False
+) -> PromptFrame:
     """What an agent node sends besides its history: its rendered system prompt (from long-term
     memory when it reads a memory-retrieve node) and the query message."""
-    before = (message("system", system_text, LONG_TERM_MEMORY if recalled else SYSTEM, counter),) \
-        if system_text else ()
-    return PromptFrame(CHAT, counter, before=before, after=(message("user", query, CURRENT_QUERY, counter),),
-                       file_upload=file_upload, vision=vision)
+    before = (message("system", system_text, LONG_TERM_MEMORY if recalled else SYSTEM, counter),) if system_text else ()
+    return PromptFrame(
+        CHAT,
+        counter,
+        before=before,
+        after=(message("user", query, CURRENT_QUERY, counter),),
+        file_upload=file_upload,
+        vision=vision,
+    )
 
 
 def tool_agent_prompt(frame: PromptFrame, history: Sequence[Message]) -> list[PromptMessage]:
     """An agent node's first model request: its frame around the history, every message kept (an
     agent sends an empty query or a tool call's empty text as it is)."""
-    return [*frame.before, *history_messages(history, frame.counter, file_upload=frame.file_upload,
-                                             vision=frame.vision), *frame.after]
+    return [
+        *frame.before,
+        *history_messages(history, frame.counter, file_upload=frame.file_upload, vision=frame.vision),
+        *frame.after,
+    ]
 
 
 def run_tool_agent(node: Node, ctx: RunContext, run: NodeRun) -> None:
@@ -251,8 +284,14 @@ def run_tool_agent(node: Node, ctx: RunContext, run: NodeRun) -> None:
     if window is not None:
         config = window[1].with_(model=settings.model)
     else:
-        config = node_memory_config(ctx.flow, node.id, granularity=ctx.granularity, fidelity=ctx.fidelity,
-                                    plugin_token_counting=ctx.plugin_token_counting, override=override)
+        config = node_memory_config(
+            ctx.flow,
+            node.id,
+            granularity=ctx.granularity,
+            fidelity=ctx.fidelity,
+            plugin_token_counting=ctx.plugin_token_counting,
+            override=override,
+        )
     run.memory = config.to_dict()
     run.memory_override = copy.deepcopy(dict(override)) if override else None
     counter = counter_for(config.model)
@@ -261,18 +300,31 @@ def run_tool_agent(node: Node, ctx: RunContext, run: NodeRun) -> None:
     query = "" if raw_query in (MISSING, NONE) else str(raw_query)
     read = {s[0] for s in template_selectors(settings)}
     recalled = bool(read & set(ctx.recalled))
-    frame = tool_agent_frame(instruction, query, counter, recalled=recalled, file_upload=ctx.flow.file_upload,
-                             vision=model_supports_vision(config.model))
+    frame = tool_agent_frame(
+        instruction,
+        query,
+        counter,
+        recalled=recalled,
+        file_upload=ctx.flow.file_upload,
+        vision=model_supports_vision(config.model),
+    )
     fixed_total = frame.fixed_tokens()
     compaction_hook = None
     planner = planner_for(ctx.client(), settings.model)
     if window is None and agent_replays_system(config):
         # Dify 1.17 checks before every model request: the ledger made the first check, the hook makes the rest.
         # A real model writes the summaries itself, as Dify's runtime has the run's model do.
-        summarizer = ModelSectionSummarizer(planner.client, settings.model) if isinstance(planner, ModelPlanner) \
-            else None
-        replay = Replay(ctx.conversation, config, system_prompt=instruction, has_thread=ctx.flow.is_chat,
-                        prompt_tokens=lambda _position: fixed_total, summarizer=summarizer)
+        summarizer = (
+            ModelSectionSummarizer(planner.client, settings.model) if isinstance(planner, ModelPlanner) else None
+        )
+        replay = Replay(
+            ctx.conversation,
+            config,
+            system_prompt=instruction,
+            has_thread=ctx.flow.is_chat,
+            prompt_tokens=lambda _position: fixed_total,
+            summarizer=summarizer,
+        )
         ledger = replay.ledger_at(ctx.position)
         history = replay.history_messages(ledger)
         compaction_hook = ShippedRunHook(replay, ctx.position, Message("user", query, QUERY, "query"), instruction)
@@ -281,16 +333,32 @@ def run_tool_agent(node: Node, ctx: RunContext, run: NodeRun) -> None:
     run.ledger = ledger
     run.prompt = tool_agent_prompt(frame, history)
     if recalled:
-        run.recalled = [{"node_id": h, "id": r["id"], "memory": r["memory"], "score": r["score"],
-                         "tokens": counter.text(r["memory"])}
-                        for h in sorted(read & set(ctx.recalled))
-                        for r in ctx.recalled[h]]
+        run.recalled = [
+            {
+                "node_id": h,
+                "id": r["id"],
+                "memory": r["memory"],
+                "score": r["score"],
+                "tokens": counter.text(r["memory"]),
+            }
+            for h in sorted(read & set(ctx.recalled))
+            for r in ctx.recalled[h]
+        ]
     started = time.perf_counter()
     try:
-        result = run_agent(query, tools=settings.tools, planner=planner, schema=settings.schema,
-                           system_prompt=instruction, history=history, max_agent_steps=settings.max_agent_steps,
-                           exit_conditions=settings.exit_conditions, ref_prefix=f"{ctx.turn_id}:{node.id}",
-                           version=settings.haystack_version, before_model=compaction_hook)
+        result = run_agent(
+            query,
+            tools=settings.tools,
+            planner=planner,
+            schema=settings.schema,
+            system_prompt=instruction,
+            history=history,
+            max_agent_steps=settings.max_agent_steps,
+            exit_conditions=settings.exit_conditions,
+            ref_prefix=f"{ctx.turn_id}:{node.id}",
+            version=settings.haystack_version,
+            before_model=compaction_hook,
+        )
     except LLMError as e:
         raise NodeFailed(str(e)) from None
     finally:
@@ -312,10 +380,24 @@ def run_tool_agent(node: Node, ctx: RunContext, run: NodeRun) -> None:
     ctx.intermediate.extend(result.intermediate)
     # The state is gone after the run; its public keys are the node's outputs (Haystack's output dict).
     # Haystack 3.x outputs its run metadata itself; with 2.x MemLens reports the same facts.
-    run.outputs = {"step_count": result.step_count, "exit_reason": result.exit_reason,
-                   "tool_call_counts": result.tool_call_counts, **result.outputs, "text": result.text,
-                   "usage": result.usage}
+    run.outputs = {
+        "step_count": result.step_count,
+        "exit_reason": result.exit_reason,
+        "tool_call_counts": result.tool_call_counts,
+        **result.outputs,
+        "text": result.text,
+        "usage": result.usage,
+    }
 
 
-__all__ = ["AGENT_DEFAULT", "AgentSettings", "PROMPT_FILLS", "agent_settings", "run_tool_agent", "system_text",
-           "template_selectors", "tool_agent_frame", "tool_agent_prompt"]
+__all__ = [
+    "AGENT_DEFAULT",
+    "AgentSettings",
+    "PROMPT_FILLS",
+    "agent_settings",
+    "run_tool_agent",
+    "system_text",
+    "template_selectors",
+    "tool_agent_frame",
+    "tool_agent_prompt",
+]

@@ -97,8 +97,11 @@ def window_settings(node: "Node") -> WindowSettings:
     data = node.data
     window = data.get("window", DEFAULT_WINDOW)
     if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= MAX_WINDOW:
-        raise node_error(node, f"window {window!r} is out of range: the Window Memory node keeps 1..{MAX_WINDOW} "
-                               f"messages (default {DEFAULT_WINDOW})")
+        raise node_error(
+            node,
+            f"window {window!r} is out of range: the Window Memory node keeps 1..{MAX_WINDOW} "
+            f"messages (default {DEFAULT_WINDOW})",
+        )
     scope = data.get("scope", "thread")
     if scope not in SCOPES:
         raise node_error(node, f"scope {scope!r} is unknown; expected thread, session or call")
@@ -106,10 +109,14 @@ def window_settings(node: "Node") -> WindowSettings:
     if selector is not None:
         if isinstance(selector, str):
             selector = selector.strip().removeprefix("{{#").removesuffix("#}}").split(".")
-        if not isinstance(selector, (list, tuple)) or len(selector) < 2 or not all(isinstance(s, str) and s
-                                                                                   for s in selector):
-            raise node_error(node, "overwrite_from_input must name a variable, e.g. [start, history] or "
-                                   "'{{#start.history#}}'")
+        if (
+            not isinstance(selector, (list, tuple))
+            or len(selector) < 2
+            or not all(isinstance(s, str) and s for s in selector)
+        ):
+            raise node_error(
+                node, "overwrite_from_input must name a variable, e.g. [start, history] or '{{#start.history#}}'"
+            )
         selector = tuple(selector)
     flags = {}
     for key in ("expose_messages_output", "expose_error_output"):
@@ -129,11 +136,13 @@ def parse_overwrite(value: Any) -> tuple[list[Message], list[str]]:
         try:
             value = json.loads(value)
         except ValueError:
-            raise WindowInputError("overwrite_from_input: the input is text that is not a JSON list of messages; "
-                                   "pass [{role, content}, …]") from None
+            raise WindowInputError(
+                "overwrite_from_input: the input is text that is not a JSON list of messages; pass [{role, content}, …]"
+            ) from None
     if not isinstance(value, (list, tuple)):
-        raise WindowInputError(f"overwrite_from_input: expected a list of {{role, content}} messages, got "
-                               f"{type(value).__name__}")
+        raise WindowInputError(
+            f"overwrite_from_input: expected a list of {{role, content}} messages, got {type(value).__name__}"
+        )
     out: list[Message] = []
     dropped = 0
     for i, m in enumerate(value, start=1):
@@ -144,8 +153,9 @@ def parse_overwrite(value: Any) -> tuple[list[Message], list[str]]:
             dropped += 1
             continue
         if role not in ("user", "assistant", "tool"):
-            raise WindowInputError(f"overwrite_from_input: message {i} has role {role!r}; expected user, assistant "
-                                   "or tool")
+            raise WindowInputError(
+                f"overwrite_from_input: message {i} has role {role!r}; expected user, assistant or tool"
+            )
         content = m.get("content")
         if content is None:
             content = ""
@@ -153,15 +163,35 @@ def parse_overwrite(value: Any) -> tuple[list[Message], list[str]]:
             raise WindowInputError(f"overwrite_from_input: message {i} has content that is not text")
         calls = m.get("tool_calls") or []
         try:
-            tool_calls = tuple(ToolCall(str(c.get("id", "")), str((c.get("function") or c).get("name", "")),
-                                        str((c.get("function") or c).get("arguments", "")))
-                               for c in calls)
+            tool_calls = tuple(
+                ToolCall(
+                    str(c.get("id", "")),
+                    str((c.get("function") or c).get("name", "")),
+                    str((c.get("function") or c).get("arguments", "")),
+                )
+                for c in calls
+            )
         except AttributeError:
             raise WindowInputError(f"overwrite_from_input: message {i} has malformed tool_calls") from None
-        out.append(Message(role, content, INTERMEDIATE, f"input:{i}", name=m.get("name"), tool_calls=tool_calls,
-                           tool_call_id=m.get("tool_call_id")))
-    notes = [f"{dropped} system message{'s' if dropped != 1 else ''} in the input dropped: the system prompt is "
-             "node configuration, never stored"] if dropped else []
+        out.append(
+            Message(
+                role,
+                content,
+                INTERMEDIATE,
+                f"input:{i}",
+                name=m.get("name"),
+                tool_calls=tool_calls,
+                tool_call_id=m.get("tool_call_id"),
+            )
+        )
+    notes = (
+        [
+            f"{dropped} system message{'s' if dropped != 1 else ''} in the input dropped: the system prompt is "
+            "node configuration, never stored"
+        ]
+        if dropped
+        else []
+    )
     return out, notes
 
 
@@ -188,44 +218,64 @@ class WindowCall:
     notes: list[str] = field(default_factory=list)
 
 
-def history_inputs(conversation: Conversation, node_id: str, *, position: int | None = None,
-                   overwrite: Sequence[Message] | None = None) -> Callable[[int], Sequence[Message] | None] | None:
+def history_inputs(
+    conversation: Conversation, node_id: str, *, position: int | None = None, overwrite: Sequence[Message] | None = None
+) -> Callable[[int], Sequence[Message] | None] | None:
     """What an input wrote over the node's store before each turn's call: earlier turns' inputs
     from their ``Turn.meta``, and at ``position`` the call's own ``overwrite`` (``None``: not
     provided); ``None`` when no input ever did (the replay then needs no inputs)."""
     turns = conversation.turns
-    if overwrite is None and not any(((t.meta or {}).get(META_KEY) or {}).get(node_id) is not None
-                                     for p, t in enumerate(turns) if p != position):
+    if overwrite is None and not any(
+        ((t.meta or {}).get(META_KEY) or {}).get(node_id) is not None for p, t in enumerate(turns) if p != position
+    ):
         return None
 
     def at(p: int) -> Sequence[Message] | None:
         if p == position:
             return overwrite
         return overwrites_of(turns[p].meta, node_id)
+
     return at
 
 
-def window_call(conversation: Conversation, position: int, node_id: str, config: MemoryConfig, *,
-                overwrite: Sequence[Message] | None = None, has_thread: bool = True,
-                prompt_tokens: int = 0) -> WindowCall:
+def window_call(
+    conversation: Conversation,
+    position: int,
+    node_id: str,
+    config: MemoryConfig,
+    *,
+    overwrite: Sequence[Message] | None = None,
+    has_thread: bool = True,
+    prompt_tokens: int = 0,
+) -> WindowCall:
     """The store as the call at ``position`` sees it (see the module docstring for the rules),
     decided by the core ``window`` strategy, as every replay of the node is.
 
     ``overwrite`` is this call's input (``None``: not provided); earlier turns' inputs are read
     from their ``Turn.meta``. ``prompt_tokens`` is the rest of the reading node's prompt.
     """
-    replay = Replay(conversation, config, system_prompt="", has_thread=has_thread,
-                    prompt_tokens=lambda _position: prompt_tokens,
-                    history_inputs=history_inputs(conversation, node_id, position=position, overwrite=overwrite))
+    replay = Replay(
+        conversation,
+        config,
+        system_prompt="",
+        has_thread=has_thread,
+        prompt_tokens=lambda _position: prompt_tokens,
+        history_inputs=history_inputs(conversation, node_id, position=position, overwrite=overwrite),
+    )
     _, decision = replay.view_for(position)
     ledger = replay.ledger_at(position)
     # The reading node receives the input's messages as they came (tool calls and names included),
     # then the stored messages, in store order.
     turns = conversation.turns
-    messages = [m for _, _, m in (decision.plan.inputs if decision.plan is not None else ())] + \
-        [turns[e.position].messages[e.index] for e in ledger.entries if e.kept]
-    return WindowCall(ledger=ledger, messages=messages, history_set=overwrite is not None,
-                      notes=list(decision.plan.notes) if decision.plan is not None else [])
+    messages = [m for _, _, m in (decision.plan.inputs if decision.plan is not None else ())] + [
+        turns[e.position].messages[e.index] for e in ledger.entries if e.kept
+    ]
+    return WindowCall(
+        ledger=ledger,
+        messages=messages,
+        history_set=overwrite is not None,
+        notes=list(decision.plan.notes) if decision.plan is not None else [],
+    )
 
 
 def window_source(node: Node, ctx: RunContext) -> tuple[str, MemoryConfig, Any] | None:
@@ -236,8 +286,9 @@ def window_source(node: Node, ctx: RunContext) -> tuple[str, MemoryConfig, Any] 
     if source not in ctx.window_calls:
         if not ctx.flow.has_node(source) or ctx.flow.node(source).type != "window-memory":
             raise NodeFailed(f"memory_node {source!r} is not a window-memory node of this flow")
-        raise NodeFailed(f"window memory {source!r} has not run before {node.id!r} in this turn; connect it "
-                         f"before {node.id!r}")
+        raise NodeFailed(
+            f"window memory {source!r} has not run before {node.id!r} in this turn; connect it before {node.id!r}"
+        )
     config, overwrite = ctx.window_calls[source]
     return source, config, overwrite
 
@@ -259,8 +310,9 @@ def run_window_memory(node: Node, ctx: RunContext, run: NodeRun) -> str | None:
         run.status, run.error = "exception", str(e)
         run.outputs = {"error_message": str(e), "error_type": type(e).__name__, "history_set": False}
         return FAIL_BRANCH
-    call = window_call(ctx.conversation, ctx.position, node.id, config, overwrite=overwrite,
-                       has_thread=ctx.flow.is_chat)
+    call = window_call(
+        ctx.conversation, ctx.position, node.id, config, overwrite=overwrite, has_thread=ctx.flow.is_chat
+    )
     ctx.window_calls[node.id] = (config, overwrite)
     if overwrite is not None and config.scope == "thread" and ctx.flow.is_chat:
         ctx.window_overwrites[node.id] = [message_dict(m) for m in overwrite]
@@ -272,6 +324,19 @@ def run_window_memory(node: Node, ctx: RunContext, run: NodeRun) -> str | None:
     return "source" if settings.expose_error_output else None
 
 
-__all__ = ["WindowSettings", "window_settings", "parse_overwrite", "window_call", "WindowCall", "overwrites_of",
-           "history_inputs", "message_dict", "FAIL_BRANCH", "HISTORY_SET", "META_KEY", "SCOPES", "run_window_memory",
-           "window_source"]
+__all__ = [
+    "WindowSettings",
+    "window_settings",
+    "parse_overwrite",
+    "window_call",
+    "WindowCall",
+    "overwrites_of",
+    "history_inputs",
+    "message_dict",
+    "FAIL_BRANCH",
+    "HISTORY_SET",
+    "META_KEY",
+    "SCOPES",
+    "run_window_memory",
+    "window_source",
+]

@@ -58,24 +58,102 @@ package registers them below in detection order. Other formats plug in with :fun
 
 from core.io.errors import FormatError, RecordError
 
-from . import (bfcl, chatgpt, claude, claude_code, dify_messages, dify_node_runs, dify_web, flowise_messages, langfuse,
-               langgraph_checkpoint, langsmith, librechat, llamaindex_chat_store, n8n_chat_histories, n8n_execution, oasst,
-               open_webui, openai, openai_agents, openai_requests, report, sharegpt)
+from . import (
+    bfcl,
+    chatgpt,
+    claude,
+    claude_code,
+    dify_messages,
+    dify_node_runs,
+    dify_web,
+    flowise_messages,
+    langfuse,
+    langgraph_checkpoint,
+    langsmith,
+    librechat,
+    llamaindex_chat_store,
+    n8n_chat_histories,
+    n8n_execution,
+    oasst,
+    open_webui,
+    openai,
+    openai_agents,
+    openai_requests,
+    report,
+    sharegpt,
+)
 from .common import conversation_from_messages
 from .dify_messages import dify_turn
 from .records import MAX_PROBLEMS, Problem, ReadContext, Record, Records
-from .registry import (FORMATS, MAX_IMPORT_BYTES, UPLOAD_EXTENSIONS, Format, ImportResult, detect_format, formats, import_bytes,
-                       import_file, import_text, parse_conversations, read_conversations, read_file, register_format,
-                       unregister_format)
+from .registry import (
+    FORMATS,
+    MAX_IMPORT_BYTES,
+    UPLOAD_EXTENSIONS,
+    Format,
+    ImportResult,
+    detect_format,
+    formats,
+    import_bytes,
+    import_file,
+    import_text,
+    parse_conversations,
+    read_conversations,
+    read_file,
+    register_format,
+    unregister_format,
+)
 
 # Detection order: distinctive shapes first (a report bundle's header), the generic OpenAI message list last.
-for _module in (report, bfcl, chatgpt, claude, claude_code, open_webui, librechat, langsmith, langfuse, dify_node_runs,
-                openai_requests, n8n_chat_histories, n8n_execution, flowise_messages, openai_agents, llamaindex_chat_store,
-                langgraph_checkpoint, oasst, sharegpt, dify_web, dify_messages, openai):
+for _module in (
+    report,
+    bfcl,
+    chatgpt,
+    claude,
+    claude_code,
+    open_webui,
+    librechat,
+    langsmith,
+    langfuse,
+    dify_node_runs,
+    openai_requests,
+    n8n_chat_histories,
+    n8n_execution,
+    flowise_messages,
+    openai_agents,
+    llamaindex_chat_store,
+    langgraph_checkpoint,
+    oasst,
+    sharegpt,
+    dify_web,
+    dify_messages,
+    openai,
+):
     register_format(_module.FORMAT)
 del _module
 
-__all__ = ["FORMATS", "MAX_IMPORT_BYTES", "MAX_PROBLEMS", "UPLOAD_EXTENSIONS", "Format", "FormatError", "ImportResult", "Problem",
-           "ReadContext", "Record", "RecordError", "Records", "conversation_from_messages", "detect_format",
-           "dify_turn", "formats", "import_bytes", "import_file", "import_text", "parse_conversations",
-           "read_conversations", "read_file", "register_format", "unregister_format"]
+__all__ = [
+    "FORMATS",
+    "MAX_IMPORT_BYTES",
+    "MAX_PROBLEMS",
+    "UPLOAD_EXTENSIONS",
+    "Format",
+    "FormatError",
+    "ImportResult",
+    "Problem",
+    "ReadContext",
+    "Record",
+    "RecordError",
+    "Records",
+    "conversation_from_messages",
+    "detect_format",
+    "dify_turn",
+    "formats",
+    "import_bytes",
+    "import_file",
+    "import_text",
+    "parse_conversations",
+    "read_conversations",
+    "read_file",
+    "register_format",
+    "unregister_format",
+]

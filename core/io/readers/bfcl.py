@@ -14,9 +14,11 @@ from .openai import openai_messages
 from .records import Problem, ReadContext, Records
 from .registry import Format
 
+
 def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
-    question = record_field(rec, "question", list, "a 'question' list",
-                            "'question' must be a list of turns (each a list of messages)")
+    question = record_field(
+        rec, "question", list, "a 'question' list", "'question' must be a list of turns (each a list of messages)"
+    )
     flat: list = []
     for t, group in enumerate(question):
         if isinstance(group, dict):
@@ -26,8 +28,9 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
         flat.extend(group)
     conv_id = conversation_id(rec, n, stem, "id")
     meta = {k: v for k, v in rec.items() if k != "question" and isinstance(v, (str, int, float, bool))}
-    conv = conversation_from_messages(openai_messages(flat), conv_id, source_format="bfcl", meta=meta,
-                                      name=str(rec.get("topic") or conv_id))
+    conv = conversation_from_messages(
+        openai_messages(flat), conv_id, source_format="bfcl", meta=meta, name=str(rec.get("topic") or conv_id)
+    )
     if not conv.turns:
         raise RecordError("the conversation has no message", "question")
     return conv
@@ -48,8 +51,12 @@ def _probe_text(question: Any) -> str:
 
 def _attach_probes(conversations: list[Conversation], probes: list, ctx: ReadContext) -> None:
     """Each probe names the sentence that answers it; attach it to the message stating it."""
-    where = [(c, t.query_message.ref, _normalise(t.query), pos)
-             for c in conversations for pos, t in enumerate(c.turns) if t.query_message is not None]
+    where = [
+        (c, t.query_message.ref, _normalise(t.query), pos)
+        for c in conversations
+        for pos, t in enumerate(c.turns)
+        if t.query_message is not None
+    ]
     for i, probe in enumerate(probes):
         if not isinstance(probe, dict) or not isinstance(probe.get("source"), str):
             ctx.report(Problem(None, f"probe {i}", f"probe {i} has no 'source' sentence"))
@@ -67,8 +74,15 @@ def _attach_probes(conversations: list[Conversation], probes: list, ctx: ReadCon
         conv, ref, _, pos = hits[0]
         label = excerpt(probe["source"], 60)
         conv.meta.setdefault("probes", []).append(
-            {"id": probe.get("id"), "question": question, "ground_truth": probe.get("ground_truth"),
-             "source": probe["source"], "ref": ref, "position": pos})
+            {
+                "id": probe.get("id"),
+                "question": question,
+                "ground_truth": probe.get("ground_truth"),
+                "source": probe["source"],
+                "ref": ref,
+                "position": pos,
+            }
+        )
         conv.meta.setdefault("facts", []).append({"ref": ref, "label": label})
 
 
@@ -101,5 +115,4 @@ def _label(rec: Any) -> str:
 
 _read_each = read_each(_conversation, _label)
 
-FORMAT = Format("bfcl", "BFCL memory prerequisite conversations (user-only turns, recall probes)",
-                _sniff, _read)
+FORMAT = Format("bfcl", "BFCL memory prerequisite conversations (user-only turns, recall probes)", _sniff, _read)

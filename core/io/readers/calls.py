@@ -72,8 +72,12 @@ def reply_message(value: Any) -> Any | None:
             if isinstance(first.get("text"), str):
                 return {"role": "assistant", "content": first["text"]}
     choices = value.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict) \
-            and isinstance(choices[0].get("message"), dict):
+    if (
+        isinstance(choices, list)
+        and choices
+        and isinstance(choices[0], dict)
+        and isinstance(choices[0].get("message"), dict)
+    ):
         return choices[0]["message"]
     for key in ("text", "content"):  # Dify's LLM node outputs; a bare reply object
         if isinstance(value.get(key), str):
@@ -81,8 +85,17 @@ def reply_message(value: Any) -> Any | None:
     return None
 
 
-def call_conversation(prompt: list, reply: Any | None, conv_id: str, *, name: str, meta: dict,
-                      source_format: str, pin: Any = None, node_name: str | None = None) -> Call:
+def call_conversation(
+    prompt: list,
+    reply: Any | None,
+    conv_id: str,
+    *,
+    name: str,
+    meta: dict,
+    source_format: str,
+    pin: Any = None,
+    node_name: str | None = None,
+) -> Call:
     """One traced call (its prompt, its reply when there is one), as threading reads it; ``conv_id``,
     ``name`` and ``meta`` name the conversation it opens as when no other call joins it. ``pin``: the
     session or thread the trace puts it in; ``node_name``: the node the call names (its ``metadata.memlens_node``)."""
@@ -92,13 +105,30 @@ def call_conversation(prompt: list, reply: Any | None, conv_id: str, *, name: st
     replied = [m for m in openai_messages([reply]) if m.role == "assistant"] if reply is not None else []
     kept = {k: v for k, v in meta.items() if isinstance(v, str) and v}
     model = kept.get(SOURCE_MODEL, "")
-    answer = Message("assistant", "\n".join(m.content for m in replied if m.content and m.kind != "reasoning"),
-                     "", "reply", tool_calls=tuple(c for m in replied for c in m.tool_calls)) if replied else None
-    return Call(id=conv_id, messages=tuple(messages), reply=answer, model=model, api=source_format,
-                started_at=iso_time(kept.get("start_time")) or 0.0,
-                pin=f"{source_format}:{pin}" if isinstance(pin, (str, int)) and str(pin) else None,
-                status=FAILED if kept.get("error") and answer is None else SUCCEEDED, error=kept.get("error"),
-                node_name=node_name, record={"conversation": conv_id, "name": name or conv_id, "meta": kept, "source_format": source_format})
+    answer = (
+        Message(
+            "assistant",
+            "\n".join(m.content for m in replied if m.content and m.kind != "reasoning"),
+            "",
+            "reply",
+            tool_calls=tuple(c for m in replied for c in m.tool_calls),
+        )
+        if replied
+        else None
+    )
+    return Call(
+        id=conv_id,
+        messages=tuple(messages),
+        reply=answer,
+        model=model,
+        api=source_format,
+        started_at=iso_time(kept.get("start_time")) or 0.0,
+        pin=f"{source_format}:{pin}" if isinstance(pin, (str, int)) and str(pin) else None,
+        status=FAILED if kept.get("error") and answer is None else SUCCEEDED,
+        error=kept.get("error"),
+        node_name=node_name,
+        record={"conversation": conv_id, "name": name or conv_id, "meta": kept, "source_format": source_format},
+    )
 
 
 def threaded(calls: list[Call]) -> Iterator[Conversation]:
@@ -122,10 +152,18 @@ def call_name(name: Any, start: Any) -> str:
     return " · ".join(p for p in (name, start) if isinstance(p, str) and p)
 
 
-def read_calls(ctx: ReadContext, records: Iterable[Record], convert: Callable[[Any, Any, int | None], Call],
-               label: Callable[[Any], str], *, other_kind: Callable[[Any], str | None],
-               expand: Callable[[Any], tuple[list, Any]] = lambda value: ([value], None),
-               left_out: str, none: str, field: str) -> Iterator[Conversation]:
+def read_calls(
+    ctx: ReadContext,
+    records: Iterable[Record],
+    convert: Callable[[Any, Any, int | None], Call],
+    label: Callable[[Any], str],
+    *,
+    other_kind: Callable[[Any], str | None],
+    expand: Callable[[Any], tuple[list, Any]] = lambda value: ([value], None),
+    left_out: str,
+    none: str,
+    field: str,
+) -> Iterator[Conversation]:
     """The conversations the traced calls in ``records`` form (:func:`threaded`), each call read by
     :meth:`ReadContext.each`.
 

@@ -10,8 +10,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from core.io.errors import RecordError
-from core.model.conversation import (REASONING, SOURCE_MODEL, TOOL_CALL, TOOL_RESULT, Conversation, FileRef, Message,
-                                     ToolCall)
+from core.model.conversation import (
+    REASONING,
+    SOURCE_MODEL,
+    TOOL_CALL,
+    TOOL_RESULT,
+    Conversation,
+    FileRef,
+    Message,
+    ToolCall,
+)
 
 from .common import VALID_ROLES, conversation_id, label_of, read_each, record_field
 from .registry import Format
@@ -41,14 +49,18 @@ def _text(content: Any, at: str) -> str:
                 if isinstance(text, str):
                     texts.append(text)
                 else:
-                    texts.append("[image]" if "image" in str(part.get("content_type", "")) else
-                                 f"[{part.get('content_type') or 'attachment'}]")
+                    texts.append(
+                        "[image]"
+                        if "image" in str(part.get("content_type", ""))
+                        else f"[{part.get('content_type') or 'attachment'}]"
+                    )
             elif part is not None:
                 raise RecordError(f"{at}: a content part must be a string or an object", at)
         return "\n".join(t for t in texts if t)
     if kind == "thoughts" and isinstance(content.get("thoughts"), list):
-        return "\n\n".join(str(t.get("content") or t.get("summary") or "") for t in content["thoughts"]
-                           if isinstance(t, dict))
+        return "\n\n".join(
+            str(t.get("content") or t.get("summary") or "") for t in content["thoughts"] if isinstance(t, dict)
+        )
     if kind == "user_editable_context":
         return "\n\n".join(str(content[k]) for k in ("user_profile", "user_instructions") if content.get(k))
     for key in ("text", "result", "content", "model_set_context"):
@@ -64,9 +76,15 @@ def _attachments(metadata: dict, at: str) -> tuple[FileRef, ...]:
         return ()
     if not isinstance(items, list):
         raise RecordError(f"{at}: 'metadata.attachments' must be a list", at)
-    return tuple(FileRef(type="image" if str(a.get("mime_type") or "").startswith("image/") else "document",
-                         id=str(a.get("id") or ""), name=str(a.get("name") or ""))
-                 for a in items if isinstance(a, dict))
+    return tuple(
+        FileRef(
+            type="image" if str(a.get("mime_type") or "").startswith("image/") else "document",
+            id=str(a.get("id") or ""),
+            name=str(a.get("name") or ""),
+        )
+        for a in items
+        if isinstance(a, dict)
+    )
 
 
 @dataclass(frozen=True)
@@ -94,8 +112,9 @@ def _node(node_id: str, raw: Any) -> _MappingNode:
     author = msg.get("author")
     role = author.get("role") if isinstance(author, dict) else None
     if role not in VALID_ROLES:
-        raise RecordError(f"{at} has an unknown author.role {role!r}; expected one of system, user, assistant, tool",
-                          at)
+        raise RecordError(
+            f"{at} has an unknown author.role {role!r}; expected one of system, user, assistant, tool", at
+        )
     content = msg.get("content")
     text = _text(content, at)
     kind_name = content.get("content_type") if isinstance(content, dict) else None
@@ -111,14 +130,14 @@ def _node(node_id: str, raw: Any) -> _MappingNode:
     if role == "assistant" and kind_name in _REASONING:
         message = Message("assistant", text, REASONING, f"{node_id}:reasoning")
     elif role == "assistant" and isinstance(recipient, str) and recipient not in ("all", ""):
-        message = Message("assistant", "", TOOL_CALL, node_id,
-                          tool_calls=(ToolCall(id=node_id, name=recipient, arguments=text),))
+        message = Message(
+            "assistant", "", TOOL_CALL, node_id, tool_calls=(ToolCall(id=node_id, name=recipient, arguments=text),)
+        )
     elif role == "tool":
         message = Message("tool", text, TOOL_RESULT, node_id, name=name)
     else:
         message = Message(role, text, "", node_id, files=_attachments(metadata, at))
-    return _MappingNode(role, message, hidden, role == "system" or kind_name == "user_editable_context", created,
-                        meta)
+    return _MappingNode(role, message, hidden, role == "system" or kind_name == "user_editable_context", created, meta)
 
 
 def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
@@ -126,8 +145,12 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
     if not mapping:
         raise RecordError(_NO_MAPPING, "mapping")
     # A parent that is not a node id is refused below, with the node it belongs to.
-    check_acyclic({str(k): v.get("parent") if isinstance(v, dict) and isinstance(v.get("parent"), str) else None
-                   for k, v in mapping.items()})
+    check_acyclic(
+        {
+            str(k): v.get("parent") if isinstance(v, dict) and isinstance(v.get("parent"), str) else None
+            for k, v in mapping.items()
+        }
+    )
     read = {str(node_id): _node(str(node_id), raw) for node_id, raw in mapping.items()}
     system: list[str] = []
     visible: set[str] = set()
@@ -148,8 +171,16 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
         if node_id not in visible:
             continue
         node = read[node_id]
-        nodes.append(Node(node_id, visible_parent(mapping, node_id, visible, memo), node.role == "user",
-                           (node.message,), node.created, node.meta))
+        nodes.append(
+            Node(
+                node_id,
+                visible_parent(mapping, node_id, visible, memo),
+                node.role == "user",
+                (node.message,),
+                node.created,
+                node.meta,
+            )
+        )
     nodes.sort(key=lambda nd: nd.created if nd.created is not None else float("-inf"))
     nodes = _pair_tool_results(nodes)
     current = rec.get("current_node")
@@ -159,12 +190,21 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
     if not turns:
         raise RecordError("the conversation has no user or assistant message", "mapping")
     conv_id = conversation_id(rec, n, stem, "conversation_id", "id")
-    meta = {k: rec[k] for k in ("title", "create_time", "update_time", "default_model_slug")
-            if isinstance(rec.get(k), (str, int, float)) and not isinstance(rec.get(k), bool)}
+    meta = {
+        k: rec[k]
+        for k in ("title", "create_time", "update_time", "default_model_slug")
+        if isinstance(rec.get(k), (str, int, float)) and not isinstance(rec.get(k), bool)
+    }
     if active:
         meta["active_turn_id"] = active
-    conv = Conversation(id=conv_id, turns=turns, system_prompt="\n\n".join(system), source_format="chatgpt",
-                        name=str(rec.get("title") or conv_id), meta=meta)
+    conv = Conversation(
+        id=conv_id,
+        turns=turns,
+        system_prompt="\n\n".join(system),
+        source_format="chatgpt",
+        name=str(rec.get("title") or conv_id),
+        meta=meta,
+    )
     model = _answering_model(conv, active, meta.get("default_model_slug"))
     if model:
         meta[SOURCE_MODEL] = model
@@ -211,5 +251,9 @@ def _sniff(first: Any, layout: str) -> bool:
     return isinstance(first, dict) and isinstance(first.get("mapping"), dict)
 
 
-FORMAT = Format("chatgpt", "ChatGPT export conversations.json (the mapping tree; every branch kept)",
-                _sniff, read_each(_conversation, _label))
+FORMAT = Format(
+    "chatgpt",
+    "ChatGPT export conversations.json (the mapping tree; every branch kept)",
+    _sniff,
+    read_each(_conversation, _label),
+)

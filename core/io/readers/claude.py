@@ -15,6 +15,7 @@ from .common import arguments, conversation_id, excerpt, iso_time, label_of, rea
 from .registry import Format
 from .tree import Node, check_acyclic, tree_turns
 
+
 def _messages(msg: dict, mid: str, at: str) -> tuple[Message, ...]:
     """The messages of one Claude chat message: its content blocks (thinking, tool use, tool
     results, text), or its ``text`` when the export has no blocks."""
@@ -44,15 +45,24 @@ def _messages(msg: dict, mid: str, at: str) -> tuple[Message, ...]:
             if texts:
                 out.append(Message("assistant", "\n".join(texts), "", f"{mid}:{k}"))
                 texts = []
-            call = ToolCall(id=str(block.get("id") or f"{mid}:{k}"), name=str(block.get("name") or "tool"),
-                            arguments=arguments(block.get("input", {})))
+            call = ToolCall(
+                id=str(block.get("id") or f"{mid}:{k}"),
+                name=str(block.get("name") or "tool"),
+                arguments=arguments(block.get("input", {})),
+            )
             out.append(Message("assistant", "", TOOL_CALL, f"{mid}:{k}", tool_calls=(call,)))
         elif kind == "tool_result":
             result = block.get("content")
-            text = result if isinstance(result, str) else "\n".join(
-                str(p.get("text") or "") for p in result or [] if isinstance(p, dict))
-            out.append(Message("tool", text, TOOL_RESULT, f"{mid}:{k}", tool_call_id=str(block.get("tool_use_id") or "")
-                               or None))
+            text = (
+                result
+                if isinstance(result, str)
+                else "\n".join(str(p.get("text") or "") for p in result or [] if isinstance(p, dict))
+            )
+            out.append(
+                Message(
+                    "tool", text, TOOL_RESULT, f"{mid}:{k}", tool_call_id=str(block.get("tool_use_id") or "") or None
+                )
+            )
         elif isinstance(block.get("text"), str):
             texts.append(block["text"])
     out.append(Message(role, _with_attached("\n".join(texts), attached), "", mid, files=files))
@@ -64,8 +74,11 @@ def _attached_text(msg: dict) -> list[str]:
     items = msg.get("attachments")
     if not isinstance(items, list):
         return []
-    return [a["extracted_content"] for a in items
-            if isinstance(a, dict) and isinstance(a.get("extracted_content"), str) and a["extracted_content"]]
+    return [
+        a["extracted_content"]
+        for a in items
+        if isinstance(a, dict) and isinstance(a.get("extracted_content"), str) and a["extracted_content"]
+    ]
 
 
 def _with_attached(text: str, attached: list[str]) -> str:
@@ -80,8 +93,12 @@ def _files(msg: dict, at: str) -> tuple[FileRef, ...]:
             raise RecordError(f"{at}: '{key}' must be a list", at)
         for f in items:
             if isinstance(f, dict):
-                refs.append(FileRef(type="image" if str(f.get("file_type", "")).startswith("image") else "document",
-                                    id=str(f.get("file_name") or f.get("file_uuid") or "")))
+                refs.append(
+                    FileRef(
+                        type="image" if str(f.get("file_type", "")).startswith("image") else "document",
+                        id=str(f.get("file_name") or f.get("file_uuid") or ""),
+                    )
+                )
     return tuple(refs)
 
 
@@ -98,20 +115,33 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
     first_at: dict[str, int] = {}
     for k, mid in enumerate(ids):
         if mid in first_at:
-            raise RecordError(f"messages {first_at[mid]} and {k} share the 'uuid' {excerpt(mid, 60)!r}; each message "
-                              "needs its own", f"message {k}")
+            raise RecordError(
+                f"messages {first_at[mid]} and {k} share the 'uuid' {excerpt(mid, 60)!r}; each message needs its own",
+                f"message {k}",
+            )
         first_at[mid] = k
     known = set(ids)
     # Newer exports link each message to its parent (edits and retries are branches); older ones
     # hold the shown branch only, in order.
     tree = bool(raw) and all(isinstance(m.get("parent_message_uuid"), str) for m in raw)
-    parents = {mid: (m["parent_message_uuid"] if m["parent_message_uuid"] in known else None) if tree
-               else (ids[k - 1] if k else None) for k, (mid, m) in enumerate(zip(ids, raw))}
+    parents = {
+        mid: (m["parent_message_uuid"] if m["parent_message_uuid"] in known else None)
+        if tree
+        else (ids[k - 1] if k else None)
+        for k, (mid, m) in enumerate(zip(ids, raw))
+    }
     check_acyclic(parents)
     nodes = []
     for k, (mid, msg) in enumerate(zip(ids, raw)):
-        nodes.append(Node(mid, parents[mid], msg["sender"] == "human", _messages(msg, mid, f"message {k}"),
-                           iso_time(msg.get("created_at"))))
+        nodes.append(
+            Node(
+                mid,
+                parents[mid],
+                msg["sender"] == "human",
+                _messages(msg, mid, f"message {k}"),
+                iso_time(msg.get("created_at")),
+            )
+        )
     current = rec.get("current_leaf_message_uuid")
     turns, active = tree_turns(nodes, current if current in known else (ids[-1] if ids else None))
     if not turns:
@@ -120,8 +150,9 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
     meta = {k: rec[k] for k in ("name", "created_at", "updated_at") if isinstance(rec.get(k), str)}
     if active:
         meta["active_turn_id"] = active
-    return Conversation(id=conv_id, turns=turns, source_format="claude", name=str(rec.get("name") or conv_id),
-                        meta=meta)
+    return Conversation(
+        id=conv_id, turns=turns, source_format="claude", name=str(rec.get("name") or conv_id), meta=meta
+    )
 
 
 def _label(rec: Any) -> str:
@@ -132,5 +163,6 @@ def _sniff(first: Any, layout: str) -> bool:
     return isinstance(first, dict) and isinstance(first.get("chat_messages"), list)
 
 
-FORMAT = Format("claude", "Claude export conversations.json (chat_messages with sender)", _sniff,
-                read_each(_conversation, _label))
+FORMAT = Format(
+    "claude", "Claude export conversations.json (chat_messages with sender)", _sniff, read_each(_conversation, _label)
+)

@@ -79,8 +79,13 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
             if isinstance(rec.get(key), str) and key not in first:
                 first[key] = rec[key]
         message = rec.get("message")
-        if rec.get("type") == "assistant" and isinstance(message, dict) and isinstance(message.get("model"), str) \
-                and message["model"] and not message["model"].startswith("<"):  # "<synthetic>": no model's
+        if (
+            rec.get("type") == "assistant"
+            and isinstance(message, dict)
+            and isinstance(message.get("model"), str)
+            and message["model"]
+            and not message["model"].startswith("<")
+        ):  # "<synthetic>": no model's
             models.append(message["model"])
         if node is not None:
             nodes.append(node)
@@ -113,8 +118,13 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
     if models:
         meta[SOURCE_MODEL] = models[-1]
     query = next((t.query for t in turns if t.query_index is not None), "")
-    yield Conversation(id=conv_id, turns=turns, source_format="claude-code",
-                       name=titles[-1] if titles else excerpt(query, 60) or conv_id, meta=meta)
+    yield Conversation(
+        id=conv_id,
+        turns=turns,
+        source_format="claude-code",
+        name=titles[-1] if titles else excerpt(query, 60) or conv_id,
+        meta=meta,
+    )
 
 
 def _sniff(first: Any, layout: str) -> bool:
@@ -125,5 +135,6 @@ def _sniff(first: Any, layout: str) -> bool:
     return first.get("type") in _OTHER_LINES and ("sessionId" in first or "leafUuid" in first or "snapshot" in first)
 
 
-FORMAT = Format("claude-code", "Claude Code session transcripts (one event a line; branches and compactions kept)",
-                _sniff, _read)
+FORMAT = Format(
+    "claude-code", "Claude Code session transcripts (one event a line; branches and compactions kept)", _sniff, _read
+)

@@ -26,8 +26,9 @@ def excerpt(text: Any, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def read_each(convert: Convert, label: Callable[[Any], str],
-              check: Callable[[Any, str], None] | None = None) -> Callable[[Records, ReadContext], Iterator[Conversation]]:
+def read_each(
+    convert: Convert, label: Callable[[Any], str], check: Callable[[Any, str], None] | None = None
+) -> Callable[[Records, ReadContext], Iterator[Conversation]]:
     """A format's ``read`` when each record is one conversation: ``convert(record, index, stem)``
     (``check``: how the format holds a record to the depth limit, :meth:`ReadContext.each`)."""
 
@@ -37,8 +38,9 @@ def read_each(convert: Convert, label: Callable[[Any], str],
     return read
 
 
-def read_named(records: Records, ctx: ReadContext, convert: Convert,
-               label: Callable[[Any], str]) -> Iterator[Conversation]:
+def read_named(
+    records: Records, ctx: ReadContext, convert: Convert, label: Callable[[Any], str]
+) -> Iterator[Conversation]:
     """Each record one conversation, as :func:`read_each`; a file of one record without an ``id`` names
     its conversation after the file, as it always has."""
     named = set()
@@ -91,8 +93,9 @@ def arguments(args: Any) -> str:
     return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
 
 
-def conversation_from_messages(messages: list[Message], conv_id: str, *, source_format: str = "openai",
-                               name: str = "", meta: dict | None = None) -> Conversation:
+def conversation_from_messages(
+    messages: list[Message], conv_id: str, *, source_format: str = "openai", name: str = "", meta: dict | None = None
+) -> Conversation:
     """Split a flat message list into turns: one per user message; leading system → system prompt."""
     system: list[str] = []
     i = 0
@@ -111,14 +114,22 @@ def conversation_from_messages(messages: list[Message], conv_id: str, *, source_
         msgs, query_index, answer_index = turn_messages(g)
         turn_id = str(len(turns) + offset)
         parent = turns[-1].id if turns else None
-        turns.append(Turn(id=turn_id, parent_id=parent, messages=msgs, query_index=query_index,
-                          answer_index=answer_index))
-    return Conversation(id=conv_id, turns=turns, system_prompt="\n\n".join(s for s in system if s),
-                        source_format=source_format, name=name or conv_id, meta=meta or {})
+        turns.append(
+            Turn(id=turn_id, parent_id=parent, messages=msgs, query_index=query_index, answer_index=answer_index)
+        )
+    return Conversation(
+        id=conv_id,
+        turns=turns,
+        system_prompt="\n\n".join(s for s in system if s),
+        source_format=source_format,
+        name=name or conv_id,
+        meta=meta or {},
+    )
 
 
-def first_user_text(messages: Any, role_key: str = "role", user: tuple[str, ...] = ("user",),
-                     text_key: str = "content") -> str:
+def first_user_text(
+    messages: Any, role_key: str = "role", user: tuple[str, ...] = ("user",), text_key: str = "content"
+) -> str:
     if not isinstance(messages, list):
         return ""
     for m in messages:

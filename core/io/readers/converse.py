@@ -12,8 +12,17 @@ import json
 from typing import Any
 
 #: The blocks that hold something other than text, each named by its one key.
-_BLOCKS = {"toolUse", "toolResult", "reasoningContent", "image", "document", "video", "cachePoint", "guardContent",
-           "citationsContent"}
+_BLOCKS = {
+    "toolUse",
+    "toolResult",
+    "reasoningContent",
+    "image",
+    "document",
+    "video",
+    "cachePoint",
+    "guardContent",
+    "citationsContent",
+}
 
 
 def is_block(part: Any) -> bool:
@@ -23,23 +32,33 @@ def is_block(part: Any) -> bool:
 
 def anthropic_shape(message: Any) -> Any:
     """A Converse message with its blocks as Anthropic's; anything else as it is."""
-    if not isinstance(message, dict) or not isinstance(message.get("content"), list) \
-            or not any(is_block(p) for p in message["content"]):
+    if (
+        not isinstance(message, dict)
+        or not isinstance(message.get("content"), list)
+        or not any(is_block(p) for p in message["content"])
+    ):
         return message
     blocks = [_block(p) if is_block(p) else p for p in message["content"]]
     return {**message, "content": [b for b in blocks if b is not None]}
 
 
 def _block(part: dict) -> dict | None:
-    (key, value), = part.items()
+    ((key, value),) = part.items()
     value = value if isinstance(value, dict) else {}
     if key == "toolUse":
-        return {"type": "tool_use", "id": value.get("toolUseId"), "name": value.get("name"),
-                "input": value.get("input", {})}
+        return {
+            "type": "tool_use",
+            "id": value.get("toolUseId"),
+            "name": value.get("name"),
+            "input": value.get("input", {}),
+        }
     if key == "toolResult":
         parts = value.get("content") if isinstance(value.get("content"), list) else []
-        return {"type": "tool_result", "tool_use_id": value.get("toolUseId"),
-                "content": [_result_part(p) for p in parts if isinstance(p, dict)]}
+        return {
+            "type": "tool_result",
+            "tool_use_id": value.get("toolUseId"),
+            "content": [_result_part(p) for p in parts if isinstance(p, dict)],
+        }
     if key == "reasoningContent":
         text = value.get("reasoningText")
         if isinstance(text, dict) and isinstance(text.get("text"), str):
@@ -50,8 +69,10 @@ def _block(part: dict) -> dict | None:
         return {"type": "text", "text": text.get("text") if isinstance(text, dict) else ""}
     if key == "citationsContent":
         parts = value.get("content") if isinstance(value.get("content"), list) else []
-        return {"type": "text", "text": "".join(p["text"] for p in parts
-                                                if isinstance(p, dict) and isinstance(p.get("text"), str))}
+        return {
+            "type": "text",
+            "text": "".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)),
+        }
     if key == "cachePoint":
         return None  # a caching marker: nothing the model reads
     return {"type": key}  # an image, document or video: named by its kind

@@ -23,11 +23,25 @@ import json
 from typing import Any, Iterable, Iterator
 
 from core.io.errors import RecordError
-from core.model.conversation import (AGENT_THOUGHTS, ANSWER, INTERMEDIATE, QUERY, SHOWN_ANSWER, TOOL_CALL,
-                                     TOOL_RESULT, Conversation, FileRef, Message, ToolCall, Turn, with_shared_ids)
+from core.model.conversation import (
+    AGENT_THOUGHTS,
+    ANSWER,
+    INTERMEDIATE,
+    QUERY,
+    SHOWN_ANSWER,
+    TOOL_CALL,
+    TOOL_RESULT,
+    Conversation,
+    FileRef,
+    Message,
+    ToolCall,
+    Turn,
+    with_shared_ids,
+)
 
 from .records import Problem, ReadContext, Record, Records
 from .registry import Format
+
 
 def dify_turn(item: dict) -> Turn:
     if "id" not in item or not item["id"]:
@@ -37,8 +51,7 @@ def dify_turn(item: dict) -> Turn:
         if key in item and item[key] is not None and not isinstance(item[key], str):
             raise RecordError(f"'{key}' must be a string", key)
     user_files, assistant_files = _files(item.get("message_files"))
-    messages = [Message(role="user", content=item.get("query") or "", kind=QUERY, ref=f"{mid}:query",
-                        files=user_files)]
+    messages = [Message(role="user", content=item.get("query") or "", kind=QUERY, ref=f"{mid}:query", files=user_files)]
     thoughts = item.get("agent_thoughts") or []
     if not isinstance(thoughts, list):
         raise RecordError("'agent_thoughts' must be a list", "agent_thoughts")
@@ -56,16 +69,24 @@ def dify_turn(item: dict) -> Turn:
         if last.kind != INTERMEDIATE or last.content != answer:
             meta[SHOWN_ANSWER] = answer
     else:
-        messages.append(Message(role="assistant", content=answer, kind=ANSWER, ref=f"{mid}:answer",
-                                files=assistant_files))
+        messages.append(
+            Message(role="assistant", content=answer, kind=ANSWER, ref=f"{mid}:answer", files=assistant_files)
+        )
     answer_index = len(messages) - 1 if messages[-1].kind == ANSWER else None
     parent = item.get("parent_message_id")
     created = item.get("created_at")
-    return Turn(id=mid, parent_id=str(parent) if parent else None, messages=tuple(messages), query_index=0,
-                answer_index=answer_index, status=str(item.get("status") or "normal"),
-                error=item.get("error"), created_at=float(created) if isinstance(created, (int, float)) else None,
-                answer_tokens=item.get("answer_tokens") if isinstance(item.get("answer_tokens"), int) else None,
-                meta=meta)
+    return Turn(
+        id=mid,
+        parent_id=str(parent) if parent else None,
+        messages=tuple(messages),
+        query_index=0,
+        answer_index=answer_index,
+        status=str(item.get("status") or "normal"),
+        error=item.get("error"),
+        created_at=float(created) if isinstance(created, (int, float)) else None,
+        answer_tokens=item.get("answer_tokens") if isinstance(item.get("answer_tokens"), int) else None,
+        meta=meta,
+    )
 
 
 def _thought_messages(mid: str, thoughts: list[dict]) -> list[Message]:
@@ -82,13 +103,14 @@ def _thought_messages(mid: str, thoughts: list[dict]) -> list[Message]:
         raw = thought.get("observation")
         observations = _object(raw)
         tid = str(thought.get("id") or f"{mid}-{pos}")
-        calls = tuple(ToolCall(f"{tid}.{j}", name, json.dumps(inputs.get(name, {}) if inputs is not None else {}))
-                      for j, name in enumerate(names, 1))
+        calls = tuple(
+            ToolCall(f"{tid}.{j}", name, json.dumps(inputs.get(name, {}) if inputs is not None else {}))
+            for j, name in enumerate(names, 1)
+        )
         out.append(Message("assistant", text, TOOL_CALL, f"{mid}:thought{pos}", tool_calls=calls))
         for j, (name, call) in enumerate(zip(names, calls), 1):
             result = observations.get(name, raw) if observations is not None else raw
-            out.append(Message("tool", _text(result), TOOL_RESULT, f"{mid}:observation{pos}.{j}",
-                               tool_call_id=call.id))
+            out.append(Message("tool", _text(result), TOOL_RESULT, f"{mid}:observation{pos}.{j}", tool_call_id=call.id))
     return out
 
 
@@ -166,8 +188,9 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
             continue  # a conversation with a bad record is left out whole
         # The API pages newest first and lists each page oldest first; creation time decides.
         rows.sort(key=lambda r: (r[1].created_at if r[1].created_at is not None else float("-inf"), r[0]))
-        yield Conversation(id=conv_id, turns=with_shared_ids(t for _, t in rows), source_format="dify-messages",
-                           name=conv_id)
+        yield Conversation(
+            id=conv_id, turns=with_shared_ids(t for _, t in rows), source_format="dify-messages", name=conv_id
+        )
 
 
 FORMAT = Format("dify-messages", "Dify Service API history (GET /v1/messages)", _sniff, _read)

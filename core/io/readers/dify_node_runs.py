@@ -12,10 +12,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
-from core.io.errors import RecordError
-from core.errors import MemLensError
-from core.limits import load_json
 from core.capture.threader import Call
+from core.errors import MemLensError
+from core.io.errors import RecordError
+from core.limits import load_json
 from core.model.conversation import SOURCE_MODEL, Conversation
 
 from .calls import call_conversation, call_name, prompt_messages, read_calls, reply_message
@@ -55,12 +55,24 @@ def _conversation(run: Any, n: int | None, stem: str) -> Call:
     data = _process_data(run, at)
     prompt = prompt_messages(data.get("prompts"), at, "process_data.prompts")
     when = _when(run.get("created_at"))
-    meta = {"node_id": run.get("node_id"), "node_title": run.get("title"), "node_type": run.get("node_type"),
-            SOURCE_MODEL: data.get("model_name"), "provider": data.get("model_provider"), "start_time": when,
-            "status": run.get("status"), "error": run.get("error")}
-    return call_conversation(prompt, reply_message(run.get("outputs")),
-                             str(run.get("id") or (stem if n is None else f"{stem}#{n}")),
-                             name=call_name(run.get("title"), when), meta=meta, source_format="dify-node-runs")
+    meta = {
+        "node_id": run.get("node_id"),
+        "node_title": run.get("title"),
+        "node_type": run.get("node_type"),
+        SOURCE_MODEL: data.get("model_name"),
+        "provider": data.get("model_provider"),
+        "start_time": when,
+        "status": run.get("status"),
+        "error": run.get("error"),
+    }
+    return call_conversation(
+        prompt,
+        reply_message(run.get("outputs")),
+        str(run.get("id") or (stem if n is None else f"{stem}#{n}")),
+        name=call_name(run.get("title"), when),
+        meta=meta,
+        source_format="dify-node-runs",
+    )
 
 
 def _runs(value: Any) -> tuple[list, None]:
@@ -74,12 +86,17 @@ def _other_kind(run: Any) -> str | None:
 
 
 def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
-    yield from read_calls(ctx, records, lambda run, _, n: _conversation(run, n, ctx.stem),
-                          lambda run: label_of(run, "title", "id"), other_kind=_other_kind, expand=_runs,
-                          left_out="left out the node runs that sent no prompt ({left}): only a node that calls a "
-                                   "model saves one",
-                          none="{name} holds no node run with a prompt, only {left}: an LLM node's run saves its "
-                               "prompt in process_data", field="process_data")
+    yield from read_calls(
+        ctx,
+        records,
+        lambda run, _, n: _conversation(run, n, ctx.stem),
+        lambda run: label_of(run, "title", "id"),
+        other_kind=_other_kind,
+        expand=_runs,
+        left_out="left out the node runs that sent no prompt ({left}): only a node that calls a model saves one",
+        none="{name} holds no node run with a prompt, only {left}: an LLM node's run saves its prompt in process_data",
+        field="process_data",
+    )
 
 
 def _prompted(run: dict) -> bool:
@@ -98,5 +115,9 @@ def _sniff(first: Any, layout: str) -> bool:
     return isinstance(items, list) and bool(items) and is_node_run(items[0])
 
 
-FORMAT = Format("dify-node-runs", "Dify node executions of a workflow run (each model call's saved prompt and "
-                                  "reply; other nodes left out)", _sniff, _read)
+FORMAT = Format(
+    "dify-node-runs",
+    "Dify node executions of a workflow run (each model call's saved prompt and reply; other nodes left out)",
+    _sniff,
+    _read,
+)

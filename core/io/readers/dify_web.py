@@ -11,6 +11,7 @@ from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn, 
 from .records import Problem, ReadContext, Records
 from .registry import Format
 
+
 def _sniff(first: Any, layout: str) -> bool:
     return layout != "document" and isinstance(first, dict) and "isAnswer" in first
 
@@ -57,18 +58,28 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
         query = stored.get("query") if isinstance(stored, dict) and isinstance(stored.get("query"), str) else None
         if query is None:
             query = (question or {}).get("content") or ""
-        messages = (Message(role="user", content=query, kind=QUERY, ref=f"{tid}:query"),
-                    Message(role="assistant", content=(answer or {}).get("content") or "", kind=ANSWER,
-                            ref=f"{tid}:answer"))
+        messages = (
+            Message(role="user", content=query, kind=QUERY, ref=f"{tid}:query"),
+            Message(role="assistant", content=(answer or {}).get("content") or "", kind=ANSWER, ref=f"{tid}:answer"),
+        )
         parent = question.get("parentMessageId") if question else None
         meta = {}
         if answer is not None and isinstance(answer.get("log"), list):
             meta["log"] = answer["log"]
         if answer is not None and answer.get("conversationId"):
             conv_id = conv_id or str(answer["conversationId"])
-        turns.append(Turn(id=tid, parent_id=str(parent) if parent else None, messages=messages, query_index=0,
-                          answer_index=1, answer_tokens=None if answer else 0, meta=meta,
-                          status="normal" if answer else "running"))
+        turns.append(
+            Turn(
+                id=tid,
+                parent_id=str(parent) if parent else None,
+                messages=messages,
+                query_index=0,
+                answer_index=1,
+                answer_tokens=None if answer else 0,
+                meta=meta,
+                status="normal" if answer else "running",
+            )
+        )
     yield Conversation(id=conv_id or ctx.stem, turns=with_shared_ids(turns), source_format="dify-web", name=ctx.stem)
 
 

@@ -54,5 +54,9 @@ def _sniff(first: Any, layout: str) -> bool:
     return isinstance(first, dict) and "messages" in first and all(key in first for key in CHAT_FIELDS)
 
 
-FORMAT = Format(NAME, "Flowise chat messages (View Messages → Export: chats of user and bot messages)", _sniff,
-                read_each(_conversation, lambda rec: label_of(rec, "id", "sessionId")))
+FORMAT = Format(
+    NAME,
+    "Flowise chat messages (View Messages → Export: chats of user and bot messages)",
+    _sniff,
+    read_each(_conversation, lambda rec: label_of(rec, "id", "sessionId")),
+)

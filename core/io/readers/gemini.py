@@ -15,17 +15,34 @@ from core.io.errors import RecordError
 
 #: Gemini's roles, as chat roles.
 ROLES = {"user": "user", "model": "assistant", "function": "tool", "tool": "tool", "system": "system"}
-_PART_KEYS = {"text", "functionCall", "functionResponse", "inlineData", "fileData", "thought", "executableCode",
-              "codeExecutionResult", "thoughtSignature", "function_call", "function_response", "inline_data",
-              "file_data"}
+_PART_KEYS = {
+    "text",
+    "functionCall",
+    "functionResponse",
+    "inlineData",
+    "fileData",
+    "thought",
+    "executableCode",
+    "codeExecutionResult",
+    "thoughtSignature",
+    "function_call",
+    "function_response",
+    "inline_data",
+    "file_data",
+}
 
 
 def is_content(value: Any) -> bool:
     """Whether ``value`` is a Gemini content: a Gemini role and parts written without a ``type``."""
-    return isinstance(value, dict) and isinstance(value.get("role", "user"), str) \
-        and value.get("role", "user") in ROLES and "content" not in value \
-        and isinstance(value.get("parts"), list) and bool(value["parts"]) \
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("role", "user"), str)
+        and value.get("role", "user") in ROLES
+        and "content" not in value
+        and isinstance(value.get("parts"), list)
+        and bool(value["parts"])
         and all(isinstance(p, dict) and "type" not in p and set(p) & _PART_KEYS for p in value["parts"])
+    )
 
 
 def openai_messages(content: dict) -> list[dict]:

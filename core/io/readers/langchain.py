@@ -16,11 +16,24 @@ from typing import Any
 
 #: A stored message's ``type`` (a chunk's too: ``AIMessageChunk``) and the role it has.
 ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "tool"}
-_CHUNKS = {"HumanMessageChunk": "human", "AIMessageChunk": "ai", "SystemMessageChunk": "system",
-           "ToolMessageChunk": "tool", "FunctionMessageChunk": "function", "ChatMessageChunk": "chat"}
+_CHUNKS = {
+    "HumanMessageChunk": "human",
+    "AIMessageChunk": "ai",
+    "SystemMessageChunk": "system",
+    "ToolMessageChunk": "tool",
+    "FunctionMessageChunk": "function",
+    "ChatMessageChunk": "chat",
+}
 #: The class a ``dumpd`` message is built from, and its ``type``.
-_CLASSES = {"HumanMessage": "human", "AIMessage": "ai", "SystemMessage": "system", "ToolMessage": "tool",
-            "FunctionMessage": "function", "ChatMessage": "chat", **_CHUNKS}
+_CLASSES = {
+    "HumanMessage": "human",
+    "AIMessage": "ai",
+    "SystemMessage": "system",
+    "ToolMessage": "tool",
+    "FunctionMessage": "function",
+    "ChatMessage": "chat",
+    **_CHUNKS,
+}
 
 
 def _fields(value: Any) -> tuple[str, dict] | None:
@@ -29,8 +42,13 @@ def _fields(value: Any) -> tuple[str, dict] | None:
         return None
     if value.get("lc") == 1 and value.get("type") == "constructor":
         ident, kwargs = value.get("id"), value.get("kwargs")
-        if isinstance(ident, list) and ident and isinstance(ident[-1], str) and ident[-1] in _CLASSES \
-                and isinstance(kwargs, dict):
+        if (
+            isinstance(ident, list)
+            and ident
+            and isinstance(ident[-1], str)
+            and ident[-1] in _CLASSES
+            and isinstance(kwargs, dict)
+        ):
             return _CLASSES[ident[-1]], kwargs
         return None
     kind, data = value.get("type"), value.get("data")
@@ -45,8 +63,13 @@ def unflattened(value: Any) -> Any:
     """A message written flat, its fields beside its ``type`` (``{"type": "human", "content": "hi", …}``: a
     message's ``model_dump()``, as LangGraph's API writes a thread's state, or what n8n's Postgres history
     stores), as LangChain's ``{"type", "data"}``; anything else as it is."""
-    if isinstance(value, dict) and "data" not in value and "role" not in value and "content" in value \
-            and (value.get("type") in ROLES or value.get("type") in _CHUNKS):
+    if (
+        isinstance(value, dict)
+        and "data" not in value
+        and "role" not in value
+        and "content" in value
+        and (value.get("type") in ROLES or value.get("type") in _CHUNKS)
+    ):
         return {"type": value["type"], "data": {k: v for k, v in value.items() if k != "type"}}
     return value
 
@@ -85,9 +108,13 @@ def _openai_call(call: Any) -> Any:
     if not isinstance(call, dict) or "args" not in call:
         return call
     args = call["args"]
-    out = {"type": "function", "function": {"name": call.get("name"),
-                                            "arguments": args if isinstance(args, str) else
-                                            json.dumps(args, ensure_ascii=False)}}
+    out = {
+        "type": "function",
+        "function": {
+            "name": call.get("name"),
+            "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+        },
+    }
     if call.get("id") is not None:
         out["id"] = str(call["id"])
     return out

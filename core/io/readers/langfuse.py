@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from core.io.errors import RecordError
 from core.capture.threader import Call
+from core.io.errors import RecordError
 from core.model.conversation import SOURCE_MODEL, Conversation
 
 from .calls import call_conversation, call_name, prompt_messages, read_calls, reply_message
@@ -25,8 +25,12 @@ GENERATION = "GENERATION"
 
 
 def is_observation(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("type"), str) and "input" in value \
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("type"), str)
+        and "input" in value
         and ("traceId" in value or "startTime" in value)
+    )
 
 
 def _observations(value: Any) -> tuple[list, dict]:
@@ -36,8 +40,12 @@ def _observations(value: Any) -> tuple[list, dict]:
         if isinstance(value.get("observations"), list):
             return value["observations"], value
         if isinstance(value.get("traces"), list):
-            return [o for t in value["traces"] if isinstance(t, dict) and isinstance(t.get("observations"), list)
-                    for o in t["observations"]], {"sessionId": value.get("sessionId", value.get("id"))}
+            return [
+                o
+                for t in value["traces"]
+                if isinstance(t, dict) and isinstance(t.get("observations"), list)
+                for o in t["observations"]
+            ], {"sessionId": value.get("sessionId", value.get("id"))}
         if isinstance(value.get("data"), list):
             return value["data"], {}
     return [value], {}
@@ -51,15 +59,23 @@ def _conversation(obs: Any, trace: dict, n: int | None, stem: str) -> Call:
         raise RecordError(f"{at} has no 'input'", "input")
     prompt = prompt_messages(obs["input"], at, "input")
     metadata = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
-    meta = {"observation": obs.get("name"), "start_time": obs.get("startTime"),
-            "trace_id": obs.get("traceId") or trace.get("id"),
-            "session_id": trace.get("sessionId") or metadata.get("session_id"), SOURCE_MODEL: obs.get("model"),
-            "error": obs.get("statusMessage") if obs.get("level") == "ERROR" else None}
-    return call_conversation(prompt, reply_message(obs.get("output")),
-                             str(obs.get("id") or (stem if n is None else f"{stem}#{n}")),
-                             name=call_name(obs.get("name"), obs.get("startTime")), meta=meta,
-                             source_format="langfuse",
-                             pin=trace.get("sessionId") or metadata.get("session_id"))
+    meta = {
+        "observation": obs.get("name"),
+        "start_time": obs.get("startTime"),
+        "trace_id": obs.get("traceId") or trace.get("id"),
+        "session_id": trace.get("sessionId") or metadata.get("session_id"),
+        SOURCE_MODEL: obs.get("model"),
+        "error": obs.get("statusMessage") if obs.get("level") == "ERROR" else None,
+    }
+    return call_conversation(
+        prompt,
+        reply_message(obs.get("output")),
+        str(obs.get("id") or (stem if n is None else f"{stem}#{n}")),
+        name=call_name(obs.get("name"), obs.get("startTime")),
+        meta=meta,
+        source_format="langfuse",
+        pin=trace.get("sessionId") or metadata.get("session_id"),
+    )
 
 
 def _other_kind(obs: Any) -> str | None:
@@ -69,12 +85,18 @@ def _other_kind(obs: Any) -> str | None:
 
 
 def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
-    yield from read_calls(ctx, records, lambda obs, trace, n: _conversation(obs, trace or {}, n, ctx.stem),
-                          lambda obs: label_of(obs, "name", "id"), other_kind=_other_kind, expand=_observations,
-                          left_out="left out the observations that are not model calls ({left}): only a generation "
-                                   "holds a prompt",
-                          none="{name} holds no generation (type GENERATION), only {left} observations: export the "
-                               "trace's generations, which hold the prompt sent", field="type")
+    yield from read_calls(
+        ctx,
+        records,
+        lambda obs, trace, n: _conversation(obs, trace or {}, n, ctx.stem),
+        lambda obs: label_of(obs, "name", "id"),
+        other_kind=_other_kind,
+        expand=_observations,
+        left_out="left out the observations that are not model calls ({left}): only a generation holds a prompt",
+        none="{name} holds no generation (type GENERATION), only {left} observations: export the "
+        "trace's generations, which hold the prompt sent",
+        field="type",
+    )
 
 
 def _sniff(first: Any, layout: str) -> bool:
@@ -87,9 +109,17 @@ def _sniff(first: Any, layout: str) -> bool:
         if isinstance(items, list) and items and is_observation(items[0]):
             return True
     traces = first.get("traces")
-    return isinstance(traces, list) and bool(traces) and isinstance(traces[0], dict) \
+    return (
+        isinstance(traces, list)
+        and bool(traces)
+        and isinstance(traces[0], dict)
         and isinstance(traces[0].get("observations"), list)
+    )
 
 
-FORMAT = Format("langfuse", "Langfuse traces and observations (each generation's prompt and reply; other "
-                            "observations left out)", _sniff, _read)
+FORMAT = Format(
+    "langfuse",
+    "Langfuse traces and observations (each generation's prompt and reply; other observations left out)",
+    _sniff,
+    _read,
+)

@@ -60,8 +60,11 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
         m = unflattened(m)
         if not is_langchain(m):
             kind = m.get("type") if isinstance(m, dict) else None
-            raise RecordError(f"message {i} is not a LangChain message (type {excerpt(str(kind), 30)!r}); expected "
-                              "{\"type\": \"human\" | \"ai\" | \"tool\" | \"system\", \"content\": …}", f"message {i}")
+            raise RecordError(
+                f"message {i} is not a LangChain message (type {excerpt(str(kind), 30)!r}); expected "
+                '{"type": "human" | "ai" | "tool" | "system", "content": …}',
+                f"message {i}",
+            )
         raw.append(m)
     conv_id = thread_id(rec) or (stem if n is None else f"{stem}#{n}")
     meta = {"thread_id": conv_id}
@@ -83,15 +86,21 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
         yield conv
     for thread, count in seen.items():
         if count > 1:
-            ctx.notes.append(f"thread {excerpt(thread, 60)!r}: {count} states listed, the first read (a thread's "
-                             "history lists its newest state first)")
+            ctx.notes.append(
+                f"thread {excerpt(thread, 60)!r}: {count} states listed, the first read (a thread's "
+                "history lists its newest state first)"
+            )
 
 
 def _sniff(first: Any, layout: str) -> bool:
     values = _values(first)
-    return values is not None and isinstance(values.get("messages"), list) and (
-        "next" in first or "checkpoint" in first or "config" in first or "channel_versions" in first)
+    return (
+        values is not None
+        and isinstance(values.get("messages"), list)
+        and ("next" in first or "checkpoint" in first or "config" in first or "channel_versions" in first)
+    )
 
 
-FORMAT = Format(NAME, "LangGraph thread state (values.messages of a checkpoint, as the API or get_state gives it)",
-                _sniff, _read)
+FORMAT = Format(
+    NAME, "LangGraph thread state (values.messages of a checkpoint, as the API or get_state gives it)", _sniff, _read
+)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from core.io.errors import RecordError
 from core.capture.threader import Call
+from core.io.errors import RecordError
 from core.model.conversation import SOURCE_MODEL, Conversation
 
 from .calls import call_conversation, call_name, prompt_messages, read_calls, reply_message
@@ -36,13 +36,23 @@ def _conversation(run: Any, n: int | None, stem: str) -> Call:
     metadata = extra.get("metadata") if isinstance(extra.get("metadata"), dict) else {}
     params = extra.get("invocation_params") if isinstance(extra.get("invocation_params"), dict) else {}
     model = metadata.get("ls_model_name") or params.get("model") or params.get("model_name") or inputs.get("model")
-    meta = {"run_name": run.get("name"), "start_time": run.get("start_time"), "trace_id": run.get("trace_id"),
-            "thread_id": metadata.get("thread_id"), SOURCE_MODEL: model, "error": run.get("error")}
-    return call_conversation(prompt, reply_message(run.get("outputs")),
-                             str(run.get("id") or (stem if n is None else f"{stem}#{n}")),
-                             name=call_name(run.get("name"), run.get("start_time")), meta=meta,
-                             source_format="langsmith",
-                             pin=metadata.get("thread_id"))
+    meta = {
+        "run_name": run.get("name"),
+        "start_time": run.get("start_time"),
+        "trace_id": run.get("trace_id"),
+        "thread_id": metadata.get("thread_id"),
+        SOURCE_MODEL: model,
+        "error": run.get("error"),
+    }
+    return call_conversation(
+        prompt,
+        reply_message(run.get("outputs")),
+        str(run.get("id") or (stem if n is None else f"{stem}#{n}")),
+        name=call_name(run.get("name"), run.get("start_time")),
+        meta=meta,
+        source_format="langsmith",
+        pin=metadata.get("thread_id"),
+    )
 
 
 def _label(rec: Any) -> str:
@@ -57,12 +67,17 @@ def _other_kind(value: Any) -> str | None:
 
 
 def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
-    yield from read_calls(ctx, records, lambda run, _, n: _conversation(run, n, ctx.stem), _label,
-                          other_kind=_other_kind,
-                          left_out="left out the runs that are not model calls ({left}): only an LLM run holds a "
-                                   "prompt",
-                          none="{name} holds no LLM run (run_type 'llm'), only {left} runs: export the trace's model "
-                               "calls, whose runs hold the prompt sent", field="run_type")
+    yield from read_calls(
+        ctx,
+        records,
+        lambda run, _, n: _conversation(run, n, ctx.stem),
+        _label,
+        other_kind=_other_kind,
+        left_out="left out the runs that are not model calls ({left}): only an LLM run holds a prompt",
+        none="{name} holds no LLM run (run_type 'llm'), only {left} runs: export the trace's model "
+        "calls, whose runs hold the prompt sent",
+        field="run_type",
+    )
 
 
 def _sniff(first: Any, layout: str) -> bool:

@@ -16,8 +16,16 @@ from typing import Any
 
 from core.io.errors import RecordError
 from core.limits import check_value
-from core.model.conversation import (REASONING, SOURCE_MODEL, TOOL_CALL, TOOL_RESULT, Conversation, FileRef, Message,
-                                     ToolCall)
+from core.model.conversation import (
+    REASONING,
+    SOURCE_MODEL,
+    TOOL_CALL,
+    TOOL_RESULT,
+    Conversation,
+    FileRef,
+    Message,
+    ToolCall,
+)
 
 from .common import arguments, conversation_id, excerpt, iso_time, label_of, read_each
 from .registry import Format
@@ -66,8 +74,11 @@ def check_record(rec: Any, where: str) -> None:
         m = stack.pop()
         if not isinstance(m, dict):
             continue
-        check_value({k: v for k, v in m.items() if k != "children"},
-                    f"{where}: message {label_of(m, 'messageId')!r}", finite=False)
+        check_value(
+            {k: v for k, v in m.items() if k != "children"},
+            f"{where}: message {label_of(m, 'messageId')!r}",
+            finite=False,
+        )
         if isinstance(m.get("children"), list):
             stack.extend(reversed(m["children"]))
 
@@ -96,8 +107,12 @@ def _tool(call: dict, mid: str, k: int) -> tuple[ToolCall, str | None]:
 def _file(f: dict) -> FileRef:
     path = f.get("filepath") or f.get("url") or ""
     kind = "image" if str(f.get("type") or "").startswith("image") else "document"
-    return FileRef(kind, path if isinstance(path, str) and path.startswith(("http://", "https://")) else "",
-                   str(f.get("file_id") or ""), str(f.get("filename") or ""))
+    return FileRef(
+        kind,
+        path if isinstance(path, str) and path.startswith(("http://", "https://")) else "",
+        str(f.get("file_id") or ""),
+        str(f.get("filename") or ""),
+    )
 
 
 def _node_messages(m: dict, mid: str, user: bool, at: str) -> tuple[Message, ...]:
@@ -136,10 +151,20 @@ def _node_messages(m: dict, mid: str, user: bool, at: str) -> tuple[Message, ...
                 out.append(Message("tool", output, TOOL_RESULT, f"{mid}:{k}:result", tool_call_id=call.id))
         elif kind in ("image_file", "image_url"):
             image = part.get(kind)
-            url = image if isinstance(image, str) else (image.get("url") or image.get("filepath") or "") \
-                if isinstance(image, dict) else ""
-            files.append(FileRef("image", url if url.startswith(("http://", "https://")) else "",
-                                 str(image.get("file_id") or "") if isinstance(image, dict) else ""))
+            url = (
+                image
+                if isinstance(image, str)
+                else (image.get("url") or image.get("filepath") or "")
+                if isinstance(image, dict)
+                else ""
+            )
+            files.append(
+                FileRef(
+                    "image",
+                    url if url.startswith(("http://", "https://")) else "",
+                    str(image.get("file_id") or "") if isinstance(image, dict) else "",
+                )
+            )
         # other parts (agent updates, progress) are the app's display, not what the model is sent
     out.append(Message(role, "\n".join(texts), "", mid, files=tuple(files)))
     return tuple(out)
@@ -169,8 +194,10 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
         if not isinstance(mid, str) or not mid:
             raise RecordError(f"message {k} has no 'messageId'", f"message {k}")
         if mid in ids:
-            raise RecordError(f"messages {ids[mid]} and {k} share the 'messageId' {excerpt(mid, 60)!r}; each "
-                              "message needs its own", f"message {k}")
+            raise RecordError(
+                f"messages {ids[mid]} and {k} share the 'messageId' {excerpt(mid, 60)!r}; each message needs its own",
+                f"message {k}",
+            )
         ids[mid] = k
     parents: dict[str, str | None] = {}
     nodes = []
@@ -184,8 +211,9 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
         if not isinstance(user, bool):
             raise RecordError(f"{at} has no 'isCreatedByUser' (true for the user's messages, false for replies)", at)
         meta = {"model": m["model"]} if isinstance(m.get("model"), str) and not user else {}
-        nodes.append(Node(mid, parents[mid], user, _node_messages(m, mid, user, at), iso_time(m.get("createdAt")),
-                          meta))
+        nodes.append(
+            Node(mid, parents[mid], user, _node_messages(m, mid, user, at), iso_time(m.get("createdAt")), meta)
+        )
     check_acyclic(parents)
     nodes.sort(key=lambda nd: nd.created if nd.created is not None else float("-inf"))  # stable: export order
     turns, active = tree_turns(nodes, _shown_leaf(nodes))
@@ -196,8 +224,15 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
     meta = {key: rec[key] for key in ("endpoint", "exportAt") if isinstance(rec.get(key), str)}
     if isinstance(options.get("model"), str) and options["model"]:
         meta[SOURCE_MODEL] = options["model"]
-    return tree_conversation(conversation_id(rec, n, stem, "conversationId"), turns, active, system=system,
-                             title=rec.get("title"), source_format="librechat", meta=meta)
+    return tree_conversation(
+        conversation_id(rec, n, stem, "conversationId"),
+        turns,
+        active,
+        system=system,
+        title=rec.get("title"),
+        source_format="librechat",
+        meta=meta,
+    )
 
 
 def _label(rec: Any) -> str:
@@ -211,5 +246,9 @@ def _sniff(first: Any, layout: str) -> bool:
     return isinstance(raw, list) and (not raw or isinstance(raw[0], dict) and "messageId" in raw[0])
 
 
-FORMAT = Format("librechat", "LibreChat conversation exports (flat or recursive; every branch kept)", _sniff,
-                read_each(_conversation, _label, check_record))
+FORMAT = Format(
+    "librechat",
+    "LibreChat conversation exports (flat or recursive; every branch kept)",
+    _sniff,
+    read_each(_conversation, _label, check_record),
+)

@@ -26,8 +26,16 @@ from .registry import Format
 
 NAME = "llamaindex-chat-store"
 CLASS_NAME = "SimpleChatStore"
-ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "chatbot": "assistant",
-         "model": "assistant", "tool": "tool", "function": "tool"}
+ROLES = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "chatbot": "assistant",
+    "model": "assistant",
+    "tool": "tool",
+    "function": "tool",
+}
 
 
 def _parts(blocks: Any, at: str) -> tuple[list[dict], list[dict]]:
@@ -48,8 +56,13 @@ def _parts(blocks: Any, at: str) -> tuple[list[dict], list[dict]]:
             if not isinstance(block.get("tool_name"), str) or not block["tool_name"]:
                 raise RecordError(f"{at}: tool_call block {k} has no 'tool_name'", at)
             args = block.get("tool_kwargs", {})
-            call = {"type": "function", "function": {"name": block["tool_name"], "arguments":
-                                                     args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}}
+            call = {
+                "type": "function",
+                "function": {
+                    "name": block["tool_name"],
+                    "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                },
+            }
             if block.get("tool_call_id"):
                 call["id"] = str(block["tool_call_id"])
             calls.append(call)
@@ -67,8 +80,9 @@ def chat_message(value: Any, at: str) -> dict:
         raise RecordError(f"{at} is not an object", at)
     role = ROLES.get(value.get("role")) if isinstance(value.get("role"), str) else None
     if role is None:
-        raise RecordError(f"{at} has role {excerpt(str(value.get('role')), 30)!r}; expected one of "
-                          f"{', '.join(ROLES)}", at)
+        raise RecordError(
+            f"{at} has role {excerpt(str(value.get('role')), 30)!r}; expected one of {', '.join(ROLES)}", at
+        )
     extra = value.get("additional_kwargs") if isinstance(value.get("additional_kwargs"), dict) else {}
     out: dict = {"role": role}
     if "blocks" in value:
@@ -100,19 +114,31 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
     document = records.first
     if records.layout != "document" or not isinstance(document.get("store"), dict):
         ctx.records = 1
-        ctx.report(Problem(None, "store", f"{ctx.name} is not a persisted SimpleChatStore; expected one JSON object "
-                                          "{\"store\": {key: [messages]}, \"class_name\": \"SimpleChatStore\"}"))
+        ctx.report(
+            Problem(
+                None,
+                "store",
+                f"{ctx.name} is not a persisted SimpleChatStore; expected one JSON object "
+                '{"store": {key: [messages]}, "class_name": "SimpleChatStore"}',
+            )
+        )
         return
     keys = list(document["store"].items())
-    yield from ctx.each(records.inner(keys), lambda pair, _n: _conversation(str(pair[0]), pair[1]),
-                        lambda pair: str(pair[0]))
+    yield from ctx.each(
+        records.inner(keys), lambda pair, _n: _conversation(str(pair[0]), pair[1]), lambda pair: str(pair[0])
+    )
 
 
 def _sniff(first: Any, layout: str) -> bool:
-    return layout == "document" and isinstance(first, dict) and isinstance(first.get("store"), dict) \
-        and first.get("class_name", CLASS_NAME) == CLASS_NAME \
+    return (
+        layout == "document"
+        and isinstance(first, dict)
+        and isinstance(first.get("store"), dict)
+        and first.get("class_name", CLASS_NAME) == CLASS_NAME
         and all(isinstance(v, list) for v in first["store"].values())
+    )
 
 
-FORMAT = Format(NAME, "LlamaIndex SimpleChatStore (persist(): {store: {key: [messages]}}, one conversation per key)",
-                _sniff, _read)
+FORMAT = Format(
+    NAME, "LlamaIndex SimpleChatStore (persist(): {store: {key: [messages]}}, one conversation per key)", _sniff, _read
+)

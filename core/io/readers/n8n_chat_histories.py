@@ -45,8 +45,10 @@ def stored_message(value: Any, field: str = "message") -> dict:
         except MemLensError as e:  # not JSON, or nested too deep
             raise RecordError(str(e), field) from None
     if not isinstance(value, dict):
-        raise RecordError(f"'{field}' is not an object; expected the message n8n stored, e.g. "
-                          "{\"type\": \"human\", \"content\": \"hi\"}", field)
+        raise RecordError(
+            f'\'{field}\' is not an object; expected the message n8n stored, e.g. {{"type": "human", "content": "hi"}}',
+            field,
+        )
     kind = value.get("type")
     if kind not in ROLES:
         raise RecordError(f"'{field}' has type {excerpt(str(kind), 30)!r}; expected one of {', '.join(ROLES)}", field)
@@ -83,8 +85,9 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
             raise RecordError("the row is not an object with 'session_id' and 'message'", "")
         session = _session(row)
         if not session:
-            raise RecordError("'session_id' is missing or empty; each row needs the session it belongs to",
-                              "session_id")
+            raise RecordError(
+                "'session_id' is missing or empty; each row needs the session it belongs to", "session_id"
+            )
         rows.setdefault(session, []).append((_order(row.get("id")), n or 0, stored_message(row.get("message"))))
 
     for rec in records:
@@ -98,14 +101,23 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
             continue  # a conversation with a bad row is left out whole
         if all(order is not None for order, _, _ in listed):
             listed.sort(key=lambda r: (r[0], r[1]))
-        conv = conversation_from_messages(openai_messages([m for _, _, m in listed]), session, source_format=NAME,
-                                          meta={"session_id": session})
+        conv = conversation_from_messages(
+            openai_messages([m for _, _, m in listed]), session, source_format=NAME, meta={"session_id": session}
+        )
         if not conv.turns:
-            ctx.report(Problem(None, "message", f"session {excerpt(session, 60)!r} holds no user or assistant message",
-                               session))
+            ctx.report(
+                Problem(
+                    None, "message", f"session {excerpt(session, 60)!r} holds no user or assistant message", session
+                )
+            )
             continue
         yield conv
 
 
-FORMAT = Format(NAME, "n8n's chat history table (n8n_chat_histories rows: session_id, message; CSV or JSON)", _sniff,
-                _read, tables=True)
+FORMAT = Format(
+    NAME,
+    "n8n's chat history table (n8n_chat_histories rows: session_id, message; CSV or JSON)",
+    _sniff,
+    _read,
+    tables=True,
+)

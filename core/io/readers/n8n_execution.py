@@ -66,8 +66,11 @@ def _messages(item: dict, where: str) -> list:
         raise RecordError(f"{where}: 'chatHistory' is not a list of messages", "chatHistory")
     for j, message in enumerate(history):
         if not is_langchain(message):
-            raise RecordError(f"{where}: message {j} is not a message LangChain serialised (an object with 'lc', "
-                              "'id' naming a message class and 'kwargs')", "chatHistory")
+            raise RecordError(
+                f"{where}: message {j} is not a message LangChain serialised (an object with 'lc', "
+                "'id' naming a message class and 'kwargs')",
+                "chatHistory",
+            )
     try:
         return openai_messages(history)
     except RecordError as e:
@@ -91,38 +94,55 @@ def _node_settings(execution: dict, node: str) -> dict:
 
 def _conversation(item: dict, conv_id: str, name: str, where: str, meta: dict, ctx: ReadContext) -> Conversation:
     held = HELD[item["action"]]
-    conv = conversation_from_messages(_messages(item, where), conv_id, source_format=NAME, name=name,
-                                      meta={**meta, "history": held})
+    conv = conversation_from_messages(
+        _messages(item, where), conv_id, source_format=NAME, name=name, meta={**meta, "history": held}
+    )
     if held == "loaded":
-        ctx.notes.append(f"{excerpt(name, 60)!r}: the history as the memory node loaded it for the agent (its "
-                         "window), not everything it stores")
+        ctx.notes.append(
+            f"{excerpt(name, 60)!r}: the history as the memory node loaded it for the agent (its "
+            "window), not everything it stores"
+        )
     return conv
 
 
 def _execution(execution: Any, n: int | None, ctx: ReadContext) -> list[Conversation]:
     if not _is_execution(execution):
-        raise RecordError("is not an n8n execution: expected an object with 'data.resultData' (the execution "
-                          "with its data: includeData=true)", "data")
+        raise RecordError(
+            "is not an n8n execution: expected an object with 'data.resultData' (the execution "
+            "with its data: includeData=true)",
+            "data",
+        )
     run_data = execution["data"]["resultData"].get("runData")
     if not isinstance(run_data, dict):
-        raise RecordError("has no 'data.resultData.runData': export the execution with its data (includeData=true)",
-                          "data.resultData.runData")
+        raise RecordError(
+            "has no 'data.resultData.runData': export the execution with its data (includeData=true)",
+            "data.resultData.runData",
+        )
     exec_id = str(execution.get("id") or (ctx.stem if n is None else f"{ctx.stem}#{n}"))
     workflow = execution.get("workflowData") if isinstance(execution.get("workflowData"), dict) else {}
     title = str(workflow.get("name") or execution.get("workflowId") or exec_id)
     out = []
     for node, runs in run_data.items():
-        listed = [(i, item) for i, run in enumerate(runs if isinstance(runs, list) else [])
-                  for item in _items(run) if _is_memory_item(item)]
+        listed = [
+            (i, item)
+            for i, run in enumerate(runs if isinstance(runs, list) else [])
+            for item in _items(run)
+            if _is_memory_item(item)
+        ]
         if not listed:
             continue
         i, item = listed[-1]
-        meta = {"execution_id": exec_id, "workflow_id": execution.get("workflowId"),
-                "memory_node": _node_settings(execution, node)}
+        meta = {
+            "execution_id": exec_id,
+            "workflow_id": execution.get("workflowId"),
+            "memory_node": _node_settings(execution, node),
+        }
         out.append(_conversation(item, f"{exec_id}:{node}", f"{title} · {node}", f"node {node!r}, run {i}", meta, ctx))
     if not out:
-        raise RecordError("no memory node ran in this execution (no run has 'ai_memory' output with a chat "
-                          "history)", "data.resultData.runData")
+        raise RecordError(
+            "no memory node ran in this execution (no run has 'ai_memory' output with a chat history)",
+            "data.resultData.runData",
+        )
     return out
 
 
@@ -140,8 +160,9 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
     first = records.first
     page = records.layout == "document" and isinstance(first, dict) and isinstance(first.get("data"), list)
     if page or _is_execution(first) or (records.layout == "array" and not _is_output(first)):
-        for conversations in ctx.each(records.inner(first["data"]) if page else records,
-                                      lambda value, n: _execution(value, n, ctx), _label):
+        for conversations in ctx.each(
+            records.inner(first["data"]) if page else records, lambda value, n: _execution(value, n, ctx), _label
+        ):
             yield from conversations
         return
     items = []
@@ -160,11 +181,15 @@ def _memory_output(items: list, ctx: ReadContext) -> Conversation:
     for index, item in enumerate(items):
         item = item.get("json") if isinstance(item, dict) and isinstance(item.get("json"), dict) else item
         if not _is_memory_item(item):
-            raise RecordError(f"item {index} is not a memory node's output (an object with 'action' "
-                              f"{' or '.join(ACTIONS)} and 'chatHistory')", f"item {index}")
+            raise RecordError(
+                f"item {index} is not a memory node's output (an object with 'action' "
+                f"{' or '.join(ACTIONS)} and 'chatHistory')",
+                f"item {index}",
+            )
         unwrapped.append(item)
     return _conversation(unwrapped[-1], ctx.stem, ctx.stem, f"item {len(unwrapped) - 1}", {}, ctx)
 
 
-FORMAT = Format(NAME, "an n8n execution (its memory node's chat history; the executions API or the node's output)",
-                _sniff, _read)
+FORMAT = Format(
+    NAME, "an n8n execution (its memory node's chat history; the executions API or the node's output)", _sniff, _read
+)

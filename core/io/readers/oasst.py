@@ -25,6 +25,7 @@ from .registry import Format
 #: An OpenAssistant message's roles (a user is a ``prompter``).
 ROLES = ("prompter", "assistant")
 
+
 def _node(node: Any, role: str, where: str) -> tuple[str, str, list]:
     """(id, text, replies) of a checked node; ``where`` names it while its id is unknown."""
     if not isinstance(node, dict):
@@ -34,8 +35,11 @@ def _node(node: Any, role: str, where: str) -> tuple[str, str, list]:
         raise RecordError(f"{where} has no 'message_id'", where)
     at = f"message {mid!r}"
     if node.get("role") != role:
-        raise RecordError(f"{at} has role {node.get('role')!r} where {role!r} was expected "
-                          "(prompter and assistant messages alternate)", at)
+        raise RecordError(
+            f"{at} has role {node.get('role')!r} where {role!r} was expected "
+            "(prompter and assistant messages alternate)",
+            at,
+        )
     text = node.get("text")
     if not isinstance(text, str):
         raise RecordError(f"{at} has no 'text' string", at)
@@ -65,16 +69,23 @@ def _turns(root: Any) -> tuple[list[Turn], int]:
         item = stack.pop()
         if item[0] == "prompter":
             _, node, parent = item
-            pid, text, replies = _node(node, "prompter", "the tree's first message" if parent is None
-                                             else f"a reply of message {parent!r}")
+            pid, text, replies = _node(
+                node, "prompter", "the tree's first message" if parent is None else f"a reply of message {parent!r}"
+            )
             _first_time(pid, seen)
             answers, deleted = _live_replies(replies, "assistant", pid)
             left_out += deleted
             if not answers:
-                turns.append(Turn(id=pid, parent_id=parent,
-                                  messages=(Message("user", text, QUERY, f"{pid}:query"),),
-                                  query_index=0, answer_index=None,
-                                  meta={"prompter_id": pid, "assistant_id": None}))
+                turns.append(
+                    Turn(
+                        id=pid,
+                        parent_id=parent,
+                        messages=(Message("user", text, QUERY, f"{pid}:query"),),
+                        query_index=0,
+                        answer_index=None,
+                        meta={"prompter_id": pid, "assistant_id": None},
+                    )
+                )
             for answer in reversed(answers):
                 stack.append(("turn", node, answer, parent))
         else:
@@ -85,10 +96,19 @@ def _turns(root: Any) -> tuple[list[Turn], int]:
             meta = {"prompter_id": pid, "assistant_id": aid}
             if isinstance(answer.get("rank"), int):
                 meta["rank"] = answer["rank"]
-            turns.append(Turn(id=aid, parent_id=parent,
-                              messages=(Message("user", text, QUERY, f"{aid}:query"),
-                                        Message("assistant", answer_text, ANSWER, f"{aid}:answer")),
-                              query_index=0, answer_index=1, meta=meta))
+            turns.append(
+                Turn(
+                    id=aid,
+                    parent_id=parent,
+                    messages=(
+                        Message("user", text, QUERY, f"{aid}:query"),
+                        Message("assistant", answer_text, ANSWER, f"{aid}:answer"),
+                    ),
+                    query_index=0,
+                    answer_index=1,
+                    meta=meta,
+                )
+            )
             followups, deleted = _live_replies(replies, "prompter", aid)
             left_out += deleted
             for reply in reversed(followups):
@@ -143,8 +163,7 @@ def _tree(rec: dict, root: dict, where: str) -> Conversation:
         meta["lang"] = root["lang"]
     if left_out:
         meta["deleted_messages_left_out"] = left_out
-    return Conversation(id=tree_id, turns=turns, source_format="oasst", name=excerpt(root.get("text"), 60),
-                        meta=meta)
+    return Conversation(id=tree_id, turns=turns, source_format="oasst", name=excerpt(root.get("text"), 60), meta=meta)
 
 
 def _label(rec: Any) -> str:
@@ -178,8 +197,10 @@ def _check_row(item: Any, n: int | None) -> dict:
     if parent is not None and (not isinstance(parent, str) or not parent):
         raise RecordError("'parent_id' must be a message id or null", "parent_id")
     if "replies" in item:
-        raise RecordError("a message with nested 'replies' among messages listed one per line: write the file "
-                          "in one layout", "replies")
+        raise RecordError(
+            "a message with nested 'replies' among messages listed one per line: write the file in one layout",
+            "replies",
+        )
     return item
 
 
@@ -197,14 +218,20 @@ def _rows(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
     # A bad row's tree: the one it names, else its parent's (a bad row's replies find no parent, so
     # their tree is left out below).
     tree_of = {row["message_id"]: tree_id for tree_id, rows in trees.items() for _, row in rows}
-    failed = {_row_tree(v) or (tree_of.get(v["parent_id"]) if isinstance(v.get("parent_id"), str) else None)
-              for v in bad if isinstance(v, dict)}
+    failed = {
+        _row_tree(v) or (tree_of.get(v["parent_id"]) if isinstance(v.get("parent_id"), str) else None)
+        for v in bad
+        if isinstance(v, dict)
+    }
     for tree_id, rows in trees.items():
         if tree_id in failed:
             continue
         try:
-            yield _tree({"message_tree_id": tree_id, **{k: v for k, v in rows[0][1].items() if k == "tree_state"}},
-                        _nest(tree_id, rows), "the tree's first message")
+            yield _tree(
+                {"message_tree_id": tree_id, **{k: v for k, v in rows[0][1].items() if k == "tree_state"}},
+                _nest(tree_id, rows),
+                "the tree's first message",
+            )
         except RecordError as e:
             ctx.report(Problem(rows[0][0], e.field, str(e), tree_id))
 
@@ -214,8 +241,9 @@ def _nest(tree_id: str, rows: list[tuple[int, dict]]) -> dict:
     nodes: dict[str, dict] = {}
     for _, row in rows:
         if row["message_id"] in nodes:
-            raise RecordError(f"message {row['message_id']!r} appears twice in tree {tree_id!r}",
-                              f"message {row['message_id']!r}")
+            raise RecordError(
+                f"message {row['message_id']!r} appears twice in tree {tree_id!r}", f"message {row['message_id']!r}"
+            )
         nodes[row["message_id"]] = {**row, "replies": []}
     roots = []
     for node in nodes.values():
@@ -225,11 +253,14 @@ def _nest(tree_id: str, rows: list[tuple[int, dict]]) -> dict:
         elif parent in nodes:
             nodes[parent]["replies"].append(node)
         else:
-            raise RecordError(f"message {node['message_id']!r} replies to {parent!r}, which is not in tree "
-                              f"{tree_id!r}", "parent_id")
+            raise RecordError(
+                f"message {node['message_id']!r} replies to {parent!r}, which is not in tree {tree_id!r}", "parent_id"
+            )
     if len(roots) != 1:
-        raise RecordError(f"tree {tree_id!r} has {len(roots)} messages without a 'parent_id'; its first message is "
-                          "the only one", "parent_id")
+        raise RecordError(
+            f"tree {tree_id!r} has {len(roots)} messages without a 'parent_id'; its first message is the only one",
+            "parent_id",
+        )
     return roots[0]
 
 
@@ -243,5 +274,6 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
 
 _each = read_each(_conversation, _label)
 
-FORMAT = Format("oasst", "OpenAssistant message trees, nested or one message per row (siblings become branches)",
-                _sniff, _read)
+FORMAT = Format(
+    "oasst", "OpenAssistant message trees, nested or one message per row (siblings become branches)", _sniff, _read
+)

@@ -39,8 +39,11 @@ def _files(raw: Any, at: str) -> tuple[FileRef, ...]:
         kind = "image" if f.get("type") == "image" else "document"
         url = f.get("url") if isinstance(f.get("url"), str) else ""
         name = f.get("name") or inner.get("filename") or ""
-        out.append(FileRef(kind, url if not url.startswith("data:") else "", str(f.get("id") or inner.get("id") or ""),
-                           str(name)))
+        out.append(
+            FileRef(
+                kind, url if not url.startswith("data:") else "", str(f.get("id") or inner.get("id") or ""), str(name)
+            )
+        )
     return tuple(out)
 
 
@@ -69,8 +72,16 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
         created = m.get("timestamp")
         created = float(created) if isinstance(created, (int, float)) and not isinstance(created, bool) else None
         meta = {"model": m["model"]} if isinstance(m.get("model"), str) else {}
-        nodes.append(Node(node_id, parents[node_id], role == "user",
-                          (Message(role, content, "", node_id, files=_files(m.get("files"), at)),), created, meta))
+        nodes.append(
+            Node(
+                node_id,
+                parents[node_id],
+                role == "user",
+                (Message(role, content, "", node_id, files=_files(m.get("files"), at)),),
+                created,
+                meta,
+            )
+        )
     check_acyclic(parents)
     nodes.sort(key=lambda nd: nd.created if nd.created is not None else float("-inf"))
     current = history.get("currentId")
@@ -85,8 +96,15 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
         meta["models"] = ", ".join(models)
         if len(set(models)) == 1:  # one model answered the whole chat
             meta[SOURCE_MODEL] = models[0]
-    return tree_conversation(conversation_id(rec, n, stem, "id"), turns, active, system=system,
-                             title=rec.get("title") or chat.get("title"), source_format="open-webui", meta=meta)
+    return tree_conversation(
+        conversation_id(rec, n, stem, "id"),
+        turns,
+        active,
+        system=system,
+        title=rec.get("title") or chat.get("title"),
+        source_format="open-webui",
+        meta=meta,
+    )
 
 
 def _label(rec: Any) -> str:
@@ -95,9 +113,16 @@ def _label(rec: Any) -> str:
 
 def _sniff(first: Any, layout: str) -> bool:
     chat = first.get("chat") if isinstance(first, dict) and isinstance(first.get("chat"), dict) else first
-    return isinstance(chat, dict) and isinstance(chat.get("history"), dict) \
+    return (
+        isinstance(chat, dict)
+        and isinstance(chat.get("history"), dict)
         and isinstance(chat["history"].get("messages"), dict)
+    )
 
 
-FORMAT = Format("open-webui", "Open WebUI chat exports (the message tree; every branch kept)", _sniff,
-                read_each(_conversation, _label))
+FORMAT = Format(
+    "open-webui",
+    "Open WebUI chat exports (the message tree; every branch kept)",
+    _sniff,
+    read_each(_conversation, _label),
+)

@@ -25,15 +25,24 @@ from typing import Any, Iterator
 from core.io.errors import RecordError
 from core.model.conversation import REASONING, SOURCE_MODEL, Conversation, Message, ToolCall, source_model
 
-from .common import (ROLE_ALIASES, VALID_ROLES, arguments, conversation_from_messages, conversation_id,
-                     first_user_text, label_of, read_named, record_field)
 from . import gemini
+from .common import (
+    ROLE_ALIASES,
+    VALID_ROLES,
+    arguments,
+    conversation_from_messages,
+    conversation_id,
+    first_user_text,
+    label_of,
+    read_named,
+    record_field,
+)
 from .converse import anthropic_shape
 from .langchain import is_langchain, openai_shape
 from .records import Problem, ReadContext, Record, Records
+from .registry import Format
 from .responses import chat_shape, is_item
 from .ui_messages import expand
-from .registry import Format
 
 _TEXT_PARTS = {"text", "input_text", "output_text"}
 _IMAGE_PARTS = {"image_url", "image", "input_image"}
@@ -78,8 +87,16 @@ def _flatten_content(content: Any, at: str, message_index: int) -> tuple[str, li
         elif kind in _TOOL_USE_PARTS:
             if not isinstance(part.get("name"), str) or not part["name"]:
                 raise RecordError(f"{at}: content part {k} ({kind}) has no 'name'", at)
-            calls.append((ToolCall(id=str(part.get("id") or f"call_{message_index}_{len(calls)}"), name=part["name"],
-                                   arguments=arguments(part.get("input", {}))), not part.get("id")))
+            calls.append(
+                (
+                    ToolCall(
+                        id=str(part.get("id") or f"call_{message_index}_{len(calls)}"),
+                        name=part["name"],
+                        arguments=arguments(part.get("input", {})),
+                    ),
+                    not part.get("id"),
+                )
+            )
         elif isinstance(value, str):
             texts.append(value)
         else:
@@ -97,8 +114,9 @@ def _tool_call_from_part(value: Any, at: str, default_id: str) -> tuple[ToolCall
     if not isinstance(data, dict) or "name" not in data:
         raise RecordError(f"{at}: tool_call needs a 'name'", at.split(":")[0])
     generated = "id" not in data
-    return ToolCall(id=str(data.get("id", default_id)), name=str(data["name"]),
-                    arguments=arguments(data.get("arguments", {}))), generated
+    return ToolCall(
+        id=str(data.get("id", default_id)), name=str(data["name"]), arguments=arguments(data.get("arguments", {}))
+    ), generated
 
 
 def _tool_calls(raw: Any, at: str, message_index: int) -> list[tuple[ToolCall, bool]]:
@@ -113,8 +131,16 @@ def _tool_calls(raw: Any, at: str, message_index: int) -> list[tuple[ToolCall, b
         fn = call.get("function", call)
         if not isinstance(fn, dict) or not fn.get("name"):
             raise RecordError(f"{at}: tool call {k} has no function name", at)
-        calls.append((ToolCall(id=str(call.get("id", f"call_{message_index}_{k}")), name=str(fn["name"]),
-                               arguments=arguments(fn.get("arguments", ""))), "id" not in call))
+        calls.append(
+            (
+                ToolCall(
+                    id=str(call.get("id", f"call_{message_index}_{k}")),
+                    name=str(fn["name"]),
+                    arguments=arguments(fn.get("arguments", "")),
+                ),
+                "id" not in call,
+            )
+        )
     return calls
 
 
@@ -152,22 +178,27 @@ def openai_messages(raw: list, *, tool_names: bool = False) -> list[Message]:
             raise RecordError(f"{at} is not an object", at)
         if "role" not in m:
             if isinstance(m.get("type"), str):  # a Responses item of a type that stands for no message
-                raise RecordError(f"{at} is an item of type {m['type']!r}, which stands for no message MemLens can "
-                                  "read: a message needs a 'role'; leave the item out of the file", at)
+                raise RecordError(
+                    f"{at} is an item of type {m['type']!r}, which stands for no message MemLens can "
+                    "read: a message needs a 'role'; leave the item out of the file",
+                    at,
+                )
             raise RecordError(f"{at} has no 'role'", at)
         role = m["role"]
         if not isinstance(role, str):
             raise RecordError(f"{at} has a 'role' that is not a string", at)
         role = ROLE_ALIASES.get(role, role)
         if role not in VALID_ROLES:
-            raise RecordError(f"{at} has an unknown role {m['role']!r}; expected one of system, user, assistant, tool",
-                              at)
+            raise RecordError(
+                f"{at} has an unknown role {m['role']!r}; expected one of system, user, assistant, tool", at
+            )
         if role == "user" and _results_in(m.get("content")):  # Anthropic: tool results come back in a user message
             rest = [p for p in m["content"] if not (isinstance(p, dict) and p.get("type") == _TOOL_RESULT)]
             for k, (use_id, result) in enumerate(_tool_results(m["content"], at, i)):
                 call_id = _pair_result(out, pending, use_id, result)
-                out.append(Message("tool", result, "", i if k == 0 and not rest else f"{i}:result{k}",
-                                   tool_call_id=call_id))
+                out.append(
+                    Message("tool", result, "", i if k == 0 and not rest else f"{i}:result{k}", tool_call_id=call_id)
+                )
             if not rest:
                 continue
             m = {**m, "content": rest}  # what the user wrote beside the results is a message of its own
@@ -180,8 +211,11 @@ def openai_messages(raw: list, *, tool_names: bool = False) -> list[Message]:
             reasoning.insert(0, extra_reasoning)
         name = m.get("name") if isinstance(m.get("name"), str) and (role != "tool" or tool_names) else None
         for k, r in enumerate(reasoning):
-            out.append(Message(role="assistant", content=r, kind=REASONING,
-                               ref=f"{i}:reasoning" if k == 0 else f"{i}:reasoning{k}"))
+            out.append(
+                Message(
+                    role="assistant", content=r, kind=REASONING, ref=f"{i}:reasoning" if k == 0 else f"{i}:reasoning{k}"
+                )
+            )
         call_id = m.get("tool_call_id") if isinstance(m.get("tool_call_id"), str) else None
         if role == "tool":
             call_id = _pair_result(out, pending, call_id, text)
@@ -189,8 +223,17 @@ def openai_messages(raw: list, *, tool_names: bool = False) -> list[Message]:
             pending.clear()
         if role == "assistant" and reasoning and not text and not calls and isinstance(m.get("content"), list):
             continue  # content of reasoning parts only (a Responses reasoning item): its reasoning is the message
-        out.append(Message(role=role, content=text, kind="", ref=i, name=name,
-                           tool_calls=tuple(c for c, _ in calls), tool_call_id=call_id))
+        out.append(
+            Message(
+                role=role,
+                content=text,
+                kind="",
+                ref=i,
+                name=name,
+                tool_calls=tuple(c for c, _ in calls),
+                tool_call_id=call_id,
+            )
+        )
         pending.extend((len(out) - 1, k, generated) for k, (_, generated) in enumerate(calls))
     return out
 
@@ -210,8 +253,9 @@ def _tool_results(content: list, at: str, message_index: int) -> list[tuple[str 
     return out
 
 
-def _pair_result(out: list[Message], pending: list[tuple[int, int, bool]], call_id: str | None,
-                 text: str) -> str | None:
+def _pair_result(
+    out: list[Message], pending: list[tuple[int, int, bool]], call_id: str | None, text: str
+) -> str | None:
     def call_at(p: tuple[int, int, bool]) -> ToolCall:
         return out[p[0]].tool_calls[p[1]]
 
@@ -246,8 +290,9 @@ def _key(rec: Any) -> str:
 
 
 def _label(rec: Any) -> str:
-    return label_of(rec, "id", "name", "task_id") or first_user_text(rec.get(_key(rec)) if isinstance(rec, dict)
-                                                                     else None)
+    return label_of(rec, "id", "name", "task_id") or first_user_text(
+        rec.get(_key(rec)) if isinstance(rec, dict) else None
+    )
 
 
 def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
@@ -269,8 +314,10 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
         messages.insert(0, Message("system", system, "", "system"))
     conv = conversation_from_messages(messages, conv_id, meta=meta, name=str(rec.get("name") or conv_id))
     if not conv.turns:
-        raise RecordError("has no user or assistant message" if n is None else
-                          "the conversation has no user or assistant message", key)
+        raise RecordError(
+            "has no user or assistant message" if n is None else "the conversation has no user or assistant message",
+            key,
+        )
     return conv
 
 
@@ -279,8 +326,11 @@ def _sniff(first: Any, layout: str) -> bool:
         return isinstance(first[_key(first)], list)
     if is_langchain(first) or is_item(first):
         return True
-    return isinstance(first, dict) and ("messages" in first or "role" in first or "content" in first) \
+    return (
+        isinstance(first, dict)
+        and ("messages" in first or "role" in first or "content" in first)
         and isinstance(first.get("messages", []), list)
+    )
 
 
 def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
@@ -297,11 +347,17 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
             return
         messages.append(rec.value)
     doc = messages if records.layout != "document" else first
-    yield from ctx.each([Record(None, {"messages": doc} if isinstance(doc, list) else doc)],
-                        lambda rec, _: _conversation(rec, None, ctx.stem))
+    yield from ctx.each(
+        [Record(None, {"messages": doc} if isinstance(doc, list) else doc)],
+        lambda rec, _: _conversation(rec, None, ctx.stem),
+    )
 
 
-FORMAT = Format("openai", "OpenAI chat messages (JSON, JSON Lines, typed content parts; tau-bench, LangChain "
-                           "histories, OpenAI Agents SDK sessions, Anthropic, Bedrock Converse and Gemini requests, "
-                           "Vercel AI SDK UI messages)", _sniff,
-                _read)
+FORMAT = Format(
+    "openai",
+    "OpenAI chat messages (JSON, JSON Lines, typed content parts; tau-bench, LangChain "
+    "histories, OpenAI Agents SDK sessions, Anthropic, Bedrock Converse and Gemini requests, "
+    "Vercel AI SDK UI messages)",
+    _sniff,
+    _read,
+)

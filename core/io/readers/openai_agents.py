@@ -55,6 +55,7 @@ def _session(items: list, session_id: str, meta: dict) -> Conversation | None:
 
 # -- the database ------------------------------------------------------------------------------------
 
+
 def _tables(conn: sqlite3.Connection, name: str) -> tuple[str, str | None]:
     """The items table (``agent_messages``, else the one table with its columns) and the sessions table."""
     tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
@@ -64,11 +65,14 @@ def _tables(conn: sqlite3.Connection, name: str) -> tuple[str, str | None]:
         items = [MESSAGES_TABLE]
     if len(items) != 1:
         found = ", ".join(tables[:8]) or "none"
-        raise FormatError(f"{name} is a SQLite database without {'one' if not items else 'a single'} table of session "
-                          f"items ({MESSAGES_TABLE}: id, session_id, message_data; tables found: {found}); expected "
-                          "an OpenAI Agents SDK SQLiteSession file")
-    sessions = SESSIONS_TABLE if {"session_id", "created_at", "updated_at"} <= columns.get(SESSIONS_TABLE, set()) \
-        else None
+        raise FormatError(
+            f"{name} is a SQLite database without {'one' if not items else 'a single'} table of session "
+            f"items ({MESSAGES_TABLE}: id, session_id, message_data; tables found: {found}); expected "
+            "an OpenAI Agents SDK SQLiteSession file"
+        )
+    sessions = (
+        SESSIONS_TABLE if {"session_id", "created_at", "updated_at"} <= columns.get(SESSIONS_TABLE, set()) else None
+    )
     return items[0], sessions
 
 
@@ -86,11 +90,18 @@ def _read_database(data: bytes, ctx: ReadContext) -> Iterator[Conversation]:
             conn.deserialize(_rollback_journal(data))
             items_table, sessions_table = _tables(conn, ctx.name)
             rows = conn.execute(f'SELECT id, session_id, message_data FROM "{items_table}" ORDER BY id').fetchall()
-            times = dict(((s, (c, u)) for s, c, u in conn.execute(
-                f'SELECT session_id, created_at, updated_at FROM "{sessions_table}"')) if sessions_table else ())
+            times = dict(
+                (
+                    (s, (c, u))
+                    for s, c, u in conn.execute(f'SELECT session_id, created_at, updated_at FROM "{sessions_table}"')
+                )
+                if sessions_table
+                else ()
+            )
         except sqlite3.DatabaseError as e:
-            raise FormatError(f"{ctx.name} is not a readable SQLite database ({e}); expected an OpenAI Agents SDK "
-                              "SQLiteSession file") from None
+            raise FormatError(
+                f"{ctx.name} is not a readable SQLite database ({e}); expected an OpenAI Agents SDK SQLiteSession file"
+            ) from None
     finally:
         conn.close()
     sessions: dict[str, list] = {}
@@ -109,8 +120,11 @@ def _read_database(data: bytes, ctx: ReadContext) -> Iterator[Conversation]:
         session_id = str(session_id)
         sessions.setdefault(session_id, [])
         before = len(ctx.problems)
-        for _ in ctx.each([Record(row_id, {"id": row_id, "session_id": session_id, "message_data": message_data})],
-                          parse, lambda row: row["session_id"]):
+        for _ in ctx.each(
+            [Record(row_id, {"id": row_id, "session_id": session_id, "message_data": message_data})],
+            parse,
+            lambda row: row["session_id"],
+        ):
             pass
         if len(ctx.problems) > before:
             failed.add(session_id)  # a session with a bad row is left out whole
@@ -122,19 +136,27 @@ def _read_database(data: bytes, ctx: ReadContext) -> Iterator[Conversation]:
             meta["created_at"], meta["updated_at"] = (str(t) for t in times[session_id])
         conv = _session(items, session_id, meta)
         if conv is None:
-            ctx.report(Problem(None, "message_data", f"session {session_id!r} holds no user or assistant message",
-                               session_id))
+            ctx.report(
+                Problem(None, "message_data", f"session {session_id!r} holds no user or assistant message", session_id)
+            )
             continue
         yield conv
 
 
 # -- the JSON ------------------------------------------------------------------------------------------
 
+
 def _read_items(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
     if records.layout == "document":
         ctx.records = 1
-        ctx.report(Problem(None, "", f"{ctx.name} is one JSON value; expected a session's items: a JSON array "
-                                     "(to_input_list(), get_items()) or JSON Lines"))
+        ctx.report(
+            Problem(
+                None,
+                "",
+                f"{ctx.name} is one JSON value; expected a session's items: a JSON array "
+                "(to_input_list(), get_items()) or JSON Lines",
+            )
+        )
         return
     items = list(ctx.each(records, lambda value, _n: item_message(value, "item")))
     if ctx.problems or not items:
@@ -151,5 +173,11 @@ def _sniff(first: Any, layout: str) -> bool:
     return False
 
 
-FORMAT = Format(NAME, "OpenAI Agents SDK session (a SQLiteSession database file, or its items as JSON: "
-                      "to_input_list(), get_items())", _sniff, _read_items, magic=SQLITE_MAGIC, binary=_read_database)
+FORMAT = Format(
+    NAME,
+    "OpenAI Agents SDK session (a SQLiteSession database file, or its items as JSON: to_input_list(), get_items())",
+    _sniff,
+    _read_items,
+    magic=SQLITE_MAGIC,
+    binary=_read_database,
+)

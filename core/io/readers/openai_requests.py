@@ -25,8 +25,11 @@ _PIN_KEYS = ("memlens_conversation", "conversation_id", "thread_id", "session_id
 
 
 def _is_line(value: Any) -> bool:
-    return isinstance(value, dict) and "custom_id" in value and (isinstance(value.get("body"), dict)
-                                                                  or isinstance(value.get("response"), dict))
+    return (
+        isinstance(value, dict)
+        and "custom_id" in value
+        and (isinstance(value.get("body"), dict) or isinstance(value.get("response"), dict))
+    )
 
 
 def _conversation(line: Any, n: int | None, stem: str) -> Call:
@@ -41,13 +44,25 @@ def _conversation(line: Any, n: int | None, stem: str) -> Call:
     answer = response.get("body") if isinstance(response.get("body"), dict) else None
     error = line.get("error")
     metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
-    pin = next((f"{k}:{metadata[k]}" for k in _PIN_KEYS if isinstance(metadata.get(k), (str, int))), None) \
-        or (f"user:{body['user']}" if isinstance(body.get("user"), str) and body["user"] else None)
-    meta = {"custom_id": str(line.get("custom_id")), SOURCE_MODEL: body.get("model"),
-            "error": (error.get("message") if isinstance(error, dict) else error) if error else None}
+    pin = next((f"{k}:{metadata[k]}" for k in _PIN_KEYS if isinstance(metadata.get(k), (str, int))), None) or (
+        f"user:{body['user']}" if isinstance(body.get("user"), str) and body["user"] else None
+    )
+    meta = {
+        "custom_id": str(line.get("custom_id")),
+        SOURCE_MODEL: body.get("model"),
+        "error": (error.get("message") if isinstance(error, dict) else error) if error else None,
+    }
     name = str(line.get("custom_id") or (stem if n is None else f"{stem}#{n}"))
-    return call_conversation(prompt, reply_message(answer) if answer else None, name, name=name, meta=meta,
-                             source_format="openai-requests", pin=pin, node_name=node_name(metadata.get(NODE_KEY)))
+    return call_conversation(
+        prompt,
+        reply_message(answer) if answer else None,
+        name,
+        name=name,
+        meta=meta,
+        source_format="openai-requests",
+        pin=pin,
+        node_name=node_name(metadata.get(NODE_KEY)),
+    )
 
 
 def _other_kind(line: Any) -> str | None:
@@ -58,15 +73,26 @@ def _other_kind(line: Any) -> str | None:
 
 
 def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
-    yield from read_calls(ctx, records, lambda line, _, n: _conversation(line, n, ctx.stem),
-                          lambda line: label_of(line, "custom_id"), other_kind=_other_kind,
-                          left_out="left out the lines that are not chat completion requests ({left})",
-                          none="{name} holds no chat completion request, only {left} lines", field="url")
+    yield from read_calls(
+        ctx,
+        records,
+        lambda line, _, n: _conversation(line, n, ctx.stem),
+        lambda line: label_of(line, "custom_id"),
+        other_kind=_other_kind,
+        left_out="left out the lines that are not chat completion requests ({left})",
+        none="{name} holds no chat completion request, only {left} lines",
+        field="url",
+    )
 
 
 def _sniff(first: Any, layout: str) -> bool:
     return _is_line(first)
 
 
-FORMAT = Format("openai-requests", "OpenAI request files (Batch API lines: each chat completion request and its "
-                                   "response, threaded into conversations)", _sniff, _read)
+FORMAT = Format(
+    "openai-requests",
+    "OpenAI request files (Batch API lines: each chat completion request and its "
+    "response, threaded into conversations)",
+    _sniff,
+    _read,
+)

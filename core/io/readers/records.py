@@ -43,8 +43,13 @@ class Problem:
         return f"{where}{', ' if self.message.startswith('message ') else ': '}{self.message}"
 
     def to_json(self) -> dict:
-        return {"record": self.record, "field": self.field, "message": self.message,
-                "conversation": self.conversation, "text": self.text}
+        return {
+            "record": self.record,
+            "field": self.field,
+            "message": self.message,
+            "conversation": self.conversation,
+            "text": self.text,
+        }
 
 
 _WS = re.compile(r"[ \t\n\r]*")
@@ -160,7 +165,7 @@ class Records:
         if self.text[start] in "{[":
             return []
         nl = self.text.find("\n", start)
-        line = self.text[start:nl if nl >= 0 else len(self.text)].rstrip("\r")
+        line = self.text[start : nl if nl >= 0 else len(self.text)].rstrip("\r")
         try:
             names = next(csv.reader([line]))
         except (csv.Error, StopIteration):
@@ -176,7 +181,7 @@ class Records:
         consumed = [0]
 
         def lines() -> Iterator[str]:
-            for line in io.StringIO(self.text[self._start:]):
+            for line in io.StringIO(self.text[self._start :]):
                 consumed[0] += len(line)
                 yield line
 
@@ -188,8 +193,12 @@ class Records:
                 if not row or row == [""]:
                     continue
                 if len(row) != len(self.columns):
-                    yield Record(index, None, error=f"line {reader.line_num} has {len(row)} fields; the header has "
-                                                    f"{len(self.columns)} ({', '.join(self.columns)})")
+                    yield Record(
+                        index,
+                        None,
+                        error=f"line {reader.line_num} has {len(row)} fields; the header has "
+                        f"{len(self.columns)} ({', '.join(self.columns)})",
+                    )
                 else:
                     yield Record(index, dict(zip(self.columns, row)))
                 index += 1
@@ -273,9 +282,13 @@ class ReadContext:
         if not self.skip_bad and len(self.problems) >= MAX_PROBLEMS:
             raise TooManyProblems()
 
-    def each(self, records: Iterable[Record], parse_one: Callable[[Any, int | None], Any],
-             label: Callable[[Any], str] | None = None,
-             check: Callable[[Any, str], None] | None = None) -> Iterator[Any]:
+    def each(
+        self,
+        records: Iterable[Record],
+        parse_one: Callable[[Any, int | None], Any],
+        label: Callable[[Any], str] | None = None,
+        check: Callable[[Any, str], None] | None = None,
+    ) -> Iterator[Any]:
         """``parse_one(value, index)`` for every record; a bad record becomes a problem. Each record
         is held to the depth limit first — by ``check(value, where)`` when the format measures it its
         own way (a message tree nested reply by reply) — and refused whole when it goes beyond."""
@@ -304,5 +317,3 @@ class ReadContext:
                 self.report(Problem(rec.index, e.field, str(e), conv))
                 continue
             yield result
-
-

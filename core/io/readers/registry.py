@@ -102,9 +102,14 @@ def formats() -> list[Format]:
     return list(_REGISTRY.values())
 
 
-def import_file(path: str | Path, fmt: str | None = None, *, skip_bad: bool = False,
-                on_progress: Callable[[int, int], None] | None = None,
-                max_bytes: int | None = MAX_IMPORT_BYTES) -> ImportResult:
+def import_file(
+    path: str | Path,
+    fmt: str | None = None,
+    *,
+    skip_bad: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+    max_bytes: int | None = MAX_IMPORT_BYTES,
+) -> ImportResult:
     """Read every conversation in a file. See :mod:`core.io.readers` for the formats and the modes.
 
     ``on_progress(done_bytes, total_bytes)`` is called as records are read (a few hundred times
@@ -119,13 +124,23 @@ def read_file(path: str | Path, max_bytes: int | None = MAX_IMPORT_BYTES) -> byt
     """A conversation file's bytes, its size checked before it is read; a missing, unreadable or too
     large file raises :class:`FormatError` saying so (``max_bytes=None`` lifts the limit)."""
     path = Path(path)
-    return limits.read_bytes(path, FormatError, "a conversation file",
-                             None if max_bytes is None else lambda size: _check_size(size, path.name, max_bytes))
+    return limits.read_bytes(
+        path,
+        FormatError,
+        "a conversation file",
+        None if max_bytes is None else lambda size: _check_size(size, path.name, max_bytes),
+    )
 
 
-def import_bytes(data: bytes, name: str = "input", fmt: str | None = None, *, skip_bad: bool = False,
-                 on_progress: Callable[[int, int], None] | None = None,
-                 max_bytes: int | None = MAX_IMPORT_BYTES) -> ImportResult:
+def import_bytes(
+    data: bytes,
+    name: str = "input",
+    fmt: str | None = None,
+    *,
+    skip_bad: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+    max_bytes: int | None = MAX_IMPORT_BYTES,
+) -> ImportResult:
     """Like :func:`import_file`, for an upload's bytes (a binary format's file too: :class:`Format`)."""
     if max_bytes is not None:
         _check_size(len(data), name, max_bytes)
@@ -142,8 +157,11 @@ def import_bytes(data: bytes, name: str = "input", fmt: str | None = None, *, sk
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        expected = f"a file of the {fmt} format ({_REGISTRY[fmt].description})" if fmt else \
-            "a JSON or JSON Lines conversation file, or a database file of a format MemLens reads"
+        expected = (
+            f"a file of the {fmt} format ({_REGISTRY[fmt].description})"
+            if fmt
+            else "a JSON or JSON Lines conversation file, or a database file of a format MemLens reads"
+        )
         raise FormatError(f"{name} is not UTF-8 text nor a database MemLens reads; expected {expected}") from None
     total = len(data)
     del data
@@ -169,15 +187,27 @@ def _check_size(size: int, name: str, max_bytes: int) -> None:
         raise FormatError(str(e)) from None
 
 
-def import_text(text: str, name: str = "input", fmt: str | None = None, *, skip_bad: bool = False,
-                on_progress: Callable[[int, int], None] | None = None) -> ImportResult:
+def import_text(
+    text: str,
+    name: str = "input",
+    fmt: str | None = None,
+    *,
+    skip_bad: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ImportResult:
     """Like :func:`import_file`, for text already in memory."""
     total = len(text.encode("utf-8", "surrogatepass")) if on_progress else len(text)
     return _import(text.lstrip("\ufeff"), name, fmt, skip_bad, on_progress, total)
 
 
-def _import(text: str, name: str, fmt: str | None, skip_bad: bool,
-            on_progress: Callable[[int, int], None] | None, total_bytes: int) -> ImportResult:
+def _import(
+    text: str,
+    name: str,
+    fmt: str | None,
+    skip_bad: bool,
+    on_progress: Callable[[int, int], None] | None,
+    total_bytes: int,
+) -> ImportResult:
     if fmt is not None and fmt not in _REGISTRY:
         raise FormatError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     progress = Progress(on_progress, total_bytes, len(text))
@@ -233,8 +263,9 @@ def _each_turn_once(conv: Conversation, ctx: ReadContext) -> Conversation | None
     shown = ", ".join(repr(excerpt(i)) for i in ids[:_PROBLEMS_SHOWN])
     if len(ids) > _PROBLEMS_SHOWN:
         shown += ", …"
-    ctx.notes.append(f"conversation {excerpt(conv.id, 60)!r}: {plural(len(ids), 'turn')} listed more than once, "
-                     f"read once ({shown})")
+    ctx.notes.append(
+        f"conversation {excerpt(conv.id, 60)!r}: {plural(len(ids), 'turn')} listed more than once, read once ({shown})"
+    )
     return replace(conv, turns=turns)  # (its thread index is made for these turns when first asked for)
 
 
@@ -269,8 +300,10 @@ def _detect(first: Any, layout: str, name: str) -> str:
     for fmt in _REGISTRY.values():
         if (fmt.tables or layout != "csv") and fmt.sniff(first, layout):
             return fmt.name
-    raise FormatError(f"{name}: unknown format ({_describe(first, layout)}); expected one of {', '.join(FORMATS)} "
-                      "(name the format explicitly if the file is one of them)")
+    raise FormatError(
+        f"{name}: unknown format ({_describe(first, layout)}); expected one of {', '.join(FORMATS)} "
+        "(name the format explicitly if the file is one of them)"
+    )
 
 
 _KEYS_SHOWN = 12
@@ -282,7 +315,8 @@ def _describe(first: Any, layout: str) -> str:
         columns = [excerpt(str(k), 30) for k in list(first)[:_KEYS_SHOWN]]
         return f"found a CSV table with columns {', '.join(columns)}"
     where = {"array": "a JSON array whose first record is ", "lines": "JSON Lines whose first record is "}.get(
-        layout, "")
+        layout, ""
+    )
     if isinstance(first, dict):
         keys = [excerpt(str(k), 30) for k in list(first)[:_KEYS_SHOWN]]
         more = f", … ({len(first)} keys)" if len(first) > _KEYS_SHOWN else ""
@@ -290,6 +324,6 @@ def _describe(first: Any, layout: str) -> str:
     if first is None and layout == "array":
         return "found an empty JSON array"
     kind = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(
-        type(first), "null")
+        type(first), "null"
+    )
     return f"found {where}{kind}"
-

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from core.model.conversation import Conversation
 from core.io.errors import RecordError
-from core.report.bundle import FORMAT as REPORT_FORMAT, parse_report
+from core.model.conversation import Conversation
+from core.report.bundle import FORMAT as REPORT_FORMAT
+from core.report.bundle import parse_report
 from core.report.errors import BundleFieldError
 
 from .records import ReadContext, Records
@@ -24,6 +25,9 @@ def _read(records: Records, ctx: ReadContext) -> Iterable[Conversation]:
     return ctx.each(records, parse)
 
 
-FORMAT = Format(REPORT_FORMAT, "MemLens report bundle (a comparison's conversation, configs and facts)",
-                lambda first, layout: layout == "document" and isinstance(first, dict)
-                and first.get("format") == REPORT_FORMAT, _read)
+FORMAT = Format(
+    REPORT_FORMAT,
+    "MemLens report bundle (a comparison's conversation, configs and facts)",
+    lambda first, layout: layout == "document" and isinstance(first, dict) and first.get("format") == REPORT_FORMAT,
+    _read,
+)

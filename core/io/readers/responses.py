@@ -27,9 +27,17 @@ _BOOKKEEPING = ("type", "id", "status", "call_id")
 
 def is_item(value: Any) -> bool:
     """Whether ``value`` is a Responses item that is not a plain ``{role, content}`` message."""
-    return isinstance(value, dict) and "role" not in value and isinstance(value.get("type"), str) and (
-        value["type"] in _CALLS or value["type"] in _OUTPUTS or value["type"] == "reasoning"
-        or value["type"].endswith(("_call", "_call_output")))
+    return (
+        isinstance(value, dict)
+        and "role" not in value
+        and isinstance(value.get("type"), str)
+        and (
+            value["type"] in _CALLS
+            or value["type"] in _OUTPUTS
+            or value["type"] == "reasoning"
+            or value["type"].endswith(("_call", "_call_output"))
+        )
+    )
 
 
 def chat_shape(value: Any) -> Any:
@@ -51,13 +59,19 @@ def chat_shape(value: Any) -> Any:
         return {"role": "assistant", "content": [{"type": "reasoning", "text": "\n\n".join(texts)}]}
     # Any other tool's call: the item is the step, the rest of it the arguments.
     action = {k: v for k, v in value.items() if k not in _BOOKKEEPING}
-    return {"role": "assistant", "content": None,
-            "tool_calls": [_call(call_id, kind.removesuffix("_call"), action)]}
+    return {"role": "assistant", "content": None, "tool_calls": [_call(call_id, kind.removesuffix("_call"), action)]}
 
 
 def _call(call_id: Any, name: Any, args: Any) -> dict:
-    out = {"type": "function", "function": {"name": name, "arguments": args if isinstance(args, str) else
-                                            json.dumps(args if args is not None else {}, ensure_ascii=False)}}
+    out = {
+        "type": "function",
+        "function": {
+            "name": name,
+            "arguments": args
+            if isinstance(args, str)
+            else json.dumps(args if args is not None else {}, ensure_ascii=False),
+        },
+    }
     if call_id is not None:
         out["id"] = str(call_id)
     return out

@@ -25,15 +25,34 @@ from core import limits
 from core.io.errors import RecordError
 from core.model.conversation import ANSWER, Conversation, FileRef, Message, ToolCall, Turn
 
-from .common import (arguments, conversation_from_messages, conversation_id, first_user_text, label_of, read_named,
-                     record_field)
+from .common import (
+    arguments,
+    conversation_from_messages,
+    conversation_id,
+    first_user_text,
+    label_of,
+    read_named,
+    record_field,
+)
 from .records import ReadContext, Records
 from .registry import Format
 
-_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
-                   "chatgpt": "assistant", "bard": "assistant", "bing": "assistant", "model": "assistant",
-                   "system": "system", "function_call": "call", "tool_call": "call",
-                   "observation": "result", "tool": "result", "function_response": "result"}
+_ROLES = {
+    "human": "user",
+    "user": "user",
+    "gpt": "assistant",
+    "assistant": "assistant",
+    "chatgpt": "assistant",
+    "bard": "assistant",
+    "bing": "assistant",
+    "model": "assistant",
+    "system": "system",
+    "function_call": "call",
+    "tool_call": "call",
+    "observation": "result",
+    "tool": "result",
+    "function_response": "result",
+}
 
 
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
@@ -44,8 +63,7 @@ def _calls(value: str, at: str, k: int) -> tuple[ToolCall, ...]:
     try:
         data = json.loads(value)
     except ValueError:
-        raise RecordError(f"{at}: a 'function_call' value must be JSON {{\"name\": …, \"arguments\": …}}",
-                          at) from None
+        raise RecordError(f'{at}: a \'function_call\' value must be JSON {{"name": …, "arguments": …}}', at) from None
     return _named_calls(data if isinstance(data, list) else [data], at, k)
 
 
@@ -59,7 +77,7 @@ def _tagged_calls(value: str, at: str, k: int) -> tuple[tuple[ToolCall, ...], st
         try:
             items.append(json.loads(block))
         except ValueError:
-            raise RecordError(f"{at}: a <tool_call> must hold JSON {{\"name\": …, \"arguments\": …}}", at) from None
+            raise RecordError(f'{at}: a <tool_call> must hold JSON {{"name": …, "arguments": …}}', at) from None
     return _named_calls(items, at, k), _TOOL_CALL.sub("", value).strip()
 
 
@@ -68,16 +86,22 @@ def _named_calls(items: list, at: str, k: int) -> tuple[ToolCall, ...]:
     for j, item in enumerate(items):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
             raise RecordError(f"{at}: a 'function_call' needs a 'name'", at)
-        calls.append(ToolCall(id=f"call_{k}" if len(items) == 1 else f"call_{k}_{j}", name=item["name"],
-                              arguments=arguments(item.get("arguments", {}))))
+        calls.append(
+            ToolCall(
+                id=f"call_{k}" if len(items) == 1 else f"call_{k}_{j}",
+                name=item["name"],
+                arguments=arguments(item.get("arguments", {})),
+            )
+        )
     if not calls:
         raise RecordError(f"{at}: the 'function_call' names no function", at)
     return tuple(calls)
 
 
 def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
-    raw = record_field(rec, "conversations", list, "a 'conversations' list",
-                       "'conversations' must be a list of {from, value} messages")
+    raw = record_field(
+        rec, "conversations", list, "a 'conversations' list", "'conversations' must be a list of {from, value} messages"
+    )
     if not raw:
         raise RecordError("'conversations' is empty", "conversations")
     meta: dict = {}
@@ -112,8 +136,9 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
             raise RecordError(f"{at} has no 'value' string", at)
         role = _ROLES.get(tag.lower())
         if role is None:
-            raise RecordError(f"{at} has an unknown 'from' {tag!r}; expected human, gpt, function_call, "
-                              "observation or system", at)
+            raise RecordError(
+                f"{at} has an unknown 'from' {tag!r}; expected human, gpt, function_call, observation or system", at
+            )
         tagged, text = _tagged_calls(value, at, k) if role == "assistant" else ((), value)
         if role == "call" or tagged:
             pending = list(tagged or _calls(value, at, k))
@@ -121,15 +146,24 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
             role = "call"
         elif role == "result":
             if previous not in ("call", "result") or not pending:
-                raise RecordError(f"{at}: {tag!r} must follow a 'function_call' (or a message with <tool_call> "
-                                  "tags)", at)
+                raise RecordError(
+                    f"{at}: {tag!r} must follow a 'function_call' (or a message with <tool_call> tags)", at
+                )
             responses = _TOOL_RESPONSE.findall(value)
             if len(responses) > len(pending):
-                raise RecordError(f"{at}: {len(responses)} <tool_response> blocks answer "
-                                  f"{len(pending)} outstanding tool call(s)", at)
+                raise RecordError(
+                    f"{at}: {len(responses)} <tool_response> blocks answer {len(pending)} outstanding tool call(s)", at
+                )
             for j, response in enumerate(responses or [value]):
-                messages.append(Message("tool", response.strip() if responses else response, "",
-                                        k if j == 0 else f"{k}:response{j}", tool_call_id=pending.pop(0).id))
+                messages.append(
+                    Message(
+                        "tool",
+                        response.strip() if responses else response,
+                        "",
+                        k if j == 0 else f"{k}:response{j}",
+                        tool_call_id=pending.pop(0).id,
+                    )
+                )
         else:
             pending = []
             messages.append(Message(role, value, "", k))
@@ -139,19 +173,34 @@ def _conversation(rec: Any, n: int | None, stem: str) -> Conversation:
     if preferred:
         messages.append(Message("assistant", preferred[0], "", "chosen"))
     conv_id = conversation_id(rec, n, stem, "id")
-    meta.update({key: v for key, v in rec.items()
-                 if key not in ("conversations", "tools", "system") and isinstance(v, (str, int, float, bool))})
-    conv = conversation_from_messages(messages, conv_id, source_format="sharegpt", meta=meta,
-                                      name=str(rec.get("name") or conv_id))
+    meta.update(
+        {
+            key: v
+            for key, v in rec.items()
+            if key not in ("conversations", "tools", "system") and isinstance(v, (str, int, float, bool))
+        }
+    )
+    conv = conversation_from_messages(
+        messages, conv_id, source_format="sharegpt", meta=meta, name=str(rec.get("name") or conv_id)
+    )
     if not conv.turns:
         raise RecordError("the conversation has no human or gpt message", "conversations")
     if preferred:  # the rejected reply: a sibling answer to the same message, before the chosen one
         chosen = conv.turns[-1]
         query = chosen.messages[chosen.query_index]
-        conv.turns.insert(len(conv.turns) - 1, Turn(
-            id=f"{chosen.id}:rejected", parent_id=chosen.parent_id, query_index=0, answer_index=1,
-            messages=(replace(query, ref=f"{query.ref}:rejected"), Message("assistant", preferred[1], ANSWER,
-                                                                              "rejected"))))
+        conv.turns.insert(
+            len(conv.turns) - 1,
+            Turn(
+                id=f"{chosen.id}:rejected",
+                parent_id=chosen.parent_id,
+                query_index=0,
+                answer_index=1,
+                messages=(
+                    replace(query, ref=f"{query.ref}:rejected"),
+                    Message("assistant", preferred[1], ANSWER, "rejected"),
+                ),
+            ),
+        )
     return conv
 
 
@@ -174,7 +223,8 @@ def _with_media(rec: dict, messages: list[Message]) -> list[Message]:
         slots = [k for k in users for _ in range(messages[k].content.count(placeholder))]
         for j, path in enumerate(paths):
             files.setdefault(slots[j] if j < len(slots) else users[0], []).append(
-                FileRef(type=kind, url=path, name=path.rsplit("/", 1)[-1]))
+                FileRef(type=kind, url=path, name=path.rsplit("/", 1)[-1])
+            )
     return [replace(m, files=m.files + tuple(files[k])) if k in files else m for k, m in enumerate(messages)]
 
 
@@ -185,19 +235,24 @@ def _preference(rec: dict, last_role: str | None) -> tuple[str, str] | None:
     texts = []
     for key in ("chosen", "rejected"):
         reply = rec.get(key)
-        if not (isinstance(reply, dict) and isinstance(reply.get("value"), str)
-                and _ROLES.get(str(reply.get("from")).lower()) == "assistant"):
+        if not (
+            isinstance(reply, dict)
+            and isinstance(reply.get("value"), str)
+            and _ROLES.get(str(reply.get("from")).lower()) == "assistant"
+        ):
             raise RecordError(f"'{key}' must be a gpt reply {{from, value}}, as in a preference record", key)
         texts.append(reply["value"])
     if last_role != "user":
-        raise RecordError("'chosen' and 'rejected' answer the last human message: 'conversations' must end "
-                          "with one", "conversations")
+        raise RecordError(
+            "'chosen' and 'rejected' answer the last human message: 'conversations' must end with one", "conversations"
+        )
     return texts[0], texts[1]
 
 
 def _label(rec: Any) -> str:
-    return label_of(rec, "id") or first_user_text(rec.get("conversations") if isinstance(rec, dict) else None,
-                                                  "from", ("human", "user"), "value")
+    return label_of(rec, "id") or first_user_text(
+        rec.get("conversations") if isinstance(rec, dict) else None, "from", ("human", "user"), "value"
+    )
 
 
 def _sniff(first: Any, layout: str) -> bool:
@@ -208,6 +263,10 @@ def _read(records: Records, ctx: ReadContext) -> Iterator[Conversation]:
     yield from read_named(records, ctx, _conversation, _label)
 
 
-FORMAT = Format("sharegpt", "ShareGPT conversations (human / gpt / function_call / observation; Hermes tool tags; "
-                "LLaMA-Factory preference and multimodal records)",
-                _sniff, _read)
+FORMAT = Format(
+    "sharegpt",
+    "ShareGPT conversations (human / gpt / function_call / observation; Hermes tool tags; "
+    "LLaMA-Factory preference and multimodal records)",
+    _sniff,
+    _read,
+)

@@ -53,7 +53,8 @@ def tree_turns(nodes: list[Node], active: str | None) -> tuple[list[Turn], str |
     active_turn: str | None = None
     # Stack items: (first node of the segment, node reached, nodes so far, parent turn id).
     stack: list[tuple[Node, Node, list[Node], str | None]] = [
-        (n, n, [n], None) for n in reversed(children.get(None, []))]
+        (n, n, [n], None) for n in reversed(children.get(None, []))
+    ]
     while stack:
         start, node, path, parent = stack.pop()
         kids = children.get(node.id, [])
@@ -66,8 +67,17 @@ def tree_turns(nodes: list[Node], active: str | None) -> tuple[list[Turn], str |
             meta = {"source_nodes": [n.id for n in path]}
             for n in path:
                 meta.update(n.meta)
-            turns.append(Turn(id=node.id, parent_id=parent, messages=msgs, query_index=query_index,
-                              answer_index=answer_index, created_at=node.created, meta=meta))
+            turns.append(
+                Turn(
+                    id=node.id,
+                    parent_id=parent,
+                    messages=msgs,
+                    query_index=query_index,
+                    answer_index=answer_index,
+                    created_at=node.created,
+                    meta=meta,
+                )
+            )
             turn_id = node.id
             if node.id in on_path:
                 active_turn = node.id
@@ -79,8 +89,16 @@ def tree_turns(nodes: list[Node], active: str | None) -> tuple[list[Turn], str |
     return turns, active_turn
 
 
-def tree_conversation(conv_id: str, turns: list[Turn], active: str | None, *, system: object, title: object,
-                      source_format: str, meta: dict) -> Conversation:
+def tree_conversation(
+    conv_id: str,
+    turns: list[Turn],
+    active: str | None,
+    *,
+    system: object,
+    title: object,
+    source_format: str,
+    meta: dict,
+) -> Conversation:
     """A chat app's exported tree as a conversation: named by its ``title`` when it has one (kept in
     ``meta``, before the format's own entries), its ``system`` prompt when that is text, and the
     active path's last turn as ``active_turn_id``."""
@@ -88,8 +106,14 @@ def tree_conversation(conv_id: str, turns: list[Turn], active: str | None, *, sy
     out.update(meta)
     if active:
         out["active_turn_id"] = active
-    return Conversation(id=conv_id, turns=turns, system_prompt=system if isinstance(system, str) else "",
-                        source_format=source_format, name=str(title or conv_id), meta=out)
+    return Conversation(
+        id=conv_id,
+        turns=turns,
+        system_prompt=system if isinstance(system, str) else "",
+        source_format=source_format,
+        name=str(title or conv_id),
+        meta=out,
+    )
 
 
 def visible_parent(mapping: dict, node_id: str, visible: set[str], memo: dict) -> str | None:

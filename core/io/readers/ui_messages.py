@@ -24,8 +24,12 @@ _DONE = {"output-available", "output-error", "result"}
 
 def is_ui_message(value: Any) -> bool:
     """Whether ``value`` is a UI message: a role and a list of ``parts`` (or AI SDK 4's tool invocations)."""
-    return isinstance(value, dict) and isinstance(value.get("role"), str) and not isinstance(value.get("content"), list) \
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("role"), str)
+        and not isinstance(value.get("content"), list)
         and (isinstance(value.get("parts"), list) or isinstance(value.get("toolInvocations"), list))
+    )
 
 
 def expand(raw: list) -> list:
@@ -55,12 +59,16 @@ def openai_messages(message: dict) -> list[dict]:
         if content or calls:
             step = {"role": "assistant", "content": list(content)}
             if calls:
-                step["tool_calls"] = [{"id": cid, "type": "function",
-                                       "function": {"name": name, "arguments": _json(args)}}
-                                      for cid, name, args, _ in calls]
+                step["tool_calls"] = [
+                    {"id": cid, "type": "function", "function": {"name": name, "arguments": _json(args)}}
+                    for cid, name, args, _ in calls
+                ]
             out.append(step)
-            out.extend({"role": "tool", "tool_call_id": cid, "content": _text(result)}
-                       for cid, _, _, result in calls if result is not _NONE)
+            out.extend(
+                {"role": "tool", "tool_call_id": cid, "content": _text(result)}
+                for cid, _, _, result in calls
+                if result is not _NONE
+            )
         content.clear()
         calls.clear()
 
@@ -87,8 +95,11 @@ def _parts(message: dict) -> list[dict]:
     if isinstance(parts, list):
         return [p for p in parts if isinstance(p, dict)]
     # AI SDK 4 without parts: its tool invocations, then its text.
-    out = [{"type": "tool-invocation", "toolInvocation": t} for t in message.get("toolInvocations") or []
-           if isinstance(t, dict)]
+    out = [
+        {"type": "tool-invocation", "toolInvocation": t}
+        for t in message.get("toolInvocations") or []
+        if isinstance(t, dict)
+    ]
     if isinstance(message.get("content"), str) and message["content"]:
         out.append({"type": "text", "text": message["content"]})
     return out

@@ -27,40 +27,43 @@ from .buffer import BufferStrategy, OffStrategy
 from .compaction import CompactionStrategy
 from .dify import DifyStrategy
 from .dify_agent import DifyAgentStrategy
-from .llamaindex_buffer import LlamaIndexBufferStrategy
-from .llamaindex_memory import LlamaIndexMemoryStrategy
-from .langgraph_trim import LangGraphTrimStrategy
-from .langmem_summary import LangmemSummaryStrategy
-from .openai_agents import OpenAIAgentsStrategy
 from .flowise_agentflow import FlowiseAgentflowStrategy
 from .flowise_window import FlowiseWindowStrategy
+from .langgraph_trim import LangGraphTrimStrategy
+from .langmem_summary import LangmemSummaryStrategy
+from .llamaindex_buffer import LlamaIndexBufferStrategy
+from .llamaindex_memory import LlamaIndexMemoryStrategy
 from .n8n_agent import N8nAgentStrategy
 from .n8n_window import N8nWindowStrategy
+from .openai_agents import OpenAIAgentsStrategy
 from .summary_buffer import SummaryBufferStrategy
 from .trim import TrimStrategy
 from .window import WindowStrategy
 
 #: Every memory system by name, one line each. The order is the one choices are offered in, and the
 #: one in which systems claim a conversation (:meth:`Strategy.claims`: the first claim wins).
-STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
-    DifyStrategy(),
-    WindowStrategy(),
-    BufferStrategy(),
-    OffStrategy(),
-    SummaryBufferStrategy(),
-    CompactionStrategy(),
-    TrimStrategy(),
-    DifyAgentStrategy(),
-    LlamaIndexBufferStrategy(),
-    LlamaIndexMemoryStrategy(),
-    OpenAIAgentsStrategy(),
-    LangGraphTrimStrategy(),
-    LangmemSummaryStrategy(),
-    N8nWindowStrategy(),
-    N8nAgentStrategy(),
-    FlowiseWindowStrategy(),
-    FlowiseAgentflowStrategy(),
-)}
+STRATEGIES: dict[str, Strategy] = {
+    s.name: s
+    for s in (
+        DifyStrategy(),
+        WindowStrategy(),
+        BufferStrategy(),
+        OffStrategy(),
+        SummaryBufferStrategy(),
+        CompactionStrategy(),
+        TrimStrategy(),
+        DifyAgentStrategy(),
+        LlamaIndexBufferStrategy(),
+        LlamaIndexMemoryStrategy(),
+        OpenAIAgentsStrategy(),
+        LangGraphTrimStrategy(),
+        LangmemSummaryStrategy(),
+        N8nWindowStrategy(),
+        N8nAgentStrategy(),
+        FlowiseWindowStrategy(),
+        FlowiseAgentflowStrategy(),
+    )
+}
 
 #: The memory a config runs unless it names another: Dify's LLM-node memory.
 DEFAULT_STRATEGY = DifyStrategy.name
@@ -91,14 +94,34 @@ def remembers(config: Any) -> bool:
     return config is not None and strategy_of(config).remembers
 
 
-__all__, __getattr__ = public_api(__name__, {
-    "base": ("Budget", "ChainView", "PathView", "Plan", "Strategy"),
-    "compaction": ("COMPACTION_PROFILES", "DEFAULT_KEEP_MESSAGES", "DEFAULT_KEEP_TOOL_RESULTS", "DEFAULT_TRIGGER",
-                   "SHIPPED", "SUMMARIES_META", "ShippedRunHook", "recorded_summaries"),
-    "dify": ("CODE", "DEFAULT_FIDELITY", "DOCUMENTED", "EMPTY_LIST_TOKENS", "FIDELITIES", "FIDELITY_LABELS",
-             "row_limit", "window_note"),
-    "dify_agent": ("AGENT_STRATEGIES", "FUNCTION_CALL", "REACT", "agent_app", "left_out"),
-    "settings": ("COMMON", "Setting", "Widget"),
-    "trim": ("MESSAGE_TYPES", "TRIM_COUNTERS", "TRIM_STRATEGIES"),
-    "window": ("DEFAULT_WINDOW", "HISTORY_SET", "MAX_WINDOW"),
-}, here=("DEFAULT_STRATEGY", "OFF", "STRATEGIES", "get_strategy", "remembers", "strategy_of"))
+__all__, __getattr__ = public_api(
+    __name__,
+    {
+        "base": ("Budget", "ChainView", "PathView", "Plan", "Strategy"),
+        "compaction": (
+            "COMPACTION_PROFILES",
+            "DEFAULT_KEEP_MESSAGES",
+            "DEFAULT_KEEP_TOOL_RESULTS",
+            "DEFAULT_TRIGGER",
+            "SHIPPED",
+            "SUMMARIES_META",
+            "ShippedRunHook",
+            "recorded_summaries",
+        ),
+        "dify": (
+            "CODE",
+            "DEFAULT_FIDELITY",
+            "DOCUMENTED",
+            "EMPTY_LIST_TOKENS",
+            "FIDELITIES",
+            "FIDELITY_LABELS",
+            "row_limit",
+            "window_note",
+        ),
+        "dify_agent": ("AGENT_STRATEGIES", "FUNCTION_CALL", "REACT", "agent_app", "left_out"),
+        "settings": ("COMMON", "Setting", "Widget"),
+        "trim": ("MESSAGE_TYPES", "TRIM_COUNTERS", "TRIM_STRATEGIES"),
+        "window": ("DEFAULT_WINDOW", "HISTORY_SET", "MAX_WINDOW"),
+    },
+    here=("DEFAULT_STRATEGY", "OFF", "STRATEGIES", "get_strategy", "remembers", "strategy_of"),
+)

@@ -29,9 +29,10 @@ from .settings import Setting, settings_class
 if TYPE_CHECKING:  # pragma: no cover
     from core.model.conversation import Conversation, Message
     from core.model.ledger import Ledger, LedgerEntry, SyntheticMessage
+    from core.model.tokens import ModelFacts
+
     from ..config import MemoryConfig
     from ..replay import Replay
-    from core.model.tokens import ModelFacts
 
 
 class PathView:
@@ -47,16 +48,26 @@ class PathView:
     is one rule for both.
     """
 
-    __slots__ = ("positions", "starts", "marks", "prefix", "kept_prefix", "count_prefix", "seq_pos",
-                 "seq_msg", "numbers", "states")
+    __slots__ = (
+        "positions",
+        "starts",
+        "marks",
+        "prefix",
+        "kept_prefix",
+        "count_prefix",
+        "seq_pos",
+        "seq_msg",
+        "numbers",
+        "states",
+    )
 
     def __init__(self, numbers: Sequence[int]):
         self.positions: list[int] = []
         # Machine integers, not lists of int objects: a long thread's sums take 8 bytes an entry.
         self.starts = array("q")
         self.marks = array("q")  # each turn's window start, which a store that trims for good starts from next
-        self.prefix = array("q", (0,))        # tokens, empty messages included (what pruning counts)
-        self.kept_prefix = array("q", (0,))   # tokens of non-empty messages (what is sent)
+        self.prefix = array("q", (0,))  # tokens, empty messages included (what pruning counts)
+        self.kept_prefix = array("q", (0,))  # tokens of non-empty messages (what is sent)
         self.count_prefix = array("q", (0,))  # number of non-empty messages
         self.seq_pos: list[int] = []
         self.seq_msg: list[int] = []
@@ -103,8 +114,15 @@ class PathView:
         """The first index of ascending ``sums`` holding ``value`` or more."""
         return bisect_left(sums, value)
 
-    def push(self, position: int, mark: int, eligible: tuple[int, ...], tokens: tuple[int, ...],
-             empty: tuple[bool, ...], state: object = None) -> None:
+    def push(
+        self,
+        position: int,
+        mark: int,
+        eligible: tuple[int, ...],
+        tokens: tuple[int, ...],
+        empty: tuple[bool, ...],
+        state: object = None,
+    ) -> None:
         seq_pos = self.seq_pos
         self.positions.append(position)
         self.starts.append(len(seq_pos))
@@ -129,7 +147,7 @@ class PathView:
         self.marks.pop()
         self.states.pop()
         start = self.starts.pop()
-        del self.prefix[start + 1:], self.kept_prefix[start + 1:], self.count_prefix[start + 1:]
+        del self.prefix[start + 1 :], self.kept_prefix[start + 1 :], self.count_prefix[start + 1 :]
         del self.seq_pos[start:], self.seq_msg[start:]
 
 
@@ -213,11 +231,10 @@ class Plan:
     back from ``view.states[-1]``, which is how destructive strategies carry their summary.
     """
 
-    def __init__(self, budget: Budget, state: object, kept: int, history_tokens: int,
-                 oldest_kept_turn: int | None):
+    def __init__(self, budget: Budget, state: object, kept: int, history_tokens: int, oldest_kept_turn: int | None):
         self.budget = budget
         self.state = state
-        self.kept = kept                      # earlier messages sent as they are (its kept entries)
+        self.kept = kept  # earlier messages sent as they are (its kept entries)
         self.history_tokens = history_tokens  # everything sent from the past, synthetic included
         self.oldest_kept_turn = oldest_kept_turn
 
@@ -236,8 +253,13 @@ class SuffixPlan(Plan):
     def __init__(self, budget: Budget, state: object, first: int, view: PathView, replay: "Replay"):
         end = view.length
         self.first = first
-        super().__init__(budget, state, end - first, tokens_between(view, first, end),
-                         turn_at(view, replay, first if first < end else None))
+        super().__init__(
+            budget,
+            state,
+            end - first,
+            tokens_between(view, first, end),
+            turn_at(view, replay, first if first < end else None),
+        )
 
 
 def message_at(view: PathView, replay: "Replay", i: int) -> "Message":
@@ -245,8 +267,9 @@ def message_at(view: PathView, replay: "Replay", i: int) -> "Message":
     return replay.conversation.turns[view.seq_pos[i]].messages[view.seq_msg[i]]
 
 
-def along_view(view: PathView, replay: "Replay", key: Hashable, seed: Sequence,
-               step: Callable[[list, "Message"], None]) -> list:
+def along_view(
+    view: PathView, replay: "Replay", key: Hashable, seed: Sequence, step: Callable[[list, "Message"], None]
+) -> list:
     """Values carried along a view's sequence: ``seed``, then what ``step(values, message)`` appends for each
     message in turn (it may read the values before it: running sums, a running state). They are kept on the
     replay under ``key`` and only extended: the view is a thread walked depth first, so what was carried is
@@ -262,7 +285,7 @@ def along_view(view: PathView, replay: "Replay", key: Hashable, seed: Sequence,
             lo = mid
         else:
             hi = mid - 1
-    del keys[lo:], values[lead + lo:]
+    del keys[lo:], values[lead + lo :]
     for i in range(lo, view.length):
         keys.append((view.seq_pos[i], view.seq_msg[i]))
         step(values, message_at(view, replay, i))
@@ -340,8 +363,10 @@ class Strategy:
 
             clash = sorted(COMMON_NAMES & {s.name for s in cls.settings})
             if clash:
-                raise TypeError(f"{cls.__name__}: setting {clash[0]!r} is a setting of every config; name the "
-                                f"system's own differently")
+                raise TypeError(
+                    f"{cls.__name__}: setting {clash[0]!r} is a setting of every config; name the "
+                    f"system's own differently"
+                )
             cls.Settings = settings_class(cls.__name__, cls.settings)
 
     # -- its settings and how it reads to people ------------------------------------------------------
@@ -352,8 +377,11 @@ class Strategy:
     def label(self, config: "MemoryConfig") -> str:
         """A config of it in a few words (a column's, a lens's name). The default: its name and each
         setting that is not at its default (``last_n keep=4``)."""
-        changed = [f"{s.name}={getattr(config.settings, s.name)}" for s in self.settings
-                   if getattr(config.settings, s.name) != s.default]
+        changed = [
+            f"{s.name}={getattr(config.settings, s.name)}"
+            for s in self.settings
+            if getattr(config.settings, s.name) != s.default
+        ]
         return " ".join([self.name, *changed])
 
     def describe(self, config: Mapping[str, Any]) -> str:
@@ -376,8 +404,11 @@ class Strategy:
     def pruning_words(self, config: Mapping[str, Any]) -> tuple[str, bool]:
         """What a finding says of its budget pruning messages (a stored config), and whether that
         pruning is silent — the run does not say it — and so a warning rather than information."""
-        return ("The oldest messages are dropped while the history is over its token budget, and nothing in the "
-                "run says so. Raise the context size or lower max_tokens.", True)
+        return (
+            "The oldest messages are dropped while the history is over its token budget, and nothing in the "
+            "run says so. Raise the context size or lower max_tokens.",
+            True,
+        )
 
     def finding_kinds(self, config: "MemoryConfig") -> tuple[str, ...]:
         """The kinds of finding whose analyses (:data:`core.analysis.findings.configs.SYSTEM_FINDINGS`) apply to
@@ -462,8 +493,9 @@ class Strategy:
         costs the reach, not the thread (:meth:`core.memory.replay.Replay.near_view`)."""
         return None
 
-    def budget_limit(self, config: "MemoryConfig", facts: "ModelFacts",
-                     fixed_prompt_tokens: int) -> tuple[int | None, int]:
+    def budget_limit(
+        self, config: "MemoryConfig", facts: "ModelFacts", fixed_prompt_tokens: int
+    ) -> tuple[int | None, int]:
         """Just the numbers :meth:`budget` would give — ``(limit, overhead)`` — for the per-turn
         fast path (no note text)."""
         b = self.budget(config, facts, fixed_prompt_tokens)

@@ -87,7 +87,7 @@ class CompactionState:
     with the tool results in ``[start, clear_before)`` sent as placeholders."""
 
     start: int = 0
-    pinned: int | None = None    # the first user message, kept although older than ``start``
+    pinned: int | None = None  # the first user message, kept although older than ``start``
     clear_before: int = 0
     text: str = ""
     covers: Spans = ()
@@ -105,9 +105,9 @@ class ToolView:
     def __init__(self, view, replay):
         self.view = view
         self.replay = replay
-        self.at: list[int] = []          # view indices of tool results
-        self.tokens = [0]                # their tokens, cumulative
-        self.placeholder_tokens = [0]    # tokens of their placeholders, cumulative
+        self.at: list[int] = []  # view indices of tool results
+        self.tokens = [0]  # their tokens, cumulative
+        self.placeholder_tokens = [0]  # tokens of their placeholders, cumulative
         self.marks: list[int] = []
 
     def push(self, position, eligible, tokens):
@@ -124,7 +124,7 @@ class ToolView:
 
     def pop(self):
         keep = self.marks.pop()
-        del self.at[keep:], self.tokens[keep + 1:], self.placeholder_tokens[keep + 1:]
+        del self.at[keep:], self.tokens[keep + 1 :], self.placeholder_tokens[keep + 1 :]
 
     def cleared(self, lo: int, hi: int) -> tuple[int, int, int]:
         """(count, tokens, placeholder tokens) of the tool results in [lo, hi)."""
@@ -195,15 +195,33 @@ class CompactionPlan(Plan):
         s = self.state
         out = []
         if s.content:
-            out.append(SyntheticMessage(role="system", content=s.content, tokens=s.tokens, origin=SUMMARY,
-                                        turn=s.covers[-1][1], covers=span_turns(s.covers), ref="summary"))
+            out.append(
+                SyntheticMessage(
+                    role="system",
+                    content=s.content,
+                    tokens=s.tokens,
+                    origin=SUMMARY,
+                    turn=s.covers[-1][1],
+                    covers=span_turns(s.covers),
+                    ref="summary",
+                )
+            )
         for k in range(bisect_left(view.tools.at, s.start), bisect_left(view.tools.at, s.clear_before)):
             i = view.tools.at[k]
             msg = message_at(view, replay, i)
             number = replay.numbers[view.seq_pos[i]]
-            out.append(SyntheticMessage(role="tool", content=TOOL_PLACEHOLDER, tokens=placeholder_tokens(replay, msg),
-                                        origin=PLACEHOLDER, turn=number, covers=(number,),
-                                        replaces=(view.seq_pos[i], view.seq_msg[i]), ref=f"cleared:{msg.ref}"))
+            out.append(
+                SyntheticMessage(
+                    role="tool",
+                    content=TOOL_PLACEHOLDER,
+                    tokens=placeholder_tokens(replay, msg),
+                    origin=PLACEHOLDER,
+                    turn=number,
+                    covers=(number,),
+                    replaces=(view.seq_pos[i], view.seq_msg[i]),
+                    ref=f"cleared:{msg.ref}",
+                )
+            )
         return out
 
 
@@ -216,24 +234,54 @@ class CompactionStrategy(Strategy):
     name = "compaction"
     help = "clear old tool results, then summarise older history"
     settings = (
-        Setting("compaction_profile", SHIPPED, "shipped = Dify 1.17 as shipped (per request, usage-anchored "
-                "chars/4); exact = MemLens's exact-count estimate, once per turn", kind=TEXT,
-                choices=tuple(COMPACTION_PROFILES), labels=COMPACTION_PROFILES, words="compaction profile",
-                flag="--compaction-profile",
-                widget=Widget(CHOICE, "Profile", key="compaction_profile",
-                              help="Dify 1.17 as shipped: checked before every model request (inside the tool loop "
-                                   "too), estimated from the provider's reported usage plus characters/4, summaries "
-                                   "pile up on reload. Exact estimate: MemLens's own variant, an exact token count "
-                                   "checked once per turn.")),
-        Setting("compaction_trigger", DEFAULT_TRIGGER, "the target as a fraction of the context size", kind=FLOAT,
-                maximum=1, words="compaction trigger", rule=_TRIGGER_RULE, flag="--compaction-trigger",
-                widget=Widget(SLIDER, "Compact at (share of context)", key="compaction_trigger", minimum=0.1,
-                              maximum=1.0, step=0.05)),
-        Setting("compaction_keep_messages", DEFAULT_KEEP_MESSAGES, "the newest messages never summarised", minimum=0,
-                flag="--compaction-keep-messages",
-                widget=Widget(NUMBER, "Keep newest messages", key="compaction_keep", minimum=1, maximum=EDITOR_MOST)),
-        Setting("compaction_keep_tool_results", DEFAULT_KEEP_TOOL_RESULTS, "the newest tool results never cleared",
-                minimum=0, flag="--compaction-keep-tool-results"),
+        Setting(
+            "compaction_profile",
+            SHIPPED,
+            "shipped = Dify 1.17 as shipped (per request, usage-anchored "
+            "chars/4); exact = MemLens's exact-count estimate, once per turn",
+            kind=TEXT,
+            choices=tuple(COMPACTION_PROFILES),
+            labels=COMPACTION_PROFILES,
+            words="compaction profile",
+            flag="--compaction-profile",
+            widget=Widget(
+                CHOICE,
+                "Profile",
+                key="compaction_profile",
+                help="Dify 1.17 as shipped: checked before every model request (inside the tool loop "
+                "too), estimated from the provider's reported usage plus characters/4, summaries "
+                "pile up on reload. Exact estimate: MemLens's own variant, an exact token count "
+                "checked once per turn.",
+            ),
+        ),
+        Setting(
+            "compaction_trigger",
+            DEFAULT_TRIGGER,
+            "the target as a fraction of the context size",
+            kind=FLOAT,
+            maximum=1,
+            words="compaction trigger",
+            rule=_TRIGGER_RULE,
+            flag="--compaction-trigger",
+            widget=Widget(
+                SLIDER, "Compact at (share of context)", key="compaction_trigger", minimum=0.1, maximum=1.0, step=0.05
+            ),
+        ),
+        Setting(
+            "compaction_keep_messages",
+            DEFAULT_KEEP_MESSAGES,
+            "the newest messages never summarised",
+            minimum=0,
+            flag="--compaction-keep-messages",
+            widget=Widget(NUMBER, "Keep newest messages", key="compaction_keep", minimum=1, maximum=EDITOR_MOST),
+        ),
+        Setting(
+            "compaction_keep_tool_results",
+            DEFAULT_KEEP_TOOL_RESULTS,
+            "the newest tool results never cleared",
+            minimum=0,
+            flag="--compaction-keep-tool-results",
+        ),
     )
     plans = True
     uses_granularity = False
@@ -265,9 +313,11 @@ class CompactionStrategy(Strategy):
     def check(self, config, facts):
         context = config.context_size or facts.context_size
         if context and compaction_target(context, config.max_tokens, config.settings.compaction_trigger) <= 0:
-            return (f"compaction target is {compaction_target(context, config.max_tokens, config.settings.compaction_trigger):,} "
-                    f"tokens: {config.settings.compaction_trigger:.0%} of the {context:,}-token context minus max_tokens "
-                    f"{config.max_tokens:,} leaves no room; lower max_tokens or raise the context size")
+            return (
+                f"compaction target is {compaction_target(context, config.max_tokens, config.settings.compaction_trigger):,} "
+                f"tokens: {config.settings.compaction_trigger:.0%} of the {context:,}-token context minus max_tokens "
+                f"{config.max_tokens:,} leaves no room; lower max_tokens or raise the context size"
+            )
         return None
 
     def default_summarizer(self, config):
@@ -281,14 +331,21 @@ class CompactionStrategy(Strategy):
         previous: CompactionState = (view.states[-1] if view.states else None) or CompactionState()
         fixed = replay.fixed_prompt_tokens(current)
         if not context:
-            budget = Budget(None, f"context size of {cfg.model} unknown: Dify compacts only when the model's "
-                                  f"context window is known", None)
+            budget = Budget(
+                None,
+                f"context size of {cfg.model} unknown: Dify compacts only when the model's context window is known",
+                None,
+            )
             return CompactionPlan(budget, previous, view, replay)
         target = compaction_target(context, cfg.max_tokens, cfg.settings.compaction_trigger)
         limit = max(target - fixed, 0)
-        budget = Budget(limit, f"compaction target {target:,} ({cfg.settings.compaction_trigger:.0%} of {context:,}"
-                               + (f", at most context − {cfg.max_tokens:,} max_tokens" if cfg.max_tokens else "")
-                               + f") − {fixed:,} prompt", context)
+        budget = Budget(
+            limit,
+            f"compaction target {target:,} ({cfg.settings.compaction_trigger:.0%} of {context:,}"
+            + (f", at most context − {cfg.max_tokens:,} max_tokens" if cfg.max_tokens else "")
+            + f") − {fixed:,} prompt",
+            context,
+        )
         state = previous
         plan = CompactionPlan(budget, state, view, replay)
         if plan.history_tokens <= limit:
@@ -320,17 +377,26 @@ class CompactionStrategy(Strategy):
                 if msg.role == "tool" and i < state.clear_before:
                     msg = replace(msg, content=TOOL_PLACEHOLDER)
                 folded.append(msg)
-            covers = add_turns(state.covers, (replay.numbers[view.seq_pos[i]] for i in range(state.start, cut)
-                                              if i != pinned))
+            covers = add_turns(
+                state.covers, (replay.numbers[view.seq_pos[i]] for i in range(state.start, cut) if i != pinned)
+            )
             text = replay.summarizer.summarize(folded, state.text)
             content = summary_content(covers, text)
-            state = replace(state, start=cut, pinned=pinned, text=text, covers=covers, content=content,
-                            tokens=replay.counter.chat("system", content))
+            state = replace(
+                state,
+                start=cut,
+                pinned=pinned,
+                text=text,
+                covers=covers,
+                content=content,
+                tokens=replay.counter.chat("system", content),
+            )
             plan = CompactionPlan(budget, state, view, replay)
         return plan
 
 
 # -- the shipped profile ----------------------------------------------------------------------------
+
 
 def summary_key(model: str, messages: Sequence[Message], previous_summary: str) -> str:
     """What a summary was written from — the run's model and the summariser's whole prompt — as a digest."""
@@ -343,8 +409,11 @@ def stored_summaries(meta: Mapping | None) -> list[Mapping]:
     entries = (meta or {}).get(SUMMARIES_META)
     if not isinstance(entries, list):
         return []
-    return [e for e in entries if isinstance(e, Mapping) and isinstance(e.get("key"), str)
-            and isinstance(e.get("summary"), str)]
+    return [
+        e
+        for e in entries
+        if isinstance(e, Mapping) and isinstance(e.get("key"), str) and isinstance(e.get("summary"), str)
+    ]
 
 
 class RecordedSummaries:
@@ -362,7 +431,7 @@ class RecordedSummaries:
 
     def summarize(self, messages: Sequence[Message], previous_summary: str | None) -> str:
         turns = self.replay.conversation.turns
-        for turn in turns[self.scanned:]:  # turns recorded since the last call too
+        for turn in turns[self.scanned :]:  # turns recorded since the last call too
             for entry in stored_summaries(turn.meta):
                 self.known.setdefault(entry["key"], entry)
         self.scanned = len(turns)
@@ -370,8 +439,11 @@ class RecordedSummaries:
         key = summary_key(self.replay.config.model, messages, previous)
         if key not in self.known:
             summarizer = self.replay.summarizer
-            entry = {"key": key, "summary": summarizer.summarize(messages, previous),
-                     "written_by": getattr(summarizer, "model", None) or summarizer.name}
+            entry = {
+                "key": key,
+                "summary": summarizer.summarize(messages, previous),
+                "written_by": getattr(summarizer, "model", None) or summarizer.name,
+            }
             self.known[key] = entry
             self.written.append(entry)
         return self.known[key]["summary"]
@@ -424,17 +496,35 @@ class ShippedPlan(Plan):
     def _build_synthetic(self, replay):
         out = []
         for k, p in enumerate(self.summary_parts):
-            covers = tuple(self.covers.get(p.content[len(shipped.SUMMARY_HEADER):], ()))
+            covers = tuple(self.covers.get(p.content[len(shipped.SUMMARY_HEADER) :], ()))
             tokens = replay.counter.chat("system", p.content)
-            out.append(SyntheticMessage(role="system", content=p.content, tokens=tokens, origin=SUMMARY,
-                                        turn=covers[-1] if covers else 0, covers=covers, ref=f"summary:{k + 1}"))
+            out.append(
+                SyntheticMessage(
+                    role="system",
+                    content=p.content,
+                    tokens=tokens,
+                    origin=SUMMARY,
+                    turn=covers[-1] if covers else 0,
+                    covers=covers,
+                    ref=f"summary:{k + 1}",
+                )
+            )
         for p in self.placeholder_parts:
             pos, idx = p.ref
             msg = replay.conversation.turns[pos].messages[idx]
             number = replay.numbers[pos]
-            out.append(SyntheticMessage(role="tool", content=TOOL_PLACEHOLDER, tokens=placeholder_tokens(replay, msg),
-                                        origin=PLACEHOLDER, turn=number, covers=(number,), replaces=(pos, idx),
-                                        ref=f"cleared:{msg.ref}"))
+            out.append(
+                SyntheticMessage(
+                    role="tool",
+                    content=TOOL_PLACEHOLDER,
+                    tokens=placeholder_tokens(replay, msg),
+                    origin=PLACEHOLDER,
+                    turn=number,
+                    covers=(number,),
+                    replaces=(pos, idx),
+                    ref=f"cleared:{msg.ref}",
+                )
+            )
         return out
 
     def synthetic(self, view, replay):
@@ -447,9 +537,15 @@ def _compactor_for(replay):
     context = cfg.context_size or replay.facts.context_size
 
     def build(summarize):
-        return shipped.Compactor(context, cfg.max_tokens, summarize, instructions=replay.system_prompt,
-                                 keep_pairs=cfg.settings.compaction_keep_tool_results,
-                                 keep_messages=cfg.settings.compaction_keep_messages, trigger=cfg.settings.compaction_trigger)
+        return shipped.Compactor(
+            context,
+            cfg.max_tokens,
+            summarize,
+            instructions=replay.system_prompt,
+            keep_pairs=cfg.settings.compaction_keep_tool_results,
+            keep_messages=cfg.settings.compaction_keep_messages,
+            trigger=cfg.settings.compaction_trigger,
+        )
 
     return build
 
@@ -461,19 +557,32 @@ def shipped_plan(view, current, replay) -> ShippedPlan:
     turn = replay.conversation.turns[current]
     number = replay.numbers[current]
     target = compaction_target(context, cfg.max_tokens, cfg.settings.compaction_trigger) if context else None
-    sent, first, loop, state = shipped.replay_turn(_compactor_for(replay), recorded_summaries(replay).summarize,
-                                                   previous, turn.messages, current, turn.query_index, replay.numbers)
+    sent, first, loop, state = shipped.replay_turn(
+        _compactor_for(replay),
+        recorded_summaries(replay).summarize,
+        previous,
+        turn.messages,
+        current,
+        turn.query_index,
+        replay.numbers,
+    )
     compactions = []
     for request, event in ([(1, first)] if first is not None and first.fired else []) + loop:
         compactions.append({"turn": number, "request": request, "in_tool_loop": request > 1, **event.to_dict()})
     fixed = replay.fixed_prompt_tokens(current)
     if target is None:
-        budget = Budget(None, f"context size of {cfg.model} unknown: Dify compacts only when the model's "
-                              f"context window is known", None)
+        budget = Budget(
+            None,
+            f"context size of {cfg.model} unknown: Dify compacts only when the model's context window is known",
+            None,
+        )
     else:
-        note = (f"Dify 1.17 as shipped: compaction target {target:,} for the whole request "
-                f"({cfg.settings.compaction_trigger:.0%} of {context:,}"
-                + (f", at most context − {cfg.max_tokens:,} max_tokens" if cfg.max_tokens else "") + ")")
+        note = (
+            f"Dify 1.17 as shipped: compaction target {target:,} for the whole request "
+            f"({cfg.settings.compaction_trigger:.0%} of {context:,}"
+            + (f", at most context − {cfg.max_tokens:,} max_tokens" if cfg.max_tokens else "")
+            + ")"
+        )
         if first is not None:
             note += f"; estimated {first.estimate:,} tokens ({first.estimated_by})"
             if first.fired:
@@ -507,10 +616,17 @@ class ShippedRunHook:
         if self.seen is None:
             self.seen = len(messages)
             return  # the first request: checked by the turn's ledger
-        self.turn.extend(messages[self.seen:])
+        self.turn.extend(messages[self.seen :])
         replay = self.replay
-        _, _, loop, after = shipped.replay_turn(_compactor_for(replay), recorded_summaries(replay).summarize,
-                                                self.previous, self.turn, self.position, 0, replay.numbers)
+        _, _, loop, after = shipped.replay_turn(
+            _compactor_for(replay),
+            recorded_summaries(replay).summarize,
+            self.previous,
+            self.turn,
+            self.position,
+            0,
+            replay.numbers,
+        )
         if loop and loop[-1][0] == step:
             self.events.append(loop[-1])
             sent = self._messages(after.stored)

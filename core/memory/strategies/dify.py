@@ -41,7 +41,8 @@ a node that passes its memory no limit (``history_budget``) is pruned to that fi
 
 from __future__ import annotations
 
-from core.limits import DIFY_ROW_CAP as ROW_CAP, MAX_DIFY_WINDOW
+from core.limits import DIFY_ROW_CAP as ROW_CAP
+from core.limits import MAX_DIFY_WINDOW
 from core.model.ledger import OUTSIDE_WINDOW
 from core.model.tokens import DEFAULT_HISTORY_BUDGET, REPLY_PRIMING
 
@@ -85,42 +86,83 @@ def counts_tokens(config) -> bool:
 
 #: The widget of :data:`PLUGIN_TOKEN_COUNTING`, which the Agent app's setting adapts.
 PLUGIN_TOKEN_COUNTING_WIDGET = Widget(
-    TOGGLE, "Plugin token counting", key="counting", enabled_if=("fidelity", CODE),
+    TOGGLE,
+    "Plugin token counting",
+    key="counting",
+    enabled_if=("fidelity", CODE),
     help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: prune the oldest message while "
-         "the history is over context size − max_tokens − 3.")
+    "the history is over context size − max_tokens − 3.",
+)
 #: Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED, a setting of Dify's memories (this one, the Agent app's, whose
 #: widget says what it does there): counted only as shipped (``fidelity`` code), the documented rules
 #: always count.
 PLUGIN_TOKEN_COUNTING = Setting(
-    "plugin_token_counting", False, "Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off by default, as Dify ships it): "
-    "with it on, history is pruned by tokens", kind=BOOL, flag="--plugin-token-counting",
-    widget=PLUGIN_TOKEN_COUNTING_WIDGET)
+    "plugin_token_counting",
+    False,
+    "Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off by default, as Dify ships it): "
+    "with it on, history is pruned by tokens",
+    kind=BOOL,
+    flag="--plugin-token-counting",
+    widget=PLUGIN_TOKEN_COUNTING_WIDGET,
+)
 
 
 class DifyStrategy(Strategy):
     name = "dify"
     help = "Dify's LLM-node memory (window in turns + token budget)"
     settings = (
-        Setting("window", None, f"the window in turns (unset: no window, Dify's {ROW_CAP}-turn cap; 0 or less is "
-                f"what Dify also reads as no limit)", optional=True, flag="--window", flag_minimum=0,
-                widget=Widget(SWITCHED, "Window (turns)", key=("window_on", "window_turns"), minimum=0,
-                              maximum=ROW_CAP, unset_value=WINDOW_SHOWN, second_label="Window",
-                              help=f"Off: no window (Dify's {ROW_CAP}-turn cap); 0 is what Dify also reads as no "
-                                   f"limit")),
-        Setting("fidelity", DEFAULT_FIDELITY, "Dify's memory rules: code = Dify 1.x as shipped (default); "
-                "documented = as Dify's docs describe", kind=TEXT, choices=FIDELITIES, labels=FIDELITY_LABELS,
-                expected=" or ".join(f"{f} ({FIDELITY_LABELS[f]})" for f in FIDELITIES), flag="--fidelity",
-                widget=Widget(CHOICE, "Dify memory rules", key="fidelity",
-                              help="Dify 1.x as shipped: what Dify's code runs (N gives N−1 earlier turns; no token "
-                                   "pruning unless plugin token counting is on). As Dify's docs describe: N earlier "
-                                   "turns, always pruned by tokens.")),
+        Setting(
+            "window",
+            None,
+            f"the window in turns (unset: no window, Dify's {ROW_CAP}-turn cap; 0 or less is "
+            f"what Dify also reads as no limit)",
+            optional=True,
+            flag="--window",
+            flag_minimum=0,
+            widget=Widget(
+                SWITCHED,
+                "Window (turns)",
+                key=("window_on", "window_turns"),
+                minimum=0,
+                maximum=ROW_CAP,
+                unset_value=WINDOW_SHOWN,
+                second_label="Window",
+                help=f"Off: no window (Dify's {ROW_CAP}-turn cap); 0 is what Dify also reads as no limit",
+            ),
+        ),
+        Setting(
+            "fidelity",
+            DEFAULT_FIDELITY,
+            "Dify's memory rules: code = Dify 1.x as shipped (default); documented = as Dify's docs describe",
+            kind=TEXT,
+            choices=FIDELITIES,
+            labels=FIDELITY_LABELS,
+            expected=" or ".join(f"{f} ({FIDELITY_LABELS[f]})" for f in FIDELITIES),
+            flag="--fidelity",
+            widget=Widget(
+                CHOICE,
+                "Dify memory rules",
+                key="fidelity",
+                help="Dify 1.x as shipped: what Dify's code runs (N gives N−1 earlier turns; no token "
+                "pruning unless plugin token counting is on). As Dify's docs describe: N earlier "
+                "turns, always pruned by tokens.",
+            ),
+        ),
         PLUGIN_TOKEN_COUNTING,
-        Setting("window_changes", (), "later changes of the window, as TURN:N pairs (from turn TURN the window is "
-                "N): read by the findings (a window of 0 from then on is no limit); the replay runs the window",
-                kind=CHANGES, flag="--window-change"),
+        Setting(
+            "window_changes",
+            (),
+            "later changes of the window, as TURN:N pairs (from turn TURN the window is "
+            "N): read by the findings (a window of 0 from then on is no limit); the replay runs the window",
+            kind=CHANGES,
+            flag="--window-change",
+        ),
     )
-    lenses = (("Dify as shipped (code)", {"fidelity": CODE}), ("Dify as documented", {"fidelity": DOCUMENTED}),
-              ("Dify, window 10 turns", {"window": 10}))
+    lenses = (
+        ("Dify as shipped (code)", {"fidelity": CODE}),
+        ("Dify as documented", {"fidelity": DOCUMENTED}),
+        ("Dify, window 10 turns", {"window": 10}),
+    )
     follows_dify_profile = True
     has_profiles = True
 
@@ -161,17 +203,26 @@ class DifyStrategy(Strategy):
 
     def pruning_words(self, config):
         if config.get("history_budget") is not None:
-            return (f"Dify pops the oldest message while the history is over its budget (with plugin token counting "
-                    f"on: a fixed {config['history_budget']:,} tokens, the memory's default, since the node passes "
-                    f"it no limit — whatever the model's context) and nothing in the run says so. Narrow the window "
-                    f"so what is dropped is a choice.", True)
+            return (
+                f"Dify pops the oldest message while the history is over its budget (with plugin token counting "
+                f"on: a fixed {config['history_budget']:,} tokens, the memory's default, since the node passes "
+                f"it no limit — whatever the model's context) and nothing in the run says so. Narrow the window "
+                f"so what is dropped is a choice.",
+                True,
+            )
         prompt = "the prompt before the history" if config.get("query_after_budget") else "the prompt"
         reserve = config.get("prompt_reserve")
-        shipped = f"− 3; as its docs describe: − {prompt}" if reserve is None else \
-            f"− {prompt}" + (f" − {reserve:,}" if reserve else "")
-        return (f"Dify pops the oldest message while the history is over its budget (Dify 1.x, with plugin token "
-                f"counting on: context size − max_tokens {shipped}) and nothing in the run says so. Raise the "
-                f"context size or lower max_tokens, or narrow the window so what is dropped is a choice.", True)
+        shipped = (
+            f"− 3; as its docs describe: − {prompt}"
+            if reserve is None
+            else f"− {prompt}" + (f" − {reserve:,}" if reserve else "")
+        )
+        return (
+            f"Dify pops the oldest message while the history is over its budget (Dify 1.x, with plugin token "
+            f"counting on: context size − max_tokens {shipped}) and nothing in the run says so. Raise the "
+            f"context size or lower max_tokens, or narrow the window so what is dropped is a choice.",
+            True,
+        )
 
     def finding_kinds(self, config):
         return ("window_zero", "docs_vs_code")
@@ -185,8 +236,10 @@ class DifyStrategy(Strategy):
     def validate(self, config):
         for n in window_sizes(config.settings):
             if not -MAX_DIFY_WINDOW <= n <= MAX_DIFY_WINDOW:
-                raise ConfigError(f"window {n} is out of range: Dify windows are 1..{ROW_CAP} turns (larger ones "
-                                  f"run as {ROW_CAP}, 0 or less means no limit); give at most {MAX_DIFY_WINDOW:,}")
+                raise ConfigError(
+                    f"window {n} is out of range: Dify windows are 1..{ROW_CAP} turns (larger ones "
+                    f"run as {ROW_CAP}, 0 or less means no limit); give at most {MAX_DIFY_WINDOW:,}"
+                )
 
     def window(self, view, current, config):
         size = row_limit(config.settings.window)
@@ -225,27 +278,49 @@ class DifyStrategy(Strategy):
         limit, overhead = self.budget_limit(config, facts, fixed_prompt_tokens)
         code = config.settings.fidelity == CODE
         if limit is None:
-            return Budget(None, "plugin token counting is off (Dify ships it off), so history is never pruned "
-                                "by tokens", context)
+            return Budget(
+                None, "plugin token counting is off (Dify ships it off), so history is never pruned by tokens", context
+            )
         if config.history_budget is not None:
             how = f"; the history is compared with it counted as a list (+{overhead})" if overhead else ""
-            return Budget(limit, f"{limit:,} tokens whatever the context: the node passes its memory no limit, so "
-                                 f"Dify's default applies{how}", context, overhead)
+            return Budget(
+                limit,
+                f"{limit:,} tokens whatever the context: the node passes its memory no limit, so "
+                f"Dify's default applies{how}",
+                context,
+                overhead,
+            )
         if not context:
             how = " counted with the history list's own +3" if overhead else ""
-            return Budget(limit, f"context size of {config.model} unknown: Dify's default budget of "
-                                 f"{DEFAULT_HISTORY_BUDGET:,} tokens{how}", None, overhead)
+            return Budget(
+                limit,
+                f"context size of {config.model} unknown: Dify's default budget of "
+                f"{DEFAULT_HISTORY_BUDGET:,} tokens{how}",
+                None,
+                overhead,
+            )
         if code and config.prompt_reserve is None:
-            return Budget(limit, f"{context:,} context − {config.max_tokens:,} max_tokens − {EMPTY_LIST_TOKENS} "
-                                 f"(Dify counts an empty list: the prompt is not subtracted); the history is "
-                                 f"compared with it counted as a list (+{overhead})", context, overhead)
+            return Budget(
+                limit,
+                f"{context:,} context − {config.max_tokens:,} max_tokens − {EMPTY_LIST_TOKENS} "
+                f"(Dify counts an empty list: the prompt is not subtracted); the history is "
+                f"compared with it counted as a list (+{overhead})",
+                context,
+                overhead,
+            )
         # A basic Chatbot's budget counts the prompt built before its history (its system message, or its
         # expert-mode messages); the query comes after.
         prompt = "prompt before the history (the query is added after it)" if config.query_after_budget else "prompt"
         if code:
             reserved = f" − {config.prompt_reserve:,} reserved" if config.prompt_reserve else ""
-            return Budget(limit, f"{context:,} context − {config.max_tokens:,} max_tokens − {fixed_prompt_tokens:,} "
-                                 f"{prompt}{reserved}; the history is compared with it counted as a list "
-                                 f"(+{overhead})", context, overhead)
-        return Budget(limit, f"{context:,} context − {config.max_tokens:,} max_tokens − {fixed_prompt_tokens:,} "
-                             f"{prompt}", context)
+            return Budget(
+                limit,
+                f"{context:,} context − {config.max_tokens:,} max_tokens − {fixed_prompt_tokens:,} "
+                f"{prompt}{reserved}; the history is compared with it counted as a list "
+                f"(+{overhead})",
+                context,
+                overhead,
+            )
+        return Budget(
+            limit, f"{context:,} context − {config.max_tokens:,} max_tokens − {fixed_prompt_tokens:,} {prompt}", context
+        )

@@ -183,7 +183,7 @@ class AgentView(PathView):
         self.react = replay.config.settings.agent_strategy == REACT
         self.counter = replay.counter
         self.plans: dict[int, tuple[AgentTurn, dict[int, int]]] = {}  # by position: the turn, its pads' tokens
-        self.sent = [0]        # tokens sent, cumulative over the sequence
+        self.sent = [0]  # tokens sent, cumulative over the sequence
         self.sent_count = [0]  # messages sent as they are, cumulative
         self.rounds: list[int] = []  # the sequence index of each user message sent: where a round starts
 
@@ -214,8 +214,8 @@ class AgentView(PathView):
     def pop(self):
         start = self.starts[-1]
         super().pop()
-        del self.sent[start + 1:], self.sent_count[start + 1:]
-        del self.rounds[bisect_left(self.rounds, start):]
+        del self.sent[start + 1 :], self.sent_count[start + 1 :]
+        del self.rounds[bisect_left(self.rounds, start) :]
 
 
 class AgentPlan(Plan):
@@ -231,8 +231,13 @@ class AgentPlan(Plan):
         first = cut  # the first message that sends anything (a left-out or omitted one sends nothing)
         while first < end and sent[first + 1] == sent[first]:
             first += 1
-        super().__init__(budget, None, view.sent_count[end] - view.sent_count[cut], sent[end] - sent[cut],
-                         turn_at(view, replay, first if first < end else None))
+        super().__init__(
+            budget,
+            None,
+            view.sent_count[end] - view.sent_count[cut],
+            sent[end] - sent[cut],
+            turn_at(view, replay, first if first < end else None),
+        )
 
     def reason(self, i, message):
         if i < self.cut:
@@ -247,31 +252,59 @@ class AgentPlan(Plan):
             plan, pad_tokens = view.turn_plan(position)
             number = replay.numbers[position]
             for j, text in plan.pads:
-                out.append(SyntheticMessage(role="assistant", content=text, tokens=pad_tokens[j], origin=SCRATCHPAD,
-                                            turn=number, covers=(number,), replaces=(position, j),
-                                            ref=f"{SCRATCHPAD}:{view.turns[position].messages[j].ref}"))
+                out.append(
+                    SyntheticMessage(
+                        role="assistant",
+                        content=text,
+                        tokens=pad_tokens[j],
+                        origin=SCRATCHPAD,
+                        turn=number,
+                        covers=(number,),
+                        replaces=(position, j),
+                        ref=f"{SCRATCHPAD}:{view.turns[position].messages[j].ref}",
+                    )
+                )
         return out
 
 
 class DifyAgentStrategy(Strategy):
     name = "dify_agent"
-    help = ("a Dify Agent app (agent-chat): the whole thread with its tool calls (a ReAct agent: one scratchpad "
-            "text per turn), cut by whole turns when token counting is on")
+    help = (
+        "a Dify Agent app (agent-chat): the whole thread with its tool calls (a ReAct agent: one scratchpad "
+        "text per turn), cut by whole turns when token counting is on"
+    )
     settings = (
-        Setting("agent_strategy", FUNCTION_CALL, "the Agent app's runner — function_call (default; a model with tool "
-                "calls) or react (a model without: each earlier turn is sent as one scratchpad text)", kind=TEXT,
-                choices=tuple(AGENT_STRATEGIES), labels=AGENT_STRATEGIES, words="agent strategy",
-                flag="--agent-strategy", omit_default=True,
-                widget=Widget(CHOICE, "Agent runner", key="agent_strategy",
-                              help="Dify runs an Agent app with function calling when its model has tool calls, else "
-                                   "with ReAct. ReAct sends each earlier turn as one assistant text: its first "
-                                   "step's words, its last tool call and the last tool result (the final answer is "
-                                   "not sent again).")),
-        replace(PLUGIN_TOKEN_COUNTING, widget=replace(
-            PLUGIN_TOKEN_COUNTING_WIDGET, enabled_if=None,
-            help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: keep whole turns, newest first, "
-                 "while the system message and the history fit in context size − max_tokens − the query (ReAct: "
-                 "the history alone, in context size − max_tokens − the system message and the query).")),
+        Setting(
+            "agent_strategy",
+            FUNCTION_CALL,
+            "the Agent app's runner — function_call (default; a model with tool "
+            "calls) or react (a model without: each earlier turn is sent as one scratchpad text)",
+            kind=TEXT,
+            choices=tuple(AGENT_STRATEGIES),
+            labels=AGENT_STRATEGIES,
+            words="agent strategy",
+            flag="--agent-strategy",
+            omit_default=True,
+            widget=Widget(
+                CHOICE,
+                "Agent runner",
+                key="agent_strategy",
+                help="Dify runs an Agent app with function calling when its model has tool calls, else "
+                "with ReAct. ReAct sends each earlier turn as one assistant text: its first "
+                "step's words, its last tool call and the last tool result (the final answer is "
+                "not sent again).",
+            ),
+        ),
+        replace(
+            PLUGIN_TOKEN_COUNTING,
+            widget=replace(
+                PLUGIN_TOKEN_COUNTING_WIDGET,
+                enabled_if=None,
+                help="Dify's PLUGIN_BASED_TOKEN_COUNTING_ENABLED (off as shipped). On: keep whole turns, newest first, "
+                "while the system message and the history fit in context size − max_tokens − the query (ReAct: "
+                "the history alone, in context size − max_tokens − the system message and the query).",
+            ),
+        ),
     )
     lenses = (("Dify Agent app (agent-chat)", {}), ("Dify Agent app, ReAct (no tool calls)", {"agent_strategy": REACT}))
     plans = True
@@ -292,26 +325,40 @@ class DifyAgentStrategy(Strategy):
         r = entry.reason
         if r == OVER_BUDGET:
             budget = config.get("budget")
-            return (f"token budget {budget:,}: older turns pruned whole" if isinstance(budget, int)
-                    else "token budget: older turns pruned whole")
+            return (
+                f"token budget {budget:,}: older turns pruned whole"
+                if isinstance(budget, int)
+                else "token budget: older turns pruned whole"
+            )
         if r == EMPTY:
             return "empty answer of a run with no agent step: Dify's agent history leaves it out"
         if r == REWRITTEN:
-            return ("sent inside its turn's ReAct scratchpad (one assistant text: the first step's words, the last "
-                    "tool call and the last tool result), not as a message of its own")
+            return (
+                "sent inside its turn's ReAct scratchpad (one assistant text: the first step's words, the last "
+                "tool call and the last tool result), not as a message of its own"
+            )
         if r == OMITTED:
-            return ("left out of its turn's ReAct scratchpad, which keeps only the first step's words, the last tool "
-                    "call and the last tool result: its words are never sent again")
+            return (
+                "left out of its turn's ReAct scratchpad, which keeps only the first step's words, the last tool "
+                "call and the last tool result: its words are never sent again"
+            )
         return None
 
     def pruning_words(self, config):
-        counted = ("the history is over its budget (with plugin token counting on: context size − max_tokens − the "
-                   "system message and the query)" if config.get("agent_strategy") == REACT else "the system message "
-                   "and the history are over its budget (with plugin token counting on: context size − max_tokens − "
-                   "the query)")
-        return (f"Dify's Agent app drops the oldest whole turns — their tool calls and results too — while {counted} "
-                f"and nothing in the run says so. Raise the context size or lower max_tokens, or keep tool results "
-                f"short.", True)
+        counted = (
+            "the history is over its budget (with plugin token counting on: context size − max_tokens − the "
+            "system message and the query)"
+            if config.get("agent_strategy") == REACT
+            else "the system message "
+            "and the history are over its budget (with plugin token counting on: context size − max_tokens − "
+            "the query)"
+        )
+        return (
+            f"Dify's Agent app drops the oldest whole turns — their tool calls and results too — while {counted} "
+            f"and nothing in the run says so. Raise the context size or lower max_tokens, or keep tool results "
+            f"short.",
+            True,
+        )
 
     def claims(self, conversation):
         return {} if agent_app(conversation) else None
@@ -323,8 +370,17 @@ class DifyAgentStrategy(Strategy):
         cfg = replay.config
         context = cfg.context_size or replay.facts.context_size
         if not cfg.settings.plugin_token_counting:
-            return AgentPlan(Budget(None, "plugin token counting is off (Dify ships it off), so the agent's history "
-                                          "is never pruned by tokens", context), 0, view, replay)
+            return AgentPlan(
+                Budget(
+                    None,
+                    "plugin token counting is off (Dify ships it off), so the agent's history "
+                    "is never pruned by tokens",
+                    context,
+                ),
+                0,
+                view,
+                replay,
+            )
         fixed = replay.fixed_prompt_tokens(current)
         if cfg.settings.agent_strategy == REACT:
             # The system message and the query are the prompt; the history is counted on its own.
@@ -337,15 +393,19 @@ class DifyAgentStrategy(Strategy):
             # The system message (and any prompt before the history) is counted with the history.
             prompt, system = query + REPLY_PRIMING, fixed - query - REPLY_PRIMING
             what = f"{prompt:,} query (counted as a list)"
-            how = (f"the system message ({system:,}) and the history are counted as one list (+{REPLY_PRIMING}) and "
-                   f"cut by whole turns, newest first")
+            how = (
+                f"the system message ({system:,}) and the history are counted as one list (+{REPLY_PRIMING}) and "
+                f"cut by whole turns, newest first"
+            )
         if context:
             limit = max(context - cfg.max_tokens - prompt, 0)
             note = f"{context:,} context − {cfg.max_tokens:,} max_tokens − {what}; {how}"
         else:
             limit = DEFAULT_HISTORY_BUDGET
-            note = (f"context size of {cfg.model} unknown: Dify's default budget of {DEFAULT_HISTORY_BUDGET:,} tokens; "
-                    f"{how}")
+            note = (
+                f"context size of {cfg.model} unknown: Dify's default budget of {DEFAULT_HISTORY_BUDGET:,} tokens; "
+                f"{how}"
+            )
         end, rounds, sent = view.length, view.rounds, view.sent
         # Dify walks the history newest first and checks the count at each user message, so it keeps
         # whole rounds (a user message and what follows it); what comes before the first user message is

@@ -34,8 +34,12 @@ from .stored import StoredPlan, StoredStrategy, sliced_items, stored_items
 
 ALL, WINDOW = "allMessages", "windowSize"
 SUMMARY_ONLY, SUMMARY_BUFFER = "conversationSummary", "conversationSummaryBuffer"
-MEMORY_TYPES = {ALL: "All messages", WINDOW: "Window size", SUMMARY_ONLY: "Conversation summary",
-                SUMMARY_BUFFER: "Conversation summary buffer"}
+MEMORY_TYPES = {
+    ALL: "All messages",
+    WINDOW: "Window size",
+    SUMMARY_ONLY: "Conversation summary",
+    SUMMARY_BUFFER: "Conversation summary buffer",
+}
 #: The summary buffer's limit when the node leaves it empty or 0.
 DEFAULT_LIMIT = 2000
 MAX_WINDOW_SIZE = 100_000
@@ -74,27 +78,66 @@ class FlowiseAgentflowStrategy(StoredStrategy):
     name = "flowise_agentflow"
     help = "Flowise Agentflow v2's Agent node memory: all messages, the last N exchanges, or a summary buffer"
     settings = (
-        Setting("memory_type", ALL, "the Agent node's Memory Type: allMessages, windowSize, conversationSummary or "
-                "conversationSummaryBuffer",
-                kind=TEXT, choices=tuple(MEMORY_TYPES), labels=MEMORY_TYPES, words="memory type",
-                widget=Widget(CHOICE, "Memory type", key="agentflow_memory_type", select=True)),
-        Setting("window_size", 20, "Window Size N: the last 2N messages, the current question counted (0: all)",
-                minimum=0, maximum=MAX_WINDOW_SIZE, words="window size",
-                widget=Widget(NUMBER, "Window size (N)", key="agentflow_window_size", maximum=1000,
-                              shown_if=("memory_type", WINDOW))),
-        Setting("max_token_limit", None, f"the summary buffer's Max Token Limit (unset or 0: {DEFAULT_LIMIT:,})",
-                optional=True, minimum=0, maximum=MAX_LIMIT, words="max token limit",
-                widget=Widget(ZERO_UNSET, "Max token limit (0 = 2,000)", key="agentflow_limit", maximum=1_000_000,
-                              step=100, shown_if=("memory_type", SUMMARY_BUFFER))),
-        Setting("counter", GPT2, "how the node's chat model counts: gpt2 (GPT-2's vocabulary, which LangChain "
-                "downloads) or chars4 (characters / 4, when the download fails)", kind=TEXT, choices=JS_COUNTERS,
-                labels=COUNTERS,
-                widget=Widget(CHOICE, "Token counter", key="agentflow_counter", select=True,
-                              shown_if=("memory_type", SUMMARY_BUFFER))),
-        Setting("system_message", "", "the node's own system message (with one, the summary is a user message)",
-                kind=TEXT, words="system message",
-                widget=Widget(TEXT_INPUT, "Node system message", key="agentflow_system",
-                              shown_if=("memory_type", SUMMARY_BUFFER))),
+        Setting(
+            "memory_type",
+            ALL,
+            "the Agent node's Memory Type: allMessages, windowSize, conversationSummary or conversationSummaryBuffer",
+            kind=TEXT,
+            choices=tuple(MEMORY_TYPES),
+            labels=MEMORY_TYPES,
+            words="memory type",
+            widget=Widget(CHOICE, "Memory type", key="agentflow_memory_type", select=True),
+        ),
+        Setting(
+            "window_size",
+            20,
+            "Window Size N: the last 2N messages, the current question counted (0: all)",
+            minimum=0,
+            maximum=MAX_WINDOW_SIZE,
+            words="window size",
+            widget=Widget(
+                NUMBER, "Window size (N)", key="agentflow_window_size", maximum=1000, shown_if=("memory_type", WINDOW)
+            ),
+        ),
+        Setting(
+            "max_token_limit",
+            None,
+            f"the summary buffer's Max Token Limit (unset or 0: {DEFAULT_LIMIT:,})",
+            optional=True,
+            minimum=0,
+            maximum=MAX_LIMIT,
+            words="max token limit",
+            widget=Widget(
+                ZERO_UNSET,
+                "Max token limit (0 = 2,000)",
+                key="agentflow_limit",
+                maximum=1_000_000,
+                step=100,
+                shown_if=("memory_type", SUMMARY_BUFFER),
+            ),
+        ),
+        Setting(
+            "counter",
+            GPT2,
+            "how the node's chat model counts: gpt2 (GPT-2's vocabulary, which LangChain "
+            "downloads) or chars4 (characters / 4, when the download fails)",
+            kind=TEXT,
+            choices=JS_COUNTERS,
+            labels=COUNTERS,
+            widget=Widget(
+                CHOICE, "Token counter", key="agentflow_counter", select=True, shown_if=("memory_type", SUMMARY_BUFFER)
+            ),
+        ),
+        Setting(
+            "system_message",
+            "",
+            "the node's own system message (with one, the summary is a user message)",
+            kind=TEXT,
+            words="system message",
+            widget=Widget(
+                TEXT_INPUT, "Node system message", key="agentflow_system", shown_if=("memory_type", SUMMARY_BUFFER)
+            ),
+        ),
     )
     lenses = (("Flowise Agentflow, all messages", {}),)
 
@@ -106,7 +149,8 @@ class FlowiseAgentflowStrategy(StoredStrategy):
             return "agentflow summary"
         if s.memory_type == SUMMARY_BUFFER:
             return f"agentflow summary buffer {s.max_token_limit or DEFAULT_LIMIT:,} tok" + (
-                " (chars/4)" if s.counter == CHARS4 else "")
+                " (chars/4)" if s.counter == CHARS4 else ""
+            )
         return "agentflow all messages"
 
     def finding_kinds(self, config):
@@ -117,17 +161,24 @@ class FlowiseAgentflowStrategy(StoredStrategy):
             return "not a chat message row: Flowise stores a turn's question and answer only, not its tool steps"
         if entry.reason == OUTSIDE_WINDOW:
             n = config.get("window_size", 20)
-            return (f"outside Window Size {n}: the last {2 * n} messages, the current question counted, so the window "
-                    f"may start on an answer whose question is gone")
+            return (
+                f"outside Window Size {n}: the last {2 * n} messages, the current question counted, so the window "
+                f"may start on an answer whose question is gone"
+            )
         if entry.reason == SUMMARIZED:
             limit = config.get("max_token_limit") or DEFAULT_LIMIT
-            return (f"folded into the summary: the messages' role: content lines were over {limit:,} tokens (worked "
-                    f"out again every turn)")
+            return (
+                f"folded into the summary: the messages' role: content lines were over {limit:,} tokens (worked "
+                f"out again every turn)"
+            )
         return None
 
     def pruning_words(self, config):
-        return ("Flowise's summary buffer folds the oldest messages into a new summary every turn once they are over "
-                "its limit, with one summary request per turn.", False)
+        return (
+            "Flowise's summary buffer folds the oldest messages into a new summary every turn once they are over "
+            "its limit, with one summary request per turn.",
+            False,
+        )
 
     def plan(self, view, current, replay):
         s = replay.config.settings
@@ -160,9 +211,15 @@ class FlowiseAgentflowStrategy(StoredStrategy):
             text = replay.summarizer.summarize([Message(role, content, "", "") for role, content in messages[:folded]])
             content = f"Previous conversation summary: {text}"
             role = "user" if s.system_message else "system"
-            summary = SyntheticMessage(role=role, content=content, tokens=replay.counter.chat(role, content),
-                                       origin=SUMMARY, turn=max(covered), covers=tuple(sorted(set(covered))),
-                                       ref=SUMMARY)
+            summary = SyntheticMessage(
+                role=role,
+                content=content,
+                tokens=replay.counter.chat(role, content),
+                origin=SUMMARY,
+                turn=max(covered),
+                covers=tuple(sorted(set(covered))),
+                ref=SUMMARY,
+            )
             note += f"; {len(sources)} folded into a new summary of {turn_ranges(covered)} (one summary request)"
         reasons = {item.source: SUMMARIZED for item in items[:folded]}
         return SummaryPlan(Budget(limit, note, context), items[folded:], reasons, view, replay, layout, summary)
@@ -175,13 +232,28 @@ class FlowiseAgentflowStrategy(StoredStrategy):
             folded.append(turn.messages[turn.query_index])
         content = replay.summarizer.summarize(folded)
         covered = sorted({replay.numbers[item.source[0]] for item in items})  # (the question is sent: not covered)
-        summary = SyntheticMessage(role="assistant", content=content, tokens=replay.counter.chat("assistant", content),
-                                   origin=SUMMARY, turn=covered[-1] if covered else replay.numbers[current],
-                                   covers=tuple(covered), ref=SUMMARY)
+        summary = SyntheticMessage(
+            role="assistant",
+            content=content,
+            tokens=replay.counter.chat("assistant", content),
+            origin=SUMMARY,
+            turn=covered[-1] if covered else replay.numbers[current],
+            covers=tuple(covered),
+            ref=SUMMARY,
+        )
         note = "every message and the question folded into one summary each turn; the question is sent after it"
-        return SummaryPlan(Budget(None, note, context), [], {item.source: SUMMARIZED for item in items}, view, replay,
-                           layout, summary)
+        return SummaryPlan(
+            Budget(None, note, context), [], {item.source: SUMMARIZED for item in items}, view, replay, layout, summary
+        )
 
 
-__all__ = ["ALL", "DEFAULT_LIMIT", "FlowiseAgentflowStrategy", "MEMORY_TYPES", "SUMMARY_BUFFER", "WINDOW",
-           "folded_count", "lines"]
+__all__ = [
+    "ALL",
+    "DEFAULT_LIMIT",
+    "FlowiseAgentflowStrategy",
+    "MEMORY_TYPES",
+    "SUMMARY_BUFFER",
+    "WINDOW",
+    "folded_count",
+    "lines",
+]

@@ -74,8 +74,10 @@ def prepended(text: str) -> list[tuple[str, str]]:
     except MemLensError:
         value = None
     if not isinstance(value, list) or not all(isinstance(m, dict) for m in value):
-        raise ConfigError("prepend must be a JSON list of {\"role\": \"userMessage\" or \"apiMessage\", \"content\": "
-                          "text} objects, as Flowise's request history is")
+        raise ConfigError(
+            'prepend must be a JSON list of {"role": "userMessage" or "apiMessage", "content": '
+            "text} objects, as Flowise's request history is"
+        )
     if len(value) > MAX_PREPEND:
         raise ConfigError(f"prepend holds {len(value):,} messages; at most {MAX_PREPEND:,} are read")
     out = []
@@ -84,8 +86,10 @@ def prepended(text: str) -> list[tuple[str, str]]:
             continue
         content = m.get("content")
         if content and isinstance(content, (bool, int, float)):
-            raise ConfigError(f"prepend's message {number} has the content {json.dumps(content)}: Flowise fails on a "
-                              f"number or true (give text)")
+            raise ConfigError(
+                f"prepend's message {number} has the content {json.dumps(content)}: Flowise fails on a "
+                f"number or true (give text)"
+            )
         out.append((ROW_ROLES[m["role"]], _text(content)))
     return out
 
@@ -101,9 +105,14 @@ def _text(content) -> str:
         return content
     if not isinstance(content, list):
         return ""
-    return "".join(part if isinstance(part, str) else part["text"]
-                   if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
-                   else "" for part in content)
+    return "".join(
+        part
+        if isinstance(part, str)
+        else part["text"]
+        if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+        else ""
+        for part in content
+    )
 
 
 class RowsPlan(StoredPlan):
@@ -116,9 +125,17 @@ class RowsPlan(StoredPlan):
 
     def synthetic(self, view, replay):
         number = replay.numbers[view.positions[-1]] if view.positions else 0
-        first = [SyntheticMessage(role=role, content=content, tokens=tokens, origin=REQUEST_HISTORY, turn=number,
-                                  ref=f"request-history:{k + 1}")
-                 for k, (role, content, tokens) in enumerate(self.leading)]
+        first = [
+            SyntheticMessage(
+                role=role,
+                content=content,
+                tokens=tokens,
+                origin=REQUEST_HISTORY,
+                turn=number,
+                ref=f"request-history:{k + 1}",
+            )
+            for k, (role, content, tokens) in enumerate(self.leading)
+        ]
         return first + super().synthetic(view, replay)
 
 
@@ -126,13 +143,28 @@ class FlowiseWindowStrategy(StoredStrategy):
     name = "flowise_window"
     help = "Flowise's Buffer Window Memory: the last k questions and answers (2k rows), tool steps never sent"
     settings = (
-        Setting("k", "4", "Size, as Flowise reads it (parseInt): the last 2k chat message rows (0 or less: none; "
-                "empty: all)", kind=TEXT, words="Size",
-                widget=Widget(TEXT_INPUT, "Size (k)", key="flowise_k",
-                              help="Flowise sends the last 2k rows, a question and an answer per turn")),
-        Setting("prepend", "", "the request's history, sent before the window: a JSON list of {\"role\": "
-                "\"userMessage\" | \"apiMessage\", \"content\"}", kind=TEXT, words="request history",
-                widget=Widget(TEXT_INPUT, "Request history (JSON)", key="flowise_prepend")),
+        Setting(
+            "k",
+            "4",
+            "Size, as Flowise reads it (parseInt): the last 2k chat message rows (0 or less: none; empty: all)",
+            kind=TEXT,
+            words="Size",
+            widget=Widget(
+                TEXT_INPUT,
+                "Size (k)",
+                key="flowise_k",
+                help="Flowise sends the last 2k rows, a question and an answer per turn",
+            ),
+        ),
+        Setting(
+            "prepend",
+            "",
+            'the request\'s history, sent before the window: a JSON list of {"role": '
+            '"userMessage" | "apiMessage", "content"}',
+            kind=TEXT,
+            words="request history",
+            widget=Widget(TEXT_INPUT, "Request history (JSON)", key="flowise_prepend"),
+        ),
     )
     lenses = (("Flowise Buffer Window Memory (k = 4)", {}),)
 
@@ -163,5 +195,13 @@ class FlowiseWindowStrategy(StoredStrategy):
         return RowsPlan(budget, window_rows(view, layout, s.k), {}, view, replay, layout, prepended(s.prepend))
 
 
-__all__ = ["FlowiseWindowStrategy", "REQUEST_HISTORY", "ROW_ROLES", "parse_int", "prepended", "row_items",
-           "rows_layout", "window_rows"]
+__all__ = [
+    "FlowiseWindowStrategy",
+    "REQUEST_HISTORY",
+    "ROW_ROLES",
+    "parse_int",
+    "prepended",
+    "row_items",
+    "rows_layout",
+    "window_rows",
+]

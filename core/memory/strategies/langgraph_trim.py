@@ -59,7 +59,9 @@ class HookTrimPlan(Plan):
         lo, hi = selection.kept_range() if selection is not None else (0, end)
         hi = min(hi, end)  # (the question, last in the trimmed list, is the turn's own)
         lo = min(lo, hi)
-        super().__init__(budget, None, hi - lo, tokens_between(view, lo, hi), turn_at(view, replay, lo if hi > lo else None))
+        super().__init__(
+            budget, None, hi - lo, tokens_between(view, lo, hi), turn_at(view, replay, lo if hi > lo else None)
+        )
         self.selection = selection
 
     def reason(self, i, message):
@@ -69,8 +71,13 @@ class HookTrimPlan(Plan):
 class LangGraphTrimStrategy(Strategy):
     name = "langgraph_trim"
     help = "LangGraph's pre_model_hook trim (trim_messages, last, start on human); an empty trim sends everything"
-    settings = (replace(HISTORY_LIMIT, help="the hook's trim_messages max_tokens, the question included, counted "
-                        "approximately (unset: 2,000; 0 is a limit too)"),)
+    settings = (
+        replace(
+            HISTORY_LIMIT,
+            help="the hook's trim_messages max_tokens, the question included, counted "
+            "approximately (unset: 2,000; 0 is a limit too)",
+        ),
+    )
     lenses = ((f"LangGraph pre_model_hook trim, {history_limit(None):,} tokens", {}),)
     uses_granularity = False
     plans = True
@@ -82,10 +89,12 @@ class LangGraphTrimStrategy(Strategy):
     def explain(self, entry, config):
         limit = history_limit(config.get("max_history_tokens"))
         if entry.reason == OVER_BUDGET:
-            return f"over the hook's trim_messages max_tokens ({limit:,} approximate tokens with the question): " \
-                   f"oldest dropped"
+            return (
+                f"over the hook's trim_messages max_tokens ({limit:,} approximate tokens with the question): "
+                f"oldest dropped"
+            )
         if entry.reason == OUTSIDE_WINDOW:
-            return "dropped so the kept part starts on a human message (start_on=\"human\")"
+            return 'dropped so the kept part starts on a human message (start_on="human")'
         return None
 
     def finding_kinds(self, config):
@@ -96,12 +105,17 @@ class LangGraphTrimStrategy(Strategy):
         if not ledger.budget_note.startswith(EMPTY_TRIM) or not kept:
             return None
         limit = history_limit(ledger.config.get("max_history_tokens"))
-        return (f"the question alone is over the trim's max_tokens ({limit:,}), so the trim came back empty and the "
-                f"agent sent all {plural(kept, 'earlier message')} instead (langgraph #8925)")
+        return (
+            f"the question alone is over the trim's max_tokens ({limit:,}), so the trim came back empty and the "
+            f"agent sent all {plural(kept, 'earlier message')} instead (langgraph #8925)"
+        )
 
     def pruning_words(self, config):
-        return ("The pre_model_hook's trim drops the oldest messages over max_tokens; when the question alone is "
-                "over it, the trim is empty and the agent sends the whole thread instead.", False)
+        return (
+            "The pre_model_hook's trim drops the oldest messages over max_tokens; when the question alone is "
+            "over it, the trim is empty and the agent sends the whole thread instead.",
+            False,
+        )
 
     def plan(self, view, current, replay):
         limit = history_limit(replay.config.settings.max_history_tokens)
@@ -120,8 +134,10 @@ class LangGraphTrimStrategy(Strategy):
         selection = hook_trim(listed, cost, kind, limit)
         note = f"trim_messages max_tokens {limit:,} approximate tokens, the question's {question:,} included"
         if selection is None:
-            note = (f"{EMPTY_TRIM} (max_tokens {limit:,}, the question alone {question:,} approximate "
-                    f"tokens): the agent sent every message instead (llm_input_messages or messages)")
+            note = (
+                f"{EMPTY_TRIM} (max_tokens {limit:,}, the question alone {question:,} approximate "
+                f"tokens): the agent sent every message instead (llm_input_messages or messages)"
+            )
         budget = Budget(limit, note, replay.config.context_size or replay.facts.context_size)
         return HookTrimPlan(budget, selection, view, replay)
 

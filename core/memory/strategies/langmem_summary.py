@@ -125,8 +125,14 @@ class SummaryPlan(SummaryBufferPlan):
         end = view.length
         lo = min(call.kept_from, end)
         summary = call.summary
-        Plan.__init__(self, budget, summary, end - lo, tokens_between(view, lo, end) + summary.tokens,
-                      turn_at(view, replay, lo if end > lo else None))
+        Plan.__init__(
+            self,
+            budget,
+            summary,
+            end - lo,
+            tokens_between(view, lo, end) + summary.tokens,
+            turn_at(view, replay, lo if end > lo else None),
+        )
         self.kept_from = lo
 
     def reason(self, i, message):
@@ -144,16 +150,36 @@ class LangmemSummaryStrategy(Strategy):
     name = "langmem_summary"
     help = "langmem's SummarizationNode before every model call: the oldest messages folded into a running summary"
     settings = (
-        replace(HISTORY_LIMIT, help="langmem's max_tokens: the summary, the system message and the messages after "
-                "them, counted approximately (unset: 2,000)"),
-        Setting("max_tokens_before_summary", None, "tokens the messages not yet summarised reach before a summary "
-                "is written (unset: max_tokens)", optional=True, minimum=0, flag="--max-tokens-before-summary",
-                widget=Widget(SWITCHED, "Summarise after (tokens)", key=("langmem_before_on", "langmem_before"),
-                              minimum=0, maximum=10_000_000, unset_value=history_limit(None),
-                              second_label="Own threshold before a summary")),
-        Setting("max_summary_tokens", DEFAULT_SUMMARY_TOKENS, "tokens kept for the summary, below max_tokens",
-                minimum=0, flag="--max-summary-tokens",
-                widget=Widget(NUMBER, "Summary (tokens)", key="langmem_summary_tokens", maximum=10_000_000, step=16)),
+        replace(
+            HISTORY_LIMIT,
+            help="langmem's max_tokens: the summary, the system message and the messages after "
+            "them, counted approximately (unset: 2,000)",
+        ),
+        Setting(
+            "max_tokens_before_summary",
+            None,
+            "tokens the messages not yet summarised reach before a summary is written (unset: max_tokens)",
+            optional=True,
+            minimum=0,
+            flag="--max-tokens-before-summary",
+            widget=Widget(
+                SWITCHED,
+                "Summarise after (tokens)",
+                key=("langmem_before_on", "langmem_before"),
+                minimum=0,
+                maximum=10_000_000,
+                unset_value=history_limit(None),
+                second_label="Own threshold before a summary",
+            ),
+        ),
+        Setting(
+            "max_summary_tokens",
+            DEFAULT_SUMMARY_TOKENS,
+            "tokens kept for the summary, below max_tokens",
+            minimum=0,
+            flag="--max-summary-tokens",
+            widget=Widget(NUMBER, "Summary (tokens)", key="langmem_summary_tokens", maximum=10_000_000, step=16),
+        ),
     )
     lenses = ((f"langmem summary, {history_limit(None):,} tokens", {}),)
     uses_granularity = False
@@ -167,8 +193,10 @@ class LangmemSummaryStrategy(Strategy):
 
     def explain(self, entry, config):
         if entry.reason == SUMMARIZED:
-            return (f"folded into langmem's running summary (max_tokens {history_limit(config.get('max_history_tokens')):,}"
-                    f", counted approximately)")
+            return (
+                f"folded into langmem's running summary (max_tokens {history_limit(config.get('max_history_tokens')):,}"
+                f", counted approximately)"
+            )
         return None
 
     def finding_kinds(self, config):
@@ -176,25 +204,35 @@ class LangmemSummaryStrategy(Strategy):
 
     def turn_surprise(self, replay, ledger):
         if any(ledger.turn in s.covers for s in ledger.synthetic if s.origin == SUMMARY):
-            return ("the question itself was folded into the summary, so the model got the summary but not the "
-                    "question (langmem #111)")
+            return (
+                "the question itself was folded into the summary, so the model got the summary but not the "
+                "question (langmem #111)"
+            )
         return None
 
     def validate(self, config):
         limit, _, summary = _limits(config)
         if summary >= limit:
-            raise ConfigError(f"max_summary_tokens {summary} must be less than max_history_tokens (langmem's "
-                              f"max_tokens) {limit}: langmem refuses it; lower the summary's tokens or raise the limit")
+            raise ConfigError(
+                f"max_summary_tokens {summary} must be less than max_history_tokens (langmem's "
+                f"max_tokens) {limit}: langmem refuses it; lower the summary's tokens or raise the limit"
+            )
 
     def pruning_words(self, config):
-        return ("langmem folds the oldest messages into its summary before each model call, tool steps included; "
-                "a long question can be folded itself, and a system message over the budget stops all "
-                "summarising.", False)
+        return (
+            "langmem folds the oldest messages into its summary before each model call, tool steps included; "
+            "a long question can be folded itself, and a system message over the budget stops all "
+            "summarising.",
+            False,
+        )
 
     def plan(self, view, current, replay):
         limit, before, summary_tokens = _limits(replay.config)
-        system = approximate_message_tokens(Message("system", replay.system_prompt, "", "system")) \
-            if replay.system_prompt else 0
+        system = (
+            approximate_message_tokens(Message("system", replay.system_prompt, "", "system"))
+            if replay.system_prompt
+            else 0
+        )
         room = limit - summary_tokens - system
         _, prefix, _ = langchain_counts(view, replay, APPROXIMATE)
         end = view.length
@@ -209,16 +247,22 @@ class LangmemSummaryStrategy(Strategy):
 
         # The calls of the turn before that came after its first: one before each later reply.
         if view.turn_count:
-            replies = [i for i in range(view.turn_start(view.turn_count - 1), end)
-                       if messages(i).role == "assistant" and messages(i).kind != REASONING]
+            replies = [
+                i
+                for i in range(view.turn_start(view.turn_count - 1), end)
+                if messages(i).role == "assistant" and messages(i).kind != REASONING
+            ]
             for at in replies[1:]:
                 previous = SummaryCall(messages, prefix, turn, at, previous, room, before, replay).summary
         asked = end + (query is not None)
-        sums = list(prefix[:end + 1]) + ([prefix[end] + approximate_message_tokens(query)] if query is not None else [])
+        sums = list(prefix[: end + 1]) + (
+            [prefix[end] + approximate_message_tokens(query)] if query is not None else []
+        )
         call = SummaryCall(messages, sums, turn, asked, previous, room, before, replay)
         swallowed = query is not None and call.kept_from > end
-        note = (f"langmem max_tokens {limit:,} approximate tokens: {room:,} after the summary ({summary_tokens:,})"
-                + (f" and the system message ({system:,})" if system else ""))
+        note = f"langmem max_tokens {limit:,} approximate tokens: {room:,} after the summary ({summary_tokens:,})" + (
+            f" and the system message ({system:,})" if system else ""
+        )
         if room < 0:
             note += "; the system message leaves no room, so nothing is ever summarised"
         if swallowed:
@@ -229,5 +273,12 @@ class LangmemSummaryStrategy(Strategy):
         return SummaryPlan(budget, call, view, replay)
 
 
-__all__ = ["LangmemSummaryStrategy", "RunningSummary", "SummaryCall", "fold_until", "with_results",
-           "DEFAULT_SUMMARY_TOKENS", "SUMMARY_PREFIX"]
+__all__ = [
+    "LangmemSummaryStrategy",
+    "RunningSummary",
+    "SummaryCall",
+    "fold_until",
+    "with_results",
+    "DEFAULT_SUMMARY_TOKENS",
+    "SUMMARY_PREFIX",
+]

@@ -175,14 +175,26 @@ class LlamaIndexBufferStrategy(Strategy):
     name = "llamaindex_buffer"
     help = "LlamaIndex's ChatMemoryBuffer in an agent workflow: the newest messages whose contents fit token_limit"
     settings = (
-        Setting("token_limit", None, "ChatMemoryBuffer's token_limit, counted over the contents joined, the question "
-                "included (unset or 0: int(0.75 × context_window), as the workflow's buffer has it)", optional=True,
-                minimum=0, words="token limit",
-                widget=Widget(ZERO_UNSET, "Token limit (0 = 0.75 × context window)", maximum=10_000_000, step=100)),
-        Setting("context_window", None, "the context window the model's LlamaIndex metadata reports (unset: the "
-                f"config's context size, else the model's, else LlamaIndex's {DEFAULT_CONTEXT_WINDOW:,})",
-                optional=True, minimum=1, words="context window",
-                widget=Widget(ZERO_UNSET, "Context window (0 = the model's)", maximum=10_000_000, step=1000)),
+        Setting(
+            "token_limit",
+            None,
+            "ChatMemoryBuffer's token_limit, counted over the contents joined, the question "
+            "included (unset or 0: int(0.75 × context_window), as the workflow's buffer has it)",
+            optional=True,
+            minimum=0,
+            words="token limit",
+            widget=Widget(ZERO_UNSET, "Token limit (0 = 0.75 × context window)", maximum=10_000_000, step=100),
+        ),
+        Setting(
+            "context_window",
+            None,
+            "the context window the model's LlamaIndex metadata reports (unset: the "
+            f"config's context size, else the model's, else LlamaIndex's {DEFAULT_CONTEXT_WINDOW:,})",
+            optional=True,
+            minimum=1,
+            words="context window",
+            widget=Widget(ZERO_UNSET, "Context window (0 = the model's)", maximum=10_000_000, step=1000),
+        ),
     )
     lenses = (("LlamaIndex ChatMemoryBuffer", {}),)
     uses_granularity = False
@@ -195,17 +207,24 @@ class LlamaIndexBufferStrategy(Strategy):
     def explain(self, entry, config):
         limit = config.get("budget")
         if entry.reason == OVER_BUDGET:
-            return (f"over ChatMemoryBuffer's token_limit ({limit:,} tokens of the contents joined, the question "
-                    "included): oldest dropped")
+            return (
+                f"over ChatMemoryBuffer's token_limit ({limit:,} tokens of the contents joined, the question "
+                "included): oldest dropped"
+            )
         if entry.reason == OUTSIDE_WINDOW:
-            return ("dropped after the message before it: ChatMemoryBuffer lets no assistant or tool message lead "
-                    "the history")
+            return (
+                "dropped after the message before it: ChatMemoryBuffer lets no assistant or tool message lead "
+                "the history"
+            )
         return None
 
     def pruning_words(self, config):
-        return ("LlamaIndex's ChatMemoryBuffer drops the oldest messages while their contents and the question are "
-                "over its token_limit, and with them the assistant and tool messages that would lead; nothing in the "
-                "run says so. Raise token_limit.", True)
+        return (
+            "LlamaIndex's ChatMemoryBuffer drops the oldest messages while their contents and the question are "
+            "over its token_limit, and with them the assistant and tool messages that would lead; nothing in the "
+            "run says so. Raise token_limit.",
+            True,
+        )
 
     def finding_kinds(self, config):
         return ("platform_rule",)
@@ -231,5 +250,6 @@ class LlamaIndexBufferStrategy(Strategy):
         note = f"ChatMemoryBuffer token_limit {limit:,} (LlamaIndex's count of the contents joined, the question too)"
         if alone_over:
             note += "; " + ALONE_OVER
-        return BufferPlan(Budget(limit, note, config.context_size or replay.facts.context_size), None, first, view,
-                          replay)
+        return BufferPlan(
+            Budget(limit, note, config.context_size or replay.facts.context_size), None, first, view, replay
+        )

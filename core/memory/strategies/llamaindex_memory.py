@@ -65,8 +65,9 @@ def flush_size(token_limit: int, token_flush_size: int) -> int:
     return token_flush_size
 
 
-def manage_queue(lo: int, hi: int, tokens: Callable[[int, int], int], is_user: Callable[[int], bool],
-                 limit: float, size: int) -> int:
+def manage_queue(
+    lo: int, hi: int, tokens: Callable[[int, int], int], is_user: Callable[[int], bool], limit: float, size: int
+) -> int:
     """``Memory._manage_queue`` over the active messages ``lo..hi-1`` (oldest first): where the active
     messages start once it is done, everything before archived. ``tokens(a, b)`` counts messages
     ``a..b-1``; ``limit`` is ``token_limit × chat_history_token_ratio``; ``size`` the flush size."""
@@ -106,15 +107,33 @@ class LlamaIndexMemoryStrategy(Strategy):
     name = "llamaindex_memory"
     help = "LlamaIndex's Memory in an agent workflow: the oldest messages flushed in chunks when a write goes over"
     settings = (
-        Setting("token_limit", DEFAULT_TOKEN_LIMIT, "Memory's token_limit; the chat history may hold token_limit × "
-                "chat_history_token_ratio tokens (LlamaIndex's count: text, not tool calls)", minimum=1,
-                words="token limit", widget=Widget(NUMBER, "Token limit", minimum=1, maximum=10_000_000, step=1000)),
-        Setting("chat_history_token_ratio", DEFAULT_RATIO, "the share of token_limit the chat history may hold",
-                kind=FLOAT, minimum=0.0, maximum=1.0, words="chat history token ratio",
-                widget=Widget(SLIDER, "Chat history ratio", minimum=0.0, maximum=1.0, step=0.05)),
-        Setting("token_flush_size", DEFAULT_FLUSH_SIZE, "the least a flush archives at a time, in tokens (over "
-                "token_limit: 70% of it; below 1: 10% of it)", minimum=0, words="token flush size",
-                widget=Widget(NUMBER, "Flush size (tokens)", minimum=0, maximum=10_000_000, step=100)),
+        Setting(
+            "token_limit",
+            DEFAULT_TOKEN_LIMIT,
+            "Memory's token_limit; the chat history may hold token_limit × "
+            "chat_history_token_ratio tokens (LlamaIndex's count: text, not tool calls)",
+            minimum=1,
+            words="token limit",
+            widget=Widget(NUMBER, "Token limit", minimum=1, maximum=10_000_000, step=1000),
+        ),
+        Setting(
+            "chat_history_token_ratio",
+            DEFAULT_RATIO,
+            "the share of token_limit the chat history may hold",
+            kind=FLOAT,
+            minimum=0.0,
+            maximum=1.0,
+            words="chat history token ratio",
+            widget=Widget(SLIDER, "Chat history ratio", minimum=0.0, maximum=1.0, step=0.05),
+        ),
+        Setting(
+            "token_flush_size",
+            DEFAULT_FLUSH_SIZE,
+            "the least a flush archives at a time, in tokens (over token_limit: 70% of it; below 1: 10% of it)",
+            minimum=0,
+            words="token flush size",
+            widget=Widget(NUMBER, "Flush size (tokens)", minimum=0, maximum=10_000_000, step=100),
+        ),
     )
     lenses = (("LlamaIndex Memory", {}),)
     uses_granularity = False
@@ -123,21 +142,28 @@ class LlamaIndexMemoryStrategy(Strategy):
 
     def label(self, config):
         s = config.settings
-        return (f"LlamaIndex Memory {s.token_limit:,} × {s.chat_history_token_ratio:g}, flush "
-                f"{flush_size(s.token_limit, s.token_flush_size):,}")
+        return (
+            f"LlamaIndex Memory {s.token_limit:,} × {s.chat_history_token_ratio:g}, flush "
+            f"{flush_size(s.token_limit, s.token_flush_size):,}"
+        )
 
     def explain(self, entry, config):
         if entry.reason != FLUSHED:
             return None
         limit, size = _settings_words(config)
-        return (f"flushed when a message was written: the chat history was over token_limit × "
-                f"chat_history_token_ratio ({limit:,} tokens of text), so its oldest messages were archived, at "
-                f"least {plural(size, 'token')} at a time, until a user message led; never sent again")
+        return (
+            f"flushed when a message was written: the chat history was over token_limit × "
+            f"chat_history_token_ratio ({limit:,} tokens of text), so its oldest messages were archived, at "
+            f"least {plural(size, 'token')} at a time, until a user message led; never sent again"
+        )
 
     def pruning_words(self, config):
-        return ("LlamaIndex's Memory archives the oldest messages, a chunk at a time, whenever a write leaves its "
-                "chat history over token_limit × chat_history_token_ratio; they are never sent again and nothing "
-                "in the run says so. Raise token_limit or the ratio.", True)
+        return (
+            "LlamaIndex's Memory archives the oldest messages, a chunk at a time, whenever a write leaves its "
+            "chat history over token_limit × chat_history_token_ratio; they are never sent again and nothing "
+            "in the run says so. Raise token_limit or the ratio.",
+            True,
+        )
 
     def finding_kinds(self, config):
         return ("platform_rule",)
@@ -148,8 +174,10 @@ class LlamaIndexMemoryStrategy(Strategy):
         if not flushed:
             return None
         limit, size = _settings_words(ledger.config)
-        return (f"{plural(flushed, 'earlier message')} flushed out of the chat history — archived at least "
-                f"{plural(size, 'token')} at a time once it passed {limit:,} tokens — and never sent again")
+        return (
+            f"{plural(flushed, 'earlier message')} flushed out of the chat history — archived at least "
+            f"{plural(size, 'token')} at a time once it passed {limit:,} tokens — and never sent again"
+        )
 
     def plan(self, view, current, replay):
         own = replay.config.settings
@@ -171,7 +199,14 @@ class LlamaIndexMemoryStrategy(Strategy):
             active = manage_queue(active, n, tokens, is_user, limit, size)
         if query is not None:  # the question is written before the memory is read
             active = manage_queue(active, n + 1, tokens, is_user, limit, size)
-        note = (f"Memory chat history {int(limit):,} tokens (token_limit {own.token_limit:,} × "
-                f"{own.chat_history_token_ratio:g}, LlamaIndex's count), flushed {size:,} at a time")
-        return MemoryPlan(Budget(int(limit), note, replay.config.context_size or replay.facts.context_size), active,
-                          active, view, replay)
+        note = (
+            f"Memory chat history {int(limit):,} tokens (token_limit {own.token_limit:,} × "
+            f"{own.chat_history_token_ratio:g}, LlamaIndex's count), flushed {size:,} at a time"
+        )
+        return MemoryPlan(
+            Budget(int(limit), note, replay.config.context_size or replay.facts.context_size),
+            active,
+            active,
+            view,
+            replay,
+        )

@@ -30,7 +30,7 @@ from core.model.js_tokens import CHARS4, GPT2, JS_COUNTERS, count
 from core.model.ledger import OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL
 
 from .base import Budget
-from .n8n_window import K, STORAGE, WINDOWED, explain_n8n, layout, unsaved_notes, window_words
+from .n8n_window import STORAGE, WINDOWED, K, explain_n8n, layout, unsaved_notes, window_words
 from .settings import CHOICE, SWITCHED, TEXT, Setting, Widget
 from .stored import Item, StoredPlan, StoredStrategy, slice_start, sliced_items, stored_items
 
@@ -77,6 +77,7 @@ def _lines(text: str) -> list[str]:
 
 def trim_last(items: list[Item], max_tokens: int, counter: str) -> list[Item]:
     """``trimMessages`` as n8n calls it (see the module's docstring), on items with no system message."""
+
     def tokens(item: Item) -> int:
         return count(item.content, counter)
 
@@ -102,19 +103,44 @@ def trim_last(items: list[Item], max_tokens: int, counter: str) -> list[Item]:
 
 class N8nAgentStrategy(StoredStrategy):
     name = "n8n_agent"
-    help = ("n8n's AI Agent over its memory: the memory node's last 2k messages, tool calls cut from their results "
-            "dropped, then maxTokensFromMemory")
+    help = (
+        "n8n's AI Agent over its memory: the memory node's last 2k messages, tool calls cut from their results "
+        "dropped, then maxTokensFromMemory"
+    )
     settings = (
-        K, WINDOWED, STORAGE,
-        Setting("max_tokens_from_memory", None, "the agent's maxTokensFromMemory: the history is trimmed to this many "
-                "tokens, oldest first, starting on a question (unset or 0: no trim)", optional=True, minimum=0,
-                maximum=MAX_TOKENS_FROM_MEMORY, words="maxTokensFromMemory",
-                widget=Widget(SWITCHED, "Max tokens from memory", key="n8n_max_tokens", minimum=1,
-                              maximum=1_000_000, step=100, unset_value=2000, second_label="Trim the history")),
-        Setting("counter", GPT2, "how the agent's chat model counts: gpt2 (GPT-2's vocabulary, which LangChain "
-                "downloads) or chars4 (characters / 4, when the download fails)", kind=TEXT,
-                choices=JS_COUNTERS, labels=COUNTERS,
-                widget=Widget(CHOICE, "Token counter", key="n8n_counter", select=True)),
+        K,
+        WINDOWED,
+        STORAGE,
+        Setting(
+            "max_tokens_from_memory",
+            None,
+            "the agent's maxTokensFromMemory: the history is trimmed to this many "
+            "tokens, oldest first, starting on a question (unset or 0: no trim)",
+            optional=True,
+            minimum=0,
+            maximum=MAX_TOKENS_FROM_MEMORY,
+            words="maxTokensFromMemory",
+            widget=Widget(
+                SWITCHED,
+                "Max tokens from memory",
+                key="n8n_max_tokens",
+                minimum=1,
+                maximum=1_000_000,
+                step=100,
+                unset_value=2000,
+                second_label="Trim the history",
+            ),
+        ),
+        Setting(
+            "counter",
+            GPT2,
+            "how the agent's chat model counts: gpt2 (GPT-2's vocabulary, which LangChain "
+            "downloads) or chars4 (characters / 4, when the download fails)",
+            kind=TEXT,
+            choices=JS_COUNTERS,
+            labels=COUNTERS,
+            widget=Widget(CHOICE, "Token counter", key="n8n_counter", select=True),
+        ),
     )
     lenses = ((f"n8n AI Agent (k = {K.default})", {}),)
 
@@ -131,17 +157,23 @@ class N8nAgentStrategy(StoredStrategy):
         if entry.reason == OVER_BUDGET:
             limit = config.get("max_tokens_from_memory") or 0
             unit = "GPT-2 tokens" if config.get("counter", GPT2) == GPT2 else "tokens (characters / 4)"
-            return (f"over maxTokensFromMemory ({limit:,} {unit}, message text only): trimmed from the oldest, "
-                    f"and the rest starts on a question")
+            return (
+                f"over maxTokensFromMemory ({limit:,} {unit}, message text only): trimmed from the oldest, "
+                f"and the rest starts on a question"
+            )
         if entry.reason == OUTSIDE_WINDOW:
-            return (explain_n8n(entry, config) + "; or its tool call or result was cut, and the agent drops the "
-                    "other half")
+            return (
+                explain_n8n(entry, config) + "; or its tool call or result was cut, and the agent drops the other half"
+            )
         return explain_n8n(entry, config)
 
     def pruning_words(self, config):
-        return ("n8n's agent trims its memory to maxTokensFromMemory, counting message text only, from the oldest; it "
-                "may keep the last lines of a message, and the history must start on a question, so a long newest "
-                "question means no history at all. Nothing in the run says so.", True)
+        return (
+            "n8n's agent trims its memory to maxTokensFromMemory, counting message text only, from the oldest; it "
+            "may keep the last lines of a message, and the history must start on a question, so a long newest "
+            "question means no history at all. Nothing in the run says so.",
+            True,
+        )
 
     def plan(self, view, current, replay):
         s = replay.config.settings
@@ -154,8 +186,10 @@ class N8nAgentStrategy(StoredStrategy):
         if limit:
             reasons.update({item.source: OVER_BUDGET for item in window})
             sent = clean_up(trim_last(window, limit, s.counter))
-            notes.append(f"maxTokensFromMemory {limit:,}, counted with "
-                         f"{'GPT-2' if s.counter == GPT2 else 'characters / 4'} on message text only")
+            notes.append(
+                f"maxTokensFromMemory {limit:,}, counted with "
+                f"{'GPT-2' if s.counter == GPT2 else 'characters / 4'} on message text only"
+            )
             if window and not sent:
                 notes.append("nothing sent: the newest question alone is over maxTokensFromMemory")
         notes = unsaved_notes(view, replay, s.storage, sent) + notes

@@ -46,29 +46,57 @@ from .settings import BOOL, CHOICE, FLOAT, NUMBER, TEXT, TOGGLE, Setting, Widget
 from .stored import Item, StoredPlan, StoredStrategy, slice_start, sliced_items, stored_items
 
 FOUR_MESSAGES, USED_TOOLS, INPUT_OUTPUT, AS_STORED = "four_messages", "used_tools", "input_output", "as_stored"
-STORAGES = {FOUR_MESSAGES: "Tools Agent V3 (n8n 2.3+): each call and its result",
-            USED_TOOLS: "Tools Agent V3 (n8n 1.120–2.2): a [Used tools: …] prefix",
-            INPUT_OUTPUT: "Agent V1/V2: question and answer", AS_STORED: "as stored (an n8n export)"}
+STORAGES = {
+    FOUR_MESSAGES: "Tools Agent V3 (n8n 2.3+): each call and its result",
+    USED_TOOLS: "Tools Agent V3 (n8n 1.120–2.2): a [Used tools: …] prefix",
+    INPUT_OUTPUT: "Agent V1/V2: question and answer",
+    AS_STORED: "as stored (an n8n export)",
+}
 #: Context Window Length's default, and the bound MemLens takes (n8n takes any number).
 DEFAULT_K = 5
 MAX_K = 1_000_000
 #: The config editor's field for k goes up to this (a field's range; the command line takes up to MAX_K).
 K_FIELD_MAX = 500
 
-K = Setting("k", DEFAULT_K, "Context Window Length: the last 2k stored messages are sent (0: all of them; a negative "
-            "k: all but the first -2k)", kind=FLOAT, minimum=-MAX_K, maximum=MAX_K, words="Context Window Length",
-            widget=Widget(NUMBER, "Context Window Length (k)", key="n8n_k", minimum=-50, maximum=K_FIELD_MAX, step=1,
-                          help="n8n sends the last 2k stored messages; a tool call and its result are 2 of them"))
-WINDOWED = Setting("windowed", True, "the node windows its memory (off: Postgres Chat Memory v1.0, Redis Chat Memory "
-                   "before v1.3, which send every stored message)", kind=BOOL,
-                   widget=Widget(TOGGLE, "Windowed (off: Postgres v1.0, Redis < 1.3)", key="n8n_windowed"))
+K = Setting(
+    "k",
+    DEFAULT_K,
+    "Context Window Length: the last 2k stored messages are sent (0: all of them; a negative k: all but the first -2k)",
+    kind=FLOAT,
+    minimum=-MAX_K,
+    maximum=MAX_K,
+    words="Context Window Length",
+    widget=Widget(
+        NUMBER,
+        "Context Window Length (k)",
+        key="n8n_k",
+        minimum=-50,
+        maximum=K_FIELD_MAX,
+        step=1,
+        help="n8n sends the last 2k stored messages; a tool call and its result are 2 of them",
+    ),
+)
+WINDOWED = Setting(
+    "windowed",
+    True,
+    "the node windows its memory (off: Postgres Chat Memory v1.0, Redis Chat Memory "
+    "before v1.3, which send every stored message)",
+    kind=BOOL,
+    widget=Widget(TOGGLE, "Windowed (off: Postgres v1.0, Redis < 1.3)", key="n8n_windowed"),
+)
 
 
-STORAGE = Setting("storage", FOUR_MESSAGES, "what a turn stores: four_messages (Tools Agent V3, n8n 2.3+: each tool "
-                  "call of the last round and its result), used_tools (n8n 1.120–2.2: a [Used tools: …] prefix), "
-                  "input_output (Agent V1/V2) or as_stored (the conversation is an n8n export)", kind=TEXT,
-                  choices=tuple(STORAGES), labels=STORAGES,
-                  widget=Widget(CHOICE, "Stored by", key="n8n_storage", select=True))
+STORAGE = Setting(
+    "storage",
+    FOUR_MESSAGES,
+    "what a turn stores: four_messages (Tools Agent V3, n8n 2.3+: each tool "
+    "call of the last round and its result), used_tools (n8n 1.120–2.2: a [Used tools: …] prefix), "
+    "input_output (Agent V1/V2) or as_stored (the conversation is an n8n export)",
+    kind=TEXT,
+    choices=tuple(STORAGES),
+    labels=STORAGES,
+    widget=Widget(CHOICE, "Stored by", key="n8n_storage", select=True),
+)
 
 
 def _args_with_id(arguments: str, call_id: str) -> str:
@@ -125,8 +153,11 @@ def turn_items(turn: Turn, position: int, storage: str) -> list[Item]:
         steps = []
         for j in rounds:
             after = results(j)
-            steps += [f"Tool: {c.name}, Input: {_tool_input(c.arguments)}, Result: {messages[after[c.id]].content}"
-                      for c in messages[j].tool_calls if c.id in after]
+            steps += [
+                f"Tool: {c.name}, Input: {_tool_input(c.arguments)}, Result: {messages[after[c.id]].content}"
+                for c in messages[j].tool_calls
+                if c.id in after
+            ]
         if steps:
             answer = answer.shaped(content=f"[Used tools: {'; '.join(steps)}] {answer.content}")
         return [question, answer]
@@ -183,8 +214,10 @@ def window_notes(sent: list[Item], k: float, cut: bool) -> list[str]:
     """The surprise of a window that holds fewer exchanges than k: tool rounds take its places."""
     questions = sum(1 for item in sent if item.role == "user")
     if cut and questions < k and any(item.role == "tool" for item in sent):
-        return [f"k = {k:g} kept {plural(questions, 'exchange')}: a tool call and its result take 2 of its "
-                f"{2 * k:g} messages"]
+        return [
+            f"k = {k:g} kept {plural(questions, 'exchange')}: a tool call and its result take 2 of its "
+            f"{2 * k:g} messages"
+        ]
     return []
 
 
@@ -206,21 +239,27 @@ def explain_n8n(entry, config) -> str | None:
     storage = config.get("storage", FOUR_MESSAGES)
     if r == OUTSIDE_WINDOW:
         k = config.get("k", DEFAULT_K)
-        return (f"outside Context Window Length {k:g}: n8n sends the last {2 * k:g} stored messages, and each tool "
-                f"call and its result take 2 of them")
+        return (
+            f"outside Context Window Length {k:g}: n8n sends the last {2 * k:g} stored messages, and each tool "
+            f"call and its result take 2 of them"
+        )
     if r == REWRITTEN:
         if storage == USED_TOOLS:
-            return ("sent as n8n stored it: the answer after a [Used tools: …] list of the turn's tool calls and "
-                    "results")
-        return ("sent as n8n stored it: each tool call of the round its own assistant message (empty text, the call's "
-                "id in its arguments), followed by its result")
+            return "sent as n8n stored it: the answer after a [Used tools: …] list of the turn's tool calls and results"
+        return (
+            "sent as n8n stored it: each tool call of the round its own assistant message (empty text, the call's "
+            "id in its arguments), followed by its result"
+        )
     if r == OMITTED:
         if entry.role == "user" or entry.kind == "answer":
-            return ("never saved: the reply was empty, and n8n's agent saves nothing of such a turn, its question "
-                    "included")
+            return (
+                "never saved: the reply was empty, and n8n's agent saves nothing of such a turn, its question included"
+            )
         if storage == FOUR_MESSAGES:
-            return ("not saved: n8n's agent saves a turn's question, its last tool round and its answer only (and "
-                    "nothing of a turn with an empty reply)")
+            return (
+                "not saved: n8n's agent saves a turn's question, its last tool round and its answer only (and "
+                "nothing of a turn with an empty reply)"
+            )
         return "not saved: this agent saves a turn's question and answer only, not its tool steps"
     return None
 
@@ -252,6 +291,20 @@ class N8nWindowStrategy(StoredStrategy):
         return StoredPlan(budget, sent, {}, view, replay, items)
 
 
-__all__ = ["AS_STORED", "DEFAULT_K", "FOUR_MESSAGES", "INPUT_OUTPUT", "K", "N8nWindowStrategy", "STORAGES",
-           "USED_TOOLS", "WINDOWED", "STORAGE", "cut_short", "explain_n8n", "layout", "turn_items",
-           "window_words"]
+__all__ = [
+    "AS_STORED",
+    "DEFAULT_K",
+    "FOUR_MESSAGES",
+    "INPUT_OUTPUT",
+    "K",
+    "N8nWindowStrategy",
+    "STORAGES",
+    "USED_TOOLS",
+    "WINDOWED",
+    "STORAGE",
+    "cut_short",
+    "explain_n8n",
+    "layout",
+    "turn_items",
+    "window_words",
+]

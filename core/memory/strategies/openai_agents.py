@@ -57,8 +57,8 @@ class Items:
     """What the orphan pass did to the items ``[start, end)``: the indices it dropped, by kind."""
 
     start: int
-    calls: frozenset[int] = frozenset()      # calls without their output
-    outputs: frozenset[int] = frozenset()    # outputs without their call
+    calls: frozenset[int] = frozenset()  # calls without their output
+    outputs: frozenset[int] = frozenset()  # outputs without their call
     reasoning: frozenset[int] = frozenset()  # reasoning leading to a dropped call
 
     @property
@@ -72,13 +72,17 @@ def orphan_pass(items, start: int, prune_outputs: bool) -> Items:
     each half of the pass drops."""
     end = start + len(items)
     answered = {m.tool_call_id for m in items if m.role == "tool"}
-    calls = frozenset(start + j for j, m in enumerate(items)
-                      if m.tool_calls and not all(c.id in answered for c in m.tool_calls))
+    calls = frozenset(
+        start + j for j, m in enumerate(items) if m.tool_calls and not all(c.id in answered for c in m.tool_calls)
+    )
     outputs: frozenset[int] = frozenset()
     if prune_outputs:
         available = {c.id for j, m in enumerate(items) if start + j not in calls for c in m.tool_calls}
-        outputs = frozenset(start + j for j, m in enumerate(items)
-                            if m.role == "tool" and m.tool_call_id and m.tool_call_id not in available)
+        outputs = frozenset(
+            start + j
+            for j, m in enumerate(items)
+            if m.role == "tool" and m.tool_call_id and m.tool_call_id not in available
+        )
     # A reasoning item belongs to the next item that is not reasoning: it goes when that is a dropped call.
     reasoning: set[int] = set()
     lead: list[int] = []
@@ -97,8 +101,13 @@ class SessionPlan(Plan):
         end = view.length
         dropped = items.dropped
         kept = [i for i in range(items.start, end) if i not in dropped]
-        super().__init__(budget, None, len(kept), sum(view.prefix[i + 1] - view.prefix[i] for i in kept),
-                         turn_at(view, replay, kept[0] if kept else None))
+        super().__init__(
+            budget,
+            None,
+            len(kept),
+            sum(view.prefix[i + 1] - view.prefix[i] for i in kept),
+            turn_at(view, replay, kept[0] if kept else None),
+        )
         self.items = items
 
     def reason(self, i, message):
@@ -144,16 +153,35 @@ class OpenAIAgentsStrategy(Strategy):
     name = "openai_agents"
     help = "an OpenAI Agents SDK session: the newest `limit` items, calls and outputs without their pair dropped"
     settings = (
-        Setting("limit", None, "SessionSettings.limit: how many of the newest stored items are sent (unset or "
-                "negative: every item; 0: none); a tool turn is four items or more", optional=True,
-                words="session limit", flag="--session-limit",
-                widget=Widget(SWITCHED, "Item limit", key=("agents_limit_on", "agents_limit"), minimum=0,
-                              maximum=EDITOR_MAX_LIMIT, unset_value=EDITOR_LIMIT, second_label="Limit the session's items",
-                              help="SessionSettings.limit counts items (question, call, output, reasoning, "
-                                   "answer), not turns; off: the SDK's default, every item")),
-        Setting("input_callback", False, "a session_input_callback is set: a tool result whose call the limit cut "
-                "is sent (the SDK drops it otherwise)", kind=BOOL, flag="--session-input-callback",
-                widget=Widget(TOGGLE, "session_input_callback set", key="agents_input_callback")),
+        Setting(
+            "limit",
+            None,
+            "SessionSettings.limit: how many of the newest stored items are sent (unset or "
+            "negative: every item; 0: none); a tool turn is four items or more",
+            optional=True,
+            words="session limit",
+            flag="--session-limit",
+            widget=Widget(
+                SWITCHED,
+                "Item limit",
+                key=("agents_limit_on", "agents_limit"),
+                minimum=0,
+                maximum=EDITOR_MAX_LIMIT,
+                unset_value=EDITOR_LIMIT,
+                second_label="Limit the session's items",
+                help="SessionSettings.limit counts items (question, call, output, reasoning, "
+                "answer), not turns; off: the SDK's default, every item",
+            ),
+        ),
+        Setting(
+            "input_callback",
+            False,
+            "a session_input_callback is set: a tool result whose call the limit cut "
+            "is sent (the SDK drops it otherwise)",
+            kind=BOOL,
+            flag="--session-input-callback",
+            widget=Widget(TOGGLE, "session_input_callback set", key="agents_input_callback"),
+        ),
     )
     lenses = (("Agents SDK session, no limit", {}), ("Agents SDK session, limit 6 items", {"limit": 6}))
     uses_granularity = False
@@ -193,9 +221,12 @@ class OpenAIAgentsStrategy(Strategy):
         return {} if source_platform(conversation.source_format) == self.name else None
 
     def pruning_words(self, config):
-        return ("The session's limit counts items — a question, each call, each result, each reasoning item and "
-                "the answer — so a tool turn takes four or more, and the orphan pass drops a result whose call "
-                "the limit cut. Raise the limit or count a turn's items.", False)
+        return (
+            "The session's limit counts items — a question, each call, each result, each reasoning item and "
+            "the answer — so a tool turn takes four or more, and the orphan pass drops a result whose call "
+            "the limit cut. Raise the limit or count a turn's items.",
+            False,
+        )
 
     def plan(self, view, current, replay):
         own = replay.config.settings
@@ -204,8 +235,9 @@ class OpenAIAgentsStrategy(Strategy):
         stored = [message_at(view, replay, i) for i in range(start, end)]
         items = orphan_pass(stored, start, prune_outputs=own.limit is not None and not own.input_callback)
         sent = [m for i, m in enumerate(stored, start) if i not in items.dropped]
-        budget = Budget(None, turn_note(own.limit, items, sent),
-                        replay.config.context_size or replay.facts.context_size)
+        budget = Budget(
+            None, turn_note(own.limit, items, sent), replay.config.context_size or replay.facts.context_size
+        )
         return SessionPlan(budget, items, view, replay)
 
 

@@ -27,14 +27,14 @@ INT, FLOAT, BOOL, TEXT, CHANGES = "int", "float", "bool", "text", "changes"
 KINDS = (INT, FLOAT, BOOL, TEXT, CHANGES)
 
 #: The widgets the config editor draws, by kind.
-TOGGLE = "toggle"          # a switch (a bool)
-CHOICE = "choice"          # radio buttons, or a select box with ``select=True``
-NUMBER = "number"          # a whole number from ``minimum`` to ``maximum`` by ``step``
-SLIDER = "slider"          # a number slid from ``minimum`` to ``maximum`` by ``step``
-TEXT_INPUT = "text"        # a line of text; left blank, the config's value stays
+TOGGLE = "toggle"  # a switch (a bool)
+CHOICE = "choice"  # radio buttons, or a select box with ``select=True``
+NUMBER = "number"  # a whole number from ``minimum`` to ``maximum`` by ``step``
+SLIDER = "slider"  # a number slid from ``minimum`` to ``maximum`` by ``step``
+TEXT_INPUT = "text"  # a line of text; left blank, the config's value stays
 ZERO_UNSET = "zero_unset"  # a whole number where 0 leaves the setting unset (``None``)
-SWITCHED = "switched"      # a switch and a whole number: switched off, the setting is unset (``None``)
-CHANGE = "change"          # two whole numbers, a turn and a size: one change of a window (``CHANGES``)
+SWITCHED = "switched"  # a switch and a whole number: switched off, the setting is unset (``None``)
+CHANGE = "change"  # two whole numbers, a turn and a size: one change of a window (``CHANGES``)
 WIDGETS = (TOGGLE, CHOICE, NUMBER, SLIDER, TEXT_INPUT, ZERO_UNSET, SWITCHED, CHANGE)
 #: The last turn a :data:`CHANGE` widget offers.
 LAST_TURN = 100_000
@@ -87,8 +87,13 @@ class Widget:
         key = self.key or f"{system}_{setting}"
         if isinstance(key, tuple):
             return key
-        return (f"{key}_on", key) if self.kind == SWITCHED else \
-            (f"{key}_turn", f"{key}_to") if self.kind == CHANGE else (key,)
+        return (
+            (f"{key}_on", key)
+            if self.kind == SWITCHED
+            else (f"{key}_turn", f"{key}_to")
+            if self.kind == CHANGE
+            else (key,)
+        )
 
 
 @dataclass(frozen=True)
@@ -152,8 +157,9 @@ class Setting:
             raise ConfigError(f"{self.called} must be text, not {value!r}")
         if kind == CHANGES:
             if not isinstance(value, tuple) or not all(
-                    isinstance(c, tuple) and len(c) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
-                                                                for x in c) for c in value):
+                isinstance(c, tuple) and len(c) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in c)
+                for c in value
+            ):
                 raise ConfigError(f"{self.called} must be (turn, size) pairs of whole numbers, not {value!r}")
             return
         if self.choices and value not in self.choices:
@@ -211,8 +217,9 @@ class Setting:
                 try:
                     turn, size = (int(x) for x in part.split(":"))
                 except ValueError:
-                    raise ConfigError(f"{given} must be TURN:N pairs (from turn TURN the window is N), "
-                                      f"not {text!r}") from None
+                    raise ConfigError(
+                        f"{given} must be TURN:N pairs (from turn TURN the window is N), not {text!r}"
+                    ) from None
                 changes.append((turn, size))
             return tuple(changes)
         return text
@@ -227,33 +234,84 @@ class Setting:
 #: The settings of every config, whatever its memory system: the model it counts with and answers,
 #: what the reply may take, which messages are candidates and whose memory it is.
 COMMON = (
-    Setting("model", DEFAULT_MODEL, "the model whose tokens and context to count with", kind=TEXT, flag="--model",
-            widget=Widget(TEXT_INPUT, "Model", key="model",
-                          help="e.g. memlens/demo, gpt-4o-mini, anthropic/claude-sonnet-4-5, ollama/llama3")),
-    Setting("context_size", None, "the model's context window in tokens (unset: the model's own)", optional=True,
-            minimum=1, words="context size", flag="--context-size",
-            widget=Widget(ZERO_UNSET, "Context size (0 = the model's)", key="context", maximum=10_000_000,
-                          step=1000)),
-    Setting("max_tokens", 0, "tokens kept for the reply (the node's max_tokens)", minimum=0, flag="--max-tokens",
-            widget=Widget(NUMBER, "max_tokens", key="max_tokens", maximum=1_000_000, step=256)),
-    Setting("granularity", "query_answer", "which messages of a turn are candidates: its query and answer, or all",
-            kind=TEXT, choices=("query_answer", "all_messages"), flag="--granularity",
-            widget=Widget(CHOICE, "Granularity", key="granularity", select=True)),
-    Setting("scope", "thread", "whose memory it is: the chat thread's, one run's (session) or one call's",
-            kind=TEXT, choices=("thread", "session", "call"), flag="--scope",
-            widget=Widget(CHOICE, "Scope", key="scope", select=True)),
+    Setting(
+        "model",
+        DEFAULT_MODEL,
+        "the model whose tokens and context to count with",
+        kind=TEXT,
+        flag="--model",
+        widget=Widget(
+            TEXT_INPUT,
+            "Model",
+            key="model",
+            help="e.g. memlens/demo, gpt-4o-mini, anthropic/claude-sonnet-4-5, ollama/llama3",
+        ),
+    ),
+    Setting(
+        "context_size",
+        None,
+        "the model's context window in tokens (unset: the model's own)",
+        optional=True,
+        minimum=1,
+        words="context size",
+        flag="--context-size",
+        widget=Widget(ZERO_UNSET, "Context size (0 = the model's)", key="context", maximum=10_000_000, step=1000),
+    ),
+    Setting(
+        "max_tokens",
+        0,
+        "tokens kept for the reply (the node's max_tokens)",
+        minimum=0,
+        flag="--max-tokens",
+        widget=Widget(NUMBER, "max_tokens", key="max_tokens", maximum=1_000_000, step=256),
+    ),
+    Setting(
+        "granularity",
+        "query_answer",
+        "which messages of a turn are candidates: its query and answer, or all",
+        kind=TEXT,
+        choices=("query_answer", "all_messages"),
+        flag="--granularity",
+        widget=Widget(CHOICE, "Granularity", key="granularity", select=True),
+    ),
+    Setting(
+        "scope",
+        "thread",
+        "whose memory it is: the chat thread's, one run's (session) or one call's",
+        kind=TEXT,
+        choices=("thread", "session", "call"),
+        flag="--scope",
+        widget=Widget(CHOICE, "Scope", key="scope", select=True),
+    ),
 )
 #: What a flow sets for the node a config runs in (spec/dify-memory.md): whether its history is text
 #: lines, what its budget subtracts, whether an empty message is sent (see MemoryConfig).
 NODE_SHAPE = (
     Setting("history_as_text", False, "the node reads its history as text lines", kind=BOOL, omit_default=True),
-    Setting("prompt_reserve", None, "tokens Dify as shipped reserves besides the node's own prompt", optional=True,
-            minimum=0, omit_default=True),
-    Setting("history_budget", None, "a fixed history budget (a node that passes its memory no limit)",
-            optional=True, minimum=0, omit_default=True),
+    Setting(
+        "prompt_reserve",
+        None,
+        "tokens Dify as shipped reserves besides the node's own prompt",
+        optional=True,
+        minimum=0,
+        omit_default=True,
+    ),
+    Setting(
+        "history_budget",
+        None,
+        "a fixed history budget (a node that passes its memory no limit)",
+        optional=True,
+        minimum=0,
+        omit_default=True,
+    ),
     Setting("sends_empty", False, "an empty message in the window is sent as it is", kind=BOOL, omit_default=True),
-    Setting("query_after_budget", False, "the query joins the prompt after the budget is worked out", kind=BOOL,
-            omit_default=True),
+    Setting(
+        "query_after_budget",
+        False,
+        "the query joins the prompt after the budget is worked out",
+        kind=BOOL,
+        omit_default=True,
+    ),
 )
 #: Names no memory system's own setting may take: every config's, and the config's own fields.
 COMMON_NAMES = frozenset({"strategy", "settings", "label", *(s.name for s in COMMON + NODE_SHAPE)})
@@ -265,9 +323,30 @@ def settings_class(owner: str, settings: Sequence[Setting]) -> type:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise TypeError(f"{owner}: setting {twice[0]!r} is declared twice")
-    return make_dataclass(f"{owner}Settings", [(s.name, Any, field(default=s.default)) for s in settings],
-                          frozen=True)
+    return make_dataclass(f"{owner}Settings", [(s.name, Any, field(default=s.default)) for s in settings], frozen=True)
 
 
-__all__ = ["BOOL", "CHANGE", "CHANGES", "CHOICE", "COMMON", "COMMON_NAMES", "FLOAT", "NODE_SHAPE", "INT", "KINDS", "NUMBER", "SLIDER", "SWITCHED", "Setting",
-           "TEXT", "TEXT_INPUT", "TOGGLE", "WIDGETS", "Widget", "ZERO_UNSET", "or_list", "settings_class"]
+__all__ = [
+    "BOOL",
+    "CHANGE",
+    "CHANGES",
+    "CHOICE",
+    "COMMON",
+    "COMMON_NAMES",
+    "FLOAT",
+    "NODE_SHAPE",
+    "INT",
+    "KINDS",
+    "NUMBER",
+    "SLIDER",
+    "SWITCHED",
+    "Setting",
+    "TEXT",
+    "TEXT_INPUT",
+    "TOGGLE",
+    "WIDGETS",
+    "Widget",
+    "ZERO_UNSET",
+    "or_list",
+    "settings_class",
+]

@@ -108,23 +108,25 @@ def estimate(groups: Sequence[Group], instructions: str = "") -> tuple[int, str]
     for i in range(len(groups) - 1, -1, -1):
         g = groups[i]
         if g.kind == RESPONSE and g.usage and g.usage[0]:
-            return g.usage[0] + g.usage[1] + _chars(groups[i + 1:]) // CHARS_PER_TOKEN, BY_USAGE
+            return g.usage[0] + g.usage[1] + _chars(groups[i + 1 :]) // CHARS_PER_TOKEN, BY_USAGE
     return heuristic_tokens(groups, instructions), BY_CHARS
 
 
 # -- tier 1 ---------------------------------------------------------------------------------------
 
+
 def tool_pairs(groups: Sequence[Group]) -> list[str]:
     """Call ids of the tool results that answer a call, in the order the results appear."""
     called = {p.call_id for g in groups if g.kind == RESPONSE for p in g.parts if p.kind == TOOL_CALL and p.call_id}
-    return [p.call_id for g in groups if g.kind == REQUEST for p in g.parts
-            if p.kind == TOOL_RETURN and p.call_id in called]
+    return [
+        p.call_id for g in groups if g.kind == REQUEST for p in g.parts if p.kind == TOOL_RETURN and p.call_id in called
+    ]
 
 
 def clear_tool_results(groups: list[Group], keep: int = KEEP_PAIRS) -> tuple[list[Group], tuple[str, ...]]:
     """Every tool result but the newest ``keep`` replaced by the placeholder; also the ids newly cleared."""
     pairs = tool_pairs(groups)
-    clear = set(pairs[:max(0, len(pairs) - keep)])
+    clear = set(pairs[: max(0, len(pairs) - keep)])
     if not clear:
         return groups, ()
     out, cleared = [], []
@@ -141,6 +143,7 @@ def clear_tool_results(groups: list[Group], keep: int = KEEP_PAIRS) -> tuple[lis
 
 
 # -- tier 2 ---------------------------------------------------------------------------------------
+
 
 def _safe_cut(groups: Sequence[Group], cut: int) -> bool:
     """No call near the cut (within PAIR_SEARCH messages) has its result on the other side."""
@@ -177,7 +180,7 @@ def previous_summary(groups: Sequence[Group]) -> str | None:
             continue
         for p in reversed(g.parts):
             if p.is_summary:
-                return p.content[len(SUMMARY_HEADER):]
+                return p.content[len(SUMMARY_HEADER) :]
     return None
 
 
@@ -207,12 +210,14 @@ def folded_messages(groups: Sequence[Group], skip_summaries: bool) -> list[Messa
             elif p.kind == TEXT:
                 out.append(Message("assistant", p.content, ANSWER, ref))
             elif p.kind == TOOL_CALL:
-                out.append(Message("assistant", "", TOOL_CALL_KIND, ref,
-                                   tool_calls=(ToolCall(p.call_id, p.name, p.content),)))
+                out.append(
+                    Message("assistant", "", TOOL_CALL_KIND, ref, tool_calls=(ToolCall(p.call_id, p.name, p.content),))
+                )
     return out
 
 
 # -- reload ---------------------------------------------------------------------------------------
+
 
 def reload(groups: Sequence[Group]) -> list[Group]:
     """The stored history as the next run loads it: consecutive requests merged into one, tool
@@ -230,6 +235,7 @@ def reload(groups: Sequence[Group]) -> list[Group]:
 
 # -- one check ------------------------------------------------------------------------------------
 
+
 @dataclass
 class CompactionEvent:
     """What one check before a model request decided: the estimate, the tiers that ran, what changed."""
@@ -237,15 +243,15 @@ class CompactionEvent:
     estimate: int
     estimated_by: str
     target: int
-    tiers: list[str] = field(default_factory=list)   # "clear_tool_results", "summarize"
-    cleared: tuple[str, ...] = ()                     # call ids whose results were cleared now
-    folded: int = 0                                   # messages folded into the summary
+    tiers: list[str] = field(default_factory=list)  # "clear_tool_results", "summarize"
+    cleared: tuple[str, ...] = ()  # call ids whose results were cleared now
+    folded: int = 0  # messages folded into the summary
     final_estimate: int = 0
     summary: str = ""
     messages_before: int = 0
     messages_after: int = 0
-    summaries: int = 0                                # summaries in the history sent after the check
-    first_user_resent: bool = False                   # the first user message went to the summariser
+    summaries: int = 0  # summaries in the history sent after the check
+    first_user_resent: bool = False  # the first user message went to the summariser
 
     @property
     def fired(self) -> bool:
@@ -256,11 +262,21 @@ class CompactionEvent:
         return self.fired and self.final_estimate > self.target
 
     def to_dict(self) -> dict:
-        return {"estimate": self.estimate, "estimated_by": self.estimated_by, "target": self.target,
-                "tiers": list(self.tiers), "cleared": list(self.cleared), "folded": self.folded,
-                "final_estimate": self.final_estimate, "still_over": self.still_over,
-                "messages_before": self.messages_before, "messages_after": self.messages_after,
-                "summaries": self.summaries, "first_user_resent": self.first_user_resent, "summary": self.summary}
+        return {
+            "estimate": self.estimate,
+            "estimated_by": self.estimated_by,
+            "target": self.target,
+            "tiers": list(self.tiers),
+            "cleared": list(self.cleared),
+            "folded": self.folded,
+            "final_estimate": self.final_estimate,
+            "still_over": self.still_over,
+            "messages_before": self.messages_before,
+            "messages_after": self.messages_after,
+            "summaries": self.summaries,
+            "first_user_resent": self.first_user_resent,
+            "summary": self.summary,
+        }
 
 
 SummariseFn = Callable[[list[Message], "str | None"], str]
@@ -273,12 +289,22 @@ class Compactor:
     ``None`` the first time); ``context`` ``None`` means the window is unknown: nothing compacts.
     """
 
-    def __init__(self, context: int | None, max_tokens: int, summarize: SummariseFn, instructions: str = "",
-                 keep_pairs: int = KEEP_PAIRS, keep_messages: int = KEEP_MESSAGES, trigger: float = 0.8):
+    def __init__(
+        self,
+        context: int | None,
+        max_tokens: int,
+        summarize: SummariseFn,
+        instructions: str = "",
+        keep_pairs: int = KEEP_PAIRS,
+        keep_messages: int = KEEP_MESSAGES,
+        trigger: float = 0.8,
+    ):
         self.target = target_tokens(context, max_tokens, trigger) if context else None
         if self.target is not None and self.target <= 0:
-            raise ValueError(f"compaction target is {self.target:,} tokens: 80% of the {context:,}-token context "
-                             f"minus max_tokens {max_tokens:,} leaves no room; lower max_tokens or raise the context")
+            raise ValueError(
+                f"compaction target is {self.target:,} tokens: 80% of the {context:,}-token context "
+                f"minus max_tokens {max_tokens:,} leaves no room; lower max_tokens or raise the context"
+            )
         self.summarize = summarize
         self.instructions = instructions
         self.keep_pairs = keep_pairs
@@ -290,8 +316,15 @@ class Compactor:
         if self.target is None:
             return groups, None
         tokens, by = estimate(groups, self.instructions)
-        event = CompactionEvent(tokens, by, self.target, final_estimate=tokens, messages_before=len(groups),
-                                messages_after=len(groups), summaries=count_summaries(groups))
+        event = CompactionEvent(
+            tokens,
+            by,
+            self.target,
+            final_estimate=tokens,
+            messages_before=len(groups),
+            messages_after=len(groups),
+            summaries=count_summaries(groups),
+        )
         if tokens <= self.target:
             return groups, event
         baseline, heuristic = tokens, heuristic_tokens(groups, self.instructions)
@@ -330,6 +363,7 @@ class Compactor:
 
 # -- MemLens messages ↔ pydantic-ai messages --------------------------------------------------------
 
+
 def to_groups(messages: Sequence[Message], usage: Mapping[object, tuple[int, int]] | None = None) -> list[Group]:
     """MemLens messages as pydantic-ai would hold them: user/tool/system messages in a row make one
     request; each assistant message is one response (its text, then its calls), with the usage
@@ -340,7 +374,8 @@ def to_groups(messages: Sequence[Message], usage: Mapping[object, tuple[int, int
         if m.role == "assistant":
             # A reply with neither text nor calls still is one (empty) text part, as pydantic-ai keeps it.
             parts = ((Part(TEXT, m.content, ref=m.ref),) if m.content or not m.tool_calls else ()) + tuple(
-                Part(TOOL_CALL, c.arguments, c.id, c.name, ref=m.ref) for c in m.tool_calls)
+                Part(TOOL_CALL, c.arguments, c.id, c.name, ref=m.ref) for c in m.tool_calls
+            )
             out.append(Group(RESPONSE, parts, usage.get(m.ref)))
             continue
         if m.role == "tool":
@@ -358,6 +393,7 @@ def to_groups(messages: Sequence[Message], usage: Mapping[object, tuple[int, int
 
 # -- the replayed ledger ----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ShippedState:
     """What the agent stored after a turn: the compacted history, and the turns each summary covers."""
@@ -374,9 +410,9 @@ def turn_requests(messages: Sequence[Message], query_index: int | None):
         if messages:
             yield list(messages)
         return
-    yield list(messages[:query_index + 1])
+    yield list(messages[: query_index + 1])
     pending: list[Message] = []
-    for m in messages[query_index + 1:]:
+    for m in messages[query_index + 1 :]:
         if m.role == "assistant":
             if pending:
                 yield pending
@@ -395,8 +431,15 @@ def _ref_groups(messages: Sequence[Message], position: int, base: int) -> list[G
     return to_groups(tagged, {m.ref: m.usage for m in tagged if m.usage})
 
 
-def replay_turn(compactor_for: Callable[[SummariseFn], Compactor], summarize: SummariseFn, previous: ShippedState,
-                messages: Sequence[Message], position: int, query_index: int | None, numbers: Sequence[int]):
+def replay_turn(
+    compactor_for: Callable[[SummariseFn], Compactor],
+    summarize: SummariseFn,
+    previous: ShippedState,
+    messages: Sequence[Message],
+    position: int,
+    query_index: int | None,
+    numbers: Sequence[int],
+):
     """One recorded turn run as the agent runs it: ``(groups sent at its first request, that check,
     the checks that fired inside the tool loop as (request number, event), the state stored after)``.
 
@@ -409,8 +452,11 @@ def replay_turn(compactor_for: Callable[[SummariseFn], Compactor], summarize: Su
         text = summarize(folded, prev)
         # The turns the updated summary covered (none the first time, without a summary to update).
         turns = set(covers.get(prev, ()) if prev is not None else ())
-        turns |= {numbers[m.ref[0]]  # type: ignore[index]  # a (position, index) ref: see _ref_groups
-                  for m in folded if isinstance(m.ref, tuple)}
+        turns |= {
+            numbers[m.ref[0]]  # type: ignore[index]  # a (position, index) ref: see _ref_groups
+            for m in folded
+            if isinstance(m.ref, tuple)
+        }
         covers[text] = tuple(sorted(turns))
         return text
 
@@ -444,7 +490,27 @@ def replay_turn(compactor_for: Callable[[SummariseFn], Compactor], summarize: Su
     return first, first_event, loop, ShippedState(tuple(history), covers)
 
 
-__all__ = ["ShippedState", "replay_turn", "turn_requests", "Part", "Group", "Compactor", "CompactionEvent",
-           "target_tokens", "estimate", "heuristic_tokens",
-           "clear_tool_results", "fold_cut", "previous_summary", "folded_messages", "reload",
-           "to_groups", "SUMMARY_HEADER", "TOOL_PLACEHOLDER", "BY_USAGE", "BY_CHARS", "KEEP_PAIRS", "KEEP_MESSAGES"]
+__all__ = [
+    "ShippedState",
+    "replay_turn",
+    "turn_requests",
+    "Part",
+    "Group",
+    "Compactor",
+    "CompactionEvent",
+    "target_tokens",
+    "estimate",
+    "heuristic_tokens",
+    "clear_tool_results",
+    "fold_cut",
+    "previous_summary",
+    "folded_messages",
+    "reload",
+    "to_groups",
+    "SUMMARY_HEADER",
+    "TOOL_PLACEHOLDER",
+    "BY_USAGE",
+    "BY_CHARS",
+    "KEEP_PAIRS",
+    "KEEP_MESSAGES",
+]

@@ -40,8 +40,14 @@ class Item:
     @classmethod
     def of(cls, position: int, index: int, message: Message, anchor: tuple[int, int] | None = None) -> "Item":
         """The message at ``(position, index)`` as it is."""
-        return cls((position, index), anchor or (position, index), message.role, message.content,
-                   tuple((c.id, c.name, c.arguments) for c in message.tool_calls), message.tool_call_id or "")
+        return cls(
+            (position, index),
+            anchor or (position, index),
+            message.role,
+            message.content,
+            tuple((c.id, c.name, c.arguments) for c in message.tool_calls),
+            message.tool_call_id or "",
+        )
 
     def shaped(self, **changes) -> "Item":
         """This item sent in another shape (``content=…``, ``calls=…``)."""
@@ -57,8 +63,14 @@ class Item:
         return self.role == "assistant" and bool(self.calls)
 
     def message(self, kind: str, ref) -> Message:
-        return Message(self.role, self.content, kind, ref, tool_calls=tuple(ToolCall(*c) for c in self.calls),
-                       tool_call_id=self.call_id or None)
+        return Message(
+            self.role,
+            self.content,
+            kind,
+            ref,
+            tool_calls=tuple(ToolCall(*c) for c in self.calls),
+            tool_call_id=self.call_id or None,
+        )
 
 
 def slice_start(k: float) -> int:
@@ -82,7 +94,7 @@ def sliced_items(view: PathView, layout, start: int) -> list[Item]:
     ``start`` reaches (a window of the last 2k costs its own turns, not the thread's)."""
     if start >= 0:
         items = stored_items(view, layout)
-        return items[window_start(len(items), start):]
+        return items[window_start(len(items), start) :]
     chunks, held = [], 0
     for position in reversed(view.positions):
         chunk = layout(position)
@@ -98,8 +110,16 @@ class StoredPlan(Plan):
     message none of whose items was sent was not (by ``(position, index)``); one it does not name is
     ``earlier`` when the platform stored it (``layout(position)``: a turn's items), else ``omitted``."""
 
-    def __init__(self, budget: Budget, sent: list[Item], reasons: dict[tuple[int, int], str], view: PathView,
-                 replay, layout, earlier: str = OUTSIDE_WINDOW):
+    def __init__(
+        self,
+        budget: Budget,
+        sent: list[Item],
+        reasons: dict[tuple[int, int], str],
+        view: PathView,
+        replay,
+        layout,
+        earlier: str = OUTSIDE_WINDOW,
+    ):
         turns = replay.conversation.turns
         self.reasons = dict(reasons)
         by_anchor: dict[tuple[int, int], list[Item]] = {}
@@ -150,10 +170,20 @@ class StoredPlan(Plan):
             number = self.numbers[position]
             for k, item in enumerate(items):
                 ref = f"{item.origin}:{source.ref}" + (f":{k + 1}" if len(items) > 1 else "")
-                out.append(SyntheticMessage(role=item.role, content=item.content,
-                                            tokens=self.tokens[(position, index, k)], origin=item.origin, turn=number,
-                                            covers=(number,), replaces=(position, index), ref=ref, calls=item.calls,
-                                            call_id=item.call_id))
+                out.append(
+                    SyntheticMessage(
+                        role=item.role,
+                        content=item.content,
+                        tokens=self.tokens[(position, index, k)],
+                        origin=item.origin,
+                        turn=number,
+                        covers=(number,),
+                        replaces=(position, index),
+                        ref=ref,
+                        calls=item.calls,
+                        call_id=item.call_id,
+                    )
+                )
         return out
 
 

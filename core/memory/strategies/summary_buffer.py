@@ -39,15 +39,14 @@ from .base import Budget, Plan, Spans, Strategy, add_turns, message_at, span_tur
 from .trim import HISTORY_LIMIT, TRIM_COUNTER, langchain_counts
 
 
-
 @dataclass(frozen=True)
 class SummaryState:
     """The memory after a turn: the buffer is the thread's messages from ``start`` on."""
 
     start: int = 0
-    text: str = ""                      # the summariser's text, fed back to it next time
-    covers: Spans = ()                  # turns with a folded message, as (first, last) spans
-    content: str = ""                   # the summary message as sent
+    text: str = ""  # the summariser's text, fed back to it next time
+    covers: Spans = ()  # turns with a folded message, as (first, last) spans
+    content: str = ""  # the summary message as sent
     tokens: int = 0
 
 
@@ -58,8 +57,13 @@ def summary_content(covers: Spans, text: str) -> str:
 class SummaryBufferPlan(Plan):
     def __init__(self, budget, state: SummaryState, view, replay):
         end = view.length
-        super().__init__(budget, state, end - state.start, tokens_between(view, state.start, end) + state.tokens,
-                         turn_at(view, replay, state.start if end > state.start else None))
+        super().__init__(
+            budget,
+            state,
+            end - state.start,
+            tokens_between(view, state.start, end) + state.tokens,
+            turn_at(view, replay, state.start if end > state.start else None),
+        )
 
     def reason(self, i, message):
         return SUMMARIZED if i < self.state.start else KEPT
@@ -68,15 +72,26 @@ class SummaryBufferPlan(Plan):
         s = self.state
         if not s.content:
             return []
-        return [SyntheticMessage(role="system", content=s.content, tokens=s.tokens, origin=SUMMARY,
-                                 turn=s.covers[-1][1], covers=span_turns(s.covers), ref="summary")]
+        return [
+            SyntheticMessage(
+                role="system",
+                content=s.content,
+                tokens=s.tokens,
+                origin=SUMMARY,
+                turn=s.covers[-1][1],
+                covers=span_turns(s.covers),
+                ref="summary",
+            )
+        ]
 
 
 class SummaryBufferStrategy(Strategy):
     name = "summary_buffer"
     help = "recent messages within a limit, older ones folded into a summary"
-    settings = (replace(HISTORY_LIMIT, help="the buffer's limit, LangChain's max_token_limit (unset: 2,000)"),
-                TRIM_COUNTER)
+    settings = (
+        replace(HISTORY_LIMIT, help="the buffer's limit, LangChain's max_token_limit (unset: 2,000)"),
+        TRIM_COUNTER,
+    )
     plans = True
     drops_empty = False
 
@@ -85,22 +100,29 @@ class SummaryBufferStrategy(Strategy):
 
     def explain(self, entry, config):
         if entry.reason == SUMMARIZED:
-            return (f"folded into the running summary (buffer over "
-                    f"{history_limit(config.get('max_history_tokens')):,} tokens)")
+            return (
+                f"folded into the running summary (buffer over "
+                f"{history_limit(config.get('max_history_tokens')):,} tokens)"
+            )
         return None
 
     def validate(self, config):
         limit = config.settings.max_history_tokens
         if config.settings.trim_counter == "tokens" and limit is not None and limit < REPLY_PRIMING:
-            raise ConfigError(f"max_history_tokens {limit} cannot be met: the chat model's counter counts even an "
-                              f"empty buffer as {REPLY_PRIMING} tokens (LangChain fails popping from an empty "
-                              f"buffer); use {REPLY_PRIMING} or more, or trim_counter approximate or messages, with "
-                              f"which 0 summarises everything")
+            raise ConfigError(
+                f"max_history_tokens {limit} cannot be met: the chat model's counter counts even an "
+                f"empty buffer as {REPLY_PRIMING} tokens (LangChain fails popping from an empty "
+                f"buffer); use {REPLY_PRIMING} or more, or trim_counter approximate or messages, with "
+                f"which 0 summarises everything"
+            )
 
     def plan(self, view, current, replay):
         limit = history_limit(replay.config.settings.max_history_tokens)
-        budget = Budget(limit, f"buffer limit {limit:,} tokens (the summary comes on top)",
-                        replay.config.context_size or replay.facts.context_size)
+        budget = Budget(
+            limit,
+            f"buffer limit {limit:,} tokens (the summary comes on top)",
+            replay.config.context_size or replay.facts.context_size,
+        )
         previous: SummaryState = (view.states[-1] if view.states else None) or SummaryState()
         end = view.length
         # Pop from the front while the buffer is over the limit: the first start that fits.

@@ -58,22 +58,35 @@ ANY_START = "(any)"
 
 #: ``max_history_tokens``, the limit of LangChain's memories: this one's ``max_tokens`` (the summary buffer's
 #: ``max_token_limit`` is the same setting with its own help).
-HISTORY_LIMIT = Setting("max_history_tokens", None, "trim_messages' max_tokens (unset: 2,000; 0 is a limit too)",
-                        optional=True, minimum=0, flag="--max-history-tokens",
-                        widget=Widget(ZERO_UNSET, "History limit (tokens; 0 = 2,000)", key="history_limit",
-                                      maximum=10_000_000, step=100))
+HISTORY_LIMIT = Setting(
+    "max_history_tokens",
+    None,
+    "trim_messages' max_tokens (unset: 2,000; 0 is a limit too)",
+    optional=True,
+    minimum=0,
+    flag="--max-history-tokens",
+    widget=Widget(ZERO_UNSET, "History limit (tokens; 0 = 2,000)", key="history_limit", maximum=10_000_000, step=100),
+)
 
 
 #: How LangChain's memories count (:func:`langchain_counts`).
 TRIM_COUNTER = Setting(
-    "trim_counter", "tokens", "LangChain's counter: tokens (the chat model's own, default), messages "
-    "(token_counter=len) or approximate (count_tokens_approximately)", kind=TEXT, choices=TRIM_COUNTERS,
-    words="trim counter", flag="--trim-counter",
-    widget=Widget(CHOICE, "Count with", key="trim_counter",
-                  help="LangChain's counters: tokens = the chat model's own (get_num_tokens_from_messages), "
-                       "messages = len, approximate = count_tokens_approximately"))
-
-
+    "trim_counter",
+    "tokens",
+    "LangChain's counter: tokens (the chat model's own, default), messages "
+    "(token_counter=len) or approximate (count_tokens_approximately)",
+    kind=TEXT,
+    choices=TRIM_COUNTERS,
+    words="trim counter",
+    flag="--trim-counter",
+    widget=Widget(
+        CHOICE,
+        "Count with",
+        key="trim_counter",
+        help="LangChain's counters: tokens = the chat model's own (get_num_tokens_from_messages), "
+        "messages = len, approximate = count_tokens_approximately",
+    ),
+)
 
 
 def message_type(message: Message) -> str:
@@ -97,7 +110,7 @@ class Selection:
     """Which messages a trim keeps, as segments of the list: ``(up_to, reason)`` in order."""
 
     segments: tuple[tuple[int, str], ...]
-    partial: int | None = None   # index of the message sent partially
+    partial: int | None = None  # index of the message sent partially
     partial_content: str = ""
     partial_cost: int = 0
 
@@ -127,9 +140,17 @@ def _largest(lo: int, hi: int, fits: Callable[[int], bool]) -> int:
     return lo
 
 
-def select(n: int, cost: Callable[[int, int], int], kind: Callable[[int], str], *, budget: int,
-           strategy: str = "last", start_on: Sequence[str] = (), end_on: Sequence[str] = (),
-           partial: Callable[[int, int, bool], tuple[str, int] | None] | None = None) -> Selection:
+def select(
+    n: int,
+    cost: Callable[[int, int], int],
+    kind: Callable[[int], str],
+    *,
+    budget: int,
+    strategy: str = "last",
+    start_on: Sequence[str] = (),
+    end_on: Sequence[str] = (),
+    partial: Callable[[int, int, bool], tuple[str, int] | None] | None = None,
+) -> Selection:
     """The trim of a list of ``n`` messages; ``cost(i, j)`` counts messages ``i..j-1``.
 
     ``partial(i, room, keep_tail)`` returns the content and cost of the most of message ``i``
@@ -150,8 +171,12 @@ def select(n: int, cost: Callable[[int, int], int], kind: Callable[[int], str], 
         if part and first > cut - 1:
             part = None
         lo = max(first, cut)
-        segments: tuple[tuple[int, str], ...] = ((cut, OVER_BUDGET), (lo, OUTSIDE_WINDOW), (end, KEPT),
-                                                 (n, OUTSIDE_WINDOW))
+        segments: tuple[tuple[int, str], ...] = (
+            (cut, OVER_BUDGET),
+            (lo, OUTSIDE_WINDOW),
+            (end, KEPT),
+            (n, OUTSIDE_WINDOW),
+        )
         if part:
             return Selection(segments, cut - 1, part[0], part[1])
         return Selection(segments)
@@ -187,10 +212,18 @@ def _join(splits: list[str], reversed_: bool) -> str:
     return "".join(splits[::-1] if reversed_ else splits)
 
 
-def trim_messages(messages: Sequence[Message], *, max_tokens: int, token_counter: Callable[[list[Message]], int],
-                  strategy: str = "last", allow_partial: bool = False, end_on: str | Sequence[str] | None = None,
-                  start_on: str | Sequence[str] | None = None, include_system: bool = False,
-                  text_splitter: Callable[[str], list[str]] | None = None) -> list[Message]:
+def trim_messages(
+    messages: Sequence[Message],
+    *,
+    max_tokens: int,
+    token_counter: Callable[[list[Message]], int],
+    strategy: str = "last",
+    allow_partial: bool = False,
+    end_on: str | Sequence[str] | None = None,
+    start_on: str | Sequence[str] | None = None,
+    include_system: bool = False,
+    text_splitter: Callable[[str], list[str]] | None = None,
+) -> list[Message]:
     """``langchain_core.messages.trim_messages`` over MemLens messages (spec §D.1).
 
     ``token_counter`` counts a list of messages (``len`` counts messages). Returns the kept
@@ -215,13 +248,21 @@ def trim_messages(messages: Sequence[Message], *, max_tokens: int, token_counter
         text = msgs[i].content
         if not text:
             return None
-        best = _best_split(splitter(text), keep_tail,
-                           lambda content: token_counter([replace(msgs[i], content=content)]) <= room)
+        best = _best_split(
+            splitter(text), keep_tail, lambda content: token_counter([replace(msgs[i], content=content)]) <= room
+        )
         return (best, 0) if best is not None else None
 
-    sel = select(len(msgs), lambda i, j: token_counter(msgs[i:j]), lambda i: message_type(msgs[i]),
-                 budget=budget, strategy=strategy, start_on=starts, end_on=ends,
-                 partial=partial if allow_partial else None)
+    sel = select(
+        len(msgs),
+        lambda i, j: token_counter(msgs[i:j]),
+        lambda i: message_type(msgs[i]),
+        budget=budget,
+        strategy=strategy,
+        start_on=starts,
+        end_on=ends,
+        partial=partial if allow_partial else None,
+    )
     lo, hi = sel.kept_range()
     kept = msgs[lo:hi]
     if sel.partial is not None:
@@ -250,9 +291,13 @@ class TrimPlan(Plan):
     def __init__(self, budget, selection: Selection, view, replay):
         self.selection = selection
         lo, hi = selection.kept_range()
-        super().__init__(budget, None, hi - lo,
-                         tokens_between(view, lo, hi) + (selection.partial_cost if selection.partial is not None else 0),
-                         turn_at(view, replay, lo if hi > lo else None))
+        super().__init__(
+            budget,
+            None,
+            hi - lo,
+            tokens_between(view, lo, hi) + (selection.partial_cost if selection.partial is not None else 0),
+            turn_at(view, replay, lo if hi > lo else None),
+        )
 
     def reason(self, i, message):
         return self.selection.reason(i)
@@ -264,9 +309,18 @@ class TrimPlan(Plan):
         i = sel.partial
         msg = message_at(view, replay, i)
         number = replay.numbers[view.seq_pos[i]]
-        return [SyntheticMessage(role=msg.role, content=sel.partial_content, tokens=sel.partial_cost, origin=PARTIAL,
-                                 turn=number, covers=(number,), replaces=(view.seq_pos[i], view.seq_msg[i]),
-                                 ref=f"partial:{msg.ref}")]
+        return [
+            SyntheticMessage(
+                role=msg.role,
+                content=sel.partial_content,
+                tokens=sel.partial_cost,
+                origin=PARTIAL,
+                turn=number,
+                covers=(number,),
+                replaces=(view.seq_pos[i], view.seq_msg[i]),
+                ref=f"partial:{msg.ref}",
+            )
+        ]
 
 
 def _explain_trim(reason: str, config) -> str:
@@ -289,20 +343,56 @@ class TrimStrategy(Strategy):
     settings = (
         HISTORY_LIMIT,
         TRIM_COUNTER,
-        Setting("trim_strategy", "last", "which end trim_messages keeps: last or first", kind=TEXT,
-                choices=TRIM_STRATEGIES, words="trim strategy", flag="--trim-strategy",
-                widget=Widget(CHOICE, "Keep", key="trim_strategy")),
-        Setting("include_system", False, "the system prompt counts against max_tokens", kind=BOOL,
-                flag="--include-system"),
-        Setting("start_on", None, "the kept part starts on this message type (human, ai, tool, system)", kind=TEXT,
-                optional=True, choices=(None, *MESSAGE_TYPES), unknown="unknown message type {value!r} for start_on",
-                flag="--start-on", widget=Widget(CHOICE, "Start on", key="start_on", select=True, unset_value=ANY_START,
-                                                 offered=(None, "human", "ai"), shown_if=("trim_strategy", "last"))),
-        Setting("end_on", None, "the kept part ends on this message type (human, ai, tool, system)", kind=TEXT,
-                optional=True, choices=(None, *MESSAGE_TYPES), unknown="unknown message type {value!r} for end_on",
-                flag="--end-on"),
-        Setting("allow_partial", False, "keep part of the message that did not fit", kind=BOOL,
-                flag="--allow-partial", widget=Widget(TOGGLE, "Allow partial messages", key="allow_partial")),
+        Setting(
+            "trim_strategy",
+            "last",
+            "which end trim_messages keeps: last or first",
+            kind=TEXT,
+            choices=TRIM_STRATEGIES,
+            words="trim strategy",
+            flag="--trim-strategy",
+            widget=Widget(CHOICE, "Keep", key="trim_strategy"),
+        ),
+        Setting(
+            "include_system", False, "the system prompt counts against max_tokens", kind=BOOL, flag="--include-system"
+        ),
+        Setting(
+            "start_on",
+            None,
+            "the kept part starts on this message type (human, ai, tool, system)",
+            kind=TEXT,
+            optional=True,
+            choices=(None, *MESSAGE_TYPES),
+            unknown="unknown message type {value!r} for start_on",
+            flag="--start-on",
+            widget=Widget(
+                CHOICE,
+                "Start on",
+                key="start_on",
+                select=True,
+                unset_value=ANY_START,
+                offered=(None, "human", "ai"),
+                shown_if=("trim_strategy", "last"),
+            ),
+        ),
+        Setting(
+            "end_on",
+            None,
+            "the kept part ends on this message type (human, ai, tool, system)",
+            kind=TEXT,
+            optional=True,
+            choices=(None, *MESSAGE_TYPES),
+            unknown="unknown message type {value!r} for end_on",
+            flag="--end-on",
+        ),
+        Setting(
+            "allow_partial",
+            False,
+            "keep part of the message that did not fit",
+            kind=BOOL,
+            flag="--allow-partial",
+            widget=Widget(TOGGLE, "Allow partial messages", key="allow_partial"),
+        ),
     )
     lenses = ((f"trim_messages, {history_limit(None):,} tokens", {}),)
     plans = True
@@ -311,8 +401,9 @@ class TrimStrategy(Strategy):
     def label(self, config):
         s = config.settings
         unit = "msgs" if s.trim_counter == "messages" else "tok"
-        return f"trim {s.trim_strategy} {history_limit(s.max_history_tokens):,} {unit}" + \
-            (f" from {s.start_on}" if s.start_on else "")
+        return f"trim {s.trim_strategy} {history_limit(s.max_history_tokens):,} {unit}" + (
+            f" from {s.start_on}" if s.start_on else ""
+        )
 
     def explain(self, entry, config):
         return _explain_trim(entry.reason, config) if entry.reason in (OUTSIDE_WINDOW, OVER_BUDGET) else None
@@ -329,8 +420,10 @@ class TrimStrategy(Strategy):
     def validate(self, config):
         s = config.settings
         if s.trim_strategy == "first" and (s.start_on or s.include_system):
-            raise ConfigError("start_on and include_system apply only to trim strategy 'last' "
-                              "(trim_messages rejects them with 'first'); remove them or use last")
+            raise ConfigError(
+                "start_on and include_system apply only to trim strategy 'last' "
+                "(trim_messages rejects them with 'first'); remove them or use last"
+            )
 
     def plan(self, view, current, replay):
         cfg, own = replay.config, replay.config.settings
@@ -358,10 +451,19 @@ class TrimStrategy(Strategy):
             # LangChain counts the kept messages with the cut one as one list: the list's own
             # addition is already in ``room`` unless nothing else is kept (room is the whole budget).
             alone = extra if room >= budget else 0
-            best = _best_split(split_lines(msg.content), keep_tail,
-                               lambda content: per(replace(msg, content=content)) + alone <= room)
+            best = _best_split(
+                split_lines(msg.content), keep_tail, lambda content: per(replace(msg, content=content)) + alone <= room
+            )
             return (best, replay.counter.message(replace(msg, content=best))) if best is not None else None
 
-        selection = select(n, cost, kind, budget=budget, strategy=own.trim_strategy, start_on=_types(own.start_on),
-                           end_on=_types(own.end_on), partial=partial if own.allow_partial else None)
+        selection = select(
+            n,
+            cost,
+            kind,
+            budget=budget,
+            strategy=own.trim_strategy,
+            start_on=_types(own.start_on),
+            end_on=_types(own.end_on),
+            partial=partial if own.allow_partial else None,
+        )
         return TrimPlan(Budget(budget, note, cfg.context_size or replay.facts.context_size), selection, view, replay)

@@ -36,7 +36,8 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.limits import WINDOW_DEFAULT_MESSAGES as DEFAULT_WINDOW, WINDOW_MAX_MESSAGES as MAX_WINDOW
+from core.limits import WINDOW_DEFAULT_MESSAGES as DEFAULT_WINDOW
+from core.limits import WINDOW_MAX_MESSAGES as MAX_WINDOW
 from core.model.ledger import KEPT, OUTSIDE_WINDOW, TRIMMED_EARLIER, SyntheticMessage
 from core.words import plural
 
@@ -74,8 +75,9 @@ class WindowPlan(Plan):
         kept = counts[end] - counts[start]
         # The oldest turn with a stored message sent (an empty message takes a place but is not sent).
         oldest = replay.numbers[view.seq_pos[bisect_left(counts, counts[start] + 1) - 1]] if kept else None
-        super().__init__(budget, store, kept,
-                         view.kept_prefix[end] - view.kept_prefix[start] + sum(self.input_tokens), oldest)
+        super().__init__(
+            budget, store, kept, view.kept_prefix[end] - view.kept_prefix[start] + sum(self.input_tokens), oldest
+        )
 
     def reason(self, i, message):
         if i >= self.state.window_start:
@@ -83,9 +85,17 @@ class WindowPlan(Plan):
         return OUTSIDE_WINDOW if i >= self.state.stored_from else TRIMMED_EARLIER
 
     def synthetic(self, view, replay):
-        return [SyntheticMessage(role=m.role, content=m.content, tokens=tokens, origin=HISTORY_SET,
-                                 turn=replay.numbers[p], ref=f"history-set:{replay.numbers[p]}:{j + 1}")
-                for (p, j, m), tokens in zip(self.inputs, self.input_tokens)]
+        return [
+            SyntheticMessage(
+                role=m.role,
+                content=m.content,
+                tokens=tokens,
+                origin=HISTORY_SET,
+                turn=replay.numbers[p],
+                ref=f"history-set:{replay.numbers[p]}:{j + 1}",
+            )
+            for (p, j, m), tokens in zip(self.inputs, self.input_tokens)
+        ]
 
 
 def _window_start(stored_from: int, end: int, size: int) -> int:
@@ -121,14 +131,33 @@ class WindowStrategy(Strategy):
     name = "window"
     help = "the Window Memory node (last N messages, trimmed permanently)"
     settings = (
-        Setting("window", None, f"the last N messages kept (unset: {DEFAULT_WINDOW})", optional=True, minimum=1,
-                maximum=MAX_WINDOW, rule=_KEEPS, flag="--window",
-                widget=Widget(NUMBER, "Window (messages)", key="window_msgs", unset_value=DEFAULT_WINDOW)),
-        Setting("window_changes", (), "later changes of N, as TURN:N pairs (from turn TURN the window is N): what an "
-                "earlier, smaller N trimmed stays gone", kind=CHANGES, flag="--window-change",
-                widget=Widget(CHANGE, "Grow at turn", key=("grow_turn", "grow_to"), maximum=MAX_WINDOW,
-                              second_label="…to (messages)",
-                              help="0 = never; try a larger window later to see permanent trimming")),
+        Setting(
+            "window",
+            None,
+            f"the last N messages kept (unset: {DEFAULT_WINDOW})",
+            optional=True,
+            minimum=1,
+            maximum=MAX_WINDOW,
+            rule=_KEEPS,
+            flag="--window",
+            widget=Widget(NUMBER, "Window (messages)", key="window_msgs", unset_value=DEFAULT_WINDOW),
+        ),
+        Setting(
+            "window_changes",
+            (),
+            "later changes of N, as TURN:N pairs (from turn TURN the window is N): what an "
+            "earlier, smaller N trimmed stays gone",
+            kind=CHANGES,
+            flag="--window-change",
+            widget=Widget(
+                CHANGE,
+                "Grow at turn",
+                key=("grow_turn", "grow_to"),
+                maximum=MAX_WINDOW,
+                second_label="…to (messages)",
+                help="0 = never; try a larger window later to see permanent trimming",
+            ),
+        ),
     )
     lenses = ((f"Window Memory node, {DEFAULT_WINDOW} messages", {"window": DEFAULT_WINDOW}),)
     uses_granularity = False
@@ -142,7 +171,9 @@ class WindowStrategy(Strategy):
         return self.short_words(entry.reason, config)
 
     def short_words(self, reason, config):
-        return f"outside window of {config.get('window') or DEFAULT_WINDOW} messages" if reason == OUTSIDE_WINDOW else None
+        return (
+            f"outside window of {config.get('window') or DEFAULT_WINDOW} messages" if reason == OUTSIDE_WINDOW else None
+        )
 
     def finding_kinds(self, config):
         return ("trimmed_window",)
@@ -181,13 +212,22 @@ class WindowStrategy(Strategy):
             notes.append(f"history set from the input: {plural(len(inputs), 'message')}")
         size = size_at(PathView, config.settings, replay.numbers[current])
         room = size - (end - stored_from)  # places left in the window for the input's messages
-        store = WindowStore(inputs[-room:] if room > 0 else (), stored_from, _window_start(stored_from, end, size),
-                            written_over)
+        store = WindowStore(
+            inputs[-room:] if room > 0 else (), stored_from, _window_start(stored_from, end, size), written_over
+        )
         if written_over:
             notes.append(f"{plural(written_over, 'earlier message')} written over by an input")
         budget = Budget(None, "; ".join(notes), config.context_size or replay.facts.context_size)
         return WindowPlan(budget, store, view, replay, tuple(notes))
 
 
-__all__ = ["WindowStrategy", "WindowStore", "WindowPlan", "HISTORY_SET", "DEFAULT_WINDOW", "MAX_WINDOW", "grows",
-           "size_at"]
+__all__ = [
+    "WindowStrategy",
+    "WindowStore",
+    "WindowPlan",
+    "HISTORY_SET",
+    "DEFAULT_WINDOW",
+    "MAX_WINDOW",
+    "grows",
+    "size_at",
+]

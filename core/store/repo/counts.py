@@ -39,7 +39,7 @@ def remember_token_counts(turns: Iterable[Turn]) -> None:
     found: dict[str, dict[str, int]] = {}
     for turn in turns:
         stored = (turn.meta or {}).get(TOKEN_COUNTS)
-        for encoding, counts in (stored.items() if isinstance(stored, dict) else ()):
+        for encoding, counts in stored.items() if isinstance(stored, dict) else ():
             if isinstance(counts, list) and len(counts) == len(turn.messages):
                 texts = found.setdefault(str(encoding), {})
                 for m, n in zip(turn.messages, counts):

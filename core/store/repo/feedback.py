@@ -24,8 +24,9 @@ def set_feedback(db: Database, message_id: str, user_id: str, rating: str | None
         turn = s.get(TurnRow, message_id)
         if turn is None:
             raise NotFoundError(f"no message with id {message_id!r}")
-        row = s.scalars(select(FeedbackRow).where(FeedbackRow.message_id == message_id,
-                                                  FeedbackRow.user_id == user_id)).first()
+        row = s.scalars(
+            select(FeedbackRow).where(FeedbackRow.message_id == message_id, FeedbackRow.user_id == user_id)
+        ).first()
         if rating is None:
             if row is None:  # nothing to revoke: Dify's MessageService refuses it in these words
                 raise NoFeedbackError("rating cannot be None when feedback not exists")
@@ -33,8 +34,18 @@ def set_feedback(db: Database, message_id: str, user_id: str, rating: str | None
             return
         t = now()
         if row is None:
-            s.add(FeedbackRow(id=new_id(), message_id=message_id, conversation_id=turn.conversation_id,
-                              user_id=user_id, rating=rating, content=content, created_at=t, updated_at=t))
+            s.add(
+                FeedbackRow(
+                    id=new_id(),
+                    message_id=message_id,
+                    conversation_id=turn.conversation_id,
+                    user_id=user_id,
+                    rating=rating,
+                    content=content,
+                    created_at=t,
+                    updated_at=t,
+                )
+            )
         else:
             row.rating, row.content, row.updated_at = rating, content, t
 
@@ -43,10 +54,12 @@ def feedbacks(db: Database, conversation_id: str) -> dict[str, list[dict]]:
     """Every rating in a conversation: ``{message id: [{rating, content, user_id, updated_at}]}``."""
     out: dict[str, list[dict]] = {}
     with db.session(write=False) as s:
-        for row in s.scalars(select(FeedbackRow).where(FeedbackRow.conversation_id == conversation_id)
-                             .order_by(FeedbackRow.created_at)):
-            out.setdefault(row.message_id, []).append({"rating": row.rating, "content": row.content,
-                                                       "user_id": row.user_id, "updated_at": row.updated_at})
+        for row in s.scalars(
+            select(FeedbackRow).where(FeedbackRow.conversation_id == conversation_id).order_by(FeedbackRow.created_at)
+        ):
+            out.setdefault(row.message_id, []).append(
+                {"rating": row.rating, "content": row.content, "user_id": row.user_id, "updated_at": row.updated_at}
+            )
     return out
 
 

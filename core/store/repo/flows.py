@@ -25,8 +25,7 @@ class FlowVersion:
 
 
 def _flow_version(row: FlowVersionRow, name: str) -> FlowVersion:
-    return FlowVersion(row.id, row.flow_id, name, row.version, row.definition, row.structure, row.note,
-                       row.created_at)
+    return FlowVersion(row.id, row.flow_id, name, row.version, row.definition, row.structure, row.note, row.created_at)
 
 
 def create_flow(db: Database, name: str, definition: dict, structure: str, note: str = "imported") -> FlowVersion:
@@ -34,8 +33,15 @@ def create_flow(db: Database, name: str, definition: dict, structure: str, note:
         flow = FlowRow(id=new_id(), name=name, created_at=now())
         s.add(flow)
         s.flush()
-        row = FlowVersionRow(id=new_id(), flow_id=flow.id, version=1, definition=definition, structure=structure,
-                             note=note, created_at=now())
+        row = FlowVersionRow(
+            id=new_id(),
+            flow_id=flow.id,
+            version=1,
+            definition=definition,
+            structure=structure,
+            note=note,
+            created_at=now(),
+        )
         s.add(row)
         s.flush()
         return _flow_version(row, name)
@@ -47,8 +53,15 @@ def add_flow_version(db: Database, flow_id: str, definition: dict, structure: st
         if flow is None:
             raise NotFoundError(f"no flow with id {flow_id!r}")
         latest = s.scalar(select(func.max(FlowVersionRow.version)).where(FlowVersionRow.flow_id == flow_id)) or 0
-        row = FlowVersionRow(id=new_id(), flow_id=flow_id, version=latest + 1, definition=definition,
-                             structure=structure, note=note, created_at=now())
+        row = FlowVersionRow(
+            id=new_id(),
+            flow_id=flow_id,
+            version=latest + 1,
+            definition=definition,
+            structure=structure,
+            note=note,
+            created_at=now(),
+        )
         s.add(row)
         s.flush()
         return _flow_version(row, flow.name)
@@ -67,21 +80,29 @@ def latest_flow_version(db: Database, flow_id: str) -> FlowVersion:
         flow = s.get(FlowRow, flow_id)
         if flow is None:
             raise NotFoundError(f"no flow with id {flow_id!r}; list flows with `python -m core flows list`")
-        row = s.scalars(select(FlowVersionRow).where(FlowVersionRow.flow_id == flow_id)
-                        .order_by(FlowVersionRow.version.desc()).limit(1)).one()
+        row = s.scalars(
+            select(FlowVersionRow)
+            .where(FlowVersionRow.flow_id == flow_id)
+            .order_by(FlowVersionRow.version.desc())
+            .limit(1)
+        ).one()
         return _flow_version(row, flow.name)
 
 
 def list_flows(db: Database) -> list[FlowVersion]:
     """The latest version of every flow, newest flow first."""
     with db.session(write=False) as s:
-        latest = (select(FlowVersionRow.flow_id, func.max(FlowVersionRow.version).label("v"))
-                  .group_by(FlowVersionRow.flow_id).subquery())
-        rows = s.execute(select(FlowVersionRow, FlowRow.name)
-                         .join(latest, (FlowVersionRow.flow_id == latest.c.flow_id)
-                               & (FlowVersionRow.version == latest.c.v))
-                         .join(FlowRow, FlowRow.id == FlowVersionRow.flow_id)
-                         .order_by(FlowRow.created_at.desc())).all()
+        latest = (
+            select(FlowVersionRow.flow_id, func.max(FlowVersionRow.version).label("v"))
+            .group_by(FlowVersionRow.flow_id)
+            .subquery()
+        )
+        rows = s.execute(
+            select(FlowVersionRow, FlowRow.name)
+            .join(latest, (FlowVersionRow.flow_id == latest.c.flow_id) & (FlowVersionRow.version == latest.c.v))
+            .join(FlowRow, FlowRow.id == FlowVersionRow.flow_id)
+            .order_by(FlowRow.created_at.desc())
+        ).all()
         return [_flow_version(r, name) for r, name in rows]
 
 

@@ -31,16 +31,24 @@ class StoredVariable:
 def _var(row: VariableRow) -> StoredVariable:
     bad: list[str] = []
     value = None if isinstance(row.value, checks.Unreadable) else row.value
-    return StoredVariable(row.id, checks.as_text(row.name, "name", bad), checks.as_text(row.value_type, "value_type", bad),
-                          value, checks.as_text(row.description, "description", bad),
-                          checks.as_number(row.created_at, "created_at", bad),
-                          checks.as_number(row.updated_at, "updated_at", bad))
+    return StoredVariable(
+        row.id,
+        checks.as_text(row.name, "name", bad),
+        checks.as_text(row.value_type, "value_type", bad),
+        value,
+        checks.as_text(row.description, "description", bad),
+        checks.as_number(row.created_at, "created_at", bad),
+        checks.as_number(row.updated_at, "updated_at", bad),
+    )
 
 
 def get_variables(db: Database, conversation_id: str) -> list[StoredVariable]:
     with db.session(write=False) as s:
-        rows = s.scalars(select(VariableRow).where(VariableRow.conversation_id == conversation_id)
-                         .order_by(VariableRow.created_at, VariableRow.id)).all()
+        rows = s.scalars(
+            select(VariableRow)
+            .where(VariableRow.conversation_id == conversation_id)
+            .order_by(VariableRow.created_at, VariableRow.id)
+        ).all()
         return [_var(r) for r in rows]
 
 
@@ -56,14 +64,24 @@ def ensure_variables(db: Database, conversation_id: str, specs: Iterable[dict]) 
         t = now()
         for spec in specs:
             if spec["id"] not in have:
-                s.add(VariableRow(id=spec["id"], conversation_id=conversation_id, name=spec["name"],
-                                  value_type=spec["value_type"], value=spec.get("value"),
-                                  description=spec.get("description", ""), created_at=t, updated_at=t))
+                s.add(
+                    VariableRow(
+                        id=spec["id"],
+                        conversation_id=conversation_id,
+                        name=spec["name"],
+                        value_type=spec["value_type"],
+                        value=spec.get("value"),
+                        description=spec.get("description", ""),
+                        created_at=t,
+                        updated_at=t,
+                    )
+                )
     return get_variables(db, conversation_id)
 
 
-def write_variable_changes(db: Database, conversation_id: str, changes: list[dict], *, turn_id: str | None,
-                           turn_seq: int | None) -> None:
+def write_variable_changes(
+    db: Database, conversation_id: str, changes: list[dict], *, turn_id: str | None, turn_seq: int | None
+) -> None:
     """Apply one node's variable writes (or one user edit) and record them, in one transaction.
 
     Each change: ``{name, new, old, operation, node_id}``; unknown names are a StoreError and
@@ -90,13 +108,20 @@ def _appended(row: VariableRow, change: dict) -> list | None:
     before, old, new = row.value, change.get("old"), change["new"]
     if not row.chained or type(before) is not list or type(new) is not list or len(new) < len(before):
         return None
-    if type(old) is not list or old != before or new[:len(before)] != before:
+    if type(old) is not list or old != before or new[: len(before)] != before:
         return None
-    return new[len(before):]
+    return new[len(before) :]
 
 
-def record_changes(s: Session, conversation_id: str, rows: dict, changes: list[dict], turn_id: str | None,
-                    turn_seq: int | None, t: float) -> None:
+def record_changes(
+    s: Session,
+    conversation_id: str,
+    rows: dict,
+    changes: list[dict],
+    turn_id: str | None,
+    turn_seq: int | None,
+    t: float,
+) -> None:
     for c in changes:
         row = rows.get(c["name"])
         if row is None:
@@ -108,16 +133,30 @@ def record_changes(s: Session, conversation_id: str, rows: dict, changes: list[d
         if c.get("value_type"):
             row.value_type = c["value_type"]
         row.updated_at = t
-        s.add(VariableChangeRow(conversation_id=conversation_id, turn_id=turn_id, turn_seq=turn_seq,
-                                node_id=str(c.get("node_id") or USER_EDIT), operation=str(c.get("operation") or ""),
-                                name=c["name"], old=old, new=new, delta=delta, created_at=t))
+        s.add(
+            VariableChangeRow(
+                conversation_id=conversation_id,
+                turn_id=turn_id,
+                turn_seq=turn_seq,
+                node_id=str(c.get("node_id") or USER_EDIT),
+                operation=str(c.get("operation") or ""),
+                name=c["name"],
+                old=old,
+                new=new,
+                delta=delta,
+                created_at=t,
+            )
+        )
 
 
 def variable_history(db: Database, conversation_id: str) -> list[dict]:
     """Every recorded variable change, oldest first, each with the whole value before and after."""
     with db.session(write=False) as s:
-        rows = s.scalars(select(VariableChangeRow).where(VariableChangeRow.conversation_id == conversation_id)
-                         .order_by(VariableChangeRow.id)).all()
+        rows = s.scalars(
+            select(VariableChangeRow)
+            .where(VariableChangeRow.conversation_id == conversation_id)
+            .order_by(VariableChangeRow.id)
+        ).all()
         return _changes(rows)
 
 
@@ -128,28 +167,47 @@ def variable_changes_until(db: Database, conversation_id: str, turn_seq: int) ->
     after it ran) left out. A change stored as appended items is read with the changes of its
     variable back to the last one stored whole (each of those holds only its own items)."""
     with db.session(write=False) as s:
-        last = (select(func.max(VariableChangeRow.id))
-                .where(VariableChangeRow.conversation_id == conversation_id,
-                       or_(VariableChangeRow.turn_seq < turn_seq,
-                           and_(VariableChangeRow.turn_seq == turn_seq, VariableChangeRow.node_id != USER_EDIT)))
-                .group_by(VariableChangeRow.name))
-        rows = s.scalars(select(VariableChangeRow).where(VariableChangeRow.id.in_(last))
-                         .order_by(VariableChangeRow.id)).all()
+        last = (
+            select(func.max(VariableChangeRow.id))
+            .where(
+                VariableChangeRow.conversation_id == conversation_id,
+                or_(
+                    VariableChangeRow.turn_seq < turn_seq,
+                    and_(VariableChangeRow.turn_seq == turn_seq, VariableChangeRow.node_id != USER_EDIT),
+                ),
+            )
+            .group_by(VariableChangeRow.name)
+        )
+        rows = s.scalars(
+            select(VariableChangeRow).where(VariableChangeRow.id.in_(last)).order_by(VariableChangeRow.id)
+        ).all()
         out = []
         for row in rows:
             if row.delta is None:
                 out += _changes([row])
                 continue
-            whole = s.scalar(select(func.max(VariableChangeRow.id)).where(
-                VariableChangeRow.conversation_id == conversation_id, VariableChangeRow.name == row.name,
-                VariableChangeRow.id < row.id, VariableChangeRow.delta.is_(None)))
+            whole = s.scalar(
+                select(func.max(VariableChangeRow.id)).where(
+                    VariableChangeRow.conversation_id == conversation_id,
+                    VariableChangeRow.name == row.name,
+                    VariableChangeRow.id < row.id,
+                    VariableChangeRow.delta.is_(None),
+                )
+            )
             value = None
             if whole is not None:  # the whole value, then every append up to the row's own
                 value = s.scalar(select(VariableChangeRow.new).where(VariableChangeRow.id == whole))
                 value = list(value) if type(value) is list else None
-                for items, delta in s.execute(select(VariableChangeRow.new, VariableChangeRow.delta).where(
-                        VariableChangeRow.conversation_id == conversation_id, VariableChangeRow.name == row.name,
-                        VariableChangeRow.id > whole, VariableChangeRow.id < row.id).order_by(VariableChangeRow.id)):
+                for items, delta in s.execute(
+                    select(VariableChangeRow.new, VariableChangeRow.delta)
+                    .where(
+                        VariableChangeRow.conversation_id == conversation_id,
+                        VariableChangeRow.name == row.name,
+                        VariableChangeRow.id > whole,
+                        VariableChangeRow.id < row.id,
+                    )
+                    .order_by(VariableChangeRow.id)
+                ):
                     if value is None or delta != APPENDED or type(items) is not list:
                         value = None
                         break
@@ -177,12 +235,16 @@ def _changes(rows, after: dict[str, Any] | None = None) -> list[dict]:
                 old = new = None
                 bad.append("delta" if r.delta != APPENDED else "new")
         after[name] = new
-        item = {"turn_id": checks.as_optional_text(r.turn_id, "turn_id", bad),
-                "turn_seq": None if r.turn_seq is None else checks.as_whole(r.turn_seq, "turn_seq", bad, None),
-                "node_id": checks.as_text(r.node_id, "node_id", bad),
-                "operation": checks.as_text(r.operation, "operation", bad), "name": name,
-                "old": old, "new": new,
-                "created_at": checks.as_number(r.created_at, "created_at", bad)}
+        item = {
+            "turn_id": checks.as_optional_text(r.turn_id, "turn_id", bad),
+            "turn_seq": None if r.turn_seq is None else checks.as_whole(r.turn_seq, "turn_seq", bad, None),
+            "node_id": checks.as_text(r.node_id, "node_id", bad),
+            "operation": checks.as_text(r.operation, "operation", bad),
+            "name": name,
+            "old": old,
+            "new": new,
+            "created_at": checks.as_number(r.created_at, "created_at", bad),
+        }
         if bad:
             item["damaged"] = bad
         out.append(item)

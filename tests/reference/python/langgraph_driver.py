@@ -64,8 +64,9 @@ class Scripted(BaseChatModel):
     def bind_tools(self, tools: Any, **kwargs: Any) -> "Scripted":
         return self
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         self.received.append([m.model_copy(deep=True) for m in messages])
         if self.summaries is not None:
             self.summaries += 1
@@ -102,28 +103,43 @@ def run_case(case: dict) -> dict:
     turns = case["turns"]
     model = Scripted()
     if case["mode"] == "summary":
-        hook: Any = SummarizationNode(model=Scripted(summaries=0), max_tokens=settings["max_tokens"],
-                                      max_tokens_before_summary=settings["max_tokens_before_summary"],
-                                      max_summary_tokens=settings["max_summary_tokens"],
-                                      token_counter=count_tokens_approximately,
-                                      output_messages_key="llm_input_messages")
-        graph = create_react_agent(model, _tools(turns), pre_model_hook=hook, state_schema=SummaryState,
-                                   checkpointer=InMemorySaver())
+        hook: Any = SummarizationNode(
+            model=Scripted(summaries=0),
+            max_tokens=settings["max_tokens"],
+            max_tokens_before_summary=settings["max_tokens_before_summary"],
+            max_summary_tokens=settings["max_summary_tokens"],
+            token_counter=count_tokens_approximately,
+            output_messages_key="llm_input_messages",
+        )
+        graph = create_react_agent(
+            model, _tools(turns), pre_model_hook=hook, state_schema=SummaryState, checkpointer=InMemorySaver()
+        )
     else:
+
         def hook(state: dict) -> dict:
-            return {"llm_input_messages": trim_messages(state["messages"], strategy="last",
-                                                        max_tokens=settings["max_tokens"],
-                                                        token_counter=count_tokens_approximately,
-                                                        start_on="human", end_on=("human", "tool"))}
+            return {
+                "llm_input_messages": trim_messages(
+                    state["messages"],
+                    strategy="last",
+                    max_tokens=settings["max_tokens"],
+                    token_counter=count_tokens_approximately,
+                    start_on="human",
+                    end_on=("human", "tool"),
+                )
+            }
 
         graph = create_react_agent(model, _tools(turns), pre_model_hook=hook, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": THREAD}}
     out_turns = []
     for number, turn in enumerate(turns, 1):
-        model.replies = [AIMessage(calls[0].get("text", ""), id=f"ai{number}_{r}",
-                                   tool_calls=[{"id": c["id"], "name": c["name"], "args": dict(c["args"])}
-                                               for c in calls])
-                         for r, calls in enumerate(turn["rounds"])]
+        model.replies = [
+            AIMessage(
+                calls[0].get("text", ""),
+                id=f"ai{number}_{r}",
+                tool_calls=[{"id": c["id"], "name": c["name"], "args": dict(c["args"])} for c in calls],
+            )
+            for r, calls in enumerate(turn["rounds"])
+        ]
         model.replies.append(AIMessage(turn["output"], id=f"ai{number}_{len(turn['rounds'])}"))
         first = len(model.received)
         fed: list[BaseMessage] = [HumanMessage(turn["input"], id=f"h{number}")]
@@ -135,16 +151,29 @@ def run_case(case: dict) -> dict:
     messages = [dump(m) for m in state.values["messages"]]
     for record in out_turns:
         record["calls"] = [refer(call, messages) for call in record["calls"]]
-    return {"turns": out_turns, "stored": {"values": {"messages": messages}, "next": list(state.next),
-                                           "config": {"configurable": {"thread_id": THREAD}}}}
+    return {
+        "turns": out_turns,
+        "stored": {
+            "values": {"messages": messages},
+            "next": list(state.next),
+            "config": {"configurable": {"thread_id": THREAD}},
+        },
+    }
 
 
 def main() -> int:
     payload = json.load(sys.stdin)
     outcomes = {case["name"]: run_case(case) for case in payload["cases"]}
-    json.dump({"versions": {name: version(name) for name in ("langgraph", "langgraph-prebuilt", "langmem",
-                                                             "langchain-core")},
-               "outcomes": outcomes}, sys.stdout, ensure_ascii=False)
+    json.dump(
+        {
+            "versions": {
+                name: version(name) for name in ("langgraph", "langgraph-prebuilt", "langmem", "langchain-core")
+            },
+            "outcomes": outcomes,
+        },
+        sys.stdout,
+        ensure_ascii=False,
+    )
     return 0
 
 

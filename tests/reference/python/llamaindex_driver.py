@@ -56,8 +56,9 @@ class Script:
         self.replies = []
         for calls in turn["rounds"]:
             blocks: list = [TextBlock(text=calls[0]["text"])] if calls[0].get("text") else []
-            blocks += [ToolCallBlock(tool_call_id=c["id"], tool_name=c["name"], tool_kwargs=dict(c["args"]))
-                       for c in calls]
+            blocks += [
+                ToolCallBlock(tool_call_id=c["id"], tool_name=c["name"], tool_kwargs=dict(c["args"])) for c in calls
+            ]
             self.replies.append(ChatMessage(role="assistant", blocks=blocks))
             for p, c in enumerate(calls):
                 key = (c["name"], json.dumps(c["args"], sort_keys=True))
@@ -91,11 +92,17 @@ async def run_case(case: dict) -> dict:
         memory: Any = ChatMemoryBuffer.from_defaults(llm=llm, token_limit=settings["token_limit"])
         resolved = {"token_limit": memory.token_limit}
     else:
-        memory = Memory.from_defaults(session_id=KEY, token_limit=settings["token_limit"],
-                                      chat_history_token_ratio=settings["chat_history_token_ratio"],
-                                      token_flush_size=settings["token_flush_size"])
-        resolved = {"token_limit": memory.token_limit, "chat_history_token_ratio": memory.chat_history_token_ratio,
-                    "token_flush_size": memory.token_flush_size}
+        memory = Memory.from_defaults(
+            session_id=KEY,
+            token_limit=settings["token_limit"],
+            chat_history_token_ratio=settings["chat_history_token_ratio"],
+            token_flush_size=settings["token_flush_size"],
+        )
+        resolved = {
+            "token_limit": memory.token_limit,
+            "chat_history_token_ratio": memory.chat_history_token_ratio,
+            "token_flush_size": memory.token_flush_size,
+        }
     turns = []
     for turn in case["turns"]:
         script.start(turn)
@@ -116,8 +123,11 @@ async def run_case(case: dict) -> dict:
 def main() -> int:
     payload = json.load(sys.stdin)
     outcomes = {case["name"]: asyncio.run(run_case(case)) for case in payload["cases"]}
-    json.dump({"versions": {"llama-index-core": version("llama-index-core")}, "outcomes": outcomes}, sys.stdout,
-              ensure_ascii=False)
+    json.dump(
+        {"versions": {"llama-index-core": version("llama-index-core")}, "outcomes": outcomes},
+        sys.stdout,
+        ensure_ascii=False,
+    )
     return 0
 
 

@@ -45,8 +45,13 @@ def _round_output(calls: list[dict], turn: int, number: int) -> list:
     first = calls[0]
     out: list = []
     if first.get("reasoning"):
-        out.append(ResponseReasoningItem(id=f"rs_{turn}_{number}", type="reasoning",
-                                         summary=[Summary(text=first["reasoning"], type="summary_text")]))
+        out.append(
+            ResponseReasoningItem(
+                id=f"rs_{turn}_{number}",
+                type="reasoning",
+                summary=[Summary(text=first["reasoning"], type="summary_text")],
+            )
+        )
     if first.get("text"):
         out.append(assistant_message(first["text"], item_id=f"msg_{turn}_{number}_text"))
     out.extend(function_call(c["name"], c["args"], call_id=c["id"], item_id=f"fc_{c['id']}") for c in calls)
@@ -87,8 +92,10 @@ async def run_case(case: dict, folder: Path) -> dict:
         state = result.to_state()
         for interruption in result.interruptions:
             state.approve(interruption)
-        model.extend([_round_output(calls, number, r) for r, calls in enumerate(turn["rounds"][1:], 1)]
-                     + [[assistant_message(turn["output"], item_id=f"msg_{number}")]])
+        model.extend(
+            [_round_output(calls, number, r) for r, calls in enumerate(turn["rounds"][1:], 1)]
+            + [[assistant_message(turn["output"], item_id=f"msg_{number}")]]
+        )
         await Runner.run(agent, state, session=session, run_config=config)
 
     for number, turn in enumerate(turns, 1):
@@ -118,8 +125,11 @@ def main() -> int:
     payload = json.load(sys.stdin)
     with tempfile.TemporaryDirectory(prefix="memlens-agents-") as scratch:
         outcomes = {case["name"]: asyncio.run(run_case(case, Path(scratch))) for case in payload["cases"]}
-    json.dump({"versions": {"openai-agents": version("openai-agents"), "openai": version("openai")},
-               "outcomes": outcomes}, sys.stdout, ensure_ascii=False)
+    json.dump(
+        {"versions": {"openai-agents": version("openai-agents"), "openai": version("openai")}, "outcomes": outcomes},
+        sys.stdout,
+        ensure_ascii=False,
+    )
     return 0
 
 

@@ -38,8 +38,9 @@ def upgrade() -> None:
     op.create_table(
         "conversations",
         sa.Column("id", sa.String(36), primary_key=True),
-        sa.Column("flow_version_id", sa.String(36), sa.ForeignKey("flow_versions.id", ondelete="RESTRICT"),
-                  nullable=True),
+        sa.Column(
+            "flow_version_id", sa.String(36), sa.ForeignKey("flow_versions.id", ondelete="RESTRICT"), nullable=True
+        ),
         sa.Column("user_id", sa.String(255), nullable=False),
         sa.Column("name", sa.String(255), nullable=False),
         sa.Column("source", sa.String(32), nullable=False),
@@ -55,8 +56,9 @@ def upgrade() -> None:
     op.create_table(
         "turns",
         sa.Column("id", sa.String(36), primary_key=True),
-        sa.Column("conversation_id", sa.String(36), sa.ForeignKey("conversations.id", ondelete="CASCADE"),
-                  nullable=False),
+        sa.Column(
+            "conversation_id", sa.String(36), sa.ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False
+        ),
         sa.Column("seq", sa.Integer, nullable=False),
         sa.Column("parent_id", sa.String(36), nullable=True),
         sa.Column("flow_version_id", sa.String(36), nullable=True),
@@ -94,8 +96,9 @@ def upgrade() -> None:
     op.create_table(
         "conversation_variables",
         sa.Column("id", sa.String(64), primary_key=True),
-        sa.Column("conversation_id", sa.String(36), sa.ForeignKey("conversations.id", ondelete="CASCADE"),
-                  primary_key=True),
+        sa.Column(
+            "conversation_id", sa.String(36), sa.ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
+        ),
         sa.Column("name", sa.String(255), nullable=False),
         sa.Column("value_type", sa.String(32), nullable=False),
         sa.Column("value", JSON, nullable=True),
@@ -106,8 +109,9 @@ def upgrade() -> None:
     op.create_table(
         "variable_changes",
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-        sa.Column("conversation_id", sa.String(36), sa.ForeignKey("conversations.id", ondelete="CASCADE"),
-                  nullable=False),
+        sa.Column(
+            "conversation_id", sa.String(36), sa.ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False
+        ),
         sa.Column("turn_id", sa.String(36), nullable=True),
         sa.Column("turn_seq", sa.Integer, nullable=True),
         sa.Column("node_id", sa.String(255), nullable=False),
@@ -126,6 +130,14 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for table in ("settings", "variable_changes", "conversation_variables", "node_runs", "turns",
-                  "conversations", "flow_versions", "flows"):
+    for table in (
+        "settings",
+        "variable_changes",
+        "conversation_variables",
+        "node_runs",
+        "turns",
+        "conversations",
+        "flow_versions",
+        "flows",
+    ):
         op.drop_table(table)

@@ -18,8 +18,9 @@ def upgrade() -> None:
         "message_feedbacks",
         sa.Column("id", sa.String(36), primary_key=True),
         sa.Column("message_id", sa.String(36), sa.ForeignKey("turns.id", ondelete="CASCADE"), nullable=False),
-        sa.Column("conversation_id", sa.String(36), sa.ForeignKey("conversations.id", ondelete="CASCADE"),
-                  nullable=False),
+        sa.Column(
+            "conversation_id", sa.String(36), sa.ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False
+        ),
         sa.Column("user_id", sa.String(255), nullable=False),
         sa.Column("rating", sa.String(16), nullable=False),
         sa.Column("content", sa.Text, nullable=True),

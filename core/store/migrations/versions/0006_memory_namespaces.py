@@ -21,8 +21,7 @@ def upgrade() -> None:
     with op.batch_alter_table("long_term_memory_history") as batch:
         batch.add_column(sa.Column("namespace", sa.String(255), nullable=False, server_default=""))
     op.create_index("ix_long_term_memories_namespace_user", "long_term_memories", ["namespace", "user_id"])
-    op.create_index("ix_long_term_memory_history_namespace_user", "long_term_memory_history",
-                    ["namespace", "user_id"])
+    op.create_index("ix_long_term_memory_history_namespace_user", "long_term_memory_history", ["namespace", "user_id"])
 
 
 def downgrade() -> None:
