@@ -14,9 +14,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+import core.service.dify_pull as pull_module
 from core.io.errors import PullFailedError
 from core.redact import MARK
-from core.service import pull as pull_module
 from core.service.dify_pull import pull
 from core.store import repo
 from core.store.db import Database
