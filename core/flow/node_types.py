@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .nodes.aggregator import aggregator_settings, run_variable_aggregator
 from .nodes.answer import run_answer
 from .nodes.assigner import assigner_settings, run_assigner
-from .nodes.end import run_end
+from .nodes.end import end_settings, run_end
 from .nodes.if_else import check_if_else, run_if_else
 from .nodes.llm import llm_settings, run_llm
 from .nodes.long_term import retrieve_settings, run_memory_retrieve, run_memory_store, store_settings
@@ -97,7 +97,7 @@ NODE_TYPES: dict[str, NodeType] = {
         NodeType("answer", None, run_answer),
         NodeType("assigner", assigner_settings, run_assigner),
         NodeType("if-else", check_if_else, run_if_else),
-        NodeType("end", None, run_end),
+        NodeType("end", end_settings, run_end),
         NodeType("memory-retrieve", retrieve_settings, run_memory_retrieve, own=True),
         NodeType("memory-store", store_settings, run_memory_store, own=True),
         NodeType("window-memory", window_settings, run_window_memory, own=True),
