@@ -32,7 +32,8 @@ def build_store(path: Path, turns: int) -> None:
     from core.flow.records import ConversationState
     from core.flow.runtime import run_turn
     from core.llm.client import DemoClient
-    from core.service.sessions import ConversationService, turn_from_record
+    from core.service.sessions import ConversationService
+    from core.service.turn_rows import turn_from_record
     from core.store import repo
     from core.store.db import Database
 

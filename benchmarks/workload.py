@@ -95,7 +95,8 @@ def seed_support_conversation(db, turns: int, *, name: str | None = None) -> str
     from core.flow.records import ConversationState
     from core.flow.runtime import run_turn
     from core.llm.client import DemoClient
-    from core.service.sessions import ConversationService, turn_from_record
+    from core.service.sessions import ConversationService
+    from core.service.turn_rows import turn_from_record
     from core.store import repo
 
     flow_path = Path(__file__).resolve().parent.parent / "sample_data" / "flows" / "support-bot.yml"

@@ -5,7 +5,7 @@ every field that reaches the store is checked here first: its type, its range, t
 finite and ids fit their columns, that nested values stay within the depth limit, and finally
 that the turns, ledgers and variable history read back the way the Debugger and the report
 read them. The first problem found is raised as one line naming the record and the field;
-nothing is written (see :func:`core.service.sessions.import_conversation`).
+nothing is written (see :func:`core.service.transfer.import_conversation`).
 """
 
 from __future__ import annotations

@@ -25,16 +25,15 @@ __all__, __getattr__ = public_api(
         "dify_pull": ("TIMEOUT_SECONDS", "pull"),
         "replays": ("BRANCH", "NEW", "replay_thread", "replayed_name"),
         "samples": ("load_sample", "sample_files", "seed_demo"),
-        "sessions": (
-            "ConversationService",
+        "sessions": ("ConversationService",),
+        "transfer": (
             "export_conversation",
             "import_conversation",
-            "is_bundle",
             "read_bundle",
             "store_conversations",
             "store_pulled",
-            "turn_from_record",
         ),
+        "turn_rows": ("turn_from_record",),
         "sources": ("load_stored", "read_source_file", "read_sources"),
     },
 )

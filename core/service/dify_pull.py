@@ -36,7 +36,7 @@ from core.model.conversation import Conversation, read_once
 from core.redact import hold, redact
 from core.retry import Passing, attempts_note, passing_status, retry_after, with_retries
 
-from .sessions import store_pulled
+from .transfer import store_pulled
 
 PAGE = 100  # Dify's largest page
 #: Limits of one pull: more than this is refused rather than read.

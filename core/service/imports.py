@@ -13,7 +13,7 @@ from core.io.readers.registry import import_bytes
 from core.words import plural
 
 from .config_sets import save_config_set
-from .sessions import import_conversation, store_conversations
+from .transfer import import_conversation, store_conversations
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.model.conversation import Conversation

@@ -99,7 +99,7 @@ def demo_bundle(service) -> dict:
     long-term memories with their history."""
     from dataclasses import asdict
 
-    from core.service.sessions import export_conversation
+    from core.service.transfer import export_conversation
     from core.store import repo
     from core.store.memories import SqlMemoryBackend
 
@@ -124,7 +124,7 @@ def load_demo_bundle(service, bundle: dict) -> str:
     """Store what :func:`demo_bundle` wrote; returns the support-bot demo's id."""
     from core.flow.graph import Flow
     from core.memory.long_term import MemoryEvent, MemoryItem, Source
-    from core.service.sessions import import_conversation
+    from core.service.transfer import import_conversation
     from core.store import repo
     from core.store.memories import SqlMemoryBackend
 

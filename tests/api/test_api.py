@@ -1088,7 +1088,7 @@ def test_updating_a_number_variable_that_holds_a_float_names_the_float_segment_a
 
 
 def test_a_400_digit_integer_is_kept_exact_in_the_store_the_api_and_an_export_that_imports_back(api, tmp_path):
-    from core.service.sessions import export_conversation, import_conversation
+    from core.service.transfer import export_conversation, import_conversation
 
     conversation_id, _ = api.new_conversation(queries=("Hi",))
     variable_id = next(v.id for v in repo.get_variables(api.db, conversation_id) if v.name == "turn_count")

@@ -68,7 +68,7 @@ def test_send_a_message_see_markers_and_the_receipt_in_a_real_browser(tmp_path):
 
 def test_an_imported_chatgpt_export_opens_with_markers_and_a_receipt_in_a_real_browser(tmp_path):
     from core.io import read_conversations
-    from core.service.sessions import store_conversations
+    from core.service.transfer import store_conversations
     from core.store.db import Database
     from tests.conftest import FIXTURES
 

@@ -184,7 +184,7 @@ def test_infer_prints_the_json_shape_and_replay_reproduces_the_rule(tmp_path, ca
 
 def test_infer_refuses_a_conversation_that_holds_no_captured_calls_in_one_line(tmp_path, capsys):
     from core.cli.app import main
-    from core.service.sessions import store_conversations
+    from core.service.transfer import store_conversations
     from tests.builders import linear
 
     db = Database(f"sqlite:///{tmp_path / 'c.db'}")

@@ -198,7 +198,7 @@ def test_a_stored_transcript_reopens_under_the_same_memory(db):
     """Stored and loaded again (as the Debugger opens it), a transcript keeps its format, so it opens
     under what Claude Code sends, not under a Dify LLM node's memory."""
     from core.analysis.debug_view import fitting_config
-    from core.service.sessions import store_conversations
+    from core.service.transfer import store_conversations
     from core.store import repo
 
     [conv_id] = store_conversations(db, read().conversations)

@@ -10,7 +10,8 @@ from core.io import FormatError, import_text, parse_conversations, read_conversa
 from core.memory.config import MemoryConfig
 from core.memory.replay import Replay
 from core.model.conversation import ANSWER, QUERY, REASONING, TOOL_CALL, TOOL_RESULT, source_model
-from core.service.sessions import ConversationService, store_conversations
+from core.service.sessions import ConversationService
+from core.service.transfer import store_conversations
 from core.store.db import Database
 from tests.conftest import FIXTURES
 

@@ -13,7 +13,8 @@ import pytest
 from core.cli.app import main
 from core.llm.client import DemoClient
 from core.service.imports import import_upload
-from core.service.sessions import ConversationService, store_conversations
+from core.service.sessions import ConversationService
+from core.service.transfer import store_conversations
 from core.store import repo
 from core.store.db import Database
 from core.store.errors import ImportCheckError

@@ -153,7 +153,7 @@ def test_a_call_is_counted_for_the_model_that_answered_also_once_stored_and_from
     from core.analysis.debug_view import fitting_config
     from core.cli.app import build_parser, config_from_args
     from core.memory.config import MemoryConfig
-    from core.service.sessions import store_conversations
+    from core.service.transfer import store_conversations
     from core.store import repo
 
     conv = read([openai_run()]).conversations[0]

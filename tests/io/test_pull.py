@@ -17,7 +17,8 @@ from core.io.errors import PullError
 from core.llm.client import DemoClient
 from core.model.conversation import UUID_NIL
 from core.service.dify_pull import pull
-from core.service.sessions import PULLED_SOURCE, ConversationService
+from core.service.sessions import ConversationService
+from core.service.transfer import PULLED_SOURCE
 from core.store import keys as app_keys
 from core.store import repo
 from core.store.db import Database

@@ -16,7 +16,8 @@ from core.memory.config import MemoryConfig
 from core.memory.replay import Replay
 from core.model.conversation import turn_label
 from core.model.tokens import counter_for
-from core.service.sessions import ConversationService, store_conversations
+from core.service.sessions import ConversationService
+from core.service.transfer import store_conversations
 from core.store import repo
 from core.store.db import Database
 from tests.conftest import FIXTURES, ROOT

@@ -16,7 +16,8 @@ from core.report.build import build_report
 from core.report.bundle import bundle_json
 from core.service.config_sets import CONFIG_SETS_KEY
 from core.service.samples import load_sample
-from core.service.sessions import ConversationService, export_conversation
+from core.service.sessions import ConversationService
+from core.service.transfer import export_conversation
 from core.store import repo
 from core.store.db import Database
 from tests.conftest import FIXTURES, ROOT

@@ -94,7 +94,7 @@ def test_every_replay_view_element_carries_imported_text_escaped(seeded, tmp_pat
 
     from core.io import conversation_from_messages
     from core.model.conversation import Message
-    from core.service.sessions import store_conversations
+    from core.service.transfer import store_conversations
     from core.store import repo
 
     db = Database(os.environ["MEMLENS_DATABASE_URL"])

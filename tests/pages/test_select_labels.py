@@ -5,7 +5,7 @@ of them whichever was picked — and the first thing typed on the page was lost 
 from streamlit.testing.v1 import AppTest
 
 from core.io import import_bytes
-from core.service.sessions import store_conversations
+from core.service.transfer import store_conversations
 from core.store.db import Database
 from core.words import distinct
 from tests.conftest import FIXTURES, ROOT

@@ -25,8 +25,9 @@ from core.report.html import REASON_COLOURS, report_html
 from core.service.config_sets import CONFIG_SETS_KEY, delete_config_set, save_config_set, saved_config_sets
 from core.service.imports import import_upload
 from core.service.samples import load_sample
-from core.service.sessions import ConversationService, export_conversation
+from core.service.sessions import ConversationService
 from core.service.sources import read_source_file, read_sources
+from core.service.transfer import export_conversation
 from core.store import repo
 from core.store.db import Database
 from tests.builders import linear

@@ -8,7 +8,7 @@ from core.io import parse_conversations
 from core.memory.config import MemoryConfig
 from core.memory.replay import Replay
 from core.memory.strategies import agent_app
-from core.service.sessions import store_conversations
+from core.service.transfer import store_conversations
 from core.store import repo
 
 LOG = {

@@ -9,7 +9,8 @@ from core.flow.graph import load_flow
 from core.llm.client import DemoClient
 from core.model.ledger import KEPT, OTHER_BRANCH
 from core.service.errors import SessionChangedError
-from core.service.sessions import SESSION_CHANGED, ConversationService, export_conversation
+from core.service.sessions import SESSION_CHANGED, ConversationService
+from core.service.transfer import export_conversation
 from core.store import repo
 from core.store.db import Database
 from core.store.errors import StoreError

@@ -85,7 +85,7 @@ def cmd_conversations(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from core.service.sessions import export_conversation
+    from core.service.transfer import export_conversation
 
     from ..errors import UsageError
 
@@ -104,12 +104,12 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from core.io.bundle import looks_like_bundle
+    from core.io.bundle import is_bundle, looks_like_bundle
     from core.io.errors import FormatError
     from core.io.readers.registry import import_file
     from core.limits import check_export_size
     from core.service.imports import imported_before
-    from core.service.sessions import import_conversation, is_bundle, read_bundle, store_conversations
+    from core.service.transfer import import_conversation, read_bundle, store_conversations
 
     from ..errors import UsageError
 
