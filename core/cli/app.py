@@ -18,7 +18,8 @@ from core.memory.config import MemoryConfig
 from core.memory.replay import Replay
 from core.memory.words import explain
 from core.model.conversation import Conversation
-from core.model.ledger import SyntheticMessage, branch_copies, copy_words
+from core.model.ledger import SyntheticMessage
+from core.model.ledger_words import branch_copies, copy_words
 from core.words import plural
 
 from .errors import UsageError

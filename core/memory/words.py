@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from core.model.ledger import OBSERVED, LedgerEntry, shared_short_words, shared_words
+from core.model.ledger import OBSERVED, LedgerEntry
+from core.model.ledger_words import shared_short_words, shared_words
 
 from .strategies import DEFAULT_STRATEGY, STRATEGIES
 

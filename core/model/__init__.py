@@ -25,7 +25,7 @@ Where each rule lives:
   `Ledger.dropped_count`, `Ledger.not_eligible_count`); the markers' three states in `marker_state`
   (`core/analysis/debug_view.py`); in counts, `not_kept` and `Replay.blocked` (`core/memory/replay.py`).
 * Which other-branch entry is the same source message as one on the branch (a regenerated reply's question,
-  held by each sibling turn of a tree export), and its words: `core/model/ledger.py` (`branch_copies`,
+  held by each sibling turn of a tree export), and its words: `core/model/ledger_words.py` (`branch_copies`,
   `copy_words` beside `explain`), used by the ledger table (`ui/ledger_table.py`) and the CLI's table.
 * A replay's per-turn summaries, held as columns of machine integers and read as `TurnSummary` tuples:
   `TurnSummaries` in `core/model/ledger.py`, filled by `Replay.summaries` (`core/memory/replay.py`).
@@ -41,7 +41,7 @@ Where each rule lives:
   message export, an OpenAI Agents SDK session, a LlamaIndex chat store, a LangGraph thread's state), told
   from its source format, so it can open under that platform's memory: `SOURCE_PLATFORMS`, `source_platform`
   in `core/model/conversation.py`.
-* What one memory remembers at a turn, in a sentence: `core/model/ledger.py` (`remembered`).
+* What one memory remembers at a turn, in a sentence: `core/model/ledger_words.py` (`remembered`).
 """
 
 from core import public_api
@@ -74,6 +74,7 @@ __all__, __getattr__ = public_api(
             "turn_label",
         ),
         "facts": ("Fact", "asked_keys", "extract_facts"),
+        "ledger_words": ("branch_copies", "copy_words", "shared_words", "remembered"),
         "ledger": (
             "CLEARED",
             "EMPTY",
@@ -108,13 +109,9 @@ __all__, __getattr__ = public_api(
             "TurnSummaries",
             "TurnSummary",
             "WORDS_SENT",
-            "branch_copies",
-            "copy_words",
             "format_spans",
             "is_dropped",
             "reason_runs",
-            "remembered",
-            "shared_words",
         ),
         "origins": (
             "CURRENT_QUERY",

@@ -35,7 +35,8 @@ from core.memory.strategies.llamaindex_buffer import (
 from core.memory.strategies.llamaindex_memory import flush_size, manage_queue, memory_tokens
 from core.memory.words import explain
 from core.model.conversation import REASONING, Message, ToolCall
-from core.model.ledger import FLUSHED, KEPT, OUTSIDE_WINDOW, OVER_BUDGET, REASON_LABELS, shared_words
+from core.model.ledger import FLUSHED, KEPT, OUTSIDE_WINDOW, OVER_BUDGET, REASON_LABELS
+from core.model.ledger_words import shared_words
 from tests.builders import openai
 from tests.reference.platform_outcomes import recorded
 

@@ -9,7 +9,8 @@ from core.memory.config import MemoryConfig
 from core.memory.replay import Replay
 from core.memory.words import explain
 from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
-from core.model.ledger import OTHER_BRANCH, branch_copies
+from core.model.ledger import OTHER_BRANCH
+from core.model.ledger_words import branch_copies
 from tests.conftest import FIXTURES
 from ui.ledger_table import ledger_rows
 

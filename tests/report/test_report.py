@@ -540,7 +540,7 @@ def _ref(url, conv_id):
 
 
 def test_what_a_memory_holds_reads_as_one_sentence():
-    from core.model.ledger import remembered
+    from core.model.ledger_words import remembered
 
     conv = lisbon()
     window = Replay(conv, MemoryConfig(window=4))  # Dify 1.x: the current turn's row and the 3 before it
