@@ -55,8 +55,8 @@ Where each rule lives:
 * Haystack-style agent loop and state: `core/flow/nodes/tool_agent.py`.
 * The node types MemLens runs, each with its settings reader / its runner: `core/flow/node_types.py`
   (`NODE_TYPES`; readers in `core/flow/nodes/`) / `core/flow/runtime.py` (`RUNNERS`).
-* A flow's graph: every node reached from Start, no cycle (the closing edge named): `_check_paths` in
-  `core/flow/graph.py` (a flow already stored opens unchecked: `Flow.from_dict(stored=True)`).
+* A flow's graph: every node reached from Start, no cycle (the closing edge named): `check_paths` in
+  `core/flow/paths.py` (a flow already stored opens unchecked: `Flow.from_dict(stored=True)`).
 """
 
 from core import public_api
