@@ -44,7 +44,8 @@ __all__, __getattr__ = public_api(
         "inference": ("Explanation", "NodeInference", "infer_conversation", "infer_stored", "node_replay", "rule_args"),
         "observed": ("observed_ledger", "payload_rows"),
         "stored": ("as_conversation", "nodes_of"),
-        "threader": ("Call", "Threader", "message_key", "thread_calls"),
+        "calls": ("Call", "message_key"),
+        "threader": ("Threader", "thread_calls"),
         "view": ("NodeView", "captured_view", "observed_run"),
     },
 )

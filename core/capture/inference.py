@@ -45,9 +45,9 @@ from core.model.conversation import ANSWER, QUERY, Conversation, turn_label
 from core.model.ledger import Ledger
 from core.model.tokens import DEFAULT_MODEL, REPLY_PRIMING, chat_model_message_tokens, counter_for, model_facts
 
+from .calls import Node
 from .errors import CaptureError
 from .stored import PROMPT_TOKENS, nodes_of
-from .threader import Node
 
 #: A token budget's largest value tried (a payload that keeps everything: any budget above its size).
 MAX_BUDGET = 10_000_000

@@ -41,8 +41,8 @@ from core.model.origins import SYSTEM as SYSTEM_ORIGIN
 from core.model.origins import TEMPLATE as TEMPLATE_ORIGIN
 from core.model.tokens import DEFAULT_MODEL, REPLY_PRIMING, counter_for, model_facts
 
-from .threader import HISTORY as HISTORY_ROLE
-from .threader import QUERY, STEP, SYSTEM, TEMPLATE, UNMATCHED
+from .calls import HISTORY as HISTORY_ROLE
+from .calls import QUERY, STEP, SYSTEM, TEMPLATE, UNMATCHED
 
 #: The receipt's origin of each role the threader gives a payload message: the words around a history sent as
 #: text lines are the node's template.

@@ -19,8 +19,8 @@ from typing import Any, Mapping
 from core.model.conversation import Conversation, Turn, message_text
 from core.store.ledger_codec import pack_ledger
 
+from .calls import Node, Placed, Thread
 from .observed import fixed_tokens, observed_ledger, payload_rows
-from .threader import Node, Placed, Thread
 
 #: ``Conversation.meta`` / the stored conversation's meta key of a captured conversation's nodes, pin, user.
 CAPTURE = "capture"

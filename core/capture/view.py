@@ -17,9 +17,9 @@ from core.memory.config import MemoryConfig
 from core.model.conversation import Conversation
 from core.model.ledger import Ledger
 
+from .calls import Node
 from .inference import NodeInference, calls_of_runs, infer_conversation, node_replay
 from .stored import nodes_of
-from .threader import Node
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """One model call as the proxy saw it (:class:`Exchange`: the request as sent, the response as received),
-and the :class:`~core.capture.threader.Call` it stands for.
+and the :class:`~core.capture.calls.Call` it stands for.
 
 Three APIs are read, each in its own shape:
 
@@ -26,8 +26,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.capture.calls import FAILED, NODE_KEY, STOPPED, SUCCEEDED, Call
 from core.capture.errors import CaptureError
-from core.capture.threader import FAILED, NODE_KEY, STOPPED, SUCCEEDED, Call, node_name
+from core.capture.threader import node_name
 from core.io.errors import RecordError
 from core.io.readers.openai import openai_messages
 from core.limits import CAPTURE_NAME_CHARS

@@ -21,9 +21,10 @@ import sys
 import threading
 from typing import Callable, Iterable, Mapping, Sequence
 
+from core.capture.calls import Call, Placed, Thread, ThreadTurn, message_key, split_payload
 from core.capture.errors import CaptureError
 from core.capture.stored import CAPTURE, NODE_RUNS, SOURCE, capture_meta, nodes_of, turn_record
-from core.capture.threader import Call, Placed, Thread, Threader, ThreadTurn, message_key, split_payload
+from core.capture.threader import Threader
 from core.model.conversation import SOURCE_MODEL, Message
 from core.store import repo
 from core.store.db import Database

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from core.capture.calls import Call, split_payload
 from core.capture.observed import HISTORY_TOKENS, fixed_tokens, observed_ledger, payload_rows
 from core.capture.text_history import read_text_history
-from core.capture.threader import Call, Threader, split_payload
+from core.capture.threader import Threader
 from core.model.ledger import KEPT, OUTSIDE_WINDOW
 from core.model.tokens import counter_for
 from tests.capture.test_threader import Bot, a, s, u

@@ -3,8 +3,9 @@ built by hand (what a bot's payloads look like), and the observed ledger each ca
 
 from __future__ import annotations
 
+from core.capture.calls import FAILED, Call
 from core.capture.observed import observed_ledger, payload_rows
-from core.capture.threader import FAILED, Call, Threader, thread_calls
+from core.capture.threader import Threader, thread_calls
 from core.memory.words import explain
 from core.model.conversation import Message, ToolCall
 from core.model.ledger import GRANULARITY, KEPT, NOT_SENT, OTHER_BRANCH, OUTSIDE_WINDOW

@@ -6,7 +6,7 @@ A prompt is a list of messages: OpenAI's ``{role, content}``, LangChain's stored
 ``{role, text, files}`` (an LLM node's prompt as Dify saves and traces it), which is read as OpenAI's
 with ``text`` for ``content``. A reply is a message, LangChain's first generation, an OpenAI
 completion's first choice, Dify's LLM node outputs (``{text, usage, …}``) or a bare text. Each call
-is one :class:`~core.capture.threader.Call`; a file's calls are threaded as the capture proxy threads
+is one :class:`~core.capture.calls.Call`; a file's calls are threaded as the capture proxy threads
 what it records (:mod:`core.capture.threader`): calls whose histories repeat one another's messages are
 turns of one conversation, calls of one turn with other system prompts its nodes, a session or thread
 id the trace names pins its calls together. Each call is stored with its turn as a node run whose
@@ -18,8 +18,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator
 
+from core.capture.calls import FAILED, SUCCEEDED, Call
 from core.capture.stored import as_conversation
-from core.capture.threader import FAILED, SUCCEEDED, Call, thread_calls
+from core.capture.threader import thread_calls
 from core.io.errors import RecordError
 from core.model.conversation import SOURCE_MODEL, Conversation, Message
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
-from core.capture.threader import Call
+from core.capture.calls import Call
 from core.errors import MemLensError
 from core.io.errors import RecordError
 from core.limits import load_json

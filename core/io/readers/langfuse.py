@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from core.capture.threader import Call
+from core.capture.calls import Call
 from core.io.errors import RecordError
 from core.model.conversation import SOURCE_MODEL, Conversation
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from core.capture.threader import NODE_KEY, Call, node_name
+from core.capture.calls import NODE_KEY, Call
+from core.capture.threader import node_name
 from core.io.errors import RecordError
 from core.model.conversation import SOURCE_MODEL, Conversation
 
