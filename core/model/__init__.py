@@ -36,7 +36,7 @@ Where each rule lives:
   failed, miscounting or stuck child's share counted here), and a replay deciding its first turns meanwhile (a
   branched conversation) or laying out its columns (one that never branched): `CountCache.counted`,
   `_fork_counting` and `TokenCounter.counted_groups` in `core/model/tokens.py`; `Replay._tokens_in_order` and
-  `Replay._chain_summaries` in `core/memory/replay.py` (`OWN_PART`, `CHAIN_OWN_PART`).
+  `Replay._chain_summaries` (`core/memory/chain_walk.py`, `CHAIN_OWN_PART`) and `OWN_PART` in `core/memory/replay.py`.
 * The platform whose memory kept an imported conversation (n8n's chat history table or execution, Flowise's
   message export, an OpenAI Agents SDK session, a LlamaIndex chat store, a LangGraph thread's state), told
   from its source format, so it can open under that platform's memory: `SOURCE_PLATFORMS`, `source_platform`

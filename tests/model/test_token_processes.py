@@ -542,6 +542,7 @@ def test_a_replay_that_fails_midway_leaves_no_counting_child_behind(monkeypatch,
 @pytest.mark.parametrize("branching, share", [(True, 0.25), (False, 0.45)])
 def test_a_replay_takes_the_share_of_the_counting_its_other_work_leaves_room_for(monkeypatch, branching, share):
     """A walk decides every turn meanwhile (half an equal share); a chain only lays out its columns (0.9)."""
+    from core.memory import chain_walk
     from core.memory import replay as replay_module
     from core.memory.config import MemoryConfig
     from core.memory.replay import Replay
@@ -559,7 +560,7 @@ def test_a_replay_takes_the_share_of_the_counting_its_other_work_leaves_room_for
         MemoryConfig(strategy="buffer", model=MODEL),
         counter=TokenCounter(MODEL, shared=False, workers=2),
     ).summaries()
-    assert (replay_module.OWN_PART, replay_module.CHAIN_OWN_PART) == (0.5, 0.9) and shares == [(2, share)]
+    assert (replay_module.OWN_PART, chain_walk.CHAIN_OWN_PART) == (0.5, 0.9) and shares == [(2, share)]
 
 
 def test_reaping_a_child_the_system_reaped_already_is_no_error():
