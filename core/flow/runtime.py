@@ -161,7 +161,7 @@ def run_turn(
     ``granularity``: the request's history granularity for agent nodes (``None``: the flow's
     ``history.granularity``, else ``query_answer``).
     ``memories``: a dict the caller keeps for this conversation between its turns, in which the
-    nodes' memories keep their thread views (:class:`core.memory.replay.TurnMemory`), so a turn of a
+    nodes' memories keep their thread views (:class:`core.memory.turn_memory.TurnMemory`), so a turn of a
     long conversation is not a replay of it; each checks that it is given the conversation it
     saw last (else it starts again).
     Bad input (unknown parent, bad fidelity, missing required inputs, a bad override) raises

@@ -1,6 +1,6 @@
 """A ledger entry's reason in plain words: the memory system's own words when it has them
 (:meth:`core.memory.strategies.base.Strategy.explain`), else the words every memory shares
-(:func:`core.model.ledger.explain`, beside the reasons' vocabulary). Pages, reports, findings and the
+(:func:`core.model.ledger_words.shared_words`, beside the reasons' vocabulary). Pages, reports, findings and the
 CLI call this one."""
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ ENDPOINTS = {"/v1/chat/completions": CHAT, "/v1/responses": RESPONSES, "/v1/mess
 PIN_HEADER = "x-memlens-conversation"
 #: ``metadata`` keys that name a conversation, in the order they are read.
 PIN_KEYS = ("memlens_conversation", "conversation_id", "thread_id", "session_id", "chat_id")
-#: The header that names the node a call is of (``metadata.memlens_node`` too: :data:`~core.capture.threader.NODE_KEY`).
+#: The header that names the node a call is of (``metadata.memlens_node`` too: :data:`~core.capture.calls.NODE_KEY`).
 NODE_HEADER = "x-memlens-node"
 
 #: How a call ended, as the proxy saw it.

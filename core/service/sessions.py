@@ -72,7 +72,7 @@ NAME_WIDTH = 48
 @dataclass
 class _Working:
     """A conversation as its last turn left it, kept between turns: its turns and the nodes'
-    memories (:class:`core.memory.replay.TurnMemory`). ``stamp`` is what the store said then — the
+    memories (:class:`core.memory.turn_memory.TurnMemory`). ``stamp`` is what the store said then — the
     conversation row's ``updated_at`` and turn count — and tells whether anyone wrote since."""
 
     conversation: Conversation

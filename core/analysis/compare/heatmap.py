@@ -181,7 +181,7 @@ class RetentionMatrix:
         return f"{col.label or f'turn {col.turn}'} · {col.role} · {self.tokens[c]:,} tokens · {col.text}"
 
     def why(self, r: int, c: int) -> str:
-        """The reason of cell ``(r, c)`` in plain words (the ledger's :func:`core.model.ledger.explain`)."""
+        """The reason of cell ``(r, c)`` in plain words (the ledger's :func:`core.model.ledger_words.shared_words`)."""
         reason = self.cells[r][c]
         if reason is None:
             return "not yet written at this turn"

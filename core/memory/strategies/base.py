@@ -392,13 +392,13 @@ class Strategy:
     def explain(self, entry: "LedgerEntry", config: Mapping[str, Any]) -> str | None:
         """Its own words for why ``entry`` has its reason, under a stored config (a ledger's
         ``config``: ``MemoryConfig.to_dict`` and the budget); ``None`` leaves the shared words
-        (:func:`core.model.ledger.explain`). :func:`core.memory.words.explain` asks it first."""
+        (:func:`core.model.ledger_words.shared_words`). :func:`core.memory.words.explain` asks it first."""
         return None
 
     def short_words(self, reason: str, config: Mapping[str, Any]) -> str | None:
         """Its own few words for ``reason`` under a stored config, for markers, short tables and
         command-line lines (``"outside window of 4"``); ``None`` leaves the shared ones
-        (:func:`core.model.ledger.shared_short_words`). :meth:`explain` is the whole sentence."""
+        (:func:`core.model.ledger_words.shared_short_words`). :meth:`explain` is the whole sentence."""
         return None
 
     def pruning_words(self, config: Mapping[str, Any]) -> tuple[str, bool]:
