@@ -28,6 +28,7 @@ from core.capture.threader import Threader
 from core.model.conversation import SOURCE_MODEL, Message
 from core.store import repo
 from core.store.db import Database
+from core.store.repo.turns import TURN_VALUES
 
 from .exchange import Exchange, call_of, request_messages
 
@@ -47,22 +48,7 @@ def load_threader(db: Database) -> Threader:
 
 
 #: A turn row's columns as the recorder writes them.
-_TURN_COLUMNS = (
-    "id",
-    "conversation_id",
-    "seq",
-    "parent_id",
-    "flow_version_id",
-    "query",
-    "answer",
-    "status",
-    "error",
-    "inputs",
-    "dialogue_count",
-    "answer_tokens",
-    "messages",
-    "created_at",
-)
+_TURN_COLUMNS = ("id", "conversation_id", "seq", *TURN_VALUES)
 
 
 def save_threads(

@@ -50,6 +50,23 @@ _NODE_FIELDS = (
 )
 
 
+#: What a turn's stored form sets on its row besides its place (id, conversation, seq): the columns a
+#: finished turn updates and the capture's recorder writes.
+TURN_VALUES = (
+    "parent_id",
+    "flow_version_id",
+    "query",
+    "answer",
+    "status",
+    "error",
+    "inputs",
+    "dialogue_count",
+    "answer_tokens",
+    "messages",
+    "created_at",
+)
+
+
 def turn_row(conversation_id: str, seq: int, turn: dict) -> TurnRow:
     meta = {k: v for k, v in turn.items() if k not in _TURN_FIELDS and k not in ("messages", "node_runs")}
     return TurnRow(
@@ -252,22 +269,7 @@ def finish_turn(
             update(TurnRow)
             .where(TurnRow.id == tid)
             .values(
-                **{
-                    column: getattr(done, column)
-                    for column in (
-                        "parent_id",
-                        "flow_version_id",
-                        "query",
-                        "answer",
-                        "status",
-                        "error",
-                        "inputs",
-                        "dialogue_count",
-                        "answer_tokens",
-                        "messages",
-                        "created_at",
-                    )
-                },
+                **{column: getattr(done, column) for column in TURN_VALUES},
                 meta={**done.meta, "node_count": len(runs)},
             )
         )
