@@ -71,6 +71,21 @@ div[data-testid="stColumn"]:has(.st-key-ml-side) {position: sticky; top: 3.75rem
 .ml-glance-line {border-left: 3px solid #10b981; padding: .1rem 0 .1rem .5rem; margin: .15rem 0; cursor: help;
                  overflow-wrap: anywhere;}
 .ml-glance-line.ml-glance-dropped {border-left-color: #ef4444; background: #fef2f2;}
+/* The receipt's budget bar (ui.receipt_view.budget_html): stretches per origin, the budget and context marks. */
+.ml-budget {margin: 1.5rem 0 .4rem 0; font-size: .72rem; color: #4b5563;}
+.ml-budget-track {position: relative; display: flex; height: 1.5rem; background: #f3f4f6; border-radius: .25rem;
+                  margin-bottom: 1.4rem;}
+.ml-seg {flex: none; height: 100%; cursor: help;}
+.ml-seg-dropped {opacity: .55;
+  background-image: repeating-linear-gradient(45deg, rgba(255,255,255,.65) 0 3px, transparent 3px 7px);}
+.ml-mark {position: absolute; top: -.3rem; bottom: -.3rem; border-left: 2px dashed #b45309;}
+.ml-mark-context {border-left: 2px dotted #374151;}
+.ml-mark-label {position: absolute; white-space: nowrap; padding: 0 .3rem;}
+.ml-mark-label-budget {top: -1.3rem; color: #b45309;}
+.ml-mark-label-context {bottom: -1.3rem; color: #374151;}
+.ml-budget-legend {display: flex; flex-wrap: wrap; gap: .15rem .8rem;}
+.ml-key i {display: inline-block; width: .65rem; height: .65rem; border-radius: .15rem; margin-right: .3rem;
+           vertical-align: -.05rem;}
 </style>
 """.replace("@TRANSCRIPT@", _TRANSCRIPT_BOX)
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from html import escape
+from dataclasses import dataclass
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from core.analysis import Receipt
@@ -21,67 +20,99 @@ DROPPED_COLOUR = "#ef4444"
 RECEIPT_PAGE = 30  # memory-history messages shown at once
 
 
-def budget_figure(r: Receipt) -> go.Figure:
+@dataclass(frozen=True)
+class Segment:
+    """One stretch of the budget bar: an origin's tokens, or the dropped tokens after them."""
+
+    label: str
+    tokens: int
+    colour: str
+    hover: str
+    dropped: bool = False
+
+
+@dataclass(frozen=True)
+class Line:
+    """A mark across the bar at ``at`` tokens: the history budget's end (dashed, its label above the bar) or the
+    context window (dotted, its label under the bar)."""
+
+    at: int
+    label: str
+    kind: str  # "budget" or "context"
+
+
+@dataclass(frozen=True)
+class BudgetBar:
+    """The receipt's bar: its segments in order, its lines, and the token count its full width stands for."""
+
+    segments: list[Segment]
+    lines: list[Line]
+    scale: float
+
+
+def budget_bar(r: Receipt) -> BudgetBar:
     """Used tokens per origin as one stacked bar, dropped tokens after them, the history budget as a line.
 
     The scale is what the budget is about — the prompt, the dropped tokens and the budget line — not the
     whole context window, where a prompt of a few hundred tokens would be a sliver; the context is
     summarised in words under the bar (:func:`context_summary`) unless it is on the scale anyway.
-    The legend sits under the axis, outside the plot, and the two labels sit on opposite sides."""
-    fig = go.Figure()
-    for origin, n in r.used_by_origin.items():
-        fig.add_bar(
-            y=["prompt"],
-            x=[n],
-            name=escape(origin_label(origin)),
-            orientation="h",
-            marker_color=origin_colour(origin),
-            hovertemplate=f"{escape(origin_label(origin)).replace('%', '&#37;')}: %{{x:,}} tokens<extra></extra>",
-        )
+    E.g. 155 prompt tokens and 60 dropped under no budget: the bar is 215 × 1.1 tokens wide, and a
+    16,384-token context is said in words only."""
+    segments = [
+        Segment(origin_label(o), n, origin_colour(o), f"{origin_label(o)}: {n:,} tokens")
+        for o, n in r.used_by_origin.items()
+    ]
     if r.dropped_tokens:
-        # Named "dropped", not "overflow": a window or granularity drops messages with no budget at
-        # all. Its reasons are in the hover and under the chart (:func:`dropped_summary`): in the
-        # legend they made one item too wide for the side column, and the legend covered the axis.
-        detail = escape(_by_reason(r)).replace("%", "&#37;")
-        fig.add_bar(
-            y=["prompt"],
-            x=[r.dropped_tokens],
-            name="dropped",
-            orientation="h",
-            marker_color=DROPPED_COLOUR,
-            marker_pattern_shape="/",
-            opacity=0.55,
-            hovertemplate=f"dropped: %{{x:,}} tokens ({detail})<extra></extra>",
-        )
+        # Named "dropped", not "overflow": a window or granularity drops messages with no budget at all.
+        # Its reasons are in the hover and under the bar (:func:`dropped_summary`).
+        hover = f"dropped: {r.dropped_tokens:,} tokens ({_by_reason(r)})"
+        segments.append(Segment("dropped", r.dropped_tokens, DROPPED_COLOUR, hover, dropped=True))
     fixed = r.prompt_tokens - r.used_by_origin.get(HISTORY, 0) - r.used_by_origin.get(SUMMARY, 0)
     budget_end = fixed + r.limit if r.limit is not None else None
     scale = max(sum(r.used_by_origin.values()) + r.dropped_tokens, budget_end or 0, 1) * 1.1
+    lines = []
     if budget_end is not None:
-        fig.add_vline(
-            x=budget_end,
-            line_dash="dash",
-            line_color="#b45309",
-            annotation_text=f"history budget {r.limit:,}",
-            annotation_position="top left",
-        )
+        lines.append(Line(budget_end, f"history budget {r.limit:,}", "budget"))
     if r.context_size and r.context_size <= scale:
-        fig.add_vline(
-            x=r.context_size,
-            line_dash="dot",
-            line_color="#374151",
-            annotation_text=f"context {r.context_size:,}",
-            annotation_position="bottom right",
-        )
-    fig.update_layout(
-        barmode="stack",
-        height=160,
-        margin=dict(l=10, r=10, t=28, b=10),
-        showlegend=True,
-        legend=dict(orientation="h", yanchor="top", y=-0.45, xanchor="left", x=0),
-        xaxis=dict(range=[0, scale], title=None, tickformat=",d"),
-        yaxis_visible=False,
+        lines.append(Line(r.context_size, f"context {r.context_size:,}", "context"))
+    return BudgetBar(segments, lines, scale)
+
+
+def budget_html(bar: BudgetBar) -> str:
+    """The bar as one HTML block: coloured stretches with their counts on hover, the lines with their labels,
+    and a legend of every stretch's tokens under it. Every label is escaped (:func:`ui.html.plain`).
+
+    Plain HTML rather than a chart: it is on the page with the receipt, without a charting library's
+    script to fetch and run first, and costs a few elements."""
+
+    def share(tokens: float) -> str:
+        return f"{max(0.0, min(tokens / bar.scale, 1.0)) * 100:.2f}%"
+
+    stretches = "".join(
+        f'<span class="ml-seg{" ml-seg-dropped" if s.dropped else ""}" style="width:{share(s.tokens)};'
+        f'background-color:{s.colour}" title="{plain(s.hover)}"></span>'
+        for s in bar.segments
     )
-    return fig
+    marks = ""
+    for line in bar.lines:
+        x = max(0.0, min(line.at / bar.scale, 1.0)) * 100
+        # A label runs away from the nearer edge, so it stays inside the bar's width.
+        side = f"right:{100 - x:.2f}%" if x > 50 else f"left:{x:.2f}%"
+        marks += (
+            f'<span class="ml-mark ml-mark-{line.kind}" style="left:{x:.2f}%"></span>'
+            f'<span class="ml-mark-label ml-mark-label-{line.kind}" style="{side}">{plain(line.label)}</span>'
+        )
+    hatched = ' class="ml-seg-dropped"'
+    legend = "".join(
+        f'<span class="ml-key"><i style="background-color:{s.colour}"{hatched if s.dropped else ""}></i>'
+        f"{plain(s.label)} {s.tokens:,}</span>"
+        for s in bar.segments
+    )
+    said = plain("; ".join(s.hover for s in bar.segments) + "".join(f"; {line.label}" for line in bar.lines))
+    return (
+        f'<div class="ml-budget" role="img" aria-label="{said}"><div class="ml-budget-track">{stretches}{marks}'
+        f'</div><div class="ml-budget-legend">{legend}</div></div>'
+    )
 
 
 def _by_reason(r: Receipt) -> str:
@@ -121,7 +152,7 @@ def render_receipt(r: Receipt, ledger: Ledger | None, *, key: str, what_if: bool
     st.caption(plain(receipt_caption(r) + (f" · Dify memory rules: {r.profile}" if r.profile else "")))
     if what_if:
         st.warning("What-if: history recomputed under the switchboard's settings; the other messages are as recorded.")
-    st.plotly_chart(budget_figure(r), key=f"{key}-budget", config={"displayModeBar": False})
+    st.markdown(budget_html(budget_bar(r)), unsafe_allow_html=True)
     st.caption(
         plain(
             " ".join(filter(None, [dropped_summary(r), context_summary(r)]))

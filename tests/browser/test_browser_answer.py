@@ -78,7 +78,7 @@ def test_the_demo_opens_on_what_each_node_left_out_then_its_receipt_above_the_fo
         page.screenshot(path=str(tmp_path / f"demo-{width}.png"))
         assert page.evaluate("window.scrollY") == 0
         assert _above_the_fold(page, responder)
-        bar = page.get_by_role("tabpanel", name="Responder").locator(".js-plotly-plot")
+        bar = page.get_by_role("tabpanel", name="Responder").locator(".ml-budget")
         assert _above_the_fold(page, bar), bar.bounding_box()  # the receipt's budget bar: above the fold
         note = page.locator('[data-kind="docs_vs_code"]').filter(visible=True).first
         assert note.bounding_box()["y"] > bar.bounding_box()["y"]  # Dify's docs vs code: after the receipt

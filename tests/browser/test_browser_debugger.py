@@ -60,8 +60,8 @@ def test_send_a_message_see_markers_and_the_receipt_in_a_real_browser(tmp_path):
         expect(panel).to_contain_text("memory history")
         expect(panel).to_contain_text("current query")
         expect(panel).to_contain_text("tokens exact (o200k_base)")
-        expect(panel.locator(".js-plotly-plot")).to_have_count(1)  # the new turn's budget bar, and only it
-        expect(panel.locator(".js-plotly-plot")).to_be_visible()
+        expect(panel.locator(".ml-budget")).to_have_count(1)  # the new turn's budget bar, and only it
+        expect(panel.locator(".ml-budget")).to_be_visible()
         page.screenshot(path=str(tmp_path / "debugger.png"), full_page=True)
         assert (tmp_path / "debugger.png").stat().st_size > 10_000
 

@@ -1,7 +1,11 @@
 """The receipt's budget bar reads at a glance: the budget is the scale, not a far-off context window."""
 
+import re
+
+import pytest
+
 from core.analysis.debug_view import Receipt
-from ui.receipt_view import budget_figure, context_summary, dropped_summary, receipt_caption
+from ui.receipt_view import budget_bar, budget_html, context_summary, dropped_summary, receipt_caption
 
 
 def receipt(**kw) -> Receipt:
@@ -25,30 +29,58 @@ def receipt(**kw) -> Receipt:
     return Receipt(**{**base, **kw})
 
 
-def test_without_a_budget_the_bar_fills_the_chart_and_the_context_is_said_in_words():
-    fig = budget_figure(receipt())
-    low, high = fig.layout.xaxis.range
-    assert low == 0 and 215 <= high < 300  # prompt + overflow, not 16,384
-    assert not fig.layout.shapes  # no context line far off the scale
-    assert fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top"  # under the axis, outside the plot
+def test_without_a_budget_the_bar_fills_its_width_and_the_context_is_said_in_words():
+    bar = budget_bar(receipt())
+    assert 215 <= bar.scale < 300  # prompt + dropped, not 16,384
+    assert not bar.lines  # no context line far off the scale
+    assert [(s.label, s.tokens) for s in bar.segments] == [
+        ("system", 26),
+        ("memory history", 89),
+        ("current query", 40),
+        ("dropped", 60),
+    ]
     assert context_summary(receipt()) == "Context 16,384 tokens: this call used 155 (1%), 16,229 were left."
 
 
 def test_a_budget_is_drawn_on_the_scale_and_its_label_does_not_share_a_side_with_the_context():
-    fig = budget_figure(receipt(limit=400, context_size=500))
-    assert fig.layout.xaxis.range[1] >= 66 + 400  # the budget line (fixed prompt + budget) is on the scale
-    lines = sorted(shape.x0 for shape in fig.layout.shapes)
-    assert lines == [466, 500]
-    positions = {a.text: (a.xanchor, a.yanchor) for a in fig.layout.annotations}
-    assert positions["history budget 400"] != positions["context 500"]
+    bar = budget_bar(receipt(limit=400, context_size=500))
+    assert bar.scale >= 66 + 400  # the budget line (fixed prompt + budget) is on the scale
+    assert sorted((line.at, line.label) for line in bar.lines) == [(466, "history budget 400"), (500, "context 500")]
+    page = budget_html(bar)
+    # The budget's label above the bar, the context's under it.
+    assert 'ml-mark-label-budget" style="right:' in page and 'ml-mark-label-context" style="right:' in page
+    assert page.index("history budget 400") < page.index("context 500")
+
+
+def test_a_mark_near_the_start_labels_rightwards_so_it_stays_inside_the_bar():
+    r = receipt(limit=10, used_by_origin={"system": 5, "memory history": 400}, prompt_tokens=405)
+    assert budget_bar(r).lines[0].at == 15  # the 5 fixed tokens and the budget of 10
+    page = budget_html(budget_bar(r))
+    assert 'ml-mark-label-budget" style="left:' in page
+
+
+def test_the_stretches_widths_are_their_share_of_the_scale():
+    bar = budget_bar(receipt(dropped_tokens=0, dropped_by_reason={}))
+    page = budget_html(bar)
+    widths = [float(w) for w in re.findall(r'class="ml-seg[^"]*" style="width:([0-9.]+)%', page)]
+    assert widths == pytest.approx([100 * n / bar.scale for n in (26, 89, 40)], abs=0.01)
+    assert sum(widths) == pytest.approx(100 / 1.1, abs=0.05)  # the prompt fills the bar but its last tenth
+
+
+def test_the_bar_shows_its_labels_as_text_and_loads_nothing():
+    """An origin or reason label is escaped like every other text: it can never add markup."""
+    r = receipt(dropped_by_reason={'<img src=x onerror="alert(1)">': 60})
+    page = budget_html(budget_bar(r))
+    assert "<img" not in page and 'onerror="' not in page
+    assert page.count("<") == page.count(">")  # every tag the bar opens is its own
 
 
 def test_the_dropped_bar_is_not_called_an_overflow_and_its_reasons_are_said_under_the_chart():
     r = receipt(dropped_tokens=75, dropped_by_reason={"outside_window": 60, "granularity": 15})
-    dropped = [bar for bar in budget_figure(r).data if bar.name.startswith("dropped")]
-    assert len(dropped) == 1 and dropped[0].x == (75,) and dropped[0].name == "dropped"  # short: one legend row
+    dropped = [s for s in budget_bar(r).segments if s.dropped]
+    assert len(dropped) == 1 and dropped[0].tokens == 75 and dropped[0].label == "dropped"
     # the pipeline's order (granularity before the window) and the ledger's words for each reason
-    assert "intermediate message 15, outside window 60" in dropped[0].hovertemplate
+    assert "intermediate message 15, outside window 60" in dropped[0].hover
     assert dropped_summary(r) == "Dropped 75 tokens: intermediate message 15, outside window 60."
     assert (
         dropped_summary(receipt(dropped_tokens=60, dropped_by_reason={"over_budget": 60}))
@@ -58,7 +90,8 @@ def test_the_dropped_bar_is_not_called_an_overflow_and_its_reasons_are_said_unde
 
 def test_nothing_dropped_draws_no_dropped_bar_and_says_nothing():
     r = receipt(dropped_tokens=0, dropped_by_reason={})
-    assert not [bar for bar in budget_figure(r).data if bar.name.startswith("dropped")]
+    assert not [s for s in budget_bar(r).segments if s.dropped]
+    assert "ml-seg-dropped" not in budget_html(budget_bar(r))
     assert dropped_summary(r) == ""
 
 
@@ -90,7 +123,7 @@ def test_a_text_form_prompts_history_is_memory_history_and_the_budget_line_is_af
         prompt_tokens=33,
         context_size=None,
     )
-    (line,) = [shape.x0 for shape in budget_figure(r).layout.shapes]
+    (line,) = [line.at for line in budget_bar(r).lines]
     assert line == 33 - 12 + 100
 
 
