@@ -6,8 +6,8 @@ and drives Debian's Chromium through Playwright:
 
 * page loads — Debugger, Compare, Present, Ledger explorer (the last three open on a sample, then
   pick the stored conversation: a step of its own);
-* steps on the Debugger — inspect an earlier turn, switch the side panel's tab, change a node's
-  window on the switchboard.
+* steps on the Debugger — inspect an earlier turn, switch the side panel's tab (only the open tab is
+  drawn, so a switch reruns the workspace), change a node's window on the switchboard.
 
 A load or step is over when the page has settled: the script run it started has finished (the app
 says it is not running, no element is left stale from the previous run and none is still a
@@ -134,7 +134,7 @@ class Meter:
         CPU seconds meanwhile).
 
         ``ready``: a locator that is visible only once the action's result is on the page.
-        ``reruns``: the action starts a script run (a click on a tab does not), so a frame must come
+        ``reruns``: the action starts a script run (a click on a node's tab in the receipt does not), so a frame must come
         and that run must finish.
         """
         # Times are on the page's clock: a step's from just before it, a load's from its navigation.
@@ -284,10 +284,9 @@ def debugger_steps(page, meter: Meter, turns: int, visit: int) -> dict[str, tupl
     out["Debugger: switch to the Variables tab"] = meter.measure(
         lambda: page.get_by_role("tab", name="Variables").click(),
         variables.get_by_text(re.compile(rf"^after turn {turn}:")),
-        reruns=False,
     )
     switchboard = page.get_by_role("tabpanel", name="Switchboard")
-    meter.measure(lambda: page.get_by_role("tab", name="Switchboard").click(), switchboard, reruns=False)
+    meter.measure(lambda: page.get_by_role("tab", name="Switchboard").click(), switchboard)
     window = switchboard.locator(
         '[data-stale="false"][class*="-responder_window_turns"] input'
     )  # its key names the node

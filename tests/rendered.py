@@ -50,3 +50,12 @@ def table_columns(markup: str, css_class: str) -> dict[str, list[str]]:
         raise AssertionError(f"no table of class {css_class}")
     head, *body = reader.rows
     return {h: [row[i] for row in body] for i, h in enumerate(head)}
+
+
+def open_tab(at, label: str):
+    """Open the Debugger inspector's tab ``label`` as a click on it does (only the open tab is drawn); returns
+    ``at`` after the rerun."""
+    from ui.state import INSPECTOR_TAB
+
+    at.session_state[INSPECTOR_TAB] = label
+    return at.run()

@@ -48,6 +48,7 @@ MODEL_CHOICE, MODEL_OTHER = "model_choice", "model_other"  # the model for new t
 NODE_FILTER = "node_filter"  # whose memory the markers show
 SIDE = "ml-side"  # the receipt column (ui/html.py's CSS makes it sticky)
 TRANSCRIPT = "ml-transcript"  # the transcript box (scrolled to the inspected turn)
+INSPECTOR_TAB = "inspector_tab"  # the inspector's open tab, by its label: only that one is drawn
 FIX = "fix"  # per conversation: the switchboard's actions (re-run, replay from turn 1, keep): ui/fix_path.py
 CHAT_INPUT = "chat_input"
 WORKSPACE_RUNS = "workspace_runs"  # how many times this session drew the transcript and inspector (ui/data.py)

@@ -2,8 +2,10 @@
 beside it the inspector (what each node left out, "Where did it go?", the context receipt, the switchboard,
 the variables and the branches) for the inspected turn.
 
-The page runs it as a fragment, so inspecting a turn, a switchboard change or a what-if reruns it alone,
-not the sidebar; a turn run, a branch switch or a setting kept reruns the whole page."""
+The page runs it as a fragment, so inspecting a turn, a switchboard change, a what-if or another tab reruns
+it alone, not the sidebar; a turn run, a branch switch or a setting kept reruns the whole page. Of the
+inspector's tabs only the open one is drawn, and the switchboard always, since its widgets hold the
+what-if that the markers, the glance and the receipt show."""
 
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ from ui.switchboard import render_switchboard
 from ui.tree_view import render_branches
 from ui.variables_panel import render_variables
 from ui.why_panel import WHY_HELP, WHY_PLACEHOLDER, render_why
+
+INSPECTOR_TABS = ("Context receipt", "Switchboard", "Variables", "Branches")
 
 
 @dataclass
@@ -90,8 +94,9 @@ def render_workspace(ctx: DebugContext, settings: PageSettings, conversations: l
         )
     if layout.side is None:
         return
-    with layout.tabs[0]:
-        if at.selected_id is None:
+    receipt, _, variables, branches = layout.tabs
+    if receipt.open and at.selected_id is None:
+        with receipt:
             st.info("Send a message: the context receipt of each node that calls a model appears here.")
             render_recall_preview(
                 svc.memory_of(ctx.info.flow_version_id),
@@ -100,18 +105,23 @@ def render_workspace(ctx: DebugContext, settings: PageSettings, conversations: l
                 key=ctx.key(keys.RECALL),
                 names={c.id: c.name for c in conversations if c.name},
             )
-        else:
+    elif receipt.open:
+        with receipt:
             render_node_receipts(ctx, at)
-    with layout.tabs[2]:
-        _variables(ctx, at)
-    with layout.tabs[3]:
-        render_branches(
-            conv,
-            at.thread,
-            on_switch=actions.switch,
-            keys=("tree", f"branch-{ctx.conversation_id}", "switch_branch"),
-            figure=data.branch_figure(ctx.url, ctx.conversation_id, ctx.stamp, thread_ids[-1]) if thread_ids else None,
-        )
+    if variables.open:
+        with variables:
+            _variables(ctx, at)
+    if branches.open:
+        with branches:
+            render_branches(
+                conv,
+                at.thread,
+                on_switch=actions.switch,
+                keys=("tree", f"branch-{ctx.conversation_id}", "switch_branch"),
+                figure=data.branch_figure(ctx.url, ctx.conversation_id, ctx.stamp, thread_ids[-1])
+                if thread_ids
+                else None,
+            )
 
 
 class _Actions:
@@ -202,7 +212,8 @@ def _layout(ctx: DebugContext, settings: PageSettings, at: Inspected) -> _Layout
             )
         layout.glance = st.container()  # what each node left out, once the ledgers are known
         layout.why = st.container()
-        layout.tabs = st.tabs(["Context receipt", "Switchboard", "Variables", "Branches"])
+        # Only the open tab is drawn, and the switchboard always: its widgets hold the what-if every part shows.
+        layout.tabs = st.tabs(INSPECTOR_TABS, key=keys.INSPECTOR_TAB, on_change="rerun")
     return layout
 
 

@@ -10,7 +10,7 @@ from core.service.sessions import ConversationService
 from core.store import repo
 from core.store.db import Database
 from tests.conftest import ROOT
-from tests.rendered import shown
+from tests.rendered import open_tab, shown
 
 
 @pytest.fixture
@@ -171,9 +171,9 @@ def test_a_turn_answered_by_a_node_memlens_does_not_emulate_says_so_under_its_re
     assert (
         "Ran as pass-throughs, their outputs empty (MemLens does not emulate them): “Lookup” (http-request)" in captions
     )
-    assert [shown(i.value) for i in app.info] == [
-        "No node that calls a model ran in this turn.",
-        "This flow declares no conversation variables.",
+    assert [shown(i.value) for i in app.info] == ["No node that calls a model ran in this turn."]
+    assert [shown(i.value) for i in open_tab(app, "Variables").info] == [
+        "This flow declares no conversation variables."
     ]
 
 
@@ -383,6 +383,8 @@ def test_regenerate_creates_a_sibling_and_the_pager_shows_two_of_two(app):
 
 
 def _var_input(app, name):
+    if app.session_state["inspector_tab"] != "Variables":
+        open_tab(app, "Variables")
     conv_id = app.session_state["conv_id"]
     prefix = f"vars-{conv_id}-{name}-"
     return next(t for t in app.text_input if t.key and t.key.startswith(prefix) and t.key[len(prefix) :].isdigit())
@@ -498,7 +500,7 @@ def test_a_regenerated_turn_keeps_its_place_on_the_thread_everywhere_it_is_named
     assert "turn 8 · 2/2" in page  # the chat's turn label: the 8th turn of the thread, the second answer
     assert "Turn 8 · 2/2" in page  # the receipt header
     assert "turn 9" not in page and "Turn 9" not in page  # creation order never shows
-    labels = [o for o in app.selectbox(key=f"branch-{conv_id}").options]
+    labels = [o for o in open_tab(app, "Branches").selectbox(key=f"branch-{conv_id}").options]
     assert any("turn 8 · 2/2" in o for o in labels) and any("turn 8 · 1/2" in o for o in labels)
 
 
@@ -637,7 +639,7 @@ def test_the_switchboard_changes_an_agent_nodes_memory_and_shows_what_it_would_h
 def test_after_a_regenerate_the_variables_say_they_belong_to_the_whole_conversation(app):
     from ui.variables_panel import WHOLE_CONVERSATION
 
-    assert WHOLE_CONVERSATION not in [c.value for c in app.caption]  # no branch yet
+    assert WHOLE_CONVERSATION not in [c.value for c in open_tab(app, "Variables").caption]  # no branch yet
     conv_id = app.session_state["conv_id"]
     turn6 = repo.load_turn_rows(db(app), conv_id)[5]["id"]
     app.button(key=f"tx-{conv_id}-{turn6}-1-regen").click().run()

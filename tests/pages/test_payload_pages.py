@@ -17,7 +17,7 @@ from core.service.sessions import ConversationService
 from core.store.db import Database
 from tests.browser.test_browser_payloads import payload, payload_flow
 from tests.conftest import ROOT
-from tests.rendered import shown
+from tests.rendered import open_tab, shown
 
 HOST = "127.0.0.2:9"
 # Markup that would load or link something; none of it may reach an element's markdown source.
@@ -73,10 +73,17 @@ def assert_literal(sources: list[str], *tags: str) -> None:
 
 
 def test_every_debugger_element_carries_stored_text_escaped(seeded):
+    from ui.workspace import INSPECTOR_TABS
+
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert not at.exception, at.exception
-    # The newest conversation is the payload one: its name, flow, turns, node tabs, variables.
-    assert_literal(markdown_sources(at), "convname", "flowname", "query2", "nodetitle", "vardesc", "varvalue")
+    # The newest conversation is the payload one: its name, flow, turns, node tabs, variables — in every
+    # tab of the inspector, each drawn only while open.
+    sources = []
+    for tab in INSPECTOR_TABS:
+        sources += markdown_sources(open_tab(at, tab))
+        assert not at.exception, (tab, at.exception)
+    assert_literal(sources, "convname", "flowname", "query2", "nodetitle", "vardesc", "varvalue")
 
 
 def test_every_long_term_memory_element_carries_user_ids_and_memories_escaped(seeded):
