@@ -58,10 +58,16 @@ div[data-testid="stColumn"]:has(.st-key-ml-side) {position: sticky; top: 3.75rem
 .ml-badge {font-size: .72rem; color: #92400e; background: #fef3c7; border-radius: .5rem; padding: .05rem .45rem;}
 .ml-error {font-size: .8rem; color: #b91c1c;}
 .ml-turn {font-size: .72rem; color: #6b7280;}
-.ml-ledger table {width: 100%; border-collapse: collapse; font-size: .8rem; line-height: 1.35;}
-.ml-ledger th {text-align: left; font-weight: 600; color: #6b7280; border-bottom: 1px solid #e5e7eb; padding: .2rem .3rem;}
-.ml-ledger td {vertical-align: top; border-bottom: 1px solid #f3f4f6; padding: .2rem .3rem; overflow-wrap: anywhere;}
-.ml-ledger td:first-child {white-space: nowrap;}
+/* The inspector's tables (ui.ledger_table.ledger_html, ui.variables_panel.changes_html): cells wrap in its column. */
+.ml-ledger table, .ml-changes table {width: 100%; border-collapse: collapse; font-size: .8rem; line-height: 1.35;}
+.ml-ledger th, .ml-changes th {text-align: left; font-weight: 600; color: #6b7280; border-bottom: 1px solid #e5e7eb;
+  padding: .2rem .3rem;}
+.ml-ledger td, .ml-changes td {vertical-align: top; border-bottom: 1px solid #f3f4f6; padding: .2rem .3rem;
+  overflow-wrap: anywhere;}
+.ml-ledger td:first-child, .ml-changes td:first-child {white-space: nowrap;}
+.ml-changes {margin-bottom: .5rem;}
+/* Names and operations break between words only; the old and new values anywhere. */
+.ml-changes td:nth-child(-n+4) {overflow-wrap: break-word;}
 .ml-ledger td:nth-child(2) {cursor: help; min-width: 6rem;}
 .ml-ledger .ml-num {text-align: right; white-space: nowrap;}
 .ml-ledger tr.ml-not-kept td {color: #991b1b;}

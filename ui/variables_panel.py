@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 from typing import Callable, Mapping
 
-import pandas as pd
 import streamlit as st
 
 from core.errors import MemLensError
 from ui import state as keys
-from ui.html import plain
+from ui.html import plain, safe_text
 from ui.paging import page_slice
 
 HISTORY_PAGE = 100  # changes shown at once
@@ -39,6 +38,19 @@ def show(value) -> str:
 
 def short(text: str) -> str:
     return text if len(text) <= SHORT else f"{text[: SHORT - 1]}… ({len(text):,} characters)"
+
+
+#: The Changes table's columns, in order.
+CHANGE_COLUMNS = ("turn", "variable", "by", "operation", "old", "new")
+
+
+def changes_html(rows: list[dict]) -> str:
+    """The variables' changes as an HTML table whose cells wrap in the inspector's narrow column (a data frame
+    there scrolled sideways and drew only after its grid's script loaded). One HTML block: every text is
+    escaped as a block's (:func:`ui.html.safe_text`)."""
+    head = "".join(f"<th>{c}</th>" for c in CHANGE_COLUMNS)
+    body = "".join("<tr>" + "".join(f"<td>{safe_text(r[c])}</td>" for c in CHANGE_COLUMNS) + "</tr>" for r in rows)
+    return f'<div class="ml-changes"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 #: Said above the variables of a conversation with branches.
@@ -137,4 +149,4 @@ def render_variables(
             }
             for h in page
         ]
-        st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{key}-history", width="stretch")
+        st.markdown(changes_html(rows), unsafe_allow_html=True)

@@ -111,3 +111,15 @@ def test_any_text_reads_as_typed_and_renders_without_markup(text):
     assert shown(plain(text)) == text
     html = render(plain(text))
     assert set(re.findall(r"<\s*([a-zA-Z0-9]+)", html)) <= {"p", "br"}
+
+
+@pytest.mark.parametrize("payload", list(PAYLOADS.values()), ids=list(PAYLOADS))
+def test_the_variables_changes_table_shows_every_cell_as_typed(payload):
+    """The Changes table is one HTML block: a value holding markup or a URL stays the cell's text."""
+    from ui.variables_panel import CHANGE_COLUMNS, changes_html
+
+    rows = [{c: payload for c in CHANGE_COLUMNS}, {c: "" for c in CHANGE_COLUMNS}]
+    html = render(changes_html(rows))
+    assert set(re.findall(r"<\s*([a-zA-Z0-9]+)", html)) == {"div", "table", "thead", "tbody", "tr", "th", "td"}
+    cells = re.findall(r"<td>(.*?)</td>", html, re.DOTALL)
+    assert [unescape(c) for c in cells] == [payload.replace("\r\n", "\n")] * 6 + [""] * 6
