@@ -66,7 +66,9 @@ STEPS_TARGETED = ("Debugger: inspect an earlier turn", "Debugger: switchboard â€
 # websocket's messages and when the number of elements last changed, on the page's clock (epoch ms).
 # The count is taken at most every 50 ms after a mutation, so a page of many elements is not slowed
 # by counting; the time recorded is the mutation's. Attribute changes are left out: charts keep
-# adjusting their layout (sizes, hover layers) for a while after they are on the page.
+# adjusting their layout (sizes, hover layers) for a while after they are on the page. So are hover
+# tooltips (floating-ui portals): the pointer rests on the button just clicked, whose help appears a
+# moment after the step's result, as the hover's doing, not the step's.
 METER = """
 (() => {
   const now = () => performance.timeOrigin + performance.now();
@@ -84,11 +86,14 @@ METER = """
     }
   };
   const all = document.getElementsByTagName('*');
-  new MutationObserver(() => { if (!m.dirty) m.dirty = now(); })
-    .observe(document, {subtree: true, childList: true});
+  const hover = (node) => node.nodeType === 1 && !!node.closest('[data-floating-ui-portal]');
+  new MutationObserver((changes) => {
+    if (!m.dirty && changes.some((c) => !hover(c.target) && ![...c.addedNodes, ...c.removedNodes].every(hover)))
+      m.dirty = now();
+  }).observe(document, {subtree: true, childList: true});
   setInterval(() => {
     if (!m.dirty) return;
-    const n = all.length;
+    const n = all.length - document.querySelectorAll('[data-floating-ui-portal], [data-floating-ui-portal] *').length;
     if (n !== m.count) { m.count = n; m.lastCount = m.dirty; }
     m.dirty = 0;
   }, 50);
