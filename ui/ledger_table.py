@@ -27,54 +27,86 @@ YES, NO = "yes", "no"
 COLUMNS = ("turn", "reason", "message", "tokens", "kept", "role", "kind", "why")
 
 
+class LedgerRows:
+    """The ledger's rows, one per earlier message (and per message sent instead), each made only when shown:
+    a late turn of a long conversation lists tens of thousands of earlier messages and a page shows
+    :data:`LEDGER_PAGE`. Filtering reads only what a row is kept or dropped for; given the call's
+    ``position``, an other-branch copy of a message on this branch says whose it is."""
+
+    def __init__(
+        self, ledger: Ledger, conversation: Conversation, node: str | None = None, position: int | None = None
+    ):
+        self.ledger, self.conversation, self.node, self.position = ledger, conversation, node, position
+        self.items = ledger.rows()
+        self.copies = (
+            {}
+            if position is None
+            else branch_copies(ledger, (m.ref for m in conversation.turns[position].messages), position)
+        )
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def _words(self, i: int) -> tuple[str, str | None]:
+        """Row ``i``'s reason in words and, for a branch copy, its sentence."""
+        e = self.items[i]
+        if isinstance(e, SyntheticMessage):
+            return e.reason_words, e.why
+        holder = self.copies.get((e.position, e.index))
+        if holder is not None:
+            here = holder == self.position
+            return copy_words("this turn" if here else turn_label(self.conversation, holder), here)
+        return REASON_LABELS.get(e.reason, e.reason), None
+
+    def reasons(self) -> list[str]:
+        """Every reason the rows give, in words, sorted."""
+        return sorted({self._words(i)[0] for i in range(len(self))})
+
+    def select(self, show: str | None, reasons: list[str] | None) -> list[int]:
+        """The rows kept or dropped only (``show``), and of the given reasons (none given: every reason).
+        Dropped means what the memory left out (:attr:`LedgerEntry.dropped`): a message it could not send
+        (memory off, out of scope, another branch) is neither kept nor dropped, as the metrics say; a
+        message sent instead counts as kept."""
+        picked = range(len(self))
+        if show == "dropped":
+            picked = [i for i in picked if isinstance(self.items[i], LedgerEntry) and self.items[i].dropped]
+        elif show == "kept":
+            picked = [i for i in picked if not isinstance(self.items[i], LedgerEntry) or self.items[i].kept]
+        if reasons:
+            wanted = set(reasons)
+            picked = [i for i in picked if self._words(i)[0] in wanted]
+        return list(picked)
+
+    def row(self, i: int) -> dict:
+        """Row ``i`` with its columns (:data:`COLUMNS`)."""
+        e = self.items[i]
+        reason, why = self._words(i)
+        if isinstance(e, SyntheticMessage):
+            text = " ".join(e.content.split())
+            kept, turn, kind = YES, str(e.turn), e.origin
+        else:
+            text = " ".join(message_text(self.conversation.turns[e.position].messages[e.index]).split())
+            kept, kind = YES if e.kept else NO, e.kind
+            turn = turn_label(self.conversation, e.position).removeprefix("turn ")
+            why = why or explain(e, self.ledger.config, self.node)
+        return {
+            "kept": kept,
+            "turn": turn,
+            "role": e.role,
+            "kind": kind,
+            "tokens": e.tokens,
+            "reason": reason,
+            "why": why,
+            "message": text[:160] + ("…" if len(text) > 160 else ""),
+        }
+
+
 def ledger_rows(
     ledger: Ledger, conversation: Conversation, node: str | None = None, position: int | None = None
 ) -> list[dict]:
-    """One row per earlier message (and per message sent instead), with the reason in words; given
-    the call's ``position``, an other-branch copy of a message on this branch says whose it is."""
-    copies = (
-        {}
-        if position is None
-        else branch_copies(ledger, (m.ref for m in conversation.turns[position].messages), position)
-    )
-    rows = []
-    for e in ledger.rows():
-        if isinstance(e, SyntheticMessage):
-            text = " ".join(e.content.split())
-            rows.append(
-                {
-                    "kept": YES,
-                    "turn": str(e.turn),
-                    "role": e.role,
-                    "kind": e.origin,
-                    "tokens": e.tokens,
-                    "reason": e.reason_words,
-                    "why": e.why,
-                    "message": text[:160] + ("…" if len(text) > 160 else ""),
-                }
-            )
-            continue
-        msg = conversation.turns[e.position].messages[e.index]
-        text = " ".join(message_text(msg).split())
-        reason, why = REASON_LABELS.get(e.reason, e.reason), None
-        holder = copies.get((e.position, e.index))
-        if holder is not None:
-            reason, why = copy_words(
-                "this turn" if holder == position else turn_label(conversation, holder), holder == position
-            )
-        rows.append(
-            {
-                "kept": YES if e.kept else NO,
-                "turn": turn_label(conversation, e.position).removeprefix("turn "),
-                "role": e.role,
-                "kind": e.kind,
-                "tokens": e.tokens,
-                "reason": reason,
-                "why": why or explain(e, ledger.config, node),
-                "message": text[:160] + ("…" if len(text) > 160 else ""),
-            }
-        )
-    return rows
+    """Every row of the ledger (:class:`LedgerRows`), for a whole table or a test."""
+    rows = LedgerRows(ledger, conversation, node, position)
+    return [rows.row(i) for i in range(len(rows))]
 
 
 def ledger_html(rows: list[dict]) -> str:
@@ -110,20 +142,20 @@ def render_ledger_table(
 ) -> None:
     """The ledger's rows, filtered to kept or dropped ones and by reason, a page at a time: a data frame
     (sortable, searchable), or with ``narrow`` an HTML table whose cells wrap (:func:`ledger_html`)."""
-    rows = ledger_rows(ledger, conversation, node, position)
-    if not rows:
+    rows = LedgerRows(ledger, conversation, node, position)
+    if not len(rows):
         st.info("This is the first turn: there is no earlier message for memory to keep or drop.")
         return
     c1, c2 = st.columns([3, 2])  # the three choices fit beside the reasons in the Debugger's side column
     show = c1.segmented_control("Show", ["all", "dropped", "kept"], default="all", key=f"{key}-show", required=True)
-    reasons = sorted({r["reason"] for r in rows})
-    picked = c2.multiselect("Reasons", reasons, key=f"{key}-reasons", placeholder="every reason")
-    rows = filter_rows(rows, show, picked, [isinstance(e, LedgerEntry) and e.dropped for e in ledger.rows()])
-    if not rows:
+    picked = c2.multiselect("Reasons", rows.reasons(), key=f"{key}-reasons", placeholder="every reason")
+    selected = rows.select(show, picked)
+    if not selected:
         st.caption("No earlier message matches these filters.")
         return
-    # One page of rows: a data frame sends every row it holds to the browser.
-    shown = rows[page_slice(len(rows), LEDGER_PAGE, key=f"{key}-page", noun="earlier messages")]
+    # One page of rows, each made only now: a data frame sends every row it holds to the browser.
+    page = selected[page_slice(len(selected), LEDGER_PAGE, key=f"{key}-page", noun="earlier messages")]
+    shown = [rows.row(i) for i in page]
     if narrow:
         st.markdown(ledger_html(shown), unsafe_allow_html=True)
         return
@@ -145,17 +177,3 @@ def render_ledger_table(
             "why": st.column_config.TextColumn(width="large"),
         },
     )
-
-
-def filter_rows(rows: list[dict], show: str | None, reasons: list[str] | None, dropped: list[bool]) -> list[dict]:
-    """Rows kept or dropped only (``show``), and of the given reasons (none given: every reason).
-    ``dropped`` says which rows the memory left out (:attr:`LedgerEntry.dropped`): a message it could
-    not send (memory off, out of scope, another branch) is neither kept nor dropped, as the metrics say."""
-    if show == "dropped":
-        rows = [r for r, left_out in zip(rows, dropped) if left_out]
-    elif show == "kept":
-        rows = [r for r in rows if r["kept"] == YES]
-    if reasons:
-        wanted = set(reasons)
-        rows = [r for r in rows if r["reason"] in wanted]
-    return rows

@@ -35,7 +35,7 @@ def test_show_dropped_lists_what_the_memory_left_out_and_not_what_it_could_never
     page's Dropped metric counts."""
     from core.model.conversation import ANSWER, QUERY, Conversation, Message, Turn
     from core.model.ledger import OTHER_BRANCH, OUTSIDE_WINDOW
-    from ui.ledger_table import filter_rows
+    from ui.ledger_table import LedgerRows
 
     def turn(tid, parent, n):
         return Turn(
@@ -59,13 +59,17 @@ def test_show_dropped_lists_what_the_memory_left_out_and_not_what_it_could_never
     ledger = Replay(conv, MemoryConfig(window=2, fidelity="documented")).ledger_at(4)
     reasons = [e.reason for e in ledger.entries]
     assert OTHER_BRANCH in reasons and OUTSIDE_WINDOW in reasons
-    rows = ledger_rows(ledger, conv, position=4)
-    flags = [e.dropped for e in ledger.rows()]
-    shown = filter_rows(rows, "dropped", None, flags)
+    rows = LedgerRows(ledger, conv, position=4)
+    shown = [rows.row(i) for i in rows.select("dropped", None)]
     assert len(shown) == ledger.dropped_count() == reasons.count(OUTSIDE_WINDOW)
     assert {r["reason"] for r in shown} == {"outside window"}
-    assert len(filter_rows(rows, "all", None, flags)) == len(rows)
-    assert [r["kept"] for r in filter_rows(rows, "kept", None, flags)] == ["yes"] * len(ledger.kept)
+    assert rows.select("all", None) == list(range(len(rows))) == list(range(len(ledger_rows(ledger, conv))))
+    assert [rows.row(i)["kept"] for i in rows.select("kept", None)] == ["yes"] * len(ledger.kept)
+    # A reason picked: only its rows, in order; every reason the rows give is offered.
+    assert rows.reasons() == sorted({r["reason"] for r in ledger_rows(ledger, conv, position=4)})
+    other = [i for i in range(len(rows)) if rows.row(i)["reason"] == "on another branch"]
+    assert other and rows.select("all", ["on another branch"]) == other
+    assert rows.select("dropped", ["on another branch"]) == []  # never this node's to send: not dropped
 
 
 def test_the_inspectors_ledger_table_shows_each_snippet_whole_and_each_reasons_sentence_once():
