@@ -68,7 +68,9 @@ STEPS_TARGETED = ("Debugger: inspect an earlier turn", "Debugger: switchboard â€
 # by counting; the time recorded is the mutation's. Attribute changes are left out: charts keep
 # adjusting their layout (sizes, hover layers) for a while after they are on the page. So are hover
 # tooltips (floating-ui portals): the pointer rests on the button just clicked, whose help appears a
-# moment after the step's result, as the hover's doing, not the step's.
+# moment after the step's result, as the hover's doing, not the step's. So is a canvas's content: a
+# data frame's grid fills its accessibility table inside its canvas about 300 ms after drawing the
+# rows, and a canvas's children are never shown.
 METER = """
 (() => {
   const now = () => performance.timeOrigin + performance.now();
@@ -86,14 +88,15 @@ METER = """
     }
   };
   const all = document.getElementsByTagName('*');
-  const hover = (node) => node.nodeType === 1 && !!node.closest('[data-floating-ui-portal]');
+  const UNSEEN = '[data-floating-ui-portal], canvas';
+  const unseen = (node) => node.nodeType === 1 && !!node.closest(UNSEEN);
   new MutationObserver((changes) => {
-    if (!m.dirty && changes.some((c) => !hover(c.target) && ![...c.addedNodes, ...c.removedNodes].every(hover)))
+    if (!m.dirty && changes.some((c) => !unseen(c.target) && ![...c.addedNodes, ...c.removedNodes].every(unseen)))
       m.dirty = now();
   }).observe(document, {subtree: true, childList: true});
   setInterval(() => {
     if (!m.dirty) return;
-    const n = all.length - document.querySelectorAll('[data-floating-ui-portal], [data-floating-ui-portal] *').length;
+    const n = all.length - document.querySelectorAll('[data-floating-ui-portal], [data-floating-ui-portal] *, canvas *').length;
     if (n !== m.count) { m.count = n; m.lastCount = m.dirty; }
     m.dirty = 0;
   }, 50);
