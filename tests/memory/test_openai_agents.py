@@ -6,6 +6,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hyp
 
 from core.io import import_text
 from core.memory.config import MemoryConfig
@@ -15,7 +17,7 @@ from core.memory.strategies import STRATEGIES
 from core.memory.strategies.openai_agents import limit_start, orphan_pass
 from core.memory.words import explain
 from core.model.conversation import REASONING, Message, ToolCall
-from core.model.ledger import KEPT, OMITTED, OUTSIDE_WINDOW
+from core.model.ledger import KEPT, OMITTED, OTHER_BRANCH, OUTSIDE_WINDOW
 from tests.conftest import ROOT
 
 
@@ -350,3 +352,101 @@ def test_what_its_pruning_means_in_a_finding():
         "limit or count a turn's items.",
         False,
     )
+
+
+# -- every item, carried along the thread -----------------------------------------------------------------
+# With no limit each turn's orphan pass is the last turn's plus its own items, carried along the thread; it
+# must equal the pass over every item (orphan_pass, the one the limits use) at every turn, on any branch.
+
+_IDS = ("c0", "c1", "c2", "c3")
+_BODY = hyp.one_of(
+    hyp.just(("reasoning",)),
+    hyp.just(("answer",)),
+    hyp.tuples(hyp.just("call"), hyp.lists(hyp.sampled_from(_IDS), min_size=1, max_size=2)),
+    hyp.tuples(hyp.just("output"), hyp.sampled_from((*_IDS, None))),
+)
+
+
+def _tree(turns):
+    """A conversation of ``turns``: each ``(parent, body)``, the parent an index among the turns before it
+    (``None``: the root; a repeated parent is a regenerate), the body its items after the question."""
+    from core.model.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Turn
+
+    made = []
+    for k, (parent, body) in enumerate(turns):
+        messages = [Message("user", f"q{k}", QUERY, f"{k}:q")]
+        for j, item in enumerate(body):
+            ref = f"{k}:{j}"
+            if item[0] == "reasoning":
+                messages.append(Message("assistant", f"think {k}.{j}", REASONING, ref))
+            elif item[0] == "answer":
+                messages.append(Message("assistant", f"a{k}.{j}", ANSWER, ref))
+            elif item[0] == "call":
+                calls = tuple(ToolCall(i, "weather", "{}") for i in item[1])
+                messages.append(Message("assistant", "", TOOL_CALL, ref, tool_calls=calls))
+            else:
+                messages.append(Message("tool", f"out {item[1]}", TOOL_RESULT, ref, tool_call_id=item[1]))
+        last = max((i for i, m in enumerate(messages) if m.kind == ANSWER), default=None)
+        made.append(
+            Turn(
+                id=f"t{k}",
+                parent_id=None if parent is None or k == 0 else f"t{parent % k}",
+                messages=tuple(messages),
+                query_index=0,
+                answer_index=last,
+            )
+        )
+    return Conversation(id="c", turns=made)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    hyp.lists(
+        hyp.tuples(hyp.one_of(hyp.none(), hyp.integers(0, 50)), hyp.lists(_BODY, max_size=5)), min_size=1, max_size=9
+    ),
+    hyp.randoms(use_true_random=False),
+)
+def test_every_item_carried_along_the_thread_equals_the_pass_over_every_item(turns, rng):
+    from core.memory.strategies.openai_agents import sent_counts, turn_note
+
+    conv = _tree(turns)
+    replay = Replay(conv, MemoryConfig("openai_agents"))
+    positions = list(range(len(conv.turns)))
+    rng.shuffle(positions)  # any order of turns, so the carried pass is cut back and walked again
+    for p in positions:
+        ledger = replay.ledger_at(p)
+        thread = [e for e in ledger.entries if e.reason != OTHER_BRANCH]  # the items this thread's session holds
+        earlier = [conv.turns[e.position].messages[e.index] for e in thread]
+        expected = orphan_pass(earlier, 0, prune_outputs=False)
+        assert [e.reason for e in thread] == [OMITTED if i in expected.dropped else KEPT for i in range(len(earlier))]
+        sent = [m for i, m in enumerate(earlier) if i not in expected.dropped]
+        assert ledger.budget_note == turn_note(None, expected, len(sent), *sent_counts(sent))
+        assert ledger.history_tokens == sum(e.tokens for e in ledger.entries if e.kept)
+
+
+def test_a_result_on_another_branch_never_answers_this_branch_s_call():
+    """The carried pass keeps the items it has read along one branch: walking another, a result read on the
+    first at the same place in the session is not among this branch's items."""
+    turns = [
+        (None, [("answer",)]),
+        (0, [("output", "c0"), ("answer",)]),  # a branch whose result comes first …
+        (0, [("reasoning",), ("call", ["c0"]), ("answer",)]),  # … and one whose call has no result
+        (2, []),
+        (1, []),
+        (0, [("reasoning",), ("call", ["c0"]), ("output", "c0"), ("answer",)]),  # one whose call has its result
+        (5, []),
+    ]
+    conv = _tree(turns)
+    replay = Replay(conv, MemoryConfig("openai_agents"))
+    first = replay.ledger_at(4)  # the first branch's items are read first
+    assert "1 tool result without its call" in first.budget_note
+    second = replay.ledger_at(3)
+    assert [(e.position, e.index, e.reason) for e in second.entries if e.position == 2] == [
+        (2, 0, KEPT),
+        (2, 1, OMITTED),  # the reasoning before the call
+        (2, 2, OMITTED),  # the call: its result is on the other branch
+        (2, 3, KEPT),
+    ]
+    assert second.budget_note.endswith("dropped 1 call without a result and 1 reasoning item before such a call")
+    # The first branch's result is not this one's either: no result here is without its call.
+    assert replay.ledger_at(6).budget_note == "no limit (every stored item): this turn sent 7 items (2 questions)"

@@ -37,7 +37,7 @@ from core.model.conversation import REASONING, source_platform
 from core.model.ledger import KEPT, OMITTED, OUTSIDE_WINDOW
 from core.words import plural
 
-from .base import Budget, Plan, Strategy, message_at, turn_at
+from .base import Budget, Plan, Strategy, along_view, message_at, tokens_between, turn_at
 from .settings import BOOL, SWITCHED, TOGGLE, Setting, Widget
 
 #: The most items the config editor offers for ``limit``, and the number it shows while no limit is set.
@@ -98,15 +98,14 @@ def orphan_pass(items, start: int, prune_outputs: bool) -> Items:
 
 class SessionPlan(Plan):
     def __init__(self, budget: Budget, items: Items, view, replay):
-        end = view.length
-        dropped = items.dropped
-        kept = [i for i in range(items.start, end) if i not in dropped]
+        end, dropped = view.length, items.dropped
+        first = next((i for i in range(items.start, end) if i not in dropped), None)
         super().__init__(
             budget,
             None,
-            len(kept),
-            sum(view.prefix[i + 1] - view.prefix[i] for i in kept),
-            turn_at(view, replay, kept[0] if kept else None),
+            end - items.start - len(dropped),
+            tokens_between(view, items.start, end) - sum(view.prefix[i + 1] - view.prefix[i] for i in dropped),
+            turn_at(view, replay, first),
         )
         self.items = items
 
@@ -114,6 +113,88 @@ class SessionPlan(Plan):
         if i < self.items.start:
             return OUTSIDE_WINDOW
         return OMITTED if i in self.items.dropped else KEPT
+
+
+@dataclass(frozen=True)
+class Carried:
+    """The orphan pass over every item up to a message, as the next message finds it (no limit: every
+    stored item is read, so each turn's pass is the last one's plus its own items): the calls still without
+    an output, each with the call ids it waits for; how many questions; how many outputs have no call."""
+
+    pending: tuple[tuple[int, frozenset], ...] = ()
+    questions: int = 0
+    unmatched: int = 0
+
+
+def _at(view, replay, entries, end: int) -> list[int]:
+    """The indices of ``entries`` (``(index, message)``) before ``end`` whose message is still there in the view."""
+    return [j for j, m in entries if j < end and message_at(view, replay, j) is m]
+
+
+def _carry(view, replay) -> list[Carried]:
+    """:class:`Carried` after each message of the view (``[0]``: before the first), carried along the thread
+    (:func:`~core.memory.strategies.base.along_view`). The call ids are looked up in two indexes kept on the
+    replay, an entry counting only while its message is still at its index of the view walked."""
+    outputs, calls = replay.__dict__.setdefault("_agents_ids", ({}, {}))
+
+    def seen(index: dict, key, end: int) -> bool:  # the newest first: a reused call id is found at once
+        return any(j < end and message_at(view, replay, j) is m for j, m in reversed(index.get(key, ())))
+
+    def note(index: dict, key, i: int, message) -> None:
+        entries = index.setdefault(key, [])
+        if not any(j == i and m is message for j, m in entries):
+            entries.append((i, message))
+
+    def step(values: list, message) -> None:
+        i, last = len(values) - 1, values[-1]
+        pending, questions, unmatched = last.pending, last.questions, last.unmatched
+        if message.role == "user":
+            questions += 1
+        if message.role == "tool":
+            key = message.tool_call_id
+            if any(key in waiting for _, waiting in pending):
+                pending = tuple((c, waiting - {key}) for c, waiting in pending if waiting - {key})
+            if not seen(calls, key, i):
+                unmatched += 1
+            note(outputs, key, i, message)
+        if message.tool_calls:
+            ids = [c.id for c in message.tool_calls]
+            waiting = frozenset(k for k in ids if not seen(outputs, k, i))
+            if waiting:
+                pending += ((i, waiting),)
+            for k in dict.fromkeys(ids):
+                if not seen(calls, k, i):  # its outputs so far now have a call
+                    unmatched -= len(_at(view, replay, outputs.get(k, ()), i))
+                note(calls, k, i, message)
+        values.append(Carried(pending, questions, unmatched))
+
+    return along_view(view, replay, "openai_agents", [Carried()], step)
+
+
+def every_item(view, replay) -> tuple[Items, int, int]:
+    """The orphan pass over every stored item, read from what was carried along the thread: the items it
+    dropped, how many questions and how many results without their call were sent. Equal to
+    :func:`orphan_pass` over all of them with no output pruned, in the time of the turn's own items."""
+    end = view.length
+    carried = _carry(view, replay)[end]
+    dropped_calls = frozenset(c for c, _ in carried.pending)
+    reasoning: set[int] = set()
+    for c in dropped_calls:
+        if message_at(view, replay, c).kind == REASONING:
+            continue  # a reasoning item is its own lead, given to the next item that is not one
+        j = c - 1
+        while j >= 0 and message_at(view, replay, j).kind == REASONING:
+            reasoning.add(j)
+            j -= 1
+    # A result is sent without its call when its call id is nowhere among the items (carried), or only in
+    # calls the pass dropped.
+    outputs, calls = replay.__dict__["_agents_ids"]
+    lone = carried.unmatched
+    cut = {c.id for i in dropped_calls for c in message_at(view, replay, i).tool_calls}
+    for key in cut:
+        if all(j in dropped_calls for j in _at(view, replay, calls.get(key, ()), end)):
+            lone += len(_at(view, replay, outputs.get(key, ()), end))
+    return Items(0, dropped_calls, frozenset(), frozenset(reasoning)), carried.questions, lone
 
 
 def _limit_words(limit: int | None) -> str:
@@ -124,17 +205,22 @@ def _limit_words(limit: int | None) -> str:
     return f"limit {limit} counts items"
 
 
-def turn_note(limit: int | None, items: Items, sent) -> str:
-    """The turn in plain words, from the items it sent (``sent``) and what the orphan pass dropped:
-    ``"limit 6 counts items: this turn sent 5 items (2 questions, 1 tool result without its call); the
-    orphan pass dropped 1 tool result whose call the limit cut"``."""
+def sent_counts(sent) -> tuple[int, int]:
+    """How many questions, and how many tool results without their call, the items ``sent`` hold."""
     calls = {c.id for m in sent for c in m.tool_calls}
     questions = sum(1 for m in sent if m.role == "user")
-    lone = sum(1 for m in sent if m.role == "tool" and m.tool_call_id not in calls)
+    return questions, sum(1 for m in sent if m.role == "tool" and m.tool_call_id not in calls)
+
+
+def turn_note(limit: int | None, items: Items, sent: int, questions: int, lone: int) -> str:
+    """The turn in plain words, from the number of items it sent, the questions and the tool results without
+    their call among them, and what the orphan pass dropped: ``"limit 6 counts items: this turn sent 5 items
+    (2 questions, 1 tool result without its call); the orphan pass dropped 1 tool result whose call the limit
+    cut"``."""
     parts = [plural(questions, "question")] if questions else []
     if lone:
         parts.append(f"{plural(lone, 'tool result')} without its call")
-    note = f"{_limit_words(limit)}: this turn sent {plural(len(sent), 'item')}"
+    note = f"{_limit_words(limit)}: this turn sent {plural(sent, 'item')}"
     if parts:
         note += f" ({', '.join(parts)})"
     dropped = []
@@ -231,14 +317,16 @@ class OpenAIAgentsStrategy(Strategy):
     def plan(self, view, current, replay):
         own = replay.config.settings
         end = view.length
-        start = limit_start(end, own.limit)
-        stored = [message_at(view, replay, i) for i in range(start, end)]
-        items = orphan_pass(stored, start, prune_outputs=own.limit is not None and not own.input_callback)
-        sent = [m for i, m in enumerate(stored, start) if i not in items.dropped]
-        budget = Budget(
-            None, turn_note(own.limit, items, sent), replay.config.context_size or replay.facts.context_size
-        )
+        if own.limit is None:  # every item, no output pruned: the pass carried along the thread
+            items, questions, lone = every_item(view, replay)
+        else:
+            start = limit_start(end, own.limit)
+            stored = [message_at(view, replay, i) for i in range(start, end)]
+            items = orphan_pass(stored, start, prune_outputs=not own.input_callback)
+            questions, lone = sent_counts([m for i, m in enumerate(stored, start) if i not in items.dropped])
+        note = turn_note(own.limit, items, end - items.start - len(items.dropped), questions, lone)
+        budget = Budget(None, note, replay.config.context_size or replay.facts.context_size)
         return SessionPlan(budget, items, view, replay)
 
 
-__all__ = ["OpenAIAgentsStrategy", "Items", "limit_start", "orphan_pass", "turn_note"]
+__all__ = ["OpenAIAgentsStrategy", "Items", "every_item", "limit_start", "orphan_pass", "sent_counts", "turn_note"]
