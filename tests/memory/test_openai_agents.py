@@ -4,9 +4,10 @@ written here item by item (the recorded sessions of the real SDK are tests/memor
 import json
 import subprocess
 import sys
+from random import Random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as hyp
 
 from core.io import import_text
@@ -369,21 +370,24 @@ _BODY = hyp.one_of(
 
 def _tree(turns):
     """A conversation of ``turns``: each ``(parent, body)``, the parent an index among the turns before it
-    (``None``: the root; a repeated parent is a regenerate), the body its items after the question."""
+    (``None``: the root; a repeated parent is a regenerate), the body its items after the question (first
+    ``("unasked",)``: the turn has none)."""
     from core.model.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, Conversation, Turn
 
     made = []
     for k, (parent, body) in enumerate(turns):
-        messages = [Message("user", f"q{k}", QUERY, f"{k}:q")]
-        for j, item in enumerate(body):
+        asks = not body or body[0] != ("unasked",)  # a turn with no question: the agent speaks first
+        messages = [Message("user", f"q{k}", QUERY, f"{k}:q")] if asks else []
+        for j, item in enumerate(body[0 if asks else 1 :]):
             ref = f"{k}:{j}"
             if item[0] == "reasoning":
                 messages.append(Message("assistant", f"think {k}.{j}", REASONING, ref))
             elif item[0] == "answer":
                 messages.append(Message("assistant", f"a{k}.{j}", ANSWER, ref))
-            elif item[0] == "call":
+            elif item[0] in ("call", "reasoning call"):  # the second: a reasoning item holding calls
                 calls = tuple(ToolCall(i, "weather", "{}") for i in item[1])
-                messages.append(Message("assistant", "", TOOL_CALL, ref, tool_calls=calls))
+                kind = TOOL_CALL if item[0] == "call" else REASONING
+                messages.append(Message("assistant", "", kind, ref, tool_calls=calls))
             else:
                 messages.append(Message("tool", f"out {item[1]}", TOOL_RESULT, ref, tool_call_id=item[1]))
         last = max((i for i, m in enumerate(messages) if m.kind == ANSWER), default=None)
@@ -392,20 +396,39 @@ def _tree(turns):
                 id=f"t{k}",
                 parent_id=None if parent is None or k == 0 else f"t{parent % k}",
                 messages=tuple(messages),
-                query_index=0,
+                query_index=0 if asks else None,
                 answer_index=last,
             )
         )
     return Conversation(id="c", turns=made)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     hyp.lists(
-        hyp.tuples(hyp.one_of(hyp.none(), hyp.integers(0, 50)), hyp.lists(_BODY, max_size=5)), min_size=1, max_size=9
+        hyp.tuples(
+            hyp.one_of(hyp.none(), hyp.integers(0, 50)),
+            hyp.tuples(hyp.sampled_from([(), (("unasked",),)]), hyp.lists(_BODY, max_size=6)).map(
+                lambda p: [*p[0], *p[1]]
+            ),
+        ),
+        min_size=1,
+        max_size=9,
     ),
     hyp.randoms(use_true_random=False),
 )
+# Reasoning items leading a call that never gets its result, at the session's start and after a question.
+@example([(None, [("unasked",), ("reasoning",), ("reasoning",), ("call", ["c0"])]), (0, [])], Random(0))
+@example([(None, [("reasoning",), ("reasoning",), ("call", ["c0"]), ("answer",)]), (0, [])], Random(0))
+# A reasoning item that holds a call: still a reasoning item, its lead given to the next item.
+@example(
+    [(None, [("reasoning",), ("reasoning call", ["c0"]), ("reasoning",), ("call", ["c1"]), ("answer",)]), (0, [])],
+    Random(0),
+)
+# A call id asked twice around its one result: the result answers both, and is not without its call.
+@example([(None, [("call", ["c0"]), ("output", "c0"), ("call", ["c0"]), ("answer",)]), (0, [])], Random(0))
+# A result before its call, and a message of two calls, one of them answered.
+@example([(None, [("output", "c1"), ("call", ["c1", "c2"]), ("answer",)]), (0, [("output", "c2")]), (1, [])], Random(0))
 def test_every_item_carried_along_the_thread_equals_the_pass_over_every_item(turns, rng):
     from core.memory.strategies.openai_agents import sent_counts, turn_note
 
