@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as examples
+from hypothesis import strategies as hyp
 
 from core.io import import_file, import_text
 from core.memory.config import MemoryConfig
@@ -18,6 +21,7 @@ from core.memory.words import explain
 from core.model.conversation import Message, ToolCall
 from core.model.js_tokens import count, js_length
 from core.model.ledger import OMITTED, OUTSIDE_WINDOW, OVER_BUDGET, PARTIAL, REWRITTEN, STORED
+from tests.memory.test_openai_agents import _BODY, _tree
 
 
 def item(role, content="", calls=(), call_id=""):
@@ -991,3 +995,50 @@ def test_a_chat_that_opens_on_the_bot_s_greeting_folds_it_like_any_row():
     assert [(e.turn, e.reason) for e in ledger.entries] == [(0, "summarized"), (1, "summarized"), (1, "summarized")]
     (summary,) = ledger.synthetic
     assert (summary.content, summary.covers) == ("Previous conversation summary: Your order is 4411.", (0, 1, 2))
+
+
+# -- Flowise Agentflow's all messages, counted along the thread -------------------------------------------
+
+
+@examples(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(
+    hyp.lists(
+        hyp.tuples(hyp.one_of(hyp.none(), hyp.integers(0, 50)), hyp.lists(_BODY, max_size=5)), min_size=1, max_size=8
+    ),
+    hyp.sampled_from([{}, {"memory_type": "windowSize", "window_size": 0}]),
+    hyp.randoms(use_true_random=False),
+)
+def test_every_row_counted_along_the_thread_is_every_row_sent_as_stored(monkeypatch, turns, settings_, rng):
+    """All messages (and a window of 0) send every earlier row: the plan that counts rows along the thread
+    gives, at every turn of any branch, the ledger of every row laid out and sent as a stored item."""
+    from core.memory.strategies import flowise_agentflow
+    from core.memory.strategies.base import Budget
+    from core.memory.strategies.flowise_window import rows_layout
+    from core.memory.strategies.stored import StoredPlan, stored_items
+
+    conv = _tree(turns)
+    config = MemoryConfig("flowise_agentflow", **settings_).validate()
+    positions = list(range(len(conv.turns)))
+    rng.shuffle(positions)
+    counted = Replay(conv, config)
+    ledgers = {p: counted.ledger_at(p) for p in positions}
+    summaries = counted.summaries()
+
+    def as_stored(budget: Budget, view, replay):
+        layout = rows_layout(replay)
+        return StoredPlan(budget, stored_items(view, layout), {}, view, replay, layout)
+
+    with monkeypatch.context() as m:
+        m.setattr(flowise_agentflow, "EveryRowPlan", as_stored)
+        stored = Replay(conv, config)
+        for p in positions:
+            want, got = stored.ledger_at(p), ledgers[p]
+            assert [(e.position, e.index, e.reason, e.tokens) for e in got.entries] == [
+                (e.position, e.index, e.reason, e.tokens) for e in want.entries
+            ]
+            assert (got.history_tokens, len(got.kept)) == (want.history_tokens, len(want.kept))
+        assert [(s.kept, s.history_tokens, s.oldest_kept_turn) for s in summaries] == [
+            (s.kept, s.history_tokens, s.oldest_kept_turn) for s in stored.summaries()
+        ]

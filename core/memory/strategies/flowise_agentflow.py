@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from core.model.conversation import Message
 from core.model.js_tokens import CHARS4, GPT2, JS_COUNTERS, count
-from core.model.ledger import OMITTED, OUTSIDE_WINDOW, SUMMARIZED, SUMMARY, SyntheticMessage, turn_ranges
+from core.model.ledger import KEPT, OMITTED, OUTSIDE_WINDOW, SUMMARIZED, SUMMARY, SyntheticMessage, turn_ranges
 
-from .base import Budget
+from .base import Budget, Plan, along_view, turn_at
 from .flowise_window import rows_layout
 from .n8n_agent import COUNTERS
 from .settings import CHOICE, NUMBER, TEXT, TEXT_INPUT, ZERO_UNSET, Setting, Widget
@@ -72,6 +72,36 @@ class SummaryPlan(StoredPlan):
 
     def synthetic(self, view, replay):
         return ([self.summary] if self.summary is not None else []) + super().synthetic(view, replay)
+
+
+def _is_row(turns, position: int, index: int) -> bool:
+    """Whether a turn's message is one of its chat message rows: its question or its answer."""
+    return index in (turns[position].query_index, turns[position].answer_index)
+
+
+class EveryRowPlan(Plan):
+    """All messages: every earlier row is sent as it is, every other message (a tool step) omitted. The rows
+    and their tokens are counted along the thread (:func:`~core.memory.strategies.base.along_view`), so a
+    turn costs its own messages, not the conversation's; its ledger is the one of every row sent as a
+    stored item (:class:`~core.memory.strategies.stored.StoredPlan`)."""
+
+    def __init__(self, budget: Budget, view, replay):
+        turns = replay.conversation.turns
+
+        def step(values: list, message) -> None:
+            i, (count, tokens, first) = len(values) - 1, values[-1]
+            if _is_row(turns, view.seq_pos[i], view.seq_msg[i]):
+                count, tokens = count + 1, tokens + view.prefix[i + 1] - view.prefix[i]
+                first = i if first is None else first
+            values.append((count, tokens, first))
+
+        count, tokens, first = along_view(view, replay, "flowise_rows", [(0, 0, None)], step)[view.length]
+        super().__init__(budget, None, count, tokens, turn_at(view, replay, first))
+        self.turns, self.view = turns, view
+
+    def reason(self, i, message):
+        # (read before the view moves on: a ledger is built right after its plan)
+        return KEPT if _is_row(self.turns, self.view.seq_pos[i], self.view.seq_msg[i]) else OMITTED
 
 
 class FlowiseAgentflowStrategy(StoredStrategy):
@@ -184,9 +214,11 @@ class FlowiseAgentflowStrategy(StoredStrategy):
         s = replay.config.settings
         layout = rows_layout(replay)
         context = replay.config.context_size or replay.facts.context_size
+        if s.memory_type == ALL or (s.memory_type == WINDOW and not s.window_size):
+            return EveryRowPlan(Budget(None, "", context), view, replay)
         if s.memory_type == WINDOW:
             # slice(-2N) of the rows and the current question, which is the last of them: 2N - 1 rows (N = 0: all).
-            sent = sliced_items(view, layout, 1 - 2 * s.window_size if s.window_size else 0)
+            sent = sliced_items(view, layout, 1 - 2 * s.window_size)
             return StoredPlan(Budget(None, "", context), sent, {}, view, replay, layout)
         items = stored_items(view, layout)
         if s.memory_type == SUMMARY_ONLY:
