@@ -223,8 +223,7 @@ class FlowiseAgentflowStrategy(StoredStrategy):
         items = stored_items(view, layout)
         if s.memory_type == SUMMARY_ONLY:
             return self._summary_only(view, current, replay, items, context, layout)
-        if s.memory_type != SUMMARY_BUFFER:
-            return StoredPlan(Budget(None, "", context), items, {}, view, replay, layout)
+        # The summary buffer (the memory types are a choice of four).
         limit = s.max_token_limit or DEFAULT_LIMIT
         turn = replay.conversation.turns[current]
         question = turn.messages[turn.query_index].content if turn.query_index is not None else None
