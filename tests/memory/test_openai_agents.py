@@ -443,7 +443,9 @@ def test_every_item_carried_along_the_thread_equals_the_pass_over_every_item(tur
         expected = orphan_pass(earlier, 0, prune_outputs=False)
         assert [e.reason for e in thread] == [OMITTED if i in expected.dropped else KEPT for i in range(len(earlier))]
         sent = [m for i, m in enumerate(earlier) if i not in expected.dropped]
-        assert ledger.budget_note == turn_note(None, expected, len(sent), *sent_counts(sent))
+        assert ledger.budget_note == turn_note(
+            None, (0, len(expected.calls), len(expected.reasoning)), len(sent), *sent_counts(sent)
+        )
         assert ledger.history_tokens == sum(e.tokens for e in ledger.entries if e.kept)
 
 
@@ -473,3 +475,20 @@ def test_a_result_on_another_branch_never_answers_this_branch_s_call():
     assert second.budget_note.endswith("dropped 1 call without a result and 1 reasoning item before such a call")
     # The first branch's result is not this one's either: no result here is without its call.
     assert replay.ledger_at(6).budget_note == "no limit (every stored item): this turn sent 7 items (2 questions)"
+
+
+def test_one_result_completing_two_calls_sends_its_results_with_their_calls_when_walked_again():
+    """Two calls waiting on the same two ids, both completed by one result: every earlier result then has a
+    call sent. Reading the turns in another order walks the thread again over what an earlier walk recorded."""
+    turns = [
+        (None, [("output", "c1"), ("call", ["c0", "c2"]), ("answer",)]),
+        (0, [("call", ["c2", "c0"]), ("answer",), ("output", "c2")]),
+        (1, [("call", ["c1"]), ("output", "c0"), ("answer",)]),
+        (2, []),
+        (2, []),
+    ]
+    conv = _tree(turns)
+    replay = Replay(conv, MemoryConfig("openai_agents"))
+    notes = {p: replay.ledger_at(p).budget_note for p in (3, 2, 1, 0, 4)}
+    assert notes[3] == notes[4] == "no limit (every stored item): this turn sent 12 items (3 questions)"
+    assert all(e.reason == KEPT for e in replay.ledger_at(4).entries if e.position < 3)

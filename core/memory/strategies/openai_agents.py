@@ -117,84 +117,154 @@ class SessionPlan(Plan):
 
 @dataclass(frozen=True)
 class Carried:
-    """The orphan pass over every item up to a message, as the next message finds it (no limit: every
-    stored item is read, so each turn's pass is the last one's plus its own items): the calls still without
-    an output, each with the call ids it waits for; how many questions; how many outputs have no call."""
+    """The orphan pass over every item up to a message, as the next message finds it (no limit: every stored
+    item is read, so each turn's pass is the last one's plus its own items), in counts: the questions, the
+    calls still without every result and the reasoning items leading them (with their tokens), and the
+    results that no call sent carries the id of."""
 
-    pending: tuple[tuple[int, frozenset], ...] = ()
     questions: int = 0
-    unmatched: int = 0
+    calls: int = 0
+    call_tokens: int = 0
+    reasoning: int = 0
+    reasoning_tokens: int = 0
+    lone: int = 0
 
 
-def _at(view, replay, entries, end: int) -> list[int]:
-    """The indices of ``entries`` (``(index, message)``) before ``end`` whose message is still there in the view."""
-    return [j for j, m in entries if j < end and message_at(view, replay, j) is m]
+class _Pass:
+    """The orphan pass carried along the view walked: :class:`Carried` after each message, and which calls
+    got every result (:meth:`answered`). The call ids are looked up in indexes kept on the replay, an entry
+    counting only while its message is still at its index of the view (another branch may have put another
+    message there)."""
 
+    def __init__(self, view, replay):
+        self.view, self.replay = view, replay
+        # results and calls by call id: [(index, message)]; a call's index: (call, index of the result that
+        # completed it, that result)
+        self.outputs, self.calls, self.completed = replay.__dict__.setdefault("_agents_pass", ({}, {}, {}))
+        self.carried = along_view(view, replay, "openai_agents", [Carried()], self._step)
 
-def _carry(view, replay) -> list[Carried]:
-    """:class:`Carried` after each message of the view (``[0]``: before the first), carried along the thread
-    (:func:`~core.memory.strategies.base.along_view`). The call ids are looked up in two indexes kept on the
-    replay, an entry counting only while its message is still at its index of the view walked."""
-    outputs, calls = replay.__dict__.setdefault("_agents_ids", ({}, {}))
+    def _here(self, j: int, message) -> bool:
+        return message_at(self.view, self.replay, j) is message
 
-    def seen(index: dict, key, end: int) -> bool:  # the newest first: a reused call id is found at once
-        return any(j < end and message_at(view, replay, j) is m for j, m in reversed(index.get(key, ())))
+    def _before(self, index: dict, key, end: int) -> list[tuple[int, object]]:
+        return [(j, m) for j, m in index.get(key, ()) if j < end and self._here(j, m)]
 
-    def note(index: dict, key, i: int, message) -> None:
+    def _seen(self, key, end: int) -> bool:  # the newest first: a reused call id is found at once
+        return any(j < end and self._here(j, m) for j, m in reversed(self.outputs.get(key, ())))
+
+    def answered(self, j: int, message, end: int) -> bool:
+        """Whether the call ``message`` at ``j`` has every result among the items before ``end``."""
+        found = self.completed.get(j)
+        return found is not None and found[0] is message and found[1] < end and self._here(found[1], found[2])
+
+    def _kept_call(self, key, end: int, besides: int = -1) -> bool:
+        """Whether a call with this id before ``end``, other than the one at ``besides``, had every result
+        before ``end``."""
+        return any(j != besides and self.answered(j, m, end) for j, m in self._before(self.calls, key, end))
+
+    def _lead(self, j: int) -> tuple[int, int]:
+        """How many reasoning items lead the call at ``j`` (they go with it), and their tokens."""
+        view, k = self.view, j
+        while k > 0 and message_at(view, self.replay, k - 1).kind == REASONING:
+            k -= 1
+        return j - k, view.prefix[j] - view.prefix[k]
+
+    def _note(self, index: dict, key, i: int, message) -> None:
         entries = index.setdefault(key, [])
         if not any(j == i and m is message for j, m in entries):
             entries.append((i, message))
 
-    def step(values: list, message) -> None:
-        i, last = len(values) - 1, values[-1]
-        pending, questions, unmatched = last.pending, last.questions, last.unmatched
+    def _step(self, values: list, message) -> None:
+        i, view = len(values) - 1, self.view
+        c = values[-1]
+        questions, calls, call_tokens, reasoning, reasoning_tokens, lone = (
+            c.questions,
+            c.calls,
+            c.call_tokens,
+            c.reasoning,
+            c.reasoning_tokens,
+            c.lone,
+        )
         if message.role == "user":
             questions += 1
         if message.role == "tool":
             key = message.tool_call_id
-            if any(key in waiting for _, waiting in pending):
-                pending = tuple((c, waiting - {key}) for c, waiting in pending if waiting - {key})
-            if not seen(calls, key, i):
-                unmatched += 1
-            note(outputs, key, i, message)
+            now: set = set()  # the ids of the calls this result completes (an earlier walk's record is no proof)
+            for j, call in self._before(self.calls, key, i):  # the calls this result may complete
+                ids = [t.id for t in call.tool_calls]
+                if self.answered(j, call, i) or not all(k == key or self._seen(k, i) for k in ids):
+                    continue
+                for k in dict.fromkeys(ids):  # their results so far now have a call sent
+                    if k not in now and not self._kept_call(k, i, besides=j):
+                        lone -= len(self._before(self.outputs, k, i))
+                now.update(ids)
+                self.completed[j] = (call, i, message)
+                lead, lead_tokens = self._lead(j)
+                calls, call_tokens = calls - 1, call_tokens - (view.prefix[j + 1] - view.prefix[j])
+                reasoning, reasoning_tokens = reasoning - lead, reasoning_tokens - lead_tokens
+            if key not in now and not self._kept_call(key, i):
+                lone += 1
+            self._note(self.outputs, key, i, message)
         if message.tool_calls:
-            ids = [c.id for c in message.tool_calls]
-            waiting = frozenset(k for k in ids if not seen(outputs, k, i))
-            if waiting:
-                pending += ((i, waiting),)
+            ids = [t.id for t in message.tool_calls]
+            if all(self._seen(k, i) for k in ids):  # its results came first: sent
+                for k in dict.fromkeys(ids):
+                    if not self._kept_call(k, i):
+                        lone -= len(self._before(self.outputs, k, i))
+                self.completed[i] = (message, i, message)
+            else:
+                lead, lead_tokens = self._lead(i)
+                calls, call_tokens = calls + 1, call_tokens + view.prefix[i + 1] - view.prefix[i]
+                reasoning, reasoning_tokens = reasoning + lead, reasoning_tokens + lead_tokens
             for k in dict.fromkeys(ids):
-                if not seen(calls, k, i):  # its outputs so far now have a call
-                    unmatched -= len(_at(view, replay, outputs.get(k, ()), i))
-                note(calls, k, i, message)
-        values.append(Carried(pending, questions, unmatched))
+                self._note(self.calls, k, i, message)
+        values.append(Carried(questions, calls, call_tokens, reasoning, reasoning_tokens, lone))
 
-    return along_view(view, replay, "openai_agents", [Carried()], step)
+    def dropped(self, i: int, end: int) -> bool:
+        """Whether the pass over the items before ``end`` drops the one at ``i``: a call without every result,
+        or a reasoning item leading one."""
+        view, replay = self.view, self.replay
+        message = message_at(view, replay, i)
+        if message.tool_calls:
+            return not self.answered(i, message, end)
+        if message.kind != REASONING:
+            return False
+        k = i + 1
+        while k < end and message_at(view, replay, k).kind == REASONING:
+            k += 1
+        return k < end and bool(message_at(view, replay, k).tool_calls) and self.dropped(k, end)
 
 
-def every_item(view, replay) -> tuple[Items, int, int]:
-    """The orphan pass over every stored item, read from what was carried along the thread: the items it
-    dropped, how many questions and how many results without their call were sent. Equal to
-    :func:`orphan_pass` over all of them with no output pruned, in the time of the turn's own items."""
-    end = view.length
-    carried = _carry(view, replay)[end]
-    dropped_calls = frozenset(c for c, _ in carried.pending)
-    reasoning: set[int] = set()
-    for c in dropped_calls:
-        if message_at(view, replay, c).kind == REASONING:
-            continue  # a reasoning item is its own lead, given to the next item that is not one
-        j = c - 1
-        while j >= 0 and message_at(view, replay, j).kind == REASONING:
-            reasoning.add(j)
-            j -= 1
-    # A result is sent without its call when its call id is nowhere among the items (carried), or only in
-    # calls the pass dropped.
-    outputs, calls = replay.__dict__["_agents_ids"]
-    lone = carried.unmatched
-    cut = {c.id for i in dropped_calls for c in message_at(view, replay, i).tool_calls}
-    for key in cut:
-        if all(j in dropped_calls for j in _at(view, replay, calls.get(key, ()), end)):
-            lone += len(_at(view, replay, outputs.get(key, ()), end))
-    return Items(0, dropped_calls, frozenset(), frozenset(reasoning)), carried.questions, lone
+def _reasoning_calls(replay) -> bool:
+    """Whether a reasoning item holds calls (read from a format other than the SDK's): the pass then both drops
+    it as a call and gives it to the next item's lead, which :class:`_Pass`'s counts do not follow."""
+    found = replay.__dict__.get("_agents_reasoning_calls")
+    if found is None:
+        found = replay.__dict__["_agents_reasoning_calls"] = any(
+            m.kind == REASONING and m.tool_calls for t in replay.conversation.turns for m in t.messages
+        )
+    return found
+
+
+class EveryItemPlan(Plan):
+    """No limit: every stored item is read and the orphan pass drops the calls without every result and the
+    reasoning leading them, read from the pass carried along the thread (:class:`_Pass`); a turn costs its
+    own items, not the session's."""
+
+    def __init__(self, budget: Budget, found: _Pass, carried: Carried, view, replay):
+        end = view.length
+        first = next((i for i in range(end) if not found.dropped(i, end)), None)
+        super().__init__(
+            budget,
+            None,
+            end - carried.calls - carried.reasoning,
+            view.prefix[end] - carried.call_tokens - carried.reasoning_tokens,
+            turn_at(view, replay, first),
+        )
+        self.found, self.end = found, end
+
+    def reason(self, i, message):
+        return OMITTED if self.found.dropped(i, self.end) else KEPT
 
 
 def _limit_words(limit: int | None) -> str:
@@ -212,26 +282,27 @@ def sent_counts(sent) -> tuple[int, int]:
     return questions, sum(1 for m in sent if m.role == "tool" and m.tool_call_id not in calls)
 
 
-def turn_note(limit: int | None, items: Items, sent: int, questions: int, lone: int) -> str:
+def turn_note(limit: int | None, dropped: tuple[int, int, int], sent: int, questions: int, lone: int) -> str:
     """The turn in plain words, from the number of items it sent, the questions and the tool results without
     their call among them, and what the orphan pass dropped: ``"limit 6 counts items: this turn sent 5 items
     (2 questions, 1 tool result without its call); the orphan pass dropped 1 tool result whose call the limit
-    cut"``."""
+    cut"``. ``dropped``: how many results, calls and reasoning items the orphan pass dropped."""
     parts = [plural(questions, "question")] if questions else []
     if lone:
         parts.append(f"{plural(lone, 'tool result')} without its call")
     note = f"{_limit_words(limit)}: this turn sent {plural(sent, 'item')}"
     if parts:
         note += f" ({', '.join(parts)})"
-    dropped = []
-    if items.outputs:
-        dropped.append(f"{plural(len(items.outputs), 'tool result')} whose call the limit cut")
-    if items.calls:
-        dropped.append(f"{plural(len(items.calls), 'call')} without a result")
-    if items.reasoning:
-        dropped.append(f"{plural(len(items.reasoning), 'reasoning item')} before such a call")
-    if dropped:
-        note += "; the orphan pass dropped " + " and ".join(dropped)
+    outputs, calls, reasoning = dropped
+    said = []
+    if outputs:
+        said.append(f"{plural(outputs, 'tool result')} whose call the limit cut")
+    if calls:
+        said.append(f"{plural(calls, 'call')} without a result")
+    if reasoning:
+        said.append(f"{plural(reasoning, 'reasoning item')} before such a call")
+    if said:
+        note += "; the orphan pass dropped " + " and ".join(said)
     return note
 
 
@@ -317,16 +388,20 @@ class OpenAIAgentsStrategy(Strategy):
     def plan(self, view, current, replay):
         own = replay.config.settings
         end = view.length
-        if own.limit is None:  # every item, no output pruned: the pass carried along the thread
-            items, questions, lone = every_item(view, replay)
-        else:
-            start = limit_start(end, own.limit)
-            stored = [message_at(view, replay, i) for i in range(start, end)]
-            items = orphan_pass(stored, start, prune_outputs=not own.input_callback)
-            questions, lone = sent_counts([m for i, m in enumerate(stored, start) if i not in items.dropped])
-        note = turn_note(own.limit, items, end - items.start - len(items.dropped), questions, lone)
-        budget = Budget(None, note, replay.config.context_size or replay.facts.context_size)
-        return SessionPlan(budget, items, view, replay)
+        context = replay.config.context_size or replay.facts.context_size
+        if own.limit is None and not _reasoning_calls(replay):  # every item: the pass carried along the thread
+            found = _Pass(view, replay)
+            carried = found.carried[end]
+            sent = end - carried.calls - carried.reasoning
+            note = turn_note(None, (0, carried.calls, carried.reasoning), sent, carried.questions, carried.lone)
+            return EveryItemPlan(Budget(None, note, context), found, carried, view, replay)
+        start = limit_start(end, own.limit)
+        stored = [message_at(view, replay, i) for i in range(start, end)]
+        items = orphan_pass(stored, start, prune_outputs=own.limit is not None and not own.input_callback)
+        questions, lone = sent_counts([m for i, m in enumerate(stored, start) if i not in items.dropped])
+        sent = end - items.start - len(items.dropped)
+        note = turn_note(own.limit, (len(items.outputs), len(items.calls), len(items.reasoning)), sent, questions, lone)
+        return SessionPlan(Budget(None, note, context), items, view, replay)
 
 
-__all__ = ["OpenAIAgentsStrategy", "Items", "every_item", "limit_start", "orphan_pass", "sent_counts", "turn_note"]
+__all__ = ["OpenAIAgentsStrategy", "Items", "limit_start", "orphan_pass", "sent_counts", "turn_note"]
