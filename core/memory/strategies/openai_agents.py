@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.model.conversation import REASONING, source_platform
+from core.model.conversation import REASONING, Message, source_platform
 from core.model.ledger import KEPT, OMITTED, OUTSIDE_WINDOW
 from core.words import plural
 
@@ -146,7 +146,7 @@ class _Pass:
     def _here(self, j: int, message) -> bool:
         return message_at(self.view, self.replay, j) is message
 
-    def _before(self, index: dict, key, end: int) -> list[tuple[int, object]]:
+    def _before(self, index: dict, key, end: int) -> list[tuple[int, Message]]:
         return [(j, m) for j, m in index.get(key, ()) if j < end and self._here(j, m)]
 
     def _seen(self, key, end: int) -> bool:  # the newest first: a reused call id is found at once
