@@ -120,7 +120,7 @@ class Carried:
     """The orphan pass over every item up to a message, as the next message finds it (no limit: every stored
     item is read, so each turn's pass is the last one's plus its own items), in counts: the questions, the
     calls still without every result and the reasoning items leading them (with their tokens), and the
-    results that no call sent carries the id of."""
+    results whose call id no call sent carries."""
 
     questions: int = 0
     calls: int = 0
