@@ -418,6 +418,7 @@ def _tree(turns):
     hyp.randoms(use_true_random=False),
 )
 # Reasoning items leading a call that never gets its result, at the session's start and after a question.
+@example([(None, [("unasked",), ("reasoning",), ("call", ["c0"]), ("reasoning",)]), (0, [])], Random(0))
 @example([(None, [("unasked",), ("reasoning",), ("reasoning",), ("call", ["c0"])]), (0, [])], Random(0))
 @example([(None, [("reasoning",), ("reasoning",), ("call", ["c0"]), ("answer",)]), (0, [])], Random(0))
 # A reasoning item that holds a call: still a reasoning item, its lead given to the next item.
@@ -447,6 +448,17 @@ def test_every_item_carried_along_the_thread_equals_the_pass_over_every_item(tur
             None, (0, len(expected.calls), len(expected.reasoning)), len(sent), *sent_counts(sent)
         )
         assert ledger.history_tokens == sum(e.tokens for e in ledger.entries if e.kept)
+    # Each turn's numbers (what Compare and the CLI read without building a ledger) are its ledger's.
+    summaries = replay.summaries()
+    assert [s.turn for s in summaries] == [replay.numbers[p] for p in conv.answered_turns()]
+    for summary, p in zip(summaries, conv.answered_turns()):
+        kept = [e for e in replay.ledger_at(p).entries if e.reason == KEPT]
+        oldest = replay.numbers[kept[0].position] if kept else None
+        assert (summary.kept, summary.history_tokens, summary.oldest_kept_turn) == (
+            len(kept),
+            sum(e.tokens for e in kept),
+            oldest,
+        )
 
 
 def test_a_result_on_another_branch_never_answers_this_branch_s_call():

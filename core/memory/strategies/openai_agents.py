@@ -157,10 +157,9 @@ class _Pass:
         found = self.completed.get(j)
         return found is not None and found[0] is message and found[1] < end and self._here(found[1], found[2])
 
-    def _kept_call(self, key, end: int, besides: int = -1) -> bool:
-        """Whether a call with this id before ``end``, other than the one at ``besides``, had every result
-        before ``end``."""
-        return any(j != besides and self.answered(j, m, end) for j, m in self._before(self.calls, key, end))
+    def _kept_call(self, key, end: int) -> bool:
+        """Whether a call with this id before ``end`` had every result before ``end``."""
+        return any(self.answered(j, m, end) for j, m in self._before(self.calls, key, end))
 
     def _lead(self, j: int) -> tuple[int, int]:
         """How many reasoning items lead the call at ``j`` (they go with it), and their tokens."""
@@ -195,7 +194,7 @@ class _Pass:
                 if self.answered(j, call, i) or not all(k == key or self._seen(k, i) for k in ids):
                     continue
                 for k in dict.fromkeys(ids):  # their results so far now have a call sent
-                    if k not in now and not self._kept_call(k, i, besides=j):
+                    if k not in now and not self._kept_call(k, i):
                         lone -= len(self._before(self.outputs, k, i))
                 now.update(ids)
                 self.completed[j] = (call, i, message)
