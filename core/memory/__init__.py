@@ -23,7 +23,8 @@ Where each rule lives:
   (`slice(-2k)`, `parseInt`), n8n's agent clean-up and `maxTokensFromMemory` trim, Agentflow's window and
   summary buffer; what is sent in another shape listed in a message's place (origin `stored`, several per
   message, with their tool calls): `core/memory/strategies/n8n_window.py`, `n8n_agent.py`,
-  `flowise_window.py`, `flowise_agentflow.py`, over `stored.py` (`Item`, `StoredPlan`, `window_start`); the
+  `flowise_window.py`, `flowise_agentflow.py` (all messages counted along the thread: `EveryRowPlan`), over
+  `stored.py` (`Item`, `StoredPlan`, `window_start`); the
   stand-ins sent by `history_of` (`core/memory/replay.py`) and listed by `Ledger.rows`/`Ledger.stand_ins`
   (`core/model/ledger.py`); LangChain JS's token count (GPT-2's vocabulary, bundled with its licence, or
   characters / 4) in `core/model/js_tokens.py`.
@@ -46,7 +47,8 @@ Where each rule lives:
   index: `along_view` and `SuffixPlan` in `core/memory/strategies/base.py`.
 * An OpenAI Agents SDK session (`limit` counting items, the orphan pass), LangGraph's `pre_model_hook` trim
   with its empty-trim fallback, langmem's summary before every model call:
-  `core/memory/strategies/openai_agents.py` (`limit_start`, `orphan_pass`, `turn_note`),
+  `core/memory/strategies/openai_agents.py` (`limit_start`, `orphan_pass`, `turn_note`; with no limit the
+  pass carried along the thread, `_Pass`),
   `core/memory/strategies/langgraph_trim.py` (`hook_trim`, over `select` in `trim.py`),
   `core/memory/strategies/langmem_summary.py` (`fold_until`, `with_results`, `SummaryCall`); LangChain's
   approximate count in `langchain_counts` (`trim.py`); checked against the real packages by
