@@ -344,6 +344,9 @@ def test_the_budget_names_the_model_s_context_and_no_token_limit():
     assert (ledger.budget, ledger.context_size) == (None, 128_000)
     _, _, ledger = sent(SESSION, limit=3, context_size=9_000)
     assert ledger.context_size == 9_000
+    for settings_ in ({}, {"context_size": 9_000}):  # no limit: the pass carried along the thread
+        _, _, ledger = sent(SESSION, **settings_)
+        assert (ledger.budget, ledger.context_size) == (None, settings_.get("context_size", 128_000))
 
 
 def test_what_its_pruning_means_in_a_finding():
@@ -424,6 +427,11 @@ def _tree(turns):
 # A reasoning item that holds a call: still a reasoning item, its lead given to the next item.
 @example(
     [(None, [("reasoning",), ("reasoning call", ["c0"]), ("reasoning",), ("call", ["c1"]), ("answer",)]), (0, [])],
+    Random(0),
+)
+# A result completing a call whose other id an answered call already carries: that id's results were sent.
+@example(
+    [(None, [("call", ["c0"]), ("output", "c0"), ("call", ["c0", "c1"]), ("output", "c1"), ("answer",)]), (0, [])],
     Random(0),
 )
 # A call id asked twice around its one result: the result answers both, and is not without its call.
