@@ -56,13 +56,20 @@ class Wire:
 
 
 def _step(page, wire: Wire, action, ready) -> tuple[list[str], set[str], set[str]]:
-    """Do ``action``, wait for ``ready`` and the run's end; how the runs ended, where and what they drew."""
+    """Do ``action``, wait for ``ready`` and the run's end; how the runs ended, where and what they drew.
+
+    The run's end is read from the wire, not the page: a tab's panel shows as soon as it is clicked, before
+    the rerun it asks for has even started, so nothing on the page marks that run as still to come."""
     page.wait_for_timeout(300)  # any message of the previous step has come
     wire.clear()
     action()
     expect(ready).to_be_visible()
+    for _ in range(900):  # up to 90 s on a loaded machine
+        if wire.runs():
+            break
+        page.wait_for_timeout(100)
     expect_settled(page)
-    page.wait_for_timeout(300)
+    page.wait_for_timeout(300)  # a second run, if the action caused one, has ended too
     return wire.runs(), wire.roots(), wire.element_kinds()
 
 
