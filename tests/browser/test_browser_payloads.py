@@ -195,6 +195,18 @@ def visible_text(page) -> str:
     return page.locator("body").inner_text().replace("\u2060", "")
 
 
+def wait_for_text(page, needles: list[str], seconds: int = 90) -> None:
+    """Wait until each needle is shown: an inspector tab is drawn by the rerun its click starts, which a
+    loaded machine can take seconds to end."""
+    for _ in range(seconds * 4):
+        text = visible_text(page)
+        if all(n in text for n in needles):
+            return
+        page.wait_for_timeout(250)
+    missing = [n for n in needles if n not in visible_text(page)]
+    raise AssertionError(f"not shown after {seconds} s: {missing}")
+
+
 def test_payloads_seeded_through_the_api_and_the_importers_stay_text_on_every_page(tmp_path):
     trap = Trap()
     host = trap.host
@@ -239,8 +251,7 @@ def test_payloads_seeded_through_the_api_and_the_importers_stay_text_on_every_pa
             ):
                 page.get_by_role("tab", name=name).click()
                 page.wait_for_timeout(1500)
-                for tag in tags:
-                    assert f"{tag}.png" in visible_text(page), (name, tag)
+                wait_for_text(page, [f"{tag}.png" for tag in tags])
                 no_payload_markup(page, host)
 
             # Long-term memory: the payload user id and memory text.
