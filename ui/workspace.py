@@ -34,6 +34,7 @@ from ui.variables_panel import render_variables
 from ui.why_panel import WHY_HELP, WHY_PLACEHOLDER, render_why
 
 INSPECTOR_TABS = ("Context receipt", "Switchboard", "Variables", "Branches")
+OPENING = "Opening…"
 
 
 @dataclass
@@ -95,6 +96,9 @@ def render_workspace(ctx: DebugContext, settings: PageSettings, conversations: l
     if layout.side is None:
         return
     receipt, _, variables, branches = layout.tabs
+    for tab in (receipt, variables, branches):
+        if not tab.open:  # shown the moment it is clicked, until the rerun that click starts draws the tab
+            tab.caption(OPENING)
     if receipt.open and at.selected_id is None:
         with receipt:
             st.info("Send a message: the context receipt of each node that calls a model appears here.")

@@ -769,3 +769,21 @@ def test_litellm_warms_up_once_a_person_acts_not_while_the_first_page_is_drawn(t
     turn3 = repo.load_turn_rows(db(at), conv_id)[2]["id"]
     at.button(key=f"tx-{conv_id}-{turn3}-1-inspect").click().run()
     assert not at.exception and started == [True]
+
+
+def test_only_the_open_inspector_tab_is_drawn_and_a_closed_one_says_it_is_opening(app):
+    """A closed tab holds one caption, shown the moment it is clicked until the rerun draws the tab; the
+    switchboard is always drawn, since its widgets hold the what-if every part of the page shows."""
+    from ui.workspace import INSPECTOR_TABS, OPENING
+
+    for label in ("Context receipt", "Variables", "Branches"):
+        tabs = {t.label: t for t in open_tab(app, label).tabs if t.label in INSPECTOR_TABS}
+        assert set(tabs) == set(INSPECTOR_TABS)
+        for name, tab in tabs.items():
+            captions = [c.value for c in tab.caption]
+            if name == label:
+                assert OPENING not in captions and tab.children, name
+            elif name == "Switchboard":
+                assert OPENING not in captions and tab.number_input, name
+            else:
+                assert captions == [OPENING] and len(tab.children) == 1, (label, name)
