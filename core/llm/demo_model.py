@@ -3,7 +3,9 @@
 It exists so that memory behaviour is visible with no key and no network: it answers *only* from
 the messages it is given, so when a window is too small it visibly forgets.
 
-What it does with a prompt (the last user message is the question, everything before it is context):
+What it does with a prompt (the last user message is the question, everything before it is context; a
+prompt with no user message — a node whose template is all system prompt, the question written into
+it — is asked by its last message with text):
 
 1. **Facts** — it reads the facts users state (``core.model.facts``: "I'm Dana", "I'm vegetarian", "my order
    is 4411", "remember that …") in every user message of the prompt, and the facts it restated
@@ -306,8 +308,10 @@ def demo_reply(messages: Sequence[Mapping[str, Any]]) -> str:
 def demo_answer(messages: Sequence[Mapping[str, Any]]) -> DemoAnswer:
     """:func:`demo_reply` with its note."""
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
-    if last_user is None:
-        return DemoAnswer("I was given no question.")
+    if last_user is None:  # a prompt that is all instructions: its last message with text asks
+        last_user = max((i for i, m in enumerate(messages) if message_text(m.get("content")).strip()), default=None)
+        if last_user is None:
+            return DemoAnswer("I was given no question.")
     question = message_text(messages[last_user].get("content"))
     earlier = [m for i, m in enumerate(messages) if i != last_user and m.get("role") in ("user", "assistant", "tool")]
     for m in messages:
@@ -336,8 +340,8 @@ def demo_answer(messages: Sequence[Mapping[str, Any]]) -> DemoAnswer:
 
 def _answer(messages: Sequence[Mapping[str, Any]], question: str, earlier: list) -> str:
     """The reply to a question that is not a labelling or extraction prompt: facts, counts, a receipt."""
-    facts = known_facts(messages)
     stated = extract_facts(question)
+    facts = {**known_facts(messages), **{f.key: f for f in stated}}  # the question's own, whatever its role
     asked = asked_keys(question)
     parts: list[str] = []
     unread = next(filter(None, (unread_script(message_text(m.get("content"))) for m in messages)), None)

@@ -43,6 +43,18 @@ def test_it_reads_only_its_prompt_not_a_system_prompt_claim_or_anything_else():
     )
 
 
+def test_a_prompt_that_is_all_system_prompt_is_asked_by_its_last_message():
+    """A Dify LLM node whose template is only a system prompt, with the question written into it (a
+    summarising node of a chain): the demo answers that question from that text, as a real model would."""
+    system = {"role": "system", "content": '## Question\n"""What is my name?"""\n## Task\nAnswer briefly.'}
+    assert demo_reply([system]) == "I don't know your name — it is not in what I was given."
+    told = {"role": "system", "content": "The user wrote: I'm Dana. Question: what is my name?"}
+    assert demo_reply([{"role": "system", "content": "Be brief."}, told]) == "Noted. Your name is Dana."
+    assert demo_reply([system, assistant("  ")]) == demo_reply([system])  # an empty message asks nothing
+    assert demo_reply([]) == "I was given no question."
+    assert demo_reply([{"role": "system", "content": " "}]) == "I was given no question."
+
+
 def test_it_remembers_what_it_restated_in_an_earlier_answer():
     prompt = [assistant("Your name is Dana."), user("What's my name?")]
     assert demo_reply(prompt) == "Your name is Dana."
