@@ -17,11 +17,16 @@ DSL = FIXTURES / "dify_dsl"
 DSL_FILES = sorted(DSL.glob("*.yml"))
 
 
-def test_all_fourteen_shared_dsl_samples_are_in_the_fixtures_with_their_licence_notes():
-    assert len(DSL_FILES) == 14
-    notes = (DSL / "SOURCES.md").read_text(encoding="utf-8")
+def test_every_dsl_sample_is_in_the_fixtures_with_its_source_and_licence():
+    """The 14 shared samples and the 9 flows Dify's graph-engine tests run, each with a row in SOURCES.md
+    naming its repository and licence."""
+    assert len(DSL_FILES) == 14 + 9
+    rows = [line for line in (DSL / "SOURCES.md").read_text(encoding="utf-8").splitlines() if line.startswith("| `")]
     for path in DSL_FILES:
-        assert f"`{path.name}`" in notes or path.name.split("__", 1)[1].split(".")[0] in notes
+        (row,) = [r for r in rows if r.startswith(f"| `{path.name}`")]
+        assert "/" in row.split("|")[2] and row.split("|")[5].strip().startswith(("MIT", "Dify Open Source License")), (
+            row
+        )
 
 
 @pytest.mark.parametrize("path", DSL_FILES, ids=lambda p: p.name)
