@@ -8,7 +8,7 @@ import pytest
 
 from core.io import FormatError, import_text, read_conversations
 from core.io.readers.registry import import_file
-from core.model.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT
+from core.model.conversation import ANSWER, QUERY, TOOL_CALL, TOOL_RESULT, active_thread
 from tests.conftest import FIXTURES
 
 P = FIXTURES / "exports" / "public"
@@ -74,3 +74,36 @@ def test_broken_records_refuse_the_whole_file_unless_skipped_and_then_keep_every
     assert follow_up.query.startswith("[image]\nHere is the plan output.")  # the multimodal part, as a placeholder
     assert [m.kind for m in follow_up.messages].count(TOOL_RESULT) == 1
     assert follow_up.answer == "Done. The query should now use the index."
+
+
+def test_librechat_exports_keep_every_branch_and_show_the_newest():
+    """LibreChat's own import fixtures (its export's three shapes): an older recursive export under
+    `messagesTree`, a nested tree with an edit and a regeneration, and a flat list with two first messages."""
+    (linear,) = read_conversations(P / "librechat__danny-avila__LibreChat__export.json")
+    assert len(linear.turns) == 3 and _one_thread(linear)
+    assert linear.turns[0].query.startswith("What is the fuel consumption")
+
+    (tree,) = read_conversations(P / "librechat__danny-avila__LibreChat__tree.json")
+    first, thanks_a, thanks_b, happy, lol = tree.turns
+    assert [t.query for t in tree.turns] == [first.query, "thanks", "thanks", "does coding make you happy", "lol"]
+    assert thanks_a.parent_id == thanks_b.parent_id == lol.parent_id == first.id  # a regeneration, then an edit
+    assert happy.parent_id == thanks_b.id
+    assert [tree.turns[i].id for i in active_thread(tree)] == [
+        first.id,
+        lol.id,
+    ]  # the newest sibling at each fork, as LibreChat shows
+    assert tree.system_prompt == "You are an expert software engineer."  # options.promptPrefix
+
+    (flat,) = read_conversations(P / "librechat__danny-avila__LibreChat__opts-nonr-branches.json")
+    story_a, story_b, longer = flat.turns
+    assert story_a.parent_id is story_b.parent_id is longer.parent_id is None
+    assert story_a.query == story_b.query == "tell me a long story" and story_a.answer != story_b.answer
+    assert [flat.turns[i].id for i in active_thread(flat)] == [longer.id]
+
+
+def test_a_real_open_webui_chat_export_reads_as_its_one_exchange():
+    (conv,) = read_conversations(P / "openwebui__yetanotherchris__openwebui-importer.json")
+    assert conv.name == "🧠 Goldwater Rule Ethics"
+    (turn,) = conv.turns
+    assert turn.query.startswith("what was the ruling in the US")
+    assert turn.answer.startswith("The principle you''re referring to is known as the")  # its text, quotes as found
